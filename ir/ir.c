@@ -1,0 +1,695 @@
+/* ir.c — IR data structures: arena, types, tensors, attributes, builder,
+ * diagnostics and the op table. No pass logic here. */
+#include "ir.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* ---------------------------------------------------------------- op table */
+
+const gv_opinfo gv_ops[GV_OP_COUNT] = {
+#define X(E, nm, mi, ma, nr, fl, inf, ev) [GV_OP_##E] = {nm, mi, ma, nr, fl, inf, ev},
+#include "ops.def"
+#undef X
+};
+
+bool gv_opcode_lookup(const char *name, size_t n, gv_opcode *out) {
+  for (int i = 0; i < GV_OP_COUNT; i++) {
+    if (strlen(gv_ops[i].name) == n && memcmp(gv_ops[i].name, name, n) == 0) {
+      *out = (gv_opcode)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* ---------------------------------------------------------------- arena */
+
+typedef struct chunk {
+  struct chunk *next;
+  size_t size, used;
+  _Alignas(16) unsigned char data[];
+} chunk;
+
+struct gv_arena {
+  chunk *head;
+  size_t total;
+};
+
+gv_arena *gv_arena_new(void) {
+  gv_arena *a = calloc(1, sizeof *a);
+  if (!a) abort();
+  return a;
+}
+
+void gv_arena_free(gv_arena *a) {
+  if (!a) return;
+  chunk *c = a->head;
+  while (c) {
+    chunk *n = c->next;
+    free(c);
+    c = n;
+  }
+  free(a);
+}
+
+void *gv_alloc(gv_arena *a, size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  if (n == 0) n = 16;
+  chunk *c = a->head;
+  if (!c || c->size - c->used < n) {
+    size_t sz = n > (1u << 16) ? n : (1u << 16);
+    c = malloc(sizeof(chunk) + sz);
+    if (!c) {
+      fprintf(stderr, "%s: error: out of memory (%zu bytes)\n", gv_progname, n);
+      exit(1);
+    }
+    c->size = sz;
+    c->used = 0;
+    /* Big allocations get their own chunk behind the head so the head's
+     * free space is not wasted. */
+    if (a->head && n > (1u << 15)) {
+      c->next = a->head->next;
+      a->head->next = c;
+    } else {
+      c->next = a->head;
+      a->head = c;
+    }
+    a->total += sz;
+  }
+  void *p = c->data + c->used;
+  c->used += n;
+  memset(p, 0, n);
+  return p;
+}
+
+size_t gv_arena_bytes(const gv_arena *a) { return a->total; }
+
+char *gv_strndup(gv_arena *a, const char *s, size_t n) {
+  char *p = gv_alloc(a, n + 1);
+  memcpy(p, s, n);
+  p[n] = 0;
+  return p;
+}
+
+char *gv_strdup(gv_arena *a, const char *s) { return gv_strndup(a, s, strlen(s)); }
+
+/* ---------------------------------------------------------------- types */
+
+static const struct {
+  const char *name;
+  size_t size;
+} dtinfo[GV_DT_COUNT] = {
+    [GV_DT_UNKNOWN] = {"?", 0}, [GV_DT_F32] = {"f32", 4},  [GV_DT_F16] = {"f16", 2},
+    [GV_DT_BF16] = {"bf16", 2}, [GV_DT_F64] = {"f64", 8},  [GV_DT_I64] = {"i64", 8},
+    [GV_DT_I32] = {"i32", 4},   [GV_DT_I16] = {"i16", 2},  [GV_DT_I8] = {"i8", 1},
+    [GV_DT_U8] = {"ui8", 1},    [GV_DT_BOOL] = {"i1", 1},
+};
+
+size_t gv_dtype_size(gv_dtype t) { return t < GV_DT_COUNT ? dtinfo[t].size : 0; }
+const char *gv_dtype_name(gv_dtype t) { return t < GV_DT_COUNT ? dtinfo[t].name : "?"; }
+
+bool gv_dtype_parse(const char *s, size_t n, gv_dtype *out) {
+  for (int i = 1; i < GV_DT_COUNT; i++) {
+    if (strlen(dtinfo[i].name) == n && memcmp(dtinfo[i].name, s, n) == 0) {
+      *out = (gv_dtype)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool gv_dtype_is_float(gv_dtype t) {
+  return t == GV_DT_F32 || t == GV_DT_F16 || t == GV_DT_BF16 || t == GV_DT_F64;
+}
+bool gv_dtype_is_int(gv_dtype t) {
+  return t == GV_DT_I64 || t == GV_DT_I32 || t == GV_DT_I16 || t == GV_DT_I8 || t == GV_DT_U8;
+}
+
+gv_type gv_type_make(gv_dtype dt, int rank, const int64_t *dims) {
+  gv_type t;
+  memset(&t, 0, sizeof t);
+  t.dtype = dt;
+  t.rank = rank;
+  for (int i = 0; i < rank && i < GV_MAX_RANK; i++) t.dims[i] = dims ? dims[i] : GV_DIM_UNKNOWN;
+  return t;
+}
+
+gv_type gv_type_unranked(gv_dtype dt) {
+  gv_type t;
+  memset(&t, 0, sizeof t);
+  t.dtype = dt;
+  t.rank = GV_RANK_UNKNOWN;
+  return t;
+}
+
+bool gv_type_is_static(const gv_type *t) {
+  if (t->rank < 0) return false;
+  for (int i = 0; i < t->rank; i++)
+    if (t->dims[i] < 0) return false;
+  return true;
+}
+
+int64_t gv_type_numel(const gv_type *t) {
+  if (!gv_type_is_static(t)) return -1;
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) {
+    if (t->dims[i] != 0 && n > INT64_MAX / t->dims[i]) return -2;
+    n *= t->dims[i];
+  }
+  return n;
+}
+
+bool gv_type_equal(const gv_type *a, const gv_type *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+int gv_type_str(const gv_type *t, char *buf, size_t n) {
+  size_t w = 0;
+#define PUT(...)                                                                                   \
+  do {                                                                                             \
+    int k_ = snprintf(buf + (w < n ? w : n), w < n ? n - w : 0, __VA_ARGS__);                      \
+    if (k_ > 0) w += (size_t)k_;                                                                   \
+  } while (0)
+  PUT("tensor<");
+  if (t->rank < 0) {
+    PUT("*x");
+  } else {
+    for (int i = 0; i < t->rank; i++) {
+      if (t->dims[i] < 0)
+        PUT("?x");
+      else
+        PUT("%lldx", (long long)t->dims[i]);
+    }
+  }
+  PUT("%s>", gv_dtype_name(t->dtype));
+#undef PUT
+  return (int)w;
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+gv_tensor *gv_tensor_new(gv_arena *a, gv_type type) {
+  gv_tensor *t = gv_alloc(a, sizeof *t);
+  t->type = type;
+  int64_t n = gv_type_numel(&type);
+  if (n < 0) n = 0;
+  t->data = gv_alloc(a, (size_t)n * gv_dtype_size(type.dtype));
+  return t;
+}
+
+int64_t gv_tensor_numel(const gv_tensor *t) { return gv_type_numel(&t->type); }
+
+float gv_f16_to_f32(uint16_t h) {
+  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+  if (e == 0) {
+    if (mant == 0) {
+      bits = s;
+    } else { /* subnormal */
+      float f = ldexpf((float)mant, -24);
+      return s ? -f : f;
+    }
+  } else if (e == 31) {
+    bits = s | 0x7f800000u | (mant << 13);
+  } else {
+    bits = s | ((e + 112) << 23) | (mant << 13);
+  }
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t gv_f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  uint32_t absx = x & 0x7fffffff;
+  if (absx >= 0x7f800000) return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0));
+  if (absx >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* overflow to inf */
+  if (absx < 0x38800000) {                                  /* subnormal or zero */
+    float a;
+    memcpy(&a, &absx, 4);
+    uint32_t m = (uint32_t)nearbyintf(a * 16777216.0f); /* 2^24, round-half-even */
+    return (uint16_t)(sign | m);
+  }
+  uint32_t mant = absx & 0x7fffff, e = (absx >> 23) - 112;
+  uint32_t h = (e << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+  return (uint16_t)(sign | h);
+}
+
+float gv_bf16_to_f32(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t gv_f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
+  uint32_t r = 0x7fff + ((x >> 16) & 1);
+  return (uint16_t)((x + r) >> 16);
+}
+
+double gv_tensor_get_f(const gv_tensor *t, int64_t i) {
+  const void *d = t->data;
+  switch (t->type.dtype) {
+  case GV_DT_F32: return ((const float *)d)[i];
+  case GV_DT_F64: return ((const double *)d)[i];
+  case GV_DT_F16: return gv_f16_to_f32(((const uint16_t *)d)[i]);
+  case GV_DT_BF16: return gv_bf16_to_f32(((const uint16_t *)d)[i]);
+  default: return (double)gv_tensor_get_i(t, i);
+  }
+}
+
+int64_t gv_tensor_get_i(const gv_tensor *t, int64_t i) {
+  const void *d = t->data;
+  switch (t->type.dtype) {
+  case GV_DT_I64: return ((const int64_t *)d)[i];
+  case GV_DT_I32: return ((const int32_t *)d)[i];
+  case GV_DT_I16: return ((const int16_t *)d)[i];
+  case GV_DT_I8: return ((const int8_t *)d)[i];
+  case GV_DT_U8: return ((const uint8_t *)d)[i];
+  case GV_DT_BOOL: return ((const uint8_t *)d)[i] != 0;
+  default: {
+    double v = gv_tensor_get_f(t, i);
+    if (v != v) return 0;
+    if (v >= 9.2e18) return INT64_MAX;
+    if (v <= -9.2e18) return INT64_MIN;
+    return (int64_t)v; /* truncation toward zero, as ONNX Cast */
+  }
+  }
+}
+
+void gv_tensor_set_f(gv_tensor *t, int64_t i, double v) {
+  void *d = t->data;
+  switch (t->type.dtype) {
+  case GV_DT_F32: ((float *)d)[i] = (float)v; return;
+  case GV_DT_F64: ((double *)d)[i] = v; return;
+  case GV_DT_F16: ((uint16_t *)d)[i] = gv_f32_to_f16((float)v); return;
+  case GV_DT_BF16: ((uint16_t *)d)[i] = gv_f32_to_bf16((float)v); return;
+  case GV_DT_BOOL: ((uint8_t *)d)[i] = v != 0; return;
+  default: {
+    int64_t iv;
+    if (v != v) iv = 0;
+    else if (v >= 9.2e18) iv = INT64_MAX;
+    else if (v <= -9.2e18) iv = INT64_MIN;
+    else iv = (int64_t)v;
+    gv_tensor_set_i(t, i, iv);
+  }
+  }
+}
+
+void gv_tensor_set_i(gv_tensor *t, int64_t i, int64_t v) {
+  void *d = t->data;
+  switch (t->type.dtype) {
+  case GV_DT_I64: ((int64_t *)d)[i] = v; return;
+  case GV_DT_I32: ((int32_t *)d)[i] = (int32_t)v; return;
+  case GV_DT_I16: ((int16_t *)d)[i] = (int16_t)v; return;
+  case GV_DT_I8: ((int8_t *)d)[i] = (int8_t)v; return;
+  case GV_DT_U8: ((uint8_t *)d)[i] = (uint8_t)v; return;
+  case GV_DT_BOOL: ((uint8_t *)d)[i] = v != 0; return;
+  default: gv_tensor_set_f(t, i, (double)v); return;
+  }
+}
+
+/* ---------------------------------------------------------------- module */
+
+typedef struct {
+  void *addr;
+  size_t len;
+} mapping;
+
+gv_module *gv_module_new(const char *source) {
+  gv_arena *a = gv_arena_new();
+  gv_module *m = gv_alloc(a, sizeof *m);
+  m->arena = a;
+  m->source = gv_strdup(a, source ? source : "<input>");
+  return m;
+}
+
+void gv_module_free(gv_module *m) {
+  if (!m) return;
+  mapping *mp = m->mappings;
+  for (int i = 0; i < m->nmappings; i++) munmap(mp[i].addr, mp[i].len);
+  free(m->mappings);
+  gv_arena_free(m->arena);
+}
+
+void gv_module_add_mapping(gv_module *m, void *addr, size_t len) {
+  if (m->nmappings == m->cap_mappings) {
+    int cap = m->cap_mappings ? 2 * m->cap_mappings : 8;
+    void *p = realloc(m->mappings, (size_t)cap * sizeof(mapping));
+    if (!p) abort();
+    m->mappings = p;
+    m->cap_mappings = cap;
+  }
+  mapping *mp = m->mappings;
+  mp[m->nmappings].addr = addr;
+  mp[m->nmappings].len = len;
+  m->nmappings++;
+}
+
+/* ---------------------------------------------------------------- builder */
+
+gv_block *gv_block_new(gv_module *m) { return gv_alloc(m->arena, sizeof(gv_block)); }
+
+gv_value *gv_block_add_arg(gv_module *m, gv_block *b, gv_type type) {
+  gv_value **args = gv_alloc(m->arena, (size_t)(b->nargs + 1) * sizeof *args);
+  if (b->nargs) memcpy(args, b->args, (size_t)b->nargs * sizeof *args);
+  gv_value *v = gv_alloc(m->arena, sizeof *v);
+  v->type = type;
+  v->block = b;
+  v->index = b->nargs;
+  args[b->nargs++] = v;
+  b->args = args;
+  return v;
+}
+
+gv_func *gv_func_new(gv_module *m, const char *name) {
+  gv_func *f = gv_alloc(m->arena, sizeof *f);
+  f->name = gv_strdup(m->arena, name);
+  f->body = gv_block_new(m);
+  return f;
+}
+
+gv_value *gv_func_add_arg(gv_module *m, gv_func *f, const char *name, gv_type type, bool is_param) {
+  int n = f->body->nargs;
+  const char **names = gv_alloc(m->arena, (size_t)(n + 1) * sizeof *names);
+  bool *isp = gv_alloc(m->arena, (size_t)(n + 1) * sizeof *isp);
+  const void **pd = gv_alloc(m->arena, (size_t)(n + 1) * sizeof *pd);
+  if (n) {
+    memcpy(names, f->arg_names, (size_t)n * sizeof *names);
+    memcpy(isp, f->arg_is_param, (size_t)n * sizeof *isp);
+    memcpy(pd, f->param_data, (size_t)n * sizeof *pd);
+  }
+  names[n] = gv_strdup(m->arena, name ? name : "");
+  isp[n] = is_param;
+  f->arg_names = names;
+  f->arg_is_param = isp;
+  f->param_data = pd;
+  gv_value *v = gv_block_add_arg(m, f->body, type);
+  v->name = names[n];
+  return v;
+}
+
+gv_op *gv_op_new(gv_module *m, gv_opcode code, int nopnds, gv_value *const *opnds, int nres) {
+  gv_op *op = gv_alloc(m->arena, sizeof *op);
+  op->code = code;
+  op->loc = "";
+  gv_op_set_operands(m, op, nopnds, opnds);
+  op->nres = nres;
+  op->res = gv_alloc(m->arena, (size_t)(nres ? nres : 1) * sizeof *op->res);
+  for (int i = 0; i < nres; i++) {
+    gv_value *v = gv_alloc(m->arena, sizeof *v);
+    v->type = gv_type_unranked(GV_DT_UNKNOWN);
+    v->def = op;
+    v->index = i;
+    op->res[i] = v;
+  }
+  return op;
+}
+
+void gv_op_set_operands(gv_module *m, gv_op *op, int n, gv_value *const *opnds) {
+  op->nopnds = n;
+  op->opnds = gv_alloc(m->arena, (size_t)(n ? n : 1) * sizeof *op->opnds);
+  if (n && opnds) memcpy(op->opnds, opnds, (size_t)n * sizeof *op->opnds);
+}
+
+void gv_op_set_loc(gv_module *m, gv_op *op, const char *node_name, const char *onnx_op) {
+  op->loc = gv_strdup(m->arena, node_name ? node_name : "");
+  op->onnx_op = onnx_op ? gv_strdup(m->arena, onnx_op) : NULL;
+}
+
+void gv_op_add_region(gv_module *m, gv_op *op, gv_block *b) {
+  gv_block **r = gv_alloc(m->arena, (size_t)(op->nregions + 1) * sizeof *r);
+  if (op->nregions) memcpy(r, op->regions, (size_t)op->nregions * sizeof *r);
+  r[op->nregions++] = b;
+  op->regions = r;
+  b->parent = op;
+}
+
+void gv_block_append(gv_block *b, gv_op *op) {
+  op->parent = b;
+  op->next = NULL;
+  op->prev = b->last;
+  if (b->last)
+    b->last->next = op;
+  else
+    b->first = op;
+  b->last = op;
+}
+
+void gv_insert_before(gv_op *pos, gv_op *op) {
+  gv_block *b = pos->parent;
+  op->parent = b;
+  op->next = pos;
+  op->prev = pos->prev;
+  if (pos->prev)
+    pos->prev->next = op;
+  else
+    b->first = op;
+  pos->prev = op;
+}
+
+void gv_op_unlink(gv_op *op) {
+  gv_block *b = op->parent;
+  if (!b) return;
+  if (op->prev)
+    op->prev->next = op->next;
+  else
+    b->first = op->next;
+  if (op->next)
+    op->next->prev = op->prev;
+  else
+    b->last = op->prev;
+  op->prev = op->next = NULL;
+  op->parent = NULL;
+}
+
+void gv_replace_uses(gv_block *b, gv_value *from, gv_value *to) {
+  for (gv_op *op = b->first; op; op = op->next) {
+    for (int i = 0; i < op->nopnds; i++)
+      if (op->opnds[i] == from) op->opnds[i] = to;
+    for (int r = 0; r < op->nregions; r++) gv_replace_uses(op->regions[r], from, to);
+  }
+}
+
+static void zero_uses(gv_block *b) {
+  for (int i = 0; i < b->nargs; i++) b->args[i]->nuses = 0;
+  for (gv_op *op = b->first; op; op = op->next) {
+    for (int i = 0; i < op->nres; i++) op->res[i]->nuses = 0;
+    for (int r = 0; r < op->nregions; r++) zero_uses(op->regions[r]);
+  }
+}
+
+static void add_uses(gv_block *b) {
+  for (gv_op *op = b->first; op; op = op->next) {
+    for (int i = 0; i < op->nopnds; i++) op->opnds[i]->nuses++;
+    for (int r = 0; r < op->nregions; r++) add_uses(op->regions[r]);
+  }
+}
+
+void gv_count_uses(gv_block *b) {
+  zero_uses(b);
+  add_uses(b);
+}
+
+gv_op *gv_block_terminator(gv_block *b) {
+  return b->last && (gv_ops[b->last->code].flags & GV_TERMINATOR) ? b->last : NULL;
+}
+
+gv_op *gv_constant_new(gv_module *m, gv_tensor *t) {
+  gv_op *op = gv_op_new(m, GV_OP_CONSTANT, 0, NULL, 1);
+  gv_set_tensor(m, op, "value", t);
+  op->res[0]->type = t->type;
+  return op;
+}
+
+/* ---------------------------------------------------------------- attributes */
+
+void gv_set_attr(gv_module *m, gv_op *op, const gv_attr *a) {
+  int lo = 0;
+  while (lo < op->nattrs && strcmp(op->attrs[lo].name, a->name) < 0) lo++;
+  if (lo < op->nattrs && strcmp(op->attrs[lo].name, a->name) == 0) {
+    op->attrs[lo] = *a;
+    return;
+  }
+  gv_attr *na = gv_alloc(m->arena, (size_t)(op->nattrs + 1) * sizeof *na);
+  if (lo) memcpy(na, op->attrs, (size_t)lo * sizeof *na);
+  na[lo] = *a;
+  if (op->nattrs > lo) memcpy(na + lo + 1, op->attrs + lo, (size_t)(op->nattrs - lo) * sizeof *na);
+  op->attrs = na;
+  op->nattrs++;
+}
+
+static gv_attr mkattr(gv_module *m, const char *name, gv_attr_kind k) {
+  gv_attr a;
+  memset(&a, 0, sizeof a);
+  a.name = gv_strdup(m->arena, name);
+  a.kind = k;
+  return a;
+}
+
+void gv_set_int(gv_module *m, gv_op *op, const char *name, int64_t v) {
+  gv_attr a = mkattr(m, name, GV_ATTR_INT);
+  a.u.i = v;
+  gv_set_attr(m, op, &a);
+}
+
+void gv_set_float(gv_module *m, gv_op *op, const char *name, float v) {
+  gv_attr a = mkattr(m, name, GV_ATTR_FLOAT);
+  a.u.f = v;
+  gv_set_attr(m, op, &a);
+}
+
+void gv_set_str(gv_module *m, gv_op *op, const char *name, const char *v) {
+  gv_attr a = mkattr(m, name, GV_ATTR_STR);
+  a.u.s = gv_strdup(m->arena, v);
+  gv_set_attr(m, op, &a);
+}
+
+void gv_set_ints(gv_module *m, gv_op *op, const char *name, int n, const int64_t *v) {
+  gv_attr a = mkattr(m, name, GV_ATTR_INTS);
+  a.u.ints.n = n;
+  a.u.ints.v = gv_alloc(m->arena, (size_t)(n ? n : 1) * sizeof(int64_t));
+  if (n) memcpy(a.u.ints.v, v, (size_t)n * sizeof(int64_t));
+  gv_set_attr(m, op, &a);
+}
+
+void gv_set_floats(gv_module *m, gv_op *op, const char *name, int n, const float *v) {
+  gv_attr a = mkattr(m, name, GV_ATTR_FLOATS);
+  a.u.floats.n = n;
+  a.u.floats.v = gv_alloc(m->arena, (size_t)(n ? n : 1) * sizeof(float));
+  if (n) memcpy(a.u.floats.v, v, (size_t)n * sizeof(float));
+  gv_set_attr(m, op, &a);
+}
+
+void gv_set_strs(gv_module *m, gv_op *op, const char *name, int n, const char *const *v) {
+  gv_attr a = mkattr(m, name, GV_ATTR_STRS);
+  a.u.strs.n = n;
+  a.u.strs.v = gv_alloc(m->arena, (size_t)(n ? n : 1) * sizeof(char *));
+  for (int i = 0; i < n; i++) a.u.strs.v[i] = gv_strdup(m->arena, v[i]);
+  gv_set_attr(m, op, &a);
+}
+
+void gv_set_tensor(gv_module *m, gv_op *op, const char *name, gv_tensor *t) {
+  gv_attr a = mkattr(m, name, GV_ATTR_TENSOR);
+  a.u.t = t;
+  gv_set_attr(m, op, &a);
+}
+
+void gv_set_type(gv_module *m, gv_op *op, const char *name, gv_dtype t) {
+  gv_attr a = mkattr(m, name, GV_ATTR_TYPE);
+  a.u.ty = t;
+  gv_set_attr(m, op, &a);
+}
+
+void gv_set_unit(gv_module *m, gv_op *op, const char *name) {
+  gv_attr a = mkattr(m, name, GV_ATTR_UNIT);
+  gv_set_attr(m, op, &a);
+}
+
+void gv_remove_attr(gv_op *op, const char *name) {
+  for (int i = 0; i < op->nattrs; i++) {
+    if (strcmp(op->attrs[i].name, name) == 0) {
+      memmove(op->attrs + i, op->attrs + i + 1, (size_t)(op->nattrs - i - 1) * sizeof *op->attrs);
+      op->nattrs--;
+      return;
+    }
+  }
+}
+
+const gv_attr *gv_get_attr(const gv_op *op, const char *name) {
+  for (int i = 0; i < op->nattrs; i++)
+    if (strcmp(op->attrs[i].name, name) == 0) return &op->attrs[i];
+  return NULL;
+}
+
+int64_t gv_get_int(const gv_op *op, const char *name, int64_t dflt) {
+  const gv_attr *a = gv_get_attr(op, name);
+  return a && a->kind == GV_ATTR_INT ? a->u.i : dflt;
+}
+
+float gv_get_float(const gv_op *op, const char *name, float dflt) {
+  const gv_attr *a = gv_get_attr(op, name);
+  return a && a->kind == GV_ATTR_FLOAT ? a->u.f : dflt;
+}
+
+const char *gv_get_str(const gv_op *op, const char *name, const char *dflt) {
+  const gv_attr *a = gv_get_attr(op, name);
+  return a && a->kind == GV_ATTR_STR ? a->u.s : dflt;
+}
+
+int gv_get_ints(const gv_op *op, const char *name, const int64_t **v) {
+  const gv_attr *a = gv_get_attr(op, name);
+  if (!a || a->kind != GV_ATTR_INTS) {
+    *v = NULL;
+    return -1;
+  }
+  *v = a->u.ints.v;
+  return a->u.ints.n;
+}
+
+/* ---------------------------------------------------------------- diagnostics */
+
+const char *gv_progname = "galvc";
+
+void gv_write_escaped(void *file, const char *s) {
+  FILE *f = file;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\')
+      fprintf(f, "\\%02X", *p);
+    else
+      fputc(*p, f);
+  }
+}
+
+int gv_error_op(const gv_module *m, const gv_op *op, const char *fmt, ...) {
+  fprintf(stderr, "%s: error: %s: node '", gv_progname, m && m->source ? m->source : "<input>");
+  gv_write_escaped(stderr, op && op->loc ? op->loc : "");
+  fprintf(stderr, "' (%s): ", op ? (op->onnx_op ? op->onnx_op : gv_ops[op->code].name) : "?");
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  return -1;
+}
+
+int gv_error(const gv_module *m, const char *fmt, ...) {
+  fprintf(stderr, "%s: error: %s: ", gv_progname, m && m->source ? m->source : "<input>");
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  return -1;
+}
+
+int gv_error_plain(const char *fmt, ...) {
+  fprintf(stderr, "%s: error: ", gv_progname);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  return -1;
+}
+
+int gv_infer_op(gv_module *m, gv_op *op, const gv_tensor *const *values) {
+  return gv_ops[op->code].infer(m, op, values);
+}
+
+int gv_eval_op(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {
+  return gv_ops[op->code].eval(m, op, in, out);
+}

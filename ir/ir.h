@@ -1,0 +1,294 @@
+/* ir.h — the galvc IR: types, attributes, values, ops, blocks, functions.
+ *
+ * SSA over tensors. A module holds one function ("main") whose block
+ * arguments are the graph inputs followed by the parameters (weights); the
+ * block ends in galv.return. Every op carries the ONNX node it came from
+ * (name and op type) so that any error can name it. All IR memory belongs to
+ * the module's arena: ops are unlinked, never freed one by one.
+ *
+ * This header must never grow pass logic: passes live in passes/, one file
+ * each; shape and value rules live with the op table (ir/ops.def).
+ */
+#ifndef GALV_IR_H
+#define GALV_IR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- arena */
+
+typedef struct gv_arena gv_arena;
+gv_arena *gv_arena_new(void);
+void gv_arena_free(gv_arena *a);
+void *gv_alloc(gv_arena *a, size_t n); /* zeroed, 16-byte aligned; aborts on OOM */
+char *gv_strdup(gv_arena *a, const char *s);
+char *gv_strndup(gv_arena *a, const char *s, size_t n);
+size_t gv_arena_bytes(const gv_arena *a);
+
+/* ---------------------------------------------------------------- types */
+
+typedef enum {
+  GV_DT_UNKNOWN = 0,
+  GV_DT_F32, GV_DT_F16, GV_DT_BF16, GV_DT_F64,
+  GV_DT_I64, GV_DT_I32, GV_DT_I16, GV_DT_I8, GV_DT_U8, GV_DT_BOOL,
+  GV_DT_COUNT
+} gv_dtype;
+
+size_t gv_dtype_size(gv_dtype t);          /* bytes per element (bool: 1) */
+const char *gv_dtype_name(gv_dtype t);     /* MLIR spelling: f32, i64, i1, ui8, ... */
+bool gv_dtype_parse(const char *s, size_t n, gv_dtype *out);
+bool gv_dtype_is_float(gv_dtype t);
+bool gv_dtype_is_int(gv_dtype t);          /* signed/unsigned integers, not bool */
+
+#define GV_MAX_RANK 8
+#define GV_DIM_UNKNOWN (-1)                /* printed '?' */
+#define GV_RANK_UNKNOWN (-1)               /* printed tensor<*xT> */
+
+typedef struct {
+  gv_dtype dtype;
+  int rank;                                /* GV_RANK_UNKNOWN when unranked */
+  int64_t dims[GV_MAX_RANK];
+} gv_type;
+
+gv_type gv_type_make(gv_dtype dt, int rank, const int64_t *dims);
+gv_type gv_type_unranked(gv_dtype dt);
+bool gv_type_is_static(const gv_type *t);  /* ranked, every dim known */
+int64_t gv_type_numel(const gv_type *t);   /* -1 unless static; -2 on int64 overflow */
+bool gv_type_equal(const gv_type *a, const gv_type *b);
+/* Writes "tensor<2x?x4xf32>" into buf; returns chars written (snprintf). */
+int gv_type_str(const gv_type *t, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- tensors */
+
+/* A constant tensor. data holds numel * dtype_size bytes, little-endian,
+ * row-major; bool is one byte per element (0/1). data is owned by the
+ * module's arena or by a mapped weights file; never freed on its own. */
+typedef struct {
+  gv_type type;
+  void *data;
+} gv_tensor;
+
+gv_tensor *gv_tensor_new(gv_arena *a, gv_type type); /* zeroed data; type must be static */
+/* Element access converting through double / int64 (any dtype). */
+double gv_tensor_get_f(const gv_tensor *t, int64_t i);
+int64_t gv_tensor_get_i(const gv_tensor *t, int64_t i);
+void gv_tensor_set_f(gv_tensor *t, int64_t i, double v);
+void gv_tensor_set_i(gv_tensor *t, int64_t i, int64_t v);
+int64_t gv_tensor_numel(const gv_tensor *t);
+/* fp16 / bf16 <-> f32 conversion (round to nearest even). */
+float gv_f16_to_f32(uint16_t h);
+uint16_t gv_f32_to_f16(float f);
+float gv_bf16_to_f32(uint16_t h);
+uint16_t gv_f32_to_bf16(float f);
+
+/* ---------------------------------------------------------------- attributes */
+
+typedef enum {
+  GV_ATTR_INT,      /* 5 : i64 */
+  GV_ATTR_FLOAT,    /* 1.000000000e-05 : f32 */
+  GV_ATTR_STR,      /* "abc" */
+  GV_ATTR_INTS,     /* array<i64: 1, 2> */
+  GV_ATTR_FLOATS,   /* array<f32: 1.0e+00, ...> */
+  GV_ATTR_STRS,     /* ["a", "b"] */
+  GV_ATTR_TENSOR,   /* dense<...> : tensor<...> */
+  GV_ATTR_TYPE,     /* f32 (a dtype) */
+  GV_ATTR_UNIT,     /* present, no value (printed as the bare name) */
+} gv_attr_kind;
+
+typedef struct {
+  const char *name;
+  gv_attr_kind kind;
+  union {
+    int64_t i;
+    float f;
+    const char *s;
+    struct { int n; int64_t *v; } ints;
+    struct { int n; float *v; } floats;
+    struct { int n; const char **v; } strs;
+    gv_tensor *t;
+    gv_dtype ty;
+  } u;
+} gv_attr;
+
+/* ---------------------------------------------------------------- ops */
+
+typedef enum {
+#define X(E, name, mi, ma, nr, fl, inf, ev) GV_OP_##E,
+#include "ops.def"
+#undef X
+  GV_OP_COUNT
+} gv_opcode;
+
+enum {
+  GV_PURE = 1 << 0,         /* no side effects: dce may remove it */
+  GV_ELEMENTWISE = 1 << 1,
+  GV_COMMUTATIVE = 1 << 2,
+  GV_TERMINATOR = 1 << 3,
+  GV_VIEW = 1 << 4,         /* changes only the shape, never the bytes */
+  GV_REDUCTION = 1 << 5,
+};
+
+typedef struct gv_module gv_module;
+typedef struct gv_op gv_op;
+typedef struct gv_block gv_block;
+typedef struct gv_value gv_value;
+
+/* Shape inference: sets op's result types from operand types. values[i] is
+ * the constant value of operand i when known (constant op, or computed by
+ * shape-infer's value propagation), else NULL. Returns 0, or -1 after
+ * reporting an error through gv_error_op. */
+typedef int (*gv_infer_fn)(gv_module *m, gv_op *op, const gv_tensor *const *values);
+/* Reference evaluation: all operand values given; results' types are set
+ * (by shape inference) before the call; writes out[i] (allocated in the
+ * module arena). Returns 0, or -1 after reporting an error. */
+typedef int (*gv_eval_fn)(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out);
+
+typedef struct {
+  const char *name;     /* without the "galv." prefix */
+  int min_operands, max_operands; /* max -1: variadic */
+  int num_results;      /* -1: variadic */
+  unsigned flags;
+  gv_infer_fn infer;
+  gv_eval_fn eval;
+} gv_opinfo;
+
+extern const gv_opinfo gv_ops[GV_OP_COUNT];
+bool gv_opcode_lookup(const char *name, size_t n, gv_opcode *out); /* name without "galv." */
+
+struct gv_value {
+  gv_type type;
+  gv_op *def;           /* defining op, NULL for block arguments */
+  gv_block *block;      /* owning block for block arguments */
+  int index;            /* result index or argument index */
+  int nuses;            /* valid after gv_count_uses */
+  int id;               /* scratch for passes / printer */
+  const char *name;     /* ONNX value name, may be NULL */
+};
+
+struct gv_op {
+  gv_opcode code;
+  int nopnds;
+  gv_value **opnds;
+  int nres;
+  gv_value **res;
+  int nattrs;           /* sorted by name, unique */
+  gv_attr *attrs;
+  const char *loc;      /* ONNX node name ("" when unnamed) */
+  const char *onnx_op;  /* ONNX op type it came from, may be NULL */
+  int nregions;
+  gv_block **regions;
+  gv_op *prev, *next;
+  gv_block *parent;
+  int id;               /* scratch */
+};
+
+struct gv_block {
+  int nargs;
+  gv_value **args;
+  gv_op *first, *last;
+  gv_op *parent;        /* enclosing op for regions, NULL for a function body */
+};
+
+typedef struct {
+  const char *name;         /* "main" */
+  gv_block *body;           /* args: inputs then params; ends in galv.return */
+  const char **arg_names;   /* per block arg */
+  bool *arg_is_param;       /* per block arg: a weight (galv.param) */
+  const void **param_data;  /* per block arg: weight bytes when loaded, else NULL */
+  const char **res_names;   /* per return operand, may be NULL */
+  int nres_names;
+} gv_func;
+
+struct gv_module {
+  gv_arena *arena;
+  const char *source;       /* file name used in diagnostics */
+  gv_func *main;
+  void *mappings;           /* weight file mappings, unmapped by gv_module_free */
+  int nmappings;
+  int cap_mappings;
+};
+
+gv_module *gv_module_new(const char *source);
+void gv_module_free(gv_module *m);
+void gv_module_add_mapping(gv_module *m, void *addr, size_t len);
+
+/* builder */
+gv_func *gv_func_new(gv_module *m, const char *name);
+gv_value *gv_func_add_arg(gv_module *m, gv_func *f, const char *name, gv_type type, bool is_param);
+gv_block *gv_block_new(gv_module *m);
+gv_value *gv_block_add_arg(gv_module *m, gv_block *b, gv_type type);
+/* Creates an unlinked op with nres results of type tensor<*x?>. opnds may be NULL when nopnds is 0. */
+gv_op *gv_op_new(gv_module *m, gv_opcode code, int nopnds, gv_value *const *opnds, int nres);
+void gv_op_set_loc(gv_module *m, gv_op *op, const char *node_name, const char *onnx_op);
+void gv_op_add_region(gv_module *m, gv_op *op, gv_block *b);
+void gv_op_set_operands(gv_module *m, gv_op *op, int n, gv_value *const *opnds);
+void gv_block_append(gv_block *b, gv_op *op);
+void gv_insert_before(gv_op *pos, gv_op *op);
+void gv_op_unlink(gv_op *op);
+/* Replaces every use of from by to in the block and nested regions. */
+void gv_replace_uses(gv_block *b, gv_value *from, gv_value *to);
+/* Sets nuses of every value in the block (recursively). */
+void gv_count_uses(gv_block *b);
+gv_op *gv_block_terminator(gv_block *b);
+/* Convenience: a constant op holding t, appended nowhere. */
+gv_op *gv_constant_new(gv_module *m, gv_tensor *t);
+
+/* attributes (kept sorted by name; setting an existing name replaces it) */
+void gv_set_int(gv_module *m, gv_op *op, const char *name, int64_t v);
+void gv_set_float(gv_module *m, gv_op *op, const char *name, float v);
+void gv_set_str(gv_module *m, gv_op *op, const char *name, const char *v);
+void gv_set_ints(gv_module *m, gv_op *op, const char *name, int n, const int64_t *v);
+void gv_set_floats(gv_module *m, gv_op *op, const char *name, int n, const float *v);
+void gv_set_strs(gv_module *m, gv_op *op, const char *name, int n, const char *const *v);
+void gv_set_tensor(gv_module *m, gv_op *op, const char *name, gv_tensor *t);
+void gv_set_type(gv_module *m, gv_op *op, const char *name, gv_dtype t);
+void gv_set_unit(gv_module *m, gv_op *op, const char *name);
+void gv_set_attr(gv_module *m, gv_op *op, const gv_attr *a); /* copies the struct, not the payload */
+void gv_remove_attr(gv_op *op, const char *name);
+const gv_attr *gv_get_attr(const gv_op *op, const char *name);
+int64_t gv_get_int(const gv_op *op, const char *name, int64_t dflt);
+float gv_get_float(const gv_op *op, const char *name, float dflt);
+const char *gv_get_str(const gv_op *op, const char *name, const char *dflt);
+/* ints: returns count (-1 if absent) and sets *v. */
+int gv_get_ints(const gv_op *op, const char *name, const int64_t **v);
+
+/* ---------------------------------------------------------------- diagnostics */
+
+/* Program name used in messages ("galvc", "galv-opt"). */
+extern const char *gv_progname;
+/* "galvc: error: SOURCE: node 'NAME' (OpType): message" on one line (the
+ * node name escaped so it cannot break the line). Returns -1. */
+int gv_error_op(const gv_module *m, const gv_op *op, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "galvc: error: SOURCE: message". Returns -1. */
+int gv_error(const gv_module *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "galvc: error: message". Returns -1. */
+int gv_error_plain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Writes s with control characters, quotes and backslashes escaped as \XX. */
+void gv_write_escaped(void *file, const char *s);
+
+/* ---------------------------------------------------------------- text, verifier, evaluator */
+
+/* Prints the module in MLIR generic syntax (ir/print.c). */
+void gv_print_module(const gv_module *m, void *file);
+/* Parses text printed by gv_print_module (ir/parse.c). source names the file
+ * in errors. Returns NULL after reporting an error. */
+gv_module *gv_parse_module(const char *text, size_t len, const char *source);
+/* Checks structure: operand counts per op table, SSA dominance, terminators,
+ * attribute order. Returns 0 or -1 after reporting (ir/verify.c). */
+int gv_verify(const gv_module *m);
+/* Infers result types of one op (calls gv_ops[op->code].infer). */
+int gv_infer_op(gv_module *m, gv_op *op, const gv_tensor *const *values);
+/* Evaluates one op on constant inputs (calls gv_ops[op->code].eval). */
+int gv_eval_op(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out);
+
+/* The table's rule functions (defined in ir/infer.c and ir/eval.c). */
+#define X(E, name, mi, ma, nr, fl, inf, ev)                                                   \
+  int inf(gv_module *m, gv_op *op, const gv_tensor *const *values);                           \
+  int ev(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out);
+#include "ops.def"
+#undef X
+
+#endif

@@ -1,0 +1,24 @@
+/* passes.h — the pass registry. One pass per file in passes/, one entry
+ * function each: int gv_pass_NAME(gv_module *m), returning 0 or -1 after
+ * reporting one error line. The driver runs them as a straight list. */
+#ifndef GALV_PASSES_H
+#define GALV_PASSES_H
+
+#include "../ir/ir.h"
+
+typedef struct {
+  const char *name;               /* as on the command line: shape-infer */
+  int (*run)(gv_module *m);
+  const char *help;               /* one line for --help */
+} gv_pass;
+
+extern const gv_pass gv_pass_table[];
+extern const int gv_pass_count;
+const gv_pass *gv_pass_lookup(const char *name);
+
+int gv_pass_shape_infer(gv_module *m);    /* passes/shape_infer.c */
+int gv_pass_fold_constants(gv_module *m); /* passes/fold_constants.c */
+int gv_pass_canonicalize(gv_module *m);   /* passes/canonicalize.c */
+int gv_pass_dce(gv_module *m);            /* passes/dce.c */
+
+#endif

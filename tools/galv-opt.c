@@ -1,0 +1,119 @@
+/* galv-opt — runs galvc passes on IR text, like mlir-opt. Pass tests are
+ * written with it: IR in, passes named on the command line, IR out. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/ir.h"
+#include "../passes/passes.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: galv-opt [options] IN.mlir|-\n"
+          "Parses galvc IR text, runs the named passes in order and prints the result.\n\n"
+          "options:\n"
+          "  --passes=a,b,c   passes to run, in order (default: none; the input is re-printed)\n"
+          "  -o FILE          write the result to FILE (default: stdout)\n"
+          "  --verify-each    run the verifier after every pass (always after parsing)\n"
+          "  --help           this text\n\npasses:\n");
+  for (int i = 0; i < gv_pass_count; i++)
+    fprintf(f, "  %-16s %s\n", gv_pass_table[i].name, gv_pass_table[i].help);
+}
+
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, n = 0, k;
+  char *buf = malloc(cap + 1);
+  while (buf && (k = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += k;
+    if (n == cap) {
+      char *nb = realloc(buf, (cap *= 2) + 1);
+      if (!nb) free(buf);
+      buf = nb;
+    }
+  }
+  if (f != stdin) fclose(f);
+  if (!buf) return NULL;
+  buf[n] = 0;
+  *len = n;
+  return buf;
+}
+
+int main(int argc, char **argv) {
+  gv_progname = "galv-opt";
+  const char *in = NULL, *out = NULL, *passes = NULL;
+  int verify_each = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strncmp(a, "--passes=", 9) == 0) {
+      passes = a + 9;
+    } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
+      out = argv[++i];
+    } else if (strcmp(a, "--verify-each") == 0) {
+      verify_each = 1;
+    } else if (a[0] == '-' && a[1]) {
+      gv_error_plain("unknown option '%s' (see --help)", a);
+      return 2;
+    } else if (!in) {
+      in = a;
+    } else {
+      gv_error_plain("more than one input file ('%s' and '%s')", in, a);
+      return 2;
+    }
+  }
+  if (!in) {
+    usage(stderr);
+    return 2;
+  }
+  /* Check the pass names before doing any work. */
+  char *list = strdup(passes ? passes : "");
+  const gv_pass *todo[64];
+  int ntodo = 0;
+  for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+    const gv_pass *p = gv_pass_lookup(tok);
+    if (!p) {
+      gv_error_plain("unknown pass '%s' (see --help)", tok);
+      free(list);
+      return 2;
+    }
+    if (ntodo == 64) {
+      gv_error_plain("too many passes");
+      free(list);
+      return 2;
+    }
+    todo[ntodo++] = p;
+  }
+  free(list);
+
+  size_t len;
+  char *text = read_all(in, &len);
+  if (!text) {
+    gv_error_plain("%s: cannot read file: %s", in, strerror(errno));
+    return 1;
+  }
+  gv_module *m = gv_parse_module(text, len, in);
+  free(text);
+  if (!m) return 1;
+  int rc = gv_verify(m) ? 1 : 0;
+  for (int i = 0; !rc && i < ntodo; i++) {
+    if (todo[i]->run(m)) rc = 1;
+    else if (verify_each && gv_verify(m)) rc = 1;
+  }
+  if (!rc) {
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+      gv_error_plain("%s: cannot write file: %s", out, strerror(errno));
+      rc = 1;
+    } else {
+      gv_print_module(m, f);
+      if (f != stdout) fclose(f);
+    }
+  }
+  gv_module_free(m);
+  return rc;
+}

@@ -1,0 +1,263 @@
+/* galvc — the compiler driver. The pipeline is the straight list of passes
+ * in `pipeline` below; each pass is one file in passes/. This file parses
+ * options, imports the model, runs the list and writes the results. It must
+ * never hold pass logic. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../frontend/onnx_import.h"
+#include "../ir/ir.h"
+#include "../passes/passes.h"
+
+#ifndef GALV_VERSION
+#define GALV_VERSION "0.0.0"
+#endif
+
+/* The pipeline, in order. */
+static const char *const pipeline[] = {
+    "shape-infer",    /* every value gets a type; shapes static once dims are bound */
+    "fold-constants", /* shape chains, masks, constant If -> constants */
+    "canonicalize",   /* decomposed LayerNorm / RMSNorm / GELU -> single ops */
+    "dce",            /* drop what nothing uses */
+};
+enum { NPIPELINE = sizeof pipeline / sizeof pipeline[0] };
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: galvc MODEL.onnx [options]\n"
+          "\n"
+          "galvc compiles an ONNX model into a parallel plan and per-device programs.\n"
+          "Pipeline: import (frontend/) -> passes (passes/):");
+  for (int i = 0; i < NPIPELINE; i++) fprintf(f, " %s%s", pipeline[i], i + 1 < NPIPELINE ? "," : "");
+  fprintf(f,
+          " -> output.\n"
+          "\n"
+          "options:\n"
+          "  --gpus N                 devices to plan for (default 1)\n"
+          "  --input-shape NAME=DxD.. bind a graph input's shape, e.g. input_ids=8x128 (repeatable)\n"
+          "  --batch N                bind symbolic batch dims (batch, batch_size, N, B...) (default 1)\n"
+          "  --seq N                  bind symbolic sequence dims (seq, sequence, seq_len, T...) (default 128)\n"
+          "  --emit=ir                what to write: ir = the IR after the pipeline (MLIR generic syntax)\n"
+          "  -o PATH                  output file, or a directory (ends in '/' or exists) to write\n"
+          "                           MODEL.mlir into (default: stdout)\n"
+          "  --dump-ir-after=PASS|all write the IR after PASS (or after import and every pass)\n"
+          "  --dump-dir DIR           where dumps go, one numbered file per pass (default: galvc-dumps)\n"
+          "  --verify-each            run the IR verifier after every pass\n"
+          "  --stats                  print op counts after import and after each pass (stderr)\n"
+          "  --no-weights             import shapes only, do not read weight bytes\n"
+          "  -q, --quiet              no progress output\n"
+          "  --help, --version\n"
+          "\n"
+          "passes:\n");
+  for (int i = 0; i < gv_pass_count; i++)
+    fprintf(f, "  %-16s %s\n", gv_pass_table[i].name, gv_pass_table[i].help);
+  fprintf(f, "\nexample:\n  galvc gpt2.onnx --input-shape input_ids=8x128 --emit=ir -o gpt2.mlir\n");
+}
+
+static int count_ops(const gv_block *b) {
+  int n = 0;
+  for (const gv_op *op = b->first; op; op = op->next) {
+    n++;
+    for (int r = 0; r < op->nregions; r++) n += count_ops(op->regions[r]);
+  }
+  return n;
+}
+
+static void histogram(const gv_block *b, int *h) {
+  for (const gv_op *op = b->first; op; op = op->next) {
+    h[op->code]++;
+    for (int r = 0; r < op->nregions; r++) histogram(op->regions[r], h);
+  }
+}
+
+static void print_stats(const gv_module *m, const char *after) {
+  int h[GV_OP_COUNT] = {0};
+  histogram(m->main->body, h);
+  fprintf(stderr, "galvc: stats after %s: %d ops:", after, count_ops(m->main->body));
+  for (int i = 0; i < GV_OP_COUNT; i++)
+    if (h[i]) fprintf(stderr, " %s=%d", gv_ops[i].name, h[i]);
+  fputc('\n', stderr);
+}
+
+static int ensure_dir(const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) == 0) return S_ISDIR(st.st_mode) ? 0 : -1;
+  return mkdir(dir, 0777);
+}
+
+static int write_ir(const gv_module *m, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) return gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
+  gv_print_module(m, f);
+  if (fclose(f)) return gv_error_plain("%s: write failed: %s", path, strerror(errno));
+  return 0;
+}
+
+static int dump(const gv_module *m, const char *dir, int n, const char *name) {
+  if (ensure_dir(dir)) return gv_error_plain("%s: cannot create dump directory", dir);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%02d-%s.mlir", dir, n, name);
+  return write_ir(m, path);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int parse_pos_int(const char *opt, const char *s, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end || v <= 0) return gv_error_plain("%s expects a positive integer, got '%s'", opt, s);
+  *out = v;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  gv_progname = "galvc";
+  const char *model = NULL, *out = NULL, *emit = "ir", *dump_after = NULL, *dump_dir = "galvc-dumps";
+  int verify_each = 0, stats = 0, quiet = 0;
+  int64_t gpus = 1;
+  gv_import_options opt = {.batch = 1, .seq = 128, .load_weights = true};
+  gv_input_shape shapes[64];
+  int nshapes = 0;
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = NULL;
+#define TAKES(flag)                                                                                \
+  ((strcmp(a, flag) == 0 && i + 1 < argc && (val = argv[++i])) ||                                  \
+   (strncmp(a, flag "=", sizeof(flag)) == 0 && (val = a + sizeof(flag))))
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(a, "--version") == 0) {
+      printf("galvc %s\n", GALV_VERSION);
+      return 0;
+    } else if (TAKES("--gpus")) {
+      if (parse_pos_int("--gpus", val, &gpus)) return 2;
+    } else if (TAKES("--batch")) {
+      if (parse_pos_int("--batch", val, &opt.batch)) return 2;
+    } else if (TAKES("--seq")) {
+      if (parse_pos_int("--seq", val, &opt.seq)) return 2;
+    } else if (TAKES("--input-shape")) {
+      const char *eq = strrchr(val, '=');
+      if (!eq || eq == val) {
+        gv_error_plain("--input-shape expects NAME=DIMS (e.g. input_ids=8x128), got '%s'", val);
+        return 2;
+      }
+      if (nshapes == 64) {
+        gv_error_plain("too many --input-shape options");
+        return 2;
+      }
+      gv_input_shape *s = &shapes[nshapes];
+      s->rank = gv_parse_dims(eq + 1, s->dims, GV_MAX_RANK);
+      if (s->rank < 0) {
+        gv_error_plain("--input-shape %s: dims must be positive integers joined by 'x' (at most %d)", val,
+                       GV_MAX_RANK);
+        return 2;
+      }
+      static char names[64][256];
+      snprintf(names[nshapes], sizeof names[0], "%.*s", (int)(eq - val), val);
+      s->name = names[nshapes];
+      nshapes++;
+    } else if (TAKES("--emit")) {
+      emit = val;
+    } else if (TAKES("-o")) {
+      out = val;
+    } else if (TAKES("--dump-ir-after")) {
+      dump_after = val;
+    } else if (TAKES("--dump-dir")) {
+      dump_dir = val;
+    } else if (strcmp(a, "--verify-each") == 0) {
+      verify_each = 1;
+    } else if (strcmp(a, "--stats") == 0) {
+      stats = 1;
+    } else if (strcmp(a, "--no-weights") == 0) {
+      opt.load_weights = false;
+    } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+      quiet = 1;
+    } else if (a[0] == '-' && a[1]) {
+      gv_error_plain("unknown option '%s' (see galvc --help)", a);
+      return 2;
+    } else if (!model) {
+      model = a;
+    } else {
+      gv_error_plain("more than one model given ('%s' and '%s')", model, a);
+      return 2;
+    }
+#undef TAKES
+  }
+  if (!model) {
+    usage(stderr);
+    return 2;
+  }
+  if (strcmp(emit, "ir") != 0) {
+    gv_error_plain("--emit=%s: unknown output kind (known: ir)", emit);
+    return 2;
+  }
+  if (dump_after && strcmp(dump_after, "all") != 0 && strcmp(dump_after, "import") != 0 &&
+      !gv_pass_lookup(dump_after)) {
+    gv_error_plain("--dump-ir-after=%s: no such pass (see galvc --help)", dump_after);
+    return 2;
+  }
+  (void)gpus; /* used by the planner (later passes) */
+  opt.shapes = shapes;
+  opt.nshapes = nshapes;
+
+  double t0 = now();
+  gv_module *m = gv_import_onnx(model, &opt);
+  if (!m) return 1;
+  int rc = 0;
+  if (stats) print_stats(m, "import");
+  if (!quiet) fprintf(stderr, "galvc: imported %s: %d ops (%.3f s)\n", model, count_ops(m->main->body), now() - t0);
+  int dumpn = 0;
+  if (dump_after && (strcmp(dump_after, "all") == 0 || strcmp(dump_after, "import") == 0))
+    rc = dump(m, dump_dir, dumpn, "import");
+  if (!rc && gv_verify(m)) rc = 1;
+  for (int i = 0; !rc && i < NPIPELINE; i++) {
+    const gv_pass *p = gv_pass_lookup(pipeline[i]);
+    double t = now();
+    if (p->run(m)) { rc = 1; break; }
+    if (verify_each && gv_verify(m)) { rc = 1; break; }
+    if (stats) print_stats(m, p->name);
+    if (!quiet) fprintf(stderr, "galvc: %-15s %6d ops (%.3f s)\n", p->name, count_ops(m->main->body), now() - t);
+    if (dump_after && (strcmp(dump_after, "all") == 0 || strcmp(dump_after, p->name) == 0))
+      rc = dump(m, dump_dir, i + 1, p->name);
+  }
+  (void)dumpn;
+  if (!rc && gv_verify(m)) rc = 1;
+  if (!rc) {
+    if (!out || strcmp(out, "-") == 0) {
+      gv_print_module(m, stdout);
+    } else {
+      struct stat st;
+      size_t ol = strlen(out);
+      char path[4096];
+      if ((ol && out[ol - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
+        if (ensure_dir(out)) {
+          rc = gv_error_plain("%s: cannot create output directory", out);
+        } else {
+          const char *base = strrchr(model, '/');
+          base = base ? base + 1 : model;
+          size_t bl = strlen(base);
+          if (bl > 5 && strcmp(base + bl - 5, ".onnx") == 0) bl -= 5;
+          snprintf(path, sizeof path, "%s%s%.*s.mlir", out, out[ol - 1] == '/' ? "" : "/", (int)bl, base);
+          rc = write_ir(m, path) ? 1 : 0;
+          if (!rc && !quiet) fprintf(stderr, "galvc: wrote %s\n", path);
+        }
+      } else {
+        rc = write_ir(m, out) ? 1 : 0;
+        if (!rc && !quiet) fprintf(stderr, "galvc: wrote %s\n", out);
+      }
+    }
+  }
+  gv_module_free(m);
+  return rc;
+}
