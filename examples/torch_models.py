@@ -14,6 +14,7 @@ import argparse
 import math
 import os
 import sys
+import warnings
 
 import torch
 import torch.nn as nn
@@ -400,6 +401,7 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     torch.set_num_threads(1)
+    warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
     for fam in a.families.split(","):
         for opset in (int(o) for o in a.opsets.split(",")):
             torch.manual_seed(0)

@@ -188,7 +188,7 @@ int gv_type_str(const gv_type *t, char *buf, size_t n) {
         PUT("%lldx", (long long)t->dims[i]);
     }
   }
-  PUT("%s>", gv_dtype_name(t->dtype));
+  PUT("%s>", t->dtype == GV_DT_UNKNOWN ? "!galv.any" : gv_dtype_name(t->dtype));
 #undef PUT
   return (int)w;
 }
