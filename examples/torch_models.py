@@ -189,7 +189,7 @@ class Llama(nn.Module):
         T = input_ids.size(1)
         x = self.embed_tokens(input_ids)
         t = torch.arange(T, dtype=torch.float32)
-        freqs = torch.outer(t, self.inv_freq)
+        freqs = t[:, None] * self.inv_freq[None, :]  # torch.outer would export as Einsum
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos(), emb.sin()
         r = torch.arange(T)
@@ -245,9 +245,11 @@ class ViT(nn.Module):
 
 # ---------------------------------------------------------------------------- T5
 @torch.jit.script
-def shape_guarded_bias(bias: torch.Tensor, mask: torch.Tensor, seq: int) -> torch.Tensor:
+def shape_guarded_bias(bias: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     # scripted control flow -> an ONNX If whose condition only depends on a shape
-    if seq > 0:
+    # (the size must be read inside the scripted code; an int argument would be
+    # traced as a constant and the If folded away)
+    if mask.size(-1) > 0:
         out = bias + mask
     else:
         out = bias * 1.0
@@ -349,7 +351,7 @@ class T5(nn.Module):
         y = self.shared(decoder_input_ids)
         r = torch.arange(T)
         causal = (1.0 - (r[None, :] <= r[:, None]).to(torch.float32)) * -1e9
-        bias = shape_guarded_bias(self.dec[0].sa.position_bias(T, False), causal, T)
+        bias = shape_guarded_bias(self.dec[0].sa.position_bias(T, False), causal)
         for blk in self.dec:
             y = blk(y, bias, enc)
         y = self.dec_norm(y) * (self.d ** -0.5)
