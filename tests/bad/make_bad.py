@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Write the bad-input corpus: one small ONNX file per case, plus cases.txt.
+
+    python3 tests/bad/make_bad.py OUTDIR
+
+cases.txt has one line per case, FILE<TAB>EXPECTED, where EXPECTED is a
+substring the compiler's one-line error must contain (empty: the file is
+valid and must import without error).  Files are rebuilt from scratch on
+every run (the output is deterministic); nothing here is committed.
+"""
+
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+
+
+def model(nodes, inputs, outputs, inits=(), opset=OPSET, name="bad"):
+    g = helper.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    ops = [helper.make_opsetid("", opset)]
+    m = helper.make_model(g, opset_imports=ops, producer_name="galvc-make_bad")
+    m.ir_version = helper.find_min_ir_version_for(ops) if opset >= 7 else 3
+    return m
+
+
+def vi(name, dims, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, dims)
+
+
+def valid_model():
+    """A small valid model (MatMul + Add + Relu) with a 64x64 weight."""
+    w = numpy_helper.from_array(np.random.RandomState(0).standard_normal((64, 64)).astype(np.float32), "w")
+    bias = numpy_helper.from_array(np.zeros(64, np.float32), "b")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="/fc/MatMul"),
+             helper.make_node("Add", ["h", "b"], ["h2"], name="/fc/Add"),
+             helper.make_node("Relu", ["h2"], ["y"], name="/act/Relu")]
+    return model(nodes, [vi("x", ["batch", 64])], [vi("y", ["batch", 64])], [w, bias])
+
+
+def external_model(location, offset=0, length=64, nfloat=16):
+    """Model whose one initializer 'w' [nfloat] lives in external data."""
+    t = TensorProto()
+    t.name = "w"
+    t.data_type = TensorProto.FLOAT
+    t.dims.append(nfloat)
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", str(offset)), ("length", str(length))):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"], name="/Add")]
+    return model(nodes, [vi("x", [nfloat])], [vi("y", [nfloat])], [t])
+
+
+def save(m, path):
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+
+
+def must_not_parse(data):
+    try:
+        onnx.load_model_from_string(data)
+    except Exception:
+        return True
+    return False
+
+
+def main(argv):
+    if len(argv) != 2:
+        print("usage: make_bad.py OUTDIR", file=sys.stderr)
+        return 2
+    out = argv[1]
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    cases = []
+
+    def case(fname, expect):
+        cases.append((fname, expect))
+        return os.path.join(out, fname)
+
+    # --- parse errors -----------------------------------------------------
+    data = valid_model().SerializeToString()
+    cut = data[: len(data) // 2]  # lands inside the 16 KB raw_data of 'w'
+    assert must_not_parse(cut), "truncated model still parses"
+    with open(case("truncated.onnx", "cannot parse"), "wb") as f:
+        f.write(cut)
+
+    rng = np.random.RandomState(7)
+    junk = bytes([0xFF]) + rng.bytes(2047)  # 0xFF: field 31, wire type 7 (invalid) up front
+    assert must_not_parse(junk), "random bytes parse"
+    with open(case("random.onnx", "cannot parse"), "wb") as f:
+        f.write(junk)
+
+    # --- graph structure ----------------------------------------------------
+    save(model([helper.make_node("MatMul", ["x", "w_missing"], ["y"], name="/fc/MatMul")],
+               [vi("x", [2, 4])], [vi("y", [2, 4])]),
+         case("missing_init.onnx", "undefined value"))
+
+    save(model([helper.make_node("Add", ["a", "b"], ["y"], name="/Add")],
+               [vi("a", [3, 4]), vi("b", [5])], [vi("y", [3, 4])]),
+         case("wrong_rank.onnx", "shape"))
+
+    save(model([helper.make_node("FancyOp", ["x"], ["y"], name="/fancy/FancyOp")],
+               [vi("x", [2, 4])], [vi("y", [2, 4])]),
+         case("unknown_op.onnx", "unsupported operator"))
+
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="/Relu")],
+               [vi("x", [2, 4])], [vi("nowhere", [2, 4])]),
+         case("dangling.onnx", "undefined value"))
+
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="/Relu")],
+               [vi("x", [2, -3])], [vi("y", [2, -3])]),
+         case("negative_dim.onnx", "negative dimension"))
+
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="/Relu")],
+               [vi("x", [2 ** 40, 2 ** 40])], [vi("y", [2 ** 40, 2 ** 40])]),
+         case("overflow.onnx", "overflow"))
+
+    save(model([helper.make_node("Add", ["x", "x"], ["y"], name="/Add")],
+               [vi("x", [2, 4])], [vi("y", [2, 4])], opset=7),
+         case("bad_opset.onnx", "opset"))
+
+    # If whose condition depends on the input's values, not its shape
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t_out"], name="/then/Relu")],
+                               "then_branch", [], [vi("t_out", None)])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e_out"], name="/else/Neg")],
+                               "else_branch", [], [vi("e_out", None)])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], name="/ReduceSum", keepdims=0),
+             helper.make_node("Constant", [], ["zero"], name="/Constant",
+                              value=numpy_helper.from_array(np.array(0.0, np.float32))),
+             helper.make_node("Greater", ["s", "zero"], ["cond"], name="/Greater"),
+             helper.make_node("If", ["cond"], ["y"], name="/If", then_branch=then_g, else_branch=else_g)]
+    m = model(nodes, [vi("x", [2, 4])], [vi("y", [2, 4])])
+    onnx.checker.check_model(m)
+    save(m, case("if_nonconst.onnx", "If"))
+
+    # valid, but names that break naive C strings / comments / MLIR text
+    evil = 'evil */ "quoted" back\\slash\nnewline'
+    x, h, y = 'in */ "x"\\\n', 'mid */ "h" \\n\n', 'out "y" */\\'
+    w = numpy_helper.from_array(np.full((4,), 0.5, np.float32), 'w "*/\\\n')
+    nodes = [helper.make_node("Mul", [x, w.name], [h], name=evil + " 1"),
+             helper.make_node("Relu", [h], [y], name=evil + " 2")]
+    m = model(nodes, [vi(x, [2, 4])], [vi(y, [2, 4])], [w], name='graph "*/\\\n')
+    onnx.checker.check_model(m)
+    save(m, case("hostile_names.onnx", ""))
+
+    # --- external data ---------------------------------------------------------
+    save(external_model("../secret.bin"), case("external_outside.onnx", "external data"))
+    save(external_model("/etc/passwd"), case("external_abs.onnx", "external data"))
+
+    # a symlink inside the folder that points outside it (to a real, readable
+    # file, so only the symlink check can stop it)
+    os.symlink("/etc/passwd", os.path.join(out, "external_symlink.bin"))
+    save(external_model("external_symlink.bin"), case("external_symlink.onnx", "external data"))
+
+    save(external_model("external_missing.bin"), case("external_missing.onnx", "external data"))
+
+    with open(os.path.join(out, "external_short.bin"), "wb") as f:
+        f.write(np.arange(16, dtype=np.float32).tobytes()[:16])  # 16 bytes only
+    save(external_model("external_short.bin", offset=8, length=64), case("external_short.onnx", "external data"))
+
+    with open(os.path.join(out, "cases.txt"), "w") as f:
+        for fname, expect in cases:
+            f.write("%s\t%s\n" % (fname, expect))
+    print("%s: %d cases" % (out, len(cases)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
