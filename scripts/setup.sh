@@ -12,6 +12,7 @@ DEB_PACKAGES=(
   libopenmpi-dev openmpi-bin
   libopenblas-dev
   python3-torch
+  clang libclang-rt-14-dev
 )
 # Pinned for the python3 on PATH (pyenv). onnx 1.22 still ships the backend
 # node test data.

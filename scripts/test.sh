@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The test command: installs what is needed, builds galvc with AddressSanitizer
+# and UndefinedBehaviorSanitizer, runs every test (ctest: C unit tests, lit +
+# FileCheck pass tests, model import and bad-input tests), then fuzzes the
+# ONNX frontend for $GALV_FUZZ_SECONDS (default 60) seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+bash scripts/setup.sh
+
+BUILD=${GALV_TEST_BUILD:-build-test}
+echo "== configure + build ($BUILD, ASan+UBSan, -Werror)"
+cmake -S . -B "$BUILD" -DGALV_SANITIZE=ON -DGALV_WERROR=ON -DCMAKE_BUILD_TYPE=Debug >"$BUILD.cmake.log" 2>&1 ||
+  { cat "$BUILD.cmake.log"; exit 1; }
+grep -E '✓|✗' "$BUILD.cmake.log" || true
+cmake --build "$BUILD" -j2
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=suppressions=$ROOT/scripts/lsan.supp:print_suppressions=0
+
+echo "== ctest"
+(cd "$BUILD" && ctest --output-on-failure -j2)
+
+if [ -f tests/fuzz/run.sh ]; then
+  echo "== fuzz the ONNX frontend for ${GALV_FUZZ_SECONDS:-60} s"
+  bash tests/fuzz/run.sh "${GALV_FUZZ_SECONDS:-60}"
+fi
+echo "== all tests passed"
