@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The galvc and galv-opt command lines: help, version, and one clear error
+# line with exit status 2 (usage) or 1 (input) for each misuse.
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+
+# expect STATUS SUBSTRING -- command...
+expect() {
+  local want=$1 sub=$2; shift 3
+  "$@" >"$T/out" 2>"$T/err"; local rc=$?
+  local lines; lines=$(wc -l <"$T/err")
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL: '$*' exited $rc, expected $want"; cat "$T/err"; fail=$((fail + 1)); return
+  fi
+  if [ "$want" -ne 0 ] && { [ "$lines" -ne 1 ] || ! grep -qF -- "$sub" "$T/err"; }; then
+    echo "FAIL: '$*': expected one error line containing '$sub', got:"; cat "$T/err"; fail=$((fail + 1)); return
+  fi
+  if [ "$want" -eq 0 ] && ! grep -qF -- "$sub" "$T/out"; then
+    echo "FAIL: '$*': stdout lacks '$sub'"; fail=$((fail + 1)); return
+  fi
+  pass=$((pass + 1))
+}
+
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2.onnx" --no-verify >/dev/null
+
+expect 0 "usage: galvc" -- "$BUILD/galvc" --help
+expect 0 "fold-constants" -- "$BUILD/galvc" --help
+expect 0 "galvc 0." -- "$BUILD/galvc" --version
+expect 0 "usage: galv-opt" -- "$BUILD/galv-opt" --help
+expect 2 "unknown option '--frobnicate'" -- "$BUILD/galvc" "$T/gpt2.onnx" --frobnicate
+expect 2 "--gpus expects a positive integer" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus zero
+expect 2 "--gpus expects a positive integer" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus -4
+expect 2 "--input-shape expects NAME=DIMS" -- "$BUILD/galvc" "$T/gpt2.onnx" --input-shape 8x128
+expect 2 "dims must be positive integers" -- "$BUILD/galvc" "$T/gpt2.onnx" --input-shape input_ids=8xq
+expect 2 "--emit=llvm: unknown output kind" -- "$BUILD/galvc" "$T/gpt2.onnx" --emit=llvm
+expect 2 "--dump-ir-after=nope: no such pass" -- "$BUILD/galvc" "$T/gpt2.onnx" --dump-ir-after=nope
+expect 2 "more than one model" -- "$BUILD/galvc" "$T/gpt2.onnx" "$T/gpt2.onnx"
+expect 1 "no-such.onnx" -- "$BUILD/galvc" "$T/no-such.onnx"
+expect 2 "unknown pass 'nope'" -- "$BUILD/galv-opt" --passes=nope "$T/x.mlir"
+expect 1 "cannot read file" -- "$BUILD/galv-opt" "$T/missing.mlir"
+
+# Binding: --input-shape overrides, --batch/--seq bind symbolic dims.
+expect 0 "tensor<3x5xi64>" -- "$BUILD/galvc" "$T/gpt2.onnx" -q --input-shape input_ids=3x5
+expect 0 "tensor<4x7xi64>" -- "$BUILD/galvc" "$T/gpt2.onnx" -q --batch 4 --seq 7
+expect 1 "input_ids" -- "$BUILD/galvc" "$T/gpt2.onnx" -q --input-shape input_ids=3x5x2
+
+# Dumps: one numbered file per pass, after import and each pass.
+"$BUILD/galvc" "$T/gpt2.onnx" -q --dump-ir-after=all --dump-dir "$T/d" -o "$T/o.mlir"
+if [ "$(ls "$T/d" | tr '\n' ' ')" = "00-import.mlir 01-shape-infer.mlir 02-fold-constants.mlir 03-canonicalize.mlir 04-dce.mlir " ]; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: dump files: $(ls "$T/d" | tr '\n' ' ')"; fail=$((fail + 1))
+fi
+"$BUILD/galvc" "$T/gpt2.onnx" -q --dump-ir-after=fold-constants --dump-dir "$T/d2" -o "$T/o.mlir"
+if [ "$(ls "$T/d2")" = "02-fold-constants.mlir" ]; then pass=$((pass + 1)); else echo "FAIL: single dump"; fail=$((fail + 1)); fi
+# -o DIR/ writes DIR/MODEL.mlir
+"$BUILD/galvc" "$T/gpt2.onnx" -q -o "$T/outdir/"
+if [ -s "$T/outdir/gpt2.mlir" ]; then pass=$((pass + 1)); else echo "FAIL: -o DIR/"; fail=$((fail + 1)); fi
+
+echo "driver: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
