@@ -1,0 +1,149 @@
+/* galv-eval — runs an ONNX model through the frontend and passes, then
+ * evaluates it with the reference evaluator on .npy inputs and writes the
+ * outputs as .npy. Tests use it as the oracle that checks the frontend and
+ * every rewriting pass against onnxruntime; it is not a fast runtime. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../frontend/onnx_import.h"
+#include "../ir/interp.h"
+#include "../passes/passes.h"
+#include "../runtime/npy.h"
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: galv-eval MODEL.onnx [options]\n"
+             "Imports MODEL, runs passes, evaluates it with the reference evaluator.\n\n"
+             "options:\n"
+             "  --input NAME=FILE.npy    value of graph input NAME (repeatable; every input is needed)\n"
+             "  -o DIR                   write each graph output as DIR/NAME.npy\n"
+             "  --passes=a,b             passes before evaluating (default: shape-infer,fold-constants,\n"
+             "                           canonicalize,dce; 'shape-infer' alone evaluates the graph as imported)\n"
+             "  --batch N, --seq N, --input-shape NAME=DxD   as for galvc\n"
+             "  --help\n");
+}
+
+static const struct { gv_dtype g; npy_dtype n; } dmap[] = {
+    {GV_DT_F32, NPY_F32}, {GV_DT_F64, NPY_F64}, {GV_DT_F16, NPY_F16}, {GV_DT_I64, NPY_I64},
+    {GV_DT_I32, NPY_I32}, {GV_DT_I16, NPY_I16}, {GV_DT_I8, NPY_I8},   {GV_DT_U8, NPY_U8},
+    {GV_DT_BOOL, NPY_BOOL}, {GV_DT_BF16, NPY_BF16_AS_U16},
+};
+
+static int to_npy(gv_dtype g, npy_dtype *n) {
+  for (size_t i = 0; i < sizeof dmap / sizeof dmap[0]; i++)
+    if (dmap[i].g == g) { *n = dmap[i].n; return 0; }
+  return -1;
+}
+
+int main(int argc, char **argv) {
+  gv_progname = "galv-eval";
+  const char *model = NULL, *outdir = NULL, *passes = "shape-infer,fold-constants,canonicalize,dce";
+  gv_import_options opt = {.batch = 1, .seq = 128, .load_weights = true};
+  gv_input_shape shapes[32];
+  static char shape_names[32][256];
+  int nshapes = 0;
+  const char *in_names[64], *in_files[64];
+  int nin = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help")) { usage(stdout); return 0; }
+    else if (!strncmp(a, "--passes=", 9)) passes = a + 9;
+    else if (!strcmp(a, "-o") && i + 1 < argc) outdir = argv[++i];
+    else if (!strcmp(a, "--batch") && i + 1 < argc) opt.batch = atoll(argv[++i]);
+    else if (!strcmp(a, "--seq") && i + 1 < argc) opt.seq = atoll(argv[++i]);
+    else if ((!strcmp(a, "--input") || !strcmp(a, "--input-shape")) && i + 1 < argc) {
+      const char *v = argv[++i], *eq = strrchr(v, '=');
+      if (!eq || eq == v) { gv_error_plain("%s expects NAME=VALUE, got '%s'", a, v); return 2; }
+      if (!strcmp(a, "--input")) {
+        if (nin == 64) { gv_error_plain("too many --input"); return 2; }
+        char *nm = strndup(v, (size_t)(eq - v));
+        in_names[nin] = nm;
+        in_files[nin++] = eq + 1;
+      } else {
+        if (nshapes == 32) { gv_error_plain("too many --input-shape"); return 2; }
+        gv_input_shape *s = &shapes[nshapes];
+        snprintf(shape_names[nshapes], 256, "%.*s", (int)(eq - v), v);
+        s->name = shape_names[nshapes];
+        s->rank = gv_parse_dims(eq + 1, s->dims, GV_MAX_RANK);
+        if (s->rank < 0) { gv_error_plain("--input-shape %s: bad dims", v); return 2; }
+        nshapes++;
+      }
+    } else if (a[0] == '-') { gv_error_plain("unknown option '%s' (see --help)", a); return 2; }
+    else if (!model) model = a;
+    else { gv_error_plain("more than one model given"); return 2; }
+  }
+  if (!model) { usage(stderr); return 2; }
+  if (opt.batch <= 0 || opt.seq <= 0) { gv_error_plain("--batch and --seq must be positive"); return 2; }
+  opt.shapes = shapes;
+  opt.nshapes = nshapes;
+
+  int rc = 1;
+  npy_array arrs[64];
+  int narrs = 0;
+  gv_module *m = gv_import_onnx(model, &opt);
+  if (!m) goto out;
+  char *list = strdup(passes);
+  for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+    const gv_pass *p = gv_pass_lookup(tok);
+    if (!p) { gv_error_plain("unknown pass '%s'", tok); free(list); goto out; }
+    if (p->run(m)) { free(list); goto out; }
+  }
+  free(list);
+
+  gv_func *f = m->main;
+  const gv_tensor *inputs[64];
+  int k = 0;
+  for (int i = 0; i < f->body->nargs; i++) {
+    if (f->arg_is_param[i]) continue;
+    const char *name = f->arg_names[i];
+    int j = 0;
+    while (j < nin && strcmp(in_names[j], name)) j++;
+    if (j == nin) { gv_error(m, "input '%s' not given (use --input %s=FILE.npy)", name, name); goto out; }
+    char err[256];
+    if (npy_read(in_files[j], &arrs[narrs], err, sizeof err)) {
+      gv_error_plain("%s: %s", in_files[j], err);
+      goto out;
+    }
+    npy_array *na = &arrs[narrs++];
+    gv_tensor *t = gv_alloc(m->arena, sizeof *t);
+    npy_dtype want;
+    gv_value *v = f->body->args[i];
+    if (to_npy(v->type.dtype, &want) || want != na->dtype) {
+      gv_error_plain("%s: input '%s' has dtype %s, expected %s", in_files[j], name, npy_dtype_descr(na->dtype),
+                     gv_dtype_name(v->type.dtype));
+      goto out;
+    }
+    t->type = gv_type_make(v->type.dtype, na->rank, na->dims);
+    t->data = na->data;
+    inputs[k++] = t;
+  }
+  gv_tensor **outs = NULL;
+  int nouts = 0;
+  if (gv_interpret(m, inputs, k, &outs, &nouts)) goto out;
+  if (outdir) {
+    mkdir(outdir, 0777);
+    for (int i = 0; i < nouts; i++) {
+      char name[256], path[4096], err[256];
+      const char *rn = i < f->nres_names && f->res_names && f->res_names[i] ? f->res_names[i] : NULL;
+      if (rn) snprintf(name, sizeof name, "%s", rn); else snprintf(name, sizeof name, "output%d", i);
+      for (char *c = name; *c; c++)
+        if (*c == '/' || *c == '\\' || (unsigned char)*c < 0x20) *c = '_';
+      snprintf(path, sizeof path, "%s/%s.npy", outdir, name);
+      npy_array na = {0};
+      if (to_npy(outs[i]->type.dtype, &na.dtype)) { gv_error(m, "output %d: dtype not writable", i); goto out; }
+      na.rank = outs[i]->type.rank;
+      memcpy(na.dims, outs[i]->type.dims, sizeof(int64_t) * (size_t)na.rank);
+      na.nbytes = (size_t)gv_tensor_numel(outs[i]) * gv_dtype_size(outs[i]->type.dtype);
+      na.data = outs[i]->data;
+      if (npy_write(path, &na, err, sizeof err)) { gv_error_plain("%s: %s", path, err); goto out; }
+    }
+  }
+  rc = 0;
+out:
+  for (int i = 0; i < narrs; i++) npy_free(&arrs[i]);
+  for (int i = 0; i < nin; i++) free((char *)in_names[i]);
+  gv_module_free(m);
+  return rc;
+}
