@@ -67,7 +67,7 @@ int main(void) {
   CHECK(write_bytes(path, buf, sizeof buf) == 0);
   CHECK(npy_read(path, &c, err, sizeof err) == -1 && strstr(err, "Fortran"));
   memcpy(buf, hdr, sizeof hdr - 1);
-  buf[20] = '>';
+  buf[21] = '>'; /* '>i8': big-endian */
   CHECK(write_bytes(path, buf, sizeof buf) == 0);
   CHECK(npy_read(path, &c, err, sizeof err) == -1 && strstr(err, "dtype"));
   CHECK(write_bytes(path, "hello", 5) == 0);
