@@ -1,3 +1,161 @@
-/* verify.c — STUB: being written. */
+/* verify.c — structural checks of a module (gv_verify).
+ *
+ * Run after parsing and import and, with --verify-each, after every pass, so
+ * that a pass that breaks the IR is named at once instead of some later pass
+ * crashing. It checks what the op table and the IR rules state: operand and
+ * result counts, SSA dominance (straight-line blocks; a region sees the
+ * values defined before its op in the enclosing blocks, and nothing of a
+ * region is visible outside it), terminators, the shape of galv.if,
+ * attribute order, and the types that are trivially checkable.
+ *
+ * Dominance uses value->id as scratch: 1 while a value is defined and in
+ * scope, 0 otherwise.
+ */
 #include "ir.h"
-int gv_verify(const gv_module *m) { (void)m; return 0; }
+
+#include <string.h>
+
+typedef struct {
+  const gv_module *m;
+  int depth;
+} verifier;
+
+static void clear_ids(gv_block *b) {
+  for (int i = 0; i < b->nargs; i++)
+    if (b->args[i]) b->args[i]->id = 0;
+  for (gv_op *op = b->first; op; op = op->next) {
+    for (int i = 0; i < op->nopnds; i++)
+      if (op->opnds[i]) op->opnds[i]->id = 0;
+    for (int i = 0; i < op->nres; i++)
+      if (op->res[i]) op->res[i]->id = 0;
+    for (int r = 0; r < op->nregions; r++)
+      if (op->regions[r]) clear_ids(op->regions[r]);
+  }
+}
+
+/* Takes a region's values out of scope once its op has been checked. */
+static void hide(gv_block *b) {
+  for (int i = 0; i < b->nargs; i++) b->args[i]->id = 0;
+  for (gv_op *op = b->first; op; op = op->next) {
+    for (int i = 0; i < op->nres; i++) op->res[i]->id = 0;
+    for (int r = 0; r < op->nregions; r++) hide(op->regions[r]);
+  }
+}
+
+static int check_attrs(const verifier *v, const gv_op *op) {
+  for (int i = 0; i < op->nattrs; i++) {
+    const gv_attr *a = &op->attrs[i];
+    if (!a->name) return gv_error_op(v->m, op, "attribute %d has no name", i);
+    if (i && strcmp(op->attrs[i - 1].name, a->name) >= 0)
+      return gv_error_op(v->m, op, "attributes not sorted and unique at '%s'", a->name);
+    bool ok = true;
+    switch (a->kind) {
+    case GV_ATTR_STR: ok = a->u.s != NULL; break;
+    case GV_ATTR_INTS: ok = a->u.ints.n >= 0 && (a->u.ints.n == 0 || a->u.ints.v); break;
+    case GV_ATTR_FLOATS: ok = a->u.floats.n >= 0 && (a->u.floats.n == 0 || a->u.floats.v); break;
+    case GV_ATTR_STRS:
+      ok = a->u.strs.n >= 0 && (a->u.strs.n == 0 || a->u.strs.v);
+      for (int k = 0; ok && k < a->u.strs.n; k++) ok = a->u.strs.v[k] != NULL;
+      break;
+    case GV_ATTR_TENSOR:
+      ok = a->u.t && gv_type_is_static(&a->u.t->type) && a->u.t->type.dtype != GV_DT_UNKNOWN &&
+           a->u.t->type.dtype < GV_DT_COUNT && (a->u.t->data || gv_tensor_numel(a->u.t) == 0);
+      break;
+    case GV_ATTR_TYPE: ok = a->u.ty < GV_DT_COUNT; break;
+    case GV_ATTR_INT: case GV_ATTR_FLOAT: case GV_ATTR_UNIT: break;
+    default: ok = false;
+    }
+    if (!ok) return gv_error_op(v->m, op, "attribute '%s' has a malformed value", a->name);
+  }
+  return 0;
+}
+
+static int check_block(verifier *v, gv_block *b, bool is_body);
+
+static int check_op(verifier *v, gv_block *b, gv_op *op, bool is_body) {
+  const gv_module *m = v->m;
+  if (op->code >= GV_OP_COUNT) return gv_error(m, "op with invalid opcode %d", (int)op->code);
+  const gv_opinfo *info = &gv_ops[op->code];
+  if (op->parent != b) return gv_error_op(m, op, "op is not linked to its block");
+  if (op->nopnds < info->min_operands || (info->max_operands >= 0 && op->nopnds > info->max_operands))
+    return gv_error_op(m, op, "galv.%s takes %d..%d operands, has %d", info->name, info->min_operands,
+                       info->max_operands, op->nopnds);
+  if (info->num_results >= 0 ? op->nres != info->num_results : op->nres < 0)
+    return gv_error_op(m, op, "galv.%s has %d results, expected %d", info->name, op->nres, info->num_results);
+  for (int i = 0; i < op->nopnds; i++) {
+    if (!op->opnds[i]) return gv_error_op(m, op, "operand %d is null", i);
+    if (op->opnds[i]->id != 1)
+      return gv_error_op(m, op, "operand %d is not defined before this op (or not visible here)", i);
+  }
+  if ((info->flags & GV_TERMINATOR) && op->next)
+    return gv_error_op(m, op, "terminator galv.%s is not the last op of its block", info->name);
+  if (op->code == GV_OP_RETURN && !is_body) return gv_error_op(m, op, "galv.return inside a region");
+  if (op->code == GV_OP_YIELD && is_body) return gv_error_op(m, op, "galv.yield outside a region");
+  if (check_attrs(v, op)) return -1;
+
+  if (op->code == GV_OP_IF) {
+    if (op->nregions != 2) return gv_error_op(m, op, "galv.if needs 2 regions, has %d", op->nregions);
+    gv_dtype c = op->opnds[0]->type.dtype;
+    if (c != GV_DT_BOOL && c != GV_DT_UNKNOWN) return gv_error_op(m, op, "galv.if condition is not i1");
+  } else if (op->nregions) {
+    return gv_error_op(m, op, "galv.%s cannot have regions", info->name);
+  }
+  for (int r = 0; r < op->nregions; r++) {
+    gv_block *rb = op->regions[r];
+    if (!rb) return gv_error_op(m, op, "region %d is null", r);
+    if (++v->depth > 256) return gv_error_op(m, op, "regions nested too deeply");
+    if (check_block(v, rb, false)) return -1;
+    v->depth--;
+    gv_op *t = rb->last;
+    if (!t || t->code != GV_OP_YIELD) return gv_error_op(m, op, "region %d does not end in galv.yield", r);
+    if (t->nopnds != op->nres)
+      return gv_error_op(m, op, "region %d yields %d values for %d results", r, t->nopnds, op->nres);
+    hide(rb);
+  }
+
+  for (int i = 0; i < op->nres; i++) {
+    gv_value *r = op->res[i];
+    if (!r || r->def != op || r->index != i) return gv_error_op(m, op, "result %d is not linked to its op", i);
+    r->id = 1;
+  }
+  if (op->code == GV_OP_CONSTANT) {
+    const gv_attr *a = gv_get_attr(op, "value");
+    if (!a || a->kind != GV_ATTR_TENSOR) return gv_error_op(m, op, "galv.constant has no tensor 'value'");
+    /* Fully unknown means "not inferred yet", not inconsistent. */
+    const gv_type *rt = &op->res[0]->type;
+    bool unknown = rt->rank == GV_RANK_UNKNOWN && rt->dtype == GV_DT_UNKNOWN;
+    if (!unknown && !gv_type_equal(rt, &a->u.t->type)) {
+      char x[256], y[256];
+      gv_type_str(rt, x, sizeof x);
+      gv_type_str(&a->u.t->type, y, sizeof y);
+      return gv_error_op(m, op, "galv.constant result type %s differs from its value's type %s", x, y);
+    }
+  }
+  return 0;
+}
+
+static int check_block(verifier *v, gv_block *b, bool is_body) {
+  for (int i = 0; i < b->nargs; i++) {
+    if (!b->args[i] || b->args[i]->def) return gv_error(v->m, "block argument %d is malformed", i);
+    b->args[i]->id = 1;
+  }
+  for (gv_op *op = b->first; op; op = op->next)
+    if (check_op(v, b, op, is_body)) return -1;
+  return 0;
+}
+
+int gv_verify(const gv_module *m) {
+  if (!m || !m->main || !m->main->body) return gv_error(m, "module has no function");
+  const gv_func *f = m->main;
+  gv_block *body = f->body;
+  if (body->nargs && (!f->arg_names || !f->arg_is_param || !f->param_data))
+    return gv_error(m, "function arguments lack names or param flags");
+  if (f->nres_names < 0 || (f->nres_names && !f->res_names)) return gv_error(m, "function result names are malformed");
+  verifier v = {m, 0};
+  clear_ids(body);
+  if (check_block(&v, body, true)) return -1;
+  if (!body->last || body->last->code != GV_OP_RETURN)
+    return body->last ? gv_error_op(m, body->last, "the function body does not end in galv.return")
+                      : gv_error(m, "the function body is empty (no galv.return)");
+  return 0;
+}
