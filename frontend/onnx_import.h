@@ -28,6 +28,16 @@ typedef struct {
  * and op where there is one). */
 gv_module *gv_import_onnx(const char *path, const gv_import_options *opt);
 
+/* The same from bytes in memory (fuzzing, tests). source names the model in
+ * errors; dir is the folder external data is relative to (NULL: external
+ * data is rejected). opt may be NULL (batch 1, seq 128, weights loaded). */
+gv_module *gv_import_onnx_buffer(const void *data, size_t len, const char *source, const char *dir,
+                                 const gv_import_options *opt);
+
+/* NULL-terminated list of the ONNX op types (default domain) the frontend
+ * maps, sorted by name. */
+const char *const *gv_onnx_supported_ops(void);
+
 /* Parses "8x128" into dims; returns rank or -1. */
 int gv_parse_dims(const char *s, int64_t *dims, int max);
 

@@ -1,0 +1,1086 @@
+/* onnx_ops.c — the ONNX (op_type, opset) -> core op table of the frontend.
+ *
+ * Every supported ONNX op is one row of `table` below; opset differences
+ * (attributes that became inputs, new attributes) end here, so the core ops
+ * (ir/ops.def, docs/ops.md) have one form each. Each created op gets the
+ * node's name and op type as its location.
+ *
+ * Result types are set where the rule is obvious (dtype and rank, dims when
+ * known) because some mappings need them at import: MatMul's batch and
+ * contracting dims follow from operand ranks, Split without sizes needs the
+ * split dim. shape-infer recomputes every type afterwards, so a dim left
+ * unknown here costs nothing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+
+typedef const Onnx__NodeProto node_t;
+typedef int (*handler)(gv_ictx *c, node_t *n, gv_value **in, int nin, int code);
+
+/* ---------------------------------------------------------------- attributes */
+
+static const Onnx__AttributeProto *attr(node_t *n, const char *name) {
+  for (size_t i = 0; i < n->n_attribute; i++)
+    if (n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0) return n->attribute[i];
+  return NULL;
+}
+
+static int64_t ai(node_t *n, const char *name, int64_t dflt) {
+  const Onnx__AttributeProto *a = attr(n, name);
+  return a && a->has_i ? a->i : dflt;
+}
+
+static float af(node_t *n, const char *name, float dflt) {
+  const Onnx__AttributeProto *a = attr(n, name);
+  return a && a->has_f ? a->f : dflt;
+}
+
+/* ints attribute: count (-1 when absent), values in *v */
+static int aints(node_t *n, const char *name, const int64_t **v) {
+  const Onnx__AttributeProto *a = attr(n, name);
+  if (!a || (a->n_ints == 0 && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)) return -1;
+  *v = a->ints;
+  return a->n_ints > (1u << 20) ? (1 << 20) : (int)a->n_ints;
+}
+
+/* string attribute as a NUL-terminated copy (strings are bytes in ONNX) */
+static const char *astr(gv_ictx *c, node_t *n, const char *name, const char *dflt) {
+  const Onnx__AttributeProto *a = attr(n, name);
+  if (!a || !a->has_s) return dflt;
+  return gv_strndup(c->tmp, a->s.data ? (const char *)a->s.data : "", a->s.len);
+}
+
+/* ---------------------------------------------------------------- building */
+
+static gv_op *emit(gv_ictx *c, gv_opcode code, int nopnds, gv_value *const *opnds, int nres) {
+  gv_op *op = gv_op_new(c->m, code, nopnds, opnds, nres);
+  node_t *n = c->node;
+  gv_op_set_loc(c->m, op, n && n->name ? n->name : "", n && n->op_type ? n->op_type : NULL);
+  gv_block_append(c->scope->block, op);
+  return op;
+}
+
+/* Binds output i of the node (absent or "" outputs are skipped). */
+static int out(gv_ictx *c, node_t *n, int i, gv_value *v) {
+  if ((size_t)i >= n->n_output || !n->output[i] || !*n->output[i]) return 0;
+  return gv_bind(c, n->output[i], v);
+}
+
+static int outs_at_most(gv_ictx *c, node_t *n, int k) {
+  for (size_t i = (size_t)k; i < n->n_output; i++)
+    if (n->output[i] && *n->output[i])
+      return gv_node_error(c, "has %zu outputs, at most %d supported", n->n_output, k);
+  return 0;
+}
+
+static gv_value *const_i64(gv_ictx *c, int k, const int64_t *v) {
+  int64_t d = k;
+  gv_tensor *t = gv_tensor_new(c->m->arena, gv_type_make(GV_DT_I64, 1, &d));
+  for (int i = 0; i < k; i++) ((int64_t *)t->data)[i] = v[i];
+  gv_op *op = gv_constant_new(c->m, t);
+  node_t *n = c->node;
+  gv_op_set_loc(c->m, op, n && n->name ? n->name : "", n && n->op_type ? n->op_type : NULL);
+  gv_block_append(c->scope->block, op);
+  return op->res[0];
+}
+
+static gv_value *const_scalar(gv_ictx *c, gv_dtype dt, double v) {
+  if (dt == GV_DT_UNKNOWN) dt = GV_DT_F32;
+  gv_tensor *t = gv_tensor_new(c->m->arena, gv_type_make(dt, 0, NULL));
+  gv_tensor_set_f(t, 0, v);
+  gv_op *op = gv_constant_new(c->m, t);
+  node_t *n = c->node;
+  gv_op_set_loc(c->m, op, n && n->name ? n->name : "", n && n->op_type ? n->op_type : NULL);
+  gv_block_append(c->scope->block, op);
+  return op->res[0];
+}
+
+/* The constant value of v when it is a constant op's result. */
+static const gv_tensor *cval(const gv_value *v) {
+  if (!v || !v->def || v->def->code != GV_OP_CONSTANT) return NULL;
+  const gv_attr *a = gv_get_attr(v->def, "value");
+  return a && a->kind == GV_ATTR_TENSOR ? a->u.t : NULL;
+}
+
+/* Integer values of a constant operand: count, or -1 when not constant. */
+static int const_ints(const gv_value *v, int64_t *buf, int max) {
+  const gv_tensor *t = cval(v);
+  if (!t || !gv_dtype_is_int(t->type.dtype) || t->type.rank > 1) return -1;
+  int64_t n = gv_tensor_numel(t);
+  if (n < 0 || n > max) return -1;
+  for (int64_t i = 0; i < n; i++) buf[i] = gv_tensor_get_i(t, i);
+  return (int)n;
+}
+
+/* ---------------------------------------------------------------- type tracking */
+
+static void settype(gv_value *v, gv_dtype dt, int rank, const int64_t *dims) {
+  if (rank > GV_MAX_RANK || rank < 0) v->type = gv_type_unranked(dt);
+  else v->type = gv_type_make(dt, rank, dims);
+}
+
+static void same_type(gv_value *r, const gv_value *x) { r->type = x->type; }
+
+static int rank_of(const gv_value *v) { return v ? v->type.rank : -1; }
+
+/* Length of a 1-D value (a shape vector), -1 if unknown. */
+static int64_t len1(const gv_value *v) {
+  if (!v || v->type.rank != 1) return -1;
+  return v->type.dims[0];
+}
+
+static int64_t norm_axis(int64_t a, int rank) { return a < 0 ? a + rank : a; }
+
+/* numpy broadcast of types; dims stay unknown unless certain */
+static gv_type bcast(const gv_value *const *vs, int k, gv_dtype dt) {
+  int rank = 0;
+  for (int i = 0; i < k; i++) {
+    if (vs[i]->type.rank < 0) return gv_type_unranked(dt);
+    if (vs[i]->type.rank > rank) rank = vs[i]->type.rank;
+  }
+  int64_t dims[GV_MAX_RANK];
+  for (int d = 0; d < rank; d++) {
+    /* a known dim > 1 decides (an unknown one must be 1 or equal to it in a
+     * valid model); only all-1-or-unknown stays unknown */
+    int64_t r = 1;
+    bool unknown = false;
+    for (int i = 0; i < k; i++) {
+      int off = rank - vs[i]->type.rank;
+      if (d < off) continue;
+      int64_t x = vs[i]->type.dims[d - off];
+      if (x < 0) unknown = true;
+      else if (x != 1 && r == 1) r = x;
+      else if (x != 1 && r != x) r = -2; /* mismatch: shape-infer reports it */
+    }
+    dims[d] = r == -2 || (r == 1 && unknown) ? -1 : r;
+  }
+  return gv_type_make(dt, rank, dims);
+}
+
+/* ---------------------------------------------------------------- handlers */
+
+static int h_alias(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  return out(c, n, 0, in[0]);
+}
+
+static int h_dropout(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  if (nin > 2 && in[2]) {
+    const gv_tensor *t = cval(in[2]);
+    if (!t || gv_tensor_numel(t) != 1 || gv_tensor_get_i(t, 0) != 0)
+      return gv_node_error(c, "unsupported: Dropout in training mode");
+  }
+  if (n->n_output > 1 && n->output[1] && *n->output[1] &&
+      gv_bind_poison(c, n->output[1], "Dropout's mask output is not supported"))
+    return -1;
+  return h_alias(c, n, in, nin, code);
+}
+
+static int h_constant(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)in, (void)nin, (void)code;
+  if (n->n_attribute != 1) return gv_node_error(c, "Constant needs exactly one value attribute");
+  const Onnx__AttributeProto *a = n->attribute[0];
+  const char *an = a->name ? a->name : "";
+  gv_tensor *t = NULL;
+  if (strcmp(an, "value") == 0 && a->t) {
+    t = gv_onnx_tensor(c, a->t, "Constant 'value'");
+    if (!t) return -1;
+  } else if (strcmp(an, "value_float") == 0) {
+    t = gv_tensor_new(c->m->arena, gv_type_make(GV_DT_F32, 0, NULL));
+    ((float *)t->data)[0] = a->f;
+  } else if (strcmp(an, "value_int") == 0) {
+    t = gv_tensor_new(c->m->arena, gv_type_make(GV_DT_I64, 0, NULL));
+    ((int64_t *)t->data)[0] = a->i;
+  } else if (strcmp(an, "value_floats") == 0 || strcmp(an, "value_ints") == 0) {
+    bool fl = an[6] == 'f';
+    int64_t k = fl ? (int64_t)a->n_floats : (int64_t)a->n_ints;
+    t = gv_tensor_new(c->m->arena, gv_type_make(fl ? GV_DT_F32 : GV_DT_I64, 1, &k));
+    for (int64_t i = 0; i < k; i++) {
+      if (fl) ((float *)t->data)[i] = a->floats[i];
+      else ((int64_t *)t->data)[i] = a->ints[i];
+    }
+  } else {
+    return gv_node_error(c, "unsupported Constant attribute '%s'", gv_esc(c, an));
+  }
+  gv_op *op = emit(c, GV_OP_CONSTANT, 0, NULL, 1);
+  gv_set_tensor(c->m, op, "value", t);
+  op->res[0]->type = t->type;
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_unary(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin;
+  gv_op *op = emit(c, (gv_opcode)code, 1, in, 1);
+  if (code == GV_OP_GELU) {
+    const char *ap = astr(c, n, "approximate", "none");
+    if (strcmp(ap, "none") != 0 && strcmp(ap, "tanh") != 0)
+      return gv_node_error(c, "unsupported Gelu approximate='%s'", gv_esc(c, ap));
+    gv_set_str(c->m, op, "approximate", ap);
+  }
+  same_type(op->res[0], in[0]);
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_binary(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin;
+  gv_op *op = emit(c, (gv_opcode)code, 2, in, 1);
+  bool cmp = code == GV_OP_EQUAL || code == GV_OP_LESS || code == GV_OP_LESS_EQUAL || code == GV_OP_GREATER ||
+             code == GV_OP_GREATER_EQUAL;
+  op->res[0]->type = bcast((const gv_value *const *)in, 2, cmp ? GV_DT_BOOL : in[0]->type.dtype);
+  return out(c, n, 0, op->res[0]);
+}
+
+/* Min / Max: variadic in ONNX, a chain of binary ops here */
+static int h_variadic(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  gv_value *acc = in[0];
+  for (int i = 1; i < nin; i++) {
+    if (!in[i]) return gv_node_error(c, "input %d is empty", i);
+    gv_value *pair[2] = {acc, in[i]};
+    gv_op *op = emit(c, (gv_opcode)code, 2, pair, 1);
+    op->res[0]->type = bcast((const gv_value *const *)pair, 2, acc->type.dtype);
+    acc = op->res[0];
+  }
+  return out(c, n, 0, acc);
+}
+
+static int h_where(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  gv_op *op = emit(c, GV_OP_WHERE, 3, in, 1);
+  op->res[0]->type = bcast((const gv_value *const *)in, 3, in[1]->type.dtype);
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_cast(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  const Onnx__AttributeProto *a = attr(n, "to");
+  if (!a || !a->has_i) return gv_node_error(c, "Cast without 'to'");
+  gv_dtype dt = gv_onnx_dtype((int32_t)a->i);
+  if (dt == GV_DT_UNKNOWN || a->i != (int32_t)a->i)
+    return gv_node_error(c, "unsupported Cast to %s", gv_onnx_dtype_name((int32_t)a->i));
+  gv_op *op = emit(c, GV_OP_CAST, 1, in, 1);
+  gv_set_type(c->m, op, "to", dt);
+  op->res[0]->type = in[0]->type;
+  op->res[0]->type.dtype = dt;
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_shape(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  gv_op *op = emit(c, GV_OP_SHAPE, 1, in, 1);
+  const Onnx__AttributeProto *s = attr(n, "start"), *e = attr(n, "end");
+  int r = rank_of(in[0]);
+  int64_t st = 0, en = r;
+  if (s && s->has_i) gv_set_int(c->m, op, "start", st = s->i);
+  if (e && e->has_i) gv_set_int(c->m, op, "end", en = e->i);
+  int64_t len = -1;
+  if (r >= 0) {
+    st = st < 0 ? st + r : st;
+    en = en < 0 ? en + r : en;
+    st = st < 0 ? 0 : st > r ? r : st;
+    en = en < 0 ? 0 : en > r ? r : en;
+    len = en > st ? en - st : 0;
+  }
+  settype(op->res[0], GV_DT_I64, 1, &len);
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_gather(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  gv_op *op = emit(c, GV_OP_GATHER, 2, in, 1);
+  int64_t axis = ai(n, "axis", 0);
+  gv_set_int(c->m, op, "axis", axis);
+  int r = rank_of(in[0]), q = rank_of(in[1]);
+  if (r >= 1 && q >= 0 && r - 1 + q <= GV_MAX_RANK) {
+    int64_t a = norm_axis(axis, r), dims[GV_MAX_RANK];
+    if (a >= 0 && a < r) {
+      int k = 0;
+      for (int i = 0; i < a; i++) dims[k++] = in[0]->type.dims[i];
+      for (int i = 0; i < q; i++) dims[k++] = in[1]->type.dims[i];
+      for (int i = (int)a + 1; i < r; i++) dims[k++] = in[0]->type.dims[i];
+      settype(op->res[0], in[0]->type.dtype, k, dims);
+    }
+  }
+  if (op->res[0]->type.rank < 0) op->res[0]->type.dtype = in[0]->type.dtype;
+  return out(c, n, 0, op->res[0]);
+}
+
+/* axes from the attribute (before since) or the constant input 1 */
+static int get_axes(gv_ictx *c, node_t *n, gv_value **in, int nin, int since, int64_t *axes, bool *present) {
+  *present = false;
+  if (c->opset < since) {
+    const int64_t *v;
+    int k = aints(n, "axes", &v);
+    if (k < 0) return 0;
+    if (k > GV_MAX_RANK) return gv_node_error(c, "too many axes (%d)", k);
+    memcpy(axes, v, (size_t)k * sizeof *axes);
+    *present = true;
+    return k;
+  }
+  if (nin < 2 || !in[1]) return 0;
+  int k = const_ints(in[1], axes, GV_MAX_RANK);
+  if (k < 0) return gv_node_error(c, "unsupported: non-constant axes");
+  *present = true;
+  return k;
+}
+
+static int h_unsqueeze(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  int64_t axes[GV_MAX_RANK];
+  bool present;
+  int k = get_axes(c, n, in, nin, 13, axes, &present);
+  if (k < 0) return -1;
+  if (!present) return gv_node_error(c, "Unsqueeze without axes");
+  gv_op *op = emit(c, GV_OP_UNSQUEEZE, 1, in, 1);
+  gv_set_ints(c->m, op, "axes", k, axes);
+  int r = rank_of(in[0]);
+  op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
+  if (r >= 0 && r + k <= GV_MAX_RANK) {
+    int nr = r + k;
+    bool ins[GV_MAX_RANK] = {0}, ok = true;
+    for (int i = 0; i < k; i++) {
+      int64_t a = norm_axis(axes[i], nr);
+      if (a < 0 || a >= nr || ins[a]) ok = false;
+      else ins[a] = true;
+    }
+    if (ok) {
+      int64_t dims[GV_MAX_RANK];
+      for (int i = 0, j = 0; i < nr; i++) dims[i] = ins[i] ? 1 : in[0]->type.dims[j++];
+      settype(op->res[0], in[0]->type.dtype, nr, dims);
+    }
+  }
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_squeeze(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  int64_t axes[GV_MAX_RANK];
+  bool present;
+  int k = get_axes(c, n, in, nin, 13, axes, &present);
+  if (k < 0) return -1;
+  gv_op *op = emit(c, GV_OP_SQUEEZE, 1, in, 1);
+  if (present) gv_set_ints(c->m, op, "axes", k, axes);
+  int r = rank_of(in[0]);
+  op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
+  if (r >= 0) {
+    bool drop[GV_MAX_RANK] = {0}, ok = true;
+    if (present) {
+      for (int i = 0; i < k; i++) {
+        int64_t a = norm_axis(axes[i], r);
+        if (a < 0 || a >= r) ok = false;
+        else drop[a] = true;
+      }
+    } else {
+      for (int i = 0; i < r; i++) {
+        if (in[0]->type.dims[i] < 0) ok = false;
+        drop[i] = in[0]->type.dims[i] == 1;
+      }
+    }
+    if (ok) {
+      int64_t dims[GV_MAX_RANK];
+      int nr = 0;
+      for (int i = 0; i < r; i++)
+        if (!drop[i]) dims[nr++] = in[0]->type.dims[i];
+      settype(op->res[0], in[0]->type.dtype, nr, dims);
+    }
+  }
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_flatten(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  gv_op *op = emit(c, GV_OP_FLATTEN, 1, in, 1);
+  int64_t axis = ai(n, "axis", 1);
+  gv_set_int(c->m, op, "axis", axis);
+  int r = rank_of(in[0]);
+  int64_t dims[2] = {-1, -1};
+  if (r >= 0) {
+    int64_t a = norm_axis(axis, r);
+    if (a >= 0 && a <= r) {
+      int64_t p[2] = {1, 1};
+      for (int i = 0; i < r; i++) {
+        int64_t d = in[0]->type.dims[i];
+        int64_t *acc = &p[i < a ? 0 : 1];
+        if (d < 0 || *acc < 0) *acc = -1;
+        else if (d && *acc > INT64_MAX / d) *acc = -1;
+        else *acc *= d;
+      }
+      dims[0] = p[0], dims[1] = p[1];
+    }
+  }
+  settype(op->res[0], in[0]->type.dtype, 2, dims);
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_concat(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  const Onnx__AttributeProto *a = attr(n, "axis");
+  if (!a || !a->has_i) return gv_node_error(c, "Concat without 'axis'");
+  for (int i = 0; i < nin; i++)
+    if (!in[i]) return gv_node_error(c, "input %d is empty", i);
+  gv_op *op = emit(c, GV_OP_CONCAT, nin, in, 1);
+  gv_set_int(c->m, op, "axis", a->i);
+  int r = rank_of(in[0]);
+  op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
+  if (r >= 0) {
+    int64_t ax = norm_axis(a->i, r), dims[GV_MAX_RANK];
+    if (ax >= 0 && ax < r) {
+      memcpy(dims, in[0]->type.dims, sizeof(int64_t) * (size_t)r);
+      int64_t sum = 0;
+      for (int i = 0; i < nin; i++) {
+        int64_t d = in[i]->type.rank == r ? in[i]->type.dims[ax] : -1;
+        sum = (d < 0 || sum < 0 || sum > INT64_MAX - d) ? -1 : sum + d;
+      }
+      dims[ax] = sum;
+      settype(op->res[0], in[0]->type.dtype, r, dims);
+    }
+  }
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_reshape(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  int64_t allowzero = ai(n, "allowzero", 0);
+  gv_op *op = emit(c, GV_OP_RESHAPE, 2, in, 1);
+  gv_set_int(c->m, op, "allowzero", allowzero);
+  int64_t sh[GV_MAX_RANK];
+  int k = const_ints(in[1], sh, GV_MAX_RANK);
+  op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
+  if (k >= 0) {
+    int64_t dims[GV_MAX_RANK];
+    int infer = -1;
+    for (int i = 0; i < k; i++) {
+      if (sh[i] > 0) dims[i] = sh[i];
+      else if (sh[i] == 0 && !allowzero) dims[i] = i < rank_of(in[0]) ? in[0]->type.dims[i] : -1;
+      else if (sh[i] == 0) dims[i] = 0;
+      else { dims[i] = -1; infer = i; }
+    }
+    int64_t total = gv_type_numel(&in[0]->type);
+    if (infer >= 0 && total >= 0) {
+      int64_t p = 1;
+      for (int i = 0; i < k && p > 0; i++)
+        if (i != infer) p = dims[i] < 0 ? -1 : p * dims[i];
+      if (p > 0 && total % p == 0) dims[infer] = total / p;
+    }
+    settype(op->res[0], in[0]->type.dtype, k, dims);
+  } else if (len1(in[1]) >= 0) {
+    settype(op->res[0], in[0]->type.dtype, (int)(len1(in[1]) > GV_MAX_RANK ? -1 : len1(in[1])), NULL);
+  }
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_transpose(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  gv_op *op = emit(c, GV_OP_TRANSPOSE, 1, in, 1);
+  const int64_t *perm;
+  int k = aints(n, "perm", &perm);
+  if (k >= 0) gv_set_ints(c->m, op, "perm", k, perm);
+  int r = rank_of(in[0]);
+  op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
+  if (r >= 0 && (k < 0 || k == r)) {
+    int64_t dims[GV_MAX_RANK];
+    bool ok = true;
+    for (int i = 0; i < r; i++) {
+      int64_t p = k < 0 ? r - 1 - i : perm[i];
+      if (p < 0 || p >= r) ok = false;
+      else dims[i] = in[0]->type.dims[p];
+    }
+    if (ok) settype(op->res[0], in[0]->type.dtype, r, dims);
+  }
+  return out(c, n, 0, op->res[0]);
+}
+
+/* ONNX Slice length of one axis */
+static int64_t slice_len(int64_t d, int64_t s, int64_t e, int64_t st) {
+  if (d < 0 || st == 0) return -1;
+  if (s < 0) s += d;
+  if (e < 0) e += d;
+  if (st > 0) {
+    s = s < 0 ? 0 : s > d ? d : s;
+    e = e < 0 ? 0 : e > d ? d : e;
+    return e > s ? (e - s + st - 1) / st : 0;
+  }
+  s = s < 0 ? 0 : s > d - 1 ? d - 1 : s;
+  e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
+  return s > e ? (s - e + (-st) - 1) / (-st) : 0;
+}
+
+static int h_slice(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  enum { MAXK = GV_MAX_RANK };
+  int64_t st[MAXK], en[MAXK], ax[MAXK], sp[MAXK];
+  int ks = const_ints(in[1], st, MAXK), ke = const_ints(in[2], en, MAXK);
+  int ka = nin > 3 && in[3] ? const_ints(in[3], ax, MAXK) : -2; /* -2: absent */
+  int kp = nin > 4 && in[4] ? const_ints(in[4], sp, MAXK) : -2;
+  int r = rank_of(in[0]);
+  if (ks >= 0 && ke == ks && ka != -1 && kp != -1 && (ka < 0 || ka == ks) && (kp < 0 || kp == ks)) {
+    /* all constant: the static form */
+    for (int i = 0; i < ks; i++) {
+      if (ka < 0) ax[i] = i;
+      if (kp < 0) sp[i] = 1;
+    }
+    gv_op *op = emit(c, GV_OP_SLICE, 1, in, 1);
+    gv_set_ints(c->m, op, "starts", ks, st);
+    gv_set_ints(c->m, op, "ends", ks, en);
+    gv_set_ints(c->m, op, "axes", ks, ax);
+    gv_set_ints(c->m, op, "steps", ks, sp);
+    op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
+    if (r >= 0) {
+      int64_t dims[GV_MAX_RANK];
+      memcpy(dims, in[0]->type.dims, sizeof(int64_t) * (size_t)r);
+      for (int i = 0; i < ks; i++) {
+        int64_t a = norm_axis(ax[i], r);
+        if (a >= 0 && a < r) dims[a] = slice_len(in[0]->type.dims[a], st[i], en[i], sp[i]);
+      }
+      settype(op->res[0], in[0]->type.dtype, r, dims);
+    }
+    return out(c, n, 0, op->res[0]);
+  }
+  gv_value *ops[5] = {in[0], in[1], in[2], nin > 3 ? in[3] : NULL, nin > 4 ? in[4] : NULL};
+  int k = 3;
+  if (ops[4]) {
+    if (!ops[3]) { /* steps without axes: the operand form needs explicit axes */
+      int64_t len = ks >= 0 ? ks : len1(in[1]);
+      if (len < 0 || len > MAXK) return gv_node_error(c, "unsupported: Slice with steps but no axes on an unknown length");
+      for (int i = 0; i < len; i++) ax[i] = i;
+      ops[3] = const_i64(c, (int)len, ax);
+    }
+    k = 5;
+  } else if (ops[3]) {
+    k = 4;
+  }
+  gv_op *op = emit(c, GV_OP_SLICE, k, ops, 1);
+  settype(op->res[0], in[0]->type.dtype, r, NULL);
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_split(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  int64_t axis = ai(n, "axis", 0);
+  int nout = (int)n->n_output;
+  if (nout < 1 || nout > 4096) return gv_node_error(c, "Split with %d outputs", nout);
+  int64_t *sizes = gv_alloc(c->tmp, (size_t)nout * sizeof *sizes);
+  int r = rank_of(in[0]);
+  int64_t a = r >= 0 ? norm_axis(axis, r) : -1;
+  int64_t dim = (r >= 0 && a >= 0 && a < r) ? in[0]->type.dims[a] : -1;
+  const int64_t *sv;
+  int ks = -1;
+  if (nin > 1 && in[1]) {
+    ks = const_ints(in[1], sizes, nout);
+    if (ks < 0) return gv_node_error(c, "unsupported: non-constant split sizes (or more sizes than outputs)");
+  } else if ((ks = aints(n, "split", &sv)) >= 0) {
+    if (ks != nout) return gv_node_error(c, "Split has %d sizes for %d outputs", ks, nout);
+    memcpy(sizes, sv, (size_t)ks * sizeof *sizes);
+  } else {
+    int64_t parts = ai(n, "num_outputs", nout);
+    if (parts != nout) return gv_node_error(c, "Split num_outputs %lld != %d outputs", (long long)parts, nout);
+    if (dim < 0) return gv_node_error(c, "unsupported: Split without sizes on an unknown dim");
+    /* equal split; from opset 18 the last chunk may be smaller */
+    int64_t chunk = (dim + nout - 1) / nout;
+    if (c->opset < 18 && dim % nout) return gv_node_error(c, "Split of dim %lld into %d equal parts", (long long)dim, nout);
+    int64_t left = dim;
+    for (int i = 0; i < nout; i++) {
+      sizes[i] = left < chunk ? left : chunk;
+      left -= sizes[i];
+    }
+    ks = nout;
+  }
+  if (ks != nout) return gv_node_error(c, "Split has %d sizes for %d outputs", ks, nout);
+  gv_op *op = emit(c, GV_OP_SPLIT, 1, in, nout);
+  gv_set_int(c->m, op, "axis", axis);
+  gv_set_ints(c->m, op, "sizes", nout, sizes);
+  for (int i = 0; i < nout; i++) {
+    gv_value *v = op->res[i];
+    v->type = in[0]->type;
+    if (r >= 0 && a >= 0 && a < r) v->type.dims[a] = sizes[i];
+    if (out(c, n, i, v)) return -1;
+  }
+  return 0;
+}
+
+static int h_expand(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  gv_op *op = emit(c, GV_OP_EXPAND, 2, in, 1);
+  int64_t sh[GV_MAX_RANK];
+  int k = const_ints(in[1], sh, GV_MAX_RANK);
+  int r = rank_of(in[0]);
+  op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
+  if (k >= 0 && r >= 0) {
+    int nr = k > r ? k : r;
+    int64_t dims[GV_MAX_RANK];
+    for (int i = 0; i < nr; i++) {
+      int64_t x = i - (nr - r) >= 0 ? in[0]->type.dims[i - (nr - r)] : 1;
+      int64_t s = i - (nr - k) >= 0 ? sh[i - (nr - k)] : 1;
+      dims[i] = x == 1 ? s : (s == 1 || s == x) ? x : -1;
+    }
+    settype(op->res[0], in[0]->type.dtype, nr, dims);
+  } else if (r >= 0 && len1(in[1]) >= 0) {
+    int64_t l = len1(in[1]);
+    settype(op->res[0], in[0]->type.dtype, (int)(l > r ? (l > GV_MAX_RANK ? -1 : l) : r), NULL);
+  }
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_tile(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  int64_t rep[GV_MAX_RANK];
+  int k = const_ints(in[1], rep, GV_MAX_RANK);
+  int r = rank_of(in[0]);
+  gv_op *op;
+  if (k >= 0) {
+    op = emit(c, GV_OP_TILE, 1, in, 1);
+    gv_set_ints(c->m, op, "repeats", k, rep);
+    int64_t dims[GV_MAX_RANK];
+    for (int i = 0; i < r && k == r; i++) {
+      int64_t d = in[0]->type.dims[i];
+      dims[i] = (d < 0 || rep[i] < 0 || (rep[i] && d > INT64_MAX / rep[i])) ? -1 : d * rep[i];
+    }
+    settype(op->res[0], in[0]->type.dtype, k == r ? r : -1, dims);
+  } else {
+    op = emit(c, GV_OP_TILE, 2, in, 1);
+    settype(op->res[0], in[0]->type.dtype, r, NULL);
+  }
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_range(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  gv_op *op = emit(c, GV_OP_RANGE, 3, in, 1);
+  int64_t len = -1;
+  const gv_tensor *s = cval(in[0]), *l = cval(in[1]), *d = cval(in[2]);
+  if (s && l && d && gv_tensor_numel(s) == 1 && gv_tensor_numel(l) == 1 && gv_tensor_numel(d) == 1) {
+    double sv = gv_tensor_get_f(s, 0), lv = gv_tensor_get_f(l, 0), dv = gv_tensor_get_f(d, 0);
+    if (dv != 0) {
+      double q = (lv - sv) / dv;
+      if (q > 0 && q < 1e15) {
+        int64_t iq = (int64_t)q;
+        len = (double)iq < q ? iq + 1 : iq;
+      } else if (q <= 0) {
+        len = 0;
+      }
+    }
+  }
+  settype(op->res[0], in[0]->type.dtype, 1, &len);
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_constant_of_shape(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  gv_dtype dt = GV_DT_F32;
+  gv_tensor *val = NULL;
+  const Onnx__AttributeProto *a = attr(n, "value");
+  if (a && a->t) {
+    if (!(val = gv_onnx_tensor(c, a->t, "ConstantOfShape 'value'"))) return -1;
+    if (gv_tensor_numel(val) != 1) return gv_node_error(c, "ConstantOfShape value must have one element");
+    dt = val->type.dtype;
+  }
+  gv_op *op = emit(c, GV_OP_CONSTANT_OF_SHAPE, 1, in, 1);
+  if (val) gv_set_tensor(c->m, op, "value", val);
+  int64_t sh[GV_MAX_RANK];
+  int k = const_ints(in[0], sh, GV_MAX_RANK);
+  if (k >= 0) {
+    for (int i = 0; i < k; i++)
+      if (sh[i] < 0) sh[i] = -1;
+    settype(op->res[0], dt, k, sh);
+  } else {
+    int64_t l = len1(in[0]);
+    settype(op->res[0], dt, l > GV_MAX_RANK ? -1 : (int)l, NULL);
+  }
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_trilu(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  int64_t k[1];
+  gv_op *op;
+  if (nin > 1 && in[1]) {
+    const gv_tensor *t = cval(in[1]);
+    if (t && gv_dtype_is_int(t->type.dtype) && gv_tensor_numel(t) == 1) {
+      k[0] = gv_tensor_get_i(t, 0);
+      op = emit(c, GV_OP_TRILU, 1, in, 1);
+      gv_set_int(c->m, op, "k", k[0]);
+    } else {
+      op = emit(c, GV_OP_TRILU, 2, in, 1);
+    }
+  } else {
+    op = emit(c, GV_OP_TRILU, 1, in, 1);
+    gv_set_int(c->m, op, "k", 0);
+  }
+  gv_set_int(c->m, op, "upper", ai(n, "upper", 1) ? 1 : 0);
+  same_type(op->res[0], in[0]);
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_cumsum(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  const gv_tensor *t = cval(in[1]);
+  if (!t || !gv_dtype_is_int(t->type.dtype) || gv_tensor_numel(t) != 1)
+    return gv_node_error(c, "unsupported: non-constant CumSum axis");
+  gv_op *op = emit(c, GV_OP_CUMSUM, 1, in, 1);
+  gv_set_int(c->m, op, "axis", gv_tensor_get_i(t, 0));
+  gv_set_int(c->m, op, "exclusive", ai(n, "exclusive", 0));
+  gv_set_int(c->m, op, "reverse", ai(n, "reverse", 0));
+  same_type(op->res[0], in[0]);
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_reduce(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  int since = code == GV_OP_REDUCE_SUM ? 13 : 18; /* axes became an input */
+  int64_t axes[GV_MAX_RANK];
+  bool present;
+  int k = get_axes(c, n, in, nin, since, axes, &present);
+  if (k < 0) return -1;
+  int64_t keep = ai(n, "keepdims", 1);
+  if (c->opset >= since && ai(n, "noop_with_empty_axes", 0) && k == 0) return out(c, n, 0, in[0]);
+  gv_op *op = emit(c, (gv_opcode)code, 1, in, 1);
+  if (k > 0) gv_set_ints(c->m, op, "axes", k, axes);
+  gv_set_int(c->m, op, "keepdims", keep ? 1 : 0);
+  int r = rank_of(in[0]);
+  op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
+  if (r >= 0) {
+    bool red[GV_MAX_RANK] = {0}, ok = true;
+    for (int i = 0; i < r; i++) red[i] = k == 0;
+    for (int i = 0; i < k; i++) {
+      int64_t a = norm_axis(axes[i], r);
+      if (a < 0 || a >= r) ok = false;
+      else red[a] = true;
+    }
+    if (ok) {
+      int64_t dims[GV_MAX_RANK];
+      int nr = 0;
+      for (int i = 0; i < r; i++) {
+        if (!red[i]) dims[nr++] = in[0]->type.dims[i];
+        else if (keep) dims[nr++] = 1;
+      }
+      settype(op->res[0], in[0]->type.dtype, nr, dims);
+    }
+  }
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_softmax(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin;
+  gv_op *op = emit(c, (gv_opcode)code, 1, in, 1);
+  gv_set_int(c->m, op, "axis", ai(n, "axis", -1));
+  same_type(op->res[0], in[0]);
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_layer_norm(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  for (size_t i = 1; i < n->n_output && i < 3; i++)
+    if (n->output[i] && *n->output[i] &&
+        gv_bind_poison(c, n->output[i], "LayerNormalization's mean / inv_std_dev outputs are not supported"))
+      return -1;
+  if (outs_at_most(c, n, 3)) return -1;
+  gv_op *op = emit(c, GV_OP_LAYER_NORM, nin > 2 && in[2] ? 3 : 2, in, 1);
+  gv_set_int(c->m, op, "axis", ai(n, "axis", -1));
+  gv_set_float(c->m, op, "epsilon", af(n, "epsilon", 1e-5f));
+  same_type(op->res[0], in[0]);
+  return out(c, n, 0, op->res[0]);
+}
+
+/* dot with explicit dims; result type from the dot_general rule */
+static gv_value *emit_dot(gv_ictx *c, gv_value *l, gv_value *r, int nb, const int64_t *lb, const int64_t *rb,
+                          int64_t lc, int64_t rc) {
+  gv_value *ops[2] = {l, r};
+  gv_op *op = emit(c, GV_OP_DOT, 2, ops, 1);
+  gv_set_ints(c->m, op, "lhs_batch", nb, lb);
+  gv_set_ints(c->m, op, "rhs_batch", nb, rb);
+  gv_set_ints(c->m, op, "lhs_contract", 1, &lc);
+  gv_set_ints(c->m, op, "rhs_contract", 1, &rc);
+  int lr = l->type.rank, rr = r->type.rank;
+  int64_t dims[3 * GV_MAX_RANK];
+  int k = 0;
+  for (int i = 0; i < nb; i++) {
+    int64_t a = l->type.dims[lb[i]], b = r->type.dims[rb[i]];
+    dims[k++] = a == b ? a : -1;
+  }
+  for (int i = 0; i < lr; i++) {
+    bool skip = i == lc;
+    for (int j = 0; j < nb; j++) skip |= i == lb[j];
+    if (!skip) dims[k++] = l->type.dims[i];
+  }
+  for (int i = 0; i < rr; i++) {
+    bool skip = i == rc;
+    for (int j = 0; j < nb; j++) skip |= i == rb[j];
+    if (!skip) dims[k++] = r->type.dims[i];
+  }
+  settype(op->res[0], l->type.dtype, k, dims);
+  return op->res[0];
+}
+
+static int h_matmul(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  int lr = rank_of(in[0]), rr = rank_of(in[1]);
+  if (lr < 1 || rr < 1) return gv_node_error(c, "cannot determine the operand ranks of MatMul (%d, %d)", lr, rr);
+  int64_t lb[GV_MAX_RANK], rb[GV_MAX_RANK];
+  int nb = 0;
+  int64_t lc = lr - 1, rc = rr == 1 ? 0 : rr - 2;
+  if (lr >= 3 && rr >= 3) {
+    if (lr != rr) return gv_node_error(c, "unsupported MatMul broadcast (ranks %d and %d)", lr, rr);
+    nb = lr - 2;
+    for (int i = 0; i < nb; i++) {
+      int64_t a = in[0]->type.dims[i], b = in[1]->type.dims[i];
+      if (a >= 0 && b >= 0 && a != b)
+        return gv_node_error(c, "unsupported MatMul broadcast (batch dim %d: %lld vs %lld)", i, (long long)a,
+                             (long long)b);
+      lb[i] = rb[i] = i;
+    }
+  } else if (lr == 2 && rr >= 3) {
+    /* numpy gives [batch.., m, n]; dot_general would put m before the batch */
+    return gv_node_error(c, "unsupported MatMul broadcast (ranks %d and %d)", lr, rr);
+  }
+  gv_value *v = emit_dot(c, in[0], in[1], nb, lb, rb, lc, rc);
+  return out(c, n, 0, v);
+}
+
+static int h_gemm(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  if (rank_of(in[0]) >= 0 && rank_of(in[0]) != 2) return gv_node_error(c, "Gemm operand A must be 2-D");
+  if (rank_of(in[1]) >= 0 && rank_of(in[1]) != 2) return gv_node_error(c, "Gemm operand B must be 2-D");
+  int64_t ta = ai(n, "transA", 0), tb = ai(n, "transB", 0);
+  float alpha = af(n, "alpha", 1.0f), beta = af(n, "beta", 1.0f);
+  gv_value *ops[2] = {in[0], in[1]};
+  gv_op *op = emit(c, GV_OP_DOT, 2, ops, 1);
+  int64_t lc = ta ? 0 : 1, rc = tb ? 1 : 0;
+  gv_set_ints(c->m, op, "lhs_batch", 0, NULL);
+  gv_set_ints(c->m, op, "rhs_batch", 0, NULL);
+  gv_set_ints(c->m, op, "lhs_contract", 1, &lc);
+  gv_set_ints(c->m, op, "rhs_contract", 1, &rc);
+  int64_t dims[2] = {rank_of(in[0]) == 2 ? in[0]->type.dims[1 - lc] : -1,
+                     rank_of(in[1]) == 2 ? in[1]->type.dims[1 - rc] : -1};
+  gv_dtype dt = in[0]->type.dtype;
+  settype(op->res[0], dt, 2, dims);
+  gv_value *y = op->res[0];
+  if (alpha != 1.0f) {
+    gv_value *p[2] = {y, const_scalar(c, dt, alpha)};
+    gv_op *m = emit(c, GV_OP_MUL, 2, p, 1);
+    m->res[0]->type = y->type;
+    y = m->res[0];
+  }
+  if (nin > 2 && in[2] && beta != 0.0f) {
+    gv_value *cc = in[2];
+    if (beta != 1.0f) {
+      gv_value *p[2] = {cc, const_scalar(c, cc->type.dtype, beta)};
+      gv_op *m = emit(c, GV_OP_MUL, 2, p, 1);
+      same_type(m->res[0], cc);
+      cc = m->res[0];
+    }
+    gv_value *p[2] = {y, cc};
+    gv_op *ad = emit(c, GV_OP_ADD, 2, p, 1);
+    ad->res[0]->type = bcast((const gv_value *const *)p, 2, dt);
+    y = ad->res[0];
+  }
+  return out(c, n, 0, y);
+}
+
+static int h_conv(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  const char *pad = astr(c, n, "auto_pad", "NOTSET");
+  bool valid = strcmp(pad, "VALID") == 0;
+  if (!valid && strcmp(pad, "NOTSET") != 0 && *pad)
+    return gv_node_error(c, "unsupported: Conv auto_pad=%s (only NOTSET and VALID)", gv_esc(c, pad));
+  int xr = rank_of(in[0]), wr = rank_of(in[1]);
+  int nsp = wr >= 3 ? wr - 2 : xr >= 3 ? xr - 2 : -1;
+  const int64_t *v;
+  int k;
+  if (nsp < 0 && (k = aints(n, "kernel_shape", &v)) > 0) nsp = k;
+  gv_op *op = emit(c, GV_OP_CONV, nin > 2 && in[2] ? 3 : 2, in, 1);
+  gv_set_int(c->m, op, "group", ai(n, "group", 1));
+  int64_t strides[GV_MAX_RANK], dil[GV_MAX_RANK], pads[2 * GV_MAX_RANK];
+  if (nsp > GV_MAX_RANK) return gv_node_error(c, "Conv with %d spatial dims", nsp);
+  if (nsp >= 0) {
+    for (int i = 0; i < nsp; i++) strides[i] = dil[i] = 1, pads[i] = pads[nsp + i] = 0;
+    if ((k = aints(n, "strides", &v)) >= 0) {
+      if (k != nsp) return gv_node_error(c, "Conv strides has %d values for %d spatial dims", k, nsp);
+      memcpy(strides, v, (size_t)k * sizeof *v);
+    }
+    if ((k = aints(n, "dilations", &v)) >= 0) {
+      if (k != nsp) return gv_node_error(c, "Conv dilations has %d values for %d spatial dims", k, nsp);
+      memcpy(dil, v, (size_t)k * sizeof *v);
+    }
+    if (!valid && (k = aints(n, "pads", &v)) >= 0) {
+      if (k != 2 * nsp) return gv_node_error(c, "Conv pads has %d values for %d spatial dims", k, nsp);
+      memcpy(pads, v, (size_t)k * sizeof *v);
+    }
+    gv_set_ints(c->m, op, "strides", nsp, strides);
+    gv_set_ints(c->m, op, "dilations", nsp, dil);
+    gv_set_ints(c->m, op, "pads", 2 * nsp, pads);
+  }
+  op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
+  if (xr >= 3 && xr == wr && nsp == xr - 2) {
+    int64_t dims[GV_MAX_RANK];
+    dims[0] = in[0]->type.dims[0];
+    dims[1] = in[1]->type.dims[0];
+    for (int i = 0; i < nsp; i++) {
+      int64_t x = in[0]->type.dims[2 + i], kk = in[1]->type.dims[2 + i];
+      dims[2 + i] = -1;
+      if (x < 0 || kk < 0 || strides[i] <= 0 || dil[i] <= 0 || llabs(pads[i]) > (1ll << 40) ||
+          llabs(pads[nsp + i]) > (1ll << 40) || kk > (1ll << 40) || dil[i] > (1ll << 20) || x > (1ll << 40))
+        continue;
+      int64_t span = x + pads[i] + pads[nsp + i] - dil[i] * (kk - 1) - 1;
+      if (span >= 0) dims[2 + i] = span / strides[i] + 1;
+    }
+    settype(op->res[0], in[0]->type.dtype, xr, dims);
+  }
+  return out(c, n, 0, op->res[0]);
+}
+
+static int import_branch(gv_ictx *c, gv_op *ifop, const Onnx__GraphProto *g, const char *label, int nout) {
+  node_t *saved = c->node;
+  gv_block *b = gv_block_new(c->m);
+  gv_op_add_region(c->m, ifop, b);
+  if (g->n_input) return gv_node_error(c, "%s branch has inputs", label);
+  if ((int)g->n_output != nout)
+    return gv_node_error(c, "%s branch has %zu outputs, the If node %d", label, g->n_output, nout);
+  gv_scope_push(c, b);
+  c->depth++;
+  gv_value **outs;
+  int rc = gv_import_graph_body(c, g, &outs);
+  c->depth--;
+  gv_scope_pop(c);
+  c->node = saved;
+  if (rc) return -1;
+  gv_op *y = gv_op_new(c->m, GV_OP_YIELD, nout, outs, 0);
+  gv_op_set_loc(c->m, y, label, NULL);
+  gv_block_append(b, y);
+  return 0;
+}
+
+static int h_if(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  const Onnx__AttributeProto *ta = attr(n, "then_branch"), *ea = attr(n, "else_branch");
+  if (!ta || !ta->g || !ea || !ea->g) return gv_node_error(c, "If needs then_branch and else_branch graphs");
+  if (c->depth >= 32) return gv_node_error(c, "If nested too deeply");
+  int nout = (int)n->n_output;
+  gv_op *op = emit(c, GV_OP_IF, 1, in, nout);
+  if (import_branch(c, op, ta->g, "then", nout) || import_branch(c, op, ea->g, "else", nout)) return -1;
+  gv_op *ty = gv_block_terminator(op->regions[0]), *ey = gv_block_terminator(op->regions[1]);
+  for (int i = 0; i < nout; i++) {
+    gv_type a = ty->opnds[i]->type, b = ey->opnds[i]->type;
+    op->res[i]->type = gv_type_equal(&a, &b) ? a : gv_type_unranked(a.dtype == b.dtype ? a.dtype : GV_DT_UNKNOWN);
+    if (out(c, n, i, op->res[i])) return -1;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- the table */
+
+typedef struct {
+  const char *op;
+  int since;     /* first opset where this mapping is valid */
+  int min_in;    /* required inputs (checked non-empty) */
+  int max_in;    /* -1: variadic */
+  handler h;
+  int code;
+} row;
+
+#define U(name, code) {name, 1, 1, 1, h_unary, GV_OP_##code}
+#define B(name, code) {name, 1, 2, 2, h_binary, GV_OP_##code}
+static const row table[] = {
+    /* keep sorted by name: gv_onnx_supported_ops lists them in this order */
+    U("Abs", ABS),
+    B("Add", ADD),
+    B("And", AND),
+    {"Cast", 1, 1, 1, h_cast, 0},
+    U("Ceil", CEIL),
+    {"Concat", 1, 1, -1, h_concat, 0},
+    {"Constant", 1, 0, 0, h_constant, 0},
+    {"ConstantOfShape", 1, 1, 1, h_constant_of_shape, 0},
+    {"Conv", 1, 2, 3, h_conv, 0},
+    U("Cos", COS),
+    {"CumSum", 1, 2, 2, h_cumsum, 0},
+    B("Div", DIV),
+    {"Dropout", 1, 1, 3, h_dropout, 0},
+    B("Equal", EQUAL),
+    U("Erf", ERF),
+    U("Exp", EXP),
+    {"Expand", 1, 2, 2, h_expand, 0},
+    {"Flatten", 1, 1, 1, h_flatten, 0},
+    U("Floor", FLOOR),
+    {"Gather", 1, 2, 2, h_gather, 0},
+    {"Gelu", 20, 1, 1, h_unary, GV_OP_GELU},
+    {"Gemm", 1, 2, 3, h_gemm, 0},
+    B("Greater", GREATER),
+    B("GreaterOrEqual", GREATER_EQUAL),
+    {"Identity", 1, 1, 1, h_alias, 0},
+    {"If", 1, 1, 1, h_if, 0},
+    {"LayerNormalization", 17, 2, 3, h_layer_norm, 0},
+    B("Less", LESS),
+    B("LessOrEqual", LESS_EQUAL),
+    U("Log", LOG),
+    {"LogSoftmax", 1, 1, 1, h_softmax, GV_OP_LOG_SOFTMAX},
+    {"MatMul", 1, 2, 2, h_matmul, 0},
+    {"Max", 1, 1, -1, h_variadic, GV_OP_MAX},
+    {"Min", 1, 1, -1, h_variadic, GV_OP_MIN},
+    B("Mul", MUL),
+    U("Neg", NEG),
+    U("Not", NOT),
+    B("Or", OR),
+    B("Pow", POW),
+    {"Range", 1, 3, 3, h_range, 0},
+    U("Reciprocal", RECIPROCAL),
+    {"ReduceMax", 1, 1, 2, h_reduce, GV_OP_REDUCE_MAX},
+    {"ReduceMean", 1, 1, 2, h_reduce, GV_OP_REDUCE_MEAN},
+    {"ReduceMin", 1, 1, 2, h_reduce, GV_OP_REDUCE_MIN},
+    {"ReduceSum", 1, 1, 2, h_reduce, GV_OP_REDUCE_SUM},
+    U("Relu", RELU),
+    {"Reshape", 1, 2, 2, h_reshape, 0},
+    {"Shape", 1, 1, 1, h_shape, 0},
+    U("Sigmoid", SIGMOID),
+    U("Sin", SIN),
+    {"Slice", 1, 3, 5, h_slice, 0},
+    {"Softmax", 1, 1, 1, h_softmax, GV_OP_SOFTMAX},
+    {"Split", 1, 1, 2, h_split, 0},
+    U("Sqrt", SQRT),
+    {"Squeeze", 1, 1, 2, h_squeeze, 0},
+    B("Sub", SUB),
+    U("Tanh", TANH),
+    {"Tile", 1, 2, 2, h_tile, 0},
+    {"Transpose", 1, 1, 1, h_transpose, 0},
+    {"Trilu", 14, 1, 2, h_trilu, 0},
+    {"Unsqueeze", 1, 1, 2, h_unsqueeze, 0},
+    {"Where", 1, 3, 3, h_where, 0},
+};
+#undef U
+#undef B
+enum { NTABLE = sizeof table / sizeof table[0] };
+
+const char *const *gv_onnx_supported_ops(void) {
+  static const char *names[NTABLE + 1];
+  for (int i = 0; i < NTABLE; i++) names[i] = table[i].op;
+  names[NTABLE] = NULL;
+  return names;
+}
+
+int gv_import_node(gv_ictx *c, const Onnx__NodeProto *n) {
+  const char *ot = n->op_type ? n->op_type : "";
+  if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0)
+    return gv_node_error(c, "unsupported operator (domain '%s')", gv_esc(c, n->domain));
+  const row *r = NULL;
+  for (int i = 0; i < NTABLE && !r; i++)
+    if (strcmp(table[i].op, ot) == 0) r = &table[i];
+  if (!r) return gv_node_error(c, "unsupported operator");
+  if (c->opset < r->since)
+    return gv_node_error(c, "unsupported operator at opset %d (%s exists from opset %d)", c->opset, gv_esc(c, ot),
+                         r->since);
+  int nin = (int)n->n_input;
+  if (nin < r->min_in) return gv_node_error(c, "expects at least %d inputs, has %d", r->min_in, nin);
+  if (r->max_in >= 0 && nin > r->max_in) return gv_node_error(c, "expects at most %d inputs, has %d", r->max_in, nin);
+  if (nin > 4096) return gv_node_error(c, "too many inputs (%d)", nin);
+  if (n->n_output < 1 && r->h != h_if)
+    return gv_node_error(c, "has no outputs");
+  gv_value **in = gv_alloc(c->tmp, (size_t)(nin ? nin : 1) * sizeof *in);
+  for (int i = 0; i < nin; i++) {
+    const char *name = n->input[i];
+    if (!name || !*name) {
+      if (i < r->min_in) return gv_node_error(c, "required input %d is empty", i);
+      continue;
+    }
+    if (!(in[i] = gv_lookup(c, name))) return -1;
+  }
+  if (r->h != h_split && r->h != h_if && r->h != h_layer_norm && r->h != h_dropout && outs_at_most(c, n, 1))
+    return -1;
+  return r->h(c, n, in, nin, r->code);
+}
