@@ -263,18 +263,13 @@ int gv_infer_reshape(gv_module *m, gv_op *op, const gv_tensor *const *values) {
   }
   const gv_tensor *sv = values ? values[1] : NULL;
   if (!sv) {
-    /* The target length still fixes the rank. Dims already known on the
-     * result (e.g. from the model's value_info) are kept. */
+    /* The target length still fixes the rank; the dims stay unknown. */
     const gv_type *st = opt(op, 1);
     if (st->rank != 1 || st->dims[0] < 0) return set_res(m, op, 0, unranked_like(x->dtype));
     if (st->dims[0] > GV_MAX_RANK)
       return gv_error_op(m, op, "shape: reshape target rank %lld exceeds the maximum rank %d",
                          (long long)st->dims[0], GV_MAX_RANK);
-    gv_type t = ranked_unknown(x->dtype, (int)st->dims[0]);
-    const gv_type *old = &op->res[0]->type;
-    if (old->rank == t.rank)
-      for (int i = 0; i < t.rank; i++) t.dims[i] = old->dims[i];
-    return set_res(m, op, 0, t);
+    return set_res(m, op, 0, ranked_unknown(x->dtype, (int)st->dims[0]));
   }
   int64_t tv[GV_MAX_RANK];
   int n = read_ints(sv, tv, GV_MAX_RANK);
