@@ -761,6 +761,14 @@ static int parse_type_list(parser *p, bool allow_single, gv_type **out, int *n) 
   return expect(p, ')');
 }
 
+/* "2", "1 to 3" or "at least 1": an op table operand range for messages. */
+static const char *arity(const gv_opinfo *info, char *buf, size_t n) {
+  if (info->max_operands < 0) snprintf(buf, n, "at least %d", info->min_operands);
+  else if (info->max_operands == info->min_operands) snprintf(buf, n, "%d", info->min_operands);
+  else snprintf(buf, n, "%d to %d", info->min_operands, info->max_operands);
+  return buf;
+}
+
 static int parse_op(parser *p, gv_block *b);
 
 /* { [^bb0(%a: T, ...):] ops } — f is the function for its body, else NULL. */
@@ -884,9 +892,9 @@ static int parse_op(parser *p, gv_block *b) {
     }
   }
   if (rname && rcount != nrt) return perr(p, rat, "%lld result names but %d result types", (long long)rcount, nrt);
+  char ab[48];
   if (nop < info->min_operands || (info->max_operands >= 0 && nop > info->max_operands))
-    return perr(p, op_at, "galv.%s takes %d..%d operands, got %d", info->name, info->min_operands,
-                info->max_operands, nop);
+    return perr(p, op_at, "galv.%s takes %s operands, got %d", info->name, arity(info, ab, sizeof ab), nop);
   if (info->num_results >= 0 && nrt != info->num_results)
     return perr(p, rtat, "galv.%s has %d results, got %d", info->name, info->num_results, nrt);
   char *node, *optype;

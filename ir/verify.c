@@ -13,6 +13,7 @@
  */
 #include "ir.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef struct {
@@ -70,6 +71,14 @@ static int check_attrs(const verifier *v, const gv_op *op) {
   return 0;
 }
 
+/* "2", "1 to 3" or "at least 1": an op table operand range for messages. */
+static const char *arity(const gv_opinfo *info, char *buf, size_t n) {
+  if (info->max_operands < 0) snprintf(buf, n, "at least %d", info->min_operands);
+  else if (info->max_operands == info->min_operands) snprintf(buf, n, "%d", info->min_operands);
+  else snprintf(buf, n, "%d to %d", info->min_operands, info->max_operands);
+  return buf;
+}
+
 static int check_block(verifier *v, gv_block *b, bool is_body);
 
 static int check_op(verifier *v, gv_block *b, gv_op *op, bool is_body) {
@@ -77,9 +86,10 @@ static int check_op(verifier *v, gv_block *b, gv_op *op, bool is_body) {
   if (op->code >= GV_OP_COUNT) return gv_error(m, "op with invalid opcode %d", (int)op->code);
   const gv_opinfo *info = &gv_ops[op->code];
   if (op->parent != b) return gv_error_op(m, op, "op is not linked to its block");
+  char ab[48];
   if (op->nopnds < info->min_operands || (info->max_operands >= 0 && op->nopnds > info->max_operands))
-    return gv_error_op(m, op, "galv.%s takes %d..%d operands, has %d", info->name, info->min_operands,
-                       info->max_operands, op->nopnds);
+    return gv_error_op(m, op, "galv.%s takes %s operands, has %d", info->name, arity(info, ab, sizeof ab),
+                       op->nopnds);
   if (info->num_results >= 0 ? op->nres != info->num_results : op->nres < 0)
     return gv_error_op(m, op, "galv.%s has %d results, expected %d", info->name, op->nres, info->num_results);
   for (int i = 0; i < op->nopnds; i++) {
