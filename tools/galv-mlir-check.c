@@ -28,18 +28,22 @@ static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
+  /* One spare byte: MLIR's lexer expects a NUL after the text. */
+  char *buf = malloc(cap + 1);
   size_t k;
   while (buf && (k = fread(buf + n, 1, cap - n, f)) > 0) {
     n += k;
     if (n == cap) {
-      char *nb = realloc(buf, cap *= 2);
+      char *nb = realloc(buf, (cap *= 2) + 1);
       if (!nb) { free(buf); buf = NULL; }
       else buf = nb;
     }
   }
   fclose(f);
-  if (buf) { *len = n; }
+  if (buf) {
+    buf[n] = 0;
+    *len = n;
+  }
   return buf;
 }
 
