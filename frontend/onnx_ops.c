@@ -10,6 +10,7 @@
  * contracting dims follow from operand ranks, Split without sizes needs the
  * split dim. shape-infer recomputes every type afterwards, so a dim left
  * unknown here costs nothing. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -459,7 +460,7 @@ static int h_reshape(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     if (infer >= 0 && total >= 0) {
       int64_t p = 1;
       for (int i = 0; i < k && p > 0; i++)
-        if (i != infer) p = dims[i] < 0 ? -1 : p * dims[i];
+        if (i != infer) p = dims[i] < 0 || (dims[i] && p > INT64_MAX / dims[i]) ? -1 : p * dims[i];
       if (p > 0 && total % p == 0) dims[infer] = total / p;
     }
     settype(op->res[0], in[0]->type.dtype, k, dims);
@@ -498,11 +499,12 @@ static int64_t slice_len(int64_t d, int64_t s, int64_t e, int64_t st) {
   if (st > 0) {
     s = s < 0 ? 0 : s > d ? d : s;
     e = e < 0 ? 0 : e > d ? d : e;
-    return e > s ? (e - s + st - 1) / st : 0;
+    return e > s ? (e - s - 1) / st + 1 : 0; /* ceil without overflow for huge steps */
   }
   s = s < 0 ? 0 : s > d - 1 ? d - 1 : s;
   e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
-  return s > e ? (s - e + (-st) - 1) / (-st) : 0;
+  if (st == INT64_MIN) return s > e ? 1 : 0;
+  return s > e ? (s - e - 1) / (-st) + 1 : 0;
 }
 
 static int h_slice(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
@@ -576,7 +578,7 @@ static int h_split(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     if (parts != nout) return gv_node_error(c, "Split num_outputs %lld != %d outputs", (long long)parts, nout);
     if (dim < 0) return gv_node_error(c, "unsupported: Split without sizes on an unknown dim");
     /* equal split; from opset 18 the last chunk may be smaller */
-    int64_t chunk = (dim + nout - 1) / nout;
+    int64_t chunk = dim / nout + (dim % nout != 0);
     if (c->opset < 18 && dim % nout) return gv_node_error(c, "Split of dim %lld into %d equal parts", (long long)dim, nout);
     int64_t left = dim;
     for (int i = 0; i < nout; i++) {
