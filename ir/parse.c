@@ -702,27 +702,48 @@ static int attr_name(parser *p, const char **out) {
   return 0;
 }
 
-/* {name = value, unit, ...} into a scratch op's sorted attribute list. */
+typedef struct {
+  gv_attr a;
+  size_t at;
+} attr_at;
+
+static int attr_cmp(const void *x, const void *y) {
+  const attr_at *a = x, *b = y;
+  int c = strcmp(a->a.name, b->a.name);
+  return c ? c : (a->at > b->at) - (a->at < b->at);
+}
+
+/* {name = value, unit, ...} into a scratch op's attribute list, sorted once
+ * at the end (inserting one by one would be quadratic on hostile input). */
 static int parse_attr_dict(parser *p, gv_op *into) {
   if (expect(p, '{')) return -1;
   if (accept(p, '}')) return 0;
+  attr_at *v = NULL;
+  int n = 0, cap = 0;
   do {
-    gv_attr a;
-    memset(&a, 0, sizeof a);
-    size_t at = (skip_ws(p), p->pos);
-    if (attr_name(p, &a.name)) return -1;
-    if (gv_get_attr(into, a.name)) {
-      char b[48];
-      return perr(p, at, "duplicate attribute '%s'", snip(a.name, strlen(a.name), b, sizeof b));
-    }
+    v = grow(p->m->arena, v, n, &cap, sizeof *v);
+    memset(&v[n], 0, sizeof v[n]);
+    v[n].at = (skip_ws(p), p->pos);
+    if (attr_name(p, &v[n].a.name)) return -1;
     if (accept(p, '=')) {
-      if (parse_attr_value(p, &a)) return -1;
+      if (parse_attr_value(p, &v[n].a)) return -1;
     } else {
-      a.kind = GV_ATTR_UNIT;
+      v[n].a.kind = GV_ATTR_UNIT;
     }
-    gv_set_attr(p->m, into, &a);
+    n++;
   } while (accept(p, ','));
-  return expect(p, '}');
+  if (expect(p, '}')) return -1;
+  qsort(v, (size_t)n, sizeof *v, attr_cmp);
+  into->attrs = gv_alloc(p->m->arena, (size_t)n * sizeof *into->attrs);
+  into->nattrs = n;
+  for (int i = 0; i < n; i++) {
+    if (i && strcmp(v[i - 1].a.name, v[i].a.name) == 0) {
+      char b[48];
+      return perr(p, v[i].at, "duplicate attribute '%s'", snip(v[i].a.name, strlen(v[i].a.name), b, sizeof b));
+    }
+    into->attrs[i] = v[i].a;
+  }
+  return 0;
 }
 
 /* ---------------------------------------------------------------- ops */
@@ -769,6 +790,39 @@ static const char *arity(const gv_opinfo *info, char *buf, size_t n) {
   return buf;
 }
 
+typedef struct {
+  const char *name;
+  int len;
+  gv_type type;
+  size_t at;
+} arg_decl;
+
+/* Creates a block's arguments in one go: the builder's gv_func_add_arg
+ * copies its arrays per argument, quadratic on hostile input. Function
+ * arguments get empty names here; arg_attrs fills them in. */
+static int add_args(parser *p, gv_block *b, gv_func *f, const arg_decl *a, int n) {
+  gv_arena *ar = p->m->arena;
+  b->nargs = n;
+  b->args = gv_alloc(ar, (size_t)(n ? n : 1) * sizeof *b->args);
+  if (f) {
+    f->arg_names = gv_alloc(ar, (size_t)(n ? n : 1) * sizeof *f->arg_names);
+    f->arg_is_param = gv_alloc(ar, (size_t)(n ? n : 1) * sizeof *f->arg_is_param);
+    f->param_data = gv_alloc(ar, (size_t)(n ? n : 1) * sizeof *f->param_data);
+  }
+  gv_value *vals = gv_alloc(ar, (size_t)(n ? n : 1) * sizeof *vals);
+  gv_value **ptrs = gv_alloc(ar, (size_t)(n ? n : 1) * sizeof *ptrs);
+  for (int i = 0; i < n; i++) {
+    gv_value *v = ptrs[i] = &vals[i];
+    v->type = a[i].type;
+    v->block = b;
+    v->index = i;
+    b->args[i] = v;
+    if (f) v->name = f->arg_names[i] = "";
+    if (sym_define(p, a[i].name, a[i].len, &ptrs[i], 1, a[i].at)) return -1;
+  }
+  return 0;
+}
+
 static int parse_op(parser *p, gv_block *b);
 
 /* { [^bb0(%a: T, ...):] ops } — f is the function for its body, else NULL. */
@@ -780,20 +834,19 @@ static int parse_region(parser *p, gv_block *b, gv_func *f) {
   if (peek(p) == '^') {
     p->pos++;
     while (is_ident_char(cur(p)) || cur(p) == '-') p->pos++;
+    arg_decl *args = NULL;
+    int nargs = 0, cap = 0;
     if (accept(p, '(') && !accept(p, ')')) {
       do {
-        const char *name;
-        int len;
-        gv_type t;
-        size_t nat = (skip_ws(p), p->pos);
-        if (ssa_name(p, &name, &len) || expect(p, ':') || parse_type(p, &t)) return -1;
-        gv_value *v = f ? gv_func_add_arg(p->m, f, "", t, false) : gv_block_add_arg(p->m, b, t);
-        gv_value **vals = gv_alloc(p->m->arena, sizeof *vals);
-        vals[0] = v;
-        if (sym_define(p, name, len, vals, 1, nat)) return -1;
+        args = grow(p->m->arena, args, nargs, &cap, sizeof *args);
+        args[nargs].at = (skip_ws(p), p->pos);
+        if (ssa_name(p, &args[nargs].name, &args[nargs].len) || expect(p, ':') || parse_type(p, &args[nargs].type))
+          return -1;
+        nargs++;
       } while (accept(p, ','));
       if (expect(p, ')')) return -1;
     }
+    if (add_args(p, b, f, args, nargs)) return -1;
     if (expect(p, ':')) return -1;
   }
   for (;;) {
@@ -908,7 +961,9 @@ static int parse_op(parser *p, gv_block *b) {
   op->nattrs = attrs.nattrs;
   op->loc = node;
   op->onnx_op = optype;
-  for (int r = 0; r < nreg; r++) gv_op_add_region(m, op, regions[r]);
+  op->nregions = nreg; /* set at once, as the args: gv_op_add_region copies per region */
+  if (nreg) op->regions = regions;
+  for (int r = 0; r < nreg; r++) regions[r]->parent = op;
   gv_block_append(b, op);
   if (rname && sym_define(p, rname, rlen, op->res, nrt, rat)) return -1;
   return 0;
