@@ -3,7 +3,8 @@
 
 usage: ort_compare.py BUILD MODEL.onnx [--batch 2 --seq 16] [--passes LIST]...
 
-Random inputs (seeded): integer inputs draw token ids in [0, 50); an input
+Random inputs (seeded): integer inputs draw token ids in [0, 50) (token
+type ids in [0, 2)); an input
 named like *mask* gets ones with the last quarter of each row zero; float
 inputs are standard normal. Each --passes list is evaluated separately, so a
 rewriting pass that changes numerics shows up against the unrewritten graph.
@@ -55,7 +56,8 @@ def main():
             if len(shape) >= 2:
                 x[..., shape[-1] - max(1, shape[-1] // 4):] = 0
         elif np.issubdtype(dt, np.integer):
-            x = rng.randint(0, 50, size=shape).astype(dt)
+            hi = 2 if "type" in inp.name else 50  # token type ids index a 2-row table
+            x = rng.randint(0, hi, size=shape).astype(dt)
         else:
             x = rng.standard_normal(shape).astype(dt)
         feeds[inp.name] = x
