@@ -364,14 +364,19 @@ void gv_module_add_mapping(gv_module *m, void *addr, size_t len) {
 gv_block *gv_block_new(gv_module *m) { return gv_alloc(m->arena, sizeof(gv_block)); }
 
 gv_value *gv_block_add_arg(gv_module *m, gv_block *b, gv_type type) {
-  gv_value **args = gv_alloc(m->arena, (size_t)(b->nargs + 1) * sizeof *args);
-  if (b->nargs) memcpy(args, b->args, (size_t)b->nargs * sizeof *args);
+  /* Arrays grow by doubling so that adding n arguments costs O(n). */
+  if (b->nargs >= b->cap_args) { /* also when another builder filled args directly */
+    int cap = b->nargs ? 2 * b->nargs : 8;
+    gv_value **args = gv_alloc(m->arena, (size_t)cap * sizeof *args);
+    if (b->nargs) memcpy(args, b->args, (size_t)b->nargs * sizeof *args);
+    b->args = args;
+    b->cap_args = cap;
+  }
   gv_value *v = gv_alloc(m->arena, sizeof *v);
   v->type = type;
   v->block = b;
   v->index = b->nargs;
-  args[b->nargs++] = v;
-  b->args = args;
+  b->args[b->nargs++] = v;
   return v;
 }
 
@@ -384,21 +389,25 @@ gv_func *gv_func_new(gv_module *m, const char *name) {
 
 gv_value *gv_func_add_arg(gv_module *m, gv_func *f, const char *name, gv_type type, bool is_param) {
   int n = f->body->nargs;
-  const char **names = gv_alloc(m->arena, (size_t)(n + 1) * sizeof *names);
-  bool *isp = gv_alloc(m->arena, (size_t)(n + 1) * sizeof *isp);
-  const void **pd = gv_alloc(m->arena, (size_t)(n + 1) * sizeof *pd);
-  if (n) {
-    memcpy(names, f->arg_names, (size_t)n * sizeof *names);
-    memcpy(isp, f->arg_is_param, (size_t)n * sizeof *isp);
-    memcpy(pd, f->param_data, (size_t)n * sizeof *pd);
+  if (n >= f->cap_args) {
+    int cap = n ? 2 * n : 8;
+    const char **names = gv_alloc(m->arena, (size_t)cap * sizeof *names);
+    bool *isp = gv_alloc(m->arena, (size_t)cap * sizeof *isp);
+    const void **pd = gv_alloc(m->arena, (size_t)cap * sizeof *pd);
+    if (n) {
+      memcpy(names, f->arg_names, (size_t)n * sizeof *names);
+      memcpy(isp, f->arg_is_param, (size_t)n * sizeof *isp);
+      memcpy(pd, f->param_data, (size_t)n * sizeof *pd);
+    }
+    f->arg_names = names;
+    f->arg_is_param = isp;
+    f->param_data = pd;
+    f->cap_args = cap;
   }
-  names[n] = gv_strdup(m->arena, name ? name : "");
-  isp[n] = is_param;
-  f->arg_names = names;
-  f->arg_is_param = isp;
-  f->param_data = pd;
+  f->arg_names[n] = gv_strdup(m->arena, name ? name : "");
+  f->arg_is_param[n] = is_param;
   gv_value *v = gv_block_add_arg(m, f->body, type);
-  v->name = names[n];
+  v->name = f->arg_names[n];
   return v;
 }
 

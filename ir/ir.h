@@ -185,7 +185,7 @@ struct gv_op {
 };
 
 struct gv_block {
-  int nargs;
+  int nargs, cap_args;
   gv_value **args;
   gv_op *first, *last;
   gv_op *parent;        /* enclosing op for regions, NULL for a function body */
@@ -199,6 +199,7 @@ typedef struct {
   const void **param_data;  /* per block arg: weight bytes when loaded, else NULL */
   const char **res_names;   /* per return operand, may be NULL */
   int nres_names;
+  int cap_args;             /* capacity of the per-arg arrays */
 } gv_func;
 
 struct gv_module {
