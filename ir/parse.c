@@ -679,7 +679,8 @@ static int parse_attr_value(parser *p, gv_attr *a) {
     }
     if (isf) a->u.floats.n = n;
     else a->u.ints.n = n;
-    if (!n) a->u.ints.v = gv_alloc(p->m->arena, sizeof(int64_t)); /* never NULL, as the builder */
+    if (!n && isf) a->u.floats.v = gv_alloc(p->m->arena, sizeof(float)); /* never NULL, as the builder */
+    if (!n && !isf) a->u.ints.v = gv_alloc(p->m->arena, sizeof(int64_t));
     return expect(p, '>');
   }
   p->pos = at;
