@@ -34,6 +34,11 @@ gv_module *gv_import_onnx(const char *path, const gv_import_options *opt);
 gv_module *gv_import_onnx_buffer(const void *data, size_t len, const char *source, const char *dir,
                                  const gv_import_options *opt);
 
+/* Reads a serialized ONNX TensorProto (the backend tests' input_0.pb ...)
+ * into a tensor owned by m's arena. External data is rejected. Returns NULL
+ * after printing one error line naming the file. */
+gv_tensor *gv_read_tensor_pb(gv_module *m, const char *path);
+
 /* NULL-terminated list of the ONNX op types (default domain) the frontend
  * maps, sorted by name. */
 const char *const *gv_onnx_supported_ops(void);

@@ -315,3 +315,54 @@ int gv_onnx_param_data(gv_ictx *c, const Onnx__TensorProto *t, const gv_type *ty
   *data = dst;
   return 0;
 }
+
+/* ---------------------------------------------------------------- TensorProto files */
+
+gv_tensor *gv_read_tensor_pb(gv_module *m, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    gv_error(m, "tensor file '%s': cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 1 << 16, len = 0;
+  unsigned char *buf = malloc(cap);
+  while (buf) {
+    if (len == cap) {
+      unsigned char *nb = cap > (SIZE_MAX >> 1) ? NULL : realloc(buf, cap * 2);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    size_t k = fread(buf + len, 1, cap - len, f);
+    len += k;
+    if (k == 0) break;
+  }
+  int rerr = ferror(f);
+  fclose(f);
+  if (!buf || rerr) {
+    free(buf);
+    gv_error(m, "tensor file '%s': %s", path, buf ? "read error" : "out of memory");
+    return NULL;
+  }
+  Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, buf);
+  free(buf);
+  if (!tp) {
+    gv_error(m, "tensor file '%s': cannot parse ONNX TensorProto", path);
+    return NULL;
+  }
+  static const gv_import_options dflt = {.batch = 1, .seq = 128, .load_weights = true};
+  gv_ictx c = {.m = m, .tmp = gv_arena_new(), .opt = &dflt, .dir = NULL}; /* no external data */
+  const char *ep = gv_esc(&c, path);
+  size_t wl = strlen(ep) + 32;
+  char *what = gv_alloc(c.tmp, wl);
+  snprintf(what, wl, "tensor file '%s'", ep);
+  gv_tensor *t = gv_onnx_tensor(&c, tp, what);
+  gv_onnx_xfiles_free(&c);
+  gv_arena_free(c.tmp);
+  onnx__tensor_proto__free_unpacked(tp, NULL);
+  return t;
+}

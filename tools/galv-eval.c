@@ -1,5 +1,6 @@
 /* galv-eval — runs an ONNX model through the frontend and passes, then
- * evaluates it with the reference evaluator on .npy inputs and writes the
+ * evaluates it with the reference evaluator on .npy or ONNX TensorProto (.pb)
+ * inputs and writes the
  * outputs as .npy. Tests use it as the oracle that checks the frontend and
  * every rewriting pass against onnxruntime; it is not a fast runtime. */
 #include <errno.h>
@@ -17,11 +18,13 @@ static void usage(FILE *f) {
   fprintf(f, "usage: galv-eval MODEL.onnx [options]\n"
              "Imports MODEL, runs passes, evaluates it with the reference evaluator.\n\n"
              "options:\n"
-             "  --input NAME=FILE.npy    value of graph input NAME (repeatable; every input is needed)\n"
+             "  --input NAME=FILE        value of graph input NAME: .npy, or .pb (serialized ONNX\n"
+             "                           TensorProto); repeatable; every input is needed\n"
              "  -o DIR                   write each graph output as DIR/NAME.npy\n"
              "  --passes=a,b             passes before evaluating (default: shape-infer,fold-constants,\n"
              "                           canonicalize,dce; 'shape-infer' alone evaluates the graph as imported)\n"
              "  --batch N, --seq N, --input-shape NAME=DxD   as for galvc\n"
+             "  --list-ops               print the supported ONNX op types (default domain), one a line\n"
              "  --help\n");
 }
 
@@ -49,6 +52,10 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help")) { usage(stdout); return 0; }
+    else if (!strcmp(a, "--list-ops")) {
+      for (const char *const *o = gv_onnx_supported_ops(); *o; o++) puts(*o);
+      return 0;
+    }
     else if (!strncmp(a, "--passes=", 9)) passes = a + 9;
     else if (!strcmp(a, "-o") && i + 1 < argc) outdir = argv[++i];
     else if (!strcmp(a, "--batch") && i + 1 < argc) opt.batch = atoll(argv[++i]);
@@ -100,7 +107,20 @@ int main(int argc, char **argv) {
     const char *name = f->arg_names[i];
     int j = 0;
     while (j < nin && strcmp(in_names[j], name)) j++;
-    if (j == nin) { gv_error(m, "input '%s' not given (use --input %s=FILE.npy)", name, name); goto out; }
+    if (j == nin) { gv_error(m, "input '%s' not given (use --input %s=FILE.npy or FILE.pb)", name, name); goto out; }
+    gv_value *v = f->body->args[i];
+    size_t fl = strlen(in_files[j]);
+    if (fl >= 3 && !strcmp(in_files[j] + fl - 3, ".pb")) {
+      gv_tensor *t = gv_read_tensor_pb(m, in_files[j]);
+      if (!t) goto out;
+      if (t->type.dtype != v->type.dtype) {
+        gv_error_plain("%s: input '%s' has dtype %s, expected %s", in_files[j], name, gv_dtype_name(t->type.dtype),
+                       gv_dtype_name(v->type.dtype));
+        goto out;
+      }
+      inputs[k++] = t;
+      continue;
+    }
     char err[256];
     if (npy_read(in_files[j], &arrs[narrs], err, sizeof err)) {
       gv_error_plain("%s: %s", in_files[j], err);
@@ -109,7 +129,6 @@ int main(int argc, char **argv) {
     npy_array *na = &arrs[narrs++];
     gv_tensor *t = gv_alloc(m->arena, sizeof *t);
     npy_dtype want;
-    gv_value *v = f->body->args[i];
     if (to_npy(v->type.dtype, &want) || want != na->dtype) {
       gv_error_plain("%s: input '%s' has dtype %s, expected %s", in_files[j], name, npy_dtype_descr(na->dtype),
                      gv_dtype_name(v->type.dtype));
