@@ -13,6 +13,7 @@ DEB_PACKAGES=(
   libopenblas-dev
   python3-torch
   clang libclang-rt-14-dev
+  time bc
 )
 # Pinned for the python3 on PATH (pyenv). onnx 1.22 still ships the backend
 # node test data.
