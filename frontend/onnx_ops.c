@@ -647,6 +647,10 @@ static int h_tile(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
 
 static int h_range(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)nin, (void)code;
+  gv_dtype dt = in[0]->type.dtype;
+  /* Range-27 stash_type 0: accumulate in float16 itself (the evaluator computes start + i * delta exactly) */
+  if (c->opset >= 27 && ai(n, "stash_type", 1) == 0 && (dt == GV_DT_F16 || dt == GV_DT_BF16))
+    return gv_node_error(c, "unsupported: Range with stash_type=0 (accumulation in %s)", gv_dtype_name(dt));
   gv_op *op = emit(c, GV_OP_RANGE, 3, in, 1);
   int64_t len = -1;
   const gv_tensor *s = cval(in[0]), *l = cval(in[1]), *d = cval(in[2]);
