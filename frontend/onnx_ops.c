@@ -772,18 +772,68 @@ static int h_softmax(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   return out(c, n, 0, op->res[0]);
 }
 
+/* LayerNormalization's optional Mean and InvStdDev outputs, in the stash
+ * type (float32 unless stash_type says the input's type), over dims
+ * axis..rank-1 with keepdims: reduce_mean(x), 1 / sqrt(reduce_mean((x -
+ * mean)^2) + epsilon), as ONNX's function body computes them. */
+static int layer_norm_stats(gv_ictx *c, node_t *n, gv_value *x, int64_t axis, float eps) {
+  int r = rank_of(x);
+  if (r < 1) return gv_node_error(c, "LayerNormalization with Mean / InvStdDev outputs needs a ranked input");
+  int64_t a = norm_axis(axis, r);
+  if (a < 0 || a >= r) return gv_node_error(c, "LayerNormalization axis %lld out of range for rank %d", (long long)axis, r);
+  int64_t st = ai(n, "stash_type", 1);
+  gv_dtype sdt = st == 1 ? GV_DT_F32 : x->type.dtype;
+  if (st != 1 && gv_onnx_dtype((int32_t)st) != x->type.dtype)
+    return gv_node_error(c, "unsupported: LayerNormalization stash_type %lld", (long long)st);
+  if (x->type.dtype != sdt) {
+    gv_op *cv = emit(c, GV_OP_CAST, 1, &x, 1);
+    gv_set_type(c->m, cv, "to", sdt);
+    cv->res[0]->type = x->type;
+    cv->res[0]->type.dtype = sdt;
+    x = cv->res[0];
+  }
+  int64_t axes[GV_MAX_RANK], dims[GV_MAX_RANK];
+  int k = 0;
+  for (int64_t i = a; i < r; i++) axes[k++] = i;
+  for (int i = 0; i < r; i++) dims[i] = i < a ? x->type.dims[i] : 1;
+  gv_op *mean = emit(c, GV_OP_REDUCE_MEAN, 1, &x, 1);
+  gv_set_ints(c->m, mean, "axes", k, axes);
+  gv_set_int(c->m, mean, "keepdims", 1);
+  settype(mean->res[0], sdt, r, dims);
+  gv_value *p[2] = {x, mean->res[0]};
+  gv_op *d = emit(c, GV_OP_SUB, 2, p, 1);
+  same_type(d->res[0], x);
+  p[0] = p[1] = d->res[0];
+  gv_op *sq = emit(c, GV_OP_MUL, 2, p, 1);
+  same_type(sq->res[0], x);
+  gv_op *var = emit(c, GV_OP_REDUCE_MEAN, 1, sq->res, 1);
+  gv_set_ints(c->m, var, "axes", k, axes);
+  gv_set_int(c->m, var, "keepdims", 1);
+  settype(var->res[0], sdt, r, dims);
+  p[0] = var->res[0];
+  p[1] = const_scalar(c, sdt, eps);
+  gv_op *ve = emit(c, GV_OP_ADD, 2, p, 1);
+  same_type(ve->res[0], var->res[0]);
+  gv_op *sd = emit(c, GV_OP_SQRT, 1, ve->res, 1);
+  same_type(sd->res[0], var->res[0]);
+  gv_op *inv = emit(c, GV_OP_RECIPROCAL, 1, sd->res, 1);
+  same_type(inv->res[0], var->res[0]);
+  return out(c, n, 1, mean->res[0]) || out(c, n, 2, inv->res[0]) ? -1 : 0;
+}
+
 static int h_layer_norm(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)code;
-  for (size_t i = 1; i < n->n_output && i < 3; i++)
-    if (n->output[i] && *n->output[i] &&
-        gv_bind_poison(c, n->output[i], "LayerNormalization's mean / inv_std_dev outputs are not supported"))
-      return -1;
   if (outs_at_most(c, n, 3)) return -1;
+  int64_t axis = ai(n, "axis", -1);
+  float eps = af(n, "epsilon", 1e-5f);
   gv_op *op = emit(c, GV_OP_LAYER_NORM, nin > 2 && in[2] ? 3 : 2, in, 1);
-  gv_set_int(c->m, op, "axis", ai(n, "axis", -1));
-  gv_set_float(c->m, op, "epsilon", af(n, "epsilon", 1e-5f));
+  gv_set_int(c->m, op, "axis", axis);
+  gv_set_float(c->m, op, "epsilon", eps);
   same_type(op->res[0], in[0]);
-  return out(c, n, 0, op->res[0]);
+  if (out(c, n, 0, op->res[0])) return -1;
+  bool stats = false;
+  for (size_t i = 1; i < n->n_output && i < 3; i++) stats |= n->output[i] && *n->output[i];
+  return stats ? layer_norm_stats(c, n, in[0], axis, eps) : 0;
 }
 
 /* dot with explicit dims; result type from the dot_general rule */
