@@ -172,9 +172,20 @@ static int h_dropout(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     if (!t || gv_tensor_numel(t) != 1 || gv_tensor_get_i(t, 0) != 0)
       return gv_node_error(c, "unsupported: Dropout in training mode");
   }
-  if (n->n_output > 1 && n->output[1] && *n->output[1] &&
-      gv_bind_poison(c, n->output[1], "Dropout's mask output is not supported"))
-    return -1;
+  if (outs_at_most(c, n, 2)) return -1;
+  if (n->n_output > 1 && n->output[1] && *n->output[1]) {
+    /* inference: the mask is all true, shaped like the input */
+    gv_op *sh = emit(c, GV_OP_SHAPE, 1, in, 1);
+    int64_t r = rank_of(in[0]);
+    settype(sh->res[0], GV_DT_I64, 1, &r);
+    gv_tensor *one = gv_tensor_new(c->m->arena, gv_type_make(GV_DT_BOOL, 1, (int64_t[]){1}));
+    gv_tensor_set_i(one, 0, 1);
+    gv_op *mask = emit(c, GV_OP_CONSTANT_OF_SHAPE, 1, sh->res, 1);
+    gv_set_tensor(c->m, mask, "value", one);
+    mask->res[0]->type = in[0]->type;
+    mask->res[0]->type.dtype = GV_DT_BOOL;
+    if (out(c, n, 1, mask->res[0])) return -1;
+  }
   return h_alias(c, n, in, nin, code);
 }
 
