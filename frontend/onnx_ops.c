@@ -946,13 +946,16 @@ static int h_conv(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)code;
   const char *pad = astr(c, n, "auto_pad", "NOTSET");
   bool valid = strcmp(pad, "VALID") == 0;
-  if (!valid && strcmp(pad, "NOTSET") != 0 && *pad)
-    return gv_node_error(c, "unsupported: Conv auto_pad=%s (only NOTSET and VALID)", gv_esc(c, pad));
+  bool same_upper = strcmp(pad, "SAME_UPPER") == 0, same_lower = strcmp(pad, "SAME_LOWER") == 0;
+  if (!valid && !same_upper && !same_lower && strcmp(pad, "NOTSET") != 0 && *pad)
+    return gv_node_error(c, "unsupported: Conv auto_pad=%s", gv_esc(c, pad));
   int xr = rank_of(in[0]), wr = rank_of(in[1]);
   int nsp = wr >= 3 ? wr - 2 : xr >= 3 ? xr - 2 : -1;
   const int64_t *v;
   int k;
   if (nsp < 0 && (k = aints(n, "kernel_shape", &v)) > 0) nsp = k;
+  if ((same_upper || same_lower) && nsp < 0)
+    return gv_node_error(c, "unsupported: Conv auto_pad=%s with unknown input ranks", gv_esc(c, pad));
   gv_op *op = emit(c, GV_OP_CONV, nin > 2 && in[2] ? 3 : 2, in, 1);
   gv_set_int(c->m, op, "group", ai(n, "group", 1));
   int64_t strides[GV_MAX_RANK], dil[GV_MAX_RANK], pads[2 * GV_MAX_RANK];
@@ -967,7 +970,23 @@ static int h_conv(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
       if (k != nsp) return gv_node_error(c, "Conv dilations has %d values for %d spatial dims", k, nsp);
       memcpy(dil, v, (size_t)k * sizeof *v);
     }
-    if (!valid && (k = aints(n, "pads", &v)) >= 0) {
+    if (same_upper || same_lower) {
+      /* output = ceil(x / stride); the odd pad goes at the end (UPPER) or the beginning (LOWER) */
+      if (xr != nsp + 2 || wr != nsp + 2)
+        return gv_node_error(c, "unsupported: Conv auto_pad=%s with unknown input ranks", gv_esc(c, pad));
+      for (int i = 0; i < nsp; i++) {
+        int64_t x = in[0]->type.dims[2 + i], kk = in[1]->type.dims[2 + i];
+        if (x < 0 || kk < 0 || x > (1ll << 40) || kk > (1ll << 40) || strides[i] <= 0 || strides[i] > (1ll << 40) ||
+            dil[i] <= 0 || dil[i] > (1ll << 20))
+          return gv_node_error(c, "unsupported: Conv auto_pad=%s needs static spatial dims, strides and dilations",
+                               gv_esc(c, pad));
+        int64_t o = (x + strides[i] - 1) / strides[i];
+        int64_t total = (o - 1) * strides[i] + (kk - 1) * dil[i] + 1 - x;
+        if (total < 0) total = 0;
+        pads[i] = same_upper ? total / 2 : total - total / 2;
+        pads[nsp + i] = total - pads[i];
+      }
+    } else if (!valid && (k = aints(n, "pads", &v)) >= 0) {
       if (k != 2 * nsp) return gv_node_error(c, "Conv pads has %d values for %d spatial dims", k, nsp);
       memcpy(pads, v, (size_t)k * sizeof *v);
     }
