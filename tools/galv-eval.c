@@ -34,6 +34,22 @@ static const struct { gv_dtype g; npy_dtype n; } dmap[] = {
     {GV_DT_BOOL, NPY_BOOL}, {GV_DT_BF16, NPY_BF16_AS_U16},
 };
 
+/* The reference evaluator needs every result shape; one that is still not
+ * static after the passes depends on values only known when running (a
+ * Reshape / Slice / Range / Expand / Tile / ConstantOfShape operand computed
+ * from a graph input): galvc compiles static shapes only. */
+static int check_static(const gv_module *m, const gv_block *b) {
+  for (const gv_op *op = b->first; op; op = op->next) {
+    for (int i = 0; i < op->nres; i++)
+      if (!gv_type_is_static(&op->res[i]->type))
+        return gv_error_op(m, op,
+                           "unsupported: dynamic shape (result %d depends on the values of a non-constant operand)", i);
+    for (int r = 0; r < op->nregions; r++)
+      if (check_static(m, op->regions[r])) return -1;
+  }
+  return 0;
+}
+
 static int to_npy(gv_dtype g, npy_dtype *n) {
   for (size_t i = 0; i < sizeof dmap / sizeof dmap[0]; i++)
     if (dmap[i].g == g) { *n = dmap[i].n; return 0; }
@@ -100,6 +116,7 @@ int main(int argc, char **argv) {
   free(list);
 
   gv_func *f = m->main;
+  if (check_static(m, f->body)) goto out;
   const gv_tensor *inputs[64];
   int k = 0;
   for (int i = 0; i < f->body->nargs; i++) {
