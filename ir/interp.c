@@ -1,5 +1,6 @@
 /* interp.c — runs a whole function through the reference evaluator, op by op
- * in program order (galv.if takes the branch its condition selects). It is
+ * in program order (galv.if takes the branch its condition selects; galv.fused
+ * runs its body through gv_eval_fused; galv.arena is skipped). It is
  * the oracle that tests compare compiled programs and passes against; it
  * favours plainness over speed and must never be used by the compiler's
  * own passes (fold-constants evaluates single ops). */
@@ -27,6 +28,7 @@ static int number(gv_block *b, int next) {
 static int run_block(interp *in, gv_block *b, const gv_tensor ***term_vals, int *nterm) {
   gv_module *m = in->m;
   for (gv_op *op = b->first; op; op = op->next) {
+    if (op->code == GV_OP_ARENA) continue; /* memory plan only: no value, no effect */
     const gv_tensor **args = gv_alloc(m->arena, (size_t)(op->nopnds + 1) * sizeof *args);
     for (int i = 0; i < op->nopnds; i++) {
       args[i] = in->vals[op->opnds[i]->id];

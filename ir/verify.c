@@ -5,7 +5,8 @@
  * crashing. It checks what the op table and the IR rules state: operand and
  * result counts, SSA dominance (straight-line blocks; a region sees the
  * values defined before its op in the enclosing blocks, and nothing of a
- * region is visible outside it), terminators, the shape of galv.if,
+ * region is visible outside it; a galv.fused region sees only its own block),
+ * terminators, the shape of galv.if and galv.fused, galv.arena's place,
  * attribute order, and the types that are trivially checkable.
  *
  * Dominance uses value->id as scratch: 1 while a value is defined and in
@@ -81,6 +82,77 @@ static const char *arity(const gv_opinfo *info, char *buf, size_t n) {
 
 static int check_block(verifier *v, gv_block *b, bool is_body);
 
+static bool same_shape(const gv_type *a, const gv_type *b) {
+  if (a->rank != b->rank) return false;
+  for (int d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d]) return false;
+  return true;
+}
+
+/* galv.fused: block arguments mirror the operands, the body is elementwise
+ * ops that see only the block's own values, every body result and every
+ * result of the op has one iteration shape, yields match the results. */
+static int check_fused(const verifier *v, const gv_op *op, const gv_block *rb) {
+  const gv_module *m = v->m;
+  char x[256], y[256];
+  if (rb->nargs != op->nopnds)
+    return gv_error_op(m, op, "galv.fused has %d operands but its block has %d arguments", op->nopnds, rb->nargs);
+  for (int i = 0; i < op->nopnds; i++)
+    if (!gv_type_equal(&rb->args[i]->type, &op->opnds[i]->type)) {
+      gv_type_str(&rb->args[i]->type, x, sizeof x);
+      gv_type_str(&op->opnds[i]->type, y, sizeof y);
+      return gv_error_op(m, op, "galv.fused block argument %d is %s but operand %d is %s", i, x, i, y);
+    }
+  const gv_type *shape = &op->res[0]->type;
+  for (int i = 0; i < op->nres; i++) {
+    const gv_type *r = &op->res[i]->type, *t = &rb->last->opnds[i]->type;
+    if (!same_shape(r, shape)) {
+      gv_type_str(r, x, sizeof x);
+      gv_type_str(shape, y, sizeof y);
+      return gv_error_op(m, op, "galv.fused result %d is %s, not the iteration shape of %s", i, x, y);
+    }
+    bool unknown = r->rank == GV_RANK_UNKNOWN && r->dtype == GV_DT_UNKNOWN;
+    if (!unknown && !gv_type_equal(r, t)) {
+      gv_type_str(r, x, sizeof x);
+      gv_type_str(t, y, sizeof y);
+      return gv_error_op(m, op, "galv.fused result %d is %s but its region yields %s", i, x, y);
+    }
+  }
+  for (const gv_op *o = rb->first; o; o = o->next) {
+    if (o == rb->last) break;
+    if (!(gv_ops[o->code].flags & GV_ELEMENTWISE) || o->nregions)
+      return gv_error_op(m, o, "galv.%s inside galv.fused is not elementwise", gv_ops[o->code].name);
+    for (int i = 0; i < o->nres; i++)
+      if (!same_shape(&o->res[i]->type, shape)) {
+        gv_type_str(&o->res[i]->type, x, sizeof x);
+        gv_type_str(shape, y, sizeof y);
+        return gv_error_op(m, o, "result %d inside galv.fused is %s, not the iteration shape %s", i, x, y);
+      }
+  }
+  for (const gv_op *o = rb->first; o; o = o->next)
+    for (int i = 0; i < o->nopnds; i++) {
+      const gv_value *u = o->opnds[i];
+      if (u->def ? u->def->parent != rb : u->block != rb)
+        return gv_error_op(m, o, "operand %d is defined outside its galv.fused region (pass it as an operand)", i);
+    }
+  return 0;
+}
+
+/* galv.arena: integer attributes; one offset per function argument. */
+static int check_arena(const verifier *v, const gv_block *body, const gv_op *op) {
+  const gv_module *m = v->m;
+  const gv_attr *a = gv_get_attr(op, "arg_offsets");
+  if (a && (a->kind != GV_ATTR_INTS || a->u.ints.n != body->nargs))
+    return gv_error_op(m, op, "galv.arena arg_offsets must hold %d offsets", body->nargs);
+  const char *ints[] = {"bytes", "lower_bound"};
+  for (int i = 0; i < 2; i++) {
+    const gv_attr *b = gv_get_attr(op, ints[i]);
+    if (b && (b->kind != GV_ATTR_INT || b->u.i < 0))
+      return gv_error_op(m, op, "galv.arena %s must be a non-negative integer", ints[i]);
+  }
+  return 0;
+}
+
 static int check_op(verifier *v, gv_block *b, gv_op *op, bool is_body) {
   const gv_module *m = v->m;
   if (op->code >= GV_OP_COUNT) return gv_error(m, "op with invalid opcode %d", (int)op->code);
@@ -103,10 +175,17 @@ static int check_op(verifier *v, gv_block *b, gv_op *op, bool is_body) {
   if (op->code == GV_OP_YIELD && is_body) return gv_error_op(m, op, "galv.yield outside a region");
   if (check_attrs(v, op)) return -1;
 
+  if (op->code == GV_OP_ARENA) {
+    if (!is_body || b->first != op) return gv_error_op(m, op, "galv.arena is not the first op of the function body");
+    if (check_arena(v, b, op)) return -1;
+  }
   if (op->code == GV_OP_IF) {
     if (op->nregions != 2) return gv_error_op(m, op, "galv.if needs 2 regions, has %d", op->nregions);
     gv_dtype c = op->opnds[0]->type.dtype;
     if (c != GV_DT_BOOL && c != GV_DT_UNKNOWN) return gv_error_op(m, op, "galv.if condition is not i1");
+  } else if (op->code == GV_OP_FUSED) {
+    if (op->nregions != 1) return gv_error_op(m, op, "galv.fused needs 1 region, has %d", op->nregions);
+    if (op->nres < 1) return gv_error_op(m, op, "galv.fused has no results");
   } else if (op->nregions) {
     return gv_error_op(m, op, "galv.%s cannot have regions", info->name);
   }
@@ -120,6 +199,7 @@ static int check_op(verifier *v, gv_block *b, gv_op *op, bool is_body) {
     if (!t || t->code != GV_OP_YIELD) return gv_error_op(m, op, "region %d does not end in galv.yield", r);
     if (t->nopnds != op->nres)
       return gv_error_op(m, op, "region %d yields %d values for %d results", r, t->nopnds, op->nres);
+    if (op->code == GV_OP_FUSED && check_fused(v, op, rb)) return -1;
     hide(rb);
   }
 

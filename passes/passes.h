@@ -20,5 +20,7 @@ int gv_pass_shape_infer(gv_module *m);    /* passes/shape_infer.c */
 int gv_pass_fold_constants(gv_module *m); /* passes/fold_constants.c */
 int gv_pass_canonicalize(gv_module *m);   /* passes/canonicalize.c */
 int gv_pass_dce(gv_module *m);            /* passes/dce.c */
+int gv_pass_fuse(gv_module *m);           /* passes/fuse.c */
+int gv_pass_memory_plan(gv_module *m);    /* passes/memory_plan.c */
 
 #endif

@@ -22,7 +22,8 @@ static void usage(FILE *f) {
              "                           TensorProto); repeatable; every input is needed\n"
              "  -o DIR                   write each graph output as DIR/NAME.npy\n"
              "  --passes=a,b             passes before evaluating (default: shape-infer,fold-constants,\n"
-             "                           canonicalize,dce; 'shape-infer' alone evaluates the graph as imported)\n"
+             "                           canonicalize,dce,fuse,memory-plan; 'shape-infer' alone evaluates\n"
+             "                           the graph as imported)\n"
              "  --batch N, --seq N, --input-shape NAME=DxD   as for galvc\n"
              "  --list-ops               print the supported ONNX op types (default domain), one a line\n"
              "  --help\n");
@@ -58,7 +59,7 @@ static int to_npy(gv_dtype g, npy_dtype *n) {
 
 int main(int argc, char **argv) {
   gv_progname = "galv-eval";
-  const char *model = NULL, *outdir = NULL, *passes = "shape-infer,fold-constants,canonicalize,dce";
+  const char *model = NULL, *outdir = NULL, *passes = "shape-infer,fold-constants,canonicalize,dce,fuse,memory-plan";
   gv_import_options opt = {.batch = 1, .seq = 128, .load_weights = true};
   gv_input_shape shapes[32];
   static char shape_names[32][256];

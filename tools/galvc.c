@@ -23,6 +23,8 @@ static const char *const pipeline[] = {
     "fold-constants", /* shape chains, masks, constant If -> constants */
     "canonicalize",   /* decomposed LayerNorm / RMSNorm / GELU -> single ops */
     "dce",            /* drop what nothing uses */
+    "fuse",           /* elementwise chains -> galv.fused (docs/device-program.md) */
+    "memory-plan",    /* one activation arena: galv.arena, offsets */
 };
 enum { NPIPELINE = sizeof pipeline / sizeof pipeline[0] };
 
@@ -81,6 +83,15 @@ static void print_stats(const gv_module *m, const char *after) {
   for (int i = 0; i < GV_OP_COUNT; i++)
     if (h[i]) fprintf(stderr, " %s=%d", gv_ops[i].name, h[i]);
   fputc('\n', stderr);
+}
+
+/* The memory plan's figures, read off the galv.arena op. */
+static void print_arena(const gv_module *m) {
+  const gv_op *a = m->main->body->first;
+  if (!a || a->code != GV_OP_ARENA) return;
+  long long bytes = (long long)gv_get_int(a, "bytes", 0), lb = (long long)gv_get_int(a, "lower_bound", 0);
+  fprintf(stderr, "galvc: memory-plan: arena %lld bytes (lower bound %lld, %.1f%% over)\n", bytes, lb,
+          lb > 0 ? 100.0 * (double)(bytes - lb) / (double)lb : 0.0);
 }
 
 static int ensure_dir(const char *dir) {
@@ -228,6 +239,7 @@ int main(int argc, char **argv) {
     if (verify_each && gv_verify(m)) { rc = 1; break; }
     if (stats) print_stats(m, p->name);
     if (!quiet) fprintf(stderr, "galvc: %-15s %6d ops (%.3f s)\n", p->name, count_ops(m->main->body), now() - t);
+    if (!quiet && strcmp(p->name, "memory-plan") == 0) print_arena(m);
     if (dump_after && (strcmp(dump_after, "all") == 0 || strcmp(dump_after, p->name) == 0))
       rc = dump(m, dump_dir, i + 1, p->name);
   }

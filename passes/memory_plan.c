@@ -1,0 +1,236 @@
+/* memory_plan.c — the memory-plan pass: places every activation in one
+ * arena, reusing bytes between values whose lifetimes do not overlap
+ * (the contract is docs/device-program.md, "Memory plan").
+ *
+ * Schedule: the program order, one point per op (an if before the ops of
+ * its regions; a fused op's body is part of the fused op). Block arguments
+ * are defined at point 0. A value is live from its definition to its last
+ * use; views (GV_VIEW) alias their operand, so the root value stays live as
+ * long as any alias is used; graph outputs are used by galv.return, the
+ * last point. Parameters, constants and views of them are not in the arena
+ * (offset -1). Placement: values sorted by size (descending), each put at
+ * the lowest 64-byte-aligned offset where it overlaps no placed value with
+ * an overlapping live range. lower_bound is the most (unaligned) bytes live
+ * at any one point.
+ *
+ * Results: galv.arena as the first op of the body (replacing an old one),
+ * and `offsets` on every op with results except galv.constant and the ops
+ * inside galv.fused bodies. The pass prints nothing, never changes what the
+ * program computes, and never lets two simultaneously-live values share a
+ * byte. value->id is scratch.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+#define ALIGN 64
+
+typedef struct {
+  int root;      /* id of the value whose bytes this one uses (itself unless a view) */
+  bool external; /* parameter, constant or a view of one: not in the arena */
+  bool planned;  /* a value of the schedule (not inside a fused body) */
+  int64_t bytes; /* root only */
+  int start, end;
+  int64_t off;
+} vinfo;
+
+typedef struct {
+  gv_module *m;
+  vinfo *v;
+  int nvals;
+  int point;
+} ctx;
+
+static int number(gv_block *b, int n) {
+  for (int i = 0; i < b->nargs; i++) b->args[i]->id = n++;
+  for (gv_op *op = b->first; op; op = op->next) {
+    for (int i = 0; i < op->nres; i++) op->res[i]->id = n++;
+    for (int r = 0; r < op->nregions; r++) n = number(op->regions[r], n);
+  }
+  return n;
+}
+
+static int64_t align_up(int64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+
+static void use(ctx *c, const gv_value *u, int point) {
+  vinfo *r = &c->v[c->v[u->id].root];
+  if (point > r->end) r->end = point;
+}
+
+/* Defines the results of the ops of b and records the uses of their
+ * operands, one point per op, in schedule order. */
+static int walk(ctx *c, gv_block *b) {
+  gv_module *m = c->m;
+  for (gv_op *op = b->first; op; op = op->next) {
+    if (op->code == GV_OP_ARENA) continue;
+    int p = ++c->point;
+    for (int i = 0; i < op->nopnds; i++) {
+      if (!c->v[op->opnds[i]->id].planned)
+        return gv_error_op(m, op, "memory-plan: operand %d is not a value of the schedule", i);
+      use(c, op->opnds[i], p);
+    }
+    for (int i = 0; i < op->nres; i++) {
+      const gv_value *res = op->res[i];
+      vinfo *vi = &c->v[res->id];
+      vi->planned = true;
+      vi->root = res->id;
+      vi->start = vi->end = p;
+      if (op->code == GV_OP_CONSTANT) {
+        vi->external = true;
+        continue;
+      }
+      if ((gv_ops[op->code].flags & GV_VIEW) && op->nopnds >= 1 && op->nres == 1) {
+        vinfo *src = &c->v[op->opnds[0]->id];
+        vi->root = src->root;
+        vi->external = src->external;
+        continue;
+      }
+      int64_t n = gv_type_numel(&res->type);
+      size_t es = gv_dtype_size(res->type.dtype);
+      if (n < 0 || es == 0) return gv_error_op(m, op, "memory-plan: result %d has no static shape and dtype", i);
+      if (n > INT64_MAX / 2 / (int64_t)es) return gv_error_op(m, op, "memory-plan: result %d is too large", i);
+      vi->bytes = n * (int64_t)es;
+    }
+    if (op->code != GV_OP_FUSED)
+      for (int r = 0; r < op->nregions; r++)
+        if (walk(c, op->regions[r])) return -1;
+  }
+  return 0;
+}
+
+static int64_t off_of(const ctx *c, const gv_value *v) {
+  const vinfo *vi = &c->v[v->id];
+  return vi->external ? -1 : c->v[vi->root].off;
+}
+
+static void annotate(ctx *c, gv_block *b) {
+  for (gv_op *op = b->first; op; op = op->next) {
+    if (op->nres > 0 && op->code != GV_OP_CONSTANT) {
+      int64_t buf[16], *offs = op->nres <= 16 ? buf : gv_alloc(c->m->arena, (size_t)op->nres * sizeof *offs);
+      for (int i = 0; i < op->nres; i++) offs[i] = off_of(c, op->res[i]);
+      gv_set_ints(c->m, op, "offsets", op->nres, offs);
+    }
+    if (op->code != GV_OP_FUSED)
+      for (int r = 0; r < op->nregions; r++) annotate(c, op->regions[r]);
+  }
+}
+
+static const vinfo *sort_base;
+
+static int by_size(const void *a, const void *b) {
+  const vinfo *x = &sort_base[*(const int *)a], *y = &sort_base[*(const int *)b];
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return *(const int *)a - *(const int *)b;
+}
+
+typedef struct {
+  int64_t lo, hi;
+} range;
+
+static int by_lo(const void *a, const void *b) {
+  const range *x = a, *y = b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Places roots[0..n) (sorted by size) at the lowest fitting offsets;
+ * returns the arena size, or -1 when out of memory. */
+static int64_t place(vinfo *v, const int *roots, int n) {
+  range *rs = malloc((size_t)(n + 1) * sizeof *rs);
+  if (!rs) return -1;
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    vinfo *a = &v[roots[i]];
+    int64_t size = align_up(a->bytes);
+    int nr = 0;
+    for (int j = 0; j < i; j++) {
+      const vinfo *b = &v[roots[j]];
+      if (b->bytes > 0 && a->start <= b->end && b->start <= a->end) rs[nr++] = (range){b->off, b->off + align_up(b->bytes)};
+    }
+    qsort(rs, (size_t)nr, sizeof *rs, by_lo);
+    int64_t x = 0;
+    for (int k = 0; k < nr && rs[k].lo < x + size; k++)
+      if (rs[k].hi > x) x = rs[k].hi;
+    a->off = x;
+    if (x + size > total) total = x + size;
+  }
+  free(rs);
+  return total;
+}
+
+int gv_pass_memory_plan(gv_module *m) {
+  if (!m->main || !m->main->body) return gv_error(m, "memory-plan: module has no function");
+  gv_func *f = m->main;
+  gv_block *body = f->body;
+  if (body->first && body->first->code == GV_OP_ARENA) gv_op_unlink(body->first);
+  int n = number(body, 0);
+  ctx c = {.m = m, .v = calloc((size_t)n + 1, sizeof(vinfo)), .nvals = n};
+  int *roots = malloc((size_t)(n + 1) * sizeof *roots);
+  int64_t *diff = NULL;
+  int rc = -1;
+  if (!c.v || !roots) {
+    gv_error(m, "memory-plan: out of memory");
+    goto done;
+  }
+  for (int i = 0; i < body->nargs; i++) {
+    const gv_value *a = body->args[i];
+    vinfo *vi = &c.v[a->id];
+    vi->planned = true;
+    vi->root = a->id;
+    vi->external = f->arg_is_param[i];
+    int64_t k = gv_type_numel(&a->type);
+    size_t es = gv_dtype_size(a->type.dtype);
+    if (!vi->external && (k < 0 || es == 0 || k > INT64_MAX / 2 / (int64_t)es)) {
+      gv_error(m, "memory-plan: input '%s' has no static shape and dtype", f->arg_names[i]);
+      goto done;
+    }
+    if (!vi->external) vi->bytes = k * (int64_t)es;
+  }
+  if (walk(&c, body)) goto done;
+
+  int nroots = 0;
+  for (int i = 0; i < n; i++)
+    if (c.v[i].planned && !c.v[i].external && c.v[i].root == i) roots[nroots++] = i;
+  sort_base = c.v;
+  qsort(roots, (size_t)nroots, sizeof *roots, by_size);
+  int64_t total = place(c.v, roots, nroots);
+  if (total < 0) {
+    gv_error(m, "memory-plan: out of memory");
+    goto done;
+  }
+
+  /* Most bytes live at once: +bytes at start, -bytes after end. */
+  diff = calloc((size_t)c.point + 2, sizeof *diff);
+  if (!diff) {
+    gv_error(m, "memory-plan: out of memory");
+    goto done;
+  }
+  for (int i = 0; i < nroots; i++) {
+    const vinfo *r = &c.v[roots[i]];
+    diff[r->start] += r->bytes;
+    diff[r->end + 1] -= r->bytes;
+  }
+  int64_t live = 0, lower = 0;
+  for (int p = 0; p <= c.point; p++) {
+    live += diff[p];
+    if (live > lower) lower = live;
+  }
+
+  annotate(&c, body);
+  gv_op *arena = gv_op_new(m, GV_OP_ARENA, 0, NULL, 0);
+  gv_op_set_loc(m, arena, "arena", NULL);
+  int64_t *argoff = gv_alloc(m->arena, (size_t)(body->nargs + 1) * sizeof *argoff);
+  for (int i = 0; i < body->nargs; i++) argoff[i] = off_of(&c, body->args[i]);
+  gv_set_ints(m, arena, "arg_offsets", body->nargs, argoff);
+  gv_set_int(m, arena, "bytes", total);
+  gv_set_int(m, arena, "lower_bound", lower);
+  if (body->first) gv_insert_before(body->first, arena);
+  else gv_block_append(body, arena);
+  rc = 0;
+done:
+  free(diff);
+  free(roots);
+  free(c.v);
+  return rc;
+}
