@@ -11,7 +11,7 @@
 /* ---------------------------------------------------------------- op table */
 
 const gv_opinfo gv_ops[GV_OP_COUNT] = {
-#define X(E, nm, mi, ma, nr, fl, inf, ev) [GV_OP_##E] = {nm, mi, ma, nr, fl, inf, ev},
+#define X(E, nm, mi, ma, nr, fl, inf, ev, gr) [GV_OP_##E] = {nm, mi, ma, nr, fl, inf, ev, gr},
 #include "ops.def"
 #undef X
 };

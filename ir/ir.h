@@ -115,7 +115,7 @@ typedef struct {
 /* ---------------------------------------------------------------- ops */
 
 typedef enum {
-#define X(E, name, mi, ma, nr, fl, inf, ev) GV_OP_##E,
+#define X(E, name, mi, ma, nr, fl, inf, ev, gr) GV_OP_##E,
 #include "ops.def"
 #undef X
   GV_OP_COUNT
@@ -145,6 +145,13 @@ typedef int (*gv_infer_fn)(gv_module *m, gv_op *op, const gv_tensor *const *valu
  * module arena). Returns 0, or -1 after reporting an error. */
 typedef int (*gv_eval_fn)(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out);
 
+/* Gradient rule (ir/grad.c): given the gradients of op's results (dres[i],
+ * NULL when none reaches result i), builds IR ops before `before` computing
+ * the gradient of every operand i with need[i] into dopnds[i] (NULL: none).
+ * Returns 0, or -1 after reporting an error naming the op. */
+typedef int (*gv_grad_fn)(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds,
+                          gv_op *before);
+
 typedef struct {
   const char *name;     /* without the "galv." prefix */
   int min_operands, max_operands; /* max -1: variadic */
@@ -152,6 +159,7 @@ typedef struct {
   unsigned flags;
   gv_infer_fn infer;
   gv_eval_fn eval;
+  gv_grad_fn grad;      /* gv_grad_none: no gradient flows; gv_grad_missing: no rule */
 } gv_opinfo;
 
 extern const gv_opinfo gv_ops[GV_OP_COUNT];
@@ -199,6 +207,11 @@ typedef struct {
   const void **param_data;  /* per block arg: weight bytes when loaded, else NULL */
   const char **res_names;   /* per return operand, may be NULL */
   int nres_names;
+  /* Training step (passes/optimizer.c): arg_is_state marks optimizer state
+   * args (galv.state; NULL = none); res_updates[i] is the arg that result i
+   * replaces for the next step (galv.updates; -1 or NULL = none). */
+  bool *arg_is_state;
+  int *res_updates;
   int cap_args;             /* capacity of the per-arg arrays */
 } gv_func;
 
@@ -285,10 +298,12 @@ int gv_infer_op(gv_module *m, gv_op *op, const gv_tensor *const *values);
 /* Evaluates one op on constant inputs (calls gv_ops[op->code].eval). */
 int gv_eval_op(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out);
 
-/* The table's rule functions (defined in ir/infer.c and ir/eval.c). */
-#define X(E, name, mi, ma, nr, fl, inf, ev)                                                   \
+/* The table's rule functions (defined in ir/infer.c, ir/eval.c, ir/grad.c and
+ * ir/train_ops.c). */
+#define X(E, name, mi, ma, nr, fl, inf, ev, gr)                                               \
   int inf(gv_module *m, gv_op *op, const gv_tensor *const *values);                           \
-  int ev(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out);
+  int ev(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out);         \
+  int gr(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before);
 #include "ops.def"
 #undef X
 
