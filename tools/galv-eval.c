@@ -109,15 +109,24 @@ int main(int argc, char **argv) {
   gv_module *m = gv_import_onnx(model, &opt);
   if (!m) goto out;
   char *list = strdup(passes);
+  bool checked = false;
   for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
     const gv_pass *p = gv_pass_lookup(tok);
     if (!p) { gv_error_plain("unknown pass '%s'", tok); free(list); goto out; }
+    /* the passes after the shape ones (fuse, memory-plan, ...) need static
+     * shapes: say why a shape is dynamic before they trip over it */
+    bool shape_pass = !strcmp(tok, "shape-infer") || !strcmp(tok, "fold-constants") ||
+                      !strcmp(tok, "canonicalize") || !strcmp(tok, "dce");
+    if (!shape_pass && !checked) {
+      if (check_static(m, m->main->body)) { free(list); goto out; }
+      checked = true;
+    }
     if (p->run(m)) { free(list); goto out; }
   }
   free(list);
 
   gv_func *f = m->main;
-  if (check_static(m, f->body)) goto out;
+  if (!checked && check_static(m, f->body)) goto out;
   const gv_tensor *inputs[64];
   int k = 0;
   for (int i = 0; i < f->body->nargs; i++) {
