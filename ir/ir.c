@@ -402,10 +402,16 @@ gv_value *gv_func_add_arg(gv_module *m, gv_func *f, const char *name, gv_type ty
     f->arg_names = names;
     f->arg_is_param = isp;
     f->param_data = pd;
+    if (f->arg_is_state) {
+      bool *ist = gv_alloc(m->arena, (size_t)cap * sizeof *ist);
+      memcpy(ist, f->arg_is_state, (size_t)n * sizeof *ist);
+      f->arg_is_state = ist;
+    }
     f->cap_args = cap;
   }
   f->arg_names[n] = gv_strdup(m->arena, name ? name : "");
   f->arg_is_param[n] = is_param;
+  if (f->arg_is_state) f->arg_is_state[n] = false;
   gv_value *v = gv_block_add_arg(m, f->body, type);
   v->name = f->arg_names[n];
   return v;

@@ -975,13 +975,17 @@ static int parse_op(parser *p, gv_block *b) {
 /* [{galv.name = "x", galv.param}, {}] for arguments (f) or results. */
 static int parse_name_dicts(parser *p, gv_func *f, bool args) {
   if (expect(p, '[')) return -1;
-  int n = 0, cap = 0;
+  int n = 0, cap = 0, ucap = 0;
   const char **names = NULL;
+  int *upd = NULL;
+  bool any_upd = false;
   size_t at = (skip_ws(p), p->pos);
   if (!accept(p, ']')) {
     do {
       if (args && n >= f->body->nargs) return perr(p, p->pos, "arg_attrs has more entries than the function has arguments");
       names = grow(p->m->arena, names, n, &cap, sizeof *names);
+      if (!args) upd = grow(p->m->arena, upd, n, &ucap, sizeof *upd);
+      if (!args) upd[n] = -1;
       gv_op d;
       memset(&d, 0, sizeof d);
       size_t dat = (skip_ws(p), p->pos);
@@ -991,6 +995,14 @@ static int parse_name_dicts(parser *p, gv_func *f, bool args) {
         const gv_attr *a = &d.attrs[i];
         if (strcmp(a->name, "galv.name") == 0 && a->kind == GV_ATTR_STR) names[n] = a->u.s;
         else if (args && strcmp(a->name, "galv.param") == 0 && a->kind == GV_ATTR_UNIT) f->arg_is_param[n] = true;
+        else if (args && strcmp(a->name, "galv.state") == 0 && a->kind == GV_ATTR_UNIT) {
+          if (!f->arg_is_state) f->arg_is_state = gv_alloc(p->m->arena, (size_t)f->body->nargs * sizeof *f->arg_is_state);
+          f->arg_is_state[n] = true;
+        } else if (!args && strcmp(a->name, "galv.updates") == 0 && a->kind == GV_ATTR_INT && a->u.i >= 0 &&
+                   a->u.i < f->body->nargs) {
+          upd[n] = (int)a->u.i;
+          any_upd = true;
+        }
         else return perr(p, dat, "unexpected %s attribute", args ? "argument" : "result");
       }
       n++;
@@ -1003,6 +1015,7 @@ static int parse_name_dicts(parser *p, gv_func *f, bool args) {
   } else {
     f->res_names = names;
     f->nres_names = n;
+    f->res_updates = any_upd ? upd : NULL;
   }
   return 0;
 }

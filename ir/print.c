@@ -301,14 +301,20 @@ void gv_print_module(const gv_module *m, void *file) {
     fputs(i ? ", {galv.name = " : "{galv.name = ", f);
     put_str(f, fn->arg_names ? fn->arg_names[i] : "");
     if (fn->arg_is_param && fn->arg_is_param[i]) fputs(", galv.param", f);
+    if (fn->arg_is_state && fn->arg_is_state[i]) fputs(", galv.state", f);
     fputc('}', f);
   }
   fputs("], res_attrs = [", f);
   for (int i = 0; i < fn->nres_names; i++) {
     if (i) fputs(", ", f);
-    if (fn->res_names && fn->res_names[i]) {
-      fputs("{galv.name = ", f);
-      put_str(f, fn->res_names[i]);
+    int upd = fn->res_updates ? fn->res_updates[i] : -1;
+    if ((fn->res_names && fn->res_names[i]) || upd >= 0) {
+      fputc('{', f);
+      if (fn->res_names && fn->res_names[i]) {
+        fputs("galv.name = ", f);
+        put_str(f, fn->res_names[i]);
+      }
+      if (upd >= 0) fprintf(f, "%sgalv.updates = %d : i64", fn->res_names && fn->res_names[i] ? ", " : "", upd);
       fputc('}', f);
     } else {
       fputs("{}", f);

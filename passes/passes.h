@@ -20,6 +20,21 @@ int gv_pass_shape_infer(gv_module *m);    /* passes/shape_infer.c */
 int gv_pass_fold_constants(gv_module *m); /* passes/fold_constants.c */
 int gv_pass_canonicalize(gv_module *m);   /* passes/canonicalize.c */
 int gv_pass_dce(gv_module *m);            /* passes/dce.c */
+int gv_pass_loss(gv_module *m);           /* passes/loss.c */
+int gv_pass_autodiff(gv_module *m);       /* passes/autodiff.c */
+int gv_pass_optimizer(gv_module *m);      /* passes/optimizer.c */
+
+/* Training options, set by the drivers (galvc --train, galv-eval --train,
+ * galv-opt) before running loss / optimizer; defaults in passes/registry.c
+ * (torch's AdamW defaults, cross-entropy on an input named "labels"). */
+typedef struct {
+  const char *loss;       /* "cross_entropy" (labels: i64, logits' shape without the last dim) | "mse" */
+  const char *labels;     /* name of the new labels / target input */
+  int64_t ignore_index;   /* cross_entropy rows with this label do not count (-100) */
+  const char *optimizer;  /* "adamw" | "sgd" */
+  double lr, weight_decay, beta1, beta2, eps, momentum;
+} gv_train_options;
+extern gv_train_options gv_train_opts;
 int gv_pass_fuse(gv_module *m);           /* passes/fuse.c */
 int gv_pass_memory_plan(gv_module *m);    /* passes/memory_plan.c */
 

@@ -28,6 +28,14 @@ static const char *const pipeline[] = {
 };
 enum { NPIPELINE = sizeof pipeline / sizeof pipeline[0] };
 
+/* With --train, inserted right after dce: the training step. */
+static const char *const train_pipeline[] = {
+    "loss",      /* --loss over the first output; new input --labels */
+    "autodiff",  /* gradients of the loss for every parameter */
+    "optimizer", /* --optimizer update; the function becomes the training step */
+};
+enum { NTRAIN = sizeof train_pipeline / sizeof train_pipeline[0] };
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: galvc MODEL.onnx [options]\n"
@@ -51,6 +59,12 @@ static void usage(FILE *f) {
           "  --verify-each            run the IR verifier after every pass\n"
           "  --stats                  print op counts after import and after each pass (stderr)\n"
           "  --no-weights             import shapes only, do not read weight bytes\n"
+          "  --train                  compile the training step: + loss, autodiff, optimizer\n"
+          "  --loss cross_entropy|mse the loss over the first output (default cross_entropy)\n"
+          "  --labels NAME            the new labels / target input (default labels)\n"
+          "  --ignore-index N         cross_entropy label that does not count (default -100)\n"
+          "  --optimizer adamw|sgd    (default adamw); --lr X (1e-3), --weight-decay X (0.01),\n"
+          "                           --beta1 X (0.9), --beta2 X (0.999), --eps X (1e-8), --momentum X (0)\n"
           "  -q, --quiet              no progress output\n"
           "  --help, --version\n"
           "\n"
@@ -133,7 +147,7 @@ static int parse_pos_int(const char *opt, const char *s, int64_t *out) {
 int main(int argc, char **argv) {
   gv_progname = "galvc";
   const char *model = NULL, *out = NULL, *emit = "ir", *dump_after = NULL, *dump_dir = "galvc-dumps";
-  int verify_each = 0, stats = 0, quiet = 0;
+  int verify_each = 0, stats = 0, quiet = 0, train = 0;
   int64_t gpus = 1;
   gv_import_options opt = {.batch = 1, .seq = 128, .load_weights = true};
   gv_input_shape shapes[64];
@@ -190,6 +204,28 @@ int main(int argc, char **argv) {
       verify_each = 1;
     } else if (strcmp(a, "--stats") == 0) {
       stats = 1;
+    } else if (strcmp(a, "--train") == 0) {
+      train = 1;
+    } else if (TAKES("--loss")) {
+      gv_train_opts.loss = val;
+    } else if (TAKES("--labels")) {
+      gv_train_opts.labels = val;
+    } else if (TAKES("--optimizer")) {
+      gv_train_opts.optimizer = val;
+    } else if (TAKES("--ignore-index")) {
+      char *end;
+      gv_train_opts.ignore_index = strtoll(val, &end, 10);
+      if (*end || !*val) { gv_error_plain("--ignore-index expects an integer, got '%s'", val); return 2; }
+    } else if (TAKES("--lr") || TAKES("--weight-decay") || TAKES("--beta1") || TAKES("--beta2") || TAKES("--eps") ||
+               TAKES("--momentum")) {
+      char *end;
+      double v = strtod(val, &end);
+      if (*end || !*val || v < 0) { gv_error_plain("%.*s expects a non-negative number, got '%s'", (int)strcspn(a, "="), a, val); return 2; }
+      const char *k = a + 2;
+      double *dst = !strncmp(k, "lr", 2) ? &gv_train_opts.lr : !strncmp(k, "weight-decay", 12) ? &gv_train_opts.weight_decay
+                  : !strncmp(k, "beta1", 5) ? &gv_train_opts.beta1 : !strncmp(k, "beta2", 5) ? &gv_train_opts.beta2
+                  : !strncmp(k, "eps", 3) ? &gv_train_opts.eps : &gv_train_opts.momentum;
+      *dst = v;
     } else if (strcmp(a, "--no-weights") == 0) {
       opt.load_weights = false;
     } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
@@ -232,8 +268,14 @@ int main(int argc, char **argv) {
   if (dump_after && (strcmp(dump_after, "all") == 0 || strcmp(dump_after, "import") == 0))
     rc = dump(m, dump_dir, dumpn, "import");
   if (!rc && gv_verify(m)) rc = 1;
-  for (int i = 0; !rc && i < NPIPELINE; i++) {
-    const gv_pass *p = gv_pass_lookup(pipeline[i]);
+  const char *passes[NPIPELINE + NTRAIN];
+  int npasses = 0;
+  for (int i = 0; i < NPIPELINE; i++) {
+    passes[npasses++] = pipeline[i];
+    for (int j = 0; train && j < NTRAIN && strcmp(pipeline[i], "dce") == 0; j++) passes[npasses++] = train_pipeline[j];
+  }
+  for (int i = 0; !rc && i < npasses; i++) {
+    const gv_pass *p = gv_pass_lookup(passes[i]);
     double t = now();
     if (p->run(m)) { rc = 1; break; }
     if (verify_each && gv_verify(m)) { rc = 1; break; }

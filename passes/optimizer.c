@@ -1,0 +1,145 @@
+/* optimizer.c — the `optimizer` pass: appends the parameter update to a
+ * function that returns (loss, grad:<p> for every parameter p) (passes/
+ * autodiff.c), so that the function becomes one training step:
+ *   args    = data inputs, labels, params, optimizer state (galv.state)
+ *   results = loss, new params, new state; each result that replaces an
+ *             argument for the next step says which (res_updates, printed
+ *             as galv.updates = ARG : i64).
+ * Updates follow torch.optim exactly (fp32, the params are the master
+ * weights):
+ *   sgd:   g += wd p; buf = momentum buf + g (state opt.buf:<p> when
+ *          momentum != 0); p -= lr buf
+ *   adamw: t += 1 (state opt.step, f32 scalar); p *= 1 - lr wd;
+ *          m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2 (state opt.m:<p>,
+ *          opt.v:<p>); p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+ * with lr, betas, eps, weight decay and momentum from gv_train_opts. */
+#include <stdio.h>
+#include <string.h>
+
+#include "build.h"
+#include "passes.h"
+
+typedef struct {
+  gv_module *m;
+  gv_func *f;
+  gv_value **outs;
+  const char **names;
+  int *upd;
+  int n;
+} results;
+
+static void push(results *r, gv_value *v, const char *name, int updates) {
+  r->outs[r->n] = v;
+  r->names[r->n] = name;
+  r->upd[r->n++] = updates;
+}
+
+static const char *cat(gv_module *m, const char *a, const char *b) {
+  size_t na = strlen(a), nb = strlen(b);
+  char *s = gv_alloc(m->arena, na + nb + 1);
+  memcpy(s, a, na);
+  memcpy(s + na, b, nb + 1);
+  return s;
+}
+
+/* A new state argument (appended last; its index is nargs - 1). */
+static gv_value *state_arg(gv_module *m, gv_func *f, const char *name, gv_type t) {
+  gv_value *v = gv_func_add_arg(m, f, name, t, false);
+  return v;
+}
+
+int gv_pass_optimizer(gv_module *m) {
+  const gv_train_options *o = &gv_train_opts;
+  gv_func *f = m->main;
+  gv_op *ret = f ? gv_block_terminator(f->body) : NULL;
+  if (!ret || ret->code != GV_OP_RETURN) return gv_error(m, "optimizer: the function has no return");
+  bool adamw = strcmp(o->optimizer, "adamw") == 0;
+  if (!adamw && strcmp(o->optimizer, "sgd") != 0)
+    return gv_error(m, "optimizer: unknown optimizer '%s' (known: adamw, sgd)", o->optimizer);
+  int nargs0 = f->body->nargs, np = 0;
+  for (int i = 0; i < nargs0; i++) np += f->arg_is_param[i];
+  if (ret->nopnds != np + 1 || f->nres_names != np + 1 || !f->res_names)
+    return gv_error(m, "optimizer: the function must return the loss and one gradient per parameter (run autodiff first)");
+  int *pidx = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *pidx);
+  for (int i = 0, k = 0; i < nargs0; i++) {
+    if (!f->arg_is_param[i]) continue;
+    const char *rn = f->res_names[k + 1];
+    if (!rn || strncmp(rn, "grad:", 5) || strcmp(rn + 5, f->arg_names[i]))
+      return gv_error(m, "optimizer: result %d should be grad:%s (run autodiff first)", k + 1, f->arg_names[i]);
+    pidx[k++] = i;
+  }
+  int nstate = adamw ? 1 + 2 * np : o->momentum != 0 ? np : 0;
+  int cap = 1 + np + nstate;
+  results r = {m, f, gv_alloc(m->arena, (size_t)cap * sizeof(gv_value *)), gv_alloc(m->arena, (size_t)cap * sizeof(char *)),
+               gv_alloc(m->arena, (size_t)cap * sizeof(int)), 0};
+  gv_value *loss = ret->opnds[0];
+  push(&r, loss, f->res_names[0], -1);
+  gv_value **grads = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *grads);
+  for (int k = 0; k < np; k++) grads[k] = ret->opnds[k + 1];
+
+  gvb b = {m, ret, adamw ? "optimizer/adamw" : "optimizer/sgd"};
+  gv_value **newp = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *newp);
+  gv_value **st1 = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *st1), **st2 = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *st2);
+  int *st1i = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *st1i), *st2i = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *st2i);
+  gv_value *step = NULL, *step1 = NULL, *bc1 = NULL, *bc2s = NULL;
+  int stepi = -1;
+  if (adamw) {
+    step = state_arg(m, f, "opt.step", gv_type_make(GV_DT_F32, 0, NULL));
+    stepi = f->body->nargs - 1;
+    step1 = gvb_bin(&b, GV_OP_ADD, step, gvb_cst(&b, GV_DT_F32, 1));
+    /* 1 - b^t for both betas, and sqrt of the second */
+    bc1 = gvb_bin(&b, GV_OP_SUB, gvb_cst(&b, GV_DT_F32, 1), gvb_bin(&b, GV_OP_POW, gvb_cst(&b, GV_DT_F32, o->beta1), step1));
+    bc2s = gvb_un(&b, GV_OP_SQRT,
+                  gvb_bin(&b, GV_OP_SUB, gvb_cst(&b, GV_DT_F32, 1), gvb_bin(&b, GV_OP_POW, gvb_cst(&b, GV_DT_F32, o->beta2), step1)));
+  }
+  for (int k = 0; k < np; k++) {
+    int ai = pidx[k];
+    gv_value *p = f->body->args[ai], *g = grads[k];
+    gv_dtype dt = p->type.dtype;
+    b.loc = cat(m, adamw ? "optimizer/adamw/" : "optimizer/sgd/", f->arg_names[ai]);
+#define K(v) gvb_cst(&b, dt, (v))
+    if (adamw) {
+      gv_value *mv = state_arg(m, f, cat(m, "opt.m:", f->arg_names[ai]), p->type);
+      st1i[k] = f->body->nargs - 1;
+      gv_value *vv = state_arg(m, f, cat(m, "opt.v:", f->arg_names[ai]), p->type);
+      st2i[k] = f->body->nargs - 1;
+      gv_value *p1 = o->weight_decay != 0 ? gvb_bin(&b, GV_OP_MUL, p, K(1 - o->lr * o->weight_decay)) : p;
+      gv_value *m1 = gvb_bin(&b, GV_OP_ADD, gvb_bin(&b, GV_OP_MUL, mv, K(o->beta1)), gvb_bin(&b, GV_OP_MUL, g, K(1 - o->beta1)));
+      gv_value *v1 = gvb_bin(&b, GV_OP_ADD, gvb_bin(&b, GV_OP_MUL, vv, K(o->beta2)),
+                             gvb_bin(&b, GV_OP_MUL, gvb_bin(&b, GV_OP_MUL, g, g), K(1 - o->beta2)));
+      gv_value *denom = gvb_bin(&b, GV_OP_ADD, gvb_bin(&b, GV_OP_DIV, gvb_un(&b, GV_OP_SQRT, v1), bc2s), K(o->eps));
+      gv_value *stepsz = gvb_bin(&b, GV_OP_DIV, K(o->lr), bc1);
+      newp[k] = gvb_bin(&b, GV_OP_SUB, p1, gvb_bin(&b, GV_OP_MUL, stepsz, gvb_bin(&b, GV_OP_DIV, m1, denom)));
+      st1[k] = m1;
+      st2[k] = v1;
+    } else {
+      gv_value *g1 = o->weight_decay != 0 ? gvb_bin(&b, GV_OP_ADD, g, gvb_bin(&b, GV_OP_MUL, p, K(o->weight_decay))) : g;
+      gv_value *d = g1;
+      if (o->momentum != 0) {
+        gv_value *buf = state_arg(m, f, cat(m, "opt.buf:", f->arg_names[ai]), p->type);
+        st1i[k] = f->body->nargs - 1;
+        d = st1[k] = gvb_bin(&b, GV_OP_ADD, gvb_bin(&b, GV_OP_MUL, buf, K(o->momentum)), g1);
+      }
+      newp[k] = gvb_bin(&b, GV_OP_SUB, p, gvb_bin(&b, GV_OP_MUL, d, K(o->lr)));
+    }
+#undef K
+    if (!newp[k] || (adamw && (!st1[k] || !st2[k]))) return -1;
+  }
+  for (int k = 0; k < np; k++) push(&r, newp[k], f->arg_names[pidx[k]], pidx[k]);
+  if (adamw) {
+    if (!step1) return -1;
+    push(&r, step1, "opt.step", stepi);
+    for (int k = 0; k < np; k++) push(&r, st1[k], f->arg_names[st1i[k]], st1i[k]);
+    for (int k = 0; k < np; k++) push(&r, st2[k], f->arg_names[st2i[k]], st2i[k]);
+  } else if (o->momentum != 0) {
+    for (int k = 0; k < np; k++) push(&r, st1[k], f->arg_names[st1i[k]], st1i[k]);
+  }
+  int ncap = f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs;
+  f->arg_is_state = gv_alloc(m->arena, (size_t)ncap * sizeof *f->arg_is_state);
+  for (int i = nargs0; i < f->body->nargs; i++) f->arg_is_state[i] = true;
+  gv_op_set_operands(m, ret, r.n, r.outs);
+  f->res_names = r.names;
+  f->nres_names = r.n;
+  f->res_updates = r.upd;
+  return 0;
+}
