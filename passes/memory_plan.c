@@ -8,9 +8,10 @@
  * use; views (GV_VIEW) alias their operand, so the root value stays live as
  * long as any alias is used; graph outputs are used by galv.return, the
  * last point. Parameters, constants and views of them are not in the arena
- * (offset -1). Placement: values sorted by size (descending), each put at
- * the lowest 64-byte-aligned offset where it overlaps no placed value with
- * an overlapping live range. lower_bound is the most (unaligned) bytes live
+ * (offset -1). Placement: values in some order, each put at the lowest
+ * 64-byte-aligned offset where it overlaps no placed value with an
+ * overlapping live range; two orders are tried (by size descending, by
+ * definition point) and the smaller arena kept. lower_bound is the most (unaligned) bytes live
  * at any one point.
  *
  * Results: galv.arena as the first op of the body (replacing an old one),
@@ -125,6 +126,13 @@ static int by_size(const void *a, const void *b) {
   return *(const int *)a - *(const int *)b;
 }
 
+static int by_start(const void *a, const void *b) {
+  const vinfo *x = &sort_base[*(const int *)a], *y = &sort_base[*(const int *)b];
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  return *(const int *)a - *(const int *)b;
+}
+
 typedef struct {
   int64_t lo, hi;
 } range;
@@ -168,6 +176,7 @@ int gv_pass_memory_plan(gv_module *m) {
   ctx c = {.m = m, .v = calloc((size_t)n + 1, sizeof(vinfo)), .nvals = n};
   int *roots = malloc((size_t)(n + 1) * sizeof *roots);
   int64_t *diff = NULL;
+  range *best = NULL; /* (value id, offset) of the chosen placement */
   int rc = -1;
   if (!c.v || !roots) {
     gv_error(m, "memory-plan: out of memory");
@@ -192,13 +201,29 @@ int gv_pass_memory_plan(gv_module *m) {
   int nroots = 0;
   for (int i = 0; i < n; i++)
     if (c.v[i].planned && !c.v[i].external && c.v[i].root == i) roots[nroots++] = i;
+  /* Two placement orders (largest first; earliest first); the smaller
+   * arena wins, ties to the first. */
   sort_base = c.v;
-  qsort(roots, (size_t)nroots, sizeof *roots, by_size);
-  int64_t total = place(c.v, roots, nroots);
-  if (total < 0) {
+  int64_t total = -1;
+  int (*const orders[])(const void *, const void *) = {by_size, by_start};
+  best = malloc((size_t)(nroots + 1) * sizeof *best);
+  if (!best) {
     gv_error(m, "memory-plan: out of memory");
     goto done;
   }
+  for (int o = 0; o < 2; o++) {
+    qsort(roots, (size_t)nroots, sizeof *roots, orders[o]);
+    int64_t t = place(c.v, roots, nroots);
+    if (t < 0) {
+      gv_error(m, "memory-plan: out of memory");
+      goto done;
+    }
+    if (total < 0 || t < total) {
+      total = t;
+      for (int i = 0; i < nroots; i++) best[i] = (range){roots[i], c.v[roots[i]].off};
+    }
+  }
+  for (int i = 0; i < nroots; i++) c.v[best[i].lo].off = best[i].hi;
 
   /* Most bytes live at once: +bytes at start, -bytes after end. */
   diff = calloc((size_t)c.point + 2, sizeof *diff);
@@ -230,6 +255,7 @@ int gv_pass_memory_plan(gv_module *m) {
   rc = 0;
 done:
   free(diff);
+  free(best);
   free(roots);
   free(c.v);
   return rc;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end numerics: every example model (helper-built at opsets 13 and 17,
 # and the committed torch exports) evaluated by galv-eval — frontend, passes
+# (the whole pipeline, fuse and memory-plan included: fused programs)
 # and the reference evaluator — equals onnxruntime (rtol 1e-4, atol 1e-5),
 # both as imported (shape-infer only) and after the whole pipeline.
 set -euo pipefail

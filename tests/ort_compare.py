@@ -33,7 +33,7 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
     a = ap.parse_args()
-    passes = a.passes or ["shape-infer", "shape-infer,fold-constants,canonicalize,dce"]
+    passes = a.passes or ["shape-infer", "shape-infer,fold-constants,canonicalize,dce,fuse,memory-plan"]
 
     m = onnx.load(a.model, load_external_data=False)
     inits = {i.name for i in m.graph.initializer}
