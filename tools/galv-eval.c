@@ -14,6 +14,8 @@
 #include "../passes/passes.h"
 #include "../runtime/npy.h"
 
+static const char *const train_passes[] = {"loss", "autodiff", "optimizer", NULL};
+
 static void usage(FILE *f) {
   fprintf(f, "usage: galv-eval MODEL.onnx [options]\n"
              "Imports MODEL, runs passes, evaluates it with the reference evaluator.\n\n"
@@ -26,6 +28,11 @@ static void usage(FILE *f) {
              "                           the graph as imported)\n"
              "  --batch N, --seq N, --input-shape NAME=DxD   as for galvc\n"
              "  --list-ops               print the supported ONNX op types (default domain), one a line\n"
+             "  --train                  add the training step after dce (loss, autodiff, optimizer);\n"
+             "                           --loss, --labels, --optimizer, --lr, --weight-decay, --beta1, --beta2,\n"
+             "                           --eps, --momentum, --ignore-index as for galvc; optimizer state starts at 0\n"
+             "  --steps N                run the step function N times, feeding updated params and state\n"
+             "                           back; prints 'step I loss X'; -o then writes the last step's results\n"
              "  --help\n");
 }
 
@@ -65,7 +72,8 @@ int main(int argc, char **argv) {
   static char shape_names[32][256];
   int nshapes = 0;
   const char *in_names[64], *in_files[64];
-  int nin = 0;
+  int nin = 0, train = 0;
+  long steps = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help")) { usage(stdout); return 0; }
@@ -77,6 +85,20 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "-o") && i + 1 < argc) outdir = argv[++i];
     else if (!strcmp(a, "--batch") && i + 1 < argc) opt.batch = atoll(argv[++i]);
     else if (!strcmp(a, "--seq") && i + 1 < argc) opt.seq = atoll(argv[++i]);
+    else if (!strcmp(a, "--train")) train = 1;
+    else if (!strcmp(a, "--steps") && i + 1 < argc) {
+      steps = atol(argv[++i]);
+      if (steps < 1) { gv_error_plain("--steps must be positive"); return 2; }
+    } else if (!strcmp(a, "--loss") && i + 1 < argc) gv_train_opts.loss = argv[++i];
+    else if (!strcmp(a, "--labels") && i + 1 < argc) gv_train_opts.labels = argv[++i];
+    else if (!strcmp(a, "--optimizer") && i + 1 < argc) gv_train_opts.optimizer = argv[++i];
+    else if (!strcmp(a, "--ignore-index") && i + 1 < argc) gv_train_opts.ignore_index = atoll(argv[++i]);
+    else if ((!strcmp(a, "--lr") || !strcmp(a, "--weight-decay") || !strcmp(a, "--beta1") || !strcmp(a, "--beta2") ||
+              !strcmp(a, "--eps") || !strcmp(a, "--momentum")) && i + 1 < argc) {
+      double v = atof(argv[++i]);
+      *(a[2] == 'l' ? &gv_train_opts.lr : a[2] == 'w' ? &gv_train_opts.weight_decay : a[2] == 'e' ? &gv_train_opts.eps
+        : a[2] == 'm' ? &gv_train_opts.momentum : a[6] == '1' ? &gv_train_opts.beta1 : &gv_train_opts.beta2) = v;
+    }
     else if ((!strcmp(a, "--input") || !strcmp(a, "--input-shape")) && i + 1 < argc) {
       const char *v = argv[++i], *eq = strrchr(v, '=');
       if (!eq || eq == v) { gv_error_plain("%s expects NAME=VALUE, got '%s'", a, v); return 2; }
@@ -122,16 +144,24 @@ int main(int argc, char **argv) {
       checked = true;
     }
     if (p->run(m)) { free(list); goto out; }
+    for (const char *const *t = train_passes; train && !strcmp(tok, "dce") && *t; t++)
+      if (gv_pass_lookup(*t)->run(m)) { free(list); goto out; }
   }
   free(list);
 
   gv_func *f = m->main;
   if (!checked && check_static(m, f->body)) goto out;
   const gv_tensor *inputs[64];
-  int k = 0;
+  int k = 0, *slot = gv_alloc(m->arena, (size_t)(f->body->nargs + 1) * sizeof *slot);
   for (int i = 0; i < f->body->nargs; i++) {
     if (f->arg_is_param[i]) continue;
+    if (k == 64) { gv_error(m, "more than 64 inputs"); goto out; }
+    slot[i] = k;
     const char *name = f->arg_names[i];
+    if (f->arg_is_state && f->arg_is_state[i]) { /* optimizer state starts at zero */
+      inputs[k++] = gv_tensor_new(m->arena, f->body->args[i]->type);
+      continue;
+    }
     int j = 0;
     while (j < nin && strcmp(in_names[j], name)) j++;
     if (j == nin) { gv_error(m, "input '%s' not given (use --input %s=FILE.npy or FILE.pb)", name, name); goto out; }
@@ -167,7 +197,16 @@ int main(int argc, char **argv) {
   }
   gv_tensor **outs = NULL;
   int nouts = 0;
-  if (gv_interpret(m, inputs, k, &outs, &nouts)) goto out;
+  for (long s = 0; s < steps; s++) {
+    if (gv_interpret(m, inputs, k, &outs, &nouts)) goto out;
+    if (train && nouts > 0) printf("step %ld loss %.9g\n", s, gv_tensor_get_f(outs[0], 0));
+    for (int i = 0; i < nouts && f->res_updates; i++) {
+      int a = f->res_updates[i];
+      if (a < 0) continue;
+      if (f->arg_is_param[a]) f->param_data[a] = outs[i]->data;
+      else inputs[slot[a]] = outs[i];
+    }
+  }
   if (outdir) {
     mkdir(outdir, 0777);
     for (int i = 0; i < nouts; i++) {
