@@ -3,12 +3,15 @@
  * options, imports the model, runs the list and writes the results. It must
  * never hold pass logic. */
 #include <errno.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 
+#include "../codegen/codegen.h"
 #include "../frontend/onnx_import.h"
 #include "../ir/ir.h"
 #include "../passes/passes.h"
@@ -51,9 +54,13 @@ static void usage(FILE *f) {
           "  --input-shape NAME=DxD.. bind a graph input's shape, e.g. input_ids=8x128 (repeatable)\n"
           "  --batch N                bind symbolic batch dims (batch, batch_size, N, B...) (default 1)\n"
           "  --seq N                  bind symbolic sequence dims (seq, sequence, seq_len, T...) (default 128)\n"
-          "  --emit=ir                what to write: ir = the IR after the pipeline (MLIR generic syntax)\n"
-          "  -o PATH                  output file, or a directory (ends in '/' or exists) to write\n"
-          "                           MODEL.mlir into (default: stdout)\n"
+          "  -o PATH                  a directory (ends in '/' or exists): write the program there\n"
+          "                           (program.c, weights.bin, Makefile, runtime/) and build it with\n"
+          "                           make; a file (or none: stdout): write the IR after the pipeline\n"
+          "  --target cpu             code generation target (default cpu: C + OpenBLAS)\n"
+          "  --emit=ir|program        force the output kind: ir = IR text (MLIR generic syntax; into a\n"
+          "                           directory as MODEL.mlir), program = the target's program\n"
+          "  --no-build               write the program but do not run make\n"
           "  --dump-ir-after=PASS|all write the IR after PASS (or after import and every pass)\n"
           "  --dump-dir DIR           where dumps go, one numbered file per pass (default: galvc-dumps)\n"
           "  --verify-each            run the IR verifier after every pass\n"
@@ -71,7 +78,8 @@ static void usage(FILE *f) {
           "passes:\n");
   for (int i = 0; i < gv_pass_count; i++)
     fprintf(f, "  %-16s %s\n", gv_pass_table[i].name, gv_pass_table[i].help);
-  fprintf(f, "\nexample:\n  galvc gpt2.onnx --input-shape input_ids=8x128 --emit=ir -o gpt2.mlir\n");
+  fprintf(f, "\nexamples:\n  galvc gpt2.onnx --input-shape input_ids=8x128 --emit=ir -o gpt2.mlir\n"
+             "  galvc gpt2.onnx --batch 2 --seq 16 --target cpu -o out/ && out/program --input input_ids=ids.npy -o res\n");
 }
 
 static int count_ops(const gv_block *b) {
@@ -129,6 +137,43 @@ static int dump(const gv_module *m, const char *dir, int n, const char *name) {
   return write_ir(m, path);
 }
 
+static double now(void);
+
+static bool is_dir_arg(const char *out) {
+  struct stat st;
+  size_t n = strlen(out);
+  return (n && out[n - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode));
+}
+
+/* Emit: the CPU target's program.c, weights.bin, Makefile, runtime/. */
+static int emit_program(gv_module *m, const char *dir, int quiet) {
+  gv_emit_options eo = {.quiet = quiet};
+  double t = now();
+  if (gv_emit_cpu(m, dir, &eo)) return 1;
+  if (!quiet) fprintf(stderr, "galvc: wrote %s%sprogram.c (%d kernels, %.3f s)\n", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+                      eo.nkernels, now() - t);
+  return 0;
+}
+
+/* Build: `make -C DIR` (its output on stderr). */
+static int build_program(const char *dir, int quiet) {
+  extern char **environ;
+  char *argv[] = {"make", "-s", "-C", (char *)dir, NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, 2, 1);
+  pid_t pid;
+  double t = now();
+  int err = posix_spawnp(&pid, "make", &fa, NULL, argv, environ), status = 0;
+  posix_spawn_file_actions_destroy(&fa);
+  if (err) return gv_error_plain("cannot run make to build %s: %s", dir, strerror(err)), 1;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return gv_error_plain("building %s failed (make -C %s)", dir, dir), 1;
+  if (!quiet) fprintf(stderr, "galvc: built %s%sprogram (%.1f s)\n", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", now() - t);
+  return 0;
+}
+
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -146,8 +191,8 @@ static int parse_pos_int(const char *opt, const char *s, int64_t *out) {
 
 int main(int argc, char **argv) {
   gv_progname = "galvc";
-  const char *model = NULL, *out = NULL, *emit = "ir", *dump_after = NULL, *dump_dir = "galvc-dumps";
-  int verify_each = 0, stats = 0, quiet = 0, train = 0;
+  const char *model = NULL, *out = NULL, *emit = NULL, *target = "cpu", *dump_after = NULL, *dump_dir = "galvc-dumps";
+  int verify_each = 0, stats = 0, quiet = 0, train = 0, build = 1;
   int64_t gpus = 1;
   gv_import_options opt = {.batch = 1, .seq = 128, .load_weights = true};
   gv_input_shape shapes[64];
@@ -194,6 +239,10 @@ int main(int argc, char **argv) {
       nshapes++;
     } else if (TAKES("--emit")) {
       emit = val;
+    } else if (TAKES("--target")) {
+      target = val;
+    } else if (strcmp(a, "--no-build") == 0) {
+      build = 0;
     } else if (TAKES("-o")) {
       out = val;
     } else if (TAKES("--dump-ir-after")) {
@@ -245,8 +294,18 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  if (strcmp(emit, "ir") != 0) {
-    gv_error_plain("--emit=%s: unknown output kind (known: ir)", emit);
+  if (emit && strcmp(emit, "ir") != 0 && strcmp(emit, "program") != 0) {
+    gv_error_plain("--emit=%s: unknown output kind (known: ir, program)", emit);
+    return 2;
+  }
+  if (strcmp(target, "cpu") != 0) {
+    gv_error_plain("--target %s: unknown target (known: cpu)", target);
+    return 2;
+  }
+  /* A directory output gets the program (unless --emit=ir); anything else the IR. */
+  bool program = emit ? strcmp(emit, "program") == 0 : out && is_dir_arg(out);
+  if (program && (!out || !is_dir_arg(out))) {
+    gv_error_plain("--emit=program writes a directory: give -o DIR/");
     return 2;
   }
   if (dump_after && strcmp(dump_after, "all") != 0 && strcmp(dump_after, "import") != 0 &&
@@ -287,7 +346,10 @@ int main(int argc, char **argv) {
   }
   (void)dumpn;
   if (!rc && gv_verify(m)) rc = 1;
-  if (!rc) {
+  if (!rc && program) {
+    rc = emit_program(m, out, quiet);
+    if (!rc && build) rc = build_program(out, quiet);
+  } else if (!rc) {
     if (!out || strcmp(out, "-") == 0) {
       gv_print_module(m, stdout);
     } else {

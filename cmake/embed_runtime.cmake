@@ -1,0 +1,21 @@
+# embed_runtime.cmake — run as `cmake -DOUT=file.c -DSRC_DIR=dir -P embed_runtime.cmake`:
+# writes a C file holding every runtime/*.c and *.h as a byte array, so that
+# galvc can copy the runtime into an output directory from anywhere.
+file(GLOB files RELATIVE ${SRC_DIR} ${SRC_DIR}/*.c ${SRC_DIR}/*.h)
+list(SORT files)
+set(body "/* Generated from runtime/ by cmake/embed_runtime.cmake. Do not edit. */\n#include \"codegen/codegen.h\"\n\n")
+set(table "")
+set(i 0)
+foreach(f ${files})
+  file(READ ${SRC_DIR}/${f} hex HEX)
+  string(LENGTH "${hex}" hl)
+  math(EXPR len "${hl} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(REGEX REPLACE "((0x[0-9a-f][0-9a-f],){24})" "\\1\n" bytes "${bytes}")
+  string(APPEND body "static const unsigned char f${i}[] = {\n${bytes}0};\n")
+  string(APPEND table "  {\"${f}\", f${i}, ${len}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "\nconst gv_embedded_file gv_runtime_files[] = {\n${table}};\nconst int gv_nruntime_files = ${i};\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -1,0 +1,30 @@
+/* codegen.h — code generation entry points, one per target. An emitter reads
+ * only the device-program form of the IR (docs/device-program.md: every op
+ * one kernel call in schedule order, galv.fused loops, a galv.arena memory
+ * plan) and writes a self-contained directory. Emitters never rewrite the IR
+ * and never run passes: a module without a memory plan is an error. */
+#ifndef GALV_CODEGEN_H
+#define GALV_CODEGEN_H
+
+#include "../ir/ir.h"
+
+typedef struct {
+  bool quiet;      /* no progress lines on stderr */
+  int nkernels;    /* out: kernel calls in the generated run function */
+} gv_emit_options;
+
+/* CPU target (codegen/cpu/): writes OUTDIR/program.c, weights.bin, Makefile
+ * and runtime/ (the runtime sources embedded in galvc). Returns 0, or -1
+ * after reporting one error line. */
+int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o);
+
+/* The runtime sources embedded at build time (generated runtime_sources.c). */
+typedef struct {
+  const char *name;          /* file name inside runtime/, e.g. "kernels.c" */
+  const unsigned char *data;
+  size_t len;
+} gv_embedded_file;
+extern const gv_embedded_file gv_runtime_files[];
+extern const int gv_nruntime_files;
+
+#endif

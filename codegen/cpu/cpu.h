@@ -1,0 +1,32 @@
+/* cpu.h — shared declarations of the CPU emitter's files (codegen/cpu/):
+ * emit.c walks the device program and writes program.c; loops.c writes the
+ * elementwise loop functions (galv.fused ops and lone elementwise ops);
+ * files.c writes weights.bin, the Makefile and the runtime sources. Private
+ * to codegen/cpu; nothing here may change the IR. */
+#ifndef GALV_CODEGEN_CPU_H
+#define GALV_CODEGEN_CPU_H
+
+#include <stdio.h>
+
+#include "../codegen.h"
+
+/* Writes `static void NAME(const void *p0.., void *q0..)` computing op (a
+ * galv.fused op or one elementwise op) as one loop nest over its iteration
+ * space. Returns 0 or -1 after reporting through gv_error_op. */
+int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op);
+
+/* The runtime dtype constant name (GALV_F32 ...) and C element type;
+ * NULL when the CPU target does not handle the dtype. */
+const char *cg_rt_dtype(gv_dtype t);
+const char *cg_ctype(gv_dtype t);
+
+/* Writes s as a C string literal / as comment text that cannot end the comment. */
+void cg_c_string(FILE *f, const char *s);
+void cg_c_comment(FILE *f, const char *s);
+
+/* files.c */
+int cg_write_file(const char *dir, const char *name, const void *data, size_t len);
+int cg_write_makefile(const char *dir);
+int cg_write_runtime(const char *dir);
+
+#endif

@@ -1,0 +1,202 @@
+/* main.c — the entry point of generated CPU programs:
+ *
+ *   ./program --input NAME=FILE ... [-o OUTDIR] [--iters N] [--warmup N]
+ *             [--threads N] [--weights FILE]
+ *
+ * Maps weights.bin (default: next to the executable), reads and checks every
+ * input against the generated table (name, dtype, shape), runs the program
+ * warmup + iters times, prints per-iteration timing and the arena size with
+ * its measured high-water mark, and writes each output as OUTDIR/NAME.npy.
+ * Every error is one line on stderr and exit status 1; it never crashes on
+ * bad input. It knows nothing of the model beyond program.c's tables. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "galv_rt.h"
+
+void openblas_set_num_threads(int n);
+
+/* The arena is filled with this byte before the first run; the high-water
+ * mark is the highest byte that no longer holds it afterwards. */
+#define FILL 0xA5
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static long pos_int(const char *opt, const char *s, long min) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || v < min) galv_fatal("%s expects an integer >= %ld, got '%s'", opt, min, s);
+  return v;
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: %s --input NAME=FILE ... [-o OUTDIR] [--iters N] [--warmup N] [--threads N] [--weights FILE]\n"
+             "  --input NAME=FILE  graph input NAME from FILE (.npy, or .pb = ONNX TensorProto); every input needed\n"
+             "  -o OUTDIR          write each graph output as OUTDIR/NAME.npy\n"
+             "  --iters N          timed runs (default 1); --warmup N untimed runs first (default 0)\n"
+             "  --threads N        BLAS threads (default: OpenBLAS's own choice)\n"
+             "  --weights FILE     weights file (default: weights.bin next to the program)\n"
+             "inputs:\n", galv_progname);
+  for (int i = 0; i < galv_ninputs; i++) {
+    fprintf(f, "  %s: tensor<", galv_inputs[i].name);
+    for (int d = 0; d < galv_inputs[i].rank; d++) fprintf(f, "%lldx", (long long)galv_inputs[i].dims[d]);
+    fprintf(f, "%s>\n", galv_dtype_name(galv_inputs[i].dtype));
+  }
+}
+
+static void shape_str(char *b, size_t n, int rank, const int64_t *dims) {
+  size_t k = 0;
+  b[0] = 0;
+  if (rank == 0) snprintf(b, n, "scalar");
+  for (int d = 0; d < rank && k < n; d++) k += (size_t)snprintf(b + k, n - k, d ? "x%lld" : "%lld", (long long)dims[d]);
+}
+
+int main(int argc, char **argv) {
+  const char *slash = strrchr(argv[0], '/');
+  galv_progname = slash ? slash + 1 : argv[0];
+  const char *outdir = NULL, *wpath = NULL;
+  long iters = 1, warmup = 0, threads = 0;
+  enum { MAXIN = 256 };
+  const char *names[MAXIN], *files[MAXIN];
+  int nin = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--input") && v) {
+      const char *eq = strchr(v, '=');
+      if (!eq || eq == v) galv_fatal("--input expects NAME=FILE, got '%s'", v);
+      if (nin == MAXIN) galv_fatal("too many --input options");
+      names[nin] = strndup(v, (size_t)(eq - v));
+      files[nin++] = eq + 1;
+      i++;
+    } else if (!strcmp(a, "-o") && v) outdir = v, i++;
+    else if (!strcmp(a, "--weights") && v) wpath = v, i++;
+    else if (!strcmp(a, "--iters") && v) iters = pos_int(a, v, 1), i++;
+    else if (!strcmp(a, "--warmup") && v) warmup = pos_int(a, v, 0), i++;
+    else if (!strcmp(a, "--threads") && v) threads = pos_int(a, v, 1), i++;
+    else galv_fatal("unknown or incomplete option '%s' (see --help)", a);
+  }
+  if (threads > 0) openblas_set_num_threads((int)threads);
+
+  /* weights: next to the executable unless --weights */
+  char wbuf[PATH_MAX];
+  if (!wpath) {
+    ssize_t n = readlink("/proc/self/exe", wbuf, sizeof wbuf - 16);
+    if (n <= 0) galv_fatal("cannot locate the program's directory; pass --weights FILE");
+    wbuf[n] = 0;
+    char *s = strrchr(wbuf, '/');
+    strcpy(s ? s + 1 : wbuf, "weights.bin");
+    wpath = wbuf;
+  }
+  size_t wlen = 0;
+  const char *weights = galv_map_weights(wpath, galv_weights_bytes, &wlen);
+
+  /* inputs: every --input names a graph input; every graph input is given */
+  galv_tensor *in = calloc((size_t)galv_ninputs + 1, sizeof *in);
+  if (!in) galv_fatal("out of memory");
+  for (int j = 0; j < nin; j++) {
+    int i = 0;
+    while (i < galv_ninputs && strcmp(galv_inputs[i].name, names[j])) i++;
+    if (i == galv_ninputs) galv_fatal("--input %s: the program has no input named '%s' (see --help)", names[j], names[j]);
+    for (int k = 0; k < j; k++)
+      if (!strcmp(names[k], names[j])) galv_fatal("--input %s given twice", names[j]);
+  }
+  for (int i = 0; i < galv_ninputs; i++) {
+    const galv_io *d = &galv_inputs[i];
+    int j = 0;
+    while (j < nin && strcmp(names[j], d->name)) j++;
+    if (j == nin) galv_fatal("input '%s' not given (use --input %s=FILE.npy or FILE.pb)", d->name, d->name);
+    char err[512];
+    if (galv_read_tensor(files[j], &in[i], err, sizeof err)) galv_fatal("%s: input '%s': %s", files[j], d->name, err);
+    char a[160], b[160];
+    if (in[i].dtype != d->dtype)
+      galv_fatal("%s: input '%s' has dtype %s, the program expects %s", files[j], d->name, galv_dtype_name(in[i].dtype),
+                 galv_dtype_name(d->dtype));
+    int same = in[i].rank == d->rank;
+    for (int k = 0; same && k < d->rank; k++) same = in[i].dims[k] == d->dims[k];
+    if (!same) {
+      shape_str(a, sizeof a, in[i].rank, in[i].dims);
+      shape_str(b, sizeof b, d->rank, d->dims);
+      galv_fatal("%s: input '%s' has shape %s, the program expects %s (recompile with galvc for other shapes)",
+                 files[j], d->name, a, b);
+    }
+    if ((int64_t)in[i].nbytes != d->nbytes) galv_fatal("%s: input '%s': size mismatch", files[j], d->name);
+  }
+
+  /* arena: 64-byte aligned, filled for the high-water measurement */
+  size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
+  char *arena = aligned_alloc(64, (abytes + 63) / 64 * 64);
+  if (!arena) galv_fatal("cannot allocate the %lld-byte arena", (long long)galv_arena_bytes);
+  memset(arena, FILL, abytes);
+  GALV_POISON(arena, abytes);
+
+  double sum = 0, min = 0;
+  int64_t high = -1;
+  for (long it = 0; it < warmup + iters; it++) {
+    for (int i = 0; i < galv_ninputs; i++) {
+      GALV_UNPOISON(arena + galv_inputs[i].offset, galv_inputs[i].nbytes);
+      memcpy(arena + galv_inputs[i].offset, in[i].data, in[i].nbytes);
+    }
+    double t0 = now_ms();
+    galv_program_run(arena, weights);
+    double t = now_ms() - t0;
+    if (high < 0) {
+      GALV_UNPOISON(arena, abytes);
+      high = 0;
+      for (int64_t k = (int64_t)galv_arena_bytes - 1; k >= 0; k--)
+        if ((unsigned char)arena[k] != FILL) {
+          high = k + 1;
+          break;
+        }
+      /* outputs stay readable; everything else is dead between runs */
+      GALV_POISON(arena, abytes);
+      for (int o = 0; o < galv_noutputs; o++)
+        if (!galv_outputs[o].in_weights) GALV_UNPOISON(arena + galv_outputs[o].offset, galv_outputs[o].nbytes);
+    }
+    if (it < warmup) continue;
+    sum += t;
+    if (it == warmup || t < min) min = t;
+  }
+  printf("%s: %d kernels, %ld iterations: mean %.3f ms, min %.3f ms\n", galv_progname, galv_nkernels, iters,
+         sum / (double)iters, min);
+  printf("%s: arena %lld bytes, high-water %lld bytes (measured: highest byte written in the first run; plan: %lld)\n",
+         galv_progname, (long long)galv_arena_bytes, (long long)high, (long long)galv_plan_high_water);
+
+  for (int o = 0; o < galv_noutputs; o++) {
+    const galv_io *d = &galv_outputs[o];
+    const char *p = d->in_weights ? weights + d->offset : arena + d->offset;
+    char sh[160];
+    shape_str(sh, sizeof sh, d->rank, d->dims);
+    printf("%s: output '%s' %s %s\n", galv_progname, d->name, sh, galv_dtype_name(d->dtype));
+    if (!outdir) continue;
+    struct stat st;
+    if (stat(outdir, &st) != 0 && mkdir(outdir, 0777) != 0)
+      galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
+    char fn[256], path[PATH_MAX + 300], err[512];
+    snprintf(fn, sizeof fn, "%s", d->name);
+    for (char *c = fn; *c; c++)
+      if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
+    snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
+    if (galv_write_npy(path, d, p, err, sizeof err)) galv_fatal("%s: %s", path, err);
+  }
+  for (int i = 0; i < galv_ninputs; i++) free(in[i].data);
+  for (int j = 0; j < nin; j++) free((char *)names[j]);
+  free(in);
+  GALV_UNPOISON(arena, abytes);
+  free(arena);
+  return 0;
+}
