@@ -1,0 +1,143 @@
+"""torch_train.py — the torch side of tests/train_torch.sh: a small ONNX
+interpreter in torch (the ops the example GPT-2 / Llama models use) over the
+graph dumped by onnx_dump.py; every float initializer is a parameter.
+Runs STEPS steps of cross-entropy (ignore_index -100) + torch.optim.AdamW
+(or SGD) on one batch and prints 'step I loss X'; writes the final params
+as OUT/NAME.npy. Runs with Debian's python3 (torch 1.13, no onnx).
+usage: torch_train.py DUMPDIR IDS.npy LABELS.npy STEPS OUTDIR [adamw|sgd LR WD B1 B2 EPS MOMENTUM]"""
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+torch.set_default_dtype(torch.float32)
+DT = {"float32": torch.float32, "int64": torch.int64, "bool": torch.bool, "int32": torch.int32}
+ONNX_DT = {1: torch.float32, 7: torch.int64, 9: torch.bool, 6: torch.int32, 11: torch.float64}
+
+
+def ints(t):
+    return [int(v) for v in t.reshape(-1).tolist()]
+
+
+def run(graph, env):
+    for n in graph["nodes"]:
+        op, a = n["op"], n["attrs"]
+        x = [env[i] if i else None for i in n["inputs"]]
+        if op == "Constant":
+            v = a["value"]
+            y = torch.tensor(v["tensor"], dtype=DT[v["dtype"]]).reshape(v["shape"])
+        elif op == "ConstantOfShape":
+            v = a.get("value", {"tensor": [0.0], "dtype": "float32", "shape": [1]})
+            y = torch.full(ints(x[0]), v["tensor"][0], dtype=DT[v["dtype"]])
+        elif op == "Shape":
+            y = torch.tensor(list(x[0].shape), dtype=torch.int64)
+        elif op == "Range":
+            y = torch.arange(int(x[0]), int(x[1]), int(x[2]), dtype=torch.int64)
+        elif op == "Unsqueeze":
+            y = x[0]
+            for ax in sorted(ints(x[1]) if len(x) > 1 else a["axes"]):
+                y = y.unsqueeze(ax if ax >= 0 else ax + y.dim() + 1)
+        elif op == "Squeeze":
+            y = x[0]
+            for ax in sorted(ints(x[1]) if len(x) > 1 else a["axes"], reverse=True):
+                y = y.squeeze(ax)
+        elif op == "Gather":
+            y = torch.index_select(x[0], a.get("axis", 0), x[1].reshape(-1)).reshape(
+                list(x[0].shape[:a.get("axis", 0)]) + list(x[1].shape) + list(x[0].shape[a.get("axis", 0) + 1:]))
+        elif op in ("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "LessOrEqual", "Greater"):
+            f = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div, "Pow": torch.pow,
+                 "Equal": torch.eq, "Less": torch.lt, "LessOrEqual": torch.le, "Greater": torch.gt}[op]
+            y = f(x[0], x[1])
+        elif op == "Trilu":
+            k = int(x[1]) if len(x) > 1 and x[1] is not None else 0
+            y = torch.triu(x[0], k) if a.get("upper", 1) else torch.tril(x[0], k)
+        elif op == "Where":
+            y = torch.where(x[0], x[1], x[2])
+        elif op == "Concat":
+            y = torch.cat(x, a["axis"])
+        elif op == "Slice":
+            st, en = ints(x[1]), ints(x[2])
+            axes = ints(x[3]) if len(x) > 3 and x[3] is not None else list(range(len(st)))
+            steps = ints(x[4]) if len(x) > 4 and x[4] is not None else [1] * len(st)
+            idx = [slice(None)] * x[0].dim()
+            for s, e, ax, sp in zip(st, en, axes, steps):
+                assert sp == 1
+                d = x[0].shape[ax]
+                s = max(0, min(d, s + d if s < 0 else s))
+                e = max(0, min(d, e + d if e < 0 else e))
+                idx[ax] = slice(s, e)
+            y = x[0][tuple(idx)]
+        elif op == "Reshape":
+            shp = ints(x[1])
+            shp = [x[0].shape[i] if v == 0 else v for i, v in enumerate(shp)]
+            y = x[0].reshape(shp)
+        elif op == "Expand":
+            shp = ints(x[1])
+            r = max(len(shp), x[0].dim())
+            xs = [1] * (r - x[0].dim()) + list(x[0].shape)
+            shp = [1] * (r - len(shp)) + shp
+            y = x[0].reshape(xs).expand([max(p, q) for p, q in zip(xs, shp)])
+        elif op in ("ReduceMean", "ReduceSum"):
+            axes = ints(x[1]) if len(x) > 1 and x[1] is not None else a.get("axes")
+            f = torch.mean if op == "ReduceMean" else torch.sum
+            y = f(x[0], dim=axes, keepdim=bool(a.get("keepdims", 1))) if axes else f(x[0])
+        elif op in ("Sqrt", "Tanh", "Cos", "Sin", "Neg", "Sigmoid", "Reciprocal", "Exp", "Erf", "Relu", "Log"):
+            y = getattr(torch, op.lower())(x[0])
+        elif op == "MatMul":
+            y = torch.matmul(x[0], x[1])
+        elif op == "Split":
+            y = torch.split(x[0], ints(x[1]) if len(x) > 1 else a["split"], a.get("axis", 0))
+        elif op == "Transpose":
+            y = x[0].permute(a["perm"])
+        elif op == "Softmax":
+            y = torch.softmax(x[0], a.get("axis", -1))
+        elif op == "Cast":
+            y = x[0].to(ONNX_DT[a["to"]])
+        elif op == "CumSum":
+            y = torch.cumsum(x[0], int(x[1]))
+        else:
+            raise SystemExit("torch_train: op %s not supported" % op)
+        outs = y if isinstance(y, (tuple, list)) else [y]
+        for name, v in zip(n["outputs"], outs):
+            env[name] = v
+    return env[graph["outputs"][0]]
+
+
+def main():
+    d, ids, labels, steps, out = sys.argv[1:6]
+    opt = (sys.argv[6:] + ["adamw", "1e-3", "0.01", "0.9", "0.999", "1e-8", "0"])[:7]
+    g = json.load(open(os.path.join(d, "graph.json")))
+    params, consts = {}, {}
+    for it in g["initializers"]:
+        a = np.load(os.path.join(d, it["file"]))
+        if a.dtype == np.float32 and a.ndim > 0 and a.size > 1:
+            params[it["name"]] = torch.nn.Parameter(torch.from_numpy(a.copy()))
+        else:
+            consts[it["name"]] = torch.from_numpy(np.array(a))
+    lr, wd, b1, b2, eps, mom = map(float, opt[1:])
+    plist = list(params.values())
+    if opt[0] == "adamw":
+        o = torch.optim.AdamW(plist, lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd, foreach=False)
+    else:
+        o = torch.optim.SGD(plist, lr=lr, momentum=mom, weight_decay=wd, foreach=False)
+    ids_t = torch.from_numpy(np.load(ids))
+    lab = torch.from_numpy(np.load(labels))
+    for s in range(int(steps)):
+        env = dict(consts)
+        env.update(params)
+        env[g["inputs"][0]] = ids_t
+        logits = run(g, env)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab.reshape(-1), ignore_index=-100)
+        o.zero_grad()
+        loss.backward()
+        o.step()
+        print("step %d loss %.9g" % (s, loss.item()))
+    os.makedirs(out, exist_ok=True)
+    for k, p in params.items():
+        np.save(os.path.join(out, k + ".npy"), p.detach().numpy())
+
+
+if __name__ == "__main__":
+    main()
