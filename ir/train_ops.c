@@ -220,13 +220,14 @@ static int ce_check(gv_module *m, gv_op *op) {
   return 0;
 }
 
-/* cross_entropy(logits [.., C], labels [..]) {ignore_index}: f32 scalar, the
- * mean of -log_softmax(logits)[label] over rows whose label is not
- * ignore_index (0 when every row is ignored, as torch gives NaN there). */
+/* cross_entropy(logits [.., C], labels [..]) {ignore_index}: a scalar of the
+ * logits' dtype, the mean of -log_softmax(logits)[label] over rows whose
+ * label is not ignore_index (0 when every row is ignored; torch: NaN). */
 int gv_infer_cross_entropy(gv_module *m, gv_op *op, const gv_tensor *const *values) {
   (void)values;
   if (ce_check(m, op)) return -1;
-  return set_res(m, op, gv_type_make(GV_DT_F32, 0, NULL));
+  gv_dtype dt = ot(op, 0)->dtype;
+  return set_res(m, op, gv_type_make(dt == GV_DT_UNKNOWN ? GV_DT_F32 : dt, 0, NULL));
 }
 
 /* cross_entropy_grad(dloss, logits, labels): d loss / d logits. */
