@@ -63,8 +63,12 @@ void galv_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noret
 /* ---- scalar helpers used by generated elementwise loops (ir/eval.c semantics) */
 #include <math.h>
 static inline float galv_gelu_f32(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+/* tanh(u) = 1 - 2 / (1 + e^2u) with u clamped to +-9 (tanhf(9) rounds to 1):
+ * one expf, no slow libm overflow path; within 2 ulp of 1 + tanhf(u). */
 static inline float galv_gelu_tanh_f32(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  u = u > 9.0f ? 9.0f : u < -9.0f ? -9.0f : u;
+  return 0.5f * x * (2.0f - 2.0f / (1.0f + expf(2.0f * u)));
 }
 static inline double galv_gelu_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }
 static inline double galv_gelu_tanh_f64(double x) {

@@ -195,7 +195,8 @@ void galv_softmax_f32(float *y, const float *x, int64_t outer, int64_t L, int64_
         for (int64_t l = 0; l < L; l++) py[l * inner] = (float)((double)px[l * inner] - mx - ls);
       } else {
         for (int64_t l = 0; l < L; l++) {
-          float e = expf(px[l * inner] - mx);
+          /* below -104 expf is 0; skipping it avoids libm's slow underflow path */
+          float dx = px[l * inner] - mx, e = dx < -104.0f ? 0.0f : expf(dx);
           py[l * inner] = e;
           sum += e;
         }
