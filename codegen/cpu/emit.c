@@ -290,12 +290,17 @@ static int emit_kernel(emitter *e, const gv_op *op) {
   }
   case GV_OP_TRILU: {
     int64_t k = gv_get_int(op, "k", 0);
-    if (op->nopnds > 1 && const_int(op->opnds[1], &k))
-      return gv_error_op(m, op, "cpu codegen: trilu k is not a compile-time constant");
+    char ks[96];
+    snprintf(ks, sizeof ks, "%lld", (long long)k);
+    if (op->nopnds > 1 && const_int(op->opnds[1], &k) == 0) snprintf(ks, sizeof ks, "%lld", (long long)k);
+    else if (op->nopnds > 1) { /* k known at run time only: read the i64 scalar */
+      if (op->opnds[1]->type.dtype != GV_DT_I64) return gv_error_op(m, op, "cpu codegen: trilu k must be i64");
+      snprintf(ks, sizeof ks, "*(const int64_t *)%s", p[1]);
+    }
     if (x->rank < 2) return gv_error_op(m, op, "cpu codegen: trilu needs rank >= 2");
-    fprintf(f, "  galv_trilu(%s, %s, %zu, %lld, %lld, %lld, %lld, %d);\n", p[op->nopnds], p[0], es,
+    fprintf(f, "  galv_trilu(%s, %s, %zu, %lld, %lld, %lld, %s, %d);\n", p[op->nopnds], p[0], es,
             (long long)prod(x->dims, 0, x->rank - 2), (long long)x->dims[x->rank - 2], (long long)x->dims[x->rank - 1],
-            (long long)k, gv_get_int(op, "upper", 1) != 0);
+            ks, gv_get_int(op, "upper", 1) != 0);
     return 0;
   }
   case GV_OP_CUMSUM:
