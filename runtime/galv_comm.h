@@ -1,0 +1,63 @@
+/* galv_comm.h — the communicator interface of generated programs.
+ *
+ * NCCL's shape from the start (see ../shared/ARCHITECTURE.md, Targets):
+ * every call is non-blocking and ordered on a queue (a CUDA stream on the
+ * GPU, a FIFO of pending requests on the CPU); buffers are device pointers
+ * (host pointers on the CPU target); send/recv can be grouped; one
+ * sub-communicator per mesh-axis group. The MPI backend (runtime/comm_mpi.c)
+ * implements it for the CPU target; the NCCL backend will implement the same
+ * header. Nothing here blocks except galv_queue_sync.
+ *
+ * Every call counts the bytes it moves per rank (what one rank sends) so
+ * that tests can compare the runtime's count with the planner's prediction.
+ */
+#ifndef GALV_COMM_H
+#define GALV_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct galv_comm galv_comm;   /* a group of ranks (a mesh-axis group) */
+typedef struct galv_queue galv_queue; /* ordering of communication calls */
+
+typedef enum { GALV_RED_SUM, GALV_RED_MAX } galv_redop;
+
+/* World setup: called once by main; rank/size from the launcher (MPI). */
+int galv_comm_world_init(int *argc, char ***argv, int *rank, int *size);
+void galv_comm_world_finalize(void);
+/* The group of ranks that share every mesh coordinate except those on the
+ * given axes. mesh_shape has nmesh dims (row-major rank numbering); axes is
+ * a bit mask over mesh dims. Collective across the world: every rank calls
+ * it with the same arguments, in the same order. */
+galv_comm *galv_comm_group(const int64_t *mesh_shape, int nmesh, unsigned axes_mask);
+int galv_comm_rank(const galv_comm *c);
+int galv_comm_size(const galv_comm *c);
+
+galv_queue *galv_queue_new(void);
+void galv_queue_sync(galv_queue *q); /* waits for every call queued so far */
+void galv_queue_free(galv_queue *q);
+
+/* dtype: the runtime's GALV_F32... codes (galv_rt.h). count: elements. */
+void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_redop op,
+                     galv_queue *q);
+/* recv holds size * count elements, rank-ordered along the leading extent. */
+void galv_all_gather(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q);
+/* send holds size * count elements; recv gets this rank's reduced chunk. */
+void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_redop op,
+                         galv_queue *q);
+/* send/recv hold size chunks of count elements; chunk j goes to rank j. */
+void galv_all_to_all(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q);
+/* Point to point; between group_start/end calls they form one group that
+ * cannot deadlock on ordering. */
+void galv_group_start(void);
+void galv_group_end(void);
+void galv_send(galv_comm *c, int peer, const void *buf, size_t count, int dtype, galv_queue *q);
+void galv_recv(galv_comm *c, int peer, void *buf, size_t count, int dtype, galv_queue *q);
+
+/* Bytes this rank has sent, per collective kind, since the start. */
+typedef struct {
+  uint64_t all_reduce, all_gather, reduce_scatter, all_to_all, send;
+} galv_comm_bytes;
+galv_comm_bytes galv_comm_counters(void);
+
+#endif
