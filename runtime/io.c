@@ -22,12 +22,15 @@ const char *galv_progname = "program";
 
 void galv_fatal(const char *fmt, ...) {
   fflush(stdout);
-  fprintf(stderr, "%s: error: ", galv_progname);
+  /* one write, so that the lines of several ranks do not interleave */
+  char line[2048];
+  int k = snprintf(line, sizeof line, "%s: error: ", galv_progname);
   va_list ap;
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  if (k >= 0 && k < (int)sizeof line) vsnprintf(line + k, sizeof line - (size_t)k, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  line[sizeof line - 2] = 0;
+  fprintf(stderr, "%s\n", line);
   exit(1);
 }
 

@@ -1,0 +1,381 @@
+/* comm_mpi.c — the MPI backend of galv_comm.h (CPU target, programs that
+ * communicate; the generated Makefile builds them with mpicc).
+ *
+ * Every call is non-blocking: it posts an MPI_I* request on the queue and
+ * returns. galv_queue_sync waits for every request of the queue. Queue order
+ * is kept as a stream would keep it: a call whose buffers overlap those of
+ * a request still in flight on the same queue (it reads what an earlier call
+ * writes, or writes what an earlier call reads or writes) first waits for
+ * the queue. Ranks issue calls in the same program order (SPMD), so waiting
+ * only ever needs requests that every rank has already posted.
+ *
+ * Sub-communicators: one per (mesh shape, axes mask), made by MPI_Comm_split
+ * with color = the rank's coordinates on the other axes and key = its
+ * coordinates on the masked axes (row-major), cached for the whole run.
+ *
+ * p2p: galv_send/galv_recv between galv_group_start/end are posted together
+ * and cannot deadlock on their order. Outside a group, under
+ * GALV_COMM_SYNC=1 (a test mode), each send is synchronous (MPI_Issend) and
+ * each ungrouped send/recv completes before the call returns, as an
+ * ungrouped NCCL send/recv would on its stream, so an ordering bug fails
+ * (after GALV_COMM_TIMEOUT seconds, default 20 in that mode, with one error
+ * line) instead of passing by MPI's buffering. Without it, sends are MPI_Isend.
+ *
+ * Every MPI call is checked (MPI_CHECK: file:line, rank, MPI's message).
+ * Errors are one line (galv_fatal); an exit before finalize aborts the whole
+ * job (MPI_Abort) so that no rank is left waiting.
+ *
+ * BLAS threads: the node's cores are shared among the ranks on the node
+ * (cores / local ranks, at least 1: one thread per rank when ranks
+ * outnumber cores); the program's --threads overrides it. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "galv_comm.h"
+#include "galv_rt.h"
+
+void openblas_set_num_threads(int n);
+
+static int world_rank = 0, world_size = 1, inited = 0, finalized = 0, sync_mode = 0;
+static double timeout_s = 0;
+static int group_depth = 0;
+static unsigned cur_group = 0, ngroups = 0; /* the open group's id (0: none) */
+static galv_comm_bytes counters;
+
+static void mpi_fail(int err, const char *call, const char *file, int line) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(err, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "MPI error %d", err);
+  msg[len < (int)sizeof msg ? len : (int)sizeof msg - 1] = 0;
+  for (char *c = msg; *c; c++)
+    if (*c == '\n') *c = ' ';
+  galv_fatal("%s:%d: rank %d: %s failed: %s", file, line, world_rank, call, msg);
+}
+#define MPI_CHECK(call)                                                                                              \
+  do {                                                                                                               \
+    int e_ = (call);                                                                                                 \
+    if (e_ != MPI_SUCCESS) mpi_fail(e_, #call, __FILE__, __LINE__);                                                  \
+  } while (0)
+
+struct galv_comm {
+  MPI_Comm comm;
+  int rank, size;
+  int nmesh;
+  unsigned mask;
+  int64_t shape[8];
+  struct galv_comm *next;
+};
+static galv_comm *groups; /* the cache */
+
+typedef struct {
+  const char *s; /* bytes the request reads */
+  size_t sn;
+  const char *r; /* bytes it writes */
+  size_t rn;
+  unsigned group; /* the galv_group_start/end it was posted in; 0: none */
+} span;
+
+struct galv_queue {
+  MPI_Request *req;
+  span *sp;
+  int n, cap;
+};
+
+static void on_exit_abort(void) {
+  /* galv_fatal (or any exit) before galv_comm_world_finalize: take the job down */
+  if (inited && !finalized) {
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int galv_comm_world_init(int *argc, char ***argv, int *rank, int *size) {
+  if (inited) {
+    *rank = world_rank, *size = world_size;
+    return 0;
+  }
+  int rc = MPI_Init(argc, argv);
+  if (rc != MPI_SUCCESS) galv_fatal("MPI_Init failed (run the program with mpirun or out/launch)");
+  inited = 1;
+  atexit(on_exit_abort);
+  MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+  const char *s = getenv("GALV_COMM_SYNC");
+  sync_mode = s && *s && strcmp(s, "0") != 0;
+  const char *t = getenv("GALV_COMM_TIMEOUT");
+  timeout_s = t && *t ? atof(t) : sync_mode ? 20.0 : 0.0;
+  /* BLAS threads: share the node's cores among the ranks on it */
+  MPI_Comm node;
+  int local = 1;
+  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node));
+  MPI_CHECK(MPI_Comm_size(node, &local));
+  MPI_CHECK(MPI_Comm_free(&node));
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (local > 1) {
+    long th = cores > 0 ? cores / local : 1;
+    openblas_set_num_threads(th < 1 ? 1 : (int)th);
+  }
+  *rank = world_rank, *size = world_size;
+  return 0;
+}
+
+void galv_comm_world_finalize(void) {
+  if (!inited || finalized) return;
+  while (groups) {
+    galv_comm *c = groups;
+    groups = c->next;
+    MPI_CHECK(MPI_Comm_free(&c->comm));
+    free(c);
+  }
+  finalized = 1;
+  MPI_Finalize();
+}
+
+galv_comm *galv_comm_group(const int64_t *mesh_shape, int nmesh, unsigned axes_mask) {
+  if (!inited) galv_fatal("galv_comm_group before galv_comm_world_init");
+  if (nmesh < 0 || nmesh > 8) galv_fatal("galv_comm_group: a mesh has 0 to 8 axes, got %d", nmesh);
+  int64_t n = 1;
+  char sh[160] = "";
+  for (int d = 0, k = 0; d < nmesh; d++) {
+    if (mesh_shape[d] < 1) galv_fatal("galv_comm_group: mesh axis %d has size %lld", d, (long long)mesh_shape[d]);
+    n *= mesh_shape[d];
+    k += snprintf(sh + k, sizeof sh - (size_t)k, d ? "x%lld" : "%lld", (long long)mesh_shape[d]);
+    if (k >= (int)sizeof sh) k = (int)sizeof sh - 1;
+  }
+  if (axes_mask >> nmesh) galv_fatal("galv_comm_group: axes mask 0x%x names an axis beyond the %d-axis mesh", axes_mask, nmesh);
+  if (n != world_size)
+    galv_fatal("the program was partitioned for a mesh of %lld ranks (%s), but %d were started (use out/launch or "
+               "mpirun -np %lld)", (long long)n, nmesh ? sh : "scalar", world_size, (long long)n);
+  for (galv_comm *c = groups; c; c = c->next)
+    if (c->nmesh == nmesh && c->mask == axes_mask && !memcmp(c->shape, mesh_shape, sizeof(int64_t) * (size_t)nmesh))
+      return c;
+  /* coordinates of this rank (row-major); color over the other axes, key over the masked ones */
+  int64_t coord[8], r = world_rank;
+  for (int d = nmesh - 1; d >= 0; d--) coord[d] = r % mesh_shape[d], r /= mesh_shape[d];
+  int64_t color = 0, key = 0;
+  for (int d = 0; d < nmesh; d++) {
+    if (axes_mask >> d & 1) key = key * mesh_shape[d] + coord[d];
+    else color = color * mesh_shape[d] + coord[d];
+  }
+  galv_comm *c = calloc(1, sizeof *c);
+  if (!c) galv_fatal("out of memory");
+  MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, (int)color, (int)key, &c->comm));
+  MPI_CHECK(MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(c->comm, &c->rank));
+  MPI_CHECK(MPI_Comm_size(c->comm, &c->size));
+  c->nmesh = nmesh;
+  c->mask = axes_mask;
+  memcpy(c->shape, mesh_shape, sizeof(int64_t) * (size_t)nmesh);
+  c->next = groups;
+  groups = c;
+  return c;
+}
+
+int galv_comm_rank(const galv_comm *c) { return c->rank; }
+int galv_comm_size(const galv_comm *c) { return c->size; }
+
+galv_queue *galv_queue_new(void) {
+  galv_queue *q = calloc(1, sizeof *q);
+  if (!q) galv_fatal("out of memory");
+  return q;
+}
+
+/* Waits for the first k requests of the queue and drops them. */
+static void wait_prefix(galv_queue *q, int k, const char *what) {
+  if (k <= 0) return;
+  if (timeout_s <= 0) {
+    MPI_CHECK(MPI_Waitall(k, q->req, MPI_STATUSES_IGNORE));
+  } else {
+    double t0 = now_s();
+    for (;;) {
+      int done = 0;
+      MPI_CHECK(MPI_Testall(k, q->req, &done, MPI_STATUSES_IGNORE));
+      if (done) break;
+      if (now_s() - t0 > timeout_s)
+        galv_fatal("rank %d: %s did not complete within %g s (a deadlock: ungrouped send/recv in an order the peers "
+                   "do not match? group them with galv_group_start/end)", world_rank, what, timeout_s);
+      struct timespec ns = {0, 20000};
+      nanosleep(&ns, NULL);
+    }
+  }
+  memmove(q->req, q->req + k, sizeof *q->req * (size_t)(q->n - k));
+  memmove(q->sp, q->sp + k, sizeof *q->sp * (size_t)(q->n - k));
+  q->n -= k;
+}
+
+static void wait_all(galv_queue *q, const char *what) { wait_prefix(q, q->n, what); }
+
+void galv_queue_sync(galv_queue *q) { wait_all(q, "a communication call"); }
+
+void galv_queue_free(galv_queue *q) {
+  if (!q) return;
+  galv_queue_sync(q);
+  free(q->req);
+  free(q->sp);
+  free(q);
+}
+
+static int overlap(const char *a, size_t an, const char *b, size_t bn) {
+  return an && bn && a < b + bn && b < a + an;
+}
+
+/* Keeps queue order: waits for the queue when the new call's buffers overlap
+ * those of a request in flight (read after write, write after read/write).
+ * Inside a group only the requests from before the group are waited for
+ * (the group's own calls run together; overlapping buffers there are an
+ * error). */
+static void order(galv_queue *q, const void *s, size_t sn, const void *r, size_t rn, const char *who) {
+  int conflict = 0, base = q->n;
+  for (int i = 0; i < q->n; i++) {
+    const span *p = &q->sp[i];
+    if (cur_group && p->group == cur_group && base == q->n) base = i;
+    if (overlap(p->r, p->rn, s, sn) || overlap(p->r, p->rn, r, rn) || overlap(p->s, p->sn, r, rn)) {
+      if (cur_group && p->group == cur_group)
+        galv_fatal("%s: its buffers overlap those of another call in the same group", who);
+      conflict = 1;
+    }
+  }
+  if (conflict) wait_prefix(q, base, "a communication call");
+}
+
+static MPI_Request *push(galv_queue *q, const void *s, size_t sn, const void *r, size_t rn) {
+  if (q->n == q->cap) {
+    int cap = q->cap ? 2 * q->cap : 16;
+    MPI_Request *nr = realloc(q->req, sizeof *nr * (size_t)cap);
+    if (nr) q->req = nr;
+    span *ns = realloc(q->sp, sizeof *ns * (size_t)cap);
+    if (ns) q->sp = ns;
+    if (!nr || !ns) galv_fatal("out of memory");
+    q->cap = cap;
+  }
+  q->sp[q->n] = (span){s, sn, r, rn, cur_group};
+  return &q->req[q->n++];
+}
+
+static MPI_Datatype mpi_type(int dtype, int reduce, galv_redop op, const char *who) {
+  switch (dtype) {
+  case GALV_F32: return MPI_FLOAT;
+  case GALV_F64: return MPI_DOUBLE;
+  case GALV_I64: return MPI_INT64_T;
+  case GALV_I32: return MPI_INT32_T;
+  case GALV_I16: return MPI_INT16_T;
+  case GALV_I8: return MPI_INT8_T;
+  case GALV_U8: return MPI_UINT8_T;
+  case GALV_BOOL:
+    if (reduce && op == GALV_RED_SUM) galv_fatal("%s: a sum of i1 values is not supported (use max)", who);
+    return MPI_UINT8_T;
+  case GALV_F16:
+  case GALV_BF16:
+    if (reduce) galv_fatal("%s: reductions over %s are not supported by the MPI backend", who, galv_dtype_name(dtype));
+    return MPI_UINT16_T;
+  default: galv_fatal("%s: unknown dtype code %d", who, dtype);
+  }
+}
+
+static int icount(size_t count, const char *who) {
+  if (count > (size_t)0x7fffffff) galv_fatal("%s: %zu elements exceed MPI's int count", who, count);
+  return (int)count;
+}
+
+static MPI_Op mpi_op(galv_redop op) { return op == GALV_RED_MAX ? MPI_MAX : MPI_SUM; }
+
+void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_redop op,
+                     galv_queue *q) {
+  MPI_Datatype t = mpi_type(dtype, 1, op, "galv_all_reduce");
+  size_t n = count * galv_dtype_size(dtype);
+  counters.all_reduce += 2 * (uint64_t)(c->size - 1) * n / (uint64_t)c->size;
+  if (!count) return;
+  int in_place = send == recv;
+  if (!in_place && overlap(send, n, recv, n)) galv_fatal("galv_all_reduce: send and recv buffers partly overlap");
+  order(q, send, n, recv, n, "galv_all_reduce");
+  MPI_CHECK(MPI_Iallreduce(in_place ? MPI_IN_PLACE : send, recv, icount(count, "galv_all_reduce"), t, mpi_op(op),
+                           c->comm, push(q, send, n, recv, n)));
+}
+
+void galv_all_gather(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
+  MPI_Datatype t = mpi_type(dtype, 0, GALV_RED_SUM, "galv_all_gather");
+  size_t n = count * galv_dtype_size(dtype), full = n * (size_t)c->size;
+  counters.all_gather += (uint64_t)(c->size - 1) * n;
+  if (!count) return;
+  int in_place = (const char *)send == (const char *)recv + (size_t)c->rank * n;
+  if (!in_place && overlap(send, n, recv, full)) galv_fatal("galv_all_gather: send and recv buffers overlap");
+  order(q, send, n, recv, full, "galv_all_gather");
+  MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : send, in_place ? 0 : icount(count, "galv_all_gather"), t, recv,
+                           icount(count, "galv_all_gather"), t, c->comm, push(q, send, n, recv, full)));
+}
+
+void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_redop op,
+                         galv_queue *q) {
+  MPI_Datatype t = mpi_type(dtype, 1, op, "galv_reduce_scatter");
+  size_t n = count * galv_dtype_size(dtype), full = n * (size_t)c->size;
+  counters.reduce_scatter += (uint64_t)(c->size - 1) * n;
+  if (!count) return;
+  if (overlap(send, full, recv, n)) galv_fatal("galv_reduce_scatter: send and recv buffers overlap");
+  order(q, send, full, recv, n, "galv_reduce_scatter");
+  MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, icount(count, "galv_reduce_scatter"), t, mpi_op(op), c->comm,
+                                      push(q, send, full, recv, n)));
+}
+
+void galv_all_to_all(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
+  MPI_Datatype t = mpi_type(dtype, 0, GALV_RED_SUM, "galv_all_to_all");
+  size_t n = count * galv_dtype_size(dtype), full = n * (size_t)c->size;
+  counters.all_to_all += (uint64_t)(c->size - 1) * n;
+  if (!count) return;
+  if (overlap(send, full, recv, full)) galv_fatal("galv_all_to_all: send and recv buffers overlap");
+  order(q, send, full, recv, full, "galv_all_to_all");
+  MPI_CHECK(MPI_Ialltoall(send, icount(count, "galv_all_to_all"), t, recv, icount(count, "galv_all_to_all"), t,
+                          c->comm, push(q, send, full, recv, full)));
+}
+
+void galv_group_start(void) {
+  if (group_depth++ == 0) cur_group = ++ngroups ? ngroups : ++ngroups;
+}
+void galv_group_end(void) {
+  if (group_depth <= 0) galv_fatal("galv_group_end without galv_group_start");
+  if (--group_depth == 0) cur_group = 0;
+}
+
+static void check_peer(galv_comm *c, int peer, const char *who) {
+  if (peer < 0 || peer >= c->size) galv_fatal("%s: peer %d is not in the group of %d ranks", who, peer, c->size);
+}
+
+/* Ungrouped p2p in the test mode completes before the call returns. */
+static void complete_ungrouped(galv_queue *q, const char *what) {
+  if (sync_mode && group_depth == 0) wait_all(q, what);
+}
+
+void galv_send(galv_comm *c, int peer, const void *buf, size_t count, int dtype, galv_queue *q) {
+  MPI_Datatype t = mpi_type(dtype, 0, GALV_RED_SUM, "galv_send");
+  check_peer(c, peer, "galv_send");
+  size_t n = count * galv_dtype_size(dtype);
+  counters.send += n;
+  order(q, buf, n, NULL, 0, "galv_send");
+  if (sync_mode)
+    MPI_CHECK(MPI_Issend(buf, icount(count, "galv_send"), t, peer, 0, c->comm, push(q, buf, n, NULL, 0)));
+  else
+    MPI_CHECK(MPI_Isend(buf, icount(count, "galv_send"), t, peer, 0, c->comm, push(q, buf, n, NULL, 0)));
+  complete_ungrouped(q, "an ungrouped galv_send");
+}
+
+void galv_recv(galv_comm *c, int peer, void *buf, size_t count, int dtype, galv_queue *q) {
+  MPI_Datatype t = mpi_type(dtype, 0, GALV_RED_SUM, "galv_recv");
+  check_peer(c, peer, "galv_recv");
+  size_t n = count * galv_dtype_size(dtype);
+  order(q, NULL, 0, buf, n, "galv_recv");
+  MPI_CHECK(MPI_Irecv(buf, icount(count, "galv_recv"), t, peer, 0, c->comm, push(q, NULL, 0, buf, n)));
+  complete_ungrouped(q, "an ungrouped galv_recv");
+}
+
+galv_comm_bytes galv_comm_counters(void) { return counters; }
