@@ -11,7 +11,7 @@
 /* ---------------------------------------------------------------- op table */
 
 const gv_opinfo gv_ops[GV_OP_COUNT] = {
-#define X(E, nm, mi, ma, nr, fl, inf, ev, gr) [GV_OP_##E] = {nm, mi, ma, nr, fl, inf, ev, gr},
+#define X(E, nm, mi, ma, nr, fl, inf, ev, gr, sh) [GV_OP_##E] = {nm, mi, ma, nr, fl, inf, ev, gr, sh},
 #include "ops.def"
 #undef X
 };
@@ -407,11 +407,17 @@ gv_value *gv_func_add_arg(gv_module *m, gv_func *f, const char *name, gv_type ty
       memcpy(ist, f->arg_is_state, (size_t)n * sizeof *ist);
       f->arg_is_state = ist;
     }
+    if (f->arg_sharding) {
+      const gv_sharding **ash = gv_alloc(m->arena, (size_t)cap * sizeof *ash);
+      memcpy(ash, f->arg_sharding, (size_t)n * sizeof *ash);
+      f->arg_sharding = ash;
+    }
     f->cap_args = cap;
   }
   f->arg_names[n] = gv_strdup(m->arena, name ? name : "");
   f->arg_is_param[n] = is_param;
   if (f->arg_is_state) f->arg_is_state[n] = false;
+  if (f->arg_sharding) f->arg_sharding[n] = NULL;
   gv_value *v = gv_block_add_arg(m, f->body, type);
   v->name = f->arg_names[n];
   return v;

@@ -95,7 +95,31 @@ typedef enum {
   GV_ATTR_TENSOR,   /* dense<...> : tensor<...> */
   GV_ATTR_TYPE,     /* f32 (a dtype) */
   GV_ATTR_UNIT,     /* present, no value (printed as the bare name) */
+  GV_ATTR_SHARDING, /* #galv.sharding<@m, [{"dp"}, {}]> (one) or [#galv.sharding<...>, ...] */
 } gv_attr_kind;
+
+/* ---------------------------------------------------------------- meshes and shardings (docs/sharding.md) */
+
+#define GV_MAX_MESH_AXES 3
+
+/* "galv.mesh"() {axes = #galv.axes<["dp"=2, "tp"=4]>, sym_name = "m"}: ranks
+ * numbered row-major over the axes (the last varies fastest). */
+typedef struct {
+  const char *name;
+  int naxes;
+  const char *axis[GV_MAX_MESH_AXES];
+  int64_t size[GV_MAX_MESH_AXES];
+} gv_mesh;
+
+/* A value's layout on a mesh: per dim the mesh axes (indices) that split it,
+ * major first, in mesh order; partial: bit a set = a pending sum over axis a. */
+typedef struct {
+  const gv_mesh *mesh;
+  int rank;
+  uint8_t naxes[GV_MAX_RANK];
+  uint8_t axes[GV_MAX_RANK][GV_MAX_MESH_AXES];
+  unsigned partial;
+} gv_sharding;
 
 typedef struct {
   const char *name;
@@ -109,13 +133,14 @@ typedef struct {
     struct { int n; const char **v; } strs;
     gv_tensor *t;
     gv_dtype ty;
+    struct { int n; const gv_sharding **v; } sh; /* one per result */
   } u;
 } gv_attr;
 
 /* ---------------------------------------------------------------- ops */
 
 typedef enum {
-#define X(E, name, mi, ma, nr, fl, inf, ev, gr) GV_OP_##E,
+#define X(E, name, mi, ma, nr, fl, inf, ev, gr, sh) GV_OP_##E,
 #include "ops.def"
 #undef X
   GV_OP_COUNT
@@ -152,6 +177,34 @@ typedef int (*gv_eval_fn)(gv_module *m, const gv_op *op, const gv_tensor *const 
 typedef int (*gv_grad_fn)(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds,
                           gv_op *before);
 
+/* Sharding rule (ir/shard_rules.c, as Shardy's OpShardingRule): the op's
+ * dimensions as factors. Every operand and result dim lists the factors it
+ * is made of (major first: a reshape [B,T,H*D] -> [B,T,H,D] gives the H*D
+ * dim the factors H, D); a dim with no factor must stay unsharded (a
+ * normalised axis, a broadcast size-1 dim, a concat axis). A PASS factor
+ * may be split the same way everywhere it occurs; a REDUCE factor
+ * (contracting) split over axes A leaves the result a partial sum over A;
+ * a GATHER factor (the table dim of an embedding gather) split over A gives
+ * a partial sum of masked lookups. linear: a pending sum on the operands
+ * passes through (add/sub with equal partial axes, views, neg, transpose). */
+#define GV_MAX_FACTORS 16
+#define GV_SHARD_MAX_VALUES 8
+#define GV_DIM_FACTORS 4
+enum { GV_FACTOR_PASS = 0, GV_FACTOR_REDUCE = 1, GV_FACTOR_GATHER = 2 };
+typedef struct {
+  int nfactors;
+  int64_t size[GV_MAX_FACTORS];
+  uint8_t kind[GV_MAX_FACTORS];
+  int nvals[2];                         /* [0] operands, [1] results covered */
+  int rank[2][GV_SHARD_MAX_VALUES];
+  uint8_t nf[2][GV_SHARD_MAX_VALUES][GV_MAX_RANK];
+  int8_t f[2][GV_SHARD_MAX_VALUES][GV_MAX_RANK][GV_DIM_FACTORS];
+  bool linear;
+} gv_shard_rule;
+/* Fills r for op (static types needed). Returns 0, or 1 when the op has no
+ * rule (then every operand and result is replicated). */
+typedef int (*gv_shard_fn)(const gv_op *op, gv_shard_rule *r);
+
 typedef struct {
   const char *name;     /* without the "galv." prefix */
   int min_operands, max_operands; /* max -1: variadic */
@@ -160,6 +213,7 @@ typedef struct {
   gv_infer_fn infer;
   gv_eval_fn eval;
   gv_grad_fn grad;      /* gv_grad_none: no gradient flows; gv_grad_missing: no rule */
+  gv_shard_fn shard;    /* gv_shard_none: no rule, replicated */
 } gv_opinfo;
 
 extern const gv_opinfo gv_ops[GV_OP_COUNT];
@@ -212,6 +266,8 @@ typedef struct {
    * replaces for the next step (galv.updates; -1 or NULL = none). */
   bool *arg_is_state;
   int *res_updates;
+  /* Per block arg: its sharding (galv.sharding in arg_attrs); NULL = none. */
+  const gv_sharding **arg_sharding;
   int cap_args;             /* capacity of the per-arg arrays */
 } gv_func;
 
@@ -222,11 +278,34 @@ struct gv_module {
   void *mappings;           /* weight file mappings, unmapped by gv_module_free */
   int nmappings;
   int cap_mappings;
+  gv_mesh **meshes;         /* galv.mesh symbols, printed before the function */
+  int nmeshes;
 };
 
 gv_module *gv_module_new(const char *source);
 void gv_module_free(gv_module *m);
 void gv_module_add_mapping(gv_module *m, void *addr, size_t len);
+
+/* meshes and shardings (ir/sharding.c) */
+/* Adds a mesh (copies names); NULL after reporting a bad or duplicate one. */
+gv_mesh *gv_module_add_mesh(gv_module *m, const char *name, int naxes, const char *const *axes, const int64_t *sizes);
+const gv_mesh *gv_module_mesh(const gv_module *m, const char *name);
+int gv_mesh_axis(const gv_mesh *mesh, const char *name, size_t len); /* -1 when none */
+int64_t gv_mesh_devices(const gv_mesh *mesh);
+gv_sharding *gv_sharding_new(gv_module *m, const gv_mesh *mesh, int rank); /* replicated */
+bool gv_sharding_equal(const gv_sharding *a, const gv_sharding *b);
+bool gv_sharding_is_replicated(const gv_sharding *s); /* no split, no partial */
+int64_t gv_sharding_dim_split(const gv_sharding *s, int d); /* product of the sizes of dim d's axes */
+/* Writes #galv.sharding<@m, [{"dp"}, {}], partial={"tp":sum}> into f (a FILE *). */
+void gv_sharding_print(const gv_sharding *s, void *file);
+/* The sharding of result i from the op's `sharding` attribute, or NULL. */
+const gv_sharding *gv_op_sharding(const gv_op *op, int i);
+/* Sets the `sharding` attribute from one sharding per result (may hold NULLs: then replicated). */
+void gv_set_shardings(gv_module *m, gv_op *op, const gv_sharding *const *sh);
+/* A value's sharding: its op's attribute or its function argument's; NULL = none. */
+const gv_sharding *gv_value_sharding(const gv_module *m, const gv_value *v);
+/* The op table's sharding rule for op (1: none, everything replicated). */
+int gv_shard_rule_of(const gv_op *op, gv_shard_rule *r);
 
 /* builder */
 gv_func *gv_func_new(gv_module *m, const char *name);
@@ -300,10 +379,11 @@ int gv_eval_op(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_ten
 
 /* The table's rule functions (defined in ir/infer.c, ir/eval.c, ir/grad.c and
  * ir/train_ops.c). */
-#define X(E, name, mi, ma, nr, fl, inf, ev, gr)                                               \
+#define X(E, name, mi, ma, nr, fl, inf, ev, gr, sh)                                           \
   int inf(gv_module *m, gv_op *op, const gv_tensor *const *values);                           \
   int ev(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out);         \
-  int gr(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before);
+  int gr(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before); \
+  int sh(const gv_op *op, gv_shard_rule *r);
 #include "ops.def"
 #undef X
 

@@ -593,6 +593,70 @@ static int parse_dense(parser *p, gv_tensor **out) {
   return rc;
 }
 
+/* #galv.sharding<@m, [{"dp"}, {}], partial={"tp":sum}> (docs/sharding.md);
+ * the mesh must be defined above the function. */
+static int parse_sharding(parser *p, const gv_sharding **out) {
+  size_t at = (skip_ws(p), p->pos);
+  if (expect(p, '#') || expect_kw(p, "galv.sharding") || expect(p, '<') || expect(p, '@')) return -1;
+  const char *mn;
+  size_t k = ident(p, &mn);
+  if (!k) return perr(p, p->pos, "expected a mesh name after '@'");
+  char *name = gv_strndup(p->m->arena, mn, k);
+  const gv_mesh *mesh = gv_module_mesh(p->m, name);
+  if (!mesh) {
+    char b[48];
+    return perr(p, at, "sharding on undefined mesh '%s'", snip(mn, k, b, sizeof b));
+  }
+  gv_sharding *sh = gv_sharding_new(p->m, mesh, 0);
+  unsigned used = 0;
+  if (expect(p, ',') || expect(p, '[')) return -1;
+  if (!accept(p, ']')) {
+    do {
+      if (sh->rank >= GV_MAX_RANK) return perr(p, p->pos, "sharding has more than %d dims", GV_MAX_RANK);
+      int d = sh->rank++;
+      if (expect(p, '{')) return -1;
+      if (!accept(p, '}')) {
+        do {
+          size_t aat = (skip_ws(p), p->pos);
+          char *an;
+          size_t al;
+          if (string_lit(p, &an, &al)) return -1;
+          int a = gv_mesh_axis(mesh, an, al);
+          char b[48];
+          if (a < 0) return perr(p, aat, "mesh '%s' has no axis '%s'", mesh->name, snip(an, al, b, sizeof b));
+          if (used & (1u << a)) return perr(p, aat, "mesh axis '%s' used twice in one sharding", mesh->axis[a]);
+          if (sh->naxes[d] && sh->axes[d][sh->naxes[d] - 1] > a)
+            return perr(p, aat, "axes of a dim must be listed in mesh order ('%s')", mesh->axis[a]);
+          used |= 1u << a;
+          sh->axes[d][sh->naxes[d]++] = (uint8_t)a;
+        } while (accept(p, ','));
+        if (expect(p, '}')) return -1;
+      }
+    } while (accept(p, ','));
+    if (expect(p, ']')) return -1;
+  }
+  if (accept(p, ',')) {
+    if (expect_kw(p, "partial") || expect(p, '=') || expect(p, '{')) return -1;
+    do {
+      size_t aat = (skip_ws(p), p->pos);
+      char *an;
+      size_t al;
+      if (string_lit(p, &an, &al)) return -1;
+      int a = gv_mesh_axis(mesh, an, al);
+      char b[48];
+      if (a < 0) return perr(p, aat, "mesh '%s' has no axis '%s'", mesh->name, snip(an, al, b, sizeof b));
+      if (used & (1u << a)) return perr(p, aat, "mesh axis '%s' used twice in one sharding", mesh->axis[a]);
+      used |= 1u << a;
+      sh->partial |= 1u << a;
+      if (expect(p, ':') || expect_kw(p, "sum")) return -1;
+    } while (accept(p, ','));
+    if (expect(p, '}')) return -1;
+  }
+  if (expect(p, '>')) return -1;
+  *out = sh;
+  return 0;
+}
+
 /* One attribute value after '=' (the name is set by the caller). */
 static int parse_attr_value(parser *p, gv_attr *a) {
   int c = peek(p);
@@ -601,8 +665,24 @@ static int parse_attr_value(parser *p, gv_attr *a) {
     a->kind = GV_ATTR_STR;
     return string_lit(p, (char **)&a->u.s, NULL);
   }
+  if (c == '#') {
+    a->kind = GV_ATTR_SHARDING;
+    a->u.sh.n = 1;
+    a->u.sh.v = gv_alloc(p->m->arena, sizeof *a->u.sh.v);
+    return parse_sharding(p, &a->u.sh.v[0]);
+  }
   if (c == '[') {
     p->pos++;
+    if (peek(p) == '#') {
+      a->kind = GV_ATTR_SHARDING;
+      int cap = 0;
+      do {
+        a->u.sh.v = grow(p->m->arena, a->u.sh.v, a->u.sh.n, &cap, sizeof *a->u.sh.v);
+        if (parse_sharding(p, &a->u.sh.v[a->u.sh.n])) return -1;
+        a->u.sh.n++;
+      } while (accept(p, ','));
+      return expect(p, ']');
+    }
     a->kind = GV_ATTR_STRS;
     int cap = 0;
     if (accept(p, ']')) return 0;
@@ -995,7 +1075,11 @@ static int parse_name_dicts(parser *p, gv_func *f, bool args) {
         const gv_attr *a = &d.attrs[i];
         if (strcmp(a->name, "galv.name") == 0 && a->kind == GV_ATTR_STR) names[n] = a->u.s;
         else if (args && strcmp(a->name, "galv.param") == 0 && a->kind == GV_ATTR_UNIT) f->arg_is_param[n] = true;
-        else if (args && strcmp(a->name, "galv.state") == 0 && a->kind == GV_ATTR_UNIT) {
+        else if (args && strcmp(a->name, "galv.sharding") == 0 && a->kind == GV_ATTR_SHARDING && a->u.sh.n == 1) {
+          if (!f->arg_sharding) f->arg_sharding = gv_alloc(p->m->arena, (size_t)(f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs) * sizeof *f->arg_sharding);
+          if (a->u.sh.v[0]->rank != f->body->args[n]->type.rank) return perr(p, dat, "galv.sharding has %d dims for an argument of rank %d", a->u.sh.v[0]->rank, f->body->args[n]->type.rank);
+          f->arg_sharding[n] = a->u.sh.v[0];
+        } else if (args && strcmp(a->name, "galv.state") == 0 && a->kind == GV_ATTR_UNIT) {
           if (!f->arg_is_state) f->arg_is_state = gv_alloc(p->m->arena, (size_t)f->body->nargs * sizeof *f->arg_is_state);
           f->arg_is_state[n] = true;
         } else if (!args && strcmp(a->name, "galv.updates") == 0 && a->kind == GV_ATTR_INT && a->u.i >= 0 &&
@@ -1020,12 +1104,71 @@ static int parse_name_dicts(parser *p, gv_func *f, bool args) {
   return 0;
 }
 
+/* "galv.mesh"() {axes = #galv.axes<["dp"=2, "tp"=4]>, sym_name = "m"} : () -> () */
+static int parse_mesh(parser *p, size_t at) {
+  const char *names[GV_MAX_MESH_AXES];
+  int64_t sizes[GV_MAX_MESH_AXES];
+  int naxes = 0;
+  char *sym = NULL;
+  bool seen_axes = false;
+  if (expect(p, '(') || expect(p, ')') || expect(p, '{')) return -1;
+  do {
+    const char *an;
+    size_t aat = (skip_ws(p), p->pos);
+    if (attr_name(p, &an) || expect(p, '=')) return -1;
+    if (strcmp(an, "sym_name") == 0 && !sym) {
+      if (string_lit(p, &sym, NULL)) return -1;
+      for (const char *c = sym; *c; c++)
+        if (!is_ident_char((unsigned char)*c) || (c == sym && !is_ident_start((unsigned char)*c)))
+          return perr(p, aat, "a mesh name must be an identifier");
+    } else if (strcmp(an, "axes") == 0 && !seen_axes) {
+      seen_axes = true;
+      if (expect(p, '#') || expect_kw(p, "galv.axes") || expect(p, '<') || expect(p, '[')) return -1;
+      do {
+        if (naxes == GV_MAX_MESH_AXES) return perr(p, p->pos, "a mesh has at most %d axes", GV_MAX_MESH_AXES);
+        char *nm;
+        if (string_lit(p, &nm, NULL) || expect(p, '=')) return -1;
+        if (int_value(p, GV_DT_I64, &sizes[naxes])) return -1;
+        names[naxes++] = nm;
+      } while (accept(p, ','));
+      if (expect(p, ']') || expect(p, '>')) return -1;
+    } else {
+      return perr(p, aat, "unexpected or duplicate galv.mesh attribute");
+    }
+  } while (accept(p, ','));
+  if (expect(p, '}')) return -1;
+  if (!sym || !naxes) return perr(p, at, "galv.mesh needs axes and sym_name");
+  gv_type *t;
+  int n;
+  if (expect(p, ':') || parse_type_list(p, false, &t, &n)) return -1;
+  skip_ws(p);
+  if (cur(p) != '-' || at_off(p, 1) != '>') return perr(p, p->pos, "expected '->'");
+  p->pos += 2;
+  if (parse_type_list(p, false, &t, &n)) return -1;
+  char *node, *optype;
+  if (parse_loc(p, &node, &optype)) return -1;
+  for (int a = 0; a < naxes; a++)
+    if (sizes[a] < 1) return perr(p, at, "mesh '%s': axis '%s' has size %lld", sym, names[a], (long long)sizes[a]);
+  if (gv_module_mesh(p->m, sym)) return perr(p, at, "mesh '%s' defined twice", sym);
+  for (int a = 0; a < naxes; a++)
+    for (int b = 0; b < a; b++)
+      if (strcmp(names[a], names[b]) == 0) return perr(p, at, "mesh '%s': axis '%s' repeated", sym, names[a]);
+  if (!gv_module_add_mesh(p->m, sym, naxes, names, sizes)) { p->failed = true; return -1; }
+  return 0;
+}
+
 static int parse_func(parser *p) {
   size_t at = (skip_ws(p), p->pos);
   char *name;
   size_t len;
   if (p->pos >= p->n) return perr(p, at, "expected \"galv.func\"");
   if (string_lit(p, &name, &len)) return -1;
+  while (strcmp(name, "galv.mesh") == 0) {
+    if (parse_mesh(p, at)) return -1;
+    at = (skip_ws(p), p->pos);
+    if (p->pos >= p->n) return perr(p, at, "expected \"galv.func\"");
+    if (string_lit(p, &name, &len)) return -1;
+  }
   if (strcmp(name, "galv.func") != 0) return perr(p, at, "expected \"galv.func\"");
   gv_func *f = gv_func_new(p->m, "main");
   p->m->main = f;

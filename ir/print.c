@@ -179,6 +179,14 @@ static void put_attr(FILE *f, const gv_attr *a) {
     fputs(a->u.ty == GV_DT_UNKNOWN || a->u.ty >= GV_DT_COUNT ? "!galv.any" : gv_dtype_name(a->u.ty), f);
     break;
   case GV_ATTR_UNIT: break;
+  case GV_ATTR_SHARDING:
+    if (a->u.sh.n != 1) fputc('[', f);
+    for (int i = 0; i < a->u.sh.n; i++) {
+      if (i) fputs(", ", f);
+      gv_sharding_print(a->u.sh.v[i], f);
+    }
+    if (a->u.sh.n != 1) fputc(']', f);
+    break;
   }
 }
 
@@ -294,6 +302,18 @@ void gv_print_module(const gv_module *m, void *file) {
   const gv_func *fn = m->main;
   printer p = {f, 0, 0};
   reset_ids(fn->body);
+  for (int i = 0; i < m->nmeshes; i++) {
+    const gv_mesh *mesh = m->meshes[i];
+    fputs("\"galv.mesh\"() {axes = #galv.axes<[", f);
+    for (int a = 0; a < mesh->naxes; a++) {
+      if (a) fputs(", ", f);
+      put_str(f, mesh->axis[a]);
+      fprintf(f, "=%lld", (long long)mesh->size[a]);
+    }
+    fputs("]>, sym_name = ", f);
+    put_str(f, mesh->name);
+    fputs("} : () -> ()\n", f);
+  }
   fputs("\"galv.func\"() ({\n", f);
   print_block(&p, fn->body, 2);
   fputs("}) {arg_attrs = [", f);
@@ -301,6 +321,10 @@ void gv_print_module(const gv_module *m, void *file) {
     fputs(i ? ", {galv.name = " : "{galv.name = ", f);
     put_str(f, fn->arg_names ? fn->arg_names[i] : "");
     if (fn->arg_is_param && fn->arg_is_param[i]) fputs(", galv.param", f);
+    if (fn->arg_sharding && fn->arg_sharding[i]) { /* sorted: galv.param < galv.sharding < galv.state */
+      fputs(", galv.sharding = ", f);
+      gv_sharding_print(fn->arg_sharding[i], f);
+    }
     if (fn->arg_is_state && fn->arg_is_state[i]) fputs(", galv.state", f);
     fputc('}', f);
   }

@@ -64,6 +64,12 @@ static int check_attrs(const verifier *v, const gv_op *op) {
            a->u.t->type.dtype < GV_DT_COUNT && (a->u.t->data || gv_tensor_numel(a->u.t) == 0);
       break;
     case GV_ATTR_TYPE: ok = a->u.ty < GV_DT_COUNT; break;
+    case GV_ATTR_SHARDING:
+      ok = a->u.sh.n == op->nres && a->u.sh.v;
+      for (int k = 0; ok && k < a->u.sh.n; k++)
+        ok = a->u.sh.v[k] && a->u.sh.v[k]->mesh &&
+             (op->res[k]->type.rank < 0 || a->u.sh.v[k]->rank == op->res[k]->type.rank);
+      break;
     case GV_ATTR_INT: case GV_ATTR_FLOAT: case GV_ATTR_UNIT: break;
     default: ok = false;
     }

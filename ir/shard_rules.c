@@ -1,0 +1,361 @@
+/* shard_rules.c — the sharding column of the op table (ir/ops.def): each
+ * op's dimensions as factors (gv_shard_rule in ir/ir.h, as Shardy's
+ * OpShardingRule). Propagation, local shapes and the collectives a
+ * consumer needs are all derived from these mappings (passes/
+ * propagate_sharding.c, passes/spmd_partition.c); no pass knows an op.
+ *
+ * A rule needs static types; an op whose types are not static, or whose
+ * operand or result count exceeds GV_SHARD_MAX_VALUES, has no rule (1). */
+#include "ir.h"
+
+#include <string.h>
+
+static bool stat_ok(const gv_op *op) {
+  if (op->nopnds > GV_SHARD_MAX_VALUES || op->nres > GV_SHARD_MAX_VALUES) return false;
+  for (int i = 0; i < op->nopnds; i++)
+    if (!op->opnds[i] || !gv_type_is_static(&op->opnds[i]->type)) return false;
+  for (int i = 0; i < op->nres; i++)
+    if (!gv_type_is_static(&op->res[i]->type)) return false;
+  return true;
+}
+
+static void init(const gv_op *op, gv_shard_rule *r) {
+  memset(r, 0, sizeof *r);
+  r->nvals[0] = op->nopnds;
+  r->nvals[1] = op->nres;
+  for (int i = 0; i < op->nopnds; i++) r->rank[0][i] = op->opnds[i]->type.rank;
+  for (int i = 0; i < op->nres; i++) r->rank[1][i] = op->res[i]->type.rank;
+}
+
+static int factor(gv_shard_rule *r, int64_t size, int kind) {
+  if (r->nfactors >= GV_MAX_FACTORS) return -1;
+  r->size[r->nfactors] = size;
+  r->kind[r->nfactors] = (uint8_t)kind;
+  return r->nfactors++;
+}
+
+/* Dim d of value i on side (0 operand, 1 result) is made of factor f (appended, minor last). */
+static void map(gv_shard_rule *r, int side, int i, int d, int f) {
+  if (f < 0 || r->nf[side][i][d] >= GV_DIM_FACTORS) return;
+  r->f[side][i][d][r->nf[side][i][d]++] = (int8_t)f;
+}
+
+int gv_shard_none(const gv_op *op, gv_shard_rule *r) {
+  (void)op;
+  (void)r;
+  return 1;
+}
+
+/* Numpy broadcasting: result dim d is one factor; operand dims aligned from
+ * the right carry it unless they are a broadcast size 1. */
+int gv_shard_elementwise(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->nres != 1) return 1;
+  init(op, r);
+  const gv_type *t = &op->res[0]->type;
+  for (int d = 0; d < t->rank; d++) {
+    if (t->dims[d] == 1) continue;
+    int f = factor(r, t->dims[d], GV_FACTOR_PASS);
+    map(r, 1, 0, d, f);
+    for (int i = 0; i < op->nopnds; i++) {
+      const gv_type *x = &op->opnds[i]->type;
+      int od = d - (t->rank - x->rank);
+      if (od >= 0 && x->dims[od] == t->dims[d]) map(r, 0, i, od, f);
+    }
+  }
+  r->linear = op->code == GV_OP_ADD || op->code == GV_OP_SUB || op->code == GV_OP_NEG;
+  return 0;
+}
+
+/* Reshape and the other views: dims grouped by equal running products; in a
+ * group where one side is a single dim, that dim is made of the other
+ * side's dims as factors (major first); groups with several dims on both
+ * sides, and size-1 dims, get no factor (unsharded). */
+int gv_shard_reshape(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->nres != 1) return 1;
+  init(op, r);
+  const gv_type *x = &op->opnds[0]->type, *y = &op->res[0]->type;
+  int i = 0, j = 0;
+  while (i < x->rank || j < y->rank) {
+    /* skip size-1 dims */
+    if (i < x->rank && x->dims[i] == 1) { i++; continue; }
+    if (j < y->rank && y->dims[j] == 1) { j++; continue; }
+    if (i >= x->rank || j >= y->rank) break;
+    int i0 = i, j0 = j;
+    int64_t px = x->dims[i++], py = y->dims[j++];
+    while (px != py) {
+      if (px < py) {
+        if (i >= x->rank) return 0;
+        px *= x->dims[i++];
+      } else {
+        if (j >= y->rank) return 0;
+        py *= y->dims[j++];
+      }
+    }
+    if (i - i0 == 1) { /* one input dim = the output dims i0.. as factors */
+      for (int k = j0; k < j; k++) {
+        if (y->dims[k] == 1) continue;
+        int f = factor(r, y->dims[k], GV_FACTOR_PASS);
+        map(r, 1, 0, k, f);
+        map(r, 0, 0, i0, f);
+      }
+    } else if (j - j0 == 1) {
+      for (int k = i0; k < i; k++) {
+        if (x->dims[k] == 1) continue;
+        int f = factor(r, x->dims[k], GV_FACTOR_PASS);
+        map(r, 0, 0, k, f);
+        map(r, 1, 0, j0, f);
+      }
+    }
+  }
+  r->linear = true;
+  return 0;
+}
+
+int gv_shard_transpose(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op)) return 1;
+  init(op, r);
+  const gv_type *x = &op->opnds[0]->type;
+  const int64_t *perm;
+  int np = gv_get_ints(op, "perm", &perm);
+  for (int d = 0; d < x->rank; d++) {
+    int src = np == x->rank ? (int)perm[d] : x->rank - 1 - d;
+    if (src < 0 || src >= x->rank) return 1;
+    if (x->dims[src] == 1) continue;
+    int f = factor(r, x->dims[src], GV_FACTOR_PASS);
+    map(r, 1, 0, d, f);
+    map(r, 0, 0, src, f);
+  }
+  r->linear = true;
+  return 0;
+}
+
+/* Same-shape ops along one axis (softmax, log_softmax, cumsum): that axis unsharded. */
+int gv_shard_axis(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->nopnds != 1) return 1;
+  init(op, r);
+  const gv_type *x = &op->opnds[0]->type;
+  int64_t a = gv_get_int(op, "axis", op->code == GV_OP_CUMSUM ? 0 : -1);
+  int ax = (int)(a < 0 ? a + x->rank : a);
+  for (int d = 0; d < x->rank; d++) {
+    if (d == ax || x->dims[d] == 1) continue;
+    int f = factor(r, x->dims[d], GV_FACTOR_PASS);
+    map(r, 0, 0, d, f);
+    map(r, 1, 0, d, f);
+  }
+  return 0;
+}
+
+/* layer_norm / rms_norm: dims before axis pass; the normalised dims and the
+ * scale / bias stay unsharded. */
+int gv_shard_norm(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op)) return 1;
+  init(op, r);
+  const gv_type *x = &op->opnds[0]->type;
+  int64_t a = gv_get_int(op, "axis", -1);
+  int ax = (int)(a < 0 ? a + x->rank : a);
+  for (int d = 0; d < ax && d < x->rank; d++) {
+    if (x->dims[d] == 1) continue;
+    int f = factor(r, x->dims[d], GV_FACTOR_PASS);
+    map(r, 0, 0, d, f);
+    map(r, 1, 0, d, f);
+  }
+  return 0;
+}
+
+/* Last two dims unsharded (trilu). */
+int gv_shard_trilu(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op)) return 1;
+  init(op, r);
+  const gv_type *x = &op->opnds[0]->type;
+  for (int d = 0; d + 2 < x->rank; d++) {
+    if (x->dims[d] == 1) continue;
+    int f = factor(r, x->dims[d], GV_FACTOR_PASS);
+    map(r, 0, 0, d, f);
+    map(r, 1, 0, d, f);
+  }
+  return 0;
+}
+
+/* Dims that keep their size pass (tile with repeat 1, slice off its axes,
+ * concat and split off their axis); the others stay unsharded. */
+static int same_size_dims(const gv_op *op, gv_shard_rule *r, const bool *skip) {
+  init(op, r);
+  const gv_type *t = &op->res[0]->type;
+  for (int d = 0; d < t->rank; d++) {
+    if (skip[d] || t->dims[d] == 1) continue;
+    int f = factor(r, t->dims[d], GV_FACTOR_PASS);
+    for (int i = 0; i < op->nres; i++)
+      if (op->res[i]->type.rank == t->rank && op->res[i]->type.dims[d] == t->dims[d]) map(r, 1, i, d, f);
+    for (int i = 0; i < op->nopnds; i++)
+      if (op->opnds[i]->type.rank == t->rank && op->opnds[i]->type.dims[d] == t->dims[d]) map(r, 0, i, d, f);
+  }
+  return 0;
+}
+
+int gv_shard_slice(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->nopnds != 1) return 1; /* dynamic form: no rule */
+  bool skip[GV_MAX_RANK] = {0};
+  int rank = op->opnds[0]->type.rank;
+  const int64_t *axes, *starts;
+  int na = gv_get_ints(op, "axes", &axes), ns = gv_get_ints(op, "starts", &starts);
+  if (na < 0)
+    for (int k = 0; k < ns && k < rank; k++) skip[k] = true;
+  for (int k = 0; k < na; k++) {
+    int d = (int)(axes[k] < 0 ? axes[k] + rank : axes[k]);
+    if (d >= 0 && d < rank) skip[d] = true;
+  }
+  return same_size_dims(op, r, skip);
+}
+
+static int axis_attr_rule(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op)) return 1;
+  bool skip[GV_MAX_RANK] = {0};
+  int rank = op->res[0]->type.rank;
+  int64_t a = gv_get_int(op, "axis", 0);
+  int ax = (int)(a < 0 ? a + rank : a);
+  if (ax >= 0 && ax < rank) skip[ax] = true;
+  return same_size_dims(op, r, skip);
+}
+
+int gv_shard_concat(const gv_op *op, gv_shard_rule *r) { return axis_attr_rule(op, r); }
+int gv_shard_split(const gv_op *op, gv_shard_rule *r) { return axis_attr_rule(op, r); }
+
+int gv_shard_tile(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->nopnds != 1) return 1;
+  bool skip[GV_MAX_RANK] = {0};
+  const gv_type *x = &op->opnds[0]->type, *y = &op->res[0]->type;
+  for (int d = 0; d < y->rank && d < x->rank; d++) skip[d] = x->dims[d] != y->dims[d];
+  return same_size_dims(op, r, skip);
+}
+
+/* Reductions: kept dims pass; a reduced dim is a REDUCE factor for sums and
+ * means (split: a partial sum; spmd-partition rescales means) and unsharded
+ * for max / min. */
+int gv_shard_reduce(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op)) return 1;
+  init(op, r);
+  const gv_type *x = &op->opnds[0]->type;
+  const int64_t *axes;
+  int na = gv_get_ints(op, "axes", &axes);
+  bool keep = gv_get_int(op, "keepdims", 1) != 0, red[GV_MAX_RANK] = {0};
+  if (na <= 0)
+    for (int d = 0; d < x->rank; d++) red[d] = true;
+  for (int k = 0; k < na; k++) {
+    int d = (int)(axes[k] < 0 ? axes[k] + x->rank : axes[k]);
+    if (d >= 0 && d < x->rank) red[d] = true;
+  }
+  bool sum = op->code == GV_OP_REDUCE_SUM || op->code == GV_OP_REDUCE_MEAN;
+  int j = 0;
+  for (int d = 0; d < x->rank; d++) {
+    if (red[d]) {
+      if (sum && x->dims[d] > 1) map(r, 0, 0, d, factor(r, x->dims[d], GV_FACTOR_REDUCE));
+      if (keep) j++;
+      continue;
+    }
+    if (x->dims[d] > 1) {
+      int f = factor(r, x->dims[d], GV_FACTOR_PASS);
+      map(r, 0, 0, d, f);
+      map(r, 1, 0, j, f);
+    }
+    j++;
+  }
+  r->linear = sum;
+  return 0;
+}
+
+/* dot_general: batch, lhs free, rhs free (PASS), contracting (REDUCE). */
+int gv_shard_dot(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op)) return 1;
+  init(op, r);
+  const gv_type *a = &op->opnds[0]->type, *b = &op->opnds[1]->type;
+  const int64_t *lb, *rb, *lc, *rc;
+  int nlb = gv_get_ints(op, "lhs_batch", &lb), nrb = gv_get_ints(op, "rhs_batch", &rb);
+  int nlc = gv_get_ints(op, "lhs_contract", &lc), nrc = gv_get_ints(op, "rhs_contract", &rc);
+  if (nlb < 0) nlb = 0;
+  if (nrb < 0) nrb = 0;
+  if (nlc < 0) nlc = 0;
+  if (nrc < 0) nrc = 0;
+  if (nlb != nrb || nlc != nrc) return 1;
+  bool la[GV_MAX_RANK] = {0}, ra[GV_MAX_RANK] = {0};
+  int j = 0;
+  for (int k = 0; k < nlb; k++) {
+    if (lb[k] < 0 || lb[k] >= a->rank || rb[k] < 0 || rb[k] >= b->rank) return 1;
+    la[lb[k]] = ra[rb[k]] = true;
+    int f = a->dims[lb[k]] > 1 ? factor(r, a->dims[lb[k]], GV_FACTOR_PASS) : -1;
+    map(r, 0, 0, (int)lb[k], f);
+    map(r, 0, 1, (int)rb[k], f);
+    map(r, 1, 0, j++, f);
+  }
+  for (int k = 0; k < nlc; k++) {
+    if (lc[k] < 0 || lc[k] >= a->rank || rc[k] < 0 || rc[k] >= b->rank) return 1;
+    la[lc[k]] = ra[rc[k]] = true;
+    int f = a->dims[lc[k]] > 1 ? factor(r, a->dims[lc[k]], GV_FACTOR_REDUCE) : -1;
+    map(r, 0, 0, (int)lc[k], f);
+    map(r, 0, 1, (int)rc[k], f);
+  }
+  for (int d = 0; d < a->rank; d++) {
+    if (la[d]) continue;
+    int f = a->dims[d] > 1 ? factor(r, a->dims[d], GV_FACTOR_PASS) : -1;
+    map(r, 0, 0, d, f);
+    map(r, 1, 0, j++, f);
+  }
+  for (int d = 0; d < b->rank; d++) {
+    if (ra[d]) continue;
+    int f = b->dims[d] > 1 ? factor(r, b->dims[d], GV_FACTOR_PASS) : -1;
+    map(r, 0, 1, d, f);
+    map(r, 1, 0, j++, f);
+  }
+  return 0;
+}
+
+/* gather(data, indices, axis): data's other dims and the index dims pass;
+ * data's axis dim is a GATHER factor (vocab-parallel embedding: each rank
+ * looks up the rows it holds, zeros elsewhere, a partial sum). */
+int gv_shard_gather(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op)) return 1;
+  init(op, r);
+  const gv_type *x = &op->opnds[0]->type, *idx = &op->opnds[1]->type;
+  int64_t a = gv_get_int(op, "axis", 0);
+  int ax = (int)(a < 0 ? a + x->rank : a);
+  if (ax < 0 || ax >= x->rank) return 1;
+  int j = 0;
+  for (int d = 0; d < ax; d++, j++) {
+    if (x->dims[d] == 1) continue;
+    int f = factor(r, x->dims[d], GV_FACTOR_PASS);
+    map(r, 0, 0, d, f);
+    map(r, 1, 0, j, f);
+  }
+  for (int d = 0; d < idx->rank; d++, j++) {
+    if (idx->dims[d] == 1) continue;
+    int f = factor(r, idx->dims[d], GV_FACTOR_PASS);
+    map(r, 0, 1, d, f);
+    map(r, 1, 0, j, f);
+  }
+  for (int d = ax + 1; d < x->rank; d++, j++) {
+    if (x->dims[d] == 1) continue;
+    int f = factor(r, x->dims[d], GV_FACTOR_PASS);
+    map(r, 0, 0, d, f);
+    map(r, 1, 0, j, f);
+  }
+  if (x->dims[ax] > 1) map(r, 0, 0, ax, factor(r, x->dims[ax], GV_FACTOR_GATHER));
+  return 0;
+}
+
+/* conv: the batch dim passes; channels and space stay unsharded. */
+int gv_shard_conv(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op)) return 1;
+  init(op, r);
+  const gv_type *x = &op->opnds[0]->type;
+  if (x->rank > 0 && x->dims[0] > 1) {
+    int f = factor(r, x->dims[0], GV_FACTOR_PASS);
+    map(r, 0, 0, 0, f);
+    map(r, 1, 0, 0, f);
+  }
+  return 0;
+}
+
+int gv_shard_rule_of(const gv_op *op, gv_shard_rule *r) {
+  if (op->code >= GV_OP_COUNT || !gv_ops[op->code].shard) return 1;
+  memset(r, 0, sizeof *r);
+  return gv_ops[op->code].shard(op, r);
+}
