@@ -57,9 +57,18 @@ else
 fi
 "$BUILD/galvc" "$T/gpt2.onnx" -q --dump-ir-after=fold-constants --dump-dir "$T/d2" -o "$T/o.mlir"
 if [ "$(ls "$T/d2")" = "02-fold-constants.mlir" ]; then pass=$((pass + 1)); else echo "FAIL: single dump"; fail=$((fail + 1)); fi
-# -o DIR/ writes DIR/MODEL.mlir
-"$BUILD/galvc" "$T/gpt2.onnx" -q -o "$T/outdir/"
-if [ -s "$T/outdir/gpt2.mlir" ]; then pass=$((pass + 1)); else echo "FAIL: -o DIR/"; fail=$((fail + 1)); fi
+# -o DIR/ writes the program there (sources, weights, Makefile) — --no-build
+# here; tests/cpu_models.sh builds and runs programs. --emit=ir -o DIR/ writes
+# DIR/MODEL.mlir.
+"$BUILD/galvc" "$T/gpt2.onnx" -q --no-build -o "$T/outdir/"
+if [ -s "$T/outdir/program.c" ] && [ -s "$T/outdir/weights.bin" ] && [ -s "$T/outdir/Makefile" ]; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: -o DIR/ did not write program.c, weights.bin, Makefile"; fail=$((fail + 1))
+fi
+"$BUILD/galvc" "$T/gpt2.onnx" -q --emit=ir -o "$T/irdir/"
+if [ -s "$T/irdir/gpt2.mlir" ]; then pass=$((pass + 1)); else echo "FAIL: --emit=ir -o DIR/"; fail=$((fail + 1)); fi
+expect 2 "--target tpu: unknown target" -- "$BUILD/galvc" "$T/gpt2.onnx" --target tpu
 
 echo "driver: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
