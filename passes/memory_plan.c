@@ -167,6 +167,70 @@ static int64_t place(vinfo *v, const int *roots, int n) {
   return total;
 }
 
+/* Training steps (functions with galv.updates): a result that updates an
+ * argument is written straight into that argument's bytes (the state
+ * buffer, offset -1, in_place[i] = 1) when every use of the argument is at
+ * or before the result's definition and a use at the definition is by the
+ * defining elementwise op itself, over exactly its size (each element is
+ * read before it is written). Otherwise it is placed in the arena and the
+ * runtime copies it after the step (in_place[i] = 0). */
+static int64_t *update_in_place(ctx *c, gv_func *f) {
+  gv_block *body = f->body;
+  gv_op *ret = gv_block_terminator(body);
+  int n = ret ? ret->nopnds : 0;
+  int64_t *ip = gv_alloc(c->m->arena, (size_t)(n + 1) * sizeof *ip);
+  for (int i = 0; i < n; i++) {
+    ip[i] = 0;
+    int a = f->res_updates[i];
+    gv_value *r = ret->opnds[i];
+    if (a < 0 || a >= body->nargs || !r->def) continue;
+    const gv_value *arg = body->args[a];
+    vinfo *rv = &c->v[r->id], *av = &c->v[arg->id];
+    const gv_op *d = r->def;
+    bool ew = d->code == GV_OP_FUSED || (gv_ops[d->code].flags & GV_ELEMENTWISE);
+    if (rv->external || rv->root != r->id || !gv_type_equal(&r->type, &arg->type)) continue;
+    if (av->end > rv->start || (av->end == rv->start && !ew)) continue;
+    rv->external = true;
+    for (int k = 0; k < c->nvals; k++)
+      if (c->v[k].planned && c->v[k].root == r->id) c->v[k].external = true;
+    ip[i] = 1;
+  }
+  return ip;
+}
+
+/* The memory breakdown of a training step, as galv.arena attributes:
+ * param_bytes, grad_bytes (one gradient per parameter, of its type),
+ * optimizer_bytes (galv.state arguments), activation_bytes (the most bytes
+ * of forward values live at once: values defined up to the loss, which
+ * include those kept for backward). */
+static void train_breakdown(ctx *c, gv_func *f, const int *roots, int nroots, gv_op *arena) {
+  gv_block *body = f->body;
+  int64_t pb = 0, ob = 0;
+  for (int i = 0; i < body->nargs; i++) {
+    int64_t b = gv_type_numel(&body->args[i]->type) * (int64_t)gv_dtype_size(body->args[i]->type.dtype);
+    if (f->arg_is_param[i]) pb += b;
+    else if (f->arg_is_state && f->arg_is_state[i]) ob += b;
+  }
+  gv_op *ret = gv_block_terminator(body);
+  int lossp = ret && ret->nopnds ? c->v[c->v[ret->opnds[0]->id].root].start : c->point;
+  int64_t *diff = calloc((size_t)c->point + 2, sizeof *diff), live = 0, act = 0;
+  for (int i = 0; diff && i < nroots; i++) {
+    const vinfo *r = &c->v[roots[i]];
+    if (r->start > lossp) continue;
+    diff[r->start] += r->bytes;
+    diff[r->end + 1] -= r->bytes;
+  }
+  for (int p = 0; diff && p <= lossp; p++) {
+    live += diff[p];
+    if (live > act) act = live;
+  }
+  free(diff);
+  gv_set_int(c->m, arena, "param_bytes", pb);
+  gv_set_int(c->m, arena, "grad_bytes", pb);
+  gv_set_int(c->m, arena, "optimizer_bytes", ob);
+  gv_set_int(c->m, arena, "activation_bytes", act);
+}
+
 int gv_pass_memory_plan(gv_module *m) {
   if (!m->main || !m->main->body) return gv_error(m, "memory-plan: module has no function");
   gv_func *f = m->main;
@@ -187,7 +251,7 @@ int gv_pass_memory_plan(gv_module *m) {
     vinfo *vi = &c.v[a->id];
     vi->planned = true;
     vi->root = a->id;
-    vi->external = f->arg_is_param[i];
+    vi->external = f->arg_is_param[i] || (f->arg_is_state && f->arg_is_state[i]);
     int64_t k = gv_type_numel(&a->type);
     size_t es = gv_dtype_size(a->type.dtype);
     if (!vi->external && (k < 0 || es == 0 || k > INT64_MAX / 2 / (int64_t)es)) {
@@ -197,6 +261,7 @@ int gv_pass_memory_plan(gv_module *m) {
     if (!vi->external) vi->bytes = k * (int64_t)es;
   }
   if (walk(&c, body)) goto done;
+  int64_t *in_place = f->res_updates ? update_in_place(&c, f) : NULL;
 
   int nroots = 0;
   for (int i = 0; i < n; i++)
@@ -250,6 +315,11 @@ int gv_pass_memory_plan(gv_module *m) {
   gv_set_ints(m, arena, "arg_offsets", body->nargs, argoff);
   gv_set_int(m, arena, "bytes", total);
   gv_set_int(m, arena, "lower_bound", lower);
+  if (in_place) {
+    gv_op *r = gv_block_terminator(body);
+    gv_set_ints(m, arena, "in_place", r->nopnds, in_place);
+    train_breakdown(&c, f, roots, nroots, arena);
+  }
   if (body->first) gv_insert_before(body->first, arena);
   else gv_block_append(body, arena);
   rc = 0;

@@ -29,7 +29,7 @@ typedef struct {
   int dtype;
   int rank;
   int64_t dims[GALV_RT_MAX_RANK];
-  int in_weights;  /* 1: offset is into the weights file, 0: into the arena */
+  int in_weights;  /* 1: offset is into the weights file, 0: into the arena, 2: into the state buffer */
   int64_t offset;
   int64_t nbytes;
 } galv_io;
@@ -43,7 +43,7 @@ extern const int64_t galv_arena_bytes;       /* size of the activation arena */
 extern const int64_t galv_plan_high_water;   /* max offset+size of any value the plan places */
 extern const int64_t galv_weights_bytes;     /* expected size of weights.bin */
 extern const int galv_nkernels;              /* kernel calls per run */
-void galv_program_run(char *arena, const char *weights);
+void galv_program_run(char *arena, const char *weights, char *state); /* state: NULL unless training */
 
 /* ---- errors: "NAME: error: message" on stderr, exit 1 */
 extern const char *galv_progname;
@@ -148,6 +148,44 @@ typedef struct {
   int64_t stride[GALV_RT_MAX_RANK], pad[GALV_RT_MAX_RANK], dil[GALV_RT_MAX_RANK];
 } galv_conv_desc;
 void galv_conv_f32(const galv_conv_desc *d, const float *x, const float *w, const float *bias, float *y);
+
+/* ---- training kernels (runtime/kernels_grad.c; ir/train_ops.c semantics) */
+/* Scatter-add of dy [outer, nidx, inner] into dst [outer, D, inner] (zeroed first). */
+void galv_gather_grad_f32(float *dst, const float *dy, const void *idx, int idx_es, int64_t nidx, int64_t outer,
+                          int64_t D, int64_t inner, const char *where);
+/* dst (dst_bytes, zeroed first) [base + sum idx_d * strides_d] = src (contiguous, dims): slice_grad. */
+void galv_scatter_strided(void *dst, int64_t dst_bytes, const void *src, size_t es, int rank, const int64_t *dims,
+                          const int64_t *strides);
+/* Mean cross-entropy over rows of C logits whose label is not ign; its gradient times *dloss. */
+void galv_cross_entropy_f32(float *loss, const float *x, const int64_t *lab, int64_t rows, int64_t C, int64_t ign,
+                            const char *where);
+void galv_cross_entropy_grad_f32(float *dx, const float *dloss, const float *x, const int64_t *lab, int64_t rows,
+                                 int64_t C, int64_t ign, const char *where);
+/* Conv gradients with the forward conv's descriptor (x, w, y shapes). */
+void galv_conv_grad_weight_f32(const galv_conv_desc *d, const float *x, const float *dy, float *dw);
+void galv_conv_grad_input_f32(const galv_conv_desc *d, const float *dy, const float *w, float *dx);
+
+/* ---- training programs (runtime/train.c). A training step program (galvc
+ * --train) keeps parameters and optimizer state in a writable state buffer
+ * (S(off) in program.c): parameters at their weights.bin offsets (copied
+ * from the mapped file at start), optimizer state after them (zeros). */
+typedef struct {
+  const char *name;
+  int dtype;
+  int rank;
+  int64_t dims[GALV_RT_MAX_RANK];
+  int is_param;        /* 1: a parameter (initialised from weights.bin), 0: optimizer state (zeros) */
+  int64_t offset;      /* in the state buffer (= its weights.bin offset for a parameter) */
+  int64_t nbytes;
+  int64_t update_from; /* arena offset of the step's new value, copied after the step; -1: the step
+                          writes it in place (or does not update it) */
+} galv_state_entry;
+extern const int galv_training;              /* 1: program.c is a training step */
+extern const galv_state_entry galv_state[];
+extern const int galv_nstate;
+extern const int64_t galv_state_bytes;
+extern const int64_t galv_param_bytes;       /* bytes of the parameter part of the state buffer */
+int galv_train_main(int argc, char **argv);
 
 /* ---- I/O (runtime/io.c) */
 typedef struct {

@@ -65,6 +65,7 @@ static void shape_str(char *b, size_t n, int rank, const int64_t *dims) {
 int main(int argc, char **argv) {
   const char *slash = strrchr(argv[0], '/');
   galv_progname = slash ? slash + 1 : argv[0];
+  if (galv_training) return galv_train_main(argc, argv); /* a training step program: runtime/train.c */
   const char *outdir = NULL, *wpath = NULL;
   long iters = 1, warmup = 0, threads = 0;
   enum { MAXIN = 256 };
@@ -152,7 +153,7 @@ int main(int argc, char **argv) {
       memcpy(arena + galv_inputs[i].offset, in[i].data, in[i].nbytes);
     }
     double t0 = now_ms();
-    galv_program_run(arena, weights);
+    galv_program_run(arena, weights, NULL);
     double t = now_ms() - t0;
     if (high < 0) {
       GALV_UNPOISON(arena, abytes);

@@ -24,7 +24,7 @@
 
 typedef struct {
   const gv_value *v;
-  int in_weights;   /* 1: weights file, 0: arena */
+  int in_weights;   /* 1: weights file, 0: arena, 2: state buffer (training) */
   int64_t off;
   int64_t nbytes;
   int root;         /* index of the value whose bytes it reads (views) */
@@ -37,6 +37,9 @@ typedef struct {
   vinfo *vi;
   int nv;
   int nkernels;
+  bool train;          /* a training step: parameters and galv.state args live in the state buffer */
+  int64_t pbytes, sbytes; /* parameter part and total size of the state buffer */
+  int *inplace_arg;    /* per value id: the argument an in-place update result writes, else -1 */
 } emitter;
 
 static int64_t nbytes_of(const gv_type *t) { return gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype); }
@@ -47,7 +50,7 @@ static vinfo *info(emitter *e, const gv_value *v) { return &e->vi[v->id]; }
 /* Pointer expression of a value: A(off) or W(off), plus a byte offset. */
 static void ptr(emitter *e, const gv_value *v, int64_t extra, char *buf, size_t n) {
   const vinfo *i = info(e, v);
-  snprintf(buf, n, "%s(%lld)", i->in_weights ? "W" : "A", (long long)(i->off + extra));
+  snprintf(buf, n, "%s(%lld)", i->in_weights == 2 ? "S" : i->in_weights ? "W" : "A", (long long)(i->off + extra));
 }
 
 static void dims_lit(FILE *f, int rank, const int64_t *d) {
@@ -356,7 +359,10 @@ static int emit_kernel(emitter *e, const gv_op *op) {
             (double)gv_get_float(op, "epsilon", 1e-5f), op->code == GV_OP_RMS_NORM);
     return 0;
   }
-  default:
+  default: {
+    int g = cg_emit_grad_kernel(m, f, op, p);
+    if (g <= 0) return g;
+  }
     return gv_error_op(m, op, "cpu codegen: galv.%s is not supported by the cpu target%s", gv_ops[op->code].name,
                        op->code == GV_OP_SHAPE || op->code == GV_OP_RANGE || op->code == GV_OP_CONSTANT_OF_SHAPE ||
                                op->code == GV_OP_IF
@@ -393,6 +399,46 @@ static void clear_ids(const gv_block *b) {
   }
 }
 
+/* The results that memory-plan writes over the argument they update
+ * (galv.arena in_place), by value id: ids are assigned in the order plan()
+ * numbers values (arguments, then results in schedule order). */
+static int mark_in_place(emitter *e, const gv_op *ar, int n) {
+  gv_func *fn = e->m->main;
+  const gv_op *ret = gv_block_terminator(fn->body);
+  const int64_t *ip;
+  int nip = gv_get_ints(ar, "in_place", &ip);
+  if (!ret || nip != ret->nopnds) return fail_plan(e, ar, "a training step needs galv.arena in_place with one entry per result");
+  int id = fn->body->nargs;
+  for (const gv_op *op = fn->body->first; op; op = op->next)
+    for (int i = 0; i < op->nres; i++) op->res[i]->id = id++;
+  for (int i = 0; i < nip; i++) {
+    int a = fn->res_updates[i];
+    if (!ip[i]) continue;
+    const gv_value *r = ret->opnds[i];
+    if (a < 0 || a >= fn->body->nargs || !r->def || r->id < 0 || r->id >= n || e->inplace_arg[r->id] >= 0)
+      return fail_plan(e, ar, "in_place marks a result that does not update a distinct argument");
+    e->inplace_arg[r->id] = a;
+  }
+  clear_ids(fn->body);
+  return 0;
+}
+
+/* In-place updates: every use of the argument is before the result's
+ * definition, or at it by the defining elementwise op (read before write). */
+static int check_in_place(emitter *e) {
+  for (int a = 0; a < e->nv; a++) {
+    const vinfo *x = &e->vi[a];
+    if (x->in_weights != 2 || x->def < 0 || x->root != a) continue;
+    const vinfo *arg = &e->vi[e->inplace_arg[x->v->id]];
+    const gv_op *d = x->v->def;
+    bool ew = d->code == GV_OP_FUSED || (gv_ops[d->code].flags & GV_ELEMENTWISE);
+    if (arg->last > x->def || (arg->last == x->def && !ew))
+      return gv_error_op(e->m, d, "cpu codegen: memory plan error: update written in place over '%s', which is used "
+                                  "after it", e->m->main->arg_names[arg->v->index]);
+  }
+  return 0;
+}
+
 /* Locations of every top-level value; weights layout; last uses; plan check. */
 static int plan(emitter *e, int64_t *wbytes, const gv_op **arena_op) {
   gv_module *m = e->m;
@@ -412,7 +458,10 @@ static int plan(emitter *e, int64_t *wbytes, const gv_op **arena_op) {
   for (const gv_op *op = body->first; op; op = op->next) n += op->nres;
   clear_ids(body);
   e->vi = calloc((size_t)n + 1, sizeof *e->vi);
-  if (!e->vi) abort();
+  e->inplace_arg = malloc(((size_t)n + 1) * sizeof *e->inplace_arg);
+  if (!e->vi || !e->inplace_arg) abort();
+  for (int i = 0; i <= n; i++) e->inplace_arg[i] = -1;
+  if (e->train && mark_in_place(e, ar, n)) return -1;
   int64_t w = 0;
   for (int i = 0; i < body->nargs; i++) {
     const gv_value *v = body->args[i];
@@ -424,15 +473,24 @@ static int plan(emitter *e, int64_t *wbytes, const gv_op **arena_op) {
       return gv_error(m, "cpu codegen: argument '%s' has no static type", fn->arg_names[i] ? fn->arg_names[i] : "?");
     vi->nbytes = nbytes_of(&v->type);
     if (fn->arg_is_param[i]) {
-      vi->in_weights = 1;
+      vi->in_weights = e->train ? 2 : 1; /* training: the state buffer mirrors the parameters' weights.bin bytes */
       vi->off = w;
       w = align64(w + vi->nbytes);
+    } else if (e->train && fn->arg_is_state && fn->arg_is_state[i]) {
+      vi->in_weights = 2; /* offset after the parameters, set below */
+      if (argoff[i] != -1) return fail_plan(e, ar, "an optimizer state argument must have offset -1");
     } else {
       vi->off = argoff[i];
       if (argoff[i] < 0 || argoff[i] % 64 || argoff[i] + vi->nbytes > abytes)
         return fail_plan(e, ar, "graph input offset outside the arena or unaligned");
     }
   }
+  e->pbytes = e->sbytes = w;
+  for (int i = 0; i < body->nargs; i++)
+    if (e->vi[i].in_weights == 2 && !fn->arg_is_param[i]) {
+      e->vi[i].off = e->sbytes;
+      e->sbytes = align64(e->sbytes + e->vi[i].nbytes);
+    }
   int t = 0;
   for (const gv_op *op = body->first; op; op = op->next, t++) {
     if (op->code == GV_OP_CONSTANT) {
@@ -457,7 +515,12 @@ static int plan(emitter *e, int64_t *wbytes, const gv_op **arena_op) {
       e->nv++;
       if (!gv_type_is_static(&v->type) || vi->nbytes < 0 || !gv_dtype_size(v->type.dtype))
         return gv_error_op(m, op, "cpu codegen: result %d has no static type", i);
-      if (gv_ops[op->code].flags & GV_VIEW) {
+      if (offs[i] == -1 && e->train && e->inplace_arg[v->id] >= 0 && !(gv_ops[op->code].flags & GV_VIEW)) {
+        const vinfo *a = &e->vi[e->inplace_arg[v->id]]; /* an update written over its argument's bytes */
+        vi->in_weights = 2;
+        vi->off = a->off;
+        if (!a->in_weights || a->nbytes != vi->nbytes) return fail_plan(e, op, "an in-place update does not match its argument");
+      } else if (gv_ops[op->code].flags & GV_VIEW) {
         const vinfo *src = info(e, op->opnds[0]);
         vi->root = src->root;
         vi->in_weights = src->in_weights;
@@ -487,6 +550,7 @@ static int plan(emitter *e, int64_t *wbytes, const gv_op **arena_op) {
     mark_uses(e, &tmp, t);
     ((gv_op *)op)->next = nx;
   }
+  if (e->train && check_in_place(e)) return -1;
   /* plan check: a value's bytes never overlap those of a value live when it is
    * defined (an elementwise op may write over an operand of exactly its size
    * that dies there: each element is read before it is written). */
@@ -531,7 +595,8 @@ static int write_weights(emitter *e, const char *dir, int64_t total) {
   int rc = 0, werr = 0;
   for (int a = 0; a < e->nv && !rc; a++) {
     const vinfo *x = &e->vi[a];
-    if (!x->in_weights || x->root != a) continue;
+    bool param = x->in_weights == 2 && !x->v->def && fn->arg_is_param[x->v->index]; /* initial value of a state slot */
+    if ((x->in_weights != 1 && !param) || x->root != a) continue;
     const void *data = NULL;
     if (!x->v->def) {
       data = fn->param_data ? fn->param_data[x->v->index] : NULL;
@@ -584,6 +649,41 @@ static void poison_after(emitter *e, int t, bool poison) {
   }
 }
 
+/* The state table of a training step (galv_rt.h galv_state_entry): every
+ * parameter and galv.state argument, its slot, and where the step leaves
+ * its new value (an arena offset copied after the step, or -1: in place). */
+static int state_table(emitter *e, const gv_op *ret) {
+  gv_func *fn = e->m->main;
+  FILE *f = e->f;
+  int n = 0;
+  fprintf(f, "const int galv_training = %d;\nconst galv_state_entry galv_state[] = {\n", e->train);
+  for (int a = 0; e->train && a < fn->body->nargs; a++) {
+    const vinfo *x = &e->vi[a];
+    if (x->in_weights != 2) continue;
+    int64_t from = -1;
+    for (int i = 0; i < ret->nopnds; i++) {
+      if (fn->res_updates[i] != a) continue;
+      const vinfo *r = info(e, ret->opnds[i]);
+      if (r->in_weights == 2 && e->inplace_arg[e->vi[r->root].v->id] == a) break;
+      if (r->in_weights != 0)
+        return gv_error_op(e->m, ret, "cpu codegen: the update of '%s' is not in the arena (not supported)", fn->arg_names[a]);
+      from = r->off;
+      break;
+    }
+    fputs("  {", f);
+    cg_c_string(f, fn->arg_names[a] ? fn->arg_names[a] : "");
+    fprintf(f, ", %s, %d, ", cg_rt_dtype(x->v->type.dtype), x->v->type.rank);
+    dims_lit(f, x->v->type.rank, x->v->type.dims);
+    fprintf(f, ", %d, %lld, %lld, %lld},\n", fn->arg_is_param[a] ? 1 : 0, (long long)x->off, (long long)x->nbytes,
+            (long long)from);
+    n++;
+  }
+  if (!n) fprintf(f, "  {0}\n");
+  fprintf(f, "};\nconst int galv_nstate = %d;\nconst int64_t galv_state_bytes = %lld;\nconst int64_t galv_param_bytes = %lld;\n\n",
+          n, (long long)(e->train ? e->sbytes : 0), (long long)(e->train ? e->pbytes : 0));
+  return 0;
+}
+
 static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_op *ar) {
   gv_module *m = e->m;
   gv_func *fn = m->main;
@@ -598,13 +698,13 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
   cg_c_comment(f, src ? src + 1 : m->source);
   fprintf(f, ". Do not edit.\n * galv_program_run() calls one kernel per op of the device program in schedule order;\n"
              " * A(off) is arena memory, W(off) the mapped weights.bin. */\n"
-             "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n\n#include \"runtime/galv_rt.h\"\n\n"
-             "#define A(o) (arena + (o))\n#define W(o) (weights + (o))\n\n");
+             "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n#include \"runtime/galv_rt.h\"\n\n"
+             "#define A(o) (arena + (o))\n#define W(o) (weights + (o))\n#define S(o) (state + (o))\n\n");
   /* tables */
   int nin = 0;
   fprintf(f, "const galv_io galv_inputs[] = {\n");
   for (int i = 0; i < body->nargs; i++)
-    if (!fn->arg_is_param[i]) {
+    if (!fn->arg_is_param[i] && !info(e, body->args[i])->in_weights) {
       if (!cg_rt_dtype(body->args[i]->type.dtype))
         return fclose(f), gv_error(m, "cpu codegen: input dtype %s unsupported", gv_dtype_name(body->args[i]->type.dtype));
       io_entry(e, fn->arg_names[i] ? fn->arg_names[i] : "", body->args[i]), nin++;
@@ -628,6 +728,7 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
     if (!e->vi[a].in_weights && e->vi[a].root == a && e->vi[a].off + e->vi[a].nbytes > high)
       high = e->vi[a].off + e->vi[a].nbytes;
   fprintf(f, "};\nconst int galv_noutputs = %d;\n\n", ret->nopnds);
+  if (state_table(e, ret)) return fclose(f), -1;
   fprintf(f, "const int64_t galv_arena_bytes = %lld;\nconst int64_t galv_plan_high_water = %lld;\n"
              "const int64_t galv_weights_bytes = %lld;\n\n",
           (long long)gv_get_int(ar, "bytes", 0), (long long)high, (long long)wbytes);
@@ -651,7 +752,7 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
     }
   }
   /* the run function */
-  fprintf(f, "void galv_program_run(char *arena, const char *weights) {\n  (void)arena, (void)weights;\n");
+  fprintf(f, "void galv_program_run(char *arena, const char *weights, char *state) {\n  (void)arena, (void)weights, (void)state;\n");
   for (int a = 0; a < e->nv; a++)
     if (!e->vi[a].in_weights && e->vi[a].root == a && e->vi[a].def < 0 && e->vi[a].last < 0)
       fprintf(f, "  GALV_POISON(A(%lld), %lld); /* unused input */\n", (long long)e->vi[a].off, (long long)e->vi[a].nbytes);
@@ -684,7 +785,7 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
 }
 
 int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o) {
-  emitter e = {.m = m};
+  emitter e = {.m = m, .train = m->main && m->main->res_updates != NULL};
   int64_t wbytes = 0;
   const gv_op *ar = NULL;
   struct stat st;
@@ -700,5 +801,6 @@ int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o) {
   rc = 0;
 out:
   free(e.vi);
+  free(e.inplace_arg);
   return rc;
 }

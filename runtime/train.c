@@ -1,0 +1,296 @@
+/* train.c — the entry point of training step programs (galvc --train
+ * --target cpu; main.c hands over when program.c says galv_training):
+ *
+ *   ./program --batches DIR [--steps N] [--input NAME=FILE ...]
+ *             [--load-checkpoint F] [--save-checkpoint F] [-o OUTDIR]
+ *             [--weights FILE] [--threads N]
+ *
+ * State: one writable buffer holding the parameters (copied from the mapped
+ * weights.bin) and the optimizer state (zeros), or both from a checkpoint.
+ * Each step copies the step's batch into the arena, runs galv_program_run,
+ * prints "step K loss X" (K counts from the checkpoint's step count) and
+ * copies every new value that the step did not write in place into its
+ * state slot (galv_state[].update_from). Batches: DIR/NAME.npy per data
+ * input (NAME sanitised: '/' and control characters -> '_'), of the
+ * input's shape, or with one more leading dim S: step K uses batch K mod S.
+ * -o OUTDIR writes every parameter as OUTDIR/NAME.npy after the last step.
+ *
+ * Checkpoint file (little-endian): "GALVCKPT", u32 version (1), u32 number
+ * of state tensors, i64 steps done; per tensor u32 name length, the name,
+ * u32 dtype (galv_rt.h numbering), u32 rank, i64 dims[rank], i64 bytes, the
+ * bytes. Loading checks every name, dtype and shape against the program.
+ * Every error is one line and exit status 1. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "galv_rt.h"
+
+void openblas_set_num_threads(int n);
+
+static const char MAGIC[8] = {'G', 'A', 'L', 'V', 'C', 'K', 'P', 'T'};
+enum { CKPT_VERSION = 1 };
+
+static long train_int(const char *opt, const char *s, long min) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || v < min) galv_fatal("%s expects an integer >= %ld, got '%s'", opt, min, s);
+  return v;
+}
+
+static void sanitise(char *dst, size_t n, const char *name) {
+  snprintf(dst, n, "%s", name);
+  for (char *c = dst; *c; c++)
+    if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
+}
+
+static void shape_of(char *b, size_t n, int rank, const int64_t *dims) {
+  size_t k = 0;
+  b[0] = 0;
+  if (rank == 0) snprintf(b, n, "scalar");
+  for (int d = 0; d < rank && k < n; d++) k += (size_t)snprintf(b + k, n - k, d ? "x%lld" : "%lld", (long long)dims[d]);
+}
+
+static void train_usage(FILE *f) {
+  fprintf(f, "usage: %s --batches DIR [--steps N] [--input NAME=FILE ...] [--load-checkpoint F] [--save-checkpoint F]\n"
+             "       [-o OUTDIR] [--weights FILE] [--threads N]\n"
+             "  --batches DIR        DIR/NAME.npy per input: the input's shape, or [S, shape...] (step K uses batch K mod S)\n"
+             "  --input NAME=FILE    that input from FILE instead (same rule)\n"
+             "  --steps N            training steps (default 1); prints 'step K loss X' per step\n"
+             "  --load-checkpoint F  parameters, optimizer state and step count from F (instead of weights.bin)\n"
+             "  --save-checkpoint F  write them to F after the last step\n"
+             "  -o OUTDIR            write every parameter as OUTDIR/NAME.npy after the last step\n"
+             "inputs:\n", galv_progname);
+  for (int i = 0; i < galv_ninputs; i++) {
+    char sh[160];
+    shape_of(sh, sizeof sh, galv_inputs[i].rank, galv_inputs[i].dims);
+    fprintf(f, "  %s: %s %s\n", galv_inputs[i].name, sh, galv_dtype_name(galv_inputs[i].dtype));
+  }
+}
+
+/* ---------------------------------------------------------------- checkpoints */
+
+static void wr(FILE *f, const void *p, size_t n, const char *path) {
+  if (n && fwrite(p, 1, n, f) != n) galv_fatal("%s: write failed: %s", path, strerror(errno));
+}
+
+static void save_checkpoint(const char *path, const char *state, int64_t steps) {
+  FILE *f = fopen(path, "wb");
+  if (!f) galv_fatal("%s: cannot write the checkpoint: %s", path, strerror(errno));
+  uint32_t u[2] = {CKPT_VERSION, (uint32_t)galv_nstate};
+  wr(f, MAGIC, 8, path);
+  wr(f, u, sizeof u, path);
+  wr(f, &steps, 8, path);
+  for (int i = 0; i < galv_nstate; i++) {
+    const galv_state_entry *e = &galv_state[i];
+    uint32_t h[3] = {(uint32_t)strlen(e->name), (uint32_t)e->dtype, (uint32_t)e->rank};
+    wr(f, &h[0], 4, path);
+    wr(f, e->name, h[0], path);
+    wr(f, &h[1], 8, path);
+    wr(f, e->dims, 8 * (size_t)e->rank, path);
+    wr(f, &e->nbytes, 8, path);
+    wr(f, state + e->offset, (size_t)e->nbytes, path);
+  }
+  if (fclose(f)) galv_fatal("%s: write failed: %s", path, strerror(errno));
+}
+
+static void rd(FILE *f, void *p, size_t n, const char *path) {
+  if (n && fread(p, 1, n, f) != n) galv_fatal("%s: truncated checkpoint", path);
+}
+
+/* Loads state and the step count; any mismatch with the program is one error. */
+static int64_t load_checkpoint(const char *path, char *state) {
+  FILE *f = fopen(path, "rb");
+  if (!f) galv_fatal("%s: cannot open the checkpoint: %s", path, strerror(errno));
+  char mg[8];
+  uint32_t u[2];
+  int64_t steps;
+  if (fread(mg, 1, 8, f) != 8 || memcmp(mg, MAGIC, 8)) galv_fatal("%s: not a galvc checkpoint (bad magic)", path);
+  rd(f, u, sizeof u, path);
+  if (u[0] != CKPT_VERSION) galv_fatal("%s: checkpoint version %u, this program reads version %d", path, u[0], CKPT_VERSION);
+  if (u[1] != (uint32_t)galv_nstate)
+    galv_fatal("%s: checkpoint of another model: it holds %u state tensors, this program has %d", path, u[1], galv_nstate);
+  rd(f, &steps, 8, path);
+  if (steps < 0) galv_fatal("%s: bad checkpoint header (negative step count)", path);
+  for (int i = 0; i < galv_nstate; i++) {
+    const galv_state_entry *e = &galv_state[i];
+    uint32_t nl, h[2];
+    char name[1024];
+    int64_t dims[GALV_RT_MAX_RANK], nb;
+    rd(f, &nl, 4, path);
+    if (nl >= sizeof name) galv_fatal("%s: bad checkpoint (state name of %u bytes)", path, nl);
+    rd(f, name, nl, path);
+    name[nl] = 0;
+    rd(f, h, 8, path);
+    if (h[1] > GALV_RT_MAX_RANK) galv_fatal("%s: bad checkpoint (state '%s' of rank %u)", path, name, h[1]);
+    rd(f, dims, 8 * (size_t)h[1], path);
+    rd(f, &nb, 8, path);
+    int same = !strcmp(name, e->name) && (int)h[0] == e->dtype && (int)h[1] == e->rank && nb == e->nbytes;
+    for (int d = 0; same && d < e->rank; d++) same = dims[d] == e->dims[d];
+    if (!same) {
+      char a[160], b[160];
+      shape_of(a, sizeof a, (int)h[1], dims);
+      shape_of(b, sizeof b, e->rank, e->dims);
+      galv_fatal("%s: checkpoint of another model: state %d is '%s' %s %s, this program expects '%s' %s %s", path, i, name,
+                 a, h[0] >= 1 && h[0] <= GALV_BOOL ? galv_dtype_name((int)h[0]) : "?", e->name, b,
+                 galv_dtype_name(e->dtype));
+    }
+    rd(f, state + e->offset, (size_t)nb, path);
+  }
+  if (fgetc(f) != EOF) galv_fatal("%s: bad checkpoint (trailing bytes)", path);
+  fclose(f);
+  return steps;
+}
+
+/* ---------------------------------------------------------------- batches */
+
+typedef struct {
+  galv_tensor t;
+  int64_t nbatch; /* 1 when the file has exactly the input's shape */
+} batch;
+
+static void read_batch(batch *b, const galv_io *d, const char *path) {
+  char err[512], a[160], s[160];
+  if (galv_read_tensor(path, &b->t, err, sizeof err)) galv_fatal("%s: input '%s': %s", path, d->name, err);
+  if (b->t.dtype != d->dtype)
+    galv_fatal("%s: input '%s' has dtype %s, the program expects %s", path, d->name, galv_dtype_name(b->t.dtype),
+               galv_dtype_name(d->dtype));
+  int lead = b->t.rank == d->rank + 1, same = b->t.rank == d->rank || lead;
+  for (int k = 0; same && k < d->rank; k++) same = b->t.dims[k + lead] == d->dims[k];
+  if (!same || (lead && b->t.dims[0] < 1)) {
+    shape_of(a, sizeof a, b->t.rank, b->t.dims);
+    shape_of(s, sizeof s, d->rank, d->dims);
+    galv_fatal("%s: input '%s' has shape %s, the program expects %s or [steps, %s]", path, d->name, a, s, s);
+  }
+  b->nbatch = lead ? b->t.dims[0] : 1;
+  if ((int64_t)b->t.nbytes != b->nbatch * d->nbytes) galv_fatal("%s: input '%s': size mismatch", path, d->name);
+}
+
+/* ---------------------------------------------------------------- main */
+
+int galv_train_main(int argc, char **argv) {
+  const char *outdir = NULL, *wpath = NULL, *bdir = NULL, *load = NULL, *save = NULL;
+  long steps = 1, threads = 0;
+  enum { MAXIN = 256 };
+  const char *names[MAXIN], *files[MAXIN];
+  int nin = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      train_usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--input") && v) {
+      const char *eq = strchr(v, '=');
+      if (!eq || eq == v) galv_fatal("--input expects NAME=FILE, got '%s'", v);
+      if (nin == MAXIN) galv_fatal("too many --input options");
+      names[nin] = strndup(v, (size_t)(eq - v));
+      files[nin++] = eq + 1;
+      i++;
+    } else if (!strcmp(a, "--batches") && v) bdir = v, i++;
+    else if (!strcmp(a, "-o") && v) outdir = v, i++;
+    else if (!strcmp(a, "--weights") && v) wpath = v, i++;
+    else if (!strcmp(a, "--load-checkpoint") && v) load = v, i++;
+    else if (!strcmp(a, "--save-checkpoint") && v) save = v, i++;
+    else if (!strcmp(a, "--steps") && v) steps = train_int(a, v, 0), i++;
+    else if (!strcmp(a, "--threads") && v) threads = train_int(a, v, 1), i++;
+    else galv_fatal("unknown or incomplete option '%s' (see --help)", a);
+  }
+  if (threads > 0) openblas_set_num_threads((int)threads);
+  for (int j = 0; j < nin; j++) {
+    int i = 0;
+    while (i < galv_ninputs && strcmp(galv_inputs[i].name, names[j])) i++;
+    if (i == galv_ninputs) galv_fatal("--input %s: the program has no input named '%s' (see --help)", names[j], names[j]);
+  }
+
+  char wbuf[PATH_MAX];
+  if (!wpath) {
+    ssize_t n = readlink("/proc/self/exe", wbuf, sizeof wbuf - 16);
+    if (n <= 0) galv_fatal("cannot locate the program's directory; pass --weights FILE");
+    wbuf[n] = 0;
+    char *s = strrchr(wbuf, '/');
+    strcpy(s ? s + 1 : wbuf, "weights.bin");
+    wpath = wbuf;
+  }
+  size_t wlen = 0;
+  const char *weights = galv_map_weights(wpath, galv_weights_bytes, &wlen);
+
+  /* state: parameters from weights.bin (same offsets), optimizer state zeros */
+  size_t sbytes = (size_t)(galv_state_bytes + 63) / 64 * 64;
+  char *state = aligned_alloc(64, sbytes ? sbytes : 64);
+  if (!state) galv_fatal("cannot allocate the %lld-byte state buffer", (long long)galv_state_bytes);
+  memset(state, 0, sbytes);
+  memcpy(state, weights, (size_t)galv_param_bytes);
+  int64_t done = load ? load_checkpoint(load, state) : 0;
+
+  /* batches */
+  batch *in = calloc((size_t)galv_ninputs + 1, sizeof *in);
+  if (!in) galv_fatal("out of memory");
+  for (int i = 0; i < galv_ninputs && steps > 0; i++) {
+    const galv_io *d = &galv_inputs[i];
+    int j = 0;
+    while (j < nin && strcmp(names[j], d->name)) j++;
+    char fn[256], path[PATH_MAX + 300];
+    if (j < nin) {
+      snprintf(path, sizeof path, "%s", files[j]);
+    } else {
+      if (!bdir) galv_fatal("input '%s' not given (use --batches DIR with DIR/%s.npy, or --input %s=FILE)", d->name, d->name, d->name);
+      sanitise(fn, sizeof fn, d->name);
+      snprintf(path, sizeof path, "%s/%s.npy", bdir, fn);
+    }
+    read_batch(&in[i], d, path);
+  }
+
+  size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
+  char *arena = aligned_alloc(64, (abytes + 63) / 64 * 64);
+  if (!arena) galv_fatal("cannot allocate the %lld-byte arena", (long long)galv_arena_bytes);
+  memset(arena, 0, abytes);
+  GALV_POISON(arena, abytes);
+  const galv_io *lo = &galv_outputs[0];
+  printf("%s: training step: %d kernels, arena %lld bytes, state %lld bytes (parameters %lld), %d state tensors\n",
+         galv_progname, galv_nkernels, (long long)galv_arena_bytes, (long long)galv_state_bytes,
+         (long long)galv_param_bytes, galv_nstate);
+  for (long s = 0; s < steps; s++, done++) {
+    for (int i = 0; i < galv_ninputs; i++) {
+      const galv_io *d = &galv_inputs[i];
+      GALV_UNPOISON(arena + d->offset, d->nbytes);
+      memcpy(arena + d->offset, (const char *)in[i].t.data + (done % in[i].nbatch) * d->nbytes, (size_t)d->nbytes);
+    }
+    galv_program_run(arena, weights, state);
+    const char *lp = lo->in_weights == 2 ? state + lo->offset : arena + lo->offset;
+    double loss = lo->dtype == GALV_F64 ? *(const double *)lp : *(const float *)lp;
+    printf("step %lld loss %.9g\n", (long long)done, loss);
+    for (int i = 0; i < galv_nstate; i++)
+      if (galv_state[i].update_from >= 0)
+        memcpy(state + galv_state[i].offset, arena + galv_state[i].update_from, (size_t)galv_state[i].nbytes);
+    GALV_POISON(arena, abytes);
+  }
+  fflush(stdout);
+  if (save) save_checkpoint(save, state, done);
+  if (outdir) {
+    struct stat st;
+    if (stat(outdir, &st) != 0 && mkdir(outdir, 0777) != 0)
+      galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
+    for (int i = 0; i < galv_nstate; i++) {
+      const galv_state_entry *e = &galv_state[i];
+      if (!e->is_param) continue;
+      galv_io io = {e->name, e->dtype, e->rank, {0}, 2, e->offset, e->nbytes};
+      memcpy(io.dims, e->dims, sizeof io.dims);
+      char fn[256], path[PATH_MAX + 300], err[512];
+      sanitise(fn, sizeof fn, e->name);
+      snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
+      if (galv_write_npy(path, &io, state + e->offset, err, sizeof err)) galv_fatal("%s: %s", path, err);
+    }
+  }
+  for (int i = 0; i < galv_ninputs; i++) free(in[i].t.data);
+  for (int j = 0; j < nin; j++) free((char *)names[j]);
+  free(in);
+  GALV_UNPOISON(arena, abytes);
+  free(arena);
+  free(state);
+  return 0;
+}
