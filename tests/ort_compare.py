@@ -3,10 +3,7 @@
 
 usage: ort_compare.py BUILD MODEL.onnx [--batch 2 --seq 16] [--passes LIST]...
 
-Random inputs (seeded): integer inputs draw token ids in [0, 50) (token
-type ids in [0, 2)); an input
-named like *mask* gets ones with the last quarter of each row zero; float
-inputs are standard normal. Each --passes list is evaluated separately, so a
+Random inputs (seeded) come from tests/model_inputs.py. Each --passes list is evaluated separately, so a
 rewriting pass that changes numerics shows up against the unrewritten graph.
 Exits 1 when any output differs beyond rtol 1e-4 / atol 1e-5.
 """
@@ -20,7 +17,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-DT = {1: np.float32, 11: np.float64, 10: np.float16, 7: np.int64, 6: np.int32, 9: np.bool_}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model_inputs import make_inputs  # noqa: E402
 
 
 def main():
@@ -36,31 +34,7 @@ def main():
     passes = a.passes or ["shape-infer", "shape-infer,fold-constants,canonicalize,dce,fuse,memory-plan"]
 
     m = onnx.load(a.model, load_external_data=False)
-    inits = {i.name for i in m.graph.initializer}
-    rng = np.random.RandomState(0)
-    feeds = {}
-    for inp in m.graph.input:
-        if inp.name in inits:
-            continue
-        tt = inp.type.tensor_type
-        shape = []
-        for d in tt.shape.dim:
-            if d.HasField("dim_value"):
-                shape.append(d.dim_value)
-            else:
-                p = d.dim_param.lower()
-                shape.append(a.batch if "batch" in p or p in ("n", "b", "bs") else a.seq)
-        dt = DT[tt.elem_type]
-        if "mask" in inp.name:
-            x = np.ones(shape, dtype=dt)
-            if len(shape) >= 2:
-                x[..., shape[-1] - max(1, shape[-1] // 4):] = 0
-        elif np.issubdtype(dt, np.integer):
-            hi = 2 if "type" in inp.name else 50  # token type ids index a 2-row table
-            x = rng.randint(0, hi, size=shape).astype(dt)
-        else:
-            x = rng.standard_normal(shape).astype(dt)
-        feeds[inp.name] = x
+    feeds = make_inputs(m, a.batch, a.seq)
 
     sess = ort.InferenceSession(a.model, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
