@@ -23,6 +23,7 @@ int gv_pass_dce(gv_module *m);            /* passes/dce.c */
 int gv_pass_loss(gv_module *m);           /* passes/loss.c */
 int gv_pass_autodiff(gv_module *m);       /* passes/autodiff.c */
 int gv_pass_optimizer(gv_module *m);      /* passes/optimizer.c */
+int gv_pass_recompute(gv_module *m);      /* passes/recompute.c */
 
 /* Training options, set by the drivers (galvc --train, galv-eval --train,
  * galv-opt) before running loss / optimizer; defaults in passes/registry.c
@@ -33,8 +34,19 @@ typedef struct {
   int64_t ignore_index;   /* cross_entropy rows with this label do not count (-100) */
   const char *optimizer;  /* "adamw" | "sgd" */
   double lr, weight_decay, beta1, beta2, eps, momentum;
+  const char *recompute;  /* layers whose activations are recomputed in backward: "none" | "all" | LIST (recompute.c) */
 } gv_train_options;
 extern gv_train_options gv_train_opts;
+/* Sharding (docs/sharding.md): options set by the drivers (galvc --strategy,
+ * --sharding; galv-opt --strategy, --sharding). */
+typedef struct {
+  const char *strategy;   /* "dp" | "tp" | "zero" | "dp,tp"; NULL: only pinned values */
+  const char *file;       /* sharding file: NAME [{"dp"}, {}] per line; NULL: none */
+  bool quiet;             /* spmd-partition: no collective table on stderr */
+} gv_shard_options;
+extern gv_shard_options gv_shard_opts;
+int gv_pass_propagate_sharding(gv_module *m); /* passes/propagate_sharding.c */
+int gv_pass_spmd_partition(gv_module *m);     /* passes/spmd_partition.c */
 int gv_pass_fuse(gv_module *m);           /* passes/fuse.c */
 int gv_pass_memory_plan(gv_module *m);    /* passes/memory_plan.c */
 

@@ -16,6 +16,9 @@ static void usage(FILE *f) {
           "  --passes=a,b,c   passes to run, in order (default: none; the input is re-printed)\n"
           "  -o FILE          write the result to FILE (default: stdout)\n"
           "  --verify-each    run the verifier after every pass (always after parsing)\n"
+          "  --strategy=S     propagate-sharding presets: dp, tp, zero, dp,tp (docs/sharding.md)\n"
+          "  --sharding=FILE  propagate-sharding: pinned values, NAME [{\"dp\"}, {}] per line\n"
+          "  --collectives    spmd-partition: print the collective table (stderr)\n"
           "  --help           this text\n\npasses:\n");
   for (int i = 0; i < gv_pass_count; i++)
     fprintf(f, "  %-16s %s\n", gv_pass_table[i].name, gv_pass_table[i].help);
@@ -54,6 +57,12 @@ int main(int argc, char **argv) {
       passes = a + 9;
     } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
       out = argv[++i];
+    } else if (strncmp(a, "--strategy=", 11) == 0) {
+      gv_shard_opts.strategy = a + 11;
+    } else if (strncmp(a, "--sharding=", 11) == 0) {
+      gv_shard_opts.file = a + 11;
+    } else if (strcmp(a, "--collectives") == 0) {
+      gv_shard_opts.quiet = false;
     } else if (strcmp(a, "--verify-each") == 0) {
       verify_each = 1;
     } else if (a[0] == '-' && a[1]) {

@@ -1,0 +1,532 @@
+/* propagate_sharding.c — `propagate-sharding` (docs/sharding.md).
+ *
+ * Gives every value of the function a sharding on the module's first mesh
+ * (none: the pass does nothing). Pinned values come from the input IR
+ * (`sharding` attributes, `galv.sharding` of arguments), from a sharding
+ * file (gv_shard_opts.file) and from the strategy presets
+ * (gv_shard_opts.strategy: dp, tp, zero, dp,tp). Propagation uses only the
+ * op table's dimension mappings (ir/shard_rules.c): forward (results from
+ * operands) and backward (unknown operands from results) sweeps until a
+ * fixed point; still unknown arguments become replicated. Then each op is
+ * materialised in program order: the factor assignment comes from its
+ * results (contracting / gather factors from its operands), an operand
+ * whose sharding differs from the one the op needs gets a `galv.reshard`
+ * before the op, and a result the op cannot produce as recorded gets one
+ * after it. Function results are replicated, except training results that
+ * replace an argument (galv.updates), which keep that argument's sharding.
+ */
+#include "passes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  uint8_t n[GV_MAX_FACTORS];
+  uint8_t ax[GV_MAX_FACTORS][GV_MAX_MESH_AXES];
+  unsigned used;
+} fax;
+
+typedef struct {
+  gv_module *m;
+  const gv_mesh *mesh;
+  int nvals;
+  gv_value **vals;
+  const gv_sharding **sh; /* per value id */
+  bool strict;            /* a tp preset: a head split that does not fit is an error */
+} prop;
+
+static bool has_axis(const gv_mesh *mesh, const char *name) { return gv_mesh_axis(mesh, name, strlen(name)) >= 0; }
+
+/* The axes of dim d of (side, i) assigned to its factors, merged into fa;
+ * false when not expressible (indivisible, conflicting). */
+static bool dim_to_factors(const gv_shard_rule *r, int side, int i, int d, const gv_sharding *s, fax *fa) {
+  if (!s || d >= s->rank || !s->naxes[d]) return true;
+  int nf = r->nf[side][i][d];
+  if (!nf) return false;
+  fax t = *fa;
+  uint8_t cnt[GV_DIM_FACTORS] = {0}, lst[GV_DIM_FACTORS][GV_MAX_MESH_AXES];
+  int j = 0;
+  int64_t rem = r->size[r->f[side][i][d][0]];
+  for (int k = 0; k < s->naxes[d]; k++) {
+    int a = s->axes[d][k];
+    int64_t sz = s->mesh->size[a];
+    while (rem == 1 && j + 1 < nf) rem = r->size[r->f[side][i][d][++j]];
+    if (rem % sz) return false;
+    rem /= sz;
+    lst[j][cnt[j]++] = (uint8_t)a;
+  }
+  for (int q = 0; q < nf; q++) {
+    int f = r->f[side][i][d][q];
+    if (!cnt[q]) continue;
+    if (t.n[f]) {
+      if (t.n[f] != cnt[q] || memcmp(t.ax[f], lst[q], cnt[q])) return false;
+      continue;
+    }
+    for (int k = 0; k < cnt[q]; k++)
+      if (t.used & (1u << lst[q][k])) return false;
+    t.n[f] = cnt[q];
+    memcpy(t.ax[f], lst[q], cnt[q]);
+    for (int k = 0; k < cnt[q]; k++) t.used |= 1u << lst[q][k];
+  }
+  *fa = t;
+  return true;
+}
+
+/* The sharding of (side, i) under fa; dims whose factors do not form a
+ * contiguous block (or break mesh order) stay unsharded and set *lossy. */
+static gv_sharding *factors_to_sharding(prop *P, const gv_shard_rule *r, int side, int i, const fax *fa, bool *lossy) {
+  gv_sharding *s = gv_sharding_new(P->m, P->mesh, r->rank[side][i]);
+  for (int d = 0; d < s->rank; d++) {
+    bool open = true, ok = true;
+    uint8_t n = 0, ax[GV_MAX_MESH_AXES];
+    for (int q = 0; q < r->nf[side][i][d]; q++) {
+      int f = r->f[side][i][d][q];
+      int64_t p = 1;
+      for (int k = 0; k < fa->n[f]; k++) {
+        if (!open || (n && ax[n - 1] > fa->ax[f][k])) ok = false;
+        ax[n++] = fa->ax[f][k];
+        p *= P->mesh->size[fa->ax[f][k]];
+      }
+      if (p < r->size[f] && fa->n[f]) open = false;
+      else if (p < r->size[f] && n) open = false;
+    }
+    if (!ok) {
+      if (lossy) *lossy = true;
+      continue;
+    }
+    s->naxes[d] = n;
+    memcpy(s->axes[d], ax, n);
+  }
+  return s;
+}
+
+static unsigned reduce_axes(const gv_shard_rule *r, const fax *fa) {
+  unsigned m = 0;
+  for (int f = 0; f < r->nfactors; f++)
+    if (r->kind[f] != GV_FACTOR_PASS)
+      for (int k = 0; k < fa->n[f]; k++) m |= 1u << fa->ax[f][k];
+  return m;
+}
+
+static const gv_sharding *replicated(prop *P, const gv_value *v) {
+  return gv_sharding_new(P->m, P->mesh, v->type.rank);
+}
+
+static const char *opname(const gv_op *op) { return gv_ops[op->code].name; }
+
+/* Forward: every operand known -> results. Returns 1 when something changed, -1 on error. */
+static int forward(prop *P, gv_op *op) {
+  bool need = false;
+  for (int i = 0; i < op->nres; i++) need |= !P->sh[op->res[i]->id];
+  if (!need) return 0;
+  for (int i = 0; i < op->nopnds; i++)
+    if (!P->sh[op->opnds[i]->id]) return 0;
+  gv_shard_rule r;
+  if (gv_shard_rule_of(op, &r)) {
+    for (int i = 0; i < op->nres; i++)
+      if (!P->sh[op->res[i]->id]) P->sh[op->res[i]->id] = replicated(P, op->res[i]);
+    return 1;
+  }
+  fax fa;
+  memset(&fa, 0, sizeof fa);
+  unsigned part = 0;
+  bool allpart = r.linear && op->nopnds > 0;
+  for (int i = 0; i < op->nopnds; i++) {
+    const gv_sharding *s = P->sh[op->opnds[i]->id];
+    if (i == 0) part = s->partial;
+    if (s->partial != part || !s->partial) allpart = false;
+    for (int d = 0; d < s->rank; d++) {
+      if (!dim_to_factors(&r, 0, i, d, s, &fa) && P->strict && op->code == GV_OP_RESHAPE) {
+        const gv_type *x = &op->opnds[i]->type;
+        char b[128];
+        gv_type_str(&op->res[0]->type, b, sizeof b);
+        return gv_error_op(P->m, op,
+                           "sharding: dim %d (size %lld) split %lld ways does not fit the reshape to %s; "
+                           "the tensor-parallel degree must divide the head count",
+                           d, (long long)x->dims[d], (long long)gv_sharding_dim_split(s, d), b);
+      }
+    }
+  }
+  for (int i = 0; i < op->nres; i++) {
+    if (P->sh[op->res[i]->id]) continue;
+    gv_sharding *s = factors_to_sharding(P, &r, 1, i, &fa, NULL);
+    s->partial = reduce_axes(&r, &fa) | (allpart ? part : 0);
+    P->sh[op->res[i]->id] = s;
+  }
+  return 1;
+}
+
+/* Backward: every result known -> unknown operands (no partial). */
+static int backward(prop *P, gv_op *op) {
+  bool need = false;
+  for (int i = 0; i < op->nopnds; i++) need |= !P->sh[op->opnds[i]->id];
+  if (!need) return 0;
+  for (int i = 0; i < op->nres; i++)
+    if (!P->sh[op->res[i]->id]) return 0;
+  gv_shard_rule r;
+  bool none = gv_shard_rule_of(op, &r) != 0;
+  fax fa;
+  memset(&fa, 0, sizeof fa);
+  for (int i = 0; !none && i < op->nres; i++) {
+    const gv_sharding *s = P->sh[op->res[i]->id];
+    for (int d = 0; d < s->rank; d++) dim_to_factors(&r, 1, i, d, s, &fa);
+  }
+  for (int i = 0; i < op->nopnds; i++) {
+    if (!none) {
+      const gv_sharding *s = P->sh[op->opnds[i]->id];
+      for (int d = 0; s && d < s->rank; d++) dim_to_factors(&r, 0, i, d, s, &fa);
+    }
+  }
+  for (int i = 0; i < op->nopnds; i++) {
+    gv_value *v = op->opnds[i];
+    if (P->sh[v->id]) continue;
+    P->sh[v->id] = none ? replicated(P, v) : factors_to_sharding(P, &r, 0, i, &fa, NULL);
+  }
+  return 1;
+}
+
+static gv_value *reshard(prop *P, gv_value *v, const gv_sharding *target, gv_op *pos, bool after) {
+  gv_op *o = gv_op_new(P->m, GV_OP_RESHARD, 1, &v, 1);
+  o->res[0]->type = v->type;
+  gv_op_set_loc(P->m, o, pos->loc, NULL);
+  const gv_sharding *t[1] = {target};
+  gv_set_shardings(P->m, o, t);
+  if (after) {
+    if (pos->next) gv_insert_before(pos->next, o);
+    else gv_block_append(pos->parent, o);
+  } else {
+    gv_insert_before(pos, o);
+  }
+  return o->res[0];
+}
+
+/* Required shardings of op's operands and its actual result shardings. */
+static int materialise(prop *P, gv_op *op) {
+  const gv_func *f = P->m->main;
+  if (op->code == GV_OP_RETURN) {
+    for (int i = 0; i < op->nopnds; i++) {
+      gv_value *v = op->opnds[i];
+      int upd = f->res_updates && i < f->nres_names ? f->res_updates[i] : -1;
+      const gv_sharding *want = upd >= 0 && f->arg_sharding && f->arg_sharding[upd] ? f->arg_sharding[upd] : replicated(P, v);
+      const gv_sharding *have = gv_value_sharding(P->m, v);
+      if (!gv_sharding_equal(have, want)) op->opnds[i] = reshard(P, v, want, op, false);
+    }
+    return 0;
+  }
+  gv_shard_rule r;
+  bool none = gv_shard_rule_of(op, &r) != 0;
+  fax fa;
+  memset(&fa, 0, sizeof fa);
+  unsigned rpart = 0;
+  for (int i = 0; !none && i < op->nres; i++) {
+    const gv_sharding *s = P->sh[op->res[i]->id];
+    rpart |= s->partial;
+    for (int d = 0; d < s->rank; d++) dim_to_factors(&r, 1, i, d, s, &fa);
+  }
+  /* contracting / gather factors: from the operands, the first that splits them */
+  for (int i = 0; !none && i < op->nopnds; i++) {
+    const gv_sharding *s = gv_value_sharding(P->m, op->opnds[i]);
+    for (int d = 0; s && d < s->rank && d < r.rank[0][i]; d++) {
+      bool only_red = r.nf[0][i][d] > 0;
+      for (int q = 0; q < r.nf[0][i][d]; q++) only_red &= r.kind[r.f[0][i][d][q]] != GV_FACTOR_PASS;
+      if (only_red) dim_to_factors(&r, 0, i, d, s, &fa);
+    }
+  }
+  unsigned red = none ? 0 : reduce_axes(&r, &fa);
+  unsigned through = (!none && r.linear) ? rpart & ~red : 0;
+  for (int i = 0; i < op->nopnds; i++) {
+    gv_value *v = op->opnds[i];
+    gv_sharding *want = none ? gv_sharding_new(P->m, P->mesh, v->type.rank) : factors_to_sharding(P, &r, 0, i, &fa, NULL);
+    if (through && gv_dtype_is_float(v->type.dtype)) want->partial = through;
+    const gv_sharding *have = gv_value_sharding(P->m, v);
+    if (!have) have = P->sh[v->id];
+    if (!gv_sharding_equal(have, want)) op->opnds[i] = reshard(P, v, want, op, false);
+  }
+  const gv_sharding **act = gv_alloc(P->m->arena, (size_t)(op->nres ? op->nres : 1) * sizeof *act);
+  gv_op *last = op;
+  for (int i = 0; i < op->nres; i++) {
+    gv_value *v = op->res[i];
+    gv_sharding *a = none ? gv_sharding_new(P->m, P->mesh, v->type.rank) : factors_to_sharding(P, &r, 1, i, &fa, NULL);
+    a->partial = red | through;
+    act[i] = a;
+  }
+  gv_set_shardings(P->m, op, act);
+  for (int i = 0; i < op->nres; i++) {
+    gv_value *v = op->res[i];
+    const gv_sharding *want = P->sh[v->id];
+    if (gv_sharding_equal(act[i], want)) continue;
+    gv_value *nv = reshard(P, v, want, last, true);
+    last = nv->def;
+    gv_replace_uses(op->parent, v, nv);
+    nv->def->opnds[0] = v; /* gv_replace_uses also rewrote the reshard's own operand */
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- pins */
+
+static gv_sharding *split_dim(prop *P, const gv_value *v, int d, const char *axis) {
+  int a = gv_mesh_axis(P->mesh, axis, strlen(axis));
+  if (a < 0 || d < 0 || d >= v->type.rank || v->type.dims[d] <= 0 || v->type.dims[d] % P->mesh->size[a]) return NULL;
+  gv_sharding *s = gv_sharding_new(P->m, P->mesh, v->type.rank);
+  s->naxes[d] = 1;
+  s->axes[d][0] = (uint8_t)a;
+  return s;
+}
+
+static void pin(prop *P, gv_value *v, const gv_sharding *s) {
+  if (!s) return;
+  const gv_sharding *old = P->sh[v->id];
+  if (!old) {
+    P->sh[v->id] = s;
+    return;
+  }
+  /* combine: add s's split axes to dims where old has none */
+  gv_sharding *c = gv_sharding_new(P->m, P->mesh, s->rank);
+  *c = *old;
+  unsigned used = 0;
+  for (int d = 0; d < c->rank; d++)
+    for (int k = 0; k < c->naxes[d]; k++) used |= 1u << c->axes[d][k];
+  for (int d = 0; d < c->rank; d++)
+    if (!c->naxes[d] && s->naxes[d] && !(used & (1u << s->axes[d][0]))) {
+      c->naxes[d] = 1;
+      c->axes[d][0] = s->axes[d][0];
+    }
+  P->sh[v->id] = c;
+}
+
+static bool is_param(const gv_module *m, const gv_value *v) {
+  const gv_func *f = m->main;
+  return v && !v->def && v->block == f->body && f->arg_is_param && f->arg_is_param[v->index];
+}
+
+static bool is_activation(const gv_op *op) {
+  switch (op->code) {
+  case GV_OP_GELU: case GV_OP_RELU: case GV_OP_SILU: case GV_OP_TANH: case GV_OP_SIGMOID: case GV_OP_ERF: return true;
+  default: return false;
+  }
+}
+
+/* A dot with a parameter rhs whose result (after an optional bias add) feeds
+ * an activation, a head-split reshape, a split or a gating mul. */
+static bool is_column(const gv_module *m, const gv_op *op) {
+  if (op->code != GV_OP_DOT || !is_param(m, op->opnds[1])) return false;
+  const gv_value *v = op->res[0];
+  for (int pass = 0; pass < 2; pass++) {
+    const gv_value *next = NULL;
+    for (const gv_op *u = op->next; u; u = u->next)
+      for (int i = 0; i < u->nopnds; i++) {
+        if (u->opnds[i] != v) continue;
+        if (is_activation(u) || u->code == GV_OP_SPLIT) return true;
+        if (u->code == GV_OP_RESHAPE && u->res[0]->type.rank > v->type.rank) return true;
+        if (u->code == GV_OP_MUL) {
+          const gv_value *o = u->opnds[1 - i];
+          if (o->def && is_activation(o->def)) return true;
+        }
+        if (u->code == GV_OP_ADD && is_param(m, u->opnds[1 - i])) next = u->res[0];
+      }
+    if (!next) break;
+    v = next;
+  }
+  return false;
+}
+
+/* A dot with a parameter rhs whose lhs comes from a column-parallel chain. */
+static bool from_column(const gv_module *m, const gv_value *v, int depth) {
+  if (!v || !v->def || depth > 48) return false;
+  const gv_op *d = v->def;
+  if (d->code == GV_OP_LAYER_NORM || d->code == GV_OP_RMS_NORM) return false;
+  if (d->code == GV_OP_DOT && is_param(m, d->opnds[1])) return is_column(m, d);
+  for (int i = 0; i < d->nopnds; i++)
+    if (from_column(m, d->opnds[i], depth + 1)) return true;
+  return false;
+}
+
+static int rhs_free_dim(const gv_op *op, bool contracting) {
+  const int64_t *rc, *rb;
+  int nrc = gv_get_ints(op, "rhs_contract", &rc), nrb = gv_get_ints(op, "rhs_batch", &rb);
+  const gv_type *t = &op->opnds[1]->type;
+  for (int d = 0; d < t->rank; d++) {
+    bool c = false, b = false;
+    for (int k = 0; k < nrc; k++) c |= rc[k] == d;
+    for (int k = 0; k < nrb; k++) b |= rb[k] == d;
+    if (!b && c == contracting) return d;
+  }
+  return -1;
+}
+
+static void preset_pins(prop *P, const char *strategy) {
+  gv_func *f = P->m->main;
+  bool dp = false, tp = false, zero = false;
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", strategy);
+  for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+    dp |= strcmp(t, "dp") == 0;
+    tp |= strcmp(t, "tp") == 0;
+    zero |= strcmp(t, "zero") == 0;
+  }
+  if (zero) dp = true;
+  P->strict = tp;
+  if (dp && has_axis(P->mesh, "dp")) {
+    for (int i = 0; i < f->body->nargs; i++) {
+      gv_value *v = f->body->args[i];
+      bool state = f->arg_is_state && f->arg_is_state[i];
+      if (!f->arg_is_param[i] && !state && v->type.rank >= 1) pin(P, v, split_dim(P, v, 0, "dp"));
+      if (zero && (f->arg_is_param[i] || state))
+        for (int d = 0; d < v->type.rank; d++) {
+          gv_sharding *s = split_dim(P, v, d, "dp");
+          if (s) {
+            pin(P, v, s);
+            break;
+          }
+        }
+    }
+  }
+  if (tp && has_axis(P->mesh, "tp")) {
+    for (gv_op *op = f->body->first; op; op = op->next) {
+      if (op->code == GV_OP_GATHER && is_param(P->m, op->opnds[0]) && gv_get_int(op, "axis", 0) == 0 &&
+          op->opnds[0]->type.rank == 2)
+        pin(P, op->opnds[0], split_dim(P, op->opnds[0], 0, "tp"));
+      if (op->code != GV_OP_DOT || !is_param(P->m, op->opnds[1])) continue;
+      if (is_column(P->m, op)) pin(P, op->opnds[1], split_dim(P, op->opnds[1], rhs_free_dim(op, false), "tp"));
+      else if (from_column(P->m, op->opnds[0], 0))
+        pin(P, op->opnds[1], split_dim(P, op->opnds[1], rhs_free_dim(op, true), "tp"));
+    }
+  }
+}
+
+/* Sharding file: one value a line, `NAME [{"dp"}, {}, {"tp"}]` (mesh: the
+ * first); '#' starts a comment. */
+static int file_pins(prop *P, const char *path) {
+  FILE *fp = fopen(path, "r");
+  if (!fp) return gv_error_plain("%s: cannot read sharding file", path);
+  char line[4096];
+  int ln = 0, rc = 0;
+  gv_func *f = P->m->main;
+  while (!rc && fgets(line, sizeof line, fp)) {
+    ln++;
+    char *s = line;
+    while (*s == ' ' || *s == '\t') s++;
+    if (*s == '#' || *s == '\n' || !*s) continue;
+    char *e = s;
+    while (*e && *e != ' ' && *e != '\t' && *e != '[') e++;
+    char name[1024];
+    snprintf(name, sizeof name, "%.*s", (int)(e - s), s);
+    gv_value *v = NULL;
+    for (int i = 0; i < f->body->nargs && !v; i++)
+      if (f->arg_names[i] && strcmp(f->arg_names[i], name) == 0) v = f->body->args[i];
+    for (gv_op *op = f->body->first; op && !v; op = op->next)
+      for (int i = 0; i < op->nres && !v; i++)
+        if (op->res[i]->name && strcmp(op->res[i]->name, name) == 0) v = op->res[i];
+    if (!v) {
+      rc = gv_error_plain("%s:%d: sharding file names '%s', which is no value of the model", path, ln, name);
+      break;
+    }
+    gv_sharding *sh = gv_sharding_new(P->m, P->mesh, v->type.rank);
+    char *c = strchr(e, '[');
+    int d = 0;
+    unsigned used = 0;
+    if (!c) rc = gv_error_plain("%s:%d: expected NAME [{...}, ...]", path, ln);
+    for (c = c ? c + 1 : NULL; !rc && c && *c && *c != ']';) {
+      if (*c == ' ' || *c == ',' || *c == '\t') { c++; continue; }
+      if (*c != '{' || d >= v->type.rank) {
+        rc = gv_error_plain("%s:%d: '%s' has rank %d; expected one {axes} per dim", path, ln, name, v->type.rank);
+        break;
+      }
+      c++;
+      while (!rc && *c && *c != '}') {
+        if (*c == ' ' || *c == ',') { c++; continue; }
+        char *q = *c == '"' ? strchr(c + 1, '"') : NULL;
+        int a = q ? gv_mesh_axis(P->mesh, c + 1, (size_t)(q - c - 1)) : -1;
+        if (a < 0 || (used & (1u << a)) || sh->naxes[d] >= GV_MAX_MESH_AXES) {
+          rc = gv_error_plain("%s:%d: '%s': bad or repeated mesh axis at '%.20s'", path, ln, name, c);
+          break;
+        }
+        used |= 1u << a;
+        sh->axes[d][sh->naxes[d]++] = (uint8_t)a;
+        c = q + 1;
+      }
+      if (!rc && *c == '}') c++, d++;
+    }
+    if (!rc && d != v->type.rank)
+      rc = gv_error_plain("%s:%d: '%s' has rank %d, the sharding lists %d dims", path, ln, name, v->type.rank, d);
+    for (int k = 0; !rc && k < d; k++)
+      if (v->type.dims[k] > 0 && v->type.dims[k] % gv_sharding_dim_split(sh, k))
+        rc = gv_error_plain("%s:%d: '%s' dim %d of size %lld is not divisible into %lld shards", path, ln, name, k,
+                            (long long)v->type.dims[k], (long long)gv_sharding_dim_split(sh, k));
+    if (!rc) P->sh[v->id] = sh;
+  }
+  fclose(fp);
+  return rc ? -1 : 0;
+}
+
+int gv_pass_propagate_sharding(gv_module *m) {
+  if (!m->nmeshes || !m->main) return 0;
+  gv_func *f = m->main;
+  prop P = {.m = m, .mesh = m->meshes[0]};
+  int n = f->body->nargs;
+  for (gv_op *op = f->body->first; op; op = op->next) {
+    if (op->nregions) return gv_error_op(m, op, "sharding: ops with regions (galv.%s) are not supported", opname(op));
+    n += op->nres;
+  }
+  P.vals = calloc((size_t)n + 1, sizeof *P.vals);
+  P.sh = calloc((size_t)n + 1, sizeof *P.sh);
+  if (!P.vals || !P.sh) {
+    free(P.vals);
+    free(P.sh);
+    return gv_error(m, "out of memory");
+  }
+  int k = 0;
+  for (int i = 0; i < f->body->nargs; i++) {
+    P.vals[k] = f->body->args[i];
+    P.vals[k]->id = k;
+    P.sh[k] = f->arg_sharding ? f->arg_sharding[i] : NULL;
+    k++;
+  }
+  for (gv_op *op = f->body->first; op; op = op->next)
+    for (int i = 0; i < op->nres; i++) {
+      P.vals[k] = op->res[i];
+      P.vals[k]->id = k;
+      P.sh[k] = gv_op_sharding(op, i);
+      k++;
+    }
+  P.nvals = k;
+  int rc = 0;
+  if (gv_shard_opts.strategy) preset_pins(&P, gv_shard_opts.strategy);
+  if (gv_shard_opts.file) rc = file_pins(&P, gv_shard_opts.file);
+  for (int iter = 0; !rc && iter < 4 * n + 8; iter++) {
+    int changed = 0;
+    for (gv_op *op = f->body->first; op && !rc; op = op->next) {
+      int c = forward(&P, op);
+      if (c < 0) rc = -1;
+      changed |= c > 0;
+    }
+    for (gv_op *op = f->body->last; op && !rc; op = op->prev) changed |= backward(&P, op) > 0;
+    if (rc || changed) continue;
+    bool any = false;
+    for (int i = 0; i < P.nvals; i++)
+      if (!P.sh[i] && !P.vals[i]->def) {
+        P.sh[i] = replicated(&P, P.vals[i]);
+        any = true;
+      }
+    if (!any) {
+      for (int i = 0; i < P.nvals && !any; i++)
+        if (!P.sh[i]) P.sh[i] = replicated(&P, P.vals[i]), any = true;
+    }
+    if (!any) break;
+  }
+  if (!rc) {
+    if (!f->arg_sharding) f->arg_sharding = gv_alloc(m->arena, (size_t)(f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs) * sizeof *f->arg_sharding);
+    for (int i = 0; i < f->body->nargs; i++) f->arg_sharding[i] = P.sh[i] ? P.sh[i] : replicated(&P, f->body->args[i]);
+    gv_op *op = f->body->first;
+    while (op && !rc) {
+      gv_op *next = op->next;
+      rc = materialise(&P, op);
+      op = next;
+    }
+  }
+  free(P.vals);
+  free(P.sh);
+  return rc ? -1 : 0;
+}

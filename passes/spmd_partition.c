@@ -1,0 +1,274 @@
+/* spmd_partition.c — `spmd-partition` (docs/sharding.md): the global
+ * program with shardings (propagate-sharding) becomes the local program of
+ * one rank. Every value gets its local type (each dim divided by the sizes
+ * of the mesh axes that split it; an indivisible dim is an error naming the
+ * value). galv.reshard ops are lowered to galv.reduce_scatter / all_reduce
+ * (pending sums), all_to_all / all_gather (splits removed or moved) and
+ * shard_slice (splits added, no communication). Each collective carries
+ * `bytes`, this rank's sent bytes by the formulas of runtime/galv_comm.h;
+ * unless gv_shard_opts.quiet, a table "collective, axes, shape,
+ * bytes/device" goes to stderr. Ops whose local computation differs from
+ * the global one by more than shapes (all derived from the op table's
+ * factor kinds): a reduce_mean over split dims is rescaled by 1/p (its
+ * local sums are added up later), a gather from a split table (GATHER
+ * factor) looks up only the rows this rank holds (galv.axis_index) and
+ * yields zeros elsewhere, a partial sum completed by the consumer.
+ * Without a mesh the pass does nothing. */
+#include "build.h"
+#include "passes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+  gv_module *m;
+  const gv_mesh *mesh;
+  int64_t total;
+  int ncoll;
+} spmd;
+
+static const char *vname(const gv_value *v, char *buf, size_t n) {
+  if (v->name && *v->name) snprintf(buf, n, "'%s'", v->name);
+  else if (!v->def) snprintf(buf, n, "argument %d", v->index);
+  else snprintf(buf, n, "result %d", v->index);
+  return buf;
+}
+
+/* Global type -> local type under s; -1 after an error naming op / value. */
+static int local_type(spmd *S, const gv_op *op, const gv_value *v, const gv_sharding *s, gv_type *out) {
+  *out = v->type;
+  if (!s) return 0;
+  for (int d = 0; d < s->rank && d < v->type.rank; d++) {
+    int64_t p = gv_sharding_dim_split(s, d);
+    if (p == 1) continue;
+    char ax[64] = "", nb[300];
+    for (int k = 0; k < s->naxes[d]; k++)
+      snprintf(ax + strlen(ax), sizeof ax - strlen(ax), "%s%s", k ? "x" : "", s->mesh->axis[s->axes[d][k]]);
+    if (v->type.dims[d] < 0 || v->type.dims[d] % p) {
+      if (op)
+        return gv_error_op(S->m, op, "spmd: %s dim %d of size %lld does not divide into %lld shards (mesh axes %s)",
+                           vname(v, nb, sizeof nb), d, (long long)v->type.dims[d], (long long)p, ax);
+      return gv_error(S->m, "spmd: %s dim %d of size %lld does not divide into %lld shards (mesh axes %s)",
+                      vname(v, nb, sizeof nb), d, (long long)v->type.dims[d], (long long)p, ax);
+    }
+    out->dims[d] /= p;
+  }
+  return 0;
+}
+
+static int64_t type_bytes(const gv_type *t) {
+  int64_t n = gv_type_numel(t);
+  return n < 0 ? 0 : n * (int64_t)gv_dtype_size(t->dtype);
+}
+
+/* A collective over the given axes mask on x, before pos. */
+static gv_value *coll(spmd *S, gv_opcode code, gv_value *x, unsigned axes, int d1, int d2, const char *reduce, gv_op *pos) {
+  gv_op *o = gv_op_new(S->m, code, 1, &x, 1);
+  gv_op_set_loc(S->m, o, pos->loc, NULL);
+  const char *names[GV_MAX_MESH_AXES];
+  int n = 0;
+  int64_t p = 1;
+  for (int a = 0; a < S->mesh->naxes; a++)
+    if (axes & (1u << a)) names[n++] = S->mesh->axis[a], p *= S->mesh->size[a];
+  gv_set_str(S->m, o, "mesh", S->mesh->name);
+  gv_set_strs(S->m, o, "axes", n, names);
+  if (reduce) gv_set_str(S->m, o, "reduce", reduce);
+  if (code == GV_OP_ALL_GATHER || code == GV_OP_REDUCE_SCATTER || code == GV_OP_SHARD_SLICE) gv_set_int(S->m, o, "dim", d1);
+  if (code == GV_OP_ALL_TO_ALL) {
+    gv_set_int(S->m, o, "split_dim", d1);
+    gv_set_int(S->m, o, "concat_dim", d2);
+  }
+  if (gv_infer_op(S->m, o, NULL)) return NULL;
+  int64_t nb = code == GV_OP_ALL_GATHER ? type_bytes(&o->res[0]->type) : type_bytes(&x->type);
+  int64_t bytes = code == GV_OP_ALL_REDUCE ? 2 * (p - 1) * nb / p : code == GV_OP_SHARD_SLICE ? 0 : (p - 1) * nb / p;
+  gv_set_int(S->m, o, "bytes", bytes);
+  gv_insert_before(pos, o);
+  if (code != GV_OP_SHARD_SLICE && !gv_shard_opts.quiet) {
+    char ts[128], ax[64] = "";
+    gv_type_str(&x->type, ts, sizeof ts);
+    for (int k = 0; k < n; k++) snprintf(ax + strlen(ax), sizeof ax - strlen(ax), "%s%s", k ? "," : "", names[k]);
+    fprintf(stderr, "galvc: spmd: %-15s %-8s %-28s %12lld  %s\n", gv_ops[code].name, ax, ts, (long long)bytes, pos->loc);
+  }
+  if (code != GV_OP_SHARD_SLICE) S->ncoll++;
+  S->total += bytes;
+  return o->res[0];
+}
+
+static bool dim_prefix(const gv_sharding *c, const gv_sharding *w, int d) {
+  if (c->naxes[d] > w->naxes[d]) return false;
+  for (int k = 0; k < c->naxes[d]; k++)
+    if (c->axes[d][k] != w->axes[d][k]) return false;
+  return true;
+}
+
+/* Lowers reshard op (operand local already) to collectives. */
+static int lower_reshard(spmd *S, gv_op *op, const gv_sharding *have) {
+  const gv_sharding *want = gv_op_sharding(op, 0);
+  gv_value *x = op->opnds[0];
+  gv_sharding c = have ? *have : (gv_sharding){.mesh = S->mesh, .rank = x->type.rank};
+  if (!want) return gv_error_op(S->m, op, "spmd: galv.reshard without a sharding");
+  if (want->partial & ~c.partial) return gv_error_op(S->m, op, "spmd: cannot reshard a complete value into a partial sum");
+  /* 1. pending sums: reduce_scatter where the target splits a dim next by that axis, else all_reduce */
+  unsigned ar = 0;
+  for (int a = 0; a < S->mesh->naxes && x; a++) {
+    if (!(c.partial & (1u << a)) || (want->partial & (1u << a))) continue;
+    int dd = -1;
+    for (int d = 0; d < c.rank; d++)
+      if (dim_prefix(&c, want, d) && want->naxes[d] > c.naxes[d] && want->axes[d][c.naxes[d]] == a) dd = d;
+    if (dd >= 0 && x->type.dims[dd] % S->mesh->size[a] == 0) {
+      x = coll(S, GV_OP_REDUCE_SCATTER, x, 1u << a, dd, 0, "sum", op);
+      c.axes[dd][c.naxes[dd]++] = (uint8_t)a;
+    } else {
+      ar |= 1u << a;
+    }
+    c.partial &= ~(1u << a);
+  }
+  if (ar && x) x = coll(S, GV_OP_ALL_REDUCE, x, ar, 0, 0, "sum", op);
+  /* 2. splits the target does not have: moved (all_to_all) or removed (all_gather), minor axis first */
+  for (int d = 0; d < c.rank && x; d++) {
+    while (x && !dim_prefix(&c, want, d)) {
+      int a = c.axes[d][--c.naxes[d]];
+      int d2 = -1;
+      for (int e = 0; e < c.rank; e++)
+        if (e != d && dim_prefix(&c, want, e) && want->naxes[e] > c.naxes[e] && want->axes[e][c.naxes[e]] == a) d2 = e;
+      if (d2 >= 0 && x->type.dims[d2] % S->mesh->size[a] == 0) {
+        x = coll(S, GV_OP_ALL_TO_ALL, x, 1u << a, d2, d, NULL, op);
+        c.axes[d2][c.naxes[d2]++] = (uint8_t)a;
+      } else {
+        x = coll(S, GV_OP_ALL_GATHER, x, 1u << a, d, 0, NULL, op);
+      }
+    }
+  }
+  /* 3. splits to add: local slices */
+  for (int d = 0; d < c.rank && x; d++)
+    while (x && c.naxes[d] < want->naxes[d]) {
+      int a = want->axes[d][c.naxes[d]];
+      x = coll(S, GV_OP_SHARD_SLICE, x, 1u << a, d, 0, NULL, op);
+      c.axes[d][c.naxes[d]++] = (uint8_t)a;
+    }
+  if (!x) return -1;
+  if (!gv_sharding_equal(&c, want)) return gv_error_op(S->m, op, "spmd: cannot lower this reshard");
+  gv_replace_uses(op->parent, op->res[0], x);
+  gv_op_unlink(op);
+  return 0;
+}
+
+/* reduce_mean over split dims: local means sum to p times the mean. */
+static int fix_mean(spmd *S, gv_op *op, const gv_sharding *xs) {
+  gv_shard_rule r;
+  if (!xs || gv_shard_rule_of(op, &r)) return 0;
+  int64_t p = 1;
+  for (int d = 0; d < xs->rank; d++) {
+    bool red = r.nf[0][0][d] > 0 && r.kind[r.f[0][0][d][0]] == GV_FACTOR_REDUCE;
+    if (red) p *= gv_sharding_dim_split(xs, d);
+  }
+  if (p == 1) return 0;
+  gvb b = {S->m, op->next, op->loc};
+  gv_value *res = op->res[0];
+  gv_value *c = gvb_cst(&b, res->type.dtype, 1.0 / (double)p);
+  gv_value *y = gvb_bin(&b, GV_OP_MUL, res, c);
+  if (!y) return -1;
+  gv_replace_uses(op->parent, res, y);
+  y->def->opnds[0] = res;
+  const gv_sharding *sh[1] = {gv_op_sharding(op, 0)};
+  gv_set_shardings(S->m, y->def, sh);
+  return 0;
+}
+
+/* gather from a table split on its gather axis: masked local lookup. */
+static int lower_gather(spmd *S, gv_op *op, const gv_sharding *ts) {
+  int rank = op->opnds[0]->type.rank;
+  int ax = (int)gv_get_int(op, "axis", 0);
+  if (ax < 0) ax += rank;
+  if (!ts || ax < 0 || ax >= ts->rank || !ts->naxes[ax]) return 0;
+  unsigned axes = 0;
+  for (int k = 0; k < ts->naxes[ax]; k++) axes |= 1u << ts->axes[ax][k];
+  int64_t vloc = op->opnds[0]->type.dims[ax], vglob = vloc * gv_sharding_dim_split(ts, ax);
+  gvb b = {S->m, op, op->loc};
+  gv_value *idx = op->opnds[1];
+  gv_dtype it = idx->type.dtype;
+  gv_op *ai = gv_op_new(S->m, GV_OP_AXIS_INDEX, 0, NULL, 1);
+  gv_op_set_loc(S->m, ai, op->loc, NULL);
+  const char *names[GV_MAX_MESH_AXES];
+  int n = 0;
+  for (int a = 0; a < S->mesh->naxes; a++)
+    if (axes & (1u << a)) names[n++] = S->mesh->axis[a];
+  gv_set_str(S->m, ai, "mesh", S->mesh->name);
+  gv_set_strs(S->m, ai, "axes", n, names);
+  gv_value *coord = gvb_fin(&b, ai);
+  if (coord && it != GV_DT_I64) {
+    gv_op *cst = gvb_new(&b, GV_OP_CAST, 1, &coord);
+    if (!cst) return -1;
+    gv_set_type(S->m, cst, "to", it);
+    coord = gvb_fin(&b, cst);
+  }
+  gv_value *off = gvb_bin(&b, GV_OP_MUL, coord, gvb_cst(&b, it, (double)vloc));
+  gv_value *zero = gvb_cst(&b, it, 0.0);
+  gv_value *wrapped = gvb_op(&b, GV_OP_WHERE, 3, (gv_value *[]){gvb_bin(&b, GV_OP_LESS, idx, zero),
+                                                               gvb_bin(&b, GV_OP_ADD, idx, gvb_cst(&b, it, (double)vglob)), idx});
+  gv_value *li = gvb_bin(&b, GV_OP_SUB, wrapped, off);
+  gv_value *in = gvb_bin(&b, GV_OP_AND, gvb_bin(&b, GV_OP_GREATER_EQUAL, li, zero),
+                         gvb_bin(&b, GV_OP_LESS, li, gvb_cst(&b, it, (double)vloc)));
+  gv_value *lic = gvb_op(&b, GV_OP_WHERE, 3, (gv_value *[]){in, li, zero});
+  if (!lic) return -1;
+  op->opnds[1] = lic;
+  /* mask broadcast to the result: [1]*ax + idx dims + [1]*(rank-ax-1) */
+  gv_op *rs = gvb_new(&b, GV_OP_RESHAPE, 1, &in);
+  if (!rs) return -1;
+  gv_type mt = gv_type_make(GV_DT_BOOL, 0, NULL);
+  for (int d = 0; d < ax; d++) mt.dims[mt.rank++] = 1;
+  for (int d = 0; d < in->type.rank; d++) mt.dims[mt.rank++] = in->type.dims[d];
+  for (int d = ax + 1; d < rank; d++) mt.dims[mt.rank++] = 1;
+  rs->res[0]->type = mt;
+  gv_value *mask = gvb_fin(&b, rs);
+  gvb a = {S->m, op->next, op->loc};
+  gv_value *res = op->res[0];
+  gv_value *y = gvb_op(&a, GV_OP_WHERE, 3, (gv_value *[]){mask, res, gvb_cst(&a, res->type.dtype, 0.0)});
+  if (!y) return -1;
+  gv_replace_uses(op->parent, res, y);
+  y->def->opnds[1] = res;
+  const gv_sharding *sh[1] = {gv_op_sharding(op, 0)};
+  gv_set_shardings(S->m, y->def, sh);
+  return 0;
+}
+
+int gv_pass_spmd_partition(gv_module *m) {
+  if (!m->nmeshes || !m->main) return 0;
+  gv_func *f = m->main;
+  spmd S = {.m = m, .mesh = m->meshes[0]};
+  for (int i = 0; i < f->body->nargs; i++) {
+    gv_value *v = f->body->args[i];
+    gv_type t;
+    if (local_type(&S, NULL, v, f->arg_sharding ? f->arg_sharding[i] : NULL, &t)) return -1;
+    v->type = t;
+  }
+  if (!gv_shard_opts.quiet)
+    fprintf(stderr, "galvc: spmd: %-15s %-8s %-28s %12s  %s\n", "collective", "axes", "shape (local)", "bytes/device", "node");
+  gv_op *op = f->body->first;
+  while (op) {
+    gv_op *next = op->next;
+    if (op->nregions) return gv_error_op(m, op, "spmd: ops with regions are not supported");
+    if (op->code == GV_OP_RESHARD) {
+      /* the operand's global sharding: its producer's attribute (already local typed) */
+      const gv_sharding *have = gv_value_sharding(m, op->opnds[0]);
+      gv_type t;
+      if (local_type(&S, op, op->res[0], gv_op_sharding(op, 0), &t)) return -1;
+      if (lower_reshard(&S, op, have)) return -1;
+      op = next;
+      continue;
+    }
+    const gv_sharding *x0 = op->nopnds ? gv_value_sharding(m, op->opnds[0]) : NULL;
+    for (int i = 0; i < op->nres; i++) {
+      gv_type t;
+      if (local_type(&S, op, op->res[i], gv_op_sharding(op, i), &t)) return -1;
+      op->res[i]->type = t;
+    }
+    if (op->code == GV_OP_REDUCE_MEAN && fix_mean(&S, op, x0)) return -1;
+    if (op->code == GV_OP_GATHER && lower_gather(&S, op, x0)) return -1;
+    op = next;
+  }
+  if (!gv_shard_opts.quiet)
+    fprintf(stderr, "galvc: spmd: %d collectives, %lld bytes/device in total (mesh %s, %lld devices)\n", S.ncoll,
+            (long long)S.total, S.mesh->name, (long long)gv_mesh_devices(S.mesh));
+  return 0;
+}
