@@ -201,8 +201,9 @@ static int64_t *update_in_place(ctx *c, gv_func *f) {
 /* The memory breakdown of a training step, as galv.arena attributes:
  * param_bytes, grad_bytes (one gradient per parameter, of its type),
  * optimizer_bytes (galv.state arguments), activation_bytes (the most bytes
- * of forward values live at once: values defined up to the loss, which
- * include those kept for backward). */
+ * of forward values live at once: values defined up to the loss, forward
+ * temporaries included), saved_activation_bytes (forward values still live
+ * after the loss: those kept for backward). */
 static void train_breakdown(ctx *c, gv_func *f, const int *roots, int nroots, gv_op *arena) {
   gv_block *body = f->body;
   int64_t pb = 0, ob = 0;
@@ -224,11 +225,17 @@ static void train_breakdown(ctx *c, gv_func *f, const int *roots, int nroots, gv
     live += diff[p];
     if (live > act) act = live;
   }
+  int64_t saved = 0;
+  for (int i = 0; i < nroots; i++) {
+    const vinfo *r = &c->v[roots[i]];
+    if (r->start <= lossp && r->end > lossp) saved += r->bytes;
+  }
   free(diff);
   gv_set_int(c->m, arena, "param_bytes", pb);
   gv_set_int(c->m, arena, "grad_bytes", pb);
   gv_set_int(c->m, arena, "optimizer_bytes", ob);
   gv_set_int(c->m, arena, "activation_bytes", act);
+  gv_set_int(c->m, arena, "saved_activation_bytes", saved);
 }
 
 int gv_pass_memory_plan(gv_module *m) {

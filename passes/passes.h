@@ -23,6 +23,7 @@ int gv_pass_dce(gv_module *m);            /* passes/dce.c */
 int gv_pass_loss(gv_module *m);           /* passes/loss.c */
 int gv_pass_autodiff(gv_module *m);       /* passes/autodiff.c */
 int gv_pass_optimizer(gv_module *m);      /* passes/optimizer.c */
+int gv_pass_recompute(gv_module *m);      /* passes/recompute.c */
 
 /* Training options, set by the drivers (galvc --train, galv-eval --train,
  * galv-opt) before running loss / optimizer; defaults in passes/registry.c
@@ -33,6 +34,7 @@ typedef struct {
   int64_t ignore_index;   /* cross_entropy rows with this label do not count (-100) */
   const char *optimizer;  /* "adamw" | "sgd" */
   double lr, weight_decay, beta1, beta2, eps, momentum;
+  const char *recompute;  /* layers whose activations are recomputed in backward: "none" | "all" | LIST (recompute.c) */
 } gv_train_options;
 extern gv_train_options gv_train_opts;
 /* Sharding (docs/sharding.md): options set by the drivers (galvc --strategy,

@@ -10,6 +10,7 @@ const gv_pass gv_pass_table[] = {
     {"dce", gv_pass_dce, "remove ops whose results are unused"},
     {"loss", gv_pass_loss, "training: append the loss (--loss, --labels) and return it"},
     {"autodiff", gv_pass_autodiff, "training: reverse-mode gradients of the loss for every parameter"},
+    {"recompute", gv_pass_recompute, "training: recompute the selected layers' activations in backward (--recompute)"},
     {"optimizer", gv_pass_optimizer, "training: append the SGD / AdamW update; the function becomes the training step"},
     {"propagate-sharding", gv_pass_propagate_sharding, "shardings for every value from pinned ones (--strategy, --sharding); galv.reshard where they differ"},
     {"spmd-partition", gv_pass_spmd_partition, "global IR -> one rank's local IR: local shapes, reshards lowered to collectives (bytes)"},
@@ -18,7 +19,7 @@ const gv_pass gv_pass_table[] = {
 };
 gv_train_options gv_train_opts = {
     .loss = "cross_entropy", .labels = "labels", .ignore_index = -100, .optimizer = "adamw",
-    .lr = 1e-3, .weight_decay = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .momentum = 0.0,
+    .lr = 1e-3, .weight_decay = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .momentum = 0.0, .recompute = "none",
 };
 
 gv_shard_options gv_shard_opts = {.strategy = NULL, .file = NULL, .quiet = true};

@@ -153,9 +153,10 @@ void galv_conv_f32(const galv_conv_desc *d, const float *x, const float *w, cons
 /* Scatter-add of dy [outer, nidx, inner] into dst [outer, D, inner] (zeroed first). */
 void galv_gather_grad_f32(float *dst, const float *dy, const void *idx, int idx_es, int64_t nidx, int64_t outer,
                           int64_t D, int64_t inner, const char *where);
-/* dst (dst_bytes, zeroed first) [base + sum idx_d * strides_d] = src (contiguous, dims): slice_grad. */
-void galv_scatter_strided(void *dst, int64_t dst_bytes, const void *src, size_t es, int rank, const int64_t *dims,
-                          const int64_t *strides);
+/* dst (dst_bytes, zeroed first) [base + sum idx_d * strides_d] = src (contiguous, dims), base and
+ * strides in elements: slice_grad. */
+void galv_scatter_strided(void *dst, int64_t dst_bytes, int64_t base, const void *src, size_t es, int rank,
+                          const int64_t *dims, const int64_t *strides);
 /* Mean cross-entropy over rows of C logits whose label is not ign; its gradient times *dloss. */
 void galv_cross_entropy_f32(float *loss, const float *x, const int64_t *lab, int64_t rows, int64_t C, int64_t ign,
                             const char *where);

@@ -35,10 +35,10 @@ void galv_gather_grad_f32(float *dst, const float *dy, const void *idx, int idx_
     }
 }
 
-void galv_scatter_strided(void *dst, int64_t dst_bytes, const void *src, size_t es, int rank, const int64_t *dims,
-                          const int64_t *strides) {
+void galv_scatter_strided(void *dst, int64_t dst_bytes, int64_t base, const void *src, size_t es, int rank,
+                          const int64_t *dims, const int64_t *strides) {
   memset(dst, 0, (size_t)dst_bytes);
-  int64_t n = 1, idx[GALV_RT_MAX_RANK] = {0}, off = 0;
+  int64_t n = 1, idx[GALV_RT_MAX_RANK] = {0}, off = base;
   for (int d = 0; d < rank; d++) n *= dims[d];
   const char *s = src;
   for (int64_t i = 0; i < n; i++, s += es) {

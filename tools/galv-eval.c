@@ -14,7 +14,7 @@
 #include "../passes/passes.h"
 #include "../runtime/npy.h"
 
-static const char *const train_passes[] = {"loss", "autodiff", "optimizer", NULL};
+static const char *const train_passes[] = {"loss", "autodiff", "recompute", "optimizer", NULL};
 
 static void usage(FILE *f) {
   fprintf(f, "usage: galv-eval MODEL.onnx [options]\n"
@@ -91,6 +91,7 @@ int main(int argc, char **argv) {
       if (steps < 1) { gv_error_plain("--steps must be positive"); return 2; }
     } else if (!strcmp(a, "--loss") && i + 1 < argc) gv_train_opts.loss = argv[++i];
     else if (!strcmp(a, "--labels") && i + 1 < argc) gv_train_opts.labels = argv[++i];
+    else if (!strcmp(a, "--recompute") && i + 1 < argc) gv_train_opts.recompute = argv[++i];
     else if (!strcmp(a, "--optimizer") && i + 1 < argc) gv_train_opts.optimizer = argv[++i];
     else if (!strcmp(a, "--ignore-index") && i + 1 < argc) gv_train_opts.ignore_index = atoll(argv[++i]);
     else if ((!strcmp(a, "--lr") || !strcmp(a, "--weight-decay") || !strcmp(a, "--beta1") || !strcmp(a, "--beta2") ||

@@ -35,6 +35,7 @@ enum { NPIPELINE = sizeof pipeline / sizeof pipeline[0] };
 static const char *const train_pipeline[] = {
     "loss",      /* --loss over the first output; new input --labels */
     "autodiff",  /* gradients of the loss for every parameter */
+    "recompute", /* --recompute layers: forward clones before their backward uses */
     "optimizer", /* --optimizer update; the function becomes the training step */
 };
 enum { NTRAIN = sizeof train_pipeline / sizeof train_pipeline[0] };
@@ -72,6 +73,8 @@ static void usage(FILE *f) {
           "  --ignore-index N         cross_entropy label that does not count (default -100)\n"
           "  --optimizer adamw|sgd    (default adamw); --lr X (1e-3), --weight-decay X (0.01),\n"
           "                           --beta1 X (0.9), --beta2 X (0.999), --eps X (1e-8), --momentum X (0)\n"
+          "  --recompute=none|all|L,..  recompute these layers' activations in backward (layer = NAME.N\n"
+          "                           segment of the node names, e.g. h.0 / layers.3, or its index N)\n"
           "  -q, --quiet              no progress output\n"
           "  --help, --version\n"
           "\n"
@@ -114,6 +117,13 @@ static void print_arena(const gv_module *m) {
   long long bytes = (long long)gv_get_int(a, "bytes", 0), lb = (long long)gv_get_int(a, "lower_bound", 0);
   fprintf(stderr, "galvc: memory-plan: arena %lld bytes (lower bound %lld, %.1f%% over)\n", bytes, lb,
           lb > 0 ? 100.0 * (double)(bytes - lb) / (double)lb : 0.0);
+  long long pb = (long long)gv_get_int(a, "param_bytes", -1);
+  if (pb < 0) return;
+  long long gb = (long long)gv_get_int(a, "grad_bytes", 0), ob = (long long)gv_get_int(a, "optimizer_bytes", 0);
+  long long act = (long long)gv_get_int(a, "activation_bytes", 0), kept = (long long)gv_get_int(a, "saved_activation_bytes", 0);
+  fprintf(stderr, "galvc: memory: parameters %lld bytes, gradients %lld, optimizer state %lld (model states %lld = "
+                  "%.1f bytes per f32 parameter), activations kept for backward %lld (forward peak %lld), arena %lld\n",
+          pb, gb, ob, pb + gb + ob, pb ? 4.0 * (double)(pb + gb + ob) / (double)pb : 0.0, kept, act, bytes);
 }
 
 static int ensure_dir(const char *dir) {
@@ -261,6 +271,8 @@ int main(int argc, char **argv) {
       gv_train_opts.labels = val;
     } else if (TAKES("--optimizer")) {
       gv_train_opts.optimizer = val;
+    } else if (TAKES("--recompute")) {
+      gv_train_opts.recompute = val;
     } else if (TAKES("--ignore-index")) {
       char *end;
       gv_train_opts.ignore_index = strtoll(val, &end, 10);

@@ -100,8 +100,8 @@ int cg_emit_grad_kernel(gv_module *m, FILE *f, const gv_op *op, char p[][64]) {
     }
     fprintf(f, "  { static const int64_t d[] = "), lit(f, x->rank, x->dims);
     fprintf(f, ", s[] = "), lit(f, x->rank, s);
-    fprintf(f, ";\n    galv_scatter_strided(%s + %lld, %lld, %s, %zu, %d, d, s); }\n", out, (long long)(base * (int64_t)es),
-            (long long)nb, p[0], es, x->rank);
+    fprintf(f, ";\n    galv_scatter_strided(%s, %lld, %lld, %s, %zu, %d, d, s); }\n", out, (long long)nb, (long long)base,
+            p[0], es, x->rank);
     return 0;
   }
   case GV_OP_CROSS_ENTROPY:
