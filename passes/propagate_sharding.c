@@ -34,6 +34,8 @@ typedef struct {
   gv_value **vals;
   const gv_sharding **sh; /* per value id */
   bool strict;            /* a tp preset: a head split that does not fit is an error */
+  gv_op **made;           /* reshards inserted before consumers, reused for the same target */
+  int nmade, capmade;
 } prop;
 
 static bool has_axis(const gv_mesh *mesh, const char *name) { return gv_mesh_axis(mesh, name, strlen(name)) >= 0; }
@@ -115,26 +117,56 @@ static const gv_sharding *replicated(prop *P, const gv_value *v) {
 
 static const char *opname(const gv_op *op) { return gv_ops[op->code].name; }
 
-/* Forward: every operand known -> results. Returns 1 when something changed, -1 on error. */
+static bool is_param(const gv_module *m, const gv_value *v);
+
+/* Operands in the order their shardings count: computed values first, then
+ * data arguments, then parameters and state (ZeRO's split weights yield to
+ * the activations' batch split). */
+static int operand_order(const prop *P, const gv_op *op, int *ord) {
+  int n = 0;
+  for (int pass = 0; pass < 3; pass++)
+    for (int i = 0; i < op->nopnds && i < GV_SHARD_MAX_VALUES; i++) {
+      const gv_value *v = op->opnds[i];
+      const gv_func *f = P->m->main;
+      bool wt = !v->def && (is_param(P->m, v) || (f->arg_is_state && v->block == f->body && f->arg_is_state[v->index]));
+      int cls = v->def ? 0 : wt ? 2 : 1;
+      if (cls == pass) ord[n++] = i;
+    }
+  return n;
+}
+
+/* Forward: every operand known (or an unknown function argument, which
+ * then follows) -> results. Returns 1 when something changed, -1 on error. */
 static int forward(prop *P, gv_op *op) {
   bool need = false;
   for (int i = 0; i < op->nres; i++) need |= !P->sh[op->res[i]->id];
   if (!need) return 0;
-  for (int i = 0; i < op->nopnds; i++)
-    if (!P->sh[op->opnds[i]->id]) return 0;
+  int known = 0;
+  for (int i = 0; i < op->nopnds; i++) {
+    if (P->sh[op->opnds[i]->id]) known++;
+    else if (op->opnds[i]->def) return 0;
+  }
+  if (op->nopnds && !known) return 0;
   gv_shard_rule r;
   if (gv_shard_rule_of(op, &r)) {
     for (int i = 0; i < op->nres; i++)
       if (!P->sh[op->res[i]->id]) P->sh[op->res[i]->id] = replicated(P, op->res[i]);
+    for (int i = 0; i < op->nopnds; i++)
+      if (!P->sh[op->opnds[i]->id]) P->sh[op->opnds[i]->id] = replicated(P, op->opnds[i]);
     return 1;
   }
   fax fa;
   memset(&fa, 0, sizeof fa);
   unsigned part = 0;
   bool allpart = r.linear && op->nopnds > 0;
-  for (int i = 0; i < op->nopnds; i++) {
+  bool first = true;
+  int ord[GV_SHARD_MAX_VALUES], nord = operand_order(P, op, ord);
+  if (known < op->nopnds) allpart = false;
+  for (int oi = 0; oi < nord; oi++) {
+    int i = ord[oi];
     const gv_sharding *s = P->sh[op->opnds[i]->id];
-    if (i == 0) part = s->partial;
+    if (!s) continue;
+    if (first) part = s->partial, first = false;
     if (s->partial != part || !s->partial) allpart = false;
     for (int d = 0; d < s->rank; d++) {
       if (!dim_to_factors(&r, 0, i, d, s, &fa) && P->strict && op->code == GV_OP_RESHAPE) {
@@ -154,6 +186,8 @@ static int forward(prop *P, gv_op *op) {
     s->partial = reduce_axes(&r, &fa) | (allpart ? part : 0);
     P->sh[op->res[i]->id] = s;
   }
+  for (int i = 0; i < op->nopnds; i++)
+    if (!P->sh[op->opnds[i]->id]) P->sh[op->opnds[i]->id] = factors_to_sharding(P, &r, 0, i, &fa, NULL);
   return 1;
 }
 
@@ -172,11 +206,10 @@ static int backward(prop *P, gv_op *op) {
     const gv_sharding *s = P->sh[op->res[i]->id];
     for (int d = 0; d < s->rank; d++) dim_to_factors(&r, 1, i, d, s, &fa);
   }
-  for (int i = 0; i < op->nopnds; i++) {
-    if (!none) {
-      const gv_sharding *s = P->sh[op->opnds[i]->id];
-      for (int d = 0; s && d < s->rank; d++) dim_to_factors(&r, 0, i, d, s, &fa);
-    }
+  int ord[GV_SHARD_MAX_VALUES], nord = none ? 0 : operand_order(P, op, ord);
+  for (int oi = 0; oi < nord; oi++) {
+    const gv_sharding *s = P->sh[op->opnds[ord[oi]]->id];
+    for (int d = 0; s && d < s->rank; d++) dim_to_factors(&r, 0, ord[oi], d, s, &fa);
   }
   for (int i = 0; i < op->nopnds; i++) {
     gv_value *v = op->opnds[i];
@@ -187,6 +220,8 @@ static int backward(prop *P, gv_op *op) {
 }
 
 static gv_value *reshard(prop *P, gv_value *v, const gv_sharding *target, gv_op *pos, bool after) {
+  for (int i = 0; !after && i < P->nmade; i++)
+    if (P->made[i]->opnds[0] == v && gv_sharding_equal(gv_op_sharding(P->made[i], 0), target)) return P->made[i]->res[0];
   gv_op *o = gv_op_new(P->m, GV_OP_RESHARD, 1, &v, 1);
   o->res[0]->type = v->type;
   gv_op_set_loc(P->m, o, pos->loc, NULL);
@@ -197,6 +232,14 @@ static gv_value *reshard(prop *P, gv_value *v, const gv_sharding *target, gv_op 
     else gv_block_append(pos->parent, o);
   } else {
     gv_insert_before(pos, o);
+    if (P->nmade == P->capmade) {
+      int cap = P->capmade ? 2 * P->capmade : 64;
+      gv_op **nm = gv_alloc(P->m->arena, (size_t)cap * sizeof *nm);
+      if (P->nmade) memcpy(nm, P->made, (size_t)P->nmade * sizeof *nm);
+      P->made = nm;
+      P->capmade = cap;
+    }
+    P->made[P->nmade++] = o;
   }
   return o->res[0];
 }
@@ -225,7 +268,9 @@ static int materialise(prop *P, gv_op *op) {
     for (int d = 0; d < s->rank; d++) dim_to_factors(&r, 1, i, d, s, &fa);
   }
   /* contracting / gather factors: from the operands, the first that splits them */
-  for (int i = 0; !none && i < op->nopnds; i++) {
+  int ord[GV_SHARD_MAX_VALUES], nord = none ? 0 : operand_order(P, op, ord);
+  for (int oi = 0; oi < nord; oi++) {
+    int i = ord[oi];
     const gv_sharding *s = gv_value_sharding(P->m, op->opnds[i]);
     for (int d = 0; s && d < s->rank && d < r.rank[0][i]; d++) {
       bool only_red = r.nf[0][i][d] > 0;

@@ -26,6 +26,8 @@ static const char *const pipeline[] = {
     "fold-constants", /* shape chains, masks, constant If -> constants */
     "canonicalize",   /* decomposed LayerNorm / RMSNorm / GELU -> single ops */
     "dce",            /* drop what nothing uses */
+    "propagate-sharding", /* with --gpus > 1 / --mesh: shardings, galv.reshard (docs/sharding.md) */
+    "spmd-partition", /* one rank's local program: local shapes, collectives */
     "fuse",           /* elementwise chains -> galv.fused (docs/device-program.md) */
     "memory-plan",    /* one activation arena: galv.arena, offsets */
 };
@@ -52,6 +54,11 @@ static void usage(FILE *f) {
           "\n"
           "options:\n"
           "  --gpus N                 devices to plan for (default 1)\n"
+          "  --gpus-per-node K        devices per node (default: all in one node)\n"
+          "  --mesh dp=2,tp=4         the logical mesh: 1 to 3 named axes multiplying to --gpus\n"
+          "                           (default: one axis named after --strategy, or dp)\n"
+          "  --strategy dp|tp|zero|dp,tp  sharding presets (docs/sharding.md)\n"
+          "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line\n"
           "  --input-shape NAME=DxD.. bind a graph input's shape, e.g. input_ids=8x128 (repeatable)\n"
           "  --batch N                bind symbolic batch dims (batch, batch_size, N, B...) (default 1)\n"
           "  --seq N                  bind symbolic sequence dims (seq, sequence, seq_len, T...) (default 128)\n"
@@ -203,7 +210,8 @@ int main(int argc, char **argv) {
   gv_progname = "galvc";
   const char *model = NULL, *out = NULL, *emit = NULL, *target = "cpu", *dump_after = NULL, *dump_dir = "galvc-dumps";
   int verify_each = 0, stats = 0, quiet = 0, train = 0, build = 1;
-  int64_t gpus = 1;
+  int64_t gpus = 1, gpus_per_node = 0;
+  const char *mesh_spec = NULL;
   gv_import_options opt = {.batch = 1, .seq = 128, .load_weights = true};
   gv_input_shape shapes[64];
   int nshapes = 0;
@@ -222,6 +230,14 @@ int main(int argc, char **argv) {
       return 0;
     } else if (TAKES("--gpus")) {
       if (parse_pos_int("--gpus", val, &gpus)) return 2;
+    } else if (TAKES("--gpus-per-node")) {
+      if (parse_pos_int("--gpus-per-node", val, &gpus_per_node)) return 2;
+    } else if (TAKES("--mesh")) {
+      mesh_spec = val;
+    } else if (TAKES("--strategy")) {
+      gv_shard_opts.strategy = val;
+    } else if (TAKES("--sharding")) {
+      gv_shard_opts.file = val;
     } else if (TAKES("--batch")) {
       if (parse_pos_int("--batch", val, &opt.batch)) return 2;
     } else if (TAKES("--seq")) {
@@ -325,7 +341,65 @@ int main(int argc, char **argv) {
     gv_error_plain("--dump-ir-after=%s: no such pass (see galvc --help)", dump_after);
     return 2;
   }
-  (void)gpus; /* used by the planner (later passes) */
+  /* The mesh: --mesh, or one axis for the strategy. */
+  const char *axn[3];
+  int64_t axs[3];
+  int naxes = 0;
+  static char meshbuf[256];
+  if (mesh_spec) {
+    snprintf(meshbuf, sizeof meshbuf, "%s", mesh_spec);
+    int64_t prod = 1;
+    for (char *t = strtok(meshbuf, ","); t; t = strtok(NULL, ",")) {
+      char *eq = strchr(t, '='), *end;
+      if (naxes == 3 || !eq || eq == t) {
+        gv_error_plain("--mesh %s: expected 1 to 3 NAME=SIZE axes joined by ',' (e.g. dp=2,tp=4)", mesh_spec);
+        return 2;
+      }
+      *eq = 0;
+      long long v = strtoll(eq + 1, &end, 10);
+      if (*end || v <= 0) {
+        gv_error_plain("--mesh %s: axis '%s' needs a positive size", mesh_spec, t);
+        return 2;
+      }
+      axn[naxes] = t;
+      axs[naxes++] = v;
+      prod *= v;
+    }
+    if (!naxes) {
+      gv_error_plain("--mesh %s: no axes", mesh_spec);
+      return 2;
+    }
+    if (prod != gpus) {
+      char shape[64] = "";
+      for (int a = 0; a < naxes; a++) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", a ? "x" : "", (long long)axs[a]);
+      gv_error_plain("mesh %s does not divide %lld devices (--mesh %s has %lld, --gpus %lld)", shape, (long long)gpus,
+                     mesh_spec, (long long)prod, (long long)gpus);
+      return 2;
+    }
+  } else if (gpus > 1 || gv_shard_opts.strategy) {
+    const char *st = gv_shard_opts.strategy ? gv_shard_opts.strategy : "dp";
+    if (strchr(st, ',')) {
+      gv_error_plain("--strategy %s needs --mesh (e.g. --mesh dp=2,tp=4)", st);
+      return 2;
+    }
+    axn[0] = strcmp(st, "tp") == 0 ? "tp" : "dp";
+    axs[0] = gpus;
+    naxes = 1;
+  }
+  if (gv_shard_opts.strategy) {
+    char sb[64];
+    snprintf(sb, sizeof sb, "%s", gv_shard_opts.strategy);
+    for (char *t = strtok(sb, ","); t; t = strtok(NULL, ","))
+      if (strcmp(t, "dp") && strcmp(t, "tp") && strcmp(t, "zero")) {
+        gv_error_plain("--strategy %s: unknown strategy '%s' (known: dp, tp, zero, dp,tp)", gv_shard_opts.strategy, t);
+        return 2;
+      }
+  }
+  if (gpus_per_node && gpus % gpus_per_node && gpus > gpus_per_node) {
+    gv_error_plain("--gpus %lld is not a whole number of nodes of %lld", (long long)gpus, (long long)gpus_per_node);
+    return 2;
+  }
+  gv_shard_opts.quiet = quiet;
   opt.shapes = shapes;
   opt.nshapes = nshapes;
 
@@ -333,6 +407,7 @@ int main(int argc, char **argv) {
   gv_module *m = gv_import_onnx(model, &opt);
   if (!m) return 1;
   int rc = 0;
+  if (naxes && !gv_module_add_mesh(m, "m", naxes, axn, axs)) rc = 1;
   if (stats) print_stats(m, "import");
   if (!quiet) fprintf(stderr, "galvc: imported %s: %d ops (%.3f s)\n", model, count_ops(m->main->body), now() - t0);
   int dumpn = 0;
