@@ -148,6 +148,10 @@ static int lower_reshard(spmd *S, gv_op *op, const gv_sharding *have) {
     }
   if (!x) return -1;
   if (!gv_sharding_equal(&c, want)) return gv_error_op(S->m, op, "spmd: cannot lower this reshard");
+  if (x != op->opnds[0]) { /* later reshards of this value read its global sharding here */
+    const gv_sharding *w[1] = {want};
+    gv_set_shardings(S->m, x->def, w);
+  }
   gv_replace_uses(op->parent, op->res[0], x);
   gv_op_unlink(op);
   return 0;
