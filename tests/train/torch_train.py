@@ -4,6 +4,7 @@ graph dumped by onnx_dump.py; every float initializer is a parameter.
 Runs STEPS steps of cross-entropy (ignore_index -100) + torch.optim.AdamW
 (or SGD) on one batch and prints 'step I loss X'; writes the final params
 as OUT/NAME.npy. Runs with Debian's python3 (torch 1.13, no onnx).
+IDS / LABELS of shape [S, B, T] give one batch per step (step s uses s mod S).
 usage: torch_train.py DUMPDIR IDS.npy LABELS.npy STEPS OUTDIR [adamw|sgd LR WD B1 B2 EPS MOMENTUM]"""
 import json
 import os
@@ -127,9 +128,11 @@ def main():
     for s in range(int(steps)):
         env = dict(consts)
         env.update(params)
-        env[g["inputs"][0]] = ids_t
+        # a leading step dim (the CPU program's batch files): step s uses batch s mod S
+        env[g["inputs"][0]] = ids_t[s % ids_t.shape[0]] if ids_t.dim() == 3 else ids_t
+        lab_s = lab[s % lab.shape[0]] if ids_t.dim() == 3 else lab
         logits = run(g, env)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab.reshape(-1), ignore_index=-100)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab_s.reshape(-1), ignore_index=-100)
         o.zero_grad()
         loss.backward()
         o.step()
