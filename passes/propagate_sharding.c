@@ -401,7 +401,7 @@ static int rhs_free_dim(const gv_op *op, bool contracting) {
   return -1;
 }
 
-static void preset_pins(prop *P, const char *strategy) {
+static int preset_pins(prop *P, const char *strategy) {
   gv_func *f = P->m->main;
   bool dp = false, tp = false, zero = false;
   char buf[64];
@@ -417,7 +417,14 @@ static void preset_pins(prop *P, const char *strategy) {
     for (int i = 0; i < f->body->nargs; i++) {
       gv_value *v = f->body->args[i];
       bool state = f->arg_is_state && f->arg_is_state[i];
-      if (!f->arg_is_param[i] && !state && v->type.rank >= 1) pin(P, v, split_dim(P, v, 0, "dp"));
+      if (!f->arg_is_param[i] && !state && v->type.rank >= 1) {
+        gv_sharding *s = split_dim(P, v, 0, "dp");
+        int64_t p = P->mesh->size[gv_mesh_axis(P->mesh, "dp", 2)];
+        if (!s && v->type.dims[0] != 1)
+          return gv_error(P->m, "strategy dp: input '%s' has batch dim of size %lld, which does not divide into %lld shards (mesh axes dp)",
+                          f->arg_names[i], (long long)v->type.dims[0], (long long)p);
+        pin(P, v, s);
+      }
       if (zero && (f->arg_is_param[i] || state))
         for (int d = 0; d < v->type.rank; d++) {
           gv_sharding *s = split_dim(P, v, d, "dp");
@@ -439,6 +446,7 @@ static void preset_pins(prop *P, const char *strategy) {
         pin(P, op->opnds[1], split_dim(P, op->opnds[1], rhs_free_dim(op, true), "tp"));
     }
   }
+  return 0;
 }
 
 /* Sharding file: one value a line, `NAME [{"dp"}, {}, {"tp"}]` (mesh: the
@@ -538,8 +546,8 @@ int gv_pass_propagate_sharding(gv_module *m) {
     }
   P.nvals = k;
   int rc = 0;
-  if (gv_shard_opts.strategy) preset_pins(&P, gv_shard_opts.strategy);
-  if (gv_shard_opts.file) rc = file_pins(&P, gv_shard_opts.file);
+  if (gv_shard_opts.strategy) rc = preset_pins(&P, gv_shard_opts.strategy);
+  if (!rc && gv_shard_opts.file) rc = file_pins(&P, gv_shard_opts.file);
   for (int iter = 0; !rc && iter < 4 * n + 8; iter++) {
     int changed = 0;
     for (gv_op *op = f->body->first; op && !rc; op = op->next) {

@@ -63,6 +63,10 @@ static int64_t type_bytes(const gv_type *t) {
 
 /* A collective over the given axes mask on x, before pos. */
 static gv_value *coll(spmd *S, gv_opcode code, gv_value *x, unsigned axes, int d1, int d2, const char *reduce, gv_op *pos) {
+  int64_t gp = 1;
+  for (int a = 0; a < S->mesh->naxes; a++)
+    if (axes & (1u << a)) gp *= S->mesh->size[a];
+  if (gp == 1) return x; /* a group of one rank: nothing to do */
   gv_op *o = gv_op_new(S->m, code, 1, &x, 1);
   gv_op_set_loc(S->m, o, pos->loc, NULL);
   const char *names[GV_MAX_MESH_AXES];

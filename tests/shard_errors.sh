@@ -1,0 +1,30 @@
+#!/bin/bash
+# Bad sharding input: each case is one clear error line naming what does not
+# fit, and exit 1 (bad model / file) or 2 (bad option). Usage: shard_errors.sh BUILD_DIR
+set -u
+B=${1:?build dir}
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+M=$SRC/examples/models/torch/gpt2_op17.onnx
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+check() { # expected-rc expected-text cmd...
+  local rc=$1 want=$2
+  shift 2
+  "$@" >"$T/out" 2>"$T/err"
+  local got=$? lines
+  lines=$(wc -l <"$T/err")
+  if [ "$got" != "$rc" ] || ! grep -qF -- "$want" "$T/err" || [ "$lines" != 1 ]; then
+    echo "FAIL (rc $got, $lines lines): $*"; cat "$T/err"; fail=1
+  else
+    echo "ok: $(cat "$T/err")"
+  fi
+}
+check 2 "mesh 2x3 does not divide 8 devices" "$B/galvc" "$M" --gpus 8 --mesh dp=2,tp=3 -q
+check 2 "unknown strategy 'pp'" "$B/galvc" "$M" --gpus 2 --strategy pp -q
+printf 'no_such_value [{"dp"}, {}]\n' >"$T/sh.txt"
+check 1 "sharding file names 'no_such_value', which is no value of the model" "$B/galvc" "$M" --gpus 2 --sharding "$T/sh.txt" --batch 2 --seq 8 -q --emit=ir -o "$T/o.mlir"
+# 3 heads of 4, tp 2 divides the 12-wide projection but not the heads
+check 1 "the tensor-parallel degree must divide the head count" "$B/galv-opt" --strategy=tp --passes=propagate-sharding "$SRC/tests/lit/shard-heads-indivisible.mlir"
+check 1 "input 'input_ids' has batch dim of size 2, which does not divide into 4 shards (mesh axes dp)" "$B/galvc" "$M" --gpus 4 --strategy dp --batch 2 --seq 8 -q --emit=ir -o "$T/o.mlir"
+exit $fail
