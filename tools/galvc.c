@@ -15,6 +15,7 @@
 #include "../frontend/onnx_import.h"
 #include "../ir/ir.h"
 #include "../passes/passes.h"
+#include "../planner/cost.h"
 
 #ifndef GALV_VERSION
 #define GALV_VERSION "0.0.0"
@@ -59,6 +60,10 @@ static void usage(FILE *f) {
           "                           (default: one axis named after --strategy, or dp)\n"
           "  --strategy dp|tp|zero|dp,tp  sharding presets (docs/sharding.md)\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line\n"
+          "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"
+          "                           h100-sxm, h200, cpu-local (default cpu-local)\n"
+          "  --report-cost            print the cost model's per-op table (FLOPs, bytes, time), totals and\n"
+          "                           memory per device for the compiled program (stdout; no IR there)\n"
           "  --input-shape NAME=DxD.. bind a graph input's shape, e.g. input_ids=8x128 (repeatable)\n"
           "  --batch N                bind symbolic batch dims (batch, batch_size, N, B...) (default 1)\n"
           "  --seq N                  bind symbolic sequence dims (seq, sequence, seq_len, T...) (default 128)\n"
@@ -212,6 +217,8 @@ int main(int argc, char **argv) {
   int verify_each = 0, stats = 0, quiet = 0, train = 0, build = 1;
   int64_t gpus = 1, gpus_per_node = 0;
   const char *mesh_spec = NULL;
+  const char *cluster_spec = NULL;
+  int report_cost = 0;
   gv_import_options opt = {.batch = 1, .seq = 128, .load_weights = true};
   gv_input_shape shapes[64];
   int nshapes = 0;
@@ -228,6 +235,10 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--version") == 0) {
       printf("galvc %s\n", GALV_VERSION);
       return 0;
+    } else if (TAKES("--cluster")) {
+      cluster_spec = val;
+    } else if (strcmp(a, "--report-cost") == 0) {
+      report_cost = 1;
     } else if (TAKES("--gpus")) {
       if (parse_pos_int("--gpus", val, &gpus)) return 2;
     } else if (TAKES("--gpus-per-node")) {
@@ -399,6 +410,8 @@ int main(int argc, char **argv) {
     gv_error_plain("--gpus %lld is not a whole number of nodes of %lld", (long long)gpus, (long long)gpus_per_node);
     return 2;
   }
+  gv_cluster cluster;
+  if ((cluster_spec || report_cost) && gv_cluster_load(cluster_spec ? cluster_spec : "cpu-local", &cluster)) return 2;
   gv_shard_opts.quiet = quiet;
   opt.shapes = shapes;
   opt.nshapes = nshapes;
@@ -433,12 +446,13 @@ int main(int argc, char **argv) {
   }
   (void)dumpn;
   if (!rc && gv_verify(m)) rc = 1;
+  if (!rc && report_cost) gv_cost_report(&cluster, m, stdout);
   if (!rc && program) {
     rc = emit_program(m, out, quiet);
     if (!rc && build) rc = build_program(out, quiet);
   } else if (!rc) {
     if (!out || strcmp(out, "-") == 0) {
-      gv_print_module(m, stdout);
+      if (!report_cost) gv_print_module(m, stdout);
     } else {
       struct stat st;
       size_t ol = strlen(out);

@@ -1,0 +1,23 @@
+# embed_clusters.cmake — run as `cmake -DOUT=file.c -DSRC_DIR=data/clusters -P embed_clusters.cmake`:
+# writes a C file holding every data/clusters/*.json preset as a string, so
+# that galvc --cluster NAME works from any directory.
+file(GLOB files RELATIVE ${SRC_DIR} ${SRC_DIR}/*.json)
+list(SORT files)
+set(body "/* Generated from data/clusters/ by cmake/embed_clusters.cmake. Do not edit. */\n#include <stddef.h>\n\n")
+set(names "")
+set(texts "")
+set(i 0)
+foreach(f ${files})
+  file(READ ${SRC_DIR}/${f} hex HEX)
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(REGEX REPLACE "((0x[0-9a-f][0-9a-f],){24})" "\\1\n" bytes "${bytes}")
+  string(APPEND body "static const char p${i}[] = {\n${bytes}0};\n")
+  string(REGEX REPLACE "\\.json$" "" name "${f}")
+  string(APPEND names "  \"${name}\",\n")
+  string(APPEND texts "  p${i},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "\nconst char *const gv_cluster_preset_names[] = {\n${names}  NULL};\n")
+string(APPEND body "const char *const gv_cluster_preset_texts[] = {\n${texts}  NULL};\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

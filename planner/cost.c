@@ -1,0 +1,398 @@
+/* cost.c — the cost model (cost.h, docs/cluster.md). FLOPs follow each
+ * op's semantics in ir/ops.def; bytes are what the CPU / CUDA kernels move
+ * through device memory; time is the roofline max of the two. Collective
+ * times are the alpha-beta formulas of REFERENCES.md with NCCL's bus
+ * bandwidth as B. All results are integer nanoseconds (GB/s = bytes/ns).
+ * It must never rewrite IR or decide anything: the planner does. */
+#include "cost.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int64_t numel(const gv_type *t) {
+  int64_t n = gv_type_numel(t);
+  return n < 0 ? -1 : n;
+}
+
+static int64_t tbytes(const gv_type *t) {
+  int64_t n = numel(t);
+  return n < 0 ? -1 : n * (int64_t)gv_dtype_size(t->dtype);
+}
+
+/* FLOPs per result element of elementwise ops: 1 for arithmetic and
+ * comparisons, 0 for pure data (cast, logic), more for composite
+ * functions (gelu: the tanh form's ~8 operations; silu: x * sigmoid(x)). */
+static int64_t per_element(gv_opcode c) {
+  switch (c) {
+  case GV_OP_CAST: case GV_OP_NOT: case GV_OP_AND: case GV_OP_OR: return 0;
+  case GV_OP_GELU: return 8;
+  case GV_OP_SILU: return 4;
+  default: return 1;
+  }
+}
+
+/* Per-element FLOPs of the normalisations (of the operand's elements):
+ * softmax max, subtract, exp, sum, divide; layer norm mean, subtract,
+ * square, sum, rsqrt-scale, scale, shift and a spare; RMS norm square, sum,
+ * rsqrt-scale, scale and a spare. */
+enum { SOFTMAX_FLOPS = 5, LAYER_NORM_FLOPS = 8, RMS_NORM_FLOPS = 5, CROSS_ENTROPY_FLOPS = 5 };
+
+static int64_t block_flops(const gv_block *b);
+
+static int64_t flops_of(const gv_op *op, const gv_type *const *in, const gv_type *const *out) {
+  const gv_opinfo *info = &gv_ops[op->code];
+  int64_t r0 = op->nres ? numel(out[0]) : 0;
+  int64_t x0 = op->nopnds ? numel(in[0]) : 0;
+  switch (op->code) {
+  case GV_OP_DOT: {
+    const int64_t *lc;
+    int nc = gv_get_ints(op, "lhs_contract", &lc);
+    int64_t k = 1;
+    for (int i = 0; i < nc; i++) {
+      int64_t d = lc[i] < 0 ? lc[i] + in[0]->rank : lc[i];
+      if (d >= 0 && d < in[0]->rank) k *= in[0]->dims[d];
+    }
+    return 2 * r0 * k;
+  }
+  case GV_OP_CONV: {
+    const gv_type *w = in[1];
+    int64_t per = w->rank > 0 && w->dims[0] > 0 ? numel(w) / w->dims[0] : 0; /* Cin/group * kernel */
+    return 2 * r0 * per + (op->nopnds > 2 ? r0 : 0);
+  }
+  case GV_OP_CONV_GRAD_INPUT: /* (dy, w) */
+  case GV_OP_CONV_GRAD_WEIGHT: { /* (x, dy) -> w */
+    const gv_type *w = op->code == GV_OP_CONV_GRAD_INPUT ? in[1] : out[0];
+    const gv_type *dy = op->code == GV_OP_CONV_GRAD_INPUT ? in[0] : in[1];
+    int64_t per = w->rank > 0 && w->dims[0] > 0 ? numel(w) / w->dims[0] : 0;
+    return 2 * numel(dy) * per;
+  }
+  case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX: return SOFTMAX_FLOPS * x0;
+  case GV_OP_LAYER_NORM: return LAYER_NORM_FLOPS * x0;
+  case GV_OP_RMS_NORM: return RMS_NORM_FLOPS * x0;
+  case GV_OP_CROSS_ENTROPY: return CROSS_ENTROPY_FLOPS * x0;
+  case GV_OP_CROSS_ENTROPY_GRAD: return CROSS_ENTROPY_FLOPS * numel(in[1]);
+  case GV_OP_REDUCE_SUM: case GV_OP_REDUCE_MAX: case GV_OP_REDUCE_MIN: case GV_OP_CUMSUM: return x0;
+  case GV_OP_REDUCE_MEAN: return x0 + r0;
+  case GV_OP_GATHER_GRAD: return x0; /* scatter-add of dy */
+  case GV_OP_ALL_REDUCE: case GV_OP_REDUCE_SCATTER: return x0;
+  case GV_OP_FUSED: {
+    if (!op->nregions) return 0;
+    int64_t f = block_flops(op->regions[0]);
+    /* Local (sharded) shapes scale the body's work with the iteration shape. */
+    int64_t g = op->nres ? numel(&op->res[0]->type) : 0;
+    return g > 0 && r0 >= 0 && r0 != g ? (int64_t)((double)f * (double)r0 / (double)g) : f;
+  }
+  case GV_OP_IF: {
+    int64_t best = 0;
+    for (int r = 0; r < op->nregions; r++) {
+      int64_t f = block_flops(op->regions[r]);
+      if (f > best) best = f;
+    }
+    return best;
+  }
+  default:
+    if (info->flags & GV_ELEMENTWISE) return per_element(op->code) * r0;
+    return 0; /* data movement, views, constants, metadata */
+  }
+}
+
+static int types_of(const gv_op *op, const gv_type *opnd, const gv_type *res, const gv_type **in, const gv_type **out) {
+  for (int i = 0; i < op->nopnds; i++) {
+    in[i] = opnd ? &opnd[i] : &op->opnds[i]->type;
+    if (!gv_type_is_static(in[i])) return -1;
+  }
+  for (int i = 0; i < op->nres; i++) {
+    out[i] = res ? &res[i] : &op->res[i]->type;
+    if (!gv_type_is_static(out[i])) return -1;
+  }
+  return 0;
+}
+
+enum { MAX_VALS = 256 };
+
+static int64_t block_flops(const gv_block *b) {
+  int64_t total = 0;
+  for (const gv_op *op = b->first; op; op = op->next) {
+    int64_t f = gv_op_flops(op, NULL, NULL);
+    if (f > 0) total += f;
+  }
+  return total;
+}
+
+int64_t gv_op_flops(const gv_op *op, const gv_type *opnd, const gv_type *res) {
+  const gv_type *in[MAX_VALS], *out[MAX_VALS];
+  if (op->nopnds > MAX_VALS || op->nres > MAX_VALS || types_of(op, opnd, res, in, out)) return -1;
+  int64_t f = flops_of(op, in, out);
+  return f < 0 ? -1 : f;
+}
+
+/* Bytes through device memory. Views alias their operand; gather and slice
+ * read only what they return; the scatter ops write a zeroed result. */
+static int64_t bytes_of(const gv_op *op, const gv_type *const *in, const gv_type *const *out) {
+  const gv_opinfo *info = &gv_ops[op->code];
+  if (info->flags & (GV_VIEW | GV_TERMINATOR)) return 0;
+  switch (op->code) {
+  case GV_OP_CONSTANT: case GV_OP_SHAPE: case GV_OP_ARENA: case GV_OP_RESHARD: case GV_OP_AXIS_INDEX:
+    return 0;
+  case GV_OP_ALL_REDUCE: case GV_OP_ALL_GATHER: case GV_OP_REDUCE_SCATTER: case GV_OP_ALL_TO_ALL:
+    return 0; /* communication: gv_cost_collective */
+  case GV_OP_GATHER: return 2 * tbytes(out[0]) + tbytes(in[1]);
+  case GV_OP_SLICE: case GV_OP_SHARD_SLICE: return 2 * tbytes(out[0]);
+  case GV_OP_IF: {
+    int64_t b = 0;
+    for (int i = 0; i < op->nres; i++) b += tbytes(out[i]);
+    return b;
+  }
+  default: {
+    int64_t b = 0;
+    for (int i = 0; i < op->nopnds; i++) b += tbytes(in[i]);
+    for (int i = 0; i < op->nres; i++) b += tbytes(out[i]);
+    return b;
+  }
+  }
+}
+
+static gv_dtype compute_dtype(const gv_op *op, const gv_type *const *in, const gv_type *const *out) {
+  if (op->code == GV_OP_DOT || op->code == GV_OP_CONV) return in[0]->dtype;
+  if (op->nres) return out[0]->dtype;
+  return op->nopnds ? in[0]->dtype : GV_DT_F32;
+}
+
+static int64_t ceil_ns(double ns) {
+  if (!(ns > 0)) return 0;
+  if (ns > 9.0e18) return INT64_MAX / 4;
+  return (int64_t)ceil(ns - 1e-6); /* a hair below an integer stays that integer */
+}
+
+int gv_cost_op(const gv_cluster *c, const gv_op *op, const gv_type *opnd, const gv_type *res, gv_op_cost *out) {
+  memset(out, 0, sizeof *out);
+  const gv_type *in[MAX_VALS], *ot[MAX_VALS];
+  if (op->nopnds > MAX_VALS || op->nres > MAX_VALS || types_of(op, opnd, res, in, ot)) return -1;
+  int64_t f = flops_of(op, in, ot), b = bytes_of(op, in, ot);
+  if (f < 0 || b < 0) return -1;
+  out->flops = f;
+  out->bytes = b;
+  double tc = f ? (double)f / gv_cluster_flops(c, compute_dtype(op, in, ot)) * 1e9 : 0;
+  double tm = b ? (double)b / (c->memory_gbps * c->memory_efficiency) : 0; /* GB/s = bytes/ns */
+  out->compute_bound = f && tc >= tm;
+  out->ns = ceil_ns(tc > tm ? tc : tm);
+  return 0;
+}
+
+const char *gv_coll_name(gv_coll_kind k) {
+  static const char *const names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p", "broadcast"};
+  return (unsigned)k < GV_COLL_COUNT ? names[k] : "?";
+}
+
+/* One level: p ranks, latency a (ns), bus bandwidth B (bytes/ns). */
+static double one_level(gv_coll_kind kind, double n, double p, double a, double B) {
+  switch (kind) {
+  case GV_COLL_ALL_REDUCE: return 2 * (p - 1) * a + 2 * (p - 1) / p * n / B;
+  case GV_COLL_ALL_GATHER: case GV_COLL_REDUCE_SCATTER: case GV_COLL_ALL_TO_ALL:
+    return (p - 1) * a + (p - 1) / p * n / B;
+  case GV_COLL_BROADCAST: return (p - 1) * a + n / B;
+  case GV_COLL_P2P: return a + n / B;
+  default: return 0;
+  }
+}
+
+int64_t gv_cost_collective_levels(const gv_cluster *c, gv_coll_kind kind, int64_t bytes, int64_t per_node,
+                                  int64_t nodes) {
+  if (bytes <= 0 || per_node < 1 || nodes < 1) return 0;
+  double n = (double)bytes, k = (double)per_node, m = (double)nodes, p = k * m;
+  double ai = c->intra_latency_us * 1e3, bi = c->intra_gbps, ae = c->inter_latency_us * 1e3, be = c->inter_gbps;
+  if (kind == GV_COLL_P2P) return ceil_ns(nodes > 1 ? ae + n / be : ai + n / bi);
+  if (p <= 1) return 0;
+  if (nodes == 1) return ceil_ns(one_level(kind, n, k, ai, bi));
+  if (per_node == 1) return ceil_ns(one_level(kind, n, m, ae, be));
+  double t;
+  switch (kind) {
+  case GV_COLL_ALL_REDUCE: /* reduce-scatter in the node, all-reduce of n/k across, all-gather in the node */
+    t = 2 * (k - 1) * ai + 2 * (k - 1) / k * n / bi + 2 * (m - 1) * ae + 2 * (m - 1) / m * (n / k) / be;
+    break;
+  case GV_COLL_ALL_GATHER: case GV_COLL_REDUCE_SCATTER: /* half of the all-reduce's two levels */
+    t = (k - 1) * ai + (k - 1) / k * n / bi + (m - 1) * ae + (m - 1) / m * (n / k) / be;
+    break;
+  case GV_COLL_ALL_TO_ALL: /* the (k-1)/p share stays in the node, the (p-k)/p share leaves through the NIC */
+    t = (k - 1) * ai + (k - 1) / p * n / bi + (m - 1) * ae + (p - k) / p * n / be;
+    break;
+  case GV_COLL_BROADCAST: /* pipelined chain whose slowest link is the network */
+    t = (k - 1) * ai + (m - 1) * ae + n / be;
+    break;
+  default: t = 0;
+  }
+  return ceil_ns(t);
+}
+
+int64_t gv_cost_collective(const gv_cluster *c, gv_coll_kind kind, int64_t bytes, int64_t group, bool spans_nodes) {
+  if (group < 1) return 0;
+  if (kind == GV_COLL_P2P) return gv_cost_collective_levels(c, kind, bytes, 1, spans_nodes ? 2 : 1);
+  if (!spans_nodes) return gv_cost_collective_levels(c, kind, bytes, group, 1);
+  int64_t k = group > c->devices_per_node && group % c->devices_per_node == 0 ? c->devices_per_node : 1;
+  return gv_cost_collective_levels(c, kind, bytes, k, group / k);
+}
+
+/* Members of the group over the axes in `mask` that share a node with
+ * rank 0 (ranks row-major over the mesh, nodes of k consecutive ranks). */
+static void group_layout(const gv_cluster *c, const gv_mesh *mesh, unsigned mask, int64_t *per_node, int64_t *nodes) {
+  int64_t stride[GV_MAX_MESH_AXES], group = 1, k = c->devices_per_node, s = 1;
+  for (int a = mesh->naxes - 1; a >= 0; a--) stride[a] = s, s *= mesh->size[a];
+  for (int a = 0; a < mesh->naxes; a++)
+    if (mask >> a & 1) group *= mesh->size[a];
+  int64_t in_node = 0;
+  for (int64_t g = 0; g < group; g++) { /* g's digits over the masked axes, last axis fastest */
+    int64_t r = 0, rest = g;
+    for (int a = mesh->naxes - 1; a >= 0; a--)
+      if (mask >> a & 1) r += (rest % mesh->size[a]) * stride[a], rest /= mesh->size[a];
+    if (r < k) in_node++;
+  }
+  if (in_node < 1) in_node = 1;
+  *per_node = in_node;
+  *nodes = (group + in_node - 1) / in_node;
+}
+
+int64_t gv_cost_mesh_axis(const gv_cluster *c, const gv_mesh *mesh, int axis, gv_coll_kind kind, int64_t bytes) {
+  if (axis < 0 || axis >= mesh->naxes) return 0;
+  int64_t per_node, nodes;
+  group_layout(c, mesh, 1u << axis, &per_node, &nodes);
+  if (kind == GV_COLL_P2P) return gv_cost_collective_levels(c, kind, bytes, 1, nodes > 1 ? 2 : 1);
+  return gv_cost_collective_levels(c, kind, bytes, per_node, nodes);
+}
+
+int64_t gv_cost_collective_op(const gv_cluster *c, const gv_module *m, const gv_op *op) {
+  gv_coll_kind kind;
+  switch (op->code) {
+  case GV_OP_ALL_REDUCE: kind = GV_COLL_ALL_REDUCE; break;
+  case GV_OP_ALL_GATHER: kind = GV_COLL_ALL_GATHER; break;
+  case GV_OP_REDUCE_SCATTER: kind = GV_COLL_REDUCE_SCATTER; break;
+  case GV_OP_ALL_TO_ALL: kind = GV_COLL_ALL_TO_ALL; break;
+  default: return 0;
+  }
+  const gv_mesh *mesh = gv_module_mesh(m, gv_get_str(op, "mesh", ""));
+  const gv_attr *ax = gv_get_attr(op, "axes");
+  if (!mesh || !ax || ax->kind != GV_ATTR_STRS || op->nopnds < 1 || op->nres < 1) return -1;
+  unsigned mask = 0;
+  for (int i = 0; i < ax->u.strs.n; i++) {
+    int a = gv_mesh_axis(mesh, ax->u.strs.v[i], strlen(ax->u.strs.v[i]));
+    if (a < 0) return -1;
+    mask |= 1u << a;
+  }
+  /* n: the full buffer (docs/sharding.md): the gathered result for all_gather, else the operand */
+  int64_t n = tbytes(kind == GV_COLL_ALL_GATHER ? &op->res[0]->type : &op->opnds[0]->type);
+  if (n < 0) return -1;
+  int64_t per_node, nodes;
+  group_layout(c, mesh, mask, &per_node, &nodes);
+  return gv_cost_collective_levels(c, kind, n, per_node, nodes);
+}
+
+void gv_cost_memory(const gv_module *m, gv_mem *out) {
+  memset(out, 0, sizeof *out);
+  const gv_func *f = m->main;
+  const gv_op *a = f->body->first;
+  if (a && a->code != GV_OP_ARENA) a = NULL;
+  out->arena = a ? gv_get_int(a, "bytes", 0) : 0;
+  if (a && gv_get_int(a, "param_bytes", -1) >= 0) {
+    out->params = gv_get_int(a, "param_bytes", 0);
+    out->grads = gv_get_int(a, "grad_bytes", 0);
+    out->optimizer = gv_get_int(a, "optimizer_bytes", 0);
+    out->activations = gv_get_int(a, "activation_bytes", 0);
+  } else {
+    for (int i = 0; i < f->body->nargs; i++) {
+      int64_t b = tbytes(&f->body->args[i]->type);
+      if (b < 0) continue;
+      if (f->arg_is_param && f->arg_is_param[i]) out->params += b;
+      else if (f->arg_is_state && f->arg_is_state[i]) out->optimizer += b;
+    }
+    out->activations = a ? gv_get_int(a, "lower_bound", out->arena) : 0;
+  }
+  /* Gradients and activations live in the arena; parameters and optimizer
+   * state in the weights / state buffer beside it. */
+  out->total = out->params + out->optimizer + out->arena;
+}
+
+int64_t gv_mem_model_states(int64_t nparams, int zero_stage, int64_t dp) {
+  if (dp < 1) dp = 1;
+  int64_t w = 2 * nparams, g = 2 * nparams, o = 12 * nparams; /* bf16 weight, bf16 grad, fp32 master + 2 moments */
+  if (zero_stage >= 1) o = (o + dp - 1) / dp;
+  if (zero_stage >= 2) g = (g + dp - 1) / dp;
+  if (zero_stage >= 3) w = (w + dp - 1) / dp;
+  return w + g + o;
+}
+
+bool gv_mem_fits(const gv_cluster *c, const gv_mem *m) { return m->total <= c->memory_bytes; }
+
+/* ---------------------------------------------------------------- report */
+
+static void human(char *buf, size_t n, double v, const char *unit) {
+  static const char *const pre[] = {"", "K", "M", "G", "T", "P", "E"};
+  int i = 0;
+  while (v >= 1000 && i < 6) v /= 1000, i++;
+  snprintf(buf, n, i ? "%.2f %s%s" : "%.0f %s%s", v, pre[i], unit);
+}
+
+typedef struct {
+  int64_t flops, dot_flops, bytes, ns, compute_ns, memory_ns;
+  int64_t comm_ns;
+  int nops, ncompute, nzero, ncomm, comm_unknown;
+} totals;
+
+void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file) {
+  FILE *f = file;
+  fprintf(f, "cost model: ");
+  gv_cluster_describe(c, f);
+  fprintf(f, "%-5s %-18s %-38s %-22s %14s %14s %12s %s\n", "#", "op", "node", "result", "FLOPs", "bytes", "time ns",
+          "bound");
+  totals t = {0};
+  int idx = 0;
+  for (const gv_op *op = m->main->body->first; op; op = op->next, idx++) {
+    gv_op_cost oc;
+    if (gv_cost_op(c, op, NULL, NULL, &oc)) {
+      fprintf(f, "%-5d %-18s %-38.38s (shape not static: not counted)\n", idx, gv_ops[op->code].name, op->loc);
+      continue;
+    }
+    bool comm = op->code >= GV_OP_ALL_REDUCE && op->code <= GV_OP_ALL_TO_ALL;
+    if (comm) {
+      int64_t ns = gv_cost_collective_op(c, m, op);
+      t.ncomm++;
+      if (ns < 0) t.comm_unknown++;
+      else oc.ns = ns, t.comm_ns += ns;
+    }
+    if (!oc.flops && !oc.bytes && !comm) { t.nzero++; continue; }
+    char shape[64] = "-";
+    if (op->nres) gv_type_str(&op->res[0]->type, shape, sizeof shape);
+    const char *loc = op->loc && op->loc[0] ? op->loc : "-";
+    size_t ll = strlen(loc);
+    fprintf(f, "%-5d %-18s %-38s %-22.22s %14lld %14lld %12lld %s\n", idx, gv_ops[op->code].name,
+            ll > 38 ? loc + ll - 38 : loc, shape, (long long)oc.flops, (long long)oc.bytes, (long long)oc.ns,
+            comm ? "comm" : oc.compute_bound ? "compute" : "memory");
+    if (comm) continue;
+    t.nops++;
+    t.flops += oc.flops;
+    t.bytes += oc.bytes;
+    t.ns += oc.ns;
+    if (op->code == GV_OP_DOT) t.dot_flops += oc.flops;
+    if (oc.compute_bound) t.ncompute++, t.compute_ns += oc.ns;
+    else t.memory_ns += oc.ns;
+  }
+  char fl[32], by[32];
+  human(fl, sizeof fl, (double)t.flops, "FLOP");
+  human(by, sizeof by, (double)t.bytes, "B");
+  fprintf(f, "total: %d ops (%d compute-bound, %d memory-bound; %d free: views, constants), FLOPs %lld (%s; dot %lld), "
+             "bytes %lld (%s), time %lld ns = %.3f ms (compute-bound ops %.3f ms, memory-bound %.3f ms)\n",
+          t.nops, t.ncompute, t.nops - t.ncompute, t.nzero, (long long)t.flops, fl, (long long)t.dot_flops,
+          (long long)t.bytes, by, (long long)t.ns, (double)t.ns / 1e6, (double)t.compute_ns / 1e6,
+          (double)t.memory_ns / 1e6);
+  if (t.ncomm)
+    fprintf(f, "communication: %d collectives, %lld ns = %.3f ms (alpha-beta per mesh axis)%s\n", t.ncomm,
+            (long long)t.comm_ns, (double)t.comm_ns / 1e6, t.comm_unknown ? "; some name no known mesh axis: not timed" : "");
+  fprintf(f, "predicted step: %lld ns = %.3f ms (compute %.3f + communication %.3f, no overlap assumed)\n",
+          (long long)(t.ns + t.comm_ns), (double)(t.ns + t.comm_ns) / 1e6, (double)t.ns / 1e6, (double)t.comm_ns / 1e6);
+  gv_mem mem;
+  gv_cost_memory(m, &mem);
+  fprintf(f, "memory per device: parameters %lld, optimizer state %lld, arena %lld (gradients %lld and activations "
+             "peak %lld inside), total %lld of %lld bytes (%.1f%%)%s\n",
+          (long long)mem.params, (long long)mem.optimizer, (long long)mem.arena, (long long)mem.grads,
+          (long long)mem.activations, (long long)mem.total, (long long)c->memory_bytes,
+          100.0 * (double)mem.total / (double)c->memory_bytes, gv_mem_fits(c, &mem) ? "" : "  DOES NOT FIT");
+}

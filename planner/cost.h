@@ -1,0 +1,84 @@
+/* cost.h — the cost model the planner reads (docs/cluster.md): per-op
+ * compute time on the roofline, collective time by the alpha-beta formulas
+ * of REFERENCES.md (hierarchical when a group spans nodes), and memory per
+ * device. Every time is an integer number of nanoseconds, so sums are exact
+ * and ties between plans are exact. Functions only: no pass logic, no IR
+ * rewriting; the op table's semantics (ir/ops.def) give FLOPs and bytes. */
+#ifndef GALV_COST_H
+#define GALV_COST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "ir/ir.h"
+
+typedef struct {
+  int64_t flops;        /* floating-point operations (a multiply-add is 2) */
+  int64_t bytes;        /* device-memory traffic: operands read + results written */
+  int64_t ns;           /* max(flops / peak, bytes / bandwidth), rounded up */
+  bool compute_bound;   /* flops / peak >= bytes / bandwidth */
+} gv_op_cost;
+
+/* Cost of one op with the given operand and result types (the planner
+ * passes local, sharded shapes; NULL: the op's own types). Views, constants
+ * and terminators cost 0; a galv.fused op counts the FLOPs of its body and
+ * only its own operands and results as bytes (the body stays in registers).
+ * Returns 0, or -1 when a type is not static (out is zeroed then). */
+int gv_cost_op(const gv_cluster *c, const gv_op *op, const gv_type *opnd, const gv_type *res, gv_op_cost *out);
+/* FLOPs alone (same conventions). */
+int64_t gv_op_flops(const gv_op *op, const gv_type *opnd, const gv_type *res);
+
+typedef enum {
+  GV_COLL_ALL_REDUCE,
+  GV_COLL_ALL_GATHER,     /* bytes: the gathered (full) size */
+  GV_COLL_REDUCE_SCATTER, /* bytes: the unreduced (full) size */
+  GV_COLL_ALL_TO_ALL,     /* bytes: each rank's buffer */
+  GV_COLL_P2P,            /* bytes: the message; group ignored */
+  GV_COLL_BROADCAST,
+  GV_COLL_COUNT
+} gv_coll_kind;
+const char *gv_coll_name(gv_coll_kind k);
+
+/* Time of one collective over a group of `group` devices, `bytes` as above.
+ * spans_nodes: the group crosses nodes with devices_per_node members per
+ * node (fewer when the group is smaller: then one member per node); the
+ * two-level formula applies. A group of 1 costs 0. */
+int64_t gv_cost_collective(const gv_cluster *c, gv_coll_kind kind, int64_t bytes, int64_t group, bool spans_nodes);
+/* The same with the layout explicit: per_node members in each of `nodes`
+ * nodes (group = per_node * nodes). */
+int64_t gv_cost_collective_levels(const gv_cluster *c, gv_coll_kind kind, int64_t bytes, int64_t per_node,
+                                  int64_t nodes);
+/* One mesh axis's collective: ranks are numbered row-major over the mesh
+ * axes and packed into nodes of devices_per_node, so an axis with stride s
+ * (the product of the later axes' sizes) and size n has min(n, max(1, k/s))
+ * members per node. */
+int64_t gv_cost_mesh_axis(const gv_cluster *c, const gv_mesh *mesh, int axis, gv_coll_kind kind, int64_t bytes);
+
+/* A collective op of the partitioned program (galv.all_reduce, ...: attrs
+ * mesh, axes; docs/sharding.md): its time on the cluster, the group laid
+ * out as gv_cost_mesh_axis does. 0 for other ops; -1 for an unknown mesh or
+ * axis or a type that is not static. */
+int64_t gv_cost_collective_op(const gv_cluster *c, const gv_module *m, const gv_op *op);
+
+/* Memory per device, bytes. Activations are the memory plan's peak. */
+typedef struct {
+  int64_t params, grads, optimizer, activations, arena;
+  int64_t total;        /* params + grads + optimizer + arena (the arena holds the activations) */
+} gv_mem;
+/* From the galv.arena op that memory-plan writes (param_bytes, ...; for
+ * inference only bytes), or from the function's arguments when absent. */
+void gv_cost_memory(const gv_module *m, gv_mem *out);
+/* Model states for `params` parameter bytes (fp32-sized: 4 per parameter)
+ * under mixed-precision Adam as ZeRO counts them: 16 bytes per parameter,
+ * optimizer states divided by dp for ZeRO stage >= 1, gradients for >= 2,
+ * weights for 3 (REFERENCES.md, Memory). */
+int64_t gv_mem_model_states(int64_t nparams, int zero_stage, int64_t dp);
+bool gv_mem_fits(const gv_cluster *c, const gv_mem *m);
+
+/* Writes the per-op cost table of the module's program and its totals to
+ * file (a FILE *): one line per op with FLOPs, bytes, time and what bounds
+ * it, then totals and the memory per device against the cluster. */
+void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file);
+
+#endif
