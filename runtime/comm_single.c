@@ -100,6 +100,7 @@ static void push(xfer **v, int *n, int *cap, void *p, size_t bytes) {
 /* pairs sends and recvs in order (MPI's non-overtaking rule on one peer) */
 static void match(void) {
   int k = nsend < nrecv ? nsend : nrecv;
+  if (!k) return;
   for (int i = 0; i < k; i++) {
     if (sends[i].n != recvs[i].n)
       galv_fatal("galv_recv of %zu bytes matched a galv_send of %zu bytes", recvs[i].n, sends[i].n);

@@ -60,15 +60,67 @@ void galv_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noret
 #define GALV_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
+/* ---- profiling (runtime/prof.c, `program --profile`). program.c defines
+ * galv_kernels[] (kind and node of each kernel call, galv_nkernels of them)
+ * and marks each call k with GALV_PROF(k), the end of a run with
+ * GALV_PROF(-1). */
+typedef struct {
+  const char *kind, *node;
+} galv_kernel_info;
+extern const galv_kernel_info galv_kernels[];
+extern int galv_prof_on;
+void galv_prof_tick(int k);
+void galv_prof_report(long runs);
+#define GALV_PROF(k) (galv_prof_on ? galv_prof_tick(k) : (void)0)
+
+/* ---- GALV_SIMD(clauses) before a reduction loop lets it vectorise
+ * (reordering its sum or max) where the build enables OpenMP SIMD pragmas
+ * (the generated Makefile: -fopenmp-simd -DGALV_OMP_SIMD); nothing otherwise.
+ * Kernels run on one thread: only BLAS uses --threads (an OpenMP pool next
+ * to OpenBLAS's spinning threads lost more than it gained on 2 cores). */
+#if defined(_OPENMP) || defined(GALV_OMP_SIMD)
+#define GALV_PRAGMA(x) _Pragma(#x)
+#define GALV_SIMD(clauses) GALV_PRAGMA(omp simd clauses)
+#else
+#define GALV_SIMD(clauses)
+#endif
+
 /* ---- scalar helpers used by generated elementwise loops (ir/eval.c semantics) */
 #include <math.h>
+#include <string.h>
+/* e^x for f32 loops that should vectorise (no call, no branch): e^x =
+ * 2^n e^r with n = round(x / ln 2) (by the 1.5*2^23 rounding trick, so no
+ * float->int conversion), |r| <= ln 2 / 2 by Cody-Waite, e^r by Cephes'
+ * degree-6 polynomial: within 1.02 ulp of e^x (checked on every 97th
+ * float). Below -86.5 (e^x < 3e-38, near where floats turn subnormal) it
+ * returns 0; above ln(FLT_MAX) inf; NaN stays NaN. */
+static inline float galv_expf(float x) {
+  float c = x < -86.5f ? -86.5f : x > 88.72283f ? 88.72283f : x;
+  float t = c * 1.44269504088896341f + 12582912.0f; /* 1.5*2^23 + n */
+  float n = t - 12582912.0f;
+  float r = c - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  uint32_t u;
+  memcpy(&u, &t, 4);
+  u = (u - 0x4B400000u + 126u) << 23; /* 2^(n-1): n in [-125, 128] */
+  float s;
+  memcpy(&s, &u, 4);
+  float y = p * s * 2.0f;
+  return x < -86.5f ? 0.0f : x > 88.72283f ? INFINITY : y;
+}
 static inline float galv_gelu_f32(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 /* tanh(u) = 1 - 2 / (1 + e^2u) with u clamped to +-9 (tanhf(9) rounds to 1):
- * one expf, no slow libm overflow path; within 2 ulp of 1 + tanhf(u). */
+ * one galv_expf, so the loop vectorises; within 3 ulp of 1 + tanhf(u). */
 static inline float galv_gelu_tanh_f32(float x) {
   float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
   u = u > 9.0f ? 9.0f : u < -9.0f ? -9.0f : u;
-  return 0.5f * x * (2.0f - 2.0f / (1.0f + expf(2.0f * u)));
+  return 0.5f * x * (2.0f - 2.0f / (1.0f + galv_expf(2.0f * u)));
 }
 static inline double galv_gelu_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }
 static inline double galv_gelu_tanh_f64(double x) {

@@ -180,7 +180,38 @@ void galv_reduce_f32(float *y, const float *x, int rank, const int64_t *dims, co
   free(acc);
 }
 
+/* Row kernels: a row is in L1, so separate passes (max, exp, sum, scale)
+ * cost little and each vectorises; reductions sum in double. */
+static double row_sum(const float *restrict p, int64_t N) {
+  double s = 0;
+  GALV_SIMD(reduction(+ : s))
+  for (int64_t j = 0; j < N; j++) s += p[j];
+  return s;
+}
+
+/* Sum of (p - m)^2. */
+static double row_sq(const float *restrict p, int64_t N, double m) {
+  double s = 0;
+  GALV_SIMD(reduction(+ : s))
+  for (int64_t j = 0; j < N; j++) s += ((double)p[j] - m) * ((double)p[j] - m);
+  return s;
+}
+
+/* Softmax of one contiguous row of L. */
+static void softmax_row(float *restrict py, const float *restrict px, int64_t L) {
+  float mx = -INFINITY;
+  GALV_SIMD(reduction(max : mx))
+  for (int64_t l = 0; l < L; l++) mx = px[l] > mx ? px[l] : mx;
+  for (int64_t l = 0; l < L; l++) py[l] = galv_expf(px[l] - mx);
+  float inv = (float)(1.0 / row_sum(py, L));
+  for (int64_t l = 0; l < L; l++) py[l] *= inv;
+}
+
 void galv_softmax_f32(float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int log_softmax) {
+  if (inner == 1 && !log_softmax) {
+    for (int64_t a = 0; a < outer; a++) softmax_row(y + a * L, x + a * L, L);
+    return;
+  }
   for (int64_t a = 0; a < outer; a++)
     for (int64_t c = 0; c < inner; c++) {
       const float *px = x + a * L * inner + c;
@@ -194,34 +225,30 @@ void galv_softmax_f32(float *y, const float *x, int64_t outer, int64_t L, int64_
         double ls = log(sum);
         for (int64_t l = 0; l < L; l++) py[l * inner] = (float)((double)px[l * inner] - mx - ls);
       } else {
-        for (int64_t l = 0; l < L; l++) {
-          /* below -104 expf is 0; skipping it avoids libm's slow underflow path */
-          float dx = px[l * inner] - mx, e = dx < -104.0f ? 0.0f : expf(dx);
-          py[l * inner] = e;
-          sum += e;
-        }
+        for (int64_t l = 0; l < L; l++) sum += py[l * inner] = galv_expf(px[l * inner] - mx);
         float inv = (float)(1.0 / sum);
         for (int64_t l = 0; l < L; l++) py[l * inner] *= inv;
       }
     }
 }
 
+/* Two passes over each row (mean, then centred variance: exact where
+ * E[x^2] - mean^2 would cancel), then one to normalise; a row is in L1. */
 void galv_norm_f32(float *y, const float *x, const float *scale, int64_t sn, const float *bias, int64_t bn,
                    int64_t outer, int64_t N, float eps, int rms) {
   for (int64_t a = 0; a < outer; a++) {
-    const float *px = x + a * N;
-    float *py = y + a * N;
-    double mean = 0, var = 0;
-    if (!rms) {
-      for (int64_t j = 0; j < N; j++) mean += px[j];
-      mean /= (double)N;
-    }
-    for (int64_t j = 0; j < N; j++) {
-      double d = px[j] - mean;
-      var += d * d;
-    }
-    var /= (double)N;
+    const float *restrict px = x + a * N;
+    float *restrict py = y + a * N;
+    double mean = rms ? 0 : row_sum(px, N) / (double)N;
+    double var = row_sq(px, N, mean) / (double)N;
     float inv = (float)(1.0 / sqrt(var + (double)eps)), fm = (float)mean;
+    if (sn == N && (!bias || bn == N)) {
+      if (bias)
+        for (int64_t j = 0; j < N; j++) py[j] = (px[j] - fm) * inv * scale[j] + bias[j];
+      else
+        for (int64_t j = 0; j < N; j++) py[j] = (px[j] - fm) * inv * scale[j];
+      continue;
+    }
     for (int64_t j = 0; j < N; j++) {
       float v = (px[j] - fm) * inv * scale[sn == 1 ? 0 : j];
       py[j] = bias ? v + bias[bn == 1 ? 0 : j] : v;

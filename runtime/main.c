@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "galv_rt.h"
+#include "galv_spmd.h"
 
 void openblas_set_num_threads(int n);
 
@@ -47,6 +48,7 @@ static void usage(FILE *f) {
              "  --iters N          timed runs (default 1); --warmup N untimed runs first (default 0)\n"
              "  --threads N        BLAS threads (default: OpenBLAS's own choice)\n"
              "  --weights FILE     weights file (default: weights.bin next to the program)\n"
+             "  --comm-stats       print the bytes this rank sent per collective kind\n"
              "inputs:\n", galv_progname);
   for (int i = 0; i < galv_ninputs; i++) {
     fprintf(f, "  %s: tensor<", galv_inputs[i].name);
@@ -65,12 +67,13 @@ static void shape_str(char *b, size_t n, int rank, const int64_t *dims) {
 int main(int argc, char **argv) {
   const char *slash = strrchr(argv[0], '/');
   galv_progname = slash ? slash + 1 : argv[0];
+  galv_spmd_init(&argc, &argv); /* ranks (runtime/spmd.c): MPI when the program is partitioned */
   if (galv_training) return galv_train_main(argc, argv); /* a training step program: runtime/train.c */
   const char *outdir = NULL, *wpath = NULL;
   long iters = 1, warmup = 0, threads = 0;
   enum { MAXIN = 256 };
   const char *names[MAXIN], *files[MAXIN];
-  int nin = 0;
+  int nin = 0, comm_stats = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -89,6 +92,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--iters") && v) iters = pos_int(a, v, 1), i++;
     else if (!strcmp(a, "--warmup") && v) warmup = pos_int(a, v, 0), i++;
     else if (!strcmp(a, "--threads") && v) threads = pos_int(a, v, 1), i++;
+    else if (!strcmp(a, "--comm-stats")) comm_stats = 1;
     else galv_fatal("unknown or incomplete option '%s' (see --help)", a);
   }
   if (threads > 0) openblas_set_num_threads((int)threads);
@@ -104,7 +108,7 @@ int main(int argc, char **argv) {
     wpath = wbuf;
   }
   size_t wlen = 0;
-  const char *weights = galv_map_weights(wpath, galv_weights_bytes, &wlen);
+  const char *weights = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
 
   /* inputs: every --input names a graph input; every graph input is given */
   galv_tensor *in = calloc((size_t)galv_ninputs + 1, sizeof *in);
@@ -117,7 +121,8 @@ int main(int argc, char **argv) {
       if (!strcmp(names[k], names[j])) galv_fatal("--input %s given twice", names[j]);
   }
   for (int i = 0; i < galv_ninputs; i++) {
-    const galv_io *d = &galv_inputs[i];
+    galv_io gd = galv_spmd_global_io(&galv_inputs[i], &galv_input_split[i]); /* the file holds the global tensor */
+    const galv_io *d = &gd;
     int j = 0;
     while (j < nin && strcmp(names[j], d->name)) j++;
     if (j == nin) galv_fatal("input '%s' not given (use --input %s=FILE.npy or FILE.pb)", d->name, d->name);
@@ -150,7 +155,7 @@ int main(int argc, char **argv) {
   for (long it = 0; it < warmup + iters; it++) {
     for (int i = 0; i < galv_ninputs; i++) {
       GALV_UNPOISON(arena + galv_inputs[i].offset, galv_inputs[i].nbytes);
-      memcpy(arena + galv_inputs[i].offset, in[i].data, in[i].nbytes);
+      galv_spmd_load_input(i, arena + galv_inputs[i].offset, in[i].data); /* this rank's block */
     }
     double t0 = now_ms();
     galv_program_run(arena, weights, NULL);
@@ -172,18 +177,21 @@ int main(int argc, char **argv) {
     sum += t;
     if (it == warmup || t < min) min = t;
   }
+  galv_spmd_check_bytes(comm_stats, warmup + iters);
   printf("%s: %d kernels, %ld iterations: mean %.3f ms, min %.3f ms\n", galv_progname, galv_nkernels, iters,
          sum / (double)iters, min);
   printf("%s: arena %lld bytes, high-water %lld bytes (measured: highest byte written in the first run; plan: %lld)\n",
          galv_progname, (long long)galv_arena_bytes, (long long)high, (long long)galv_plan_high_water);
 
   for (int o = 0; o < galv_noutputs; o++) {
-    const galv_io *d = &galv_outputs[o];
-    const char *p = d->in_weights ? weights + d->offset : arena + d->offset;
+    galv_io go;
+    const char *p = galv_outputs[o].in_weights ? weights + galv_outputs[o].offset : arena + galv_outputs[o].offset;
+    p = galv_spmd_output(o, p, &go); /* split outputs gathered from every rank */
+    const galv_io *d = &go;
     char sh[160];
     shape_str(sh, sizeof sh, d->rank, d->dims);
     printf("%s: output '%s' %s %s\n", galv_progname, d->name, sh, galv_dtype_name(d->dtype));
-    if (!outdir) continue;
+    if (!outdir || galv_spmd_rank() != 0) continue; /* rank 0 writes */
     struct stat st;
     if (stat(outdir, &st) != 0 && mkdir(outdir, 0777) != 0)
       galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
@@ -199,5 +207,6 @@ int main(int argc, char **argv) {
   free(in);
   GALV_UNPOISON(arena, abytes);
   free(arena);
+  galv_spmd_finalize();
   return 0;
 }

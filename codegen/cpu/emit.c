@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "../../ir/shape_rules.h"
+#include "comm.h"
 #include "cpu.h"
 
 typedef struct {
@@ -40,6 +41,7 @@ typedef struct {
   bool train;          /* a training step: parameters and galv.state args live in the state buffer */
   int64_t pbytes, sbytes; /* parameter part and total size of the state buffer */
   int *inplace_arg;    /* per value id: the argument an in-place update result writes, else -1 */
+  cg_comm *comm;       /* collectives and ranks (emit_comm.c) */
 } emitter;
 
 static int64_t nbytes_of(const gv_type *t) { return gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype); }
@@ -187,6 +189,7 @@ static int emit_kernel(emitter *e, const gv_op *op) {
   for (int i = 0; i < op->nopnds && i < (int)(sizeof p / sizeof p[0]); i++) ptr(e, op->opnds[i], 0, p[i], sizeof p[i]);
   for (int i = 0; i < op->nres && op->nopnds + i < (int)(sizeof p / sizeof p[0]); i++)
     ptr(e, op->res[i], 0, p[op->nopnds + i], sizeof p[0]);
+  if (cg_comm_is_op(op)) return cg_emit_comm_op(e->comm, f, op, p); /* collectives: emit_comm.c */
   const gv_type *x = &op->opnds[0]->type, *o = &op->res[0]->type;
   size_t es = gv_dtype_size(x->dtype);
   int64_t xs[GV_MAX_RANK];
@@ -698,7 +701,7 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
   cg_c_comment(f, src ? src + 1 : m->source);
   fprintf(f, ". Do not edit.\n * galv_program_run() calls one kernel per op of the device program in schedule order;\n"
              " * A(off) is arena memory, W(off) the mapped weights.bin. */\n"
-             "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n#include \"runtime/galv_rt.h\"\n\n"
+             "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n#include \"runtime/galv_rt.h\"\n#include \"runtime/galv_spmd.h\"\n\n"
              "#define A(o) (arena + (o))\n#define W(o) (weights + (o))\n#define S(o) (state + (o))\n\n");
   /* tables */
   int nin = 0;
@@ -751,14 +754,17 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
       rc = cg_emit_loop(m, f, name, op);
     }
   }
+  if (!rc && cg_comm_decls(e->comm, f)) rc = -1;
   /* the run function */
   fprintf(f, "void galv_program_run(char *arena, const char *weights, char *state) {\n  (void)arena, (void)weights, (void)state;\n");
+  cg_comm_run_start(e->comm, f);
   for (int a = 0; a < e->nv; a++)
     if (!e->vi[a].in_weights && e->vi[a].root == a && e->vi[a].def < 0 && e->vi[a].last < 0)
       fprintf(f, "  GALV_POISON(A(%lld), %lld); /* unused input */\n", (long long)e->vi[a].off, (long long)e->vi[a].nbytes);
   t = 0;
   for (const gv_op *op = body->first; op && !rc; op = op->next, t++) {
     gv_opcode k = op->code;
+    cg_comm_before_op(e->comm, f, op); /* waits for communication whose bytes op touches */
     if (k == GV_OP_ARENA || k == GV_OP_CONSTANT || k == GV_OP_RETURN || (gv_ops[k].flags & GV_VIEW)) continue;
     fprintf(f, "  /* %s: node '", gv_ops[k].name);
     cg_c_comment(f, op->loc ? op->loc : "");
@@ -778,6 +784,7 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
     nk++;
     poison_after(e, t, true);
   }
+  cg_comm_run_end(e->comm, f);
   fprintf(f, "}\n\nconst int galv_nkernels = %d;\n", nk);
   e->nkernels = nk;
   if (fclose(f) && !rc) rc = gv_error_plain("%s: write failed: %s", path, strerror(errno));
@@ -794,13 +801,26 @@ int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o) {
     gv_error_plain("%s: cannot create output directory: %s", outdir, strerror(errno));
     goto out;
   }
-  if (plan(&e, &wbytes, &ar) || write_program(&e, outdir, wbytes, ar) || write_weights(&e, outdir, wbytes) ||
-      cg_write_makefile(outdir) || cg_write_runtime(outdir))
+  if (!(e.comm = cg_comm_new(m))) goto out;
+  if (plan(&e, &wbytes, &ar) || write_program(&e, outdir, wbytes, ar) || write_weights(&e, outdir, wbytes))
     goto out;
+  if (cg_comm_nranks(e.comm) > 1) { /* one weights block per rank (emit_comm.c) */
+    int64_t *woff = malloc(sizeof *woff * (size_t)(m->main->body->nargs + 1));
+    if (!woff) abort();
+    for (int i = 0; i < m->main->body->nargs; i++) {
+      const vinfo *x = info(&e, m->main->body->args[i]);
+      woff[i] = x->in_weights ? x->off : -1;
+    }
+    int wrc = cg_comm_write_weights(e.comm, outdir, wbytes, woff);
+    free(woff);
+    if (wrc || cg_comm_write_launch(e.comm, outdir)) goto out;
+  }
+  if (cg_write_makefile_comm(outdir, cg_comm_nranks(e.comm) > 1) || cg_write_runtime(outdir)) goto out;
   if (o) o->nkernels = e.nkernels;
   rc = 0;
 out:
   free(e.vi);
   free(e.inplace_arg);
+  cg_comm_free(e.comm);
   return rc;
 }

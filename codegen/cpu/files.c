@@ -27,7 +27,7 @@ static const char makefile[] =
     "#   make          ./program        -O3 -march=native\n"
     "#   make debug    ./program-debug  ASan + UBSan, values poisoned after their last use\n"
     "%s"
-    "CFLAGS ?= -O3 -march=native -fno-math-errno\n"
+    "CFLAGS ?= -O3 -march=native -fno-math-errno -fopenmp-simd -DGALV_OMP_SIMD\n"
     "DEBUG_CFLAGS ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined\n"
     "WARN = -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-unused-variable\n"
     "COMM = %s\n"

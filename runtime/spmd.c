@@ -1,0 +1,155 @@
+/* spmd.c — what differs per rank in a generated CPU program (galv_spmd.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "galv_spmd.h"
+
+static int rank_, size_ = 1;
+static char progname[300];
+
+void galv_spmd_init(int *argc, char ***argv) {
+  galv_comm_world_init(argc, argv, &rank_, &size_);
+  if (galv_nranks > 1) {
+    snprintf(progname, sizeof progname, "%s[%d]", galv_progname, rank_);
+    galv_progname = progname;
+    if (size_ != galv_nranks)
+      galv_fatal("the program was partitioned for %d ranks, but %d were started (run it with ./launch, or mpirun -np %d)",
+                 galv_nranks, size_, galv_nranks);
+    if (rank_ != 0 && !freopen("/dev/null", "w", stdout)) galv_fatal("cannot silence stdout: %s", strerror(errno));
+  }
+}
+
+int galv_spmd_rank(void) { return rank_; }
+
+int64_t galv_spmd_weights_stride(void) { return galv_nranks > 1 ? (galv_weights_bytes + 4095) / 4096 * 4096 : galv_weights_bytes; }
+
+const char *galv_spmd_map_weights(const char *path, size_t *len) {
+  if (galv_nranks <= 1) return galv_map_weights(path, galv_weights_bytes, len);
+  int64_t stride = galv_spmd_weights_stride(), expect = stride * galv_nranks;
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) galv_fatal("%s: cannot open the weights file: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st)) {
+    close(fd);
+    galv_fatal("%s: cannot stat the weights file: %s", path, strerror(errno));
+  }
+  if ((int64_t)st.st_size != expect) {
+    close(fd);
+    galv_fatal("%s: weights file has %lld bytes, the program expects %lld (%d ranks x %lld; rebuild with galvc)", path,
+               (long long)st.st_size, (long long)expect, galv_nranks, (long long)stride);
+  }
+  *len = (size_t)galv_weights_bytes;
+  if (!galv_weights_bytes) {
+    close(fd);
+    static const char none[64];
+    return none;
+  }
+  void *p = mmap(NULL, (size_t)galv_weights_bytes, PROT_READ, MAP_PRIVATE, fd, (off_t)(stride * rank_));
+  close(fd);
+  if (p == MAP_FAILED) galv_fatal("%s: cannot map rank %d's block of the weights file: %s", path, rank_, strerror(errno));
+  return p;
+}
+
+galv_io galv_spmd_global_io(const galv_io *local, const galv_io_split *s) {
+  galv_io g = *local;
+  if (galv_nranks <= 1 || !s->starts) return g;
+  int64_t n = (int64_t)galv_dtype_size(g.dtype);
+  for (int d = 0; d < g.rank; d++) g.dims[d] = s->gdims[d], n *= g.dims[d];
+  g.nbytes = n;
+  return g;
+}
+
+static void gstrides(int rank, const int64_t *gd, int64_t *gs) {
+  int64_t k = 1;
+  for (int d = rank - 1; d >= 0; d--) gs[d] = k, k *= gd[d];
+}
+
+void galv_spmd_load_input(int i, void *dst, const void *global) {
+  const galv_io *l = &galv_inputs[i];
+  const galv_io_split *s = &galv_input_split[i];
+  if (galv_nranks <= 1 || !s->starts) {
+    memcpy(dst, global, (size_t)l->nbytes);
+    return;
+  }
+  int64_t gs[GALV_RT_MAX_RANK], base = 0;
+  gstrides(l->rank, s->gdims, gs);
+  for (int d = 0; d < l->rank; d++) base += s->starts[rank_ * l->rank + d] * gs[d];
+  size_t es = galv_dtype_size(l->dtype);
+  galv_copy_strided(dst, (const char *)global + base * (int64_t)es, es, l->rank, l->dims, gs);
+}
+
+/* dst (global dims gd) at start <- src (contiguous, local dims ld) */
+static void place(char *dst, const char *src, size_t es, int rank, const int64_t *ld, const int64_t *gd, const int64_t *start) {
+  int64_t gs[GALV_RT_MAX_RANK], base = 0, n = 1, idx[GALV_RT_MAX_RANK] = {0};
+  gstrides(rank, gd, gs);
+  for (int d = 0; d < rank; d++) base += start[d] * gs[d], n *= ld[d];
+  int64_t inner = rank ? ld[rank - 1] : 1; /* contiguous rows */
+  for (int64_t i = 0; i < n; i += inner) {
+    int64_t off = base;
+    for (int d = 0; d < rank - 1; d++) off += idx[d] * gs[d];
+    memcpy(dst + off * (int64_t)es, src + i * (int64_t)es, (size_t)inner * es);
+    for (int d = rank - 2; d >= 0; d--) {
+      if (++idx[d] < ld[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+static char *outbuf, *gathered;
+
+const void *galv_spmd_output(int o, const void *local, galv_io *g) {
+  const galv_io *l = &galv_outputs[o];
+  const galv_io_split *s = &galv_output_split[o];
+  *g = galv_spmd_global_io(l, s);
+  if (galv_nranks <= 1 || !s->starts) return local;
+  int64_t one = galv_nranks;
+  galv_comm *world = galv_comm_group(&one, 1, 1);
+  galv_queue *q = galv_queue_new();
+  free(gathered), free(outbuf);
+  gathered = malloc((size_t)(l->nbytes * galv_nranks) + 1);
+  outbuf = malloc((size_t)g->nbytes + 1);
+  if (!gathered || !outbuf) galv_fatal("out of memory gathering output '%s'", l->name);
+  galv_all_gather(world, local, gathered, (size_t)l->nbytes, GALV_U8, q);
+  galv_queue_free(q);
+  size_t es = galv_dtype_size(l->dtype);
+  for (int r = 0; r < galv_nranks; r++)
+    place(outbuf, gathered + (int64_t)r * l->nbytes, es, l->rank, l->dims, s->gdims, s->starts + r * l->rank);
+  return outbuf;
+}
+
+void galv_spmd_check_bytes(int print, long runs) {
+  galv_comm_bytes c = galv_comm_counters();
+  const uint64_t got[4] = {c.all_reduce, c.all_gather, c.reduce_scatter, c.all_to_all};
+  static const char *const kind[4] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
+  if (print) {
+    printf("%s: comm bytes sent by rank %d in %ld runs: all_reduce %llu, all_gather %llu, reduce_scatter %llu, "
+           "all_to_all %llu, send %llu",
+           galv_progname, rank_, runs, (unsigned long long)c.all_reduce, (unsigned long long)c.all_gather,
+           (unsigned long long)c.reduce_scatter, (unsigned long long)c.all_to_all, (unsigned long long)c.send);
+    int known = 1;
+    for (int k = 0; k < 4; k++) known &= galv_comm_predicted[k] >= 0;
+    if (known)
+      printf(" (predicted per run: %lld, %lld, %lld, %lld)", (long long)galv_comm_predicted[0],
+             (long long)galv_comm_predicted[1], (long long)galv_comm_predicted[2], (long long)galv_comm_predicted[3]);
+    printf("\n");
+    fflush(stdout);
+  }
+  for (int k = 0; k < 4; k++)
+    if (galv_comm_predicted[k] >= 0 && got[k] != (uint64_t)galv_comm_predicted[k] * (uint64_t)runs)
+      galv_fatal("rank %d: %s moved %llu bytes in %ld runs, the planner predicted %lld per run (%llu in all)", rank_,
+                 kind[k], (unsigned long long)got[k], runs, (long long)galv_comm_predicted[k],
+                 (unsigned long long)galv_comm_predicted[k] * (unsigned long long)runs);
+}
+
+void galv_spmd_finalize(void) {
+  galv_program_comm_free();
+  free(gathered), free(outbuf);
+  gathered = outbuf = NULL;
+  galv_comm_world_finalize();
+}
