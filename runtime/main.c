@@ -1,12 +1,13 @@
 /* main.c — the entry point of generated CPU programs:
  *
  *   ./program --input NAME=FILE ... [-o OUTDIR] [--iters N] [--warmup N]
- *             [--threads N] [--weights FILE]
+ *             [--threads N] [--weights FILE] [--profile]
  *
  * Maps weights.bin (default: next to the executable), reads and checks every
  * input against the generated table (name, dtype, shape), runs the program
  * warmup + iters times, prints per-iteration timing and the arena size with
- * its measured high-water mark, and writes each output as OUTDIR/NAME.npy.
+ * its measured high-water mark (--profile: the time per kernel kind and the
+ * slowest calls, runtime/prof.c), and writes each output as OUTDIR/NAME.npy.
  * Every error is one line on stderr and exit status 1; it never crashes on
  * bad input. It knows nothing of the model beyond program.c's tables. */
 #include <errno.h>
@@ -22,6 +23,8 @@
 #include "galv_spmd.h"
 
 void openblas_set_num_threads(int n);
+char *openblas_get_corename(void);
+int openblas_get_num_threads(void);
 
 /* The arena is filled with this byte before the first run; the high-water
  * mark is the highest byte that no longer holds it afterwards. */
@@ -43,12 +46,14 @@ static long pos_int(const char *opt, const char *s, long min) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: %s --input NAME=FILE ... [-o OUTDIR] [--iters N] [--warmup N] [--threads N] [--weights FILE]\n"
+             "       [--profile]\n"
              "  --input NAME=FILE  graph input NAME from FILE (.npy, or .pb = ONNX TensorProto); every input needed\n"
              "  -o OUTDIR          write each graph output as OUTDIR/NAME.npy\n"
              "  --iters N          timed runs (default 1); --warmup N untimed runs first (default 0)\n"
-             "  --threads N        BLAS threads (default: OpenBLAS's own choice)\n"
+             "  --threads N        BLAS threads (default: OpenBLAS's own choice); other kernels use one\n"
              "  --weights FILE     weights file (default: weights.bin next to the program)\n"
              "  --comm-stats       print the bytes this rank sent per collective kind\n"
+             "  --profile          time every kernel call of the timed runs; print the time per kernel kind\n"
              "inputs:\n", galv_progname);
   for (int i = 0; i < galv_ninputs; i++) {
     fprintf(f, "  %s: tensor<", galv_inputs[i].name);
@@ -71,6 +76,7 @@ int main(int argc, char **argv) {
   if (galv_training) return galv_train_main(argc, argv); /* a training step program: runtime/train.c */
   const char *outdir = NULL, *wpath = NULL;
   long iters = 1, warmup = 0, threads = 0;
+  int profile = 0;
   enum { MAXIN = 256 };
   const char *names[MAXIN], *files[MAXIN];
   int nin = 0, comm_stats = 0;
@@ -93,6 +99,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--warmup") && v) warmup = pos_int(a, v, 0), i++;
     else if (!strcmp(a, "--threads") && v) threads = pos_int(a, v, 1), i++;
     else if (!strcmp(a, "--comm-stats")) comm_stats = 1;
+    else if (!strcmp(a, "--profile")) profile = 1;
     else galv_fatal("unknown or incomplete option '%s' (see --help)", a);
   }
   if (threads > 0) openblas_set_num_threads((int)threads);
@@ -157,6 +164,7 @@ int main(int argc, char **argv) {
       GALV_UNPOISON(arena + galv_inputs[i].offset, galv_inputs[i].nbytes);
       galv_spmd_load_input(i, arena + galv_inputs[i].offset, in[i].data); /* this rank's block */
     }
+    galv_prof_on = profile && it >= warmup;
     double t0 = now_ms();
     galv_program_run(arena, weights, NULL);
     double t = now_ms() - t0;
@@ -180,6 +188,11 @@ int main(int argc, char **argv) {
   galv_spmd_check_bytes(comm_stats, warmup + iters);
   printf("%s: %d kernels, %ld iterations: mean %.3f ms, min %.3f ms\n", galv_progname, galv_nkernels, iters,
          sum / (double)iters, min);
+  if (profile) {
+    galv_prof_report(iters);
+    printf("%s: BLAS: OpenBLAS, core %s (OPENBLAS_CORETYPE %s), %d threads\n", galv_progname, openblas_get_corename(),
+           getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset", openblas_get_num_threads());
+  }
   printf("%s: arena %lld bytes, high-water %lld bytes (measured: highest byte written in the first run; plan: %lld)\n",
          galv_progname, (long long)galv_arena_bytes, (long long)high, (long long)galv_plan_high_water);
 

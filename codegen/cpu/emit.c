@@ -770,6 +770,7 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
     cg_c_comment(f, op->loc ? op->loc : "");
     fprintf(f, "' */\n");
     poison_after(e, t, false);
+    fprintf(f, "  GALV_PROF(%d);\n", nk);
     if (k == GV_OP_FUSED || (gv_ops[k].flags & GV_ELEMENTWISE)) {
       fprintf(f, "  %s%d(", k == GV_OP_FUSED ? "fused" : "ew", t);
       for (int i = 0; i < op->nopnds + op->nres; i++) {
@@ -785,7 +786,17 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
     poison_after(e, t, true);
   }
   cg_comm_run_end(e->comm, f);
-  fprintf(f, "}\n\nconst int galv_nkernels = %d;\n", nk);
+  fprintf(f, "  GALV_PROF(-1);\n}\n\nconst int galv_nkernels = %d;\n", nk);
+  /* kind and node of each kernel call, for --profile */
+  fprintf(f, "const galv_kernel_info galv_kernels[] = {\n");
+  for (const gv_op *op = body->first; op && !rc; op = op->next) {
+    gv_opcode k = op->code;
+    if (k == GV_OP_ARENA || k == GV_OP_CONSTANT || k == GV_OP_RETURN || (gv_ops[k].flags & GV_VIEW)) continue;
+    fprintf(f, "  {\"%s\", ", gv_ops[k].name);
+    cg_c_string(f, op->loc ? op->loc : "");
+    fprintf(f, "},\n");
+  }
+  fprintf(f, "  {0}\n};\n");
   e->nkernels = nk;
   if (fclose(f) && !rc) rc = gv_error_plain("%s: write failed: %s", path, strerror(errno));
   return rc;
