@@ -1,0 +1,267 @@
+/* test_cost.c — the cost model against hand-computed numbers: the
+ * alpha-beta collectives of REFERENCES.md (one level, two levels across
+ * nodes, mesh-axis layouts), the roofline of single ops (global and local
+ * shapes), ZeRO model-state accounting, and FLOP counting on the GPT-2
+ * example against the analytic 2 * params * tokens + attention term
+ * (dot FLOPs exact; all FLOPs within 10%: the rest is norms, softmax,
+ * GELU and residual adds), forward and training step. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/onnx_import.h"
+#include "passes/passes.h"
+#include "planner/cost.h"
+
+static int failures;
+#define CHECK(c)                                                                                   \
+  do {                                                                                             \
+    if (!(c)) {                                                                                    \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);                        \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+#define CHECK_EQ(a, b)                                                                             \
+  do {                                                                                             \
+    long long a_ = (long long)(a), b_ = (long long)(b);                                            \
+    if (a_ != b_) {                                                                                \
+      fprintf(stderr, "%s:%d: %s = %lld, want %lld\n", __FILE__, __LINE__, #a, a_, b_);             \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+static const int64_t GiB = 1LL << 30;
+
+static void test_collectives(void) {
+  gv_cluster h;
+  if (gv_cluster_load("h100-sxm", &h)) { failures++; return; }
+  /* h100-sxm: intra 370 GB/s = 370 bytes/ns, alpha 3 us; inter 47 GB/s, 10 us.
+   * ring all-reduce of 1 GiB over 8: 2*7*3000 + 2*7/8 * 2^30/370
+   *   = 42000 + 5078508.63 = 5120508.63 -> 5120509 ns (5.12 ms) */
+  CHECK_EQ(gv_cost_collective(&h, GV_COLL_ALL_REDUCE, GiB, 8, false), 5120509);
+  /* all-gather / reduce-scatter / all-to-all: 7*3000 + 7/8 * 2^30/370 = 2560254.31 */
+  CHECK_EQ(gv_cost_collective(&h, GV_COLL_ALL_GATHER, GiB, 8, false), 2560255);
+  CHECK_EQ(gv_cost_collective(&h, GV_COLL_REDUCE_SCATTER, GiB, 8, false), 2560255);
+  CHECK_EQ(gv_cost_collective(&h, GV_COLL_ALL_TO_ALL, GiB, 8, false), 2560255);
+  /* two-level all-reduce, 2 nodes x 8: 42000 + 5078508.63 + 2*1*10000 + 2*(1/2) * (2^30/8)/47
+   *   = 42000 + 5078508.63 + 20000 + 2855696.34 = 7996204.97 */
+  CHECK_EQ(gv_cost_collective(&h, GV_COLL_ALL_REDUCE, GiB, 16, true), 7996205);
+  CHECK_EQ(gv_cost_collective_levels(&h, GV_COLL_ALL_REDUCE, GiB, 8, 2), 7996205);
+  /* two-level all-gather: 21000 + 2539254.31 + 10000 + 1427848.17 = 3998102.48 */
+  CHECK_EQ(gv_cost_collective_levels(&h, GV_COLL_ALL_GATHER, GiB, 8, 2), 3998103);
+  /* a group of 4 across 4 nodes (one member each): 3*10000 + 3/4 * 2^30/47 = 17164178.04 */
+  CHECK_EQ(gv_cost_collective(&h, GV_COLL_REDUCE_SCATTER, GiB, 4, true), 17164179);
+  /* p2p of 1 MiB: 10000 + 2^20/47 = 32310.13 across nodes; 3000 + 2^20/370 = 5833.99 inside */
+  CHECK_EQ(gv_cost_collective(&h, GV_COLL_P2P, 1 << 20, 2, true), 32311);
+  CHECK_EQ(gv_cost_collective(&h, GV_COLL_P2P, 1 << 20, 2, false), 5834);
+  /* broadcast (pipelined ring) over 8: 7*3000 + 2^30/370 = 2923004.93 */
+  CHECK_EQ(gv_cost_collective(&h, GV_COLL_BROADCAST, GiB, 8, false), 2923005);
+  /* nothing to do */
+  CHECK_EQ(gv_cost_collective(&h, GV_COLL_ALL_REDUCE, GiB, 1, false), 0);
+  CHECK_EQ(gv_cost_collective(&h, GV_COLL_ALL_REDUCE, 0, 8, false), 0);
+  /* a bigger group is never cheaper; crossing nodes is never cheaper */
+  for (int64_t p = 2; p < 64; p *= 2) {
+    CHECK(gv_cost_collective(&h, GV_COLL_ALL_REDUCE, GiB, p * 2, true) >= gv_cost_collective(&h, GV_COLL_ALL_REDUCE, GiB, p, p > 8));
+    if (p <= 8) CHECK(gv_cost_collective(&h, GV_COLL_ALL_REDUCE, GiB, p, true) > gv_cost_collective(&h, GV_COLL_ALL_REDUCE, GiB, p, false));
+  }
+  /* the anchor's bus bandwidth: an a100 all-reduce over 8 of 1 GiB takes 2*7/8*2^30/230 + 42 us = 8.21 ms
+   * (Galvatron measured 8.14 ms on its A100 node: anchors/galvatron_llama2_7b hardware) */
+  gv_cluster a;
+  if (gv_cluster_load("a100-80g", &a) == 0) {
+    int64_t t = gv_cost_collective(&a, GV_COLL_ALL_REDUCE, GiB, 8, false);
+    CHECK(t > 8000000 && t < 8400000);
+  }
+}
+
+/* A 2x4 mesh on nodes of 4: the inner axis stays in a node, the outer crosses. */
+static void test_mesh_axes(void) {
+  const char *json =
+      "{\"name\": \"two-by-four\", \"nodes\": 2, \"devices_per_node\": 4, \"peak_tflops\": {\"f32\": 10, \"bf16\": 100, "
+      "\"f16\": 100}, \"memory_bytes\": 1000000000, \"memory_bandwidth_gbps\": 1000, \"intra_node\": "
+      "{\"bus_bandwidth_gbps\": 100, \"latency_us\": 1}, \"inter_node\": {\"bandwidth_gbps\": 10, \"latency_us\": 5}}";
+  gv_cluster c;
+  if (gv_cluster_parse(json, strlen(json), "mesh.json", &c)) { failures++; return; }
+  gv_module *m = gv_module_new("mesh");
+  const char *ax1[] = {"dp", "tp"}, *ax2[] = {"tp", "dp"};
+  int64_t s1[] = {2, 4}, s2[] = {4, 2};
+  gv_mesh *dp_tp = gv_module_add_mesh(m, "a", 2, ax1, s1), *tp_dp = gv_module_add_mesh(m, "b", 2, ax2, s2);
+  CHECK(dp_tp && tp_dp);
+  if (!dp_tp || !tp_dp) { gv_module_free(m); return; }
+  int64_t n = 64 << 20;
+  /* tp (inner, stride 1): 4 members in one node; dp (stride 4): one member in each of 2 nodes */
+  CHECK_EQ(gv_cost_mesh_axis(&c, dp_tp, 1, GV_COLL_ALL_REDUCE, n), gv_cost_collective_levels(&c, GV_COLL_ALL_REDUCE, n, 4, 1));
+  CHECK_EQ(gv_cost_mesh_axis(&c, dp_tp, 0, GV_COLL_ALL_REDUCE, n), gv_cost_collective_levels(&c, GV_COLL_ALL_REDUCE, n, 1, 2));
+  /* tp outer (stride 2): 2 members per node in 2 nodes; dp inner: in a node */
+  CHECK_EQ(gv_cost_mesh_axis(&c, tp_dp, 0, GV_COLL_ALL_REDUCE, n), gv_cost_collective_levels(&c, GV_COLL_ALL_REDUCE, n, 2, 2));
+  CHECK_EQ(gv_cost_mesh_axis(&c, tp_dp, 1, GV_COLL_ALL_REDUCE, n), gv_cost_collective_levels(&c, GV_COLL_ALL_REDUCE, n, 2, 1));
+  /* one-level, by hand: 4 in a node, 64 MiB: 2*3*1000 + 2*3/4 * 2^26/100 = 6000 + 1006632.96 */
+  CHECK_EQ(gv_cost_mesh_axis(&c, dp_tp, 1, GV_COLL_ALL_REDUCE, n), 1012633);
+  /* the tensor-parallel axis inside the node is cheaper than across: ATP's point */
+  CHECK(gv_cost_mesh_axis(&c, dp_tp, 1, GV_COLL_ALL_REDUCE, n) < gv_cost_mesh_axis(&c, tp_dp, 0, GV_COLL_ALL_REDUCE, n));
+  /* ... and swapping the two bandwidths flips it */
+  double t = c.intra_gbps;
+  c.intra_gbps = c.inter_gbps, c.inter_gbps = t;
+  t = c.intra_latency_us, c.intra_latency_us = c.inter_latency_us, c.inter_latency_us = t;
+  CHECK(gv_cost_mesh_axis(&c, dp_tp, 1, GV_COLL_ALL_REDUCE, n) > gv_cost_mesh_axis(&c, dp_tp, 0, GV_COLL_ALL_REDUCE, n));
+  gv_module_free(m);
+}
+
+static gv_value *arg(gv_module *m, gv_func *f, const char *name, int rank, const int64_t *dims) {
+  return gv_func_add_arg(m, f, name, gv_type_make(GV_DT_F32, rank, dims), false);
+}
+
+static void test_roofline(void) {
+  gv_cluster h;
+  if (gv_cluster_load("h100-sxm", &h)) { failures++; return; }
+  gv_module *m = gv_module_new("roofline");
+  gv_func *f = gv_func_new(m, "main");
+  int64_t xd[] = {2, 64, 128}, wd[] = {128, 256}, yd[] = {2, 64, 256};
+  gv_value *ops[2] = {arg(m, f, "x", 3, xd), arg(m, f, "w", 2, wd)};
+  gv_op *dot = gv_op_new(m, GV_OP_DOT, 2, ops, 1);
+  int64_t lc[] = {2}, rc[] = {0};
+  gv_set_ints(m, dot, "lhs_contract", 1, lc);
+  gv_set_ints(m, dot, "rhs_contract", 1, rc);
+  dot->res[0]->type = gv_type_make(GV_DT_F32, 3, yd);
+  gv_op_cost oc;
+  CHECK(gv_cost_op(&h, dot, NULL, NULL, &oc) == 0);
+  /* 2*M*N*K*batch = 2 * 64*256*128 * 2; bytes (16384 + 32768 + 32768) * 4;
+   * 8388608 / (67e12 * 0.8) = 156.50 ns > 327680 / 3350 = 97.8 ns */
+  CHECK_EQ(oc.flops, 8388608);
+  CHECK_EQ(oc.bytes, 327680);
+  CHECK_EQ(oc.ns, 157);
+  CHECK(oc.compute_bound);
+  /* local shapes (w and y split 4 ways on their last dim): a quarter of the FLOPs */
+  gv_type lin[2] = {ops[0]->type, gv_type_make(GV_DT_F32, 2, (int64_t[]){128, 64})};
+  gv_type lres[1] = {gv_type_make(GV_DT_F32, 3, (int64_t[]){2, 64, 64})};
+  CHECK(gv_cost_op(&h, dot, lin, lres, &oc) == 0);
+  CHECK_EQ(oc.flops, 8388608 / 4);
+  CHECK_EQ(oc.bytes, (16384 + 8192 + 8192) * 4);
+  /* bf16 operands use the bf16 peak */
+  gv_type bin[2] = {gv_type_make(GV_DT_BF16, 3, xd), gv_type_make(GV_DT_BF16, 2, wd)};
+  gv_type bres[1] = {gv_type_make(GV_DT_BF16, 3, yd)};
+  CHECK(gv_cost_op(&h, dot, bin, bres, &oc) == 0);
+  CHECK_EQ(oc.ns, 49); /* max(8388608 / 791.2e3 = 10.6, 163840 / 3350 = 48.9) */
+  CHECK(!oc.compute_bound);
+  /* elementwise add of 1M f32: 1M FLOPs, 12 MiB -> 12582912 / 3350 = 3756.09 ns, memory bound */
+  int64_t ed[] = {1024, 1024};
+  gv_value *ev[2] = {arg(m, f, "a", 2, ed), arg(m, f, "b", 2, ed)};
+  gv_op *add = gv_op_new(m, GV_OP_ADD, 2, ev, 1);
+  add->res[0]->type = ev[0]->type;
+  CHECK(gv_cost_op(&h, add, NULL, NULL, &oc) == 0);
+  CHECK_EQ(oc.flops, 1 << 20);
+  CHECK_EQ(oc.bytes, 12 << 20);
+  CHECK_EQ(oc.ns, 3757);
+  /* a view is free */
+  gv_op *rs = gv_op_new(m, GV_OP_RESHAPE, 1, ev, 1);
+  rs->res[0]->type = gv_type_make(GV_DT_F32, 1, (int64_t[]){1 << 20});
+  CHECK(gv_cost_op(&h, rs, NULL, NULL, &oc) == 0);
+  CHECK_EQ(oc.ns, 0);
+  CHECK_EQ(oc.bytes, 0);
+  /* an unknown shape is refused, not guessed */
+  gv_op *un = gv_op_new(m, GV_OP_NEG, 1, ev, 1);
+  CHECK(gv_cost_op(&h, un, NULL, NULL, &oc) == -1);
+  gv_module_free(m);
+}
+
+static void test_memory(void) {
+  /* ZeRO accounting, 16 bytes per parameter (REFERENCES.md, Memory) */
+  CHECK_EQ(gv_mem_model_states(1000000, 0, 8), 16000000);
+  CHECK_EQ(gv_mem_model_states(1000000, 1, 8), 4000000 + 1500000);
+  CHECK_EQ(gv_mem_model_states(1000000, 2, 8), 2000000 + 250000 + 1500000);
+  CHECK_EQ(gv_mem_model_states(1000000, 3, 8), 2000000);
+  gv_cluster h;
+  if (gv_cluster_load("h100-sxm", &h)) { failures++; return; }
+  gv_mem mem = {.total = 80000000000LL};
+  CHECK(gv_mem_fits(&h, &mem));
+  mem.total++;
+  CHECK(!gv_mem_fits(&h, &mem));
+}
+
+/* GPT-2 (examples/models/torch: d 32, 4 heads, 2 layers, vocab 128, untied lm_head) */
+static gv_module *gpt2(bool train) {
+  const char *src = getenv("GALV_SOURCE_DIR");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/examples/models/torch/gpt2_op17.onnx", src ? src : ".");
+  gv_import_options opt = {.batch = 2, .seq = 16, .load_weights = false};
+  gv_module *m = gv_import_onnx(path, &opt);
+  if (!m) return NULL;
+  static const char *const fwd[] = {"shape-infer", "fold-constants", "canonicalize", "dce"};
+  static const char *const tr[] = {"loss", "autodiff", "optimizer"};
+  static const char *const tail[] = {"fuse", "memory-plan"};
+  for (size_t i = 0; i < 4; i++)
+    if (gv_pass_lookup(fwd[i])->run(m)) goto bad;
+  for (size_t i = 0; train && i < 3; i++)
+    if (gv_pass_lookup(tr[i])->run(m)) goto bad;
+  for (size_t i = 0; i < 2; i++)
+    if (gv_pass_lookup(tail[i])->run(m)) goto bad;
+  return m;
+bad:
+  gv_module_free(m);
+  return NULL;
+}
+
+static void sum_flops(const gv_module *m, int64_t *dot, int64_t *all) {
+  *dot = *all = 0;
+  for (const gv_op *op = m->main->body->first; op; op = op->next) {
+    int64_t f = gv_op_flops(op, NULL, NULL);
+    CHECK(f >= 0);
+    *all += f;
+    if (op->code == GV_OP_DOT) *dot += f;
+  }
+}
+
+static void test_gpt2_flops(void) {
+  const int64_t d = 32, L = 2, V = 128, B = 2, T = 16, tokens = B * T;
+  /* matmul parameters: per layer qkv 3d^2, proj d^2, mlp 8d^2; lm_head d*V (biases are adds) */
+  const int64_t matmul_params = L * 12 * d * d + d * V;
+  /* 2 * params * tokens + attention (QK^T and AV: 2 * 2 * T * d per token per layer, full T x T) */
+  const int64_t analytic = 2 * matmul_params * tokens + 2 * 2 * L * B * T * T * d;
+  gv_module *m = gpt2(false);
+  CHECK(m != NULL);
+  if (!m) return;
+  int64_t dot, all;
+  sum_flops(m, &dot, &all);
+  CHECK_EQ(dot, analytic);
+  double over = (double)all / (double)analytic - 1;
+  printf("gpt2 forward: analytic %lld FLOPs, dots %lld, all ops %lld (+%.1f%%: norms, softmax, gelu, adds)\n",
+         (long long)analytic, (long long)dot, (long long)all, 100 * over);
+  CHECK(over >= 0 && over < 0.10);
+  gv_mem mem;
+  gv_cost_memory(m, &mem);
+  /* biases 9d per layer; the export keeps one copy of the five identical layer-norm
+   * weight / bias pairs (2d); wte V x d, wpe 64 x d */
+  CHECK_EQ(mem.params, 4 * (matmul_params + L * 9 * d + 2 * d + V * d + 64 * d));
+  CHECK(mem.arena > 0 && mem.total == mem.params + mem.arena);
+  gv_module_free(m);
+
+  /* training step: backward does two dots per forward dot (activation and weight gradients) */
+  m = gpt2(true);
+  CHECK(m != NULL);
+  if (!m) return;
+  int64_t tdot, tall;
+  sum_flops(m, &tdot, &tall);
+  printf("gpt2 training step: dots %lld = %.3f x forward, all ops %lld\n", (long long)tdot, (double)tdot / (double)dot,
+         (long long)tall);
+  CHECK_EQ(tdot, 3 * dot);
+  CHECK(tall > 3 * dot);
+  gv_cost_memory(m, &mem);
+  CHECK_EQ(mem.grads, mem.params);
+  CHECK(mem.optimizer >= 2 * mem.params);
+  CHECK(mem.activations > 0 && mem.total == mem.params + mem.optimizer + mem.arena);
+  gv_module_free(m);
+}
+
+int main(void) {
+  test_collectives();
+  test_mesh_axes();
+  test_roofline();
+  test_memory();
+  test_gpt2_flops();
+  if (failures) {
+    fprintf(stderr, "test_cost: %d failures\n", failures);
+    return 1;
+  }
+  printf("test_cost: ok\n");
+  return 0;
+}
