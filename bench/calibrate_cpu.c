@@ -39,7 +39,7 @@ static double sgemm_tflops(int n) {
   for (int i = 0; i < n * n; i++) a[i] = (float)(i % 7) * 0.1f, b[i] = (float)(i % 5) * 0.1f;
   double best = 1e30;
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a, n, b, n, 0.f, c, n);
-  for (int r = 0; r < 5; r++) {
+  for (int r = 0; r < 10; r++) {
     double t = now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a, n, b, n, 0.f, c, n);
     t = now() - t;
@@ -53,7 +53,7 @@ static double sgemm_tflops(int n) {
 static double copy_gbps(size_t bytes) {
   char *a = xmalloc(bytes), *b = xmalloc(bytes);
   double best = 1e30;
-  for (int r = 0; r < 6; r++) {
+  for (int r = 0; r < 10; r++) {
     double t = now();
     memcpy(b, a, bytes);
     t = now() - t;
@@ -148,11 +148,11 @@ int main(int argc, char **argv) {
     fprintf(f, "  \"inter_node\": {\"bandwidth_gbps\": %.3f, \"latency_us\": %.3f},\n", p2p_gbps, lat_us);
     fprintf(f, "  \"sources\": {\n");
     fprintf(f, "    \"devices_per_node\": \"%s: the MPI ranks it ran on (mpirun -np %d)\",\n", src, p);
-    fprintf(f, "    \"peak_tflops.f32\": \"%s: best of 5 cblas_sgemm %dx%dx%d, OpenBLAS on one thread\",\n", src, gemm_n, gemm_n, gemm_n);
+    fprintf(f, "    \"peak_tflops.f32\": \"%s: best of 10 cblas_sgemm %dx%dx%d, OpenBLAS on one thread\",\n", src, gemm_n, gemm_n, gemm_n);
     fprintf(f, "    \"peak_tflops.bf16\": \"the CPU target computes in f32: same as f32\",\n");
     fprintf(f, "    \"peak_tflops.f16\": \"the CPU target computes in f32: same as f32\",\n");
     fprintf(f, "    \"memory_bytes\": \"%s: MemTotal of /proc/meminfo divided by the %d ranks\",\n", src, p);
-    fprintf(f, "    \"memory_bandwidth_gbps\": \"%s: best of 6 memcpy of 128 MiB, read + write bytes counted\",\n", src);
+    fprintf(f, "    \"memory_bandwidth_gbps\": \"%s: best of 10 memcpy of 128 MiB, read + write bytes counted\",\n", src);
     fprintf(f, "    \"intra_node.bus_bandwidth_gbps\": \"%s: MPI_Allreduce of 16 MiB over %d ranks, bus bandwidth = algbw x 2(p-1)/p (alpha removed); all-reduce alpha per step was %.3f us\",\n", src, p, ar_lat_us);
     fprintf(f, "    \"intra_node.latency_us\": \"%s: MPI ping-pong of 8 bytes between ranks 0 and 1, one way\",\n", src);
     fprintf(f, "    \"inter_node.bandwidth_gbps\": \"one node: no network; set to the measured MPI point-to-point bandwidth (16 MiB ping-pong)\",\n");
