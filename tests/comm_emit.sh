@@ -33,7 +33,7 @@ bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 cc -std=gnu11 -g -Wall -Wextra -Werror "${SAN[@]}" -I"$SRC" -o "$T/emit_ir" "$SRC/tests/comm/emit_ir.c" \
   "$BUILD/libgalv_codegen.a" "$BUILD/libgalv_ir.a" -lm || { echo "FAIL: building emit_ir"; exit 1; }
 "$BUILD/galv-opt" --passes=memory-plan "$SRC/tests/comm/spmd_2x2.mlir" >"$T/p.mlir" || { echo "FAIL: galv-opt"; exit 1; }
-"$T/emit_ir" "$T/p.mlir" "$T/out" || { echo "FAIL: emit"; exit 1; }
+LSAN_OPTIONS=suppressions=$SRC/scripts/lsan.supp "$T/emit_ir" "$T/p.mlir" "$T/out" || { echo "FAIL: emit"; exit 1; }
 if ! make -C "$T/out" >"$T/make.log" 2>&1 || grep -q warning "$T/make.log"; then
   bad "make (mpicc): $(cat "$T/make.log")"
 fi
@@ -82,7 +82,7 @@ else
 fi
 # wrong prediction: one error line per rank, same text
 sed '0,/bytes = 96 : i64/s//bytes = 95 : i64/' "$T/p.mlir" >"$T/p2.mlir"
-"$T/emit_ir" "$T/p2.mlir" "$T/out2" && make -C "$T/out2" >/dev/null 2>&1
+LSAN_OPTIONS=suppressions=$SRC/scripts/lsan.supp "$T/emit_ir" "$T/p2.mlir" "$T/out2" && make -C "$T/out2" >/dev/null 2>&1
 rc=0
 out=$(MPIRUN="mpirun -x GALV_COMM_SYNC" run "$T/out2/launch" --input x="$T/x.npy") || rc=$?
 if [ $rc -ne 0 ] && grep -q "error: rank .: all_reduce moved 120 bytes in 1 runs, the planner predicted 119 per run" <<<"$out"; then
