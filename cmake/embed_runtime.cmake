@@ -1,7 +1,19 @@
 # embed_runtime.cmake — run as `cmake -DOUT=file.c -DSRC_DIR=dir -P embed_runtime.cmake`:
 # writes a C file holding every runtime/*.c and *.h as a byte array, so that
 # galvc can copy the runtime into an output directory from anywhere.
-file(GLOB files RELATIVE ${SRC_DIR} ${SRC_DIR}/*.c ${SRC_DIR}/*.h)
+# Optional: -DGLOBS="*.cu;*.cuh;*.h" -DTABLE=name -DCOUNT=name (runtime/cuda/).
+if(NOT DEFINED GLOBS)
+  set(GLOBS "*.c;*.h")
+endif()
+if(NOT DEFINED TABLE)
+  set(TABLE gv_runtime_files)
+  set(COUNT gv_nruntime_files)
+endif()
+set(patterns "")
+foreach(g ${GLOBS})
+  list(APPEND patterns ${SRC_DIR}/${g})
+endforeach()
+file(GLOB files RELATIVE ${SRC_DIR} ${patterns})
 list(SORT files)
 set(body "/* Generated from runtime/ by cmake/embed_runtime.cmake. Do not edit. */\n#include \"codegen/codegen.h\"\n\n")
 set(table "")
@@ -16,6 +28,6 @@ foreach(f ${files})
   string(APPEND table "  {\"${f}\", f${i}, ${len}},\n")
   math(EXPR i "${i} + 1")
 endforeach()
-string(APPEND body "\nconst gv_embedded_file gv_runtime_files[] = {\n${table}};\nconst int gv_nruntime_files = ${i};\n")
+string(APPEND body "\nconst gv_embedded_file ${TABLE}[] = {\n${table}};\nconst int ${COUNT} = ${i};\n")
 file(WRITE ${OUT}.tmp "${body}")
 file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

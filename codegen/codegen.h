@@ -18,6 +18,15 @@ typedef struct {
  * after reporting one error line. */
 int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o);
 
+/* CUDA target (codegen/cuda/, docs/cuda-target.md): runs the CPU emitter
+ * (plan check, weights.bin, program.c for `make cpu`) then writes
+ * OUTDIR/program.cu, constants.bin, the nvcc Makefile and runtime/cuda/. */
+typedef struct {
+  const char *arch; /* "sm_90" (default) or a list "sm_90,sm_80" */
+  bool bf16;        /* --precision bf16: float tensors stored as bf16, fp32 accumulation */
+} gv_cuda_options;
+int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_cuda_options *co);
+
 /* The runtime sources embedded at build time (generated runtime_sources.c). */
 typedef struct {
   const char *name;          /* file name inside runtime/, e.g. "kernels.c" */
@@ -26,5 +35,8 @@ typedef struct {
 } gv_embedded_file;
 extern const gv_embedded_file gv_runtime_files[];
 extern const int gv_nruntime_files;
+/* runtime/cuda/ (generated runtime_cuda_sources.c), copied into OUTDIR/runtime/cuda/ */
+extern const gv_embedded_file gv_runtime_cuda_files[];
+extern const int gv_nruntime_cuda_files;
 
 #endif

@@ -70,7 +70,11 @@ static void usage(FILE *f) {
           "  -o PATH                  a directory (ends in '/' or exists): write the program there\n"
           "                           (program.c, weights.bin, Makefile, runtime/) and build it with\n"
           "                           make; a file (or none: stdout): write the IR after the pipeline\n"
-          "  --target cpu             code generation target (default cpu: C + OpenBLAS)\n"
+          "  --target cpu|cuda        code generation target (default cpu: C + OpenBLAS; cuda: CUDA C + cuBLAS,\n"
+          "                           built with nvcc, runs where a GPU is; cuda becomes the default once it has\n"
+          "                           run on a GPU, see docs/cuda-target.md)\n"
+          "  --cuda-arch sm_90[,sm_80]  GPU architectures of the cuda target (default sm_90)\n"
+          "  --precision fp32|bf16    cuda target: float storage (bf16: bf16 storage, fp32 accumulation)\n"
           "  --emit=ir|program        force the output kind: ir = IR text (MLIR generic syntax; into a\n"
           "                           directory as MODEL.mlir), program = the target's program\n"
           "  --no-build               write the program but do not run make\n"
@@ -167,13 +171,13 @@ static bool is_dir_arg(const char *out) {
   return (n && out[n - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode));
 }
 
-/* Emit: the CPU target's program.c, weights.bin, Makefile, runtime/. */
-static int emit_program(gv_module *m, const char *dir, int quiet) {
+/* Emit: the target's program (CPU: program.c; CUDA: program.cu), weights.bin, Makefile, runtime/. */
+static int emit_program(gv_module *m, const char *dir, int quiet, const gv_cuda_options *cuda) {
   gv_emit_options eo = {.quiet = quiet};
   double t = now();
-  if (gv_emit_cpu(m, dir, &eo)) return 1;
-  if (!quiet) fprintf(stderr, "galvc: wrote %s%sprogram.c (%d kernels, %.3f s)\n", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
-                      eo.nkernels, now() - t);
+  if (cuda ? gv_emit_cuda(m, dir, &eo, cuda) : gv_emit_cpu(m, dir, &eo)) return 1;
+  if (!quiet) fprintf(stderr, "galvc: wrote %s%sprogram.%s (%d kernels, %.3f s)\n", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+                      cuda ? "cu" : "c", eo.nkernels, now() - t);
   return 0;
 }
 
@@ -216,6 +220,7 @@ int main(int argc, char **argv) {
   const char *model = NULL, *out = NULL, *emit = NULL, *target = "cpu", *dump_after = NULL, *dump_dir = "galvc-dumps";
   int verify_each = 0, stats = 0, quiet = 0, train = 0, build = 1;
   int64_t gpus = 1, gpus_per_node = 0;
+  gv_cuda_options cuda = {.arch = "sm_90"};
   const char *mesh_spec = NULL;
   const char *cluster_spec = NULL;
   int report_cost = 0;
@@ -278,6 +283,14 @@ int main(int argc, char **argv) {
       emit = val;
     } else if (TAKES("--target")) {
       target = val;
+    } else if (TAKES("--cuda-arch")) {
+      cuda.arch = val;
+    } else if (TAKES("--precision")) {
+      if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0) {
+        gv_error_plain("--precision %s: expected fp32 or bf16", val);
+        return 2;
+      }
+      cuda.bf16 = strcmp(val, "bf16") == 0;
     } else if (strcmp(a, "--no-build") == 0) {
       build = 0;
     } else if (TAKES("-o")) {
@@ -337,8 +350,8 @@ int main(int argc, char **argv) {
     gv_error_plain("--emit=%s: unknown output kind (known: ir, program)", emit);
     return 2;
   }
-  if (strcmp(target, "cpu") != 0) {
-    gv_error_plain("--target %s: unknown target (known: cpu)", target);
+  if (strcmp(target, "cpu") != 0 && strcmp(target, "cuda") != 0) {
+    gv_error_plain("--target %s: unknown target (known: cpu, cuda)", target);
     return 2;
   }
   /* A directory output gets the program (unless --emit=ir); anything else the IR. */
@@ -448,7 +461,7 @@ int main(int argc, char **argv) {
   if (!rc && gv_verify(m)) rc = 1;
   if (!rc && report_cost) gv_cost_report(&cluster, m, stdout);
   if (!rc && program) {
-    rc = emit_program(m, out, quiet);
+    rc = emit_program(m, out, quiet, strcmp(target, "cuda") == 0 ? &cuda : NULL);
     if (!rc && build) rc = build_program(out, quiet);
   } else if (!rc) {
     if (!out || strcmp(out, "-") == 0) {

@@ -1,0 +1,920 @@
+/* emit.c — the CUDA target's emitter: reads the same device program as the
+ * CPU emitter (docs/device-program.md) and writes OUTDIR/program.cu:
+ * tables of inputs, outputs and parameters, one generated kernel per
+ * galv.fused / lone elementwise op (kernels_gen.c), and a straight-line
+ * galv_cu_run() that enqueues, in schedule order on one compute stream, the
+ * generated kernels and the runtime's library kernels (runtime/cuda/) with
+ * device pointers A(off) into the arena and W(off) into the weights, shapes
+ * as literals. GEMMs go to cuBLAS with their layouts worked out here (an
+ * operand whose dims cannot be described by one leading dimension is packed
+ * into scratch first). The chain dot -> [elementwise] -> softmax -> dot is one
+ * fused attention kernel (runtime/cuda/attention.cuh) when its shapes allow.
+ *
+ * The CPU emitter runs first into the same directory: it checks the memory
+ * plan and writes weights.bin (so both targets share one layout) and
+ * program.c (`make cpu` builds the same program for the CPU). This file then
+ * writes program.cu, constants.bin (the constants' part of weights.bin, for
+ * `program --gen-weights`), the CUDA Makefile and runtime/cuda/. It never
+ * rewrites the IR (it uses the scratch `id` fields and use counts only). */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../ir/shape_rules.h"
+#include "cuda.h"
+
+typedef struct {
+  const gv_value *v;
+  int in_weights; /* 1: weights, 0: arena */
+  int64_t off, nbytes;
+} loc;
+
+typedef struct {
+  const gv_op *d1, *mid, *sm, *d2;
+  int score_opnd; /* operand of mid that is the score */
+} attn_chain;
+
+typedef struct {
+  gv_module *m;
+  FILE *f;
+  loc *L;
+  int nv;
+  bool bf16;
+  int64_t pbytes, wbytes, scratch, flops;
+  attn_chain *att;
+  int natt;
+} emitter;
+
+static int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
+static int64_t nbytes_of(const gv_type *t) { return gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype); }
+static loc *L(emitter *e, const gv_value *v) { return &e->L[v->id]; }
+/* element bytes as stored on the device */
+static size_t ses(emitter *e, gv_dtype t) { return t == GV_DT_F32 && e->bf16 ? 2 : gv_dtype_size(t); }
+static const char *dt_of(emitter *e) { return e->bf16 ? "GALV_BF16" : "GALV_F32"; }
+
+static void ptr(emitter *e, const gv_value *v, int64_t extra, char *buf, size_t n) {
+  const loc *l = L(e, v);
+  snprintf(buf, n, "%s(%lld)", l->in_weights ? "W" : "A", (long long)(l->off + extra));
+}
+
+static void dims_lit(FILE *f, int rank, const int64_t *d) {
+  fputc('{', f);
+  for (int i = 0; i < rank; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)d[i]);
+  if (!rank) fputc('0', f);
+  fputc('}', f);
+}
+
+static void strides_of(const gv_type *t, int64_t *s) {
+  int64_t k = 1;
+  for (int d = t->rank - 1; d >= 0; d--) s[d] = k, k *= t->dims[d];
+}
+
+static int64_t prod(const int64_t *d, int lo, int hi) {
+  int64_t n = 1;
+  for (int i = lo; i < hi; i++) n *= d[i];
+  return n;
+}
+
+static void cstr(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p == '"' || *p == '\\' || *p == '?' || *p < 32 || *p >= 127) fprintf(f, "\\%03o", *p);
+    else fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+static void ccomment(FILE *f, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p < 32 || *p == 127) fputc(' ', f);
+    else if (*p == '*' && p[1] == '/') fputs("* ", f);
+    else if (*p == '/' && p[1] == '*') fputs("/ ", f);
+    else fputc(*p, f);
+  }
+}
+
+static const char *rt_dtype(gv_dtype t) {
+  switch (t) {
+  case GV_DT_F32: return "GALV_F32";
+  case GV_DT_F64: return "GALV_F64";
+  case GV_DT_F16: return "GALV_F16";
+  case GV_DT_BF16: return "GALV_BF16";
+  case GV_DT_I64: return "GALV_I64";
+  case GV_DT_I32: return "GALV_I32";
+  case GV_DT_I16: return "GALV_I16";
+  case GV_DT_I8: return "GALV_I8";
+  case GV_DT_U8: return "GALV_U8";
+  case GV_DT_BOOL: return "GALV_BOOL";
+  default: return NULL;
+  }
+}
+
+static int need_f32(emitter *e, const gv_op *op) {
+  for (int i = 0; i < op->nopnds; i++)
+    if (op->opnds[i]->type.dtype != GV_DT_F32)
+      return gv_error_op(e->m, op, "cuda codegen: galv.%s on %s is not supported (f32 only)", gv_ops[op->code].name,
+                         gv_dtype_name(op->opnds[i]->type.dtype));
+  if (op->res[0]->type.dtype != GV_DT_F32)
+    return gv_error_op(e->m, op, "cuda codegen: galv.%s with a %s result is not supported (f32 only)",
+                       gv_ops[op->code].name, gv_dtype_name(op->res[0]->type.dtype));
+  return 0;
+}
+
+/* ---------------------------------------------------------------- locations */
+
+/* Where every top-level value lives: the layout the CPU emitter wrote into
+ * weights.bin (parameters in argument order, then constants in schedule
+ * order, 64-byte aligned) and the arena offsets of the memory plan. */
+static int locate(emitter *e) {
+  gv_module *m = e->m;
+  gv_func *fn = m->main;
+  gv_block *body = fn->body;
+  const gv_op *ar = body->first;
+  const int64_t *argoff, *offs;
+  if (!ar || ar->code != GV_OP_ARENA || gv_get_ints(ar, "arg_offsets", &argoff) != body->nargs)
+    return gv_error(m, "cuda codegen: the program has no memory plan (run the fuse and memory-plan passes first)");
+  int n = body->nargs;
+  for (const gv_op *op = body->first; op; op = op->next) n += op->nres;
+  e->L = calloc((size_t)n + 1, sizeof *e->L);
+  if (!e->L) abort();
+  int64_t w = 0;
+  for (int i = 0; i < body->nargs; i++) {
+    gv_value *v = body->args[i];
+    v->id = e->nv;
+    loc *l = &e->L[e->nv++];
+    *l = (loc){v, 0, argoff[i], nbytes_of(&v->type)};
+    if (fn->arg_is_param[i]) l->in_weights = 1, l->off = w, w = align64(w + l->nbytes);
+  }
+  e->pbytes = w;
+  for (const gv_op *op = body->first; op; op = op->next) {
+    if (op->code == GV_OP_CONSTANT) {
+      gv_value *v = op->res[0];
+      v->id = e->nv;
+      e->L[e->nv++] = (loc){v, 1, w, nbytes_of(&v->type)};
+      w = align64(w + nbytes_of(&v->type));
+      continue;
+    }
+    if (op->nres == 0) continue;
+    if (gv_get_ints(op, "offsets", &offs) != op->nres) return gv_error_op(m, op, "cuda codegen: op has no 'offsets'");
+    for (int i = 0; i < op->nres; i++) {
+      gv_value *v = op->res[i];
+      v->id = e->nv;
+      loc *l = &e->L[e->nv++];
+      *l = (loc){v, 0, offs[i], nbytes_of(&v->type)};
+      if (gv_ops[op->code].flags & GV_VIEW) l->in_weights = L(e, op->opnds[0])->in_weights, l->off = L(e, op->opnds[0])->off;
+    }
+  }
+  e->wbytes = w;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- GEMM layouts */
+
+typedef struct {
+  int n;
+  int64_t size[GV_MAX_RANK], sa[GV_MAX_RANK], sb[GV_MAX_RANK];
+} group;
+
+/* Merges a dim group (outer to inner) into one (size, stride) per operand;
+ * false when the strides do not chain. Size-1 dims are dropped. */
+static bool merge(const group *g, int which, int64_t *size, int64_t *stride) {
+  int64_t sz = 1, st = 0;
+  bool have = false;
+  for (int i = g->n - 1; i >= 0; i--) {
+    int64_t s = which ? g->sb[i] : g->sa[i];
+    if (g->size[i] == 1) continue;
+    if (!have) sz = g->size[i], st = s, have = true;
+    else if (s == st * sz) sz *= g->size[i];
+    else return false;
+  }
+  *size = sz;
+  *stride = have ? st : 0;
+  return true;
+}
+
+typedef struct {
+  int64_t batch, M, N, K;
+  int ta, tb;
+  int64_t lda, ldb, sa, sb;
+  bool pack_a, pack_b;
+  group bg, mg, kg, ng; /* for packing */
+} gemm_plan;
+
+/* A row-major (rows x cols) view with strides (rs, cs): returns 0 (stored as
+ * is, ld = rs), 1 (stored transposed, ld = cs) or -1 (needs packing). */
+static int layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t *ld) {
+  if (cols == 1) cs = 1;
+  if (rows == 1) rs = cols;
+  if (cs == 1 && rs >= cols) return *ld = rs, 0;
+  if (rs == 1 && cs >= rows) return *ld = cs, 1;
+  return -1;
+}
+
+static int plan_dot(emitter *e, const gv_op *op, gemm_plan *p) {
+  gv_module *m = e->m;
+  const gv_type *l = &op->opnds[0]->type, *r = &op->opnds[1]->type;
+  const int64_t *lb, *rb, *lc, *rc;
+  int nlb = gv_get_ints(op, "lhs_batch", &lb), nrb = gv_get_ints(op, "rhs_batch", &rb);
+  int nlc = gv_get_ints(op, "lhs_contract", &lc), nrc = gv_get_ints(op, "rhs_contract", &rc);
+  nlb = nlb < 0 ? 0 : nlb, nrb = nrb < 0 ? 0 : nrb, nlc = nlc < 0 ? 0 : nlc, nrc = nrc < 0 ? 0 : nrc;
+  if (nlb != nrb || nlc != nrc) return gv_error_op(m, op, "cuda codegen: invalid dot dimension numbers");
+  int64_t ls[GV_MAX_RANK], rs[GV_MAX_RANK];
+  strides_of(l, ls);
+  strides_of(r, rs);
+  bool lu[GV_MAX_RANK] = {0}, ru[GV_MAX_RANK] = {0};
+  memset(p, 0, sizeof *p);
+  for (int i = 0; i < nlb; i++) {
+    int a = gv_norm_axis(lb[i], l->rank), b = gv_norm_axis(rb[i], r->rank);
+    if (a < 0 || b < 0 || lu[a] || ru[b] || l->dims[a] != r->dims[b]) return gv_error_op(m, op, "cuda codegen: invalid dot batch dims");
+    lu[a] = ru[b] = true;
+    p->bg.size[i] = l->dims[a], p->bg.sa[i] = ls[a], p->bg.sb[i] = rs[b];
+  }
+  p->bg.n = nlb;
+  for (int i = 0; i < nlc; i++) {
+    int a = gv_norm_axis(lc[i], l->rank), b = gv_norm_axis(rc[i], r->rank);
+    if (a < 0 || b < 0 || lu[a] || ru[b] || l->dims[a] != r->dims[b]) return gv_error_op(m, op, "cuda codegen: invalid dot contracting dims");
+    lu[a] = ru[b] = true;
+    p->kg.size[i] = l->dims[a], p->kg.sa[i] = ls[a], p->kg.sb[i] = rs[b];
+  }
+  p->kg.n = nlc;
+  for (int d = 0; d < l->rank; d++)
+    if (!lu[d]) p->mg.size[p->mg.n] = l->dims[d], p->mg.sa[p->mg.n++] = ls[d];
+  for (int d = 0; d < r->rank; d++)
+    if (!ru[d]) p->ng.size[p->ng.n] = r->dims[d], p->ng.sb[p->ng.n++] = rs[d];
+  p->batch = prod(p->bg.size, 0, p->bg.n), p->M = prod(p->mg.size, 0, p->mg.n);
+  p->K = prod(p->kg.size, 0, p->kg.n), p->N = prod(p->ng.size, 0, p->ng.n);
+  if (p->M > INT_MAX || p->N > INT_MAX || p->K > INT_MAX || p->batch > INT_MAX)
+    return gv_error_op(m, op, "cuda codegen: dot dimensions above 2^31 are not supported");
+  int64_t s1 = 0, s2 = 0, sm = 0, ska = 0, skb = 0, sn = 0;
+  bool a_ok = merge(&p->bg, 0, &s1, &p->sa) && merge(&p->mg, 0, &s2, &sm) && merge(&p->kg, 0, &s2, &ska);
+  bool b_ok = merge(&p->bg, 1, &s1, &p->sb) && merge(&p->kg, 1, &s2, &skb) && merge(&p->ng, 1, &s2, &sn);
+  int ta = a_ok ? layout(p->M, p->K, sm, ska, &p->lda) : -1;
+  int tb = b_ok ? layout(p->K, p->N, skb, sn, &p->ldb) : -1;
+  if (ta < 0) p->pack_a = true, ta = 0, p->lda = p->K, p->sa = p->M * p->K;
+  if (tb < 0) p->pack_b = true, tb = 0, p->ldb = p->N, p->sb = p->K * p->N;
+  if (p->batch == 1) p->sa = p->sb = 0;
+  p->ta = ta, p->tb = tb;
+  int64_t es = (int64_t)ses(e, GV_DT_F32), need = 0;
+  if (p->pack_a) need += align64(p->batch * p->M * p->K * es);
+  if (p->pack_b) need += align64(p->batch * p->K * p->N * es);
+  if (need > e->scratch) e->scratch = need;
+  return 0;
+}
+
+/* Packs an operand into scratch as [batch..., outer..., inner...] contiguous. */
+static void emit_pack(emitter *e, const group *g1, const group *g2, const group *g3, int which, const char *src,
+                      const char *dst) {
+  int64_t d[3 * GV_MAX_RANK], s[3 * GV_MAX_RANK];
+  int r = 0;
+  const group *gs[3] = {g1, g2, g3};
+  for (int k = 0; k < 3; k++)
+    for (int i = 0; i < gs[k]->n; i++) d[r] = gs[k]->size[i], s[r++] = which ? gs[k]->sb[i] : gs[k]->sa[i];
+  fprintf(e->f, "  { static const int64_t d[] = "), dims_lit(e->f, r, d);
+  fprintf(e->f, ", s[] = "), dims_lit(e->f, r, s);
+  fprintf(e->f, ";\n    galv_cu_copy_strided(%s, %s, %zu, %d, d, s); }\n", dst, src, ses(e, GV_DT_F32), r);
+}
+
+static int emit_dot(emitter *e, const gv_op *op, const char *pa, const char *pb, const char *pc) {
+  if (need_f32(e, op)) return -1;
+  gemm_plan p;
+  if (plan_dot(e, op, &p)) return -1;
+  FILE *f = e->f;
+  char a[64], b[64];
+  snprintf(a, sizeof a, "%s", pa);
+  snprintf(b, sizeof b, "%s", pb);
+  int64_t es = (int64_t)ses(e, GV_DT_F32);
+  if (p.pack_a) {
+    emit_pack(e, &p.bg, &p.mg, &p.kg, 0, pa, "galv_cu.scratch");
+    snprintf(a, sizeof a, "galv_cu.scratch");
+  }
+  if (p.pack_b) {
+    char dst[64];
+    snprintf(dst, sizeof dst, "galv_cu.scratch + %lld", (long long)(p.pack_a ? align64(p.batch * p.M * p.K * es) : 0));
+    emit_pack(e, &p.bg, &p.kg, &p.ng, 1, pb, dst);
+    snprintf(b, sizeof b, "%s", dst);
+  }
+  fprintf(f, "  { static const galv_cu_gemm_desc g = {%lld, %lld, %lld, %lld, %d, %d, %lld, %lld, %lld, %lld};\n",
+          (long long)p.batch, (long long)p.M, (long long)p.N, (long long)p.K, p.ta, p.tb, (long long)p.lda,
+          (long long)p.ldb, (long long)p.sa, (long long)p.sb);
+  fprintf(f, "    galv_cu_gemm(%s, &g, %s, %s, %s); }\n", dt_of(e), a, b, pc);
+  e->flops += 2 * p.batch * p.M * p.N * p.K;
+  return 0;
+}
+
+static int emit_conv(emitter *e, const gv_op *op, char p[][64]) {
+  gv_module *m = e->m;
+  if (need_f32(e, op)) return -1;
+  const gv_type *x = &op->opnds[0]->type, *w = &op->opnds[1]->type, *o = &op->res[0]->type;
+  int R = x->rank, S = R - 2;
+  if (R < 3 || w->rank != R || o->rank != R) return gv_error_op(m, op, "cuda codegen: conv operands must have equal rank >= 3");
+  const int64_t *sv, *pv, *dv;
+  int ns = gv_get_ints(op, "strides", &sv), np = gv_get_ints(op, "pads", &pv), nd = gv_get_ints(op, "dilations", &dv);
+  int64_t G = gv_get_int(op, "group", 1), st[GV_MAX_RANK], pb[GV_MAX_RANK], dl[GV_MAX_RANK];
+  if (G < 1 || x->dims[1] != w->dims[1] * G || w->dims[0] % G) return gv_error_op(m, op, "cuda codegen: conv channel counts do not match");
+  for (int s = 0; s < S; s++) {
+    st[s] = ns == S ? sv[s] : 1;
+    pb[s] = np == 2 * S ? pv[s] : 0;
+    dl[s] = nd == S ? dv[s] : 1;
+  }
+  FILE *f = e->f;
+  fprintf(f, "  { static const galv_conv_desc d = {%d, %lld, %lld, %lld, %lld, ", S, (long long)x->dims[0],
+          (long long)x->dims[1], (long long)w->dims[0], (long long)G);
+  dims_lit(f, S, x->dims + 2), fputs(", ", f), dims_lit(f, S, w->dims + 2), fputs(", ", f);
+  dims_lit(f, S, o->dims + 2), fputs(", ", f), dims_lit(f, S, st), fputs(", ", f), dims_lit(f, S, pb), fputs(", ", f);
+  dims_lit(f, S, dl);
+  fprintf(f, "};\n    galv_cu_conv(%s, &d, %s, %s, %s, %s); }\n", dt_of(e), p[0], p[1], op->nopnds > 2 ? p[2] : "NULL",
+          p[op->nopnds]);
+  int64_t kn = prod(w->dims, 1, R);
+  e->flops += 2 * gv_type_numel(o) * kn;
+  return 0;
+}
+
+static int const_int(const gv_value *v, int64_t *out) {
+  if (!v->def || v->def->code != GV_OP_CONSTANT) return -1;
+  const gv_attr *a = gv_get_attr(v->def, "value");
+  if (!a || a->kind != GV_ATTR_TENSOR || !a->u.t || gv_tensor_numel(a->u.t) < 1) return -1;
+  *out = gv_tensor_get_i(a->u.t, 0);
+  return 0;
+}
+
+/* One non-elementwise op as a runtime library call; k is its kernel number. */
+static int emit_kernel(emitter *e, const gv_op *op, int k) {
+  gv_module *m = e->m;
+  FILE *f = e->f;
+  char p[GV_MAX_RANK * 4 + 4][64];
+  int np = op->nopnds + op->nres;
+  if (np > (int)(sizeof p / sizeof p[0]) && op->code != GV_OP_CONCAT && op->code != GV_OP_SPLIT)
+    return gv_error_op(m, op, "cuda codegen: too many operands");
+  for (int i = 0; i < op->nopnds && i < (int)(sizeof p / sizeof p[0]); i++) ptr(e, op->opnds[i], 0, p[i], sizeof p[i]);
+  for (int i = 0; i < op->nres && op->nopnds + i < (int)(sizeof p / sizeof p[0]); i++)
+    ptr(e, op->res[i], 0, p[op->nopnds + i], sizeof p[0]);
+  const gv_type *x = &op->opnds[0]->type, *o = &op->res[0]->type;
+  size_t es = ses(e, x->dtype);
+  int64_t xs[GV_MAX_RANK];
+  strides_of(x, xs);
+  int ax;
+  switch (op->code) {
+  case GV_OP_DOT: return emit_dot(e, op, p[0], p[1], p[2]);
+  case GV_OP_CONV: return emit_conv(e, op, p);
+  case GV_OP_TRANSPOSE: {
+    const int64_t *perm;
+    int n = gv_get_ints(op, "perm", &perm);
+    int64_t s[GV_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+      int64_t q = n >= 0 ? perm[d] : x->rank - 1 - d;
+      if (q < 0 || q >= x->rank || o->dims[d] != x->dims[q]) return gv_error_op(m, op, "cuda codegen: bad transpose perm");
+      s[d] = xs[q];
+    }
+    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, o->rank, o->dims);
+    fprintf(f, ", s[] = "), dims_lit(f, o->rank, s);
+    fprintf(f, ";\n    galv_cu_copy_strided(%s, %s, %zu, %d, d, s); }\n", p[1], p[0], es, o->rank);
+    return 0;
+  }
+  case GV_OP_EXPAND: {
+    int64_t s[GV_MAX_RANK];
+    if (x->rank > o->rank) return gv_error_op(m, op, "cuda codegen: expand result rank below the operand's");
+    gv_bcast_strides(x, o, s);
+    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, o->rank, o->dims);
+    fprintf(f, ", s[] = "), dims_lit(f, o->rank, s);
+    fprintf(f, ";\n    galv_cu_copy_strided(%s, %s, %zu, %d, d, s); }\n", p[op->nopnds], p[0], es, o->rank);
+    return 0;
+  }
+  case GV_OP_SLICE: {
+    int64_t start[GV_MAX_RANK], step[GV_MAX_RANK], count[GV_MAX_RANK], s[GV_MAX_RANK], base = 0;
+    bool aff[GV_MAX_RANK];
+    const gv_tensor *vals[5] = {0};
+    for (int i = 1; i < op->nopnds && i < 5; i++)
+      if (op->opnds[i]->def && op->opnds[i]->def->code == GV_OP_CONSTANT) {
+        const gv_attr *a = gv_get_attr(op->opnds[i]->def, "value");
+        vals[i] = a && a->kind == GV_ATTR_TENSOR ? a->u.t : NULL;
+      }
+    int kk = gv_slice_window(m, (gv_op *)op, x, vals, start, step, count, aff);
+    if (kk < 0) return -1;
+    if (kk == 0) return gv_error_op(m, op, "cuda codegen: slice parameters are not compile-time constants");
+    for (int d = 0; d < x->rank; d++) {
+      if (count[d] != o->dims[d]) return gv_error_op(m, op, "cuda codegen: slice result type does not match its window");
+      if (count[d] > 0) base += start[d] * xs[d];
+      s[d] = step[d] * xs[d];
+    }
+    if (gv_type_numel(o) == 0) return 0;
+    char src[64];
+    ptr(e, op->opnds[0], base * (int64_t)es, src, sizeof src);
+    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, o->rank, o->dims);
+    fprintf(f, ", s[] = "), dims_lit(f, o->rank, s);
+    fprintf(f, ";\n    galv_cu_copy_strided(%s, %s, %zu, %d, d, s); }\n", p[op->nopnds], src, es, o->rank);
+    return 0;
+  }
+  case GV_OP_TILE:
+    if (x->rank != o->rank) return gv_error_op(m, op, "cuda codegen: tile result rank differs from the operand's");
+    fprintf(f, "  { static const int64_t di[] = "), dims_lit(f, x->rank, x->dims);
+    fprintf(f, ", dout[] = "), dims_lit(f, o->rank, o->dims);
+    fprintf(f, ";\n    galv_cu_tile(%s, %s, %zu, %d, di, dout); }\n", p[op->nopnds], p[0], es, o->rank);
+    return 0;
+  case GV_OP_CONCAT:
+  case GV_OP_SPLIT: {
+    bool cat = op->code == GV_OP_CONCAT;
+    const gv_type *full = cat ? o : x;
+    int n = cat ? op->nopnds : op->nres;
+    ax = gv_norm_axis(gv_get_int(op, "axis", 0), full->rank);
+    if (ax < 0) return gv_error_op(m, op, "cuda codegen: axis out of range");
+    size_t fes = ses(e, full->dtype);
+    int64_t outer = prod(full->dims, 0, ax), inner = prod(full->dims, ax + 1, full->rank), tot = 0;
+    fprintf(f, "  { %svoid *const v[] = {", cat ? "const " : "");
+    for (int i = 0; i < n; i++) {
+      char b[64];
+      ptr(e, cat ? op->opnds[i] : op->res[i], 0, b, sizeof b);
+      fprintf(f, "%s%s", i ? ", " : "", b);
+    }
+    fprintf(f, "};\n    static const int64_t c[] = {");
+    for (int i = 0; i < n; i++) {
+      const gv_type *t = cat ? &op->opnds[i]->type : &op->res[i]->type;
+      if (t->rank != full->rank) return gv_error_op(m, op, "cuda codegen: %s operand ranks differ", cat ? "concat" : "split");
+      tot += t->dims[ax];
+      fprintf(f, "%s%lld", i ? ", " : "", (long long)(t->dims[ax] * inner * (int64_t)fes));
+    }
+    if (tot != full->dims[ax]) return gv_error_op(m, op, "cuda codegen: %s sizes do not add up", cat ? "concat" : "split");
+    char b[64];
+    ptr(e, cat ? op->res[0] : op->opnds[0], 0, b, sizeof b);
+    if (cat) fprintf(f, "};\n    galv_cu_concat(%s, v, c, %d, %lld); }\n", b, n, (long long)outer);
+    else fprintf(f, "};\n    galv_cu_split(v, %s, c, %d, %lld); }\n", b, n, (long long)outer);
+    return 0;
+  }
+  case GV_OP_GATHER: {
+    ax = gv_norm_axis(gv_get_int(op, "axis", 0), x->rank);
+    gv_dtype it = op->opnds[1]->type.dtype;
+    if (ax < 0) return gv_error_op(m, op, "cuda codegen: gather axis out of range");
+    if (it != GV_DT_I64 && it != GV_DT_I32)
+      return gv_error_op(m, op, "cuda codegen: gather indices of dtype %s are not supported", gv_dtype_name(it));
+    int64_t outer = prod(x->dims, 0, ax), inner = prod(x->dims, ax + 1, x->rank);
+    fprintf(f, "  galv_cu_gather(%s, %s, %s, %d, %lld, %lld, %lld, %lld, %d);\n", p[2], p[0], p[1], it == GV_DT_I64 ? 8 : 4,
+            (long long)gv_type_numel(&op->opnds[1]->type), (long long)outer, (long long)x->dims[ax],
+            (long long)(inner * (int64_t)es), k);
+    return 0;
+  }
+  case GV_OP_TRILU: {
+    int64_t kd = gv_get_int(op, "k", 0);
+    if (op->nopnds > 1 && const_int(op->opnds[1], &kd) != 0)
+      return gv_error_op(m, op, "cuda codegen: trilu k must be a compile-time constant");
+    if (x->rank < 2) return gv_error_op(m, op, "cuda codegen: trilu needs rank >= 2");
+    fprintf(f, "  galv_cu_trilu(%s, %s, %zu, %lld, %lld, %lld, %lld, %d);\n", p[op->nopnds], p[0], es,
+            (long long)prod(x->dims, 0, x->rank - 2), (long long)x->dims[x->rank - 2], (long long)x->dims[x->rank - 1],
+            (long long)kd, gv_get_int(op, "upper", 1) != 0);
+    return 0;
+  }
+  case GV_OP_REDUCE_SUM: case GV_OP_REDUCE_MEAN: case GV_OP_REDUCE_MAX: case GV_OP_REDUCE_MIN: {
+    if (need_f32(e, op)) return -1;
+    const int64_t *axes;
+    int na = gv_get_ints(op, "axes", &axes);
+    gv_type kept = *x;
+    for (int d = 0; na <= 0 && d < x->rank; d++) kept.dims[d] = 1;
+    for (int i = 0; i < na; i++) {
+      int a = gv_norm_axis(axes[i], x->rank);
+      if (a < 0) return gv_error_op(m, op, "cuda codegen: reduce axis out of range");
+      kept.dims[a] = 1;
+    }
+    int64_t ks[GV_MAX_RANK];
+    strides_of(&kept, ks);
+    for (int d = 0; d < x->rank; d++) ks[d] = kept.dims[d] == 1 ? 0 : ks[d];
+    if (gv_type_numel(&kept) != gv_type_numel(o)) return gv_error_op(m, op, "cuda codegen: reduce result type does not match");
+    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, x->rank, x->dims);
+    fprintf(f, ", s[] = "), dims_lit(f, x->rank, ks);
+    fprintf(f, ";\n    galv_cu_reduce(%s, %s, %s, %d, d, s, %lld, %d); }\n", dt_of(e), p[1], p[0], x->rank,
+            (long long)gv_type_numel(o), (int)(op->code - GV_OP_REDUCE_SUM));
+    return 0;
+  }
+  case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX: {
+    if (need_f32(e, op)) return -1;
+    ax = x->rank ? gv_norm_axis(gv_get_int(op, "axis", -1), x->rank) : 0;
+    if (ax < 0) return gv_error_op(m, op, "cuda codegen: softmax axis out of range");
+    fprintf(f, "  galv_cu_softmax(%s, %s, %s, %lld, %lld, %lld, %d);\n", dt_of(e), p[1], p[0],
+            (long long)prod(x->dims, 0, ax), (long long)(x->rank ? x->dims[ax] : 1),
+            (long long)prod(x->dims, ax + 1, x->rank), op->code == GV_OP_LOG_SOFTMAX);
+    return 0;
+  }
+  case GV_OP_LAYER_NORM: case GV_OP_RMS_NORM: {
+    if (need_f32(e, op)) return -1;
+    ax = gv_norm_axis(gv_get_int(op, "axis", -1), x->rank);
+    if (ax < 0) return gv_error_op(m, op, "cuda codegen: norm axis out of range");
+    int64_t N = prod(x->dims, ax, x->rank), sn = gv_type_numel(&op->opnds[1]->type);
+    int64_t bn = op->nopnds > 2 ? gv_type_numel(&op->opnds[2]->type) : 0;
+    if ((sn != N && sn != 1) || (op->nopnds > 2 && bn != N && bn != 1))
+      return gv_error_op(m, op, "cuda codegen: norm scale/bias must have the normalised element count or one element");
+    fprintf(f, "  galv_cu_norm(%s, %s, %s, %s, %lld, %s, %lld, %lld, %lld, %af, %d);\n", dt_of(e), p[op->nopnds], p[0],
+            p[1], (long long)sn, op->nopnds > 2 ? p[2] : "NULL", (long long)bn, (long long)prod(x->dims, 0, ax),
+            (long long)N, (double)gv_get_float(op, "epsilon", 1e-5f), op->code == GV_OP_RMS_NORM);
+    return 0;
+  }
+  default:
+    return gv_error_op(m, op, "cuda codegen: galv.%s is not supported by the cuda target yet%s", gv_ops[op->code].name,
+                       op->code == GV_OP_SHAPE || op->code == GV_OP_RANGE || op->code == GV_OP_CONSTANT_OF_SHAPE ||
+                               op->code == GV_OP_IF
+                           ? " (it should have been folded: are the input shapes bound?)"
+                           : " (use --target cpu)");
+  }
+}
+
+/* ---------------------------------------------------------------- attention */
+
+static bool ints_are(const gv_op *op, const char *name, int n, int first) {
+  const int64_t *v;
+  int k = gv_get_ints(op, name, &v);
+  if ((k < 0 ? 0 : k) != n) return false;
+  for (int i = 0; i < n; i++)
+    if (v[i] != first + i) return false;
+  return true;
+}
+
+/* The only user of v, or NULL (nuses from gv_count_uses). */
+static const gv_op *sole_user(const gv_op *from, const gv_value *v) {
+  if (v->nuses != 1) return NULL;
+  for (const gv_op *op = from; op; op = op->next)
+    for (int i = 0; i < op->nopnds; i++)
+      if (op->opnds[i] == v) return op;
+  return NULL;
+}
+
+/* dot(Q, K) -> [one elementwise op] -> softmax(last axis) -> dot(P, V), all
+ * f32, leading batch dims, one free and one contracting dim per operand, head
+ * dims <= 128, and nothing in between that writes memory (so Q and K, dead
+ * after the first dot in the plan, are intact at the second). */
+static bool match_attention(emitter *e, const gv_op *d1, attn_chain *c) {
+  const gv_type *q = &d1->opnds[0]->type, *k = &d1->opnds[1]->type, *s = &d1->res[0]->type;
+  int nb = q->rank - 2;
+  if (nb < 0 || nb > 4 || k->rank != nb + 2 || s->dtype != GV_DT_F32 || q->dtype != GV_DT_F32 || k->dtype != GV_DT_F32)
+    return false;
+  if (!ints_are(d1, "lhs_batch", nb, 0) || !ints_are(d1, "rhs_batch", nb, 0)) return false;
+  memset(c, 0, sizeof *c);
+  c->d1 = d1;
+  const gv_op *u = sole_user(d1->next, d1->res[0]);
+  if (u && u->code != GV_OP_SOFTMAX) {
+    bool ew = u->code == GV_OP_FUSED || (gv_ops[u->code].flags & GV_ELEMENTWISE);
+    if (!ew || u->nres != 1 || !gv_type_equal(&u->res[0]->type, s)) return false;
+    int uses = 0;
+    for (int i = 0; i < u->nopnds; i++)
+      if (u->opnds[i] == d1->res[0]) uses++, c->score_opnd = i;
+    if (uses != 1) return false;
+    c->mid = u;
+    u = sole_user(u->next, u->res[0]);
+  }
+  if (!u || u->code != GV_OP_SOFTMAX || gv_norm_axis(gv_get_int(u, "axis", -1), s->rank) != s->rank - 1) return false;
+  c->sm = u;
+  const gv_op *d2 = sole_user(u->next, u->res[0]);
+  if (!d2 || d2->code != GV_OP_DOT || d2->opnds[0] != u->res[0]) return false;
+  const gv_type *v = &d2->opnds[1]->type;
+  if (v->rank != nb + 2 || v->dtype != GV_DT_F32 || !ints_are(d2, "lhs_batch", nb, 0) || !ints_are(d2, "rhs_batch", nb, 0) ||
+      !ints_are(d2, "lhs_contract", 1, nb + 1))
+    return false;
+  const int64_t *vc;
+  if (gv_get_ints(d2, "rhs_contract", &vc) != 1 || (vc[0] != nb && vc[0] != nb + 1)) return false;
+  const int64_t *qc, *kc;
+  if (gv_get_ints(d1, "lhs_contract", &qc) != 1 || gv_get_ints(d1, "rhs_contract", &kc) != 1) return false;
+  int64_t D = q->dims[gv_norm_axis(qc[0], q->rank)], Dv = v->dims[vc[0] == nb ? nb + 1 : nb];
+  if (D > 128 || Dv > 128) return false;
+  for (const gv_op *op = d1->next; op != d2; op = op->next)
+    if (op != c->mid && op != c->sm && op->code != GV_OP_CONSTANT && !(gv_ops[op->code].flags & GV_VIEW)) return false;
+  c->d2 = d2;
+  (void)e;
+  return true;
+}
+
+static int emit_attention(emitter *e, const attn_chain *c, int idx, int k) {
+  FILE *f = e->f;
+  const gv_op *d1 = c->d1, *d2 = c->d2;
+  const gv_type *q = &d1->opnds[0]->type, *kt = &d1->opnds[1]->type, *v = &d2->opnds[1]->type;
+  int nb = q->rank - 2;
+  int64_t qs[GV_MAX_RANK], ks[GV_MAX_RANK], vs[GV_MAX_RANK];
+  strides_of(q, qs), strides_of(kt, ks), strides_of(v, vs);
+  const int64_t *qc, *kc, *vc;
+  gv_get_ints(d1, "lhs_contract", &qc), gv_get_ints(d1, "rhs_contract", &kc), gv_get_ints(d2, "rhs_contract", &vc);
+  int qd = gv_norm_axis(qc[0], q->rank), kd = gv_norm_axis(kc[0], kt->rank), vj = (int)vc[0];
+  int qi = qd == nb ? nb + 1 : nb, kj = kd == nb ? nb + 1 : nb, vd = vj == nb ? nb + 1 : nb;
+  int64_t Sq = q->dims[qi], Sk = kt->dims[kj], D = q->dims[qd], Dv = v->dims[vd];
+  fprintf(f, "  { static const galv_attn_desc a = {%d, ", nb);
+  dims_lit(f, nb, q->dims), fputs(", ", f), dims_lit(f, nb, qs), fputs(", ", f), dims_lit(f, nb, ks), fputs(", ", f);
+  dims_lit(f, nb, vs);
+  fprintf(f, ", %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld};\n", (long long)Sq, (long long)Sk,
+          (long long)D, (long long)Dv, (long long)qs[qi], (long long)qs[qd], (long long)ks[kj], (long long)ks[kd],
+          (long long)vs[vj], (long long)vs[vd]);
+  char pq[64], pk[64], pv[64], po[64];
+  ptr(e, d1->opnds[0], 0, pq, sizeof pq), ptr(e, d1->opnds[1], 0, pk, sizeof pk), ptr(e, d2->opnds[1], 0, pv, sizeof pv);
+  ptr(e, d2->res[0], 0, po, sizeof po);
+  /* the output may take bytes of Q or K (dead after the first dot in the plan): then it goes through scratch */
+  const loc *o = L(e, d2->res[0]);
+  bool overlap = false;
+  for (int i = 0; i < 2; i++) {
+    const loc *in = L(e, d1->opnds[i]);
+    overlap |= !in->in_weights && o->off < in->off + in->nbytes && in->off < o->off + o->nbytes;
+  }
+  if (overlap && o->nbytes > e->scratch) e->scratch = o->nbytes;
+  if (c->mid) {
+    fprintf(f, "    attn_score%d sc = {", idx);
+    for (int i = 0; i < c->mid->nopnds; i++) {
+      if (i == c->score_opnd) continue;
+      char b[64];
+      ptr(e, c->mid->opnds[i], 0, b, sizeof b);
+      fprintf(f, "(const %s *)%s, ", cu_stype(c->mid->opnds[i]->type.dtype), b);
+    }
+    fprintf(f, "galv_cu.err, %d};\n", k);
+  } else {
+    fprintf(f, "    galv_attn_identity sc;\n");
+  }
+  fprintf(f, "    galv_attention<gf>(&a, %s, %s, %s, %s, sc);\n", pq, pk, pv, overlap ? "galv_cu.scratch" : po);
+  if (overlap)
+    fprintf(f, "    cudaCheck(cudaMemcpyAsync(%s, galv_cu.scratch, %lld, cudaMemcpyDeviceToDevice, galv_cu.stream));\n", po,
+            (long long)((int64_t)ses(e, GV_DT_F32) * gv_type_numel(&d2->res[0]->type)));
+  fprintf(f, "  }\n");
+  int64_t nbt = prod(q->dims, 0, nb);
+  e->flops += 2 * nbt * Sq * Sk * (D + Dv);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- program.cu */
+
+static void io_entry(emitter *e, const char *name, const gv_value *v) {
+  const loc *x = L(e, v);
+  FILE *f = e->f;
+  fputs("  {", f);
+  cstr(f, name);
+  fprintf(f, ", %s, %d, ", rt_dtype(v->type.dtype), v->type.rank);
+  dims_lit(f, v->type.rank, v->type.dims);
+  fprintf(f, ", %d, %lld, %lld},\n", x->in_weights, (long long)x->off, (long long)x->nbytes);
+}
+
+static bool skipped(emitter *e, const gv_op *op, int *head) {
+  *head = -1;
+  for (int i = 0; i < e->natt; i++) {
+    const attn_chain *c = &e->att[i];
+    if (op == c->d2) return *head = i, false;
+    if (op == c->d1 || op == c->mid || op == c->sm) return true;
+  }
+  return false;
+}
+
+static bool is_call(const gv_op *op) {
+  gv_opcode k = op->code;
+  return !(k == GV_OP_ARENA || k == GV_OP_CONSTANT || k == GV_OP_RETURN || (gv_ops[k].flags & GV_VIEW));
+}
+
+static int write_program(emitter *e, const char *dir, int *nkernels) {
+  gv_module *m = e->m;
+  gv_func *fn = m->main;
+  gv_block *body = fn->body;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/program.cu", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
+  e->f = f;
+  const char *src = strrchr(m->source, '/');
+  fprintf(f, "/* program.cu — generated by galvc (CUDA target) from ");
+  ccomment(f, src ? src + 1 : m->source);
+  fprintf(f, ". Do not edit.\n * galv_cu_run() enqueues one kernel per op of the device program, in schedule order, on\n"
+             " * the compute stream; A(off) is the device arena, W(off) the device copy of weights.bin.\n"
+             " * Float tensors are stored as gf (%s). */\n", e->bf16 ? "bf16, fp32 accumulation" : "fp32");
+  fprintf(f, "#include \"runtime/cuda/galv_cuda.h\"\n");
+  if (e->natt) fprintf(f, "#include \"runtime/cuda/attention.cuh\"\n");
+  fprintf(f, "\ntypedef %s gf;\nconst int galv_cu_precision = %s;\n\n#define A(o) (arena + (o))\n#define W(o) (weights + (o))\n\n",
+          e->bf16 ? "__nv_bfloat16" : "float", e->bf16 ? "GALV_BF16" : "GALV_F32");
+  /* tables */
+  int nin = 0;
+  fprintf(f, "const galv_io galv_inputs[] = {\n");
+  for (int i = 0; i < body->nargs; i++)
+    if (!fn->arg_is_param[i]) {
+      if (!rt_dtype(body->args[i]->type.dtype)) return fclose(f), gv_error(m, "cuda codegen: input dtype unsupported");
+      io_entry(e, fn->arg_names[i] ? fn->arg_names[i] : "", body->args[i]), nin++;
+    }
+  if (!nin) fprintf(f, "  {0}\n");
+  fprintf(f, "};\nconst int galv_ninputs = %d;\n\n", nin);
+  const gv_op *ret = gv_block_terminator(body);
+  if (!ret || ret->code != GV_OP_RETURN) return fclose(f), gv_error(m, "cuda codegen: the function does not end in galv.return");
+  fprintf(f, "const galv_io galv_outputs[] = {\n");
+  for (int i = 0; i < ret->nopnds; i++) {
+    char nm[64];
+    const char *name = i < fn->nres_names && fn->res_names && fn->res_names[i] ? fn->res_names[i] : NULL;
+    if (!name) snprintf(nm, sizeof nm, "output%d", i), name = nm;
+    if (!rt_dtype(ret->opnds[i]->type.dtype)) return fclose(f), gv_error_op(m, ret, "cuda codegen: output dtype unsupported");
+    io_entry(e, name, ret->opnds[i]);
+  }
+  if (!ret->nopnds) fprintf(f, "  {0}\n");
+  fprintf(f, "};\nconst int galv_noutputs = %d;\n\n", ret->nopnds);
+  /* parameters (for --gen-weights and bf16 conversion), then the f32 constants */
+  int np = 0, nc = 0;
+  fprintf(f, "const galv_cu_param galv_cu_params[] = {\n");
+  for (int pass = 0; pass < 2; pass++)
+    for (int a = 0; a < e->nv; a++) {
+      const loc *x = &e->L[a];
+      bool param = !x->v->def && x->in_weights, cst = x->v->def && x->v->def->code == GV_OP_CONSTANT;
+      if (pass == 0 ? !param : !(cst && x->v->type.dtype == GV_DT_F32)) continue;
+      fputs("  {", f);
+      cstr(f, param ? fn->arg_names[x->v->index] : "");
+      fprintf(f, ", %s, %lld, %lld, %d, ", rt_dtype(x->v->type.dtype), (long long)x->off,
+              (long long)gv_type_numel(&x->v->type), x->v->type.rank);
+      dims_lit(f, x->v->type.rank, x->v->type.dims);
+      fprintf(f, "},\n");
+      pass == 0 ? np++ : nc++;
+    }
+  if (!np && !nc) fprintf(f, "  {0}\n");
+  fprintf(f, "};\nconst int galv_cu_nparams = %d, galv_cu_nf32_consts = %d;\nconst int64_t galv_cu_param_bytes = %lld;\n",
+          np, nc, (long long)e->pbytes);
+  fprintf(f, "const int64_t galv_arena_bytes = %lld;\nconst int64_t galv_weights_bytes = %lld;\n\n",
+          (long long)gv_get_int(body->first, "bytes", 0), (long long)e->wbytes);
+  /* generated kernels */
+  int t = 0, rc = 0, nk = 0;
+  for (const gv_op *op = body->first; op && !rc; op = op->next, t++) {
+    int head;
+    if (!is_call(op)) continue;
+    if (skipped(e, op, &head)) continue;
+    if (head >= 0 && e->att[head].mid) {
+      char name[32];
+      snprintf(name, sizeof name, "attn_score%d", head);
+      fprintf(f, "/* attention score: ");
+      ccomment(f, e->att[head].mid->loc);
+      fprintf(f, " */\n");
+      rc = cu_emit_score_functor(m, f, name, e->att[head].mid, e->att[head].score_opnd);
+    } else if (head < 0 && (op->code == GV_OP_FUSED || (gv_ops[op->code].flags & GV_ELEMENTWISE))) {
+      char name[32];
+      snprintf(name, sizeof name, "%s%d", op->code == GV_OP_FUSED ? "fused" : "ew", t);
+      fprintf(f, "/* ");
+      if (op->code == GV_OP_FUSED) {
+        for (const gv_op *b = op->regions[0]->first; b; b = b->next)
+          if (b->code != GV_OP_YIELD) fprintf(f, "%s ", gv_ops[b->code].name);
+      } else {
+        fprintf(f, "%s ", gv_ops[op->code].name);
+      }
+      fprintf(f, "-- node '");
+      ccomment(f, op->loc);
+      fprintf(f, "' */\n");
+      rc = cu_emit_elementwise(m, f, name, op, nk);
+    }
+    nk++;
+  }
+  /* the run function */
+  fprintf(f, "void galv_cu_run(char *arena, const char *weights) {\n  (void)arena, (void)weights;\n");
+  t = 0, nk = 0;
+  for (const gv_op *op = body->first; op && !rc; op = op->next, t++) {
+    int head;
+    if (!is_call(op) || skipped(e, op, &head)) continue;
+    fprintf(f, "  /* %s: node '", head >= 0 ? "attention" : gv_ops[op->code].name);
+    ccomment(f, op->loc);
+    fprintf(f, "' */\n  GALV_CU_PROF(%d);\n", nk);
+    if (head >= 0) {
+      rc = emit_attention(e, &e->att[head], head, nk);
+    } else if (op->code == GV_OP_FUSED || (gv_ops[op->code].flags & GV_ELEMENTWISE)) {
+      int64_t n = gv_type_numel(&op->res[0]->type);
+      fprintf(f, "  %s%d<<<galv_cu_blocks(%lld), 256, 0, galv_cu.stream>>>(", op->code == GV_OP_FUSED ? "fused" : "ew", t,
+              (long long)n);
+      for (int i = 0; i < op->nopnds + op->nres; i++) {
+        const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
+        char b[64];
+        ptr(e, v, 0, b, sizeof b);
+        fprintf(f, "(%s%s *)%s, ", i < op->nopnds ? "const " : "", cu_stype(v->type.dtype), b);
+      }
+      fprintf(f, "galv_cu.err);\n  GALV_CU_LAUNCHED();\n");
+    } else {
+      rc = emit_kernel(e, op, nk);
+    }
+    nk++;
+  }
+  fprintf(f, "  GALV_CU_PROF(%d);\n}\n\nconst int galv_nkernels = %d;\n", nk, nk);
+  fprintf(f, "const galv_kernel_info galv_kernels[] = {\n");
+  for (const gv_op *op = body->first; op && !rc; op = op->next) {
+    int head;
+    if (!is_call(op) || skipped(e, op, &head)) continue;
+    fprintf(f, "  {\"%s\", ", head >= 0 ? "attention" : gv_ops[op->code].name);
+    cstr(f, op->loc);
+    fprintf(f, "},\n");
+  }
+  fprintf(f, "  {NULL, NULL}\n};\nconst int64_t galv_cu_scratch_bytes = %lld;\nconst int64_t galv_cu_flops = %lld;\n",
+          (long long)e->scratch, (long long)e->flops);
+  *nkernels = nk;
+  if (fclose(f) && !rc) rc = gv_error_plain("%s: write failed: %s", path, strerror(errno));
+  return rc;
+}
+
+/* ---------------------------------------------------------------- files */
+
+static int write_file(const char *dir, const char *name, const void *data, size_t len) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f) return gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
+  size_t w = len ? fwrite(data, 1, len, f) : 0;
+  if (fclose(f) || w != len) return gv_error_plain("%s: write failed: %s", path, strerror(errno));
+  return 0;
+}
+
+/* constants.bin: weights.bin from the end of the parameters */
+static int write_constants(emitter *e, const char *dir) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/weights.bin", dir);
+  FILE *f = fopen(path, "rb");
+  if (!f) return gv_error_plain("%s: cannot read: %s", path, strerror(errno));
+  size_t n = (size_t)(e->wbytes - e->pbytes);
+  char *buf = malloc(n + 1);
+  if (!buf) abort();
+  int rc = fseek(f, (long)e->pbytes, SEEK_SET) || fread(buf, 1, n, f) != n;
+  fclose(f);
+  if (rc) rc = gv_error_plain("%s: shorter than %lld bytes", path, (long long)e->wbytes);
+  else rc = write_file(dir, "constants.bin", buf, n);
+  free(buf);
+  return rc;
+}
+
+static const char makefile[] =
+    "# Generated by galvc: builds the CUDA program (program.cu + runtime/cuda/) with nvcc and cuBLAS.\n"
+    "#   make              ./program      nvcc -O3 for ARCH (%s)\n"
+    "#   make cpu          ./program-cpu  the same device program on the CPU target (program.c, OpenBLAS)\n"
+    "#   make GALV_CU_LIB=libgalv_cuda.a  link a prebuilt runtime (tests/cuda_compile.sh) instead of compiling it\n"
+    "# Runs need a CUDA device; without one ./program says so (use ./program-cpu there).\n"
+    "NVCC ?= nvcc\n"
+    "ARCH ?= %s\n"
+    "NVFLAGS ?= -O3 -std=c++17 $(ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Wno-unused-variable\n"
+    "CC ?= cc\n"
+    "RT = runtime/cuda/main_cuda.cu runtime/cuda/kernels.cu\n"
+    "HDR = $(wildcard runtime/*.h runtime/cuda/*.h runtime/cuda/*.cuh)\n"
+    "LIBS = -lcublas -lcublasLt\n"
+    "GALV_CU_LIB ?=\n"
+    "\n"
+    "all: program\n"
+    "ifeq ($(GALV_CU_LIB),)\n"
+    "program: program.cu $(RT) io.o npy.o $(HDR)\n"
+    "\t$(NVCC) $(NVFLAGS) -I. -o $@ program.cu $(RT) io.o npy.o $(LIBS)\n"
+    "else\n"
+    "program: program.cu $(GALV_CU_LIB) $(HDR)\n"
+    "\t$(NVCC) $(NVFLAGS) -I. -o $@ program.cu $(GALV_CU_LIB) $(LIBS)\n"
+    "endif\n"
+    "io.o: runtime/io.c runtime/galv_rt.h\n"
+    "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
+    "npy.o: runtime/npy.c runtime/npy.h\n"
+    "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
+    "cpu: program-cpu\n"
+    "CPU_SRC = program.c $(filter-out runtime/comm_%%.c,$(sort $(wildcard runtime/*.c))) runtime/comm_single.c\n"
+    "program-cpu: $(CPU_SRC)\n"
+    "\t$(CC) -O3 -march=native -fno-math-errno -std=gnu11 -o $@ $(CPU_SRC) -lopenblas -lm\n"
+    "clean:\n"
+    "\trm -f program program-cpu io.o npy.o\n"
+    ".PHONY: all cpu clean\n";
+
+static int write_makefile(const char *dir, const char *arch) {
+  char flags[1024] = "", list[512];
+  snprintf(list, sizeof list, "%s", arch && *arch ? arch : "sm_90");
+  size_t k = 0;
+  for (char *s = strtok(list, ","); s; s = strtok(NULL, ",")) {
+    const char *num = strncmp(s, "sm_", 3) == 0 ? s + 3 : s;
+    k += (size_t)snprintf(flags + k, sizeof flags - k, "%s-gencode arch=compute_%s,code=sm_%s", k ? " " : "", num, num);
+    if (k >= sizeof flags) return gv_error_plain("--cuda-arch %s: too long", arch);
+  }
+  char buf[sizeof makefile + 2048];
+  int n = snprintf(buf, sizeof buf, makefile, arch && *arch ? arch : "sm_90", flags);
+  return write_file(dir, "Makefile", buf, (size_t)n);
+}
+
+static int write_cuda_runtime(const char *dir) {
+  char rdir[4096];
+  snprintf(rdir, sizeof rdir, "%s/runtime/cuda", dir);
+  struct stat st;
+  if (stat(rdir, &st) != 0 && mkdir(rdir, 0777) != 0)
+    return gv_error_plain("%s: cannot create directory: %s", rdir, strerror(errno));
+  for (int i = 0; i < gv_nruntime_cuda_files; i++)
+    if (write_file(rdir, gv_runtime_cuda_files[i].name, gv_runtime_cuda_files[i].data, gv_runtime_cuda_files[i].len))
+      return -1;
+  return 0;
+}
+
+static bool valid_arch(const char *a) {
+  char list[512];
+  snprintf(list, sizeof list, "%s", a);
+  for (char *s = strtok(list, ","); s; s = strtok(NULL, ",")) {
+    const char *n = strncmp(s, "sm_", 3) == 0 ? s + 3 : s;
+    if (!*n || strspn(n, "0123456789a") != strlen(n)) return false;
+  }
+  return true;
+}
+
+int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_cuda_options *co) {
+  const char *arch = co && co->arch ? co->arch : "sm_90";
+  if (!valid_arch(arch)) return gv_error_plain("--cuda-arch %s: expected a list like sm_90,sm_80", arch);
+  if (m->main && m->main->res_updates)
+    return gv_error(m, "cuda codegen: training steps are not supported by the cuda target yet (inference only; use "
+                       "--target cpu for --train)");
+  gv_emit_options cpu = {.quiet = true};
+  if (gv_emit_cpu(m, outdir, &cpu)) return -1; /* plan check, weights.bin, program.c, runtime/ */
+  emitter e = {.m = m, .bf16 = co && co->bf16};
+  int rc = -1, nk = 0;
+  if (locate(&e)) goto out;
+  gv_count_uses(m->main->body);
+  e.att = calloc(64, sizeof *e.att);
+  if (!e.att) abort();
+  for (const gv_op *op = m->main->body->first; op; op = op->next)
+    if (op->code == GV_OP_DOT && e.natt < 64 && match_attention(&e, op, &e.att[e.natt])) e.natt++;
+  if (write_program(&e, outdir, &nk) || write_constants(&e, outdir) || write_makefile(outdir, arch) ||
+      write_cuda_runtime(outdir))
+    goto out;
+  if (o) o->nkernels = nk;
+  rc = 0;
+out:
+  free(e.L);
+  free(e.att);
+  return rc;
+}

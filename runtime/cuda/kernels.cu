@@ -1,0 +1,473 @@
+/* kernels.cu — the library kernels of the CUDA target: what is not a
+ * generated elementwise kernel (program.cu) or the fused attention kernel
+ * (attention.cuh). Each computes what ir/eval.c (and the CPU runtime,
+ * runtime/kernels.c) computes; tests/cuda/ compares each with a CPU
+ * reference. Float data is stored as T (float or bf16) and accumulated in
+ * fp32. Launch errors are checked after every launch; nothing here
+ * synchronises the stream. */
+#include <string.h>
+
+#include "galv_cuda.h"
+
+#define MAXR GALV_RT_MAX_RANK
+
+typedef struct {
+  int rank;
+  int64_t dims[MAXR], str[MAXR];
+} shape_t;
+
+static shape_t mkshape(int rank, const int64_t *dims, const int64_t *str) {
+  shape_t s;
+  memset(&s, 0, sizeof s);
+  s.rank = rank;
+  for (int d = 0; d < rank; d++) s.dims[d] = dims[d], s.str[d] = str ? str[d] : 0;
+  return s;
+}
+static int64_t numel(int rank, const int64_t *dims) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) n *= dims[d];
+  return n;
+}
+
+__device__ static inline float ldf(const float *p, int64_t i) { return p[i]; }
+__device__ static inline float ldf(const galv_bf16 *p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ static inline void stf(float *p, int64_t i, float v) { p[i] = v; }
+__device__ static inline void stf(galv_bf16 *p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
+
+#define GRID_STRIDE(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+/* ---------------------------------------------------------------- copies */
+
+template <typename E>
+__global__ void copy_strided_k(E *dst, const E *src, int64_t n, shape_t s) {
+  GRID_STRIDE(i, n) {
+    int64_t r = i, off = 0;
+    for (int d = s.rank - 1; d >= 0; d--) {
+      int64_t q = r / s.dims[d];
+      off += (r - q * s.dims[d]) * s.str[d];
+      r = q;
+    }
+    dst[i] = src[off];
+  }
+}
+
+void galv_cu_copy_strided(void *dst, const void *src, size_t es, int rank, const int64_t *dims, const int64_t *strides) {
+  int64_t n = numel(rank, dims);
+  if (n == 0) return;
+  shape_t s = mkshape(rank, dims, strides);
+  unsigned g = galv_cu_blocks(n);
+  cudaStream_t st = galv_cu.stream;
+  switch (es) {
+  case 1: copy_strided_k<<<g, 256, 0, st>>>((uint8_t *)dst, (const uint8_t *)src, n, s); break;
+  case 2: copy_strided_k<<<g, 256, 0, st>>>((uint16_t *)dst, (const uint16_t *)src, n, s); break;
+  case 4: copy_strided_k<<<g, 256, 0, st>>>((uint32_t *)dst, (const uint32_t *)src, n, s); break;
+  case 8: copy_strided_k<<<g, 256, 0, st>>>((uint64_t *)dst, (const uint64_t *)src, n, s); break;
+  default: galv_fatal("copy_strided: element size %zu not supported", es);
+  }
+  GALV_CU_LAUNCHED();
+}
+
+template <typename E>
+__global__ void tile_k(E *dst, const E *src, int64_t n, shape_t in, shape_t out) {
+  GRID_STRIDE(i, n) {
+    int64_t r = i, off = 0, k = 1;
+    for (int d = out.rank - 1; d >= 0; d--) {
+      int64_t q = r / out.dims[d];
+      off += ((r - q * out.dims[d]) % in.dims[d]) * k;
+      k *= in.dims[d];
+      r = q;
+    }
+    dst[i] = src[off];
+  }
+}
+
+void galv_cu_tile(void *dst, const void *src, size_t es, int rank, const int64_t *in_dims, const int64_t *out_dims) {
+  int64_t n = numel(rank, out_dims);
+  if (n == 0) return;
+  shape_t a = mkshape(rank, in_dims, NULL), b = mkshape(rank, out_dims, NULL);
+  unsigned g = galv_cu_blocks(n);
+  cudaStream_t st = galv_cu.stream;
+  switch (es) {
+  case 1: tile_k<<<g, 256, 0, st>>>((uint8_t *)dst, (const uint8_t *)src, n, a, b); break;
+  case 2: tile_k<<<g, 256, 0, st>>>((uint16_t *)dst, (const uint16_t *)src, n, a, b); break;
+  case 4: tile_k<<<g, 256, 0, st>>>((uint32_t *)dst, (const uint32_t *)src, n, a, b); break;
+  case 8: tile_k<<<g, 256, 0, st>>>((uint64_t *)dst, (const uint64_t *)src, n, a, b); break;
+  default: galv_fatal("tile: element size %zu not supported", es);
+  }
+  GALV_CU_LAUNCHED();
+}
+
+/* concat / split: one 2-D copy per piece (rows = outer) */
+void galv_cu_concat(void *dst, const void *const *srcs, const int64_t *chunk, int n, int64_t outer) {
+  int64_t row = 0, at = 0;
+  for (int i = 0; i < n; i++) row += chunk[i];
+  for (int i = 0; i < n; at += chunk[i], i++)
+    if (chunk[i] && outer)
+      cudaCheck(cudaMemcpy2DAsync((char *)dst + at, (size_t)row, srcs[i], (size_t)chunk[i], (size_t)chunk[i],
+                                  (size_t)outer, cudaMemcpyDeviceToDevice, galv_cu.stream));
+}
+
+void galv_cu_split(void *const *dsts, const void *src, const int64_t *chunk, int n, int64_t outer) {
+  int64_t row = 0, at = 0;
+  for (int i = 0; i < n; i++) row += chunk[i];
+  for (int i = 0; i < n; at += chunk[i], i++)
+    if (chunk[i] && outer)
+      cudaCheck(cudaMemcpy2DAsync(dsts[i], (size_t)chunk[i], (const char *)src + at, (size_t)row, (size_t)chunk[i],
+                                  (size_t)outer, cudaMemcpyDeviceToDevice, galv_cu.stream));
+}
+
+/* gather: one thread per 4-byte word (or byte when the chunk is not a multiple of 4) */
+template <typename E>
+__global__ void gather_k(E *dst, const E *data, const void *idx, int idx_es, int64_t nidx, int64_t outer, int64_t D,
+                         int64_t words, int *err, int k) {
+  int64_t n = outer * nidx * words;
+  GRID_STRIDE(i, n) {
+    int64_t w = i % words, j = (i / words) % nidx, o = i / (words * nidx);
+    int64_t t = idx_es == 8 ? ((const int64_t *)idx)[j] : ((const int32_t *)idx)[j];
+    if (t < 0) t += D;
+    if (t < 0 || t >= D) {
+      atomicCAS(err, 0, k + 1);
+      t = 0;
+    }
+    dst[i] = data[(o * D + t) * words + w];
+  }
+}
+
+void galv_cu_gather(void *dst, const void *data, const void *idx, int idx_es, int64_t nidx, int64_t outer, int64_t D,
+                    int64_t chunk, int k) {
+  int64_t n = outer * nidx * chunk;
+  if (n == 0) return;
+  if (chunk % 4 == 0) {
+    gather_k<<<galv_cu_blocks(n / 4), 256, 0, galv_cu.stream>>>((uint32_t *)dst, (const uint32_t *)data, idx, idx_es,
+                                                                nidx, outer, D, chunk / 4, galv_cu.err, k);
+  } else {
+    gather_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>((uint8_t *)dst, (const uint8_t *)data, idx, idx_es, nidx,
+                                                            outer, D, chunk, galv_cu.err, k);
+  }
+  GALV_CU_LAUNCHED();
+}
+
+template <typename E>
+__global__ void trilu_k(E *dst, const E *src, int64_t n, int64_t R, int64_t C, int64_t kd, int upper) {
+  GRID_STRIDE(i, n) {
+    int64_t c = i % C, r = (i / C) % R;
+    bool keep = upper ? c - r >= kd : c - r <= kd;
+    dst[i] = keep ? src[i] : E(0);
+  }
+}
+
+void galv_cu_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t R, int64_t C, int64_t kd, int upper) {
+  int64_t n = batch * R * C;
+  if (n == 0) return;
+  unsigned g = galv_cu_blocks(n);
+  cudaStream_t st = galv_cu.stream;
+  switch (es) {
+  case 1: trilu_k<<<g, 256, 0, st>>>((uint8_t *)dst, (const uint8_t *)src, n, R, C, kd, upper); break;
+  case 2: trilu_k<<<g, 256, 0, st>>>((uint16_t *)dst, (const uint16_t *)src, n, R, C, kd, upper); break;
+  case 4: trilu_k<<<g, 256, 0, st>>>((uint32_t *)dst, (const uint32_t *)src, n, R, C, kd, upper); break;
+  case 8: trilu_k<<<g, 256, 0, st>>>((uint64_t *)dst, (const uint64_t *)src, n, R, C, kd, upper); break;
+  default: galv_fatal("trilu: element size %zu not supported", es);
+  }
+  GALV_CU_LAUNCHED();
+}
+
+/* ---------------------------------------------------------------- warp reductions */
+
+__device__ static inline float warp_sum(float v) {
+  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ static inline float warp_max(float v) {
+  for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+/* ---------------------------------------------------------------- reduce */
+
+/* One warp per output element; the reduced dims are walked by index r.
+ * kept: dims/strides of the output index space in the input; red: the
+ * reduced dims and their input strides. Max/min propagate NaN (as eval). */
+template <typename T>
+__global__ void reduce_k(T *y, const T *x, int64_t no, shape_t kept, shape_t red, int64_t nr, int kind) {
+  int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
+  int lane = threadIdx.x & 31;
+  int64_t nwarps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t o = warp; o < no; o += nwarps) {
+    int64_t q = o, base = 0;
+    for (int d = kept.rank - 1; d >= 0; d--) {
+      int64_t t = q / kept.dims[d];
+      base += (q - t * kept.dims[d]) * kept.str[d];
+      q = t;
+    }
+    float acc = kind == 2 ? -INFINITY : kind == 3 ? INFINITY : 0.0f;
+    bool nan = false;
+    for (int64_t r = lane; r < nr; r += 32) {
+      int64_t s = r, off = base;
+      for (int d = red.rank - 1; d >= 0; d--) {
+        int64_t t = s / red.dims[d];
+        off += (s - t * red.dims[d]) * red.str[d];
+        s = t;
+      }
+      float v = ldf(x, off);
+      nan |= v != v;
+      acc = kind < 2 ? acc + v : kind == 2 ? fmaxf(acc, v) : fminf(acc, v);
+    }
+    if (kind < 2) acc = warp_sum(acc);
+    else if (kind == 2) acc = warp_max(acc);
+    else acc = -warp_max(-acc);
+    nan = __any_sync(0xffffffffu, nan);
+    if (kind == 1) acc /= (float)nr;
+    if (nan && kind >= 2) acc = NAN;
+    if (lane == 0) stf(y, o, acc);
+  }
+}
+
+void galv_cu_reduce(int dt, void *y, const void *x, int rank, const int64_t *dims, const int64_t *ostr, int64_t no,
+                    int kind) {
+  shape_t kept, red;
+  memset(&kept, 0, sizeof kept);
+  memset(&red, 0, sizeof red);
+  int64_t str[MAXR], k = 1, nr = 1;
+  for (int d = rank - 1; d >= 0; d--) str[d] = k, k *= dims[d];
+  for (int d = 0; d < rank; d++) {
+    if (ostr[d] == 0 && dims[d] != 1) {
+      red.dims[red.rank] = dims[d], red.str[red.rank++] = str[d], nr *= dims[d];
+    } else {
+      kept.dims[kept.rank] = dims[d], kept.str[kept.rank++] = str[d];
+    }
+  }
+  if (no == 0) return;
+  unsigned g = galv_cu_blocks(no * 32);
+  if (dt == GALV_BF16) reduce_k<<<g, 256, 0, galv_cu.stream>>>((galv_bf16 *)y, (const galv_bf16 *)x, no, kept, red, nr, kind);
+  else reduce_k<<<g, 256, 0, galv_cu.stream>>>((float *)y, (const float *)x, no, kept, red, nr, kind);
+  GALV_CU_LAUNCHED();
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+/* One warp per row of L contiguous elements: one pass for the running max
+ * and sum (online softmax: the sum is rescaled when the max grows), one pass
+ * writing. Rows that are all -inf give NaN, as the reference does. */
+template <typename T>
+__global__ void softmax_rows_k(T *y, const T *x, int64_t rows, int64_t L, int log_softmax) {
+  int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
+  int lane = threadIdx.x & 31;
+  int64_t nwarps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t row = warp; row < rows; row += nwarps) {
+    const T *xr = x + row * L;
+    float m = -INFINITY, s = 0.0f;
+    for (int64_t j = lane; j < L; j += 32) {
+      float v = ldf(xr, j);
+      if (v > m) {
+        s = s * expf(m - v) + 1.0f;
+        m = v;
+      } else if (v != -INFINITY) {
+        s += expf(v - m);
+      }
+    }
+    float M = warp_max(m);
+    s = m == -INFINITY ? 0.0f : s * expf(m - M);
+    s = warp_sum(s);
+    float inv = 1.0f / s, ls = logf(s);
+    T *yr = y + row * L;
+    for (int64_t j = lane; j < L; j += 32) {
+      float v = ldf(xr, j) - M;
+      stf(yr, j, log_softmax ? v - ls : expf(v) * inv);
+    }
+  }
+}
+
+/* strided rows (softmax over a non-last axis): one thread per row */
+template <typename T>
+__global__ void softmax_strided_k(T *y, const T *x, int64_t outer, int64_t L, int64_t inner, int log_softmax) {
+  GRID_STRIDE(r, outer * inner) {
+    int64_t base = (r / inner) * L * inner + r % inner;
+    float m = -INFINITY, s = 0.0f;
+    for (int64_t j = 0; j < L; j++) m = fmaxf(m, ldf(x, base + j * inner));
+    for (int64_t j = 0; j < L; j++) s += expf(ldf(x, base + j * inner) - m);
+    for (int64_t j = 0; j < L; j++) {
+      float v = ldf(x, base + j * inner) - m;
+      stf(y, base + j * inner, log_softmax ? v - logf(s) : expf(v) / s);
+    }
+  }
+}
+
+void galv_cu_softmax(int dt, void *y, const void *x, int64_t outer, int64_t L, int64_t inner, int log_softmax) {
+  if (outer * L * inner == 0) return;
+  cudaStream_t st = galv_cu.stream;
+  if (inner == 1) {
+    unsigned g = galv_cu_blocks(outer * 32);
+    if (dt == GALV_BF16) softmax_rows_k<<<g, 256, 0, st>>>((galv_bf16 *)y, (const galv_bf16 *)x, outer, L, log_softmax);
+    else softmax_rows_k<<<g, 256, 0, st>>>((float *)y, (const float *)x, outer, L, log_softmax);
+  } else {
+    unsigned g = galv_cu_blocks(outer * inner);
+    if (dt == GALV_BF16)
+      softmax_strided_k<<<g, 256, 0, st>>>((galv_bf16 *)y, (const galv_bf16 *)x, outer, L, inner, log_softmax);
+    else softmax_strided_k<<<g, 256, 0, st>>>((float *)y, (const float *)x, outer, L, inner, log_softmax);
+  }
+  GALV_CU_LAUNCHED();
+}
+
+/* ---------------------------------------------------------------- layer / rms norm */
+
+/* One warp per row: one pass computing mean and variance (Welford per lane,
+ * merged across the warp — stable where sum/sum-of-squares is not), one pass
+ * writing. The row stays in L1/L2 between the two. */
+template <typename T>
+__global__ void norm_k(T *y, const T *x, const T *scale, int64_t sn, const T *bias, int64_t bn, int64_t rows, int64_t N,
+                       float eps, int rms) {
+  int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
+  int lane = threadIdx.x & 31;
+  int64_t nwarps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t row = warp; row < rows; row += nwarps) {
+    const T *xr = x + row * N;
+    float n = 0, mean = 0, m2 = 0;
+    for (int64_t j = lane; j < N; j += 32) {
+      float v = ldf(xr, j);
+      if (rms) {
+        m2 += v * v;
+      } else {
+        n += 1;
+        float d = v - mean;
+        mean += d / n;
+        m2 += d * (v - mean);
+      }
+    }
+    if (rms) {
+      m2 = warp_sum(m2);
+      mean = 0;
+    } else {
+      for (int o = 16; o; o >>= 1) { /* Chan et al. merge of (n, mean, m2) */
+        float n2 = __shfl_xor_sync(0xffffffffu, n, o), mean2 = __shfl_xor_sync(0xffffffffu, mean, o);
+        float m22 = __shfl_xor_sync(0xffffffffu, m2, o), nn = n + n2;
+        if (nn > 0) {
+          float d = mean2 - mean;
+          m2 = m2 + m22 + d * d * n * n2 / nn;
+          mean = mean + d * n2 / nn;
+        }
+        n = nn;
+      }
+    }
+    float rstd = rsqrtf(m2 / (float)N + eps);
+    T *yr = y + row * N;
+    for (int64_t j = lane; j < N; j += 32) {
+      float v = (ldf(xr, j) - mean) * rstd * ldf(scale, sn == 1 ? 0 : j);
+      if (bias) v += ldf(bias, bn == 1 ? 0 : j);
+      stf(yr, j, v);
+    }
+  }
+}
+
+void galv_cu_norm(int dt, void *y, const void *x, const void *scale, int64_t sn, const void *bias, int64_t bn,
+                  int64_t outer, int64_t N, float eps, int rms) {
+  if (outer * N == 0) return;
+  unsigned g = galv_cu_blocks(outer * 32);
+  if (dt == GALV_BF16)
+    norm_k<<<g, 256, 0, galv_cu.stream>>>((galv_bf16 *)y, (const galv_bf16 *)x, (const galv_bf16 *)scale, sn,
+                                          (const galv_bf16 *)bias, bn, outer, N, eps, rms);
+  else
+    norm_k<<<g, 256, 0, galv_cu.stream>>>((float *)y, (const float *)x, (const float *)scale, sn, (const float *)bias,
+                                          bn, outer, N, eps, rms);
+  GALV_CU_LAUNCHED();
+}
+
+/* ---------------------------------------------------------------- GEMM */
+
+/* Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets (B, A) with
+ * m = N, n = M. A row-major matrix with row stride ld is a column-major one
+ * of its transpose with the same ld, so no copy is made. */
+void galv_cu_gemm(int dt, const galv_cu_gemm_desc *g, const void *a, const void *b, void *c) {
+  if (g->M == 0 || g->N == 0 || g->batch == 0) return;
+  const float one = 1.0f, zero = 0.0f;
+  cudaDataType ty = dt == GALV_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  cublasOperation_t opb = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (g->K == 0) {
+    size_t es = dt == GALV_BF16 ? 2 : 4;
+    cudaCheck(cudaMemsetAsync(c, 0, (size_t)(g->batch * g->M * g->N) * es, galv_cu.stream));
+    return;
+  }
+  cublasCheck(cublasGemmStridedBatchedEx(galv_cu.blas, opb, opa, (int)g->N, (int)g->M, (int)g->K, &one, b, ty,
+                                         (int)g->ldb, g->sb, a, ty, (int)g->lda, g->sa, &zero, c, ty, (int)g->N,
+                                         g->M * g->N, (int)g->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+/* ---------------------------------------------------------------- conv */
+
+/* Direct convolution, one thread per output element (patch embeddings and
+ * small convs; a large conv would want implicit GEMM). Layout NC + S spatial. */
+typedef struct {
+  galv_conv_desc d;
+} conv_arg;
+
+template <typename T>
+__global__ void conv_k(T *y, const T *x, const T *w, const T *bias, conv_arg a, int64_t n) {
+  const galv_conv_desc &d = a.d;
+  GRID_STRIDE(i, n) {
+    int64_t r = i, op[MAXR];
+    int S = d.S;
+    for (int s = S - 1; s >= 0; s--) op[s] = r % d.out[s], r /= d.out[s];
+    int64_t m = r % d.M, b = r / d.M, cpg = d.C / d.G, mpg = d.M / d.G, g = m / mpg;
+    int64_t kn = 1;
+    for (int s = 0; s < S; s++) kn *= d.k[s];
+    float acc = bias ? ldf(bias, m) : 0.0f;
+    for (int64_t c = 0; c < cpg; c++) {
+      for (int64_t kk = 0; kk < kn; kk++) {
+        int64_t q = kk, xoff = 0, ok = 1, xs = 1;
+        for (int s = S - 1; s >= 0; s--) {
+          int64_t ks = q % d.k[s];
+          q /= d.k[s];
+          int64_t p = op[s] * d.stride[s] - d.pad[s] + ks * d.dil[s];
+          ok &= p >= 0 && p < d.in[s];
+          xoff += p * xs;
+          xs *= d.in[s];
+        }
+        if (!ok) continue;
+        acc += ldf(x, (b * d.C + g * cpg + c) * xs + xoff) * ldf(w, (m * cpg + c) * kn + kk);
+      }
+    }
+    stf(y, i, acc);
+  }
+}
+
+void galv_cu_conv(int dt, const galv_conv_desc *d, const void *x, const void *w, const void *bias, void *y) {
+  int64_t n = d->N * d->M;
+  for (int s = 0; s < d->S; s++) n *= d->out[s];
+  if (n == 0) return;
+  conv_arg a;
+  a.d = *d;
+  unsigned g = galv_cu_blocks(n);
+  if (dt == GALV_BF16)
+    conv_k<<<g, 256, 0, galv_cu.stream>>>((galv_bf16 *)y, (const galv_bf16 *)x, (const galv_bf16 *)w,
+                                          (const galv_bf16 *)bias, a, n);
+  else conv_k<<<g, 256, 0, galv_cu.stream>>>((float *)y, (const float *)x, (const float *)w, (const float *)bias, a, n);
+  GALV_CU_LAUNCHED();
+}
+
+/* ---------------------------------------------------------------- conversions */
+
+__global__ void f32_to_bf16_k(galv_bf16 *d, const float *s, int64_t n) {
+  GRID_STRIDE(i, n) d[i] = __float2bfloat16(s[i]);
+}
+__global__ void bf16_to_f32_k(float *d, const galv_bf16 *s, int64_t n) {
+  GRID_STRIDE(i, n) d[i] = __bfloat162float(s[i]);
+}
+
+void galv_cu_from_f32(int dt, void *dst, const float *src, int64_t n) {
+  if (n == 0) return;
+  if (dt != GALV_BF16) {
+    cudaCheck(cudaMemcpyAsync(dst, src, (size_t)n * 4, cudaMemcpyDeviceToDevice, galv_cu.stream));
+    return;
+  }
+  f32_to_bf16_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>((galv_bf16 *)dst, src, n);
+  GALV_CU_LAUNCHED();
+}
+
+void galv_cu_to_f32(int dt, float *dst, const void *src, int64_t n) {
+  if (n == 0) return;
+  if (dt != GALV_BF16) {
+    cudaCheck(cudaMemcpyAsync(dst, src, (size_t)n * 4, cudaMemcpyDeviceToDevice, galv_cu.stream));
+    return;
+  }
+  bf16_to_f32_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dst, (const galv_bf16 *)src, n);
+  GALV_CU_LAUNCHED();
+}
