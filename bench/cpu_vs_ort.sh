@@ -7,7 +7,8 @@
 # ratio (bench/cpu_vs_ort.py). Prints figures; never fails on time.
 #
 # Environment: VOCAB (50257), SEQ (128), BATCHES ("1 8"), THREADS ("1,2"),
-# ITERS (10), WARMUP (2), PROFILE=1 (print the program's per-kernel profile),
+# ITERS (10), WARMUP (2), ROUNDS (2: galvc and onnxruntime alternate, ITERS
+# split among the rounds, against bursts of load), PROFILE=1 (print the program's per-kernel profile),
 # BLAS_CORE (auto: the program runs with OPENBLAS_CORETYPE unset, so OpenBLAS
 # picks its kernels for the CPU as onnxruntime does; NAME: that core),
 # KEEP=DIR (keep the model and programs there and reuse them next time).
@@ -42,4 +43,4 @@ prof=()
 [ -n "${PROFILE:-}" ] && prof=(--profile)
 echo "model: gpt2 12 layers, hidden 768, 12 heads, ffn 3072, vocab $VOCAB, seq $SEQ; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$PY" "$SRC/bench/cpu_vs_ort.py" "$M" "${progs[@]}" --seq "$SEQ" --threads "$THREADS" --iters "$ITERS" \
-  --warmup "$WARMUP" --blas-core "${BLAS_CORE:-auto}" "${prof[@]}"
+  --warmup "$WARMUP" --rounds "${ROUNDS:-2}" --blas-core "${BLAS_CORE:-auto}" "${prof[@]}"
