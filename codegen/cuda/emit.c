@@ -831,7 +831,7 @@ static const char makefile[] =
     "ARCH ?= %s\n"
     "NVFLAGS ?= -O3 -std=c++17 $(ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Wno-unused-variable\n"
     "CC ?= cc\n"
-    "RT = runtime/cuda/main_cuda.cu runtime/cuda/kernels.cu\n"
+    "RT = runtime/cuda/main_cuda.cu runtime/cuda/context.cu runtime/cuda/kernels.cu\n"
     "HDR = $(wildcard runtime/*.h runtime/cuda/*.h runtime/cuda/*.cuh)\n"
     "LIBS = -lcublas -lcublasLt\n"
     "GALV_CU_LIB ?=\n"

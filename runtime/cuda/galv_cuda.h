@@ -32,6 +32,8 @@ extern "C" {
 
 /* ---- errors */
 extern int galv_cu_rank; /* -1 for a single-process program */
+/* set by a multi-rank comm backend: takes every rank down after an error (MPI_Abort) */
+extern void (*galv_cu_abort_all)(void);
 [[noreturn]] void galv_cu_fail(const char *lib, const char *call, const char *msg, const char *file, int line);
 #define cudaCheck(call)                                                                               \
   do {                                                                                                \

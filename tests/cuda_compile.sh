@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# CUDA target, compile and link only (CI has no GPU; nothing here runs a
+# kernel): the CUDA runtime is compiled once into static libraries
+# (libgalv_cuda.a with main, libgalv_cuda_kernels.a without), then
+#   - every kernel-lab test (tests/cuda/test_*.cu) links against it,
+#   - both communicator backends (NCCL over MPI bootstrap; host-staged over
+#     the MPI backend) link into tests/cuda/comm_check.cu,
+#   - every example family (helper-built gpt2 / bert / llama / vit / t5,
+#     inference) goes through galvc --target cuda (gpt2 also --precision
+#     bf16) and its program.cu links against the library,
+# all with nvcc for sm_90 and -Werror on the host side. The generated program
+# run without a GPU must say so in one line. Usage: cuda_compile.sh BUILD_DIR
+set -euo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+if ! command -v nvcc >/dev/null; then
+  echo "✗ nvcc not found, skipping the CUDA compile test"
+  exit 0
+fi
+T=${GALV_CUDA_KEEP:-$(mktemp -d)}
+[ -n "${GALV_CUDA_KEEP:-}" ] || trap 'rm -rf "$T"' EXIT
+mkdir -p "$T/lib"
+ARCH="-gencode arch=compute_90,code=sm_90"
+NVF=(-O3 -std=c++17 $ARCH -Xcompiler -Wall,-Wextra,-Werror,-Wno-unused-parameter,-Wno-unused-variable)
+RT=$SRC/runtime
+t0=$(date +%s)
+fail=0
+
+# ---- the runtime, once (two compiles at a time)
+nvcc "${NVF[@]}" -c -o "$T/lib/kernels.o" "$RT/cuda/kernels.cu" &
+nvcc "${NVF[@]}" -c -o "$T/lib/context.o" "$RT/cuda/context.cu" &
+wait
+nvcc "${NVF[@]}" -c -o "$T/lib/main_cuda.o" "$RT/cuda/main_cuda.cu" &
+cc -O2 -std=gnu11 -Wall -Wextra -Werror -c -o "$T/lib/io.o" "$RT/io.c" && cc -O2 -std=gnu11 -Wall -Wextra -Werror -c -o "$T/lib/npy.o" "$RT/npy.c" &
+wait
+ar rcs "$T/lib/libgalv_cuda_kernels.a" "$T/lib/kernels.o" "$T/lib/context.o" "$T/lib/io.o" "$T/lib/npy.o"
+ar rcs "$T/lib/libgalv_cuda.a" "$T/lib/main_cuda.o" "$T/lib/kernels.o" "$T/lib/context.o" "$T/lib/io.o" "$T/lib/npy.o"
+echo "✓ runtime library ($(($(date +%s) - t0)) s)"
+
+# ---- kernel lab
+for t in "$SRC"/tests/cuda/test_*.cu; do
+  n=$(basename "$t" .cu)
+  if nvcc "${NVF[@]}" -o "$T/$n" "$t" "$T/lib/libgalv_cuda_kernels.a" -lcublas -lcublasLt 2>"$T/$n.log"; then
+    echo "✓ $n"
+  else
+    echo "✗ $n"; cat "$T/$n.log"; fail=1
+  fi
+done
+
+# ---- communicator backends (MPI bootstraps NCCL; the staged backend reuses comm_mpi.c renamed)
+if command -v mpicc >/dev/null; then
+  MPI_INC=$(mpicc --showme:incdirs | sed 's/^/-I/; s/ / -I/g')
+  MPI_LIBS=$(mpicc --showme:link)
+  RENAME="-Dgalv_all_reduce=galv_mpi_all_reduce -Dgalv_all_gather=galv_mpi_all_gather -Dgalv_reduce_scatter=galv_mpi_reduce_scatter -Dgalv_all_to_all=galv_mpi_all_to_all -Dgalv_send=galv_mpi_send -Dgalv_recv=galv_mpi_recv -Dgalv_queue_sync=galv_mpi_queue_sync -Dgalv_group_start=galv_mpi_group_start -Dgalv_group_end=galv_mpi_group_end"
+  if nvcc "${NVF[@]}" $MPI_INC -o "$T/comm_check_nccl" "$SRC/tests/cuda/comm_check.cu" "$RT/cuda/comm_nccl.cu" \
+       "$T/lib/libgalv_cuda_kernels.a" -lnccl -lcublas -lcublasLt -Xlinker "$(echo $MPI_LIBS | sed 's/ /,/g')" 2>"$T/nccl.log"; then
+    echo "✓ NCCL backend (comm_nccl.cu) links"
+  else
+    echo "✗ NCCL backend"; cat "$T/nccl.log"; fail=1
+  fi
+  if mpicc -O2 -std=gnu11 -Wall -Wextra -Werror $RENAME -c -o "$T/comm_mpi_staged.o" "$RT/comm_mpi.c" 2>"$T/staged.log" &&
+     nvcc "${NVF[@]}" $MPI_INC -o "$T/comm_check_staged" "$SRC/tests/cuda/comm_check.cu" "$RT/cuda/comm_staged.cu" \
+       "$T/comm_mpi_staged.o" "$T/lib/libgalv_cuda_kernels.a" -lcublas -lcublasLt -lopenblas -Xlinker "$(echo $MPI_LIBS | sed 's/ /,/g')" 2>>"$T/staged.log"; then
+    echo "✓ host-staged backend (comm_staged.cu + comm_mpi.c) links"
+  else
+    echo "✗ host-staged backend"; cat "$T/staged.log"; fail=1
+  fi
+else
+  echo "✗ mpicc not found: communicator backends not checked"
+fi
+
+# ---- every example model's CUDA program
+for fam in gpt2 bert llama vit t5; do
+  python3 "$SRC/examples/make_model.py" "$fam" -o "$T/$fam.onnx" --no-verify >/dev/null
+  for prec in fp32 bf16; do
+    [ "$prec" = bf16 ] && [ "$fam" != gpt2 ] && [ "$fam" != llama ] && continue
+    d=$T/${fam}_$prec
+    if "$BUILD/galvc" "$T/$fam.onnx" --batch 2 --seq 16 --target cuda --precision $prec --no-build -q -o "$d/" &&
+       make -s -C "$d" GALV_CU_LIB="$T/lib/libgalv_cuda.a" NVFLAGS="${NVF[*]}" >"$d.log" 2>&1; then
+      echo "✓ $fam ($prec): $(grep -c '^  GALV_CU_PROF' "$d/program.cu") kernel calls, $(grep -c 'galv_attention<' "$d/program.cu") fused attention"
+    else
+      echo "✗ $fam ($prec)"; cat "$d.log" 2>/dev/null; fail=1
+    fi
+  done
+done
+
+# ---- no GPU here: the program says so in one line, exit 1
+if ! nvidia-smi >/dev/null 2>&1; then
+  python3 -c "import numpy as np; np.save('$T/ids.npy', np.zeros((2,16), np.int64))"
+  if out=$("$T/gpt2_fp32/program" --input input_ids="$T/ids.npy" 2>&1); then
+    echo "✗ program ran without a GPU?"; fail=1
+  elif [ "$(echo "$out" | wc -l)" = 1 ] && echo "$out" | grep -q "no CUDA device found.*--target cpu"; then
+    echo "✓ no-GPU message: $out"
+  else
+    echo "✗ no-GPU message: $out"; fail=1
+  fi
+fi
+echo "cuda_compile: $(($(date +%s) - t0)) s"
+exit $fail
