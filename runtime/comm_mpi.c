@@ -90,6 +90,11 @@ static void on_exit_abort(void) {
   if (inited && !finalized) {
     fflush(stdout);
     fflush(stderr);
+    if (world_size == 1) { /* nobody else to stop; MPI_Abort would print a banner */
+      finalized = 1;
+      MPI_Finalize();
+      return;
+    }
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
 }
