@@ -50,7 +50,7 @@ expect 1 "input_ids" -- "$BUILD/galvc" "$T/gpt2.onnx" -q --input-shape input_ids
 
 # Dumps: one numbered file per pass, after import and each pass.
 "$BUILD/galvc" "$T/gpt2.onnx" -q --dump-ir-after=all --dump-dir "$T/d" -o "$T/o.mlir"
-if [ "$(ls "$T/d" | tr '\n' ' ')" = "00-import.mlir 01-shape-infer.mlir 02-fold-constants.mlir 03-canonicalize.mlir 04-dce.mlir 05-fuse.mlir 06-memory-plan.mlir " ]; then
+if [ "$(ls "$T/d" | tr '\n' ' ')" = "00-import.mlir 01-shape-infer.mlir 02-fold-constants.mlir 03-canonicalize.mlir 04-dce.mlir 05-propagate-sharding.mlir 06-spmd-partition.mlir 07-fuse.mlir 08-memory-plan.mlir " ]; then
   pass=$((pass + 1))
 else
   echo "FAIL: dump files: $(ls "$T/d" | tr '\n' ' ')"; fail=$((fail + 1))
