@@ -98,7 +98,9 @@ def main():
     threads = [int(t) for t in a.threads.split(",")]
     a.rounds = max(1, min(a.rounds, a.iters))
     env = dict(os.environ)
+    # The two settings go together: the L2 size belongs to the pinned core.
     env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
     if a.blas_core != "auto":
         env["OPENBLAS_CORETYPE"] = a.blas_core
     print(f"program: OPENBLAS_CORETYPE {env.get('OPENBLAS_CORETYPE', 'unset (OpenBLAS detects the CPU)')}", flush=True)
