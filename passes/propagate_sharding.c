@@ -75,24 +75,63 @@ static bool dim_to_factors(const gv_shard_rule *r, int side, int i, int d, const
   return true;
 }
 
+/* The axes of dim d of (side, i) under fa (into ax, count returned); false
+ * when the split factors do not form one contiguous block of the dim or
+ * break mesh order. A dim made of factors (major first) f1, f2, ... is
+ * split in contiguous blocks only when every factor before the last split
+ * one is split completely: [B,T,3*H*Dh] -> [B,T,3,H,Dh] with H split over
+ * tp (3 unsplit) is rank r holding q, k and v of its heads, which is no
+ * block of the 3*H*Dh dim (the ViT fused-qkv bug: it was taken for one). */
+static bool dim_axes(const prop *P, const gv_shard_rule *r, int side, int i, int d, const fax *fa, uint8_t *ax, uint8_t *nax) {
+  bool open = true, ok = true;
+  uint8_t n = 0;
+  for (int q = 0; q < r->nf[side][i][d]; q++) {
+    int f = r->f[side][i][d][q];
+    int64_t p = 1;
+    for (int k = 0; k < fa->n[f]; k++) {
+      if (!open || (n && ax[n - 1] > fa->ax[f][k]) || n >= GV_MAX_MESH_AXES) {
+        ok = false;
+        break;
+      }
+      ax[n++] = fa->ax[f][k];
+      p *= P->mesh->size[fa->ax[f][k]];
+    }
+    if (p < r->size[f]) open = false;
+  }
+  *nax = n;
+  return ok;
+}
+
+/* Drops factor assignments that some operand or result of the op cannot
+ * express as a block split (dim_axes false): that factor then stays
+ * unsplit in this op, and reshards before / after it convert (an
+ * all_gather of the operand, a shard_slice of the result), never a wrong
+ * split. */
+static void drop_inexpressible(const prop *P, const gv_shard_rule *r, fax *fa) {
+  for (bool again = true; again;) {
+    again = false;
+    for (int side = 0; side < 2; side++)
+      for (int i = 0; i < r->nvals[side] && i < GV_SHARD_MAX_VALUES; i++)
+        for (int d = 0; d < r->rank[side][i]; d++) {
+          uint8_t ax[GV_MAX_MESH_AXES], n;
+          if (dim_axes(P, r, side, i, d, fa, ax, &n)) continue;
+          for (int q = 0; q < r->nf[side][i][d]; q++) {
+            int f = r->f[side][i][d][q];
+            for (int k = 0; k < fa->n[f]; k++) fa->used &= ~(1u << fa->ax[f][k]);
+            if (fa->n[f]) again = true;
+            fa->n[f] = 0;
+          }
+        }
+  }
+}
+
 /* The sharding of (side, i) under fa; dims whose factors do not form a
  * contiguous block (or break mesh order) stay unsharded and set *lossy. */
 static gv_sharding *factors_to_sharding(prop *P, const gv_shard_rule *r, int side, int i, const fax *fa, bool *lossy) {
   gv_sharding *s = gv_sharding_new(P->m, P->mesh, r->rank[side][i]);
   for (int d = 0; d < s->rank; d++) {
-    bool open = true, ok = true;
     uint8_t n = 0, ax[GV_MAX_MESH_AXES];
-    for (int q = 0; q < r->nf[side][i][d]; q++) {
-      int f = r->f[side][i][d][q];
-      int64_t p = 1;
-      for (int k = 0; k < fa->n[f]; k++) {
-        if (!open || (n && ax[n - 1] > fa->ax[f][k])) ok = false;
-        ax[n++] = fa->ax[f][k];
-        p *= P->mesh->size[fa->ax[f][k]];
-      }
-      if (p < r->size[f] && fa->n[f]) open = false;
-      else if (p < r->size[f] && n) open = false;
-    }
+    bool ok = dim_axes(P, r, side, i, d, fa, ax, &n);
     if (!ok) {
       if (lossy) *lossy = true;
       continue;
@@ -278,6 +317,7 @@ static int materialise(prop *P, gv_op *op) {
       if (only_red) dim_to_factors(&r, 0, i, d, s, &fa);
     }
   }
+  if (!none) drop_inexpressible(P, &r, &fa);
   unsigned red = none ? 0 : reduce_axes(&r, &fa);
   unsigned through = (!none && r.linear) ? rpart & ~red : 0;
   for (int i = 0; i < op->nopnds; i++) {
@@ -353,9 +393,25 @@ static bool is_activation(const gv_op *op) {
   }
 }
 
+/* A reshape of v whose last dim (the column split) becomes several dims,
+ * the major one not divisible by tp while others follow it: a fused
+ * projection [.., K*H*Dh] -> [.., K, H, Dh] (ViT's qkv, K = 3). A column
+ * split of that dim is no head split (each rank would hold parts of q and
+ * k), so the dot is not made column-parallel: it stays replicated and the
+ * heads are split after the reshape (shard_slice, no communication). A
+ * plain [.., H*Dh] -> [.., H, Dh] with tp not dividing H stays column (the
+ * strict tp preset then reports the head count). */
+static bool fused_split(const gv_op *u, const gv_value *v, int64_t tp) {
+  gv_shard_rule r;
+  if (tp <= 1 || gv_shard_rule_of(u, &r) || v->type.rank < 1) return false;
+  int d = v->type.rank - 1;
+  if (r.nf[0][0][d] < 3) return false;
+  return r.size[r.f[0][0][d][0]] % tp != 0;
+}
+
 /* A dot with a parameter rhs whose result (after an optional bias add) feeds
  * an activation, a head-split reshape, a split or a gating mul. */
-static bool is_column(const gv_module *m, const gv_op *op) {
+static bool is_column(const gv_module *m, const gv_op *op, int64_t tp) {
   if (op->code != GV_OP_DOT || !is_param(m, op->opnds[1])) return false;
   const gv_value *v = op->res[0];
   for (int pass = 0; pass < 2; pass++) {
@@ -364,7 +420,7 @@ static bool is_column(const gv_module *m, const gv_op *op) {
       for (int i = 0; i < u->nopnds; i++) {
         if (u->opnds[i] != v) continue;
         if (is_activation(u) || u->code == GV_OP_SPLIT) return true;
-        if (u->code == GV_OP_RESHAPE && u->res[0]->type.rank > v->type.rank) return true;
+        if (u->code == GV_OP_RESHAPE && u->res[0]->type.rank > v->type.rank) return !fused_split(u, v, tp);
         if (u->code == GV_OP_MUL) {
           const gv_value *o = u->opnds[1 - i];
           if (o->def && is_activation(o->def)) return true;
@@ -378,13 +434,13 @@ static bool is_column(const gv_module *m, const gv_op *op) {
 }
 
 /* A dot with a parameter rhs whose lhs comes from a column-parallel chain. */
-static bool from_column(const gv_module *m, const gv_value *v, int depth) {
+static bool from_column(const gv_module *m, const gv_value *v, int depth, int64_t tp) {
   if (!v || !v->def || depth > 48) return false;
   const gv_op *d = v->def;
   if (d->code == GV_OP_LAYER_NORM || d->code == GV_OP_RMS_NORM) return false;
-  if (d->code == GV_OP_DOT && is_param(m, d->opnds[1])) return is_column(m, d);
+  if (d->code == GV_OP_DOT && is_param(m, d->opnds[1])) return is_column(m, d, tp) || is_column(m, d, 1);
   for (int i = 0; i < d->nopnds; i++)
-    if (from_column(m, d->opnds[i], depth + 1)) return true;
+    if (from_column(m, d->opnds[i], depth + 1, tp)) return true;
   return false;
 }
 
@@ -436,13 +492,14 @@ static int preset_pins(prop *P, const char *strategy) {
     }
   }
   if (tp && has_axis(P->mesh, "tp")) {
+    int64_t ntp = P->mesh->size[gv_mesh_axis(P->mesh, "tp", 2)];
     for (gv_op *op = f->body->first; op; op = op->next) {
       if (op->code == GV_OP_GATHER && is_param(P->m, op->opnds[0]) && gv_get_int(op, "axis", 0) == 0 &&
           op->opnds[0]->type.rank == 2)
         pin(P, op->opnds[0], split_dim(P, op->opnds[0], 0, "tp"));
       if (op->code != GV_OP_DOT || !is_param(P->m, op->opnds[1])) continue;
-      if (is_column(P->m, op)) pin(P, op->opnds[1], split_dim(P, op->opnds[1], rhs_free_dim(op, false), "tp"));
-      else if (from_column(P->m, op->opnds[0], 0))
+      if (is_column(P->m, op, ntp)) pin(P, op->opnds[1], split_dim(P, op->opnds[1], rhs_free_dim(op, false), "tp"));
+      else if (from_column(P->m, op->opnds[0], 0, ntp))
         pin(P, op->opnds[1], split_dim(P, op->opnds[1], rhs_free_dim(op, true), "tp"));
     }
   }

@@ -49,10 +49,6 @@ PY
     d="$T/$fam-$n-${s/,/_}"
     mesh=()
     [ "$s" = dp,tp ] && mesh=(--mesh "dp=2,tp=$((n / 2))")
-    case "$fam:$s" in vit:tp | vit:dp,tp) # the fused qkv [B,T,3D] -> [B,T,3,H,Dh] under tp: wrong output (IR side, reported)
-      echo "KNOWN $fam $n ranks $s: skipped (fused-qkv head split gives wrong output; spmd-partition)"
-      continue ;;
-    esac
     if ! "$BUILD/galvc" "$m" --batch 4 --seq 16 --gpus "$n" --strategy "$s" "${mesh[@]}" --target cpu -q -o "$d/" 2>"$T/err"; then
       if grep -q 'must divide the head count' "$T/err"; then # the issue's required clear error
         ok "$fam --gpus $n --strategy $s: clear error: $(grep -o 'sharding: .*' "$T/err")"
