@@ -50,4 +50,30 @@ int gv_pass_spmd_partition(gv_module *m);     /* passes/spmd_partition.c */
 int gv_pass_fuse(gv_module *m);           /* passes/fuse.c */
 int gv_pass_memory_plan(gv_module *m);    /* passes/memory_plan.c */
 
+/* Pipeline (inter-operator) parallelism, docs/pipeline.md: options set by the
+ * drivers (galvc --layers, galv-opt --layers=K); defined in
+ * passes/cluster_layers.c. */
+typedef struct {
+  int layers;           /* cluster-layers: number of layer groups K (0: pass is a no-op) */
+  double delta;         /* FLOPs balance: each group <= max((1+delta)*total/K, total/K + largest op) */
+  bool quiet;           /* no summary line on stderr */
+} gv_pipe_options;
+extern gv_pipe_options gv_pipe_opts;
+/* The layer groups cluster-layers found (arrays in the module arena). */
+typedef struct {
+  int ngroups, nops;
+  int64_t *flops;       /* per group */
+  int *nops_per;        /* per group */
+  int64_t *in_bytes;    /* per group: bytes of values entering it from earlier groups */
+  uint64_t *sig;        /* per group: block signature */
+  int *block;           /* per group: first group with the same signature */
+  int64_t total_flops, bound;
+  int moved;            /* ops the acyclicity repair moved to a later group */
+  bool metis, recut;    /* METIS ran; its repaired parts were re-cut to meet count / balance */
+} gv_layer_groups;
+/* Clusters m's body into k groups (attrs layer, layer_block; body reordered
+ * group by group). Returns 0, or -1 after one error line. */
+int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out);
+int gv_pass_cluster_layers(gv_module *m); /* passes/cluster_layers.c */
+
 #endif

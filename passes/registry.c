@@ -12,6 +12,7 @@ const gv_pass gv_pass_table[] = {
     {"autodiff", gv_pass_autodiff, "training: reverse-mode gradients of the loss for every parameter"},
     {"recompute", gv_pass_recompute, "training: recompute the selected layers' activations in backward (--recompute)"},
     {"optimizer", gv_pass_optimizer, "training: append the SGD / AdamW update; the function becomes the training step"},
+    {"cluster-layers", gv_pass_cluster_layers, "pipeline: METIS layer groups (--layers K), repaired into an acyclic ordered sequence"},
     {"propagate-sharding", gv_pass_propagate_sharding, "shardings for every value from pinned ones (--strategy, --sharding); galv.reshard where they differ"},
     {"spmd-partition", gv_pass_spmd_partition, "global IR -> one rank's local IR: local shapes, reshards lowered to collectives (bytes)"},
     {"fuse", gv_pass_fuse, "group elementwise ops of one shape into galv.fused ops (one loop each)"},

@@ -16,6 +16,7 @@ static void usage(FILE *f) {
           "  --passes=a,b,c   passes to run, in order (default: none; the input is re-printed)\n"
           "  -o FILE          write the result to FILE (default: stdout)\n"
           "  --verify-each    run the verifier after every pass (always after parsing)\n"
+          "  --layers=K       cluster-layers: K layer groups; --pipe-stats prints its summary (docs/pipeline.md)\n"
           "  --strategy=S     propagate-sharding presets: dp, tp, zero, dp,tp (docs/sharding.md)\n"
           "  --sharding=FILE  propagate-sharding: pinned values, NAME [{\"dp\"}, {}] per line\n"
           "  --collectives    spmd-partition: print the collective table (stderr)\n"
@@ -57,6 +58,16 @@ int main(int argc, char **argv) {
       passes = a + 9;
     } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
       out = argv[++i];
+    } else if (strncmp(a, "--layers=", 9) == 0) {
+      char *end;
+      long k = strtol(a + 9, &end, 10);
+      if (*end || k < 1 || k > 1000000) {
+        gv_error_plain("--layers=%s: expected a positive integer", a + 9);
+        return 2;
+      }
+      gv_pipe_opts.layers = (int)k;
+    } else if (strcmp(a, "--pipe-stats") == 0) {
+      gv_pipe_opts.quiet = false;
     } else if (strncmp(a, "--strategy=", 11) == 0) {
       gv_shard_opts.strategy = a + 11;
     } else if (strncmp(a, "--sharding=", 11) == 0) {

@@ -27,6 +27,7 @@ static const char *const pipeline[] = {
     "fold-constants", /* shape chains, masks, constant If -> constants */
     "canonicalize",   /* decomposed LayerNorm / RMSNorm / GELU -> single ops */
     "dce",            /* drop what nothing uses */
+    "cluster-layers", /* with --layers K: METIS layer groups (docs/pipeline.md) */
     "propagate-sharding", /* with --gpus > 1 / --mesh: shardings, galv.reshard (docs/sharding.md) */
     "spmd-partition", /* one rank's local program: local shapes, collectives */
     "fuse",           /* elementwise chains -> galv.fused (docs/device-program.md) */
@@ -59,6 +60,7 @@ static void usage(FILE *f) {
           "  --mesh dp=2,tp=4         the logical mesh: 1 to 3 named axes multiplying to --gpus\n"
           "                           (default: one axis named after --strategy, or dp)\n"
           "  --strategy dp|tp|zero|dp,tp  sharding presets (docs/sharding.md)\n"
+          "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line\n"
           "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"
           "                           h100-sxm, h200, cpu-local (default cpu-local)\n"
@@ -250,6 +252,12 @@ int main(int argc, char **argv) {
       if (parse_pos_int("--gpus-per-node", val, &gpus_per_node)) return 2;
     } else if (TAKES("--mesh")) {
       mesh_spec = val;
+    } else if (TAKES("--layers")) {
+      int64_t k;
+      if (parse_pos_int("--layers", val, &k)) return 2;
+      gv_pipe_opts.layers = k > 1000000 ? 1000000 : (int)k;
+    } else if (strcmp(a, "--pipe-stats") == 0) {
+      gv_pipe_opts.quiet = false;
     } else if (TAKES("--strategy")) {
       gv_shard_opts.strategy = val;
     } else if (TAKES("--sharding")) {
