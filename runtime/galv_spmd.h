@@ -25,6 +25,7 @@ typedef struct {
 extern const int galv_nranks;                 /* ranks the program was partitioned for (1: one device) */
 extern const galv_io_split galv_input_split[];
 extern const galv_io_split galv_output_split[];
+extern const galv_io_split galv_state_split[]; /* training: per galv_state entry (parameters, optimizer state) */
 /* bytes one run sends per rank, as the planner predicted (sum of the
  * collective ops' `bytes`): all_reduce, all_gather, reduce_scatter,
  * all_to_all; -1: not stated in the IR */
@@ -53,6 +54,11 @@ const void *galv_spmd_output(int o, const void *local, galv_io *g);
  * galv_comm_predicted (one error line when they differ) and, with print,
  * prints them. Call before galv_spmd_output (which communicates). */
 void galv_spmd_check_bytes(int print, long runs);
+/* The same for any tensor l with split s: gather (a collective: every rank
+ * calls it) into a global tensor (valid until the next gather / output),
+ * and cut this rank's block out of a global tensor into dst. */
+const void *galv_spmd_gather(const galv_io *l, const galv_io_split *s, const void *local, galv_io *g);
+void galv_spmd_block(const galv_io *l, const galv_io_split *s, void *dst, const void *global);
 void galv_spmd_finalize(void);
 
 #endif

@@ -71,8 +71,10 @@ static void gstrides(int rank, const int64_t *gd, int64_t *gs) {
 }
 
 void galv_spmd_load_input(int i, void *dst, const void *global) {
-  const galv_io *l = &galv_inputs[i];
-  const galv_io_split *s = &galv_input_split[i];
+  galv_spmd_block(&galv_inputs[i], &galv_input_split[i], dst, global);
+}
+
+void galv_spmd_block(const galv_io *l, const galv_io_split *s, void *dst, const void *global) {
   if (galv_nranks <= 1 || !s->starts) {
     memcpy(dst, global, (size_t)l->nbytes);
     return;
@@ -104,8 +106,10 @@ static void place(char *dst, const char *src, size_t es, int rank, const int64_t
 static char *outbuf, *gathered;
 
 const void *galv_spmd_output(int o, const void *local, galv_io *g) {
-  const galv_io *l = &galv_outputs[o];
-  const galv_io_split *s = &galv_output_split[o];
+  return galv_spmd_gather(&galv_outputs[o], &galv_output_split[o], local, g);
+}
+
+const void *galv_spmd_gather(const galv_io *l, const galv_io_split *s, const void *local, galv_io *g) {
   *g = galv_spmd_global_io(l, s);
   if (galv_nranks <= 1 || !s->starts) return local;
   int64_t one = galv_nranks;

@@ -19,7 +19,16 @@
  * of state tensors, i64 steps done; per tensor u32 name length, the name,
  * u32 dtype (galv_rt.h numbering), u32 rank, i64 dims[rank], i64 bytes, the
  * bytes. Loading checks every name, dtype and shape against the program.
- * Every error is one line and exit status 1. */
+ * Every error is one line and exit status 1.
+ *
+ * Ranks (an N-rank SPMD program, runtime/spmd.c): every rank maps its own
+ * block of weights.bin (its block of each sharded parameter), reads the
+ * global batches and keeps its block of each input; the optimizer state is
+ * local (zeros, or this rank's block of the checkpoint). Rank 0 prints the
+ * loss (the same on every rank) and writes -o files and checkpoints, which
+ * hold global tensors: sharded parameters and state are gathered first, so
+ * a checkpoint loads on any rank count. --comm-stats prints the bytes this
+ * rank sent; counted == predicted x steps is checked on every rank. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -29,6 +38,7 @@
 #include <unistd.h>
 
 #include "galv_rt.h"
+#include "galv_spmd.h"
 
 void openblas_set_num_threads(int n);
 
@@ -58,7 +68,7 @@ static void shape_of(char *b, size_t n, int rank, const int64_t *dims) {
 
 static void train_usage(FILE *f) {
   fprintf(f, "usage: %s --batches DIR [--steps N] [--input NAME=FILE ...] [--load-checkpoint F] [--save-checkpoint F]\n"
-             "       [-o OUTDIR] [--weights FILE] [--threads N]\n"
+             "       [-o OUTDIR] [--weights FILE] [--threads N] [--comm-stats]\n"
              "  --batches DIR        DIR/NAME.npy per input: the input's shape, or [S, shape...] (step K uses batch K mod S)\n"
              "  --input NAME=FILE    that input from FILE instead (same rule)\n"
              "  --steps N            training steps (default 1); prints 'step K loss X' per step\n"
@@ -79,31 +89,45 @@ static void wr(FILE *f, const void *p, size_t n, const char *path) {
   if (n && fwrite(p, 1, n, f) != n) galv_fatal("%s: write failed: %s", path, strerror(errno));
 }
 
+/* State entry i as a local tensor (its slot in the state buffer). */
+static galv_io state_io(int i) {
+  const galv_state_entry *e = &galv_state[i];
+  galv_io io = {e->name, e->dtype, e->rank, {0}, 2, e->offset, e->nbytes};
+  memcpy(io.dims, e->dims, sizeof io.dims);
+  return io;
+}
+
+/* Every rank calls it (sharded state is gathered); rank 0 writes. */
 static void save_checkpoint(const char *path, const char *state, int64_t steps) {
-  FILE *f = fopen(path, "wb");
-  if (!f) galv_fatal("%s: cannot write the checkpoint: %s", path, strerror(errno));
+  FILE *f = galv_spmd_rank() == 0 ? fopen(path, "wb") : NULL;
+  if (!f && galv_spmd_rank() == 0) galv_fatal("%s: cannot write the checkpoint: %s", path, strerror(errno));
   uint32_t u[2] = {CKPT_VERSION, (uint32_t)galv_nstate};
-  wr(f, MAGIC, 8, path);
-  wr(f, u, sizeof u, path);
-  wr(f, &steps, 8, path);
-  for (int i = 0; i < galv_nstate; i++) {
-    const galv_state_entry *e = &galv_state[i];
-    uint32_t h[3] = {(uint32_t)strlen(e->name), (uint32_t)e->dtype, (uint32_t)e->rank};
-    wr(f, &h[0], 4, path);
-    wr(f, e->name, h[0], path);
-    wr(f, &h[1], 8, path);
-    wr(f, e->dims, 8 * (size_t)e->rank, path);
-    wr(f, &e->nbytes, 8, path);
-    wr(f, state + e->offset, (size_t)e->nbytes, path);
+  if (f) {
+    wr(f, MAGIC, 8, path);
+    wr(f, u, sizeof u, path);
+    wr(f, &steps, 8, path);
   }
-  if (fclose(f)) galv_fatal("%s: write failed: %s", path, strerror(errno));
+  for (int i = 0; i < galv_nstate; i++) {
+    galv_io l = state_io(i), g;
+    const char *data = galv_spmd_gather(&l, &galv_state_split[i], state + l.offset, &g);
+    if (!f) continue;
+    uint32_t h[3] = {(uint32_t)strlen(g.name), (uint32_t)g.dtype, (uint32_t)g.rank};
+    wr(f, &h[0], 4, path);
+    wr(f, g.name, h[0], path);
+    wr(f, &h[1], 8, path);
+    wr(f, g.dims, 8 * (size_t)g.rank, path);
+    wr(f, &g.nbytes, 8, path);
+    wr(f, data, (size_t)g.nbytes, path);
+  }
+  if (f && fclose(f)) galv_fatal("%s: write failed: %s", path, strerror(errno));
 }
 
 static void rd(FILE *f, void *p, size_t n, const char *path) {
   if (n && fread(p, 1, n, f) != n) galv_fatal("%s: truncated checkpoint", path);
 }
 
-/* Loads state and the step count; any mismatch with the program is one error. */
+/* Loads state (this rank's block of each global tensor) and the step count;
+ * any mismatch with the program is one error. */
 static int64_t load_checkpoint(const char *path, char *state) {
   FILE *f = fopen(path, "rb");
   if (!f) galv_fatal("%s: cannot open the checkpoint: %s", path, strerror(errno));
@@ -117,8 +141,9 @@ static int64_t load_checkpoint(const char *path, char *state) {
     galv_fatal("%s: checkpoint of another model: it holds %u state tensors, this program has %d", path, u[1], galv_nstate);
   rd(f, &steps, 8, path);
   if (steps < 0) galv_fatal("%s: bad checkpoint header (negative step count)", path);
+  char *buf = NULL;
   for (int i = 0; i < galv_nstate; i++) {
-    const galv_state_entry *e = &galv_state[i];
+    galv_io l = state_io(i), e = galv_spmd_global_io(&l, &galv_state_split[i]);
     uint32_t nl, h[2];
     char name[1024];
     int64_t dims[GALV_RT_MAX_RANK], nb;
@@ -130,18 +155,23 @@ static int64_t load_checkpoint(const char *path, char *state) {
     if (h[1] > GALV_RT_MAX_RANK) galv_fatal("%s: bad checkpoint (state '%s' of rank %u)", path, name, h[1]);
     rd(f, dims, 8 * (size_t)h[1], path);
     rd(f, &nb, 8, path);
-    int same = !strcmp(name, e->name) && (int)h[0] == e->dtype && (int)h[1] == e->rank && nb == e->nbytes;
-    for (int d = 0; same && d < e->rank; d++) same = dims[d] == e->dims[d];
+    int same = !strcmp(name, e.name) && (int)h[0] == e.dtype && (int)h[1] == e.rank && nb == e.nbytes;
+    for (int d = 0; same && d < e.rank; d++) same = dims[d] == e.dims[d];
     if (!same) {
       char a[160], b[160];
       shape_of(a, sizeof a, (int)h[1], dims);
-      shape_of(b, sizeof b, e->rank, e->dims);
+      shape_of(b, sizeof b, e.rank, e.dims);
       galv_fatal("%s: checkpoint of another model: state %d is '%s' %s %s, this program expects '%s' %s %s", path, i, name,
-                 a, h[0] >= 1 && h[0] <= GALV_BOOL ? galv_dtype_name((int)h[0]) : "?", e->name, b,
-                 galv_dtype_name(e->dtype));
+                 a, h[0] >= 1 && h[0] <= GALV_BOOL ? galv_dtype_name((int)h[0]) : "?", e.name, b,
+                 galv_dtype_name(e.dtype));
     }
-    rd(f, state + e->offset, (size_t)nb, path);
+    free(buf);
+    buf = malloc((size_t)nb + 1);
+    if (!buf) galv_fatal("%s: out of memory reading state '%s'", path, name);
+    rd(f, buf, (size_t)nb, path);
+    galv_spmd_block(&l, &galv_state_split[i], state + l.offset, buf);
   }
+  free(buf);
   if (fgetc(f) != EOF) galv_fatal("%s: bad checkpoint (trailing bytes)", path);
   fclose(f);
   return steps;
@@ -178,7 +208,7 @@ int galv_train_main(int argc, char **argv) {
   long steps = 1, threads = 0;
   enum { MAXIN = 256 };
   const char *names[MAXIN], *files[MAXIN];
-  int nin = 0;
+  int nin = 0, comm_stats = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -198,6 +228,7 @@ int galv_train_main(int argc, char **argv) {
     else if (!strcmp(a, "--save-checkpoint") && v) save = v, i++;
     else if (!strcmp(a, "--steps") && v) steps = train_int(a, v, 0), i++;
     else if (!strcmp(a, "--threads") && v) threads = train_int(a, v, 1), i++;
+    else if (!strcmp(a, "--comm-stats")) comm_stats = 1;
     else galv_fatal("unknown or incomplete option '%s' (see --help)", a);
   }
   if (threads > 0) openblas_set_num_threads((int)threads);
@@ -217,7 +248,7 @@ int galv_train_main(int argc, char **argv) {
     wpath = wbuf;
   }
   size_t wlen = 0;
-  const char *weights = galv_map_weights(wpath, galv_weights_bytes, &wlen);
+  const char *weights = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
 
   /* state: parameters from weights.bin (same offsets), optimizer state zeros */
   size_t sbytes = (size_t)(galv_state_bytes + 63) / 64 * 64;
@@ -242,7 +273,8 @@ int galv_train_main(int argc, char **argv) {
       sanitise(fn, sizeof fn, d->name);
       snprintf(path, sizeof path, "%s/%s.npy", bdir, fn);
     }
-    read_batch(&in[i], d, path);
+    galv_io gd = galv_spmd_global_io(d, &galv_input_split[i]); /* the file holds the global batch */
+    read_batch(&in[i], &gd, path);
   }
 
   size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
@@ -258,7 +290,8 @@ int galv_train_main(int argc, char **argv) {
     for (int i = 0; i < galv_ninputs; i++) {
       const galv_io *d = &galv_inputs[i];
       GALV_UNPOISON(arena + d->offset, d->nbytes);
-      memcpy(arena + d->offset, (const char *)in[i].t.data + (done % in[i].nbatch) * d->nbytes, (size_t)d->nbytes);
+      int64_t gb = galv_spmd_global_io(d, &galv_input_split[i]).nbytes;
+      galv_spmd_load_input(i, arena + d->offset, (const char *)in[i].t.data + (done % in[i].nbatch) * gb); /* this rank's block */
     }
     galv_program_run(arena, weights, state);
     const char *lp = lo->in_weights == 2 ? state + lo->offset : arena + lo->offset;
@@ -269,22 +302,24 @@ int galv_train_main(int argc, char **argv) {
         memcpy(state + galv_state[i].offset, arena + galv_state[i].update_from, (size_t)galv_state[i].nbytes);
     GALV_POISON(arena, abytes);
   }
+  galv_spmd_check_bytes(comm_stats, steps); /* before gathering (which communicates) */
   fflush(stdout);
   if (save) save_checkpoint(save, state, done);
-  if (outdir) {
+  int writer = galv_spmd_rank() == 0;
+  if (outdir && writer) {
     struct stat st;
     if (stat(outdir, &st) != 0 && mkdir(outdir, 0777) != 0)
       galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
-    for (int i = 0; i < galv_nstate; i++) {
-      const galv_state_entry *e = &galv_state[i];
-      if (!e->is_param) continue;
-      galv_io io = {e->name, e->dtype, e->rank, {0}, 2, e->offset, e->nbytes};
-      memcpy(io.dims, e->dims, sizeof io.dims);
-      char fn[256], path[PATH_MAX + 300], err[512];
-      sanitise(fn, sizeof fn, e->name);
-      snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
-      if (galv_write_npy(path, &io, state + e->offset, err, sizeof err)) galv_fatal("%s: %s", path, err);
-    }
+  }
+  for (int i = 0; outdir && i < galv_nstate; i++) {
+    if (!galv_state[i].is_param) continue;
+    galv_io l = state_io(i), g;
+    const void *data = galv_spmd_gather(&l, &galv_state_split[i], state + l.offset, &g); /* every rank */
+    if (!writer) continue;
+    char fn[256], path[PATH_MAX + 300], err[512];
+    sanitise(fn, sizeof fn, g.name);
+    snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
+    if (galv_write_npy(path, &g, data, err, sizeof err)) galv_fatal("%s: %s", path, err);
   }
   for (int i = 0; i < galv_ninputs; i++) free(in[i].t.data);
   for (int j = 0; j < nin; j++) free((char *)names[j]);
@@ -292,5 +327,6 @@ int galv_train_main(int argc, char **argv) {
   GALV_UNPOISON(arena, abytes);
   free(arena);
   free(state);
+  galv_spmd_finalize();
   return 0;
 }

@@ -243,6 +243,16 @@ int cg_comm_decls(cg_comm *c, FILE *f) {
   const gv_op *ret = gv_block_terminator(body);
   if (split_table(c, f, "galv_output_split", ret ? ret->nopnds : 0, (const gv_value *const *)(ret ? ret->opnds : NULL), 1))
     return -1;
+  /* training: every parameter and optimizer-state argument, in the order
+   * of emit.c's galv_state table (arguments in order) */
+  const gv_value **sv = calloc((size_t)body->nargs + 1, sizeof *sv);
+  if (!sv) abort();
+  int ns = 0;
+  for (int i = 0; fn->res_updates && i < body->nargs; i++)
+    if (fn->arg_is_param[i] || (fn->arg_is_state && fn->arg_is_state[i])) sv[ns++] = body->args[i];
+  rc = split_table(c, f, "galv_state_split", ns, sv, 0);
+  free(sv);
+  if (rc) return -1;
   fprintf(f, "const int64_t galv_comm_predicted[4] = {%lld, %lld, %lld, %lld};\n", (long long)c->predicted[0],
           (long long)c->predicted[1], (long long)c->predicted[2], (long long)c->predicted[3]);
   if (!c->nops) {
