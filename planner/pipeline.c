@@ -1,0 +1,319 @@
+/* pipeline.c — the stage DP of pipeline.h (docs/pipeline.md).
+ *
+ * Sub-mesh shapes (Alpa): inside one node (devices <= devices_per_node)
+ * 1 x 2^k; across nodes whole nodes n x devices_per_node, n = 1 .. nodes
+ * (n <= 16 or a power of two). Devices are counted in units (1 device, or 1
+ * node across nodes); the stages use all of them.
+ *
+ * For each B and each candidate t_max (the distinct stage times, ascending,
+ * skipping values within 1% of the previous one tried), with s the number
+ * of stages from the end (1F1B in-flight count min(B, s)):
+ *   F[s][k][d] = min over (j > k, mesh m of u units <= d) of
+ *                F[s-1][j][d-u] + t(k, j, m)   with t <= t_max and memory ok,
+ *   T = min_s F[s][0][D] + (B - 1) * t_max,
+ * stopping when B * t_max >= best T (no later candidate can win). */
+#include "pipeline.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cost.h"
+
+#define MAX_MESHES 40
+
+typedef struct {
+  uint64_t key;
+  int used;
+  gv_stage_cost c;
+} centry;
+
+typedef struct {
+  centry *t;
+  size_t cap, n;
+} cache;
+
+static uint64_t mix(uint64_t h, uint64_t x) {
+  h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 0xff51afd7ed558ccdull;
+  return h ^ (h >> 33);
+}
+
+static centry *cache_slot(cache *c, uint64_t key) {
+  if (c->n * 2 >= c->cap) {
+    size_t nc = c->cap ? c->cap * 2 : 1024;
+    centry *nt = calloc(nc, sizeof(centry));
+    if (!nt) return NULL;
+    for (size_t i = 0; i < c->cap; i++)
+      if (c->t[i].used) {
+        size_t h = (size_t)(c->t[i].key & (nc - 1));
+        while (nt[h].used) h = (h + 1) & (nc - 1);
+        nt[h] = c->t[i];
+      }
+    free(c->t);
+    c->t = nt;
+    c->cap = nc;
+  }
+  size_t h = (size_t)(key & (c->cap - 1));
+  while (c->t[h].used && c->t[h].key != key) h = (h + 1) & (c->cap - 1);
+  return &c->t[h];
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
+  memset(out, 0, sizeof *out);
+  double t0 = now();
+  const gv_cluster *c = p->cluster;
+  int L = p->ngroups;
+  if (L < 1) return gv_error_plain("pipeline: no layer groups");
+  if (p->stages < 0) return gv_error_plain("pipeline: --stages %d: expected >= 1", p->stages);
+  if (p->stages > L)
+    return gv_error_plain("pipeline: %d stages but only %d layer groups: more stages than layers", p->stages, L);
+  if (p->stages > GV_PIPE_MAX_STAGES) return gv_error_plain("pipeline: at most %d stages", GV_PIPE_MAX_STAGES);
+  int64_t D = p->devices, k_node = c->devices_per_node;
+  if (D < 1 || D > gv_cluster_devices(c))
+    return gv_error_plain("pipeline: %lld devices on a cluster of %lld", (long long)D, (long long)gv_cluster_devices(c));
+  if (p->stages > D) return gv_error_plain("pipeline: %d stages need at least as many devices (have %lld)", p->stages, (long long)D);
+  /* sub-meshes */
+  int64_t mn[MAX_MESHES], mk[MAX_MESHES], mu[MAX_MESHES], unit;
+  int nm = 0;
+  if (D <= k_node) {
+    unit = 1;
+    for (int64_t s = 1; s <= D && nm < MAX_MESHES; s *= 2) mn[nm] = 1, mk[nm] = s, mu[nm++] = s;
+    if (mk[nm - 1] != D) mn[nm] = 1, mk[nm] = D, mu[nm++] = D;
+  } else {
+    if (D % k_node) return gv_error_plain("pipeline: %lld devices are not whole nodes of %lld", (long long)D, (long long)k_node);
+    unit = k_node;
+    for (int64_t n = 1; n <= D / k_node && nm < MAX_MESHES; n++)
+      if (n <= 16 || !(n & (n - 1))) mn[nm] = n, mk[nm] = k_node, mu[nm++] = n;
+  }
+  int64_t Du = D / unit;
+  int64_t limit = p->mem_limit > 0 ? p->mem_limit : c->memory_bytes;
+  int S = p->stages ? p->stages : (int)(L < Du ? L : Du);
+  if (S > GV_PIPE_MAX_STAGES) S = GV_PIPE_MAX_STAGES;
+  size_t nF = (size_t)(S + 1) * (size_t)(L + 1) * (size_t)(Du + 1);
+  size_t nC = (size_t)L * (size_t)(L + 1) * (size_t)nm;
+  int64_t *F = malloc(nF * sizeof(int64_t));
+  int32_t *Fj = malloc(nF * sizeof(int32_t));
+  int8_t *Fm = malloc(nF);
+  gv_stage_cost **C = calloc(nC, sizeof(gv_stage_cost *));
+  int64_t *cand = malloc(nC * sizeof(int64_t));
+  cache ch = {0};
+  int rc = -1;
+  int64_t best = INT64_MAX, min_need = INT64_MAX;
+  if (!F || !Fj || !Fm || !C || !cand) {
+    gv_error_plain("pipeline: out of memory (%d groups, %lld device units)", L, (long long)Du);
+    goto done;
+  }
+#define IX(s, k, d) (((size_t)(s) * (size_t)(L + 1) + (size_t)(k)) * (size_t)(Du + 1) + (size_t)(d))
+#define CX(k, j, m) (((size_t)(k) * (size_t)(L + 1) + (size_t)(j)) * (size_t)nm + (size_t)(m))
+  const int64_t INF = INT64_MAX / 4;
+  for (int bi = 0; bi < p->nmb; bi++) {
+    int B = p->mb_choices[bi];
+    if (B < 1) continue;
+    /* the stage cost table for this B (cached across B by key) */
+    int ncand = 0;
+    for (int k = 0; k < L; k++) {
+      uint64_t h = 0x12345;
+      for (int j = k + 1; j <= L; j++) {
+        h = mix(h, p->sig ? p->sig[j - 1] : (uint64_t)(j - 1) * 0x100000001b3ull);
+        if (!p->sig) h = mix(h, (uint64_t)k);
+        for (int m = 0; m < nm; m++) {
+          uint64_t key = mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B);
+          centry *e = cache_slot(&ch, key);
+          if (!e) {
+            gv_error_plain("pipeline: out of memory");
+            goto done;
+          }
+          out->lookups++;
+          if (!e->used) {
+            if (p->cost(p->ctx, k, j, mn[m], mk[m], B, &e->c)) goto done;
+            e->used = 1;
+            e->key = key;
+            ch.n++;
+            out->solves++;
+          }
+          C[CX(k, j, m)] = NULL;
+        }
+      }
+    }
+    /* second sweep: pointers (the table may have moved while growing) */
+    for (int k = 0; k < L; k++) {
+      uint64_t h = 0x12345;
+      for (int j = k + 1; j <= L; j++) {
+        h = mix(h, p->sig ? p->sig[j - 1] : (uint64_t)(j - 1) * 0x100000001b3ull);
+        if (!p->sig) h = mix(h, (uint64_t)k);
+        for (int m = 0; m < nm; m++) {
+          uint64_t key = mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B);
+          centry *e = cache_slot(&ch, key);
+          C[CX(k, j, m)] = &e->c;
+          if (e->c.feasible) {
+            cand[ncand++] = e->c.ns;
+            int64_t need = e->c.state_bytes + e->c.act_bytes;
+            if (need < min_need) min_need = need;
+          }
+        }
+      }
+    }
+    qsort(cand, (size_t)ncand, sizeof(int64_t), cmp_i64);
+    int64_t last = -1;
+    for (int ci = 0; ci < ncand; ci++) {
+      int64_t tmax = cand[ci];
+      if (last >= 0 && tmax < last + last / 100 + 1) continue;
+      if ((double)B * (double)tmax >= (double)best) break;
+      last = tmax;
+      out->tmax_tried++;
+      for (size_t i = 0; i < nF; i++) F[i] = INF;
+      F[IX(0, L, 0)] = 0;
+      int64_t bound = best == INT64_MAX ? INF : best - (int64_t)(B - 1) * tmax;
+      for (int s = 1; s <= S; s++) {
+        int64_t inflight = p->schedule == GV_SCHED_GPIPE ? B : (s < B ? s : B);
+        for (int k = L - s; k >= 0; k--)
+          for (int m = 0; m < nm; m++)
+            for (int j = k + 1; j <= L - (s - 1); j++) {
+              const gv_stage_cost *sc = C[CX(k, j, m)];
+              if (!sc->feasible) continue;
+              if (sc->ns > tmax) break; /* a longer range is no faster */
+              if (sc->state_bytes + inflight * sc->act_bytes > limit) continue;
+              for (int64_t d = mu[m]; d <= Du; d++) {
+                int64_t prev = F[IX(s - 1, j, d - mu[m])];
+                if (prev >= INF) continue;
+                int64_t v = prev + sc->ns;
+                if (v < F[IX(s, k, d)] && v < bound) {
+                  F[IX(s, k, d)] = v;
+                  Fj[IX(s, k, d)] = j;
+                  Fm[IX(s, k, d)] = (int8_t)m;
+                }
+              }
+            }
+        if (p->stages && s != p->stages) continue;
+        int64_t v = F[IX(s, 0, Du)];
+        if (v >= INF) continue;
+        int64_t T = v + (int64_t)(B - 1) * tmax;
+        if (T < best) {
+          best = T;
+          /* reconstruct */
+          out->nstages = s;
+          out->B = B;
+          int k = 0;
+          int64_t d = Du, mx = 0, sum = 0;
+          for (int st = 0, ss = s; ss >= 1; ss--, st++) {
+            int j = Fj[IX(ss, k, d)], m = Fm[IX(ss, k, d)];
+            out->first[st] = k;
+            out->nodes[st] = mn[m];
+            out->per_node[st] = mk[m];
+            out->cost[st] = *C[CX(k, j, m)];
+            out->inflight[st] = p->schedule == GV_SCHED_GPIPE ? B : (ss < B ? ss : B);
+            if (out->cost[st].ns > mx) mx = out->cost[st].ns;
+            sum += out->cost[st].ns;
+            d -= mu[m];
+            k = j;
+          }
+          out->first[s] = L;
+          out->max_ns = mx;
+          out->sum_ns = sum;
+          out->step_ns = sum + (int64_t)(B - 1) * mx;
+          bound = best - (int64_t)(B - 1) * tmax;
+        }
+      }
+    }
+  }
+  if (best == INT64_MAX) {
+    if (min_need == INT64_MAX)
+      gv_error_plain("pipeline: no stage of the %d layer groups can run on any sub-mesh of %lld devices", L,
+                     (long long)D);
+    else
+      gv_error_plain("pipeline: no partition fits the memory limit of %.3f GiB per device (the smallest stage needs %.3f GiB "
+                     "with one microbatch in flight)",
+                     (double)limit / (1 << 30), (double)min_need / (1 << 30));
+    rc = 1;
+    goto done;
+  }
+  rc = 0;
+done:
+  out->seconds = now() - t0;
+  free(F);
+  free(Fj);
+  free(Fm);
+  free(C);
+  free(cand);
+  free(ch.t);
+  return rc;
+#undef IX
+#undef CX
+}
+
+int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out) {
+  const gv_analytic_ctx *x = vctx;
+  const gv_cluster *c = x->cluster;
+  memset(out, 0, sizeof *out);
+  int64_t p = nodes * per_node;
+  if (B < 1 || x->batch % B) return 0; /* infeasible: the microbatch must divide the batch */
+  int64_t mb = x->batch / B;
+  gv_group_stats s = {0};
+  int64_t boundaries = 0;
+  for (int g = first; g < last; g++) {
+    s.flops += x->g[g].flops;
+    s.param_bytes += x->g[g].param_bytes;
+    s.act_bytes += x->g[g].act_bytes;
+    boundaries += x->g[g].out_bytes;
+  }
+  double peak = gv_cluster_flops(c, x->dtype_bytes == 2 ? GV_DT_BF16 : GV_DT_F32);
+  int64_t best = -1;
+  for (int64_t tp = 1; tp <= per_node && tp <= p; tp *= 2) {
+    if (p % tp) continue;
+    int64_t dp = p / tp;
+    if (mb % dp) continue;
+    double f = (double)s.flops / (double)B * (x->training ? 3.0 : 1.0);
+    int64_t compute = (int64_t)(f / (double)p / peak * 1e9) + 1;
+    int64_t comm = 0;
+    if (tp > 1) {
+      /* two all-reduces of the group outputs forward, two backward */
+      int64_t bytes = boundaries / B / dp;
+      comm = (x->training ? 4 : 2) * gv_cost_collective_levels(c, GV_COLL_ALL_REDUCE, bytes, tp, 1);
+    }
+    int64_t once = 0;
+    if (x->training && dp > 1)
+      once = gv_cost_collective_levels(c, GV_COLL_ALL_REDUCE, s.param_bytes / tp * (x->dtype_bytes) / 4,
+                                       nodes > 1 ? per_node / tp : dp, nodes > 1 ? nodes : 1);
+    int64_t t = compute + comm;
+    int64_t words = s.param_bytes / 4; /* parameters (counted in f32 words) */
+    int64_t states = x->training ? words * 16 / tp : words * x->dtype_bytes / tp;
+    int64_t act = s.act_bytes / B / dp / tp * (x->training ? 1 : 0);
+    if (!x->training) act = boundaries / B / dp; /* inference keeps only what crosses */
+    if (best < 0 || t < best) {
+      best = t;
+      out->ns = t;
+      out->state_bytes = states;
+      out->act_bytes = act;
+      out->once_ns = once;
+      out->feasible = true;
+      snprintf(out->desc, sizeof out->desc, "dp=%lld,tp=%lld", (long long)dp, (long long)tp);
+    }
+  }
+  return 0;
+}
+
+void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
+  FILE *f = file;
+  fprintf(f, "pipeline: %d stages, %d microbatches, step %.3f ms (sum %.3f ms + (B-1) x max %.3f ms)\n", pl->nstages,
+          pl->B, (double)pl->step_ns / 1e6, (double)pl->sum_ns / 1e6, (double)pl->max_ns / 1e6);
+  for (int i = 0; i < pl->nstages; i++)
+    fprintf(f, "  stage %d: groups %d-%d on %lldx%lld (%s): %.3f ms/microbatch, %.2f GiB states + %lld x %.2f GiB activations\n",
+            i, pl->first[i], pl->first[i + 1] - 1, (long long)pl->nodes[i], (long long)pl->per_node[i], pl->cost[i].desc,
+            (double)pl->cost[i].ns / 1e6, (double)pl->cost[i].state_bytes / (1 << 30), (long long)pl->inflight[i],
+            (double)pl->cost[i].act_bytes / (1 << 30));
+  fprintf(f, "pipeline: %lld stage solves for %lld lookups, %lld t_max tried, %.3f s\n", (long long)pl->solves,
+          (long long)pl->lookups, (long long)pl->tmax_tried, pl->seconds);
+}

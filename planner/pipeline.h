@@ -1,0 +1,96 @@
+/* pipeline.h — inter-operator (pipeline) stage partitioning (docs/pipeline.md).
+ *
+ * Alpa's stage DP over an ordered sequence of layer groups (from
+ * cluster-layers) and sub-mesh shapes: it chooses the number of stages,
+ * each stage's consecutive groups and sub-mesh, and the number of
+ * microbatches B, minimising
+ *     T = sum_i t_i + (B - 1) * max_i t_i          (t_i: a stage's fwd+bwd per microbatch)
+ * subject to each stage's memory per device:
+ *     states + inflight * activations-per-microbatch <= limit,
+ * inflight = B under GPipe, min(B, later stages + 1) under 1F1B.
+ * Stage costs come from a callback (the intra-operator planner's solve for
+ * that group range on that sub-mesh); they are cached by the block
+ * signatures of the range, the sub-mesh and B, so repeated blocks are
+ * solved once. */
+#ifndef GALV_PIPELINE_H
+#define GALV_PIPELINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster.h"
+
+#define GV_PIPE_MAX_STAGES 256
+
+typedef enum { GV_SCHED_GPIPE = 0, GV_SCHED_1F1B = 1 } gv_schedule;
+
+/* One stage's cost: groups [first, last) on a sub-mesh of nodes x per_node
+ * devices with microbatch count B (the microbatch is batch / B). */
+typedef struct {
+  int64_t ns;           /* forward + backward (training) or forward time of one microbatch */
+  int64_t state_bytes;  /* per device: weights (+ grads + optimizer states in training) */
+  int64_t act_bytes;    /* per device: activations one in-flight microbatch keeps */
+  int64_t once_ns;      /* per step, not per microbatch (gradient sync); reported, not in the DP */
+  bool feasible;        /* the range can run on this sub-mesh at all */
+  char desc[48];        /* intra-op choice, e.g. "dp=2,tp=4" */
+} gv_stage_cost;
+
+typedef int (*gv_stage_cost_fn)(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B,
+                                gv_stage_cost *out);
+
+typedef struct {
+  int ngroups;
+  const uint64_t *sig;   /* per group block signature (cache key); NULL: every group distinct */
+  const gv_cluster *cluster;
+  int64_t devices;       /* devices to use (all of them): <= cluster's */
+  const int *mb_choices; /* microbatch counts to try */
+  int nmb;
+  gv_schedule schedule;
+  int64_t mem_limit;     /* bytes per device; 0: cluster memory */
+  int stages;            /* 0: choose; else exactly this many */
+  gv_stage_cost_fn cost;
+  void *ctx;
+} gv_pipe_problem;
+
+typedef struct {
+  int nstages, B;
+  int first[GV_PIPE_MAX_STAGES + 1];          /* stage i covers groups [first[i], first[i+1]) */
+  int64_t nodes[GV_PIPE_MAX_STAGES], per_node[GV_PIPE_MAX_STAGES];
+  gv_stage_cost cost[GV_PIPE_MAX_STAGES];
+  int64_t inflight[GV_PIPE_MAX_STAGES];
+  int64_t step_ns, max_ns, sum_ns;
+  int64_t solves;       /* calls of the cost callback (cache misses) */
+  int64_t lookups;      /* stage costs the DP asked for */
+  int64_t tmax_tried;
+  double seconds;
+} gv_pipe_plan;
+
+/* Solves p. Returns 0; 1 when no partition fits (one error line says the
+ * smallest memory a stage needed); -1 after an error line (bad input). */
+int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out);
+
+/* Per-group figures for the analytic stage cost below (from the IR: FLOPs
+ * of the group's forward ops, parameter bytes, activation bytes kept for
+ * backward, bytes leaving the group; all for the global batch). */
+typedef struct {
+  int64_t flops, param_bytes, act_bytes, out_bytes;
+} gv_group_stats;
+typedef struct {
+  const gv_group_stats *g;
+  int ngroups;
+  int64_t batch;        /* global batch (rows): a microbatch is batch / B */
+  bool training;        /* fwd + bwd (3x FLOPs) and 16 bytes per parameter word */
+  int dtype_bytes;      /* 2 (bf16) or 4 */
+  const gv_cluster *cluster;
+} gv_analytic_ctx;
+/* A gv_stage_cost_fn: the best of the intra-op presets on the sub-mesh
+ * (tp over 1, 2, 4 ... devices inside a node, dp over the rest; the
+ * microbatch must split over dp): compute on the roofline peak, Megatron's
+ * 2 all-reduces forward (+2 backward) of the group's output per group under
+ * tp, gradient all-reduce over dp once per step; activations / tp. */
+int gv_stage_cost_analytic(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out);
+
+/* Writes the plan as text ("stage 0: groups 0-11 on 2x8 (dp=2,tp=8): ...") */
+void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file);
+
+#endif
