@@ -15,6 +15,7 @@
 #include "../frontend/onnx_import.h"
 #include "../ir/ir.h"
 #include "../passes/passes.h"
+#include "../passes/plan_sharding.h"
 #include "../planner/cost.h"
 
 #ifndef GALV_VERSION
@@ -59,7 +60,12 @@ static void usage(FILE *f) {
           "  --gpus-per-node K        devices per node (default: all in one node)\n"
           "  --mesh dp=2,tp=4         the logical mesh: 1 to 3 named axes multiplying to --gpus\n"
           "                           (default: one axis named after --strategy, or dp)\n"
-          "  --strategy dp|tp|zero|dp,tp  sharding presets (docs/sharding.md)\n"
+          "  --strategy dp|tp|zero|dp,tp|auto  sharding presets (docs/sharding.md); auto (the default with\n"
+          "                           --gpus > 1): the planner searches (docs/planner.md)\n"
+          "  --plan FILE              reuse a saved plan.json; --plan-out FILE writes it (default: -o DIR/plan.json)\n"
+          "  --plan-only              stop after planning (with --no-weights: shapes only, for big models)\n"
+          "  --memory-limit BYTES     memory per device for the planner (default: the cluster's)\n"
+          "  --plan-search exhaustive realise every plan of the space (the exact optimum, small models)\n"
           "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line\n"
           "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"
@@ -225,7 +231,7 @@ int main(int argc, char **argv) {
   gv_cuda_options cuda = {.arch = "sm_90"};
   const char *mesh_spec = NULL;
   const char *cluster_spec = NULL;
-  int report_cost = 0;
+  int report_cost = 0, plan_only = 0;
   gv_import_options opt = {.batch = 1, .seq = 128, .load_weights = true};
   gv_input_shape shapes[64];
   int nshapes = 0;
@@ -260,6 +266,20 @@ int main(int argc, char **argv) {
       gv_pipe_opts.quiet = false;
     } else if (TAKES("--strategy")) {
       gv_shard_opts.strategy = val;
+    } else if (TAKES("--plan")) {
+      gv_plan_opts.plan_in = val;
+    } else if (TAKES("--plan-out")) {
+      gv_plan_opts.plan_out = val;
+    } else if (strcmp(a, "--plan-only") == 0) {
+      plan_only = 1;
+    } else if (TAKES("--memory-limit")) {
+      if (parse_pos_int("--memory-limit", val, &gv_plan_opts.memory_limit)) return 2;
+    } else if (TAKES("--plan-search")) {
+      if (strcmp(val, "exhaustive") && strcmp(val, "dp")) {
+        gv_error_plain("--plan-search %s: expected dp or exhaustive", val);
+        return 2;
+      }
+      gv_plan_opts.exhaustive = strcmp(val, "exhaustive") == 0;
     } else if (TAKES("--sharding")) {
       gv_shard_opts.file = val;
     } else if (TAKES("--batch")) {
@@ -373,6 +393,19 @@ int main(int argc, char **argv) {
     gv_error_plain("--dump-ir-after=%s: no such pass (see galvc --help)", dump_after);
     return 2;
   }
+  /* --strategy auto (the default with --gpus > 1 and nothing pinned) and
+   * --plan run the planner (plan-sharding) before propagate-sharding. */
+  if (gv_shard_opts.strategy && strcmp(gv_shard_opts.strategy, "auto") == 0) gv_shard_opts.strategy = NULL, gv_plan_opts.active = true;
+  if (!gv_shard_opts.strategy && !gv_shard_opts.file && (gpus > 1 || gv_plan_opts.plan_in)) gv_plan_opts.active = true;
+  if (gv_plan_opts.plan_in) gv_plan_opts.active = true;
+  if (plan_only && !gv_plan_opts.active) {
+    gv_error_plain("--plan-only needs the planner (--gpus > 1 without --strategy / --sharding, or --plan)");
+    return 2;
+  }
+  if (gv_plan_opts.active && (gv_shard_opts.strategy || gv_shard_opts.file)) {
+    gv_error_plain("--plan / --strategy auto do not combine with --strategy %s or --sharding", gv_shard_opts.strategy ? gv_shard_opts.strategy : "");
+    return 2;
+  }
   /* The mesh: --mesh, or one axis for the strategy. */
   const char *axn[3];
   int64_t axs[3];
@@ -432,7 +465,23 @@ int main(int argc, char **argv) {
     return 2;
   }
   gv_cluster cluster;
-  if ((cluster_spec || report_cost) && gv_cluster_load(cluster_spec ? cluster_spec : "cpu-local", &cluster)) return 2;
+  if ((cluster_spec || report_cost || gv_plan_opts.active) && gv_cluster_load(cluster_spec ? cluster_spec : "cpu-local", &cluster))
+    return 2;
+  /* Nodes of the cluster's kind as many as the devices need (--gpus-per-node overrides the node size). */
+  if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
+  if (gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
+  gv_plan_opts.cluster = &cluster;
+  gv_plan_opts.devices = gpus;
+  gv_plan_opts.mesh_fixed = mesh_spec != NULL;
+  gv_plan_opts.quiet = quiet && !plan_only;
+  static char planpath[4096];
+  if (gv_plan_opts.active && !gv_plan_opts.plan_out) {
+    if (out && is_dir_arg(out)) {
+      ensure_dir(out);
+      snprintf(planpath, sizeof planpath, "%s%splan.json", out, out[strlen(out) - 1] == '/' ? "" : "/");
+    } else snprintf(planpath, sizeof planpath, "plan.json");
+    gv_plan_opts.plan_out = planpath;
+  }
   gv_shard_opts.quiet = quiet;
   opt.shapes = shapes;
   opt.nshapes = nshapes;
@@ -457,6 +506,12 @@ int main(int argc, char **argv) {
   for (int i = 0; !rc && i < npasses; i++) {
     const gv_pass *p = gv_pass_lookup(passes[i]);
     double t = now();
+    if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
+      if (gv_pass_plan_sharding(m)) { rc = 1; break; }
+      if (!quiet) fprintf(stderr, "galvc: %-15s %6d ops (%.3f s)\n", "plan-sharding", count_ops(m->main->body), now() - t);
+      if (plan_only) break;
+      t = now();
+    }
     if (p->run(m)) { rc = 1; break; }
     if (verify_each && gv_verify(m)) { rc = 1; break; }
     if (stats) print_stats(m, p->name);
@@ -466,6 +521,10 @@ int main(int argc, char **argv) {
       rc = dump(m, dump_dir, i + 1, p->name);
   }
   (void)dumpn;
+  if (plan_only) {
+    gv_module_free(m);
+    return rc;
+  }
   if (!rc && gv_verify(m)) rc = 1;
   if (!rc && report_cost) gv_cost_report(&cluster, m, stdout);
   if (!rc && program) {

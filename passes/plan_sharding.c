@@ -1,0 +1,890 @@
+/* plan_sharding.c — `plan-sharding`: the intra-operator planner (issue 6,
+ * docs/planner.md).
+ *
+ * Decision variables. Ops that follow an operand (elementwise, reshape,
+ * transpose, reductions, attention) carry no choice of their own: they are
+ * merged into the parameters that drive them, and propagate-sharding gives
+ * them their shardings. What remains is, per plan: the mesh shape, the
+ * axes that split the batch (dmask), the layers' Megatron axis (t_layer:
+ * column-parallel / row-parallel dots as the tp preset finds them), the
+ * vocab-parallel axis of embedding and head (t_outer), and per unit (the
+ * outer part, then each layer, grouped by the layer index in parameter
+ * names: repeated blocks) whether it is ZeRO-3 sharded over the batch axes.
+ *
+ * Costs. A candidate is realised: the module is cloned, the plan pinned,
+ * and propagate-sharding, spmd-partition, fuse and memory-plan run on the
+ * clone; every op's time (planner/cost.h: roofline, alpha-beta collectives
+ * per mesh axis) is attributed to the unit its ONNX node belongs to. Costs
+ * are integer ns, so ties are exact. ZeRO of one unit changes no
+ * activation sharding, so unit costs are independent of the other units'
+ * ZeRO choices: two realisations per (mesh, dmask, t_layer, t_outer)
+ * (ZeRO on even / on odd units) give every unit's time and state memory
+ * under both choices, and the exact minimum over the 2^units ZeRO patterns
+ * within the memory limit is a knapsack solved by DP over memory (granule
+ * limit / 100000, sizes rounded up: conservative). The chosen plan is
+ * realised once more: its time and memory are the reported ones (and must
+ * fit; if not, the budget shrinks by the excess and the DP runs again).
+ *
+ * The cost model stays data this pass reads (planner/cost.c, the cluster
+ * JSON); no cost constant lives here.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "plan_sharding.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../planner/cost.h"
+#include "../planner/json.h"
+#include "passes.h"
+
+gv_plan_options gv_plan_opts;
+
+enum { ROLE_NONE = 0, ROLE_COL, ROLE_ROW, ROLE_VOCAB, ROLE_HEAD };
+
+typedef struct {
+  const gv_module *m;
+  const gv_cluster *c;
+  int nargs;
+  int *unit;      /* per arg */
+  int *role;      /* per arg (params) */
+  int *tpdim;     /* per arg: the dim the tp / vocab axis splits, -1 */
+  int *param_of;  /* per arg: a state's parameter arg, -1 */
+  int64_t *lidx;  /* sorted distinct layer indices */
+  int nl;
+  bool train;
+  bool outer_roles, layer_roles;
+  int64_t limit;
+  int64_t realised;
+} ctx;
+
+/* ---------------------------------------------------------------- units */
+
+/* The first all-digit component of a name split at '/', '.', ':'. */
+static int64_t first_index(const char *s) {
+  if (!s) return -1;
+  const char *p = s;
+  while (*p) {
+    const char *e = p;
+    while (*e && *e != '/' && *e != '.' && *e != ':') e++;
+    if (e > p && e - p < 12) {
+      bool dig = true;
+      for (const char *q = p; q < e; q++) dig &= *q >= '0' && *q <= '9';
+      if (dig) return strtoll(p, NULL, 10);
+    }
+    p = *e ? e + 1 : e;
+  }
+  return -1;
+}
+
+static int unit_of(const ctx *C, const char *s) {
+  int64_t k = first_index(s);
+  if (k < 0) return 0;
+  int lo = 0, hi = C->nl - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (C->lidx[mid] == k) return mid + 1;
+    if (C->lidx[mid] < k) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return 0;
+}
+
+static int cmp64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* ---------------------------------------------------------------- roles (as the tp preset finds them) */
+
+static bool is_param(const gv_module *m, const gv_value *v) {
+  const gv_func *f = m->main;
+  return v && !v->def && v->block == f->body && f->arg_is_param && f->arg_is_param[v->index];
+}
+
+static bool is_activation(const gv_op *op) {
+  switch (op->code) {
+  case GV_OP_GELU: case GV_OP_RELU: case GV_OP_SILU: case GV_OP_TANH: case GV_OP_SIGMOID: case GV_OP_ERF: return true;
+  default: return false;
+  }
+}
+
+static bool is_column(const gv_module *m, const gv_op *op) {
+  if (op->code != GV_OP_DOT || !is_param(m, op->opnds[1])) return false;
+  const gv_value *v = op->res[0];
+  for (int pass = 0; pass < 2; pass++) {
+    const gv_value *next = NULL;
+    for (const gv_op *u = op->next; u; u = u->next)
+      for (int i = 0; i < u->nopnds; i++) {
+        if (u->opnds[i] != v) continue;
+        if (is_activation(u) || u->code == GV_OP_SPLIT) return true;
+        if (u->code == GV_OP_RESHAPE && u->res[0]->type.rank > v->type.rank) return true;
+        if (u->code == GV_OP_MUL) {
+          const gv_value *o = u->opnds[1 - i];
+          if (o->def && is_activation(o->def)) return true;
+        }
+        if (u->code == GV_OP_ADD && is_param(m, u->opnds[1 - i])) next = u->res[0];
+      }
+    if (!next) break;
+    v = next;
+  }
+  return false;
+}
+
+static bool from_column(const gv_module *m, const gv_value *v, int depth) {
+  if (!v || !v->def || depth > 48) return false;
+  const gv_op *d = v->def;
+  if (d->code == GV_OP_LAYER_NORM || d->code == GV_OP_RMS_NORM) return false;
+  if (d->code == GV_OP_DOT && is_param(m, d->opnds[1])) return is_column(m, d);
+  for (int i = 0; i < d->nopnds; i++)
+    if (from_column(m, d->opnds[i], depth + 1)) return true;
+  return false;
+}
+
+static int rhs_dim(const gv_op *op, bool contracting) {
+  const int64_t *rc, *rb;
+  int nrc = gv_get_ints(op, "rhs_contract", &rc), nrb = gv_get_ints(op, "rhs_batch", &rb);
+  const gv_type *t = &op->opnds[1]->type;
+  for (int d = 0; d < t->rank; d++) {
+    bool c = false, b = false;
+    for (int k = 0; k < nrc; k++) c |= rc[k] == d;
+    for (int k = 0; k < nrb; k++) b |= rb[k] == d;
+    if (!b && c == contracting) return d;
+  }
+  return -1;
+}
+
+static void ctx_free(ctx *C) {
+  free(C->unit);
+  free(C->role);
+  free(C->tpdim);
+  free(C->param_of);
+  free(C->lidx);
+}
+
+static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t limit) {
+  memset(C, 0, sizeof *C);
+  const gv_func *f = m->main;
+  int n = f->body->nargs;
+  C->m = m;
+  C->c = c;
+  C->nargs = n;
+  C->limit = limit ? limit : c->memory_bytes;
+  C->unit = calloc((size_t)n + 1, sizeof *C->unit);
+  C->role = calloc((size_t)n + 1, sizeof *C->role);
+  C->tpdim = calloc((size_t)n + 1, sizeof *C->tpdim);
+  C->param_of = calloc((size_t)n + 1, sizeof *C->param_of);
+  C->lidx = calloc((size_t)n + 1, sizeof *C->lidx);
+  if (!C->unit || !C->role || !C->tpdim || !C->param_of || !C->lidx) {
+    ctx_free(C);
+    return gv_error(m, "out of memory");
+  }
+  C->train = f->arg_is_state != NULL;
+  for (int i = 0; i < n; i++) {
+    C->tpdim[i] = C->param_of[i] = -1;
+    int64_t k = f->arg_is_param && f->arg_is_param[i] ? first_index(f->arg_names ? f->arg_names[i] : NULL) : -1;
+    if (k >= 0) C->lidx[C->nl++] = k;
+  }
+  qsort(C->lidx, (size_t)C->nl, sizeof *C->lidx, cmp64);
+  int u = 0;
+  for (int i = 0; i < C->nl; i++)
+    if (!u || C->lidx[u - 1] != C->lidx[i]) C->lidx[u++] = C->lidx[i];
+  C->nl = u;
+  if (C->nl + 1 > GV_PLAN_MAX_UNITS) {
+    ctx_free(C);
+    return gv_error(m, "planner: %d layers exceed the limit of %d", C->nl, GV_PLAN_MAX_UNITS - 1);
+  }
+  for (int i = 0; i < n; i++) {
+    const char *nm = f->arg_names ? f->arg_names[i] : NULL;
+    bool param = f->arg_is_param && f->arg_is_param[i];
+    bool state = f->arg_is_state && f->arg_is_state[i];
+    if (param || state) C->unit[i] = unit_of(C, nm);
+    if (state && nm) {
+      const char *colon = strchr(nm, ':');
+      for (int j = 0; colon && j < n; j++)
+        if (f->arg_is_param[j] && f->arg_names[j] && strcmp(f->arg_names[j], colon + 1) == 0 &&
+            f->body->args[j]->type.rank == f->body->args[i]->type.rank)
+          C->param_of[i] = j;
+    }
+  }
+  /* roles: the first dot / gather that uses each parameter (forward order) */
+  for (const gv_op *op = f->body->first; op; op = op->next) {
+    if (op->code == GV_OP_GATHER && is_param(m, op->opnds[0])) {
+      int a = op->opnds[0]->index;
+      if (!C->role[a] && gv_get_int(op, "axis", 0) == 0 && op->opnds[0]->type.rank == 2 && C->unit[a] == 0)
+        C->role[a] = ROLE_VOCAB, C->tpdim[a] = 0;
+      else if (!C->role[a]) C->role[a] = -1;
+    }
+    if (op->code != GV_OP_DOT || !is_param(m, op->opnds[1])) continue;
+    int a = op->opnds[1]->index;
+    if (C->role[a]) continue;
+    C->role[a] = -1;
+    if (C->unit[a] == 0) C->role[a] = ROLE_HEAD, C->tpdim[a] = rhs_dim(op, false);
+    else if (is_column(m, op)) C->role[a] = ROLE_COL, C->tpdim[a] = rhs_dim(op, false);
+    else if (from_column(m, op->opnds[0], 0)) C->role[a] = ROLE_ROW, C->tpdim[a] = rhs_dim(op, true);
+  }
+  for (int i = 0; i < n; i++) {
+    if (C->role[i] < 0) C->role[i] = ROLE_NONE;
+    if (C->role[i] && C->tpdim[i] >= 0) {
+      if (C->unit[i]) C->layer_roles = true;
+      else C->outer_roles = true;
+    }
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- pins */
+
+static gv_mesh *set_mesh(gv_module *m, const gv_plan *p) {
+  if (!m->nmeshes) {
+    const char *names[GV_MAX_MESH_AXES];
+    for (int a = 0; a < p->naxes; a++) names[a] = p->axis[a];
+    return gv_module_add_mesh(m, "m", p->naxes, names, p->size);
+  }
+  gv_mesh *mesh = m->meshes[0];
+  mesh->naxes = p->naxes;
+  for (int a = 0; a < p->naxes; a++) {
+    mesh->axis[a] = gv_strdup(m->arena, p->axis[a]);
+    mesh->size[a] = p->size[a];
+  }
+  return mesh;
+}
+
+static int64_t dprod(const gv_plan *p) {
+  int64_t d = 1;
+  for (int a = 0; a < p->naxes; a++)
+    if (p->dmask & (1u << a)) d *= p->size[a];
+  return d;
+}
+
+/* Pins the plan's argument shardings onto m (a clone or the module itself).
+ * Returns 0, or 1 when the plan does not apply (a batch the batch axes do
+ * not divide). */
+static int pin_plan(gv_module *m, const ctx *C, const gv_plan *p) {
+  gv_func *f = m->main;
+  int n = f->body->nargs;
+  const gv_mesh *mesh = set_mesh(m, p);
+  if (!mesh) return -1;
+  if (!f->arg_sharding) {
+    int cap = f->cap_args > n ? f->cap_args : n;
+    f->arg_sharding = gv_alloc(m->arena, (size_t)cap * sizeof *f->arg_sharding);
+  }
+  for (int i = 0; i < n; i++) f->arg_sharding[i] = NULL;
+  int64_t dp = dprod(p);
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < n; i++) {
+      const gv_value *v = f->body->args[i];
+      bool param = f->arg_is_param && f->arg_is_param[i];
+      bool state = f->arg_is_state && f->arg_is_state[i];
+      if (pass == 0 && !param && !state) {
+        if (!p->dmask || v->type.rank < 1 || v->type.dims[0] == 1) continue;
+        if (v->type.dims[0] <= 0 || v->type.dims[0] % dp) return 1;
+        gv_sharding *s = gv_sharding_new(m, mesh, v->type.rank);
+        for (int a = 0; a < p->naxes; a++)
+          if (p->dmask & (1u << a)) s->axes[0][s->naxes[0]++] = (uint8_t)a;
+        f->arg_sharding[i] = s;
+      } else if (pass == 0 && param) {
+        int u = C->unit[i];
+        int t = u ? p->t_layer : p->t_outer;
+        int d = C->tpdim[i];
+        bool tp = t >= 0 && C->role[i] && d >= 0 && v->type.dims[d] % p->size[t] == 0;
+        bool z = p->zero[u] && p->dmask && C->train;
+        int zd = -1;
+        for (int k = 0; z && k < v->type.rank && zd < 0; k++)
+          if (!(tp && k == d) && v->type.dims[k] > 0 && v->type.dims[k] % dp == 0) zd = k;
+        if (!tp && zd < 0) continue;
+        gv_sharding *s = gv_sharding_new(m, mesh, v->type.rank);
+        if (tp) s->axes[d][s->naxes[d]++] = (uint8_t)t;
+        for (int a = 0; zd >= 0 && a < p->naxes; a++)
+          if (p->dmask & (1u << a)) s->axes[zd][s->naxes[zd]++] = (uint8_t)a;
+        f->arg_sharding[i] = s;
+      } else if (pass == 1 && state && C->param_of[i] >= 0 && f->arg_sharding[C->param_of[i]]) {
+        const gv_sharding *ps = f->arg_sharding[C->param_of[i]];
+        bool same = ps->rank == v->type.rank;
+        for (int k = 0; same && k < v->type.rank; k++) same = v->type.dims[k] == f->body->args[C->param_of[i]]->type.dims[k];
+        if (same) f->arg_sharding[i] = ps;
+      }
+    }
+  return 0;
+}
+
+int gv_plan_apply(gv_module *m, const gv_plan *plan) {
+  ctx C;
+  if (ctx_init(&C, m, gv_plan_opts.cluster, 0)) return -1;
+  int rc = 0;
+  if (plan->nunits != C.nl + 1) rc = gv_error(m, "plan: it has %d units, the model %d (outer + %d layers)", plan->nunits, C.nl + 1, C.nl);
+  else {
+    rc = pin_plan(m, &C, plan);
+    if (rc > 0) rc = gv_error(m, "plan: the batch does not divide into %lld shards over the plan's batch axes", (long long)dprod(plan));
+  }
+  ctx_free(&C);
+  return rc ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- realisation */
+
+static int quiet_begin(void) {
+  fflush(stderr);
+  int fd = dup(2), nul = open("/dev/null", O_WRONLY);
+  if (fd >= 0 && nul >= 0) dup2(nul, 2);
+  if (nul >= 0) close(nul);
+  return fd;
+}
+
+static void quiet_end(int fd) {
+  if (fd < 0) return;
+  fflush(stderr);
+  dup2(fd, 2);
+  close(fd);
+}
+
+static gv_module *clone_module(const gv_module *m) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  gv_print_module(m, f);
+  fclose(f);
+  gv_module *c = gv_parse_module(buf, len, m->source);
+  free(buf);
+  return c;
+}
+
+static int coll_index(int code) {
+  switch (code) {
+  case GV_OP_ALL_REDUCE: return 0;
+  case GV_OP_ALL_GATHER: return 1;
+  case GV_OP_REDUCE_SCATTER: return 2;
+  case GV_OP_ALL_TO_ALL: return 3;
+  default: return -1;
+  }
+}
+
+/* Realises p on a clone of C->m. unit_ns / unit_state (nunits each, may be
+ * NULL) get the time and the state memory (parameters, gradients, optimizer
+ * state) attributed to each unit. Returns 0, 1 when the plan does not
+ * realise (it is then no candidate), -1 on an internal error. */
+static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
+  memset(out, 0, sizeof *out);
+  gv_module *m = clone_module(C->m);
+  if (!m) return -1;
+  C->realised++;
+  int rc = pin_plan(m, C, p);
+  gv_shard_options saved = gv_shard_opts;
+  gv_shard_opts.strategy = NULL;
+  gv_shard_opts.file = NULL;
+  gv_shard_opts.quiet = true;
+  int fd = quiet_begin();
+  if (!rc) rc = gv_pass_propagate_sharding(m) ? 1 : 0;
+  if (!rc) rc = gv_pass_spmd_partition(m) ? 1 : 0;
+  if (!rc) rc = gv_pass_fuse(m) ? 1 : 0;
+  if (!rc) rc = gv_pass_memory_plan(m) ? 1 : 0;
+  quiet_end(fd);
+  gv_shard_opts = saved;
+  if (rc) {
+    gv_module_free(m);
+    return rc < 0 ? -1 : 1;
+  }
+  if (unit_ns) memset(unit_ns, 0, (size_t)p->nunits * sizeof *unit_ns);
+  if (unit_state) memset(unit_state, 0, (size_t)p->nunits * sizeof *unit_state);
+  const gv_func *f = m->main;
+  for (const gv_op *op = f->body->first; op; op = op->next) {
+    int ci = coll_index(op->code);
+    int64_t ns;
+    if (ci >= 0) {
+      ns = gv_cost_collective_op(C->c, m, op);
+      if (ns < 0) ns = 0;
+      out->comm_ns += ns;
+      out->coll_count[ci]++;
+      out->coll_bytes[ci] += gv_get_int(op, "bytes", 0);
+    } else {
+      gv_op_cost oc;
+      if (gv_cost_op(C->c, op, NULL, NULL, &oc)) continue;
+      ns = oc.ns;
+      out->compute_ns += ns;
+    }
+    if (unit_ns) unit_ns[unit_of(C, op->loc)] += ns;
+  }
+  out->step_ns = out->compute_ns + out->comm_ns;
+  gv_mem mem;
+  gv_cost_memory(m, &mem);
+  out->mem_params = mem.params;
+  out->mem_grads = mem.grads;
+  out->mem_optimizer = mem.optimizer;
+  out->mem_activations = mem.total - mem.params - mem.optimizer - mem.grads;
+  out->mem_total = mem.total;
+  for (int i = 0; unit_state && i < f->body->nargs; i++) {
+    const gv_type *t = &f->body->args[i]->type;
+    int64_t b = (int64_t)gv_dtype_size(t->dtype);
+    for (int k = 0; k < t->rank; k++) b *= t->dims[k] > 0 ? t->dims[k] : 0;
+    bool param = f->arg_is_param && f->arg_is_param[i];
+    bool state = f->arg_is_state && f->arg_is_state[i];
+    if (param) unit_state[C->unit[i]] += C->train ? 2 * b : b;
+    else if (state) unit_state[C->unit[i]] += b;
+  }
+  gv_module_free(m);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- search */
+
+static void name_axes(gv_plan *p, const gv_mesh *fixed) {
+  int ndp = 0;
+  for (int a = 0; a < p->naxes; a++) {
+    if (fixed) snprintf(p->axis[a], sizeof p->axis[a], "%s", fixed->axis[a]);
+    else if (p->dmask & (1u << a)) {
+      if (ndp) snprintf(p->axis[a], sizeof p->axis[a], "dp%d", ndp);
+      else snprintf(p->axis[a], sizeof p->axis[a], "dp");
+      ndp++;
+    }
+    else if (a == p->t_layer) snprintf(p->axis[a], sizeof p->axis[a], "tp");
+    else if (a == p->t_outer) snprintf(p->axis[a], sizeof p->axis[a], "vp");
+    else snprintf(p->axis[a], sizeof p->axis[a], "r%d", a);
+  }
+}
+
+typedef struct {
+  gv_plan best;
+  gv_plan_cost best_cost;
+  int64_t best_pred;
+  bool found;
+  int64_t min_mem;  /* the smallest memory any realised plan needs */
+  gv_plan min_mem_plan;
+} search;
+
+/* Exact minimum of sum ns[u][z_u] with sum st[u][z_u] + rest <= limit. */
+static int64_t knapsack(int nu, int64_t (*ns)[2], int64_t (*st)[2], int nz, int64_t cap, uint8_t *zero) {
+  if (cap < 0) return -1;
+  int64_t g = cap / 100000 + 1;
+  int64_t C = cap / g;
+  int64_t *f = malloc((size_t)(C + 1) * sizeof *f), *h = malloc((size_t)(C + 1) * sizeof *h);
+  uint8_t *ch = malloc((size_t)nu * (size_t)(C + 1));
+  if (!f || !h || !ch) {
+    free(f), free(h), free(ch);
+    return -2;
+  }
+  for (int64_t c = 0; c <= C; c++) f[c] = 0;
+  for (int u = 0; u < nu; u++) {
+    int64_t w[2] = {(st[u][0] + g - 1) / g, (st[u][1] + g - 1) / g};
+    for (int64_t c = 0; c <= C; c++) {
+      int64_t bv = INT64_MAX;
+      uint8_t bz = 0;
+      for (int z = 0; z < nz; z++)
+        if (w[z] <= c && f[c - w[z]] != INT64_MAX && f[c - w[z]] + ns[u][z] < bv) bv = f[c - w[z]] + ns[u][z], bz = (uint8_t)z;
+      h[c] = bv;
+      ch[(size_t)u * (size_t)(C + 1) + (size_t)c] = bz;
+    }
+    memcpy(f, h, (size_t)(C + 1) * sizeof *f);
+  }
+  int64_t best = f[C];
+  if (best != INT64_MAX) {
+    int64_t c = C;
+    for (int u = nu - 1; u >= 0; u--) {
+      uint8_t z = ch[(size_t)u * (size_t)(C + 1) + (size_t)c];
+      zero[u] = z;
+      c -= (st[u][z] + g - 1) / g;
+    }
+  } else best = -1;
+  free(f), free(h), free(ch);
+  return best;
+}
+
+static void consider(search *S, const gv_plan *p, const gv_plan_cost *pc, int64_t pred, int64_t limit) {
+  if (pc->mem_total < S->min_mem || S->min_mem < 0) S->min_mem = pc->mem_total, S->min_mem_plan = *p;
+  if (pc->mem_total > limit) return;
+  if (!S->found || pc->step_ns < S->best_cost.step_ns) {
+    S->found = true;
+    S->best = *p;
+    S->best_cost = *pc;
+    S->best_pred = pred;
+  }
+}
+
+/* One (mesh, dmask, t_layer, t_outer) combination. */
+static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
+  int nu = p->nunits;
+  bool can_zero = C->train && p->dmask;
+  gv_plan_cost pc;
+  if (exhaustive) {
+    if (can_zero && nu > 16) return gv_error(C->m, "planner: exhaustive search over %d units is too large", nu);
+    int64_t npat = can_zero ? (int64_t)1 << nu : 1;
+    for (int64_t pat = 0; pat < npat; pat++) {
+      for (int u = 0; u < nu; u++) p->zero[u] = (uint8_t)((pat >> u) & 1);
+      int r = realise(C, p, &pc, NULL, NULL);
+      if (r < 0) return -1;
+      if (r > 0) return 0;
+      consider(S, p, &pc, pc.step_ns, C->limit);
+    }
+    return 0;
+  }
+  int64_t(*ns)[2] = calloc((size_t)nu, sizeof *ns);
+  int64_t(*st)[2] = calloc((size_t)nu, sizeof *st);
+  int64_t *uns = calloc((size_t)nu, sizeof *uns), *ust = calloc((size_t)nu, sizeof *ust);
+  int rc = 0;
+  if (!ns || !st || !uns || !ust) rc = gv_error(C->m, "out of memory");
+  int64_t rest = INT64_MIN;
+  for (int r = 0; !rc && r < (can_zero ? 2 : 1); r++) {
+    for (int u = 0; u < nu; u++) p->zero[u] = can_zero && (u % 2 == r % 2 ? 1 : 0) ? 1 : 0;
+    int q = realise(C, p, &pc, uns, ust);
+    if (q) {
+      rc = q < 0 ? -1 : 1;
+      break;
+    }
+    int64_t sum = 0;
+    for (int u = 0; u < nu; u++) {
+      ns[u][p->zero[u]] = uns[u];
+      st[u][p->zero[u]] = ust[u];
+      if (!can_zero) ns[u][1] = uns[u], st[u][1] = ust[u];
+      sum += ust[u];
+    }
+    if (pc.mem_total - sum > rest) rest = pc.mem_total - sum;
+    if (!can_zero) consider(S, p, &pc, pc.step_ns, C->limit);
+  }
+  if (!rc && can_zero) {
+    int64_t budget = C->limit - rest;
+    for (int tries = 0; tries < 6; tries++) {
+      int64_t pred = knapsack(nu, ns, st, 2, budget, p->zero);
+      if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
+      if (pred < 0) {
+        /* nothing fits: all-ZeRO is the least memory; record it for the error */
+        for (int u = 0; u < nu; u++) p->zero[u] = 1;
+        int q = realise(C, p, &pc, NULL, NULL);
+        if (q < 0) rc = -1;
+        else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
+        break;
+      }
+      int q = realise(C, p, &pc, NULL, NULL);
+      if (q) { rc = q < 0 ? -1 : 0; break; }
+      consider(S, p, &pc, pred, C->limit);
+      if (pc.mem_total <= C->limit) break;
+      budget -= pc.mem_total - C->limit;
+    }
+  }
+  /* Unit costs are nearly but not exactly independent (fusion and
+   * propagation see neighbouring units' local shapes): the uniform
+   * patterns are realised too, and the best realised plan wins. */
+  for (int zall = 0; !rc && can_zero && zall < 2; zall++) {
+    for (int u = 0; u < nu; u++) p->zero[u] = (uint8_t)zall;
+    int q = realise(C, p, &pc, NULL, NULL);
+    if (q < 0) rc = -1;
+    else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
+  }
+  free(ns), free(st), free(uns), free(ust);
+  return rc < 0 ? -1 : 0;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaustive, search *S) {
+  memset(S, 0, sizeof *S);
+  S->min_mem = -1;
+  int64_t shapes[64][2];
+  int nsh = 0;
+  if (fixed) {
+    nsh = 1;
+  } else {
+    shapes[nsh][0] = devices, shapes[nsh++][1] = 0;
+    for (int64_t a = 2; a < devices && nsh < 64; a++)
+      if (devices % a == 0) shapes[nsh][0] = a, shapes[nsh++][1] = devices / a;
+  }
+  for (int s = 0; s < nsh; s++) {
+    gv_plan p;
+    memset(&p, 0, sizeof p);
+    p.nunits = C->nl + 1;
+    if (fixed) {
+      p.naxes = fixed->naxes;
+      for (int a = 0; a < p.naxes; a++) p.size[a] = fixed->size[a];
+    } else {
+      p.naxes = shapes[s][1] ? 2 : 1;
+      p.size[0] = shapes[s][0];
+      p.size[1] = shapes[s][1];
+    }
+    unsigned all = (1u << p.naxes) - 1;
+    for (unsigned dm = 0; dm <= all; dm++)
+      for (int tl = -1; tl < p.naxes; tl++)
+        for (int to = -1; to < p.naxes; to++) {
+          if ((tl >= 0 && (dm & (1u << tl))) || (to >= 0 && (dm & (1u << to)))) continue;
+          if (tl >= 0 && !C->layer_roles) continue;
+          if (to >= 0 && !C->outer_roles) continue;
+          unsigned used = dm | (tl >= 0 ? 1u << tl : 0) | (to >= 0 ? 1u << to : 0);
+          bool size1 = false;
+          for (int a = 0; a < p.naxes; a++) size1 |= p.size[a] == 1;
+          if (used != all && !size1) continue; /* an idle axis only replicates */
+          if (p.naxes > 1 && dm == all && !fixed) continue; /* = the 1-D batch split over all devices */
+          p.dmask = dm;
+          p.t_layer = tl;
+          p.t_outer = to;
+          name_axes(&p, fixed);
+          if (solve_combo(C, &p, S, exhaustive)) return -1;
+        }
+  }
+  return 0;
+}
+
+int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape, int naxes, const gv_cluster *c,
+                  int64_t memory_limit, gv_plan *plan, gv_plan_cost *cost) {
+  double t0 = now_s();
+  ctx C;
+  if (!c) return gv_error(m, "planner: no cluster model");
+  if (ctx_init(&C, m, c, memory_limit)) return -1;
+  gv_mesh fixed = {.name = "m", .naxes = naxes};
+  static const char *const names[GV_MAX_MESH_AXES] = {"a0", "a1", "a2"};
+  for (int a = 0; mesh_shape && a < naxes && a < GV_MAX_MESH_AXES; a++) fixed.axis[a] = names[a], fixed.size[a] = mesh_shape[a];
+  search S;
+  int rc = search_all(&C, devices, mesh_shape && naxes ? &fixed : NULL, false, &S);
+  if (!rc) {
+    if (S.found) *plan = S.best, *cost = S.best_cost;
+    else {
+      memset(cost, 0, sizeof *cost);
+      cost->mem_total = S.min_mem;
+      if (S.min_mem >= 0) *plan = S.min_mem_plan;
+      rc = 1;
+    }
+    cost->plan_seconds = now_s() - t0;
+    cost->candidates = C.realised;
+  }
+  ctx_free(&C);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- report, plan.json */
+
+void gv_plan_unit_str(const gv_plan *p, int u, char *buf, size_t n) {
+  size_t k = 0;
+  buf[0] = 0;
+  if (p->dmask) {
+    k += (size_t)snprintf(buf + k, n - k, "dp(");
+    int first = 1;
+    for (int a = 0; a < p->naxes && k < n; a++)
+      if (p->dmask & (1u << a)) k += (size_t)snprintf(buf + k, n - k, "%s%s", first ? "" : ",", p->axis[a]), first = 0;
+    if (k < n) k += (size_t)snprintf(buf + k, n - k, ")");
+  }
+  int t = u ? p->t_layer : p->t_outer;
+  if (t >= 0 && k < n) k += (size_t)snprintf(buf + k, n - k, "%s%s(%s)", k ? "+" : "", u ? "tp" : "vocab-parallel", p->axis[t]);
+  if (p->zero[u] && p->dmask && k < n) k += (size_t)snprintf(buf + k, n - k, "+zero");
+  if (!k) snprintf(buf, n, "replicated");
+}
+
+static const char *const coll_names[4] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
+
+static void axes_desc(const gv_plan *p, const gv_cluster *c, char *buf, size_t n) {
+  size_t k = 0;
+  int64_t stride = 1;
+  for (int a = p->naxes - 1; a >= 0; a--) stride *= p->size[a];
+  int64_t s = 1;
+  char parts[GV_MAX_MESH_AXES][64];
+  for (int a = p->naxes - 1; a >= 0; a--) {
+    bool inside = s * p->size[a] <= c->devices_per_node;
+    snprintf(parts[a], sizeof parts[a], "%s=%lld%s", p->axis[a], (long long)p->size[a],
+             p->size[a] == 1 ? "" : inside ? " (inside a node)" : " (across nodes)");
+    s *= p->size[a];
+  }
+  (void)stride;
+  buf[0] = 0;
+  for (int a = 0; a < p->naxes && k < n; a++) k += (size_t)snprintf(buf + k, n - k, "%s%s", a ? " x " : "", parts[a]);
+}
+
+static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c, int64_t limit, int64_t pred, FILE *f) {
+  char b[256];
+  axes_desc(p, c, b, sizeof b);
+  fprintf(f, "plan: mesh %s on %s (%lld per node); %lld candidate programs realised in %.3f s\n", b, c->name,
+          (long long)c->devices_per_node, (long long)pc->candidates, pc->plan_seconds);
+  for (int u = 0; u < p->nunits;) {
+    int v = u + 1;
+    char s1[128], s2[128];
+    gv_plan_unit_str(p, u, s1, sizeof s1);
+    while (u && v < p->nunits) {
+      gv_plan_unit_str(p, v, s2, sizeof s2);
+      if (strcmp(s1, s2)) break;
+      v++;
+    }
+    if (!u) fprintf(f, "plan:   embedding/head: %s\n", s1);
+    else if (v - u == 1) fprintf(f, "plan:   layer %d: %s\n", u - 1, s1);
+    else fprintf(f, "plan:   layers %d-%d: %s\n", u - 1, v - 2, s1);
+    u = v;
+  }
+  fprintf(f, "plan: predicted step %.3f ms = compute %.3f + communication %.3f (search's prediction %.3f)\n",
+          pc->step_ns / 1e6, pc->compute_ns / 1e6, pc->comm_ns / 1e6, pred / 1e6);
+  fprintf(f, "plan: memory per device: parameters %lld, gradients %lld, optimizer %lld, activations %lld, total %lld of %lld bytes\n",
+          (long long)pc->mem_params, (long long)pc->mem_grads, (long long)pc->mem_optimizer, (long long)pc->mem_activations,
+          (long long)pc->mem_total, (long long)limit);
+  fprintf(f, "plan: collectives:");
+  int any = 0;
+  for (int i = 0; i < 4; i++)
+    if (pc->coll_count[i]) fprintf(f, " %s %lld (%lld bytes/device)", coll_names[i], (long long)pc->coll_count[i], (long long)pc->coll_bytes[i]), any = 1;
+  fprintf(f, "%s\n", any ? "" : " none");
+}
+
+static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c, int64_t limit) {
+  FILE *f = fopen(path, "w");
+  if (!f) return gv_error_plain("%s: cannot write the plan", path);
+  fprintf(f, "{\n  \"cluster\": \"%s\",\n  \"devices_per_node\": %lld,\n  \"memory_limit\": %lld,\n", c->name,
+          (long long)c->devices_per_node, (long long)limit);
+  fprintf(f, "  \"mesh\": {\"axes\": [");
+  for (int a = 0; a < p->naxes; a++) fprintf(f, "%s\"%s\"", a ? ", " : "", p->axis[a]);
+  fprintf(f, "], \"shape\": [");
+  for (int a = 0; a < p->naxes; a++) fprintf(f, "%s%lld", a ? ", " : "", (long long)p->size[a]);
+  fprintf(f, "]},\n  \"batch_axes\": [");
+  int first = 1;
+  for (int a = 0; a < p->naxes; a++)
+    if (p->dmask & (1u << a)) fprintf(f, "%s\"%s\"", first ? "" : ", ", p->axis[a]), first = 0;
+  fprintf(f, "],\n  \"tp_axis\": ");
+  if (p->t_layer >= 0) fprintf(f, "\"%s\"", p->axis[p->t_layer]);
+  else fprintf(f, "null");
+  fprintf(f, ",\n  \"vocab_axis\": ");
+  if (p->t_outer >= 0) fprintf(f, "\"%s\"", p->axis[p->t_outer]);
+  else fprintf(f, "null");
+  fprintf(f, ",\n  \"units\": [\n");
+  for (int u = 0; u < p->nunits; u++) {
+    char s[128];
+    gv_plan_unit_str(p, u, s, sizeof s);
+    fprintf(f, "    {\"unit\": \"%s%d\", \"strategy\": \"%s\", \"zero\": %s}%s\n", u ? "layer " : "outer", u ? u - 1 : 0,
+            s, p->zero[u] ? "true" : "false", u + 1 < p->nunits ? "," : "");
+  }
+  fprintf(f, "  ],\n  \"predicted\": {\"step_ns\": %lld, \"compute_ns\": %lld, \"communication_ns\": %lld},\n",
+          (long long)pc->step_ns, (long long)pc->compute_ns, (long long)pc->comm_ns);
+  fprintf(f, "  \"memory_per_device\": {\"parameters\": %lld, \"gradients\": %lld, \"optimizer\": %lld, \"activations\": %lld, \"total\": %lld},\n",
+          (long long)pc->mem_params, (long long)pc->mem_grads, (long long)pc->mem_optimizer, (long long)pc->mem_activations,
+          (long long)pc->mem_total);
+  fprintf(f, "  \"collectives\": {");
+  for (int i = 0; i < 4; i++)
+    fprintf(f, "%s\"%s\": {\"count\": %lld, \"bytes\": %lld}", i ? ", " : "", coll_names[i], (long long)pc->coll_count[i],
+            (long long)pc->coll_bytes[i]);
+  fprintf(f, "},\n  \"planning_seconds\": %.3f,\n  \"candidates\": %lld\n}\n", pc->plan_seconds, (long long)pc->candidates);
+  if (fclose(f)) return gv_error_plain("%s: cannot write the plan", path);
+  return 0;
+}
+
+static int axis_named(const gv_plan *p, const gv_json *v, const char *path, const char *field, int *out) {
+  *out = -1;
+  if (!v || v->kind == GV_JSON_NULL) return 0;
+  if (v->kind == GV_JSON_STRING)
+    for (int a = 0; a < p->naxes; a++)
+      if (strcmp(p->axis[a], v->str) == 0) return *out = a, 0;
+  return gv_error_plain("%s: field '%s': line %d: expected null or a mesh axis name", path, field, v->line);
+}
+
+static int read_plan(const char *path, gv_plan *p, int nunits) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return gv_error_plain("%s: cannot read the plan", path);
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len == cap) {
+      cap = cap ? 2 * cap : 65536;
+      char *nb = realloc(buf, cap);
+      if (!nb) { free(buf); fclose(f); return gv_error_plain("out of memory"); }
+      buf = nb;
+    }
+    size_t r = fread(buf + len, 1, cap - len, f);
+    if (!r) break;
+    len += r;
+  }
+  fclose(f);
+  char err[256];
+  gv_json *root = gv_json_parse(buf, len, err, sizeof err);
+  free(buf);
+  if (!root) return gv_error_plain("%s: not valid JSON: %s", path, err);
+  int rc = 0;
+  memset(p, 0, sizeof *p);
+  const gv_json *mesh = gv_json_get(root, "mesh");
+  const gv_json *ax = gv_json_get(mesh, "axes"), *sh = gv_json_get(mesh, "shape");
+  const gv_json *units = gv_json_get(root, "units");
+  if (!ax || !sh || ax->kind != GV_JSON_ARRAY || sh->kind != GV_JSON_ARRAY || ax->n != sh->n || ax->n < 1 || ax->n > GV_MAX_MESH_AXES)
+    rc = gv_error_plain("%s: field 'mesh': expected {\"axes\": [names], \"shape\": [sizes]} of 1 to 3 axes", path);
+  for (int a = 0; !rc && a < ax->n; a++) {
+    if (ax->items[a].kind != GV_JSON_STRING || strlen(ax->items[a].str) >= sizeof p->axis[a] || sh->items[a].kind != GV_JSON_NUMBER ||
+        sh->items[a].num < 1 || sh->items[a].num != (double)(int64_t)sh->items[a].num)
+      rc = gv_error_plain("%s: field 'mesh': line %d: axis %d needs a short name and a positive integer size", path, mesh->line, a);
+    else {
+      snprintf(p->axis[a], sizeof p->axis[a], "%s", ax->items[a].str);
+      p->size[a] = (int64_t)sh->items[a].num;
+    }
+  }
+  if (!rc) p->naxes = ax->n;
+  const gv_json *ba = gv_json_get(root, "batch_axes");
+  if (!rc && (!ba || ba->kind != GV_JSON_ARRAY)) rc = gv_error_plain("%s: field 'batch_axes': expected an array of axis names", path);
+  for (int i = 0; !rc && i < ba->n; i++) {
+    int a;
+    rc = axis_named(p, &ba->items[i], path, "batch_axes", &a);
+    if (!rc && a < 0) rc = gv_error_plain("%s: field 'batch_axes': line %d: not a mesh axis", path, ba->items[i].line);
+    if (!rc) p->dmask |= 1u << a;
+  }
+  if (!rc) rc = axis_named(p, gv_json_get(root, "tp_axis"), path, "tp_axis", &p->t_layer);
+  if (!rc) rc = axis_named(p, gv_json_get(root, "vocab_axis"), path, "vocab_axis", &p->t_outer);
+  if (!rc && (!units || units->kind != GV_JSON_ARRAY)) rc = gv_error_plain("%s: field 'units': expected an array", path);
+  if (!rc && units->n != nunits)
+    rc = gv_error_plain("%s: field 'units': the plan has %d units, the model %d (outer + %d layers)", path, units->n, nunits, nunits - 1);
+  for (int u = 0; !rc && u < units->n; u++) {
+    const gv_json *z = gv_json_get(&units->items[u], "zero");
+    if (!z || z->kind != GV_JSON_BOOL) rc = gv_error_plain("%s: field 'units': line %d: each unit needs \"zero\": true|false", path, units->items[u].line);
+    else p->zero[u] = z->b;
+  }
+  p->nunits = nunits;
+  gv_json_free(root);
+  return rc ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- the pass */
+
+int gv_pass_plan_sharding(gv_module *m) {
+  const gv_plan_options *o = &gv_plan_opts;
+  if (!o->active || !m->main) return 0;
+  if (!o->cluster) return gv_error(m, "planner: no cluster model");
+  for (gv_op *op = m->main->body->first; op; op = op->next)
+    if (op->nregions) return gv_error_op(m, op, "planner: ops with regions (galv.%s) are not supported", gv_ops[op->code].name);
+  double t0 = now_s();
+  ctx C;
+  if (ctx_init(&C, m, o->cluster, o->memory_limit)) return -1;
+  int64_t devices = o->devices > 0 ? o->devices : (m->nmeshes ? gv_mesh_devices(m->meshes[0]) : 1);
+  gv_plan plan;
+  gv_plan_cost pc;
+  int64_t pred = 0;
+  int rc = 0;
+  if (o->plan_in) {
+    rc = read_plan(o->plan_in, &plan, C.nl + 1);
+    int64_t prod = 1;
+    for (int a = 0; !rc && a < plan.naxes; a++) prod *= plan.size[a];
+    if (!rc && prod != devices)
+      rc = gv_error_plain("%s: the plan's mesh has %lld devices, --gpus %lld", o->plan_in, (long long)prod, (long long)devices);
+    if (!rc) {
+      int q = realise(&C, &plan, &pc, NULL, NULL);
+      if (q) rc = q < 0 ? -1 : gv_error_plain("%s: the plan does not apply to this model (a batch or dim it does not divide)", o->plan_in);
+      pred = pc.step_ns;
+    }
+  } else {
+    search S;
+    const gv_mesh *fixed = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL;
+    rc = search_all(&C, devices, fixed, o->exhaustive, &S);
+    if (!rc && !S.found) {
+      char s[128] = "";
+      if (S.min_mem >= 0) gv_plan_unit_str(&S.min_mem_plan, S.min_mem_plan.nunits > 1 ? 1 : 0, s, sizeof s);
+      if (S.min_mem >= 0)
+        rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s); "
+                         "raise --memory-limit or add devices", (long long)C.limit, (long long)devices, (long long)S.min_mem, s);
+      else rc = gv_error(m, "no plan applies on %lld devices (the batch divides over no mesh axes)", (long long)devices);
+    }
+    if (!rc) plan = S.best, pc = S.best_cost, pred = S.best_pred;
+  }
+  if (!rc) {
+    pc.plan_seconds = now_s() - t0;
+    pc.candidates = C.realised;
+    rc = pin_plan(m, &C, &plan);
+    if (rc > 0) rc = gv_error(m, "plan: the batch does not divide over the plan's batch axes");
+  }
+  if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, stderr);
+  if (!rc && o->plan_out) {
+    rc = write_plan(o->plan_out, &plan, &pc, o->cluster, C.limit);
+    if (!rc && !o->quiet) fprintf(stderr, "plan: wrote %s\n", o->plan_out);
+  }
+  ctx_free(&C);
+  return rc ? -1 : 0;
+}

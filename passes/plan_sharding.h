@@ -1,0 +1,78 @@
+/* plan_sharding.h — the intra-operator planner (issue 6, docs/planner.md).
+ *
+ * `plan-sharding` runs before propagate-sharding when the driver asks for
+ * --strategy auto (galvc's default with --gpus > 1) or --plan FILE. It
+ * chooses the mesh shape, which mesh axes split the batch (data parallel),
+ * which axis each layer uses for Megatron tensor parallelism, whether the
+ * embedding / head are vocab-parallel, and per layer whether parameters and
+ * optimizer state are ZeRO-sharded, minimising the predicted step time of
+ * the cost model (planner/cost.h) within the memory per device. Its result
+ * is a set of pinned argument shardings that propagate-sharding and
+ * spmd-partition then realise, so the plan runs as chosen. */
+#ifndef GALV_PLAN_SHARDING_H
+#define GALV_PLAN_SHARDING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../ir/ir.h"
+#include "../planner/cluster.h"
+
+#define GV_PLAN_MAX_UNITS 1024
+
+/* One plan: a mesh and the choices the planner makes on it. Unit 0 is the
+ * "outer" part (embedding, final norm, head, loss); units 1..L the layers
+ * (parameters grouped by the layer index in their names, e.g. h.3). */
+typedef struct {
+  int naxes;
+  int64_t size[GV_MAX_MESH_AXES];
+  char axis[GV_MAX_MESH_AXES][16];
+  unsigned dmask;     /* axes splitting the batch (data parallel) */
+  int t_layer;        /* the layers' tensor-parallel axis, -1 none */
+  int t_outer;        /* the embedding / head's vocab-parallel axis, -1 none */
+  int nunits;         /* 1 + layers */
+  uint8_t zero[GV_PLAN_MAX_UNITS]; /* per unit: ZeRO-3 over the dmask axes */
+} gv_plan;
+
+/* What a plan costs, from its realised local program (fuse + memory-plan
+ * applied), in integer ns and bytes per device. */
+typedef struct {
+  int64_t step_ns, compute_ns, comm_ns;
+  int64_t mem_params, mem_grads, mem_optimizer, mem_activations, mem_total;
+  int64_t coll_count[4], coll_bytes[4]; /* all_reduce, all_gather, reduce_scatter, all_to_all */
+  double plan_seconds;                  /* search time */
+  int64_t candidates;                   /* plans realised */
+} gv_plan_cost;
+
+typedef struct {
+  bool active;               /* run the search (or apply plan_in) */
+  const gv_cluster *cluster; /* required when active */
+  int64_t devices;           /* --gpus */
+  int64_t memory_limit;      /* bytes per device; 0: the cluster's memory */
+  bool mesh_fixed;           /* keep the module's mesh shape and names (--mesh) */
+  const char *plan_in;       /* --plan FILE: reuse a saved plan */
+  const char *plan_out;      /* plan.json path; NULL: not written */
+  bool exhaustive;           /* realise every plan of the space (tests: the exact optimum) */
+  bool quiet;                /* no report on stderr */
+} gv_plan_options;
+extern gv_plan_options gv_plan_opts;
+
+int gv_pass_plan_sharding(gv_module *m);
+
+/* The planner as a function (for the pipeline stage DP: call it per stage
+ * with that stage's module). Searches plans of `m` (a global program after
+ * dce / the training passes, before propagate-sharding) on `devices`
+ * devices (mesh_shape/naxes: a fixed mesh shape, or NULL/0 to search the
+ * shapes), for cluster c within memory_limit bytes per device (0: the
+ * cluster's). Fills *plan and *cost; m is not changed. Returns 0, 1 when
+ * no plan fits (cost->mem_total = the smallest memory any plan needs), or
+ * -1 after an error line. */
+int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape, int naxes, const gv_cluster *c,
+                  int64_t memory_limit, gv_plan *plan, gv_plan_cost *cost);
+/* Pins plan's shardings onto m (its mesh becomes the plan's mesh). */
+int gv_plan_apply(gv_module *m, const gv_plan *plan);
+/* Describes unit u's strategy ("dp+tp(tp) zero"). */
+void gv_plan_unit_str(const gv_plan *p, int u, char *buf, size_t n);
+
+#endif
