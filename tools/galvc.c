@@ -465,11 +465,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   gv_cluster cluster;
+  memset(&cluster, 0, sizeof cluster); /* not loaded without --cluster / --report-cost / a plan */
   if ((cluster_spec || report_cost || gv_plan_opts.active) && gv_cluster_load(cluster_spec ? cluster_spec : "cpu-local", &cluster))
     return 2;
   /* Nodes of the cluster's kind as many as the devices need (--gpus-per-node overrides the node size). */
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
-  if (gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
+  if (cluster.devices_per_node > 0 && gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
   gv_plan_opts.cluster = &cluster;
   gv_plan_opts.devices = gpus;
   gv_plan_opts.mesh_fixed = mesh_spec != NULL;
