@@ -75,5 +75,6 @@ typedef struct {
  * group by group). Returns 0, or -1 after one error line. */
 int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out);
 int gv_pass_cluster_layers(gv_module *m); /* passes/cluster_layers.c */
+int gv_pass_stage_split(gv_module *m);    /* passes/stage_split.c */
 
 #endif
