@@ -34,6 +34,7 @@ typedef struct {
   gv_value **vals;
   const gv_sharding **sh; /* per value id */
   bool strict;            /* a tp preset: a head split that does not fit is an error */
+  int64_t ntp;            /* the tp axis size under a tp preset */
   gv_op **made;           /* reshards inserted before consumers, reused for the same target */
   int nmade, capmade;
 } prop;
@@ -174,6 +175,8 @@ static int operand_order(const prop *P, const gv_op *op, int *ord) {
   return n;
 }
 
+static bool fused_split(const gv_op *u, const gv_value *v, int64_t tp);
+
 /* Forward: every operand known (or an unknown function argument, which
  * then follows) -> results. Returns 1 when something changed, -1 on error. */
 static int forward(prop *P, gv_op *op) {
@@ -208,7 +211,8 @@ static int forward(prop *P, gv_op *op) {
     if (first) part = s->partial, first = false;
     if (s->partial != part || !s->partial) allpart = false;
     for (int d = 0; d < s->rank; d++) {
-      if (!dim_to_factors(&r, 0, i, d, s, &fa) && P->strict && op->code == GV_OP_RESHAPE) {
+      if (!dim_to_factors(&r, 0, i, d, s, &fa) && P->strict && op->code == GV_OP_RESHAPE &&
+          !fused_split(op, op->opnds[i], P->ntp)) {
         const gv_type *x = &op->opnds[i]->type;
         char b[128];
         gv_type_str(&op->res[0]->type, b, sizeof b);
@@ -239,6 +243,10 @@ static int backward(prop *P, gv_op *op) {
     if (!P->sh[op->res[i]->id]) return 0;
   gv_shard_rule r;
   bool none = gv_shard_rule_of(op, &r) != 0;
+  /* an op with no rule (cross_entropy, ...) gathers whatever it gets: it
+   * does not make its operands replicated (that would undo the batch split
+   * of everything before the loss); they come from elsewhere or default */
+  if (none) return 0;
   fax fa;
   memset(&fa, 0, sizeof fa);
   for (int i = 0; !none && i < op->nres; i++) {
@@ -492,7 +500,7 @@ static int preset_pins(prop *P, const char *strategy) {
     }
   }
   if (tp && has_axis(P->mesh, "tp")) {
-    int64_t ntp = P->mesh->size[gv_mesh_axis(P->mesh, "tp", 2)];
+    int64_t ntp = P->ntp = P->mesh->size[gv_mesh_axis(P->mesh, "tp", 2)];
     for (gv_op *op = f->body->first; op; op = op->next) {
       if (op->code == GV_OP_GATHER && is_param(P->m, op->opnds[0]) && gv_get_int(op, "axis", 0) == 0 &&
           op->opnds[0]->type.rank == 2)
@@ -516,6 +524,7 @@ static int file_pins(prop *P, const char *path) {
   gv_func *f = P->m->main;
   while (!rc && fgets(line, sizeof line, fp)) {
     ln++;
+    line[strcspn(line, "\r\n")] = 0; /* errors quote the line: one line */
     char *s = line;
     while (*s == ' ' || *s == '\t') s++;
     if (*s == '#' || *s == '\n' || !*s) continue;

@@ -27,4 +27,20 @@ check 1 "sharding file names 'no_such_value', which is no value of the model" "$
 # 3 heads of 4, tp 2 divides the 12-wide projection but not the heads
 check 1 "the tensor-parallel degree must divide the head count" "$B/galv-opt" --strategy=tp --passes=propagate-sharding "$SRC/tests/lit/shard-heads-indivisible.mlir"
 check 1 "input 'input_ids' has batch dim of size 2, which does not divide into 4 shards (mesh axes dp)" "$B/galvc" "$M" --gpus 4 --strategy dp --batch 2 --seq 8 -q --emit=ir -o "$T/o.mlir"
+# grouped-query heads: 4 query heads but 2 key/value heads; tp 4 divides the
+# query heads, not the kv heads (the k/v projection's head split)
+if python3 "$SRC/examples/make_model.py" llama -o "$T/gqa.onnx" --heads 4 --kv-heads 2 --no-verify >/dev/null 2>&1; then
+  check 1 "(Reshape): sharding: dim 2 (size 32) split 4 ways does not fit the reshape to tensor<2x8x2x16xf32>; the tensor-parallel degree must divide the head count" \
+    "$B/galvc" "$T/gqa.onnx" --gpus 4 --strategy tp --batch 2 --seq 8 -q --emit=ir -o "$T/o.mlir"
+  check 1 "(Reshape): sharding: dim 2 (size 32) split 4 ways does not fit the reshape" \
+    "$B/galvc" "$T/gqa.onnx" --gpus 8 --mesh dp=2,tp=4 --strategy dp,tp --batch 2 --seq 8 -q --train --emit=ir -o "$T/o.mlir"
+else
+  echo "FAIL: make_model.py llama"; fail=1
+fi
+# the mesh's axes multiply to --gpus; a sharding file's axis and divisibility
+check 2 "does not divide 4 devices" "$B/galvc" "$M" --gpus 4 --mesh dp=3 -q
+printf 'input_ids [{"pp"}, {}]\n' >"$T/sh2.txt"
+check 1 "bad or repeated mesh axis" "$B/galvc" "$M" --gpus 2 --sharding "$T/sh2.txt" --batch 2 --seq 8 -q --emit=ir -o "$T/o.mlir"
+printf 'input_ids [{"dp"}, {}]\n' >"$T/sh3.txt"
+check 1 "'input_ids' dim 0 of size 3 is not divisible into 2 shards" "$B/galvc" "$M" --gpus 2 --sharding "$T/sh3.txt" --batch 3 --seq 8 -q --emit=ir -o "$T/o.mlir"
 exit $fail
