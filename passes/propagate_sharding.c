@@ -245,8 +245,11 @@ static int backward(prop *P, gv_op *op) {
   bool none = gv_shard_rule_of(op, &r) != 0;
   /* an op with no rule (cross_entropy, ...) gathers whatever it gets: it
    * does not make its operands replicated (that would undo the batch split
-   * of everything before the loss); they come from elsewhere or default */
-  if (none) return 0;
+   * of everything before the loss); they come from elsewhere or default.
+   * The return of an inference function still asks for replicated results
+   * (outputs are whole); a training step's results are the loss and
+   * updates, which take their arguments' shardings when materialised. */
+  if (none && (op->code != GV_OP_RETURN || P->m->main->res_updates)) return 0;
   fax fa;
   memset(&fa, 0, sizeof fa);
   for (int i = 0; !none && i < op->nres; i++) {
