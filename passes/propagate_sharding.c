@@ -514,6 +514,16 @@ static int preset_pins(prop *P, const char *strategy) {
         pin(P, op->opnds[1], split_dim(P, op->opnds[1], rhs_free_dim(op, true), "tp"));
     }
   }
+  /* optimizer state "opt.X:PARAM" is split like its parameter (else the
+   * updated state would be gathered at the end of every step) */
+  for (int i = 0; f->arg_is_state && i < f->body->nargs; i++) {
+    const char *nm = f->arg_names[i], *c = nm && !strncmp(nm, "opt.", 4) ? strchr(nm, ':') : NULL;
+    if (!c || P->sh[f->body->args[i]->id]) continue;
+    for (int j = 0; j < f->body->nargs; j++)
+      if (f->arg_is_param[j] && f->arg_names[j] && !strcmp(f->arg_names[j], c + 1) && P->sh[f->body->args[j]->id] &&
+          f->body->args[j]->type.rank == f->body->args[i]->type.rank)
+        P->sh[f->body->args[i]->id] = P->sh[f->body->args[j]->id];
+  }
   return 0;
 }
 

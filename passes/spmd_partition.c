@@ -20,12 +20,71 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The collective table grouped per layer (printed after the total). */
+enum { MAX_GROUPS = 256, NKIND = 4 };
+typedef struct {
+  char key[48];
+  int n[3];           /* forward, backward (/grad), optimizer */
+  int64_t bytes[3];
+  int kind[NKIND];    /* all_reduce, all_gather, reduce_scatter, all_to_all */
+} layer_group;
+
 typedef struct {
   gv_module *m;
   const gv_mesh *mesh;
   int64_t total;
   int ncoll;
+  layer_group g[MAX_GROUPS];
+  int ng;
 } spmd;
+
+/* The layer of a location: its first segment NAME.N or NAME/N (separated
+ * by '/' or '.'), printed as NAME.N: "/transformer/h.0/attn/..." and the
+ * optimizer's "optimizer/adamw/transformer.h.0.ln_1.weight" are both h.0,
+ * "/blocks/0/mlp/..." is blocks.0. Elsewhere (embeddings, final norm, head,
+ * loss, outputs): "other". */
+static void layer_key(const char *loc, char *key, size_t n) {
+  snprintf(key, n, "other");
+  if (!loc) return;
+  for (const char *p = loc; *p; p++) {
+    if (p != loc && p[-1] != '/' && p[-1] != '.') continue;
+    const char *q = p;
+    while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' || (q > p && *q >= '0' && *q <= '9')) q++;
+    if (q == p || (*q != '.' && *q != '/')) continue;
+    const char *d = q + 1, *e = d;
+    while (*e >= '0' && *e <= '9') e++;
+    if (e == d || (*e && *e != '/' && *e != '.')) continue;
+    snprintf(key, n, "%.*s.%.*s", (int)(q - p) > 30 ? 30 : (int)(q - p), p, (int)(e - d) > 10 ? 10 : (int)(e - d), d);
+    return;
+  }
+}
+
+static void count_layer(spmd *S, gv_opcode code, int64_t bytes, const char *loc) {
+  char key[48];
+  layer_key(loc, key, sizeof key);
+  int phase = loc && !strncmp(loc, "optimizer", 9) ? 2 : loc && strstr(loc, "/grad") ? 1 : 0;
+  int k = code == GV_OP_ALL_REDUCE ? 0 : code == GV_OP_ALL_GATHER ? 1 : code == GV_OP_REDUCE_SCATTER ? 2 : 3;
+  int i = 0;
+  while (i < S->ng && strcmp(S->g[i].key, key)) i++;
+  if (i == S->ng) {
+    if (S->ng == MAX_GROUPS) i = MAX_GROUPS - 1, snprintf(S->g[i].key, sizeof S->g[i].key, "(more)");
+    else memset(&S->g[i], 0, sizeof S->g[i]), snprintf(S->g[i].key, sizeof S->g[i].key, "%s", key), S->ng++;
+  }
+  S->g[i].n[phase]++;
+  S->g[i].bytes[phase] += bytes;
+  S->g[i].kind[k]++;
+}
+
+static void print_layers(const spmd *S) {
+  fprintf(stderr, "galvc: spmd: per layer       forward: n      bytes   backward: n      bytes  optimizer: n      bytes  "
+                  "kinds (all_reduce/all_gather/reduce_scatter/all_to_all)\n");
+  for (int i = 0; i < S->ng; i++) {
+    const layer_group *g = &S->g[i];
+    fprintf(stderr, "galvc: spmd:   %-20s %4d %10lld         %4d %10lld          %4d %10lld  %d/%d/%d/%d\n", g->key, g->n[0],
+            (long long)g->bytes[0], g->n[1], (long long)g->bytes[1], g->n[2], (long long)g->bytes[2], g->kind[0], g->kind[1],
+            g->kind[2], g->kind[3]);
+  }
+}
 
 static const char *vname(const gv_value *v, char *buf, size_t n) {
   if (v->name && *v->name) snprintf(buf, n, "'%s'", v->name);
@@ -93,7 +152,7 @@ static gv_value *coll(spmd *S, gv_opcode code, gv_value *x, unsigned axes, int d
     for (int k = 0; k < n; k++) snprintf(ax + strlen(ax), sizeof ax - strlen(ax), "%s%s", k ? "," : "", names[k]);
     fprintf(stderr, "galvc: spmd: %-15s %-8s %-28s %12lld  %s\n", gv_ops[code].name, ax, ts, (long long)bytes, pos->loc);
   }
-  if (code != GV_OP_SHARD_SLICE) S->ncoll++;
+  if (code != GV_OP_SHARD_SLICE) S->ncoll++, count_layer(S, code, bytes, pos->loc);
   S->total += bytes;
   return o->res[0];
 }
@@ -243,7 +302,10 @@ static int lower_gather(spmd *S, gv_op *op, const gv_sharding *ts) {
 int gv_pass_spmd_partition(gv_module *m) {
   if (!m->nmeshes || !m->main) return 0;
   gv_func *f = m->main;
-  spmd S = {.m = m, .mesh = m->meshes[0]};
+  static spmd S; /* the layer table is large: not on the stack */
+  memset(&S, 0, sizeof S);
+  S.m = m;
+  S.mesh = m->meshes[0];
   for (int i = 0; i < f->body->nargs; i++) {
     gv_value *v = f->body->args[i];
     gv_type t;
@@ -278,5 +340,6 @@ int gv_pass_spmd_partition(gv_module *m) {
   if (!gv_shard_opts.quiet)
     fprintf(stderr, "galvc: spmd: %d collectives, %lld bytes/device in total (mesh %s, %lld devices)\n", S.ncoll,
             (long long)S.total, S.mesh->name, (long long)gv_mesh_devices(S.mesh));
+  if (!gv_shard_opts.quiet && S.ncoll) print_layers(&S);
   return 0;
 }

@@ -19,7 +19,7 @@ fi
 export GALV_COMM_SYNC=1 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
 export MPIRUN="mpirun -x GALV_COMM_SYNC -x OPENBLAS_NUM_THREADS"
 MODELS=${GALV_SPMD_MODELS:-gpt2 llama bert vit}
-CASES=${GALV_SPMD_CASES:-2:dp 2:tp 2:zero 4:dp 4:tp 4:dp,tp}
+CASES=${GALV_SPMD_CASES:-2:dp 2:tp 2:zero 4:dp 4:tp 4:zero 4:dp,tp 8:dp,tp}
 pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
