@@ -239,6 +239,19 @@ extern const int galv_nstate;
 extern const int64_t galv_state_bytes;
 extern const int64_t galv_param_bytes;       /* bytes of the parameter part of the state buffer */
 int galv_train_main(int argc, char **argv);
+/* A device target's step (runtime/cuda/train_cuda.cu sets it before
+ * galv_train_main; NULL on the CPU): begin() copies the host state buffer
+ * to the device once (after a checkpoint load); step() takes the step's
+ * inputs from the host arena (at their offsets), runs the step, applies
+ * the galv_state updates on the device and returns the loss; fetch()
+ * copies the device state back into the host buffer (before checkpoints
+ * and -o). Batches, steps and checkpoint I/O stay in train.c. */
+typedef struct {
+  void (*begin)(const char *weights, const char *state);
+  double (*step)(const char *arena);
+  void (*fetch)(char *state);
+} galv_train_device;
+extern const galv_train_device *galv_train_dev;
 
 /* ---- I/O (runtime/io.c) */
 typedef struct {

@@ -42,6 +42,8 @@
 
 void openblas_set_num_threads(int n);
 
+const galv_train_device *galv_train_dev; /* NULL: the CPU target */
+
 static const char MAGIC[8] = {'G', 'A', 'L', 'V', 'C', 'K', 'P', 'T'};
 enum { CKPT_VERSION = 1 };
 
@@ -257,6 +259,7 @@ int galv_train_main(int argc, char **argv) {
   memset(state, 0, sbytes);
   memcpy(state, weights, (size_t)galv_param_bytes);
   int64_t done = load ? load_checkpoint(load, state) : 0;
+  if (galv_train_dev) galv_train_dev->begin(weights, state);
 
   /* batches */
   batch *in = calloc((size_t)galv_ninputs + 1, sizeof *in);
@@ -293,16 +296,22 @@ int galv_train_main(int argc, char **argv) {
       int64_t gb = galv_spmd_global_io(d, &galv_input_split[i]).nbytes;
       galv_spmd_load_input(i, arena + d->offset, (const char *)in[i].t.data + (done % in[i].nbatch) * gb); /* this rank's block */
     }
-    galv_program_run(arena, weights, state);
-    const char *lp = lo->in_weights == 2 ? state + lo->offset : arena + lo->offset;
-    double loss = lo->dtype == GALV_F64 ? *(const double *)lp : *(const float *)lp;
+    double loss;
+    if (galv_train_dev) {
+      loss = galv_train_dev->step(arena);
+    } else {
+      galv_program_run(arena, weights, state);
+      const char *lp = lo->in_weights == 2 ? state + lo->offset : arena + lo->offset;
+      loss = lo->dtype == GALV_F64 ? *(const double *)lp : *(const float *)lp;
+    }
     printf("step %lld loss %.9g\n", (long long)done, loss);
-    for (int i = 0; i < galv_nstate; i++)
+    for (int i = 0; i < galv_nstate && !galv_train_dev; i++)
       if (galv_state[i].update_from >= 0)
         memcpy(state + galv_state[i].offset, arena + galv_state[i].update_from, (size_t)galv_state[i].nbytes);
     GALV_POISON(arena, abytes);
   }
   galv_spmd_check_bytes(comm_stats, steps); /* before gathering (which communicates) */
+  if (galv_train_dev && (save || outdir)) galv_train_dev->fetch(state);
   fflush(stdout);
   if (save) save_checkpoint(save, state, done);
   int writer = galv_spmd_rank() == 0;

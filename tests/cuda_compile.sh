@@ -8,6 +8,9 @@
 #   - every example family (helper-built gpt2 / bert / llama / vit / t5,
 #     inference) goes through galvc --target cuda (gpt2 also --precision
 #     bf16) and its program.cu links against the library,
+#   - every example family's training step (--train, fp32: the training
+#     kernels of kernels_grad.cu, runtime/train.c's driver with the device
+#     step of train_cuda.cu) compiles and links too,
 # all with nvcc for sm_90 and -Werror on the host side. The generated program
 # run without a GPU must say so in one line. Usage: cuda_compile.sh BUILD_DIR
 set -euo pipefail
@@ -30,11 +33,15 @@ fail=0
 nvcc "${NVF[@]}" -c -o "$T/lib/kernels.o" "$RT/cuda/kernels.cu" &
 nvcc "${NVF[@]}" -c -o "$T/lib/context.o" "$RT/cuda/context.cu" &
 wait
-nvcc "${NVF[@]}" -c -o "$T/lib/main_cuda.o" "$RT/cuda/main_cuda.cu" &
-cc -O2 -std=gnu11 -Wall -Wextra -Werror -c -o "$T/lib/io.o" "$RT/io.c" && cc -O2 -std=gnu11 -Wall -Wextra -Werror -c -o "$T/lib/npy.o" "$RT/npy.c" &
+nvcc "${NVF[@]}" -c -o "$T/lib/kernels_grad.o" "$RT/cuda/kernels_grad.cu" &
+nvcc "${NVF[@]}" -c -o "$T/lib/train_cuda.o" "$RT/cuda/train_cuda.cu" &
 wait
-ar rcs "$T/lib/libgalv_cuda_kernels.a" "$T/lib/kernels.o" "$T/lib/context.o" "$T/lib/io.o" "$T/lib/npy.o"
-ar rcs "$T/lib/libgalv_cuda.a" "$T/lib/main_cuda.o" "$T/lib/kernels.o" "$T/lib/context.o" "$T/lib/io.o" "$T/lib/npy.o"
+nvcc "${NVF[@]}" -c -o "$T/lib/main_cuda.o" "$RT/cuda/main_cuda.cu" &
+( for c in io npy train spmd comm_single; do cc -O2 -std=gnu11 -Wall -Wextra -Werror -c -o "$T/lib/$c.o" "$RT/$c.c" || exit 1; done ) &
+wait
+KOBJ=("$T/lib/kernels.o" "$T/lib/kernels_grad.o" "$T/lib/context.o" "$T/lib/io.o" "$T/lib/npy.o")
+ar rcs "$T/lib/libgalv_cuda_kernels.a" "${KOBJ[@]}"
+ar rcs "$T/lib/libgalv_cuda.a" "$T/lib/main_cuda.o" "$T/lib/train_cuda.o" "${KOBJ[@]}" "$T/lib/train.o" "$T/lib/spmd.o" "$T/lib/comm_single.o"
 echo "✓ runtime library ($(($(date +%s) - t0)) s)"
 
 # ---- kernel lab
@@ -83,6 +90,24 @@ for fam in gpt2 bert llama vit t5; do
     fi
   done
 done
+
+# ---- every example model's training step (galvc --train: cross_entropy, AdamW; fp32)
+for fam in gpt2 llama bert vit t5; do
+  d=$T/${fam}_train
+  if "$BUILD/galvc" "$T/$fam.onnx" --batch 2 --seq 16 --train --target cuda --no-build -q -o "$d/" &&
+     make -s -C "$d" GALV_CU_LIB="$T/lib/libgalv_cuda.a" NVFLAGS="${NVF[*]}" >"$d.log" 2>&1; then
+    echo "✓ $fam (training): $(grep -c '^  GALV_CU_PROF' "$d/program.cu") kernel calls, $(grep -c 'galv_cu_gather_grad\|galv_cu_scatter_strided\|galv_cu_cross_entropy\|galv_cu_conv_grad' "$d/program.cu") training kernels, $(grep -c '^  {' <(sed -n '/galv_state\[\]/,/^};/p' "$d/program.cu")) state tensors"
+  else
+    echo "✗ $fam (training)"; cat "$d.log" 2>/dev/null; fail=1
+  fi
+done
+if "$BUILD/galvc" "$T/gpt2.onnx" --batch 2 --seq 16 --train --target cuda --precision bf16 --no-build -q -o "$T/tr_bf16/" 2>"$T/tr_bf16.err"; then
+  echo "✗ --train --precision bf16 was accepted"; fail=1
+elif grep -q "bf16 is not supported by the cuda target" "$T/tr_bf16.err"; then
+  echo "✓ --train --precision bf16 refused in one line"
+else
+  echo "✗ --train --precision bf16: $(cat "$T/tr_bf16.err")"; fail=1
+fi
 
 # ---- no GPU here: the program says so in one line, exit 1
 if ! nvidia-smi >/dev/null 2>&1; then

@@ -27,7 +27,7 @@
 
 typedef struct {
   const gv_value *v;
-  int in_weights; /* 1: weights, 0: arena */
+  int in_weights; /* 1: weights, 0: arena, 2: state buffer (training) */
   int64_t off, nbytes;
 } loc;
 
@@ -42,7 +42,8 @@ typedef struct {
   loc *L;
   int nv;
   bool bf16;
-  int64_t pbytes, wbytes, scratch, flops;
+  bool train;          /* a training step: parameters and galv.state args live in the state buffer */
+  int64_t pbytes, wbytes, sbytes, scratch, flops;
   attn_chain *att;
   int natt;
 } emitter;
@@ -56,7 +57,7 @@ static const char *dt_of(emitter *e) { return e->bf16 ? "GALV_BF16" : "GALV_F32"
 
 static void ptr(emitter *e, const gv_value *v, int64_t extra, char *buf, size_t n) {
   const loc *l = L(e, v);
-  snprintf(buf, n, "%s(%lld)", l->in_weights ? "W" : "A", (long long)(l->off + extra));
+  snprintf(buf, n, "%s(%lld)", l->in_weights == 2 ? "S" : l->in_weights ? "W" : "A", (long long)(l->off + extra));
 }
 
 static void dims_lit(FILE *f, int rank, const int64_t *d) {
@@ -122,11 +123,38 @@ static int need_f32(emitter *e, const gv_op *op) {
   return 0;
 }
 
+/* f32 operands except operand skip (indices / labels); f32 result */
+static int need_f32_but(emitter *e, const gv_op *op, int skip) {
+  for (int i = 0; i < op->nopnds; i++)
+    if (i != skip && op->opnds[i]->type.dtype != GV_DT_F32)
+      return gv_error_op(e->m, op, "cuda codegen: galv.%s on %s is not supported (f32 only)", gv_ops[op->code].name,
+                         gv_dtype_name(op->opnds[i]->type.dtype));
+  if (op->res[0]->type.dtype != GV_DT_F32)
+    return gv_error_op(e->m, op, "cuda codegen: galv.%s with a %s result is not supported (f32 only)", gv_ops[op->code].name,
+                       gv_dtype_name(op->res[0]->type.dtype));
+  return 0;
+}
+
 /* ---------------------------------------------------------------- locations */
+
+/* The argument that result v updates in place (galv.arena in_place), or -1. */
+static int in_place_arg(const gv_func *fn, const gv_op *ar, const gv_value *v) {
+  const gv_op *ret = gv_block_terminator(fn->body);
+  const int64_t *ip;
+  int nip = gv_get_ints(ar, "in_place", &ip);
+  if (!ret || !fn->res_updates || nip != ret->nopnds) return -1;
+  for (int i = 0; i < nip; i++)
+    if (ip[i] && ret->opnds[i] == v) return fn->res_updates[i];
+  return -1;
+}
 
 /* Where every top-level value lives: the layout the CPU emitter wrote into
  * weights.bin (parameters in argument order, then constants in schedule
- * order, 64-byte aligned) and the arena offsets of the memory plan. */
+ * order, 64-byte aligned) and the arena offsets of the memory plan. A
+ * training step (the same rules as codegen/cpu/emit.c): parameters live in
+ * the state buffer at their weights.bin offsets, optimizer state arguments
+ * after them, and an update planned in place (offset -1) at its argument's
+ * slot. */
 static int locate(emitter *e) {
   gv_module *m = e->m;
   gv_func *fn = m->main;
@@ -145,9 +173,12 @@ static int locate(emitter *e) {
     v->id = e->nv;
     loc *l = &e->L[e->nv++];
     *l = (loc){v, 0, argoff[i], nbytes_of(&v->type)};
-    if (fn->arg_is_param[i]) l->in_weights = 1, l->off = w, w = align64(w + l->nbytes);
+    if (fn->arg_is_param[i]) l->in_weights = e->train ? 2 : 1, l->off = w, w = align64(w + l->nbytes);
+    else if (e->train && fn->arg_is_state && fn->arg_is_state[i]) l->in_weights = 2;
   }
-  e->pbytes = w;
+  e->pbytes = e->sbytes = w;
+  for (int i = 0; i < body->nargs; i++)
+    if (e->L[i].in_weights == 2 && !fn->arg_is_param[i]) e->L[i].off = e->sbytes, e->sbytes = align64(e->sbytes + e->L[i].nbytes);
   for (const gv_op *op = body->first; op; op = op->next) {
     if (op->code == GV_OP_CONSTANT) {
       gv_value *v = op->res[0];
@@ -163,7 +194,14 @@ static int locate(emitter *e) {
       v->id = e->nv;
       loc *l = &e->L[e->nv++];
       *l = (loc){v, 0, offs[i], nbytes_of(&v->type)};
-      if (gv_ops[op->code].flags & GV_VIEW) l->in_weights = L(e, op->opnds[0])->in_weights, l->off = L(e, op->opnds[0])->off;
+      int a = offs[i] == -1 && e->train && !(gv_ops[op->code].flags & GV_VIEW) ? in_place_arg(fn, ar, v) : -1;
+      if (a >= 0) {
+        if (e->L[a].in_weights != 2 || e->L[a].nbytes != l->nbytes)
+          return gv_error_op(m, op, "cuda codegen: memory plan error: an in-place update does not match its argument");
+        l->in_weights = 2, l->off = e->L[a].off;
+      } else if (gv_ops[op->code].flags & GV_VIEW) {
+        l->in_weights = L(e, op->opnds[0])->in_weights, l->off = L(e, op->opnds[0])->off;
+      }
     }
   }
   e->wbytes = w;
@@ -506,6 +544,85 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
             (long long)N, (double)gv_get_float(op, "epsilon", 1e-5f), op->code == GV_OP_RMS_NORM);
     return 0;
   }
+  case GV_OP_GATHER_GRAD: {
+    if (need_f32_but(e, op, 1)) return -1;
+    gv_dtype it = op->opnds[1]->type.dtype;
+    if (it != GV_DT_I64 && it != GV_DT_I32)
+      return gv_error_op(m, op, "cuda codegen: gather_grad indices of dtype %s are not supported", gv_dtype_name(it));
+    ax = (int)gv_get_int(op, "axis", 0);
+    int ir = op->opnds[1]->type.rank;
+    if (ax < 0 || ax >= o->rank || x->rank != o->rank + ir - 1)
+      return gv_error_op(m, op, "cuda codegen: gather_grad axis or ranks do not fit");
+    fprintf(f, "  galv_cu_gather_grad((float *)%s, (const float *)%s, %s, %d, %lld, %lld, %lld, %lld, %d);\n", p[op->nopnds],
+            p[0], p[1], it == GV_DT_I64 ? 8 : 4, (long long)gv_type_numel(&op->opnds[1]->type),
+            (long long)prod(o->dims, 0, ax), (long long)o->dims[ax], (long long)prod(o->dims, ax + 1, o->rank), k);
+    return 0;
+  }
+  case GV_OP_SLICE_GRAD: {
+    int64_t start[GV_MAX_RANK], step[GV_MAX_RANK], count[GV_MAX_RANK], s[GV_MAX_RANK], os[GV_MAX_RANK], base = 0;
+    bool aff[GV_MAX_RANK];
+    if (gv_slice_window(m, (gv_op *)op, o, NULL, start, step, count, aff) < 0) return -1;
+    if (x->rank != o->rank) return gv_error_op(m, op, "cuda codegen: slice_grad dy rank differs from the result's");
+    strides_of(o, os);
+    for (int d = 0; d < o->rank; d++) {
+      if (count[d] != x->dims[d]) return gv_error_op(m, op, "cuda codegen: slice_grad dy does not match its window");
+      if (count[d] > 0) base += start[d] * os[d];
+      s[d] = step[d] * os[d];
+    }
+    size_t oes = ses(e, o->dtype);
+    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, x->rank, x->dims);
+    fprintf(f, ", s[] = "), dims_lit(f, x->rank, s);
+    fprintf(f, ";\n    galv_cu_scatter_strided(%s, %lld, %lld, %s, %zu, %d, d, s); }\n", p[op->nopnds],
+            (long long)(gv_type_numel(o) * (int64_t)oes), (long long)base, p[0], oes, gv_type_numel(x) ? x->rank : 0);
+    return 0;
+  }
+  case GV_OP_CROSS_ENTROPY:
+  case GV_OP_CROSS_ENTROPY_GRAD: {
+    int g = op->code == GV_OP_CROSS_ENTROPY_GRAD;
+    const gv_type *lg = &op->opnds[g]->type, *lb = &op->opnds[g + 1]->type;
+    if (need_f32_but(e, op, g + 1)) return -1;
+    if (lb->dtype != GV_DT_I64) return gv_error_op(m, op, "cuda codegen: cross_entropy labels must be i64, got %s", gv_dtype_name(lb->dtype));
+    if (lg->rank < 1) return gv_error_op(m, op, "cuda codegen: cross_entropy logits must have rank >= 1");
+    int64_t C = lg->dims[lg->rank - 1], rows = C ? gv_type_numel(lg) / C : 0;
+    if (rows > INT_MAX) return gv_error_op(m, op, "cuda codegen: cross_entropy over more than 2^31 rows");
+    if ((rows + 2) * 8 > e->scratch) e->scratch = (rows + 2) * 8;
+    long long ign = (long long)gv_get_int(op, "ignore_index", -100);
+    if (g)
+      fprintf(f, "  galv_cu_cross_entropy_grad((float *)%s, (const float *)%s, (const float *)%s, (const int64_t *)%s, %lld, %lld, %lldLL, galv_cu.scratch, %d);\n",
+              p[op->nopnds], p[0], p[1], p[2], (long long)rows, (long long)C, ign, k);
+    else
+      fprintf(f, "  galv_cu_cross_entropy((float *)%s, (const float *)%s, (const int64_t *)%s, %lld, %lld, %lldLL, galv_cu.scratch, %d);\n",
+              p[op->nopnds], p[0], p[1], (long long)rows, (long long)C, ign, k);
+    return 0;
+  }
+  case GV_OP_CONV_GRAD_INPUT:
+  case GV_OP_CONV_GRAD_WEIGHT: {
+    if (need_f32(e, op)) return -1;
+    bool wg = op->code == GV_OP_CONV_GRAD_WEIGHT;
+    const gv_type *dy = &op->opnds[wg ? 1 : 0]->type, *other = &op->opnds[wg ? 0 : 1]->type;
+    const gv_type *cx = wg ? other : o, *cw = wg ? o : other;
+    int R = cx->rank, S = R - 2;
+    if (R < 3 || cw->rank != R || dy->rank != R) return gv_error_op(m, op, "cuda codegen: conv operands must have equal rank >= 3");
+    const int64_t *sv, *pv, *dv;
+    int ns = gv_get_ints(op, "strides", &sv), npd = gv_get_ints(op, "pads", &pv), nd = gv_get_ints(op, "dilations", &dv);
+    int64_t G = gv_get_int(op, "group", 1), st[GV_MAX_RANK], pb[GV_MAX_RANK], dl[GV_MAX_RANK];
+    if (G < 1 || cx->dims[1] != cw->dims[1] * G || cw->dims[0] % G || dy->dims[1] != cw->dims[0] || dy->dims[0] != cx->dims[0])
+      return gv_error_op(m, op, "cuda codegen: conv gradient channel counts do not match");
+    for (int q = 0; q < S; q++) {
+      st[q] = ns == S ? sv[q] : 1;
+      pb[q] = npd == 2 * S ? pv[q] : 0;
+      dl[q] = nd == S ? dv[q] : 1;
+    }
+    fprintf(f, "  { static const galv_conv_desc d = {%d, %lld, %lld, %lld, %lld, ", S, (long long)cx->dims[0],
+            (long long)cx->dims[1], (long long)cw->dims[0], (long long)G);
+    dims_lit(f, S, cx->dims + 2), fputs(", ", f), dims_lit(f, S, cw->dims + 2), fputs(", ", f);
+    dims_lit(f, S, dy->dims + 2), fputs(", ", f), dims_lit(f, S, st), fputs(", ", f), dims_lit(f, S, pb), fputs(", ", f);
+    dims_lit(f, S, dl);
+    if (wg) fprintf(f, "};\n    galv_cu_conv_grad_weight(&d, (const float *)%s, (const float *)%s, (float *)%s); }\n", p[0], p[1], p[2]);
+    else fprintf(f, "};\n    galv_cu_conv_grad_input(&d, (const float *)%s, (const float *)%s, (float *)%s); }\n", p[0], p[1], p[2]);
+    e->flops += 2 * gv_type_numel(dy) * prod(cw->dims, 1, R);
+    return 0;
+  }
   default:
     return gv_error_op(m, op, "cuda codegen: galv.%s is not supported by the cuda target yet%s", gv_ops[op->code].name,
                        op->code == GV_OP_SHAPE || op->code == GV_OP_RANGE || op->code == GV_OP_CONSTANT_OF_SHAPE ||
@@ -642,6 +759,48 @@ static void io_entry(emitter *e, const char *name, const gv_value *v) {
   fprintf(f, ", %d, %lld, %lld},\n", x->in_weights, (long long)x->off, (long long)x->nbytes);
 }
 
+/* The state table of a training step (galv_rt.h galv_state_entry, the same
+ * as the CPU program's: runtime/train.c reads it on both targets) and the
+ * one-rank tables of galv_spmd.h that train.c and spmd.c read. Every
+ * program.cu has them (empty state for inference). */
+static int state_tables(emitter *e, const gv_op *ret) {
+  gv_func *fn = e->m->main;
+  gv_block *body = fn->body;
+  FILE *f = e->f;
+  int n = 0;
+  fprintf(f, "const int galv_training = %d;\nconst galv_state_entry galv_state[] = {\n", e->train);
+  for (int a = 0; e->train && a < body->nargs; a++) {
+    const loc *x = &e->L[a];
+    if (x->in_weights != 2) continue;
+    int64_t from = -1;
+    for (int i = 0; i < ret->nopnds; i++) {
+      if (fn->res_updates[i] != a) continue;
+      const loc *r = L(e, ret->opnds[i]);
+      if (r->in_weights == 2 && r->off == x->off) break; /* written in place */
+      if (r->in_weights != 0)
+        return gv_error_op(e->m, ret, "cuda codegen: the update of '%s' is not in the arena (not supported)", fn->arg_names[a]);
+      from = r->off;
+      break;
+    }
+    fputs("  {", f);
+    cstr(f, fn->arg_names[a] ? fn->arg_names[a] : "");
+    fprintf(f, ", %s, %d, ", rt_dtype(x->v->type.dtype), x->v->type.rank);
+    dims_lit(f, x->v->type.rank, x->v->type.dims);
+    fprintf(f, ", %d, %lld, %lld, %lld},\n", fn->arg_is_param[a] ? 1 : 0, (long long)x->off, (long long)x->nbytes,
+            (long long)from);
+    n++;
+  }
+  if (!n) fprintf(f, "  {0}\n");
+  fprintf(f, "};\nconst int galv_nstate = %d;\nconst int64_t galv_state_bytes = %lld;\nconst int64_t galv_param_bytes = %lld;\n",
+          n, (long long)(e->train ? e->sbytes : 0), (long long)(e->train ? e->pbytes : 0));
+  /* one rank: nothing split */
+  fprintf(f, "const int galv_nranks = 1;\nconst galv_io_split galv_input_split[%d] = {};\n", body->nargs + 1);
+  fprintf(f, "const galv_io_split galv_output_split[%d] = {};\nconst galv_io_split galv_state_split[%d] = {};\n",
+          ret->nopnds + 1, n + 1);
+  fprintf(f, "const int64_t galv_comm_predicted[4] = {0, 0, 0, 0};\nvoid galv_program_comm_free(void) {}\n\n");
+  return 0;
+}
+
 static bool skipped(emitter *e, const gv_op *op, int *head) {
   *head = -1;
   for (int i = 0; i < e->natt; i++) {
@@ -674,7 +833,8 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
              " * Float tensors are stored as gf (%s). */\n", e->bf16 ? "bf16, fp32 accumulation" : "fp32");
   fprintf(f, "#include \"runtime/cuda/galv_cuda.h\"\n");
   if (e->natt) fprintf(f, "#include \"runtime/cuda/attention.cuh\"\n");
-  fprintf(f, "\ntypedef %s gf;\nconst int galv_cu_precision = %s;\n\n#define A(o) (arena + (o))\n#define W(o) (weights + (o))\n\n",
+  fprintf(f, "\ntypedef %s gf;\nconst int galv_cu_precision = %s;\n\n#define A(o) (arena + (o))\n#define W(o) (weights + (o))\n"
+             "#define S(o) (state + (o))\n\n",
           e->bf16 ? "__nv_bfloat16" : "float", e->bf16 ? "GALV_BF16" : "GALV_F32");
   /* tables */
   int nin = 0;
@@ -704,7 +864,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
   for (int pass = 0; pass < 2; pass++)
     for (int a = 0; a < e->nv; a++) {
       const loc *x = &e->L[a];
-      bool param = !x->v->def && x->in_weights, cst = x->v->def && x->v->def->code == GV_OP_CONSTANT;
+      bool param = !x->v->def && x->in_weights && fn->arg_is_param[x->v->index], cst = x->v->def && x->v->def->code == GV_OP_CONSTANT;
       if (pass == 0 ? !param : !(cst && x->v->type.dtype == GV_DT_F32)) continue;
       fputs("  {", f);
       cstr(f, param ? fn->arg_names[x->v->index] : "");
@@ -719,6 +879,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
           np, nc, (long long)e->pbytes);
   fprintf(f, "const int64_t galv_arena_bytes = %lld;\nconst int64_t galv_weights_bytes = %lld;\n\n",
           (long long)gv_get_int(body->first, "bytes", 0), (long long)e->wbytes);
+  if (state_tables(e, ret)) return fclose(f), -1;
   /* generated kernels */
   int t = 0, rc = 0, nk = 0;
   for (const gv_op *op = body->first; op && !rc; op = op->next, t++) {
@@ -750,7 +911,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
     nk++;
   }
   /* the run function */
-  fprintf(f, "void galv_cu_run(char *arena, const char *weights) {\n  (void)arena, (void)weights;\n");
+  fprintf(f, "void galv_cu_run(char *arena, const char *weights, char *state) {\n  (void)arena, (void)weights, (void)state;\n");
   t = 0, nk = 0;
   for (const gv_op *op = body->first; op && !rc; op = op->next, t++) {
     int head;
@@ -831,15 +992,18 @@ static const char makefile[] =
     "ARCH ?= %s\n"
     "NVFLAGS ?= -O3 -std=c++17 $(ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Wno-unused-variable\n"
     "CC ?= cc\n"
-    "RT = runtime/cuda/main_cuda.cu runtime/cuda/context.cu runtime/cuda/kernels.cu\n"
+    "RT = runtime/cuda/main_cuda.cu runtime/cuda/context.cu runtime/cuda/kernels.cu runtime/cuda/kernels_grad.cu \\\n"
+    "     runtime/cuda/train_cuda.cu\n"
+    "# host side shared with the CPU target: tensor I/O, the training driver, one-rank SPMD tables\n"
+    "HOST_O = io.o npy.o train.o spmd.o comm_single.o\n"
     "HDR = $(wildcard runtime/*.h runtime/cuda/*.h runtime/cuda/*.cuh)\n"
     "LIBS = -lcublas -lcublasLt\n"
     "GALV_CU_LIB ?=\n"
     "\n"
     "all: program\n"
     "ifeq ($(GALV_CU_LIB),)\n"
-    "program: program.cu $(RT) io.o npy.o $(HDR)\n"
-    "\t$(NVCC) $(NVFLAGS) -I. -o $@ program.cu $(RT) io.o npy.o $(LIBS)\n"
+    "program: program.cu $(RT) $(HOST_O) $(HDR)\n"
+    "\t$(NVCC) $(NVFLAGS) -I. -o $@ program.cu $(RT) $(HOST_O) $(LIBS)\n"
     "else\n"
     "program: program.cu $(GALV_CU_LIB) $(HDR)\n"
     "\t$(NVCC) $(NVFLAGS) -I. -o $@ program.cu $(GALV_CU_LIB) $(LIBS)\n"
@@ -848,12 +1012,18 @@ static const char makefile[] =
     "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
     "npy.o: runtime/npy.c runtime/npy.h\n"
     "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
+    "train.o: runtime/train.c runtime/galv_rt.h runtime/galv_spmd.h\n"
+    "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
+    "spmd.o: runtime/spmd.c runtime/galv_rt.h runtime/galv_spmd.h\n"
+    "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
+    "comm_single.o: runtime/comm_single.c runtime/galv_comm.h\n"
+    "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
     "cpu: program-cpu\n"
     "CPU_SRC = program.c $(filter-out runtime/comm_%%.c,$(sort $(wildcard runtime/*.c))) runtime/comm_single.c\n"
     "program-cpu: $(CPU_SRC)\n"
     "\t$(CC) -O3 -march=native -fno-math-errno -std=gnu11 -o $@ $(CPU_SRC) -lopenblas -lm\n"
     "clean:\n"
-    "\trm -f program program-cpu io.o npy.o\n"
+    "\trm -f program program-cpu $(HOST_O)\n"
     ".PHONY: all cpu clean\n";
 
 static int write_makefile(const char *dir, const char *arch) {
@@ -895,12 +1065,13 @@ static bool valid_arch(const char *a) {
 int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_cuda_options *co) {
   const char *arch = co && co->arch ? co->arch : "sm_90";
   if (!valid_arch(arch)) return gv_error_plain("--cuda-arch %s: expected a list like sm_90,sm_80", arch);
-  if (m->main && m->main->res_updates)
-    return gv_error(m, "cuda codegen: training steps are not supported by the cuda target yet (inference only; use "
-                       "--target cpu for --train)");
+  bool train = m->main && m->main->res_updates;
+  if (train && co && co->bf16)
+    return gv_error(m, "cuda codegen: --train with --precision bf16 is not supported by the cuda target (training is "
+                       "fp32: bf16 parameters would lose the optimizer's small updates); drop --precision bf16");
   gv_emit_options cpu = {.quiet = true};
   if (gv_emit_cpu(m, outdir, &cpu)) return -1; /* plan check, weights.bin, program.c, runtime/ */
-  emitter e = {.m = m, .bf16 = co && co->bf16};
+  emitter e = {.m = m, .bf16 = co && co->bf16, .train = train};
   int rc = -1, nk = 0;
   if (locate(&e)) goto out;
   gv_count_uses(m->main->body);

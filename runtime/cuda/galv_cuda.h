@@ -28,6 +28,7 @@
 
 extern "C" {
 #include "../galv_rt.h"
+#include "../galv_spmd.h"
 }
 
 /* ---- errors */
@@ -144,6 +145,24 @@ void galv_cu_conv(int dt, const galv_conv_desc *d, const void *x, const void *w,
 void galv_cu_from_f32(int dt, void *dst, const float *src, int64_t n);
 void galv_cu_to_f32(int dt, float *dst, const void *src, int64_t n);
 
+/* ---- training kernels (runtime/cuda/kernels_grad.cu; ir/train_ops.c
+ * semantics, fp32 storage). k: the kernel number for the error flag. */
+/* dst [outer, D, inner] = 0, then += dy [outer, nidx, inner] at idx (fp32 atomics) */
+void galv_cu_gather_grad(float *dst, const float *dy, const void *idx, int idx_es, int64_t nidx, int64_t outer,
+                         int64_t D, int64_t inner, int k);
+/* slice_grad: dst (dst_bytes) = 0, then dst[base + sum i_d * strides_d] = src (contiguous, dims); elements */
+void galv_cu_scatter_strided(void *dst, int64_t dst_bytes, int64_t base, const void *src, size_t es, int rank,
+                             const int64_t *dims, const int64_t *strides);
+/* mean cross-entropy over rows of C logits whose label is not ign, and its
+ * gradient times *dloss; scratch: (rows + 2) doubles */
+void galv_cu_cross_entropy(float *loss, const float *x, const int64_t *lab, int64_t rows, int64_t C, int64_t ign,
+                           void *scratch, int k);
+void galv_cu_cross_entropy_grad(float *dx, const float *dloss, const float *x, const int64_t *lab, int64_t rows, int64_t C,
+                                int64_t ign, void *scratch, int k);
+/* conv gradients with the forward conv's descriptor */
+void galv_cu_conv_grad_input(const galv_conv_desc *d, const float *dy, const float *w, float *dx);
+void galv_cu_conv_grad_weight(const galv_conv_desc *d, const float *x, const float *dy, float *dw);
+
 /* ---- defined by the generated program.cu */
 typedef struct {
   const char *name;
@@ -158,7 +177,11 @@ extern const int galv_cu_nparams, galv_cu_nf32_consts;
 extern const int64_t galv_cu_param_bytes;    /* parameters' part of weights.bin; constants follow */
 extern const int64_t galv_cu_scratch_bytes;
 extern const int64_t galv_cu_flops;          /* GEMM + attention FLOPs of one run (2 per multiply-add) */
-void galv_cu_run(char *arena, const char *weights);
+/* state: the device state buffer of a training step (S(off): parameters and
+ * optimizer state, runtime/cuda/train_cuda.cu); NULL for inference */
+void galv_cu_run(char *arena, const char *weights, char *state);
+/* runtime/cuda/train_cuda.cu: runtime/train.c's main with the device step */
+int galv_cu_train_main(int argc, char **argv);
 
 /* ---- kernel timing (program --profile): GALV_CU_PROF(k) before kernel k */
 extern cudaEvent_t *galv_cu_prof_ev;

@@ -12,7 +12,9 @@
  * --gen-weights writes a weights file of seeded random parameters (plus the
  * program's constants from constants.bin), so that large models travel as
  * their compiled program only (bench/gpu_check.sh). Without a CUDA device it
- * says so and how to use the CPU target. Errors are one line, exit 1. */
+ * says so and how to use the CPU target. Errors are one line, exit 1.
+ * A training step program (galvc --train) takes runtime/train.c's options
+ * instead (--batches DIR --steps N ...; train_cuda.cu). */
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
@@ -164,6 +166,10 @@ static void report_profile(long runs) {
 int main(int argc, char **argv) {
   const char *slash = strrchr(argv[0], '/');
   galv_progname = slash ? slash + 1 : argv[0];
+  if (galv_training) { /* a training step (galvc --train): runtime/train.c with the device step of train_cuda.cu */
+    galv_spmd_init(&argc, &argv);
+    return galv_cu_train_main(argc, argv);
+  }
   const char *outdir = NULL, *wpath = NULL;
   long iters = 1, warmup = 0;
   int profile = 0;
@@ -264,7 +270,7 @@ int main(int argc, char **argv) {
       else cudaCheck(cudaMemcpyAsync(arena + galv_inputs[i].offset, in[i].data, in[i].nbytes, cudaMemcpyHostToDevice, galv_cu.stream));
     }
     cudaCheck(cudaEventRecord(t0, galv_cu.stream));
-    galv_cu_run(arena, dw);
+    galv_cu_run(arena, dw, NULL);
     cudaCheck(cudaEventRecord(t1, galv_cu.stream));
     cudaCheck(cudaStreamSynchronize(galv_cu.stream));
     int err = 0;

@@ -1,0 +1,122 @@
+/* train_cuda.cu — training step programs on the CUDA target (galvc --train
+ * --target cuda). The host side is runtime/train.c, unchanged: options,
+ * batches, steps, the "step K loss X" lines, checkpoints and -o files.
+ * This file gives it a device step (galv_train_dev, galv_rt.h): the state
+ * buffer (parameters, optimizer state) is copied to the device once, each
+ * step uploads the step's inputs into the device arena, runs galv_cu_run on
+ * the compute stream, copies each new value the step left in the arena into
+ * its state slot (galv_state[].update_from, as train.c does on the CPU) on
+ * the device, and reads the loss back; the state comes back to the host
+ * only for checkpoints and -o. The step time (CUDA events, from the second
+ * step on when there are several) is printed at the end with the step's
+ * GEMM + attention TFLOP/s. fp32 storage (the emitter refuses bf16). */
+#include <string.h>
+
+#include "galv_cuda.h"
+
+static char *d_arena, *d_weights, *d_state;
+static cudaEvent_t ev0, ev1;
+static double step_ms_sum, step_ms_min;
+static long nsteps;
+
+static void dev_begin(const char *weights, const char *state) {
+  galv_cu_init((size_t)galv_cu_scratch_bytes);
+  cudaCheck(cudaMalloc((void **)&d_arena, (size_t)(galv_arena_bytes ? galv_arena_bytes : 64)));
+  cudaCheck(cudaMalloc((void **)&d_weights, (size_t)(galv_weights_bytes ? galv_weights_bytes : 64)));
+  cudaCheck(cudaMalloc((void **)&d_state, (size_t)(galv_state_bytes ? galv_state_bytes : 64)));
+  cudaCheck(cudaMemcpy(d_weights, weights, (size_t)galv_weights_bytes, cudaMemcpyHostToDevice)); /* constants */
+  cudaCheck(cudaMemcpy(d_state, state, (size_t)galv_state_bytes, cudaMemcpyHostToDevice));
+  cudaCheck(cudaEventCreate(&ev0));
+  cudaCheck(cudaEventCreate(&ev1));
+}
+
+static double dev_step(const char *arena) {
+  for (int i = 0; i < galv_ninputs; i++)
+    cudaCheck(cudaMemcpyAsync(d_arena + galv_inputs[i].offset, arena + galv_inputs[i].offset, (size_t)galv_inputs[i].nbytes,
+                              cudaMemcpyHostToDevice, galv_cu.stream));
+  cudaCheck(cudaEventRecord(ev0, galv_cu.stream));
+  galv_cu_run(d_arena, d_weights, d_state);
+  for (int i = 0; i < galv_nstate; i++)
+    if (galv_state[i].update_from >= 0)
+      cudaCheck(cudaMemcpyAsync(d_state + galv_state[i].offset, d_arena + galv_state[i].update_from,
+                                (size_t)galv_state[i].nbytes, cudaMemcpyDeviceToDevice, galv_cu.stream));
+  cudaCheck(cudaEventRecord(ev1, galv_cu.stream));
+  const galv_io *lo = &galv_outputs[0];
+  double loss = 0;
+  char buf[8] = {0};
+  cudaCheck(cudaMemcpyAsync(buf, (lo->in_weights == 2 ? d_state : d_arena) + lo->offset, lo->dtype == GALV_F64 ? 8 : 4,
+                            cudaMemcpyDeviceToHost, galv_cu.stream));
+  cudaCheck(cudaStreamSynchronize(galv_cu.stream));
+  int err = 0;
+  cudaCheck(cudaMemcpy(&err, galv_cu.err, sizeof err, cudaMemcpyDeviceToHost));
+  if (err) galv_fatal("kernel %d (%s, node '%s'): index or label out of range, or integer division by zero", err - 1,
+                      galv_kernels[err - 1].kind, galv_kernels[err - 1].node);
+  float ms = 0;
+  cudaCheck(cudaEventElapsedTime(&ms, ev0, ev1));
+  if (nsteps == 1) step_ms_sum = 0, step_ms_min = ms; /* the first step warms up cuBLAS: not counted when there are more */
+  step_ms_sum += ms;
+  if (nsteps == 0 || ms < step_ms_min) step_ms_min = ms;
+  nsteps++;
+  if (lo->dtype == GALV_F64) memcpy(&loss, buf, 8);
+  else {
+    float f;
+    memcpy(&f, buf, 4);
+    loss = f;
+  }
+  return loss;
+}
+
+static void dev_fetch(char *state) {
+  cudaCheck(cudaMemcpy(state, d_state, (size_t)galv_state_bytes, cudaMemcpyDeviceToHost));
+}
+
+static const galv_train_device cuda_dev = {dev_begin, dev_step, dev_fetch};
+
+int galv_cu_train_main(int argc, char **argv) {
+  galv_train_dev = &cuda_dev;
+  int rc = galv_train_main(argc, argv);
+  if (nsteps > 0) {
+    long counted = nsteps > 1 ? nsteps - 1 : 1;
+    double mean = step_ms_sum / (double)counted;
+    int64_t params = 0;
+    for (int i = 0; i < galv_nstate; i++)
+      if (galv_state[i].is_param) params += galv_state[i].nbytes / (int64_t)galv_dtype_size(galv_state[i].dtype);
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, galv_cu.device));
+    printf("%s: %s, training step: mean %.3f ms, min %.3f ms over %ld steps%s, %.1f GEMM+attention TFLOP/s, %lld "
+           "parameters (fp32)\n",
+           galv_progname, prop.name, mean, step_ms_min, counted, nsteps > 1 ? " (after the first)" : "",
+           (double)galv_cu_flops / (step_ms_min * 1e-3) / 1e12, (long long)params);
+  }
+  if (d_arena) {
+    cudaCheck(cudaFree(d_arena));
+    cudaCheck(cudaFree(d_weights));
+    cudaCheck(cudaFree(d_state));
+    galv_cu_finish();
+  }
+  return rc;
+}
+
+/* What train.c and spmd.c reference from the CPU runtime but a one-rank
+ * CUDA program never reaches: the CPU step, OpenBLAS threads, the host
+ * strided copy of a sharded input (runtime/kernels.c's semantics). */
+extern "C" {
+void galv_program_run(char *arena, const char *weights, char *state) {
+  (void)arena, (void)weights, (void)state;
+  galv_fatal("internal error: the CPU step was called in a CUDA program");
+}
+void openblas_set_num_threads(int n) { (void)n; }
+void galv_copy_strided(void *dst, const void *src, size_t es, int rank, const int64_t *dims, const int64_t *strides) {
+  int64_t n = 1, idx[GALV_RT_MAX_RANK] = {0}, off = 0;
+  for (int d = 0; d < rank; d++) n *= dims[d];
+  for (int64_t i = 0; i < n; i++) {
+    memcpy((char *)dst + i * (int64_t)es, (const char *)src + off * (int64_t)es, es);
+    for (int d = rank - 1; d >= 0; d--) {
+      off += strides[d];
+      if (++idx[d] < dims[d]) break;
+      off -= strides[d] * dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+}
