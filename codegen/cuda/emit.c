@@ -840,7 +840,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
   int nin = 0;
   fprintf(f, "const galv_io galv_inputs[] = {\n");
   for (int i = 0; i < body->nargs; i++)
-    if (!fn->arg_is_param[i]) {
+    if (!fn->arg_is_param[i] && !(fn->arg_is_state && fn->arg_is_state[i])) { /* data inputs only */
       if (!rt_dtype(body->args[i]->type.dtype)) return fclose(f), gv_error(m, "cuda codegen: input dtype unsupported");
       io_entry(e, fn->arg_names[i] ? fn->arg_names[i] : "", body->args[i]), nin++;
     }
