@@ -13,6 +13,9 @@
 #       GEMM+attention TFLOP/s) and compares with the CPU target's logits:
 #       fp32 within atol 1e-4 + rtol 1e-4, bf16 within atol 5e-2 + rtol 5e-2
 #       (bf16 storage of every activation and weight: ~3 significant digits).
+#       Then a GPT-2 small training step (fp32, AdamW, batch 4 x seq 64; 6 steps):
+#       the first two losses vs the CPU target's (rtol 1e-3), step time and MFU
+#       (6 * params * tokens + attention FLOPs against 67 TFLOP/s fp32).
 #   Finishes in well under 4 minutes on an H200 (compiles run 8 at a time).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +23,7 @@ mode=${1:-}; DIR=${2:-}
 [ -n "$mode" ] && [ -n "$DIR" ] || { echo "usage: $0 prepare|run DIR"; exit 2; }
 mkdir -p "$DIR"; DIR=$(cd "$DIR" && pwd)
 SEQ=64
+TB=4 # training batch
 
 if [ "$mode" = prepare ]; then
   BUILD=${BUILD:-$SRC/build-cuda}
@@ -34,7 +38,16 @@ if [ "$mode" = prepare ]; then
   "$d/program" --gen-weights 1
   make -s -C "$d" cpu
   "$d/program-cpu" --input input_ids="$DIR/ids.npy" -o "$DIR/ref" | tail -1
-  for p in fp32 bf16; do (cd "$DIR/gpt2s_$p" && rm -f weights.bin program program-cpu io.o npy.o); done
+  # training step: GPT-2 small, batch TB x seq SEQ, AdamW, fp32; the CPU target's losses of 2 steps -> ref/train_loss.txt
+  "$BUILD/galvc" "$DIR/gpt2s.onnx" --batch $TB --seq $SEQ --train --target cuda --no-build -q -o "$DIR/gpt2s_train/"
+  mkdir -p "$DIR/batches"
+  python3 -c "import numpy as np; x=(np.arange($TB*$SEQ, dtype=np.int64).reshape($TB,$SEQ)*7919)%50257; np.save('$DIR/batches/input_ids.npy', x); np.save('$DIR/batches/labels.npy', np.roll(x, -1, 1))"
+  d=$DIR/gpt2s_train
+  make -s -C "$d" -j2 program >/dev/null
+  "$d/program" --gen-weights 1
+  make -s -C "$d" cpu
+  "$d/program-cpu" --batches "$DIR/batches" --steps 2 | grep '^step' | tee "$DIR/ref/train_loss.txt"
+  for p in fp32 bf16 train; do (cd "$DIR/gpt2s_$p" && rm -f weights.bin program program-cpu *.o); done
   rm -f "$DIR/gpt2s.onnx"
   du -sh "$DIR"
   exit 0
@@ -47,11 +60,12 @@ B=$DIR/build; mkdir -p "$B"
 NVF="-O3 -std=c++17 -gencode arch=compute_90,code=sm_90"
 RT=$SRC/runtime
 nvcc $NVF -c -o "$B/kernels.o" "$RT/cuda/kernels.cu" & nvcc $NVF -c -o "$B/context.o" "$RT/cuda/context.cu" &
+nvcc $NVF -c -o "$B/kernels_grad.o" "$RT/cuda/kernels_grad.cu" &
 cc -O2 -std=gnu11 -c -o "$B/io.o" "$RT/io.c" & cc -O2 -std=gnu11 -c -o "$B/npy.o" "$RT/npy.c" & wait
-ar rcs "$B/libk.a" "$B/kernels.o" "$B/context.o" "$B/io.o" "$B/npy.o"
+ar rcs "$B/libk.a" "$B/kernels.o" "$B/kernels_grad.o" "$B/context.o" "$B/io.o" "$B/npy.o"
 cc -O2 -o "$B/npy_compare" "$SRC/tests/cuda/npy_compare.c" "$RT/npy.c" -lm
 for t in "$SRC"/tests/cuda/test_*.cu; do nvcc $NVF -o "$B/$(basename "$t" .cu)" "$t" "$B/libk.a" -lcublas -lcublasLt & done
-for p in fp32 bf16; do make -s -C "$DIR/gpt2s_$p" -j4 program & done
+for p in fp32 bf16 train; do make -s -C "$DIR/gpt2s_$p" -j4 program & done
 wait
 echo "== built in $(($(date +%s) - t0)) s"
 fail=0
@@ -69,5 +83,31 @@ for p in fp32 bf16; do
   echo -n "   vs the CPU target: "
   "$B/npy_compare" "$d/res/logits.npy" "$DIR/ref/logits.npy" $tol || fail=1
 done
+# training step on 1 GPU: losses vs the CPU target's (rtol 1e-3), step time and MFU
+# (model FLOPs 6 * params * tokens + attention 12 * layers * seq * hidden * tokens; H200 fp32 dense 67 TFLOP/s,
+# bf16 989, shared/REFERENCES.md)
+d=$DIR/gpt2s_train
+echo "== GPT-2 small training step (fp32, AdamW), batch $TB, seq $SEQ"
+"$d/program" --gen-weights 1 >/dev/null
+if "$d/program" --batches "$DIR/batches" --steps 6 | tee "$d/run.txt"; then
+  python3 - "$d/run.txt" "$DIR/ref/train_loss.txt" $TB $SEQ <<'PY' || fail=1
+import re, sys
+run = open(sys.argv[1]).read(); ref = open(sys.argv[2]).read()
+got = [float(x) for x in re.findall(r"^step \d+ loss (\S+)", run, re.M)]
+want = [float(x) for x in re.findall(r"^step \d+ loss (\S+)", ref, re.M)]
+ok = all(abs(g - w) <= 1e-3 * abs(w) + 1e-4 for g, w in zip(got, want)) and len(want) == 2
+print("   losses vs the CPU target:", got[:2], want, "ok" if ok else "MISMATCH")
+m = re.search(r"mean ([\d.]+) ms, min ([\d.]+) ms.* (\d+) parameters", run)
+B, S, L, H = int(sys.argv[3]), int(sys.argv[4]), 12, 768
+P = int(m.group(3)); T = B * S
+flops = 6 * P * T + 12 * L * S * H * T
+t = float(m.group(1)) * 1e-3
+print(f"   step {float(m.group(1)):.2f} ms, {flops / t / 1e12:.1f} model TFLOP/s, MFU {100 * flops / t / 67e12:.1f}% of fp32 67 TF "
+      f"({100 * flops / t / 989e12:.2f}% of bf16 989 TF)")
+sys.exit(0 if ok else 1)
+PY
+else
+  fail=1
+fi
 echo "== gpu_check: $(($(date +%s) - t0)) s, $([ $fail = 0 ] && echo PASS || echo FAIL)"
 exit $fail
