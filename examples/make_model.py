@@ -94,6 +94,19 @@ class Builder:
         self.param_bytes += nbytes
         if self.dry:
             arr = np.zeros((1,), np.float32)  # placeholder; never saved
+        elif getattr(self, "shape_only", None):
+            # --no-weights: an external-data reference into a sparse file of
+            # zeros (shapes only; galvc --no-weights never reads it)
+            t = onnx.TensorProto()
+            t.name, t.data_type = name, TensorProto.FLOAT
+            t.dims.extend(shape)
+            t.data_location = onnx.TensorProto.EXTERNAL
+            for k, v in (("location", self.shape_only), ("offset", str(self.ext_off)), ("length", str(nbytes))):
+                e = t.external_data.add()
+                e.key, e.value = k, v
+            self.ext_off += (nbytes + 4095) // 4096 * 4096
+            self.inits.append(t)
+            return name
         elif init == "normal":
             arr = (self.rng.standard_normal(shape) * std).astype(np.float32)
         elif init == "ones":  # norm weights: near 1, not exactly, so tests see them
@@ -577,9 +590,15 @@ BUILDERS = {"gpt2": build_gpt2, "bert": build_bert, "llama": build_llama, "vit":
 
 # --------------------------------------------------------------------------------------
 
+_shape_only = [None, 0]  # --no-weights: data file name, its size
+
+
 def build(args, dry=False):
     b = Builder(args.opset, args.seed, dry=dry)
+    b.shape_only, b.ext_off = (None if dry else _shape_only[0]), 0
     inputs, logits, out_dims = BUILDERS[args.family](b, args)
+    if b.shape_only:
+        _shape_only[1] = b.ext_off
     for n in b.nodes:  # the last node writes "logits" directly, as torch names outputs
         if n.output[0] == logits:
             n.output[0] = "logits"
@@ -655,6 +674,8 @@ def main(argv=None):
                     help="store weights in OUTPUT.data next to the model (relative location)")
     ap.add_argument("--weights-mb", type=float, default=None,
                     help="choose --layers so the weights total about this many MB")
+    ap.add_argument("--no-weights", action="store_true",
+                    help="shapes only: weights are external-data references into a sparse file (for --plan-only)")
     ap.add_argument("--stats", action="store_true", help="print node count and op histogram")
     ap.add_argument("--no-verify", action="store_true", help="skip checker + onnxruntime run")
     a = ap.parse_args(argv)
@@ -683,10 +704,18 @@ def main(argv=None):
         per, base = b2 - b1, b1 - (b2 - b1)
         a.layers = max(1, int(round((a.weights_mb * 1e6 - base) / per)))
 
-    model, nbytes = build(a)
     out = a.output
+    if a.no_weights:
+        a.no_verify = True
+        _shape_only[0] = os.path.basename(out) + ".data"
+    model, nbytes = build(a)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    if a.external_data:
+    if a.no_weights:
+        data = os.path.join(os.path.dirname(os.path.abspath(out)), _shape_only[0])
+        with open(data, "wb") as f:
+            f.truncate(_shape_only[1])  # sparse: no disk blocks
+        onnx.save_model(model, out)
+    elif a.external_data:
         loc = os.path.basename(out) + ".data"
         if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(out)), loc)):
             os.remove(os.path.join(os.path.dirname(os.path.abspath(out)), loc))  # onnx appends otherwise
