@@ -790,7 +790,7 @@ static int state_tables(emitter *e, const gv_op *ret) {
             (long long)from);
     n++;
   }
-  if (!n) fprintf(f, "  {0}\n");
+  if (!n) fprintf(f, "  {}\n"); /* C++: {0} would warn (missing initializers) */
   fprintf(f, "};\nconst int galv_nstate = %d;\nconst int64_t galv_state_bytes = %lld;\nconst int64_t galv_param_bytes = %lld;\n",
           n, (long long)(e->train ? e->sbytes : 0), (long long)(e->train ? e->pbytes : 0));
   /* one rank: nothing split */
