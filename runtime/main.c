@@ -21,6 +21,9 @@
 
 #include "galv_rt.h"
 #include "galv_spmd.h"
+#ifdef GALV_PIPE_STAGE
+#include "galv_pipe.h"
+#endif
 
 void openblas_set_num_threads(int n);
 char *openblas_get_corename(void);
@@ -72,6 +75,9 @@ static void shape_str(char *b, size_t n, int rank, const int64_t *dims) {
 int main(int argc, char **argv) {
   const char *slash = strrchr(argv[0], '/');
   galv_progname = slash ? slash + 1 : argv[0];
+#ifdef GALV_PIPE_STAGE
+  return galv_pipe_main(argc, argv); /* a pipeline stage (runtime/pipe.c, galv_pipe.h) */
+#endif
   galv_spmd_init(&argc, &argv); /* ranks (runtime/spmd.c): MPI when the program is partitioned */
   if (galv_training) return galv_train_main(argc, argv); /* a training step program: runtime/train.c */
   const char *outdir = NULL, *wpath = NULL;

@@ -17,6 +17,8 @@
 #include "../passes/passes.h"
 #include "../passes/plan_sharding.h"
 #include "../planner/cost.h"
+#include "../passes/stage_extract.h"
+#include "../planner/pipeline.h"
 
 #ifndef GALV_VERSION
 #define GALV_VERSION "0.0.0"
@@ -67,6 +69,9 @@ static void usage(FILE *f) {
           "  --memory-limit BYTES     memory per device for the planner (default: the cluster's)\n"
           "  --plan-search exhaustive realise every plan of the space (the exact optimum, small models)\n"
           "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
+          "  --pipeline-stages S (--pp S)  pipeline: S stages (cluster-layers + stage DP), one program per stage\n"
+          "                           in DIR/stageI/, DIR/launch runs them (mpirun MPMD); --microbatches B (1),\n"
+          "                           --schedule gpipe|1f1b (1f1b), --trace-plan FILE (the cost model's Chrome trace)\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line\n"
           "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"
           "                           h100-sxm, h200, cpu-local (default cpu-local)\n"
@@ -223,6 +228,181 @@ static int parse_pos_int(const char *opt, const char *s, int64_t *out) {
   return 0;
 }
 
+
+/* ---- --pipeline-stages S (docs/pipeline.md, "Per-stage executables"):
+ * import at the microbatch size, the front passes, cluster-layers, the
+ * stage DP (planner/pipeline.c) on the groups' figures, then per stage a
+ * fresh import cut to that stage (passes/stage_extract.c), fused, planned
+ * and emitted into OUT/stageI/ (built with mpicc, main = runtime/pipe.c),
+ * and OUT/launch (mpirun MPMD). The imports and passes are deterministic,
+ * so every stage module numbers the crossing values alike. */
+typedef struct {
+  int stages, B, layers;
+  gv_schedule sched;
+  const char *trace_plan;
+} pipe_args;
+
+static int run_named(gv_module *m, const char *const *names, int n, int quiet, int verify_each) {
+  for (int i = 0; i < n; i++) {
+    const gv_pass *p = gv_pass_lookup(names[i]);
+    double t = now();
+    if (p->run(m) || (verify_each && gv_verify(m))) return 1;
+    if (!quiet) fprintf(stderr, "galvc: %-15s %6d ops (%.3f s)\n", p->name, count_ops(m->main->body), now() - t);
+  }
+  return 0;
+}
+
+static gv_module *pipe_front(const char *model, const gv_import_options *opt, int train, int quiet, int verify_each) {
+  gv_module *m = gv_import_onnx(model, opt);
+  if (!m) return NULL;
+  static const char *const front[] = {"shape-infer", "fold-constants", "canonicalize", "dce"};
+  if (gv_verify(m) || run_named(m, front, 4, quiet, verify_each) || (train && run_named(m, train_pipeline, NTRAIN, quiet, verify_each))) {
+    gv_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* The cost model's timeline (inference: stage i runs microbatch j once
+ * stage i-1 has finished it and stage i has finished j-1). */
+static int write_plan_trace(const char *path, const gv_pipe_plan *pl) {
+  FILE *f = fopen(path, "w");
+  if (!f) return gv_error_plain("%s: cannot write the trace: %s", path, strerror(errno));
+  double end[GV_PIPE_MAX_STAGES] = {0};
+  fprintf(f, "{\"traceEvents\": [\n");
+  int first = 1;
+  for (int j = 0; j < pl->B; j++)
+    for (int i = 0; i < pl->nstages; i++) {
+      double start = end[i] > (i ? end[i - 1] : 0) ? end[i] : (i ? end[i - 1] : 0), dur = (double)pl->cost[i].ns / 1e3;
+      end[i] = start + dur;
+      fprintf(f, "%s  {\"name\": \"forward mb%d\", \"cat\": \"forward\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, \"tid\": %d}",
+              first ? "" : ",\n", j, start, dur, i, i);
+      first = 0;
+    }
+  fprintf(f, "\n], \"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"cost model\", \"stages\": %d, \"microbatches\": %d, \"step_us\": %.3f}}\n",
+          pl->nstages, pl->B, end[pl->nstages - 1]);
+  if (fclose(f)) return gv_error_plain("%s: write failed", path);
+  return 0;
+}
+
+static int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *pa, int64_t gpus, gv_cluster *cluster,
+                            const char *out, int quiet, int build, int verify_each, int train) {
+  if (train) return gv_error_plain("--pipeline-stages with --train: the training schedules are not implemented yet (inference only)");
+  if (!out || !is_dir_arg(out)) return gv_error_plain("--pipeline-stages writes one program per stage: give -o DIR/");
+  if (opt.nshapes) return gv_error_plain("--pipeline-stages takes the batch from --batch (not --input-shape)");
+  if (opt.batch % pa->B) return gv_error_plain("--batch %lld is not a multiple of --microbatches %d", (long long)opt.batch, pa->B);
+  int S = pa->stages;
+  if (gpus == 1) gpus = S;
+  if (gpus != S) return gv_error_plain("--gpus %lld with %d pipeline stages: stages of more than one device are not supported yet (give --gpus %d)",
+                                       (long long)gpus, S, S);
+  int64_t global = opt.batch;
+  opt.batch /= pa->B;
+  if (ensure_dir(out)) return gv_error_plain("%s: cannot create output directory", out);
+  gv_pipe_opts.quiet = true;
+  gv_module *m = pipe_front(model, &opt, train, quiet, verify_each);
+  if (!m) return 1;
+  int nops = 0;
+  for (gv_op *op = m->main->body->first; op; op = op->next) nops++;
+  int K = pa->layers ? pa->layers : (4 * S < nops - 1 ? 4 * S : nops - 1);
+  gv_layer_groups g;
+  if (gv_cluster_layers(m, K, &g)) { gv_module_free(m); return 1; }
+  gv_group_stats *gs = calloc((size_t)K, sizeof *gs);
+  if (!gs) { gv_module_free(m); return gv_error_plain("out of memory"); }
+  gv_pipe_group_stats(m, K, g.flops, gs);
+  for (int i = 0; i < K; i++) gs[i].flops *= pa->B; /* the stats are per microbatch, the cost wants the global batch */
+  for (int i = 0; i < K; i++) gs[i].act_bytes *= pa->B, gs[i].out_bytes *= pa->B;
+  gv_analytic_ctx actx = {.g = gs, .ngroups = K, .batch = global, .training = false, .dtype_bytes = 4, .cluster = cluster};
+  int mbc[1] = {pa->B};
+  gv_pipe_problem pp = {.ngroups = K, .sig = g.sig, .cluster = cluster, .devices = S, .mb_choices = mbc, .nmb = 1,
+                        .schedule = pa->sched, .mem_limit = gv_plan_opts.memory_limit, .stages = S,
+                        .cost = gv_stage_cost_analytic, .ctx = &actx};
+  gv_pipe_plan *pl = calloc(1, sizeof *pl);
+  int rc = !pl ? gv_error_plain("out of memory") : gv_pipe_solve(&pp, pl) ? 1 : 0;
+  free(gs);
+  gv_module_free(m);
+  if (!rc && !quiet) gv_pipe_plan_print(pl, stderr);
+  if (!rc && pa->trace_plan) rc = write_plan_trace(pa->trace_plan, pl);
+  for (int s = 0; !rc && s < S; s++) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s%sstage%d/", out, out[strlen(out) - 1] == '/' ? "" : "/", s);
+    gv_module *ms = pipe_front(model, &opt, train, 1, verify_each);
+    gv_layer_groups g2;
+    gv_stage_io *io = calloc(1, sizeof *io);
+    rc = !ms || !io || gv_cluster_layers(ms, K, &g2) || gv_pipe_assign_stages(ms, pl->first, S) || gv_stage_extract(ms, s, S, io);
+    static const char *const back[] = {"fuse", "memory-plan"};
+    if (!rc) rc = gv_verify(ms) || run_named(ms, back, 2, 1, verify_each) || gv_verify(ms);
+    if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
+    if (!rc) rc = emit_program(ms, dir, quiet, NULL);
+    if (!rc) { /* the stage table and its Makefile: mpicc, -DGALV_PIPE_STAGE, pipe_stage.c */
+      char path[4200];
+      snprintf(path, sizeof path, "%spipe_stage.c", dir);
+      FILE *f = fopen(path, "w");
+      if (!f) rc = gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
+      else {
+        fprintf(f, "/* Generated by galvc: pipeline stage %d of %d (runtime/galv_pipe.h). */\n#include \"runtime/galv_pipe.h\"\n\n", s, S);
+        fprintf(f, "const int galv_pipe_stage = %d, galv_pipe_nstages = %d, galv_pipe_microbatches = %d;\n", s, S, pa->B);
+        fprintf(f, "const int galv_pipe_first_rank[] = {");
+        for (int i = 0; i <= S; i++) fprintf(f, "%s%d", i ? ", " : "", i);
+        fprintf(f, "};\nconst double galv_pipe_predicted_ms[] = {");
+        for (int i = 0; i < S; i++) fprintf(f, "%s%.6f", i ? ", " : "", (double)pl->cost[i].ns / 1e6);
+        fprintf(f, "};\nconst galv_pipe_value galv_pipe_in[] = {\n");
+        for (int i = 0; i < io->nin; i++) fprintf(f, "    {\"%s\", %d, 0},\n", io->in[i].name, io->in[i].peer);
+        fprintf(f, "    {0, 0, 0}};\nconst int galv_pipe_nin = %d;\nconst galv_pipe_value galv_pipe_out[] = {\n", io->nin);
+        for (int i = 0; i < io->nout; i++) fprintf(f, "    {\"%s\", -1, 0x%llxull},\n", io->out[i].name, (unsigned long long)io->out[i].dst_mask);
+        fprintf(f, "    {0, 0, 0}};\nconst int galv_pipe_nout = %d;\n", io->nout);
+        if (fclose(f)) rc = gv_error_plain("%s: write failed", path);
+      }
+      snprintf(path, sizeof path, "%sMakefile", dir);
+      char *mk = NULL;
+      size_t len = 0;
+      f = rc ? NULL : fopen(path, "r");
+      if (!rc && f) {
+        mk = malloc(1 << 16);
+        len = mk ? fread(mk, 1, (1 << 16) - 1, f) : 0;
+        fclose(f);
+      }
+      if (!rc && (!mk || !len)) rc = gv_error_plain("%s: cannot read the generated Makefile", path);
+      if (!rc) {
+        mk[len] = 0;
+        f = fopen(path, "w");
+        if (!f) rc = gv_error_plain("%s: cannot write file", path);
+        else {
+          fprintf(f, "# pipeline stage %d of %d: main = runtime/pipe.c (run all stages with ../launch)\n", s, S);
+          for (char *line = strtok(mk, "\n"); line; line = strtok(NULL, "\n")) {
+            if (!strncmp(line, "CC ?= cc", 8)) fprintf(f, "MPICC ?= mpicc\nCC = $(MPICC)\n");
+            else if (!strncmp(line, "COMM = ", 7)) fprintf(f, "COMM = mpi\n");
+            else if (!strncmp(line, "WARN = ", 7)) fprintf(f, "WARN = -DGALV_PIPE_STAGE %s\n", line + 7);
+            else if (!strncmp(line, "SRC = program.c ", 16)) fprintf(f, "SRC = program.c pipe_stage.c %s\n", line + 16);
+            else fprintf(f, "%s\n", line);
+          }
+          if (fclose(f)) rc = gv_error_plain("%s: write failed", path);
+        }
+      }
+      free(mk);
+    }
+    if (!rc && build) rc = build_program(dir, quiet);
+    free(io);
+    if (ms) gv_module_free(ms);
+  }
+  if (!rc) { /* out/launch: mpirun MPMD, one program per stage */
+    char path[4200];
+    snprintf(path, sizeof path, "%s%slaunch", out, out[strlen(out) - 1] == '/' ? "" : "/");
+    FILE *f = fopen(path, "w");
+    if (!f) rc = gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
+    else {
+      fprintf(f, "#!/bin/sh\n# Generated by galvc: the %d pipeline stages, %d microbatches; ranks -> stage programs.\n"
+                 "# usage: ./launch [PROGRAM OPTIONS] (every stage gets the same options); MPIRUN overrides mpirun.\n"
+                 "d=$(cd \"$(dirname \"$0\")\" && pwd)\nexec ${MPIRUN:-mpirun} ${MPIRUN_ARGS:-}", S, pa->B);
+      for (int s = 0; s < S; s++) fprintf(f, "%s -np 1 \"$d/stage%d/program\" \"$@\"", s ? " :" : "", s);
+      fprintf(f, "\n");
+      if (fclose(f) || chmod(path, 0755)) rc = gv_error_plain("%s: write failed", path);
+      else if (!quiet) fprintf(stderr, "galvc: wrote %s (%d stages)\n", path, S);
+    }
+  }
+  free(pl);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   gv_progname = "galvc";
   const char *model = NULL, *out = NULL, *emit = NULL, *target = "cpu", *dump_after = NULL, *dump_dir = "galvc-dumps";
@@ -235,6 +415,7 @@ int main(int argc, char **argv) {
   gv_import_options opt = {.batch = 1, .seq = 128, .load_weights = true};
   gv_input_shape shapes[64];
   int nshapes = 0;
+  pipe_args pa = {.B = 1, .sched = GV_SCHED_1F1B};
 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -262,6 +443,20 @@ int main(int argc, char **argv) {
       int64_t k;
       if (parse_pos_int("--layers", val, &k)) return 2;
       gv_pipe_opts.layers = k > 1000000 ? 1000000 : (int)k;
+    } else if (TAKES("--pipeline-stages") || TAKES("--pp")) {
+      int64_t k;
+      if (parse_pos_int("--pipeline-stages", val, &k)) return 2;
+      if (k > GV_PIPE_MAX_STAGES) { gv_error_plain("--pipeline-stages %lld: at most %d", (long long)k, GV_PIPE_MAX_STAGES); return 2; }
+      pa.stages = (int)k;
+    } else if (TAKES("--microbatches")) {
+      int64_t k;
+      if (parse_pos_int("--microbatches", val, &k)) return 2;
+      pa.B = k > 1000000 ? 1000000 : (int)k;
+    } else if (TAKES("--schedule")) {
+      if (strcmp(val, "gpipe") && strcmp(val, "1f1b")) { gv_error_plain("--schedule %s: expected gpipe or 1f1b", val); return 2; }
+      pa.sched = strcmp(val, "1f1b") == 0 ? GV_SCHED_1F1B : GV_SCHED_GPIPE;
+    } else if (TAKES("--trace-plan")) {
+      pa.trace_plan = val;
     } else if (strcmp(a, "--pipe-stats") == 0) {
       gv_pipe_opts.quiet = false;
     } else if (TAKES("--strategy")) {
@@ -487,6 +682,20 @@ int main(int argc, char **argv) {
   opt.shapes = shapes;
   opt.nshapes = nshapes;
 
+  if (pa.stages) {
+    if (mesh_spec || gv_shard_opts.strategy || gv_shard_opts.file || gv_plan_opts.plan_in) {
+      gv_error_plain("--pipeline-stages does not combine with --mesh / --strategy / --sharding / --plan yet");
+      return 2;
+    }
+    if (!cluster.devices_per_node && gv_cluster_load(cluster_spec ? cluster_spec : "cpu-local", &cluster)) return 2;
+    if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
+    int64_t need = gpus > pa.stages ? gpus : pa.stages;
+    if (!gpus_per_node && need > cluster.devices_per_node * cluster.nodes) cluster.devices_per_node = need, cluster.nodes = 1;
+    else if (cluster.devices_per_node > 0 && need > cluster.devices_per_node * cluster.nodes)
+      cluster.nodes = (need + cluster.devices_per_node - 1) / cluster.devices_per_node;
+    pa.layers = gv_pipe_opts.layers;
+    return compile_pipeline(model, opt, &pa, gpus, &cluster, out, quiet, build, verify_each, train) ? 1 : 0;
+  }
   double t0 = now();
   gv_module *m = gv_import_onnx(model, &opt);
   if (!m) return 1;

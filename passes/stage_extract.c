@@ -1,0 +1,221 @@
+/* stage_extract.c — the per-stage programs of a pipeline (docs/pipeline.md,
+ * "Per-stage executables").
+ *
+ * gv_pipe_group_stats: per layer group (cluster-layers' `layer` attribute)
+ * the figures the stage DP's analytic cost needs: forward FLOPs, parameter
+ * bytes (a parameter counts in the group of its first user), activation
+ * bytes (results of the group's ops) and bytes leaving the group.
+ *
+ * gv_pipe_assign_stages: `stage = i` on every top-level op from its layer
+ * group and the plan's group ranges (first[i] <= layer < first[i+1]); an op
+ * without a layer (none after cluster-layers) gets stage 0; an operand-free
+ * op without regions (a constant) gets the stage of its first user.
+ *
+ * gv_stage_extract: keeps stage s's ops. A value defined in another stage
+ * and used in s becomes a new function input named "pp.OP.RES" (OP: the
+ * definer's position in the body, RES: its result index; the same name in
+ * both stages, since every stage module is compiled from the same import);
+ * a value of s used in another stage becomes an extra output of the same
+ * name. Constants another stage defines are kept in s (copied, not sent).
+ * The original outputs s defines stay outputs. Unused arguments (inputs and
+ * parameters other stages use) are dropped. io lists the crossing values
+ * with their peer stages, in name order, so that sender and receiver agree
+ * on the order of the messages between any two stages. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+#include "stage_extract.h"
+
+static int64_t op_stage(const gv_op *op) { return gv_get_int(op, "stage", -1); }
+
+static bool uses(const gv_op *op, const gv_value *v) {
+  for (int i = 0; i < op->nopnds; i++)
+    if (op->opnds[i] == v) return true;
+  for (int r = 0; r < op->nregions; r++)
+    for (const gv_op *o = op->regions[r]->first; o; o = o->next)
+      if (uses(o, v)) return true;
+  return false;
+}
+
+static void replace_in(gv_op *op, gv_value *from, gv_value *to) {
+  for (int i = 0; i < op->nopnds; i++)
+    if (op->opnds[i] == from) op->opnds[i] = to;
+  for (int r = 0; r < op->nregions; r++) gv_replace_uses(op->regions[r], from, to);
+}
+
+static bool is_term(const gv_op *op) { return (gv_ops[op->code].flags & GV_TERMINATOR) != 0; }
+
+static int64_t type_bytes(const gv_type *t) {
+  int64_t n = gv_type_numel(t);
+  return n > 0 ? n * (int64_t)gv_dtype_size(t->dtype) : 0;
+}
+
+int gv_pipe_group_stats(gv_module *m, int ngroups, const int64_t *flops, gv_group_stats *out) {
+  gv_block *body = m->main->body;
+  memset(out, 0, sizeof *out * (size_t)ngroups);
+  for (int g = 0; g < ngroups; g++) out[g].flops = flops[g];
+  for (gv_op *op = body->first; op; op = op->next) {
+    if (is_term(op)) continue;
+    int64_t l = gv_get_int(op, "layer", -1);
+    if (l < 0 || l >= ngroups) continue;
+    for (int i = 0; i < op->nres; i++) {
+      int64_t b = type_bytes(&op->res[i]->type);
+      out[l].act_bytes += b;
+      for (gv_op *u = op->next; u; u = u->next)
+        if (!is_term(u) && gv_get_int(u, "layer", -1) != l && uses(u, op->res[i])) {
+          out[l].out_bytes += b;
+          break;
+        }
+    }
+  }
+  for (int a = 0; a < body->nargs; a++) {
+    if (!m->main->arg_is_param[a]) continue;
+    for (gv_op *u = body->first; u; u = u->next)
+      if (!is_term(u) && uses(u, body->args[a])) {
+        int64_t l = gv_get_int(u, "layer", -1);
+        if (l >= 0 && l < ngroups) out[l].param_bytes += type_bytes(&body->args[a]->type);
+        break;
+      }
+  }
+  return 0;
+}
+
+int gv_pipe_assign_stages(gv_module *m, const int *first, int nstages) {
+  gv_block *body = m->main->body;
+  for (gv_op *op = body->first; op; op = op->next) {
+    if (is_term(op)) continue;
+    int64_t l = gv_get_int(op, "layer", -1), s = 0;
+    for (int i = 0; l >= 0 && i < nstages; i++)
+      if (l >= first[i] && l < first[i + 1]) s = i;
+    gv_set_int(m, op, "stage", s);
+  }
+  for (gv_op *op = body->first; op; op = op->next) {
+    if (is_term(op) || op->nopnds || op->nregions || op->nres != 1) continue;
+    for (gv_op *u = op->next; u; u = u->next)
+      if (!is_term(u) && uses(u, op->res[0])) {
+        gv_set_int(m, op, "stage", op_stage(u));
+        break;
+      }
+  }
+  return 0;
+}
+
+static int add_io(gv_module *m, gv_stage_io *io, bool in, const char *name, int peer, uint64_t mask) {
+  int *n = in ? &io->nin : &io->nout;
+  if (*n >= GV_STAGE_IO_MAX) return gv_error(m, "pipeline: more than %d values cross one stage boundary", GV_STAGE_IO_MAX);
+  gv_stage_value *x = in ? &io->in[*n] : &io->out[*n];
+  x->name = gv_strdup(m->arena, name);
+  x->peer = peer;
+  x->dst_mask = mask;
+  (*n)++;
+  return 0;
+}
+
+int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
+  gv_func *f = m->main;
+  gv_block *body = f->body;
+  memset(io, 0, sizeof *io);
+  gv_op *ret = gv_block_terminator(body);
+  if (!ret || ret->code != GV_OP_RETURN) return gv_error(m, "pipeline: the function has no return");
+  if (nstages > 64) return gv_error(m, "pipeline: at most 64 stages");
+  /* constants used in s stay in s */
+  for (gv_op *op = body->first; op; op = op->next) {
+    if (is_term(op) || op_stage(op) == s || op->nopnds || op->nregions) continue;
+    for (gv_op *u = op->next; u; u = u->next)
+      if (!is_term(u) && op_stage(u) == s && uses(u, op->res[0])) {
+        gv_set_int(m, op, "stage", s);
+        break;
+      }
+  }
+  /* outputs: the original ones s defines (an input returned as is: the last stage) */
+  int nr = 0, cap = ret->nopnds + 8;
+  gv_value **ro = malloc(sizeof *ro * (size_t)cap);
+  const char **rn = malloc(sizeof *rn * (size_t)cap);
+  if (!ro || !rn) {
+    free(ro), free(rn);
+    return gv_error(m, "pipeline: out of memory");
+  }
+  for (int i = 0; i < ret->nopnds; i++) {
+    gv_value *v = ret->opnds[i];
+    int64_t vs = v->def ? op_stage(v->def) : nstages - 1;
+    if (vs != s) continue;
+    ro[nr] = v;
+    rn[nr++] = f->res_names && i < f->nres_names ? f->res_names[i] : NULL;
+  }
+  int idx = 0, rc = 0;
+  char name[64];
+  for (gv_op *op = body->first; op && !rc; op = op->next, idx++) {
+    if (is_term(op)) continue;
+    int64_t a = op_stage(op);
+    for (int ri = 0; ri < op->nres && !rc; ri++) {
+      gv_value *v = op->res[ri];
+      snprintf(name, sizeof name, "pp.%d.%d", idx, ri);
+      if (a == s) {
+        uint64_t mask = 0;
+        if (!op->nopnds && !op->nregions) continue; /* a constant: every stage that uses it has its copy */
+        for (gv_op *u = op->next; u; u = u->next)
+          if (!is_term(u) && op_stage(u) != s && uses(u, v)) mask |= 1ull << op_stage(u);
+        if (!mask) continue;
+        if (!gv_type_is_static(&v->type)) { rc = gv_error_op(m, op, "pipeline: a value crossing stages has no static shape"); break; }
+        if (nr == cap) {
+          cap *= 2;
+          gv_value **r2 = realloc(ro, sizeof *ro * (size_t)cap);
+          if (r2) ro = r2;
+          const char **n2 = realloc(rn, sizeof *rn * (size_t)cap);
+          if (n2) rn = n2;
+          if (!r2 || !n2) { rc = gv_error(m, "pipeline: out of memory"); break; }
+        }
+        ro[nr] = v;
+        rn[nr++] = gv_strdup(m->arena, name);
+        rc = add_io(m, io, false, name, -1, mask);
+      } else {
+        bool used = false;
+        for (gv_op *u = op->next; u && !used; u = u->next)
+          used = !is_term(u) && op_stage(u) == s && uses(u, v);
+        if (!used) continue;
+        if (a > s) { rc = gv_error_op(m, op, "pipeline: stage %d uses a value of the later stage %lld", s, (long long)a); break; }
+        if (!gv_type_is_static(&v->type)) { rc = gv_error_op(m, op, "pipeline: a value crossing stages has no static shape"); break; }
+        gv_value *arg = gv_func_add_arg(m, f, name, v->type, false);
+        for (gv_op *u = op->next; u; u = u->next)
+          if (!is_term(u) && op_stage(u) == s) replace_in(u, v, arg);
+        rc = add_io(m, io, true, name, (int)a, 0);
+      }
+    }
+  }
+  if (!rc) {
+    gv_op_set_operands(m, ret, nr, ro);
+    const char **names = gv_alloc(m->arena, sizeof *names * (size_t)(nr ? nr : 1));
+    memcpy(names, rn, sizeof *names * (size_t)nr);
+    f->res_names = names;
+    f->nres_names = nr;
+  }
+  free(ro);
+  free(rn);
+  if (rc) return rc;
+  if (!nr) return gv_error(m, "pipeline: stage %d has no outputs (nothing later uses it)", s);
+  /* drop the other stages' ops (users before definers: from the end) */
+  for (gv_op *op = body->last, *prev; op; op = prev) {
+    prev = op->prev;
+    if (!is_term(op) && op_stage(op) != s) gv_op_unlink(op);
+  }
+  /* drop unused arguments */
+  int k = 0;
+  for (int a = 0; a < body->nargs; a++) {
+    gv_value *v = body->args[a];
+    bool used = false;
+    for (gv_op *u = body->first; u && !used; u = u->next) used = uses(u, v);
+    if (!used) continue;
+    body->args[k] = v;
+    v->index = k;
+    f->arg_names[k] = f->arg_names[a];
+    f->arg_is_param[k] = f->arg_is_param[a];
+    f->param_data[k] = f->param_data[a];
+    if (f->arg_is_state) f->arg_is_state[k] = f->arg_is_state[a];
+    if (f->arg_sharding) f->arg_sharding[k] = f->arg_sharding[a];
+    k++;
+  }
+  body->nargs = k;
+  return 0;
+}

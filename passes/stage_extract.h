@@ -1,0 +1,30 @@
+/* stage_extract.h — per-stage programs of a pipeline (passes/stage_extract.c). */
+#ifndef GALV_STAGE_EXTRACT_H
+#define GALV_STAGE_EXTRACT_H
+
+#include <stdint.h>
+
+#include "../ir/ir.h"
+#include "../planner/pipeline.h"
+
+#define GV_STAGE_IO_MAX 256
+
+typedef struct {
+  const char *name;  /* "pp.OP.RES": the program input / output of that name */
+  int peer;          /* inputs: the stage that sends it */
+  uint64_t dst_mask; /* outputs: the stages that receive it */
+} gv_stage_value;
+
+typedef struct {
+  int nin, nout;
+  gv_stage_value in[GV_STAGE_IO_MAX], out[GV_STAGE_IO_MAX];
+} gv_stage_io;
+
+/* Per layer group figures for gv_stage_cost_analytic (flops: cluster-layers'). */
+int gv_pipe_group_stats(gv_module *m, int ngroups, const int64_t *flops, gv_group_stats *out);
+/* stage attributes from the groups' stages (stage i: groups [first[i], first[i+1])). */
+int gv_pipe_assign_stages(gv_module *m, const int *first, int nstages);
+/* Keeps stage s only (crossing values: inputs / outputs "pp.OP.RES"); io: those values. */
+int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io);
+
+#endif

@@ -1,0 +1,29 @@
+/* galv_pipe.h — pipeline-stage programs (docs/pipeline.md, "Per-stage
+ * executables"). galvc --pipeline-stages S writes out/stageI/ per stage:
+ * program.c (the stage's ops: the values it receives are inputs named
+ * "pp.OP.RES", the values it sends are outputs of the same name) and
+ * pipe_stage.c with the tables below; the stage's Makefile builds with
+ * mpicc and -DGALV_PIPE_STAGE, so main.c hands over to galv_pipe_main
+ * (runtime/pipe.c): microbatches, p2p between the stages' ranks
+ * (galv_send / galv_recv), timing, arena high-water, --trace. */
+#ifndef GALV_PIPE_H
+#define GALV_PIPE_H
+
+#include <stdint.h>
+
+typedef struct {
+  const char *name; /* a program input ("pp.OP.RES", received) or output (sent) */
+  int peer;         /* inputs: the stage that sends it */
+  uint64_t dst;     /* outputs: bit mask of the stages that receive it */
+} galv_pipe_value;
+
+/* ---- defined by pipe_stage.c */
+extern const int galv_pipe_stage, galv_pipe_nstages, galv_pipe_microbatches;
+extern const int galv_pipe_first_rank[]; /* stage i runs on world ranks [first[i], first[i+1]) */
+extern const galv_pipe_value galv_pipe_in[], galv_pipe_out[];
+extern const int galv_pipe_nin, galv_pipe_nout;
+extern const double galv_pipe_predicted_ms[]; /* per stage: the cost model's time per microbatch */
+
+int galv_pipe_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Pipeline (inter-operator) programs (docs/pipeline.md, "Per-stage
+# executables"): galvc --pipeline-stages S --microbatches B writes one CPU
+# program per stage (OUT/stageI/) and OUT/launch (mpirun MPMD); run under
+# GALV_COMM_SYNC=1 (synchronous sends: an ordering that could deadlock
+# times out instead of passing by buffering) and `timeout`, the logits equal
+# the single-device program's (rtol 1e-4, atol 1e-5). The runtime's and the
+# cost model's Chrome traces are valid JSON with an "X" event per stage and
+# microbatch. Bad input: more stages than layer groups, a memory limit no
+# partition fits, --train (not yet), a batch that B does not divide.
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+  echo "SKIP: mpicc/mpirun not found"
+  exit 0
+fi
+export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
+RUNAS=()
+[ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
+export MPIRUN="mpirun ${RUNAS[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS"
+CASES=${GALV_PIPE_CASES:-2:2 2:4 3:2 4:4}
+pass=0 fail=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+fam=gpt2
+m="$T/$fam.onnx"
+python3 "$SRC/examples/make_model.py" "$fam" -o "$m" --no-verify >/dev/null || { echo "FAIL make_model"; exit 1; }
+timeout 300 "$BUILD/galvc" "$m" --batch 8 --seq 16 --target cpu -q -o "$T/one/" 2>"$T/err" || { echo "FAIL single: $(cat "$T/err")"; exit 1; }
+python3 - "$SRC" "$m" "$T/in" >"$T/args" 2>"$T/err" <<'PY' || { echo "FAIL inputs: $(cat "$T/err")"; exit 1; }
+import sys, onnx, numpy as np
+sys.path.insert(0, sys.argv[1] + "/tests")
+from model_inputs import make_inputs
+args = []
+for i, (name, a) in enumerate(make_inputs(onnx.load(sys.argv[2], load_external_data=False), 8, 16).items()):
+    fn = f"{sys.argv[3]}_{i}.npy"
+    np.save(fn, a)
+    args.append(f"--input {name}={fn}")
+print(" ".join(args))
+PY
+# shellcheck disable=SC2046
+timeout 60 "$T/one/program" $(cat "$T/args") -o "$T/one/res" >/dev/null 2>"$T/err" || { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
+for c in $CASES; do
+  S=${c%%:*} B=${c#*:}
+  d="$T/pp$S-$B"
+  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 16 --pipeline-stages "$S" --microbatches "$B" \
+      --trace-plan "$d.plan.json" -q -o "$d/" 2>"$T/err"; then
+    bad "pp=$S B=$B: galvc: $(head -3 "$T/err")"
+    continue
+  fi
+  # shellcheck disable=SC2046
+  if ! timeout 120 "$d/launch" $(cat "$T/args") -o "$d/res" --trace "$d.trace.json" >"$T/out" 2>"$T/err"; then
+    bad "pp=$S B=$B: run: $(grep -m3 -i error "$T/err" "$T/out")"
+    continue
+  fi
+  if msg=$(python3 - "$T/one/res" "$d/res" "$d.trace.json" "$d.plan.json" "$S" "$B" 2>&1 <<'PY'
+import sys, os, json, numpy as np
+a, b, tr, pl, S, B = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
+for f in sorted(os.listdir(a)):
+    x, y = np.load(os.path.join(a, f)), np.load(os.path.join(b, f))
+    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
+        sys.exit(f"{f}: max abs diff {np.abs(x.astype(np.float64) - y).max() if x.shape == y.shape else 'shape ' + str(y.shape)}")
+for path in (tr, pl):
+    ev = json.load(open(path))["traceEvents"]
+    fw = {(e["pid"], e["name"]) for e in ev if e["ph"] == "X" and e["name"].startswith("forward")}
+    if len(fw) != S * B or any(e["dur"] < 0 for e in ev):
+        sys.exit(f"{path}: {len(fw)} forward events, expected {S * B}")
+print("logits equal, traces", S * B, "forward events")
+PY
+); then
+    ok "pp=$S B=$B: $msg; $(grep -c 'high-water' "$T/out") stages report arena high-water"
+  else
+    bad "pp=$S B=$B: $msg"
+  fi
+done
+# bad input: one error line, exit 1
+expect_err() { # WANT ARGS...
+  local want=$1
+  shift
+  if timeout 120 "$BUILD/galvc" "$m" --batch 8 --seq 16 -q "$@" -o "$T/bad/" >/dev/null 2>"$T/err"; then
+    bad "galvc $*: succeeded"
+  elif [ "$(wc -l <"$T/err")" = 1 ] && grep -q "$want" "$T/err"; then
+    ok "galvc $*: $(cat "$T/err")"
+  else
+    bad "galvc $*: $(head -3 "$T/err")"
+  fi
+}
+expect_err "more stages than layers" --pipeline-stages 3 --layers 2
+expect_err "no partition fits the memory limit" --pipeline-stages 2 --memory-limit 1000
+expect_err "not a multiple of --microbatches" --pipeline-stages 2 --microbatches 3
+expect_err "not implemented yet" --pipeline-stages 2 --train
+expect_err "expected gpipe or 1f1b" --pipeline-stages 2 --schedule zigzag
+echo "pipeline_models: $pass passed, $fail failed"
+[ "$fail" = 0 ]
