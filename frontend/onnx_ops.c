@@ -484,7 +484,7 @@ static int h_reshape(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
 static int h_transpose(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)nin, (void)code;
   gv_op *op = emit(c, GV_OP_TRANSPOSE, 1, in, 1);
-  const int64_t *perm;
+  const int64_t *perm = NULL;
   int k = aints(n, "perm", &perm);
   if (k >= 0) gv_set_ints(c->m, op, "perm", k, perm);
   int r = rank_of(in[0]);

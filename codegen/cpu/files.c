@@ -11,7 +11,8 @@
 
 int cg_write_file(const char *dir, const char *name, const void *data, size_t len) {
   char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+    return gv_error_plain("%s/%s: path too long", dir, name);
   FILE *f = fopen(path, "wb");
   if (!f) return gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
   size_t w = len ? fwrite(data, 1, len, f) : 0;

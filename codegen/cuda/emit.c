@@ -24,6 +24,7 @@
 
 #include "../../ir/shape_rules.h"
 #include "cuda.h"
+#include "../cpu/cpu.h" /* cg_write_file: one file writer for both targets */
 
 typedef struct {
   const gv_value *v;
@@ -512,7 +513,7 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
       if (a < 0) return gv_error_op(m, op, "cuda codegen: reduce axis out of range");
       kept.dims[a] = 1;
     }
-    int64_t ks[GV_MAX_RANK];
+    int64_t ks[GV_MAX_RANK] = {0};
     strides_of(&kept, ks);
     for (int d = 0; d < x->rank; d++) ks[d] = kept.dims[d] == 1 ? 0 : ks[d];
     if (gv_type_numel(&kept) != gv_type_numel(o)) return gv_error_op(m, op, "cuda codegen: reduce result type does not match");
@@ -955,16 +956,6 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
 
 /* ---------------------------------------------------------------- files */
 
-static int write_file(const char *dir, const char *name, const void *data, size_t len) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "wb");
-  if (!f) return gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
-  size_t w = len ? fwrite(data, 1, len, f) : 0;
-  if (fclose(f) || w != len) return gv_error_plain("%s: write failed: %s", path, strerror(errno));
-  return 0;
-}
-
 /* constants.bin: weights.bin from the end of the parameters */
 static int write_constants(emitter *e, const char *dir) {
   char path[4096];
@@ -977,7 +968,7 @@ static int write_constants(emitter *e, const char *dir) {
   int rc = fseek(f, (long)e->pbytes, SEEK_SET) || fread(buf, 1, n, f) != n;
   fclose(f);
   if (rc) rc = gv_error_plain("%s: shorter than %lld bytes", path, (long long)e->wbytes);
-  else rc = write_file(dir, "constants.bin", buf, n);
+  else rc = cg_write_file(dir, "constants.bin", buf, n);
   free(buf);
   return rc;
 }
@@ -1037,7 +1028,7 @@ static int write_makefile(const char *dir, const char *arch) {
   }
   char buf[sizeof makefile + 2048];
   int n = snprintf(buf, sizeof buf, makefile, arch && *arch ? arch : "sm_90", flags);
-  return write_file(dir, "Makefile", buf, (size_t)n);
+  return cg_write_file(dir, "Makefile", buf, (size_t)n);
 }
 
 static int write_cuda_runtime(const char *dir) {
@@ -1047,7 +1038,7 @@ static int write_cuda_runtime(const char *dir) {
   if (stat(rdir, &st) != 0 && mkdir(rdir, 0777) != 0)
     return gv_error_plain("%s: cannot create directory: %s", rdir, strerror(errno));
   for (int i = 0; i < gv_nruntime_cuda_files; i++)
-    if (write_file(rdir, gv_runtime_cuda_files[i].name, gv_runtime_cuda_files[i].data, gv_runtime_cuda_files[i].len))
+    if (cg_write_file(rdir, gv_runtime_cuda_files[i].name, gv_runtime_cuda_files[i].data, gv_runtime_cuda_files[i].len))
       return -1;
   return 0;
 }
