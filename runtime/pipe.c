@@ -209,6 +209,7 @@ int galv_pipe_main(int argc, char **argv) {
   double tstart = now_us(), tcomp = 0;
   for (int mb = 0; mb < B; mb++) {
     double t0 = now_us();
+    for (int i = 0; i < galv_ninputs; i++) GALV_UNPOISON(arena + galv_inputs[i].offset, galv_inputs[i].nbytes);
     if (galv_pipe_nin) {
       galv_group_start();
       for (int i = 0; i < galv_ninputs; i++)
@@ -227,6 +228,8 @@ int galv_pipe_main(int argc, char **argv) {
     galv_program_run(arena, weights, NULL);
     double t2 = now_us();
     tcomp += t2 - t1;
+    for (int o = 0; o < galv_noutputs; o++)
+      if (!galv_outputs[o].in_weights) GALV_UNPOISON(arena + galv_outputs[o].offset, galv_outputs[o].nbytes);
     ev_add(EV_FWD, mb, t1, t2);
     if (galv_pipe_nout) {
       galv_group_start();
@@ -249,6 +252,7 @@ int galv_pipe_main(int argc, char **argv) {
   }
   double total = now_us() - tstart;
   int64_t high = 0;
+  GALV_UNPOISON(arena, abytes);
   for (int64_t k = (int64_t)galv_arena_bytes - 1; k >= 0; k--)
     if ((unsigned char)arena[k] != FILL) {
       high = k + 1;
