@@ -11,7 +11,6 @@
 #include "../codegen.h"
 
 /* device compute type (float for f32) and storage type ("gf" for f32) */
-const char *cu_ctype(gv_dtype t);
 const char *cu_stype(gv_dtype t);
 
 /* `__global__ void NAME(const T *x0.., T *y0.., int *galv_err)`: op (galv.fused
