@@ -189,6 +189,13 @@ static int forward(prop *P, gv_op *op) {
     else if (op->opnds[i]->def) return 0;
   }
   if (op->nopnds && !known) return 0;
+  if (op->code == GV_OP_CROSS_ENTROPY_GRAD && op->nopnds == 3 && P->sh[op->opnds[1]->id] && !P->sh[op->res[0]->id]) {
+    /* d logits: split like the logits (vocab-parallel cross entropy) */
+    gv_sharding *s = gv_sharding_new(P->m, P->mesh, op->res[0]->type.rank);
+    *s = *P->sh[op->opnds[1]->id];
+    s->partial = 0;
+    P->sh[op->res[0]->id] = s;
+  }
   gv_shard_rule r;
   if (gv_shard_rule_of(op, &r)) {
     for (int i = 0; i < op->nres; i++)
@@ -294,9 +301,59 @@ static gv_value *reshard(prop *P, gv_value *v, const gv_sharding *target, gv_op 
   return o->res[0];
 }
 
+/* Reshards after op where its results' recorded shardings differ from the
+ * actual ones (act). */
+static void reshard_results(prop *P, gv_op *op, const gv_sharding **act) {
+  gv_op *last = op;
+  for (int i = 0; i < op->nres; i++) {
+    gv_value *v = op->res[i];
+    const gv_sharding *want = P->sh[v->id];
+    if (gv_sharding_equal(act[i], want)) continue;
+    gv_value *nv = reshard(P, v, want, last, true);
+    last = nv->def;
+    gv_replace_uses(op->parent, v, nv);
+    nv->def->opnds[0] = v; /* gv_replace_uses also rewrote the reshard's own operand */
+  }
+}
+
+/* cross_entropy(logits, labels) / cross_entropy_grad(dloss, logits,
+ * labels): the logits keep their splits (vocab and rows; pending sums
+ * completed), the labels are split like the logits' rows, dloss is
+ * replicated; the loss is replicated, d logits split like the logits.
+ * spmd-partition lowers it to Megatron's vocab-parallel form. */
+static int materialise_ce(prop *P, gv_op *op) {
+  bool grad = op->code == GV_OP_CROSS_ENTROPY_GRAD;
+  if (op->nopnds != (grad ? 3 : 2) || op->nres != 1) return gv_error_op(P->m, op, "sharding: malformed galv.%s", opname(op));
+  gv_value *x = op->opnds[grad];
+  const gv_sharding *have = gv_value_sharding(P->m, x);
+  if (!have) have = P->sh[x->id];
+  gv_sharding *xs = gv_sharding_new(P->m, P->mesh, x->type.rank);
+  if (have && have->rank == xs->rank) *xs = *have;
+  xs->partial = 0;
+  for (int i = 0; i < op->nopnds; i++) {
+    gv_value *v = op->opnds[i];
+    gv_sharding *want = gv_sharding_new(P->m, P->mesh, v->type.rank);
+    if (v == x) want = xs;
+    else if (i == (grad ? 2 : 1))
+      for (int d = 0; d < v->type.rank && d + 1 < xs->rank; d++) {
+        want->naxes[d] = xs->naxes[d];
+        memcpy(want->axes[d], xs->axes[d], sizeof want->axes[d]);
+      }
+    const gv_sharding *h = gv_value_sharding(P->m, v);
+    if (!h) h = P->sh[v->id];
+    if (!gv_sharding_equal(h, want)) op->opnds[i] = reshard(P, v, want, op, false);
+  }
+  const gv_sharding **act = gv_alloc(P->m->arena, sizeof *act);
+  act[0] = grad ? xs : gv_sharding_new(P->m, P->mesh, op->res[0]->type.rank);
+  gv_set_shardings(P->m, op, act);
+  reshard_results(P, op, act);
+  return 0;
+}
+
 /* Required shardings of op's operands and its actual result shardings. */
 static int materialise(prop *P, gv_op *op) {
   const gv_func *f = P->m->main;
+  if (op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) return materialise_ce(P, op);
   if (op->code == GV_OP_RETURN) {
     for (int i = 0; i < op->nopnds; i++) {
       gv_value *v = op->opnds[i];
@@ -340,7 +397,6 @@ static int materialise(prop *P, gv_op *op) {
     if (!gv_sharding_equal(have, want)) op->opnds[i] = reshard(P, v, want, op, false);
   }
   const gv_sharding **act = gv_alloc(P->m->arena, (size_t)(op->nres ? op->nres : 1) * sizeof *act);
-  gv_op *last = op;
   for (int i = 0; i < op->nres; i++) {
     gv_value *v = op->res[i];
     gv_sharding *a = none ? gv_sharding_new(P->m, P->mesh, v->type.rank) : factors_to_sharding(P, &r, 1, i, &fa, NULL);
@@ -348,15 +404,7 @@ static int materialise(prop *P, gv_op *op) {
     act[i] = a;
   }
   gv_set_shardings(P->m, op, act);
-  for (int i = 0; i < op->nres; i++) {
-    gv_value *v = op->res[i];
-    const gv_sharding *want = P->sh[v->id];
-    if (gv_sharding_equal(act[i], want)) continue;
-    gv_value *nv = reshard(P, v, want, last, true);
-    last = nv->def;
-    gv_replace_uses(op->parent, v, nv);
-    nv->def->opnds[0] = v; /* gv_replace_uses also rewrote the reshard's own operand */
-  }
+  reshard_results(P, op, act);
   return 0;
 }
 
@@ -444,6 +492,28 @@ static bool is_column(const gv_module *m, const gv_op *op, int64_t tp) {
   return false;
 }
 
+/* A dot with a parameter rhs whose result (after an optional bias add or
+ * reshape) is the logits of galv.cross_entropy: the vocab-parallel head. */
+static bool is_vocab_head(const gv_module *m, const gv_op *op) {
+  if (op->code != GV_OP_DOT || !is_param(m, op->opnds[1])) return false;
+  const gv_value *v = op->res[0];
+  for (int depth = 0; depth < 3; depth++) {
+    const gv_value *next = NULL;
+    for (const gv_op *u = op->next; u; u = u->next)
+      for (int i = 0; i < u->nopnds; i++) {
+        if (u->opnds[i] != v) continue;
+        if (u->code == GV_OP_CROSS_ENTROPY && i == 0) return true;
+        if (u->code == GV_OP_RESHAPE && u->res[0]->type.rank >= 1 && v->type.rank >= 1 &&
+            u->res[0]->type.dims[u->res[0]->type.rank - 1] == v->type.dims[v->type.rank - 1])
+          next = u->res[0];
+        if (u->code == GV_OP_ADD && is_param(m, u->opnds[1 - i])) next = u->res[0];
+      }
+    if (!next) break;
+    v = next;
+  }
+  return false;
+}
+
 /* A dot with a parameter rhs whose lhs comes from a column-parallel chain. */
 static bool from_column(const gv_module *m, const gv_value *v, int depth, int64_t tp) {
   if (!v || !v->def || depth > 48) return false;
@@ -509,7 +579,8 @@ static int preset_pins(prop *P, const char *strategy) {
           op->opnds[0]->type.rank == 2)
         pin(P, op->opnds[0], split_dim(P, op->opnds[0], 0, "tp"));
       if (op->code != GV_OP_DOT || !is_param(P->m, op->opnds[1])) continue;
-      if (is_column(P->m, op, ntp)) pin(P, op->opnds[1], split_dim(P, op->opnds[1], rhs_free_dim(op, false), "tp"));
+      if (is_column(P->m, op, ntp) || is_vocab_head(P->m, op))
+        pin(P, op->opnds[1], split_dim(P, op->opnds[1], rhs_free_dim(op, false), "tp"));
       else if (from_column(P->m, op->opnds[0], 0, ntp))
         pin(P, op->opnds[1], split_dim(P, op->opnds[1], rhs_free_dim(op, true), "tp"));
     }
@@ -523,6 +594,23 @@ static int preset_pins(prop *P, const char *strategy) {
       if (f->arg_is_param[j] && f->arg_names[j] && !strcmp(f->arg_names[j], c + 1) && P->sh[f->body->args[j]->id] &&
           f->body->args[j]->type.rank == f->body->args[i]->type.rank)
         P->sh[f->body->args[i]->id] = P->sh[f->body->args[j]->id];
+  }
+  /* ZeRO: the update of a dp-split parameter P (ops at "optimizer/OPT/P")
+   * runs on P's shard: its param-shaped values are split like P, so its
+   * gradient (a pending dp sum) is reduce-scattered where the update first
+   * reads it, not all-reduced and then sliced. */
+  for (gv_op *op = f->body->first; zero && op; op = op->next) {
+    const char *loc = op->loc && !strncmp(op->loc, "optimizer/", 10) ? strchr(op->loc + 10, '/') : NULL;
+    if (!loc || op->nres != 1 || P->sh[op->res[0]->id]) continue;
+    for (int j = 0; j < f->body->nargs; j++) {
+      gv_value *p = f->body->args[j];
+      const gv_sharding *ps = P->sh[p->id];
+      if (!f->arg_is_param[j] || !ps || !f->arg_names[j] || strcmp(f->arg_names[j], loc + 1)) continue;
+      bool split = false;
+      for (int d = 0; d < ps->rank; d++) split |= ps->naxes[d] > 0;
+      if (split && !ps->partial && gv_type_equal(&op->res[0]->type, &p->type)) P->sh[op->res[0]->id] = ps;
+      break;
+    }
   }
   return 0;
 }

@@ -12,7 +12,9 @@
  * factor kinds): a reduce_mean over split dims is rescaled by 1/p (its
  * local sums are added up later), a gather from a split table (GATHER
  * factor) looks up only the rows this rank holds (galv.axis_index) and
- * yields zeros elsewhere, a partial sum completed by the consumer.
+ * yields zeros elsewhere, a partial sum completed by the consumer;
+ * cross_entropy / cross_entropy_grad on split logits become Megatron's
+ * vocab-parallel cross entropy (lower_cross_entropy).
  * Without a mesh the pass does nothing. */
 #include "build.h"
 #include "passes.h"
@@ -36,6 +38,10 @@ typedef struct {
   int ncoll;
   layer_group g[MAX_GROUPS];
   int ng;
+  struct ce_stats { /* vocab-parallel cross entropy: row statistics shared by the loss and its gradient */
+    gv_value *x, *lab, *lse, *ohf, *valid, *cnt1;
+  } ce[8];
+  int nce;
 } spmd;
 
 /* The layer of a location: its first segment NAME.N or NAME/N (separated
@@ -299,6 +305,116 @@ static int lower_gather(spmd *S, gv_op *op, const gv_sharding *ts) {
   return 0;
 }
 
+/* galv.axis_index over the axes mask, as a value of dtype it. */
+static gv_value *axis_index(spmd *S, gvb *b, unsigned axes, gv_dtype it) {
+  gv_op *ai = gv_op_new(S->m, GV_OP_AXIS_INDEX, 0, NULL, 1);
+  gv_op_set_loc(S->m, ai, b->loc, NULL);
+  const char *names[GV_MAX_MESH_AXES];
+  int n = 0;
+  for (int a = 0; a < S->mesh->naxes; a++)
+    if (axes & (1u << a)) names[n++] = S->mesh->axis[a];
+  gv_set_str(S->m, ai, "mesh", S->mesh->name);
+  gv_set_strs(S->m, ai, "axes", n, names);
+  gv_value *coord = gvb_fin(b, ai);
+  if (coord && it != GV_DT_I64) {
+    gv_op *cst = gvb_new(b, GV_OP_CAST, 1, &coord);
+    if (!cst) return NULL;
+    gv_set_type(S->m, cst, "to", it);
+    coord = gvb_fin(b, cst);
+  }
+  return coord;
+}
+
+/* reduce_sum / reduce_max over the last dim (kept) or, last < 0, over all
+ * dims (a scalar). */
+static gv_value *reduce(gvb *b, gv_opcode code, gv_value *x, int last) {
+  gv_op *o = gvb_new(b, code, 1, &x);
+  if (!o) return NULL;
+  if (last >= 0) gv_set_ints(b->m, o, "axes", 1, (int64_t[]){last});
+  else gv_set_int(b->m, o, "keepdims", 0);
+  return gvb_fin(b, o);
+}
+
+/* Megatron's vocab-parallel cross entropy (docs/sharding.md): logits
+ * [.., V] split on V over the axes vax (and on row dims over rax), labels
+ * split like the rows. Per row: max = all_reduce(max, vax) of the local
+ * max, sum = all_reduce(sum, vax) of the local sum exp(x - max), the label's
+ * logit picked by the rank whose vocab block holds it (offset = axis_index
+ * x V_local) and all_reduce(sum, vax)'d; loss = sum over counted rows of
+ * log(sum) + max - target, and the count, all_reduce(sum, rax)'d, divided.
+ * The gradient (softmax - onehot) x dloss / count is local: it reuses the
+ * loss's row statistics (no communication), or computes them when alone.
+ * Logits without splits keep the op. */
+static int lower_cross_entropy(spmd *S, gv_op *op) {
+  bool grad = op->code == GV_OP_CROSS_ENTROPY_GRAD;
+  gv_value *x = op->opnds[grad ? 1 : 0], *lab = op->opnds[grad ? 2 : 1];
+  const gv_sharding *xs = gv_value_sharding(S->m, x);
+  int r = x->type.rank;
+  unsigned vax = 0, rax = 0;
+  for (int d = 0; xs && d < xs->rank && d < r; d++)
+    for (int k = 0; k < xs->naxes[d]; k++) *(d == r - 1 ? &vax : &rax) |= 1u << xs->axes[d][k];
+  if (!vax && !rax) return 0;
+  gv_dtype dt = x->type.dtype, it = lab->type.dtype;
+  int64_t vloc = x->type.dims[r - 1];
+  gvb b = {S->m, op, op->loc};
+  struct ce_stats *st = NULL;
+  for (int i = 0; i < S->nce; i++)
+    if (S->ce[i].x == x && S->ce[i].lab == lab) st = &S->ce[i];
+  struct ce_stats tmp;
+  if (!st) {
+    st = S->nce < (int)(sizeof S->ce / sizeof S->ce[0]) ? &S->ce[S->nce++] : &tmp;
+    memset(st, 0, sizeof *st);
+    gv_value *mx = reduce(&b, GV_OP_REDUCE_MAX, x, r - 1);
+    if (vax && mx) mx = coll(S, GV_OP_ALL_REDUCE, mx, vax, 0, 0, "max", op);
+    gv_value *se = reduce(&b, GV_OP_REDUCE_SUM, gvb_un(&b, GV_OP_EXP, gvb_bin(&b, GV_OP_SUB, x, mx)), r - 1);
+    if (vax && se) se = coll(S, GV_OP_ALL_REDUCE, se, vax, 0, 0, "sum", op);
+    gv_value *lse = gvb_bin(&b, GV_OP_ADD, gvb_un(&b, GV_OP_LOG, se), mx);
+    /* labels [..] -> [.., 1], shifted by this rank's vocab offset */
+    gv_op *rs = gvb_new(&b, GV_OP_RESHAPE, 1, &lab);
+    if (!rs || !lse) return -1;
+    gv_type lt = lab->type;
+    lt.dims[lt.rank++] = 1;
+    rs->res[0]->type = lt;
+    gv_value *lab1 = gvb_fin(&b, rs), *ll = lab1;
+    if (vax) ll = gvb_bin(&b, GV_OP_SUB, lab1, gvb_bin(&b, GV_OP_MUL, axis_index(S, &b, vax, it), gvb_cst(&b, it, (double)vloc)));
+    gv_tensor *io = gv_tensor_new(S->m->arena, gv_type_make(it, 1, (int64_t[]){vloc}));
+    for (int64_t c = 0; c < vloc; c++) gv_tensor_set_i(io, c, c);
+    gv_op *ci = gv_constant_new(S->m, io);
+    gv_op_set_loc(S->m, ci, op->loc, NULL);
+    gv_value *iota = gvb_fin(&b, ci);
+    gv_value *one = gvb_cst(&b, dt, 1.0), *zero = gvb_cst(&b, dt, 0.0);
+    st->ohf = gvb_op(&b, GV_OP_WHERE, 3, (gv_value *[]){gvb_bin(&b, GV_OP_EQUAL, ll, iota), one, zero});
+    st->valid = gvb_op(&b, GV_OP_WHERE, 3,
+                       (gv_value *[]){gvb_bin(&b, GV_OP_EQUAL, lab1, gvb_cst(&b, it, (double)gv_get_int(op, "ignore_index", -100))),
+                                      zero, one});
+    gv_value *cnt = reduce(&b, GV_OP_REDUCE_SUM, st->valid, -1);
+    if (rax && cnt) cnt = coll(S, GV_OP_ALL_REDUCE, cnt, rax, 0, 0, "sum", op);
+    st->cnt1 = gvb_bin(&b, GV_OP_MAX, cnt, one);
+    st->x = x, st->lab = lab, st->lse = lse;
+    if (!st->ohf || !st->valid || !st->cnt1) return -1;
+  }
+  gv_value *res = op->res[0], *y;
+  if (grad) {
+    gv_value *p = gvb_un(&b, GV_OP_EXP, gvb_bin(&b, GV_OP_SUB, x, st->lse));
+    gv_value *g = gvb_bin(&b, GV_OP_MUL, gvb_bin(&b, GV_OP_SUB, p, st->ohf), st->valid);
+    y = gvb_bin(&b, GV_OP_MUL, g, gvb_bin(&b, GV_OP_DIV, op->opnds[0], st->cnt1));
+  } else {
+    gv_value *tgt = reduce(&b, GV_OP_REDUCE_SUM, gvb_bin(&b, GV_OP_MUL, st->ohf, x), r - 1);
+    if (vax && tgt) tgt = coll(S, GV_OP_ALL_REDUCE, tgt, vax, 0, 0, "sum", op);
+    gv_value *sum = reduce(&b, GV_OP_REDUCE_SUM, gvb_bin(&b, GV_OP_MUL, gvb_bin(&b, GV_OP_SUB, st->lse, tgt), st->valid), -1);
+    if (rax && sum) sum = coll(S, GV_OP_ALL_REDUCE, sum, rax, 0, 0, "sum", op);
+    y = gvb_bin(&b, GV_OP_DIV, sum, st->cnt1);
+  }
+  if (!y) return -1;
+  if (!gv_type_equal(&y->type, &res->type))
+    return gv_error_op(S->m, op, "spmd: vocab-parallel cross entropy: result type mismatch");
+  const gv_sharding *sh[1] = {gv_op_sharding(op, 0)};
+  gv_set_shardings(S->m, y->def, sh);
+  gv_replace_uses(op->parent, res, y);
+  gv_op_unlink(op);
+  return 0;
+}
+
 int gv_pass_spmd_partition(gv_module *m) {
   if (!m->nmeshes || !m->main) return 0;
   gv_func *f = m->main;
@@ -335,6 +451,7 @@ int gv_pass_spmd_partition(gv_module *m) {
     }
     if (op->code == GV_OP_REDUCE_MEAN && fix_mean(&S, op, x0)) return -1;
     if (op->code == GV_OP_GATHER && lower_gather(&S, op, x0)) return -1;
+    if ((op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) && lower_cross_entropy(&S, op)) return -1;
     op = next;
   }
   if (!gv_shard_opts.quiet)
