@@ -3,7 +3,9 @@
 # equals the exhaustive optimum on small graphs (gap 0), --plan reuses a
 # saved plan, a model no plan fits gives one error with the memory it needs.
 set -u
-B=${1:-build}
+B=$(cd "${1:-build}" && pwd)
+# ctest runs this from the build tree: work from the source tree.
+cd "${GALV_SOURCE_DIR:-$(dirname "$0")/..}" || exit 1
 G=$B/galvc
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -31,4 +33,38 @@ else echo "FAIL memory error: $out"; fail=1; fi
 echo '{"mesh": 3}' > "$T/bad.json"
 out=$($G "$T/g.onnx" --batch 4 --seq 16 --gpus 4 --plan "$T/bad.json" --plan-only -q 2>&1)
 [ "$(echo "$out" | wc -l)" = 1 ] && echo "$out" | grep -q "bad.json: field 'mesh'" && echo "ok bad plan" || { echo "FAIL bad plan: $out"; fail=1; }
+# ATP's point (docs/planner.md): on 2 nodes of 4, the tensor-parallel axis goes
+# inside a node where tp's activation all-reduces outweigh dp's gradient
+# all-reduces (small batch, long sequence), and swapping the intra- and
+# inter-node bandwidths in the cluster file moves it across nodes. Llama
+# (separate q/k/v projections: attention splits by heads under tp).
+python3 examples/make_model.py llama -o "$T/atp.onnx" --hidden 1024 --layers 2 --heads 16 --kv-heads 16 --vocab 8192 --no-weights >/dev/null || exit 1
+python3 - "$T" <<'PY' || exit 1
+import json, sys
+c = json.load(open("data/clusters/h100-sxm.json"))
+for name, swap in (("fast", False), ("swapped", True)):
+    d = json.loads(json.dumps(c))
+    d["name"], d["devices_per_node"] = "h100-4-" + name, 4
+    if swap:
+        d["intra_node"]["bus_bandwidth_gbps"], d["inter_node"]["bandwidth_gbps"] = c["inter_node"]["bandwidth_gbps"], c["intra_node"]["bus_bandwidth_gbps"]
+    json.dump(d, open(sys.argv[1] + "/atp-" + name + ".json", "w"))
+PY
+atp() { # CLUSTER ARGS... -> "tp_axis inside|across"
+  local c=$1; shift
+  timeout 120 $G "$T/atp.onnx" --no-weights --batch 4 --seq 4096 --gpus 8 --cluster "$T/atp-$c.json" "$@" --plan-only -q --plan-out "$T/atp.json" 2>/dev/null || { echo "error"; return; }
+  python3 -c "
+import json, sys
+p = json.load(open(sys.argv[1])); ax = p['mesh']['axes']; sh = p['mesh']['shape']; t = p['tp_axis']
+if t is None: print('none'); sys.exit()
+i = ax.index(t); inner = 1
+for s in sh[i + 1:]: inner *= s
+print(t, 'inside' if inner * sh[i] <= p['devices_per_node'] else 'across')" "$T/atp.json"
+}
+for args in "" "--mesh x=2,y=4 --train"; do
+  a=$(atp fast $args); b=$(atp swapped $args)
+  case "$a|$b" in
+    *" inside|"*" across") echo "ok ATP ${args:-free mesh, inference}: tp $a a node; bandwidths swapped: tp $b nodes";;
+    *) echo "FAIL ATP ${args:-free mesh, inference}: tp '$a' (want inside), swapped '$b' (want across)"; fail=1;;
+  esac
+done
 exit $fail
