@@ -16,6 +16,12 @@
 #       Then a GPT-2 small training step (fp32, AdamW, batch 4 x seq 64; 6 steps):
 #       the first two losses vs the CPU target's (rtol 1e-3), step time and MFU
 #       (6 * params * tokens + attention FLOPs against 67 TFLOP/s fp32).
+#       Then the 2-rank plan: the helper's small GPT-2 (batch 1, seq 64) compiled
+#       with --gpus 2 --strategy tp (collectives in program.cu; weights.bin kept:
+#       one block per rank, a few MB) built with make COMM=staged (the host-staged
+#       backend: both ranks share the one GPU) and run with ./launch (mpirun -np 2),
+#       its logits against the CPU target's 2-rank program (same plan, prepared
+#       here: DIR/ref2/logits.npy) within atol 1e-4 + rtol 1e-4.
 #   Finishes in well under 4 minutes on an H200 (compiles run 8 at a time).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +53,13 @@ if [ "$mode" = prepare ]; then
   "$d/program" --gen-weights 1
   make -s -C "$d" cpu
   "$d/program-cpu" --batches "$DIR/batches" --steps 2 | grep '^step' | tee "$DIR/ref/train_loss.txt"
+  # the 2-rank plan (tp): CUDA program (weights.bin kept: per-rank blocks from galvc) and the CPU target's 2-rank logits
+  python3 "$SRC/examples/make_model.py" gpt2 --no-verify -o "$DIR/gpt2t.onnx" >/dev/null
+  "$BUILD/galvc" "$DIR/gpt2t.onnx" --batch 1 --seq $SEQ --gpus 2 --strategy tp --target cuda --no-build -q -o "$DIR/gpt2t_2r/"
+  "$BUILD/galvc" "$DIR/gpt2t.onnx" --batch 1 --seq $SEQ --gpus 2 --strategy tp --target cpu -q -o "$DIR/cpu_2r/"
+  python3 -c "import numpy as np; np.save('$DIR/ids_t.npy', (np.arange($SEQ, dtype=np.int64).reshape(1, $SEQ) * 31) % 64)"
+  "$DIR/cpu_2r/launch" --input input_ids="$DIR/ids_t.npy" -o "$DIR/ref2" | tail -1
+  rm -rf "$DIR/cpu_2r" "$DIR/gpt2t.onnx"
   for p in fp32 bf16 train; do (cd "$DIR/gpt2s_$p" && rm -f weights.bin program program-cpu *.o); done
   rm -f "$DIR/gpt2s.onnx"
   du -sh "$DIR"
@@ -66,6 +79,11 @@ ar rcs "$B/libk.a" "$B/kernels.o" "$B/kernels_grad.o" "$B/context.o" "$B/io.o" "
 cc -O2 -o "$B/npy_compare" "$SRC/tests/cuda/npy_compare.c" "$RT/npy.c" -lm
 for t in "$SRC"/tests/cuda/test_*.cu; do nvcc $NVF -o "$B/$(basename "$t" .cu)" "$t" "$B/libk.a" -lcublas -lcublasLt & done
 for p in fp32 bf16 train; do make -s -C "$DIR/gpt2s_$p" -j4 program & done
+HAVE_MPI=0
+if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+  HAVE_MPI=1
+  make -s -C "$DIR/gpt2t_2r" COMM=staged program &
+fi
 wait
 echo "== built in $(($(date +%s) - t0)) s"
 fail=0
@@ -108,6 +126,20 @@ sys.exit(0 if ok else 1)
 PY
 else
   fail=1
+fi
+# the 2-rank plan through the host-staged backend: both ranks on this one GPU
+d=$DIR/gpt2t_2r
+echo "== 2-rank GPT-2 (tp, host-staged backend, mpirun -np 2 on one GPU), batch 1, seq $SEQ"
+if [ $HAVE_MPI = 1 ]; then
+  if timeout 120 env OMPI_MCA_btl_vader_single_copy_mechanism=none GALV_COMM_TIMEOUT=60 "$d/launch" \
+       --input input_ids="$DIR/ids_t.npy" --warmup 2 --iters 10 --comm-stats -o "$d/res"; then
+    echo -n "   vs the CPU target's 2-rank program: "
+    "$B/npy_compare" "$d/res/logits.npy" "$DIR/ref2/logits.npy" 1e-4 1e-4 || fail=1
+  else
+    echo "   FAILED"; fail=1
+  fi
+else
+  echo "   SKIP: mpicc/mpirun not found on this machine"
 fi
 echo "== gpu_check: $(($(date +%s) - t0)) s, $([ $fail = 0 ] && echo PASS || echo FAIL)"
 exit $fail

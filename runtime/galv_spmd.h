@@ -59,6 +59,10 @@ void galv_spmd_check_bytes(int print, long runs);
  * and cut this rank's block out of a global tensor into dst. */
 const void *galv_spmd_gather(const galv_io *l, const galv_io_split *s, const void *local, galv_io *g);
 void galv_spmd_block(const galv_io *l, const galv_io_split *s, void *dst, const void *global);
+/* The global tensor from every rank's block of l, rank-ordered in gathered
+ * (galv_nranks x l->nbytes, as an all_gather leaves them; s split). Targets
+ * whose buffers are not host memory gather themselves (runtime/cuda/main_cuda.cu). */
+void galv_spmd_place(const galv_io *l, const galv_io_split *s, const void *gathered, void *global);
 void galv_spmd_finalize(void);
 
 #endif

@@ -121,10 +121,14 @@ const void *galv_spmd_gather(const galv_io *l, const galv_io_split *s, const voi
   if (!gathered || !outbuf) galv_fatal("out of memory gathering output '%s'", l->name);
   galv_all_gather(world, local, gathered, (size_t)l->nbytes, GALV_U8, q);
   galv_queue_free(q);
+  galv_spmd_place(l, s, gathered, outbuf);
+  return outbuf;
+}
+
+void galv_spmd_place(const galv_io *l, const galv_io_split *s, const void *gathered, void *global) {
   size_t es = galv_dtype_size(l->dtype);
   for (int r = 0; r < galv_nranks; r++)
-    place(outbuf, gathered + (int64_t)r * l->nbytes, es, l->rank, l->dims, s->gdims, s->starts + r * l->rank);
-  return outbuf;
+    place((char *)global, (const char *)gathered + (int64_t)r * l->nbytes, es, l->rank, l->dims, s->gdims, s->starts + r * l->rank);
 }
 
 void galv_spmd_check_bytes(int print, long runs) {

@@ -11,6 +11,8 @@
 #   - every example family's training step (--train, fp32: the training
 #     kernels of kernels_grad.cu, runtime/train.c's driver with the device
 #     step of train_cuda.cu) compiles and links too,
+#   - 2-rank GPT-2 (--gpus 2: tp inference, dp training; collectives in
+#     program.cu) links with the NCCL and the host-staged backend,
 # all with nvcc for sm_90 and -Werror on the host side. The generated program
 # run without a GPU must say so in one line. Usage: cuda_compile.sh BUILD_DIR
 set -euo pipefail
@@ -90,6 +92,27 @@ for fam in gpt2 bert llama vit t5; do
     fi
   done
 done
+
+# ---- 2-rank programs (collectives in program.cu): GPT-2 tp inference and dp
+# training, linked with the NCCL backend (default) and the host-staged one (make COMM=staged)
+if command -v mpicc >/dev/null; then
+  for cfg in "tp:" "dp:--train"; do
+    s=${cfg%%:*} extra=${cfg#*:}
+    d=$T/gpt2_2r_$s
+    if ! "$BUILD/galvc" "$T/gpt2.onnx" --batch 2 --seq 16 --gpus 2 --strategy $s $extra --target cuda --no-build -q -o "$d/" >"$d.log" 2>&1; then
+      echo "✗ gpt2 2-rank $s${extra:+ (training)}: galvc"; cat "$d.log"; fail=1; continue
+    fi
+    ncoll=$(grep -c '^  galv_\(all_reduce\|all_gather\|reduce_scatter\|all_to_all\)(' "$d/program.cu")
+    [ "$ncoll" -gt 0 ] || { echo "✗ gpt2 2-rank $s: no collective in program.cu"; fail=1; }
+    for comm in nccl staged; do
+      if make -s -C "$d" COMM=$comm GALV_CU_LIB="$T/lib/libgalv_cuda.a" NVFLAGS="${NVF[*]}" >"$d.$comm.log" 2>&1; then
+        echo "✓ gpt2 2-rank $s${extra:+ (training)} ($comm): $ncoll collectives, $(grep -c 'galv_cu_queue_join' "$d/program.cu") stream joins"
+      else
+        echo "✗ gpt2 2-rank $s${extra:+ (training)} ($comm)"; cat "$d.$comm.log"; fail=1
+      fi
+    done
+  done
+fi
 
 # ---- every example model's training step (galvc --train: cross_entropy, AdamW; fp32)
 for fam in gpt2 llama bert vit t5; do

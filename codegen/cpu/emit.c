@@ -812,7 +812,7 @@ int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o) {
     gv_error_plain("%s: cannot create output directory: %s", outdir, strerror(errno));
     goto out;
   }
-  if (!(e.comm = cg_comm_new(m))) goto out;
+  if (!(e.comm = cg_comm_new(m, &cg_cpu_comm))) goto out;
   if (plan(&e, &wbytes, &ar) || write_program(&e, outdir, wbytes, ar) || write_weights(&e, outdir, wbytes))
     goto out;
   if (cg_comm_nranks(e.comm) > 1) { /* one weights block per rank (emit_comm.c) */

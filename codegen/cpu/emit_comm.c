@@ -1,21 +1,7 @@
-/* emit_comm.c — collectives and SPMD tables of CPU programs (comm.h).
- *
- * Collective ops of the local program (docs/sharding.md) become calls of
- * runtime/galv_comm.h on one queue (galv_q): one galv_comm group per distinct
- * (mesh, axes), created on the first galv_program_run; a galv_queue_sync is
- * emitted before the first op that reads a result still in flight or writes
- * bytes that a call in flight reads or writes (the memory plan may reuse an
- * operand's bytes right after the collective), and at the end of the run.
- * all_gather / reduce_scatter / all_to_all along a dim with a non-unit
- * extent before it pack the blocks to the leading extent (a strided copy into
- * a scratch buffer) and unpack after the call (then the call is synced at
- * once). shard_slice is a strided copy at this rank's group coordinate;
- * axis_index stores the coordinate.
- *
- * SPMD tables (runtime/galv_spmd.h): the rank count, the stride of the
- * per-rank weights blocks, per graph input/output its global dims and each
- * rank's block start (docs/sharding.md block rule), and the planner's
- * predicted bytes per run per collective kind (sum of the ops' `bytes`). */
+/* emit_comm.c — the CPU target's part of collectives and SPMD programs
+ * (comm.h): its cg_comm_target (the decisions are codegen/comm.c's, shared
+ * with the CUDA emitter), the per-rank weights blocks of weights.bin and
+ * out/launch (the CUDA emitter gets both by running the CPU emitter first). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,459 +10,19 @@
 #include "comm.h"
 #include "cpu.h"
 
-typedef struct {
-  const gv_mesh *mesh;
-  unsigned mask;
-} group;
-
-typedef struct {
-  const gv_value *res;     /* result in flight */
-  int64_t roff, rn;        /* its arena bytes (roff -1: none) */
-  int64_t soff, sn;        /* the operand's arena bytes */
-} pending;
-
-struct cg_comm {
-  gv_module *m;
-  int nranks;
-  const gv_mesh *mesh;     /* the mesh of the program (the first with > 1 device) */
-  group *g;
-  int ng;
-  int64_t scratch[2];      /* bytes of the pack / unpack scratch buffers */
-  int64_t predicted[4];    /* all_reduce, all_gather, reduce_scatter, all_to_all; -1: unknown */
-  int nops;
-  pending *pend;
-  int npend, cappend;
-  const int64_t *argoff;   /* galv.arena arg_offsets */
-  int nargoff;
+const cg_comm_target cg_cpu_comm = {
+    .who = "cpu codegen",
+    .copy = "galv_copy_strided",
+    .sync = "  galv_queue_sync(galv_q);\n",
+    .end = "  galv_queue_sync(galv_q);\n",
+    /* debug builds poison the operand after its last use (this op): MPI must
+     * have read it by then (ASan intercepts the library's memcpy too) */
+    .in_flight = "#ifdef GALV_DEBUG\n  galv_queue_sync(galv_q);\n#endif\n",
+    .scratch_alloc = "  galv_scratch[%1$d] = malloc(%2$lld);\n  if (!galv_scratch[%1$d]) galv_fatal(\"out of memory\");\n",
+    .scratch_free = "  free(galv_scratch[%d]);\n",
+    .axis_index = "  *(int64_t *)%s = galv_comm_rank(galv_g[%d]);\n",
+    .bf16 = 0,
 };
-
-int cg_comm_is_op(const gv_op *op) {
-  switch (op->code) {
-  case GV_OP_ALL_REDUCE:
-  case GV_OP_ALL_GATHER:
-  case GV_OP_REDUCE_SCATTER:
-  case GV_OP_ALL_TO_ALL:
-  case GV_OP_SHARD_SLICE:
-  case GV_OP_AXIS_INDEX: return 1;
-  default: return 0;
-  }
-}
-
-static int64_t prod(const int64_t *d, int lo, int hi) {
-  int64_t n = 1;
-  for (int i = lo; i < hi; i++) n *= d[i];
-  return n;
-}
-
-static int64_t nbytes_of(const gv_type *t) { return gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype); }
-
-/* The op's mesh and axes mask; group size in *p. */
-static int op_group(cg_comm *c, const gv_op *op, int *gi, int64_t *p) {
-  gv_module *m = c->m;
-  const char *mn = gv_get_str(op, "mesh", NULL);
-  const gv_mesh *mesh = mn ? gv_module_mesh(m, mn) : NULL;
-  if (!mesh) return gv_error_op(m, op, "cpu codegen: galv.%s names no mesh of the module", gv_ops[op->code].name);
-  const gv_attr *a = gv_get_attr(op, "axes");
-  if (!a || a->kind != GV_ATTR_STRS)
-    return gv_error_op(m, op, "cpu codegen: galv.%s has no 'axes' (a list of mesh axis names)", gv_ops[op->code].name);
-  unsigned mask = 0;
-  *p = 1;
-  for (int i = 0; i < a->u.strs.n; i++) {
-    int ax = gv_mesh_axis(mesh, a->u.strs.v[i], strlen(a->u.strs.v[i]));
-    if (ax < 0 || (mask >> ax & 1))
-      return gv_error_op(m, op, "cpu codegen: axis '%s' is not an axis of mesh '%s' (or repeated)", a->u.strs.v[i],
-                         mesh->name);
-    mask |= 1u << ax;
-    *p *= mesh->size[ax];
-  }
-  if (c->mesh && gv_mesh_devices(mesh) != c->nranks)
-    return gv_error_op(m, op, "cpu codegen: mesh '%s' has %lld devices, the program's mesh '%s' %d", mesh->name,
-                       (long long)gv_mesh_devices(mesh), c->mesh->name, c->nranks);
-  int i = 0;
-  while (i < c->ng && !(c->g[i].mesh == mesh && c->g[i].mask == mask)) i++;
-  if (i == c->ng) {
-    group *ng = realloc(c->g, sizeof *ng * (size_t)(c->ng + 1));
-    if (!ng) abort();
-    c->g = ng;
-    c->g[c->ng++] = (group){mesh, mask};
-  }
-  *gi = i;
-  return 0;
-}
-
-/* The block start of rank r along every dim of a value of sharding s and
- * local dims ld (docs/sharding.md: block index = row-major over the dim's
- * axes of the rank's coordinates). */
-static void block_start(const gv_sharding *s, int rank, const int64_t *ld, int r, int64_t *start) {
-  int64_t coord[GV_MAX_MESH_AXES] = {0}, x = r;
-  const gv_mesh *mesh = s->mesh;
-  for (int a = mesh->naxes - 1; a >= 0; a--) coord[a] = x % mesh->size[a], x /= mesh->size[a];
-  for (int d = 0; d < rank; d++) {
-    int64_t idx = 0;
-    for (int k = 0; d < s->rank && k < s->naxes[d]; k++) idx = idx * mesh->size[s->axes[d][k]] + coord[s->axes[d][k]];
-    start[d] = idx * ld[d];
-  }
-}
-
-static int is_split(const gv_sharding *s) {
-  if (!s) return 0;
-  for (int d = 0; d < s->rank; d++)
-    if (s->naxes[d]) return 1;
-  return 0;
-}
-
-static int is_view(const gv_op *op) { return (gv_ops[op->code].flags & GV_VIEW) != 0; }
-
-cg_comm *cg_comm_new(gv_module *m) {
-  cg_comm *c = calloc(1, sizeof *c);
-  if (!c) abort();
-  c->m = m;
-  c->nranks = 1;
-  for (int i = 0; i < m->nmeshes; i++) {
-    int64_t n = gv_mesh_devices(m->meshes[i]);
-    if (n <= 1) continue;
-    if (c->mesh && n != c->nranks) {
-      gv_error(m, "cpu codegen: meshes '%s' (%lld devices) and '%s' (%d) differ in size; one program runs on one "
-                  "set of ranks", m->meshes[i]->name, (long long)n, c->mesh->name, c->nranks);
-      cg_comm_free(c);
-      return NULL;
-    }
-    if (n > 4096) {
-      gv_error(m, "cpu codegen: mesh '%s' has %lld devices (at most 4096)", m->meshes[i]->name, (long long)n);
-      cg_comm_free(c);
-      return NULL;
-    }
-    c->mesh = m->meshes[i];
-    c->nranks = (int)n;
-  }
-  for (int k = 0; k < 4; k++) c->predicted[k] = 0;
-  gv_block *body = m->main ? m->main->body : NULL;
-  if (body && body->first && body->first->code == GV_OP_ARENA)
-    c->nargoff = gv_get_ints(body->first, "arg_offsets", &c->argoff);
-  for (const gv_op *op = body ? body->first : NULL; op; op = op->next) {
-    if (!cg_comm_is_op(op)) continue;
-    int gi;
-    int64_t p;
-    if (op_group(c, op, &gi, &p)) {
-      cg_comm_free(c);
-      return NULL;
-    }
-    c->nops++;
-    int kind = op->code == GV_OP_ALL_REDUCE ? 0 : op->code == GV_OP_ALL_GATHER ? 1 : op->code == GV_OP_REDUCE_SCATTER ? 2
-               : op->code == GV_OP_ALL_TO_ALL ? 3 : -1;
-    if (kind >= 0) {
-      int64_t b = gv_get_int(op, "bytes", -1);
-      if (b < 0 || c->predicted[kind] < 0) c->predicted[kind] = -1;
-      else c->predicted[kind] += b;
-      int64_t in = nbytes_of(&op->opnds[0]->type), out = nbytes_of(&op->res[0]->type);
-      for (int s = 0; s < 2; s++)
-        if (c->scratch[s] < (in > out ? in : out)) c->scratch[s] = in > out ? in : out;
-    }
-  }
-  return c;
-}
-
-void cg_comm_free(cg_comm *c) {
-  if (!c) return;
-  free(c->g);
-  free(c->pend);
-  free(c);
-}
-
-int cg_comm_nranks(const cg_comm *c) { return c ? c->nranks : 1; }
-
-static void dims_lit(FILE *f, int n, const int64_t *d) {
-  fputc('{', f);
-  for (int i = 0; i < n; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)d[i]);
-  if (!n) fputc('0', f);
-  fputc('}', f);
-}
-
-/* One table entry per graph input / output: global dims, per-rank starts. */
-static int split_table(cg_comm *c, FILE *f, const char *name, int n, const gv_value *const *v, int outputs) {
-  gv_module *m = c->m;
-  for (int i = 0; i < n; i++) {
-    const gv_sharding *s = gv_value_sharding(m, v[i]);
-    if (s && s->partial && c->nranks > 1)
-      return gv_error(m, "cpu codegen: %s %d is a pending sum (partial); graph %ss must be replicated or split", outputs ? "output" : "input", i,
-                      outputs ? "output" : "input");
-    if (!is_split(s) || c->nranks == 1) continue;
-    fprintf(f, "static const int64_t %s_starts%d[] = {", name, i);
-    for (int r = 0; r < c->nranks; r++) {
-      int64_t st[GV_MAX_RANK];
-      block_start(s, v[i]->type.rank, v[i]->type.dims, r, st);
-      for (int d = 0; d < v[i]->type.rank; d++) fprintf(f, "%s%lld", r || d ? ", " : "", (long long)st[d]);
-    }
-    fprintf(f, "};\n");
-  }
-  fprintf(f, "const galv_io_split %s[] = {\n", name);
-  for (int i = 0; i < n; i++) {
-    const gv_sharding *s = gv_value_sharding(m, v[i]);
-    int64_t g[GV_MAX_RANK];
-    for (int d = 0; d < v[i]->type.rank; d++)
-      g[d] = v[i]->type.dims[d] * (s && c->nranks > 1 && d < s->rank ? gv_sharding_dim_split(s, d) : 1);
-    fputs("  {", f);
-    dims_lit(f, v[i]->type.rank, g);
-    if (is_split(s) && c->nranks > 1) fprintf(f, ", %s_starts%d},\n", name, i);
-    else fputs(", NULL},\n", f);
-  }
-  if (!n) fputs("  {{0}, NULL}\n", f);
-  fputs("};\n", f);
-  return 0;
-}
-
-int cg_comm_decls(cg_comm *c, FILE *f) {
-  gv_module *m = c->m;
-  gv_func *fn = m->main;
-  gv_block *body = fn->body;
-  fprintf(f, "\n/* ---- ranks and communication (runtime/galv_spmd.h, docs/cpu-target.md) */\n");
-  fprintf(f, "const int galv_nranks = %d;\n", c->nranks);
-  /* inputs: the non-parameter arguments in the arena, as emit.c lists them */
-  const gv_value **iv = calloc((size_t)body->nargs + 1, sizeof *iv);
-  if (!iv) abort();
-  int ni = 0;
-  for (int i = 0; i < body->nargs; i++)
-    if (!fn->arg_is_param[i] && !(fn->arg_is_state && fn->arg_is_state[i])) iv[ni++] = body->args[i];
-  int rc = split_table(c, f, "galv_input_split", ni, iv, 0);
-  free(iv);
-  if (rc) return -1;
-  const gv_op *ret = gv_block_terminator(body);
-  if (split_table(c, f, "galv_output_split", ret ? ret->nopnds : 0, (const gv_value *const *)(ret ? ret->opnds : NULL), 1))
-    return -1;
-  /* training: every parameter and optimizer-state argument, in the order
-   * of emit.c's galv_state table (arguments in order) */
-  const gv_value **sv = calloc((size_t)body->nargs + 1, sizeof *sv);
-  if (!sv) abort();
-  int ns = 0;
-  for (int i = 0; fn->res_updates && i < body->nargs; i++)
-    if (fn->arg_is_param[i] || (fn->arg_is_state && fn->arg_is_state[i])) sv[ns++] = body->args[i];
-  rc = split_table(c, f, "galv_state_split", ns, sv, 0);
-  free(sv);
-  if (rc) return -1;
-  fprintf(f, "const int64_t galv_comm_predicted[4] = {%lld, %lld, %lld, %lld};\n", (long long)c->predicted[0],
-          (long long)c->predicted[1], (long long)c->predicted[2], (long long)c->predicted[3]);
-  if (!c->nops) {
-    fprintf(f, "void galv_program_comm_free(void) {}\n\n");
-    return 0;
-  }
-  fprintf(f, "static galv_comm *galv_g[%d];\nstatic galv_queue *galv_q;\nstatic char *galv_scratch[2];\n", c->ng);
-  fprintf(f, "static void galv_comm_setup(void) {\n");
-  for (int i = 0; i < c->ng; i++) {
-    fprintf(f, "  { static const int64_t s[] = ");
-    dims_lit(f, c->g[i].mesh->naxes, c->g[i].mesh->size);
-    fprintf(f, "; galv_g[%d] = galv_comm_group(s, %d, 0x%xu); } /* mesh '", i, c->g[i].mesh->naxes, c->g[i].mask);
-    cg_c_comment(f, c->g[i].mesh->name);
-    fprintf(f, "' axes");
-    for (int a = 0; a < c->g[i].mesh->naxes; a++)
-      if (c->g[i].mask >> a & 1) fprintf(f, " "), cg_c_comment(f, c->g[i].mesh->axis[a]);
-    fprintf(f, " */\n");
-  }
-  fprintf(f, "  galv_q = galv_queue_new();\n");
-  for (int s = 0; s < 2; s++)
-    fprintf(f, "  galv_scratch[%d] = malloc(%lld);\n  if (!galv_scratch[%d]) galv_fatal(\"out of memory\");\n", s,
-            (long long)(c->scratch[s] ? c->scratch[s] : 1), s);
-  fprintf(f, "}\nvoid galv_program_comm_free(void) {\n  if (galv_q) galv_queue_free(galv_q);\n  galv_q = NULL;\n"
-             "  free(galv_scratch[0]), free(galv_scratch[1]);\n  galv_scratch[0] = galv_scratch[1] = NULL;\n}\n\n");
-  return 0;
-}
-
-void cg_comm_run_start(cg_comm *c, FILE *f) {
-  c->npend = 0;
-  if (c->nops) fprintf(f, "  if (!galv_q) galv_comm_setup();\n");
-}
-
-/* Arena bytes of a value: [*off, *off + *n), *off = -1 when not in the arena. */
-static void arena_of(cg_comm *c, const gv_value *v, int64_t *off, int64_t *n) {
-  while (v->def && is_view(v->def)) v = v->def->opnds[0];
-  *n = nbytes_of(&v->type);
-  *off = -1;
-  if (!v->def) {
-    if (v->block == c->m->main->body && v->index < c->nargoff) *off = c->argoff[v->index];
-    return;
-  }
-  if (v->def->code == GV_OP_CONSTANT) return;
-  const int64_t *offs;
-  if (gv_get_ints(v->def, "offsets", &offs) > v->index) *off = offs[v->index];
-}
-
-static const gv_value *root_of(const gv_value *v) {
-  while (v->def && is_view(v->def)) v = v->def->opnds[0];
-  return v;
-}
-
-static int reads_pending(cg_comm *c, const gv_op *op) {
-  for (int i = 0; i < op->nopnds; i++) {
-    const gv_value *r = root_of(op->opnds[i]);
-    for (int k = 0; k < c->npend; k++)
-      if (c->pend[k].res == r) return 1;
-  }
-  for (int k = 0; k < op->nregions; k++)
-    for (const gv_op *b = op->regions[k]->first; b; b = b->next)
-      if (reads_pending(c, b)) return 1;
-  return 0;
-}
-
-static int hits(int64_t a, int64_t an, int64_t b, int64_t bn) { return a >= 0 && b >= 0 && a < b + bn && b < a + an; }
-
-void cg_comm_before_op(cg_comm *c, FILE *f, const gv_op *op) {
-  if (!c->npend || is_view(op) || op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA) return; /* no bytes touched */
-  int sync = op->code == GV_OP_RETURN || reads_pending(c, op);
-  if (!sync && !is_view(op) && op->code != GV_OP_CONSTANT) {
-    for (int i = 0; i < op->nres && !sync; i++) {
-      int64_t off, n;
-      arena_of(c, op->res[i], &off, &n);
-      if (off < 0) sync = 1; /* writes outside the arena (training state): be safe */
-      for (int k = 0; k < c->npend && !sync; k++)
-        sync = hits(off, n, c->pend[k].roff, c->pend[k].rn) || hits(off, n, c->pend[k].soff, c->pend[k].sn);
-    }
-  }
-  if (sync) {
-    fprintf(f, "  galv_queue_sync(galv_q);\n");
-    c->npend = 0;
-  }
-}
-
-void cg_comm_run_end(cg_comm *c, FILE *f) {
-  if (c->npend) fprintf(f, "  galv_queue_sync(galv_q);\n");
-  c->npend = 0;
-}
-
-static void add_pending(cg_comm *c, FILE *f, const gv_op *op) {
-  if (c->npend == c->cappend) {
-    int cap = c->cappend ? 2 * c->cappend : 8;
-    pending *np = realloc(c->pend, sizeof *np * (size_t)cap);
-    if (!np) abort();
-    c->pend = np, c->cappend = cap;
-  }
-  pending *p = &c->pend[c->npend++];
-  p->res = op->res[0];
-  arena_of(c, op->res[0], &p->roff, &p->rn);
-  arena_of(c, op->opnds[0], &p->soff, &p->sn);
-  /* debug builds poison the operand after its last use (this op): MPI must
-   * have read it by then (ASan intercepts the library's memcpy too) */
-  fprintf(f, "#ifdef GALV_DEBUG\n  galv_queue_sync(galv_q);\n#endif\n");
-}
-
-/* dst [outer, p, chunk] (contiguous) <- src [p, outer, chunk]: unpack after a
- * call that leaves the p blocks leading. */
-static void emit_unpack(FILE *f, const char *dst, const char *src, size_t es, int64_t p, int64_t outer, int64_t chunk) {
-  fprintf(f, "  { static const int64_t d[] = {%lld, %lld, %lld}, s[] = {%lld, %lld, 1};\n"
-             "    galv_copy_strided(%s, %s, %zu, 3, d, s); }\n",
-          (long long)outer, (long long)p, (long long)chunk, (long long)chunk, (long long)(outer * chunk), dst, src, es);
-}
-/* dst [p, outer, chunk] (contiguous) <- src [outer, p, chunk]: pack the p blocks to the leading extent. */
-static void emit_pack(FILE *f, const char *dst, const char *src, size_t es, int64_t p, int64_t outer, int64_t chunk) {
-  fprintf(f, "  { static const int64_t d[] = {%lld, %lld, %lld}, s[] = {%lld, %lld, 1};\n"
-             "    galv_copy_strided(%s, %s, %zu, 3, d, s); }\n",
-          (long long)p, (long long)outer, (long long)chunk, (long long)chunk, (long long)(p * chunk), dst, src, es);
-}
-
-int cg_emit_comm_op(cg_comm *c, FILE *f, const gv_op *op, char p[][64]) {
-  if (!cg_comm_is_op(op)) return 1;
-  gv_module *m = c->m;
-  int gi;
-  int64_t np;
-  if (op_group(c, op, &gi, &np)) return -1;
-  const gv_type *o = &op->res[0]->type;
-  if (op->code == GV_OP_AXIS_INDEX) {
-    if (o->dtype != GV_DT_I64 || gv_type_numel(o) != 1) return gv_error_op(m, op, "cpu codegen: axis_index must give tensor<i64>");
-    fprintf(f, "  *(int64_t *)%s = galv_comm_rank(galv_g[%d]);\n", p[0], gi);
-    return 0;
-  }
-  const gv_type *x = &op->opnds[0]->type;
-  const char *dt = cg_rt_dtype(x->dtype);
-  if (!dt || x->dtype != o->dtype) return gv_error_op(m, op, "cpu codegen: galv.%s on %s is not supported", gv_ops[op->code].name, gv_dtype_name(x->dtype));
-  size_t es = gv_dtype_size(x->dtype);
-  const char *X = p[0], *R = p[1];
-  int64_t n = gv_type_numel(x);
-  char xs[96];
-  snprintf(xs, sizeof xs, "(const void *)%s", X);
-  switch (op->code) {
-  case GV_OP_ALL_REDUCE: {
-    const char *red = gv_get_str(op, "reduce", "sum");
-    if (strcmp(red, "sum") && strcmp(red, "max")) return gv_error_op(m, op, "cpu codegen: all_reduce reduce '%s' (sum or max)", red);
-    if (!gv_type_equal(x, o)) return gv_error_op(m, op, "cpu codegen: all_reduce result type differs from its operand's");
-    fprintf(f, "  galv_all_reduce(galv_g[%d], %s, %s, %lld, %s, %s, galv_q);\n", gi, xs, R, (long long)n, dt,
-            strcmp(red, "max") ? "GALV_RED_SUM" : "GALV_RED_MAX");
-    add_pending(c, f, op);
-    return 0;
-  }
-  case GV_OP_ALL_GATHER:
-  case GV_OP_SHARD_SLICE:
-  case GV_OP_REDUCE_SCATTER: {
-    int64_t dim = gv_get_int(op, "dim", 0);
-    int gather = op->code == GV_OP_ALL_GATHER;
-    const gv_type *full = gather ? o : x, *part = gather ? x : o;
-    if (dim < 0 || dim >= x->rank || o->rank != x->rank)
-      return gv_error_op(m, op, "cpu codegen: galv.%s dim %lld out of range", gv_ops[op->code].name, (long long)dim);
-    for (int d = 0; d < x->rank; d++)
-      if (full->dims[d] != part->dims[d] * (d == dim ? np : 1))
-        return gv_error_op(m, op, "cpu codegen: galv.%s result type does not match a group of %lld along dim %lld",
-                           gv_ops[op->code].name, (long long)np, (long long)dim);
-    int64_t outer = prod(part->dims, 0, (int)dim), chunk = part->dims[dim] * prod(part->dims, (int)dim + 1, part->rank);
-    if (op->code == GV_OP_SHARD_SLICE) {
-      fprintf(f, "  { static const int64_t d[] = {%lld, %lld}, s[] = {%lld, 1};\n"
-                 "    galv_copy_strided(%s, (const char *)%s + (size_t)galv_comm_rank(galv_g[%d]) * %lld, %zu, 2, d, s); }\n",
-              (long long)outer, (long long)chunk, (long long)(np * chunk), R, X, gi, (long long)(chunk * (int64_t)es), es);
-      return 0;
-    }
-    if (gather) {
-      if (outer == 1) {
-        fprintf(f, "  galv_all_gather(galv_g[%d], %s, %s, %lld, %s, galv_q);\n", gi, xs, R, (long long)n, dt);
-        add_pending(c, f, op);
-      } else {
-        fprintf(f, "  galv_all_gather(galv_g[%d], %s, galv_scratch[1], %lld, %s, galv_q);\n  galv_queue_sync(galv_q);\n",
-                gi, xs, (long long)n, dt);
-        c->npend = 0;
-        emit_unpack(f, R, "galv_scratch[1]", es, np, outer, chunk);
-      }
-      return 0;
-    }
-    const char *red = gv_get_str(op, "reduce", "sum");
-    if (strcmp(red, "sum") && strcmp(red, "max")) return gv_error_op(m, op, "cpu codegen: reduce_scatter reduce '%s' (sum or max)", red);
-    const char *rop = strcmp(red, "max") ? "GALV_RED_SUM" : "GALV_RED_MAX";
-    if (outer == 1) {
-      fprintf(f, "  galv_reduce_scatter(galv_g[%d], %s, %s, %lld, %s, %s, galv_q);\n", gi, xs, R,
-              (long long)gv_type_numel(o), dt, rop);
-      add_pending(c, f, op);
-    } else {
-      emit_pack(f, "galv_scratch[0]", X, es, np, outer, chunk);
-      fprintf(f, "  galv_reduce_scatter(galv_g[%d], galv_scratch[0], %s, %lld, %s, %s, galv_q);\n  galv_queue_sync(galv_q);\n",
-              gi, R, (long long)gv_type_numel(o), dt, rop);
-      c->npend = 0;
-    }
-    return 0;
-  }
-  case GV_OP_ALL_TO_ALL: {
-    int64_t sd = gv_get_int(op, "split_dim", -1), cd = gv_get_int(op, "concat_dim", -1);
-    if (sd < 0 || sd >= x->rank || cd < 0 || cd >= x->rank || o->rank != x->rank)
-      return gv_error_op(m, op, "cpu codegen: all_to_all split_dim/concat_dim out of range");
-    int64_t b[GV_MAX_RANK]; /* the block shape */
-    for (int d = 0; d < x->rank; d++) b[d] = x->dims[d];
-    if (b[sd] % np) return gv_error_op(m, op, "cpu codegen: all_to_all split dim %lld is not divisible by %lld", (long long)sd, (long long)np);
-    b[sd] /= np;
-    for (int d = 0; d < x->rank; d++)
-      if (o->dims[d] != b[d] * (d == cd ? np : 1))
-        return gv_error_op(m, op, "cpu codegen: all_to_all result type does not match split_dim %lld, concat_dim %lld over %lld ranks",
-                           (long long)sd, (long long)cd, (long long)np);
-    int64_t souter = prod(x->dims, 0, (int)sd), schunk = b[sd] * prod(x->dims, (int)sd + 1, x->rank);
-    int64_t couter = prod(b, 0, (int)cd), cchunk = b[cd] * prod(b, (int)cd + 1, x->rank), cnt = n / np;
-    const char *src = xs, *dst = R;
-    if (souter > 1) emit_pack(f, "galv_scratch[0]", X, es, np, souter, schunk), src = "galv_scratch[0]";
-    if (couter > 1) dst = "galv_scratch[1]";
-    fprintf(f, "  galv_all_to_all(galv_g[%d], %s, %s, %lld, %s, galv_q);\n", gi, src, dst, (long long)cnt, dt);
-    if (souter > 1 || couter > 1) {
-      fprintf(f, "  galv_queue_sync(galv_q);\n");
-      c->npend = 0;
-      if (couter > 1) emit_unpack(f, R, "galv_scratch[1]", es, np, couter, cchunk);
-    } else {
-      add_pending(c, f, op);
-    }
-    return 0;
-  }
-  default: return 1;
-  }
-}
 
 /* ---------------------------------------------------------------- weights */
 
@@ -500,8 +46,8 @@ static void slice_copy(char *dst, const char *src, size_t es, int rank, const in
 }
 
 int cg_comm_write_weights(cg_comm *c, const char *dir, int64_t block_bytes, const int64_t *arg_woff) {
-  if (c->nranks <= 1) return 0;
-  gv_module *m = c->m;
+  if (cg_comm_nranks(c) <= 1) return 0;
+  gv_module *m = cg_comm_module(c);
   gv_func *fn = m->main;
   char path[4096];
   snprintf(path, sizeof path, "%s/weights.bin", dir);
@@ -522,10 +68,10 @@ int cg_comm_write_weights(cg_comm *c, const char *dir, int64_t block_bytes, cons
   }
   int rc = 0, werr = 0;
   static const char zeros[4096];
-  for (int r = 0; r < c->nranks && !rc; r++) {
+  for (int r = 0; r < cg_comm_nranks(c) && !rc; r++) {
     for (int i = 0; i < fn->body->nargs && !rc; i++) {
       const gv_sharding *s = fn->arg_sharding ? fn->arg_sharding[i] : NULL;
-      if (!fn->arg_is_param[i] || arg_woff[i] < 0 || !is_split(s)) continue;
+      if (!fn->arg_is_param[i] || arg_woff[i] < 0 || !cg_is_split(s)) continue;
       const gv_type *t = &fn->body->args[i]->type;
       if (s->partial) {
         rc = gv_error(m, "cpu codegen: parameter '%s' is a pending sum (partial)", fn->arg_names[i] ? fn->arg_names[i] : "?");
@@ -538,7 +84,7 @@ int cg_comm_write_weights(cg_comm *c, const char *dir, int64_t block_bytes, cons
       }
       int64_t gd[GV_MAX_RANK], st[GV_MAX_RANK];
       for (int d = 0; d < t->rank; d++) gd[d] = t->dims[d] * (d < s->rank ? gv_sharding_dim_split(s, d) : 1);
-      block_start(s, t->rank, t->dims, r, st);
+      cg_block_start(s, t->rank, t->dims, r, st);
       slice_copy(blk + arg_woff[i], data, gv_dtype_size(t->dtype), t->rank, t->dims, gd, st);
     }
     if (rc) break;
@@ -553,7 +99,7 @@ int cg_comm_write_weights(cg_comm *c, const char *dir, int64_t block_bytes, cons
 /* ---------------------------------------------------------------- launch */
 
 int cg_comm_write_launch(cg_comm *c, const char *dir) {
-  if (c->nranks <= 1) return 0;
+  if (cg_comm_nranks(c) <= 1) return 0;
   char buf[4096];
   int n = snprintf(buf, sizeof buf,
                    "#!/bin/sh\n"
@@ -583,7 +129,7 @@ int cg_comm_write_launch(cg_comm *c, const char *dir) {
                    "fi\n"
                    "[ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root\n"
                    "exec ${MPIRUN:-mpirun} $ROOT --oversubscribe --bind-to none --quiet -np $N \"$DIR/program\" \"$@\"\n",
-                   c->nranks, c->nranks, c->nranks);
+                   cg_comm_nranks(c), cg_comm_nranks(c), cg_comm_nranks(c));
   char path[4096];
   snprintf(path, sizeof path, "%s/launch", dir);
   if (cg_write_file(dir, "launch", buf, (size_t)n)) return -1;

@@ -25,6 +25,7 @@
 #include "../../ir/shape_rules.h"
 #include "cuda.h"
 #include "../cpu/cpu.h" /* cg_write_file: one file writer for both targets */
+#include "../comm.h"    /* collectives: the decisions shared with the CPU emitter */
 
 typedef struct {
   const gv_value *v;
@@ -47,7 +48,28 @@ typedef struct {
   int64_t pbytes, wbytes, sbytes, scratch, flops;
   attn_chain *att;
   int natt;
+  cg_comm *comm;       /* collectives and ranks (../comm.c) */
 } emitter;
+
+/* Collectives on the GPU (../comm.h): calls go on the communication stream
+ * of galv_q (runtime/cuda/comm_nccl.cu: each call first waits for an event
+ * recorded on the compute stream, i.e. after the producer kernels); a sync
+ * point makes the compute stream wait for an event recorded on the
+ * communication stream after the calls (galv_cu_queue_join), so the host
+ * never blocks mid-run; at the end of the run the host also waits for the
+ * communication stream with the backend's error / timeout watch. */
+#define CU_COMM_TARGET(BF16)                                                                                      \
+  {.who = "cuda codegen",                                                                                         \
+   .copy = "galv_cu_copy_strided",                                                                                \
+   .sync = "  galv_cu_queue_join(galv_q);\n",                                                                     \
+   .end = "  galv_cu_queue_join(galv_q);\n  galv_queue_sync(galv_q);\n",                                          \
+   .in_flight = "",                                                                                               \
+   .scratch_alloc = "  cudaCheck(cudaMalloc((void **)&galv_scratch[%d], %lld));\n",                               \
+   .scratch_free = "  if (galv_scratch[%1$d]) cudaCheck(cudaFree(galv_scratch[%1$d]));\n",                         \
+   .axis_index = "  { int64_t r_ = galv_comm_rank(galv_g[%2$d]); /* pageable: staged before the call returns */\n"      \
+                 "    cudaCheck(cudaMemcpyAsync(%1$s, &r_, 8, cudaMemcpyHostToDevice, galv_cu.stream)); }\n",          \
+   .bf16 = BF16}
+static const cg_comm_target cu_comm_f32 = CU_COMM_TARGET(0), cu_comm_bf16 = CU_COMM_TARGET(1);
 
 static int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
 static int64_t nbytes_of(const gv_type *t) { return gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype); }
@@ -389,6 +411,7 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
   for (int i = 0; i < op->nopnds && i < (int)(sizeof p / sizeof p[0]); i++) ptr(e, op->opnds[i], 0, p[i], sizeof p[i]);
   for (int i = 0; i < op->nres && op->nopnds + i < (int)(sizeof p / sizeof p[0]); i++)
     ptr(e, op->res[i], 0, p[op->nopnds + i], sizeof p[0]);
+  if (cg_comm_is_op(op)) return cg_emit_comm_op(e->comm, f, op, p); /* collectives: ../comm.c */
   const gv_type *x = &op->opnds[0]->type, *o = &op->res[0]->type;
   size_t es = ses(e, x->dtype);
   int64_t xs[GV_MAX_RANK];
@@ -794,12 +817,8 @@ static int state_tables(emitter *e, const gv_op *ret) {
   if (!n) fprintf(f, "  {}\n"); /* C++: {0} would warn (missing initializers) */
   fprintf(f, "};\nconst int galv_nstate = %d;\nconst int64_t galv_state_bytes = %lld;\nconst int64_t galv_param_bytes = %lld;\n",
           n, (long long)(e->train ? e->sbytes : 0), (long long)(e->train ? e->pbytes : 0));
-  /* one rank: nothing split */
-  fprintf(f, "const int galv_nranks = 1;\nconst galv_io_split galv_input_split[%d] = {};\n", body->nargs + 1);
-  fprintf(f, "const galv_io_split galv_output_split[%d] = {};\nconst galv_io_split galv_state_split[%d] = {};\n",
-          ret->nopnds + 1, n + 1);
-  fprintf(f, "const int64_t galv_comm_predicted[4] = {0, 0, 0, 0};\nvoid galv_program_comm_free(void) {}\n\n");
-  return 0;
+  /* ranks, split tables, groups, queue and scratch of the collectives (../comm.c) */
+  return cg_comm_decls(e->comm, f);
 }
 
 static bool skipped(emitter *e, const gv_op *op, int *head) {
@@ -913,9 +932,13 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
   }
   /* the run function */
   fprintf(f, "void galv_cu_run(char *arena, const char *weights, char *state) {\n  (void)arena, (void)weights, (void)state;\n");
+  cg_comm_run_start(e->comm, f);
   t = 0, nk = 0;
   for (const gv_op *op = body->first; op && !rc; op = op->next, t++) {
     int head;
+    /* the compute stream waits for communication whose bytes op touches (an
+     * op of a fused attention chain: before the attention kernel) */
+    if (op->code != GV_OP_RETURN) cg_comm_before_op(e->comm, f, op);
     if (!is_call(op) || skipped(e, op, &head)) continue;
     fprintf(f, "  /* %s: node '", head >= 0 ? "attention" : gv_ops[op->code].name);
     ccomment(f, op->loc);
@@ -938,6 +961,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
     }
     nk++;
   }
+  cg_comm_run_end(e->comm, f);
   fprintf(f, "  GALV_CU_PROF(%d);\n}\n\nconst int galv_nkernels = %d;\n", nk, nk);
   fprintf(f, "const galv_kernel_info galv_kernels[] = {\n");
   for (const gv_op *op = body->first; op && !rc; op = op->next) {
@@ -985,19 +1009,17 @@ static const char makefile[] =
     "CC ?= cc\n"
     "RT = runtime/cuda/main_cuda.cu runtime/cuda/context.cu runtime/cuda/kernels.cu runtime/cuda/kernels_grad.cu \\\n"
     "     runtime/cuda/train_cuda.cu\n"
-    "# host side shared with the CPU target: tensor I/O, the training driver, one-rank SPMD tables\n"
-    "HOST_O = io.o npy.o train.o spmd.o comm_single.o\n"
+    "%s"
     "HDR = $(wildcard runtime/*.h runtime/cuda/*.h runtime/cuda/*.cuh)\n"
-    "LIBS = -lcublas -lcublasLt\n"
     "GALV_CU_LIB ?=\n"
     "\n"
     "all: program\n"
     "ifeq ($(GALV_CU_LIB),)\n"
-    "program: program.cu $(RT) $(HOST_O) $(HDR)\n"
-    "\t$(NVCC) $(NVFLAGS) -I. -o $@ program.cu $(RT) $(HOST_O) $(LIBS)\n"
+    "program: program.cu $(RT) $(COMM_SRC) $(HOST_O) $(HDR) $(COMM_STAMP)\n"
+    "\t$(NVCC) $(NVFLAGS) $(MPI_INC) -I. -o $@ program.cu $(RT) $(COMM_SRC) $(HOST_O) $(LIBS)\n"
     "else\n"
-    "program: program.cu $(GALV_CU_LIB) $(HDR)\n"
-    "\t$(NVCC) $(NVFLAGS) -I. -o $@ program.cu $(GALV_CU_LIB) $(LIBS)\n"
+    "program: program.cu $(COMM_SRC) $(COMM_O) $(GALV_CU_LIB) $(HDR) $(COMM_STAMP)\n"
+    "\t$(NVCC) $(NVFLAGS) $(MPI_INC) -I. -o $@ program.cu $(COMM_SRC) $(COMM_O) $(GALV_CU_LIB) $(LIBS)\n"
     "endif\n"
     "io.o: runtime/io.c runtime/galv_rt.h\n"
     "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
@@ -1010,14 +1032,61 @@ static const char makefile[] =
     "comm_single.o: runtime/comm_single.c runtime/galv_comm.h\n"
     "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
     "cpu: program-cpu\n"
-    "CPU_SRC = program.c $(filter-out runtime/comm_%%.c,$(sort $(wildcard runtime/*.c))) runtime/comm_single.c\n"
     "program-cpu: $(CPU_SRC)\n"
-    "\t$(CC) -O3 -march=native -fno-math-errno -std=gnu11 -o $@ $(CPU_SRC) -lopenblas -lm\n"
+    "\t$(CPU_CC) -O3 -march=native -fno-math-errno -std=gnu11 -o $@ $(CPU_SRC) -lopenblas -lm\n"
     "clean:\n"
-    "\trm -f program program-cpu $(HOST_O)\n"
+    "\trm -f program program-cpu $(HOST_O) comm_mpi_staged.o comm.nccl comm.staged\n"
     ".PHONY: all cpu clean\n";
 
-static int write_makefile(const char *dir, const char *arch) {
+/* one device */
+static const char make_single[] =
+    "# host side shared with the CPU target: tensor I/O, the training driver, one-rank SPMD tables\n"
+    "HOST_O = io.o npy.o train.o spmd.o comm_single.o\n"
+    "LIBS = -lcublas -lcublasLt\n"
+    "CPU_CC = $(CC)\n"
+    "CPU_SRC = program.c $(filter-out runtime/comm_%.c,$(sort $(wildcard runtime/*.c))) runtime/comm_single.c\n";
+
+/* N ranks: the communicator backend (docs/cuda-target.md, Ranks) */
+static const char make_ranks[] =
+    "# %d ranks (one SPMD program, started by ./launch = mpirun -np %d): the communicator backend\n"
+    "#   make              NCCL (runtime/cuda/comm_nccl.cu, bootstrapped through MPI): one GPU per rank\n"
+    "#   make COMM=staged  host-staged over the MPI backend (runtime/cuda/comm_staged.cu + runtime/comm_mpi.c):\n"
+    "#                     several ranks may share one GPU (slow: checks of a multi-rank plan on one GPU)\n"
+    "COMM ?= nccl\n"
+    "MPICC ?= mpicc\n"
+    "MPI_INC := $(shell $(MPICC) --showme:incdirs 2>/dev/null | sed 's/^/-I/; s/ / -I/g')\n"
+    "MPI_LINK := $(shell $(MPICC) --showme:link 2>/dev/null)\n"
+    "comma := ,\n"
+    "empty :=\n"
+    "space := $(empty) $(empty)\n"
+    "ifeq ($(COMM),staged)\n"
+    "COMM_SRC = runtime/cuda/comm_staged.cu\n"
+    "COMM_O = comm_mpi_staged.o\n"
+    "COMM_LIBS = -lopenblas\n"
+    "else ifeq ($(COMM),nccl)\n"
+    "COMM_SRC = runtime/cuda/comm_nccl.cu\n"
+    "COMM_O =\n"
+    "COMM_LIBS = -lnccl\n"
+    "else\n"
+    "$(error COMM=$(COMM): nccl or staged)\n"
+    "endif\n"
+    "# the program is rebuilt when COMM changes\n"
+    "COMM_STAMP = comm.$(COMM)\n"
+    "comm.$(COMM):\n"
+    "\trm -f comm.nccl comm.staged && touch $@\n"
+    "# runtime/comm_mpi.c with its data calls renamed galv_mpi_* (comm_staged.cu wraps them)\n"
+    "STAGED_RENAME = -Dgalv_all_reduce=galv_mpi_all_reduce -Dgalv_all_gather=galv_mpi_all_gather \\\n"
+    "  -Dgalv_reduce_scatter=galv_mpi_reduce_scatter -Dgalv_all_to_all=galv_mpi_all_to_all -Dgalv_send=galv_mpi_send \\\n"
+    "  -Dgalv_recv=galv_mpi_recv -Dgalv_queue_sync=galv_mpi_queue_sync -Dgalv_group_start=galv_mpi_group_start \\\n"
+    "  -Dgalv_group_end=galv_mpi_group_end\n"
+    "comm_mpi_staged.o: runtime/comm_mpi.c runtime/galv_comm.h runtime/galv_rt.h\n"
+    "\t$(MPICC) -O2 -std=gnu11 $(STAGED_RENAME) -c -o $@ $<\n"
+    "HOST_O = io.o npy.o train.o spmd.o $(COMM_O)\n"
+    "LIBS = $(COMM_LIBS) -lcublas -lcublasLt -Xlinker $(subst $(space),$(comma),$(strip $(MPI_LINK)))\n"
+    "CPU_CC = $(MPICC)\n"
+    "CPU_SRC = program.c $(filter-out runtime/comm_%%.c,$(sort $(wildcard runtime/*.c))) runtime/comm_mpi.c\n";
+
+static int write_makefile(const char *dir, const char *arch, int nranks) {
   char flags[1024] = "", list[512];
   snprintf(list, sizeof list, "%s", arch && *arch ? arch : "sm_90");
   size_t k = 0;
@@ -1026,8 +1095,11 @@ static int write_makefile(const char *dir, const char *arch) {
     k += (size_t)snprintf(flags + k, sizeof flags - k, "%s-gencode arch=compute_%s,code=sm_%s", k ? " " : "", num, num);
     if (k >= sizeof flags) return gv_error_plain("--cuda-arch %s: too long", arch);
   }
-  char buf[sizeof makefile + 2048];
-  int n = snprintf(buf, sizeof buf, makefile, arch && *arch ? arch : "sm_90", flags);
+  char comm[sizeof make_ranks + 64];
+  if (nranks > 1) snprintf(comm, sizeof comm, make_ranks, nranks, nranks);
+  else snprintf(comm, sizeof comm, "%s", make_single);
+  char buf[sizeof makefile + sizeof comm + 2048];
+  int n = snprintf(buf, sizeof buf, makefile, arch && *arch ? arch : "sm_90", flags, comm);
   return cg_write_file(dir, "Makefile", buf, (size_t)n);
 }
 
@@ -1064,13 +1136,15 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
   if (gv_emit_cpu(m, outdir, &cpu)) return -1; /* plan check, weights.bin, program.c, runtime/ */
   emitter e = {.m = m, .bf16 = co && co->bf16, .train = train};
   int rc = -1, nk = 0;
+  if (!(e.comm = cg_comm_new(m, e.bf16 ? &cu_comm_bf16 : &cu_comm_f32))) goto out;
   if (locate(&e)) goto out;
   gv_count_uses(m->main->body);
   e.att = calloc(64, sizeof *e.att);
   if (!e.att) abort();
   for (const gv_op *op = m->main->body->first; op; op = op->next)
     if (op->code == GV_OP_DOT && e.natt < 64 && match_attention(&e, op, &e.att[e.natt])) e.natt++;
-  if (write_program(&e, outdir, &nk) || write_constants(&e, outdir) || write_makefile(outdir, arch) ||
+  if (write_program(&e, outdir, &nk) || write_constants(&e, outdir) ||
+      write_makefile(outdir, arch, cg_comm_nranks(e.comm)) ||
       write_cuda_runtime(outdir))
     goto out;
   if (o) o->nkernels = nk;
@@ -1078,5 +1152,6 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
 out:
   free(e.L);
   free(e.att);
+  cg_comm_free(e.comm);
   return rc;
 }

@@ -43,6 +43,7 @@ struct galv_comm {
 struct galv_queue {
   cudaStream_t s;
   cudaEvent_t ready; /* compute stream position the next call waits for */
+  cudaEvent_t done;  /* communication stream position the compute stream waits for (galv_cu_queue_join) */
 };
 
 enum { MAXCOMMS = 64 };
@@ -63,8 +64,8 @@ int galv_comm_world_init(int *argc, char ***argv, int *rank, int *size) {
   mpiCheck(MPI_Comm_rank(local, &lrank));
   mpiCheck(MPI_Comm_free(&local));
   int ndev = 0;
-  cudaCheck(cudaGetDeviceCount(&ndev));
-  if (!getenv("GALV_CUDA_DEVICE")) {
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess) ndev = 0; /* no device: galv_cu_init says so in one line */
+  if (ndev > 0 && !getenv("GALV_CUDA_DEVICE")) {
     char b[16];
     snprintf(b, sizeof b, "%d", lrank % (ndev ? ndev : 1));
     setenv("GALV_CUDA_DEVICE", b, 1);
@@ -115,12 +116,14 @@ galv_queue *galv_queue_new(void) {
   if (!q) galv_fatal("out of memory");
   cudaCheck(cudaStreamCreateWithFlags(&q->s, cudaStreamNonBlocking));
   cudaCheck(cudaEventCreateWithFlags(&q->ready, cudaEventDisableTiming));
+  cudaCheck(cudaEventCreateWithFlags(&q->done, cudaEventDisableTiming));
   return q;
 }
 
 void galv_queue_free(galv_queue *q) {
   if (!q) return;
   cudaCheck(cudaEventDestroy(q->ready));
+  cudaCheck(cudaEventDestroy(q->done));
   cudaCheck(cudaStreamDestroy(q->s));
   free(q);
 }
@@ -155,6 +158,12 @@ void galv_queue_sync(galv_queue *q) {
     struct timespec ns = {0, 50000};
     nanosleep(&ns, NULL);
   }
+}
+
+/* the compute stream continues after everything queued on q so far */
+void galv_cu_queue_join(galv_queue *q) {
+  cudaCheck(cudaEventRecord(q->done, q->s));
+  cudaCheck(cudaStreamWaitEvent(galv_cu.stream, q->done, 0));
 }
 
 static ncclDataType_t nccl_type(int dt, const char *who) {

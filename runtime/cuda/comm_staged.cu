@@ -40,9 +40,12 @@ static void *host_copy(const void *dev, size_t n) {
   return h;
 }
 
+/* results land on the compute stream (ordered before every later kernel; a
+ * pageable source is staged before cudaMemcpyAsync returns, so it can be freed) */
 static void flush(void) {
   for (int i = 0; i < npend; i++) {
-    if (pend[i].dev) cudaCheck(cudaMemcpy(pend[i].dev, pend[i].host, pend[i].n, cudaMemcpyHostToDevice));
+    if (pend[i].dev && pend[i].n)
+      cudaCheck(cudaMemcpyAsync(pend[i].dev, pend[i].host, pend[i].n, cudaMemcpyHostToDevice, galv_cu.stream));
     free(pend[i].host);
   }
   npend = 0;
@@ -74,6 +77,9 @@ void galv_queue_sync(galv_queue *q) {
   galv_mpi_queue_sync(q);
   flush();
 }
+
+/* every call completed on the host already (or does now): its results are on the compute stream */
+void galv_cu_queue_join(galv_queue *q) { galv_queue_sync(q); }
 
 void galv_group_start(void) {
   in_group = 1;

@@ -163,6 +163,12 @@ void galv_cu_cross_entropy_grad(float *dx, const float *dloss, const float *x, c
 void galv_cu_conv_grad_input(const galv_conv_desc *d, const float *dy, const float *w, float *dx);
 void galv_cu_conv_grad_weight(const galv_conv_desc *d, const float *x, const float *dy, float *dw);
 
+/* ---- collectives of a multi-rank program.cu (runtime/galv_comm.h calls on
+ * galv_q): the compute stream waits for every call queued on q so far (an
+ * event recorded on the communication stream; the host does not block).
+ * comm_nccl.cu and comm_staged.cu define it. */
+void galv_cu_queue_join(galv_queue *q);
+
 /* ---- defined by the generated program.cu */
 typedef struct {
   const char *name;

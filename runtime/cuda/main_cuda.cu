@@ -14,7 +14,13 @@
  * their compiled program only (bench/gpu_check.sh). Without a CUDA device it
  * says so and how to use the CPU target. Errors are one line, exit 1.
  * A training step program (galvc --train) takes runtime/train.c's options
- * instead (--batches DIR --steps N ...; train_cuda.cu). */
+ * instead (--batches DIR --steps N ...; train_cuda.cu).
+ * An N-rank program (galvc --gpus N; docs/cuda-target.md, Ranks) runs under
+ * ./launch (mpirun): runtime/spmd.c gives each rank its block of weights.bin
+ * and of every split input (the --input files hold global tensors); split
+ * outputs are gathered on the device (an all_gather over every rank) and
+ * rank 0 writes them; --comm-stats prints the bytes each collective kind
+ * sent, which must equal the planner's prediction (checked always). */
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
@@ -46,6 +52,7 @@ static void usage(FILE *f) {
              "  --iters N          timed runs (default 1); --warmup N untimed runs first (default 0)\n"
              "  --weights FILE     weights file (default: weights.bin next to the program)\n"
              "  --profile          time every kernel call (CUDA events); print the time per kernel kind\n"
+             "  --comm-stats       N-rank programs: print the bytes this rank sent per collective kind\n"
              "  --gen-weights SEED write FILE (default weights.bin next to the program): seeded random parameters\n"
              "                     and the program's constants (constants.bin); needs no GPU\n"
              "storage of float tensors: %s; GALV_CUDA_DEVICE=N picks the device\ninputs:\n",
@@ -163,16 +170,46 @@ static void report_profile(long runs) {
   free(ms);
 }
 
+/* Output o of an N-rank program as a global tensor: every rank's block (host
+ * copy local, o's local form) all-gathered on the device (a collective: every
+ * rank calls it for every split output, in order), placed by runtime/spmd.c. */
+static void *gather_output(int o, const void *local, galv_io *g) {
+  static galv_comm *world;
+  if (!world) {
+    int64_t n = galv_nranks;
+    world = galv_comm_group(&n, 1, 1);
+  }
+  const galv_io *l = &galv_outputs[o];
+  *g = galv_spmd_global_io(l, &galv_output_split[o]);
+  size_t nb = (size_t)l->nbytes, all = nb * (size_t)galv_nranks;
+  char *dl = NULL, *dg = NULL;
+  cudaCheck(cudaMalloc((void **)&dl, nb ? nb : 1));
+  cudaCheck(cudaMalloc((void **)&dg, all ? all : 1));
+  cudaCheck(cudaMemcpyAsync(dl, local, nb, cudaMemcpyHostToDevice, galv_cu.stream));
+  galv_queue *q = galv_queue_new();
+  galv_all_gather(world, dl, dg, nb, GALV_U8, q); /* after the upload (the queue waits for the compute stream) */
+  galv_queue_sync(q);
+  void *hg = malloc(all + 1), *out = malloc((size_t)g->nbytes + 1);
+  if (!hg || !out) galv_fatal("out of memory gathering output '%s'", l->name);
+  cudaCheck(cudaMemcpyAsync(hg, dg, all, cudaMemcpyDeviceToHost, galv_cu.stream));
+  cudaCheck(cudaStreamSynchronize(galv_cu.stream));
+  galv_queue_free(q);
+  cudaCheck(cudaFree(dl));
+  cudaCheck(cudaFree(dg));
+  galv_spmd_place(l, &galv_output_split[o], hg, out);
+  free(hg);
+  return out;
+}
+
 int main(int argc, char **argv) {
   const char *slash = strrchr(argv[0], '/');
   galv_progname = slash ? slash + 1 : argv[0];
-  if (galv_training) { /* a training step (galvc --train): runtime/train.c with the device step of train_cuda.cu */
-    galv_spmd_init(&argc, &argv);
+  galv_spmd_init(&argc, &argv); /* ranks (runtime/spmd.c): MPI when the program is partitioned */
+  if (galv_training) /* a training step (galvc --train): runtime/train.c with the device step of train_cuda.cu */
     return galv_cu_train_main(argc, argv);
-  }
   const char *outdir = NULL, *wpath = NULL;
   long iters = 1, warmup = 0;
-  int profile = 0;
+  int profile = 0, comm_stats = 0;
   enum { MAXIN = 256 };
   const char *names[MAXIN], *files[MAXIN];
   int nin = 0;
@@ -182,6 +219,9 @@ int main(int argc, char **argv) {
       usage(stdout);
       return 0;
     } else if (!strcmp(a, "--gen-weights") && v) {
+      if (galv_nranks > 1)
+        galv_fatal("--gen-weights: the weights of a %d-rank program are one block per rank, cut from the global "
+                   "parameters by galvc (use its weights.bin)", galv_nranks);
       return gen_weights(v, i + 2 < argc ? argv[i + 2] : NULL);
     } else if (!strcmp(a, "--input") && v) {
       const char *eq = strchr(v, '=');
@@ -195,6 +235,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--iters") && v) iters = pos_int(a, v, 1), i++;
     else if (!strcmp(a, "--warmup") && v) warmup = pos_int(a, v, 0), i++;
     else if (!strcmp(a, "--profile")) profile = 1;
+    else if (!strcmp(a, "--comm-stats")) comm_stats = 1;
     else galv_fatal("unknown or incomplete option '%s' (see --help)", a);
   }
 
@@ -207,7 +248,8 @@ int main(int argc, char **argv) {
     if (i == galv_ninputs) galv_fatal("--input %s: the program has no input named '%s' (see --help)", names[j], names[j]);
   }
   for (int i = 0; i < galv_ninputs; i++) {
-    const galv_io *d = &galv_inputs[i];
+    galv_io gd = galv_spmd_global_io(&galv_inputs[i], &galv_input_split[i]); /* the file holds the global tensor */
+    const galv_io *d = &gd;
     int j = 0;
     while (j < nin && strcmp(names[j], d->name)) j++;
     if (j == nin) galv_fatal("input '%s' not given (use --input %s=FILE.npy or FILE.pb)", d->name, d->name);
@@ -224,12 +266,19 @@ int main(int argc, char **argv) {
       galv_fatal("%s: input '%s' has shape %s, the program expects %s (recompile with galvc for other shapes)",
                  files[j], d->name, a, b);
     }
+    if (galv_nranks > 1 && galv_input_split[i].starts) { /* keep this rank's block */
+      void *blk = malloc((size_t)galv_inputs[i].nbytes + 1);
+      if (!blk) galv_fatal("out of memory");
+      galv_spmd_load_input(i, blk, in[i].data);
+      free(in[i].data);
+      in[i].data = blk, in[i].nbytes = (size_t)galv_inputs[i].nbytes;
+    }
   }
 
   char wbuf[PATH_MAX];
   if (!wpath) exe_dir_file(wbuf, sizeof wbuf, "weights.bin"), wpath = wbuf;
   size_t wlen = 0;
-  const char *weights = galv_map_weights(wpath, galv_weights_bytes, &wlen);
+  const char *weights = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
 
   galv_cu_init((size_t)galv_cu_scratch_bytes);
   cudaDeviceProp prop;
@@ -289,6 +338,7 @@ int main(int argc, char **argv) {
   if (galv_cu_flops > 0) printf(", %.1f GEMM+attention TFLOP/s", (double)galv_cu_flops / (min * 1e-3) / 1e12);
   printf(" (%s)\n", galv_cu_precision == GALV_BF16 ? "bf16 storage" : "fp32");
   if (profile) report_profile(iters);
+  if (galv_nranks > 1) galv_spmd_check_bytes(comm_stats, warmup + iters); /* before the output gathers (which count) */
   printf("%s: arena %lld bytes, weights %lld bytes, scratch %lld bytes on the device\n", galv_progname,
          (long long)galv_arena_bytes, (long long)galv_weights_bytes, (long long)galv_cu_scratch_bytes);
 
@@ -304,10 +354,17 @@ int main(int argc, char **argv) {
       cudaCheck(cudaMemcpyAsync(h, src, (size_t)d->nbytes, cudaMemcpyDeviceToHost, galv_cu.stream));
     }
     cudaCheck(cudaStreamSynchronize(galv_cu.stream));
+    galv_io gio = *d;
+    if (galv_nranks > 1 && galv_output_split[o].starts) { /* split: gathered from every rank */
+      void *g = gather_output(o, h, &gio);
+      free(h);
+      h = g;
+    }
+    d = &gio;
     char sh[160];
     shape_str(sh, sizeof sh, d->rank, d->dims);
     printf("%s: output '%s' %s %s\n", galv_progname, d->name, sh, galv_dtype_name(d->dtype));
-    if (outdir) {
+    if (outdir && galv_spmd_rank() == 0) { /* rank 0 writes */
       struct stat st;
       if (stat(outdir, &st) != 0 && mkdir(outdir, 0777) != 0)
         galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
@@ -324,6 +381,7 @@ int main(int argc, char **argv) {
   cudaCheck(cudaFree(dw));
   cudaCheck(cudaFree(arena));
   cudaCheck(cudaFree(tmp));
+  galv_spmd_finalize(); /* the program's queue and scratch (device memory), the communicators, MPI */
   galv_cu_finish();
   return 0;
 }
