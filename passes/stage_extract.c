@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "build.h"
 #include "passes.h"
 #include "stage_extract.h"
 
@@ -217,5 +218,80 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
     k++;
   }
   body->nargs = k;
+  return 0;
+}
+
+/* gv_stage_train: stage s of a pipelined training step (docs/pipeline.md,
+ * "Pipeline training"), after gv_stage_extract. One combined function per
+ * stage: the last stage adds the loss (the loss pass over its first output);
+ * an earlier stage keeps only its "pp." outputs, gets one input
+ * "gin:pp.OP.RES" per floating-point one (the gradient the later stages send
+ * back) and differentiates the seed sum_k reduce_sum(out_k * gin_k), whose
+ * gradients are exactly the vector-Jacobian products. Autodiff then runs
+ * with the floating-point "pp." inputs counted as parameters, so the
+ * results are: loss (or "pp.seed"), grad:<param> per parameter, grad:pp.X
+ * per received floating-point value, then (earlier stages) the "pp."
+ * outputs again. The runtime runs it as the forward entry (gin = 0: the
+ * sent values) and again as the backward entry (the microbatch's saved
+ * inputs and the received gradients): recomputation at stage boundaries. */
+int gv_stage_train(gv_module *m, int s, int nstages) {
+  gv_func *f = m->main;
+  gv_block *body = f->body;
+  gv_op *ret = gv_block_terminator(body);
+  if (!ret || ret->code != GV_OP_RETURN) return gv_error(m, "pipeline: the function has no return");
+  int nout = 0;
+  gv_value **outs = NULL;
+  const char **onames = NULL;
+  if (s == nstages - 1) {
+    if (gv_pass_loss(m)) return -1;
+  } else {
+    outs = gv_alloc(m->arena, sizeof *outs * (size_t)(ret->nopnds + 1));
+    onames = gv_alloc(m->arena, sizeof *onames * (size_t)(ret->nopnds + 1));
+    gvb b = {m, ret, "pipeline/seed"};
+    gv_value *seed = NULL;
+    for (int i = 0; i < ret->nopnds; i++) {
+      const char *rn = f->res_names && i < f->nres_names ? f->res_names[i] : NULL;
+      gv_value *v = ret->opnds[i];
+      if (!rn || strncmp(rn, "pp.", 3)) continue; /* an original output of an earlier stage: not part of the loss */
+      outs[nout] = v;
+      onames[nout++] = rn;
+      if (!gv_dtype_is_float(v->type.dtype)) continue;
+      char gname[80];
+      snprintf(gname, sizeof gname, "gin:%s", rn);
+      gv_value *gin = gv_func_add_arg(m, f, gv_strdup(m->arena, gname), v->type, false);
+      gv_op *op = gvb_new(&b, GV_OP_REDUCE_SUM, 1, (gv_value *[]){gvb_bin(&b, GV_OP_MUL, v, gin)});
+      if (!op) return -1;
+      gv_set_int(m, op, "keepdims", 0);
+      gv_value *r = gvb_fin(&b, op);
+      if (r && r->type.dtype != GV_DT_F32) return gv_error(m, "pipeline training: %s is not f32 (only f32 values cross stages in training)", rn);
+      seed = !r ? NULL : seed ? gvb_bin(&b, GV_OP_ADD, seed, r) : r;
+      if (!seed) return -1;
+    }
+    if (!seed) return gv_error(m, "pipeline: stage %d sends no floating-point value to later stages: nothing to train", s);
+    gv_op_set_operands(m, ret, 1, &seed);
+    f->res_names = gv_alloc(m->arena, sizeof *f->res_names);
+    f->res_names[0] = "pp.seed";
+    f->nres_names = 1;
+    f->res_updates = NULL;
+  }
+  bool *marked = calloc((size_t)body->nargs + 1, 1);
+  if (!marked) return gv_error(m, "pipeline: out of memory");
+  for (int a = 0; a < body->nargs; a++)
+    if (!f->arg_is_param[a] && f->arg_names[a] && !strncmp(f->arg_names[a], "pp.", 3) &&
+        gv_dtype_is_float(body->args[a]->type.dtype))
+      marked[a] = f->arg_is_param[a] = true;
+  int rc = gv_pass_autodiff(m);
+  for (int a = 0; a < body->nargs; a++)
+    if (marked[a]) f->arg_is_param[a] = false;
+  free(marked);
+  if (rc || !nout) return rc;
+  int n0 = ret->nopnds;
+  gv_value **all = gv_alloc(m->arena, sizeof *all * (size_t)(n0 + nout));
+  const char **names = gv_alloc(m->arena, sizeof *names * (size_t)(n0 + nout));
+  for (int i = 0; i < n0; i++) all[i] = ret->opnds[i], names[i] = f->res_names[i];
+  for (int i = 0; i < nout; i++) all[n0 + i] = outs[i], names[n0 + i] = onames[i];
+  gv_op_set_operands(m, ret, n0 + nout, all);
+  f->res_names = names;
+  f->nres_names = n0 + nout;
   return 0;
 }

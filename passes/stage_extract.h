@@ -26,5 +26,8 @@ int gv_pipe_group_stats(gv_module *m, int ngroups, const int64_t *flops, gv_grou
 int gv_pipe_assign_stages(gv_module *m, const int *first, int nstages);
 /* Keeps stage s only (crossing values: inputs / outputs "pp.OP.RES"); io: those values. */
 int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io);
+/* After gv_stage_extract: stage s of the training step (loss on the last stage,
+ * gradients of the received values, inputs "gin:pp.X"; stage_extract.c). */
+int gv_stage_train(gv_module *m, int s, int nstages);
 
 #endif

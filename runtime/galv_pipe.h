@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include "galv_rt.h"
+
 typedef struct {
   const char *name; /* a program input ("pp.OP.RES", received) or output (sent) */
   int peer;         /* inputs: the stage that sends it */
@@ -23,6 +25,14 @@ extern const int galv_pipe_first_rank[]; /* stage i runs on world ranks [first[i
 extern const galv_pipe_value galv_pipe_in[], galv_pipe_out[];
 extern const int galv_pipe_nin, galv_pipe_nout;
 extern const double galv_pipe_predicted_ms[]; /* per stage: the cost model's time per microbatch */
+
+/* training (galvc --train --pipeline-stages): the schedule, the optimizer and
+ * its hyperparameters, the stage's parameters (their weights.bin slots) */
+extern const int galv_pipe_training, galv_pipe_schedule; /* schedule: 0 gpipe, 1 1f1b */
+extern const char galv_pipe_optimizer[];                 /* "adamw" | "sgd" */
+extern const double galv_pipe_hparams[6];                /* lr, weight decay, beta1, beta2, eps, momentum */
+extern const galv_io galv_pipe_params[];
+extern const int galv_pipe_nparams;
 
 int galv_pipe_main(int argc, char **argv);
 

@@ -15,7 +15,8 @@
  * both sides (MPI keeps order between a pair). Printed per stage: time,
  * arena bytes and measured high-water (the highest byte the runs wrote).
  * --trace FILE: a Chrome trace (Perfetto JSON), pid = stage, tid = rank,
- * one "X" event per forward microbatch, recv and send, gathered on rank 0. */
+ * one "X" event per forward microbatch, recv and send, gathered on rank 0.
+ * Training stages (galv_pipe_training): pipe_train below. */
 #ifdef GALV_PIPE_STAGE
 #include <errno.h>
 #include <limits.h>
@@ -113,6 +114,342 @@ static void write_trace(const char *path, galv_comm *world, galv_queue *q, int r
   free(owner);
 }
 
+/* ---------------------------------------------------------------- training
+ *
+ *   ARGS: --batches DIR [--steps N] [-o OUTDIR] [--trace FILE] [--weights FILE] [--threads N]
+ *
+ * The stage program is one combined function (passes/stage_extract.c,
+ * gv_stage_train): inputs = data slices, received "pp." values, "gin:pp.X"
+ * (the gradient of a sent value); outputs = loss (last stage), grad:<param>,
+ * grad:pp.X (the gradient of a received value), the sent "pp." values.
+ * Forward entry F(j), earlier stages: the microbatch's inputs are kept (a
+ * per-microbatch copy: the saved activations in flight), the program runs
+ * with gin = 0 and the "pp." outputs go to the later stages. Backward entry
+ * B(j): the saved inputs and the received gradients (summed over the
+ * receiving stages) run the program again; the parameter gradients are
+ * accumulated and grad:pp.X goes back. The last stage runs once per
+ * microbatch in F(j) (loss, parameter gradients) and keeps its inputs'
+ * gradients until B(j) sends them. After the B microbatches: gradients / B,
+ * one optimizer update (torch formulas, as passes/optimizer.c) of this
+ * stage's parameters. GPipe: F0..F(B-1), B0..B(B-1). 1F1B: w = min(S-s-1,
+ * B) warm-up forwards, then F(w+i), B(i), then the cool-down backwards.
+ * Each action's sends and the next action's receives are one group (as
+ * Megatron's send_forward_recv_backward), so neither order deadlocks under
+ * synchronous sends. Printed: "step K loss X" (last stage: the mean of the
+ * microbatch losses) and per stage the peak bytes of saved values in flight. */
+typedef struct {
+  int fwd, mb;
+} pipe_act;
+
+static const char *outp(int o, char *arena, const char *w) {
+  return galv_outputs[o].in_weights ? w + galv_outputs[o].offset : arena + galv_outputs[o].offset;
+}
+
+static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, int rank, int size) {
+  const int S = galv_pipe_nstages, B = galv_pipe_microbatches, me = galv_pipe_stage, last = me == S - 1;
+  const char *outdir = NULL, *wpath = NULL, *trace = NULL, *bdir = NULL;
+  long steps = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--batches") && v) bdir = v, i++;
+    else if (!strcmp(a, "--steps") && v) {
+      char *end;
+      steps = strtol(v, &end, 10);
+      if (*end || steps < 1 || steps > 1000000) galv_fatal("--steps expects an integer >= 1, got '%s'", v);
+      i++;
+    } else if (!strcmp(a, "-o") && v) outdir = v, i++;
+    else if (!strcmp(a, "--weights") && v) wpath = v, i++;
+    else if (!strcmp(a, "--trace") && v) trace = v, i++;
+    else if (!strcmp(a, "--threads") && v) openblas_set_num_threads(atoi(v) > 0 ? atoi(v) : 1), i++;
+    else galv_fatal("unknown or incomplete option '%s' (usage: --batches DIR [--steps N] [-o OUTDIR] [--trace FILE] "
+                    "[--weights FILE] [--threads N])", a);
+  }
+  if (!bdir) galv_fatal("a training pipeline needs --batches DIR (DIR/NAME.npy per data input)");
+  char wbuf[PATH_MAX];
+  if (!wpath) {
+    ssize_t n = readlink("/proc/self/exe", wbuf, sizeof wbuf - 16);
+    if (n <= 0) galv_fatal("cannot locate the program's directory; pass --weights FILE");
+    wbuf[n] = 0;
+    char *s = strrchr(wbuf, '/');
+    strcpy(s ? s + 1 : wbuf, "weights.bin");
+    wpath = wbuf;
+  }
+  size_t wlen = 0;
+  const char *mapped = galv_map_weights(wpath, galv_weights_bytes, &wlen);
+  char *W = malloc((size_t)galv_weights_bytes + 64); /* writable: the parameters are updated */
+  if (!W) galv_fatal("out of memory");
+  memcpy(W, mapped, (size_t)galv_weights_bytes);
+
+  /* inputs: 0 data (a batch file), k+1 received (galv_pipe_in[k]), -(o+1) gin of output o */
+  int ni = galv_ninputs, no = galv_noutputs;
+  int *ik = calloc((size_t)ni + 1, sizeof *ik), *ok = calloc((size_t)no + 1, sizeof *ok);
+  int64_t *ioff = calloc((size_t)ni + 1, sizeof *ioff), *goff = calloc((size_t)no + 1, sizeof *goff);
+  galv_tensor *bat = calloc((size_t)ni + 1, sizeof *bat);
+  int64_t *nbat = calloc((size_t)ni + 1, sizeof *nbat);
+  char **gbuf = calloc((size_t)ni + 1, sizeof *gbuf);
+  float **acc = calloc((size_t)galv_pipe_nparams + 1, sizeof *acc), **st1 = calloc((size_t)galv_pipe_nparams + 1, sizeof *st1),
+        **st2 = calloc((size_t)galv_pipe_nparams + 1, sizeof *st2);
+  char **stash = calloc((size_t)B, sizeof *stash);
+  if (!ik || !ok || !ioff || !goff || !bat || !nbat || !gbuf || !acc || !st1 || !st2 || !stash) galv_fatal("out of memory");
+  int64_t in_bytes = 0, g_bytes = 0;
+  for (int i = 0; i < ni; i++) {
+    const galv_io *d = &galv_inputs[i];
+    int k = -1;
+    for (int j = 0; j < galv_pipe_nin; j++)
+      if (!strcmp(galv_pipe_in[j].name, d->name)) k = j;
+    if (!strncmp(d->name, "gin:", 4)) {
+      int o = find(galv_outputs, no, d->name + 4);
+      if (o < 0) galv_fatal("pipeline table: no output '%s' for the gradient input '%s'", d->name + 4, d->name);
+      int nd = 0;
+      for (int j = 0; j < galv_pipe_nout; j++)
+        if (!strcmp(galv_pipe_out[j].name, d->name + 4))
+          for (int st = 0; st < S; st++) nd += (int)(galv_pipe_out[j].dst >> st & 1);
+      ik[i] = -(o + 1);
+      if (d->dtype != GALV_F32) galv_fatal("gradient input '%s' is not f32", d->name);
+      if (!(gbuf[i] = malloc((size_t)d->nbytes * (size_t)(nd ? nd : 1) + 1))) galv_fatal("out of memory");
+      continue;
+    }
+    ioff[i] = in_bytes;
+    in_bytes += (d->nbytes + 63) / 64 * 64;
+    if (k >= 0) { ik[i] = k + 1; continue; }
+    char fn[256], path[PATH_MAX + 300], err[512];
+    snprintf(fn, sizeof fn, "%s", d->name);
+    for (char *c = fn; *c; c++)
+      if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
+    snprintf(path, sizeof path, "%s/%s.npy", bdir, fn);
+    if (galv_read_tensor(path, &bat[i], err, sizeof err)) galv_fatal("%s: input '%s': %s", path, d->name, err);
+    if (bat[i].dtype != d->dtype)
+      galv_fatal("%s: input '%s' has dtype %s, the program expects %s", path, d->name, galv_dtype_name(bat[i].dtype),
+                 galv_dtype_name(d->dtype));
+    int lead = bat[i].rank == d->rank + 1, same = d->rank > 0 && (bat[i].rank == d->rank || lead);
+    for (int r = 0; same && r < d->rank; r++) same = bat[i].dims[r + lead] == d->dims[r] * (r ? 1 : B);
+    if (!same || (lead && bat[i].dims[0] < 1))
+      galv_fatal("%s: input '%s' does not have the program's shape with a batch (dim 0) of %d microbatches x %lld "
+                 "(optionally with a leading steps dim)", path, d->name, B, d->rank ? (long long)d->dims[0] : 0LL);
+    nbat[i] = lead ? bat[i].dims[0] : 1;
+  }
+  int iloss = -1;
+  for (int o = 0; o < no; o++) {
+    const char *n = galv_outputs[o].name;
+    if (!strcmp(n, "loss")) iloss = o;
+    else if (!strncmp(n, "grad:pp.", 8)) {
+      int k = -1;
+      for (int j = 0; j < galv_pipe_nin; j++)
+        if (!strcmp(galv_pipe_in[j].name, n + 5)) k = j;
+      if (k < 0) galv_fatal("pipeline table: '%s' is not a received value", n + 5);
+      ok[o] = 1000000 + k; /* a gradient to send back to galv_pipe_in[k].peer */
+      goff[o] = g_bytes;
+      g_bytes += (galv_outputs[o].nbytes + 63) / 64 * 64;
+    } else if (!strncmp(n, "grad:", 5)) {
+      int p = find(galv_pipe_params, galv_pipe_nparams, n + 5);
+      if (p < 0) galv_fatal("pipeline table: no parameter '%s'", n + 5);
+      if (galv_outputs[o].dtype != GALV_F32 || galv_pipe_params[p].dtype != GALV_F32) galv_fatal("parameter '%s' is not f32", n + 5);
+      ok[o] = -(p + 1);
+    } else {
+      for (int j = 0; j < galv_pipe_nout; j++)
+        if (!strcmp(galv_pipe_out[j].name, n)) ok[o] = j + 1; /* a value sent forward */
+    }
+  }
+  if (last && iloss < 0) galv_fatal("the last stage's program has no 'loss' output");
+  int adamw = !strcmp(galv_pipe_optimizer, "adamw");
+  const double lr = galv_pipe_hparams[0], wd = galv_pipe_hparams[1], b1 = galv_pipe_hparams[2], b2 = galv_pipe_hparams[3],
+               eps = galv_pipe_hparams[4], mom = galv_pipe_hparams[5];
+  for (int p = 0; p < galv_pipe_nparams; p++) {
+    size_t n = (size_t)galv_pipe_params[p].nbytes / 4 + 1;
+    acc[p] = calloc(n, 4);
+    st1[p] = adamw || mom != 0 ? calloc(n, 4) : NULL;
+    st2[p] = adamw ? calloc(n, 4) : NULL;
+    if (!acc[p] || ((adamw || mom != 0) && !st1[p]) || (adamw && !st2[p])) galv_fatal("out of memory");
+  }
+  char *inbuf = last ? malloc((size_t)in_bytes + 64) : NULL;
+  if (last && !inbuf) galv_fatal("out of memory");
+  size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
+  char *arena = aligned_alloc(64, (abytes + 63) / 64 * 64);
+  if (!arena) galv_fatal("cannot allocate the %lld-byte arena", (long long)galv_arena_bytes);
+  memset(arena, FILL, abytes);
+
+  /* the schedule */
+  pipe_act *acts = malloc(sizeof *acts * (size_t)(2 * B));
+  if (!acts) galv_fatal("out of memory");
+  int na = 0, w = galv_pipe_schedule ? (S - me - 1 < B ? S - me - 1 : B) : B;
+  for (int j = 0; j < w; j++) acts[na++] = (pipe_act){1, j};
+  for (int j = 0; j < B - w; j++) acts[na++] = (pipe_act){1, w + j}, acts[na++] = (pipe_act){0, j};
+  for (int j = B - w; j < B; j++) acts[na++] = (pipe_act){0, j};
+  const int64_t sbytes = last ? g_bytes : in_bytes; /* saved per microbatch in flight */
+  int64_t live = 0, peak = 0;
+  int inflight = 0, peak_mb = 0;
+  double tstart = now_us(), tcomp = 0;
+  float step_t = 0;
+  for (long step = 0; step < steps; step++) {
+    for (int p = 0; p < galv_pipe_nparams; p++) memset(acc[p], 0, (size_t)galv_pipe_params[p].nbytes);
+    double loss = 0;
+    int nops = 0;
+    char *to_free = NULL;
+    for (int k = 0; k <= na; k++) {
+      const pipe_act *pa = k ? &acts[k - 1] : NULL, *a = k < na ? &acts[k] : NULL;
+      double t0 = now_us();
+      galv_group_start();
+      nops = 0;
+      if (pa && pa->fwd && !last) /* the previous forward's values to the later stages */
+        for (int o = 0; o < no; o++)
+          if (ok[o] > 0 && ok[o] < 1000000) {
+            const galv_pipe_value *v = &galv_pipe_out[ok[o] - 1];
+            for (int st = 0; st < S; st++)
+              if (v->dst >> st & 1)
+                galv_send(world, galv_pipe_first_rank[st], outp(o, arena, W), (size_t)galv_outputs[o].nbytes, GALV_U8, q), nops++;
+          }
+      if (pa && !pa->fwd) /* the previous backward's gradients of the received values */
+        for (int o = 0; o < no; o++)
+          if (ok[o] >= 1000000) {
+            const char *src = last ? stash[pa->mb] + goff[o] : outp(o, arena, W);
+            galv_send(world, galv_pipe_first_rank[galv_pipe_in[ok[o] - 1000000].peer], src, (size_t)galv_outputs[o].nbytes,
+                      GALV_U8, q), nops++;
+          }
+      if (pa && !pa->fwd && last) to_free = stash[pa->mb], stash[pa->mb] = NULL;
+      if (a && a->fwd) {
+        char *dst = inbuf;
+        if (!last) {
+          if (!(dst = stash[a->mb] = malloc((size_t)in_bytes + 64))) galv_fatal("out of memory");
+          live += sbytes, inflight++;
+          if (live > peak) peak = live;
+          if (inflight > peak_mb) peak_mb = inflight;
+        }
+        for (int i = 0; i < ni; i++)
+          if (ik[i] > 0)
+            galv_recv(world, galv_pipe_first_rank[galv_pipe_in[ik[i] - 1].peer], dst + ioff[i], (size_t)galv_inputs[i].nbytes,
+                      GALV_U8, q), nops++;
+      }
+      if (a && !a->fwd && !last)
+        for (int i = 0; i < ni; i++)
+          if (ik[i] < 0) {
+            const char *oname = galv_outputs[-ik[i] - 1].name;
+            int c = 0;
+            for (int j = 0; j < galv_pipe_nout; j++)
+              if (!strcmp(galv_pipe_out[j].name, oname))
+                for (int st = 0; st < S; st++)
+                  if (galv_pipe_out[j].dst >> st & 1)
+                    galv_recv(world, galv_pipe_first_rank[st], gbuf[i] + (size_t)c++ * (size_t)galv_inputs[i].nbytes,
+                              (size_t)galv_inputs[i].nbytes, GALV_U8, q), nops++;
+          }
+      galv_group_end();
+      galv_queue_sync(q);
+      if (nops) ev_add(EV_RECV, a ? a->mb : pa->mb, t0, now_us());
+      free(to_free);
+      to_free = NULL;
+      if (!a) break;
+      /* compute */
+      double t1 = now_us();
+      if (a->fwd || !last) {
+        char *src = last ? inbuf : stash[a->mb];
+        for (int i = 0; i < ni; i++) {
+          const galv_io *d = &galv_inputs[i];
+          GALV_UNPOISON(arena + d->offset, d->nbytes);
+          if (ik[i] == 0 && a->fwd) {
+            int64_t b = nbat[i] > 1 ? step % nbat[i] : 0;
+            memcpy(src + ioff[i], (char *)bat[i].data + ((size_t)b * (size_t)B + (size_t)a->mb) * (size_t)d->nbytes,
+                   (size_t)d->nbytes);
+          }
+          if (ik[i] >= 0) memcpy(arena + d->offset, src + ioff[i], (size_t)d->nbytes);
+          else if (a->fwd) memset(arena + d->offset, 0, (size_t)d->nbytes);
+          else { /* the gradient: the sum over the stages that received the value */
+            int c = 0;
+            for (int j = 0; j < galv_pipe_nout; j++)
+              if (!strcmp(galv_pipe_out[j].name, galv_outputs[-ik[i] - 1].name))
+                for (int st = 0; st < S; st++) c += (int)(galv_pipe_out[j].dst >> st & 1);
+            float *g = (float *)(void *)(arena + d->offset);
+            size_t n = (size_t)d->nbytes / 4;
+            memcpy(g, gbuf[i], (size_t)d->nbytes);
+            for (int r = 1; r < c; r++) {
+              const float *x = (const float *)(const void *)(gbuf[i] + (size_t)r * (size_t)d->nbytes);
+              for (size_t e = 0; e < n; e++) g[e] += x[e];
+            }
+          }
+        }
+        galv_program_run(arena, W, NULL);
+        for (int o = 0; o < no; o++)
+          if (!galv_outputs[o].in_weights) GALV_UNPOISON(arena + galv_outputs[o].offset, galv_outputs[o].nbytes);
+        if (!a->fwd || last) { /* backward: accumulate the parameter gradients */
+          for (int o = 0; o < no; o++)
+            if (ok[o] < 0) {
+              int p = -ok[o] - 1;
+              const float *g = (const float *)(const void *)outp(o, arena, W);
+              for (size_t e = 0, n = (size_t)galv_pipe_params[p].nbytes / 4; e < n; e++) acc[p][e] += g[e];
+            }
+        }
+        if (last) {
+          float l;
+          memcpy(&l, outp(iloss, arena, W), 4);
+          loss += l;
+          if (!(stash[a->mb] = malloc((size_t)g_bytes + 64))) galv_fatal("out of memory");
+          live += sbytes, inflight++;
+          if (live > peak) peak = live;
+          if (inflight > peak_mb) peak_mb = inflight;
+          for (int o = 0; o < no; o++)
+            if (ok[o] >= 1000000) memcpy(stash[a->mb] + goff[o], outp(o, arena, W), (size_t)galv_outputs[o].nbytes);
+        } else if (!a->fwd) {
+          free(stash[a->mb]);
+          stash[a->mb] = NULL;
+          live -= sbytes, inflight--;
+        }
+      }
+      if (last && !a->fwd) live -= sbytes, inflight--; /* freed once the next group has sent it */
+      double t2 = now_us();
+      tcomp += t2 - t1;
+      ev_add(a->fwd ? EV_FWD : EV_BWD, a->mb, t1, t2);
+    }
+    /* one optimizer update of this stage's parameters (torch formulas, f32) */
+    step_t += 1.0f;
+    float bc1 = 1.0f - powf((float)b1, step_t), bc2s = sqrtf(1.0f - powf((float)b2, step_t));
+    float stepsz = (float)lr / bc1, inv = 1.0f / (float)B;
+    for (int p = 0; p < galv_pipe_nparams; p++) {
+      float *x = (float *)(void *)(W + galv_pipe_params[p].offset), *m = st1[p], *v = st2[p], *g = acc[p];
+      for (size_t e = 0, n = (size_t)galv_pipe_params[p].nbytes / 4; e < n; e++) {
+        float gg = B == 1 ? g[e] : g[e] * inv;
+        if (adamw) {
+          float p1 = wd != 0 ? x[e] * (float)(1 - lr * wd) : x[e];
+          m[e] = m[e] * (float)b1 + gg * (float)(1 - b1);
+          v[e] = v[e] * (float)b2 + gg * gg * (float)(1 - b2);
+          x[e] = p1 - stepsz * (m[e] / (sqrtf(v[e]) / bc2s + (float)eps));
+        } else {
+          float g1 = wd != 0 ? gg + x[e] * (float)wd : gg, d = g1;
+          if (mom != 0) d = m[e] = m[e] * (float)mom + g1;
+          x[e] = x[e] - d * (float)lr;
+        }
+      }
+    }
+    if (last) printf("step %ld loss %.9g\n", step, loss / B);
+  }
+  double total = now_us() - tstart;
+  printf("%s: %ld steps x %d microbatches (%s): %.3f ms (compute %.3f ms, predicted %.3f ms per microbatch forward+backward)\n",
+         galv_progname, steps, B, galv_pipe_schedule ? "1f1b" : "gpipe", total / 1e3, tcomp / 1e3, galv_pipe_predicted_ms[me]);
+  printf("%s: saved activations in flight: peak %lld bytes (%d microbatches x %lld bytes)\n", galv_progname, (long long)peak,
+         peak_mb, (long long)sbytes);
+  if (outdir) {
+    struct stat stt;
+    if (stat(outdir, &stt) != 0 && mkdir(outdir, 0777) != 0 && errno != EEXIST)
+      galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
+    for (int p = 0; p < galv_pipe_nparams; p++) {
+      char fn[256], path[PATH_MAX + 300], err[512];
+      snprintf(fn, sizeof fn, "%s", galv_pipe_params[p].name);
+      for (char *c = fn; *c; c++)
+        if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
+      snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
+      if (galv_write_npy(path, &galv_pipe_params[p], W + galv_pipe_params[p].offset, err, sizeof err))
+        galv_fatal("%s: %s", path, err);
+    }
+  }
+  fflush(stdout);
+  if (trace) write_trace(trace, world, q, rank, size);
+  for (int i = 0; i < ni; i++) free(bat[i].data), free(gbuf[i]);
+  for (int p = 0; p < galv_pipe_nparams; p++) free(acc[p]), free(st1[p]), free(st2[p]);
+  for (int j = 0; j < B; j++) free(stash[j]);
+  free(ik), free(ok), free(ioff), free(goff), free(bat), free(nbat), free(gbuf), free(acc), free(st1), free(st2), free(stash);
+  free(inbuf), free(arena), free(acts), free(W), free(evs);
+  galv_queue_free(q);
+  galv_comm_world_finalize();
+  return 0;
+}
+
 int galv_pipe_main(int argc, char **argv) {
   int rank = 0, size = 1;
   galv_comm_world_init(&argc, &argv, &rank, &size);
@@ -131,6 +468,7 @@ int galv_pipe_main(int argc, char **argv) {
   int64_t wshape = size;
   galv_comm *world = galv_comm_group(&wshape, 1, 1u);
   galv_queue *q = galv_queue_new();
+  if (galv_pipe_training) return pipe_train(argc, argv, world, q, rank, size);
 
   enum { MAXIN = 256 };
   const char *names[MAXIN], *files[MAXIN], *outdir = NULL, *wpath = NULL, *trace = NULL;

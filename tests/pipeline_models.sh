@@ -7,7 +7,8 @@
 # the single-device program's (rtol 1e-4, atol 1e-5). The runtime's and the
 # cost model's Chrome traces are valid JSON with an "X" event per stage and
 # microbatch. Bad input: more stages than layer groups, a memory limit no
-# partition fits, --train (not yet), a batch that B does not divide.
+# partition fits, --train with an unknown optimizer, a batch that B does not
+# divide.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -90,7 +91,7 @@ expect_err() { # WANT ARGS...
 expect_err "more stages than layers" --pipeline-stages 3 --layers 2
 expect_err "no partition fits the memory limit" --pipeline-stages 2 --memory-limit 1000
 expect_err "not a multiple of --microbatches" --pipeline-stages 2 --microbatches 3
-expect_err "not implemented yet" --pipeline-stages 2 --train
+expect_err "expected adamw or sgd" --pipeline-stages 2 --train --optimizer lamb
 expect_err "expected gpipe or 1f1b" --pipeline-stages 2 --schedule zigzag
 echo "pipeline_models: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "../codegen/codegen.h"
+#include "../codegen/cpu/cpu.h"
 #include "../frontend/onnx_import.h"
 #include "../ir/ir.h"
 #include "../passes/passes.h"
@@ -287,7 +288,8 @@ static int write_plan_trace(const char *path, const gv_pipe_plan *pl) {
 
 static int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *pa, int64_t gpus, gv_cluster *cluster,
                             const char *out, int quiet, int build, int verify_each, int train) {
-  if (train) return gv_error_plain("--pipeline-stages with --train: the training schedules are not implemented yet (inference only)");
+  if (train && strcmp(gv_train_opts.optimizer, "adamw") && strcmp(gv_train_opts.optimizer, "sgd"))
+    return gv_error_plain("--optimizer %s: expected adamw or sgd", gv_train_opts.optimizer);
   if (!out || !is_dir_arg(out)) return gv_error_plain("--pipeline-stages writes one program per stage: give -o DIR/");
   if (opt.nshapes) return gv_error_plain("--pipeline-stages takes the batch from --batch (not --input-shape)");
   if (opt.batch % pa->B) return gv_error_plain("--batch %lld is not a multiple of --microbatches %d", (long long)opt.batch, pa->B);
@@ -299,7 +301,7 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
   opt.batch /= pa->B;
   if (ensure_dir(out)) return gv_error_plain("%s: cannot create output directory", out);
   gv_pipe_opts.quiet = true;
-  gv_module *m = pipe_front(model, &opt, train, quiet, verify_each);
+  gv_module *m = pipe_front(model, &opt, 0, quiet, verify_each); /* training: per stage, after extraction */
   if (!m) return 1;
   int nops = 0;
   for (gv_op *op = m->main->body->first; op; op = op->next) nops++;
@@ -311,7 +313,7 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
   gv_pipe_group_stats(m, K, g.flops, gs);
   for (int i = 0; i < K; i++) gs[i].flops *= pa->B; /* the stats are per microbatch, the cost wants the global batch */
   for (int i = 0; i < K; i++) gs[i].act_bytes *= pa->B, gs[i].out_bytes *= pa->B;
-  gv_analytic_ctx actx = {.g = gs, .ngroups = K, .batch = global, .training = false, .dtype_bytes = 4, .cluster = cluster};
+  gv_analytic_ctx actx = {.g = gs, .ngroups = K, .batch = global, .training = train != 0, .dtype_bytes = 4, .cluster = cluster};
   int mbc[1] = {pa->B};
   gv_pipe_problem pp = {.ngroups = K, .sig = g.sig, .cluster = cluster, .devices = S, .mb_choices = mbc, .nmb = 1,
                         .schedule = pa->sched, .mem_limit = gv_plan_opts.memory_limit, .stages = S,
@@ -325,10 +327,11 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
   for (int s = 0; !rc && s < S; s++) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s%sstage%d/", out, out[strlen(out) - 1] == '/' ? "" : "/", s);
-    gv_module *ms = pipe_front(model, &opt, train, 1, verify_each);
+    gv_module *ms = pipe_front(model, &opt, 0, 1, verify_each);
     gv_layer_groups g2;
     gv_stage_io *io = calloc(1, sizeof *io);
-    rc = !ms || !io || gv_cluster_layers(ms, K, &g2) || gv_pipe_assign_stages(ms, pl->first, S) || gv_stage_extract(ms, s, S, io);
+    rc = !ms || !io || gv_cluster_layers(ms, K, &g2) || gv_pipe_assign_stages(ms, pl->first, S) || gv_stage_extract(ms, s, S, io) ||
+         (train && gv_stage_train(ms, s, S));
     static const char *const back[] = {"fuse", "memory-plan"};
     if (!rc) rc = gv_verify(ms) || run_named(ms, back, 2, 1, verify_each) || gv_verify(ms);
     if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
@@ -350,6 +353,27 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
         fprintf(f, "    {0, 0, 0}};\nconst int galv_pipe_nin = %d;\nconst galv_pipe_value galv_pipe_out[] = {\n", io->nin);
         for (int i = 0; i < io->nout; i++) fprintf(f, "    {\"%s\", -1, 0x%llxull},\n", io->out[i].name, (unsigned long long)io->out[i].dst_mask);
         fprintf(f, "    {0, 0, 0}};\nconst int galv_pipe_nout = %d;\n", io->nout);
+        /* training: schedule, optimizer, the parameters' weights.bin slots (the emitter's layout: arg order, 64-aligned) */
+        const gv_train_options *to = &gv_train_opts;
+        fprintf(f, "const int galv_pipe_training = %d, galv_pipe_schedule = %d; /* 0 gpipe, 1 1f1b */\n", train ? 1 : 0,
+                pa->sched == GV_SCHED_1F1B ? 1 : 0);
+        fprintf(f, "const char galv_pipe_optimizer[] = \"%s\";\n", train ? to->optimizer : "");
+        fprintf(f, "const double galv_pipe_hparams[6] = {%.17g, %.17g, %.17g, %.17g, %.17g, %.17g}; /* lr wd beta1 beta2 eps momentum */\n",
+                to->lr, to->weight_decay, to->beta1, to->beta2, to->eps, to->momentum);
+        fprintf(f, "const galv_io galv_pipe_params[] = {\n");
+        int np = 0;
+        int64_t w = 0;
+        for (int a = 0; a < ms->main->body->nargs; a++) {
+          if (!ms->main->arg_is_param[a]) continue;
+          const gv_type *t = &ms->main->body->args[a]->type;
+          int64_t nb = gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype);
+          fprintf(f, "    {\"%s\", %s, %d, {", ms->main->arg_names[a], cg_rt_dtype(t->dtype), t->rank);
+          for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
+          fprintf(f, "%s}, 1, %lld, %lld},\n", t->rank ? "" : "0", (long long)w, (long long)nb);
+          w = (w + nb + 63) / 64 * 64;
+          np++;
+        }
+        fprintf(f, "    {0}};\nconst int galv_pipe_nparams = %d;\n", np);
         if (fclose(f)) rc = gv_error_plain("%s: write failed", path);
       }
       snprintf(path, sizeof path, "%sMakefile", dir);
