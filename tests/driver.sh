@@ -75,6 +75,12 @@ else
 fi
 "$BUILD/galvc" "$T/gpt2.onnx" -q --emit=ir -o "$T/irdir/"
 if [ -s "$T/irdir/gpt2.mlir" ]; then pass=$((pass + 1)); else echo "FAIL: --emit=ir -o DIR/"; fail=$((fail + 1)); fi
+# --gpus asks for GPUs: the cuda target is the default then (written, not built here).
+"$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 --strategy dp --no-build -o "$T/gpudir/"
+if [ -s "$T/gpudir/program.cu" ]; then pass=$((pass + 1)); else echo "FAIL: --gpus 2 did not default to the cuda target"; fail=$((fail + 1)); fi
+"$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 --strategy dp --target cpu --no-build -o "$T/cpudir/"
+if [ -s "$T/cpudir/program.c" ] && [ ! -e "$T/cpudir/program.cu" ]; then pass=$((pass + 1)); else echo "FAIL: --target cpu with --gpus"; fail=$((fail + 1)); fi
+expect 2 "per-stage programs are built for the cpu target only" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus 2 --pipeline-stages 2 -o "$T/pp/"
 expect 2 "--target tpu: unknown target" -- "$BUILD/galvc" "$T/gpt2.onnx" --target tpu
 
 echo "driver: $pass passed, $fail failed"

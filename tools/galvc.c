@@ -84,9 +84,9 @@ static void usage(FILE *f) {
           "  -o PATH                  a directory (ends in '/' or exists): write the program there\n"
           "                           (program.c, weights.bin, Makefile, runtime/) and build it with\n"
           "                           make; a file (or none: stdout): write the IR after the pipeline\n"
-          "  --target cpu|cuda        code generation target (default cpu: C + OpenBLAS; cuda: CUDA C + cuBLAS,\n"
-          "                           built with nvcc, runs where a GPU is; cuda becomes the default once it has\n"
-          "                           run on a GPU, see docs/cuda-target.md)\n"
+          "  --target cpu|cuda        code generation target: cuda (CUDA C + cuBLAS + NCCL, built with nvcc;\n"
+          "                           runs where a GPU is) is the default when --gpus is given, cpu (C +\n"
+          "                           OpenBLAS + MPI; runs anywhere) otherwise (docs/cuda-target.md, cpu-target.md)\n"
           "  --cuda-arch sm_90[,sm_80]  GPU architectures of the cuda target (default sm_90)\n"
           "  --precision fp32|bf16    cuda target: float storage (bf16: bf16 storage, fp32 accumulation)\n"
           "  --emit=ir|program        force the output kind: ir = IR text (MLIR generic syntax; into a\n"
@@ -429,9 +429,10 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
 
 int main(int argc, char **argv) {
   gv_progname = "galvc";
-  const char *model = NULL, *out = NULL, *emit = NULL, *target = "cpu", *dump_after = NULL, *dump_dir = "galvc-dumps";
+  const char *model = NULL, *out = NULL, *emit = NULL, *target = NULL, *dump_after = NULL, *dump_dir = "galvc-dumps";
   int verify_each = 0, stats = 0, quiet = 0, train = 0, build = 1;
   int64_t gpus = 1, gpus_per_node = 0;
+  int gpus_given = 0; /* --gpus asks for GPUs: the cuda target unless --target says otherwise */
   gv_cuda_options cuda = {.arch = "sm_90"};
   const char *mesh_spec = NULL;
   const char *cluster_spec = NULL;
@@ -459,6 +460,7 @@ int main(int argc, char **argv) {
       report_cost = 1;
     } else if (TAKES("--gpus")) {
       if (parse_pos_int("--gpus", val, &gpus)) return 2;
+      gpus_given = 1;
     } else if (TAKES("--gpus-per-node")) {
       if (parse_pos_int("--gpus-per-node", val, &gpus_per_node)) return 2;
     } else if (TAKES("--mesh")) {
@@ -597,6 +599,7 @@ int main(int argc, char **argv) {
     gv_error_plain("--emit=%s: unknown output kind (known: ir, program)", emit);
     return 2;
   }
+  if (!target) target = gpus_given ? "cuda" : "cpu";
   if (strcmp(target, "cpu") != 0 && strcmp(target, "cuda") != 0) {
     gv_error_plain("--target %s: unknown target (known: cpu, cuda)", target);
     return 2;
@@ -706,6 +709,10 @@ int main(int argc, char **argv) {
   opt.shapes = shapes;
   opt.nshapes = nshapes;
 
+  if (pa.stages && strcmp(target, "cpu") != 0) {
+    gv_error_plain("--pipeline-stages: per-stage programs are built for the cpu target only so far (add --target cpu)");
+    return 2;
+  }
   if (pa.stages) {
     if (mesh_spec || gv_shard_opts.strategy || gv_shard_opts.file || gv_plan_opts.plan_in) {
       gv_error_plain("--pipeline-stages does not combine with --mesh / --strategy / --sharding / --plan yet");
