@@ -60,6 +60,7 @@ typedef struct {
   bool outer_roles, layer_roles;
   int64_t limit;
   int64_t realised;
+  struct reduced *red; /* repeated layers costed once (plan_search), NULL: every candidate realised in full */
 } ctx;
 
 /* ---------------------------------------------------------------- units */
@@ -430,6 +431,171 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   return 0;
 }
 
+/* ---------------------------------------------------------------- reduced modules
+ *
+ * A model whose layers are identical (same op sequence, result types and
+ * argument types per unit) is costed on two reduced programs instead of the
+ * full one: outer + layers 0, 1 and L-1 (r3), and outer + layers 0 and L-1
+ * (r2). The layers in between are cut out of the training program: an op
+ * kept that reads a value of the dropped layer L-2 (forward: the residual
+ * stream entering the last layer) reads the same op's value in the last
+ * kept middle layer instead, and one that reads a value of the first
+ * dropped layer (backward: the gradient entering a kept layer) reads the
+ * same op's value in the last layer. Their arguments and step results go.
+ * Unit times and state memory of r3 map onto the full units (first layer,
+ * middle layers = r3's layer 1, last layer); the rest of the memory (the
+ * arena: activations kept for backward grow per layer) is extrapolated
+ * linearly: rest(L) = rest(r3) + (L - 3) * (rest(r3) - rest(r2)). The
+ * chosen plan is then realised in full for its exact cost. */
+
+typedef struct reduced {
+  gv_module *m3, *m2;
+  ctx c3, c2;
+} reduced;
+
+static bool type_eq(const gv_type *a, const gv_type *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return false;
+  for (int k = 0; k < a->rank; k++)
+    if (a->dims[k] != b->dims[k]) return false;
+  return true;
+}
+
+/* The module with layers K-1 .. L-2 (0-based; units K .. L-1) cut out, or
+ * NULL when the layers are not identical or the cut does not apply. */
+static gv_module *build_reduced(const ctx *C, int K) {
+  int L = C->nl;
+  if (K < 2 || L < K + 2) return NULL;
+  gv_module *m = clone_module(C->m);
+  if (!m) return NULL;
+  gv_func *f = m->main;
+  gv_block *b = f->body;
+  int nops = 0;
+  for (gv_op *op = b->first; op; op = op->next) op->id = nops++;
+  gv_op **list = malloc((size_t)(nops + 1) * sizeof *list);
+  int *uop = malloc((size_t)(nops + 1) * sizeof *uop), *pos = malloc((size_t)(nops + 1) * sizeof *pos);
+  int *cnt = calloc((size_t)L + 2, sizeof *cnt), *start = calloc((size_t)L + 2, sizeof *start);
+  int *nargs = calloc((size_t)L + 2, sizeof *nargs), *newidx = malloc((size_t)b->nargs * sizeof *newidx + 1);
+  bool ok = list && uop && pos && cnt && start && nargs && newidx;
+  gv_op *term = gv_block_terminator(b);
+  for (gv_op *op = b->first; ok && op; op = op->next) {
+    uop[op->id] = op == term ? 0 : unit_of(C, op->loc);
+    pos[op->id] = cnt[uop[op->id]]++;
+  }
+  for (int u = 1; ok && u <= L; u++) start[u + 1] = start[u] + cnt[u];
+  for (gv_op *op = b->first; ok && op; op = op->next)
+    if (uop[op->id]) list[start[uop[op->id]] + pos[op->id]] = op;
+  /* identical layers: op codes, result types, argument types */
+  for (int u = 2; ok && u <= L; u++) {
+    ok = cnt[u] == cnt[1];
+    for (int k = 0; ok && k < cnt[1]; k++) {
+      const gv_op *a = list[start[1] + k], *c = list[start[u] + k];
+      ok = a->code == c->code && a->nres == c->nres && a->nopnds == c->nopnds;
+      for (int r = 0; ok && r < a->nres; r++) ok = type_eq(&a->res[r]->type, &c->res[r]->type);
+    }
+  }
+  for (int i = 0; ok && i < b->nargs; i++) nargs[C->unit[i]]++;
+  for (int u = 2; ok && u <= L; u++) ok = nargs[u] == nargs[1];
+#define DROPPED(u) ((u) >= K && (u) <= L - 1)
+  /* rewire the kept ops' reads of dropped layers */
+  for (gv_op *op = b->first; ok && op; op = op->next) {
+    if (op == term || DROPPED(uop[op->id])) continue;
+    for (int i = 0; ok && i < op->nopnds; i++) {
+      gv_value *v = op->opnds[i];
+      if (!v->def) {
+        ok = v->block != b || !DROPPED(C->unit[v->index]);
+        continue;
+      }
+      if (v->def->parent != b || !DROPPED(uop[v->def->id])) continue;
+      int d = uop[v->def->id], src = d == L - 1 ? K - 1 : d == K ? L : -1;
+      if (src < 0) ok = false;
+      else op->opnds[i] = list[start[src] + pos[v->def->id]]->res[v->index];
+    }
+  }
+  /* the step's results: drop those of dropped layers */
+  int nr = 0;
+  for (int i = 0; ok && i < term->nopnds; i++) {
+    gv_value *v = term->opnds[i];
+    int upd = f->res_updates ? f->res_updates[i] : -1;
+    bool drop = (v->def && v->def->parent == b && DROPPED(uop[v->def->id])) || (!v->def && v->block == b && DROPPED(C->unit[v->index])) ||
+                (upd >= 0 && DROPPED(C->unit[upd]));
+    if (drop) continue;
+    if (f->res_names && i < f->nres_names) f->res_names[nr] = f->res_names[i];
+    if (f->res_updates) f->res_updates[nr] = upd;
+    term->opnds[nr++] = v;
+  }
+  if (ok) {
+    if (f->res_names && f->nres_names > nr) f->nres_names = nr;
+    term->nopnds = nr;
+    for (gv_op *op = b->first, *next; op; op = next) {
+      next = op->next;
+      if (DROPPED(uop[op->id])) gv_op_unlink(op);
+    }
+    int j = 0;
+    for (int i = 0; i < b->nargs; i++) {
+      bool drop = DROPPED(C->unit[i]) && ((f->arg_is_param && f->arg_is_param[i]) || (f->arg_is_state && f->arg_is_state[i]));
+      newidx[i] = drop ? -1 : j;
+      if (drop) continue;
+      b->args[j] = b->args[i];
+      b->args[j]->index = j;
+      if (f->arg_names) f->arg_names[j] = f->arg_names[i];
+      if (f->arg_is_param) f->arg_is_param[j] = f->arg_is_param[i];
+      if (f->param_data) f->param_data[j] = f->param_data[i];
+      if (f->arg_is_state) f->arg_is_state[j] = f->arg_is_state[i];
+      if (f->arg_sharding) f->arg_sharding[j] = f->arg_sharding[i];
+      j++;
+    }
+    b->nargs = j;
+    for (int i = 0; f->res_updates && i < nr; i++)
+      if (f->res_updates[i] >= 0) f->res_updates[i] = newidx[f->res_updates[i]];
+    for (gv_op *op = b->first; ok && op; op = op->next)
+      for (int i = 0; ok && i < op->nopnds; i++)
+        ok = op->opnds[i]->def ? op->opnds[i]->def->parent != b || !DROPPED(uop[op->opnds[i]->def->id])
+                               : op->opnds[i]->block != b || op->opnds[i]->index < b->nargs;
+  }
+#undef DROPPED
+  free(list), free(uop), free(pos), free(cnt), free(start), free(nargs), free(newidx);
+  if (ok) {
+    /* through the printer and back: a well-formed module, or none */
+    gv_module *c = NULL;
+    int fd = quiet_begin();
+    if (!gv_verify(m)) c = clone_module(m);
+    if (c && gv_verify(c)) gv_module_free(c), c = NULL;
+    quiet_end(fd);
+    gv_module_free(m);
+    return c;
+  }
+  gv_module_free(m);
+  return NULL;
+}
+
+static void red_free(reduced *R) {
+  if (!R) return;
+  if (R->m3) ctx_free(&R->c3), gv_module_free(R->m3);
+  if (R->m2) ctx_free(&R->c2), gv_module_free(R->m2);
+  free(R);
+}
+
+/* The reduced modules for C, or NULL (then every candidate is realised in
+ * full). GALV_PLAN_LAYERS=full turns them off, =reduced uses them from 5
+ * layers on (comparisons); by default from RED_MIN_LAYERS layers. */
+#define RED_MIN_LAYERS 12
+static reduced *red_init(const ctx *C) {
+  const char *e = getenv("GALV_PLAN_LAYERS");
+  int min = e && !strcmp(e, "reduced") ? 5 : RED_MIN_LAYERS;
+  if ((e && !strcmp(e, "full")) || C->nl < min) return NULL;
+  reduced *R = calloc(1, sizeof *R);
+  if (!R) return NULL;
+  R->m3 = build_reduced(C, 3);
+  if (R->m3 && ctx_init(&R->c3, R->m3, C->c, C->limit)) gv_module_free(R->m3), R->m3 = NULL;
+  R->m2 = R->m3 ? build_reduced(C, 2) : NULL;
+  if (R->m2 && ctx_init(&R->c2, R->m2, C->c, C->limit)) gv_module_free(R->m2), R->m2 = NULL;
+  if (!R->m3 || !R->m2 || R->c3.nl != 3 || R->c2.nl != 2) {
+    red_free(R);
+    return NULL;
+  }
+  return R;
+}
+
 /* ---------------------------------------------------------------- search */
 
 static void name_axes(gv_plan *p, const gv_mesh *fixed) {
@@ -504,11 +670,87 @@ static void consider(search *S, const gv_plan *p, const gv_plan_cost *pc, int64_
   }
 }
 
+static void consider_pred(search *S, const gv_plan *p, int64_t pred, int64_t mem, int64_t limit) {
+  gv_plan_cost pc;
+  memset(&pc, 0, sizeof pc);
+  pc.step_ns = pred;
+  pc.mem_total = mem;
+  consider(S, p, &pc, pred, limit);
+}
+
+/* Realises p's (mesh, dmask, t_layer, t_outer) on a reduced module (nu
+ * units), ZeRO on even (r = 0) or odd units. */
+static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, bool can_zero, gv_plan_cost *pc, int64_t *uns,
+                       int64_t *ust) {
+  gv_plan q = *p;
+  q.nunits = nu;
+  for (int u = 0; u < nu; u++) q.zero[u] = can_zero && u % 2 == r % 2;
+  C->realised++;
+  return realise(R, &q, pc, uns, ust);
+}
+
+/* One combination on the reduced modules (see reduced): the unit table of
+ * r3 mapped onto the full units, the rest of the memory extrapolated, the
+ * knapsack and the uniform patterns predicted from the table. */
+static int solve_reduced(ctx *C, gv_plan *p, search *S) {
+  reduced *R = C->red;
+  int L = C->nl, nu = p->nunits;
+  bool can_zero = C->train && p->dmask;
+  int64_t n3[4][2], s3[4][2], uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN;
+  gv_plan_cost pc;
+  for (int r = 0; r < (can_zero ? 2 : 1); r++) {
+    int q = realise_red(C, &R->c3, p, 4, r, can_zero, &pc, uns, ust);
+    if (q) return q < 0 ? -1 : 0;
+    int64_t sum = 0;
+    for (int u = 0; u < 4; u++) {
+      int z = can_zero && u % 2 == r % 2;
+      n3[u][z] = uns[u], s3[u][z] = ust[u];
+      if (!can_zero) n3[u][1] = uns[u], s3[u][1] = ust[u];
+      sum += ust[u];
+    }
+    if (pc.mem_total - sum > rest3) rest3 = pc.mem_total - sum;
+    q = realise_red(C, &R->c2, p, 3, r, can_zero, &pc, uns, ust);
+    if (q) return q < 0 ? -1 : 0;
+    sum = 0;
+    for (int u = 0; u < 3; u++) sum += ust[u];
+    if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
+  }
+  int64_t(*ns)[2] = calloc((size_t)nu, sizeof *ns);
+  int64_t(*st)[2] = calloc((size_t)nu, sizeof *st);
+  if (!ns || !st) {
+    free(ns), free(st);
+    return gv_error(C->m, "out of memory");
+  }
+  for (int u = 0; u < nu; u++) {
+    int ru = u == 0 ? 0 : u == 1 ? 1 : u == L ? 3 : 2;
+    for (int z = 0; z < 2; z++) ns[u][z] = n3[ru][z], st[u][z] = s3[ru][z];
+  }
+  int64_t rest = rest3 + (int64_t)(L - 3) * (rest3 > rest2 ? rest3 - rest2 : 0);
+  int rc = 0;
+  for (int k = 0; k < (can_zero ? 3 : 1); k++) {
+    /* k = 0: no ZeRO (inference: the plan), 1: all ZeRO, 2: the knapsack's pattern */
+    int64_t pred = 0, mem = rest;
+    if (k < 2) {
+      for (int u = 0; u < nu; u++) p->zero[u] = (uint8_t)k;
+    } else {
+      pred = knapsack(nu, ns, st, 2, C->limit - rest, p->zero);
+      if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
+      if (pred < 0) break;
+    }
+    pred = 0;
+    for (int u = 0; u < nu; u++) pred += ns[u][p->zero[u]], mem += st[u][p->zero[u]];
+    consider_pred(S, p, pred, mem, C->limit);
+  }
+  free(ns), free(st);
+  return rc;
+}
+
 /* One (mesh, dmask, t_layer, t_outer) combination. */
 static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
   int nu = p->nunits;
   bool can_zero = C->train && p->dmask;
   gv_plan_cost pc;
+  if (C->red && !exhaustive) return solve_reduced(C, p, S);
   if (exhaustive) {
     if (can_zero && nu > 16) return gv_error(C->m, "planner: exhaustive search over %d units is too large", nu);
     int64_t npat = can_zero ? (int64_t)1 << nu : 1;
@@ -629,6 +871,36 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
   return 0;
 }
 
+/* search_all, on the reduced modules when the layers repeat (then the
+ * best predicted plan is realised in full: S->best_cost is its exact cost,
+ * S->best_pred the scaled prediction; a plan whose full realisation
+ * exceeds the limit shrinks the budget by the excess and the search runs
+ * again, up to 4 times). */
+static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaustive, search *S) {
+  if (exhaustive || !(C->red = red_init(C))) return search_all(C, devices, fixed, exhaustive, S);
+  int64_t limit = C->limit;
+  int rc = 0;
+  for (int tries = 0; tries < 4; tries++) {
+    rc = search_all(C, devices, fixed, false, S);
+    if (rc || !S->found) break;
+    gv_plan_cost pc;
+    int q = realise(C, &S->best, &pc, NULL, NULL);
+    if (q) {
+      rc = q < 0 ? -1 : gv_error(C->m, "planner: the chosen plan does not realise on the full program");
+      break;
+    }
+    S->best_pred = S->best_cost.step_ns;
+    S->best_cost = pc;
+    if (pc.mem_total <= limit) break;
+    S->found = false;
+    C->limit -= pc.mem_total - limit;
+  }
+  C->limit = limit;
+  red_free(C->red);
+  C->red = NULL;
+  return rc;
+}
+
 int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape, int naxes, const gv_cluster *c,
                   int64_t memory_limit, gv_plan *plan, gv_plan_cost *cost) {
   double t0 = now_s();
@@ -639,7 +911,7 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
   static const char *const names[GV_MAX_MESH_AXES] = {"a0", "a1", "a2"};
   for (int a = 0; mesh_shape && a < naxes && a < GV_MAX_MESH_AXES; a++) fixed.axis[a] = names[a], fixed.size[a] = mesh_shape[a];
   search S;
-  int rc = search_all(&C, devices, mesh_shape && naxes ? &fixed : NULL, false, &S);
+  int rc = plan_search(&C, devices, mesh_shape && naxes ? &fixed : NULL, false, &S);
   if (!rc) {
     if (S.found) *plan = S.best, *cost = S.best_cost;
     else {
@@ -863,7 +1135,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   } else {
     search S;
     const gv_mesh *fixed = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL;
-    rc = search_all(&C, devices, fixed, o->exhaustive, &S);
+    rc = plan_search(&C, devices, fixed, o->exhaustive, &S);
     if (!rc && !S.found) {
       char s[128] = "";
       if (S.min_mem >= 0) gv_plan_unit_str(&S.min_mem_plan, S.min_mem_plan.nunits > 1 ? 1 : 0, s, sizeof s);
