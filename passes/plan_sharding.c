@@ -616,7 +616,7 @@ static void name_axes(gv_plan *p, const gv_mesh *fixed) {
 typedef struct {
   gv_plan best;
   gv_plan_cost best_cost;
-  int64_t best_pred;
+  int64_t best_pred, best_pred_mem; /* the search's prediction of the best plan (reduced: scaled) */
   bool found;
   int64_t min_mem;  /* the smallest memory any realised plan needs */
   gv_plan min_mem_plan;
@@ -667,6 +667,7 @@ static void consider(search *S, const gv_plan *p, const gv_plan_cost *pc, int64_
     S->best = *p;
     S->best_cost = *pc;
     S->best_pred = pred;
+    S->best_pred_mem = pc->mem_total;
   }
 }
 
@@ -964,7 +965,8 @@ static void axes_desc(const gv_plan *p, const gv_cluster *c, char *buf, size_t n
   for (int a = 0; a < p->naxes && k < n; a++) k += (size_t)snprintf(buf + k, n - k, "%s%s", a ? " x " : "", parts[a]);
 }
 
-static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c, int64_t limit, int64_t pred, FILE *f) {
+static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c, int64_t limit, int64_t pred, int64_t pred_mem,
+                   FILE *f) {
   char b[256];
   axes_desc(p, c, b, sizeof b);
   fprintf(f, "plan: mesh %s on %s (%lld per node); %lld candidate programs realised in %.3f s\n", b, c->name,
@@ -983,8 +985,8 @@ static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c
     else fprintf(f, "plan:   layers %d-%d: %s\n", u - 1, v - 2, s1);
     u = v;
   }
-  fprintf(f, "plan: predicted step %.3f ms = compute %.3f + communication %.3f (search's prediction %.3f)\n",
-          pc->step_ns / 1e6, pc->compute_ns / 1e6, pc->comm_ns / 1e6, pred / 1e6);
+  fprintf(f, "plan: predicted step %.3f ms = compute %.3f + communication %.3f (search's prediction %.3f ms, %lld bytes)\n",
+          pc->step_ns / 1e6, pc->compute_ns / 1e6, pc->comm_ns / 1e6, pred / 1e6, (long long)pred_mem);
   fprintf(f, "plan: memory per device: parameters %lld, gradients %lld, optimizer %lld, activations %lld, total %lld of %lld bytes\n",
           (long long)pc->mem_params, (long long)pc->mem_grads, (long long)pc->mem_optimizer, (long long)pc->mem_activations,
           (long long)pc->mem_total, (long long)limit);
@@ -1119,7 +1121,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   int64_t devices = o->devices > 0 ? o->devices : (m->nmeshes ? gv_mesh_devices(m->meshes[0]) : 1);
   gv_plan plan;
   gv_plan_cost pc;
-  int64_t pred = 0;
+  int64_t pred = 0, pred_mem = 0;
   int rc = 0;
   if (o->plan_in) {
     rc = read_plan(o->plan_in, &plan, C.nl + 1);
@@ -1130,7 +1132,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (!rc) {
       int q = realise(&C, &plan, &pc, NULL, NULL);
       if (q) rc = q < 0 ? -1 : gv_error_plain("%s: the plan does not apply to this model (a batch or dim it does not divide)", o->plan_in);
-      pred = pc.step_ns;
+      pred = pc.step_ns, pred_mem = pc.mem_total;
     }
   } else {
     search S;
@@ -1144,7 +1146,7 @@ int gv_pass_plan_sharding(gv_module *m) {
                          "raise --memory-limit or add devices", (long long)C.limit, (long long)devices, (long long)S.min_mem, s);
       else rc = gv_error(m, "no plan applies on %lld devices (the batch divides over no mesh axes)", (long long)devices);
     }
-    if (!rc) plan = S.best, pc = S.best_cost, pred = S.best_pred;
+    if (!rc) plan = S.best, pc = S.best_cost, pred = S.best_pred, pred_mem = S.best_pred_mem;
   }
   if (!rc) {
     pc.plan_seconds = now_s() - t0;
@@ -1152,7 +1154,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     rc = pin_plan(m, &C, &plan);
     if (rc > 0) rc = gv_error(m, "plan: the batch does not divide over the plan's batch axes");
   }
-  if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, stderr);
+  if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, pred_mem, stderr);
   if (!rc && o->plan_out) {
     rc = write_plan(o->plan_out, &plan, &pc, o->cluster, C.limit);
     if (!rc && !o->quiet) fprintf(stderr, "plan: wrote %s\n", o->plan_out);
