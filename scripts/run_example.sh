@@ -12,6 +12,7 @@ grep -E '✓|✗' build.cmake.log || true
 cmake --build build -j2
 
 E=out/example
+rm -rf $E/dumps $E/outputs
 mkdir -p $E
 python3 examples/make_model.py gpt2 --layers 4 --hidden 256 --heads 8 --vocab 1024 -o $E/gpt2.onnx
 echo "== galvc $E/gpt2.onnx --gpus 1 --target cpu --batch 8 --seq 128 -o $E/program/"
