@@ -554,6 +554,7 @@ static int preset_pins(prop *P, const char *strategy) {
     for (int i = 0; i < f->body->nargs; i++) {
       gv_value *v = f->body->args[i];
       bool state = f->arg_is_state && f->arg_is_state[i];
+      if (f->arg_sharding && f->arg_sharding[i]) continue; /* pinned in the IR (pipeline stages: pp.X replicated) */
       if (!f->arg_is_param[i] && !state && v->type.rank >= 1) {
         gv_sharding *s = split_dim(P, v, 0, "dp");
         int64_t p = P->mesh->size[gv_mesh_axis(P->mesh, "dp", 2)];

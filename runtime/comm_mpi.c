@@ -12,6 +12,8 @@
  * Sub-communicators: one per (mesh shape, axes mask), made by MPI_Comm_split
  * with color = the rank's coordinates on the other axes and key = its
  * coordinates on the masked axes (row-major), cached for the whole run.
+ * The mesh lives in the world, or after galv_comm_world_split (pipeline
+ * stages of more than one rank) in this rank's sub-world.
  *
  * p2p: galv_send/galv_recv between galv_group_start/end are posted together
  * and cannot deadlock on their order. Outside a group, under
@@ -41,6 +43,9 @@
 void openblas_set_num_threads(int n);
 
 static int world_rank = 0, world_size = 1, inited = 0, finalized = 0, sync_mode = 0;
+static MPI_Comm base;               /* where meshes live: MPI_COMM_WORLD, or the sub-world of galv_comm_world_split */
+static int base_rank = 0, base_size = 1, base_split = 0;
+static galv_comm *whole;            /* galv_comm_world_split's group over the world */
 static double timeout_s = 0;
 static int group_depth = 0;
 static unsigned cur_group = 0, ngroups = 0; /* the open group's id (0: none) */
@@ -117,6 +122,7 @@ int galv_comm_world_init(int *argc, char ***argv, int *rank, int *size) {
   MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+  base = MPI_COMM_WORLD, base_rank = world_rank, base_size = world_size;
   const char *s = getenv("GALV_COMM_SYNC");
   sync_mode = s && *s && strcmp(s, "0") != 0;
   const char *t = getenv("GALV_COMM_TIMEOUT");
@@ -144,6 +150,15 @@ void galv_comm_world_finalize(void) {
     MPI_CHECK(MPI_Comm_free(&c->comm));
     free(c);
   }
+  if (whole) {
+    MPI_CHECK(MPI_Comm_free(&whole->comm));
+    free(whole);
+    whole = NULL;
+  }
+  if (base_split) {
+    MPI_CHECK(MPI_Comm_free(&base));
+    base_split = 0;
+  }
   finalized = 1;
   MPI_Finalize();
 }
@@ -160,14 +175,14 @@ galv_comm *galv_comm_group(const int64_t *mesh_shape, int nmesh, unsigned axes_m
     if (k >= (int)sizeof sh) k = (int)sizeof sh - 1;
   }
   if (axes_mask >> nmesh) galv_fatal("galv_comm_group: axes mask 0x%x names an axis beyond the %d-axis mesh", axes_mask, nmesh);
-  if (n != world_size)
-    galv_fatal("the program was partitioned for a mesh of %lld ranks (%s), but %d were started (use out/launch or "
-               "mpirun -np %lld)", (long long)n, nmesh ? sh : "scalar", world_size, (long long)n);
+  if (n != base_size)
+    galv_fatal("the program was partitioned for a mesh of %lld ranks (%s), but %d were started%s (use out/launch or "
+               "mpirun -np %lld)", (long long)n, nmesh ? sh : "scalar", base_size, base_split ? " for its stage" : "", (long long)n);
   for (galv_comm *c = groups; c; c = c->next)
     if (c->nmesh == nmesh && c->mask == axes_mask && !memcmp(c->shape, mesh_shape, sizeof(int64_t) * (size_t)nmesh))
       return c;
   /* coordinates of this rank (row-major); color over the other axes, key over the masked ones */
-  int64_t coord[8], r = world_rank;
+  int64_t coord[8], r = base_rank;
   for (int d = nmesh - 1; d >= 0; d--) coord[d] = r % mesh_shape[d], r /= mesh_shape[d];
   int64_t color = 0, key = 0;
   for (int d = 0; d < nmesh; d++) {
@@ -176,7 +191,7 @@ galv_comm *galv_comm_group(const int64_t *mesh_shape, int nmesh, unsigned axes_m
   }
   galv_comm *c = calloc(1, sizeof *c);
   if (!c) galv_fatal("out of memory");
-  MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, (int)color, (int)key, &c->comm));
+  MPI_CHECK(MPI_Comm_split(base, (int)color, (int)key, &c->comm));
   MPI_CHECK(MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(c->comm, &c->rank));
   MPI_CHECK(MPI_Comm_size(c->comm, &c->size));
@@ -186,6 +201,24 @@ galv_comm *galv_comm_group(const int64_t *mesh_shape, int nmesh, unsigned axes_m
   c->next = groups;
   groups = c;
   return c;
+}
+
+galv_comm *galv_comm_world_split(int color, int *sub_rank, int *sub_size) {
+  if (!inited) galv_fatal("galv_comm_world_split before galv_comm_world_init");
+  if (base_split || groups) galv_fatal("galv_comm_world_split: called twice or after galv_comm_group");
+  if (color < 0) galv_fatal("galv_comm_world_split: negative color %d", color);
+  MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, world_rank, &base));
+  MPI_CHECK(MPI_Comm_set_errhandler(base, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(base, &base_rank));
+  MPI_CHECK(MPI_Comm_size(base, &base_size));
+  base_split = 1;
+  whole = calloc(1, sizeof *whole);
+  if (!whole) galv_fatal("out of memory");
+  MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &whole->comm));
+  MPI_CHECK(MPI_Comm_set_errhandler(whole->comm, MPI_ERRORS_RETURN));
+  whole->rank = world_rank, whole->size = world_size, whole->nmesh = -1;
+  *sub_rank = base_rank, *sub_size = base_size;
+  return whole;
 }
 
 int galv_comm_rank(const galv_comm *c) { return c->rank; }

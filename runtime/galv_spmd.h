@@ -38,6 +38,10 @@ void galv_program_comm_free(void);            /* the queue and scratch of galv_p
  * printing on stdout. */
 void galv_spmd_init(int *argc, char ***argv);
 int galv_spmd_rank(void);
+/* Pipeline stages (runtime/pipe.c): instead of galv_spmd_init, this rank's
+ * place in its stage's sub-world (galv_comm_world_split); checks size
+ * against galv_nranks. */
+void galv_spmd_attach(int rank, int size);
 /* weights.bin of an N-rank program holds N blocks of galv_weights_bytes,
  * each at a multiple of galv_spmd_weights_stride(); maps this rank's block. */
 int64_t galv_spmd_weights_stride(void);

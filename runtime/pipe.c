@@ -30,10 +30,22 @@
 #include "galv_comm.h"
 #include "galv_pipe.h"
 #include "galv_rt.h"
+#include "galv_spmd.h"
 
 void openblas_set_num_threads(int n);
 
 #define FILL 0xA5
+
+/* this rank's place in its stage (galv_comm_world_split): rank lrank of
+ * nlocal; its peers in the other stages are their stage-local rank lrank */
+static int lrank, nlocal = 1;
+static int peer_of(int stage) { return galv_pipe_first_rank[stage] + lrank; }
+
+/* cross-stage values are whole on every rank of a stage (galvc pins them
+ * replicated); a split one would be a compiler bug */
+static void check_whole(const galv_io_split *s, const char *name) {
+  if (galv_nranks > 1 && s->starts) galv_fatal("pipeline value '%s' is split across the stage's ranks (expected replicated)", name);
+}
 
 static double now_us(void) {
   struct timespec ts;
@@ -175,7 +187,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     wpath = wbuf;
   }
   size_t wlen = 0;
-  const char *mapped = galv_map_weights(wpath, galv_weights_bytes, &wlen);
+  const char *mapped = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
   char *W = malloc((size_t)galv_weights_bytes + 64); /* writable: the parameters are updated */
   if (!W) galv_fatal("out of memory");
   memcpy(W, mapped, (size_t)galv_weights_bytes);
@@ -185,12 +197,12 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   int *ik = calloc((size_t)ni + 1, sizeof *ik), *ok = calloc((size_t)no + 1, sizeof *ok);
   int64_t *ioff = calloc((size_t)ni + 1, sizeof *ioff), *goff = calloc((size_t)no + 1, sizeof *goff);
   galv_tensor *bat = calloc((size_t)ni + 1, sizeof *bat);
-  int64_t *nbat = calloc((size_t)ni + 1, sizeof *nbat);
+  int64_t *nbat = calloc((size_t)ni + 1, sizeof *nbat), *gnb = calloc((size_t)ni + 1, sizeof *gnb);
   char **gbuf = calloc((size_t)ni + 1, sizeof *gbuf);
   float **acc = calloc((size_t)galv_pipe_nparams + 1, sizeof *acc), **st1 = calloc((size_t)galv_pipe_nparams + 1, sizeof *st1),
         **st2 = calloc((size_t)galv_pipe_nparams + 1, sizeof *st2);
   char **stash = calloc((size_t)B, sizeof *stash);
-  if (!ik || !ok || !ioff || !goff || !bat || !nbat || !gbuf || !acc || !st1 || !st2 || !stash) galv_fatal("out of memory");
+  if (!ik || !ok || !ioff || !goff || !bat || !nbat || !gnb || !gbuf || !acc || !st1 || !st2 || !stash) galv_fatal("out of memory");
   int64_t in_bytes = 0, g_bytes = 0;
   for (int i = 0; i < ni; i++) {
     const galv_io *d = &galv_inputs[i];
@@ -205,13 +217,16 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         if (!strcmp(galv_pipe_out[j].name, d->name + 4))
           for (int st = 0; st < S; st++) nd += (int)(galv_pipe_out[j].dst >> st & 1);
       ik[i] = -(o + 1);
+      check_whole(&galv_input_split[i], d->name);
       if (d->dtype != GALV_F32) galv_fatal("gradient input '%s' is not f32", d->name);
       if (!(gbuf[i] = malloc((size_t)d->nbytes * (size_t)(nd ? nd : 1) + 1))) galv_fatal("out of memory");
       continue;
     }
     ioff[i] = in_bytes;
     in_bytes += (d->nbytes + 63) / 64 * 64;
-    if (k >= 0) { ik[i] = k + 1; continue; }
+    if (k >= 0) { ik[i] = k + 1; check_whole(&galv_input_split[i], d->name); continue; }
+    const galv_io gd = galv_spmd_global_io(d, &galv_input_split[i]); /* the file holds the global tensor */
+    gnb[i] = gd.nbytes;
     char fn[256], path[PATH_MAX + 300], err[512];
     snprintf(fn, sizeof fn, "%s", d->name);
     for (char *c = fn; *c; c++)
@@ -222,10 +237,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       galv_fatal("%s: input '%s' has dtype %s, the program expects %s", path, d->name, galv_dtype_name(bat[i].dtype),
                  galv_dtype_name(d->dtype));
     int lead = bat[i].rank == d->rank + 1, same = d->rank > 0 && (bat[i].rank == d->rank || lead);
-    for (int r = 0; same && r < d->rank; r++) same = bat[i].dims[r + lead] == d->dims[r] * (r ? 1 : B);
+    for (int r = 0; same && r < d->rank; r++) same = bat[i].dims[r + lead] == gd.dims[r] * (r ? 1 : B);
     if (!same || (lead && bat[i].dims[0] < 1))
       galv_fatal("%s: input '%s' does not have the program's shape with a batch (dim 0) of %d microbatches x %lld "
-                 "(optionally with a leading steps dim)", path, d->name, B, d->rank ? (long long)d->dims[0] : 0LL);
+                 "(optionally with a leading steps dim)", path, d->name, B, d->rank ? (long long)gd.dims[0] : 0LL);
     nbat[i] = lead ? bat[i].dims[0] : 1;
   }
   int iloss = -1;
@@ -238,16 +253,20 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         if (!strcmp(galv_pipe_in[j].name, n + 5)) k = j;
       if (k < 0) galv_fatal("pipeline table: '%s' is not a received value", n + 5);
       ok[o] = 1000000 + k; /* a gradient to send back to galv_pipe_in[k].peer */
+      check_whole(&galv_output_split[o], n);
       goff[o] = g_bytes;
       g_bytes += (galv_outputs[o].nbytes + 63) / 64 * 64;
     } else if (!strncmp(n, "grad:", 5)) {
       int p = find(galv_pipe_params, galv_pipe_nparams, n + 5);
       if (p < 0) galv_fatal("pipeline table: no parameter '%s'", n + 5);
       if (galv_outputs[o].dtype != GALV_F32 || galv_pipe_params[p].dtype != GALV_F32) galv_fatal("parameter '%s' is not f32", n + 5);
+      check_whole(&galv_output_split[o], n);
+      if (galv_outputs[o].nbytes != galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes)
+        galv_fatal("pipeline table: the gradient '%s' and its parameter differ in size", n);
       ok[o] = -(p + 1);
     } else {
       for (int j = 0; j < galv_pipe_nout; j++)
-        if (!strcmp(galv_pipe_out[j].name, n)) ok[o] = j + 1; /* a value sent forward */
+        if (!strcmp(galv_pipe_out[j].name, n)) ok[o] = j + 1, check_whole(&galv_output_split[o], n); /* a value sent forward */
     }
   }
   if (last && iloss < 0) galv_fatal("the last stage's program has no 'loss' output");
@@ -261,6 +280,11 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     st2[p] = adamw ? calloc(n, 4) : NULL;
     if (!acc[p] || ((adamw || mom != 0) && !st1[p]) || (adamw && !st2[p])) galv_fatal("out of memory");
   }
+  int64_t gmax = 0;
+  for (int p = 0; p < galv_pipe_nparams; p++)
+    if (galv_pipe_param_split[p].starts && galv_pipe_params[p].nbytes > gmax) gmax = galv_pipe_params[p].nbytes;
+  float *gblk = malloc((size_t)gmax + 64); /* a split parameter's block of its (whole) gradient */
+  if (!gblk) galv_fatal("out of memory");
   char *inbuf = last ? malloc((size_t)in_bytes + 64) : NULL;
   if (last && !inbuf) galv_fatal("out of memory");
   size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
@@ -296,13 +320,13 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
             const galv_pipe_value *v = &galv_pipe_out[ok[o] - 1];
             for (int st = 0; st < S; st++)
               if (v->dst >> st & 1)
-                galv_send(world, galv_pipe_first_rank[st], outp(o, arena, W), (size_t)galv_outputs[o].nbytes, GALV_U8, q), nops++;
+                galv_send(world, peer_of(st), outp(o, arena, W), (size_t)galv_outputs[o].nbytes, GALV_U8, q), nops++;
           }
       if (pa && !pa->fwd) /* the previous backward's gradients of the received values */
         for (int o = 0; o < no; o++)
           if (ok[o] >= 1000000) {
             const char *src = last ? stash[pa->mb] + goff[o] : outp(o, arena, W);
-            galv_send(world, galv_pipe_first_rank[galv_pipe_in[ok[o] - 1000000].peer], src, (size_t)galv_outputs[o].nbytes,
+            galv_send(world, peer_of(galv_pipe_in[ok[o] - 1000000].peer), src, (size_t)galv_outputs[o].nbytes,
                       GALV_U8, q), nops++;
           }
       if (pa && !pa->fwd && last) to_free = stash[pa->mb], stash[pa->mb] = NULL;
@@ -316,7 +340,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         }
         for (int i = 0; i < ni; i++)
           if (ik[i] > 0)
-            galv_recv(world, galv_pipe_first_rank[galv_pipe_in[ik[i] - 1].peer], dst + ioff[i], (size_t)galv_inputs[i].nbytes,
+            galv_recv(world, peer_of(galv_pipe_in[ik[i] - 1].peer), dst + ioff[i], (size_t)galv_inputs[i].nbytes,
                       GALV_U8, q), nops++;
       }
       if (a && !a->fwd && !last)
@@ -328,7 +352,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
               if (!strcmp(galv_pipe_out[j].name, oname))
                 for (int st = 0; st < S; st++)
                   if (galv_pipe_out[j].dst >> st & 1)
-                    galv_recv(world, galv_pipe_first_rank[st], gbuf[i] + (size_t)c++ * (size_t)galv_inputs[i].nbytes,
+                    galv_recv(world, peer_of(st), gbuf[i] + (size_t)c++ * (size_t)galv_inputs[i].nbytes,
                               (size_t)galv_inputs[i].nbytes, GALV_U8, q), nops++;
           }
       galv_group_end();
@@ -346,8 +370,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           GALV_UNPOISON(arena + d->offset, d->nbytes);
           if (ik[i] == 0 && a->fwd) {
             int64_t b = nbat[i] > 1 ? step % nbat[i] : 0;
-            memcpy(src + ioff[i], (char *)bat[i].data + ((size_t)b * (size_t)B + (size_t)a->mb) * (size_t)d->nbytes,
-                   (size_t)d->nbytes);
+            galv_spmd_block(d, &galv_input_split[i], src + ioff[i],
+                            (char *)bat[i].data + ((size_t)b * (size_t)B + (size_t)a->mb) * (size_t)gnb[i]);
           }
           if (ik[i] >= 0) memcpy(arena + d->offset, src + ioff[i], (size_t)d->nbytes);
           else if (a->fwd) memset(arena + d->offset, 0, (size_t)d->nbytes);
@@ -373,6 +397,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
             if (ok[o] < 0) {
               int p = -ok[o] - 1;
               const float *g = (const float *)(const void *)outp(o, arena, W);
+              if (galv_pipe_param_split[p].starts) { /* the whole gradient: this rank's block of it */
+                galv_spmd_block(&galv_pipe_params[p], &galv_pipe_param_split[p], gblk, g);
+                g = gblk;
+              }
               for (size_t e = 0, n = (size_t)galv_pipe_params[p].nbytes / 4; e < n; e++) acc[p][e] += g[e];
             }
         }
@@ -417,7 +445,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         }
       }
     }
-    if (last) printf("step %ld loss %.9g\n", step, loss / B);
+    if (last && lrank == 0) printf("step %ld loss %.9g\n", step, loss / B);
   }
   double total = now_us() - tstart;
   printf("%s: %ld steps x %d microbatches (%s): %.3f ms (compute %.3f ms, predicted %.3f ms per microbatch forward+backward)\n",
@@ -426,15 +454,18 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
          peak_mb, (long long)sbytes);
   if (outdir) {
     struct stat stt;
-    if (stat(outdir, &stt) != 0 && mkdir(outdir, 0777) != 0 && errno != EEXIST)
+    if (lrank == 0 && stat(outdir, &stt) != 0 && mkdir(outdir, 0777) != 0 && errno != EEXIST)
       galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
     for (int p = 0; p < galv_pipe_nparams; p++) {
+      galv_io g;
+      const void *x = galv_spmd_gather(&galv_pipe_params[p], &galv_pipe_param_split[p], W + galv_pipe_params[p].offset, &g);
+      if (lrank != 0) continue; /* the stage's rank 0 writes */
       char fn[256], path[PATH_MAX + 300], err[512];
       snprintf(fn, sizeof fn, "%s", galv_pipe_params[p].name);
       for (char *c = fn; *c; c++)
         if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
       snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
-      if (galv_write_npy(path, &galv_pipe_params[p], W + galv_pipe_params[p].offset, err, sizeof err))
+      if (galv_write_npy(path, &g, x, err, sizeof err))
         galv_fatal("%s: %s", path, err);
     }
   }
@@ -443,10 +474,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int i = 0; i < ni; i++) free(bat[i].data), free(gbuf[i]);
   for (int p = 0; p < galv_pipe_nparams; p++) free(acc[p]), free(st1[p]), free(st2[p]);
   for (int j = 0; j < B; j++) free(stash[j]);
-  free(ik), free(ok), free(ioff), free(goff), free(bat), free(nbat), free(gbuf), free(acc), free(st1), free(st2), free(stash);
+  free(ik), free(ok), free(ioff), free(goff), free(bat), free(nbat), free(gnb), free(gblk), free(gbuf), free(acc), free(st1), free(st2), free(stash);
   free(inbuf), free(arena), free(acts), free(W), free(evs);
   galv_queue_free(q);
-  galv_comm_world_finalize();
+  galv_spmd_finalize();
   return 0;
 }
 
@@ -455,6 +486,7 @@ int galv_pipe_main(int argc, char **argv) {
   galv_comm_world_init(&argc, &argv, &rank, &size);
   const int S = galv_pipe_nstages, B = galv_pipe_microbatches, me = galv_pipe_stage;
   static char pname[300];
+  const char *prog0 = galv_progname;
   snprintf(pname, sizeof pname, "%s[stage %d, rank %d]", galv_progname, me, rank);
   galv_progname = pname;
   if (size != galv_pipe_first_rank[S])
@@ -463,10 +495,13 @@ int galv_pipe_main(int argc, char **argv) {
   if (rank < galv_pipe_first_rank[me] || rank >= galv_pipe_first_rank[me + 1])
     galv_fatal("world rank %d runs stage %d's program, but the pipeline places stage %d on ranks %d-%d (run it with out/launch)",
                rank, me, me, galv_pipe_first_rank[me], galv_pipe_first_rank[me + 1] - 1);
-  if (galv_pipe_first_rank[me + 1] - galv_pipe_first_rank[me] != 1)
-    galv_fatal("stages of more than one rank are not supported by this runtime yet");
-  int64_t wshape = size;
-  galv_comm *world = galv_comm_group(&wshape, 1, 1u);
+  for (int st = 0; st < S; st++)
+    if (galv_pipe_first_rank[st + 1] - galv_pipe_first_rank[st] != galv_pipe_first_rank[1])
+      galv_fatal("pipeline table: the stages have different numbers of ranks");
+  /* the stage's sub-world: its program's mesh (SPMD over the stage's ranks) */
+  galv_comm *world = galv_comm_world_split(me, &lrank, &nlocal);
+  galv_spmd_attach(lrank, nlocal);
+  if (nlocal > 1) snprintf(pname, sizeof pname, "%s[stage %d, rank %d, stage rank %d]", prog0, me, rank, lrank);
   galv_queue *q = galv_queue_new();
   if (galv_pipe_training) return pipe_train(argc, argv, world, q, rank, size);
 
@@ -499,7 +534,7 @@ int galv_pipe_main(int argc, char **argv) {
     wpath = wbuf;
   }
   size_t wlen = 0;
-  const char *weights = galv_map_weights(wpath, galv_weights_bytes, &wlen);
+  const char *weights = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
 
   /* graph inputs this stage reads: the global batch, B microbatches along dim 0 */
   galv_tensor *in = calloc((size_t)galv_ninputs + 1, sizeof *in);
@@ -509,6 +544,7 @@ int galv_pipe_main(int argc, char **argv) {
     int i = find(galv_inputs, galv_ninputs, galv_pipe_in[k].name);
     if (i < 0) galv_fatal("pipeline table: no program input '%s'", galv_pipe_in[k].name);
     recv_of[i] = k + 1;
+    check_whole(&galv_input_split[i], galv_inputs[i].name);
   }
   for (int i = 0; i < galv_ninputs; i++) {
     if (recv_of[i]) continue;
@@ -521,11 +557,12 @@ int galv_pipe_main(int argc, char **argv) {
     if (in[i].dtype != d->dtype)
       galv_fatal("%s: input '%s' has dtype %s, the program expects %s", files[j], d->name, galv_dtype_name(in[i].dtype),
                  galv_dtype_name(d->dtype));
-    int same = in[i].rank == d->rank && d->rank > 0;
-    for (int k = 0; same && k < d->rank; k++) same = in[i].dims[k] == d->dims[k] * (k ? 1 : B);
-    if (!same || (int64_t)in[i].nbytes != d->nbytes * B)
+    const galv_io gd = galv_spmd_global_io(d, &galv_input_split[i]); /* the file holds the global tensor */
+    int same = in[i].rank == gd.rank && gd.rank > 0;
+    for (int k = 0; same && k < gd.rank; k++) same = in[i].dims[k] == gd.dims[k] * (k ? 1 : B);
+    if (!same || (int64_t)in[i].nbytes != gd.nbytes * B)
       galv_fatal("%s: input '%s' does not have the program's shape with a batch (dim 0) of %d microbatches x %lld",
-                 files[j], d->name, B, d->rank ? (long long)d->dims[0] : 0LL);
+                 files[j], d->name, B, gd.rank ? (long long)gd.dims[0] : 0LL);
   }
   /* graph outputs this stage computes, gathered over the microbatches */
   int *send_of = calloc((size_t)galv_noutputs + 1, sizeof *send_of);
@@ -535,9 +572,11 @@ int galv_pipe_main(int argc, char **argv) {
     int o = find(galv_outputs, galv_noutputs, galv_pipe_out[k].name);
     if (o < 0) galv_fatal("pipeline table: no program output '%s'", galv_pipe_out[k].name);
     send_of[o] = k + 1;
+    check_whole(&galv_output_split[o], galv_outputs[o].name);
   }
   for (int o = 0; o < galv_noutputs; o++)
-    if (!send_of[o] && !(gout[o] = malloc((size_t)galv_outputs[o].nbytes * (size_t)B + 1))) galv_fatal("out of memory");
+    if (!send_of[o] && !(gout[o] = malloc((size_t)galv_spmd_global_io(&galv_outputs[o], &galv_output_split[o]).nbytes * (size_t)B + 1)))
+      galv_fatal("out of memory");
 
   size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
   char *arena = aligned_alloc(64, (abytes + 63) / 64 * 64);
@@ -553,15 +592,16 @@ int galv_pipe_main(int argc, char **argv) {
       for (int i = 0; i < galv_ninputs; i++)
         if (recv_of[i]) {
           const galv_pipe_value *v = &galv_pipe_in[recv_of[i] - 1];
-          galv_recv(world, galv_pipe_first_rank[v->peer], arena + galv_inputs[i].offset, (size_t)galv_inputs[i].nbytes, GALV_U8, q);
+          galv_recv(world, peer_of(v->peer), arena + galv_inputs[i].offset, (size_t)galv_inputs[i].nbytes, GALV_U8, q);
         }
       galv_group_end();
       galv_queue_sync(q);
       ev_add(EV_RECV, mb, t0, now_us());
     }
     for (int i = 0; i < galv_ninputs; i++)
-      if (!recv_of[i]) memcpy(arena + galv_inputs[i].offset, (char *)in[i].data + (size_t)mb * (size_t)galv_inputs[i].nbytes,
-                              (size_t)galv_inputs[i].nbytes);
+      if (!recv_of[i]) /* this rank's block of the microbatch's slice */
+        galv_spmd_block(&galv_inputs[i], &galv_input_split[i], arena + galv_inputs[i].offset,
+                        (char *)in[i].data + (size_t)mb * (size_t)galv_spmd_global_io(&galv_inputs[i], &galv_input_split[i]).nbytes);
     double t1 = now_us();
     galv_program_run(arena, weights, NULL);
     double t2 = now_us();
@@ -576,16 +616,18 @@ int galv_pipe_main(int argc, char **argv) {
           const galv_pipe_value *v = &galv_pipe_out[send_of[o] - 1];
           const char *p = galv_outputs[o].in_weights ? weights + galv_outputs[o].offset : arena + galv_outputs[o].offset;
           for (int st = 0; st < S; st++)
-            if (v->dst >> st & 1) galv_send(world, galv_pipe_first_rank[st], p, (size_t)galv_outputs[o].nbytes, GALV_U8, q);
+            if (v->dst >> st & 1) galv_send(world, peer_of(st), p, (size_t)galv_outputs[o].nbytes, GALV_U8, q);
         }
       galv_group_end();
       galv_queue_sync(q);
       ev_add(EV_SEND, mb, t2, now_us());
     }
     for (int o = 0; o < galv_noutputs; o++)
-      if (!send_of[o]) {
+      if (!send_of[o]) { /* split outputs gathered from the stage's ranks */
         const char *p = galv_outputs[o].in_weights ? weights + galv_outputs[o].offset : arena + galv_outputs[o].offset;
-        memcpy(gout[o] + (size_t)mb * (size_t)galv_outputs[o].nbytes, p, (size_t)galv_outputs[o].nbytes);
+        galv_io go;
+        const void *gp = galv_spmd_output(o, p, &go);
+        memcpy(gout[o] + (size_t)mb * (size_t)go.nbytes, gp, (size_t)go.nbytes);
       }
   }
   double total = now_us() - tstart;
@@ -602,11 +644,11 @@ int galv_pipe_main(int argc, char **argv) {
          (long long)high);
   for (int o = 0; o < galv_noutputs; o++) {
     if (send_of[o]) continue;
-    galv_io g = galv_outputs[o];
+    galv_io g = galv_spmd_global_io(&galv_outputs[o], &galv_output_split[o]);
     g.dims[0] *= B;
     g.nbytes *= B;
     printf("%s: output '%s' %s\n", galv_progname, g.name, galv_dtype_name(g.dtype));
-    if (!outdir) continue;
+    if (!outdir || lrank != 0) continue; /* the stage's rank 0 writes */
     struct stat st;
     if (stat(outdir, &st) != 0 && mkdir(outdir, 0777) != 0 && errno != EEXIST)
       galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
@@ -624,7 +666,7 @@ int galv_pipe_main(int argc, char **argv) {
   for (int j = 0; j < nin; j++) free((char *)names[j]);
   free(in), free(recv_of), free(send_of), free(gout), free(arena), free(evs);
   galv_queue_free(q);
-  galv_comm_world_finalize();
+  galv_spmd_finalize();
   return 0;
 }
 #else

@@ -25,6 +25,13 @@ void galv_spmd_init(int *argc, char ***argv) {
   }
 }
 
+void galv_spmd_attach(int rank, int size) {
+  if (size != galv_nranks)
+    galv_fatal("the stage program was partitioned for %d ranks, but its stage was started with %d (run it with out/launch)",
+               galv_nranks, size);
+  rank_ = rank, size_ = size;
+}
+
 int galv_spmd_rank(void) { return rank_; }
 
 int64_t galv_spmd_weights_stride(void) { return galv_nranks > 1 ? (galv_weights_bytes + 4095) / 4096 * 4096 : galv_weights_bytes; }

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Pipeline stages of more than one device (docs/pipeline.md, "Stages of more
+# than one device"): galvc --pipeline-stages 2 --gpus 4 --strategy tp|dp
+# partitions each stage's program over its 2 ranks (the cross-stage values
+# replicated inside the stage), out/launch starts -np 2 per stage. Under
+# GALV_COMM_SYNC=1 and `timeout`: pp=2 x tp=2 and pp=2 x dp=2 inference on
+# GPT-2 tiny equal the single-device logits (rtol 1e-4, atol 1e-5); pp=2 x
+# tp=2 training (2 AdamW steps, GPipe and 1F1B) and pp=2 x dp=2 (1F1B) print
+# the single-device losses and leave its weights (rtol 1e-4, atol 1e-5).
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+  echo "SKIP: mpicc/mpirun not found"
+  exit 0
+fi
+export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
+RUNAS=()
+[ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
+export MPIRUN="mpirun ${RUNAS[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS"
+pass=0 fail=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+
+# ---- inference: GPT-2 tiny, batch 8 x seq 16, B = 2
+m="$T/gpt2.onnx"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --no-verify >/dev/null || { echo "FAIL make_model"; exit 1; }
+timeout 300 "$BUILD/galvc" "$m" --batch 8 --seq 16 --target cpu -q -o "$T/one/" 2>"$T/err" || { echo "FAIL single: $(cat "$T/err")"; exit 1; }
+python3 - "$SRC" "$m" "$T/in" >"$T/args" 2>"$T/err" <<'PY' || { echo "FAIL inputs: $(cat "$T/err")"; exit 1; }
+import sys, onnx, numpy as np
+sys.path.insert(0, sys.argv[1] + "/tests")
+from model_inputs import make_inputs
+args = []
+for i, (name, a) in enumerate(make_inputs(onnx.load(sys.argv[2], load_external_data=False), 8, 16).items()):
+    fn = f"{sys.argv[3]}_{i}.npy"
+    np.save(fn, a)
+    args.append(f"--input {name}={fn}")
+print(" ".join(args))
+PY
+# shellcheck disable=SC2046
+timeout 60 "$T/one/program" $(cat "$T/args") -o "$T/one/res" >/dev/null 2>"$T/err" || { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
+for st in tp dp; do
+  d="$T/inf-$st"
+  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 16 --pipeline-stages 2 --microbatches 2 --gpus 4 --strategy "$st" \
+      --target cpu -q -o "$d/" 2>"$T/err"; then
+    bad "pp=2 x $st=2 inference: galvc: $(head -3 "$T/err")"
+    continue
+  fi
+  if ! grep -q -- '-np 2 .*stage0/program.* : -np 2 .*stage1/program' "$d/launch"; then
+    bad "pp=2 x $st=2 inference: launch is not -np 2 per stage"
+    continue
+  fi
+  # shellcheck disable=SC2046
+  if ! timeout 120 "$d/launch" $(cat "$T/args") -o "$d/res" >"$T/out" 2>"$T/err"; then
+    bad "pp=2 x $st=2 inference: run: $(grep -m3 -i error "$T/err" "$T/out")"
+    continue
+  fi
+  if msg=$(python3 - "$T/one/res" "$d/res" 2>&1 <<'PY'
+import sys, os, numpy as np
+a, b = sys.argv[1], sys.argv[2]
+worst = 0.0
+for f in sorted(os.listdir(a)):
+    x, y = np.load(os.path.join(a, f)), np.load(os.path.join(b, f))
+    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
+        sys.exit(f"{f}: max abs diff {np.abs(x.astype(np.float64) - y).max() if x.shape == y.shape else 'shape ' + str(y.shape)}")
+    worst = max(worst, float(np.abs(x.astype(np.float64) - y).max()))
+print(f"logits equal the single device (max abs diff {worst:.2g})")
+PY
+); then
+    ok "pp=2 x $st=2 inference (4 ranks): $msg; $(grep -c 'high-water' "$T/out") ranks report"
+  else
+    bad "pp=2 x $st=2 inference: $msg"
+  fi
+done
+
+# ---- training: GPT-2 tiny (2 layers, hidden 32, vocab 64), batch 8 x seq 8, B = 2, 2 AdamW steps
+m="$T/gpt2t.onnx"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
+  { echo "FAIL make_model"; exit 1; }
+python3 -c "
+import numpy as np, os
+r = np.random.RandomState(0)
+os.makedirs('$T/b')
+np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
+np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
+timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/tone/" 2>"$T/err" ||
+  { echo "FAIL single: $(cat "$T/err")"; exit 1; }
+timeout 120 "$T/tone/program" --batches "$T/b" --steps 2 -o "$T/tone.w" >"$T/tone.log" 2>"$T/err" ||
+  { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
+for c in ${GALV_PIPE_TP_CASES:-tp:gpipe tp:1f1b dp:1f1b}; do
+  IFS=: read -r st SC <<<"$c"
+  d="$T/tr-$st-$SC"
+  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --schedule "$SC" \
+      --gpus 4 --strategy "$st" --target cpu -q -o "$d/" 2>"$T/err"; then
+    bad "pp=2 x $st=2 $SC training: galvc: $(head -3 "$T/err")"
+    continue
+  fi
+  if ! timeout 120 "$d/launch" --batches "$T/b" --steps 2 -o "$d.w" >"$d.log" 2>"$T/err"; then
+    bad "pp=2 x $st=2 $SC training: run: $(grep -m3 -i error "$T/err" "$d.log")"
+    continue
+  fi
+  if msg=$(python3 - "$T/tone.log" "$d.log" "$T/tone.w" "$d.w" 2>&1 <<'PY'
+import sys, os, re, numpy as np
+la, lb, wa, wb = sys.argv[1:5]
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+a, b = losses(la), losses(lb)
+if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0):
+    sys.exit(f"losses {b} != single device {a}")
+worst, n = 0.0, 0
+for f in sorted(os.listdir(wa)):
+    if not os.path.exists(os.path.join(wb, f)): sys.exit(f"no final weight {f}")
+    x, y = np.load(os.path.join(wa, f)), np.load(os.path.join(wb, f))
+    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
+        sys.exit(f"{f}: max abs diff {np.abs(x - y).max() if x.shape == y.shape else y.shape}")
+    worst, n = max(worst, float(np.abs(x - y).max())), n + 1
+print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}")
+PY
+); then
+    ok "pp=2 x $st=2 $SC training (4 ranks): $msg"
+  else
+    bad "pp=2 x $st=2 $SC training: $msg"
+  fi
+done
+# bad input: one error line
+if timeout 120 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 16 --pipeline-stages 2 --gpus 3 --strategy tp --target cpu -q \
+    -o "$T/bad/" >/dev/null 2>"$T/err"; then
+  bad "--gpus 3 with 2 stages: succeeded"
+elif [ "$(wc -l <"$T/err")" = 1 ] && grep -q "divide evenly" "$T/err"; then
+  ok "--gpus 3 with 2 stages: $(cat "$T/err")"
+else
+  bad "--gpus 3 with 2 stages: $(head -3 "$T/err")"
+fi
+if timeout 120 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 16 --pipeline-stages 2 --gpus 4 --target cpu -q \
+    -o "$T/bad/" >/dev/null 2>"$T/err"; then
+  bad "--gpus 4 with 2 stages and no strategy: succeeded"
+elif [ "$(wc -l <"$T/err")" = 1 ] && grep -q "need --strategy" "$T/err"; then
+  ok "--gpus 4 with 2 stages, no strategy: $(cat "$T/err")"
+else
+  bad "--gpus 4 with 2 stages, no strategy: $(head -3 "$T/err")"
+fi
+echo "pipeline_tp: $pass passed, $fail failed"
+[ "$fail" = 0 ]
