@@ -2,9 +2,11 @@
  * (codegen/cpu/loops.c) and the CUDA emitter (codegen/cuda/kernels_gen.c):
  * each body op of a galv.fused (or a lone elementwise op) becomes one C
  * expression with the semantics of ir/eval.c (f32 in float, f64 in double,
- * integers in int64 with wrap-around, comparisons to 0/1 bytes). The two
- * targets differ only in their helper prefix and in how integer division by
- * zero is reported (cg_dialect). This file never changes the IR and never
+ * integers in int64 with wrap-around, comparisons to 0/1 bytes; with
+ * cg_dialect.half, f16/bf16 in float with every f16/bf16 result rounded to
+ * its storage type, as eval's store does). The two targets differ only in
+ * their helper prefix, in how integer division by zero is reported and in
+ * half storage (cg_dialect: the CPU target has it, CUDA does not). This file never changes the IR and never
  * emits code for a dtype it cannot compute exactly as eval does. */
 #include "cexpr.h"
 
@@ -46,6 +48,15 @@ void cg_expr_bind(cg_expr_ctx *c, const gv_value *v, const char *fmt, int n) {
 }
 
 static bool isf(gv_dtype t) { return t == GV_DT_F32 || t == GV_DT_F64; }
+/* f16/bf16 values of a target with half storage (cg_dialect.half): held in
+ * float registers, every f16/bf16 result rounded to its storage type */
+static bool ish(const cg_expr_ctx *c, gv_dtype t) { return c->d->half && (t == GV_DT_F16 || t == GV_DT_BF16); }
+static bool fl(const cg_expr_ctx *c, gv_dtype t) { return isf(t) || ish(c, t); }
+
+const char *cg_vtype(const cg_dialect *d, gv_dtype t) {
+  return d->half && (t == GV_DT_F16 || t == GV_DT_BF16) ? "float" : cg_ctype(t);
+}
+static const char *vt(const cg_expr_ctx *c, gv_dtype t) { return cg_vtype(c->d, t); }
 
 /* (T)(v) for integer results, with bool normalised to 0/1 (gv_tensor_set_i). */
 static void to_int(char *o, size_t n, gv_dtype t, const char *v) {
@@ -54,7 +65,7 @@ static void to_int(char *o, size_t n, gv_dtype t, const char *v) {
 }
 
 /* The expression of one body op into out; -1 after an error. */
-int cg_op_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
+static int op_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
   gv_module *m = c->m;
   const char *a[3] = {0};
   gv_dtype at[3] = {0};
@@ -70,15 +81,15 @@ int cg_op_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
   if (k == GV_OP_CAST) {
     gv_dtype from = at[0], to = rt;
     if (from == to) snprintf(out, n, "%s", x);
-    else if (isf(from) && to == GV_DT_BOOL) snprintf(out, n, "(uint8_t)(%s != 0)", x);
-    else if (isf(from) && gv_dtype_is_int(to)) {
+    else if (fl(c, from) && to == GV_DT_BOOL) snprintf(out, n, "(uint8_t)(%s != 0)", x);
+    else if (fl(c, from) && gv_dtype_is_int(to)) {
       static const char *const b[GV_DT_COUNT] = {
           [GV_DT_I64] = "-9223372036854775808.0, 9223372036854775807.0, INT64_MIN, INT64_MAX",
           [GV_DT_I32] = "-2147483648.0, 2147483647.0, INT32_MIN, INT32_MAX",
           [GV_DT_I16] = "-32768.0, 32767.0, INT16_MIN, INT16_MAX", [GV_DT_I8] = "-128.0, 127.0, INT8_MIN, INT8_MAX",
           [GV_DT_U8] = "0.0, 255.0, 0, 255"};
       snprintf(out, n, "(%s)%sf2i((double)%s, %s)", cg_ctype(to), c->d->fn, x, b[to]);
-    } else if (isf(to)) snprintf(out, n, "(%s)(double)%s", cg_ctype(to), x);
+    } else if (fl(c, to)) snprintf(out, n, "(%s)(double)%s", vt(c, to), x);
     else {
       snprintf(t, sizeof t, "(int64_t)%s", x);
       to_int(out, n, to, t);
@@ -87,7 +98,7 @@ int cg_op_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
   }
   if (op->nopnds == 1 && op->nres == 1 && k != GV_OP_CONSTANT) { /* unary */
     bool tf = strcmp(gv_get_str(op, "approximate", "none"), "tanh") == 0;
-    if (at[0] == GV_DT_F32 || at[0] == GV_DT_F64) {
+    if (at[0] == GV_DT_F32 || at[0] == GV_DT_F64 || ish(c, at[0])) {
       bool d = at[0] == GV_DT_F64;
       const char *sf = d ? "" : "f", *one = d ? "1.0" : "1.0f", *zero = d ? "0.0" : "0.0f";
       switch (k) {
@@ -105,7 +116,7 @@ int cg_op_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
       case GV_OP_COS: snprintf(out, n, "cos%s(%s)", sf, x); break;
       case GV_OP_FLOOR: snprintf(out, n, "floor%s(%s)", sf, x); break;
       case GV_OP_CEIL: snprintf(out, n, "ceil%s(%s)", sf, x); break;
-      case GV_OP_NOT: snprintf(out, n, "(%s)(%s == 0)", cg_ctype(at[0]), x); break;
+      case GV_OP_NOT: snprintf(out, n, "(%s)(%s == 0)", vt(c, at[0]), x); break;
       case GV_OP_GELU: snprintf(out, n, "%sgelu%s_%s(%s)", c->d->fn, tf ? "_tanh" : "", d ? "f64" : "f32", x); break;
       case GV_OP_SILU: snprintf(out, n, "%s / (%s + exp%s(-%s))", x, one, sf, x); break;
       default: return gv_error_op(m, op, "%s codegen: galv.%s is not an elementwise op", c->d->target, gv_ops[k].name);
@@ -136,12 +147,12 @@ int cg_op_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
   if (cmp) {
     /* float against float compares exactly as through double */
     if (at[0] == GV_DT_F32 && at[1] == GV_DT_F32) snprintf(out, n, "(uint8_t)(%s %s %s)", x, cmps[k], y);
-    else if (isf(at[0])) snprintf(out, n, "(uint8_t)((double)%s %s (double)%s)", x, cmps[k], y);
+    else if (fl(c, at[0])) snprintf(out, n, "(uint8_t)((double)%s %s (double)%s)", x, cmps[k], y);
     else snprintf(out, n, "(uint8_t)((int64_t)%s %s (int64_t)%s)", x, cmps[k], y);
     return 0;
   }
-  if (isf(at[0]) || (k == GV_OP_POW && isf(at[1]))) {
-    bool dbl = at[0] == GV_DT_F64 || at[1] == GV_DT_F64 || !isf(at[0]);
+  if (fl(c, at[0]) || (k == GV_OP_POW && fl(c, at[1]))) {
+    bool dbl = at[0] == GV_DT_F64 || at[1] == GV_DT_F64 || !fl(c, at[0]);
     const char *T = dbl ? "double" : "float", *sf = dbl ? "" : "f";
     char xa[64], ya[64];
     snprintf(xa, sizeof xa, "(%s)%s", T, x);
@@ -156,7 +167,7 @@ int cg_op_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
     default:
       return gv_error_op(m, op, "%s codegen: galv.%s on %s is not supported", c->d->target, gv_ops[k].name, gv_dtype_name(at[0]));
     }
-    if (isf(rt)) snprintf(out, n, "(%s)(%s)", cg_ctype(rt), t);
+    if (fl(c, rt)) snprintf(out, n, "(%s)(%s)", vt(c, rt), t);
     else {
       char u[560];
       snprintf(u, sizeof u, "(int64_t)(%s)", t);
@@ -195,6 +206,22 @@ int cg_op_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
   return 0;
 }
 
+/* ... and rounded to f16/bf16 where the result is stored so (the one
+ * rounding eval's store does; where and same-type casts select values that
+ * are already representable). */
+int cg_op_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
+  if (op_expr(c, op, out, n)) return -1;
+  gv_dtype rt = op->res[0]->type.dtype;
+  if (!ish(c, rt) || op->code == GV_OP_WHERE || (op->code == GV_OP_CAST && op->opnds[0]->type.dtype == rt)) return 0;
+  size_t l = strlen(out) + 1;
+  char *e = malloc(l);
+  if (!e) abort();
+  memcpy(e, out, l);
+  snprintf(out, n, "%srnd_%s((float)(%s))", c->d->fn, rt == GV_DT_F16 ? "f16" : "bf16", e);
+  free(e);
+  return 0;
+}
+
 /* A one-element constant inside a body becomes a literal. */
 int cg_const_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
   const gv_attr *a = gv_get_attr(op, "value");
@@ -202,13 +229,13 @@ int cg_const_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
     return gv_error_op(c->m, op, "%s codegen: only one-element constants may appear inside a fused body", c->d->target);
   const gv_tensor *t = a->u.t;
   gv_dtype dt = t->type.dtype;
-  if (isf(dt)) {
+  if (fl(c, dt)) {
     double v = gv_tensor_get_f(t, 0);
-    if (v != v) snprintf(out, n, "(%s)NAN", cg_ctype(dt));
-    else if (isinf(v)) snprintf(out, n, "(%s)(%sINFINITY)", cg_ctype(dt), v < 0 ? "-" : "");
-    else snprintf(out, n, "(%s)%a", cg_ctype(dt), v);
+    if (v != v) snprintf(out, n, "(%s)NAN", vt(c, dt));
+    else if (isinf(v)) snprintf(out, n, "(%s)(%sINFINITY)", vt(c, dt), v < 0 ? "-" : "");
+    else snprintf(out, n, "(%s)%a", vt(c, dt), v);
   } else {
-    snprintf(out, n, "(%s)INT64_C(%lld)", cg_ctype(dt), (long long)gv_tensor_get_i(t, 0));
+    snprintf(out, n, "(%s)INT64_C(%lld)", vt(c, dt), (long long)gv_tensor_get_i(t, 0));
   }
   return 0;
 }

@@ -12,6 +12,7 @@ typedef struct {
   const char *target; /* in messages: "cpu", "cuda" */
   const char *fn;     /* helper prefix: galv_f2i, galv_gelu_f32 ... ("galv_") or gd_... ("gd_") */
   bool device;        /* integer division reports through galv_err / galv_k (device code) */
+  bool half;          /* f16/bf16 values computed in float, each result rounded (fn##rnd_f16 / rnd_bf16) */
 } cg_dialect;
 
 typedef struct {
@@ -30,6 +31,9 @@ typedef struct {
 
 /* C type of a dtype (NULL when the target cannot compute it). */
 const char *cg_ctype(gv_dtype t);
+/* C type of a value of dtype t in a loop body: cg_ctype, or float for
+ * f16/bf16 where the dialect has half storage (NULL: not computable). */
+const char *cg_vtype(const cg_dialect *d, gv_dtype t);
 const char *cg_expr_lookup(const cg_expr_ctx *c, const gv_value *v);
 void cg_expr_bind(cg_expr_ctx *c, const gv_value *v, const char *fmt, int n);
 void cg_expr_free(cg_expr_ctx *c);

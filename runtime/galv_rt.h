@@ -126,6 +126,62 @@ static inline double galv_gelu_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0
 static inline double galv_gelu_tanh_f64(double x) {
   return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 }
+/* f16 / bf16 storage (bit-exact with ir/ir.c's gv_f16_to_f32 ...): loops
+ * load to float, compute as the f32 path does, and round every f16/bf16
+ * result to its storage type (round-to-nearest-even, NaN stays NaN). */
+static inline float galv_f16_to_f32(uint16_t h) {
+  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+  if (e == 0) {
+    if (mant == 0) {
+      bits = s;
+    } else { /* subnormal */
+      float f = ldexpf((float)mant, -24);
+      return s ? -f : f;
+    }
+  } else if (e == 31) {
+    bits = s | 0x7f800000u | (mant << 13);
+  } else {
+    bits = s | ((e + 112) << 23) | (mant << 13);
+  }
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+static inline uint16_t galv_f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  uint32_t absx = x & 0x7fffffff;
+  if (absx >= 0x7f800000) return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0));
+  if (absx >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* overflow to inf */
+  if (absx < 0x38800000) {                                  /* subnormal or zero */
+    float a;
+    memcpy(&a, &absx, 4);
+    uint32_t m = (uint32_t)nearbyintf(a * 16777216.0f); /* 2^24, round-half-even */
+    return (uint16_t)(sign | m);
+  }
+  uint32_t mant = absx & 0x7fffff, e = (absx >> 23) - 112;
+  uint32_t h = (e << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+  return (uint16_t)(sign | h);
+}
+static inline float galv_bf16_to_f32(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+static inline uint16_t galv_f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
+  uint32_t r = 0x7fff + ((x >> 16) & 1);
+  return (uint16_t)((x + r) >> 16);
+}
+/* a float rounded to the nearest f16 / bf16 value, as a float */
+static inline float galv_rnd_f16(float f) { return galv_f16_to_f32(galv_f32_to_f16(f)); }
+static inline float galv_rnd_bf16(float f) { return galv_bf16_to_f32(galv_f32_to_bf16(f)); }
 /* float -> integer: truncation toward zero, saturating, NaN -> 0 */
 static inline int64_t galv_f2i(double v, double lo, double hi, int64_t ilo, int64_t ihi) {
   v = trunc(v);

@@ -7,7 +7,8 @@
 # the program's input checking: wrong name, missing input, wrong shape, wrong
 # dtype, unreadable file, a missing weights file -> one error line, exit 1;
 # a .pb (ONNX TensorProto) input gives the same outputs as .npy; galvc output
-# is deterministic (same program.c and weights.bin bytes twice).
+# is deterministic (same program.c and weights.bin bytes twice). f16 and
+# bf16 elementwise programs equal galv-eval bit for bit (tests/cpu_half.py).
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -81,6 +82,13 @@ if cmp -s "$P/program.c" "$T/again/program.c" && cmp -s "$P/weights.bin" "$T/aga
   echo "ok   deterministic program.c and weights.bin"; pass=$((pass + 1))
 else
   echo "FAIL program.c or weights.bin differ between two runs"; fail=$((fail + 1))
+fi
+
+# ---- f16 / bf16 storage in elementwise loops: == galv-eval bit for bit, ~ onnxruntime
+if python3 "$SRC/tests/cpu_half.py" "$BUILD"; then
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1))
 fi
 
 echo "cpu_models: $pass passed, $fail failed"

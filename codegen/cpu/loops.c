@@ -14,7 +14,14 @@
 #include "../cexpr.h"
 #include "cpu.h"
 
-static const cg_dialect cpu_dialect = {"cpu", "galv_", false};
+static const cg_dialect cpu_dialect = {"cpu", "galv_", false, true};
+
+/* f16/bf16 tensors are stored as uint16_t bits; loads widen them to float
+ * (exactly), stores narrow the (already rounded) float back. */
+static bool half(gv_dtype t) { return t == GV_DT_F16 || t == GV_DT_BF16; }
+static const char *stype(gv_dtype t) { return half(t) ? "uint16_t" : cg_ctype(t); }
+static const char *vtype(gv_dtype t) { return cg_vtype(&cpu_dialect, t); }
+static const char *hname(gv_dtype t) { return t == GV_DT_F16 ? "f16" : "bf16"; }
 
 const char *cg_rt_dtype(gv_dtype t) {
   switch (t) {
@@ -66,7 +73,7 @@ int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op) {
     const gv_type *t = &op->res[i]->type;
     if (t->rank != r || memcmp(t->dims, D, sizeof(int64_t) * (size_t)r))
       return gv_error_op(m, op, "cpu codegen: results of a fused op must share the iteration shape");
-    if (!cg_ctype(t->dtype))
+    if (!vtype(t->dtype))
       return gv_error_op(m, op, "cpu codegen: dtype %s is not supported by the cpu target", gv_dtype_name(t->dtype));
   }
   /* broadcast strides of every operand */
@@ -84,7 +91,7 @@ int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op) {
       if (t->dims[d] != od && t->dims[d] != 1)
         { gv_error_op(m, op, "cpu codegen: operand %d does not broadcast to the iteration shape", k); goto out; }
     }
-    if (!cg_ctype(t->dtype))
+    if (!vtype(t->dtype))
       { gv_error_op(m, op, "cpu codegen: dtype %s is not supported by the cpu target", gv_dtype_name(t->dtype)); goto out; }
     gv_bcast_strides(t, it, S[k]);
   }
@@ -110,12 +117,12 @@ int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op) {
   for (int k = 0; k < na; k++) fprintf(f, "%sconst void *p%d", k ? ", " : "", k);
   for (int i = 0; i < nr; i++) fprintf(f, "%svoid *q%d", na + i ? ", " : "", i);
   fprintf(f, ") {\n");
-  for (int k = 0; k < na; k++) fprintf(f, "  const %s *x%d = p%d;\n", cg_ctype(op->opnds[k]->type.dtype), k, k);
-  for (int i = 0; i < nr; i++) fprintf(f, "  %s *y%d = q%d;\n", cg_ctype(op->res[i]->type.dtype), i, i);
+  for (int k = 0; k < na; k++) fprintf(f, "  const %s *x%d = p%d;\n", stype(op->opnds[k]->type.dtype), k, k);
+  for (int i = 0; i < nr; i++) fprintf(f, "  %s *y%d = q%d;\n", stype(op->res[i]->type.dtype), i, i);
   fprintf(f, "  for (int64_t o = 0; o < %lld; o++) {\n", (long long)outer);
   for (int k = 0; k < na; k++) {
     /* base offset of operand k at outer index o: merged outer dim groups */
-    fprintf(f, "    const %s *a%d = x%d", cg_ctype(op->opnds[k]->type.dtype), k, k);
+    fprintf(f, "    const %s *a%d = x%d", stype(op->opnds[k]->type.dtype), k, k);
     int64_t io = 1;
     int d = p - 1;
     while (d >= 0) {
@@ -134,10 +141,12 @@ int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op) {
     }
     fprintf(f, ";\n");
   }
-  for (int i = 0; i < nr; i++) fprintf(f, "    %s *b%d = y%d + o * %lld;\n", cg_ctype(op->res[i]->type.dtype), i, i, (long long)L);
+  for (int i = 0; i < nr; i++) fprintf(f, "    %s *b%d = y%d + o * %lld;\n", stype(op->res[i]->type.dtype), i, i, (long long)L);
   fprintf(f, "    for (int64_t j = 0; j < %lld; j++) {\n", (long long)L);
   for (int k = 0; k < na; k++) {
-    fprintf(f, "      const %s v%d = a%d[%s];\n", cg_ctype(op->opnds[k]->type.dtype), k, k, cls[k] == 2 ? "0" : "j");
+    gv_dtype kt = op->opnds[k]->type.dtype;
+    if (half(kt)) fprintf(f, "      const float v%d = galv_%s_to_f32(a%d[%s]);\n", k, hname(kt), k, cls[k] == 2 ? "0" : "j");
+    else fprintf(f, "      const %s v%d = a%d[%s];\n", cg_ctype(kt), k, k, cls[k] == 2 ? "0" : "j");
     cg_expr_bind(&c, fused ? body->args[k] : op->opnds[k], "v%d", k);
   }
   char e[2048];
@@ -152,9 +161,9 @@ int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op) {
       if (b->code == GV_OP_CONSTANT ? cg_const_expr(&c, b, e, sizeof e) : cg_op_expr(&c, b, e, sizeof e)) goto out;
       if (!(gv_ops[b->code].flags & GV_ELEMENTWISE) && b->code != GV_OP_CONSTANT)
         { gv_error_op(m, b, "cpu codegen: galv.%s inside galv.fused is not elementwise", gv_ops[b->code].name); goto out; }
-      if (!cg_ctype(b->res[0]->type.dtype))
+      if (!vtype(b->res[0]->type.dtype))
         { gv_error_op(m, b, "cpu codegen: dtype %s is not supported by the cpu target", gv_dtype_name(b->res[0]->type.dtype)); goto out; }
-      fprintf(f, "      const %s t%d = ", cg_ctype(b->res[0]->type.dtype), ti);
+      fprintf(f, "      const %s t%d = ", vtype(b->res[0]->type.dtype), ti);
       fputs(e, f);
       fprintf(f, "; /* %s */\n", gv_ops[b->code].name);
       cg_expr_bind(&c, b->res[0], "t%d", ti++);
@@ -162,7 +171,7 @@ int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op) {
     yv = (const gv_value *const *)term->opnds;
   } else {
     if (cg_op_expr(&c, op, e, sizeof e)) goto out;
-    fprintf(f, "      const %s t0 = ", cg_ctype(op->res[0]->type.dtype));
+    fprintf(f, "      const %s t0 = ", vtype(op->res[0]->type.dtype));
     fputs(e, f);
     fprintf(f, "; /* %s */\n", gv_ops[op->code].name);
     cg_expr_bind(&c, op->res[0], "t%d", 0);
@@ -171,7 +180,9 @@ int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op) {
   for (int i = 0; i < nr; i++) {
     const char *v = cg_expr_lookup(&c, yv[i]);
     if (!v) { gv_error_op(m, op, "cpu codegen: yielded value %d is not defined in the body", i); goto out; }
-    fprintf(f, "      b%d[j] = %s;\n", i, v);
+    gv_dtype yt = op->res[i]->type.dtype;
+    if (half(yt)) fprintf(f, "      b%d[j] = galv_f32_to_%s(%s);\n", i, hname(yt), v);
+    else fprintf(f, "      b%d[j] = %s;\n", i, v);
   }
   fprintf(f, "    }\n  }\n}\n\n");
   rc = 0;

@@ -17,7 +17,7 @@
 #include "cuda.h"
 
 /* Device code names its helpers gd_ and flags integer division by zero. */
-static const cg_dialect cuda_dialect = {"cuda", "gd_", true};
+static const cg_dialect cuda_dialect = {"cuda", "gd_", true, false};
 
 /* storage type: f32 tensors are `gf` (float or bf16, program.cu's typedef) */
 const char *cu_stype(gv_dtype t) { return t == GV_DT_F32 ? "gf" : cg_ctype(t); }

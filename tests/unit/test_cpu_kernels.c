@@ -2,8 +2,9 @@
  * the reference evaluator (gv_eval_op) on seeded random data, one case
  * group per kernel family: dot (plain, transposed operands through the
  * contracting dims, batched, packed fallback), conv, softmax / log-softmax,
- * layer / RMS norm, reductions, gather, transpose, cumsum, trilu, tile, and
- * the TensorProto (.pb) reader. Tolerance: rtol 1e-5 + atol 1e-5 (sgemm
+ * layer / RMS norm, reductions, gather, transpose, cumsum, trilu, tile, the
+ * TensorProto (.pb) reader, and the f16/bf16 conversions of generated loops
+ * (bit-exact with ir/ir.c's). Tolerance: rtol 1e-5 + atol 1e-5 (sgemm
  * accumulates in float, the evaluator in double). It must never pass a case
  * it did not compare. */
 #include <math.h>
@@ -291,7 +292,45 @@ static void test_pb(void) {
   CHECK(galv_read_pb(pb, 7, &t, &name, err, sizeof err) == -1);
 }
 
+/* The generated loops' f16/bf16 conversions (galv_rt.h) against ir/ir.c's:
+ * every 16-bit pattern widened, and floats narrowed: every f16/bf16 value,
+ * the midpoints between neighbours (ties), one float either side of them,
+ * the subnormal range, overflow, inf, NaN, and a sweep of bit patterns. */
+static int half_mismatch(float f) {
+  return galv_f32_to_f16(f) != gv_f32_to_f16(f) || galv_f32_to_bf16(f) != gv_f32_to_bf16(f);
+}
+static void test_half(void) {
+  int bad = 0;
+  for (uint32_t h = 0; h < 65536; h++) {
+    float a = galv_f16_to_f32((uint16_t)h), b = gv_f16_to_f32((uint16_t)h);
+    float c = galv_bf16_to_f32((uint16_t)h), d = gv_bf16_to_f32((uint16_t)h);
+    bad += memcmp(&a, &b, 4) != 0 || memcmp(&c, &d, 4) != 0;
+    float n = galv_f16_to_f32((uint16_t)(h + 1)), mid = (a + n) * 0.5f;
+    if (a == a && n == n && !isinf(a) && !isinf(n)) {
+      bad += half_mismatch(mid) + half_mismatch(nextafterf(mid, -INFINITY)) + half_mismatch(nextafterf(mid, INFINITY));
+    }
+    bad += half_mismatch(a) + half_mismatch(c);
+    uint32_t mb = ((uint32_t)h << 16) | 0x8000u; /* bf16 tie */
+    float m;
+    memcpy(&m, &mb, 4);
+    bad += half_mismatch(m);
+  }
+  for (uint64_t u = 0; u < 0x100000000ull; u += 65521) {
+    uint32_t v = (uint32_t)u;
+    float f;
+    memcpy(&f, &v, 4);
+    bad += half_mismatch(f);
+  }
+  static const float special[] = {65504.0f, 65519.99f, 65520.0f, 70000.0f, 3e-6f, -2e-7f, 1e-8f, 2.98023224e-8f,
+                                  INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 3.4e38f};
+  for (size_t i = 0; i < sizeof special / sizeof *special; i++) bad += half_mismatch(special[i]);
+  CHECK(bad == 0);
+  CHECK(galv_rnd_f16(1.00048828125f) == 1.0f && galv_rnd_f16(1.00146484375f) == 1.001953125f);
+  CHECK(galv_rnd_bf16(1.00390625f) == 1.0f && isinf(galv_rnd_f16(65520.0f)));
+}
+
 int main(void) {
+  test_half();
   test_dot();
   test_conv();
   test_softmax_norm_reduce();
