@@ -167,12 +167,14 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       }
     }
     qsort(cand, (size_t)ncand, sizeof(int64_t), cmp_i64);
-    int64_t last = -1;
     for (int ci = 0; ci < ncand; ci++) {
+      /* candidates within 1% of each other are tried once, at the largest
+       * of the run (the smallest would rule out stages 1% slower than it:
+       * one stage over many groups could then find no plan at all) */
+      int64_t base = cand[ci];
+      while (ci + 1 < ncand && cand[ci + 1] < base + base / 100 + 1) ci++;
       int64_t tmax = cand[ci];
-      if (last >= 0 && tmax < last + last / 100 + 1) continue;
-      if ((double)B * (double)tmax >= (double)best) break;
-      last = tmax;
+      if ((double)B * (double)base >= (double)best) break;
       out->tmax_tried++;
       for (size_t i = 0; i < nF; i++) F[i] = INF;
       F[IX(0, L, 0)] = 0;

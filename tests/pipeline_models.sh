@@ -8,7 +8,9 @@
 # cost model's Chrome traces are valid JSON with an "X" event per stage and
 # microbatch. Bad input: more stages than layer groups, a memory limit no
 # partition fits, --train with an unknown optimizer, a batch that B does not
-# divide.
+# divide. `--pipeline-stages auto --microbatches auto --gpus 4`: the stage DP
+# chooses S <= 4 and B | 8, prints the choice, and the programs equal the
+# single device too.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -22,7 +24,7 @@ export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mech
 RUNAS=()
 [ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
 export MPIRUN="mpirun ${RUNAS[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS"
-CASES=${GALV_PIPE_CASES:-2:2 2:4 3:2 4:4}
+CASES=${GALV_PIPE_CASES:-2:2 2:4 3:2 4:4 auto:auto}
 pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
@@ -46,10 +48,19 @@ timeout 60 "$T/one/program" $(cat "$T/args") -o "$T/one/res" >/dev/null 2>"$T/er
 for c in $CASES; do
   S=${c%%:*} B=${c#*:}
   d="$T/pp$S-$B"
-  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 16 --pipeline-stages "$S" --microbatches "$B" \
-      --trace-plan "$d.plan.json" -q -o "$d/" 2>"$T/err"; then
+  extra=()
+  [ "$S" = auto ] && extra=(--gpus 4 --target cpu) # the DP chooses 1..4 stages and B | 8
+  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 16 --pipeline-stages "$S" --microbatches "$B" "${extra[@]}" \
+      --trace-plan "$d.plan.json" -q -o "$d/" >"$T/plan" 2>"$T/err"; then
     bad "pp=$S B=$B: galvc: $(head -3 "$T/err")"
     continue
+  fi
+  if [ "$S" = auto ]; then # the choice is printed: "pipeline auto: S stages (chosen), cuts ..., B microbatches (chosen), predicted step X ms"
+    line=$(grep -m1 '^pipeline auto: [0-9]* stages (chosen), cuts at groups .* [0-9]* microbatches (chosen), predicted step [0-9.]* ms' "$T/plan")
+    if [ -z "$line" ]; then bad "pp=auto: no choice printed: $(head -3 "$T/plan")"; continue; fi
+    S=$(echo "$line" | sed 's/^pipeline auto: \([0-9]*\) stages.*/\1/') B=$(echo "$line" | sed 's/.* \([0-9]*\) microbatches.*/\1/')
+    [ "$(ls -d "$d"/stage* | wc -l)" = "$S" ] || { bad "pp=auto: $S stages printed, $(ls -d "$d"/stage* | wc -l) written"; continue; }
+    echo "     $line"
   fi
   # shellcheck disable=SC2046
   if ! timeout 120 "$d/launch" $(cat "$T/args") -o "$d/res" --trace "$d.trace.json" >"$T/out" 2>"$T/err"; then

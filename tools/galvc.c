@@ -73,7 +73,9 @@ static void usage(FILE *f) {
           "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
           "  --pipeline-stages S (--pp S)  pipeline: S stages (cluster-layers + stage DP), one program per stage\n"
           "                           in DIR/stageI/, DIR/launch runs them (mpirun MPMD); --microbatches B (1),\n"
-          "                           --schedule gpipe|1f1b (1f1b), --trace-plan FILE (the cost model's Chrome trace)\n"
+          "                           --schedule gpipe|1f1b (1f1b), --trace-plan FILE (the cost model's Chrome trace);\n"
+          "                           S = auto (0): the stage DP chooses 1 .. --gpus stages of one device each,\n"
+          "                           --microbatches auto: B among the divisors of --batch; the choice is printed\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line\n"
           "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"
           "                           h100-sxm, h200, cpu-local (default cpu-local)\n"
@@ -239,7 +241,8 @@ static int parse_pos_int(const char *opt, const char *s, int64_t *out) {
  * and OUT/launch (mpirun MPMD). The imports and passes are deterministic,
  * so every stage module numbers the crossing values alike. */
 typedef struct {
-  int stages, B, layers;
+  int stages, B, layers; /* stages 0 / B 0: chosen by the stage DP (--pipeline-stages auto, --microbatches auto) */
+  bool on;                /* --pipeline-stages given */
   gv_schedule sched;
   const char *trace_plan;
   int naxes;             /* stages of more than one device: each stage's mesh (--strategy / --mesh), 0: one device */
@@ -313,50 +316,109 @@ static int write_plan_trace(const char *path, const gv_pipe_plan *pl) {
   return 0;
 }
 
-static int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *pa, int64_t gpus, gv_cluster *cluster,
+/* The stage DP for B microbatches on the import at the microbatch size
+ * global / B, cluster-layers with *K groups (0: --layers, else min(4 S, ops
+ * - 1) with S = maxS when the stages are chosen): S > 0 stages exactly, S = 0
+ * the best of 1 .. maxS stages of one device each. Fills *pl with the best
+ * plan; returns 0, 1 when no partition fits, -1 after an error. */
+static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global, int B, int S, int maxS, const pipe_args *pa,
+                       gv_cluster *cluster, int train, int quiet, int verify_each, int *K, gv_pipe_plan *pl) {
+  opt.batch = global / B;
+  gv_module *m = pipe_front(model, &opt, 0, quiet, verify_each); /* training: per stage, after extraction */
+  if (!m) return -1;
+  int nops = 0;
+  for (gv_op *op = m->main->body->first; op; op = op->next) nops++;
+  int want = S ? S : maxS;
+  if (!*K) *K = pa->layers ? pa->layers : (4 * want < nops - 1 ? 4 * want : nops - 1);
+  int k = *K;
+  gv_layer_groups g;
+  if (gv_cluster_layers(m, k, &g)) { gv_module_free(m); return -1; }
+  gv_group_stats *gs = calloc((size_t)k, sizeof *gs);
+  gv_pipe_plan *tmp = calloc(1, sizeof *tmp);
+  if (!gs || !tmp) { free(gs); free(tmp); gv_module_free(m); return gv_error_plain("out of memory"), -1; }
+  gv_pipe_group_stats(m, k, g.flops, gs);
+  for (int i = 0; i < k; i++) gs[i].flops *= B; /* the stats are per microbatch, the cost wants the global batch */
+  for (int i = 0; i < k; i++) gs[i].act_bytes *= B, gs[i].out_bytes *= B;
+  gv_analytic_ctx actx = {.g = gs, .ngroups = k, .batch = global, .training = train != 0, .dtype_bytes = 4, .cluster = cluster};
+  int mbc[1] = {B};
+  int rc = 1, lo = S ? S : 1, hi = S ? S : (maxS < k ? maxS : k);
+  for (int s = lo; s <= hi && rc >= 0; s++) { /* one device per stage when the stages are chosen */
+    gv_cluster cs = *cluster; /* chosen stages: one node of s devices (as --pipeline-stages s plans) */
+    if (!S) cs.devices_per_node = s, cs.nodes = 1;
+    actx.cluster = &cs;
+    gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = s, .mb_choices = mbc, .nmb = 1,
+                          .schedule = pa->sched, .mem_limit = gv_plan_opts.memory_limit, .stages = s,
+                          .cost = gv_stage_cost_analytic, .ctx = &actx};
+    int r = gv_pipe_solve(&pp, tmp);
+    if (r < 0) rc = -1;
+    else if (r == 0 && (rc == 1 || tmp->step_ns < pl->step_ns)) *pl = *tmp, rc = 0;
+  }
+  free(gs);
+  free(tmp);
+  gv_module_free(m);
+  return rc;
+}
+
+static int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
                             const char *out, int quiet, int build, int verify_each, int train) {
+  pipe_args P = *pa0;
+  const pipe_args *pa = &P;
   if (train && strcmp(gv_train_opts.optimizer, "adamw") && strcmp(gv_train_opts.optimizer, "sgd"))
     return gv_error_plain("--optimizer %s: expected adamw or sgd", gv_train_opts.optimizer);
   if (!out || !is_dir_arg(out)) return gv_error_plain("--pipeline-stages writes one program per stage: give -o DIR/");
   if (opt.nshapes) return gv_error_plain("--pipeline-stages takes the batch from --batch (not --input-shape)");
-  if (opt.batch % pa->B) return gv_error_plain("--batch %lld is not a multiple of --microbatches %d", (long long)opt.batch, pa->B);
-  int S = pa->stages;
-  if (gpus == 1) gpus = S;
-  if (gpus % S) return gv_error_plain("--gpus %lld with %d pipeline stages: the devices must divide evenly into the stages", (long long)gpus, S);
+  if (P.B && opt.batch % P.B) return gv_error_plain("--batch %lld is not a multiple of --microbatches %d", (long long)opt.batch, P.B);
+  int autoS = P.stages == 0, autoB = P.B == 0;
+  if (autoS && P.naxes)
+    return gv_error_plain("--pipeline-stages auto chooses stages of one device each: not with --strategy / --mesh yet");
+  if (autoS && gpus > GV_PIPE_MAX_STAGES) gpus = GV_PIPE_MAX_STAGES;
+  int64_t global = opt.batch;
+  int Bs[64], nb = 0;
+  if (!autoB) Bs[nb++] = P.B;
+  else
+    for (int64_t d = 1; d <= global && nb < 64; d++)
+      if (global % d == 0) Bs[nb++] = (int)d;
+  if (ensure_dir(out)) return gv_error_plain("%s: cannot create output directory", out);
+  gv_pipe_opts.quiet = true;
+  gv_pipe_plan *pl = calloc(1, sizeof *pl), *cand = calloc(1, sizeof *cand);
+  if (!pl || !cand) { free(pl); free(cand); return gv_error_plain("out of memory"); }
+  int rc = 1, K = 0;
+  for (int i = 0; i < nb && rc >= 0; i++) {
+    int k = 0; /* the group count: fixed by --layers, else by the stage count (the largest tried when chosen) */
+    int r = pipe_plan_b(model, opt, global, Bs[i], P.stages, (int)gpus, pa, cluster, train, quiet || i > 0, verify_each, &k, cand);
+    if (r < 0) rc = -1;
+    else if (r == 0 && (rc == 1 || cand->step_ns < pl->step_ns)) *pl = *cand, K = k, rc = 0;
+  }
+  free(cand);
+  if (rc) { free(pl); return 1; }
+  P.stages = pl->nstages;
+  P.B = pl->B;
+  opt.batch = global / P.B;
+  int S = P.stages;
+  if (gpus == 1 || autoS) gpus = S;
+  if (gpus % S) { free(pl); return gv_error_plain("--gpus %lld with %d pipeline stages: the devices must divide evenly into the stages", (long long)gpus, S); }
   int per = (int)(gpus / S); /* devices per stage */
   int64_t mprod = 1;
   for (int a = 0; a < pa->naxes; a++) mprod *= pa->axs[a];
-  if (per > 1 && !pa->naxes)
+  if (per > 1 && !pa->naxes) {
+    free(pl);
     return gv_error_plain("--gpus %lld with %d pipeline stages: %d devices per stage need --strategy tp|dp (or --mesh with --strategy dp,tp)",
                           (long long)gpus, S, per);
-  if (pa->naxes && mprod != per)
+  }
+  if (pa->naxes && mprod != per) {
+    free(pl);
     return gv_error_plain("--gpus %lld with %d pipeline stages: each stage's mesh has %lld devices, not %d", (long long)gpus, S,
                           (long long)mprod, per);
-  int64_t global = opt.batch;
-  opt.batch /= pa->B;
-  if (ensure_dir(out)) return gv_error_plain("%s: cannot create output directory", out);
-  gv_pipe_opts.quiet = true;
-  gv_module *m = pipe_front(model, &opt, 0, quiet, verify_each); /* training: per stage, after extraction */
-  if (!m) return 1;
-  int nops = 0;
-  for (gv_op *op = m->main->body->first; op; op = op->next) nops++;
-  int K = pa->layers ? pa->layers : (4 * S < nops - 1 ? 4 * S : nops - 1);
-  gv_layer_groups g;
-  if (gv_cluster_layers(m, K, &g)) { gv_module_free(m); return 1; }
-  gv_group_stats *gs = calloc((size_t)K, sizeof *gs);
-  if (!gs) { gv_module_free(m); return gv_error_plain("out of memory"); }
-  gv_pipe_group_stats(m, K, g.flops, gs);
-  for (int i = 0; i < K; i++) gs[i].flops *= pa->B; /* the stats are per microbatch, the cost wants the global batch */
-  for (int i = 0; i < K; i++) gs[i].act_bytes *= pa->B, gs[i].out_bytes *= pa->B;
-  gv_analytic_ctx actx = {.g = gs, .ngroups = K, .batch = global, .training = train != 0, .dtype_bytes = 4, .cluster = cluster};
-  int mbc[1] = {pa->B};
-  gv_pipe_problem pp = {.ngroups = K, .sig = g.sig, .cluster = cluster, .devices = S, .mb_choices = mbc, .nmb = 1,
-                        .schedule = pa->sched, .mem_limit = gv_plan_opts.memory_limit, .stages = S,
-                        .cost = gv_stage_cost_analytic, .ctx = &actx};
-  gv_pipe_plan *pl = calloc(1, sizeof *pl);
-  int rc = !pl ? gv_error_plain("out of memory") : gv_pipe_solve(&pp, pl) ? 1 : 0;
-  free(gs);
-  gv_module_free(m);
+  }
+  if (autoS || autoB) {
+    printf("pipeline auto: %d stages%s, cuts at groups", S, autoS ? " (chosen)" : "");
+    for (int i = 0; i <= S; i++) printf("%s%d", i ? "|" : " ", pl->first[i]);
+    printf(" of %d, %d microbatches%s, predicted step %.3f ms (stage ms/microbatch", K, P.B, autoB ? " (chosen)" : "",
+           (double)pl->step_ns / 1e6);
+    for (int i = 0; i < S; i++) printf(" %.3f", (double)pl->cost[i].ns / 1e6);
+    printf(")\n");
+    fflush(stdout);
+  }
   if (!rc && !quiet) gv_pipe_plan_print(pl, stderr);
   if (!rc && pa->trace_plan) rc = write_plan_trace(pa->trace_plan, pl);
   for (int s = 0; !rc && s < S; s++) {
@@ -537,13 +599,14 @@ int main(int argc, char **argv) {
       if (parse_pos_int("--layers", val, &k)) return 2;
       gv_pipe_opts.layers = k > 1000000 ? 1000000 : (int)k;
     } else if (TAKES("--pipeline-stages") || TAKES("--pp")) {
-      int64_t k;
-      if (parse_pos_int("--pipeline-stages", val, &k)) return 2;
+      int64_t k = 0;
+      if (strcmp(val, "auto") && strcmp(val, "0") && parse_pos_int("--pipeline-stages", val, &k)) return 2;
       if (k > GV_PIPE_MAX_STAGES) { gv_error_plain("--pipeline-stages %lld: at most %d", (long long)k, GV_PIPE_MAX_STAGES); return 2; }
       pa.stages = (int)k;
+      pa.on = true;
     } else if (TAKES("--microbatches")) {
-      int64_t k;
-      if (parse_pos_int("--microbatches", val, &k)) return 2;
+      int64_t k = 0;
+      if (strcmp(val, "auto") && strcmp(val, "0") && parse_pos_int("--microbatches", val, &k)) return 2;
       pa.B = k > 1000000 ? 1000000 : (int)k;
     } else if (TAKES("--schedule")) {
       if (strcmp(val, "gpipe") && strcmp(val, "1f1b")) { gv_error_plain("--schedule %s: expected gpipe or 1f1b", val); return 2; }
@@ -776,11 +839,11 @@ int main(int argc, char **argv) {
   opt.shapes = shapes;
   opt.nshapes = nshapes;
 
-  if (pa.stages && strcmp(target, "cpu") != 0) {
+  if (pa.on && strcmp(target, "cpu") != 0) {
     gv_error_plain("--pipeline-stages: per-stage programs are built for the cpu target only so far (add --target cpu)");
     return 2;
   }
-  if (pa.stages) {
+  if (pa.on) {
     if (gv_shard_opts.file || gv_plan_opts.plan_in || (mesh_spec && !gv_shard_opts.strategy)) {
       gv_error_plain("--pipeline-stages combines with --strategy tp|dp|dp,tp (stages of more than one device; --mesh per stage), not with --sharding / --plan / --strategy auto yet");
       return 2;
