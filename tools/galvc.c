@@ -76,6 +76,8 @@ static void usage(FILE *f) {
           "                           --schedule gpipe|1f1b (1f1b), --trace-plan FILE (the cost model's Chrome trace);\n"
           "                           S = auto (0): the stage DP chooses 1 .. --gpus stages of one device each,\n"
           "                           --microbatches auto: B among the divisors of --batch; the choice is printed\n"
+          "                           --stage-cuts dp|equal: the stage DP's cuts (default) or K/S layer groups per\n"
+          "                           stage (equal cuts; --layers K = the blocks; docs/pipeline.md)\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line\n"
           "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"
           "                           h100-sxm, h200, cpu-local (default cpu-local)\n"
@@ -243,6 +245,7 @@ static int parse_pos_int(const char *opt, const char *s, int64_t *out) {
 typedef struct {
   int stages, B, layers; /* stages 0 / B 0: chosen by the stage DP (--pipeline-stages auto, --microbatches auto) */
   bool on;                /* --pipeline-stages given */
+  int cuts;               /* --stage-cuts: 0 not given (dp), 1 dp, 2 equal (docs/pipeline.md, "Equal cuts") */
   gv_schedule sched;
   const char *trace_plan;
   int naxes;             /* stages of more than one device: each stage's mesh (--strategy / --mesh), 0: one device */
@@ -353,6 +356,16 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     if (r < 0) rc = -1;
     else if (r == 0 && (rc == 1 || tmp->step_ns < pl->step_ns)) *pl = *tmp, rc = 0;
   }
+  if (rc == 0 && pa->cuts == 2) { /* --stage-cuts equal: the DP's sub-meshes, groups cut at i k / S, costed alike */
+    int64_t sum = 0, mx = 0;
+    for (int i = 0; i <= pl->nstages; i++) pl->first[i] = (int)((int64_t)i * k / pl->nstages);
+    for (int i = 0; i < pl->nstages && rc == 0; i++) {
+      if (gv_stage_cost_analytic(&actx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
+      else if (!pl->cost[i].feasible) rc = 1;
+      else sum += pl->cost[i].ns, mx = pl->cost[i].ns > mx ? pl->cost[i].ns : mx;
+    }
+    pl->sum_ns = sum, pl->max_ns = mx, pl->step_ns = sum + (int64_t)(B - 1) * mx;
+  }
   free(gs);
   free(tmp);
   gv_module_free(m);
@@ -369,6 +382,7 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
   if (opt.nshapes) return gv_error_plain("--pipeline-stages takes the batch from --batch (not --input-shape)");
   if (P.B && opt.batch % P.B) return gv_error_plain("--batch %lld is not a multiple of --microbatches %d", (long long)opt.batch, P.B);
   int autoS = P.stages == 0, autoB = P.B == 0;
+  if (autoS && P.cuts == 2) return gv_error_plain("--stage-cuts equal needs a fixed --pipeline-stages S (not auto)");
   if (autoS && P.naxes)
     return gv_error_plain("--pipeline-stages auto chooses stages of one device each: not with --strategy / --mesh yet");
   if (autoS && gpus > GV_PIPE_MAX_STAGES) gpus = GV_PIPE_MAX_STAGES;
@@ -410,8 +424,9 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
     return gv_error_plain("--gpus %lld with %d pipeline stages: each stage's mesh has %lld devices, not %d", (long long)gpus, S,
                           (long long)mprod, per);
   }
-  if (autoS || autoB) {
-    printf("pipeline auto: %d stages%s, cuts at groups", S, autoS ? " (chosen)" : "");
+  if (autoS || autoB || P.cuts) {
+    printf("pipeline %s: %d stages%s, cuts at groups", autoS || autoB ? "auto" : P.cuts == 2 ? "equal cuts" : "dp cuts", S,
+           autoS ? " (chosen)" : "");
     for (int i = 0; i <= S; i++) printf("%s%d", i ? "|" : " ", pl->first[i]);
     printf(" of %d, %d microbatches%s, predicted step %.3f ms (stage ms/microbatch", K, P.B, autoB ? " (chosen)" : "",
            (double)pl->step_ns / 1e6);
@@ -604,6 +619,9 @@ int main(int argc, char **argv) {
       if (k > GV_PIPE_MAX_STAGES) { gv_error_plain("--pipeline-stages %lld: at most %d", (long long)k, GV_PIPE_MAX_STAGES); return 2; }
       pa.stages = (int)k;
       pa.on = true;
+    } else if (TAKES("--stage-cuts")) {
+      if (strcmp(val, "dp") && strcmp(val, "equal")) { gv_error_plain("--stage-cuts %s: expected dp or equal", val); return 2; }
+      pa.cuts = strcmp(val, "equal") == 0 ? 2 : 1;
     } else if (TAKES("--microbatches")) {
       int64_t k = 0;
       if (strcmp(val, "auto") && strcmp(val, "0") && parse_pos_int("--microbatches", val, &k)) return 2;
