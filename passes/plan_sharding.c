@@ -30,6 +30,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "plan_sharding.h"
+#include "sharding_roles.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -107,58 +108,6 @@ static bool is_param(const gv_module *m, const gv_value *v) {
   return v && !v->def && v->block == f->body && f->arg_is_param && f->arg_is_param[v->index];
 }
 
-static bool is_activation(const gv_op *op) {
-  switch (op->code) {
-  case GV_OP_GELU: case GV_OP_RELU: case GV_OP_SILU: case GV_OP_TANH: case GV_OP_SIGMOID: case GV_OP_ERF: return true;
-  default: return false;
-  }
-}
-
-static bool is_column(const gv_module *m, const gv_op *op) {
-  if (op->code != GV_OP_DOT || !is_param(m, op->opnds[1])) return false;
-  const gv_value *v = op->res[0];
-  for (int pass = 0; pass < 2; pass++) {
-    const gv_value *next = NULL;
-    for (const gv_op *u = op->next; u; u = u->next)
-      for (int i = 0; i < u->nopnds; i++) {
-        if (u->opnds[i] != v) continue;
-        if (is_activation(u) || u->code == GV_OP_SPLIT) return true;
-        if (u->code == GV_OP_RESHAPE && u->res[0]->type.rank > v->type.rank) return true;
-        if (u->code == GV_OP_MUL) {
-          const gv_value *o = u->opnds[1 - i];
-          if (o->def && is_activation(o->def)) return true;
-        }
-        if (u->code == GV_OP_ADD && is_param(m, u->opnds[1 - i])) next = u->res[0];
-      }
-    if (!next) break;
-    v = next;
-  }
-  return false;
-}
-
-static bool from_column(const gv_module *m, const gv_value *v, int depth) {
-  if (!v || !v->def || depth > 48) return false;
-  const gv_op *d = v->def;
-  if (d->code == GV_OP_LAYER_NORM || d->code == GV_OP_RMS_NORM) return false;
-  if (d->code == GV_OP_DOT && is_param(m, d->opnds[1])) return is_column(m, d);
-  for (int i = 0; i < d->nopnds; i++)
-    if (from_column(m, d->opnds[i], depth + 1)) return true;
-  return false;
-}
-
-static int rhs_dim(const gv_op *op, bool contracting) {
-  const int64_t *rc, *rb;
-  int nrc = gv_get_ints(op, "rhs_contract", &rc), nrb = gv_get_ints(op, "rhs_batch", &rb);
-  const gv_type *t = &op->opnds[1]->type;
-  for (int d = 0; d < t->rank; d++) {
-    bool c = false, b = false;
-    for (int k = 0; k < nrc; k++) c |= rc[k] == d;
-    for (int k = 0; k < nrb; k++) b |= rb[k] == d;
-    if (!b && c == contracting) return d;
-  }
-  return -1;
-}
-
 static void ctx_free(ctx *C) {
   free(C->unit);
   free(C->role);
@@ -224,9 +173,10 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
     int a = op->opnds[1]->index;
     if (C->role[a]) continue;
     C->role[a] = -1;
-    if (C->unit[a] == 0) C->role[a] = ROLE_HEAD, C->tpdim[a] = rhs_dim(op, false);
-    else if (is_column(m, op)) C->role[a] = ROLE_COL, C->tpdim[a] = rhs_dim(op, false);
-    else if (from_column(m, op->opnds[0], 0)) C->role[a] = ROLE_ROW, C->tpdim[a] = rhs_dim(op, true);
+    if (C->unit[a] == 0) C->role[a] = ROLE_HEAD, C->tpdim[a] = gv_dot_rhs_dim(op, false);
+    /* tp 1: the roles themselves, before any degree is chosen */
+    else if (gv_megatron_is_column(m, op, 1)) C->role[a] = ROLE_COL, C->tpdim[a] = gv_dot_rhs_dim(op, false);
+    else if (gv_megatron_from_column(m, op->opnds[0], 0, 1)) C->role[a] = ROLE_ROW, C->tpdim[a] = gv_dot_rhs_dim(op, true);
   }
   for (int i = 0; i < n; i++) {
     if (C->role[i] < 0) C->role[i] = ROLE_NONE;

@@ -16,6 +16,7 @@
  * replace an argument (galv.updates), which keep that argument's sharding.
  */
 #include "passes.h"
+#include "sharding_roles.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -470,7 +471,7 @@ static bool fused_split(const gv_op *u, const gv_value *v, int64_t tp) {
 
 /* A dot with a parameter rhs whose result (after an optional bias add) feeds
  * an activation, a head-split reshape, a split or a gating mul. */
-static bool is_column(const gv_module *m, const gv_op *op, int64_t tp) {
+bool gv_megatron_is_column(const gv_module *m, const gv_op *op, int64_t tp) {
   if (op->code != GV_OP_DOT || !is_param(m, op->opnds[1])) return false;
   const gv_value *v = op->res[0];
   for (int pass = 0; pass < 2; pass++) {
@@ -515,17 +516,17 @@ static bool is_vocab_head(const gv_module *m, const gv_op *op) {
 }
 
 /* A dot with a parameter rhs whose lhs comes from a column-parallel chain. */
-static bool from_column(const gv_module *m, const gv_value *v, int depth, int64_t tp) {
+bool gv_megatron_from_column(const gv_module *m, const gv_value *v, int depth, int64_t tp) {
   if (!v || !v->def || depth > 48) return false;
   const gv_op *d = v->def;
   if (d->code == GV_OP_LAYER_NORM || d->code == GV_OP_RMS_NORM) return false;
-  if (d->code == GV_OP_DOT && is_param(m, d->opnds[1])) return is_column(m, d, tp) || is_column(m, d, 1);
+  if (d->code == GV_OP_DOT && is_param(m, d->opnds[1])) return gv_megatron_is_column(m, d, tp) || gv_megatron_is_column(m, d, 1);
   for (int i = 0; i < d->nopnds; i++)
-    if (from_column(m, d->opnds[i], depth + 1, tp)) return true;
+    if (gv_megatron_from_column(m, d->opnds[i], depth + 1, tp)) return true;
   return false;
 }
 
-static int rhs_free_dim(const gv_op *op, bool contracting) {
+int gv_dot_rhs_dim(const gv_op *op, bool contracting) {
   const int64_t *rc, *rb;
   int nrc = gv_get_ints(op, "rhs_contract", &rc), nrb = gv_get_ints(op, "rhs_batch", &rb);
   const gv_type *t = &op->opnds[1]->type;
@@ -580,10 +581,10 @@ static int preset_pins(prop *P, const char *strategy) {
           op->opnds[0]->type.rank == 2)
         pin(P, op->opnds[0], split_dim(P, op->opnds[0], 0, "tp"));
       if (op->code != GV_OP_DOT || !is_param(P->m, op->opnds[1])) continue;
-      if (is_column(P->m, op, ntp) || is_vocab_head(P->m, op))
-        pin(P, op->opnds[1], split_dim(P, op->opnds[1], rhs_free_dim(op, false), "tp"));
-      else if (from_column(P->m, op->opnds[0], 0, ntp))
-        pin(P, op->opnds[1], split_dim(P, op->opnds[1], rhs_free_dim(op, true), "tp"));
+      if (gv_megatron_is_column(P->m, op, ntp) || is_vocab_head(P->m, op))
+        pin(P, op->opnds[1], split_dim(P, op->opnds[1], gv_dot_rhs_dim(op, false), "tp"));
+      else if (gv_megatron_from_column(P->m, op->opnds[0], 0, ntp))
+        pin(P, op->opnds[1], split_dim(P, op->opnds[1], gv_dot_rhs_dim(op, true), "tp"));
     }
   }
   /* optimizer state "opt.X:PARAM" is split like its parameter (else the
