@@ -29,6 +29,7 @@
 
 #include "galv_comm.h"
 #include "galv_pipe.h"
+#include "galv_pipe_sched.h"
 #include "galv_rt.h"
 #include "galv_spmd.h"
 
@@ -144,15 +145,12 @@ static void write_trace(const char *path, galv_comm *world, galv_queue *q, int r
  * gradients until B(j) sends them. After the B microbatches: gradients / B,
  * one optimizer update (torch formulas, as passes/optimizer.c) of this
  * stage's parameters. GPipe: F0..F(B-1), B0..B(B-1). 1F1B: w = min(S-s-1,
- * B) warm-up forwards, then F(w+i), B(i), then the cool-down backwards.
- * Each action's sends and the next action's receives are one group (as
+ * B) warm-up forwards, then F(w+i), B(i), then the cool-down backwards
+ * (galv_pipe_order, galv_pipe_sched.h: galvc's --trace-plan draws the
+ * same order). Each action's sends and the next action's receives are one group (as
  * Megatron's send_forward_recv_backward), so neither order deadlocks under
  * synchronous sends. Printed: "step K loss X" (last stage: the mean of the
  * microbatch losses) and per stage the peak bytes of saved values in flight. */
-typedef struct {
-  int fwd, mb;
-} pipe_act;
-
 static const char *outp(int o, char *arena, const char *w) {
   return galv_outputs[o].in_weights ? w + galv_outputs[o].offset : arena + galv_outputs[o].offset;
 }
@@ -293,12 +291,9 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   memset(arena, FILL, abytes);
 
   /* the schedule */
-  pipe_act *acts = malloc(sizeof *acts * (size_t)(2 * B));
+  galv_pipe_act *acts = malloc(sizeof *acts * (size_t)(2 * B));
   if (!acts) galv_fatal("out of memory");
-  int na = 0, w = galv_pipe_schedule ? (S - me - 1 < B ? S - me - 1 : B) : B;
-  for (int j = 0; j < w; j++) acts[na++] = (pipe_act){1, j};
-  for (int j = 0; j < B - w; j++) acts[na++] = (pipe_act){1, w + j}, acts[na++] = (pipe_act){0, j};
-  for (int j = B - w; j < B; j++) acts[na++] = (pipe_act){0, j};
+  const int na = galv_pipe_order(S, me, B, galv_pipe_schedule, acts); /* galv_pipe_sched.h: also galvc's --trace-plan */
   const int64_t sbytes = last ? g_bytes : in_bytes; /* saved per microbatch in flight */
   int64_t live = 0, peak = 0;
   int inflight = 0, peak_mb = 0;
@@ -310,7 +305,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     int nops = 0;
     char *to_free = NULL;
     for (int k = 0; k <= na; k++) {
-      const pipe_act *pa = k ? &acts[k - 1] : NULL, *a = k < na ? &acts[k] : NULL;
+      const galv_pipe_act *pa = k ? &acts[k - 1] : NULL, *a = k < na ? &acts[k] : NULL;
       double t0 = now_us();
       galv_group_start();
       nops = 0;

@@ -5,7 +5,8 @@
 # replicated inside the stage), out/launch starts -np 2 per stage. Under
 # GALV_COMM_SYNC=1 and `timeout`: pp=2 x tp=2 and pp=2 x dp=2 inference on
 # GPT-2 tiny equal the single-device logits (rtol 1e-4, atol 1e-5); pp=2 x
-# tp=2 training (2 AdamW steps, GPipe and 1F1B) and pp=2 x dp=2 (1F1B) print
+# tp=2 training (2 AdamW steps, GPipe and 1F1B), pp=2 x dp=2 (1F1B) and, on
+# 8 ranks, pp=2 x dp=2 x tp=2 (--mesh dp=2,tp=2 --strategy dp,tp, 1F1B) print
 # the single-device losses and leave its weights (rtol 1e-4, atol 1e-5).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -89,16 +90,30 @@ timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train --target cpu
   { echo "FAIL single: $(cat "$T/err")"; exit 1; }
 timeout 120 "$T/tone/program" --batches "$T/b" --steps 2 -o "$T/tone.w" >"$T/tone.log" 2>"$T/err" ||
   { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
-for c in ${GALV_PIPE_TP_CASES:-tp:gpipe tp:1f1b dp:1f1b}; do
-  IFS=: read -r st SC <<<"$c"
+# CASE = strategy:schedule[:mesh]; with a mesh (dp=2,tp=2) each stage is an SPMD program over a 2-D mesh of 4 ranks
+for c in ${GALV_PIPE_TP_CASES:-tp:gpipe tp:1f1b dp:1f1b dp,tp:1f1b:dp=2,tp=2}; do
+  IFS=: read -r st SC mesh <<<"$c"
   d="$T/tr-$st-$SC"
+  name="pp=2 x $st=2" gpus=4 meshopt=()
+  if [ -n "$mesh" ]; then
+    name="pp=2 x ${mesh//,/ x }" gpus=8 meshopt=(--mesh "$mesh")
+  fi
   if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --schedule "$SC" \
-      --gpus 4 --strategy "$st" --target cpu -q -o "$d/" 2>"$T/err"; then
-    bad "pp=2 x $st=2 $SC training: galvc: $(head -3 "$T/err")"
+      --gpus "$gpus" "${meshopt[@]}" --strategy "$st" --target cpu -q -o "$d/" 2>"$T/err"; then
+    bad "$name $SC training: galvc: $(head -3 "$T/err")"
+    continue
+  fi
+  if ! grep -q -- "-np $((gpus / 2)) .*stage0/program.* : -np $((gpus / 2)) .*stage1/program" "$d/launch"; then
+    bad "$name $SC training: launch is not -np $((gpus / 2)) per stage"
+    continue
+  fi
+  if [ -n "$mesh" ] && ! { grep -q 'galv_comm_group([a-z]*, 2, 0x1u)' "$d/stage0/program.c" &&
+      grep -q 'galv_comm_group([a-z]*, 2, 0x2u)' "$d/stage0/program.c" && grep -q param_starts "$d/stage0/pipe_stage.c"; }; then
+    bad "$name $SC training: stage 0 does not communicate over both mesh axes with split parameters"
     continue
   fi
   if ! timeout 120 "$d/launch" --batches "$T/b" --steps 2 -o "$d.w" >"$d.log" 2>"$T/err"; then
-    bad "pp=2 x $st=2 $SC training: run: $(grep -m3 -i error "$T/err" "$d.log")"
+    bad "$name $SC training: run: $(grep -m3 -i error "$T/err" "$d.log")"
     continue
   fi
   if msg=$(python3 - "$T/tone.log" "$d.log" "$T/tone.w" "$d.w" 2>&1 <<'PY'
@@ -118,9 +133,9 @@ for f in sorted(os.listdir(wa)):
 print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}")
 PY
 ); then
-    ok "pp=2 x $st=2 $SC training (4 ranks): $msg"
+    ok "$name $SC training ($gpus ranks): $msg"
   else
-    bad "pp=2 x $st=2 $SC training: $msg"
+    bad "$name $SC training: $msg"
   fi
 done
 # bad input: one error line

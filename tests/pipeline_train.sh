@@ -5,10 +5,13 @@
 # order that could deadlock times out) and `timeout`, 2 AdamW steps of GPT-2
 # tiny (2 layers, hidden 32, batch 8 x seq 8) print the single-device
 # program's losses and leave its weights (rtol 1e-4, atol 1e-5), for pp=2
-# (B = 2, 4), pp=3 (B = 4), both schedules. Per stage the runtime prints the
-# peak bytes of the saved values in flight: 1F1B's is below GPipe's on every
-# stage with S - s < B (GPipe holds B microbatches, 1F1B min(B, S - s)), as
-# planner/pipeline.c's memory model says.
+# (B = 2, 4), pp=3 and pp=4 (B = 4), both schedules. Per stage the runtime
+# prints the peak bytes of the saved values in flight: 1F1B's is below
+# GPipe's on every stage with S - s < B and equal elsewhere (GPipe holds B
+# microbatches, 1F1B min(B, S - s)), as planner/pipeline.c's memory model
+# says. tests/pipe_trace_check.py: galvc's --trace-plan training timeline
+# (forward and backward per stage and microbatch, the runtime's order, the
+# dependencies, step = makespan) and the run's --trace in the same order.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -22,7 +25,7 @@ export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mech
 RUNAS=()
 [ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
 export MPIRUN="mpirun ${RUNAS[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS"
-CASES=${GALV_PIPE_TRAIN_CASES:-2:2:gpipe 2:4:gpipe 2:2:1f1b 2:4:1f1b 3:4:gpipe 3:4:1f1b}
+CASES=${GALV_PIPE_TRAIN_CASES:-2:2:gpipe 2:4:gpipe 2:2:1f1b 2:4:1f1b 3:4:gpipe 3:4:1f1b 4:4:gpipe 4:4:1f1b}
 pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
@@ -43,7 +46,7 @@ for c in $CASES; do
   IFS=: read -r S B SC <<<"$c"
   d="$T/pp$S-$B-$SC"
   if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages "$S" --microbatches "$B" --schedule "$SC" \
-      -q -o "$d/" 2>"$T/err"; then
+      --trace-plan "$d.plan.json" -q -o "$d/" 2>"$T/err"; then
     bad "pp=$S B=$B $SC: galvc: $(head -3 "$T/err")"
     continue
   fi
@@ -76,20 +79,39 @@ PY
   else
     bad "pp=$S B=$B $SC: $msg"
   fi
+  # the cost model's training timeline: the runtime's order, the dependencies, step = makespan; the run in the same order
+  if msg=$(python3 "$SRC/tests/pipe_trace_check.py" "$d.plan.json" "$d.trace.json" "$S" "$B" "$SC" 2>&1); then
+    ok "pp=$S B=$B $SC: $msg"
+  else
+    bad "pp=$S B=$B $SC trace: $msg"
+  fi
 done
+# the checker rejects a timeline in the other schedule's order
+if [ -f "$T/pp4-4-gpipe.plan.json" ] && [ -f "$T/pp4-4-gpipe.trace.json" ]; then
+  if msg=$(python3 "$SRC/tests/pipe_trace_check.py" "$T/pp4-4-gpipe.plan.json" "$T/pp4-4-gpipe.trace.json" 4 4 1f1b 2>&1); then
+    bad "pp=4 gpipe timeline accepted as 1f1b: $msg"
+  else
+    ok "pp=4 gpipe timeline checked as 1f1b: rejected (${msg:0:60}...)"
+  fi
+fi
 # 1F1B's peak saved bytes per stage below GPipe's where S - s < B, equal elsewhere
-for S in 2 3; do
+# and the microbatches in flight at the peak as predicted: GPipe B, 1F1B min(B, S - s)
+for S in 2 3 4; do
   g="$T/pp$S-4-gpipe.log" f="$T/pp$S-4-1f1b.log"
   [ -f "$g" ] && [ -f "$f" ] || continue
   if msg=$(python3 - "$g" "$f" "$S" 2>&1 <<'PY'
 import sys, re
+B = 4
 def peaks(p):
-    return {int(s): int(b) for s, b in re.findall(r"\[stage (\d+), rank \d+\]: saved activations in flight: peak (\d+) bytes", open(p).read())}
+    return {int(s): (int(b), int(n)) for s, b, n in re.findall(
+        r"\[stage (\d+), rank \d+\]: saved activations in flight: peak (\d+) bytes \((\d+) microbatches", open(p).read())}
 g, f, S = peaks(sys.argv[1]), peaks(sys.argv[2]), int(sys.argv[3])
 if sorted(g) != list(range(S)) or sorted(f) != list(range(S)): sys.exit(f"missing stage lines {g} {f}")
 for s in range(S):
-    if (S - s < 4 and not f[s] < g[s]) or f[s] > g[s]: sys.exit(f"stage {s}: 1f1b {f[s]} vs gpipe {g[s]}")
-print(", ".join(f"stage {s} {f[s]} < {g[s]}" for s in range(S)))
+    if (S - s < B and not f[s][0] < g[s][0]) or (S - s >= B and f[s][0] != g[s][0]): sys.exit(f"stage {s}: 1f1b {f[s][0]} vs gpipe {g[s][0]}")
+    if g[s][1] != B or f[s][1] != min(B, S - s):
+        sys.exit(f"stage {s}: {g[s][1]} (gpipe) / {f[s][1]} (1f1b) microbatches in flight, predicted {B} / {min(B, S - s)}")
+print(", ".join(f"stage {s} {f[s][0]} {'<' if f[s][0] < g[s][0] else '='} {g[s][0]} ({f[s][1]} vs {g[s][1]} mb)" for s in range(S)))
 PY
 ); then ok "pp=$S B=4 peak saved bytes 1f1b vs gpipe: $msg"; else bad "pp=$S B=4 peak memory: $msg"; fi
 done

@@ -21,6 +21,7 @@
 #include "../planner/cost.h"
 #include "../passes/stage_extract.h"
 #include "../planner/pipeline.h"
+#include "../runtime/galv_pipe_sched.h"
 
 #ifndef GALV_VERSION
 #define GALV_VERSION "0.0.0"
@@ -73,7 +74,8 @@ static void usage(FILE *f) {
           "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
           "  --pipeline-stages S (--pp S)  pipeline: S stages (cluster-layers + stage DP), one program per stage\n"
           "                           in DIR/stageI/, DIR/launch runs them (mpirun MPMD); --microbatches B (1),\n"
-          "                           --schedule gpipe|1f1b (1f1b), --trace-plan FILE (the cost model's Chrome trace);\n"
+          "                           --schedule gpipe|1f1b (1f1b), --trace-plan FILE (the cost model's Chrome trace;\n"
+          "                           with --train: forward and backward per stage and microbatch, the runtime's order);\n"
           "                           S = auto (0): the stage DP chooses 1 .. --gpus stages of one device each,\n"
           "                           --microbatches auto: B among the divisors of --batch; the choice is printed\n"
           "                           --stage-cuts dp|equal: the stage DP's cuts (default) or K/S layer groups per\n"
@@ -297,26 +299,69 @@ static gv_module *pipe_front(const char *model, const gv_import_options *opt, in
   return m;
 }
 
-/* The cost model's timeline (inference: stage i runs microbatch j once
- * stage i-1 has finished it and stage i has finished j-1). */
-static int write_plan_trace(const char *path, const gv_pipe_plan *pl) {
+/* The cost model's timeline as a Chrome trace, pid = tid = stage.
+ * Inference: stage i runs forward j once stage i-1 has finished it and
+ * stage i has finished j-1. Training: each stage runs its forward F(j) and
+ * backward B(j) entries in the runtime's order (galv_pipe_order,
+ * runtime/galv_pipe_sched.h); F(i,j) starts after F(i-1,j), B(i,j) after
+ * B(i+1,j) and F(i,j); the stage's time per microbatch (forward + backward)
+ * is split forward : backward = 1 : 2 (the analytic cost's 1x + 2x FLOPs).
+ * step_us: the makespan. */
+static int write_plan_trace(const char *path, const gv_pipe_plan *pl, int train, gv_schedule sched) {
+  const int S = pl->nstages, B = pl->B;
+  int64_t *fend = calloc((size_t)S * (size_t)B, sizeof *fend), *bend = calloc((size_t)S * (size_t)B, sizeof *bend);
+  galv_pipe_act *acts = malloc(sizeof *acts * (size_t)S * 2 * (size_t)B);
+  int *next = calloc((size_t)S, sizeof *next);
+  if (!fend || !bend || !acts || !next) {
+    free(fend), free(bend), free(acts), free(next);
+    return gv_error_plain("out of memory");
+  }
+  for (size_t k = 0; k < (size_t)S * (size_t)B; k++) fend[k] = bend[k] = -1;
+  int64_t free_at[GV_PIPE_MAX_STAGES] = {0}, makespan = 0;
+  int per = train ? 2 * B : B, left = S * per, rc = 0;
+  for (int i = 0; i < S; i++) { /* the stage's entries in the order it runs them */
+    if (train) galv_pipe_order(S, i, B, sched == GV_SCHED_1F1B, acts + (size_t)i * (size_t)per);
+    else
+      for (int j = 0; j < B; j++) acts[(size_t)i * (size_t)per + (size_t)j] = (galv_pipe_act){1, j};
+  }
   FILE *f = fopen(path, "w");
-  if (!f) return gv_error_plain("%s: cannot write the trace: %s", path, strerror(errno));
-  double end[GV_PIPE_MAX_STAGES] = {0};
-  fprintf(f, "{\"traceEvents\": [\n");
-  int first = 1;
-  for (int j = 0; j < pl->B; j++)
-    for (int i = 0; i < pl->nstages; i++) {
-      double start = end[i] > (i ? end[i - 1] : 0) ? end[i] : (i ? end[i - 1] : 0), dur = (double)pl->cost[i].ns / 1e3;
-      end[i] = start + dur;
-      fprintf(f, "%s  {\"name\": \"forward mb%d\", \"cat\": \"forward\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, \"tid\": %d}",
-              first ? "" : ",\n", j, start, dur, i, i);
-      first = 0;
+  if (!f) rc = gv_error_plain("%s: cannot write the trace: %s", path, strerror(errno));
+  else fprintf(f, "{\"traceEvents\": [\n");
+  while (!rc && left) { /* each stage takes its next entry once the entries it depends on have ended */
+    int progress = 0;
+    for (int i = 0; i < S; i++) {
+      if (next[i] == per) continue;
+      const galv_pipe_act *a = &acts[(size_t)i * (size_t)per + (size_t)next[i]];
+      const size_t at = (size_t)i * (size_t)B + (size_t)a->mb; /* ends: -1 until the entry is placed */
+      int64_t dep = 0;
+      if (a->fwd) {
+        if (i && fend[at - (size_t)B] < 0) continue;
+        if (i) dep = fend[at - (size_t)B];
+      } else {
+        if ((i + 1 < S && bend[at + (size_t)B] < 0) || fend[at] < 0) continue;
+        dep = i + 1 < S && bend[at + (size_t)B] > fend[at] ? bend[at + (size_t)B] : fend[at];
+      }
+      int64_t ns = pl->cost[i].ns, fwd = train ? ns / 3 : ns, dur = a->fwd ? fwd : ns - fwd;
+      int64_t start = dep > free_at[i] ? dep : free_at[i];
+      free_at[i] = start + dur;
+      (a->fwd ? fend : bend)[at] = start + dur;
+      if (start + dur > makespan) makespan = start + dur;
+      fprintf(f, "%s  {\"name\": \"%s mb%d\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, \"tid\": %d}",
+              left == S * per ? "" : ",\n", a->fwd ? "forward" : "backward", a->mb, a->fwd ? "forward" : "backward",
+              (double)start / 1e3, (double)dur / 1e3, i, i);
+      next[i]++, left--, progress = 1;
     }
-  fprintf(f, "\n], \"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"cost model\", \"stages\": %d, \"microbatches\": %d, \"step_us\": %.3f}}\n",
-          pl->nstages, pl->B, end[pl->nstages - 1]);
-  if (fclose(f)) return gv_error_plain("%s: write failed", path);
-  return 0;
+    if (!progress) rc = gv_error_plain("%s: the pipeline schedule deadlocks (no stage can run its next entry)", path);
+  }
+  if (f) {
+    fprintf(f, "\n], \"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"cost model\", \"training\": %s, "
+               "\"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"step_us\": %.3f, \"dp_step_us\": %.3f}}\n",
+            train ? "true" : "false", train ? (sched == GV_SCHED_1F1B ? "1f1b" : "gpipe") : "inference", S, B,
+            (double)makespan / 1e3, (double)pl->step_ns / 1e3);
+    if (fclose(f) && !rc) rc = gv_error_plain("%s: write failed", path);
+  }
+  free(fend), free(bend), free(acts), free(next);
+  return rc;
 }
 
 /* The stage DP for B microbatches on the import at the microbatch size
@@ -435,7 +480,7 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
     fflush(stdout);
   }
   if (!rc && !quiet) gv_pipe_plan_print(pl, stderr);
-  if (!rc && pa->trace_plan) rc = write_plan_trace(pa->trace_plan, pl);
+  if (!rc && pa->trace_plan) rc = write_plan_trace(pa->trace_plan, pl, train, pa->sched);
   for (int s = 0; !rc && s < S; s++) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s%sstage%d/", out, out[strlen(out) - 1] == '/' ? "" : "/", s);

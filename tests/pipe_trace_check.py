@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Checks a pipeline training timeline (docs/pipeline.md, "Pipeline training").
+
+    pipe_trace_check.py PLAN.json RUN.json S B gpipe|1f1b
+
+PLAN.json is galvc's --trace-plan (the cost model), RUN.json the runtime's
+--trace (out/launch). The plan must be a valid Chrome trace with one forward
+and one backward "X" event per stage and microbatch; each stage's events,
+sorted by start, must not overlap and must be in the schedule's order
+(GPipe: F0..F(B-1), B0..B(B-1); 1F1B: w = min(S - s - 1, B) warm-up
+forwards, then F(w+i), B(i), then the cool-down backwards); F(s, j) starts
+after F(s-1, j) ends, B(s, j) after B(s+1, j) and F(s, j); otherData.step_us
+equals the makespan. The run's forward/backward events, per stage (its
+first rank), must come in the plan's order in every training step. Prints the
+makespans."""
+import json
+import sys
+
+EPS = 1.5e-3  # the traces print microseconds with 3 decimals
+
+
+def expected_order(S, s, B, sched):
+    w = min(S - s - 1, B) if sched == "1f1b" else B
+    acts = [("forward", j) for j in range(w)]
+    for i in range(B - w):
+        acts += [("forward", w + i), ("backward", i)]
+    return acts + [("backward", j) for j in range(B - w, B)]
+
+
+def load(path):
+    with open(path) as f:
+        d = json.load(f)
+    ev = d["traceEvents"]
+    if not isinstance(ev, list):
+        sys.exit(f"{path}: traceEvents is not a list")
+    for e in ev:
+        for k, t in (("name", str), ("cat", str), ("ph", str), ("ts", (int, float)), ("dur", (int, float)),
+                     ("pid", int), ("tid", int)):
+            if not isinstance(e.get(k), t):
+                sys.exit(f"{path}: event {e} lacks a valid '{k}'")
+        if e["ph"] != "X" or e["dur"] < 0:
+            sys.exit(f"{path}: event {e} is not a complete event with a duration")
+    return d, ev
+
+
+def per_stage(ev, S, first_rank_only):
+    out = {}
+    for s in range(S):
+        es = [e for e in ev if e["pid"] == s and e["cat"] in ("forward", "backward")]
+        if first_rank_only and es:
+            r = min(e["tid"] for e in es)
+            es = [e for e in es if e["tid"] == r]
+        out[s] = sorted(es, key=lambda e: e["ts"])
+    return out
+
+
+def key(e):
+    return (e["cat"], int(e["name"].split("mb")[-1]))
+
+
+def main():
+    plan, run, S, B, sched = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    pd, pev = load(plan)
+    ps = per_stage(pev, S, False)
+    if len([e for e in pev if e["cat"] in ("forward", "backward")]) != 2 * S * B:
+        sys.exit(f"plan: {len(pev)} events, expected {2 * S * B} (forward and backward per stage and microbatch)")
+    end = {}
+    for s in range(S):
+        got = [key(e) for e in ps[s]]
+        if got != expected_order(S, s, B, sched):
+            sys.exit(f"plan: stage {s} runs {got}, the {sched} order is {expected_order(S, s, B, sched)}")
+        for a, b in zip(ps[s], ps[s][1:]):
+            if b["ts"] < a["ts"] + a["dur"] - EPS:
+                sys.exit(f"plan: stage {s}: {b['name']} starts before {a['name']} ends")
+        for e in ps[s]:
+            end[(s,) + key(e)] = (e["ts"], e["ts"] + e["dur"])
+    for s in range(S):
+        for j in range(B):
+            f0, f1 = end[(s, "forward", j)]
+            b0, _ = end[(s, "backward", j)]
+            if s and f0 < end[(s - 1, "forward", j)][1] - EPS:
+                sys.exit(f"plan: F({s},{j}) starts before F({s - 1},{j}) ends")
+            if b0 < f1 - EPS:
+                sys.exit(f"plan: B({s},{j}) starts before F({s},{j}) ends")
+            if s + 1 < S and b0 < end[(s + 1, "backward", j)][1] - EPS:
+                sys.exit(f"plan: B({s},{j}) starts before B({s + 1},{j}) ends")
+    makespan = max(t1 for _, t1 in end.values()) - min(t0 for t0, _ in end.values())
+    step = pd["otherData"]["step_us"]
+    if abs(step - makespan) > EPS:
+        sys.exit(f"plan: step_us {step} != the makespan {makespan:.3f}")
+    _, rev = load(run)
+    rs = per_stage(rev, S, True)
+    for s in range(S):  # one training step after the other: the plan's order once per step
+        a, b = [key(e) for e in rs[s]], [key(e) for e in ps[s]]
+        if not a or len(a) % len(b) or any(a[i:i + len(b)] != b for i in range(0, len(a), len(b))):
+            sys.exit(f"run: stage {s} ran {a}, the plan says {b} per step")
+    rspan = max(e["ts"] + e["dur"] for e in rev) - min(e["ts"] for e in rev)
+    steps = len(rs[0]) // len(ps[0])
+    print(f"traces ok: plan makespan {makespan:.3f} us = step_us (DP formula {pd['otherData']['dp_step_us']:.3f} us), "
+          f"run in the plan's order ({steps} steps in {rspan / 1e3:.3f} ms)")
+
+
+if __name__ == "__main__":
+    main()
