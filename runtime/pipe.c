@@ -38,9 +38,8 @@ void openblas_set_num_threads(int n);
 #define FILL 0xA5
 
 /* this rank's place in its stage (galv_comm_world_split): rank lrank of
- * nlocal; its peers in the other stages are their stage-local rank lrank */
+ * nlocal; what it exchanges with the other stages' ranks: runtime/pipe_xfer.c */
 static int lrank, nlocal = 1;
-static int peer_of(int stage) { return galv_pipe_first_rank[stage] + lrank; }
 
 /* cross-stage values are whole on every rank of a stage (galvc pins them
  * replicated); a split one would be a compiler bug */
@@ -314,15 +313,14 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           if (ok[o] > 0 && ok[o] < 1000000) {
             const galv_pipe_value *v = &galv_pipe_out[ok[o] - 1];
             for (int st = 0; st < S; st++)
-              if (v->dst >> st & 1)
-                galv_send(world, peer_of(st), outp(o, arena, W), (size_t)galv_outputs[o].nbytes, GALV_U8, q), nops++;
+              if (v->dst >> st & 1) galv_pipe_xfer_send(galv_pipe_xfer_find(v->name, 0, me, st), outp(o, arena, W), q), nops++;
           }
       if (pa && !pa->fwd) /* the previous backward's gradients of the received values */
         for (int o = 0; o < no; o++)
           if (ok[o] >= 1000000) {
             const char *src = last ? stash[pa->mb] + goff[o] : outp(o, arena, W);
-            galv_send(world, peer_of(galv_pipe_in[ok[o] - 1000000].peer), src, (size_t)galv_outputs[o].nbytes,
-                      GALV_U8, q), nops++;
+            const galv_pipe_value *v = &galv_pipe_in[ok[o] - 1000000];
+            galv_pipe_xfer_send(galv_pipe_xfer_find(v->name, 1, me, v->peer), src, q), nops++;
           }
       if (pa && !pa->fwd && last) to_free = stash[pa->mb], stash[pa->mb] = NULL;
       if (a && a->fwd) {
@@ -334,9 +332,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           if (inflight > peak_mb) peak_mb = inflight;
         }
         for (int i = 0; i < ni; i++)
-          if (ik[i] > 0)
-            galv_recv(world, peer_of(galv_pipe_in[ik[i] - 1].peer), dst + ioff[i], (size_t)galv_inputs[i].nbytes,
-                      GALV_U8, q), nops++;
+          if (ik[i] > 0) {
+            const galv_pipe_value *v = &galv_pipe_in[ik[i] - 1];
+            galv_pipe_xfer_recv(galv_pipe_xfer_find(v->name, 0, v->peer, me), dst + ioff[i], q), nops++;
+          }
       }
       if (a && !a->fwd && !last)
         for (int i = 0; i < ni; i++)
@@ -347,11 +346,11 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
               if (!strcmp(galv_pipe_out[j].name, oname))
                 for (int st = 0; st < S; st++)
                   if (galv_pipe_out[j].dst >> st & 1)
-                    galv_recv(world, peer_of(st), gbuf[i] + (size_t)c++ * (size_t)galv_inputs[i].nbytes,
-                              (size_t)galv_inputs[i].nbytes, GALV_U8, q), nops++;
+                    galv_pipe_xfer_recv(galv_pipe_xfer_find(oname, 1, st, me), gbuf[i] + (size_t)c++ * (size_t)galv_inputs[i].nbytes,
+                                        q), nops++;
           }
       galv_group_end();
-      galv_queue_sync(q);
+      galv_pipe_xfer_complete(q);
       if (nops) ev_add(EV_RECV, a ? a->mb : pa->mb, t0, now_us());
       free(to_free);
       to_free = NULL;
@@ -464,6 +463,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         galv_fatal("%s: %s", path, err);
     }
   }
+  galv_pipe_xfer_report((long)B * steps);
   fflush(stdout);
   if (trace) write_trace(trace, world, q, rank, size);
   for (int i = 0; i < ni; i++) free(bat[i].data), free(gbuf[i]);
@@ -490,12 +490,10 @@ int galv_pipe_main(int argc, char **argv) {
   if (rank < galv_pipe_first_rank[me] || rank >= galv_pipe_first_rank[me + 1])
     galv_fatal("world rank %d runs stage %d's program, but the pipeline places stage %d on ranks %d-%d (run it with out/launch)",
                rank, me, me, galv_pipe_first_rank[me], galv_pipe_first_rank[me + 1] - 1);
-  for (int st = 0; st < S; st++)
-    if (galv_pipe_first_rank[st + 1] - galv_pipe_first_rank[st] != galv_pipe_first_rank[1])
-      galv_fatal("pipeline table: the stages have different numbers of ranks");
-  /* the stage's sub-world: its program's mesh (SPMD over the stage's ranks) */
+  /* the stage's sub-world: its program's mesh (SPMD over the stage's ranks); stages may differ in size */
   galv_comm *world = galv_comm_world_split(me, &lrank, &nlocal);
   galv_spmd_attach(lrank, nlocal);
+  galv_pipe_xfer_init(world, me, lrank, nlocal);
   if (nlocal > 1) snprintf(pname, sizeof pname, "%s[stage %d, rank %d, stage rank %d]", prog0, me, rank, lrank);
   galv_queue *q = galv_queue_new();
   if (galv_pipe_training) return pipe_train(argc, argv, world, q, rank, size);
@@ -587,10 +585,10 @@ int galv_pipe_main(int argc, char **argv) {
       for (int i = 0; i < galv_ninputs; i++)
         if (recv_of[i]) {
           const galv_pipe_value *v = &galv_pipe_in[recv_of[i] - 1];
-          galv_recv(world, peer_of(v->peer), arena + galv_inputs[i].offset, (size_t)galv_inputs[i].nbytes, GALV_U8, q);
+          galv_pipe_xfer_recv(galv_pipe_xfer_find(v->name, 0, v->peer, me), arena + galv_inputs[i].offset, q);
         }
       galv_group_end();
-      galv_queue_sync(q);
+      galv_pipe_xfer_complete(q);
       ev_add(EV_RECV, mb, t0, now_us());
     }
     for (int i = 0; i < galv_ninputs; i++)
@@ -611,10 +609,10 @@ int galv_pipe_main(int argc, char **argv) {
           const galv_pipe_value *v = &galv_pipe_out[send_of[o] - 1];
           const char *p = galv_outputs[o].in_weights ? weights + galv_outputs[o].offset : arena + galv_outputs[o].offset;
           for (int st = 0; st < S; st++)
-            if (v->dst >> st & 1) galv_send(world, peer_of(st), p, (size_t)galv_outputs[o].nbytes, GALV_U8, q);
+            if (v->dst >> st & 1) galv_pipe_xfer_send(galv_pipe_xfer_find(v->name, 0, me, st), p, q);
         }
       galv_group_end();
-      galv_queue_sync(q);
+      galv_pipe_xfer_complete(q);
       ev_add(EV_SEND, mb, t2, now_us());
     }
     for (int o = 0; o < galv_noutputs; o++)
@@ -654,6 +652,7 @@ int galv_pipe_main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
     if (galv_write_npy(path, &g, gout[o], err, sizeof err)) galv_fatal("%s: %s", path, err);
   }
+  galv_pipe_xfer_report(B);
   fflush(stdout);
   if (trace) write_trace(trace, world, q, rank, size);
   for (int i = 0; i < galv_ninputs; i++) free(in[i].data);

@@ -19,6 +19,7 @@
 #include "../passes/passes.h"
 #include "../passes/plan_sharding.h"
 #include "../planner/cost.h"
+#include "../planner/cross_mesh.h"
 #include "../passes/stage_extract.h"
 #include "../planner/pipeline.h"
 #include "../runtime/galv_pipe_sched.h"
@@ -80,6 +81,10 @@ static void usage(FILE *f) {
           "                           --microbatches auto: B among the divisors of --batch; the choice is printed\n"
           "                           --stage-cuts dp|equal: the stage DP's cuts (default) or K/S layer groups per\n"
           "                           stage (equal cuts; --layers K = the blocks; docs/pipeline.md)\n"
+          "                           stages of k devices: --gpus S*k --strategy tp|dp (or --mesh per stage with\n"
+          "                           --strategy dp,tp), --target cpu; --stage-devices 2,1: devices per stage\n"
+          "                           (may differ; sum = --gpus). Values crossing stages move as the cross-mesh\n"
+          "                           plan's tiles, each byte once, then an all-gather inside the receiving stage\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line\n"
           "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"
           "                           h100-sxm, h200, cpu-local (default cpu-local)\n"
@@ -253,15 +258,35 @@ typedef struct {
   int naxes;             /* stages of more than one device: each stage's mesh (--strategy / --mesh), 0: one device */
   const char *axn[3];
   int64_t axs[3];
+  bool mesh_given;       /* --mesh: axn / axs are one stage's mesh; else one axis sized by the stage's devices */
+  int nsdev;             /* --stage-devices: devices per stage (0: --gpus / S each) */
+  int sdev[GV_PIPE_MAX_STAGES];
 } pipe_args;
 
 static int run_named(gv_module *m, const char *const *names, int n, int quiet, int verify_each);
 
+/* The mesh of a stage of k devices: --mesh, else one axis named after the
+ * strategy (or "d") of size k. */
+static gv_mesh stage_mesh(const pipe_args *pa, int k) {
+  gv_mesh m = {0};
+  m.name = "m";
+  if (pa->mesh_given && k > 1) {
+    m.naxes = pa->naxes;
+    for (int a = 0; a < pa->naxes; a++) m.axis[a] = pa->axn[a], m.size[a] = pa->axs[a];
+  } else {
+    m.naxes = 1;
+    m.axis[0] = pa->naxes ? pa->axn[0] : "d";
+    m.size[0] = k;
+  }
+  return m;
+}
+
 /* A stage of k > 1 devices: its mesh, the cross-stage values (pp.X,
  * gin:pp.X) pinned replicated, propagate-sharding (--strategy) and
  * spmd-partition: an SPMD program over the stage's ranks. */
-static int partition_stage(gv_module *ms, const pipe_args *pa, int quiet, int verify_each) {
-  const gv_mesh *mesh = gv_module_add_mesh(ms, "m", pa->naxes, pa->axn, pa->axs);
+static int partition_stage(gv_module *ms, const pipe_args *pa, int k, int quiet, int verify_each) {
+  gv_mesh sm = stage_mesh(pa, k);
+  const gv_mesh *mesh = gv_module_add_mesh(ms, "m", sm.naxes, sm.axis, sm.size);
   if (!mesh) return 1;
   gv_func *f = ms->main;
   if (!f->arg_sharding) {
@@ -417,6 +442,75 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   return rc;
 }
 
+/* The type of stage module m's input or output named name, NULL when none. */
+static const gv_type *stage_value_type(const gv_module *m, const char *name) {
+  const gv_func *f = m->main;
+  for (int i = 0; i < f->body->nargs; i++)
+    if (f->arg_names[i] && !strcmp(f->arg_names[i], name)) return &f->body->args[i]->type;
+  const gv_op *ret = f->body->last;
+  for (int i = 0; ret && i < f->nres_names && i < ret->nopnds; i++)
+    if (f->res_names[i] && !strcmp(f->res_names[i], name)) return &ret->opnds[i]->type;
+  return NULL;
+}
+
+/* pipe_stage.c's galv_pipe_xfers: per value stage s sends or receives (and,
+ * training, per gradient going back), the cross-mesh plan (planner/cross_mesh.c,
+ * the plan stage-split prints): replicated on the sender's dev[from] devices ->
+ * replicated on the receiver's dev[to], local all-gather on. m: stage s's module
+ * (the crossing values are replicated: global types). */
+static int write_xfers(FILE *f, const gv_module *m, const gv_stage_io *io, int s, const int *dev, const pipe_args *pa, int train) {
+  typedef struct { const char *name; int grad, from, to; } xf;
+  xf *list = malloc(sizeof *list * (size_t)(2 * (io->nin + io->nout * GV_PIPE_MAX_STAGES) + 1));
+  if (!list) return gv_error_plain("out of memory");
+  int n = 0;
+  char gname[300];
+  for (int i = 0; i < io->nin; i++) {
+    list[n++] = (xf){io->in[i].name, 0, io->in[i].peer, s};
+    snprintf(gname, sizeof gname, "grad:%s", io->in[i].name);
+    if (train && stage_value_type(m, gname)) list[n++] = (xf){io->in[i].name, 1, s, io->in[i].peer};
+  }
+  for (int i = 0; i < io->nout; i++)
+    for (int st = 0; st < GV_PIPE_MAX_STAGES && st < 64; st++)
+      if (io->out[i].dst_mask >> st & 1) {
+        list[n++] = (xf){io->out[i].name, 0, s, st};
+        snprintf(gname, sizeof gname, "gin:%s", io->out[i].name);
+        if (train && stage_value_type(m, gname)) list[n++] = (xf){io->out[i].name, 1, st, s};
+      }
+  int rc = 0;
+  for (int i = 0; i < n && !rc; i++) { /* the tiles */
+    const gv_type *t = stage_value_type(m, list[i].name);
+    if (!t) { rc = gv_error_plain("stage %d: no crossing value '%s'", s, list[i].name); break; }
+    gv_mesh ma = stage_mesh(pa, dev[list[i].from]), mb = stage_mesh(pa, dev[list[i].to]);
+    gv_sharding src = {.mesh = &ma, .rank = t->rank}, dst = {.mesh = &mb, .rank = t->rank};
+    gv_xmesh_plan pl;
+    if (gv_xmesh_plan_make(t, &src, &dst, true, &pl)) { rc = gv_error_plain("stage %d: value '%s': cannot plan the transfer", s, list[i].name); break; }
+    fprintf(f, "static const galv_pipe_tile xfer_tiles%d[] = {\n", i);
+    for (int k = 0; k < pl.nx; k++) {
+      fprintf(f, "    {%d, %d, {", pl.x[k].src, pl.x[k].dst);
+      for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)pl.x[k].off[d]);
+      fprintf(f, "%s}, {", t->rank ? "" : "0");
+      for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)pl.x[k].len[d]);
+      fprintf(f, "%s}},\n", t->rank ? "" : "0");
+    }
+    fprintf(f, "    {0, 0, {0}, {0}}};\n");
+    fprintf(f, "#define XFER%d %d, xfer_tiles%d, %d, %lldll, %lldll\n", i, pl.nx, i, pl.ag_dim >= 0, (long long)pl.bytes,
+            (long long)pl.naive_bytes);
+    gv_xmesh_free(&pl);
+  }
+  if (!rc) {
+    fprintf(f, "const galv_pipe_xfer galv_pipe_xfers[] = {\n");
+    for (int i = 0; i < n; i++) {
+      const gv_type *t = stage_value_type(m, list[i].name);
+      fprintf(f, "    {\"%s\", %d, %d, %d, %s, %d, {", list[i].name, list[i].grad, list[i].from, list[i].to, cg_rt_dtype(t->dtype), t->rank);
+      for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
+      fprintf(f, "%s}, XFER%d},\n", t->rank ? "" : "0", i);
+    }
+    fprintf(f, "    {0}};\nconst int galv_pipe_nxfers = %d;\n", n);
+  }
+  free(list);
+  return rc;
+}
+
 static int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
                             const char *out, int quiet, int build, int verify_each, int train) {
   pipe_args P = *pa0;
@@ -430,6 +524,7 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
   if (autoS && P.cuts == 2) return gv_error_plain("--stage-cuts equal needs a fixed --pipeline-stages S (not auto)");
   if (autoS && P.naxes)
     return gv_error_plain("--pipeline-stages auto chooses stages of one device each: not with --strategy / --mesh yet");
+  if (autoS && P.nsdev) return gv_error_plain("--stage-devices needs a fixed --pipeline-stages S (not auto)");
   if (autoS && gpus > GV_PIPE_MAX_STAGES) gpus = GV_PIPE_MAX_STAGES;
   int64_t global = opt.batch;
   int Bs[64], nb = 0;
@@ -454,20 +549,29 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
   P.B = pl->B;
   opt.batch = global / P.B;
   int S = P.stages;
-  if (gpus == 1 || autoS) gpus = S;
-  if (gpus % S) { free(pl); return gv_error_plain("--gpus %lld with %d pipeline stages: the devices must divide evenly into the stages", (long long)gpus, S); }
-  int per = (int)(gpus / S); /* devices per stage */
+  /* dev[s]: the devices of stage s (its sub-mesh; the runtime's ranks first_rank[s] ..) */
+  int dev[GV_PIPE_MAX_STAGES], first_rank[GV_PIPE_MAX_STAGES + 1] = {0};
+  if (P.nsdev) {
+    for (int i = 0; i < S; i++) dev[i] = P.sdev[i];
+  } else {
+    if (gpus == 1 || autoS) gpus = S;
+    if (gpus % S) { free(pl); return gv_error_plain("--gpus %lld with %d pipeline stages: the devices must divide evenly into the stages", (long long)gpus, S); }
+    for (int i = 0; i < S; i++) dev[i] = (int)(gpus / S);
+  }
+  for (int i = 0; i < S; i++) first_rank[i + 1] = first_rank[i] + dev[i];
   int64_t mprod = 1;
   for (int a = 0; a < pa->naxes; a++) mprod *= pa->axs[a];
-  if (per > 1 && !pa->naxes) {
-    free(pl);
-    return gv_error_plain("--gpus %lld with %d pipeline stages: %d devices per stage need --strategy tp|dp (or --mesh with --strategy dp,tp)",
-                          (long long)gpus, S, per);
-  }
-  if (pa->naxes && mprod != per) {
-    free(pl);
-    return gv_error_plain("--gpus %lld with %d pipeline stages: each stage's mesh has %lld devices, not %d", (long long)gpus, S,
-                          (long long)mprod, per);
+  for (int i = 0; i < S; i++) {
+    if (dev[i] > 1 && !pa->naxes) {
+      free(pl);
+      return gv_error_plain("--gpus %lld with %d pipeline stages: %d devices per stage need --strategy tp|dp (or --mesh with --strategy dp,tp)",
+                            (long long)gpus, S, dev[i]);
+    }
+    if (pa->mesh_given && dev[i] > 1 && mprod != dev[i]) {
+      free(pl);
+      return gv_error_plain("--gpus %lld with %d pipeline stages: each stage's mesh has %lld devices, not %d", (long long)gpus, S,
+                            (long long)mprod, dev[i]);
+    }
   }
   if (autoS || autoB || P.cuts) {
     printf("pipeline %s: %d stages%s, cuts at groups", autoS || autoB ? "auto" : P.cuts == 2 ? "equal cuts" : "dp cuts", S,
@@ -482,13 +586,14 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
   if (!rc && !quiet) gv_pipe_plan_print(pl, stderr);
   if (!rc && pa->trace_plan) rc = write_plan_trace(pa->trace_plan, pl, train, pa->sched);
   for (int s = 0; !rc && s < S; s++) {
+    const int per = dev[s]; /* this stage's devices */
     char dir[4096];
     snprintf(dir, sizeof dir, "%s%sstage%d/", out, out[strlen(out) - 1] == '/' ? "" : "/", s);
     gv_module *ms = pipe_front(model, &opt, 0, 1, verify_each);
     gv_layer_groups g2;
     gv_stage_io *io = calloc(1, sizeof *io);
     rc = !ms || !io || gv_cluster_layers(ms, K, &g2) || gv_pipe_assign_stages(ms, pl->first, S) || gv_stage_extract(ms, s, S, io) ||
-         (train && gv_stage_train(ms, s, S)) || (per > 1 && (gv_verify(ms) || partition_stage(ms, pa, 1, verify_each)));
+         (train && gv_stage_train(ms, s, S)) || (per > 1 && (gv_verify(ms) || partition_stage(ms, pa, per, 1, verify_each)));
     static const char *const back[] = {"fuse", "memory-plan"};
     if (!rc) rc = gv_verify(ms) || run_named(ms, back, 2, 1, verify_each) || gv_verify(ms);
     if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
@@ -502,7 +607,7 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
         fprintf(f, "/* Generated by galvc: pipeline stage %d of %d (runtime/galv_pipe.h). */\n#include \"runtime/galv_pipe.h\"\n\n", s, S);
         fprintf(f, "const int galv_pipe_stage = %d, galv_pipe_nstages = %d, galv_pipe_microbatches = %d;\n", s, S, pa->B);
         fprintf(f, "const int galv_pipe_first_rank[] = {");
-        for (int i = 0; i <= S; i++) fprintf(f, "%s%d", i ? ", " : "", i * per);
+        for (int i = 0; i <= S; i++) fprintf(f, "%s%d", i ? ", " : "", first_rank[i]);
         fprintf(f, "};\nconst double galv_pipe_predicted_ms[] = {");
         for (int i = 0; i < S; i++) fprintf(f, "%s%.6f", i ? ", " : "", (double)pl->cost[i].ns / 1e6);
         fprintf(f, "};\nconst galv_pipe_value galv_pipe_in[] = {\n");
@@ -563,7 +668,8 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
           np++;
         }
         fprintf(f, "    {{0}, NULL}};\n");
-        if (fclose(f)) rc = gv_error_plain("%s: write failed", path);
+        rc = write_xfers(f, ms, io, s, dev, pa, train);
+        if (fclose(f) && !rc) rc = gv_error_plain("%s: write failed", path);
       }
       snprintf(path, sizeof path, "%sMakefile", dir);
       char *mk = NULL;
@@ -603,10 +709,12 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
     FILE *f = fopen(path, "w");
     if (!f) rc = gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
     else {
-      fprintf(f, "#!/bin/sh\n# Generated by galvc: the %d pipeline stages, %d microbatches, %d ranks per stage; ranks -> stage programs.\n"
+      fprintf(f, "#!/bin/sh\n# Generated by galvc: the %d pipeline stages, %d microbatches, ranks per stage", S, pa->B);
+      for (int s = 0; s < S; s++) fprintf(f, "%s%d", s ? "," : " ", dev[s]);
+      fprintf(f, "; ranks -> stage programs.\n"
                  "# usage: ./launch [PROGRAM OPTIONS] (every stage gets the same options); MPIRUN overrides mpirun.\n"
-                 "d=$(cd \"$(dirname \"$0\")\" && pwd)\nexec ${MPIRUN:-mpirun} ${MPIRUN_ARGS:-}", S, pa->B, per);
-      for (int s = 0; s < S; s++) fprintf(f, "%s -np %d \"$d/stage%d/program\" \"$@\"", s ? " :" : "", per, s);
+                 "d=$(cd \"$(dirname \"$0\")\" && pwd)\nexec ${MPIRUN:-mpirun} ${MPIRUN_ARGS:-}");
+      for (int s = 0; s < S; s++) fprintf(f, "%s -np %d \"$d/stage%d/program\" \"$@\"", s ? " :" : "", dev[s], s);
       fprintf(f, "\n");
       if (fclose(f) || chmod(path, 0755)) rc = gv_error_plain("%s: write failed", path);
       else if (!quiet) fprintf(stderr, "galvc: wrote %s (%d stages)\n", path, S);
@@ -664,6 +772,21 @@ int main(int argc, char **argv) {
       if (k > GV_PIPE_MAX_STAGES) { gv_error_plain("--pipeline-stages %lld: at most %d", (long long)k, GV_PIPE_MAX_STAGES); return 2; }
       pa.stages = (int)k;
       pa.on = true;
+    } else if (TAKES("--stage-devices")) {
+      const char *c = val;
+      pa.nsdev = 0;
+      for (;;) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(c, &end, 10);
+        if (errno || end == c || v <= 0 || v > 65536 || (*end && *end != ',') || pa.nsdev == GV_PIPE_MAX_STAGES) {
+          gv_error_plain("--stage-devices %s: expected one positive device count per stage joined by ',' (e.g. 2,1)", val);
+          return 2;
+        }
+        pa.sdev[pa.nsdev++] = (int)v;
+        if (!*end) break;
+        c = end + 1;
+      }
     } else if (TAKES("--stage-cuts")) {
       if (strcmp(val, "dp") && strcmp(val, "equal")) { gv_error_plain("--stage-cuts %s: expected dp or equal", val); return 2; }
       pa.cuts = strcmp(val, "equal") == 0 ? 2 : 1;
@@ -821,6 +944,20 @@ int main(int argc, char **argv) {
     gv_error_plain("--plan / --strategy auto do not combine with --strategy %s or --sharding", gv_shard_opts.strategy ? gv_shard_opts.strategy : "");
     return 2;
   }
+  /* --stage-devices: one count per stage, summing to --gpus (or giving it) */
+  if (pa.nsdev) {
+    int64_t sum = 0;
+    for (int i = 0; i < pa.nsdev; i++) sum += pa.sdev[i];
+    if (!pa.on || !pa.stages || pa.nsdev != pa.stages) {
+      gv_error_plain("--stage-devices has %d entries: it needs a fixed --pipeline-stages with as many stages", pa.nsdev);
+      return 2;
+    }
+    if (gpus_given && sum != gpus) {
+      gv_error_plain("--stage-devices %d stages: %lld devices in all, but --gpus is %lld", pa.nsdev, (long long)sum, (long long)gpus);
+      return 2;
+    }
+    gpus = sum;
+  }
   /* The mesh: --mesh, or one axis for the strategy. */
   const char *axn[3];
   int64_t axs[3];
@@ -849,7 +986,13 @@ int main(int argc, char **argv) {
       gv_error_plain("--mesh %s: no axes", mesh_spec);
       return 2;
     }
-    if (prod != (pa.stages ? gpus / pa.stages : gpus)) {
+    for (int i = 0; i < pa.nsdev; i++)
+      if (pa.sdev[i] > 1 && pa.sdev[i] != prod) {
+        gv_error_plain("--stage-devices with --mesh %s: a stage of %d devices does not have the mesh's %lld (use --strategy tp|dp for uneven stages)",
+                       mesh_spec, pa.sdev[i], (long long)prod);
+        return 2;
+      }
+    if (!pa.nsdev && prod != (pa.stages ? gpus / pa.stages : gpus)) {
       char shape[64] = "";
       for (int a = 0; a < naxes; a++) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", a ? "x" : "", (long long)axs[a]);
       gv_error_plain("mesh %s does not divide %lld devices (--mesh %s has %lld, --gpus %lld)", shape, (long long)gpus,
@@ -863,7 +1006,7 @@ int main(int argc, char **argv) {
       return 2;
     }
     axn[0] = strcmp(st, "tp") == 0 ? "tp" : "dp";
-    axs[0] = pa.stages ? gpus / pa.stages : gpus;
+    axs[0] = pa.stages ? gpus / pa.stages : gpus; /* pipeline stages: resized per stage (stage_mesh) */
     naxes = 1;
   }
   if (gv_shard_opts.strategy) {
@@ -913,6 +1056,7 @@ int main(int argc, char **argv) {
     }
     gv_plan_opts.active = false;
     pa.naxes = gv_shard_opts.strategy ? naxes : 0;
+    pa.mesh_given = mesh_spec != NULL;
     for (int a = 0; a < pa.naxes; a++) pa.axn[a] = axn[a], pa.axs[a] = axs[a];
     if (!cluster.devices_per_node && gv_cluster_load(cluster_spec ? cluster_spec : "cpu-local", &cluster)) return 2;
     if (gpus_per_node) cluster.devices_per_node = gpus_per_node;

@@ -1,0 +1,277 @@
+/* pipe_xfer.c — cross-stage transfers of pipeline-stage programs
+ * (galv_pipe.h; docs/pipeline.md, "Cross-mesh transfers"); compiled only
+ * with -DGALV_PIPE_STAGE.
+ *
+ * galvc plans every crossing value with planner/cross_mesh.c (the plan
+ * stage-split prints as galv.send / galv.recv tiles) and writes the tiles
+ * into pipe_stage.c (galv_pipe_xfers). Here a sending rank posts each tile
+ * whose sender it is (straight from the value when the tile is contiguous in
+ * it, else packed into a staging buffer), a receiving rank posts each tile
+ * it receives (in place when contiguous, else staged and placed once the
+ * group completes), and when the plan uses the local all-gather the
+ * receiving stage's ranks then all-gather their boxes (in place when the
+ * boxes are contiguous and rank-ordered in the value). Both sides walk a
+ * transfer's tiles in table order, so the messages between two ranks match
+ * in MPI order. The communicator's `send` byte counter is tallied per
+ * direction (forward values, gradients) and checked against the plan. */
+#ifdef GALV_PIPE_STAGE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "galv_comm.h"
+#include "galv_pipe.h"
+#include "galv_rt.h"
+
+static galv_comm *world;
+static int me, lr, nl = 1;
+static uint64_t measured[2];                         /* send bytes counted by the communicator: forward, gradients */
+static uint64_t plan_run[2], out_run[2], naive_run[2]; /* per microbatch: this rank's plan, the stage's plan and naive bytes */
+
+typedef struct {
+  char *stage;      /* staging buffer (malloc'd), NULL: in place */
+  char *whole;      /* receives: where the tile goes */
+  const galv_pipe_xfer *x;
+  const galv_pipe_tile *t;
+} pending;
+static pending *pend;
+static int npend, cappend;
+static struct gather {
+  const galv_pipe_xfer *x;
+  char *whole, *mine, *all;
+} *gath;
+static int ngath, capgath;
+
+static int nranks_of(int stage) { return galv_pipe_first_rank[stage + 1] - galv_pipe_first_rank[stage]; }
+
+static int64_t box_bytes(const galv_pipe_xfer *x, const int64_t *len) {
+  int64_t n = (int64_t)galv_dtype_size(x->dtype);
+  for (int d = 0; d < x->rank; d++) n *= len[d];
+  return n;
+}
+
+static int64_t whole_bytes(const galv_pipe_xfer *x) { return box_bytes(x, x->dims); }
+
+/* The box's first element (elements) when it is one contiguous run of the value, else -1. */
+static int64_t box_flat(const galv_pipe_xfer *x, const int64_t *off, const int64_t *len) {
+  int q = x->rank - 1;
+  while (q >= 0 && len[q] == x->dims[q]) q--;
+  for (int d = 0; d < q; d++)
+    if (len[d] != 1) return -1;
+  int64_t flat = 0, st = 1;
+  for (int d = x->rank - 1; d >= 0; d--) flat += off[d] * st, st *= x->dims[d];
+  return flat;
+}
+
+/* Copies the box len at off of the value (whole) to or from a contiguous buffer. */
+static void box_copy(const galv_pipe_xfer *x, char *whole, char *packed, const int64_t *off, const int64_t *len, int pack) {
+  size_t es = galv_dtype_size(x->dtype);
+  int r = x->rank;
+  if (r == 0) {
+    if (pack) memcpy(packed, whole, es);
+    else memcpy(whole, packed, es);
+    return;
+  }
+  int64_t st[GALV_RT_MAX_RANK], idx[GALV_RT_MAX_RANK] = {0}, rows = 1, s = 1;
+  for (int d = r - 1; d >= 0; d--) st[d] = s, s *= x->dims[d];
+  for (int d = 0; d < r; d++)
+    if (len[d] <= 0) return;
+  for (int d = 0; d < r - 1; d++) rows *= len[d];
+  size_t run = (size_t)len[r - 1] * es;
+  for (int64_t i = 0; i < rows; i++) {
+    int64_t e = off[r - 1];
+    for (int d = 0; d < r - 1; d++) e += (off[d] + idx[d]) * st[d];
+    if (pack) memcpy(packed + (size_t)i * run, whole + (size_t)e * es, run);
+    else memcpy(whole + (size_t)e * es, packed + (size_t)i * run, run);
+    for (int d = r - 2; d >= 0; d--) {
+      if (++idx[d] < len[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/* The box receiving rank r gets from the sending stage: the bounding box of its tiles. */
+static int64_t recv_box(const galv_pipe_xfer *x, int r, int64_t *off, int64_t *len) {
+  int any = 0;
+  int64_t hi[GALV_RT_MAX_RANK];
+  for (int i = 0; i < x->ntiles; i++) {
+    const galv_pipe_tile *t = &x->tiles[i];
+    if (t->dst != r) continue;
+    for (int d = 0; d < x->rank; d++) {
+      int64_t h = t->off[d] + t->len[d];
+      if (!any || t->off[d] < off[d]) off[d] = t->off[d];
+      if (!any || h > hi[d]) hi[d] = h;
+    }
+    any = 1;
+  }
+  if (!any) return 0;
+  for (int d = 0; d < x->rank; d++) len[d] = hi[d] - off[d];
+  return box_bytes(x, len);
+}
+
+void galv_pipe_xfer_init(galv_comm *w, int stage, int lrank, int nlocal) {
+  world = w, me = stage, lr = lrank, nl = nlocal;
+  for (int i = 0; i < galv_pipe_nxfers; i++) {
+    const galv_pipe_xfer *x = &galv_pipe_xfers[i];
+    if (x->from < 0 || x->to < 0 || x->from >= galv_pipe_nstages || x->to >= galv_pipe_nstages || x->from == x->to ||
+        (x->from != me && x->to != me) || x->rank < 0 || x->rank > GALV_RT_MAX_RANK)
+      galv_fatal("pipeline table: transfer '%s' (stage %d to %d) is not one of stage %d's", x->name, x->from, x->to, me);
+    int64_t recv = 0, sent = 0;
+    for (int k = 0; k < x->ntiles; k++) {
+      const galv_pipe_tile *t = &x->tiles[k];
+      if (t->src < 0 || t->src >= nranks_of(x->from) || t->dst < 0 || t->dst >= nranks_of(x->to))
+        galv_fatal("pipeline table: transfer '%s' has a tile from rank %d to rank %d (stages of %d and %d ranks)", x->name,
+                   t->src, t->dst, nranks_of(x->from), nranks_of(x->to));
+      for (int d = 0; d < x->rank; d++)
+        if (t->off[d] < 0 || t->len[d] < 1 || t->off[d] + t->len[d] > x->dims[d])
+          galv_fatal("pipeline table: transfer '%s': a tile leaves the value in dim %d", x->name, d);
+      if (t->dst == lr) recv += box_bytes(x, t->len);
+      if (t->src == lr) sent += box_bytes(x, t->len);
+    }
+    if (x->to == me) { /* this rank ends up with the whole value */
+      int64_t lo[GALV_RT_MAX_RANK], ln[GALV_RT_MAX_RANK];
+      if (recv * (x->allgather ? nl : 1) != whole_bytes(x) || (x->allgather && recv_box(x, lr, lo, ln) != recv))
+        galv_fatal("pipeline table: transfer '%s' gives stage %d rank %d %lld bytes%s, not the value's %lld", x->name, me, lr,
+                   (long long)recv, x->allgather ? " to all-gather" : "", (long long)whole_bytes(x));
+    } else {
+      plan_run[x->grad] += (uint64_t)sent;
+      out_run[x->grad] += (uint64_t)x->bytes;
+      naive_run[x->grad] += (uint64_t)x->naive;
+    }
+  }
+}
+
+const galv_pipe_xfer *galv_pipe_xfer_find(const char *name, int grad, int from, int to) {
+  for (int i = 0; i < galv_pipe_nxfers; i++) {
+    const galv_pipe_xfer *x = &galv_pipe_xfers[i];
+    if (x->grad == grad && x->from == from && x->to == to && !strcmp(x->name, name)) return x;
+  }
+  galv_fatal("pipeline table: no transfer of %s'%s' from stage %d to stage %d", grad ? "the gradient of " : "", name, from, to);
+}
+
+static pending *push_pending(void) {
+  if (npend == cappend) {
+    cappend = cappend ? 2 * cappend : 16;
+    pending *p = realloc(pend, sizeof *p * (size_t)cappend);
+    if (!p) galv_fatal("out of memory");
+    pend = p;
+  }
+  pending *p = &pend[npend++];
+  memset(p, 0, sizeof *p);
+  return p;
+}
+
+void galv_pipe_xfer_send(const galv_pipe_xfer *x, const void *whole, galv_queue *q) {
+  for (int i = 0; i < x->ntiles; i++) {
+    const galv_pipe_tile *t = &x->tiles[i];
+    if (t->src != lr) continue;
+    int64_t n = box_bytes(x, t->len), flat = box_flat(x, t->off, t->len);
+    const char *p = (const char *)whole + flat * (int64_t)galv_dtype_size(x->dtype);
+    if (flat < 0) {
+      pending *s = push_pending();
+      if (!(s->stage = malloc((size_t)n + 1))) galv_fatal("out of memory");
+      box_copy(x, (char *)(uintptr_t)whole, s->stage, t->off, t->len, 1);
+      p = s->stage;
+    }
+    uint64_t before = galv_comm_counters().send;
+    galv_send(world, galv_pipe_first_rank[x->to] + t->dst, p, (size_t)n, GALV_U8, q);
+    measured[x->grad] += galv_comm_counters().send - before;
+  }
+}
+
+void galv_pipe_xfer_recv(const galv_pipe_xfer *x, void *whole, galv_queue *q) {
+  for (int i = 0; i < x->ntiles; i++) {
+    const galv_pipe_tile *t = &x->tiles[i];
+    if (t->dst != lr) continue;
+    int64_t n = box_bytes(x, t->len), flat = box_flat(x, t->off, t->len);
+    char *p = (char *)whole + flat * (int64_t)galv_dtype_size(x->dtype);
+    if (flat < 0) {
+      pending *s = push_pending();
+      if (!(s->stage = malloc((size_t)n + 1))) galv_fatal("out of memory");
+      s->whole = whole, s->x = x, s->t = t;
+      p = s->stage;
+    }
+    galv_recv(world, galv_pipe_first_rank[x->from] + t->src, p, (size_t)n, GALV_U8, q);
+  }
+  if (x->allgather && nl > 1) {
+    if (ngath == capgath) {
+      capgath = capgath ? 2 * capgath : 8;
+      struct gather *g = realloc(gath, sizeof *g * (size_t)capgath);
+      if (!g) galv_fatal("out of memory");
+      gath = g;
+    }
+    gath[ngath++] = (struct gather){x, whole, NULL, NULL};
+  }
+}
+
+void galv_pipe_xfer_complete(galv_queue *q) {
+  galv_queue_sync(q);
+  for (int i = 0; i < npend; i++) {
+    if (pend[i].whole) box_copy(pend[i].x, pend[i].whole, pend[i].stage, pend[i].t->off, pend[i].t->len, 0);
+    free(pend[i].stage);
+  }
+  npend = 0;
+  if (!ngath) return;
+  /* the local all-gathers, inside the receiving stage, in the order the receives were posted */
+  int64_t k = nl;
+  galv_comm *c = galv_comm_group(&k, 1, 1);
+  for (int i = 0; i < ngath; i++) {
+    struct gather *g = &gath[i];
+    const galv_pipe_xfer *x = g->x;
+    size_t es = galv_dtype_size(x->dtype);
+    int64_t off[GALV_RT_MAX_RANK], len[GALV_RT_MAX_RANK], n = recv_box(x, lr, off, len);
+    int inplace = 1;
+    for (int r = 0; r < nl && inplace; r++) {
+      int64_t o2[GALV_RT_MAX_RANK], l2[GALV_RT_MAX_RANK];
+      if (recv_box(x, r, o2, l2) != n) galv_fatal("pipeline table: transfer '%s': the receivers' boxes differ in size", x->name);
+      inplace = box_flat(x, o2, l2) * (int64_t)es == (int64_t)r * n;
+    }
+    if (inplace) {
+      galv_all_gather(c, g->whole + (size_t)lr * (size_t)n, g->whole, (size_t)n, GALV_U8, q);
+      continue;
+    }
+    g->mine = malloc((size_t)n + 1);
+    g->all = malloc((size_t)n * (size_t)nl + 1);
+    if (!g->mine || !g->all) galv_fatal("out of memory");
+    box_copy(x, g->whole, g->mine, off, len, 1);
+    galv_all_gather(c, g->mine, g->all, (size_t)n, GALV_U8, q);
+  }
+  galv_queue_sync(q);
+  for (int i = 0; i < ngath; i++) {
+    struct gather *g = &gath[i];
+    if (!g->all) continue;
+    int64_t off[GALV_RT_MAX_RANK], len[GALV_RT_MAX_RANK];
+    for (int r = 0; r < nl; r++) {
+      int64_t n = recv_box(g->x, r, off, len);
+      if (r != lr) box_copy(g->x, g->whole, g->all + (size_t)r * (size_t)n, off, len, 0);
+    }
+    free(g->mine), free(g->all);
+  }
+  ngath = 0;
+}
+
+void galv_pipe_xfer_report(long runs) {
+  uint64_t total = galv_comm_counters().send;
+  if (total != measured[0] + measured[1])
+    galv_fatal("stage %d rank %d: the communicator sent %llu bytes, the cross-stage transfers %llu", me, lr,
+               (unsigned long long)total, (unsigned long long)(measured[0] + measured[1]));
+  static const char *const dir[2] = {"forward", "gradients"};
+  for (int g = 0; g < 2; g++)
+    if (measured[g] != plan_run[g] * (uint64_t)runs)
+      galv_fatal("stage %d rank %d: %s: sent %llu bytes to the other stages, the cross-mesh plan says %llu (%llu per microbatch)",
+                 me, lr, dir[g], (unsigned long long)measured[g], (unsigned long long)(plan_run[g] * (uint64_t)runs),
+                 (unsigned long long)plan_run[g]);
+  for (int g = 0; g < 2; g++)
+    if (out_run[g])
+      printf("%s: cross-stage %s bytes sent by this rank: %llu measured, %llu planned; by the stage: %llu planned, %llu naive "
+             "(%ld microbatches)\n", galv_progname, dir[g], (unsigned long long)measured[g],
+             (unsigned long long)(plan_run[g] * (uint64_t)runs), (unsigned long long)(out_run[g] * (uint64_t)runs),
+             (unsigned long long)(naive_run[g] * (uint64_t)runs), runs);
+  fflush(stdout);
+  free(pend), free(gath);
+  pend = NULL, gath = NULL;
+  cappend = capgath = 0;
+}
+#else
+typedef int galv_pipe_xfer_unused; /* ISO C: a translation unit is not empty */
+#endif
