@@ -116,6 +116,17 @@ void galv_pipe_xfer_init(galv_comm *w, int stage, int lrank, int nlocal) {
     if (x->from < 0 || x->to < 0 || x->from >= galv_pipe_nstages || x->to >= galv_pipe_nstages || x->from == x->to ||
         (x->from != me && x->to != me) || x->rank < 0 || x->rank > GALV_RT_MAX_RANK)
       galv_fatal("pipeline table: transfer '%s' (stage %d to %d) is not one of stage %d's", x->name, x->from, x->to, me);
+    /* the program's own input (received value, gin:) or output (sent value, grad:) of that name */
+    char nm[300];
+    snprintf(nm, sizeof nm, "%s%s", x->grad ? (x->to == me ? "gin:" : "grad:") : "", x->name);
+    const galv_io *io = NULL;
+    for (int k = 0; x->to == me && k < galv_ninputs; k++)
+      if (!strcmp(galv_inputs[k].name, nm)) io = &galv_inputs[k];
+    for (int k = 0; x->from == me && k < galv_noutputs; k++)
+      if (!strcmp(galv_outputs[k].name, nm)) io = &galv_outputs[k];
+    if (!io || io->dtype != x->dtype || io->nbytes != whole_bytes(x))
+      galv_fatal("pipeline table: transfer '%s' (stage %d to %d): the program has no %s '%s' of %lld bytes", x->name, x->from,
+                 x->to, x->to == me ? "input" : "output", nm, (long long)whole_bytes(x));
     int64_t recv = 0, sent = 0;
     for (int k = 0; k < x->ntiles; k++) {
       const galv_pipe_tile *t = &x->tiles[k];

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Cross-mesh transfers between pipeline stages of several devices
+# (docs/pipeline.md, "Cross-mesh transfers"): every value crossing stages
+# moves as the tiles of planner/cross_mesh.c's plan, each byte once between
+# the stages, then an all-gather inside the receiving stage. On GPT-2 tiny
+# (2 layers, hidden 32, vocab 64, batch 8 x seq 8, B = 2), under
+# GALV_COMM_SYNC=1 (synchronous sends) and `timeout`:
+#   inference pp=2 x tp=2, pp=2 x dp=2 and stages of 2 and 1 devices
+#   (--stage-devices 2,1): logits equal the single device (rtol 1e-4, atol 1e-5);
+#   training (2 steps of SGD, lr 0.1, momentum 0.9: the weights move by the
+#   gradients themselves, so a misplaced tile shows; AdamW's first steps
+#   amplify reduction-order noise of near-zero gradients, eps 1e-8) pp=2 x
+#   tp=2 1F1B, pp=2 x dp=2 GPipe and stages of 1 and 2 devices 1F1B: the
+#   single device's losses and weights;
+# and per sending stage and direction (forward values, gradients): the bytes
+# the communicator counted (summed over the stage's ranks, each rank equal
+# to its share of the plan) == the plan == naive / k, naive = every
+# receiving rank gets the whole value, k = the receiving stage's devices.
+# Bad input: --stage-devices not summing to --gpus, or not one per stage.
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+  echo "SKIP: mpicc/mpirun not found"
+  exit 0
+fi
+export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
+RUNAS=()
+[ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
+export MPIRUN="mpirun ${RUNAS[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS"
+pass=0 fail=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+
+m="$T/gpt2.onnx"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
+  { echo "FAIL make_model"; exit 1; }
+python3 -c "
+import numpy as np, os
+r = np.random.RandomState(0)
+os.makedirs('$T/b')
+np.save('$T/ids.npy', r.randint(0, 64, (8, 8)).astype(np.int64))
+np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
+np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL inputs"; exit 1; }
+timeout 300 "$BUILD/galvc" "$m" --batch 8 --seq 8 --target cpu -q -o "$T/one/" 2>"$T/err" || { echo "FAIL single: $(cat "$T/err")"; exit 1; }
+timeout 60 "$T/one/program" --input "input_ids=$T/ids.npy" -o "$T/one/res" >/dev/null 2>"$T/err" || { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
+OPT=(--optimizer sgd --lr 0.1 --momentum 0.9)
+timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train "${OPT[@]}" --target cpu -q -o "$T/tone/" 2>"$T/err" ||
+  { echo "FAIL single train: $(cat "$T/err")"; exit 1; }
+timeout 120 "$T/tone/program" --batches "$T/b" --steps 2 -o "$T/tone.w" >"$T/tone.log" 2>"$T/err" ||
+  { echo "FAIL single train run: $(cat "$T/err")"; exit 1; }
+
+# bytes: LOG DEVS (e.g. 2,1) DIRS (forward / forward,gradients)
+bytes_check() {
+  python3 - "$@" <<'PY'
+import sys, re
+log, devs, dirs = open(sys.argv[1]).read(), [int(x) for x in sys.argv[2].split(",")], sys.argv[3].split(",")
+pat = re.compile(r"\[stage (\d+), rank (\d+)(?:, stage rank \d+)?\]: cross-stage (\w+) bytes sent by this rank: (\d+) measured, "
+                 r"(\d+) planned; by the stage: (\d+) planned, (\d+) naive")
+seen = {}
+for st, rank, d, meas, plan, splan, snaive in pat.findall(log):
+    st, meas, plan, splan, snaive = int(st), int(meas), int(plan), int(splan), int(snaive)
+    if meas != plan: sys.exit(f"stage {st} rank {rank} {d}: measured {meas} != planned {plan}")
+    e = seen.setdefault((st, d), [0, 0, splan, snaive])
+    e[0] += meas; e[1] += 1
+    if (e[2], e[3]) != (splan, snaive): sys.exit(f"stage {st} {d}: ranks disagree on the stage's plan")
+out = []
+for d in dirs:
+    st = 0 if d == "forward" else len(devs) - 1
+    peer = st + 1 if d == "forward" else st - 1
+    if (st, d) not in seen: sys.exit(f"no {d} byte report from stage {st}")
+    meas, nranks, splan, snaive = seen[(st, d)]
+    if nranks != devs[st]: sys.exit(f"stage {st} {d}: {nranks} ranks reported, the stage has {devs[st]}")
+    if meas != splan or splan <= 0: sys.exit(f"stage {st} {d}: measured {meas} != planned {splan}")
+    if splan * devs[peer] != snaive: sys.exit(f"stage {st} {d}: planned {splan} x {devs[peer]} receivers != naive {snaive}")
+    out.append(f"{d} {meas} measured == planned, naive {snaive} = {devs[peer]} x")
+print("; ".join(out))
+PY
+}
+
+for c in ${GALV_PIPE_XMESH_INFER:-tp:2,2 dp:2,2 tp:2,1}; do
+  IFS=: read -r st devs <<<"$c"
+  d="$T/inf-$st-$devs" n=$(( ${devs%,*} + ${devs#*,} ))
+  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2 --gpus "$n" --stage-devices "$devs" \
+      --strategy "$st" --target cpu -q -o "$d/" 2>"$T/err"; then
+    bad "inference $st $devs: galvc: $(head -3 "$T/err")"
+    continue
+  fi
+  if ! grep -q -- "-np ${devs%,*} .*stage0/program.* : -np ${devs#*,} .*stage1/program" "$d/launch"; then
+    bad "inference $st $devs: launch is not -np ${devs%,*} : -np ${devs#*,}"
+    continue
+  fi
+  if ! timeout 120 "$d/launch" --input "input_ids=$T/ids.npy" -o "$d/res" >"$T/out" 2>"$T/err"; then
+    bad "inference $st $devs: run: $(grep -m3 -i error "$T/err" "$T/out")"
+    continue
+  fi
+  if ! msg=$(python3 - "$T/one/res" "$d/res" 2>&1 <<'PY'
+import sys, os, numpy as np
+a, b = sys.argv[1], sys.argv[2]
+worst = 0.0
+for f in sorted(os.listdir(a)):
+    x, y = np.load(os.path.join(a, f)), np.load(os.path.join(b, f))
+    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
+        sys.exit(f"{f}: max abs diff {np.abs(x.astype(np.float64) - y).max() if x.shape == y.shape else 'shape ' + str(y.shape)}")
+    worst = max(worst, float(np.abs(x.astype(np.float64) - y).max()))
+print(f"logits == single device (max abs diff {worst:.2g})")
+PY
+  ); then
+    bad "inference $st $devs: $msg"
+    continue
+  fi
+  if b=$(bytes_check "$T/out" "$devs" forward 2>&1); then ok "inference pp=2 $st, stages of $devs devices: $msg; $b"
+  else bad "inference $st $devs: $b"; fi
+done
+
+for c in ${GALV_PIPE_XMESH_TRAIN:-tp:2,2:1f1b dp:2,2:gpipe tp:1,2:1f1b}; do
+  IFS=: read -r st devs SC <<<"$c"
+  d="$T/tr-$st-$devs" n=$(( ${devs%,*} + ${devs#*,} ))
+  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train "${OPT[@]}" --pipeline-stages 2 --microbatches 2 --schedule "$SC" \
+      --gpus "$n" --stage-devices "$devs" --strategy "$st" --target cpu -q -o "$d/" 2>"$T/err"; then
+    bad "training $st $devs $SC: galvc: $(head -3 "$T/err")"
+    continue
+  fi
+  if ! timeout 120 "$d/launch" --batches "$T/b" --steps 2 -o "$d.w" >"$d.log" 2>"$T/err"; then
+    bad "training $st $devs $SC: run: $(grep -m3 -i error "$T/err" "$d.log")"
+    continue
+  fi
+  if ! msg=$(python3 - "$T/tone.log" "$d.log" "$T/tone.w" "$d.w" 2>&1 <<'PY'
+import sys, os, re, numpy as np
+la, lb, wa, wb = sys.argv[1:5]
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+a, b = losses(la), losses(lb)
+if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0):
+    sys.exit(f"losses {b} != single device {a}")
+worst, n = 0.0, 0
+for f in sorted(os.listdir(wa)):
+    if not os.path.exists(os.path.join(wb, f)): sys.exit(f"no final weight {f}")
+    x, y = np.load(os.path.join(wa, f)), np.load(os.path.join(wb, f))
+    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
+        sys.exit(f"{f}: max abs diff {np.abs(x - y).max() if x.shape == y.shape else y.shape}")
+    worst, n = max(worst, float(np.abs(x - y).max())), n + 1
+print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}")
+PY
+  ); then
+    bad "training $st $devs $SC: $msg"
+    continue
+  fi
+  if b=$(bytes_check "$d.log" "$devs" forward,gradients 2>&1); then ok "training pp=2 $st $SC, stages of $devs devices: $msg; $b"
+  else bad "training $st $devs $SC: $b"; fi
+done
+
+# bad input: one error line each
+one_line() { # NAME GREP ARGS...
+  local name=$1 pat=$2
+  shift 2
+  if timeout 120 "$BUILD/galvc" "$m" --batch 8 --seq 8 --pipeline-stages 2 --target cpu -q -o "$T/bad/" "$@" >/dev/null 2>"$T/err"; then
+    bad "$name: succeeded"
+  elif [ "$(wc -l <"$T/err")" = 1 ] && grep -q -- "$pat" "$T/err"; then
+    ok "$name: $(cat "$T/err")"
+  else
+    bad "$name: $(head -3 "$T/err")"
+  fi
+}
+one_line "--stage-devices 2,1 with --gpus 4" "3 devices in all, but --gpus is 4" --gpus 4 --stage-devices 2,1 --strategy tp
+one_line "--stage-devices 1,1,1 with 2 stages" "needs a fixed --pipeline-stages with as many" --stage-devices 1,1,1
+one_line "--stage-devices 2,x" "expected one positive device count per stage" --stage-devices 2,x --strategy tp
+echo "pipeline_xmesh: $pass passed, $fail failed"
+[ "$fail" = 0 ]
