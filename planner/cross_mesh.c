@@ -86,13 +86,19 @@ int gv_xmesh_plan_make(const gv_type *t, const gv_sharding *src, const gv_shardi
     return gv_error_plain("cross-mesh reshard: out of memory");
   }
   for (int r = 0; r < na; r++) tile_of(src, t, r, st[r][0], st[r][1]);
+  /* pass 0 counts the overlaps (receiver tile x group of replicas); pass 1
+   * plans them: an overlap held by several replicas is cut into up to
+   * min(replicas, senders / overlaps) pieces (along its largest dim that
+   * divides), so that fewer overlaps than senders still use every sender */
+  int nover = 0;
+  for (int pass = 0; pass < 2; pass++)
   for (int b = 0; b < nb; b++) {
     int64_t doff[GV_MAX_RANK], dlen[GV_MAX_RANK], full[GV_MAX_RANK], flen[GV_MAX_RANK];
     tile_of(E, t, b, doff, dlen);
     tile_of(dst, t, b, full, flen);
     int64_t tb = esz;
     for (int d = 0; d < t->rank; d++) tb *= flen[d];
-    out->direct_bytes += tb;
+    if (pass) out->direct_bytes += tb;
     memset(done, 0, sizeof(bool) * (size_t)na);
     for (int r = 0; r < na; r++) {
       if (done[r]) continue;
@@ -112,28 +118,40 @@ int gv_xmesh_plan_make(const gv_type *t, const gv_sharding *src, const gv_shardi
       int nrep = 0;
       for (int r2 = r; r2 < na; r2++)
         if (!done[r2] && !memcmp(st[r2], st[r], sizeof st[r])) rep[nrep++] = r2, done[r2] = true;
-      int pick = rep[0];
-      for (int i = 1; i < nrep; i++)
-        if (sent[rep[i]] < sent[pick]) pick = rep[i];
-      sent[pick] += bytes;
-      if (out->nx == cap) {
-        cap *= 2;
-        gv_xfer *nx = realloc(out->x, sizeof(gv_xfer) * (size_t)cap);
-        if (!nx) {
-          free(sent), free(st), free(rep), free(done);
-          gv_xmesh_free(out);
-          return gv_error_plain("cross-mesh reshard: out of memory");
-        }
-        out->x = nx;
+      if (!pass) {
+        nover++;
+        continue;
       }
-      gv_xfer *x = &out->x[out->nx++];
-      memset(x, 0, sizeof *x);
-      x->src = pick;
-      x->dst = b;
-      memcpy(x->off, io, sizeof io);
-      memcpy(x->len, il, sizeof il);
-      x->bytes = bytes;
-      out->bytes += bytes;
+      int m = na / nover < nrep ? na / nover : nrep, sd = -1;
+      for (; m > 1 && sd < 0; m -= sd < 0)
+        for (int d = 0; d < t->rank; d++)
+          if (il[d] % m == 0 && (sd < 0 || il[d] > il[sd])) sd = d;
+      if (m < 1) m = 1;
+      for (int piece = 0; piece < m; piece++) {
+        int pick = rep[0];
+        for (int i = 1; i < nrep; i++)
+          if (sent[rep[i]] < sent[pick]) pick = rep[i];
+        sent[pick] += bytes / m;
+        if (out->nx == cap) {
+          cap *= 2;
+          gv_xfer *nx = realloc(out->x, sizeof(gv_xfer) * (size_t)cap);
+          if (!nx) {
+            free(sent), free(st), free(rep), free(done);
+            gv_xmesh_free(out);
+            return gv_error_plain("cross-mesh reshard: out of memory");
+          }
+          out->x = nx;
+        }
+        gv_xfer *x = &out->x[out->nx++];
+        memset(x, 0, sizeof *x);
+        x->src = pick;
+        x->dst = b;
+        memcpy(x->off, io, sizeof io);
+        memcpy(x->len, il, sizeof il);
+        if (m > 1) x->len[sd] = il[sd] / m, x->off[sd] = io[sd] + piece * (il[sd] / m);
+        x->bytes = bytes / m;
+        out->bytes += bytes / m;
+      }
     }
   }
   for (int r = 0; r < na; r++)
