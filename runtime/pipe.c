@@ -1,7 +1,7 @@
 /* pipe.c — the main of pipeline-stage programs (galv_pipe.h); compiled only
  * with -DGALV_PIPE_STAGE (the stage Makefiles galvc writes).
  *
- *   mpirun -np 1 stage0/program ARGS : -np 1 stage1/program ARGS ...   (out/launch)
+ *   mpirun -np k0 stage0/program ARGS : -np k1 stage1/program ARGS ...   (out/launch)
  *   ARGS: --input NAME=FILE ... [-o OUTDIR] [--trace FILE] [--weights FILE] [--threads N]
  *
  * Inference schedule: every rank is given the global inputs; the batch
@@ -12,8 +12,12 @@
  * stages (one group) and keeps its slice of the graph outputs it computes;
  * each stage writes the graph outputs it computed into OUTDIR. Messages
  * between two stages go in the order of their names' program positions on
- * both sides (MPI keeps order between a pair). Printed per stage: time,
- * arena bytes and measured high-water (the highest byte the runs wrote).
+ * both sides (MPI keeps order between a pair); each value moves as the
+ * tiles of its cross-mesh plan (runtime/pipe_xfer.c: sends and receives
+ * posted in the group, placement and the all-gather inside the receiving
+ * stage once the group completes). Printed per stage: time,
+ * arena bytes and measured high-water (the highest byte the runs wrote),
+ * the cross-stage bytes sent (measured, planned, naive).
  * --trace FILE: a Chrome trace (Perfetto JSON), pid = stage, tid = rank,
  * one "X" event per forward microbatch, recv and send, gathered on rank 0.
  * Training stages (galv_pipe_training): pipe_train below. */
