@@ -21,7 +21,9 @@
 #       one block per rank, a few MB) built with make COMM=staged (the host-staged
 #       backend: both ranks share the one GPU) and run with ./launch (mpirun -np 2),
 #       its logits against the CPU target's 2-rank program (same plan, prepared
-#       here: DIR/ref2/logits.npy) within atol 1e-4 + rtol 1e-4.
+#       here: DIR/ref2/logits.npy) within atol 1e-4 + rtol 1e-4; and its 2-rank dp
+#       training (batch 2, 2 steps, staged backend): losses vs the CPU target's 2-rank
+#       program (rtol 1e-3), the -o parameters vs the CPU's, a checkpoint round trip.
 #   Finishes in well under 4 minutes on an H200 (compiles run 8 at a time).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,7 +61,14 @@ if [ "$mode" = prepare ]; then
   "$BUILD/galvc" "$DIR/gpt2t.onnx" --batch 1 --seq $SEQ --gpus 2 --strategy tp --target cpu -q -o "$DIR/cpu_2r/"
   python3 -c "import numpy as np; np.save('$DIR/ids_t.npy', (np.arange($SEQ, dtype=np.int64).reshape(1, $SEQ) * 31) % 64)"
   "$DIR/cpu_2r/launch" --input input_ids="$DIR/ids_t.npy" -o "$DIR/ref2" | tail -1
-  rm -rf "$DIR/cpu_2r" "$DIR/gpt2t.onnx"
+  # 2-rank dp training (AdamW, batch 2 x seq SEQ): the CUDA program (weights.bin kept) and the CPU target's
+  # 2-rank losses of 2 steps (ref2/train_loss.txt) and parameters after them (-o ref2/train_w/)
+  "$BUILD/galvc" "$DIR/gpt2t.onnx" --batch 2 --seq $SEQ --gpus 2 --strategy dp --train --target cuda --no-build -q -o "$DIR/gpt2t_dp/"
+  "$BUILD/galvc" "$DIR/gpt2t.onnx" --batch 2 --seq $SEQ --gpus 2 --strategy dp --train --target cpu -q -o "$DIR/cpu_dp/"
+  mkdir -p "$DIR/batches_t"
+  python3 -c "import numpy as np; x=(np.arange(2*$SEQ, dtype=np.int64).reshape(2,$SEQ)*31)%256; np.save('$DIR/batches_t/input_ids.npy', x); np.save('$DIR/batches_t/labels.npy', np.roll(x, -1, 1))"
+  "$DIR/cpu_dp/launch" --batches "$DIR/batches_t" --steps 2 -o "$DIR/ref2/train_w" | grep '^step' | tee "$DIR/ref2/train_loss.txt"
+  rm -rf "$DIR/cpu_2r" "$DIR/cpu_dp" "$DIR/gpt2t.onnx"
   for p in fp32 bf16 train; do (cd "$DIR/gpt2s_$p" && rm -f weights.bin program program-cpu *.o); done
   rm -f "$DIR/gpt2s.onnx"
   du -sh "$DIR"
@@ -83,6 +92,7 @@ HAVE_MPI=0
 if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   HAVE_MPI=1
   make -s -C "$DIR/gpt2t_2r" COMM=staged program &
+  make -s -C "$DIR/gpt2t_dp" COMM=staged program &
 fi
 wait
 echo "== built in $(($(date +%s) - t0)) s"
@@ -135,6 +145,54 @@ if [ $HAVE_MPI = 1 ]; then
        --input input_ids="$DIR/ids_t.npy" --warmup 2 --iters 10 --comm-stats -o "$d/res"; then
     echo -n "   vs the CPU target's 2-rank program: "
     "$B/npy_compare" "$d/res/logits.npy" "$DIR/ref2/logits.npy" 1e-4 1e-4 || fail=1
+  else
+    echo "   FAILED"; fail=1
+  fi
+else
+  echo "   SKIP: mpicc/mpirun not found on this machine"
+fi
+# 2-rank dp training through the host-staged backend: losses of 2 steps vs the CPU target's 2-rank program
+# (rtol 1e-3), the parameters written by -o (gathered on the device by rank 0) vs the CPU's, and a
+# checkpoint round trip (step 0 with --save-checkpoint, then step 1 from --load-checkpoint)
+d=$DIR/gpt2t_dp
+echo "== 2-rank GPT-2 training (dp, AdamW, host-staged backend on one GPU), batch 2, seq $SEQ"
+if [ $HAVE_MPI = 1 ]; then
+  L="timeout 120 env OMPI_MCA_btl_vader_single_copy_mechanism=none GALV_COMM_TIMEOUT=60 $d/launch --batches $DIR/batches_t"
+  rm -rf "$d/res_w" "$d/ck"
+  if $L --steps 2 -o "$d/res_w" | tee "$d/run.txt" && $L --steps 1 --save-checkpoint "$d/ck" >/dev/null &&
+     $L --steps 1 --load-checkpoint "$d/ck" | tee "$d/run_ck.txt"; then
+    python3 - "$d/run.txt" "$d/run_ck.txt" "$DIR/ref2/train_loss.txt" "$d/res_w" "$DIR/ref2/train_w" <<'PY' || fail=1
+import glob, os, re, sys
+import numpy as np
+run, runck, ref = (open(p).read() for p in sys.argv[1:4])
+pat = r"^step (\d+) loss (\S+)"
+got = {int(k): float(v) for k, v in re.findall(pat, run, re.M)}
+ck = {int(k): float(v) for k, v in re.findall(pat, runck, re.M)}
+want = {int(k): float(v) for k, v in re.findall(pat, ref, re.M)}
+close = lambda g, w: abs(g - w) <= 1e-3 * abs(w) + 1e-4
+ok = len(want) == 2 and all(k in got and close(got[k], w) for k, w in want.items())
+print("   losses vs the CPU target's 2 ranks:", [got.get(k) for k in sorted(want)], [want[k] for k in sorted(want)], "ok" if ok else "MISMATCH")
+ok_ck = 1 in ck and close(ck[1], want[1])
+print("   step 1 after --save-checkpoint / --load-checkpoint:", ck.get(1), "ok" if ok_ck else "MISMATCH")
+# -o: every parameter written; AdamW moves an element by about lr (1e-3) per step whatever its gradient's
+# size, so an element whose gradient is ~0 (sign within rounding) may differ by up to 2 lr per step: the
+# bound is 2 * lr * steps = 4e-3; beyond 1e-5, at most 0.1% of the elements
+files = sorted(glob.glob(os.path.join(sys.argv[5], "*.npy")))
+ok_w = len(files) > 0
+worst, far, total = 0.0, 0, 0
+for f in files:
+    g = os.path.join(sys.argv[4], os.path.basename(f))
+    if not os.path.exists(g):
+        print("   -o: missing", os.path.basename(g)); ok_w = False; continue
+    a, b = np.load(g), np.load(f)
+    if a.shape != b.shape:
+        print("   -o: shape of", os.path.basename(g), a.shape, "!=", b.shape); ok_w = False; continue
+    e = np.abs(a.astype(np.float64) - b)
+    worst = max(worst, float(e.max()) if e.size else 0.0); far += int((e > 1e-5).sum()); total += e.size
+ok_w = ok_w and worst <= 4e-3 and far <= 1e-3 * max(total, 1)
+print(f"   -o parameters: {len(files)} files, {total} elements, max |diff| {worst:.3g}, {far} beyond 1e-5", "ok" if ok_w else "MISMATCH")
+sys.exit(0 if ok and ok_ck and ok_w else 1)
+PY
   else
     echo "   FAILED"; fail=1
   fi

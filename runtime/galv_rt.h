@@ -301,11 +301,15 @@ int galv_train_main(int argc, char **argv);
  * inputs from the host arena (at their offsets), runs the step, applies
  * the galv_state updates on the device and returns the loss; fetch()
  * copies the device state back into the host buffer (before checkpoints
- * and -o). Batches, steps and checkpoint I/O stay in train.c. */
+ * and -o); gather() replaces galv_spmd_gather for the global form of
+ * state tensor i (local form l, host copy local) of an N-rank program: its
+ * collective runs on the device, as the communicator backend wants device
+ * buffers; the result is valid until its next call. Batches, steps and checkpoint I/O stay in train.c. */
 typedef struct {
   void (*begin)(const char *weights, const char *state);
   double (*step)(const char *arena);
   void (*fetch)(char *state);
+  const void *(*gather)(int i, const galv_io *l, const void *local, galv_io *g);
 } galv_train_device;
 extern const galv_train_device *galv_train_dev;
 

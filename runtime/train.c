@@ -27,8 +27,10 @@
  * local (zeros, or this rank's block of the checkpoint). Rank 0 prints the
  * loss (the same on every rank) and writes -o files and checkpoints, which
  * hold global tensors: sharded parameters and state are gathered first, so
- * a checkpoint loads on any rank count. --comm-stats prints the bytes this
- * rank sent; counted == predicted x steps is checked on every rank. */
+ * a checkpoint loads on any rank count (a device target fetches its state
+ * to the host first and gathers through galv_train_dev->gather).
+ * --comm-stats prints the bytes this rank sent; counted == predicted x
+ * steps is checked on every rank. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -99,6 +101,13 @@ static galv_io state_io(int i) {
   return io;
 }
 
+/* The global form of state tensor i (a collective for a sharded one: every
+ * rank calls it). A device target gathers on the device. */
+static const void *gather_state(int i, const galv_io *l, const char *local, galv_io *g) {
+  if (galv_train_dev && galv_train_dev->gather) return galv_train_dev->gather(i, l, local, g);
+  return galv_spmd_gather(l, &galv_state_split[i], local, g);
+}
+
 /* Every rank calls it (sharded state is gathered); rank 0 writes. */
 static void save_checkpoint(const char *path, const char *state, int64_t steps) {
   FILE *f = galv_spmd_rank() == 0 ? fopen(path, "wb") : NULL;
@@ -111,7 +120,7 @@ static void save_checkpoint(const char *path, const char *state, int64_t steps) 
   }
   for (int i = 0; i < galv_nstate; i++) {
     galv_io l = state_io(i), g;
-    const char *data = galv_spmd_gather(&l, &galv_state_split[i], state + l.offset, &g);
+    const char *data = gather_state(i, &l, state + l.offset, &g);
     if (!f) continue;
     uint32_t h[3] = {(uint32_t)strlen(g.name), (uint32_t)g.dtype, (uint32_t)g.rank};
     wr(f, &h[0], 4, path);
@@ -323,7 +332,7 @@ int galv_train_main(int argc, char **argv) {
   for (int i = 0; outdir && i < galv_nstate; i++) {
     if (!galv_state[i].is_param) continue;
     galv_io l = state_io(i), g;
-    const void *data = galv_spmd_gather(&l, &galv_state_split[i], state + l.offset, &g); /* every rank */
+    const void *data = gather_state(i, &l, state + l.offset, &g); /* every rank */
     if (!writer) continue;
     char fn[256], path[PATH_MAX + 300], err[512];
     sanitise(fn, sizeof fn, g.name);

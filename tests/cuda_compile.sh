@@ -11,8 +11,8 @@
 #   - every example family's training step (--train, fp32: the training
 #     kernels of kernels_grad.cu, runtime/train.c's driver with the device
 #     step of train_cuda.cu) compiles and links too,
-#   - 2-rank GPT-2 (--gpus 2: tp inference, dp training; collectives in
-#     program.cu) links with the NCCL and the host-staged backend,
+#   - 2-rank GPT-2 (--gpus 2: tp inference, dp and tp training; collectives
+#     in program.cu) links with the NCCL and the host-staged backend,
 # all with nvcc for sm_90 and -Werror on the host side. The generated program
 # run without a GPU must say so in one line. Usage: cuda_compile.sh BUILD_DIR
 set -euo pipefail
@@ -93,12 +93,12 @@ for fam in gpt2 bert llama vit t5; do
   done
 done
 
-# ---- 2-rank programs (collectives in program.cu): GPT-2 tp inference and dp
+# ---- 2-rank programs (collectives in program.cu): GPT-2 tp inference, dp and tp
 # training, linked with the NCCL backend (default) and the host-staged one (make COMM=staged)
 if command -v mpicc >/dev/null; then
-  for cfg in "tp:" "dp:--train"; do
+  for cfg in "tp:" "dp:--train" "tp:--train"; do
     s=${cfg%%:*} extra=${cfg#*:}
-    d=$T/gpt2_2r_$s
+    d=$T/gpt2_2r_$s${extra:+_train}
     if ! "$BUILD/galvc" "$T/gpt2.onnx" --batch 2 --seq 16 --gpus 2 --strategy $s $extra --target cuda --no-build -q -o "$d/" >"$d.log" 2>&1; then
       echo "✗ gpt2 2-rank $s${extra:+ (training)}: galvc"; cat "$d.log"; fail=1; continue
     fi

@@ -188,6 +188,13 @@ extern const int64_t galv_cu_flops;          /* GEMM + attention FLOPs of one ru
 void galv_cu_run(char *arena, const char *weights, char *state);
 /* runtime/cuda/train_cuda.cu: runtime/train.c's main with the device step */
 int galv_cu_train_main(int argc, char **argv);
+/* A split tensor of an N-rank program as a global tensor: this rank's block
+ * (host memory, local form l) is uploaded, all-gathered on the device over
+ * every rank (a collective: every rank calls it, in the same order) and
+ * placed by runtime/spmd.c; returns a malloc'd host copy (g: its global
+ * form; the caller frees it). Outputs of inference, and the parameters and
+ * optimizer state of training checkpoints and -o. */
+void *galv_cu_gather_host(const galv_io *l, const galv_io_split *s, const void *local, galv_io *g);
 
 /* ---- kernel timing (program --profile): GALV_CU_PROF(k) before kernel k */
 extern cudaEvent_t *galv_cu_prof_ev;

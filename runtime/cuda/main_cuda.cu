@@ -170,35 +170,10 @@ static void report_profile(long runs) {
   free(ms);
 }
 
-/* Output o of an N-rank program as a global tensor: every rank's block (host
- * copy local, o's local form) all-gathered on the device (a collective: every
- * rank calls it for every split output, in order), placed by runtime/spmd.c. */
+/* Output o of an N-rank program as a global tensor (a collective: every
+ * rank calls it for every split output, in order; train_cuda.cu). */
 static void *gather_output(int o, const void *local, galv_io *g) {
-  static galv_comm *world;
-  if (!world) {
-    int64_t n = galv_nranks;
-    world = galv_comm_group(&n, 1, 1);
-  }
-  const galv_io *l = &galv_outputs[o];
-  *g = galv_spmd_global_io(l, &galv_output_split[o]);
-  size_t nb = (size_t)l->nbytes, all = nb * (size_t)galv_nranks;
-  char *dl = NULL, *dg = NULL;
-  cudaCheck(cudaMalloc((void **)&dl, nb ? nb : 1));
-  cudaCheck(cudaMalloc((void **)&dg, all ? all : 1));
-  cudaCheck(cudaMemcpyAsync(dl, local, nb, cudaMemcpyHostToDevice, galv_cu.stream));
-  galv_queue *q = galv_queue_new();
-  galv_all_gather(world, dl, dg, nb, GALV_U8, q); /* after the upload (the queue waits for the compute stream) */
-  galv_queue_sync(q);
-  void *hg = malloc(all + 1), *out = malloc((size_t)g->nbytes + 1);
-  if (!hg || !out) galv_fatal("out of memory gathering output '%s'", l->name);
-  cudaCheck(cudaMemcpyAsync(hg, dg, all, cudaMemcpyDeviceToHost, galv_cu.stream));
-  cudaCheck(cudaStreamSynchronize(galv_cu.stream));
-  galv_queue_free(q);
-  cudaCheck(cudaFree(dl));
-  cudaCheck(cudaFree(dg));
-  galv_spmd_place(l, &galv_output_split[o], hg, out);
-  free(hg);
-  return out;
+  return galv_cu_gather_host(&galv_outputs[o], &galv_output_split[o], local, g);
 }
 
 int main(int argc, char **argv) {

@@ -70,7 +70,49 @@ static void dev_fetch(char *state) {
   cudaCheck(cudaMemcpy(state, d_state, (size_t)galv_state_bytes, cudaMemcpyDeviceToHost));
 }
 
-static const galv_train_device cuda_dev = {dev_begin, dev_step, dev_fetch};
+void *galv_cu_gather_host(const galv_io *l, const galv_io_split *s, const void *local, galv_io *g) {
+  static galv_comm *world;
+  *g = galv_spmd_global_io(l, s);
+  size_t nb = (size_t)l->nbytes, all = nb * (size_t)galv_nranks;
+  void *out = malloc((size_t)g->nbytes + 1);
+  if (!out) galv_fatal("out of memory gathering '%s'", l->name);
+  if (galv_nranks <= 1 || !s->starts) { /* not split: every rank holds the whole tensor */
+    memcpy(out, local, nb);
+    return out;
+  }
+  if (!world) {
+    int64_t n = galv_nranks;
+    world = galv_comm_group(&n, 1, 1);
+  }
+  char *dl = NULL, *dg = NULL;
+  cudaCheck(cudaMalloc((void **)&dl, nb ? nb : 1));
+  cudaCheck(cudaMalloc((void **)&dg, all ? all : 1));
+  cudaCheck(cudaMemcpyAsync(dl, local, nb, cudaMemcpyHostToDevice, galv_cu.stream));
+  galv_queue *q = galv_queue_new();
+  galv_all_gather(world, dl, dg, nb, GALV_U8, q); /* after the upload (the queue waits for the compute stream) */
+  galv_queue_sync(q);
+  void *hg = malloc(all + 1);
+  if (!hg) galv_fatal("out of memory gathering '%s'", l->name);
+  cudaCheck(cudaMemcpyAsync(hg, dg, all, cudaMemcpyDeviceToHost, galv_cu.stream));
+  cudaCheck(cudaStreamSynchronize(galv_cu.stream));
+  galv_queue_free(q);
+  cudaCheck(cudaFree(dl));
+  cudaCheck(cudaFree(dg));
+  galv_spmd_place(l, s, hg, out);
+  free(hg);
+  return out;
+}
+
+/* state tensor i as a global tensor (checkpoints, -o): the host copy of this
+ * rank's block (dev_fetch ran before) gathered on the device */
+static const void *dev_gather(int i, const galv_io *l, const void *local, galv_io *g) {
+  static void *last;
+  free(last);
+  last = galv_cu_gather_host(l, &galv_state_split[i], local, g);
+  return last;
+}
+
+static const galv_train_device cuda_dev = {dev_begin, dev_step, dev_fetch, dev_gather};
 
 int galv_cu_train_main(int argc, char **argv) {
   galv_train_dev = &cuda_dev;
