@@ -132,6 +132,12 @@ int cg_is_split(const gv_sharding *s) {
 
 static int is_view(const gv_op *op) { return (gv_ops[op->code].flags & GV_VIEW) != 0; }
 
+/* f32 value v is stored (and communicated) as bf16 */
+static bool stored_bf16(const cg_comm_target *t, const gv_value *v) {
+  if (v->type.dtype != GV_DT_F32) return false;
+  return t->half ? t->half(t->half_ctx, v) != 0 : t->bf16 != 0;
+}
+
 cg_comm *cg_comm_new(gv_module *m, const cg_comm_target *t) {
   cg_comm *c = calloc(1, sizeof *c);
   if (!c) abort();
@@ -172,7 +178,7 @@ cg_comm *cg_comm_new(gv_module *m, const cg_comm_target *t) {
                : op->code == GV_OP_ALL_TO_ALL ? 3 : -1;
     if (kind >= 0) {
       int64_t b = gv_get_int(op, "bytes", -1);
-      if (b > 0 && t->bf16 && op->opnds[0]->type.dtype == GV_DT_F32) b /= 2; /* stored and moved as bf16 */
+      if (b > 0 && stored_bf16(t, op->opnds[0])) b /= 2; /* stored and moved as bf16 */
       if (b < 0 || c->predicted[kind] < 0) c->predicted[kind] = -1;
       else c->predicted[kind] += b;
       int64_t in = nbytes_of(&op->opnds[0]->type), out = nbytes_of(&op->res[0]->type);
@@ -394,7 +400,7 @@ int cg_emit_comm_op(cg_comm *c, FILE *f, const gv_op *op, char p[][64]) {
   const gv_type *x = &op->opnds[0]->type;
   const char *dt = cg_rt_dtype(x->dtype);
   size_t es = gv_dtype_size(x->dtype);
-  if (c->t->bf16 && x->dtype == GV_DT_F32) dt = "GALV_BF16", es = 2; /* f32 stored as bf16 */
+  if (stored_bf16(c->t, op->opnds[0])) dt = "GALV_BF16", es = 2; /* f32 stored as bf16 */
   if (!dt || x->dtype != o->dtype) return gv_error_op(m, op, "%s: galv.%s on %s is not supported", c->t->who, gv_ops[op->code].name, gv_dtype_name(x->dtype));
   const char *X = p[0], *R = p[1];
   int64_t n = gv_type_numel(x);

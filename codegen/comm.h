@@ -28,6 +28,10 @@ typedef struct {
   const char *scratch_free;  /* frees galv_scratch[s] */
   const char *axis_index;    /* stores galv_comm_rank(galv_g[group]) as one int64 at dst */
   int bf16;                  /* f32 values are stored (and communicated) as bf16 */
+  /* when set, instead of bf16: whether f32 value v is stored (and communicated) as bf16 (mixed storage:
+   * the CUDA target's bf16 training); ctx is passed back */
+  int (*half)(const void *ctx, const gv_value *v);
+  const void *half_ctx;
 } cg_comm_target;
 
 typedef struct cg_comm cg_comm;

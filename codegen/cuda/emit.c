@@ -31,6 +31,8 @@ typedef struct {
   const gv_value *v;
   int in_weights; /* 1: weights, 0: arena, 2: state buffer (training) */
   int64_t off, nbytes;
+  int root;       /* the value whose bytes it uses (itself unless a view) */
+  bool half;      /* bf16 training: an f32 value stored as bf16 (plan_storage) */
 } loc;
 
 typedef struct {
@@ -45,6 +47,9 @@ typedef struct {
   int nv;
   bool bf16;
   bool train;          /* a training step: parameters and galv.state args live in the state buffer */
+  bool mixed;          /* bf16 training: storage decided per value (plan_storage) */
+  int64_t cvt;         /* scratch bytes of the current op's storage conversions (its own scratch follows) */
+  cg_comm_target ct;   /* the collectives' target (per-value storage when mixed) */
   int64_t pbytes, wbytes, sbytes, scratch, flops;
   attn_chain *att;
   int natt;
@@ -74,9 +79,23 @@ static const cg_comm_target cu_comm_f32 = CU_COMM_TARGET(0), cu_comm_bf16 = CU_C
 static int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
 static int64_t nbytes_of(const gv_type *t) { return gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype); }
 static loc *L(emitter *e, const gv_value *v) { return &e->L[v->id]; }
-/* element bytes as stored on the device */
+/* element bytes as stored on the device (GEMM inputs: bf16 whenever --precision bf16) */
 static size_t ses(emitter *e, gv_dtype t) { return t == GV_DT_F32 && e->bf16 ? 2 : gv_dtype_size(t); }
 static const char *dt_of(emitter *e) { return e->bf16 ? "GALV_BF16" : "GALV_F32"; }
+/* f32 value v is stored as bf16: every one under bf16 inference, per plan_storage under bf16 training */
+static bool half_of(emitter *e, const gv_value *v) {
+  if (v->type.dtype != GV_DT_F32 || !e->bf16) return false;
+  return e->mixed ? e->L[e->L[v->id].root].half : true;
+}
+static const char *hdt(bool half) { return half ? "GALV_BF16" : "GALV_F32"; }
+static const char *vdt(emitter *e, const gv_value *v) { return hdt(half_of(e, v)); }
+static size_t vses(emitter *e, const gv_value *v) { return half_of(e, v) ? 2 : gv_dtype_size(v->type.dtype); }
+/* the storage type of v in generated code (kernels_gen.c): gf is bf16 in a bf16 program */
+static const char *vstype(const void *ctx, const gv_value *v) {
+  emitter *e = (emitter *)ctx;
+  return v->type.dtype != GV_DT_F32 ? cu_stype(v->type.dtype) : half_of(e, v) ? "gf" : "float";
+}
+static int comm_half(const void *ctx, const gv_value *v) { return half_of((emitter *)ctx, v); }
 
 static void ptr(emitter *e, const gv_value *v, int64_t extra, char *buf, size_t n) {
   const loc *l = L(e, v);
@@ -195,7 +214,7 @@ static int locate(emitter *e) {
     gv_value *v = body->args[i];
     v->id = e->nv;
     loc *l = &e->L[e->nv++];
-    *l = (loc){v, 0, argoff[i], nbytes_of(&v->type)};
+    *l = (loc){v, 0, argoff[i], nbytes_of(&v->type), v->id, false};
     if (fn->arg_is_param[i]) l->in_weights = e->train ? 2 : 1, l->off = w, w = align64(w + l->nbytes);
     else if (e->train && fn->arg_is_state && fn->arg_is_state[i]) l->in_weights = 2;
   }
@@ -206,7 +225,8 @@ static int locate(emitter *e) {
     if (op->code == GV_OP_CONSTANT) {
       gv_value *v = op->res[0];
       v->id = e->nv;
-      e->L[e->nv++] = (loc){v, 1, w, nbytes_of(&v->type)};
+      e->L[e->nv] = (loc){v, 1, w, nbytes_of(&v->type), e->nv, false};
+      e->nv++;
       w = align64(w + nbytes_of(&v->type));
       continue;
     }
@@ -216,7 +236,7 @@ static int locate(emitter *e) {
       gv_value *v = op->res[i];
       v->id = e->nv;
       loc *l = &e->L[e->nv++];
-      *l = (loc){v, 0, offs[i], nbytes_of(&v->type)};
+      *l = (loc){v, 0, offs[i], nbytes_of(&v->type), v->id, false};
       int a = offs[i] == -1 && e->train && !(gv_ops[op->code].flags & GV_VIEW) ? in_place_arg(fn, ar, v) : -1;
       if (a >= 0) {
         if (e->L[a].in_weights != 2 || e->L[a].nbytes != l->nbytes)
@@ -224,11 +244,103 @@ static int locate(emitter *e) {
         l->in_weights = 2, l->off = e->L[a].off;
       } else if (gv_ops[op->code].flags & GV_VIEW) {
         l->in_weights = L(e, op->opnds[0])->in_weights, l->off = L(e, op->opnds[0])->off;
+        l->root = L(e, op->opnds[0])->root;
       }
     }
   }
   e->wbytes = w;
   return 0;
+}
+
+/* ---------------------------------------------------------------- storage (bf16 training) */
+
+/* ops whose result holds its operand's elements as they are (copies, collectives): stored like the operand */
+static bool moves_data(const gv_op *op) {
+  switch (op->code) {
+  case GV_OP_TRANSPOSE: case GV_OP_EXPAND: case GV_OP_SLICE: case GV_OP_TILE: case GV_OP_CONCAT: case GV_OP_SPLIT:
+  case GV_OP_GATHER: case GV_OP_TRILU: case GV_OP_SLICE_GRAD:
+    return true;
+  default:
+    return cg_comm_is_op(op);
+  }
+}
+
+/* the ops whose f32 inputs are bf16 activations under bf16 training (they
+ * compute in fp32 from them): GEMMs, convolutions, norms, softmax, cross-entropy */
+static bool takes_activations(const gv_op *op) {
+  switch (op->code) {
+  case GV_OP_DOT: case GV_OP_CONV: case GV_OP_CONV_GRAD_INPUT: case GV_OP_CONV_GRAD_WEIGHT: case GV_OP_SOFTMAX:
+  case GV_OP_LOG_SOFTMAX: case GV_OP_LAYER_NORM: case GV_OP_RMS_NORM: case GV_OP_CROSS_ENTROPY:
+  case GV_OP_CROSS_ENTROPY_GRAD:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Mixed precision (--train --precision bf16; docs/cuda-target.md, "bf16
+ * training"): which f32 values are stored bf16. fp32: the state buffer
+ * (parameters = master weights, optimizer state), the weights buffer
+ * (constants), the data inputs, the step's results (loss, new parameters
+ * and state), and every op result all of whose uses are by ops other than
+ * GEMMs, convolutions, norms, softmax and cross-entropy that have an fp32
+ * result — the parameter gradients, their sums and partial sums (dW from a
+ * GEMM, bias and norm-scale gradients from a reduce, embedding gradients
+ * from gather_grad, their all-reduces) and what goes only into them or
+ * into the loss. A copy or collective stores its result as its operand
+ * (concat: bf16 when any piece is). Every other op result (activations,
+ * activation gradients, logits) is bf16. Decided per root (a view shares
+ * its root's storage), in reverse schedule order for the fp32 closure, then
+ * forward for copies. */
+static int plan_storage(emitter *e) {
+  gv_module *m = e->m;
+  gv_block *body = m->main->body;
+  int nops = 0, n = e->nv;
+  for (const gv_op *op = body->first; op; op = op->next) nops++;
+  const gv_op **ops = malloc((size_t)(nops + 1) * sizeof *ops);
+  char *used = calloc((size_t)n + 1, 1), *bad = calloc((size_t)n + 1, 1), *ret = calloc((size_t)n + 1, 1);
+  char *f32 = calloc((size_t)n + 1, 1);
+  if (!ops || !used || !bad || !ret || !f32) abort();
+  nops = 0;
+  for (const gv_op *op = body->first; op; op = op->next) ops[nops++] = op;
+  for (int k = nops - 1; k >= 0; k--) {
+    const gv_op *op = ops[k];
+    if (op->code == GV_OP_RETURN) {
+      for (int i = 0; i < op->nopnds; i++) ret[L(e, op->opnds[i])->root] = 1;
+      continue;
+    }
+    if (op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA || (gv_ops[op->code].flags & GV_VIEW)) continue;
+    bool any = false; /* every use of each result is known now (later in the schedule) */
+    for (int i = 0; i < op->nres; i++) {
+      int r = op->res[i]->id;
+      f32[r] = ret[r] || (used[r] && !bad[r]);
+      any = any || (f32[r] && op->res[i]->type.dtype == GV_DT_F32);
+    }
+    bool through = any && !takes_activations(op);
+    for (int i = 0; i < op->nopnds; i++) {
+      int r = L(e, op->opnds[i])->root;
+      if (through) used[r] = 1;
+      else bad[r] = 1;
+    }
+  }
+  int rc = 0;
+  for (int k = 0; k < nops && !rc; k++) {
+    const gv_op *op = ops[k];
+    if (op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA || op->code == GV_OP_RETURN || (gv_ops[op->code].flags & GV_VIEW))
+      continue;
+    bool any = false;
+    for (int i = 0; i < op->nopnds; i++) any = any || (op->opnds[i]->type.dtype == GV_DT_F32 && half_of(e, op->opnds[i]));
+    for (int i = 0; i < op->nres; i++) {
+      loc *l = L(e, op->res[i]);
+      if (op->res[i]->type.dtype != GV_DT_F32 || l->in_weights) continue; /* the state buffer: fp32 */
+      l->half = moves_data(op) ? (op->code == GV_OP_CONCAT ? any : half_of(e, op->opnds[0])) : !f32[l->root];
+      if (l->half && ret[l->root])
+        rc = gv_error_op(m, op, "cuda codegen: --precision bf16 training: the step result from galv.%s would be stored "
+                                "bf16 (its operand is a bf16 activation); not supported", gv_ops[op->code].name);
+    }
+  }
+  free(ops), free(used), free(bad), free(ret), free(f32);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- GEMM layouts */
@@ -320,7 +432,7 @@ static int plan_dot(emitter *e, const gv_op *op, gemm_plan *p) {
   int64_t es = (int64_t)ses(e, GV_DT_F32), need = 0;
   if (p->pack_a) need += align64(p->batch * p->M * p->K * es);
   if (p->pack_b) need += align64(p->batch * p->K * p->N * es);
-  if (need > e->scratch) e->scratch = need;
+  if (e->cvt + need > e->scratch) e->scratch = e->cvt + need;
   return 0;
 }
 
@@ -345,21 +457,20 @@ static int emit_dot(emitter *e, const gv_op *op, const char *pa, const char *pb,
   char a[64], b[64];
   snprintf(a, sizeof a, "%s", pa);
   snprintf(b, sizeof b, "%s", pb);
-  int64_t es = (int64_t)ses(e, GV_DT_F32);
+  int64_t es = (int64_t)ses(e, GV_DT_F32); /* GEMM inputs: bf16 whenever --precision bf16 */
   if (p.pack_a) {
-    emit_pack(e, &p.bg, &p.mg, &p.kg, 0, pa, "galv_cu.scratch");
-    snprintf(a, sizeof a, "galv_cu.scratch");
+    snprintf(a, sizeof a, "(galv_cu.scratch + %lld)", (long long)e->cvt);
+    emit_pack(e, &p.bg, &p.mg, &p.kg, 0, pa, a);
   }
   if (p.pack_b) {
-    char dst[64];
-    snprintf(dst, sizeof dst, "galv_cu.scratch + %lld", (long long)(p.pack_a ? align64(p.batch * p.M * p.K * es) : 0));
-    emit_pack(e, &p.bg, &p.kg, &p.ng, 1, pb, dst);
-    snprintf(b, sizeof b, "%s", dst);
+    snprintf(b, sizeof b, "(galv_cu.scratch + %lld)", (long long)(e->cvt + (p.pack_a ? align64(p.batch * p.M * p.K * es) : 0)));
+    emit_pack(e, &p.bg, &p.kg, &p.ng, 1, pb, b);
   }
   fprintf(f, "  { static const galv_cu_gemm_desc g = {%lld, %lld, %lld, %lld, %d, %d, %lld, %lld, %lld, %lld};\n",
           (long long)p.batch, (long long)p.M, (long long)p.N, (long long)p.K, p.ta, p.tb, (long long)p.lda,
           (long long)p.ldb, (long long)p.sa, (long long)p.sb);
-  fprintf(f, "    galv_cu_gemm(%s, &g, %s, %s, %s); }\n", dt_of(e), a, b, pc);
+  if (half_of(e, op->res[0]) == e->bf16) fprintf(f, "    galv_cu_gemm(%s, &g, %s, %s, %s); }\n", dt_of(e), a, b, pc);
+  else fprintf(f, "    galv_cu_gemm_to(%s, %s, &g, %s, %s, %s); }\n", dt_of(e), vdt(e, op->res[0]), a, b, pc);
   e->flops += 2 * p.batch * p.M * p.N * p.K;
   return 0;
 }
@@ -385,7 +496,7 @@ static int emit_conv(emitter *e, const gv_op *op, char p[][64]) {
   dims_lit(f, S, x->dims + 2), fputs(", ", f), dims_lit(f, S, w->dims + 2), fputs(", ", f);
   dims_lit(f, S, o->dims + 2), fputs(", ", f), dims_lit(f, S, st), fputs(", ", f), dims_lit(f, S, pb), fputs(", ", f);
   dims_lit(f, S, dl);
-  fprintf(f, "};\n    galv_cu_conv(%s, &d, %s, %s, %s, %s); }\n", dt_of(e), p[0], p[1], op->nopnds > 2 ? p[2] : "NULL",
+  fprintf(f, "};\n    galv_cu_conv(%s, &d, %s, %s, %s, %s); }\n", vdt(e, op->res[0]), p[0], p[1], op->nopnds > 2 ? p[2] : "NULL",
           p[op->nopnds]);
   int64_t kn = prod(w->dims, 1, R);
   e->flops += 2 * gv_type_numel(o) * kn;
@@ -400,20 +511,15 @@ static int const_int(const gv_value *v, int64_t *out) {
   return 0;
 }
 
-/* One non-elementwise op as a runtime library call; k is its kernel number. */
-static int emit_kernel(emitter *e, const gv_op *op, int k) {
+enum { NP = GV_MAX_RANK * 4 + 4 }; /* pointer expressions of one op */
+
+/* One non-elementwise op as a runtime library call; k is its kernel number;
+ * p: the pointers of its operands then results (after storage conversions). */
+static int emit_call(emitter *e, const gv_op *op, int k, char p[][64]) {
   gv_module *m = e->m;
   FILE *f = e->f;
-  char p[GV_MAX_RANK * 4 + 4][64];
-  int np = op->nopnds + op->nres;
-  if (np > (int)(sizeof p / sizeof p[0]) && op->code != GV_OP_CONCAT && op->code != GV_OP_SPLIT)
-    return gv_error_op(m, op, "cuda codegen: too many operands");
-  for (int i = 0; i < op->nopnds && i < (int)(sizeof p / sizeof p[0]); i++) ptr(e, op->opnds[i], 0, p[i], sizeof p[i]);
-  for (int i = 0; i < op->nres && op->nopnds + i < (int)(sizeof p / sizeof p[0]); i++)
-    ptr(e, op->res[i], 0, p[op->nopnds + i], sizeof p[0]);
-  if (cg_comm_is_op(op)) return cg_emit_comm_op(e->comm, f, op, p); /* collectives: ../comm.c */
   const gv_type *x = &op->opnds[0]->type, *o = &op->res[0]->type;
-  size_t es = ses(e, x->dtype);
+  size_t es = vses(e, op->opnds[0]);
   int64_t xs[GV_MAX_RANK];
   strides_of(x, xs);
   int ax;
@@ -481,12 +587,14 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
     int n = cat ? op->nopnds : op->nres;
     ax = gv_norm_axis(gv_get_int(op, "axis", 0), full->rank);
     if (ax < 0) return gv_error_op(m, op, "cuda codegen: axis out of range");
-    size_t fes = ses(e, full->dtype);
+    size_t fes = vses(e, cat ? op->res[0] : op->opnds[0]);
     int64_t outer = prod(full->dims, 0, ax), inner = prod(full->dims, ax + 1, full->rank), tot = 0;
     fprintf(f, "  { %svoid *const v[] = {", cat ? "const " : "");
     for (int i = 0; i < n; i++) {
       char b[64];
-      ptr(e, cat ? op->opnds[i] : op->res[i], 0, b, sizeof b);
+      int pi = cat ? i : op->nopnds + i;
+      if (pi < NP) snprintf(b, sizeof b, "%s", p[pi]); /* after a storage conversion (bf16 training) */
+      else ptr(e, cat ? op->opnds[i] : op->res[i], 0, b, sizeof b);
       fprintf(f, "%s%s", i ? ", " : "", b);
     }
     fprintf(f, "};\n    static const int64_t c[] = {");
@@ -542,15 +650,19 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
     if (gv_type_numel(&kept) != gv_type_numel(o)) return gv_error_op(m, op, "cuda codegen: reduce result type does not match");
     fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, x->rank, x->dims);
     fprintf(f, ", s[] = "), dims_lit(f, x->rank, ks);
-    fprintf(f, ";\n    galv_cu_reduce(%s, %s, %s, %d, d, s, %lld, %d); }\n", dt_of(e), p[1], p[0], x->rank,
-            (long long)gv_type_numel(o), (int)(op->code - GV_OP_REDUCE_SUM));
+    if (half_of(e, op->opnds[0]) == half_of(e, op->res[0]))
+      fprintf(f, ";\n    galv_cu_reduce(%s, %s, %s, %d, d, s, %lld, %d); }\n", vdt(e, op->res[0]), p[1], p[0], x->rank,
+              (long long)gv_type_numel(o), (int)(op->code - GV_OP_REDUCE_SUM));
+    else /* bf16 training: e.g. a bf16 activation gradient summed into an fp32 bias gradient */
+      fprintf(f, ";\n    galv_cu_reduce_to(%s, %s, %s, %s, %d, d, s, %lld, %d); }\n", vdt(e, op->opnds[0]),
+              vdt(e, op->res[0]), p[1], p[0], x->rank, (long long)gv_type_numel(o), (int)(op->code - GV_OP_REDUCE_SUM));
     return 0;
   }
   case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX: {
     if (need_f32(e, op)) return -1;
     ax = x->rank ? gv_norm_axis(gv_get_int(op, "axis", -1), x->rank) : 0;
     if (ax < 0) return gv_error_op(m, op, "cuda codegen: softmax axis out of range");
-    fprintf(f, "  galv_cu_softmax(%s, %s, %s, %lld, %lld, %lld, %d);\n", dt_of(e), p[1], p[0],
+    fprintf(f, "  galv_cu_softmax(%s, %s, %s, %lld, %lld, %lld, %d);\n", vdt(e, op->res[0]), p[1], p[0],
             (long long)prod(x->dims, 0, ax), (long long)(x->rank ? x->dims[ax] : 1),
             (long long)prod(x->dims, ax + 1, x->rank), op->code == GV_OP_LOG_SOFTMAX);
     return 0;
@@ -563,7 +675,7 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
     int64_t bn = op->nopnds > 2 ? gv_type_numel(&op->opnds[2]->type) : 0;
     if ((sn != N && sn != 1) || (op->nopnds > 2 && bn != N && bn != 1))
       return gv_error_op(m, op, "cuda codegen: norm scale/bias must have the normalised element count or one element");
-    fprintf(f, "  galv_cu_norm(%s, %s, %s, %s, %lld, %s, %lld, %lld, %lld, %af, %d);\n", dt_of(e), p[op->nopnds], p[0],
+    fprintf(f, "  galv_cu_norm(%s, %s, %s, %s, %lld, %s, %lld, %lld, %lld, %af, %d);\n", vdt(e, op->res[0]), p[op->nopnds], p[0],
             p[1], (long long)sn, op->nopnds > 2 ? p[2] : "NULL", (long long)bn, (long long)prod(x->dims, 0, ax),
             (long long)N, (double)gv_get_float(op, "epsilon", 1e-5f), op->code == GV_OP_RMS_NORM);
     return 0;
@@ -577,8 +689,8 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
     int ir = op->opnds[1]->type.rank;
     if (ax < 0 || ax >= o->rank || x->rank != o->rank + ir - 1)
       return gv_error_op(m, op, "cuda codegen: gather_grad axis or ranks do not fit");
-    fprintf(f, "  galv_cu_gather_grad((float *)%s, (const float *)%s, %s, %d, %lld, %lld, %lld, %lld, %d);\n", p[op->nopnds],
-            p[0], p[1], it == GV_DT_I64 ? 8 : 4, (long long)gv_type_numel(&op->opnds[1]->type),
+    fprintf(f, "  galv_cu_gather_grad(%s, (float *)%s, %s, %s, %d, %lld, %lld, %lld, %lld, %d);\n", vdt(e, op->opnds[0]),
+            p[op->nopnds], p[0], p[1], it == GV_DT_I64 ? 8 : 4, (long long)gv_type_numel(&op->opnds[1]->type),
             (long long)prod(o->dims, 0, ax), (long long)o->dims[ax], (long long)prod(o->dims, ax + 1, o->rank), k);
     return 0;
   }
@@ -593,7 +705,7 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
       if (count[d] > 0) base += start[d] * os[d];
       s[d] = step[d] * os[d];
     }
-    size_t oes = ses(e, o->dtype);
+    size_t oes = vses(e, op->res[0]);
     fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, x->rank, x->dims);
     fprintf(f, ", s[] = "), dims_lit(f, x->rank, s);
     fprintf(f, ";\n    galv_cu_scatter_strided(%s, %lld, %lld, %s, %zu, %d, d, s); }\n", p[op->nopnds],
@@ -609,14 +721,14 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
     if (lg->rank < 1) return gv_error_op(m, op, "cuda codegen: cross_entropy logits must have rank >= 1");
     int64_t C = lg->dims[lg->rank - 1], rows = C ? gv_type_numel(lg) / C : 0;
     if (rows > INT_MAX) return gv_error_op(m, op, "cuda codegen: cross_entropy over more than 2^31 rows");
-    if ((rows + 2) * 8 > e->scratch) e->scratch = (rows + 2) * 8;
+    if (e->cvt + (rows + 2) * 8 > e->scratch) e->scratch = e->cvt + (rows + 2) * 8;
     long long ign = (long long)gv_get_int(op, "ignore_index", -100);
     if (g)
-      fprintf(f, "  galv_cu_cross_entropy_grad((float *)%s, (const float *)%s, (const float *)%s, (const int64_t *)%s, %lld, %lld, %lldLL, galv_cu.scratch, %d);\n",
-              p[op->nopnds], p[0], p[1], p[2], (long long)rows, (long long)C, ign, k);
+      fprintf(f, "  galv_cu_cross_entropy_grad(%s, %s, (const float *)%s, %s, (const int64_t *)%s, %lld, %lld, %lldLL, galv_cu.scratch + %lld, %d);\n",
+              vdt(e, op->opnds[1]), p[op->nopnds], p[0], p[1], p[2], (long long)rows, (long long)C, ign, (long long)e->cvt, k);
     else
-      fprintf(f, "  galv_cu_cross_entropy((float *)%s, (const float *)%s, (const int64_t *)%s, %lld, %lld, %lldLL, galv_cu.scratch, %d);\n",
-              p[op->nopnds], p[0], p[1], (long long)rows, (long long)C, ign, k);
+      fprintf(f, "  galv_cu_cross_entropy(%s, (float *)%s, %s, (const int64_t *)%s, %lld, %lld, %lldLL, galv_cu.scratch + %lld, %d);\n",
+              vdt(e, op->opnds[0]), p[op->nopnds], p[0], p[1], (long long)rows, (long long)C, ign, (long long)e->cvt, k);
     return 0;
   }
   case GV_OP_CONV_GRAD_INPUT:
@@ -642,8 +754,9 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
     dims_lit(f, S, cx->dims + 2), fputs(", ", f), dims_lit(f, S, cw->dims + 2), fputs(", ", f);
     dims_lit(f, S, dy->dims + 2), fputs(", ", f), dims_lit(f, S, st), fputs(", ", f), dims_lit(f, S, pb), fputs(", ", f);
     dims_lit(f, S, dl);
-    if (wg) fprintf(f, "};\n    galv_cu_conv_grad_weight(&d, (const float *)%s, (const float *)%s, (float *)%s); }\n", p[0], p[1], p[2]);
-    else fprintf(f, "};\n    galv_cu_conv_grad_input(&d, (const float *)%s, (const float *)%s, (float *)%s); }\n", p[0], p[1], p[2]);
+    const char *dt = vdt(e, op->opnds[wg ? 1 : 0]); /* dy's storage: x and dx follow it, w and dw are fp32 */
+    if (wg) fprintf(f, "};\n    galv_cu_conv_grad_weight(%s, &d, %s, %s, (float *)%s); }\n", dt, p[0], p[1], p[2]);
+    else fprintf(f, "};\n    galv_cu_conv_grad_input(%s, &d, %s, (const float *)%s, %s); }\n", dt, p[0], p[1], p[2]);
     e->flops += 2 * gv_type_numel(dy) * prod(cw->dims, 1, R);
     return 0;
   }
@@ -654,6 +767,70 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
                            ? " (it should have been folded: are the input shapes bound?)"
                            : " (use --target cpu)");
   }
+}
+
+/* The storage a runtime kernel needs for f32 operand (or result, i >=
+ * nopnds) i of op under bf16 training: 1 bf16, 0 fp32, -1 as stored (the
+ * kernel takes either; copies keep their operand's storage). GEMM inputs are
+ * bf16; conv, concat, softmax and norms compute in their result's storage;
+ * parameter gradients of the training kernels and the loss are fp32. */
+static int needs(emitter *e, const gv_op *op, int i) {
+  bool res = i >= op->nopnds;
+  const gv_value *v = res ? op->res[i - op->nopnds] : op->opnds[i];
+  if (!e->mixed || v->type.dtype != GV_DT_F32) return -1;
+  switch (op->code) {
+  case GV_OP_DOT: return res ? -1 : 1;
+  case GV_OP_CONV: case GV_OP_CONCAT: case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX: case GV_OP_LAYER_NORM: case GV_OP_RMS_NORM:
+    return res ? -1 : half_of(e, op->res[0]);
+  case GV_OP_GATHER_GRAD: case GV_OP_CROSS_ENTROPY: return res ? 0 : -1;
+  case GV_OP_CROSS_ENTROPY_GRAD: return res ? half_of(e, op->opnds[1]) : i == 0 ? 0 : -1;
+  case GV_OP_CONV_GRAD_INPUT: return res ? half_of(e, op->opnds[0]) : i == 1 ? 0 : -1;
+  case GV_OP_CONV_GRAD_WEIGHT: return res ? 0 : i == 0 ? half_of(e, op->opnds[1]) : -1;
+  default: return -1;
+  }
+}
+
+/* op as a runtime library call (collectives: ../comm.c). Under bf16
+ * training an operand stored otherwise than the kernel needs is converted
+ * into scratch first, and a result is written to scratch and converted
+ * into its own storage after the call (galv_cu_from_f32 / galv_cu_to_f32). */
+static int emit_kernel(emitter *e, const gv_op *op, int k) {
+  FILE *f = e->f;
+  char p[NP][64];
+  int np = op->nopnds + op->nres, post[NP], npost = 0;
+  int64_t at[NP];
+  if (np > NP && op->code != GV_OP_CONCAT && op->code != GV_OP_SPLIT) return gv_error_op(e->m, op, "cuda codegen: too many operands");
+  for (int i = 0; i < op->nopnds && i < NP; i++) ptr(e, op->opnds[i], 0, p[i], sizeof p[i]);
+  for (int i = 0; i < op->nres && op->nopnds + i < NP; i++) ptr(e, op->res[i], 0, p[op->nopnds + i], sizeof p[0]);
+  e->cvt = 0;
+  if (cg_comm_is_op(op)) return cg_emit_comm_op(e->comm, f, op, p); /* collectives: ../comm.c */
+  for (int i = 0; i < np; i++) {
+    const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
+    int want = needs(e, op, i);
+    if (want < 0 || want == (int)half_of(e, v)) continue;
+    if (i >= NP)
+      return gv_error_op(e->m, op, "cuda codegen: --precision bf16 training: galv.%s with more than %d pieces of mixed "
+                                   "storage is not supported", gv_ops[op->code].name, NP);
+    int64_t n = gv_type_numel(&v->type);
+    at[i] = e->cvt;
+    e->cvt += align64(n * (want ? 2 : 4));
+    if (i >= op->nopnds) post[npost++] = i;
+    else if (want) fprintf(f, "  galv_cu_from_f32(GALV_BF16, galv_cu.scratch + %lld, (const float *)%s, %lld);\n", (long long)at[i], p[i], (long long)n);
+    else fprintf(f, "  galv_cu_to_f32(GALV_BF16, (float *)(galv_cu.scratch + %lld), %s, %lld);\n", (long long)at[i], p[i], (long long)n);
+    snprintf(p[i], sizeof p[i], "(galv_cu.scratch + %lld)", (long long)at[i]);
+  }
+  if (e->cvt > e->scratch) e->scratch = e->cvt;
+  int rc = emit_call(e, op, k, p);
+  for (int j = 0; j < npost && !rc; j++) {
+    int i = post[j];
+    const gv_value *v = op->res[i - op->nopnds];
+    char dst[64];
+    ptr(e, v, 0, dst, sizeof dst);
+    if (half_of(e, v)) fprintf(f, "  galv_cu_from_f32(GALV_BF16, %s, (const float *)%s, %lld);\n", dst, p[i], (long long)gv_type_numel(&v->type));
+    else fprintf(f, "  galv_cu_to_f32(GALV_BF16, (float *)%s, %s, %lld);\n", dst, p[i], (long long)gv_type_numel(&v->type));
+  }
+  e->cvt = 0;
+  return rc;
 }
 
 /* ---------------------------------------------------------------- attention */
@@ -755,7 +932,7 @@ static int emit_attention(emitter *e, const attn_chain *c, int idx, int k) {
       if (i == c->score_opnd) continue;
       char b[64];
       ptr(e, c->mid->opnds[i], 0, b, sizeof b);
-      fprintf(f, "(const %s *)%s, ", cu_stype(c->mid->opnds[i]->type.dtype), b);
+      fprintf(f, "(const %s *)%s, ", e->mixed ? vstype(e, c->mid->opnds[i]) : cu_stype(c->mid->opnds[i]->type.dtype), b);
     }
     fprintf(f, "galv_cu.err, %d};\n", k);
   } else {
@@ -850,7 +1027,11 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
   ccomment(f, src ? src + 1 : m->source);
   fprintf(f, ". Do not edit.\n * galv_cu_run() enqueues one kernel per op of the device program, in schedule order, on\n"
              " * the compute stream; A(off) is the device arena, W(off) the device copy of weights.bin.\n"
-             " * Float tensors are stored as gf (%s). */\n", e->bf16 ? "bf16, fp32 accumulation" : "fp32");
+             " * Float tensors are stored as gf (%s). */\n",
+          e->mixed  ? "bf16 training: activations as gf = bf16; parameters, optimizer state, parameter gradients and "
+                      "the loss as float; fp32 accumulation"
+          : e->bf16 ? "bf16, fp32 accumulation"
+                    : "fp32");
   fprintf(f, "#include \"runtime/cuda/galv_cuda.h\"\n");
   if (e->natt) fprintf(f, "#include \"runtime/cuda/attention.cuh\"\n");
   fprintf(f, "\ntypedef %s gf;\nconst int galv_cu_precision = %s;\n\n#define A(o) (arena + (o))\n#define W(o) (weights + (o))\n"
@@ -912,7 +1093,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
       fprintf(f, "/* attention score: ");
       ccomment(f, e->att[head].mid->loc);
       fprintf(f, " */\n");
-      rc = cu_emit_score_functor(m, f, name, e->att[head].mid, e->att[head].score_opnd);
+      rc = cu_emit_score_functor(m, f, name, e->att[head].mid, e->att[head].score_opnd, e->mixed ? vstype : NULL, e);
     } else if (head < 0 && (op->code == GV_OP_FUSED || (gv_ops[op->code].flags & GV_ELEMENTWISE))) {
       char name[32];
       snprintf(name, sizeof name, "%s%d", op->code == GV_OP_FUSED ? "fused" : "ew", t);
@@ -926,7 +1107,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
       fprintf(f, "-- node '");
       ccomment(f, op->loc);
       fprintf(f, "' */\n");
-      rc = cu_emit_elementwise(m, f, name, op, nk);
+      rc = cu_emit_elementwise(m, f, name, op, nk, e->mixed ? vstype : NULL, e);
     }
     nk++;
   }
@@ -953,7 +1134,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
         const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
         char b[64];
         ptr(e, v, 0, b, sizeof b);
-        fprintf(f, "(%s%s *)%s, ", i < op->nopnds ? "const " : "", cu_stype(v->type.dtype), b);
+        fprintf(f, "(%s%s *)%s, ", i < op->nopnds ? "const " : "", e->mixed ? vstype(e, v) : cu_stype(v->type.dtype), b);
       }
       fprintf(f, "galv_cu.err);\n  GALV_CU_LAUNCHED();\n");
     } else {
@@ -1129,20 +1310,21 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
   const char *arch = co && co->arch ? co->arch : "sm_90";
   if (!valid_arch(arch)) return gv_error_plain("--cuda-arch %s: expected a list like sm_90,sm_80", arch);
   bool train = m->main && m->main->res_updates;
-  if (train && co && co->bf16)
-    return gv_error(m, "cuda codegen: --train with --precision bf16 is not supported by the cuda target (training is "
-                       "fp32: bf16 parameters would lose the optimizer's small updates); drop --precision bf16");
   gv_emit_options cpu = {.quiet = true};
   if (gv_emit_cpu(m, outdir, &cpu)) return -1; /* plan check, weights.bin, program.c, runtime/ */
-  emitter e = {.m = m, .bf16 = co && co->bf16, .train = train};
+  /* bf16 training is mixed precision: fp32 state, bf16 activations (plan_storage) */
+  emitter e = {.m = m, .bf16 = co && co->bf16, .train = train, .mixed = train && co && co->bf16};
   int rc = -1, nk = 0;
-  if (!(e.comm = cg_comm_new(m, e.bf16 ? &cu_comm_bf16 : &cu_comm_f32))) goto out;
   if (locate(&e)) goto out;
   gv_count_uses(m->main->body);
+  if (e.mixed && plan_storage(&e)) goto out;
+  e.ct = e.bf16 ? cu_comm_bf16 : cu_comm_f32;
+  if (e.mixed) e.ct.half = comm_half, e.ct.half_ctx = &e;
+  if (!(e.comm = cg_comm_new(m, &e.ct))) goto out;
   e.att = calloc(64, sizeof *e.att);
   if (!e.att) abort();
-  for (const gv_op *op = m->main->body->first; op; op = op->next)
-    if (op->code == GV_OP_DOT && e.natt < 64 && match_attention(&e, op, &e.att[e.natt])) e.natt++;
+  for (const gv_op *op = m->main->body->first; op; op = op->next) /* not under mixed storage: one storage per chain */
+    if (op->code == GV_OP_DOT && e.natt < 64 && !e.mixed && match_attention(&e, op, &e.att[e.natt])) e.natt++;
   if (write_program(&e, outdir, &nk) || write_constants(&e, outdir) ||
       write_makefile(outdir, arch, cg_comm_nranks(e.comm)) ||
       write_cuda_runtime(outdir))

@@ -22,6 +22,11 @@ static const cg_dialect cuda_dialect = {"cuda", "gd_", true, false};
 /* storage type: f32 tensors are `gf` (float or bf16, program.cu's typedef) */
 const char *cu_stype(gv_dtype t) { return t == GV_DT_F32 ? "gf" : cg_ctype(t); }
 
+/* the storage type of v: the emitter's choice when it gives one (mixed storage) */
+static const char *stype_of(cu_stype_fn st, const void *ctx, const gv_value *v) {
+  return st ? st(ctx, v) : cu_stype(v->type.dtype);
+}
+
 
 /* ---------------------------------------------------------------- index arithmetic */
 
@@ -107,7 +112,7 @@ static int body_stmts(cg_expr_ctx *c, FILE *f, const gv_op *op, const gv_value *
   return 0;
 }
 
-int cu_emit_elementwise(gv_module *m, FILE *f, const char *name, const gv_op *op, int kn) {
+int cu_emit_elementwise(gv_module *m, FILE *f, const char *name, const gv_op *op, int kn, cu_stype_fn st, const void *ctx) {
   bool fused = op->code == GV_OP_FUSED;
   if (fused && (op->nregions != 1 || !op->regions[0] || op->regions[0]->nargs != op->nopnds))
     return gv_error_op(m, op, "cuda codegen: galv.fused needs one region with one block argument per operand");
@@ -121,8 +126,8 @@ int cu_emit_elementwise(gv_module *m, FILE *f, const char *name, const gv_op *op
   int64_t n = gv_type_numel(it);
   const char *ix = n < INT32_MAX / 2 ? "int" : "int64_t";
   fprintf(f, "__global__ void __launch_bounds__(256) %s(", name);
-  for (int k = 0; k < na; k++) fprintf(f, "const %s *x%d, ", cu_stype(op->opnds[k]->type.dtype), k);
-  for (int i = 0; i < nr; i++) fprintf(f, "%s *y%d, ", cu_stype(op->res[i]->type.dtype), i);
+  for (int k = 0; k < na; k++) fprintf(f, "const %s *x%d, ", stype_of(st, ctx, op->opnds[k]), k);
+  for (int i = 0; i < nr; i++) fprintf(f, "%s *y%d, ", stype_of(st, ctx, op->res[i]), i);
   fprintf(f, "int *galv_err) {\n  const int galv_k = %d;\n  (void)galv_err, (void)galv_k;\n", kn);
   fprintf(f, "  for (%s i = blockIdx.x * (%s)blockDim.x + threadIdx.x; i < %lld; i += (%s)gridDim.x * blockDim.x) {\n", ix,
           ix, (long long)n, ix);
@@ -137,7 +142,7 @@ int cu_emit_elementwise(gv_module *m, FILE *f, const char *name, const gv_op *op
   for (int i = 0; i < nr; i++) {
     const char *v = cg_expr_lookup(&c, yv[i]);
     if (!v) { gv_error_op(m, op, "cuda codegen: yielded value %d is not defined in the body", i); goto out; }
-    fprintf(f, "    y%d[i] = (%s)(%s);\n", i, cu_stype(op->res[i]->type.dtype), v);
+    fprintf(f, "    y%d[i] = (%s)(%s);\n", i, stype_of(st, ctx, op->res[i]), v);
   }
   fprintf(f, "  }\n}\n\n");
   rc = 0;
@@ -147,7 +152,8 @@ out:
   return rc;
 }
 
-int cu_emit_score_functor(gv_module *m, FILE *f, const char *name, const gv_op *op, int score_opnd) {
+int cu_emit_score_functor(gv_module *m, FILE *f, const char *name, const gv_op *op, int score_opnd, cu_stype_fn st,
+                          const void *ctx) {
   bool fused = op->code == GV_OP_FUSED;
   int na = op->nopnds;
   int64_t (*S)[GV_MAX_RANK] = calloc((size_t)(na ? na : 1), sizeof *S);
@@ -161,7 +167,7 @@ int cu_emit_score_functor(gv_module *m, FILE *f, const char *name, const gv_op *
   int64_t n = gv_type_numel(it);
   fprintf(f, "struct %s {\n", name);
   for (int k = 0; k < na; k++)
-    if (k != score_opnd) fprintf(f, "  const %s *x%d;\n", cu_stype(op->opnds[k]->type.dtype), k);
+    if (k != score_opnd) fprintf(f, "  const %s *x%d;\n", stype_of(st, ctx, op->opnds[k]), k);
   fprintf(f, "  int *galv_err;\n  int galv_k;\n  __device__ float operator()(float s, int64_t e) const {\n");
   for (int k = 0; k < na; k++) {
     const char *ct = cg_ctype(op->opnds[k]->type.dtype);

@@ -126,6 +126,10 @@ void galv_cu_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t
 /* reductions: kind 0 sum, 1 mean, 2 max, 3 min; ostr: output stride of each input dim (0 = reduced) */
 void galv_cu_reduce(int dt, void *y, const void *x, int rank, const int64_t *dims, const int64_t *ostr, int64_t no,
                     int kind);
+/* the same with x stored as xdt and y as ydt (bf16 training: a bf16 activation gradient summed into an fp32
+ * parameter gradient) */
+void galv_cu_reduce_to(int xdt, int ydt, void *y, const void *x, int rank, const int64_t *dims, const int64_t *ostr,
+                       int64_t no, int kind);
 /* softmax / log-softmax over L elements of stride inner, for outer*inner rows */
 void galv_cu_softmax(int dt, void *y, const void *x, int64_t outer, int64_t L, int64_t inner, int log_softmax);
 /* LayerNorm (rms 0) / RMSNorm (rms 1) over rows of N; scale/bias have sn/bn elements (N or 1); bias may be NULL */
@@ -140,28 +144,34 @@ typedef struct {
   int64_t lda, ldb, sa, sb; /* leading dims and batch strides (elements) */
 } galv_cu_gemm_desc;
 void galv_cu_gemm(int dt, const galv_cu_gemm_desc *g, const void *a, const void *b, void *c);
+/* the same with C stored as cdt: bf16 A and B into an fp32 C (bf16 training: parameter gradients) */
+void galv_cu_gemm_to(int dt, int cdt, const galv_cu_gemm_desc *g, const void *a, const void *b, void *c);
 void galv_cu_conv(int dt, const galv_conv_desc *d, const void *x, const void *w, const void *bias, void *y);
 /* float32 <-> storage conversion of n elements (dt GALV_BF16: to/from bf16) */
 void galv_cu_from_f32(int dt, void *dst, const float *src, int64_t n);
 void galv_cu_to_f32(int dt, float *dst, const void *src, int64_t n);
 
 /* ---- training kernels (runtime/cuda/kernels_grad.cu; ir/train_ops.c
- * semantics, fp32 storage). k: the kernel number for the error flag. */
-/* dst [outer, D, inner] = 0, then += dy [outer, nidx, inner] at idx (fp32 atomics) */
-void galv_cu_gather_grad(float *dst, const float *dy, const void *idx, int idx_es, int64_t nidx, int64_t outer,
+ * semantics). dt: the storage (GALV_F32 or GALV_BF16) of the activation
+ * side (dy, logits, conv x / dx); parameter gradients and the loss are
+ * fp32 whatever dt (fp32 accumulation). k: the kernel number for the error
+ * flag. */
+/* dst [outer, D, inner] (fp32) = 0, then += dy [outer, nidx, inner] at idx (fp32 atomics) */
+void galv_cu_gather_grad(int dt, float *dst, const void *dy, const void *idx, int idx_es, int64_t nidx, int64_t outer,
                          int64_t D, int64_t inner, int k);
 /* slice_grad: dst (dst_bytes) = 0, then dst[base + sum i_d * strides_d] = src (contiguous, dims); elements */
 void galv_cu_scatter_strided(void *dst, int64_t dst_bytes, int64_t base, const void *src, size_t es, int rank,
                              const int64_t *dims, const int64_t *strides);
-/* mean cross-entropy over rows of C logits whose label is not ign, and its
- * gradient times *dloss; scratch: (rows + 2) doubles */
-void galv_cu_cross_entropy(float *loss, const float *x, const int64_t *lab, int64_t rows, int64_t C, int64_t ign,
+/* mean cross-entropy over rows of C logits x (stored dt) whose label is not
+ * ign (loss: fp32), and its gradient dx (stored dt) times *dloss (fp32);
+ * scratch: (rows + 2) doubles */
+void galv_cu_cross_entropy(int dt, float *loss, const void *x, const int64_t *lab, int64_t rows, int64_t C, int64_t ign,
                            void *scratch, int k);
-void galv_cu_cross_entropy_grad(float *dx, const float *dloss, const float *x, const int64_t *lab, int64_t rows, int64_t C,
-                                int64_t ign, void *scratch, int k);
-/* conv gradients with the forward conv's descriptor */
-void galv_cu_conv_grad_input(const galv_conv_desc *d, const float *dy, const float *w, float *dx);
-void galv_cu_conv_grad_weight(const galv_conv_desc *d, const float *x, const float *dy, float *dw);
+void galv_cu_cross_entropy_grad(int dt, void *dx, const float *dloss, const void *x, const int64_t *lab, int64_t rows,
+                                int64_t C, int64_t ign, void *scratch, int k);
+/* conv gradients with the forward conv's descriptor: dy, x, dx stored dt; w, dw fp32 */
+void galv_cu_conv_grad_input(int dt, const galv_conv_desc *d, const void *dy, const float *w, void *dx);
+void galv_cu_conv_grad_weight(int dt, const galv_conv_desc *d, const void *x, const void *dy, float *dw);
 
 /* ---- collectives of a multi-rank program.cu (runtime/galv_comm.h calls on
  * galv_q): the compute stream waits for every call queued on q so far (an

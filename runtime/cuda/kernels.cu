@@ -187,8 +187,8 @@ __device__ static inline float warp_max(float v) {
 /* One warp per output element; the reduced dims are walked by index r.
  * kept: dims/strides of the output index space in the input; red: the
  * reduced dims and their input strides. Max/min propagate NaN (as eval). */
-template <typename T>
-__global__ void reduce_k(T *y, const T *x, int64_t no, shape_t kept, shape_t red, int64_t nr, int kind) {
+template <typename TY, typename TX>
+__global__ void reduce_k(TY *y, const TX *x, int64_t no, shape_t kept, shape_t red, int64_t nr, int kind) {
   int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
   int lane = threadIdx.x & 31;
   int64_t nwarps = (int64_t)gridDim.x * blockDim.x / 32;
@@ -224,6 +224,11 @@ __global__ void reduce_k(T *y, const T *x, int64_t no, shape_t kept, shape_t red
 
 void galv_cu_reduce(int dt, void *y, const void *x, int rank, const int64_t *dims, const int64_t *ostr, int64_t no,
                     int kind) {
+  galv_cu_reduce_to(dt, dt, y, x, rank, dims, ostr, no, kind);
+}
+
+void galv_cu_reduce_to(int xdt, int ydt, void *y, const void *x, int rank, const int64_t *dims, const int64_t *ostr,
+                       int64_t no, int kind) {
   shape_t kept, red;
   memset(&kept, 0, sizeof kept);
   memset(&red, 0, sizeof red);
@@ -238,8 +243,12 @@ void galv_cu_reduce(int dt, void *y, const void *x, int rank, const int64_t *dim
   }
   if (no == 0) return;
   unsigned g = galv_cu_blocks(no * 32);
-  if (dt == GALV_BF16) reduce_k<<<g, 256, 0, galv_cu.stream>>>((galv_bf16 *)y, (const galv_bf16 *)x, no, kept, red, nr, kind);
-  else reduce_k<<<g, 256, 0, galv_cu.stream>>>((float *)y, (const float *)x, no, kept, red, nr, kind);
+  cudaStream_t st = galv_cu.stream;
+  bool xb = xdt == GALV_BF16, yb = ydt == GALV_BF16;
+  if (xb && yb) reduce_k<<<g, 256, 0, st>>>((galv_bf16 *)y, (const galv_bf16 *)x, no, kept, red, nr, kind);
+  else if (xb) reduce_k<<<g, 256, 0, st>>>((float *)y, (const galv_bf16 *)x, no, kept, red, nr, kind);
+  else if (yb) reduce_k<<<g, 256, 0, st>>>((galv_bf16 *)y, (const float *)x, no, kept, red, nr, kind);
+  else reduce_k<<<g, 256, 0, st>>>((float *)y, (const float *)x, no, kept, red, nr, kind);
   GALV_CU_LAUNCHED();
 }
 
@@ -377,17 +386,22 @@ void galv_cu_norm(int dt, void *y, const void *x, const void *scale, int64_t sn,
  * m = N, n = M. A row-major matrix with row stride ld is a column-major one
  * of its transpose with the same ld, so no copy is made. */
 void galv_cu_gemm(int dt, const galv_cu_gemm_desc *g, const void *a, const void *b, void *c) {
+  galv_cu_gemm_to(dt, dt, g, a, b, c);
+}
+
+void galv_cu_gemm_to(int dt, int cdt, const galv_cu_gemm_desc *g, const void *a, const void *b, void *c) {
   if (g->M == 0 || g->N == 0 || g->batch == 0) return;
   const float one = 1.0f, zero = 0.0f;
-  cudaDataType ty = dt == GALV_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  cudaDataType ty = dt == GALV_BF16 ? CUDA_R_16BF : CUDA_R_32F, cty = cdt == GALV_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  if (dt != GALV_BF16 && cdt == GALV_BF16) galv_fatal("gemm: fp32 inputs with a bf16 result are not supported");
   cublasOperation_t opb = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (g->K == 0) {
-    size_t es = dt == GALV_BF16 ? 2 : 4;
+    size_t es = cdt == GALV_BF16 ? 2 : 4;
     cudaCheck(cudaMemsetAsync(c, 0, (size_t)(g->batch * g->M * g->N) * es, galv_cu.stream));
     return;
   }
   cublasCheck(cublasGemmStridedBatchedEx(galv_cu.blas, opb, opa, (int)g->N, (int)g->M, (int)g->K, &one, b, ty,
-                                         (int)g->ldb, g->sb, a, ty, (int)g->lda, g->sa, &zero, c, ty, (int)g->N,
+                                         (int)g->ldb, g->sb, a, ty, (int)g->lda, g->sa, &zero, c, cty, (int)g->N,
                                          g->M * g->N, (int)g->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 

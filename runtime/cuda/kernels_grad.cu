@@ -4,18 +4,26 @@
  * strided window), cross_entropy and its gradient (one block per row for
  * the log-sum-exp, double accumulation as the evaluator; one block for the
  * mean), and the two conv gradients (direct, one thread per result element:
- * no atomics, deterministic). fp32 storage only (training is fp32 on this
- * target). An index or label out of range sets the error flag to k + 1.
+ * no atomics, deterministic). The activation side (dy, logits, conv x and
+ * dx) is stored as T (float, or bf16 under --precision bf16: dispatched on
+ * dt); parameter gradients and the loss are fp32 and every sum is fp32 (or
+ * double). An index or label out of range sets the error flag to k + 1.
  * Launch errors are checked after every launch; nothing synchronises. */
 #include <string.h>
 
 #include "galv_cuda.h"
 
+__device__ static inline float ldf(const float *p, int64_t i) { return p[i]; }
+__device__ static inline float ldf(const galv_bf16 *p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ static inline void stf(float *p, int64_t i, float v) { p[i] = v; }
+__device__ static inline void stf(galv_bf16 *p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
+
 #define GRID_STRIDE(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 /* ---------------------------------------------------------------- gather_grad, slice_grad */
 
-__global__ static void gather_grad_k(float *dst, const float *dy, const void *idx, int idx_es, int64_t nidx,
+template <typename T>
+__global__ static void gather_grad_k(float *dst, const T *dy, const void *idx, int idx_es, int64_t nidx,
                                      int64_t outer, int64_t D, int64_t inner, int *err, int k) {
   int64_t n = outer * nidx * inner;
   GRID_STRIDE(i, n) {
@@ -26,16 +34,21 @@ __global__ static void gather_grad_k(float *dst, const float *dy, const void *id
       continue;
     }
     if (t < 0) t += D;
-    atomicAdd(dst + (o * D + t) * inner + w, dy[i]);
+    atomicAdd(dst + (o * D + t) * inner + w, ldf(dy, i));
   }
 }
 
-void galv_cu_gather_grad(float *dst, const float *dy, const void *idx, int idx_es, int64_t nidx, int64_t outer,
+void galv_cu_gather_grad(int dt, float *dst, const void *dy, const void *idx, int idx_es, int64_t nidx, int64_t outer,
                          int64_t D, int64_t inner, int k) {
   cudaCheck(cudaMemsetAsync(dst, 0, (size_t)(outer * D * inner) * sizeof(float), galv_cu.stream));
   int64_t n = outer * nidx * inner;
   if (n == 0) return;
-  gather_grad_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dst, dy, idx, idx_es, nidx, outer, D, inner, galv_cu.err, k);
+  if (dt == GALV_BF16)
+    gather_grad_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dst, (const galv_bf16 *)dy, idx, idx_es, nidx, outer, D,
+                                                                 inner, galv_cu.err, k);
+  else
+    gather_grad_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dst, (const float *)dy, idx, idx_es, nidx, outer, D, inner,
+                                                                 galv_cu.err, k);
   GALV_CU_LAUNCHED();
 }
 
@@ -107,10 +120,11 @@ __device__ static float block_max(float v, double *sh) {
 }
 
 /* lse[row] = log-sum-exp of the row (NaN for an ignored row) */
-__global__ static void ce_lse_k(double *lse, const float *x, const int64_t *lab, int64_t C, int64_t ign, int *err, int k) {
+template <typename T>
+__global__ static void ce_lse_k(double *lse, const T *x, const int64_t *lab, int64_t C, int64_t ign, int *err, int k) {
   __shared__ double sh[32];
   int64_t row = blockIdx.x, y = lab[row];
-  const float *r = x + row * C;
+  const T *r = x + row * C;
   if (y == ign) {
     if (threadIdx.x == 0) lse[row] = nan("");
     return;
@@ -120,20 +134,21 @@ __global__ static void ce_lse_k(double *lse, const float *x, const int64_t *lab,
     return;
   }
   float mx = -INFINITY;
-  for (int64_t c = threadIdx.x; c < C; c += blockDim.x) mx = fmaxf(mx, r[c]);
+  for (int64_t c = threadIdx.x; c < C; c += blockDim.x) mx = fmaxf(mx, ldf(r, c));
   mx = block_max(mx, sh);
   double s = 0;
-  for (int64_t c = threadIdx.x; c < C; c += blockDim.x) s += exp((double)r[c] - mx);
+  for (int64_t c = threadIdx.x; c < C; c += blockDim.x) s += exp((double)ldf(r, c) - mx);
   s = block_sum(s, sh);
   if (threadIdx.x == 0) lse[row] = mx + log(s);
 }
 
 /* lse[rows] = mean nll over the counted rows (loss != NULL: also stored as f32); lse[rows + 1] = count */
-__global__ static void ce_mean_k(float *loss, double *lse, const float *x, const int64_t *lab, int64_t rows, int64_t C) {
+template <typename T>
+__global__ static void ce_mean_k(float *loss, double *lse, const T *x, const int64_t *lab, int64_t rows, int64_t C) {
   __shared__ double sh[32];
   double s = 0, n = 0;
   for (int64_t i = threadIdx.x; i < rows; i += blockDim.x)
-    if (lse[i] == lse[i]) s += lse[i] - x[i * C + lab[i]], n += 1;
+    if (lse[i] == lse[i]) s += lse[i] - ldf(x, i * C + lab[i]), n += 1;
   s = block_sum(s, sh);
   n = block_sum(n, sh);
   if (threadIdx.x == 0) {
@@ -143,19 +158,21 @@ __global__ static void ce_mean_k(float *loss, double *lse, const float *x, const
   }
 }
 
-__global__ static void ce_grad_k(float *dx, const float *dloss, const float *x, const int64_t *lab, const double *lse,
+template <typename T>
+__global__ static void ce_grad_k(T *dx, const float *dloss, const T *x, const int64_t *lab, const double *lse,
                                  int64_t rows, int64_t C) {
   double count = lse[rows + 1], scale = count ? (double)*dloss / count : 0.0;
   GRID_STRIDE(i, rows * C) {
     int64_t row = i / C, c = i - row * C;
     double l = lse[row];
-    dx[i] = l != l ? 0.0f : (float)((exp((double)x[i] - l) - (c == lab[row] ? 1.0 : 0.0)) * scale);
+    stf(dx, i, l != l ? 0.0f : (float)((exp((double)ldf(x, i) - l) - (c == lab[row] ? 1.0 : 0.0)) * scale));
   }
 }
 
 /* scratch: (rows + 2) doubles */
-void galv_cu_cross_entropy(float *loss, const float *x, const int64_t *lab, int64_t rows, int64_t C, int64_t ign,
-                           void *scratch, int k) {
+template <typename T>
+static void cross_entropy_t(float *loss, const T *x, const int64_t *lab, int64_t rows, int64_t C, int64_t ign,
+                            void *scratch, int k) {
   double *lse = (double *)scratch;
   if (rows > 0) {
     ce_lse_k<<<(unsigned)rows, 256, 0, galv_cu.stream>>>(lse, x, lab, C, ign, galv_cu.err, k);
@@ -165,12 +182,26 @@ void galv_cu_cross_entropy(float *loss, const float *x, const int64_t *lab, int6
   GALV_CU_LAUNCHED();
 }
 
-void galv_cu_cross_entropy_grad(float *dx, const float *dloss, const float *x, const int64_t *lab, int64_t rows, int64_t C,
-                                int64_t ign, void *scratch, int k) {
-  galv_cu_cross_entropy(NULL, x, lab, rows, C, ign, scratch, k);
+template <typename T>
+static void cross_entropy_grad_t(T *dx, const float *dloss, const T *x, const int64_t *lab, int64_t rows, int64_t C,
+                                 int64_t ign, void *scratch, int k) {
+  cross_entropy_t(NULL, x, lab, rows, C, ign, scratch, k);
   if (rows * C == 0) return;
   ce_grad_k<<<galv_cu_blocks(rows * C), 256, 0, galv_cu.stream>>>(dx, dloss, x, lab, (const double *)scratch, rows, C);
   GALV_CU_LAUNCHED();
+}
+
+void galv_cu_cross_entropy(int dt, float *loss, const void *x, const int64_t *lab, int64_t rows, int64_t C, int64_t ign,
+                           void *scratch, int k) {
+  if (dt == GALV_BF16) cross_entropy_t(loss, (const galv_bf16 *)x, lab, rows, C, ign, scratch, k);
+  else cross_entropy_t(loss, (const float *)x, lab, rows, C, ign, scratch, k);
+}
+
+void galv_cu_cross_entropy_grad(int dt, void *dx, const float *dloss, const void *x, const int64_t *lab, int64_t rows,
+                                int64_t C, int64_t ign, void *scratch, int k) {
+  if (dt == GALV_BF16)
+    cross_entropy_grad_t((galv_bf16 *)dx, dloss, (const galv_bf16 *)x, lab, rows, C, ign, scratch, k);
+  else cross_entropy_grad_t((float *)dx, dloss, (const float *)x, lab, rows, C, ign, scratch, k);
 }
 
 /* ---------------------------------------------------------------- conv gradients */
@@ -181,7 +212,8 @@ typedef struct {
 
 /* dx[n][c][ipos] = sum over m of c's group, kernel positions k with
  * ipos = opos * stride - pad + k * dil: w[m][c'][k] * dy[n][m][opos] */
-__global__ static void conv_grad_input_k(float *dx, const float *dy, const float *w, cdesc a, int64_t n) {
+template <typename T>
+__global__ static void conv_grad_input_k(T *dx, const T *dy, const float *w, cdesc a, int64_t n) {
   const galv_conv_desc &d = a.d;
   int S = d.S;
   int64_t kn = 1, P = 1, IS = 1;
@@ -201,15 +233,16 @@ __global__ static void conv_grad_input_k(float *dx, const float *dy, const float
         opos = opos * d.out[s] + (ok ? t / d.stride[s] : 0);
       }
       if (!ok) continue;
-      for (int64_t m = g * mpg; m < (g + 1) * mpg; m++) acc += w[(m * cpg + cl) * kn + kk] * dy[(b * d.M + m) * P + opos];
+      for (int64_t m = g * mpg; m < (g + 1) * mpg; m++) acc += w[(m * cpg + cl) * kn + kk] * ldf(dy, (b * d.M + m) * P + opos);
     }
-    dx[i] = acc;
+    stf(dx, i, acc);
     (void)IS;
   }
 }
 
 /* dw[m][c][k] = sum over n, output positions p: dy[n][m][p] * x[n][g*Cg + c][pos(k, p)] */
-__global__ static void conv_grad_weight_k(float *dw, const float *x, const float *dy, cdesc a, int64_t n) {
+template <typename T>
+__global__ static void conv_grad_weight_k(float *dw, const T *x, const T *dy, cdesc a, int64_t n) {
   const galv_conv_desc &d = a.d;
   int S = d.S;
   int64_t kn = 1, P = 1, IS = 1;
@@ -221,34 +254,38 @@ __global__ static void conv_grad_weight_k(float *dw, const float *x, const float
     for (int s = S - 1; s >= 0; s--) kc[s] = q % d.k[s], q /= d.k[s];
     float acc = 0;
     for (int64_t b = 0; b < d.N; b++) {
-      const float *xp = x + (b * d.C + g * cpg + c) * IS, *dp = dy + (b * d.M + m) * P;
+      const T *xp = x + (b * d.C + g * cpg + c) * IS, *dp = dy + (b * d.M + m) * P;
       for (int64_t p = 0; p < P; p++) {
         int64_t pq = p, off = 0, ok = 1, pos[GALV_RT_MAX_RANK];
         for (int s = S - 1; s >= 0; s--) pos[s] = (pq % d.out[s]) * d.stride[s] - d.pad[s] + kc[s] * d.dil[s], pq /= d.out[s];
         for (int s = 0; s < S; s++) ok &= pos[s] >= 0 && pos[s] < d.in[s], off = off * d.in[s] + pos[s];
-        if (ok) acc += dp[p] * xp[off];
+        if (ok) acc += ldf(dp, p) * ldf(xp, off);
       }
     }
     dw[i] = acc;
   }
 }
 
-void galv_cu_conv_grad_input(const galv_conv_desc *d, const float *dy, const float *w, float *dx) {
+void galv_cu_conv_grad_input(int dt, const galv_conv_desc *d, const void *dy, const float *w, void *dx) {
   int64_t n = d->N * d->C;
   for (int s = 0; s < d->S; s++) n *= d->in[s];
   if (n == 0) return;
   cdesc a;
   a.d = *d;
-  conv_grad_input_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dx, dy, w, a, n);
+  if (dt == GALV_BF16)
+    conv_grad_input_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>((galv_bf16 *)dx, (const galv_bf16 *)dy, w, a, n);
+  else conv_grad_input_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>((float *)dx, (const float *)dy, w, a, n);
   GALV_CU_LAUNCHED();
 }
 
-void galv_cu_conv_grad_weight(const galv_conv_desc *d, const float *x, const float *dy, float *dw) {
+void galv_cu_conv_grad_weight(int dt, const galv_conv_desc *d, const void *x, const void *dy, float *dw) {
   int64_t n = d->M * (d->C / d->G);
   for (int s = 0; s < d->S; s++) n *= d->k[s];
   if (n == 0) return;
   cdesc a;
   a.d = *d;
-  conv_grad_weight_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dw, x, dy, a, n);
+  if (dt == GALV_BF16)
+    conv_grad_weight_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dw, (const galv_bf16 *)x, (const galv_bf16 *)dy, a, n);
+  else conv_grad_weight_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dw, (const float *)x, (const float *)dy, a, n);
   GALV_CU_LAUNCHED();
 }

@@ -14,7 +14,7 @@
  * their compiled program only (bench/gpu_check.sh). Without a CUDA device it
  * says so and how to use the CPU target. Errors are one line, exit 1.
  * A training step program (galvc --train) takes runtime/train.c's options
- * instead (--batches DIR --steps N ...; train_cuda.cu).
+ * instead (--batches DIR --steps N ...; train_cuda.cu), and --gen-weights.
  * An N-rank program (galvc --gpus N; docs/cuda-target.md, Ranks) runs under
  * ./launch (mpirun): runtime/spmd.c gives each rank its block of weights.bin
  * and of every split input (the --input files hold global tensors); split
@@ -180,8 +180,11 @@ int main(int argc, char **argv) {
   const char *slash = strrchr(argv[0], '/');
   galv_progname = slash ? slash + 1 : argv[0];
   galv_spmd_init(&argc, &argv); /* ranks (runtime/spmd.c): MPI when the program is partitioned */
-  if (galv_training) /* a training step (galvc --train): runtime/train.c with the device step of train_cuda.cu */
+  if (galv_training) { /* a training step (galvc --train): runtime/train.c with the device step of train_cuda.cu */
+    if (argc >= 3 && !strcmp(argv[1], "--gen-weights") && galv_nranks <= 1) /* the parameters it starts from */
+      return gen_weights(argv[2], argc > 3 ? argv[3] : NULL);
     return galv_cu_train_main(argc, argv);
+  }
   const char *outdir = NULL, *wpath = NULL;
   long iters = 1, warmup = 0;
   int profile = 0, comm_stats = 0;

@@ -9,7 +9,11 @@
  * the device, and reads the loss back; the state comes back to the host
  * only for checkpoints and -o. The step time (CUDA events, from the second
  * step on when there are several) is printed at the end with the step's
- * GEMM + attention TFLOP/s. fp32 storage (the emitter refuses bf16). */
+ * GEMM + attention TFLOP/s. The state is fp32 under --precision bf16 too
+ * (mixed precision: program.cu keeps activations in bf16 in the arena and
+ * converts at its kernels; docs/cuda-target.md, "bf16 training"), so this
+ * file, the checkpoints and -o are the same for both. On N ranks the
+ * state of checkpoints and -o is gathered on the device (dev_gather). */
 #include <string.h>
 
 #include "galv_cuda.h"
@@ -126,9 +130,10 @@ int galv_cu_train_main(int argc, char **argv) {
     cudaDeviceProp prop;
     cudaCheck(cudaGetDeviceProperties(&prop, galv_cu.device));
     printf("%s: %s, training step: mean %.3f ms, min %.3f ms over %ld steps%s, %.1f GEMM+attention TFLOP/s, %lld "
-           "parameters (fp32)\n",
+           "parameters (fp32%s)\n",
            galv_progname, prop.name, mean, step_ms_min, counted, nsteps > 1 ? " (after the first)" : "",
-           (double)galv_cu_flops / (step_ms_min * 1e-3) / 1e12, (long long)params);
+           (double)galv_cu_flops / (step_ms_min * 1e-3) / 1e12, (long long)params,
+           galv_cu_precision == GALV_BF16 ? "; bf16 activations" : "");
   }
   if (d_arena) {
     cudaCheck(cudaFree(d_arena));
