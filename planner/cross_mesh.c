@@ -64,7 +64,8 @@ int gv_xmesh_plan_make(const gv_type *t, const gv_sharding *src, const gv_shardi
       for (int k = 0; k < dst->naxes[d]; k++)
         if (dst->axes[d][k] > rmin) order_ok = false;
       if (!order_ok || local % q) continue;
-      if (best < 0 || local > t->dims[best] / gv_sharding_dim_split(dst, best)) best = d;
+      best = d; /* the outermost: a tile is one contiguous run of the value when the dims before it are 1 */
+      break;
     }
     if (best >= 0) {
       for (int a = 0; a < dst->mesh->naxes; a++)
@@ -88,7 +89,7 @@ int gv_xmesh_plan_make(const gv_type *t, const gv_sharding *src, const gv_shardi
   for (int r = 0; r < na; r++) tile_of(src, t, r, st[r][0], st[r][1]);
   /* pass 0 counts the overlaps (receiver tile x group of replicas); pass 1
    * plans them: an overlap held by several replicas is cut into up to
-   * min(replicas, senders / overlaps) pieces (along its largest dim that
+   * min(replicas, senders / overlaps) pieces (along its outermost dim that
    * divides), so that fewer overlaps than senders still use every sender */
   int nover = 0;
   for (int pass = 0; pass < 2; pass++)
@@ -125,7 +126,7 @@ int gv_xmesh_plan_make(const gv_type *t, const gv_sharding *src, const gv_shardi
       int m = na / nover < nrep ? na / nover : nrep, sd = -1;
       for (; m > 1 && sd < 0; m -= sd < 0)
         for (int d = 0; d < t->rank; d++)
-          if (il[d] % m == 0 && (sd < 0 || il[d] > il[sd])) sd = d;
+          if (il[d] % m == 0 && sd < 0) sd = d;
       if (m < 1) m = 1;
       for (int piece = 0; piece < m; piece++) {
         int pick = rep[0];

@@ -5,17 +5,21 @@
 # the stages, then an all-gather inside the receiving stage. On GPT-2 tiny
 # (2 layers, hidden 32, vocab 64, batch 8 x seq 8, B = 2), under
 # GALV_COMM_SYNC=1 (synchronous sends) and `timeout`:
-#   inference pp=2 x tp=2, pp=2 x dp=2 and stages of 2 and 1 devices
-#   (--stage-devices 2,1): logits equal the single device (rtol 1e-4, atol 1e-5);
+#   inference pp=2 x tp=2, pp=2 x dp=2 and stages of 1 and 4 devices
+#   (--stage-devices 1,4, B = 4: the microbatch of 2 does not split 4 ways,
+#   so the tiles cut the sequence dim: packed, staged and gathered out of
+#   place): logits equal the single device (rtol 1e-4, atol 1e-5);
 #   training (2 steps of SGD, lr 0.1, momentum 0.9: the weights move by the
 #   gradients themselves, so a misplaced tile shows; AdamW's first steps
 #   amplify reduction-order noise of near-zero gradients, eps 1e-8) pp=2 x
-#   tp=2 1F1B, pp=2 x dp=2 GPipe and stages of 1 and 2 devices 1F1B: the
-#   single device's losses and weights;
+#   tp=2 1F1B, pp=2 x dp=2 GPipe and stages of 1 and 2 devices 1F1B (the
+#   gradients from 2 ranks to 1: each sends half): the single device's
+#   losses and weights;
 # and per sending stage and direction (forward values, gradients): the bytes
 # the communicator counted (summed over the stage's ranks, each rank equal
-# to its share of the plan) == the plan == naive / k, naive = every
-# receiving rank gets the whole value, k = the receiving stage's devices.
+# to its share of the plan, the same for every sender) == the plan ==
+# naive / k, naive = every receiving rank gets the whole value, k = the
+# receiving stage's devices.
 # Bad input: --stage-devices not summing to --gpus, or not one per stage.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -63,27 +67,28 @@ seen = {}
 for st, rank, d, meas, plan, splan, snaive in pat.findall(log):
     st, meas, plan, splan, snaive = int(st), int(meas), int(plan), int(splan), int(snaive)
     if meas != plan: sys.exit(f"stage {st} rank {rank} {d}: measured {meas} != planned {plan}")
-    e = seen.setdefault((st, d), [0, 0, splan, snaive])
-    e[0] += meas; e[1] += 1
+    e = seen.setdefault((st, d), [0, 0, splan, snaive, []])
+    e[0] += meas; e[1] += 1; e[4].append(meas)
     if (e[2], e[3]) != (splan, snaive): sys.exit(f"stage {st} {d}: ranks disagree on the stage's plan")
 out = []
 for d in dirs:
     st = 0 if d == "forward" else len(devs) - 1
     peer = st + 1 if d == "forward" else st - 1
     if (st, d) not in seen: sys.exit(f"no {d} byte report from stage {st}")
-    meas, nranks, splan, snaive = seen[(st, d)]
+    meas, nranks, splan, snaive, per = seen[(st, d)]
     if nranks != devs[st]: sys.exit(f"stage {st} {d}: {nranks} ranks reported, the stage has {devs[st]}")
     if meas != splan or splan <= 0: sys.exit(f"stage {st} {d}: measured {meas} != planned {splan}")
     if splan * devs[peer] != snaive: sys.exit(f"stage {st} {d}: planned {splan} x {devs[peer]} receivers != naive {snaive}")
-    out.append(f"{d} {meas} measured == planned, naive {snaive} = {devs[peer]} x")
+    if min(per) != max(per): sys.exit(f"stage {st} {d}: senders unbalanced, {per} bytes per rank")
+    out.append(f"{d} {meas} measured == planned ({per[0]} per sender), naive {snaive} = {devs[peer]} x")
 print("; ".join(out))
 PY
 }
 
-for c in ${GALV_PIPE_XMESH_INFER:-tp:2,2 dp:2,2 tp:2,1}; do
-  IFS=: read -r st devs <<<"$c"
+for c in ${GALV_PIPE_XMESH_INFER:-tp:2,2:2 dp:2,2:2 tp:1,4:4}; do
+  IFS=: read -r st devs B <<<"$c"
   d="$T/inf-$st-$devs" n=$(( ${devs%,*} + ${devs#*,} ))
-  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2 --gpus "$n" --stage-devices "$devs" \
+  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --pipeline-stages 2 --microbatches "$B" --gpus "$n" --stage-devices "$devs" \
       --strategy "$st" --target cpu -q -o "$d/" 2>"$T/err"; then
     bad "inference $st $devs: galvc: $(head -3 "$T/err")"
     continue
@@ -111,7 +116,7 @@ PY
     bad "inference $st $devs: $msg"
     continue
   fi
-  if b=$(bytes_check "$T/out" "$devs" forward 2>&1); then ok "inference pp=2 $st, stages of $devs devices: $msg; $b"
+  if b=$(bytes_check "$T/out" "$devs" forward 2>&1); then ok "inference pp=2 $st, stages of $devs devices, B=$B: $msg; $b"
   else bad "inference $st $devs: $b"; fi
 done
 
