@@ -513,6 +513,22 @@ static int write_xfers(FILE *f, const gv_module *m, const gv_stage_io *io, int s
   return rc;
 }
 
+/* The devices of each of the S stages (the per-stage device array every
+ * later step reads: stage meshes, transfer plans, ranks, launch):
+ * --stage-devices, else --gpus / S each (S when --gpus is 1 or the stages
+ * are chosen). */
+static int pipe_stage_devices(const pipe_args *P, int S, int autoS, int64_t *gpus, int *dev) {
+  if (P->nsdev) {
+    for (int i = 0; i < S; i++) dev[i] = P->sdev[i];
+    return 0;
+  }
+  if (*gpus == 1 || autoS) *gpus = S;
+  if (*gpus % S)
+    return gv_error_plain("--gpus %lld with %d pipeline stages: the devices must divide evenly into the stages", (long long)*gpus, S);
+  for (int i = 0; i < S; i++) dev[i] = (int)(*gpus / S);
+  return 0;
+}
+
 static int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
                             const char *out, int quiet, int build, int verify_each, int train) {
   pipe_args P = *pa0;
@@ -553,13 +569,7 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
   int S = P.stages;
   /* dev[s]: the devices of stage s (its sub-mesh; the runtime's ranks first_rank[s] ..) */
   int dev[GV_PIPE_MAX_STAGES], first_rank[GV_PIPE_MAX_STAGES + 1] = {0};
-  if (P.nsdev) {
-    for (int i = 0; i < S; i++) dev[i] = P.sdev[i];
-  } else {
-    if (gpus == 1 || autoS) gpus = S;
-    if (gpus % S) { free(pl); return gv_error_plain("--gpus %lld with %d pipeline stages: the devices must divide evenly into the stages", (long long)gpus, S); }
-    for (int i = 0; i < S; i++) dev[i] = (int)(gpus / S);
-  }
+  if (pipe_stage_devices(&P, S, autoS, &gpus, dev)) { free(pl); return 1; }
   for (int i = 0; i < S; i++) first_rank[i + 1] = first_rank[i] + dev[i];
   int64_t mprod = 1;
   for (int a = 0; a < pa->naxes; a++) mprod *= pa->axs[a];
