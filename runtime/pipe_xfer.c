@@ -63,13 +63,14 @@ static int64_t box_flat(const galv_pipe_xfer *x, const int64_t *off, const int64
   return flat;
 }
 
-/* Copies the box len at off of the value (whole) to or from a contiguous buffer. */
-static void box_copy(const galv_pipe_xfer *x, char *whole, char *packed, const int64_t *off, const int64_t *len, int pack) {
+/* Copies the box len at off of the value to (pack) or from (unpack) a
+ * contiguous buffer: pack reads src = the value and writes dst = the buffer,
+ * unpack reads src = the buffer and writes dst = the value. */
+static void box_copy(const galv_pipe_xfer *x, const char *src, char *dst, const int64_t *off, const int64_t *len, int pack) {
   size_t es = galv_dtype_size(x->dtype);
   int r = x->rank;
   if (r == 0) {
-    if (pack) memcpy(packed, whole, es);
-    else memcpy(whole, packed, es);
+    memcpy(dst, src, es);
     return;
   }
   int64_t st[GALV_RT_MAX_RANK], idx[GALV_RT_MAX_RANK] = {0}, rows = 1, s = 1;
@@ -81,8 +82,8 @@ static void box_copy(const galv_pipe_xfer *x, char *whole, char *packed, const i
   for (int64_t i = 0; i < rows; i++) {
     int64_t e = off[r - 1];
     for (int d = 0; d < r - 1; d++) e += (off[d] + idx[d]) * st[d];
-    if (pack) memcpy(packed + (size_t)i * run, whole + (size_t)e * es, run);
-    else memcpy(whole + (size_t)e * es, packed + (size_t)i * run, run);
+    if (pack) memcpy(dst + (size_t)i * run, src + (size_t)e * es, run);
+    else memcpy(dst + (size_t)e * es, src + (size_t)i * run, run);
     for (int d = r - 2; d >= 0; d--) {
       if (++idx[d] < len[d]) break;
       idx[d] = 0;
@@ -177,11 +178,12 @@ void galv_pipe_xfer_send(const galv_pipe_xfer *x, const void *whole, galv_queue 
     const galv_pipe_tile *t = &x->tiles[i];
     if (t->src != lr) continue;
     int64_t n = box_bytes(x, t->len), flat = box_flat(x, t->off, t->len);
-    const char *p = (const char *)whole + flat * (int64_t)galv_dtype_size(x->dtype);
-    if (flat < 0) {
+    const char *p;
+    if (flat >= 0) p = (const char *)whole + flat * (int64_t)galv_dtype_size(x->dtype);
+    else { /* packed into a staging buffer, freed once the group completes */
       pending *s = push_pending();
       if (!(s->stage = malloc((size_t)n + 1))) galv_fatal("out of memory");
-      box_copy(x, (char *)(uintptr_t)whole, s->stage, t->off, t->len, 1);
+      box_copy(x, whole, s->stage, t->off, t->len, 1);
       p = s->stage;
     }
     uint64_t before = galv_comm_counters().send;
@@ -195,8 +197,9 @@ void galv_pipe_xfer_recv(const galv_pipe_xfer *x, void *whole, galv_queue *q) {
     const galv_pipe_tile *t = &x->tiles[i];
     if (t->dst != lr) continue;
     int64_t n = box_bytes(x, t->len), flat = box_flat(x, t->off, t->len);
-    char *p = (char *)whole + flat * (int64_t)galv_dtype_size(x->dtype);
-    if (flat < 0) {
+    char *p;
+    if (flat >= 0) p = (char *)whole + flat * (int64_t)galv_dtype_size(x->dtype);
+    else { /* staged, placed once the group completes */
       pending *s = push_pending();
       if (!(s->stage = malloc((size_t)n + 1))) galv_fatal("out of memory");
       s->whole = whole, s->x = x, s->t = t;
@@ -218,7 +221,7 @@ void galv_pipe_xfer_recv(const galv_pipe_xfer *x, void *whole, galv_queue *q) {
 void galv_pipe_xfer_complete(galv_queue *q) {
   galv_queue_sync(q);
   for (int i = 0; i < npend; i++) {
-    if (pend[i].whole) box_copy(pend[i].x, pend[i].whole, pend[i].stage, pend[i].t->off, pend[i].t->len, 0);
+    if (pend[i].whole) box_copy(pend[i].x, pend[i].stage, pend[i].whole, pend[i].t->off, pend[i].t->len, 0);
     free(pend[i].stage);
   }
   npend = 0;
@@ -254,7 +257,7 @@ void galv_pipe_xfer_complete(galv_queue *q) {
     int64_t off[GALV_RT_MAX_RANK], len[GALV_RT_MAX_RANK];
     for (int r = 0; r < nl; r++) {
       int64_t n = recv_box(g->x, r, off, len);
-      if (r != lr) box_copy(g->x, g->whole, g->all + (size_t)r * (size_t)n, off, len, 0);
+      if (r != lr) box_copy(g->x, g->all + (size_t)r * (size_t)n, g->whole, off, len, 0);
     }
     free(g->mine), free(g->all);
   }
