@@ -7,11 +7,12 @@
  * activation side stored fp32 and bf16 (the references take the same
  * bf16-rounded inputs; fp32 accumulation both ways, so the bf16 paths are
  * held to fp32 tolerances except where the result itself is stored bf16).
- * --time: GB/s of a GPT-2 wte gradient (8192 tokens x 768 into 50257 rows),
- * of the cross-entropy gradient over 8192 x 50257 logits, of a bias
- * gradient (8192 x 3072 bf16 rows summed into fp32) and TFLOP/s of a
- * weight gradient GEMM (768 x 3072 over 8192 tokens, bf16 in, fp32 out),
- * fp32 and bf16. */
+ * --time, fp32 and bf16: GB/s of a GPT-2 wte gradient (8192 tokens x 768
+ * into 50257 rows), of cross-entropy and its gradient over 8192 x 50257
+ * logits, of a slice_grad of that size; TFLOP/s of both conv gradients of
+ * a ViT-B patch embedding; bf16 only: GB/s of a bias gradient (8192 x 3072
+ * bf16 rows summed into fp32) and TFLOP/s of a weight-gradient GEMM (768 x
+ * 3072 over 8192 tokens, bf16 in, fp32 out). */
 #include <math.h>
 
 #include "lab.cuh"
@@ -234,9 +235,21 @@ int main(int argc, char **argv) {
       cudaCheck(cudaMemset(ids, 0, R * 8));
       const float h1 = 1.0f;
       one = (float *)dev(&h1, 4);
+      ms = lab_time_ms([&] { galv_cu_cross_entropy(dt, one, lg, (const int64_t *)ids, R, V, -100, scr, 0); }, 5);
+      snprintf(what, sizeof what, "cross_entropy %s 8192 x 50257", lab_dt(dt));
+      lab_report_bw(what, ms, (double)es * R * V);
+      cudaCheck(cudaMemcpy(one, &h1, 4, cudaMemcpyHostToDevice));
       ms = lab_time_ms([&] { galv_cu_cross_entropy_grad(dt, g, one, lg, (const int64_t *)ids, R, V, -100, scr, 0); }, 5);
       snprintf(what, sizeof what, "cross_entropy_grad %s 8192 x 50257", lab_dt(dt));
       lab_report_bw(what, ms, (double)es * 3 * R * V);
+      /* slice_grad of a [8192, 50257] window (rows 0..8191 of 16384): zero the whole, write the window */
+      const int64_t sd[2] = {R, V}, ss[2] = {V, 1};
+      void *big;
+      cudaCheck(cudaMalloc(&big, 2 * R * V * es));
+      ms = lab_time_ms([&] { galv_cu_scatter_strided(big, 2 * R * V * (int64_t)es, 0, lg, es, 2, sd, ss); }, 5);
+      snprintf(what, sizeof what, "slice_grad %s 8192 x 50257 into 16384 rows", lab_dt(dt));
+      lab_report_bw(what, ms, (double)es * 4 * R * V); /* zero 2 R V, read and write R V */
+      cudaCheck(cudaFree(big));
       for (void *q : {lg, g, (void *)one, ids, scr}) cudaCheck(cudaFree(q));
       /* conv_grad_weight of a ViT-B patch embedding (batch 8, 224 x 224, 16 x 16 patches, 768 channels) */
       galv_conv_desc d;
@@ -252,6 +265,10 @@ int main(int argc, char **argv) {
       cudaCheck(cudaMemset(cdy, 0, 8 * 768 * 196 * es));
       ms = lab_time_ms([&] { galv_cu_conv_grad_weight(dt, &d, cx, cdy, cdw); }, 5);
       snprintf(what, sizeof what, "conv_grad_weight %s ViT-B patches, batch 8", lab_dt(dt));
+      lab_report_flops(what, ms, 2.0 * 8 * 768 * 196 * 3 * 256, GALV_F32);
+      cudaCheck(cudaMemset(cdw, 0, 768 * 3 * 256 * 4));
+      ms = lab_time_ms([&] { galv_cu_conv_grad_input(dt, &d, cdy, cdw, cx); }, 5);
+      snprintf(what, sizeof what, "conv_grad_input %s ViT-B patches, batch 8", lab_dt(dt));
       lab_report_flops(what, ms, 2.0 * 8 * 768 * 196 * 3 * 256, GALV_F32);
       for (void *q : {cx, cdy, (void *)cdw}) cudaCheck(cudaFree(q));
       if (dt != GALV_BF16) continue;
