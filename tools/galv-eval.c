@@ -9,8 +9,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../codegen/codegen.h"
 #include "../frontend/onnx_import.h"
 #include "../ir/interp.h"
+#include "../passes/build.h"
 #include "../passes/passes.h"
 #include "../runtime/npy.h"
 
@@ -33,6 +35,9 @@ static void usage(FILE *f) {
              "                           --eps, --momentum, --ignore-index as for galvc; optimizer state starts at 0\n"
              "  --steps N                run the step function N times, feeding updated params and state\n"
              "                           back; prints 'step I loss X'; -o then writes the last step's results\n"
+             "  --precision bf16         with --train: round every value the cuda target stores as bf16 under\n"
+             "                           --train --precision bf16 (and the operands its kernels convert) to\n"
+             "                           bf16, everything else fp32: that target's mixed precision, on the CPU\n"
              "  --help\n");
 }
 
@@ -58,6 +63,67 @@ static int check_static(const gv_module *m, const gv_block *b) {
   return 0;
 }
 
+/* x rounded to bf16 and back (a cast pair before b->pos); its id is x's */
+static gv_value *round_bf16(gvb *b, gv_value *x) {
+  gv_op *o = gvb_new(b, GV_OP_CAST, 1, &x);
+  if (!o) return NULL;
+  gv_set_type(b->m, o, "to", GV_DT_BF16);
+  gv_value *h = gvb_fin(b, o);
+  if (!h) return NULL;
+  gv_op *o2 = gvb_new(b, GV_OP_CAST, 1, &h);
+  if (!o2) return NULL;
+  gv_set_type(b->m, o2, "to", GV_DT_F32);
+  gv_value *r = gvb_fin(b, o2);
+  if (r) h->id = r->id = x->id;
+  return r;
+}
+
+/* --precision bf16 (training): the cuda target's bf16 storage plan
+ * (cu_plan_storage, codegen/cuda/storage.c) applied to the device program
+ * as cast pairs: every value stored bf16 is rounded where it is defined,
+ * every operand a kernel reads in bf16 though it is stored fp32 (a GEMM's
+ * parameter operand, a norm's scale) is rounded for that use, and a result
+ * a kernel writes in bf16 is rounded. Elementwise chains inside galv.fused
+ * stay in float, as the generated kernels compute them. */
+static int emulate_bf16_storage(gv_module *m) {
+  gv_block *body = m->main->body;
+  if (!body->first || body->first->code != GV_OP_ARENA)
+    return gv_error(m, "--precision bf16 emulates the cuda target's device program: keep the fuse and memory-plan passes");
+  int n = 0, nops = 0;
+  for (int i = 0; i < body->nargs; i++) body->args[i]->id = n++;
+  for (gv_op *op = body->first; op; op = op->next, nops++)
+    for (int i = 0; i < op->nres; i++) op->res[i]->id = n++;
+  unsigned char *half = calloc((size_t)n + 1, 1);
+  gv_op **ops = malloc((size_t)(nops + 1) * sizeof *ops);
+  if (!half || !ops) abort();
+  int rc = cu_plan_storage(m, half, n), k = 0;
+  for (gv_op *op = body->first; op; op = op->next) ops[k++] = op;
+  for (k = 0; k < nops && !rc; k++) {
+    gv_op *op = ops[k];
+    if (op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA || op->code == GV_OP_RETURN || (gv_ops[op->code].flags & GV_VIEW))
+      continue;
+    gvb before = {m, op, "bf16 storage"};
+    for (int i = 0; i < op->nopnds && !rc; i++) {
+      gv_value *v = op->opnds[i];
+      if (v->type.dtype != GV_DT_F32 || half[v->id] || cu_kernel_storage(op, i, half) != 1) continue;
+      if (!(op->opnds[i] = round_bf16(&before, v))) rc = -1;
+    }
+    for (int i = 0; i < op->nres && !rc; i++) {
+      gv_value *v = op->res[i];
+      if (v->type.dtype != GV_DT_F32 || (!half[v->id] && cu_kernel_storage(op, op->nopnds + i, half) != 1)) continue;
+      gvb after = {m, op->next, "bf16 storage"};
+      gv_value *r = round_bf16(&after, v);
+      if (!r) { rc = -1; break; }
+      gv_op *first = r->def->opnds[0]->def; /* the cast to bf16, which keeps reading v */
+      gv_replace_uses(body, v, r);
+      first->opnds[0] = v;
+    }
+  }
+  free(half);
+  free(ops);
+  return rc;
+}
+
 static int to_npy(gv_dtype g, npy_dtype *n) {
   for (size_t i = 0; i < sizeof dmap / sizeof dmap[0]; i++)
     if (dmap[i].g == g) { *n = dmap[i].n; return 0; }
@@ -72,7 +138,7 @@ int main(int argc, char **argv) {
   static char shape_names[32][256];
   int nshapes = 0;
   const char *in_names[64], *in_files[64];
-  int nin = 0, train = 0;
+  int nin = 0, train = 0, bf16 = 0;
   long steps = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -86,6 +152,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--batch") && i + 1 < argc) opt.batch = atoll(argv[++i]);
     else if (!strcmp(a, "--seq") && i + 1 < argc) opt.seq = atoll(argv[++i]);
     else if (!strcmp(a, "--train")) train = 1;
+    else if (!strcmp(a, "--precision") && i + 1 < argc) {
+      const char *v = argv[++i];
+      if (strcmp(v, "fp32") && strcmp(v, "bf16")) { gv_error_plain("--precision %s: expected fp32 or bf16", v); return 2; }
+      bf16 = !strcmp(v, "bf16");
+    }
     else if (!strcmp(a, "--steps") && i + 1 < argc) {
       steps = atol(argv[++i]);
       if (steps < 1) { gv_error_plain("--steps must be positive"); return 2; }
@@ -152,11 +223,13 @@ int main(int argc, char **argv) {
 
   gv_func *f = m->main;
   if (!checked && check_static(m, f->body)) goto out;
-  const gv_tensor *inputs[64];
+  if (bf16 && !train) { gv_error_plain("--precision bf16 emulates bf16 training: it needs --train"); goto out; }
+  if (bf16 && emulate_bf16_storage(m)) goto out;
+  /* data inputs, then (training) one optimizer state tensor per parameter or two */
+  const gv_tensor **inputs = gv_alloc(m->arena, (size_t)(f->body->nargs + 1) * sizeof *inputs);
   int k = 0, *slot = gv_alloc(m->arena, (size_t)(f->body->nargs + 1) * sizeof *slot);
   for (int i = 0; i < f->body->nargs; i++) {
     if (f->arg_is_param[i]) continue;
-    if (k == 64) { gv_error(m, "more than 64 inputs"); goto out; }
     slot[i] = k;
     const char *name = f->arg_names[i];
     if (f->arg_is_state && f->arg_is_state[i]) { /* optimizer state starts at zero */

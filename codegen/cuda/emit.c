@@ -31,8 +31,6 @@ typedef struct {
   const gv_value *v;
   int in_weights; /* 1: weights, 0: arena, 2: state buffer (training) */
   int64_t off, nbytes;
-  int root;       /* the value whose bytes it uses (itself unless a view) */
-  bool half;      /* bf16 training: an f32 value stored as bf16 (plan_storage) */
 } loc;
 
 typedef struct {
@@ -47,7 +45,8 @@ typedef struct {
   int nv;
   bool bf16;
   bool train;          /* a training step: parameters and galv.state args live in the state buffer */
-  bool mixed;          /* bf16 training: storage decided per value (plan_storage) */
+  bool mixed;          /* bf16 training: storage decided per value (cu_plan_storage, storage.c) */
+  unsigned char *half; /* mixed: by value id, 1 = stored bf16 */
   int64_t cvt;         /* scratch bytes of the current op's storage conversions (its own scratch follows) */
   cg_comm_target ct;   /* the collectives' target (per-value storage when mixed) */
   int64_t pbytes, wbytes, sbytes, scratch, flops;
@@ -82,10 +81,10 @@ static loc *L(emitter *e, const gv_value *v) { return &e->L[v->id]; }
 /* element bytes as stored on the device (GEMM inputs: bf16 whenever --precision bf16) */
 static size_t ses(emitter *e, gv_dtype t) { return t == GV_DT_F32 && e->bf16 ? 2 : gv_dtype_size(t); }
 static const char *dt_of(emitter *e) { return e->bf16 ? "GALV_BF16" : "GALV_F32"; }
-/* f32 value v is stored as bf16: every one under bf16 inference, per plan_storage under bf16 training */
+/* f32 value v is stored as bf16: every one under bf16 inference, per cu_plan_storage under bf16 training */
 static bool half_of(emitter *e, const gv_value *v) {
   if (v->type.dtype != GV_DT_F32 || !e->bf16) return false;
-  return e->mixed ? e->L[e->L[v->id].root].half : true;
+  return e->mixed ? e->half[v->id] != 0 : true;
 }
 static const char *hdt(bool half) { return half ? "GALV_BF16" : "GALV_F32"; }
 static const char *vdt(emitter *e, const gv_value *v) { return hdt(half_of(e, v)); }
@@ -214,7 +213,7 @@ static int locate(emitter *e) {
     gv_value *v = body->args[i];
     v->id = e->nv;
     loc *l = &e->L[e->nv++];
-    *l = (loc){v, 0, argoff[i], nbytes_of(&v->type), v->id, false};
+    *l = (loc){v, 0, argoff[i], nbytes_of(&v->type)};
     if (fn->arg_is_param[i]) l->in_weights = e->train ? 2 : 1, l->off = w, w = align64(w + l->nbytes);
     else if (e->train && fn->arg_is_state && fn->arg_is_state[i]) l->in_weights = 2;
   }
@@ -225,8 +224,7 @@ static int locate(emitter *e) {
     if (op->code == GV_OP_CONSTANT) {
       gv_value *v = op->res[0];
       v->id = e->nv;
-      e->L[e->nv] = (loc){v, 1, w, nbytes_of(&v->type), e->nv, false};
-      e->nv++;
+      e->L[e->nv++] = (loc){v, 1, w, nbytes_of(&v->type)};
       w = align64(w + nbytes_of(&v->type));
       continue;
     }
@@ -236,7 +234,7 @@ static int locate(emitter *e) {
       gv_value *v = op->res[i];
       v->id = e->nv;
       loc *l = &e->L[e->nv++];
-      *l = (loc){v, 0, offs[i], nbytes_of(&v->type), v->id, false};
+      *l = (loc){v, 0, offs[i], nbytes_of(&v->type)};
       int a = offs[i] == -1 && e->train && !(gv_ops[op->code].flags & GV_VIEW) ? in_place_arg(fn, ar, v) : -1;
       if (a >= 0) {
         if (e->L[a].in_weights != 2 || e->L[a].nbytes != l->nbytes)
@@ -244,103 +242,11 @@ static int locate(emitter *e) {
         l->in_weights = 2, l->off = e->L[a].off;
       } else if (gv_ops[op->code].flags & GV_VIEW) {
         l->in_weights = L(e, op->opnds[0])->in_weights, l->off = L(e, op->opnds[0])->off;
-        l->root = L(e, op->opnds[0])->root;
       }
     }
   }
   e->wbytes = w;
   return 0;
-}
-
-/* ---------------------------------------------------------------- storage (bf16 training) */
-
-/* ops whose result holds its operand's elements as they are (copies, collectives): stored like the operand */
-static bool moves_data(const gv_op *op) {
-  switch (op->code) {
-  case GV_OP_TRANSPOSE: case GV_OP_EXPAND: case GV_OP_SLICE: case GV_OP_TILE: case GV_OP_CONCAT: case GV_OP_SPLIT:
-  case GV_OP_GATHER: case GV_OP_TRILU: case GV_OP_SLICE_GRAD:
-    return true;
-  default:
-    return cg_comm_is_op(op);
-  }
-}
-
-/* the ops whose f32 inputs are bf16 activations under bf16 training (they
- * compute in fp32 from them): GEMMs, convolutions, norms, softmax, cross-entropy */
-static bool takes_activations(const gv_op *op) {
-  switch (op->code) {
-  case GV_OP_DOT: case GV_OP_CONV: case GV_OP_CONV_GRAD_INPUT: case GV_OP_CONV_GRAD_WEIGHT: case GV_OP_SOFTMAX:
-  case GV_OP_LOG_SOFTMAX: case GV_OP_LAYER_NORM: case GV_OP_RMS_NORM: case GV_OP_CROSS_ENTROPY:
-  case GV_OP_CROSS_ENTROPY_GRAD:
-    return true;
-  default:
-    return false;
-  }
-}
-
-/* Mixed precision (--train --precision bf16; docs/cuda-target.md, "bf16
- * training"): which f32 values are stored bf16. fp32: the state buffer
- * (parameters = master weights, optimizer state), the weights buffer
- * (constants), the data inputs, the step's results (loss, new parameters
- * and state), and every op result all of whose uses are by ops other than
- * GEMMs, convolutions, norms, softmax and cross-entropy that have an fp32
- * result — the parameter gradients, their sums and partial sums (dW from a
- * GEMM, bias and norm-scale gradients from a reduce, embedding gradients
- * from gather_grad, their all-reduces) and what goes only into them or
- * into the loss. A copy or collective stores its result as its operand
- * (concat: bf16 when any piece is). Every other op result (activations,
- * activation gradients, logits) is bf16. Decided per root (a view shares
- * its root's storage), in reverse schedule order for the fp32 closure, then
- * forward for copies. */
-static int plan_storage(emitter *e) {
-  gv_module *m = e->m;
-  gv_block *body = m->main->body;
-  int nops = 0, n = e->nv;
-  for (const gv_op *op = body->first; op; op = op->next) nops++;
-  const gv_op **ops = malloc((size_t)(nops + 1) * sizeof *ops);
-  char *used = calloc((size_t)n + 1, 1), *bad = calloc((size_t)n + 1, 1), *ret = calloc((size_t)n + 1, 1);
-  char *f32 = calloc((size_t)n + 1, 1);
-  if (!ops || !used || !bad || !ret || !f32) abort();
-  nops = 0;
-  for (const gv_op *op = body->first; op; op = op->next) ops[nops++] = op;
-  for (int k = nops - 1; k >= 0; k--) {
-    const gv_op *op = ops[k];
-    if (op->code == GV_OP_RETURN) {
-      for (int i = 0; i < op->nopnds; i++) ret[L(e, op->opnds[i])->root] = 1;
-      continue;
-    }
-    if (op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA || (gv_ops[op->code].flags & GV_VIEW)) continue;
-    bool any = false; /* every use of each result is known now (later in the schedule) */
-    for (int i = 0; i < op->nres; i++) {
-      int r = op->res[i]->id;
-      f32[r] = ret[r] || (used[r] && !bad[r]);
-      any = any || (f32[r] && op->res[i]->type.dtype == GV_DT_F32);
-    }
-    bool through = any && !takes_activations(op);
-    for (int i = 0; i < op->nopnds; i++) {
-      int r = L(e, op->opnds[i])->root;
-      if (through) used[r] = 1;
-      else bad[r] = 1;
-    }
-  }
-  int rc = 0;
-  for (int k = 0; k < nops && !rc; k++) {
-    const gv_op *op = ops[k];
-    if (op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA || op->code == GV_OP_RETURN || (gv_ops[op->code].flags & GV_VIEW))
-      continue;
-    bool any = false;
-    for (int i = 0; i < op->nopnds; i++) any = any || (op->opnds[i]->type.dtype == GV_DT_F32 && half_of(e, op->opnds[i]));
-    for (int i = 0; i < op->nres; i++) {
-      loc *l = L(e, op->res[i]);
-      if (op->res[i]->type.dtype != GV_DT_F32 || l->in_weights) continue; /* the state buffer: fp32 */
-      l->half = moves_data(op) ? (op->code == GV_OP_CONCAT ? any : half_of(e, op->opnds[0])) : !f32[l->root];
-      if (l->half && ret[l->root])
-        rc = gv_error_op(m, op, "cuda codegen: --precision bf16 training: the step result from galv.%s would be stored "
-                                "bf16 (its operand is a bf16 activation); not supported", gv_ops[op->code].name);
-    }
-  }
-  free(ops), free(used), free(bad), free(ret), free(f32);
-  return rc;
 }
 
 /* ---------------------------------------------------------------- GEMM layouts */
@@ -769,27 +675,6 @@ static int emit_call(emitter *e, const gv_op *op, int k, char p[][64]) {
   }
 }
 
-/* The storage a runtime kernel needs for f32 operand (or result, i >=
- * nopnds) i of op under bf16 training: 1 bf16, 0 fp32, -1 as stored (the
- * kernel takes either; copies keep their operand's storage). GEMM inputs are
- * bf16; conv, concat, softmax and norms compute in their result's storage;
- * parameter gradients of the training kernels and the loss are fp32. */
-static int needs(emitter *e, const gv_op *op, int i) {
-  bool res = i >= op->nopnds;
-  const gv_value *v = res ? op->res[i - op->nopnds] : op->opnds[i];
-  if (!e->mixed || v->type.dtype != GV_DT_F32) return -1;
-  switch (op->code) {
-  case GV_OP_DOT: return res ? -1 : 1;
-  case GV_OP_CONV: case GV_OP_CONCAT: case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX: case GV_OP_LAYER_NORM: case GV_OP_RMS_NORM:
-    return res ? -1 : half_of(e, op->res[0]);
-  case GV_OP_GATHER_GRAD: case GV_OP_CROSS_ENTROPY: return res ? 0 : -1;
-  case GV_OP_CROSS_ENTROPY_GRAD: return res ? half_of(e, op->opnds[1]) : i == 0 ? 0 : -1;
-  case GV_OP_CONV_GRAD_INPUT: return res ? half_of(e, op->opnds[0]) : i == 1 ? 0 : -1;
-  case GV_OP_CONV_GRAD_WEIGHT: return res ? 0 : i == 0 ? half_of(e, op->opnds[1]) : -1;
-  default: return -1;
-  }
-}
-
 /* op as a runtime library call (collectives: ../comm.c). Under bf16
  * training an operand stored otherwise than the kernel needs is converted
  * into scratch first, and a result is written to scratch and converted
@@ -806,7 +691,7 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
   if (cg_comm_is_op(op)) return cg_emit_comm_op(e->comm, f, op, p); /* collectives: ../comm.c */
   for (int i = 0; i < np; i++) {
     const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
-    int want = needs(e, op, i);
+    int want = e->mixed ? cu_kernel_storage(op, i, e->half) : -1;
     if (want < 0 || want == (int)half_of(e, v)) continue;
     if (i >= NP)
       return gv_error_op(e->m, op, "cuda codegen: --precision bf16 training: galv.%s with more than %d pieces of mixed "
@@ -1312,12 +1197,15 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
   bool train = m->main && m->main->res_updates;
   gv_emit_options cpu = {.quiet = true};
   if (gv_emit_cpu(m, outdir, &cpu)) return -1; /* plan check, weights.bin, program.c, runtime/ */
-  /* bf16 training is mixed precision: fp32 state, bf16 activations (plan_storage) */
+  /* bf16 training is mixed precision: fp32 state, bf16 activations (cu_plan_storage) */
   emitter e = {.m = m, .bf16 = co && co->bf16, .train = train, .mixed = train && co && co->bf16};
   int rc = -1, nk = 0;
   if (locate(&e)) goto out;
   gv_count_uses(m->main->body);
-  if (e.mixed && plan_storage(&e)) goto out;
+  if (e.mixed) {
+    if (!(e.half = calloc((size_t)e.nv + 1, 1))) abort();
+    if (cu_plan_storage(m, e.half, e.nv)) goto out;
+  }
   e.ct = e.bf16 ? cu_comm_bf16 : cu_comm_f32;
   if (e.mixed) e.ct.half = comm_half, e.ct.half_ctx = &e;
   if (!(e.comm = cg_comm_new(m, &e.ct))) goto out;
@@ -1333,6 +1221,7 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
   rc = 0;
 out:
   free(e.L);
+  free(e.half);
   free(e.att);
   cg_comm_free(e.comm);
   return rc;

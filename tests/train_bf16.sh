@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# bf16 mixed-precision training of the CUDA target, checked on the CPU: the
+# storage plan that galvc --train --precision bf16 --target cuda compiles
+# (codegen/cuda/storage.c: fp32 parameters, optimizer state and parameter
+# gradients, bf16 activations and GEMM inputs) applied in the reference
+# evaluator by galv-eval --precision bf16. For tiny GPT-2 and Llama models,
+# 3 AdamW steps: the losses differ from fp32 (the rounding happens) by at
+# most 1e-2, and the parameters written by -o by at most 2 x lr x steps
+# (AdamW moves an element by about lr per step, so a gradient within
+# rounding of zero may flip). Bad uses are one error line.
+set -euo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+python3 -c "
+import numpy as np
+r = np.random.RandomState(5)
+np.save('$T/ids.npy', r.randint(0, 64, (2, 16)).astype(np.int64))
+np.save('$T/labels.npy', r.randint(0, 64, (2, 16)).astype(np.int64))"
+for fam in gpt2 llama; do
+  python3 "$SRC/examples/make_model.py" $fam -o "$T/$fam.onnx" --layers 2 --hidden 64 --heads 4 --vocab 64 --no-verify >/dev/null
+  for p in fp32 bf16; do
+    "$BUILD/galv-eval" "$T/$fam.onnx" --batch 2 --seq 16 --train --steps 3 --precision $p --input input_ids="$T/ids.npy" \
+      --input labels="$T/labels.npy" -o "$T/${fam}_$p" >"$T/${fam}_$p.log"
+  done
+  if out=$(python3 - "$T/${fam}_fp32.log" "$T/${fam}_bf16.log" "$T/${fam}_fp32" "$T/${fam}_bf16" <<'PY'
+import glob, os, re, sys
+import numpy as np
+a, b = ([float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)] for p in sys.argv[1:3])
+d = max(abs(x - y) for x, y in zip(a, b))
+w = 0.0
+for f in glob.glob(os.path.join(sys.argv[3], "*.npy")):
+    n = os.path.basename(f)
+    if n.startswith("opt.") or n == "loss.npy" or n == "output0.npy":
+        continue
+    w = max(w, float(np.abs(np.load(f).astype(np.float64) - np.load(os.path.join(sys.argv[4], n))).max()))
+print(f"losses fp32 {a} bf16 {b}: max |d| {d:.3g}; parameters max |d| {w:.3g}")
+sys.exit(0 if len(a) == 3 and len(b) == 3 and 0 < d <= 1e-2 and w <= 2 * 1e-3 * 3 else 1)
+PY
+  ); then
+    echo "✓ $fam: $out"
+  else
+    bad "$fam: $out"
+  fi
+done
+# one error line each: without --train; without the device program (fuse, memory-plan)
+if "$BUILD/galv-eval" "$T/gpt2.onnx" --batch 2 --seq 16 --precision bf16 --input input_ids="$T/ids.npy" >"$T/e1" 2>&1; then
+  bad "--precision bf16 without --train was accepted"
+elif [ "$(wc -l <"$T/e1")" = 1 ] && grep -q "needs --train" "$T/e1"; then
+  echo "✓ without --train: $(cat "$T/e1")"
+else
+  bad "without --train: $(cat "$T/e1")"
+fi
+if "$BUILD/galv-eval" "$T/gpt2.onnx" --batch 2 --seq 16 --train --precision bf16 --passes=shape-infer,fold-constants,canonicalize,dce \
+     --input input_ids="$T/ids.npy" --input labels="$T/labels.npy" >"$T/e2" 2>&1; then
+  bad "--precision bf16 without the memory plan was accepted"
+elif [ "$(wc -l <"$T/e2")" = 1 ] && grep -q "keep the fuse and memory-plan passes" "$T/e2"; then
+  echo "✓ without the device program: $(cat "$T/e2")"
+else
+  bad "without the device program: $(cat "$T/e2")"
+fi
+[ $fail = 0 ] && echo "train_bf16: ok" || echo "train_bf16: $fail failure(s)"
+exit $fail
