@@ -505,6 +505,99 @@ void gv_replace_uses(gv_block *b, gv_value *from, gv_value *to) {
   }
 }
 
+/* gv_subst: open addressing on the value pointer, power-of-two capacity,
+ * at most half full. */
+typedef struct {
+  gv_value *from, *to;
+  const gv_op *keep;
+} subst_entry;
+
+struct gv_subst {
+  size_t n, cap;
+  subst_entry *e;
+};
+
+static void *subst_calloc(size_t n, size_t size) {
+  void *p = calloc(n, size);
+  if (!p) {
+    fprintf(stderr, "%s: error: out of memory (%zu bytes)\n", gv_progname, n * size);
+    exit(1);
+  }
+  return p;
+}
+
+static size_t subst_hash(const gv_value *v, size_t cap) {
+  uint64_t x = (uint64_t)(uintptr_t)v;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return (size_t)x & (cap - 1);
+}
+
+gv_subst *gv_subst_new(void) {
+  gv_subst *s = subst_calloc(1, sizeof *s);
+  s->cap = 64;
+  s->e = subst_calloc(s->cap, sizeof *s->e);
+  return s;
+}
+
+void gv_subst_free(gv_subst *s) {
+  if (!s) return;
+  free(s->e);
+  free(s);
+}
+
+bool gv_subst_empty(const gv_subst *s) { return s->n == 0; }
+
+static subst_entry *subst_find(const gv_subst *s, const gv_value *v) {
+  for (size_t i = subst_hash(v, s->cap);; i = (i + 1) & (s->cap - 1)) {
+    if (!s->e[i].from) return NULL;
+    if (s->e[i].from == v) return &s->e[i];
+  }
+}
+
+void gv_subst_add(gv_subst *s, gv_value *from, gv_value *to, const gv_op *keep) {
+  if (from == to) return;
+  if (2 * (s->n + 1) > s->cap) {
+    subst_entry *old = s->e;
+    size_t oc = s->cap;
+    s->cap *= 2;
+    s->e = subst_calloc(s->cap, sizeof *s->e);
+    for (size_t i = 0; i < oc; i++)
+      if (old[i].from) {
+        size_t j = subst_hash(old[i].from, s->cap);
+        while (s->e[j].from) j = (j + 1) & (s->cap - 1);
+        s->e[j] = old[i];
+      }
+    free(old);
+  }
+  size_t i = subst_hash(from, s->cap);
+  while (s->e[i].from && s->e[i].from != from) i = (i + 1) & (s->cap - 1);
+  if (!s->e[i].from) s->n++;
+  s->e[i] = (subst_entry){from, to, keep};
+}
+
+gv_value *gv_subst_value(const gv_subst *s, gv_value *v, const gv_op *user) {
+  for (size_t hops = 0; hops <= s->n; hops++) { /* a chain visits each entry at most once */
+    const subst_entry *e = subst_find(s, v);
+    if (!e || (e->keep && e->keep == user)) return v;
+    v = e->to;
+  }
+  return v;
+}
+
+void gv_subst_op(const gv_subst *s, gv_op *op) {
+  if (!s->n) return;
+  for (int i = 0; i < op->nopnds; i++) op->opnds[i] = gv_subst_value(s, op->opnds[i], op);
+  if (op->code == GV_OP_FUSED) return; /* its region sees only its own block (verify.c) */
+  for (int r = 0; r < op->nregions; r++) gv_subst_block(s, op->regions[r]);
+}
+
+void gv_subst_block(const gv_subst *s, gv_block *b) {
+  if (!s->n) return;
+  for (gv_op *op = b->first; op; op = op->next) gv_subst_op(s, op);
+}
+
 static void zero_uses(gv_block *b) {
   for (int i = 0; i < b->nargs; i++) b->args[i]->nuses = 0;
   for (gv_op *op = b->first; op; op = op->next) {

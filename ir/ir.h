@@ -322,6 +322,25 @@ void gv_insert_before(gv_op *pos, gv_op *op);
 void gv_op_unlink(gv_op *op);
 /* Replaces every use of from by to in the block and nested regions. */
 void gv_replace_uses(gv_block *b, gv_value *from, gv_value *to);
+/* Deferred replacement of uses, for passes that replace values while they
+ * walk a block in program order. In SSA every use of a value follows its
+ * definition, so recording from -> to (gv_subst_add) and resolving each op's
+ * operands when the walk reaches it (gv_subst_op) does what gv_replace_uses
+ * over the rest of the block does, in time linear in the operands instead
+ * of the block per replacement. `keep` (may be NULL) is an op that keeps
+ * reading `from` (the reshard inserted after a producer, which replaces the
+ * producer's result for everyone else). Chains resolve (a -> b, b -> c:
+ * a -> c). gv_subst_block resolves every op of a block and its regions (at
+ * the end of the walk, for the ops it skipped); galv.fused regions, which see
+ * only their own block, are not entered. Out of memory exits. */
+typedef struct gv_subst gv_subst;
+gv_subst *gv_subst_new(void);
+void gv_subst_free(gv_subst *s);
+void gv_subst_add(gv_subst *s, gv_value *from, gv_value *to, const gv_op *keep);
+bool gv_subst_empty(const gv_subst *s);
+gv_value *gv_subst_value(const gv_subst *s, gv_value *v, const gv_op *user);
+void gv_subst_op(const gv_subst *s, gv_op *op);
+void gv_subst_block(const gv_subst *s, gv_block *b);
 /* Sets nuses of every value in the block (recursively). */
 void gv_count_uses(gv_block *b);
 gv_op *gv_block_terminator(gv_block *b);

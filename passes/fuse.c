@@ -43,6 +43,7 @@ typedef struct {
   group *groups;
   int ngroups, cap;
   int nfused;
+  gv_subst *sub; /* group results replaced by the fused op's, resolved as the walk reaches each use */
   bool oom;
 } ctx;
 
@@ -160,8 +161,9 @@ static int build(ctx *c, gv_block *b, int g) {
   for (int i = 0; i < ny; i++) {
     f->res[i]->type = ys[i]->type;
     f->res[i]->name = ys[i]->name;
-    /* The region is not linked yet, so only outside uses change. */
-    gv_replace_uses(b, ys[i], f->res[i]);
+    /* Uses outside the group follow (every op that used a member's value
+     * before now closed the group): resolved as the walk reaches them. */
+    gv_subst_add(c->sub, ys[i], f->res[i], NULL);
   }
   gv_op_add_region(m, f, rb);
   if (anchor) gv_insert_before(anchor, f);
@@ -203,6 +205,7 @@ static int fuse_block(ctx *c, gv_block *b) {
   if (!open) return gv_error(c->m, "fuse: out of memory");
   for (gv_op *op = b->first, *next; op && !rc; op = next) {
     next = op->next;
+    gv_subst_op(c->sub, op);
     for (int r = 0; r < op->nregions && !rc; r++) rc = fuse_block(c, op->regions[r]);
     if (rc) break;
     int target = -1;
@@ -211,6 +214,7 @@ static int fuse_block(ctx *c, gv_block *b) {
       for (int o = 0; o < nopen && target < 0; o++)
         if (same_shape(&c->groups[open[o]].shape, &op->res[0]->type)) target = open[o];
     if ((rc = close_used(c, b, op, open, &nopen, target))) break;
+    gv_subst_op(c->sub, op); /* the groups it closed are fused ops now */
     if (!can) continue;
     if (target < 0) {
       target = new_group(c, &op->res[0]->type);
@@ -235,7 +239,10 @@ int gv_pass_fuse(gv_module *m) {
   c.gid = calloc((size_t)c.nids + 1, sizeof *c.gid);
   if (!c.gid) return gv_error(m, "fuse: out of memory");
   gv_count_uses(body);
+  c.sub = gv_subst_new();
   int rc = fuse_block(&c, body);
+  if (!rc) gv_subst_block(c.sub, body);
+  gv_subst_free(c.sub);
   for (int g = 0; g < c.ngroups; g++) free(c.groups[g].ops);
   free(c.groups);
   free(c.gid);

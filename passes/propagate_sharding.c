@@ -18,6 +18,7 @@
 #include "passes.h"
 #include "sharding_roles.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ typedef struct {
   int64_t ntp;            /* the tp axis size under a tp preset */
   gv_op **made;           /* reshards inserted before consumers, reused for the same target */
   int nmade, capmade;
+  gv_subst *sub;          /* results replaced by their reshards, resolved as materialise reaches each use */
 } prop;
 
 static bool has_axis(const gv_mesh *mesh, const char *name) { return gv_mesh_axis(mesh, name, strlen(name)) >= 0; }
@@ -312,8 +314,7 @@ static void reshard_results(prop *P, gv_op *op, const gv_sharding **act) {
     if (gv_sharding_equal(act[i], want)) continue;
     gv_value *nv = reshard(P, v, want, last, true);
     last = nv->def;
-    gv_replace_uses(op->parent, v, nv);
-    nv->def->opnds[0] = v; /* gv_replace_uses also rewrote the reshard's own operand */
+    gv_subst_add(P->sub, v, nv, nv->def); /* every later use reads the reshard; the reshard reads v */
   }
 }
 
@@ -515,15 +516,66 @@ static bool is_vocab_head(const gv_module *m, const gv_op *op) {
   return false;
 }
 
-/* A dot with a parameter rhs whose lhs comes from a column-parallel chain. */
-bool gv_megatron_from_column(const gv_module *m, const gv_value *v, int depth, int64_t tp) {
+/* The walk back from a value: each value explored once at its smallest
+ * depth (a value explored without success at depth d0 cannot succeed at
+ * d >= d0, which sees less of the graph), so shared sub-graphs (residual
+ * streams, the backward program) are not walked once per path. */
+typedef struct {
+  const gv_value **v;
+  int *depth;
+  size_t cap, n;
+} seen_map;
+
+static int *seen_slot(seen_map *s, const gv_value *v) {
+  if (2 * (s->n + 1) > s->cap) {
+    seen_map g = {.cap = s->cap ? 2 * s->cap : 256};
+    g.v = calloc(g.cap, sizeof *g.v);
+    g.depth = calloc(g.cap, sizeof *g.depth);
+    if (!g.v || !g.depth) {
+      free(g.v);
+      free(g.depth);
+      return NULL;
+    }
+    for (size_t i = 0; i < s->cap; i++)
+      if (s->v[i]) {
+        int *d = seen_slot(&g, s->v[i]);
+        *d = s->depth[i];
+      }
+    free(s->v);
+    free(s->depth);
+    *s = g;
+  }
+  size_t i = (size_t)(((uintptr_t)v >> 4) * 0x9e3779b97f4a7c15ull) & (s->cap - 1);
+  while (s->v[i] && s->v[i] != v) i = (i + 1) & (s->cap - 1);
+  if (!s->v[i]) {
+    s->v[i] = v;
+    s->depth[i] = INT_MAX;
+    s->n++;
+  }
+  return &s->depth[i];
+}
+
+static bool from_column(const gv_module *m, const gv_value *v, int depth, int64_t tp, seen_map *seen) {
   if (!v || !v->def || depth > 48) return false;
+  int *at = seen_slot(seen, v);
+  if (at && *at <= depth) return false;
+  if (at) *at = depth;
   const gv_op *d = v->def;
   if (d->code == GV_OP_LAYER_NORM || d->code == GV_OP_RMS_NORM) return false;
-  if (d->code == GV_OP_DOT && is_param(m, d->opnds[1])) return gv_megatron_is_column(m, d, tp) || gv_megatron_is_column(m, d, 1);
+  if (d->code == GV_OP_DOT && is_param(m, d->opnds[1]))
+    return gv_megatron_is_column(m, d, tp) || (tp != 1 && gv_megatron_is_column(m, d, 1));
   for (int i = 0; i < d->nopnds; i++)
-    if (gv_megatron_from_column(m, d->opnds[i], depth + 1, tp)) return true;
+    if (from_column(m, d->opnds[i], depth + 1, tp, seen)) return true;
   return false;
+}
+
+/* A dot with a parameter rhs whose lhs comes from a column-parallel chain. */
+bool gv_megatron_from_column(const gv_module *m, const gv_value *v, int depth, int64_t tp) {
+  seen_map seen = {0};
+  bool r = from_column(m, v, depth, tp, &seen);
+  free(seen.v);
+  free(seen.depth);
+  return r;
 }
 
 int gv_dot_rhs_dim(const gv_op *op, bool contracting) {
@@ -741,12 +793,16 @@ int gv_pass_propagate_sharding(gv_module *m) {
   if (!rc) {
     if (!f->arg_sharding) f->arg_sharding = gv_alloc(m->arena, (size_t)(f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs) * sizeof *f->arg_sharding);
     for (int i = 0; i < f->body->nargs; i++) f->arg_sharding[i] = P.sh[i] ? P.sh[i] : replicated(&P, f->body->args[i]);
+    P.sub = gv_subst_new();
     gv_op *op = f->body->first;
     while (op && !rc) {
-      gv_op *next = op->next;
+      gv_op *next = op->next; /* the reshards materialise inserts after op are not revisited */
+      gv_subst_op(P.sub, op);
       rc = materialise(&P, op);
       op = next;
     }
+    gv_subst_block(P.sub, f->body);
+    gv_subst_free(P.sub);
   }
   free(P.vals);
   free(P.sh);

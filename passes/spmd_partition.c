@@ -42,6 +42,7 @@ typedef struct {
     gv_value *x, *lab, *lse, *ohf, *valid, *cnt1;
   } ce[8];
   int nce;
+  gv_subst *sub; /* replaced values, resolved as the walk reaches each use */
 } spmd;
 
 /* The layer of a location: its first segment NAME.N or NAME/N (separated
@@ -221,7 +222,7 @@ static int lower_reshard(spmd *S, gv_op *op, const gv_sharding *have) {
     const gv_sharding *w[1] = {want};
     gv_set_shardings(S->m, x->def, w);
   }
-  gv_replace_uses(op->parent, op->res[0], x);
+  gv_subst_add(S->sub, op->res[0], x, NULL);
   gv_op_unlink(op);
   return 0;
 }
@@ -241,8 +242,7 @@ static int fix_mean(spmd *S, gv_op *op, const gv_sharding *xs) {
   gv_value *c = gvb_cst(&b, res->type.dtype, 1.0 / (double)p);
   gv_value *y = gvb_bin(&b, GV_OP_MUL, res, c);
   if (!y) return -1;
-  gv_replace_uses(op->parent, res, y);
-  y->def->opnds[0] = res;
+  gv_subst_add(S->sub, res, y, y->def); /* the multiply keeps reading res */
   const gv_sharding *sh[1] = {gv_op_sharding(op, 0)};
   gv_set_shardings(S->m, y->def, sh);
   return 0;
@@ -298,8 +298,7 @@ static int lower_gather(spmd *S, gv_op *op, const gv_sharding *ts) {
   gv_value *res = op->res[0];
   gv_value *y = gvb_op(&a, GV_OP_WHERE, 3, (gv_value *[]){mask, res, gvb_cst(&a, res->type.dtype, 0.0)});
   if (!y) return -1;
-  gv_replace_uses(op->parent, res, y);
-  y->def->opnds[1] = res;
+  gv_subst_add(S->sub, res, y, y->def); /* the where keeps reading res */
   const gv_sharding *sh[1] = {gv_op_sharding(op, 0)};
   gv_set_shardings(S->m, y->def, sh);
   return 0;
@@ -410,8 +409,40 @@ static int lower_cross_entropy(spmd *S, gv_op *op) {
     return gv_error_op(S->m, op, "spmd: vocab-parallel cross entropy: result type mismatch");
   const gv_sharding *sh[1] = {gv_op_sharding(op, 0)};
   gv_set_shardings(S->m, y->def, sh);
-  gv_replace_uses(op->parent, res, y);
+  gv_subst_add(S->sub, res, y, NULL);
   gv_op_unlink(op);
+  return 0;
+}
+
+/* Walks the body once in program order: reshards lowered to collectives,
+ * local result types, the ops whose local form differs rewritten. */
+static int partition(spmd *S, gv_func *f) {
+  gv_op *op = f->body->first;
+  while (op) {
+    gv_op *next = op->next;
+    gv_subst_op(S->sub, op); /* values replaced earlier in the walk */
+    if (op->nregions) return gv_error_op(S->m, op, "spmd: ops with regions are not supported");
+    if (op->code == GV_OP_RESHARD) {
+      /* the operand's global sharding: its producer's attribute (already local typed) */
+      const gv_sharding *have = gv_value_sharding(S->m, op->opnds[0]);
+      gv_type t;
+      if (local_type(S, op, op->res[0], gv_op_sharding(op, 0), &t)) return -1;
+      if (lower_reshard(S, op, have)) return -1;
+      op = next;
+      continue;
+    }
+    const gv_sharding *x0 = op->nopnds ? gv_value_sharding(S->m, op->opnds[0]) : NULL;
+    for (int i = 0; i < op->nres; i++) {
+      gv_type t;
+      if (local_type(S, op, op->res[i], gv_op_sharding(op, i), &t)) return -1;
+      op->res[i]->type = t;
+    }
+    if (op->code == GV_OP_REDUCE_MEAN && fix_mean(S, op, x0)) return -1;
+    if (op->code == GV_OP_GATHER && lower_gather(S, op, x0)) return -1;
+    if ((op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) && lower_cross_entropy(S, op)) return -1;
+    op = next;
+  }
+  gv_subst_block(S->sub, f->body); /* ops the walk skipped: those it inserted */
   return 0;
 }
 
@@ -430,30 +461,10 @@ int gv_pass_spmd_partition(gv_module *m) {
   }
   if (!gv_shard_opts.quiet)
     fprintf(stderr, "galvc: spmd: %-15s %-8s %-28s %12s  %s\n", "collective", "axes", "shape (local)", "bytes/device", "node");
-  gv_op *op = f->body->first;
-  while (op) {
-    gv_op *next = op->next;
-    if (op->nregions) return gv_error_op(m, op, "spmd: ops with regions are not supported");
-    if (op->code == GV_OP_RESHARD) {
-      /* the operand's global sharding: its producer's attribute (already local typed) */
-      const gv_sharding *have = gv_value_sharding(m, op->opnds[0]);
-      gv_type t;
-      if (local_type(&S, op, op->res[0], gv_op_sharding(op, 0), &t)) return -1;
-      if (lower_reshard(&S, op, have)) return -1;
-      op = next;
-      continue;
-    }
-    const gv_sharding *x0 = op->nopnds ? gv_value_sharding(m, op->opnds[0]) : NULL;
-    for (int i = 0; i < op->nres; i++) {
-      gv_type t;
-      if (local_type(&S, op, op->res[i], gv_op_sharding(op, i), &t)) return -1;
-      op->res[i]->type = t;
-    }
-    if (op->code == GV_OP_REDUCE_MEAN && fix_mean(&S, op, x0)) return -1;
-    if (op->code == GV_OP_GATHER && lower_gather(&S, op, x0)) return -1;
-    if ((op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) && lower_cross_entropy(&S, op)) return -1;
-    op = next;
-  }
+  S.sub = gv_subst_new();
+  int rc = partition(&S, f);
+  gv_subst_free(S.sub);
+  if (rc) return -1;
   if (!gv_shard_opts.quiet)
     fprintf(stderr, "galvc: spmd: %d collectives, %lld bytes/device in total (mesh %s, %lld devices)\n", S.ncoll,
             (long long)S.total, S.mesh->name, (long long)gv_mesh_devices(S.mesh));

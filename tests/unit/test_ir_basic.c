@@ -1,5 +1,6 @@
 /* test_ir_basic.c — unit tests of the IR data structures: op table, types,
- * attributes (sorted), builder links, fp16/bf16 conversion. */
+ * attributes (sorted), builder links, deferred use replacement (gv_subst),
+ * fp16/bf16 conversion. */
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
@@ -91,6 +92,65 @@ static int test_builder(void) {
   return 0;
 }
 
+/* gv_subst: chains resolve, the keep op keeps its operand, the walk's
+ * resolution equals gv_replace_uses, galv.fused regions are not entered,
+ * and many entries (rehashing) all resolve. */
+static int test_subst(void) {
+  gv_module *m = gv_module_new("t");
+  gv_func *f = gv_func_new(m, "main");
+  m->main = f;
+  int64_t d[1] = {4};
+  gv_value *x = gv_func_add_arg(m, f, "x", gv_type_make(GV_DT_F32, 1, d), false);
+  gv_op *a = gv_op_new(m, GV_OP_NEG, 1, &x, 1);          /* a = -x */
+  gv_op *b = gv_op_new(m, GV_OP_NEG, 1, &a->res[0], 1);  /* b = -a: replaces a */
+  gv_op *c = gv_op_new(m, GV_OP_NEG, 1, &b->res[0], 1);  /* c = -b: replaces b */
+  gv_value *uu[2] = {a->res[0], a->res[0]};
+  gv_op *u = gv_op_new(m, GV_OP_ADD, 2, uu, 1);           /* u = a + a */
+  gv_op *r = gv_op_new(m, GV_OP_RETURN, 1, &u->res[0], 0);
+  gv_op *ops[] = {a, b, c, u, r};
+  for (int i = 0; i < 5; i++) gv_block_append(f->body, ops[i]);
+  gv_subst *s = gv_subst_new();
+  CHECK(gv_subst_empty(s) && gv_subst_value(s, a->res[0], u) == a->res[0]);
+  gv_subst_add(s, a->res[0], b->res[0], b); /* b keeps reading a */
+  gv_subst_add(s, b->res[0], c->res[0], c); /* c keeps reading b */
+  CHECK(!gv_subst_empty(s));
+  CHECK(gv_subst_value(s, a->res[0], u) == c->res[0]); /* chain */
+  CHECK(gv_subst_value(s, a->res[0], b) == a->res[0]); /* keep */
+  CHECK(gv_subst_value(s, a->res[0], c) == b->res[0]); /* c keeps b, not a */
+  gv_subst_block(s, f->body);
+  CHECK(b->opnds[0] == a->res[0] && c->opnds[0] == b->res[0]);
+  CHECK(u->opnds[0] == c->res[0] && u->opnds[1] == c->res[0] && r->opnds[0] == u->res[0]);
+  /* a galv.fused region is not entered: its ops see only its block */
+  gv_block *rb = gv_block_new(m);
+  gv_value *arg = gv_block_add_arg(m, rb, x->type);
+  gv_op *in = gv_op_new(m, GV_OP_NEG, 1, &arg, 1);
+  gv_op *y = gv_op_new(m, GV_OP_YIELD, 1, &in->res[0], 0);
+  gv_block_append(rb, in);
+  gv_block_append(rb, y);
+  gv_op *fu = gv_op_new(m, GV_OP_FUSED, 1, &x, 1);
+  gv_op_add_region(m, fu, rb);
+  gv_subst_add(s, arg, x, NULL);
+  gv_subst_add(s, x, u->res[0], NULL);
+  gv_subst_op(s, fu);
+  CHECK(fu->opnds[0] == u->res[0] && in->opnds[0] == arg);
+  gv_subst_free(s);
+  /* many entries: rehashing keeps every one */
+  gv_subst *t = gv_subst_new();
+  enum { N = 1000 };
+  gv_op *chain[N];
+  gv_value *prev = x;
+  for (int i = 0; i < N; i++) {
+    chain[i] = gv_op_new(m, GV_OP_NEG, 1, &prev, 1);
+    prev = chain[i]->res[0];
+  }
+  for (int i = 0; i + 1 < N; i += 2) gv_subst_add(t, chain[i]->res[0], chain[i + 1]->res[0], NULL);
+  for (int i = 0; i + 1 < N; i += 2) CHECK(gv_subst_value(t, chain[i]->res[0], NULL) == chain[i + 1]->res[0]);
+  CHECK(gv_subst_value(t, chain[1]->res[0], NULL) == chain[1]->res[0]);
+  gv_subst_free(t);
+  gv_module_free(m);
+  return 0;
+}
+
 static int test_half(void) {
   float vals[] = {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f, 0.333333f};
   for (unsigned i = 0; i < sizeof vals / sizeof vals[0]; i++) {
@@ -104,7 +164,7 @@ static int test_half(void) {
 }
 
 int main(void) {
-  int fails = test_op_table() + test_types() + test_attrs_sorted() + test_builder() + test_half();
+  int fails = test_op_table() + test_types() + test_attrs_sorted() + test_builder() + test_subst() + test_half();
   printf("test_ir_basic: %s\n", fails ? "FAILED" : "ok");
   return fails ? 1 : 0;
 }
