@@ -13,8 +13,8 @@
 #     step of train_cuda.cu) compiles and links too; gpt2, llama and vit also
 #     as bf16 mixed-precision training (--precision bf16: fp32 state and
 #     parameter gradients, bf16 activations),
-#   - 2-rank GPT-2 (--gpus 2: tp inference, dp and tp training, dp bf16
-#     training; collectives in program.cu) links with the NCCL and the
+#   - 2-rank GPT-2 (--gpus 2: tp inference, dp and tp training, both also
+#     bf16; collectives in program.cu) links with the NCCL and the
 #     host-staged backend,
 # all with nvcc for sm_90 and -Werror on the host side. The generated program
 # run without a GPU must say so in one line. Usage: cuda_compile.sh BUILD_DIR
@@ -99,7 +99,7 @@ done
 # ---- 2-rank programs (collectives in program.cu): GPT-2 tp inference, dp and tp
 # training, linked with the NCCL backend (default) and the host-staged one (make COMM=staged)
 if command -v mpicc >/dev/null; then
-  for cfg in "tp:" "dp:--train" "tp:--train" "dp:--train --precision bf16"; do
+  for cfg in "tp:" "dp:--train" "tp:--train" "dp:--train --precision bf16" "tp:--train --precision bf16"; do
     s=${cfg%%:*} extra=${cfg#*:}
     d=$T/gpt2_2r_$s$(echo "$extra" | tr -d ' -')
     if ! "$BUILD/galvc" "$T/gpt2.onnx" --batch 2 --seq 16 --gpus 2 --strategy $s $extra --target cuda --no-build -q -o "$d/" >"$d.log" 2>&1; then
