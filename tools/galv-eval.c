@@ -97,9 +97,11 @@ static int emulate_bf16_storage(gv_module *m) {
   gv_op **ops = malloc((size_t)(nops + 1) * sizeof *ops);
   if (!half || !ops) abort();
   int rc = cu_plan_storage(m, half, n), k = 0;
+  gv_subst *sub = gv_subst_new(); /* a rounded result replaces its value for every later use */
   for (gv_op *op = body->first; op; op = op->next) ops[k++] = op;
   for (k = 0; k < nops && !rc; k++) {
     gv_op *op = ops[k];
+    gv_subst_op(sub, op);
     if (op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA || op->code == GV_OP_RETURN || (gv_ops[op->code].flags & GV_VIEW))
       continue;
     gvb before = {m, op, "bf16 storage"};
@@ -114,11 +116,10 @@ static int emulate_bf16_storage(gv_module *m) {
       gvb after = {m, op->next, "bf16 storage"};
       gv_value *r = round_bf16(&after, v);
       if (!r) { rc = -1; break; }
-      gv_op *first = r->def->opnds[0]->def; /* the cast to bf16, which keeps reading v */
-      gv_replace_uses(body, v, r);
-      first->opnds[0] = v;
+      gv_subst_add(sub, v, r, r->def->opnds[0]->def); /* the cast to bf16 keeps reading v */
     }
   }
+  gv_subst_free(sub);
   free(half);
   free(ops);
   return rc;
