@@ -27,6 +27,12 @@
 #       here: DIR/ref2/logits.npy) within atol 1e-4 + rtol 1e-4; and its 2-rank dp
 #       training (batch 2, 2 steps, staged backend): losses vs the CPU target's 2-rank
 #       program (rtol 1e-3), the -o parameters vs the CPU's, a checkpoint round trip.
+#       Then a 2-stage pipeline: GPT-2 tiny (2 layers, hidden 32, vocab 64) training,
+#       --pipeline-stages 2 --microbatches 2 --schedule gpipe, batch 8 x seq 8, 2 AdamW
+#       steps; each stage's CUDA program built with make COMM=staged (both stages on the
+#       one GPU) and started by DIR/pp2/launch (mpirun MPMD, under timeout 120); its
+#       losses against the CPU target's pipeline (prepared here: DIR/ref/pp2_loss.txt)
+#       within rtol 1e-3, and the largest difference of the 29 trained weights printed.
 #   Finishes in well under 4 minutes on an H200 (compiles run 8 at a time).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +41,8 @@ mode=${1:-}; DIR=${2:-}
 mkdir -p "$DIR"; DIR=$(cd "$DIR" && pwd)
 SEQ=64
 TB=4 # training batch
+# multi-rank runs: mpirun (as root it needs --allow-run-as-root); MPIRUN overrides
+export MPIRUN=${MPIRUN:-mpirun $([ "$(id -u)" = 0 ] && echo --allow-run-as-root)}
 
 if [ "$mode" = prepare ]; then
   BUILD=${BUILD:-$SRC/build-cuda}
@@ -78,15 +86,29 @@ if [ "$mode" = prepare ]; then
   "$BUILD/galvc" "$DIR/gpt2t.onnx" --batch 1 --seq $SEQ --gpus 2 --strategy tp --target cuda --no-build -q -o "$DIR/gpt2t_2r/"
   "$BUILD/galvc" "$DIR/gpt2t.onnx" --batch 1 --seq $SEQ --gpus 2 --strategy tp --target cpu -q -o "$DIR/cpu_2r/"
   python3 -c "import numpy as np; np.save('$DIR/ids_t.npy', (np.arange($SEQ, dtype=np.int64).reshape(1, $SEQ) * 31) % 64)"
-  "$DIR/cpu_2r/launch" --input input_ids="$DIR/ids_t.npy" -o "$DIR/ref2" | tail -1
+  MPIRUN="$MPIRUN" "$DIR/cpu_2r/launch" --input input_ids="$DIR/ids_t.npy" -o "$DIR/ref2" | tail -1
   # 2-rank dp training (AdamW, batch 2 x seq SEQ): the CUDA program (weights.bin kept) and the CPU target's
   # 2-rank losses of 2 steps (ref2/train_loss.txt) and parameters after them (-o ref2/train_w/)
   "$BUILD/galvc" "$DIR/gpt2t.onnx" --batch 2 --seq $SEQ --gpus 2 --strategy dp --train --target cuda --no-build -q -o "$DIR/gpt2t_dp/"
   "$BUILD/galvc" "$DIR/gpt2t.onnx" --batch 2 --seq $SEQ --gpus 2 --strategy dp --train --target cpu -q -o "$DIR/cpu_dp/"
   mkdir -p "$DIR/batches_t"
   python3 -c "import numpy as np; x=(np.arange(2*$SEQ, dtype=np.int64).reshape(2,$SEQ)*31)%256; np.save('$DIR/batches_t/input_ids.npy', x); np.save('$DIR/batches_t/labels.npy', np.roll(x, -1, 1))"
-  "$DIR/cpu_dp/launch" --batches "$DIR/batches_t" --steps 2 -o "$DIR/ref2/train_w" | grep '^step' | tee "$DIR/ref2/train_loss.txt"
+  MPIRUN="$MPIRUN" "$DIR/cpu_dp/launch" --batches "$DIR/batches_t" --steps 2 -o "$DIR/ref2/train_w" | grep '^step' | tee "$DIR/ref2/train_loss.txt"
   rm -rf "$DIR/cpu_2r" "$DIR/cpu_dp" "$DIR/gpt2t.onnx"
+  # the 2-stage pipeline (GPipe): GPT-2 tiny training, the CUDA stages (weights.bin kept: small) and the
+  # CPU target's pipeline on the same plan -> ref/pp2_loss.txt, ref/pp2_w/NAME.npy
+  python3 "$SRC/examples/make_model.py" gpt2 --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify -o "$DIR/gpt2pp.onnx" >/dev/null
+  python3 -c "
+import numpy as np, os
+r = np.random.RandomState(0)
+os.makedirs('$DIR/ppb', exist_ok=True)
+np.save('$DIR/ppb/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
+np.save('$DIR/ppb/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))"
+  PP=(--batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --schedule gpipe)
+  "$BUILD/galvc" "$DIR/gpt2pp.onnx" "${PP[@]}" --target cuda --no-build -q -o "$DIR/pp2/"
+  "$BUILD/galvc" "$DIR/gpt2pp.onnx" "${PP[@]}" --target cpu -q -o "$DIR/cpu_pp2/"
+  MPIRUN="$MPIRUN" "$DIR/cpu_pp2/launch" --batches "$DIR/ppb" --steps 2 -o "$DIR/ref/pp2_w" | grep '^step' | tee "$DIR/ref/pp2_loss.txt"
+  rm -rf "$DIR/cpu_pp2" "$DIR/gpt2pp.onnx"
   for p in fp32 bf16 train train_bf16; do (cd "$DIR/gpt2s_$p" && rm -f weights.bin program program-cpu *.o); done
   rm -f "$DIR/gpt2s.onnx"
   du -sh "$DIR"
@@ -111,6 +133,7 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   HAVE_MPI=1
   make -s -C "$DIR/gpt2t_2r" COMM=staged program &
   make -s -C "$DIR/gpt2t_dp" COMM=staged program &
+  for s in 0 1; do make -s -C "$DIR/pp2/stage$s" COMM=staged program & done
 fi
 make -s -C "$DIR/gpt2k_bf16" -j4 program &
 wait
@@ -188,7 +211,7 @@ fi
 d=$DIR/gpt2t_2r
 echo "== 2-rank GPT-2 (tp, host-staged backend, mpirun -np 2 on one GPU), batch 1, seq $SEQ"
 if [ $HAVE_MPI = 1 ]; then
-  if timeout 120 env OMPI_MCA_btl_vader_single_copy_mechanism=none GALV_COMM_TIMEOUT=60 "$d/launch" \
+  if timeout 120 env OMPI_MCA_btl_vader_single_copy_mechanism=none GALV_COMM_TIMEOUT=60 MPIRUN="$MPIRUN" "$d/launch" \
        --input input_ids="$DIR/ids_t.npy" --warmup 2 --iters 10 --comm-stats -o "$d/res"; then
     echo -n "   vs the CPU target's 2-rank program: "
     "$B/npy_compare" "$d/res/logits.npy" "$DIR/ref2/logits.npy" 1e-4 1e-4 || fail=1
@@ -239,6 +262,33 @@ for f in files:
 ok_w = ok_w and worst <= 4e-3 and far <= 1e-3 * max(total, 1)
 print(f"   -o parameters: {len(files)} files, {total} elements, max |diff| {worst:.3g}, {far} beyond 1e-5", "ok" if ok_w else "MISMATCH")
 sys.exit(0 if ok and ok_ck and ok_w else 1)
+PY
+  else
+    echo "   FAILED"; fail=1
+  fi
+else
+  echo "   SKIP: mpicc/mpirun not found on this machine"
+fi
+# the 2-stage pipeline through the host-staged backend: both stages on this one GPU
+d=$DIR/pp2
+echo "== 2-stage pipeline, GPT-2 tiny training (GPipe, 2 microbatches, 2 AdamW steps; host-staged backend, mpirun MPMD on one GPU)"
+if [ $HAVE_MPI = 1 ]; then
+  rm -rf "$d/w"
+  if timeout 120 env OMPI_MCA_btl_vader_single_copy_mechanism=none GALV_COMM_TIMEOUT=60 MPIRUN="$MPIRUN" "$d/launch" \
+       --batches "$DIR/ppb" --steps 2 -o "$d/w" | tee "$d/run.txt"; then
+    python3 - "$d/run.txt" "$DIR/ref/pp2_loss.txt" "$d/w" "$DIR/ref/pp2_w" <<'PY' || fail=1
+import os, re, sys
+import numpy as np
+run, ref, w, wref = sys.argv[1:5]
+got = [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(run).read(), re.M)]
+want = [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(ref).read(), re.M)]
+ok = len(want) == 2 and len(got) == 2 and all(abs(g - v) <= 1e-3 * abs(v) for g, v in zip(got, want))
+names = sorted(os.listdir(wref))
+have = [n for n in names if os.path.exists(os.path.join(w, n))]
+diff = max((float(np.abs(np.load(os.path.join(w, n)) - np.load(os.path.join(wref, n))).max()) for n in have), default=float("nan"))
+print(f"   losses vs the CPU target's pipeline: {got} {want} {'ok' if ok else 'MISMATCH'}; "
+      f"{len(have)}/{len(names)} weights written, max abs diff {diff:.3g}")
+sys.exit(0 if ok and len(have) == len(names) else 1)
 PY
   else
     echo "   FAILED"; fail=1

@@ -24,6 +24,7 @@ int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o);
 typedef struct {
   const char *arch; /* "sm_90" (default) or a list "sm_90,sm_80" */
   bool bf16;        /* --precision bf16: float tensors stored as bf16, fp32 accumulation */
+  bool pipe_stage;  /* a pipeline stage (galvc --pipeline-stages): main = runtime/cuda/pipe_cuda.cu, MPI + comm backend */
 } gv_cuda_options;
 int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_cuda_options *co);
 

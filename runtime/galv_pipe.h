@@ -5,10 +5,15 @@
  * pipe_stage.c with the tables below; the stage's Makefile builds with
  * mpicc and -DGALV_PIPE_STAGE, so main.c hands over to galv_pipe_main
  * (runtime/pipe.c): microbatches, p2p between the stages' ranks
- * (galv_send / galv_recv), timing, arena high-water, --trace. */
+ * (galv_send / galv_recv), timing, arena high-water, --trace. With
+ * --target cuda the stage is program.cu and its main is
+ * runtime/cuda/pipe_cuda.cu, which sets device hooks (galv_pipe_device
+ * below) and hands over to the same galv_pipe_main. */
 #ifndef GALV_PIPE_H
 #define GALV_PIPE_H
 
+#include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "galv_rt.h"
@@ -81,6 +86,69 @@ void galv_pipe_xfer_complete(galv_queue *q);
  * bytes equal the plan (one error line otherwise) and prints measured,
  * planned and naive bytes per direction. Call before any other galv_send. */
 void galv_pipe_xfer_report(long runs);
+
+/* Where a stage's buffers live and how its program runs: runtime/pipe.c
+ * (microbatches, schedules, p2p, gradient accumulation, the optimizer step,
+ * losses, -o) is one schedule for every target and touches its arena,
+ * weights, saved inputs, received values, gradient sums and optimizer state
+ * only through these hooks. NULL (galv_pipe_dev unset): host memory and
+ * galv_program_run (the CPU target, pipe.c's own hooks). The CUDA target
+ * (runtime/cuda/pipe_cuda.cu) sets device hooks before galv_pipe_main;
+ * galv_send / galv_recv (runtime/pipe_xfer.c's tiles) then move device
+ * buffers (NCCL, or host-staged). galv_pipe_main sets galv_pipe_dev to the
+ * host hooks when no target set it, so pipe_xfer.c always goes through it. */
+typedef struct {
+  int adamw, one;                  /* one: B == 1 (the gradient sum is not scaled) */
+  float lr, wd, b1, omb1, b2, omb2, eps, mom, decay; /* decay: 1 - lr wd (AdamW) */
+  float inv, stepsz, bc2s;         /* 1 / B, lr / (1 - b1^t), sqrt(1 - b2^t) */
+} galv_pipe_opt;
+typedef struct {
+  void (*begin)(void);                               /* after the world is up: the device context */
+  void *(*alloc)(size_t n);                          /* a buffer (64-byte aligned; never NULL) */
+  void (*release)(void *p);
+  void (*h2d)(void *dst, const void *host, size_t n); /* host -> buffer (the host bytes may change on return) */
+  void (*d2h)(void *host, const void *src, size_t n); /* buffer -> host, complete on return */
+  void (*copy)(void *dst, const void *src, size_t n); /* buffer -> buffer */
+  void (*fill)(void *dst, int byte, size_t n);
+  void (*run)(char *arena, const char *weights);      /* the stage's program on its buffers */
+  void (*add_f32)(float *dst, const float *src, size_t n); /* dst += src (buffers) */
+  /* this rank's block of the whole tensor l (split s) from buffer to buffer */
+  void (*block)(const galv_io *l, const galv_io_split *s, void *dst, const void *whole);
+  /* a collective: l's global form from every rank's block (host in, host out, valid until the next call) */
+  const void *(*gather)(const galv_io *l, const galv_io_split *s, const void *local, galv_io *g);
+  /* one optimizer update of n elements: x, m, v (NULL when unused) and the gradient sum g are buffers */
+  void (*optimizer)(const galv_pipe_opt *o, float *x, float *m, float *v, const float *g, size_t n);
+  /* the box len at off of a value (dims, element bytes es) to (pack: src = the value, dst = a contiguous
+   * buffer) or from (unpack: src = the buffer, dst = the value) a contiguous buffer */
+  void (*box)(size_t es, int rank, const int64_t *dims, const char *src, char *dst, const int64_t *off, const int64_t *len,
+              int pack);
+  void (*end)(void);
+} galv_pipe_device;
+extern const galv_pipe_device *galv_pipe_dev; /* set by a device target's main, else the host hooks */
+/* runtime/pipe_xfer.c: the host hooks' box copy (memcpy per contiguous run) */
+void galv_pipe_box_host(size_t es, int rank, const int64_t *dims, const char *src, char *dst, const int64_t *off,
+                        const int64_t *len, int pack);
+
+/* The update of one element (torch formulas, as passes/optimizer.c), shared
+ * by the host loop and the device kernel. */
+#ifdef __CUDACC__
+#define GALV_PIPE_HD __host__ __device__
+#else
+#define GALV_PIPE_HD
+#endif
+GALV_PIPE_HD static inline void galv_pipe_opt_elem(const galv_pipe_opt *o, float *x, float *m, float *v, float gsum) {
+  float gg = o->one ? gsum : gsum * o->inv;
+  if (o->adamw) {
+    float p1 = o->wd != 0 ? *x * o->decay : *x;
+    *m = *m * o->b1 + gg * o->omb1;
+    *v = *v * o->b2 + gg * gg * o->omb2;
+    *x = p1 - o->stepsz * (*m / (sqrtf(*v) / o->bc2s + o->eps));
+  } else {
+    float g1 = o->wd != 0 ? gg + *x * o->wd : gg, d = g1;
+    if (o->mom != 0) d = *m = *m * o->mom + g1;
+    *x = *x - d * o->lr;
+  }
+}
 
 int galv_pipe_main(int argc, char **argv);
 

@@ -20,7 +20,13 @@
  * the cross-stage bytes sent (measured, planned, naive).
  * --trace FILE: a Chrome trace (Perfetto JSON), pid = stage, tid = rank,
  * one "X" event per forward microbatch, recv and send, gathered on rank 0.
- * Training stages (galv_pipe_training): pipe_train below. */
+ * Training stages (galv_pipe_training): pipe_train below.
+ *
+ * Buffers (arena, weights, saved inputs, received gradients, gradient sums,
+ * optimizer state) are touched only through the galv_pipe_device hooks
+ * (galv_pipe.h): host memory here (cpu_dev below), device memory when a
+ * device target's main sets galv_pipe_dev (runtime/cuda/pipe_cuda.cu); the
+ * schedules, p2p order, checks and files are this one code for both. */
 #ifdef GALV_PIPE_STAGE
 #include <errno.h>
 #include <limits.h>
@@ -40,6 +46,36 @@
 void openblas_set_num_threads(int n);
 
 #define FILL 0xA5
+
+/* ---- the host hooks (the CPU target) */
+static void *h_alloc(size_t n) {
+  void *p = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+  if (!p) galv_fatal("out of memory (%zu bytes)", n);
+  return p;
+}
+static void h_release(void *p) { free(p); }
+static void h_copy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
+static void h_fill(void *dst, int byte, size_t n) { memset(dst, byte, n); }
+static void h_run(char *arena, const char *weights) { galv_program_run(arena, weights, NULL); }
+static void h_add(float *dst, const float *src, size_t n) {
+  for (size_t e = 0; e < n; e++) dst[e] += src[e];
+}
+static void h_opt(const galv_pipe_opt *o, float *x, float *m, float *v, const float *g, size_t n) {
+  float dm = 0, dv = 0;
+  for (size_t e = 0; e < n; e++) galv_pipe_opt_elem(o, &x[e], m ? &m[e] : &dm, v ? &v[e] : &dv, g[e]);
+}
+static void h_none(void) {}
+static const galv_pipe_device cpu_dev = {h_none, h_alloc, h_release, h_copy, h_copy, h_copy, h_fill, h_run, h_add,
+                                         galv_spmd_block, galv_spmd_gather, h_opt, galv_pipe_box_host, h_none};
+const galv_pipe_device *galv_pipe_dev;
+static const galv_pipe_device *D = &cpu_dev;
+
+/* a buffer holding a copy of n host bytes */
+static void *upload(const void *host, size_t n) {
+  void *b = D->alloc(n);
+  D->h2d(b, host, n);
+  return b;
+}
 
 /* this rank's place in its stage (galv_comm_world_split): rank lrank of
  * nlocal; what it exchanges with the other stages' ranks: runtime/pipe_xfer.c */
@@ -80,13 +116,26 @@ static int find(const galv_io *t, int n, const char *name) {
   return -1;
 }
 
+/* host bytes to / from a peer through a buffer (a device buffer where the comm backend wants one) */
+static void xsend(galv_comm *world, int peer, const void *host, size_t count, int dtype, galv_queue *q) {
+  void *b = upload(host, count * galv_dtype_size(dtype));
+  galv_send(world, peer, b, count, dtype, q);
+  galv_queue_sync(q);
+  D->release(b);
+}
+static void xrecv(galv_comm *world, int peer, void *host, size_t count, int dtype, galv_queue *q) {
+  void *b = D->alloc(count * galv_dtype_size(dtype));
+  galv_recv(world, peer, b, count, dtype, q);
+  galv_queue_sync(q);
+  D->d2h(host, b, count * galv_dtype_size(dtype));
+  D->release(b);
+}
+
 static void write_trace(const char *path, galv_comm *world, galv_queue *q, int rank, int size) {
   if (rank != 0) {
     int64_t n = nev;
-    galv_send(world, 0, &n, 1, GALV_I64, q);
-    galv_queue_sync(q);
-    if (n) galv_send(world, 0, evs, (size_t)n * 4, GALV_F64, q);
-    galv_queue_sync(q);
+    xsend(world, 0, &n, 1, GALV_I64, q);
+    if (n) xsend(world, 0, evs, (size_t)n * 4, GALV_F64, q);
     return;
   }
   FILE *f = fopen(path, "w");
@@ -98,12 +147,10 @@ static void write_trace(const char *path, galv_comm *world, galv_queue *q, int r
     int64_t n = nev;
     event *e = evs;
     if (r) {
-      galv_recv(world, r, &n, 1, GALV_I64, q);
-      galv_queue_sync(q);
+      xrecv(world, r, &n, 1, GALV_I64, q);
       e = malloc(sizeof *e * (size_t)(n ? n : 1));
       if (!e) galv_fatal("out of memory");
-      if (n) galv_recv(world, r, e, (size_t)n * 4, GALV_F64, q);
-      galv_queue_sync(q);
+      if (n) xrecv(world, r, e, (size_t)n * 4, GALV_F64, q);
     }
     event *a2 = realloc(all, sizeof *all * (size_t)(nall + n + 1));
     int *o2 = realloc(owner, sizeof *owner * (size_t)(nall + n + 1));
@@ -189,13 +236,11 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   }
   size_t wlen = 0;
   const char *mapped = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
-  char *W = malloc((size_t)galv_weights_bytes + 64); /* writable: the parameters are updated */
-  if (!W) galv_fatal("out of memory");
-  memcpy(W, mapped, (size_t)galv_weights_bytes);
+  char *W = upload(mapped, (size_t)galv_weights_bytes);   /* writable: the parameters are updated */
 
   /* inputs: 0 data (a batch file), k+1 received (galv_pipe_in[k]), -(o+1) gin of output o */
   int ni = galv_ninputs, no = galv_noutputs;
-  int *ik = calloc((size_t)ni + 1, sizeof *ik), *ok = calloc((size_t)no + 1, sizeof *ok);
+  int *ik = calloc((size_t)ni + 1, sizeof *ik), *ok = calloc((size_t)no + 1, sizeof *ok), *ng = calloc((size_t)ni + 1, sizeof *ng);
   int64_t *ioff = calloc((size_t)ni + 1, sizeof *ioff), *goff = calloc((size_t)no + 1, sizeof *goff);
   galv_tensor *bat = calloc((size_t)ni + 1, sizeof *bat);
   int64_t *nbat = calloc((size_t)ni + 1, sizeof *nbat), *gnb = calloc((size_t)ni + 1, sizeof *gnb);
@@ -203,8 +248,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   float **acc = calloc((size_t)galv_pipe_nparams + 1, sizeof *acc), **st1 = calloc((size_t)galv_pipe_nparams + 1, sizeof *st1),
         **st2 = calloc((size_t)galv_pipe_nparams + 1, sizeof *st2);
   char **stash = calloc((size_t)B, sizeof *stash);
-  if (!ik || !ok || !ioff || !goff || !bat || !nbat || !gnb || !gbuf || !acc || !st1 || !st2 || !stash) galv_fatal("out of memory");
-  int64_t in_bytes = 0, g_bytes = 0;
+  if (!ik || !ok || !ng || !ioff || !goff || !bat || !nbat || !gnb || !gbuf || !acc || !st1 || !st2 || !stash) galv_fatal("out of memory");
+  int64_t in_bytes = 0, g_bytes = 0, dmax = 0;
   for (int i = 0; i < ni; i++) {
     const galv_io *d = &galv_inputs[i];
     int k = -1;
@@ -218,14 +263,15 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         if (!strcmp(galv_pipe_out[j].name, d->name + 4))
           for (int st = 0; st < S; st++) nd += (int)(galv_pipe_out[j].dst >> st & 1);
       ik[i] = -(o + 1);
+      ng[i] = nd; /* the stages that received the value: one gradient each */
       check_whole(&galv_input_split[i], d->name);
       if (d->dtype != GALV_F32) galv_fatal("gradient input '%s' is not f32", d->name);
-      if (!(gbuf[i] = malloc((size_t)d->nbytes * (size_t)(nd ? nd : 1) + 1))) galv_fatal("out of memory");
       continue;
     }
     ioff[i] = in_bytes;
     in_bytes += (d->nbytes + 63) / 64 * 64;
     if (k >= 0) { ik[i] = k + 1; check_whole(&galv_input_split[i], d->name); continue; }
+    if (d->nbytes > dmax) dmax = d->nbytes;
     const galv_io gd = galv_spmd_global_io(d, &galv_input_split[i]); /* the file holds the global tensor */
     gnb[i] = gd.nbytes;
     char fn[256], path[PATH_MAX + 300], err[512];
@@ -244,6 +290,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
                  "(optionally with a leading steps dim)", path, d->name, B, d->rank ? (long long)gd.dims[0] : 0LL);
     nbat[i] = lead ? bat[i].dims[0] : 1;
   }
+  for (int i = 0; i < ni; i++)
+    if (ik[i] < 0) gbuf[i] = D->alloc((size_t)galv_inputs[i].nbytes * (size_t)(ng[i] ? ng[i] : 1));
   int iloss = -1;
   for (int o = 0; o < no; o++) {
     const char *n = galv_outputs[o].name;
@@ -274,24 +322,24 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   int adamw = !strcmp(galv_pipe_optimizer, "adamw");
   const double lr = galv_pipe_hparams[0], wd = galv_pipe_hparams[1], b1 = galv_pipe_hparams[2], b2 = galv_pipe_hparams[3],
                eps = galv_pipe_hparams[4], mom = galv_pipe_hparams[5];
-  for (int p = 0; p < galv_pipe_nparams; p++) {
-    size_t n = (size_t)galv_pipe_params[p].nbytes / 4 + 1;
-    acc[p] = calloc(n, 4);
-    st1[p] = adamw || mom != 0 ? calloc(n, 4) : NULL;
-    st2[p] = adamw ? calloc(n, 4) : NULL;
-    if (!acc[p] || ((adamw || mom != 0) && !st1[p]) || (adamw && !st2[p])) galv_fatal("out of memory");
+  for (int p = 0; p < galv_pipe_nparams; p++) { /* the gradient sums and the optimizer state, zero */
+    size_t n = (size_t)galv_pipe_params[p].nbytes;
+    acc[p] = D->alloc(n);
+    st1[p] = adamw || mom != 0 ? D->alloc(n) : NULL;
+    st2[p] = adamw ? D->alloc(n) : NULL;
+    if (st1[p]) D->fill(st1[p], 0, n);
+    if (st2[p]) D->fill(st2[p], 0, n);
   }
   int64_t gmax = 0;
   for (int p = 0; p < galv_pipe_nparams; p++)
     if (galv_pipe_param_split[p].starts && galv_pipe_params[p].nbytes > gmax) gmax = galv_pipe_params[p].nbytes;
-  float *gblk = malloc((size_t)gmax + 64); /* a split parameter's block of its (whole) gradient */
-  if (!gblk) galv_fatal("out of memory");
-  char *inbuf = last ? malloc((size_t)in_bytes + 64) : NULL;
-  if (last && !inbuf) galv_fatal("out of memory");
+  float *gblk = D->alloc((size_t)gmax); /* a split parameter's block of its (whole) gradient */
+  char *inbuf = last ? D->alloc((size_t)in_bytes) : NULL;
+  char *hin = malloc((size_t)dmax + 64); /* a data slice on the host, before its copy */
+  if (!hin) galv_fatal("out of memory");
   size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
-  char *arena = aligned_alloc(64, (abytes + 63) / 64 * 64);
-  if (!arena) galv_fatal("cannot allocate the %lld-byte arena", (long long)galv_arena_bytes);
-  memset(arena, FILL, abytes);
+  char *arena = D->alloc(abytes);
+  D->fill(arena, FILL, abytes);
 
   /* the schedule */
   galv_pipe_act *acts = malloc(sizeof *acts * (size_t)(2 * B));
@@ -303,7 +351,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   double tstart = now_us(), tcomp = 0;
   float step_t = 0;
   for (long step = 0; step < steps; step++) {
-    for (int p = 0; p < galv_pipe_nparams; p++) memset(acc[p], 0, (size_t)galv_pipe_params[p].nbytes);
+    for (int p = 0; p < galv_pipe_nparams; p++) D->fill(acc[p], 0, (size_t)galv_pipe_params[p].nbytes);
     double loss = 0;
     int nops = 0;
     char *to_free = NULL;
@@ -330,7 +378,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       if (a && a->fwd) {
         char *dst = inbuf;
         if (!last) {
-          if (!(dst = stash[a->mb] = malloc((size_t)in_bytes + 64))) galv_fatal("out of memory");
+          dst = stash[a->mb] = D->alloc((size_t)in_bytes);
           live += sbytes, inflight++;
           if (live > peak) peak = live;
           if (inflight > peak_mb) peak_mb = inflight;
@@ -356,7 +404,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       galv_group_end();
       galv_pipe_xfer_complete(q);
       if (nops) ev_add(EV_RECV, a ? a->mb : pa->mb, t0, now_us());
-      free(to_free);
+      if (to_free) D->release(to_free);
       to_free = NULL;
       if (!a) break;
       /* compute */
@@ -366,28 +414,21 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         for (int i = 0; i < ni; i++) {
           const galv_io *d = &galv_inputs[i];
           GALV_UNPOISON(arena + d->offset, d->nbytes);
-          if (ik[i] == 0 && a->fwd) {
+          if (ik[i] == 0 && a->fwd) { /* this rank's block of the microbatch's slice of the step's batch */
             int64_t b = nbat[i] > 1 ? step % nbat[i] : 0;
-            galv_spmd_block(d, &galv_input_split[i], src + ioff[i],
-                            (char *)bat[i].data + ((size_t)b * (size_t)B + (size_t)a->mb) * (size_t)gnb[i]);
+            galv_spmd_block(d, &galv_input_split[i], hin, (char *)bat[i].data + ((size_t)b * (size_t)B + (size_t)a->mb) * (size_t)gnb[i]);
+            D->h2d(src + ioff[i], hin, (size_t)d->nbytes);
           }
-          if (ik[i] >= 0) memcpy(arena + d->offset, src + ioff[i], (size_t)d->nbytes);
-          else if (a->fwd) memset(arena + d->offset, 0, (size_t)d->nbytes);
+          if (ik[i] >= 0) D->copy(arena + d->offset, src + ioff[i], (size_t)d->nbytes);
+          else if (a->fwd) D->fill(arena + d->offset, 0, (size_t)d->nbytes);
           else { /* the gradient: the sum over the stages that received the value */
-            int c = 0;
-            for (int j = 0; j < galv_pipe_nout; j++)
-              if (!strcmp(galv_pipe_out[j].name, galv_outputs[-ik[i] - 1].name))
-                for (int st = 0; st < S; st++) c += (int)(galv_pipe_out[j].dst >> st & 1);
             float *g = (float *)(void *)(arena + d->offset);
-            size_t n = (size_t)d->nbytes / 4;
-            memcpy(g, gbuf[i], (size_t)d->nbytes);
-            for (int r = 1; r < c; r++) {
-              const float *x = (const float *)(const void *)(gbuf[i] + (size_t)r * (size_t)d->nbytes);
-              for (size_t e = 0; e < n; e++) g[e] += x[e];
-            }
+            D->copy(g, gbuf[i], (size_t)d->nbytes);
+            for (int r = 1; r < ng[i]; r++)
+              D->add_f32(g, (const float *)(const void *)(gbuf[i] + (size_t)r * (size_t)d->nbytes), (size_t)d->nbytes / 4);
           }
         }
-        galv_program_run(arena, W, NULL);
+        D->run(arena, W);
         for (int o = 0; o < no; o++)
           if (!galv_outputs[o].in_weights) GALV_UNPOISON(arena + galv_outputs[o].offset, galv_outputs[o].nbytes);
         if (!a->fwd || last) { /* backward: accumulate the parameter gradients */
@@ -396,24 +437,24 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
               int p = -ok[o] - 1;
               const float *g = (const float *)(const void *)outp(o, arena, W);
               if (galv_pipe_param_split[p].starts) { /* the whole gradient: this rank's block of it */
-                galv_spmd_block(&galv_pipe_params[p], &galv_pipe_param_split[p], gblk, g);
+                D->block(&galv_pipe_params[p], &galv_pipe_param_split[p], gblk, g);
                 g = gblk;
               }
-              for (size_t e = 0, n = (size_t)galv_pipe_params[p].nbytes / 4; e < n; e++) acc[p][e] += g[e];
+              D->add_f32(acc[p], g, (size_t)galv_pipe_params[p].nbytes / 4);
             }
         }
         if (last) {
           float l;
-          memcpy(&l, outp(iloss, arena, W), 4);
+          D->d2h(&l, outp(iloss, arena, W), 4);
           loss += l;
-          if (!(stash[a->mb] = malloc((size_t)g_bytes + 64))) galv_fatal("out of memory");
+          stash[a->mb] = D->alloc((size_t)g_bytes);
           live += sbytes, inflight++;
           if (live > peak) peak = live;
           if (inflight > peak_mb) peak_mb = inflight;
           for (int o = 0; o < no; o++)
-            if (ok[o] >= 1000000) memcpy(stash[a->mb] + goff[o], outp(o, arena, W), (size_t)galv_outputs[o].nbytes);
+            if (ok[o] >= 1000000) D->copy(stash[a->mb] + goff[o], outp(o, arena, W), (size_t)galv_outputs[o].nbytes);
         } else if (!a->fwd) {
-          free(stash[a->mb]);
+          D->release(stash[a->mb]);
           stash[a->mb] = NULL;
           live -= sbytes, inflight--;
         }
@@ -423,26 +464,16 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       tcomp += t2 - t1;
       ev_add(a->fwd ? EV_FWD : EV_BWD, a->mb, t1, t2);
     }
-    /* one optimizer update of this stage's parameters (torch formulas, f32) */
+    /* one optimizer update of this stage's parameters (torch formulas, f32: galv_pipe_opt_elem) */
     step_t += 1.0f;
-    float bc1 = 1.0f - powf((float)b1, step_t), bc2s = sqrtf(1.0f - powf((float)b2, step_t));
-    float stepsz = (float)lr / bc1, inv = 1.0f / (float)B;
-    for (int p = 0; p < galv_pipe_nparams; p++) {
-      float *x = (float *)(void *)(W + galv_pipe_params[p].offset), *m = st1[p], *v = st2[p], *g = acc[p];
-      for (size_t e = 0, n = (size_t)galv_pipe_params[p].nbytes / 4; e < n; e++) {
-        float gg = B == 1 ? g[e] : g[e] * inv;
-        if (adamw) {
-          float p1 = wd != 0 ? x[e] * (float)(1 - lr * wd) : x[e];
-          m[e] = m[e] * (float)b1 + gg * (float)(1 - b1);
-          v[e] = v[e] * (float)b2 + gg * gg * (float)(1 - b2);
-          x[e] = p1 - stepsz * (m[e] / (sqrtf(v[e]) / bc2s + (float)eps));
-        } else {
-          float g1 = wd != 0 ? gg + x[e] * (float)wd : gg, d = g1;
-          if (mom != 0) d = m[e] = m[e] * (float)mom + g1;
-          x[e] = x[e] - d * (float)lr;
-        }
-      }
-    }
+    galv_pipe_opt op = {.adamw = adamw, .one = B == 1, .lr = (float)lr, .wd = (float)wd, .b1 = (float)b1,
+                        .omb1 = (float)(1 - b1), .b2 = (float)b2, .omb2 = (float)(1 - b2), .eps = (float)eps,
+                        .mom = (float)mom, .decay = (float)(1 - lr * wd), .inv = 1.0f / (float)B};
+    op.stepsz = (float)lr / (1.0f - powf((float)b1, step_t));
+    op.bc2s = sqrtf(1.0f - powf((float)b2, step_t));
+    for (int p = 0; p < galv_pipe_nparams; p++)
+      D->optimizer(&op, (float *)(void *)(W + galv_pipe_params[p].offset), st1[p], st2[p], acc[p],
+                   (size_t)galv_pipe_params[p].nbytes / 4);
     if (last && lrank == 0) printf("step %ld loss %.9g\n", step, loss / B);
   }
   double total = now_us() - tstart;
@@ -456,32 +487,40 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
     for (int p = 0; p < galv_pipe_nparams; p++) {
       galv_io g;
-      const void *x = galv_spmd_gather(&galv_pipe_params[p], &galv_pipe_param_split[p], W + galv_pipe_params[p].offset, &g);
-      if (lrank != 0) continue; /* the stage's rank 0 writes */
-      char fn[256], path[PATH_MAX + 300], err[512];
-      snprintf(fn, sizeof fn, "%s", galv_pipe_params[p].name);
-      for (char *c = fn; *c; c++)
-        if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
-      snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
-      if (galv_write_npy(path, &g, x, err, sizeof err))
-        galv_fatal("%s: %s", path, err);
+      char *h = malloc((size_t)galv_pipe_params[p].nbytes + 1);
+      if (!h) galv_fatal("out of memory");
+      D->d2h(h, W + galv_pipe_params[p].offset, (size_t)galv_pipe_params[p].nbytes);
+      const void *x = D->gather(&galv_pipe_params[p], &galv_pipe_param_split[p], h, &g);
+      if (lrank == 0) { /* the stage's rank 0 writes */
+        char fn[256], path[PATH_MAX + 300], err[512];
+        snprintf(fn, sizeof fn, "%s", galv_pipe_params[p].name);
+        for (char *c = fn; *c; c++)
+          if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
+        snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
+        if (galv_write_npy(path, &g, x, err, sizeof err)) galv_fatal("%s: %s", path, err);
+      }
+      free(h);
     }
   }
   galv_pipe_xfer_report((long)B * steps);
   fflush(stdout);
   if (trace) write_trace(trace, world, q, rank, size);
-  for (int i = 0; i < ni; i++) free(bat[i].data), free(gbuf[i]);
-  for (int p = 0; p < galv_pipe_nparams; p++) free(acc[p]), free(st1[p]), free(st2[p]);
-  for (int j = 0; j < B; j++) free(stash[j]);
-  free(ik), free(ok), free(ioff), free(goff), free(bat), free(nbat), free(gnb), free(gblk), free(gbuf), free(acc), free(st1), free(st2), free(stash);
-  free(inbuf), free(arena), free(acts), free(W), free(evs);
+  for (int i = 0; i < ni; i++) free(bat[i].data), D->release(gbuf[i]);
+  for (int p = 0; p < galv_pipe_nparams; p++) D->release(acc[p]), D->release(st1[p]), D->release(st2[p]);
+  for (int j = 0; j < B; j++) D->release(stash[j]);
+  D->release(gblk), D->release(inbuf), D->release(arena), D->release(W);
+  free(ik), free(ok), free(ng), free(ioff), free(goff), free(bat), free(nbat), free(gnb), free(gbuf), free(acc), free(st1), free(st2), free(stash);
+  free(hin), free(acts), free(evs);
   galv_queue_free(q);
   galv_spmd_finalize();
+  D->end();
   return 0;
 }
 
 int galv_pipe_main(int argc, char **argv) {
   int rank = 0, size = 1;
+  if (galv_pipe_dev) D = galv_pipe_dev;
+  else galv_pipe_dev = D; /* the host hooks (runtime/pipe_xfer.c goes through galv_pipe_dev) */
   galv_comm_world_init(&argc, &argv, &rank, &size);
   const int S = galv_pipe_nstages, B = galv_pipe_microbatches, me = galv_pipe_stage;
   static char pname[300];
@@ -494,6 +533,7 @@ int galv_pipe_main(int argc, char **argv) {
   if (rank < galv_pipe_first_rank[me] || rank >= galv_pipe_first_rank[me + 1])
     galv_fatal("world rank %d runs stage %d's program, but the pipeline places stage %d on ranks %d-%d (run it with out/launch)",
                rank, me, me, galv_pipe_first_rank[me], galv_pipe_first_rank[me + 1] - 1);
+  D->begin(); /* the device (before any communicator: NCCL binds each to the current device) */
   /* the stage's sub-world: its program's mesh (SPMD over the stage's ranks); stages may differ in size */
   galv_comm *world = galv_comm_world_split(me, &lrank, &nlocal);
   galv_spmd_attach(lrank, nlocal);
@@ -531,7 +571,7 @@ int galv_pipe_main(int argc, char **argv) {
     wpath = wbuf;
   }
   size_t wlen = 0;
-  const char *weights = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
+  const char *mapped = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
 
   /* graph inputs this stage reads: the global batch, B microbatches along dim 0 */
   galv_tensor *in = calloc((size_t)galv_ninputs + 1, sizeof *in);
@@ -543,9 +583,11 @@ int galv_pipe_main(int argc, char **argv) {
     recv_of[i] = k + 1;
     check_whole(&galv_input_split[i], galv_inputs[i].name);
   }
+  int64_t dmax = 0;
   for (int i = 0; i < galv_ninputs; i++) {
     if (recv_of[i]) continue;
     const galv_io *d = &galv_inputs[i];
+    if (d->nbytes > dmax) dmax = d->nbytes;
     int j = 0;
     while (j < nin && strcmp(names[j], d->name)) j++;
     if (j == nin) galv_fatal("input '%s' not given (use --input %s=FILE.npy or FILE.pb)", d->name, d->name);
@@ -571,14 +613,21 @@ int galv_pipe_main(int argc, char **argv) {
     send_of[o] = k + 1;
     check_whole(&galv_output_split[o], galv_outputs[o].name);
   }
+  int64_t omax = 0;
   for (int o = 0; o < galv_noutputs; o++)
-    if (!send_of[o] && !(gout[o] = malloc((size_t)galv_spmd_global_io(&galv_outputs[o], &galv_output_split[o]).nbytes * (size_t)B + 1)))
-      galv_fatal("out of memory");
+    if (!send_of[o]) {
+      if (!(gout[o] = malloc((size_t)galv_spmd_global_io(&galv_outputs[o], &galv_output_split[o]).nbytes * (size_t)B + 1)))
+        galv_fatal("out of memory");
+      if (galv_outputs[o].nbytes > omax) omax = galv_outputs[o].nbytes;
+    }
+  char *hin = malloc((size_t)dmax + 64), *hout = malloc((size_t)omax + 64); /* host sides of a data slice, an output */
+  if (!hin || !hout) galv_fatal("out of memory");
 
+  /* the weights (the mapped file itself on the host), the arena */
+  const char *weights = D != &cpu_dev ? upload(mapped, (size_t)galv_weights_bytes) : mapped;
   size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
-  char *arena = aligned_alloc(64, (abytes + 63) / 64 * 64);
-  if (!arena) galv_fatal("cannot allocate the %lld-byte arena", (long long)galv_arena_bytes);
-  memset(arena, FILL, abytes);
+  char *arena = D->alloc(abytes);
+  D->fill(arena, FILL, abytes);
 
   double tstart = now_us(), tcomp = 0;
   for (int mb = 0; mb < B; mb++) {
@@ -596,11 +645,13 @@ int galv_pipe_main(int argc, char **argv) {
       ev_add(EV_RECV, mb, t0, now_us());
     }
     for (int i = 0; i < galv_ninputs; i++)
-      if (!recv_of[i]) /* this rank's block of the microbatch's slice */
-        galv_spmd_block(&galv_inputs[i], &galv_input_split[i], arena + galv_inputs[i].offset,
+      if (!recv_of[i]) { /* this rank's block of the microbatch's slice */
+        galv_spmd_block(&galv_inputs[i], &galv_input_split[i], hin,
                         (char *)in[i].data + (size_t)mb * (size_t)galv_spmd_global_io(&galv_inputs[i], &galv_input_split[i]).nbytes);
+        D->h2d(arena + galv_inputs[i].offset, hin, (size_t)galv_inputs[i].nbytes);
+      }
     double t1 = now_us();
-    galv_program_run(arena, weights, NULL);
+    D->run(arena, weights);
     double t2 = now_us();
     tcomp += t2 - t1;
     for (int o = 0; o < galv_noutputs; o++)
@@ -623,18 +674,23 @@ int galv_pipe_main(int argc, char **argv) {
       if (!send_of[o]) { /* split outputs gathered from the stage's ranks */
         const char *p = galv_outputs[o].in_weights ? weights + galv_outputs[o].offset : arena + galv_outputs[o].offset;
         galv_io go;
-        const void *gp = galv_spmd_output(o, p, &go);
+        D->d2h(hout, p, (size_t)galv_outputs[o].nbytes);
+        const void *gp = D->gather(&galv_outputs[o], &galv_output_split[o], hout, &go);
         memcpy(gout[o] + (size_t)mb * (size_t)go.nbytes, gp, (size_t)go.nbytes);
       }
   }
   double total = now_us() - tstart;
   int64_t high = 0;
   GALV_UNPOISON(arena, abytes);
+  char *ha = malloc(abytes); /* the arena's bytes: the highest one the runs wrote */
+  if (!ha) galv_fatal("out of memory");
+  D->d2h(ha, arena, abytes);
   for (int64_t k = (int64_t)galv_arena_bytes - 1; k >= 0; k--)
-    if ((unsigned char)arena[k] != FILL) {
+    if ((unsigned char)ha[k] != FILL) {
       high = k + 1;
       break;
     }
+  free(ha);
   printf("%s: %d microbatches: %.3f ms (compute %.3f ms, predicted %.3f ms per microbatch)\n", galv_progname, B,
          total / 1e3, tcomp / 1e3, galv_pipe_predicted_ms[me]);
   printf("%s: arena %lld bytes, high-water %lld bytes (measured)\n", galv_progname, (long long)galv_arena_bytes,
@@ -662,9 +718,12 @@ int galv_pipe_main(int argc, char **argv) {
   for (int i = 0; i < galv_ninputs; i++) free(in[i].data);
   for (int o = 0; o < galv_noutputs; o++) free(gout[o]);
   for (int j = 0; j < nin; j++) free((char *)names[j]);
-  free(in), free(recv_of), free(send_of), free(gout), free(arena), free(evs);
+  if (D != &cpu_dev) D->release((char *)weights);
+  D->release(arena);
+  free(in), free(recv_of), free(send_of), free(gout), free(hin), free(hout), free(evs);
   galv_queue_free(q);
   galv_spmd_finalize();
+  D->end();
   return 0;
 }
 #else

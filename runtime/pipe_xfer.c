@@ -13,7 +13,10 @@
  * boxes are contiguous and rank-ordered in the value). Both sides walk a
  * transfer's tiles in table order, so the messages between two ranks match
  * in MPI order. The communicator's `send` byte counter is tallied per
- * direction (forward values, gradients) and checked against the plan. */
+ * direction (forward values, gradients) and checked against the plan.
+ * Values, staging buffers and box copies go through the stage's buffer
+ * hooks (galv_pipe_dev, galv_pipe.h): host memory on the CPU target,
+ * device memory on the CUDA target. */
 #ifdef GALV_PIPE_STAGE
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +32,7 @@ static uint64_t measured[2];                         /* send bytes counted by th
 static uint64_t plan_run[2], out_run[2], naive_run[2]; /* per microbatch: this rank's plan, the stage's plan and naive bytes */
 
 typedef struct {
-  char *stage;      /* staging buffer (malloc'd), NULL: in place */
+  char *stage;      /* staging buffer (the stage's alloc hook), NULL: in place */
   char *whole;      /* receives: where the tile goes */
   const galv_pipe_xfer *x;
   const galv_pipe_tile *t;
@@ -63,18 +66,17 @@ static int64_t box_flat(const galv_pipe_xfer *x, const int64_t *off, const int64
   return flat;
 }
 
-/* Copies the box len at off of the value to (pack) or from (unpack) a
- * contiguous buffer: pack reads src = the value and writes dst = the buffer,
- * unpack reads src = the buffer and writes dst = the value. */
-static void box_copy(const galv_pipe_xfer *x, const char *src, char *dst, const int64_t *off, const int64_t *len, int pack) {
-  size_t es = galv_dtype_size(x->dtype);
-  int r = x->rank;
+/* The host hooks' box copy: the box len at off of a value (dims) to (pack) or
+ * from (unpack) a contiguous buffer: pack reads src = the value and writes
+ * dst = the buffer, unpack reads src = the buffer and writes dst = the value. */
+void galv_pipe_box_host(size_t es, int r, const int64_t *dims, const char *src, char *dst, const int64_t *off,
+                        const int64_t *len, int pack) {
   if (r == 0) {
     memcpy(dst, src, es);
     return;
   }
   int64_t st[GALV_RT_MAX_RANK], idx[GALV_RT_MAX_RANK] = {0}, rows = 1, s = 1;
-  for (int d = r - 1; d >= 0; d--) st[d] = s, s *= x->dims[d];
+  for (int d = r - 1; d >= 0; d--) st[d] = s, s *= dims[d];
   for (int d = 0; d < r; d++)
     if (len[d] <= 0) return;
   for (int d = 0; d < r - 1; d++) rows *= len[d];
@@ -89,6 +91,14 @@ static void box_copy(const galv_pipe_xfer *x, const char *src, char *dst, const 
       idx[d] = 0;
     }
   }
+}
+
+/* Copies the box len at off of the value to (pack) or from (unpack) a
+ * contiguous buffer (stage buffers: the stage's box hook, galv_pipe.h):
+ * pack reads src = the value and writes dst = the buffer, unpack reads
+ * src = the buffer and writes dst = the value. */
+static void box_copy(const galv_pipe_xfer *x, const char *src, char *dst, const int64_t *off, const int64_t *len, int pack) {
+  galv_pipe_dev->box(galv_dtype_size(x->dtype), x->rank, x->dims, src, dst, off, len, pack);
 }
 
 /* The box receiving rank r gets from the sending stage: the bounding box of its tiles. */
@@ -182,7 +192,7 @@ void galv_pipe_xfer_send(const galv_pipe_xfer *x, const void *whole, galv_queue 
     if (flat >= 0) p = (const char *)whole + flat * (int64_t)galv_dtype_size(x->dtype);
     else { /* packed into a staging buffer, freed once the group completes */
       pending *s = push_pending();
-      if (!(s->stage = malloc((size_t)n + 1))) galv_fatal("out of memory");
+      s->stage = galv_pipe_dev->alloc((size_t)n);
       box_copy(x, whole, s->stage, t->off, t->len, 1);
       p = s->stage;
     }
@@ -201,7 +211,7 @@ void galv_pipe_xfer_recv(const galv_pipe_xfer *x, void *whole, galv_queue *q) {
     if (flat >= 0) p = (char *)whole + flat * (int64_t)galv_dtype_size(x->dtype);
     else { /* staged, placed once the group completes */
       pending *s = push_pending();
-      if (!(s->stage = malloc((size_t)n + 1))) galv_fatal("out of memory");
+      s->stage = galv_pipe_dev->alloc((size_t)n);
       s->whole = whole, s->x = x, s->t = t;
       p = s->stage;
     }
@@ -222,7 +232,7 @@ void galv_pipe_xfer_complete(galv_queue *q) {
   galv_queue_sync(q);
   for (int i = 0; i < npend; i++) {
     if (pend[i].whole) box_copy(pend[i].x, pend[i].stage, pend[i].whole, pend[i].t->off, pend[i].t->len, 0);
-    free(pend[i].stage);
+    galv_pipe_dev->release(pend[i].stage);
   }
   npend = 0;
   if (!ngath) return;
@@ -244,9 +254,8 @@ void galv_pipe_xfer_complete(galv_queue *q) {
       galv_all_gather(c, g->whole + (size_t)lr * (size_t)n, g->whole, (size_t)n, GALV_U8, q);
       continue;
     }
-    g->mine = malloc((size_t)n + 1);
-    g->all = malloc((size_t)n * (size_t)nl + 1);
-    if (!g->mine || !g->all) galv_fatal("out of memory");
+    g->mine = galv_pipe_dev->alloc((size_t)n);
+    g->all = galv_pipe_dev->alloc((size_t)n * (size_t)nl);
     box_copy(x, g->whole, g->mine, off, len, 1);
     galv_all_gather(c, g->mine, g->all, (size_t)n, GALV_U8, q);
   }
@@ -259,7 +268,7 @@ void galv_pipe_xfer_complete(galv_queue *q) {
       int64_t n = recv_box(g->x, r, off, len);
       if (r != lr) box_copy(g->x, g->all + (size_t)r * (size_t)n, g->whole, off, len, 0);
     }
-    free(g->mine), free(g->all);
+    galv_pipe_dev->release(g->mine), galv_pipe_dev->release(g->all);
   }
   ngath = 0;
 }

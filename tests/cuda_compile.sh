@@ -16,8 +16,11 @@
 #   - 2-rank GPT-2 (--gpus 2: tp inference, dp and tp training, both also
 #     bf16; collectives in program.cu) links with the NCCL and the
 #     host-staged backend,
+#   - a 2-stage pipeline of GPT-2 tiny (--pipeline-stages 2: inference,
+#     GPipe and 1F1B training) links per stage with both backends,
 # all with nvcc for sm_90 and -Werror on the host side. The generated program
-# run without a GPU must say so in one line. Usage: cuda_compile.sh BUILD_DIR
+# run without a GPU must say so in one line (the pipeline: one line per rank).
+# Usage: cuda_compile.sh BUILD_DIR
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -118,6 +121,48 @@ if command -v mpicc >/dev/null; then
       fi
     done
   done
+fi
+
+# ---- pipeline stages (galvc --pipeline-stages 2 --target cuda): GPT-2 tiny inference and training
+# (GPipe, 1F1B); every stage's program.cu + runtime/cuda/pipe_cuda.cu (device hooks) + runtime/pipe.c
+# (the schedule shared with the CPU target) links with the NCCL and the host-staged backend;
+# without a GPU the launched pipeline stops with the one-line error on every rank
+if command -v mpicc >/dev/null; then
+  python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2pp.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
+  for cfg in "inference:" "gpipe:--train --schedule gpipe" "1f1b:--train --schedule 1f1b"; do
+    n=${cfg%%:*} extra=${cfg#*:}
+    d=$T/pp2_$n
+    # shellcheck disable=SC2086
+    if ! "$BUILD/galvc" "$T/gpt2pp.onnx" --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2 $extra --target cuda \
+         --no-build -q -o "$d/" >"$d.log" 2>&1; then
+      echo "✗ pp=2 $n: galvc"; cat "$d.log"; fail=1; continue
+    fi
+    for comm in nccl staged; do
+      pids=()
+      for s in 0 1; do # pipe.c and pipe_stage.c with -Werror too
+        make -s -C "$d/stage$s" COMM=$comm CC="cc -Wall -Wextra -Werror" GALV_CU_LIB="$T/lib/libgalv_cuda.a" \
+          NVFLAGS="${NVF[*]}" >"$d.$s.$comm.log" 2>&1 &
+        pids+=($!)
+      done
+      if wait "${pids[0]}" && wait "${pids[1]}"; then
+        echo "✓ pp=2 $n ($comm): 2 stages link, $(grep -c '^  GALV_CU_PROF' "$d/stage0/program.cu") + $(grep -c '^  GALV_CU_PROF' "$d/stage1/program.cu") kernel calls"
+      else
+        echo "✗ pp=2 $n ($comm)"; cat "$d".*."$comm".log; fail=1
+      fi
+    done
+  done
+  if ! nvidia-smi >/dev/null 2>&1 && command -v mpirun >/dev/null; then
+    python3 -c "import numpy as np; np.save('$T/ids_pp.npy', np.zeros((8,8), np.int64))"
+    RUNAS=(); [ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
+    if out=$(MPIRUN="mpirun ${RUNAS[*]} --oversubscribe" OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 60 \
+             "$T/pp2_inference/launch" --input input_ids="$T/ids_pp.npy" 2>&1); then
+      echo "✗ the pipeline ran without a GPU?"; fail=1
+    elif [ "$(echo "$out" | grep -c 'error:')" = 2 ] && [ "$(echo "$out" | grep 'error:' | grep -c 'no CUDA device found.*--target cpu')" = 2 ]; then
+      echo "✓ pp=2 no-GPU message, one line per rank: $(echo "$out" | grep -m1 'error:')"
+    else
+      echo "✗ pp=2 no-GPU message: $out"; fail=1
+    fi
+  fi
 fi
 
 # ---- every example model's training step (galvc --train: cross_entropy, AdamW; fp32)

@@ -80,7 +80,11 @@ if [ -s "$T/irdir/gpt2.mlir" ]; then pass=$((pass + 1)); else echo "FAIL: --emit
 if [ -s "$T/gpudir/program.cu" ]; then pass=$((pass + 1)); else echo "FAIL: --gpus 2 did not default to the cuda target"; fail=$((fail + 1)); fi
 "$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 --strategy dp --target cpu --no-build -o "$T/cpudir/"
 if [ -s "$T/cpudir/program.c" ] && [ ! -e "$T/cpudir/program.cu" ]; then pass=$((pass + 1)); else echo "FAIL: --target cpu with --gpus"; fail=$((fail + 1)); fi
-expect 2 "per-stage programs are built for the cpu target only" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus 2 --pipeline-stages 2 -o "$T/pp/"
+# pipeline stages with --gpus: CUDA stage programs (program.cu, the stage's pipe_stage.c) and the launcher
+"$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 --pipeline-stages 2 --no-build -o "$T/pp/"
+if [ -s "$T/pp/stage0/program.cu" ] && [ -s "$T/pp/stage1/pipe_stage.c" ] && grep -q "pipe_cuda.cu" "$T/pp/stage1/Makefile" &&
+   [ -x "$T/pp/launch" ]; then pass=$((pass + 1)); else echo "FAIL: --gpus 2 --pipeline-stages 2 did not write CUDA stages"; fail=$((fail + 1)); fi
+expect 2 "the stage programs are fp32" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus 2 --pipeline-stages 2 --precision bf16 -o "$T/pp2/"
 expect 2 "--target tpu: unknown target" -- "$BUILD/galvc" "$T/gpt2.onnx" --target tpu
 
 echo "driver: $pass passed, $fail failed"

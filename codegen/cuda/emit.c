@@ -1069,11 +1069,12 @@ static const char makefile[] =
     "#   make cpu          ./program-cpu  the same device program on the CPU target (program.c, OpenBLAS)\n"
     "#   make GALV_CU_LIB=libgalv_cuda.a  link a prebuilt runtime (tests/cuda_compile.sh) instead of compiling it\n"
     "# Runs need a CUDA device; without one ./program says so (use ./program-cpu there).\n"
+    ".DEFAULT_GOAL := all\n"
     "NVCC ?= nvcc\n"
     "ARCH ?= %s\n"
     "NVFLAGS ?= -O3 -std=c++17 $(ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Wno-unused-variable\n"
     "CC ?= cc\n"
-    "RT = runtime/cuda/main_cuda.cu runtime/cuda/context.cu runtime/cuda/kernels.cu runtime/cuda/kernels_grad.cu \\\n"
+    "RT = $(MAIN_CU) runtime/cuda/context.cu runtime/cuda/kernels.cu runtime/cuda/kernels_grad.cu \\\n"
     "     runtime/cuda/train_cuda.cu\n"
     "%s"
     "HDR = $(wildcard runtime/*.h runtime/cuda/*.h runtime/cuda/*.cuh)\n"
@@ -1081,11 +1082,11 @@ static const char makefile[] =
     "\n"
     "all: program\n"
     "ifeq ($(GALV_CU_LIB),)\n"
-    "program: program.cu $(RT) $(COMM_SRC) $(HOST_O) $(HDR) $(COMM_STAMP)\n"
-    "\t$(NVCC) $(NVFLAGS) $(MPI_INC) -I. -o $@ program.cu $(RT) $(COMM_SRC) $(HOST_O) $(LIBS)\n"
+    "program: program.cu $(RT) $(STAGE_CU) $(COMM_SRC) $(HOST_O) $(STAGE_O) $(HDR) $(COMM_STAMP)\n"
+    "\t$(NVCC) $(NVFLAGS) $(MPI_INC) -I. -o $@ program.cu $(RT) $(STAGE_CU) $(COMM_SRC) $(HOST_O) $(STAGE_O) $(LIBS)\n"
     "else\n"
-    "program: program.cu $(COMM_SRC) $(COMM_O) $(GALV_CU_LIB) $(HDR) $(COMM_STAMP)\n"
-    "\t$(NVCC) $(NVFLAGS) $(MPI_INC) -I. -o $@ program.cu $(COMM_SRC) $(COMM_O) $(GALV_CU_LIB) $(LIBS)\n"
+    "program: program.cu $(STAGE_CU) $(COMM_SRC) $(COMM_O) $(STAGE_O) $(GALV_CU_LIB) $(HDR) $(COMM_STAMP)\n"
+    "\t$(NVCC) $(NVFLAGS) $(MPI_INC) -I. -o $@ program.cu $(STAGE_CU) $(COMM_SRC) $(COMM_O) $(STAGE_O) $(GALV_CU_LIB) $(LIBS)\n"
     "endif\n"
     "io.o: runtime/io.c runtime/galv_rt.h\n"
     "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
@@ -1099,9 +1100,9 @@ static const char makefile[] =
     "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
     "cpu: program-cpu\n"
     "program-cpu: $(CPU_SRC)\n"
-    "\t$(CPU_CC) -O3 -march=native -fno-math-errno -std=gnu11 -o $@ $(CPU_SRC) -lopenblas -lm\n"
+    "\t$(CPU_CC) -O3 -march=native -fno-math-errno -std=gnu11 $(CPU_FLAGS) -o $@ $(CPU_SRC) -lopenblas -lm\n"
     "clean:\n"
-    "\trm -f program program-cpu $(HOST_O) comm_mpi_staged.o comm.nccl comm.staged\n"
+    "\trm -f program program-cpu $(HOST_O) $(STAGE_O) comm_mpi_staged.o comm.nccl comm.staged\n"
     ".PHONY: all cpu clean\n";
 
 /* one device */
@@ -1110,11 +1111,12 @@ static const char make_single[] =
     "HOST_O = io.o npy.o train.o spmd.o comm_single.o\n"
     "LIBS = -lcublas -lcublasLt\n"
     "CPU_CC = $(CC)\n"
-    "CPU_SRC = program.c $(filter-out runtime/comm_%.c,$(sort $(wildcard runtime/*.c))) runtime/comm_single.c\n";
+    "CPU_SRC = program.c $(STAGE_C) $(filter-out runtime/comm_%.c,$(sort $(wildcard runtime/*.c))) runtime/comm_single.c\n";
 
 /* N ranks: the communicator backend (docs/cuda-target.md, Ranks) */
+static const char make_ranks_head[] =
+    "# %d ranks (one SPMD program, started by ./launch = mpirun -np %d): the communicator backend\n";
 static const char make_ranks[] =
-    "# %d ranks (one SPMD program, started by ./launch = mpirun -np %d): the communicator backend\n"
     "#   make              NCCL (runtime/cuda/comm_nccl.cu, bootstrapped through MPI): one GPU per rank\n"
     "#   make COMM=staged  host-staged over the MPI backend (runtime/cuda/comm_staged.cu + runtime/comm_mpi.c):\n"
     "#                     several ranks may share one GPU (slow: checks of a multi-rank plan on one GPU)\n"
@@ -1150,9 +1152,28 @@ static const char make_ranks[] =
     "HOST_O = io.o npy.o train.o spmd.o $(COMM_O)\n"
     "LIBS = $(COMM_LIBS) -lcublas -lcublasLt -Xlinker $(subst $(space),$(comma),$(strip $(MPI_LINK)))\n"
     "CPU_CC = $(MPICC)\n"
-    "CPU_SRC = program.c $(filter-out runtime/comm_%%.c,$(sort $(wildcard runtime/*.c))) runtime/comm_mpi.c\n";
+    "CPU_SRC = program.c $(STAGE_C) $(filter-out runtime/comm_%.c,$(sort $(wildcard runtime/*.c))) runtime/comm_mpi.c\n";
 
-static int write_makefile(const char *dir, const char *arch, int nranks) {
+/* A pipeline stage (galvc --pipeline-stages, docs/pipeline.md): main is
+ * runtime/cuda/pipe_cuda.cu (runtime/pipe.c's schedule with device buffers),
+ * always MPI + a communicator backend (p2p between the stages); `make cpu`
+ * builds the same stage for the CPU target (runtime/main.c -> pipe.c). */
+static const char make_stage[] =
+    "MAIN_CU =\n"
+    "STAGE_CU = runtime/cuda/pipe_cuda.cu\n"
+    "STAGE_O = pipe.o pipe_xfer.o pipe_stage.o\n"
+    "STAGE_C = pipe_stage.c\n"
+    "pipe.o: runtime/pipe.c runtime/galv_pipe.h runtime/galv_rt.h runtime/galv_spmd.h runtime/galv_comm.h\n"
+    "\t$(CC) -O2 -std=gnu11 -DGALV_PIPE_STAGE -c -o $@ $<\n"
+    "pipe_xfer.o: runtime/pipe_xfer.c runtime/galv_pipe.h runtime/galv_rt.h runtime/galv_comm.h\n"
+    "\t$(CC) -O2 -std=gnu11 -DGALV_PIPE_STAGE -c -o $@ $<\n"
+    "pipe_stage.o: pipe_stage.c runtime/galv_pipe.h\n"
+    "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
+    "CPU_FLAGS = -DGALV_PIPE_STAGE\n"
+    "# a pipeline stage of %d rank%s (every stage started by ../launch = mpirun MPMD): the communicator backend\n"
+    "# (collectives inside the stage and p2p between the stages)\n";
+
+static int write_makefile(const char *dir, const char *arch, int nranks, bool stage) {
   char flags[1024] = "", list[512];
   snprintf(list, sizeof list, "%s", arch && *arch ? arch : "sm_90");
   size_t k = 0;
@@ -1161,9 +1182,11 @@ static int write_makefile(const char *dir, const char *arch, int nranks) {
     k += (size_t)snprintf(flags + k, sizeof flags - k, "%s-gencode arch=compute_%s,code=sm_%s", k ? " " : "", num, num);
     if (k >= sizeof flags) return gv_error_plain("--cuda-arch %s: too long", arch);
   }
-  char comm[sizeof make_ranks + 64];
-  if (nranks > 1) snprintf(comm, sizeof comm, make_ranks, nranks, nranks);
-  else snprintf(comm, sizeof comm, "%s", make_single);
+  char comm[sizeof make_ranks + sizeof make_stage + 256];
+  int k0 = stage ? snprintf(comm, sizeof comm, make_stage, nranks, nranks > 1 ? "s" : "")
+                 : snprintf(comm, sizeof comm, "MAIN_CU = runtime/cuda/main_cuda.cu\n");
+  if (!stage && nranks > 1) k0 += snprintf(comm + k0, sizeof comm - (size_t)k0, make_ranks_head, nranks, nranks);
+  snprintf(comm + k0, sizeof comm - (size_t)k0, "%s", nranks > 1 || stage ? make_ranks : make_single);
   char buf[sizeof makefile + sizeof comm + 2048];
   int n = snprintf(buf, sizeof buf, makefile, arch && *arch ? arch : "sm_90", flags, comm);
   return cg_write_file(dir, "Makefile", buf, (size_t)n);
@@ -1214,7 +1237,7 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
   for (const gv_op *op = m->main->body->first; op; op = op->next) /* not under mixed storage: one storage per chain */
     if (op->code == GV_OP_DOT && e.natt < 64 && !e.mixed && match_attention(&e, op, &e.att[e.natt])) e.natt++;
   if (write_program(&e, outdir, &nk) || write_constants(&e, outdir) ||
-      write_makefile(outdir, arch, cg_comm_nranks(e.comm)) ||
+      write_makefile(outdir, arch, cg_comm_nranks(e.comm), co && co->pipe_stage) ||
       write_cuda_runtime(outdir))
     goto out;
   if (o) o->nkernels = nk;

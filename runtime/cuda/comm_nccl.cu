@@ -49,6 +49,9 @@ struct galv_queue {
 enum { MAXCOMMS = 64 };
 static galv_comm *comms[MAXCOMMS];
 static int ncomms, world_rank, world_size;
+/* where meshes live: the world, or this rank's sub-world after galv_comm_world_split (pipeline stages) */
+static MPI_Comm base = MPI_COMM_WORLD;
+static int base_rank, base_size, base_split;
 static galv_comm_bytes counters;
 
 int galv_comm_world_init(int *argc, char ***argv, int *rank, int *size) {
@@ -70,8 +73,41 @@ int galv_comm_world_init(int *argc, char ***argv, int *rank, int *size) {
     snprintf(b, sizeof b, "%d", lrank % (ndev ? ndev : 1));
     setenv("GALV_CUDA_DEVICE", b, 1);
   }
+  base = MPI_COMM_WORLD, base_rank = world_rank, base_size = world_size;
   *rank = world_rank, *size = world_size;
   return 0;
+}
+
+/* an NCCL communicator over the MPI communicator m (rank 0 makes the id) */
+static galv_comm *nccl_over(MPI_Comm m) {
+  galv_comm *c = (galv_comm *)calloc(1, sizeof *c);
+  if (!c || ncomms == MAXCOMMS) galv_fatal("too many communicators");
+  c->mpi = m;
+  mpiCheck(MPI_Comm_rank(c->mpi, &c->rank));
+  mpiCheck(MPI_Comm_size(c->mpi, &c->size));
+  ncclUniqueId id;
+  if (c->rank == 0) ncclCheck(ncclGetUniqueId(&id));
+  mpiCheck(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, c->mpi));
+  ncclCheck(ncclCommInitRank(&c->nc, c->size, id, c->rank));
+  comms[ncomms++] = c;
+  return c;
+}
+
+/* Pipeline stages (galv_comm.h): meshes inside this rank's stage from now
+ * on; the returned group spans the world (p2p between the stages). Called
+ * after the device is chosen (NCCL binds a communicator to the current device). */
+galv_comm *galv_comm_world_split(int color, int *sub_rank, int *sub_size) {
+  if (base_split || ncomms) galv_fatal("galv_comm_world_split: called twice or after galv_comm_group");
+  if (color < 0) galv_fatal("galv_comm_world_split: negative color %d", color);
+  mpiCheck(MPI_Comm_split(MPI_COMM_WORLD, color, world_rank, &base));
+  mpiCheck(MPI_Comm_rank(base, &base_rank));
+  mpiCheck(MPI_Comm_size(base, &base_size));
+  base_split = 1;
+  MPI_Comm w;
+  mpiCheck(MPI_Comm_dup(MPI_COMM_WORLD, &w));
+  galv_comm *c = nccl_over(w);
+  *sub_rank = base_rank, *sub_size = base_size;
+  return c;
 }
 
 void galv_comm_world_finalize(void) {
@@ -81,31 +117,26 @@ void galv_comm_world_finalize(void) {
     free(comms[i]);
   }
   ncomms = 0;
+  if (base_split) mpiCheck(MPI_Comm_free(&base));
+  base = MPI_COMM_WORLD, base_split = 0;
   galv_cu_abort_all = NULL;
   mpiCheck(MPI_Finalize());
 }
 
 galv_comm *galv_comm_group(const int64_t *mesh_shape, int nmesh, unsigned axes_mask) {
-  int64_t total = 1, coord[8], r = world_rank;
+  int64_t total = 1, coord[8], r = base_rank;
   if (nmesh < 0 || nmesh > 8) galv_fatal("galv_comm_group: a mesh has 0 to 8 axes, got %d", nmesh);
   for (int d = 0; d < nmesh; d++) total *= mesh_shape[d];
-  if (total != world_size)
-    galv_fatal("the program was partitioned for a mesh of %lld ranks, but %d were started", (long long)total, world_size);
+  if (total != base_size)
+    galv_fatal("the program was partitioned for a mesh of %lld ranks, but %d were started%s", (long long)total, base_size,
+               base_split ? " for its pipeline stage" : "");
   for (int d = nmesh - 1; d >= 0; d--) coord[d] = r % mesh_shape[d], r /= mesh_shape[d];
   int color = 0; /* row-major index over the axes not in the group */
   for (int d = 0; d < nmesh; d++)
     if (!(axes_mask >> d & 1)) color = color * (int)mesh_shape[d] + (int)coord[d];
-  galv_comm *c = (galv_comm *)calloc(1, sizeof *c);
-  if (!c || ncomms == MAXCOMMS) galv_fatal("too many communicators");
-  mpiCheck(MPI_Comm_split(MPI_COMM_WORLD, color, world_rank, &c->mpi));
-  mpiCheck(MPI_Comm_rank(c->mpi, &c->rank));
-  mpiCheck(MPI_Comm_size(c->mpi, &c->size));
-  ncclUniqueId id;
-  if (c->rank == 0) ncclCheck(ncclGetUniqueId(&id));
-  mpiCheck(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, c->mpi));
-  ncclCheck(ncclCommInitRank(&c->nc, c->size, id, c->rank));
-  comms[ncomms++] = c;
-  return c;
+  MPI_Comm m;
+  mpiCheck(MPI_Comm_split(base, color, base_rank, &m));
+  return nccl_over(m);
 }
 
 int galv_comm_rank(const galv_comm *c) { return c->rank; }

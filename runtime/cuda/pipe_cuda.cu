@@ -1,0 +1,149 @@
+/* pipe_cuda.cu — the main of CUDA pipeline-stage programs (galvc
+ * --pipeline-stages S --target cuda; docs/pipeline.md, docs/cuda-target.md).
+ * The schedule is runtime/pipe.c's, shared with the CPU target: this file
+ * gives it device hooks (galv_pipe_device, galv_pipe.h) and hands over.
+ *
+ *   begin      galv_cu_init (the device the comm backend chose for the rank:
+ *              NCCL one per local rank, staged all on GALV_CUDA_DEVICE / 0);
+ *              without a device: the one-line "no CUDA device" error
+ *   buffers    cudaMalloc'ed; copies on the compute stream (h2d: a pageable
+ *              source is staged before cudaMemcpyAsync returns; d2h waits)
+ *   run        galv_cu_run on the compute stream, then the device error flag
+ *              (gather index / label out of range) is checked
+ *   add, opt   kernels: gradient sums, the optimizer update
+ *              (galv_pipe_opt_elem: the host loop's formula)
+ *   block      a split parameter's block of its whole gradient (strided copy)
+ *   gather     a split tensor's global form: all_gather on the device over
+ *              the stage's ranks, placed on the host (galv_cu_gather_host)
+ *   box        a tile of a cross-stage value packed / unpacked
+ *              (runtime/pipe_xfer.c): cudaMemcpy2DAsync per outer index
+ * galv_send / galv_recv between the stages move device buffers (the NCCL
+ * backend: ncclSend/ncclRecv grouped; the staged backend: through the host). */
+#include <string.h>
+
+#include "galv_cuda.h"
+
+extern "C" {
+#include "../galv_pipe.h"
+}
+
+static void *d_alloc(size_t n) {
+  void *p = NULL;
+  cudaCheck(cudaMalloc(&p, n ? n : 64));
+  return p;
+}
+static void d_release(void *p) { /* after the copies queued on the compute stream that may read or write it */
+  if (!p) return;
+  cudaCheck(cudaStreamSynchronize(galv_cu.stream));
+  cudaCheck(cudaFree(p));
+}
+static void d_h2d(void *dst, const void *host, size_t n) {
+  if (n) cudaCheck(cudaMemcpyAsync(dst, host, n, cudaMemcpyHostToDevice, galv_cu.stream));
+}
+static void d_d2h(void *host, const void *src, size_t n) {
+  if (n) cudaCheck(cudaMemcpyAsync(host, src, n, cudaMemcpyDeviceToHost, galv_cu.stream));
+  cudaCheck(cudaStreamSynchronize(galv_cu.stream));
+}
+static void d_copy(void *dst, const void *src, size_t n) {
+  if (n) cudaCheck(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, galv_cu.stream));
+}
+static void d_fill(void *dst, int byte, size_t n) {
+  if (n) cudaCheck(cudaMemsetAsync(dst, byte, n, galv_cu.stream));
+}
+static void d_run(char *arena, const char *weights) {
+  galv_cu_run(arena, weights, NULL);
+  GALV_CU_LAUNCHED();
+  int err = 0;
+  cudaCheck(cudaMemcpyAsync(&err, galv_cu.err, sizeof err, cudaMemcpyDeviceToHost, galv_cu.stream));
+  cudaCheck(cudaStreamSynchronize(galv_cu.stream));
+  if (err) galv_fatal("kernel %d (%s, node '%s'): index or label out of range, or integer division by zero", err - 1,
+                      galv_kernels[err - 1].kind, galv_kernels[err - 1].node);
+}
+
+__global__ static void add_kernel(float *dst, const float *src, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) dst[i] += src[i];
+}
+static void d_add(float *dst, const float *src, size_t n) {
+  if (!n) return;
+  add_kernel<<<galv_cu_blocks((int64_t)n), 256, 0, galv_cu.stream>>>(dst, src, n);
+  GALV_CU_LAUNCHED();
+}
+
+__global__ static void opt_kernel(galv_pipe_opt o, float *x, float *m, float *v, const float *g, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    float dm = 0, dv = 0;
+    galv_pipe_opt_elem(&o, &x[i], m ? &m[i] : &dm, v ? &v[i] : &dv, g[i]);
+  }
+}
+static void d_opt(const galv_pipe_opt *o, float *x, float *m, float *v, const float *g, size_t n) {
+  if (!n) return;
+  opt_kernel<<<galv_cu_blocks((int64_t)n), 256, 0, galv_cu.stream>>>(*o, x, m, v, g, n);
+  GALV_CU_LAUNCHED();
+}
+
+/* runtime/spmd.c's galv_spmd_block on device buffers */
+static void d_block(const galv_io *l, const galv_io_split *s, void *dst, const void *whole) {
+  if (galv_nranks <= 1 || !s->starts) {
+    d_copy(dst, whole, (size_t)l->nbytes);
+    return;
+  }
+  int64_t gs[GALV_RT_MAX_RANK], base = 0, k = 1;
+  for (int d = l->rank - 1; d >= 0; d--) gs[d] = k, k *= s->gdims[d];
+  for (int d = 0; d < l->rank; d++) base += s->starts[galv_spmd_rank() * l->rank + d] * gs[d];
+  size_t es = galv_dtype_size(l->dtype);
+  galv_cu_copy_strided(dst, (const char *)whole + base * (int64_t)es, es, l->rank, l->dims, gs);
+}
+
+/* the global form of a split tensor: every rank's block all-gathered on the device over the stage's ranks
+ * (a collective; galv_cu_gather_host, shared with inference outputs and training checkpoints) */
+static void *global_host;
+static const void *d_gather(const galv_io *l, const galv_io_split *s, const void *local, galv_io *g) {
+  free(global_host);
+  global_host = galv_cu_gather_host(l, s, local, g);
+  return global_host;
+}
+
+/* a box of a value to (pack: src = the value) / from (unpack: dst = the value) a contiguous buffer:
+ * one 2D copy per index of the dims before the last two */
+static void d_box(size_t es, int r, const int64_t *dims, const char *src, char *dst, const int64_t *off, const int64_t *len,
+                  int pack) {
+  if (r == 0) {
+    d_copy(dst, src, es);
+    return;
+  }
+  for (int d = 0; d < r; d++)
+    if (len[d] <= 0) return;
+  int64_t st[GALV_RT_MAX_RANK], idx[GALV_RT_MAX_RANK] = {0}, s = 1, outer = 1;
+  for (int d = r - 1; d >= 0; d--) st[d] = s, s *= dims[d];
+  for (int d = 0; d < r - 2; d++) outer *= len[d];
+  size_t run = (size_t)len[r - 1] * es, height = r >= 2 ? (size_t)len[r - 2] : 1, pitch = r >= 2 ? (size_t)st[r - 2] * es : run;
+  for (int64_t i = 0; i < outer; i++) {
+    int64_t e = off[r - 1] + (r >= 2 ? off[r - 2] * st[r - 2] : 0);
+    for (int d = 0; d < r - 2; d++) e += (off[d] + idx[d]) * st[d];
+    size_t v = (size_t)e * es, b = (size_t)i * height * run; /* the value's and the buffer's byte offsets */
+    if (pack) cudaCheck(cudaMemcpy2DAsync(dst + b, run, src + v, pitch, run, height, cudaMemcpyDeviceToDevice, galv_cu.stream));
+    else cudaCheck(cudaMemcpy2DAsync(dst + v, pitch, src + b, run, run, height, cudaMemcpyDeviceToDevice, galv_cu.stream));
+    for (int d = r - 3; d >= 0; d--) {
+      if (++idx[d] < len[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+static void d_begin(void) { galv_cu_init((size_t)galv_cu_scratch_bytes); }
+static void d_end(void) {
+  free(global_host);
+  global_host = NULL;
+  galv_cu_finish();
+}
+
+static const galv_pipe_device cuda_pipe = {d_begin, d_alloc, d_release, d_h2d, d_d2h, d_copy, d_fill, d_run,
+                                           d_add, d_block, d_gather, d_opt, d_box, d_end};
+
+int main(int argc, char **argv) {
+  const char *slash = strrchr(argv[0], '/');
+  galv_progname = slash ? slash + 1 : argv[0];
+  if (galv_cu_precision != GALV_F32) galv_fatal("pipeline stages are fp32 (recompile without --precision bf16)");
+  galv_pipe_dev = &cuda_pipe;
+  return galv_pipe_main(argc, argv);
+}
