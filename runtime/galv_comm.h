@@ -30,7 +30,7 @@ void galv_comm_world_finalize(void);
  * a bit mask over mesh dims. Collective across the world: every rank calls
  * it with the same arguments, in the same order. */
 galv_comm *galv_comm_group(const int64_t *mesh_shape, int nmesh, unsigned axes_mask);
-/* Pipeline stages of more than one rank (MPI backend; runtime/pipe.c): splits
+/* Pipeline stages (runtime/pipe.c; the MPI and the CUDA backends): splits
  * the world by color (key: the world rank), every rank calls it once before
  * any galv_comm_group. Afterwards galv_comm_group builds a program's mesh
  * inside this rank's sub-world (mesh size == sub-world size, mesh ranks =

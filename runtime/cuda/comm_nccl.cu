@@ -8,7 +8,9 @@
  * buffer before it is written. galv_queue_sync polls the stream and
  * ncclCommGetAsyncError of every communicator: an NCCL error, or no progress
  * for GALV_COMM_TIMEOUT seconds (default 300), aborts every rank with one
- * clear line instead of hanging. Byte counters follow galv_comm.h. */
+ * clear line instead of hanging. Byte counters follow galv_comm.h.
+ * Pipeline stages: galv_comm_world_split moves the meshes into the stage's
+ * sub-world and returns a world-wide communicator for the p2p between them. */
 #define OMPI_SKIP_MPICXX 1 /* the C API only (OpenMPI C++ bindings do not build with -Werror) */
 #include <mpi.h>
 #include <nccl.h>
