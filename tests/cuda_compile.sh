@@ -114,7 +114,9 @@ if command -v mpicc >/dev/null; then
       echo "✗ gpt2 2-rank dp ($extra): a bf16 reduction (dp's gradient sums are fp32)"; fail=1
     fi
     for comm in nccl staged; do
-      if make -s -C "$d" COMM=$comm GALV_CU_LIB="$T/lib/libgalv_cuda.a" NVFLAGS="${NVF[*]}" >"$d.$comm.log" 2>&1; then
+      rm -f "$d/program"
+      if make -s -C "$d" COMM=$comm GALV_CU_LIB="$T/lib/libgalv_cuda.a" NVFLAGS="${NVF[*]}" >"$d.$comm.log" 2>&1 &&
+         [ -x "$d/program" ]; then
         echo "✓ gpt2 2-rank $s${extra:+ (${extra#--})} ($comm): $ncoll collectives, $(grep -c 'galv_cu_queue_join' "$d/program.cu") stream joins"
       else
         echo "✗ gpt2 2-rank $s${extra:+ (${extra#--})} ($comm)"; cat "$d.$comm.log"; fail=1

@@ -86,6 +86,35 @@ if [ -s "$T/pp/stage0/program.cu" ] && [ -s "$T/pp/stage1/pipe_stage.c" ] && gre
    [ -x "$T/pp/launch" ]; then pass=$((pass + 1)); else echo "FAIL: --gpus 2 --pipeline-stages 2 did not write CUDA stages"; fail=$((fail + 1)); fi
 expect 2 "the stage programs are fp32" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus 2 --pipeline-stages 2 --precision bf16 -o "$T/pp2/"
 expect 2 "--target tpu: unknown target" -- "$BUILD/galvc" "$T/gpt2.onnx" --target tpu
+# An option that takes a value, given last: it names the option (not "unknown option").
+expect 2 "--gpus needs a value" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus
+expect 2 "-o needs a value" -- "$BUILD/galvc" "$T/gpt2.onnx" -o
+# The mesh's axes multiply to --gpus.
+expect 2 "mesh 2x4 has 8 devices, not --gpus 4" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus 4 --mesh dp=2,tp=4
+# -o DIR/ creates missing parents; the last lines say how to build and run the program.
+"$BUILD/galvc" "$T/gpt2.onnx" --no-build -o "$T/new/deep/dir/" 2>"$T/err"
+if [ -s "$T/new/deep/dir/program.c" ] && grep -qF "galvc: build: make -C $T/new/deep/dir/" "$T/err" &&
+   grep -qF "galvc: run: $T/new/deep/dir/program --input input_ids=FILE.npy -o results/" "$T/err" &&
+   grep -qF "galvc: inputs input_ids tensor<1x128xi64>" "$T/err"; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: -o DIR/ with missing parents, or the closing build/run lines:"; cat "$T/err"; fail=$((fail + 1))
+fi
+"$BUILD/galvc" "$T/gpt2.onnx" --gpus 2 --strategy dp --train --target cpu --no-build -o "$T/tr2/" 2>"$T/err"
+if grep -qF "galvc: run: $T/tr2/launch --batches DIR/ --steps N" "$T/err" && grep -qF "for input_ids, labels" "$T/err"; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: the run line of a 2-rank training program:"; cat "$T/err"; fail=$((fail + 1))
+fi
+# A file -o gets the IR text, and the progress line says so.
+"$BUILD/galvc" "$T/gpt2.onnx" -o "$T/notadir" 2>"$T/err"
+if grep -qF "wrote $T/notadir (IR text; -o DIR/ writes the program)" "$T/err"; then pass=$((pass + 1)); else echo "FAIL: -o FILE message"; cat "$T/err"; fail=$((fail + 1)); fi
+# The N-rank CUDA Makefile's default goal is the program (make -n: nothing is compiled here).
+if make -n -C "$T/gpudir" 2>/dev/null | grep -q 'nvcc .* -o program program.cu'; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: 'make' in a 2-rank CUDA program directory does not build ./program"; make -n -C "$T/gpudir"; fail=$((fail + 1))
+fi
 
 echo "driver: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

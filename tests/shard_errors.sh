@@ -20,7 +20,7 @@ check() { # expected-rc expected-text cmd...
     echo "ok: $(cat "$T/err")"
   fi
 }
-check 2 "mesh 2x3 does not divide 8 devices" "$B/galvc" "$M" --gpus 8 --mesh dp=2,tp=3 -q
+check 2 "mesh 2x3 has 6 devices, not --gpus 8" "$B/galvc" "$M" --gpus 8 --mesh dp=2,tp=3 -q
 check 2 "unknown strategy 'pp'" "$B/galvc" "$M" --gpus 2 --strategy pp -q
 printf 'no_such_value [{"dp"}, {}]\n' >"$T/sh.txt"
 check 1 "sharding file names 'no_such_value', which is no value of the model" "$B/galvc" "$M" --gpus 2 --sharding "$T/sh.txt" --batch 2 --seq 8 -q --emit=ir -o "$T/o.mlir"
@@ -38,7 +38,8 @@ else
   echo "FAIL: make_model.py llama"; fail=1
 fi
 # the mesh's axes multiply to --gpus; a sharding file's axis and divisibility
-check 2 "does not divide 4 devices" "$B/galvc" "$M" --gpus 4 --mesh dp=3 -q
+check 2 "mesh 3 has 3 devices, not --gpus 4" "$B/galvc" "$M" --gpus 4 --mesh dp=3 -q
+check 2 "mesh 2 has 2 devices, not --gpus 8" "$B/galvc" "$M" --gpus 8 --mesh dp=2 -q
 printf 'input_ids [{"pp"}, {}]\n' >"$T/sh2.txt"
 check 1 "bad or repeated mesh axis" "$B/galvc" "$M" --gpus 2 --sharding "$T/sh2.txt" --batch 2 --seq 8 -q --emit=ir -o "$T/o.mlir"
 printf 'input_ids [{"dp"}, {}]\n' >"$T/sh3.txt"

@@ -172,10 +172,19 @@ static void print_arena(const gv_module *m) {
           pb, gb, ob, pb + gb + ob, pb ? 4.0 * (double)(pb + gb + ob) / (double)pb : 0.0, kept, act, bytes);
 }
 
+/* DIR and its missing parents (mkdir -p). */
 static int ensure_dir(const char *dir) {
   struct stat st;
   if (stat(dir, &st) == 0) return S_ISDIR(st.st_mode) ? 0 : -1;
-  return mkdir(dir, 0777);
+  char p[4096];
+  if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return -1;
+  for (char *c = p + 1; *c; c++)
+    if (*c == '/') {
+      *c = 0;
+      if (stat(p, &st) != 0 && mkdir(p, 0777) != 0 && errno != EEXIST) return -1;
+      *c = '/';
+    }
+  return mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 static int write_ir(const gv_module *m, const char *path) {
@@ -230,10 +239,47 @@ static int build_program(const char *dir, int quiet) {
   return 0;
 }
 
+/* The graph's data inputs (not weights) as bound at import, one per entry of fmt:
+ * fmt's %1$s is the name, %2$s the type (e.g. "%1$s %2$s" or "--input %1$s=FILE.npy"). */
+static void describe_inputs(const gv_module *m, const char *fmt, const char *sep, char *buf, size_t n) {
+  const gv_func *f = m->main;
+  size_t k = 0;
+  buf[0] = 0;
+  for (int i = 0; i < f->body->nargs && k < n; i++) {
+    if (f->arg_is_param[i]) continue;
+    char t[256], e[512];
+    gv_type_str(&f->body->args[i]->type, t, sizeof t);
+    const char *name = f->arg_names[i] ? f->arg_names[i] : "?";
+    snprintf(e, sizeof e, fmt, name, t);
+    k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? sep : "", e);
+  }
+}
+
+/* The closing lines: how to build and run what was written. */
+static void print_run_hint(const char *out, int built, int train, const char *args) {
+  char launch[4200];
+  struct stat st;
+  const char *sep = out[strlen(out) - 1] == '/' ? "" : "/";
+  snprintf(launch, sizeof launch, "%s%slaunch", out, sep);
+  bool ranks = stat(launch, &st) == 0;
+  if (!built) fprintf(stderr, "galvc: build: make -C %s\n", out);
+  if (train)
+    fprintf(stderr, "galvc: run: %s%s%s --batches DIR/ --steps N -o weights/  (DIR/NAME.npy for %s, %s; --help lists the options)\n",
+            out, sep, ranks ? "launch" : "program", args, gv_train_opts.labels ? gv_train_opts.labels : "labels");
+  else
+    fprintf(stderr, "galvc: run: %s%s%s %s -o results/  (--help lists the options)\n", out, sep, ranks ? "launch" : "program", args);
+}
+
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* An option that takes a value came last: one error line, exit 2. */
+static bool missing_value(const char *opt) {
+  gv_error_plain("%s needs a value (see galvc --help)", opt);
+  exit(2);
 }
 
 static int parse_pos_int(const char *opt, const char *s, int64_t *out) {
@@ -763,7 +809,7 @@ int main(int argc, char **argv) {
     const char *a = argv[i];
     const char *val = NULL;
 #define TAKES(flag)                                                                                \
-  ((strcmp(a, flag) == 0 && i + 1 < argc && (val = argv[++i])) ||                                  \
+  ((strcmp(a, flag) == 0 && (i + 1 < argc ? (val = argv[++i]) != NULL : missing_value(flag))) ||   \
    (strncmp(a, flag "=", sizeof(flag)) == 0 && (val = a + sizeof(flag))))
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
@@ -1015,8 +1061,13 @@ int main(int argc, char **argv) {
     if (!pa.nsdev && prod != (pa.stages ? gpus / pa.stages : gpus)) {
       char shape[64] = "";
       for (int a = 0; a < naxes; a++) snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", a ? "x" : "", (long long)axs[a]);
-      gv_error_plain("mesh %s does not divide %lld devices (--mesh %s has %lld, --gpus %lld)", shape, (long long)gpus,
-                     mesh_spec, (long long)prod, (long long)gpus);
+      if (pa.stages)
+        gv_error_plain("mesh %s has %lld devices, not the %lld of each pipeline stage (--mesh %s: the axes multiply to "
+                       "--gpus %lld / --pipeline-stages %d)", shape, (long long)prod, (long long)(gpus / pa.stages), mesh_spec,
+                       (long long)gpus, pa.stages);
+      else
+        gv_error_plain("mesh %s has %lld devices, not --gpus %lld (--mesh %s: the axes multiply to --gpus)", shape,
+                       (long long)prod, (long long)gpus, mesh_spec);
       return 2;
     }
   } else if (gpus > 1 || gv_shard_opts.strategy) {
@@ -1095,6 +1146,10 @@ int main(int argc, char **argv) {
   if (naxes && !gv_module_add_mesh(m, "m", naxes, axn, axs)) rc = 1;
   if (stats) print_stats(m, "import");
   if (!quiet) fprintf(stderr, "galvc: imported %s: %d ops (%.3f s)\n", model, count_ops(m->main->body), now() - t0);
+  char inputs[1024], run_args[1024];
+  describe_inputs(m, "%1$s %2$s", ", ", inputs, sizeof inputs);
+  describe_inputs(m, train ? "%1$s" : "--input %1$s=FILE.npy", train ? ", " : " ", run_args, sizeof run_args);
+  if (!quiet) fprintf(stderr, "galvc: inputs %s (symbolic dims: --batch %lld, --seq %lld)\n", inputs, (long long)opt.batch, (long long)opt.seq);
   int dumpn = 0;
   if (dump_after && (strcmp(dump_after, "all") == 0 || strcmp(dump_after, "import") == 0))
     rc = dump(m, dump_dir, dumpn, "import");
@@ -1130,8 +1185,10 @@ int main(int argc, char **argv) {
   if (!rc && gv_verify(m)) rc = 1;
   if (!rc && report_cost) gv_cost_report(&cluster, m, stdout);
   if (!rc && program) {
-    rc = emit_program(m, out, quiet, strcmp(target, "cuda") == 0 ? &cuda : NULL);
+    if (ensure_dir(out)) rc = gv_error_plain("%s: cannot create output directory: %s", out, strerror(errno));
+    if (!rc) rc = emit_program(m, out, quiet, strcmp(target, "cuda") == 0 ? &cuda : NULL);
     if (!rc && build) rc = build_program(out, quiet);
+    if (!rc && !quiet) print_run_hint(out, build, train, run_args);
   } else if (!rc) {
     if (!out || strcmp(out, "-") == 0) {
       if (!report_cost) gv_print_module(m, stdout);
@@ -1149,11 +1206,11 @@ int main(int argc, char **argv) {
           if (bl > 5 && strcmp(base + bl - 5, ".onnx") == 0) bl -= 5;
           snprintf(path, sizeof path, "%s%s%.*s.mlir", out, out[ol - 1] == '/' ? "" : "/", (int)bl, base);
           rc = write_ir(m, path) ? 1 : 0;
-          if (!rc && !quiet) fprintf(stderr, "galvc: wrote %s\n", path);
+          if (!rc && !quiet) fprintf(stderr, "galvc: wrote %s (IR text)\n", path);
         }
       } else {
         rc = write_ir(m, out) ? 1 : 0;
-        if (!rc && !quiet) fprintf(stderr, "galvc: wrote %s\n", out);
+        if (!rc && !quiet) fprintf(stderr, "galvc: wrote %s (IR text; -o DIR/ writes the program)\n", out);
       }
     }
   }
