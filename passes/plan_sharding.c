@@ -358,6 +358,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
       ns = oc.ns;
       out->compute_ns += ns;
     }
+    if (ns > 0) out->kernels++;
     if (unit_ns) unit_ns[unit_of(C, op->loc)] += ns;
   }
   out->step_ns = out->compute_ns + out->comm_ns;

@@ -41,6 +41,7 @@ typedef struct {
   int64_t step_ns, compute_ns, comm_ns;
   int64_t mem_params, mem_grads, mem_optimizer, mem_activations, mem_total;
   int64_t coll_count[4], coll_bytes[4]; /* all_reduce, all_gather, reduce_scatter, all_to_all */
+  int64_t kernels;                      /* ops of the realised program that take time (a fused op is one) */
   double plan_seconds;                  /* search time */
   int64_t candidates;                   /* plans realised */
 } gv_plan_cost;

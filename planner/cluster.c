@@ -20,7 +20,7 @@ static const char *const known_fields[] = {
     "name", "description", "nodes", "devices_per_node", "peak_tflops", "peak_tflops.f32", "peak_tflops.bf16",
     "peak_tflops.f16", "compute_efficiency", "memory_bytes", "memory_bandwidth_gbps", "memory_efficiency",
     "intra_node", "intra_node.bus_bandwidth_gbps", "intra_node.latency_us", "inter_node",
-    "inter_node.bandwidth_gbps", "inter_node.latency_us", NULL};
+    "inter_node.bandwidth_gbps", "inter_node.latency_us", "launch_overhead_us", NULL};
 
 typedef struct {
   const char *origin;
@@ -102,7 +102,7 @@ int gv_cluster_parse(const char *text, size_t len, const char *origin, gv_cluste
   }
   static const char *const top[] = {"name", "description", "nodes", "devices_per_node", "peak_tflops",
                                     "compute_efficiency", "memory_bytes", "memory_bandwidth_gbps",
-                                    "memory_efficiency", "intra_node", "inter_node", "sources", NULL};
+                                    "memory_efficiency", "intra_node", "inter_node", "launch_overhead_us", "sources", NULL};
   if (only_keys(&r, root, "", top)) goto done;
   if (!(j = member(&r, root, "name", "name", GV_JSON_STRING, true, &e))) goto done;
   if (!j->str[0] || strlen(j->str) >= sizeof c.name) {
@@ -133,6 +133,7 @@ int gv_cluster_parse(const char *text, size_t len, const char *origin, gv_cluste
   c.memory_bytes = (int64_t)mb;
   if (number(&r, root, "memory_bandwidth_gbps", "memory_bandwidth_gbps", true, false, 1e9, &c.memory_gbps)) goto done;
   if (number(&r, root, "memory_efficiency", "memory_efficiency", false, false, 1, &c.memory_efficiency)) goto done;
+  if (number(&r, root, "launch_overhead_us", "launch_overhead_us", false, true, 1e9, &c.launch_overhead_us)) goto done;
 
   if (!(j = member(&r, root, "intra_node", "intra_node", GV_JSON_OBJECT, true, &e))) goto done;
   static const char *const intra[] = {"bus_bandwidth_gbps", "latency_us", NULL};
@@ -220,9 +221,9 @@ double gv_cluster_flops(const gv_cluster *c, gv_dtype dt) {
 void gv_cluster_describe(const gv_cluster *c, void *file) {
   fprintf((FILE *)file,
           "%s: %lld node%s x %lld devices; per device f32 %g / bf16 %g / f16 %g TFLOP/s (x%g achievable), "
-          "%.1f GiB at %g GB/s (x%g); intra-node bus %g GB/s, %g us; inter-node %g GB/s per device, %g us\n",
+          "%.1f GiB at %g GB/s (x%g); intra-node bus %g GB/s, %g us; inter-node %g GB/s per device, %g us; launch %g us\n",
           c->name, (long long)c->nodes, c->nodes == 1 ? "" : "s", (long long)c->devices_per_node,
           c->peak_tflops[GV_PEAK_F32], c->peak_tflops[GV_PEAK_BF16], c->peak_tflops[GV_PEAK_F16],
           c->compute_efficiency, (double)c->memory_bytes / (1u << 30), c->memory_gbps, c->memory_efficiency,
-          c->intra_gbps, c->intra_latency_us, c->inter_gbps, c->inter_latency_us);
+          c->intra_gbps, c->intra_latency_us, c->inter_gbps, c->inter_latency_us, c->launch_overhead_us);
 }

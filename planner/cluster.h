@@ -28,6 +28,7 @@ typedef struct {
   double intra_latency_us;      /* per collective step inside a node */
   double inter_gbps;            /* network bandwidth per device across nodes, GB/s */
   double inter_latency_us;      /* per collective step across nodes */
+  double launch_overhead_us;    /* fixed host time per kernel launch (optional, default 0) */
 } gv_cluster;
 
 /* Loads spec: a preset name (gv_cluster_preset_names) or a path to a JSON

@@ -71,7 +71,17 @@ static int cmp_i64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* With exactly S stages, groups [k, j) can be a stage only when the groups
+ * before and after it can hold the other S - 1 stages (one group each at
+ * least); other ranges are not costed. */
+static bool usable(int S, int L, int k, int j) {
+  if (!S) return true;
+  int lo = (k > 0) + (j < L), hi = k + (L - j);
+  return lo <= S - 1 && S - 1 <= hi;
+}
+
 int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
+  static const gv_stage_cost unusable = {.feasible = false};
   memset(out, 0, sizeof *out);
   double t0 = now();
   const gv_cluster *c = p->cluster;
@@ -98,6 +108,15 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     for (int64_t n = 1; n <= D / k_node && nm < MAX_MESHES; n++)
       if (n <= 16 || !(n & (n - 1))) mn[nm] = n, mk[nm] = k_node, mu[nm++] = n;
   }
+  if (p->mesh_devices > 0) { /* equal stages: only sub-meshes of mesh_devices devices */
+    int keep = 0;
+    for (int m = 0; m < nm; m++)
+      if (mn[m] * mk[m] == p->mesh_devices) mn[keep] = mn[m], mk[keep] = mk[m], mu[keep++] = mu[m];
+    if (!keep)
+      return gv_error_plain("pipeline: no sub-mesh of %lld devices on %lld devices (%lld per node)", (long long)p->mesh_devices,
+                            (long long)D, (long long)k_node);
+    nm = keep;
+  }
   int64_t Du = D / unit;
   int64_t limit = p->mem_limit > 0 ? p->mem_limit : c->memory_bytes;
   int S = p->stages ? p->stages : (int)(L < Du ? L : Du);
@@ -107,7 +126,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   int64_t *F = malloc(nF * sizeof(int64_t));
   int32_t *Fj = malloc(nF * sizeof(int32_t));
   int8_t *Fm = malloc(nF);
-  gv_stage_cost **C = calloc(nC, sizeof(gv_stage_cost *));
+  const gv_stage_cost **C = calloc(nC, sizeof(gv_stage_cost *));
   int64_t *cand = malloc(nC * sizeof(int64_t));
   cache ch = {0};
   int rc = -1;
@@ -129,8 +148,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       for (int j = k + 1; j <= L; j++) {
         h = mix(h, p->sig ? p->sig[j - 1] : (uint64_t)(j - 1) * 0x100000001b3ull);
         if (!p->sig) h = mix(h, (uint64_t)k);
+        if (!usable(p->stages, L, k, j)) continue;
         for (int m = 0; m < nm; m++) {
-          uint64_t key = mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B);
+          uint64_t key = mix(mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1);
           centry *e = cache_slot(&ch, key);
           if (!e) {
             gv_error_plain("pipeline: out of memory");
@@ -155,7 +175,11 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         h = mix(h, p->sig ? p->sig[j - 1] : (uint64_t)(j - 1) * 0x100000001b3ull);
         if (!p->sig) h = mix(h, (uint64_t)k);
         for (int m = 0; m < nm; m++) {
-          uint64_t key = mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B);
+          if (!usable(p->stages, L, k, j)) {
+            C[CX(k, j, m)] = &unusable;
+            continue;
+          }
+          uint64_t key = mix(mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1);
           centry *e = cache_slot(&ch, key);
           C[CX(k, j, m)] = &e->c;
           if (e->c.feasible) {
@@ -248,12 +272,23 @@ done:
   free(F);
   free(Fj);
   free(Fm);
-  free(C);
+  free((void *)C);
   free(cand);
   free(ch.t);
   return rc;
 #undef IX
 #undef CX
+}
+
+int64_t gv_pipe_transfer_ns(const gv_cluster *c, int64_t nodes, int64_t per_node, int64_t in_bytes, int64_t out_bytes,
+                            int64_t kernels, bool training) {
+  bool across = gv_cluster_devices(c) > c->devices_per_node && nodes * per_node >= c->devices_per_node;
+  int64_t t = 0;
+  for (int dir = 0; dir < (training ? 2 : 1); dir++) { /* training: the gradients travel back */
+    t += gv_cost_collective(c, GV_COLL_P2P, in_bytes, 2, across);
+    t += gv_cost_collective(c, GV_COLL_P2P, out_bytes, 2, across);
+  }
+  return t + (int64_t)((double)kernels * c->launch_overhead_us * 1e3 + 0.5);
 }
 
 int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out) {
@@ -271,6 +306,8 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
     s.act_bytes += x->g[g].act_bytes;
     boundaries += x->g[g].out_bytes;
   }
+  int64_t in_b = first > 0 ? x->g[first - 1].out_bytes / B : 0, out_b = last < x->ngroups ? x->g[last - 1].out_bytes / B : 0;
+  int64_t xfer = gv_pipe_transfer_ns(c, nodes, per_node, in_b, out_b, 0, x->training);
   double peak = gv_cluster_flops(c, x->dtype_bytes == 2 ? GV_DT_BF16 : GV_DT_F32);
   int64_t best = -1;
   for (int64_t tp = 1; tp <= per_node && tp <= p; tp *= 2) {
@@ -289,7 +326,7 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
     if (x->training && dp > 1)
       once = gv_cost_collective_levels(c, GV_COLL_ALL_REDUCE, s.param_bytes / tp * (x->dtype_bytes) / 4,
                                        nodes > 1 ? per_node / tp : dp, nodes > 1 ? nodes : 1);
-    int64_t t = compute + comm;
+    int64_t t = compute + comm + xfer;
     int64_t words = s.param_bytes / 4; /* parameters (counted in f32 words) */
     int64_t states = x->training ? words * 16 / tp : words * x->dtype_bytes / tp;
     int64_t act = s.act_bytes / B / dp / tp * (x->training ? 1 : 0);
@@ -300,6 +337,7 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
       out->state_bytes = states;
       out->act_bytes = act;
       out->once_ns = once;
+      out->xfer_ns = xfer;
       out->feasible = true;
       snprintf(out->desc, sizeof out->desc, "dp=%lld,tp=%lld", (long long)dp, (long long)tp);
     }

@@ -27,14 +27,18 @@ typedef enum { GV_SCHED_GPIPE = 0, GV_SCHED_1F1B = 1 } gv_schedule;
 /* One stage's cost: groups [first, last) on a sub-mesh of nodes x per_node
  * devices with microbatch count B (the microbatch is batch / B). */
 typedef struct {
-  int64_t ns;           /* forward + backward (training) or forward time of one microbatch */
+  int64_t ns;           /* forward + backward (training) or forward time of one microbatch, transfers included */
   int64_t state_bytes;  /* per device: weights (+ grads + optimizer states in training) */
   int64_t act_bytes;    /* per device: activations one in-flight microbatch keeps */
   int64_t once_ns;      /* per step, not per microbatch (gradient sync); reported, not in the DP */
+  int64_t xfer_ns;      /* of ns: the stage's point-to-point transfers and fixed overhead per microbatch */
   bool feasible;        /* the range can run on this sub-mesh at all */
   char desc[48];        /* intra-op choice, e.g. "dp=2,tp=4" */
 } gv_stage_cost;
 
+/* The cost callback: groups [first, last) of ngroups (first = 0: the stage
+ * receives nothing; last = ngroups: it sends nothing). The cache key
+ * includes those two facts besides the block signatures. */
 typedef int (*gv_stage_cost_fn)(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B,
                                 gv_stage_cost *out);
 
@@ -48,6 +52,7 @@ typedef struct {
   gv_schedule schedule;
   int64_t mem_limit;     /* bytes per device; 0: cluster memory */
   int stages;            /* 0: choose; else exactly this many */
+  int64_t mesh_devices;  /* 0: any sub-mesh; else only sub-meshes of this many devices (equal stages) */
   gv_stage_cost_fn cost;
   void *ctx;
 } gv_pipe_problem;
@@ -83,11 +88,24 @@ typedef struct {
   int dtype_bytes;      /* 2 (bf16) or 4 */
   const gv_cluster *cluster;
 } gv_analytic_ctx;
+
+/* A stage's time per microbatch on the links to its neighbours: one
+ * point-to-point message per direction that carries bytes (alpha + bytes /
+ * bandwidth, planner/cost.c GV_COLL_P2P; across nodes when the stage's
+ * sub-mesh is whole nodes of a cluster of several), received and sent one
+ * after the other as the runtime does (training: the gradients go back the
+ * same way, twice the bytes), plus `kernels` launches of the cluster's
+ * launch_overhead_us. Integer ns. */
+int64_t gv_pipe_transfer_ns(const gv_cluster *c, int64_t nodes, int64_t per_node, int64_t in_bytes, int64_t out_bytes,
+                            int64_t kernels, bool training);
 /* A gv_stage_cost_fn: the best of the intra-op presets on the sub-mesh
  * (tp over 1, 2, 4 ... devices inside a node, dp over the rest; the
  * microbatch must split over dp): compute on the roofline peak, Megatron's
  * 2 all-reduces forward (+2 backward) of the group's output per group under
- * tp, gradient all-reduce over dp once per step; activations / tp. */
+ * tp, gradient all-reduce over dp once per step; activations / tp; plus
+ * gv_pipe_transfer_ns of the bytes leaving the group before the stage
+ * (in) and the stage's last group (out) per microbatch (no kernel count:
+ * no launch term). */
 int gv_stage_cost_analytic(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out);
 
 /* Writes the plan as text ("stage 0: groups 0-11 on 2x8 (dp=2,tp=8): ...") */

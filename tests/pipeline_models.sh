@@ -8,9 +8,11 @@
 # cost model's Chrome traces are valid JSON with an "X" event per stage and
 # microbatch. Bad input: more stages than layer groups, a memory limit no
 # partition fits, --train with an unknown optimizer, a batch that B does not
-# divide. `--pipeline-stages auto --microbatches auto --gpus 4`: the stage DP
-# chooses S <= 4 and B | 8, prints the choice, and the programs equal the
-# single device too.
+# divide. `--pipeline-stages 2 --gpus 4` (2x2): stages of 2 ranks, each
+# planned by the intra-operator planner. `--pipeline-stages auto
+# --microbatches auto --gpus 4`: the stage DP chooses the stages, the
+# devices per stage and B | 8 with stage costs from the planner, prints the
+# choice, and the programs equal the single device too.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -24,7 +26,7 @@ export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mech
 RUNAS=()
 [ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
 export MPIRUN="mpirun ${RUNAS[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS"
-CASES=${GALV_PIPE_CASES:-2:2 2:4 3:2 4:4 auto:auto}
+CASES=${GALV_PIPE_CASES:-2:2 2:4 3:2 4:4 2x2:2 2x2:8 auto:auto}
 pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
@@ -49,18 +51,31 @@ for c in $CASES; do
   S=${c%%:*} B=${c#*:}
   d="$T/pp$S-$B"
   extra=()
-  [ "$S" = auto ] && extra=(--gpus 4 --target cpu) # the DP chooses 1..4 stages and B | 8
+  [ "$S" = auto ] && extra=(--gpus 4 --target cpu) # the DP chooses the stages, devices per stage and B | 8
+  if [ "$S" = 2x2 ]; then # 2 stages of 2 devices, each stage's plan from the intra-operator planner
+    S=2 extra=(--gpus 4 --target cpu --stage-cuts dp)
+  fi
   if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 16 --pipeline-stages "$S" --microbatches "$B" "${extra[@]}" \
       --trace-plan "$d.plan.json" -q -o "$d/" >"$T/plan" 2>"$T/err"; then
     bad "pp=$S B=$B: galvc: $(head -3 "$T/err")"
     continue
   fi
-  if [ "$S" = auto ]; then # the choice is printed: "pipeline auto: S stages (chosen), cuts ..., B microbatches (chosen), predicted step X ms"
-    line=$(grep -m1 '^pipeline auto: [0-9]* stages (chosen), cuts at groups .* [0-9]* microbatches (chosen), predicted step [0-9.]* ms' "$T/plan")
+  if [ "$S" = auto ]; then # the choice is printed: "pipeline auto: S stages (chosen), cuts ..., B microbatches (chosen), predicted step X ms
+    # (stage ms/microbatch ...), K devices per stage (chosen), strategies ..., planned in T s"
+    line=$(grep -m1 '^pipeline auto: [0-9]* stages (chosen), cuts at groups .* [0-9]* microbatches (chosen), predicted step [0-9.]* ms (.*), [0-9]* devices* per stage (chosen), strategies .*, planned in [0-9.]* s$' "$T/plan")
     if [ -z "$line" ]; then bad "pp=auto: no choice printed: $(head -3 "$T/plan")"; continue; fi
     S=$(echo "$line" | sed 's/^pipeline auto: \([0-9]*\) stages.*/\1/') B=$(echo "$line" | sed 's/.* \([0-9]*\) microbatches.*/\1/')
     [ "$(ls -d "$d"/stage* | wc -l)" = "$S" ] || { bad "pp=auto: $S stages printed, $(ls -d "$d"/stage* | wc -l) written"; continue; }
     echo "     $line"
+  fi
+  if [ ${#extra[@]} -gt 0 ]; then # ranks per stage in out/launch = the printed devices per stage (<= --gpus 4 in all)
+    k=$(grep -m1 -o '[0-9]* devices* per stage' "$T/plan" | cut -d' ' -f1)
+    np=$(grep -o -- '-np [0-9]*' "$d/launch" | awk '{s += $2} END {print s}')
+    if [ -z "$k" ] || [ "$(grep -o -- "-np $k " "$d/launch" | wc -l)" != "$S" ] || [ "$np" != $((S * k)) ] || [ "$np" -gt 4 ]; then
+      bad "pp=$S: $k devices per stage printed, launch: $(tail -1 "$d/launch")"
+      continue
+    fi
+    [ "${c%%:*}" = 2x2 ] && echo "     $(grep -m1 '^pipeline dp cuts' "$T/plan")"
   fi
   # shellcheck disable=SC2046
   if ! timeout 120 "$d/launch" $(cat "$T/args") -o "$d/res" --trace "$d.trace.json" >"$T/out" 2>"$T/err"; then

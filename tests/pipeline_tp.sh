@@ -5,7 +5,8 @@
 # replicated inside the stage), out/launch starts -np 2 per stage. Under
 # GALV_COMM_SYNC=1 and `timeout`: pp=2 x tp=2 and pp=2 x dp=2 inference on
 # GPT-2 tiny equal the single-device logits (rtol 1e-4, atol 1e-5); pp=2 x
-# tp=2 training (2 AdamW steps, GPipe and 1F1B), pp=2 x dp=2 (1F1B) and, on
+# tp=2 training (2 AdamW steps, GPipe and 1F1B), pp=2 x dp=2 (1F1B), pp=2 x
+# the intra-operator planner's plan per stage (no --strategy, 1F1B) and, on
 # 8 ranks, pp=2 x dp=2 x tp=2 (--mesh dp=2,tp=2 --strategy dp,tp, 1F1B) print
 # the single-device losses and leave its weights (rtol 1e-4, atol 1e-5).
 set -uo pipefail
@@ -90,16 +91,18 @@ timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train --target cpu
   { echo "FAIL single: $(cat "$T/err")"; exit 1; }
 timeout 120 "$T/tone/program" --batches "$T/b" --steps 2 -o "$T/tone.w" >"$T/tone.log" 2>"$T/err" ||
   { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
-# CASE = strategy:schedule[:mesh]; with a mesh (dp=2,tp=2) each stage is an SPMD program over a 2-D mesh of 4 ranks
-for c in ${GALV_PIPE_TP_CASES:-tp:gpipe tp:1f1b dp:1f1b dp,tp:1f1b:dp=2,tp=2}; do
+# CASE = strategy:schedule[:mesh]; with a mesh (dp=2,tp=2) each stage is an SPMD program over a 2-D mesh of 4 ranks;
+# strategy "plan": no --strategy, each stage's plan from the intra-operator planner
+for c in ${GALV_PIPE_TP_CASES:-tp:gpipe tp:1f1b dp:1f1b plan:1f1b dp,tp:1f1b:dp=2,tp=2}; do
   IFS=: read -r st SC mesh <<<"$c"
   d="$T/tr-$st-$SC"
-  name="pp=2 x $st=2" gpus=4 meshopt=()
+  name="pp=2 x $st=2" gpus=4 meshopt=() strat=(--strategy "$st")
+  [ "$st" = plan ] && strat=()
   if [ -n "$mesh" ]; then
     name="pp=2 x ${mesh//,/ x }" gpus=8 meshopt=(--mesh "$mesh")
   fi
   if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --schedule "$SC" \
-      --gpus "$gpus" "${meshopt[@]}" --strategy "$st" --target cpu -q -o "$d/" 2>"$T/err"; then
+      --gpus "$gpus" "${meshopt[@]}" "${strat[@]}" --target cpu -q -o "$d/" 2>"$T/err"; then
     bad "$name $SC training: galvc: $(head -3 "$T/err")"
     continue
   fi
@@ -147,13 +150,13 @@ elif [ "$(wc -l <"$T/err")" = 1 ] && grep -q "divide evenly" "$T/err"; then
 else
   bad "--gpus 3 with 2 stages: $(head -3 "$T/err")"
 fi
-if timeout 120 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 16 --pipeline-stages 2 --gpus 4 --target cpu -q \
+if timeout 120 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 16 --pipeline-stages auto --gpus 4 --strategy tp --target cpu -q \
     -o "$T/bad/" >/dev/null 2>"$T/err"; then
-  bad "--gpus 4 with 2 stages and no strategy: succeeded"
-elif [ "$(wc -l <"$T/err")" = 1 ] && grep -q "need --strategy" "$T/err"; then
-  ok "--gpus 4 with 2 stages, no strategy: $(cat "$T/err")"
+  bad "--pipeline-stages auto with --strategy: succeeded"
+elif [ "$(wc -l <"$T/err")" = 1 ] && grep -q "drop --strategy" "$T/err"; then
+  ok "--pipeline-stages auto with --strategy: $(cat "$T/err")"
 else
-  bad "--gpus 4 with 2 stages, no strategy: $(head -3 "$T/err")"
+  bad "--pipeline-stages auto with --strategy: $(head -3 "$T/err")"
 fi
 echo "pipeline_tp: $pass passed, $fail failed"
 [ "$fail" = 0 ]

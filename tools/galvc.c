@@ -20,6 +20,7 @@
 #include "../passes/plan_sharding.h"
 #include "../planner/cost.h"
 #include "../planner/cross_mesh.h"
+#include "../passes/stage_cost.h"
 #include "../passes/stage_extract.h"
 #include "../planner/pipeline.h"
 #include "../runtime/galv_pipe_sched.h"
@@ -77,12 +78,17 @@ static void usage(FILE *f) {
           "                           in DIR/stageI/, DIR/launch runs them (mpirun MPMD); --microbatches B (1),\n"
           "                           --schedule gpipe|1f1b (1f1b), --trace-plan FILE (the cost model's Chrome trace;\n"
           "                           with --train: forward and backward per stage and microbatch, the runtime's order);\n"
-          "                           S = auto (0): the stage DP chooses 1 .. --gpus stages of one device each,\n"
-          "                           --microbatches auto: B among the divisors of --batch; the choice is printed\n"
+          "                           --gpus N: N / S devices per stage, each stage's sharding from the planner\n"
+          "                           (or --strategy tp|dp|dp,tp [--mesh]); S = auto (0): the stage DP chooses\n"
+          "                           the stages, each stage's devices (equal k = 1, 2, 4 .. with S k <= --gpus,\n"
+          "                           or uneven over all --gpus) and each stage's plan; --microbatches auto: B\n"
+          "                           among the divisors of --batch; the choice is printed. --stage-cost\n"
+          "                           planner|analytic: stage costs from the intra-operator planner per stage\n"
+          "                           program (default) or the analytic formula\n"
           "                           --stage-cuts dp|equal: the stage DP's cuts (default) or K/S layer groups per\n"
           "                           stage (equal cuts; --layers K = the blocks; docs/pipeline.md)\n"
-          "                           stages of k devices: --gpus S*k --strategy tp|dp (or --mesh per stage with\n"
-          "                           --strategy dp,tp); --stage-devices 2,1: devices per stage\n"
+          "                           stages of k devices: --gpus S*k [--strategy tp|dp (or --mesh per stage with\n"
+          "                           --strategy dp,tp)]; --stage-devices 2,1: devices per stage\n"
           "                           (may differ; sum = --gpus). Values crossing stages move as the cross-mesh\n"
           "                           plan's tiles, each byte once, then an all-gather inside the receiving stage\n"
           "                           --target cuda (the default with --gpus): CUDA stage programs (make: NCCL,\n"
@@ -305,7 +311,8 @@ typedef struct {
   int cuts;               /* --stage-cuts: 0 not given (dp), 1 dp, 2 equal (docs/pipeline.md, "Equal cuts") */
   gv_schedule sched;
   const char *trace_plan;
-  int naxes;             /* stages of more than one device: each stage's mesh (--strategy / --mesh), 0: one device */
+  bool analytic;          /* --stage-cost analytic: gv_stage_cost_analytic instead of the intra-operator planner */
+  int naxes;             /* stages of more than one device: each stage's mesh (--strategy / --mesh), 0: the planner's */
   const char *axn[3];
   int64_t axs[3];
   bool mesh_given;       /* --mesh: axn / axs are one stage's mesh; else one axis sized by the stage's devices */
@@ -351,6 +358,46 @@ static int partition_stage(gv_module *ms, const pipe_args *pa, int k, int quiet,
   }
   static const char *const sp[] = {"propagate-sharding", "spmd-partition"};
   return run_named(ms, sp, 2, quiet, verify_each);
+}
+
+/* A stage of k > 1 devices without --strategy: the intra-operator
+ * planner's plan for the stage program on k devices, pinned; the
+ * cross-stage values (pp.X, gin:pp.X: whole on every rank of the stage, as
+ * the runtime sends them) arrive replicated and a galv.reshard gives them
+ * the plan's sharding (a local slice where the plan splits them); then
+ * propagate-sharding and spmd-partition. desc: the plan in words. */
+static int plan_stage(gv_module *ms, int64_t k, const gv_cluster *cluster, int verify_each) {
+  gv_plan plan;
+  gv_plan_cost pc;
+  int r = gv_plan_intra(ms, k, NULL, 0, cluster, gv_plan_opts.memory_limit, &plan, &pc);
+  if (r > 0) return gv_error(ms, "pipeline: no plan of this stage fits on %lld devices (the smallest needs %lld bytes per device)",
+                             (long long)k, (long long)pc.mem_total);
+  if (r || gv_plan_apply(ms, &plan)) return 1;
+  gv_func *f = ms->main;
+  gv_block *body = f->body;
+  const gv_mesh *mesh = ms->meshes[0];
+  for (int i = 0; i < body->nargs; i++) {
+    const char *n = f->arg_names[i];
+    if (!n || (strncmp(n, "pp.", 3) && strncmp(n, "gin:pp.", 7))) continue;
+    const gv_sharding *sh = f->arg_sharding[i];
+    gv_value *arg = body->args[i];
+    f->arg_sharding[i] = gv_sharding_new(ms, mesh, arg->type.rank);
+    bool split = false;
+    for (int d = 0; sh && d < sh->rank; d++) split |= sh->naxes[d] > 0;
+    if (!split || !body->first) continue;
+    gv_op *rs = gv_op_new(ms, GV_OP_RESHARD, 1, &arg, 1);
+    rs->res[0]->type = arg->type;
+    gv_set_shardings(ms, rs, &sh);
+    gv_insert_before(body->first, rs);
+    gv_replace_uses(body, arg, rs->res[0]);
+    rs->opnds[0] = arg;
+  }
+  static const char *const sp[] = {"propagate-sharding", "spmd-partition"};
+  const char *strategy = gv_shard_opts.strategy;
+  gv_shard_opts.strategy = NULL;
+  int rc = run_named(ms, sp, 2, 1, verify_each);
+  gv_shard_opts.strategy = strategy;
+  return rc;
 }
 
 static int run_named(gv_module *m, const char *const *names, int n, int quiet, int verify_each) {
@@ -441,17 +488,21 @@ static int write_plan_trace(const char *path, const gv_pipe_plan *pl, int train,
 
 /* The stage DP for B microbatches on the import at the microbatch size
  * global / B, cluster-layers with *K groups (0: --layers, else min(4 S, ops
- * - 1) with S = maxS when the stages are chosen): S > 0 stages exactly, S = 0
- * the best of 1 .. maxS stages of one device each. Fills *pl with the best
- * plan; returns 0, 1 when no partition fits, -1 after an error. */
-static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global, int B, int S, int maxS, const pipe_args *pa,
-                       gv_cluster *cluster, int train, int quiet, int verify_each, int *K, gv_pipe_plan *pl) {
+ * - 1) with S = gpus when the stages are chosen). S > 0: S stages of gpus / S
+ * devices each (at least 1); S = 0: the best over k = 1, 2, 4 .. devices per
+ * stage and 1 .. gpus / k stages. Stage costs: the intra-operator planner
+ * per stage program (gv_stage_cost_intra), or --stage-cost analytic. Fills
+ * *pl with the best plan; returns 0, 1 when no partition fits, -1 after an
+ * error. */
+static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global, int B, int S, int64_t gpus, const pipe_args *pa,
+                       gv_cluster *cluster, int train, int quiet, int verify_each, int *K, gv_pipe_plan *pl, double *plan_s) {
+  double t0 = now();
   opt.batch = global / B;
   gv_module *m = pipe_front(model, &opt, 0, quiet, verify_each); /* training: per stage, after extraction */
   if (!m) return -1;
   int nops = 0;
   for (gv_op *op = m->main->body->first; op; op = op->next) nops++;
-  int want = S ? S : maxS;
+  int want = S ? S : (int)gpus;
   if (!*K) *K = pa->layers ? pa->layers : (4 * want < nops - 1 ? 4 * want : nops - 1);
   int k = *K;
   gv_layer_groups g;
@@ -463,32 +514,57 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   for (int i = 0; i < k; i++) gs[i].flops *= B; /* the stats are per microbatch, the cost wants the global batch */
   for (int i = 0; i < k; i++) gs[i].act_bytes *= B, gs[i].out_bytes *= B;
   gv_analytic_ctx actx = {.g = gs, .ngroups = k, .batch = global, .training = train != 0, .dtype_bytes = 4, .cluster = cluster};
+  gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .cluster = cluster,
+                             .mem_limit = gv_plan_opts.memory_limit};
+  gv_stage_cost_fn fn = pa->analytic ? gv_stage_cost_analytic : gv_stage_cost_intra;
+  void *fctx = pa->analytic ? (void *)&actx : (void *)&ictx;
   int mbc[1] = {B};
-  int rc = 1, lo = S ? S : 1, hi = S ? S : (maxS < k ? maxS : k);
-  for (int s = lo; s <= hi && rc >= 0; s++) { /* one device per stage when the stages are chosen */
-    gv_cluster cs = *cluster; /* chosen stages: one node of s devices (as --pipeline-stages s plans) */
-    if (!S) cs.devices_per_node = s, cs.nodes = 1;
-    actx.cluster = &cs;
-    gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = s, .mb_choices = mbc, .nmb = 1,
-                          .schedule = pa->sched, .mem_limit = gv_plan_opts.memory_limit, .stages = s,
-                          .cost = gv_stage_cost_analytic, .ctx = &actx};
-    int r = gv_pipe_solve(&pp, tmp);
-    if (r < 0) rc = -1;
-    else if (r == 0 && (rc == 1 || tmp->step_ns < pl->step_ns)) *pl = *tmp, rc = 0;
+  int rc = 1;
+  int64_t pers[40];
+  int npers = 0;
+  gv_cluster cs = *cluster, cs_best = *cluster; /* the cluster view of a run, of the best plan's run */
+  if (S) pers[npers++] = gpus / S > 1 ? gpus / S : 1;
+  else
+    for (int64_t d = 1; d <= gpus && npers < 39; d *= 2) pers[npers++] = d;
+  if (!S && pers[npers - 1] != gpus) pers[npers++] = gpus;
+  for (int pi = 0; pi < npers && rc >= 0; pi++) {
+    int64_t per = pers[pi];
+    int lo = S ? S : 1, hi = S ? S : (int)(gpus / per < k ? gpus / per : k);
+    for (int s = lo; s <= hi && rc >= 0; s++) {
+      int64_t D = s * per, kn = cluster->devices_per_node;
+      if (D <= kn || per < kn ? (per & (per - 1)) && per != D : per % kn) continue; /* not a sub-mesh shape of the DP */
+      /* stages smaller than a node on more than one node: the DP's sub-meshes
+       * across nodes are whole nodes, so plan them on a one-node view of D
+       * devices (each stage inside a node; its links costed inside a node) */
+      cs = *cluster;
+      if (per < kn && D > kn) cs.devices_per_node = D, cs.nodes = 1;
+      actx.cluster = &cs;
+      ictx.cluster = &cs;
+      gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = D, .mesh_devices = per, .mb_choices = mbc,
+                            .nmb = 1, .schedule = pa->sched, .mem_limit = gv_plan_opts.memory_limit, .stages = s, .cost = fn, .ctx = fctx};
+      int r = gv_pipe_solve(&pp, tmp);
+      if (r < 0) rc = -1;
+      else if (r == 0 && (rc == 1 || tmp->step_ns < pl->step_ns)) *pl = *tmp, rc = 0, cs_best = cs;
+    }
   }
+  actx.cluster = ictx.cluster = &cs_best;
   if (rc == 0 && pa->cuts == 2) { /* --stage-cuts equal: the DP's sub-meshes, groups cut at i k / S, costed alike */
     int64_t sum = 0, mx = 0;
     for (int i = 0; i <= pl->nstages; i++) pl->first[i] = (int)((int64_t)i * k / pl->nstages);
     for (int i = 0; i < pl->nstages && rc == 0; i++) {
-      if (gv_stage_cost_analytic(&actx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
+      if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
       else if (!pl->cost[i].feasible) rc = 1;
       else sum += pl->cost[i].ns, mx = pl->cost[i].ns > mx ? pl->cost[i].ns : mx;
     }
     pl->sum_ns = sum, pl->max_ns = mx, pl->step_ns = sum + (int64_t)(B - 1) * mx;
   }
+  if (!quiet && !pa->analytic)
+    fprintf(stderr, "galvc: stage costs for B = %d: %lld stage programs planned in %.3f s\n", B, (long long)ictx.plans, ictx.seconds);
+  gv_intra_stage_ctx_free(&ictx);
   free(gs);
   free(tmp);
   gv_module_free(m);
+  *plan_s += now() - t0;
   return rc;
 }
 
@@ -561,19 +637,17 @@ static int write_xfers(FILE *f, const gv_module *m, const gv_stage_io *io, int s
   return rc;
 }
 
-/* The devices of each of the S stages (the per-stage device array every
+/* The devices of each stage of the plan (the per-stage device array every
  * later step reads: stage meshes, transfer plans, ranks, launch):
- * --stage-devices, else --gpus / S each (S when --gpus is 1 or the stages
- * are chosen). */
-static int pipe_stage_devices(const pipe_args *P, int S, int autoS, int64_t *gpus, int *dev) {
-  if (P->nsdev) {
-    for (int i = 0; i < S; i++) dev[i] = P->sdev[i];
-    return 0;
+ * --stage-devices, else the stage DP's sub-mesh of the stage (--gpus / S
+ * each with S fixed; its own choice with auto). *gpus: their sum. */
+static int pipe_stage_devices(const pipe_args *P, const gv_pipe_plan *pl, int64_t *gpus, int *dev) {
+  int S = pl->nstages;
+  *gpus = 0;
+  for (int i = 0; i < S; i++) {
+    dev[i] = P->nsdev ? P->sdev[i] : (int)(pl->nodes[i] * pl->per_node[i]); /* --stage-devices, else the stage DP's sub-mesh */
+    *gpus += dev[i];
   }
-  if (*gpus == 1 || autoS) *gpus = S;
-  if (*gpus % S)
-    return gv_error_plain("--gpus %lld with %d pipeline stages: the devices must divide evenly into the stages", (long long)*gpus, S);
-  for (int i = 0; i < S; i++) dev[i] = (int)(*gpus / S);
   return 0;
 }
 
@@ -589,9 +663,13 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
   int autoS = P.stages == 0, autoB = P.B == 0;
   if (autoS && P.cuts == 2) return gv_error_plain("--stage-cuts equal needs a fixed --pipeline-stages S (not auto)");
   if (autoS && P.naxes)
-    return gv_error_plain("--pipeline-stages auto chooses stages of one device each: not with --strategy / --mesh yet");
+    return gv_error_plain("--pipeline-stages auto chooses each stage's devices and strategy (the intra-operator planner): drop --strategy / --mesh");
   if (autoS && P.nsdev) return gv_error_plain("--stage-devices needs a fixed --pipeline-stages S (not auto)");
   if (autoS && gpus > GV_PIPE_MAX_STAGES) gpus = GV_PIPE_MAX_STAGES;
+  if (!autoS && !P.nsdev && gpus > 1 && gpus % P.stages)
+    return gv_error_plain("--gpus %lld with %d pipeline stages: the devices must divide evenly into the stages", (long long)gpus, P.stages);
+  if (!autoS && gpus > P.stages && P.analytic && !P.naxes)
+    return gv_error_plain("--stage-cost analytic with stages of more than one device needs --strategy tp|dp (the planner's plan needs its costs)");
   int64_t global = opt.batch;
   int Bs[64], nb = 0;
   if (!autoB) Bs[nb++] = P.B;
@@ -603,9 +681,10 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
   gv_pipe_plan *pl = calloc(1, sizeof *pl), *cand = calloc(1, sizeof *cand);
   if (!pl || !cand) { free(pl); free(cand); return gv_error_plain("out of memory"); }
   int rc = 1, K = 0;
+  double plan_s = 0;
   for (int i = 0; i < nb && rc >= 0; i++) {
     int k = 0; /* the group count: fixed by --layers, else by the stage count (the largest tried when chosen) */
-    int r = pipe_plan_b(model, opt, global, Bs[i], P.stages, (int)gpus, pa, cluster, train, quiet || i > 0, verify_each, &k, cand);
+    int r = pipe_plan_b(model, opt, global, Bs[i], P.stages, gpus, pa, cluster, train, quiet || i > 0, verify_each, &k, cand, &plan_s);
     if (r < 0) rc = -1;
     else if (r == 0 && (rc == 1 || cand->step_ns < pl->step_ns)) *pl = *cand, K = k, rc = 0;
   }
@@ -615,18 +694,14 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
   P.B = pl->B;
   opt.batch = global / P.B;
   int S = P.stages;
-  /* dev[s]: the devices of stage s (its sub-mesh; the runtime's ranks first_rank[s] ..) */
+  /* dev[s]: the devices of stage s (its sub-mesh, the DP's choice; the runtime's ranks first_rank[s] ..) */
   int dev[GV_PIPE_MAX_STAGES], first_rank[GV_PIPE_MAX_STAGES + 1] = {0};
-  if (pipe_stage_devices(&P, S, autoS, &gpus, dev)) { free(pl); return 1; }
-  for (int i = 0; i < S; i++) first_rank[i + 1] = first_rank[i] + dev[i];
+  if (pipe_stage_devices(&P, pl, &gpus, dev)) { free(pl); return 1; }
+  bool uneven = false;
+  for (int i = 0; i < S; i++) first_rank[i + 1] = first_rank[i] + dev[i], uneven |= dev[i] != dev[0];
   int64_t mprod = 1;
   for (int a = 0; a < pa->naxes; a++) mprod *= pa->axs[a];
   for (int i = 0; i < S; i++) {
-    if (dev[i] > 1 && !pa->naxes) {
-      free(pl);
-      return gv_error_plain("--gpus %lld with %d pipeline stages: %d devices per stage need --strategy tp|dp (or --mesh with --strategy dp,tp)",
-                            (long long)gpus, S, dev[i]);
-    }
     if (pa->mesh_given && dev[i] > 1 && mprod != dev[i]) {
       free(pl);
       return gv_error_plain("--gpus %lld with %d pipeline stages: each stage's mesh has %lld devices, not %d", (long long)gpus, S,
@@ -640,7 +715,14 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
     printf(" of %d, %d microbatches%s, predicted step %.3f ms (stage ms/microbatch", K, P.B, autoB ? " (chosen)" : "",
            (double)pl->step_ns / 1e6);
     for (int i = 0; i < S; i++) printf(" %.3f", (double)pl->cost[i].ns / 1e6);
-    printf(")\n");
+    if (uneven) {
+      printf("), devices per stage");
+      for (int i = 0; i < S; i++) printf("%s%d", i ? "," : " ", dev[i]);
+      printf("%s, strategies", autoS ? " (chosen)" : "");
+    } else
+      printf("), %d device%s per stage%s, strategies", dev[0], dev[0] == 1 ? "" : "s", autoS ? " (chosen)" : "");
+    for (int i = 0; i < S; i++) printf("%s%s", i ? " | " : " ", pa->naxes ? gv_shard_opts.strategy : pl->cost[i].desc);
+    printf(", planned in %.2f s\n", plan_s);
     fflush(stdout);
   }
   if (!rc && !quiet) gv_pipe_plan_print(pl, stderr);
@@ -653,7 +735,8 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
     gv_layer_groups g2;
     gv_stage_io *io = calloc(1, sizeof *io);
     rc = !ms || !io || gv_cluster_layers(ms, K, &g2) || gv_pipe_assign_stages(ms, pl->first, S) || gv_stage_extract(ms, s, S, io) ||
-         (train && gv_stage_train(ms, s, S)) || (per > 1 && (gv_verify(ms) || partition_stage(ms, pa, per, 1, verify_each)));
+         (train && gv_stage_train(ms, s, S)) ||
+         (per > 1 && (gv_verify(ms) || (pa->naxes ? partition_stage(ms, pa, per, 1, verify_each) : plan_stage(ms, per, cluster, verify_each))));
     static const char *const back[] = {"fuse", "memory-plan"};
     if (!rc) rc = gv_verify(ms) || run_named(ms, back, 2, 1, verify_each) || gv_verify(ms);
     if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
@@ -853,6 +936,9 @@ int main(int argc, char **argv) {
         if (!*end) break;
         c = end + 1;
       }
+    } else if (TAKES("--stage-cost")) {
+      if (strcmp(val, "planner") && strcmp(val, "analytic")) { gv_error_plain("--stage-cost %s: expected planner or analytic", val); return 2; }
+      pa.analytic = strcmp(val, "analytic") == 0;
     } else if (TAKES("--stage-cuts")) {
       if (strcmp(val, "dp") && strcmp(val, "equal")) { gv_error_plain("--stage-cuts %s: expected dp or equal", val); return 2; }
       pa.cuts = strcmp(val, "equal") == 0 ? 2 : 1;

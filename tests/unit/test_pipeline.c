@@ -166,6 +166,52 @@ int main(void) {
     s.pw[0] = s.pw[1] = s.pw[2] = 1 << 20;
     CHECK(gv_pipe_solve(&p, &pl) == 1, "no partition fits must fail");
   }
+  /* the transfer term: alpha + bytes / bandwidth per message, received and sent, training twice */
+  {
+    gv_cluster t = c;
+    t.intra_latency_us = 2, t.intra_gbps = 100, t.launch_overhead_us = 5;
+    int64_t x = gv_pipe_transfer_ns(&t, 1, 2, 1000000, 500000, 3, false);
+    CHECK(x == 2000 + 10000 + 2000 + 5000 + 3 * 5000, "transfer inference: %lld ns", (long long)x);
+    int64_t y = gv_pipe_transfer_ns(&t, 1, 2, 1000000, 0, 0, true);
+    CHECK(y == 2 * (2000 + 10000), "transfer training (no output: no message): %lld ns", (long long)y);
+  }
+  /* more stages and microbatches are no longer free: 8 equal groups, one
+   * device per stage, S = 1..8 (as galvc's auto mode), analytic stage cost.
+   * With a fast link the best plan has the most stages; when the bytes
+   * between groups cross a slow link it has fewer; a large per-message
+   * latency cuts the microbatches. */
+  {
+    gv_cluster fast = c;
+    fast.nodes = 1, fast.devices_per_node = 8;
+    gv_group_stats g[8];
+    for (int i = 0; i < 8; i++) g[i] = (gv_group_stats){.flops = 400000000000ll, .param_bytes = 1 << 20, .act_bytes = 1 << 20, .out_bytes = 64 << 20};
+    gv_analytic_ctx ax = {.g = g, .ngroups = 8, .batch = 64, .training = false, .dtype_bytes = 2, .cluster = &fast};
+    gv_cluster slow = fast, lat = fast;
+    slow.intra_gbps = 0.5;        /* 64 MiB per cut: 134 ms at the full batch, against 2.4 ms of compute per group */
+    lat.intra_latency_us = 5000;  /* 5 ms per message */
+    const gv_cluster *cl[3] = {&fast, &slow, &lat};
+    gv_pipe_plan best[3], pl;
+    int mbs[] = {1, 2, 4, 8, 16, 32, 64};
+    for (int k = 0; k < 3; k++) {
+      best[k].step_ns = INT64_MAX;
+      ax.cluster = cl[k];
+      for (int S = 1; S <= 8; S++) {
+        gv_pipe_problem p = {.ngroups = 8, .cluster = cl[k], .devices = S, .mb_choices = mbs, .nmb = 7, .schedule = GV_SCHED_1F1B,
+                             .stages = S, .mesh_devices = 1, .cost = gv_stage_cost_analytic, .ctx = &ax};
+        int rc = gv_pipe_solve(&p, &pl);
+        CHECK(rc == 0, "transfer DP: cluster %d, %d stages: rc %d", k, S, rc);
+        if (!rc && pl.step_ns < best[k].step_ns) best[k] = pl;
+      }
+    }
+    printf("fast link: %d stages x %d microbatches, %.3f ms; slow link: %d x %d, %.3f ms; 5 ms latency: %d x %d, %.3f ms\n",
+           best[0].nstages, best[0].B, best[0].step_ns / 1e6, best[1].nstages, best[1].B, best[1].step_ns / 1e6, best[2].nstages,
+           best[2].B, best[2].step_ns / 1e6);
+    CHECK(best[0].nstages == 8, "fast link: %d stages (expected 8)", best[0].nstages);
+    CHECK(best[1].nstages < best[0].nstages, "slow link: %d stages, not fewer than %d", best[1].nstages, best[0].nstages);
+    CHECK(best[2].B < best[0].B, "5 ms latency: B %d, not fewer than %d", best[2].B, best[0].B);
+    CHECK(best[0].cost[1].xfer_ns > 0 && best[0].cost[1].xfer_ns < best[0].cost[1].ns, "xfer_ns of a middle stage: %lld",
+          (long long)best[0].cost[1].xfer_ns);
+  }
   printf("%d brute-force cases, %d failures\n", cases, fails);
   return fails ? 1 : 0;
 }

@@ -1,0 +1,182 @@
+/* stage_cost.c — the stage DP's cost from the intra-operator planner
+ * (docs/pipeline.md, "Stage costs from the intra-operator planner").
+ *
+ * gv_stage_module: layer groups [first, last) of a module imported at the
+ * microbatch size (after cluster-layers: `layer` attributes) as the stage
+ * program galvc builds: a copy (printed and parsed: no weights), stages 0 /
+ * 1 / 2 = the groups before / inside / after the range, gv_stage_extract
+ * of stage 1 (crossing values become "pp." inputs and outputs) and, in
+ * training, gv_stage_train (the last stage adds the loss).
+ *
+ * gv_stage_cost_intra (a gv_stage_cost_fn): that module planned by
+ * gv_plan_intra on the stage's sub-mesh. Time per microbatch = the plan's
+ * predicted step (twice for a stage other than the last in training: the
+ * runtime recomputes, running the combined function in the forward and in
+ * the backward entry) + gv_pipe_transfer_ns (the "pp." bytes received and
+ * sent per microbatch, the plan's kernels at the cluster's launch overhead).
+ * Memory per device: states = the plan's parameters (training: x4, the
+ * runtime's gradient accumulation and AdamW moments) + its arena (one
+ * microbatch's working set, reused); per microbatch in flight: the inputs
+ * the runtime saves (training) or the values in transit (inference).
+ * Results are kept per (first, last, sub-mesh) across the DP's runs. */
+#define _POSIX_C_SOURCE 200809L
+#include "stage_cost.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plan_sharding.h"
+#include "stage_extract.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int64_t type_bytes(const gv_type *t) {
+  int64_t n = gv_type_numel(t);
+  return n > 0 ? n * (int64_t)gv_dtype_size(t->dtype) : 0;
+}
+
+static bool uses(const gv_op *op, const gv_value *v) {
+  for (int i = 0; i < op->nopnds; i++)
+    if (op->opnds[i] == v) return true;
+  for (int r = 0; r < op->nregions; r++)
+    for (const gv_op *o = op->regions[r]->first; o; o = o->next)
+      if (uses(o, v)) return true;
+  return false;
+}
+
+bool gv_stage_range_sends(const gv_module *base, int first, int last) {
+  for (const gv_op *op = base->main->body->first; op; op = op->next) {
+    int64_t l = gv_get_int(op, "layer", -1);
+    if (l < first || l >= last || (!op->nopnds && !op->nregions)) continue; /* constants are copied, never sent */
+    for (int r = 0; r < op->nres; r++)
+      for (const gv_op *u = op->next; u; u = u->next) {
+        int64_t lu = gv_get_int(u, "layer", -1);
+        if ((u->code == GV_OP_RETURN || lu >= last) && uses(u, op->res[r])) return true;
+      }
+  }
+  return false;
+}
+
+gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngroups, bool training, gv_stage_bytes *bytes) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) {
+    gv_error_plain("pipeline: out of memory");
+    return NULL;
+  }
+  gv_print_module(base, f);
+  fclose(f);
+  gv_module *m = gv_parse_module(buf, len, base->source);
+  free(buf);
+  if (!m) return NULL;
+  int cuts[4] = {0, first, last, ngroups};
+  gv_stage_io *io = calloc(1, sizeof *io);
+  int rc = !io || gv_pipe_assign_stages(m, cuts, 3) || gv_stage_extract(m, 1, 3, io);
+  free(io);
+  if (!rc && bytes) {
+    memset(bytes, 0, sizeof *bytes);
+    const gv_func *fn = m->main;
+    for (int a = 0; a < fn->body->nargs; a++) {
+      const char *n = fn->arg_names ? fn->arg_names[a] : NULL;
+      if (fn->arg_is_param[a]) continue;
+      int64_t b = type_bytes(&fn->body->args[a]->type);
+      bytes->saved += b;
+      if (n && !strncmp(n, "pp.", 3)) bytes->in += b;
+    }
+    const gv_op *ret = gv_block_terminator(fn->body);
+    for (int i = 0; ret && i < ret->nopnds; i++) {
+      const char *n = fn->res_names && i < fn->nres_names ? fn->res_names[i] : NULL;
+      if (n && !strncmp(n, "pp.", 3)) bytes->out += type_bytes(&ret->opnds[i]->type);
+    }
+  }
+  if (!rc && training) rc = gv_stage_train(m, 1, last == ngroups ? 2 : 3);
+  if (!rc) rc = gv_verify(m);
+  if (rc) {
+    gv_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+struct gv_stage_cache {
+  int first, last;
+  int64_t nodes, per_node;
+  gv_stage_cost c;
+};
+
+static void plan_desc(const gv_plan *p, char *buf, size_t n) {
+  size_t k = 0;
+  buf[0] = 0;
+  bool zero = false;
+  for (int u = 0; u < p->nunits; u++) zero |= p->zero[u] != 0;
+  for (int a = 0; a < p->naxes && k < n; a++) {
+    if (p->size[a] == 1) continue;
+    const char *r = p->dmask & (1u << a) ? "dp" : a == p->t_layer ? "tp" : a == p->t_outer ? "vocab" : "rep";
+    k += (size_t)snprintf(buf + k, n - k, "%s%s=%lld", k ? "," : "", r, (long long)p->size[a]);
+  }
+  if (zero && k < n) k += (size_t)snprintf(buf + k, n - k, "+zero");
+  if (!k) snprintf(buf, n, "1 device");
+}
+
+int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out) {
+  gv_intra_stage_ctx *x = vctx;
+  memset(out, 0, sizeof *out);
+  if (B != x->B) return 0; /* the module is at the microbatch size of x->B only */
+  if (!gv_stage_range_sends(x->base, first, last)) return 0; /* nothing later uses it: no stage on its own */
+  for (int i = 0; i < x->ncache; i++) {
+    const struct gv_stage_cache *e = &x->cache[i];
+    if (e->first == first && e->last == last && e->nodes == nodes && e->per_node == per_node) {
+      *out = e->c;
+      return 0;
+    }
+  }
+  double t0 = now_s();
+  gv_stage_bytes sb;
+  gv_module *m = gv_stage_module(x->base, first, last, x->ngroups, x->training, &sb);
+  if (!m) return -1;
+  gv_plan plan;
+  gv_plan_cost pc;
+  int64_t devices = nodes * per_node;
+  int rc = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plan, &pc);
+  gv_module_free(m);
+  x->plans++;
+  if (rc < 0) return -1;
+  if (rc == 0) {
+    int runs = x->training && last < x->ngroups ? 2 : 1; /* recompute: forward entry + backward entry */
+    out->xfer_ns = gv_pipe_transfer_ns(x->cluster, nodes, per_node, sb.in, sb.out, runs * pc.kernels, x->training);
+    out->ns = runs * pc.step_ns + out->xfer_ns;
+    int64_t arena = pc.mem_total - pc.mem_params - pc.mem_grads - pc.mem_optimizer;
+    out->state_bytes = pc.mem_params * (x->training ? 4 : 1) + pc.mem_grads + pc.mem_optimizer + arena;
+    out->act_bytes = x->training ? sb.saved : sb.in + sb.out;
+    out->feasible = true;
+    plan_desc(&plan, out->desc, sizeof out->desc);
+  } else if (pc.mem_total > 0) { /* no plan fits: the DP's memory check refuses it and reports the smallest need */
+    out->ns = 1;
+    out->state_bytes = pc.mem_total;
+    out->feasible = true;
+    snprintf(out->desc, sizeof out->desc, "no plan fits");
+  }
+  if (x->ncache == x->capcache) {
+    int cap = x->capcache ? 2 * x->capcache : 256;
+    struct gv_stage_cache *nc = realloc(x->cache, (size_t)cap * sizeof *nc);
+    if (!nc) return gv_error_plain("pipeline: out of memory");
+    x->cache = nc;
+    x->capcache = cap;
+  }
+  x->cache[x->ncache++] = (struct gv_stage_cache){first, last, nodes, per_node, *out};
+  x->seconds += now_s() - t0;
+  return 0;
+}
+
+void gv_intra_stage_ctx_free(gv_intra_stage_ctx *x) {
+  free(x->cache);
+  x->cache = NULL;
+  x->ncache = x->capcache = 0;
+}

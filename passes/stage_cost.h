@@ -1,0 +1,49 @@
+/* stage_cost.h — pipeline stage costs from the intra-operator planner
+ * (passes/stage_cost.c, docs/pipeline.md). */
+#ifndef GALV_STAGE_COST_H
+#define GALV_STAGE_COST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../ir/ir.h"
+#include "../planner/pipeline.h"
+
+/* Bytes per microbatch of a stage program: received "pp." values (in), sent
+ * ones (out), and every non-parameter input (saved: what the training
+ * runtime keeps per microbatch in flight). */
+typedef struct {
+  int64_t in, out, saved;
+} gv_stage_bytes;
+
+/* The stage program of layer groups [first, last) of base (imported at the
+ * microbatch size, after cluster-layers), as galvc builds it: extracted,
+ * and in training the combined forward + backward function. base is not
+ * changed. NULL after an error line. */
+gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngroups, bool training, gv_stage_bytes *bytes);
+
+/* Whether groups [first, last) of base define a value (other than a
+ * constant) that a later group or the function's result uses: a stage
+ * needs one (gv_stage_extract refuses a stage without outputs). */
+bool gv_stage_range_sends(const gv_module *base, int first, int last);
+
+struct gv_stage_cache;
+typedef struct {
+  const gv_module *base;      /* imported at batch / B, after cluster-layers */
+  int ngroups, B;
+  bool training;
+  const gv_cluster *cluster;
+  int64_t mem_limit;          /* bytes per device, 0: the cluster's */
+  int64_t plans;              /* gv_plan_intra calls */
+  double seconds;             /* spent in them (extraction included) */
+  struct gv_stage_cache *cache;
+  int ncache, capcache;
+} gv_intra_stage_ctx;
+
+/* A gv_stage_cost_fn (ctx: gv_intra_stage_ctx): the stage program planned by
+ * gv_plan_intra on the sub-mesh, plus gv_pipe_transfer_ns. Infeasible when
+ * no plan fits or applies (or B is not ctx's). */
+int gv_stage_cost_intra(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out);
+void gv_intra_stage_ctx_free(gv_intra_stage_ctx *x);
+
+#endif
