@@ -307,6 +307,7 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
     boundaries += x->g[g].out_bytes;
   }
   int64_t in_b = first > 0 ? x->g[first - 1].out_bytes / B : 0, out_b = last < x->ngroups ? x->g[last - 1].out_bytes / B : 0;
+  if (!x->whole_transfers) in_b /= p, out_b /= p;
   int64_t xfer = gv_pipe_transfer_ns(c, nodes, per_node, in_b, out_b, 0, x->training);
   double peak = gv_cluster_flops(c, x->dtype_bytes == 2 ? GV_DT_BF16 : GV_DT_F32);
   int64_t best = -1;

@@ -87,6 +87,9 @@ typedef struct {
   bool training;        /* fwd + bwd (3x FLOPs) and 16 bytes per parameter word */
   int dtype_bytes;      /* 2 (bf16) or 4 */
   const gv_cluster *cluster;
+  bool whole_transfers; /* every device of a stage sends / receives the whole crossing values (galvc's
+                         * runtime); false: each byte crosses once, spread over the stage's devices
+                         * (cross-mesh resharding, planner/cross_mesh.c) */
 } gv_analytic_ctx;
 
 /* A stage's time per microbatch on the links to its neighbours: one
@@ -104,8 +107,8 @@ int64_t gv_pipe_transfer_ns(const gv_cluster *c, int64_t nodes, int64_t per_node
  * 2 all-reduces forward (+2 backward) of the group's output per group under
  * tp, gradient all-reduce over dp once per step; activations / tp; plus
  * gv_pipe_transfer_ns of the bytes leaving the group before the stage
- * (in) and the stage's last group (out) per microbatch (no kernel count:
- * no launch term). */
+ * (in) and the stage's last group (out) per microbatch, per device (see
+ * whole_transfers); no kernel count: no launch term. */
 int gv_stage_cost_analytic(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out);
 
 /* Writes the plan as text ("stage 0: groups 0-11 on 2x8 (dp=2,tp=8): ...") */

@@ -513,7 +513,8 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_pipe_group_stats(m, k, g.flops, gs);
   for (int i = 0; i < k; i++) gs[i].flops *= B; /* the stats are per microbatch, the cost wants the global batch */
   for (int i = 0; i < k; i++) gs[i].act_bytes *= B, gs[i].out_bytes *= B;
-  gv_analytic_ctx actx = {.g = gs, .ngroups = k, .batch = global, .training = train != 0, .dtype_bytes = 4, .cluster = cluster};
+  gv_analytic_ctx actx = {.g = gs, .ngroups = k, .batch = global, .training = train != 0, .dtype_bytes = 4, .cluster = cluster,
+                          .whole_transfers = true};
   gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .cluster = cluster,
                              .mem_limit = gv_plan_opts.memory_limit};
   gv_stage_cost_fn fn = pa->analytic ? gv_stage_cost_analytic : gv_stage_cost_intra;
