@@ -117,6 +117,19 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                             (long long)D, (long long)k_node);
     nm = keep;
   }
+  if (p->stage_devices) { /* fixed device counts per stage: each a sub-mesh, all of them the devices */
+    int64_t sum = 0;
+    if (!p->stages) return gv_error_plain("pipeline: device counts per stage need a fixed number of stages");
+    for (int i = 0; i < p->stages; i++) {
+      bool found = false;
+      for (int m = 0; m < nm; m++) found |= mn[m] * mk[m] == p->stage_devices[i];
+      if (!found)
+        return gv_error_plain("pipeline: stage %d's %d devices are no sub-mesh of %lld devices (%lld per node: 1, 2, 4 .. inside a node, "
+                              "else whole nodes)", i, p->stage_devices[i], (long long)D, (long long)k_node);
+      sum += p->stage_devices[i];
+    }
+    if (sum != D) return gv_error_plain("pipeline: the stages' devices add up to %lld, not %lld", (long long)sum, (long long)D);
+  }
   int64_t Du = D / unit;
   int64_t limit = p->mem_limit > 0 ? p->mem_limit : c->memory_bytes;
   int S = p->stages ? p->stages : (int)(L < Du ? L : Du);
@@ -208,6 +221,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         for (int k = L - s; k >= 0; k--)
           for (int m = 0; m < nm; m++)
             for (int j = k + 1; j <= L - (s - 1); j++) {
+              if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break; /* position S - s from the start */
               const gv_stage_cost *sc = C[CX(k, j, m)];
               if (!sc->feasible) continue;
               if (sc->ns > tmax) break; /* a longer range is no faster */
@@ -282,11 +296,14 @@ done:
 
 int64_t gv_pipe_transfer_ns(const gv_cluster *c, int64_t nodes, int64_t per_node, int64_t in_bytes, int64_t out_bytes,
                             int64_t kernels, bool training) {
-  bool across = gv_cluster_devices(c) > c->devices_per_node && nodes * per_node >= c->devices_per_node;
+  int64_t k = nodes * per_node;
+  bool across = gv_cluster_devices(c) > c->devices_per_node && k >= c->devices_per_node;
   int64_t t = 0;
   for (int dir = 0; dir < (training ? 2 : 1); dir++) { /* training: the gradients travel back */
-    t += gv_cost_collective(c, GV_COLL_P2P, in_bytes, 2, across);
-    t += gv_cost_collective(c, GV_COLL_P2P, out_bytes, 2, across);
+    int64_t recv = dir ? out_bytes : in_bytes, send = dir ? in_bytes : out_bytes;
+    t += gv_cost_collective(c, GV_COLL_P2P, (recv + k - 1) / k, 2, across);
+    if (k > 1) t += gv_cost_collective_levels(c, GV_COLL_ALL_GATHER, recv, per_node, nodes);
+    t += gv_cost_collective(c, GV_COLL_P2P, (send + k - 1) / k, 2, across);
   }
   return t + (int64_t)((double)kernels * c->launch_overhead_us * 1e3 + 0.5);
 }
@@ -307,7 +324,6 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
     boundaries += x->g[g].out_bytes;
   }
   int64_t in_b = first > 0 ? x->g[first - 1].out_bytes / B : 0, out_b = last < x->ngroups ? x->g[last - 1].out_bytes / B : 0;
-  if (!x->whole_transfers) in_b /= p, out_b /= p;
   int64_t xfer = gv_pipe_transfer_ns(c, nodes, per_node, in_b, out_b, 0, x->training);
   double peak = gv_cluster_flops(c, x->dtype_bytes == 2 ? GV_DT_BF16 : GV_DT_F32);
   int64_t best = -1;

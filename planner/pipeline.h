@@ -53,6 +53,7 @@ typedef struct {
   int64_t mem_limit;     /* bytes per device; 0: cluster memory */
   int stages;            /* 0: choose; else exactly this many */
   int64_t mesh_devices;  /* 0: any sub-mesh; else only sub-meshes of this many devices (equal stages) */
+  const int *stage_devices; /* with stages fixed: stage i's sub-mesh has stage_devices[i] devices; NULL: any */
   gv_stage_cost_fn cost;
   void *ctx;
 } gv_pipe_problem;
@@ -87,18 +88,18 @@ typedef struct {
   bool training;        /* fwd + bwd (3x FLOPs) and 16 bytes per parameter word */
   int dtype_bytes;      /* 2 (bf16) or 4 */
   const gv_cluster *cluster;
-  bool whole_transfers; /* every device of a stage sends / receives the whole crossing values (galvc's
-                         * runtime); false: each byte crosses once, spread over the stage's devices
-                         * (cross-mesh resharding, planner/cross_mesh.c) */
 } gv_analytic_ctx;
 
-/* A stage's time per microbatch on the links to its neighbours: one
- * point-to-point message per direction that carries bytes (alpha + bytes /
+/* A stage's time per microbatch on the links to its neighbours, as the
+ * runtime moves the crossing values (the cross-mesh plan: each byte crosses
+ * once, spread over the stage's k = nodes x per_node devices, then an
+ * all-gather inside the receiving stage): per device one point-to-point
+ * message of bytes / k per direction that carries bytes (alpha + bytes /
  * bandwidth, planner/cost.c GV_COLL_P2P; across nodes when the stage's
- * sub-mesh is whole nodes of a cluster of several), received and sent one
- * after the other as the runtime does (training: the gradients go back the
- * same way, twice the bytes), plus `kernels` launches of the cluster's
- * launch_overhead_us. Integer ns. */
+ * sub-mesh is whole nodes of a cluster of several) and the all-gather of
+ * the received bytes over the k devices, received and sent one after the
+ * other (training: the gradients go back the same way), plus `kernels`
+ * launches of the cluster's launch_overhead_us. Integer ns. */
 int64_t gv_pipe_transfer_ns(const gv_cluster *c, int64_t nodes, int64_t per_node, int64_t in_bytes, int64_t out_bytes,
                             int64_t kernels, bool training);
 /* A gv_stage_cost_fn: the best of the intra-op presets on the sub-mesh
@@ -107,8 +108,8 @@ int64_t gv_pipe_transfer_ns(const gv_cluster *c, int64_t nodes, int64_t per_node
  * 2 all-reduces forward (+2 backward) of the group's output per group under
  * tp, gradient all-reduce over dp once per step; activations / tp; plus
  * gv_pipe_transfer_ns of the bytes leaving the group before the stage
- * (in) and the stage's last group (out) per microbatch, per device (see
- * whole_transfers); no kernel count: no launch term. */
+ * (in) and the stage's last group (out) per microbatch; no kernel count:
+ * no launch term. */
 int gv_stage_cost_analytic(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out);
 
 /* Writes the plan as text ("stage 0: groups 0-11 on 2x8 (dp=2,tp=8): ...") */

@@ -513,40 +513,50 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_pipe_group_stats(m, k, g.flops, gs);
   for (int i = 0; i < k; i++) gs[i].flops *= B; /* the stats are per microbatch, the cost wants the global batch */
   for (int i = 0; i < k; i++) gs[i].act_bytes *= B, gs[i].out_bytes *= B;
-  gv_analytic_ctx actx = {.g = gs, .ngroups = k, .batch = global, .training = train != 0, .dtype_bytes = 4, .cluster = cluster,
-                          .whole_transfers = true};
+  gv_analytic_ctx actx = {.g = gs, .ngroups = k, .batch = global, .training = train != 0, .dtype_bytes = 4, .cluster = cluster};
   gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .cluster = cluster,
                              .mem_limit = gv_plan_opts.memory_limit};
   gv_stage_cost_fn fn = pa->analytic ? gv_stage_cost_analytic : gv_stage_cost_intra;
   void *fctx = pa->analytic ? (void *)&actx : (void *)&ictx;
   int mbc[1] = {B};
   int rc = 1;
-  int64_t pers[40];
-  int npers = 0;
+  /* the DP runs: {devices, stages (0: chosen), devices per stage (0: any), per-stage counts} */
+  typedef struct { int64_t D; int S; int64_t per; const int *sdev; } dp_run;
+  dp_run runs[48];
+  int nruns = 0;
+  int64_t kn = cluster->devices_per_node;
+  if (S && pa->nsdev) {
+    int64_t D = 0;
+    for (int i = 0; i < S; i++) D += pa->sdev[i];
+    runs[nruns++] = (dp_run){D, S, 0, pa->sdev};
+  } else if (S) {
+    int64_t per = gpus / S > 1 ? gpus / S : 1;
+    runs[nruns++] = (dp_run){S * per, S, per, NULL};
+  } else { /* equal stages of k = 1, 2, 4 .. devices (S k <= gpus), then the DP's free choice over all gpus */
+    for (int64_t per = 1; per <= gpus && nruns < 40; per = per * 2 > gpus && per < gpus ? gpus : per * 2)
+      for (int s = 1; s <= gpus / per && s <= k && nruns < 40; s++) runs[nruns++] = (dp_run){s * per, s, per, NULL};
+    runs[nruns++] = (dp_run){gpus, 0, 0, NULL};
+  }
   gv_cluster cs = *cluster, cs_best = *cluster; /* the cluster view of a run, of the best plan's run */
-  if (S) pers[npers++] = gpus / S > 1 ? gpus / S : 1;
-  else
-    for (int64_t d = 1; d <= gpus && npers < 39; d *= 2) pers[npers++] = d;
-  if (!S && pers[npers - 1] != gpus) pers[npers++] = gpus;
-  for (int pi = 0; pi < npers && rc >= 0; pi++) {
-    int64_t per = pers[pi];
-    int lo = S ? S : 1, hi = S ? S : (int)(gpus / per < k ? gpus / per : k);
-    for (int s = lo; s <= hi && rc >= 0; s++) {
-      int64_t D = s * per, kn = cluster->devices_per_node;
-      if (D <= kn || per < kn ? (per & (per - 1)) && per != D : per % kn) continue; /* not a sub-mesh shape of the DP */
-      /* stages smaller than a node on more than one node: the DP's sub-meshes
-       * across nodes are whole nodes, so plan them on a one-node view of D
-       * devices (each stage inside a node; its links costed inside a node) */
-      cs = *cluster;
-      if (per < kn && D > kn) cs.devices_per_node = D, cs.nodes = 1;
-      actx.cluster = &cs;
-      ictx.cluster = &cs;
-      gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = D, .mesh_devices = per, .mb_choices = mbc,
-                            .nmb = 1, .schedule = pa->sched, .mem_limit = gv_plan_opts.memory_limit, .stages = s, .cost = fn, .ctx = fctx};
-      int r = gv_pipe_solve(&pp, tmp);
-      if (r < 0) rc = -1;
-      else if (r == 0 && (rc == 1 || tmp->step_ns < pl->step_ns)) *pl = *tmp, rc = 0, cs_best = cs;
-    }
+  for (int ri = 0; ri < nruns && rc >= 0; ri++) {
+    dp_run *R = &runs[ri];
+    int64_t minper = R->per ? R->per : 1;
+    for (int i = 0; R->sdev && i < R->S; i++) minper = R->sdev[i] < minper || i == 0 ? R->sdev[i] : minper;
+    /* stages smaller than a node on more than one node: the DP's sub-meshes
+     * across nodes are whole nodes, so such stages are planned on a
+     * one-node view of D devices (each stage inside a node; its links
+     * costed inside a node). The free run keeps the cluster as it is. */
+    cs = *cluster;
+    if ((R->per || R->sdev) && minper < kn && R->D > kn) cs.devices_per_node = R->D, cs.nodes = 1;
+    if (R->per && (cs.devices_per_node >= R->D ? (R->per & (R->per - 1)) && R->per != R->D : R->per % kn)) continue; /* no sub-mesh */
+    actx.cluster = &cs;
+    ictx.cluster = &cs;
+    gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = R->D, .mesh_devices = R->per,
+                          .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = pa->sched,
+                          .mem_limit = gv_plan_opts.memory_limit, .stages = R->S, .cost = fn, .ctx = fctx};
+    int r = gv_pipe_solve(&pp, tmp);
+    if (r < 0) rc = -1;
+    else if (r == 0 && (rc == 1 || tmp->step_ns < pl->step_ns)) *pl = *tmp, rc = 0, cs_best = cs;
   }
   actx.cluster = ictx.cluster = &cs_best;
   if (rc == 0 && pa->cuts == 2) { /* --stage-cuts equal: the DP's sub-meshes, groups cut at i k / S, costed alike */

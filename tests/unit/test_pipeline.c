@@ -166,14 +166,46 @@ int main(void) {
     s.pw[0] = s.pw[1] = s.pw[2] = 1 << 20;
     CHECK(gv_pipe_solve(&p, &pl) == 1, "no partition fits must fail");
   }
-  /* the transfer term: alpha + bytes / bandwidth per message, received and sent, training twice */
+  /* the transfer term on a stage of 2 devices: per device alpha + bytes / 2 / bandwidth per message, the
+   * received bytes all-gathered over the 2 ((p-1) alpha + (p-1)/p bytes / bandwidth), the launches;
+   * training: the gradients back the same way */
   {
     gv_cluster t = c;
     t.intra_latency_us = 2, t.intra_gbps = 100, t.launch_overhead_us = 5;
     int64_t x = gv_pipe_transfer_ns(&t, 1, 2, 1000000, 500000, 3, false);
-    CHECK(x == 2000 + 10000 + 2000 + 5000 + 3 * 5000, "transfer inference: %lld ns", (long long)x);
+    CHECK(x == (2000 + 5000) + (2000 + 5000) + (2000 + 2500) + 3 * 5000, "transfer inference: %lld ns", (long long)x);
     int64_t y = gv_pipe_transfer_ns(&t, 1, 2, 1000000, 0, 0, true);
-    CHECK(y == 2 * (2000 + 10000), "transfer training (no output: no message): %lld ns", (long long)y);
+    CHECK(y == (2000 + 5000) + (2000 + 5000) + (2000 + 5000), "transfer training (no output: no message): %lld ns", (long long)y);
+    int64_t z = gv_pipe_transfer_ns(&t, 1, 1, 1000000, 0, 0, false);
+    CHECK(z == 2000 + 10000, "transfer on one device: %lld ns", (long long)z);
+  }
+  /* device counts fixed per stage (--stage-devices): the DP's cuts are the best over every cut with
+   * those sub-meshes in that order; a count that is no sub-mesh or a wrong sum fails */
+  {
+    synth sy;
+    for (int g = 0; g < 6; g++) sy.w[g] = 300 + 150 * g, sy.pw[g] = 1000, sy.aw[g] = 1000;
+    gv_cluster c4 = c;
+    c4.nodes = 1, c4.devices_per_node = 4;
+    int mbs[] = {4}, sd[] = {2, 1}, bad1[] = {3, 1}, bad2[] = {2, 2};
+    gv_pipe_problem p = {.ngroups = 6, .cluster = &c4, .devices = 3, .mb_choices = mbs, .nmb = 1, .stages = 2, .stage_devices = sd,
+                         .cost = cost, .ctx = &sy};
+    gv_pipe_plan pl;
+    int rc = gv_pipe_solve(&p, &pl);
+    int64_t best = INT64_MAX;
+    for (int cut = 1; cut < 6; cut++) {
+      gv_stage_cost a, b;
+      cost(&sy, 0, cut, 1, 2, 4, &a);
+      cost(&sy, cut, 6, 1, 1, 4, &b);
+      int64_t T = a.ns + b.ns + 3 * (a.ns > b.ns ? a.ns : b.ns);
+      if (T < best) best = T;
+    }
+    CHECK(rc == 0 && pl.per_node[0] == 2 && pl.per_node[1] == 1 && pl.step_ns >= best && pl.step_ns <= best + best / 100 + 1,
+          "stage devices 2,1: rc %d, %lld,%lld devices, step %lld vs %lld", rc, (long long)pl.per_node[0], (long long)pl.per_node[1],
+          (long long)pl.step_ns, (long long)best);
+    p.stage_devices = bad1;
+    CHECK(gv_pipe_solve(&p, &pl) == -1, "3,1 on 3 devices");
+    p.stage_devices = bad2;
+    CHECK(gv_pipe_solve(&p, &pl) == -1, "2,2 on 3 devices");
   }
   /* more stages and microbatches are no longer free: 8 equal groups, one
    * device per stage, S = 1..8 (as galvc's auto mode), analytic stage cost.
