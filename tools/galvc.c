@@ -535,7 +535,9 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   } else { /* equal stages of k = 1, 2, 4 .. devices (S k <= gpus), then the DP's free choice over all gpus */
     for (int64_t per = 1; per <= gpus && nruns < 40; per = per * 2 > gpus && per < gpus ? gpus : per * 2)
       for (int s = 1; s <= gpus / per && s <= k && nruns < 40; s++) runs[nruns++] = (dp_run){s * per, s, per, NULL};
-    runs[nruns++] = (dp_run){gpus, 0, 0, NULL};
+    /* the free run only when its sub-meshes allow stages of different sizes on all gpus: 1 x 2^j inside a
+     * node (3 devices or more), whole nodes across (3 nodes or more) */
+    if (gpus <= kn ? gpus >= 3 : gpus % kn == 0 && gpus / kn >= 3) runs[nruns++] = (dp_run){gpus, 0, 0, NULL};
   }
   gv_cluster cs = *cluster, cs_best = *cluster; /* the cluster view of a run, of the best plan's run */
   for (int ri = 0; ri < nruns && rc >= 0; ri++) {
