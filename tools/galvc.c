@@ -1228,7 +1228,8 @@ int main(int argc, char **argv) {
     pa.naxes = gv_shard_opts.strategy ? naxes : 0;
     pa.mesh_given = mesh_spec != NULL;
     for (int a = 0; a < pa.naxes; a++) pa.axn[a] = axn[a], pa.axs[a] = axs[a];
-    if (!cluster.devices_per_node && gv_cluster_load(cluster_spec ? cluster_spec : "cpu-local", &cluster)) return 2;
+    /* the cluster as loaded (not grown for the planner above): one node of max(S, --gpus) unless --gpus-per-node */
+    if (gv_cluster_load(cluster_spec ? cluster_spec : "cpu-local", &cluster)) return 2;
     if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
     int64_t need = gpus > pa.stages ? gpus : pa.stages;
     if (!gpus_per_node && need > cluster.devices_per_node * cluster.nodes) cluster.devices_per_node = need, cluster.nodes = 1;
