@@ -58,10 +58,11 @@ static void usage(FILE *f) {
              "  --comm-stats       print the bytes this rank sent per collective kind\n"
              "  --profile          time every kernel call of the timed runs; print the time per kernel kind\n"
              "inputs:\n", galv_progname);
-  for (int i = 0; i < galv_ninputs; i++) {
-    fprintf(f, "  %s: tensor<", galv_inputs[i].name);
-    for (int d = 0; d < galv_inputs[i].rank; d++) fprintf(f, "%lldx", (long long)galv_inputs[i].dims[d]);
-    fprintf(f, "%s>\n", galv_dtype_name(galv_inputs[i].dtype));
+  for (int i = 0; i < galv_ninputs; i++) { /* the global shape: what the file holds, on any number of ranks */
+    galv_io g = galv_spmd_global_io(&galv_inputs[i], &galv_input_split[i]);
+    fprintf(f, "  %s: tensor<", g.name);
+    for (int d = 0; d < g.rank; d++) fprintf(f, "%lldx", (long long)g.dims[d]);
+    fprintf(f, "%s>\n", galv_dtype_name(g.dtype));
   }
 }
 
@@ -209,16 +210,16 @@ int main(int argc, char **argv) {
     const galv_io *d = &go;
     char sh[160];
     shape_str(sh, sizeof sh, d->rank, d->dims);
-    printf("%s: output '%s' %s %s\n", galv_progname, d->name, sh, galv_dtype_name(d->dtype));
+    char fn[256], path[PATH_MAX + 300] = "", err[512];
+    snprintf(fn, sizeof fn, "%s", d->name);
+    for (char *c = fn; *c; c++)
+      if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
+    if (outdir) snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
+    printf("%s: output '%s' %s %s%s%s\n", galv_progname, d->name, sh, galv_dtype_name(d->dtype), outdir ? " -> " : "", path);
     if (!outdir || galv_spmd_rank() != 0) continue; /* rank 0 writes */
     struct stat st;
     if (stat(outdir, &st) != 0 && mkdir(outdir, 0777) != 0)
       galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
-    char fn[256], path[PATH_MAX + 300], err[512];
-    snprintf(fn, sizeof fn, "%s", d->name);
-    for (char *c = fn; *c; c++)
-      if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
-    snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
     if (galv_write_npy(path, d, p, err, sizeof err)) galv_fatal("%s: %s", path, err);
   }
   for (int i = 0; i < galv_ninputs; i++) free(in[i].data);

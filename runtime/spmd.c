@@ -13,12 +13,18 @@
 static int rank_, size_ = 1;
 static char progname[300];
 
+static int help_asked(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+  return 0;
+}
+
 void galv_spmd_init(int *argc, char ***argv) {
   galv_comm_world_init(argc, argv, &rank_, &size_);
   if (galv_nranks > 1) {
     snprintf(progname, sizeof progname, "%s[%d]", galv_progname, rank_);
     galv_progname = progname;
-    if (size_ != galv_nranks)
+    if (size_ != galv_nranks && !help_asked(*argc, *argv)) /* --help is answered by any number of ranks */
       galv_fatal("the program was partitioned for %d ranks, but %d were started (run it with ./launch, or mpirun -np %d)",
                  galv_nranks, size_, galv_nranks);
     if (rank_ != 0 && !freopen("/dev/null", "w", stdout)) galv_fatal("cannot silence stdout: %s", strerror(errno));

@@ -82,8 +82,9 @@ static void train_usage(FILE *f) {
              "inputs:\n", galv_progname);
   for (int i = 0; i < galv_ninputs; i++) {
     char sh[160];
-    shape_of(sh, sizeof sh, galv_inputs[i].rank, galv_inputs[i].dims);
-    fprintf(f, "  %s: %s %s\n", galv_inputs[i].name, sh, galv_dtype_name(galv_inputs[i].dtype));
+    galv_io g = galv_spmd_global_io(&galv_inputs[i], &galv_input_split[i]); /* the global shape: what the file holds */
+    shape_of(sh, sizeof sh, g.rank, g.dims);
+    fprintf(f, "  %s: %s %s\n", g.name, sh, galv_dtype_name(g.dtype));
   }
 }
 
@@ -338,6 +339,13 @@ int galv_train_main(int argc, char **argv) {
     sanitise(fn, sizeof fn, g.name);
     snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
     if (galv_write_npy(path, &g, data, err, sizeof err)) galv_fatal("%s: %s", path, err);
+  }
+  if (writer && save) printf("%s: wrote checkpoint %s (%lld steps done)\n", galv_progname, save, (long long)done);
+  if (writer && outdir) {
+    int np = 0;
+    for (int i = 0; i < galv_nstate; i++) np += galv_state[i].is_param;
+    size_t n = strlen(outdir);
+    printf("%s: wrote %d parameters to %s%sNAME.npy\n", galv_progname, np, outdir, n && outdir[n - 1] == '/' ? "" : "/");
   }
   for (int i = 0; i < galv_ninputs; i++) free(in[i].t.data);
   for (int j = 0; j < nin; j++) free((char *)names[j]);

@@ -109,6 +109,21 @@ fi
 # A file -o gets the IR text, and the progress line says so.
 "$BUILD/galvc" "$T/gpt2.onnx" -o "$T/notadir" 2>"$T/err"
 if grep -qF "wrote $T/notadir (IR text; -o DIR/ writes the program)" "$T/err"; then pass=$((pass + 1)); else echo "FAIL: -o FILE message"; cat "$T/err"; fail=$((fail + 1)); fi
+# A pipeline's launch runs as root and on fewer cores than ranks without MPIRUN set (as the SPMD launch does).
+"$BUILD/galvc" "$T/gpt2.onnx" --pipeline-stages 2 --target cpu --batch 2 --seq 8 --no-build -o "$T/pp2/" 2>"$T/err"
+if grep -q -- 'ROOT=--allow-run-as-root' "$T/pp2/launch" && grep -q -- '--oversubscribe' "$T/pp2/launch" &&
+   grep -qF "galvc: run: $T/pp2/launch --input NAME=FILE.npy" "$T/err"; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: pipeline launch / run line:"; cat "$T/pp2/launch" "$T/err"; fail=$((fail + 1))
+fi
+# A 2-rank program answers --help without mpirun, listing the global input shape (what the file holds),
+# and names the file each output goes to.
+if command -v mpicc >/dev/null; then
+  "$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 --strategy dp --target cpu --batch 4 --seq 8 -o "$T/dp2/" &&
+    "$T/dp2/program" --help >"$T/out" 2>"$T/err"
+  if grep -qF "input_ids: tensor<4x8xi64>" "$T/out"; then pass=$((pass + 1)); else echo "FAIL: 2-rank program --help:"; cat "$T/out" "$T/err"; fail=$((fail + 1)); fi
+fi
 # The N-rank CUDA Makefile's default goal is the program (make -n: nothing is compiled here).
 if make -n -C "$T/gpudir" 2>/dev/null | grep -q 'nvcc .* -o program program.cu'; then
   pass=$((pass + 1))

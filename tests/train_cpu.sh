@@ -54,8 +54,11 @@ for fam in gpt2 llama; do
   [ -n "$a0" ] && [ -n "$a1" ] && [ "$a1" -lt "$a0" ] || bad "$fam: recomputation does not lower the arena ($a0 -> $a1)"
   # checkpoint: 2 steps + save, load + 1 step == 3 steps
   p="$T/$fam.none/program"
-  "$p" --batches "$T/batches" --steps 2 --save-checkpoint "$T/$fam.ckpt" >/dev/null
+  "$p" --batches "$T/batches" --steps 2 --save-checkpoint "$T/$fam.ckpt" >"$T/$fam.saved.log"
   "$p" --batches "$T/batches" --steps 1 --load-checkpoint "$T/$fam.ckpt" -o "$T/$fam.resumed" >"$T/$fam.resumed.log"
+  # the last lines say what was written where
+  grep -qF "program: wrote checkpoint $T/$fam.ckpt (2 steps done)" "$T/$fam.saved.log" || bad "$fam: no checkpoint line"
+  grep -qE "^program: wrote [0-9]+ parameters to $T/$fam.resumed/NAME.npy" "$T/$fam.resumed.log" || bad "$fam: no parameters line"
   grep -q "^step 2 loss" "$T/$fam.resumed.log" || bad "$fam: resumed run does not continue at step 2"
   [ "$(grep '^step 2' "$T/$fam.resumed.log")" = "$(grep '^step 2' "$T/$fam.none.log")" ] || bad "$fam: resumed loss differs"
   same_dirs "$T/$fam.none.w" "$T/$fam.resumed" || bad "$fam: checkpoint resume differs from running straight through"

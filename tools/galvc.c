@@ -871,7 +871,8 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
       for (int s = 0; s < S; s++) fprintf(f, "%s%d", s ? "," : " ", dev[s]);
       fprintf(f, "; ranks -> stage programs.\n"
                  "# usage: ./launch [PROGRAM OPTIONS] (every stage gets the same options); MPIRUN overrides mpirun.\n%s"
-                 "d=$(cd \"$(dirname \"$0\")\" && pwd)\nexec ${MPIRUN:-mpirun} ${MPIRUN_ARGS:-}",
+                 "d=$(cd \"$(dirname \"$0\")\" && pwd)\n[ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root\n"
+                 "exec ${MPIRUN:-mpirun $ROOT --oversubscribe --bind-to none} ${MPIRUN_ARGS:-}",
               cuda ? "# CUDA stages: one device per rank (NCCL); built with make COMM=staged every rank may share one GPU.\n"
                      "# GALV_STAGE_PROGRAM=program-cpu runs the stages' CPU builds (make cpu in each stage).\n" : "");
       for (int s = 0; s < S; s++)
@@ -879,7 +880,13 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
                 s ? " :" : "", dev[s], s);
       fprintf(f, "\n");
       if (fclose(f) || chmod(path, 0755)) rc = gv_error_plain("%s: write failed", path);
-      else if (!quiet) fprintf(stderr, "galvc: wrote %s (%d stages)\n", path, S);
+      else if (!quiet) {
+        fprintf(stderr, "galvc: wrote %s (%d stages)\n", path, S);
+        if (!build) fprintf(stderr, "galvc: build: make -C DIR for each of %s%sstage0/ .. stage%d/\n", out, out[strlen(out) - 1] == '/' ? "" : "/", S - 1);
+        fprintf(stderr, "galvc: run: %s %s\n", path,
+                train ? "--batches DIR/ --steps N -o weights/  (DIR/NAME.npy per data input and labels)"
+                      : "--input NAME=FILE.npy ... -o results/  (every data input)");
+      }
     }
   }
   free(pl);

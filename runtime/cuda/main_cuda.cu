@@ -59,8 +59,9 @@ static void usage(FILE *f) {
           galv_progname, galv_progname, galv_cu_precision == GALV_BF16 ? "bf16 (fp32 accumulation)" : "fp32");
   for (int i = 0; i < galv_ninputs; i++) {
     char sh[160];
-    shape_str(sh, sizeof sh, galv_inputs[i].rank, galv_inputs[i].dims);
-    fprintf(f, "  %s: %s %s\n", galv_inputs[i].name, sh, galv_dtype_name(galv_inputs[i].dtype));
+    galv_io g = galv_spmd_global_io(&galv_inputs[i], &galv_input_split[i]); /* the global shape: what the file holds */
+    shape_str(sh, sizeof sh, g.rank, g.dims);
+    fprintf(f, "  %s: %s %s\n", g.name, sh, galv_dtype_name(g.dtype));
   }
 }
 
@@ -341,16 +342,16 @@ int main(int argc, char **argv) {
     d = &gio;
     char sh[160];
     shape_str(sh, sizeof sh, d->rank, d->dims);
-    printf("%s: output '%s' %s %s\n", galv_progname, d->name, sh, galv_dtype_name(d->dtype));
+    char fn[256], path[PATH_MAX + 300] = "", err[512];
+    snprintf(fn, sizeof fn, "%s", d->name);
+    for (char *c = fn; *c; c++)
+      if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
+    if (outdir) snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
+    printf("%s: output '%s' %s %s%s%s\n", galv_progname, d->name, sh, galv_dtype_name(d->dtype), outdir ? " -> " : "", path);
     if (outdir && galv_spmd_rank() == 0) { /* rank 0 writes */
       struct stat st;
       if (stat(outdir, &st) != 0 && mkdir(outdir, 0777) != 0)
         galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
-      char fn[256], path[PATH_MAX + 300], err[512];
-      snprintf(fn, sizeof fn, "%s", d->name);
-      for (char *c = fn; *c; c++)
-        if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
-      snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
       if (galv_write_npy(path, d, h, err, sizeof err)) galv_fatal("%s: %s", path, err);
     }
     free(h);
