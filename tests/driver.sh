@@ -43,6 +43,18 @@ expect 1 "no-such.onnx" -- "$BUILD/galvc" "$T/no-such.onnx"
 expect 2 "unknown pass 'nope'" -- "$BUILD/galv-opt" --passes=nope "$T/x.mlir"
 expect 1 "cannot read file" -- "$BUILD/galv-opt" "$T/missing.mlir"
 
+expect 2 "--passes needs a value" -- "$BUILD/galv-opt" "$T/x.mlir" --passes
+expect 2 "--seq needs a value" -- "$BUILD/galv-eval" "$T/gpt2.onnx" --seq
+# galv-eval: an input file of another shape than the bound one is named before the passes run
+python3 -c "import numpy as np; np.save('$T/ids3x5.npy', np.zeros((3, 5), np.int64))"
+expect 1 "has shape 3x5, but the model's input is bound to tensor<1x128xi64> (--batch 1, --seq 128): give --batch / --seq or --input-shape input_ids=3x5" -- "$BUILD/galv-eval" "$T/gpt2.onnx" --input input_ids="$T/ids3x5.npy"
+"$BUILD/galv-eval" "$T/gpt2.onnx" --batch 3 --seq 5 --input input_ids="$T/ids3x5.npy" -o "$T/ev/" 2>"$T/err"
+if [ -s "$T/ev/logits.npy" ]; then pass=$((pass + 1)); else echo "FAIL: galv-eval --batch 3 --seq 5:"; cat "$T/err"; fail=$((fail + 1)); fi
+# galv-opt takes --passes VALUE as well as --passes=VALUE
+"$BUILD/galvc" "$T/gpt2.onnx" -q --batch 1 --seq 4 --dump-ir-after=dce --dump-dir "$T/gd" -o /dev/null
+"$BUILD/galv-opt" "$T/gd/04-dce.mlir" --passes fuse,memory-plan >"$T/opt.mlir"
+if ! grep -q 'galv.arena' "$T/gd/04-dce.mlir" && grep -q 'galv.arena' "$T/opt.mlir"; then pass=$((pass + 1)); else echo "FAIL: galv-opt --passes LIST"; fail=$((fail + 1)); fi
+
 # Binding: --input-shape overrides, --batch/--seq bind symbolic dims.
 expect 0 "tensor<3x5xi64>" -- "$BUILD/galvc" "$T/gpt2.onnx" -q --input-shape input_ids=3x5
 expect 0 "tensor<4x7xi64>" -- "$BUILD/galvc" "$T/gpt2.onnx" -q --batch 4 --seq 7
@@ -123,12 +135,15 @@ if command -v mpicc >/dev/null; then
   "$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 --strategy dp --target cpu --batch 4 --seq 8 -o "$T/dp2/" &&
     "$T/dp2/program" --help >"$T/out" 2>"$T/err"
   if grep -qF "input_ids: tensor<4x8xi64>" "$T/out"; then pass=$((pass + 1)); else echo "FAIL: 2-rank program --help:"; cat "$T/out" "$T/err"; fail=$((fail + 1)); fi
+  # launch runs $GALV_PROGRAM (a CUDA directory's program-cpu) and says when it is not built
+  expect 1 "launch: error: $T/dp2/program-cpu not built (run make -C $T/dp2 program-cpu)" -- env GALV_PROGRAM=program-cpu "$T/dp2/launch"
 fi
 # The N-rank CUDA Makefile's default goal is the program (make -n: nothing is compiled here).
-if make -n -C "$T/gpudir" 2>/dev/null | grep -q 'nvcc .* -o program program.cu'; then
+make -n -C "$T/gpudir" >"$T/make-n" 2>/dev/null
+if grep -q 'nvcc .* -o program program.cu' "$T/make-n"; then
   pass=$((pass + 1))
 else
-  echo "FAIL: 'make' in a 2-rank CUDA program directory does not build ./program"; make -n -C "$T/gpudir"; fail=$((fail + 1))
+  echo "FAIL: 'make' in a 2-rank CUDA program directory does not build ./program"; cat "$T/make-n"; fail=$((fail + 1))
 fi
 
 echo "driver: $pass passed, $fail failed"

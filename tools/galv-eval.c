@@ -32,13 +32,14 @@ static void usage(FILE *f) {
              "  --list-ops               print the supported ONNX op types (default domain), one a line\n"
              "  --train                  add the training step after dce (loss, autodiff, optimizer);\n"
              "                           --loss, --labels, --optimizer, --lr, --weight-decay, --beta1, --beta2,\n"
-             "                           --eps, --momentum, --ignore-index as for galvc; optimizer state starts at 0\n"
+             "                           --eps, --momentum, --ignore-index, --recompute as for galvc; optimizer\n"
+             "                           state starts at 0\n"
              "  --steps N                run the step function N times, feeding updated params and state\n"
              "                           back; prints 'step I loss X'; -o then writes the last step's results\n"
              "  --precision bf16         with --train: round every value the cuda target stores as bf16 under\n"
              "                           --train --precision bf16 (and the operands its kernels convert) to\n"
              "                           bf16, everything else fp32: that target's mixed precision, on the CPU\n"
-             "  --help\n");
+             "  -h, --help\n");
 }
 
 static const struct { gv_dtype g; npy_dtype n; } dmap[] = {
@@ -131,6 +132,35 @@ static int to_npy(gv_dtype g, npy_dtype *n) {
   return -1;
 }
 
+/* A .npy input whose shape is not the one the graph input was bound to
+ * (--batch, --seq, --input-shape): said before the passes trip over it. */
+static int check_input_shapes(const gv_module *m, const gv_import_options *opt, const char **names, const char **files,
+                              int nin) {
+  const gv_func *f = m->main;
+  for (int j = 0; j < nin; j++) {
+    size_t fl = strlen(files[j]);
+    if (fl < 4 || strcmp(files[j] + fl - 4, ".npy")) continue;
+    for (int i = 0; i < f->body->nargs; i++) {
+      if (f->arg_is_param[i] || !f->arg_names[i] || strcmp(f->arg_names[i], names[j])) continue;
+      const gv_type *t = &f->body->args[i]->type;
+      npy_array a;
+      char err[256];
+      if (npy_read(files[j], &a, err, sizeof err)) return gv_error_plain("%s: %s", files[j], err);
+      npy_free(&a);
+      bool same = a.rank == t->rank;
+      for (int d = 0; same && d < a.rank; d++) same = a.dims[d] == t->dims[d];
+      if (same) break;
+      char got[256] = "", want[256];
+      for (int d = 0; d < a.rank; d++) snprintf(got + strlen(got), sizeof got - strlen(got), d ? "x%lld" : "%lld", (long long)a.dims[d]);
+      gv_type_str(t, want, sizeof want);
+      return gv_error_plain("%s: input '%s' has shape %s, but the model's input is bound to %s (--batch %lld, --seq %lld): "
+                            "give --batch / --seq or --input-shape %s=%s", files[j], names[j], a.rank ? got : "scalar", want,
+                            (long long)opt->batch, (long long)opt->seq, names[j], a.rank ? got : "");
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   gv_progname = "galv-eval";
   const char *model = NULL, *outdir = NULL, *passes = "shape-infer,fold-constants,canonicalize,dce,fuse,memory-plan";
@@ -143,12 +173,13 @@ int main(int argc, char **argv) {
   long steps = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--help")) { usage(stdout); return 0; }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
     else if (!strcmp(a, "--list-ops")) {
       for (const char *const *o = gv_onnx_supported_ops(); *o; o++) puts(*o);
       return 0;
     }
     else if (!strncmp(a, "--passes=", 9)) passes = a + 9;
+    else if (!strcmp(a, "--passes") && i + 1 < argc) passes = argv[++i];
     else if (!strcmp(a, "-o") && i + 1 < argc) outdir = argv[++i];
     else if (!strcmp(a, "--batch") && i + 1 < argc) opt.batch = atoll(argv[++i]);
     else if (!strcmp(a, "--seq") && i + 1 < argc) opt.seq = atoll(argv[++i]);
@@ -189,7 +220,16 @@ int main(int argc, char **argv) {
         if (s->rank < 0) { gv_error_plain("--input-shape %s: bad dims", v); return 2; }
         nshapes++;
       }
-    } else if (a[0] == '-') { gv_error_plain("unknown option '%s' (see --help)", a); return 2; }
+    } else if (a[0] == '-') {
+      static const char *const valued[] = {"-o", "--passes", "--batch", "--seq", "--precision", "--steps", "--loss",
+                                           "--labels", "--recompute", "--optimizer", "--ignore-index", "--lr",
+                                           "--weight-decay", "--beta1", "--beta2", "--eps", "--momentum", "--input",
+                                           "--input-shape", NULL};
+      for (const char *const *v = valued; *v; v++)
+        if (!strcmp(a, *v)) { gv_error_plain("%s needs a value (see --help)", a); return 2; }
+      gv_error_plain("unknown option '%s' (see --help)", a);
+      return 2;
+    }
     else if (!model) model = a;
     else { gv_error_plain("more than one model given"); return 2; }
   }
@@ -202,7 +242,7 @@ int main(int argc, char **argv) {
   npy_array arrs[64];
   int narrs = 0;
   gv_module *m = gv_import_onnx(model, &opt);
-  if (!m) goto out;
+  if (!m || check_input_shapes(m, &opt, in_names, in_files, nin)) goto out;
   char *list = strdup(passes);
   bool checked = false;
   for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {

@@ -12,7 +12,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: galv-opt [options] IN.mlir|-\n"
           "Parses galvc IR text, runs the named passes in order and prints the result.\n\n"
-          "options:\n"
+          "options (--opt=VALUE or --opt VALUE):\n"
           "  --passes=a,b,c   passes to run, in order (default: none; the input is re-printed)\n"
           "  -o FILE          write the result to FILE (default: stdout)\n"
           "  --verify-each    run the verifier after every pass (always after parsing)\n"
@@ -50,28 +50,33 @@ int main(int argc, char **argv) {
   const char *in = NULL, *out = NULL, *passes = NULL;
   int verify_each = 0;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
+    const char *a = argv[i], *val = NULL;
+/* --opt VALUE or --opt=VALUE; the option given last without its value: one error line */
+#define TAKES(flag)                                                                                           \
+  ((strcmp(a, flag) == 0 && (i + 1 < argc ? (val = argv[++i]) != NULL                                         \
+                                          : (gv_error_plain("%s needs a value (see --help)", flag), exit(2), 0))) || \
+   (strncmp(a, flag "=", sizeof(flag)) == 0 && (val = a + sizeof(flag))))
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       return 0;
-    } else if (strncmp(a, "--passes=", 9) == 0) {
-      passes = a + 9;
-    } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
-      out = argv[++i];
-    } else if (strncmp(a, "--layers=", 9) == 0) {
+    } else if (TAKES("--passes")) {
+      passes = val;
+    } else if (TAKES("-o")) {
+      out = val;
+    } else if (TAKES("--layers")) {
       char *end;
-      long k = strtol(a + 9, &end, 10);
+      long k = strtol(val, &end, 10);
       if (*end || k < 1 || k > 1000000) {
-        gv_error_plain("--layers=%s: expected a positive integer", a + 9);
+        gv_error_plain("--layers=%s: expected a positive integer", val);
         return 2;
       }
       gv_pipe_opts.layers = (int)k;
     } else if (strcmp(a, "--pipe-stats") == 0) {
       gv_pipe_opts.quiet = false;
-    } else if (strncmp(a, "--strategy=", 11) == 0) {
-      gv_shard_opts.strategy = a + 11;
-    } else if (strncmp(a, "--sharding=", 11) == 0) {
-      gv_shard_opts.file = a + 11;
+    } else if (TAKES("--strategy")) {
+      gv_shard_opts.strategy = val;
+    } else if (TAKES("--sharding")) {
+      gv_shard_opts.file = val;
     } else if (strcmp(a, "--collectives") == 0) {
       gv_shard_opts.quiet = false;
     } else if (strcmp(a, "--verify-each") == 0) {
@@ -85,6 +90,7 @@ int main(int argc, char **argv) {
       gv_error_plain("more than one input file ('%s' and '%s')", in, a);
       return 2;
     }
+#undef TAKES
   }
   if (!in) {
     usage(stderr);

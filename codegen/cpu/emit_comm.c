@@ -108,7 +108,8 @@ int cg_comm_write_launch(cg_comm *c, const char *dir) {
                    "# Every rank reads every --input file (the global tensor) and keeps its own block\n"
                    "# of it (per the input's sharding); every rank maps its own block of weights.bin;\n"
                    "# rank 0 prints the timing and writes the outputs (split outputs gathered first).\n"
-                   "# MPIRUN overrides the launcher command (default: mpirun).\n"
+                   "# MPIRUN overrides the launcher command (default: mpirun); GALV_PROGRAM the program\n"
+                   "# (default: program; program-cpu: a CUDA directory's CPU build, make cpu).\n"
                    "N=%d\n"
                    "if [ \"$1\" = -np ] || [ \"$1\" = -n ]; then\n"
                    "  if [ \"$2\" != \"$N\" ]; then\n"
@@ -118,17 +119,18 @@ int cg_comm_write_launch(cg_comm *c, const char *dir) {
                    "  shift 2\n"
                    "fi\n"
                    "DIR=$(cd \"$(dirname \"$0\")\" && pwd)\n"
-                   "if [ ! -x \"$DIR/program\" ]; then echo \"launch: error: $DIR/program not built (run make -C $DIR)\" >&2; exit 1; fi\n"
+                   "P=\"$DIR/${GALV_PROGRAM:-program}\"\n"
+                   "if [ ! -x \"$P\" ]; then echo \"launch: error: $P not built (run make -C $DIR${GALV_PROGRAM:+ $GALV_PROGRAM})\" >&2; exit 1; fi\n"
                    "if [ -n \"$OMPI_COMM_WORLD_SIZE\" ]; then\n"
                    "  # already under mpirun: check the rank count and run\n"
                    "  if [ \"$OMPI_COMM_WORLD_SIZE\" != \"$N\" ]; then\n"
                    "    echo \"launch: error: the program was partitioned for $N ranks, $OMPI_COMM_WORLD_SIZE started\" >&2\n"
                    "    exit 1\n"
                    "  fi\n"
-                   "  exec \"$DIR/program\" \"$@\"\n"
+                   "  exec \"$P\" \"$@\"\n"
                    "fi\n"
                    "[ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root\n"
-                   "exec ${MPIRUN:-mpirun} $ROOT --oversubscribe --bind-to none --quiet -np $N \"$DIR/program\" \"$@\"\n",
+                   "exec ${MPIRUN:-mpirun} $ROOT --oversubscribe --bind-to none --quiet -np $N \"$P\" \"$@\"\n",
                    cg_comm_nranks(c), cg_comm_nranks(c), cg_comm_nranks(c));
   char path[4096];
   snprintf(path, sizeof path, "%s/launch", dir);
