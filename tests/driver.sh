@@ -96,6 +96,7 @@ if [ -s "$T/cpudir/program.c" ] && [ ! -e "$T/cpudir/program.cu" ]; then pass=$(
 "$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 --pipeline-stages 2 --no-build -o "$T/pp/"
 if [ -s "$T/pp/stage0/program.cu" ] && [ -s "$T/pp/stage1/pipe_stage.c" ] && grep -q "pipe_cuda.cu" "$T/pp/stage1/Makefile" &&
    [ -x "$T/pp/launch" ]; then pass=$((pass + 1)); else echo "FAIL: --gpus 2 --pipeline-stages 2 did not write CUDA stages"; fail=$((fail + 1)); fi
+expect 2 "--precision bf16: the cpu target computes fp32" -- "$BUILD/galvc" "$T/gpt2.onnx" --precision bf16 --target cpu -o "$T/bf/"
 expect 2 "the stage programs are fp32" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus 2 --pipeline-stages 2 --precision bf16 -o "$T/pp2/"
 expect 2 "--target tpu: unknown target" -- "$BUILD/galvc" "$T/gpt2.onnx" --target tpu
 # An option that takes a value, given last: it names the option (not "unknown option").

@@ -1098,6 +1098,10 @@ int main(int argc, char **argv) {
     gv_error_plain("--emit=program writes a directory: give -o DIR/");
     return 2;
   }
+  if (cuda.bf16 && program && !pa.on && strcmp(target, "cpu") == 0) {
+    gv_error_plain("--precision bf16: the cpu target computes fp32 (bf16 storage is the cuda target's: --target cuda)");
+    return 2;
+  }
   if (dump_after && strcmp(dump_after, "all") != 0 && strcmp(dump_after, "import") != 0 &&
       !gv_pass_lookup(dump_after)) {
     gv_error_plain("--dump-ir-after=%s: no such pass (see galvc --help)", dump_after);
