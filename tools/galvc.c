@@ -134,7 +134,8 @@ static void usage(FILE *f) {
   for (int i = 0; i < gv_pass_count; i++)
     fprintf(f, "  %-16s %s\n", gv_pass_table[i].name, gv_pass_table[i].help);
   fprintf(f, "\nexamples:\n  galvc gpt2.onnx --input-shape input_ids=8x128 --emit=ir -o gpt2.mlir\n"
-             "  galvc gpt2.onnx --batch 2 --seq 16 --target cpu -o out/ && out/program --input input_ids=ids.npy -o res\n");
+             "  galvc gpt2.onnx --batch 2 --seq 16 --target cpu -o out/ && out/program --input input_ids=ids.npy -o res\n"
+             "  galvc gpt2.onnx --gpus 8 --batch 8 -o out8/ && out8/launch --input input_ids=ids.npy -o res   (CUDA, 8 ranks)\n");
 }
 
 static int count_ops(const gv_block *b) {
