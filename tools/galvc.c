@@ -179,19 +179,21 @@ static void print_arena(const gv_module *m) {
           pb, gb, ob, pb + gb + ob, pb ? 4.0 * (double)(pb + gb + ob) / (double)pb : 0.0, kept, act, bytes);
 }
 
-/* DIR and its missing parents (mkdir -p). */
+/* DIR and its missing parents (mkdir -p); -1 with errno when a component is not a directory. */
 static int ensure_dir(const char *dir) {
-  struct stat st;
-  if (stat(dir, &st) == 0) return S_ISDIR(st.st_mode) ? 0 : -1;
   char p[4096];
-  if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return -1;
-  for (char *c = p + 1; *c; c++)
-    if (*c == '/') {
+  if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return errno = ENAMETOOLONG, -1;
+  for (char *c = p + 1;; c++)
+    if (*c == '/' || !*c) {
+      char keep = *c;
       *c = 0;
-      if (stat(p, &st) != 0 && mkdir(p, 0777) != 0 && errno != EEXIST) return -1;
-      *c = '/';
+      struct stat st;
+      if (stat(p, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) return errno = ENOTDIR, -1;
+      } else if (mkdir(p, 0777) != 0 && errno != EEXIST) return -1;
+      *c = keep;
+      if (!keep) return 0;
     }
-  return mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 static int write_ir(const gv_module *m, const char *path) {
@@ -1218,7 +1220,10 @@ int main(int argc, char **argv) {
   static char planpath[4096];
   if (gv_plan_opts.active && !gv_plan_opts.plan_out) {
     if (out && is_dir_arg(out)) {
-      ensure_dir(out);
+      if (ensure_dir(out)) {
+        gv_error_plain("%s: cannot create output directory: %s", out, strerror(errno));
+        return 1;
+      }
       snprintf(planpath, sizeof planpath, "%s%splan.json", out, out[strlen(out) - 1] == '/' ? "" : "/");
     } else snprintf(planpath, sizeof planpath, "plan.json");
     gv_plan_opts.plan_out = planpath;
@@ -1327,5 +1332,5 @@ int main(int argc, char **argv) {
     }
   }
   gv_module_free(m);
-  return rc;
+  return rc ? 1 : 0;
 }
