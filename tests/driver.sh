@@ -121,8 +121,8 @@ else
 fi
 # An output directory under a regular file: one error line, exit 1 (program, and the planner's plan.json)
 touch "$T/plainfile"
-expect 1 "plainfile/sub/: cannot create output directory: Not a directory" -- "$BUILD/galvc" "$T/gpt2.onnx" -o "$T/plainfile/sub/"
-expect 1 "plainfile/: cannot create output directory: Not a directory" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus 2 -o "$T/plainfile/"
+expect 1 "plainfile/sub/: cannot create output directory: Not a directory" -- "$BUILD/galvc" "$T/gpt2.onnx" -q -o "$T/plainfile/sub/"
+expect 1 "plainfile/: cannot create output directory: Not a directory" -- "$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 -o "$T/plainfile/"
 # A file -o gets the IR text, and the progress line says so.
 "$BUILD/galvc" "$T/gpt2.onnx" -o "$T/notadir" 2>"$T/err"
 if grep -qF "wrote $T/notadir (IR text; -o DIR/ writes the program)" "$T/err"; then pass=$((pass + 1)); else echo "FAIL: -o FILE message"; cat "$T/err"; fail=$((fail + 1)); fi
