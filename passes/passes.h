@@ -57,6 +57,7 @@ typedef struct {
   int layers;           /* cluster-layers: number of layer groups K (0: pass is a no-op) */
   double delta;         /* FLOPs balance: each group <= max((1+delta)*total/K, total/K + largest op) */
   bool quiet;           /* no summary line on stderr */
+  const char *stash;    /* stage-stash: the entry the module becomes, "forward" | "backward" */
 } gv_pipe_options;
 extern gv_pipe_options gv_pipe_opts;
 /* The layer groups cluster-layers found (arrays in the module arena). */
@@ -76,5 +77,6 @@ typedef struct {
 int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out);
 int gv_pass_cluster_layers(gv_module *m); /* passes/cluster_layers.c */
 int gv_pass_stage_split(gv_module *m);    /* passes/stage_split.c */
+int gv_pass_stage_stash(gv_module *m);    /* passes/stage_stash.c: an earlier stage's forward / backward entry */
 
 #endif

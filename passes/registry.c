@@ -16,6 +16,7 @@ const gv_pass gv_pass_table[] = {
     {"propagate-sharding", gv_pass_propagate_sharding, "shardings for every value from pinned ones (--strategy, --sharding); galv.reshard where they differ"},
     {"spmd-partition", gv_pass_spmd_partition, "global IR -> one rank's local IR: local shapes, reshards lowered to collectives (bytes)"},
     {"stage-split", gv_pass_stage_split, "pipeline: galv.send / galv.recv where values cross stages (cross-mesh tiles, local all-gather)"},
+    {"stage-stash", gv_pass_stage_stash, "pipeline training: an earlier stage's forward or backward entry (--stash=forward|backward), the stash between them"},
     {"fuse", gv_pass_fuse, "group elementwise ops of one shape into galv.fused ops (one loop each)"},
     {"memory-plan", gv_pass_memory_plan, "place activations in one arena with liveness-based reuse (galv.arena, offsets)"},
 };

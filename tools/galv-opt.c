@@ -17,6 +17,7 @@ static void usage(FILE *f) {
           "  -o FILE          write the result to FILE (default: stdout)\n"
           "  --verify-each    run the verifier after every pass (always after parsing)\n"
           "  --layers=K       cluster-layers: K layer groups; --pipe-stats prints its summary (docs/pipeline.md)\n"
+          "  --stash=PART     stage-stash: the entry the module becomes, forward or backward (docs/pipeline.md)\n"
           "  --strategy=S     propagate-sharding presets: dp, tp, zero, dp,tp (docs/sharding.md)\n"
           "  --sharding=FILE  propagate-sharding: pinned values, NAME [{\"dp\"}, {}] per line\n"
           "  --collectives    spmd-partition: print the collective table (stderr)\n"
@@ -71,6 +72,8 @@ int main(int argc, char **argv) {
         return 2;
       }
       gv_pipe_opts.layers = (int)k;
+    } else if (strncmp(a, "--stash=", 8) == 0) {
+      gv_pipe_opts.stash = a + 8;
     } else if (strcmp(a, "--pipe-stats") == 0) {
       gv_pipe_opts.quiet = false;
     } else if (TAKES("--strategy")) {

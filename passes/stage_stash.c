@@ -1,0 +1,235 @@
+/* stage_stash.c — the stage-stash pass: splits an earlier pipeline stage's
+ * training function (passes/stage_extract.c gv_stage_train, possibly
+ * spmd-partitioned) into its forward entry or its backward entry
+ * (docs/pipeline.md, "Pipeline training"). gv_pipe_opts.stash selects which
+ * one the module becomes; the runtime runs the forward entry once per
+ * microbatch in F(j) and the backward entry in B(j), so every op runs once.
+ *
+ * Input: results named "pp.X" (the values sent to later stages; "pp.seed"
+ * excluded), "grad:X" (parameter gradients and the gradients of the received
+ * values), inputs "gin:pp.X" (the gradients the later stages send back).
+ *
+ * - forward ops: the ops the "pp." results need (their transitive operands);
+ *   none of them may depend on a "gin:" input;
+ * - backward ops: the ops the "grad:" results need that are not forward ops;
+ *   a constant, or a view of a parameter or constant, that both need is in
+ *   both (copied, never stashed);
+ * - the stash: the forward values (results of forward ops, and the non-
+ *   parameter inputs: data and received values) that a backward op uses or a
+ *   "grad:" result is; nothing else. Named "stash.N" in order (inputs first,
+ *   then program order).
+ *
+ * forward: keeps the forward ops; results = the "pp." results then the stash
+ * values ("stash.N"); drops the "gin:" inputs and unused inputs.
+ * backward: keeps the backward ops; each stash value becomes an input
+ * "stash.N" marked galv.state (it lives in the program's state buffer, the
+ * microbatch's stash, not in the arena); results = the "grad:" results;
+ * drops the data and received inputs (their uses are stash inputs) but keeps
+ * every "gin:" input. Both keep every parameter, in order, so the two
+ * programs' parameters have one weights layout. Errors: a function that is
+ * not an earlier stage's training function, an op without results, a
+ * forward value that depends on a "gin:" input. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+static bool is_term(const gv_op *op) { return (gv_ops[op->code].flags & GV_TERMINATOR) != 0; }
+
+static void clear_ids(gv_block *b) {
+  for (gv_op *op = b->first; op; op = op->next) {
+    for (int i = 0; i < op->nres; i++) op->res[i]->id = -1;
+    for (int r = 0; r < op->nregions; r++) {
+      for (int a = 0; a < op->regions[r]->nargs; a++) op->regions[r]->args[a]->id = -1;
+      clear_ids(op->regions[r]);
+    }
+  }
+}
+
+/* calls f(ctx, id) for every top-level value op reads (operands and uses inside its regions) */
+static void each_use(const gv_op *op, void (*f)(void *, int), void *ctx) {
+  for (int i = 0; i < op->nopnds; i++)
+    if (op->opnds[i]->id >= 0) f(ctx, op->opnds[i]->id);
+  for (int r = 0; r < op->nregions; r++)
+    for (const gv_op *o = op->regions[r]->first; o; o = o->next) each_use(o, f, ctx);
+}
+
+static void mark(void *ctx, int id) { ((bool *)ctx)[id] = true; }
+
+static void replace_in(gv_op *op, gv_value *from, gv_value *to) {
+  for (int i = 0; i < op->nopnds; i++)
+    if (op->opnds[i] == from) op->opnds[i] = to;
+  for (int r = 0; r < op->nregions; r++) gv_replace_uses(op->regions[r], from, to);
+}
+
+static bool uses(const gv_op *op, const gv_value *v) {
+  for (int i = 0; i < op->nopnds; i++)
+    if (op->opnds[i] == v) return true;
+  for (int r = 0; r < op->nregions; r++)
+    for (const gv_op *o = op->regions[r]->first; o; o = o->next)
+      if (uses(o, v)) return true;
+  return false;
+}
+
+static bool name_is(const char *n, const char *prefix) { return n && !strncmp(n, prefix, strlen(prefix)); }
+
+int gv_pass_stage_stash(gv_module *m) {
+  const char *part = gv_pipe_opts.stash;
+  bool bwd = part && !strcmp(part, "backward");
+  if (!part || (!bwd && strcmp(part, "forward")))
+    return gv_error(m, "stage-stash: expected the part forward or backward (galv-opt --stash=forward|backward), got '%s'",
+                    part ? part : "(none)");
+  if (!m->main || !m->main->body) return gv_error(m, "stage-stash: module has no function");
+  gv_func *f = m->main;
+  gv_block *body = f->body;
+  gv_op *ret = gv_block_terminator(body);
+  if (!ret || ret->code != GV_OP_RETURN) return gv_error(m, "stage-stash: the function has no return");
+  int nf = 0, nb = 0;
+  for (int i = 0; i < ret->nopnds; i++) {
+    const char *n = f->res_names && i < f->nres_names ? f->res_names[i] : NULL;
+    nf += name_is(n, "pp.") && strcmp(n, "pp.seed");
+    nb += name_is(n, "grad:");
+  }
+  if (!nf || !nb)
+    return gv_error(m, "stage-stash: not an earlier pipeline stage's training function (it needs \"pp.\" results, the values "
+                       "sent on, and \"grad:\" results)");
+  /* number the top-level values: arguments, then results in program order */
+  clear_ids(body);
+  int nops = 0, nv = body->nargs;
+  for (gv_op *op = body->first; op; op = op->next)
+    if (!is_term(op)) {
+      if (!op->nres) return gv_error_op(m, op, "stage-stash: an op without results (cannot place it in an entry)");
+      nops++, nv += op->nres;
+    }
+  gv_op **ops = malloc(sizeof *ops * (size_t)(nops + 1));
+  gv_value **val = malloc(sizeof *val * (size_t)(nv + 1));
+  int *defk = malloc(sizeof *defk * (size_t)(nv + 1)); /* defining op index, -1: argument */
+  bool *needf = calloc((size_t)nv + 1, 1), *needb = calloc((size_t)nv + 1, 1), *freev = calloc((size_t)nv + 1, 1),
+       *gin = calloc((size_t)nv + 1, 1), *opf = calloc((size_t)nops + 1, 1), *opb = calloc((size_t)nops + 1, 1);
+  int *stash = malloc(sizeof *stash * (size_t)(nv + 1));
+  int rc = 0, ns = 0;
+  if (!ops || !val || !defk || !needf || !needb || !freev || !gin || !opf || !opb || !stash) {
+    rc = gv_error(m, "stage-stash: out of memory");
+    goto done;
+  }
+  for (int a = 0; a < body->nargs; a++) {
+    body->args[a]->id = a, val[a] = body->args[a], defk[a] = -1;
+    freev[a] = f->arg_is_param[a];
+    gin[a] = name_is(f->arg_names[a], "gin:");
+  }
+  int k = 0, id = body->nargs;
+  for (gv_op *op = body->first; op; op = op->next) {
+    if (is_term(op)) continue;
+    ops[k] = op;
+    bool fr = (!op->nopnds && !op->nregions) ||
+              ((gv_ops[op->code].flags & GV_VIEW) && op->nopnds >= 1 && !op->nregions && op->opnds[0]->id >= 0 &&
+               freev[op->opnds[0]->id]);
+    for (int i = 0; i < op->nres; i++) op->res[i]->id = id, val[id] = op->res[i], defk[id] = k, freev[id] = fr, id++;
+    k++;
+  }
+  /* forward: what the "pp." results need; backward: what the "grad:" results need beyond it */
+  for (int i = 0; i < ret->nopnds; i++) {
+    const char *n = f->res_names && i < f->nres_names ? f->res_names[i] : NULL;
+    if (ret->opnds[i]->id < 0) continue;
+    if (name_is(n, "pp.") && strcmp(n, "pp.seed")) needf[ret->opnds[i]->id] = true;
+    if (name_is(n, "grad:")) needb[ret->opnds[i]->id] = true;
+  }
+  for (k = nops - 1; k >= 0; k--) {
+    gv_op *op = ops[k];
+    for (int i = 0; i < op->nres && !opf[k]; i++) opf[k] = needf[op->res[i]->id];
+    if (opf[k]) each_use(op, mark, needf);
+  }
+  for (int a = 0; a < body->nargs; a++)
+    if (needf[a] && gin[a]) {
+      rc = gv_error(m, "stage-stash: the values sent on depend on the gradient input '%s'", f->arg_names[a]);
+      goto done;
+    }
+  for (k = nops - 1; k >= 0; k--) {
+    gv_op *op = ops[k];
+    bool need = false;
+    for (int i = 0; i < op->nres; i++) need |= needb[op->res[i]->id];
+    if (!need || (opf[k] && !freev[op->res[0]->id])) continue; /* a forward value: stashed, not recomputed */
+    opb[k] = true;
+    each_use(op, mark, needb);
+  }
+  /* the stash: forward values the backward reads */
+  for (int v = 0; v < nv; v++) {
+    if (!needb[v]) continue;
+    if (defk[v] < 0 ? (!f->arg_is_param[v] && !gin[v]) : (opf[defk[v]] && !opb[defk[v]])) stash[ns++] = v;
+  }
+  if (!bwd) {
+    /* forward entry: the forward ops; results = "pp." values, then the stash */
+    int n0 = 0;
+    gv_value **res = gv_alloc(m->arena, sizeof *res * (size_t)(ret->nopnds + ns + 1));
+    const char **names = gv_alloc(m->arena, sizeof *names * (size_t)(ret->nopnds + ns + 1));
+    for (int i = 0; i < ret->nopnds; i++) {
+      const char *n = f->res_names && i < f->nres_names ? f->res_names[i] : NULL;
+      if (name_is(n, "pp.") && strcmp(n, "pp.seed")) res[n0] = ret->opnds[i], names[n0++] = n;
+    }
+    for (int s = 0; s < ns; s++) {
+      char nm[32];
+      snprintf(nm, sizeof nm, "stash.%d", s);
+      res[n0] = val[stash[s]], names[n0++] = gv_strdup(m->arena, nm);
+    }
+    for (k = nops - 1; k >= 0; k--)
+      if (!opf[k]) gv_op_unlink(ops[k]);
+    gv_op_set_operands(m, ret, n0, res);
+    f->res_names = names;
+    f->nres_names = n0;
+  } else {
+    /* backward entry: the stash becomes galv.state inputs; the backward ops; results = "grad:" values */
+    if (!f->arg_is_state) {
+      int cap = f->cap_args > body->nargs ? f->cap_args : body->nargs;
+      f->arg_is_state = gv_alloc(m->arena, sizeof *f->arg_is_state * (size_t)(cap ? cap : 1));
+      memset(f->arg_is_state, 0, sizeof *f->arg_is_state * (size_t)(cap ? cap : 1));
+    }
+    for (int s = 0; s < ns; s++) {
+      char nm[32];
+      snprintf(nm, sizeof nm, "stash.%d", s);
+      gv_value *v = val[stash[s]];
+      gv_value *arg = gv_func_add_arg(m, f, nm, v->type, false);
+      f->arg_is_state[body->nargs - 1] = true;
+      arg->id = -1;
+      for (k = 0; k < nops; k++)
+        if (opb[k]) replace_in(ops[k], v, arg);
+      for (int i = 0; i < ret->nopnds; i++)
+        if (ret->opnds[i] == v) ret->opnds[i] = arg;
+    }
+    int n0 = 0;
+    gv_value **res = gv_alloc(m->arena, sizeof *res * (size_t)(ret->nopnds + 1));
+    const char **names = gv_alloc(m->arena, sizeof *names * (size_t)(ret->nopnds + 1));
+    for (int i = 0; i < ret->nopnds; i++) {
+      const char *n = f->res_names && i < f->nres_names ? f->res_names[i] : NULL;
+      if (name_is(n, "grad:")) res[n0] = ret->opnds[i], names[n0++] = n;
+    }
+    for (k = nops - 1; k >= 0; k--)
+      if (!opb[k]) gv_op_unlink(ops[k]);
+    gv_op_set_operands(m, ret, n0, res);
+    f->res_names = names;
+    f->nres_names = n0;
+    f->res_updates = NULL;
+  }
+  /* drop the inputs the entry does not read (parameters and, backward, "gin:" inputs stay) */
+  {
+    int kk = 0;
+    for (int a = 0; a < body->nargs; a++) {
+      gv_value *v = body->args[a];
+      bool keep = f->arg_is_param[a] || (bwd && name_is(f->arg_names[a], "gin:"));
+      for (gv_op *u = body->first; u && !keep; u = u->next) keep = uses(u, v);
+      if (!keep) continue;
+      body->args[kk] = v;
+      v->index = kk;
+      f->arg_names[kk] = f->arg_names[a];
+      f->arg_is_param[kk] = f->arg_is_param[a];
+      f->param_data[kk] = f->param_data[a];
+      if (f->arg_is_state) f->arg_is_state[kk] = f->arg_is_state[a];
+      if (f->arg_sharding) f->arg_sharding[kk] = f->arg_sharding[a];
+      kk++;
+    }
+    body->nargs = kk;
+  }
+done:
+  free(ops), free(val), free(defk), free(needf), free(needb), free(freev), free(gin), free(opf), free(opb), free(stash);
+  return rc;
+}
