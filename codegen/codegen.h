@@ -11,6 +11,11 @@
 typedef struct {
   bool quiet;      /* no progress lines on stderr */
   int nkernels;    /* out: kernel calls in the generated run function */
+  /* a second entry of the same program (a pipeline stage's backward entry,
+   * docs/pipeline.md): NAME writes program_NAME.c and weights_NAME.bin (no
+   * Makefile, runtime/ or launch) whose symbols are galv_NAME_* in place of
+   * galv_* (galv_NAME_program_run, galv_NAME_inputs, ...); NULL: the program */
+  const char *entry;
 } gv_emit_options;
 
 /* CPU target (codegen/cpu/): writes OUTDIR/program.c, weights.bin, Makefile

@@ -83,6 +83,120 @@ int gv_pipe_group_stats(gv_module *m, int ngroups, const int64_t *flops, gv_grou
   return 0;
 }
 
+/* gv_pipe_group_stash: per layer group, the bytes a stage's stash keeps per
+ * microbatch for it (passes/stage_stash.c), estimated on the whole model's
+ * training function (m: clustered, then loss and autodiff; forward ops carry
+ * `layer`, the loss and backward ops do not). A value the backward reads (a
+ * non-parameter input or a forward result used by an op that is neither
+ * forward nor on the loss's path) counts once in each group whose forward
+ * ops use it (the stage that runs that op's backward stashes it: a received
+ * value in the receiving stage), else in its defining group. */
+static void add_uses(const gv_op *op, const int *vid, void (*f)(void *, int), void *ctx) {
+  for (int i = 0; i < op->nopnds; i++)
+    if (op->opnds[i]->id >= 0 && vid[op->opnds[i]->id] >= 0) f(ctx, op->opnds[i]->id);
+  for (int r = 0; r < op->nregions; r++)
+    for (const gv_op *o = op->regions[r]->first; o; o = o->next) add_uses(o, vid, f, ctx);
+}
+static void clear_nested(gv_block *b) {
+  for (int a = 0; a < b->nargs; a++) b->args[a]->id = -1;
+  for (gv_op *o = b->first; o; o = o->next) {
+    for (int i = 0; i < o->nres; i++) o->res[i]->id = -1;
+    for (int r = 0; r < o->nregions; r++) clear_nested(o->regions[r]);
+  }
+}
+static void mark_id(void *ctx, int id) { ((bool *)ctx)[id] = true; }
+typedef struct {
+  const bool *needb;
+  int *lastg;
+  const int64_t *bytes;
+  int64_t *stash;
+  int g;
+} stash_ctx;
+static void count_id(void *vctx, int id) {
+  stash_ctx *c = vctx;
+  if (!c->needb[id] || c->lastg[id] == c->g) return;
+  c->lastg[id] = c->g;
+  c->stash[c->g] += c->bytes[id];
+}
+
+int gv_pipe_group_stash(gv_module *m, int ngroups, int64_t *stash) {
+  gv_func *f = m->main;
+  gv_block *body = f->body;
+  memset(stash, 0, sizeof *stash * (size_t)ngroups);
+  gv_op *ret = gv_block_terminator(body);
+  if (!ret || !ret->nopnds) return gv_error(m, "pipeline: the training function has no loss");
+  int nv = body->nargs, nops = 0;
+  for (gv_op *op = body->first; op; op = op->next) nv += op->nres, nops++;
+  int *vid = malloc(sizeof *vid * (size_t)(nv + 1)), *defl = malloc(sizeof *defl * (size_t)(nv + 1)),
+      *lastg = malloc(sizeof *lastg * (size_t)(nv + 1));
+  int64_t *bytes = calloc((size_t)nv + 1, sizeof *bytes);
+  bool *needb = calloc((size_t)nv + 1, 1), *lossv = calloc((size_t)nv + 1, 1);
+  gv_op **ops = malloc(sizeof *ops * (size_t)(nops + 1));
+  if (!vid || !defl || !lastg || !bytes || !needb || !lossv || !ops) {
+    free(vid), free(defl), free(lastg), free(bytes), free(needb), free(lossv), free(ops);
+    return gv_error(m, "pipeline: out of memory");
+  }
+  /* ids: top-level values only (the others' ids point past vid's range: reset to -1 below) */
+  int id = 0;
+  for (int a = 0; a < body->nargs; a++) {
+    body->args[a]->id = id, vid[id] = f->arg_is_param[a] ? -1 : 0, defl[id] = -1, lastg[id] = -1;
+    bytes[id++] = type_bytes(&body->args[a]->type);
+  }
+  int k = 0;
+  for (gv_op *op = body->first; op; op = op->next) {
+    ops[k++] = op;
+    int64_t l = gv_get_int(op, "layer", -1);
+    for (int i = 0; i < op->nres; i++) {
+      op->res[i]->id = id, vid[id] = 0, defl[id] = l >= 0 && l < ngroups ? (int)l : -1, lastg[id] = -1;
+      bytes[id++] = type_bytes(&op->res[i]->type);
+    }
+    for (int r = 0; r < op->nregions; r++) clear_nested(op->regions[r]);
+  }
+  /* the loss's path: the ops the first result needs */
+  if (ret->opnds[0]->id >= 0) lossv[ret->opnds[0]->id] = true;
+  for (k = nops - 1; k >= 0; k--) {
+    gv_op *op = ops[k];
+    bool need = false;
+    for (int i = 0; i < op->nres; i++) need |= lossv[op->res[i]->id];
+    if (need) add_uses(op, vid, mark_id, lossv);
+  }
+  /* what the backward reads */
+  for (k = 0; k < nops; k++) {
+    gv_op *op = ops[k];
+    if (is_term(op) || gv_get_int(op, "layer", -1) >= 0) continue;
+    bool onloss = false;
+    for (int i = 0; i < op->nres; i++) onloss |= lossv[op->res[i]->id];
+    if (!onloss) add_uses(op, vid, mark_id, needb);
+  }
+  for (int v = 0; v < nv; v++) /* only forward values (and inputs) are stashed */
+    if (needb[v] && v >= body->nargs && defl[v] < 0) needb[v] = false;
+  /* as stage-stash does: an elementwise forward op whose operands the backward reads anyway (or
+   * parameters, constants) is recomputed, not stashed */
+  for (k = 0; k < nops; k++) {
+    gv_op *op = ops[k];
+    if (gv_get_int(op, "layer", -1) < 0 || op->nres != 1 || op->nregions || !needb[op->res[0]->id] ||
+        (op->code != GV_OP_FUSED && !(gv_ops[op->code].flags & GV_ELEMENTWISE)))
+      continue;
+    bool ok = true;
+    for (int i = 0; i < op->nopnds && ok; i++) {
+      const gv_value *u = op->opnds[i];
+      ok = u->id >= 0 && (needb[u->id] || lastg[u->id] == -2 || vid[u->id] < 0 || (u->def && !u->def->nopnds && !u->def->nregions));
+    }
+    if (ok) needb[op->res[0]->id] = false, lastg[op->res[0]->id] = -2; /* -2: recomputed (available to the backward) */
+  }
+  stash_ctx c = {needb, lastg, bytes, stash, 0};
+  for (k = 0; k < nops; k++) {
+    int64_t l = gv_get_int(ops[k], "layer", -1);
+    if (l < 0 || l >= ngroups) continue;
+    c.g = (int)l;
+    add_uses(ops[k], vid, count_id, &c);
+  }
+  for (int v = body->nargs; v < nv; v++) /* read only by the backward: in its defining group */
+    if (needb[v] && lastg[v] == -1) stash[defl[v]] += bytes[v];
+  free(vid), free(defl), free(lastg), free(bytes), free(needb), free(lossv), free(ops);
+  return 0;
+}
+
 int gv_pipe_assign_stages(gv_module *m, const int *first, int nstages) {
   gv_block *body = m->main->body;
   for (gv_op *op = body->first; op; op = op->next) {
@@ -231,9 +345,12 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
  * with the floating-point "pp." inputs counted as parameters, so the
  * results are: loss (or "pp.seed"), grad:<param> per parameter, grad:pp.X
  * per received floating-point value, then (earlier stages) the "pp."
- * outputs again. The runtime runs it as the forward entry (gin = 0: the
- * sent values) and again as the backward entry (the microbatch's saved
- * inputs and the received gradients): recomputation at stage boundaries. */
+ * outputs again. An earlier stage's function is then split into a forward
+ * and a backward entry with a stash between them (passes/stage_stash.c);
+ * with galvc --pipeline-recompute the runtime runs it whole as the forward
+ * entry (gin = 0: the sent values) and again as the backward entry (the
+ * microbatch's saved inputs and the received gradients): recomputation at
+ * stage boundaries. */
 int gv_stage_train(gv_module *m, int s, int nstages) {
   gv_func *f = m->main;
   gv_block *body = f->body;

@@ -13,14 +13,17 @@
  *   none of them may depend on a "gin:" input;
  * - backward ops: the ops the "grad:" results need that are not forward ops;
  *   a constant, or a view of a parameter or constant, that both need is in
- *   both (copied, never stashed);
+ *   both (copied, never stashed); an elementwise forward op (or galv.fused)
+ *   whose operands the backward has anyway (stashed, copied) is recomputed
+ *   in the backward instead of stashing its result;
  * - the stash: the forward values (results of forward ops, and the non-
  *   parameter inputs: data and received values) that a backward op uses or a
  *   "grad:" result is; nothing else. Named "stash.N" in order (inputs first,
  *   then program order).
  *
  * forward: keeps the forward ops; results = the "pp." results then the stash
- * values ("stash.N"); drops the "gin:" inputs and unused inputs.
+ * values ("stash.N"); drops the "gin:" inputs and unused data inputs (every
+ * received "pp." input stays: its message arrives either way).
  * backward: keeps the backward ops; each stash value becomes an input
  * "stash.N" marked galv.state (it lives in the program's state buffer, the
  * microbatch's stash, not in the arena); results = the "grad:" results;
@@ -145,14 +148,44 @@ int gv_pass_stage_stash(gv_module *m) {
       rc = gv_error(m, "stage-stash: the values sent on depend on the gradient input '%s'", f->arg_names[a]);
       goto done;
     }
-  for (k = nops - 1; k >= 0; k--) {
-    gv_op *op = ops[k];
-    bool need = false;
-    for (int i = 0; i < op->nres; i++) need |= needb[op->res[i]->id];
-    if (!need || (opf[k] && !freev[op->res[0]->id])) continue; /* a forward value: stashed, not recomputed */
-    opb[k] = true;
-    each_use(op, mark, needb);
+  /* the backward: what the "grad:" results need; a forward op's results are stashed unless
+   * the op is free (a constant, a view of a parameter or constant) or recomputed */
+  bool *needb0 = calloc((size_t)nv + 1, 1), *recomp = calloc((size_t)nops + 1, 1), *avail = calloc((size_t)nv + 1, 1);
+  if (!needb0 || !recomp || !avail) {
+    free(needb0), free(recomp), free(avail);
+    rc = gv_error(m, "stage-stash: out of memory");
+    goto done;
   }
+  memcpy(needb0, needb, (size_t)nv);
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass) { /* again with the recomputed ops */
+      memcpy(needb, needb0, (size_t)nv);
+      memset(opb, 0, (size_t)nops);
+    }
+    for (k = nops - 1; k >= 0; k--) {
+      gv_op *op = ops[k];
+      bool need = false;
+      for (int i = 0; i < op->nres; i++) need |= needb[op->res[i]->id];
+      if (!need || (opf[k] && !freev[op->res[0]->id] && !recomp[k])) continue; /* a forward value: stashed */
+      opb[k] = true;
+      each_use(op, mark, needb);
+    }
+    if (pass) break;
+    /* an elementwise forward op whose operands the backward has anyway (stashed, free, recomputed)
+     * is recomputed in the backward instead of stashing its result */
+    for (int v = 0; v < nv; v++)
+      avail[v] = freev[v] || (needb[v] && (defk[v] < 0 ? !gin[v] : opf[defk[v]] && !opb[defk[v]]));
+    for (k = 0; k < nops; k++) {
+      gv_op *op = ops[k];
+      if (!opf[k] || opb[k] || op->nres != 1 || op->nregions || !needb[op->res[0]->id] ||
+          (op->code != GV_OP_FUSED && !(gv_ops[op->code].flags & GV_ELEMENTWISE)))
+        continue;
+      bool ok = true;
+      for (int i = 0; i < op->nopnds && ok; i++) ok = op->opnds[i]->id >= 0 && avail[op->opnds[i]->id];
+      if (ok) recomp[k] = true;
+    }
+  }
+  free(needb0), free(recomp), free(avail);
   /* the stash: forward values the backward reads */
   for (int v = 0; v < nv; v++) {
     if (!needb[v]) continue;
@@ -210,12 +243,13 @@ int gv_pass_stage_stash(gv_module *m) {
     f->nres_names = n0;
     f->res_updates = NULL;
   }
-  /* drop the inputs the entry does not read (parameters and, backward, "gin:" inputs stay) */
+  /* drop the inputs the entry does not read (parameters stay; the received "pp." inputs in the
+   * forward entry and the "gin:" inputs in the backward entry stay: the messages arrive anyway) */
   {
     int kk = 0;
     for (int a = 0; a < body->nargs; a++) {
       gv_value *v = body->args[a];
-      bool keep = f->arg_is_param[a] || (bwd && name_is(f->arg_names[a], "gin:"));
+      bool keep = f->arg_is_param[a] || (bwd ? name_is(f->arg_names[a], "gin:") : name_is(f->arg_names[a], "pp."));
       for (gv_op *u = body->first; u && !keep; u = u->next) keep = uses(u, v);
       if (!keep) continue;
       body->args[kk] = v;

@@ -150,6 +150,42 @@ GALV_PIPE_HD static inline void galv_pipe_opt_elem(const galv_pipe_opt *o, float
   }
 }
 
+/* training, an earlier stage with a stash (galvc without --pipeline-recompute):
+ * program.c is the stage's forward entry (outputs: the sent "pp." values and
+ * "stash.N"), program_bwd.c its backward entry (gv_emit_options.entry "bwd",
+ * weights_bwd.bin; inputs "gin:pp.X", the stash "stash.N" as its state
+ * buffer, planned offsets in .stash, .stash_bytes per microbatch; outputs
+ * grad:<param>, grad:pp.X). run == NULL: no backward entry (the last stage,
+ * inference, or the combined recomputing program of --pipeline-recompute). */
+typedef struct {
+  const galv_io *inputs, *outputs;
+  const int *ninputs, *noutputs;
+  const galv_io_split *input_split, *output_split;
+  const galv_state_entry *stash;
+  const int *nstash;
+  const int64_t *stash_bytes, *arena_bytes, *weights_bytes;
+  const int *nranks;
+  void (*run)(char *arena, const char *weights, char *state);
+  void (*comm_free)(void);
+  const char *weights_file; /* next to the program */
+} galv_pipe_entry;
+extern const galv_pipe_entry galv_pipe_bwd;
+
+/* the declarations and the galv_pipe_entry of program_N.c (pipe_stage.c uses them) */
+#define GALV_PIPE_ENTRY_DECL(N)                                                                                   \
+  extern const galv_io galv_##N##_inputs[], galv_##N##_outputs[];                                              \
+  extern const int galv_##N##_ninputs, galv_##N##_noutputs, galv_##N##_nstate, galv_##N##_nranks;             \
+  extern const galv_io_split galv_##N##_input_split[], galv_##N##_output_split[];                              \
+  extern const galv_state_entry galv_##N##_state[];                                                            \
+  extern const int64_t galv_##N##_state_bytes, galv_##N##_arena_bytes, galv_##N##_weights_bytes;              \
+  void galv_##N##_program_run(char *arena, const char *weights, char *state);                                  \
+  void galv_##N##_program_comm_free(void)
+#define GALV_PIPE_ENTRY(N)                                                                                        \
+  {galv_##N##_inputs,         galv_##N##_outputs,         &galv_##N##_ninputs,    &galv_##N##_noutputs,           \
+   galv_##N##_input_split,    galv_##N##_output_split,    galv_##N##_state,       &galv_##N##_nstate,             \
+   &galv_##N##_state_bytes,   &galv_##N##_arena_bytes,    &galv_##N##_weights_bytes, &galv_##N##_nranks,          \
+   galv_##N##_program_run,    galv_##N##_program_comm_free, "weights_" #N ".bin"}
+
 int galv_pipe_main(int argc, char **argv);
 
 #endif

@@ -46,6 +46,8 @@ void galv_spmd_attach(int rank, int size);
  * each at a multiple of galv_spmd_weights_stride(); maps this rank's block. */
 int64_t galv_spmd_weights_stride(void);
 const char *galv_spmd_map_weights(const char *path, size_t *len);
+/* The same for a weights file of `bytes` per rank (a second entry's, gv_emit_options.entry). */
+const char *galv_spmd_map_weights_of(const char *path, int64_t bytes, size_t *len);
 /* The global form of input i (dims, nbytes) that its file must have. */
 galv_io galv_spmd_global_io(const galv_io *local, const galv_io_split *s);
 /* Copies this rank's block of input i from the global tensor into dst. */

@@ -181,16 +181,24 @@ static void write_trace(const char *path, galv_comm *world, galv_queue *q, int r
  *
  *   ARGS: --batches DIR [--steps N] [-o OUTDIR] [--trace FILE] [--weights FILE] [--threads N]
  *
- * The stage program is one combined function (passes/stage_extract.c,
- * gv_stage_train): inputs = data slices, received "pp." values, "gin:pp.X"
- * (the gradient of a sent value); outputs = loss (last stage), grad:<param>,
- * grad:pp.X (the gradient of a received value), the sent "pp." values.
- * Forward entry F(j), earlier stages: the microbatch's inputs are kept (a
- * per-microbatch copy: the saved activations in flight), the program runs
- * with gin = 0 and the "pp." outputs go to the later stages. Backward entry
- * B(j): the saved inputs and the received gradients (summed over the
- * receiving stages) run the program again; the parameter gradients are
- * accumulated and grad:pp.X goes back. The last stage runs once per
+ * An earlier stage has two entries (passes/stage_stash.c): program.c, the
+ * forward entry (inputs = data slices and received "pp." values; outputs =
+ * the sent "pp." values and the stash "stash.N"), and program_bwd.c, the
+ * backward entry (galv_pipe_bwd: inputs "gin:pp.X", the gradients of the
+ * sent values; the stash as its state buffer; outputs grad:<param> and
+ * grad:pp.X). Forward entry F(j): the microbatch's inputs go into the arena,
+ * the forward entry runs, the "pp." outputs go to the later stages and the
+ * stash outputs are copied into a fresh per-microbatch stash buffer (planned
+ * offsets, .stash_bytes each: the saved activations in flight). Backward
+ * entry B(j): the received gradients (summed over the receiving stages) and
+ * the microbatch's stash run the backward entry; the parameter gradients are
+ * accumulated, grad:pp.X goes back, the stash is freed. With
+ * --pipeline-recompute (and on the CUDA target) the stage program is one
+ * combined function (passes/stage_extract.c gv_stage_train; no
+ * galv_pipe_bwd): F(j) keeps a copy of the microbatch's inputs and runs it
+ * with gin = 0, B(j) runs it again on them with the received gradients
+ * (recomputation). The last stage runs its combined program (forward,
+ * loss, backward) once per
  * microbatch in F(j) (loss, parameter gradients) and keeps its inputs'
  * gradients until B(j) sends them. After the B microbatches: gradients / B,
  * one optimizer update (torch formulas, as passes/optimizer.c) of this
@@ -203,6 +211,59 @@ static void write_trace(const char *path, galv_comm *world, galv_queue *q, int r
  * microbatch losses) and per stage the peak bytes of saved values in flight. */
 static const char *outp(int o, char *arena, const char *w) {
   return galv_outputs[o].in_weights ? w + galv_outputs[o].offset : arena + galv_outputs[o].offset;
+}
+
+/* how many stages receive the sent value NAME (each sends its gradient back) */
+static int gin_receivers(const char *name) {
+  int nd = 0;
+  for (int j = 0; j < galv_pipe_nout; j++)
+    if (!strcmp(galv_pipe_out[j].name, name))
+      for (int st = 0; st < galv_pipe_nstages; st++) nd += (int)(galv_pipe_out[j].dst >> st & 1);
+  return nd;
+}
+
+/* ok[o] per output of an entry: j+1 sent forward (galv_pipe_out[j]), 1000000+k the gradient of
+ * the received galv_pipe_in[k] (goff: its slot in the last stage's kept gradients), -(p+1)
+ * the gradient of parameter p, 2000000+i the stash slot bw->stash[i]; returns the "loss" output or -1 */
+static int classify_outputs(const galv_io *outs, const galv_io_split *sp, int n, int *ok, int64_t *goff, int64_t *g_bytes,
+                            const galv_pipe_entry *bw) {
+  int iloss = -1;
+  for (int o = 0; o < n; o++) {
+    const char *nm = outs[o].name;
+    if (!strcmp(nm, "loss")) iloss = o;
+    else if (!strncmp(nm, "grad:pp.", 8)) {
+      int k = -1;
+      for (int j = 0; j < galv_pipe_nin; j++)
+        if (!strcmp(galv_pipe_in[j].name, nm + 5)) k = j;
+      if (k < 0) galv_fatal("pipeline table: '%s' is not a received value", nm + 5);
+      ok[o] = 1000000 + k; /* a gradient to send back to galv_pipe_in[k].peer */
+      check_whole(&sp[o], nm);
+      goff[o] = *g_bytes;
+      *g_bytes += (outs[o].nbytes + 63) / 64 * 64;
+    } else if (!strncmp(nm, "grad:", 5)) {
+      int p = find(galv_pipe_params, galv_pipe_nparams, nm + 5);
+      if (p < 0) galv_fatal("pipeline table: no parameter '%s'", nm + 5);
+      if (outs[o].dtype != GALV_F32 || galv_pipe_params[p].dtype != GALV_F32) galv_fatal("parameter '%s' is not f32", nm + 5);
+      check_whole(&sp[o], nm);
+      if (outs[o].nbytes != galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes)
+        galv_fatal("pipeline table: the gradient '%s' and its parameter differ in size", nm);
+      ok[o] = -(p + 1);
+    } else if (!strncmp(nm, "stash.", 6)) {
+      int i = 0;
+      while (bw && i < *bw->nstash && strcmp(bw->stash[i].name, nm)) i++;
+      if (!bw || i == *bw->nstash) galv_fatal("pipeline table: the backward entry has no stash slot '%s'", nm);
+      if (bw->stash[i].nbytes != outs[o].nbytes) galv_fatal("pipeline table: stash slot '%s' differs in size between the entries", nm);
+      ok[o] = 2000000 + i;
+    } else {
+      for (int j = 0; j < galv_pipe_nout; j++)
+        if (!strcmp(galv_pipe_out[j].name, nm)) ok[o] = j + 1, check_whole(&sp[o], nm); /* a value sent forward */
+    }
+  }
+  return iloss;
+}
+
+static const char *outp_of(const galv_io *outs, int o, char *arena, const char *w) {
+  return outs[o].in_weights ? w + outs[o].offset : arena + outs[o].offset;
 }
 
 static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, int rank, int size) {
@@ -237,18 +298,56 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   size_t wlen = 0;
   const char *mapped = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
   char *W = upload(mapped, (size_t)galv_weights_bytes);   /* writable: the parameters are updated */
+  /* an earlier stage with a stash: its backward entry (program_bwd.c, weights_bwd.bin next to weights.bin);
+   * both weights blocks start with the same parameters, copied over after each update */
+  const galv_pipe_entry *bw = !last && galv_pipe_bwd.run ? &galv_pipe_bwd : NULL;
+  char *Wb = W;
+  int64_t pspan = 0;
+  for (int p = 0; p < galv_pipe_nparams; p++)
+    if (galv_pipe_params[p].offset + galv_pipe_params[p].nbytes > pspan) pspan = galv_pipe_params[p].offset + galv_pipe_params[p].nbytes;
+  if (bw) {
+    char bpath[PATH_MAX + 64];
+    const char *sl = strrchr(wpath, '/');
+    snprintf(bpath, sizeof bpath, "%.*s%s", sl ? (int)(sl - wpath + 1) : 0, wpath, bw->weights_file);
+    if (D != &cpu_dev) galv_fatal("a stage's backward entry runs on the host target only (rebuild with --pipeline-recompute)");
+    if (*bw->nranks != galv_nranks)
+      galv_fatal("pipeline table: the backward entry has %d ranks, the forward entry %d", *bw->nranks, galv_nranks);
+    size_t blen = 0;
+    const char *mbw = galv_spmd_map_weights_of(bpath, *bw->weights_bytes, &blen);
+    if (*bw->weights_bytes < pspan || galv_weights_bytes < pspan || memcmp(mbw, mapped, (size_t)pspan))
+      galv_fatal("%s: the backward entry's parameters differ from %s's (rebuild with galvc)", bpath, wpath);
+    Wb = upload(mbw, (size_t)*bw->weights_bytes);
+  }
+  /* the backward entry's tables (the combined program's without a stash) */
+  const galv_io *bin = bw ? bw->inputs : galv_inputs, *bout = bw ? bw->outputs : galv_outputs;
+  const galv_io_split *bins = bw ? bw->input_split : galv_input_split, *bouts = bw ? bw->output_split : galv_output_split;
+  const int nbi = bw ? *bw->ninputs : galv_ninputs, nbo = bw ? *bw->noutputs : galv_noutputs;
 
-  /* inputs: 0 data (a batch file), k+1 received (galv_pipe_in[k]), -(o+1) gin of output o */
+  /* inputs: 0 data (a batch file), k+1 received (galv_pipe_in[k]), -1 gin (the combined program) */
   int ni = galv_ninputs, no = galv_noutputs;
-  int *ik = calloc((size_t)ni + 1, sizeof *ik), *ok = calloc((size_t)no + 1, sizeof *ok), *ng = calloc((size_t)ni + 1, sizeof *ng);
+  int *ik = calloc((size_t)ni + 1, sizeof *ik), *ok = calloc((size_t)no + 1, sizeof *ok), *ng = calloc((size_t)nbi + 1, sizeof *ng);
+  int *okb = bw ? calloc((size_t)nbo + 1, sizeof *okb) : ok;
   int64_t *ioff = calloc((size_t)ni + 1, sizeof *ioff), *goff = calloc((size_t)no + 1, sizeof *goff);
   galv_tensor *bat = calloc((size_t)ni + 1, sizeof *bat);
   int64_t *nbat = calloc((size_t)ni + 1, sizeof *nbat), *gnb = calloc((size_t)ni + 1, sizeof *gnb);
-  char **gbuf = calloc((size_t)ni + 1, sizeof *gbuf);
+  char **gbuf = calloc((size_t)nbi + 1, sizeof *gbuf); /* per backward input "gin:pp.X": one gradient per receiving stage */
   float **acc = calloc((size_t)galv_pipe_nparams + 1, sizeof *acc), **st1 = calloc((size_t)galv_pipe_nparams + 1, sizeof *st1),
         **st2 = calloc((size_t)galv_pipe_nparams + 1, sizeof *st2);
   char **stash = calloc((size_t)B, sizeof *stash);
-  if (!ik || !ok || !ng || !ioff || !goff || !bat || !nbat || !gnb || !gbuf || !acc || !st1 || !st2 || !stash) galv_fatal("out of memory");
+  if (!ik || !ok || !okb || !ng || !ioff || !goff || !bat || !nbat || !gnb || !gbuf || !acc || !st1 || !st2 || !stash)
+    galv_fatal("out of memory");
+  for (int i = 0; i < nbi; i++) {
+    const galv_io *d = &bin[i];
+    if (strncmp(d->name, "gin:", 4)) {
+      if (bw) galv_fatal("pipeline table: the backward entry's input '%s' is not a gradient input", d->name);
+      continue;
+    }
+    if (find(galv_outputs, no, d->name + 4) < 0) galv_fatal("pipeline table: no output '%s' for the gradient input '%s'", d->name + 4, d->name);
+    ng[i] = gin_receivers(d->name + 4); /* the stages that received the value: one gradient each */
+    check_whole(&bins[i], d->name);
+    if (d->dtype != GALV_F32) galv_fatal("gradient input '%s' is not f32", d->name);
+    gbuf[i] = D->alloc((size_t)d->nbytes * (size_t)(ng[i] ? ng[i] : 1));
+  }
   int64_t in_bytes = 0, g_bytes = 0, dmax = 0;
   for (int i = 0; i < ni; i++) {
     const galv_io *d = &galv_inputs[i];
@@ -256,16 +355,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     for (int j = 0; j < galv_pipe_nin; j++)
       if (!strcmp(galv_pipe_in[j].name, d->name)) k = j;
     if (!strncmp(d->name, "gin:", 4)) {
-      int o = find(galv_outputs, no, d->name + 4);
-      if (o < 0) galv_fatal("pipeline table: no output '%s' for the gradient input '%s'", d->name + 4, d->name);
-      int nd = 0;
-      for (int j = 0; j < galv_pipe_nout; j++)
-        if (!strcmp(galv_pipe_out[j].name, d->name + 4))
-          for (int st = 0; st < S; st++) nd += (int)(galv_pipe_out[j].dst >> st & 1);
-      ik[i] = -(o + 1);
-      ng[i] = nd; /* the stages that received the value: one gradient each */
-      check_whole(&galv_input_split[i], d->name);
-      if (d->dtype != GALV_F32) galv_fatal("gradient input '%s' is not f32", d->name);
+      if (bw) galv_fatal("pipeline table: the forward entry has the gradient input '%s'", d->name);
+      ik[i] = -1;
       continue;
     }
     ioff[i] = in_bytes;
@@ -290,33 +381,15 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
                  "(optionally with a leading steps dim)", path, d->name, B, d->rank ? (long long)gd.dims[0] : 0LL);
     nbat[i] = lead ? bat[i].dims[0] : 1;
   }
-  for (int i = 0; i < ni; i++)
-    if (ik[i] < 0) gbuf[i] = D->alloc((size_t)galv_inputs[i].nbytes * (size_t)(ng[i] ? ng[i] : 1));
-  int iloss = -1;
-  for (int o = 0; o < no; o++) {
-    const char *n = galv_outputs[o].name;
-    if (!strcmp(n, "loss")) iloss = o;
-    else if (!strncmp(n, "grad:pp.", 8)) {
-      int k = -1;
-      for (int j = 0; j < galv_pipe_nin; j++)
-        if (!strcmp(galv_pipe_in[j].name, n + 5)) k = j;
-      if (k < 0) galv_fatal("pipeline table: '%s' is not a received value", n + 5);
-      ok[o] = 1000000 + k; /* a gradient to send back to galv_pipe_in[k].peer */
-      check_whole(&galv_output_split[o], n);
-      goff[o] = g_bytes;
-      g_bytes += (galv_outputs[o].nbytes + 63) / 64 * 64;
-    } else if (!strncmp(n, "grad:", 5)) {
-      int p = find(galv_pipe_params, galv_pipe_nparams, n + 5);
-      if (p < 0) galv_fatal("pipeline table: no parameter '%s'", n + 5);
-      if (galv_outputs[o].dtype != GALV_F32 || galv_pipe_params[p].dtype != GALV_F32) galv_fatal("parameter '%s' is not f32", n + 5);
-      check_whole(&galv_output_split[o], n);
-      if (galv_outputs[o].nbytes != galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes)
-        galv_fatal("pipeline table: the gradient '%s' and its parameter differ in size", n);
-      ok[o] = -(p + 1);
-    } else {
-      for (int j = 0; j < galv_pipe_nout; j++)
-        if (!strcmp(galv_pipe_out[j].name, n)) ok[o] = j + 1, check_whole(&galv_output_split[o], n); /* a value sent forward */
-    }
+  int iloss = classify_outputs(galv_outputs, galv_output_split, no, ok, goff, &g_bytes, bw);
+  if (bw) {
+    int64_t *gb = calloc((size_t)nbo + 1, sizeof *gb), gbb = 0;
+    if (!gb) galv_fatal("out of memory");
+    if (classify_outputs(bout, bouts, nbo, okb, gb, &gbb, NULL) >= 0) galv_fatal("pipeline table: an earlier stage's backward entry has a loss");
+    free(gb);
+    int ns = 0; /* every stash slot is written by the forward entry */
+    for (int o = 0; o < no; o++) ns += ok[o] >= 2000000;
+    if (ns != *bw->nstash) galv_fatal("pipeline table: the forward entry writes %d stash values, the backward entry reads %d", ns, *bw->nstash);
   }
   if (last && iloss < 0) galv_fatal("the last stage's program has no 'loss' output");
   int adamw = !strcmp(galv_pipe_optimizer, "adamw");
@@ -334,10 +407,12 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int p = 0; p < galv_pipe_nparams; p++)
     if (galv_pipe_param_split[p].starts && galv_pipe_params[p].nbytes > gmax) gmax = galv_pipe_params[p].nbytes;
   float *gblk = D->alloc((size_t)gmax); /* a split parameter's block of its (whole) gradient */
-  char *inbuf = last ? D->alloc((size_t)in_bytes) : NULL;
+  char *inbuf = last || bw ? D->alloc((size_t)in_bytes) : NULL; /* a forward's inputs (received, data slices) */
   char *hin = malloc((size_t)dmax + 64); /* a data slice on the host, before its copy */
   if (!hin) galv_fatal("out of memory");
-  size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
+  /* one arena for both entries (each planned on its own; they never run at once) */
+  int64_t amax = bw && *bw->arena_bytes > galv_arena_bytes ? *bw->arena_bytes : galv_arena_bytes;
+  size_t abytes = (size_t)(amax ? amax : 64);
   char *arena = D->alloc(abytes);
   D->fill(arena, FILL, abytes);
 
@@ -345,7 +420,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   galv_pipe_act *acts = malloc(sizeof *acts * (size_t)(2 * B));
   if (!acts) galv_fatal("out of memory");
   const int na = galv_pipe_order(S, me, B, galv_pipe_schedule, acts); /* galv_pipe_sched.h: also galvc's --trace-plan */
-  const int64_t sbytes = last ? g_bytes : in_bytes; /* saved per microbatch in flight */
+  /* saved per microbatch in flight: the stash; without one the inputs (recomputed from); the last stage its inputs' gradients */
+  const int64_t sbytes = bw ? *bw->stash_bytes : last ? g_bytes : in_bytes;
   int64_t live = 0, peak = 0;
   int inflight = 0, peak_mb = 0;
   double tstart = now_us(), tcomp = 0;
@@ -368,16 +444,16 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
               if (v->dst >> st & 1) galv_pipe_xfer_send(galv_pipe_xfer_find(v->name, 0, me, st), outp(o, arena, W), q), nops++;
           }
       if (pa && !pa->fwd) /* the previous backward's gradients of the received values */
-        for (int o = 0; o < no; o++)
-          if (ok[o] >= 1000000) {
-            const char *src = last ? stash[pa->mb] + goff[o] : outp(o, arena, W);
-            const galv_pipe_value *v = &galv_pipe_in[ok[o] - 1000000];
+        for (int o = 0; o < nbo; o++)
+          if (okb[o] >= 1000000 && okb[o] < 2000000) {
+            const char *src = last ? stash[pa->mb] + goff[o] : outp_of(bout, o, arena, Wb);
+            const galv_pipe_value *v = &galv_pipe_in[okb[o] - 1000000];
             galv_pipe_xfer_send(galv_pipe_xfer_find(v->name, 1, me, v->peer), src, q), nops++;
           }
       if (pa && !pa->fwd && last) to_free = stash[pa->mb], stash[pa->mb] = NULL;
       if (a && a->fwd) {
         char *dst = inbuf;
-        if (!last) {
+        if (!last && !bw) { /* recomputation: the inputs are what is saved */
           dst = stash[a->mb] = D->alloc((size_t)in_bytes);
           live += sbytes, inflight++;
           if (live > peak) peak = live;
@@ -390,15 +466,15 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           }
       }
       if (a && !a->fwd && !last)
-        for (int i = 0; i < ni; i++)
-          if (ik[i] < 0) {
-            const char *oname = galv_outputs[-ik[i] - 1].name;
+        for (int i = 0; i < nbi; i++)
+          if (gbuf[i]) {
+            const char *oname = bin[i].name + 4;
             int c = 0;
             for (int j = 0; j < galv_pipe_nout; j++)
               if (!strcmp(galv_pipe_out[j].name, oname))
                 for (int st = 0; st < S; st++)
                   if (galv_pipe_out[j].dst >> st & 1)
-                    galv_pipe_xfer_recv(galv_pipe_xfer_find(oname, 1, st, me), gbuf[i] + (size_t)c++ * (size_t)galv_inputs[i].nbytes,
+                    galv_pipe_xfer_recv(galv_pipe_xfer_find(oname, 1, st, me), gbuf[i] + (size_t)c++ * (size_t)bin[i].nbytes,
                                         q), nops++;
           }
       galv_group_end();
@@ -410,32 +486,47 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       /* compute */
       double t1 = now_us();
       if (a->fwd || !last) {
-        char *src = last ? inbuf : stash[a->mb];
-        for (int i = 0; i < ni; i++) {
-          const galv_io *d = &galv_inputs[i];
-          GALV_UNPOISON(arena + d->offset, d->nbytes);
-          if (ik[i] == 0 && a->fwd) { /* this rank's block of the microbatch's slice of the step's batch */
-            int64_t b = nbat[i] > 1 ? step % nbat[i] : 0;
-            galv_spmd_block(d, &galv_input_split[i], hin, (char *)bat[i].data + ((size_t)b * (size_t)B + (size_t)a->mb) * (size_t)gnb[i]);
-            D->h2d(src + ioff[i], hin, (size_t)d->nbytes);
+        char *src = last || bw ? inbuf : stash[a->mb];
+        if (a->fwd || !bw)
+          for (int i = 0; i < ni; i++) {
+            const galv_io *d = &galv_inputs[i];
+            GALV_UNPOISON(arena + d->offset, d->nbytes);
+            if (ik[i] == 0 && a->fwd) { /* this rank's block of the microbatch's slice of the step's batch */
+              int64_t b = nbat[i] > 1 ? step % nbat[i] : 0;
+              galv_spmd_block(d, &galv_input_split[i], hin, (char *)bat[i].data + ((size_t)b * (size_t)B + (size_t)a->mb) * (size_t)gnb[i]);
+              D->h2d(src + ioff[i], hin, (size_t)d->nbytes);
+            }
+            if (ik[i] >= 0) D->copy(arena + d->offset, src + ioff[i], (size_t)d->nbytes);
+            else if (a->fwd) D->fill(arena + d->offset, 0, (size_t)d->nbytes); /* recomputation: gin = 0 */
           }
-          if (ik[i] >= 0) D->copy(arena + d->offset, src + ioff[i], (size_t)d->nbytes);
-          else if (a->fwd) D->fill(arena + d->offset, 0, (size_t)d->nbytes);
-          else { /* the gradient: the sum over the stages that received the value */
+        for (int i = 0; i < nbi && !a->fwd; i++)
+          if (gbuf[i]) { /* the gradient: the sum over the stages that received the value */
+            const galv_io *d = &bin[i];
+            GALV_UNPOISON(arena + d->offset, d->nbytes);
             float *g = (float *)(void *)(arena + d->offset);
             D->copy(g, gbuf[i], (size_t)d->nbytes);
             for (int r = 1; r < ng[i]; r++)
               D->add_f32(g, (const float *)(const void *)(gbuf[i] + (size_t)r * (size_t)d->nbytes), (size_t)d->nbytes / 4);
           }
-        }
-        D->run(arena, W);
-        for (int o = 0; o < no; o++)
-          if (!galv_outputs[o].in_weights) GALV_UNPOISON(arena + galv_outputs[o].offset, galv_outputs[o].nbytes);
-        if (!a->fwd || last) { /* backward: accumulate the parameter gradients */
+        if (bw && !a->fwd) bw->run(arena, Wb, stash[a->mb]); /* the stash is the backward entry's state buffer */
+        else D->run(arena, W);
+        const galv_io *outs = bw && !a->fwd ? bout : galv_outputs;
+        for (int o = 0, n = bw && !a->fwd ? nbo : no; o < n; o++)
+          if (!outs[o].in_weights) GALV_UNPOISON(arena + outs[o].offset, outs[o].nbytes);
+        if (bw && a->fwd) { /* the microbatch's stash: the forward values the backward entry reads */
+          stash[a->mb] = D->alloc((size_t)sbytes);
+          live += sbytes, inflight++;
+          if (live > peak) peak = live;
+          if (inflight > peak_mb) peak_mb = inflight;
           for (int o = 0; o < no; o++)
-            if (ok[o] < 0) {
-              int p = -ok[o] - 1;
-              const float *g = (const float *)(const void *)outp(o, arena, W);
+            if (ok[o] >= 2000000)
+              D->copy(stash[a->mb] + bw->stash[ok[o] - 2000000].offset, outp(o, arena, W), (size_t)galv_outputs[o].nbytes);
+        }
+        if (!a->fwd || last) { /* backward: accumulate the parameter gradients */
+          for (int o = 0; o < nbo; o++)
+            if (okb[o] < 0) {
+              int p = -okb[o] - 1;
+              const float *g = (const float *)(const void *)outp_of(bout, o, arena, Wb);
               if (galv_pipe_param_split[p].starts) { /* the whole gradient: this rank's block of it */
                 D->block(&galv_pipe_params[p], &galv_pipe_param_split[p], gblk, g);
                 g = gblk;
@@ -452,7 +543,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           if (live > peak) peak = live;
           if (inflight > peak_mb) peak_mb = inflight;
           for (int o = 0; o < no; o++)
-            if (ok[o] >= 1000000) D->copy(stash[a->mb] + goff[o], outp(o, arena, W), (size_t)galv_outputs[o].nbytes);
+            if (ok[o] >= 1000000 && ok[o] < 2000000) D->copy(stash[a->mb] + goff[o], outp(o, arena, W), (size_t)galv_outputs[o].nbytes);
         } else if (!a->fwd) {
           D->release(stash[a->mb]);
           stash[a->mb] = NULL;
@@ -474,6 +565,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     for (int p = 0; p < galv_pipe_nparams; p++)
       D->optimizer(&op, (float *)(void *)(W + galv_pipe_params[p].offset), st1[p], st2[p], acc[p],
                    (size_t)galv_pipe_params[p].nbytes / 4);
+    if (bw) D->copy(Wb, W, (size_t)pspan); /* the backward entry's copy of the parameters */
     if (last && lrank == 0) printf("step %ld loss %.9g\n", step, loss / B);
   }
   double total = now_us() - tstart;
@@ -505,7 +597,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   galv_pipe_xfer_report((long)B * steps);
   fflush(stdout);
   if (trace) write_trace(trace, world, q, rank, size);
-  for (int i = 0; i < ni; i++) free(bat[i].data), D->release(gbuf[i]);
+  for (int i = 0; i < ni; i++) free(bat[i].data);
+  for (int i = 0; i < nbi; i++)
+    if (gbuf[i]) D->release(gbuf[i]);
+  if (bw) free(okb), D->release(Wb), bw->comm_free();
   for (int p = 0; p < galv_pipe_nparams; p++) D->release(acc[p]), D->release(st1[p]), D->release(st2[p]);
   for (int j = 0; j < B; j++) D->release(stash[j]);
   D->release(gblk), D->release(inbuf), D->release(arena), D->release(W);

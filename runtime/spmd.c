@@ -42,9 +42,11 @@ int galv_spmd_rank(void) { return rank_; }
 
 int64_t galv_spmd_weights_stride(void) { return galv_nranks > 1 ? (galv_weights_bytes + 4095) / 4096 * 4096 : galv_weights_bytes; }
 
-const char *galv_spmd_map_weights(const char *path, size_t *len) {
-  if (galv_nranks <= 1) return galv_map_weights(path, galv_weights_bytes, len);
-  int64_t stride = galv_spmd_weights_stride(), expect = stride * galv_nranks;
+const char *galv_spmd_map_weights(const char *path, size_t *len) { return galv_spmd_map_weights_of(path, galv_weights_bytes, len); }
+
+const char *galv_spmd_map_weights_of(const char *path, int64_t bytes, size_t *len) {
+  if (galv_nranks <= 1) return galv_map_weights(path, bytes, len);
+  int64_t stride = (bytes + 4095) / 4096 * 4096, expect = stride * galv_nranks;
   int fd = open(path, O_RDONLY);
   if (fd < 0) galv_fatal("%s: cannot open the weights file: %s", path, strerror(errno));
   struct stat st;
@@ -57,13 +59,13 @@ const char *galv_spmd_map_weights(const char *path, size_t *len) {
     galv_fatal("%s: weights file has %lld bytes, the program expects %lld (%d ranks x %lld; rebuild with galvc)", path,
                (long long)st.st_size, (long long)expect, galv_nranks, (long long)stride);
   }
-  *len = (size_t)galv_weights_bytes;
-  if (!galv_weights_bytes) {
+  *len = (size_t)bytes;
+  if (!bytes) {
     close(fd);
     static const char none[64];
     return none;
   }
-  void *p = mmap(NULL, (size_t)galv_weights_bytes, PROT_READ, MAP_PRIVATE, fd, (off_t)(stride * rank_));
+  void *p = mmap(NULL, (size_t)bytes, PROT_READ, MAP_PRIVATE, fd, (off_t)(stride * rank_));
   close(fd);
   if (p == MAP_FAILED) galv_fatal("%s: cannot map rank %d's block of the weights file: %s", path, rank_, strerror(errno));
   return p;

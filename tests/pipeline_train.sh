@@ -5,8 +5,10 @@
 # order that could deadlock times out) and `timeout`, 2 AdamW steps of GPT-2
 # tiny (2 layers, hidden 32, batch 8 x seq 8) print the single-device
 # program's losses and leave its weights (rtol 1e-4, atol 1e-5), for pp=2
-# (B = 2, 4), pp=3 and pp=4 (B = 4), both schedules. Per stage the runtime
-# prints the peak bytes of the saved values in flight: 1F1B's is below
+# (B = 2, 4), pp=3 and pp=4 (B = 4), both schedules, and pp=2 B=4 1F1B with
+# --pipeline-recompute (one combined program per stage); the earlier stages
+# have a backward entry (program_bwd.c) exactly when stashing. Per stage the runtime
+# prints the peak bytes of the saved values in flight (the stashes): 1F1B's is below
 # GPipe's on every stage with S - s < B and equal elsewhere (GPipe holds B
 # microbatches, 1F1B min(B, S - s)), as planner/pipeline.c's memory model
 # says. tests/pipe_trace_check.py: galvc's --trace-plan training timeline
@@ -25,7 +27,7 @@ export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mech
 RUNAS=()
 [ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
 export MPIRUN="mpirun ${RUNAS[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS"
-CASES=${GALV_PIPE_TRAIN_CASES:-2:2:gpipe 2:4:gpipe 2:2:1f1b 2:4:1f1b 3:4:gpipe 3:4:1f1b 4:4:gpipe 4:4:1f1b}
+CASES=${GALV_PIPE_TRAIN_CASES:-2:2:gpipe 2:4:gpipe 2:2:1f1b 2:4:1f1b 3:4:gpipe 3:4:1f1b 4:4:gpipe 4:4:1f1b 2:4:1f1b:recompute}
 pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
@@ -43,15 +45,23 @@ timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train --target cpu
 timeout 120 "$T/one/program" --batches "$T/b" --steps 2 -o "$T/one.w" >"$T/one.log" 2>"$T/err" ||
   { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
 for c in $CASES; do
-  IFS=: read -r S B SC <<<"$c"
-  d="$T/pp$S-$B-$SC"
+  IFS=: read -r S B SC MODE <<<"$c"
+  d="$T/pp$S-$B-$SC${MODE:+-$MODE}"
   if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages "$S" --microbatches "$B" --schedule "$SC" \
-      --trace-plan "$d.plan.json" -q -o "$d/" 2>"$T/err"; then
-    bad "pp=$S B=$B $SC: galvc: $(head -3 "$T/err")"
+      ${MODE:+--pipeline-$MODE} --trace-plan "$d.plan.json" -q -o "$d/" 2>"$T/err"; then
+    bad "pp=$S B=$B $SC $MODE: galvc: $(head -3 "$T/err")"
     continue
   fi
+  # the earlier stages have a backward entry (stash) unless --pipeline-recompute; the last stage never
+  for ((s = 0; s < S; s++)); do
+    want=1
+    [ "$s" = $((S - 1)) ] || [ -n "$MODE" ] && want=0
+    has=0
+    [ -f "$d/stage$s/program_bwd.c" ] && has=1
+    [ "$has" = "$want" ] || bad "pp=$S B=$B $SC $MODE: stage $s: program_bwd.c $([ "$want" = 1 ] && echo missing || echo unexpected)"
+  done
   if ! timeout 120 "$d/launch" --batches "$T/b" --steps 2 -o "$d.w" --trace "$d.trace.json" >"$d.log" 2>"$T/err"; then
-    bad "pp=$S B=$B $SC: run: $(grep -m3 -i error "$T/err" "$d.log")"
+    bad "pp=$S B=$B $SC $MODE: run: $(grep -m3 -i error "$T/err" "$d.log")"
     continue
   fi
   if msg=$(python3 - "$T/one.log" "$d.log" "$T/one.w" "$d.w" "$d.trace.json" "$S" "$B" 2>&1 <<'PY'
@@ -75,15 +85,15 @@ if len(fw) != S * B or len(bw) != S * B: sys.exit(f"trace: {len(fw)} forward, {l
 print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}, trace ok")
 PY
 ); then
-    ok "pp=$S B=$B $SC: $msg"
+    ok "pp=$S B=$B $SC $MODE: $msg"
   else
-    bad "pp=$S B=$B $SC: $msg"
+    bad "pp=$S B=$B $SC $MODE: $msg"
   fi
   # the cost model's training timeline: the runtime's order, the dependencies, step = makespan; the run in the same order
   if msg=$(python3 "$SRC/tests/pipe_trace_check.py" "$d.plan.json" "$d.trace.json" "$S" "$B" "$SC" 2>&1); then
-    ok "pp=$S B=$B $SC: $msg"
+    ok "pp=$S B=$B $SC $MODE: $msg"
   else
-    bad "pp=$S B=$B $SC trace: $msg"
+    bad "pp=$S B=$B $SC $MODE trace: $msg"
   fi
 done
 # the checker rejects a timeline in the other schedule's order

@@ -93,6 +93,9 @@ static void usage(FILE *f) {
           "                           plan's tiles, each byte once, then an all-gather inside the receiving stage\n"
           "                           --target cuda (the default with --gpus): CUDA stage programs (make: NCCL,\n"
           "                           make COMM=staged: ranks sharing a GPU, make cpu; fp32; docs/cuda-target.md)\n"
+          "                           --train: an earlier stage's program has a forward and a backward entry with a\n"
+          "                           per-microbatch stash between them (cpu); --pipeline-recompute (and cuda): one\n"
+          "                           combined program per stage that recomputes its forward in the backward\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line\n"
           "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"
           "                           h100-sxm, h200, cpu-local (default cpu-local)\n"
@@ -220,12 +223,12 @@ static bool is_dir_arg(const char *out) {
 }
 
 /* Emit: the target's program (CPU: program.c; CUDA: program.cu), weights.bin, Makefile, runtime/. */
-static int emit_program(gv_module *m, const char *dir, int quiet, const gv_cuda_options *cuda) {
-  gv_emit_options eo = {.quiet = quiet};
+static int emit_program(gv_module *m, const char *dir, int quiet, const gv_cuda_options *cuda, const char *entry) {
+  gv_emit_options eo = {.quiet = quiet, .entry = entry};
   double t = now();
   if (cuda ? gv_emit_cuda(m, dir, &eo, cuda) : gv_emit_cpu(m, dir, &eo)) return 1;
-  if (!quiet) fprintf(stderr, "galvc: wrote %s%sprogram.%s (%d kernels, %.3f s)\n", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
-                      cuda ? "cu" : "c", eo.nkernels, now() - t);
+  if (!quiet) fprintf(stderr, "galvc: wrote %s%sprogram%s%s.%s (%d kernels, %.3f s)\n", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+                      entry ? "_" : "", entry ? entry : "", cuda ? "cu" : "c", eo.nkernels, now() - t);
   return 0;
 }
 
@@ -315,6 +318,7 @@ typedef struct {
   gv_schedule sched;
   const char *trace_plan;
   bool analytic;          /* --stage-cost analytic: gv_stage_cost_analytic instead of the intra-operator planner */
+  bool recompute;         /* --pipeline-recompute: training stages as one combined program (no stash) */
   int naxes;             /* stages of more than one device: each stage's mesh (--strategy / --mesh), 0: the planner's */
   const char *axn[3];
   int64_t axs[3];
@@ -514,6 +518,16 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_pipe_plan *tmp = calloc(1, sizeof *tmp);
   if (!gs || !tmp) { free(gs); free(tmp); gv_module_free(m); return gv_error_plain("out of memory"), -1; }
   gv_pipe_group_stats(m, k, g.flops, gs);
+  if (train) { /* what an earlier stage keeps per microbatch in flight: its stash (the whole model's loss and autodiff) */
+    static const char *const la[] = {"loss", "autodiff"};
+    int64_t *st = calloc((size_t)k, sizeof *st);
+    if (!st || run_named(m, la, 2, 1, verify_each) || gv_pipe_group_stash(m, k, st)) {
+      free(st), free(gs), free(tmp), gv_module_free(m);
+      return -1;
+    }
+    for (int i = 0; i < k; i++) gs[i].act_bytes = st[i];
+    free(st);
+  }
   for (int i = 0; i < k; i++) gs[i].flops *= B; /* the stats are per microbatch, the cost wants the global batch */
   for (int i = 0; i < k; i++) gs[i].act_bytes *= B, gs[i].out_bytes *= B;
   gv_analytic_ctx actx = {.g = gs, .ngroups = k, .batch = global, .training = train != 0, .dtype_bytes = 4, .cluster = cluster};
@@ -599,8 +613,10 @@ static const gv_type *stage_value_type(const gv_module *m, const char *name) {
  * training, per gradient going back), the cross-mesh plan (planner/cross_mesh.c,
  * the plan stage-split prints): replicated on the sender's dev[from] devices ->
  * replicated on the receiver's dev[to], local all-gather on. m: stage s's module
- * (the crossing values are replicated: global types). */
-static int write_xfers(FILE *f, const gv_module *m, const gv_stage_io *io, int s, const int *dev, const pipe_args *pa, int train) {
+ * (the crossing values are replicated: global types); mb: its backward entry
+ * (training with a stash: the gradients' inputs and outputs), else NULL. */
+static int write_xfers(FILE *f, const gv_module *m, const gv_module *mb, const gv_stage_io *io, int s, const int *dev,
+                       const pipe_args *pa, int train) {
   typedef struct { const char *name; int grad, from, to; } xf;
   xf *list = malloc(sizeof *list * (size_t)(2 * (io->nin + io->nout * GV_PIPE_MAX_STAGES) + 1));
   if (!list) return gv_error_plain("out of memory");
@@ -609,14 +625,14 @@ static int write_xfers(FILE *f, const gv_module *m, const gv_stage_io *io, int s
   for (int i = 0; i < io->nin; i++) {
     list[n++] = (xf){io->in[i].name, 0, io->in[i].peer, s};
     snprintf(gname, sizeof gname, "grad:%s", io->in[i].name);
-    if (train && stage_value_type(m, gname)) list[n++] = (xf){io->in[i].name, 1, s, io->in[i].peer};
+    if (train && stage_value_type(mb ? mb : m, gname)) list[n++] = (xf){io->in[i].name, 1, s, io->in[i].peer};
   }
   for (int i = 0; i < io->nout; i++)
     for (int st = 0; st < GV_PIPE_MAX_STAGES && st < 64; st++)
       if (io->out[i].dst_mask >> st & 1) {
         list[n++] = (xf){io->out[i].name, 0, s, st};
         snprintf(gname, sizeof gname, "gin:%s", io->out[i].name);
-        if (train && stage_value_type(m, gname)) list[n++] = (xf){io->out[i].name, 1, st, s};
+        if (train && stage_value_type(mb ? mb : m, gname)) list[n++] = (xf){io->out[i].name, 1, st, s};
       }
   int rc = 0;
   for (int i = 0; i < n && !rc; i++) { /* the tiles */
@@ -664,6 +680,42 @@ static int pipe_stage_devices(const pipe_args *P, const gv_pipe_plan *pl, int64_
     dev[i] = P->nsdev ? P->sdev[i] : (int)(pl->nodes[i] * pl->per_node[i]); /* --stage-devices, else the stage DP's sub-mesh */
     *gpus += dev[i];
   }
+  return 0;
+}
+
+/* Stage s's module: a fresh import through the front passes, cut to the
+ * stage (its training function with --train), partitioned over the stage's
+ * devices when it has more than one (--strategy, else the intra-operator
+ * planner). NULL after one error line. */
+static gv_module *stage_module(const char *model, const gv_import_options *opt, int K, const gv_pipe_plan *pl, int s, int S,
+                               int train, int per, const pipe_args *pa, const gv_cluster *cluster, int verify_each,
+                               gv_stage_io *io) {
+  gv_module *ms = pipe_front(model, opt, 0, 1, verify_each);
+  gv_layer_groups g2;
+  if (ms && (gv_cluster_layers(ms, K, &g2) || gv_pipe_assign_stages(ms, pl->first, S) || gv_stage_extract(ms, s, S, io) ||
+             (train && gv_stage_train(ms, s, S)) ||
+             (per > 1 && (gv_verify(ms) || (pa->naxes ? partition_stage(ms, pa, per, 1, verify_each)
+                                                      : plan_stage(ms, per, cluster, verify_each)))))) {
+    gv_module_free(ms);
+    return NULL;
+  }
+  return ms;
+}
+
+/* The two entries of a stage read one parameter layout (weights.bin and
+ * weights_bwd.bin start alike; the runtime updates both): the same
+ * parameters, in order, of the same types. */
+static int same_params(gv_module *f, gv_module *b) {
+  gv_func *x = f->main, *y = b->main;
+  int i = 0, j = 0;
+  for (;; i++, j++) {
+    while (i < x->body->nargs && !x->arg_is_param[i]) i++;
+    while (j < y->body->nargs && !y->arg_is_param[j]) j++;
+    if (i == x->body->nargs || j == y->body->nargs) break;
+    if (strcmp(x->arg_names[i], y->arg_names[j]) || !gv_type_equal(&x->body->args[i]->type, &y->body->args[j]->type))
+      return gv_error_plain("pipeline: the stage's forward and backward entries differ in parameter '%s'", x->arg_names[i]);
+  }
+  if (i != x->body->nargs || j != y->body->nargs) return gv_error_plain("pipeline: the stage's forward and backward entries differ in their parameters");
   return 0;
 }
 
@@ -747,18 +799,41 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
     const int per = dev[s]; /* this stage's devices */
     char dir[4096];
     snprintf(dir, sizeof dir, "%s%sstage%d/", out, out[strlen(out) - 1] == '/' ? "" : "/", s);
-    gv_module *ms = pipe_front(model, &opt, 0, 1, verify_each);
-    gv_layer_groups g2;
     gv_stage_io *io = calloc(1, sizeof *io);
-    rc = !ms || !io || gv_cluster_layers(ms, K, &g2) || gv_pipe_assign_stages(ms, pl->first, S) || gv_stage_extract(ms, s, S, io) ||
-         (train && gv_stage_train(ms, s, S)) ||
-         (per > 1 && (gv_verify(ms) || (pa->naxes ? partition_stage(ms, pa, per, 1, verify_each) : plan_stage(ms, per, cluster, verify_each))));
+    gv_module *ms = NULL, *mb = NULL; /* the stage's program (training with a stash: its forward entry) and backward entry */
+    bool stash = train && !pa->recompute && s < S - 1 && !cuda; /* the CUDA emitter has no second entry yet: recompute */
+    rc = !io || !(ms = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io));
+    if (!rc && stash) { /* the same stage module again (deterministic), split into the two entries */
+      gv_stage_io *io2 = calloc(1, sizeof *io2);
+      rc = !io2 || !(mb = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io2));
+      free(io2);
+      static const char *const st[] = {"stage-stash"};
+      gv_pipe_opts.stash = "forward";
+      if (!rc) rc = run_named(ms, st, 1, 1, verify_each) || gv_verify(ms);
+      gv_pipe_opts.stash = "backward";
+      if (!rc) rc = run_named(mb, st, 1, 1, verify_each) || gv_verify(mb);
+      gv_pipe_opts.stash = NULL;
+      if (!rc) rc = same_params(ms, mb);
+    }
     static const char *const back[] = {"fuse", "memory-plan"};
     if (!rc) rc = gv_verify(ms) || run_named(ms, back, 2, 1, verify_each) || gv_verify(ms);
+    if (!rc && mb) rc = run_named(mb, back, 2, 1, verify_each) || gv_verify(mb);
     if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
     gv_cuda_options cs = {0};
     if (cuda) cs = *cuda, cs.pipe_stage = true; /* the CUDA emitter writes the stage's Makefile (main = pipe_cuda.cu) */
-    if (!rc) rc = emit_program(ms, dir, quiet, cuda ? &cs : NULL);
+    if (!rc && mb) rc = emit_program(mb, dir, quiet, NULL, "bwd"); /* program_bwd.c, weights_bwd.bin */
+    if (!rc) rc = emit_program(ms, dir, quiet, cuda ? &cs : NULL, NULL);
+    if (!rc && mb && !quiet) { /* the stash per microbatch: the backward entry's galv.state inputs */
+      int n = 0;
+      int64_t bytes = 0;
+      for (int a = 0; a < mb->main->body->nargs; a++)
+        if (mb->main->arg_is_state && mb->main->arg_is_state[a]) {
+          const gv_type *t = &mb->main->body->args[a]->type;
+          n++, bytes += (gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype) + 63) / 64 * 64;
+        }
+      fprintf(stderr, "galvc: stage %d: forward and backward entries, stash %d values, %lld bytes per microbatch "
+                      "(the stage DP's estimate %lld)\n", s, n, (long long)bytes, (long long)pl->cost[s].act_bytes);
+    }
     if (!rc) { /* the stage table and (cpu) its Makefile: mpicc, -DGALV_PIPE_STAGE, pipe_stage.c */
       char path[4200];
       snprintf(path, sizeof path, "%spipe_stage.c", dir);
@@ -829,7 +904,10 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
           np++;
         }
         fprintf(f, "    {{0}, NULL}};\n");
-        rc = write_xfers(f, ms, io, s, dev, pa, train);
+        /* training with a stash: the backward entry (program_bwd.c); else none */
+        if (mb) fprintf(f, "GALV_PIPE_ENTRY_DECL(bwd);\nconst galv_pipe_entry galv_pipe_bwd = GALV_PIPE_ENTRY(bwd);\n");
+        else fprintf(f, "const galv_pipe_entry galv_pipe_bwd = {0};\n");
+        rc = write_xfers(f, ms, mb, io, s, dev, pa, train);
         if (fclose(f) && !rc) rc = gv_error_plain("%s: write failed", path);
       }
       snprintf(path, sizeof path, "%sMakefile", dir);
@@ -852,7 +930,8 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
             if (!strncmp(line, "CC ?= cc", 8)) fprintf(f, "MPICC ?= mpicc\nCC = $(MPICC)\n");
             else if (!strncmp(line, "COMM = ", 7)) fprintf(f, "COMM = mpi\n");
             else if (!strncmp(line, "WARN = ", 7)) fprintf(f, "WARN = -DGALV_PIPE_STAGE %s\n", line + 7);
-            else if (!strncmp(line, "SRC = program.c ", 16)) fprintf(f, "SRC = program.c pipe_stage.c %s\n", line + 16);
+            else if (!strncmp(line, "SRC = program.c ", 16))
+              fprintf(f, "SRC = program.c %spipe_stage.c %s\n", mb ? "program_bwd.c " : "", line + 16);
             else fprintf(f, "%s\n", line);
           }
           if (fclose(f)) rc = gv_error_plain("%s: write failed", path);
@@ -863,6 +942,7 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
     if (!rc && build) rc = build_program(dir, quiet);
     free(io);
     if (ms) gv_module_free(ms);
+    if (mb) gv_module_free(mb);
   }
   if (!rc) { /* out/launch: mpirun MPMD, one program per stage */
     char path[4200];
@@ -974,6 +1054,8 @@ int main(int argc, char **argv) {
       pa.sched = strcmp(val, "1f1b") == 0 ? GV_SCHED_1F1B : GV_SCHED_GPIPE;
     } else if (TAKES("--trace-plan")) {
       pa.trace_plan = val;
+    } else if (strcmp(a, "--pipeline-recompute") == 0) {
+      pa.recompute = true;
     } else if (strcmp(a, "--pipe-stats") == 0) {
       gv_pipe_opts.quiet = false;
     } else if (TAKES("--strategy")) {
@@ -1303,7 +1385,7 @@ int main(int argc, char **argv) {
   if (!rc && report_cost) gv_cost_report(&cluster, m, stdout);
   if (!rc && program) {
     if (ensure_dir(out)) rc = gv_error_plain("%s: cannot create output directory: %s", out, strerror(errno));
-    if (!rc) rc = emit_program(m, out, quiet, strcmp(target, "cuda") == 0 ? &cuda : NULL);
+    if (!rc) rc = emit_program(m, out, quiet, strcmp(target, "cuda") == 0 ? &cuda : NULL, NULL);
     if (!rc && build) rc = build_program(out, quiet);
     if (!rc && !quiet) print_run_hint(out, build, train, run_args);
   } else if (!rc) {

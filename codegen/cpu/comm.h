@@ -11,11 +11,11 @@
 
 extern const cg_comm_target cg_cpu_comm;
 
-/* Rewrites DIR/weights.bin (block_bytes, as emit.c wrote it) as one block
+/* Rewrites DIR/NAME (weights.bin or a second entry's weights_ENTRY.bin; block_bytes, as emit.c wrote it) as one block
  * per rank when the program has more than one rank: rank r's block holds its
  * slice of every sharded parameter (arg_woff[i]: weights offset of argument
  * i, -1 when not in weights.bin; the parameter data are global tensors). */
-int cg_comm_write_weights(cg_comm *c, const char *dir, int64_t block_bytes, const int64_t *arg_woff);
+int cg_comm_write_weights(cg_comm *c, const char *dir, const char *name, int64_t block_bytes, const int64_t *arg_woff);
 /* Writes DIR/launch (multi-rank programs). */
 int cg_comm_write_launch(cg_comm *c, const char *dir);
 

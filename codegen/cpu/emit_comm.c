@@ -45,12 +45,12 @@ static void slice_copy(char *dst, const char *src, size_t es, int rank, const in
   }
 }
 
-int cg_comm_write_weights(cg_comm *c, const char *dir, int64_t block_bytes, const int64_t *arg_woff) {
+int cg_comm_write_weights(cg_comm *c, const char *dir, const char *name, int64_t block_bytes, const int64_t *arg_woff) {
   if (cg_comm_nranks(c) <= 1) return 0;
   gv_module *m = cg_comm_module(c);
   gv_func *fn = m->main;
   char path[4096];
-  snprintf(path, sizeof path, "%s/weights.bin", dir);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
   char *blk = malloc((size_t)block_bytes + 1);
   if (!blk) return gv_error_plain("%s: out of memory", path);
   FILE *f = fopen(path, "rb");
