@@ -49,7 +49,7 @@ for c in $CASES; do
   d="$T/pp$S-$B-$SC${MODE:+-$MODE}"
   if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages "$S" --microbatches "$B" --schedule "$SC" \
       ${MODE:+--pipeline-$MODE} --trace-plan "$d.plan.json" -q -o "$d/" 2>"$T/err"; then
-    bad "pp=$S B=$B $SC $MODE: galvc: $(head -3 "$T/err")"
+    bad "pp=$S B=$B $SC${MODE:+ $MODE}: galvc: $(head -3 "$T/err")"
     continue
   fi
   # the earlier stages have a backward entry (stash) unless --pipeline-recompute; the last stage never
@@ -58,10 +58,10 @@ for c in $CASES; do
     [ "$s" = $((S - 1)) ] || [ -n "$MODE" ] && want=0
     has=0
     [ -f "$d/stage$s/program_bwd.c" ] && has=1
-    [ "$has" = "$want" ] || bad "pp=$S B=$B $SC $MODE: stage $s: program_bwd.c $([ "$want" = 1 ] && echo missing || echo unexpected)"
+    [ "$has" = "$want" ] || bad "pp=$S B=$B $SC${MODE:+ $MODE}: stage $s: program_bwd.c $([ "$want" = 1 ] && echo missing || echo unexpected)"
   done
   if ! timeout 120 "$d/launch" --batches "$T/b" --steps 2 -o "$d.w" --trace "$d.trace.json" >"$d.log" 2>"$T/err"; then
-    bad "pp=$S B=$B $SC $MODE: run: $(grep -m3 -i error "$T/err" "$d.log")"
+    bad "pp=$S B=$B $SC${MODE:+ $MODE}: run: $(grep -m3 -i error "$T/err" "$d.log")"
     continue
   fi
   if msg=$(python3 - "$T/one.log" "$d.log" "$T/one.w" "$d.w" "$d.trace.json" "$S" "$B" 2>&1 <<'PY'
@@ -85,15 +85,15 @@ if len(fw) != S * B or len(bw) != S * B: sys.exit(f"trace: {len(fw)} forward, {l
 print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}, trace ok")
 PY
 ); then
-    ok "pp=$S B=$B $SC $MODE: $msg"
+    ok "pp=$S B=$B $SC${MODE:+ $MODE}: $msg"
   else
-    bad "pp=$S B=$B $SC $MODE: $msg"
+    bad "pp=$S B=$B $SC${MODE:+ $MODE}: $msg"
   fi
   # the cost model's training timeline: the runtime's order, the dependencies, step = makespan; the run in the same order
   if msg=$(python3 "$SRC/tests/pipe_trace_check.py" "$d.plan.json" "$d.trace.json" "$S" "$B" "$SC" 2>&1); then
-    ok "pp=$S B=$B $SC $MODE: $msg"
+    ok "pp=$S B=$B $SC${MODE:+ $MODE}: $msg"
   else
-    bad "pp=$S B=$B $SC $MODE trace: $msg"
+    bad "pp=$S B=$B $SC${MODE:+ $MODE} trace: $msg"
   fi
 done
 # the checker rejects a timeline in the other schedule's order
