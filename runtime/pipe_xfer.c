@@ -127,14 +127,18 @@ void galv_pipe_xfer_init(galv_comm *w, int stage, int lrank, int nlocal) {
     if (x->from < 0 || x->to < 0 || x->from >= galv_pipe_nstages || x->to >= galv_pipe_nstages || x->from == x->to ||
         (x->from != me && x->to != me) || x->rank < 0 || x->rank > GALV_RT_MAX_RANK)
       galv_fatal("pipeline table: transfer '%s' (stage %d to %d) is not one of stage %d's", x->name, x->from, x->to, me);
-    /* the program's own input (received value, gin:) or output (sent value, grad:) of that name */
+    /* the program's own input (received value, gin:) or output (sent value, grad:) of that name; a
+     * stage with a backward entry (galv_pipe_bwd) has the gradients there */
     char nm[300];
     snprintf(nm, sizeof nm, "%s%s", x->grad ? (x->to == me ? "gin:" : "grad:") : "", x->name);
     const galv_io *io = NULL;
-    for (int k = 0; x->to == me && k < galv_ninputs; k++)
-      if (!strcmp(galv_inputs[k].name, nm)) io = &galv_inputs[k];
-    for (int k = 0; x->from == me && k < galv_noutputs; k++)
-      if (!strcmp(galv_outputs[k].name, nm)) io = &galv_outputs[k];
+    const galv_pipe_entry *bw = x->grad && galv_pipe_bwd.run ? &galv_pipe_bwd : NULL; /* gradients: the backward entry's */
+    const galv_io *ins = bw ? bw->inputs : galv_inputs, *outs = bw ? bw->outputs : galv_outputs;
+    const int nins = bw ? *bw->ninputs : galv_ninputs, nouts = bw ? *bw->noutputs : galv_noutputs;
+    for (int k = 0; x->to == me && k < nins; k++)
+      if (!strcmp(ins[k].name, nm)) io = &ins[k];
+    for (int k = 0; x->from == me && k < nouts; k++)
+      if (!strcmp(outs[k].name, nm)) io = &outs[k];
     if (!io || io->dtype != x->dtype || io->nbytes != whole_bytes(x))
       galv_fatal("pipeline table: transfer '%s' (stage %d to %d): the program has no %s '%s' of %lld bytes", x->name, x->from,
                  x->to, x->to == me ? "input" : "output", nm, (long long)whole_bytes(x));
