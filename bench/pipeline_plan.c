@@ -25,14 +25,14 @@ int main(int argc, char **argv) {
   int G = L + 2;
   gv_group_stats *g = calloc((size_t)G, sizeof *g);
   uint64_t *sig = calloc((size_t)G, sizeof *sig);
-  g[0] = (gv_group_stats){0, (int64_t)(V * h * 4), (int64_t)(b * s * h * 2), (int64_t)(b * s * h * 2)};
+  g[0] = (gv_group_stats){0, (int64_t)(V * h * 4), (int64_t)(b * s * h * 2), (int64_t)(b * s * h * 2), 0};
   sig[0] = 1;
   for (int l = 1; l <= L; l++) {
     g[l] = (gv_group_stats){(int64_t)(24 * b * s * h * h + 4 * b * s * s * h), (int64_t)(12 * h * h * 4),
-                            (int64_t)(s * b * h * (34 + 5 * a * s / h)), (int64_t)(b * s * h * 2)};
+                            (int64_t)(s * b * h * (34 + 5 * a * s / h)), (int64_t)(b * s * h * 2), 0};
     sig[l] = 2;
   }
-  g[L + 1] = (gv_group_stats){(int64_t)(2 * b * s * h * V), (int64_t)(V * h * 4), (int64_t)(b * s * V * 2), 0};
+  g[L + 1] = (gv_group_stats){(int64_t)(2 * b * s * h * V), (int64_t)(V * h * 4), (int64_t)(b * s * V * 2), 0, 0};
   sig[L + 1] = 3;
   gv_analytic_ctx ctx = {g, G, (int64_t)b, true, 2, &c};
   int mbs[] = {16, 32, 64, 128, 256};

@@ -90,7 +90,11 @@ int gv_pipe_group_stats(gv_module *m, int ngroups, const int64_t *flops, gv_grou
  * non-parameter input or a forward result used by an op that is neither
  * forward nor on the loss's path) counts once in each group whose forward
  * ops use it (the stage that runs that op's backward stashes it: a received
- * value in the receiving stage), else in its defining group. */
+ * value in the receiving stage), else in its defining group. An elementwise
+ * op whose operands the backward reads anyway is recomputed by its group's
+ * stage (as stage-stash does): not counted there; counted in a later group
+ * that uses it, and credit[g] holds what g counts that g - 1 recomputes
+ * (not kept when both are in one stage). */
 static void add_uses(const gv_op *op, const int *vid, void (*f)(void *, int), void *ctx) {
   for (int i = 0; i < op->nopnds; i++)
     if (op->opnds[i]->id >= 0 && vid[op->opnds[i]->id] >= 0) f(ctx, op->opnds[i]->id);
@@ -107,39 +111,42 @@ static void clear_nested(gv_block *b) {
 static void mark_id(void *ctx, int id) { ((bool *)ctx)[id] = true; }
 typedef struct {
   const bool *needb;
+  const int *recg; /* the group that recomputes the value in its backward, -1 none */
   int *lastg;
   const int64_t *bytes;
-  int64_t *stash;
+  int64_t *stash, *credit;
   int g;
 } stash_ctx;
 static void count_id(void *vctx, int id) {
   stash_ctx *c = vctx;
-  if (!c->needb[id] || c->lastg[id] == c->g) return;
+  if (!c->needb[id] || c->lastg[id] == c->g || c->recg[id] == c->g) return;
   c->lastg[id] = c->g;
   c->stash[c->g] += c->bytes[id];
+  if (c->recg[id] >= 0 && c->recg[id] == c->g - 1) c->credit[c->g] += c->bytes[id]; /* the previous group recomputes it */
 }
 
-int gv_pipe_group_stash(gv_module *m, int ngroups, int64_t *stash) {
+int gv_pipe_group_stash(gv_module *m, int ngroups, int64_t *stash, int64_t *credit) {
   gv_func *f = m->main;
   gv_block *body = f->body;
   memset(stash, 0, sizeof *stash * (size_t)ngroups);
+  memset(credit, 0, sizeof *credit * (size_t)ngroups);
   gv_op *ret = gv_block_terminator(body);
   if (!ret || !ret->nopnds) return gv_error(m, "pipeline: the training function has no loss");
   int nv = body->nargs, nops = 0;
   for (gv_op *op = body->first; op; op = op->next) nv += op->nres, nops++;
   int *vid = malloc(sizeof *vid * (size_t)(nv + 1)), *defl = malloc(sizeof *defl * (size_t)(nv + 1)),
-      *lastg = malloc(sizeof *lastg * (size_t)(nv + 1));
+      *lastg = malloc(sizeof *lastg * (size_t)(nv + 1)), *recg = malloc(sizeof *recg * (size_t)(nv + 1));
   int64_t *bytes = calloc((size_t)nv + 1, sizeof *bytes);
   bool *needb = calloc((size_t)nv + 1, 1), *lossv = calloc((size_t)nv + 1, 1);
   gv_op **ops = malloc(sizeof *ops * (size_t)(nops + 1));
-  if (!vid || !defl || !lastg || !bytes || !needb || !lossv || !ops) {
-    free(vid), free(defl), free(lastg), free(bytes), free(needb), free(lossv), free(ops);
+  if (!vid || !defl || !lastg || !recg || !bytes || !needb || !lossv || !ops) {
+    free(vid), free(defl), free(lastg), free(recg), free(bytes), free(needb), free(lossv), free(ops);
     return gv_error(m, "pipeline: out of memory");
   }
   /* ids: top-level values only (the others' ids point past vid's range: reset to -1 below) */
   int id = 0;
   for (int a = 0; a < body->nargs; a++) {
-    body->args[a]->id = id, vid[id] = f->arg_is_param[a] ? -1 : 0, defl[id] = -1, lastg[id] = -1;
+    body->args[a]->id = id, vid[id] = f->arg_is_param[a] ? -1 : 0, defl[id] = -1, lastg[id] = -1, recg[id] = -1;
     bytes[id++] = type_bytes(&body->args[a]->type);
   }
   int k = 0;
@@ -147,7 +154,7 @@ int gv_pipe_group_stash(gv_module *m, int ngroups, int64_t *stash) {
     ops[k++] = op;
     int64_t l = gv_get_int(op, "layer", -1);
     for (int i = 0; i < op->nres; i++) {
-      op->res[i]->id = id, vid[id] = 0, defl[id] = l >= 0 && l < ngroups ? (int)l : -1, lastg[id] = -1;
+      op->res[i]->id = id, vid[id] = 0, defl[id] = l >= 0 && l < ngroups ? (int)l : -1, lastg[id] = -1, recg[id] = -1;
       bytes[id++] = type_bytes(&op->res[i]->type);
     }
     for (int r = 0; r < op->nregions; r++) clear_nested(op->regions[r]);
@@ -171,20 +178,22 @@ int gv_pipe_group_stash(gv_module *m, int ngroups, int64_t *stash) {
   for (int v = 0; v < nv; v++) /* only forward values (and inputs) are stashed */
     if (needb[v] && v >= body->nargs && defl[v] < 0) needb[v] = false;
   /* as stage-stash does: an elementwise forward op whose operands the backward reads anyway (or
-   * parameters, constants) is recomputed, not stashed */
+   * parameters, constants) is recomputed, not stashed, by its own group's stage (a later group
+   * that uses the result still stashes it) */
   for (k = 0; k < nops; k++) {
     gv_op *op = ops[k];
-    if (gv_get_int(op, "layer", -1) < 0 || op->nres != 1 || op->nregions || !needb[op->res[0]->id] ||
+    int64_t l = gv_get_int(op, "layer", -1);
+    if (l < 0 || l >= ngroups || op->nres != 1 || op->nregions || !needb[op->res[0]->id] ||
         (op->code != GV_OP_FUSED && !(gv_ops[op->code].flags & GV_ELEMENTWISE)))
       continue;
     bool ok = true;
     for (int i = 0; i < op->nopnds && ok; i++) {
       const gv_value *u = op->opnds[i];
-      ok = u->id >= 0 && (needb[u->id] || lastg[u->id] == -2 || vid[u->id] < 0 || (u->def && !u->def->nopnds && !u->def->nregions));
+      ok = u->id >= 0 && (needb[u->id] || vid[u->id] < 0 || (u->def && !u->def->nopnds && !u->def->nregions));
     }
-    if (ok) needb[op->res[0]->id] = false, lastg[op->res[0]->id] = -2; /* -2: recomputed (available to the backward) */
+    if (ok) recg[op->res[0]->id] = (int)l;
   }
-  stash_ctx c = {needb, lastg, bytes, stash, 0};
+  stash_ctx c = {needb, recg, lastg, bytes, stash, credit, 0};
   for (k = 0; k < nops; k++) {
     int64_t l = gv_get_int(ops[k], "layer", -1);
     if (l < 0 || l >= ngroups) continue;
@@ -192,8 +201,8 @@ int gv_pipe_group_stash(gv_module *m, int ngroups, int64_t *stash) {
     add_uses(ops[k], vid, count_id, &c);
   }
   for (int v = body->nargs; v < nv; v++) /* read only by the backward: in its defining group */
-    if (needb[v] && lastg[v] == -1) stash[defl[v]] += bytes[v];
-  free(vid), free(defl), free(lastg), free(bytes), free(needb), free(lossv), free(ops);
+    if (needb[v] && lastg[v] == -1 && recg[v] < 0) stash[defl[v]] += bytes[v];
+  free(vid), free(defl), free(lastg), free(recg), free(bytes), free(needb), free(lossv), free(ops);
   return 0;
 }
 

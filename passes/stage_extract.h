@@ -22,9 +22,10 @@ typedef struct {
 
 /* Per layer group figures for gv_stage_cost_analytic (flops: cluster-layers'). */
 int gv_pipe_group_stats(gv_module *m, int ngroups, const int64_t *flops, gv_group_stats *out);
-/* Training: per group the bytes a stage's stash keeps per microbatch for it
- * (m: clustered, then loss and autodiff; stage_extract.c). */
-int gv_pipe_group_stash(gv_module *m, int ngroups, int64_t *stash);
+/* Training: per group the bytes a stage's stash keeps per microbatch for it,
+ * and of those the bytes group - 1 recomputes when in the same stage (m:
+ * clustered, then loss and autodiff; stage_extract.c). */
+int gv_pipe_group_stash(gv_module *m, int ngroups, int64_t *stash, int64_t *credit);
 /* stage attributes from the groups' stages (stage i: groups [first[i], first[i+1])). */
 int gv_pipe_assign_stages(gv_module *m, const int *first, int nstages);
 /* Keeps stage s only (crossing values: inputs / outputs "pp.OP.RES"); io: those values. */

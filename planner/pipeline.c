@@ -320,7 +320,7 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
   for (int g = first; g < last; g++) {
     s.flops += x->g[g].flops;
     s.param_bytes += x->g[g].param_bytes;
-    s.act_bytes += x->g[g].act_bytes;
+    s.act_bytes += x->g[g].act_bytes - (g > first ? x->g[g].act_credit : 0);
     boundaries += x->g[g].out_bytes;
   }
   int64_t in_b = first > 0 ? x->g[first - 1].out_bytes / B : 0, out_b = last < x->ngroups ? x->g[last - 1].out_bytes / B : 0;

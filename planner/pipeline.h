@@ -80,6 +80,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out);
  * backward, bytes leaving the group; all for the global batch). */
 typedef struct {
   int64_t flops, param_bytes, act_bytes, out_bytes;
+  int64_t act_credit; /* training: bytes of act_bytes a stage does not keep when group g - 1 is in it too
+                         (values g - 1's backward recomputes; passes/stage_extract.c gv_pipe_group_stash) */
 } gv_group_stats;
 typedef struct {
   const gv_group_stats *g;

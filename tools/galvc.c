@@ -520,13 +520,13 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_pipe_group_stats(m, k, g.flops, gs);
   if (train) { /* what an earlier stage keeps per microbatch in flight: its stash (the whole model's loss and autodiff) */
     static const char *const la[] = {"loss", "autodiff"};
-    int64_t *st = calloc((size_t)k, sizeof *st);
-    if (!st || run_named(m, la, 2, 1, verify_each) || gv_pipe_group_stash(m, k, st)) {
-      free(st), free(gs), free(tmp), gv_module_free(m);
+    int64_t *st = calloc((size_t)k, sizeof *st), *cr = calloc((size_t)k, sizeof *cr);
+    if (!st || !cr || run_named(m, la, 2, 1, verify_each) || gv_pipe_group_stash(m, k, st, cr)) {
+      free(st), free(cr), free(gs), free(tmp), gv_module_free(m);
       return -1;
     }
-    for (int i = 0; i < k; i++) gs[i].act_bytes = st[i];
-    free(st);
+    for (int i = 0; i < k; i++) gs[i].act_bytes = st[i], gs[i].act_credit = cr[i] * B;
+    free(st), free(cr);
   }
   for (int i = 0; i < k; i++) gs[i].flops *= B; /* the stats are per microbatch, the cost wants the global batch */
   for (int i = 0; i < k; i++) gs[i].act_bytes *= B, gs[i].out_bytes *= B;
