@@ -8,7 +8,7 @@
 # cost model's Chrome traces are valid JSON with an "X" event per stage and
 # microbatch. Bad input: more stages than layer groups, a memory limit no
 # partition fits, --train with an unknown optimizer, a batch that B does not
-# divide. `--pipeline-stages 2 --gpus 4` (2x2): stages of 2 ranks, each
+# divide, --pipeline-recompute without --train. `--pipeline-stages 2 --gpus 4` (2x2): stages of 2 ranks, each
 # planned by the intra-operator planner. `--pipeline-stages auto
 # --microbatches auto --gpus 4`: the stage DP chooses the stages, the
 # devices per stage and B | 8 with stage costs from the planner, prints the
@@ -163,5 +163,6 @@ expect_err "no partition fits the memory limit" --pipeline-stages 2 --memory-lim
 expect_err "not a multiple of --microbatches" --pipeline-stages 2 --microbatches 3
 expect_err "expected adamw or sgd" --pipeline-stages 2 --train --optimizer lamb
 expect_err "expected gpipe or 1f1b" --pipeline-stages 2 --schedule zigzag
+expect_err "needs --train and --pipeline-stages" --pipeline-stages 2 --pipeline-recompute
 echo "pipeline_models: $pass passed, $fail failed"
 [ "$fail" = 0 ]

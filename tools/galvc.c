@@ -1314,6 +1314,10 @@ int main(int argc, char **argv) {
   opt.shapes = shapes;
   opt.nshapes = nshapes;
 
+  if (pa.recompute && (!pa.on || !train)) {
+    gv_error_plain("--pipeline-recompute applies to pipeline training: it needs --train and --pipeline-stages");
+    return 2;
+  }
   if (pa.on && cuda.bf16) {
     gv_error_plain("--pipeline-stages with --target cuda: the stage programs are fp32 (drop --precision bf16)");
     return 2;
