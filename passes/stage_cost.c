@@ -10,14 +10,18 @@
  *
  * gv_stage_cost_intra (a gv_stage_cost_fn): that module planned by
  * gv_plan_intra on the stage's sub-mesh. Time per microbatch = the plan's
- * predicted step (twice for a stage other than the last in training: the
- * runtime recomputes, running the combined function in the forward and in
- * the backward entry) + gv_pipe_transfer_ns (the "pp." bytes received and
- * sent per microbatch, the plan's kernels at the cluster's launch overhead).
- * Memory per device: states = the plan's parameters (training: x4, the
- * runtime's gradient accumulation and AdamW moments) + its arena (one
- * microbatch's working set, reused); per microbatch in flight: the inputs
- * the runtime saves (training) or the values in transit (inference).
+ * predicted step (twice for a stage other than the last in training with
+ * ctx->recompute: that runtime runs the combined function in the forward
+ * and in the backward entry; once otherwise: the stage's forward and
+ * backward entries, passes/stage_stash.c) + gv_pipe_transfer_ns (the "pp."
+ * bytes received and sent per microbatch, the plan's kernels at the
+ * cluster's launch overhead). Memory per device: states = the plan's
+ * parameters (training: x4, the runtime's gradient accumulation and AdamW
+ * moments) + its arena (one microbatch's working set, reused); per
+ * microbatch in flight: an earlier training stage's stash (stage-stash's
+ * backward entry's galv.state inputs, 64-byte aligned, over the stage's
+ * devices) or, recomputing, the inputs the runtime saves; the last stage's
+ * inputs; inference: the values in transit.
  * Results are kept per (first, last, sub-mesh) across the DP's runs. */
 #define _POSIX_C_SOURCE 200809L
 #include "stage_cost.h"
@@ -27,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "passes.h"
 #include "plan_sharding.h"
 #include "stage_extract.h"
 
@@ -34,6 +39,24 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The stash an earlier stage's backward entry reads per microbatch (m: its
+ * training function, consumed). -1 after an error line. */
+static int64_t stash_bytes(gv_module *m) {
+  const char *part = gv_pipe_opts.stash;
+  gv_pipe_opts.stash = "backward";
+  int rc = gv_pass_stage_stash(m);
+  gv_pipe_opts.stash = part;
+  if (rc) return -1;
+  int64_t n = 0;
+  const gv_func *f = m->main;
+  for (int a = 0; a < f->body->nargs; a++)
+    if (f->arg_is_state && f->arg_is_state[a]) {
+      const gv_type *t = &f->body->args[a]->type;
+      n += (gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype) + 63) / 64 * 64;
+    }
+  return n;
 }
 
 static int64_t type_bytes(const gv_type *t) {
@@ -145,16 +168,19 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   gv_plan_cost pc;
   int64_t devices = nodes * per_node;
   int rc = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plan, &pc);
+  bool earlier = x->training && last < x->ngroups;
+  int64_t stash = rc == 0 && earlier && !x->recompute ? stash_bytes(m) : 0;
   gv_module_free(m);
+  if (stash < 0) return -1;
   x->plans++;
   if (rc < 0) return -1;
   if (rc == 0) {
-    int runs = x->training && last < x->ngroups ? 2 : 1; /* recompute: forward entry + backward entry */
+    int runs = earlier && x->recompute ? 2 : 1; /* recompute: the combined program in both entries */
     out->xfer_ns = gv_pipe_transfer_ns(x->cluster, nodes, per_node, sb.in, sb.out, runs * pc.kernels, x->training);
     out->ns = runs * pc.step_ns + out->xfer_ns;
     int64_t arena = pc.mem_total - pc.mem_params - pc.mem_grads - pc.mem_optimizer;
     out->state_bytes = pc.mem_params * (x->training ? 4 : 1) + pc.mem_grads + pc.mem_optimizer + arena;
-    out->act_bytes = x->training ? sb.saved : sb.in + sb.out;
+    out->act_bytes = !x->training ? sb.in + sb.out : earlier && !x->recompute ? (stash + devices - 1) / devices : sb.saved;
     out->feasible = true;
     plan_desc(&plan, out->desc, sizeof out->desc);
   } else if (pc.mem_total > 0) { /* no plan fits: the DP's memory check refuses it and reports the smallest need */

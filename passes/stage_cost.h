@@ -32,6 +32,9 @@ typedef struct {
   const gv_module *base;      /* imported at batch / B, after cluster-layers */
   int ngroups, B;
   bool training;
+  bool recompute;             /* training: the runtime recomputes (galvc --pipeline-recompute, the CUDA target):
+                               * an earlier stage runs its combined program twice and saves its inputs; else it
+                               * runs its forward and backward entries once each and saves its stash */
   const gv_cluster *cluster;
   int64_t mem_limit;          /* bytes per device, 0: the cluster's */
   int64_t plans;              /* gv_plan_intra calls */

@@ -518,12 +518,21 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_pipe_plan *tmp = calloc(1, sizeof *tmp);
   if (!gs || !tmp) { free(gs); free(tmp); gv_module_free(m); return gv_error_plain("out of memory"), -1; }
   gv_pipe_group_stats(m, k, g.flops, gs);
-  if (train) { /* what an earlier stage keeps per microbatch in flight: its stash (the whole model's loss and autodiff) */
+  if (train && pa->analytic) { /* the analytic cost's memory per microbatch in flight: an earlier stage's stash, from
+                                 * the whole model's loss and autodiff on a copy (m stays the stage costs' base) */
     static const char *const la[] = {"loss", "autodiff"};
     int64_t *st = calloc((size_t)k, sizeof *st), *cr = calloc((size_t)k, sizeof *cr);
-    if (!st || !cr || run_named(m, la, 2, 1, verify_each) || gv_pipe_group_stash(m, k, st, cr)) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&buf, &len);
+    if (mf) gv_print_module(m, mf), fclose(mf);
+    gv_module *mt = mf && buf ? gv_parse_module(buf, len, m->source) : NULL;
+    free(buf);
+    int bad = !st || !cr || !mt || run_named(mt, la, 2, 1, verify_each) || gv_pipe_group_stash(mt, k, st, cr);
+    if (mt) gv_module_free(mt);
+    if (bad) {
       free(st), free(cr), free(gs), free(tmp), gv_module_free(m);
-      return -1;
+      return mf ? -1 : gv_error_plain("out of memory"), -1;
     }
     for (int i = 0; i < k; i++) gs[i].act_bytes = st[i], gs[i].act_credit = cr[i] * B;
     free(st), free(cr);
@@ -531,8 +540,8 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   for (int i = 0; i < k; i++) gs[i].flops *= B; /* the stats are per microbatch, the cost wants the global batch */
   for (int i = 0; i < k; i++) gs[i].act_bytes *= B, gs[i].out_bytes *= B;
   gv_analytic_ctx actx = {.g = gs, .ngroups = k, .batch = global, .training = train != 0, .dtype_bytes = 4, .cluster = cluster};
-  gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .cluster = cluster,
-                             .mem_limit = gv_plan_opts.memory_limit};
+  gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .recompute = pa->recompute,
+                             .cluster = cluster, .mem_limit = gv_plan_opts.memory_limit};
   gv_stage_cost_fn fn = pa->analytic ? gv_stage_cost_analytic : gv_stage_cost_intra;
   void *fctx = pa->analytic ? (void *)&actx : (void *)&ictx;
   int mbc[1] = {B};
@@ -723,6 +732,7 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
                             const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda) {
   pipe_args P = *pa0;
   const pipe_args *pa = &P;
+  if (cuda) P.recompute = true; /* the CUDA emitter has no second entry yet: the recomputing stage programs */
   if (train && strcmp(gv_train_opts.optimizer, "adamw") && strcmp(gv_train_opts.optimizer, "sgd"))
     return gv_error_plain("--optimizer %s: expected adamw or sgd", gv_train_opts.optimizer);
   if (!out || !is_dir_arg(out)) return gv_error_plain("--pipeline-stages writes one program per stage: give -o DIR/");
@@ -801,7 +811,7 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
     snprintf(dir, sizeof dir, "%s%sstage%d/", out, out[strlen(out) - 1] == '/' ? "" : "/", s);
     gv_stage_io *io = calloc(1, sizeof *io);
     gv_module *ms = NULL, *mb = NULL; /* the stage's program (training with a stash: its forward entry) and backward entry */
-    bool stash = train && !pa->recompute && s < S - 1 && !cuda; /* the CUDA emitter has no second entry yet: recompute */
+    bool stash = train && !pa->recompute && s < S - 1;
     rc = !io || !(ms = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io));
     if (!rc && stash) { /* the same stage module again (deterministic), split into the two entries */
       gv_stage_io *io2 = calloc(1, sizeof *io2);
