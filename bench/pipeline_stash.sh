@@ -2,6 +2,8 @@
 # Pipeline training, stash vs recompute (docs/pipeline.md, "Pipeline
 # training"): GPT-2 (4 layers, hidden 128, 4 heads, vocab 512), batch 8 x
 # seq 32, 4 microbatches, GPipe, pp = 2 and pp = 4 (one MPI rank per stage),
+# equal cuts (--stage-cuts equal: the same stages in both modes; the stage
+# DP's own cuts would differ, since it costs the recomputing stages twice),
 # each stage program built twice: the default (earlier stages run a forward
 # entry and a backward entry with a per-microbatch stash) and
 # --pipeline-recompute (one combined program per stage, recomputing the
@@ -35,7 +37,7 @@ for S in 2 4; do
   for mode in stash recompute; do
     d="$T/pp$S-$mode"
     if ! timeout 600 "$BUILD/galvc" "$T/m.onnx" --batch 8 --seq 32 --train --pipeline-stages "$S" --microbatches 4 \
-        --schedule gpipe $([ $mode = recompute ] && echo --pipeline-recompute) -o "$d/" >/dev/null 2>"$d.err"; then
+        --schedule gpipe --stage-cuts equal $([ $mode = recompute ] && echo --pipeline-recompute) -o "$d/" >/dev/null 2>"$d.err"; then
       echo "pp=$S $mode: galvc failed: $(tail -3 "$d.err")"; continue
     fi
     best=()
@@ -47,10 +49,13 @@ for S in 2 4; do
       done
     done
     losses=$(grep -o 'loss [0-9.]*' "$d.log" | awk '{print $2}' | tr '\n' ' ')
+    tot=0
     for ((s = 0; s < S; s++)); do
       peak=$(sed -n "s/.*\[stage $s, rank [0-9]*\]: saved activations in flight: peak \([0-9]*\) bytes.*/\1/p" "$d.log")
       st=$(sed -n "s/.*stage $s: forward and backward entries, stash [0-9]* values, \([0-9]*\) bytes per microbatch (the stage DP's estimate \([0-9]*\)).*/\1 (\2)/p" "$d.err")
       printf "%-4s %-10s %-6s %-16.3f %-14s %-30s %s\n" "$S" "$mode" "$s" "$(python3 -c "print(${best[$s]:-0} / $STEPS)")" "$peak" "${st:--}" "$([ $s = $((S - 1)) ] && echo "$losses")"
+      tot=$(python3 -c "print($tot + ${best[$s]:-0} / $STEPS)")
     done
+    printf "%-4s %-10s %-6s %-16.3f (all stages)\n" "$S" "$mode" "sum" "$tot"
   done
 done

@@ -4,8 +4,9 @@
  * values as "pp." inputs / outputs with their bytes; gv_stage_cost_intra
  * returns the planner's time plus exactly gv_pipe_transfer_ns of those
  * bytes, memory from the plan, and a plan for 1 and 2 devices; in training
- * the earlier stage's program is the combined forward + backward one and
- * costs more than inference; the DP over it gives consistent plans; with
+ * the earlier stage costs more than inference and keeps its stash (the
+ * stage-stash backward entry's inputs, more than the stage's inputs);
+ * recomputing, twice the time and only the inputs; the DP over it gives consistent plans; with
  * 4 microbatches cpu-local's link makes more than one stage pay and a slow
  * link fewer; a large launch overhead per kernel makes one microbatch the
  * best. */
@@ -114,13 +115,29 @@ int main(void) {
   printf("[1,3) on 1 device: %.4f ms (transfer %.4f), on 2: %.4f ms (%s); whole model on 1: %.4f ms\n", a1.ns / 1e6, a1.xfer_ns / 1e6,
          a2.ns / 1e6, a2.desc, w.ns / 1e6);
   gv_intra_stage_ctx_free(&x);
-  /* training: the earlier stage runs its combined function twice */
+  /* training: the earlier stage runs its forward and backward entries once each and keeps its stash
+   * (the backward entry's galv.state inputs); recomputing, its combined function twice and its inputs */
   gv_intra_stage_ctx xt = {.base = m, .ngroups = L, .B = 1, .training = true, .cluster = &c};
-  gv_stage_cost tr;
+  gv_intra_stage_ctx xr = {.base = m, .ngroups = L, .B = 1, .training = true, .recompute = true, .cluster = &c};
+  gv_stage_cost tr, rr;
   CHECK(gv_stage_cost_intra(&xt, 1, 3, 1, 1, 1, &tr) == 0 && tr.feasible, "training cost");
+  CHECK(gv_stage_cost_intra(&xr, 1, 3, 1, 1, 1, &rr) == 0 && rr.feasible, "recomputing training cost");
   CHECK(tr.ns > 2 * (a1.ns - a1.xfer_ns), "training %lld ns vs inference %lld", (long long)tr.ns, (long long)a1.ns);
-  CHECK(tr.act_bytes == sb.saved && sb.saved > 0, "training saves the inputs per microbatch: %lld", (long long)tr.act_bytes);
+  CHECK(rr.ns - rr.xfer_ns == 2 * (tr.ns - tr.xfer_ns), "recomputing runs twice: %lld vs %lld ns", (long long)rr.ns, (long long)tr.ns);
+  CHECK(rr.act_bytes == sb.saved && sb.saved > 0, "recomputing saves the inputs per microbatch: %lld", (long long)rr.act_bytes);
+  gv_module *bm = gv_stage_module(m, 1, 3, L, true, NULL);
+  int64_t stash = 0;
+  gv_pipe_opts.stash = "backward";
+  CHECK(bm && gv_pass_stage_stash(bm) == 0, "the stage's backward entry");
+  gv_pipe_opts.stash = NULL;
+  for (int a = 0; bm && bm->main->arg_is_state && a < bm->main->body->nargs; a++)
+    if (bm->main->arg_is_state[a])
+      stash += (gv_type_numel(&bm->main->body->args[a]->type) * 4 + 63) / 64 * 64;
+  if (bm) gv_module_free(bm);
+  CHECK(tr.act_bytes == stash && stash > sb.saved, "training keeps the stash per microbatch: %lld (stash %lld, inputs %lld)",
+        (long long)tr.act_bytes, (long long)stash, (long long)sb.saved);
   gv_intra_stage_ctx_free(&xt);
+  gv_intra_stage_ctx_free(&xr);
   /* the DP over the planner's costs, one device per stage, S = 1..4 (as
    * galvc's auto mode for k = 1): consistent plans; over a slow link the
    * best keeps one stage (nothing to send) */
