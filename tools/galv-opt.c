@@ -72,8 +72,8 @@ int main(int argc, char **argv) {
         return 2;
       }
       gv_pipe_opts.layers = (int)k;
-    } else if (strncmp(a, "--stash=", 8) == 0) {
-      gv_pipe_opts.stash = a + 8;
+    } else if (TAKES("--stash")) {
+      gv_pipe_opts.stash = val;
     } else if (strcmp(a, "--pipe-stats") == 0) {
       gv_pipe_opts.quiet = false;
     } else if (TAKES("--strategy")) {
