@@ -412,7 +412,7 @@ static int run_named(gv_module *m, const char *const *names, int n, int quiet, i
     const gv_pass *p = gv_pass_lookup(names[i]);
     double t = now();
     if (p->run(m) || (verify_each && gv_verify(m))) return 1;
-    if (!quiet) fprintf(stderr, "galvc: %-15s %6d ops (%.3f s)\n", p->name, count_ops(m->main->body), now() - t);
+    if (!quiet) fprintf(stderr, "galvc: %-18s %6d ops (%.3f s)\n", p->name, count_ops(m->main->body), now() - t);
   }
   return 0;
 }
@@ -1378,14 +1378,14 @@ int main(int argc, char **argv) {
     double t = now();
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
       if (gv_pass_plan_sharding(m)) { rc = 1; break; }
-      if (!quiet) fprintf(stderr, "galvc: %-15s %6d ops (%.3f s)\n", "plan-sharding", count_ops(m->main->body), now() - t);
+      if (!quiet) fprintf(stderr, "galvc: %-18s %6d ops (%.3f s)\n", "plan-sharding", count_ops(m->main->body), now() - t);
       if (plan_only) break;
       t = now();
     }
     if (p->run(m)) { rc = 1; break; }
     if (verify_each && gv_verify(m)) { rc = 1; break; }
     if (stats) print_stats(m, p->name);
-    if (!quiet) fprintf(stderr, "galvc: %-15s %6d ops (%.3f s)\n", p->name, count_ops(m->main->body), now() - t);
+    if (!quiet) fprintf(stderr, "galvc: %-18s %6d ops (%.3f s)\n", p->name, count_ops(m->main->body), now() - t);
     if (!quiet && strcmp(p->name, "memory-plan") == 0) print_arena(m);
     if (dump_after && (strcmp(dump_after, "all") == 0 || strcmp(dump_after, p->name) == 0))
       rc = dump(m, dump_dir, i + 1, p->name);
