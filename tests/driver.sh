@@ -113,8 +113,19 @@ if [ -s "$T/new/deep/dir/program.c" ] && grep -qF "galvc: build: make -C $T/new/
 else
   echo "FAIL: -o DIR/ with missing parents, or the closing build/run lines:"; cat "$T/err"; fail=$((fail + 1))
 fi
+# DIR/README: the command, the inputs with the shapes the files hold, how to build and run
+if grep -qF -- "--no-build -o $T/new/deep/dir/" "$T/new/deep/dir/README" && grep -qF "input_ids tensor<1x128xi64>" "$T/new/deep/dir/README" &&
+   grep -qF "run:    ./program --input input_ids=FILE.npy -o results/" "$T/new/deep/dir/README"; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: DIR/README:"; cat "$T/new/deep/dir/README"; fail=$((fail + 1))
+fi
+# --emit=program -o NEW (no trailing '/'): a new directory
+"$BUILD/galvc" "$T/gpt2.onnx" -q --no-build --emit=program -o "$T/newdir"
+if [ -s "$T/newdir/program.c" ]; then pass=$((pass + 1)); else echo "FAIL: --emit=program -o NEW"; fail=$((fail + 1)); fi
 "$BUILD/galvc" "$T/gpt2.onnx" --gpus 2 --strategy dp --train --target cpu --no-build -o "$T/tr2/" 2>"$T/err"
-if grep -qF "galvc: run: $T/tr2/launch --batches DIR/ --steps N" "$T/err" && grep -qF "for input_ids, labels" "$T/err"; then
+if grep -qF "galvc: run: $T/tr2/launch --batches DIR/ --steps N" "$T/err" && grep -qF "for input_ids, labels" "$T/err" &&
+   grep -qF "input_ids tensor<1x128xi64>, labels tensor<1x128xi64>" "$T/tr2/README" && grep -qF "run:    ./launch --batches" "$T/tr2/README"; then
   pass=$((pass + 1))
 else
   echo "FAIL: the run line of a 2-rank training program:"; cat "$T/err"; fail=$((fail + 1))

@@ -105,7 +105,7 @@ static void usage(FILE *f) {
           "  --batch N                bind symbolic batch dims (batch, batch_size, N, B...) (default 1)\n"
           "  --seq N                  bind symbolic sequence dims (seq, sequence, seq_len, T...) (default 128)\n"
           "  -o PATH                  a directory (ends in '/' or exists): write the program there\n"
-          "                           (program.c, weights.bin, Makefile, runtime/) and build it with\n"
+          "                           (program.c, weights.bin, Makefile, runtime/, README) and build it with\n"
           "                           make; a file (or none: stdout): write the IR after the pipeline\n"
           "  --target cpu|cuda        code generation target: cuda (CUDA C + cuBLAS + NCCL, built with nvcc;\n"
           "                           runs where a GPU is) is the default when --gpus is given, cpu (C +\n"
@@ -267,19 +267,49 @@ static void describe_inputs(const gv_module *m, const char *fmt, const char *sep
   }
 }
 
-/* The closing lines: how to build and run what was written. */
-static void print_run_hint(const char *out, int built, int train, const char *args) {
+/* How to run what was written: "DIR/launch --input input_ids=FILE.npy -o results/  (...)". */
+static void run_line(char *buf, size_t n, const char *out, bool here, int train, const char *args) {
   char launch[4200];
   struct stat st;
   const char *sep = out[strlen(out) - 1] == '/' ? "" : "/";
   snprintf(launch, sizeof launch, "%s%slaunch", out, sep);
   bool ranks = stat(launch, &st) == 0;
-  if (!built) fprintf(stderr, "galvc: build: make -C %s\n", out);
+  if (here) out = ".", sep = "/"; /* DIR/README: relative to DIR */
   if (train)
-    fprintf(stderr, "galvc: run: %s%s%s --batches DIR/ --steps N -o weights/  (DIR/NAME.npy for %s, %s; --help lists the options)\n",
-            out, sep, ranks ? "launch" : "program", args, gv_train_opts.labels ? gv_train_opts.labels : "labels");
+    snprintf(buf, n, "%s%s%s --batches DIR/ --steps N -o weights/  (DIR/NAME.npy for %s, %s; --help lists the options)",
+             out, sep, ranks ? "launch" : "program", args, gv_train_opts.labels ? gv_train_opts.labels : "labels");
   else
-    fprintf(stderr, "galvc: run: %s%s%s %s -o results/  (--help lists the options)\n", out, sep, ranks ? "launch" : "program", args);
+    snprintf(buf, n, "%s%s%s %s -o results/  (--help lists the options)", out, sep, ranks ? "launch" : "program", args);
+}
+
+/* The closing lines: how to build and run what was written. */
+static void print_run_hint(const char *out, int built, int train, const char *args) {
+  char line[8192];
+  run_line(line, sizeof line, out, false, train, args);
+  if (!built) fprintf(stderr, "galvc: build: make -C %s\n", out);
+  fprintf(stderr, "galvc: run: %s\n", line);
+}
+
+/* DIR/README: the command that wrote the directory, the inputs, how to build and run it. */
+static int write_readme(const char *out, int argc, char **argv, int train, bool cuda, const char *inputs, const char *args) {
+  char path[4200], line[8192];
+  snprintf(path, sizeof path, "%s%sREADME", out, out[strlen(out) - 1] == '/' ? "" : "/");
+  FILE *f = fopen(path, "w");
+  if (!f) return gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
+  fprintf(f, "Written by galvc %s:", GALV_VERSION);
+  for (int i = 0; i < argc; i++) fprintf(f, " %s", argv[i]);
+  fprintf(f, "\n\n%s program (%s); inputs, the global shapes the files hold:\n  %s\n\n",
+          train ? "A training step" : "An inference", cuda ? "CUDA target: program.cu, and program.c for make cpu" : "CPU target: program.c",
+          inputs);
+  fprintf(f, "build:  make%s\n", cuda ? "        (make cpu: ./program-cpu, the same program on the CPU)" : "");
+  run_line(line, sizeof line, out, true, train, args);
+  fprintf(f, "run:    %s\n", line);
+  if (cuda && strstr(line, "launch"))
+    fprintf(f, "        without a GPU: make cpu, then GALV_PROGRAM=program-cpu ./launch ...\n");
+  fprintf(f, "\nFiles: weights.bin (the parameters%s), Makefile, runtime/ (linked into the program)%s.\n",
+          strstr(line, "launch") ? ", one block per rank" : "", strstr(line, "launch") ? ", launch (mpirun)" : "");
+  if (fclose(f)) return gv_error_plain("%s: write failed", path);
+  return 0;
 }
 
 static double now(void) {
@@ -1189,6 +1219,11 @@ int main(int argc, char **argv) {
   }
   /* A directory output gets the program (unless --emit=ir); anything else the IR. */
   bool program = emit ? strcmp(emit, "program") == 0 : out && is_dir_arg(out);
+  struct stat ost;
+  if (program && out && !is_dir_arg(out) && stat(out, &ost) != 0 && ensure_dir(out)) { /* --emit=program -o NEW: a directory */
+    gv_error_plain("%s: cannot create output directory: %s", out, strerror(errno));
+    return 1;
+  }
   if (program && (!out || !is_dir_arg(out))) {
     gv_error_plain("--emit=program writes a directory: give -o DIR/");
     return 2;
@@ -1383,6 +1418,7 @@ int main(int argc, char **argv) {
       t = now();
     }
     if (p->run(m)) { rc = 1; break; }
+    if (strcmp(p->name, "loss") == 0) describe_inputs(m, "%1$s %2$s", ", ", inputs, sizeof inputs); /* + the labels */
     if (verify_each && gv_verify(m)) { rc = 1; break; }
     if (stats) print_stats(m, p->name);
     if (!quiet) fprintf(stderr, "galvc: %-18s %6d ops (%.3f s)\n", p->name, count_ops(m->main->body), now() - t);
@@ -1401,6 +1437,7 @@ int main(int argc, char **argv) {
     if (ensure_dir(out)) rc = gv_error_plain("%s: cannot create output directory: %s", out, strerror(errno));
     if (!rc) rc = emit_program(m, out, quiet, strcmp(target, "cuda") == 0 ? &cuda : NULL, NULL);
     if (!rc && build) rc = build_program(out, quiet);
+    if (!rc) rc = write_readme(out, argc, argv, train, strcmp(target, "cuda") == 0, inputs, run_args);
     if (!rc && !quiet) print_run_hint(out, build, train, run_args);
   } else if (!rc) {
     if (!out || strcmp(out, "-") == 0) {
