@@ -43,6 +43,8 @@ expect 1 "no-such.onnx" -- "$BUILD/galvc" "$T/no-such.onnx"
 expect 2 "unknown pass 'nope'" -- "$BUILD/galv-opt" --passes=nope "$T/x.mlir"
 expect 1 "cannot read file" -- "$BUILD/galv-opt" "$T/missing.mlir"
 
+expect 2 "unknown option '--foo'" -- "$BUILD/galv-mlir-check" --foo
+expect 0 "usage: galv-mlir-check" -- "$BUILD/galv-mlir-check" --help
 expect 2 "--passes needs a value" -- "$BUILD/galv-opt" "$T/x.mlir" --passes
 expect 2 "--seq needs a value" -- "$BUILD/galv-eval" "$T/gpt2.onnx" --seq
 # galv-eval: an input file of another shape than the bound one is named before the passes run

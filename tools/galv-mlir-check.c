@@ -48,11 +48,17 @@ static char *slurp(const char *path, size_t *len) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2 || strcmp(argv[1], "--help") == 0) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     fprintf(argc < 2 ? stderr : stdout, "usage: galv-mlir-check FILE.mlir...\n"
-            "Parses each file with MLIR 19 (unregistered dialects allowed); exit 1 on the first failure.\n");
+            "Parses and verifies each file with MLIR 19 (unregistered dialects allowed): silent when all\n"
+            "pass; otherwise MLIR's diagnostics and an error line per failing file, exit 1.\n");
     return argc < 2 ? 2 : 0;
   }
+  for (int i = 1; i < argc; i++)
+    if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "galv-mlir-check: error: unknown option '%s' (see --help)\n", argv[i]);
+      return 2;
+    }
   int rc = 0;
   for (int i = 1; i < argc; i++) {
     size_t len = 0;
