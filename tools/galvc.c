@@ -997,9 +997,9 @@ static int compile_pipeline(const char *model, gv_import_options opt, const pipe
                  "d=$(cd \"$(dirname \"$0\")\" && pwd)\n[ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root\n"
                  "exec ${MPIRUN:-mpirun $ROOT --oversubscribe --bind-to none} ${MPIRUN_ARGS:-}",
               cuda ? "# CUDA stages: one device per rank (NCCL); built with make COMM=staged every rank may share one GPU.\n"
-                     "# GALV_STAGE_PROGRAM=program-cpu runs the stages' CPU builds (make cpu in each stage).\n" : "");
+                     "# GALV_STAGE_PROGRAM (or GALV_PROGRAM)=program-cpu runs the stages' CPU builds (make cpu in each stage).\n" : "");
       for (int s = 0; s < S; s++)
-        fprintf(f, cuda ? "%s -np %d \"$d/stage%d/${GALV_STAGE_PROGRAM:-program}\" \"$@\"" : "%s -np %d \"$d/stage%d/program\" \"$@\"",
+        fprintf(f, cuda ? "%s -np %d \"$d/stage%d/${GALV_STAGE_PROGRAM:-${GALV_PROGRAM:-program}}\" \"$@\"" : "%s -np %d \"$d/stage%d/program\" \"$@\"",
                 s ? " :" : "", dev[s], s);
       fprintf(f, "\n");
       if (fclose(f) || chmod(path, 0755)) rc = gv_error_plain("%s: write failed", path);

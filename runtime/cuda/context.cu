@@ -26,10 +26,9 @@ void galv_cu_init(size_t scratch_bytes) {
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n == 0)
     galv_fatal("no CUDA device found (%s). This program was built by galvc --target cuda; to run on this machine "
-               "build the CPU program from the same directory (make cpu, then %s) or compile the model "
-               "with galvc --target cpu",
-               e != cudaSuccess ? cudaGetErrorString(e) : "0 devices",
-               galv_nranks > 1 ? "GALV_PROGRAM=program-cpu ./launch" : "./program-cpu");
+               "build the CPU program from the same directory (make cpu, then ./program-cpu; N ranks: "
+               "GALV_PROGRAM=program-cpu ./launch) or compile the model with galvc --target cpu",
+               e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
   const char *dv = getenv("GALV_CUDA_DEVICE");
   galv_cu.device = dv ? atoi(dv) : 0;
   if (galv_cu.device < 0 || galv_cu.device >= n) galv_fatal("GALV_CUDA_DEVICE=%s: only %d devices", dv, n);
