@@ -661,8 +661,11 @@ int gv_infer_gather(gv_module *m, gv_op *op, const gv_tensor *const *values) {
     for (int64_t i = 0; i < n; i++) {
       int64_t k = gv_tensor_get_i(iv, i);
       if (k < -dim || k >= dim)
-        return gv_error_op(m, op, "shape: gather index %lld out of range for axis %d of size %lld", (long long)k, ax,
-                           (long long)dim);
+        return gv_error_op(m, op,
+                           "shape: gather index %lld out of range for axis %d of size %lld (if the index follows from an "
+                           "input's shape, e.g. positions up to the sequence length: bind smaller dims with --seq, "
+                           "--batch or --input-shape)",
+                           (long long)k, ax, (long long)dim);
     }
   }
   gv_type t = ranked_unknown(x->dtype, r);

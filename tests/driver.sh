@@ -57,6 +57,10 @@ if [ -s "$T/ev/logits.npy" ]; then pass=$((pass + 1)); else echo "FAIL: galv-eva
 "$BUILD/galv-opt" "$T/gd/04-dce.mlir" --passes fuse,memory-plan >"$T/opt.mlir"
 if ! grep -q 'galv.arena' "$T/gd/04-dce.mlir" && grep -q 'galv.arena' "$T/opt.mlir"; then pass=$((pass + 1)); else echo "FAIL: galv-opt --passes LIST"; fail=$((fail + 1)); fi
 
+# The committed GPT-2 export has 64 positions: the default --seq 128 is out of range, and the error says what to bind
+expect 1 "gather index 64 out of range for axis 0 of size 64 (if the index follows from an input's shape" -- "$BUILD/galvc" "$SRC/examples/models/torch/gpt2_op17.onnx" -q
+expect 0 "tensor<1x64x128xf32>" -- "$BUILD/galvc" "$SRC/examples/models/torch/gpt2_op17.onnx" -q --seq 64
+
 # Binding: --input-shape overrides, --batch/--seq bind symbolic dims.
 expect 0 "tensor<3x5xi64>" -- "$BUILD/galvc" "$T/gpt2.onnx" -q --input-shape input_ids=3x5
 expect 0 "tensor<4x7xi64>" -- "$BUILD/galvc" "$T/gpt2.onnx" -q --batch 4 --seq 7
