@@ -1441,7 +1441,10 @@ int main(int argc, char **argv) {
     if (!rc && !quiet) print_run_hint(out, build, train, run_args);
   } else if (!rc) {
     if (!out || strcmp(out, "-") == 0) {
-      if (!report_cost) gv_print_module(m, stdout);
+      if (!report_cost) {
+        gv_print_module(m, stdout);
+        if (!quiet) fprintf(stderr, "galvc: wrote the IR text to stdout (-o DIR/ writes the program, -o FILE the IR)\n");
+      }
     } else {
       struct stat st;
       size_t ol = strlen(out);
