@@ -17,7 +17,8 @@
 #     bf16; collectives in program.cu) links with the NCCL and the
 #     host-staged backend,
 #   - a 2-stage pipeline of GPT-2 tiny (--pipeline-stages 2: inference,
-#     GPipe and 1F1B training) links per stage with both backends,
+#     GPipe and 1F1B training) links per stage with both backends, and
+#     with stages of 2 and 1 devices (--stage-devices 2,1 --strategy tp) with NCCL,
 # all with nvcc for sm_90 and -Werror on the host side. The generated program
 # run without a GPU must say so in one line (the pipeline: one line per rank).
 # Usage: cuda_compile.sh BUILD_DIR
@@ -126,20 +127,22 @@ if command -v mpicc >/dev/null; then
 fi
 
 # ---- pipeline stages (galvc --pipeline-stages 2 --target cuda): GPT-2 tiny inference and training
-# (GPipe, 1F1B); every stage's program.cu + runtime/cuda/pipe_cuda.cu (device hooks) + runtime/pipe.c
+# (GPipe, 1F1B; stages of 2 and 1 devices); every stage's program.cu + runtime/cuda/pipe_cuda.cu (device hooks) + runtime/pipe.c
 # (the schedule shared with the CPU target) links with the NCCL and the host-staged backend;
 # without a GPU the launched pipeline stops with the one-line error on every rank
 if command -v mpicc >/dev/null; then
   python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2pp.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
-  for cfg in "inference:" "gpipe:--train --schedule gpipe" "1f1b:--train --schedule 1f1b"; do
-    n=${cfg%%:*} extra=${cfg#*:}
+  # NAME:BACKENDS:OPTIONS; tp21: stages of 2 and 1 devices (collectives inside stage 0, cross-mesh tiles)
+  for cfg in "inference:nccl staged:" "gpipe:nccl staged:--train --schedule gpipe" "1f1b:nccl staged:--train --schedule 1f1b" \
+             "tp21:nccl:--train --stage-devices 2,1 --strategy tp"; do
+    IFS=: read -r n comms extra <<<"$cfg"
     d=$T/pp2_$n
     # shellcheck disable=SC2086
     if ! "$BUILD/galvc" "$T/gpt2pp.onnx" --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2 $extra --target cuda \
          --no-build -q -o "$d/" >"$d.log" 2>&1; then
       echo "✗ pp=2 $n: galvc"; cat "$d.log"; fail=1; continue
     fi
-    for comm in nccl staged; do
+    for comm in $comms; do
       pids=()
       for s in 0 1; do # pipe.c and pipe_stage.c with -Werror too
         make -s -C "$d/stage$s" COMM=$comm CC="cc -Wall -Wextra -Werror" GALV_CU_LIB="$T/lib/libgalv_cuda.a" \
