@@ -72,7 +72,8 @@ static void usage(FILE *f) {
           "  --plan FILE              reuse a saved plan.json; --plan-out FILE writes it (default: -o DIR/plan.json)\n"
           "  --plan-only              stop after planning (with --no-weights: shapes only, for big models)\n"
           "  --memory-limit BYTES     memory per device for the planner (default: the cluster's)\n"
-          "  --plan-search exhaustive realise every plan of the space (the exact optimum, small models)\n"
+          "  --plan-search dp|exhaustive  dp (default): ZeRO pattern by knapsack DP; exhaustive: realise every\n"
+          "                           plan of the space (the exact optimum, small models)\n"
           "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
           "  --pipeline-stages S (--pp S)  pipeline: S stages (cluster-layers + stage DP), one program per stage\n"
           "                           in DIR/stageI/, DIR/launch runs them (mpirun MPMD); --microbatches B (1),\n"
@@ -131,7 +132,7 @@ static void usage(FILE *f) {
           "  --recompute=none|all|L,..  recompute these layers' activations in backward (layer = NAME.N\n"
           "                           segment of the node names, e.g. h.0 / layers.3, or its index N)\n"
           "  -q, --quiet              no progress output\n"
-          "  --help, --version\n"
+          "  -h, --help, --version\n"
           "\n"
           "passes:\n");
   for (int i = 0; i < gv_pass_count; i++)
