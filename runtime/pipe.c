@@ -612,7 +612,44 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   return 0;
 }
 
+/* --help: answered by this stage alone, before the other stages are needed (under mpirun: world rank 0 only). */
+static int pipe_help(int argc, char **argv) {
+  int asked = 0;
+  for (int i = 1; i < argc; i++) asked |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+  if (!asked) return 0;
+  const char *r = getenv("OMPI_COMM_WORLD_RANK");
+  if (r && strcmp(r, "0")) return 1;
+  printf("pipeline stage %d of %d, %d microbatches: run every stage with DIR/launch [OPTIONS] (the same options for all)\n",
+         galv_pipe_stage, galv_pipe_nstages, galv_pipe_microbatches);
+  if (galv_pipe_training) {
+    printf("usage: launch --batches DIR [--steps N] [-o OUTDIR] [--trace FILE] [--weights FILE] [--threads N]\n"
+           "  --batches DIR   DIR/NAME.npy per data input (and the labels), the whole batch of one step\n"
+           "  --steps N       training steps (default 1)\n"
+           "  -o OUTDIR       write the parameters as OUTDIR/NAME.npy after the last step\n"
+           "  --trace FILE    a Chrome trace of the schedule; --weights FILE (default: weights.bin next to the\n"
+           "                  program); --threads N: BLAS threads\n");
+  } else {
+    printf("usage: launch --input NAME=FILE ... [-o OUTDIR] [--trace FILE] [--weights FILE] [--threads N]\n"
+           "  --input NAME=FILE  a graph input, the whole batch (dim 0: microbatches x the microbatch)\n"
+           "  -o OUTDIR          write each graph output as OUTDIR/NAME.npy\n"
+           "  --trace FILE       a Chrome trace of the schedule; --weights FILE (default: weights.bin next to\n"
+           "                     the program); --threads N: BLAS threads\n");
+    printf("graph inputs this stage reads (the microbatch's shape):\n");
+    for (int i = 0; i < galv_ninputs; i++) {
+      int recv = 0;
+      for (int k = 0; k < galv_pipe_nin; k++) recv |= !strcmp(galv_pipe_in[k].name, galv_inputs[i].name);
+      if (recv) continue;
+      galv_io g = galv_spmd_global_io(&galv_inputs[i], &galv_input_split[i]);
+      printf("  %s:", g.name);
+      for (int d = 0; d < g.rank; d++) printf("%s%lld", d ? "x" : " ", (long long)g.dims[d]);
+      printf(" %s\n", galv_dtype_name(g.dtype));
+    }
+  }
+  return 1;
+}
+
 int galv_pipe_main(int argc, char **argv) {
+  if (pipe_help(argc, argv)) return 0;
   int rank = 0, size = 1;
   if (galv_pipe_dev) D = galv_pipe_dev;
   else galv_pipe_dev = D; /* the host hooks (runtime/pipe_xfer.c goes through galv_pipe_dev) */

@@ -157,6 +157,14 @@ if command -v mpicc >/dev/null; then
   "$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 --strategy dp --target cpu --batch 4 --seq 8 -o "$T/dp2/" &&
     "$T/dp2/program" --help >"$T/out" 2>"$T/err"
   if grep -qF "input_ids: tensor<4x8xi64>" "$T/out"; then pass=$((pass + 1)); else echo "FAIL: 2-rank program --help:"; cat "$T/out" "$T/err"; fail=$((fail + 1)); fi
+  # a pipeline stage answers --help by itself: the options and the inputs it reads (the microbatch's shape)
+  "$BUILD/galvc" "$T/gpt2.onnx" -q --pipeline-stages 2 --microbatches 2 --target cpu --batch 2 --seq 8 -o "$T/pph/" &&
+    "$T/pph/stage0/program" --help >"$T/out" 2>"$T/err"
+  if grep -qF "pipeline stage 0 of 2, 2 microbatches" "$T/out" && grep -qF "input_ids: 1x8 i64" "$T/out"; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL: pipeline stage --help:"; cat "$T/out" "$T/err"; fail=$((fail + 1))
+  fi
   # launch runs $GALV_PROGRAM (a CUDA directory's program-cpu) and says when it is not built
   expect 1 "launch: error: $T/dp2/program-cpu not built (run make -C $T/dp2 program-cpu)" -- env GALV_PROGRAM=program-cpu "$T/dp2/launch"
 fi
