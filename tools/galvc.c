@@ -242,6 +242,8 @@ static int build_program(const char *dir, int quiet) {
   posix_spawn_file_actions_adddup2(&fa, 2, 1);
   pid_t pid;
   double t = now();
+  if (!quiet) /* nvcc takes a minute or more */
+    fprintf(stderr, "galvc: building %s%sprogram (make -C %s) ...\n", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", dir);
   int err = posix_spawnp(&pid, "make", &fa, NULL, argv, environ), status = 0;
   posix_spawn_file_actions_destroy(&fa);
   if (err) return gv_error_plain("cannot run make to build %s: %s", dir, strerror(err)), 1;
