@@ -1,0 +1,55 @@
+/* galvc.h — what the compiler driver's two files share: galvc.c (options,
+ * the pass list, one program) and galvc_pipeline.c (--pipeline-stages: the
+ * stage DP, one program per stage, the launcher). */
+#ifndef GALVC_H
+#define GALVC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../codegen/codegen.h"
+#include "../frontend/onnx_import.h"
+#include "../ir/ir.h"
+#include "../planner/cost.h"
+#include "../planner/pipeline.h"
+
+/* With --train, inserted right after dce: the training step (galvc.c). */
+enum { NTRAIN = 4 };
+extern const char *const train_pipeline[NTRAIN];
+
+int count_ops(const gv_block *b);
+double now(void); /* seconds, monotonic */
+int ensure_dir(const char *dir);
+bool is_dir_arg(const char *out);
+/* The target's program (CPU: program.c; CUDA: program.cu), weights.bin, Makefile, runtime/. */
+int emit_program(gv_module *m, const char *dir, int quiet, const gv_cuda_options *cuda, const char *entry);
+/* `make -C DIR` (its output on stderr). */
+int build_program(const char *dir, int quiet);
+
+/* ---- --pipeline-stages S (docs/pipeline.md, "Per-stage executables"):
+ * import at the microbatch size, the front passes, cluster-layers, the
+ * stage DP (planner/pipeline.c) on the groups' figures, then per stage a
+ * fresh import cut to that stage (passes/stage_extract.c), fused, planned
+ * and emitted into OUT/stageI/ (built with mpicc, main = runtime/pipe.c),
+ * and OUT/launch (mpirun MPMD). The imports and passes are deterministic,
+ * so every stage module numbers the crossing values alike. */
+typedef struct {
+  int stages, B, layers; /* stages 0 / B 0: chosen by the stage DP (--pipeline-stages auto, --microbatches auto) */
+  bool on;                /* --pipeline-stages given */
+  int cuts;               /* --stage-cuts: 0 not given (dp), 1 dp, 2 equal (docs/pipeline.md, "Equal cuts") */
+  gv_schedule sched;
+  const char *trace_plan;
+  bool analytic;          /* --stage-cost analytic: gv_stage_cost_analytic instead of the intra-operator planner */
+  bool recompute;         /* --pipeline-recompute: training stages as one combined program (no stash) */
+  int naxes;             /* stages of more than one device: each stage's mesh (--strategy / --mesh), 0: the planner's */
+  const char *axn[3];
+  int64_t axs[3];
+  bool mesh_given;       /* --mesh: axn / axs are one stage's mesh; else one axis sized by the stage's devices */
+  int nsdev;             /* --stage-devices: devices per stage (0: --gpus / S each) */
+  int sdev[GV_PIPE_MAX_STAGES];
+} pipe_args;
+
+int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
+                     const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda);
+
+#endif

@@ -1,0 +1,682 @@
+/* galvc_pipeline.c — galvc --pipeline-stages: cluster-layers and the stage
+ * DP choose the stages, then one program per stage and OUT/launch
+ * (docs/pipeline.md). The pass list and the options stay in galvc.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../codegen/codegen.h"
+#include "../codegen/comm.h"
+#include "../codegen/cpu/cpu.h"
+#include "../frontend/onnx_import.h"
+#include "../ir/ir.h"
+#include "../passes/passes.h"
+#include "../passes/plan_sharding.h"
+#include "../passes/stage_cost.h"
+#include "../passes/stage_extract.h"
+#include "../planner/cost.h"
+#include "../planner/cross_mesh.h"
+#include "../planner/pipeline.h"
+#include "../runtime/galv_pipe_sched.h"
+#include "galvc.h"
+static int run_named(gv_module *m, const char *const *names, int n, int quiet, int verify_each);
+
+/* The mesh of a stage of k devices: --mesh, else one axis named after the
+ * strategy (or "d") of size k. */
+static gv_mesh stage_mesh(const pipe_args *pa, int k) {
+  gv_mesh m = {0};
+  m.name = "m";
+  if (pa->mesh_given && k > 1) {
+    m.naxes = pa->naxes;
+    for (int a = 0; a < pa->naxes; a++) m.axis[a] = pa->axn[a], m.size[a] = pa->axs[a];
+  } else {
+    m.naxes = 1;
+    m.axis[0] = pa->naxes ? pa->axn[0] : "d";
+    m.size[0] = k;
+  }
+  return m;
+}
+
+/* A stage of k > 1 devices: its mesh, the cross-stage values (pp.X,
+ * gin:pp.X) pinned replicated, propagate-sharding (--strategy) and
+ * spmd-partition: an SPMD program over the stage's ranks. */
+static int partition_stage(gv_module *ms, const pipe_args *pa, int k, int quiet, int verify_each) {
+  gv_mesh sm = stage_mesh(pa, k);
+  const gv_mesh *mesh = gv_module_add_mesh(ms, "m", sm.naxes, sm.axis, sm.size);
+  if (!mesh) return 1;
+  gv_func *f = ms->main;
+  if (!f->arg_sharding) {
+    int cap = f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs;
+    f->arg_sharding = gv_alloc(ms->arena, (size_t)(cap ? cap : 1) * sizeof *f->arg_sharding);
+    memset(f->arg_sharding, 0, (size_t)(cap ? cap : 1) * sizeof *f->arg_sharding);
+  }
+  for (int i = 0; i < f->body->nargs; i++) {
+    const char *n = f->arg_names[i];
+    if (n && (!strncmp(n, "pp.", 3) || !strncmp(n, "gin:pp.", 7)))
+      f->arg_sharding[i] = gv_sharding_new(ms, mesh, f->body->args[i]->type.rank);
+  }
+  static const char *const sp[] = {"propagate-sharding", "spmd-partition"};
+  return run_named(ms, sp, 2, quiet, verify_each);
+}
+
+/* A stage of k > 1 devices without --strategy: the intra-operator
+ * planner's plan for the stage program on k devices, pinned; the
+ * cross-stage values (pp.X, gin:pp.X: whole on every rank of the stage, as
+ * the runtime sends them) arrive replicated and a galv.reshard gives them
+ * the plan's sharding (a local slice where the plan splits them); then
+ * propagate-sharding and spmd-partition. desc: the plan in words. */
+static int plan_stage(gv_module *ms, int64_t k, const gv_cluster *cluster, int verify_each) {
+  gv_plan plan;
+  gv_plan_cost pc;
+  int r = gv_plan_intra(ms, k, NULL, 0, cluster, gv_plan_opts.memory_limit, &plan, &pc);
+  if (r > 0) return gv_error(ms, "pipeline: no plan of this stage fits on %lld devices (the smallest needs %lld bytes per device)",
+                             (long long)k, (long long)pc.mem_total);
+  if (r || gv_plan_apply(ms, &plan)) return 1;
+  gv_func *f = ms->main;
+  gv_block *body = f->body;
+  const gv_mesh *mesh = ms->meshes[0];
+  for (int i = 0; i < body->nargs; i++) {
+    const char *n = f->arg_names[i];
+    if (!n || (strncmp(n, "pp.", 3) && strncmp(n, "gin:pp.", 7))) continue;
+    const gv_sharding *sh = f->arg_sharding[i];
+    gv_value *arg = body->args[i];
+    f->arg_sharding[i] = gv_sharding_new(ms, mesh, arg->type.rank);
+    bool split = false;
+    for (int d = 0; sh && d < sh->rank; d++) split |= sh->naxes[d] > 0;
+    if (!split || !body->first) continue;
+    gv_op *rs = gv_op_new(ms, GV_OP_RESHARD, 1, &arg, 1);
+    rs->res[0]->type = arg->type;
+    gv_set_shardings(ms, rs, &sh);
+    gv_insert_before(body->first, rs);
+    gv_replace_uses(body, arg, rs->res[0]);
+    rs->opnds[0] = arg;
+  }
+  static const char *const sp[] = {"propagate-sharding", "spmd-partition"};
+  const char *strategy = gv_shard_opts.strategy;
+  gv_shard_opts.strategy = NULL;
+  int rc = run_named(ms, sp, 2, 1, verify_each);
+  gv_shard_opts.strategy = strategy;
+  return rc;
+}
+
+static int run_named(gv_module *m, const char *const *names, int n, int quiet, int verify_each) {
+  for (int i = 0; i < n; i++) {
+    const gv_pass *p = gv_pass_lookup(names[i]);
+    double t = now();
+    if (p->run(m) || (verify_each && gv_verify(m))) return 1;
+    if (!quiet) fprintf(stderr, "galvc: %-18s %6d ops (%.3f s)\n", p->name, count_ops(m->main->body), now() - t);
+  }
+  return 0;
+}
+
+static gv_module *pipe_front(const char *model, const gv_import_options *opt, int train, int quiet, int verify_each) {
+  gv_module *m = gv_import_onnx(model, opt);
+  if (!m) return NULL;
+  static const char *const front[] = {"shape-infer", "fold-constants", "canonicalize", "dce"};
+  if (gv_verify(m) || run_named(m, front, 4, quiet, verify_each) || (train && run_named(m, train_pipeline, NTRAIN, quiet, verify_each))) {
+    gv_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* The cost model's timeline as a Chrome trace, pid = tid = stage.
+ * Inference: stage i runs forward j once stage i-1 has finished it and
+ * stage i has finished j-1. Training: each stage runs its forward F(j) and
+ * backward B(j) entries in the runtime's order (galv_pipe_order,
+ * runtime/galv_pipe_sched.h); F(i,j) starts after F(i-1,j), B(i,j) after
+ * B(i+1,j) and F(i,j); the stage's time per microbatch (forward + backward)
+ * is split forward : backward = 1 : 2 (the analytic cost's 1x + 2x FLOPs).
+ * step_us: the makespan. */
+static int write_plan_trace(const char *path, const gv_pipe_plan *pl, int train, gv_schedule sched) {
+  const int S = pl->nstages, B = pl->B;
+  int64_t *fend = calloc((size_t)S * (size_t)B, sizeof *fend), *bend = calloc((size_t)S * (size_t)B, sizeof *bend);
+  galv_pipe_act *acts = malloc(sizeof *acts * (size_t)S * 2 * (size_t)B);
+  int *next = calloc((size_t)S, sizeof *next);
+  if (!fend || !bend || !acts || !next) {
+    free(fend), free(bend), free(acts), free(next);
+    return gv_error_plain("out of memory");
+  }
+  for (size_t k = 0; k < (size_t)S * (size_t)B; k++) fend[k] = bend[k] = -1;
+  int64_t free_at[GV_PIPE_MAX_STAGES] = {0}, makespan = 0;
+  int per = train ? 2 * B : B, left = S * per, rc = 0;
+  for (int i = 0; i < S; i++) { /* the stage's entries in the order it runs them */
+    if (train) galv_pipe_order(S, i, B, sched == GV_SCHED_1F1B, acts + (size_t)i * (size_t)per);
+    else
+      for (int j = 0; j < B; j++) acts[(size_t)i * (size_t)per + (size_t)j] = (galv_pipe_act){1, j};
+  }
+  FILE *f = fopen(path, "w");
+  if (!f) rc = gv_error_plain("%s: cannot write the trace: %s", path, strerror(errno));
+  else fprintf(f, "{\"traceEvents\": [\n");
+  while (!rc && left) { /* each stage takes its next entry once the entries it depends on have ended */
+    int progress = 0;
+    for (int i = 0; i < S; i++) {
+      if (next[i] == per) continue;
+      const galv_pipe_act *a = &acts[(size_t)i * (size_t)per + (size_t)next[i]];
+      const size_t at = (size_t)i * (size_t)B + (size_t)a->mb; /* ends: -1 until the entry is placed */
+      int64_t dep = 0;
+      if (a->fwd) {
+        if (i && fend[at - (size_t)B] < 0) continue;
+        if (i) dep = fend[at - (size_t)B];
+      } else {
+        if ((i + 1 < S && bend[at + (size_t)B] < 0) || fend[at] < 0) continue;
+        dep = i + 1 < S && bend[at + (size_t)B] > fend[at] ? bend[at + (size_t)B] : fend[at];
+      }
+      int64_t ns = pl->cost[i].ns, fwd = train ? ns / 3 : ns, dur = a->fwd ? fwd : ns - fwd;
+      int64_t start = dep > free_at[i] ? dep : free_at[i];
+      free_at[i] = start + dur;
+      (a->fwd ? fend : bend)[at] = start + dur;
+      if (start + dur > makespan) makespan = start + dur;
+      fprintf(f, "%s  {\"name\": \"%s mb%d\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, \"tid\": %d}",
+              left == S * per ? "" : ",\n", a->fwd ? "forward" : "backward", a->mb, a->fwd ? "forward" : "backward",
+              (double)start / 1e3, (double)dur / 1e3, i, i);
+      next[i]++, left--, progress = 1;
+    }
+    if (!progress) rc = gv_error_plain("%s: the pipeline schedule deadlocks (no stage can run its next entry)", path);
+  }
+  if (f) {
+    fprintf(f, "\n], \"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"cost model\", \"training\": %s, "
+               "\"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"step_us\": %.3f, \"dp_step_us\": %.3f}}\n",
+            train ? "true" : "false", train ? (sched == GV_SCHED_1F1B ? "1f1b" : "gpipe") : "inference", S, B,
+            (double)makespan / 1e3, (double)pl->step_ns / 1e3);
+    if (fclose(f) && !rc) rc = gv_error_plain("%s: write failed", path);
+  }
+  free(fend), free(bend), free(acts), free(next);
+  return rc;
+}
+
+/* The stage DP for B microbatches on the import at the microbatch size
+ * global / B, cluster-layers with *K groups (0: --layers, else min(4 S, ops
+ * - 1) with S = gpus when the stages are chosen). S > 0: S stages of gpus / S
+ * devices each (at least 1); S = 0: the best over k = 1, 2, 4 .. devices per
+ * stage and 1 .. gpus / k stages. Stage costs: the intra-operator planner
+ * per stage program (gv_stage_cost_intra), or --stage-cost analytic. Fills
+ * *pl with the best plan; returns 0, 1 when no partition fits, -1 after an
+ * error. */
+static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global, int B, int S, int64_t gpus, const pipe_args *pa,
+                       gv_cluster *cluster, int train, int quiet, int verify_each, int *K, gv_pipe_plan *pl, double *plan_s) {
+  double t0 = now();
+  opt.batch = global / B;
+  gv_module *m = pipe_front(model, &opt, 0, quiet, verify_each); /* training: per stage, after extraction */
+  if (!m) return -1;
+  int nops = 0;
+  for (gv_op *op = m->main->body->first; op; op = op->next) nops++;
+  int want = S ? S : (int)gpus;
+  if (!*K) *K = pa->layers ? pa->layers : (4 * want < nops - 1 ? 4 * want : nops - 1);
+  int k = *K;
+  gv_layer_groups g;
+  if (gv_cluster_layers(m, k, &g)) { gv_module_free(m); return -1; }
+  gv_group_stats *gs = calloc((size_t)k, sizeof *gs);
+  gv_pipe_plan *tmp = calloc(1, sizeof *tmp);
+  if (!gs || !tmp) { free(gs); free(tmp); gv_module_free(m); return gv_error_plain("out of memory"), -1; }
+  gv_pipe_group_stats(m, k, g.flops, gs);
+  if (train && pa->analytic) { /* the analytic cost's memory per microbatch in flight: an earlier stage's stash, from
+                                 * the whole model's loss and autodiff on a copy (m stays the stage costs' base) */
+    static const char *const la[] = {"loss", "autodiff"};
+    int64_t *st = calloc((size_t)k, sizeof *st), *cr = calloc((size_t)k, sizeof *cr);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&buf, &len);
+    if (mf) gv_print_module(m, mf), fclose(mf);
+    gv_module *mt = mf && buf ? gv_parse_module(buf, len, m->source) : NULL;
+    free(buf);
+    int bad = !st || !cr || !mt || run_named(mt, la, 2, 1, verify_each) || gv_pipe_group_stash(mt, k, st, cr);
+    if (mt) gv_module_free(mt);
+    if (bad) {
+      free(st), free(cr), free(gs), free(tmp), gv_module_free(m);
+      return mf ? -1 : gv_error_plain("out of memory"), -1;
+    }
+    for (int i = 0; i < k; i++) gs[i].act_bytes = st[i], gs[i].act_credit = cr[i] * B;
+    free(st), free(cr);
+  }
+  for (int i = 0; i < k; i++) gs[i].flops *= B; /* the stats are per microbatch, the cost wants the global batch */
+  for (int i = 0; i < k; i++) gs[i].act_bytes *= B, gs[i].out_bytes *= B;
+  gv_analytic_ctx actx = {.g = gs, .ngroups = k, .batch = global, .training = train != 0, .dtype_bytes = 4, .cluster = cluster};
+  gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .recompute = pa->recompute,
+                             .cluster = cluster, .mem_limit = gv_plan_opts.memory_limit};
+  gv_stage_cost_fn fn = pa->analytic ? gv_stage_cost_analytic : gv_stage_cost_intra;
+  void *fctx = pa->analytic ? (void *)&actx : (void *)&ictx;
+  int mbc[1] = {B};
+  int rc = 1;
+  /* the DP runs: {devices, stages (0: chosen), devices per stage (0: any), per-stage counts} */
+  typedef struct { int64_t D; int S; int64_t per; const int *sdev; } dp_run;
+  dp_run runs[48];
+  int nruns = 0;
+  int64_t kn = cluster->devices_per_node;
+  if (S && pa->nsdev) {
+    int64_t D = 0;
+    for (int i = 0; i < S; i++) D += pa->sdev[i];
+    runs[nruns++] = (dp_run){D, S, 0, pa->sdev};
+  } else if (S) {
+    int64_t per = gpus / S > 1 ? gpus / S : 1;
+    runs[nruns++] = (dp_run){S * per, S, per, NULL};
+  } else { /* equal stages of k = 1, 2, 4 .. devices (S k <= gpus), then the DP's free choice over all gpus */
+    for (int64_t per = 1; per <= gpus && nruns < 40; per = per * 2 > gpus && per < gpus ? gpus : per * 2)
+      for (int s = 1; s <= gpus / per && s <= k && nruns < 40; s++) runs[nruns++] = (dp_run){s * per, s, per, NULL};
+    /* the free run only when its sub-meshes allow stages of different sizes on all gpus: 1 x 2^j inside a
+     * node (3 devices or more), whole nodes across (3 nodes or more) */
+    if (gpus <= kn ? gpus >= 3 : gpus % kn == 0 && gpus / kn >= 3) runs[nruns++] = (dp_run){gpus, 0, 0, NULL};
+  }
+  gv_cluster cs = *cluster, cs_best = *cluster; /* the cluster view of a run, of the best plan's run */
+  for (int ri = 0; ri < nruns && rc >= 0; ri++) {
+    dp_run *R = &runs[ri];
+    int64_t minper = R->per ? R->per : 1;
+    for (int i = 0; R->sdev && i < R->S; i++) minper = R->sdev[i] < minper || i == 0 ? R->sdev[i] : minper;
+    /* stages smaller than a node on more than one node: the DP's sub-meshes
+     * across nodes are whole nodes, so such stages are planned on a
+     * one-node view of D devices (each stage inside a node; its links
+     * costed inside a node). The free run keeps the cluster as it is. */
+    cs = *cluster;
+    if ((R->per || R->sdev) && minper < kn && R->D > kn) cs.devices_per_node = R->D, cs.nodes = 1;
+    if (R->per && (cs.devices_per_node >= R->D ? (R->per & (R->per - 1)) && R->per != R->D : R->per % kn)) continue; /* no sub-mesh */
+    actx.cluster = &cs;
+    ictx.cluster = &cs;
+    gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = R->D, .mesh_devices = R->per,
+                          .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = pa->sched,
+                          .mem_limit = gv_plan_opts.memory_limit, .stages = R->S, .cost = fn, .ctx = fctx};
+    int r = gv_pipe_solve(&pp, tmp);
+    if (r < 0) rc = -1;
+    else if (r == 0 && (rc == 1 || tmp->step_ns < pl->step_ns)) *pl = *tmp, rc = 0, cs_best = cs;
+  }
+  actx.cluster = ictx.cluster = &cs_best;
+  if (rc == 0 && pa->cuts == 2) { /* --stage-cuts equal: the DP's sub-meshes, groups cut at i k / S, costed alike */
+    int64_t sum = 0, mx = 0;
+    for (int i = 0; i <= pl->nstages; i++) pl->first[i] = (int)((int64_t)i * k / pl->nstages);
+    for (int i = 0; i < pl->nstages && rc == 0; i++) {
+      if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
+      else if (!pl->cost[i].feasible) rc = 1;
+      else sum += pl->cost[i].ns, mx = pl->cost[i].ns > mx ? pl->cost[i].ns : mx;
+    }
+    pl->sum_ns = sum, pl->max_ns = mx, pl->step_ns = sum + (int64_t)(B - 1) * mx;
+  }
+  if (!quiet && !pa->analytic)
+    fprintf(stderr, "galvc: stage costs for B = %d: %lld stage programs planned in %.3f s\n", B, (long long)ictx.plans, ictx.seconds);
+  gv_intra_stage_ctx_free(&ictx);
+  free(gs);
+  free(tmp);
+  gv_module_free(m);
+  *plan_s += now() - t0;
+  return rc;
+}
+
+/* The type of stage module m's input or output named name, NULL when none. */
+static const gv_type *stage_value_type(const gv_module *m, const char *name) {
+  const gv_func *f = m->main;
+  for (int i = 0; i < f->body->nargs; i++)
+    if (f->arg_names[i] && !strcmp(f->arg_names[i], name)) return &f->body->args[i]->type;
+  const gv_op *ret = f->body->last;
+  for (int i = 0; ret && i < f->nres_names && i < ret->nopnds; i++)
+    if (f->res_names[i] && !strcmp(f->res_names[i], name)) return &ret->opnds[i]->type;
+  return NULL;
+}
+
+/* pipe_stage.c's galv_pipe_xfers: per value stage s sends or receives (and,
+ * training, per gradient going back), the cross-mesh plan (planner/cross_mesh.c,
+ * the plan stage-split prints): replicated on the sender's dev[from] devices ->
+ * replicated on the receiver's dev[to], local all-gather on. m: stage s's module
+ * (the crossing values are replicated: global types); mb: its backward entry
+ * (training with a stash: the gradients' inputs and outputs), else NULL. */
+static int write_xfers(FILE *f, const gv_module *m, const gv_module *mb, const gv_stage_io *io, int s, const int *dev,
+                       const pipe_args *pa, int train) {
+  typedef struct { const char *name; int grad, from, to; } xf;
+  xf *list = malloc(sizeof *list * (size_t)(2 * (io->nin + io->nout * GV_PIPE_MAX_STAGES) + 1));
+  if (!list) return gv_error_plain("out of memory");
+  int n = 0;
+  char gname[300];
+  for (int i = 0; i < io->nin; i++) {
+    list[n++] = (xf){io->in[i].name, 0, io->in[i].peer, s};
+    snprintf(gname, sizeof gname, "grad:%s", io->in[i].name);
+    if (train && stage_value_type(mb ? mb : m, gname)) list[n++] = (xf){io->in[i].name, 1, s, io->in[i].peer};
+  }
+  for (int i = 0; i < io->nout; i++)
+    for (int st = 0; st < GV_PIPE_MAX_STAGES && st < 64; st++)
+      if (io->out[i].dst_mask >> st & 1) {
+        list[n++] = (xf){io->out[i].name, 0, s, st};
+        snprintf(gname, sizeof gname, "gin:%s", io->out[i].name);
+        if (train && stage_value_type(mb ? mb : m, gname)) list[n++] = (xf){io->out[i].name, 1, st, s};
+      }
+  int rc = 0;
+  for (int i = 0; i < n && !rc; i++) { /* the tiles */
+    const gv_type *t = stage_value_type(m, list[i].name);
+    if (!t) { rc = gv_error_plain("stage %d: no crossing value '%s'", s, list[i].name); break; }
+    gv_mesh ma = stage_mesh(pa, dev[list[i].from]), mb = stage_mesh(pa, dev[list[i].to]);
+    gv_sharding src = {.mesh = &ma, .rank = t->rank}, dst = {.mesh = &mb, .rank = t->rank};
+    gv_xmesh_plan pl;
+    if (gv_xmesh_plan_make(t, &src, &dst, true, &pl)) { rc = gv_error_plain("stage %d: value '%s': cannot plan the transfer", s, list[i].name); break; }
+    fprintf(f, "static const galv_pipe_tile xfer_tiles%d[] = {\n", i);
+    for (int k = 0; k < pl.nx; k++) {
+      fprintf(f, "    {%d, %d, {", pl.x[k].src, pl.x[k].dst);
+      for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)pl.x[k].off[d]);
+      fprintf(f, "%s}, {", t->rank ? "" : "0");
+      for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)pl.x[k].len[d]);
+      fprintf(f, "%s}},\n", t->rank ? "" : "0");
+    }
+    fprintf(f, "    {0, 0, {0}, {0}}};\n");
+    fprintf(f, "#define XFER%d %d, xfer_tiles%d, %d, %lldll, %lldll\n", i, pl.nx, i, pl.ag_dim >= 0, (long long)pl.bytes,
+            (long long)pl.naive_bytes);
+    gv_xmesh_free(&pl);
+  }
+  if (!rc) {
+    fprintf(f, "const galv_pipe_xfer galv_pipe_xfers[] = {\n");
+    for (int i = 0; i < n; i++) {
+      const gv_type *t = stage_value_type(m, list[i].name);
+      fprintf(f, "    {\"%s\", %d, %d, %d, %s, %d, {", list[i].name, list[i].grad, list[i].from, list[i].to, cg_rt_dtype(t->dtype), t->rank);
+      for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
+      fprintf(f, "%s}, XFER%d},\n", t->rank ? "" : "0", i);
+    }
+    fprintf(f, "    {0}};\nconst int galv_pipe_nxfers = %d;\n", n);
+  }
+  free(list);
+  return rc;
+}
+
+/* The devices of each stage of the plan (the per-stage device array every
+ * later step reads: stage meshes, transfer plans, ranks, launch):
+ * --stage-devices, else the stage DP's sub-mesh of the stage (--gpus / S
+ * each with S fixed; its own choice with auto). *gpus: their sum. */
+static int pipe_stage_devices(const pipe_args *P, const gv_pipe_plan *pl, int64_t *gpus, int *dev) {
+  int S = pl->nstages;
+  *gpus = 0;
+  for (int i = 0; i < S; i++) {
+    dev[i] = P->nsdev ? P->sdev[i] : (int)(pl->nodes[i] * pl->per_node[i]); /* --stage-devices, else the stage DP's sub-mesh */
+    *gpus += dev[i];
+  }
+  return 0;
+}
+
+/* Stage s's module: a fresh import through the front passes, cut to the
+ * stage (its training function with --train), partitioned over the stage's
+ * devices when it has more than one (--strategy, else the intra-operator
+ * planner). NULL after one error line. */
+static gv_module *stage_module(const char *model, const gv_import_options *opt, int K, const gv_pipe_plan *pl, int s, int S,
+                               int train, int per, const pipe_args *pa, const gv_cluster *cluster, int verify_each,
+                               gv_stage_io *io) {
+  gv_module *ms = pipe_front(model, opt, 0, 1, verify_each);
+  gv_layer_groups g2;
+  if (ms && (gv_cluster_layers(ms, K, &g2) || gv_pipe_assign_stages(ms, pl->first, S) || gv_stage_extract(ms, s, S, io) ||
+             (train && gv_stage_train(ms, s, S)) ||
+             (per > 1 && (gv_verify(ms) || (pa->naxes ? partition_stage(ms, pa, per, 1, verify_each)
+                                                      : plan_stage(ms, per, cluster, verify_each)))))) {
+    gv_module_free(ms);
+    return NULL;
+  }
+  return ms;
+}
+
+/* The two entries of a stage read one parameter layout (weights.bin and
+ * weights_bwd.bin start alike; the runtime updates both): the same
+ * parameters, in order, of the same types. */
+static int same_params(gv_module *f, gv_module *b) {
+  gv_func *x = f->main, *y = b->main;
+  int i = 0, j = 0;
+  for (;; i++, j++) {
+    while (i < x->body->nargs && !x->arg_is_param[i]) i++;
+    while (j < y->body->nargs && !y->arg_is_param[j]) j++;
+    if (i == x->body->nargs || j == y->body->nargs) break;
+    if (strcmp(x->arg_names[i], y->arg_names[j]) || !gv_type_equal(&x->body->args[i]->type, &y->body->args[j]->type))
+      return gv_error_plain("pipeline: the stage's forward and backward entries differ in parameter '%s'", x->arg_names[i]);
+  }
+  if (i != x->body->nargs || j != y->body->nargs) return gv_error_plain("pipeline: the stage's forward and backward entries differ in their parameters");
+  return 0;
+}
+
+int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
+                     const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda) {
+  pipe_args P = *pa0;
+  const pipe_args *pa = &P;
+  if (cuda) P.recompute = true; /* the CUDA emitter has no second entry yet: the recomputing stage programs */
+  if (train && strcmp(gv_train_opts.optimizer, "adamw") && strcmp(gv_train_opts.optimizer, "sgd"))
+    return gv_error_plain("--optimizer %s: expected adamw or sgd", gv_train_opts.optimizer);
+  if (!out || !is_dir_arg(out)) return gv_error_plain("--pipeline-stages writes one program per stage: give -o DIR/");
+  if (opt.nshapes) return gv_error_plain("--pipeline-stages takes the batch from --batch (not --input-shape)");
+  if (P.B && opt.batch % P.B) return gv_error_plain("--batch %lld is not a multiple of --microbatches %d", (long long)opt.batch, P.B);
+  int autoS = P.stages == 0, autoB = P.B == 0;
+  if (autoS && P.cuts == 2) return gv_error_plain("--stage-cuts equal needs a fixed --pipeline-stages S (not auto)");
+  if (autoS && P.naxes)
+    return gv_error_plain("--pipeline-stages auto chooses each stage's devices and strategy (the intra-operator planner): drop --strategy / --mesh");
+  if (autoS && P.nsdev) return gv_error_plain("--stage-devices needs a fixed --pipeline-stages S (not auto)");
+  if (autoS && gpus > GV_PIPE_MAX_STAGES) gpus = GV_PIPE_MAX_STAGES;
+  if (!autoS && !P.nsdev && gpus > 1 && gpus % P.stages)
+    return gv_error_plain("--gpus %lld with %d pipeline stages: the devices must divide evenly into the stages", (long long)gpus, P.stages);
+  if (!autoS && gpus > P.stages && P.analytic && !P.naxes)
+    return gv_error_plain("--stage-cost analytic with stages of more than one device needs --strategy tp|dp (the planner's plan needs its costs)");
+  int64_t global = opt.batch;
+  int Bs[64], nb = 0;
+  if (!autoB) Bs[nb++] = P.B;
+  else
+    for (int64_t d = 1; d <= global && nb < 64; d++)
+      if (global % d == 0) Bs[nb++] = (int)d;
+  if (ensure_dir(out)) return gv_error_plain("%s: cannot create output directory", out);
+  gv_pipe_opts.quiet = true;
+  gv_pipe_plan *pl = calloc(1, sizeof *pl), *cand = calloc(1, sizeof *cand);
+  if (!pl || !cand) { free(pl); free(cand); return gv_error_plain("out of memory"); }
+  int rc = 1, K = 0;
+  double plan_s = 0;
+  for (int i = 0; i < nb && rc >= 0; i++) {
+    int k = 0; /* the group count: fixed by --layers, else by the stage count (the largest tried when chosen) */
+    int r = pipe_plan_b(model, opt, global, Bs[i], P.stages, gpus, pa, cluster, train, quiet || i > 0, verify_each, &k, cand, &plan_s);
+    if (r < 0) rc = -1;
+    else if (r == 0 && (rc == 1 || cand->step_ns < pl->step_ns)) *pl = *cand, K = k, rc = 0;
+  }
+  free(cand);
+  if (rc) { free(pl); return 1; }
+  P.stages = pl->nstages;
+  P.B = pl->B;
+  opt.batch = global / P.B;
+  int S = P.stages;
+  /* dev[s]: the devices of stage s (its sub-mesh, the DP's choice; the runtime's ranks first_rank[s] ..) */
+  int dev[GV_PIPE_MAX_STAGES], first_rank[GV_PIPE_MAX_STAGES + 1] = {0};
+  if (pipe_stage_devices(&P, pl, &gpus, dev)) { free(pl); return 1; }
+  bool uneven = false;
+  for (int i = 0; i < S; i++) first_rank[i + 1] = first_rank[i] + dev[i], uneven |= dev[i] != dev[0];
+  int64_t mprod = 1;
+  for (int a = 0; a < pa->naxes; a++) mprod *= pa->axs[a];
+  for (int i = 0; i < S; i++) {
+    if (pa->mesh_given && dev[i] > 1 && mprod != dev[i]) {
+      free(pl);
+      return gv_error_plain("--gpus %lld with %d pipeline stages: each stage's mesh has %lld devices, not %d", (long long)gpus, S,
+                            (long long)mprod, dev[i]);
+    }
+  }
+  if (autoS || autoB || P.cuts) {
+    printf("pipeline %s: %d stages%s, cuts at groups", autoS || autoB ? "auto" : P.cuts == 2 ? "equal cuts" : "dp cuts", S,
+           autoS ? " (chosen)" : "");
+    for (int i = 0; i <= S; i++) printf("%s%d", i ? "|" : " ", pl->first[i]);
+    printf(" of %d, %d microbatches%s, predicted step %.3f ms (stage ms/microbatch", K, P.B, autoB ? " (chosen)" : "",
+           (double)pl->step_ns / 1e6);
+    for (int i = 0; i < S; i++) printf(" %.3f", (double)pl->cost[i].ns / 1e6);
+    if (uneven) {
+      printf("), devices per stage");
+      for (int i = 0; i < S; i++) printf("%s%d", i ? "," : " ", dev[i]);
+      printf("%s, strategies", autoS ? " (chosen)" : "");
+    } else
+      printf("), %d device%s per stage%s, strategies", dev[0], dev[0] == 1 ? "" : "s", autoS ? " (chosen)" : "");
+    for (int i = 0; i < S; i++) printf("%s%s", i ? " | " : " ", pa->naxes ? gv_shard_opts.strategy : pl->cost[i].desc);
+    printf(", planned in %.2f s\n", plan_s);
+    fflush(stdout);
+  }
+  if (!rc && !quiet) gv_pipe_plan_print(pl, stderr);
+  if (!rc && pa->trace_plan) rc = write_plan_trace(pa->trace_plan, pl, train, pa->sched);
+  for (int s = 0; !rc && s < S; s++) {
+    const int per = dev[s]; /* this stage's devices */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s%sstage%d/", out, out[strlen(out) - 1] == '/' ? "" : "/", s);
+    gv_stage_io *io = calloc(1, sizeof *io);
+    gv_module *ms = NULL, *mb = NULL; /* the stage's program (training with a stash: its forward entry) and backward entry */
+    bool stash = train && !pa->recompute && s < S - 1;
+    rc = !io || !(ms = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io));
+    if (!rc && stash) { /* the same stage module again (deterministic), split into the two entries */
+      gv_stage_io *io2 = calloc(1, sizeof *io2);
+      rc = !io2 || !(mb = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io2));
+      free(io2);
+      static const char *const st[] = {"stage-stash"};
+      gv_pipe_opts.stash = "forward";
+      if (!rc) rc = run_named(ms, st, 1, 1, verify_each) || gv_verify(ms);
+      gv_pipe_opts.stash = "backward";
+      if (!rc) rc = run_named(mb, st, 1, 1, verify_each) || gv_verify(mb);
+      gv_pipe_opts.stash = NULL;
+      if (!rc) rc = same_params(ms, mb);
+    }
+    static const char *const back[] = {"fuse", "memory-plan"};
+    if (!rc) rc = gv_verify(ms) || run_named(ms, back, 2, 1, verify_each) || gv_verify(ms);
+    if (!rc && mb) rc = run_named(mb, back, 2, 1, verify_each) || gv_verify(mb);
+    if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
+    gv_cuda_options cs = {0};
+    if (cuda) cs = *cuda, cs.pipe_stage = true; /* the CUDA emitter writes the stage's Makefile (main = pipe_cuda.cu) */
+    if (!rc && mb) rc = emit_program(mb, dir, quiet, NULL, "bwd"); /* program_bwd.c, weights_bwd.bin */
+    if (!rc) rc = emit_program(ms, dir, quiet, cuda ? &cs : NULL, NULL);
+    if (!rc && mb && !quiet) { /* the stash per microbatch: the backward entry's galv.state inputs */
+      int n = 0;
+      int64_t bytes = 0;
+      for (int a = 0; a < mb->main->body->nargs; a++)
+        if (mb->main->arg_is_state && mb->main->arg_is_state[a]) {
+          const gv_type *t = &mb->main->body->args[a]->type;
+          n++, bytes += (gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype) + 63) / 64 * 64;
+        }
+      fprintf(stderr, "galvc: stage %d: forward and backward entries, stash %d values, %lld bytes per microbatch "
+                      "(the stage DP's estimate %lld)\n", s, n, (long long)bytes, (long long)pl->cost[s].act_bytes);
+    }
+    if (!rc) { /* the stage table and (cpu) its Makefile: mpicc, -DGALV_PIPE_STAGE, pipe_stage.c */
+      char path[4200];
+      snprintf(path, sizeof path, "%spipe_stage.c", dir);
+      FILE *f = fopen(path, "w");
+      if (!f) rc = gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
+      else {
+        fprintf(f, "/* Generated by galvc: pipeline stage %d of %d (runtime/galv_pipe.h). */\n#include \"runtime/galv_pipe.h\"\n\n", s, S);
+        fprintf(f, "const int galv_pipe_stage = %d, galv_pipe_nstages = %d, galv_pipe_microbatches = %d;\n", s, S, pa->B);
+        fprintf(f, "const int galv_pipe_first_rank[] = {");
+        for (int i = 0; i <= S; i++) fprintf(f, "%s%d", i ? ", " : "", first_rank[i]);
+        fprintf(f, "};\nconst double galv_pipe_predicted_ms[] = {");
+        for (int i = 0; i < S; i++) fprintf(f, "%s%.6f", i ? ", " : "", (double)pl->cost[i].ns / 1e6);
+        fprintf(f, "};\nconst galv_pipe_value galv_pipe_in[] = {\n");
+        for (int i = 0; i < io->nin; i++) fprintf(f, "    {\"%s\", %d, 0},\n", io->in[i].name, io->in[i].peer);
+        fprintf(f, "    {0, 0, 0}};\nconst int galv_pipe_nin = %d;\nconst galv_pipe_value galv_pipe_out[] = {\n", io->nin);
+        for (int i = 0; i < io->nout; i++) fprintf(f, "    {\"%s\", -1, 0x%llxull},\n", io->out[i].name, (unsigned long long)io->out[i].dst_mask);
+        fprintf(f, "    {0, 0, 0}};\nconst int galv_pipe_nout = %d;\n", io->nout);
+        /* training: schedule, optimizer, the parameters' weights.bin slots (the emitter's layout: arg order, 64-aligned) */
+        const gv_train_options *to = &gv_train_opts;
+        fprintf(f, "const int galv_pipe_training = %d, galv_pipe_schedule = %d; /* 0 gpipe, 1 1f1b */\n", train ? 1 : 0,
+                pa->sched == GV_SCHED_1F1B ? 1 : 0);
+        fprintf(f, "const char galv_pipe_optimizer[] = \"%s\";\n", train ? to->optimizer : "");
+        fprintf(f, "const double galv_pipe_hparams[6] = {%.17g, %.17g, %.17g, %.17g, %.17g, %.17g}; /* lr wd beta1 beta2 eps momentum */\n",
+                to->lr, to->weight_decay, to->beta1, to->beta2, to->eps, to->momentum);
+        fprintf(f, "const galv_io galv_pipe_params[] = {\n");
+        int np = 0;
+        int64_t w = 0;
+        for (int a = 0; a < ms->main->body->nargs; a++) {
+          if (!ms->main->arg_is_param[a]) continue;
+          const gv_type *t = &ms->main->body->args[a]->type;
+          int64_t nb = gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype);
+          fprintf(f, "    {\"%s\", %s, %d, {", ms->main->arg_names[a], cg_rt_dtype(t->dtype), t->rank);
+          for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
+          fprintf(f, "%s}, 1, %lld, %lld},\n", t->rank ? "" : "0", (long long)w, (long long)nb);
+          w = (w + nb + 63) / 64 * 64;
+          np++;
+        }
+        fprintf(f, "    {0}};\nconst int galv_pipe_nparams = %d;\n", np);
+        /* the parameters' splits over the stage's ranks (runtime/galv_spmd.h galv_io_split) */
+        np = 0;
+        for (int a = 0; a < ms->main->body->nargs; a++) {
+          if (!ms->main->arg_is_param[a]) continue;
+          const gv_value *v = ms->main->body->args[a];
+          const gv_sharding *sh = gv_value_sharding(ms, v);
+          if (per > 1 && cg_is_split(sh)) {
+            fprintf(f, "static const int64_t param_starts%d[] = {", np);
+            for (int r = 0; r < per; r++) {
+              int64_t st[GV_MAX_RANK];
+              cg_block_start(sh, v->type.rank, v->type.dims, r, st);
+              for (int d = 0; d < v->type.rank; d++) fprintf(f, "%s%lld", r || d ? ", " : "", (long long)st[d]);
+            }
+            fprintf(f, "};\n");
+          }
+          np++;
+        }
+        fprintf(f, "const galv_io_split galv_pipe_param_split[] = {\n");
+        np = 0;
+        for (int a = 0; a < ms->main->body->nargs; a++) {
+          if (!ms->main->arg_is_param[a]) continue;
+          const gv_value *v = ms->main->body->args[a];
+          const gv_sharding *sh = gv_value_sharding(ms, v);
+          int split = per > 1 && cg_is_split(sh);
+          fprintf(f, "    {{");
+          for (int d = 0; d < v->type.rank; d++)
+            fprintf(f, "%s%lld", d ? ", " : "", (long long)(v->type.dims[d] * (split && d < sh->rank ? gv_sharding_dim_split(sh, d) : 1)));
+          if (split) fprintf(f, "%s}, param_starts%d},\n", v->type.rank ? "" : "0", np);
+          else fprintf(f, "%s}, NULL},\n", v->type.rank ? "" : "0");
+          np++;
+        }
+        fprintf(f, "    {{0}, NULL}};\n");
+        /* training with a stash: the backward entry (program_bwd.c); else none */
+        if (mb) fprintf(f, "GALV_PIPE_ENTRY_DECL(bwd);\nconst galv_pipe_entry galv_pipe_bwd = GALV_PIPE_ENTRY(bwd);\n");
+        else fprintf(f, "const galv_pipe_entry galv_pipe_bwd = {0};\n");
+        rc = write_xfers(f, ms, mb, io, s, dev, pa, train);
+        if (fclose(f) && !rc) rc = gv_error_plain("%s: write failed", path);
+      }
+      snprintf(path, sizeof path, "%sMakefile", dir);
+      char *mk = NULL;
+      size_t len = 0;
+      f = rc || cuda ? NULL : fopen(path, "r");
+      if (!rc && f) {
+        mk = malloc(1 << 16);
+        len = mk ? fread(mk, 1, (1 << 16) - 1, f) : 0;
+        fclose(f);
+      }
+      if (!rc && !cuda && (!mk || !len)) rc = gv_error_plain("%s: cannot read the generated Makefile", path);
+      if (!rc && !cuda) {
+        mk[len] = 0;
+        f = fopen(path, "w");
+        if (!f) rc = gv_error_plain("%s: cannot write file", path);
+        else {
+          fprintf(f, "# pipeline stage %d of %d: main = runtime/pipe.c (run all stages with ../launch)\n", s, S);
+          for (char *line = strtok(mk, "\n"); line; line = strtok(NULL, "\n")) {
+            if (!strncmp(line, "CC ?= cc", 8)) fprintf(f, "MPICC ?= mpicc\nCC = $(MPICC)\n");
+            else if (!strncmp(line, "COMM = ", 7)) fprintf(f, "COMM = mpi\n");
+            else if (!strncmp(line, "WARN = ", 7)) fprintf(f, "WARN = -DGALV_PIPE_STAGE %s\n", line + 7);
+            else if (!strncmp(line, "SRC = program.c ", 16))
+              fprintf(f, "SRC = program.c %spipe_stage.c %s\n", mb ? "program_bwd.c " : "", line + 16);
+            else fprintf(f, "%s\n", line);
+          }
+          if (fclose(f)) rc = gv_error_plain("%s: write failed", path);
+        }
+      }
+      free(mk);
+    }
+    if (!rc && build) rc = build_program(dir, quiet);
+    free(io);
+    if (ms) gv_module_free(ms);
+    if (mb) gv_module_free(mb);
+  }
+  if (!rc) { /* out/launch: mpirun MPMD, one program per stage */
+    char path[4200];
+    snprintf(path, sizeof path, "%s%slaunch", out, out[strlen(out) - 1] == '/' ? "" : "/");
+    FILE *f = fopen(path, "w");
+    if (!f) rc = gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
+    else {
+      fprintf(f, "#!/bin/sh\n# Generated by galvc: the %d pipeline stages, %d microbatches, ranks per stage", S, pa->B);
+      for (int s = 0; s < S; s++) fprintf(f, "%s%d", s ? "," : " ", dev[s]);
+      fprintf(f, "; ranks -> stage programs.\n"
+                 "# usage: ./launch [PROGRAM OPTIONS] (every stage gets the same options); MPIRUN overrides mpirun.\n%s"
+                 "d=$(cd \"$(dirname \"$0\")\" && pwd)\n[ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root\n"
+                 "exec ${MPIRUN:-mpirun $ROOT --oversubscribe --bind-to none} ${MPIRUN_ARGS:-}",
+              cuda ? "# CUDA stages: one device per rank (NCCL); built with make COMM=staged every rank may share one GPU.\n"
+                     "# GALV_STAGE_PROGRAM (or GALV_PROGRAM)=program-cpu runs the stages' CPU builds (make cpu in each stage).\n" : "");
+      for (int s = 0; s < S; s++)
+        fprintf(f, cuda ? "%s -np %d \"$d/stage%d/${GALV_STAGE_PROGRAM:-${GALV_PROGRAM:-program}}\" \"$@\"" : "%s -np %d \"$d/stage%d/program\" \"$@\"",
+                s ? " :" : "", dev[s], s);
+      fprintf(f, "\n");
+      if (fclose(f) || chmod(path, 0755)) rc = gv_error_plain("%s: write failed", path);
+      else if (!quiet) {
+        fprintf(stderr, "galvc: wrote %s (%d stages)\n", path, S);
+        if (!build) fprintf(stderr, "galvc: build: make -C DIR for each of %s%sstage0/ .. stage%d/\n", out, out[strlen(out) - 1] == '/' ? "" : "/", S - 1);
+        fprintf(stderr, "galvc: run: %s %s\n", path,
+                train ? "--batches DIR/ --steps N -o weights/  (DIR/NAME.npy per data input and labels)"
+                      : "--input NAME=FILE.npy ... -o results/  (every data input)");
+      }
+    }
+  }
+  free(pl);
+  return rc;
+}
+
