@@ -61,6 +61,7 @@ typedef struct {
   bool outer_roles, layer_roles;
   int64_t limit;
   int64_t realised;
+  int64_t batch;  /* gcd of the data inputs' dim 0 (those not of size 1); 1 when none splits */
   struct reduced *red; /* repeated layers costed once (plan_search), NULL: every candidate realised in full */
 } ctx;
 
@@ -178,6 +179,16 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
     else if (gv_megatron_is_column(m, op, 1)) C->role[a] = ROLE_COL, C->tpdim[a] = gv_dot_rhs_dim(op, false);
     else if (gv_megatron_from_column(m, op->opnds[0], 0, 1)) C->role[a] = ROLE_ROW, C->tpdim[a] = gv_dot_rhs_dim(op, true);
   }
+  C->batch = 0;
+  for (int i = 0; i < n; i++) {
+    const gv_value *v = f->body->args[i];
+    if ((f->arg_is_param && f->arg_is_param[i]) || (f->arg_is_state && f->arg_is_state[i]) || v->type.rank < 1 || v->type.dims[0] <= 1)
+      continue;
+    int64_t a = C->batch, b = v->type.dims[0];
+    while (b) { int64_t t = a % b; a = b; b = t; }
+    C->batch = a;
+  }
+  if (!C->batch) C->batch = 1;
   for (int i = 0; i < n; i++) {
     if (C->role[i] < 0) C->role[i] = ROLE_NONE;
     if (C->role[i] && C->tpdim[i] >= 0) {
@@ -214,7 +225,9 @@ static int64_t dprod(const gv_plan *p) {
 
 /* Pins the plan's argument shardings onto m (a clone or the module itself).
  * Returns 0, or 1 when the plan does not apply (a batch the batch axes do
- * not divide). */
+ * not divide, or batch axes with no data input to split: a batch of 1
+ * would leave them computing the same values, which is not data
+ * parallelism; such a plan is searched as an idle, replicated axis). */
 static int pin_plan(gv_module *m, const ctx *C, const gv_plan *p) {
   gv_func *f = m->main;
   int n = f->body->nargs;
@@ -226,6 +239,7 @@ static int pin_plan(gv_module *m, const ctx *C, const gv_plan *p) {
   }
   for (int i = 0; i < n; i++) f->arg_sharding[i] = NULL;
   int64_t dp = dprod(p);
+  int split = 0;
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < n; i++) {
       const gv_value *v = f->body->args[i];
@@ -234,6 +248,7 @@ static int pin_plan(gv_module *m, const ctx *C, const gv_plan *p) {
       if (pass == 0 && !param && !state) {
         if (!p->dmask || v->type.rank < 1 || v->type.dims[0] == 1) continue;
         if (v->type.dims[0] <= 0 || v->type.dims[0] % dp) return 1;
+        split++;
         gv_sharding *s = gv_sharding_new(m, mesh, v->type.rank);
         for (int a = 0; a < p->naxes; a++)
           if (p->dmask & (1u << a)) s->axes[0][s->naxes[0]++] = (uint8_t)a;
@@ -260,7 +275,7 @@ static int pin_plan(gv_module *m, const ctx *C, const gv_plan *p) {
         if (same) f->arg_sharding[i] = ps;
       }
     }
-  return 0;
+  return dp > 1 && !split ? 1 : 0;
 }
 
 int gv_plan_apply(gv_module *m, const gv_plan *plan) {
@@ -560,7 +575,7 @@ static void name_axes(gv_plan *p, const gv_mesh *fixed) {
     }
     else if (a == p->t_layer) snprintf(p->axis[a], sizeof p->axis[a], "tp");
     else if (a == p->t_outer) snprintf(p->axis[a], sizeof p->axis[a], "vp");
-    else snprintf(p->axis[a], sizeof p->axis[a], "r%d", a);
+    else snprintf(p->axis[a], sizeof p->axis[a], "rep"); /* idle: its ranks compute the same values */
   }
 }
 
@@ -780,6 +795,7 @@ static double now_s(void) {
 static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaustive, search *S) {
   memset(S, 0, sizeof *S);
   S->min_mem = -1;
+  bool idle_ok = C->batch % devices != 0;
   int64_t shapes[64][2];
   int nsh = 0;
   if (fixed) {
@@ -811,7 +827,11 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
           unsigned used = dm | (tl >= 0 ? 1u << tl : 0) | (to >= 0 ? 1u << to : 0);
           bool size1 = false;
           for (int a = 0; a < p.naxes; a++) size1 |= p.size[a] == 1;
-          if (used != all && !size1) continue; /* an idle axis only replicates */
+          /* an idle axis only replicates: searched only when the batch does
+           * not split over all devices (then a smaller dp or tp with
+           * replicated ranks may be the best there is) */
+          if (used != all && !size1 && !idle_ok) continue;
+          if (!used && p.naxes > 1 && !fixed) continue; /* = the 1-D replicated plan */
           if (p.naxes > 1 && dm == all && !fixed) continue; /* = the 1-D batch split over all devices */
           p.dmask = dm;
           p.t_layer = tl;
@@ -1106,6 +1126,16 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (rc > 0) rc = gv_error(m, "plan: the batch does not divide over the plan's batch axes");
   }
   if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, pred_mem, stderr);
+  if (!rc) { /* axes the plan leaves idle replicate the whole computation: one warning line */
+    unsigned used = plan.dmask | (plan.t_layer >= 0 ? 1u << plan.t_layer : 0) | (plan.t_outer >= 0 ? 1u << plan.t_outer : 0);
+    int64_t idle = 1;
+    for (int a = 0; a < plan.naxes; a++)
+      if (!(used & (1u << a))) idle *= plan.size[a];
+    if (idle > 1)
+      fprintf(stderr, "plan: warning: the batch (%lld) does not split over the %lld devices: groups of %lld ranks compute the same values; "
+                      "--batch %lld (or a multiple) lets data parallelism use every device\n",
+              (long long)C.batch, (long long)devices, (long long)idle, (long long)(dprod(&plan) * idle));
+  }
   if (!rc && o->plan_out) {
     rc = write_plan(o->plan_out, &plan, &pc, o->cluster, C.limit);
     if (!rc && !o->quiet) fprintf(stderr, "plan: wrote %s\n", o->plan_out);
