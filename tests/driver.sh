@@ -98,6 +98,15 @@ if [ -s "$T/irdir/gpt2.mlir" ]; then pass=$((pass + 1)); else echo "FAIL: --emit
 if [ -s "$T/gpudir/program.cu" ]; then pass=$((pass + 1)); else echo "FAIL: --gpus 2 did not default to the cuda target"; fail=$((fail + 1)); fi
 "$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 --strategy dp --target cpu --no-build -o "$T/cpudir/"
 if [ -s "$T/cpudir/program.c" ] && [ ! -e "$T/cpudir/program.cu" ]; then pass=$((pass + 1)); else echo "FAIL: --target cpu with --gpus"; fail=$((fail + 1)); fi
+# The planner's default cluster: h100-sxm for the cuda target, cpu-local for --target cpu.
+"$BUILD/galvc" "$T/gpt2.onnx" --gpus 2 --plan-only -o "$T/pc/" 2>"$T/err" >/dev/null
+if grep -q "^plan: mesh .* on h100-sxm (8 per node)" "$T/err"; then pass=$((pass + 1)); else echo "FAIL: --gpus 2 (cuda) did not plan on h100-sxm: $(grep '^plan: mesh' "$T/err")"; fail=$((fail + 1)); fi
+"$BUILD/galvc" "$T/gpt2.onnx" --gpus 2 --target cpu --plan-only -o "$T/pc/" 2>"$T/err" >/dev/null
+if grep -q "^plan: mesh .* on cpu-local " "$T/err"; then pass=$((pass + 1)); else echo "FAIL: --target cpu did not plan on cpu-local: $(grep '^plan: mesh' "$T/err")"; fail=$((fail + 1)); fi
+# -o FILE (the IR) with the planner: plan.json next to FILE, none in the working directory.
+mkdir -p "$T/irf" "$T/cwd"
+(cd "$T/cwd" && "$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 -o "$T/irf/m.mlir")
+if [ -s "$T/irf/m.mlir" ] && [ -s "$T/irf/plan.json" ] && [ ! -e "$T/cwd/plan.json" ]; then pass=$((pass + 1)); else echo "FAIL: -o FILE: plan.json not next to FILE"; fail=$((fail + 1)); fi
 # pipeline stages with --gpus: CUDA stage programs (program.cu, the stage's pipe_stage.c) and the launcher
 "$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 --pipeline-stages 2 --no-build -o "$T/pp/"
 if [ -s "$T/pp/stage0/program.cu" ] && [ -s "$T/pp/stage1/pipe_stage.c" ] && grep -q "pipe_cuda.cu" "$T/pp/stage1/Makefile" &&

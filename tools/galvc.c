@@ -69,7 +69,8 @@ static void usage(FILE *f) {
           "                           (default: one axis named after --strategy, or dp)\n"
           "  --strategy dp|tp|zero|dp,tp|auto  sharding presets (docs/sharding.md); auto (the default with\n"
           "                           --gpus > 1): the planner searches (docs/planner.md)\n"
-          "  --plan FILE              reuse a saved plan.json; --plan-out FILE writes it (default: -o DIR/plan.json)\n"
+          "  --plan FILE              reuse a saved plan.json; --plan-out FILE writes it (default: -o DIR/plan.json,\n"
+          "                           -o FILE: plan.json next to FILE; without -o only --plan-out writes it)\n"
           "  --plan-only              stop after planning (with --no-weights: shapes only, for big models)\n"
           "  --memory-limit BYTES     memory per device for the planner (default: the cluster's)\n"
           "  --plan-search dp|exhaustive  dp (default): ZeRO pattern by knapsack DP; exhaustive: realise every\n"
@@ -99,7 +100,8 @@ static void usage(FILE *f) {
           "                           combined program per stage that recomputes its forward in the backward\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line\n"
           "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"
-          "                           h100-sxm, h200, cpu-local (default cpu-local)\n"
+          "                           h100-sxm, h200, cpu-local (default: h100-sxm for --target cuda,\n"
+          "                           cpu-local for --target cpu)\n"
           "  --report-cost            print the cost model's per-op table (FLOPs, bytes, time), totals and\n"
           "                           memory per device for the compiled program (stdout; no IR there)\n"
           "  --input-shape NAME=DxD.. bind a graph input's shape, e.g. input_ids=8x128 (repeatable)\n"
@@ -537,6 +539,10 @@ int main(int argc, char **argv) {
     gv_error_plain("--target %s: unknown target (known: cpu, cuda)", target);
     return 2;
   }
+  /* The cluster the planner and --report-cost assume without --cluster: the
+   * CUDA target's programs run on GPUs, so an H100 SXM node (80 GB: a plan
+   * that fits it fits an H200 too); the CPU target's on this machine. */
+  const char *default_cluster = strcmp(target, "cuda") == 0 ? "h100-sxm" : "cpu-local";
   /* A directory output gets the program (unless --emit=ir); anything else the IR. */
   bool program = emit ? strcmp(emit, "program") == 0 : out && is_dir_arg(out);
   struct stat ost;
@@ -655,7 +661,7 @@ int main(int argc, char **argv) {
   }
   gv_cluster cluster;
   memset(&cluster, 0, sizeof cluster); /* not loaded without --cluster / --report-cost / a plan */
-  if ((cluster_spec || report_cost || gv_plan_opts.active) && gv_cluster_load(cluster_spec ? cluster_spec : "cpu-local", &cluster))
+  if ((cluster_spec || report_cost || gv_plan_opts.active) && gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster))
     return 2;
   /* Nodes of the cluster's kind as many as the devices need (--gpus-per-node overrides the node size). */
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
@@ -672,8 +678,11 @@ int main(int argc, char **argv) {
         return 1;
       }
       snprintf(planpath, sizeof planpath, "%s%splan.json", out, out[strlen(out) - 1] == '/' ? "" : "/");
-    } else snprintf(planpath, sizeof planpath, "plan.json");
-    gv_plan_opts.plan_out = planpath;
+    } else if (out) { /* -o FILE (the IR): plan.json next to it */
+      const char *slash = strrchr(out, '/');
+      snprintf(planpath, sizeof planpath, "%.*splan.json", slash ? (int)(slash - out + 1) : 0, out);
+    }
+    if (out) gv_plan_opts.plan_out = planpath; /* no -o (IR on stdout): only with --plan-out */
   }
   gv_shard_opts.quiet = quiet;
   opt.shapes = shapes;
@@ -697,7 +706,7 @@ int main(int argc, char **argv) {
     pa.mesh_given = mesh_spec != NULL;
     for (int a = 0; a < pa.naxes; a++) pa.axn[a] = axn[a], pa.axs[a] = axs[a];
     /* the cluster as loaded (not grown for the planner above): one node of max(S, --gpus) unless --gpus-per-node */
-    if (gv_cluster_load(cluster_spec ? cluster_spec : "cpu-local", &cluster)) return 2;
+    if (gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster)) return 2;
     if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
     int64_t need = gpus > pa.stages ? gpus : pa.stages;
     if (!gpus_per_node && need > cluster.devices_per_node * cluster.nodes) cluster.devices_per_node = need, cluster.nodes = 1;
