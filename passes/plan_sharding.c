@@ -1126,7 +1126,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (rc > 0) rc = gv_error(m, "plan: the batch does not divide over the plan's batch axes");
   }
   if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, pred_mem, stderr);
-  if (!rc) { /* axes the plan leaves idle replicate the whole computation: one warning line */
+  if (!rc && !o->quiet) { /* axes the plan leaves idle replicate the whole computation: one warning line */
     unsigned used = plan.dmask | (plan.t_layer >= 0 ? 1u << plan.t_layer : 0) | (plan.t_outer >= 0 ? 1u << plan.t_outer : 0);
     int64_t idle = 1;
     for (int a = 0; a < plan.naxes; a++)
