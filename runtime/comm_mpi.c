@@ -116,7 +116,7 @@ int galv_comm_world_init(int *argc, char ***argv, int *rank, int *size) {
     return 0;
   }
   int rc = MPI_Init(argc, argv);
-  if (rc != MPI_SUCCESS) galv_fatal("MPI_Init failed (run the program with mpirun or out/launch)");
+  if (rc != MPI_SUCCESS) galv_fatal("MPI_Init failed (run the program with mpirun or %s)", galv_launch_hint());
   inited = 1;
   atexit(on_exit_abort);
   MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
@@ -176,8 +176,9 @@ galv_comm *galv_comm_group(const int64_t *mesh_shape, int nmesh, unsigned axes_m
   }
   if (axes_mask >> nmesh) galv_fatal("galv_comm_group: axes mask 0x%x names an axis beyond the %d-axis mesh", axes_mask, nmesh);
   if (n != base_size)
-    galv_fatal("the program was partitioned for a mesh of %lld ranks (%s), but %d were started%s (use out/launch or "
-               "mpirun -np %lld)", (long long)n, nmesh ? sh : "scalar", base_size, base_split ? " for its stage" : "", (long long)n);
+    galv_fatal_all("the program was partitioned for a mesh of %lld ranks (%s), but %d were started%s (use %s or "
+                   "mpirun -np %lld)", (long long)n, nmesh ? sh : "scalar", base_size, base_split ? " for its stage" : "",
+                   galv_launch_hint(), (long long)n);
   for (galv_comm *c = groups; c; c = c->next)
     if (c->nmesh == nmesh && c->mask == axes_mask && !memcmp(c->shape, mesh_shape, sizeof(int64_t) * (size_t)nmesh))
       return c;

@@ -48,6 +48,21 @@ void galv_program_run(char *arena, const char *weights, char *state); /* state: 
 /* ---- errors: "NAME: error: message" on stderr, exit 1 */
 extern const char *galv_progname;
 void galv_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* An error every rank detects alike (options, input files, the number of
+ * ranks started): rank 0 prints it once, under the program's plain name;
+ * the other ranks print nothing and leave with the same status 1 (they wait
+ * up to 30 s for rank 0's exit to end the job, then exit themselves).
+ * Errors that depend on the rank keep galv_fatal ("program[R]: error: ..."). */
+void galv_fatal_all(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+extern int galv_fatal_rank;          /* set by multi-rank programs: this rank (0: prints galv_fatal_all) */
+extern const char *galv_fatal_name;  /* the name galv_fatal_all prints (NULL: galv_progname) */
+/* The launch script that starts this program's ranks, for messages: argv[0]'s
+ * directory (galv_argv0, or /proc/self/exe) + "/launch" (a pipeline stage's:
+ * the directory above), or "the launch script next to this program". */
+extern const char *galv_argv0;
+const char *galv_launch_hint(void);
+/* mkdir -p: PATH and its missing parents; 0, or -1 with errno */
+int galv_mkdirs(const char *path);
 
 /* ---- debug builds (-DGALV_DEBUG with ASan): values are poisoned after
  * their last use and unpoisoned before they are written. */

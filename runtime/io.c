@@ -20,18 +20,79 @@
 
 const char *galv_progname = "program";
 
-void galv_fatal(const char *fmt, ...) {
+int galv_fatal_rank;
+const char *galv_fatal_name;
+
+static void vfatal(const char *name, const char *fmt, va_list ap) __attribute__((noreturn, format(printf, 2, 0)));
+static void vfatal(const char *name, const char *fmt, va_list ap) {
   fflush(stdout);
   /* one write, so that the lines of several ranks do not interleave */
   char line[2048];
-  int k = snprintf(line, sizeof line, "%s: error: ", galv_progname);
-  va_list ap;
-  va_start(ap, fmt);
+  int k = snprintf(line, sizeof line, "%s: error: ", name);
   if (k >= 0 && k < (int)sizeof line) vsnprintf(line + k, sizeof line - (size_t)k, fmt, ap);
-  va_end(ap);
   line[sizeof line - 2] = 0;
   fprintf(stderr, "%s\n", line);
   exit(1);
+}
+
+void galv_fatal(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfatal(galv_progname, fmt, ap);
+}
+
+void galv_fatal_all(const char *fmt, ...) {
+  if (galv_fatal_rank != 0) {
+    /* rank 0 reports it; its exit takes the job down (MPI_Abort, or the
+     * launcher stopping the other ranks). Exit ourselves only if it does not. */
+    fflush(stdout);
+    for (int i = 0; i < 30; i++) sleep(1);
+    exit(1);
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vfatal(galv_fatal_name ? galv_fatal_name : galv_progname, fmt, ap);
+}
+
+const char *galv_argv0;
+
+const char *galv_launch_hint(void) {
+  static char hint[4200];
+  char dir[4096] = "";
+  if (galv_argv0 && strchr(galv_argv0, '/')) snprintf(dir, sizeof dir, "%s", galv_argv0);
+  else {
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    dir[n > 0 ? n : 0] = 0;
+  }
+  char *slash = strrchr(dir, '/');
+  if (!slash) return "the launch script next to this program";
+  *slash = 0; /* the program's directory ("" for /program) */
+  snprintf(hint, sizeof hint, "%s/launch", dir);
+  if (access(hint, X_OK) == 0) return hint;
+  /* a pipeline stage program: DIR/stageK/program, the launcher in DIR */
+  char *up = strrchr(dir, '/');
+  if (up) *up = 0;
+  snprintf(hint, sizeof hint, up ? "%s/launch" : "launch", dir);
+  if (access(hint, X_OK) == 0) return hint;
+  return "the launch script next to this program";
+}
+
+int galv_mkdirs(const char *path) {
+  char b[4096];
+  size_t n = strlen(path);
+  if (!n || n >= sizeof b) return errno = ENAMETOOLONG, -1;
+  memcpy(b, path, n + 1);
+  for (size_t i = 1; i <= n; i++)
+    if (b[i] == '/' || !b[i]) {
+      char c = b[i];
+      b[i] = 0;
+      struct stat st;
+      if (stat(b, &st) != 0) {
+        if (mkdir(b, 0777) != 0 && errno != EEXIST) return -1;
+      } else if (!S_ISDIR(st.st_mode)) return errno = ENOTDIR, -1;
+      b[i] = c;
+    }
+  return 0;
 }
 
 static const struct {

@@ -660,11 +660,11 @@ int galv_pipe_main(int argc, char **argv) {
   snprintf(pname, sizeof pname, "%s[stage %d, rank %d]", galv_progname, me, rank);
   galv_progname = pname;
   if (size != galv_pipe_first_rank[S])
-    galv_fatal("the pipeline has %d ranks over %d stages, but %d were started (run it with out/launch)",
-               galv_pipe_first_rank[S], S, size);
+    galv_fatal("the pipeline has %d ranks over %d stages, but %d were started (run it with %s)",
+               galv_pipe_first_rank[S], S, size, galv_launch_hint());
   if (rank < galv_pipe_first_rank[me] || rank >= galv_pipe_first_rank[me + 1])
-    galv_fatal("world rank %d runs stage %d's program, but the pipeline places stage %d on ranks %d-%d (run it with out/launch)",
-               rank, me, me, galv_pipe_first_rank[me], galv_pipe_first_rank[me + 1] - 1);
+    galv_fatal("world rank %d runs stage %d's program, but the pipeline places stage %d on ranks %d-%d (run it with %s)",
+               rank, me, me, galv_pipe_first_rank[me], galv_pipe_first_rank[me + 1] - 1, galv_launch_hint());
   D->begin(); /* the device (before any communicator: NCCL binds each to the current device) */
   /* the stage's sub-world: its program's mesh (SPMD over the stage's ranks); stages may differ in size */
   galv_comm *world = galv_comm_world_split(me, &lrank, &nlocal);

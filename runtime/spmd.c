@@ -22,19 +22,25 @@ static int help_asked(int argc, char **argv) {
 void galv_spmd_init(int *argc, char ***argv) {
   galv_comm_world_init(argc, argv, &rank_, &size_);
   if (galv_nranks > 1) {
-    snprintf(progname, sizeof progname, "%s[%d]", galv_progname, rank_);
-    galv_progname = progname;
-    if (size_ != galv_nranks && !help_asked(*argc, *argv)) /* --help is answered by any number of ranks */
-      galv_fatal("the program was partitioned for %d ranks, but %d were started (run it with ./launch, or mpirun -np %d)",
-                 galv_nranks, size_, galv_nranks);
+    /* errors every rank finds alike: rank 0 prints them once, under the plain name */
+    galv_fatal_rank = rank_;
+    galv_fatal_name = galv_progname;
+    int help = help_asked(*argc, *argv);
+    if (!help) { /* rank-specific messages name the rank; --help (printed by rank 0) the program */
+      snprintf(progname, sizeof progname, "%s[%d]", galv_progname, rank_);
+      galv_progname = progname;
+    }
+    if (size_ != galv_nranks && !help) /* --help is answered by any number of ranks */
+      galv_fatal_all("the program was partitioned for %d ranks, but %d were started (run it with %s, or mpirun -np %d)",
+                     galv_nranks, size_, galv_launch_hint(), galv_nranks);
     if (rank_ != 0 && !freopen("/dev/null", "w", stdout)) galv_fatal("cannot silence stdout: %s", strerror(errno));
   }
 }
 
 void galv_spmd_attach(int rank, int size) {
   if (size != galv_nranks)
-    galv_fatal("the stage program was partitioned for %d ranks, but its stage was started with %d (run it with out/launch)",
-               galv_nranks, size);
+    galv_fatal("the stage program was partitioned for %d ranks, but its stage was started with %d (run it with %s)",
+               galv_nranks, size, galv_launch_hint());
   rank_ = rank, size_ = size;
 }
 
@@ -48,15 +54,15 @@ const char *galv_spmd_map_weights_of(const char *path, int64_t bytes, size_t *le
   if (galv_nranks <= 1) return galv_map_weights(path, bytes, len);
   int64_t stride = (bytes + 4095) / 4096 * 4096, expect = stride * galv_nranks;
   int fd = open(path, O_RDONLY);
-  if (fd < 0) galv_fatal("%s: cannot open the weights file: %s", path, strerror(errno));
+  if (fd < 0) galv_fatal_all("%s: cannot open the weights file: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st)) {
     close(fd);
-    galv_fatal("%s: cannot stat the weights file: %s", path, strerror(errno));
+    galv_fatal_all("%s: cannot stat the weights file: %s", path, strerror(errno));
   }
   if ((int64_t)st.st_size != expect) {
     close(fd);
-    galv_fatal("%s: weights file has %lld bytes, the program expects %lld (%d ranks x %lld; rebuild with galvc)", path,
+    galv_fatal_all("%s: weights file has %lld bytes, the program expects %lld (%d ranks x %lld; rebuild with galvc)", path,
                (long long)st.st_size, (long long)expect, galv_nranks, (long long)stride);
   }
   *len = (size_t)bytes;

@@ -53,7 +53,7 @@ static long train_int(const char *opt, const char *s, long min) {
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (errno || *end || v < min) galv_fatal("%s expects an integer >= %ld, got '%s'", opt, min, s);
+  if (errno || *end || v < min) galv_fatal_all("%s expects an integer >= %ld, got '%s'", opt, min, s);
   return v;
 }
 
@@ -135,24 +135,24 @@ static void save_checkpoint(const char *path, const char *state, int64_t steps) 
 }
 
 static void rd(FILE *f, void *p, size_t n, const char *path) {
-  if (n && fread(p, 1, n, f) != n) galv_fatal("%s: truncated checkpoint", path);
+  if (n && fread(p, 1, n, f) != n) galv_fatal_all("%s: truncated checkpoint", path);
 }
 
 /* Loads state (this rank's block of each global tensor) and the step count;
  * any mismatch with the program is one error. */
 static int64_t load_checkpoint(const char *path, char *state) {
   FILE *f = fopen(path, "rb");
-  if (!f) galv_fatal("%s: cannot open the checkpoint: %s", path, strerror(errno));
+  if (!f) galv_fatal_all("%s: cannot open the checkpoint: %s", path, strerror(errno));
   char mg[8];
   uint32_t u[2];
   int64_t steps;
-  if (fread(mg, 1, 8, f) != 8 || memcmp(mg, MAGIC, 8)) galv_fatal("%s: not a galvc checkpoint (bad magic)", path);
+  if (fread(mg, 1, 8, f) != 8 || memcmp(mg, MAGIC, 8)) galv_fatal_all("%s: not a galvc checkpoint (bad magic)", path);
   rd(f, u, sizeof u, path);
-  if (u[0] != CKPT_VERSION) galv_fatal("%s: checkpoint version %u, this program reads version %d", path, u[0], CKPT_VERSION);
+  if (u[0] != CKPT_VERSION) galv_fatal_all("%s: checkpoint version %u, this program reads version %d", path, u[0], CKPT_VERSION);
   if (u[1] != (uint32_t)galv_nstate)
-    galv_fatal("%s: checkpoint of another model: it holds %u state tensors, this program has %d", path, u[1], galv_nstate);
+    galv_fatal_all("%s: checkpoint of another model: it holds %u state tensors, this program has %d", path, u[1], galv_nstate);
   rd(f, &steps, 8, path);
-  if (steps < 0) galv_fatal("%s: bad checkpoint header (negative step count)", path);
+  if (steps < 0) galv_fatal_all("%s: bad checkpoint header (negative step count)", path);
   char *buf = NULL;
   for (int i = 0; i < galv_nstate; i++) {
     galv_io l = state_io(i), e = galv_spmd_global_io(&l, &galv_state_split[i]);
@@ -160,11 +160,11 @@ static int64_t load_checkpoint(const char *path, char *state) {
     char name[1024];
     int64_t dims[GALV_RT_MAX_RANK], nb;
     rd(f, &nl, 4, path);
-    if (nl >= sizeof name) galv_fatal("%s: bad checkpoint (state name of %u bytes)", path, nl);
+    if (nl >= sizeof name) galv_fatal_all("%s: bad checkpoint (state name of %u bytes)", path, nl);
     rd(f, name, nl, path);
     name[nl] = 0;
     rd(f, h, 8, path);
-    if (h[1] > GALV_RT_MAX_RANK) galv_fatal("%s: bad checkpoint (state '%s' of rank %u)", path, name, h[1]);
+    if (h[1] > GALV_RT_MAX_RANK) galv_fatal_all("%s: bad checkpoint (state '%s' of rank %u)", path, name, h[1]);
     rd(f, dims, 8 * (size_t)h[1], path);
     rd(f, &nb, 8, path);
     int same = !strcmp(name, e.name) && (int)h[0] == e.dtype && (int)h[1] == e.rank && nb == e.nbytes;
@@ -173,7 +173,7 @@ static int64_t load_checkpoint(const char *path, char *state) {
       char a[160], b[160];
       shape_of(a, sizeof a, (int)h[1], dims);
       shape_of(b, sizeof b, e.rank, e.dims);
-      galv_fatal("%s: checkpoint of another model: state %d is '%s' %s %s, this program expects '%s' %s %s", path, i, name,
+      galv_fatal_all("%s: checkpoint of another model: state %d is '%s' %s %s, this program expects '%s' %s %s", path, i, name,
                  a, h[0] >= 1 && h[0] <= GALV_BOOL ? galv_dtype_name((int)h[0]) : "?", e.name, b,
                  galv_dtype_name(e.dtype));
     }
@@ -184,7 +184,7 @@ static int64_t load_checkpoint(const char *path, char *state) {
     galv_spmd_block(&l, &galv_state_split[i], state + l.offset, buf);
   }
   free(buf);
-  if (fgetc(f) != EOF) galv_fatal("%s: bad checkpoint (trailing bytes)", path);
+  if (fgetc(f) != EOF) galv_fatal_all("%s: bad checkpoint (trailing bytes)", path);
   fclose(f);
   return steps;
 }
@@ -198,19 +198,19 @@ typedef struct {
 
 static void read_batch(batch *b, const galv_io *d, const char *path) {
   char err[512], a[160], s[160];
-  if (galv_read_tensor(path, &b->t, err, sizeof err)) galv_fatal("%s: input '%s': %s", path, d->name, err);
+  if (galv_read_tensor(path, &b->t, err, sizeof err)) galv_fatal_all("%s: input '%s': %s", path, d->name, err);
   if (b->t.dtype != d->dtype)
-    galv_fatal("%s: input '%s' has dtype %s, the program expects %s", path, d->name, galv_dtype_name(b->t.dtype),
+    galv_fatal_all("%s: input '%s' has dtype %s, the program expects %s", path, d->name, galv_dtype_name(b->t.dtype),
                galv_dtype_name(d->dtype));
   int lead = b->t.rank == d->rank + 1, same = b->t.rank == d->rank || lead;
   for (int k = 0; same && k < d->rank; k++) same = b->t.dims[k + lead] == d->dims[k];
   if (!same || (lead && b->t.dims[0] < 1)) {
     shape_of(a, sizeof a, b->t.rank, b->t.dims);
     shape_of(s, sizeof s, d->rank, d->dims);
-    galv_fatal("%s: input '%s' has shape %s, the program expects %s or [steps, %s]", path, d->name, a, s, s);
+    galv_fatal_all("%s: input '%s' has shape %s, the program expects %s or [steps, %s]", path, d->name, a, s, s);
   }
   b->nbatch = lead ? b->t.dims[0] : 1;
-  if ((int64_t)b->t.nbytes != b->nbatch * d->nbytes) galv_fatal("%s: input '%s': size mismatch", path, d->name);
+  if ((int64_t)b->t.nbytes != b->nbatch * d->nbytes) galv_fatal_all("%s: input '%s': size mismatch", path, d->name);
 }
 
 /* ---------------------------------------------------------------- main */
@@ -228,8 +228,8 @@ int galv_train_main(int argc, char **argv) {
       return 0;
     } else if (!strcmp(a, "--input") && v) {
       const char *eq = strchr(v, '=');
-      if (!eq || eq == v) galv_fatal("--input expects NAME=FILE, got '%s'", v);
-      if (nin == MAXIN) galv_fatal("too many --input options");
+      if (!eq || eq == v) galv_fatal_all("--input expects NAME=FILE, got '%s'", v);
+      if (nin == MAXIN) galv_fatal_all("too many --input options");
       names[nin] = strndup(v, (size_t)(eq - v));
       files[nin++] = eq + 1;
       i++;
@@ -241,19 +241,19 @@ int galv_train_main(int argc, char **argv) {
     else if (!strcmp(a, "--steps") && v) steps = train_int(a, v, 0), i++;
     else if (!strcmp(a, "--threads") && v) threads = train_int(a, v, 1), i++;
     else if (!strcmp(a, "--comm-stats")) comm_stats = 1;
-    else galv_fatal("unknown or incomplete option '%s' (see --help)", a);
+    else galv_fatal_all("unknown or incomplete option '%s' (see --help)", a);
   }
   if (threads > 0) openblas_set_num_threads((int)threads);
   for (int j = 0; j < nin; j++) {
     int i = 0;
     while (i < galv_ninputs && strcmp(galv_inputs[i].name, names[j])) i++;
-    if (i == galv_ninputs) galv_fatal("--input %s: the program has no input named '%s' (see --help)", names[j], names[j]);
+    if (i == galv_ninputs) galv_fatal_all("--input %s: the program has no input named '%s' (see --help)", names[j], names[j]);
   }
 
   char wbuf[PATH_MAX];
   if (!wpath) {
     ssize_t n = readlink("/proc/self/exe", wbuf, sizeof wbuf - 16);
-    if (n <= 0) galv_fatal("cannot locate the program's directory; pass --weights FILE");
+    if (n <= 0) galv_fatal_all("cannot locate the program's directory; pass --weights FILE");
     wbuf[n] = 0;
     char *s = strrchr(wbuf, '/');
     strcpy(s ? s + 1 : wbuf, "weights.bin");
@@ -282,7 +282,7 @@ int galv_train_main(int argc, char **argv) {
     if (j < nin) {
       snprintf(path, sizeof path, "%s", files[j]);
     } else {
-      if (!bdir) galv_fatal("input '%s' not given (use --batches DIR with DIR/%s.npy, or --input %s=FILE)", d->name, d->name, d->name);
+      if (!bdir) galv_fatal_all("input '%s' not given (use --batches DIR with DIR/%s.npy, or --input %s=FILE)", d->name, d->name, d->name);
       sanitise(fn, sizeof fn, d->name);
       snprintf(path, sizeof path, "%s/%s.npy", bdir, fn);
     }
@@ -326,8 +326,7 @@ int galv_train_main(int argc, char **argv) {
   if (save) save_checkpoint(save, state, done);
   int writer = galv_spmd_rank() == 0;
   if (outdir && writer) {
-    struct stat st;
-    if (stat(outdir, &st) != 0 && mkdir(outdir, 0777) != 0)
+    if (galv_mkdirs(outdir))
       galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
   }
   for (int i = 0; outdir && i < galv_nstate; i++) {
@@ -337,7 +336,7 @@ int galv_train_main(int argc, char **argv) {
     if (!writer) continue;
     char fn[256], path[PATH_MAX + 300], err[512];
     sanitise(fn, sizeof fn, g.name);
-    snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
+    snprintf(path, sizeof path, "%s%s%s.npy", outdir, outdir[0] && outdir[strlen(outdir) - 1] == '/' ? "" : "/", fn);
     if (galv_write_npy(path, &g, data, err, sizeof err)) galv_fatal("%s: %s", path, err);
   }
   if (writer && save) printf("%s: wrote checkpoint %s (%lld steps done)\n", galv_progname, save, (long long)done);

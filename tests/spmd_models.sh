@@ -85,5 +85,24 @@ PY
     fi
   done
 done
+# Errors every rank finds alike (a wrong --input, a wrong rank count) are one
+# line from rank 0 under the program's plain name, exit 1; --help names the
+# program; -o creates missing parent directories; messages name the real launcher.
+d="$T/gpt2-4-dp"
+if [ -x "$d/launch" ]; then
+  timeout 60 "$d/launch" --input nope=x.npy >/dev/null 2>"$T/err"; rc=$?
+  if [ $rc = 1 ] && [ "$(wc -l <"$T/err")" = 1 ] && grep -q "^program: error: --input nope: the program has no input named 'nope'" "$T/err"; then
+    ok "4 ranks, wrong --input: one line: $(cat "$T/err")"
+  else bad "4 ranks, wrong --input: rc $rc, $(wc -l <"$T/err") lines: $(head -5 "$T/err")"; fi
+  timeout 60 "$d/program" $(cat "$T/gpt2.args") >/dev/null 2>"$T/err"
+  if [ "$(wc -l <"$T/err")" = 1 ] && grep -q "partitioned for 4 ranks, but 1 were started (run it with $d/launch, or mpirun -np 4)" "$T/err"; then
+    ok "4-rank program started alone: $(cat "$T/err")"
+  else bad "4-rank program started alone: $(head -3 "$T/err")"; fi
+  h=$(timeout 60 "$d/launch" --help 2>&1 | head -1)
+  case "$h" in "usage: program --input"*) ok "4 ranks --help: $h";; *) bad "4 ranks --help: $h";; esac
+  # shellcheck disable=SC2046
+  timeout 120 "$d/launch" $(cat "$T/gpt2.args") -o "$T/deep/a/b/" >/dev/null 2>"$T/err" && [ -s "$T/deep/a/b/logits.npy" ] &&
+    ok "-o a/b/: parents created" || bad "-o a/b/: $(head -3 "$T/err"; ls "$T/deep/a/b" 2>&1)"
+fi
 echo "spmd_models: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

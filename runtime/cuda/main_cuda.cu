@@ -33,7 +33,7 @@ static long pos_int(const char *opt, const char *s, long min) {
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (errno || *end || v < min) galv_fatal("%s expects an integer >= %ld, got '%s'", opt, min, s);
+  if (errno || *end || v < min) galv_fatal_all("%s expects an integer >= %ld, got '%s'", opt, min, s);
   return v;
 }
 
@@ -180,6 +180,7 @@ static void *gather_output(int o, const void *local, galv_io *g) {
 int main(int argc, char **argv) {
   const char *slash = strrchr(argv[0], '/');
   galv_progname = slash ? slash + 1 : argv[0];
+  galv_argv0 = argv[0];
   galv_spmd_init(&argc, &argv); /* ranks (runtime/spmd.c): MPI when the program is partitioned */
   if (galv_training) { /* a training step (galvc --train): runtime/train.c with the device step of train_cuda.cu */
     if (argc >= 3 && !strcmp(argv[1], "--gen-weights") && galv_nranks <= 1) /* the parameters it starts from */
@@ -199,13 +200,13 @@ int main(int argc, char **argv) {
       return 0;
     } else if (!strcmp(a, "--gen-weights") && v) {
       if (galv_nranks > 1)
-        galv_fatal("--gen-weights: the weights of a %d-rank program are one block per rank, cut from the global "
+        galv_fatal_all("--gen-weights: the weights of a %d-rank program are one block per rank, cut from the global "
                    "parameters by galvc (use its weights.bin)", galv_nranks);
       return gen_weights(v, i + 2 < argc ? argv[i + 2] : NULL);
     } else if (!strcmp(a, "--input") && v) {
       const char *eq = strchr(v, '=');
-      if (!eq || eq == v) galv_fatal("--input expects NAME=FILE, got '%s'", v);
-      if (nin == MAXIN) galv_fatal("too many --input options");
+      if (!eq || eq == v) galv_fatal_all("--input expects NAME=FILE, got '%s'", v);
+      if (nin == MAXIN) galv_fatal_all("too many --input options");
       names[nin] = strndup(v, (size_t)(eq - v));
       files[nin++] = eq + 1;
       i++;
@@ -215,7 +216,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--warmup") && v) warmup = pos_int(a, v, 0), i++;
     else if (!strcmp(a, "--profile")) profile = 1;
     else if (!strcmp(a, "--comm-stats")) comm_stats = 1;
-    else galv_fatal("unknown or incomplete option '%s' (see --help)", a);
+    else galv_fatal_all("unknown or incomplete option '%s' (see --help)", a);
   }
 
   /* inputs first: a bad input is reported without touching the GPU */
@@ -224,25 +225,25 @@ int main(int argc, char **argv) {
   for (int j = 0; j < nin; j++) {
     int i = 0;
     while (i < galv_ninputs && strcmp(galv_inputs[i].name, names[j])) i++;
-    if (i == galv_ninputs) galv_fatal("--input %s: the program has no input named '%s' (see --help)", names[j], names[j]);
+    if (i == galv_ninputs) galv_fatal_all("--input %s: the program has no input named '%s' (see --help)", names[j], names[j]);
   }
   for (int i = 0; i < galv_ninputs; i++) {
     galv_io gd = galv_spmd_global_io(&galv_inputs[i], &galv_input_split[i]); /* the file holds the global tensor */
     const galv_io *d = &gd;
     int j = 0;
     while (j < nin && strcmp(names[j], d->name)) j++;
-    if (j == nin) galv_fatal("input '%s' not given (use --input %s=FILE.npy or FILE.pb)", d->name, d->name);
+    if (j == nin) galv_fatal_all("input '%s' not given (use --input %s=FILE.npy or FILE.pb)", d->name, d->name);
     char err[512], a[160], b[160];
-    if (galv_read_tensor(files[j], &in[i], err, sizeof err)) galv_fatal("%s: input '%s': %s", files[j], d->name, err);
+    if (galv_read_tensor(files[j], &in[i], err, sizeof err)) galv_fatal_all("%s: input '%s': %s", files[j], d->name, err);
     if (in[i].dtype != d->dtype)
-      galv_fatal("%s: input '%s' has dtype %s, the program expects %s", files[j], d->name, galv_dtype_name(in[i].dtype),
+      galv_fatal_all("%s: input '%s' has dtype %s, the program expects %s", files[j], d->name, galv_dtype_name(in[i].dtype),
                  galv_dtype_name(d->dtype));
     int same = in[i].rank == d->rank;
     for (int k = 0; same && k < d->rank; k++) same = in[i].dims[k] == d->dims[k];
     if (!same || (int64_t)in[i].nbytes != d->nbytes) {
       shape_str(a, sizeof a, in[i].rank, in[i].dims);
       shape_str(b, sizeof b, d->rank, d->dims);
-      galv_fatal("%s: input '%s' has shape %s, the program expects %s (recompile with galvc for other shapes)",
+      galv_fatal_all("%s: input '%s' has shape %s, the program expects %s (recompile with galvc for other shapes)",
                  files[j], d->name, a, b);
     }
     if (galv_nranks > 1 && galv_input_split[i].starts) { /* keep this rank's block */
@@ -346,11 +347,10 @@ int main(int argc, char **argv) {
     snprintf(fn, sizeof fn, "%s", d->name);
     for (char *c = fn; *c; c++)
       if (*c == '/' || *c == '\\' || (unsigned char)*c < 32) *c = '_';
-    if (outdir) snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
+    if (outdir) snprintf(path, sizeof path, "%s%s%s.npy", outdir, outdir[0] && outdir[strlen(outdir) - 1] == '/' ? "" : "/", fn);
     printf("%s: output '%s' %s %s%s%s\n", galv_progname, d->name, sh, galv_dtype_name(d->dtype), outdir ? " -> " : "", path);
     if (outdir && galv_spmd_rank() == 0) { /* rank 0 writes */
-      struct stat st;
-      if (stat(outdir, &st) != 0 && mkdir(outdir, 0777) != 0)
+      if (galv_mkdirs(outdir))
         galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
       if (galv_write_npy(path, d, h, err, sizeof err)) galv_fatal("%s: %s", path, err);
     }
