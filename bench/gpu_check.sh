@@ -30,9 +30,11 @@
 #       Then a 2-stage pipeline: GPT-2 tiny (2 layers, hidden 32, vocab 64) training,
 #       --pipeline-stages 2 --microbatches 2 --schedule gpipe, batch 8 x seq 8, 2 AdamW
 #       steps; each stage's CUDA program built with make COMM=staged (both stages on the
-#       one GPU) and started by DIR/pp2/launch (mpirun MPMD, under timeout 120); its
-#       losses against the CPU target's pipeline (prepared here: DIR/ref/pp2_loss.txt)
-#       within rtol 1e-3, and the largest difference of the 29 trained weights printed.
+#       one GPU; stage 0 with its backward entry program_bwd.cu: the per-microbatch
+#       stash on the device) and started by DIR/pp2/launch (mpirun MPMD, under timeout
+#       120); its losses against the CPU target's pipeline (prepared here:
+#       DIR/ref/pp2_loss.txt) within rtol 1e-3, the largest difference of the 29 trained
+#       weights printed, and stage 0's stash line (saved activations in flight) printed.
 #   Finishes in well under 4 minutes on an H200 (compiles run 8 at a time).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -274,8 +276,10 @@ d=$DIR/pp2
 echo "== 2-stage pipeline, GPT-2 tiny training (GPipe, 2 microbatches, 2 AdamW steps; host-staged backend, mpirun MPMD on one GPU)"
 if [ $HAVE_MPI = 1 ]; then
   rm -rf "$d/w"
+  [ -f "$d/stage0/program_bwd.cu" ] || { echo "   stage 0 has no backward entry (program_bwd.cu)"; fail=1; }
   if timeout 120 env OMPI_MCA_btl_vader_single_copy_mechanism=none GALV_COMM_TIMEOUT=60 MPIRUN="$MPIRUN" "$d/launch" \
-       --batches "$DIR/ppb" --steps 2 -o "$d/w" | tee "$d/run.txt"; then
+       --batches "$DIR/ppb" --steps 2 -o "$d/w" 2>&1 | tee "$d/run.txt"; then
+    grep -q 'stage 0, rank 0\]: saved activations in flight' "$d/run.txt" || { echo "   no stage 0 stash line"; fail=1; }
     python3 - "$d/run.txt" "$DIR/ref/pp2_loss.txt" "$d/w" "$DIR/ref/pp2_w" <<'PY' || fail=1
 import os, re, sys
 import numpy as np

@@ -32,7 +32,7 @@ typedef struct {
   const gv_module *base;      /* imported at batch / B, after cluster-layers */
   int ngroups, B;
   bool training;
-  bool recompute;             /* training: the runtime recomputes (galvc --pipeline-recompute, the CUDA target):
+  bool recompute;             /* training: the runtime recomputes (galvc --pipeline-recompute, both targets):
                                * an earlier stage runs its combined program twice and saves its inputs; else it
                                * runs its forward and backward entries once each and saves its stash */
   const gv_cluster *cluster;

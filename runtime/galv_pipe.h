@@ -102,6 +102,7 @@ typedef struct {
   float lr, wd, b1, omb1, b2, omb2, eps, mom, decay; /* decay: 1 - lr wd (AdamW) */
   float inv, stepsz, bc2s;         /* 1 / B, lr / (1 - b1^t), sqrt(1 - b2^t) */
 } galv_pipe_opt;
+struct galv_pipe_entry; /* below */
 typedef struct {
   void (*begin)(void);                               /* after the world is up: the device context */
   void *(*alloc)(size_t n);                          /* a buffer (64-byte aligned; never NULL) */
@@ -111,6 +112,8 @@ typedef struct {
   void (*copy)(void *dst, const void *src, size_t n); /* buffer -> buffer */
   void (*fill)(void *dst, int byte, size_t n);
   void (*run)(char *arena, const char *weights);      /* the stage's program on its buffers */
+  /* a second entry of the stage (its backward entry) on buffers: state is the microbatch's stash */
+  void (*run_entry)(const struct galv_pipe_entry *e, char *arena, const char *weights, char *state);
   void (*add_f32)(float *dst, const float *src, size_t n); /* dst += src (buffers) */
   /* this rank's block of the whole tensor l (split s) from buffer to buffer */
   void (*block)(const galv_io *l, const galv_io_split *s, void *dst, const void *whole);
@@ -151,13 +154,13 @@ GALV_PIPE_HD static inline void galv_pipe_opt_elem(const galv_pipe_opt *o, float
 }
 
 /* training, an earlier stage with a stash (galvc without --pipeline-recompute):
- * program.c is the stage's forward entry (outputs: the sent "pp." values and
+ * program.c (program.cu) is the stage's forward entry (outputs: the sent "pp." values and
  * "stash.N"), program_bwd.c its backward entry (gv_emit_options.entry "bwd",
  * weights_bwd.bin; inputs "gin:pp.X", the stash "stash.N" as its state
  * buffer, planned offsets in .stash, .stash_bytes per microbatch; outputs
  * grad:<param>, grad:pp.X). run == NULL: no backward entry (the last stage,
  * inference, or the combined recomputing program of --pipeline-recompute). */
-typedef struct {
+typedef struct galv_pipe_entry {
   const galv_io *inputs, *outputs;
   const int *ninputs, *noutputs;
   const galv_io_split *input_split, *output_split;
@@ -165,8 +168,9 @@ typedef struct {
   const int *nstash;
   const int64_t *stash_bytes, *arena_bytes, *weights_bytes;
   const int *nranks;
-  void (*run)(char *arena, const char *weights, char *state);
+  void (*run)(char *arena, const char *weights, char *state); /* run through galv_pipe_dev->run_entry */
   void (*comm_free)(void);
+  const galv_kernel_info *kernels; /* its kernels (the device target's error lines) */
   const char *weights_file; /* next to the program */
 } galv_pipe_entry;
 extern const galv_pipe_entry galv_pipe_bwd;
@@ -177,6 +181,7 @@ extern const galv_pipe_entry galv_pipe_bwd;
   extern const int galv_##N##_ninputs, galv_##N##_noutputs, galv_##N##_nstate, galv_##N##_nranks;             \
   extern const galv_io_split galv_##N##_input_split[], galv_##N##_output_split[];                              \
   extern const galv_state_entry galv_##N##_state[];                                                            \
+  extern const galv_kernel_info galv_##N##_kernels[];                                                          \
   extern const int64_t galv_##N##_state_bytes, galv_##N##_arena_bytes, galv_##N##_weights_bytes;              \
   void galv_##N##_program_run(char *arena, const char *weights, char *state);                                  \
   void galv_##N##_program_comm_free(void)
@@ -184,7 +189,7 @@ extern const galv_pipe_entry galv_pipe_bwd;
   {galv_##N##_inputs,         galv_##N##_outputs,         &galv_##N##_ninputs,    &galv_##N##_noutputs,           \
    galv_##N##_input_split,    galv_##N##_output_split,    galv_##N##_state,       &galv_##N##_nstate,             \
    &galv_##N##_state_bytes,   &galv_##N##_arena_bytes,    &galv_##N##_weights_bytes, &galv_##N##_nranks,          \
-   galv_##N##_program_run,    galv_##N##_program_comm_free, "weights_" #N ".bin"}
+   galv_##N##_program_run,    galv_##N##_program_comm_free, galv_##N##_kernels,  "weights_" #N ".bin"}
 
 int galv_pipe_main(int argc, char **argv);
 

@@ -57,6 +57,7 @@ static void h_release(void *p) { free(p); }
 static void h_copy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
 static void h_fill(void *dst, int byte, size_t n) { memset(dst, byte, n); }
 static void h_run(char *arena, const char *weights) { galv_program_run(arena, weights, NULL); }
+static void h_run_entry(const galv_pipe_entry *e, char *arena, const char *weights, char *state) { e->run(arena, weights, state); }
 static void h_add(float *dst, const float *src, size_t n) {
   for (size_t e = 0; e < n; e++) dst[e] += src[e];
 }
@@ -65,7 +66,7 @@ static void h_opt(const galv_pipe_opt *o, float *x, float *m, float *v, const fl
   for (size_t e = 0; e < n; e++) galv_pipe_opt_elem(o, &x[e], m ? &m[e] : &dm, v ? &v[e] : &dv, g[e]);
 }
 static void h_none(void) {}
-static const galv_pipe_device cpu_dev = {h_none, h_alloc, h_release, h_copy, h_copy, h_copy, h_fill, h_run, h_add,
+static const galv_pipe_device cpu_dev = {h_none, h_alloc, h_release, h_copy, h_copy, h_copy, h_fill, h_run, h_run_entry, h_add,
                                          galv_spmd_block, galv_spmd_gather, h_opt, galv_pipe_box_host, h_none};
 const galv_pipe_device *galv_pipe_dev;
 static const galv_pipe_device *D = &cpu_dev;
@@ -181,19 +182,20 @@ static void write_trace(const char *path, galv_comm *world, galv_queue *q, int r
  *
  *   ARGS: --batches DIR [--steps N] [-o OUTDIR] [--trace FILE] [--weights FILE] [--threads N]
  *
- * An earlier stage has two entries (passes/stage_stash.c): program.c, the
+ * An earlier stage has two entries (passes/stage_stash.c): program.c (.cu), the
  * forward entry (inputs = data slices and received "pp." values; outputs =
  * the sent "pp." values and the stash "stash.N"), and program_bwd.c, the
  * backward entry (galv_pipe_bwd: inputs "gin:pp.X", the gradients of the
  * sent values; the stash as its state buffer; outputs grad:<param> and
- * grad:pp.X). Forward entry F(j): the microbatch's inputs go into the arena,
+ * grad:pp.X; program_bwd.cu on the CUDA target, run through
+ * galv_pipe_dev->run_entry). Forward entry F(j): the microbatch's inputs go into the arena,
  * the forward entry runs, the "pp." outputs go to the later stages and the
  * stash outputs are copied into a fresh per-microbatch stash buffer (planned
  * offsets, .stash_bytes each: the saved activations in flight). Backward
  * entry B(j): the received gradients (summed over the receiving stages) and
  * the microbatch's stash run the backward entry; the parameter gradients are
  * accumulated, grad:pp.X goes back, the stash is freed. With
- * --pipeline-recompute (and on the CUDA target) the stage program is one
+ * --pipeline-recompute the stage program is one
  * combined function (passes/stage_extract.c gv_stage_train; no
  * galv_pipe_bwd): F(j) keeps a copy of the microbatch's inputs and runs it
  * with gin = 0, B(j) runs it again on them with the received gradients
@@ -309,7 +311,6 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     char bpath[PATH_MAX + 64];
     const char *sl = strrchr(wpath, '/');
     snprintf(bpath, sizeof bpath, "%.*s%s", sl ? (int)(sl - wpath + 1) : 0, wpath, bw->weights_file);
-    if (D != &cpu_dev) galv_fatal("a stage's backward entry runs on the host target only (rebuild with --pipeline-recompute)");
     if (*bw->nranks != galv_nranks)
       galv_fatal("pipeline table: the backward entry has %d ranks, the forward entry %d", *bw->nranks, galv_nranks);
     size_t blen = 0;
@@ -508,7 +509,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
             for (int r = 1; r < ng[i]; r++)
               D->add_f32(g, (const float *)(const void *)(gbuf[i] + (size_t)r * (size_t)d->nbytes), (size_t)d->nbytes / 4);
           }
-        if (bw && !a->fwd) bw->run(arena, Wb, stash[a->mb]); /* the stash is the backward entry's state buffer */
+        if (bw && !a->fwd) D->run_entry(bw, arena, Wb, stash[a->mb]); /* the stash is the backward entry's state buffer */
         else D->run(arena, W);
         const galv_io *outs = bw && !a->fwd ? bout : galv_outputs;
         for (int o = 0, n = bw && !a->fwd ? nbo : no; o < n; o++)

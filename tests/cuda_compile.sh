@@ -18,7 +18,14 @@
 #     host-staged backend,
 #   - a 2-stage pipeline of GPT-2 tiny (--pipeline-stages 2: inference,
 #     GPipe and 1F1B training) links per stage with both backends, and
-#     with stages of 2 and 1 devices (--stage-devices 2,1 --strategy tp) with NCCL,
+#     with stages of 2 and 1 devices (--stage-devices 2,1 --strategy tp) with NCCL;
+#     the training stages' earlier stage has both entries (program.cu and the
+#     backward entry program_bwd.cu with its per-microbatch stash), the last
+#     stage one; no nvcc warning in the stages' builds. The same GPipe and 1F1B
+#     stage directories' `make cpu` builds (program.c + program_bwd.c: the
+#     entries' shared CPU/CUDA path) run 2 AdamW steps (GALV_PROGRAM=program-cpu
+#     launch, GALV_COMM_SYNC=1, timeout) with the single-device CPU training
+#     program's losses and weights (rtol 1e-4, atol 1e-5, as tests/pipeline_train.sh),
 # all with nvcc for sm_90 and -Werror on the host side. The generated program
 # run without a GPU must say so in one line (the pipeline: one line per rank).
 # Usage: cuda_compile.sh BUILD_DIR
@@ -142,6 +149,12 @@ if command -v mpicc >/dev/null; then
          --no-build -q -o "$d/" >"$d.log" 2>&1; then
       echo "✗ pp=2 $n: galvc"; cat "$d.log"; fail=1; continue
     fi
+    # training: the earlier stage has the backward entry (the stash), the last stage one program; inference none
+    want=0; [ "$n" != inference ] && want=1
+    if [ "$([ -f "$d/stage0/program_bwd.cu" ] && [ -f "$d/stage0/program_bwd.c" ] && echo 1 || echo 0)" != $want ] ||
+       [ -f "$d/stage1/program_bwd.cu" ]; then
+      echo "✗ pp=2 $n: program_bwd.cu in stage0 expected $want, stage1 0: $(ls "$d"/stage*/program_bwd.cu 2>/dev/null)"; fail=1
+    fi
     for comm in $comms; do
       pids=()
       for s in 0 1; do # pipe.c and pipe_stage.c with -Werror too
@@ -149,13 +162,63 @@ if command -v mpicc >/dev/null; then
           NVFLAGS="${NVF[*]}" >"$d.$s.$comm.log" 2>&1 &
         pids+=($!)
       done
-      if wait "${pids[0]}" && wait "${pids[1]}"; then
-        echo "✓ pp=2 $n ($comm): 2 stages link, $(grep -c '^  GALV_CU_PROF' "$d/stage0/program.cu") + $(grep -c '^  GALV_CU_PROF' "$d/stage1/program.cu") kernel calls"
+      if wait "${pids[0]}" && wait "${pids[1]}" && ! grep -q -i 'warning' "$d".*."$comm".log; then
+        nb=""; [ -f "$d/stage0/program_bwd.cu" ] && nb=" (stage 0's backward entry: $(grep -c '^  GALV_CU_PROF' "$d/stage0/program_bwd.cu") kernel calls)"
+        echo "✓ pp=2 $n ($comm): 2 stages link, $(grep -c '^  GALV_CU_PROF' "$d/stage0/program.cu") + $(grep -c '^  GALV_CU_PROF' "$d/stage1/program.cu") kernel calls$nb"
       else
         echo "✗ pp=2 $n ($comm)"; cat "$d".*."$comm".log; fail=1
       fi
     done
   done
+  # the GPipe and 1F1B stage directories built for the CPU (make cpu): the two entries' runtime path
+  # (stash alloc / copy through the galv_pipe_device hooks, run_entry) against the single-device program
+  if command -v mpirun >/dev/null; then
+    python3 -c "
+import numpy as np, os
+r = np.random.RandomState(0)
+os.makedirs('$T/ppb')
+np.save('$T/ppb/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
+np.save('$T/ppb/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))"
+    RUNAS=(); [ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
+    if ! timeout 300 "$BUILD/galvc" "$T/gpt2pp.onnx" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/pp_one/" \
+         >"$T/pp_one.log" 2>&1 || ! timeout 120 "$T/pp_one/program" --batches "$T/ppb" --steps 2 -o "$T/pp_one.w" >"$T/pp_one.txt" 2>&1; then
+      echo "✗ pp=2 single-device CPU reference"; cat "$T/pp_one.log" "$T/pp_one.txt"; fail=1
+    fi
+    for n in gpipe 1f1b; do
+      d=$T/pp2_$n
+      [ -f "$T/pp_one.txt" ] && [ -f "$d/stage0/program_bwd.c" ] || continue
+      if ! make -s -C "$d/stage0" cpu >"$d.cpu.log" 2>&1 || ! make -s -C "$d/stage1" cpu >>"$d.cpu.log" 2>&1 ||
+         ! GALV_PROGRAM=program-cpu GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OPENBLAS_NUM_THREADS=1 \
+           OMPI_MCA_btl_vader_single_copy_mechanism=none \
+           MPIRUN="mpirun ${RUNAS[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS" \
+           timeout 120 "$d/launch" --batches "$T/ppb" --steps 2 -o "$d.w" >"$d.cpu.txt" 2>&1; then
+        echo "✗ pp=2 $n (make cpu): build or run"; cat "$d.cpu.log" "$d.cpu.txt"; fail=1; continue
+      fi
+      if msg=$(python3 - "$T/pp_one.txt" "$d.cpu.txt" "$T/pp_one.w" "$d.w" 2>&1 <<'PY'
+import sys, os, re, numpy as np
+la, lb, wa, wb = sys.argv[1:5]
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+a, b = losses(la), losses(lb)
+if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
+peak = re.search(r"\[stage 0, rank \d+\]: saved activations in flight: peak \d+ bytes \((\d+) microbatches x (\d+) bytes", open(lb).read())
+if not peak: sys.exit("no stage 0 saved-activations line")
+worst, n = 0.0, 0
+for f in sorted(os.listdir(wa)):
+    if not os.path.exists(os.path.join(wb, f)): sys.exit(f"no final weight {f}")
+    x, y = np.load(os.path.join(wa, f)), np.load(os.path.join(wb, f))
+    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
+        sys.exit(f"{f}: max abs diff {np.abs(x - y).max() if x.shape == y.shape else y.shape}")
+    worst, n = max(worst, float(np.abs(x - y).max())), n + 1
+print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}, "
+      f"stage 0 stash {peak.group(2)} bytes x {peak.group(1)} microbatches")
+PY
+); then
+        echo "✓ pp=2 $n (make cpu, both entries): $msg"
+      else
+        echo "✗ pp=2 $n (make cpu): $msg"; fail=1
+      fi
+    done
+  fi
   if ! nvidia-smi >/dev/null 2>&1 && command -v mpirun >/dev/null; then
     python3 -c "import numpy as np; np.save('$T/ids_pp.npy', np.zeros((8,8), np.int64))"
     RUNAS=(); [ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)

@@ -96,7 +96,7 @@ static void usage(FILE *f) {
           "                           --target cuda (the default with --gpus): CUDA stage programs (make: NCCL,\n"
           "                           make COMM=staged: ranks sharing a GPU, make cpu; fp32; docs/cuda-target.md)\n"
           "                           --train: an earlier stage's program has a forward and a backward entry with a\n"
-          "                           per-microbatch stash between them (cpu); --pipeline-recompute (and cuda): one\n"
+          "                           per-microbatch stash between them (both targets); --pipeline-recompute: one\n"
           "                           combined program per stage that recomputes its forward in the backward\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line\n"
           "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"

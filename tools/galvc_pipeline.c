@@ -426,7 +426,6 @@ int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *
                      const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda) {
   pipe_args P = *pa0;
   const pipe_args *pa = &P;
-  if (cuda) P.recompute = true; /* the CUDA emitter has no second entry yet: the recomputing stage programs */
   if (train && strcmp(gv_train_opts.optimizer, "adamw") && strcmp(gv_train_opts.optimizer, "sgd"))
     return gv_error_plain("--optimizer %s: expected adamw or sgd", gv_train_opts.optimizer);
   if (!out || !is_dir_arg(out)) return gv_error_plain("--pipeline-stages writes one program per stage: give -o DIR/");
@@ -525,7 +524,7 @@ int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *
     if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
     gv_cuda_options cs = {0};
     if (cuda) cs = *cuda, cs.pipe_stage = true; /* the CUDA emitter writes the stage's Makefile (main = pipe_cuda.cu) */
-    if (!rc && mb) rc = emit_program(mb, dir, quiet, NULL, "bwd"); /* program_bwd.c, weights_bwd.bin */
+    if (!rc && mb) rc = emit_program(mb, dir, quiet, cuda ? &cs : NULL, "bwd"); /* program_bwd.c (.cu), weights_bwd.bin */
     if (!rc) rc = emit_program(ms, dir, quiet, cuda ? &cs : NULL, NULL);
     if (!rc && mb && !quiet) { /* the stash per microbatch: the backward entry's galv.state inputs */
       int n = 0;

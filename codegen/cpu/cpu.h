@@ -32,6 +32,9 @@ int cg_emit_grad_kernel(gv_module *m, FILE *f, const gv_op *op, char p[][64]);
 
 /* files.c */
 int cg_write_file(const char *dir, const char *name, const void *data, size_t len);
+/* the symbols a generated program defines (galv_NAME); a second entry's are galv_ENTRY_NAME (codegen/cpu/emit.c) */
+extern const char *const cg_program_syms[];
+extern const int cg_program_nsyms;
 int cg_write_makefile(const char *dir);
 /* mpi: the program communicates (mpicc, runtime/comm_mpi.c); else runtime/comm_single.c */
 int cg_write_makefile_comm(const char *dir, int mpi);

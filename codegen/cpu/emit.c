@@ -47,11 +47,13 @@ typedef struct {
 } emitter;
 
 /* The symbols program.c defines (runtime/galv_rt.h, galv_spmd.h); a second
- * entry defines them as galv_ENTRY_* (one #define each before the includes). */
-static const char *const program_syms[] = {
+ * entry defines them as galv_ENTRY_* (one #define each before the includes;
+ * program.cu's entries too, codegen/cuda/emit.c). */
+const char *const cg_program_syms[] = {
     "inputs", "ninputs", "outputs", "noutputs", "training", "state", "nstate", "state_bytes", "param_bytes",
     "arena_bytes", "plan_high_water", "weights_bytes", "nranks", "input_split", "output_split", "state_split",
     "comm_predicted", "program_comm_free", "program_run", "nkernels", "kernels"};
+const int cg_program_nsyms = sizeof cg_program_syms / sizeof *cg_program_syms;
 
 static int64_t nbytes_of(const gv_type *t) { return gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype); }
 static int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
@@ -712,8 +714,8 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
              " * A(off) is arena memory, W(off) the mapped weights.bin. */\n");
   if (e->entry) {
     fprintf(f, "/* the program's entry '%s' (weights in %s): its symbols are galv_%s_* */\n", e->entry, e->wname, e->entry);
-    for (size_t i = 0; i < sizeof program_syms / sizeof *program_syms; i++)
-      fprintf(f, "#define galv_%s galv_%s_%s\n", program_syms[i], e->entry, program_syms[i]);
+    for (int i = 0; i < cg_program_nsyms; i++)
+      fprintf(f, "#define galv_%s galv_%s_%s\n", cg_program_syms[i], e->entry, cg_program_syms[i]);
     fputc('\n', f);
   }
   fprintf(f, "#include <math.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n#include \"runtime/galv_rt.h\"\n#include \"runtime/galv_spmd.h\"\n\n"

@@ -132,6 +132,9 @@ int cu_emit_elementwise(gv_module *m, FILE *f, const char *name, const gv_op *op
   fprintf(f, "  for (%s i = blockIdx.x * (%s)blockDim.x + threadIdx.x; i < %lld; i += (%s)gridDim.x * blockDim.x) {\n", ix,
           ix, (long long)n, ix);
   for (int k = 0; k < na; k++) {
+    int dup = 0; /* an op reading one value twice (mul(x, x)): loaded once (no unused v%d, nvcc warning #177) */
+    for (int j = 0; !fused && j < k && !dup; j++) dup = op->opnds[j] == op->opnds[k];
+    if (dup) continue;
     fprintf(f, "    const %s v%d = (%s)x%d[", cg_ctype(op->opnds[k]->type.dtype), k, cg_ctype(op->opnds[k]->type.dtype), k);
     index_expr(f, "i", it->dims, S[k], it->rank, n);
     fprintf(f, "];\n");

@@ -45,6 +45,14 @@ void galv_cu_init(size_t scratch_bytes) {
   cudaCheck(cudaMemset(galv_cu.err, 0, sizeof(int)));
 }
 
+void galv_cu_scratch_reserve(size_t bytes) {
+  if (bytes <= galv_cu.scratch_bytes) return;
+  cudaCheck(cudaStreamSynchronize(galv_cu.stream)); /* kernels queued before may still read the old buffer */
+  cudaCheck(cudaFree(galv_cu.scratch));
+  cudaCheck(cudaMalloc((void **)&galv_cu.scratch, bytes));
+  galv_cu.scratch_bytes = bytes;
+}
+
 void galv_cu_finish(void) {
   cublasCheck(cublasDestroy(galv_cu.blas));
   cudaCheck(cudaFree(galv_cu.scratch));

@@ -64,6 +64,9 @@ extern galv_cu_context galv_cu;
 /* Initialises device 0 (or $GALV_CUDA_DEVICE); prints one clear error and
  * exits when there is no CUDA device. */
 void galv_cu_init(size_t scratch_bytes);
+/* Grows the scratch buffer to at least bytes (a second entry of the program,
+ * e.g. a pipeline stage's backward entry, may need more than galv_cu_init's). */
+void galv_cu_scratch_reserve(size_t bytes);
 void galv_cu_finish(void);
 /* Grid size for a grid-stride loop over n elements with 256-thread blocks. */
 static inline unsigned galv_cu_blocks(int64_t n) {

@@ -9,7 +9,9 @@
  *   buffers    cudaMalloc'ed; copies on the compute stream (h2d: a pageable
  *              source is staged before cudaMemcpyAsync returns; d2h waits)
  *   run        galv_cu_run on the compute stream, then the device error flag
- *              (gather index / label out of range) is checked
+ *              (gather index / label out of range) is checked; run_entry the
+ *              same for the backward entry (program_bwd.cu's
+ *              galv_bwd_program_run, the stash as its device state buffer)
  *   add, opt   kernels: gradient sums, the optimizer update
  *              (galv_pipe_opt_elem: the host loop's formula)
  *   block      a split parameter's block of its whole gradient (strided copy)
@@ -50,14 +52,24 @@ static void d_copy(void *dst, const void *src, size_t n) {
 static void d_fill(void *dst, int byte, size_t n) {
   if (n) cudaCheck(cudaMemsetAsync(dst, byte, n, galv_cu.stream));
 }
-static void d_run(char *arena, const char *weights) {
-  galv_cu_run(arena, weights, NULL);
+/* after a run: the device error flag (the first failing kernel + 1) of the program whose kernels are k */
+static void d_check(const galv_kernel_info *k, const char *entry) {
   GALV_CU_LAUNCHED();
   int err = 0;
   cudaCheck(cudaMemcpyAsync(&err, galv_cu.err, sizeof err, cudaMemcpyDeviceToHost, galv_cu.stream));
   cudaCheck(cudaStreamSynchronize(galv_cu.stream));
-  if (err) galv_fatal("kernel %d (%s, node '%s'): index or label out of range, or integer division by zero", err - 1,
-                      galv_kernels[err - 1].kind, galv_kernels[err - 1].node);
+  if (err) galv_fatal("%skernel %d (%s, node '%s'): index or label out of range, or integer division by zero", entry, err - 1,
+                      k[err - 1].kind, k[err - 1].node);
+}
+static void d_run(char *arena, const char *weights) {
+  galv_cu_run(arena, weights, NULL);
+  d_check(galv_kernels, "");
+}
+/* the stage's backward entry (program_bwd.cu: galv_bwd_program_run enqueues its kernels on the compute stream),
+ * its state buffer the microbatch's stash on the device */
+static void d_run_entry(const galv_pipe_entry *e, char *arena, const char *weights, char *state) {
+  e->run(arena, weights, state);
+  d_check(e->kernels, "backward entry: ");
 }
 
 __global__ static void add_kernel(float *dst, const float *src, size_t n) {
@@ -137,7 +149,7 @@ static void d_end(void) {
   galv_cu_finish();
 }
 
-static const galv_pipe_device cuda_pipe = {d_begin, d_alloc, d_release, d_h2d, d_d2h, d_copy, d_fill, d_run,
+static const galv_pipe_device cuda_pipe = {d_begin, d_alloc, d_release, d_h2d, d_d2h, d_copy, d_fill, d_run, d_run_entry,
                                            d_add, d_block, d_gather, d_opt, d_box, d_end};
 
 int main(int argc, char **argv) {
