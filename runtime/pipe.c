@@ -278,16 +278,16 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     else if (!strcmp(a, "--steps") && v) {
       char *end;
       steps = strtol(v, &end, 10);
-      if (*end || steps < 1 || steps > 1000000) galv_fatal("--steps expects an integer >= 1, got '%s'", v);
+      if (*end || steps < 1 || steps > 1000000) galv_fatal_all("--steps expects an integer >= 1, got '%s'", v);
       i++;
     } else if (!strcmp(a, "-o") && v) outdir = v, i++;
     else if (!strcmp(a, "--weights") && v) wpath = v, i++;
     else if (!strcmp(a, "--trace") && v) trace = v, i++;
     else if (!strcmp(a, "--threads") && v) openblas_set_num_threads(atoi(v) > 0 ? atoi(v) : 1), i++;
-    else galv_fatal("unknown or incomplete option '%s' (usage: --batches DIR [--steps N] [-o OUTDIR] [--trace FILE] "
+    else galv_fatal_all("unknown or incomplete option '%s' (usage: --batches DIR [--steps N] [-o OUTDIR] [--trace FILE] "
                     "[--weights FILE] [--threads N])", a);
   }
-  if (!bdir) galv_fatal("a training pipeline needs --batches DIR (DIR/NAME.npy per data input)");
+  if (!bdir) galv_fatal_all("a training pipeline needs --batches DIR (DIR/NAME.npy per data input)");
   char wbuf[PATH_MAX];
   if (!wpath) {
     ssize_t n = readlink("/proc/self/exe", wbuf, sizeof wbuf - 16);
@@ -575,8 +575,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   printf("%s: saved activations in flight: peak %lld bytes (%d microbatches x %lld bytes)\n", galv_progname, (long long)peak,
          peak_mb, (long long)sbytes);
   if (outdir) {
-    struct stat stt;
-    if (lrank == 0 && stat(outdir, &stt) != 0 && mkdir(outdir, 0777) != 0 && errno != EEXIST)
+    if (lrank == 0 && galv_mkdirs(outdir) != 0)
       galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
     for (int p = 0; p < galv_pipe_nparams; p++) {
       galv_io g;
@@ -660,8 +659,11 @@ int galv_pipe_main(int argc, char **argv) {
   const char *prog0 = galv_progname;
   snprintf(pname, sizeof pname, "%s[stage %d, rank %d]", galv_progname, me, rank);
   galv_progname = pname;
+  /* errors every rank finds alike (options, the rank count) print once, from world rank 0 */
+  galv_fatal_rank = rank;
+  galv_fatal_name = prog0;
   if (size != galv_pipe_first_rank[S])
-    galv_fatal("the pipeline has %d ranks over %d stages, but %d were started (run it with %s)",
+    galv_fatal_all("the pipeline has %d ranks over %d stages, but %d were started (run it with %s)",
                galv_pipe_first_rank[S], S, size, galv_launch_hint());
   if (rank < galv_pipe_first_rank[me] || rank >= galv_pipe_first_rank[me + 1])
     galv_fatal("world rank %d runs stage %d's program, but the pipeline places stage %d on ranks %d-%d (run it with %s)",
@@ -670,6 +672,7 @@ int galv_pipe_main(int argc, char **argv) {
   /* the stage's sub-world: its program's mesh (SPMD over the stage's ranks); stages may differ in size */
   galv_comm *world = galv_comm_world_split(me, &lrank, &nlocal);
   galv_spmd_attach(lrank, nlocal);
+  galv_fatal_rank = rank; /* galv_spmd_attach set the stage rank */
   galv_pipe_xfer_init(world, me, lrank, nlocal);
   if (nlocal > 1) snprintf(pname, sizeof pname, "%s[stage %d, rank %d, stage rank %d]", prog0, me, rank, lrank);
   galv_queue *q = galv_queue_new();
@@ -682,8 +685,8 @@ int galv_pipe_main(int argc, char **argv) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--input") && v) {
       const char *eq = strchr(v, '=');
-      if (!eq || eq == v) galv_fatal("--input expects NAME=FILE, got '%s'", v);
-      if (nin == MAXIN) galv_fatal("too many --input options");
+      if (!eq || eq == v) galv_fatal_all("--input expects NAME=FILE, got '%s'", v);
+      if (nin == MAXIN) galv_fatal_all("too many --input options");
       names[nin] = strndup(v, (size_t)(eq - v));
       files[nin++] = eq + 1;
       i++;
@@ -691,7 +694,7 @@ int galv_pipe_main(int argc, char **argv) {
     else if (!strcmp(a, "--weights") && v) wpath = v, i++;
     else if (!strcmp(a, "--trace") && v) trace = v, i++;
     else if (!strcmp(a, "--threads") && v) openblas_set_num_threads(atoi(v) > 0 ? atoi(v) : 1), i++;
-    else galv_fatal("unknown or incomplete option '%s' (usage: --input NAME=FILE ... [-o OUTDIR] [--trace FILE] "
+    else galv_fatal_all("unknown or incomplete option '%s' (usage: --input NAME=FILE ... [-o OUTDIR] [--trace FILE] "
                     "[--weights FILE] [--threads N])", a);
   }
   char wbuf[PATH_MAX];
@@ -835,8 +838,7 @@ int galv_pipe_main(int argc, char **argv) {
     g.nbytes *= B;
     printf("%s: output '%s' %s\n", galv_progname, g.name, galv_dtype_name(g.dtype));
     if (!outdir || lrank != 0) continue; /* the stage's rank 0 writes */
-    struct stat st;
-    if (stat(outdir, &st) != 0 && mkdir(outdir, 0777) != 0 && errno != EEXIST)
+    if (galv_mkdirs(outdir) != 0)
       galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
     char fn[256], path[PATH_MAX + 300], err[512];
     snprintf(fn, sizeof fn, "%s", g.name);
