@@ -63,6 +63,9 @@ extern const char *galv_argv0;
 const char *galv_launch_hint(void);
 /* mkdir -p: PATH and its missing parents; 0, or -1 with errno */
 int galv_mkdirs(const char *path);
+/* The weights file: `given` (--weights) if set, else weights.bin next to the
+ * executable, written into buf (PATH_MAX bytes). */
+const char *galv_weights_path(const char *given, char *buf, size_t n);
 
 /* ---- debug builds (-DGALV_DEBUG with ASan): values are poisoned after
  * their last use and unpoisoned before they are written. */

@@ -77,6 +77,16 @@ const char *galv_launch_hint(void) {
   return "the launch script next to this program";
 }
 
+const char *galv_weights_path(const char *given, char *buf, size_t n) {
+  if (given) return given;
+  ssize_t k = n > 16 ? readlink("/proc/self/exe", buf, n - 16) : -1;
+  if (k <= 0) galv_fatal_all("cannot locate the program's directory; pass --weights FILE");
+  buf[k] = 0;
+  char *s = strrchr(buf, '/');
+  strcpy(s ? s + 1 : buf, "weights.bin");
+  return buf;
+}
+
 int galv_mkdirs(const char *path) {
   char b[4096];
   size_t n = strlen(path);

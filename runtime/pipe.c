@@ -289,14 +289,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   }
   if (!bdir) galv_fatal_all("a training pipeline needs --batches DIR (DIR/NAME.npy per data input)");
   char wbuf[PATH_MAX];
-  if (!wpath) {
-    ssize_t n = readlink("/proc/self/exe", wbuf, sizeof wbuf - 16);
-    if (n <= 0) galv_fatal("cannot locate the program's directory; pass --weights FILE");
-    wbuf[n] = 0;
-    char *s = strrchr(wbuf, '/');
-    strcpy(s ? s + 1 : wbuf, "weights.bin");
-    wpath = wbuf;
-  }
+  wpath = galv_weights_path(wpath, wbuf, sizeof wbuf); /* --weights, else next to the executable */
   size_t wlen = 0;
   const char *mapped = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
   char *W = upload(mapped, (size_t)galv_weights_bytes);   /* writable: the parameters are updated */
@@ -698,14 +691,7 @@ int galv_pipe_main(int argc, char **argv) {
                     "[--weights FILE] [--threads N])", a);
   }
   char wbuf[PATH_MAX];
-  if (!wpath) {
-    ssize_t n = readlink("/proc/self/exe", wbuf, sizeof wbuf - 16);
-    if (n <= 0) galv_fatal("cannot locate the program's directory; pass --weights FILE");
-    wbuf[n] = 0;
-    char *s = strrchr(wbuf, '/');
-    strcpy(s ? s + 1 : wbuf, "weights.bin");
-    wpath = wbuf;
-  }
+  wpath = galv_weights_path(wpath, wbuf, sizeof wbuf); /* --weights, else next to the executable */
   size_t wlen = 0;
   const char *mapped = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
 

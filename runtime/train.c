@@ -251,14 +251,7 @@ int galv_train_main(int argc, char **argv) {
   }
 
   char wbuf[PATH_MAX];
-  if (!wpath) {
-    ssize_t n = readlink("/proc/self/exe", wbuf, sizeof wbuf - 16);
-    if (n <= 0) galv_fatal_all("cannot locate the program's directory; pass --weights FILE");
-    wbuf[n] = 0;
-    char *s = strrchr(wbuf, '/');
-    strcpy(s ? s + 1 : wbuf, "weights.bin");
-    wpath = wbuf;
-  }
+  wpath = galv_weights_path(wpath, wbuf, sizeof wbuf); /* --weights, else next to the executable */
   size_t wlen = 0;
   const char *weights = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
 

@@ -26,17 +26,7 @@ BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-  echo "SKIP: mpicc/mpirun not found"
-  exit 0
-fi
-export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
-RUNAS=()
-[ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
-export MPIRUN="mpirun ${RUNAS[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS"
-pass=0 fail=0
-ok() { echo "ok   $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+. "$SRC/tests/lib/mpi_env.sh"
 
 m="$T/gpt2.onnx"
 python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||

@@ -1,0 +1,16 @@
+# Sourced by the MPI pipeline test scripts (tests/pipeline_*.sh): skips the
+# script without mpicc/mpirun, runs every rank with synchronous sends under a
+# timeout (GALV_COMM_SYNC=1: an ordering that could deadlock fails instead of
+# passing by buffering), one BLAS thread per rank, oversubscribed, as root if
+# need be; ok/bad count the checks into $pass / $fail.
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+  echo "SKIP: mpicc/mpirun not found"
+  exit 0
+fi
+export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
+RUNAS=()
+[ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
+export MPIRUN="mpirun ${RUNAS[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS"
+pass=0 fail=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
