@@ -54,6 +54,7 @@ class Builder:
         self.nodes = []
         self.inits = []
         self.param_bytes = 0
+        self.param_names = set()
         self.scope = []
         self.used = Counter()
         self.sub_stack = []  # node lists of subgraphs being built
@@ -90,6 +91,9 @@ class Builder:
 
     def param(self, name, shape, init="normal", std=0.02):
         shape = tuple(int(s) for s in shape)
+        if name in self.param_names:  # a tied or merged initializer: read again, stored once
+            return name
+        self.param_names.add(name)
         nbytes = 4 * int(np.prod(shape))
         self.param_bytes += nbytes
         if self.dry:
@@ -185,7 +189,7 @@ class Builder:
                             self.param(name + ".bias", (d,), "zeros")],
                            axis=-1, epsilon=eps)
 
-    def rmsnorm(self, x, d, name, eps=1e-6, reciprocal=True):
+    def rmsnorm(self, x, d, name, eps=1e-6, reciprocal=True, wname=None):
         with self.at(name.split(".")[-1]):
             var = self.reduce("ReduceMean", self.op("Pow", [x, self.fconst(2.0)]), [-1])
             std = self.op("Sqrt", [self.op("Add", [var, self.fconst(eps)])])
@@ -193,7 +197,7 @@ class Builder:
                 y = self.op("Mul", [x, self.op("Reciprocal", [std])])
             else:
                 y = self.op("Div", [x, std])
-            return self.op("Mul", [self.param(name + ".weight", (d,), "ones"), y])
+            return self.op("Mul", [self.param(wname or name + ".weight", (d,), "ones"), y])
 
     def gelu_erf(self, x):
         with self.at("act"):
@@ -242,6 +246,21 @@ def sym_input(name, elem, dims):
 # --------------------------------------------------------------------------------------
 # Families
 # --------------------------------------------------------------------------------------
+
+def lm_head_weight(b, a, wte, d, v):
+    """The LM head's [d, v] weight: its own, or with --tie-embeddings the token
+    embedding [v, d] transposed (as torch exports a tied nn.Linear)."""
+    if getattr(a, "tie_embeddings", False):
+        return b.op("Transpose", [b.param(wte, (v, d))], perm=[1, 0])
+    return b.param("lm_head.weight", (d, v))
+
+
+def norm_name(a, name):
+    """--share-norms: every norm weight is one initializer (torch.onnx.export
+    merges initializers of equal value, so a freshly initialised model's
+    all-ones norm weights export as one); biases stay per layer."""
+    return "shared_norm" if getattr(a, "share_norms", False) else name
+
 
 def build_gpt2(b, a):
     D_, H, V, F, L = a.hidden, a.heads, a.vocab, a.ffn, a.layers
@@ -296,7 +315,7 @@ def build_gpt2(b, a):
                 h = b.op("Add", [h, f])
         h = b.layernorm_decomposed(h, D_, "transformer.ln_f")
     with b.at("lm_head"):
-        logits = b.op("MatMul", [h, b.param("lm_head.weight", (D_, V))])
+        logits = b.op("MatMul", [h, lm_head_weight(b, a, "transformer.wte.weight", D_, V)])
     return inputs, logits, ["batch", "seq", V]
 
 
@@ -391,7 +410,7 @@ def build_llama(b, a):
             for i in range(L):
                 p = "model.layers.%d" % i
                 with b.at(str(i)):
-                    x = b.rmsnorm(h, D_, p + ".input_layernorm")
+                    x = b.rmsnorm(h, D_, p + ".input_layernorm", wname=norm_name(a, p + ".input_layernorm" + ".weight"))
                     with b.at("self_attn"):
                         q = b.split_heads(b.linear(x, D_, H * hd, p + ".self_attn.q_proj", bias=False), H, hd)
                         k = b.split_heads(b.linear(x, D_, K * hd, p + ".self_attn.k_proj", bias=False), K, hd)
@@ -403,7 +422,7 @@ def build_llama(b, a):
                         o = b.merge_heads(o, D_)
                         o = b.linear(o, D_, D_, p + ".self_attn.o_proj", bias=False)
                     h = b.op("Add", [h, o])
-                    x = b.rmsnorm(h, D_, p + ".post_attention_layernorm")
+                    x = b.rmsnorm(h, D_, p + ".post_attention_layernorm", wname=norm_name(a, p + ".post_attention_layernorm" + ".weight"))
                     with b.at("mlp"):
                         g = b.linear(x, D_, F, p + ".mlp.gate_proj", bias=False)
                         u = b.linear(x, D_, F, p + ".mlp.up_proj", bias=False)
@@ -411,9 +430,9 @@ def build_llama(b, a):
                             g = b.op("Mul", [g, b.op("Sigmoid", [g])])
                         f = b.linear(b.op("Mul", [g, u]), F, D_, p + ".mlp.down_proj", bias=False)
                     h = b.op("Add", [h, f])
-        h = b.rmsnorm(h, D_, "model.norm")
+        h = b.rmsnorm(h, D_, "model.norm", wname=norm_name(a, "model.norm" + ".weight"))
     with b.at("lm_head"):
-        logits = b.op("MatMul", [h, b.param("lm_head.weight", (D_, V))])
+        logits = b.op("MatMul", [h, lm_head_weight(b, a, "model.embed_tokens.weight", D_, V)])
     return inputs, logits, ["batch", "seq", V]
 
 
@@ -678,6 +697,10 @@ def main(argv=None):
                     help="shapes only: weights are external-data references into a sparse file (for --plan-only)")
     ap.add_argument("--stats", action="store_true", help="print node count and op histogram")
     ap.add_argument("--no-verify", action="store_true", help="skip checker + onnxruntime run")
+    ap.add_argument("--tie-embeddings", action="store_true",
+                    help="gpt2/llama: the LM head reads the token embedding transposed (one parameter)")
+    ap.add_argument("--share-norms", action="store_true",
+                    help="llama: every RMSNorm weight is one initializer (as torch merges equal ones)")
     a = ap.parse_args(argv)
 
     if not 13 <= a.opset <= 21:

@@ -11,6 +11,13 @@
  * without a layer (none after cluster-layers) gets stage 0; an operand-free
  * op without regions (a constant) gets the stage of its first user.
  *
+ * gv_pipe_param_stages: per parameter, the stages whose ops read it. A
+ * parameter read by several stages (a tied embedding, an initializer the
+ * exporter merged) is kept by each of them (gv_stage_extract drops only
+ * unused arguments); the runtime sums the copies' gradients across those
+ * stages before one identical update (docs/pipeline.md, "Shared
+ * parameters").
+ *
  * gv_stage_extract: keeps stage s's ops. A value defined in another stage
  * and used in s becomes a new function input named "pp.OP.RES" (OP: the
  * definer's position in the body, RES: its result index; the same name in
@@ -234,6 +241,28 @@ static int add_io(gv_module *m, gv_stage_io *io, bool in, const char *name, int 
   x->peer = peer;
   x->dst_mask = mask;
   (*n)++;
+  return 0;
+}
+
+static void mark_param_uses(const gv_op *op, const gv_func *f, uint64_t bit, uint64_t *mask) {
+  for (int i = 0; i < op->nopnds; i++) {
+    const gv_value *v = op->opnds[i];
+    if (v->def || v->block != f->body || v->index < 0 || v->index >= f->body->nargs) continue;
+    if (f->arg_is_param && f->arg_is_param[v->index]) mask[v->index] |= bit;
+  }
+  for (int r = 0; r < op->nregions; r++)
+    for (const gv_op *o = op->regions[r]->first; o; o = o->next) mark_param_uses(o, f, bit, mask);
+}
+
+int gv_pipe_param_stages(const gv_module *m, uint64_t *mask) {
+  const gv_func *f = m->main;
+  memset(mask, 0, sizeof *mask * (size_t)f->body->nargs);
+  for (const gv_op *op = f->body->first; op; op = op->next) {
+    if (is_term(op)) continue;
+    int64_t s = op_stage(op);
+    if (s < 0 || s >= 64) return gv_error_op((gv_module *)m, (gv_op *)op, "pipeline: op without a stage");
+    mark_param_uses(op, f, 1ull << s, mask);
+  }
   return 0;
 }
 

@@ -41,6 +41,9 @@ extern const double galv_pipe_hparams[6];                /* lr, weight decay, be
 extern const galv_io galv_pipe_params[];        /* this rank's block (local dims) */
 extern const galv_io_split galv_pipe_param_split[]; /* per parameter: split over the stage's ranks (NULL starts: whole) */
 extern const int galv_pipe_nparams;
+/* per parameter: bit i set when stage i holds a copy (this stage's bit always; more than one bit: a
+ * shared parameter, whose gradient pipe.c sums across those stages before the update) */
+extern const uint64_t galv_pipe_param_stages[];
 
 /* Cross-stage transfers (docs/pipeline.md, "Cross-mesh transfers"): per
  * crossing value and pair of stages, the tiles of the cross-mesh resharding
@@ -83,9 +86,10 @@ void galv_pipe_xfer_send(const galv_pipe_xfer *x, const void *whole, galv_queue 
 void galv_pipe_xfer_recv(const galv_pipe_xfer *x, void *whole, galv_queue *q);
 void galv_pipe_xfer_complete(galv_queue *q);
 /* After `runs` microbatches (x steps): checks that the communicator's send
- * bytes equal the plan (one error line otherwise) and prints measured,
+ * bytes equal the plan's plus `other` (bytes the caller sent itself: shared
+ * parameters' gradients; one error line otherwise) and prints measured,
  * planned and naive bytes per direction. Call before any other galv_send. */
-void galv_pipe_xfer_report(long runs);
+void galv_pipe_xfer_report(long runs, uint64_t other);
 
 /* Where a stage's buffers live and how its program runs: runtime/pipe.c
  * (microbatches, schedules, p2p, gradient accumulation, the optimizer step,

@@ -268,6 +268,87 @@ static const char *outp_of(const galv_io *outs, int o, char *arena, const char *
   return outs[o].in_weights ? w + outs[o].offset : arena + outs[o].offset;
 }
 
+/* ---- shared parameters (docs/pipeline.md, "Shared parameters"): a parameter
+ * read by several stages (a tied embedding, an initializer the exporter
+ * merged) is held by each of them. Every holding stage accumulates the whole
+ * gradient of its copy (accw); after the microbatches the lowest holding
+ * stage's rank 0 (the root) receives the other stages' sums from their rank
+ * 0, adds them in stage order and sends the total to every rank of every
+ * holding stage, so each copy takes the same update from the same gradient
+ * and the copies stay bit-identical (the single device sums the same terms).
+ * Messages per step: (m - 1) to the root, then one per other holding rank. */
+static int shared_param(int p) { return (galv_pipe_param_stages[p] & ~(1ull << galv_pipe_stage)) != 0; }
+static int shared_root_stage(int p) { return __builtin_ctzll(galv_pipe_param_stages[p]); }
+static uint64_t shared_sent; /* bytes this rank sent for shared parameters (galv_pipe_xfer_report counts them apart) */
+
+static void shared_grad_sum(galv_comm *world, galv_queue *q, int p, float *whole, float *tmp, size_t n) {
+  const uint64_t mask = galv_pipe_param_stages[p];
+  const int rs = shared_root_stage(p), root = galv_pipe_first_rank[rs];
+  if (galv_pipe_stage == rs && lrank == 0) {
+    for (int st = rs + 1; st < galv_pipe_nstages; st++) /* the other stages' sums, in stage order */
+      if (mask >> st & 1) {
+        galv_recv(world, galv_pipe_first_rank[st], tmp, n, GALV_F32, q);
+        galv_queue_sync(q);
+        D->add_f32(whole, tmp, n);
+      }
+    galv_group_start();
+    for (int st = rs; st < galv_pipe_nstages; st++)
+      if (mask >> st & 1)
+        for (int r = galv_pipe_first_rank[st]; r < galv_pipe_first_rank[st + 1]; r++)
+          if (r != root) galv_send(world, r, whole, n, GALV_F32, q), shared_sent += n * 4;
+    galv_group_end();
+    galv_queue_sync(q);
+  } else {
+    if (lrank == 0) {
+      galv_send(world, root, whole, n, GALV_F32, q), shared_sent += n * 4;
+      galv_queue_sync(q);
+    }
+    galv_recv(world, root, whole, n, GALV_F32, q);
+    galv_queue_sync(q);
+  }
+}
+
+/* After training: the root compares its copy of each shared parameter with
+ * every other holding stage's (their rank 0 sends the gathered whole value);
+ * a difference is fatal. Returns the number of copies compared. */
+static int shared_check(galv_comm *world, galv_queue *q, const char *W) {
+  int compared = 0;
+  for (int p = 0; p < galv_pipe_nparams; p++) {
+    if (!shared_param(p)) continue;
+    const galv_io *l = &galv_pipe_params[p];
+    char *h = malloc((size_t)l->nbytes + 1);
+    if (!h) galv_fatal("out of memory");
+    D->d2h(h, W + l->offset, (size_t)l->nbytes);
+    galv_io g;
+    const char *x = D->gather(l, &galv_pipe_param_split[p], h, &g); /* collective in the stage */
+    size_t nb = (size_t)g.nbytes;
+    char *mine = malloc(nb + 1), *other = malloc(nb + 1);
+    void *dev = D->alloc(nb);
+    if (!mine || !other) galv_fatal("out of memory");
+    memcpy(mine, x, nb);
+    const uint64_t mask = galv_pipe_param_stages[p];
+    const int rs = shared_root_stage(p);
+    if (galv_pipe_stage == rs && lrank == 0) {
+      for (int st = rs + 1; st < galv_pipe_nstages; st++)
+        if (mask >> st & 1) {
+          galv_recv(world, galv_pipe_first_rank[st], dev, nb / 4, GALV_F32, q);
+          galv_queue_sync(q);
+          D->d2h(other, dev, nb);
+          if (memcmp(mine, other, nb))
+            galv_fatal("shared parameter '%s': the copies in stages %d and %d differ after training", l->name, rs, st);
+          compared++;
+        }
+    } else if (lrank == 0) {
+      D->h2d(dev, mine, nb);
+      galv_send(world, galv_pipe_first_rank[rs], dev, nb / 4, GALV_F32, q);
+      galv_queue_sync(q);
+    }
+    D->release(dev);
+    free(mine), free(other), free(h);
+  }
+  return compared;
+}
+
 static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, int rank, int size) {
   const int S = galv_pipe_nstages, B = galv_pipe_microbatches, me = galv_pipe_stage, last = me == S - 1;
   const char *outdir = NULL, *wpath = NULL, *trace = NULL, *bdir = NULL;
@@ -325,10 +406,11 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   galv_tensor *bat = calloc((size_t)ni + 1, sizeof *bat);
   int64_t *nbat = calloc((size_t)ni + 1, sizeof *nbat), *gnb = calloc((size_t)ni + 1, sizeof *gnb);
   char **gbuf = calloc((size_t)nbi + 1, sizeof *gbuf); /* per backward input "gin:pp.X": one gradient per receiving stage */
+  float **accw = calloc((size_t)galv_pipe_nparams + 1, sizeof *accw); /* shared parameters: the whole gradient */
   float **acc = calloc((size_t)galv_pipe_nparams + 1, sizeof *acc), **st1 = calloc((size_t)galv_pipe_nparams + 1, sizeof *st1),
         **st2 = calloc((size_t)galv_pipe_nparams + 1, sizeof *st2);
   char **stash = calloc((size_t)B, sizeof *stash);
-  if (!ik || !ok || !okb || !ng || !ioff || !goff || !bat || !nbat || !gnb || !gbuf || !acc || !st1 || !st2 || !stash)
+  if (!ik || !ok || !okb || !ng || !ioff || !goff || !bat || !nbat || !gnb || !gbuf || !acc || !accw || !st1 || !st2 || !stash)
     galv_fatal("out of memory");
   for (int i = 0; i < nbi; i++) {
     const galv_io *d = &bin[i];
@@ -397,9 +479,16 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (st1[p]) D->fill(st1[p], 0, n);
     if (st2[p]) D->fill(st2[p], 0, n);
   }
-  int64_t gmax = 0;
+  int64_t gmax = 0, wmax = 0;
   for (int p = 0; p < galv_pipe_nparams; p++)
     if (galv_pipe_param_split[p].starts && galv_pipe_params[p].nbytes > gmax) gmax = galv_pipe_params[p].nbytes;
+  for (int p = 0; p < galv_pipe_nparams; p++)
+    if (shared_param(p)) {
+      int64_t wb = galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes;
+      accw[p] = D->alloc((size_t)wb);
+      if (wb > wmax) wmax = wb;
+    }
+  float *wtmp = wmax ? D->alloc((size_t)wmax) : NULL; /* a shared gradient received from another stage */
   float *gblk = D->alloc((size_t)gmax); /* a split parameter's block of its (whole) gradient */
   char *inbuf = last || bw ? D->alloc((size_t)in_bytes) : NULL; /* a forward's inputs (received, data slices) */
   char *hin = malloc((size_t)dmax + 64); /* a data slice on the host, before its copy */
@@ -421,7 +510,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   double tstart = now_us(), tcomp = 0;
   float step_t = 0;
   for (long step = 0; step < steps; step++) {
-    for (int p = 0; p < galv_pipe_nparams; p++) D->fill(acc[p], 0, (size_t)galv_pipe_params[p].nbytes);
+    for (int p = 0; p < galv_pipe_nparams; p++) {
+      D->fill(acc[p], 0, (size_t)galv_pipe_params[p].nbytes);
+      if (accw[p]) D->fill(accw[p], 0, (size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes);
+    }
     double loss = 0;
     int nops = 0;
     char *to_free = NULL;
@@ -521,6 +613,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
             if (okb[o] < 0) {
               int p = -okb[o] - 1;
               const float *g = (const float *)(const void *)outp_of(bout, o, arena, Wb);
+              if (accw[p]) { /* shared: the whole gradient, summed across the stages after the microbatches */
+                D->add_f32(accw[p], g, (size_t)bout[o].nbytes / 4);
+                continue;
+              }
               if (galv_pipe_param_split[p].starts) { /* the whole gradient: this rank's block of it */
                 D->block(&galv_pipe_params[p], &galv_pipe_param_split[p], gblk, g);
                 g = gblk;
@@ -549,6 +645,14 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       tcomp += t2 - t1;
       ev_add(a->fwd ? EV_FWD : EV_BWD, a->mb, t1, t2);
     }
+    /* shared parameters: the gradient summed across the holding stages, then this rank's block of it */
+    for (int p = 0; p < galv_pipe_nparams; p++) {
+      if (!accw[p]) continue;
+      size_t wb = (size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes;
+      shared_grad_sum(world, q, p, accw[p], wtmp, wb / 4);
+      if (galv_pipe_param_split[p].starts) D->block(&galv_pipe_params[p], &galv_pipe_param_split[p], acc[p], accw[p]);
+      else D->copy(acc[p], accw[p], wb);
+    }
     /* one optimizer update of this stage's parameters (torch formulas, f32: galv_pipe_opt_elem) */
     step_t += 1.0f;
     galv_pipe_opt op = {.adamw = adamw, .one = B == 1, .lr = (float)lr, .wd = (float)wd, .b1 = (float)b1,
@@ -576,7 +680,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       if (!h) galv_fatal("out of memory");
       D->d2h(h, W + galv_pipe_params[p].offset, (size_t)galv_pipe_params[p].nbytes);
       const void *x = D->gather(&galv_pipe_params[p], &galv_pipe_param_split[p], h, &g);
-      if (lrank == 0) { /* the stage's rank 0 writes */
+      if (lrank == 0 && (!shared_param(p) || shared_root_stage(p) == me)) { /* the stage's rank 0 writes (a shared one: the lowest holder) */
         char fn[256], path[PATH_MAX + 300], err[512];
         snprintf(fn, sizeof fn, "%s", galv_pipe_params[p].name);
         for (char *c = fn; *c; c++)
@@ -587,14 +691,23 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       free(h);
     }
   }
-  galv_pipe_xfer_report((long)B * steps);
+  galv_pipe_xfer_report((long)B * steps, shared_sent);
+  int nshared = 0;
+  for (int p = 0; p < galv_pipe_nparams; p++) nshared += shared_param(p) && shared_root_stage(p) == me;
+  int ncopies = shared_check(world, q, W); /* after the report: these sends are not the steps' */
+  if (nshared && lrank == 0)
+    printf("%s: shared parameters: %d held with later stages, %d copies compared: bit-identical; gradient sums sent by "
+           "this rank: %llu bytes\n", galv_progname, nshared, ncopies, (unsigned long long)shared_sent);
+  else if (shared_sent)
+    printf("%s: shared parameters: gradient sums sent by this rank: %llu bytes\n", galv_progname, (unsigned long long)shared_sent);
   fflush(stdout);
   if (trace) write_trace(trace, world, q, rank, size);
   for (int i = 0; i < ni; i++) free(bat[i].data);
   for (int i = 0; i < nbi; i++)
     if (gbuf[i]) D->release(gbuf[i]);
   if (bw) free(okb), D->release(Wb), bw->comm_free();
-  for (int p = 0; p < galv_pipe_nparams; p++) D->release(acc[p]), D->release(st1[p]), D->release(st2[p]);
+  for (int p = 0; p < galv_pipe_nparams; p++) D->release(acc[p]), D->release(accw[p]), D->release(st1[p]), D->release(st2[p]);
+  D->release(wtmp), free(accw);
   for (int j = 0; j < B; j++) D->release(stash[j]);
   D->release(gblk), D->release(inbuf), D->release(arena), D->release(W);
   free(ik), free(ok), free(ng), free(ioff), free(goff), free(bat), free(nbat), free(gnb), free(gbuf), free(acc), free(st1), free(st2), free(stash);
@@ -833,7 +946,7 @@ int galv_pipe_main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/%s.npy", outdir, fn);
     if (galv_write_npy(path, &g, gout[o], err, sizeof err)) galv_fatal("%s: %s", path, err);
   }
-  galv_pipe_xfer_report(B);
+  galv_pipe_xfer_report(B, 0);
   fflush(stdout);
   if (trace) write_trace(trace, world, q, rank, size);
   for (int i = 0; i < galv_ninputs; i++) free(in[i].data);

@@ -277,11 +277,12 @@ void galv_pipe_xfer_complete(galv_queue *q) {
   ngath = 0;
 }
 
-void galv_pipe_xfer_report(long runs) {
+void galv_pipe_xfer_report(long runs, uint64_t other) {
   uint64_t total = galv_comm_counters().send;
-  if (total != measured[0] + measured[1])
-    galv_fatal("stage %d rank %d: the communicator sent %llu bytes, the cross-stage transfers %llu", me, lr,
-               (unsigned long long)total, (unsigned long long)(measured[0] + measured[1]));
+  if (total != measured[0] + measured[1] + other)
+    galv_fatal("stage %d rank %d: the communicator sent %llu bytes, the cross-stage transfers %llu (and %llu of shared "
+               "parameters' gradients)", me, lr, (unsigned long long)total, (unsigned long long)(measured[0] + measured[1]),
+               (unsigned long long)other);
   static const char *const dir[2] = {"forward", "gradients"};
   for (int g = 0; g < 2; g++)
     if (measured[g] != plan_run[g] * (uint64_t)runs)

@@ -498,6 +498,23 @@ int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *
   }
   if (!rc && !quiet) gv_pipe_plan_print(pl, stderr);
   if (!rc && pa->trace_plan) rc = write_plan_trace(pa->trace_plan, pl, train, pa->sched);
+  /* the stages that read each parameter: a parameter read by several stages is held by each, its gradient summed
+   * across them every step (runtime/pipe.c; docs/pipeline.md, "Shared parameters") */
+  gv_module *mp = NULL;
+  uint64_t *pmask = NULL;
+  if (!rc) {
+    gv_layer_groups g0;
+    mp = pipe_front(model, &opt, 0, 1, verify_each);
+    rc = !mp || gv_cluster_layers(mp, K, &g0) || gv_pipe_assign_stages(mp, pl->first, S) ||
+         !(pmask = calloc((size_t)mp->main->body->nargs + 1, sizeof *pmask)) || gv_pipe_param_stages(mp, pmask);
+    for (int a = 0; !rc && !quiet && train && a < mp->main->body->nargs; a++) {
+      if (__builtin_popcountll(pmask[a]) < 2) continue;
+      fprintf(stderr, "galvc: pipeline: parameter '%s' is read by stages", mp->main->arg_names[a]);
+      for (int i = 0, n = 0; i < S; i++)
+        if (pmask[a] >> i & 1) fprintf(stderr, "%s %d", n++ ? "," : "", i);
+      fprintf(stderr, ": each holds a copy, their gradients are summed every step\n");
+    }
+  }
   for (int s = 0; !rc && s < S; s++) {
     const int per = dev[s]; /* this stage's devices */
     char dir[4096];
@@ -575,6 +592,16 @@ int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *
           np++;
         }
         fprintf(f, "    {0}};\nconst int galv_pipe_nparams = %d;\n", np);
+        /* per parameter: the stages holding a copy (more than this one: a shared parameter) */
+        fprintf(f, "const uint64_t galv_pipe_param_stages[] = {");
+        for (int a = 0; a < ms->main->body->nargs; a++) {
+          if (!ms->main->arg_is_param[a]) continue;
+          uint64_t mk = 1ull << s;
+          for (int b = 0; b < mp->main->body->nargs; b++)
+            if (mp->main->arg_is_param[b] && !strcmp(mp->main->arg_names[b], ms->main->arg_names[a])) mk |= pmask[b];
+          fprintf(f, "0x%llxull, ", (unsigned long long)mk);
+        }
+        fprintf(f, "0};\n");
         /* the parameters' splits over the stage's ranks (runtime/galv_spmd.h galv_io_split) */
         np = 0;
         for (int a = 0; a < ms->main->body->nargs; a++) {
@@ -647,6 +674,8 @@ int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *
     if (ms) gv_module_free(ms);
     if (mb) gv_module_free(mb);
   }
+  if (mp) gv_module_free(mp);
+  free(pmask);
   if (!rc) { /* out/launch: mpirun MPMD, one program per stage */
     char path[4200];
     snprintf(path, sizeof path, "%s%slaunch", out, out[strlen(out) - 1] == '/' ? "" : "/");
