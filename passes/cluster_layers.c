@@ -25,6 +25,9 @@
  *    block (op attr layer_block = the first such group), so the planner costs
  *    each block once per sub-mesh.
  *
+ * Constants (operand-free ops) are no vertices: each takes the least group
+ * of its users, so no group holds constants alone (an empty stage).
+ *
  * Each top-level op gets the attribute `layer` (its group) and `layer_block`.
  */
 #include "passes.h"
@@ -40,6 +43,7 @@ gv_pipe_options gv_pipe_opts = {.layers = 0, .delta = 0.25, .quiet = true};
 
 typedef struct {
   int n;
+  int nconst;       /* constants: not vertices (op->id = -2 - index) */
   gv_op **ops;      /* body order */
   int64_t *flops;
   int *ndeps;       /* per op: definer indices (top-level ops), incl. uses inside regions */
@@ -77,12 +81,35 @@ static void collect_deps(gv_module *m, graph *g, int i, const gv_op *op, int *ca
     for (const gv_op *o = op->regions[r]->first; o; o = o->next) collect_deps(m, g, i, o, cap);
 }
 
+/* A constant (no operands, no regions) costs nothing and is copied into
+ * every stage that uses it (passes/stage_extract.c): it is no vertex of the
+ * graph, so no group consists of constants alone (such a group would be an
+ * empty pipeline stage). */
+static bool is_const(const gv_op *op) {
+  return !op->nopnds && !op->nregions && !(gv_ops[op->code].flags & GV_TERMINATOR) && op->code != GV_OP_ARENA;
+}
+
+/* The group of each constant: the least group among its users' (ops inside
+ * regions count as their top-level op); moving a constant earlier keeps the
+ * order acyclic, since it depends on nothing. */
+static void const_users(const gv_op *op, int r, int *cg) {
+  for (int k = 0; k < op->nopnds; k++) {
+    const gv_op *d = op->opnds[k]->def;
+    if (d && d->id <= -2 && (cg[-2 - d->id] < 0 || r < cg[-2 - d->id])) cg[-2 - d->id] = r;
+  }
+  for (int i = 0; i < op->nregions; i++)
+    for (const gv_op *o = op->regions[i]->first; o; o = o->next) const_users(o, r, cg);
+}
+
 static void build_graph(gv_module *m, graph *g) {
   gv_block *b = m->main->body;
   int n = 0;
+  int nc = 0;
   for (gv_op *op = b->first; op; op = op->next) op->id = -1;
   for (gv_op *op = b->first; op; op = op->next)
-    if (!(gv_ops[op->code].flags & GV_TERMINATOR) && op->code != GV_OP_ARENA) op->id = n++;
+    if (is_const(op)) op->id = -2 - nc++; /* not a vertex: takes its first user's group (const_groups) */
+    else if (!(gv_ops[op->code].flags & GV_TERMINATOR) && op->code != GV_OP_ARENA) op->id = n++;
+  g->nconst = nc;
   g->n = n;
   g->ops = gv_alloc(m->arena, sizeof(gv_op *) * (size_t)(n + 1));
   g->flops = gv_alloc(m->arena, sizeof(int64_t) * (size_t)(n + 1));
@@ -414,6 +441,19 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
   for (int i = 0; i < n; i++) {
     gv_set_int(m, g.ops[i], "layer", grp[i]);
     gv_set_int(m, g.ops[i], "layer_block", block[grp[i]]);
+  }
+  if (g.nconst) { /* constants: their first user's group (they stay before every other op of the body) */
+    int *cg = malloc(sizeof(int) * (size_t)g.nconst);
+    if (!cg) return gv_error(m, "cluster-layers: out of memory");
+    for (int c = 0; c < g.nconst; c++) cg[c] = -1;
+    for (int i = 0; i < n; i++) const_users(g.ops[i], grp[i], cg);
+    for (gv_op *op = body->first; op; op = op->next)
+      if (op->id <= -2) {
+        int r = cg[-2 - op->id] < 0 ? 0 : cg[-2 - op->id];
+        gv_set_int(m, op, "layer", r);
+        gv_set_int(m, op, "layer_block", block[r]);
+      }
+    free(cg);
   }
   out->ngroups = k;
   out->nops = n;

@@ -9,7 +9,9 @@
 # losses rtol 1e-4, every final weight rtol 1e-4 / atol 1e-5; galvc names the
 # shared parameters; each run's root stage compares the copies after training
 # (its line says how many, bit-identical, or the run fails); the bytes the
-# gradient sums send match the hand-computed count for two cases.
+# gradient sums send match the hand-computed count for two cases. The last
+# case once cut a stage of constants alone (an empty stage: cluster-layers
+# now gives each constant its user's group).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -43,7 +45,8 @@ llama:3:4:gpipe:3::
 llama:4:4:1f1b:4::
 gpt2:2:2:1f1b:1:--gpus+4+--strategy+tp:73728:24576
 llama:2:2:gpipe:2:--gpus+4+--strategy+dp::
-gpt2:2:2:1f1b:1:--gpus+3+--stage-devices+2,1+--strategy+tp::"}
+gpt2:2:2:1f1b:1:--gpus+3+--stage-devices+2,1+--strategy+tp::
+gpt2:2:1:gpipe:1:--stage-cost+analytic::"}
 while IFS=: read -r fam S B SC NCOPY EXTRA RBYTES OBYTES; do
   [ -n "$fam" ] || continue
   name="$fam pp=$S B=$B $SC${EXTRA:+ ${EXTRA//+/ }}"
