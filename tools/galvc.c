@@ -440,6 +440,7 @@ int main(int argc, char **argv) {
       gv_shard_opts.file = val;
     } else if (TAKES("--batch")) {
       if (parse_pos_int("--batch", val, &opt.batch)) return 2;
+      pa.batch_given = true;
     } else if (TAKES("--seq")) {
       if (parse_pos_int("--seq", val, &opt.seq)) return 2;
     } else if (TAKES("--input-shape")) {
@@ -568,7 +569,7 @@ int main(int argc, char **argv) {
   if (gv_shard_opts.strategy && strcmp(gv_shard_opts.strategy, "auto") == 0) gv_shard_opts.strategy = NULL, gv_plan_opts.active = true;
   if (!gv_shard_opts.strategy && !gv_shard_opts.file && (gpus > 1 || gv_plan_opts.plan_in)) gv_plan_opts.active = true;
   if (gv_plan_opts.plan_in) gv_plan_opts.active = true;
-  if (plan_only && !gv_plan_opts.active) {
+  if (plan_only && !gv_plan_opts.active && !pa.on) {
     gv_error_plain("--plan-only needs the planner (--gpus > 1 without --strategy / --sharding, or --plan)");
     return 2;
   }
@@ -713,6 +714,7 @@ int main(int argc, char **argv) {
     else if (cluster.devices_per_node > 0 && need > cluster.devices_per_node * cluster.nodes)
       cluster.nodes = (need + cluster.devices_per_node - 1) / cluster.devices_per_node;
     pa.layers = gv_pipe_opts.layers;
+    pa.plan_only = plan_only;
     return compile_pipeline(model, opt, &pa, gpus, &cluster, out, quiet, build, verify_each, train,
                             strcmp(target, "cuda") == 0 ? &cuda : NULL) ? 1 : 0;
   }

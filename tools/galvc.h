@@ -47,6 +47,8 @@ typedef struct {
   bool mesh_given;       /* --mesh: axn / axs are one stage's mesh; else one axis sized by the stage's devices */
   int nsdev;             /* --stage-devices: devices per stage (0: --gpus / S each) */
   int sdev[GV_PIPE_MAX_STAGES];
+  bool plan_only;        /* --plan-only: stop after the stage plan (prints it; works with --no-weights) */
+  bool batch_given;      /* --batch given: every data input's dim 0 must be it */
 } pipe_args;
 
 int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,

@@ -195,10 +195,71 @@ static int write_plan_trace(const char *path, const gv_pipe_plan *pl, int train,
  * per stage program (gv_stage_cost_intra), or --stage-cost analytic. Fills
  * *pl with the best plan; returns 0, 1 when no partition fits, -1 after an
  * error. */
+/* The data inputs at the global batch (the model's shapes as --batch, --seq
+ * and --input-shape bind them) and the same at one microbatch: a pipeline
+ * splits dim 0 of every data input into B microbatches, other dims stay
+ * whole, so the stages are imported with these shapes. */
+static struct {
+  int n;
+  gv_input_shape *glob, *mb;
+} pin;
+
+static gv_import_options at_microbatch(gv_import_options opt, int64_t global, int B) {
+  for (int i = 0; i < pin.n; i++) pin.mb[i] = pin.glob[i], pin.mb[i].dims[0] = global / B;
+  opt.shapes = pin.mb;
+  opt.nshapes = pin.n;
+  opt.batch = global / B;
+  return opt;
+}
+
+/* Reads the data inputs' global shapes and checks them: every data input has
+ * a dim 0, all of one size (the global batch, returned in *global), equal to
+ * --batch when it was given (a static batch dim that differs is an error
+ * naming the input), and divisible by a fixed --microbatches. */
+static int pipe_inputs(const char *model, gv_import_options opt, const pipe_args *pa, int64_t *global) {
+  opt.load_weights = false;
+  gv_module *m = gv_import_onnx(model, &opt);
+  if (!m) return 1;
+  const gv_func *f = m->main;
+  int rc = 0, n = 0;
+  pin.glob = calloc((size_t)f->body->nargs + 1, sizeof *pin.glob);
+  pin.mb = calloc((size_t)f->body->nargs + 1, sizeof *pin.mb);
+  if (!pin.glob || !pin.mb) rc = gv_error_plain("out of memory");
+  const char *first = NULL;
+  for (int a = 0; !rc && a < f->body->nargs; a++) {
+    if (f->arg_is_param[a]) continue;
+    const gv_type *t = &f->body->args[a]->type;
+    const char *name = f->arg_names[a];
+    if (t->rank < 1)
+      rc = gv_error_plain("%s: input '%s' is a scalar: pipeline stages split dim 0 (the batch) of every data input into "
+                          "microbatches", model, name);
+    else if (first && t->dims[0] != *global)
+      rc = gv_error_plain("%s: input '%s' has a batch (dim 0) of %lld, input '%s' of %lld: pipeline stages split dim 0 of "
+                          "every data input into microbatches", model, name, (long long)t->dims[0], first, (long long)*global);
+    else if (pa->batch_given && t->dims[0] != opt.batch)
+      rc = gv_error_plain("%s: input '%s' has a static batch (dim 0) of %lld, but --batch is %lld", model, name,
+                          (long long)t->dims[0], (long long)opt.batch);
+    else if (pa->B && t->dims[0] % pa->B)
+      rc = gv_error_plain("%s: input '%s': its batch (dim 0) of %lld does not split into --microbatches %d", model, name,
+                          (long long)t->dims[0], pa->B);
+    if (rc) break;
+    if (!first) first = name, *global = t->dims[0];
+    gv_input_shape *g = &pin.glob[n++];
+    g->name = strdup(name);
+    if (!g->name) { rc = gv_error_plain("out of memory"); break; }
+    g->rank = t->rank;
+    memcpy(g->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+  }
+  pin.n = n;
+  gv_module_free(m);
+  if (!rc && !n) rc = gv_error_plain("%s: the model has no data input to split into microbatches", model);
+  return rc;
+}
+
 static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global, int B, int S, int64_t gpus, const pipe_args *pa,
                        gv_cluster *cluster, int train, int quiet, int verify_each, int *K, gv_pipe_plan *pl, double *plan_s) {
   double t0 = now();
-  opt.batch = global / B;
+  opt = at_microbatch(opt, global, B);
   gv_module *m = pipe_front(model, &opt, 0, quiet, verify_each); /* training: per stage, after extraction */
   if (!m) return -1;
   int nops = 0;
@@ -422,15 +483,27 @@ static int same_params(gv_module *f, gv_module *b) {
   return 0;
 }
 
+static int compile_stages(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
+                          const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda);
+
 int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
                      const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda) {
+  int rc = compile_stages(model, opt, pa0, gpus, cluster, out, quiet, build, verify_each, train, cuda);
+  for (int i = 0; i < pin.n; i++) free((char *)pin.glob[i].name);
+  free(pin.glob), free(pin.mb);
+  memset(&pin, 0, sizeof pin);
+  return rc;
+}
+
+static int compile_stages(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
+                          const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda) {
   pipe_args P = *pa0;
   const pipe_args *pa = &P;
   if (train && strcmp(gv_train_opts.optimizer, "adamw") && strcmp(gv_train_opts.optimizer, "sgd"))
     return gv_error_plain("--optimizer %s: expected adamw or sgd", gv_train_opts.optimizer);
-  if (!out || !is_dir_arg(out)) return gv_error_plain("--pipeline-stages writes one program per stage: give -o DIR/");
-  if (opt.nshapes) return gv_error_plain("--pipeline-stages takes the batch from --batch (not --input-shape)");
-  if (P.B && opt.batch % P.B) return gv_error_plain("--batch %lld is not a multiple of --microbatches %d", (long long)opt.batch, P.B);
+  if (!P.plan_only && (!out || !is_dir_arg(out))) return gv_error_plain("--pipeline-stages writes one program per stage: give -o DIR/");
+  int64_t global = 0;
+  if (pipe_inputs(model, opt, pa, &global)) return 1;
   int autoS = P.stages == 0, autoB = P.B == 0;
   if (autoS && P.cuts == 2) return gv_error_plain("--stage-cuts equal needs a fixed --pipeline-stages S (not auto)");
   if (autoS && P.naxes)
@@ -441,13 +514,12 @@ int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *
     return gv_error_plain("--gpus %lld with %d pipeline stages: the devices must divide evenly into the stages", (long long)gpus, P.stages);
   if (!autoS && gpus > P.stages && P.analytic && !P.naxes)
     return gv_error_plain("--stage-cost analytic with stages of more than one device needs --strategy tp|dp (the planner's plan needs its costs)");
-  int64_t global = opt.batch;
   int Bs[64], nb = 0;
   if (!autoB) Bs[nb++] = P.B;
   else
     for (int64_t d = 1; d <= global && nb < 64; d++)
       if (global % d == 0) Bs[nb++] = (int)d;
-  if (ensure_dir(out)) return gv_error_plain("%s: cannot create output directory", out);
+  if (!P.plan_only && ensure_dir(out)) return gv_error_plain("%s: cannot create output directory", out);
   gv_pipe_opts.quiet = true;
   gv_pipe_plan *pl = calloc(1, sizeof *pl), *cand = calloc(1, sizeof *cand);
   if (!pl || !cand) { free(pl); free(cand); return gv_error_plain("out of memory"); }
@@ -463,7 +535,7 @@ int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *
   if (rc) { free(pl); return 1; }
   P.stages = pl->nstages;
   P.B = pl->B;
-  opt.batch = global / P.B;
+  opt = at_microbatch(opt, global, P.B);
   int S = P.stages;
   /* dev[s]: the devices of stage s (its sub-mesh, the DP's choice; the runtime's ranks first_rank[s] ..) */
   int dev[GV_PIPE_MAX_STAGES], first_rank[GV_PIPE_MAX_STAGES + 1] = {0};
@@ -496,7 +568,7 @@ int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *
     printf(", planned in %.2f s\n", plan_s);
     fflush(stdout);
   }
-  if (!rc && !quiet) gv_pipe_plan_print(pl, stderr);
+  if (!rc && (!quiet || P.plan_only)) gv_pipe_plan_print(pl, stderr);
   if (!rc && pa->trace_plan) rc = write_plan_trace(pa->trace_plan, pl, train, pa->sched);
   /* the stages that read each parameter: a parameter read by several stages is held by each, its gradient summed
    * across them every step (runtime/pipe.c; docs/pipeline.md, "Shared parameters") */
@@ -507,13 +579,19 @@ int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *
     mp = pipe_front(model, &opt, 0, 1, verify_each);
     rc = !mp || gv_cluster_layers(mp, K, &g0) || gv_pipe_assign_stages(mp, pl->first, S) ||
          !(pmask = calloc((size_t)mp->main->body->nargs + 1, sizeof *pmask)) || gv_pipe_param_stages(mp, pmask);
-    for (int a = 0; !rc && !quiet && train && a < mp->main->body->nargs; a++) {
+    for (int a = 0; !rc && (!quiet || P.plan_only) && train && a < mp->main->body->nargs; a++) {
       if (__builtin_popcountll(pmask[a]) < 2) continue;
       fprintf(stderr, "galvc: pipeline: parameter '%s' is read by stages", mp->main->arg_names[a]);
       for (int i = 0, n = 0; i < S; i++)
         if (pmask[a] >> i & 1) fprintf(stderr, "%s %d", n++ ? "," : "", i);
       fprintf(stderr, ": each holds a copy, their gradients are summed every step\n");
     }
+  }
+  if (!rc && P.plan_only) { /* --plan-only: the stage plan above is the result */
+    gv_module_free(mp);
+    free(pmask);
+    free(pl);
+    return 0;
   }
   for (int s = 0; !rc && s < S; s++) {
     const int per = dev[s]; /* this stage's devices */
