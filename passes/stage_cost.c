@@ -182,6 +182,9 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     out->state_bytes = pc.mem_params * (x->training ? 4 : 1) + pc.mem_grads + pc.mem_optimizer + arena;
     out->act_bytes = !x->training ? sb.in + sb.out : earlier && !x->recompute ? (stash + devices - 1) / devices : sb.saved;
     out->feasible = true;
+    /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
+     * holding stages runs once per step */
+    out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training);
     plan_desc(&plan, out->desc, sizeof out->desc);
   } else if (pc.mem_total > 0) { /* no plan fits: the DP's memory check refuses it and reports the smallest need */
     out->ns = 1;

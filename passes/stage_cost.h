@@ -36,6 +36,8 @@ typedef struct {
                                * an earlier stage runs its combined program twice and saves its inputs; else it
                                * runs its forward and backward entries once each and saves its stash */
   const gv_cluster *cluster;
+  const gv_shared_param *shared; /* parameters read by several groups (their gradient sum: once_ns) */
+  int nshared;
   int64_t mem_limit;          /* bytes per device, 0: the cluster's */
   int64_t plans;              /* gv_plan_intra calls */
   double seconds;             /* spent in them (extraction included) */

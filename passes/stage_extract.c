@@ -266,6 +266,57 @@ int gv_pipe_param_stages(const gv_module *m, uint64_t *mask) {
   return 0;
 }
 
+static int int_cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+int gv_pipe_shared_params(const gv_module *m, gv_shared_param **out, int *nout) {
+  const gv_func *f = m->main;
+  const int na = f->body->nargs;
+  *out = NULL, *nout = 0;
+  int *cnt = calloc((size_t)na + 1, sizeof *cnt), **grp = calloc((size_t)na + 1, sizeof *grp);
+  uint64_t *bit = calloc((size_t)na + 1, sizeof *bit);
+  int rc = !cnt || !grp || !bit;
+  for (const gv_op *op = f->body->first; !rc && op; op = op->next) {
+    if (is_term(op)) continue;
+    int64_t l = gv_get_int(op, "layer", -1);
+    if (l < 0) continue;
+    memset(bit, 0, sizeof *bit * (size_t)na);
+    mark_param_uses(op, f, 1, bit);
+    for (int a = 0; a < na && !rc; a++) {
+      if (!bit[a] || (cnt[a] && grp[a][cnt[a] - 1] == (int)l)) continue;
+      int *g = realloc(grp[a], sizeof *g * (size_t)(cnt[a] + 1));
+      if (!g) rc = 1;
+      else grp[a] = g, g[cnt[a]++] = (int)l;
+    }
+  }
+  int n = 0;
+  gv_shared_param *sp = rc ? NULL : calloc((size_t)na + 1, sizeof *sp);
+  if (!sp) rc = 1;
+  for (int a = 0; !rc && a < na; a++) {
+    if (cnt[a] < 2) continue;
+    qsort(grp[a], (size_t)cnt[a], sizeof(int), int_cmp);
+    int u = 1;
+    for (int i = 1; i < cnt[a]; i++)
+      if (grp[a][i] != grp[a][u - 1]) grp[a][u++] = grp[a][i];
+    if (u < 2) continue;
+    const gv_type *t = &f->body->args[a]->type;
+    sp[n++] = (gv_shared_param){gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype), u, grp[a]};
+    grp[a] = NULL;
+  }
+  for (int a = 0; grp && a < na; a++) free(grp[a]);
+  free(cnt), free(grp), free(bit);
+  if (rc) {
+    free(sp);
+    return gv_error_plain("pipeline: out of memory");
+  }
+  *out = sp, *nout = n;
+  return 0;
+}
+
+void gv_pipe_shared_params_free(gv_shared_param *sp, int n) {
+  for (int i = 0; sp && i < n; i++) free(sp[i].groups);
+  free(sp);
+}
+
 int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
   gv_func *f = m->main;
   gv_block *body = f->body;

@@ -29,6 +29,11 @@ int gv_pipe_group_stash(gv_module *m, int ngroups, int64_t *stash, int64_t *cred
 /* Per argument of m (stages assigned): bit s set when an op of stage s reads
  * it (parameters only; other arguments 0). mask has m->main->body->nargs entries. */
 int gv_pipe_param_stages(const gv_module *m, uint64_t *mask);
+/* The parameters of m (after cluster-layers) read by more than one layer
+ * group, with those groups (planner/pipeline.h); free with
+ * gv_pipe_shared_params_free. */
+int gv_pipe_shared_params(const gv_module *m, gv_shared_param **out, int *n);
+void gv_pipe_shared_params_free(gv_shared_param *sp, int n);
 /* stage attributes from the groups' stages (stage i: groups [first[i], first[i+1])). */
 int gv_pipe_assign_stages(gv_module *m, const int *first, int nstages);
 /* Keeps stage s only (crossing values: inputs / outputs "pp.OP.RES"); io: those values. */

@@ -308,6 +308,34 @@ int64_t gv_pipe_transfer_ns(const gv_cluster *c, int64_t nodes, int64_t per_node
   return t + (int64_t)((double)kernels * c->launch_overhead_us * 1e3 + 0.5);
 }
 
+static bool shared_reads(const gv_shared_param *q, int first, int last, bool *outside) {
+  bool in = false;
+  *outside = false;
+  for (int i = 0; i < q->ngroups; i++) {
+    if (q->groups[i] >= first && q->groups[i] < last) in = true;
+    else *outside = true;
+  }
+  return in;
+}
+
+int64_t gv_pipe_shared_extra_bytes(const gv_shared_param *sp, int n, int first, int last) {
+  int64_t b = 0;
+  bool out;
+  for (int i = 0; i < n; i++)
+    if (sp[i].ngroups && sp[i].groups[0] < first && shared_reads(&sp[i], first, last, &out)) b += sp[i].bytes;
+  return b;
+}
+
+int64_t gv_pipe_shared_ns(const gv_cluster *c, const gv_shared_param *sp, int n, int first, int last, int64_t nodes,
+                          int64_t per_node, bool training) {
+  if (!training) return 0;
+  int64_t k = nodes * per_node, t = 0;
+  bool across = gv_cluster_devices(c) > c->devices_per_node && k >= c->devices_per_node, out;
+  for (int i = 0; i < n; i++)
+    if (shared_reads(&sp[i], first, last, &out) && out) t += 2 * gv_cost_collective(c, GV_COLL_P2P, sp[i].bytes, 2, across);
+  return t;
+}
+
 int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out) {
   const gv_analytic_ctx *x = vctx;
   const gv_cluster *c = x->cluster;
@@ -323,6 +351,8 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
     s.act_bytes += x->g[g].act_bytes - (g > first ? x->g[g].act_credit : 0);
     boundaries += x->g[g].out_bytes;
   }
+  s.param_bytes += gv_pipe_shared_extra_bytes(x->shared, x->nshared, first, last); /* copies of shared parameters */
+  int64_t shared_ns = gv_pipe_shared_ns(c, x->shared, x->nshared, first, last, nodes, per_node, x->training);
   int64_t in_b = first > 0 ? x->g[first - 1].out_bytes / B : 0, out_b = last < x->ngroups ? x->g[last - 1].out_bytes / B : 0;
   int64_t xfer = gv_pipe_transfer_ns(c, nodes, per_node, in_b, out_b, 0, x->training);
   double peak = gv_cluster_flops(c, x->dtype_bytes == 2 ? GV_DT_BF16 : GV_DT_F32);
@@ -353,7 +383,7 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
       out->ns = t;
       out->state_bytes = states;
       out->act_bytes = act;
-      out->once_ns = once;
+      out->once_ns = once + shared_ns;
       out->xfer_ns = xfer;
       out->feasible = true;
       snprintf(out->desc, sizeof out->desc, "dp=%lld,tp=%lld", (long long)dp, (long long)tp);

@@ -83,6 +83,26 @@ typedef struct {
   int64_t act_credit; /* training: bytes of act_bytes a stage does not keep when group g - 1 is in it too
                          (values g - 1's backward recomputes; passes/stage_extract.c gv_pipe_group_stash) */
 } gv_group_stats;
+/* A parameter read by more than one layer group (a tied embedding, a merged
+ * initializer): the groups that read it, ascending. A stage holding any of
+ * them holds a copy (its bytes in the stage's memory) and, when a group
+ * outside the stage reads it too, sums the copies' gradients with the other
+ * holding stages once per step (runtime/pipe.c; gv_pipe_shared_ns). */
+typedef struct {
+  int64_t bytes;
+  int ngroups;
+  int *groups;
+} gv_shared_param;
+/* Bytes of the shared parameters that [first, last) reads but whose first
+ * reader is before first (gv_group_stats counts a parameter in its first
+ * reader's group), and the per-step time of summing the gradients of those
+ * that groups outside the range read too: a point-to-point message of the
+ * whole gradient to the lowest holding stage and the sum back
+ * (2 x GV_COLL_P2P; across nodes as gv_pipe_transfer_ns decides). */
+int64_t gv_pipe_shared_extra_bytes(const gv_shared_param *sp, int n, int first, int last);
+int64_t gv_pipe_shared_ns(const gv_cluster *c, const gv_shared_param *sp, int n, int first, int last, int64_t nodes,
+                          int64_t per_node, bool training);
+
 typedef struct {
   const gv_group_stats *g;
   int ngroups;
@@ -90,6 +110,8 @@ typedef struct {
   bool training;        /* fwd + bwd (3x FLOPs) and 16 bytes per parameter word */
   int dtype_bytes;      /* 2 (bf16) or 4 */
   const gv_cluster *cluster;
+  const gv_shared_param *shared; /* parameters read by several groups (NULL: none) */
+  int nshared;
 } gv_analytic_ctx;
 
 /* A stage's time per microbatch on the links to its neighbours, as the

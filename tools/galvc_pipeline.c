@@ -294,9 +294,16 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   }
   for (int i = 0; i < k; i++) gs[i].flops *= B; /* the stats are per microbatch, the cost wants the global batch */
   for (int i = 0; i < k; i++) gs[i].act_bytes *= B, gs[i].out_bytes *= B;
-  gv_analytic_ctx actx = {.g = gs, .ngroups = k, .batch = global, .training = train != 0, .dtype_bytes = 4, .cluster = cluster};
+  gv_shared_param *sh = NULL; /* parameters read by several groups: each stage reading one holds a copy */
+  int nsh = 0;
+  if (gv_pipe_shared_params(m, &sh, &nsh)) {
+    free(gs), free(tmp), gv_module_free(m);
+    return -1;
+  }
+  gv_analytic_ctx actx = {.g = gs, .shared = sh, .nshared = nsh, .ngroups = k, .batch = global, .training = train != 0,
+                          .dtype_bytes = 4, .cluster = cluster};
   gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .recompute = pa->recompute,
-                             .cluster = cluster, .mem_limit = gv_plan_opts.memory_limit};
+                             .cluster = cluster, .mem_limit = gv_plan_opts.memory_limit, .shared = sh, .nshared = nsh};
   gv_stage_cost_fn fn = pa->analytic ? gv_stage_cost_analytic : gv_stage_cost_intra;
   void *fctx = pa->analytic ? (void *)&actx : (void *)&ictx;
   int mbc[1] = {B};
@@ -356,6 +363,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     fprintf(stderr, "galvc: stage costs for B = %d: %lld stage programs planned in %.3f s\n", B, (long long)ictx.plans, ictx.seconds);
   gv_intra_stage_ctx_free(&ictx);
   free(gs);
+  gv_pipe_shared_params_free(sh, nsh);
   free(tmp);
   gv_module_free(m);
   *plan_s += now() - t0;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "planner/cost.h"
 #include "planner/pipeline.h"
 
 static int fails;
@@ -243,6 +244,41 @@ int main(void) {
     CHECK(best[2].B < best[0].B, "5 ms latency: B %d, not fewer than %d", best[2].B, best[0].B);
     CHECK(best[0].cost[1].xfer_ns > 0 && best[0].cost[1].xfer_ns < best[0].cost[1].ns, "xfer_ns of a middle stage: %lld",
           (long long)best[0].cost[1].xfer_ns);
+  }
+  /* a shared parameter (a tied embedding: 8 MiB read by groups 0 and 7): a stage holding group 7 but not 0
+   * holds a copy (its state bytes grow by 16 bytes per f32 word, training) and sums the gradient with the
+   * other holder once per step (once_ns: 2 point-to-point messages of 8 MiB); one stage of all the groups,
+   * or one without them, does neither */
+  {
+    gv_cluster one = c;
+    one.nodes = 1, one.devices_per_node = 8;
+    gv_group_stats g[8];
+    for (int i = 0; i < 8; i++) g[i] = (gv_group_stats){.flops = 1000000000ll, .param_bytes = 1 << 20, .act_bytes = 1 << 20, .out_bytes = 1 << 20};
+    g[0].param_bytes += 8 << 20; /* counted in its first reader's group */
+    int groups[2] = {0, 7};
+    gv_shared_param sp = {.bytes = 8 << 20, .ngroups = 2, .groups = groups};
+    gv_analytic_ctx ax = {.g = g, .ngroups = 8, .batch = 8, .training = true, .dtype_bytes = 4, .cluster = &one};
+    gv_analytic_ctx as = ax;
+    as.shared = &sp, as.nshared = 1;
+    gv_stage_cost a0, a1, s0, s1, sall, smid;
+    gv_stage_cost_analytic(&ax, 4, 8, 1, 1, 1, &a0);
+    gv_stage_cost_analytic(&as, 4, 8, 1, 1, 1, &s0);
+    gv_stage_cost_analytic(&ax, 0, 4, 1, 1, 1, &a1);
+    gv_stage_cost_analytic(&as, 0, 4, 1, 1, 1, &s1);
+    gv_stage_cost_analytic(&as, 0, 8, 1, 1, 1, &sall);
+    gv_stage_cost_analytic(&as, 2, 6, 1, 1, 1, &smid);
+    int64_t p2p = 2 * gv_cost_collective(&one, GV_COLL_P2P, 8 << 20, 2, false);
+    CHECK(s0.state_bytes - a0.state_bytes == (8 << 20) / 4 * 16, "shared copy in the later stage: %lld more state bytes",
+          (long long)(s0.state_bytes - a0.state_bytes));
+    CHECK(s1.state_bytes == a1.state_bytes, "the first reader's stage: %lld vs %lld state bytes", (long long)s1.state_bytes,
+          (long long)a1.state_bytes);
+    CHECK(s0.once_ns - a0.once_ns == p2p && s1.once_ns - a1.once_ns == p2p, "gradient sum per step: %lld / %lld ns, expected %lld",
+          (long long)(s0.once_ns - a0.once_ns), (long long)(s1.once_ns - a1.once_ns), (long long)p2p);
+    CHECK(sall.once_ns == 0 && smid.once_ns == 0, "one stage of all groups / none of the readers: once %lld / %lld ns",
+          (long long)sall.once_ns, (long long)smid.once_ns);
+    CHECK(gv_pipe_shared_extra_bytes(&sp, 1, 4, 8) == 8 << 20 && gv_pipe_shared_extra_bytes(&sp, 1, 0, 8) == 0 &&
+              gv_pipe_shared_extra_bytes(&sp, 1, 2, 6) == 0,
+          "extra bytes of shared parameters per range");
   }
   printf("%d brute-force cases, %d failures\n", cases, fails);
   return fails ? 1 : 0;
