@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define GALV_RT_MAX_RANK 8
 
@@ -346,5 +347,41 @@ int galv_read_pb(const void *buf, size_t len, galv_tensor *t, char **name, char 
 int galv_write_npy(const char *path, const galv_io *o, const void *data, char *err, size_t errlen);
 /* Maps the weights file read-only; fatal on error or size mismatch. */
 const char *galv_map_weights(const char *path, int64_t expect, size_t *len);
+
+/* Checkpoints (runtime/io.c): global tensors by name, CRC-32 checked, written
+ * atomically (PATH.tmp, fsync, rename). Each call returns 0, or -1 with a
+ * one-line reason in ->err. Writer: begin (or resume, appending where another
+ * program suspended), put each tensor, end (or suspend: flushes and hands
+ * on the running CRC and count); abandon removes the temporary file. */
+typedef struct {
+  FILE *f;
+  char path[4096], tmp[4112], err[10240];
+  uint32_t crc, count;
+} galv_ckpt_writer;
+int galv_ckpt_begin(galv_ckpt_writer *w, const char *path, int64_t steps);
+int galv_ckpt_resume(galv_ckpt_writer *w, const char *path, uint32_t crc, uint32_t count);
+int galv_ckpt_put(galv_ckpt_writer *w, const char *name, int dtype, int rank, const int64_t *dims, int64_t nbytes,
+                  const void *data);
+int galv_ckpt_suspend(galv_ckpt_writer *w, uint32_t *crc, uint32_t *count);
+int galv_ckpt_end(galv_ckpt_writer *w);
+void galv_ckpt_abandon(galv_ckpt_writer *w);
+/* Reader: open checks the whole file (fields, sizes, CRC) and indexes it;
+ * find by name; read a tensor's bytes (marks it used). */
+typedef struct {
+  char name[1024];
+  int dtype, rank, used;
+  int64_t dims[GALV_RT_MAX_RANK], nbytes, off;
+} galv_ckpt_entry;
+typedef struct {
+  FILE *f;
+  char path[4096], err[10240];
+  int64_t steps;
+  int n;
+  galv_ckpt_entry *e;
+} galv_ckpt;
+int galv_ckpt_open(galv_ckpt *c, const char *path);
+galv_ckpt_entry *galv_ckpt_find(galv_ckpt *c, const char *name);
+int galv_ckpt_read(galv_ckpt *c, galv_ckpt_entry *e, void *dst);
+void galv_ckpt_close(galv_ckpt *c);
 
 #endif

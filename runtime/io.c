@@ -7,6 +7,7 @@
  * every length is checked and a bad file is a one-line reason, never a crash. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -375,4 +376,235 @@ const char *galv_map_weights(const char *path, int64_t expect, size_t *len) {
   close(fd);
   if (p == MAP_FAILED) galv_fatal("%s: cannot map the weights file: %s", path, strerror(errno));
   return p;
+}
+
+/* ---------------------------------------------------------------- checkpoints
+ *
+ * One format for every program kind (single device, N ranks, pipeline
+ * stages), holding global tensors by name, so a checkpoint loads into any
+ * plan of the same model (docs/cpu-target.md, "Checkpoints"). Little-endian:
+ *
+ *   "GALVCKPT", u32 version (2), u32 0, i64 steps done
+ *   per tensor: u32 name length (< 1024), name, u32 dtype, u32 rank,
+ *               i64 dims[rank], i64 bytes (= product of dims x dtype size), bytes
+ *   end:        u32 0xffffffff, u32 tensor count, u32 CRC-32 of every byte before it
+ *
+ * Written to PATH.tmp, flushed to disk (fsync), then renamed over PATH (and
+ * the directory synced): a reader sees the old file or the new one, never a
+ * part. Pipeline stages append in turn (galv_ckpt_resume / suspend pass the
+ * running CRC and count along). The reader checks every field's range, the
+ * sizes against the file's, and the CRC before any tensor is used. */
+static uint32_t crc_table[256];
+static uint32_t crc32_update(uint32_t crc, const void *data, size_t n) {
+  if (!crc_table[1])
+    for (uint32_t i = 0; i < 256; i++) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      crc_table[i] = c;
+    }
+  const uint8_t *p = data;
+  crc = ~crc;
+  for (size_t i = 0; i < n; i++) crc = crc_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+static const char ckpt_magic[8] = {'G', 'A', 'L', 'V', 'C', 'K', 'P', 'T'};
+enum { CKPT_VERSION2 = 2, CKPT_NAME_MAX = 1024 };
+#define CKPT_END 0xffffffffu
+
+static int ck_write(galv_ckpt_writer *w, const void *p, size_t n) {
+  if (n && fwrite(p, 1, n, w->f) != n) {
+    snprintf(w->err, sizeof w->err, "%s: write failed: %s", w->tmp, strerror(errno));
+    return -1;
+  }
+  w->crc = crc32_update(w->crc, p, n);
+  return 0;
+}
+
+int galv_ckpt_begin(galv_ckpt_writer *w, const char *path, int64_t steps) {
+  memset(w, 0, sizeof *w);
+  snprintf(w->path, sizeof w->path, "%s", path);
+  snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
+  w->f = fopen(w->tmp, "wb");
+  if (!w->f) return snprintf(w->err, sizeof w->err, "%s: cannot write the checkpoint: %s", w->tmp, strerror(errno)), -1;
+  uint32_t u[2] = {CKPT_VERSION2, 0};
+  return ck_write(w, ckpt_magic, 8) || ck_write(w, u, 8) || ck_write(w, &steps, 8) ? -1 : 0;
+}
+
+int galv_ckpt_resume(galv_ckpt_writer *w, const char *path, uint32_t crc, uint32_t count) {
+  memset(w, 0, sizeof *w);
+  snprintf(w->path, sizeof w->path, "%s", path);
+  snprintf(w->tmp, sizeof w->tmp, "%s.tmp", path);
+  w->f = fopen(w->tmp, "ab");
+  if (!w->f) return snprintf(w->err, sizeof w->err, "%s: cannot append to the checkpoint: %s", w->tmp, strerror(errno)), -1;
+  w->crc = crc, w->count = count;
+  return 0;
+}
+
+int galv_ckpt_put(galv_ckpt_writer *w, const char *name, int dtype, int rank, const int64_t *dims, int64_t nbytes,
+                  const void *data) {
+  uint32_t h[3] = {(uint32_t)strlen(name), (uint32_t)dtype, (uint32_t)rank};
+  if (h[0] >= CKPT_NAME_MAX) return snprintf(w->err, sizeof w->err, "%s: tensor name too long", name), -1;
+  w->count++;
+  return ck_write(w, &h[0], 4) || ck_write(w, name, h[0]) || ck_write(w, &h[1], 8) || ck_write(w, dims, 8 * (size_t)rank) ||
+                 ck_write(w, &nbytes, 8) || ck_write(w, data, (size_t)nbytes)
+             ? -1
+             : 0;
+}
+
+static int ck_close(galv_ckpt_writer *w) {
+  int bad = fflush(w->f) != 0 || fsync(fileno(w->f)) != 0;
+  bad |= fclose(w->f) != 0;
+  w->f = NULL;
+  if (bad) return snprintf(w->err, sizeof w->err, "%s: write failed: %s", w->tmp, strerror(errno)), -1;
+  return 0;
+}
+
+int galv_ckpt_suspend(galv_ckpt_writer *w, uint32_t *crc, uint32_t *count) {
+  *crc = w->crc, *count = w->count;
+  return ck_close(w);
+}
+
+int galv_ckpt_end(galv_ckpt_writer *w) {
+  uint32_t e[3] = {CKPT_END, w->count, w->crc};
+  if (fwrite(e, 1, sizeof e, w->f) != sizeof e)
+    return snprintf(w->err, sizeof w->err, "%s: write failed: %s", w->tmp, strerror(errno)), -1;
+  if (ck_close(w)) return -1;
+  if (rename(w->tmp, w->path))
+    return snprintf(w->err, sizeof w->err, "%s: cannot rename to %s: %s", w->tmp, w->path, strerror(errno)), -1;
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", w->path);
+  char *sl = strrchr(dir, '/');
+  if (sl) *(sl == dir ? sl + 1 : sl) = 0;
+  else snprintf(dir, sizeof dir, ".");
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) fsync(fd), close(fd); /* the rename itself on disk */
+  return 0;
+}
+
+void galv_ckpt_abandon(galv_ckpt_writer *w) {
+  if (w->f) fclose(w->f), w->f = NULL;
+  unlink(w->tmp);
+}
+
+static int ck_read(galv_ckpt *c, void *p, size_t n, uint32_t *crc) {
+  if (n && fread(p, 1, n, c->f) != n)
+    return snprintf(c->err, sizeof c->err, "%s: truncated checkpoint", c->path), -1;
+  if (crc) *crc = crc32_update(*crc, p, n);
+  return 0;
+}
+
+int galv_ckpt_open(galv_ckpt *c, const char *path) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->path, sizeof c->path, "%s", path);
+  struct stat st;
+  if (stat(path, &st)) return snprintf(c->err, sizeof c->err, "%s: cannot open the checkpoint: %s", path, strerror(errno)), -1;
+  if (!S_ISREG(st.st_mode)) return snprintf(c->err, sizeof c->err, "%s: not a regular file", path), -1;
+  c->f = fopen(path, "rb");
+  if (!c->f) return snprintf(c->err, sizeof c->err, "%s: cannot open the checkpoint: %s", path, strerror(errno)), -1;
+  const int64_t size = (int64_t)st.st_size;
+  char mg[8];
+  uint32_t u[2], crc = 0;
+  if (size < 24 || ck_read(c, mg, 8, &crc) || memcmp(mg, ckpt_magic, 8))
+    return snprintf(c->err, sizeof c->err, "%s: not a galvc checkpoint (bad magic)", path), -1;
+  if (ck_read(c, u, 8, &crc) || ck_read(c, &c->steps, 8, &crc)) return -1;
+  if (u[0] != CKPT_VERSION2)
+    return snprintf(c->err, sizeof c->err, "%s: checkpoint version %u, this program reads version %d", path, u[0], CKPT_VERSION2), -1;
+  if (c->steps < 0 || c->steps > ((int64_t)1 << 50))
+    return snprintf(c->err, sizeof c->err, "%s: bad checkpoint header (step count %lld)", path, (long long)c->steps), -1;
+  int cap = 0;
+  char *chunk = malloc(1 << 16);
+  if (!chunk) return snprintf(c->err, sizeof c->err, "%s: out of memory", path), -1;
+  int rc = -1;
+  for (;;) {
+    uint32_t nl;
+    if (ck_read(c, &nl, 4, NULL)) break;
+    if (nl == CKPT_END) {
+      uint32_t e[2];
+      if (ck_read(c, e, 8, NULL)) break;
+      if (e[0] != (uint32_t)c->n)
+        snprintf(c->err, sizeof c->err, "%s: bad checkpoint (its end says %u tensors, it holds %d)", path, e[0], c->n);
+      else if (e[1] != crc)
+        snprintf(c->err, sizeof c->err, "%s: checkpoint checksum mismatch (CRC-32 %08x, computed %08x): the file is damaged",
+                 path, e[1], crc);
+      else if (fgetc(c->f) != EOF) snprintf(c->err, sizeof c->err, "%s: bad checkpoint (trailing bytes)", path);
+      else rc = 0;
+      break;
+    }
+    crc = crc32_update(crc, &nl, 4);
+    if (nl == 0 || nl >= CKPT_NAME_MAX) {
+      snprintf(c->err, sizeof c->err, "%s: bad checkpoint (tensor name of %u bytes)", path, nl);
+      break;
+    }
+    if (c->n == cap) {
+      cap = cap ? 2 * cap : 64;
+      galv_ckpt_entry *ne = realloc(c->e, sizeof *ne * (size_t)cap);
+      if (!ne) {
+        snprintf(c->err, sizeof c->err, "%s: out of memory", path);
+        break;
+      }
+      c->e = ne;
+    }
+    galv_ckpt_entry *e = &c->e[c->n];
+    memset(e, 0, sizeof *e);
+    uint32_t h[2];
+    if (ck_read(c, e->name, nl, &crc) || ck_read(c, h, 8, &crc)) break;
+    e->name[nl] = 0;
+    if (strlen(e->name) != nl) {
+      snprintf(c->err, sizeof c->err, "%s: bad checkpoint (a tensor name holds a NUL byte)", path);
+      break;
+    }
+    if (h[0] < 1 || h[0] > GALV_BOOL || h[1] > GALV_RT_MAX_RANK) {
+      snprintf(c->err, sizeof c->err, "%s: bad checkpoint (tensor '%s': dtype %u, rank %u)", path, e->name, h[0], h[1]);
+      break;
+    }
+    e->dtype = (int)h[0], e->rank = (int)h[1];
+    if (ck_read(c, e->dims, 8 * (size_t)e->rank, &crc) || ck_read(c, &e->nbytes, 8, &crc)) break;
+    int64_t want = (int64_t)galv_dtype_size(e->dtype);
+    int ok = 1;
+    for (int d = 0; d < e->rank && ok; d++)
+      ok = e->dims[d] >= 0 && (e->dims[d] == 0 || want <= INT64_MAX / e->dims[d]), want *= ok ? e->dims[d] : 1;
+    e->off = (int64_t)ftello(c->f);
+    if (!ok || want != e->nbytes) {
+      snprintf(c->err, sizeof c->err, "%s: bad checkpoint (tensor '%s': %lld bytes, its shape needs %lld)", path, e->name,
+               (long long)e->nbytes, (long long)want);
+      break;
+    }
+    if (e->nbytes > size - e->off) {
+      snprintf(c->err, sizeof c->err, "%s: truncated checkpoint (tensor '%s' ends past the end of the file)", path, e->name);
+      break;
+    }
+    for (int64_t left = e->nbytes; left > 0;) { /* the CRC covers the data too */
+      size_t k = left > (1 << 16) ? (1 << 16) : (size_t)left;
+      if (ck_read(c, chunk, k, &crc)) goto out;
+      left -= (int64_t)k;
+    }
+    c->n++;
+  }
+out:
+  free(chunk);
+  if (rc) {
+    fclose(c->f), free(c->e);
+    c->f = NULL, c->e = NULL, c->n = 0;
+  }
+  return rc;
+}
+
+galv_ckpt_entry *galv_ckpt_find(galv_ckpt *c, const char *name) {
+  for (int i = 0; i < c->n; i++)
+    if (!strcmp(c->e[i].name, name)) return &c->e[i];
+  return NULL;
+}
+
+int galv_ckpt_read(galv_ckpt *c, galv_ckpt_entry *e, void *dst) {
+  e->used = 1;
+  if (fseeko(c->f, (off_t)e->off, SEEK_SET) || (e->nbytes && fread(dst, 1, (size_t)e->nbytes, c->f) != (size_t)e->nbytes))
+    return snprintf(c->err, sizeof c->err, "%s: cannot read tensor '%s'", c->path, e->name), -1;
+  return 0;
+}
+
+void galv_ckpt_close(galv_ckpt *c) {
+  if (c->f) fclose(c->f);
+  free(c->e);
+  memset(c, 0, sizeof *c);
 }

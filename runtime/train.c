@@ -15,11 +15,11 @@
  * input's shape, or with one more leading dim S: step K uses batch K mod S.
  * -o OUTDIR writes every parameter as OUTDIR/NAME.npy after the last step.
  *
- * Checkpoint file (little-endian): "GALVCKPT", u32 version (1), u32 number
- * of state tensors, i64 steps done; per tensor u32 name length, the name,
- * u32 dtype (galv_rt.h numbering), u32 rank, i64 dims[rank], i64 bytes, the
- * bytes. Loading checks every name, dtype and shape against the program.
- * Every error is one line and exit status 1.
+ * Checkpoints: runtime/io.c's format (global tensors by name, CRC-32,
+ * written atomically), the same for every plan and pipeline stages, so a
+ * checkpoint loads into any plan of the model. Loading finds each state
+ * tensor by name and checks its dtype and shape; every error is one line
+ * and exit status 1.
  *
  * Ranks (an N-rank SPMD program, runtime/spmd.c): every rank maps its own
  * block of weights.bin (its block of each sharded parameter), reads the
@@ -46,8 +46,6 @@ void openblas_set_num_threads(int n);
 
 const galv_train_device *galv_train_dev; /* NULL: the CPU target */
 
-static const char MAGIC[8] = {'G', 'A', 'L', 'V', 'C', 'K', 'P', 'T'};
-enum { CKPT_VERSION = 1 };
 
 static long train_int(const char *opt, const char *s, long min) {
   char *end;
@@ -90,9 +88,6 @@ static void train_usage(FILE *f) {
 
 /* ---------------------------------------------------------------- checkpoints */
 
-static void wr(FILE *f, const void *p, size_t n, const char *path) {
-  if (n && fwrite(p, 1, n, f) != n) galv_fatal("%s: write failed: %s", path, strerror(errno));
-}
 
 /* State entry i as a local tensor (its slot in the state buffer). */
 static galv_io state_io(int i) {
@@ -109,83 +104,58 @@ static const void *gather_state(int i, const galv_io *l, const char *local, galv
   return galv_spmd_gather(l, &galv_state_split[i], local, g);
 }
 
-/* Every rank calls it (sharded state is gathered); rank 0 writes. */
+/* Every rank calls it (sharded state is gathered); rank 0 writes, atomically
+ * (runtime/io.c: PATH.tmp, fsync, rename; CRC-32). */
 static void save_checkpoint(const char *path, const char *state, int64_t steps) {
-  FILE *f = galv_spmd_rank() == 0 ? fopen(path, "wb") : NULL;
-  if (!f && galv_spmd_rank() == 0) galv_fatal("%s: cannot write the checkpoint: %s", path, strerror(errno));
-  uint32_t u[2] = {CKPT_VERSION, (uint32_t)galv_nstate};
-  if (f) {
-    wr(f, MAGIC, 8, path);
-    wr(f, u, sizeof u, path);
-    wr(f, &steps, 8, path);
-  }
+  galv_ckpt_writer w;
+  int writer = galv_spmd_rank() == 0;
+  if (writer && galv_ckpt_begin(&w, path, steps)) galv_fatal("%s", w.err);
   for (int i = 0; i < galv_nstate; i++) {
     galv_io l = state_io(i), g;
     const char *data = gather_state(i, &l, state + l.offset, &g);
-    if (!f) continue;
-    uint32_t h[3] = {(uint32_t)strlen(g.name), (uint32_t)g.dtype, (uint32_t)g.rank};
-    wr(f, &h[0], 4, path);
-    wr(f, g.name, h[0], path);
-    wr(f, &h[1], 8, path);
-    wr(f, g.dims, 8 * (size_t)g.rank, path);
-    wr(f, &g.nbytes, 8, path);
-    wr(f, data, (size_t)g.nbytes, path);
+    if (writer && galv_ckpt_put(&w, g.name, g.dtype, g.rank, g.dims, g.nbytes, data)) {
+      galv_ckpt_abandon(&w);
+      galv_fatal("%s", w.err);
+    }
   }
-  if (f && fclose(f)) galv_fatal("%s: write failed: %s", path, strerror(errno));
+  if (writer && galv_ckpt_end(&w)) {
+    galv_ckpt_abandon(&w);
+    galv_fatal("%s", w.err);
+  }
 }
 
-static void rd(FILE *f, void *p, size_t n, const char *path) {
-  if (n && fread(p, 1, n, f) != n) galv_fatal_all("%s: truncated checkpoint", path);
-}
-
-/* Loads state (this rank's block of each global tensor) and the step count;
- * any mismatch with the program is one error. */
+/* Loads state (this rank's block of each global tensor, found by name: the
+ * checkpoint may come from any plan of the model, a pipeline's included) and
+ * the step count; a missing tensor, another dtype or shape, or a tensor this
+ * program does not have is one error. */
 static int64_t load_checkpoint(const char *path, char *state) {
-  FILE *f = fopen(path, "rb");
-  if (!f) galv_fatal_all("%s: cannot open the checkpoint: %s", path, strerror(errno));
-  char mg[8];
-  uint32_t u[2];
-  int64_t steps;
-  if (fread(mg, 1, 8, f) != 8 || memcmp(mg, MAGIC, 8)) galv_fatal_all("%s: not a galvc checkpoint (bad magic)", path);
-  rd(f, u, sizeof u, path);
-  if (u[0] != CKPT_VERSION) galv_fatal_all("%s: checkpoint version %u, this program reads version %d", path, u[0], CKPT_VERSION);
-  if (u[1] != (uint32_t)galv_nstate)
-    galv_fatal_all("%s: checkpoint of another model: it holds %u state tensors, this program has %d", path, u[1], galv_nstate);
-  rd(f, &steps, 8, path);
-  if (steps < 0) galv_fatal_all("%s: bad checkpoint header (negative step count)", path);
+  galv_ckpt c;
+  if (galv_ckpt_open(&c, path)) galv_fatal_all("%s", c.err);
   char *buf = NULL;
   for (int i = 0; i < galv_nstate; i++) {
     galv_io l = state_io(i), e = galv_spmd_global_io(&l, &galv_state_split[i]);
-    uint32_t nl, h[2];
-    char name[1024];
-    int64_t dims[GALV_RT_MAX_RANK], nb;
-    rd(f, &nl, 4, path);
-    if (nl >= sizeof name) galv_fatal_all("%s: bad checkpoint (state name of %u bytes)", path, nl);
-    rd(f, name, nl, path);
-    name[nl] = 0;
-    rd(f, h, 8, path);
-    if (h[1] > GALV_RT_MAX_RANK) galv_fatal_all("%s: bad checkpoint (state '%s' of rank %u)", path, name, h[1]);
-    rd(f, dims, 8 * (size_t)h[1], path);
-    rd(f, &nb, 8, path);
-    int same = !strcmp(name, e.name) && (int)h[0] == e.dtype && (int)h[1] == e.rank && nb == e.nbytes;
-    for (int d = 0; same && d < e.rank; d++) same = dims[d] == e.dims[d];
+    galv_ckpt_entry *t = galv_ckpt_find(&c, e.name);
+    if (!t) galv_fatal_all("%s: checkpoint of another model or optimizer: no state '%s'", path, e.name);
+    int same = t->dtype == e.dtype && t->rank == e.rank && t->nbytes == e.nbytes;
+    for (int d = 0; same && d < e.rank; d++) same = t->dims[d] == e.dims[d];
     if (!same) {
       char a[160], b[160];
-      shape_of(a, sizeof a, (int)h[1], dims);
+      shape_of(a, sizeof a, t->rank, t->dims);
       shape_of(b, sizeof b, e.rank, e.dims);
-      galv_fatal_all("%s: checkpoint of another model: state %d is '%s' %s %s, this program expects '%s' %s %s", path, i, name,
-                 a, h[0] >= 1 && h[0] <= GALV_BOOL ? galv_dtype_name((int)h[0]) : "?", e.name, b,
-                 galv_dtype_name(e.dtype));
+      galv_fatal_all("%s: checkpoint of another model: state '%s' is %s %s, this program expects %s %s", path, e.name, a,
+                     galv_dtype_name(t->dtype), b, galv_dtype_name(e.dtype));
     }
     free(buf);
-    buf = malloc((size_t)nb + 1);
-    if (!buf) galv_fatal("%s: out of memory reading state '%s'", path, name);
-    rd(f, buf, (size_t)nb, path);
+    buf = malloc((size_t)t->nbytes + 1);
+    if (!buf) galv_fatal("%s: out of memory reading state '%s'", path, e.name);
+    if (galv_ckpt_read(&c, t, buf)) galv_fatal_all("%s", c.err);
     galv_spmd_block(&l, &galv_state_split[i], state + l.offset, buf);
   }
   free(buf);
-  if (fgetc(f) != EOF) galv_fatal_all("%s: bad checkpoint (trailing bytes)", path);
-  fclose(f);
+  for (int i = 0; i < c.n; i++)
+    if (!c.e[i].used) galv_fatal_all("%s: checkpoint of another model or optimizer: it holds '%s', which this program does not have", path, c.e[i].name);
+  int64_t steps = c.steps;
+  galv_ckpt_close(&c);
   return steps;
 }
 
