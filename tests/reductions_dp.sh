@@ -132,7 +132,7 @@ for c in $TRAIN; do
     d="$T/train-$mod-$n-${s/,/_}$pp-$loss" ref="$T/one-$mod-$B-$loss" what="$n ranks $s${pp:+ (2 stages x 2 microbatches)} $mod B=$B --loss $loss"
     reference "$mod" "$B" "$loss" || continue
     # shellcheck disable=SC2046
-    if ! "$BUILD/galvc" "$T/$mod.onnx" --batch "$B" --train --loss $loss --eps 1e-6 --gpus "$n" --strategy "$s" $(mesh_of "$s" "$n") \
+    if ! "$BUILD/galvc" "$T/$mod.onnx" --batch "$B" --train --loss "$loss" --eps 1e-6 --gpus "$n" --strategy "$s" $(mesh_of "$s" "$n") \
       "${ppo[@]}" --target cpu -o "$d/" 2>"$T/err"; then
       bad "$what: galvc: $(grep -m2 error "$T/err")"
       continue
