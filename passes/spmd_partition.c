@@ -227,13 +227,21 @@ static int lower_reshard(spmd *S, gv_op *op, const gv_sharding *have) {
   return 0;
 }
 
-/* reduce_mean over split dims: local means sum to p times the mean. */
+/* reduce_mean over split dims: each rank averages its D/p entries and the
+ * pending sum over the splitting axes adds p such means, so the local mean
+ * is scaled by 1/p. The reduced dims come from the op's axes (none: all),
+ * not from its sharding rule: the rule is derived from types, and the
+ * operand's type is local here, where a split dim of local extent 1 (one
+ * sample per rank) is a size-1 dim the rule gives no factor; the global
+ * types the rule was meant for no longer exist. */
 static int fix_mean(spmd *S, gv_op *op, const gv_sharding *xs) {
-  gv_shard_rule r;
-  if (!xs || gv_shard_rule_of(op, &r)) return 0;
+  if (!xs) return 0;
+  const int64_t *axes;
+  int na = gv_get_ints(op, "axes", &axes), rank = op->opnds[0]->type.rank;
   int64_t p = 1;
-  for (int d = 0; d < xs->rank; d++) {
-    bool red = r.nf[0][0][d] > 0 && r.kind[r.f[0][0][d][0]] == GV_FACTOR_REDUCE;
+  for (int d = 0; d < xs->rank && d < rank; d++) {
+    bool red = na <= 0;
+    for (int k = 0; k < na && !red; k++) red = axes[k] == d || axes[k] + rank == d;
     if (red) p *= gv_sharding_dim_split(xs, d);
   }
   if (p == 1) return 0;
