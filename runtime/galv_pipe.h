@@ -38,6 +38,11 @@ extern const double galv_pipe_predicted_ms[]; /* per stage: the cost model's tim
 extern const int galv_pipe_training, galv_pipe_schedule; /* schedule: 0 gpipe, 1 1f1b */
 extern const char galv_pipe_optimizer[];                 /* "adamw" | "sgd" */
 extern const double galv_pipe_hparams[6];                /* lr, weight decay, beta1, beta2, eps, momentum */
+/* cross-entropy loss (else 0): the last stage weights microbatch j's loss and gradients by c_j B / sum c
+ * (c_j: its labels other than the ignore index), so the step equals the full batch's mean */
+extern const int galv_pipe_ce;
+extern const char galv_pipe_labels[];
+extern const int64_t galv_pipe_ignore_index;
 extern const galv_io galv_pipe_params[];        /* this rank's block (local dims) */
 extern const galv_io_split galv_pipe_param_split[]; /* per parameter: split over the stage's ranks (NULL starts: whole) */
 extern const int galv_pipe_nparams;
@@ -130,6 +135,7 @@ typedef struct {
   void (*box)(size_t es, int rank, const int64_t *dims, const char *src, char *dst, const int64_t *off, const int64_t *len,
               int pack);
   void (*end)(void);
+  void (*scale_f32)(float *x, float a, size_t n); /* x *= a (a buffer) */
 } galv_pipe_device;
 extern const galv_pipe_device *galv_pipe_dev; /* set by a device target's main, else the host hooks */
 /* runtime/pipe_xfer.c: the host hooks' box copy (memcpy per contiguous run) */

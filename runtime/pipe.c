@@ -66,8 +66,11 @@ static void h_opt(const galv_pipe_opt *o, float *x, float *m, float *v, const fl
   for (size_t e = 0; e < n; e++) galv_pipe_opt_elem(o, &x[e], m ? &m[e] : &dm, v ? &v[e] : &dv, g[e]);
 }
 static void h_none(void) {}
+static void h_scale(float *x, float a, size_t n) {
+  for (size_t e = 0; e < n; e++) x[e] *= a;
+}
 static const galv_pipe_device cpu_dev = {h_none, h_alloc, h_release, h_copy, h_copy, h_copy, h_fill, h_run, h_run_entry, h_add,
-                                         galv_spmd_block, galv_spmd_gather, h_opt, galv_pipe_box_host, h_none};
+                                         galv_spmd_block, galv_spmd_gather, h_opt, galv_pipe_box_host, h_none, h_scale};
 const galv_pipe_device *galv_pipe_dev;
 static const galv_pipe_device *D = &cpu_dev;
 
@@ -468,6 +471,17 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (ns != *bw->nstash) galv_fatal("pipeline table: the forward entry writes %d stash values, the backward entry reads %d", ns, *bw->nstash);
   }
   if (last && iloss < 0) galv_fatal("the last stage's program has no 'loss' output");
+  /* cross entropy on the last stage: each microbatch's mean weighted by its counted labels (mbw) */
+  double *mbw = NULL;
+  int ilab = -1;
+  if (last && galv_pipe_ce) {
+    for (int i = 0; i < ni; i++)
+      if (ik[i] == 0 && !strcmp(galv_inputs[i].name, galv_pipe_labels)) ilab = i;
+    if (ilab < 0) galv_fatal("pipeline table: the last stage has no labels input '%s'", galv_pipe_labels);
+    if (bat[ilab].dtype != GALV_I64) galv_fatal("labels '%s' are not int64", galv_pipe_labels);
+    mbw = calloc((size_t)B, sizeof *mbw);
+    if (!mbw) galv_fatal("out of memory");
+  }
   int adamw = !strcmp(galv_pipe_optimizer, "adamw");
   const double lr = galv_pipe_hparams[0], wd = galv_pipe_hparams[1], b1 = galv_pipe_hparams[2], b2 = galv_pipe_hparams[3],
                eps = galv_pipe_hparams[4], mom = galv_pipe_hparams[5];
@@ -516,6 +530,17 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     }
     double loss = 0;
     int nops = 0;
+    if (mbw) { /* per microbatch: its labels other than the ignore index; weight c_j B / sum c */
+      int64_t tot = 0, per = gnb[ilab] / 8;
+      const int64_t *lab = (const int64_t *)(const void *)((const char *)bat[ilab].data +
+                                                           (size_t)(nbat[ilab] > 1 ? step % nbat[ilab] : 0) * (size_t)B * (size_t)gnb[ilab]);
+      for (int j = 0; j < B; j++) {
+        int64_t c = 0;
+        for (int64_t e = 0; e < per; e++) c += lab[(int64_t)j * per + e] != galv_pipe_ignore_index;
+        mbw[j] = (double)c, tot += c;
+      }
+      for (int j = 0; j < B; j++) mbw[j] = tot ? mbw[j] * B / (double)tot : 1.0;
+    }
     char *to_free = NULL;
     for (int k = 0; k <= na; k++) {
       const galv_pipe_act *pa = k ? &acts[k - 1] : NULL, *a = k < na ? &acts[k] : NULL;
@@ -599,6 +624,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         const galv_io *outs = bw && !a->fwd ? bout : galv_outputs;
         for (int o = 0, n = bw && !a->fwd ? nbo : no; o < n; o++)
           if (!outs[o].in_weights) GALV_UNPOISON(arena + outs[o].offset, outs[o].nbytes);
+        if (last && mbw) /* cross entropy: this microbatch's gradients weighted by its share of the counted labels */
+          for (int o = 0; o < no; o++)
+            if (ok[o] < 0 || (ok[o] >= 1000000 && ok[o] < 2000000))
+              D->scale_f32((float *)(void *)(arena + galv_outputs[o].offset), (float)mbw[a->mb], (size_t)galv_outputs[o].nbytes / 4);
         if (bw && a->fwd) { /* the microbatch's stash: the forward values the backward entry reads */
           stash[a->mb] = D->alloc((size_t)sbytes);
           live += sbytes, inflight++;
@@ -627,7 +656,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         if (last) {
           float l;
           D->d2h(&l, outp(iloss, arena, W), 4);
-          loss += l;
+          loss += mbw ? l * mbw[a->mb] : l;
           stash[a->mb] = D->alloc((size_t)g_bytes);
           live += sbytes, inflight++;
           if (live > peak) peak = live;
@@ -711,7 +740,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int j = 0; j < B; j++) D->release(stash[j]);
   D->release(gblk), D->release(inbuf), D->release(arena), D->release(W);
   free(ik), free(ok), free(ng), free(ioff), free(goff), free(bat), free(nbat), free(gnb), free(gbuf), free(acc), free(st1), free(st2), free(stash);
-  free(hin), free(acts), free(evs);
+  free(hin), free(acts), free(evs), free(mbw);
   galv_queue_free(q);
   galv_spmd_finalize();
   D->end();

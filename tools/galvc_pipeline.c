@@ -662,6 +662,10 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
         fprintf(f, "const int galv_pipe_training = %d, galv_pipe_schedule = %d; /* 0 gpipe, 1 1f1b */\n", train ? 1 : 0,
                 pa->sched == GV_SCHED_1F1B ? 1 : 0);
         fprintf(f, "const char galv_pipe_optimizer[] = \"%s\";\n", train ? to->optimizer : "");
+        /* cross entropy: the microbatches weighted by their counted labels (runtime/pipe.c) */
+        fprintf(f, "const int galv_pipe_ce = %d;\nconst char galv_pipe_labels[] = \"%s\";\nconst int64_t galv_pipe_ignore_index = %lldLL;\n",
+                train && !strcmp(to->loss, "cross_entropy") ? 1 : 0, train && to->labels ? to->labels : "",
+                (long long)to->ignore_index);
         fprintf(f, "const double galv_pipe_hparams[6] = {%.17g, %.17g, %.17g, %.17g, %.17g, %.17g}; /* lr wd beta1 beta2 eps momentum */\n",
                 to->lr, to->weight_decay, to->beta1, to->beta2, to->eps, to->momentum);
         fprintf(f, "const galv_io galv_pipe_params[] = {\n");

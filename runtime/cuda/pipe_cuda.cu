@@ -81,6 +81,16 @@ static void d_add(float *dst, const float *src, size_t n) {
   GALV_CU_LAUNCHED();
 }
 
+__global__ static void scale_kernel(float *x, float a, size_t n) {
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+static void d_scale(float *x, float a, size_t n) {
+  if (!n) return;
+  scale_kernel<<<galv_cu_blocks((int64_t)n), 256, 0, galv_cu.stream>>>(x, a, n);
+  GALV_CU_LAUNCHED();
+}
+
 __global__ static void opt_kernel(galv_pipe_opt o, float *x, float *m, float *v, const float *g, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
     float dm = 0, dv = 0;
@@ -150,7 +160,7 @@ static void d_end(void) {
 }
 
 static const galv_pipe_device cuda_pipe = {d_begin, d_alloc, d_release, d_h2d, d_d2h, d_copy, d_fill, d_run, d_run_entry,
-                                           d_add, d_block, d_gather, d_opt, d_box, d_end};
+                                           d_add, d_block, d_gather, d_opt, d_box, d_end, d_scale};
 
 int main(int argc, char **argv) {
   const char *slash = strrchr(argv[0], '/');
