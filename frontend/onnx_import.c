@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,21 +243,68 @@ static int input_type(gv_ictx *c, const Onnx__ValueInfoProto *vi, gv_type *out) 
 
 /* ---------------------------------------------------------------- graphs */
 
+/* Which float initializers train. ONNX has no mark for torch's buffers:
+ * torch.onnx.export (1.13) writes parameters *and* persistent buffers as
+ * initializers named by their state_dict key (a Parameter with
+ * requires_grad False too), non-persistent buffers and traced tensors as
+ * Constant nodes, and the results of constant folding as initializers
+ * named "onnx::<consumer op>_<n>" (a Linear's transposed weight becomes
+ * "onnx::MatMul_<n>") or, for scoped nodes, "/path/Constant_output_0".
+ * So the default rule goes by name: a torch-generated name (a leading '/'
+ * or "::") is a folded constant and stays frozen, except the folded weight
+ * operands of MatMul / Gemm, which are Linear weights; a state_dict key
+ * trains unless it names a buffer (or a frozen table) of a common torch /
+ * transformers module (the list below). Its limits (docs/autodiff.md): a
+ * buffer with another name trains, a folded MatMul operand that came from a
+ * buffer trains, and a parameter folded through another op stays frozen;
+ * --freeze / --trainable correct them. */
+static const char *const buffer_names[] = {
+    "running_mean", "*.running_mean", "running_var", "*.running_var", /* BatchNorm / InstanceNorm statistics */
+    "inv_freq", "*.inv_freq", "*cos_cached", "*sin_cached",          /* rotary embedding tables */
+    "*masked_bias", "*causal_mask",                                   /* attention masks and their fill value */
+    "*encoder.embed_positions.weight", /* Whisper's / Marian's sinusoidal encoder positions (requires_grad False) */
+    "*embed_positions.weights",        /* M2M100 / Speech2Text / FSMT sinusoidal position buffer */
+};
+
+bool gv_onnx_default_trains(const char *name) {
+  if (name[0] == '/' || strstr(name, "::"))
+    return strncmp(name, "onnx::MatMul_", 13) == 0 || strncmp(name, "onnx::Gemm_", 11) == 0;
+  for (size_t i = 0; i < sizeof buffer_names / sizeof *buffer_names; i++)
+    if (fnmatch(buffer_names[i], name, 0) == 0) return false;
+  return true;
+}
+
 static int import_initializer(gv_ictx *c, const Onnx__TensorProto *t) {
   const char *name = t->name ? t->name : "";
   char what[64 + 4096];
   snprintf(what, sizeof what, "initializer '%.4000s'", gv_esc(c, name));
   gv_type ty;
   if (gv_onnx_tensor_type(c, t, what, &ty)) return -1;
-  if (gv_dtype_is_float(ty.dtype) && gv_type_numel(&ty) > 1) {
-    /* a weight: a function parameter whose bytes stay where they are */
+  bool isf = gv_dtype_is_float(ty.dtype), train = isf && gv_onnx_default_trains(name);
+  for (int k = 0; k < c->opt->nselect; k++) {
+    if (fnmatch(c->opt->select[k].pattern, name, 0) != 0) continue;
+    if (!isf) {
+      c->sel_other[k]++;
+      continue;
+    }
+    c->sel_float[k]++;
+    train = c->opt->select[k].train;
+  }
+  if (isf && (train || gv_type_numel(&ty) > 1)) {
+    /* a weight: a function parameter whose bytes stay where they are;
+     * frozen: read by the step, never trained */
     const void *data;
     if (gv_onnx_param_data(c, t, &ty, &data)) return -1;
     gv_func *f = c->m->main;
     gv_value *v = gv_func_add_arg(c->m, f, name, ty, true);
     f->param_data[v->index] = data;
+    if (!train) {
+      if (!f->arg_is_frozen) f->arg_is_frozen = gv_alloc(c->m->arena, (size_t)f->cap_args * sizeof *f->arg_is_frozen);
+      f->arg_is_frozen[v->index] = true;
+    }
     return gv_bind(c, name, v);
   }
+  /* integers, and frozen one-element floats (scales, epsilons: they fold) */
   gv_tensor *val = gv_onnx_tensor(c, t, what);
   if (!val) return -1;
   gv_op *op = gv_constant_new(c->m, val);
@@ -333,6 +381,15 @@ static int import_model(gv_ictx *c, const Onnx__ModelProto *mp) {
   }
   gv_value **outs;
   if (gv_import_graph_body(c, g, &outs)) return -1;
+  /* a --freeze / --trainable pattern that matches nothing is a typo: training everything instead would be silent */
+  for (int k = 0; k < c->opt->nselect; k++) {
+    const gv_train_select *s = &c->opt->select[k];
+    if (c->sel_float[k]) continue;
+    if (c->sel_other[k])
+      return gv_error(m, "--%s '%s': matches only non-float initializers (only float initializers train)",
+                      s->train ? "trainable" : "freeze", gv_esc(c, s->pattern));
+    return gv_error(m, "--%s '%s': no initializer matches", s->train ? "trainable" : "freeze", gv_esc(c, s->pattern));
+  }
   gv_op *ret = gv_op_new(m, GV_OP_RETURN, (int)g->n_output, outs, 0);
   gv_op_set_loc(m, ret, "return", NULL);
   gv_block_append(f->body, ret);
@@ -358,6 +415,8 @@ gv_module *gv_import_onnx_buffer(const void *data, size_t len, const char *sourc
     return NULL;
   }
   gv_ictx c = {.m = m, .tmp = gv_arena_new(), .opt = opt, .dir = dir};
+  c.sel_float = gv_alloc(c.tmp, (size_t)(opt->nselect + 1) * sizeof *c.sel_float);
+  c.sel_other = gv_alloc(c.tmp, (size_t)(opt->nselect + 1) * sizeof *c.sel_other);
   int rc = import_model(&c, mp);
   gv_onnx_xfiles_free(&c);
   gv_arena_free(c.tmp);

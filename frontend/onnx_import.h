@@ -1,9 +1,12 @@
 /* onnx_import.h — ONNX ModelProto -> galvc IR.
  *
  * Maps each ONNX (op_type, opset) onto the core op set (ir/ops.def); graph
- * inputs become function arguments, initializers that are weights become
+ * inputs become function arguments; float initializers that train become
  * parameters (galv.param) whose bytes stay in the model or are memory-mapped
- * from external data; small integer / scalar initializers become constants.
+ * from external data, frozen ones with more than one element frozen
+ * parameters (galv.param + galv.frozen); integer initializers and frozen
+ * one-element ones become constants (docs/autodiff.md, "Which initializers
+ * train").
  * Symbolic dims are bound here, so later passes see static shapes. */
 #ifndef GALV_ONNX_IMPORT_H
 #define GALV_ONNX_IMPORT_H
@@ -16,13 +19,30 @@ typedef struct {
   int64_t dims[GV_MAX_RANK];
 } gv_input_shape;
 
+/* --freeze PATTERN (train = false) / --trainable PATTERN (train = true):
+ * an initializer name or an fnmatch glob. */
+typedef struct {
+  const char *pattern;
+  bool train;
+} gv_train_select;
+
 typedef struct {
   int nshapes;
   const gv_input_shape *shapes; /* --input-shape NAME=8x128 (override everything) */
   int64_t batch;                /* --batch: binds dim_params named like batch (default 1) */
   int64_t seq;                  /* --seq: binds dim_params named like seq (default 128) */
   bool load_weights;            /* false: shapes only (plan-only) */
+  /* Which float initializers train (docs/autodiff.md, "Which initializers
+   * train"): the default rule (gv_onnx_default_trains), then these in
+   * order, the last match deciding. A pattern that matches no float
+   * initializer is an error. */
+  int nselect;
+  const gv_train_select *select;
 } gv_import_options;
+
+/* The default rule: whether a float initializer named name trains when no
+ * --freeze / --trainable pattern matches it. */
+bool gv_onnx_default_trains(const char *name);
 
 /* Returns NULL after printing one error line naming the file (and the node
  * and op where there is one). */

@@ -47,6 +47,7 @@ typedef struct {
   const Onnx__NodeProto *node; /* node being imported (for locations/errors) */
   gv_xfile *xfiles;
   int depth;            /* subgraph nesting */
+  int *sel_float, *sel_other; /* per --freeze / --trainable pattern: float / other initializers it matched */
 } gv_ictx;
 
 /* ---- onnx_read.c */

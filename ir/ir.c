@@ -407,6 +407,11 @@ gv_value *gv_func_add_arg(gv_module *m, gv_func *f, const char *name, gv_type ty
       memcpy(ist, f->arg_is_state, (size_t)n * sizeof *ist);
       f->arg_is_state = ist;
     }
+    if (f->arg_is_frozen) {
+      bool *ifr = gv_alloc(m->arena, (size_t)cap * sizeof *ifr);
+      memcpy(ifr, f->arg_is_frozen, (size_t)n * sizeof *ifr);
+      f->arg_is_frozen = ifr;
+    }
     if (f->arg_sharding) {
       const gv_sharding **ash = gv_alloc(m->arena, (size_t)cap * sizeof *ash);
       memcpy(ash, f->arg_sharding, (size_t)n * sizeof *ash);
@@ -417,6 +422,7 @@ gv_value *gv_func_add_arg(gv_module *m, gv_func *f, const char *name, gv_type ty
   f->arg_names[n] = gv_strdup(m->arena, name ? name : "");
   f->arg_is_param[n] = is_param;
   if (f->arg_is_state) f->arg_is_state[n] = false;
+  if (f->arg_is_frozen) f->arg_is_frozen[n] = false;
   if (f->arg_sharding) f->arg_sharding[n] = NULL;
   gv_value *v = gv_block_add_arg(m, f->body, type);
   v->name = f->arg_names[n];
@@ -806,4 +812,32 @@ int gv_infer_op(gv_module *m, gv_op *op, const gv_tensor *const *values) {
 
 int gv_eval_op(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {
   return gv_ops[op->code].eval(m, op, in, out);
+}
+
+void gv_print_trainable(const gv_func *f, const char *prog, void *fp) {
+  FILE *out = fp;
+  int nt = 0, nf = 0;
+  long long et = 0, ef = 0;
+  for (int i = 0; i < f->body->nargs; i++) {
+    if (!f->arg_is_param[i]) continue;
+    long long n = (long long)gv_type_numel(&f->body->args[i]->type);
+    if (gv_arg_trains(f, i)) nt++, et += n;
+    else nf++, ef += n;
+  }
+  fprintf(out, "%s: training %d parameters (%lld elements); frozen: ", prog, nt, et);
+  if (!nf) {
+    fputs("none\n", out);
+    return;
+  }
+  fprintf(out, "%d (%lld elements):", nf, ef);
+  int shown = 0;
+  for (int i = 0; i < f->body->nargs; i++) {
+    if (!f->arg_is_param[i] || gv_arg_trains(f, i)) continue;
+    if (shown++ == 8) {
+      fprintf(out, " ... (%d more)", nf - 8);
+      break;
+    }
+    fprintf(out, "%s %s", shown > 1 ? "," : "", f->arg_names[i]);
+  }
+  fputc('\n', out);
 }

@@ -266,6 +266,11 @@ typedef struct {
    * replaces for the next step (galv.updates; -1 or NULL = none). */
   bool *arg_is_state;
   int *res_updates;
+  /* Per block arg: a frozen parameter (galv.frozen; NULL = none): a weight
+   * the step reads but does not train, so autodiff gives it no gradient and
+   * the optimizer no update or state (docs/autodiff.md, "Which
+   * initializers train"). */
+  bool *arg_is_frozen;
   /* Per block arg: its sharding (galv.sharding in arg_attrs); NULL = none. */
   const gv_sharding **arg_sharding;
   int cap_args;             /* capacity of the per-arg arrays */
@@ -310,6 +315,13 @@ int gv_shard_rule_of(const gv_op *op, gv_shard_rule *r);
 /* builder */
 gv_func *gv_func_new(gv_module *m, const char *name);
 gv_value *gv_func_add_arg(gv_module *m, gv_func *f, const char *name, gv_type type, bool is_param);
+/* "PROG: training N parameters (P elements); frozen: K (Q elements): a, b"
+ * (the first 8 frozen names; "frozen: none" without any). */
+void gv_print_trainable(const gv_func *f, const char *prog, void *out); /* out: a FILE * */
+/* Whether argument i is a parameter that trains (galv.param, not galv.frozen). */
+static inline bool gv_arg_trains(const gv_func *f, int i) {
+  return f->arg_is_param[i] && !(f->arg_is_frozen && f->arg_is_frozen[i]);
+}
 gv_block *gv_block_new(gv_module *m);
 gv_value *gv_block_add_arg(gv_module *m, gv_block *b, gv_type type);
 /* Creates an unlinked op with nres results of type tensor<*x?>. opnds may be NULL when nopnds is 0. */

@@ -1075,6 +1075,10 @@ static int parse_name_dicts(parser *p, gv_func *f, bool args) {
         const gv_attr *a = &d.attrs[i];
         if (strcmp(a->name, "galv.name") == 0 && a->kind == GV_ATTR_STR) names[n] = a->u.s;
         else if (args && strcmp(a->name, "galv.param") == 0 && a->kind == GV_ATTR_UNIT) f->arg_is_param[n] = true;
+        else if (args && strcmp(a->name, "galv.frozen") == 0 && a->kind == GV_ATTR_UNIT) {
+          if (!f->arg_is_frozen) f->arg_is_frozen = gv_alloc(p->m->arena, (size_t)(f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs) * sizeof *f->arg_is_frozen);
+          f->arg_is_frozen[n] = true;
+        }
         else if (args && strcmp(a->name, "galv.sharding") == 0 && a->kind == GV_ATTR_SHARDING && a->u.sh.n == 1) {
           if (!f->arg_sharding) f->arg_sharding = gv_alloc(p->m->arena, (size_t)(f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs) * sizeof *f->arg_sharding);
           if (a->u.sh.v[0]->rank != f->body->args[n]->type.rank) return perr(p, dat, "galv.sharding has %d dims for an argument of rank %d", a->u.sh.v[0]->rank, f->body->args[n]->type.rank);
@@ -1096,6 +1100,9 @@ static int parse_name_dicts(parser *p, gv_func *f, bool args) {
   if (args) {
     if (n != f->body->nargs) return perr(p, at, "arg_attrs has %d entries for %d arguments", n, f->body->nargs);
     for (int i = 0; i < n; i++) f->arg_names[i] = f->body->args[i]->name = names[i];
+    for (int i = 0; f->arg_is_frozen && i < n; i++)
+      if (f->arg_is_frozen[i] && !f->arg_is_param[i])
+        return perr(p, at, "argument '%s' is galv.frozen but not galv.param", names[i]);
   } else {
     f->res_names = names;
     f->nres_names = n;

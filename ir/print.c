@@ -318,7 +318,9 @@ void gv_print_module(const gv_module *m, void *file) {
   print_block(&p, fn->body, 2);
   fputs("}) {arg_attrs = [", f);
   for (int i = 0; i < fn->body->nargs; i++) {
-    fputs(i ? ", {galv.name = " : "{galv.name = ", f);
+    fputs(i ? ", {" : "{", f);
+    if (fn->arg_is_frozen && fn->arg_is_frozen[i]) fputs("galv.frozen, ", f); /* sorted: galv.frozen < galv.name */
+    fputs("galv.name = ", f);
     put_str(f, fn->arg_names ? fn->arg_names[i] : "");
     if (fn->arg_is_param && fn->arg_is_param[i]) fputs(", galv.param", f);
     if (fn->arg_sharding && fn->arg_sharding[i]) { /* sorted: galv.param < galv.sharding < galv.state */

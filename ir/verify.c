@@ -246,6 +246,9 @@ int gv_verify(const gv_module *m) {
   gv_block *body = f->body;
   if (body->nargs && (!f->arg_names || !f->arg_is_param || !f->param_data))
     return gv_error(m, "function arguments lack names or param flags");
+  for (int i = 0; f->arg_is_frozen && i < body->nargs; i++)
+    if (f->arg_is_frozen[i] && !f->arg_is_param[i])
+      return gv_error(m, "argument '%s' is galv.frozen but not galv.param", f->arg_names[i]);
   if (f->nres_names < 0 || (f->nres_names && !f->res_names)) return gv_error(m, "function result names are malformed");
   verifier v = {m, 0};
   clear_ids(body);

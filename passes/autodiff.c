@@ -1,6 +1,7 @@
 /* autodiff.c — the `autodiff` pass: reverse-mode differentiation of the
  * function's first result (a scalar loss, see passes/loss.c) with respect
- * to every parameter (galv.param argument).
+ * to every parameter that trains (galv.param argument without galv.frozen;
+ * a frozen parameter is read like a constant and gets no gradient).
  *
  * Only values that need a gradient get one: a value needs it when it is
  * forward-reachable from a parameter (through ops whose rule is not
@@ -10,7 +11,7 @@
  * the return; a value used several times sums its gradients with add. An op
  * whose result needs a gradient but whose rule is gv_grad_missing (galv.if,
  * galv.fused, ...) is an error naming the node. The function then returns
- * the loss followed by one gradient per parameter, in argument order, named
+ * the loss followed by one gradient per trained parameter, in argument order, named
  * "grad:<param>" (zeros for a parameter the loss does not depend on). Only
  * the function body is differentiated, not ops inside regions. */
 #include <stdlib.h>
@@ -63,7 +64,7 @@ int gv_pass_autodiff(gv_module *m) {
   }
   gv_block *body = f->body;
   for (int i = 0; i < body->nargs; i++)
-    active[body->args[i]->id] = f->arg_is_param[i] && gv_dtype_is_float(body->args[i]->type.dtype);
+    active[body->args[i]->id] = gv_arg_trains(f, i) && gv_dtype_is_float(body->args[i]->type.dtype);
   for (gv_op *op = body->first; op; op = op->next) {
     if (gv_ops[op->code].grad == gv_grad_none) continue;
     bool any = false;
@@ -72,7 +73,7 @@ int gv_pass_autodiff(gv_module *m) {
     for (int i = 0; i < op->nres; i++) active[op->res[i]->id] = any && gv_dtype_is_float(op->res[i]->type.dtype);
   }
   if (!active[loss->id]) {
-    gv_error(m, "autodiff: the loss does not depend on any parameter");
+    gv_error(m, "autodiff: the loss does not depend on any parameter that trains");
     goto done;
   }
   useful[loss->id] = true;
@@ -141,7 +142,7 @@ int gv_pass_autodiff(gv_module *m) {
   }
 
   int np = 0;
-  for (int i = 0; i < body->nargs; i++) np += f->arg_is_param[i];
+  for (int i = 0; i < body->nargs; i++) np += gv_arg_trains(f, i);
   gv_value **outs = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *outs);
   const char **names = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *names);
   outs[0] = loss;
@@ -149,7 +150,7 @@ int gv_pass_autodiff(gv_module *m) {
   int k = 1;
   b.loc = "autodiff";
   for (int i = 0; i < body->nargs; i++) {
-    if (!f->arg_is_param[i]) continue;
+    if (!gv_arg_trains(f, i)) continue;
     gv_value *a = body->args[i], *g = grad[a->id];
     if (!g) g = gvb_zeros(&b, &a->type);
     if (!g) goto done;

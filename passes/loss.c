@@ -23,18 +23,21 @@ static void move_last_arg(gv_func *f, int pos) {
   bool isp = f->arg_is_param[n];
   const void *pd = f->param_data[n];
   bool st = f->arg_is_state ? f->arg_is_state[n] : false;
+  bool fz = f->arg_is_frozen ? f->arg_is_frozen[n] : false;
   for (int i = n; i > pos; i--) {
     b->args[i] = b->args[i - 1];
     f->arg_names[i] = f->arg_names[i - 1];
     f->arg_is_param[i] = f->arg_is_param[i - 1];
     f->param_data[i] = f->param_data[i - 1];
     if (f->arg_is_state) f->arg_is_state[i] = f->arg_is_state[i - 1];
+    if (f->arg_is_frozen) f->arg_is_frozen[i] = f->arg_is_frozen[i - 1];
   }
   b->args[pos] = v;
   f->arg_names[pos] = nm;
   f->arg_is_param[pos] = isp;
   f->param_data[pos] = pd;
   if (f->arg_is_state) f->arg_is_state[pos] = st;
+  if (f->arg_is_frozen) f->arg_is_frozen[pos] = fz;
   for (int i = 0; i < b->nargs; i++) b->args[i]->index = i;
 }
 

@@ -1,6 +1,8 @@
 /* optimizer.c — the `optimizer` pass: appends the parameter update to a
- * function that returns (loss, grad:<p> for every parameter p) (passes/
- * autodiff.c), so that the function becomes one training step:
+ * function that returns (loss, grad:<p> for every parameter p that trains)
+ * (passes/autodiff.c), so that the function becomes one training step (a
+ * frozen parameter, galv.frozen, gets no update and no state: the step
+ * leaves it as it is):
  *   args    = data inputs, labels, params, optimizer state (galv.state)
  *   results = loss, new params, new state; each result that replaces an
  *             argument for the next step says which (res_updates, printed
@@ -57,12 +59,12 @@ int gv_pass_optimizer(gv_module *m) {
   if (!adamw && strcmp(o->optimizer, "sgd") != 0)
     return gv_error(m, "optimizer: unknown optimizer '%s' (known: adamw, sgd)", o->optimizer);
   int nargs0 = f->body->nargs, np = 0;
-  for (int i = 0; i < nargs0; i++) np += f->arg_is_param[i];
+  for (int i = 0; i < nargs0; i++) np += gv_arg_trains(f, i);
   if (ret->nopnds != np + 1 || f->nres_names != np + 1 || !f->res_names)
-    return gv_error(m, "optimizer: the function must return the loss and one gradient per parameter (run autodiff first)");
+    return gv_error(m, "optimizer: the function must return the loss and one gradient per trained parameter (run autodiff first)");
   int *pidx = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *pidx);
   for (int i = 0, k = 0; i < nargs0; i++) {
-    if (!f->arg_is_param[i]) continue;
+    if (!gv_arg_trains(f, i)) continue;
     const char *rn = f->res_names[k + 1];
     if (!rn || strncmp(rn, "grad:", 5) || strcmp(rn + 5, f->arg_names[i]))
       return gv_error(m, "optimizer: result %d should be grad:%s (run autodiff first)", k + 1, f->arg_names[i]);

@@ -417,6 +417,7 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
     f->arg_is_param[k] = f->arg_is_param[a];
     f->param_data[k] = f->param_data[a];
     if (f->arg_is_state) f->arg_is_state[k] = f->arg_is_state[a];
+    if (f->arg_is_frozen) f->arg_is_frozen[k] = f->arg_is_frozen[a];
     if (f->arg_sharding) f->arg_sharding[k] = f->arg_sharding[a];
     k++;
   }

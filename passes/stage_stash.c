@@ -258,6 +258,7 @@ int gv_pass_stage_stash(gv_module *m) {
       f->arg_is_param[kk] = f->arg_is_param[a];
       f->param_data[kk] = f->param_data[a];
       if (f->arg_is_state) f->arg_is_state[kk] = f->arg_is_state[a];
+    if (f->arg_is_frozen) f->arg_is_frozen[kk] = f->arg_is_frozen[a];
       if (f->arg_sharding) f->arg_sharding[kk] = f->arg_sharding[a];
       kk++;
     }

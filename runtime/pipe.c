@@ -485,7 +485,14 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   int adamw = !strcmp(galv_pipe_optimizer, "adamw");
   const double lr = galv_pipe_hparams[0], wd = galv_pipe_hparams[1], b1 = galv_pipe_hparams[2], b2 = galv_pipe_hparams[3],
                eps = galv_pipe_hparams[4], mom = galv_pipe_hparams[5];
+  /* a parameter trains when an entry outputs its gradient; a frozen one (galv.frozen) has none: no sums, no
+   * optimizer state, no update (D->release(NULL) is a no-op) */
+  char *trains = calloc((size_t)galv_pipe_nparams + 1, 1);
+  if (!trains) galv_fatal("out of memory");
+  for (int o = 0; o < nbo; o++)
+    if (okb[o] < 0) trains[-okb[o] - 1] = 1;
   for (int p = 0; p < galv_pipe_nparams; p++) { /* the gradient sums and the optimizer state, zero */
+    if (!trains[p]) continue;
     size_t n = (size_t)galv_pipe_params[p].nbytes;
     acc[p] = D->alloc(n);
     st1[p] = adamw || mom != 0 ? D->alloc(n) : NULL;
@@ -497,7 +504,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int p = 0; p < galv_pipe_nparams; p++)
     if (galv_pipe_param_split[p].starts && galv_pipe_params[p].nbytes > gmax) gmax = galv_pipe_params[p].nbytes;
   for (int p = 0; p < galv_pipe_nparams; p++)
-    if (shared_param(p)) {
+    if (shared_param(p) && trains[p]) { /* frozen everywhere it is held: nothing to sum */
       int64_t wb = galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes;
       accw[p] = D->alloc((size_t)wb);
       if (wb > wmax) wmax = wb;
@@ -525,7 +532,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   float step_t = 0;
   for (long step = 0; step < steps; step++) {
     for (int p = 0; p < galv_pipe_nparams; p++) {
-      D->fill(acc[p], 0, (size_t)galv_pipe_params[p].nbytes);
+      if (trains[p]) D->fill(acc[p], 0, (size_t)galv_pipe_params[p].nbytes);
       if (accw[p]) D->fill(accw[p], 0, (size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes);
     }
     double loss = 0;
@@ -690,8 +697,9 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     op.stepsz = (float)lr / (1.0f - powf((float)b1, step_t));
     op.bc2s = sqrtf(1.0f - powf((float)b2, step_t));
     for (int p = 0; p < galv_pipe_nparams; p++)
-      D->optimizer(&op, (float *)(void *)(W + galv_pipe_params[p].offset), st1[p], st2[p], acc[p],
-                   (size_t)galv_pipe_params[p].nbytes / 4);
+      if (trains[p])
+          D->optimizer(&op, (float *)(void *)(W + galv_pipe_params[p].offset), st1[p], st2[p], acc[p],
+                     (size_t)galv_pipe_params[p].nbytes / 4);
     if (bw) D->copy(Wb, W, (size_t)pspan); /* the backward entry's copy of the parameters */
     if (last && lrank == 0) printf("step %ld loss %.9g\n", step, loss / B);
   }
@@ -739,7 +747,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   D->release(wtmp), free(accw);
   for (int j = 0; j < B; j++) D->release(stash[j]);
   D->release(gblk), D->release(inbuf), D->release(arena), D->release(W);
-  free(ik), free(ok), free(ng), free(ioff), free(goff), free(bat), free(nbat), free(gnb), free(gbuf), free(acc), free(st1), free(st2), free(stash);
+  free(ik), free(ok), free(ng), free(ioff), free(goff), free(bat), free(nbat), free(gnb), free(gbuf), free(acc), free(st1), free(st2), free(stash), free(trains);
   free(hin), free(acts), free(evs), free(mbw);
   galv_queue_free(q);
   galv_spmd_finalize();

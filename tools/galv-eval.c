@@ -32,13 +32,16 @@ static void usage(FILE *f) {
              "  --list-ops               print the supported ONNX op types (default domain), one a line\n"
              "  --train                  add the training step after dce (loss, autodiff, optimizer);\n"
              "                           --loss, --labels, --optimizer, --lr, --weight-decay, --beta1, --beta2,\n"
-             "                           --eps, --momentum, --ignore-index, --recompute as for galvc; optimizer\n"
+             "                           --eps, --momentum, --ignore-index, --recompute, --freeze, --trainable as\n"
+             "                           for galvc; optimizer\n"
              "                           state starts at 0\n"
              "  --steps N                run the step function N times, feeding updated params and state\n"
              "                           back; prints 'step I loss X'; -o then writes the last step's results\n"
+             "                           (and, with --train, the frozen parameters, unchanged)\n"
              "  --precision bf16         with --train: round every value the cuda target stores as bf16 under\n"
              "                           --train --precision bf16 (and the operands its kernels convert) to\n"
              "                           bf16, everything else fp32: that target's mixed precision, on the CPU\n"
+             "  -q, --quiet              no report of what trains (stderr, with --train)\n"
              "  -h, --help\n");
 }
 
@@ -169,7 +172,8 @@ int main(int argc, char **argv) {
   static char shape_names[32][256];
   int nshapes = 0;
   const char *in_names[64], *in_files[64];
-  int nin = 0, train = 0, bf16 = 0;
+  int nin = 0, train = 0, bf16 = 0, nselect = 0, quiet = 0;
+  gv_train_select select[64];
   long steps = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -184,6 +188,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--batch") && i + 1 < argc) opt.batch = atoll(argv[++i]);
     else if (!strcmp(a, "--seq") && i + 1 < argc) opt.seq = atoll(argv[++i]);
     else if (!strcmp(a, "--train")) train = 1;
+    else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = 1;
     else if (!strcmp(a, "--precision") && i + 1 < argc) {
       const char *v = argv[++i];
       if (strcmp(v, "fp32") && strcmp(v, "bf16")) { gv_error_plain("--precision %s: expected fp32 or bf16", v); return 2; }
@@ -195,6 +200,10 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--loss") && i + 1 < argc) gv_train_opts.loss = argv[++i];
     else if (!strcmp(a, "--labels") && i + 1 < argc) gv_train_opts.labels = argv[++i];
     else if (!strcmp(a, "--recompute") && i + 1 < argc) gv_train_opts.recompute = argv[++i];
+    else if ((!strcmp(a, "--freeze") || !strcmp(a, "--trainable")) && i + 1 < argc) {
+      if (nselect == 64) { gv_error_plain("too many --freeze / --trainable (at most 64)"); return 2; }
+      select[nselect++] = (gv_train_select){argv[++i], a[2] == 't'};
+    }
     else if (!strcmp(a, "--optimizer") && i + 1 < argc) gv_train_opts.optimizer = argv[++i];
     else if (!strcmp(a, "--ignore-index") && i + 1 < argc) gv_train_opts.ignore_index = atoll(argv[++i]);
     else if ((!strcmp(a, "--lr") || !strcmp(a, "--weight-decay") || !strcmp(a, "--beta1") || !strcmp(a, "--beta2") ||
@@ -224,7 +233,7 @@ int main(int argc, char **argv) {
       static const char *const valued[] = {"-o", "--passes", "--batch", "--seq", "--precision", "--steps", "--loss",
                                            "--labels", "--recompute", "--optimizer", "--ignore-index", "--lr",
                                            "--weight-decay", "--beta1", "--beta2", "--eps", "--momentum", "--input",
-                                           "--input-shape", NULL};
+                                           "--input-shape", "--freeze", "--trainable", NULL};
       for (const char *const *v = valued; *v; v++)
         if (!strcmp(a, *v)) { gv_error_plain("%s needs a value (see --help)", a); return 2; }
       gv_error_plain("unknown option '%s' (see --help)", a);
@@ -237,6 +246,8 @@ int main(int argc, char **argv) {
   if (opt.batch <= 0 || opt.seq <= 0) { gv_error_plain("--batch and --seq must be positive"); return 2; }
   opt.shapes = shapes;
   opt.nshapes = nshapes;
+  opt.select = select;
+  opt.nselect = nselect;
 
   int rc = 1;
   npy_array arrs[64];
@@ -263,6 +274,7 @@ int main(int argc, char **argv) {
   free(list);
 
   gv_func *f = m->main;
+  if (train && !quiet) gv_print_trainable(f, "galv-eval", stderr);
   if (!checked && check_static(m, f->body)) goto out;
   if (bf16 && !train) { gv_error_plain("--precision bf16 emulates bf16 training: it needs --train"); goto out; }
   if (bf16 && emulate_bf16_storage(m)) goto out;
@@ -337,6 +349,23 @@ int main(int argc, char **argv) {
       memcpy(na.dims, outs[i]->type.dims, sizeof(int64_t) * (size_t)na.rank);
       na.nbytes = (size_t)gv_tensor_numel(outs[i]) * gv_dtype_size(outs[i]->type.dtype);
       na.data = outs[i]->data;
+      if (npy_write(path, &na, err, sizeof err)) { gv_error_plain("%s: %s", path, err); goto out; }
+    }
+    /* training: the frozen parameters too (no result updates them: they are as imported) */
+    for (int a = 0; train && a < f->body->nargs; a++) {
+      if (!f->arg_is_param[a] || gv_arg_trains(f, a)) continue;
+      const gv_type *t = &f->body->args[a]->type;
+      char name[256], path[4096], err[256];
+      snprintf(name, sizeof name, "%s", f->arg_names[a]);
+      for (char *c = name; *c; c++)
+        if (*c == '/' || *c == '\\' || (unsigned char)*c < 0x20) *c = '_';
+      snprintf(path, sizeof path, "%s/%s.npy", outdir, name);
+      npy_array na = {0};
+      if (to_npy(t->dtype, &na.dtype)) { gv_error(m, "parameter '%s': dtype not writable", f->arg_names[a]); goto out; }
+      na.rank = t->rank;
+      memcpy(na.dims, t->dims, sizeof(int64_t) * (size_t)na.rank);
+      na.nbytes = (size_t)gv_type_numel(t) * gv_dtype_size(t->dtype);
+      na.data = (void *)f->param_data[a];
       if (npy_write(path, &na, err, sizeof err)) { gv_error_plain("%s: %s", path, err); goto out; }
     }
   }

@@ -133,6 +133,8 @@ static void usage(FILE *f) {
           "                           --beta1 X (0.9), --beta2 X (0.999), --eps X (1e-8), --momentum X (0)\n"
           "  --recompute=none|all|L,..  recompute these layers' activations in backward (layer = NAME.N\n"
           "                           segment of the node names, e.g. h.0 / layers.3, or its index N)\n"
+          "  --freeze NAME|GLOB       this float initializer does not train (repeatable; fnmatch globs;\n"
+          "  --trainable NAME|GLOB    the last matching option wins over the default rule, docs/autodiff.md)\n"
           "  -q, --quiet              no progress output\n"
           "  -h, --help, --version\n"
           "\n"
@@ -351,6 +353,8 @@ int main(int argc, char **argv) {
   gv_import_options opt = {.batch = 1, .seq = 128, .load_weights = true};
   gv_input_shape shapes[64];
   int nshapes = 0;
+  gv_train_select select[64];
+  int nselect = 0;
   pipe_args pa = {.B = 1, .sched = GV_SCHED_1F1B};
 
   for (int i = 1; i < argc; i++) {
@@ -498,6 +502,9 @@ int main(int argc, char **argv) {
       gv_train_opts.optimizer = val;
     } else if (TAKES("--recompute")) {
       gv_train_opts.recompute = val;
+    } else if (TAKES("--freeze") || TAKES("--trainable")) {
+      if (nselect == (int)(sizeof select / sizeof *select)) { gv_error_plain("too many --freeze / --trainable (at most 64)"); return 2; }
+      select[nselect++] = (gv_train_select){val, a[2] == 't'};
     } else if (TAKES("--ignore-index")) {
       char *end;
       gv_train_opts.ignore_index = strtoll(val, &end, 10);
@@ -688,6 +695,8 @@ int main(int argc, char **argv) {
   gv_shard_opts.quiet = quiet;
   opt.shapes = shapes;
   opt.nshapes = nshapes;
+  opt.select = select;
+  opt.nselect = nselect;
 
   if (pa.recompute && (!pa.on || !train)) {
     gv_error_plain("--pipeline-recompute applies to pipeline training: it needs --train and --pipeline-stages");
@@ -729,6 +738,7 @@ int main(int argc, char **argv) {
   describe_inputs(m, "%1$s %2$s", ", ", inputs, sizeof inputs);
   describe_inputs(m, train ? "%1$s" : "--input %1$s=FILE.npy", train ? ", " : " ", run_args, sizeof run_args);
   if (!quiet) fprintf(stderr, "galvc: inputs %s (symbolic dims: --batch %lld, --seq %lld)\n", inputs, (long long)opt.batch, (long long)opt.seq);
+  if (!quiet && train) gv_print_trainable(m->main, "galvc", stderr);
   int dumpn = 0;
   if (dump_after && (strcmp(dump_after, "all") == 0 || strcmp(dump_after, "import") == 0))
     rc = dump(m, dump_dir, dumpn, "import");

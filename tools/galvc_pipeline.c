@@ -262,6 +262,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   opt = at_microbatch(opt, global, B);
   gv_module *m = pipe_front(model, &opt, 0, quiet, verify_each); /* training: per stage, after extraction */
   if (!m) return -1;
+  if (train && !quiet) gv_print_trainable(m->main, "galvc", stderr);
   int nops = 0;
   for (gv_op *op = m->main->body->first; op; op = op->next) nops++;
   int want = S ? S : (int)gpus;

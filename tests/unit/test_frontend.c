@@ -300,9 +300,9 @@ static int test_mlp(void) {
   CHECK(m);
   gv_func *f = m->main;
   gv_block *b = f->body;
-  CHECK(b->nargs == 2);
-  CHECK(!f->arg_is_param[0] && f->arg_is_param[1]);
-  CHECK(strcmp(f->arg_names[0], "x") == 0 && strcmp(f->arg_names[1], "w") == 0);
+  CHECK(b->nargs == 3); /* the 0-d bias "b" is a weight too: which initializers train is not a matter of size */
+  CHECK(!f->arg_is_param[0] && f->arg_is_param[1] && f->arg_is_param[2] && gv_arg_trains(f, 1) && gv_arg_trains(f, 2));
+  CHECK(strcmp(f->arg_names[0], "x") == 0 && strcmp(f->arg_names[1], "w") == 0 && strcmp(f->arg_names[2], "b") == 0);
   CHECK(b->args[0]->type.rank == 3 && b->args[0]->type.dims[0] == 3 && b->args[0]->type.dims[1] == 7 &&
         b->args[0]->type.dims[2] == 4);
   CHECK(f->param_data[1] && memcmp(f->param_data[1], w, sizeof w) == 0);
@@ -312,8 +312,7 @@ static int test_mlp(void) {
   CHECK(ints_eq(dot, "lhs_batch", 0, NULL) && ints_eq(dot, "rhs_batch", 0, NULL));
   gv_op *add = find(b, GV_OP_ADD, 0);
   CHECK(add && add->opnds[0] == dot->res[0]);
-  const gv_tensor *bt = const_of(add->opnds[1]); /* 0-d float: a constant, not a param */
-  CHECK(bt && bt->type.rank == 0 && gv_tensor_get_f(bt, 0) == 0.5);
+  CHECK(add->opnds[1] == b->args[2] && b->args[2]->type.rank == 0 && *(const float *)f->param_data[2] == 0.5f);
   gv_op *ret = gv_block_terminator(b);
   CHECK(ret && ret->code == GV_OP_RETURN && ret->nopnds == 1 && ret->opnds[0] == find(b, GV_OP_RELU, 0)->res[0]);
   CHECK(f->nres_names == 1 && strcmp(f->res_names[0], "y") == 0);
@@ -383,9 +382,9 @@ static int test_raw_decode(void) {
   uint8_t i64b[16] = {0x01, 0, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}; /* 1, -2 */
   init(g, raw(tensor("ci", I64, 1, (int64_t[]){2}), i64b, 16));
   uint8_t f32b[4] = {0x00, 0x00, 0xc0, 0x3f}; /* 1.5f */
-  init(g, raw(tensor("cf", F32, 1, (int64_t[]){1}), f32b, 4));
+  init(g, raw(tensor("onnx::cf", F32, 1, (int64_t[]){1}), f32b, 4));
   uint8_t f16b[2] = {0x00, 0x3c}; /* 1.0 */
-  init(g, raw(tensor("ch", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, 0, NULL), f16b, 2));
+  init(g, raw(tensor("onnx::ch", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, 0, NULL), f16b, 2));
   uint8_t f16w[4] = {0x00, 0xc0, 0x00, 0x38}; /* -2.0, 0.5: a weight (2 elements) */
   init(g, raw(tensor("wh", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, 1, (int64_t[]){2}), f16w, 4));
   uint8_t boolb[3] = {1, 0, 7};
@@ -393,8 +392,8 @@ static int test_raw_decode(void) {
   node(g, "Identity", "/i", "x", "y");
   output(g, "y");
   output(g, "ci");
-  output(g, "cf");
-  output(g, "ch");
+  output(g, "onnx::cf");
+  output(g, "onnx::ch");
   output(g, "wh");
   output(g, "cb");
   gv_module *m = import(g, 17, NULL, NULL);
@@ -446,12 +445,12 @@ static int test_typed_decode(void) {
   cb->n_int32_data = 2;
   cb->int32_data = bv;
   init(g, cb);
-  Onnx__TensorProto *ch = tensor("ch", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, 0, NULL);
+  Onnx__TensorProto *ch = tensor("onnx::ch", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16, 0, NULL);
   int32_t hv[1] = {0xc000}; /* -2.0 */
   ch->n_int32_data = 1;
   ch->int32_data = hv;
   init(g, ch);
-  Onnx__TensorProto *cd = tensor("cd", ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE, 0, NULL);
+  Onnx__TensorProto *cd = tensor("onnx::cd", ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE, 0, NULL);
   double dv[1] = {0.1};
   cd->n_double_data = 1;
   cd->double_data = dv;
@@ -461,7 +460,7 @@ static int test_typed_decode(void) {
   wb->n_int32_data = 2;
   wb->int32_data = bfv;
   init(g, wb);
-  const char *outs[] = {"wf", "c8", "c64", "cb", "ch", "cd", "wb"};
+  const char *outs[] = {"wf", "c8", "c64", "cb", "onnx::ch", "onnx::cd", "wb"};
   for (int i = 0; i < 7; i++) output(g, outs[i]);
   gv_module *m = import(g, 17, NULL, NULL);
   CHECK(m);
@@ -867,13 +866,28 @@ static int test_tensor_pb(void) {
   return 0;
 }
 
+/* The default rule of which float initializers train (docs/autodiff.md) */
+static int test_train_rule(void) {
+  CHECK(gv_onnx_default_trains("head.bias") && gv_onnx_default_trains("scale") && gv_onnx_default_trains("pos_embed"));
+  CHECK(gv_onnx_default_trains("onnx::MatMul_11") && gv_onnx_default_trains("onnx::Gemm_3"));
+  CHECK(!gv_onnx_default_trains("onnx::Mul_123") && !gv_onnx_default_trains("/model/layers.0/Constant_output_0"));
+  CHECK(!gv_onnx_default_trains("model.layers.0.self_attn.rotary_emb.inv_freq") && !gv_onnx_default_trains("inv_freq"));
+  CHECK(!gv_onnx_default_trains("rotary.cos_cached") && !gv_onnx_default_trains("rotary._sin_cached"));
+  CHECK(!gv_onnx_default_trains("bn.running_mean") && !gv_onnx_default_trains("h.0.attn.masked_bias"));
+  CHECK(!gv_onnx_default_trains("model.encoder.embed_positions.weight"));
+  CHECK(gv_onnx_default_trains("model.decoder.embed_positions.weight")); /* Whisper's decoder table is learned */
+  CHECK(!gv_onnx_default_trains("model.decoder.embed_positions.weights"));
+  return 0;
+}
+
 int main(void) {
   gv_progname = "test_frontend";
   int (*tests[])(void) = {test_mlp,   test_symbolic_dims, test_raw_decode, test_typed_decode, test_external,
                           test_ops,   test_errors,        test_if,         test_supported_list,
-                          test_parse_dims, test_tensor_pb};
+                          test_parse_dims, test_tensor_pb, test_train_rule};
   const char *names[] = {"mlp", "symbolic_dims", "raw_decode", "typed_decode", "external",
-                         "ops", "errors",        "if",         "supported_list", "parse_dims", "tensor_pb"};
+                         "ops", "errors",        "if",         "supported_list", "parse_dims", "tensor_pb",
+                         "train_rule"};
   for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
     int rc = tests[i]();
     reset();
