@@ -352,13 +352,133 @@ static int shared_check(galv_comm *world, galv_queue *q, const char *W) {
   return compared;
 }
 
+/* ---- checkpoints (runtime/io.c's format: global tensors by name, the same
+ * as the single-device and N-rank programs', so a pipeline's checkpoint
+ * loads into any plan of the model and the reverse). Each stage holds its
+ * parameters ("NAME") and, for those that train, their optimizer state
+ * ("opt.m:NAME" / "opt.v:NAME" for AdamW, "opt.buf:NAME" for SGD with
+ * momentum; AdamW's step count "opt.step", f32, written by stage 0). A
+ * shared parameter is written by its lowest holding stage. Saving: the
+ * stages append in turn to one PATH.tmp (each stage's rank 0 gets the
+ * running CRC and count from the previous stage's, gathers its tensors over
+ * its ranks and appends them); the last stage ends the file and renames it
+ * over PATH. */
+static const char *opt_state_name(int k, const char *param, char *buf, size_t n, int adamw) {
+  snprintf(buf, n, "%s%s", adamw ? (k ? "opt.v:" : "opt.m:") : "opt.buf:", param);
+  return buf;
+}
+
+/* whole (host, the global tensor) -> this rank's block of buffer dst */
+static void put_block(int p, void *dst, const void *whole) {
+  const galv_io *l = &galv_pipe_params[p];
+  char *h = malloc((size_t)l->nbytes + 1);
+  if (!h) galv_fatal("out of memory");
+  galv_spmd_block(l, &galv_pipe_param_split[p], h, whole);
+  D->h2d(dst, h, (size_t)l->nbytes);
+  free(h);
+}
+
+static int64_t pipe_load_checkpoint(const char *path, char *W, float **st1, float **st2, const char *trains, int adamw,
+                                    float *step_t) {
+  galv_ckpt c;
+  if (galv_ckpt_open(&c, path)) galv_fatal_all("%s", c.err);
+  char *buf = NULL, nm[1100];
+  for (int p = 0; p < galv_pipe_nparams; p++) {
+    const galv_io *l = &galv_pipe_params[p];
+    galv_io g = galv_spmd_global_io(l, &galv_pipe_param_split[p]);
+    for (int k = -1; k < 2; k++) {
+      float *dst = k < 0 ? (float *)(void *)(W + l->offset) : k == 0 ? st1[p] : st2[p];
+      if (k >= 0 && (!trains[p] || !dst)) continue;
+      const char *name = k < 0 ? l->name : opt_state_name(k, l->name, nm, sizeof nm, adamw);
+      galv_ckpt_entry *e = galv_ckpt_find(&c, name);
+      if (!e) galv_fatal_all("%s: checkpoint of another model or optimizer: no state '%s'", path, name);
+      int same = e->dtype == GALV_F32 && e->rank == g.rank && e->nbytes == g.nbytes;
+      for (int d = 0; same && d < g.rank; d++) same = e->dims[d] == g.dims[d];
+      if (!same) galv_fatal_all("%s: checkpoint of another model: state '%s' has another dtype or shape", path, name);
+      free(buf);
+      buf = malloc((size_t)e->nbytes + 1);
+      if (!buf) galv_fatal("out of memory");
+      if (galv_ckpt_read(&c, e, buf)) galv_fatal_all("%s", c.err);
+      put_block(p, dst, buf);
+    }
+  }
+  free(buf);
+  if (adamw) {
+    galv_ckpt_entry *e = galv_ckpt_find(&c, "opt.step");
+    if (!e || e->dtype != GALV_F32 || e->rank != 0) galv_fatal_all("%s: checkpoint of another optimizer: no AdamW step count 'opt.step'", path);
+    if (galv_ckpt_read(&c, e, step_t)) galv_fatal_all("%s", c.err);
+  }
+  int64_t steps = c.steps;
+  galv_ckpt_close(&c);
+  return steps;
+}
+
+/* Every rank of every stage calls it, after the steps (and after
+ * galv_pipe_xfer_report: it sends). */
+static void pipe_save_checkpoint(const char *path, galv_comm *world, galv_queue *q, const char *W, float **st1, float **st2,
+                                 const char *trains, int adamw, float step_t, int64_t done) {
+  const int me = galv_pipe_stage, S = galv_pipe_nstages;
+  galv_ckpt_writer w;
+  uint32_t tok[16] = {0}; /* running CRC, count (a 64-byte message) */
+  void *dtok = D->alloc(sizeof tok);
+  if (lrank == 0) {
+    if (me == 0) {
+      if (galv_ckpt_begin(&w, path, done)) galv_fatal("%s", w.err);
+      int64_t none[1] = {0};
+      if (adamw && galv_ckpt_put(&w, "opt.step", GALV_F32, 0, none, 4, &step_t)) galv_fatal("%s", w.err);
+    } else {
+      galv_recv(world, galv_pipe_first_rank[me - 1], dtok, sizeof tok / 4, GALV_F32, q);
+      galv_queue_sync(q);
+      D->d2h(tok, dtok, sizeof tok);
+      if (galv_ckpt_resume(&w, path, tok[0], tok[1])) galv_fatal("%s", w.err);
+    }
+  }
+  char nm[1100];
+  for (int p = 0; p < galv_pipe_nparams; p++) {
+    if (shared_param(p) && shared_root_stage(p) != me) continue; /* its lowest holding stage writes it */
+    const galv_io *l = &galv_pipe_params[p];
+    char *h = malloc((size_t)l->nbytes + 1);
+    if (!h) galv_fatal("out of memory");
+    for (int k = -1; k < 2; k++) {
+      const float *src = k < 0 ? (const float *)(const void *)(W + l->offset) : k == 0 ? st1[p] : st2[p];
+      if (k >= 0 && (!trains[p] || !src)) continue;
+      D->d2h(h, src, (size_t)l->nbytes);
+      galv_io g;
+      const void *x = D->gather(l, &galv_pipe_param_split[p], h, &g); /* collective in the stage */
+      const char *name = k < 0 ? l->name : opt_state_name(k, l->name, nm, sizeof nm, adamw);
+      if (lrank == 0 && galv_ckpt_put(&w, name, GALV_F32, g.rank, g.dims, g.nbytes, x)) {
+        galv_ckpt_abandon(&w);
+        galv_fatal("%s", w.err);
+      }
+    }
+    free(h);
+  }
+  if (lrank == 0) {
+    if (me < S - 1) {
+      if (galv_ckpt_suspend(&w, &tok[0], &tok[1])) galv_fatal("%s", w.err);
+      D->h2d(dtok, tok, sizeof tok);
+      galv_send(world, galv_pipe_first_rank[me + 1], dtok, sizeof tok / 4, GALV_F32, q);
+      galv_queue_sync(q);
+    } else {
+      if (galv_ckpt_end(&w)) {
+        galv_ckpt_abandon(&w);
+        galv_fatal("%s", w.err);
+      }
+      printf("%s: wrote checkpoint %s (%lld steps done)\n", galv_progname, path, (long long)done);
+    }
+  }
+  D->release(dtok);
+}
+
 static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, int rank, int size) {
   const int S = galv_pipe_nstages, B = galv_pipe_microbatches, me = galv_pipe_stage, last = me == S - 1;
-  const char *outdir = NULL, *wpath = NULL, *trace = NULL, *bdir = NULL;
+  const char *outdir = NULL, *wpath = NULL, *trace = NULL, *bdir = NULL, *load = NULL, *save = NULL;
   long steps = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--batches") && v) bdir = v, i++;
+    else if (!strcmp(a, "--load-checkpoint") && v) load = v, i++;
+    else if (!strcmp(a, "--save-checkpoint") && v) save = v, i++;
     else if (!strcmp(a, "--steps") && v) {
       char *end;
       steps = strtol(v, &end, 10);
@@ -369,7 +489,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     else if (!strcmp(a, "--trace") && v) trace = v, i++;
     else if (!strcmp(a, "--threads") && v) openblas_set_num_threads(atoi(v) > 0 ? atoi(v) : 1), i++;
     else galv_fatal_all("unknown or incomplete option '%s' (usage: --batches DIR [--steps N] [-o OUTDIR] [--trace FILE] "
-                    "[--weights FILE] [--threads N])", a);
+                    "[--load-checkpoint F] [--save-checkpoint F] [--weights FILE] [--threads N])", a);
   }
   if (!bdir) galv_fatal_all("a training pipeline needs --batches DIR (DIR/NAME.npy per data input)");
   char wbuf[PATH_MAX];
@@ -530,6 +650,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   int inflight = 0, peak_mb = 0;
   double tstart = now_us(), tcomp = 0;
   float step_t = 0;
+  int64_t done = load ? pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t) : 0; /* steps done before */
+  if (load && bw) D->copy(Wb, W, (size_t)pspan);
   for (long step = 0; step < steps; step++) {
     for (int p = 0; p < galv_pipe_nparams; p++) {
       if (trains[p]) D->fill(acc[p], 0, (size_t)galv_pipe_params[p].nbytes);
@@ -540,7 +662,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (mbw) { /* per microbatch: its labels other than the ignore index; weight c_j B / sum c */
       int64_t tot = 0, per = gnb[ilab] / 8;
       const int64_t *lab = (const int64_t *)(const void *)((const char *)bat[ilab].data +
-                                                           (size_t)(nbat[ilab] > 1 ? step % nbat[ilab] : 0) * (size_t)B * (size_t)gnb[ilab]);
+                                                           (size_t)(nbat[ilab] > 1 ? (done + step) % nbat[ilab] : 0) * (size_t)B * (size_t)gnb[ilab]);
       for (int j = 0; j < B; j++) {
         int64_t c = 0;
         for (int64_t e = 0; e < per; e++) c += lab[(int64_t)j * per + e] != galv_pipe_ignore_index;
@@ -610,7 +732,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
             const galv_io *d = &galv_inputs[i];
             GALV_UNPOISON(arena + d->offset, d->nbytes);
             if (ik[i] == 0 && a->fwd) { /* this rank's block of the microbatch's slice of the step's batch */
-              int64_t b = nbat[i] > 1 ? step % nbat[i] : 0;
+              int64_t b = nbat[i] > 1 ? (done + step) % nbat[i] : 0;
               galv_spmd_block(d, &galv_input_split[i], hin, (char *)bat[i].data + ((size_t)b * (size_t)B + (size_t)a->mb) * (size_t)gnb[i]);
               D->h2d(src + ioff[i], hin, (size_t)d->nbytes);
             }
@@ -701,7 +823,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           D->optimizer(&op, (float *)(void *)(W + galv_pipe_params[p].offset), st1[p], st2[p], acc[p],
                      (size_t)galv_pipe_params[p].nbytes / 4);
     if (bw) D->copy(Wb, W, (size_t)pspan); /* the backward entry's copy of the parameters */
-    if (last && lrank == 0) printf("step %ld loss %.9g\n", step, loss / B);
+    if (last && lrank == 0) printf("step %lld loss %.9g\n", (long long)(done + step), loss / B);
   }
   double total = now_us() - tstart;
   printf("%s: %ld steps x %d microbatches (%s): %.3f ms (compute %.3f ms, predicted %.3f ms per microbatch forward+backward)\n",
@@ -732,6 +854,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   int nshared = 0;
   for (int p = 0; p < galv_pipe_nparams; p++) nshared += shared_param(p) && shared_root_stage(p) == me;
   int ncopies = shared_check(world, q, W); /* after the report: these sends are not the steps' */
+  if (save) pipe_save_checkpoint(save, world, q, W, st1, st2, trains, adamw, step_t, done + steps);
   if (nshared && lrank == 0)
     printf("%s: shared parameters: %d held with later stages, %d copies compared: bit-identical; gradient sums sent by "
            "this rank: %llu bytes\n", galv_progname, nshared, ncopies, (unsigned long long)shared_sent);
@@ -765,10 +888,14 @@ static int pipe_help(int argc, char **argv) {
   printf("pipeline stage %d of %d, %d microbatches: run every stage with DIR/launch [OPTIONS] (the same options for all)\n",
          galv_pipe_stage, galv_pipe_nstages, galv_pipe_microbatches);
   if (galv_pipe_training) {
-    printf("usage: launch --batches DIR [--steps N] [-o OUTDIR] [--trace FILE] [--weights FILE] [--threads N]\n"
+    printf("usage: launch --batches DIR [--steps N] [-o OUTDIR] [--trace FILE] [--load-checkpoint F] [--save-checkpoint F]\n"
+           "              [--weights FILE] [--threads N]\n"
            "  --batches DIR   DIR/NAME.npy per data input (and the labels), the whole batch of one step\n"
            "  --steps N       training steps (default 1)\n"
            "  -o OUTDIR       write the parameters as OUTDIR/NAME.npy after the last step\n"
+           "  --load-checkpoint F  parameters, optimizer state and step count from F (any plan's checkpoint of\n"
+           "                  this model: one device, N ranks, another pipeline)\n"
+           "  --save-checkpoint F  write them to F after the last step (the same format)\n"
            "  --trace FILE    a Chrome trace of the schedule; --weights FILE (default: weights.bin next to the\n"
            "                  program); --threads N: BLAS threads\n");
   } else {
