@@ -169,18 +169,19 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   int64_t devices = nodes * per_node;
   int rc = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plan, &pc);
   bool earlier = x->training && last < x->ngroups;
-  int64_t stash = rc == 0 && earlier && !x->recompute ? stash_bytes(m) : 0;
+  bool grads = !x->training || gv_stage_has_grads(m); /* false: a forward-only stage (nothing trains in it) */
+  int64_t stash = rc == 0 && earlier && !x->recompute && grads ? stash_bytes(m) : 0;
   gv_module_free(m);
   if (stash < 0) return -1;
   x->plans++;
   if (rc < 0) return -1;
   if (rc == 0) {
-    int runs = earlier && x->recompute ? 2 : 1; /* recompute: the combined program in both entries */
+    int runs = earlier && x->recompute && grads ? 2 : 1; /* recompute: the combined program in both entries */
     out->xfer_ns = gv_pipe_transfer_ns(x->cluster, nodes, per_node, sb.in, sb.out, runs * pc.kernels, x->training);
     out->ns = runs * pc.step_ns + out->xfer_ns;
     int64_t arena = pc.mem_total - pc.mem_params - pc.mem_grads - pc.mem_optimizer;
     out->state_bytes = pc.mem_params * (x->training ? 4 : 1) + pc.mem_grads + pc.mem_optimizer + arena;
-    out->act_bytes = !x->training ? sb.in + sb.out : earlier && !x->recompute ? (stash + devices - 1) / devices : sb.saved;
+    out->act_bytes = !x->training ? sb.in + sb.out : !grads ? 0 : earlier && !x->recompute ? (stash + devices - 1) / devices : sb.saved;
     out->feasible = true;
     /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
      * holding stages runs once per step */

@@ -441,6 +441,13 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
  * entry (gin = 0: the sent values) and again as the backward entry (the
  * microbatch's saved inputs and the received gradients): recomputation at
  * stage boundaries. */
+bool gv_stage_has_grads(const gv_module *m) {
+  const gv_func *f = m->main;
+  for (int i = 0; f->res_names && i < f->nres_names; i++)
+    if (f->res_names[i] && !strncmp(f->res_names[i], "grad:", 5)) return true;
+  return false;
+}
+
 int gv_stage_train(gv_module *m, int s, int nstages) {
   gv_func *f = m->main;
   gv_block *body = f->body;
@@ -483,11 +490,16 @@ int gv_stage_train(gv_module *m, int s, int nstages) {
   }
   bool *marked = calloc((size_t)body->nargs + 1, 1);
   if (!marked) return gv_error(m, "pipeline: out of memory");
-  for (int a = 0; a < body->nargs; a++)
+  int nwrt = 0; /* what a gradient can reach: trained parameters, received floating-point values */
+  for (int a = 0; a < body->nargs; a++) {
     if (!f->arg_is_param[a] && f->arg_names[a] && !strncmp(f->arg_names[a], "pp.", 3) &&
         gv_dtype_is_float(body->args[a]->type.dtype))
       marked[a] = f->arg_is_param[a] = true;
-  int rc = gv_pass_autodiff(m);
+    nwrt += marked[a] || gv_arg_trains(f, a);
+  }
+  /* an earlier stage with nothing to train and nothing received (e.g. only frozen embeddings): forward only, its
+   * function returns the seed without gradients; the runtime's backward of it only receives the gradients */
+  int rc = s < nstages - 1 && !nwrt ? 0 : gv_pass_autodiff(m);
   for (int a = 0; a < body->nargs; a++)
     if (marked[a]) f->arg_is_param[a] = false;
   free(marked);

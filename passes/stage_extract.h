@@ -41,5 +41,10 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io);
 /* After gv_stage_extract: stage s of the training step (loss on the last stage,
  * gradients of the received values, inputs "gin:pp.X"; stage_extract.c). */
 int gv_stage_train(gv_module *m, int s, int nstages);
+/* Whether a stage's training function has "grad:" results. An earlier stage
+ * with nothing to train and nothing received (only frozen parameters) has
+ * none: it runs forward only, without a stash or a backward entry, and its
+ * backward only receives the gradients of what it sent. */
+bool gv_stage_has_grads(const gv_module *m);
 
 #endif

@@ -591,6 +591,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (ns != *bw->nstash) galv_fatal("pipeline table: the forward entry writes %d stash values, the backward entry reads %d", ns, *bw->nstash);
   }
   if (last && iloss < 0) galv_fatal("the last stage's program has no 'loss' output");
+  /* an earlier stage with no gradient outputs (only frozen parameters, nothing received): forward only */
+  int fwd_only = !last && !bw;
+  for (int o = 0; o < nbo && fwd_only; o++)
+    if (okb[o] < 0 || (okb[o] >= 1000000 && okb[o] < 2000000)) fwd_only = 0;
   /* cross entropy on the last stage: each microbatch's mean weighted by its counted labels (mbw) */
   double *mbw = NULL;
   int ilab = -1;
@@ -749,7 +753,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
               D->add_f32(g, (const float *)(const void *)(gbuf[i] + (size_t)r * (size_t)d->nbytes), (size_t)d->nbytes / 4);
           }
         if (bw && !a->fwd) D->run_entry(bw, arena, Wb, stash[a->mb]); /* the stash is the backward entry's state buffer */
-        else D->run(arena, W);
+        else if (a->fwd || !fwd_only) D->run(arena, W); /* a forward-only stage's backward only received */
         const galv_io *outs = bw && !a->fwd ? bout : galv_outputs;
         for (int o = 0, n = bw && !a->fwd ? nbo : no; o < n; o++)
           if (!outs[o].in_weights) GALV_UNPOISON(arena + outs[o].offset, outs[o].nbytes);

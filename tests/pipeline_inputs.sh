@@ -11,7 +11,7 @@
 # the single device); --plan-only prints the stage plan and stops, also with
 # --no-weights and -q, writing no program; cross-entropy microbatches are
 # weighted by their counted labels (ignored labels spread unevenly = the
-# single device).
+# single device); a first stage of frozen parameters runs forward only.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -121,6 +121,42 @@ PY
   fi
 else
   bad "cross entropy with unevenly ignored labels: $(grep -m2 -i error "$T/err")"
+fi
+
+# a first stage holding only frozen parameters (nothing trains in it, nothing
+# received): forward only (no backward entry), its backward only receives;
+# 2 AdamW steps = the single device with the same --freeze, pp=3
+FRZ="--freeze transformer.wte.weight --freeze transformer.wpe.weight --freeze transformer.h.0.*"
+if "$G" "$T/gpt2s4.onnx" --seq 8 --train $FRZ --target cpu -q -o "$T/fz1/" 2>"$T/err" </dev/null &&
+  "$T/fz1/program" --batches "$T/b" --steps 2 -o "$T/fz1.w" >"$T/fz1.log" 2>"$T/err" </dev/null &&
+  "$G" "$T/gpt2s4.onnx" --seq 8 --train $FRZ --pipeline-stages 3 --microbatches 2 --target cpu -q -o "$T/fzp/" 2>"$T/err" </dev/null &&
+  timeout 120 "$T/fzp/launch" --batches "$T/b" --steps 2 -o "$T/fzp.w" >"$T/fzp.log" 2>"$T/err" </dev/null; then
+  if [ -e "$T/fzp/stage0/program_bwd.c" ] || [ ! -e "$T/fzp/stage1/program_bwd.c" ]; then
+    bad "frozen first stage: stage 0 should be forward only (no program_bwd.c), stage 1 should stash"
+  elif msg=$(python3 - "$T/fz1.log" "$T/fzp.log" "$T/fz1.w" "$T/fzp.w" "$T/gpt2s4.onnx" 2>&1 <<'PY'
+import sys, os, re, numpy as np, onnx
+from onnx import numpy_helper
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+if len(a) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
+init = {t.name: numpy_helper.to_array(t) for t in onnx.load(sys.argv[5]).graph.initializer}
+worst = 0.0
+for f in sorted(os.listdir(sys.argv[3])):
+    x, y = np.load(os.path.join(sys.argv[3], f)), np.load(os.path.join(sys.argv[4], f))
+    if not np.allclose(y, x, rtol=1e-4, atol=1e-5): sys.exit(f"{f}: max abs diff {np.abs(x - y).max()}")
+    worst = max(worst, float(np.abs(x - y).max()))
+    n = f[:-4]
+    if (n.startswith("transformer.h.0.") or n in ("transformer.wte.weight", "transformer.wpe.weight")) and y.tobytes() != init[n].tobytes():
+        sys.exit(f"frozen {n} changed")
+print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, weights max abs diff {worst:.2g}, frozen ones unchanged")
+PY
+); then
+    ok "frozen first stage, pp=3: forward-only stage 0, $msg"
+  else
+    bad "frozen first stage: $msg"
+  fi
+else
+  bad "frozen first stage: $(grep -m2 -i error "$T/err")"
 fi
 
 # --input-shape: an encoder-decoder with decoder length 5, encoder 8, pp=2 = the single device

@@ -610,6 +610,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     gv_module *ms = NULL, *mb = NULL; /* the stage's program (training with a stash: its forward entry) and backward entry */
     bool stash = train && !pa->recompute && s < S - 1;
     rc = !io || !(ms = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io));
+    if (!rc && stash && !gv_stage_has_grads(ms)) stash = false; /* forward only: nothing trains in it */
     if (!rc && stash) { /* the same stage module again (deterministic), split into the two entries */
       gv_stage_io *io2 = calloc(1, sizeof *io2);
       rc = !io2 || !(mb = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io2));
