@@ -190,11 +190,11 @@ static int64_t *update_in_place(ctx *c, gv_func *f) {
     bool ew = d->code == GV_OP_FUSED || (gv_ops[d->code].flags & GV_ELEMENTWISE);
     if (rv->external || rv->root != r->id || !gv_type_equal(&r->type, &arg->type)) continue;
     if (av->end > rv->start || (av->end == rv->start && !ew)) continue;
-    rv->external = true;
-    for (int k = 0; k < c->nvals; k++)
-      if (c->v[k].planned && c->v[k].root == r->id) c->v[k].external = true;
+    rv->external = true; /* its views follow after the loop (one pass, not one per result) */
     ip[i] = 1;
   }
+  for (int k = 0; k < c->nvals; k++)
+    if (c->v[k].planned && c->v[c->v[k].root].external) c->v[k].external = true;
   return ip;
 }
 
