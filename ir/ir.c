@@ -511,6 +511,20 @@ void gv_replace_uses(gv_block *b, gv_value *from, gv_value *to) {
   }
 }
 
+static int replace_in_block_from(gv_op *op, gv_value *from, gv_value *to, int left) {
+  for (; op && left > 0; op = op->next) {
+    for (int i = 0; i < op->nopnds; i++)
+      if (op->opnds[i] == from) op->opnds[i] = to, left--;
+    for (int r = 0; r < op->nregions && left > 0; r++) left = replace_in_block_from(op->regions[r]->first, from, to, left);
+  }
+  return left;
+}
+
+void gv_replace_uses_after(gv_op *def, gv_value *from, gv_value *to, int nuses) {
+  if (replace_in_block_from(def->next, from, to, nuses) != 0 || nuses < 0) /* the count was off: every use, the slow way */
+    gv_replace_uses(def->parent, from, to);
+}
+
 /* gv_subst: open addressing on the value pointer, power-of-two capacity,
  * at most half full. */
 typedef struct {

@@ -334,6 +334,11 @@ void gv_insert_before(gv_op *pos, gv_op *op);
 void gv_op_unlink(gv_op *op);
 /* Replaces every use of from by to in the block and nested regions. */
 void gv_replace_uses(gv_block *b, gv_value *from, gv_value *to);
+/* The same for a result of def with nuses uses (gv_count_uses, kept up to
+ * date): they follow def in its block (SSA), so the walk starts after def
+ * and stops at the last one (linear in the distance to the last use, not
+ * in the block); a count that does not match falls back to gv_replace_uses. */
+void gv_replace_uses_after(gv_op *def, gv_value *from, gv_value *to, int nuses);
 /* Deferred replacement of uses, for passes that replace values while they
  * walk a block in program order. In SSA every use of a value follows its
  * definition, so recording from -> to (gv_subst_add) and resolving each op's

@@ -158,7 +158,7 @@ static bool can_fill(const gv_value *x, int k) {
 static void finish(canon *c, gv_op *root, gv_value *nv) {
   nv->name = root->res[0]->name;
   nv->nuses = root->res[0]->nuses;
-  gv_replace_uses(c->m->main->body, root->res[0], nv);
+  gv_replace_uses_after(root, root->res[0], nv, root->res[0]->nuses);
   mark(c, root);
   c->last = nv->def;
   for (int i = 0; i < c->ndead; i++) {
