@@ -39,6 +39,7 @@ typedef struct {
 typedef struct {
   gv_module *m;
   int *gid;      /* by value id: 1 + index of the group that defines it, 0 none */
+  int *pos;      /* by value id: a member's index in its group (build's scratch) */
   int nids;
   group *groups;
   int ngroups, cap;
@@ -108,37 +109,48 @@ static int new_group(ctx *c, const gv_type *shape) {
   return c->ngroups++;
 }
 
+/* The index of an outside operand among the fused op's arguments: open
+ * addressing on the value pointer (a group can have thousands of members,
+ * say an optimizer's updates: no scan per operand). */
+static int ext_slot(gv_value **keys, int *vals, size_t mask, gv_value *u, int *next, gv_value **ext) {
+  size_t h = ((uintptr_t)u >> 4) * 0x9e3779b97f4a7c15ull & mask;
+  while (keys[h] && keys[h] != u) h = (h + 1) & mask;
+  if (!keys[h]) keys[h] = u, vals[h] = *next, ext[(*next)++] = u;
+  return vals[h];
+}
+
 /* Turns group g (two or more members, all still in block b) into one
- * galv.fused op at the place of its last member. */
+ * galv.fused op at the place of its last member. Linear in the members'
+ * operands. */
 static int build(ctx *c, gv_block *b, int g) {
   gv_module *m = c->m;
   group *G = &c->groups[g];
   int k = G->n, next = 0, ny = 0, nslots = 0;
   for (int i = 0; i < k; i++) nslots += G->ops[i]->nopnds;
+  size_t cap = 16;
+  while (cap < 2 * (size_t)nslots + 2) cap *= 2;
   gv_value **ext = malloc((size_t)(nslots + 1) * sizeof *ext);
   gv_value **ys = malloc((size_t)(k + 1) * sizeof *ys);
-  if (!ext || !ys) {
-    free(ext);
-    free(ys);
+  gv_value **keys = calloc(cap, sizeof *keys);
+  int *vals = malloc(cap * sizeof *vals), *inside = calloc((size_t)k + 1, sizeof *inside);
+  if (!ext || !ys || !keys || !vals || !inside) {
+    free(ext), free(ys), free(keys), free(vals), free(inside);
     return gv_error(m, "fuse: out of memory");
   }
+  /* member values: their index in the group (value ids of members are valid: original ops) */
+  for (int i = 0; i < k; i++) c->pos[G->ops[i]->res[0]->id] = i;
   for (int i = 0; i < k; i++) {
     const gv_op *op = G->ops[i];
     for (int j = 0; j < op->nopnds; j++) {
       gv_value *u = op->opnds[j];
-      if (gid_of(c, u) == g) continue;
-      int e = 0;
-      while (e < next && ext[e] != u) e++;
-      if (e == next) ext[next++] = u;
+      if (gid_of(c, u) == g) inside[c->pos[u->id]]++; /* used inside the group */
+      else ext_slot(keys, vals, cap - 1, u, &next, ext);
     }
   }
   /* Yield the members whose value has a use outside the group. */
   for (int i = 0; i < k; i++) {
     gv_value *v = G->ops[i]->res[0];
-    int inside = 0;
-    for (int a = i + 1; a < k; a++)
-      for (int j = 0; j < G->ops[a]->nopnds; j++) inside += G->ops[a]->opnds[j] == v;
-    if (v->nuses > inside || (i == k - 1 && ny == 0)) ys[ny++] = v;
+    if (v->nuses > inside[i] || (i == k - 1 && ny == 0)) ys[ny++] = v;
   }
   gv_op *last = G->ops[k - 1], *anchor = last->next;
   gv_block *rb = gv_block_new(m);
@@ -148,8 +160,7 @@ static int build(ctx *c, gv_block *b, int g) {
     gv_op_unlink(op);
     gv_block_append(rb, op);
     for (int j = 0; j < op->nopnds; j++)
-      for (int e = 0; e < next; e++)
-        if (op->opnds[j] == ext[e]) op->opnds[j] = rb->args[e];
+      if (gid_of(c, op->opnds[j]) != g) op->opnds[j] = rb->args[ext_slot(keys, vals, cap - 1, op->opnds[j], &next, ext)];
   }
   gv_op *y = gv_op_new(m, GV_OP_YIELD, ny, ys, 0);
   y->loc = last->loc;
@@ -169,8 +180,7 @@ static int build(ctx *c, gv_block *b, int g) {
   if (anchor) gv_insert_before(anchor, f);
   else gv_block_append(b, f);
   c->nfused++;
-  free(ext);
-  free(ys);
+  free(ext), free(ys), free(keys), free(vals), free(inside);
   return 0;
 }
 
@@ -237,7 +247,11 @@ int gv_pass_fuse(gv_module *m) {
   ctx c = {.m = m};
   c.nids = number(body, 1);
   c.gid = calloc((size_t)c.nids + 1, sizeof *c.gid);
-  if (!c.gid) return gv_error(m, "fuse: out of memory");
+  c.pos = calloc((size_t)c.nids + 1, sizeof *c.pos);
+  if (!c.gid || !c.pos) {
+    free(c.gid), free(c.pos);
+    return gv_error(m, "fuse: out of memory");
+  }
   gv_count_uses(body);
   c.sub = gv_subst_new();
   int rc = fuse_block(&c, body);
@@ -245,6 +259,6 @@ int gv_pass_fuse(gv_module *m) {
   gv_subst_free(c.sub);
   for (int g = 0; g < c.ngroups; g++) free(c.groups[g].ops);
   free(c.groups);
-  free(c.gid);
+  free(c.gid), free(c.pos);
   return rc;
 }
