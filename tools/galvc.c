@@ -324,6 +324,12 @@ double now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* An option that takes a value came last: one error line, exit 2. */
 static bool missing_value(const char *opt) {
   gv_error_plain("%s needs a value (see galvc --help)", opt);
@@ -751,18 +757,21 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; !rc && i < npasses; i++) {
     const gv_pass *p = gv_pass_lookup(passes[i]);
-    double t = now();
+    double t = now(), tc = cpu_now();
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
       if (gv_pass_plan_sharding(m)) { rc = 1; break; }
-      if (!quiet) fprintf(stderr, "galvc: %-18s %6d ops (%.3f s)\n", "plan-sharding", count_ops(m->main->body), now() - t);
+      if (!quiet)
+        fprintf(stderr, "galvc: %-18s %6d ops (%.3f s, cpu %.3f s)\n", "plan-sharding", count_ops(m->main->body), now() - t,
+                cpu_now() - tc);
       if (plan_only) break;
-      t = now();
+      t = now(), tc = cpu_now();
     }
     if (p->run(m)) { rc = 1; break; }
     if (strcmp(p->name, "loss") == 0) describe_inputs(m, "%1$s %2$s", ", ", inputs, sizeof inputs); /* + the labels */
     if (verify_each && gv_verify(m)) { rc = 1; break; }
     if (stats) print_stats(m, p->name);
-    if (!quiet) fprintf(stderr, "galvc: %-18s %6d ops (%.3f s)\n", p->name, count_ops(m->main->body), now() - t);
+    if (!quiet)
+      fprintf(stderr, "galvc: %-18s %6d ops (%.3f s, cpu %.3f s)\n", p->name, count_ops(m->main->body), now() - t, cpu_now() - tc);
     if (!quiet && strcmp(p->name, "memory-plan") == 0) print_arena(m);
     if (dump_after && (strcmp(dump_after, "all") == 0 || strcmp(dump_after, p->name) == 0))
       rc = dump(m, dump_dir, i + 1, p->name);

@@ -19,6 +19,7 @@ extern const char *const train_pipeline[NTRAIN];
 
 int count_ops(const gv_block *b);
 double now(void); /* seconds, monotonic */
+double cpu_now(void); /* this process's CPU seconds */
 int ensure_dir(const char *dir);
 bool is_dir_arg(const char *out);
 /* The target's program (CPU: program.c; CUDA: program.cu), weights.bin, Makefile, runtime/. */

@@ -104,9 +104,10 @@ static int plan_stage(gv_module *ms, int64_t k, const gv_cluster *cluster, int v
 static int run_named(gv_module *m, const char *const *names, int n, int quiet, int verify_each) {
   for (int i = 0; i < n; i++) {
     const gv_pass *p = gv_pass_lookup(names[i]);
-    double t = now();
+    double t = now(), tc = cpu_now();
     if (p->run(m) || (verify_each && gv_verify(m))) return 1;
-    if (!quiet) fprintf(stderr, "galvc: %-18s %6d ops (%.3f s)\n", p->name, count_ops(m->main->body), now() - t);
+    if (!quiet)
+      fprintf(stderr, "galvc: %-18s %6d ops (%.3f s, cpu %.3f s)\n", p->name, count_ops(m->main->body), now() - t, cpu_now() - tc);
   }
   return 0;
 }
