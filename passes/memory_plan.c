@@ -137,33 +137,62 @@ typedef struct {
   int64_t lo, hi;
 } range;
 
-static int by_lo(const void *a, const void *b) {
-  const range *x = a, *y = b;
-  return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
 
-/* Places roots[0..n) (sorted by size) at the lowest fitting offsets;
- * returns the arena size, or -1 when out of memory. */
+/* The placed values in offset order: a list of sorted chunks of at most
+ * CHUNK value ids (insertion moves at most a chunk, not the whole list). */
+enum { CHUNK = 256 };
+typedef struct {
+  int n;
+  int ids[CHUNK];
+} chunk;
+
+/* Places roots[0..n) (in that order) at the lowest fitting offsets: a value
+ * goes at the lowest offset x where it overlaps no placed value whose
+ * lifetime overlaps its own. The placed values are walked in offset order
+ * (skipping those live at other times) until the first one at or past
+ * x + size: no sorting per value, and the walk stops at the gap. Returns the
+ * arena size, or -1 when out of memory. */
 static int64_t place(vinfo *v, const int *roots, int n) {
-  range *rs = malloc((size_t)(n + 1) * sizeof *rs);
-  if (!rs) return -1;
+  int cap = n / (CHUNK / 2) + 2, nc = 1;
+  chunk *ch = malloc((size_t)cap * sizeof *ch);
+  if (!ch) return -1;
+  ch[0].n = 0;
   int64_t total = 0;
   for (int i = 0; i < n; i++) {
     vinfo *a = &v[roots[i]];
-    int64_t size = align_up(a->bytes);
-    int nr = 0;
-    for (int j = 0; j < i; j++) {
-      const vinfo *b = &v[roots[j]];
-      if (b->bytes > 0 && a->start <= b->end && b->start <= a->end) rs[nr++] = (range){b->off, b->off + align_up(b->bytes)};
-    }
-    qsort(rs, (size_t)nr, sizeof *rs, by_lo);
-    int64_t x = 0;
-    for (int k = 0; k < nr && rs[k].lo < x + size; k++)
-      if (rs[k].hi > x) x = rs[k].hi;
+    int64_t size = align_up(a->bytes), x = 0;
+    for (int c = 0; c < nc; c++)
+      for (int k = 0; k < ch[c].n; k++) {
+        const vinfo *b = &v[ch[c].ids[k]];
+        if (!(a->start <= b->end && b->start <= a->end)) continue;
+        if (b->off >= x + size) goto found;
+        if (b->off + align_up(b->bytes) > x) x = b->off + align_up(b->bytes);
+      }
+  found:
     a->off = x;
     if (x + size > total) total = x + size;
+    if (a->bytes <= 0) continue;
+    int c = 0; /* the chunk to insert into: the first whose last offset is >= x (else the last) */
+    while (c < nc - 1 && (!ch[c].n || v[ch[c].ids[ch[c].n - 1]].off < x)) c++;
+    if (ch[c].n == CHUNK) { /* split it */
+      if (nc == cap) {
+        free(ch);
+        return -1;
+      }
+      memmove(&ch[c + 2], &ch[c + 1], sizeof *ch * (size_t)(nc - c - 1));
+      ch[c + 1].n = CHUNK / 2;
+      memcpy(ch[c + 1].ids, ch[c].ids + CHUNK / 2, sizeof(int) * (CHUNK / 2));
+      ch[c].n = CHUNK / 2;
+      nc++;
+      if (v[ch[c].ids[ch[c].n - 1]].off < x) c++;
+    }
+    int k = ch[c].n;
+    while (k > 0 && v[ch[c].ids[k - 1]].off > x) k--;
+    memmove(ch[c].ids + k + 1, ch[c].ids + k, sizeof(int) * (size_t)(ch[c].n - k));
+    ch[c].ids[k] = roots[i];
+    ch[c].n++;
   }
-  free(rs);
+  free(ch);
   return total;
 }
 
