@@ -805,8 +805,8 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
       rc = emit_attention(e, &e->att[head], head, nk);
     } else if (op->code == GV_OP_FUSED || (gv_ops[op->code].flags & GV_ELEMENTWISE)) {
       int64_t n = gv_type_numel(&op->res[0]->type);
-      fprintf(f, "  %s%d<<<galv_cu_blocks(%lld), 256, 0, galv_cu.stream>>>(", op->code == GV_OP_FUSED ? "fused" : "ew", t,
-              (long long)n);
+      fprintf(f, "  GALV_LAUNCH(%s%d, galv_cu_blocks(%lld), 256, 0, galv_cu.stream, ", op->code == GV_OP_FUSED ? "fused" : "ew",
+              t, (long long)n);
       for (int i = 0; i < op->nopnds + op->nres; i++) {
         const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
         char b[64];
