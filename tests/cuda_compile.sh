@@ -254,7 +254,7 @@ for fam in gpt2 llama vit; do
   fi
   # the storage plan: the update kernels (those writing the state buffer) read fp32 values only, weight
   # gradients are bf16 x bf16 -> fp32 GEMMs
-  upd=$(grep '<<<' "$d/program.cu" | grep '(float \*)S(' || true)
+  upd=$(grep 'GALV_LAUNCH(' "$d/program.cu" | grep '(float \*)S(' || true)
   if [ -z "$upd" ] || echo "$upd" | grep -q '(const gf \*)'; then
     echo "✗ $fam (bf16 training): a state update reads a bf16 value (or none found)"; fail=1
   fi

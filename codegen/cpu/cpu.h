@@ -24,12 +24,6 @@ const char *cg_ctype(gv_dtype t);
 void cg_c_string(FILE *f, const char *s);
 void cg_c_comment(FILE *f, const char *s);
 
-/* grad.c: one training op (gather_grad, slice_grad, cross_entropy(_grad),
- * conv_grad_*) as a runtime kernel call; p[i] are the pointer expressions
- * of the operands then the results. Returns 0, -1 after an error, 1 when
- * op is not a training op. */
-int cg_emit_grad_kernel(gv_module *m, FILE *f, const gv_op *op, char p[][64]);
-
 /* files.c */
 int cg_write_file(const char *dir, const char *name, const void *data, size_t len);
 /* the symbols a generated program defines (galv_NAME); a second entry's are galv_ENTRY_NAME (codegen/cpu/emit.c) */

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../ir/shape_rules.h"
+#include "../kcall.h"
 #include "comm.h"
 #include "cpu.h"
 
@@ -66,35 +66,6 @@ static void ptr(emitter *e, const gv_value *v, int64_t extra, char *buf, size_t 
   snprintf(buf, n, "%s(%lld)", i->in_weights == 2 ? "S" : i->in_weights ? "W" : "A", (long long)(i->off + extra));
 }
 
-static void dims_lit(FILE *f, int rank, const int64_t *d) {
-  fputc('{', f);
-  for (int i = 0; i < rank; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)d[i]);
-  if (!rank) fputc('0', f);
-  fputc('}', f);
-}
-
-static void strides_of(const gv_type *t, int64_t *s) {
-  int64_t k = 1;
-  for (int d = t->rank - 1; d >= 0; d--) s[d] = k, k *= t->dims[d];
-}
-
-static int64_t prod(const int64_t *d, int lo, int hi) {
-  int64_t n = 1;
-  for (int i = lo; i < hi; i++) n *= d[i];
-  return n;
-}
-
-static int need_f32(emitter *e, const gv_op *op) {
-  for (int i = 0; i < op->nopnds; i++)
-    if (op->opnds[i]->type.dtype != GV_DT_F32)
-      return gv_error_op(e->m, op, "cpu codegen: galv.%s on %s is not supported (f32 only)", gv_ops[op->code].name,
-                         gv_dtype_name(op->opnds[i]->type.dtype));
-  if (op->res[0]->type.dtype != GV_DT_F32)
-    return gv_error_op(e->m, op, "cpu codegen: galv.%s with a %s result is not supported (f32 only)",
-                       gv_ops[op->code].name, gv_dtype_name(op->res[0]->type.dtype));
-  return 0;
-}
-
 static void where_lit(FILE *f, const gv_op *op) {
   char b[600];
   snprintf(b, sizeof b, "node '%s' (%s)", op->loc ? op->loc : "", op->onnx_op ? op->onnx_op : gv_ops[op->code].name);
@@ -103,90 +74,110 @@ static void where_lit(FILE *f, const gv_op *op) {
 
 /* ---------------------------------------------------------------- kernels */
 
-/* dot_general: lhs batch, free, contract; rhs batch, contract, free
- * (the grouping of ir/eval.c's dot). */
-static int emit_dot(emitter *e, const gv_op *op, const char *pa, const char *pb, const char *pc) {
-  gv_module *m = e->m;
-  if (need_f32(e, op)) return -1;
-  const gv_type *l = &op->opnds[0]->type, *r = &op->opnds[1]->type;
-  const int64_t *lb, *rb, *lc, *rc;
-  int nlb = gv_get_ints(op, "lhs_batch", &lb), nrb = gv_get_ints(op, "rhs_batch", &rb);
-  int nlc = gv_get_ints(op, "lhs_contract", &lc), nrc = gv_get_ints(op, "rhs_contract", &rc);
-  if (nlb < 0) nlb = 0;
-  if (nrb < 0) nrb = 0;
-  if (nlc < 0) nlc = 0;
-  if (nrc < 0) nrc = 0;
-  if (nlb != nrb || nlc != nrc) return gv_error_op(m, op, "cpu codegen: invalid dot dimension numbers");
-  int64_t ls[GV_MAX_RANK], rs[GV_MAX_RANK];
-  strides_of(l, ls);
-  strides_of(r, rs);
-  bool lu[GV_MAX_RANK] = {0}, ru[GV_MAX_RANK] = {0};
-  {
-    int64_t bd[GV_MAX_RANK], bsa[GV_MAX_RANK], bsb[GV_MAX_RANK], kd[GV_MAX_RANK], ksa[GV_MAX_RANK], ksb[GV_MAX_RANK];
-    int64_t md[GV_MAX_RANK], msa[GV_MAX_RANK], nd[GV_MAX_RANK], nsb[GV_MAX_RANK];
-    int nm = 0, nn = 0;
-    for (int i = 0; i < nlb; i++) {
-      int a = gv_norm_axis(lb[i], l->rank), b = gv_norm_axis(rb[i], r->rank);
-      if (a < 0 || b < 0 || lu[a] || ru[b] || l->dims[a] != r->dims[b])
-        return gv_error_op(m, op, "cpu codegen: invalid dot batch dims");
-      lu[a] = ru[b] = true;
-      bd[i] = l->dims[a], bsa[i] = ls[a], bsb[i] = rs[b];
-    }
-    for (int i = 0; i < nlc; i++) {
-      int a = gv_norm_axis(lc[i], l->rank), b = gv_norm_axis(rc[i], r->rank);
-      if (a < 0 || b < 0 || lu[a] || ru[b] || l->dims[a] != r->dims[b])
-        return gv_error_op(m, op, "cpu codegen: invalid dot contracting dims");
-      lu[a] = ru[b] = true;
-      kd[i] = l->dims[a], ksa[i] = ls[a], ksb[i] = rs[b];
-    }
-    for (int d = 0; d < l->rank; d++)
-      if (!lu[d]) md[nm] = l->dims[d], msa[nm++] = ls[d];
-    for (int d = 0; d < r->rank; d++)
-      if (!ru[d]) nd[nn] = r->dims[d], nsb[nn++] = rs[d];
-    FILE *f = e->f;
-    fprintf(f, "  { static const galv_dot_desc d = {%d, %d, %d, %d, ", nlb, nm, nlc, nn);
-    dims_lit(f, nlb, bd), fputs(", ", f), dims_lit(f, nlb, bsa), fputs(", ", f), dims_lit(f, nlb, bsb), fputs(", ", f);
-    dims_lit(f, nm, md), fputs(", ", f), dims_lit(f, nm, msa), fputs(", ", f);
-    dims_lit(f, nlc, kd), fputs(", ", f), dims_lit(f, nlc, ksa), fputs(", ", f), dims_lit(f, nlc, ksb), fputs(", ", f);
-    dims_lit(f, nn, nd), fputs(", ", f), dims_lit(f, nn, nsb);
-    fprintf(f, "};\n    galv_dot_f32(&d, (const float *)%s, (const float *)%s, (float *)%s); }\n", pa, pb, pc);
-  }
-  return 0;
-}
+/* The CPU's side of the shared kernel-call table (../kcall.h): element
+ * sizes and pointers as program.c stores them. */
+static size_t kc_es(const void *ctx, const gv_value *v) { (void)ctx; return gv_dtype_size(v->type.dtype); }
+static void kc_ptr(const void *ctx, const gv_value *v, int64_t off, char *buf, size_t n) { ptr((emitter *)ctx, v, off, buf, n); }
 
-static int emit_conv(emitter *e, const gv_op *op, char p[][64]) {
-  gv_module *m = e->m;
-  if (need_f32(e, op)) return -1;
-  const gv_type *x = &op->opnds[0]->type, *w = &op->opnds[1]->type, *o = &op->res[0]->type;
-  int R = x->rank, S = R - 2;
-  if (R < 3 || w->rank != R || o->rank != R) return gv_error_op(m, op, "cpu codegen: conv operands must have equal rank >= 3");
-  const int64_t *sv, *pv, *dv;
-  int ns = gv_get_ints(op, "strides", &sv), np = gv_get_ints(op, "pads", &pv), nd = gv_get_ints(op, "dilations", &dv);
-  int64_t G = gv_get_int(op, "group", 1), st[GV_MAX_RANK], pb[GV_MAX_RANK], dl[GV_MAX_RANK];
-  if (G < 1 || x->dims[1] != w->dims[1] * G || w->dims[0] % G) return gv_error_op(m, op, "cpu codegen: conv channel counts do not match");
-  for (int s = 0; s < S; s++) {
-    st[s] = ns == S ? sv[s] : 1;
-    pb[s] = np == 2 * S ? pv[s] : 0;
-    dl[s] = nd == S ? dv[s] : 1;
-  }
+/* A filled kernel call as a call into runtime/kernels*.c (f32 compute
+ * kernels take typed pointers; errors name the node through `where`);
+ * p: the slots' pointer expressions (np of them). */
+static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *k, char p[][64], int np) {
   FILE *f = e->f;
-  fprintf(f, "  { static const galv_conv_desc d = {%d, %lld, %lld, %lld, %lld, ", S, (long long)x->dims[0],
-          (long long)x->dims[1], (long long)w->dims[0], (long long)G);
-  dims_lit(f, S, x->dims + 2), fputs(", ", f), dims_lit(f, S, w->dims + 2), fputs(", ", f);
-  dims_lit(f, S, o->dims + 2), fputs(", ", f), dims_lit(f, S, st), fputs(", ", f), dims_lit(f, S, pb), fputs(", ", f);
-  dims_lit(f, S, dl);
-  fprintf(f, "};\n    galv_conv_f32(&d, (const float *)%s, (const float *)%s, %s%s%s, (float *)%s); }\n", p[0], p[1],
-          op->nopnds > 2 ? "(const float *)" : "", op->nopnds > 2 ? p[2] : "NULL", "", p[op->nopnds]);
-  return 0;
-}
-
-/* A constant-valued operand (trilu's k in operand form). */
-static int const_int(const gv_value *v, int64_t *out) {
-  if (!v->def || v->def->code != GV_OP_CONSTANT) return -1;
-  const gv_attr *a = gv_get_attr(v->def, "value");
-  if (!a || a->kind != GV_ATTR_TENSOR || !a->u.t || gv_tensor_numel(a->u.t) < 1) return -1;
-  *out = gv_tensor_get_i(a->u.t, 0);
-  return 0;
+  cg_kcall_target t = {"galv_", kc_es, kc_ptr, e};
+  if (cg_kcall_print_move(f, op, k, &t, p, np) == 0) return 0;
+  const gv_value *x = cg_kcall_value(op, k->src);
+  size_t es = gv_dtype_size(cg_kcall_value(op, k->es_slot)->type.dtype);
+  const char *dst = k->dst >= 0 ? p[k->dst] : NULL;
+  switch (k->kernel) {
+  case CG_K_GATHER:
+    fprintf(f, "  galv_gather(%s, %s, %s, %d, %lld, %lld, %lld, %lld, ", dst, p[k->src], p[k->aux[0]], k->idx_es,
+            (long long)k->count, (long long)k->outer, (long long)k->len, (long long)(k->inner * (int64_t)es));
+    where_lit(f, op);
+    fprintf(f, ");\n");
+    return 0;
+  case CG_K_TRILU: {
+    char ks[96];
+    if (k->kdiag_slot >= 0) snprintf(ks, sizeof ks, "*(const int64_t *)%s", p[k->kdiag_slot]); /* k known at run time only */
+    else snprintf(ks, sizeof ks, "%lld", (long long)k->kdiag);
+    fprintf(f, "  galv_trilu(%s, %s, %zu, %lld, %lld, %lld, %s, %d);\n", dst, p[k->src], es, (long long)k->outer,
+            (long long)k->len, (long long)k->inner, ks, k->kind);
+    return 0;
+  }
+  case CG_K_CUMSUM:
+    fprintf(f, "  galv_cumsum(%s, %s, %s, %lld, %lld, %lld, %d, %d);\n", dst, p[k->src], cg_rt_dtype(x->type.dtype),
+            (long long)k->outer, (long long)k->len, (long long)k->inner, k->kind, k->kind2);
+    return 0;
+  case CG_K_REDUCE:
+    fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, k->rank, k->dims);
+    fprintf(f, ", s[] = "), cg_dims_lit(f, k->rank, k->strides);
+    fprintf(f, ";\n    galv_reduce_f32((float *)%s, (const float *)%s, %d, d, s, %lld, %d); }\n", dst, p[k->src], k->rank,
+            (long long)k->count, k->kind);
+    return 0;
+  case CG_K_SOFTMAX:
+    fprintf(f, "  galv_softmax_f32((float *)%s, (const float *)%s, %lld, %lld, %lld, %d);\n", dst, p[k->src],
+            (long long)k->outer, (long long)k->len, (long long)k->inner, k->kind);
+    return 0;
+  case CG_K_NORM:
+    fprintf(f, "  galv_norm_f32((float *)%s, (const float *)%s, (const float *)%s, %lld, %s%s, %lld, %lld, %lld, %af, %d);\n",
+            dst, p[k->src], p[k->aux[0]], (long long)k->count, k->aux[1] >= 0 ? "(const float *)" : "",
+            k->aux[1] >= 0 ? p[k->aux[1]] : "NULL", (long long)k->count2, (long long)k->outer, (long long)k->len, k->eps,
+            k->kind);
+    return 0;
+  case CG_K_DOT: {
+    const cg_dim_group *b = &k->bg, *mg = &k->mg, *kg = &k->kg, *ng = &k->ng;
+    fprintf(f, "  { static const galv_dot_desc d = {%d, %d, %d, %d, ", b->n, mg->n, kg->n, ng->n);
+    cg_dims_lit(f, b->n, b->size), fputs(", ", f), cg_dims_lit(f, b->n, b->sa), fputs(", ", f);
+    cg_dims_lit(f, b->n, b->sb), fputs(", ", f), cg_dims_lit(f, mg->n, mg->size), fputs(", ", f);
+    cg_dims_lit(f, mg->n, mg->sa), fputs(", ", f), cg_dims_lit(f, kg->n, kg->size), fputs(", ", f);
+    cg_dims_lit(f, kg->n, kg->sa), fputs(", ", f), cg_dims_lit(f, kg->n, kg->sb), fputs(", ", f);
+    cg_dims_lit(f, ng->n, ng->size), fputs(", ", f), cg_dims_lit(f, ng->n, ng->sb);
+    fprintf(f, "};\n    galv_dot_f32(&d, (const float *)%s, (const float *)%s, (float *)%s); }\n", p[k->src], p[k->aux[0]], dst);
+    return 0;
+  }
+  case CG_K_CONV:
+    cg_conv_lit(f, &k->conv);
+    fprintf(f, "    galv_conv_f32(&d, (const float *)%s, (const float *)%s, %s%s, (float *)%s); }\n", p[k->src],
+            p[k->aux[0]], k->aux[1] >= 0 ? "(const float *)" : "", k->aux[1] >= 0 ? p[k->aux[1]] : "NULL", dst);
+    return 0;
+  case CG_K_GATHER_GRAD:
+    fprintf(f, "  galv_gather_grad_f32((float *)%s, (const float *)%s, %s, %d, %lld, %lld, %lld, %lld, ", dst, p[k->src],
+            p[k->aux[0]], k->idx_es, (long long)k->count, (long long)k->outer, (long long)k->len, (long long)k->inner);
+    where_lit(f, op);
+    fputs(");\n", f);
+    return 0;
+  case CG_K_SCATTER_STRIDED: {
+    int64_t nb = gv_type_numel(&cg_kcall_value(op, k->dst)->type) * (int64_t)es;
+    if (gv_type_numel(&x->type) == 0) {
+      fprintf(f, "  memset(%s, 0, %lld);\n", dst, (long long)nb);
+      return 0;
+    }
+    fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, k->rank, k->dims);
+    fprintf(f, ", s[] = "), cg_dims_lit(f, k->rank, k->strides);
+    fprintf(f, ";\n    galv_scatter_strided(%s, %lld, %lld, %s, %zu, %d, d, s); }\n", dst, (long long)nb, (long long)k->base,
+            p[k->src], es, k->rank);
+    return 0;
+  }
+  case CG_K_CROSS_ENTROPY:
+  case CG_K_CROSS_ENTROPY_GRAD:
+    if (k->kernel == CG_K_CROSS_ENTROPY_GRAD)
+      fprintf(f, "  galv_cross_entropy_grad_f32((float *)%s, (const float *)%s, (const float *)%s, (const int64_t *)%s, %lld, %lld, %lldLL, ",
+              dst, p[k->aux[1]], p[k->src], p[k->aux[0]], (long long)k->count, (long long)k->len, (long long)k->ignore);
+    else
+      fprintf(f, "  galv_cross_entropy_f32((float *)%s, (const float *)%s, (const int64_t *)%s, %lld, %lld, %lldLL, ", dst,
+              p[k->src], p[k->aux[0]], (long long)k->count, (long long)k->len, (long long)k->ignore);
+    where_lit(f, op);
+    fputs(");\n", f);
+    return 0;
+  case CG_K_CONV_GRAD_INPUT:
+  case CG_K_CONV_GRAD_WEIGHT:
+    cg_conv_lit(f, &k->conv);
+    fprintf(f, "    galv_conv_grad_%s_f32(&d, (const float *)%s, (const float *)%s, (float *)%s); }\n",
+            k->kernel == CG_K_CONV_GRAD_WEIGHT ? "weight" : "input", p[k->src], p[k->aux[0]], dst);
+    return 0;
+  default:
+    return gv_error_op(e->m, op, "cpu codegen: the %s kernel is not in the cpu runtime", cg_kernel_names[k->kernel]);
+  }
 }
 
 /* One non-elementwise op as a runtime kernel call. */
@@ -194,195 +185,21 @@ static int emit_kernel(emitter *e, const gv_op *op) {
   gv_module *m = e->m;
   FILE *f = e->f;
   char p[GV_MAX_RANK * 4 + 4][64];
-  int np = op->nopnds + op->nres;
-  if (np > (int)(sizeof p / sizeof p[0]) && op->code != GV_OP_CONCAT && op->code != GV_OP_SPLIT)
-    return gv_error_op(m, op, "cpu codegen: too many operands");
-  for (int i = 0; i < op->nopnds && i < (int)(sizeof p / sizeof p[0]); i++) ptr(e, op->opnds[i], 0, p[i], sizeof p[i]);
-  for (int i = 0; i < op->nres && op->nopnds + i < (int)(sizeof p / sizeof p[0]); i++)
-    ptr(e, op->res[i], 0, p[op->nopnds + i], sizeof p[0]);
+  int np = op->nopnds + op->nres, NP = (int)(sizeof p / sizeof p[0]);
+  if (np > NP && op->code != GV_OP_CONCAT && op->code != GV_OP_SPLIT) return gv_error_op(m, op, "cpu codegen: too many operands");
+  for (int i = 0; i < op->nopnds && i < NP; i++) ptr(e, op->opnds[i], 0, p[i], sizeof p[i]);
+  for (int i = 0; i < op->nres && op->nopnds + i < NP; i++) ptr(e, op->res[i], 0, p[op->nopnds + i], sizeof p[0]);
   if (cg_comm_is_op(op)) return cg_emit_comm_op(e->comm, f, op, p); /* collectives: emit_comm.c */
-  const gv_type *x = &op->opnds[0]->type, *o = &op->res[0]->type;
-  size_t es = gv_dtype_size(x->dtype);
-  int64_t xs[GV_MAX_RANK];
-  strides_of(x, xs);
-  int ax;
-  switch (op->code) {
-  case GV_OP_DOT: return emit_dot(e, op, p[0], p[1], p[2]);
-  case GV_OP_CONV: return emit_conv(e, op, p);
-  case GV_OP_TRANSPOSE: {
-    const int64_t *perm;
-    int n = gv_get_ints(op, "perm", &perm);
-    int64_t s[GV_MAX_RANK];
-    for (int d = 0; d < x->rank; d++) {
-      int64_t q = n >= 0 ? perm[d] : x->rank - 1 - d;
-      if (q < 0 || q >= x->rank || o->dims[d] != x->dims[q]) return gv_error_op(m, op, "cpu codegen: bad transpose perm");
-      s[d] = xs[q];
-    }
-    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, o->rank, o->dims);
-    fprintf(f, ", s[] = "), dims_lit(f, o->rank, s);
-    fprintf(f, ";\n    galv_copy_strided(%s, %s, %zu, %d, d, s); }\n", p[1], p[0], es, o->rank);
-    return 0;
+  if (cg_kcall_kernel(op->code) != CG_K_NONE) { /* the shared kernel-call table (../kcall.c) */
+    cg_kcall kc;
+    if (cg_kcall_fill(m, op, "cpu codegen", &kc)) return -1;
+    return print_kcall(e, op, &kc, p, np < NP ? np : NP);
   }
-  case GV_OP_EXPAND: {
-    int64_t s[GV_MAX_RANK];
-    if (x->rank > o->rank) return gv_error_op(m, op, "cpu codegen: expand result rank below the operand's");
-    gv_bcast_strides(x, o, s);
-    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, o->rank, o->dims);
-    fprintf(f, ", s[] = "), dims_lit(f, o->rank, s);
-    fprintf(f, ";\n    galv_copy_strided(%s, %s, %zu, %d, d, s); }\n", p[op->nopnds], p[0], es, o->rank);
-    return 0;
-  }
-  case GV_OP_SLICE: {
-    int64_t start[GV_MAX_RANK], step[GV_MAX_RANK], count[GV_MAX_RANK], s[GV_MAX_RANK], base = 0;
-    bool aff[GV_MAX_RANK];
-    const gv_tensor *vals[5] = {0};
-    for (int i = 1; i < op->nopnds && i < 5; i++)
-      if (op->opnds[i]->def && op->opnds[i]->def->code == GV_OP_CONSTANT) {
-        const gv_attr *a = gv_get_attr(op->opnds[i]->def, "value");
-        vals[i] = a && a->kind == GV_ATTR_TENSOR ? a->u.t : NULL;
-      }
-    int k = gv_slice_window(m, (gv_op *)op, x, vals, start, step, count, aff);
-    if (k < 0) return -1;
-    if (k == 0) return gv_error_op(m, op, "cpu codegen: slice parameters are not compile-time constants");
-    for (int d = 0; d < x->rank; d++) {
-      if (count[d] != o->dims[d]) return gv_error_op(m, op, "cpu codegen: slice result type does not match its window");
-      if (count[d] > 0) base += start[d] * xs[d];
-      s[d] = step[d] * xs[d];
-    }
-    if (gv_type_numel(o) == 0) return 0;
-    char src[64];
-    ptr(e, op->opnds[0], base * (int64_t)es, src, sizeof src);
-    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, o->rank, o->dims);
-    fprintf(f, ", s[] = "), dims_lit(f, o->rank, s);
-    fprintf(f, ";\n    galv_copy_strided(%s, %s, %zu, %d, d, s); }\n", p[op->nopnds], src, es, o->rank);
-    return 0;
-  }
-  case GV_OP_TILE:
-    if (x->rank != o->rank) return gv_error_op(m, op, "cpu codegen: tile result rank differs from the operand's");
-    fprintf(f, "  { static const int64_t di[] = "), dims_lit(f, x->rank, x->dims);
-    fprintf(f, ", dout[] = "), dims_lit(f, o->rank, o->dims);
-    fprintf(f, ";\n    galv_tile(%s, %s, %zu, %d, di, dout); }\n", p[op->nopnds], p[0], es, o->rank);
-    return 0;
-  case GV_OP_CONCAT:
-  case GV_OP_SPLIT: {
-    bool cat = op->code == GV_OP_CONCAT;
-    const gv_type *full = cat ? o : x;
-    int n = cat ? op->nopnds : op->nres;
-    ax = gv_norm_axis(gv_get_int(op, "axis", 0), full->rank);
-    if (ax < 0) return gv_error_op(m, op, "cpu codegen: axis out of range");
-    int64_t outer = prod(full->dims, 0, ax), inner = prod(full->dims, ax + 1, full->rank), tot = 0;
-    fprintf(f, "  { %svoid *const v[] = {", cat ? "const " : "");
-    for (int i = 0; i < n; i++) {
-      char b[64];
-      ptr(e, cat ? op->opnds[i] : op->res[i], 0, b, sizeof b);
-      fprintf(f, "%s%s", i ? ", " : "", b);
-    }
-    fprintf(f, "};\n    static const int64_t c[] = {");
-    for (int i = 0; i < n; i++) {
-      const gv_type *t = cat ? &op->opnds[i]->type : &op->res[i]->type;
-      if (t->rank != full->rank) return gv_error_op(m, op, "cpu codegen: %s operand ranks differ", cat ? "concat" : "split");
-      tot += t->dims[ax];
-      fprintf(f, "%s%lld", i ? ", " : "", (long long)(t->dims[ax] * inner * (int64_t)es));
-    }
-    if (tot != full->dims[ax]) return gv_error_op(m, op, "cpu codegen: %s sizes do not add up", cat ? "concat" : "split");
-    char b[64];
-    ptr(e, cat ? op->res[0] : op->opnds[0], 0, b, sizeof b);
-    if (cat) fprintf(f, "};\n    galv_concat(%s, v, c, %d, %lld); }\n", b, n, (long long)outer);
-    else fprintf(f, "};\n    galv_split(v, %s, c, %d, %lld); }\n", b, n, (long long)outer);
-    return 0;
-  }
-  case GV_OP_GATHER: {
-    ax = gv_norm_axis(gv_get_int(op, "axis", 0), x->rank);
-    gv_dtype it = op->opnds[1]->type.dtype;
-    if (ax < 0) return gv_error_op(m, op, "cpu codegen: gather axis out of range");
-    if (it != GV_DT_I64 && it != GV_DT_I32)
-      return gv_error_op(m, op, "cpu codegen: gather indices of dtype %s are not supported", gv_dtype_name(it));
-    int64_t outer = prod(x->dims, 0, ax), inner = prod(x->dims, ax + 1, x->rank);
-    fprintf(f, "  galv_gather(%s, %s, %s, %d, %lld, %lld, %lld, %lld, ", p[2], p[0], p[1], it == GV_DT_I64 ? 8 : 4,
-            (long long)gv_type_numel(&op->opnds[1]->type), (long long)outer, (long long)x->dims[ax],
-            (long long)(inner * (int64_t)es));
-    where_lit(f, op);
-    fprintf(f, ");\n");
-    return 0;
-  }
-  case GV_OP_TRILU: {
-    int64_t k = gv_get_int(op, "k", 0);
-    char ks[96];
-    snprintf(ks, sizeof ks, "%lld", (long long)k);
-    if (op->nopnds > 1 && const_int(op->opnds[1], &k) == 0) snprintf(ks, sizeof ks, "%lld", (long long)k);
-    else if (op->nopnds > 1) { /* k known at run time only: read the i64 scalar */
-      if (op->opnds[1]->type.dtype != GV_DT_I64) return gv_error_op(m, op, "cpu codegen: trilu k must be i64");
-      snprintf(ks, sizeof ks, "*(const int64_t *)%s", p[1]);
-    }
-    if (x->rank < 2) return gv_error_op(m, op, "cpu codegen: trilu needs rank >= 2");
-    fprintf(f, "  galv_trilu(%s, %s, %zu, %lld, %lld, %lld, %s, %d);\n", p[op->nopnds], p[0], es,
-            (long long)prod(x->dims, 0, x->rank - 2), (long long)x->dims[x->rank - 2], (long long)x->dims[x->rank - 1],
-            ks, gv_get_int(op, "upper", 1) != 0);
-    return 0;
-  }
-  case GV_OP_CUMSUM:
-    if (x->dtype != GV_DT_F32 && !gv_dtype_is_int(x->dtype))
-      return gv_error_op(m, op, "cpu codegen: cumsum on %s is not supported", gv_dtype_name(x->dtype));
-    ax = gv_norm_axis(gv_get_int(op, "axis", 0), x->rank);
-    if (ax < 0) return gv_error_op(m, op, "cpu codegen: cumsum axis out of range");
-    fprintf(f, "  galv_cumsum(%s, %s, %s, %lld, %lld, %lld, %d, %d);\n", p[1], p[0], cg_rt_dtype(x->dtype),
-            (long long)prod(x->dims, 0, ax), (long long)x->dims[ax], (long long)prod(x->dims, ax + 1, x->rank),
-            gv_get_int(op, "exclusive", 0) != 0, gv_get_int(op, "reverse", 0) != 0);
-    return 0;
-  case GV_OP_REDUCE_SUM: case GV_OP_REDUCE_MEAN: case GV_OP_REDUCE_MAX: case GV_OP_REDUCE_MIN: {
-    if (need_f32(e, op)) return -1;
-    const int64_t *axes;
-    int na = gv_get_ints(op, "axes", &axes);
-    gv_type kept = *x;
-    for (int d = 0; na <= 0 && d < x->rank; d++) kept.dims[d] = 1;
-    for (int i = 0; i < na; i++) {
-      int a = gv_norm_axis(axes[i], x->rank);
-      if (a < 0) return gv_error_op(m, op, "cpu codegen: reduce axis out of range");
-      kept.dims[a] = 1;
-    }
-    int64_t ks[GV_MAX_RANK];
-    strides_of(&kept, ks);
-    for (int d = 0; d < x->rank; d++) ks[d] = kept.dims[d] == 1 ? 0 : ks[d];
-    if (gv_type_numel(&kept) != gv_type_numel(o)) return gv_error_op(m, op, "cpu codegen: reduce result type does not match");
-    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, x->rank, x->dims);
-    fprintf(f, ", s[] = "), dims_lit(f, x->rank, ks);
-    fprintf(f, ";\n    galv_reduce_f32((float *)%s, (const float *)%s, %d, d, s, %lld, %d); }\n", p[1], p[0], x->rank,
-            (long long)gv_type_numel(o), (int)(op->code - GV_OP_REDUCE_SUM));
-    return 0;
-  }
-  case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX: {
-    if (need_f32(e, op)) return -1;
-    ax = x->rank ? gv_norm_axis(gv_get_int(op, "axis", -1), x->rank) : 0;
-    if (ax < 0) return gv_error_op(m, op, "cpu codegen: softmax axis out of range");
-    fprintf(f, "  galv_softmax_f32((float *)%s, (const float *)%s, %lld, %lld, %lld, %d);\n", p[1], p[0],
-            (long long)prod(x->dims, 0, ax), (long long)(x->rank ? x->dims[ax] : 1),
-            (long long)prod(x->dims, ax + 1, x->rank), op->code == GV_OP_LOG_SOFTMAX);
-    return 0;
-  }
-  case GV_OP_LAYER_NORM: case GV_OP_RMS_NORM: {
-    if (need_f32(e, op)) return -1;
-    ax = gv_norm_axis(gv_get_int(op, "axis", -1), x->rank);
-    if (ax < 0) return gv_error_op(m, op, "cpu codegen: norm axis out of range");
-    int64_t N = prod(x->dims, ax, x->rank), sn = gv_type_numel(&op->opnds[1]->type);
-    int64_t bn = op->nopnds > 2 ? gv_type_numel(&op->opnds[2]->type) : 0;
-    if ((sn != N && sn != 1) || (op->nopnds > 2 && bn != N && bn != 1))
-      return gv_error_op(m, op, "cpu codegen: norm scale/bias must have the normalised element count or one element");
-    fprintf(f, "  galv_norm_f32((float *)%s, (const float *)%s, (const float *)%s, %lld, %s%s, %lld, %lld, %lld, %af, %d);\n",
-            p[op->nopnds], p[0], p[1], (long long)sn, op->nopnds > 2 ? "(const float *)" : "",
-            op->nopnds > 2 ? p[2] : "NULL", (long long)bn, (long long)prod(x->dims, 0, ax), (long long)N,
-            (double)gv_get_float(op, "epsilon", 1e-5f), op->code == GV_OP_RMS_NORM);
-    return 0;
-  }
-  default: {
-    int g = cg_emit_grad_kernel(m, f, op, p);
-    if (g <= 0) return g;
-  }
-    return gv_error_op(m, op, "cpu codegen: galv.%s is not supported by the cpu target%s", gv_ops[op->code].name,
-                       op->code == GV_OP_SHAPE || op->code == GV_OP_RANGE || op->code == GV_OP_CONSTANT_OF_SHAPE ||
-                               op->code == GV_OP_IF
-                           ? " (it should have been folded: are the input shapes bound?)"
-                           : "");
-  }
+  return gv_error_op(m, op, "cpu codegen: galv.%s is not supported by the cpu target%s", gv_ops[op->code].name,
+                     op->code == GV_OP_SHAPE || op->code == GV_OP_RANGE || op->code == GV_OP_CONSTANT_OF_SHAPE ||
+                             op->code == GV_OP_IF
+                         ? " (it should have been folded: are the input shapes bound?)"
+                         : "");
 }
 
 /* ---------------------------------------------------------------- plan */
@@ -648,7 +465,7 @@ static void io_entry(emitter *e, const char *name, const gv_value *v) {
   fputs("  {", f);
   cg_c_string(f, name);
   fprintf(f, ", %s, %d, ", cg_rt_dtype(v->type.dtype), v->type.rank);
-  dims_lit(f, v->type.rank, v->type.dims);
+  cg_dims_lit(f, v->type.rank, v->type.dims);
   fprintf(f, ", %d, %lld, %lld},\n", x->in_weights, (long long)x->off, (long long)x->nbytes);
 }
 
@@ -687,7 +504,7 @@ static int state_table(emitter *e, const gv_op *ret) {
     fputs("  {", f);
     cg_c_string(f, fn->arg_names[a] ? fn->arg_names[a] : "");
     fprintf(f, ", %s, %d, ", cg_rt_dtype(x->v->type.dtype), x->v->type.rank);
-    dims_lit(f, x->v->type.rank, x->v->type.dims);
+    cg_dims_lit(f, x->v->type.rank, x->v->type.dims);
     fprintf(f, ", %d, %lld, %lld, %lld},\n", fn->arg_is_param[a] ? 1 : 0, (long long)x->off, (long long)x->nbytes,
             (long long)from);
     n++;

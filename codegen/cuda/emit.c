@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 
 #include "../../ir/shape_rules.h"
+#include "../kcall.h"
 #include "cuda.h"
 #include "../cpu/cpu.h" /* cg_write_file: one file writer for both targets */
 #include "../comm.h"    /* collectives: the decisions shared with the CPU emitter */
@@ -160,29 +161,6 @@ static const char *rt_dtype(gv_dtype t) {
   }
 }
 
-static int need_f32(emitter *e, const gv_op *op) {
-  for (int i = 0; i < op->nopnds; i++)
-    if (op->opnds[i]->type.dtype != GV_DT_F32)
-      return gv_error_op(e->m, op, "cuda codegen: galv.%s on %s is not supported (f32 only)", gv_ops[op->code].name,
-                         gv_dtype_name(op->opnds[i]->type.dtype));
-  if (op->res[0]->type.dtype != GV_DT_F32)
-    return gv_error_op(e->m, op, "cuda codegen: galv.%s with a %s result is not supported (f32 only)",
-                       gv_ops[op->code].name, gv_dtype_name(op->res[0]->type.dtype));
-  return 0;
-}
-
-/* f32 operands except operand skip (indices / labels); f32 result */
-static int need_f32_but(emitter *e, const gv_op *op, int skip) {
-  for (int i = 0; i < op->nopnds; i++)
-    if (i != skip && op->opnds[i]->type.dtype != GV_DT_F32)
-      return gv_error_op(e->m, op, "cuda codegen: galv.%s on %s is not supported (f32 only)", gv_ops[op->code].name,
-                         gv_dtype_name(op->opnds[i]->type.dtype));
-  if (op->res[0]->type.dtype != GV_DT_F32)
-    return gv_error_op(e->m, op, "cuda codegen: galv.%s with a %s result is not supported (f32 only)", gv_ops[op->code].name,
-                       gv_dtype_name(op->res[0]->type.dtype));
-  return 0;
-}
-
 /* ---------------------------------------------------------------- locations */
 
 /* The argument that result v updates in place (galv.arena in_place), or -1. */
@@ -258,14 +236,9 @@ static int locate(emitter *e) {
 
 /* ---------------------------------------------------------------- GEMM layouts */
 
-typedef struct {
-  int n;
-  int64_t size[GV_MAX_RANK], sa[GV_MAX_RANK], sb[GV_MAX_RANK];
-} group;
-
 /* Merges a dim group (outer to inner) into one (size, stride) per operand;
  * false when the strides do not chain. Size-1 dims are dropped. */
-static bool merge(const group *g, int which, int64_t *size, int64_t *stride) {
+static bool merge(const cg_dim_group *g, int which, int64_t *size, int64_t *stride) {
   int64_t sz = 1, st = 0;
   bool have = false;
   for (int i = g->n - 1; i >= 0; i--) {
@@ -285,7 +258,7 @@ typedef struct {
   int ta, tb;
   int64_t lda, ldb, sa, sb;
   bool pack_a, pack_b;
-  group bg, mg, kg, ng; /* for packing */
+  cg_dim_group bg, mg, kg, ng; /* for packing */
 } gemm_plan;
 
 /* A row-major (rows x cols) view with strides (rs, cs): returns 0 (stored as
@@ -298,37 +271,12 @@ static int layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t *l
   return -1;
 }
 
-static int plan_dot(emitter *e, const gv_op *op, gemm_plan *p) {
+/* The cuBLAS call of a dot whose dim groups kc holds (../kcall.c): merged
+ * batch / M / N / K, each operand as is, transposed or packed into scratch. */
+static int plan_dot(emitter *e, const gv_op *op, const cg_kcall *kc, gemm_plan *p) {
   gv_module *m = e->m;
-  const gv_type *l = &op->opnds[0]->type, *r = &op->opnds[1]->type;
-  const int64_t *lb, *rb, *lc, *rc;
-  int nlb = gv_get_ints(op, "lhs_batch", &lb), nrb = gv_get_ints(op, "rhs_batch", &rb);
-  int nlc = gv_get_ints(op, "lhs_contract", &lc), nrc = gv_get_ints(op, "rhs_contract", &rc);
-  nlb = nlb < 0 ? 0 : nlb, nrb = nrb < 0 ? 0 : nrb, nlc = nlc < 0 ? 0 : nlc, nrc = nrc < 0 ? 0 : nrc;
-  if (nlb != nrb || nlc != nrc) return gv_error_op(m, op, "cuda codegen: invalid dot dimension numbers");
-  int64_t ls[GV_MAX_RANK], rs[GV_MAX_RANK];
-  strides_of(l, ls);
-  strides_of(r, rs);
-  bool lu[GV_MAX_RANK] = {0}, ru[GV_MAX_RANK] = {0};
   memset(p, 0, sizeof *p);
-  for (int i = 0; i < nlb; i++) {
-    int a = gv_norm_axis(lb[i], l->rank), b = gv_norm_axis(rb[i], r->rank);
-    if (a < 0 || b < 0 || lu[a] || ru[b] || l->dims[a] != r->dims[b]) return gv_error_op(m, op, "cuda codegen: invalid dot batch dims");
-    lu[a] = ru[b] = true;
-    p->bg.size[i] = l->dims[a], p->bg.sa[i] = ls[a], p->bg.sb[i] = rs[b];
-  }
-  p->bg.n = nlb;
-  for (int i = 0; i < nlc; i++) {
-    int a = gv_norm_axis(lc[i], l->rank), b = gv_norm_axis(rc[i], r->rank);
-    if (a < 0 || b < 0 || lu[a] || ru[b] || l->dims[a] != r->dims[b]) return gv_error_op(m, op, "cuda codegen: invalid dot contracting dims");
-    lu[a] = ru[b] = true;
-    p->kg.size[i] = l->dims[a], p->kg.sa[i] = ls[a], p->kg.sb[i] = rs[b];
-  }
-  p->kg.n = nlc;
-  for (int d = 0; d < l->rank; d++)
-    if (!lu[d]) p->mg.size[p->mg.n] = l->dims[d], p->mg.sa[p->mg.n++] = ls[d];
-  for (int d = 0; d < r->rank; d++)
-    if (!ru[d]) p->ng.size[p->ng.n] = r->dims[d], p->ng.sb[p->ng.n++] = rs[d];
+  p->bg = kc->bg, p->mg = kc->mg, p->kg = kc->kg, p->ng = kc->ng;
   p->batch = prod(p->bg.size, 0, p->bg.n), p->M = prod(p->mg.size, 0, p->mg.n);
   p->K = prod(p->kg.size, 0, p->kg.n), p->N = prod(p->ng.size, 0, p->ng.n);
   if (p->M > INT_MAX || p->N > INT_MAX || p->K > INT_MAX || p->batch > INT_MAX)
@@ -350,11 +298,11 @@ static int plan_dot(emitter *e, const gv_op *op, gemm_plan *p) {
 }
 
 /* Packs an operand into scratch as [batch..., outer..., inner...] contiguous. */
-static void emit_pack(emitter *e, const group *g1, const group *g2, const group *g3, int which, const char *src,
+static void emit_pack(emitter *e, const cg_dim_group *g1, const cg_dim_group *g2, const cg_dim_group *g3, int which, const char *src,
                       const char *dst) {
   int64_t d[3 * GV_MAX_RANK], s[3 * GV_MAX_RANK];
   int r = 0;
-  const group *gs[3] = {g1, g2, g3};
+  const cg_dim_group *gs[3] = {g1, g2, g3};
   for (int k = 0; k < 3; k++)
     for (int i = 0; i < gs[k]->n; i++) d[r] = gs[k]->size[i], s[r++] = which ? gs[k]->sb[i] : gs[k]->sa[i];
   fprintf(e->f, "  { static const int64_t d[] = "), dims_lit(e->f, r, d);
@@ -362,10 +310,9 @@ static void emit_pack(emitter *e, const group *g1, const group *g2, const group 
   fprintf(e->f, ";\n    galv_cu_copy_strided(%s, %s, %zu, %d, d, s); }\n", dst, src, ses(e, GV_DT_F32), r);
 }
 
-static int emit_dot(emitter *e, const gv_op *op, const char *pa, const char *pb, const char *pc) {
-  if (need_f32(e, op)) return -1;
+static int emit_dot(emitter *e, const gv_op *op, const cg_kcall *kc, const char *pa, const char *pb, const char *pc) {
   gemm_plan p;
-  if (plan_dot(e, op, &p)) return -1;
+  if (plan_dot(e, op, kc, &p)) return -1;
   FILE *f = e->f;
   char a[64], b[64];
   snprintf(a, sizeof a, "%s", pa);
@@ -388,298 +335,120 @@ static int emit_dot(emitter *e, const gv_op *op, const char *pa, const char *pb,
   return 0;
 }
 
-static int emit_conv(emitter *e, const gv_op *op, char p[][64]) {
-  gv_module *m = e->m;
-  if (need_f32(e, op)) return -1;
-  const gv_type *x = &op->opnds[0]->type, *w = &op->opnds[1]->type, *o = &op->res[0]->type;
-  int R = x->rank, S = R - 2;
-  if (R < 3 || w->rank != R || o->rank != R) return gv_error_op(m, op, "cuda codegen: conv operands must have equal rank >= 3");
-  const int64_t *sv, *pv, *dv;
-  int ns = gv_get_ints(op, "strides", &sv), np = gv_get_ints(op, "pads", &pv), nd = gv_get_ints(op, "dilations", &dv);
-  int64_t G = gv_get_int(op, "group", 1), st[GV_MAX_RANK], pb[GV_MAX_RANK], dl[GV_MAX_RANK];
-  if (G < 1 || x->dims[1] != w->dims[1] * G || w->dims[0] % G) return gv_error_op(m, op, "cuda codegen: conv channel counts do not match");
-  for (int s = 0; s < S; s++) {
-    st[s] = ns == S ? sv[s] : 1;
-    pb[s] = np == 2 * S ? pv[s] : 0;
-    dl[s] = nd == S ? dv[s] : 1;
-  }
-  FILE *f = e->f;
-  fprintf(f, "  { static const galv_conv_desc d = {%d, %lld, %lld, %lld, %lld, ", S, (long long)x->dims[0],
-          (long long)x->dims[1], (long long)w->dims[0], (long long)G);
-  dims_lit(f, S, x->dims + 2), fputs(", ", f), dims_lit(f, S, w->dims + 2), fputs(", ", f);
-  dims_lit(f, S, o->dims + 2), fputs(", ", f), dims_lit(f, S, st), fputs(", ", f), dims_lit(f, S, pb), fputs(", ", f);
-  dims_lit(f, S, dl);
-  fprintf(f, "};\n    galv_cu_conv(%s, &d, %s, %s, %s, %s); }\n", vdt(e, op->res[0]), p[0], p[1], op->nopnds > 2 ? p[2] : "NULL",
-          p[op->nopnds]);
-  int64_t kn = prod(w->dims, 1, R);
-  e->flops += 2 * gv_type_numel(o) * kn;
-  return 0;
-}
-
-static int const_int(const gv_value *v, int64_t *out) {
-  if (!v->def || v->def->code != GV_OP_CONSTANT) return -1;
-  const gv_attr *a = gv_get_attr(v->def, "value");
-  if (!a || a->kind != GV_ATTR_TENSOR || !a->u.t || gv_tensor_numel(a->u.t) < 1) return -1;
-  *out = gv_tensor_get_i(a->u.t, 0);
-  return 0;
-}
-
 enum { NP = GV_MAX_RANK * 4 + 4 }; /* pointer expressions of one op */
+
+/* The CUDA side of the shared kernel-call table (../kcall.h): element sizes
+ * as stored (bf16) and device pointers. */
+static size_t kc_es(const void *ctx, const gv_value *v) { return vses((emitter *)ctx, v); }
+static void kc_ptr(const void *ctx, const gv_value *v, int64_t off, char *buf, size_t n) { ptr((emitter *)ctx, v, off, buf, n); }
+
+/* The kernels of the shared table that runtime/cuda/ has (cumsum: not yet). */
+static bool cu_has(cg_kernel k) { return k != CG_K_NONE && k != CG_K_CUMSUM; }
+
+/* A filled kernel call as a call into runtime/cuda/kernels*.cu: the storage
+ * dtype first, the kernel number k last where the kernel flags errors;
+ * p: the slots' pointers (after storage conversions). */
+static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, char p[][64]) {
+  FILE *f = e->f;
+  int np = op->nopnds + op->nres;
+  cg_kcall_target t = {"galv_cu_", kc_es, kc_ptr, e};
+  if (cg_kcall_print_move(f, op, kc, &t, p, np < NP ? np : NP) == 0) return 0;
+  const gv_value *x = cg_kcall_value(op, kc->src), *y = cg_kcall_value(op, kc->dst);
+  size_t es = vses(e, cg_kcall_value(op, kc->es_slot));
+  const char *dst = p[kc->dst], *src = p[kc->src];
+  switch (kc->kernel) {
+  case CG_K_GATHER:
+    fprintf(f, "  galv_cu_gather(%s, %s, %s, %d, %lld, %lld, %lld, %lld, %d);\n", dst, src, p[kc->aux[0]], kc->idx_es,
+            (long long)kc->count, (long long)kc->outer, (long long)kc->len, (long long)(kc->inner * (int64_t)es), k);
+    return 0;
+  case CG_K_TRILU:
+    if (kc->kdiag_slot >= 0) return gv_error_op(e->m, op, "cuda codegen: trilu k must be a compile-time constant");
+    fprintf(f, "  galv_cu_trilu(%s, %s, %zu, %lld, %lld, %lld, %lld, %d);\n", dst, src, es, (long long)kc->outer,
+            (long long)kc->len, (long long)kc->inner, (long long)kc->kdiag, kc->kind);
+    return 0;
+  case CG_K_REDUCE:
+    fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, kc->rank, kc->dims);
+    fprintf(f, ", s[] = "), cg_dims_lit(f, kc->rank, kc->strides);
+    if (half_of(e, x) == half_of(e, y))
+      fprintf(f, ";\n    galv_cu_reduce(%s, %s, %s, %d, d, s, %lld, %d); }\n", vdt(e, y), dst, src, kc->rank,
+              (long long)kc->count, kc->kind);
+    else /* bf16 training: e.g. a bf16 activation gradient summed into an fp32 bias gradient */
+      fprintf(f, ";\n    galv_cu_reduce_to(%s, %s, %s, %s, %d, d, s, %lld, %d); }\n", vdt(e, x), vdt(e, y), dst, src,
+              kc->rank, (long long)kc->count, kc->kind);
+    return 0;
+  case CG_K_SOFTMAX:
+    fprintf(f, "  galv_cu_softmax(%s, %s, %s, %lld, %lld, %lld, %d);\n", vdt(e, y), dst, src, (long long)kc->outer,
+            (long long)kc->len, (long long)kc->inner, kc->kind);
+    return 0;
+  case CG_K_NORM:
+    fprintf(f, "  galv_cu_norm(%s, %s, %s, %s, %lld, %s, %lld, %lld, %lld, %af, %d);\n", vdt(e, y), dst, src, p[kc->aux[0]],
+            (long long)kc->count, kc->aux[1] >= 0 ? p[kc->aux[1]] : "NULL", (long long)kc->count2, (long long)kc->outer,
+            (long long)kc->len, kc->eps, kc->kind);
+    return 0;
+  case CG_K_DOT: return emit_dot(e, op, kc, src, p[kc->aux[0]], dst);
+  case CG_K_CONV: {
+    cg_conv_lit(f, &kc->conv);
+    fprintf(f, "    galv_cu_conv(%s, &d, %s, %s, %s, %s); }\n", vdt(e, y), src, p[kc->aux[0]],
+            kc->aux[1] >= 0 ? p[kc->aux[1]] : "NULL", dst);
+    const gv_type *w = &op->opnds[kc->aux[0]]->type;
+    e->flops += 2 * gv_type_numel(&y->type) * prod(w->dims, 1, w->rank);
+    return 0;
+  }
+  case CG_K_GATHER_GRAD:
+    fprintf(f, "  galv_cu_gather_grad(%s, (float *)%s, %s, %s, %d, %lld, %lld, %lld, %lld, %d);\n", vdt(e, x), dst, src,
+            p[kc->aux[0]], kc->idx_es, (long long)kc->count, (long long)kc->outer, (long long)kc->len,
+            (long long)kc->inner, k);
+    return 0;
+  case CG_K_SCATTER_STRIDED: /* an empty dy: rank 0 (the kernel only zeroes dst) */
+    fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, kc->rank, kc->dims);
+    fprintf(f, ", s[] = "), cg_dims_lit(f, kc->rank, kc->strides);
+    fprintf(f, ";\n    galv_cu_scatter_strided(%s, %lld, %lld, %s, %zu, %d, d, s); }\n", dst,
+            (long long)(gv_type_numel(&y->type) * (int64_t)es), (long long)kc->base, src, es,
+            gv_type_numel(&x->type) ? kc->rank : 0);
+    return 0;
+  case CG_K_CROSS_ENTROPY:
+  case CG_K_CROSS_ENTROPY_GRAD: {
+    if (kc->count > INT_MAX) return gv_error_op(e->m, op, "cuda codegen: cross_entropy over more than 2^31 rows");
+    if (e->cvt + (kc->count + 2) * 8 > e->scratch) e->scratch = e->cvt + (kc->count + 2) * 8;
+    if (kc->kernel == CG_K_CROSS_ENTROPY_GRAD)
+      fprintf(f, "  galv_cu_cross_entropy_grad(%s, %s, (const float *)%s, %s, (const int64_t *)%s, %lld, %lld, %lldLL, galv_cu.scratch + %lld, %d);\n",
+              vdt(e, x), dst, p[kc->aux[1]], src, p[kc->aux[0]], (long long)kc->count, (long long)kc->len,
+              (long long)kc->ignore, (long long)e->cvt, k);
+    else
+      fprintf(f, "  galv_cu_cross_entropy(%s, (float *)%s, %s, (const int64_t *)%s, %lld, %lld, %lldLL, galv_cu.scratch + %lld, %d);\n",
+              vdt(e, x), dst, src, p[kc->aux[0]], (long long)kc->count, (long long)kc->len, (long long)kc->ignore,
+              (long long)e->cvt, k);
+    return 0;
+  }
+  case CG_K_CONV_GRAD_INPUT:
+  case CG_K_CONV_GRAD_WEIGHT: {
+    bool wg = kc->kernel == CG_K_CONV_GRAD_WEIGHT;
+    const char *dt = vdt(e, op->opnds[wg ? 1 : 0]); /* dy's storage: x and dx follow it, w and dw are fp32 */
+    cg_conv_lit(f, &kc->conv);
+    if (wg) fprintf(f, "    galv_cu_conv_grad_weight(%s, &d, %s, %s, (float *)%s); }\n", dt, src, p[kc->aux[0]], dst);
+    else fprintf(f, "    galv_cu_conv_grad_input(%s, &d, %s, (const float *)%s, %s); }\n", dt, src, p[kc->aux[0]], dst);
+    const gv_type *dy = &op->opnds[wg ? 1 : 0]->type, *cw = wg ? &y->type : &op->opnds[1]->type;
+    e->flops += 2 * gv_type_numel(dy) * prod(cw->dims, 1, cw->rank);
+    return 0;
+  }
+  default:
+    return gv_error_op(e->m, op, "cuda codegen: the %s kernel is not in the cuda runtime", cg_kernel_names[kc->kernel]);
+  }
+}
 
 /* One non-elementwise op as a runtime library call; k is its kernel number;
  * p: the pointers of its operands then results (after storage conversions). */
 static int emit_call(emitter *e, const gv_op *op, int k, char p[][64]) {
-  gv_module *m = e->m;
-  FILE *f = e->f;
-  const gv_type *x = &op->opnds[0]->type, *o = &op->res[0]->type;
-  size_t es = vses(e, op->opnds[0]);
-  int64_t xs[GV_MAX_RANK];
-  strides_of(x, xs);
-  int ax;
-  switch (op->code) {
-  case GV_OP_DOT: return emit_dot(e, op, p[0], p[1], p[2]);
-  case GV_OP_CONV: return emit_conv(e, op, p);
-  case GV_OP_TRANSPOSE: {
-    const int64_t *perm;
-    int n = gv_get_ints(op, "perm", &perm);
-    int64_t s[GV_MAX_RANK];
-    for (int d = 0; d < x->rank; d++) {
-      int64_t q = n >= 0 ? perm[d] : x->rank - 1 - d;
-      if (q < 0 || q >= x->rank || o->dims[d] != x->dims[q]) return gv_error_op(m, op, "cuda codegen: bad transpose perm");
-      s[d] = xs[q];
-    }
-    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, o->rank, o->dims);
-    fprintf(f, ", s[] = "), dims_lit(f, o->rank, s);
-    fprintf(f, ";\n    galv_cu_copy_strided(%s, %s, %zu, %d, d, s); }\n", p[1], p[0], es, o->rank);
-    return 0;
+  if (cu_has(cg_kcall_kernel(op->code))) { /* the shared kernel-call table (../kcall.c) */
+    cg_kcall kc;
+    if (cg_kcall_fill(e->m, op, "cuda codegen", &kc)) return -1;
+    return print_kcall(e, op, &kc, k, p);
   }
-  case GV_OP_EXPAND: {
-    int64_t s[GV_MAX_RANK];
-    if (x->rank > o->rank) return gv_error_op(m, op, "cuda codegen: expand result rank below the operand's");
-    gv_bcast_strides(x, o, s);
-    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, o->rank, o->dims);
-    fprintf(f, ", s[] = "), dims_lit(f, o->rank, s);
-    fprintf(f, ";\n    galv_cu_copy_strided(%s, %s, %zu, %d, d, s); }\n", p[op->nopnds], p[0], es, o->rank);
-    return 0;
-  }
-  case GV_OP_SLICE: {
-    int64_t start[GV_MAX_RANK], step[GV_MAX_RANK], count[GV_MAX_RANK], s[GV_MAX_RANK], base = 0;
-    bool aff[GV_MAX_RANK];
-    const gv_tensor *vals[5] = {0};
-    for (int i = 1; i < op->nopnds && i < 5; i++)
-      if (op->opnds[i]->def && op->opnds[i]->def->code == GV_OP_CONSTANT) {
-        const gv_attr *a = gv_get_attr(op->opnds[i]->def, "value");
-        vals[i] = a && a->kind == GV_ATTR_TENSOR ? a->u.t : NULL;
-      }
-    int kk = gv_slice_window(m, (gv_op *)op, x, vals, start, step, count, aff);
-    if (kk < 0) return -1;
-    if (kk == 0) return gv_error_op(m, op, "cuda codegen: slice parameters are not compile-time constants");
-    for (int d = 0; d < x->rank; d++) {
-      if (count[d] != o->dims[d]) return gv_error_op(m, op, "cuda codegen: slice result type does not match its window");
-      if (count[d] > 0) base += start[d] * xs[d];
-      s[d] = step[d] * xs[d];
-    }
-    if (gv_type_numel(o) == 0) return 0;
-    char src[64];
-    ptr(e, op->opnds[0], base * (int64_t)es, src, sizeof src);
-    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, o->rank, o->dims);
-    fprintf(f, ", s[] = "), dims_lit(f, o->rank, s);
-    fprintf(f, ";\n    galv_cu_copy_strided(%s, %s, %zu, %d, d, s); }\n", p[op->nopnds], src, es, o->rank);
-    return 0;
-  }
-  case GV_OP_TILE:
-    if (x->rank != o->rank) return gv_error_op(m, op, "cuda codegen: tile result rank differs from the operand's");
-    fprintf(f, "  { static const int64_t di[] = "), dims_lit(f, x->rank, x->dims);
-    fprintf(f, ", dout[] = "), dims_lit(f, o->rank, o->dims);
-    fprintf(f, ";\n    galv_cu_tile(%s, %s, %zu, %d, di, dout); }\n", p[op->nopnds], p[0], es, o->rank);
-    return 0;
-  case GV_OP_CONCAT:
-  case GV_OP_SPLIT: {
-    bool cat = op->code == GV_OP_CONCAT;
-    const gv_type *full = cat ? o : x;
-    int n = cat ? op->nopnds : op->nres;
-    ax = gv_norm_axis(gv_get_int(op, "axis", 0), full->rank);
-    if (ax < 0) return gv_error_op(m, op, "cuda codegen: axis out of range");
-    size_t fes = vses(e, cat ? op->res[0] : op->opnds[0]);
-    int64_t outer = prod(full->dims, 0, ax), inner = prod(full->dims, ax + 1, full->rank), tot = 0;
-    fprintf(f, "  { %svoid *const v[] = {", cat ? "const " : "");
-    for (int i = 0; i < n; i++) {
-      char b[64];
-      int pi = cat ? i : op->nopnds + i;
-      if (pi < NP) snprintf(b, sizeof b, "%s", p[pi]); /* after a storage conversion (bf16 training) */
-      else ptr(e, cat ? op->opnds[i] : op->res[i], 0, b, sizeof b);
-      fprintf(f, "%s%s", i ? ", " : "", b);
-    }
-    fprintf(f, "};\n    static const int64_t c[] = {");
-    for (int i = 0; i < n; i++) {
-      const gv_type *t = cat ? &op->opnds[i]->type : &op->res[i]->type;
-      if (t->rank != full->rank) return gv_error_op(m, op, "cuda codegen: %s operand ranks differ", cat ? "concat" : "split");
-      tot += t->dims[ax];
-      fprintf(f, "%s%lld", i ? ", " : "", (long long)(t->dims[ax] * inner * (int64_t)fes));
-    }
-    if (tot != full->dims[ax]) return gv_error_op(m, op, "cuda codegen: %s sizes do not add up", cat ? "concat" : "split");
-    char b[64];
-    ptr(e, cat ? op->res[0] : op->opnds[0], 0, b, sizeof b);
-    if (cat) fprintf(f, "};\n    galv_cu_concat(%s, v, c, %d, %lld); }\n", b, n, (long long)outer);
-    else fprintf(f, "};\n    galv_cu_split(v, %s, c, %d, %lld); }\n", b, n, (long long)outer);
-    return 0;
-  }
-  case GV_OP_GATHER: {
-    ax = gv_norm_axis(gv_get_int(op, "axis", 0), x->rank);
-    gv_dtype it = op->opnds[1]->type.dtype;
-    if (ax < 0) return gv_error_op(m, op, "cuda codegen: gather axis out of range");
-    if (it != GV_DT_I64 && it != GV_DT_I32)
-      return gv_error_op(m, op, "cuda codegen: gather indices of dtype %s are not supported", gv_dtype_name(it));
-    int64_t outer = prod(x->dims, 0, ax), inner = prod(x->dims, ax + 1, x->rank);
-    fprintf(f, "  galv_cu_gather(%s, %s, %s, %d, %lld, %lld, %lld, %lld, %d);\n", p[2], p[0], p[1], it == GV_DT_I64 ? 8 : 4,
-            (long long)gv_type_numel(&op->opnds[1]->type), (long long)outer, (long long)x->dims[ax],
-            (long long)(inner * (int64_t)es), k);
-    return 0;
-  }
-  case GV_OP_TRILU: {
-    int64_t kd = gv_get_int(op, "k", 0);
-    if (op->nopnds > 1 && const_int(op->opnds[1], &kd) != 0)
-      return gv_error_op(m, op, "cuda codegen: trilu k must be a compile-time constant");
-    if (x->rank < 2) return gv_error_op(m, op, "cuda codegen: trilu needs rank >= 2");
-    fprintf(f, "  galv_cu_trilu(%s, %s, %zu, %lld, %lld, %lld, %lld, %d);\n", p[op->nopnds], p[0], es,
-            (long long)prod(x->dims, 0, x->rank - 2), (long long)x->dims[x->rank - 2], (long long)x->dims[x->rank - 1],
-            (long long)kd, gv_get_int(op, "upper", 1) != 0);
-    return 0;
-  }
-  case GV_OP_REDUCE_SUM: case GV_OP_REDUCE_MEAN: case GV_OP_REDUCE_MAX: case GV_OP_REDUCE_MIN: {
-    if (need_f32(e, op)) return -1;
-    const int64_t *axes;
-    int na = gv_get_ints(op, "axes", &axes);
-    gv_type kept = *x;
-    for (int d = 0; na <= 0 && d < x->rank; d++) kept.dims[d] = 1;
-    for (int i = 0; i < na; i++) {
-      int a = gv_norm_axis(axes[i], x->rank);
-      if (a < 0) return gv_error_op(m, op, "cuda codegen: reduce axis out of range");
-      kept.dims[a] = 1;
-    }
-    int64_t ks[GV_MAX_RANK] = {0};
-    strides_of(&kept, ks);
-    for (int d = 0; d < x->rank; d++) ks[d] = kept.dims[d] == 1 ? 0 : ks[d];
-    if (gv_type_numel(&kept) != gv_type_numel(o)) return gv_error_op(m, op, "cuda codegen: reduce result type does not match");
-    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, x->rank, x->dims);
-    fprintf(f, ", s[] = "), dims_lit(f, x->rank, ks);
-    if (half_of(e, op->opnds[0]) == half_of(e, op->res[0]))
-      fprintf(f, ";\n    galv_cu_reduce(%s, %s, %s, %d, d, s, %lld, %d); }\n", vdt(e, op->res[0]), p[1], p[0], x->rank,
-              (long long)gv_type_numel(o), (int)(op->code - GV_OP_REDUCE_SUM));
-    else /* bf16 training: e.g. a bf16 activation gradient summed into an fp32 bias gradient */
-      fprintf(f, ";\n    galv_cu_reduce_to(%s, %s, %s, %s, %d, d, s, %lld, %d); }\n", vdt(e, op->opnds[0]),
-              vdt(e, op->res[0]), p[1], p[0], x->rank, (long long)gv_type_numel(o), (int)(op->code - GV_OP_REDUCE_SUM));
-    return 0;
-  }
-  case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX: {
-    if (need_f32(e, op)) return -1;
-    ax = x->rank ? gv_norm_axis(gv_get_int(op, "axis", -1), x->rank) : 0;
-    if (ax < 0) return gv_error_op(m, op, "cuda codegen: softmax axis out of range");
-    fprintf(f, "  galv_cu_softmax(%s, %s, %s, %lld, %lld, %lld, %d);\n", vdt(e, op->res[0]), p[1], p[0],
-            (long long)prod(x->dims, 0, ax), (long long)(x->rank ? x->dims[ax] : 1),
-            (long long)prod(x->dims, ax + 1, x->rank), op->code == GV_OP_LOG_SOFTMAX);
-    return 0;
-  }
-  case GV_OP_LAYER_NORM: case GV_OP_RMS_NORM: {
-    if (need_f32(e, op)) return -1;
-    ax = gv_norm_axis(gv_get_int(op, "axis", -1), x->rank);
-    if (ax < 0) return gv_error_op(m, op, "cuda codegen: norm axis out of range");
-    int64_t N = prod(x->dims, ax, x->rank), sn = gv_type_numel(&op->opnds[1]->type);
-    int64_t bn = op->nopnds > 2 ? gv_type_numel(&op->opnds[2]->type) : 0;
-    if ((sn != N && sn != 1) || (op->nopnds > 2 && bn != N && bn != 1))
-      return gv_error_op(m, op, "cuda codegen: norm scale/bias must have the normalised element count or one element");
-    fprintf(f, "  galv_cu_norm(%s, %s, %s, %s, %lld, %s, %lld, %lld, %lld, %af, %d);\n", vdt(e, op->res[0]), p[op->nopnds], p[0],
-            p[1], (long long)sn, op->nopnds > 2 ? p[2] : "NULL", (long long)bn, (long long)prod(x->dims, 0, ax),
-            (long long)N, (double)gv_get_float(op, "epsilon", 1e-5f), op->code == GV_OP_RMS_NORM);
-    return 0;
-  }
-  case GV_OP_GATHER_GRAD: {
-    if (need_f32_but(e, op, 1)) return -1;
-    gv_dtype it = op->opnds[1]->type.dtype;
-    if (it != GV_DT_I64 && it != GV_DT_I32)
-      return gv_error_op(m, op, "cuda codegen: gather_grad indices of dtype %s are not supported", gv_dtype_name(it));
-    ax = (int)gv_get_int(op, "axis", 0);
-    int ir = op->opnds[1]->type.rank;
-    if (ax < 0 || ax >= o->rank || x->rank != o->rank + ir - 1)
-      return gv_error_op(m, op, "cuda codegen: gather_grad axis or ranks do not fit");
-    fprintf(f, "  galv_cu_gather_grad(%s, (float *)%s, %s, %s, %d, %lld, %lld, %lld, %lld, %d);\n", vdt(e, op->opnds[0]),
-            p[op->nopnds], p[0], p[1], it == GV_DT_I64 ? 8 : 4, (long long)gv_type_numel(&op->opnds[1]->type),
-            (long long)prod(o->dims, 0, ax), (long long)o->dims[ax], (long long)prod(o->dims, ax + 1, o->rank), k);
-    return 0;
-  }
-  case GV_OP_SLICE_GRAD: {
-    int64_t start[GV_MAX_RANK], step[GV_MAX_RANK], count[GV_MAX_RANK], s[GV_MAX_RANK], os[GV_MAX_RANK], base = 0;
-    bool aff[GV_MAX_RANK];
-    if (gv_slice_window(m, (gv_op *)op, o, NULL, start, step, count, aff) < 0) return -1;
-    if (x->rank != o->rank) return gv_error_op(m, op, "cuda codegen: slice_grad dy rank differs from the result's");
-    strides_of(o, os);
-    for (int d = 0; d < o->rank; d++) {
-      if (count[d] != x->dims[d]) return gv_error_op(m, op, "cuda codegen: slice_grad dy does not match its window");
-      if (count[d] > 0) base += start[d] * os[d];
-      s[d] = step[d] * os[d];
-    }
-    size_t oes = vses(e, op->res[0]);
-    fprintf(f, "  { static const int64_t d[] = "), dims_lit(f, x->rank, x->dims);
-    fprintf(f, ", s[] = "), dims_lit(f, x->rank, s);
-    fprintf(f, ";\n    galv_cu_scatter_strided(%s, %lld, %lld, %s, %zu, %d, d, s); }\n", p[op->nopnds],
-            (long long)(gv_type_numel(o) * (int64_t)oes), (long long)base, p[0], oes, gv_type_numel(x) ? x->rank : 0);
-    return 0;
-  }
-  case GV_OP_CROSS_ENTROPY:
-  case GV_OP_CROSS_ENTROPY_GRAD: {
-    int g = op->code == GV_OP_CROSS_ENTROPY_GRAD;
-    const gv_type *lg = &op->opnds[g]->type, *lb = &op->opnds[g + 1]->type;
-    if (need_f32_but(e, op, g + 1)) return -1;
-    if (lb->dtype != GV_DT_I64) return gv_error_op(m, op, "cuda codegen: cross_entropy labels must be i64, got %s", gv_dtype_name(lb->dtype));
-    if (lg->rank < 1) return gv_error_op(m, op, "cuda codegen: cross_entropy logits must have rank >= 1");
-    int64_t C = lg->dims[lg->rank - 1], rows = C ? gv_type_numel(lg) / C : 0;
-    if (rows > INT_MAX) return gv_error_op(m, op, "cuda codegen: cross_entropy over more than 2^31 rows");
-    if (e->cvt + (rows + 2) * 8 > e->scratch) e->scratch = e->cvt + (rows + 2) * 8;
-    long long ign = (long long)gv_get_int(op, "ignore_index", -100);
-    if (g)
-      fprintf(f, "  galv_cu_cross_entropy_grad(%s, %s, (const float *)%s, %s, (const int64_t *)%s, %lld, %lld, %lldLL, galv_cu.scratch + %lld, %d);\n",
-              vdt(e, op->opnds[1]), p[op->nopnds], p[0], p[1], p[2], (long long)rows, (long long)C, ign, (long long)e->cvt, k);
-    else
-      fprintf(f, "  galv_cu_cross_entropy(%s, (float *)%s, %s, (const int64_t *)%s, %lld, %lld, %lldLL, galv_cu.scratch + %lld, %d);\n",
-              vdt(e, op->opnds[0]), p[op->nopnds], p[0], p[1], (long long)rows, (long long)C, ign, (long long)e->cvt, k);
-    return 0;
-  }
-  case GV_OP_CONV_GRAD_INPUT:
-  case GV_OP_CONV_GRAD_WEIGHT: {
-    if (need_f32(e, op)) return -1;
-    bool wg = op->code == GV_OP_CONV_GRAD_WEIGHT;
-    const gv_type *dy = &op->opnds[wg ? 1 : 0]->type, *other = &op->opnds[wg ? 0 : 1]->type;
-    const gv_type *cx = wg ? other : o, *cw = wg ? o : other;
-    int R = cx->rank, S = R - 2;
-    if (R < 3 || cw->rank != R || dy->rank != R) return gv_error_op(m, op, "cuda codegen: conv operands must have equal rank >= 3");
-    const int64_t *sv, *pv, *dv;
-    int ns = gv_get_ints(op, "strides", &sv), npd = gv_get_ints(op, "pads", &pv), nd = gv_get_ints(op, "dilations", &dv);
-    int64_t G = gv_get_int(op, "group", 1), st[GV_MAX_RANK], pb[GV_MAX_RANK], dl[GV_MAX_RANK];
-    if (G < 1 || cx->dims[1] != cw->dims[1] * G || cw->dims[0] % G || dy->dims[1] != cw->dims[0] || dy->dims[0] != cx->dims[0])
-      return gv_error_op(m, op, "cuda codegen: conv gradient channel counts do not match");
-    for (int q = 0; q < S; q++) {
-      st[q] = ns == S ? sv[q] : 1;
-      pb[q] = npd == 2 * S ? pv[q] : 0;
-      dl[q] = nd == S ? dv[q] : 1;
-    }
-    fprintf(f, "  { static const galv_conv_desc d = {%d, %lld, %lld, %lld, %lld, ", S, (long long)cx->dims[0],
-            (long long)cx->dims[1], (long long)cw->dims[0], (long long)G);
-    dims_lit(f, S, cx->dims + 2), fputs(", ", f), dims_lit(f, S, cw->dims + 2), fputs(", ", f);
-    dims_lit(f, S, dy->dims + 2), fputs(", ", f), dims_lit(f, S, st), fputs(", ", f), dims_lit(f, S, pb), fputs(", ", f);
-    dims_lit(f, S, dl);
-    const char *dt = vdt(e, op->opnds[wg ? 1 : 0]); /* dy's storage: x and dx follow it, w and dw are fp32 */
-    if (wg) fprintf(f, "};\n    galv_cu_conv_grad_weight(%s, &d, %s, %s, (float *)%s); }\n", dt, p[0], p[1], p[2]);
-    else fprintf(f, "};\n    galv_cu_conv_grad_input(%s, &d, %s, (const float *)%s, %s); }\n", dt, p[0], p[1], p[2]);
-    e->flops += 2 * gv_type_numel(dy) * prod(cw->dims, 1, R);
-    return 0;
-  }
-  default:
-    return gv_error_op(m, op, "cuda codegen: galv.%s is not supported by the cuda target yet%s", gv_ops[op->code].name,
-                       op->code == GV_OP_SHAPE || op->code == GV_OP_RANGE || op->code == GV_OP_CONSTANT_OF_SHAPE ||
-                               op->code == GV_OP_IF
-                           ? " (it should have been folded: are the input shapes bound?)"
-                           : " (use --target cpu)");
-  }
+  return gv_error_op(e->m, op, "cuda codegen: galv.%s is not supported by the cuda target yet%s", gv_ops[op->code].name,
+                     op->code == GV_OP_SHAPE || op->code == GV_OP_RANGE || op->code == GV_OP_CONSTANT_OF_SHAPE ||
+                             op->code == GV_OP_IF
+                         ? " (it should have been folded: are the input shapes bound?)"
+                         : " (use --target cpu)");
 }
 
 /* op as a runtime library call (collectives: ../comm.c). Under bf16
@@ -1036,8 +805,8 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
       rc = emit_attention(e, &e->att[head], head, nk);
     } else if (op->code == GV_OP_FUSED || (gv_ops[op->code].flags & GV_ELEMENTWISE)) {
       int64_t n = gv_type_numel(&op->res[0]->type);
-      fprintf(f, "  %s%d<<<galv_cu_blocks(%lld), 256, 0, galv_cu.stream>>>(", op->code == GV_OP_FUSED ? "fused" : "ew", t,
-              (long long)n);
+      fprintf(f, "  GALV_LAUNCH(%s%d, galv_cu_blocks(%lld), 256, 0, galv_cu.stream, ", op->code == GV_OP_FUSED ? "fused" : "ew",
+              t, (long long)n);
       for (int i = 0; i < op->nopnds + op->nres; i++) {
         const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
         char b[64];

@@ -103,8 +103,8 @@ static void galv_attention(const galv_attn_desc *a, const void *q, const void *k
   if (nb == 0 || a->Sq == 0) return;
   if (a->D > ATT_DMAX || a->Dv > ATT_DMAX || nb > 65535) galv_fatal("attention: head dim above %d or too many heads", ATT_DMAX);
   dim3 grid((unsigned)((a->Sq + ATT_ROWS - 1) / ATT_ROWS), (unsigned)nb);
-  galv_attention_k<T, Score><<<grid, ATT_ROWS * 32, 0, galv_cu.stream>>>((T *)out, (const T *)q, (const T *)k,
-                                                                          (const T *)v, *a, score);
+  auto *kern = galv_attention_k<T, Score>; /* one GALV_LAUNCH argument */
+  GALV_LAUNCH(kern, grid, ATT_ROWS * 32, 0, galv_cu.stream, (T *)out, (const T *)q, (const T *)k, (const T *)v, *a, score);
   GALV_CU_LAUNCHED();
 }
 

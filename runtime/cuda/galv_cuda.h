@@ -46,6 +46,16 @@ extern void (*galv_cu_abort_all)(void);
     cublasStatus_t s_ = (call);                                                                       \
     if (s_ != CUBLAS_STATUS_SUCCESS) galv_cu_fail("cuBLAS", #call, cublasGetStatusString(s_), __FILE__, __LINE__); \
   } while (0)
+/* Every kernel launch, in runtime/cuda/ and in generated programs:
+ * GALV_LAUNCH(kernel, grid, block, shmem, stream, args...) is the
+ * triple-chevron launch under nvcc. A build with a host compiler (no GPU)
+ * defines it before including this header; tests/cuda_launch.sh checks that
+ * no launch is written any other way. kernel is one macro argument: a
+ * template instance with several arguments goes through a function pointer
+ * (runtime/cuda/attention.cuh). */
+#ifndef GALV_LAUNCH
+#define GALV_LAUNCH(kernel, grid, block, shmem, stream, ...) kernel<<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__)
+#endif
 /* after a kernel launch: launch errors only (no synchronisation) */
 #define GALV_CU_LAUNCHED() cudaCheck(cudaGetLastError())
 

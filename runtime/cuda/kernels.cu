@@ -58,10 +58,10 @@ void galv_cu_copy_strided(void *dst, const void *src, size_t es, int rank, const
   unsigned g = galv_cu_blocks(n);
   cudaStream_t st = galv_cu.stream;
   switch (es) {
-  case 1: copy_strided_k<<<g, 256, 0, st>>>((uint8_t *)dst, (const uint8_t *)src, n, s); break;
-  case 2: copy_strided_k<<<g, 256, 0, st>>>((uint16_t *)dst, (const uint16_t *)src, n, s); break;
-  case 4: copy_strided_k<<<g, 256, 0, st>>>((uint32_t *)dst, (const uint32_t *)src, n, s); break;
-  case 8: copy_strided_k<<<g, 256, 0, st>>>((uint64_t *)dst, (const uint64_t *)src, n, s); break;
+  case 1: GALV_LAUNCH(copy_strided_k, g, 256, 0, st, (uint8_t *)dst, (const uint8_t *)src, n, s); break;
+  case 2: GALV_LAUNCH(copy_strided_k, g, 256, 0, st, (uint16_t *)dst, (const uint16_t *)src, n, s); break;
+  case 4: GALV_LAUNCH(copy_strided_k, g, 256, 0, st, (uint32_t *)dst, (const uint32_t *)src, n, s); break;
+  case 8: GALV_LAUNCH(copy_strided_k, g, 256, 0, st, (uint64_t *)dst, (const uint64_t *)src, n, s); break;
   default: galv_fatal("copy_strided: element size %zu not supported", es);
   }
   GALV_CU_LAUNCHED();
@@ -88,10 +88,10 @@ void galv_cu_tile(void *dst, const void *src, size_t es, int rank, const int64_t
   unsigned g = galv_cu_blocks(n);
   cudaStream_t st = galv_cu.stream;
   switch (es) {
-  case 1: tile_k<<<g, 256, 0, st>>>((uint8_t *)dst, (const uint8_t *)src, n, a, b); break;
-  case 2: tile_k<<<g, 256, 0, st>>>((uint16_t *)dst, (const uint16_t *)src, n, a, b); break;
-  case 4: tile_k<<<g, 256, 0, st>>>((uint32_t *)dst, (const uint32_t *)src, n, a, b); break;
-  case 8: tile_k<<<g, 256, 0, st>>>((uint64_t *)dst, (const uint64_t *)src, n, a, b); break;
+  case 1: GALV_LAUNCH(tile_k, g, 256, 0, st, (uint8_t *)dst, (const uint8_t *)src, n, a, b); break;
+  case 2: GALV_LAUNCH(tile_k, g, 256, 0, st, (uint16_t *)dst, (const uint16_t *)src, n, a, b); break;
+  case 4: GALV_LAUNCH(tile_k, g, 256, 0, st, (uint32_t *)dst, (const uint32_t *)src, n, a, b); break;
+  case 8: GALV_LAUNCH(tile_k, g, 256, 0, st, (uint64_t *)dst, (const uint64_t *)src, n, a, b); break;
   default: galv_fatal("tile: element size %zu not supported", es);
   }
   GALV_CU_LAUNCHED();
@@ -138,11 +138,11 @@ void galv_cu_gather(void *dst, const void *data, const void *idx, int idx_es, in
   int64_t n = outer * nidx * chunk;
   if (n == 0) return;
   if (chunk % 4 == 0) {
-    gather_k<<<galv_cu_blocks(n / 4), 256, 0, galv_cu.stream>>>((uint32_t *)dst, (const uint32_t *)data, idx, idx_es,
-                                                                nidx, outer, D, chunk / 4, galv_cu.err, k);
+    GALV_LAUNCH(gather_k, galv_cu_blocks(n / 4), 256, 0, galv_cu.stream, (uint32_t *)dst, (const uint32_t *)data, idx,
+                idx_es, nidx, outer, D, chunk / 4, galv_cu.err, k);
   } else {
-    gather_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>((uint8_t *)dst, (const uint8_t *)data, idx, idx_es, nidx,
-                                                            outer, D, chunk, galv_cu.err, k);
+    GALV_LAUNCH(gather_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, (uint8_t *)dst, (const uint8_t *)data, idx, idx_es,
+                nidx, outer, D, chunk, galv_cu.err, k);
   }
   GALV_CU_LAUNCHED();
 }
@@ -162,10 +162,10 @@ void galv_cu_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t
   unsigned g = galv_cu_blocks(n);
   cudaStream_t st = galv_cu.stream;
   switch (es) {
-  case 1: trilu_k<<<g, 256, 0, st>>>((uint8_t *)dst, (const uint8_t *)src, n, R, C, kd, upper); break;
-  case 2: trilu_k<<<g, 256, 0, st>>>((uint16_t *)dst, (const uint16_t *)src, n, R, C, kd, upper); break;
-  case 4: trilu_k<<<g, 256, 0, st>>>((uint32_t *)dst, (const uint32_t *)src, n, R, C, kd, upper); break;
-  case 8: trilu_k<<<g, 256, 0, st>>>((uint64_t *)dst, (const uint64_t *)src, n, R, C, kd, upper); break;
+  case 1: GALV_LAUNCH(trilu_k, g, 256, 0, st, (uint8_t *)dst, (const uint8_t *)src, n, R, C, kd, upper); break;
+  case 2: GALV_LAUNCH(trilu_k, g, 256, 0, st, (uint16_t *)dst, (const uint16_t *)src, n, R, C, kd, upper); break;
+  case 4: GALV_LAUNCH(trilu_k, g, 256, 0, st, (uint32_t *)dst, (const uint32_t *)src, n, R, C, kd, upper); break;
+  case 8: GALV_LAUNCH(trilu_k, g, 256, 0, st, (uint64_t *)dst, (const uint64_t *)src, n, R, C, kd, upper); break;
   default: galv_fatal("trilu: element size %zu not supported", es);
   }
   GALV_CU_LAUNCHED();
@@ -245,10 +245,10 @@ void galv_cu_reduce_to(int xdt, int ydt, void *y, const void *x, int rank, const
   unsigned g = galv_cu_blocks(no * 32);
   cudaStream_t st = galv_cu.stream;
   bool xb = xdt == GALV_BF16, yb = ydt == GALV_BF16;
-  if (xb && yb) reduce_k<<<g, 256, 0, st>>>((galv_bf16 *)y, (const galv_bf16 *)x, no, kept, red, nr, kind);
-  else if (xb) reduce_k<<<g, 256, 0, st>>>((float *)y, (const galv_bf16 *)x, no, kept, red, nr, kind);
-  else if (yb) reduce_k<<<g, 256, 0, st>>>((galv_bf16 *)y, (const float *)x, no, kept, red, nr, kind);
-  else reduce_k<<<g, 256, 0, st>>>((float *)y, (const float *)x, no, kept, red, nr, kind);
+  if (xb && yb) GALV_LAUNCH(reduce_k, g, 256, 0, st, (galv_bf16 *)y, (const galv_bf16 *)x, no, kept, red, nr, kind);
+  else if (xb) GALV_LAUNCH(reduce_k, g, 256, 0, st, (float *)y, (const galv_bf16 *)x, no, kept, red, nr, kind);
+  else if (yb) GALV_LAUNCH(reduce_k, g, 256, 0, st, (galv_bf16 *)y, (const float *)x, no, kept, red, nr, kind);
+  else GALV_LAUNCH(reduce_k, g, 256, 0, st, (float *)y, (const float *)x, no, kept, red, nr, kind);
   GALV_CU_LAUNCHED();
 }
 
@@ -306,13 +306,13 @@ void galv_cu_softmax(int dt, void *y, const void *x, int64_t outer, int64_t L, i
   cudaStream_t st = galv_cu.stream;
   if (inner == 1) {
     unsigned g = galv_cu_blocks(outer * 32);
-    if (dt == GALV_BF16) softmax_rows_k<<<g, 256, 0, st>>>((galv_bf16 *)y, (const galv_bf16 *)x, outer, L, log_softmax);
-    else softmax_rows_k<<<g, 256, 0, st>>>((float *)y, (const float *)x, outer, L, log_softmax);
+    if (dt == GALV_BF16) GALV_LAUNCH(softmax_rows_k, g, 256, 0, st, (galv_bf16 *)y, (const galv_bf16 *)x, outer, L, log_softmax);
+    else GALV_LAUNCH(softmax_rows_k, g, 256, 0, st, (float *)y, (const float *)x, outer, L, log_softmax);
   } else {
     unsigned g = galv_cu_blocks(outer * inner);
     if (dt == GALV_BF16)
-      softmax_strided_k<<<g, 256, 0, st>>>((galv_bf16 *)y, (const galv_bf16 *)x, outer, L, inner, log_softmax);
-    else softmax_strided_k<<<g, 256, 0, st>>>((float *)y, (const float *)x, outer, L, inner, log_softmax);
+      GALV_LAUNCH(softmax_strided_k, g, 256, 0, st, (galv_bf16 *)y, (const galv_bf16 *)x, outer, L, inner, log_softmax);
+    else GALV_LAUNCH(softmax_strided_k, g, 256, 0, st, (float *)y, (const float *)x, outer, L, inner, log_softmax);
   }
   GALV_CU_LAUNCHED();
 }
@@ -372,11 +372,11 @@ void galv_cu_norm(int dt, void *y, const void *x, const void *scale, int64_t sn,
   if (outer * N == 0) return;
   unsigned g = galv_cu_blocks(outer * 32);
   if (dt == GALV_BF16)
-    norm_k<<<g, 256, 0, galv_cu.stream>>>((galv_bf16 *)y, (const galv_bf16 *)x, (const galv_bf16 *)scale, sn,
-                                          (const galv_bf16 *)bias, bn, outer, N, eps, rms);
+    GALV_LAUNCH(norm_k, g, 256, 0, galv_cu.stream, (galv_bf16 *)y, (const galv_bf16 *)x, (const galv_bf16 *)scale, sn,
+                (const galv_bf16 *)bias, bn, outer, N, eps, rms);
   else
-    norm_k<<<g, 256, 0, galv_cu.stream>>>((float *)y, (const float *)x, (const float *)scale, sn, (const float *)bias,
-                                          bn, outer, N, eps, rms);
+    GALV_LAUNCH(norm_k, g, 256, 0, galv_cu.stream, (float *)y, (const float *)x, (const float *)scale, sn,
+                (const float *)bias, bn, outer, N, eps, rms);
   GALV_CU_LAUNCHED();
 }
 
@@ -451,9 +451,9 @@ void galv_cu_conv(int dt, const galv_conv_desc *d, const void *x, const void *w,
   a.d = *d;
   unsigned g = galv_cu_blocks(n);
   if (dt == GALV_BF16)
-    conv_k<<<g, 256, 0, galv_cu.stream>>>((galv_bf16 *)y, (const galv_bf16 *)x, (const galv_bf16 *)w,
-                                          (const galv_bf16 *)bias, a, n);
-  else conv_k<<<g, 256, 0, galv_cu.stream>>>((float *)y, (const float *)x, (const float *)w, (const float *)bias, a, n);
+    GALV_LAUNCH(conv_k, g, 256, 0, galv_cu.stream, (galv_bf16 *)y, (const galv_bf16 *)x, (const galv_bf16 *)w,
+                (const galv_bf16 *)bias, a, n);
+  else GALV_LAUNCH(conv_k, g, 256, 0, galv_cu.stream, (float *)y, (const float *)x, (const float *)w, (const float *)bias, a, n);
   GALV_CU_LAUNCHED();
 }
 
@@ -472,7 +472,7 @@ void galv_cu_from_f32(int dt, void *dst, const float *src, int64_t n) {
     cudaCheck(cudaMemcpyAsync(dst, src, (size_t)n * 4, cudaMemcpyDeviceToDevice, galv_cu.stream));
     return;
   }
-  f32_to_bf16_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>((galv_bf16 *)dst, src, n);
+  GALV_LAUNCH(f32_to_bf16_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, (galv_bf16 *)dst, src, n);
   GALV_CU_LAUNCHED();
 }
 
@@ -482,6 +482,6 @@ void galv_cu_to_f32(int dt, float *dst, const void *src, int64_t n) {
     cudaCheck(cudaMemcpyAsync(dst, src, (size_t)n * 4, cudaMemcpyDeviceToDevice, galv_cu.stream));
     return;
   }
-  bf16_to_f32_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dst, (const galv_bf16 *)src, n);
+  GALV_LAUNCH(bf16_to_f32_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dst, (const galv_bf16 *)src, n);
   GALV_CU_LAUNCHED();
 }

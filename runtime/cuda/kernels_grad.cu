@@ -44,11 +44,11 @@ void galv_cu_gather_grad(int dt, float *dst, const void *dy, const void *idx, in
   int64_t n = outer * nidx * inner;
   if (n == 0) return;
   if (dt == GALV_BF16)
-    gather_grad_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dst, (const galv_bf16 *)dy, idx, idx_es, nidx, outer, D,
-                                                                 inner, galv_cu.err, k);
+    GALV_LAUNCH(gather_grad_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dst, (const galv_bf16 *)dy, idx, idx_es, nidx,
+                outer, D, inner, galv_cu.err, k);
   else
-    gather_grad_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dst, (const float *)dy, idx, idx_es, nidx, outer, D, inner,
-                                                                 galv_cu.err, k);
+    GALV_LAUNCH(gather_grad_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dst, (const float *)dy, idx, idx_es, nidx,
+                outer, D, inner, galv_cu.err, k);
   GALV_CU_LAUNCHED();
 }
 
@@ -82,10 +82,10 @@ void galv_cu_scatter_strided(void *dst, int64_t dst_bytes, int64_t base, const v
   char *d0 = (char *)dst + base * (int64_t)es;
   unsigned g = galv_cu_blocks(n);
   switch (es) {
-  case 1: scatter_strided_k<<<g, 256, 0, galv_cu.stream>>>((uint8_t *)d0, (const uint8_t *)src, n, s); break;
-  case 2: scatter_strided_k<<<g, 256, 0, galv_cu.stream>>>((uint16_t *)d0, (const uint16_t *)src, n, s); break;
-  case 4: scatter_strided_k<<<g, 256, 0, galv_cu.stream>>>((uint32_t *)d0, (const uint32_t *)src, n, s); break;
-  default: scatter_strided_k<<<g, 256, 0, galv_cu.stream>>>((uint64_t *)d0, (const uint64_t *)src, n, s); break;
+  case 1: GALV_LAUNCH(scatter_strided_k, g, 256, 0, galv_cu.stream, (uint8_t *)d0, (const uint8_t *)src, n, s); break;
+  case 2: GALV_LAUNCH(scatter_strided_k, g, 256, 0, galv_cu.stream, (uint16_t *)d0, (const uint16_t *)src, n, s); break;
+  case 4: GALV_LAUNCH(scatter_strided_k, g, 256, 0, galv_cu.stream, (uint32_t *)d0, (const uint32_t *)src, n, s); break;
+  default: GALV_LAUNCH(scatter_strided_k, g, 256, 0, galv_cu.stream, (uint64_t *)d0, (const uint64_t *)src, n, s); break;
   }
   GALV_CU_LAUNCHED();
 }
@@ -175,10 +175,10 @@ static void cross_entropy_t(float *loss, const T *x, const int64_t *lab, int64_t
                             void *scratch, int k) {
   double *lse = (double *)scratch;
   if (rows > 0) {
-    ce_lse_k<<<(unsigned)rows, 256, 0, galv_cu.stream>>>(lse, x, lab, C, ign, galv_cu.err, k);
+    GALV_LAUNCH(ce_lse_k, (unsigned)rows, 256, 0, galv_cu.stream, lse, x, lab, C, ign, galv_cu.err, k);
     GALV_CU_LAUNCHED();
   }
-  ce_mean_k<<<1, 1024, 0, galv_cu.stream>>>(loss, lse, x, lab, rows, C);
+  GALV_LAUNCH(ce_mean_k, 1, 1024, 0, galv_cu.stream, loss, lse, x, lab, rows, C);
   GALV_CU_LAUNCHED();
 }
 
@@ -187,7 +187,7 @@ static void cross_entropy_grad_t(T *dx, const float *dloss, const T *x, const in
                                  int64_t ign, void *scratch, int k) {
   cross_entropy_t(NULL, x, lab, rows, C, ign, scratch, k);
   if (rows * C == 0) return;
-  ce_grad_k<<<galv_cu_blocks(rows * C), 256, 0, galv_cu.stream>>>(dx, dloss, x, lab, (const double *)scratch, rows, C);
+  GALV_LAUNCH(ce_grad_k, galv_cu_blocks(rows * C), 256, 0, galv_cu.stream, dx, dloss, x, lab, (const double *)scratch, rows, C);
   GALV_CU_LAUNCHED();
 }
 
@@ -273,8 +273,8 @@ void galv_cu_conv_grad_input(int dt, const galv_conv_desc *d, const void *dy, co
   cdesc a;
   a.d = *d;
   if (dt == GALV_BF16)
-    conv_grad_input_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>((galv_bf16 *)dx, (const galv_bf16 *)dy, w, a, n);
-  else conv_grad_input_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>((float *)dx, (const float *)dy, w, a, n);
+    GALV_LAUNCH(conv_grad_input_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, (galv_bf16 *)dx, (const galv_bf16 *)dy, w, a, n);
+  else GALV_LAUNCH(conv_grad_input_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, (float *)dx, (const float *)dy, w, a, n);
   GALV_CU_LAUNCHED();
 }
 
@@ -285,7 +285,7 @@ void galv_cu_conv_grad_weight(int dt, const galv_conv_desc *d, const void *x, co
   cdesc a;
   a.d = *d;
   if (dt == GALV_BF16)
-    conv_grad_weight_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dw, (const galv_bf16 *)x, (const galv_bf16 *)dy, a, n);
-  else conv_grad_weight_k<<<galv_cu_blocks(n), 256, 0, galv_cu.stream>>>(dw, (const float *)x, (const float *)dy, a, n);
+    GALV_LAUNCH(conv_grad_weight_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dw, (const galv_bf16 *)x, (const galv_bf16 *)dy, a, n);
+  else GALV_LAUNCH(conv_grad_weight_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dw, (const float *)x, (const float *)dy, a, n);
   GALV_CU_LAUNCHED();
 }

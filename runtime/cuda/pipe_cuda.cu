@@ -77,7 +77,7 @@ __global__ static void add_kernel(float *dst, const float *src, size_t n) {
 }
 static void d_add(float *dst, const float *src, size_t n) {
   if (!n) return;
-  add_kernel<<<galv_cu_blocks((int64_t)n), 256, 0, galv_cu.stream>>>(dst, src, n);
+  GALV_LAUNCH(add_kernel, galv_cu_blocks((int64_t)n), 256, 0, galv_cu.stream, dst, src, n);
   GALV_CU_LAUNCHED();
 }
 
@@ -87,7 +87,7 @@ __global__ static void scale_kernel(float *x, float a, size_t n) {
 }
 static void d_scale(float *x, float a, size_t n) {
   if (!n) return;
-  scale_kernel<<<galv_cu_blocks((int64_t)n), 256, 0, galv_cu.stream>>>(x, a, n);
+  GALV_LAUNCH(scale_kernel, galv_cu_blocks((int64_t)n), 256, 0, galv_cu.stream, x, a, n);
   GALV_CU_LAUNCHED();
 }
 
@@ -99,7 +99,7 @@ __global__ static void opt_kernel(galv_pipe_opt o, float *x, float *m, float *v,
 }
 static void d_opt(const galv_pipe_opt *o, float *x, float *m, float *v, const float *g, size_t n) {
   if (!n) return;
-  opt_kernel<<<galv_cu_blocks((int64_t)n), 256, 0, galv_cu.stream>>>(*o, x, m, v, g, n);
+  GALV_LAUNCH(opt_kernel, galv_cu_blocks((int64_t)n), 256, 0, galv_cu.stream, *o, x, m, v, g, n);
   GALV_CU_LAUNCHED();
 }
 
