@@ -20,6 +20,11 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_strin
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=suppressions=$ROOT/scripts/lsan.supp:print_suppressions=0
 
+# setup.sh installed every dependency (and the machine has the CUDA
+# toolkit): a test that would skip for a missing tool fails instead
+# (tests/lib/require.sh).
+export GALV_REQUIRE_ALL=1
+
 echo "== ctest"
 (cd "$BUILD" && ctest --output-on-failure -j2)
 

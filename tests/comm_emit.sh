@@ -13,10 +13,8 @@ BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-  echo "SKIP: mpicc/mpirun not found"
-  exit 0
-fi
+. "$SRC/tests/lib/require.sh"
+require_cmd "Debian libopenmpi-dev, openmpi-bin" mpicc mpirun
 SAN=()
 if grep -q '^GALV_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   SAN=(-fsanitize=address,undefined -fno-omit-frame-pointer)

@@ -32,10 +32,11 @@
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-if ! command -v nvcc >/dev/null; then
-  echo "✗ nvcc not found, skipping the CUDA compile test"
-  exit 0
-fi
+. "$SRC/tests/lib/require.sh"
+require_cmd "the CUDA toolkit" nvcc
+# without MPI the communicator, 2-rank and pipeline parts are skipped (exit 77 at the end)
+MPI=0
+have_cmd mpicc mpirun && MPI=1
 T=${GALV_CUDA_KEEP:-$(mktemp -d)}
 [ -n "${GALV_CUDA_KEEP:-}" ] || trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/lib"
@@ -71,7 +72,7 @@ for t in "$SRC"/tests/cuda/test_*.cu; do
 done
 
 # ---- communicator backends (MPI bootstraps NCCL; the staged backend reuses comm_mpi.c renamed)
-if command -v mpicc >/dev/null; then
+if [ $MPI = 1 ]; then
   MPI_INC=$(mpicc --showme:incdirs | sed 's/^/-I/; s/ / -I/g')
   MPI_LIBS=$(mpicc --showme:link)
   RENAME="-Dgalv_all_reduce=galv_mpi_all_reduce -Dgalv_all_gather=galv_mpi_all_gather -Dgalv_reduce_scatter=galv_mpi_reduce_scatter -Dgalv_all_to_all=galv_mpi_all_to_all -Dgalv_send=galv_mpi_send -Dgalv_recv=galv_mpi_recv -Dgalv_queue_sync=galv_mpi_queue_sync -Dgalv_group_start=galv_mpi_group_start -Dgalv_group_end=galv_mpi_group_end"
@@ -88,8 +89,6 @@ if command -v mpicc >/dev/null; then
   else
     echo "✗ host-staged backend"; cat "$T/staged.log"; fail=1
   fi
-else
-  echo "✗ mpicc not found: communicator backends not checked"
 fi
 
 # ---- every example model's CUDA program
@@ -109,7 +108,7 @@ done
 
 # ---- 2-rank programs (collectives in program.cu): GPT-2 tp inference, dp and tp
 # training, linked with the NCCL backend (default) and the host-staged one (make COMM=staged)
-if command -v mpicc >/dev/null; then
+if [ $MPI = 1 ]; then
   for cfg in "tp:" "dp:--train" "tp:--train" "dp:--train --precision bf16" "tp:--train --precision bf16"; do
     s=${cfg%%:*} extra=${cfg#*:}
     d=$T/gpt2_2r_$s$(echo "$extra" | tr -d ' -')
@@ -137,7 +136,7 @@ fi
 # (GPipe, 1F1B; stages of 2 and 1 devices); every stage's program.cu + runtime/cuda/pipe_cuda.cu (device hooks) + runtime/pipe.c
 # (the schedule shared with the CPU target) links with the NCCL and the host-staged backend;
 # without a GPU the launched pipeline stops with the one-line error on every rank
-if command -v mpicc >/dev/null; then
+if [ $MPI = 1 ]; then
   python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2pp.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
   # NAME:BACKENDS:OPTIONS; tp21: stages of 2 and 1 devices (collectives inside stage 0, cross-mesh tiles)
   for cfg in "inference:nccl staged:" "gpipe:nccl staged:--train --schedule gpipe" "1f1b:nccl staged:--train --schedule 1f1b" \
@@ -172,7 +171,7 @@ if command -v mpicc >/dev/null; then
   done
   # the GPipe and 1F1B stage directories built for the CPU (make cpu): the two entries' runtime path
   # (stash alloc / copy through the galv_pipe_device hooks, run_entry) against the single-device program
-  if command -v mpirun >/dev/null; then
+  if [ $MPI = 1 ]; then
     python3 -c "
 import numpy as np, os
 r = np.random.RandomState(0)
@@ -219,7 +218,7 @@ PY
       fi
     done
   fi
-  if ! nvidia-smi >/dev/null 2>&1 && command -v mpirun >/dev/null; then
+  if ! nvidia-smi >/dev/null 2>&1; then
     python3 -c "import numpy as np; np.save('$T/ids_pp.npy', np.zeros((8,8), np.int64))"
     RUNAS=(); [ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
     if out=$(MPIRUN="mpirun ${RUNAS[*]} --oversubscribe" OMPI_MCA_btl_vader_single_copy_mechanism=none timeout 60 \
@@ -273,4 +272,4 @@ if ! nvidia-smi >/dev/null 2>&1; then
   fi
 fi
 echo "cuda_compile: $(($(date +%s) - t0)) s"
-exit $fail
+galv_exit $fail

@@ -6,6 +6,7 @@ BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+. "$SRC/tests/lib/require.sh"
 pass=0 fail=0
 
 # expect STATUS SUBSTRING -- command...
@@ -162,7 +163,7 @@ else
 fi
 # A 2-rank program answers --help without mpirun, listing the global input shape (what the file holds),
 # and names the file each output goes to.
-if command -v mpicc >/dev/null; then
+if have_cmd mpicc; then
   "$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 --strategy dp --target cpu --batch 4 --seq 8 -o "$T/dp2/" &&
     "$T/dp2/program" --help >"$T/out" 2>"$T/err"
   if grep -qF "input_ids: tensor<4x8xi64>" "$T/out"; then pass=$((pass + 1)); else echo "FAIL: 2-rank program --help:"; cat "$T/out" "$T/err"; fail=$((fail + 1)); fi
@@ -186,4 +187,4 @@ else
 fi
 
 echo "driver: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+galv_exit "$fail"

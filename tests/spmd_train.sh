@@ -21,10 +21,8 @@ BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-  echo "SKIP: mpicc/mpirun not found"
-  exit 0
-fi
+. "$SRC/tests/lib/require.sh"
+require_cmd "Debian libopenmpi-dev, openmpi-bin" mpicc mpirun
 export GALV_COMM_SYNC=1 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
 export MPIRUN="mpirun -x GALV_COMM_SYNC -x OPENBLAS_NUM_THREADS"
 # every strategy and rank count at least once, every family in training

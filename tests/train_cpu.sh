@@ -15,10 +15,8 @@ SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 TORCH_PY=/usr/bin/python3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-if ! "$TORCH_PY" -c "import torch" 2>/dev/null; then
-  echo "train_cpu: SKIP: $TORCH_PY has no torch"
-  exit 0
-fi
+. "$SRC/tests/lib/require.sh"
+require_torch "$TORCH_PY"
 python3 -c "
 import numpy as np, os
 r = np.random.RandomState(11)
