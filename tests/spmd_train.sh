@@ -6,8 +6,9 @@
 # steps and every final parameter (gathered, -o DIR) equal the one-device
 # program's (rtol 1e-4, atol 1e-5), and the bytes the communicator counted
 # equal the planner's prediction x steps (checked by the program). A
-# checkpoint saved by the N-rank job holds global tensors: the one-device
-# program resumes from it (checked on the first case). AdamW with eps 1e-6:
+# checkpoint saved by the N-rank job after 2 steps holds global tensors:
+# resumed for a third step it equals 3 straight steps, bit for bit on the
+# N ranks and within rtol 1e-4 on one device (checked on the first case). AdamW with eps 1e-6:
 # with torch's 1e-8 an element whose gradient is at float-noise level
 # (|g| ~ 1e-8, e.g. one Llama up_proj entry) moves by a noise-determined
 # fraction of lr, so a different summation order (ranks) differs by ~6e-5
@@ -65,6 +66,49 @@ PY
     { bad "$fam single run: $(cat "$T/err")"; return 1; }
   rm "$T/$fam.failed"
   touch "$T/$fam.ready"
+}
+# resume_check FAM N S DIR: the N-rank checkpoint (global tensors, saved
+# after 2 steps) resumed for 1 step equals 3 straight steps: on N ranks
+# (the same plan) bit-identical loss and weights; on one device (another
+# summation order for the first 2 steps) within rtol 1e-4, atol 1e-5.
+resume_check() {
+  local fam=$1 n=$2 s=$3 d=$4 p1="$T/$fam-1/program"
+  if ! timeout 300 "$d/launch" --batches "$T/$fam.b" --steps 3 -o "$d/w3" >"$d/straight3" 2>"$T/err" ||
+     ! timeout 300 "$d/launch" --batches "$T/$fam.b" --steps 1 --load-checkpoint "$T/ckpt" -o "$d/wr" >"$d/resumed" 2>>"$T/err" ||
+     ! "$p1" --batches "$T/$fam.b" --steps 3 -o "$T/$fam-1/w3" >"$T/$fam-1/straight3" 2>>"$T/err" ||
+     ! "$p1" --batches "$T/$fam.b" --steps 1 --load-checkpoint "$T/ckpt" -o "$T/$fam-1/wr" >"$T/$fam-1/resumed" 2>>"$T/err"; then
+    bad "$fam $n ranks $s: checkpoint resume runs: $(head -3 "$T/err")"
+    return
+  fi
+  local a b f same=1
+  a=$(grep '^step 2 loss' "$d/straight3"); b=$(grep '^step 2 loss' "$d/resumed")
+  for f in "$d"/w3/*.npy; do cmp -s "$f" "$d/wr/$(basename "$f")" || { same=0; break; }; done
+  if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$same" = 1 ] && [ "$(ls "$d/w3" | wc -l)" -gt 0 ]; then
+    ok "$fam $n ranks $s: checkpoint after 2 steps + 1 resumed step == 3 straight steps, bit-identical ($b)"
+  else
+    bad "$fam $n ranks $s: resumed '$b' vs straight '$a', weights bit-identical: $same"
+  fi
+  if r=$(python3 - "$T/$fam-1/straight3" "$T/$fam-1/resumed" "$T/$fam-1/w3" "$T/$fam-1/wr" 2>&1 <<'PY'
+import sys, glob, os, re, numpy as np
+def loss(p):
+    m = re.findall(r"^step 2 loss (\S+)", open(p).read(), re.M)
+    return float(m[0]) if len(m) == 1 else None
+a, b = loss(sys.argv[1]), loss(sys.argv[2])
+if a is None or b is None or not np.isclose(b, a, rtol=1e-4, atol=0):
+    sys.exit(f"step 2 loss resumed {b} vs straight {a}")
+ws = sorted(glob.glob(sys.argv[3] + "/*.npy"))
+for f in ws:
+    x, y = np.load(f), np.load(os.path.join(sys.argv[4], os.path.basename(f)))
+    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
+        sys.exit(f"{os.path.basename(f)} differs")
+print(f"step 2 loss {b:.8f} (straight {a:.8f}), {len(ws)} weights equal")
+sys.exit(0 if ws else 1)
+PY
+  ); then
+    ok "$fam: the $n-rank checkpoint resumes on one device: $r"
+  else
+    bad "$fam: the $n-rank checkpoint resumed on one device: $r"
+  fi
 }
 first=1
 for c in $CASES; do
@@ -126,11 +170,9 @@ PY
     bad "$fam $n ranks $s train: $r"
     continue
   fi
-  if [ $first = 1 ]; then # the N-rank checkpoint (global tensors) resumes on one device
+  if [ $first = 1 ]; then # the checkpoint after 2 steps, resumed for a third
     first=0
-    "$T/$fam-1/program" --batches "$T/$fam.b" --steps 1 --load-checkpoint "$T/ckpt" >"$T/resumed" 2>"$T/err" &&
-      grep -q '^step 2 loss' "$T/resumed" && ok "$fam: the $n-rank checkpoint resumes on one device" ||
-      bad "$fam: $n-rank checkpoint on one device: $(cat "$T/err")"
+    resume_check "$fam" "$n" "$s" "$d"
   fi
 done
 echo "spmd_train: $pass passed, $fail failed"
