@@ -6,9 +6,12 @@
 # ONNX interpreter of tests/train_torch.sh); with --recompute=all the weights
 # are bit-identical; checkpoint save after 2 steps -> load -> 1 more step
 # equals 3 straight steps (bit-identical); a checkpoint of another model or a
-# damaged one is one clear error; an op with no gradient rule is an error
-# naming the node on the galvc --target cpu path; recomputation lowers the
-# arena (galvc's memory report).
+# damaged one is one clear error; on the galvc --target cpu path a model
+# whose If has a run-time condition (the one op galvc meets with no gradient
+# rule) stops at shape-infer with one error naming the node (the "no
+# gradient rule" error itself is tests/train_torch.sh's, through galv-eval
+# without fold-constants, and tests/lit/grad-no-rule.mlir's); recomputation
+# lowers the arena (galvc's memory report).
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
