@@ -21,9 +21,13 @@
  * (ZeRO on even / on odd units) give every unit's time and state memory
  * under both choices, and the exact minimum over the 2^units ZeRO patterns
  * within the memory limit is a knapsack solved by DP over memory (granule
- * limit / 100000, sizes rounded up: conservative). The chosen plan is
- * realised once more: its time and memory are the reported ones (and must
- * fit; if not, the budget shrinks by the excess and the DP runs again).
+ * limit / 100000, sizes rounded up). The arena is not additive: it holds
+ * the gathered parameters of the ZeRO units, so the no-ZeRO pattern is
+ * realised too and the even / odd realisations' arena growth is charged to
+ * their ZeRO units (in proportion to the state each saves). Each pattern
+ * the DP picks is realised: its time and memory are the reported ones; one
+ * that does not fit shrinks the budget by its excess, one that fits grows
+ * it by its slack, and the DP runs again until a pattern repeats.
  *
  * The cost model stays data this pass reads (planner/cost.c, the cluster
  * JSON); no cost constant lives here.
@@ -735,7 +739,7 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
   int64_t *uns = calloc((size_t)nu, sizeof *uns), *ust = calloc((size_t)nu, sizeof *ust);
   int rc = 0;
   if (!ns || !st || !uns || !ust) rc = gv_error(C->m, "out of memory");
-  int64_t rest = INT64_MIN;
+  int64_t rest = INT64_MIN, rest_r[2] = {0, 0};
   for (int r = 0; !rc && r < (can_zero ? 2 : 1); r++) {
     for (int u = 0; u < nu; u++) p->zero[u] = can_zero && (u % 2 == r % 2 ? 1 : 0) ? 1 : 0;
     int q = realise(C, p, &pc, uns, ust);
@@ -750,15 +754,52 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
       if (!can_zero) ns[u][1] = uns[u], st[u][1] = ust[u];
       sum += ust[u];
     }
+    rest_r[r] = pc.mem_total - sum;
     if (pc.mem_total - sum > rest) rest = pc.mem_total - sum;
     if (!can_zero) consider(S, p, &pc, pc.step_ns, C->limit);
   }
+  /* The rest (the arena) depends on the pattern: it holds the gathered
+   * parameters of ZeRO units. With the no-ZeRO pattern realised too, the
+   * even and odd realisations' excess over its rest is spread over their
+   * ZeRO units in proportion to the state each saves (the gathered
+   * parameters scale with it) and charged to the unit's ZeRO choice. */
+  bool none_done = false;
   if (!rc && can_zero) {
+    for (int u = 0; u < nu; u++) p->zero[u] = 0;
+    int q = realise(C, p, &pc, NULL, NULL);
+    if (q) rc = q < 0 ? -1 : 1;
+    else {
+      none_done = true;
+      consider(S, p, &pc, pc.step_ns, C->limit);
+      int64_t base = pc.mem_total;
+      for (int u = 0; u < nu; u++) base -= st[u][0];
+      for (int r = 0; r < 2; r++) {
+        int64_t extra = rest_r[r] - base, saved = 0;
+        if (extra <= 0) continue;
+        for (int u = r; u < nu; u += 2) saved += st[u][0] > st[u][1] ? st[u][0] - st[u][1] : 0;
+        for (int u = r; u < nu; u += 2) {
+          int64_t sv = st[u][0] > st[u][1] ? st[u][0] - st[u][1] : 0;
+          st[u][1] += saved > 0 ? (int64_t)((double)extra * (double)sv / (double)saved + 0.5) : extra / ((nu - r + 1) / 2);
+        }
+      }
+      rest = base;
+    }
+  }
+  if (!rc && can_zero) {
+    /* The table's memory is an estimate (the arena is not additive): each
+     * realised pattern corrects the budget, by its excess when it does
+     * not fit (the next pattern must hold that much less state) and by its
+     * slack when it does, until a pattern repeats. */
     int64_t budget = C->limit - rest;
-    for (int tries = 0; tries < 6; tries++) {
+    bool fitted = false;
+    enum { TRIES = 8 };
+    uint8_t seen[TRIES][GV_PLAN_MAX_UNITS];
+    int nseen = 0;
+    for (int tries = 0; tries < TRIES; tries++) {
       int64_t pred = knapsack(nu, ns, st, 2, budget, p->zero);
       if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
       if (pred < 0) {
+        if (fitted) break;
         /* nothing fits: all-ZeRO is the least memory; record it for the error */
         for (int u = 0; u < nu; u++) p->zero[u] = 1;
         int q = realise(C, p, &pc, NULL, NULL);
@@ -766,17 +807,28 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
         else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
         break;
       }
+      bool again = false;
+      for (int k = 0; k < nseen && !again; k++) again = !memcmp(seen[k], p->zero, (size_t)nu);
+      if (again) break;
+      memcpy(seen[nseen++], p->zero, (size_t)nu);
       int q = realise(C, p, &pc, NULL, NULL);
       if (q) { rc = q < 0 ? -1 : 0; break; }
       consider(S, p, &pc, pred, C->limit);
-      if (pc.mem_total <= C->limit) break;
-      budget -= pc.mem_total - C->limit;
+      int64_t used = 0;
+      for (int u = 0; u < nu; u++) used += st[u][p->zero[u]];
+      if (pc.mem_total <= C->limit) {
+        fitted = true;
+        if (pc.mem_total == C->limit) break;
+        budget += C->limit - pc.mem_total;
+      } else {
+        budget = (budget < used ? budget : used) - (pc.mem_total - C->limit);
+      }
     }
   }
   /* Unit costs are nearly but not exactly independent (fusion and
    * propagation see neighbouring units' local shapes): the uniform
    * patterns are realised too, and the best realised plan wins. */
-  for (int zall = 0; !rc && can_zero && zall < 2; zall++) {
+  for (int zall = none_done ? 1 : 0; !rc && can_zero && zall < 2; zall++) {
     for (int u = 0; u < nu; u++) p->zero[u] = (uint8_t)zall;
     int q = realise(C, p, &pc, NULL, NULL);
     if (q < 0) rc = -1;

@@ -4,10 +4,17 @@
 # (codegen/cuda/storage.c: fp32 parameters, optimizer state and parameter
 # gradients, bf16 activations and GEMM inputs) applied in the reference
 # evaluator by galv-eval --precision bf16. For tiny GPT-2 and Llama models,
-# 3 AdamW steps: the losses differ from fp32 (the rounding happens) by at
-# most 1e-2, and the parameters written by -o by at most 2 x lr x steps
-# (AdamW moves an element by about lr per step, so a gradient within
-# rounding of zero may flip). Bad uses are one error line.
+# 3 AdamW steps (lr 1e-3): the losses differ from fp32 (the rounding
+# happens) by at most 1e-3 (measured 2.2e-4 for both); the update of the
+# parameters written by -o (final - initial, the initial values being the
+# model's initializers) differs from fp32's by at most 10 % of its norm over
+# all parameters (measured 4.8 % and 4.6 %), and per tensor by less than
+# the fp32 update itself (worst measured 66 %: GPT-2's c_attn bias, whose
+# key part has a gradient within rounding of zero, so AdamW's
+# normalised step may flip; a tensor the bf16 step left alone or moved
+# the wrong way would be at 100 % or more). An elementwise bound
+# cannot be tight for the same reason: an element AdamW moves by +-lr per
+# step can land 2 x lr x steps from fp32's. Bad uses are one error line.
 set -euo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -26,19 +33,33 @@ for fam in gpt2 llama; do
     "$BUILD/galv-eval" "$T/$fam.onnx" --batch 2 --seq 16 --train --steps 3 --precision $p --input input_ids="$T/ids.npy" \
       --input labels="$T/labels.npy" -o "$T/${fam}_$p" >"$T/${fam}_$p.log"
   done
-  if out=$(python3 - "$T/${fam}_fp32.log" "$T/${fam}_bf16.log" "$T/${fam}_fp32" "$T/${fam}_bf16" <<'PY'
+  if out=$(python3 - "$T/${fam}_fp32.log" "$T/${fam}_bf16.log" "$T/${fam}_fp32" "$T/${fam}_bf16" "$T/$fam.onnx" <<'PY'
 import glob, os, re, sys
 import numpy as np
+import onnx
+from onnx import numpy_helper
 a, b = ([float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)] for p in sys.argv[1:3])
 d = max(abs(x - y) for x, y in zip(a, b))
-w = 0.0
-for f in glob.glob(os.path.join(sys.argv[3], "*.npy")):
-    n = os.path.basename(f)
-    if n.startswith("opt.") or n == "loss.npy" or n == "output0.npy":
+init = {t.name: numpy_helper.to_array(t) for t in onnx.load(sys.argv[5]).graph.initializer}
+num = den = 0.0
+worst, worst_name, n = 0.0, "", 0
+for f in sorted(glob.glob(os.path.join(sys.argv[3], "*.npy"))):
+    name = os.path.basename(f)[:-4]
+    if name.startswith("opt.") or name in ("loss", "output0"):
         continue
-    w = max(w, float(np.abs(np.load(f).astype(np.float64) - np.load(os.path.join(sys.argv[4], n))).max()))
-print(f"losses fp32 {a} bf16 {b}: max |d| {d:.3g}; parameters max |d| {w:.3g}")
-sys.exit(0 if len(a) == 3 and len(b) == 3 and 0 < d <= 1e-2 and w <= 2 * 1e-3 * 3 else 1)
+    if name not in init:
+        sys.exit(f"{name}: not an initializer of the model")
+    w0 = init[name].astype(np.float64)
+    wf, wb = np.load(f).astype(np.float64), np.load(os.path.join(sys.argv[4], name + ".npy")).astype(np.float64)
+    uf, diff = float(np.linalg.norm(wf - w0)), float(np.linalg.norm(wb - wf))
+    num, den, n = num + diff ** 2, den + uf ** 2, n + 1
+    r = diff / uf if uf > 0 else float("inf")
+    if r > worst:
+        worst, worst_name = r, name
+g = (num / den) ** 0.5 if den > 0 else float("inf")
+print(f"losses fp32 {a} bf16 {b}: max |d| {d:.3g}; update vs fp32's: {100 * g:.1f} % over {n} parameters, "
+      f"worst tensor {100 * worst:.0f} % ({worst_name})")
+sys.exit(0 if len(a) == 3 and len(b) == 3 and 0 < d <= 1e-3 and n > 0 and g <= 0.1 and worst < 1.0 else 1)
 PY
   ); then
     echo "✓ $fam: $out"
