@@ -33,8 +33,9 @@
 #       one GPU; stage 0 with its backward entry program_bwd.cu: the per-microbatch
 #       stash on the device) and started by DIR/pp2/launch (mpirun MPMD, under timeout
 #       120); its losses against the CPU target's pipeline (prepared here:
-#       DIR/ref/pp2_loss.txt) within rtol 1e-3, the largest difference of the 29 trained
-#       weights printed, and stage 0's stash line (saved activations in flight) printed.
+#       DIR/ref/pp2_loss.txt) within rtol 1e-3, the 29 trained weights within 2 lr steps
+#       (4e-3) with at most 0.1 % of the elements beyond 1e-5 (as the 2-rank check), and
+#       stage 0's stash line (saved activations in flight) printed.
 #   Finishes in well under 4 minutes on an H200 (compiles run 8 at a time).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -289,10 +290,21 @@ want = [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(ref).read(), 
 ok = len(want) == 2 and len(got) == 2 and all(abs(g - v) <= 1e-3 * abs(v) for g, v in zip(got, want))
 names = sorted(os.listdir(wref))
 have = [n for n in names if os.path.exists(os.path.join(w, n))]
-diff = max((float(np.abs(np.load(os.path.join(w, n)) - np.load(os.path.join(wref, n))).max()) for n in have), default=float("nan"))
+# the 2-rank check's weight bound (fp32 on both sides, another summation order): AdamW moves an element
+# by about lr (1e-3) per step whatever its gradient's size, so one whose gradient is ~0 may differ by up
+# to 2 lr per step: at most 2 * lr * steps = 4e-3, and beyond 1e-5 at most 0.1 % of the elements
+diff, far, total, ok_w = 0.0, 0, 0, len(names) > 0 and len(have) == len(names)
+for n in have:
+    a, b = np.load(os.path.join(wref, n)), np.load(os.path.join(w, n))
+    if a.shape != b.shape:
+        print("   pipeline -o: shape of", n, a.shape, "!=", b.shape); ok_w = False; continue
+    e = np.abs(a.astype(np.float64) - b)
+    diff = max(diff, float(e.max()) if e.size else 0.0); far += int((e > 1e-5).sum()); total += e.size
+ok_w = ok_w and diff <= 4e-3 and far <= 1e-3 * max(total, 1)
 print(f"   losses vs the CPU target's pipeline: {got} {want} {'ok' if ok else 'MISMATCH'}; "
-      f"{len(have)}/{len(names)} weights written, max abs diff {diff:.3g}")
-sys.exit(0 if ok and len(have) == len(names) else 1)
+      f"{len(have)}/{len(names)} weights written, max abs diff {diff:.3g}, {far} of {total} beyond 1e-5 "
+      f"{'ok' if ok_w else 'MISMATCH'}")
+sys.exit(0 if ok and ok_w else 1)
 PY
   else
     echo "   FAILED"; fail=1
