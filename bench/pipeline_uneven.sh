@@ -19,7 +19,10 @@ RUNS=${2:-5}
 K=9
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-export MPIRUN="mpirun --allow-run-as-root --oversubscribe"
+# one BLAS thread per rank, as the other multi-rank benches (4 ranks on a
+# 2-core machine: OpenBLAS's own threads would fight the ranks)
+export OPENBLAS_NUM_THREADS=1
+export MPIRUN="mpirun --allow-run-as-root --oversubscribe -x OPENBLAS_NUM_THREADS"
 timeout 120 python3 "$ROOT/examples/make_model.py" vit -o "$T/vit.onnx" --layers 8 --hidden 128 --heads 4 --classes 30000 \
   --no-verify >/dev/null || { echo "model build failed"; exit 1; }
 python3 -c "import numpy as np; np.save('$T/px.npy', np.random.default_rng(0).standard_normal((8, 3, 32, 32)).astype(np.float32))"
