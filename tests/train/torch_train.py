@@ -5,6 +5,9 @@ Runs STEPS steps of cross-entropy (ignore_index -100) + torch.optim.AdamW
 (or SGD) on one batch and prints 'step I loss X'; writes the final params
 as OUT/NAME.npy. Runs with Debian's python3 (torch 1.13, no onnx).
 IDS / LABELS of shape [S, B, T] give one batch per step (step s uses s mod S).
+The loss: GALV_TORCH_LOSS=cross_entropy (default; GALV_TORCH_IGNORE, default
+-100, the ignored label) or mse (LABELS then holds float targets of the
+logits' shape: torch's mse_loss, the mean over every element).
 usage: torch_train.py DUMPDIR IDS.npy LABELS.npy STEPS OUTDIR [adamw|sgd LR WD B1 B2 EPS MOMENTUM]"""
 import json
 import os
@@ -132,7 +135,11 @@ def main():
         env[g["inputs"][0]] = ids_t[s % ids_t.shape[0]] if ids_t.dim() == 3 else ids_t
         lab_s = lab[s % lab.shape[0]] if ids_t.dim() == 3 else lab
         logits = run(g, env)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab_s.reshape(-1), ignore_index=-100)
+        if os.environ.get("GALV_TORCH_LOSS", "cross_entropy") == "mse":
+            loss = torch.nn.functional.mse_loss(logits, lab_s)
+        else:
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), lab_s.reshape(-1),
+                                                     ignore_index=int(os.environ.get("GALV_TORCH_IGNORE", "-100")))
         o.zero_grad()
         loss.backward()
         o.step()
