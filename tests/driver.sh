@@ -112,6 +112,20 @@ if [ -s "$T/irf/m.mlir" ] && [ -s "$T/irf/plan.json" ] && [ ! -e "$T/cwd/plan.js
 "$BUILD/galvc" "$T/gpt2.onnx" -q --gpus 2 --pipeline-stages 2 --no-build -o "$T/pp/"
 if [ -s "$T/pp/stage0/program.cu" ] && [ -s "$T/pp/stage1/pipe_stage.c" ] && grep -q "pipe_cuda.cu" "$T/pp/stage1/Makefile" &&
    [ -x "$T/pp/launch" ]; then pass=$((pass + 1)); else echo "FAIL: --gpus 2 --pipeline-stages 2 did not write CUDA stages"; fail=$((fail + 1)); fi
+# --cuda-arch: each listed architecture becomes a -gencode of the Makefile; a malformed list (an empty
+# entry included: it would leave no -gencode) is one error line
+"$BUILD/galvc" "$T/gpt2.onnx" -q --target cuda --cuda-arch sm_90a,sm_80 --no-build -o "$T/arch/"
+if grep -q '^ARCH ?= -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_80,code=sm_80$' "$T/arch/Makefile"; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: --cuda-arch sm_90a,sm_80: $(grep '^ARCH' "$T/arch/Makefile")"; fail=$((fail + 1))
+fi
+expect 1 "--cuda-arch sm_x9: expected a list like sm_90,sm_80" -- "$BUILD/galvc" "$T/gpt2.onnx" -q --target cuda --cuda-arch sm_x9 --no-build -o "$T/arch2/"
+expect 1 "--cuda-arch sm_90,: expected a list like sm_90,sm_80" -- "$BUILD/galvc" "$T/gpt2.onnx" -q --target cuda --cuda-arch sm_90, --no-build -o "$T/arch3/"
+# a plan file of another model (2 layers) for a 4-layer one: one line naming the unit counts
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2_4l.onnx" --layers 4 --no-verify >/dev/null
+"$BUILD/galvc" "$T/gpt2.onnx" -q --batch 4 --seq 16 --gpus 4 --plan-only --plan-out "$T/plan2l.json" 2>/dev/null
+expect 1 "plan2l.json: field 'units': the plan has 3 units, the model 5 (outer + 4 layers)" -- "$BUILD/galvc" "$T/gpt2_4l.onnx" --batch 4 --seq 16 --gpus 4 --plan "$T/plan2l.json" --plan-only -q
 expect 2 "--precision bf16: the cpu target computes fp32" -- "$BUILD/galvc" "$T/gpt2.onnx" --precision bf16 --target cpu -o "$T/bf/"
 expect 2 "the stage programs are fp32" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus 2 --pipeline-stages 2 --precision bf16 -o "$T/pp2/"
 expect 2 "--target tpu: unknown target" -- "$BUILD/galvc" "$T/gpt2.onnx" --target tpu

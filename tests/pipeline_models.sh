@@ -14,14 +14,16 @@
 # devices per stage and B | 8 with stage costs from the planner, prints the
 # choice, and the programs equal the single device too; so does auto over 3
 # ranks (nodes of 4) on a ViT with a 30,000-class head, whose stages may get
-# different device counts (the DP's free choice; 1,2 today).
+# different device counts (the DP's free choice; 1,2 today). `2a:2`: the
+# stages costed by the analytic formula (--stage-cost analytic: no stage
+# program planned) equal the single device too.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$SRC/tests/lib/mpi_env.sh"
-CASES=${GALV_PIPE_CASES:-2:2 2:4 3:2 4:4 2x2:2 2x2:8 auto:auto}
+CASES=${GALV_PIPE_CASES:-2:2 2:4 3:2 4:4 2x2:2 2x2:8 auto:auto 2a:2}
 fam=gpt2
 m="$T/$fam.onnx"
 python3 "$SRC/examples/make_model.py" "$fam" -o "$m" --no-verify >/dev/null || { echo "FAIL make_model"; exit 1; }
@@ -63,10 +65,21 @@ for c in $CASES; do
   if [ "$S" = 2x2 ]; then # 2 stages of 2 devices, each stage's plan from the intra-operator planner
     S=2 extra=(--gpus 4 --target cpu --stage-cuts dp)
   fi
-  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 16 --pipeline-stages "$S" --microbatches "$B" "${extra[@]}" \
-      --trace-plan "$d.plan.json" -q -o "$d/" >"$T/plan" 2>"$T/err"; then
-    bad "pp=$S B=$B: galvc: $(head -3 "$T/err")"
+  q=(-q)
+  if [ "$S" = 2a ]; then # the analytic stage cost instead of the planner's: its report, no stage program planned
+    S=2 q=() cost=(--stage-cost analytic)
+  else cost=(); fi
+  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 16 --pipeline-stages "$S" --microbatches "$B" "${extra[@]}" "${cost[@]}" \
+      --trace-plan "$d.plan.json" "${q[@]}" -o "$d/" >"$T/plan" 2>"$T/err"; then
+    bad "pp=$S B=$B ${cost[*]}: galvc: $(grep -m3 error "$T/err")"
     continue
+  fi
+  if [ ${#cost[@]} -gt 0 ]; then
+    if grep -q 'stage programs planned' "$T/err" || ! grep -q '^pipeline: 2 stages' "$T/err"; then
+      bad "pp=2 B=$B --stage-cost analytic: the planner costed the stages, or no pipeline report: $(grep -m2 'stage' "$T/err")"
+      continue
+    fi
+    ok "pp=2 B=$B --stage-cost analytic: $(grep -m1 '^pipeline: 2 stages' "$T/err"), no stage program planned"
   fi
   if [ "$S" = auto ]; then # the choice is printed: "pipeline auto: S stages (chosen), cuts ..., B microbatches (chosen), predicted step X ms
     # (stage ms/microbatch ...), K devices per stage (chosen), strategies ..., planned in T s"

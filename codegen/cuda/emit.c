@@ -998,14 +998,17 @@ static int write_cuda_runtime(const char *dir) {
   return 0;
 }
 
+/* A comma-separated list of sm_NN[a] / NN[a], no entry empty ("sm_90,"
+ * and "," would leave the Makefile without a -gencode). */
 static bool valid_arch(const char *a) {
-  char list[512];
-  snprintf(list, sizeof list, "%s", a);
-  for (char *s = strtok(list, ","); s; s = strtok(NULL, ",")) {
-    const char *n = strncmp(s, "sm_", 3) == 0 ? s + 3 : s;
-    if (!*n || strspn(n, "0123456789a") != strlen(n)) return false;
+  for (const char *s = a;; s++) {
+    size_t len = strcspn(s, ",");
+    const char *n = len >= 3 && strncmp(s, "sm_", 3) == 0 ? s + 3 : s;
+    size_t nl = len - (size_t)(n - s);
+    if (!nl || strspn(n, "0123456789a") < nl) return false;
+    s += len;
+    if (!*s) return true;
   }
-  return true;
 }
 
 int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_cuda_options *co) {

@@ -4,11 +4,13 @@
  * step time is within 1% of the optimum (its t_max enumeration skips values
  * within 1% of the last one tried) and its plan is consistent. Also:
  * block signatures change the number of solves, not the answer; 1F1B fits
- * memory limits GPipe does not; bad input (more stages than layer groups, a
- * memory limit no partition fits) fails with one error. */
+ * memory limits GPipe does not; bad input (more stages than layer groups,
+ * more stages than devices, a memory limit no partition fits) fails with one
+ * error (the stages-and-devices line read back from stderr). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "planner/cost.h"
 #include "planner/pipeline.h"
@@ -27,6 +29,24 @@ static int fails;
 typedef struct {
   int64_t w[16], pw[16], aw[16];
 } synth;
+
+/* gv_pipe_solve with stderr captured into errbuf */
+static char errbuf[1024];
+static int solve_captured(const gv_pipe_problem *p, gv_pipe_plan *pl) {
+  fflush(stderr);
+  FILE *tmp = tmpfile();
+  int saved = dup(2);
+  dup2(fileno(tmp), 2);
+  int rc = gv_pipe_solve(p, pl);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  rewind(tmp);
+  size_t n = fread(errbuf, 1, sizeof errbuf - 1, tmp);
+  errbuf[n] = 0;
+  fclose(tmp);
+  return rc;
+}
 
 static int cost(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *o) {
   synth *s = ctx;
@@ -162,6 +182,13 @@ int main(void) {
                          .cost = cost, .ctx = &s};
     gv_pipe_plan pl;
     CHECK(gv_pipe_solve(&p, &pl) == -1, "more stages than groups must fail");
+    p.stages = 3;
+    p.devices = 2;
+    int rc = solve_captured(&p, &pl);
+    CHECK(rc == -1 && strstr(errbuf, "pipeline: 3 stages need at least as many devices (have 2)") &&
+              strchr(errbuf, '\n') == errbuf + strlen(errbuf) - 1,
+          "3 stages on 2 devices: rc %d, error '%s'", rc, errbuf);
+    p.devices = 4;
     p.stages = 0;
     p.mem_limit = 1;
     s.pw[0] = s.pw[1] = s.pw[2] = 1 << 20;
