@@ -590,6 +590,8 @@ typedef struct {
   bool found;
   int64_t min_mem;  /* the smallest memory any realised plan needs */
   gv_plan min_mem_plan;
+  bool reduced;     /* costed on the reduced programs (plan_search) */
+  int retries;      /* reduced: searches again because the choice did not fit in full */
 } search;
 
 /* Exact minimum of sum ns[u][z_u] with sum st[u][z_u] + rest <= limit. */
@@ -900,13 +902,35 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
  * S->best_pred the scaled prediction; a plan whose full realisation
  * exceeds the limit shrinks the budget by the excess and the search runs
  * again, up to 4 times). */
+static bool plan_eq(const gv_plan *a, const gv_plan *b) {
+  if (a->naxes != b->naxes || a->dmask != b->dmask || a->t_layer != b->t_layer || a->t_outer != b->t_outer ||
+      a->nunits != b->nunits)
+    return false;
+  for (int i = 0; i < a->naxes; i++)
+    if (a->size[i] != b->size[i]) return false;
+  return !memcmp(a->zero, b->zero, (size_t)a->nunits);
+}
+
+/* With repeated layers the search runs on the reduced programs and its
+ * choice is realised in full. The reduced memory is an estimate: a choice
+ * over the limit in full lowers the budget below its own estimate by its
+ * excess (lowering it from the limit could leave the same choice), one that
+ * fits with room raises it by the slack; the search reruns (6 times at
+ * most, until a choice repeats) and the fastest choice that fits in full
+ * wins. */
 static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaustive, search *S) {
   if (exhaustive || !(C->red = red_init(C))) return search_all(C, devices, fixed, exhaustive, S);
   int64_t limit = C->limit;
-  int rc = 0;
-  for (int tries = 0; tries < 4; tries++) {
+  int rc = 0, retries = 0;
+  search *keep = malloc(sizeof *keep);
+  gv_plan *last = malloc(sizeof *last);
+  if (!keep || !last) rc = gv_error(C->m, "out of memory");
+  bool have = false, any = false;
+  for (int tries = 0; !rc && tries < 6; tries++) {
     rc = search_all(C, devices, fixed, false, S);
     if (rc || !S->found) break;
+    if (any && plan_eq(&S->best, last)) break;
+    *last = S->best, any = true;
     gv_plan_cost pc;
     int q = realise(C, &S->best, &pc, NULL, NULL);
     if (q) {
@@ -915,11 +939,21 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
     }
     S->best_pred = S->best_cost.step_ns;
     S->best_cost = pc;
-    if (pc.mem_total <= limit) break;
-    S->found = false;
-    C->limit -= pc.mem_total - limit;
+    if (pc.mem_total <= limit) {
+      if (!have || pc.step_ns < keep->best_cost.step_ns) *keep = *S, have = true;
+      if (pc.mem_total == limit) break;
+      C->limit = (C->limit > S->best_pred_mem ? C->limit : S->best_pred_mem) + (limit - pc.mem_total);
+    } else {
+      retries++;
+      C->limit = (C->limit < S->best_pred_mem ? C->limit : S->best_pred_mem) - (pc.mem_total - limit);
+    }
   }
+  if (!rc && have) *S = *keep;
+  else if (!rc) S->found = false;
+  S->reduced = true;
+  S->retries = retries;
   C->limit = limit;
+  free(keep), free(last);
   red_free(C->red);
   C->red = NULL;
   return rc;
@@ -1170,6 +1204,11 @@ int gv_pass_plan_sharding(gv_module *m) {
       else rc = gv_error(m, "no plan applies on %lld devices (the batch divides over no mesh axes)", (long long)devices);
     }
     if (!rc) plan = S.best, pc = S.best_cost, pred = S.best_pred, pred_mem = S.best_pred_mem;
+    if (!rc && S.reduced && !o->quiet) { /* which path chose the plan (docs/planner.md, repeated layers) */
+      fprintf(stderr, "plan: %d repeated layers: candidates costed on reduced programs, the choice realised in full", C.nl);
+      if (S.retries) fprintf(stderr, " after %d search(es) whose choice did not fit in full", S.retries);
+      fputc('\n', stderr);
+    }
   }
   if (!rc) {
     pc.plan_seconds = now_s() - t0;

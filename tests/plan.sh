@@ -61,6 +61,43 @@ PY
     fi
   done
 done
+# 12 layers: the repeated-layer path (candidates costed on the reduced
+# programs, the choice realised in full). Without a limit it chooses the
+# full search's plan (GALV_PLAN_LAYERS=full); with a limit at 1/10 between
+# the all-ZeRO and the no-ZeRO memory the reduced estimate's first choice
+# does not fit in full, and the search must rerun (the report says "after N
+# search(es)") and end with a plan that fits (it used to end in "no plan
+# fits" there, naming a smallest memory below the limit).
+python3 examples/make_model.py gpt2 -o "$T/g12.onnx" --layers 12 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null || exit 1
+A12=("$T/g12.onnx" --batch 8 --seq 16 --gpus 4 --mesh dp=4 --train --cluster cpu-local --plan-only)
+plan_desc() { python3 -c "import json,sys; p=json.load(open(sys.argv[1])); print(p['batch_axes'], p['tp_axis'], p['vocab_axis'], ''.join('Z' if u['zero'] else '.' for u in p['units']), p['predicted']['step_ns'])" "$1"; }
+$G "${A12[@]}" --plan-out "$T/r12.json" 2>"$T/r12.err" >/dev/null; GALV_PLAN_LAYERS=full $G "${A12[@]}" -q --plan-out "$T/f12.json" 2>/dev/null
+if grep -q '^plan: 12 repeated layers: candidates costed on reduced programs, the choice realised in full$' "$T/r12.err" &&
+   [ -n "$(plan_desc "$T/r12.json")" ] && [ "$(plan_desc "$T/r12.json")" = "$(plan_desc "$T/f12.json")" ]; then
+  echo "ok 12 layers, reduced programs: the full search's plan ($(plan_desc "$T/r12.json"))"
+else
+  echo "FAIL 12 layers: reduced '$(plan_desc "$T/r12.json")' vs full '$(plan_desc "$T/f12.json")': $(grep '^plan: 12' "$T/r12.err")"; fail=1
+fi
+python3 - "$T" <<'PY' || { echo "FAIL 12 layers: uniform plans"; fail=1; }
+import json, sys
+p = json.load(open(sys.argv[1] + "/r12.json"))
+p["batch_axes"], p["tp_axis"], p["vocab_axis"] = ["dp"], None, None
+for z in (0, 1):
+    p["units"] = [dict(u, zero=bool(z)) for u in p["units"]]
+    json.dump(p, open(f"{sys.argv[1]}/z12_{z}.json", "w"))
+PY
+$G "${A12[@]}" -q --plan "$T/z12_0.json" --plan-out "$T/o12_0.json" 2>/dev/null; $G "${A12[@]}" -q --plan "$T/z12_1.json" --plan-out "$T/o12_1.json" 2>/dev/null
+mem() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['memory_per_device']['total'])" "$1"; }
+hi=$(mem "$T/o12_0.json") lo=$(mem "$T/o12_1.json")
+lim=$(python3 -c "print(int($lo + 0.1 * ($hi - $lo)))")
+$G "${A12[@]}" --memory-limit "$lim" --plan-out "$T/r12l.json" 2>"$T/r12l.err" >/dev/null
+m12=$(mem "$T/r12l.json" 2>/dev/null)
+if grep -q '^plan: 12 repeated layers: .* realised in full after [1-9][0-9]* search(es) whose choice did not fit in full$' "$T/r12l.err" &&
+   [ -n "$m12" ] && [ "$m12" -le "$lim" ]; then
+  echo "ok 12 layers, limit $lim: $(grep -o 'after [0-9]* search(es)' "$T/r12l.err"), then $(plan_desc "$T/r12l.json") in $m12 bytes"
+else
+  echo "FAIL 12 layers, limit $lim (all-ZeRO $lo, none $hi): $(grep -m2 '^plan: 12\|error' "$T/r12l.err")"; fail=1
+fi
 # --plan uses the plan it is given: a worse one (the optimum's ZeRO pattern
 # inverted, last limit above) is realised as given: its pattern in the
 # report and plan.json, its predicted step above the optimum's.
