@@ -590,6 +590,8 @@ typedef struct {
   bool found;
   int64_t min_mem;  /* the smallest memory any realised plan needs */
   gv_plan min_mem_plan;
+  bool over;        /* a candidate was over the limit: */
+  int64_t over_ns, over_mem; /* the fastest such (predicted) and the smallest */
   bool reduced;     /* costed on the reduced programs (plan_search) */
   int retries;      /* reduced: searches again because the choice did not fit in full */
 } search;
@@ -633,7 +635,12 @@ static int64_t knapsack(int nu, int64_t (*ns)[2], int64_t (*st)[2], int nz, int6
 
 static void consider(search *S, const gv_plan *p, const gv_plan_cost *pc, int64_t pred, int64_t limit) {
   if (pc->mem_total < S->min_mem || S->min_mem < 0) S->min_mem = pc->mem_total, S->min_mem_plan = *p;
-  if (pc->mem_total > limit) return;
+  if (pc->mem_total > limit) {
+    if (!S->over || pc->step_ns < S->over_ns) S->over_ns = pc->step_ns;
+    if (!S->over || pc->mem_total < S->over_mem) S->over_mem = pc->mem_total;
+    S->over = true;
+    return;
+  }
   if (!S->found || pc->step_ns < S->best_cost.step_ns) {
     S->found = true;
     S->best = *p;
@@ -941,8 +948,14 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
     S->best_cost = pc;
     if (pc.mem_total <= limit) {
       if (!have || pc.step_ns < keep->best_cost.step_ns) *keep = *S, have = true;
-      if (pc.mem_total == limit) break;
-      C->limit = (C->limit > S->best_pred_mem ? C->limit : S->best_pred_mem) + (limit - pc.mem_total);
+      /* room only helps when the choice has ZeRO units (the knapsack
+       * traded time for memory) or a faster candidate was over the budget
+       * that the raised one would admit */
+      int64_t raised = (C->limit > S->best_pred_mem ? C->limit : S->best_pred_mem) + (limit - pc.mem_total);
+      bool zero = false;
+      for (int u = 0; u < S->best.nunits && S->best.dmask; u++) zero |= S->best.zero[u] != 0;
+      if (!zero && (!S->over || S->over_ns >= S->best_pred || S->over_mem > raised)) break;
+      C->limit = raised;
     } else {
       retries++;
       C->limit = (C->limit < S->best_pred_mem ? C->limit : S->best_pred_mem) - (pc.mem_total - limit);
