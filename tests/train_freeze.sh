@@ -19,10 +19,8 @@ SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 TORCH_PY=/usr/bin/python3
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-if ! "$TORCH_PY" -c "import torch" 2>/dev/null; then
-  echo "train_freeze: SKIP: $TORCH_PY has no torch"
-  exit 0
-fi
+. "$SRC/tests/lib/require.sh"
+require_torch "$TORCH_PY"
 pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
@@ -83,7 +81,7 @@ grep -q '{galv.frozen, galv.name = "rotary.cos_cached", galv.param}' "$T/q.mlir"
   bad "IR: no galv.frozen on rotary.cos_cached"
 
 # N-rank SPMD programs and pipeline stages
-if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+if have_cmd mpicc mpirun; then
   export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
   RUNAS=()
   [ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
@@ -116,8 +114,6 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   else
     check "$v 2 pipeline stages" $v "$d.log" "$d/w"
   fi
-else
-  echo "train_freeze: mpicc/mpirun not found: N-rank and pipeline checks skipped"
 fi
 
 # bad inputs: a pattern that matches no float initializer is one error line
@@ -151,4 +147,4 @@ one_error "galvc --freeze everything" "autodiff: the loss does not depend on any
   "$BUILD/galvc" "$T/reg/model.onnx" --input-shape x=4x6x32 --train --loss mse --labels target --freeze '*' -q -o "$T/x.mlir"
 one_error "galvc --freeze without a value" "--freeze" "$BUILD/galvc" "$T/reg/model.onnx" --train --freeze
 echo "train_freeze: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+galv_exit "$fail"
