@@ -19,8 +19,10 @@ pat() { # plan.json -> its ZeRO pattern, one character per unit (Z / .)
 }
 # Optimality gap where the ZeRO knapsack decides: training on a dp mesh
 # (--mesh dp=4, cpu-local: data parallelism pays), 6 layers (7 units, 128
-# patterns), memory limits at 1/4, 1/2 and 3/4 between the all-ZeRO and the
-# no-ZeRO plan's memory (both realised through --plan). The exhaustive
+# patterns), memory limits between the all-ZeRO and the no-ZeRO plan's
+# memory (both realised through --plan): GPT-2 at 1/4, 1/2 and 3/4, Llama
+# at 3/4 (each exhaustive search realises 131 programs, about a minute
+# under the sanitizers; Llama at 1/4 and 1/2 also had gap 0). The exhaustive
 # optimum must be a mixed pattern (else the case tests nothing), and the
 # search's realised plan must cost exactly the same. GPT-2 at 1/2 is 2 ns
 # (0.0004 %) above the optimum: layers 1-5 have equal rows in the unit
@@ -45,7 +47,9 @@ PY
     { echo "FAIL $m: the uniform plans do not realise"; fail=1; continue; }
   mem() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['memory_per_device']['total'])" "$1"; }
   hi=$(mem "$T/o0.json") lo=$(mem "$T/o1.json")
-  for f in 0.25 0.5 0.75; do
+  fr=(0.25 0.5 0.75)
+  [ $m = l6 ] && fr=(0.75)
+  for f in "${fr[@]}"; do
     lim=$(python3 -c "print(int($lo + $f * ($hi - $lo)))")
     timeout 120 $G "${A[@]}" --memory-limit "$lim" --plan-out "$T/dp.json" 2>/dev/null || { echo "FAIL $m $f: search"; fail=1; continue; }
     timeout 300 $G "${A[@]}" --memory-limit "$lim" --plan-search exhaustive --plan-out "$T/ex.json" 2>/dev/null ||
