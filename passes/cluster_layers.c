@@ -81,12 +81,22 @@ static void collect_deps(gv_module *m, graph *g, int i, const gv_op *op, int *ca
     for (const gv_op *o = op->regions[r]->first; o; o = o->next) collect_deps(m, g, i, o, cap);
 }
 
-/* A constant (no operands, no regions) costs nothing and is copied into
- * every stage that uses it (passes/stage_extract.c): it is no vertex of the
- * graph, so no group consists of constants alone (such a group would be an
- * empty pipeline stage). */
-static bool is_const(const gv_op *op) {
-  return !op->nopnds && !op->nregions && !(gv_ops[op->code].flags & GV_TERMINATOR) && op->code != GV_OP_ARENA;
+/* A constant (no operands, no regions), and an op computed from parameters
+ * and constants alone (a tied LM head's transposed embedding, a reshaped
+ * weight), is no vertex of the graph: it takes the least group of its users.
+ * So no group consists of constants alone (an empty pipeline stage), and a
+ * view of a parameter stays with the ops that read it: the stage that reads
+ * it holds the parameter (a shared parameter when others read it too)
+ * instead of receiving its view from another stage every microbatch. Ops
+ * are classified in program order (op->id <= -2: such an op). */
+static bool is_const(const gv_func *f, const gv_op *op) {
+  if (op->nregions || (gv_ops[op->code].flags & GV_TERMINATOR) || op->code == GV_OP_ARENA) return false;
+  for (int i = 0; i < op->nopnds; i++) {
+    const gv_value *v = op->opnds[i];
+    if (v->def ? v->def->id > -2 : !(v->block == f->body && v->index >= 0 && v->index < f->body->nargs && f->arg_is_param[v->index]))
+      return false;
+  }
+  return true;
 }
 
 /* The group of each constant: the least group among its users' (ops inside
@@ -107,7 +117,7 @@ static void build_graph(gv_module *m, graph *g) {
   int nc = 0;
   for (gv_op *op = b->first; op; op = op->next) op->id = -1;
   for (gv_op *op = b->first; op; op = op->next)
-    if (is_const(op)) op->id = -2 - nc++; /* not a vertex: takes its first user's group (const_groups) */
+    if (is_const(m->main, op)) op->id = -2 - nc++; /* not a vertex: takes its first user's group */
     else if (!(gv_ops[op->code].flags & GV_TERMINATOR) && op->code != GV_OP_ARENA) op->id = n++;
   g->nconst = nc;
   g->n = n;
@@ -447,6 +457,8 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
     if (!cg) return gv_error(m, "cluster-layers: out of memory");
     for (int c = 0; c < g.nconst; c++) cg[c] = -1;
     for (int i = 0; i < n; i++) const_users(g.ops[i], grp[i], cg);
+    for (gv_op *op = body->last; op; op = op->prev) /* users first: a view of a view takes its user's group */
+      if (op->id <= -2 && cg[-2 - op->id] >= 0) const_users(op, cg[-2 - op->id], cg);
     for (gv_op *op = body->first; op; op = op->next)
       if (op->id <= -2) {
         int r = cg[-2 - op->id] < 0 ? 0 : cg[-2 - op->id];
