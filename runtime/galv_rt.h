@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "galv_file.h" /* galv_crc32, atomic writes, bounded reads */
+
 #define GALV_RT_MAX_RANK 8
 
 /* dtypes of program inputs and outputs (numbering is the runtime's own) */
@@ -345,8 +347,11 @@ typedef struct {
 int galv_read_tensor(const char *path, galv_tensor *t, char *err, size_t errlen);
 int galv_read_pb(const void *buf, size_t len, galv_tensor *t, char **name, char *err, size_t errlen);
 int galv_write_npy(const char *path, const galv_io *o, const void *data, char *err, size_t errlen);
-/* Maps the weights file read-only; fatal on error or size mismatch. */
+/* Maps the weights file read-only and checks its CRC-32 (galv_file.h); fatal
+ * on error, size mismatch or a damaged file. _block: block `index` of an
+ * nblocks-block file (one block per rank). */
 const char *galv_map_weights(const char *path, int64_t expect, size_t *len);
+const char *galv_map_weights_block(const char *path, int64_t bytes, int nblocks, int index, size_t *len);
 
 /* Checkpoints (runtime/io.c): global tensors by name, CRC-32 checked, written
  * atomically (PATH.tmp, fsync, rename). Each call returns 0, or -1 with a
