@@ -579,7 +579,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     printf(", planned in %.2f s\n", plan_s);
     fflush(stdout);
   }
-  if (!rc && (!quiet || P.plan_only)) gv_pipe_plan_print(pl, stderr);
+  if (!rc && !quiet) gv_pipe_plan_print(pl, stderr);
   if (!rc && pa->trace_plan) rc = write_plan_trace(pa->trace_plan, pl, train, pa->sched);
   /* the stages that read each parameter: a parameter read by several stages is held by each, its gradient summed
    * across them every step (runtime/pipe.c; docs/pipeline.md, "Shared parameters") */
