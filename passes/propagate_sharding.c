@@ -703,6 +703,7 @@ static int pin_line(prop *P, const char *path, int ln, char *s, int *seen) {
   int d = 0;
   unsigned used = 0;
   while (*c != ']') {
+    if (!*c) return gv_error_plain("%s:%d: '%s': the line ends before its closing ']'", path, ln, name);
     if (d && *c == ',') c = skip_ws(c + 1); /* a comma between dims */
     else if (d) return gv_error_plain("%s:%d: '%s': expected ',' or ']' at '%.20s'", path, ln, name, c);
     if (!*c) return gv_error_plain("%s:%d: '%s': the line ends before its closing ']'", path, ln, name);
@@ -710,6 +711,7 @@ static int pin_line(prop *P, const char *path, int ln, char *s, int *seen) {
       return gv_error_plain("%s:%d: '%s' has rank %d; expected one {axes} per dim at '%.20s'", path, ln, name, v->type.rank, c);
     c = skip_ws(c + 1);
     for (int k = 0; *c != '}'; k++) {
+      if (!*c) return gv_error_plain("%s:%d: '%s': the line ends before its closing '}'", path, ln, name);
       if (k && *c == ',') c = skip_ws(c + 1);
       else if (k) return gv_error_plain("%s:%d: '%s': expected ',' or '}' at '%.20s'", path, ln, name, c);
       const char *q = *c == '"' ? strchr(c + 1, '"') : NULL;
