@@ -53,8 +53,9 @@ extern const char *galv_progname;
 void galv_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* An error every rank detects alike (options, input files, the number of
  * ranks started): rank 0 prints it once, under the program's plain name;
- * the other ranks print nothing and leave with the same status 1 (they wait
- * up to 30 s for rank 0's exit to end the job, then exit themselves).
+ * the other ranks print nothing and leave with the same status 1: they wait
+ * up to 5 s for rank 0's exit to end the job; a rank still running then
+ * found the error alone and reports it under its own name (program[R]).
  * Errors that depend on the rank keep galv_fatal ("program[R]: error: ..."). */
 void galv_fatal_all(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 extern int galv_fatal_rank;          /* set by multi-rank programs: this rank (0: prints galv_fatal_all) */

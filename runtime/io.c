@@ -43,15 +43,17 @@ void galv_fatal(const char *fmt, ...) {
 }
 
 void galv_fatal_all(const char *fmt, ...) {
-  if (galv_fatal_rank != 0) {
-    /* rank 0 reports it; its exit takes the job down (MPI_Abort, or the
-     * launcher stopping the other ranks). Exit ourselves only if it does not. */
-    fflush(stdout);
-    for (int i = 0; i < 30; i++) sleep(1);
-    exit(1);
-  }
   va_list ap;
   va_start(ap, fmt);
+  if (galv_fatal_rank != 0) {
+    /* rank 0 reports it once; its exit takes the job down (MPI_Abort, or the
+     * launcher stopping the other ranks) within this wait. If it does not,
+     * the error was this rank's alone (a file only this rank sees): report
+     * it under this rank's name, and this exit takes the job down. */
+    fflush(stdout);
+    for (int i = 0; i < 50; i++) usleep(100000);
+    vfatal(galv_progname, fmt, ap);
+  }
   vfatal(galv_fatal_name ? galv_fatal_name : galv_progname, fmt, ap);
 }
 

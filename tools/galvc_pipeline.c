@@ -590,7 +590,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     mp = pipe_front(model, &opt, 0, 1, verify_each);
     rc = !mp || gv_cluster_layers(mp, K, &g0) || gv_pipe_assign_stages(mp, pl->first, S) ||
          !(pmask = calloc((size_t)mp->main->body->nargs + 1, sizeof *pmask)) || gv_pipe_param_stages(mp, pmask);
-    for (int a = 0; !rc && (!quiet || P.plan_only) && train && a < mp->main->body->nargs; a++) {
+    for (int a = 0; !rc && !quiet && train && a < mp->main->body->nargs; a++) {
       if (__builtin_popcountll(pmask[a]) < 2) continue;
       fprintf(stderr, "galvc: pipeline: parameter '%s' is read by stages", mp->main->arg_names[a]);
       for (int i = 0, n = 0; i < S; i++)

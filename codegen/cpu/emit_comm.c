@@ -130,7 +130,14 @@ int cg_comm_write_launch(cg_comm *c, const char *dir) {
                    "  exec \"$P\" \"$@\"\n"
                    "fi\n"
                    "[ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root\n"
-                   "exec ${MPIRUN:-mpirun} $ROOT --oversubscribe --bind-to none --quiet -np $N \"$P\" \"$@\"\n",
+                   "# --quiet: a failing rank's own error line is the whole report (no mpirun banner); a rank\n"
+                   "# killed by a signal, which prints nothing itself, is reported here in one line\n"
+                   "${MPIRUN:-mpirun} $ROOT --oversubscribe --bind-to none --quiet -np $N \"$P\" \"$@\"\n"
+                   "rc=$?\n"
+                   "if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then\n"
+                   "  echo \"launch: error: a rank of $P was killed by signal $((rc - 128)) (SIG$(kill -l $((rc - 128)) 2>/dev/null)); mpirun stopped the other ranks\" >&2\n"
+                   "fi\n"
+                   "exit $rc\n",
                    cg_comm_nranks(c), cg_comm_nranks(c), cg_comm_nranks(c));
   return cg_write_file(dir, "launch", buf, (size_t)n); /* executable */
 }
