@@ -1197,6 +1197,17 @@ int gv_pass_plan_sharding(gv_module *m) {
   int rc = 0;
   if (o->plan_in) {
     rc = read_plan(o->plan_in, &plan, C.nl + 1);
+    const gv_mesh *given = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL; /* --mesh: must be the plan's */
+    bool same = given && given->naxes == plan.naxes;
+    for (int a = 0; same && a < plan.naxes; a++) same = !strcmp(given->axis[a], plan.axis[a]) && given->size[a] == plan.size[a];
+    if (!rc && given && !same) {
+      char g[128] = "", q[128] = "";
+      for (int a = 0; a < given->naxes; a++)
+        snprintf(g + strlen(g), sizeof g - strlen(g), "%s%s=%lld", a ? "," : "", given->axis[a], (long long)given->size[a]);
+      for (int a = 0; a < plan.naxes; a++)
+        snprintf(q + strlen(q), sizeof q - strlen(q), "%s%s=%lld", a ? "," : "", plan.axis[a], (long long)plan.size[a]);
+      rc = gv_error_plain("%s: the plan's mesh %s conflicts with --mesh %s (give one of the two, or the same)", o->plan_in, q, g);
+    }
     int64_t prod = 1;
     for (int a = 0; !rc && a < plan.naxes; a++) prod *= plan.size[a];
     if (!rc && prod != devices)

@@ -5,7 +5,7 @@
 # after a value, a value named twice, an overflowing or repeated mesh axis, a
 # truncated .npy header: each is one error line naming the file (and the line
 # where there is one), a non-zero exit, within seconds, and no sanitizer
-# report. Conflicting options (--plan with --mesh) are an error too.
+# report. Conflicting options (--plan with another --mesh) are an error too.
 # Usage: bad_files.sh BUILD_DIR
 set -u
 B=$(cd "${1:?build dir}" && pwd)
@@ -50,8 +50,8 @@ plan_edit "$T/axes2.json" 'p["mesh"] = {"axes": ["dp", "dp"], "shape": [2, 2]}'
 check "mesh axis named twice" 1 "axes2.json: line [0-9]*: field 'mesh': axis name 'dp' given twice" "${G[@]}" --plan "$T/axes2.json" --plan-only
 printf '{"mesh": {"axes": ["dp"], "shape": [4]}} junk\n' >"$T/junk.json"
 check "plan with trailing junk" 1 "junk.json: not valid JSON" "${G[@]}" --plan "$T/junk.json" --plan-only
-check "--plan with --mesh" 2 "\-\-plan .*plan.json and --mesh dp=4: the plan file gives the mesh" \
-  "${G[@]}" --plan "$T/plan.json" --mesh dp=4 --plan-only
+check "--plan with another --mesh" 1 "plan.json: the plan's mesh dp=4 conflicts with --mesh dp=2,tp=2" \
+  "${G[@]}" --plan "$T/plan.json" --mesh dp=2,tp=2 --plan-only
 rc=0; "${G[@]}" --plan "$T/plan.json" --plan-only 2>"$T/err" || rc=$?
 [ $rc = 0 ] && [ ! -s "$T/err" ] && { echo "ok   valid plan accepted, -q silent"; pass=$((pass + 1)); } || { echo "FAIL valid plan: rc $rc $(cat "$T/err")"; fail=$((fail + 1)); }
 

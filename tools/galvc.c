@@ -595,10 +595,6 @@ int main(int argc, char **argv) {
   if (gv_shard_opts.strategy && strcmp(gv_shard_opts.strategy, "auto") == 0) gv_shard_opts.strategy = NULL, gv_plan_opts.active = true;
   if (!gv_shard_opts.strategy && !gv_shard_opts.file && (gpus > 1 || gv_plan_opts.plan_in)) gv_plan_opts.active = true;
   if (gv_plan_opts.plan_in) gv_plan_opts.active = true;
-  if (gv_plan_opts.plan_in && mesh_spec) { /* the plan names its mesh: one of the two would be ignored */
-    gv_error_plain("--plan %s and --mesh %s: the plan file gives the mesh; drop --mesh", gv_plan_opts.plan_in, mesh_spec);
-    return 2;
-  }
   if (plan_only && !gv_plan_opts.active && !pa.on) {
     gv_error_plain("--plan-only needs the planner (--gpus > 1 without --strategy / --sharding, or --plan)");
     return 2;
