@@ -126,9 +126,10 @@ NVF="-O3 -std=c++17 -gencode arch=compute_90,code=sm_90"
 RT=$SRC/runtime
 nvcc $NVF -c -o "$B/kernels.o" "$RT/cuda/kernels.cu" & nvcc $NVF -c -o "$B/context.o" "$RT/cuda/context.cu" &
 nvcc $NVF -c -o "$B/kernels_grad.o" "$RT/cuda/kernels_grad.cu" &
-cc -O2 -std=gnu11 -c -o "$B/io.o" "$RT/io.c" & cc -O2 -std=gnu11 -c -o "$B/npy.o" "$RT/npy.c" & wait
-ar rcs "$B/libk.a" "$B/kernels.o" "$B/kernels_grad.o" "$B/context.o" "$B/io.o" "$B/npy.o"
-cc -O2 -o "$B/npy_compare" "$SRC/tests/cuda/npy_compare.c" "$RT/npy.c" -lm
+cc -O2 -std=gnu11 -c -o "$B/io.o" "$RT/io.c" & cc -O2 -std=gnu11 -c -o "$B/npy.o" "$RT/npy.c" &
+cc -O2 -std=gnu11 -c -o "$B/file.o" "$RT/file.c" & wait
+ar rcs "$B/libk.a" "$B/kernels.o" "$B/kernels_grad.o" "$B/context.o" "$B/io.o" "$B/npy.o" "$B/file.o"
+cc -O2 -o "$B/npy_compare" "$SRC/tests/cuda/npy_compare.c" "$RT/npy.c" "$RT/file.c" -lm
 for t in "$SRC"/tests/cuda/test_*.cu; do nvcc $NVF -o "$B/$(basename "$t" .cu)" "$t" "$B/libk.a" -lcublas -lcublasLt & done
 for p in fp32 bf16 train train_bf16; do make -s -C "$DIR/gpt2s_$p" -j4 program & done
 HAVE_MPI=0

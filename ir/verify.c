@@ -7,7 +7,8 @@
  * values defined before its op in the enclosing blocks, and nothing of a
  * region is visible outside it; a galv.fused region sees only its own block),
  * terminators, the shape of galv.if and galv.fused, galv.arena's place,
- * attribute order, and the types that are trivially checkable.
+ * attribute order, attribute ranges (an axis within its operand's rank), and
+ * the types that are trivially checkable.
  *
  * Dominance uses value->id as scratch: 1 while a value is defined and in
  * scope, 0 otherwise.
@@ -74,6 +75,49 @@ static int check_attrs(const verifier *v, const gv_op *op) {
     default: ok = false;
     }
     if (!ok) return gv_error_op(v->m, op, "attribute '%s' has a malformed value", a->name);
+  }
+  return 0;
+}
+
+/* The attribute ranges the op table's shape rules assume (ir/infer.c),
+ * checked here as well: galv-opt runs passes on parsed IR without
+ * shape-infer, and a pass must never index a dim outside its operand. An
+ * "axis" indexes operand 0's dims (flatten's may equal the rank), each of
+ * "axes" too (unsqueeze's: the result's), "perm" permutes them. Unranked
+ * operands are left to shape-infer. */
+static int axis_ok(int64_t a, int r, bool inclusive) { return a >= -(int64_t)r && (inclusive ? a <= r : a < r); }
+
+static int check_attr_ranges(const verifier *v, const gv_op *op) {
+  if (op->nopnds < 1 || !op->opnds[0] || op->opnds[0]->type.rank < 0) return 0;
+  const int r = op->opnds[0]->type.rank;
+  const char *name = gv_ops[op->code].name;
+  switch (op->code) {
+  case GV_OP_CONCAT: case GV_OP_SPLIT: case GV_OP_GATHER: case GV_OP_CUMSUM: case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX:
+  case GV_OP_LAYER_NORM: case GV_OP_RMS_NORM: case GV_OP_FLATTEN: {
+    const gv_attr *a = gv_get_attr(op, "axis");
+    if (a && a->kind != GV_ATTR_INT) return gv_error_op(v->m, op, "galv.%s: attribute 'axis' must be an integer", name);
+    if (a && !axis_ok(a->u.i, r, op->code == GV_OP_FLATTEN))
+      return gv_error_op(v->m, op, "galv.%s: axis %lld is out of range for an operand of rank %d", name, (long long)a->u.i, r);
+    break;
+  }
+  case GV_OP_SQUEEZE: case GV_OP_UNSQUEEZE: case GV_OP_REDUCE_SUM: case GV_OP_REDUCE_MEAN: case GV_OP_REDUCE_MAX:
+  case GV_OP_REDUCE_MIN: case GV_OP_TRANSPOSE: {
+    const char *an = op->code == GV_OP_TRANSPOSE ? "perm" : "axes";
+    const int64_t *ax;
+    int n = gv_get_ints(op, an, &ax), rr = op->code == GV_OP_UNSQUEEZE && n > 0 ? r + n : r;
+    if (op->code == GV_OP_TRANSPOSE && n >= 0 && n != r)
+      return gv_error_op(v->m, op, "galv.transpose: perm has %d entries for an operand of rank %d", n, r);
+    unsigned seen = 0; /* ranks are at most GV_MAX_RANK */
+    for (int k = 0; k < n; k++) {
+      if (!axis_ok(ax[k], rr, false) || (op->code == GV_OP_TRANSPOSE && ax[k] < 0))
+        return gv_error_op(v->m, op, "galv.%s: %s entry %lld is out of range for rank %d", name, an, (long long)ax[k], rr);
+      int d = (int)(ax[k] < 0 ? ax[k] + rr : ax[k]);
+      if (d < 32 && (seen & (1u << d))) return gv_error_op(v->m, op, "galv.%s: %s names dim %d twice", name, an, d);
+      if (d < 32) seen |= 1u << d;
+    }
+    break;
+  }
+  default: break;
   }
   return 0;
 }
@@ -179,7 +223,7 @@ static int check_op(verifier *v, gv_block *b, gv_op *op, bool is_body) {
     return gv_error_op(m, op, "terminator galv.%s is not the last op of its block", info->name);
   if (op->code == GV_OP_RETURN && !is_body) return gv_error_op(m, op, "galv.return inside a region");
   if (op->code == GV_OP_YIELD && is_body) return gv_error_op(m, op, "galv.yield outside a region");
-  if (check_attrs(v, op)) return -1;
+  if (check_attrs(v, op) || check_attr_ranges(v, op)) return -1;
 
   if (op->code == GV_OP_ARENA) {
     if (!is_body || b->first != op) return gv_error_op(m, op, "galv.arena is not the first op of the function body");

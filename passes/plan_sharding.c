@@ -35,6 +35,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "plan_sharding.h"
 #include "sharding_roles.h"
+#include "../runtime/galv_file.h"
+
+/* --plan files: their size, and each mesh axis's (so the product of the axes cannot overflow) */
+enum { GV_PLAN_FILE_MAX = 16 << 20, GV_PLAN_AXIS_MAX = 1 << 20 };
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -1068,8 +1072,10 @@ static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c
 }
 
 static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c, int64_t limit) {
-  FILE *f = fopen(path, "w");
-  if (!f) return gv_error_plain("%s: cannot write the plan", path);
+  galv_wfile w; /* replaced atomically */
+  char err[4400];
+  FILE *f = galv_wfile_open(&w, path, 0, err, sizeof err);
+  if (!f) return gv_error_plain("%s", err);
   fprintf(f, "{\n  \"cluster\": \"%s\",\n  \"devices_per_node\": %lld,\n  \"memory_limit\": %lld,\n", c->name,
           (long long)c->devices_per_node, (long long)limit);
   fprintf(f, "  \"mesh\": {\"axes\": [");
@@ -1103,7 +1109,7 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
     fprintf(f, "%s\"%s\": {\"count\": %lld, \"bytes\": %lld}", i ? ", " : "", coll_names[i], (long long)pc->coll_count[i],
             (long long)pc->coll_bytes[i]);
   fprintf(f, "},\n  \"planning_seconds\": %.3f,\n  \"candidates\": %lld\n}\n", pc->plan_seconds, (long long)pc->candidates);
-  if (fclose(f)) return gv_error_plain("%s: cannot write the plan", path);
+  if (galv_wfile_commit(&w, err, sizeof err)) return gv_error_plain("%s", err);
   return 0;
 }
 
@@ -1113,27 +1119,13 @@ static int axis_named(const gv_plan *p, const gv_json *v, const char *path, cons
   if (v->kind == GV_JSON_STRING)
     for (int a = 0; a < p->naxes; a++)
       if (strcmp(p->axis[a], v->str) == 0) return *out = a, 0;
-  return gv_error_plain("%s: field '%s': line %d: expected null or a mesh axis name", path, field, v->line);
+  return gv_error_plain("%s: line %d: field '%s': expected null or a mesh axis name", path, v->line, field);
 }
 
 static int read_plan(const char *path, gv_plan *p, int nunits) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return gv_error_plain("%s: cannot read the plan", path);
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len == cap) {
-      cap = cap ? 2 * cap : 65536;
-      char *nb = realloc(buf, cap);
-      if (!nb) { free(buf); fclose(f); return gv_error_plain("out of memory"); }
-      buf = nb;
-    }
-    size_t r = fread(buf + len, 1, cap - len, f);
-    if (!r) break;
-    len += r;
-  }
-  fclose(f);
-  char err[256];
+  char *buf = NULL, err[256];
+  size_t len = 0;
+  if (galv_read_whole(path, GV_PLAN_FILE_MAX, &buf, &len, err, sizeof err)) return gv_error_plain("%s: %s", path, err);
   gv_json *root = gv_json_parse(buf, len, err, sizeof err);
   free(buf);
   if (!root) return gv_error_plain("%s: not valid JSON: %s", path, err);
@@ -1143,33 +1135,43 @@ static int read_plan(const char *path, gv_plan *p, int nunits) {
   const gv_json *ax = gv_json_get(mesh, "axes"), *sh = gv_json_get(mesh, "shape");
   const gv_json *units = gv_json_get(root, "units");
   if (!ax || !sh || ax->kind != GV_JSON_ARRAY || sh->kind != GV_JSON_ARRAY || ax->n != sh->n || ax->n < 1 || ax->n > GV_MAX_MESH_AXES)
-    rc = gv_error_plain("%s: field 'mesh': expected {\"axes\": [names], \"shape\": [sizes]} of 1 to 3 axes", path);
+    rc = gv_error_plain("%s: line %d: field 'mesh': expected {\"axes\": [names], \"shape\": [sizes]} of 1 to 3 axes", path,
+                        mesh ? mesh->line : 1);
   for (int a = 0; !rc && a < ax->n; a++) {
-    if (ax->items[a].kind != GV_JSON_STRING || strlen(ax->items[a].str) >= sizeof p->axis[a] || sh->items[a].kind != GV_JSON_NUMBER ||
-        sh->items[a].num < 1 || sh->items[a].num != (double)(int64_t)sh->items[a].num)
-      rc = gv_error_plain("%s: field 'mesh': line %d: axis %d needs a short name and a positive integer size", path, mesh->line, a);
-    else {
+    /* sizes are bounded before any conversion or product (a size of 2^62 overflows the product of the axes) */
+    double v = sh->items[a].kind == GV_JSON_NUMBER ? sh->items[a].num : 0;
+    if (ax->items[a].kind != GV_JSON_STRING || strlen(ax->items[a].str) >= sizeof p->axis[a] || !ax->items[a].str[0] ||
+        sh->items[a].kind != GV_JSON_NUMBER || !(v >= 1 && v <= GV_PLAN_AXIS_MAX) || v != (double)(int64_t)v)
+      rc = gv_error_plain("%s: line %d: field 'mesh': axis %d needs a short name and an integer size from 1 to %d", path,
+                          mesh->line, a, GV_PLAN_AXIS_MAX);
+    for (int b = 0; !rc && b < a; b++)
+      if (!strcmp(p->axis[b], ax->items[a].str))
+        rc = gv_error_plain("%s: line %d: field 'mesh': axis name '%s' given twice", path, mesh->line, ax->items[a].str);
+    if (!rc) {
       snprintf(p->axis[a], sizeof p->axis[a], "%s", ax->items[a].str);
       p->size[a] = (int64_t)sh->items[a].num;
     }
   }
   if (!rc) p->naxes = ax->n;
   const gv_json *ba = gv_json_get(root, "batch_axes");
-  if (!rc && (!ba || ba->kind != GV_JSON_ARRAY)) rc = gv_error_plain("%s: field 'batch_axes': expected an array of axis names", path);
+  if (!rc && (!ba || ba->kind != GV_JSON_ARRAY)) rc = gv_error_plain("%s: line %d: field 'batch_axes': expected an array of axis names", path, ba ? ba->line : root->line);
   for (int i = 0; !rc && i < ba->n; i++) {
     int a;
     rc = axis_named(p, &ba->items[i], path, "batch_axes", &a);
-    if (!rc && a < 0) rc = gv_error_plain("%s: field 'batch_axes': line %d: not a mesh axis", path, ba->items[i].line);
+    if (!rc && a < 0) rc = gv_error_plain("%s: line %d: field 'batch_axes': not a mesh axis", path, ba->items[i].line);
+    if (!rc && (p->dmask & (1u << a)))
+      rc = gv_error_plain("%s: line %d: field 'batch_axes': axis '%s' given twice", path, ba->items[i].line, p->axis[a]);
     if (!rc) p->dmask |= 1u << a;
   }
   if (!rc) rc = axis_named(p, gv_json_get(root, "tp_axis"), path, "tp_axis", &p->t_layer);
   if (!rc) rc = axis_named(p, gv_json_get(root, "vocab_axis"), path, "vocab_axis", &p->t_outer);
-  if (!rc && (!units || units->kind != GV_JSON_ARRAY)) rc = gv_error_plain("%s: field 'units': expected an array", path);
+  if (!rc && (!units || units->kind != GV_JSON_ARRAY)) rc = gv_error_plain("%s: line %d: field 'units': expected an array", path, units ? units->line : root->line);
   if (!rc && units->n != nunits)
-    rc = gv_error_plain("%s: field 'units': the plan has %d units, the model %d (outer + %d layers)", path, units->n, nunits, nunits - 1);
+    rc = gv_error_plain("%s: line %d: field 'units': the plan has %d units, the model %d (outer + %d layers)", path, units->line,
+                        units->n, nunits, nunits - 1);
   for (int u = 0; !rc && u < units->n; u++) {
     const gv_json *z = gv_json_get(&units->items[u], "zero");
-    if (!z || z->kind != GV_JSON_BOOL) rc = gv_error_plain("%s: field 'units': line %d: each unit needs \"zero\": true|false", path, units->items[u].line);
+    if (!z || z->kind != GV_JSON_BOOL) rc = gv_error_plain("%s: line %d: field 'units': each unit needs \"zero\": true|false", path, units->items[u].line);
     else p->zero[u] = z->b;
   }
   p->nunits = nunits;
@@ -1195,6 +1197,17 @@ int gv_pass_plan_sharding(gv_module *m) {
   int rc = 0;
   if (o->plan_in) {
     rc = read_plan(o->plan_in, &plan, C.nl + 1);
+    const gv_mesh *given = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL; /* --mesh: must be the plan's */
+    bool same = given && given->naxes == plan.naxes;
+    for (int a = 0; same && a < plan.naxes; a++) same = !strcmp(given->axis[a], plan.axis[a]) && given->size[a] == plan.size[a];
+    if (!rc && given && !same) {
+      char g[128] = "", q[128] = "";
+      for (int a = 0; a < given->naxes; a++)
+        snprintf(g + strlen(g), sizeof g - strlen(g), "%s%s=%lld", a ? "," : "", given->axis[a], (long long)given->size[a]);
+      for (int a = 0; a < plan.naxes; a++)
+        snprintf(q + strlen(q), sizeof q - strlen(q), "%s%s=%lld", a ? "," : "", plan.axis[a], (long long)plan.size[a]);
+      rc = gv_error_plain("%s: the plan's mesh %s conflicts with --mesh %s (give one of the two, or the same)", o->plan_in, q, g);
+    }
     int64_t prod = 1;
     for (int a = 0; !rc && a < plan.naxes; a++) prod *= plan.size[a];
     if (!rc && prod != devices)

@@ -17,6 +17,7 @@
  */
 #include "passes.h"
 #include "sharding_roles.h"
+#include "../runtime/galv_file.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -670,68 +671,98 @@ static int preset_pins(prop *P, const char *strategy) {
 }
 
 /* Sharding file: one value a line, `NAME [{"dp"}, {}, {"tp"}]` (mesh: the
- * first); '#' starts a comment. */
-static int file_pins(prop *P, const char *path) {
-  FILE *fp = fopen(path, "r");
-  if (!fp) return gv_error_plain("%s: cannot read sharding file", path);
-  char line[4096];
-  int ln = 0, rc = 0;
+ * first); '#' starts a comment. Strict: a regular file of at most 16 MiB,
+ * lines of at most 4095 bytes, nothing after the closing ']' but a comment,
+ * each value named once. */
+enum { SHARD_FILE_MAX = 16 << 20, SHARD_LINE_MAX = 4095 };
+
+static const char *skip_ws(const char *c) {
+  while (*c == ' ' || *c == '\t') c++;
+  return c;
+}
+
+static int pin_line(prop *P, const char *path, int ln, char *s, int *seen) {
   gv_func *f = P->m->main;
-  while (!rc && fgets(line, sizeof line, fp)) {
-    ln++;
-    line[strcspn(line, "\r\n")] = 0; /* errors quote the line: one line */
-    char *s = line;
-    while (*s == ' ' || *s == '\t') s++;
-    if (*s == '#' || *s == '\n' || !*s) continue;
-    char *e = s;
-    while (*e && *e != ' ' && *e != '\t' && *e != '[') e++;
-    char name[1024];
-    snprintf(name, sizeof name, "%.*s", (int)(e - s), s);
-    gv_value *v = NULL;
-    for (int i = 0; i < f->body->nargs && !v; i++)
-      if (f->arg_names[i] && strcmp(f->arg_names[i], name) == 0) v = f->body->args[i];
-    for (gv_op *op = f->body->first; op && !v; op = op->next)
-      for (int i = 0; i < op->nres && !v; i++)
-        if (op->res[i]->name && strcmp(op->res[i]->name, name) == 0) v = op->res[i];
-    if (!v) {
-      rc = gv_error_plain("%s:%d: sharding file names '%s', which is no value of the model", path, ln, name);
-      break;
+  const char *e = s;
+  while (*e && *e != ' ' && *e != '\t' && *e != '[') e++;
+  char name[1024];
+  if ((size_t)(e - s) >= sizeof name) return gv_error_plain("%s:%d: value name too long", path, ln);
+  snprintf(name, sizeof name, "%.*s", (int)(e - s), s);
+  gv_value *v = NULL;
+  for (int i = 0; i < f->body->nargs && !v; i++)
+    if (f->arg_names[i] && strcmp(f->arg_names[i], name) == 0) v = f->body->args[i];
+  for (gv_op *op = f->body->first; op && !v; op = op->next)
+    for (int i = 0; i < op->nres && !v; i++)
+      if (op->res[i]->name && strcmp(op->res[i]->name, name) == 0) v = op->res[i];
+  if (!v) return gv_error_plain("%s:%d: sharding file names '%s', which is no value of the model", path, ln, name);
+  if (seen[v->id]) return gv_error_plain("%s:%d: '%s' is given a sharding twice (first on line %d)", path, ln, name, seen[v->id]);
+  gv_sharding *sh = gv_sharding_new(P->m, P->mesh, v->type.rank);
+  const char *c = skip_ws(e);
+  if (*c != '[') return gv_error_plain("%s:%d: expected NAME [{...}, ...]", path, ln);
+  c = skip_ws(c + 1);
+  int d = 0;
+  unsigned used = 0;
+  while (*c != ']') {
+    if (!*c) return gv_error_plain("%s:%d: '%s': the line ends before its closing ']'", path, ln, name);
+    if (d && *c == ',') c = skip_ws(c + 1); /* a comma between dims */
+    else if (d) return gv_error_plain("%s:%d: '%s': expected ',' or ']' at '%.20s'", path, ln, name, c);
+    if (!*c) return gv_error_plain("%s:%d: '%s': the line ends before its closing ']'", path, ln, name);
+    if (*c != '{' || d >= v->type.rank)
+      return gv_error_plain("%s:%d: '%s' has rank %d; expected one {axes} per dim at '%.20s'", path, ln, name, v->type.rank, c);
+    c = skip_ws(c + 1);
+    for (int k = 0; *c != '}'; k++) {
+      if (!*c) return gv_error_plain("%s:%d: '%s': the line ends before its closing '}'", path, ln, name);
+      if (k && *c == ',') c = skip_ws(c + 1);
+      else if (k) return gv_error_plain("%s:%d: '%s': expected ',' or '}' at '%.20s'", path, ln, name, c);
+      const char *q = *c == '"' ? strchr(c + 1, '"') : NULL;
+      int a = q ? gv_mesh_axis(P->mesh, c + 1, (size_t)(q - c - 1)) : -1;
+      if (!*c) return gv_error_plain("%s:%d: '%s': the line ends before its closing '}'", path, ln, name);
+      if (a < 0 || (used & (1u << a)) || sh->naxes[d] >= GV_MAX_MESH_AXES)
+        return gv_error_plain("%s:%d: '%s': bad or repeated mesh axis at '%.20s'", path, ln, name, c);
+      used |= 1u << a;
+      sh->axes[d][sh->naxes[d]++] = (uint8_t)a;
+      c = skip_ws(q + 1);
     }
-    gv_sharding *sh = gv_sharding_new(P->m, P->mesh, v->type.rank);
-    char *c = strchr(e, '[');
-    int d = 0;
-    unsigned used = 0;
-    if (!c) rc = gv_error_plain("%s:%d: expected NAME [{...}, ...]", path, ln);
-    for (c = c ? c + 1 : NULL; !rc && c && *c && *c != ']';) {
-      if (*c == ' ' || *c == ',' || *c == '\t') { c++; continue; }
-      if (*c != '{' || d >= v->type.rank) {
-        rc = gv_error_plain("%s:%d: '%s' has rank %d; expected one {axes} per dim", path, ln, name, v->type.rank);
-        break;
-      }
-      c++;
-      while (!rc && *c && *c != '}') {
-        if (*c == ' ' || *c == ',') { c++; continue; }
-        char *q = *c == '"' ? strchr(c + 1, '"') : NULL;
-        int a = q ? gv_mesh_axis(P->mesh, c + 1, (size_t)(q - c - 1)) : -1;
-        if (a < 0 || (used & (1u << a)) || sh->naxes[d] >= GV_MAX_MESH_AXES) {
-          rc = gv_error_plain("%s:%d: '%s': bad or repeated mesh axis at '%.20s'", path, ln, name, c);
-          break;
-        }
-        used |= 1u << a;
-        sh->axes[d][sh->naxes[d]++] = (uint8_t)a;
-        c = q + 1;
-      }
-      if (!rc && *c == '}') c++, d++;
-    }
-    if (!rc && d != v->type.rank)
-      rc = gv_error_plain("%s:%d: '%s' has rank %d, the sharding lists %d dims", path, ln, name, v->type.rank, d);
-    for (int k = 0; !rc && k < d; k++)
-      if (v->type.dims[k] > 0 && v->type.dims[k] % gv_sharding_dim_split(sh, k))
-        rc = gv_error_plain("%s:%d: '%s' dim %d of size %lld is not divisible into %lld shards", path, ln, name, k,
-                            (long long)v->type.dims[k], (long long)gv_sharding_dim_split(sh, k));
-    if (!rc) P->sh[v->id] = sh;
+    c = skip_ws(c + 1), d++;
   }
-  fclose(fp);
+  c = skip_ws(c + 1);
+  if (*c && *c != '#') return gv_error_plain("%s:%d: '%s': unexpected text after the closing ']': '%.20s'", path, ln, name, c);
+  if (d != v->type.rank) return gv_error_plain("%s:%d: '%s' has rank %d, the sharding lists %d dims", path, ln, name, v->type.rank, d);
+  for (int k = 0; k < d; k++)
+    if (v->type.dims[k] > 0 && v->type.dims[k] % gv_sharding_dim_split(sh, k))
+      return gv_error_plain("%s:%d: '%s' dim %d of size %lld is not divisible into %lld shards", path, ln, name, k,
+                            (long long)v->type.dims[k], (long long)gv_sharding_dim_split(sh, k));
+  P->sh[v->id] = sh;
+  seen[v->id] = ln;
+  return 0;
+}
+
+static int file_pins(prop *P, const char *path) {
+  char *text = NULL, err[256];
+  size_t len = 0;
+  if (galv_read_whole(path, SHARD_FILE_MAX, &text, &len, err, sizeof err))
+    return gv_error_plain("%s: cannot read the sharding file: %s", path, err);
+  int *seen = calloc((size_t)P->nvals + 1, sizeof *seen); /* the line that pinned each value */
+  if (!seen) abort();
+  int rc = 0, ln = 0;
+  for (char *s = text; !rc && s < text + len;) {
+    char *nl = memchr(s, '\n', (size_t)(text + len - s));
+    char *end = nl ? nl : text + len;
+    char *next = end + 1;
+    ln++;
+    if (memchr(s, 0, (size_t)(end - s))) rc = gv_error_plain("%s:%d: the line holds a NUL byte (not a text file?)", path, ln);
+    if (end > s && end[-1] == '\r') end--;
+    *end = 0; /* within the buffer: galv_read_whole leaves room for a NUL */
+    if (rc) break;
+    else if (end - s > SHARD_LINE_MAX) rc = gv_error_plain("%s:%d: line longer than %d bytes", path, ln, SHARD_LINE_MAX);
+    else {
+      const char *t = skip_ws(s);
+      if (*t && *t != '#') rc = pin_line(P, path, ln, (char *)t, seen);
+    }
+    s = next;
+  }
+  free(seen);
+  free(text);
   return rc ? -1 : 0;
 }
 

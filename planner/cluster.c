@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "../runtime/galv_file.h"
 
 extern const char *const gv_cluster_preset_texts[]; /* generated: cmake/embed_clusters.cmake */
 
@@ -190,22 +191,10 @@ int gv_cluster_load(const char *spec, gv_cluster *out) {
     snprintf(origin, sizeof origin, "preset %s (data/clusters/%s.json)", spec, spec);
     return gv_cluster_parse(t, strlen(t), origin, out);
   }
-  FILE *f = fopen(spec, "rb");
-  if (!f) return gv_error_plain("%s: cannot read cluster file: %s", spec, strerror(errno));
-  size_t cap = 4096, len = 0;
-  char *buf = malloc(cap);
-  for (;;) {
-    if (!buf) { fclose(f); return gv_error_plain("%s: out of memory", spec); }
-    len += fread(buf + len, 1, cap - len, f);
-    if (len < cap) break;
-    if (cap >= (1u << 24)) { free(buf); fclose(f); return gv_error_plain("%s: cluster file larger than 16 MiB", spec); }
-    char *nb = realloc(buf, cap *= 2);
-    if (!nb) free(buf);
-    buf = nb;
-  }
-  int rd_err = ferror(f);
-  fclose(f);
-  if (rd_err) { free(buf); return gv_error_plain("%s: cannot read cluster file", spec); }
+  char *buf = NULL, err[256];
+  size_t len = 0; /* a regular file of at most 16 MiB (not /dev/zero, not a directory) */
+  if (galv_read_whole(spec, 16u << 20, &buf, &len, err, sizeof err))
+    return gv_error_plain("%s: cannot read cluster file: %s", spec, err);
   int rc = gv_cluster_parse(buf, len, spec, out);
   free(buf);
   return rc;

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "galv_file.h" /* galv_crc32, atomic writes, bounded reads */
+
 #define GALV_RT_MAX_RANK 8
 
 /* dtypes of program inputs and outputs (numbering is the runtime's own) */
@@ -51,8 +53,9 @@ extern const char *galv_progname;
 void galv_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* An error every rank detects alike (options, input files, the number of
  * ranks started): rank 0 prints it once, under the program's plain name;
- * the other ranks print nothing and leave with the same status 1 (they wait
- * up to 30 s for rank 0's exit to end the job, then exit themselves).
+ * the other ranks print nothing and leave with the same status 1: they wait
+ * up to 5 s for rank 0's exit to end the job; a rank still running then
+ * found the error alone and reports it under its own name (program[R]).
  * Errors that depend on the rank keep galv_fatal ("program[R]: error: ..."). */
 void galv_fatal_all(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 extern int galv_fatal_rank;          /* set by multi-rank programs: this rank (0: prints galv_fatal_all) */
@@ -345,8 +348,11 @@ typedef struct {
 int galv_read_tensor(const char *path, galv_tensor *t, char *err, size_t errlen);
 int galv_read_pb(const void *buf, size_t len, galv_tensor *t, char **name, char *err, size_t errlen);
 int galv_write_npy(const char *path, const galv_io *o, const void *data, char *err, size_t errlen);
-/* Maps the weights file read-only; fatal on error or size mismatch. */
+/* Maps the weights file read-only and checks its CRC-32 (galv_file.h); fatal
+ * on error, size mismatch or a damaged file. _block: block `index` of an
+ * nblocks-block file (one block per rank). */
 const char *galv_map_weights(const char *path, int64_t expect, size_t *len);
+const char *galv_map_weights_block(const char *path, int64_t bytes, int nblocks, int index, size_t *len);
 
 /* Checkpoints (runtime/io.c): global tensors by name, CRC-32 checked, written
  * atomically (PATH.tmp, fsync, rename). Each call returns 0, or -1 with a

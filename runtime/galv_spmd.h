@@ -43,7 +43,8 @@ int galv_spmd_rank(void);
  * against galv_nranks. */
 void galv_spmd_attach(int rank, int size);
 /* weights.bin of an N-rank program holds N blocks of galv_weights_bytes,
- * each at a multiple of galv_spmd_weights_stride(); maps this rank's block. */
+ * each at a multiple of galv_spmd_weights_stride(), then the checksum
+ * trailer (galv_file.h); maps this rank's block and checks its CRC-32. */
 int64_t galv_spmd_weights_stride(void);
 const char *galv_spmd_map_weights(const char *path, size_t *len);
 /* The same for a weights file of `bytes` per rank (a second entry's, gv_emit_options.entry). */

@@ -43,15 +43,17 @@ void galv_fatal(const char *fmt, ...) {
 }
 
 void galv_fatal_all(const char *fmt, ...) {
-  if (galv_fatal_rank != 0) {
-    /* rank 0 reports it; its exit takes the job down (MPI_Abort, or the
-     * launcher stopping the other ranks). Exit ourselves only if it does not. */
-    fflush(stdout);
-    for (int i = 0; i < 30; i++) sleep(1);
-    exit(1);
-  }
   va_list ap;
   va_start(ap, fmt);
+  if (galv_fatal_rank != 0) {
+    /* rank 0 reports it once; its exit takes the job down (MPI_Abort, or the
+     * launcher stopping the other ranks) within this wait. If it does not,
+     * the error was this rank's alone (a file only this rank sees): report
+     * it under this rank's name, and this exit takes the job down. */
+    fflush(stdout);
+    for (int i = 0; i < 50; i++) usleep(100000);
+    vfatal(galv_progname, fmt, ap);
+  }
   vfatal(galv_fatal_name ? galv_fatal_name : galv_progname, fmt, ap);
 }
 
@@ -355,27 +357,50 @@ int galv_write_npy(const char *path, const galv_io *o, const void *data, char *e
 }
 
 const char *galv_map_weights(const char *path, int64_t expect, size_t *len) {
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) galv_fatal("%s: cannot open the weights file: %s", path, strerror(errno));
+  return galv_map_weights_block(path, expect, 1, 0, len);
+}
+
+const char *galv_map_weights_block(const char *path, int64_t bytes, int nblocks, int index, size_t *len) {
+  /* every rank finds a missing or mis-sized file alike; its own block's checksum is its own */
+#define all(...) do { if (nblocks > 1) galv_fatal_all(__VA_ARGS__); galv_fatal(__VA_ARGS__); } while (0)
+  int64_t expect = galv_weights_file_bytes(bytes, nblocks), stride = galv_weights_stride(bytes, nblocks);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) all("%s: cannot open the weights file: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st)) {
     close(fd);
-    galv_fatal("%s: cannot stat the weights file: %s", path, strerror(errno));
+    all("%s: cannot stat the weights file: %s", path, strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    all("%s: the weights file is not a regular file", path);
   }
   if ((int64_t)st.st_size != expect) {
     close(fd);
-    galv_fatal("%s: weights file has %lld bytes, the program expects %lld (rebuild with galvc)", path,
-               (long long)st.st_size, (long long)expect);
+    if (nblocks > 1)
+      all("%s: weights file has %lld bytes, the program expects %lld (%d ranks x %lld and the checksums; rebuild with galvc)",
+          path, (long long)st.st_size, (long long)expect, nblocks, (long long)stride);
+    all("%s: weights file has %lld bytes, the program expects %lld (rebuild with galvc)", path, (long long)st.st_size,
+        (long long)expect);
   }
-  *len = (size_t)st.st_size;
-  if (!*len) {
-    close(fd);
-    return NULL;
+  *len = (size_t)bytes;
+  static const char none[64];
+  const char *p = none;
+  if (bytes) {
+    void *m = mmap(NULL, (size_t)bytes, PROT_READ, MAP_PRIVATE, fd, (off_t)(stride * index));
+    if (m == MAP_FAILED) {
+      close(fd);
+      if (nblocks > 1) galv_fatal("%s: cannot map rank %d's block of the weights file: %s", path, index, strerror(errno));
+      galv_fatal("%s: cannot map the weights file: %s", path, strerror(errno));
+    }
+    p = m;
   }
-  void *p = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+  char err[256];
+  int bad = galv_weights_verify(fd, p, bytes, nblocks, index, err, sizeof err);
   close(fd);
-  if (p == MAP_FAILED) galv_fatal("%s: cannot map the weights file: %s", path, strerror(errno));
+  if (bad) galv_fatal("%s: %s", path, err);
   return p;
+#undef all
 }
 
 /* ---------------------------------------------------------------- checkpoints
@@ -394,20 +419,6 @@ const char *galv_map_weights(const char *path, int64_t expect, size_t *len) {
  * part. Pipeline stages append in turn (galv_ckpt_resume / suspend pass the
  * running CRC and count along). The reader checks every field's range, the
  * sizes against the file's, and the CRC before any tensor is used. */
-static uint32_t crc_table[256];
-static uint32_t crc32_update(uint32_t crc, const void *data, size_t n) {
-  if (!crc_table[1])
-    for (uint32_t i = 0; i < 256; i++) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      crc_table[i] = c;
-    }
-  const uint8_t *p = data;
-  crc = ~crc;
-  for (size_t i = 0; i < n; i++) crc = crc_table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
-  return ~crc;
-}
-
 static const char ckpt_magic[8] = {'G', 'A', 'L', 'V', 'C', 'K', 'P', 'T'};
 enum { CKPT_VERSION2 = 2, CKPT_NAME_MAX = 1024 };
 #define CKPT_END 0xffffffffu
@@ -417,7 +428,7 @@ static int ck_write(galv_ckpt_writer *w, const void *p, size_t n) {
     snprintf(w->err, sizeof w->err, "%s: write failed: %s", w->tmp, strerror(errno));
     return -1;
   }
-  w->crc = crc32_update(w->crc, p, n);
+  w->crc = galv_crc32(w->crc, p, n);
   return 0;
 }
 
@@ -490,7 +501,7 @@ void galv_ckpt_abandon(galv_ckpt_writer *w) {
 static int ck_read(galv_ckpt *c, void *p, size_t n, uint32_t *crc) {
   if (n && fread(p, 1, n, c->f) != n)
     return snprintf(c->err, sizeof c->err, "%s: truncated checkpoint", c->path), -1;
-  if (crc) *crc = crc32_update(*crc, p, n);
+  if (crc) *crc = galv_crc32(*crc, p, n);
   return 0;
 }
 
@@ -531,7 +542,7 @@ int galv_ckpt_open(galv_ckpt *c, const char *path) {
       else rc = 0;
       break;
     }
-    crc = crc32_update(crc, &nl, 4);
+    crc = galv_crc32(crc, &nl, 4);
     if (nl == 0 || nl >= CKPT_NAME_MAX) {
       snprintf(c->err, sizeof c->err, "%s: bad checkpoint (tensor name of %u bytes)", path, nl);
       break;

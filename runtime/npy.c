@@ -1,12 +1,19 @@
 /* npy.c — NumPy .npy reader/writer. Little-endian hosts only (checked), C
  * order only: a Fortran-order or big-endian file is refused with a reason,
- * never misread. */
+ * never misread. The reader takes regular files only and a header that is
+ * one complete dict ({...} then padding and a newline) whose shape matches
+ * the file's size exactly; the writer replaces a file atomically (galv_file.h). */
 #include "npy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "galv_file.h"
 
 static const struct {
   const char *descr;
@@ -35,9 +42,22 @@ void npy_free(npy_array *a) {
 int npy_read(const char *path, npy_array *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   char *hdr = NULL;
-  FILE *f = fopen(path, "rb");
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* O_NONBLOCK: a FIFO does not hang the open */
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st)) {
+    snprintf(err, errlen, "cannot open: %s", strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "not a regular file (%s)", S_ISDIR(st.st_mode) ? "a directory" : "a device, pipe or socket");
+    close(fd);
+    return -1;
+  }
+  FILE *f = fdopen(fd, "rb");
   if (!f) {
     snprintf(err, errlen, "cannot open: %s", strerror(errno));
+    close(fd);
     return -1;
   }
   unsigned char magic[8];
@@ -58,6 +78,13 @@ int npy_read(const char *path, npy_array *out, char *err, size_t errlen) {
   hdr = malloc(hlen + 1);
   if (!hdr || fread(hdr, 1, hlen, f) != hlen) FAIL("truncated header");
   hdr[hlen] = 0;
+  /* one dict: "{...}", then spaces, then the newline that ends the header */
+  size_t e = hlen;
+  if (e && hdr[e - 1] == '\n') e--;
+  while (e && hdr[e - 1] == ' ') e--;
+  if (!hlen || hdr[hlen - 1] != '\n' || hdr[0] != '{' || !e || hdr[e - 1] != '}' || memchr(hdr, 0, hlen) ||
+      memchr(hdr, '}', e - 1) || memchr(hdr, '\n', hlen - 1))
+    FAIL("malformed header (expected one {...} dict ending in a newline)");
   const char *d = strstr(hdr, "'descr'");
   const char *fo = strstr(hdr, "'fortran_order'");
   const char *sh = strstr(hdr, "'shape'");
@@ -96,6 +123,12 @@ int npy_read(const char *path, npy_array *out, char *err, size_t errlen) {
     p = end;
   }
   out->nbytes = numel * kinds[found].size;
+  size_t start = (magic[6] == 1 ? 10 : 12) + hlen;
+  if ((uint64_t)st.st_size < start || (uint64_t)st.st_size - start < out->nbytes)
+    FAIL("file shorter than its shape says (%zu data bytes, the shape needs %zu)",
+         (uint64_t)st.st_size < start ? (size_t)0 : (size_t)st.st_size - start, out->nbytes);
+  if ((uint64_t)st.st_size - start > out->nbytes)
+    FAIL("file longer than its shape says (%zu data bytes, the shape needs %zu)", (size_t)st.st_size - start, out->nbytes);
   out->data = malloc(out->nbytes ? out->nbytes : 1);
   if (!out->data) FAIL("out of memory");
   if (fread(out->data, 1, out->nbytes, f) != out->nbytes) FAIL("file shorter than its shape says");
@@ -119,7 +152,9 @@ int npy_write(const char *path, const npy_array *a, char *err, size_t errlen) {
   size_t total = 10 + (size_t)n + 1;
   size_t pad = (64 - total % 64) % 64;
   size_t hlen = (size_t)n + pad + 1;
-  FILE *f = fopen(path, "wb");
+  galv_wfile w;
+  char why[4400];
+  FILE *f = galv_wfile_open(&w, path, 0, why, sizeof why);
   if (!f) {
     snprintf(err, errlen, "cannot create: %s", strerror(errno));
     return -1;
@@ -128,8 +163,14 @@ int npy_write(const char *path, const npy_array *a, char *err, size_t errlen) {
   int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
   for (size_t i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
   ok = ok && fputc('\n', f) != EOF && fwrite(a->data, 1, a->nbytes, f) == a->nbytes;
-  if (fclose(f) || !ok) {
-    snprintf(err, errlen, "write failed");
+  if (!ok) {
+    snprintf(err, errlen, "write failed: %s", strerror(errno));
+    galv_wfile_abandon(&w);
+    return -1;
+  }
+  if (galv_wfile_commit(&w, why, sizeof why)) {
+    const char *c = strstr(why, ": write failed");
+    snprintf(err, errlen, "%s", c ? c + 2 : why); /* the caller names the file */
     return -1;
   }
   return 0;

@@ -142,8 +142,10 @@ static void write_trace(const char *path, galv_comm *world, galv_queue *q, int r
     if (n) xsend(world, 0, evs, (size_t)n * 4, GALV_F64, q);
     return;
   }
-  FILE *f = fopen(path, "w");
-  if (!f) galv_fatal("%s: cannot write the trace: %s", path, strerror(errno));
+  galv_wfile w; /* replaced atomically (galv_file.h) */
+  char err[4400];
+  FILE *f = galv_wfile_open(&w, path, 0, err, sizeof err);
+  if (!f) galv_fatal("%s (the trace)", err);
   double t0 = -1;
   event *all = NULL;
   int *owner = NULL, nall = 0;
@@ -176,7 +178,7 @@ static void write_trace(const char *path, galv_comm *world, galv_queue *q, int r
   }
   fprintf(f, "], \"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"runtime\", \"stages\": %d, \"microbatches\": %d}}\n",
           galv_pipe_nstages, galv_pipe_microbatches);
-  if (fclose(f)) galv_fatal("%s: write failed", path);
+  if (galv_wfile_commit(&w, err, sizeof err)) galv_fatal("%s", err);
   free(all);
   free(owner);
 }

@@ -46,35 +46,12 @@ void galv_spmd_attach(int rank, int size) {
 
 int galv_spmd_rank(void) { return rank_; }
 
-int64_t galv_spmd_weights_stride(void) { return galv_nranks > 1 ? (galv_weights_bytes + 4095) / 4096 * 4096 : galv_weights_bytes; }
+int64_t galv_spmd_weights_stride(void) { return galv_weights_stride(galv_weights_bytes, galv_nranks > 1 ? galv_nranks : 1); }
 
 const char *galv_spmd_map_weights(const char *path, size_t *len) { return galv_spmd_map_weights_of(path, galv_weights_bytes, len); }
 
 const char *galv_spmd_map_weights_of(const char *path, int64_t bytes, size_t *len) {
-  if (galv_nranks <= 1) return galv_map_weights(path, bytes, len);
-  int64_t stride = (bytes + 4095) / 4096 * 4096, expect = stride * galv_nranks;
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) galv_fatal_all("%s: cannot open the weights file: %s", path, strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st)) {
-    close(fd);
-    galv_fatal_all("%s: cannot stat the weights file: %s", path, strerror(errno));
-  }
-  if ((int64_t)st.st_size != expect) {
-    close(fd);
-    galv_fatal_all("%s: weights file has %lld bytes, the program expects %lld (%d ranks x %lld; rebuild with galvc)", path,
-               (long long)st.st_size, (long long)expect, galv_nranks, (long long)stride);
-  }
-  *len = (size_t)bytes;
-  if (!bytes) {
-    close(fd);
-    static const char none[64];
-    return none;
-  }
-  void *p = mmap(NULL, (size_t)bytes, PROT_READ, MAP_PRIVATE, fd, (off_t)(stride * rank_));
-  close(fd);
-  if (p == MAP_FAILED) galv_fatal("%s: cannot map rank %d's block of the weights file: %s", path, rank_, strerror(errno));
-  return p;
+  return galv_map_weights_block(path, bytes, galv_nranks > 1 ? galv_nranks : 1, galv_nranks > 1 ? rank_ : 0, len);
 }
 
 galv_io galv_spmd_global_io(const galv_io *local, const galv_io_split *s) {

@@ -27,7 +27,7 @@ if grep -q '^GALV_SANITIZE:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   export LSAN_OPTIONS=suppressions=$SRC/scripts/lsan.supp:print_suppressions=0:exitcode=0
   echo "(sanitized build)"
 fi
-RT=("$SRC/runtime/io.c" "$SRC/runtime/npy.c" -lopenblas -lm)
+RT=("$SRC/runtime/io.c" "$SRC/runtime/npy.c" "$SRC/runtime/file.c" -lopenblas -lm)
 mpicc "${CFLAGS[@]}" -o "$T/test_comm" "$SRC/tests/comm/test_comm.c" "$SRC/runtime/comm_mpi.c" "${RT[@]}" || {
   echo "FAIL: building test_comm with mpicc"
   exit 1

@@ -29,7 +29,7 @@ pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 cc -std=gnu11 -g -Wall -Wextra -Werror "${SAN[@]}" -I"$SRC" -o "$T/emit_ir" "$SRC/tests/comm/emit_ir.c" \
-  "$BUILD/libgalv_codegen.a" "$BUILD/libgalv_ir.a" -lm || { echo "FAIL: building emit_ir"; exit 1; }
+  "$BUILD/libgalv_codegen.a" "$BUILD/libgalv_ir.a" "$BUILD/libgalv_npy.a" -lm || { echo "FAIL: building emit_ir"; exit 1; }
 "$BUILD/galv-opt" --passes=memory-plan "$SRC/tests/comm/spmd_2x2.mlir" >"$T/p.mlir" || { echo "FAIL: galv-opt"; exit 1; }
 LSAN_OPTIONS=suppressions=$SRC/scripts/lsan.supp "$T/emit_ir" "$T/p.mlir" "$T/out" || { echo "FAIL: emit"; exit 1; }
 if ! make -C "$T/out" >"$T/make.log" 2>&1 || grep -q warning "$T/make.log"; then

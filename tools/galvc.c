@@ -204,12 +204,25 @@ int ensure_dir(const char *dir) {
     }
 }
 
+FILE *galvc_open_out(galv_wfile *w, const char *path, int exec) {
+  char err[4400];
+  FILE *f = galv_wfile_open(w, path, exec, err, sizeof err);
+  if (!f) gv_error_plain("%s", err);
+  return f;
+}
+
+int galvc_close_out(galv_wfile *w, int rc) {
+  char err[4400];
+  if (rc) return galv_wfile_abandon(w), rc;
+  return galv_wfile_commit(w, err, sizeof err) ? gv_error_plain("%s", err) : 0;
+}
+
 static int write_ir(const gv_module *m, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) return gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
+  galv_wfile w;
+  FILE *f = galvc_open_out(&w, path, 0);
+  if (!f) return -1;
   gv_print_module(m, f);
-  if (fclose(f)) return gv_error_plain("%s: write failed: %s", path, strerror(errno));
-  return 0;
+  return galvc_close_out(&w, 0);
 }
 
 static int dump(const gv_module *m, const char *dir, int n, const char *name) {
@@ -300,8 +313,9 @@ static void print_run_hint(const char *out, int built, int train, const char *ar
 static int write_readme(const char *out, int argc, char **argv, int train, bool cuda, const char *inputs, const char *args) {
   char path[4200], line[8192];
   snprintf(path, sizeof path, "%s%sREADME", out, out[strlen(out) - 1] == '/' ? "" : "/");
-  FILE *f = fopen(path, "w");
-  if (!f) return gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
+  galv_wfile w;
+  FILE *f = galvc_open_out(&w, path, 0);
+  if (!f) return -1;
   fprintf(f, "Written by galvc %s:", GALV_VERSION);
   for (int i = 0; i < argc; i++) fprintf(f, " %s", argv[i]);
   fprintf(f, "\n\n%s program (%s); inputs, the global shapes the files hold:\n  %s\n\n",
@@ -314,8 +328,7 @@ static int write_readme(const char *out, int argc, char **argv, int train, bool 
     fprintf(f, "        without a GPU: make cpu, then GALV_PROGRAM=program-cpu ./launch ...\n");
   fprintf(f, "\nFiles: weights.bin (the parameters%s), Makefile, runtime/ (linked into the program)%s.\n",
           strstr(line, "launch") ? ", one block per rank" : "", strstr(line, "launch") ? ", launch (mpirun)" : "");
-  if (fclose(f)) return gv_error_plain("%s: write failed", path);
-  return 0;
+  return galvc_close_out(&w, 0);
 }
 
 double now(void) {
@@ -683,7 +696,7 @@ int main(int argc, char **argv) {
   gv_plan_opts.cluster = &cluster;
   gv_plan_opts.devices = gpus;
   gv_plan_opts.mesh_fixed = mesh_spec != NULL;
-  gv_plan_opts.quiet = quiet && !plan_only;
+  gv_plan_opts.quiet = quiet; /* -q: errors only, --plan-only too (the plan: --plan-out) */
   static char planpath[4096];
   if (gv_plan_opts.active && !gv_plan_opts.plan_out) {
     if (out && is_dir_arg(out)) {

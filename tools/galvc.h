@@ -12,6 +12,7 @@
 #include "../ir/ir.h"
 #include "../planner/cost.h"
 #include "../planner/pipeline.h"
+#include "../runtime/galv_file.h"
 
 /* With --train, inserted right after dce: the training step (galvc.c). */
 enum { NTRAIN = 4 };
@@ -26,6 +27,11 @@ bool is_dir_arg(const char *out);
 int emit_program(gv_module *m, const char *dir, int quiet, const gv_cuda_options *cuda, const char *entry);
 /* `make -C DIR` (its output on stderr). */
 int build_program(const char *dir, int quiet);
+/* Output files are replaced atomically (runtime/galv_file.h): open returns
+ * the temporary file (NULL after reporting); close renames it over its path,
+ * or, given an earlier failure rc, removes it and returns rc. */
+FILE *galvc_open_out(galv_wfile *w, const char *path, int exec);
+int galvc_close_out(galv_wfile *w, int rc);
 
 /* ---- --pipeline-stages S (docs/pipeline.md, "Per-stage executables"):
  * import at the microbatch size, the front passes, cluster-layers, the

@@ -9,6 +9,18 @@
 #include <stdio.h>
 
 #include "../codegen.h"
+#include "../../runtime/galv_file.h"
+
+/* Every file of an output directory is written atomically (files.c, through
+ * runtime/galv_file.h): a program running from the directory keeps its
+ * mapped weights.bin, and an interrupted galvc leaves the old files.
+ * cg_open_file returns the temporary file's stream (NULL after reporting);
+ * cg_close_file renames it over its path unless rc (an earlier failure,
+ * returned) or a write error (reported, -1); weights files get their
+ * checksum trailer first (nblocks blocks of block_bytes; galv_file.h). */
+FILE *cg_open_file(galv_wfile *w, const char *path);
+int cg_close_file(galv_wfile *w, int rc);
+int cg_close_weights(galv_wfile *w, int rc, int64_t block_bytes, int nblocks);
 
 /* Writes `static void NAME(const void *p0.., void *q0..)` computing op (a
  * galv.fused op or one elementwise op) as one loop nest over its iteration

@@ -60,11 +60,11 @@ int cg_comm_write_weights(cg_comm *c, const char *dir, const char *name, int64_t
     free(blk);
     return gv_error_plain("%s: cannot read back the weights file", path);
   }
-  int64_t stride = (block_bytes + 4095) / 4096 * 4096;
-  f = fopen(path, "wb");
-  if (!f) {
+  int64_t stride = galv_weights_stride(block_bytes, cg_comm_nranks(c));
+  galv_wfile w;
+  if (!(f = cg_open_file(&w, path))) {
     free(blk);
-    return gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
+    return -1;
   }
   int rc = 0, werr = 0;
   static const char zeros[4096];
@@ -92,8 +92,8 @@ int cg_comm_write_weights(cg_comm *c, const char *dir, const char *name, int64_t
     if (stride > block_bytes && fwrite(zeros, 1, (size_t)(stride - block_bytes), f) != (size_t)(stride - block_bytes)) werr = 1;
   }
   free(blk);
-  if ((fclose(f) || werr) && !rc) return gv_error_plain("%s: write failed: %s", path, strerror(errno));
-  return rc;
+  if (werr && !rc) rc = gv_error_plain("%s: write failed: %s", path, strerror(errno));
+  return cg_close_weights(&w, rc, block_bytes, cg_comm_nranks(c));
 }
 
 /* ---------------------------------------------------------------- launch */
@@ -130,11 +130,14 @@ int cg_comm_write_launch(cg_comm *c, const char *dir) {
                    "  exec \"$P\" \"$@\"\n"
                    "fi\n"
                    "[ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root\n"
-                   "exec ${MPIRUN:-mpirun} $ROOT --oversubscribe --bind-to none --quiet -np $N \"$P\" \"$@\"\n",
+                   "# --quiet: a failing rank's own error line is the whole report (no mpirun banner); a rank\n"
+                   "# killed by a signal, which prints nothing itself, is reported here in one line\n"
+                   "${MPIRUN:-mpirun} $ROOT --oversubscribe --bind-to none --quiet -np $N \"$P\" \"$@\"\n"
+                   "rc=$?\n"
+                   "if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then\n"
+                   "  echo \"launch: error: a rank of $P was killed by signal $((rc - 128)) (SIG$(kill -l $((rc - 128)) 2>/dev/null)); mpirun stopped the other ranks\" >&2\n"
+                   "fi\n"
+                   "exit $rc\n",
                    cg_comm_nranks(c), cg_comm_nranks(c), cg_comm_nranks(c));
-  char path[4096];
-  snprintf(path, sizeof path, "%s/launch", dir);
-  if (cg_write_file(dir, "launch", buf, (size_t)n)) return -1;
-  if (chmod(path, 0755)) return gv_error_plain("%s: cannot make it executable: %s", path, strerror(errno));
-  return 0;
+  return cg_write_file(dir, "launch", buf, (size_t)n); /* executable */
 }

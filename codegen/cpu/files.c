@@ -9,14 +9,35 @@
 
 #include "cpu.h"
 
+FILE *cg_open_file(galv_wfile *w, const char *path) {
+  char err[4400];
+  FILE *f = galv_wfile_open(w, path, 0, err, sizeof err);
+  if (!f) gv_error_plain("%s", err);
+  return f;
+}
+
+int cg_close_file(galv_wfile *w, int rc) {
+  char err[4400];
+  if (rc) return galv_wfile_abandon(w), rc;
+  if (galv_wfile_commit(w, err, sizeof err)) return gv_error_plain("%s", err);
+  return 0;
+}
+
+int cg_close_weights(galv_wfile *w, int rc, int64_t block_bytes, int nblocks) {
+  char err[256];
+  if (!rc && galv_weights_seal(w->f, block_bytes, nblocks, err, sizeof err)) {
+    galv_wfile_abandon(w);
+    return gv_error_plain("%s: %s", w->path, err);
+  }
+  return cg_close_file(w, rc);
+}
+
 int cg_write_file(const char *dir, const char *name, const void *data, size_t len) {
-  char path[4096];
+  char path[4096], err[4400];
   if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
     return gv_error_plain("%s/%s: path too long", dir, name);
-  FILE *f = fopen(path, "wb");
-  if (!f) return gv_error_plain("%s: cannot write file: %s", path, strerror(errno));
-  size_t w = len ? fwrite(data, 1, len, f) : 0;
-  if (fclose(f) || w != len) return gv_error_plain("%s: write failed: %s", path, strerror(errno));
+  /* the launch script is executable */
+  if (galv_write_whole(path, data, len, strcmp(name, "launch") == 0, err, sizeof err)) return gv_error_plain("%s", err);
   return 0;
 }
 

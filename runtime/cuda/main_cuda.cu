@@ -98,8 +98,10 @@ static int gen_weights(const char *seed_s, const char *path) {
   exe_dir_file(cpath, sizeof cpath, "constants.bin");
   FILE *c = fopen(cpath, "rb");
   if (!c) galv_fatal("%s: cannot open: %s (it holds the program's constants)", cpath, strerror(errno));
-  FILE *f = fopen(path, "wb");
-  if (!f) galv_fatal("%s: cannot write: %s", path, strerror(errno));
+  galv_wfile w; /* written atomically, with its checksum trailer (galv_file.h) */
+  char err[4400];
+  FILE *f = galv_wfile_open(&w, path, 0, err, sizeof err);
+  if (!f) galv_fatal("%s", err);
   int64_t pos = 0;
   float buf[4096];
   for (int p = 0; p < galv_cu_nparams; p++) {
@@ -118,7 +120,7 @@ static int gen_weights(const char *seed_s, const char *path) {
           uint64_t r = mix(seed * 0x100000001b3ull ^ mix((uint64_t)p << 40 ^ (uint64_t)(i + j)));
           buf[j] = lo + span * (float)((double)(r >> 11) * 0x1.0p-53);
         }
-        if (fwrite(buf, 4, (size_t)k, f) != (size_t)k) galv_fatal("%s: write failed", path);
+        if (fwrite(buf, 4, (size_t)k, f) != (size_t)k) galv_wfile_abandon(&w), galv_fatal("%s: write failed", path);
       }
     }
     pos += q->nelem * (int64_t)es;
@@ -127,14 +129,17 @@ static int gen_weights(const char *seed_s, const char *path) {
   char cb[65536];
   size_t k;
   while ((k = fread(cb, 1, sizeof cb, c)) > 0) {
-    if (fwrite(cb, 1, k, f) != k) galv_fatal("%s: write failed", path);
+    if (fwrite(cb, 1, k, f) != k) galv_wfile_abandon(&w), galv_fatal("%s: write failed", path);
     pos += (int64_t)k;
   }
   fclose(c);
-  if (fclose(f)) galv_fatal("%s: write failed: %s", path, strerror(errno));
-  if (pos != galv_weights_bytes)
+  if (pos != galv_weights_bytes) {
+    galv_wfile_abandon(&w);
     galv_fatal("%s: wrote %lld bytes, the program expects %lld (constants.bin does not match)", path, (long long)pos,
                (long long)galv_weights_bytes);
+  }
+  if (galv_weights_seal(f, pos, 1, err, sizeof err)) galv_wfile_abandon(&w), galv_fatal("%s: %s", path, err);
+  if (galv_wfile_commit(&w, err, sizeof err)) galv_fatal("%s", err);
   printf("%s: wrote %s (%lld bytes, seed %llu)\n", galv_progname, path, (long long)pos, (unsigned long long)seed);
   return 0;
 }
