@@ -59,7 +59,8 @@ PY
       fi
       rc=$?
       if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
-        echo "$name ($file): $t caught it ($(($(date +%s) - t0)) s): $(grep -m1 -E 'FAIL|✗|error|mismatch|differ' "$T/out" | cut -c1-160)"
+        why=$(grep -m1 -E '^FAIL|^✗' "$T/out" || grep -m1 -E 'error|mismatch|differ' "$T/out")
+        echo "$name ($file): $t caught it ($(($(date +%s) - t0)) s): ${why:0:200}"
       else
         echo "$name ($file): $t NOT CAUGHT (exit $rc)"
       fi
