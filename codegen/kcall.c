@@ -26,12 +26,12 @@ typedef struct {
   int64_t xs[GV_MAX_RANK]; /* x's row-major strides */
 } fill_ctx;
 
-static void strides_of(const gv_type *t, int64_t *s) {
+void cg_strides_of(const gv_type *t, int64_t *s) {
   int64_t k = 1;
   for (int d = t->rank - 1; d >= 0; d--) s[d] = k, k *= t->dims[d];
 }
 
-static int64_t prod(const int64_t *d, int lo, int hi) {
+int64_t cg_prod(const int64_t *d, int lo, int hi) {
   int64_t n = 1;
   for (int i = lo; i < hi; i++) n *= d[i];
   return n;
@@ -145,8 +145,8 @@ static int fill_concat_split(const fill_ctx *c, cg_kcall *k) {
   k->dst = cat ? op->nopnds : -1;
   k->es_slot = cat ? op->nopnds : 0; /* the whole tensor's */
   k->axis = ax;
-  k->outer = prod(full->dims, 0, ax);
-  k->inner = prod(full->dims, ax + 1, full->rank);
+  k->outer = cg_prod(full->dims, 0, ax);
+  k->inner = cg_prod(full->dims, ax + 1, full->rank);
   return 0;
 }
 
@@ -160,7 +160,7 @@ static int fill_gather(const fill_ctx *c, cg_kcall *k) {
   k->aux[0] = 1;
   k->idx_es = it == GV_DT_I64 ? 8 : 4;
   k->count = gv_type_numel(&c->op->opnds[1]->type);
-  k->outer = prod(c->x->dims, 0, ax), k->len = c->x->dims[ax], k->inner = prod(c->x->dims, ax + 1, c->x->rank);
+  k->outer = cg_prod(c->x->dims, 0, ax), k->len = c->x->dims[ax], k->inner = cg_prod(c->x->dims, ax + 1, c->x->rank);
   return 0;
 }
 
@@ -173,7 +173,7 @@ static int fill_trilu(const fill_ctx *c, cg_kcall *k) {
     k->kdiag_slot = 1;
   }
   if (c->x->rank < 2) return gv_error_op(c->m, op, "%s: trilu needs rank >= 2", c->who);
-  k->outer = prod(c->x->dims, 0, c->x->rank - 2), k->len = c->x->dims[c->x->rank - 2], k->inner = c->x->dims[c->x->rank - 1];
+  k->outer = cg_prod(c->x->dims, 0, c->x->rank - 2), k->len = c->x->dims[c->x->rank - 2], k->inner = c->x->dims[c->x->rank - 1];
   k->kind = gv_get_int(op, "upper", 1) != 0;
   return 0;
 }
@@ -184,7 +184,7 @@ static int fill_cumsum(const fill_ctx *c, cg_kcall *k) {
     return gv_error_op(c->m, c->op, "%s: cumsum on %s is not supported", c->who, gv_dtype_name(c->x->dtype));
   int ax = gv_norm_axis(gv_get_int(c->op, "axis", 0), c->x->rank);
   if (ax < 0) return gv_error_op(c->m, c->op, "%s: cumsum axis out of range", c->who);
-  k->outer = prod(c->x->dims, 0, ax), k->len = c->x->dims[ax], k->inner = prod(c->x->dims, ax + 1, c->x->rank);
+  k->outer = cg_prod(c->x->dims, 0, ax), k->len = c->x->dims[ax], k->inner = cg_prod(c->x->dims, ax + 1, c->x->rank);
   k->kind = gv_get_int(c->op, "exclusive", 0) != 0;
   k->kind2 = gv_get_int(c->op, "reverse", 0) != 0;
   return 0;
@@ -204,7 +204,7 @@ static int fill_reduce(const fill_ctx *c, cg_kcall *k) {
     if (a < 0) return gv_error_op(c->m, c->op, "%s: reduce axis out of range", c->who);
     kept.dims[a] = 1;
   }
-  strides_of(&kept, k->strides);
+  cg_strides_of(&kept, k->strides);
   for (int d = 0; d < c->x->rank; d++) k->strides[d] = kept.dims[d] == 1 ? 0 : k->strides[d];
   if (gv_type_numel(&kept) != gv_type_numel(c->o)) return gv_error_op(c->m, c->op, "%s: reduce result type does not match", c->who);
   k->rank = c->x->rank;
@@ -220,7 +220,7 @@ static int fill_softmax(const fill_ctx *c, cg_kcall *k) {
   const gv_type *x = c->x;
   int ax = x->rank ? gv_norm_axis(gv_get_int(c->op, "axis", -1), x->rank) : 0;
   if (ax < 0) return gv_error_op(c->m, c->op, "%s: softmax axis out of range", c->who);
-  k->outer = prod(x->dims, 0, ax), k->len = x->rank ? x->dims[ax] : 1, k->inner = prod(x->dims, ax + 1, x->rank);
+  k->outer = cg_prod(x->dims, 0, ax), k->len = x->rank ? x->dims[ax] : 1, k->inner = cg_prod(x->dims, ax + 1, x->rank);
   k->kind = c->op->code == GV_OP_LOG_SOFTMAX;
   return 0;
 }
@@ -231,13 +231,13 @@ static int fill_norm(const fill_ctx *c, cg_kcall *k) {
   if (need_f32(c)) return -1;
   int ax = gv_norm_axis(gv_get_int(op, "axis", -1), c->x->rank);
   if (ax < 0) return gv_error_op(c->m, op, "%s: norm axis out of range", c->who);
-  int64_t N = prod(c->x->dims, ax, c->x->rank), sn = gv_type_numel(&op->opnds[1]->type);
+  int64_t N = cg_prod(c->x->dims, ax, c->x->rank), sn = gv_type_numel(&op->opnds[1]->type);
   int64_t bn = op->nopnds > 2 ? gv_type_numel(&op->opnds[2]->type) : 0;
   if ((sn != N && sn != 1) || (op->nopnds > 2 && bn != N && bn != 1))
     return gv_error_op(c->m, op, "%s: norm scale/bias must have the normalised element count or one element", c->who);
   k->aux[0] = 1, k->aux[1] = op->nopnds > 2 ? 2 : -1;
   k->count = sn, k->count2 = bn;
-  k->outer = prod(c->x->dims, 0, ax), k->len = N;
+  k->outer = cg_prod(c->x->dims, 0, ax), k->len = N;
   k->eps = (double)gv_get_float(op, "epsilon", 1e-5f);
   k->kind = op->code == GV_OP_RMS_NORM;
   return 0;
@@ -257,8 +257,8 @@ static int fill_dot(const fill_ctx *c, cg_kcall *k) {
   nlb = nlb < 0 ? 0 : nlb, nrb = nrb < 0 ? 0 : nrb, nlc = nlc < 0 ? 0 : nlc, nrc = nrc < 0 ? 0 : nrc;
   if (nlb != nrb || nlc != nrc) return gv_error_op(c->m, op, "%s: invalid dot dimension numbers", c->who);
   int64_t ls[GV_MAX_RANK], rs[GV_MAX_RANK];
-  strides_of(l, ls);
-  strides_of(r, rs);
+  cg_strides_of(l, ls);
+  cg_strides_of(r, rs);
   bool lu[GV_MAX_RANK] = {0}, ru[GV_MAX_RANK] = {0};
   for (int i = 0; i < nlb; i++) {
     int a = gv_norm_axis(lb[i], l->rank), b = gv_norm_axis(rb[i], r->rank);
@@ -331,7 +331,7 @@ static int fill_gather_grad(const fill_ctx *c, cg_kcall *k) {
   k->aux[0] = 1;
   k->idx_es = it == GV_DT_I64 ? 8 : 4;
   k->count = gv_type_numel(&op->opnds[1]->type);
-  k->outer = prod(o->dims, 0, ax), k->len = o->dims[ax], k->inner = prod(o->dims, ax + 1, o->rank);
+  k->outer = cg_prod(o->dims, 0, ax), k->len = o->dims[ax], k->inner = cg_prod(o->dims, ax + 1, o->rank);
   return 0;
 }
 
@@ -343,7 +343,7 @@ static int fill_slice_grad(const fill_ctx *c, cg_kcall *k) {
   bool aff[GV_MAX_RANK];
   if (gv_slice_window(c->m, (gv_op *)op, o, NULL, start, step, count, aff) < 0) return -1;
   if (x->rank != o->rank) return gv_error_op(c->m, op, "%s: slice_grad dy rank differs from the result's", c->who);
-  strides_of(o, os);
+  cg_strides_of(o, os);
   for (int d = 0; d < o->rank; d++) {
     if (count[d] != x->dims[d]) return gv_error_op(c->m, op, "%s: slice_grad dy does not match its window", c->who);
     if (count[d] > 0) k->base += start[d] * os[d];
@@ -432,7 +432,7 @@ int cg_kcall_fill(gv_module *m, const gv_op *op, const char *who, cg_kcall *k) {
   int r = row_of(op->code);
   if (r < 0) return gv_error_op(m, op, "%s: galv.%s has no kernel call", who, gv_ops[op->code].name);
   fill_ctx c = {m, op, who, &op->opnds[0]->type, &op->res[0]->type, {0}};
-  strides_of(c.x, c.xs);
+  cg_strides_of(c.x, c.xs);
   *k = (cg_kcall){.kernel = kcalls[r].kernel, .src = 0, .dst = op->nopnds, .aux = {-1, -1}, .es_slot = 0, .kdiag_slot = -1};
   return kcalls[r].fill(&c, k);
 }

@@ -125,6 +125,9 @@ typedef struct {
 
 /* `{a, b, ...}` ({0} for rank 0): a static dims / strides literal */
 void cg_dims_lit(FILE *f, int rank, const int64_t *d);
+/* Row-major strides of t's dims; the product of d[lo..hi). */
+void cg_strides_of(const gv_type *t, int64_t *s);
+int64_t cg_prod(const int64_t *d, int lo, int hi);
 /* `  { static const galv_conv_desc d = {...};\n` (the caller closes the block) */
 void cg_conv_lit(FILE *f, const cg_conv *c);
 /* The data movement kernels (copy_strided, tile, concat, split), whose calls

@@ -11,12 +11,12 @@
  * without a layer (none after cluster-layers) gets stage 0; an operand-free
  * op without regions (a constant) gets the stage of its first user.
  *
- * gv_pipe_param_stages: per parameter, the stages whose ops read it. A
- * parameter read by several stages (a tied embedding, an initializer the
- * exporter merged) is kept by each of them (gv_stage_extract drops only
- * unused arguments); the runtime sums the copies' gradients across those
- * stages before one identical update (docs/pipeline.md, "Shared
- * parameters").
+ * gv_pipe_shared_params: the parameters read by more than one layer group,
+ * with those groups. A parameter read by several stages (a tied embedding,
+ * an initializer the exporter merged) is kept by each of them
+ * (gv_stage_extract drops only unused arguments); the runtime sums the
+ * copies' gradients across those stages before one identical update
+ * (docs/pipeline.md, "Shared parameters").
  *
  * gv_stage_extract: keeps stage s's ops. A value defined in another stage
  * and used in s becomes a new function input named "pp.OP.RES" (OP: the
@@ -254,17 +254,6 @@ static void mark_param_uses(const gv_op *op, const gv_func *f, uint64_t bit, uin
     for (const gv_op *o = op->regions[r]->first; o; o = o->next) mark_param_uses(o, f, bit, mask);
 }
 
-int gv_pipe_param_stages(const gv_module *m, uint64_t *mask) {
-  const gv_func *f = m->main;
-  memset(mask, 0, sizeof *mask * (size_t)f->body->nargs);
-  for (const gv_op *op = f->body->first; op; op = op->next) {
-    if (is_term(op)) continue;
-    int64_t s = op_stage(op);
-    if (s < 0 || s >= 64) return gv_error_op((gv_module *)m, (gv_op *)op, "pipeline: op without a stage");
-    mark_param_uses(op, f, 1ull << s, mask);
-  }
-  return 0;
-}
 
 static int int_cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
@@ -299,7 +288,7 @@ int gv_pipe_shared_params(const gv_module *m, gv_shared_param **out, int *nout) 
       if (grp[a][i] != grp[a][u - 1]) grp[a][u++] = grp[a][i];
     if (u < 2) continue;
     const gv_type *t = &f->body->args[a]->type;
-    sp[n++] = (gv_shared_param){gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype), u, grp[a]};
+    sp[n++] = (gv_shared_param){gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype), a, u, grp[a]};
     grp[a] = NULL;
   }
   for (int a = 0; grp && a < na; a++) free(grp[a]);

@@ -26,9 +26,6 @@ int gv_pipe_group_stats(gv_module *m, int ngroups, const int64_t *flops, gv_grou
  * and of those the bytes group - 1 recomputes when in the same stage (m:
  * clustered, then loss and autodiff; stage_extract.c). */
 int gv_pipe_group_stash(gv_module *m, int ngroups, int64_t *stash, int64_t *credit);
-/* Per argument of m (stages assigned): bit s set when an op of stage s reads
- * it (parameters only; other arguments 0). mask has m->main->body->nargs entries. */
-int gv_pipe_param_stages(const gv_module *m, uint64_t *mask);
 /* The parameters of m (after cluster-layers) read by more than one layer
  * group, with those groups (planner/pipeline.h); free with
  * gv_pipe_shared_params_free. */

@@ -90,6 +90,7 @@ typedef struct {
  * holding stages once per step (runtime/pipe.c; gv_pipe_shared_ns). */
 typedef struct {
   int64_t bytes;
+  int arg; /* its argument index in the module it was found in */
   int ngroups;
   int *groups;
 } gv_shared_param;

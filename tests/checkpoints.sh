@@ -44,23 +44,12 @@ run() { # NAME ARGS...: one run of program kind NAME, output in $T/log
 }
 run one --steps 3 -o "$T/one3.w" || { echo "FAIL one: $(head -3 "$T/err")"; exit 1; }
 cp "$T/log" "$T/one3.log"
-compare() { # LABEL LOG WDIR [exact]
-  python3 - "$T/one3.log" "$2" "$T/one3.w" "$3" "${4:-}" <<'PY'
-import sys, os, re, numpy as np
-la, lb, wa, wb, exact = sys.argv[1:6]
-def losses(p): return {int(k): float(v) for k, v in re.findall(r"^step (\d+) loss (\S+)", open(p).read(), re.M)}
-a, b = losses(la), losses(lb)
-if 2 not in b or not np.isclose(b[2], a[2], rtol=1e-4, atol=0): sys.exit(f"step 2 loss {b.get(2)} != {a[2]}")
-worst = 0.0
-names = sorted(os.listdir(wa))
-if sorted(os.listdir(wb)) != names: sys.exit("weight files differ")
-for f in names:
-    x, y = np.load(os.path.join(wa, f)), np.load(os.path.join(wb, f))
-    if exact:
-        if x.tobytes() != y.tobytes(): sys.exit(f"{f}: not bit-identical")
-    elif not np.allclose(y, x, rtol=1e-4, atol=1e-5): sys.exit(f"{f}: max abs diff {np.abs(x - y).max()}")
-    worst = max(worst, float(np.abs(x - y).max()))
-print(f"step 2 loss {b[2]:.8f}, {len(names)} weights max abs diff {worst:.2g}")
+compare() { # LABEL LOG WDIR [exact]: step 2 and the weights against 3 straight steps on one device
+  python3 - "$T/one3.log" "$2" "$T/one3.w" "$3" "${4:-}" "$SRC/tests/lib" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[6])
+from same_training import check
+print(check(*sys.argv[1:5], steps=[2], exact=bool(sys.argv[5])))
 PY
 }
 # saved by A after 2 steps, 1 more step by B, vs the straight single device

@@ -62,29 +62,19 @@ while IFS=: read -r fam S B SC NCOPY EXTRA RBYTES OBYTES; do
     bad "$name: run: $(grep -m3 -i error "$T/err" "$d.log")"
     continue
   fi
-  if msg=$(python3 - "$T/one-$fam.log" "$d.log" "$T/one-$fam.w" "$d.w" "$NCOPY" "$RBYTES" "$OBYTES" 2>&1 <<'PY'
-import sys, os, re, numpy as np
-la, lb, wa, wb, ncopy, rbytes, obytes = sys.argv[1:8]
-def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
-a, b = losses(la), losses(lb)
-if len(a) != 3 or len(b) != 3 or not np.allclose(b, a, rtol=1e-4, atol=0):
-    sys.exit(f"losses {b} != single device {a}")
-worst, n = 0.0, 0
-for f in sorted(os.listdir(wa)):
-    if not os.path.exists(os.path.join(wb, f)): sys.exit(f"no final weight {f}")
-    x, y = np.load(os.path.join(wa, f)), np.load(os.path.join(wb, f))
-    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
-        sys.exit(f"{f}: max abs diff {np.abs(x - y).max() if x.shape == y.shape else y.shape}")
-    worst, n = max(worst, float(np.abs(x - y).max())), n + 1
-if sorted(os.listdir(wb)) != sorted(os.listdir(wa)): sys.exit(f"weight files differ: {sorted(set(os.listdir(wb)) ^ set(os.listdir(wa)))}")
+  if msg=$(python3 - "$T/one-$fam.log" "$d.log" "$T/one-$fam.w" "$d.w" "$NCOPY" "$RBYTES" "$OBYTES" "$SRC/tests/lib" 2>&1 <<'PY'
+import sys, re
+la, lb, wa, wb, ncopy, rbytes, obytes, lib = sys.argv[1:9]
+sys.path.insert(0, lib)
+from same_training import check
+same = check(la, lb, wa, wb, steps=[0, 1, 2])
 log = open(lb).read()
 m = re.findall(r"shared parameters: (\d+) held with later stages, (\d+) copies compared: bit-identical; gradient sums sent by this rank: (\d+) bytes", log)
 if len(m) != 1 or int(m[0][1]) != int(ncopy): sys.exit(f"root line {m}, expected {ncopy} copies compared")
 others = [int(x) for x in re.findall(r"\]: shared parameters: gradient sums sent by this rank: (\d+) bytes", log)]
 if rbytes and int(m[0][2]) != int(rbytes): sys.exit(f"root sent {m[0][2]} bytes of gradient sums, expected {rbytes}")
 if obytes and (not others or any(o != int(obytes) for o in others)): sys.exit(f"other stages sent {others}, expected {obytes} each")
-print(f"losses {b[0]:.8f} {b[1]:.8f} {b[2]:.8f} == single device, {n} weights max abs diff {worst:.2g}, "
-      f"{m[0][1]} copies bit-identical, root sent {m[0][2]} bytes")
+print(f"{same} (single device), {m[0][1]} copies bit-identical, root sent {m[0][2]} bytes")
 PY
 ); then
     ok "$name: $msg"

@@ -584,12 +584,19 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
   /* the stages that read each parameter: a parameter read by several stages is held by each, its gradient summed
    * across them every step (runtime/pipe.c; docs/pipeline.md, "Shared parameters") */
   gv_module *mp = NULL;
-  uint64_t *pmask = NULL;
+  uint64_t *pmask = NULL; /* per argument of mp: the stages reading it (0: one stage) */
   if (!rc) {
     gv_layer_groups g0;
+    gv_shared_param *sh = NULL;
+    int nsh = 0;
     mp = pipe_front(model, &opt, 0, 1, verify_each);
-    rc = !mp || gv_cluster_layers(mp, K, &g0) || gv_pipe_assign_stages(mp, pl->first, S) ||
-         !(pmask = calloc((size_t)mp->main->body->nargs + 1, sizeof *pmask)) || gv_pipe_param_stages(mp, pmask);
+    rc = !mp || gv_cluster_layers(mp, K, &g0) || !(pmask = calloc((size_t)mp->main->body->nargs + 1, sizeof *pmask)) ||
+         gv_pipe_shared_params(mp, &sh, &nsh);
+    for (int i = 0; !rc && i < nsh; i++) /* a parameter read by several groups: the stages of those groups */
+      for (int j = 0; j < sh[i].ngroups; j++)
+        for (int s = 0; s < S; s++)
+          if (sh[i].groups[j] >= pl->first[s] && sh[i].groups[j] < pl->first[s + 1]) pmask[sh[i].arg] |= 1ull << s;
+    gv_pipe_shared_params_free(sh, nsh);
     for (int a = 0; !rc && !quiet && train && a < mp->main->body->nargs; a++) {
       if (__builtin_popcountll(pmask[a]) < 2) continue;
       fprintf(stderr, "galvc: pipeline: parameter '%s' is read by stages", mp->main->arg_names[a]);

@@ -116,16 +116,6 @@ static void dims_lit(FILE *f, int rank, const int64_t *d) {
   fputc('}', f);
 }
 
-static void strides_of(const gv_type *t, int64_t *s) {
-  int64_t k = 1;
-  for (int d = t->rank - 1; d >= 0; d--) s[d] = k, k *= t->dims[d];
-}
-
-static int64_t prod(const int64_t *d, int lo, int hi) {
-  int64_t n = 1;
-  for (int i = lo; i < hi; i++) n *= d[i];
-  return n;
-}
 
 static void cstr(FILE *f, const char *s) {
   fputc('"', f);
@@ -277,8 +267,8 @@ static int plan_dot(emitter *e, const gv_op *op, const cg_kcall *kc, gemm_plan *
   gv_module *m = e->m;
   memset(p, 0, sizeof *p);
   p->bg = kc->bg, p->mg = kc->mg, p->kg = kc->kg, p->ng = kc->ng;
-  p->batch = prod(p->bg.size, 0, p->bg.n), p->M = prod(p->mg.size, 0, p->mg.n);
-  p->K = prod(p->kg.size, 0, p->kg.n), p->N = prod(p->ng.size, 0, p->ng.n);
+  p->batch = cg_prod(p->bg.size, 0, p->bg.n), p->M = cg_prod(p->mg.size, 0, p->mg.n);
+  p->K = cg_prod(p->kg.size, 0, p->kg.n), p->N = cg_prod(p->ng.size, 0, p->ng.n);
   if (p->M > INT_MAX || p->N > INT_MAX || p->K > INT_MAX || p->batch > INT_MAX)
     return gv_error_op(m, op, "cuda codegen: dot dimensions above 2^31 are not supported");
   int64_t s1 = 0, s2 = 0, sm = 0, ska = 0, skb = 0, sn = 0;
@@ -391,7 +381,7 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
     fprintf(f, "    galv_cu_conv(%s, &d, %s, %s, %s, %s); }\n", vdt(e, y), src, p[kc->aux[0]],
             kc->aux[1] >= 0 ? p[kc->aux[1]] : "NULL", dst);
     const gv_type *w = &op->opnds[kc->aux[0]]->type;
-    e->flops += 2 * gv_type_numel(&y->type) * prod(w->dims, 1, w->rank);
+    e->flops += 2 * gv_type_numel(&y->type) * cg_prod(w->dims, 1, w->rank);
     return 0;
   }
   case CG_K_GATHER_GRAD:
@@ -428,7 +418,7 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
     if (wg) fprintf(f, "    galv_cu_conv_grad_weight(%s, &d, %s, %s, (float *)%s); }\n", dt, src, p[kc->aux[0]], dst);
     else fprintf(f, "    galv_cu_conv_grad_input(%s, &d, %s, (const float *)%s, %s); }\n", dt, src, p[kc->aux[0]], dst);
     const gv_type *dy = &op->opnds[wg ? 1 : 0]->type, *cw = wg ? &y->type : &op->opnds[1]->type;
-    e->flops += 2 * gv_type_numel(dy) * prod(cw->dims, 1, cw->rank);
+    e->flops += 2 * gv_type_numel(dy) * cg_prod(cw->dims, 1, cw->rank);
     return 0;
   }
   default:
@@ -564,7 +554,7 @@ static int emit_attention(emitter *e, const attn_chain *c, int idx, int k) {
   const gv_type *q = &d1->opnds[0]->type, *kt = &d1->opnds[1]->type, *v = &d2->opnds[1]->type;
   int nb = q->rank - 2;
   int64_t qs[GV_MAX_RANK], ks[GV_MAX_RANK], vs[GV_MAX_RANK];
-  strides_of(q, qs), strides_of(kt, ks), strides_of(v, vs);
+  cg_strides_of(q, qs), cg_strides_of(kt, ks), cg_strides_of(v, vs);
   const int64_t *qc, *kc, *vc;
   gv_get_ints(d1, "lhs_contract", &qc), gv_get_ints(d1, "rhs_contract", &kc), gv_get_ints(d2, "rhs_contract", &vc);
   int qd = gv_norm_axis(qc[0], q->rank), kd = gv_norm_axis(kc[0], kt->rank), vj = (int)vc[0];
@@ -604,7 +594,7 @@ static int emit_attention(emitter *e, const attn_chain *c, int idx, int k) {
     fprintf(f, "    cudaCheck(cudaMemcpyAsync(%s, galv_cu.scratch, %lld, cudaMemcpyDeviceToDevice, galv_cu.stream));\n", po,
             (long long)((int64_t)ses(e, GV_DT_F32) * gv_type_numel(&d2->res[0]->type)));
   fprintf(f, "  }\n");
-  int64_t nbt = prod(q->dims, 0, nb);
+  int64_t nbt = cg_prod(q->dims, 0, nb);
   e->flops += 2 * nbt * Sq * Sk * (D + Dv);
   return 0;
 }
