@@ -11,7 +11,7 @@ DEB_PACKAGES=(
   libmlir-19-dev mlir-19-tools llvm-19-tools llvm-19-dev
   libopenmpi-dev openmpi-bin
   libopenblas-dev
-  python3-torch
+  python3-torch python3-torchvision python3-venv
   clang libclang-rt-14-dev
   time bc
 )
@@ -54,4 +54,21 @@ sys.exit(0 if got == want else 1)' 2>/dev/null; then
 fi
 /usr/bin/python3 -c 'import torch' 2>/dev/null ||
   { echo "setup: error: torch is not importable by /usr/bin/python3 (Debian python3-torch)" >&2; exit 1; }
+# transformers builds real model classes from configs (random weights, never
+# downloaded) for the frontend tests. It must work with Debian's torch 1.13,
+# so it lives in a venv over the system python3 (--system-site-packages keeps
+# torch and torchvision visible). tests/lib/hf_python.sh finds it.
+HF_VENV=${GALV_HF_VENV:-$HOME/.cache/galvc/hf-venv}
+HF_PIN="transformers==4.40.2"
+if ! "$HF_VENV/bin/python" -c 'import transformers, torch, sys
+sys.exit(0 if transformers.__version__ == "4.40.2" else 1)' 2>/dev/null; then
+  echo "setup: installing $HF_PIN into $HF_VENV"
+  mkdir -p "$(dirname "$HF_VENV")"
+  /usr/bin/python3 -m venv --system-site-packages "$HF_VENV" ||
+    { echo "setup: error: cannot create the venv $HF_VENV from /usr/bin/python3" >&2; exit 1; }
+  "$HF_VENV/bin/python" -m pip install -q "$HF_PIN" ||
+    { echo "setup: error: Python package '$HF_PIN' could not be installed into $HF_VENV" >&2; exit 1; }
+fi
+/usr/bin/python3 -c 'import torchvision' 2>/dev/null ||
+  { echo "setup: error: torchvision is not importable by /usr/bin/python3 (Debian python3-torchvision)" >&2; exit 1; }
 echo "setup: all dependencies present"
