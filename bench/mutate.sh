@@ -19,11 +19,14 @@ echo "mutate: building a copy of the tree ($W)"
 cmake -S "$W" -B "$B" -DCMAKE_BUILD_TYPE=Release >"$T/cmake.log" 2>&1 && cmake --build "$B" -j2 >"$T/build.log" 2>&1 ||
   { echo "mutate: the unmutated build fails"; tail -20 "$T/build.log"; exit 1; }
 
-# NAME|FILE|the exact line to find|its replacement|tests (tests/NAME.sh or unit/NAME), space-separated ("||" as ~~)
+# NAME|FILE|the exact line to find|its replacement|tests (tests/NAME.sh, unit/NAME, or lit: the lit + FileCheck
+# suite), space-separated ("||" as ~~)
 MUTATIONS=(
   "grad-sub-sign|ir/grad.c|  case GV_OP_SUB: ga = g, gb = need[1] ? un(&c, GV_OP_NEG, g) : NULL; break;|  case GV_OP_SUB: ga = g, gb = need[1] ? g : NULL; break;|unit/test_grad train_torch"
   "mean-divisor|passes/spmd_partition.c|  gv_value *c = gvb_cst(&b, res->type.dtype, 1.0 / (double)p);|  gv_value *c = gvb_cst(&b, res->type.dtype, 1.0);|reductions_dp"
-  "all-reduce-bytes|runtime/comm_mpi.c|  counters.all_reduce += 2 * (uint64_t)(c->size - 1) * n / (uint64_t)c->size;|  counters.all_reduce += (uint64_t)(c->size - 1) * n / (uint64_t)c->size;|comm_emit"
+  "wire-all-reduce-bytes|runtime/comm_mpi.c|  counters.all_reduce += 2 * (p - 1) * wire_bytes(count, t) / p;|  counters.all_reduce += (p - 1) * wire_bytes(count, t) / p;|comm_emit spmd_train"
+  "predicted-all-gather|planner/comm_predict.c|  case GV_COLL_ALL_GATHER: out[1] += (p - 1) * b; break;|  case GV_COLL_ALL_GATHER: out[1] += p * b; break;|lit spmd_train"
+  "partitioned-all-to-all-bytes|passes/spmd_partition.c|  int64_t nb = code == GV_OP_ALL_GATHER ? type_bytes(&o->res[0]->type) : type_bytes(&x->type);|  int64_t nb = code == GV_OP_ALL_TO_ALL ? type_bytes(&o->res[0]->type) * 2 : code == GV_OP_ALL_GATHER ? type_bytes(&o->res[0]->type) : type_bytes(&x->type);|lit"
   "stage-cut|passes/stage_extract.c|      if (l >= first[i] && l < first[i + 1]) s = i;|      if (l > first[i] && l < first[i + 1]) s = i;|pipeline_train"
   "shared-gradient-sum|runtime/pipe.c|      shared_grad_sum(world, q, p, accw[p], wtmp, wb / 4);|      (void)shared_grad_sum;|pipeline_shared"
   "ce-microbatch-weight|runtime/pipe.c|      for (int j = 0; j < B; j++) mbw[j] = tot ? mbw[j] * B / (double)tot : 1.0;|      for (int j = 0; j < B; j++) mbw[j] = 1.0;|pipeline_inputs"
@@ -52,7 +55,9 @@ PY
   else
     for t in $tests; do
       t0=$(date +%s)
-      if [[ $t == unit/* ]]; then
+      if [ "$t" = lit ]; then
+        (cd "$B" && timeout 900 ctest -R '^lit$' --output-on-failure >"$T/out" 2>&1)
+      elif [[ $t == unit/* ]]; then
         (cd "$B" && GALV_SOURCE_DIR="$W" timeout 900 "./tests/${t#unit/}" >"$T/out" 2>&1)
       else
         GALV_SOURCE_DIR="$W" timeout 1800 bash "$W/tests/$t.sh" "$B" >"$T/out" 2>&1

@@ -20,8 +20,12 @@
  * SPMD tables (runtime/galv_spmd.h): the rank count, per graph input/output
  * (and training state) its global dims and each rank's block start
  * (docs/sharding.md block rule), and the planner's predicted bytes per run per
- * collective kind (sum of the ops' `bytes`; halved for f32 values the target
- * stores as bf16). */
+ * collective kind: the prediction the planner made from the global program
+ * (the mesh's predicted_bytes, gv_cost_comm_bytes) — independent of this
+ * partitioned program, which the runtime's wire count then checks. Without
+ * one (a partitioned program written by hand), or when the target stores a
+ * communicated f32 value as bf16 (the global prediction is in f32 bytes),
+ * the sum of the ops' `bytes` (halved for values stored as bf16). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,6 +166,7 @@ cg_comm *cg_comm_new(gv_module *m, const cg_comm_target *t) {
     c->nranks = (int)n;
   }
   for (int k = 0; k < 4; k++) c->predicted[k] = 0;
+  bool halved = false;
   gv_block *body = m->main ? m->main->body : NULL;
   if (body && body->first && body->first->code == GV_OP_ARENA)
     c->nargoff = gv_get_ints(body->first, "arg_offsets", &c->argoff);
@@ -178,7 +183,7 @@ cg_comm *cg_comm_new(gv_module *m, const cg_comm_target *t) {
                : op->code == GV_OP_ALL_TO_ALL ? 3 : -1;
     if (kind >= 0) {
       int64_t b = gv_get_int(op, "bytes", -1);
-      if (b > 0 && stored_bf16(t, op->opnds[0])) b /= 2; /* stored and moved as bf16 */
+      if (b > 0 && stored_bf16(t, op->opnds[0])) b /= 2, halved = true; /* stored and moved as bf16 */
       if (b < 0 || c->predicted[kind] < 0) c->predicted[kind] = -1;
       else c->predicted[kind] += b;
       int64_t in = nbytes_of(&op->opnds[0]->type), out = nbytes_of(&op->res[0]->type);
@@ -186,6 +191,8 @@ cg_comm *cg_comm_new(gv_module *m, const cg_comm_target *t) {
         if (c->scratch[s] < (in > out ? in : out)) c->scratch[s] = in > out ? in : out;
     }
   }
+  if (c->mesh && c->mesh->has_predicted && !halved)
+    for (int k = 0; k < 4; k++) c->predicted[k] = c->mesh->predicted[k];
   return c;
 }
 

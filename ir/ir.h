@@ -109,6 +109,12 @@ typedef struct {
   int naxes;
   const char *axis[GV_MAX_MESH_AXES];
   int64_t size[GV_MAX_MESH_AXES];
+  /* predicted_bytes: each rank's sent bytes per run per collective kind
+   * (all_reduce, all_gather, reduce_scatter, all_to_all) as the planner
+   * predicted them from the global program (gv_cost_comm_bytes), recorded
+   * by spmd-partition; has_predicted false: none. */
+  bool has_predicted;
+  int64_t predicted[4];
 } gv_mesh;
 
 /* A value's layout on a mesh: per dim the mesh axes (indices) that split it,

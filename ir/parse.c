@@ -1117,7 +1117,8 @@ static int parse_mesh(parser *p, size_t at) {
   int64_t sizes[GV_MAX_MESH_AXES];
   int naxes = 0;
   char *sym = NULL;
-  bool seen_axes = false;
+  bool seen_axes = false, seen_pred = false;
+  int64_t pred[4];
   if (expect(p, '(') || expect(p, ')') || expect(p, '{')) return -1;
   do {
     const char *an;
@@ -1139,6 +1140,15 @@ static int parse_mesh(parser *p, size_t at) {
         names[naxes++] = nm;
       } while (accept(p, ','));
       if (expect(p, ']') || expect(p, '>')) return -1;
+    } else if (strcmp(an, "predicted_bytes") == 0 && !seen_pred) {
+      seen_pred = true;
+      if (expect(p, '[')) return -1;
+      for (int k = 0; k < 4; k++) {
+        size_t vat = (skip_ws(p), p->pos);
+        if ((k && expect(p, ',')) || int_value(p, GV_DT_I64, &pred[k])) return -1;
+        if (pred[k] < 0) return perr(p, vat, "galv.mesh predicted_bytes: a negative byte count");
+      }
+      if (expect(p, ']')) return -1;
     } else {
       return perr(p, aat, "unexpected or duplicate galv.mesh attribute");
     }
@@ -1160,7 +1170,9 @@ static int parse_mesh(parser *p, size_t at) {
   for (int a = 0; a < naxes; a++)
     for (int b = 0; b < a; b++)
       if (strcmp(names[a], names[b]) == 0) return perr(p, at, "mesh '%s': axis '%s' repeated", sym, names[a]);
-  if (!gv_module_add_mesh(p->m, sym, naxes, names, sizes)) { p->failed = true; return -1; }
+  gv_mesh *mesh = gv_module_add_mesh(p->m, sym, naxes, names, sizes);
+  if (!mesh) { p->failed = true; return -1; }
+  if (seen_pred) mesh->has_predicted = true, memcpy(mesh->predicted, pred, sizeof pred);
   return 0;
 }
 

@@ -310,7 +310,11 @@ void gv_print_module(const gv_module *m, void *file) {
       put_str(f, mesh->axis[a]);
       fprintf(f, "=%lld", (long long)mesh->size[a]);
     }
-    fputs("]>, sym_name = ", f);
+    fputs("]>, ", f);
+    if (mesh->has_predicted) /* sorted: axes < predicted_bytes < sym_name */
+      fprintf(f, "predicted_bytes = [%lld, %lld, %lld, %lld], ", (long long)mesh->predicted[0],
+              (long long)mesh->predicted[1], (long long)mesh->predicted[2], (long long)mesh->predicted[3]);
+    fputs("sym_name = ", f);
     put_str(f, mesh->name);
     fputs("} : () -> ()\n", f);
   }

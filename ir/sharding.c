@@ -12,6 +12,7 @@ gv_mesh *gv_module_add_mesh(gv_module *m, const char *name, int naxes, const cha
   if (naxes < 1 || naxes > GV_MAX_MESH_AXES)
     return gv_error(m, "mesh '%s' has %d axes (1 to %d allowed)", name, naxes, GV_MAX_MESH_AXES), NULL;
   gv_mesh *mesh = gv_alloc(m->arena, sizeof *mesh);
+  memset(mesh, 0, sizeof *mesh);
   mesh->name = gv_strdup(m->arena, name);
   mesh->naxes = naxes;
   for (int a = 0; a < naxes; a++) {

@@ -5,7 +5,9 @@
  * value). galv.reshard ops are lowered to galv.reduce_scatter / all_reduce
  * (pending sums), all_to_all / all_gather (splits removed or moved) and
  * shard_slice (splits added, no communication). Each collective carries
- * `bytes`, this rank's sent bytes by the formulas of runtime/galv_comm.h;
+ * `bytes`, this rank's sent bytes by the formulas of runtime/galv_comm.h
+ * (the mesh records, before partitioning, the planner's own prediction
+ * from the global program: gv_cost_comm_bytes, predicted_bytes);
  * unless gv_shard_opts.quiet, a table "collective, axes, shape,
  * bytes/device" goes to stderr. Ops whose local computation differs from
  * the global one by more than shapes (all derived from the op table's
@@ -18,6 +20,7 @@
  * Without a mesh the pass does nothing. */
 #include "build.h"
 #include "passes.h"
+#include "../planner/cost.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -35,6 +38,7 @@ typedef struct {
   gv_module *m;
   const gv_mesh *mesh;
   int64_t total;
+  int64_t kind_bytes[NKIND]; /* per collective kind, as the ops' `bytes` */
   int ncoll;
   layer_group g[MAX_GROUPS];
   int ng;
@@ -159,7 +163,10 @@ static gv_value *coll(spmd *S, gv_opcode code, gv_value *x, unsigned axes, int d
     for (int k = 0; k < n; k++) snprintf(ax + strlen(ax), sizeof ax - strlen(ax), "%s%s", k ? "," : "", names[k]);
     fprintf(stderr, "galvc: spmd: %-15s %-8s %-28s %12lld  %s\n", gv_ops[code].name, ax, ts, (long long)bytes, pos->loc);
   }
-  if (code != GV_OP_SHARD_SLICE) S->ncoll++, count_layer(S, code, bytes, pos->loc);
+  if (code != GV_OP_SHARD_SLICE) {
+    S->ncoll++, count_layer(S, code, bytes, pos->loc);
+    S->kind_bytes[code == GV_OP_ALL_REDUCE ? 0 : code == GV_OP_ALL_GATHER ? 1 : code == GV_OP_REDUCE_SCATTER ? 2 : 3] += bytes;
+  }
   S->total += bytes;
   return o->res[0];
 }
@@ -461,6 +468,10 @@ int gv_pass_spmd_partition(gv_module *m) {
   memset(&S, 0, sizeof S);
   S.m = m;
   S.mesh = m->meshes[0];
+  /* The planner's prediction from the global program, kept on the mesh for
+   * the runtime's check against the bytes it hands to MPI: it must not be
+   * derived from what this pass builds (planner/comm_predict.c). */
+  m->meshes[0]->has_predicted = gv_mesh_devices(m->meshes[0]) > 1 && gv_cost_comm_bytes(m, m->meshes[0]->predicted) == 0;
   for (int i = 0; i < f->body->nargs; i++) {
     gv_value *v = f->body->args[i];
     gv_type t;
@@ -473,6 +484,16 @@ int gv_pass_spmd_partition(gv_module *m) {
   int rc = partition(&S, f);
   gv_subst_free(S.sub);
   if (rc) return -1;
+  /* The program built here must send what the planner predicted from the
+   * global program; a difference is a defect of one of the two, reported
+   * now rather than by the runtime's check (which compares the prediction
+   * with the bytes the program hands to MPI). */
+  static const char *const kinds[NKIND] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
+  for (int k = 0; k < NKIND && m->meshes[0]->has_predicted; k++)
+    if (S.kind_bytes[k] != m->meshes[0]->predicted[k])
+      return gv_error(m, "spmd: the partitioned program sends %lld bytes of %s per device per run, the planner "
+                         "predicted %lld from the global program",
+                      (long long)S.kind_bytes[k], kinds[k], (long long)m->meshes[0]->predicted[k]);
   if (!gv_shard_opts.quiet)
     fprintf(stderr, "galvc: spmd: %d collectives, %lld bytes/device in total (mesh %s, %lld devices)\n", S.ncoll,
             (long long)S.total, S.mesh->name, (long long)gv_mesh_devices(S.mesh));

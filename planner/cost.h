@@ -61,6 +61,16 @@ int64_t gv_cost_mesh_axis(const gv_cluster *c, const gv_mesh *mesh, int axis, gv
  * axis or a type that is not static. */
 int64_t gv_cost_collective_op(const gv_cluster *c, const gv_module *m, const gv_op *op);
 
+/* Bytes each rank sends per run of the program, per collective kind
+ * (all_reduce, all_gather, reduce_scatter, all_to_all), predicted from the
+ * GLOBAL program with shardings before spmd-partition (planner/
+ * comm_predict.c): reshards and vocab-parallel cross entropy, by the ring
+ * formulas of runtime/galv_comm.h. Independent of the partitioned program,
+ * it is what the runtime's wire counter is checked against. Returns 0, or
+ * -1 when a type is not static or a reshard is not one spmd-partition
+ * lowers (out is then meaningless). */
+int gv_cost_comm_bytes(const gv_module *m, int64_t out[4]);
+
 /* Memory per device, bytes. Activations are the memory plan's peak. */
 typedef struct {
   int64_t params, grads, optimizer, activations, arena;

@@ -334,7 +334,6 @@ void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, i
                      galv_queue *q) {
   MPI_Datatype t = mpi_type(dtype, 1, op, "galv_all_reduce");
   size_t n = count * galv_dtype_size(dtype);
-  counters.all_reduce += 2 * (uint64_t)(c->size - 1) * n / (uint64_t)c->size;
   if (!count) return;
   int in_place = send == recv;
   if (!in_place && overlap(send, n, recv, n)) galv_fatal("galv_all_reduce: send and recv buffers partly overlap");
@@ -346,7 +345,6 @@ void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, i
 void galv_all_gather(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
   MPI_Datatype t = mpi_type(dtype, 0, GALV_RED_SUM, "galv_all_gather");
   size_t n = count * galv_dtype_size(dtype), full = n * (size_t)c->size;
-  counters.all_gather += (uint64_t)(c->size - 1) * n;
   if (!count) return;
   int in_place = (const char *)send == (const char *)recv + (size_t)c->rank * n;
   if (!in_place && overlap(send, n, recv, full)) galv_fatal("galv_all_gather: send and recv buffers overlap");
@@ -359,7 +357,6 @@ void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t coun
                          galv_queue *q) {
   MPI_Datatype t = mpi_type(dtype, 1, op, "galv_reduce_scatter");
   size_t n = count * galv_dtype_size(dtype), full = n * (size_t)c->size;
-  counters.reduce_scatter += (uint64_t)(c->size - 1) * n;
   if (!count) return;
   if (overlap(send, full, recv, n)) galv_fatal("galv_reduce_scatter: send and recv buffers overlap");
   order(q, send, full, recv, n, "galv_reduce_scatter");
@@ -370,7 +367,6 @@ void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t coun
 void galv_all_to_all(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
   MPI_Datatype t = mpi_type(dtype, 0, GALV_RED_SUM, "galv_all_to_all");
   size_t n = count * galv_dtype_size(dtype), full = n * (size_t)c->size;
-  counters.all_to_all += (uint64_t)(c->size - 1) * n;
   if (!count) return;
   if (overlap(send, full, recv, full)) galv_fatal("galv_all_to_all: send and recv buffers overlap");
   order(q, send, full, recv, full, "galv_all_to_all");
@@ -399,7 +395,6 @@ void galv_send(galv_comm *c, int peer, const void *buf, size_t count, int dtype,
   MPI_Datatype t = mpi_type(dtype, 0, GALV_RED_SUM, "galv_send");
   check_peer(c, peer, "galv_send");
   size_t n = count * galv_dtype_size(dtype);
-  counters.send += n;
   order(q, buf, n, NULL, 0, "galv_send");
   if (sync_mode)
     MPI_CHECK(MPI_Issend(buf, icount(count, "galv_send"), t, peer, 0, c->comm, push(q, buf, n, NULL, 0)));
@@ -415,6 +410,58 @@ void galv_recv(galv_comm *c, int peer, void *buf, size_t count, int dtype, galv_
   order(q, NULL, 0, buf, n, "galv_recv");
   MPI_CHECK(MPI_Irecv(buf, icount(count, "galv_recv"), t, peer, 0, c->comm, push(q, NULL, 0, buf, n)));
   complete_ungrouped(q, "an ungrouped galv_recv");
+}
+
+/* ---------------------------------------------------------------- the wire counter
+ *
+ * galv_comm_counters counts what this process hands to MPI, not what the
+ * program meant to send: the MPI entry points the communicator calls are
+ * interposed through MPI's profiling interface (an executable's definition
+ * of MPI_Iallreduce preempts the library's; the real call is PMPI_*), and
+ * each counts from its own arguments — MPI_Type_size of the datatype times
+ * the count, and MPI_Comm_size of the communicator — by the ring formulas
+ * of galv_comm.h. The planner's prediction it is checked against
+ * (runtime/spmd.c) comes from the global program before partitioning
+ * (planner/comm_predict.c), so the two sides share no sizes: a wrong local
+ * type, a doubled or missing collective, a wrong datatype or group shows. */
+static uint64_t wire_bytes(int count, MPI_Datatype t) {
+  int ts = 0;
+  if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &ts) != MPI_SUCCESS || ts < 0 || count < 0) return 0;
+  return (uint64_t)count * (uint64_t)ts;
+}
+static uint64_t wire_group(MPI_Comm comm) {
+  int p = 1;
+  if (PMPI_Comm_size(comm, &p) != MPI_SUCCESS || p < 1) p = 1;
+  return (uint64_t)p;
+}
+
+int MPI_Iallreduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
+  uint64_t p = wire_group(comm);
+  counters.all_reduce += 2 * (p - 1) * wire_bytes(count, t) / p;
+  return PMPI_Iallreduce(s, r, count, t, op, comm, req);
+}
+int MPI_Iallgather(const void *s, int scount, MPI_Datatype st, void *r, int rcount, MPI_Datatype rt, MPI_Comm comm,
+                   MPI_Request *req) {
+  counters.all_gather += (wire_group(comm) - 1) * wire_bytes(rcount, rt); /* each rank's part, sent to p-1 */
+  return PMPI_Iallgather(s, scount, st, r, rcount, rt, comm, req);
+}
+int MPI_Ireduce_scatter_block(const void *s, void *r, int rcount, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
+                              MPI_Request *req) {
+  counters.reduce_scatter += (wire_group(comm) - 1) * wire_bytes(rcount, t);
+  return PMPI_Ireduce_scatter_block(s, r, rcount, t, op, comm, req);
+}
+int MPI_Ialltoall(const void *s, int scount, MPI_Datatype st, void *r, int rcount, MPI_Datatype rt, MPI_Comm comm,
+                  MPI_Request *req) {
+  counters.all_to_all += (wire_group(comm) - 1) * wire_bytes(scount, st);
+  return PMPI_Ialltoall(s, scount, st, r, rcount, rt, comm, req);
+}
+int MPI_Isend(const void *b, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request *req) {
+  counters.send += wire_bytes(count, t);
+  return PMPI_Isend(b, count, t, dest, tag, comm, req);
+}
+int MPI_Issend(const void *b, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request *req) {
+  counters.send += wire_bytes(count, t);
+  return PMPI_Issend(b, count, t, dest, tag, comm, req);
 }
 
 galv_comm_bytes galv_comm_counters(void) { return counters; }

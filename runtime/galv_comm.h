@@ -64,8 +64,10 @@ void galv_recv(galv_comm *c, int peer, void *buf, size_t count, int dtype, galv_
 /* Bytes this rank has sent, per collective kind, since the start, counted
  * as the ring algorithms move them (n = bytes of the full buffer, p = group
  * size): all_reduce 2(p-1)/p*n, all_gather and reduce_scatter (p-1)/p*n
- * (n = the gathered / unreduced size), all_to_all (p-1)/p*n, send n. The
- * planner predicts with the same formulas (../shared/REFERENCES.md), so the
+ * (n = the gathered / unreduced size), all_to_all (p-1)/p*n, send n. The MPI
+ * backend counts at the MPI boundary, from the arguments of the MPI calls
+ * themselves (comm_mpi.c, the wire counter). The planner predicts with the
+ * same formulas from the global program (planner/comm_predict.c), so the
  * two must agree exactly for the calls the program really makes. */
 typedef struct {
   uint64_t all_reduce, all_gather, reduce_scatter, all_to_all, send;

@@ -10,6 +10,11 @@
 // PROP: "galv.dot"(%arg0, %arg1) {{.*}}sharding = #galv.sharding<@m, [{}, {}, {"tp"}]>
 // PROP-NOT: galv.reshard
 // PROP: "galv.cross_entropy_grad"({{.*}}sharding = #galv.sharding<@m, [{}, {}, {"tp"}]>
+// The planner's prediction from the global program (planner/comm_predict.c):
+// 8 rows x 4 bytes all-reduced over tp (p = 2) three times, 2*1*32/2 = 32
+// each, and the logits' gradient gathered at the return (2x4x4 x 4 bytes,
+// 1 * 128):
+// CHECK: "galv.mesh"() {axes = #galv.axes<["tp"=2]>, predicted_bytes = [96, 128, 0, 0], sym_name = "m"}
 // CHECK: ^bb0(%arg0: tensor<2x4x6xf32>, %arg1: tensor<6x4xf32>, %arg2: tensor<2x4xi64>)
 // CHECK-NOT: galv.all_gather
 // CHECK: %[[MX:[0-9]+]] = "galv.reduce_max"(%{{[0-9]+}}) {axes = array<i64: 2>{{.*}} : (tensor<2x4x4xf32>) -> tensor<2x4x1xf32>
