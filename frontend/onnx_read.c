@@ -88,8 +88,10 @@ void gv_onnx_xfiles_free(gv_ictx *c) {
   c->xfiles = NULL;
 }
 
-/* Finds the external bytes of t: checks the path rules and sizes; maps the
- * file when map is set (once per file). need: numel * element size. */
+/* Finds the external bytes of t: checks the path rules and sizes; with map
+ * set, also the file (a regular file inside the model folder, long enough)
+ * and maps it (once per file); without (--no-weights), the file system is
+ * not touched. need: numel * element size. */
 static int external_bytes(gv_ictx *c, const Onnx__TensorProto *t, const char *what, uint64_t need, bool map,
                           const unsigned char **out) {
   const char *loc = NULL, *soff = NULL, *slen = NULL;
@@ -121,6 +123,9 @@ static int external_bytes(gv_ictx *c, const Onnx__TensorProto *t, const char *wh
   if (len != need)
     return gv_error(c->m, "%s: external data length %llu does not match the tensor (%llu bytes)", what,
                     (unsigned long long)len, (unsigned long long)need);
+  /* shapes only (--no-weights): the reference is checked, the file is never opened, so a model can be
+   * planned without its weights */
+  if (!map) return 0;
 
   size_t dl = strlen(c->dir), ll = strlen(loc);
   char *full = gv_alloc(c->tmp, dl + ll + 2);

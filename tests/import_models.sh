@@ -45,6 +45,20 @@ done
 run "$TMP/gpt2_op17.onnx" --input-shape input_ids=4x32
 run "$TMP/vit_op17.onnx" --input-shape pixel_values=2x3x32x32 --no-weights
 run "$TMP/t5_op18.onnx" --no-weights
+# --no-weights never opens the external-data file: a weight-free model whose
+# data file is absent plans (shapes only); without --no-weights the missing
+# file is one error line naming it
+n=$((n + 1))
+if "$PY" "$SRC/examples/make_model.py" gpt2 -o "$TMP/nw/g.onnx" --layers 2 --hidden 64 --heads 4 --vocab 128 --no-weights --no-verify >/dev/null 2>"$TMP/err"; then
+  rm -f "$TMP"/nw/*.data "$TMP"/nw/*.bin
+  if [ "$(ls "$TMP/nw")" != g.onnx ]; then echo "FAIL: --no-weights without its data file: files left: $(ls "$TMP/nw")"; fail=1
+  elif ! "$GALVC" "$TMP/nw/g.onnx" --no-weights --emit=ir -o "$TMP/nw.mlir" -q 2>"$TMP/err"; then
+    echo "FAIL: --no-weights without its data file: $(cat "$TMP/err")"; fail=1
+  elif "$GALVC" "$TMP/nw/g.onnx" --emit=ir -o "$TMP/nw.mlir" -q 2>"$TMP/err" || [ "$(grep -c 'error:' "$TMP/err")" != 1 ] ||
+       ! grep -q "external data file '.*' cannot be read" "$TMP/err"; then
+    echo "FAIL: a missing data file without --no-weights: $(cat "$TMP/err")"; fail=1
+  else echo "ok: --no-weights plans without the data file; without it: $(cat "$TMP/err")"; fi
+else echo "FAIL: make_model.py --no-weights: $(tail -1 "$TMP/err")"; fail=1; fi
 
 # torch exports: position tables have 64 entries, so sequences stay shorter
 found=0
