@@ -592,8 +592,10 @@ typedef struct {
   gv_plan_cost best_cost;
   int64_t best_pred, best_pred_mem; /* the search's prediction of the best plan (reduced: scaled) */
   bool found;
-  int64_t min_mem;  /* the smallest memory any realised plan needs */
+  int64_t min_mem;  /* the smallest memory any candidate needs (predicted on the reduced programs) */
   gv_plan min_mem_plan;
+  bool min_realised; /* min_mem / min_mem_cost: the full realisation of the smallest (reduced search, no fit) */
+  gv_plan_cost min_mem_cost;
   bool over;        /* a candidate was over the limit: */
   int64_t over_ns, over_mem; /* the fastest such (predicted) and the smallest */
   bool reduced;     /* costed on the reduced programs (plan_search) */
@@ -949,6 +951,13 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
       break;
     }
     S->best_pred = S->best_cost.step_ns;
+    if (getenv("GALV_PLAN_DEBUG")) {
+      char u0[64];
+      gv_plan_unit_str(&S->best, S->best.nunits > 1 ? 1 : 0, u0, sizeof u0);
+      fprintf(stderr, "plan-debug: try %d limit %lld: %s pred mem %lld ns %lld; realised mem %lld ns %lld (activations %lld)\n", tries,
+              (long long)C->limit, u0, (long long)S->best_pred_mem, (long long)S->best_pred, (long long)pc.mem_total,
+              (long long)pc.step_ns, (long long)pc.mem_activations);
+    }
     S->best_cost = pc;
     if (pc.mem_total <= limit) {
       if (!have || pc.step_ns < keep->best_cost.step_ns) *keep = *S, have = true;
@@ -967,6 +976,21 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
   }
   if (!rc && have) *S = *keep;
   else if (!rc) S->found = false;
+  /* Nothing fit in full. The smallest candidate's memory so far is a
+   * prediction from the reduced programs; realised in full it may fit
+   * (then it is the plan: never a "no plan" the full program refutes), or
+   * its realised memory is what the error reports, term by term. */
+  if (!rc && !have && S->min_mem >= 0) {
+    gv_plan_cost pc;
+    gv_plan mp = S->min_mem_plan;
+    int q = realise(C, &mp, &pc, NULL, NULL);
+    if (q < 0) rc = -1;
+    else if (q == 0 && pc.mem_total <= limit) {
+      S->found = true, S->best = mp, S->best_cost = pc, S->best_pred = pc.step_ns, S->best_pred_mem = pc.mem_total;
+    } else if (q == 0) {
+      S->min_realised = true, S->min_mem = pc.mem_total, S->min_mem_cost = pc;
+    }
+  }
   S->reduced = true;
   S->retries = retries;
   C->limit = limit;
@@ -1224,7 +1248,18 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (!rc && !S.found) {
       char s[128] = "";
       if (S.min_mem >= 0) gv_plan_unit_str(&S.min_mem_plan, S.min_mem_plan.nunits > 1 ? 1 : 0, s, sizeof s);
-      if (S.min_mem >= 0)
+      if (S.min_mem >= 0 && S.min_realised) {
+        /* the binding term: what alone leaves no room (or the largest) */
+        const gv_plan_cost *k = &S.min_mem_cost;
+        const char *big = k->mem_activations >= k->mem_params && k->mem_activations >= k->mem_optimizer ? "activations"
+                          : k->mem_optimizer >= k->mem_params ? "optimizer state" : "parameters";
+        rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest candidate (%s) "
+                         "needs %lld bytes realised (parameters %lld, gradients %lld, optimizer state %lld, activations %lld); "
+                         "%s dominate: %s", (long long)C.limit, (long long)devices, s, (long long)S.min_mem,
+                      (long long)k->mem_params, (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations,
+                      big, C.train && !strcmp(big, "activations") ? "recompute them (--recompute=all), raise --memory-limit or add devices"
+                                                                    : "raise --memory-limit or add devices");
+      } else if (S.min_mem >= 0)
         rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s); "
                          "raise --memory-limit or add devices", (long long)C.limit, (long long)devices, (long long)S.min_mem, s);
       else rc = gv_error(m, "no plan applies on %lld devices (the batch divides over no mesh axes)", (long long)devices);

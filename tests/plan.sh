@@ -102,6 +102,15 @@ if grep -q '^plan: 12 repeated layers: .* realised in full after [1-9][0-9]* sea
 else
   echo "FAIL 12 layers, limit $lim (all-ZeRO $lo, none $hi): $(grep -m2 '^plan: 12\|error' "$T/r12l.err")"; fail=1
 fi
+# nothing fits on the repeated-layer path: the error gives the smallest
+# candidate's REALISED memory, term by term (not the reduced programs'
+# prediction): with a limit one byte under the all-ZeRO plan's realisation,
+# that plan (the smallest on a dp mesh) is named with exactly its bytes.
+out=$($G "${A12[@]}" -q --memory-limit $((lo - 1)) 2>&1)
+if [ "$(echo "$out" | wc -l)" = 1 ] &&
+   echo "$out" | grep -q "no plan fits the memory limit of $((lo - 1)) bytes per device on 4 devices: the smallest candidate (dp(dp)+zero) needs $lo bytes realised (parameters [0-9]*, gradients [0-9]*, optimizer state [0-9]*, activations [0-9]*); .* dominate"; then
+  echo "ok 12 layers, limit all-ZeRO - 1: $out"
+else echo "FAIL 12 layers, limit all-ZeRO - 1 (all-ZeRO realised $lo): $out"; fail=1; fi
 # --plan uses the plan it is given: a worse one (the optimum's ZeRO pattern
 # inverted, last limit above) is realised as given: its pattern in the
 # report and plan.json, its predicted step above the optimum's.
