@@ -14,7 +14,14 @@
  *   adamw: t += 1 (state opt.step, f32 scalar); p *= 1 - lr wd;
  *          m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2 (state opt.m:<p>,
  *          opt.v:<p>); p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
- * with lr, betas, eps, weight decay and momentum from gv_train_opts. */
+ * with lr, betas, eps, weight decay and momentum from gv_train_opts.
+ * With clip_grad_norm X > 0 the gradients are first scaled as torch's
+ * clip_grad_norm_ does: n = sqrt(sum over every trained parameter of
+ * sum(g^2)), g *= min(X / (n + 1e-6), 1). The norm is one expression over
+ * the global gradients, so under a mesh propagate-sharding completes it
+ * like any value: a sharded gradient's (tp, ZeRO) sum of squares is a
+ * partial sum all-reduced once, a replicated gradient's is local, counted
+ * once; no communication is written here. */
 #include <stdio.h>
 #include <string.h>
 
@@ -78,6 +85,32 @@ int gv_pass_optimizer(gv_module *m) {
   push(&r, loss, f->res_names[0], -1);
   gv_value **grads = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *grads);
   for (int k = 0; k < np; k++) grads[k] = ret->opnds[k + 1];
+
+  if (o->clip_grad_norm > 0) {
+    gvb c = {m, ret, "optimizer/clip_grad_norm"};
+    gv_value *sq = NULL;
+    for (int k = 0; k < np; k++) {
+      gv_value *g = grads[k];
+      if (g->type.dtype != GV_DT_F32)
+        return gv_error(m, "optimizer: --clip-grad-norm: the gradient of '%s' is %s (f32 expected)", f->arg_names[pidx[k]],
+                        gv_dtype_name(g->type.dtype));
+      gv_op *rs = gvb_new(&c, GV_OP_REDUCE_SUM, 1, (gv_value *[]){gvb_bin(&c, GV_OP_MUL, g, g)});
+      if (!rs) return -1;
+      gv_set_int(m, rs, "keepdims", 0);
+      gv_value *s = gvb_fin(&c, rs);
+      sq = sq ? gvb_bin(&c, GV_OP_ADD, sq, s) : s;
+      if (!sq) return -1;
+    }
+    if (sq) {
+      gv_value *norm = gvb_un(&c, GV_OP_SQRT, sq);
+      gv_value *coef = gvb_bin(&c, GV_OP_MIN,
+                               gvb_bin(&c, GV_OP_DIV, gvb_cst(&c, GV_DT_F32, o->clip_grad_norm),
+                                       gvb_bin(&c, GV_OP_ADD, norm, gvb_cst(&c, GV_DT_F32, 1e-6))),
+                               gvb_cst(&c, GV_DT_F32, 1.0));
+      for (int k = 0; k < np; k++)
+        if (!(grads[k] = gvb_bin(&c, GV_OP_MUL, grads[k], coef))) return -1;
+    }
+  }
 
   gvb b = {m, ret, adamw ? "optimizer/adamw" : "optimizer/sgd"};
   gv_value **newp = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *newp);

@@ -131,6 +131,8 @@ static void usage(FILE *f) {
           "  --ignore-index N         cross_entropy label that does not count (default -100)\n"
           "  --optimizer adamw|sgd    (default adamw); --lr X (1e-3), --weight-decay X (0.01),\n"
           "                           --beta1 X (0.9), --beta2 X (0.999), --eps X (1e-8), --momentum X (0)\n"
+          "  --clip-grad-norm X       scale the gradients to a global 2-norm of at most X before the update\n"
+          "                           (torch's clip_grad_norm_; every trained parameter counted once)\n"
           "  --recompute=none|all|L,..  recompute these layers' activations in backward (layer = NAME.N\n"
           "                           segment of the node names, e.g. h.0 / layers.3, or its index N)\n"
           "  --freeze NAME|GLOB       this float initializer does not train (repeatable; fnmatch globs;\n"
@@ -538,6 +540,11 @@ int main(int argc, char **argv) {
                   : !strncmp(k, "beta1", 5) ? &gv_train_opts.beta1 : !strncmp(k, "beta2", 5) ? &gv_train_opts.beta2
                   : !strncmp(k, "eps", 3) ? &gv_train_opts.eps : &gv_train_opts.momentum;
       *dst = v;
+    } else if (TAKES("--clip-grad-norm")) {
+      char *end;
+      double v = strtod(val, &end);
+      if (*end || !*val || !(v > 0) || v > 1e30) { gv_error_plain("--clip-grad-norm expects a positive number, got '%s'", val); return 2; }
+      gv_train_opts.clip_grad_norm = v;
     } else if (strcmp(a, "--no-weights") == 0) {
       opt.load_weights = false;
     } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
@@ -717,6 +724,15 @@ int main(int argc, char **argv) {
   opt.select = select;
   opt.nselect = nselect;
 
+  if (gv_train_opts.clip_grad_norm > 0 && !train) {
+    gv_error_plain("--clip-grad-norm applies to training: it needs --train");
+    return 2;
+  }
+  if (gv_train_opts.clip_grad_norm > 0 && pa.on) {
+    gv_error_plain("--clip-grad-norm with --pipeline-stages is not supported yet (the stages' optimizer runs in the pipeline "
+                   "runtime); clip on one program (--strategy / --plan) or drop it");
+    return 2;
+  }
   if (pa.recompute && (!pa.on || !train)) {
     gv_error_plain("--pipeline-recompute applies to pipeline training: it needs --train and --pipeline-stages");
     return 2;

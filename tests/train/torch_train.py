@@ -8,6 +8,8 @@ IDS / LABELS of shape [S, B, T] give one batch per step (step s uses s mod S).
 The loss: GALV_TORCH_LOSS=cross_entropy (default; GALV_TORCH_IGNORE, default
 -100, the ignored label) or mse (LABELS then holds float targets of the
 logits' shape: torch's mse_loss, the mean over every element).
+GALV_TORCH_CLIP=X: torch.nn.utils.clip_grad_norm_(params, X) before each step
+(galvc --clip-grad-norm X); prints "grad norm at step I: N" (before clipping).
 usage: torch_train.py DUMPDIR IDS.npy LABELS.npy STEPS OUTDIR [adamw|sgd LR WD B1 B2 EPS MOMENTUM]"""
 import json
 import os
@@ -142,6 +144,9 @@ def main():
                                                      ignore_index=int(os.environ.get("GALV_TORCH_IGNORE", "-100")))
         o.zero_grad()
         loss.backward()
+        if os.environ.get("GALV_TORCH_CLIP"):  # galvc --clip-grad-norm X
+            n = torch.nn.utils.clip_grad_norm_(plist, float(os.environ["GALV_TORCH_CLIP"]))
+            print("grad norm at step %d: %.9g" % (s, n.item()))
         o.step()
         print("step %d loss %.9g" % (s, loss.item()))
     os.makedirs(out, exist_ok=True)
