@@ -29,9 +29,24 @@
  * microbatch's stash, not in the arena); results = the "grad:" results;
  * drops the data and received inputs (their uses are stash inputs) but keeps
  * every "gin:" input. Both keep every parameter, in order, so the two
- * programs' parameters have one weights layout. Errors: a function that is
- * not an earlier stage's training function, an op without results, a
- * forward value that depends on a "gin:" input. */
+ * programs' parameters have one weights layout.
+ *
+ * ZB-H1 (docs/pipeline.md, "Schedules") splits a backward once more, the
+ * same way: --stash=input-grad|weight-grad on a backward entry (or on the
+ * last stage's combined program). Part one (input-grad, the B entry) keeps
+ * the ops every result other than a parameter gradient needs (grad:pp.X,
+ * the loss); part two (weight-grad, the W entry) the ops the parameter
+ * gradients "grad:NAME" need beyond those. What W reads from part one or
+ * its inputs is W's stash: a galv.state input "stash.N" of the backward
+ * entry stays one of W's state inputs under its name (the runtime copies it
+ * out of the microbatch's stash), every other value (part one's results,
+ * gin:, data and received inputs) becomes a result "wstash.N" of part one
+ * and a galv.state input "wstash.N" of W. Part one keeps every input it
+ * had besides (the forward entry fills the whole stash; messages arrive
+ * anyway). Errors: a function that is not an earlier stage's training
+ * function (forward / backward) or has no parameter gradient and no other
+ * result (input-grad / weight-grad), an op without results, a forward value
+ * that depends on a "gin:" input. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,12 +92,20 @@ static bool uses(const gv_op *op, const gv_value *v) {
 
 static bool name_is(const char *n, const char *prefix) { return n && !strncmp(n, prefix, strlen(prefix)); }
 
+/* the results of the first part (forward entry; under ZB-H1 the input-gradient entry) and of the second */
+/* value id v (numbered arguments first) is a galv.state input */
+static bool is_state(const gv_func *f, int v) { return v < f->body->nargs && f->arg_is_state && f->arg_is_state[v]; }
+
+static bool part_two(const char *n, bool zb) { return zb ? name_is(n, "grad:") && !name_is(n, "grad:pp.") : name_is(n, "grad:"); }
+static bool part_one(const char *n, bool zb) { return zb ? !part_two(n, zb) : name_is(n, "pp.") && strcmp(n, "pp.seed"); }
+
 int gv_pass_stage_stash(gv_module *m) {
   const char *part = gv_pipe_opts.stash;
-  bool bwd = part && !strcmp(part, "backward");
-  if (!part || (!bwd && strcmp(part, "forward")))
-    return gv_error(m, "stage-stash: expected the part forward or backward (galv-opt --stash=forward|backward), got '%s'",
-                    part ? part : "(none)");
+  bool zb = part && (!strcmp(part, "input-grad") || !strcmp(part, "weight-grad"));
+  bool bwd = part && (!strcmp(part, "backward") || !strcmp(part, "weight-grad"));
+  if (!part || (!bwd && !zb && strcmp(part, "forward")))
+    return gv_error(m, "stage-stash: expected the part forward, backward, input-grad or weight-grad (galv-opt "
+                       "--stash=forward|backward|input-grad|weight-grad), got '%s'", part ? part : "(none)");
   if (!m->main || !m->main->body) return gv_error(m, "stage-stash: module has no function");
   gv_func *f = m->main;
   gv_block *body = f->body;
@@ -91,9 +114,12 @@ int gv_pass_stage_stash(gv_module *m) {
   int nf = 0, nb = 0;
   for (int i = 0; i < ret->nopnds; i++) {
     const char *n = f->res_names && i < f->nres_names ? f->res_names[i] : NULL;
-    nf += name_is(n, "pp.") && strcmp(n, "pp.seed");
-    nb += name_is(n, "grad:");
+    nf += part_one(n, zb);
+    nb += part_two(n, zb);
   }
+  if ((!nf || !nb) && zb)
+    return gv_error(m, "stage-stash: %s needs parameter gradients (\"grad:NAME\" results) and other results (\"grad:pp.X\", "
+                       "the loss) to split a backward", part);
   if (!nf || !nb)
     return gv_error(m, "stage-stash: not an earlier pipeline stage's training function (it needs \"pp.\" results, the values "
                        "sent on, and \"grad:\" results)");
@@ -135,15 +161,15 @@ int gv_pass_stage_stash(gv_module *m) {
   for (int i = 0; i < ret->nopnds; i++) {
     const char *n = f->res_names && i < f->nres_names ? f->res_names[i] : NULL;
     if (ret->opnds[i]->id < 0) continue;
-    if (name_is(n, "pp.") && strcmp(n, "pp.seed")) needf[ret->opnds[i]->id] = true;
-    if (name_is(n, "grad:")) needb[ret->opnds[i]->id] = true;
+    if (part_one(n, zb)) needf[ret->opnds[i]->id] = true;
+    if (part_two(n, zb)) needb[ret->opnds[i]->id] = true;
   }
   for (k = nops - 1; k >= 0; k--) {
     gv_op *op = ops[k];
     for (int i = 0; i < op->nres && !opf[k]; i++) opf[k] = needf[op->res[i]->id];
     if (opf[k]) each_use(op, mark, needf);
   }
-  for (int a = 0; a < body->nargs; a++)
+  for (int a = 0; a < body->nargs && !zb; a++)
     if (needf[a] && gin[a]) {
       rc = gv_error(m, "stage-stash: the values sent on depend on the gradient input '%s'", f->arg_names[a]);
       goto done;
@@ -174,7 +200,7 @@ int gv_pass_stage_stash(gv_module *m) {
     /* an elementwise forward op whose operands the backward has anyway (stashed, free, recomputed)
      * is recomputed in the backward instead of stashing its result */
     for (int v = 0; v < nv; v++)
-      avail[v] = freev[v] || (needb[v] && (defk[v] < 0 ? !gin[v] : opf[defk[v]] && !opb[defk[v]]));
+      avail[v] = freev[v] || (needb[v] && (defk[v] < 0 ? zb || !gin[v] : opf[defk[v]] && !opb[defk[v]]));
     for (k = 0; k < nops; k++) {
       gv_op *op = ops[k];
       if (!opf[k] || opb[k] || op->nres != 1 || op->nregions || !needb[op->res[0]->id] ||
@@ -189,7 +215,7 @@ int gv_pass_stage_stash(gv_module *m) {
   /* the stash: forward values the backward reads */
   for (int v = 0; v < nv; v++) {
     if (!needb[v]) continue;
-    if (defk[v] < 0 ? (!f->arg_is_param[v] && !gin[v]) : (opf[defk[v]] && !opb[defk[v]])) stash[ns++] = v;
+    if (defk[v] < 0 ? (!f->arg_is_param[v] && (zb || !gin[v])) : (opf[defk[v]] && !opb[defk[v]])) stash[ns++] = v;
   }
   if (!bwd) {
     /* forward entry: the forward ops; results = "pp." values, then the stash */
@@ -198,13 +224,15 @@ int gv_pass_stage_stash(gv_module *m) {
     const char **names = gv_alloc(m->arena, sizeof *names * (size_t)(ret->nopnds + ns + 1));
     for (int i = 0; i < ret->nopnds; i++) {
       const char *n = f->res_names && i < f->nres_names ? f->res_names[i] : NULL;
-      if (name_is(n, "pp.") && strcmp(n, "pp.seed")) res[n0] = ret->opnds[i], names[n0++] = n;
+      if (part_one(n, zb)) res[n0] = ret->opnds[i], names[n0++] = n;
     }
-    for (int s = 0; s < ns; s++) {
+    for (int s = 0, w = 0; s < ns; s++) {
       char nm[32];
-      snprintf(nm, sizeof nm, "stash.%d", s);
+      if (zb && is_state(f, stash[s])) continue; /* in the microbatch's stash already */
+      snprintf(nm, sizeof nm, zb ? "wstash.%d" : "stash.%d", zb ? w++ : s);
       res[n0] = val[stash[s]], names[n0++] = gv_strdup(m->arena, nm);
     }
+    if (zb) f->res_updates = NULL;
     for (k = nops - 1; k >= 0; k--)
       if (!opf[k]) gv_op_unlink(ops[k]);
     gv_op_set_operands(m, ret, n0, res);
@@ -217,9 +245,10 @@ int gv_pass_stage_stash(gv_module *m) {
       f->arg_is_state = gv_alloc(m->arena, sizeof *f->arg_is_state * (size_t)(cap ? cap : 1));
       memset(f->arg_is_state, 0, sizeof *f->arg_is_state * (size_t)(cap ? cap : 1));
     }
-    for (int s = 0; s < ns; s++) {
+    for (int s = 0, w = 0; s < ns; s++) {
       char nm[32];
-      snprintf(nm, sizeof nm, "stash.%d", s);
+      if (zb && is_state(f, stash[s])) continue; /* a state input already: W's state input of the same name */
+      snprintf(nm, sizeof nm, zb ? "wstash.%d" : "stash.%d", zb ? w++ : s);
       gv_value *v = val[stash[s]];
       gv_value *arg = gv_func_add_arg(m, f, nm, v->type, false);
       f->arg_is_state[body->nargs - 1] = true;
@@ -234,7 +263,7 @@ int gv_pass_stage_stash(gv_module *m) {
     const char **names = gv_alloc(m->arena, sizeof *names * (size_t)(ret->nopnds + 1));
     for (int i = 0; i < ret->nopnds; i++) {
       const char *n = f->res_names && i < f->nres_names ? f->res_names[i] : NULL;
-      if (name_is(n, "grad:")) res[n0] = ret->opnds[i], names[n0++] = n;
+      if (part_two(n, zb)) res[n0] = ret->opnds[i], names[n0++] = n;
     }
     for (k = nops - 1; k >= 0; k--)
       if (!opb[k]) gv_op_unlink(ops[k]);
@@ -249,7 +278,9 @@ int gv_pass_stage_stash(gv_module *m) {
     int kk = 0;
     for (int a = 0; a < body->nargs; a++) {
       gv_value *v = body->args[a];
-      bool keep = f->arg_is_param[a] || (bwd ? name_is(f->arg_names[a], "gin:") : name_is(f->arg_names[a], "pp."));
+      bool keep = f->arg_is_param[a] || (zb ? !bwd && (name_is(f->arg_names[a], "gin:") || name_is(f->arg_names[a], "pp.") ||
+                                                      (f->arg_is_state && f->arg_is_state[a]))
+                                            : bwd ? name_is(f->arg_names[a], "gin:") : name_is(f->arg_names[a], "pp."));
       for (gv_op *u = body->first; u && !keep; u = u->next) keep = uses(u, v);
       if (!keep) continue;
       body->args[kk] = v;

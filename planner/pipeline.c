@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "cost.h"
+#include "runtime/galv_pipe_sched.h"
 
 #define MAX_MESHES 40
 
@@ -217,7 +218,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       F[IX(0, L, 0)] = 0;
       int64_t bound = best == INT64_MAX ? INF : best - (int64_t)(B - 1) * tmax;
       for (int s = 1; s <= S; s++) {
-        int64_t inflight = p->schedule == GV_SCHED_GPIPE ? B : (s < B ? s : B);
+        int64_t inflight = p->schedule == GV_SCHED_GPIPE ? B
+                           : p->schedule == GV_SCHED_ZBH1 ? (p->stages && p->stages < B ? p->stages : B)
+                                                           : (s < B ? s : B);
         for (int k = L - s; k >= 0; k--)
           for (int m = 0; m < nm; m++)
             for (int j = k + 1; j <= L - (s - 1); j++) {
@@ -246,6 +249,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           /* reconstruct */
           out->nstages = s;
           out->B = B;
+          out->schedule = p->schedule;
           int k = 0;
           int64_t d = Du, mx = 0, sum = 0;
           for (int st = 0, ss = s; ss >= 1; ss--, st++) {
@@ -254,7 +258,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             out->nodes[st] = mn[m];
             out->per_node[st] = mk[m];
             out->cost[st] = *C[CX(k, j, m)];
-            out->inflight[st] = p->schedule == GV_SCHED_GPIPE ? B : (ss < B ? ss : B);
+            out->inflight[st] = p->schedule == GV_SCHED_GPIPE ? B
+                                : p->schedule == GV_SCHED_ZBH1 ? (s < B ? s : B)
+                                                                : (ss < B ? ss : B);
             if (out->cost[st].ns > mx) mx = out->cost[st].ns;
             sum += out->cost[st].ns;
             d -= mu[m];
@@ -403,4 +409,83 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
             (double)pl->cost[i].act_bytes / (1 << 30));
   fprintf(f, "pipeline: %lld stage solves for %lld lookups, %lld t_max tried, %.3f s\n", (long long)pl->solves,
           (long long)pl->lookups, (long long)pl->tmax_tried, pl->seconds);
+}
+
+const char *gv_schedule_name(gv_schedule s) {
+  return s == GV_SCHED_GPIPE ? "gpipe" : s == GV_SCHED_1F1B ? "1f1b" : s == GV_SCHED_ZBH1 ? "zb-h1" : "auto";
+}
+
+void gv_pipe_timeline_free(gv_pipe_timeline *t) {
+  free(t->ev);
+  t->ev = NULL;
+  t->nev = 0;
+}
+
+int gv_pipe_timeline_make(const gv_pipe_plan *pl, bool train, gv_schedule sched, gv_pipe_timeline *t) {
+  const int S = pl->nstages, B = pl->B, per = train ? galv_pipe_nacts(sched) * B : B;
+  memset(t, 0, sizeof *t);
+  if (S < 1 || S > GV_PIPE_MAX_STAGES || B < 1 || (train && sched == GV_SCHED_AUTO))
+    return gv_error_plain("pipeline timeline: %d stages, %d microbatches, schedule %s", S, B, gv_schedule_name(sched)), -1;
+  size_t n = (size_t)S * (size_t)B;
+  int64_t *end = malloc(sizeof *end * n * 3); /* per stage and microbatch: F, B, W end (-1: not placed) */
+  galv_pipe_act *acts = malloc(sizeof *acts * (size_t)S * (size_t)per);
+  int *next = calloc((size_t)S, sizeof *next);
+  t->ev = malloc(sizeof *t->ev * (size_t)S * (size_t)per);
+  if (!end || !acts || !next || !t->ev) {
+    free(end), free(acts), free(next), gv_pipe_timeline_free(t);
+    return gv_error_plain("out of memory"), -1;
+  }
+  for (size_t k = 0; k < 3 * n; k++) end[k] = -1;
+#define END(kind, i, j) end[(size_t)(kind) * n + (size_t)(i) * (size_t)B + (size_t)(j)] /* kind 0 F, 1 B, 2 W */
+  for (int i = 0; i < S; i++) {
+    galv_pipe_act *a = acts + (size_t)i * (size_t)per;
+    if (train) galv_pipe_order(S, i, B, sched, a);
+    else
+      for (int j = 0; j < B; j++) a[j] = (galv_pipe_act){1, j, 0};
+  }
+  int64_t free_at[GV_PIPE_MAX_STAGES] = {0};
+  int left = S * per, rc = 0;
+  while (left) { /* each stage takes its next entry once the entries it depends on have ended */
+    int progress = 0;
+    for (int i = 0; i < S; i++) {
+      if (next[i] == per) continue;
+      const galv_pipe_act *a = &acts[(size_t)i * (size_t)per + (size_t)next[i]];
+      int64_t dep = 0;
+      if (a->fwd) {
+        if (i && END(0, i - 1, a->mb) < 0) continue;
+        if (i) dep = END(0, i - 1, a->mb);
+      } else if (!a->w) {
+        if ((i + 1 < S && END(1, i + 1, a->mb) < 0) || END(0, i, a->mb) < 0) continue;
+        dep = END(0, i, a->mb);
+        if (i + 1 < S && END(1, i + 1, a->mb) > dep) dep = END(1, i + 1, a->mb);
+      } else {
+        if (END(1, i, a->mb) < 0) continue;
+        dep = END(1, i, a->mb);
+      }
+      int64_t ns = pl->cost[i].ns, fwd = train ? ns / 3 : ns, bwd = sched == GV_SCHED_ZBH1 ? (ns - fwd) / 2 : ns - fwd;
+      int64_t dur = a->fwd ? fwd : a->w ? ns - fwd - bwd : bwd;
+      int64_t start = dep > free_at[i] ? dep : free_at[i];
+      free_at[i] = start + dur;
+      END(a->fwd ? 0 : a->w ? 2 : 1, i, a->mb) = start + dur;
+      t->busy_ns[i] += dur;
+      if (start + dur > t->makespan_ns) t->makespan_ns = start + dur;
+      t->ev[t->nev++] = (gv_pipe_event){i, a->fwd ? 1 : a->w ? 2 : 0, a->mb, start, dur};
+      next[i]++, left--, progress = 1;
+    }
+    if (!progress) {
+      rc = gv_error_plain("pipeline timeline: the %s schedule deadlocks (no stage can run its next entry)", gv_schedule_name(sched));
+      break;
+    }
+  }
+#undef END
+  for (int i = 0; !rc && i < S; i++) {
+    t->bubble_ns[i] = t->makespan_ns - t->busy_ns[i];
+    int64_t ab = pl->cost[i].act_bytes;
+    t->peak_bytes[i] = train ? galv_pipe_peak(acts + (size_t)i * (size_t)per, per, ab, sched == GV_SCHED_ZBH1 ? ab : 0,
+                                              i == S - 1, &t->peak_mb[i])
+                             : 0;
+  }
+  free(end), free(acts), free(next);
+  if (rc) gv_pipe_timeline_free(t);
+  return rc ? -1 : 0;
 }

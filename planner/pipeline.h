@@ -7,7 +7,8 @@
  *     T = sum_i t_i + (B - 1) * max_i t_i          (t_i: a stage's fwd+bwd per microbatch)
  * subject to each stage's memory per device:
  *     states + inflight * activations-per-microbatch <= limit,
- * inflight = B under GPipe, min(B, later stages + 1) under 1F1B.
+ * inflight = B under GPipe, min(B, later stages + 1) under 1F1B, min(B, S)
+ * under ZB-H1 (B when the stage count is free).
  * Stage costs come from a callback (the intra-operator planner's solve for
  * that group range on that sub-mesh); they are cached by the block
  * signatures of the range, the sub-mesh and B, so repeated blocks are
@@ -22,7 +23,8 @@
 
 #define GV_PIPE_MAX_STAGES 256
 
-typedef enum { GV_SCHED_GPIPE = 0, GV_SCHED_1F1B = 1 } gv_schedule;
+/* the values of runtime/galv_pipe_sched.h's GALV_SCHED_*; AUTO: galvc chooses (the timeline's makespan) */
+typedef enum { GV_SCHED_AUTO = -1, GV_SCHED_GPIPE = 0, GV_SCHED_1F1B = 1, GV_SCHED_ZBH1 = 2 } gv_schedule;
 
 /* One stage's cost: groups [first, last) on a sub-mesh of nodes x per_node
  * devices with microbatch count B (the microbatch is batch / B). */
@@ -65,6 +67,8 @@ typedef struct {
   gv_stage_cost cost[GV_PIPE_MAX_STAGES];
   int64_t inflight[GV_PIPE_MAX_STAGES];
   int64_t step_ns, max_ns, sum_ns;
+  gv_schedule schedule; /* the problem's (galvc: the one chosen) */
+  int64_t tl_ns;        /* galvc: the key it chose the plan by (the timeline's makespan, or step_ns) */
   int64_t solves;       /* calls of the cost callback (cache misses) */
   int64_t lookups;      /* stage costs the DP asked for */
   int64_t tmax_tried;
@@ -74,6 +78,33 @@ typedef struct {
 /* Solves p. Returns 0; 1 when no partition fits (one error line says the
  * smallest memory a stage needed); -1 after an error line (bad input). */
 int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out);
+
+/* The training (or inference) timeline of a plan under a schedule, the cost
+ * model's: each stage runs its entries in galv_pipe_order's order
+ * (runtime/galv_pipe_sched.h, the runtime's); F(i,j) starts once F(i-1,j)
+ * has ended, B(i,j) once B(i+1,j) and F(i,j) have, W(i,j) once B(i,j) has;
+ * a stage runs one entry at a time. Durations: the stage's time per
+ * microbatch (cost.ns, forward + backward) split F : B = 1 : 2, and under
+ * ZB-H1 F : B : W = 1 : 1 : 1 (the backward's input-gradient and
+ * weight-gradient halves, as the zero-bubble paper assumes); inference: F =
+ * ns. Per stage: busy time, bubble = makespan - busy, and the peak of
+ * microbatches holding saved values (galv_pipe_peak) and of bytes with
+ * cost.act_bytes per microbatch (ZB-H1: the same bound for what W reads). */
+typedef struct {
+  int stage, kind, mb; /* kind: 0 backward (B), 1 forward (F), 2 weight gradient (W) */
+  int64_t start_ns, dur_ns;
+} gv_pipe_event;
+typedef struct {
+  int nev;
+  gv_pipe_event *ev; /* in placement order */
+  int64_t makespan_ns;
+  int64_t busy_ns[GV_PIPE_MAX_STAGES], bubble_ns[GV_PIPE_MAX_STAGES], peak_bytes[GV_PIPE_MAX_STAGES];
+  int peak_mb[GV_PIPE_MAX_STAGES];
+} gv_pipe_timeline;
+/* 0; -1 after an error line (out of memory, a schedule that deadlocks) */
+int gv_pipe_timeline_make(const gv_pipe_plan *pl, bool train, gv_schedule sched, gv_pipe_timeline *t);
+void gv_pipe_timeline_free(gv_pipe_timeline *t);
+const char *gv_schedule_name(gv_schedule s);
 
 /* Per-group figures for the analytic stage cost below (from the IR: FLOPs
  * of the group's forward ops, parameter bytes, activation bytes kept for

@@ -35,7 +35,7 @@ extern const double galv_pipe_predicted_ms[]; /* per stage: the cost model's tim
 
 /* training (galvc --train --pipeline-stages): the schedule, the optimizer and
  * its hyperparameters, the stage's parameters (their weights.bin slots) */
-extern const int galv_pipe_training, galv_pipe_schedule; /* schedule: 0 gpipe, 1 1f1b */
+extern const int galv_pipe_training, galv_pipe_schedule; /* schedule: 0 gpipe, 1 1f1b, 2 zb-h1 (galv_pipe_sched.h) */
 extern const char galv_pipe_optimizer[];                 /* "adamw" | "sgd" */
 extern const double galv_pipe_hparams[6];                /* lr, weight decay, beta1, beta2, eps, momentum */
 /* cross-entropy loss (else 0): the last stage weights microbatch j's loss and gradients by c_j B / sum c
@@ -184,6 +184,10 @@ typedef struct galv_pipe_entry {
   const char *weights_file; /* next to the program */
 } galv_pipe_entry;
 extern const galv_pipe_entry galv_pipe_bwd;
+/* ZB-H1 (galv_pipe_schedule 2): a stage's weight-gradient entry (program_wgt.c, weights_wgt.bin; passes/stage_stash.c
+ * weight-grad): state inputs "wstash.N" (outputs of the backward entry, or of the last stage's program) and
+ * "stash.N" (slots of the microbatch's stash); outputs grad:<param>. run == NULL: none (the backward is whole). */
+extern const galv_pipe_entry galv_pipe_wgt;
 
 /* the declarations and the galv_pipe_entry of program_N.c (pipe_stage.c uses them) */
 #define GALV_PIPE_ENTRY_DECL(N)                                                                                   \

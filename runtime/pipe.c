@@ -97,8 +97,8 @@ static double now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-enum { EV_FWD, EV_RECV, EV_SEND, EV_BWD };
-static const char *const ev_name[] = {"forward", "recv", "send", "backward"};
+enum { EV_FWD, EV_RECV, EV_SEND, EV_BWD, EV_WGT };
+static const char *const ev_name[] = {"forward", "recv", "send", "backward", "weight"};
 typedef struct {
   double ts, dur, kind, mb;
 } event;
@@ -231,9 +231,10 @@ static int gin_receivers(const char *name) {
 
 /* ok[o] per output of an entry: j+1 sent forward (galv_pipe_out[j]), 1000000+k the gradient of
  * the received galv_pipe_in[k] (goff: its slot in the last stage's kept gradients), -(p+1)
- * the gradient of parameter p, 2000000+i the stash slot bw->stash[i]; returns the "loss" output or -1 */
+ * the gradient of parameter p, 2000000+i the stash slot bw->stash[i], 3000000+i the slot wg->stash[i] of
+ * the weight-gradient entry's state (ZB-H1: "wstash.N"); returns the "loss" output or -1 */
 static int classify_outputs(const galv_io *outs, const galv_io_split *sp, int n, int *ok, int64_t *goff, int64_t *g_bytes,
-                            const galv_pipe_entry *bw) {
+                            const galv_pipe_entry *bw, const galv_pipe_entry *wg) {
   int iloss = -1;
   for (int o = 0; o < n; o++) {
     const char *nm = outs[o].name;
@@ -255,6 +256,12 @@ static int classify_outputs(const galv_io *outs, const galv_io_split *sp, int n,
       if (outs[o].nbytes != galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes)
         galv_fatal("pipeline table: the gradient '%s' and its parameter differ in size", nm);
       ok[o] = -(p + 1);
+    } else if (!strncmp(nm, "wstash.", 7)) {
+      int i = 0;
+      while (wg && i < *wg->nstash && strcmp(wg->stash[i].name, nm)) i++;
+      if (!wg || i == *wg->nstash) galv_fatal("pipeline table: the weight-gradient entry has no stash slot '%s'", nm);
+      if (wg->stash[i].nbytes != outs[o].nbytes) galv_fatal("pipeline table: stash slot '%s' differs in size between the entries", nm);
+      ok[o] = 3000000 + i;
     } else if (!strncmp(nm, "stash.", 6)) {
       int i = 0;
       while (bw && i < *bw->nstash && strcmp(bw->stash[i].name, nm)) i++;
@@ -472,6 +479,26 @@ static void pipe_save_checkpoint(const char *path, galv_comm *world, galv_queue 
   D->release(dtok);
 }
 
+/* adds an entry's parameter gradients (outputs o with ok[o] = -(p+1), in the arena or the entry's weights w)
+ * to the sums: a shared parameter's whole gradient to accw[p] (summed across the stages after the
+ * microbatches), else this rank's block to acc[p] */
+static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, const char *w, float **acc, float **accw, float *gblk) {
+  for (int o = 0; o < n; o++)
+    if (ok[o] < 0) {
+      int p = -ok[o] - 1;
+      const float *g = (const float *)(const void *)outp_of(outs, o, arena, w);
+      if (accw[p]) {
+        D->add_f32(accw[p], g, (size_t)outs[o].nbytes / 4);
+        continue;
+      }
+      if (galv_pipe_param_split[p].starts) { /* the whole gradient: this rank's block of it */
+        D->block(&galv_pipe_params[p], &galv_pipe_param_split[p], gblk, g);
+        g = gblk;
+      }
+      D->add_f32(acc[p], g, (size_t)galv_pipe_params[p].nbytes / 4);
+    }
+}
+
 static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, int rank, int size) {
   const int S = galv_pipe_nstages, B = galv_pipe_microbatches, me = galv_pipe_stage, last = me == S - 1;
   const char *outdir = NULL, *wpath = NULL, *trace = NULL, *bdir = NULL, *load = NULL, *save = NULL;
@@ -517,6 +544,21 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (*bw->weights_bytes < pspan || galv_weights_bytes < pspan || memcmp(mbw, mapped, (size_t)pspan))
       galv_fatal("%s: the backward entry's parameters differ from %s's (rebuild with galvc)", bpath, wpath);
     Wb = upload(mbw, (size_t)*bw->weights_bytes);
+  }
+  /* ZB-H1: the weight-gradient entry (program_wgt.c, weights_wgt.bin), its parameters alike */
+  const galv_pipe_entry *wg = galv_pipe_schedule == 2 && galv_pipe_wgt.run ? &galv_pipe_wgt : NULL;
+  char *Ww = W;
+  if (wg) {
+    char wpath2[PATH_MAX + 64];
+    const char *sl = strrchr(wpath, '/');
+    snprintf(wpath2, sizeof wpath2, "%.*s%s", sl ? (int)(sl - wpath + 1) : 0, wpath, wg->weights_file);
+    if (*wg->nranks != galv_nranks)
+      galv_fatal("pipeline table: the weight-gradient entry has %d ranks, the forward entry %d", *wg->nranks, galv_nranks);
+    size_t wl = 0;
+    const char *mw = galv_spmd_map_weights_of(wpath2, *wg->weights_bytes, &wl);
+    if (*wg->weights_bytes < pspan || memcmp(mw, mapped, (size_t)pspan))
+      galv_fatal("%s: the weight-gradient entry's parameters differ from %s's (rebuild with galvc)", wpath2, wpath);
+    Ww = upload(mw, (size_t)*wg->weights_bytes);
   }
   /* the backward entry's tables (the combined program's without a stash) */
   const galv_io *bin = bw ? bw->inputs : galv_inputs, *bout = bw ? bw->outputs : galv_outputs;
@@ -582,17 +624,46 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
                  "(optionally with a leading steps dim)", path, d->name, B, d->rank ? (long long)gd.dims[0] : 0LL);
     nbat[i] = lead ? bat[i].dims[0] : 1;
   }
-  int iloss = classify_outputs(galv_outputs, galv_output_split, no, ok, goff, &g_bytes, bw);
+  int iloss = classify_outputs(galv_outputs, galv_output_split, no, ok, goff, &g_bytes, bw, wg);
   if (bw) {
     int64_t *gb = calloc((size_t)nbo + 1, sizeof *gb), gbb = 0;
     if (!gb) galv_fatal("out of memory");
-    if (classify_outputs(bout, bouts, nbo, okb, gb, &gbb, NULL) >= 0) galv_fatal("pipeline table: an earlier stage's backward entry has a loss");
+    if (classify_outputs(bout, bouts, nbo, okb, gb, &gbb, NULL, wg) >= 0) galv_fatal("pipeline table: an earlier stage's backward entry has a loss");
     free(gb);
     int ns = 0; /* every stash slot is written by the forward entry */
-    for (int o = 0; o < no; o++) ns += ok[o] >= 2000000;
+    for (int o = 0; o < no; o++) ns += ok[o] >= 2000000 && ok[o] < 3000000;
     if (ns != *bw->nstash) galv_fatal("pipeline table: the forward entry writes %d stash values, the backward entry reads %d", ns, *bw->nstash);
   }
   if (last && iloss < 0) galv_fatal("the last stage's program has no 'loss' output");
+  /* ZB-H1's weight-gradient entry: outputs grad:<param> only; its state slots come from the entry before it
+   * ("wstash.N": that entry's outputs; "stash.N": the microbatch's stash, wsrc[i] its slot there) */
+  const int nwo = wg ? *wg->noutputs : 0;
+  int *okw = calloc((size_t)nwo + 1, sizeof *okw), *wsrc = calloc(wg ? (size_t)*wg->nstash + 1 : 1, sizeof *wsrc);
+  if (!okw || !wsrc) galv_fatal("out of memory");
+  if (wg) {
+    int64_t *gb = calloc((size_t)nwo + 1, sizeof *gb), gbb = 0;
+    if (!gb) galv_fatal("out of memory");
+    if (classify_outputs(wg->outputs, wg->output_split, nwo, okw, gb, &gbb, NULL, NULL) >= 0 || gbb)
+      galv_fatal("pipeline table: the weight-gradient entry has outputs other than parameter gradients");
+    free(gb);
+    for (int o = 0; o < nwo; o++)
+      if (okw[o] >= 0) galv_fatal("pipeline table: the weight-gradient entry's output '%s' is no parameter gradient", wg->outputs[o].name);
+    if (!last && !bw) galv_fatal("pipeline table: a weight-gradient entry without a backward entry");
+    const int *okp = bw ? okb : ok; /* the entry that fills W's "wstash.N" slots */
+    const int npo = bw ? nbo : no;
+    for (int i = 0; i < *wg->nstash; i++) {
+      wsrc[i] = -1;
+      if (!strncmp(wg->stash[i].name, "wstash.", 7)) {
+        for (int o = 0; o < npo; o++) wsrc[i] = okp[o] == 3000000 + i ? -2 : wsrc[i];
+        if (wsrc[i] != -2) galv_fatal("pipeline table: no entry writes the weight-gradient entry's slot '%s'", wg->stash[i].name);
+        continue;
+      }
+      for (int k = 0; bw && k < *bw->nstash; k++)
+        if (!strcmp(bw->stash[k].name, wg->stash[i].name)) wsrc[i] = k;
+      if (wsrc[i] < 0 || bw->stash[wsrc[i]].nbytes != wg->stash[i].nbytes)
+        galv_fatal("pipeline table: the weight-gradient entry's slot '%s' is not in the microbatch's stash", wg->stash[i].name);
+    }
+  }
   /* an earlier stage with no gradient outputs (only frozen parameters, nothing received): forward only */
   int fwd_only = !last && !bw;
   for (int o = 0; o < nbo && fwd_only; o++)
@@ -617,6 +688,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   if (!trains) galv_fatal("out of memory");
   for (int o = 0; o < nbo; o++)
     if (okb[o] < 0) trains[-okb[o] - 1] = 1;
+  for (int o = 0; o < nwo; o++) trains[-okw[o] - 1] = 1;
   for (int p = 0; p < galv_pipe_nparams; p++) { /* the gradient sums and the optimizer state, zero */
     if (!trains[p]) continue;
     size_t n = (size_t)galv_pipe_params[p].nbytes;
@@ -642,14 +714,17 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   if (!hin) galv_fatal("out of memory");
   /* one arena for both entries (each planned on its own; they never run at once) */
   int64_t amax = bw && *bw->arena_bytes > galv_arena_bytes ? *bw->arena_bytes : galv_arena_bytes;
+  if (wg && *wg->arena_bytes > amax) amax = *wg->arena_bytes;
   size_t abytes = (size_t)(amax ? amax : 64);
   char *arena = D->alloc(abytes);
   D->fill(arena, FILL, abytes);
 
   /* the schedule */
-  galv_pipe_act *acts = malloc(sizeof *acts * (size_t)(2 * B));
-  if (!acts) galv_fatal("out of memory");
+  galv_pipe_act *acts = malloc(sizeof *acts * (size_t)(3 * B));
+  char **wst = calloc((size_t)B, sizeof *wst); /* ZB-H1: per microbatch what its W reads, from B(j) (last stage: F(j)) to W(j) */
+  if (!acts || !wst) galv_fatal("out of memory");
   const int na = galv_pipe_order(S, me, B, galv_pipe_schedule, acts); /* galv_pipe_sched.h: also galvc's --trace-plan */
+  const int64_t wbytes = wg ? *wg->stash_bytes : 0;
   /* saved per microbatch in flight: the stash; without one the inputs (recomputed from); the last stage its inputs' gradients */
   const int64_t sbytes = bw ? *bw->stash_bytes : last ? g_bytes : in_bytes;
   int64_t live = 0, peak = 0;
@@ -658,6 +733,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   float step_t = 0;
   int64_t done = load ? pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t) : 0; /* steps done before */
   if (load && bw) D->copy(Wb, W, (size_t)pspan);
+  if (load && wg) D->copy(Ww, W, (size_t)pspan);
   for (long step = 0; step < steps; step++) {
     for (int p = 0; p < galv_pipe_nparams; p++) {
       if (trains[p]) D->fill(acc[p], 0, (size_t)galv_pipe_params[p].nbytes);
@@ -689,14 +765,14 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
             for (int st = 0; st < S; st++)
               if (v->dst >> st & 1) galv_pipe_xfer_send(galv_pipe_xfer_find(v->name, 0, me, st), outp(o, arena, W), q), nops++;
           }
-      if (pa && !pa->fwd) /* the previous backward's gradients of the received values */
+      if (pa && !pa->fwd && !pa->w) /* the previous backward's gradients of the received values */
         for (int o = 0; o < nbo; o++)
           if (okb[o] >= 1000000 && okb[o] < 2000000) {
             const char *src = last ? stash[pa->mb] + goff[o] : outp_of(bout, o, arena, Wb);
             const galv_pipe_value *v = &galv_pipe_in[okb[o] - 1000000];
             galv_pipe_xfer_send(galv_pipe_xfer_find(v->name, 1, me, v->peer), src, q), nops++;
           }
-      if (pa && !pa->fwd && last) to_free = stash[pa->mb], stash[pa->mb] = NULL;
+      if (pa && !pa->fwd && !pa->w && last) to_free = stash[pa->mb], stash[pa->mb] = NULL;
       if (a && a->fwd) {
         char *dst = inbuf;
         if (!last && !bw) { /* recomputation: the inputs are what is saved */
@@ -711,7 +787,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
             galv_pipe_xfer_recv(galv_pipe_xfer_find(v->name, 0, v->peer, me), dst + ioff[i], q), nops++;
           }
       }
-      if (a && !a->fwd && !last)
+      if (a && !a->fwd && !a->w && !last)
         for (int i = 0; i < nbi; i++)
           if (gbuf[i]) {
             const char *oname = bin[i].name + 4;
@@ -731,7 +807,20 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       if (!a) break;
       /* compute */
       double t1 = now_us();
-      if (a->fwd || !last) {
+      if (a->w) { /* ZB-H1: the weight-gradient entry on what B(j) (last stage: F(j)) kept for it */
+        if (wg) {
+          D->run_entry(wg, arena, Ww, wst[a->mb]);
+          for (int o = 0; o < nwo; o++) {
+            if (!wg->outputs[o].in_weights) GALV_UNPOISON(arena + wg->outputs[o].offset, wg->outputs[o].nbytes);
+            if (last && mbw) /* cross entropy: weighted as the microbatch's other gradients (below) */
+              D->scale_f32((float *)(void *)(arena + wg->outputs[o].offset), (float)mbw[a->mb], (size_t)wg->outputs[o].nbytes / 4);
+          }
+          accumulate(wg->outputs, okw, nwo, arena, Ww, acc, accw, gblk);
+          D->release(wst[a->mb]);
+          wst[a->mb] = NULL;
+          live -= wbytes, inflight--;
+        }
+      } else if (a->fwd || !last) {
         char *src = last || bw ? inbuf : stash[a->mb];
         if (a->fwd || !bw)
           for (int i = 0; i < ni; i++) {
@@ -759,6 +848,17 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         const galv_io *outs = bw && !a->fwd ? bout : galv_outputs;
         for (int o = 0, n = bw && !a->fwd ? nbo : no; o < n; o++)
           if (!outs[o].in_weights) GALV_UNPOISON(arena + outs[o].offset, outs[o].nbytes);
+        if (wg && (last ? a->fwd : !a->fwd)) { /* ZB-H1: what W(j) reads, kept until it runs */
+          const int *okp = last ? ok : okb;
+          char *wb = wst[a->mb] = D->alloc((size_t)(wbytes ? wbytes : 64));
+          live += wbytes;
+          if (live > peak) peak = live;
+          for (int o = 0, n = last ? no : nbo; o < n; o++)
+            if (okp[o] >= 3000000)
+              D->copy(wb + wg->stash[okp[o] - 3000000].offset, outp_of(outs, o, arena, last ? W : Wb), (size_t)outs[o].nbytes);
+          for (int i = 0; i < *wg->nstash; i++)
+            if (wsrc[i] >= 0) D->copy(wb + wg->stash[i].offset, stash[a->mb] + bw->stash[wsrc[i]].offset, (size_t)wg->stash[i].nbytes);
+        }
         if (last && mbw) /* cross entropy: this microbatch's gradients weighted by its share of the counted labels */
           for (int o = 0; o < no; o++)
             if (ok[o] < 0 || (ok[o] >= 1000000 && ok[o] < 2000000))
@@ -769,25 +869,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           if (live > peak) peak = live;
           if (inflight > peak_mb) peak_mb = inflight;
           for (int o = 0; o < no; o++)
-            if (ok[o] >= 2000000)
+            if (ok[o] >= 2000000 && ok[o] < 3000000)
               D->copy(stash[a->mb] + bw->stash[ok[o] - 2000000].offset, outp(o, arena, W), (size_t)galv_outputs[o].nbytes);
         }
-        if (!a->fwd || last) { /* backward: accumulate the parameter gradients */
-          for (int o = 0; o < nbo; o++)
-            if (okb[o] < 0) {
-              int p = -okb[o] - 1;
-              const float *g = (const float *)(const void *)outp_of(bout, o, arena, Wb);
-              if (accw[p]) { /* shared: the whole gradient, summed across the stages after the microbatches */
-                D->add_f32(accw[p], g, (size_t)bout[o].nbytes / 4);
-                continue;
-              }
-              if (galv_pipe_param_split[p].starts) { /* the whole gradient: this rank's block of it */
-                D->block(&galv_pipe_params[p], &galv_pipe_param_split[p], gblk, g);
-                g = gblk;
-              }
-              D->add_f32(acc[p], g, (size_t)galv_pipe_params[p].nbytes / 4);
-            }
-        }
+        if (!a->fwd || last) accumulate(bout, okb, nbo, arena, Wb, acc, accw, gblk); /* backward: the parameter gradients */
         if (last) {
           float l;
           D->d2h(&l, outp(iloss, arena, W), 4);
@@ -801,13 +886,17 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         } else if (!a->fwd) {
           D->release(stash[a->mb]);
           stash[a->mb] = NULL;
-          live -= sbytes, inflight--;
+          live -= sbytes;
+          if (!wg) inflight--; /* with W: the microbatch holds what W reads until W(j) */
         }
       }
-      if (last && !a->fwd) live -= sbytes, inflight--; /* freed once the next group has sent it */
+      if (last && !a->fwd && !a->w) { /* freed once the next group has sent it */
+        live -= sbytes;
+        if (!wg) inflight--;
+      }
       double t2 = now_us();
       tcomp += t2 - t1;
-      ev_add(a->fwd ? EV_FWD : EV_BWD, a->mb, t1, t2);
+      ev_add(a->fwd ? EV_FWD : a->w ? EV_WGT : EV_BWD, a->mb, t1, t2);
     }
     /* shared parameters: the gradient summed across the holding stages, then this rank's block of it */
     for (int p = 0; p < galv_pipe_nparams; p++) {
@@ -829,13 +918,19 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           D->optimizer(&op, (float *)(void *)(W + galv_pipe_params[p].offset), st1[p], st2[p], acc[p],
                      (size_t)galv_pipe_params[p].nbytes / 4);
     if (bw) D->copy(Wb, W, (size_t)pspan); /* the backward entry's copy of the parameters */
+    if (wg) D->copy(Ww, W, (size_t)pspan); /* the weight-gradient entry's */
     if (last && lrank == 0) printf("step %lld loss %.9g\n", (long long)(done + step), loss / B);
   }
   double total = now_us() - tstart;
   printf("%s: %ld steps x %d microbatches (%s): %.3f ms (compute %.3f ms, predicted %.3f ms per microbatch forward+backward)\n",
-         galv_progname, steps, B, galv_pipe_schedule ? "1f1b" : "gpipe", total / 1e3, tcomp / 1e3, galv_pipe_predicted_ms[me]);
-  printf("%s: saved activations in flight: peak %lld bytes (%d microbatches x %lld bytes)\n", galv_progname, (long long)peak,
-         peak_mb, (long long)sbytes);
+         galv_progname, steps, B, galv_pipe_schedule == 2 ? "zb-h1" : galv_pipe_schedule ? "1f1b" : "gpipe", total / 1e3,
+         tcomp / 1e3, galv_pipe_predicted_ms[me]);
+  if (wg)
+    printf("%s: saved activations in flight: peak %lld bytes (%d microbatches: %lld bytes each until B, %lld until W)\n",
+           galv_progname, (long long)peak, peak_mb, (long long)sbytes, (long long)wbytes);
+  else
+    printf("%s: saved activations in flight: peak %lld bytes (%d microbatches x %lld bytes)\n", galv_progname, (long long)peak,
+           peak_mb, (long long)sbytes);
   if (outdir) {
     if (lrank == 0 && galv_mkdirs(outdir) != 0)
       galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
@@ -872,6 +967,9 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int i = 0; i < nbi; i++)
     if (gbuf[i]) D->release(gbuf[i]);
   if (bw) free(okb), D->release(Wb), bw->comm_free();
+  if (wg) D->release(Ww), wg->comm_free();
+  for (int j = 0; j < B; j++) D->release(wst[j]);
+  free(wst), free(okw), free(wsrc);
   for (int p = 0; p < galv_pipe_nparams; p++) D->release(acc[p]), D->release(accw[p]), D->release(st1[p]), D->release(st2[p]);
   D->release(wtmp), free(accw);
   for (int j = 0; j < B; j++) D->release(stash[j]);

@@ -78,8 +78,9 @@ static void usage(FILE *f) {
           "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
           "  --pipeline-stages S (--pp S)  pipeline: S stages (cluster-layers + stage DP), one program per stage\n"
           "                           in DIR/stageI/, DIR/launch runs them (mpirun MPMD); --microbatches B (1),\n"
-          "                           --schedule gpipe|1f1b (1f1b), --trace-plan FILE (the cost model's Chrome trace;\n"
-          "                           with --train: forward and backward per stage and microbatch, the runtime's order);\n"
+          "                           --schedule gpipe|1f1b|zb-h1 (training: the one with the shortest predicted\n"
+          "                           timeline), --trace-plan FILE (the cost model's Chrome trace; with --train:\n"
+          "                           forward, backward (and weight) per stage and microbatch, the runtime's order);\n"
           "                           --gpus N: N / S devices per stage, each stage's sharding from the planner\n"
           "                           (or --strategy tp|dp|dp,tp [--mesh]); S = auto (0): the stage DP chooses\n"
           "                           the stages, each stage's devices (equal k = 1, 2, 4 .. with S k <= --gpus,\n"
@@ -376,7 +377,7 @@ int main(int argc, char **argv) {
   int nshapes = 0;
   gv_train_select select[64];
   int nselect = 0;
-  pipe_args pa = {.B = 1, .sched = GV_SCHED_1F1B};
+  pipe_args pa = {.B = 1, .sched = GV_SCHED_AUTO};
 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -437,8 +438,11 @@ int main(int argc, char **argv) {
       if (strcmp(val, "auto") && strcmp(val, "0") && parse_pos_int("--microbatches", val, &k)) return 2;
       pa.B = k > 1000000 ? 1000000 : (int)k;
     } else if (TAKES("--schedule")) {
-      if (strcmp(val, "gpipe") && strcmp(val, "1f1b")) { gv_error_plain("--schedule %s: expected gpipe or 1f1b", val); return 2; }
-      pa.sched = strcmp(val, "1f1b") == 0 ? GV_SCHED_1F1B : GV_SCHED_GPIPE;
+      if (strcmp(val, "gpipe") && strcmp(val, "1f1b") && strcmp(val, "zb-h1")) {
+        gv_error_plain("--schedule %s: expected gpipe, 1f1b or zb-h1", val);
+        return 2;
+      }
+      pa.sched = !strcmp(val, "1f1b") ? GV_SCHED_1F1B : !strcmp(val, "zb-h1") ? GV_SCHED_ZBH1 : GV_SCHED_GPIPE;
     } else if (TAKES("--trace-plan")) {
       pa.trace_plan = val;
     } else if (strcmp(a, "--pipeline-recompute") == 0) {
@@ -735,6 +739,11 @@ int main(int argc, char **argv) {
   }
   if (pa.recompute && (!pa.on || !train)) {
     gv_error_plain("--pipeline-recompute applies to pipeline training: it needs --train and --pipeline-stages");
+    return 2;
+  }
+  if (pa.sched == GV_SCHED_ZBH1 && pa.recompute) {
+    gv_error_plain("--schedule zb-h1 splits each stage's stashed backward into its input- and weight-gradient entries: "
+                   "it does not combine with --pipeline-recompute");
     return 2;
   }
   if (pa.on && cuda.bf16) {

@@ -123,70 +123,38 @@ static gv_module *pipe_front(const char *model, const gv_import_options *opt, in
   return m;
 }
 
-/* The cost model's timeline as a Chrome trace, pid = tid = stage.
- * Inference: stage i runs forward j once stage i-1 has finished it and
- * stage i has finished j-1. Training: each stage runs its forward F(j) and
- * backward B(j) entries in the runtime's order (galv_pipe_order,
- * runtime/galv_pipe_sched.h); F(i,j) starts after F(i-1,j), B(i,j) after
- * B(i+1,j) and F(i,j); the stage's time per microbatch (forward + backward)
- * is split forward : backward = 1 : 2 (the analytic cost's 1x + 2x FLOPs).
- * step_us: the makespan. */
+/* The cost model's timeline (planner/pipeline.c gv_pipe_timeline_make: the
+ * runtime's order per stage, galv_pipe_order; the dependencies; durations
+ * split F : B = 1 : 2, ZB-H1 F : B : W = 1 : 1 : 1) as a Chrome trace, pid
+ * = tid = stage, one "X" event per entry. otherData: step_us = the
+ * makespan, dp_step_us = the DP's formula, per stage the bubble (makespan -
+ * busy) and the peak of microbatches holding saved values. */
 static int write_plan_trace(const char *path, const gv_pipe_plan *pl, int train, gv_schedule sched) {
-  const int S = pl->nstages, B = pl->B;
-  int64_t *fend = calloc((size_t)S * (size_t)B, sizeof *fend), *bend = calloc((size_t)S * (size_t)B, sizeof *bend);
-  galv_pipe_act *acts = malloc(sizeof *acts * (size_t)S * 2 * (size_t)B);
-  int *next = calloc((size_t)S, sizeof *next);
-  if (!fend || !bend || !acts || !next) {
-    free(fend), free(bend), free(acts), free(next);
-    return gv_error_plain("out of memory");
-  }
-  for (size_t k = 0; k < (size_t)S * (size_t)B; k++) fend[k] = bend[k] = -1;
-  int64_t free_at[GV_PIPE_MAX_STAGES] = {0}, makespan = 0;
-  int per = train ? 2 * B : B, left = S * per, rc = 0;
-  for (int i = 0; i < S; i++) { /* the stage's entries in the order it runs them */
-    if (train) galv_pipe_order(S, i, B, sched == GV_SCHED_1F1B, acts + (size_t)i * (size_t)per);
-    else
-      for (int j = 0; j < B; j++) acts[(size_t)i * (size_t)per + (size_t)j] = (galv_pipe_act){1, j};
-  }
+  static const char *const kn[] = {"backward", "forward", "weight"};
+  gv_pipe_timeline tl;
+  if (gv_pipe_timeline_make(pl, train != 0, sched, &tl)) return -1;
   galv_wfile wf;
   FILE *f = galvc_open_out(&wf, path, 0);
-  if (!f) rc = -1;
-  else fprintf(f, "{\"traceEvents\": [\n");
-  while (!rc && left) { /* each stage takes its next entry once the entries it depends on have ended */
-    int progress = 0;
-    for (int i = 0; i < S; i++) {
-      if (next[i] == per) continue;
-      const galv_pipe_act *a = &acts[(size_t)i * (size_t)per + (size_t)next[i]];
-      const size_t at = (size_t)i * (size_t)B + (size_t)a->mb; /* ends: -1 until the entry is placed */
-      int64_t dep = 0;
-      if (a->fwd) {
-        if (i && fend[at - (size_t)B] < 0) continue;
-        if (i) dep = fend[at - (size_t)B];
-      } else {
-        if ((i + 1 < S && bend[at + (size_t)B] < 0) || fend[at] < 0) continue;
-        dep = i + 1 < S && bend[at + (size_t)B] > fend[at] ? bend[at + (size_t)B] : fend[at];
-      }
-      int64_t ns = pl->cost[i].ns, fwd = train ? ns / 3 : ns, dur = a->fwd ? fwd : ns - fwd;
-      int64_t start = dep > free_at[i] ? dep : free_at[i];
-      free_at[i] = start + dur;
-      (a->fwd ? fend : bend)[at] = start + dur;
-      if (start + dur > makespan) makespan = start + dur;
-      fprintf(f, "%s  {\"name\": \"%s mb%d\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, \"tid\": %d}",
-              left == S * per ? "" : ",\n", a->fwd ? "forward" : "backward", a->mb, a->fwd ? "forward" : "backward",
-              (double)start / 1e3, (double)dur / 1e3, i, i);
-      next[i]++, left--, progress = 1;
-    }
-    if (!progress) rc = gv_error_plain("%s: the pipeline schedule deadlocks (no stage can run its next entry)", path);
+  if (!f) {
+    gv_pipe_timeline_free(&tl);
+    return -1;
   }
-  if (f) {
-    fprintf(f, "\n], \"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"cost model\", \"training\": %s, "
-               "\"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"step_us\": %.3f, \"dp_step_us\": %.3f}}\n",
-            train ? "true" : "false", train ? (sched == GV_SCHED_1F1B ? "1f1b" : "gpipe") : "inference", S, B,
-            (double)makespan / 1e3, (double)pl->step_ns / 1e3);
-    rc = galvc_close_out(&wf, rc);
+  fprintf(f, "{\"traceEvents\": [\n");
+  for (int k = 0; k < tl.nev; k++) {
+    const gv_pipe_event *e = &tl.ev[k];
+    fprintf(f, "%s  {\"name\": \"%s mb%d\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, \"tid\": %d}",
+            k ? ",\n" : "", kn[e->kind], e->mb, kn[e->kind], (double)e->start_ns / 1e3, (double)e->dur_ns / 1e3, e->stage, e->stage);
   }
-  free(fend), free(bend), free(acts), free(next);
-  return rc;
+  fprintf(f, "\n], \"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"cost model\", \"training\": %s, "
+             "\"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"step_us\": %.3f, \"dp_step_us\": %.3f, \"bubble_us\": [",
+          train ? "true" : "false", train ? gv_schedule_name(sched) : "inference", pl->nstages, pl->B,
+          (double)tl.makespan_ns / 1e3, (double)pl->step_ns / 1e3);
+  for (int i = 0; i < pl->nstages; i++) fprintf(f, "%s%.3f", i ? ", " : "", (double)tl.bubble_ns[i] / 1e3);
+  fprintf(f, "], \"peak_microbatches\": [");
+  for (int i = 0; i < pl->nstages; i++) fprintf(f, "%s%d", i ? ", " : "", train ? tl.peak_mb[i] : 0);
+  fprintf(f, "]}}\n");
+  gv_pipe_timeline_free(&tl);
+  return galvc_close_out(&wf, 0);
 }
 
 /* The stage DP for B microbatches on the import at the microbatch size
@@ -256,6 +224,19 @@ static int pipe_inputs(const char *model, gv_import_options opt, const pipe_args
   gv_module_free(m);
   if (!rc && !n) rc = gv_error_plain("%s: the model has no data input to split into microbatches", model);
   return rc;
+}
+
+/* The key plans are compared by (pl->tl_ns): with the schedule chosen
+ * (training without --schedule) the timeline's makespan under the plan's
+ * schedule, else the DP's step formula as before. -1 after an error. */
+static int plan_key(gv_pipe_plan *pl, int train, gv_schedule given) {
+  pl->tl_ns = pl->step_ns;
+  if (!train || given != GV_SCHED_AUTO) return 0;
+  gv_pipe_timeline tl;
+  if (gv_pipe_timeline_make(pl, true, pl->schedule, &tl)) return -1;
+  pl->tl_ns = tl.makespan_ns;
+  gv_pipe_timeline_free(&tl);
+  return 0;
 }
 
 static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global, int B, int S, int64_t gpus, const pipe_args *pa,
@@ -330,6 +311,11 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
      * node (3 devices or more), whole nodes across (3 nodes or more) */
     if (gpus <= kn ? gpus >= 3 : gpus % kn == 0 && gpus / kn >= 3) runs[nruns++] = (dp_run){gpus, 0, 0, NULL};
   }
+  /* the schedules: --schedule, else (training) each of them, the one with the shortest timeline chosen
+   * (1F1B first: on a tie the one with less memory in flight; ZB-H1 needs the stashing stages) */
+  gv_schedule sch[3] = {pa->sched == GV_SCHED_AUTO ? GV_SCHED_1F1B : pa->sched, GV_SCHED_ZBH1, GV_SCHED_GPIPE};
+  int nsch = train && pa->sched == GV_SCHED_AUTO ? 3 : 1;
+  if (nsch == 3 && pa->recompute) sch[1] = GV_SCHED_GPIPE, nsch = 2; /* recomputing stages have no W to defer */
   gv_cluster cs = *cluster, cs_best = *cluster; /* the cluster view of a run, of the best plan's run */
   for (int ri = 0; ri < nruns && rc >= 0; ri++) {
     dp_run *R = &runs[ri];
@@ -344,12 +330,15 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     if (R->per && (cs.devices_per_node >= R->D ? (R->per & (R->per - 1)) && R->per != R->D : R->per % kn)) continue; /* no sub-mesh */
     actx.cluster = &cs;
     ictx.cluster = &cs;
-    gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = R->D, .mesh_devices = R->per,
-                          .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = pa->sched,
-                          .mem_limit = gv_plan_opts.memory_limit, .stages = R->S, .cost = fn, .ctx = fctx};
-    int r = gv_pipe_solve(&pp, tmp);
-    if (r < 0) rc = -1;
-    else if (r == 0 && (rc == 1 || tmp->step_ns < pl->step_ns)) *pl = *tmp, rc = 0, cs_best = cs;
+    for (int si = 0; si < nsch && rc >= 0; si++) {
+      gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = R->D, .mesh_devices = R->per,
+                            .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = sch[si],
+                            .mem_limit = gv_plan_opts.memory_limit, .stages = R->S, .cost = fn, .ctx = fctx};
+      int r = gv_pipe_solve(&pp, tmp);
+      if (r == 0 && plan_key(tmp, train, pa->sched)) r = -1;
+      if (r < 0) rc = -1;
+      else if (r == 0 && (rc == 1 || tmp->tl_ns < pl->tl_ns)) *pl = *tmp, rc = 0, cs_best = cs;
+    }
   }
   actx.cluster = ictx.cluster = &cs_best;
   if (rc == 0 && pa->cuts == 2) { /* --stage-cuts equal: the DP's sub-meshes, groups cut at i k / S, costed alike */
@@ -361,6 +350,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       else sum += pl->cost[i].ns, mx = pl->cost[i].ns > mx ? pl->cost[i].ns : mx;
     }
     pl->sum_ns = sum, pl->max_ns = mx, pl->step_ns = sum + (int64_t)(B - 1) * mx;
+    if (rc == 0 && plan_key(pl, train, pa->sched)) rc = -1;
   }
   if (!quiet && !pa->analytic)
     fprintf(stderr, "galvc: stage costs for B = %d: %lld stage programs planned in %.3f s\n", B, (long long)ictx.plans, ictx.seconds);
@@ -497,6 +487,45 @@ static int same_params(gv_module *f, gv_module *b) {
 static int compile_stages(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
                           const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda);
 
+/* The bytes of a module's galv.state inputs (the emitter's layout: 64-byte aligned, in argument order), *n their count. */
+static int64_t state_bytes(const gv_module *m, int *n) {
+  int64_t bytes = 0;
+  *n = 0;
+  for (int a = 0; a < m->main->body->nargs; a++)
+    if (m->main->arg_is_state && m->main->arg_is_state[a]) {
+      const gv_type *t = &m->main->body->args[a]->type;
+      (*n)++, bytes += (gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype) + 63) / 64 * 64;
+    }
+  return bytes;
+}
+
+/* The bytes of the results whose names start with prefix (64-byte aligned each: the last stage keeps its
+ * "grad:pp." results per microbatch in flight, runtime/pipe.c). */
+static int64_t result_bytes(const gv_module *m, const char *prefix) {
+  const gv_func *f = m->main;
+  const gv_op *ret = f->body->last;
+  int64_t bytes = 0;
+  for (int i = 0; ret && i < f->nres_names && i < ret->nopnds; i++)
+    if (f->res_names[i] && !strncmp(f->res_names[i], prefix, strlen(prefix))) {
+      const gv_type *t = &ret->opnds[i]->type;
+      bytes += (gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype) + 63) / 64 * 64;
+    }
+  return bytes;
+}
+
+/* ZB-H1 splits a backward (an earlier stage's backward entry, the last stage's combined program) when it has
+ * parameter gradients and other results (passes/stage_stash.c input-grad / weight-grad). */
+static bool zb_splits(const gv_module *m) {
+  const gv_func *f = m->main;
+  bool w = false, b = false;
+  for (int i = 0; i < f->nres_names; i++) {
+    const char *n = f->res_names[i];
+    bool g = n && !strncmp(n, "grad:", 5) && strncmp(n, "grad:pp.", 8);
+    w |= g, b |= !g;
+  }
+  return w && b;
+}
+
 int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
                      const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda) {
   int rc = compile_stages(model, opt, pa0, gpus, cluster, out, quiet, build, verify_each, train, cuda);
@@ -540,12 +569,25 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     int k = 0; /* the group count: fixed by --layers, else by the stage count (the largest tried when chosen) */
     int r = pipe_plan_b(model, opt, global, Bs[i], P.stages, gpus, pa, cluster, train, quiet || i > 0, verify_each, &k, cand, &plan_s);
     if (r < 0) rc = -1;
-    else if (r == 0 && (rc == 1 || cand->step_ns < pl->step_ns)) *pl = *cand, K = k, rc = 0;
+    else if (r == 0 && (rc == 1 || cand->tl_ns < pl->tl_ns)) *pl = *cand, K = k, rc = 0;
   }
   free(cand);
   if (rc) { free(pl); return 1; }
   P.stages = pl->nstages;
   P.B = pl->B;
+  if (train) P.sched = pl->schedule; /* --schedule, else the one chosen */
+  if (train && pa0->sched == GV_SCHED_AUTO && !quiet) { /* the choice: each schedule's timeline on the chosen stages */
+    fprintf(stderr, "galvc: pipeline schedule %s (chosen: the shortest predicted step; step / bubble of stage 0 per schedule:",
+            gv_schedule_name(P.sched));
+    for (int sc = GV_SCHED_GPIPE; sc <= GV_SCHED_ZBH1; sc++) {
+      gv_pipe_timeline tl;
+      if (sc == GV_SCHED_ZBH1 && P.recompute) continue;
+      if (gv_pipe_timeline_make(pl, true, (gv_schedule)sc, &tl)) { free(pl); return 1; }
+      fprintf(stderr, " %s %.3f / %.3f ms", gv_schedule_name((gv_schedule)sc), (double)tl.makespan_ns / 1e6, (double)tl.bubble_ns[0] / 1e6);
+      gv_pipe_timeline_free(&tl);
+    }
+    fprintf(stderr, ")\n");
+  }
   opt = at_microbatch(opt, global, P.B);
   int S = P.stages;
   /* dev[s]: the devices of stage s (its sub-mesh, the DP's choice; the runtime's ranks first_rank[s] ..) */
@@ -616,7 +658,8 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     char dir[4096];
     snprintf(dir, sizeof dir, "%s%sstage%d/", out, out[strlen(out) - 1] == '/' ? "" : "/", s);
     gv_stage_io *io = calloc(1, sizeof *io);
-    gv_module *ms = NULL, *mb = NULL; /* the stage's program (training with a stash: its forward entry) and backward entry */
+    gv_module *ms = NULL, *mb = NULL, *mw = NULL; /* the stage's program (training with a stash: its forward entry), backward
+                                                   * entry, and under ZB-H1 its weight-gradient entry */
     bool stash = train && !pa->recompute && s < S - 1;
     rc = !io || !(ms = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io));
     if (!rc && stash && !gv_stage_has_grads(ms)) stash = false; /* forward only: nothing trains in it */
@@ -632,24 +675,52 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       gv_pipe_opts.stash = NULL;
       if (!rc) rc = same_params(ms, mb);
     }
+    /* ZB-H1: the backward (the backward entry; the last stage's combined program) split once more into its
+     * input-gradient part (stays) and its weight-gradient entry (program_wgt.c), from a third import */
+    gv_module *zsrc = !rc && train && pa->sched == GV_SCHED_ZBH1 ? (mb ? mb : s == S - 1 ? ms : NULL) : NULL;
+    if (zsrc && zb_splits(zsrc)) {
+      gv_stage_io *io3 = calloc(1, sizeof *io3);
+      rc = !io3 || !(mw = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io3));
+      free(io3);
+      static const char *const st[] = {"stage-stash"};
+      gv_pipe_opts.stash = "backward";
+      if (!rc && mb) rc = run_named(mw, st, 1, 1, verify_each) || gv_verify(mw);
+      gv_pipe_opts.stash = "weight-grad";
+      if (!rc) rc = run_named(mw, st, 1, 1, verify_each) || gv_verify(mw);
+      gv_pipe_opts.stash = "input-grad";
+      if (!rc) rc = run_named(zsrc, st, 1, 1, verify_each) || gv_verify(zsrc);
+      gv_pipe_opts.stash = NULL;
+      if (!rc) rc = same_params(ms, mw);
+    }
     static const char *const back[] = {"fuse", "memory-plan"};
     if (!rc) rc = gv_verify(ms) || run_named(ms, back, 2, 1, verify_each) || gv_verify(ms);
     if (!rc && mb) rc = run_named(mb, back, 2, 1, verify_each) || gv_verify(mb);
+    if (!rc && mw) rc = run_named(mw, back, 2, 1, verify_each) || gv_verify(mw);
     if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
     gv_cuda_options cs = {0};
     if (cuda) cs = *cuda, cs.pipe_stage = true; /* the CUDA emitter writes the stage's Makefile (main = pipe_cuda.cu) */
     if (!rc && mb) rc = emit_program(mb, dir, quiet, cuda ? &cs : NULL, "bwd"); /* program_bwd.c (.cu), weights_bwd.bin */
+    if (!rc && mw) rc = emit_program(mw, dir, quiet, cuda ? &cs : NULL, "wgt"); /* program_wgt.c (.cu), weights_wgt.bin */
     if (!rc) rc = emit_program(ms, dir, quiet, cuda ? &cs : NULL, NULL);
     if (!rc && mb && !quiet) { /* the stash per microbatch: the backward entry's galv.state inputs */
       int n = 0;
-      int64_t bytes = 0;
-      for (int a = 0; a < mb->main->body->nargs; a++)
-        if (mb->main->arg_is_state && mb->main->arg_is_state[a]) {
-          const gv_type *t = &mb->main->body->args[a]->type;
-          n++, bytes += (gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype) + 63) / 64 * 64;
-        }
+      int64_t bytes = state_bytes(mb, &n);
       fprintf(stderr, "galvc: stage %d: forward and backward entries, stash %d values, %lld bytes per microbatch "
                       "(the stage DP's estimate %lld)\n", s, n, (long long)bytes, (long long)pl->cost[s].act_bytes);
+    }
+    if (!rc && train && !quiet && (mb || s == S - 1)) { /* the saved bytes in flight the schedule predicts (galv_pipe_peak) */
+      int n = 0, wn = 0, pmb = 0;
+      int64_t fb = mb ? state_bytes(mb, &n) : result_bytes(ms, "grad:pp."), wb = mw ? state_bytes(mw, &wn) : 0;
+      galv_pipe_act *acts = malloc(sizeof *acts * (size_t)(3 * pa->B));
+      if (!acts) rc = gv_error_plain("out of memory");
+      else {
+        int na = galv_pipe_order(S, s, pa->B, pa->sched, acts);
+        int64_t peak = galv_pipe_peak(acts, na, fb, wb, s == S - 1, &pmb);
+        fprintf(stderr, "galvc: stage %d: %s: predicted peak saved bytes %lld (%d microbatches; %lld bytes per microbatch until "
+                        "B%s", s, gv_schedule_name(pa->sched), (long long)peak, pmb, (long long)fb, mw ? "" : ")\n");
+        if (mw) fprintf(stderr, ", %lld until W: %d values)\n", (long long)wb, wn);
+        free(acts);
+      }
     }
     if (!rc) { /* the stage table and (cpu) its Makefile: mpicc, -DGALV_PIPE_STAGE, pipe_stage.c */
       char path[4200];
@@ -671,8 +742,8 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
         fprintf(f, "    {0, 0, 0}};\nconst int galv_pipe_nout = %d;\n", io->nout);
         /* training: schedule, optimizer, the parameters' weights.bin slots (the emitter's layout: arg order, 64-aligned) */
         const gv_train_options *to = &gv_train_opts;
-        fprintf(f, "const int galv_pipe_training = %d, galv_pipe_schedule = %d; /* 0 gpipe, 1 1f1b */\n", train ? 1 : 0,
-                pa->sched == GV_SCHED_1F1B ? 1 : 0);
+        fprintf(f, "const int galv_pipe_training = %d, galv_pipe_schedule = %d; /* 0 gpipe, 1 1f1b, 2 zb-h1 */\n", train ? 1 : 0,
+                train ? (int)pa->sched : GV_SCHED_1F1B);
         fprintf(f, "const char galv_pipe_optimizer[] = \"%s\";\n", train ? to->optimizer : "");
         /* cross entropy: the microbatches weighted by their counted labels (runtime/pipe.c) */
         fprintf(f, "const int galv_pipe_ce = %d;\nconst char galv_pipe_labels[] = \"%s\";\nconst int64_t galv_pipe_ignore_index = %lldLL;\n",
@@ -739,6 +810,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
         /* training with a stash: the backward entry (program_bwd.c); else none */
         if (mb) fprintf(f, "GALV_PIPE_ENTRY_DECL(bwd);\nconst galv_pipe_entry galv_pipe_bwd = GALV_PIPE_ENTRY(bwd);\n");
         else fprintf(f, "const galv_pipe_entry galv_pipe_bwd = {0};\n");
+        /* ZB-H1: the weight-gradient entry (program_wgt.c); else none */
+        if (mw) fprintf(f, "GALV_PIPE_ENTRY_DECL(wgt);\nconst galv_pipe_entry galv_pipe_wgt = GALV_PIPE_ENTRY(wgt);\n");
+        else fprintf(f, "const galv_pipe_entry galv_pipe_wgt = {0};\n");
         rc = write_xfers(f, ms, mb, io, s, dev, pa, train);
         rc = galvc_close_out(&wf, rc);
       }
@@ -763,7 +837,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
             else if (!strncmp(line, "COMM = ", 7)) fprintf(f, "COMM = mpi\n");
             else if (!strncmp(line, "WARN = ", 7)) fprintf(f, "WARN = -DGALV_PIPE_STAGE %s\n", line + 7);
             else if (!strncmp(line, "SRC = program.c ", 16))
-              fprintf(f, "SRC = program.c %spipe_stage.c %s\n", mb ? "program_bwd.c " : "", line + 16);
+              fprintf(f, "SRC = program.c %s%spipe_stage.c %s\n", mb ? "program_bwd.c " : "", mw ? "program_wgt.c " : "", line + 16);
             else fprintf(f, "%s\n", line);
           }
           rc = galvc_close_out(&wf, 0);
@@ -775,6 +849,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     free(io);
     if (ms) gv_module_free(ms);
     if (mb) gv_module_free(mb);
+    if (mw) gv_module_free(mw);
   }
   if (mp) gv_module_free(mp);
   free(pmask);

@@ -944,10 +944,11 @@ static const char make_ranks[] =
  * builds the same stage for the CPU target (runtime/main.c -> pipe.c). */
 static const char make_stage[] =
     "MAIN_CU =\n"
-    "# training with a stash: the backward entry (program_bwd.cu; program_bwd.c for make cpu)\n"
-    "STAGE_CU = runtime/cuda/pipe_cuda.cu $(wildcard program_bwd.cu)\n"
+    "# training with a stash: the backward entry (program_bwd.cu; program_bwd.c for make cpu); ZB-H1: the\n"
+    "# weight-gradient entry (program_wgt.cu, program_wgt.c)\n"
+    "STAGE_CU = runtime/cuda/pipe_cuda.cu $(wildcard program_bwd.cu) $(wildcard program_wgt.cu)\n"
     "STAGE_O = pipe.o pipe_xfer.o pipe_stage.o\n"
-    "STAGE_C = pipe_stage.c $(wildcard program_bwd.c)\n"
+    "STAGE_C = pipe_stage.c $(wildcard program_bwd.c) $(wildcard program_wgt.c)\n"
     "pipe.o: runtime/pipe.c runtime/galv_pipe.h runtime/galv_pipe_sched.h runtime/galv_rt.h runtime/galv_spmd.h \\\n"
     "        runtime/galv_comm.h\n"
     "\t$(CC) -O2 -std=gnu11 -DGALV_PIPE_STAGE -c -o $@ $<\n"
