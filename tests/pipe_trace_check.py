@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Checks a pipeline training timeline (docs/pipeline.md, "Pipeline training").
 
-    pipe_trace_check.py PLAN.json RUN.json S B gpipe|1f1b
+    pipe_trace_check.py PLAN.json RUN.json S B gpipe|1f1b|zb-h1
 
 PLAN.json is galvc's --trace-plan (the cost model), RUN.json the runtime's
 --trace (out/launch). The plan must be a valid Chrome trace with one forward
 and one backward "X" event per stage and microbatch; each stage's events,
 sorted by start, must not overlap and must be in the schedule's order
 (GPipe: F0..F(B-1), B0..B(B-1); 1F1B: w = min(S - s - 1, B) warm-up
-forwards, then F(w+i), B(i), then the cool-down backwards); F(s, j) starts
-after F(s-1, j) ends, B(s, j) after B(s+1, j) and F(s, j); otherData.step_us
-equals the makespan. The run's forward/backward events, per stage (its
+forwards, then F(w+i), B(i), then the cool-down backwards; ZB-H1: one
+"weight" event W per stage and microbatch besides, w warm-up forwards, s
+rounds F, B with W deferred, then F, B, W, then B, W, then the deferred
+W's); F(s, j) starts after F(s-1, j) ends, B(s, j) after B(s+1, j) and
+F(s, j), W(s, j) after B(s, j); otherData.step_us equals the makespan. The run's forward/backward events, per stage (its
 first rank), must come in the plan's order in every training step. Prints the
 makespans."""
 import json
@@ -20,7 +22,20 @@ EPS = 1.5e-3  # the traces print microseconds with 3 decimals
 
 
 def expected_order(S, s, B, sched):
-    w = min(S - s - 1, B) if sched == "1f1b" else B
+    w = min(S - s - 1, B) if sched != "gpipe" else B
+    if sched == "zb-h1":  # written out again here, independently of galv_pipe_sched.h
+        acts, f, b, g = [("forward", j) for j in range(w)], w, 0, 0
+        for _ in range(s):
+            if f < B:
+                acts += [("forward", f), ("backward", b)]
+                f, b = f + 1, b + 1
+        while f < B:
+            acts += [("forward", f), ("backward", b), ("weight", g)]
+            f, b, g = f + 1, b + 1, g + 1
+        while b < B:
+            acts += [("backward", b), ("weight", g)]
+            b, g = b + 1, g + 1
+        return acts + [("weight", j) for j in range(g, B)]
     acts = [("forward", j) for j in range(w)]
     for i in range(B - w):
         acts += [("forward", w + i), ("backward", i)]
@@ -46,7 +61,7 @@ def load(path):
 def per_stage(ev, S, first_rank_only):
     out = {}
     for s in range(S):
-        es = [e for e in ev if e["pid"] == s and e["cat"] in ("forward", "backward")]
+        es = [e for e in ev if e["pid"] == s and e["cat"] in ("forward", "backward", "weight")]
         if first_rank_only and es:
             r = min(e["tid"] for e in es)
             es = [e for e in es if e["tid"] == r]
@@ -62,8 +77,10 @@ def main():
     plan, run, S, B, sched = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     pd, pev = load(plan)
     ps = per_stage(pev, S, False)
-    if len([e for e in pev if e["cat"] in ("forward", "backward")]) != 2 * S * B:
-        sys.exit(f"plan: {len(pev)} events, expected {2 * S * B} (forward and backward per stage and microbatch)")
+    per = 3 if sched == "zb-h1" else 2
+    if len([e for e in pev if e["cat"] in ("forward", "backward", "weight")]) != per * S * B:
+        sys.exit(f"plan: {len(pev)} events, expected {per * S * B} (forward, backward{', weight' if per == 3 else ''} "
+                 "per stage and microbatch)")
     end = {}
     for s in range(S):
         got = [key(e) for e in ps[s]]
@@ -84,6 +101,8 @@ def main():
                 sys.exit(f"plan: B({s},{j}) starts before F({s},{j}) ends")
             if s + 1 < S and b0 < end[(s + 1, "backward", j)][1] - EPS:
                 sys.exit(f"plan: B({s},{j}) starts before B({s + 1},{j}) ends")
+            if per == 3 and end[(s, "weight", j)][0] < end[(s, "backward", j)][1] - EPS:
+                sys.exit(f"plan: W({s},{j}) starts before B({s},{j}) ends")
     makespan = max(t1 for _, t1 in end.values()) - min(t0 for t0, _ in end.values())
     step = pd["otherData"]["step_us"]
     if abs(step - makespan) > EPS:
@@ -96,6 +115,12 @@ def main():
             sys.exit(f"run: stage {s} ran {a}, the plan says {b} per step")
     rspan = max(e["ts"] + e["dur"] for e in rev) - min(e["ts"] for e in rev)
     steps = len(rs[0]) // len(ps[0])
+    bub = pd["otherData"].get("bubble_us")
+    if bub is not None:  # per stage: the makespan less the stage's busy time
+        for s in range(S):
+            busy = sum(e["dur"] for e in ps[s])
+            if abs(bub[s] - (makespan - busy)) > EPS * (len(ps[s]) + 1):
+                sys.exit(f"plan: stage {s}: bubble_us {bub[s]} != makespan - busy {makespan - busy:.3f}")
     print(f"traces ok: plan makespan {makespan:.3f} us = step_us (DP formula {pd['otherData']['dp_step_us']:.3f} us), "
           f"run in the plan's order ({steps} steps in {rspan / 1e3:.3f} ms)")
 

@@ -14,6 +14,7 @@
 
 #include "planner/cost.h"
 #include "planner/pipeline.h"
+#include "runtime/galv_pipe_sched.h"
 
 static int fails;
 #define CHECK(c, ...)                                              \
@@ -306,6 +307,75 @@ int main(void) {
     CHECK(gv_pipe_shared_extra_bytes(&sp, 1, 4, 8) == 8 << 20 && gv_pipe_shared_extra_bytes(&sp, 1, 0, 8) == 0 &&
               gv_pipe_shared_extra_bytes(&sp, 1, 2, 6) == 0,
           "extra bytes of shared parameters per range");
+  }
+  /* the timeline of each schedule (gv_pipe_timeline_make): 4 equal stages of 3 us per microbatch (F : B = 1 : 2;
+   * ZB-H1 F : B : W = 1 : 1 : 1), B = 8. GPipe and 1F1B: (B + S - 1) t; ZB-H1: B t + (S - 1)(F + B - W), the zero-bubble
+   * paper's H1 bubble (a third of 1F1B's here); each stage busy B t; held microbatches B, S - s, min(B, S) */
+  {
+    gv_pipe_plan pl = {.nstages = 4, .B = 8};
+    for (int i = 0; i < 4; i++) pl.cost[i].ns = 3000, pl.cost[i].act_bytes = 100;
+    int64_t want[3] = {11 * 3000, 11 * 3000, 8 * 3000 + 3 * 1000};
+    for (int sc = 0; sc < 3; sc++) {
+      gv_pipe_timeline tl;
+      int rc = gv_pipe_timeline_make(&pl, true, (gv_schedule)sc, &tl);
+      CHECK(rc == 0 && tl.makespan_ns == want[sc], "%s timeline: rc %d, makespan %lld, expected %lld", gv_schedule_name((gv_schedule)sc),
+            rc, (long long)tl.makespan_ns, (long long)want[sc]);
+      if (rc) continue;
+      CHECK(tl.nev == 4 * 8 * (sc == 2 ? 3 : 2), "%s: %d events", gv_schedule_name((gv_schedule)sc), tl.nev);
+      for (int i = 0; i < 4; i++) {
+        int held = sc == 0 ? 8 : sc == 1 ? 4 - i : 4;
+        CHECK(tl.busy_ns[i] == 8 * 3000 && tl.bubble_ns[i] == tl.makespan_ns - tl.busy_ns[i] && tl.peak_mb[i] == held &&
+                  (sc == 2 ? tl.peak_bytes[i] >= held * 100 && tl.peak_bytes[i] <= (held + 1) * 100 : tl.peak_bytes[i] == held * 100),
+              "%s stage %d: busy %lld, bubble %lld, %d microbatches held (expected %d), %lld bytes", gv_schedule_name((gv_schedule)sc), i,
+              (long long)tl.busy_ns[i], (long long)tl.bubble_ns[i], tl.peak_mb[i], held, (long long)tl.peak_bytes[i]);
+      }
+      /* W(s, j) after B(s, j), B(s, j) after B(s+1, j) and F(s, j), F(s, j) after F(s-1, j) */
+      int64_t end[3][4][8];
+      for (int k = 0; k < tl.nev; k++) end[tl.ev[k].kind][tl.ev[k].stage][tl.ev[k].mb] = tl.ev[k].start_ns + tl.ev[k].dur_ns;
+      for (int k = 0; k < tl.nev; k++) {
+        const gv_pipe_event *e = &tl.ev[k];
+        int64_t dep = e->kind == 1 ? (e->stage ? end[1][e->stage - 1][e->mb] : 0)
+                      : e->kind == 0 ? (e->stage < 3 && end[0][e->stage + 1][e->mb] > end[1][e->stage][e->mb] ? end[0][e->stage + 1][e->mb]
+                                                                                                         : end[1][e->stage][e->mb])
+                                     : end[0][e->stage][e->mb];
+        CHECK(e->start_ns >= dep, "%s: event %d of stage %d, mb %d starts at %lld before its dependency ends (%lld)",
+              gv_schedule_name((gv_schedule)sc), e->kind, e->stage, e->mb, (long long)e->start_ns, (long long)dep);
+      }
+      printf("timeline %s: 4 stages x 8 microbatches: step %lld ns, bubble of stage 0 %lld ns, held %d %d %d %d\n",
+             gv_schedule_name((gv_schedule)sc), (long long)tl.makespan_ns, (long long)tl.bubble_ns[0], tl.peak_mb[0], tl.peak_mb[1],
+             tl.peak_mb[2], tl.peak_mb[3]);
+      gv_pipe_timeline_free(&tl);
+    }
+    /* ZB-H1's order: per microbatch one F, B, W each, W after B; the peak over the order with sizes */
+    for (int S = 1; S <= 6; S++)
+      for (int B = 1; B <= 9; B++)
+        for (int st = 0; st < S; st++) {
+          galv_pipe_act a[27];
+          int n = galv_pipe_order(S, st, B, GALV_SCHED_ZBH1, a), cnt[3][9] = {{0}}, bpos[9], okw = 1;
+          for (int k = 0; k < n; k++) {
+            int kind = a[k].fwd ? 1 : a[k].w ? 2 : 0;
+            cnt[kind][a[k].mb]++;
+            if (kind == 0) bpos[a[k].mb] = k;
+            if (kind == 2) okw &= cnt[0][a[k].mb] == 1 && bpos[a[k].mb] < k;
+          }
+          int once = n == 3 * B;
+          for (int j = 0; j < B; j++) once &= cnt[0][j] == 1 && cnt[1][j] == 1 && cnt[2][j] == 1;
+          int pmb = 0;
+          int64_t pk = galv_pipe_peak(a, n, 10, 1, 0, &pmb);
+          CHECK(once && okw && pmb == (B < S ? B : S), "zb-h1 order S=%d s=%d B=%d: each entry once %d, W after B %d, held %d", S,
+                st, B, once, okw, pmb);
+          (void)pk;
+        }
+    /* the DP's memory under ZB-H1: min(B, S) microbatches in flight on every stage */
+    synth s;
+    for (int g = 0; g < 8; g++) s.w[g] = 500, s.pw[g] = 3000, s.aw[g] = 4000;
+    int mb8[] = {8};
+    gv_pipe_problem p = {.ngroups = 8, .cluster = &c, .devices = 4, .mb_choices = mb8, .nmb = 1, .stages = 4,
+                         .schedule = GV_SCHED_ZBH1, .cost = cost, .ctx = &s};
+    gv_pipe_plan z;
+    int rc = gv_pipe_solve(&p, &z);
+    CHECK(rc == 0 && z.schedule == GV_SCHED_ZBH1 && z.inflight[0] == 4 && z.inflight[3] == 4, "zb-h1 DP: rc %d, in flight %lld / %lld", rc,
+          (long long)z.inflight[0], (long long)z.inflight[3]);
   }
   printf("%d brute-force cases, %d failures\n", cases, fails);
   return fails ? 1 : 0;
