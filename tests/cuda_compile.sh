@@ -17,12 +17,13 @@
 #     bf16; collectives in program.cu) links with the NCCL and the
 #     host-staged backend,
 #   - a 2-stage pipeline of GPT-2 tiny (--pipeline-stages 2: inference,
-#     GPipe and 1F1B training) links per stage with both backends, and
+#     GPipe, 1F1B and ZB-H1 training) links per stage with both backends, and
 #     with stages of 2 and 1 devices (--stage-devices 2,1 --strategy tp) with NCCL;
 #     the training stages' earlier stage has both entries (program.cu and the
 #     backward entry program_bwd.cu with its per-microbatch stash), the last
-#     stage one; no nvcc warning in the stages' builds. The same GPipe and 1F1B
-#     stage directories' `make cpu` builds (program.c + program_bwd.c: the
+#     stage one (ZB-H1: the last stage's weight-gradient entry program_wgt.cu
+#     besides); no nvcc warning in the stages' builds. The same GPipe, 1F1B and
+#     ZB-H1 stage directories' `make cpu` builds (program.c + program_bwd.c: the
 #     entries' shared CPU/CUDA path) run 2 AdamW steps (GALV_PROGRAM=program-cpu
 #     launch, GALV_COMM_SYNC=1, timeout) with the single-device CPU training
 #     program's losses and weights (rtol 1e-4, atol 1e-5, as tests/pipeline_train.sh),
@@ -140,7 +141,7 @@ if [ $MPI = 1 ]; then
   python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2pp.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
   # NAME:BACKENDS:OPTIONS; tp21: stages of 2 and 1 devices (collectives inside stage 0, cross-mesh tiles)
   for cfg in "inference:nccl staged:" "gpipe:nccl staged:--train --schedule gpipe" "1f1b:nccl staged:--train --schedule 1f1b" \
-             "tp21:nccl:--train --stage-devices 2,1 --strategy tp"; do
+             "zb:nccl staged:--train --schedule zb-h1" "tp21:nccl:--train --stage-devices 2,1 --strategy tp"; do
     IFS=: read -r n comms extra <<<"$cfg"
     d=$T/pp2_$n
     # shellcheck disable=SC2086
@@ -153,6 +154,12 @@ if [ $MPI = 1 ]; then
     if [ "$([ -f "$d/stage0/program_bwd.cu" ] && [ -f "$d/stage0/program_bwd.c" ] && echo 1 || echo 0)" != $want ] ||
        [ -f "$d/stage1/program_bwd.cu" ]; then
       echo "✗ pp=2 $n: program_bwd.cu in stage0 expected $want, stage1 0: $(ls "$d"/stage*/program_bwd.cu 2>/dev/null)"; fail=1
+    fi
+    # ZB-H1: the last stage's weight-gradient entry (stage 0 sends no gradient back: its backward stays whole)
+    wz=0; [ "$n" = zb ] && wz=1
+    if [ "$([ -f "$d/stage1/program_wgt.cu" ] && [ -f "$d/stage1/program_wgt.c" ] && echo 1 || echo 0)" != $wz ] ||
+       [ -f "$d/stage0/program_wgt.cu" ]; then
+      echo "✗ pp=2 $n: program_wgt.cu in stage1 expected $wz, stage0 0: $(ls "$d"/stage*/program_wgt.cu 2>/dev/null)"; fail=1
     fi
     for comm in $comms; do
       pids=()
@@ -183,7 +190,7 @@ np.save('$T/ppb/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))"
          >"$T/pp_one.log" 2>&1 || ! timeout 120 "$T/pp_one/program" --batches "$T/ppb" --steps 2 -o "$T/pp_one.w" >"$T/pp_one.txt" 2>&1; then
       echo "✗ pp=2 single-device CPU reference"; cat "$T/pp_one.log" "$T/pp_one.txt"; fail=1
     fi
-    for n in gpipe 1f1b; do
+    for n in gpipe 1f1b zb; do
       d=$T/pp2_$n
       [ -f "$T/pp_one.txt" ] && [ -f "$d/stage0/program_bwd.c" ] || continue
       if ! make -s -C "$d/stage0" cpu >"$d.cpu.log" 2>&1 || ! make -s -C "$d/stage1" cpu >>"$d.cpu.log" 2>&1 ||

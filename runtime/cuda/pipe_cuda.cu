@@ -66,10 +66,11 @@ static void d_run(char *arena, const char *weights) {
   d_check(galv_kernels, "");
 }
 /* the stage's backward entry (program_bwd.cu: galv_bwd_program_run enqueues its kernels on the compute stream),
- * its state buffer the microbatch's stash on the device */
+ * its state buffer the microbatch's stash on the device; ZB-H1's weight-gradient entry (program_wgt.cu) alike,
+ * on the microbatch's W stash */
 static void d_run_entry(const galv_pipe_entry *e, char *arena, const char *weights, char *state) {
   e->run(arena, weights, state);
-  d_check(e->kernels, "backward entry: ");
+  d_check(e->kernels, e == &galv_pipe_wgt ? "weight-gradient entry: " : "backward entry: ");
 }
 
 __global__ static void add_kernel(float *dst, const float *src, size_t n) {
