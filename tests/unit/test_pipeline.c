@@ -376,6 +376,15 @@ int main(void) {
     int rc = gv_pipe_solve(&p, &z);
     CHECK(rc == 0 && z.schedule == GV_SCHED_ZBH1 && z.inflight[0] == 4 && z.inflight[3] == 4, "zb-h1 DP: rc %d, in flight %lld / %lld", rc,
           (long long)z.inflight[0], (long long)z.inflight[3]);
+    /* a limit 1F1B meets and ZB-H1 does not: the last stage holds 1 microbatch under 1F1B, min(B, S) = 2 under ZB-H1 */
+    synth t2 = {{500, 500}, {100, 100}, {4000, 40000}};
+    int mb4[] = {4};
+    gv_pipe_problem q = {.ngroups = 2, .cluster = &c, .devices = 2, .mb_choices = mb4, .nmb = 1, .stages = 2,
+                         .schedule = GV_SCHED_1F1B, .mem_limit = 15000, .cost = cost, .ctx = &t2};
+    int r1 = gv_pipe_solve(&q, &z);
+    q.schedule = GV_SCHED_ZBH1;
+    int r2 = solve_captured(&q, &z);
+    CHECK(r1 == 0 && r2 == 1, "limit 15000: 1F1B rc %d (fits), ZB-H1 rc %d (does not)", r1, r2);
   }
   printf("%d brute-force cases, %d failures\n", cases, fails);
   return fails ? 1 : 0;
