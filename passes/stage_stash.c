@@ -19,7 +19,8 @@
  * - the stash: the forward values (results of forward ops, and the non-
  *   parameter inputs: data and received values) that a backward op uses or a
  *   "grad:" result is; nothing else. Named "stash.N" in order (inputs first,
- *   then program order).
+ *   then program order). A pending sum (a value partial over a mesh axis)
+ *   is never stashed: the op making it is recomputed in the backward.
  *
  * forward: keeps the forward ops; results = the "pp." results then the stash
  * values ("stash.N"); drops the "gin:" inputs and unused data inputs (every
@@ -183,7 +184,7 @@ int gv_pass_stage_stash(gv_module *m) {
     goto done;
   }
   memcpy(needb0, needb, (size_t)nv);
-  for (int pass = 0; pass < 2; pass++) {
+  for (int pass = 0;; pass++) {
     if (pass) { /* again with the recomputed ops */
       memcpy(needb, needb0, (size_t)nv);
       memset(opb, 0, (size_t)nops);
@@ -196,7 +197,19 @@ int gv_pass_stage_stash(gv_module *m) {
       opb[k] = true;
       each_use(op, mark, needb);
     }
-    if (pass) break;
+    /* a pending sum (partial over a mesh axis: a contraction split under tp, its all-reduce still to come)
+     * cannot be a slot of the stash — an entry's result is whole or split — so the op that makes one the
+     * second part reads is recomputed there, until no such value is left */
+    bool more = pass == 0;
+    for (k = 0; k < nops; k++) {
+      if (!opf[k] || opb[k] || recomp[k]) continue;
+      for (int i = 0; i < ops[k]->nres; i++) {
+        const gv_sharding *sh = needb[ops[k]->res[i]->id] ? gv_value_sharding(m, ops[k]->res[i]) : NULL;
+        if (sh && sh->partial) recomp[k] = more = true;
+      }
+    }
+    if (!more) break;
+    if (pass) continue;
     /* an elementwise forward op whose operands the backward has anyway (stashed, free, recomputed)
      * is recomputed in the backward instead of stashing its result */
     for (int v = 0; v < nv; v++)
