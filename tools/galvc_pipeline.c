@@ -128,7 +128,8 @@ static gv_module *pipe_front(const char *model, const gv_import_options *opt, in
  * split F : B = 1 : 2, ZB-H1 F : B : W = 1 : 1 : 1) as a Chrome trace, pid
  * = tid = stage, one "X" event per entry. otherData: step_us = the
  * makespan, dp_step_us = the DP's formula, per stage the bubble (makespan -
- * busy) and the peak of microbatches holding saved values. */
+ * busy), the peak of microbatches holding saved values and of their bytes
+ * at the stage DP's estimate per microbatch. */
 static int write_plan_trace(const char *path, const gv_pipe_plan *pl, int train, gv_schedule sched) {
   static const char *const kn[] = {"backward", "forward", "weight"};
   gv_pipe_timeline tl;
@@ -152,6 +153,8 @@ static int write_plan_trace(const char *path, const gv_pipe_plan *pl, int train,
   for (int i = 0; i < pl->nstages; i++) fprintf(f, "%s%.3f", i ? ", " : "", (double)tl.bubble_ns[i] / 1e3);
   fprintf(f, "], \"peak_microbatches\": [");
   for (int i = 0; i < pl->nstages; i++) fprintf(f, "%s%d", i ? ", " : "", train ? tl.peak_mb[i] : 0);
+  fprintf(f, "], \"peak_bytes\": [");
+  for (int i = 0; i < pl->nstages; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)tl.peak_bytes[i]);
   fprintf(f, "]}}\n");
   gv_pipe_timeline_free(&tl);
   return galvc_close_out(&wf, 0);
