@@ -141,7 +141,7 @@ if [ $MPI = 1 ]; then
   python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2pp.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
   # NAME:BACKENDS:OPTIONS; tp21: stages of 2 and 1 devices (collectives inside stage 0, cross-mesh tiles)
   for cfg in "inference:nccl staged:" "gpipe:nccl staged:--train --schedule gpipe" "1f1b:nccl staged:--train --schedule 1f1b" \
-             "zb:nccl staged:--train --schedule zb-h1" "tp21:nccl:--train --stage-devices 2,1 --strategy tp"; do
+             "zb:nccl staged:--train --schedule zb-h1" "tp21:nccl:--train --schedule 1f1b --stage-devices 2,1 --strategy tp"; do
     IFS=: read -r n comms extra <<<"$cfg"
     d=$T/pp2_$n
     # shellcheck disable=SC2086

@@ -710,7 +710,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
       if (!rt_dtype(body->args[i]->type.dtype)) return galv_wfile_abandon(&w), gv_error(m, "cuda codegen: input dtype unsupported");
       io_entry(e, fn->arg_names[i] ? fn->arg_names[i] : "", body->args[i]), nin++;
     }
-  if (!nin) fprintf(f, "  {0}\n");
+  if (!nin) fprintf(f, "  {}\n"); /* none (ZB-H1's weight-gradient entry reads parameters and its state only); C++: {} */
   fprintf(f, "};\nconst int galv_ninputs = %d;\n\n", nin);
   const gv_op *ret = gv_block_terminator(body);
   if (!ret || ret->code != GV_OP_RETURN) return galv_wfile_abandon(&w), gv_error(m, "cuda codegen: the function does not end in galv.return");
@@ -722,7 +722,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
     if (!rt_dtype(ret->opnds[i]->type.dtype)) return galv_wfile_abandon(&w), gv_error_op(m, ret, "cuda codegen: output dtype unsupported");
     io_entry(e, name, ret->opnds[i]);
   }
-  if (!ret->nopnds) fprintf(f, "  {0}\n");
+  if (!ret->nopnds) fprintf(f, "  {}\n");
   fprintf(f, "};\nconst int galv_noutputs = %d;\n\n", ret->nopnds);
   /* parameters (for --gen-weights and bf16 conversion), then the f32 constants */
   int np = 0, nc = 0;
