@@ -630,7 +630,7 @@ static bool full_mode;
 
 static void worker_main(void *arg);
 static size_t stack_size(void) { return EMU_ASAN || EMU_TSAN ? (size_t)1 << 20 : (size_t)256 << 10; }
-static std::vector<worker *> pool;
+static std::vector<worker *> &pool = *new std::vector<worker *>; /* never destroyed: reachable at the leak check */
 static worker *get_worker(size_t i) {
   while (pool.size() <= i) {
     worker *w = new worker{};
