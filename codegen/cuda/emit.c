@@ -899,11 +899,19 @@ static const char makefile[] =
     "emu: program-emu\n"
     "program-emu: $(EMU_DEPS)\n"
     "\t$(EMU_BUILD) $(EMU_FLAGS)\n"
+    "# the race check: the program's sources with TSan's instrumentation, linked against the layer's own\n"
+    "# hooks (a per-barrier-epoch shadow of __shared__ memory; runtime/cuda/emu/emu.cc), not the TSan runtime\n"
+    "EMU_RACE = -O1 -g -DGALV_EMU_SHADOW\n"
     "emu-race: program-emu-race\n"
     "program-emu-race: $(EMU_DEPS)\n"
-    "\t$(EMU_BUILD) -O1 -g -fsanitize=thread\n"
+    "\trm -rf emu-race.d && mkdir emu-race.d\n"
+    "\tfor f in program.cu $(RT) $(STAGE_CU) $(COMM_SRC); do $(EMU_CXX) $(EMU_WARN) $(MPI_INC) -Iruntime/cuda/emu -I. \\\n"
+    "\t  $(EMU_RACE) -fsanitize=thread --param tsan-instrument-func-entry-exit=0 -c -x c++ \\\n"
+    "\t  -o emu-race.d/$$(echo $$f | tr / _).o $$f || exit 1; done\n"
+    "\t$(EMU_CXX) $(EMU_WARN) $(MPI_INC) $(EMU_RACE) -Iruntime/cuda/emu -o $@ emu-race.d/*.o $(EMU_SRC) $(HOST_O) \\\n"
+    "\t  $(STAGE_O) $(EMU_LIBS) -lm\n"
     "clean:\n"
-    "\trm -f program program-cpu program-emu program-emu-race $(HOST_O) $(STAGE_O) comm_mpi_staged.o comm.nccl comm.staged\n"
+    "\trm -rf program program-cpu program-emu program-emu-race emu-race.d $(HOST_O) $(STAGE_O) comm_mpi_staged.o comm.nccl comm.staged\n"
     ".PHONY: all cpu emu emu-race clean\n";
 
 /* one device */

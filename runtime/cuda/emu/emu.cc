@@ -2,32 +2,31 @@
  * program.cu and runtime/cuda/ sources, compiled by the host C++ compiler)
  * on the CPU, as a test tool. What it does:
  *
- * Launch: every block of the grid, in a seeded random order; the threads of
- * a block are cooperative user-level contexts (the x86-64 switch below:
- * callee-saved registers, MXCSR / x87 control word and rsp; no system call,
- * unlike swapcontext), annotated for ASan (__sanitizer_*_switch_fiber) and
- * TSan (__tsan_switch_to_fiber). A block starts on the fast path: its
- * threads run one after another on one context; the first barrier or warp
- * operation moves the block (and the rest of the launch) to full
- * scheduling, where each thread has its own context and runs until it
- * blocks, in a seeded random order between barriers. CUDA's rules are
- * checked, not assumed: every thread of a block reaches each __syncthreads
- * (a thread that exits, or waits elsewhere, while others wait is reported
- * as barrier divergence), every lane named in a warp operation's mask calls
- * it with the same mask, launch limits (1024 threads, block dims 1024 x
- * 1024 x 64, grid y/z 65535, 48 KiB of shared memory per block: static
- * __shared__ sizes are read from the program's own symbol table at start,
- * as ptxas would reject them at build time).
+ * Launch: every block of the grid, in a seeded random order (GALV_EMU_SEED);
+ * the threads of a block are cooperative user-level contexts (the x86-64
+ * switch below: callee-saved registers, MXCSR / x87 control word and rsp;
+ * no system call, unlike swapcontext), annotated for ASan
+ * (__sanitizer_*_switch_fiber). A launch starts on the fast path: the
+ * threads of a block run one after another on one context; the first
+ * barrier or warp operation moves the launch to full scheduling, where each
+ * thread has its own context and runs until it blocks, in a seeded random
+ * order between barriers. CUDA's rules are checked, not assumed: every
+ * thread of a block reaches each __syncthreads (a thread that exits, or
+ * waits at another barrier, while others wait is reported as barrier
+ * divergence), every lane named in a warp operation's mask calls it with
+ * the same mask, and the launch limits of the architecture hold (1024
+ * threads, block dims 1024 x 1024 x 64, grid y / z 65535, 48 KiB of
+ * dynamic shared memory; static __shared__ sizes are read from the
+ * program's own symbol table at start, where ptxas would reject them).
  *
  * Shared memory: each __shared__ variable is one static in the section
  * galv_shm (galv_emu.h); blocks run one at a time, so it is the running
- * block's. A block under full scheduling starts with it filled with 0xff
+ * block's. Under full scheduling a block starts with it filled with 0xff
  * bytes (NaN / -1), so a read before the write it should wait for sees
- * garbage; the race-check build (-fsanitize=thread, `make emu-race`) gives
- * every thread of a block its own TSan fiber with barriers and warp
- * operations as release / acquire, and resets the section's shadow per
- * block, so any two unordered accesses to shared (or global) memory within
- * a barrier epoch, one a write, are reported by TSan's shadow memory.
+ * garbage. The race-check build (make emu-race, GALV_EMU_SHADOW below)
+ * keeps a shadow of every shared byte per barrier epoch: two threads
+ * touching it in one epoch, one writing, is reported whatever order they
+ * ran in.
  *
  * Device memory: each cudaMalloc is its own mapping between two
  * inaccessible guard pages, the block placed at the end of its pages (its
@@ -74,20 +73,6 @@
 #define EMU_ASAN 1
 #else
 #define EMU_ASAN 0
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define EMU_TSAN 1
-extern "C" {
-void *__tsan_get_current_fiber(void);
-void *__tsan_create_fiber(unsigned flags);
-void __tsan_destroy_fiber(void *fiber);
-void __tsan_switch_to_fiber(void *fiber, unsigned flags);
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-void AnnotateNewMemory(const char *f, int l, const volatile void *mem, size_t size);
-}
-#else
-#define EMU_TSAN 0
 #endif
 
 uint3 galv_emu_thread_idx, galv_emu_block_idx, galv_emu_block_dim, galv_emu_grid_dim;
@@ -228,10 +213,18 @@ static void on_fault(int sig, siginfo_t *si, void *) {
 
 /* ---------------------------------------------------------------- static shared memory sizes */
 
+extern "C" char __start_galv_shm[] __attribute__((weak));
+extern "C" char __stop_galv_shm[] __attribute__((weak));
+struct shm_var {
+  std::string name; /* kernel::variable */
+  size_t off, size; /* in the section */
+};
+static std::vector<shm_var> *shm_vars; /* the race check's names */
+
 /* Each __shared__ variable is a static in section galv_shm; its symbol
  * (func::name) gives the kernel. ptxas rejects a kernel whose static shared
  * memory exceeds 48 KiB; so does the emulation, at start. */
-static std::map<std::string, size_t> shm_sizes(void) {
+static std::map<std::string, size_t> shm_sizes(std::vector<shm_var> *vars) {
   std::map<std::string, size_t> out;
   int fd = open("/proc/self/exe", O_RDONLY);
   if (fd < 0) return out;
@@ -262,6 +255,7 @@ static std::map<std::string, size_t> shm_sizes(void) {
       free(dm);
       size_t c = name.rfind("::");
       out[c == std::string::npos ? name : name.substr(0, c)] += sy[j].st_size;
+      vars->push_back({name, (size_t)(sy[j].st_value - sh[shm].sh_addr), (size_t)sy[j].st_size});
     }
   }
   munmap(b, (size_t)st.st_size);
@@ -284,10 +278,16 @@ static void emu_init(void) {
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigaction(SIGSEGV, &sa, nullptr);
   sigaction(SIGBUS, &sa, nullptr);
-  for (auto &k : shm_sizes())
+  std::vector<shm_var> *vars = new std::vector<shm_var>; /* kept for the race check's reports */
+  for (auto &k : shm_sizes(vars))
     if (k.second > 48 * 1024)
       galv_emu_die("kernel %s declares %zu bytes of static __shared__ memory; the limit is 49152 (48 KiB) per block "
                    "(ptxas rejects it)", k.first.c_str(), k.second);
+#ifdef GALV_EMU_SHADOW
+  shm_vars = vars;
+#else
+  delete vars;
+#endif
 }
 /* run before main: the checks of the build itself (shared memory sizes) come first */
 __attribute__((constructor)) static void emu_ctor(void) { emu_init(); }
@@ -601,9 +601,6 @@ struct emu_thread {
   unsigned mask;
   uint64_t val, res;
   bool res_ready;
-#if EMU_TSAN
-  void *tsan;
-#endif
 };
 struct worker {
   char *stack;
@@ -616,10 +613,6 @@ static void *sched_sp;
 static worker *cur_worker;
 static const void *main_bottom;
 static size_t main_size;
-#if EMU_TSAN
-static void *main_tsan;
-static char tsan_launch, tsan_end, tsan_bar, tsan_warp[32];
-#endif
 
 /* the launch being run */
 static void (*k_call)(void *);
@@ -629,7 +622,7 @@ static int nthr;
 static bool full_mode;
 
 static void worker_main(void *arg);
-static size_t stack_size(void) { return EMU_ASAN || EMU_TSAN ? (size_t)1 << 20 : (size_t)256 << 10; }
+static size_t stack_size(void) { return EMU_ASAN ? (size_t)1 << 20 : (size_t)256 << 10; }
 static std::vector<worker *> &pool = *new std::vector<worker *>; /* never destroyed: reachable at the leak check */
 static worker *get_worker(size_t i) {
   while (pool.size() <= i) {
@@ -663,9 +656,6 @@ static void to_thread(worker *w) {
   void *fake = nullptr;
   __sanitizer_start_switch_fiber(&fake, w->stack, w->size);
 #endif
-#if EMU_TSAN
-  __tsan_switch_to_fiber(w->t->tsan, 1 /* no synchronisation: barriers say what is ordered */);
-#endif
   galv_emu_switch(&sched_sp, w->sp);
 #if EMU_ASAN
   __sanitizer_finish_switch_fiber(fake, &main_bottom, &main_size);
@@ -676,9 +666,6 @@ static void to_scheduler(void) {
   worker *w = cur_worker;
 #if EMU_ASAN
   __sanitizer_start_switch_fiber(&w->fake, main_bottom, main_size);
-#endif
-#if EMU_TSAN
-  __tsan_switch_to_fiber(main_tsan, 1);
 #endif
   galv_emu_switch(&w->sp, sched_sp);
 #if EMU_ASAN
@@ -691,13 +678,7 @@ static void worker_main(void *arg) {
   __sanitizer_finish_switch_fiber(nullptr, &main_bottom, &main_size);
 #endif
   for (;;) {
-#if EMU_TSAN
-    __tsan_acquire(&tsan_launch);
-#endif
     k_call(k_fn);
-#if EMU_TSAN
-    __tsan_release(&tsan_end);
-#endif
     w->t->state = ST_DONE;
     to_scheduler();
   }
@@ -722,13 +703,7 @@ void galv_emu_syncthreads(const char *file, int line) {
   no_kernel("__syncthreads");
   emu_thread *t = cur_worker->t;
   t->state = ST_BAR, t->file = file, t->line = line;
-#if EMU_TSAN
-  __tsan_release(&tsan_bar);
-#endif
   to_scheduler();
-#if EMU_TSAN
-  __tsan_acquire(&tsan_bar);
-#endif
 }
 
 /* the lanes of warp w that exist in the block, as a mask */
@@ -804,20 +779,97 @@ uint64_t galv_emu_warp_op(int kind, unsigned mask, uint64_t v, int arg, int widt
   t->kind = kind, t->mask = mask, t->val = v, t->arg = arg, t->width = width, t->file = file, t->line = line;
   t->res_ready = false;
   t->state = ST_WARP;
-#if EMU_TSAN
-  __tsan_release(&tsan_warp[w]);
-#endif
   bool all = true;
   for (int l = 0; l < 32; l++)
     if ((part >> l & 1) && L[l].state != ST_WARP) all = false;
   if (all) warp_complete(w, part);
   else to_scheduler(); /* the last lane to arrive completes it */
-#if EMU_TSAN
-  __tsan_acquire(&tsan_warp[w]);
-#endif
   t->state = ST_RUN;
   return t->res;
 }
+
+/* ---------------------------------------------------------------- shared-memory race check */
+
+/* The race-check build (make emu-race, -DGALV_EMU_SHADOW): the program's
+ * sources are compiled with -fsanitize=thread's instrumentation only (GCC
+ * calls __tsan_readN / __tsan_writeN before every load and store), linked
+ * against the hooks below instead of the TSan runtime. An access inside
+ * the galv_shm section (__shared__ variables) by a thread of the running
+ * block updates a per-byte shadow cell: the barrier epoch (a count that
+ * grows at every block start and completed __syncthreads) and the thread
+ * of its last write and read. Two threads touching one byte in one epoch,
+ * one of them writing, is a race (a missing barrier): reported in one line
+ * naming the kernel, the variable, both threads and the kinds of access.
+ * Deterministic: it does not depend on the order the threads ran in. */
+static uint32_t shm_epoch = 1;
+#ifdef GALV_EMU_SHADOW
+struct shm_cell {
+  uint32_t we, re; /* epochs of the last write / read */
+  int16_t w, r;    /* their threads */
+  uint8_t multi;   /* more than one reader in epoch re */
+};
+static shm_cell *shadow;
+
+static const char *shm_name(uintptr_t a, size_t *off) {
+  if (shm_vars)
+    for (auto &v : *shm_vars)
+      if (a >= (uintptr_t)__start_galv_shm + v.off && a < (uintptr_t)__start_galv_shm + v.off + v.size) {
+        *off = a - ((uintptr_t)__start_galv_shm + v.off);
+        return v.name.c_str();
+      }
+  *off = a - (uintptr_t)__start_galv_shm;
+  return "__shared__ memory";
+}
+[[noreturn]] static void shm_race(uintptr_t a, bool w, int other, bool ow) {
+  size_t off = 0;
+  const char *name = shm_name(a, &off);
+  const emu_thread &t = *cur_worker->t, &o = thr[(size_t)other];
+  galv_emu_die("shared-memory race in %s: thread (%u,%u,%u) %s byte %zu of %s, which thread (%u,%u,%u) %s in the same "
+               "barrier epoch (no __syncthreads between them)", emu_where, t.idx.x, t.idx.y, t.idx.z,
+               w ? "writes" : "reads", off, name, o.idx.x, o.idx.y, o.idx.z, ow ? "wrote" : "read");
+}
+static inline void shadow_access(const void *p, size_t n, bool w) {
+  uintptr_t a = (uintptr_t)p;
+  if (a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm || !cur_worker) return;
+  if (!shadow) shadow = (shm_cell *)calloc((size_t)(__stop_galv_shm - __start_galv_shm), sizeof(shm_cell));
+  int me = cur_worker->t->lin;
+  for (size_t i = 0; i < n; i++) {
+    uintptr_t b = a + i;
+    if (b < (uintptr_t)__start_galv_shm || b >= (uintptr_t)__stop_galv_shm) continue;
+    shm_cell &c = shadow[b - (uintptr_t)__start_galv_shm];
+    if (c.we == shm_epoch && c.w != me) shm_race(b, w, c.w, true);
+    if (w) {
+      if (c.re == shm_epoch && (c.r != me || c.multi)) shm_race(b, w, c.r != me ? c.r : c.w, false);
+      c.we = shm_epoch, c.w = (int16_t)me;
+    } else if (c.re == shm_epoch && c.r != me) {
+      c.multi = 1;
+    } else if (c.re != shm_epoch) {
+      c.re = shm_epoch, c.r = (int16_t)me, c.multi = 0;
+    }
+  }
+}
+extern "C" {
+void __tsan_init(void) {}
+void __tsan_func_entry(void *) {}
+void __tsan_func_exit(void) {}
+void __tsan_vptr_update(void **, void *) {}
+void __tsan_vptr_read(void **) {}
+void __tsan_read_range(void *p, unsigned long n) { shadow_access(p, n, false); }
+void __tsan_write_range(void *p, unsigned long n) { shadow_access(p, n, true); }
+#define EMU_HOOKS(N)                                                                   \
+  void __tsan_read##N(void *p) { shadow_access(p, N, false); }                        \
+  void __tsan_write##N(void *p) { shadow_access(p, N, true); }                        \
+  void __tsan_unaligned_read##N(void *p) { shadow_access(p, N, false); }              \
+  void __tsan_unaligned_write##N(void *p) { shadow_access(p, N, true); }              \
+  void __tsan_volatile_read##N(void *p) { shadow_access(p, N, false); }               \
+  void __tsan_volatile_write##N(void *p) { shadow_access(p, N, true); }
+EMU_HOOKS(1)
+EMU_HOOKS(2)
+EMU_HOOKS(4)
+EMU_HOOKS(8)
+EMU_HOOKS(16)
+}
+#endif
 
 /* ---------------------------------------------------------------- launch */
 
@@ -835,21 +887,13 @@ struct rng {
   }
 };
 
-extern "C" char __start_galv_shm[] __attribute__((weak));
-extern "C" char __stop_galv_shm[] __attribute__((weak));
-
 /* runs the threads of the current block; returns once all are done */
 static void run_block(rng &R, const char *kname) {
   for (int i = 0; i < nthr; i++) thr[i].state = ST_NEW, thr[i].w = nullptr;
+  shm_epoch++; /* a new block's shared memory */
   if (__start_galv_shm && full_mode) {
     memset(__start_galv_shm, 0xff, (size_t)(__stop_galv_shm - __start_galv_shm));
-#if EMU_TSAN
-    AnnotateNewMemory(__FILE__, __LINE__, __start_galv_shm, (size_t)(__stop_galv_shm - __start_galv_shm));
-#endif
   }
-#if EMU_TSAN
-  for (int i = 0; i < nthr; i++) thr[i].tsan = __tsan_create_fiber(0);
-#endif
   std::vector<int> order(nthr);
   for (int i = 0; i < nthr; i++) order[i] = i;
   R.shuffle(order);
@@ -921,11 +965,9 @@ static void run_block(rng &R, const char *kname) {
                      "without reaching it", kname, nbar, bar->file, bar->line, b1, b2);
       }
       for (auto &t : thr) t.state = ST_RUN; /* the barrier is complete */
+      shm_epoch++;
     }
   }
-#if EMU_TSAN
-  for (int i = 0; i < nthr; i++) __tsan_destroy_fiber(thr[i].tsan);
-#endif
 }
 
 static uint64_t nlaunch;
@@ -962,18 +1004,11 @@ void galv_emu_launch_erased(const char *kernel, const char *file, int line, dim3
   for (uint64_t i = 0; i < nb; i++) blocks[i] = i;
   R.shuffle(blocks);
   full_mode = false;
-#if EMU_TSAN
-  if (!main_tsan) main_tsan = __tsan_get_current_fiber();
-  __tsan_release(&tsan_launch);
-#endif
   for (uint64_t bi : blocks) {
     galv_emu_block_idx = {(unsigned)(bi % g.x), (unsigned)(bi / g.x % g.y), (unsigned)(bi / ((uint64_t)g.x * g.y))};
     snprintf(emu_where, sizeof emu_where, "kernel %s (%s:%d), block (%u,%u,%u)", kernel, file, line,
              galv_emu_block_idx.x, galv_emu_block_idx.y, galv_emu_block_idx.z);
     run_block(R, kernel);
   }
-#if EMU_TSAN
-  __tsan_acquire(&tsan_end);
-#endif
   emu_where[0] = 0;
 }

@@ -9,7 +9,8 @@
  * blockIdx read the current emulated thread, __shared__ variables are
  * function-local statics in the section galv_shm (one block runs at a time,
  * so one copy is the block's shared memory; the section lets emu.cc check
- * each kernel's static size against the architecture's 48 KiB), and a
+ * each kernel's static size against the architecture's 48 KiB and the
+ * race-check build find shared accesses), and a
  * launch is GALV_LAUNCH -> galv_emu_launch with a lambda calling the kernel
  * (so template arguments are deduced as under <<<>>>). Barriers, shuffles
  * and votes are calls into the scheduler (emu.cc), which runs the threads
@@ -130,31 +131,21 @@ static inline float __bfloat162float(__nv_bfloat16 b) { return (float)b; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 
 /* ---- atomics: one block runs at a time and a context switches only at a
- * barrier or warp operation, so a read-modify-write is never interleaved;
- * the __atomic builtins keep the race-check build (TSan) from reporting them. */
+ * barrier or warp operation, so a read-modify-write is never interleaved */
 static inline int atomicCAS(int *p, int cmp, int val) {
-  __atomic_compare_exchange_n(p, &cmp, val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-  return cmp;
+  int old = *p;
+  if (old == cmp) *p = val;
+  return old;
 }
 static inline float atomicAdd(float *p, float v) {
-  uint32_t old = __atomic_load_n((uint32_t *)p, __ATOMIC_SEQ_CST), nw;
-  float f;
-  do {
-    memcpy(&f, &old, 4);
-    float s = f + v;
-    memcpy(&nw, &s, 4);
-  } while (!__atomic_compare_exchange_n((uint32_t *)p, &old, nw, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
-  return f;
+  float old = *p;
+  *p = old + v;
+  return old;
 }
 static inline double atomicAdd(double *p, double v) {
-  uint64_t old = __atomic_load_n((uint64_t *)p, __ATOMIC_SEQ_CST), nw;
-  double f;
-  do {
-    memcpy(&f, &old, 8);
-    double s = f + v;
-    memcpy(&nw, &s, 8);
-  } while (!__atomic_compare_exchange_n((uint64_t *)p, &old, nw, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
-  return f;
+  double old = *p;
+  *p = old + v;
+  return old;
 }
 
 /* ---- block and warp synchronisation (emu.cc): CUDA's rules are checked —
