@@ -889,7 +889,7 @@ static const char makefile[] =
     "program-cpu: $(CPU_SRC)\n"
     "\t$(CPU_CC) -O3 -march=native -fno-math-errno -std=gnu11 $(CPU_FLAGS) -o $@ $(CPU_SRC) -lopenblas -lm\n"
     "EMU_CXX ?= g++\n"
-    "EMU_FLAGS ?= -O1 -g\n"
+    "EMU_FLAGS ?= -O1\n"
     "EMU_WARN = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-unused-variable -Wno-sign-compare\n"
     "EMU_SRC = runtime/cuda/emu/emu.cc runtime/cuda/emu/emu_blas.cc $(EMU_NCCL)\n"
     "EMU_DEPS = program.cu $(RT) $(STAGE_CU) $(COMM_SRC) $(HOST_O) $(STAGE_O) $(HDR) $(COMM_STAMP) $(EMU_SRC) \\\n"
