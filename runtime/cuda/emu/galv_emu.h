@@ -12,7 +12,7 @@
  * each kernel's static size against the architecture's 48 KiB and the
  * race-check build find shared accesses), and a
  * launch is GALV_LAUNCH -> galv_emu_launch with a lambda calling the kernel
- * (so template arguments are deduced as under <<<>>>). Barriers, shuffles
+ * (so template arguments are deduced as under the triple-chevron launch). Barriers, shuffles
  * and votes are calls into the scheduler (emu.cc), which runs the threads
  * of a block as user-level contexts. Nothing here is shared with the CPU
  * target's runtime (runtime/ C files). */
