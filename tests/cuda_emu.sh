@@ -15,7 +15,8 @@
 #     tests/train_cpu.sh); the GPT-2 step also as the race-check build
 #     (cross-entropy's block reductions);
 #   - MPI (mpirun, NCCL over MPI): 2-rank tp inference == onnxruntime and ==
-#     the single-device program-emu; 2-rank dp training vs torch; a 2-stage
+#     the single-device program-emu, and with the host-staged backend
+#     (COMM=staged) == the NCCL backend; 2-rank dp training vs torch; a 2-stage
 #     GPipe training pipeline (GALV_PROGRAM=program-emu out/launch) vs the
 #     single-device CPU program (tests/lib/same_training.py);
 #   - the layer catches real bugs (tests/cuda/emu/bugs.cu, big_shared.cu):
@@ -203,6 +204,12 @@ PY
      ); then
     ok "2-rank tp inference (NCCL over MPI): $r"
   else bad "2-rank tp inference:"; cat "$T/tp2.build.log" "$T/tp2.log"; echo "$r"; fi
+  # the same program with the host-staged backend (runtime/cuda/comm_staged.cu over runtime/comm_mpi.c)
+  if make -s -C "$T/tp2" emu COMM=staged >"$T/tp2s.log" 2>&1 &&
+     GALV_PROGRAM=program-emu timeout 120 "$T/tp2/launch" --input input_ids="$T/ids.npy" -o "$T/tp2s_out" >>"$T/tp2s.log" 2>&1 &&
+     cmp -s "$T/tp2s_out/logits.npy" "$T/tp2_out/logits.npy"; then
+    ok "2-rank tp inference, host-staged backend (COMM=staged): the NCCL backend's logits bit for bit"
+  else bad "2-rank tp inference, host-staged backend:"; cat "$T/tp2s.log"; fi
   if [ $TORCH = 1 ]; then
     if GALV_PROGRAM=program-emu timeout 120 "$T/dp2/launch" --batches "$T/batches" --steps 3 -o "$T/dp2.w" >"$T/dp2.log" 2>&1 &&
        r=$("$TORCH_PY" "$SRC/tests/train/compare.py" "$T/dp2.log" "$T/gpt2.torch.log" "$T/dp2.w" "$T/gpt2.torch" 1e-4 1e-4); then
