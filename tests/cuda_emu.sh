@@ -13,7 +13,8 @@
 #   - training fp32, tiny GPT-2 and Llama, 3 AdamW steps: losses and final
 #     weights vs torch (tests/train/torch_train.py, rtol 1e-4 / 1e-4 as
 #     tests/train_cpu.sh); the GPT-2 step also as the race-check build
-#     (cross-entropy's block reductions);
+#     (cross-entropy's block reductions) and as bf16 mixed precision (losses
+#     within 1e-3 of fp32's, tests/train_bf16.sh's bound);
 #   - MPI (mpirun, NCCL over MPI): 2-rank tp inference == onnxruntime and ==
 #     the single-device program-emu, and with the host-staged backend
 #     (COMM=staged) == the NCCL backend; 2-rank dp training vs torch; a 2-stage
@@ -147,15 +148,17 @@ l = r.randint(0, 64, (3, 2, 8)).astype(np.int64)
 l[:, 0, :2] = -100
 np.save('$T/batches/labels.npy', l)"
 TORCH=1
-train_one() { # FAM: galvc, make emu, 3 steps
-  local fam=$1 o=$T/train_$1
-  python3 "$SRC/examples/make_model.py" "$fam" -o "$T/${fam}_t.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null &&
-    "$BUILD/galvc" "$T/${fam}_t.onnx" --input-shape input_ids=2x8 --train --target cuda --no-build -q -o "$o/" &&
+train_one() { # FAM [PRECISION]: galvc, make emu, 3 steps
+  local fam=$1 p=${2:-fp32} o=$T/train_$1${2:+_$2}
+  [ -f "$T/${fam}_t.onnx" ] || python3 "$SRC/examples/make_model.py" "$fam" -o "$T/${fam}_t.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null &&
+    "$BUILD/galvc" "$T/${fam}_t.onnx" --input-shape input_ids=2x8 --train --precision $p --target cuda --no-build -q -o "$o/" &&
     make -s -C "$o" emu && "$o/program-emu" --batches "$T/batches" --steps 3 -o "$o.w" >"$o.log"
 }
 if [ $TORCH = 1 ]; then
+  python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2_t.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
   for fam in gpt2 llama; do (train_one $fam >"$T/train_$fam.build.log" 2>&1) & done
   wait
+  (train_one gpt2 bf16 >"$T/train_gpt2_bf16.build.log" 2>&1) &
   for fam in gpt2 llama; do
     o=$T/train_$fam
     if [ ! -f "$o.log" ] || ! grep -q "^step 2 loss" "$o.log"; then bad "training $fam:"; cat "$o.build.log" "$o.log" 2>/dev/null; continue; fi
@@ -166,6 +169,17 @@ if [ $TORCH = 1 ]; then
       ok "training $fam fp32, 3 AdamW steps vs torch: $(echo "$r" | grep -E '^step 2|^params' | tr '\n' ' ')"
     else bad "training $fam vs torch:"; echo "$r"; fi
   done
+  wait
+  # bf16 mixed precision: the fp32 losses within 1e-3 (the bound tests/train_bf16.sh holds the evaluator's plan to)
+  if [ -f "$T/train_gpt2_bf16.log" ] && r=$(python3 - "$T/train_gpt2_bf16.log" "$T/gpt2.torch.log" <<'PY'
+import re, sys
+got, ref = ([float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)] for p in sys.argv[1:3])
+d = [abs(a - b) for a, b in zip(got, ref)]
+assert len(got) == 3 and len(ref) == 3 and max(d) <= 1e-3, f"bf16 {got} vs fp32 {ref}"
+print("|bf16 - fp32 torch| per step " + " ".join(f"{x:.2g}" for x in d) + " (<= 1e-3)")
+PY
+  ); then ok "training gpt2 bf16 (fp32 master weights, bf16 activations), 3 AdamW steps: $r"
+  else bad "training gpt2 bf16:"; cat "$T/train_gpt2_bf16.build.log" "$T/train_gpt2_bf16.log" 2>/dev/null; echo "$r"; fi
   o=$T/train_gpt2
   if make -s -C "$o" emu-race >"$T/race_t.log" 2>&1 &&
      "$o/program-emu-race" --batches "$T/batches" --steps 3 -o "$o.race.w" >"$o.race.log" 2>>"$T/race_t.log" &&
