@@ -342,7 +342,6 @@ static double now_ms(void) {
 
 /* drop the records every stream and the host have seen complete */
 static void prune(void) {
-  vclock lo = host_vc;
   std::vector<vclock *> all;
   for (int i = 0; i < nstreams; i++)
     if (streams[i] && streams[i]->live) all.push_back(&streams[i]->vc);
@@ -354,7 +353,6 @@ static void prune(void) {
                               return true;
                             }),
              recs.end());
-  (void)lo;
 }
 
 /* An operation on stream s touching ranges: ordered after the host's view,
