@@ -230,26 +230,30 @@ PY
       ok "2-rank dp training (gradient all-reduce over MPI) vs torch: $(echo "$r" | grep -E '^step 2|^params' | tr '\n' ' ')"
     else bad "2-rank dp training:"; cat "$T/dp2.build.log" "$T/dp2.log"; echo "$r"; fi
   fi
-  # 2-stage GPipe training pipeline vs the single-device CPU program
+  # 2-stage training pipelines vs the single-device CPU program: GPipe; 1F1B with stages of 2 (tp) and 1 devices
   python3 -c "
 import numpy as np, os
 r = np.random.RandomState(0)
 os.makedirs('$T/ppb')
 np.save('$T/ppb/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
 np.save('$T/ppb/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))"
-  d=$T/pp2
-  if "$BUILD/galvc" "$T/gpt2_t.onnx" --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2 --train --schedule gpipe \
-       --target cuda --no-build -q -o "$d/" >"$d.log" 2>&1 &&
-     { make -s -C "$d/stage0" emu >"$d.0.log" 2>&1 & make -s -C "$d/stage1" emu >"$d.1.log" 2>&1; r1=$?; wait $!; r0=$?; [ $r0 = 0 ] && [ $r1 = 0 ]; } &&
-     "$BUILD/galvc" "$T/gpt2_t.onnx" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/pp_one/" >>"$d.log" 2>&1 &&
-     "$T/pp_one/program" --batches "$T/ppb" --steps 2 -o "$T/pp_one.w" >"$T/pp_one.txt" 2>&1 &&
-     GALV_PROGRAM=program-emu timeout 300 "$d/launch" --batches "$T/ppb" --steps 2 -o "$d.w" >"$d.txt" 2>&1 &&
-     r=$(python3 -c "
+  "$BUILD/galvc" "$T/gpt2_t.onnx" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/pp_one/" >"$T/pp_one.log" 2>&1 &&
+    "$T/pp_one/program" --batches "$T/ppb" --steps 2 -o "$T/pp_one.w" >"$T/pp_one.txt" 2>&1 || cat "$T/pp_one.log" "$T/pp_one.txt"
+  for cfg in "gpipe:GPipe, 2 ranks:--schedule gpipe" "tp21:1F1B, stages of 2 (tp) and 1 devices:--stage-devices 2,1 --strategy tp"; do
+    IFS=: read -r n what extra <<<"$cfg"
+    d=$T/pp2_$n
+    # shellcheck disable=SC2086
+    if "$BUILD/galvc" "$T/gpt2_t.onnx" --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2 --train $extra \
+         --target cuda --no-build -q -o "$d/" >"$d.log" 2>&1 &&
+       { make -s -C "$d/stage0" emu >"$d.0.log" 2>&1 & make -s -C "$d/stage1" emu >"$d.1.log" 2>&1; r1=$?; wait $!; r0=$?; [ $r0 = 0 ] && [ $r1 = 0 ]; } &&
+       GALV_PROGRAM=program-emu timeout 300 "$d/launch" --batches "$T/ppb" --steps 2 -o "$d.w" >"$d.txt" 2>&1 &&
+       r=$(python3 -c "
 import sys; sys.path.insert(0, '$SRC/tests/lib')
 from same_training import check
 print(check('$T/pp_one.txt', '$d.txt', '$T/pp_one.w', '$d.w'))"); then
-    ok "2-stage GPipe training (2 microbatches, NCCL send/recv over MPI) vs the single-device program: $r"
-  else bad "2-stage GPipe training:"; cat "$d.log" "$d".[01].log "$d.txt" 2>/dev/null | tail -30; fi
+      ok "2-stage training pipeline ($what; 2 microbatches, NCCL over MPI) vs the single-device program: $r"
+    else bad "2-stage training pipeline ($what):"; cat "$d.log" "$d".[01].log "$d.txt" 2>/dev/null | tail -30; fi
+  done
 fi
 echo "cuda_emu: $pass passed, $fail failed ($(($(date +%s) - t0)) s)"
 galv_exit $fail
