@@ -850,7 +850,10 @@ static const char makefile[] =
     "#   make              ./program      nvcc -O3 for ARCH (%s)\n"
     "#   make cpu          ./program-cpu  the same device program on the CPU target (program.c, OpenBLAS)\n"
     "#   make GALV_CU_LIB=libgalv_cuda.a  link a prebuilt runtime (tests/cuda_compile.sh) instead of compiling it\n"
-    "# Runs need a CUDA device; without one ./program says so (use ./program-cpu there).\n"
+    "#   make emu          ./program-emu  the same program.cu and runtime/cuda/ sources built by the host C++ compiler\n"
+    "#                     against the CPU execution layer runtime/cuda/emu/ (no GPU needed; a test tool, slow)\n"
+    "#   make emu-race     ./program-emu-race  the same under TSan: shared / global memory races between threads\n"
+    "# Runs need a CUDA device; without one ./program says so (use ./program-cpu or ./program-emu there).\n"
     ".DEFAULT_GOAL := all\n"
     "NVCC ?= nvcc\n"
     "ARCH ?= %s\n"
@@ -885,15 +888,38 @@ static const char makefile[] =
     "cpu: program-cpu\n"
     "program-cpu: $(CPU_SRC)\n"
     "\t$(CPU_CC) -O3 -march=native -fno-math-errno -std=gnu11 $(CPU_FLAGS) -o $@ $(CPU_SRC) -lopenblas -lm\n"
+    "EMU_CXX ?= g++\n"
+    "EMU_FLAGS ?= -O1\n"
+    "EMU_WARN = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-unused-variable -Wno-sign-compare\n"
+    "EMU_SRC = runtime/cuda/emu/emu.cc runtime/cuda/emu/emu_blas.cc $(EMU_NCCL)\n"
+    "EMU_DEPS = program.cu $(RT) $(STAGE_CU) $(COMM_SRC) $(HOST_O) $(STAGE_O) $(HDR) $(COMM_STAMP) $(EMU_SRC) \\\n"
+    "  $(wildcard runtime/cuda/emu/*.h)\n"
+    "EMU_BUILD = $(EMU_CXX) $(EMU_WARN) $(MPI_INC) -Iruntime/cuda/emu -I. -o $@ -x c++ program.cu $(RT) $(STAGE_CU) \\\n"
+    "  $(COMM_SRC) -x none $(EMU_SRC) $(HOST_O) $(STAGE_O) $(EMU_LIBS) -lm\n"
+    "emu: program-emu\n"
+    "program-emu: $(EMU_DEPS)\n"
+    "\t$(EMU_BUILD) $(EMU_FLAGS)\n"
+    "# the race check: the program's sources with TSan's instrumentation, linked against the layer's own\n"
+    "# hooks (a per-barrier-epoch shadow of __shared__ memory; runtime/cuda/emu/emu.cc), not the TSan runtime\n"
+    "EMU_RACE = -O1 -g -DGALV_EMU_SHADOW\n"
+    "emu-race: program-emu-race\n"
+    "program-emu-race: $(EMU_DEPS)\n"
+    "\trm -rf emu-race.d && mkdir emu-race.d\n"
+    "\tfor f in program.cu $(RT) $(STAGE_CU) $(COMM_SRC); do $(EMU_CXX) $(EMU_WARN) $(MPI_INC) -Iruntime/cuda/emu -I. \\\n"
+    "\t  $(EMU_RACE) -fsanitize=thread --param tsan-instrument-func-entry-exit=0 -c -x c++ \\\n"
+    "\t  -o emu-race.d/$$(echo $$f | tr / _).o $$f || exit 1; done\n"
+    "\t$(EMU_CXX) $(EMU_WARN) $(MPI_INC) $(EMU_RACE) -Iruntime/cuda/emu -o $@ emu-race.d/*.o $(EMU_SRC) $(HOST_O) \\\n"
+    "\t  $(STAGE_O) $(EMU_LIBS) -lm\n"
     "clean:\n"
-    "\trm -f program program-cpu $(HOST_O) $(STAGE_O) comm_mpi_staged.o comm.nccl comm.staged\n"
-    ".PHONY: all cpu clean\n";
+    "\trm -rf program program-cpu program-emu program-emu-race emu-race.d $(HOST_O) $(STAGE_O) comm_mpi_staged.o comm.nccl comm.staged\n"
+    ".PHONY: all cpu emu emu-race clean\n";
 
 /* one device */
 static const char make_single[] =
     "# host side shared with the CPU target: tensor I/O, the training driver, one-rank SPMD tables\n"
     "HOST_O = io.o npy.o file.o train.o spmd.o comm_single.o\n"
     "LIBS = -lcublas -lcublasLt\n"
+    "EMU_LIBS = -lopenblas\n"
     "CPU_CC = $(CC)\n"
     "CPU_SRC = program.c $(STAGE_C) $(filter-out runtime/comm_%.c,$(sort $(wildcard runtime/*.c))) runtime/comm_single.c\n";
 
@@ -914,10 +940,12 @@ static const char make_ranks[] =
     "ifeq ($(COMM),staged)\n"
     "COMM_SRC = runtime/cuda/comm_staged.cu\n"
     "COMM_O = comm_mpi_staged.o\n"
+    "EMU_NCCL =\n"
     "COMM_LIBS = -lopenblas\n"
     "else ifeq ($(COMM),nccl)\n"
     "COMM_SRC = runtime/cuda/comm_nccl.cu\n"
     "COMM_O =\n"
+    "EMU_NCCL = runtime/cuda/emu/emu_nccl.cc\n"
     "COMM_LIBS = -lnccl\n"
     "else\n"
     "$(error COMM=$(COMM): nccl or staged)\n"
@@ -935,6 +963,7 @@ static const char make_ranks[] =
     "\t$(MPICC) -O2 -std=gnu11 $(STAGED_RENAME) -c -o $@ $<\n"
     "HOST_O = io.o npy.o file.o train.o spmd.o $(COMM_O)\n"
     "LIBS = $(COMM_LIBS) -lcublas -lcublasLt -Xlinker $(subst $(space),$(comma),$(strip $(MPI_LINK)))\n"
+    "EMU_LIBS = -lopenblas $(MPI_LINK)\n"
     "CPU_CC = $(MPICC)\n"
     "CPU_SRC = program.c $(STAGE_C) $(filter-out runtime/comm_%.c,$(sort $(wildcard runtime/*.c))) runtime/comm_mpi.c\n";
 
@@ -985,6 +1014,11 @@ static int write_cuda_runtime(const char *dir) {
   struct stat st;
   if (stat(rdir, &st) != 0 && mkdir(rdir, 0777) != 0)
     return gv_error_plain("%s: cannot create directory: %s", rdir, strerror(errno));
+  /* runtime/cuda/emu/: the CPU execution layer of `make emu` */
+  char edir[4200];
+  snprintf(edir, sizeof edir, "%s/emu", rdir);
+  if (stat(edir, &st) != 0 && mkdir(edir, 0777) != 0)
+    return gv_error_plain("%s: cannot create directory: %s", edir, strerror(errno));
   for (int i = 0; i < gv_nruntime_cuda_files; i++)
     if (cg_write_file(rdir, gv_runtime_cuda_files[i].name, gv_runtime_cuda_files[i].data, gv_runtime_cuda_files[i].len))
       return -1;

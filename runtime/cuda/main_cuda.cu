@@ -362,6 +362,15 @@ int main(int argc, char **argv) {
     free(h);
   }
   for (int i = 0; i < galv_ninputs; i++) free(in[i].data);
+  free(in);
+  for (int j = 0; j < nin; j++) free((void *)names[j]);
+  cudaCheck(cudaEventDestroy(t0));
+  cudaCheck(cudaEventDestroy(t1));
+  if (galv_cu_prof_ev) {
+    for (int k = 0; k <= galv_nkernels; k++) cudaCheck(cudaEventDestroy(galv_cu_prof_ev[k]));
+    free(galv_cu_prof_ev);
+    galv_cu_prof_ev = NULL;
+  }
   cudaCheck(cudaFree(dw));
   cudaCheck(cudaFree(arena));
   cudaCheck(cudaFree(tmp));

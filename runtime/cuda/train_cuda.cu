@@ -139,6 +139,8 @@ int galv_cu_train_main(int argc, char **argv) {
     cudaCheck(cudaFree(d_arena));
     cudaCheck(cudaFree(d_weights));
     cudaCheck(cudaFree(d_state));
+    cudaCheck(cudaEventDestroy(ev0));
+    cudaCheck(cudaEventDestroy(ev1));
     galv_cu_finish();
   }
   return rc;

@@ -1,0 +1,2 @@
+/* cuda_bf16.h — the CUDA execution layer (runtime/cuda/emu/galv_emu.h) */
+#include "galv_emu.h"

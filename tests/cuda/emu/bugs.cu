@@ -1,0 +1,126 @@
+/* bugs.cu — kernels and host code with the bugs the CUDA execution layer
+ * (runtime/cuda/emu/) must catch, one per case, each next to its correct
+ * form (tests/cuda_emu.sh runs both: the bug must be reported in one line
+ * with exit status 1, the fixed form must pass). Plain CUDA: builds with
+ * nvcc too (GALV_LAUNCH is the triple-chevron launch there).
+ *
+ *   bugs CASE      CASE: race | race-ok | divergence | divergence-ok | mask | mask-ok | oob | oob-ok |
+ *                  block2048 | block1024 | grid | stream-race | stream-ok | host-touch | free-touch */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef GALV_LAUNCH
+#define GALV_LAUNCH(kernel, grid, block, shmem, stream, ...) kernel<<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__)
+#endif
+
+#define CHECK(call)                                                                              \
+  do {                                                                                           \
+    cudaError_t e_ = (call);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
+      fprintf(stderr, "bugs: error: %s: %s\n", #call, cudaGetErrorString(e_));                   \
+      exit(1);                                                                                   \
+    }                                                                                            \
+  } while (0)
+
+/* reverse 256 values through shared memory; the barrier between the
+ * writes and the reads of other threads' values is what `race` omits */
+__global__ void reverse_k(float *out, const float *in, int sync) {
+  __shared__ float s[256];
+  s[threadIdx.x] = in[blockIdx.x * 256 + threadIdx.x];
+  if (sync) __syncthreads();
+  out[blockIdx.x * 256 + threadIdx.x] = s[255 - threadIdx.x];
+}
+
+/* a block sum where half the threads skip the barrier (divergence) */
+__global__ void half_barrier_k(float *out, int all) {
+  __shared__ float s[64];
+  s[threadIdx.x] = (float)threadIdx.x;
+  if (all || threadIdx.x < 32) __syncthreads();
+  if (threadIdx.x == 0) {
+    float t = 0;
+    for (int i = 0; i < 64; i++) t += s[i];
+    *out = t;
+  }
+}
+
+/* a warp sum whose odd lanes name only themselves in the mask */
+__global__ void warp_sum_k(float *out, int good) {
+  float v = (float)threadIdx.x;
+  unsigned mask = good || threadIdx.x % 2 == 0 ? 0xffffffffu : 0x55555555u << 1;
+  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(mask, v, o);
+  if (threadIdx.x == 0) *out = v;
+}
+
+/* writes n + extra elements of an n-element buffer */
+__global__ void fill_k(float *out, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = 1.0f;
+}
+
+int main(int argc, char **argv) {
+  const char *c = argc > 1 ? argv[1] : "";
+  float *d = NULL, *e = NULL, h[1024];
+  CHECK(cudaMalloc((void **)&d, 1024 * sizeof(float)));
+  CHECK(cudaMalloc((void **)&e, 1024 * sizeof(float)));
+  cudaStream_t s1, s2;
+  CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  for (int i = 0; i < 1024; i++) h[i] = (float)i;
+  CHECK(cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice));
+  if (!strcmp(c, "race") || !strcmp(c, "race-ok")) {
+    GALV_LAUNCH(reverse_k, 4, 256, 0, s1, e, d, !strcmp(c, "race-ok"));
+    CHECK(cudaMemcpyAsync(h, e, sizeof h, cudaMemcpyDeviceToHost, s1));
+    CHECK(cudaStreamSynchronize(s1));
+    for (int i = 0; i < 1024; i++)
+      if (h[i] != (float)(i / 256 * 256 + 255 - i % 256)) {
+        fprintf(stderr, "bugs: error: reverse: element %d is %g\n", i, h[i]);
+        return 1;
+      }
+  } else if (!strcmp(c, "divergence") || !strcmp(c, "divergence-ok")) {
+    GALV_LAUNCH(half_barrier_k, 1, 64, 0, s1, e, !strcmp(c, "divergence-ok"));
+  } else if (!strcmp(c, "mask") || !strcmp(c, "mask-ok")) {
+    GALV_LAUNCH(warp_sum_k, 1, 32, 0, s1, e, !strcmp(c, "mask-ok"));
+    CHECK(cudaMemcpyAsync(h, e, 4, cudaMemcpyDeviceToHost, s1));
+    CHECK(cudaStreamSynchronize(s1));
+    if (h[0] != 496.0f) {
+      fprintf(stderr, "bugs: error: warp sum %g\n", h[0]);
+      return 1;
+    }
+  } else if (!strcmp(c, "oob") || !strcmp(c, "oob-ok")) {
+    GALV_LAUNCH(fill_k, 4, 256, 0, s1, d, !strcmp(c, "oob") ? 1025 : 1024);
+  } else if (!strcmp(c, "block2048") || !strcmp(c, "block1024")) {
+    GALV_LAUNCH(fill_k, 1, !strcmp(c, "block2048") ? 2048 : 1024, 0, s1, d, 1024);
+  } else if (!strcmp(c, "grid")) {
+    GALV_LAUNCH(fill_k, dim3(1, 65536), 32, 0, s1, d, 1024);
+  } else if (!strcmp(c, "stream-race") || !strcmp(c, "stream-ok")) {
+    /* s1 fills d, s2 copies it to e: without the event s2 may read d before s1 wrote it */
+    CHECK(cudaMemsetAsync(d, 0, 4096, s1));
+    if (!strcmp(c, "stream-ok")) {
+      cudaEvent_t ev;
+      CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+      CHECK(cudaEventRecord(ev, s1));
+      CHECK(cudaStreamWaitEvent(s2, ev, 0));
+      CHECK(cudaEventDestroy(ev));
+    }
+    CHECK(cudaMemcpyAsync(e, d, 4096, cudaMemcpyDeviceToDevice, s2));
+  } else if (!strcmp(c, "host-touch")) {
+    CHECK(cudaStreamSynchronize(s1));
+    d[3] = 1.0f; /* a device pointer dereferenced on the host */
+  } else if (!strcmp(c, "free-touch")) {
+    CHECK(cudaFree(e));
+    GALV_LAUNCH(fill_k, 1, 256, 0, s1, e, 256); /* a kernel on freed memory */
+    e = NULL;
+  } else {
+    fprintf(stderr, "bugs: error: unknown case '%s'\n", c);
+    return 2;
+  }
+  CHECK(cudaStreamSynchronize(s1));
+  CHECK(cudaStreamSynchronize(s2));
+  CHECK(cudaStreamDestroy(s1));
+  CHECK(cudaStreamDestroy(s2));
+  CHECK(cudaFree(d));
+  CHECK(cudaFree(e));
+  printf("bugs %s: ok\n", c);
+  return 0;
+}
