@@ -51,7 +51,7 @@ for c in $CASES; do
   name="$fam pp=$S B=$B $SC${EXTRA:+ ${EXTRA//+/ }}"
   d="$T/$fam-$S-$B-$SC-${#EXTRA}"
   sflag=(--schedule "$SC")
-  [ "$SC" = auto ] && sflag=()
+  [ "$SC" = auto ] && sflag=(--schedule auto)
   if ! timeout 600 "$BUILD/galvc" "$T/$fam.onnx" --batch 8 --seq 8 --train --pipeline-stages "$S" --microbatches "$B" \
       "${sflag[@]}" ${EXTRA//+/ } --target cpu --trace-plan "$d.plan.json" -o "$d/" >"$d.galvc" 2>&1 </dev/null; then
     bad "$name: galvc: $(grep -m3 error "$d.galvc")"

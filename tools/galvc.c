@@ -78,8 +78,8 @@ static void usage(FILE *f) {
           "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
           "  --pipeline-stages S (--pp S)  pipeline: S stages (cluster-layers + stage DP), one program per stage\n"
           "                           in DIR/stageI/, DIR/launch runs them (mpirun MPMD); --microbatches B (1),\n"
-          "                           --schedule gpipe|1f1b|zb-h1 (training: the one with the shortest predicted\n"
-          "                           timeline), --trace-plan FILE (the cost model's Chrome trace; with --train:\n"
+          "                           --schedule 1f1b|gpipe|zb-h1|auto (training: 1f1b; auto: the one with the\n"
+          "                           shortest predicted timeline), --trace-plan FILE (the cost model's Chrome trace; with --train:\n"
           "                           forward, backward (and weight) per stage and microbatch, the runtime's order);\n"
           "                           --gpus N: N / S devices per stage, each stage's sharding from the planner\n"
           "                           (or --strategy tp|dp|dp,tp [--mesh]); S = auto (0): the stage DP chooses\n"
@@ -378,6 +378,7 @@ int main(int argc, char **argv) {
   gv_train_select select[64];
   int nselect = 0;
   pipe_args pa = {.B = 1, .sched = GV_SCHED_AUTO};
+  bool sched_auto = false; /* --schedule auto given */
 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -438,11 +439,13 @@ int main(int argc, char **argv) {
       if (strcmp(val, "auto") && strcmp(val, "0") && parse_pos_int("--microbatches", val, &k)) return 2;
       pa.B = k > 1000000 ? 1000000 : (int)k;
     } else if (TAKES("--schedule")) {
-      if (strcmp(val, "gpipe") && strcmp(val, "1f1b") && strcmp(val, "zb-h1")) {
-        gv_error_plain("--schedule %s: expected gpipe, 1f1b or zb-h1", val);
+      if (strcmp(val, "gpipe") && strcmp(val, "1f1b") && strcmp(val, "zb-h1") && strcmp(val, "auto")) {
+        gv_error_plain("--schedule %s: expected 1f1b, gpipe, zb-h1 or auto", val);
         return 2;
       }
-      pa.sched = !strcmp(val, "1f1b") ? GV_SCHED_1F1B : !strcmp(val, "zb-h1") ? GV_SCHED_ZBH1 : GV_SCHED_GPIPE;
+      pa.sched = !strcmp(val, "1f1b") ? GV_SCHED_1F1B : !strcmp(val, "zb-h1") ? GV_SCHED_ZBH1
+               : !strcmp(val, "auto") ? GV_SCHED_AUTO : GV_SCHED_GPIPE;
+      sched_auto = !strcmp(val, "auto");
     } else if (TAKES("--trace-plan")) {
       pa.trace_plan = val;
     } else if (strcmp(a, "--pipeline-recompute") == 0) {
@@ -728,6 +731,11 @@ int main(int argc, char **argv) {
   opt.select = select;
   opt.nselect = nselect;
 
+  /* Training pipelines run 1F1B unless told: the stage DP prices ZB-H1's
+   * weight-gradient stash as the forward stash, which it can exceed many
+   * times (docs/pipeline.md, "Schedules"), so choosing it by default could
+   * pick a plan over the memory limit; --schedule auto chooses by timeline. */
+  if (train && pa.sched == GV_SCHED_AUTO && !sched_auto) pa.sched = GV_SCHED_1F1B;
   if (gv_train_opts.clip_grad_norm > 0 && !train) {
     gv_error_plain("--clip-grad-norm applies to training: it needs --train");
     return 2;
