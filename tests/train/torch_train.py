@@ -10,6 +10,9 @@ The loss: GALV_TORCH_LOSS=cross_entropy (default; GALV_TORCH_IGNORE, default
 logits' shape: torch's mse_loss, the mean over every element).
 GALV_TORCH_CLIP=X: torch.nn.utils.clip_grad_norm_(params, X) before each step
 (galvc --clip-grad-norm X); prints "grad norm at step I: N" (before clipping).
+GALV_TORCH_RULE=onnx trains galvc's default set of initializers (else every
+float one of more than one element); GALV_TORCH_FEEDS=NAME=FILE,.. feeds the
+graph's other inputs.
 usage: torch_train.py DUMPDIR IDS.npy LABELS.npy STEPS OUTDIR [adamw|sgd LR WD B1 B2 EPS MOMENTUM]"""
 import json
 import os
@@ -103,12 +106,57 @@ def run(graph, env):
             y = x[0].to(ONNX_DT[a["to"]])
         elif op == "CumSum":
             y = torch.cumsum(x[0], int(x[1]))
+        elif op == "Identity":
+            y = x[0]
+        elif op in ("Max", "Min"):
+            y = x[0]
+            for v in x[1:]:
+                y = torch.maximum(y, v) if op == "Max" else torch.minimum(y, v)
+        elif op in ("Not", "Abs"):
+            y = torch.logical_not(x[0]) if op == "Not" else torch.abs(x[0])
+        elif op == "LayerNormalization":
+            ax = a.get("axis", -1) % x[0].dim()
+            y = torch.nn.functional.layer_norm(x[0], x[0].shape[ax:], x[1], x[2] if len(x) > 2 else None,
+                                               a.get("epsilon", 1e-5))
+        elif op == "Gemm":
+            p = x[0].t() if a.get("transA", 0) else x[0]
+            q = x[1].t() if a.get("transB", 0) else x[1]
+            y = a.get("alpha", 1.0) * (p @ q)
+            if len(x) > 2 and x[2] is not None:
+                y = y + a.get("beta", 1.0) * x[2]
+        elif op == "Tile":
+            y = x[0].repeat(ints(x[1]))
+        elif op == "GatherElements":
+            y = torch.gather(x[0], a.get("axis", 0), x[1] % x[0].shape[a.get("axis", 0)])
+        elif op == "ScatterND":
+            # out-of-place: index tuples over the leading dims of data
+            y, idx = x[0].clone(), x[1]
+            k = idx.shape[-1]
+            flat = idx.reshape(-1, k)
+            upd = x[2].reshape((flat.shape[0],) + tuple(x[0].shape[k:]))
+            y[tuple(flat[:, j] for j in range(k))] = upd
         else:
             raise SystemExit("torch_train: op %s not supported" % op)
         outs = y if isinstance(y, (tuple, list)) else [y]
         for name, v in zip(n["outputs"], outs):
             env[name] = v
     return env[graph["outputs"][0]]
+
+
+# GALV_TORCH_RULE=onnx: train the float initializers galvc trains by default
+# (docs/autodiff.md "Which initializers train", gv_onnx_default_trains);
+# otherwise every float initializer of more than one element trains.
+BUFFERS = ("running_mean", "*.running_mean", "running_var", "*.running_var", "inv_freq", "*.inv_freq", "*cos_cached",
+           "*sin_cached", "*masked_bias", "*causal_mask", "*encoder.embed_positions.weight", "*embed_positions.weights")
+
+
+def trains(name):
+    if os.environ.get("GALV_TORCH_RULE") != "onnx":
+        return True
+    import fnmatch
+    if name.startswith("/") or "::" in name:
+        return name.startswith("onnx::MatMul_") or name.startswith("onnx::Gemm_")
+    return not any(fnmatch.fnmatchcase(name, b) for b in BUFFERS)
 
 
 def main():
@@ -118,7 +166,7 @@ def main():
     params, consts = {}, {}
     for it in g["initializers"]:
         a = np.load(os.path.join(d, it["file"]))
-        if a.dtype == np.float32 and a.ndim > 0 and a.size > 1:
+        if a.dtype == np.float32 and a.ndim > 0 and a.size > 1 and trains(it["name"]):
             params[it["name"]] = torch.nn.Parameter(torch.from_numpy(a.copy()))
         else:
             consts[it["name"]] = torch.from_numpy(np.array(a))
@@ -135,6 +183,10 @@ def main():
         env.update(params)
         # a leading step dim (the CPU program's batch files): step s uses batch s mod S
         env[g["inputs"][0]] = ids_t[s % ids_t.shape[0]] if ids_t.dim() == 3 else ids_t
+        # GALV_TORCH_FEEDS="NAME=FILE.npy,...": the graph's other inputs (an attention mask)
+        for kv in filter(None, os.environ.get("GALV_TORCH_FEEDS", "").split(",")):
+            k, f = kv.split("=", 1)
+            env[k] = torch.from_numpy(np.load(f))
         lab_s = lab[s % lab.shape[0]] if ids_t.dim() == 3 else lab
         logits = run(g, env)
         if os.environ.get("GALV_TORCH_LOSS", "cross_entropy") == "mse":

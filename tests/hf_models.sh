@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# transformers model classes end to end: tests/hf/export.py builds each model
+# from a tiny config with seeded random weights (nothing is downloaded) and
+# exports it with torch.onnx.export (opsets 14 and 17, dynamic batch and
+# sequence) next to torch's inputs and outputs; the exports are cached under
+# $GALV_EXPORT_CACHE (default ~/.cache/galvc/exports), keyed by a hash of the
+# generator and the versions, so a rerun re-exports only what changed. Per
+# model and opset:
+#   import   galvc reads it (--batch 2 --seq 8)
+#   nodes    op count after import -> after the pipeline (fold, canonicalize,
+#            dce); no galv.shape / constant_of_shape / range / if may remain
+#   cpu      the single-device CPU program's output = torch's (rtol 1e-4, atol 1e-5)
+#   tp2 dp2  the 2-rank CPU programs (--strategy tp / dp, mpirun) = torch's
+#   train    causal LMs: 2 AdamW steps with galv-eval --train = the same graph
+#            trained by torch (tests/train/torch_train.py, galvc's trained set):
+#            losses within 1e-4 relative, weights within 1e-4
+# and prints the table. GALV_HF_MODELS (comma list) and GALV_HF_OPSETS narrow
+# the matrix; without GALV_HF_FULL=1 the ctest run takes one opset per model
+# (alternating 14 / 17) so each model and each opset is covered in CI's time.
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$SRC/tests/lib/hf_python.sh"
+. "$SRC/tests/lib/mpi_env.sh"
+CACHE=${GALV_EXPORT_CACHE:-$HOME/.cache/galvc/exports}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+MODELS=${GALV_HF_MODELS:-$("$HF_PY" "$SRC/tests/hf/export.py" "$CACHE" --list | tr ' ' ,)}
+OPSETS=${GALV_HF_OPSETS:-14,17}
+
+cases=()
+i=0
+for m in ${MODELS//,/ }; do
+  j=0
+  for o in ${OPSETS//,/ }; do
+    if [ "${GALV_HF_FULL:-0}" = 1 ] || [ -n "${GALV_HF_OPSETS:-}" ] || [ $(((i + j) % 2)) = 0 ]; then
+      cases+=("$m:$o")
+    fi
+    j=$((j + 1))
+  done
+  i=$((i + 1))
+done
+ms=$(printf '%s\n' "${cases[@]}" | cut -d: -f1 | sort -u | paste -sd,)
+os=$(printf '%s\n' "${cases[@]}" | cut -d: -f2 | sort -u | paste -sd,)
+nice "$HF_PY" "$SRC/tests/hf/export.py" "$CACHE" --models "$ms" --opsets "$os" >"$T/exports" 2>"$T/export.err" ||
+  { bad "export.py: $(tail -3 "$T/export.err")"; }
+
+# outputs in DIR (NAME.npy) against torch's (REF/out_J.npy, meta.json's output names)
+cat >"$T/same.py" <<'PY'
+import json, os, sys, numpy as np
+ref, od = sys.argv[1], sys.argv[2]
+meta = json.load(open(os.path.join(ref, "meta.json")))
+worst = 0.0
+for j, n in enumerate(meta["outputs"]):
+    want, f = np.load(os.path.join(ref, f"out_{j}.npy")), os.path.join(od, n + ".npy")
+    if not os.path.exists(f):
+        sys.exit(f"{n} not written")
+    got = np.load(f)
+    if got.shape != want.shape:
+        sys.exit(f"{n}: shape {got.shape} != torch {want.shape}")
+    err = np.abs(got.astype(np.float64) - want)
+    if not np.all(err <= 1e-5 + 1e-4 * np.abs(want)):
+        sys.exit(f"{n}: max abs err {err.max():.3g} (rtol 1e-4, atol 1e-5)")
+    worst = max(worst, float(err.max()))
+print(f"{worst:.1e}")
+PY
+
+row() { printf '%-20s %-7s %-14s %-8s %-8s %-8s %-9s\n' "$@"; }
+row model import nodes cpu tp2 dp2 train >"$T/table"
+for c in "${cases[@]}"; do
+  m=${c%:*} o=${c#*:} tag="${c%:*}_op${c#*:}"
+  dir=$(awk -v t="$tag" '$1 == t { print $2 }' "$T/exports")
+  if [ -z "$dir" ] || [ "$dir" = ERROR ]; then
+    bad "$tag export: $(awk -v t="$tag" '$1 == t { $1 = ""; print }' "$T/exports")"
+    row "$tag" export - - - - - >>"$T/table"
+    continue
+  fi
+  meta=$dir/meta.json
+  shape=(--batch 2 --seq 8)
+  args=()
+  for f in "$dir"/in_*.npy; do
+    n=$(basename "$f" .npy)
+    args+=(--input "${n#in_*_}=$f")
+  done
+  imp=- nodes=- cpu=- tp=- dp=- tr=-
+  # import and the pipeline's op counts
+  if "$BUILD/galvc" "$dir/model.onnx" "${shape[@]}" --emit=ir -q --stats -o "$T/$tag.mlir" 2>"$T/err"; then
+    imp=ok
+    nodes="$(sed -n 's/^galvc: stats after import: \([0-9]*\) ops.*/\1/p' "$T/err")->$(sed -n 's/^galvc: stats after dce: \([0-9]*\) ops.*/\1/p' "$T/err")"
+    left=$(grep -o '"galv\.\(shape\|constant_of_shape\|range\|if\)"' "$T/$tag.mlir" | sort | uniq -c | paste -sd' ')
+    if [ -n "$left" ]; then
+      bad "$tag: shape ops left after folding: $left"
+      nodes="$nodes!"
+    else
+      ok "$tag: import and fold: $nodes ops"
+    fi
+  else
+    imp=FAIL
+    bad "$tag import: $(grep -v 'stats after' "$T/err" | head -2)"
+    row "$tag" "$imp" - - - - - >>"$T/table"
+    continue
+  fi
+  # single-device CPU program
+  if "$BUILD/galvc" "$dir/model.onnx" "${shape[@]}" --target cpu -q -o "$T/$tag-1/" 2>"$T/err" &&
+    "$T/$tag-1/program" "${args[@]}" -o "$T/$tag-1/res" >/dev/null 2>>"$T/err" &&
+    r=$(python3 "$T/same.py" "$dir" "$T/$tag-1/res" 2>&1); then
+    cpu=$r
+    ok "$tag cpu = torch (max abs err $r)"
+  else
+    cpu=FAIL
+    bad "$tag cpu: $(head -2 "$T/err") ${r:-}"
+  fi
+  # two ranks, tensor and data parallel
+  for s in tp dp; do
+    d="$T/$tag-2$s"
+    r=
+    if "$BUILD/galvc" "$dir/model.onnx" "${shape[@]}" --gpus 2 --strategy $s --target cpu -q -o "$d/" 2>"$T/err" &&
+      timeout 300 "$d/launch" "${args[@]}" -o "$d/res" >/dev/null 2>>"$T/err" &&
+      r=$(python3 "$T/same.py" "$dir" "$d/res" 2>&1); then
+      res=$r
+      ok "$tag 2 ranks $s = torch (max abs err $r)"
+    else
+      res=FAIL
+      bad "$tag 2 ranks $s: $(grep -m2 -v '^$' "$T/err") $r"
+    fi
+    if [ $s = tp ]; then tp=$res; else dp=$res; fi
+  done
+  # training: causal LMs
+  if grep -q '"causal_lm": true' "$meta"; then
+    feeds=()
+    ids=
+    for f in "$dir"/in_*.npy; do
+      n=$(basename "$f" .npy) n=${n#in_*_}
+      if [ "$n" = input_ids ]; then ids=$f; else feeds+=("$n=$f"); fi
+    done
+    python3 "$SRC/tests/train/onnx_dump.py" "$dir/model.onnx" "$T/$tag.dump"
+    if "$BUILD/galv-eval" "$dir/model.onnx" "${shape[@]}" "${args[@]}" --input labels="$dir/labels.npy" --train \
+      --optimizer adamw --lr 1e-3 --weight-decay 0.01 --steps 2 -o "$T/$tag.galv" >"$T/$tag.galv.log" 2>"$T/err" &&
+      GALV_TORCH_RULE=onnx GALV_TORCH_FEEDS=$(
+        IFS=,
+        echo "${feeds[*]}"
+      ) /usr/bin/python3 "$SRC/tests/train/torch_train.py" "$T/$tag.dump" "$ids" "$dir/labels.npy" 2 "$T/$tag.torch" \
+        adamw 1e-3 0.01 0.9 0.999 1e-8 0 >"$T/$tag.torch.log" 2>>"$T/err" &&
+      /usr/bin/python3 "$SRC/tests/train/compare.py" "$T/$tag.galv.log" "$T/$tag.torch.log" "$T/$tag.galv" \
+        "$T/$tag.torch" 1e-4 1e-4 >"$T/cmp" 2>&1; then
+      tr=ok
+      ok "$tag 2 AdamW steps = torch: $(grep -o 'loss galvc [0-9.e-]*' "$T/cmp" | paste -sd' ')"
+    else
+      tr=FAIL
+      bad "$tag train: $(head -2 "$T/err") $(grep -v '^step' "$T/cmp" 2>/dev/null | head -2)"
+    fi
+  fi
+  row "$tag" "$imp" "$nodes" "$cpu" "$tp" "$dp" "$tr" >>"$T/table"
+done
+cat "$T/table"
+echo "hf_models: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
