@@ -877,27 +877,34 @@ static gv_value *emit_dot(gv_ictx *c, gv_value *l, gv_value *r, int nb, const in
   return op->res[0];
 }
 
+/* MatMul maps onto dot when the operand ranks are known and the batch dims
+ * are known to be equal; otherwise (an unranked operand, as T5's .repeat
+ * exports, or broadcast batch dims, as Falcon's multi-query attention) it
+ * records what is known as galv.matmul, which fold-constants rewrites into
+ * dot once shape-infer and folding made the types static. */
 static int h_matmul(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)nin, (void)code;
   int lr = rank_of(in[0]), rr = rank_of(in[1]);
-  if (lr < 1 || rr < 1) return gv_node_error(c, "cannot determine the operand ranks of MatMul (%d, %d)", lr, rr);
+  bool plain = lr >= 1 && rr >= 1 && !(lr == 2 && rr >= 3);
   int64_t lb[GV_MAX_RANK], rb[GV_MAX_RANK];
   int nb = 0;
-  int64_t lc = lr - 1, rc = rr == 1 ? 0 : rr - 2;
-  if (lr >= 3 && rr >= 3) {
-    if (lr != rr) return gv_node_error(c, "unsupported MatMul broadcast (ranks %d and %d)", lr, rr);
+  if (plain && lr >= 3 && rr >= 3) {
+    plain = lr == rr;
     nb = lr - 2;
-    for (int i = 0; i < nb; i++) {
+    for (int i = 0; i < nb && plain; i++) {
       int64_t a = in[0]->type.dims[i], b = in[1]->type.dims[i];
-      if (a >= 0 && b >= 0 && a != b)
-        return gv_node_error(c, "unsupported MatMul broadcast (batch dim %d: %lld vs %lld)", i, (long long)a,
-                             (long long)b);
+      plain = a >= 0 && a == b;
       lb[i] = rb[i] = i;
     }
-  } else if (lr == 2 && rr >= 3) {
-    /* numpy gives [batch.., m, n]; dot_general would put m before the batch */
-    return gv_node_error(c, "unsupported MatMul broadcast (ranks %d and %d)", lr, rr);
+  } else if (plain && rr < 3) {
+    nb = 0;
   }
+  if (!plain) {
+    gv_op *op = emit(c, GV_OP_MATMUL, 2, in, 1);
+    op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
+    return out(c, n, 0, op->res[0]);
+  }
+  int64_t lc = lr - 1, rc = rr == 1 ? 0 : rr - 2;
   gv_value *v = emit_dot(c, in[0], in[1], nb, lb, rb, lc, rc);
   return out(c, n, 0, v);
 }

@@ -865,6 +865,50 @@ static int dot_perm(const gv_op *op, const char *bn, const char *cn, int rank, b
   return 0;
 }
 
+/* numpy matmul (galv.matmul): the result's batch index walks both operands'
+ * batch dims with stride 0 where a dim is 1 or missing. */
+int gv_eval_matmul(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {
+  gv_tensor *o = mkout(m, op, 0);
+  if (!o) return -1;
+  const gv_type *l = &in[0]->type, *r = &in[1]->type;
+  if (l->rank < 1 || r->rank < 1) return gv_error_op(m, op, "shape: matmul operands must have rank >= 1");
+  int64_t M = l->rank > 1 ? l->dims[l->rank - 2] : 1, K = l->dims[l->rank - 1];
+  int64_t N = r->rank > 1 ? r->dims[r->rank - 1] : 1;
+  if ((r->rank > 1 ? r->dims[r->rank - 2] : r->dims[0]) != K) return gv_error_op(m, op, "shape: matmul sizes differ");
+  int lb = l->rank > 2 ? l->rank - 2 : 0, rb = r->rank > 2 ? r->rank - 2 : 0, nb = lb > rb ? lb : rb;
+  int64_t bd[GV_MAX_RANK], ls[GV_MAX_RANK], rs[GV_MAX_RANK], B = 1;
+  int64_t lstep = M * K, rstep = K * N;
+  for (int i = nb - 1; i >= 0; i--) {
+    int il = i - (nb - lb), ir = i - (nb - rb);
+    int64_t x = il >= 0 ? l->dims[il] : 1, y = ir >= 0 ? r->dims[ir] : 1;
+    if (x != y && x != 1 && y != 1) return gv_error_op(m, op, "shape: matmul batch dims do not broadcast");
+    bd[i] = x > y ? x : y;
+    ls[i] = x == 1 ? 0 : lstep;
+    rs[i] = y == 1 ? 0 : rstep;
+    lstep *= x;
+    rstep *= y;
+    B *= bd[i];
+  }
+  if (gv_tensor_numel(o) != B * M * N) return gv_error_op(m, op, "shape: matmul result type does not match");
+  for (int64_t b = 0; b < B; b++) {
+    int64_t lo = 0, ro = 0, q = b;
+    for (int i = nb - 1; i >= 0; i--) {
+      int64_t k = q % bd[i];
+      q /= bd[i];
+      lo += k * ls[i];
+      ro += k * rs[i];
+    }
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; k++) acc += ld(in[0], lo + i * K + k) * ld(in[1], ro + k * N + j);
+        st(o, (b * M + i) * N + j, acc);
+      }
+  }
+  out[0] = o;
+  return 0;
+}
+
 int gv_eval_dot(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {
   gv_tensor *o = mkout(m, op, 0);
   if (!o) return -1;

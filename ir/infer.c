@@ -896,6 +896,37 @@ int gv_infer_dot(gv_module *m, gv_op *op, const gv_tensor *const *values) {
   return set_res(m, op, 0, t);
 }
 
+/* ONNX MatMul (numpy matmul): 1-D operands gain and lose a unit dim, batch
+ * dims broadcast (a 1 against any size; unknown against 1 stays unknown). */
+int gv_infer_matmul(gv_module *m, gv_op *op, const gv_tensor *const *values) {
+  (void)values;
+  const gv_type *l = opt(op, 0), *r = opt(op, 1);
+  if (dtype_match(m, op, l->dtype, r->dtype)) return -1;
+  gv_dtype dt = pick_dtype(l->dtype, r->dtype);
+  if (l->rank < 0 || r->rank < 0) return set_res(m, op, 0, unranked_like(dt));
+  if (l->rank == 0 || r->rank == 0) return gv_error_op(m, op, "shape: matmul operands must have rank >= 1");
+  tbuf a, b;
+  int64_t K1 = l->dims[l->rank - 1], K2 = r->rank == 1 ? r->dims[0] : r->dims[r->rank - 2];
+  if (K1 >= 0 && K2 >= 0 && K1 != K2)
+    return gv_error_op(m, op, "shape mismatch: matmul contracting sizes differ (%lld vs %lld) for %s and %s",
+                       (long long)K1, (long long)K2, tstr(l, &a), tstr(r, &b));
+  int lb = l->rank > 2 ? l->rank - 2 : 0, rb = r->rank > 2 ? r->rank - 2 : 0, nb = lb > rb ? lb : rb;
+  int rank = nb + (l->rank > 1) + (r->rank > 1);
+  gv_type t = ranked_unknown(dt, rank);
+  for (int i = 0; i < nb; i++) {
+    int il = i - (nb - lb), ir = i - (nb - rb);
+    int64_t x = il >= 0 ? l->dims[il] : 1, y = ir >= 0 ? r->dims[ir] : 1;
+    if (x >= 0 && y >= 0 && x != y && x != 1 && y != 1)
+      return gv_error_op(m, op, "shape mismatch: matmul batch dims do not broadcast (%lld vs %lld) for %s and %s",
+                         (long long)x, (long long)y, tstr(l, &a), tstr(r, &b));
+    t.dims[i] = x == 1 ? y : y == 1 ? x : x >= 0 ? x : y;
+  }
+  int j = nb;
+  if (l->rank > 1) t.dims[j++] = l->dims[l->rank - 2];
+  if (r->rank > 1) t.dims[j++] = r->dims[r->rank - 1];
+  return set_res(m, op, 0, t);
+}
+
 int gv_infer_conv(gv_module *m, gv_op *op, const gv_tensor *const *values) {
   (void)values;
   const gv_type *x = opt(op, 0), *w = opt(op, 1);

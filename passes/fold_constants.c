@@ -9,8 +9,10 @@
  * is already a constant when its users are reached: whole shape chains fold
  * in one sweep. Then the run-time operand forms become the static forms of
  * docs/ops.md (reshape/expand lose the shape operand; slice, tile and trilu
- * take attributes), no-op casts/reshapes/expands disappear, and a galv.if
- * with a constant condition is replaced by its taken branch.
+ * take attributes), no-op casts/reshapes/expands disappear, a galv.if
+ * with a constant condition is replaced by its taken branch, and a
+ * galv.matmul (an ONNX MatMul the importer could not map for want of ranks,
+ * or with broadcast batch dims) becomes a dot once its types are static.
  *
  * Limit: a result with more than FOLD_MAX_ELEMS (1 << 20) elements is not
  * materialised (the op stays; only its run-time form may become static), so
@@ -243,6 +245,8 @@ static int static_slice(fold_ctx *c, gv_op *op) {
   return 0;
 }
 
+static int lower_matmul(fold_ctx *c, gv_op *op);
+
 /* Rewrites op into its static form where its extra operands are constant and
  * removes it when it became an identity. Returns -1 on error. */
 static int static_form(fold_ctx *c, gv_op *op) {
@@ -273,6 +277,8 @@ static int static_form(fold_ctx *c, gv_op *op) {
       gv_op_set_operands(m, op, 1, op->opnds);
     }
     return 0;
+  case GV_OP_MATMUL:
+    return lower_matmul(c, op);
   case GV_OP_TRILU:
     if (op->nopnds == 2 && const_of(op->opnds[1])) {
       const gv_tensor *k = const_of(op->opnds[1]);
@@ -291,6 +297,89 @@ static int static_form(fold_ctx *c, gv_op *op) {
   default:
     return 0;
   }
+}
+
+/* ---------------------------------------------------------------- matmul */
+
+/* A new op before `at` with at's location; its result type is t. */
+static gv_value *add_before(fold_ctx *c, gv_op *at, gv_opcode code, int n, gv_value *const *opnds, gv_type t) {
+  gv_op *o = gv_op_new(c->m, code, n, opnds, 1);
+  o->loc = at->loc;
+  o->onnx_op = at->onnx_op;
+  o->res[0]->type = t;
+  gv_insert_before(at, o);
+  return track(c, o->res[0]) ? NULL : o->res[0];
+}
+
+/* galv.matmul -> dot once both operand types are static: broadcast batch
+ * dims become static expands of the operand that has a 1 (or lacks the
+ * dim), a 2-D lhs against a batched rhs a dot followed by the transpose
+ * that puts the batch first. An operand still unranked here is the one
+ * error: nothing later can give it a rank. */
+static int lower_matmul(fold_ctx *c, gv_op *op) {
+  gv_module *m = c->m;
+  gv_value *l = op->opnds[0], *r = op->opnds[1];
+  if (l->type.rank < 1 || r->type.rank < 1)
+    return gv_error_op(m, op, "cannot determine the operand ranks of MatMul (%d, %d) after shape inference and folding",
+                       l->type.rank, r->type.rank);
+  if (!gv_type_is_static(&l->type) || !gv_type_is_static(&r->type) || !gv_type_is_static(&op->res[0]->type))
+    return 0; /* dynamic dims: the dims are bound later (--batch / --seq) */
+  int lr = l->type.rank, rr = r->type.rank;
+  const gv_type *y = &op->res[0]->type;
+  int64_t lb[GV_MAX_RANK], rb[GV_MAX_RANK], lc = lr - 1, rc = rr == 1 ? 0 : rr - 2;
+  int nb = 0;
+  gv_value *ops[2] = {l, r};
+  if (lr >= 3 && rr >= 3) {
+    nb = y->rank - 2;
+    for (int side = 0; side < 2; side++) {
+      const gv_type *t = &ops[side]->type;
+      gv_type want = *t;
+      want.rank = nb + 2;
+      for (int i = 0; i < nb; i++) want.dims[i] = y->dims[i];
+      want.dims[nb] = t->dims[t->rank - 2];
+      want.dims[nb + 1] = t->dims[t->rank - 1];
+      if (!gv_type_equal(&want, t) && !(ops[side] = add_before(c, op, GV_OP_EXPAND, 1, &ops[side], want))) return -1;
+    }
+    for (int i = 0; i < nb; i++) lb[i] = rb[i] = i;
+    lc = nb + 1;
+    rc = nb;
+  }
+  gv_type dt = *y;
+  bool perm = lr == 2 && rr >= 3;
+  if (perm) { /* dot gives [M, batch.., N] */
+    dt.dims[0] = y->dims[rr - 2];
+    for (int i = 0; i < rr - 2; i++) dt.dims[1 + i] = y->dims[i];
+  }
+  gv_op *d = gv_op_new(m, GV_OP_DOT, 2, ops, 1);
+  d->loc = op->loc;
+  d->onnx_op = op->onnx_op;
+  gv_set_ints(m, d, "lhs_batch", nb, lb);
+  gv_set_ints(m, d, "rhs_batch", nb, rb);
+  gv_set_ints(m, d, "lhs_contract", 1, &lc);
+  gv_set_ints(m, d, "rhs_contract", 1, &rc);
+  gv_insert_before(op, d);
+  if (gv_infer_op(m, d, NULL) || track(c, d->res[0])) return -1;
+  if (!gv_type_equal(&d->res[0]->type, perm ? &dt : y))
+    return gv_error_op(m, op, "fold-constants: matmul rewritten into dot has another type");
+  gv_value *v = d->res[0];
+  if (perm) {
+    int64_t p[GV_MAX_RANK];
+    for (int i = 0; i < rr - 2; i++) p[i] = 1 + i;
+    p[rr - 2] = 0;
+    p[rr - 1] = rr - 1;
+    gv_op *t = gv_op_new(m, GV_OP_TRANSPOSE, 1, &v, 1);
+    t->loc = op->loc;
+    t->onnx_op = op->onnx_op;
+    gv_set_ints(m, t, "perm", rr, p);
+    t->res[0]->type = *y;
+    gv_insert_before(op, t);
+    if (track(c, t->res[0])) return -1;
+    v = t->res[0];
+  }
+  v->name = op->res[0]->name;
+  replace(c, op->res[0], v);
+  gv_op_unlink(op);
+  return 0;
 }
 
 /* ---------------------------------------------------------------- if */

@@ -53,7 +53,8 @@ def run(graph, env):
             for ax in sorted(ints(x[1]) if len(x) > 1 else a["axes"], reverse=True):
                 y = y.squeeze(ax)
         elif op == "Gather":
-            y = torch.index_select(x[0], a.get("axis", 0), x[1].reshape(-1)).reshape(
+            ix = x[1].reshape(-1) % x[0].shape[a.get("axis", 0)]  # negative indices wrap
+            y = torch.index_select(x[0], a.get("axis", 0), ix).reshape(
                 list(x[0].shape[:a.get("axis", 0)]) + list(x[1].shape) + list(x[0].shape[a.get("axis", 0) + 1:]))
         elif op in ("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "LessOrEqual", "Greater"):
             f = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div, "Pow": torch.pow,
