@@ -10,6 +10,8 @@
  * and literals; never changes the IR. */
 #include "kcall.h"
 
+#include <string.h>
+
 #include "../ir/shape_rules.h"
 
 const char *const cg_kernel_names[CG_K_COUNT] = {
@@ -383,6 +385,31 @@ static int fill_conv_grad(const fill_ctx *c, cg_kcall *k) {
   return 0;
 }
 
+/* gather_nd / scatter_nd: count index tuples (aux[0]) of rank coordinates
+ * into dims[0..rank) of data (src), rows of inner elements; scatter_nd's
+ * updates are aux[1], kind 1 adds them (f32 only). */
+static int fill_nd(const fill_ctx *c, cg_kcall *k) {
+  const gv_op *op = c->op;
+  const gv_type *it = &op->opnds[1]->type;
+  if (it->dtype != GV_DT_I64 && it->dtype != GV_DT_I32)
+    return gv_error_op(c->m, op, "%s: %s indices of dtype %s are not supported", c->who, gv_ops[op->code].name,
+                       gv_dtype_name(it->dtype));
+  int64_t n = it->rank >= 1 ? it->dims[it->rank - 1] : 0;
+  if (n < 1 || n > c->x->rank) return gv_error_op(c->m, op, "%s: %s index tuples do not fit the data", c->who, gv_ops[op->code].name);
+  k->rank = (int)n;
+  copy_dims(k->dims, c->x->dims, k->rank);
+  k->aux[0] = 1;
+  k->idx_es = it->dtype == GV_DT_I64 ? 8 : 4;
+  k->count = gv_type_numel(it) / n;
+  k->inner = cg_prod(c->x->dims, k->rank, c->x->rank);
+  if (op->code == GV_OP_SCATTER_ND) {
+    k->aux[1] = 2;
+    k->kind = strcmp(gv_get_str(op, "reduction", "none"), "add") == 0;
+    if (k->kind && need_f32_but(c, 1)) return -1;
+  }
+  return 0;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const struct {
@@ -415,6 +442,8 @@ static const struct {
     {GV_OP_CROSS_ENTROPY_GRAD, CG_K_CROSS_ENTROPY_GRAD, fill_cross_entropy},
     {GV_OP_CONV_GRAD_INPUT, CG_K_CONV_GRAD_INPUT, fill_conv_grad},
     {GV_OP_CONV_GRAD_WEIGHT, CG_K_CONV_GRAD_WEIGHT, fill_conv_grad},
+    {GV_OP_GATHER_ND, CG_K_GATHER_ND, fill_nd},
+    {GV_OP_SCATTER_ND, CG_K_SCATTER_ND, fill_nd},
 };
 
 static int row_of(gv_opcode c) {

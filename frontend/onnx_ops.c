@@ -317,6 +317,28 @@ static int h_gather(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   return out(c, n, 0, op->res[0]);
 }
 
+/* GatherND (batch_dims 0) and ScatterND (reduction none or add) -> gather_nd /
+ * scatter_nd; their result types are left to shape-infer. */
+static int h_gather_nd(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  int64_t bd = ai(n, "batch_dims", 0);
+  if (bd != 0) return gv_node_error(c, "unsupported: GatherND batch_dims=%lld (0 only)", (long long)bd);
+  gv_op *op = emit(c, GV_OP_GATHER_ND, 2, in, 1);
+  op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
+  return out(c, n, 0, op->res[0]);
+}
+
+static int h_scatter_nd(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  const char *red = astr(c, n, "reduction", "none");
+  if (strcmp(red, "none") != 0 && strcmp(red, "add") != 0)
+    return gv_node_error(c, "unsupported: ScatterND reduction '%s' (none, add)", gv_esc(c, red));
+  gv_op *op = emit(c, GV_OP_SCATTER_ND, 3, in, 1);
+  gv_set_str(c->m, op, "reduction", red);
+  same_type(op->res[0], in[0]);
+  return out(c, n, 0, op->res[0]);
+}
+
 /* axes from the attribute (before since) or the constant input 1 */
 static int get_axes(gv_ictx *c, node_t *n, gv_value **in, int nin, int since, int64_t *axes, bool *present) {
   *present = false;
@@ -1093,6 +1115,7 @@ static const row table[] = {
     {"Flatten", 1, 1, 1, h_flatten, 0},
     U("Floor", FLOOR),
     {"Gather", 1, 2, 2, h_gather, 0},
+    {"GatherND", 1, 2, 2, h_gather_nd, 0},
     {"Gelu", 20, 1, 1, h_unary, GV_OP_GELU},
     {"Gemm", 1, 2, 3, h_gemm, 0},
     B("Greater", GREATER),
@@ -1120,6 +1143,7 @@ static const row table[] = {
     {"ReduceSum", 1, 1, 2, h_reduce, GV_OP_REDUCE_SUM},
     U("Relu", RELU),
     {"Reshape", 1, 2, 2, h_reshape, 0},
+    {"ScatterND", 1, 3, 3, h_scatter_nd, 0},
     {"Shape", 1, 1, 1, h_shape, 0},
     U("Sigmoid", SIGMOID),
     U("Sin", SIN),

@@ -865,6 +865,57 @@ static int dot_perm(const gv_op *op, const char *bn, const char *cn, int rank, b
   return 0;
 }
 
+/* gather_nd / scatter_nd: the data offset (in rows of `inner` elements) of
+ * index tuple r of k coordinates; negative coordinates wrap. -1: out of range. */
+static int64_t nd_offset(const gv_tensor *ix, int64_t r, int64_t k, const int64_t *dims) {
+  int64_t off = 0;
+  for (int64_t j = 0; j < k; j++) {
+    int64_t v = gv_tensor_get_i(ix, r * k + j), d = dims[j];
+    if (v < -d || v >= d) return -1;
+    off = off * d + (v < 0 ? v + d : v);
+  }
+  return off;
+}
+
+int gv_eval_gather_nd(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {
+  gv_tensor *o = mkout(m, op, 0);
+  if (!o) return -1;
+  const gv_type *d = &in[0]->type, *it = &in[1]->type;
+  int64_t k = it->dims[it->rank - 1], rows = k ? gv_tensor_numel(in[1]) / k : 0;
+  int64_t inner = prod(d->dims, (int)k, d->rank);
+  size_t es = gv_dtype_size(d->dtype);
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t off = nd_offset(in[1], r, k, d->dims);
+    if (off < 0) return gv_error_op(m, op, "gather_nd index tuple %lld out of range", (long long)r);
+    memcpy((char *)o->data + (size_t)(r * inner) * es, (const char *)in[0]->data + (size_t)(off * inner) * es,
+           (size_t)inner * es);
+  }
+  out[0] = o;
+  return 0;
+}
+
+int gv_eval_scatter_nd(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {
+  gv_tensor *o = mkout(m, op, 0);
+  if (!o) return -1;
+  const gv_type *d = &in[0]->type, *it = &in[1]->type;
+  int64_t k = it->dims[it->rank - 1], rows = k ? gv_tensor_numel(in[1]) / k : 0;
+  int64_t inner = prod(d->dims, (int)k, d->rank);
+  size_t es = gv_dtype_size(d->dtype);
+  bool add = strcmp(gv_get_str(op, "reduction", "none"), "add") == 0;
+  memcpy(o->data, in[0]->data, (size_t)gv_tensor_numel(o) * es);
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t off = nd_offset(in[1], r, k, d->dims);
+    if (off < 0) return gv_error_op(m, op, "scatter_nd index tuple %lld out of range", (long long)r);
+    if (add)
+      for (int64_t i = 0; i < inner; i++) st(o, off * inner + i, ld(o, off * inner + i) + ld(in[2], r * inner + i));
+    else
+      memcpy((char *)o->data + (size_t)(off * inner) * es, (const char *)in[2]->data + (size_t)(r * inner) * es,
+             (size_t)inner * es);
+  }
+  out[0] = o;
+  return 0;
+}
+
 /* numpy matmul (galv.matmul): the result's batch index walks both operands'
  * batch dims with stride 0 where a dim is 1 or missing. */
 int gv_eval_matmul(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {

@@ -358,6 +358,39 @@ int gv_grad_gather(gv_module *m, gv_op *op, gv_value *const *dres, const bool *n
   return finish(&c);
 }
 
+/* gather_nd: dy scatter-added into zeros of data's shape at the same tuples.
+ * scatter_nd: data's gradient is dy with the scattered rows zeroed (none) or
+ * dy itself (add); the updates' is dy gathered at the tuples. The indices
+ * (integers) get none. */
+int gv_grad_gather_nd(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds,
+                      gv_op *before) {
+  if (!need[0] || !dres[0]) return 0;
+  gctx c = begin(m, op, before);
+  gv_value *in[3] = {zeros(&c, &op->opnds[0]->type), op->opnds[1], dres[0]};
+  gv_op *o = newop(&c, GV_OP_SCATTER_ND, 3, in);
+  if (o) gv_set_str(m, o, "reduction", "add");
+  dopnds[0] = fin(&c, o);
+  return finish(&c);
+}
+
+int gv_grad_scatter_nd(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds,
+                       gv_op *before) {
+  if (!dres[0]) return 0;
+  gctx c = begin(m, op, before);
+  bool add = strcmp(gv_get_str(op, "reduction", "none"), "add") == 0;
+  if (need[0]) {
+    if (add) dopnds[0] = dres[0];
+    else {
+      gv_value *in[3] = {dres[0], op->opnds[1], zeros(&c, &op->opnds[2]->type)};
+      gv_op *o = newop(&c, GV_OP_SCATTER_ND, 3, in);
+      if (o) gv_set_str(m, o, "reduction", "none");
+      dopnds[0] = fin(&c, o);
+    }
+  }
+  if (need[2]) dopnds[2] = bin(&c, GV_OP_GATHER_ND, dres[0], op->opnds[1]);
+  return finish(&c);
+}
+
 /* tile: view dy as [r0, d0, r1, d1, ...] (only dims with r > 1 split) and
  * sum over the repeat dims. */
 int gv_grad_tile(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before) {

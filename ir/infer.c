@@ -834,6 +834,62 @@ int gv_infer_norm(gv_module *m, gv_op *op, const gv_tensor *const *values) {
   return set_res(m, op, 0, *x);
 }
 
+/* ---------------------------------------------------------------- index tuples */
+
+/* gather_nd / scatter_nd: indices [..., k] address the leading k dims of
+ * data; a row is the data slice data.dims[k:]. Writes the row shape of the
+ * result (gather) or of updates (scatter) into t. */
+static int nd_rows(gv_module *m, gv_op *op, const gv_type *d, const gv_type *ix, gv_type *t) {
+  tbuf a, b;
+  if (ix->dtype != GV_DT_UNKNOWN && ix->dtype != GV_DT_I64 && ix->dtype != GV_DT_I32)
+    return gv_error_op(m, op, "shape: %s indices must be i64 or i32, got %s", gv_ops[op->code].name,
+                       gv_dtype_name(ix->dtype));
+  if (d->rank < 0 || ix->rank < 0) return 1;
+  if (ix->rank < 1) return gv_error_op(m, op, "shape: %s indices must have rank >= 1", gv_ops[op->code].name);
+  int64_t k = ix->dims[ix->rank - 1];
+  if (k < 0) return 1;
+  if (k < 1 || k > d->rank)
+    return gv_error_op(m, op, "shape: %s index tuples of %lld coordinates for data %s (indices %s)",
+                       gv_ops[op->code].name, (long long)k, tstr(d, &a), tstr(ix, &b));
+  int rank = ix->rank - 1 + d->rank - (int)k;
+  if (rank > GV_MAX_RANK) return gv_error_op(m, op, "shape: %s result rank %d exceeds %d", gv_ops[op->code].name, rank, GV_MAX_RANK);
+  *t = ranked_unknown(d->dtype, rank);
+  for (int i = 0; i < ix->rank - 1; i++) t->dims[i] = ix->dims[i];
+  for (int i = (int)k; i < d->rank; i++) t->dims[ix->rank - 1 + i - (int)k] = d->dims[i];
+  return 0;
+}
+
+int gv_infer_gather_nd(gv_module *m, gv_op *op, const gv_tensor *const *values) {
+  (void)values;
+  gv_type t;
+  int rc = nd_rows(m, op, opt(op, 0), opt(op, 1), &t);
+  if (rc < 0) return -1;
+  return set_res(m, op, 0, rc ? unranked_like(opt(op, 0)->dtype) : t);
+}
+
+int gv_infer_scatter_nd(gv_module *m, gv_op *op, const gv_tensor *const *values) {
+  (void)values;
+  const gv_type *d = opt(op, 0), *u = opt(op, 2);
+  if (dtype_match(m, op, d->dtype, u->dtype)) return -1;
+  const char *red = gv_get_str(op, "reduction", "none");
+  if (strcmp(red, "none") != 0 && strcmp(red, "add") != 0)
+    return gv_error_op(m, op, "scatter_nd reduction '%s' is not supported (none, add)", red);
+  gv_type t;
+  int rc = nd_rows(m, op, d, opt(op, 1), &t);
+  if (rc < 0) return -1;
+  if (rc == 0 && u->rank >= 0) {
+    tbuf a, b;
+    bool ok = u->rank == t.rank;
+    for (int i = 0; ok && i < t.rank; i++) ok = u->dims[i] < 0 || t.dims[i] < 0 || u->dims[i] == t.dims[i];
+    if (!ok)
+      return gv_error_op(m, op, "shape mismatch: scatter_nd updates %s, the indices and data need %s", tstr(u, &a),
+                         tstr(&t, &b));
+  }
+  gv_type r = *d;
+  r.dtype = pick_dtype(d->dtype, u->dtype);
+  return set_res(m, op, 0, r);
+}
+
 /* ---------------------------------------------------------------- contraction */
 
 /* Validates a list of dot axes; marks them in used[]. */

@@ -242,6 +242,12 @@ void galv_split(void *const *dsts, const void *src, const int64_t *chunk, int n,
  * i64 (idx_es 8) or i32 (idx_es 4), negative wrap; out of range is fatal. */
 void galv_gather(void *dst, const void *data, const void *idx, int idx_es, int64_t nidx, int64_t outer, int64_t D,
                  int64_t chunk, const char *where);
+/* gather_nd / scatter_nd (ONNX GatherND batch_dims 0, ScatterND none / add):
+ * rows index tuples of k coordinates into dims[0..k); chunk: bytes per row */
+void galv_gather_nd(void *dst, const void *data, const void *idx, int idx_es, int64_t rows, int k, const int64_t *dims,
+                    int64_t chunk, const char *where);
+void galv_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
+                     int64_t rows, int k, const int64_t *dims, int64_t inner, size_t es, int add, const char *where);
 /* Trilu on [batch, R, C] elements of es bytes. */
 void galv_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t R, int64_t C, int64_t k, int upper);
 /* Cumsum along an axis of [outer, L, inner]; dtype GALV_F32 or an integer. */

@@ -101,6 +101,39 @@ void galv_gather(void *dst, const void *data, const void *idx, int idx_es, int64
     }
 }
 
+/* gather_nd / scatter_nd: rows index tuples of k coordinates (negative
+ * ones wrap) into dims[0..k) of data; each addresses a row of chunk bytes
+ * (inner elements of es bytes). scatter_nd copies data into dst first;
+ * add sums f32 updates into the row instead of replacing it. */
+static int64_t nd_row(const void *idx, int idx_es, int64_t r, int k, const int64_t *dims, const char *where) {
+  int64_t off = 0;
+  for (int j = 0; j < k; j++) {
+    int64_t v = idx_es == 8 ? ((const int64_t *)idx)[r * k + j] : ((const int32_t *)idx)[r * k + j];
+    if (v < -dims[j] || v >= dims[j])
+      galv_fatal("%s: index %lld out of range for a dim of size %lld", where, (long long)v, (long long)dims[j]);
+    off = off * dims[j] + (v < 0 ? v + dims[j] : v);
+  }
+  return off;
+}
+
+void galv_gather_nd(void *dst, const void *data, const void *idx, int idx_es, int64_t rows, int k, const int64_t *dims,
+                    int64_t chunk, const char *where) {
+  for (int64_t r = 0; r < rows; r++)
+    memcpy((char *)dst + r * chunk, (const char *)data + nd_row(idx, idx_es, r, k, dims, where) * chunk, (size_t)chunk);
+}
+
+void galv_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
+                     int64_t rows, int k, const int64_t *dims, int64_t inner, size_t es, int add, const char *where) {
+  if (dst != data) memmove(dst, data, (size_t)nbytes);
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t off = nd_row(idx, idx_es, r, k, dims, where) * inner;
+    if (add)
+      for (int64_t i = 0; i < inner; i++) ((float *)dst)[off + i] += ((const float *)upd)[r * inner + i];
+    else
+      memcpy((char *)dst + (size_t)off * es, (const char *)upd + (size_t)(r * inner) * es, (size_t)inner * es);
+  }
+}
+
 void galv_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t R, int64_t C, int64_t k, int upper) {
   memset(dst, 0, (size_t)(batch * R * C) * es);
   for (int64_t b = 0; b < batch; b++)

@@ -146,6 +146,19 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *k, char p[][
     where_lit(f, op);
     fputs(");\n", f);
     return 0;
+  case CG_K_GATHER_ND:
+  case CG_K_SCATTER_ND:
+    fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, k->rank, k->dims);
+    if (k->kernel == CG_K_GATHER_ND)
+      fprintf(f, ";\n    galv_gather_nd(%s, %s, %s, %d, %lld, %d, d, %lld, ", dst, p[k->src], p[k->aux[0]], k->idx_es,
+              (long long)k->count, k->rank, (long long)(k->inner * (int64_t)es));
+    else
+      fprintf(f, ";\n    galv_scatter_nd(%s, %s, %lld, %s, %d, %s, %lld, %d, d, %lld, %zu, %d, ", dst, p[k->src],
+              (long long)(gv_type_numel(&x->type) * (int64_t)es), p[k->aux[0]], k->idx_es, p[k->aux[1]],
+              (long long)k->count, k->rank, (long long)k->inner, es, k->kind);
+    where_lit(f, op);
+    fputs("); }\n", f);
+    return 0;
   case CG_K_SCATTER_STRIDED: {
     int64_t nb = gv_type_numel(&cg_kcall_value(op, k->dst)->type) * (int64_t)es;
     if (gv_type_numel(&x->type) == 0) {

@@ -421,6 +421,19 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
     e->flops += 2 * gv_type_numel(dy) * cg_prod(cw->dims, 1, cw->rank);
     return 0;
   }
+  case CG_K_GATHER_ND:
+  case CG_K_SCATTER_ND:
+    if (kc->kind && half_of(e, y))
+      return gv_error_op(e->m, op, "cuda codegen: scatter_nd add on bf16 storage is not supported");
+    fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, kc->rank, kc->dims);
+    if (kc->kernel == CG_K_GATHER_ND)
+      fprintf(f, ";\n    galv_cu_gather_nd(%s, %s, %s, %d, %lld, %d, d, %lld, %d); }\n", dst, src, p[kc->aux[0]],
+              kc->idx_es, (long long)kc->count, kc->rank, (long long)(kc->inner * (int64_t)es), k);
+    else
+      fprintf(f, ";\n    galv_cu_scatter_nd(%s, %s, %lld, %s, %d, %s, %lld, %d, d, %lld, %d, %d); }\n", dst, src,
+              (long long)(gv_type_numel(&x->type) * (int64_t)es), p[kc->aux[0]], kc->idx_es, p[kc->aux[1]],
+              (long long)kc->count, kc->rank, (long long)(kc->inner * (int64_t)es), kc->kind, k);
+    return 0;
   default:
     return gv_error_op(e->m, op, "cuda codegen: the %s kernel is not in the cuda runtime", cg_kernel_names[kc->kernel]);
   }

@@ -135,6 +135,12 @@ void galv_cu_split(void *const *dsts, const void *src, const int64_t *chunk, int
  * an index out of range sets the error flag to k + 1 (k: the kernel number) */
 void galv_cu_gather(void *dst, const void *data, const void *idx, int idx_es, int64_t nidx, int64_t outer, int64_t D,
                     int64_t chunk, int k);
+/* gather_nd / scatter_nd: rows index tuples of kd coordinates into dims[0..kd); chunk: bytes per row;
+ * scatter_nd add: f32 rows added atomically */
+void galv_cu_gather_nd(void *dst, const void *data, const void *idx, int idx_es, int64_t rows, int kd,
+                       const int64_t *dims, int64_t chunk, int k);
+void galv_cu_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
+                        int64_t rows, int kd, const int64_t *dims, int64_t chunk, int add, int k);
 void galv_cu_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t R, int64_t C, int64_t kdiag, int upper);
 /* reductions: kind 0 sum, 1 mean, 2 max, 3 min; ostr: output stride of each input dim (0 = reduced) */
 void galv_cu_reduce(int dt, void *y, const void *x, int rank, const int64_t *dims, const int64_t *ostr, int64_t no,

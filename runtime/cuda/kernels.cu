@@ -147,6 +147,72 @@ void galv_cu_gather(void *dst, const void *data, const void *idx, int idx_es, in
   GALV_CU_LAUNCHED();
 }
 
+/* gather_nd / scatter_nd: s holds the k dims the index tuples address; one
+ * thread per 4-byte word (or byte) of a row; scatter_nd copies data first,
+ * then writes (or, add: atomically adds f32) the update rows. */
+template <typename I>
+__device__ static int64_t nd_row(const I *idx, int64_t r, const shape_t &s, int *err, int k) {
+  int64_t off = 0;
+  for (int j = 0; j < s.rank; j++) {
+    int64_t v = idx[r * s.rank + j], d = s.dims[j];
+    if (v < -d || v >= d) {
+      atomicCAS(err, 0, k + 1);
+      v = 0;
+    }
+    off = off * d + (v < 0 ? v + d : v);
+  }
+  return off;
+}
+
+template <typename E>
+__global__ void gather_nd_k(E *dst, const E *data, const void *idx, int idx_es, int64_t rows, shape_t s,
+                            int64_t words, int *err, int k) {
+  GRID_STRIDE(i, rows * words) {
+    int64_t r = i / words, w = i % words;
+    int64_t off = idx_es == 8 ? nd_row((const int64_t *)idx, r, s, err, k) : nd_row((const int32_t *)idx, r, s, err, k);
+    dst[i] = data[off * words + w];
+  }
+}
+
+template <typename E>
+__global__ void scatter_nd_k(E *dst, const E *upd, const void *idx, int idx_es, int64_t rows, shape_t s,
+                             int64_t words, int add, int *err, int k) {
+  GRID_STRIDE(i, rows * words) {
+    int64_t r = i / words, w = i % words;
+    int64_t off = idx_es == 8 ? nd_row((const int64_t *)idx, r, s, err, k) : nd_row((const int32_t *)idx, r, s, err, k);
+    if (add) atomicAdd((float *)dst + off * words + w, ((const float *)upd)[i]);
+    else dst[off * words + w] = upd[i];
+  }
+}
+
+void galv_cu_gather_nd(void *dst, const void *data, const void *idx, int idx_es, int64_t rows, int kd,
+                       const int64_t *dims, int64_t chunk, int k) {
+  if (rows * chunk == 0) return;
+  shape_t s = mkshape(kd, dims, NULL);
+  if (chunk % 4 == 0)
+    GALV_LAUNCH(gather_nd_k, galv_cu_blocks(rows * chunk / 4), 256, 0, galv_cu.stream, (uint32_t *)dst,
+                (const uint32_t *)data, idx, idx_es, rows, s, chunk / 4, galv_cu.err, k);
+  else
+    GALV_LAUNCH(gather_nd_k, galv_cu_blocks(rows * chunk), 256, 0, galv_cu.stream, (uint8_t *)dst, (const uint8_t *)data,
+                idx, idx_es, rows, s, chunk, galv_cu.err, k);
+  GALV_CU_LAUNCHED();
+}
+
+void galv_cu_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
+                        int64_t rows, int kd, const int64_t *dims, int64_t chunk, int add, int k) {
+  if (dst != data && nbytes)
+    cudaCheck(cudaMemcpyAsync(dst, data, (size_t)nbytes, cudaMemcpyDeviceToDevice, galv_cu.stream));
+  if (rows * chunk == 0) return;
+  shape_t s = mkshape(kd, dims, NULL);
+  if (chunk % 4 == 0)
+    GALV_LAUNCH(scatter_nd_k, galv_cu_blocks(rows * chunk / 4), 256, 0, galv_cu.stream, (uint32_t *)dst,
+                (const uint32_t *)upd, idx, idx_es, rows, s, chunk / 4, add, galv_cu.err, k);
+  else
+    GALV_LAUNCH(scatter_nd_k, galv_cu_blocks(rows * chunk), 256, 0, galv_cu.stream, (uint8_t *)dst, (const uint8_t *)upd,
+                idx, idx_es, rows, s, chunk, 0, galv_cu.err, k);
+  GALV_CU_LAUNCHED();
+}
+
 template <typename E>
 __global__ void trilu_k(E *dst, const E *src, int64_t n, int64_t R, int64_t C, int64_t kd, int upper) {
   GRID_STRIDE(i, n) {

@@ -129,13 +129,20 @@ def run(graph, env):
             y = x[0].repeat(ints(x[1]))
         elif op == "GatherElements":
             y = torch.gather(x[0], a.get("axis", 0), x[1] % x[0].shape[a.get("axis", 0)])
+        elif op == "GatherND":
+            k = x[1].shape[-1]
+            flat = x[1].reshape(-1, k)
+            y = x[0][tuple(flat[:, j] for j in range(k))].reshape(tuple(x[1].shape[:-1]) + tuple(x[0].shape[k:]))
         elif op == "ScatterND":
             # out-of-place: index tuples over the leading dims of data
             y, idx = x[0].clone(), x[1]
             k = idx.shape[-1]
             flat = idx.reshape(-1, k)
             upd = x[2].reshape((flat.shape[0],) + tuple(x[0].shape[k:]))
-            y[tuple(flat[:, j] for j in range(k))] = upd
+            if a.get("reduction", "none") == "add":
+                y = y.index_put(tuple(flat[:, j] for j in range(k)), upd, accumulate=True)
+            else:
+                y[tuple(flat[:, j] for j in range(k))] = upd
         else:
             raise SystemExit("torch_train: op %s not supported" % op)
         outs = y if isinstance(y, (tuple, list)) else [y]

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The index and contraction ops of the transformers exports against
+# onnxruntime, on helper-built graphs (tests/ops/make_graphs.py): ScatterND
+# (Llama's full-tuple mask form, rows with a negative index, add with a
+# repeated tuple), GatherND, MatMul with broadcast batch dims, a 2-D lhs
+# against a batched rhs and operands of different ranks. Each through
+# galv-eval (tests/ort_compare.py) and the generated CPU program
+# (tests/cpu_compare.py), rtol 1e-4 / atol 1e-5. Then training through them:
+# 3 AdamW steps of a token model whose gradient flows through GatherND,
+# ScatterND (data and updates) and a broadcasting MatMul, galv-eval --train
+# against the same graph trained by torch (tests/train/torch_train.py):
+# losses within 1e-4 relative, weights within 1e-4.
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+names=$(python3 "$SRC/tests/ops/make_graphs.py" "$T") || { echo "FAIL make_graphs.py"; exit 1; }
+for n in $names; do
+  if out=$(python3 "$SRC/tests/ort_compare.py" "$BUILD" "$T/$n.onnx" 2>&1); then ok "$n galv-eval = onnxruntime: ${out##* max abs err }"
+  else bad "$n galv-eval: $(tail -2 <<<"$out")"; fi
+  if out=$(python3 "$SRC/tests/cpu_compare.py" "$BUILD" "$T/$n.onnx" 2>&1); then
+    ok "$n cpu program = onnxruntime: $(grep -o 'max abs err.*' <<<"$out" | tail -1)"
+  else bad "$n cpu program: $(tail -2 <<<"$out")"; fi
+done
+
+. "$SRC/tests/lib/require.sh"
+if [ "${GALV_REQUIRE_ALL:-0}" != 1 ] && ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "SKIP part of index_ops: /usr/bin/python3 cannot import torch (the training check)"
+  galv_skipped_parts=1
+  echo "index_ops: $pass passed, $fail failed"
+  galv_exit "$fail"
+fi
+python3 -c "
+import numpy as np
+r = np.random.RandomState(5)
+np.save('$T/ids.npy', r.randint(0, 50, (2, 8)).astype(np.int64))
+np.save('$T/lab.npy', r.randint(0, 50, (2, 8)).astype(np.int64))"
+python3 "$SRC/tests/train/onnx_dump.py" "$T/train_nd.onnx" "$T/dump"
+if "$BUILD/galv-eval" "$T/train_nd.onnx" --input input_ids="$T/ids.npy" --input labels="$T/lab.npy" --train \
+  --optimizer adamw --lr 1e-2 --weight-decay 0.01 --steps 3 -o "$T/g" >"$T/g.log" 2>"$T/err" &&
+  GALV_TORCH_RULE=onnx /usr/bin/python3 "$SRC/tests/train/torch_train.py" "$T/dump" "$T/ids.npy" "$T/lab.npy" 3 "$T/t" \
+    adamw 1e-2 0.01 0.9 0.999 1e-8 0 >"$T/t.log" 2>>"$T/err" &&
+  /usr/bin/python3 "$SRC/tests/train/compare.py" "$T/g.log" "$T/t.log" "$T/g" "$T/t" 1e-4 1e-4 >"$T/cmp" 2>&1; then
+  ok "training through gather_nd / scatter_nd / broadcast matmul = torch: $(grep -o 'params: .*' "$T/cmp")"
+else
+  bad "training through gather_nd / scatter_nd / broadcast matmul: $(head -3 "$T/err") $(cat "$T/cmp" 2>/dev/null)"
+fi
+echo "index_ops: $pass passed, $fail failed"
+galv_exit "$fail"

@@ -1,0 +1,92 @@
+"""Small ONNX graphs (onnx.helper) for the index and contraction ops the
+transformers exports use: ScatterND (Llama's padding-mask assignment, row
+and add forms), GatherND, MatMul with broadcast batch dims (Falcon's
+multi-query attention), a 2-D lhs against a batched rhs, and a lower-rank
+operand; plus `train_nd.onnx`, a tiny token model whose gradient flows
+through GatherND, ScatterND (data and updates) and a broadcasting MatMul.
+
+    python3 tests/ops/make_graphs.py OUTDIR
+
+Index tensors are initializers (constants), as they are in the exports once
+folded; data and updates are graph inputs, so the ops run in the program.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto as TP, helper as h, numpy_helper as nh
+
+OPSET = 17
+
+
+def model(name, nodes, inputs, outputs, inits=(), opset=OPSET):
+    g = h.make_graph(nodes, name, [h.make_tensor_value_info(n, TP.FLOAT, s) for n, s in inputs],
+                     [h.make_tensor_value_info(n, TP.FLOAT, None) for n in outputs],
+                     [nh.from_array(a, n) for n, a in inits])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)  # validates the graph
+    return m
+
+
+def graphs():
+    out = {}
+    # Llama: every element of a [B, 1, S, S] mask addressed by a 4-tuple
+    idx = np.stack(np.indices((2, 1, 8, 8)), -1).astype(np.int64)
+    out["scatternd_mask"] = model("m", [h.make_node("ScatterND", ["x", "i", "u"], ["y"])],
+                                  [("x", [2, 1, 8, 8]), ("u", [2, 1, 8, 8])], ["y"], [("i", idx)])
+    rows = np.array([[1], [4], [-1]], np.int64)  # a negative index wraps
+    out["scatternd_rows"] = model("m", [h.make_node("ScatterND", ["x", "i", "u"], ["y"])],
+                                  [("x", [6, 4]), ("u", [3, 4])], ["y"], [("i", rows)])
+    dup = np.array([[1, 0], [1, 0], [2, 3]], np.int64)  # a repeated tuple sums
+    out["scatternd_add"] = model("m", [h.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction="add")],
+                                 [("x", [3, 4, 5]), ("u", [3, 5])], ["y"], [("i", dup)])
+    gi = np.array([[[0, 1], [2, 3]], [[1, -1], [0, 0]]], np.int64)
+    out["gathernd"] = model("m", [h.make_node("GatherND", ["x", "i"], ["y"])], [("x", [3, 4, 5])], ["y"],
+                            [("i", gi)])
+    out["matmul_mqa"] = model("m", [h.make_node("MatMul", ["q", "k"], ["y"])],
+                              [("q", [2, 4, 3, 8]), ("k", [2, 1, 8, 5])], ["y"])
+    out["matmul_2d_3d"] = model("m", [h.make_node("MatMul", ["a", "b"], ["y"])], [("a", [3, 4]), ("b", [2, 4, 6])],
+                                ["y"])
+    out["matmul_ranks"] = model("m", [h.make_node("MatMul", ["a", "b"], ["y"])],
+                                [("a", [2, 1, 3, 4]), ("b", [5, 4, 6])], ["y"])
+    return out
+
+
+def train_model():
+    """ids [2, 8] -> Gather(emb) h [2, 8, 16]; GatherND picks 3 (batch, position)
+    rows, MatMul(w_upd) makes the updates, ScatterND puts them back; logits =
+    MatMul(h2, w_out [1, 16, 50]) (batch dim 1 broadcasts)."""
+    r = np.random.RandomState(3)
+    idx = np.array([[0, 1], [1, 5], [0, 7]], np.int64)
+    nodes = [
+        h.make_node("Gather", ["emb", "input_ids"], ["h"]),
+        h.make_node("GatherND", ["h", "idx"], ["g"]),
+        h.make_node("MatMul", ["g", "w_upd"], ["u"]),
+        h.make_node("ScatterND", ["h", "idx", "u"], ["h2"]),
+        h.make_node("MatMul", ["h2", "w_out"], ["logits"]),
+    ]
+    g = h.make_graph(nodes, "train_nd", [h.make_tensor_value_info("input_ids", TP.INT64, [2, 8])],
+                     [h.make_tensor_value_info("logits", TP.FLOAT, None)],
+                     [nh.from_array((r.randn(50, 16) * 0.5).astype(np.float32), "emb"),
+                      nh.from_array(idx, "idx"),
+                      nh.from_array((r.randn(16, 16) * 0.3).astype(np.float32), "w_upd"),
+                      nh.from_array((r.randn(1, 16, 50) * 0.3).astype(np.float32), "w_out")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)])
+    m.ir_version = 8
+    onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)  # validates the graph
+    return m
+
+
+def main():
+    d = sys.argv[1]
+    os.makedirs(d, exist_ok=True)
+    for name, m in graphs().items():
+        onnx.save(m, os.path.join(d, name + ".onnx"))
+    onnx.save(train_model(), os.path.join(d, "train_nd.onnx"))
+    print(" ".join(sorted(graphs())))
+
+
+if __name__ == "__main__":
+    main()
