@@ -410,6 +410,38 @@ static int fill_nd(const fill_ctx *c, cg_kcall *k) {
   return 0;
 }
 
+/* gather_elements / scatter_elements: indices (aux[0]) over dims[0..rank),
+ * data (src) at strides with the axis coordinate replaced by the index
+ * (len: data's axis size); scatter_elements' updates are aux[1], kind 1 adds
+ * them (f32 only). */
+static int fill_elements(const fill_ctx *c, cg_kcall *k) {
+  const gv_op *op = c->op;
+  const gv_type *it = &op->opnds[1]->type;
+  if (it->dtype != GV_DT_I64 && it->dtype != GV_DT_I32)
+    return gv_error_op(c->m, op, "%s: %s indices of dtype %s are not supported", c->who, gv_ops[op->code].name,
+                       gv_dtype_name(it->dtype));
+  int ax = gv_norm_axis(gv_get_int(op, "axis", 0), c->x->rank);
+  if (ax < 0 || it->rank != c->x->rank)
+    return gv_error_op(c->m, op, "%s: %s axis or ranks do not fit", c->who, gv_ops[op->code].name);
+  for (int d = 0; d < it->rank; d++)
+    if (d != ax && it->dims[d] > c->x->dims[d])
+      return gv_error_op(c->m, op, "%s: %s indices are larger than data on dim %d", c->who, gv_ops[op->code].name, d);
+  k->rank = it->rank;
+  copy_dims(k->dims, it->dims, it->rank);
+  copy_dims(k->strides, c->xs, it->rank);
+  k->axis = ax;
+  k->len = c->x->dims[ax];
+  k->aux[0] = 1;
+  k->idx_es = it->dtype == GV_DT_I64 ? 8 : 4;
+  k->count = gv_type_numel(it);
+  if (op->code == GV_OP_SCATTER_ELEMENTS) {
+    k->aux[1] = 2;
+    k->kind = strcmp(gv_get_str(op, "reduction", "none"), "add") == 0;
+    if (k->kind && need_f32_but(c, 1)) return -1;
+  }
+  return 0;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const struct {
@@ -444,6 +476,8 @@ static const struct {
     {GV_OP_CONV_GRAD_WEIGHT, CG_K_CONV_GRAD_WEIGHT, fill_conv_grad},
     {GV_OP_GATHER_ND, CG_K_GATHER_ND, fill_nd},
     {GV_OP_SCATTER_ND, CG_K_SCATTER_ND, fill_nd},
+    {GV_OP_GATHER_ELEMENTS, CG_K_GATHER_ELEMENTS, fill_elements},
+    {GV_OP_SCATTER_ELEMENTS, CG_K_SCATTER_ELEMENTS, fill_elements},
 };
 
 static int row_of(gv_opcode c) {

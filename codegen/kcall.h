@@ -47,7 +47,9 @@
   X(CONV_GRAD_INPUT, "conv_grad_input")                                                                       \
   X(CONV_GRAD_WEIGHT, "conv_grad_weight")                                                                     \
   X(GATHER_ND, "gather_nd")                                                                                   \
-  X(SCATTER_ND, "scatter_nd")
+  X(SCATTER_ND, "scatter_nd")                                                                                 \
+  X(GATHER_ELEMENTS, "gather_elements")                                                                       \
+  X(SCATTER_ELEMENTS, "scatter_elements")
 
 typedef enum {
 #define CG_K_ENUM(E, N) CG_K_##E,

@@ -339,6 +339,25 @@ static int h_scatter_nd(gv_ictx *c, node_t *n, gv_value **in, int nin, int code)
   return out(c, n, 0, op->res[0]);
 }
 
+/* GatherElements / ScatterElements (reduction none or add) ->
+ * gather_elements / scatter_elements with the axis as given. */
+static int h_elements(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin;
+  const char *red = astr(c, n, "reduction", "none");
+  if (code == GV_OP_SCATTER_ELEMENTS && strcmp(red, "none") != 0 && strcmp(red, "add") != 0)
+    return gv_node_error(c, "unsupported: ScatterElements reduction '%s' (none, add)", gv_esc(c, red));
+  gv_op *op = emit(c, (gv_opcode)code, code == GV_OP_SCATTER_ELEMENTS ? 3 : 2, in, 1);
+  gv_set_int(c->m, op, "axis", ai(n, "axis", 0));
+  if (code == GV_OP_SCATTER_ELEMENTS) {
+    gv_set_str(c->m, op, "reduction", red);
+    same_type(op->res[0], in[0]);
+  } else {
+    op->res[0]->type = in[1]->type;
+    op->res[0]->type.dtype = in[0]->type.dtype;
+  }
+  return out(c, n, 0, op->res[0]);
+}
+
 /* axes from the attribute (before since) or the constant input 1 */
 static int get_axes(gv_ictx *c, node_t *n, gv_value **in, int nin, int since, int64_t *axes, bool *present) {
   *present = false;
@@ -1115,6 +1134,7 @@ static const row table[] = {
     {"Flatten", 1, 1, 1, h_flatten, 0},
     U("Floor", FLOOR),
     {"Gather", 1, 2, 2, h_gather, 0},
+    {"GatherElements", 1, 2, 2, h_elements, GV_OP_GATHER_ELEMENTS},
     {"GatherND", 1, 2, 2, h_gather_nd, 0},
     {"Gelu", 20, 1, 1, h_unary, GV_OP_GELU},
     {"Gemm", 1, 2, 3, h_gemm, 0},
@@ -1143,6 +1163,7 @@ static const row table[] = {
     {"ReduceSum", 1, 1, 2, h_reduce, GV_OP_REDUCE_SUM},
     U("Relu", RELU),
     {"Reshape", 1, 2, 2, h_reshape, 0},
+    {"ScatterElements", 1, 3, 3, h_elements, GV_OP_SCATTER_ELEMENTS},
     {"ScatterND", 1, 3, 3, h_scatter_nd, 0},
     {"Shape", 1, 1, 1, h_shape, 0},
     U("Sigmoid", SIGMOID),

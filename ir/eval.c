@@ -916,6 +916,72 @@ int gv_eval_scatter_nd(gv_module *m, const gv_op *op, const gv_tensor *const *in
   return 0;
 }
 
+/* gather_elements / scatter_elements: element i of indices (row-major over
+ * its dims) addresses data at i's coordinates with the axis one replaced by
+ * the index (negative wraps). */
+static int elem_walk(gv_module *m, const gv_op *op, const gv_tensor *data, const gv_tensor *ix, int64_t *offs) {
+  const gv_type *d = &data->type, *it = &ix->type;
+  int ax = gv_norm_axis(gv_get_int(op, "axis", 0), d->rank);
+  int64_t ds[GV_MAX_RANK], n = gv_tensor_numel(ix), c[GV_MAX_RANK] = {0};
+  strides_of(d, ds);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off = 0;
+    for (int j = 0; j < d->rank; j++) {
+      int64_t v = c[j], lim = d->dims[j];
+      if (j == ax) {
+        v = gv_tensor_get_i(ix, i);
+        if (v < -lim || v >= lim)
+          return gv_error_op(m, op, "%s index %lld out of range for a dim of size %lld", gv_ops[op->code].name,
+                             (long long)v, (long long)lim);
+        if (v < 0) v += lim;
+      } else if (v >= lim) {
+        return gv_error_op(m, op, "%s indices are larger than data on dim %d", gv_ops[op->code].name, j);
+      }
+      off += v * ds[j];
+    }
+    offs[i] = off;
+    for (int j = it->rank - 1; j >= 0; j--) {
+      if (++c[j] < it->dims[j]) break;
+      c[j] = 0;
+    }
+  }
+  return 0;
+}
+
+int gv_eval_gather_elements(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {
+  gv_tensor *o = mkout(m, op, 0);
+  if (!o) return -1;
+  int64_t n = gv_tensor_numel(in[1]);
+  int64_t *offs = xmalloc(m, op, n ? n : 1, sizeof *offs);
+  if (!offs) return -1;
+  size_t es = gv_dtype_size(in[0]->type.dtype);
+  int rc = elem_walk(m, op, in[0], in[1], offs);
+  for (int64_t i = 0; !rc && i < n; i++)
+    memcpy((char *)o->data + (size_t)i * es, (const char *)in[0]->data + (size_t)offs[i] * es, es);
+  free(offs);
+  if (!rc) out[0] = o;
+  return rc;
+}
+
+int gv_eval_scatter_elements(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {
+  gv_tensor *o = mkout(m, op, 0);
+  if (!o) return -1;
+  int64_t n = gv_tensor_numel(in[1]);
+  int64_t *offs = xmalloc(m, op, n ? n : 1, sizeof *offs);
+  if (!offs) return -1;
+  size_t es = gv_dtype_size(in[0]->type.dtype);
+  bool add = strcmp(gv_get_str(op, "reduction", "none"), "add") == 0;
+  memcpy(o->data, in[0]->data, (size_t)gv_tensor_numel(o) * es);
+  int rc = elem_walk(m, op, in[0], in[1], offs);
+  for (int64_t i = 0; !rc && i < n; i++) {
+    if (add) st(o, offs[i], ld(o, offs[i]) + ld(in[2], i));
+    else memcpy((char *)o->data + (size_t)offs[i] * es, (const char *)in[2]->data + (size_t)i * es, es);
+  }
+  free(offs);
+  if (!rc) out[0] = o;
+  return rc;
+}
+
 /* numpy matmul (galv.matmul): the result's batch index walks both operands'
  * batch dims with stride 0 where a dim is 1 or missing. */
 int gv_eval_matmul(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {

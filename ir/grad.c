@@ -391,6 +391,38 @@ int gv_grad_scatter_nd(gv_module *m, gv_op *op, gv_value *const *dres, const boo
   return finish(&c);
 }
 
+/* gather_elements / scatter_elements: as gather_nd / scatter_nd, element by
+ * element along the axis. */
+static gv_value *elem_op(gctx *c, gv_opcode code, gv_value *a, gv_value *b, gv_value *u, const char *red) {
+  gv_value *in[3] = {a, b, u};
+  gv_op *o = newop(c, code, u ? 3 : 2, in);
+  if (o) {
+    gv_set_int(c->m, o, "axis", gv_norm_axis(gv_get_int(c->op, "axis", 0), c->op->opnds[0]->type.rank));
+    if (red) gv_set_str(c->m, o, "reduction", red);
+  }
+  return fin(c, o);
+}
+
+int gv_grad_gather_elements(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds,
+                            gv_op *before) {
+  if (!need[0] || !dres[0]) return 0;
+  gctx c = begin(m, op, before);
+  dopnds[0] = elem_op(&c, GV_OP_SCATTER_ELEMENTS, zeros(&c, &op->opnds[0]->type), op->opnds[1], dres[0], "add");
+  return finish(&c);
+}
+
+int gv_grad_scatter_elements(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds,
+                             gv_op *before) {
+  if (!dres[0]) return 0;
+  gctx c = begin(m, op, before);
+  bool add = strcmp(gv_get_str(op, "reduction", "none"), "add") == 0;
+  if (need[0])
+    dopnds[0] = add ? dres[0]
+                    : elem_op(&c, GV_OP_SCATTER_ELEMENTS, dres[0], op->opnds[1], zeros(&c, &op->opnds[2]->type), "none");
+  if (need[2]) dopnds[2] = elem_op(&c, GV_OP_GATHER_ELEMENTS, dres[0], op->opnds[1], NULL, NULL);
+  return finish(&c);
+}
+
 /* tile: view dy as [r0, d0, r1, d1, ...] (only dims with r > 1 split) and
  * sum over the repeat dims. */
 int gv_grad_tile(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before) {

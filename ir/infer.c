@@ -890,6 +890,54 @@ int gv_infer_scatter_nd(gv_module *m, gv_op *op, const gv_tensor *const *values)
   return set_res(m, op, 0, r);
 }
 
+/* gather_elements / scatter_elements: indices of data's rank, axis in range;
+ * the result is indices-shaped (gather) or data-shaped (scatter, whose
+ * updates are indices-shaped). */
+static int elem_check(gv_module *m, gv_op *op, const gv_type *d, const gv_type *ix) {
+  if (ix->dtype != GV_DT_UNKNOWN && ix->dtype != GV_DT_I64 && ix->dtype != GV_DT_I32)
+    return gv_error_op(m, op, "shape: %s indices must be i64 or i32, got %s", gv_ops[op->code].name,
+                       gv_dtype_name(ix->dtype));
+  if (d->rank < 0 || ix->rank < 0) return 0;
+  tbuf a, b;
+  if (d->rank != ix->rank || d->rank < 1)
+    return gv_error_op(m, op, "shape mismatch: %s indices %s must have the rank of data %s", gv_ops[op->code].name,
+                       tstr(ix, &a), tstr(d, &b));
+  int64_t ax = gv_get_int(op, "axis", 0);
+  if (gv_norm_axis(ax, d->rank) < 0)
+    return gv_error_op(m, op, "shape: %s axis %lld out of range for rank %d", gv_ops[op->code].name, (long long)ax,
+                       d->rank);
+  return 0;
+}
+
+int gv_infer_gather_elements(gv_module *m, gv_op *op, const gv_tensor *const *values) {
+  (void)values;
+  const gv_type *d = opt(op, 0), *ix = opt(op, 1);
+  if (elem_check(m, op, d, ix)) return -1;
+  gv_type t = *ix;
+  t.dtype = d->dtype;
+  return set_res(m, op, 0, t);
+}
+
+int gv_infer_scatter_elements(gv_module *m, gv_op *op, const gv_tensor *const *values) {
+  (void)values;
+  const gv_type *d = opt(op, 0), *ix = opt(op, 1), *u = opt(op, 2);
+  if (dtype_match(m, op, d->dtype, u->dtype) || elem_check(m, op, d, ix)) return -1;
+  const char *red = gv_get_str(op, "reduction", "none");
+  if (strcmp(red, "none") != 0 && strcmp(red, "add") != 0)
+    return gv_error_op(m, op, "scatter_elements reduction '%s' is not supported (none, add)", red);
+  if (ix->rank >= 0 && u->rank >= 0) {
+    tbuf a, b;
+    bool ok = u->rank == ix->rank;
+    for (int i = 0; ok && i < u->rank; i++) ok = u->dims[i] < 0 || ix->dims[i] < 0 || u->dims[i] == ix->dims[i];
+    if (!ok)
+      return gv_error_op(m, op, "shape mismatch: scatter_elements updates %s must have the indices' shape %s",
+                         tstr(u, &a), tstr(ix, &b));
+  }
+  gv_type r = *d;
+  r.dtype = pick_dtype(d->dtype, u->dtype);
+  return set_res(m, op, 0, r);
+}
+
 /* ---------------------------------------------------------------- contraction */
 
 /* Validates a list of dot axes; marks them in used[]. */

@@ -246,6 +246,12 @@ void galv_gather(void *dst, const void *data, const void *idx, int idx_es, int64
  * rows index tuples of k coordinates into dims[0..k); chunk: bytes per row */
 void galv_gather_nd(void *dst, const void *data, const void *idx, int idx_es, int64_t rows, int k, const int64_t *dims,
                     int64_t chunk, const char *where);
+/* gather_elements / scatter_elements: indices of dims (rank), data at strides str, axis size D */
+void galv_gather_elements(void *dst, const void *data, const void *idx, int idx_es, int rank, const int64_t *dims,
+                          const int64_t *str, int axis, int64_t D, size_t es, const char *where);
+void galv_scatter_elements(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
+                           int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int add,
+                           const char *where);
 void galv_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
                      int64_t rows, int k, const int64_t *dims, int64_t inner, size_t es, int add, const char *where);
 /* Trilu on [batch, R, C] elements of es bytes. */

@@ -134,6 +134,46 @@ void galv_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *id
   }
 }
 
+/* gather_elements / scatter_elements: element i of the indices (dims,
+ * row-major) addresses data at its own coordinates (strides: data's) with
+ * the axis coordinate replaced by the index (D: data's axis size). */
+static int64_t elem_off(const void *idx, int idx_es, int64_t i, int rank, const int64_t *dims, const int64_t *str,
+                        int axis, int64_t D, const char *where) {
+  int64_t off = 0, q = i;
+  for (int d = rank - 1; d >= 0; d--) {
+    int64_t c = q % dims[d];
+    q /= dims[d];
+    if (d == axis) {
+      c = idx_es == 8 ? ((const int64_t *)idx)[i] : ((const int32_t *)idx)[i];
+      if (c < -D || c >= D) galv_fatal("%s: index %lld out of range for a dim of size %lld", where, (long long)c, (long long)D);
+      if (c < 0) c += D;
+    }
+    off += c * str[d];
+  }
+  return off;
+}
+
+void galv_gather_elements(void *dst, const void *data, const void *idx, int idx_es, int rank, const int64_t *dims,
+                          const int64_t *str, int axis, int64_t D, size_t es, const char *where) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) n *= dims[d];
+  for (int64_t i = 0; i < n; i++)
+    memcpy((char *)dst + (size_t)i * es, (const char *)data + (size_t)elem_off(idx, idx_es, i, rank, dims, str, axis, D, where) * es, es);
+}
+
+void galv_scatter_elements(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
+                           int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int add,
+                           const char *where) {
+  if (dst != data) memmove(dst, data, (size_t)nbytes);
+  int64_t n = 1;
+  for (int d = 0; d < rank; d++) n *= dims[d];
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off = elem_off(idx, idx_es, i, rank, dims, str, axis, D, where);
+    if (add) ((float *)dst)[off] += ((const float *)upd)[i];
+    else memcpy((char *)dst + (size_t)off * es, (const char *)upd + (size_t)i * es, es);
+  }
+}
+
 void galv_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t R, int64_t C, int64_t k, int upper) {
   memset(dst, 0, (size_t)(batch * R * C) * es);
   for (int64_t b = 0; b < batch; b++)

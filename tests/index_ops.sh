@@ -2,12 +2,14 @@
 # The index and contraction ops of the transformers exports against
 # onnxruntime, on helper-built graphs (tests/ops/make_graphs.py): ScatterND
 # (Llama's full-tuple mask form, rows with a negative index, add with a
-# repeated tuple), GatherND, MatMul with broadcast batch dims, a 2-D lhs
+# repeated tuple), GatherND, GatherElements (GPT-J's rotary table lookup),
+# ScatterElements (none, add with repeated targets), MatMul with broadcast batch dims, a 2-D lhs
 # against a batched rhs and operands of different ranks. Each through
 # galv-eval (tests/ort_compare.py) and the generated CPU program
 # (tests/cpu_compare.py), rtol 1e-4 / atol 1e-5. Then training through them:
 # 3 AdamW steps of a token model whose gradient flows through GatherND,
-# ScatterND (data and updates) and a broadcasting MatMul, galv-eval --train
+# ScatterND (data and updates), GatherElements, ScatterElements (add) and a
+# broadcasting MatMul, galv-eval --train
 # against the same graph trained by torch (tests/train/torch_train.py):
 # losses within 1e-4 relative, weights within 1e-4.
 set -uo pipefail
@@ -45,9 +47,9 @@ if "$BUILD/galv-eval" "$T/train_nd.onnx" --input input_ids="$T/ids.npy" --input 
   GALV_TORCH_RULE=onnx /usr/bin/python3 "$SRC/tests/train/torch_train.py" "$T/dump" "$T/ids.npy" "$T/lab.npy" 3 "$T/t" \
     adamw 1e-2 0.01 0.9 0.999 1e-8 0 >"$T/t.log" 2>>"$T/err" &&
   /usr/bin/python3 "$SRC/tests/train/compare.py" "$T/g.log" "$T/t.log" "$T/g" "$T/t" 1e-4 1e-4 >"$T/cmp" 2>&1; then
-  ok "training through gather_nd / scatter_nd / broadcast matmul = torch: $(grep -o 'params: .*' "$T/cmp")"
+  ok "training through the index ops and broadcast matmul = torch: $(grep -o 'params: .*' "$T/cmp")"
 else
-  bad "training through gather_nd / scatter_nd / broadcast matmul: $(head -3 "$T/err") $(cat "$T/cmp" 2>/dev/null)"
+  bad "training through the index ops and broadcast matmul: $(head -3 "$T/err") $(cat "$T/cmp" 2>/dev/null)"
 fi
 echo "index_ops: $pass passed, $fail failed"
 galv_exit "$fail"

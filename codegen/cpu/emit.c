@@ -159,6 +159,20 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *k, char p[][
     where_lit(f, op);
     fputs("); }\n", f);
     return 0;
+  case CG_K_GATHER_ELEMENTS:
+  case CG_K_SCATTER_ELEMENTS:
+    fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, k->rank, k->dims);
+    fprintf(f, ", s[] = "), cg_dims_lit(f, k->rank, k->strides);
+    if (k->kernel == CG_K_GATHER_ELEMENTS)
+      fprintf(f, ";\n    galv_gather_elements(%s, %s, %s, %d, %d, d, s, %d, %lld, %zu, ", dst, p[k->src], p[k->aux[0]],
+              k->idx_es, k->rank, k->axis, (long long)k->len, es);
+    else
+      fprintf(f, ";\n    galv_scatter_elements(%s, %s, %lld, %s, %d, %s, %d, d, s, %d, %lld, %zu, %d, ", dst, p[k->src],
+              (long long)(gv_type_numel(&x->type) * (int64_t)es), p[k->aux[0]], k->idx_es, p[k->aux[1]], k->rank,
+              k->axis, (long long)k->len, es, k->kind);
+    where_lit(f, op);
+    fputs("); }\n", f);
+    return 0;
   case CG_K_SCATTER_STRIDED: {
     int64_t nb = gv_type_numel(&cg_kcall_value(op, k->dst)->type) * (int64_t)es;
     if (gv_type_numel(&x->type) == 0) {

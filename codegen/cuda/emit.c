@@ -434,6 +434,20 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
               (long long)(gv_type_numel(&x->type) * (int64_t)es), p[kc->aux[0]], kc->idx_es, p[kc->aux[1]],
               (long long)kc->count, kc->rank, (long long)(kc->inner * (int64_t)es), kc->kind, k);
     return 0;
+  case CG_K_GATHER_ELEMENTS:
+  case CG_K_SCATTER_ELEMENTS:
+    if (kc->kind && half_of(e, y))
+      return gv_error_op(e->m, op, "cuda codegen: scatter_elements add on bf16 storage is not supported");
+    fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, kc->rank, kc->dims);
+    fprintf(f, ", s[] = "), cg_dims_lit(f, kc->rank, kc->strides);
+    if (kc->kernel == CG_K_GATHER_ELEMENTS)
+      fprintf(f, ";\n    galv_cu_gather_elements(%s, %s, %s, %d, %d, d, s, %d, %lld, %zu, %d); }\n", dst, src,
+              p[kc->aux[0]], kc->idx_es, kc->rank, kc->axis, (long long)kc->len, es, k);
+    else
+      fprintf(f, ";\n    galv_cu_scatter_elements(%s, %s, %lld, %s, %d, %s, %d, d, s, %d, %lld, %zu, %d, %d); }\n", dst,
+              src, (long long)(gv_type_numel(&x->type) * (int64_t)es), p[kc->aux[0]], kc->idx_es, p[kc->aux[1]],
+              kc->rank, kc->axis, (long long)kc->len, es, kc->kind, k);
+    return 0;
   default:
     return gv_error_op(e->m, op, "cuda codegen: the %s kernel is not in the cuda runtime", cg_kernel_names[kc->kernel]);
   }

@@ -141,6 +141,12 @@ void galv_cu_gather_nd(void *dst, const void *data, const void *idx, int idx_es,
                        const int64_t *dims, int64_t chunk, int k);
 void galv_cu_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
                         int64_t rows, int kd, const int64_t *dims, int64_t chunk, int add, int k);
+/* gather_elements / scatter_elements: indices of dims (rank), data at strides str, axis size D, es bytes */
+void galv_cu_gather_elements(void *dst, const void *data, const void *idx, int idx_es, int rank, const int64_t *dims,
+                             const int64_t *str, int axis, int64_t D, size_t es, int k);
+void galv_cu_scatter_elements(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
+                              int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int add,
+                              int k);
 void galv_cu_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t R, int64_t C, int64_t kdiag, int upper);
 /* reductions: kind 0 sum, 1 mean, 2 max, 3 min; ostr: output stride of each input dim (0 = reduced) */
 void galv_cu_reduce(int dt, void *y, const void *x, int rank, const int64_t *dims, const int64_t *ostr, int64_t no,

@@ -213,6 +213,78 @@ void galv_cu_scatter_nd(void *dst, const void *data, int64_t nbytes, const void 
   GALV_CU_LAUNCHED();
 }
 
+/* gather_elements / scatter_elements: one thread per index element; s holds
+ * the indices' dims and data's strides */
+template <typename I>
+__device__ static int64_t elem_off(const I *idx, int64_t i, const shape_t &s, int axis, int64_t D, int *err, int k) {
+  int64_t off = 0, q = i;
+  for (int d = s.rank - 1; d >= 0; d--) {
+    int64_t c = q % s.dims[d];
+    q /= s.dims[d];
+    if (d == axis) {
+      c = idx[i];
+      if (c < -D || c >= D) {
+        atomicCAS(err, 0, k + 1);
+        c = 0;
+      }
+      if (c < 0) c += D;
+    }
+    off += c * s.str[d];
+  }
+  return off;
+}
+
+template <typename E>
+__global__ void gather_elements_k(E *dst, const E *data, const void *idx, int idx_es, int64_t n, shape_t s, int axis,
+                                  int64_t D, int *err, int k) {
+  GRID_STRIDE(i, n) {
+    int64_t off = idx_es == 8 ? elem_off((const int64_t *)idx, i, s, axis, D, err, k)
+                              : elem_off((const int32_t *)idx, i, s, axis, D, err, k);
+    dst[i] = data[off];
+  }
+}
+
+template <typename E>
+__global__ void scatter_elements_k(E *dst, const E *upd, const void *idx, int idx_es, int64_t n, shape_t s, int axis,
+                                   int64_t D, int add, int *err, int k) {
+  GRID_STRIDE(i, n) {
+    int64_t off = idx_es == 8 ? elem_off((const int64_t *)idx, i, s, axis, D, err, k)
+                              : elem_off((const int32_t *)idx, i, s, axis, D, err, k);
+    if (add) atomicAdd((float *)dst + off, ((const float *)upd)[i]);
+    else dst[off] = upd[i];
+  }
+}
+
+#define ELEM_LAUNCH(kern, es, dst, src, ...)                                                                           \
+  switch (es) {                                                                                                       \
+  case 1: GALV_LAUNCH(kern, galv_cu_blocks(n), 256, 0, galv_cu.stream, (uint8_t *)dst, (const uint8_t *)src, __VA_ARGS__); break;    \
+  case 2: GALV_LAUNCH(kern, galv_cu_blocks(n), 256, 0, galv_cu.stream, (uint16_t *)dst, (const uint16_t *)src, __VA_ARGS__); break;  \
+  case 4: GALV_LAUNCH(kern, galv_cu_blocks(n), 256, 0, galv_cu.stream, (uint32_t *)dst, (const uint32_t *)src, __VA_ARGS__); break;  \
+  default: GALV_LAUNCH(kern, galv_cu_blocks(n), 256, 0, galv_cu.stream, (uint64_t *)dst, (const uint64_t *)src, __VA_ARGS__); break; \
+  }
+
+void galv_cu_gather_elements(void *dst, const void *data, const void *idx, int idx_es, int rank, const int64_t *dims,
+                             const int64_t *str, int axis, int64_t D, size_t es, int k) {
+  int64_t n = numel(rank, dims);
+  if (n == 0) return;
+  shape_t s = mkshape(rank, dims, str);
+  ELEM_LAUNCH(gather_elements_k, es, dst, data, idx, idx_es, n, s, axis, D, galv_cu.err, k);
+  GALV_CU_LAUNCHED();
+}
+
+void galv_cu_scatter_elements(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
+                              int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int add,
+                              int k) {
+  if (dst != data && nbytes)
+    cudaCheck(cudaMemcpyAsync(dst, data, (size_t)nbytes, cudaMemcpyDeviceToDevice, galv_cu.stream));
+  int64_t n = numel(rank, dims);
+  if (n == 0) return;
+  shape_t s = mkshape(rank, dims, str);
+  ELEM_LAUNCH(scatter_elements_k, es, dst, upd, idx, idx_es, n, s, axis, D, add, galv_cu.err, k);
+  GALV_CU_LAUNCHED();
+}
+#undef ELEM_LAUNCH
+
 template <typename E>
 __global__ void trilu_k(E *dst, const E *src, int64_t n, int64_t R, int64_t C, int64_t kd, int upper) {
   GRID_STRIDE(i, n) {

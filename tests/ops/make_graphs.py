@@ -45,6 +45,16 @@ def graphs():
     gi = np.array([[[0, 1], [2, 3]], [[1, -1], [0, 0]]], np.int64)
     out["gathernd"] = model("m", [h.make_node("GatherND", ["x", "i"], ["y"])], [("x", [3, 4, 5])], ["y"],
                             [("i", gi)])
+    ge = np.array([[[0, 2, 1, -1]], [[1, 1, 0, 2]]], np.int64)  # [2, 1, 4] against data [2, 3, 4], axis 1
+    out["gatherelements"] = model("m", [h.make_node("GatherElements", ["x", "i"], ["y"], axis=1)], [("x", [2, 3, 4])],
+                                  ["y"], [("i", ge)])
+    se = np.array([[1, 0, 2], [0, 2, 1]], np.int64)
+    out["scatterelements"] = model("m", [h.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1)],
+                                   [("x", [3, 3]), ("u", [2, 3])], ["y"], [("i", se)])
+    sa = np.array([[1, 1, 0], [-1, 2, 2]], np.int64)  # repeated targets sum
+    out["scatterelements_add"] = model("m", [h.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1,
+                                                         reduction="add")],
+                                       [("x", [3, 3]), ("u", [2, 3])], ["y"], [("i", sa)])
     out["matmul_mqa"] = model("m", [h.make_node("MatMul", ["q", "k"], ["y"])],
                               [("q", [2, 4, 3, 8]), ("k", [2, 1, 8, 5])], ["y"])
     out["matmul_2d_3d"] = model("m", [h.make_node("MatMul", ["a", "b"], ["y"])], [("a", [3, 4]), ("b", [2, 4, 6])],
@@ -57,7 +67,8 @@ def graphs():
 def train_model():
     """ids [2, 8] -> Gather(emb) h [2, 8, 16]; GatherND picks 3 (batch, position)
     rows, MatMul(w_upd) makes the updates, ScatterND puts them back; logits =
-    MatMul(h2, w_out [1, 16, 50]) (batch dim 1 broadcasts)."""
+    MatMul(h2, w_out [1, 16, 50]) (batch dim 1 broadcasts); GatherElements
+    and ScatterElements (add) of a [2, 8, 16] view along the sequence."""
     r = np.random.RandomState(3)
     idx = np.array([[0, 1], [1, 5], [0, 7]], np.int64)
     nodes = [
@@ -65,12 +76,18 @@ def train_model():
         h.make_node("GatherND", ["h", "idx"], ["g"]),
         h.make_node("MatMul", ["g", "w_upd"], ["u"]),
         h.make_node("ScatterND", ["h", "idx", "u"], ["h2"]),
-        h.make_node("MatMul", ["h2", "w_out"], ["logits"]),
+        h.make_node("GatherElements", ["h2", "perm"], ["h3"], axis=1),
+        h.make_node("ScatterElements", ["h3", "perm2", "h2"], ["h4"], axis=1, reduction="add"),
+        h.make_node("MatMul", ["h4", "w_out"], ["logits"]),
     ]
     g = h.make_graph(nodes, "train_nd", [h.make_tensor_value_info("input_ids", TP.INT64, [2, 8])],
                      [h.make_tensor_value_info("logits", TP.FLOAT, None)],
                      [nh.from_array((r.randn(50, 16) * 0.5).astype(np.float32), "emb"),
                       nh.from_array(idx, "idx"),
+                      nh.from_array(np.broadcast_to(np.array([3, 1, 0, 7, 2, 2, 5, 4])[None, :, None],
+                                                    (2, 8, 16)).astype(np.int64).copy(), "perm"),
+                      nh.from_array(np.broadcast_to(np.array([0, 0, 1, 2, 3, 5, 6, 7])[None, :, None],
+                                                    (2, 8, 16)).astype(np.int64).copy(), "perm2"),
                       nh.from_array((r.randn(16, 16) * 0.3).astype(np.float32), "w_upd"),
                       nh.from_array((r.randn(1, 16, 50) * 0.3).astype(np.float32), "w_out")])
     m = h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)])

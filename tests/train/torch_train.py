@@ -129,6 +129,12 @@ def run(graph, env):
             y = x[0].repeat(ints(x[1]))
         elif op == "GatherElements":
             y = torch.gather(x[0], a.get("axis", 0), x[1] % x[0].shape[a.get("axis", 0)])
+        elif op == "ScatterElements":
+            ax, ix = a.get("axis", 0), x[1] % x[0].shape[a.get("axis", 0)]
+            if a.get("reduction", "none") == "add":
+                y = x[0].scatter_add(ax, ix, x[2])
+            else:
+                y = x[0].scatter(ax, ix, x[2])
         elif op == "GatherND":
             k = x[1].shape[-1]
             flat = x[1].reshape(-1, k)
