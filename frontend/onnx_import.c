@@ -380,7 +380,7 @@ static int import_model(gv_ictx *c, const Onnx__ModelProto *mp) {
     if (gv_bind(c, name, v)) return -1;
   }
   gv_value **outs;
-  if (gv_import_graph_body(c, g, &outs)) return -1;
+  if (gv_onnx_check_supported(c, g) || gv_import_graph_body(c, g, &outs)) return -1;
   /* a --freeze / --trainable pattern that matches nothing is a typo: training everything instead would be silent */
   for (int k = 0; k < c->opt->nselect; k++) {
     const gv_train_select *s = &c->opt->select[k];

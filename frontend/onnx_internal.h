@@ -83,5 +83,8 @@ void gv_scope_pop(gv_ictx *c);
 
 /* ---- onnx_ops.c */
 int gv_import_node(gv_ictx *c, const Onnx__NodeProto *n);
+/* More than one node of g (subgraphs included) that no table row imports:
+ * one error line naming each op type, its count and first node. */
+int gv_onnx_check_supported(gv_ictx *c, const Onnx__GraphProto *g);
 
 #endif

@@ -11,6 +11,7 @@
  * split dim. shape-infer recomputes every type afterwards, so a dim left
  * unknown here costs nothing. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1192,6 +1193,169 @@ const char *const *gv_onnx_supported_ops(void) {
   return names;
 }
 
+/* ---------------------------------------------------------------- attribute schema */
+
+/* The ONNX schema's type (and allowed values) of every attribute the table's
+ * ops read, keyed by name: these names mean the same in every ONNX op that
+ * has them. A node whose attribute has another type (a Softmax `axis` given
+ * as a string), or a value outside the allowed set, is one error naming the
+ * node and the attribute; attributes not listed are not read. */
+typedef Onnx__AttributeProto__AttributeType atype;
+#define AT(t) ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__##t
+static const struct {
+  const char *name;
+  atype type;
+  const char *allowed; /* STRING: "|a|b|"; INT: "01" for a flag; NULL: any */
+} attr_schema[] = {
+    {"allowzero", AT(INT), "01"},       {"alpha", AT(FLOAT), NULL},       {"approximate", AT(STRING), "|none|tanh|"},
+    {"auto_pad", AT(STRING), "||NOTSET|SAME_UPPER|SAME_LOWER|VALID|"},     {"axes", AT(INTS), NULL},
+    {"axis", AT(INT), NULL},            {"batch_dims", AT(INT), NULL},    {"beta", AT(FLOAT), NULL},
+    {"dilations", AT(INTS), NULL},      {"else_branch", AT(GRAPH), NULL}, {"end", AT(INT), NULL},
+    {"epsilon", AT(FLOAT), NULL},       {"exclusive", AT(INT), "01"},     {"group", AT(INT), NULL},
+    {"keepdims", AT(INT), "01"},        {"kernel_shape", AT(INTS), NULL}, {"noop_with_empty_axes", AT(INT), "01"},
+    {"num_outputs", AT(INT), NULL},     {"pads", AT(INTS), NULL},         {"perm", AT(INTS), NULL},
+    {"reduction", AT(STRING), "|none|add|mul|max|min|"},                  {"reverse", AT(INT), "01"},
+    {"seed", AT(INT), NULL},            {"split", AT(INTS), NULL},        {"stash_type", AT(INT), NULL},
+    {"start", AT(INT), NULL},           {"strides", AT(INTS), NULL},      {"then_branch", AT(GRAPH), NULL},
+    {"to", AT(INT), NULL},              {"transA", AT(INT), "01"},        {"transB", AT(INT), "01"},
+    {"upper", AT(INT), "01"},           {"value", AT(TENSOR), NULL},
+};
+
+static const char *atype_name(atype t) {
+  switch (t) {
+  case AT(FLOAT): return "a float";
+  case AT(INT): return "an int";
+  case AT(STRING): return "a string";
+  case AT(TENSOR): return "a tensor";
+  case AT(GRAPH): return "a graph";
+  case AT(FLOATS): return "a list of floats";
+  case AT(INTS): return "a list of ints";
+  case AT(STRINGS): return "a list of strings";
+  default: return "another kind of value";
+  }
+}
+
+/* The attribute's type: its declared one, or (old writers leave it
+ * UNDEFINED) the one field it sets. */
+static atype attr_type(const Onnx__AttributeProto *a) {
+  if (a->type != AT(UNDEFINED)) return a->type;
+  if (a->has_f) return AT(FLOAT);
+  if (a->has_i) return AT(INT);
+  if (a->has_s) return AT(STRING);
+  if (a->t) return AT(TENSOR);
+  if (a->g) return AT(GRAPH);
+  if (a->n_floats) return AT(FLOATS);
+  if (a->n_ints) return AT(INTS);
+  if (a->n_strings) return AT(STRINGS);
+  return AT(UNDEFINED);
+}
+
+static int check_attrs(gv_ictx *c, node_t *n) {
+  for (size_t i = 0; i < n->n_attribute; i++) {
+    const Onnx__AttributeProto *a = n->attribute[i];
+    const char *name = a && a->name ? a->name : "";
+    for (size_t k = 0; k < sizeof attr_schema / sizeof *attr_schema; k++) {
+      if (strcmp(attr_schema[k].name, name) != 0) continue;
+      atype t = attr_type(a), want = attr_schema[k].type;
+      bool ok = t == want, has = want == AT(INT) ? a->has_i : want == AT(FLOAT) ? a->has_f : want == AT(STRING) ? a->has_s : true;
+      if (!ok || !has)
+        return gv_node_error(c, "attribute '%s' must be %s, got %s", gv_esc(c, name), atype_name(want),
+                             ok ? "no value" : atype_name(t));
+      const char *al = attr_schema[k].allowed;
+      if (al && want == AT(INT) && a->i != 0 && a->i != 1)
+        return gv_node_error(c, "attribute '%s' must be 0 or 1, got %lld", gv_esc(c, name), (long long)a->i);
+      if (al && want == AT(STRING)) {
+        size_t len = a->s.len;
+        const char *v = a->s.data ? (const char *)a->s.data : "";
+        bool found = false;
+        for (const char *p = al; p && p[1] && !found; p = strchr(p + 1, '|'))
+          found = memchr(v, 0, len) == NULL && strncmp(p + 1, v, len) == 0 && p[1 + len] == '|';
+        if (!found)
+          return gv_node_error(c, "attribute '%s' has the value '%s', not one of %s", gv_esc(c, name),
+                               gv_esc(c, gv_strndup(c->tmp, v, len)), al);
+      }
+      break;
+    }
+  }
+  return 0;
+}
+#undef AT
+
+/* ---------------------------------------------------------------- unsupported ops, all at once */
+
+static const row *find_row(const char *ot) {
+  for (int i = 0; i < NTABLE; i++)
+    if (strcmp(table[i].op, ot) == 0) return &table[i];
+  return NULL;
+}
+
+static bool node_supported(const gv_ictx *c, node_t *n) {
+  if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0) return false;
+  const row *r = find_row(n->op_type ? n->op_type : "");
+  return r && c->opset >= r->since;
+}
+
+typedef struct {
+  const char *type; /* op type, or "domain::type" outside the default domain */
+  const char *first; /* the first node's name */
+  int count;
+} unsup;
+
+static void add_unsupported(gv_ictx *c, node_t *n, unsup *u, int *nu, int cap);
+
+static void collect_unsupported(gv_ictx *c, const Onnx__GraphProto *g, unsup *u, int *nu, int cap, int depth) {
+  if (!g || depth > 32) return;
+  for (size_t i = 0; i < g->n_node; i++) {
+    node_t *n = g->node[i];
+    if (!n) continue;
+    if (!node_supported(c, n)) add_unsupported(c, n, u, nu, cap);
+    for (size_t a = 0; a < n->n_attribute; a++) { /* If / Loop bodies */
+      const Onnx__AttributeProto *at = n->attribute[a];
+      collect_unsupported(c, at->g, u, nu, cap, depth + 1);
+      for (size_t k = 0; k < at->n_graphs; k++) collect_unsupported(c, at->graphs[k], u, nu, cap, depth + 1);
+    }
+  }
+}
+
+static void add_unsupported(gv_ictx *c, node_t *n, unsup *u, int *nu, int cap) {
+  const char *ot = n->op_type ? n->op_type : "";
+  if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0) {
+    size_t len = strlen(n->domain) + strlen(ot) + 3;
+    char *t = gv_alloc(c->tmp, len);
+    snprintf(t, len, "%s::%s", n->domain, ot);
+    ot = t;
+  }
+  int j = 0;
+  while (j < *nu && strcmp(u[j].type, ot) != 0) j++;
+  if (j == *nu) {
+    if (*nu == cap) return;
+    u[(*nu)++] = (unsup){ot, n->name ? n->name : "", 0};
+  }
+  u[j].count++;
+}
+
+/* Every node the table cannot import, reported at once: with one such node
+ * its usual error (gv_import_node); with more, one line naming each op type
+ * with its count and first node, so a user sees the whole list. */
+int gv_onnx_check_supported(gv_ictx *c, const Onnx__GraphProto *g) {
+  enum { CAP = 64 };
+  unsup u[CAP];
+  int nu = 0, total = 0;
+  collect_unsupported(c, g, u, &nu, CAP, 0);
+  for (int i = 0; i < nu; i++) total += u[i].count;
+  if (total <= 1) return 0;
+  char msg[3000];
+  size_t at = (size_t)snprintf(msg, sizeof msg, "%d unsupported operator nodes:", total);
+  for (int i = 0; i < nu && at < sizeof msg; i++) {
+    const row *r = strchr(u[i].type, ':') ? NULL : find_row(u[i].type);
+    char since[48] = "";
+    if (r) snprintf(since, sizeof since, ", from opset %d", r->since);
+    at += (size_t)snprintf(msg + at, sizeof msg - at, "%s %s x%d (first '%s'%s)", i ? "," : "", gv_esc(c, u[i].type),
+                           u[i].count, gv_esc(c, u[i].first), since);
+  }
+  return gv_error(c->m, "%s", msg);
+}
+
 int gv_import_node(gv_ictx *c, const Onnx__NodeProto *n) {
   const char *ot = n->op_type ? n->op_type : "";
   if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0)
@@ -1220,5 +1384,6 @@ int gv_import_node(gv_ictx *c, const Onnx__NodeProto *n) {
   }
   if (r->h != h_split && r->h != h_if && r->h != h_layer_norm && r->h != h_dropout && outs_at_most(c, n, 1))
     return -1;
+  if (check_attrs(c, n)) return -1;
   return r->h(c, n, in, nin, r->code);
 }

@@ -149,6 +149,61 @@ def main(argv):
     onnx.checker.check_model(m)
     save(m, case("hostile_names.onnx", ""))
 
+    # --- attributes against the schema; several unsupported ops in one line ---
+    sm = helper.make_node("Softmax", ["x"], ["y"], name="/attn/Softmax")
+    sm.attribute.append(helper.make_attribute("axis", "-1"))  # a string where the schema has an int
+    save(model([sm], [vi("x", [2, 4])], [vi("y", [2, 4])]),
+         case("softmax_axis_string.onnx", "node '/attn/Softmax' (Softmax): attribute 'axis' must be an int, got a string"))
+    save(model([helper.make_node("ReduceSum", ["x"], ["y"], name="/sum", keepdims=2)],
+               [vi("x", [2, 4])], [vi("y", [2, 4])]),
+         case("keepdims_two.onnx", "node '/sum' (ReduceSum): attribute 'keepdims' must be 0 or 1, got 2"))
+    save(model([helper.make_node("Gelu", ["x"], ["y"], name="/gelu", approximate="fast")],
+               [vi("x", [2, 4])], [vi("y", [2, 4])], opset=20),
+         case("gelu_approximate.onnx", "node '/gelu' (Gelu): attribute 'approximate' has the value 'fast'"))
+    save(model([helper.make_node("Loop", ["n", "c"], ["y"], name="/a/Loop"),
+                helper.make_node("NonZero", ["x"], ["z1"], name="/moe/NonZero"),
+                helper.make_node("Loop", ["n", "c"], ["y2"], name="/b/Loop"),
+                helper.make_node("com.x.Fancy", ["x"], ["z2"], name="/f", domain="com.x")],
+               [vi("x", [2, 4]), vi("n", [], TensorProto.INT64), vi("c", [], TensorProto.BOOL)], [vi("y", [2, 4])]),
+         case("several_unsupported.onnx", "4 unsupported operator nodes: Loop x2 (first '/a/Loop'), "
+                                          "NonZero x1 (first '/moe/NonZero'), com.x::com.x.Fancy x1 (first '/f')"))
+
+    # --- malformed index ops ----------------------------------------------------
+    idx = numpy_helper.from_array(np.array([[0], [1]], np.int64), "i")
+    save(model([helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="/sc", reduction="max")],
+               [vi("x", [4, 3]), vi("u", [2, 3])], [vi("y", [4, 3])], [idx]),
+         case("scatternd_max.onnx", "node '/sc' (ScatterND): unsupported: ScatterND reduction 'max'"))
+    save(model([helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="/sc")],
+               [vi("x", [4, 3]), vi("u", [2, 5])], [vi("y", [4, 3])], [idx]),
+         case("scatternd_updates.onnx", "node '/sc' (ScatterND): shape mismatch: scatter_nd updates tensor<2x5xf32>"))
+    save(model([helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="/sc")],
+               [vi("x", [4, 3]), vi("u", [2, 3])], [vi("y", [4, 3])],
+               [numpy_helper.from_array(np.array([[0, 1, 2], [1, 0, 0]], np.int64), "i")]),
+         case("scatternd_tuple.onnx", "node '/sc' (ScatterND): shape: scatter_nd index tuples of 3 coordinates"))
+    # constant data and indices: the fold evaluates it, and the index 7 is out of range for 4 rows
+    save(model([helper.make_node("ScatterND", ["x0", "i", "u"], ["s"], name="/sc"),
+                helper.make_node("Add", ["s", "x"], ["y"], name="/add")],
+               [vi("x", [4, 3], TensorProto.INT64)], [vi("y", [4, 3], TensorProto.INT64)],
+               [numpy_helper.from_array(np.array([[0], [7]], np.int64), "i"),
+                numpy_helper.from_array(np.ones((4, 3), np.int64), "x0"),
+                numpy_helper.from_array(np.ones((2, 3), np.int64), "u")]),
+         case("scatternd_range.onnx", "node '/sc' (ScatterND): scatter_nd index tuple 1 out of range"))
+    save(model([helper.make_node("GatherND", ["x", "i"], ["y"], name="/g", batch_dims=1)],
+               [vi("x", [2, 4])], [vi("y", [2])], [idx]),
+         case("gathernd_batch_dims.onnx", "node '/g' (GatherND): unsupported: GatherND batch_dims=1 (0 only)"))
+    save(model([helper.make_node("GatherND", ["x", "i"], ["y"], name="/g")],
+               [vi("x", [2, 4]), vi("i", [2, 1], TensorProto.FLOAT)], [vi("y", [2])]),
+         case("gathernd_float_indices.onnx", "node '/g' (GatherND): shape: gather_nd indices must be i64 or i32, got f32"))
+    save(model([helper.make_node("GatherElements", ["x", "i"], ["y"], name="/ge", axis=3)],
+               [vi("x", [2, 4])], [vi("y", [2, 1])], [idx]),
+         case("gatherelements_axis.onnx", "node '/ge' (GatherElements): shape: gather_elements axis 3 out of range"))
+    save(model([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], name="/se")],
+               [vi("x", [2, 4, 3]), vi("u", [2, 1])], [vi("y", [2, 4, 3])], [idx]),
+         case("scatterelements_rank.onnx", "node '/se' (ScatterElements): shape mismatch: scatter_elements indices"))
+    save(model([helper.make_node("MatMul", ["a", "b"], ["y"], name="/mm")],
+               [vi("a", [3, 2, 4]), vi("b", [2, 4, 5])], [vi("y", [3, 2, 5])]),
+         case("matmul_batch.onnx", "node '/mm' (MatMul): shape mismatch: matmul batch dims do not broadcast (3 vs 2)"))
+
     # --- external data ---------------------------------------------------------
     save(external_model("../secret.bin"), case("external_outside.onnx", "external data"))
     save(external_model("/etc/passwd"), case("external_abs.onnx", "external data"))
