@@ -359,6 +359,175 @@ static int h_elements(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   return out(c, n, 0, op->res[0]);
 }
 
+/* ---------------------------------------------------------------- composed ops */
+
+/* One core op whose result type shape-infer gives (dtype dt, rank unknown). */
+static gv_value *op1(gv_ictx *c, gv_opcode code, int n, gv_value *const *in, gv_dtype dt) {
+  gv_op *op = emit(c, code, n, in, 1);
+  op->res[0]->type = gv_type_unranked(dt);
+  return op->res[0];
+}
+
+static gv_value *op2(gv_ictx *c, gv_opcode code, gv_value *a, gv_value *b, gv_dtype dt) {
+  gv_value *in[2] = {a, b};
+  return op1(c, code, 2, in, dt);
+}
+
+static gv_value *cast_to(gv_ictx *c, gv_value *x, gv_dtype dt) {
+  if (x->type.dtype == dt) return x;
+  gv_op *op = emit(c, GV_OP_CAST, 1, &x, 1);
+  gv_set_type(c->m, op, "to", dt);
+  op->res[0]->type = x->type;
+  op->res[0]->type.dtype = dt;
+  return op->res[0];
+}
+
+/* OneHot: where(unsqueeze(indices, axis) == range(depth) shaped [depth, 1..],
+ * on, off); negative indices count from depth. Built from core ops, so its
+ * evaluator, kernels, gradient (through where) and sharding are theirs. */
+static int h_onehot(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  int64_t axis = ai(n, "axis", -1), trail;
+  int r = rank_of(in[0]);
+  if (axis < 0) trail = -axis - 1;
+  else if (r >= 0) trail = r - axis;
+  else return gv_node_error(c, "OneHot with axis %lld needs the rank of its indices", (long long)axis);
+  if (trail < 0 || trail >= GV_MAX_RANK || (r >= 0 && trail > r))
+    return gv_node_error(c, "OneHot axis %lld out of range", (long long)axis);
+  gv_value *ind = cast_to(c, in[0], GV_DT_I64);
+  int64_t none = 0;
+  gv_value *shp_scalar = const_i64(c, 0, &none);
+  gv_value *rs[2] = {in[1], shp_scalar};
+  gv_value *depth = cast_to(c, op1(c, GV_OP_RESHAPE, 2, rs, in[1]->type.dtype), GV_DT_I64);
+  gv_value *zero = const_scalar(c, GV_DT_I64, 0), *one = const_scalar(c, GV_DT_I64, 1);
+  gv_value *neg = op2(c, GV_OP_LESS, ind, zero, GV_DT_BOOL);
+  gv_value *w[3] = {neg, op2(c, GV_OP_ADD, ind, depth, GV_DT_I64), ind};
+  ind = op1(c, GV_OP_WHERE, 3, w, GV_DT_I64);
+  gv_op *u = emit(c, GV_OP_UNSQUEEZE, 1, &ind, 1);
+  gv_set_ints(c->m, u, "axes", 1, &axis);
+  u->res[0]->type = gv_type_unranked(GV_DT_I64);
+  gv_value *rg[3] = {zero, depth, one};
+  gv_value *range = op1(c, GV_OP_RANGE, 3, rg, GV_DT_I64);
+  int64_t shp[GV_MAX_RANK + 1];
+  shp[0] = -1;
+  for (int64_t i = 0; i < trail; i++) shp[1 + i] = 1;
+  gv_value *rr[2] = {range, const_i64(c, (int)trail + 1, shp)};
+  gv_value *col = op1(c, GV_OP_RESHAPE, 2, rr, GV_DT_I64);
+  gv_value *eq = op2(c, GV_OP_EQUAL, u->res[0], col, GV_DT_BOOL);
+  gv_dtype vt = in[2]->type.dtype;
+  gv_value *g0[2] = {in[2], zero}, *g1[2] = {in[2], one};
+  gv_op *off = emit(c, GV_OP_GATHER, 2, g0, 1), *on = emit(c, GV_OP_GATHER, 2, g1, 1);
+  gv_set_int(c->m, off, "axis", 0);
+  gv_set_int(c->m, on, "axis", 0);
+  off->res[0]->type = on->res[0]->type = gv_type_make(vt, 0, NULL);
+  gv_value *sel[3] = {eq, on->res[0], off->res[0]};
+  return out(c, n, 0, op1(c, GV_OP_WHERE, 3, sel, vt));
+}
+
+/* Einsum of one or two operands without ellipsis or repeated letters in an
+ * operand (a diagonal): letters only in one operand and not in the output
+ * are summed first; then dot_general (letters in both and the output:
+ * batch; in both only: contracted; else free) and the transpose into the
+ * output's order. */
+static int h_einsum(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  const char *eq = astr(c, n, "equation", NULL);
+  if (!eq) return gv_node_error(c, "Einsum without 'equation'");
+  char term[3][GV_MAX_RANK + 1] = {{0}};
+  int nt = 0, len[3] = {0, 0, 0};
+  bool arrow = false;
+  for (const char *p = eq; *p; p++) {
+    if (*p == ' ') continue;
+    if (*p == ',' && !arrow && nt < 2) { nt++; continue; }
+    if (*p == '-' && p[1] == '>' && !arrow) { arrow = true; nt = 2; p++; continue; }
+    if (*p == '.') return gv_node_error(c, "unsupported: Einsum with an ellipsis ('%s')", gv_esc(c, eq));
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) || len[nt] >= GV_MAX_RANK)
+      return gv_node_error(c, "Einsum equation '%s' is malformed", gv_esc(c, eq));
+    for (int i = 0; i < len[nt]; i++)
+      if (term[nt][i] == *p)
+        return gv_node_error(c, "unsupported: Einsum with a repeated index in one term ('%s')", gv_esc(c, eq));
+    term[nt][len[nt]++] = *p;
+  }
+  int nops = strchr(eq, ',') ? 2 : 1;
+  if (nops != nin) return gv_node_error(c, "Einsum equation '%s' has %d operands, the node %d", gv_esc(c, eq), nops, nin);
+  if (nin > 2) return gv_node_error(c, "unsupported: Einsum of %d operands", nin);
+  if (!arrow) { /* implicit output: the letters seen once, sorted */
+    for (int ch = 'A'; ch <= 'z'; ch++) {
+      int k = 0;
+      for (int t = 0; t < nops; t++) k += memchr(term[t], ch, (size_t)len[t]) != NULL;
+      if (k == 1 && len[2] < GV_MAX_RANK) term[2][len[2]++] = (char)ch;
+    }
+  }
+  for (int t = 0; t < nops; t++)
+    if (rank_of(in[t]) >= 0 && rank_of(in[t]) != len[t])
+      return gv_node_error(c, "Einsum term '%s' has %d letters for an operand of rank %d", term[t], len[t], rank_of(in[t]));
+  gv_value *x[2] = {in[0], nin > 1 ? in[1] : NULL};
+  /* sum the letters only one operand has and the output does not */
+  for (int t = 0; t < nops; t++) {
+    int64_t axes[GV_MAX_RANK];
+    int na = 0, keep = 0;
+    char kept[GV_MAX_RANK + 1] = {0};
+    for (int i = 0; i < len[t]; i++) {
+      char ch = term[t][i];
+      bool other = nops == 2 && memchr(term[1 - t], ch, (size_t)len[1 - t]), outp = memchr(term[2], ch, (size_t)len[2]);
+      if (!other && !outp) axes[na++] = i;
+      else kept[keep++] = ch;
+    }
+    if (na) {
+      gv_op *op = emit(c, GV_OP_REDUCE_SUM, 1, &x[t], 1);
+      gv_set_ints(c->m, op, "axes", na, axes);
+      gv_set_int(c->m, op, "keepdims", 0);
+      op->res[0]->type = gv_type_unranked(x[t]->type.dtype);
+      x[t] = op->res[0];
+      memcpy(term[t], kept, sizeof kept);
+      len[t] = keep;
+    }
+  }
+  char got[GV_MAX_RANK * 2 + 1] = {0};
+  int ng = 0;
+  gv_value *y = x[0];
+  if (nops == 1) {
+    memcpy(got, term[0], (size_t)len[0]);
+    ng = len[0];
+  } else {
+    int64_t lb[GV_MAX_RANK], rb[GV_MAX_RANK], lc[GV_MAX_RANK], rc[GV_MAX_RANK];
+    int nb = 0, ncn = 0;
+    for (int i = 0; i < len[0]; i++) {
+      const char *q = memchr(term[1], term[0][i], (size_t)len[1]);
+      if (!q) continue;
+      if (memchr(term[2], term[0][i], (size_t)len[2])) lb[nb] = i, rb[nb++] = q - term[1], got[ng++] = term[0][i];
+      else lc[ncn] = i, rc[ncn++] = q - term[1];
+    }
+    for (int i = 0; i < len[0]; i++)
+      if (!memchr(term[1], term[0][i], (size_t)len[1])) got[ng++] = term[0][i];
+    for (int i = 0; i < len[1]; i++)
+      if (!memchr(term[0], term[1][i], (size_t)len[0])) got[ng++] = term[1][i];
+    gv_op *op = emit(c, GV_OP_DOT, 2, x, 1);
+    gv_set_ints(c->m, op, "lhs_batch", nb, lb);
+    gv_set_ints(c->m, op, "rhs_batch", nb, rb);
+    gv_set_ints(c->m, op, "lhs_contract", ncn, lc);
+    gv_set_ints(c->m, op, "rhs_contract", ncn, rc);
+    op->res[0]->type = gv_type_unranked(x[0]->type.dtype);
+    y = op->res[0];
+  }
+  if (ng != len[2]) return gv_node_error(c, "Einsum equation '%s': output letters do not match the inputs", gv_esc(c, eq));
+  int64_t perm[GV_MAX_RANK];
+  bool ident = true;
+  for (int i = 0; i < len[2]; i++) {
+    const char *q = memchr(got, term[2][i], (size_t)ng);
+    if (!q) return gv_node_error(c, "Einsum equation '%s': output letter '%c' is in no input", gv_esc(c, eq), term[2][i]);
+    perm[i] = q - got;
+    ident = ident && perm[i] == i;
+  }
+  if (!ident) {
+    gv_op *op = emit(c, GV_OP_TRANSPOSE, 1, &y, 1);
+    gv_set_ints(c->m, op, "perm", len[2], perm);
+    op->res[0]->type = gv_type_unranked(y->type.dtype);
+    y = op->res[0];
+  }
+  return out(c, n, 0, y);
+}
+
 /* axes from the attribute (before since) or the constant input 1 */
 static int get_axes(gv_ictx *c, node_t *n, gv_value **in, int nin, int since, int64_t *axes, bool *present) {
   *present = false;
@@ -1127,6 +1296,7 @@ static const row table[] = {
     U("Cos", COS),
     {"CumSum", 1, 2, 2, h_cumsum, 0},
     B("Div", DIV),
+    {"Einsum", 12, 1, 2, h_einsum, 0},
     {"Dropout", 1, 1, 3, h_dropout, 0},
     B("Equal", EQUAL),
     U("Erf", ERF),
@@ -1154,6 +1324,7 @@ static const row table[] = {
     B("Mul", MUL),
     U("Neg", NEG),
     U("Not", NOT),
+    {"OneHot", 11, 3, 3, h_onehot, 0},
     B("Or", OR),
     B("Pow", POW),
     {"Range", 1, 3, 3, h_range, 0},
@@ -1211,7 +1382,7 @@ static const struct {
     {"auto_pad", AT(STRING), "||NOTSET|SAME_UPPER|SAME_LOWER|VALID|"},     {"axes", AT(INTS), NULL},
     {"axis", AT(INT), NULL},            {"batch_dims", AT(INT), NULL},    {"beta", AT(FLOAT), NULL},
     {"dilations", AT(INTS), NULL},      {"else_branch", AT(GRAPH), NULL}, {"end", AT(INT), NULL},
-    {"epsilon", AT(FLOAT), NULL},       {"exclusive", AT(INT), "01"},     {"group", AT(INT), NULL},
+    {"epsilon", AT(FLOAT), NULL},       {"equation", AT(STRING), NULL},       {"exclusive", AT(INT), "01"},     {"group", AT(INT), NULL},
     {"keepdims", AT(INT), "01"},        {"kernel_shape", AT(INTS), NULL}, {"noop_with_empty_axes", AT(INT), "01"},
     {"num_outputs", AT(INT), NULL},     {"pads", AT(INTS), NULL},         {"perm", AT(INTS), NULL},
     {"reduction", AT(STRING), "|none|add|mul|max|min|"},                  {"reverse", AT(INT), "01"},

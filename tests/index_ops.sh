@@ -3,7 +3,9 @@
 # onnxruntime, on helper-built graphs (tests/ops/make_graphs.py): ScatterND
 # (Llama's full-tuple mask form, rows with a negative index, add with a
 # repeated tuple), GatherND, GatherElements (GPT-J's rotary table lookup),
-# ScatterElements (none, add with repeated targets), MatMul with broadcast batch dims, a 2-D lhs
+# ScatterElements (none, add with repeated targets), Einsum (batched matmul,
+# attention scores, outer and inner products, transpose, sum, projection),
+# OneHot (three axes, negative indices), MatMul with broadcast batch dims, a 2-D lhs
 # against a batched rhs and operands of different ranks. Each through
 # galv-eval (tests/ort_compare.py) and the generated CPU program
 # (tests/cpu_compare.py), rtol 1e-4 / atol 1e-5. Then training through them:

@@ -55,6 +55,21 @@ def graphs():
     out["scatterelements_add"] = model("m", [h.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1,
                                                          reduction="add")],
                                        [("x", [3, 3]), ("u", [2, 3])], ["y"], [("i", sa)])
+    for name, eq, shapes in (("einsum_bmm", "bij,bjk->bik", [[2, 3, 4], [2, 4, 5]]),
+                             ("einsum_attn", "bhqd,bhkd->bhqk", [[2, 2, 3, 4], [2, 2, 5, 4]]),
+                             ("einsum_outer", "i,j->ij", [[6], [4]]),
+                             ("einsum_inner", "i,i", [[6], [6]]),
+                             ("einsum_transpose", "ij->ji", [[3, 5]]),
+                             ("einsum_sum", "ijk->j", [[2, 3, 4]]),
+                             ("einsum_proj", "bid,jd->bji", [[2, 3, 4], [5, 4]])):
+        ins = [(chr(ord("a") + k), s) for k, s in enumerate(shapes)]
+        out[name] = model("m", [h.make_node("Einsum", [n for n, _ in ins], ["y"], equation=eq)], ins, ["y"])
+    oh_i = np.array([[0, 3, -1], [2, 1, -4]], np.int64)
+    for name, axis in (("onehot_last", -1), ("onehot_axis0", 0), ("onehot_axis1", 1)):
+        out[name] = model("m", [h.make_node("OneHot", ["i", "d", "v"], ["oh"], axis=axis),
+                                h.make_node("Mul", ["oh", "x"], ["y"])],
+                          [("x", [1])], ["y"],
+                          [("i", oh_i), ("d", np.array(4, np.int64)), ("v", np.array([-0.5, 2.0], np.float32))])
     out["matmul_mqa"] = model("m", [h.make_node("MatMul", ["q", "k"], ["y"])],
                               [("q", [2, 4, 3, 8]), ("k", [2, 1, 8, 5])], ["y"])
     out["matmul_2d_3d"] = model("m", [h.make_node("MatMul", ["a", "b"], ["y"])], [("a", [3, 4]), ("b", [2, 4, 6])],
