@@ -15,8 +15,13 @@
 #            trained by torch (tests/train/torch_train.py, galvc's trained set):
 #            losses within 1e-4 relative, weights within 1e-4
 # and prints the table. GALV_HF_MODELS (comma list) and GALV_HF_OPSETS narrow
-# the matrix; without GALV_HF_FULL=1 the ctest run takes one opset per model
-# (alternating 14 / 17) so each model and each opset is covered in CI's time.
+# the matrix. Without GALV_HF_FULL=1 (the ctest run) each model runs at one
+# opset and on 2 ranks with one strategy, alternating (14 / 17, tp / dp), so
+# every model, opset and strategy is covered in CI's time; a column not run
+# shows "."; GALV_HF_FULL=1 runs every cell. The programs are built with
+# CFLAGS=-O1 (GALV_HF_CFLAGS): compiling the runtime at -O3 -march=native
+# for each of ~50 programs is most of the time, and the default flags are
+# tests/cpu_models.sh's.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -28,13 +33,17 @@ trap 'rm -rf "$T"' EXIT
 MODELS=${GALV_HF_MODELS:-$("$HF_PY" "$SRC/tests/hf/export.py" "$CACHE" --list | tr ' ' ,)}
 OPSETS=${GALV_HF_OPSETS:-14,17}
 
-cases=()
+export CFLAGS=${GALV_HF_CFLAGS:--O1}
+FULL=${GALV_HF_FULL:-0}
+cases=()  # MODEL:OPSET:STRATEGIES
 i=0
 for m in ${MODELS//,/ }; do
   j=0
   for o in ${OPSETS//,/ }; do
-    if [ "${GALV_HF_FULL:-0}" = 1 ] || [ -n "${GALV_HF_OPSETS:-}" ] || [ $(((i + j) % 2)) = 0 ]; then
-      cases+=("$m:$o")
+    if [ "$FULL" = 1 ]; then
+      cases+=("$m:$o:tp,dp")
+    elif [ -n "${GALV_HF_OPSETS:-}" ] || [ $(((i + j) % 2)) = 0 ]; then
+      cases+=("$m:$o:$([ $((i / 2 % 2)) = 0 ] && echo tp || echo dp)")
     fi
     j=$((j + 1))
   done
@@ -68,7 +77,8 @@ PY
 row() { printf '%-20s %-7s %-14s %-8s %-8s %-8s %-9s\n' "$@"; }
 row model import nodes cpu tp2 dp2 train >"$T/table"
 for c in "${cases[@]}"; do
-  m=${c%:*} o=${c#*:} tag="${c%:*}_op${c#*:}"
+  IFS=: read -r m o strategies <<<"$c"
+  tag="${m}_op$o"
   dir=$(awk -v t="$tag" '$1 == t { print $2 }' "$T/exports")
   if [ -z "$dir" ] || [ "$dir" = ERROR ]; then
     bad "$tag export: $(awk -v t="$tag" '$1 == t { $1 = ""; print }' "$T/exports")"
@@ -82,7 +92,7 @@ for c in "${cases[@]}"; do
     n=$(basename "$f" .npy)
     args+=(--input "${n#in_*_}=$f")
   done
-  imp=- nodes=- cpu=- tp=- dp=- tr=-
+  imp=- nodes=- cpu=- tp=. dp=. tr=-
   # import and the pipeline's op counts
   if "$BUILD/galvc" "$dir/model.onnx" "${shape[@]}" --emit=ir -q --stats -o "$T/$tag.mlir" 2>"$T/err"; then
     imp=ok
@@ -111,7 +121,7 @@ for c in "${cases[@]}"; do
     bad "$tag cpu: $(head -2 "$T/err") ${r:-}"
   fi
   # two ranks, tensor and data parallel
-  for s in tp dp; do
+  for s in ${strategies//,/ }; do
     d="$T/$tag-2$s"
     r=
     if "$BUILD/galvc" "$dir/model.onnx" "${shape[@]}" --gpus 2 --strategy $s --target cpu -q -o "$d/" 2>"$T/err" &&
