@@ -1460,6 +1460,15 @@ static const row *find_row(const char *ot) {
   return NULL;
 }
 
+/* Ops refused for a reason beyond a missing row: the programs have static
+ * shapes, and these ops' output shapes depend on their inputs' values. */
+static const char *refusal(const char *ot) {
+  static const char *const data_dependent[] = {"NonZero", "Unique", "Compress", "NonMaxSuppression"};
+  for (size_t i = 0; i < sizeof data_dependent / sizeof *data_dependent; i++)
+    if (strcmp(ot, data_dependent[i]) == 0) return "its output shape depends on its input's values";
+  return NULL;
+}
+
 static bool node_supported(const gv_ictx *c, node_t *n) {
   if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0) return false;
   const row *r = find_row(n->op_type ? n->op_type : "");
@@ -1519,8 +1528,10 @@ int gv_onnx_check_supported(gv_ictx *c, const Onnx__GraphProto *g) {
   size_t at = (size_t)snprintf(msg, sizeof msg, "%d unsupported operator nodes:", total);
   for (int i = 0; i < nu && at < sizeof msg; i++) {
     const row *r = strchr(u[i].type, ':') ? NULL : find_row(u[i].type);
-    char since[48] = "";
+    const char *why = strchr(u[i].type, ':') ? NULL : refusal(u[i].type);
+    char since[80] = "";
     if (r) snprintf(since, sizeof since, ", from opset %d", r->since);
+    else if (why) snprintf(since, sizeof since, ": %s", why);
     at += (size_t)snprintf(msg + at, sizeof msg - at, "%s %s x%d (first '%s'%s)", i ? "," : "", gv_esc(c, u[i].type),
                            u[i].count, gv_esc(c, u[i].first), since);
   }
@@ -1534,6 +1545,7 @@ int gv_import_node(gv_ictx *c, const Onnx__NodeProto *n) {
   const row *r = NULL;
   for (int i = 0; i < NTABLE && !r; i++)
     if (strcmp(table[i].op, ot) == 0) r = &table[i];
+  if (!r && refusal(ot)) return gv_node_error(c, "unsupported operator: %s", refusal(ot));
   if (!r) return gv_node_error(c, "unsupported operator");
   if (c->opset < r->since)
     return gv_node_error(c, "unsupported operator at opset %d (%s exists from opset %d)", c->opset, gv_esc(c, ot),

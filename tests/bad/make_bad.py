@@ -166,7 +166,13 @@ def main(argv):
                 helper.make_node("com.x.Fancy", ["x"], ["z2"], name="/f", domain="com.x")],
                [vi("x", [2, 4]), vi("n", [], TensorProto.INT64), vi("c", [], TensorProto.BOOL)], [vi("y", [2, 4])]),
          case("several_unsupported.onnx", "4 unsupported operator nodes: Loop x2 (first '/a/Loop'), "
-                                          "NonZero x1 (first '/moe/NonZero'), com.x::com.x.Fancy x1 (first '/f')"))
+                                          "NonZero x1 (first '/moe/NonZero': its output shape depends on its input's values), "
+                                          "com.x::com.x.Fancy x1 (first '/f')"))
+    save(model([helper.make_node("NonZero", ["x"], ["i"], name="/moe/NonZero"),
+                helper.make_node("Transpose", ["i"], ["y"], name="/moe/Transpose")],
+               [vi("x", [2, 4])], [vi("y", None, TensorProto.INT64)]),
+         case("nonzero.onnx", "node '/moe/NonZero' (NonZero): unsupported operator: its output shape depends on its "
+                              "input's values"))
 
     # --- malformed index ops ----------------------------------------------------
     idx = numpy_helper.from_array(np.array([[0], [1]], np.int64), "i")
