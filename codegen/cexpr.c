@@ -162,6 +162,10 @@ static int op_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
       snprintf(t, sizeof t, "%s %s %s", xa, ar[k], ya);
       break;
     case GV_OP_POW: snprintf(t, sizeof t, "pow%s(%s, %s)", sf, xa, ya); break;
+    case GV_OP_MOD:
+      if (gv_get_int(op, "fmod", 0)) snprintf(t, sizeof t, "fmod%s(%s, %s)", sf, xa, ya);
+      else snprintf(t, sizeof t, "%sfmodp(%s, %s)", c->d->fn, xa, ya);
+      break;
     case GV_OP_MAX: snprintf(t, sizeof t, "%s != %s || %s > %s ? %s : %s", xa, xa, xa, ya, xa, ya); break;
     case GV_OP_MIN: snprintf(t, sizeof t, "%s != %s || %s < %s ? %s : %s", xa, xa, xa, ya, xa, ya); break;
     default:
@@ -195,6 +199,20 @@ static int op_expr(cg_expr_ctx *c, const gv_op *op, char *out, size_t n) {
     }
     break;
   case GV_OP_POW: snprintf(t, sizeof t, "%sipow(%s, %s)", c->d->fn, xa, ya); break;
+  case GV_OP_MOD: {
+    int fm = gv_get_int(op, "fmod", 0) != 0;
+    if (c->d->device) {
+      snprintf(t, sizeof t, "%simod(%s, %s, %d, galv_err, galv_k)", c->d->fn, xa, ya, fm);
+    } else {
+      char loc[200];
+      size_t j = 0;
+      for (const char *p = op->loc ? op->loc : ""; *p && j + 5 < sizeof loc; p++)
+        j += (size_t)snprintf(loc + j, sizeof loc - j, (*p == '"' || *p == '\\' || *p == '?' || (unsigned char)*p < 32) ? "\\%03o" : "%c", (unsigned char)*p);
+      loc[j] = 0;
+      snprintf(t, sizeof t, "%simod(%s, %s, %d, \"node '%s'\")", c->d->fn, xa, ya, fm, loc);
+    }
+    break;
+  }
   case GV_OP_MAX: snprintf(t, sizeof t, "%s > %s ? %s : %s", xa, ya, xa, ya); break;
   case GV_OP_MIN: snprintf(t, sizeof t, "%s < %s ? %s : %s", xa, ya, xa, ya); break;
   case GV_OP_AND: snprintf(t, sizeof t, "%s && %s", xa, ya); break;

@@ -244,6 +244,15 @@ static int h_binary(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   return out(c, n, 0, op->res[0]);
 }
 
+/* Mod: fmod 1 (C) or 0 (the divisor's sign, integers) as an attribute */
+static int h_mod(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  gv_op *op = emit(c, GV_OP_MOD, 2, in, 1);
+  gv_set_int(c->m, op, "fmod", ai(n, "fmod", 0) ? 1 : 0);
+  op->res[0]->type = bcast((const gv_value *const *)in, 2, in[0]->type.dtype);
+  return out(c, n, 0, op->res[0]);
+}
+
 /* Min / Max: variadic in ONNX, a chain of binary ops here */
 static int h_variadic(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   gv_value *acc = in[0];
@@ -1321,6 +1330,7 @@ static const row table[] = {
     {"MatMul", 1, 2, 2, h_matmul, 0},
     {"Max", 1, 1, -1, h_variadic, GV_OP_MAX},
     {"Min", 1, 1, -1, h_variadic, GV_OP_MIN},
+    {"Mod", 13, 2, 2, h_mod, 0},
     B("Mul", MUL),
     U("Neg", NEG),
     U("Not", NOT),
@@ -1382,7 +1392,7 @@ static const struct {
     {"auto_pad", AT(STRING), "||NOTSET|SAME_UPPER|SAME_LOWER|VALID|"},     {"axes", AT(INTS), NULL},
     {"axis", AT(INT), NULL},            {"batch_dims", AT(INT), NULL},    {"beta", AT(FLOAT), NULL},
     {"dilations", AT(INTS), NULL},      {"else_branch", AT(GRAPH), NULL}, {"end", AT(INT), NULL},
-    {"epsilon", AT(FLOAT), NULL},       {"equation", AT(STRING), NULL},       {"exclusive", AT(INT), "01"},     {"group", AT(INT), NULL},
+    {"epsilon", AT(FLOAT), NULL},       {"equation", AT(STRING), NULL},       {"exclusive", AT(INT), "01"},     {"fmod", AT(INT), "01"},     {"group", AT(INT), NULL},
     {"keepdims", AT(INT), "01"},        {"kernel_shape", AT(INTS), NULL}, {"noop_with_empty_axes", AT(INT), "01"},
     {"num_outputs", AT(INT), NULL},     {"pads", AT(INTS), NULL},         {"perm", AT(INTS), NULL},
     {"reduction", AT(STRING), "|none|add|mul|max|min|"},                  {"reverse", AT(INT), "01"},

@@ -353,11 +353,42 @@ static bool bin_i(gv_opcode c, int64_t a, int64_t b, int64_t *r) {
   }
 }
 
+/* mod (ONNX Mod): fmod 1 keeps the dividend's sign, 0 the divisor's. */
+static double mod_d(double a, double b, bool fm) {
+  double r = fmod(a, b);
+  return !fm && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+static bool mod_i(int64_t a, int64_t b, bool fm, int64_t *r) {
+  if (b == 0) return false;
+  int64_t q = b == -1 ? 0 : a % b;
+  *r = !fm && q != 0 && (q < 0) != (b < 0) ? q + b : q;
+  return true;
+}
+
 int gv_eval_binary(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {
   gv_tensor *o = mkout(m, op, 0);
   if (!o) return -1;
   const gv_tensor *a = in[0], *b = in[1];
   gv_opcode c = op->code;
+  if (c == GV_OP_MOD) {
+    iter it;
+    it_init(&it, &o->type, 2);
+    it_bcast(&it, 0, &a->type, &o->type);
+    it_bcast(&it, 1, &b->type, &o->type);
+    bool fm = gv_get_int(op, "fmod", 0) != 0;
+    for (int64_t i = 0, n = gv_tensor_numel(o); i < n; i++, it_next(&it)) {
+      if (is_f(a->type.dtype)) {
+        st(o, i, mod_d(ld(a, it.off[0]), ld(b, it.off[1]), fm));
+        continue;
+      }
+      int64_t r;
+      if (!mod_i(gv_tensor_get_i(a, it.off[0]), gv_tensor_get_i(b, it.off[1]), fm, &r))
+        return gv_error_op(m, op, "integer mod by zero");
+      gv_tensor_set_i(o, i, r);
+    }
+    out[0] = o;
+    return 0;
+  }
   bool cmp = c >= GV_OP_EQUAL && c <= GV_OP_GREATER_EQUAL;
   iter it;
   it_init(&it, &o->type, 2);

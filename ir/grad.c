@@ -239,6 +239,10 @@ int gv_grad_binary(gv_module *m, gv_op *op, gv_value *const *dres, const bool *n
     if (need[0]) ga = bin(&c, GV_OP_MUL, g, bin(&c, GV_OP_MUL, b, bin(&c, GV_OP_POW, a, bin(&c, GV_OP_SUB, b, cst(&c, dt, 1)))));
     if (need[1]) gb = bin(&c, GV_OP_MUL, g, bin(&c, GV_OP_MUL, y, un(&c, GV_OP_LOG, a)));
     break;
+  case GV_OP_MOD: /* y = a - q b with q = floor or trunc(a / b), piecewise constant: dy/db = -q = (y - a) / b */
+    ga = g;
+    if (need[1]) gb = bin(&c, GV_OP_MUL, g, bin(&c, GV_OP_DIV, bin(&c, GV_OP_SUB, y, a), b));
+    break;
   case GV_OP_MAX:
   case GV_OP_MIN: {
     gv_value *mask = bin(&c, op->code == GV_OP_MAX ? GV_OP_GREATER_EQUAL : GV_OP_LESS_EQUAL, a, b), *z = cst(&c, dt, 0);

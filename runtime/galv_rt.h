@@ -222,6 +222,16 @@ static inline int64_t galv_ipow(int64_t b, int64_t e) {
   }
   return (int64_t)r;
 }
+/* mod: fm 1 keeps the dividend's sign (C), 0 the divisor's (Python) */
+static inline int64_t galv_imod(int64_t a, int64_t b, int fm, const char *where) {
+  if (b == 0) galv_fatal("%s: integer mod by zero", where);
+  int64_t r = b == -1 ? 0 : a % b;
+  return !fm && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+static inline double galv_fmodp(double a, double b) {
+  double r = fmod(a, b);
+  return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
 static inline int64_t galv_idiv(int64_t a, int64_t b, const char *where) {
   if (b == 0) galv_fatal("%s: integer division by zero", where);
   return a == INT64_MIN && b == -1 ? INT64_MIN : a / b;

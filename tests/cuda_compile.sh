@@ -8,6 +8,9 @@
 #   - every example family (helper-built gpt2 / bert / llama / vit / t5,
 #     inference) goes through galvc --target cuda (gpt2 also --precision
 #     bf16) and its program.cu links against the library,
+#   - the index ops' graphs (ScatterND, GatherND, GatherElements,
+#     ScatterElements, integer Mod, broadcast MatMul) and a training step
+#     through them (tests/ops/make_graphs.py) compile and link,
 #   - every example family's training step (--train, fp32: the training
 #     kernels of kernels_grad.cu, runtime/train.c's driver with the device
 #     step of train_cuda.cu) compiles and links too; gpt2, llama and vit also
@@ -247,6 +250,19 @@ for fam in gpt2 llama bert vit t5; do
     echo "✓ $fam (training): $(grep -c '^  GALV_CU_PROF' "$d/program.cu") kernel calls, $(grep -c 'galv_cu_gather_grad\|galv_cu_scatter_strided\|galv_cu_cross_entropy\|galv_cu_conv_grad' "$d/program.cu") training kernels, $(grep -c '^  {' <(sed -n '/galv_state\[\]/,/^};/p' "$d/program.cu")) state tensors"
   else
     echo "✗ $fam (training)"; cat "$d.log" 2>/dev/null; fail=1
+  fi
+done
+# ---- the index ops and broadcast MatMul (tests/ops/make_graphs.py): inference, and the training step through them
+python3 "$SRC/tests/ops/make_graphs.py" "$T/ops" >/dev/null
+for g in scatternd_mask scatternd_add gathernd gatherelements scatterelements_add mod_int matmul_mqa train_nd; do
+  d=$T/ops_$g
+  train=()
+  [ "$g" = train_nd ] && train=(--train)
+  if "$BUILD/galvc" "$T/ops/$g.onnx" "${train[@]}" --target cuda --no-build -q -o "$d/" &&
+     make -s -C "$d" GALV_CU_LIB="$T/lib/libgalv_cuda.a" NVFLAGS="${NVF[*]}" >"$d.log" 2>&1; then
+    echo "✓ $g${train:+ (training)}: $(grep -o 'galv_cu_\(gather\|scatter\)_\(nd\|elements\)' "$d/program.cu" | sort -u | paste -sd' ')"
+  else
+    echo "✗ $g${train:+ (training)}"; cat "$d.log" 2>/dev/null; fail=1
   fi
 done
 # ---- bf16 mixed-precision training (fp32 state and parameter gradients, bf16 activations and GEMM inputs)

@@ -5,13 +5,14 @@
 # repeated tuple), GatherND, GatherElements (GPT-J's rotary table lookup),
 # ScatterElements (none, add with repeated targets), Einsum (batched matmul,
 # attention scores, outer and inner products, transpose, sum, projection),
-# OneHot (three axes, negative indices), MatMul with broadcast batch dims, a 2-D lhs
+# OneHot (three axes, negative indices), Mod (float fmod, integer with the
+# divisor's sign), MatMul with broadcast batch dims, a 2-D lhs
 # against a batched rhs and operands of different ranks. Each through
 # galv-eval (tests/ort_compare.py) and the generated CPU program
 # (tests/cpu_compare.py), rtol 1e-4 / atol 1e-5. Then training through them:
 # 3 AdamW steps of a token model whose gradient flows through GatherND,
-# ScatterND (data and updates), GatherElements, ScatterElements (add) and a
-# broadcasting MatMul, galv-eval --train
+# ScatterND (data and updates), GatherElements, ScatterElements (add), Mod
+# and a broadcasting MatMul, galv-eval --train
 # against the same graph trained by torch (tests/train/torch_train.py):
 # losses within 1e-4 relative, weights within 1e-4.
 set -uo pipefail
@@ -22,6 +23,7 @@ trap 'rm -rf "$T"' EXIT
 pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+export CFLAGS=${GALV_OPS_CFLAGS:--O1}  # the programs are tiny; -O3 -march=native compiles are cpu_models.sh's
 names=$(python3 "$SRC/tests/ops/make_graphs.py" "$T") || { echo "FAIL make_graphs.py"; exit 1; }
 for n in $names; do
   if out=$(python3 "$SRC/tests/ort_compare.py" "$BUILD" "$T/$n.onnx" 2>&1); then ok "$n galv-eval = onnxruntime: ${out##* max abs err }"

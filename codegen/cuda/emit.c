@@ -767,7 +767,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
       fprintf(f, "},\n");
       pass == 0 ? np++ : nc++;
     }
-  if (!np && !nc) fprintf(f, "  {0}\n");
+  if (!np && !nc) fprintf(f, "  {}\n");
   fprintf(f, "};\nconst int galv_cu_nparams = %d, galv_cu_nf32_consts = %d;\nconst int64_t galv_cu_param_bytes = %lld;\n",
           np, nc, (long long)e->pbytes);
   fprintf(f, "const int64_t galv_arena_bytes = %lld;\nconst int64_t galv_weights_bytes = %lld;\n\n",

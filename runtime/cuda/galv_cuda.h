@@ -113,6 +113,19 @@ __device__ static inline int64_t gd_ipow(int64_t b, int64_t e) {
   }
   return (int64_t)r;
 }
+/* mod (fm 1: the dividend's sign, 0: the divisor's); by zero: flagged, 0 */
+__device__ static inline int64_t gd_imod(int64_t a, int64_t b, int fm, int *err, int k) {
+  if (b == 0) {
+    atomicCAS(err, 0, k + 1);
+    return 0;
+  }
+  int64_t r = b == -1 ? 0 : a % b;
+  return !fm && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+__device__ static inline double gd_fmodp(double a, double b) {
+  double r = fmod(a, b);
+  return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
 /* integer division by zero: flags the kernel (reported after the run), yields 0 */
 __device__ static inline int64_t gd_idiv(int64_t a, int64_t b, int *err, int k) {
   if (b == 0) {

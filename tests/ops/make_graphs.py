@@ -70,6 +70,13 @@ def graphs():
                                 h.make_node("Mul", ["oh", "x"], ["y"])],
                           [("x", [1])], ["y"],
                           [("i", oh_i), ("d", np.array(4, np.int64)), ("v", np.array([-0.5, 2.0], np.float32))])
+    div = np.array([3.0, -2.5, 1.5, -4.0], np.float32)
+    out["mod_fmod"] = model("m", [h.make_node("Mod", ["x", "d"], ["y"], fmod=1)], [("x", [2, 4])], ["y"], [("d", div)])
+    idiv = np.array([[3], [-5]], np.int64)
+    g = h.make_graph([h.make_node("Mod", ["i", "d"], ["y"])], "m", [h.make_tensor_value_info("i", TP.INT64, [2, 6])],
+                     [h.make_tensor_value_info("y", TP.INT64, None)], [nh.from_array(idiv, "d")])
+    out["mod_int"] = h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)])
+    out["mod_int"].ir_version = 8
     out["matmul_mqa"] = model("m", [h.make_node("MatMul", ["q", "k"], ["y"])],
                               [("q", [2, 4, 3, 8]), ("k", [2, 1, 8, 5])], ["y"])
     out["matmul_2d_3d"] = model("m", [h.make_node("MatMul", ["a", "b"], ["y"])], [("a", [3, 4]), ("b", [2, 4, 6])],
@@ -83,7 +90,8 @@ def train_model():
     """ids [2, 8] -> Gather(emb) h [2, 8, 16]; GatherND picks 3 (batch, position)
     rows, MatMul(w_upd) makes the updates, ScatterND puts them back; logits =
     MatMul(h2, w_out [1, 16, 50]) (batch dim 1 broadcasts); GatherElements
-    and ScatterElements (add) of a [2, 8, 16] view along the sequence."""
+    and ScatterElements (add) of a [2, 8, 16] view along the sequence, and
+    Mod (fmod) by a constant."""
     r = np.random.RandomState(3)
     idx = np.array([[0, 1], [1, 5], [0, 7]], np.int64)
     nodes = [
@@ -93,7 +101,9 @@ def train_model():
         h.make_node("ScatterND", ["h", "idx", "u"], ["h2"]),
         h.make_node("GatherElements", ["h2", "perm"], ["h3"], axis=1),
         h.make_node("ScatterElements", ["h3", "perm2", "h2"], ["h4"], axis=1, reduction="add"),
-        h.make_node("MatMul", ["h4", "w_out"], ["logits"]),
+        h.make_node("Constant", [], ["modc"], value=nh.from_array(np.array([1.5], np.float32))),
+        h.make_node("Mod", ["h4", "modc"], ["h5"], fmod=1),
+        h.make_node("MatMul", ["h5", "w_out"], ["logits"]),
     ]
     g = h.make_graph(nodes, "train_nd", [h.make_tensor_value_info("input_ids", TP.INT64, [2, 8])],
                      [h.make_tensor_value_info("logits", TP.FLOAT, None)],

@@ -129,6 +129,8 @@ def run(graph, env):
             y = x[0].repeat(ints(x[1]))
         elif op == "GatherElements":
             y = torch.gather(x[0], a.get("axis", 0), x[1] % x[0].shape[a.get("axis", 0)])
+        elif op == "Mod":
+            y = torch.fmod(x[0], x[1]) if a.get("fmod", 0) else torch.remainder(x[0], x[1])
         elif op == "ScatterElements":
             ax, ix = a.get("axis", 0), x[1] % x[0].shape[a.get("axis", 0)]
             if a.get("reduction", "none") == "add":
