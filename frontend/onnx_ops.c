@@ -433,6 +433,46 @@ static int h_onehot(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   return out(c, n, 0, op1(c, GV_OP_WHERE, 3, sel, vt));
 }
 
+/* ArgMax / ArgMin: the first (select_last_index: last) position along the
+ * axis where x equals its reduce_max (reduce_min): where(x == m, position,
+ * BIG) reduced with min (last: where(.., -1) with max), positions as f32
+ * (exact below 2^24) so the reductions run on every target; cast to i64. */
+static int h_argmax(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin;
+  int64_t axis = ai(n, "axis", 0), keep = ai(n, "keepdims", 1) ? 1 : 0, last = ai(n, "select_last_index", 0);
+  int r = rank_of(in[0]);
+  int64_t trail = axis < 0 ? -axis - 1 : r >= 0 ? r - 1 - axis : -1;
+  if (trail < 0 || trail >= GV_MAX_RANK)
+    return gv_node_error(c, "%s axis %lld needs the rank of its input", n->op_type, (long long)axis);
+  gv_dtype dt = in[0]->type.dtype;
+  if (!gv_dtype_is_float(dt) && dt != GV_DT_UNKNOWN)
+    return gv_node_error(c, "unsupported: %s on %s (float inputs only)", n->op_type, gv_dtype_name(dt));
+  gv_op *red = emit(c, (gv_opcode)code, 1, in, 1);
+  gv_set_ints(c->m, red, "axes", 1, &axis);
+  gv_set_int(c->m, red, "keepdims", 1);
+  red->res[0]->type = gv_type_unranked(dt);
+  gv_value *eq = op2(c, GV_OP_EQUAL, in[0], red->res[0], GV_DT_BOOL);
+  gv_op *sh = emit(c, GV_OP_SHAPE, 1, in, 1);
+  sh->res[0]->type = gv_type_unranked(GV_DT_I64);
+  gv_value *g[2] = {sh->res[0], const_scalar(c, GV_DT_I64, (double)axis)};
+  gv_op *dim = emit(c, GV_OP_GATHER, 2, g, 1);
+  gv_set_int(c->m, dim, "axis", 0);
+  dim->res[0]->type = gv_type_make(GV_DT_I64, 0, NULL);
+  gv_value *rg[3] = {const_scalar(c, GV_DT_I64, 0), dim->res[0], const_scalar(c, GV_DT_I64, 1)};
+  gv_value *pos = cast_to(c, op1(c, GV_OP_RANGE, 3, rg, GV_DT_I64), GV_DT_F32);
+  int64_t shp[GV_MAX_RANK + 1];
+  shp[0] = -1;
+  for (int64_t i = 0; i < trail; i++) shp[1 + i] = 1;
+  gv_value *rs[2] = {pos, const_i64(c, (int)trail + 1, shp)};
+  pos = op1(c, GV_OP_RESHAPE, 2, rs, GV_DT_F32);
+  gv_value *w[3] = {eq, pos, const_scalar(c, GV_DT_F32, last ? -1.0 : 16777216.0)};
+  gv_op *pick = emit(c, last ? GV_OP_REDUCE_MAX : GV_OP_REDUCE_MIN, 1, (gv_value *[]){op1(c, GV_OP_WHERE, 3, w, GV_DT_F32)}, 1);
+  gv_set_ints(c->m, pick, "axes", 1, &axis);
+  gv_set_int(c->m, pick, "keepdims", keep);
+  pick->res[0]->type = gv_type_unranked(GV_DT_F32);
+  return out(c, n, 0, cast_to(c, pick->res[0], GV_DT_I64));
+}
+
 /* Einsum of one or two operands without ellipsis or repeated letters in an
  * operand (a diagonal): letters only in one operand and not in the output
  * are summed first; then dot_general (letters in both and the output:
@@ -1296,6 +1336,8 @@ static const row table[] = {
     U("Abs", ABS),
     B("Add", ADD),
     B("And", AND),
+    {"ArgMax", 13, 1, 1, h_argmax, GV_OP_REDUCE_MAX},
+    {"ArgMin", 13, 1, 1, h_argmax, GV_OP_REDUCE_MIN},
     {"Cast", 1, 1, 1, h_cast, 0},
     U("Ceil", CEIL),
     {"Concat", 1, 1, -1, h_concat, 0},
@@ -1396,7 +1438,7 @@ static const struct {
     {"keepdims", AT(INT), "01"},        {"kernel_shape", AT(INTS), NULL}, {"noop_with_empty_axes", AT(INT), "01"},
     {"num_outputs", AT(INT), NULL},     {"pads", AT(INTS), NULL},         {"perm", AT(INTS), NULL},
     {"reduction", AT(STRING), "|none|add|mul|max|min|"},                  {"reverse", AT(INT), "01"},
-    {"seed", AT(INT), NULL},            {"split", AT(INTS), NULL},        {"stash_type", AT(INT), NULL},
+    {"seed", AT(INT), NULL},            {"select_last_index", AT(INT), "01"},            {"split", AT(INTS), NULL},        {"stash_type", AT(INT), NULL},
     {"start", AT(INT), NULL},           {"strides", AT(INTS), NULL},      {"then_branch", AT(GRAPH), NULL},
     {"to", AT(INT), NULL},              {"transA", AT(INT), "01"},        {"transB", AT(INT), "01"},
     {"upper", AT(INT), "01"},           {"value", AT(TENSOR), NULL},

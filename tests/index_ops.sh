@@ -6,7 +6,7 @@
 # ScatterElements (none, add with repeated targets), Einsum (batched matmul,
 # attention scores, outer and inner products, transpose, sum, projection),
 # OneHot (three axes, negative indices), Mod (float fmod, integer with the
-# divisor's sign), MatMul with broadcast batch dims, a 2-D lhs
+# divisor's sign), ArgMax / ArgMin (keepdims 0, select_last_index), MatMul with broadcast batch dims, a 2-D lhs
 # against a batched rhs and operands of different ranks. Each through
 # galv-eval (tests/ort_compare.py) and the generated CPU program
 # (tests/cpu_compare.py), rtol 1e-4 / atol 1e-5. Then training through them:

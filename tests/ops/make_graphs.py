@@ -77,6 +77,12 @@ def graphs():
                      [h.make_tensor_value_info("y", TP.INT64, None)], [nh.from_array(idiv, "d")])
     out["mod_int"] = h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)])
     out["mod_int"].ir_version = 8
+    for name, op, kw in (("argmax_last", "ArgMax", dict(axis=-1, keepdims=0)),
+                         ("argmin_axis1", "ArgMin", dict(axis=1, select_last_index=1))):
+        g = h.make_graph([h.make_node(op, ["x"], ["y"], **kw)], "m", [h.make_tensor_value_info("x", TP.FLOAT, [2, 5, 3])],
+                         [h.make_tensor_value_info("y", TP.INT64, None)])
+        out[name] = h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)])
+        out[name].ir_version = 8
     out["matmul_mqa"] = model("m", [h.make_node("MatMul", ["q", "k"], ["y"])],
                               [("q", [2, 4, 3, 8]), ("k", [2, 1, 8, 5])], ["y"])
     out["matmul_2d_3d"] = model("m", [h.make_node("MatMul", ["a", "b"], ["y"])], [("a", [3, 4]), ("b", [2, 4, 6])],
