@@ -354,6 +354,21 @@ int gv_shard_conv(const gv_op *op, gv_shard_rule *r) {
   return 0;
 }
 
+/* pool / pool_grad: batch and channel dims pass (operand 0, a pool_grad's
+ * dy and the result); the windows stay whole. */
+int gv_shard_pool(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->opnds[0]->type.rank < 3) return 1;
+  init(op, r);
+  const gv_type *x = &op->opnds[0]->type;
+  for (int d = 0; d < 2; d++) {
+    if (x->dims[d] <= 1) continue;
+    int f = factor(r, x->dims[d], GV_FACTOR_PASS);
+    for (int i = 0; i < op->nopnds; i++) map(r, 0, i, d, f);
+    map(r, 1, 0, d, f);
+  }
+  return 0;
+}
+
 int gv_shard_rule_of(const gv_op *op, gv_shard_rule *r) {
   if (op->code >= GV_OP_COUNT || !gv_ops[op->code].shard) return 1;
   memset(r, 0, sizeof *r);
