@@ -1198,6 +1198,30 @@ static const gv_tensor *v_known(gv_ictx *c, const gv_value *v) {
   return NULL;
 }
 
+/* The value of v when it follows from constants and static shapes alone,
+ * evaluated now by the ops' own shape rules and evaluators: the pads of a
+ * torch export's F.pad come as ConstantOfShape / Concat / Reshape / Slice /
+ * Transpose / Cast of constants, which shape-infer and fold-constants would
+ * reduce to the same constant later. NULL when some leaf is not known. */
+static const gv_tensor *v_eval(gv_ictx *c, gv_value *v, int depth) {
+  const gv_tensor *t = v_known(c, v);
+  if (t || depth > 64) return t;
+  gv_op *op = v->def;
+  if (!op || !(gv_ops[op->code].flags & GV_PURE) || op->nres != 1 || op->nregions || op->code == GV_OP_FUSED) return NULL;
+  const gv_tensor **in = gv_alloc(c->tmp, (size_t)(op->nopnds + 1) * sizeof *in);
+  for (int i = 0; i < op->nopnds; i++) {
+    if (op->code == GV_OP_SHAPE) { /* only the operand's type counts */
+      if (op->opnds[0]->type.rank < 0 || !gv_type_is_static(&op->opnds[0]->type)) return NULL;
+      continue;
+    }
+    if (!(in[i] = v_eval(c, op->opnds[i], depth + 1)) || gv_tensor_numel(in[i]) > 4096) return NULL;
+  }
+  if (gv_infer_op(c->m, op, in) || !gv_type_is_static(&op->res[0]->type) || gv_type_numel(&op->res[0]->type) > 4096)
+    return NULL;
+  gv_tensor *o = NULL;
+  return gv_eval_op(c->m, op, in, &o) ? NULL : o;
+}
+
 static bool v_static(const gv_value *x) { return x && x->type.rank >= 0 && gv_type_is_static(&x->type); }
 
 static int h_global_pool(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
@@ -1325,8 +1349,11 @@ static int h_pad(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   int r = rank_of(in[0]);
   if (!v_static(in[0])) return gv_node_error(c, "unsupported: Pad needs static input dims at import");
   int64_t pads[2 * GV_MAX_RANK], axes[GV_MAX_RANK];
-  int np = const_ints(in[1], pads, 2 * GV_MAX_RANK), na = r;
-  if (np < 0) return gv_node_error(c, "unsupported: non-constant pads");
+  const gv_tensor *pt = v_eval(c, in[1], 0);
+  int np = pt && gv_dtype_is_int(pt->type.dtype) && pt->type.rank == 1 && gv_tensor_numel(pt) <= 2 * GV_MAX_RANK
+               ? (int)gv_tensor_numel(pt) : -1, na = r;
+  for (int i = 0; i < np; i++) pads[i] = gv_tensor_get_i(pt, i);
+  if (np < 0) return gv_node_error(c, "unsupported: dynamic shape (the output shape depends on the values of non-constant pads)");
   if (nin > 3 && in[3]) {
     if ((na = const_ints(in[3], axes, GV_MAX_RANK)) < 0) return gv_node_error(c, "unsupported: non-constant axes");
     for (int i = 0; i < na; i++) {
@@ -1383,11 +1410,12 @@ static int h_conv_transpose(gv_ictx *c, node_t *n, gv_value **in, int nin, int c
   if (r < 3 || rank_of(w) != r || !v_static(x) || !v_static(w))
     return gv_node_error(c, "unsupported: ConvTranspose needs static input and weight dims of equal rank >= 3 at import");
   const char *ap = astr(c, n, "auto_pad", "NOTSET");
-  if (strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0 && *ap)
-    return gv_node_error(c, "unsupported: ConvTranspose auto_pad=%s", gv_esc(c, ap));
+  bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+  if (strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0 && !same && *ap)
+    return gv_node_error(c, "unsupported auto_pad '%s'", gv_esc(c, ap));
   int64_t G = ai(n, "group", 1), st[GV_MAX_RANK], dl[GV_MAX_RANK], op_[GV_MAX_RANK], pads[2 * GV_MAX_RANK];
   int64_t shape[GV_MAX_RANK];
-  const int64_t *v;
+  const int64_t *v = NULL;
   for (int i = 0; i < S; i++) st[i] = dl[i] = 1, op_[i] = 0, pads[i] = pads[S + i] = 0;
   const char *names[3] = {"strides", "dilations", "output_padding"};
   int64_t *dst[3] = {st, dl, op_};
@@ -1396,7 +1424,7 @@ static int h_conv_transpose(gv_ictx *c, node_t *n, gv_value **in, int nin, int c
       if (k != S) return gv_node_error(c, "%s has %d values for %d spatial dims", names[j], k, S);
       memcpy(dst[j], v, sizeof(int64_t) * (size_t)S);
     }
-  if (strcmp(ap, "VALID") != 0 && (k = aints(n, "pads", &v)) >= 0) {
+  if (strcmp(ap, "VALID") != 0 && !same && (k = aints(n, "pads", &v)) >= 0) {
     if (k != 2 * S) return gv_node_error(c, "pads has %d values for %d spatial dims", k, S);
     memcpy(pads, v, sizeof(int64_t) * (size_t)(2 * S));
   }
@@ -1410,10 +1438,13 @@ static int h_conv_transpose(gv_ictx *c, node_t *n, gv_value **in, int nin, int c
     if (st[i] < 1 || dl[i] < 1 || op_[i] < 0 || op_[i] >= st[i])
       return gv_node_error(c, "strides / dilations must be positive and output_padding smaller than the stride");
     int64_t full = st[i] * (x->type.dims[2 + i] - 1) + op_[i] + (w->type.dims[2 + i] - 1) * dl[i] + 1;
-    if (kos >= 0) { /* the pads that give output_shape (ONNX: the odd one at the end) */
-      int64_t want = v[kos - S + i], total = full - want;
-      if (total < 0) return gv_node_error(c, "unsupported: output_shape %lld beyond the full output %lld", (long long)want, (long long)full);
-      pads[i] = total / 2, pads[S + i] = total - total / 2;
+    if (kos >= 0 || same) { /* the pads that give output_shape (SAME: in * stride); the odd one at the end for SAME_UPPER */
+      int64_t want = kos >= 0 ? v[kos - S + i] : x->type.dims[2 + i] * st[i], total = full - want;
+      if (total < 0)
+        return gv_node_error(c, "unsupported: output size %lld beyond the full output %lld (negative padding)",
+                             (long long)want, (long long)full);
+      pads[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
+      pads[S + i] = total - pads[i];
     }
     shape[2 + i] = full - pads[i] - pads[S + i];
     if (shape[2 + i] < 1 || pads[i] < 0 || pads[S + i] < 0) return gv_node_error(c, "pads do not fit the output");
@@ -1476,11 +1507,12 @@ static int h_resize(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     for (int i = 0; i < na; i++)
       if ((axes[i] = norm_axis(av[i], r)) < 0 || axes[i] >= r) return gv_node_error(c, "axes value out of range");
   }
-  const gv_tensor *sc = nin > 2 && in[2] ? v_known(c, in[2]) : NULL, *sz = nin > 3 && in[3] ? v_known(c, in[3]) : NULL;
+  const gv_tensor *sc = nin > 2 && in[2] ? v_eval(c, in[2], 0) : NULL, *sz = nin > 3 && in[3] ? v_eval(c, in[3], 0) : NULL;
+  bool unknown = (nin > 2 && in[2] && !sc) || (nin > 3 && in[3] && !sz);
   if (sc && gv_tensor_numel(sc) == 0) sc = NULL;
   if (sz && gv_tensor_numel(sz) == 0) sz = NULL;
-  if ((nin > 2 && in[2] && !v_known(c, in[2])) || (nin > 3 && in[3] && !v_known(c, in[3])) || (!sc && !sz))
-    return gv_node_error(c, "unsupported: Resize needs constant scales or sizes at import");
+  if (unknown || (!sc && !sz))
+    return gv_node_error(c, "unsupported: dynamic shape (the output shape depends on the values of non-constant scales or sizes)");
   if (gv_tensor_numel(sc ? sc : sz) != na)
     return gv_node_error(c, "%s has %lld values for %d axes", sc ? "scales" : "sizes", (long long)gv_tensor_numel(sc ? sc : sz), na);
   /* sort the axes so that each contraction appends its output dim after the previous one's */
