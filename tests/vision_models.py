@@ -18,10 +18,15 @@ exporter, the model and the opset, so a rerun re-exports only what changed):
             batches; MSE for the UNet) = torch training the same graph
             (tests/vision/torch_graph.py over tests/train/onnx_dump.py's dump,
             the parameters galv trains): losses rtol 1e-4, weights rtol 1e-4
-            atol 1e-5 (tests/lib/same_training.py)
+            atol 1e-4 as tests/train_torch.sh (tests/lib/same_training.py): a
+            max pool whose window holds near-equal values (zeros after a
+            ReLU, up to float noise) may route a gradient to another
+            element than torch, which AdamW's normalised step magnifies
 
-The default set runs every model at opset 17 and resnet18 / lstm at 14;
---full runs every model at opsets 14 and 17. Prints the table and exits 1
+The default set (CI) is resnet18, mobilenet_v2, unet and lstm at opset 17,
+tcn and gru at 14; --full runs every model (also resnet50, efficientnet_b0,
+convnext_tiny, vgg11_bn and resnet18 with training-mode BatchNormalization)
+at opsets 14 and 17. Prints the table and exits 1
 on any failure."""
 import argparse
 import concurrent.futures
@@ -46,6 +51,11 @@ TORCH_PY = "/usr/bin/python3"
 ADAM_EPS = "1e-6"
 MODELS = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0", "convnext_tiny", "vgg11_bn", "unet", "tcn",
           "lstm", "gru", "resnet18_bntrain"]
+# CI's set: one model per op family and both opsets (Pad at 14, GRU at 14)
+DEFAULT = [("resnet18", 17), ("mobilenet_v2", 17), ("unet", 17), ("tcn", 14), ("lstm", 17), ("gru", 14)]
+# the programs are compiled at -O1 (a quarter of -O3's compile time for these
+# many programs; tests/cpu_models.sh covers -O3); GALV_VISION_CFLAGS overrides
+CFLAGS = os.environ.get("GALV_VISION_CFLAGS", "-O1 -fno-math-errno -fopenmp-simd -DGALV_OMP_SIMD")
 SHAPE_OPS = ("galv.shape\"", "galv.constant_of_shape\"", "galv.range\"")
 MPI_ENV = {"GALV_COMM_SYNC": "1", "GALV_COMM_TIMEOUT": "60", "OMPI_MCA_btl_vader_single_copy_mechanism": "none",
            "OPENBLAS_NUM_THREADS": "1", "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
@@ -82,7 +92,7 @@ def export(todo):
 
 
 def sh(cmd, timeout=900, env=None):
-    e = dict(os.environ, **(env or {}))
+    e = dict(os.environ, CFLAGS=CFLAGS, **(env or {}))
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
     except subprocess.TimeoutExpired:
@@ -191,7 +201,7 @@ def train(build, name, model, x, w):
                   if i.data_type == 1 and len(i.dims) > 0)
     try:
         msg = same_training(os.path.join(d, "torch.log"), os.path.join(d, "galv.log"), os.path.join(d, "torch"),
-                            os.path.join(d, "w"))
+                            os.path.join(d, "w"), atol=1e-4)
     except SystemExit as e:
         return f"FAIL: {e}"
     m = re.search(r"max abs diff (\S+)", msg)
@@ -209,7 +219,7 @@ def main():
     if a.full:
         todo = [(n, o) for n in MODELS for o in (14, 17)]
     else:
-        todo = [(n, 17) for n in MODELS] + [("resnet18", 14), ("lstm", 14)]
+        todo = DEFAULT
     if a.only:
         todo = [p for p in todo if re.search(a.only, f"{p[0]}-o{p[1]}")]
     t0 = time.time()

@@ -98,6 +98,16 @@ def main():
             for b in bad:
                 print("     " + b)
             fails += bool(bad)
+        if not a.only:  # --strategy tp on a model it cannot shard: one warning line, then a replicated program
+            m = dict(todo)["maxpool_k3s2p1"]
+            onnx.save(m, os.path.join(t, "tpw.onnx"))
+            r = subprocess.run([os.path.join(a.build, "galvc"), os.path.join(t, "tpw.onnx"), "--gpus", "2", "--strategy",
+                                "tp", "--target", "cpu", "--no-build", "-q", "-o", os.path.join(t, "tpw") + "/"],
+                               capture_output=True, text=True)
+            lines = r.stderr.strip().splitlines()
+            ok = r.returncode == 0 and len(lines) == 1 and "warning: --strategy tp shards nothing" in lines[0]
+            print(("ok   " if ok else "FAIL ") + "tp preset that shards nothing warns" + ("" if ok else f": {r.stderr.strip()}"))
+            fails += not ok
     print(f"vision_ops: {len(todo) - fails} passed, {fails} failed")
     return 1 if fails else 0
 
