@@ -84,6 +84,63 @@ def run(build, name, m, t):
     return name, bad
 
 
+def train_check(build, t):
+    """galv-eval --train and the CPU training program against tests/vision/torch_graph.py; '' or 'FAIL ...'
+    (a skip note without Debian's torch)."""
+    if not os.path.exists("/usr/bin/python3") or subprocess.run(["/usr/bin/python3", "-c", "import torch"],
+                                                                 capture_output=True).returncode:
+        return "skipped (no torch)"
+    from make_op_models import train_model
+    sys.path.insert(0, os.path.join(HERE, "lib"))
+    from same_training import check
+    d = os.path.join(t, "train")
+    b = os.path.join(d, "batches")
+    os.makedirs(b)
+    path = os.path.join(d, "cnn.onnx")
+    onnx.save(train_model(), path)
+    r = np.random.RandomState(4)
+    x, lab = r.standard_normal((1, 2, 3, 10, 10)).astype(np.float32), r.randint(0, 5, (1, 2)).astype(np.int64)
+    np.save(os.path.join(b, "x.npy"), x)
+    np.save(os.path.join(b, "labels.npy"), lab)
+    np.save(os.path.join(d, "x1.npy"), x[0])
+    np.save(os.path.join(d, "l1.npy"), lab[0])
+    opt = ["--optimizer", "adamw", "--lr", "1e-2", "--eps", "1e-6"]
+    runs = {}
+    cmd = [os.path.join(build, "galv-eval"), path, "--train", "--steps", "2", "-q", "--input", "x=" + os.path.join(d, "x1.npy"),
+           "--input", "labels=" + os.path.join(d, "l1.npy"), "-o", os.path.join(d, "eval")] + opt
+    runs["eval"] = subprocess.run(cmd, capture_output=True, text=True)
+    r1 = subprocess.run([os.path.join(build, "galvc"), path, "--train", "--target", "cpu", "-q", "-o",
+                         os.path.join(d, "prog") + "/"] + opt, capture_output=True, text=True)
+    runs["cpu"] = r1 if r1.returncode else subprocess.run(
+        [os.path.join(d, "prog", "program"), "--batches", b, "--steps", "2", "-o", os.path.join(d, "cpu")],
+        capture_output=True, text=True)
+    names = ["cw", "cb", "tw", "tb", "fw", "fb"]
+    open(os.path.join(d, "names"), "w").write("\n".join(names) + "\n")
+    dump = os.path.join(d, "dump")
+    subprocess.run([sys.executable, os.path.join(HERE, "train", "onnx_dump.py"), path, dump], check=True)
+    rt = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "vision", "torch_graph.py"), dump, b, "2",
+                         os.path.join(d, "torch"), os.path.join(d, "names"), os.path.join(d, "names"), "cross_entropy",
+                         "adamw", "1e-2", "0.01", "0.9", "0.999", "1e-6", "0"], capture_output=True, text=True)
+    if rt.returncode:
+        return "FAIL torch: " + rt.stderr.strip()[-300:]
+    open(os.path.join(d, "torch.log"), "w").write(rt.stdout)
+    out = []
+    for k, rr in runs.items():
+        if rr.returncode:
+            return f"FAIL {k}: {rr.stderr.strip()[-300:]}"
+        open(os.path.join(d, k + ".log"), "w").write(rr.stdout)
+        wd = os.path.join(d, k + ".w")  # the parameters only (galv-eval -o also writes the loss and optimizer state)
+        os.makedirs(wd)
+        for nm in names:
+            os.link(os.path.join(d, k, nm + ".npy"), os.path.join(wd, nm + ".npy"))
+        try:
+            out.append(k + ": " + check(os.path.join(d, "torch.log"), os.path.join(d, k + ".log"), os.path.join(d, "torch"),
+                                        wd))
+        except SystemExit as e:
+            return f"FAIL {k}: {e}"
+    return "; ".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
@@ -98,6 +155,10 @@ def main():
             for b in bad:
                 print("     " + b)
             fails += bool(bad)
+        if not a.only:  # the pools' and ConvTranspose's gradients: 2 AdamW steps = torch on the same graph
+            bad = train_check(a.build, t)
+            print(("FAIL " if bad.startswith("FAIL") else "ok   ") + "cnn_train (MaxPool, AveragePool, ConvTranspose gradients) = torch: " + bad)
+            fails += bad.startswith("FAIL")
         if not a.only:  # --strategy tp on a model it cannot shard: one warning line, then a replicated program
             m = dict(todo)["maxpool_k3s2p1"]
             onnx.save(m, os.path.join(t, "tpw.onnx"))

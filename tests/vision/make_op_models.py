@@ -146,6 +146,22 @@ def cases():
     yield rnn("gru_lbr0_bidir", "GRU", 2, [], dict(direction="bidirectional"), gates=3, opset=17)
 
 
+def train_model():
+    """conv -> relu -> max pool -> avg pool (ceil, no pad count) -> ConvTranspose -> global avg pool -> Gemm:
+    the pools' and ConvTranspose's gradient rules, trained in tests/vision_ops.py"""
+    n = [helper.make_node("Conv", ["x", "cw", "cb"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["r"]),
+         helper.make_node("MaxPool", ["r"], ["m"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+         helper.make_node("AveragePool", ["m"], ["a"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
+         helper.make_node("ConvTranspose", ["a", "tw", "tb"], ["t"], kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("GlobalAveragePool", ["t"], ["g"]),
+         helper.make_node("Flatten", ["g"], ["f"]),
+         helper.make_node("Gemm", ["f", "fw", "fb"], ["logits"], transB=1)]
+    return model("cnn_train", n, [("x", [2, 3, 10, 10])], ["logits"],
+                 [("cw", f32(4, 3, 3, 3)), ("cb", f32(4)), ("tw", f32(4, 6, 2, 2)), ("tb", f32(6)),
+                  ("fw", f32(5, 6)), ("fb", f32(5))])
+
+
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
