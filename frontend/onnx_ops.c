@@ -1623,7 +1623,7 @@ static int h_rnn(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     if (nin > 3 && in[3]) {
       gv_value *bd = v_index0(c, in[3], d);
       wb = v_slice(c, bd, 0, 0, G * H, 1), rb = v_slice(c, bd, 0, G * H, 2 * G * H, 1);
-      XW = v_bin(c, GV_OP_ADD, XW, lstm || lbr ? (lstm ? v_bin(c, GV_OP_ADD, wb, rb) : wb) : wb);
+      XW = v_bin(c, GV_OP_ADD, XW, lstm ? v_bin(c, GV_OP_ADD, wb, rb) : wb); /* GRU: R's bias stays per step */
     }
     gv_value *h = nin > 5 && in[5] ? v_index0(c, in[5], d) : v_expand(c, const_scalar(c, dt, 0), 2, (int64_t[]){B, H});
     gv_value *cc = !lstm ? NULL : nin > 6 && in[6] ? v_index0(c, in[6], d) : v_expand(c, const_scalar(c, dt, 0), 2, (int64_t[]){B, H});
