@@ -14,6 +14,11 @@ exporter, the model and the opset, so a rerun re-exports only what changed):
   cpu       the single-device CPU program's output = torch's (rtol 1e-4, atol 1e-5)
   tp2, dp2  galvc --gpus 2 --strategy tp|dp, 2 MPI ranks: output = torch's;
             tp also reports whether the preset sharded anything (its warning)
+  half      (resnet18, mobilenet_v2, lstm; all with --full) the weights stored
+            in fp16 and in bf16 (tests/vision/half_model.py): the CPU program
+            keeps them at 16 bits and computes in fp32, = torch in fp32 on the
+            rounded weights (rtol 1e-4, atol 1e-5; the distance to the fp32
+            model's output is printed too)
   train     the CPU training program (galvc --train, SGD lr 0.01 momentum 0.9
             weight decay 0.01, 2 steps on 2 batches; MSE for the UNet) = torch
             training the same graph (tests/vision/torch_graph.py over
@@ -49,6 +54,9 @@ from same_training import check as same_training  # noqa: E402
 TORCH_PY = "/usr/bin/python3"
 MODELS = ["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0", "convnext_tiny", "vgg11_bn", "unet", "tcn",
           "lstm", "gru", "resnet18_bntrain"]
+# the models whose weights are also stored in fp16 and bf16 (every model with --full)
+HALF = {"resnet18", "mobilenet_v2", "lstm"}
+FULL = [False]
 # CI's set: one model per op family and both opsets (Pad at 14, GRU at 14)
 DEFAULT = [("resnet18", 17), ("mobilenet_v2", 17), ("unet", 17), ("tcn", 14), ("lstm", 17), ("gru", 14)]
 # the programs are compiled at -O1 (a quarter of -O3's compile time for these
@@ -152,9 +160,45 @@ def run_model(build, name, opset, base, t):
         ok, e = close(np.load(os.path.join(d, "out", "logits.npy")), want)
         coll = re.findall(r"(\d+) collectives", out + err)
         res[s + "2"] = f"{'ok' if ok else 'FAIL'} {e:.1e}" + (" (replicated, warned)" if warn else "")
+    # 16-bit weight storage
+    if name in HALF or FULL[0]:
+        res["half"] = half(build, model, x, want, w)
     # training
     res["train"] = train(build, name, model, x, w)
     return res
+
+
+def half(build, model, x, want32, w):
+    """fp16 and bf16 weight storage (tests/vision/half_model.py): the CPU program keeps the weights at 16 bits
+    (weights.bin) and computes in fp32; reference: torch in fp32 on the rounded weights (torch_graph.py);
+    also printed: the distance to the fp32 model's output (the rounding's effect)."""
+    out = []
+    for kind in ("fp16", "bf16"):
+        d = os.path.join(w, kind)
+        os.makedirs(d)
+        m = os.path.join(d, "m.onnx")
+        rc, _, err = sh([sys.executable, os.path.join(HERE, "vision", "half_model.py"), model, m, kind])
+        if not rc:
+            rc, _, err = sh([os.path.join(build, "galvc"), m, "--target", "cpu", "-q", "-o", os.path.join(d, "p") + "/"])
+        if not rc:
+            rc, _, err = sh([os.path.join(d, "p", "program"), "--input", f"x={x}", "-o", os.path.join(d, "out")])
+        if rc:
+            return f"FAIL {kind}: " + first_err(err)
+        b = os.path.join(d, "b")
+        os.makedirs(b)
+        np.save(os.path.join(b, "x.npy"), np.load(x)[None])
+        open(os.path.join(d, "none"), "w").close()
+        rc, _, err = sh([sys.executable, os.path.join(HERE, "train", "onnx_dump.py"), m, os.path.join(d, "dump")])
+        if not rc:
+            rc, _, err = sh([TORCH_PY, os.path.join(HERE, "vision", "torch_graph.py"), os.path.join(d, "dump"), b, "0",
+                             os.path.join(d, "torch"), os.path.join(d, "none"), os.path.join(d, "none"), "none"])
+        if rc:
+            return f"FAIL {kind} torch: " + first_err(err)
+        got, ref = np.load(os.path.join(d, "out", "logits.npy")), np.load(os.path.join(d, "torch", "out.npy"))
+        ok, e = close(got, ref)
+        wb = os.path.getsize(os.path.join(d, "p", "weights.bin"))
+        out.append(f"{'ok' if ok else 'FAIL'} {kind} {e:.1e} ({wb >> 10} KiB, vs fp32 {np.abs(got - want32).max():.1e})")
+    return "; ".join(out)
 
 
 def train(build, name, model, x, w):
@@ -214,6 +258,7 @@ def main():
     ap.add_argument("-j", type=int, default=1)
     a = ap.parse_args()
     build = os.path.abspath(a.build)
+    FULL[0] = a.full
     if a.full:
         todo = [(n, o) for n in MODELS for o in (14, 17)]
     else:
@@ -223,7 +268,7 @@ def main():
     t0 = time.time()
     bases = export(todo)
     print(f"exports ready in {time.time() - t0:.0f}s ({cache_dir()})", flush=True)
-    cols = ["model", "import", "nodes", "cpu", "tp2", "dp2", "train"]
+    cols = ["model", "import", "nodes", "cpu", "tp2", "dp2", "train", "half"]
     rows = []
     with tempfile.TemporaryDirectory() as t, concurrent.futures.ThreadPoolExecutor(a.j) as ex:
         futs = [ex.submit(run_model, build, n, o, bases[(n, o)], t) for n, o in todo]
@@ -232,11 +277,11 @@ def main():
             rows.append(r)
             print("  " + " | ".join(f"{c}: {r.get(c, '-')}" for c in cols), flush=True)
     print("\n| " + " | ".join(["model", "import", "ONNX/import/folded ops", "CPU = torch", "tp2 = torch", "dp2 = torch",
-                                "training = torch"]) + " |")
+                                "training = torch", "fp16 / bf16 weights = torch on rounded weights"]) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:
         print("| " + " | ".join(str(r.get(c, "-")) for c in cols) + " |")
-    fails = sum(1 for r in rows for c in cols[1:] if str(r.get(c, "")).startswith("FAIL") or c not in r)
+    fails = sum(1 for r in rows for c in cols[1:] if "FAIL" in str(r.get(c, "")) or (c not in r and c != "half"))
     print(f"vision_models: {len(rows)} models, {fails} failed checks, {time.time() - t0:.0f}s")
     return 1 if fails else 0
 

@@ -9,7 +9,10 @@ BATCHES holds x.npy [S, ...] and labels.npy [S, ...] (step s uses s mod S);
 TRAINABLE a file with the initializer names that train (one a line: the
 ones galv trained), WRITTEN the names to write (galv's program writes its
 frozen parameters too, unchanged); LOSS cross_entropy (torch's, over the last dim) or mse.
-Prints 'step I loss X' and writes the trained params as OUTDIR/NAME.npy."""
+Prints 'step I loss X' and writes the trained params as OUTDIR/NAME.npy.
+STEPS 0: inference only, the output for the first batch as OUTDIR/out.npy
+(the reference of the fp16 / bf16 storage check: fp32 compute on the
+rounded weights, which the Cast nodes of tests/vision/half_model.py widen)."""
 import json
 import os
 import sys
@@ -18,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-ONNX_DT = {1: torch.float32, 7: torch.int64, 9: torch.bool, 6: torch.int32, 11: torch.float64}
+ONNX_DT = {1: torch.float32, 7: torch.int64, 9: torch.bool, 6: torch.int32, 11: torch.float64, 10: torch.float16}
 DT = {"float32": torch.float32, "int64": torch.int64, "bool": torch.bool, "int32": torch.int32}
 
 
@@ -251,6 +254,14 @@ def main():
             consts[it["name"]] = torch.from_numpy(np.array(a))
     if set(params) != train:
         raise SystemExit(f"torch_graph: trainable names not in the graph: {sorted(train - set(params))}")
+    xs = torch.from_numpy(np.load(os.path.join(batches, "x.npy")))
+    if int(steps) == 0:  # inference: the first batch's output as OUTDIR/out.npy
+        env = dict(consts)
+        env[g["inputs"][0]] = xs[0]
+        os.makedirs(out, exist_ok=True)
+        with torch.no_grad():
+            np.save(os.path.join(out, "out.npy"), run(g, env).float().numpy())
+        return
     lr, wd, b1, b2, eps, mom = map(float, opt[1:])
     plist = list(params.values())
     if opt[0] == "adamw":
