@@ -344,15 +344,14 @@ int gv_shard_gather(const gv_op *op, gv_shard_rule *r) {
 /* conv: the batch dim passes; channels and space stay unsharded. */
 bool gv_conv_channel_split(const gv_op *op) {
   if (op->code != GV_OP_CONV || op->nopnds < 2 || op->opnds[1]->type.rank < 3 || op->opnds[0]->type.rank < 3) return false;
-  int64_t G = gv_get_int(op, "group", 1), M = op->opnds[1]->type.dims[0], C = op->opnds[0]->type.dims[1];
-  return M > 1 && (G == 1 || (G == C && G == M));
+  /* group 1 only: a grouped (depthwise) conv's local program would need its group count split too */
+  return gv_get_int(op, "group", 1) == 1 && op->opnds[1]->type.dims[0] > 1;
 }
 
 /* conv: the batch passes (also conv_grad_input's, operand 0 being dy); a
- * conv's output channels are a factor of the weight's dim 0, the result's
- * dim 1 and the bias (tp: the weight split by output channel, each rank
- * computing its channels from the whole input); a depthwise conv's channel
- * is also the input's dim 1. */
+ * group-1 conv's output channels are a factor of the weight's dim 0, the
+ * result's dim 1 and the bias (tp: the weight split by output channel, each
+ * rank computing its channels from the whole input). */
 int gv_shard_conv(const gv_op *op, gv_shard_rule *r) {
   if (!stat_ok(op)) return 1;
   init(op, r);
@@ -367,7 +366,6 @@ int gv_shard_conv(const gv_op *op, gv_shard_rule *r) {
     map(r, 0, 1, 0, f);
     map(r, 1, 0, 1, f);
     if (op->nopnds > 2) map(r, 0, 2, 0, f);
-    if (gv_get_int(op, "group", 1) > 1) map(r, 0, 0, 1, f);
   }
   return 0;
 }
