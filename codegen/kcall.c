@@ -442,6 +442,37 @@ static int fill_elements(const fill_ctx *c, cg_kcall *k) {
   return 0;
 }
 
+/* pool (x -> y) / pool_grad (x, dy (aux[0]) -> dx): a conv descriptor with
+ * M = G = C and the window from the attrs; dims[0..S) the end pads (avg with
+ * count_include_pad counts the padded extent), kind 0 max 1 avg, kind2
+ * count_include_pad. The output sizes are y's (dy's), ceil_mode included. */
+static int fill_pool(const fill_ctx *c, cg_kcall *k) {
+  const gv_op *op = c->op;
+  if (need_f32(c)) return -1;
+  bool grad = op->code == GV_OP_POOL_GRAD;
+  const gv_type *x = c->x, *y = grad ? &op->opnds[1]->type : c->o;
+  int R = x->rank, S = R - 2;
+  const int64_t *kv, *sv, *pv, *dv;
+  int nk = gv_get_ints(op, "kernel", &kv), ns = gv_get_ints(op, "strides", &sv), np = gv_get_ints(op, "pads", &pv),
+      nd = gv_get_ints(op, "dilations", &dv);
+  if (R < 3 || y->rank != R || nk != S || y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1])
+    return gv_error_op(c->m, op, "%s: pool operands do not fit (rank %d, kernel of %d dims)", c->who, R, nk);
+  cg_conv *d = &k->conv;
+  d->S = S, d->N = x->dims[0], d->C = d->M = d->G = x->dims[1];
+  for (int s = 0; s < S; s++) {
+    d->in[s] = x->dims[2 + s], d->k[s] = kv[s], d->out[s] = y->dims[2 + s];
+    d->stride[s] = ns == S ? sv[s] : 1;
+    d->pad[s] = np == 2 * S ? pv[s] : 0;
+    d->dil[s] = nd == S ? dv[s] : 1;
+    k->dims[s] = np == 2 * S ? pv[S + s] : 0;
+  }
+  k->rank = S;
+  k->kind = strcmp(gv_get_str(op, "mode", ""), "max") != 0;
+  k->kind2 = gv_get_int(op, "count_include_pad", 0) != 0;
+  k->aux[0] = grad ? 1 : -1;
+  return 0;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const struct {
@@ -478,6 +509,8 @@ static const struct {
     {GV_OP_SCATTER_ND, CG_K_SCATTER_ND, fill_nd},
     {GV_OP_GATHER_ELEMENTS, CG_K_GATHER_ELEMENTS, fill_elements},
     {GV_OP_SCATTER_ELEMENTS, CG_K_SCATTER_ELEMENTS, fill_elements},
+    {GV_OP_POOL, CG_K_POOL, fill_pool},
+    {GV_OP_POOL_GRAD, CG_K_POOL_GRAD, fill_pool},
 };
 
 static int row_of(gv_opcode c) {

@@ -49,7 +49,9 @@
   X(GATHER_ND, "gather_nd")                                                                                   \
   X(SCATTER_ND, "scatter_nd")                                                                                 \
   X(GATHER_ELEMENTS, "gather_elements")                                                                       \
-  X(SCATTER_ELEMENTS, "scatter_elements")
+  X(SCATTER_ELEMENTS, "scatter_elements")                                                                     \
+  X(POOL, "pool")                                                                                             \
+  X(POOL_GRAD, "pool_grad")
 
 typedef enum {
 #define CG_K_ENUM(E, N) CG_K_##E,
@@ -90,8 +92,8 @@ typedef struct {
   int64_t count2;     /* norm: bias elements */
   int idx_es;         /* gather(_grad): index bytes (8 or 4) */
   int kind;           /* reduce: 0 sum 1 mean 2 max 3 min; softmax: log; norm: rms; trilu: upper; cumsum: exclusive;
-                         scatter_nd: add */
-  int kind2;          /* cumsum: reverse */
+                         scatter_nd: add; pool: 0 max 1 avg */
+  int kind2;          /* cumsum: reverse; pool: count_include_pad */
   int64_t kdiag;      /* trilu: the diagonal (a constant) */
   int kdiag_slot;     /* trilu: the slot of an i64 scalar k read at run time, or -1 (kdiag) */
   double eps;         /* norm */
@@ -99,7 +101,7 @@ typedef struct {
   int nparts, part0;  /* concat / split: the parts are slots part0 .. part0 + nparts - 1 */
   int axis;           /* concat / split */
   cg_dim_group bg, mg, kg, ng; /* dot: batch, lhs free, contracting, rhs free */
-  cg_conv conv;       /* conv and its gradients */
+  cg_conv conv;       /* conv and its gradients; pool (M = G = C, dims: the end pads) */
 } cg_kcall;
 
 /* The kernel of op code c, CG_K_NONE when no kernel call runs it (an

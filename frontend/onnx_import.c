@@ -252,7 +252,10 @@ static int input_type(gv_ictx *c, const Onnx__ValueInfoProto *vi, gv_type *out) 
  * "onnx::MatMul_<n>") or, for scoped nodes, "/path/Constant_output_0".
  * So the default rule goes by name: a torch-generated name (a leading '/'
  * or "::") is a folded constant and stays frozen, except the folded weight
- * operands of MatMul / Gemm, which are Linear weights; a state_dict key
+ * operands of MatMul / Gemm, which are Linear weights, and of LSTM / GRU
+ * (torch.nn.LSTM / GRU's weights and biases, gate-reordered and
+ * concatenated: AdamW and SGD are elementwise, so training them trains the
+ * module's parameters); a state_dict key
  * trains unless it names a buffer (or a frozen table) of a common torch /
  * transformers module (the list below). Its limits (docs/autodiff.md): a
  * buffer with another name trains, a folded MatMul operand that came from a
@@ -268,7 +271,8 @@ static const char *const buffer_names[] = {
 
 bool gv_onnx_default_trains(const char *name) {
   if (name[0] == '/' || strstr(name, "::"))
-    return strncmp(name, "onnx::MatMul_", 13) == 0 || strncmp(name, "onnx::Gemm_", 11) == 0;
+    return strncmp(name, "onnx::MatMul_", 13) == 0 || strncmp(name, "onnx::Gemm_", 11) == 0 ||
+           strncmp(name, "onnx::LSTM_", 11) == 0 || strncmp(name, "onnx::GRU_", 10) == 0;
   for (size_t i = 0; i < sizeof buffer_names / sizeof *buffer_names; i++)
     if (fnmatch(buffer_names[i], name, 0) == 0) return false;
   return true;

@@ -10,6 +10,7 @@
  * contracting dims follow from operand ranks, Split without sizes needs the
  * split dim. shape-infer recomputes every type afterwards, so a dim left
  * unknown here costs nothing. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1318,6 +1319,642 @@ static int h_if(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- vision and recurrent ops
+ *
+ * GlobalAveragePool / GlobalMaxPool, Clip, BatchNormalization, Pad,
+ * ConvTranspose, Resize, LSTM and GRU decompose here into core ops, so their
+ * evaluation, both targets' code, gradients and sharding are those of the
+ * core ops (docs/ops.md, "Decomposed ONNX ops"); MaxPool / AveragePool map
+ * onto galv.pool. Each emitted op's type comes from its own shape rule
+ * (v_fin), so a decomposition that needs static dims (Pad's blocks, Resize's
+ * interpolation matrices, the recurrences' unrolled steps) sees them when
+ * the graph inputs are bound, and says so in one line otherwise. */
+
+/* The op's result types from its shape rule; NULL after an error. */
+static gv_value *v_fin(gv_ictx *c, gv_op *op) {
+  const gv_tensor **vals = gv_alloc(c->tmp, (size_t)(op->nopnds + 1) * sizeof *vals);
+  return gv_infer_op(c->m, op, vals) ? NULL : op->res[0];
+}
+
+static gv_op *v_emit(gv_ictx *c, gv_opcode code, int k, gv_value *const *in, int nres) {
+  for (int i = 0; i < k; i++)
+    if (!in[i]) return NULL;
+  return emit(c, code, k, in, nres);
+}
+
+static gv_value *v_un(gv_ictx *c, gv_opcode code, gv_value *x) {
+  gv_op *op = v_emit(c, code, 1, &x, 1);
+  return op ? v_fin(c, op) : NULL;
+}
+
+static gv_value *v_bin(gv_ictx *c, gv_opcode code, gv_value *a, gv_value *b) {
+  gv_value *p[2] = {a, b};
+  gv_op *op = v_emit(c, code, 2, p, 1);
+  return op ? v_fin(c, op) : NULL;
+}
+
+static gv_value *v_axes_op(gv_ictx *c, gv_opcode code, gv_value *x, int k, const int64_t *axes) {
+  gv_op *op = v_emit(c, code, 1, &x, 1);
+  if (!op) return NULL;
+  gv_set_ints(c->m, op, "axes", k, axes);
+  return v_fin(c, op);
+}
+
+/* a per-channel vector [C] as [1, C, 1...] for a rank-r NC... tensor */
+static gv_value *v_chan(gv_ictx *c, gv_value *v, int r) {
+  int64_t axes[GV_MAX_RANK];
+  int k = 0;
+  for (int i = 0; i < r; i++)
+    if (i != 1) axes[k++] = i;
+  return v_axes_op(c, GV_OP_UNSQUEEZE, v, k, axes);
+}
+
+static gv_value *v_reduce(gv_ictx *c, gv_opcode code, gv_value *x, int k, const int64_t *axes) {
+  gv_op *op = v_emit(c, code, 1, &x, 1);
+  if (!op) return NULL;
+  gv_set_ints(c->m, op, "axes", k, axes);
+  gv_set_int(c->m, op, "keepdims", 1);
+  return v_fin(c, op);
+}
+
+static gv_value *v_slice(gv_ictx *c, gv_value *x, int64_t axis, int64_t st, int64_t en, int64_t step) {
+  gv_op *op = v_emit(c, GV_OP_SLICE, 1, &x, 1);
+  if (!op) return NULL;
+  gv_set_ints(c->m, op, "starts", 1, &st);
+  gv_set_ints(c->m, op, "ends", 1, &en);
+  gv_set_ints(c->m, op, "axes", 1, &axis);
+  gv_set_ints(c->m, op, "steps", 1, &step);
+  return v_fin(c, op);
+}
+
+/* x[i] along axis 0, the axis dropped */
+static gv_value *v_index0(gv_ictx *c, gv_value *x, int64_t i) {
+  int64_t z = 0;
+  return v_axes_op(c, GV_OP_SQUEEZE, v_slice(c, x, 0, i, i + 1, 1), 1, &z);
+}
+
+static gv_value *v_concat(gv_ictx *c, gv_value **v, int k, int64_t axis) {
+  if (k == 1) return v[0];
+  gv_op *op = v_emit(c, GV_OP_CONCAT, k, v, 1);
+  if (!op) return NULL;
+  gv_set_int(c->m, op, "axis", axis);
+  return v_fin(c, op);
+}
+
+/* x broadcast to the static shape t (expand's static form) */
+static gv_value *v_expand(gv_ictx *c, gv_value *x, int rank, const int64_t *dims) {
+  gv_op *op = v_emit(c, GV_OP_EXPAND, 1, &x, 1);
+  if (!op) return NULL;
+  settype(op->res[0], x->type.dtype, rank, dims);
+  return v_fin(c, op);
+}
+
+static gv_value *v_transpose(gv_ictx *c, gv_value *x, int r, const int64_t *perm) {
+  gv_op *op = v_emit(c, GV_OP_TRANSPOSE, 1, &x, 1);
+  if (!op) return NULL;
+  gv_set_ints(c->m, op, "perm", r, perm);
+  return v_fin(c, op);
+}
+
+/* k equal parts of size len along axis into parts[] */
+static int v_split(gv_ictx *c, gv_value *x, int64_t axis, int k, int64_t len, gv_value **parts) {
+  gv_op *op = v_emit(c, GV_OP_SPLIT, 1, &x, k);
+  if (!op) return -1;
+  int64_t sizes[8];
+  for (int i = 0; i < k; i++) sizes[i] = len;
+  gv_set_int(c->m, op, "axis", axis);
+  gv_set_ints(c->m, op, "sizes", k, sizes);
+  if (!v_fin(c, op)) return -1;
+  for (int i = 0; i < k; i++) parts[i] = op->res[i];
+  return 0;
+}
+
+/* x (rank r) contracted along axis with the rhs's axis rc: rhs free dims last */
+static gv_value *v_dot(gv_ictx *c, gv_value *l, gv_value *r, int64_t lc, int64_t rc) {
+  if (!l || !r) return NULL;
+  gv_op *op = v_emit(c, GV_OP_DOT, 2, (gv_value *[]){l, r}, 1);
+  gv_set_ints(c->m, op, "lhs_batch", 0, NULL);
+  gv_set_ints(c->m, op, "rhs_batch", 0, NULL);
+  gv_set_ints(c->m, op, "lhs_contract", 1, &lc);
+  gv_set_ints(c->m, op, "rhs_contract", 1, &rc);
+  return v_fin(c, op);
+}
+
+static gv_value *v_const(gv_ictx *c, gv_dtype dt, int rank, const int64_t *dims, const double *vals) {
+  gv_tensor *t = gv_tensor_new(c->m->arena, gv_type_make(dt, rank, dims));
+  for (int64_t i = 0; i < gv_tensor_numel(t); i++) gv_tensor_set_f(t, i, vals[i]);
+  gv_op *op = emit(c, GV_OP_CONSTANT, 0, NULL, 1);
+  gv_set_tensor(c->m, op, "value", t);
+  op->res[0]->type = t->type;
+  return op->res[0];
+}
+
+/* The value of a constant, or of a float initializer whose bytes are loaded
+ * (Resize's scales as an initializer become a parameter; its value is still
+ * known at import). NULL otherwise. */
+static const gv_tensor *v_known(gv_ictx *c, const gv_value *v) {
+  const gv_tensor *t = cval(v);
+  if (t || v->def || !gv_type_is_static(&v->type) || v->type.rank != 1) return t;
+  gv_func *f = c->m->main;
+  for (int i = 0; i < f->body->nargs; i++)
+    if (f->body->args[i] == v && f->arg_is_param[i] && f->param_data && f->param_data[i] && v->type.dtype == GV_DT_F32) {
+      gv_tensor *k = gv_tensor_new(c->tmp, v->type);
+      memcpy(k->data, f->param_data[i], sizeof(float) * (size_t)v->type.dims[0]);
+      return k;
+    }
+  return NULL;
+}
+
+/* The value of v when it follows from constants and static shapes alone,
+ * evaluated now by the ops' own shape rules and evaluators: the pads of a
+ * torch export's F.pad come as ConstantOfShape / Concat / Reshape / Slice /
+ * Transpose / Cast of constants, which shape-infer and fold-constants would
+ * reduce to the same constant later. NULL when some leaf is not known. */
+static const gv_tensor *v_eval(gv_ictx *c, gv_value *v, int depth) {
+  const gv_tensor *t = v_known(c, v);
+  if (t || depth > 64) return t;
+  gv_op *op = v->def;
+  if (!op || !(gv_ops[op->code].flags & GV_PURE) || op->nres != 1 || op->nregions || op->code == GV_OP_FUSED) return NULL;
+  const gv_tensor **in = gv_alloc(c->tmp, (size_t)(op->nopnds + 1) * sizeof *in);
+  for (int i = 0; i < op->nopnds; i++) {
+    if (op->code == GV_OP_SHAPE) { /* only the operand's type counts */
+      if (op->opnds[0]->type.rank < 0 || !gv_type_is_static(&op->opnds[0]->type)) return NULL;
+      continue;
+    }
+    if (!(in[i] = v_eval(c, op->opnds[i], depth + 1)) || gv_tensor_numel(in[i]) > 4096) return NULL;
+  }
+  if (gv_infer_op(c->m, op, in) || !gv_type_is_static(&op->res[0]->type) || gv_type_numel(&op->res[0]->type) > 4096)
+    return NULL;
+  gv_tensor *o = NULL;
+  return gv_eval_op(c->m, op, in, &o) ? NULL : o;
+}
+
+static bool v_static(const gv_value *x) { return x && x->type.rank >= 0 && gv_type_is_static(&x->type); }
+
+static int h_global_pool(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin;
+  int r = rank_of(in[0]);
+  if (r < 3) return gv_node_error(c, "needs an input of known rank >= 3 (rank %d)", r);
+  int64_t axes[GV_MAX_RANK];
+  for (int i = 2; i < r; i++) axes[i - 2] = i;
+  gv_value *y = v_reduce(c, (gv_opcode)code, in[0], r - 2, axes);
+  return y ? out(c, n, 0, y) : -1;
+}
+
+/* MaxPool / AveragePool -> galv.pool {mode = "max" | "avg"} */
+static int h_pool(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin;
+  bool max = code == 0;
+  const int64_t *kv, *v;
+  int S = aints(n, "kernel_shape", &kv), k;
+  if (S < 1 || S > GV_MAX_RANK - 2) return gv_node_error(c, "needs kernel_shape (1 to %d spatial dims)", GV_MAX_RANK - 2);
+  int r = rank_of(in[0]);
+  if (r >= 0 && r != S + 2) return gv_node_error(c, "kernel_shape has %d dims for an input of rank %d", S, r);
+  if (ai(n, "storage_order", 0) != 0) return gv_node_error(c, "unsupported: storage_order=1");
+  int64_t st[GV_MAX_RANK], dl[GV_MAX_RANK], pads[2 * GV_MAX_RANK];
+  for (int i = 0; i < S; i++) st[i] = dl[i] = 1, pads[i] = pads[S + i] = 0;
+  if ((k = aints(n, "strides", &v)) >= 0) {
+    if (k != S) return gv_node_error(c, "strides has %d values for %d spatial dims", k, S);
+    memcpy(st, v, sizeof(int64_t) * (size_t)S);
+  }
+  if ((k = aints(n, "dilations", &v)) >= 0) {
+    if (k != S) return gv_node_error(c, "dilations has %d values for %d spatial dims", k, S);
+    memcpy(dl, v, sizeof(int64_t) * (size_t)S);
+  }
+  const char *ap = astr(c, n, "auto_pad", "NOTSET");
+  if (strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0) {
+    if (!v_static(in[0])) return gv_node_error(c, "unsupported: auto_pad=%s with unknown input dims", gv_esc(c, ap));
+    for (int i = 0; i < S; i++) {
+      int64_t x = in[0]->type.dims[2 + i];
+      if (st[i] < 1 || dl[i] < 1 || kv[i] < 1) return gv_node_error(c, "kernel, strides and dilations must be positive");
+      int64_t o = (x + st[i] - 1) / st[i], total = (o - 1) * st[i] + (kv[i] - 1) * dl[i] + 1 - x;
+      total = total < 0 ? 0 : total;
+      pads[i] = ap[5] == 'U' ? total / 2 : total - total / 2;
+      pads[S + i] = total - pads[i];
+    }
+  } else if (strcmp(ap, "VALID") != 0) {
+    if (strcmp(ap, "NOTSET") != 0 && *ap) return gv_node_error(c, "unsupported auto_pad '%s'", gv_esc(c, ap));
+    if ((k = aints(n, "pads", &v)) >= 0) {
+      if (k != 2 * S) return gv_node_error(c, "pads has %d values for %d spatial dims", k, S);
+      memcpy(pads, v, sizeof(int64_t) * (size_t)(2 * S));
+    }
+  }
+  gv_op *op = emit(c, GV_OP_POOL, 1, in, 1);
+  gv_set_str(c->m, op, "mode", max ? "max" : "avg");
+  gv_set_ints(c->m, op, "kernel", S, kv);
+  gv_set_ints(c->m, op, "strides", S, st);
+  gv_set_ints(c->m, op, "pads", 2 * S, pads);
+  gv_set_ints(c->m, op, "dilations", S, dl);
+  gv_set_int(c->m, op, "ceil_mode", ai(n, "ceil_mode", 0) != 0);
+  gv_set_int(c->m, op, "count_include_pad", !max && ai(n, "count_include_pad", 0) != 0);
+  return v_fin(c, op) ? out(c, n, 0, op->res[0]) : -1;
+}
+
+/* Clip(x, min, max) = min(max(x, lo), hi); absent bounds are open */
+static int h_clip(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  gv_value *y = in[0];
+  if (nin > 1 && in[1]) y = v_bin(c, GV_OP_MAX, y, in[1]);
+  if (nin > 2 && in[2]) y = v_bin(c, GV_OP_MIN, y, in[2]);
+  return y ? out(c, n, 0, y) : -1;
+}
+
+/* BatchNormalization. Inference: (x - mean) * (scale / sqrt(var + eps)) + B
+ * per channel. Training (training_mode = 1; below opset 14: more than one
+ * output): the batch statistics over all dims but 1 (population variance),
+ * and the updated running statistics as outputs 1, 2:
+ * running = input * momentum + batch * (1 - momentum). */
+static int h_batch_norm(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  int r = rank_of(in[0]);
+  if (r < 2) return gv_node_error(c, "needs an input of known rank >= 2 (rank %d)", r);
+  for (size_t i = 3; i < n->n_output; i++)
+    if (n->output[i] && *n->output[i]) return gv_node_error(c, "unsupported: saved_mean / saved_var outputs");
+  bool more = n->n_output > 1 && ((n->output[1] && *n->output[1]) || (n->n_output > 2 && n->output[2] && *n->output[2]));
+  bool train = c->opset >= 14 ? ai(n, "training_mode", 0) != 0 : more;
+  if (more && !train) return gv_node_error(c, "running statistics outputs need training_mode=1");
+  float eps = af(n, "epsilon", 1e-5f), mom = af(n, "momentum", 0.9f);
+  gv_dtype dt = in[0]->type.dtype;
+  gv_value *x = in[0], *y;
+  if (!train) {
+    gv_value *inv = v_bin(c, GV_OP_MUL, in[1],
+                          v_un(c, GV_OP_RECIPROCAL, v_un(c, GV_OP_SQRT, v_bin(c, GV_OP_ADD, in[4], const_scalar(c, dt, eps)))));
+    y = v_bin(c, GV_OP_ADD, v_bin(c, GV_OP_MUL, v_bin(c, GV_OP_SUB, x, v_chan(c, in[3], r)), v_chan(c, inv, r)),
+              v_chan(c, in[2], r));
+    return y ? out(c, n, 0, y) : -1;
+  }
+  int64_t axes[GV_MAX_RANK];
+  int k = 0;
+  for (int i = 0; i < r; i++)
+    if (i != 1) axes[k++] = i;
+  gv_value *mean = v_reduce(c, GV_OP_REDUCE_MEAN, x, k, axes);
+  gv_value *d = v_bin(c, GV_OP_SUB, x, mean);
+  gv_value *var = v_reduce(c, GV_OP_REDUCE_MEAN, v_bin(c, GV_OP_MUL, d, d), k, axes);
+  gv_value *rstd = v_un(c, GV_OP_RECIPROCAL, v_un(c, GV_OP_SQRT, v_bin(c, GV_OP_ADD, var, const_scalar(c, dt, eps))));
+  y = v_bin(c, GV_OP_ADD, v_bin(c, GV_OP_MUL, v_bin(c, GV_OP_MUL, d, rstd), v_chan(c, in[1], r)), v_chan(c, in[2], r));
+  if (!y || out(c, n, 0, y)) return -1;
+  for (int o = 1; o <= 2; o++) {
+    if ((size_t)o >= n->n_output || !n->output[o] || !*n->output[o]) continue;
+    gv_value *batch = v_axes_op(c, GV_OP_SQUEEZE, o == 1 ? mean : var, k, axes);
+    gv_value *run = v_bin(c, GV_OP_ADD, v_bin(c, GV_OP_MUL, in[2 + o], const_scalar(c, dt, mom)),
+                          v_bin(c, GV_OP_MUL, batch, const_scalar(c, dt, 1.0 - (double)mom)));
+    if (!run || out(c, n, o, run)) return -1;
+  }
+  return 0;
+}
+
+/* Pad (pads, constant_value, axes as inputs): per padded axis, crops for
+ * negative pads (slice) and blocks concatenated on each side: the value
+ * broadcast (constant), mirrored slices (reflect), the edge broadcast
+ * (edge) or the far end (wrap). */
+static int h_pad(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  const char *mode = astr(c, n, "mode", "constant");
+  int md = strcmp(mode, "constant") == 0 ? 0 : strcmp(mode, "reflect") == 0 ? 1 : strcmp(mode, "edge") == 0 ? 2
+           : strcmp(mode, "wrap") == 0 ? 3 : -1;
+  if (md < 0) return gv_node_error(c, "unsupported Pad mode '%s'", gv_esc(c, mode));
+  int r = rank_of(in[0]);
+  if (!v_static(in[0])) return gv_node_error(c, "unsupported: Pad needs static input dims at import");
+  int64_t pads[2 * GV_MAX_RANK], axes[GV_MAX_RANK];
+  const gv_tensor *pt = v_eval(c, in[1], 0);
+  int np = pt && gv_dtype_is_int(pt->type.dtype) && pt->type.rank == 1 && gv_tensor_numel(pt) <= 2 * GV_MAX_RANK
+               ? (int)gv_tensor_numel(pt) : -1, na = r;
+  for (int i = 0; i < np; i++) pads[i] = gv_tensor_get_i(pt, i);
+  if (np < 0) return gv_node_error(c, "unsupported: dynamic shape (the output shape depends on the values of non-constant pads)");
+  if (nin > 3 && in[3]) {
+    if ((na = const_ints(in[3], axes, GV_MAX_RANK)) < 0) return gv_node_error(c, "unsupported: non-constant axes");
+    for (int i = 0; i < na; i++) {
+      axes[i] = norm_axis(axes[i], r);
+      if (axes[i] < 0 || axes[i] >= r) return gv_node_error(c, "axes value out of range for rank %d", r);
+    }
+  } else {
+    for (int i = 0; i < r; i++) axes[i] = i;
+  }
+  if (np != 2 * na) return gv_node_error(c, "pads has %d values for %d axes", np, na);
+  gv_value *val = nin > 2 && in[2] ? in[2] : const_scalar(c, in[0]->type.dtype, 0.0);
+  if (val->type.rank > 1 || (val->type.rank == 1 && val->type.dims[0] != 1))
+    return gv_node_error(c, "constant_value must be a scalar");
+  gv_value *x = in[0];
+  for (int i = 0; i < na && x; i++) {
+    int64_t a = axes[i], b = pads[i], e = pads[na + i];
+    if (b < 0 || e < 0) x = v_slice(c, x, a, b < 0 ? -b : 0, e < 0 ? e : INT64_MAX, 1);
+    b = b < 0 ? 0 : b, e = e < 0 ? 0 : e;
+    if (!x || (!b && !e)) continue;
+    int64_t L = x->type.dims[a], dims[GV_MAX_RANK];
+    if ((md == 1 && (b >= L || e >= L)) || (md == 3 && (b > L || e > L)) || (md && L < 1))
+      return gv_node_error(c, "%s pads (%lld, %lld) do not fit axis %lld of size %lld", mode, (long long)b,
+                           (long long)e, (long long)a, (long long)L);
+    gv_value *parts[3];
+    int k = 0;
+    for (int side = 0; side < 2; side++) {
+      int64_t p = side ? e : b;
+      if (!p) {
+        if (side) parts[k++] = x;
+        continue;
+      }
+      memcpy(dims, x->type.dims, sizeof(int64_t) * (size_t)r);
+      dims[a] = p;
+      gv_value *blk = md == 0   ? v_expand(c, val, r, dims)
+                      : md == 1 ? (side ? v_slice(c, x, a, L - 2, L - 2 - p >= 0 ? L - 2 - p : -L - 1, -1)
+                                        : v_slice(c, x, a, p, 0, -1))
+                      : md == 2 ? v_expand(c, v_slice(c, x, a, side ? L - 1 : 0, side ? L : 1, 1), r, dims)
+                                : (side ? v_slice(c, x, a, 0, p, 1) : v_slice(c, x, a, L - p, L, 1));
+      if (side) parts[k++] = x;
+      parts[k++] = blk;
+    }
+    x = v_concat(c, parts, k, a);
+  }
+  return x ? out(c, n, 0, x) : -1;
+}
+
+/* ConvTranspose(x, w [, b]) = conv_grad_input(x, w) (the adjoint of Conv
+ * with the same strides / pads / dilations / group) whose shape attribute is
+ * the ConvTranspose output, plus the bias per channel. */
+static int h_conv_transpose(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  gv_value *x = in[0], *w = in[1];
+  int r = rank_of(x), S = r - 2, k;
+  if (r < 3 || rank_of(w) != r || !v_static(x) || !v_static(w))
+    return gv_node_error(c, "unsupported: ConvTranspose needs static input and weight dims of equal rank >= 3 at import");
+  const char *ap = astr(c, n, "auto_pad", "NOTSET");
+  bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+  if (strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0 && !same && *ap)
+    return gv_node_error(c, "unsupported auto_pad '%s'", gv_esc(c, ap));
+  int64_t G = ai(n, "group", 1), st[GV_MAX_RANK], dl[GV_MAX_RANK], op_[GV_MAX_RANK], pads[2 * GV_MAX_RANK];
+  int64_t shape[GV_MAX_RANK];
+  const int64_t *v = NULL;
+  for (int i = 0; i < S; i++) st[i] = dl[i] = 1, op_[i] = 0, pads[i] = pads[S + i] = 0;
+  const char *names[3] = {"strides", "dilations", "output_padding"};
+  int64_t *dst[3] = {st, dl, op_};
+  for (int j = 0; j < 3; j++)
+    if ((k = aints(n, names[j], &v)) >= 0) {
+      if (k != S) return gv_node_error(c, "%s has %d values for %d spatial dims", names[j], k, S);
+      memcpy(dst[j], v, sizeof(int64_t) * (size_t)S);
+    }
+  if (strcmp(ap, "VALID") != 0 && !same && (k = aints(n, "pads", &v)) >= 0) {
+    if (k != 2 * S) return gv_node_error(c, "pads has %d values for %d spatial dims", k, S);
+    memcpy(pads, v, sizeof(int64_t) * (size_t)(2 * S));
+  }
+  if (G < 1 || x->type.dims[1] != w->type.dims[0] || w->type.dims[0] % G)
+    return gv_node_error(c, "input channels %lld do not match weight %lld with group %lld", (long long)x->type.dims[1],
+                         (long long)w->type.dims[0], (long long)G);
+  shape[0] = x->type.dims[0], shape[1] = w->type.dims[1] * G;
+  int kos = aints(n, "output_shape", &v);
+  if (kos >= 0 && kos != S && kos != r) return gv_node_error(c, "output_shape has %d values for %d spatial dims", kos, S);
+  for (int i = 0; i < S; i++) {
+    if (st[i] < 1 || dl[i] < 1 || op_[i] < 0 || op_[i] >= st[i])
+      return gv_node_error(c, "strides / dilations must be positive and output_padding smaller than the stride");
+    int64_t full = st[i] * (x->type.dims[2 + i] - 1) + op_[i] + (w->type.dims[2 + i] - 1) * dl[i] + 1;
+    if (kos >= 0 || same) { /* the pads that give output_shape (SAME: in * stride); the odd one at the end for SAME_UPPER */
+      int64_t want = kos >= 0 ? v[kos - S + i] : x->type.dims[2 + i] * st[i], total = full - want;
+      if (total < 0)
+        return gv_node_error(c, "unsupported: output size %lld beyond the full output %lld (negative padding)",
+                             (long long)want, (long long)full);
+      pads[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
+      pads[S + i] = total - pads[i];
+    }
+    shape[2 + i] = full - pads[i] - pads[S + i];
+    if (shape[2 + i] < 1 || pads[i] < 0 || pads[S + i] < 0) return gv_node_error(c, "pads do not fit the output");
+  }
+  gv_op *op = v_emit(c, GV_OP_CONV_GRAD_INPUT, 2, in, 1);
+  gv_set_ints(c->m, op, "strides", S, st);
+  gv_set_ints(c->m, op, "pads", 2 * S, pads);
+  gv_set_ints(c->m, op, "dilations", S, dl);
+  gv_set_int(c->m, op, "group", G);
+  gv_set_ints(c->m, op, "shape", r, shape);
+  gv_value *y = v_fin(c, op);
+  if (nin > 2 && in[2]) y = v_bin(c, GV_OP_ADD, y, v_chan(c, in[2], r));
+  return y ? out(c, n, 0, y) : -1;
+}
+
+/* The source coordinate of output index o (ONNX Resize's
+ * coordinate_transformation_mode); -1e300 for an unsupported mode. */
+static double resize_coord(const char *ct, double o, double scale, int64_t in, int64_t outn) {
+  if (!strcmp(ct, "half_pixel")) return (o + 0.5) / scale - 0.5;
+  if (!strcmp(ct, "pytorch_half_pixel")) return outn > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
+  if (!strcmp(ct, "align_corners")) return outn == 1 ? 0.0 : o * (double)(in - 1) / (double)(outn - 1);
+  if (!strcmp(ct, "asymmetric")) return o / scale;
+  if (!strcmp(ct, "tf_half_pixel_for_nn")) return (o + 0.5) / scale;
+  if (!strcmp(ct, "half_pixel_symmetric")) {
+    double adj = (double)outn / (scale * (double)in), center = (double)in / 2;
+    return center * (1 - adj) + (o + 0.5) / scale - 0.5;
+  }
+  return -1e300;
+}
+
+/* Resize (nearest, linear) as one dot per resized axis with a constant
+ * [out, in] interpolation matrix: separable, so a 2-D bilinear resize is two
+ * contractions, and exact for nearest (one 1 per row). Scales or sizes must
+ * be constant at import. */
+static int h_resize(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  gv_value *x = in[0];
+  int r = rank_of(x);
+  if (!v_static(x)) return gv_node_error(c, "unsupported: Resize needs static input dims at import");
+  const char *mode = astr(c, n, "mode", "nearest"), *ct = astr(c, n, "coordinate_transformation_mode", "half_pixel");
+  const char *nm = astr(c, n, "nearest_mode", "round_prefer_floor");
+  bool lin = strcmp(mode, "linear") == 0;
+  if (!lin && strcmp(mode, "nearest") != 0) return gv_node_error(c, "unsupported Resize mode '%s'", gv_esc(c, mode));
+  if (ai(n, "antialias", 0) != 0) return gv_node_error(c, "unsupported: Resize antialias=1");
+  const char *kar = astr(c, n, "keep_aspect_ratio_policy", "stretch");
+  if (strcmp(kar, "stretch") != 0) return gv_node_error(c, "unsupported keep_aspect_ratio_policy '%s'", gv_esc(c, kar));
+  if (resize_coord(ct, 0, 1, 1, 1) == -1e300)
+    return gv_node_error(c, "unsupported coordinate_transformation_mode '%s'", gv_esc(c, ct));
+  int nmode = !strcmp(nm, "round_prefer_floor") ? 0 : !strcmp(nm, "round_prefer_ceil") ? 1 : !strcmp(nm, "floor") ? 2
+              : !strcmp(nm, "ceil") ? 3 : -1;
+  if (nmode < 0) return gv_node_error(c, "unsupported nearest_mode '%s'", gv_esc(c, nm));
+  int64_t axes[GV_MAX_RANK];
+  const int64_t *av;
+  int na = aints(n, "axes", &av);
+  if (na > r) return gv_node_error(c, "axes has %d values for rank %d", na, r);
+  if (na < 0) {
+    na = r;
+    for (int i = 0; i < r; i++) axes[i] = i;
+  } else {
+    for (int i = 0; i < na; i++)
+      if ((axes[i] = norm_axis(av[i], r)) < 0 || axes[i] >= r) return gv_node_error(c, "axes value out of range");
+  }
+  const gv_tensor *sc = nin > 2 && in[2] ? v_eval(c, in[2], 0) : NULL, *sz = nin > 3 && in[3] ? v_eval(c, in[3], 0) : NULL;
+  bool unknown = (nin > 2 && in[2] && !sc) || (nin > 3 && in[3] && !sz);
+  if (sc && gv_tensor_numel(sc) == 0) sc = NULL;
+  if (sz && gv_tensor_numel(sz) == 0) sz = NULL;
+  if (unknown || (!sc && !sz))
+    return gv_node_error(c, "unsupported: dynamic shape (the output shape depends on the values of non-constant scales or sizes)");
+  if (gv_tensor_numel(sc ? sc : sz) != na)
+    return gv_node_error(c, "%s has %lld values for %d axes", sc ? "scales" : "sizes", (long long)gv_tensor_numel(sc ? sc : sz), na);
+  /* sort the axes so that each contraction appends its output dim after the previous one's */
+  int64_t order[GV_MAX_RANK], cur[GV_MAX_RANK];
+  for (int i = 0; i < na; i++) order[i] = i;
+  for (int i = 1; i < na; i++)
+    for (int j = i; j > 0 && axes[order[j]] < axes[order[j - 1]]; j--) {
+      int64_t t = order[j];
+      order[j] = order[j - 1], order[j - 1] = t;
+    }
+  for (int i = 0; i < r; i++) cur[i] = i;
+  for (int q = 0; q < na && x; q++) {
+    int i = (int)order[q];
+    int64_t a = axes[i], L = in[0]->type.dims[a], O;
+    double scale;
+    if (sc) {
+      float s = (float)gv_tensor_get_f(sc, i);
+      if (!(s > 0)) return gv_node_error(c, "scales must be positive");
+      scale = s, O = (int64_t)((float)L * s);
+    } else {
+      O = gv_tensor_get_i(sz, i);
+      scale = (double)((float)O / (float)L);
+    }
+    if (O < 1 || O > (1 << 20) || L < 1) return gv_node_error(c, "resized axis %lld: %lld -> %lld is not supported", (long long)a, (long long)L, (long long)O);
+    if (O * L > (1 << 24)) return gv_node_error(c, "unsupported: Resize matrix of %lld x %lld", (long long)O, (long long)L);
+    double *mat = gv_alloc(c->tmp, sizeof(double) * (size_t)(O * L));
+    bool ident = O == L;
+    for (int64_t o = 0; o < O; o++) {
+      double xs = resize_coord(ct, (double)o, scale, L, O);
+      if (!lin) {
+        double f = floor(xs);
+        int64_t idx = nmode == 2 ? (int64_t)f : nmode == 3 ? (int64_t)ceil(xs)
+                      : xs - f == 0.5 ? (int64_t)(nmode == 0 ? f : f + 1) : (int64_t)llround(xs);
+        idx = idx < 0 ? 0 : idx >= L ? L - 1 : idx;
+        mat[o * L + idx] = 1.0;
+      } else {
+        xs = xs < 0 ? 0 : xs > (double)(L - 1) ? (double)(L - 1) : xs;
+        int64_t i0 = (int64_t)floor(xs), i1 = i0 + 1 < L ? i0 + 1 : L - 1;
+        double t = xs - (double)i0;
+        mat[o * L + i0] += 1.0 - t;
+        mat[o * L + i1] += t;
+      }
+      for (int64_t j = 0; j < L && ident; j++) ident = mat[o * L + j] == (j == o);
+    }
+    if (ident) continue;
+    int p = 0;
+    while (cur[p] != a) p++;
+    x = v_dot(c, x, v_const(c, x->type.dtype, 2, (int64_t[]){O, L}, mat), p, 1);
+    for (int j = p; j < r - 1; j++) cur[j] = cur[j + 1];
+    cur[r - 1] = a;
+  }
+  bool perm_needed = false;
+  int64_t perm[GV_MAX_RANK];
+  for (int i = 0; i < r; i++) {
+    for (int j = 0; j < r; j++)
+      if (cur[j] == i) perm[i] = j;
+    perm_needed |= perm[i] != i;
+  }
+  if (perm_needed) x = v_transpose(c, x, r, perm);
+  return x ? out(c, n, 0, x) : -1;
+}
+
+/* LSTM / GRU unrolled over the sequence length bound at import (docs/ops.md):
+ * per direction, the input projection of all steps is one dot, then each
+ * step one dot with the recurrent weights and the gate arithmetic. ONNX gate
+ * orders: LSTM i, o, f, c; GRU z, r, h. Defaults only: activations,
+ * no clip, no peepholes, no input_forget, no sequence_lens. */
+static int h_rnn(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  bool lstm = code == 0;
+  int G = lstm ? 4 : 3;
+  int64_t H = ai(n, "hidden_size", -1), layout = ai(n, "layout", 0), lbr = ai(n, "linear_before_reset", 0);
+  const char *dir = astr(c, n, "direction", "forward");
+  int D = !strcmp(dir, "bidirectional") ? 2 : 1;
+  bool rev = !strcmp(dir, "reverse");
+  if (D == 1 && !rev && strcmp(dir, "forward") != 0) return gv_node_error(c, "unsupported direction '%s'", gv_esc(c, dir));
+  if (H < 1 || H > (1 << 20)) return gv_node_error(c, "needs a positive hidden_size");
+  if (attr(n, "clip")) return gv_node_error(c, "unsupported: clip");
+  if (lstm && ai(n, "input_forget", 0)) return gv_node_error(c, "unsupported: input_forget=1");
+  const Onnx__AttributeProto *acts = attr(n, "activations");
+  if (acts) {
+    static const char *const def[2][3] = {{"Sigmoid", "Tanh", "Tanh"}, {"Sigmoid", "Tanh", ""}};
+    int per = lstm ? 3 : 2;
+    if ((int)acts->n_strings != per * D) return gv_node_error(c, "activations has %zu values", acts->n_strings);
+    for (int i = 0; i < per * D; i++)
+      if (acts->strings[i].len != strlen(def[!lstm][i % per]) ||
+          memcmp(acts->strings[i].data, def[!lstm][i % per], acts->strings[i].len) != 0)
+        return gv_node_error(c, "unsupported: activations other than the defaults");
+  }
+  if (nin > 4 && in[4]) return gv_node_error(c, "unsupported: sequence_lens");
+  if (lstm && nin > 7 && in[7]) return gv_node_error(c, "unsupported: peepholes (input P)");
+  if (layout != 0 && layout != 1) return gv_node_error(c, "layout must be 0 or 1");
+  gv_value *X = in[0];
+  if (!v_static(X) || X->type.rank != 3) return gv_node_error(c, "unsupported: needs a rank-3 input with static dims at import");
+  if (layout) X = v_transpose(c, X, 3, (int64_t[]){1, 0, 2});
+  if (!X) return -1;
+  int64_t S = X->type.dims[0], B = X->type.dims[1];
+  if (S < 1 || S > 4096) return gv_node_error(c, "unsupported: sequence length %lld (1 to 4096 unrolled)", (long long)S);
+  const gv_type *wt = &in[1]->type, *rt = &in[2]->type;
+  if (wt->rank != 3 || wt->dims[0] != D || wt->dims[1] != G * H || rt->rank != 3 || rt->dims[0] != D ||
+      rt->dims[1] != G * H || rt->dims[2] != H)
+    return gv_node_error(c, "W / R shapes do not match %d directions, %d gates and hidden_size %lld", D, G, (long long)H);
+  gv_dtype dt = X->type.dtype;
+  gv_value *Ys[2], *Hs[2], *Cs[2];
+  int64_t z0 = 0, one = 1;
+  for (int d = 0; d < D; d++) {
+    gv_value *Wd = v_index0(c, in[1], d), *Rd = v_index0(c, in[2], d), *wb = NULL, *rb = NULL;
+    gv_value *XW = v_dot(c, X, Wd, 2, 1); /* [S, B, G*H] */
+    if (nin > 3 && in[3]) {
+      gv_value *bd = v_index0(c, in[3], d);
+      wb = v_slice(c, bd, 0, 0, G * H, 1), rb = v_slice(c, bd, 0, G * H, 2 * G * H, 1);
+      XW = v_bin(c, GV_OP_ADD, XW, lstm ? v_bin(c, GV_OP_ADD, wb, rb) : wb); /* GRU: R's bias stays per step */
+    }
+    gv_value *h = nin > 5 && in[5] ? v_index0(c, in[5], d) : v_expand(c, const_scalar(c, dt, 0), 2, (int64_t[]){B, H});
+    gv_value *cc = !lstm ? NULL : nin > 6 && in[6] ? v_index0(c, in[6], d) : v_expand(c, const_scalar(c, dt, 0), 2, (int64_t[]){B, H});
+    gv_value *Rg[3] = {0}, *rbg[3] = {0};
+    if (!lstm && !lbr) /* the reset gate applies before the recurrent product */
+      for (int g = 0; g < 3; g++) {
+        Rg[g] = v_slice(c, Rd, 0, g * H, (g + 1) * H, 1);
+        if (rb) rbg[g] = v_slice(c, rb, 0, g * H, (g + 1) * H, 1);
+      }
+    gv_value **hs = gv_alloc(c->tmp, sizeof(gv_value *) * (size_t)S);
+    for (int64_t s = 0; s < S; s++) {
+      int64_t t = (rev || d == 1) ? S - 1 - s : s;
+      gv_value *xt = v_index0(c, XW, t), *xg[4], *hg[4];
+      if (!xt || v_split(c, xt, 1, G, H, xg)) return -1;
+      if (lstm) {
+        gv_value *g4[4];
+        if (v_split(c, v_dot(c, h, Rd, 1, 1), 1, 4, H, hg)) return -1;
+        for (int g = 0; g < 4; g++) g4[g] = v_bin(c, GV_OP_ADD, xg[g], hg[g]);
+        gv_value *ig = v_un(c, GV_OP_SIGMOID, g4[0]), *og = v_un(c, GV_OP_SIGMOID, g4[1]);
+        gv_value *fg = v_un(c, GV_OP_SIGMOID, g4[2]), *cg = v_un(c, GV_OP_TANH, g4[3]);
+        cc = v_bin(c, GV_OP_ADD, v_bin(c, GV_OP_MUL, fg, cc), v_bin(c, GV_OP_MUL, ig, cg));
+        h = v_bin(c, GV_OP_MUL, og, v_un(c, GV_OP_TANH, cc));
+      } else {
+        gv_value *zg, *rg, *nn;
+        if (lbr) {
+          gv_value *hr = v_dot(c, h, Rd, 1, 1);
+          if (rb) hr = v_bin(c, GV_OP_ADD, hr, rb);
+          if (v_split(c, hr, 1, 3, H, hg)) return -1;
+          zg = v_un(c, GV_OP_SIGMOID, v_bin(c, GV_OP_ADD, xg[0], hg[0]));
+          rg = v_un(c, GV_OP_SIGMOID, v_bin(c, GV_OP_ADD, xg[1], hg[1]));
+          nn = v_un(c, GV_OP_TANH, v_bin(c, GV_OP_ADD, xg[2], v_bin(c, GV_OP_MUL, rg, hg[2])));
+        } else {
+          for (int g = 0; g < 2; g++) {
+            hg[g] = v_dot(c, h, Rg[g], 1, 1);
+            if (rbg[g]) hg[g] = v_bin(c, GV_OP_ADD, hg[g], rbg[g]);
+          }
+          zg = v_un(c, GV_OP_SIGMOID, v_bin(c, GV_OP_ADD, xg[0], hg[0]));
+          rg = v_un(c, GV_OP_SIGMOID, v_bin(c, GV_OP_ADD, xg[1], hg[1]));
+          gv_value *hn = v_dot(c, v_bin(c, GV_OP_MUL, rg, h), Rg[2], 1, 1);
+          if (rbg[2]) hn = v_bin(c, GV_OP_ADD, hn, rbg[2]);
+          nn = v_un(c, GV_OP_TANH, v_bin(c, GV_OP_ADD, xg[2], hn));
+        }
+        /* h = n + z * (h - n), torch's form of (1 - z) n + z h */
+        h = v_bin(c, GV_OP_ADD, nn, v_bin(c, GV_OP_MUL, zg, v_bin(c, GV_OP_SUB, h, nn)));
+      }
+      if (!h) return -1;
+      hs[t] = v_axes_op(c, GV_OP_UNSQUEEZE, h, 1, &z0);
+    }
+    Ys[d] = v_axes_op(c, GV_OP_UNSQUEEZE, v_concat(c, hs, (int)S, 0), 1, &one); /* [S, 1, B, H] */
+    Hs[d] = v_axes_op(c, GV_OP_UNSQUEEZE, h, 1, &z0);
+    Cs[d] = lstm ? v_axes_op(c, GV_OP_UNSQUEEZE, cc, 1, &z0) : NULL;
+  }
+  gv_value *Y = v_concat(c, Ys, D, 1), *Yh = v_concat(c, Hs, D, 0), *Yc = lstm ? v_concat(c, Cs, D, 0) : NULL;
+  if (layout) {
+    Y = v_transpose(c, Y, 4, (int64_t[]){2, 0, 1, 3});
+    Yh = v_transpose(c, Yh, 3, (int64_t[]){1, 0, 2});
+    if (lstm) Yc = v_transpose(c, Yc, 3, (int64_t[]){1, 0, 2});
+  }
+  if (!Y || !Yh || (lstm && !Yc)) return -1;
+  if (out(c, n, 0, Y) || out(c, n, 1, Yh)) return -1;
+  if (lstm && out(c, n, 2, Yc)) return -1;
+  return 0;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 typedef struct {
@@ -1338,12 +1975,16 @@ static const row table[] = {
     B("And", AND),
     {"ArgMax", 13, 1, 1, h_argmax, GV_OP_REDUCE_MAX},
     {"ArgMin", 13, 1, 1, h_argmax, GV_OP_REDUCE_MIN},
+    {"AveragePool", 1, 1, 1, h_pool, 1},
+    {"BatchNormalization", 1, 5, 5, h_batch_norm, 0},
     {"Cast", 1, 1, 1, h_cast, 0},
     U("Ceil", CEIL),
+    {"Clip", 1, 1, 3, h_clip, 0},
     {"Concat", 1, 1, -1, h_concat, 0},
     {"Constant", 1, 0, 0, h_constant, 0},
     {"ConstantOfShape", 1, 1, 1, h_constant_of_shape, 0},
     {"Conv", 1, 2, 3, h_conv, 0},
+    {"ConvTranspose", 1, 2, 3, h_conv_transpose, 0},
     U("Cos", COS),
     {"CumSum", 1, 2, 2, h_cumsum, 0},
     B("Div", DIV),
@@ -1355,15 +1996,19 @@ static const row table[] = {
     {"Expand", 1, 2, 2, h_expand, 0},
     {"Flatten", 1, 1, 1, h_flatten, 0},
     U("Floor", FLOOR),
+    {"GRU", 1, 3, 6, h_rnn, 1},
     {"Gather", 1, 2, 2, h_gather, 0},
     {"GatherElements", 1, 2, 2, h_elements, GV_OP_GATHER_ELEMENTS},
     {"GatherND", 1, 2, 2, h_gather_nd, 0},
     {"Gelu", 20, 1, 1, h_unary, GV_OP_GELU},
     {"Gemm", 1, 2, 3, h_gemm, 0},
+    {"GlobalAveragePool", 1, 1, 1, h_global_pool, GV_OP_REDUCE_MEAN},
+    {"GlobalMaxPool", 1, 1, 1, h_global_pool, GV_OP_REDUCE_MAX},
     B("Greater", GREATER),
     B("GreaterOrEqual", GREATER_EQUAL),
     {"Identity", 1, 1, 1, h_alias, 0},
     {"If", 1, 1, 1, h_if, 0},
+    {"LSTM", 1, 3, 8, h_rnn, 0},
     {"LayerNormalization", 17, 2, 3, h_layer_norm, 0},
     B("Less", LESS),
     B("LessOrEqual", LESS_EQUAL),
@@ -1371,6 +2016,7 @@ static const row table[] = {
     {"LogSoftmax", 1, 1, 1, h_softmax, GV_OP_LOG_SOFTMAX},
     {"MatMul", 1, 2, 2, h_matmul, 0},
     {"Max", 1, 1, -1, h_variadic, GV_OP_MAX},
+    {"MaxPool", 1, 1, 1, h_pool, 0},
     {"Min", 1, 1, -1, h_variadic, GV_OP_MIN},
     {"Mod", 13, 2, 2, h_mod, 0},
     B("Mul", MUL),
@@ -1378,6 +2024,7 @@ static const row table[] = {
     U("Not", NOT),
     {"OneHot", 11, 3, 3, h_onehot, 0},
     B("Or", OR),
+    {"Pad", 1, 2, 4, h_pad, 0},
     B("Pow", POW),
     {"Range", 1, 3, 3, h_range, 0},
     U("Reciprocal", RECIPROCAL),
@@ -1387,6 +2034,7 @@ static const row table[] = {
     {"ReduceSum", 1, 1, 2, h_reduce, GV_OP_REDUCE_SUM},
     U("Relu", RELU),
     {"Reshape", 1, 2, 2, h_reshape, 0},
+    {"Resize", 1, 1, 4, h_resize, 0},
     {"ScatterElements", 1, 3, 3, h_elements, GV_OP_SCATTER_ELEMENTS},
     {"ScatterND", 1, 3, 3, h_scatter_nd, 0},
     {"Shape", 1, 1, 1, h_shape, 0},
@@ -1617,7 +2265,8 @@ int gv_import_node(gv_ictx *c, const Onnx__NodeProto *n) {
     }
     if (!(in[i] = gv_lookup(c, name))) return -1;
   }
-  if (r->h != h_split && r->h != h_if && r->h != h_layer_norm && r->h != h_dropout && outs_at_most(c, n, 1))
+  if (r->h != h_split && r->h != h_if && r->h != h_layer_norm && r->h != h_dropout && r->h != h_batch_norm &&
+      r->h != h_rnn && outs_at_most(c, n, 1))
     return -1;
   if (check_attrs(c, n)) return -1;
   return r->h(c, n, in, nin, r->code);

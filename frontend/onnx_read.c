@@ -300,7 +300,7 @@ int gv_onnx_param_data(gv_ictx *c, const Onnx__TensorProto *t, const gv_type *ty
   }
   unsigned char *dst = gv_alloc(c->m->arena, total ? total : 1);
   if (!typed) {
-    memcpy(dst, bytes, total); /* raw_data is little-endian, like param storage */
+    if (total) memcpy(dst, bytes, total); /* raw_data is little-endian, like param storage (none: an empty tensor) */
   } else {
     for (int64_t i = 0; i < n; i++) {
       uint64_t b;

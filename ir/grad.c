@@ -656,6 +656,38 @@ int gv_grad_conv(gv_module *m, gv_op *op, gv_value *const *dres, const bool *nee
   return finish(&c);
 }
 
+/* conv_grad_input(a, w) as a forward op (ONNX ConvTranspose): the adjoint
+ * of x -> conv(x, w), so da = conv(g, w) and dw = conv_grad_weight(g, a)
+ * with the same strides / pads / dilations / group. */
+int gv_grad_conv_input(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before) {
+  if (!dres[0]) return 0;
+  gctx c = begin(m, op, before);
+  for (int s = 0; s < 2; s++) {
+    if (!need[s]) continue;
+    gv_value *in[2] = {dres[0], s ? op->opnds[0] : op->opnds[1]};
+    gv_op *o = newop(&c, s ? GV_OP_CONV_GRAD_WEIGHT : GV_OP_CONV, 2, in);
+    if (o)
+      for (int i = 0; i < op->nattrs; i++)
+        if (strcmp(op->attrs[i].name, "shape") != 0) gv_set_attr(m, o, &op->attrs[i]);
+    if (o && s) gv_set_ints(m, o, "shape", op->opnds[1]->type.rank, op->opnds[1]->type.dims);
+    dopnds[s] = fin(&c, o);
+  }
+  return finish(&c);
+}
+
+/* pool: pool_grad(x, dy) with the forward attrs (max routes dy to the first
+ * maximum of each window, avg spreads it over the window's divisor). */
+int gv_grad_pool(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before) {
+  if (!dres[0] || !need[0]) return 0;
+  gctx c = begin(m, op, before);
+  gv_value *in[2] = {op->opnds[0], dres[0]};
+  gv_op *o = newop(&c, GV_OP_POOL_GRAD, 2, in);
+  if (o)
+    for (int i = 0; i < op->nattrs; i++) gv_set_attr(m, o, &op->attrs[i]);
+  dopnds[0] = fin(&c, o);
+  return finish(&c);
+}
+
 /* ---------------------------------------------------------------- losses */
 
 int gv_grad_cross_entropy(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before) {

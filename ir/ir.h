@@ -317,6 +317,8 @@ void gv_set_shardings(gv_module *m, gv_op *op, const gv_sharding *const *sh);
 const gv_sharding *gv_value_sharding(const gv_module *m, const gv_value *v);
 /* The op table's sharding rule for op (1: none, everything replicated). */
 int gv_shard_rule_of(const gv_op *op, gv_shard_rule *r);
+/* Whether conv op's output channels are a sharding factor (group 1; ir/shard_rules.c). */
+bool gv_conv_channel_split(const gv_op *op);
 
 /* builder */
 gv_func *gv_func_new(gv_module *m, const char *name);

@@ -342,6 +342,16 @@ int gv_shard_gather(const gv_op *op, gv_shard_rule *r) {
 }
 
 /* conv: the batch dim passes; channels and space stay unsharded. */
+bool gv_conv_channel_split(const gv_op *op) {
+  if (op->code != GV_OP_CONV || op->nopnds < 2 || op->opnds[1]->type.rank < 3 || op->opnds[0]->type.rank < 3) return false;
+  /* group 1 only: a grouped (depthwise) conv's local program would need its group count split too */
+  return gv_get_int(op, "group", 1) == 1 && op->opnds[1]->type.dims[0] > 1;
+}
+
+/* conv: the batch passes (also conv_grad_input's, operand 0 being dy); a
+ * group-1 conv's output channels are a factor of the weight's dim 0, the
+ * result's dim 1 and the bias (tp: the weight split by output channel, each
+ * rank computing its channels from the whole input). */
 int gv_shard_conv(const gv_op *op, gv_shard_rule *r) {
   if (!stat_ok(op)) return 1;
   init(op, r);
@@ -350,6 +360,27 @@ int gv_shard_conv(const gv_op *op, gv_shard_rule *r) {
     int f = factor(r, x->dims[0], GV_FACTOR_PASS);
     map(r, 0, 0, 0, f);
     map(r, 1, 0, 0, f);
+  }
+  if (gv_conv_channel_split(op)) {
+    int f = factor(r, op->opnds[1]->type.dims[0], GV_FACTOR_PASS);
+    map(r, 0, 1, 0, f);
+    map(r, 1, 0, 1, f);
+    if (op->nopnds > 2) map(r, 0, 2, 0, f);
+  }
+  return 0;
+}
+
+/* pool / pool_grad: batch and channel dims pass (operand 0, a pool_grad's
+ * dy and the result); the windows stay whole. */
+int gv_shard_pool(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->opnds[0]->type.rank < 3) return 1;
+  init(op, r);
+  const gv_type *x = &op->opnds[0]->type;
+  for (int d = 0; d < 2; d++) {
+    if (x->dims[d] <= 1) continue;
+    int f = factor(r, x->dims[d], GV_FACTOR_PASS);
+    for (int i = 0; i < op->nopnds; i++) map(r, 0, i, d, f);
+    map(r, 1, 0, d, f);
   }
   return 0;
 }

@@ -629,16 +629,26 @@ static int preset_pins(prop *P, const char *strategy) {
   }
   if (tp && has_axis(P->mesh, "tp")) {
     int64_t ntp = P->ntp = P->mesh->size[gv_mesh_axis(P->mesh, "tp", 2)];
+    int npins = 0;
     for (gv_op *op = f->body->first; op; op = op->next) {
+      const gv_sharding *s = NULL;
+      gv_value *w = NULL;
       if (op->code == GV_OP_GATHER && is_param(P->m, op->opnds[0]) && gv_get_int(op, "axis", 0) == 0 &&
           op->opnds[0]->type.rank == 2)
-        pin(P, op->opnds[0], split_dim(P, op->opnds[0], 0, "tp"));
-      if (op->code != GV_OP_DOT || !is_param(P->m, op->opnds[1])) continue;
-      if (gv_megatron_is_column(P->m, op, ntp) || is_vocab_head(P->m, op))
-        pin(P, op->opnds[1], split_dim(P, op->opnds[1], gv_dot_rhs_dim(op, false), "tp"));
-      else if (gv_megatron_from_column(P->m, op->opnds[0], 0, ntp))
-        pin(P, op->opnds[1], split_dim(P, op->opnds[1], gv_dot_rhs_dim(op, true), "tp"));
+        s = split_dim(P, w = op->opnds[0], 0, "tp");
+      else if (op->code == GV_OP_CONV && is_param(P->m, op->opnds[1]) && gv_conv_channel_split(op))
+        s = split_dim(P, w = op->opnds[1], 0, "tp"); /* output channels (the conv rule's channel factor) */
+      else if (op->code == GV_OP_DOT && is_param(P->m, op->opnds[1]) && (gv_megatron_is_column(P->m, op, ntp) || is_vocab_head(P->m, op)))
+        s = split_dim(P, w = op->opnds[1], gv_dot_rhs_dim(op, false), "tp");
+      else if (op->code == GV_OP_DOT && is_param(P->m, op->opnds[1]) && gv_megatron_from_column(P->m, op->opnds[0], 0, ntp))
+        s = split_dim(P, w = op->opnds[1], gv_dot_rhs_dim(op, true), "tp");
+      if (s) pin(P, w, s), npins++;
     }
+    /* a preset that shards nothing would silently replicate the whole model on every rank */
+    if (!npins)
+      fprintf(stderr, "%s: warning: --strategy tp shards nothing in this model (no matrix product, embedding or "
+                      "convolution weight splits over the %lld tp ranks): every rank computes the whole model\n",
+              gv_progname, (long long)ntp);
   }
   /* optimizer state "opt.X:PARAM" is split like its parameter (else the
    * updated state would be gathered at the end of every step) */

@@ -67,6 +67,13 @@ static int64_t flops_of(const gv_op *op, const gv_type *const *in, const gv_type
     int64_t per = w->rank > 0 && w->dims[0] > 0 ? numel(w) / w->dims[0] : 0;
     return 2 * numel(dy) * per;
   }
+  case GV_OP_POOL: case GV_OP_POOL_GRAD: { /* one compare or add per window element of each output (dy) */
+    const int64_t *kv;
+    int nk = gv_get_ints(op, "kernel", &kv);
+    int64_t kk = 1;
+    for (int i = 0; i < nk; i++) kk *= kv[i] > 0 ? kv[i] : 0;
+    return kk * (op->code == GV_OP_POOL ? r0 : numel(in[1]));
+  }
   case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX: return SOFTMAX_FLOPS * x0;
   case GV_OP_LAYER_NORM: return LAYER_NORM_FLOPS * x0;
   case GV_OP_RMS_NORM: return RMS_NORM_FLOPS * x0;

@@ -300,6 +300,12 @@ typedef struct {
   int64_t stride[GALV_RT_MAX_RANK], pad[GALV_RT_MAX_RANK], dil[GALV_RT_MAX_RANK];
 } galv_conv_desc;
 void galv_conv_f32(const galv_conv_desc *d, const float *x, const float *w, const float *bias, float *y);
+/* MaxPool / AveragePool (ir/pool_ops.c semantics) with a conv descriptor
+ * (M = G = C); pe: the end pads; mode 0 max 1 avg; cip: count_include_pad.
+ * pool_grad writes dx (all of it) from x and dy. */
+void galv_pool_f32(const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const float *x, float *y);
+void galv_pool_grad_f32(const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const float *x, const float *dy,
+                        float *dx);
 
 /* ---- training kernels (runtime/kernels_grad.c; ir/train_ops.c semantics) */
 /* Scatter-add of dy [outer, nidx, inner] into dst [outer, D, inner] (zeroed first). */

@@ -6,6 +6,7 @@
  * operand that BLAS cannot read in place, and conv's im2col buffer; they
  * never print except through galv_fatal. */
 #include <cblas.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -502,4 +503,78 @@ void galv_conv_f32(const galv_conv_desc *d, const float *x, const float *w, cons
           for (int64_t p = 0; p < P; p++) yp[mo * P + p] += bias[g * Mg + mo];
     }
   free(col);
+}
+
+/* ---------------------------------------------------------------- pool */
+
+/* The input offsets (within one plane) of output p's window, inside the
+ * input, in window order; returns the avg divisor (ir/pool_ops.c). */
+static int64_t pool_window(const galv_conv_desc *d, const int64_t *pe, int cip, int64_t p, int64_t *offs, int64_t *n) {
+  int S = d->S;
+  int64_t o[GALV_RT_MAX_RANK], KK = 1, count = 1;
+  for (int s = S - 1; s >= 0; s--) o[s] = p % d->out[s], p /= d->out[s];
+  for (int s = 0; s < S; s++) KK *= d->k[s];
+  if (cip)
+    for (int s = 0; s < S; s++) {
+      int64_t c = 0;
+      for (int64_t j = 0; j < d->k[s]; j++) {
+        int64_t q = o[s] * d->stride[s] - d->pad[s] + j * d->dil[s];
+        c += q >= -d->pad[s] && q < d->in[s] + pe[s];
+      }
+      count *= c;
+    }
+  *n = 0;
+  for (int64_t kk = 0; kk < KK; kk++) {
+    int64_t q = kk, kc[GALV_RT_MAX_RANK], off = 0;
+    int inside = 1;
+    for (int s = S - 1; s >= 0; s--) kc[s] = q % d->k[s], q /= d->k[s];
+    for (int s = 0; s < S && inside; s++) {
+      int64_t pos = o[s] * d->stride[s] - d->pad[s] + kc[s] * d->dil[s];
+      inside = pos >= 0 && pos < d->in[s];
+      off = off * d->in[s] + pos;
+    }
+    if (inside) offs[(*n)++] = off;
+  }
+  return cip ? count : *n;
+}
+
+static void pool_run(const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const float *x, const float *dy,
+                     float *out) {
+  int64_t IS = 1, P = 1, KK = 1;
+  for (int s = 0; s < d->S; s++) IS *= d->in[s], P *= d->out[s], KK *= d->k[s];
+  int64_t *offs = xmalloc(sizeof(int64_t) * (size_t)(KK ? KK : 1));
+  if (dy) memset(out, 0, sizeof(float) * (size_t)(d->N * d->C * IS));
+  for (int64_t pl = 0; pl < d->N * d->C; pl++) {
+    const float *xp = x + pl * IS;
+    for (int64_t p = 0; p < P; p++) {
+      int64_t n, cnt = pool_window(d, pe, cip, p, offs, &n);
+      if (mode == 0) {
+        int64_t best = -1;
+        float bv = -INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+          float v = xp[offs[i]];
+          if (best < 0 || v > bv || (isnan(v) && !isnan(bv))) best = offs[i], bv = v;
+        }
+        if (!dy) out[pl * P + p] = bv;
+        else if (best >= 0) out[pl * IS + best] += dy[pl * P + p];
+      } else if (dy) {
+        float v = cnt ? dy[pl * P + p] / (float)cnt : 0.0f;
+        for (int64_t i = 0; i < n; i++) out[pl * IS + offs[i]] += v;
+      } else {
+        float acc = 0.0f;
+        for (int64_t i = 0; i < n; i++) acc += xp[offs[i]];
+        out[pl * P + p] = cnt ? acc / (float)cnt : 0.0f;
+      }
+    }
+  }
+  free(offs);
+}
+
+void galv_pool_f32(const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const float *x, float *y) {
+  pool_run(d, pe, mode, cip, x, NULL, y);
+}
+
+void galv_pool_grad_f32(const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const float *x, const float *dy,
+                        float *dx) {
+  pool_run(d, pe, mode, cip, x, dy, dx);
 }

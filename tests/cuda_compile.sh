@@ -110,6 +110,19 @@ for fam in gpt2 bert llama vit t5; do
   done
 done
 
+# ---- the vision ops' kernels (pool, pool_grad, conv_grad_input as ConvTranspose): a small CNN, inference and training
+python3 -c "import sys; sys.path.insert(0, '$SRC/tests/vision'); import onnx, make_op_models as m; onnx.save(m.train_model(), '$T/cnn.onnx')"
+for extra in "" "--train"; do
+  d=$T/cnn$(echo "$extra" | tr -d ' -')
+  if "$BUILD/galvc" "$T/cnn.onnx" $extra --target cuda --no-build -q -o "$d/" &&
+     make -s -C "$d" GALV_CU_LIB="$T/lib/libgalv_cuda.a" NVFLAGS="${NVF[*]}" >"$d.log" 2>&1 &&
+     grep -q 'galv_cu_pool(' "$d/program.cu" && { [ -z "$extra" ] || grep -q 'galv_cu_pool_grad(' "$d/program.cu"; }; then
+    echo "✓ cnn ${extra:-inference}: $(grep -c '^  GALV_CU_PROF' "$d/program.cu") kernel calls (pool, conv_grad_input${extra:+, pool_grad})"
+  else
+    echo "✗ cnn ${extra:-inference}"; cat "$d.log" 2>/dev/null; fail=1
+  fi
+done
+
 # ---- 2-rank programs (collectives in program.cu): GPT-2 tp inference, dp and tp
 # training, linked with the NCCL backend (default) and the host-staged one (make COMM=staged)
 if [ $MPI = 1 ]; then

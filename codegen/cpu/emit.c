@@ -202,6 +202,16 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *k, char p[][
     fprintf(f, "    galv_conv_grad_%s_f32(&d, (const float *)%s, (const float *)%s, (float *)%s); }\n",
             k->kernel == CG_K_CONV_GRAD_WEIGHT ? "weight" : "input", p[k->src], p[k->aux[0]], dst);
     return 0;
+  case CG_K_POOL:
+  case CG_K_POOL_GRAD:
+    cg_conv_lit(f, &k->conv);
+    fprintf(f, "    static const int64_t pe[] = "), cg_dims_lit(f, k->rank, k->dims);
+    if (k->kernel == CG_K_POOL)
+      fprintf(f, ";\n    galv_pool_f32(&d, pe, %d, %d, (const float *)%s, (float *)%s); }\n", k->kind, k->kind2, p[k->src], dst);
+    else
+      fprintf(f, ";\n    galv_pool_grad_f32(&d, pe, %d, %d, (const float *)%s, (const float *)%s, (float *)%s); }\n", k->kind,
+              k->kind2, p[k->src], p[k->aux[0]], dst);
+    return 0;
   default:
     return gv_error_op(e->m, op, "cpu codegen: the %s kernel is not in the cpu runtime", cg_kernel_names[k->kernel]);
   }

@@ -410,6 +410,17 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
               (long long)e->cvt, k);
     return 0;
   }
+  case CG_K_POOL:
+  case CG_K_POOL_GRAD: {
+    bool pg = kc->kernel == CG_K_POOL_GRAD;
+    cg_conv_lit(f, &kc->conv);
+    fprintf(f, "    static const int64_t pe[] = "), cg_dims_lit(f, kc->rank, kc->dims);
+    if (!pg) fprintf(f, ";\n    galv_cu_pool(%s, &d, pe, %d, %d, %s, %s); }\n", vdt(e, y), kc->kind, kc->kind2, src, dst);
+    else
+      fprintf(f, ";\n    galv_cu_pool_grad(%s, &d, pe, %d, %d, %s, %s, %s); }\n", vdt(e, y), kc->kind, kc->kind2, src,
+              p[kc->aux[0]], dst);
+    return 0;
+  }
   case CG_K_CONV_GRAD_INPUT:
   case CG_K_CONV_GRAD_WEIGHT: {
     bool wg = kc->kernel == CG_K_CONV_GRAD_WEIGHT;

@@ -185,6 +185,12 @@ void galv_cu_gemm(int dt, const galv_cu_gemm_desc *g, const void *a, const void 
 /* the same with C stored as cdt: bf16 A and B into an fp32 C (bf16 training: parameter gradients) */
 void galv_cu_gemm_to(int dt, int cdt, const galv_cu_gemm_desc *g, const void *a, const void *b, void *c);
 void galv_cu_conv(int dt, const galv_conv_desc *d, const void *x, const void *w, const void *bias, void *y);
+/* MaxPool / AveragePool (ir/pool_ops.c semantics), conv descriptor with M = G = C,
+ * pe the end pads, mode 0 max 1 avg, cip count_include_pad; x, y, dy, dx stored dt.
+ * pool_grad: one thread per (n, c) plane walks its windows in order (no atomics). */
+void galv_cu_pool(int dt, const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const void *x, void *y);
+void galv_cu_pool_grad(int dt, const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const void *x,
+                       const void *dy, void *dx);
 /* float32 <-> storage conversion of n elements (dt GALV_BF16: to/from bf16) */
 void galv_cu_from_f32(int dt, void *dst, const float *src, int64_t n);
 void galv_cu_to_f32(int dt, float *dst, const void *src, int64_t n);

@@ -595,6 +595,134 @@ void galv_cu_conv(int dt, const galv_conv_desc *d, const void *x, const void *w,
   GALV_CU_LAUNCHED();
 }
 
+/* ---------------------------------------------------------------- pool */
+
+typedef struct {
+  galv_conv_desc d;
+  int64_t pe[GALV_RT_MAX_RANK];
+  int mode, cip;
+} pool_arg;
+
+/* The avg divisor of output position op[] (the window clipped to the input,
+ * or with cip to the padded extent). */
+__device__ static int64_t pool_count(const pool_arg &a, const int64_t *op) {
+  const galv_conv_desc &d = a.d;
+  int64_t count = 1;
+  for (int s = 0; s < d.S; s++) {
+    int64_t c = 0;
+    for (int64_t j = 0; j < d.k[s]; j++) {
+      int64_t q = op[s] * d.stride[s] - d.pad[s] + j * d.dil[s];
+      c += a.cip ? (q >= -d.pad[s] && q < d.in[s] + a.pe[s]) : (q >= 0 && q < d.in[s]);
+    }
+    count *= c;
+  }
+  return count;
+}
+
+/* Visits output p's window of plane xp in order: max (mode 0) returns the
+ * value and *arg the offset of the first maximum; avg returns the mean. */
+template <typename T>
+__device__ static float pool_one(const pool_arg &a, const T *xp, int64_t p, int64_t *arg, int64_t *cnt) {
+  const galv_conv_desc &d = a.d;
+  int S = d.S;
+  int64_t op[GALV_RT_MAX_RANK], kn = 1;
+  for (int s = S - 1; s >= 0; s--) op[s] = p % d.out[s], p /= d.out[s];
+  for (int s = 0; s < S; s++) kn *= d.k[s];
+  float best = -INFINITY, sum = 0.0f;
+  *arg = -1;
+  for (int64_t kk = 0; kk < kn; kk++) {
+    int64_t q = kk, off = 0, ok = 1, kc[GALV_RT_MAX_RANK];
+    for (int s = S - 1; s >= 0; s--) kc[s] = q % d.k[s], q /= d.k[s];
+    for (int s = 0; s < S && ok; s++) {
+      int64_t pos = op[s] * d.stride[s] - d.pad[s] + kc[s] * d.dil[s];
+      ok = pos >= 0 && pos < d.in[s];
+      off = off * d.in[s] + pos;
+    }
+    if (!ok) continue;
+    float v = ldf(xp, off);
+    if (*arg < 0 || v > best || (isnan(v) && !isnan(best))) best = v, *arg = off;
+    sum += v;
+  }
+  *cnt = pool_count(a, op);
+  return a.mode == 0 ? best : (*cnt ? sum / (float)*cnt : 0.0f);
+}
+
+template <typename T>
+__global__ void pool_k(T *y, const T *x, pool_arg a, int64_t n, int64_t P, int64_t IS) {
+  GRID_STRIDE(i, n) {
+    int64_t arg, cnt;
+    stf(y, i, pool_one(a, x + (i / P) * IS, i % P, &arg, &cnt));
+  }
+}
+
+template <typename T>
+__global__ void pool_grad_k(T *dx, const T *x, const T *dy, pool_arg a, int64_t planes, int64_t P, int64_t IS) {
+  const galv_conv_desc &d = a.d;
+  GRID_STRIDE(pl, planes) {
+    T *dp = dx + pl * IS;
+    for (int64_t j = 0; j < IS; j++) stf(dp, j, 0.0f);
+    for (int64_t p = 0; p < P; p++) {
+      int64_t arg, cnt;
+      pool_one(a, x + pl * IS, p, &arg, &cnt);
+      float g = ldf(dy, pl * P + p);
+      if (a.mode == 0) {
+        if (arg >= 0) stf(dp, arg, ldf(dp, arg) + g);
+        continue;
+      }
+      /* avg: every in-input position of the window */
+      int64_t op[GALV_RT_MAX_RANK], q = p, kn = 1;
+      for (int s = d.S - 1; s >= 0; s--) op[s] = q % d.out[s], q /= d.out[s];
+      for (int s = 0; s < d.S; s++) kn *= d.k[s];
+      float v = cnt ? g / (float)cnt : 0.0f;
+      for (int64_t kk = 0; kk < kn; kk++) {
+        int64_t r = kk, off = 0, ok = 1, kc[GALV_RT_MAX_RANK];
+        for (int s = d.S - 1; s >= 0; s--) kc[s] = r % d.k[s], r /= d.k[s];
+        for (int s = 0; s < d.S && ok; s++) {
+          int64_t pos = op[s] * d.stride[s] - d.pad[s] + kc[s] * d.dil[s];
+          ok = pos >= 0 && pos < d.in[s];
+          off = off * d.in[s] + pos;
+        }
+        if (ok) stf(dp, off, ldf(dp, off) + v);
+      }
+    }
+  }
+}
+
+static pool_arg pool_arg_of(const galv_conv_desc *d, const int64_t *pe, int mode, int cip, int64_t *P, int64_t *IS) {
+  pool_arg a;
+  a.d = *d;
+  a.mode = mode, a.cip = cip;
+  *P = 1, *IS = 1;
+  for (int s = 0; s < d->S; s++) a.pe[s] = pe[s], *P *= d->out[s], *IS *= d->in[s];
+  return a;
+}
+
+void galv_cu_pool(int dt, const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const void *x, void *y) {
+  int64_t P, IS;
+  pool_arg a = pool_arg_of(d, pe, mode, cip, &P, &IS);
+  int64_t n = d->N * d->C * P;
+  if (n == 0) return;
+  unsigned g = galv_cu_blocks(n);
+  if (dt == GALV_BF16)
+    GALV_LAUNCH(pool_k, g, 256, 0, galv_cu.stream, (galv_bf16 *)y, (const galv_bf16 *)x, a, n, P, IS);
+  else GALV_LAUNCH(pool_k, g, 256, 0, galv_cu.stream, (float *)y, (const float *)x, a, n, P, IS);
+  GALV_CU_LAUNCHED();
+}
+
+void galv_cu_pool_grad(int dt, const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const void *x,
+                       const void *dy, void *dx) {
+  int64_t P, IS;
+  pool_arg a = pool_arg_of(d, pe, mode, cip, &P, &IS);
+  int64_t planes = d->N * d->C;
+  if (planes == 0 || IS == 0) return;
+  unsigned g = galv_cu_blocks(planes);
+  if (dt == GALV_BF16)
+    GALV_LAUNCH(pool_grad_k, g, 256, 0, galv_cu.stream, (galv_bf16 *)dx, (const galv_bf16 *)x, (const galv_bf16 *)dy,
+                a, planes, P, IS);
+  else GALV_LAUNCH(pool_grad_k, g, 256, 0, galv_cu.stream, (float *)dx, (const float *)x, (const float *)dy, a, planes, P, IS);
+  GALV_CU_LAUNCHED();
+}
+
 /* ---------------------------------------------------------------- conversions */
 
 __global__ void f32_to_bf16_k(galv_bf16 *d, const float *s, int64_t n) {

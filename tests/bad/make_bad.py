@@ -139,6 +139,46 @@ def main(argv):
     onnx.checker.check_model(m)
     save(m, case("if_nonconst.onnx", "If"))
 
+    # --- malformed vision / recurrent ops (one line naming the node) ---------
+    x4 = [vi("x", [2, 3, 8, 8])]
+    f32 = lambda *s: numpy_helper.from_array(np.ones(s, np.float32), "w")  # noqa: E731
+    i64 = lambda n, *v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    for fname, node, inits, ins, expect in [
+        ("maxpool_no_kernel.onnx", helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool"), [], x4,
+         "(MaxPool): needs kernel_shape"),
+        ("maxpool_big_window.onnx", helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[9, 9]),
+         [], x4, "pool window does not fit"),
+        ("avgpool_big_pad.onnx", helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool",
+                                                  kernel_shape=[2, 2], pads=[2, 2, 2, 2]), [], x4,
+         "pads must be smaller than the kernel extent"),
+        ("maxpool_indices.onnx", helper.make_node("MaxPool", ["x"], ["y", "idx"], name="/pool/MaxPool",
+                                                  kernel_shape=[2, 2]), [], x4, "at most 1 supported"),
+        ("pad_mode.onnx", helper.make_node("Pad", ["x", "p"], ["y"], name="/Pad", mode="mirror"),
+         [i64("p", 0, 0, 1, 1, 0, 0, 1, 1)], x4, "unsupported Pad mode 'mirror'"),
+        ("pad_count.onnx", helper.make_node("Pad", ["x", "p"], ["y"], name="/Pad"), [i64("p", 1, 1)], x4,
+         "pads has 2 values for 4 axes"),
+        ("pad_reflect_big.onnx", helper.make_node("Pad", ["x", "p"], ["y"], name="/Pad", mode="reflect"),
+         [i64("p", 0, 0, 8, 0, 0, 0, 0, 0)], x4, "reflect pads (8, 0) do not fit axis 2 of size 8"),
+        ("resize_cubic.onnx", helper.make_node("Resize", ["x", "", "s"], ["y"], name="/Resize", mode="cubic"),
+         [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "s")], x4, "unsupported Resize mode 'cubic'"),
+        ("resize_dynamic.onnx", helper.make_node("Resize", ["x", "", "s"], ["y"], name="/Resize"), [],
+         x4 + [vi("s", [4])], "dynamic shape"),
+        ("convtranspose_channels.onnx", helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="/up/ConvTranspose"),
+         [f32(4, 2, 2, 2)], x4, "input channels 3 do not match weight 4"),
+        ("batchnorm_running_outputs.onnx", helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                                                            ["y", "rm", "rv"], name="/bn/BatchNormalization"),
+         [numpy_helper.from_array(np.ones(3, np.float32), n) for n in "sbmv"], x4, "need training_mode=1"),
+        ("lstm_clip.onnx", helper.make_node("LSTM", ["x", "W", "R"], ["y"], name="/rnn/LSTM", hidden_size=2, clip=1.0),
+         [numpy_helper.from_array(np.ones((1, 8, 4), np.float32), "W"),
+          numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "R")], [vi("x", [3, 2, 4])], "(LSTM): unsupported: clip"),
+        ("gru_shapes.onnx", helper.make_node("GRU", ["x", "W", "R"], ["y"], name="/rnn/GRU", hidden_size=3),
+         [numpy_helper.from_array(np.ones((1, 8, 4), np.float32), "W"),
+          numpy_helper.from_array(np.ones((1, 8, 2), np.float32), "R")], [vi("x", [3, 2, 4])],
+         "W / R shapes do not match 1 directions, 3 gates and hidden_size 3"),
+    ]:
+        m = model([node], ins, [vi(node.output[0], [])], inits)
+        save(m, case(fname, expect))
+
     # valid, but names that break naive C strings / comments / MLIR text
     evil = 'evil */ "quoted" back\\slash\nnewline'
     x, h, y = 'in */ "x"\\\n', 'mid */ "h" \\n\n', 'out "y" */\\'

@@ -35,6 +35,8 @@ def main():
     inits = []
     for i, t in enumerate(g.initializer):
         a = numpy_helper.to_array(t)
+        if a.dtype.name == "bfloat16":  # Debian's numpy cannot read it back; float32 holds every bfloat16 exactly
+            a = a.astype(np.float32)
         f = "init%d.npy" % i
         np.save(os.path.join(out, f), a)
         inits.append({"name": t.name, "file": f})
