@@ -375,6 +375,11 @@ int galv_write_npy(const char *path, const galv_io *o, const void *data, char *e
  * nblocks-block file (one block per rank). */
 const char *galv_map_weights(const char *path, int64_t expect, size_t *len);
 const char *galv_map_weights_block(const char *path, int64_t bytes, int nblocks, int index, size_t *len);
+/* The same, not fatal: the mapped block (munmap *len bytes when *len > 0),
+ * or NULL with "PATH: reason" in err; *common: an error every rank finds
+ * alike (the file's existence, kind and size), not its own block's. */
+const char *galv_weights_open(const char *path, int64_t bytes, int nblocks, int index, size_t *len, int *common, char *err,
+                              size_t errlen);
 
 /* Checkpoints (runtime/io.c): global tensors by name, CRC-32 checked, written
  * atomically (PATH.tmp, fsync, rename). Each call returns 0, or -1 with a

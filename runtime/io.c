@@ -360,47 +360,62 @@ const char *galv_map_weights(const char *path, int64_t expect, size_t *len) {
   return galv_map_weights_block(path, expect, 1, 0, len);
 }
 
-const char *galv_map_weights_block(const char *path, int64_t bytes, int nblocks, int index, size_t *len) {
-  /* every rank finds a missing or mis-sized file alike; its own block's checksum is its own */
-#define all(...) do { if (nblocks > 1) galv_fatal_all(__VA_ARGS__); galv_fatal(__VA_ARGS__); } while (0)
+const char *galv_weights_open(const char *path, int64_t bytes, int nblocks, int index, size_t *len, int *common, char *err,
+                              size_t errlen) {
+  /* every rank finds a missing or mis-sized file alike (common); its own block's map and checksum are its own */
+#define FAIL(all, ...) do { *common = all; snprintf(err, errlen, __VA_ARGS__); return NULL; } while (0)
+  *len = 0, *common = 0;
+  if (bytes < 0 || nblocks < 1 || index < 0 || index >= nblocks) FAIL(1, "%s: bad weights layout", path);
   int64_t expect = galv_weights_file_bytes(bytes, nblocks), stride = galv_weights_stride(bytes, nblocks);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) all("%s: cannot open the weights file: %s", path, strerror(errno));
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) FAIL(1, "%s: cannot open the weights file: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st)) {
     close(fd);
-    all("%s: cannot stat the weights file: %s", path, strerror(errno));
+    FAIL(1, "%s: cannot stat the weights file: %s", path, strerror(errno));
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    all("%s: the weights file is not a regular file", path);
+    FAIL(1, "%s: the weights file is not a regular file", path);
   }
   if ((int64_t)st.st_size != expect) {
     close(fd);
     if (nblocks > 1)
-      all("%s: weights file has %lld bytes, the program expects %lld (%d ranks x %lld and the checksums; rebuild with galvc)",
-          path, (long long)st.st_size, (long long)expect, nblocks, (long long)stride);
-    all("%s: weights file has %lld bytes, the program expects %lld (rebuild with galvc)", path, (long long)st.st_size,
-        (long long)expect);
+      FAIL(1, "%s: weights file has %lld bytes, the program expects %lld (%d ranks x %lld and the checksums; rebuild with galvc)",
+           path, (long long)st.st_size, (long long)expect, nblocks, (long long)stride);
+    FAIL(1, "%s: weights file has %lld bytes, the program expects %lld (rebuild with galvc)", path, (long long)st.st_size,
+         (long long)expect);
   }
-  *len = (size_t)bytes;
   static const char none[64];
   const char *p = none;
   if (bytes) {
     void *m = mmap(NULL, (size_t)bytes, PROT_READ, MAP_PRIVATE, fd, (off_t)(stride * index));
     if (m == MAP_FAILED) {
       close(fd);
-      if (nblocks > 1) galv_fatal("%s: cannot map rank %d's block of the weights file: %s", path, index, strerror(errno));
-      galv_fatal("%s: cannot map the weights file: %s", path, strerror(errno));
+      if (nblocks > 1) FAIL(0, "%s: cannot map rank %d's block of the weights file: %s", path, index, strerror(errno));
+      FAIL(0, "%s: cannot map the weights file: %s", path, strerror(errno));
     }
     p = m;
   }
-  char err[256];
-  int bad = galv_weights_verify(fd, p, bytes, nblocks, index, err, sizeof err);
+  char why[256];
+  int bad = galv_weights_verify(fd, p, bytes, nblocks, index, why, sizeof why);
   close(fd);
-  if (bad) galv_fatal("%s: %s", path, err);
+  if (bad) {
+    if (bytes) munmap((void *)p, (size_t)bytes);
+    FAIL(0, "%s: %s", path, why);
+  }
+  *len = (size_t)bytes;
   return p;
-#undef all
+#undef FAIL
+}
+
+const char *galv_map_weights_block(const char *path, int64_t bytes, int nblocks, int index, size_t *len) {
+  char err[4400];
+  int common;
+  const char *p = galv_weights_open(path, bytes, nblocks, index, len, &common, err, sizeof err);
+  if (p) return p;
+  if (common && nblocks > 1) galv_fatal_all("%s", err);
+  galv_fatal("%s", err);
 }
 
 /* ---------------------------------------------------------------- checkpoints
