@@ -153,6 +153,7 @@ typedef struct {
 } buf;
 
 static int put(buf *b, const void *src, size_t len) {
+  if (!len) return 0; /* an empty field (raw_data of 0 bytes) leaves b->d NULL: no offset on it */
   if (b->n + len > b->cap) {
     size_t c = b->cap ? b->cap * 2 : 64;
     while (c < b->n + len) c *= 2;
