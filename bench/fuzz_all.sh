@@ -9,7 +9,10 @@
 # WORKDIR/budget-crashes/), wall and CPU seconds. A target stops at its
 # first finding (its executions then say how far it got). Logs:
 # WORKDIR/budget-TARGET.log. Exit status non-zero when any target found
-# something. Example (the issue's budget, in the background):
+# something. GALV_FUZZ_MAX_SECONDS=S also stops each target after S seconds
+# (-max_total_time: a budget that must end by a deadline; the executions
+# column says what ran); GALV_FUZZ_BUILD=0 skips the build (another
+# fuzz_all.sh on the same WORKDIR built it). Example (the issue's budget, in the background):
 #   nice -n 19 bash bench/fuzz_all.sh 1000000 build-fuzz frontend=10000000 ir=10000000 \
 #     plan sharding cluster npy ckpt weights > fuzz_all.txt 2>&1 &
 set -eu
@@ -18,7 +21,9 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${2:-$SRC/build-fuzz}
 shift $(($# > 2 ? 2 : $#))
 SPECS=${*:-frontend ir plan sharding cluster npy ckpt weights}
-bash "$SRC/tests/fuzz/build.sh" "$WORK" >/dev/null
+[ "${GALV_FUZZ_BUILD:-1}" = 0 ] || bash "$SRC/tests/fuzz/build.sh" "$WORK" >/dev/null
+maxt=()
+[ -z "${GALV_FUZZ_MAX_SECONDS:-}" ] || maxt=(-max_total_time="$GALV_FUZZ_MAX_SECONDS")
 mkdir -p "$WORK/budget-crashes"
 printf '%-9s %12s %7s %8s %7s %6s %8s %5s %9s %9s\n' target executions cov ft crashes leaks timeouts ooms wall_s cpu_s
 fail=0
@@ -31,9 +36,10 @@ for spec in $SPECS; do
   log="$WORK/budget-$t.log"
   rc=0
   /usr/bin/time -f '%e %U %S' -o "$WORK/budget-$t.time" \
-    "$WORK/fuzz_$t" "$WORK/corpus/$t" -runs="$n" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -close_fd_mask=2 \
+    "$WORK/fuzz_$t" "$WORK/corpus/$t" -runs="$n" "${maxt[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -close_fd_mask=2 \
     -artifact_prefix="$pre" -print_final_stats=1 >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#') # killed: its last status line
   covl=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -1)
   cov=$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<<"$covl")
   ft=$(sed -n 's/.*ft: \([0-9]*\).*/\1/p' <<<"$covl")
