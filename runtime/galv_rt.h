@@ -58,6 +58,9 @@ void galv_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noret
  * found the error alone and reports it under its own name (program[R]).
  * Errors that depend on the rank keep galv_fatal ("program[R]: error: ..."). */
 void galv_fatal_all(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* The test hook GALV_TEST_DIE=POINT:RANK[:N]: rank RANK dies (SIGKILL) at the
+ * N-th pass through the named point (runtime/io.c). */
+void galv_test_point(const char *point);
 extern int galv_fatal_rank;          /* set by multi-rank programs: this rank (0: prints galv_fatal_all) */
 extern const char *galv_fatal_name;  /* the name galv_fatal_all prints (NULL: galv_progname) */
 /* The launch script that starts this program's ranks, for messages: argv[0]'s
