@@ -12,7 +12,10 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   galv_ckpt c;
-  if (galv_ckpt_open(&c, fuzz_file(data, size))) return 0;
+  if (galv_ckpt_open(&c, fuzz_file(data, size))) {
+    fuzz_fds_check();
+    return 0;
+  }
   for (int i = 0; i < c.n; i++) {
     void *dst = malloc(c.e[i].nbytes ? (size_t)c.e[i].nbytes : 1);
     if (!dst) abort();
@@ -20,5 +23,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(dst);
   }
   galv_ckpt_close(&c);
+  fuzz_fds_check();
   return 0;
 }

@@ -17,5 +17,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   galv_tensor t;
   char *name = NULL;
   if (galv_read_pb(data, size, &t, &name, err, sizeof err) == 0) free(t.data), free(name);
+  fuzz_fds_check();
   return 0;
 }

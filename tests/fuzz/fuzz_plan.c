@@ -11,5 +11,6 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   gv_plan p;
   (void)gv_plan_read(fuzz_file(data, size), &p, 3);
+  fuzz_fds_check();
   return 0;
 }

@@ -32,5 +32,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   gv_shard_opts.quiet = true;
   (void)gv_pass_propagate_sharding(m);
   gv_module_free(m);
+  fuzz_fds_check();
   return 0;
 }

@@ -18,5 +18,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int common;
   const char *p = galv_weights_open(fuzz_file(data + 4, size - 4), bytes, nblocks, index, &len, &common, err, sizeof err);
   if (p && len) munmap((void *)p, len);
+  fuzz_fds_check();
   return 0;
 }
