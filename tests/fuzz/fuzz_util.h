@@ -11,42 +11,52 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+static int fuzz_memfd = -1;
+
 /* The path of a memfd holding exactly data[0..size). */
 static const char *fuzz_file(const uint8_t *data, size_t size) {
-  static int fd = -1;
   static char path[64];
-  if (fd < 0) {
-    fd = memfd_create("galv-fuzz", MFD_CLOEXEC);
-    if (fd < 0) perror("memfd_create"), abort();
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  if (fuzz_memfd < 0) {
+    fuzz_memfd = memfd_create("galv-fuzz", MFD_CLOEXEC);
+    if (fuzz_memfd < 0) perror("memfd_create"), abort();
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fuzz_memfd);
   }
-  if (ftruncate(fd, 0)) perror("ftruncate"), abort();
+  if (ftruncate(fuzz_memfd, 0)) perror("ftruncate"), abort();
   for (size_t got = 0; got < size;) {
-    ssize_t k = pwrite(fd, data + got, size - got, (off_t)got);
+    ssize_t k = pwrite(fuzz_memfd, data + got, size - got, (off_t)got);
     if (k <= 0) perror("pwrite"), abort();
     got += (size_t)k;
   }
   return path;
 }
 
-/* Called at the end of each input: aborts when the reader left a file
- * descriptor open (a FILE it did not close is no leak to LSan, since glibc
- * lists every open FILE; fds are what such a leak exhausts). */
+/* Called at the end of each input: aborts when the reader left the input
+ * file open (a FILE it did not close is no leak to LSan, since glibc lists
+ * every open FILE; descriptors are what such a leak exhausts). Only
+ * descriptors of the input count: libFuzzer's own (its symbolizer's pipes)
+ * come and go. */
 static void fuzz_fds_check(void) {
-  static int base = -1;
-  int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) perror("open /dev/null"), abort();
-  close(fd);
-  if (base < 0) base = fd;
-  if (fd > base) {
-    fprintf(stdout, "the reader left file descriptor %d open\n", base);
-    fflush(stdout);
-    abort();
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) perror("opendir /proc/self/fd"), abort();
+  for (struct dirent *e; (e = readdir(d));) {
+    int fd = atoi(e->d_name);
+    if (e->d_name[0] == '.' || fd == fuzz_memfd || fd == dirfd(d)) continue;
+    char link[64], target[256];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0 && (target[n] = 0, strstr(target, "memfd:galv-fuzz"))) {
+      fprintf(stdout, "the reader left the input file open (descriptor %d)\n", fd);
+      fflush(stdout);
+      abort();
+    }
   }
+  closedir(d);
 }
 
 #endif
