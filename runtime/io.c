@@ -283,23 +283,31 @@ int galv_read_pb(const void *data, size_t len, galv_tensor *t, char **name, char
   }
   size_t es = galv_dtype_size(t->dtype), want = (size_t)n * es;
   t->nbytes = want;
+  /* the data present must match the dims before anything is allocated for
+   * them: dims alone (a few bytes of input) may ask for exabytes */
+  if (has_raw) {
+    if (raw.n != want) BAD("raw_data holds %zu bytes, dims and data_type need %zu", raw.n, want);
+  } else if (t->dtype == GALV_F32) {
+    if (f32.n != want) BAD("float_data holds %zu values, dims need %lld", f32.n / 4, (long long)n);
+  } else if (t->dtype == GALV_F64) {
+    if (f64.n != want) BAD("double_data holds %zu values, dims need %lld", f64.n / 8, (long long)n);
+  } else if (t->dtype == GALV_I64) {
+    if (i64.n != want) BAD("int64_data holds %zu values, dims need %lld", i64.n / 8, (long long)n);
+  } else if (i32.n != (size_t)n * 4) {
+    BAD("int32_data holds %zu values, dims need %lld", i32.n / 4, (long long)n);
+  }
   t->data = malloc(want ? want : 1);
   if (!t->data) BAD("out of memory");
   if (has_raw) {
-    if (raw.n != want) BAD("raw_data holds %zu bytes, dims and data_type need %zu", raw.n, want);
     if (want) memcpy(t->data, raw.d, want); /* 0 bytes: raw.d is NULL */
   } else if (t->dtype == GALV_F32) {
-    if (f32.n != want) BAD("float_data holds %zu values, dims need %lld", f32.n / 4, (long long)n);
     if (want) memcpy(t->data, f32.d, want); /* 0 bytes: f32.d is NULL */
   } else if (t->dtype == GALV_F64) {
-    if (f64.n != want) BAD("double_data holds %zu values, dims need %lld", f64.n / 8, (long long)n);
     if (want) memcpy(t->data, f64.d, want); /* 0 bytes: f64.d is NULL */
   } else if (t->dtype == GALV_I64) {
-    if (i64.n != want) BAD("int64_data holds %zu values, dims need %lld", i64.n / 8, (long long)n);
     if (want) memcpy(t->data, i64.d, want); /* 0 bytes: i64.d is NULL */
   } else {
     /* int32_data carries i32, i16, i8, u8, bool, f16, bf16 (one value each) */
-    if (i32.n != (size_t)n * 4) BAD("int32_data holds %zu values, dims need %lld", i32.n / 4, (long long)n);
     for (int64_t i = 0; i < n; i++) {
       int32_t v;
       memcpy(&v, i32.d + i * 4, 4);
