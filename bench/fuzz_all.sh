@@ -45,7 +45,7 @@ for spec in $SPECS; do
   ft=$(sed -n 's/.*ft: \([0-9]*\).*/\1/p' <<<"$covl")
   count() { ls "$pre$1"-* 2>/dev/null | wc -l; }
   c=$(count crash) l=$(count leak) h=$(count timeout) o=$(count oom)
-  read -r wall u s <"$WORK/budget-$t.time" || true
+  read -r wall u s < <(tail -1 "$WORK/budget-$t.time") || true # after "Command exited with non-zero status N"
   cpu=$(awk -v u="${u:-0}" -v s="${s:-0}" 'BEGIN { printf "%.1f", u + s }')
   printf '%-9s %12s %7s %8s %7s %6s %8s %5s %9s %9s\n' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$c" "$l" "$h" "$o" "${wall:-?}" "$cpu"
   if [ "$rc" != 0 ] || [ $((c + l + h + o)) != 0 ]; then
