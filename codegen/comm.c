@@ -500,3 +500,53 @@ int cg_emit_comm_op(cg_comm *c, FILE *f, const gv_op *op, char p[][64]) {
   }
 }
 
+
+/* ---------------------------------------------------------------- launch scripts
+ *
+ * The sh function every launch script (SPMD: codegen/cpu/emit_comm.c;
+ * pipeline: tools/galvc_pipeline.c) runs mpirun through, so that neither
+ * hides a failure nor buries it in banners: the ranks' own lines (their
+ * error line included) pass through; mpirun's dash-framed banners are
+ * dropped (so are the help-aggregation notes and ORTE_ERROR_LOG lines of
+ * an aborted job), and the one that says a rank died of a signal (the rank itself
+ * prints nothing) becomes one line naming the rank, its host, its program
+ * and the signal; a rank that ended non-zero without a line of its own is
+ * named from the banner too. The exit status is mpirun's (128 + the signal
+ * for a killed rank). GALV_WHO names the program (SPMD) or the directory
+ * (pipeline, with GALV_RANKS: each rank's stage folder, in rank order). */
+const char cg_launch_mpirun_sh[] =
+    "# galv_mpirun MPIRUN ARGS..: the ranks' lines pass; mpirun's banners become one line naming\n"
+    "# the failing rank, its host and the cause (a rank killed by a signal prints nothing itself)\n"
+    "galv_mpirun() {\n"
+    "  t=$(mktemp -d \"${TMPDIR:-/tmp}/galv-launch.XXXXXX\") || exit 1\n"
+    "  exec 3>&1\n"
+    "  { \"$@\" 2>&1 1>&3 3>&-; echo $? >\"$t/rc\"; } | awk -v who=\"$GALV_WHO\" -v ranks=\"${GALV_RANKS:-}\" -v told=\"$t/told\" '\n"
+    "    BEGIN { split(\"HUP INT QUIT ILL TRAP ABRT BUS FPE KILL USR1 SEGV USR2 PIPE ALRM TERM\", sn, \" \") }\n"
+    "    function prog(r,  rs) { if (ranks == \"\") return who; split(ranks, rs, \" \"); return who \"/\" rs[r + 1] \"/program\" }\n"
+    "    /^--------------------/ { blk = !blk; next }\n"
+    "    blk && /^mpirun noticed that process rank [0-9]+ with PID [0-9]+ on node .* exited on signal [0-9]+/ {\n"
+    "      s = $0; sub(/^mpirun noticed that process rank /, \"\", s); r = s; sub(/ .*$/, \"\", r)\n"
+    "      h = s; sub(/^.* on node /, \"\", h); sub(/ exited on signal .*$/, \"\", h)\n"
+    "      g = s; sub(/^.* exited on signal /, \"\", g); sub(/[^0-9].*$/, \"\", g)\n"
+    "      printf \"launch: error: rank %s on host %s (%s) was killed by signal %s (SIG%s); mpirun stopped the other ranks\\n\",\n"
+    "        r, h, prog(r), g, (g in sn) ? sn[g] : \"?\"\n"
+    "      fflush(); said = 1; next\n"
+    "    }\n"
+    "    blk && /Process name: \\[\\[[0-9]+,[0-9]+\\],[0-9]+\\]/ { s = $0; sub(/^.*\\],/, \"\", s); sub(/\\].*$/, \"\", s); er = s; next }\n"
+    "    blk && /Exit code: *[0-9]+/ { s = $0; sub(/^.*Exit code: */, \"\", s); ec = s; next }\n"
+    "    blk || /^\\[[^]]*\\] [0-9]+ more process/ || /^\\[[^]]*\\] .*ORTE_ERROR_LOG/ || /^Set MCA parameter \"orte_base_help_aggregate\"/ { next }\n"
+    "    { print; fflush(); lines++ }\n"
+    "    END {\n"
+    "      if (!said && !lines && er != \"\" && ec != \"\") {\n"
+    "        printf \"launch: error: rank %s (%s) exited with status %s and no error line\\n\", er, prog(er), ec; said = 1\n"
+    "      }\n"
+    "      if (said) printf \"\" > told\n"
+    "    }' >&2\n"
+    "  exec 3>&-\n"
+    "  rc=$(cat \"$t/rc\" 2>/dev/null || echo 1)\n"
+    "  if [ \"$rc\" -gt 128 ] && [ \"$rc\" -lt 160 ] && [ ! -e \"$t/told\" ]; then\n"
+    "    echo \"launch: error: a rank of $GALV_WHO was killed by signal $((rc - 128)) (SIG$(kill -l $((rc - 128)) 2>/dev/null)); mpirun stopped the other ranks\" >&2\n"
+    "  fi\n"
+    "  rm -rf \"$t\"\n"
+    "  return \"$rc\"\n"
+    "}\n";

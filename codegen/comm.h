@@ -64,4 +64,9 @@ void cg_comm_run_end(cg_comm *c, FILE *f);
 void cg_block_start(const gv_sharding *s, int rank, const int64_t *ld, int r, int64_t *start);
 int cg_is_split(const gv_sharding *s);
 
+/* The sh function galv_mpirun of the launch scripts (SPMD and pipeline):
+ * runs mpirun, passes the ranks' lines, turns mpirun's banners into one line
+ * naming the failing rank, its host and the cause (codegen/comm.c). */
+extern const char cg_launch_mpirun_sh[];
+
 #endif

@@ -1146,7 +1146,7 @@ static int axis_named(const gv_plan *p, const gv_json *v, const char *path, cons
   return gv_error_plain("%s: line %d: field '%s': expected null or a mesh axis name", path, v->line, field);
 }
 
-static int read_plan(const char *path, gv_plan *p, int nunits) {
+int gv_plan_read(const char *path, gv_plan *p, int nunits) {
   char *buf = NULL, err[256];
   size_t len = 0;
   if (galv_read_whole(path, GV_PLAN_FILE_MAX, &buf, &len, err, sizeof err)) return gv_error_plain("%s: %s", path, err);
@@ -1220,7 +1220,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   int64_t pred = 0, pred_mem = 0;
   int rc = 0;
   if (o->plan_in) {
-    rc = read_plan(o->plan_in, &plan, C.nl + 1);
+    rc = gv_plan_read(o->plan_in, &plan, C.nl + 1);
     const gv_mesh *given = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL; /* --mesh: must be the plan's */
     bool same = given && given->naxes == plan.naxes;
     for (int a = 0; same && a < plan.naxes; a++) same = !strcmp(given->axis[a], plan.axis[a]) && given->size[a] == plan.size[a];

@@ -71,6 +71,10 @@ int gv_pass_plan_sharding(gv_module *m);
  * -1 after an error line. */
 int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape, int naxes, const gv_cluster *c,
                   int64_t memory_limit, gv_plan *plan, gv_plan_cost *cost);
+/* Reads a plan.json (written by the pass) for a model of nunits planning
+ * units (the outer unit + the layers): every field strict and in range.
+ * Returns 0, or -1 after one error line naming the file (and line). */
+int gv_plan_read(const char *path, gv_plan *plan, int nunits);
 /* Pins plan's shardings onto m (its mesh becomes the plan's mesh). */
 int gv_plan_apply(gv_module *m, const gv_plan *plan);
 /* Describes unit u's strategy ("dp+tp(tp) zero"). */

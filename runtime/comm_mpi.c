@@ -340,6 +340,7 @@ void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, i
   order(q, send, n, recv, n, "galv_all_reduce");
   MPI_CHECK(MPI_Iallreduce(in_place ? MPI_IN_PLACE : send, recv, icount(count, "galv_all_reduce"), t, mpi_op(op),
                            c->comm, push(q, send, n, recv, n)));
+  galv_test_point("all_reduce");
 }
 
 void galv_all_gather(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
@@ -400,6 +401,7 @@ void galv_send(galv_comm *c, int peer, const void *buf, size_t count, int dtype,
     MPI_CHECK(MPI_Issend(buf, icount(count, "galv_send"), t, peer, 0, c->comm, push(q, buf, n, NULL, 0)));
   else
     MPI_CHECK(MPI_Isend(buf, icount(count, "galv_send"), t, peer, 0, c->comm, push(q, buf, n, NULL, 0)));
+  galv_test_point("send");
   complete_ungrouped(q, "an ungrouped galv_send");
 }
 

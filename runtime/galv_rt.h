@@ -58,6 +58,9 @@ void galv_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noret
  * found the error alone and reports it under its own name (program[R]).
  * Errors that depend on the rank keep galv_fatal ("program[R]: error: ..."). */
 void galv_fatal_all(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* The test hook GALV_TEST_DIE=POINT:RANK[:N]: rank RANK dies (SIGKILL) at the
+ * N-th pass through the named point (runtime/io.c). */
+void galv_test_point(const char *point);
 extern int galv_fatal_rank;          /* set by multi-rank programs: this rank (0: prints galv_fatal_all) */
 extern const char *galv_fatal_name;  /* the name galv_fatal_all prints (NULL: galv_progname) */
 /* The launch script that starts this program's ranks, for messages: argv[0]'s
@@ -381,6 +384,11 @@ int galv_write_npy(const char *path, const galv_io *o, const void *data, char *e
  * nblocks-block file (one block per rank). */
 const char *galv_map_weights(const char *path, int64_t expect, size_t *len);
 const char *galv_map_weights_block(const char *path, int64_t bytes, int nblocks, int index, size_t *len);
+/* The same, not fatal: the mapped block (munmap *len bytes when *len > 0),
+ * or NULL with "PATH: reason" in err; *common: an error every rank finds
+ * alike (the file's existence, kind and size), not its own block's. */
+const char *galv_weights_open(const char *path, int64_t bytes, int nblocks, int index, size_t *len, int *common, char *err,
+                              size_t errlen);
 
 /* Checkpoints (runtime/io.c): global tensors by name, CRC-32 checked, written
  * atomically (PATH.tmp, fsync, rename). Each call returns 0, or -1 with a

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,26 @@ void galv_fatal_all(const char *fmt, ...) {
     vfatal(galv_progname, fmt, ap);
   }
   vfatal(galv_fatal_name ? galv_fatal_name : galv_progname, fmt, ap);
+}
+
+/* A test hook (tests/rank_failure.sh): GALV_TEST_DIE=POINT:RANK[:N] makes world
+ * rank RANK kill itself with SIGKILL the N-th time (default 1) it reaches the
+ * named point: all_reduce (inside an all-reduce, its part posted), send (a
+ * pipeline transfer posted), checkpoint (a checkpoint save, the temporary
+ * file partly written). So a test ends a rank exactly inside a collective
+ * or a save, as kill -9 would, without racing it. Unset: one getenv. */
+void galv_test_point(const char *point) {
+  static int armed = -1, rank, left;
+  static char name[64];
+  if (armed < 0) {
+    const char *e = getenv("GALV_TEST_DIE");
+    armed = e && sscanf(e, "%63[^:]:%d:%d", name, &rank, &left) >= 2;
+    if (armed && left <= 0) left = 1;
+  }
+  if (armed && galv_fatal_rank == rank && !strcmp(point, name) && --left == 0) {
+    fflush(NULL);
+    raise(SIGKILL);
+  }
 }
 
 const char *galv_argv0;
@@ -153,6 +174,7 @@ typedef struct {
 } buf;
 
 static int put(buf *b, const void *src, size_t len) {
+  if (!len) return 0; /* an empty field (raw_data of 0 bytes) leaves b->d NULL: no offset on it */
   if (b->n + len > b->cap) {
     size_t c = b->cap ? b->cap * 2 : 64;
     while (c < b->n + len) c *= 2;
@@ -261,23 +283,31 @@ int galv_read_pb(const void *data, size_t len, galv_tensor *t, char **name, char
   }
   size_t es = galv_dtype_size(t->dtype), want = (size_t)n * es;
   t->nbytes = want;
+  /* the data present must match the dims before anything is allocated for
+   * them: dims alone (a few bytes of input) may ask for exabytes */
+  if (has_raw) {
+    if (raw.n != want) BAD("raw_data holds %zu bytes, dims and data_type need %zu", raw.n, want);
+  } else if (t->dtype == GALV_F32) {
+    if (f32.n != want) BAD("float_data holds %zu values, dims need %lld", f32.n / 4, (long long)n);
+  } else if (t->dtype == GALV_F64) {
+    if (f64.n != want) BAD("double_data holds %zu values, dims need %lld", f64.n / 8, (long long)n);
+  } else if (t->dtype == GALV_I64) {
+    if (i64.n != want) BAD("int64_data holds %zu values, dims need %lld", i64.n / 8, (long long)n);
+  } else if (i32.n != (size_t)n * 4) {
+    BAD("int32_data holds %zu values, dims need %lld", i32.n / 4, (long long)n);
+  }
   t->data = malloc(want ? want : 1);
   if (!t->data) BAD("out of memory");
   if (has_raw) {
-    if (raw.n != want) BAD("raw_data holds %zu bytes, dims and data_type need %zu", raw.n, want);
-    memcpy(t->data, raw.d, want);
+    if (want) memcpy(t->data, raw.d, want); /* 0 bytes: raw.d is NULL */
   } else if (t->dtype == GALV_F32) {
-    if (f32.n != want) BAD("float_data holds %zu values, dims need %lld", f32.n / 4, (long long)n);
-    memcpy(t->data, f32.d, want);
+    if (want) memcpy(t->data, f32.d, want); /* 0 bytes: f32.d is NULL */
   } else if (t->dtype == GALV_F64) {
-    if (f64.n != want) BAD("double_data holds %zu values, dims need %lld", f64.n / 8, (long long)n);
-    memcpy(t->data, f64.d, want);
+    if (want) memcpy(t->data, f64.d, want); /* 0 bytes: f64.d is NULL */
   } else if (t->dtype == GALV_I64) {
-    if (i64.n != want) BAD("int64_data holds %zu values, dims need %lld", i64.n / 8, (long long)n);
-    memcpy(t->data, i64.d, want);
+    if (want) memcpy(t->data, i64.d, want); /* 0 bytes: i64.d is NULL */
   } else {
     /* int32_data carries i32, i16, i8, u8, bool, f16, bf16 (one value each) */
-    if (i32.n != (size_t)n * 4) BAD("int32_data holds %zu values, dims need %lld", i32.n / 4, (long long)n);
     for (int64_t i = 0; i < n; i++) {
       int32_t v;
       memcpy(&v, i32.d + i * 4, 4);
@@ -360,47 +390,62 @@ const char *galv_map_weights(const char *path, int64_t expect, size_t *len) {
   return galv_map_weights_block(path, expect, 1, 0, len);
 }
 
-const char *galv_map_weights_block(const char *path, int64_t bytes, int nblocks, int index, size_t *len) {
-  /* every rank finds a missing or mis-sized file alike; its own block's checksum is its own */
-#define all(...) do { if (nblocks > 1) galv_fatal_all(__VA_ARGS__); galv_fatal(__VA_ARGS__); } while (0)
+const char *galv_weights_open(const char *path, int64_t bytes, int nblocks, int index, size_t *len, int *common, char *err,
+                              size_t errlen) {
+  /* every rank finds a missing or mis-sized file alike (common); its own block's map and checksum are its own */
+#define FAIL(all, ...) do { *common = all; snprintf(err, errlen, __VA_ARGS__); return NULL; } while (0)
+  *len = 0, *common = 0;
+  if (bytes < 0 || nblocks < 1 || index < 0 || index >= nblocks) FAIL(1, "%s: bad weights layout", path);
   int64_t expect = galv_weights_file_bytes(bytes, nblocks), stride = galv_weights_stride(bytes, nblocks);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) all("%s: cannot open the weights file: %s", path, strerror(errno));
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) FAIL(1, "%s: cannot open the weights file: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st)) {
     close(fd);
-    all("%s: cannot stat the weights file: %s", path, strerror(errno));
+    FAIL(1, "%s: cannot stat the weights file: %s", path, strerror(errno));
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    all("%s: the weights file is not a regular file", path);
+    FAIL(1, "%s: the weights file is not a regular file", path);
   }
   if ((int64_t)st.st_size != expect) {
     close(fd);
     if (nblocks > 1)
-      all("%s: weights file has %lld bytes, the program expects %lld (%d ranks x %lld and the checksums; rebuild with galvc)",
-          path, (long long)st.st_size, (long long)expect, nblocks, (long long)stride);
-    all("%s: weights file has %lld bytes, the program expects %lld (rebuild with galvc)", path, (long long)st.st_size,
-        (long long)expect);
+      FAIL(1, "%s: weights file has %lld bytes, the program expects %lld (%d ranks x %lld and the checksums; rebuild with galvc)",
+           path, (long long)st.st_size, (long long)expect, nblocks, (long long)stride);
+    FAIL(1, "%s: weights file has %lld bytes, the program expects %lld (rebuild with galvc)", path, (long long)st.st_size,
+         (long long)expect);
   }
-  *len = (size_t)bytes;
   static const char none[64];
   const char *p = none;
   if (bytes) {
     void *m = mmap(NULL, (size_t)bytes, PROT_READ, MAP_PRIVATE, fd, (off_t)(stride * index));
     if (m == MAP_FAILED) {
       close(fd);
-      if (nblocks > 1) galv_fatal("%s: cannot map rank %d's block of the weights file: %s", path, index, strerror(errno));
-      galv_fatal("%s: cannot map the weights file: %s", path, strerror(errno));
+      if (nblocks > 1) FAIL(0, "%s: cannot map rank %d's block of the weights file: %s", path, index, strerror(errno));
+      FAIL(0, "%s: cannot map the weights file: %s", path, strerror(errno));
     }
     p = m;
   }
-  char err[256];
-  int bad = galv_weights_verify(fd, p, bytes, nblocks, index, err, sizeof err);
+  char why[256];
+  int bad = galv_weights_verify(fd, p, bytes, nblocks, index, why, sizeof why);
   close(fd);
-  if (bad) galv_fatal("%s: %s", path, err);
+  if (bad) {
+    if (bytes) munmap((void *)p, (size_t)bytes);
+    FAIL(0, "%s: %s", path, why);
+  }
+  *len = (size_t)bytes;
   return p;
-#undef all
+#undef FAIL
+}
+
+const char *galv_map_weights_block(const char *path, int64_t bytes, int nblocks, int index, size_t *len) {
+  char err[4400];
+  int common;
+  const char *p = galv_weights_open(path, bytes, nblocks, index, len, &common, err, sizeof err);
+  if (p) return p;
+  if (common && nblocks > 1) galv_fatal_all("%s", err);
+  galv_fatal("%s", err);
 }
 
 /* ---------------------------------------------------------------- checkpoints
@@ -505,6 +550,12 @@ static int ck_read(galv_ckpt *c, void *p, size_t n, uint32_t *crc) {
   return 0;
 }
 
+static int ck_open_fail(galv_ckpt *c) {
+  fclose(c->f);
+  c->f = NULL;
+  return -1;
+}
+
 int galv_ckpt_open(galv_ckpt *c, const char *path) {
   memset(c, 0, sizeof *c);
   snprintf(c->path, sizeof c->path, "%s", path);
@@ -516,16 +567,19 @@ int galv_ckpt_open(galv_ckpt *c, const char *path) {
   const int64_t size = (int64_t)st.st_size;
   char mg[8];
   uint32_t u[2], crc = 0;
+  /* every failure from here closes the file (it is no leak LSan sees: glibc lists open FILEs) */
   if (size < 24 || ck_read(c, mg, 8, &crc) || memcmp(mg, ckpt_magic, 8))
-    return snprintf(c->err, sizeof c->err, "%s: not a galvc checkpoint (bad magic)", path), -1;
-  if (ck_read(c, u, 8, &crc) || ck_read(c, &c->steps, 8, &crc)) return -1;
+    return snprintf(c->err, sizeof c->err, "%s: not a galvc checkpoint (bad magic)", path), ck_open_fail(c);
+  if (ck_read(c, u, 8, &crc) || ck_read(c, &c->steps, 8, &crc)) return ck_open_fail(c);
   if (u[0] != CKPT_VERSION2)
-    return snprintf(c->err, sizeof c->err, "%s: checkpoint version %u, this program reads version %d", path, u[0], CKPT_VERSION2), -1;
+    return snprintf(c->err, sizeof c->err, "%s: checkpoint version %u, this program reads version %d", path, u[0], CKPT_VERSION2),
+           ck_open_fail(c);
   if (c->steps < 0 || c->steps > ((int64_t)1 << 50))
-    return snprintf(c->err, sizeof c->err, "%s: bad checkpoint header (step count %lld)", path, (long long)c->steps), -1;
+    return snprintf(c->err, sizeof c->err, "%s: bad checkpoint header (step count %lld)", path, (long long)c->steps),
+           ck_open_fail(c);
   int cap = 0;
   char *chunk = malloc(1 << 16);
-  if (!chunk) return snprintf(c->err, sizeof c->err, "%s: out of memory", path), -1;
+  if (!chunk) return snprintf(c->err, sizeof c->err, "%s: out of memory", path), ck_open_fail(c);
   int rc = -1;
   for (;;) {
     uint32_t nl;

@@ -459,6 +459,7 @@ static void pipe_save_checkpoint(const char *path, galv_comm *world, galv_queue 
         galv_ckpt_abandon(&w);
         galv_fatal("%s", w.err);
       }
+      if (lrank == 0) fflush(w.f), galv_test_point("checkpoint"); /* the file partly written */
     }
     free(h);
   }

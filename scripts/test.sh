@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what is needed, builds galvc with AddressSanitizer
 # and UndefinedBehaviorSanitizer, runs every test (ctest: C unit tests, lit +
-# FileCheck pass tests, model import and bad-input tests), then fuzzes the
-# ONNX frontend for $GALV_FUZZ_SECONDS (default 60) seconds.
+# FileCheck pass tests, model import and bad-input tests), then fuzzes every
+# reader (tests/fuzz/run.sh: ONNX, IR text, plan.json, sharding file, cluster
+# JSON, .npy/.pb, checkpoint, weights.bin) for $GALV_FUZZ_SECONDS (default
+# 30) seconds each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -29,7 +31,7 @@ echo "== ctest"
 (cd "$BUILD" && ctest --output-on-failure -j2)
 
 if [ -f tests/fuzz/run.sh ]; then
-  echo "== fuzz the ONNX frontend for ${GALV_FUZZ_SECONDS:-60} s"
-  bash tests/fuzz/run.sh "${GALV_FUZZ_SECONDS:-60}"
+  echo "== fuzz every reader for ${GALV_FUZZ_SECONDS:-30} s each"
+  bash tests/fuzz/run.sh "${GALV_FUZZ_SECONDS:-30}"
 fi
 echo "== all tests passed"

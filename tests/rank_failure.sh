@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A failing or dying rank ends the whole 2-rank SPMD job (mpirun) within
 # 10 s with one line naming the rank and the cause: a rank killed by
-# SIGKILL under ./launch (exit 137, "killed by signal 9 (SIGKILL)"); an input
+# SIGKILL under ./launch (exit 137, "rank 1 on host H (DIR/program) was
+# killed by signal 9 (SIGKILL)"); an input
 # file that only rank 1 cannot read (galv_fatal_all: rank 0 does not see the
 # error, rank 1 reports it under its own name "program[1]" and its exit
 # stops rank 0); the same file missing on every rank (rank 0 reports it once,
@@ -43,7 +44,7 @@ else
   timeout 30 tail --pid=$lpid -f /dev/null || true
   wait $lpid || rc=$?
   dt=$(($(ms) - t0))
-  if [ $rc = 137 ] && [ $dt -lt 10000 ] && [ "$(wc -l <"$T/err")" = 1 ] && grep -q "launch: error: a rank of .*program was killed by signal 9 (SIGKILL)" "$T/err"; then
+  if [ $rc = 137 ] && [ $dt -lt 10000 ] && [ "$(wc -l <"$T/err")" = 1 ] && grep -q "^launch: error: rank 1 on host $(hostname) ($P/program) was killed by signal 9 (SIGKILL)" "$T/err"; then
     ok "kill -9 rank 1: exit 137 after $dt ms: $(cat "$T/err")"
   else
     bad "kill -9 rank 1: rc $rc after $dt ms, stderr: $(head -c 500 "$T/err")"

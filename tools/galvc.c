@@ -139,6 +139,7 @@ static void usage(FILE *f) {
           "  --freeze NAME|GLOB       this float initializer does not train (repeatable; fnmatch globs;\n"
           "  --trainable NAME|GLOB    the last matching option wins over the default rule, docs/autodiff.md)\n"
           "  -q, --quiet              no progress output\n"
+          "  (options that contradict each other, e.g. a training option without --train, are an error)\n"
           "  -h, --help, --version\n"
           "\n"
           "passes:\n");
@@ -379,6 +380,10 @@ int main(int argc, char **argv) {
   int nselect = 0;
   pipe_args pa = {.B = 1, .sched = GV_SCHED_AUTO};
   bool sched_auto = false; /* --schedule auto given */
+  /* options that only apply with another, remembered to name them in a conflict */
+  const char *train_opt = NULL, *adam_opt = NULL, *pipe_opt = NULL;
+  static char train_opt_buf[32];
+  int momentum_given = 0, ignore_given = 0, arch_given = 0, search_given = 0, memlim_given = 0, dump_dir_given = 0;
 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -429,16 +434,20 @@ int main(int argc, char **argv) {
         c = end + 1;
       }
     } else if (TAKES("--stage-cost")) {
+      pipe_opt = "--stage-cost";
       if (strcmp(val, "planner") && strcmp(val, "analytic")) { gv_error_plain("--stage-cost %s: expected planner or analytic", val); return 2; }
       pa.analytic = strcmp(val, "analytic") == 0;
     } else if (TAKES("--stage-cuts")) {
+      pipe_opt = "--stage-cuts";
       if (strcmp(val, "dp") && strcmp(val, "equal")) { gv_error_plain("--stage-cuts %s: expected dp or equal", val); return 2; }
       pa.cuts = strcmp(val, "equal") == 0 ? 2 : 1;
     } else if (TAKES("--microbatches")) {
+      pipe_opt = "--microbatches";
       int64_t k = 0;
       if (strcmp(val, "auto") && strcmp(val, "0") && parse_pos_int("--microbatches", val, &k)) return 2;
       pa.B = k > 1000000 ? 1000000 : (int)k;
     } else if (TAKES("--schedule")) {
+      pipe_opt = "--schedule";
       if (strcmp(val, "gpipe") && strcmp(val, "1f1b") && strcmp(val, "zb-h1") && strcmp(val, "auto")) {
         gv_error_plain("--schedule %s: expected 1f1b, gpipe, zb-h1 or auto", val);
         return 2;
@@ -447,6 +456,7 @@ int main(int argc, char **argv) {
                : !strcmp(val, "auto") ? GV_SCHED_AUTO : GV_SCHED_GPIPE;
       sched_auto = !strcmp(val, "auto");
     } else if (TAKES("--trace-plan")) {
+      pipe_opt = "--trace-plan";
       pa.trace_plan = val;
     } else if (strcmp(a, "--pipeline-recompute") == 0) {
       pa.recompute = true;
@@ -461,8 +471,10 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--plan-only") == 0) {
       plan_only = 1;
     } else if (TAKES("--memory-limit")) {
+      memlim_given = 1;
       if (parse_pos_int("--memory-limit", val, &gv_plan_opts.memory_limit)) return 2;
     } else if (TAKES("--plan-search")) {
+      search_given = 1;
       if (strcmp(val, "exhaustive") && strcmp(val, "dp")) {
         gv_error_plain("--plan-search %s: expected dp or exhaustive", val);
         return 2;
@@ -494,6 +506,11 @@ int main(int argc, char **argv) {
       }
       static char names[64][256];
       snprintf(names[nshapes], sizeof names[0], "%.*s", (int)(eq - val), val);
+      for (int k = 0; k < nshapes; k++)
+        if (!strcmp(shapes[k].name, names[nshapes])) {
+          gv_error_plain("--input-shape %s: input '%s' is given a shape twice", val, names[nshapes]);
+          return 2;
+        }
       s->name = names[nshapes];
       nshapes++;
     } else if (TAKES("--emit")) {
@@ -501,6 +518,7 @@ int main(int argc, char **argv) {
     } else if (TAKES("--target")) {
       target = val;
     } else if (TAKES("--cuda-arch")) {
+      arch_given = 1;
       cuda.arch = val;
     } else if (TAKES("--precision")) {
       if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0) {
@@ -515,6 +533,7 @@ int main(int argc, char **argv) {
     } else if (TAKES("--dump-ir-after")) {
       dump_after = val;
     } else if (TAKES("--dump-dir")) {
+      dump_dir_given = 1;
       dump_dir = val;
     } else if (strcmp(a, "--verify-each") == 0) {
       verify_each = 1;
@@ -523,17 +542,23 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--train") == 0) {
       train = 1;
     } else if (TAKES("--loss")) {
+      train_opt = "--loss";
       gv_train_opts.loss = val;
     } else if (TAKES("--labels")) {
+      train_opt = "--labels";
       gv_train_opts.labels = val;
     } else if (TAKES("--optimizer")) {
+      train_opt = "--optimizer";
       gv_train_opts.optimizer = val;
     } else if (TAKES("--recompute")) {
+      train_opt = "--recompute";
       gv_train_opts.recompute = val;
     } else if (TAKES("--freeze") || TAKES("--trainable")) {
+      train_opt = a[2] == 't' ? "--trainable" : "--freeze";
       if (nselect == (int)(sizeof select / sizeof *select)) { gv_error_plain("too many --freeze / --trainable (at most 64)"); return 2; }
       select[nselect++] = (gv_train_select){val, a[2] == 't'};
     } else if (TAKES("--ignore-index")) {
+      train_opt = "--ignore-index", ignore_given = 1;
       char *end;
       gv_train_opts.ignore_index = strtoll(val, &end, 10);
       if (*end || !*val) { gv_error_plain("--ignore-index expects an integer, got '%s'", val); return 2; }
@@ -543,6 +568,10 @@ int main(int argc, char **argv) {
       double v = strtod(val, &end);
       if (*end || !*val || v < 0) { gv_error_plain("%.*s expects a non-negative number, got '%s'", (int)strcspn(a, "="), a, val); return 2; }
       const char *k = a + 2;
+      snprintf(train_opt_buf, sizeof train_opt_buf, "%.*s", (int)strcspn(a, "="), a);
+      train_opt = train_opt_buf;
+      if (!strncmp(k, "momentum", 8)) momentum_given = 1;
+      else if (!strncmp(k, "beta", 4) || !strncmp(k, "eps", 3)) adam_opt = train_opt_buf;
       double *dst = !strncmp(k, "lr", 2) ? &gv_train_opts.lr : !strncmp(k, "weight-decay", 12) ? &gv_train_opts.weight_decay
                   : !strncmp(k, "beta1", 5) ? &gv_train_opts.beta1 : !strncmp(k, "beta2", 5) ? &gv_train_opts.beta2
                   : !strncmp(k, "eps", 3) ? &gv_train_opts.eps : &gv_train_opts.momentum;
@@ -616,6 +645,39 @@ int main(int argc, char **argv) {
   if (gv_plan_opts.active && (gv_shard_opts.strategy || gv_shard_opts.file)) {
     gv_error_plain("--plan / --strategy auto do not combine with --strategy %s or --sharding", gv_shard_opts.strategy ? gv_shard_opts.strategy : "");
     return 2;
+  }
+  /* Conflicting options: an option that the others make meaningless is one
+   * error line, never silently ignored or overridden. */
+  {
+    bool sgd = strcmp(gv_train_opts.optimizer, "sgd") == 0, planner = gv_plan_opts.active && !pa.on;
+    const char *why = NULL;
+    char msg[256];
+    if (train_opt && !train) snprintf(msg, sizeof msg, "%s applies to the training step: it needs --train", train_opt), why = msg;
+    else if (momentum_given && !sgd)
+      why = "--momentum is SGD's: it needs --optimizer sgd (AdamW takes --beta1, --beta2, --eps)";
+    else if (adam_opt && sgd) snprintf(msg, sizeof msg, "%s is AdamW's: it does not combine with --optimizer sgd", adam_opt), why = msg;
+    else if (ignore_given && strcmp(gv_train_opts.loss, "mse") == 0)
+      why = "--ignore-index is cross_entropy's: it does not combine with --loss mse";
+    else if (arch_given && strcmp(target, "cpu") == 0) why = "--cuda-arch applies to --target cuda, not --target cpu";
+    else if (pipe_opt && !pa.on) snprintf(msg, sizeof msg, "%s applies to pipelines: it needs --pipeline-stages", pipe_opt), why = msg;
+    else if (search_given && gv_plan_opts.plan_in) why = "--plan-search does not combine with --plan (a saved plan is applied, not searched)";
+    else if (search_given && !planner)
+      why = "--plan-search applies to the planner (--gpus > 1 without --strategy / --sharding, not --pipeline-stages)";
+    else if (memlim_given && !planner && !pa.on)
+      why = "--memory-limit applies to the planner or the pipeline stage DP (not --strategy / --sharding, nor one device)";
+    else if (gv_plan_opts.plan_out && !planner)
+      why = "--plan-out writes the planner's plan: it needs the planner (--gpus > 1 without --strategy / --sharding, or --plan)";
+    else if (plan_only && report_cost) why = "--report-cost does not combine with --plan-only (planning stops before the program it costs)";
+    else if (plan_only && emit) snprintf(msg, sizeof msg, "--emit=%s does not combine with --plan-only (nothing is emitted)", emit), why = msg;
+    else if (dump_dir_given && !dump_after) why = "--dump-dir needs --dump-ir-after (nothing is dumped without it)";
+    else if (!build && !program) why = "--no-build applies to a program output (-o DIR/): the output here is IR text";
+    else if (!opt.load_weights && program && !plan_only)
+      why = "--no-weights imports shapes only: a program (-o DIR/) needs the weights (--emit=ir or --plan-only take none)";
+    else if (gv_shard_opts.file && gpus <= 1 && !mesh_spec) why = "--sharding pins values on a mesh: it needs --gpus > 1 or --mesh";
+    if (why) {
+      gv_error_plain("%s", why);
+      return 2;
+    }
   }
   /* --stage-devices: one count per stage, summing to --gpus (or giving it) */
   if (pa.nsdev) {

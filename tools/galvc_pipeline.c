@@ -867,14 +867,18 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       for (int s = 0; s < S; s++) fprintf(f, "%s%d", s ? "," : " ", dev[s]);
       fprintf(f, "; ranks -> stage programs.\n"
                  "# usage: ./launch [PROGRAM OPTIONS] (every stage gets the same options); MPIRUN overrides mpirun.\n%s"
-                 "d=$(cd \"$(dirname \"$0\")\" && pwd)\n[ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root\n"
-                 "exec ${MPIRUN:-mpirun $ROOT --oversubscribe --bind-to none} ${MPIRUN_ARGS:-}",
+                 "d=$(cd \"$(dirname \"$0\")\" && pwd)\n[ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root\n%s"
+                 "GALV_WHO=$d\nGALV_RANKS=\"",
               cuda ? "# CUDA stages: one device per rank (NCCL); built with make COMM=staged every rank may share one GPU.\n"
-                     "# GALV_STAGE_PROGRAM (or GALV_PROGRAM)=program-cpu runs the stages' CPU builds (make cpu in each stage).\n" : "");
+                     "# GALV_STAGE_PROGRAM (or GALV_PROGRAM)=program-cpu runs the stages' CPU builds (make cpu in each stage).\n" : "",
+              cg_launch_mpirun_sh);
+      for (int s = 0, k = 0; s < S; s++) /* each rank's stage folder, in rank order: names a failing rank's program */
+        for (int r = 0; r < dev[s]; r++) fprintf(f, "%sstage%d", k++ ? " " : "", s);
+      fprintf(f, "\"\ngalv_mpirun ${MPIRUN:-mpirun $ROOT --oversubscribe --bind-to none} ${MPIRUN_ARGS:-}");
       for (int s = 0; s < S; s++)
         fprintf(f, cuda ? "%s -np %d \"$d/stage%d/${GALV_STAGE_PROGRAM:-${GALV_PROGRAM:-program}}\" \"$@\"" : "%s -np %d \"$d/stage%d/program\" \"$@\"",
                 s ? " :" : "", dev[s], s);
-      fprintf(f, "\n");
+      fprintf(f, "\nexit $?\n");
       rc = galvc_close_out(&wf, 0);
       if (!rc && !quiet) {
         fprintf(stderr, "galvc: wrote %s (%d stages)\n", path, S);

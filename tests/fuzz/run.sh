@@ -1,46 +1,43 @@
 #!/usr/bin/env bash
-# run.sh [SECONDS] [WORKDIR] — build the frontend fuzzer with clang
-# (-fsanitize=fuzzer,address,undefined) and run it for SECONDS (default 60)
-# on a seed corpus of small example models. Needs clang with libFuzzer
-# (Debian/Ubuntu: apt-get install clang; clang-14 works), protoc-c and
-# libprotobuf-c-dev, and the onnx Python package (for onnx.proto and seeds).
-# Crashes are written to WORKDIR/crashes (default build-fuzz/). Exit status
-# is non-zero when the fuzzer found a problem. Not part of ctest.
+# run.sh [SECONDS] [WORKDIR] [TARGET...] — builds the readers' libFuzzer
+# targets (build.sh) and fuzzes each for SECONDS (default
+# $GALV_FUZZ_SECONDS, else 30): frontend (ONNX), ir (the IR text parser's
+# round trip), plan (plan.json), sharding, cluster (cluster JSON), npy (.npy
+# and .pb inputs), ckpt (checkpoints), weights (weights.bin). First each
+# target runs its regression inputs (tests/fuzz/regress/TARGET/: inputs that
+# once crashed or hung a reader). Findings go to WORKDIR/crashes/TARGET-*
+# (default WORKDIR build-fuzz/). Exit status non-zero when any target found a
+# crash, leak, timeout (10 s) or out-of-memory (2 GB). Called by
+# scripts/test.sh; not part of ctest.
 set -eu
-SECS=${1:-60}
+SECS=${1:-${GALV_FUZZ_SECONDS:-30}}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${2:-$SRC/build-fuzz}
-PY=${PYTHON:-python3}
-CC=${CC_FUZZ:-$(command -v clang || command -v clang-14 || true)}
-[ -n "$CC" ] || { echo "run.sh: clang not found (apt-get install clang)" >&2; exit 2; }
-command -v protoc-c >/dev/null || { echo "run.sh: protoc-c not found (apt-get install protobuf-c-compiler)" >&2; exit 2; }
-mkdir -p "$WORK/gen" "$WORK/corpus" "$WORK/crashes"
-
-# the ONNX reader, generated from the installed onnx package's schema (as CMake does)
-PROTO=$("$PY" -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'onnx.proto'))")
-protoc-c --c_out="$WORK/gen" -I"$(dirname "$PROTO")" "$PROTO"
-
-# protobuf-c's own code is built without sanitizer instrumentation of UB
-# checks it does not need; everything of ours gets the full set
-"$CC" -g -O1 -c "$WORK/gen/onnx.pb-c.c" -I"$WORK/gen" -fsanitize=fuzzer-no-link,address -o "$WORK/onnx.pb-c.o" -w
-"$CC" -g -O1 -std=gnu11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -fno-omit-frame-pointer -I"$SRC" -I"$WORK/gen" \
-  "$SRC"/tests/fuzz/fuzz_frontend.c "$SRC"/frontend/*.c "$SRC"/ir/*.c "$WORK/onnx.pb-c.o" \
-  $(pkg-config --cflags --libs libprotobuf-c) -lm -o "$WORK/fuzz_frontend"
-
-# seeds: tiny helper-built models and the bad-input corpus; fall back to the
-# committed torch exports when Python model building is unavailable
-if "$PY" "$SRC/tests/bad/make_bad.py" "$WORK/bad" >/dev/null 2>&1; then
-  cp "$WORK"/bad/*.onnx "$WORK/corpus/" 2>/dev/null || true
-fi
-for fam in gpt2 bert llama vit t5; do
-  "$PY" "$SRC/examples/make_model.py" "$fam" -o "$WORK/corpus/seed_$fam.onnx" --layers 1 --hidden 8 --heads 2 \
-    --vocab 16 --no-verify >/dev/null 2>&1 || true
+shift $(($# > 2 ? 2 : $#))
+TARGETS=${*:-frontend ir plan sharding cluster npy ckpt weights}
+bash "$SRC/tests/fuzz/build.sh" "$WORK"
+fail=0
+for t in $TARGETS; do
+  reg="$SRC/tests/fuzz/regress/$t"
+  # -close_fd_mask=2: the readers' one-line errors would flood the log;
+  # libFuzzer keeps its own and the sanitizers' reports on a duplicate fd
+  opts=(-rss_limit_mb=2048 -timeout=10 -close_fd_mask=2 -artifact_prefix="$WORK/crashes/$t-")
+  if [ -d "$reg" ] && ls "$reg"/* >/dev/null 2>&1; then
+    if ! "$WORK/fuzz_$t" "${opts[@]}" "$reg"/* >"$WORK/regress-$t.log" 2>&1; then
+      echo "run.sh: $t: a regression input fails again:" >&2
+      tail -30 "$WORK/regress-$t.log" >&2
+      fail=1
+      continue
+    fi
+  fi
+  echo "run.sh: fuzzing $t for $SECS s ($(ls "$WORK/corpus/$t" | wc -l) corpus files)"
+  if ! "$WORK/fuzz_$t" "$WORK/corpus/$t" "${opts[@]}" -max_total_time="$SECS" -max_len=65536 -print_final_stats=1 \
+    >"$WORK/fuzz-$t.log" 2>&1; then
+    echo "run.sh: $t: finding (artifact in $WORK/crashes/):" >&2
+    tail -40 "$WORK/fuzz-$t.log" >&2
+    fail=1
+  else
+    grep -E '^#[0-9]+.*DONE|stat::number_of_executed_units' "$WORK/fuzz-$t.log" | tr '\n' ' ' | sed "s/^/run.sh: $t: /;s/ *$/\n/"
+  fi
 done
-ls "$WORK"/corpus/*.onnx >/dev/null 2>&1 || cp "$SRC"/examples/models/torch/*_op17.onnx "$WORK/corpus/"
-
-echo "run.sh: fuzzing for $SECS s ($(ls "$WORK/corpus" | wc -l) corpus files)"
-# -close_fd_mask=2: the importer's one-line errors would flood the log;
-# libFuzzer keeps its own and the sanitizers' reports on a duplicate fd
-"$WORK/fuzz_frontend" "$WORK/corpus" -max_total_time="$SECS" -max_len=65536 -rss_limit_mb=2048 \
-  -timeout=10 -close_fd_mask=2 -artifact_prefix="$WORK/crashes/" -print_final_stats=1
+exit $fail

@@ -290,6 +290,16 @@ static void test_pb(void) {
   const uint8_t bad[] = {0x08, 0x02, 0x10, 0x01, 0x4a, 0x04, 0, 0, 0x80, 0x3f};
   CHECK(galv_read_pb(bad, sizeof bad, &t, &name, err, sizeof err) == -1 && strstr(err, "raw_data"));
   CHECK(galv_read_pb(pb, 7, &t, &name, err, sizeof err) == -1);
+  /* an empty raw_data field (dims [0]): no bytes, no arithmetic on a NULL
+   * buffer (UBSan; found by tests/fuzz/fuzz_npy.c) */
+  const uint8_t empty[] = {0x08, 0x00, 0x10, 0x01, 0x4a, 0x00};
+  int rc = galv_read_pb(empty, sizeof empty, &t, &name, err, sizeof err);
+  CHECK(rc == 0 ? t.rank == 1 && t.dims[0] == 0 && t.nbytes == 0 : strstr(err, "raw_data") != NULL);
+  if (rc == 0) free(t.data), free(name);
+  /* dims of 2^40 x int64 and no data: refused before any allocation (it
+   * asked malloc for 8 TiB; found by tests/fuzz/fuzz_npy.c) */
+  const uint8_t huge[] = {0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 0x10, 0x07};
+  CHECK(galv_read_pb(huge, sizeof huge, &t, &name, err, sizeof err) == -1 && strstr(err, "int64_data holds 0 values"));
 }
 
 /* The generated loops' f16/bf16 conversions (galv_rt.h) against ir/ir.c's:

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Conflicting galvc options are one error line and exit status 2, before
+# anything is read or written: an option that the others make meaningless
+# (a training option without --train, SGD's --momentum with AdamW, a
+# pipeline option without --pipeline-stages, the planner's options without
+# the planner, --no-build or --no-weights with an output that contradicts
+# them, ...) is never silently ignored or overridden. Each pair is also
+# accepted in its proper company (no false conflict).
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/m.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
+  { echo "FAIL make_model"; exit 1; }
+G=("$BUILD/galvc" "$T/m.onnx" --batch 2 --seq 8)
+
+# conflict MESSAGE OPTIONS...: exit 2, exactly one line, MESSAGE in it, nothing written
+conflict() {
+  local want=$1 rc=0
+  shift
+  rm -rf "$T/o" "$T/o.mlir" "$T/plan.json"
+  "${G[@]}" "$@" >"$T/out" 2>"$T/err" </dev/null || rc=$?
+  if [ "$rc" = 2 ] && [ "$(wc -l <"$T/err")" = 1 ] && grep -qF -- "galvc: error: $want" "$T/err" && [ ! -s "$T/out" ] &&
+    [ ! -e "$T/o" ] && [ ! -e "$T/o.mlir" ] && [ ! -e "$T/plan.json" ]; then
+    echo "ok   $*: $(cat "$T/err")"
+    pass=$((pass + 1))
+  else
+    echo "FAIL $*: exit $rc, stderr: $(head -c 400 "$T/err")"
+    fail=$((fail + 1))
+  fi
+}
+# fine OPTIONS...: accepted (exit 0)
+fine() {
+  if "${G[@]}" "$@" >"$T/out" 2>"$T/err" </dev/null; then
+    echo "ok   accepted: $*"
+    pass=$((pass + 1))
+  else
+    echo "FAIL rejected: $*: $(head -c 400 "$T/err")"
+    fail=$((fail + 1))
+  fi
+}
+IR=(--emit=ir -o "$T/o.mlir")
+for o in "--loss mse" "--labels y" "--optimizer sgd" "--lr 0.1" "--weight-decay 0" "--beta1 0.8" "--eps=1e-6" "--momentum 0.9" \
+  "--ignore-index 0" "--recompute all" "--freeze transformer.wte.weight" "--trainable lm_head.weight"; do
+  # shellcheck disable=SC2086
+  conflict "${o%%[ =]*} applies to the training step: it needs --train" $o "${IR[@]}"
+done
+conflict "--momentum is SGD's: it needs --optimizer sgd" --train --momentum 0.9 "${IR[@]}"
+conflict "--momentum is SGD's" --train --optimizer adamw --momentum 0 "${IR[@]}"
+conflict "--beta1 is AdamW's: it does not combine with --optimizer sgd" --train --optimizer sgd --beta1 0.8 "${IR[@]}"
+conflict "--eps is AdamW's" --train --optimizer sgd --eps=1e-6 "${IR[@]}"
+conflict "--ignore-index is cross_entropy's: it does not combine with --loss mse" --train --loss mse --ignore-index 0 "${IR[@]}"
+conflict "--cuda-arch applies to --target cuda, not --target cpu" --target cpu --cuda-arch sm_80 "${IR[@]}"
+conflict "--cuda-arch applies to --target cuda" --cuda-arch sm_80 "${IR[@]}" # one device: the cpu target by default
+for o in "--microbatches 2" "--schedule gpipe" "--stage-cost analytic" "--stage-cuts equal" "--trace-plan $T/t.json"; do
+  # shellcheck disable=SC2086
+  conflict "${o%% *} applies to pipelines: it needs --pipeline-stages" $o "${IR[@]}"
+done
+conflict "--plan-search does not combine with --plan" --gpus 2 --target cpu --plan "$T/p.json" --plan-search exhaustive "${IR[@]}"
+conflict "--plan-search applies to the planner" --gpus 2 --strategy tp --target cpu --plan-search exhaustive "${IR[@]}"
+conflict "--plan-search applies to the planner" --gpus 2 --pipeline-stages 2 --target cpu --plan-search dp -o "$T/o/"
+conflict "--memory-limit applies to the planner or the pipeline stage DP" --gpus 2 --strategy dp --target cpu --memory-limit 1000000 "${IR[@]}"
+conflict "--memory-limit applies to the planner" --memory-limit 1000000 "${IR[@]}"
+conflict "--plan-out writes the planner's plan: it needs the planner" --gpus 2 --strategy tp --target cpu --plan-out "$T/plan.json" "${IR[@]}"
+conflict "--plan-out writes the planner's plan" --pipeline-stages 2 --target cpu --plan-out "$T/plan.json" -o "$T/o/"
+conflict "--report-cost does not combine with --plan-only" --gpus 2 --target cpu --plan-only --report-cost
+conflict "--emit=ir does not combine with --plan-only" --gpus 2 --target cpu --plan-only --emit=ir
+conflict "--dump-dir needs --dump-ir-after" --dump-dir "$T/d" "${IR[@]}"
+conflict "--no-build applies to a program output (-o DIR/)" --no-build "${IR[@]}"
+conflict "--no-build applies to a program output" --no-build
+conflict "--no-weights imports shapes only: a program (-o DIR/) needs the weights" --no-weights --target cpu -o "$T/o/"
+conflict "--sharding pins values on a mesh: it needs --gpus > 1 or --mesh" --sharding "$T/s.txt" "${IR[@]}"
+conflict "--input-shape input_ids=2x4: input 'input_ids' is given a shape twice" --input-shape input_ids=2x8 --input-shape input_ids=2x4 "${IR[@]}"
+
+# the same options where they belong
+fine --train --optimizer sgd --momentum 0.9 --lr 0.1 --weight-decay 0 -q "${IR[@]}"
+fine --train --loss mse --labels y --beta1 0.8 --eps=1e-6 --freeze transformer.wte.weight -q "${IR[@]}"
+fine --train --ignore-index 0 --recompute all -q "${IR[@]}"
+fine --target cuda --cuda-arch sm_80 --no-build -q -o "$T/cu/"
+fine --gpus 2 --target cpu --memory-limit 100000000 --plan-search exhaustive --plan-out "$T/pl.json" --plan-only -q
+fine --gpus 2 --target cpu --plan "$T/pl.json" -q "${IR[@]}"
+fine --no-weights --train -q "${IR[@]}"
+fine --dump-ir-after=dce --dump-dir "$T/d" -q "${IR[@]}"
+echo "option_conflicts: $pass ok, $fail failed"
+[ "$fail" = 0 ]
