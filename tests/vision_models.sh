@@ -3,7 +3,7 @@
 # convnext_tiny, vgg11_bn), a UNet, a temporal conv net, LSTM and GRU models
 # exported by Debian's torch with random weights (cached), each imported,
 # folded, run on the CPU = torch, on 2 ranks (tp, dp) = torch, and trained 2
-# AdamW steps = torch training the same graph (tests/vision_models.py; the
+# SGD steps (momentum 0.9) = torch training the same graph (tests/vision_models.py; the
 # table in docs/vision-models.md). GALV_VISION_FULL=1: opsets 14 and 17 for
 # every model.
 set -euo pipefail
