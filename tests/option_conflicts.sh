@@ -73,6 +73,13 @@ conflict "--no-build applies to a program output" --no-build
 conflict "--no-weights imports shapes only: a program (-o DIR/) needs the weights" --no-weights --target cpu -o "$T/o/"
 conflict "--sharding pins values on a mesh: it needs --gpus > 1 or --mesh" --sharding "$T/s.txt" "${IR[@]}"
 conflict "--input-shape input_ids=2x4: input 'input_ids' is given a shape twice" --input-shape input_ids=2x8 --input-shape input_ids=2x4 "${IR[@]}"
+# the same option twice with different values (which was meant?); the same value twice, and the list
+# options (--freeze, --trainable), are fine
+conflict "--target given twice with different values ('cpu', then 'cuda'): give it once" --target cpu --target cuda "${IR[@]}"
+conflict "--seq given twice with different values ('8', then '4'): give it once" --seq=4 "${IR[@]}"
+conflict "--lr given twice with different values ('0.1', then '0.2'): give it once" --train --lr 0.1 --lr=0.2 "${IR[@]}"
+fine --target cpu --target cpu -q "${IR[@]}"
+fine --train --freeze transformer.wte.weight --freeze 'transformer.h.0.*' -q "${IR[@]}"
 
 # the same options where they belong
 fine --train --optimizer sgd --momentum 0.9 --lr 0.1 --weight-decay 0 -q "${IR[@]}"

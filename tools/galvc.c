@@ -348,6 +348,20 @@ double cpu_now(void) {
 }
 
 /* An option that takes a value came last: one error line, exit 2. */
+/* Records option flag = v (see `once` in the option loop); a second value
+ * differing from the first fills dup (the first such only). */
+static void note_once(const char **flags, const char **vals, int *n, const char *flag, const char *v, char *dup,
+                      size_t dn) {
+  if (!strcmp(flag, "--input-shape") || !strcmp(flag, "--freeze") || !strcmp(flag, "--trainable")) return;
+  for (int k = 0; k < *n; k++)
+    if (!strcmp(flags[k], flag)) {
+      if (strcmp(vals[k], v) && !dup[0])
+        snprintf(dup, dn, "%s given twice with different values ('%s', then '%s'): give it once", flag, vals[k], v);
+      return;
+    }
+  if (*n < 96) flags[*n] = flag, vals[*n] = v, ++*n;
+}
+
 static bool missing_value(const char *opt) {
   gv_error_plain("%s needs a value (see galvc --help)", opt);
   exit(2);
@@ -385,12 +399,21 @@ int main(int argc, char **argv) {
   static char train_opt_buf[32];
   int momentum_given = 0, ignore_given = 0, arch_given = 0, search_given = 0, memlim_given = 0, dump_dir_given = 0;
 
+  /* Options taking a value, as given: the same option again with another
+   * value is an error (which was meant?), with the same value harmless.
+   * --input-shape (one per input, checked per input), --freeze and
+   * --trainable (lists) repeat by design. */
+  static const char *seen_flag[96], *seen_val[96];
+  int nseen = 0;
+  char dup[512] = "";
+#define once(flag, v) (note_once(seen_flag, seen_val, &nseen, flag, v, dup, sizeof dup), 1)
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = NULL;
 #define TAKES(flag)                                                                                \
-  ((strcmp(a, flag) == 0 && (i + 1 < argc ? (val = argv[++i]) != NULL : missing_value(flag))) ||   \
-   (strncmp(a, flag "=", sizeof(flag)) == 0 && (val = a + sizeof(flag))))
+  (((strcmp(a, flag) == 0 && (i + 1 < argc ? (val = argv[++i]) != NULL : missing_value(flag))) ||  \
+    (strncmp(a, flag "=", sizeof(flag)) == 0 && (val = a + sizeof(flag)))) &&                      \
+   once(flag, val))
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       return 0;
@@ -595,6 +618,11 @@ int main(int argc, char **argv) {
       return 2;
     }
 #undef TAKES
+#undef once
+  }
+  if (dup[0]) { /* an option given twice with different values: which one was meant? */
+    gv_error_plain("%s", dup);
+    return 2;
   }
   if (!model) {
     usage(stderr);
