@@ -14,7 +14,9 @@
 #   train    causal LMs: 2 AdamW steps with galv-eval --train = the same graph
 #            trained by torch (tests/train/torch_train.py, galvc's trained set):
 #            losses within 1e-4 relative, weights within 1e-4
-# and prints the table. GALV_HF_MODELS (comma list) and GALV_HF_OPSETS narrow
+# and prints the table. A model the frontend refuses today passes only with
+# its named one-line refusal (refused(): GPT-J's sequence ops), and fails once
+# it imports (the list must shrink). GALV_HF_MODELS (comma list) and GALV_HF_OPSETS narrow
 # the matrix. Without GALV_HF_FULL=1 (the ctest run) each model runs at one
 # opset and on 2 ranks with one strategy, alternating (14 / 17, tp / dp), so
 # every model, opset and strategy is covered in CI's time; a column not run
@@ -75,6 +77,15 @@ print(f"{worst:.1e}")
 PY
 
 row() { printf '%-20s %-7s %-14s %-8s %-8s %-8s %-9s\n' "$@"; }
+# Exports the frontend refuses today, each with the text its one error line must hold (and why):
+#   gptj: torch 1.13 exports GPT-J's repeat_interleave with dynamic dims as sequence ops and a Loop
+#   (SplitToSequence, SequenceEmpty, Loop, SequenceAt, SequenceInsert, ConcatFromSequence), which
+#   galvc does not import yet.
+refused() { # TAG -> the expected error text, or nothing
+  case "$1" in
+    gptj_*) echo "16 unsupported operator nodes: SplitToSequence x4";;
+  esac
+}
 row model import nodes cpu tp2 dp2 train >"$T/table"
 for c in "${cases[@]}"; do
   IFS=: read -r m o strategies <<<"$c"
@@ -106,10 +117,18 @@ for c in "${cases[@]}"; do
     fi
   else
     imp=FAIL
-    bad "$tag import: $(grep -v 'stats after' "$T/err" | head -2)"
+    # A known refusal (REFUSED below) passes only as that one error line; any other failure is a failure.
+    why=$(refused "$tag")
+    if [ -n "$why" ] && [ "$(grep -c 'error:' "$T/err")" = 1 ] && grep -q "error: .*$why" "$T/err"; then
+      imp=refused
+      ok "$tag: refused as known ($why): $(grep 'error:' "$T/err" | cut -c1-200)"
+    else
+      bad "$tag import: $(grep -v 'stats after' "$T/err" | head -2)"
+    fi
     row "$tag" "$imp" - - - - - >>"$T/table"
     continue
   fi
+  [ -n "$(refused "$tag")" ] && bad "$tag: imports now; take it off REFUSED in tests/hf_models.sh"
   # single-device CPU program
   if "$BUILD/galvc" "$dir/model.onnx" "${shape[@]}" --target cpu -q -o "$T/$tag-1/" 2>"$T/err" &&
     "$T/$tag-1/program" "${args[@]}" -o "$T/$tag-1/res" >/dev/null 2>>"$T/err" &&
