@@ -23,14 +23,16 @@ import torch
 
 torch.set_default_dtype(torch.float32)
 DT = {"float32": torch.float32, "int64": torch.int64, "bool": torch.bool, "int32": torch.int32}
-ONNX_DT = {1: torch.float32, 7: torch.int64, 9: torch.bool, 6: torch.int32, 11: torch.float64}
+ONNX_DT = {1: torch.float32, 7: torch.int64, 9: torch.bool, 6: torch.int32, 11: torch.float64, 10: torch.float16}
 
 
 def ints(t):
     return [int(v) for v in t.reshape(-1).tolist()]
 
 
-def run(graph, env):
+def run(graph, env, extra=None):
+    """Runs graph over env; extra(op, attrs, inputs) -> outputs (or None) covers the ops not here
+    (tests/vision/torch_graph.py: convolutions, pools, recurrences, ...)."""
     for n in graph["nodes"]:
         op, a = n["op"], n["attrs"]
         x = [env[i] if i else None for i in n["inputs"]]
@@ -71,14 +73,10 @@ def run(graph, env):
             st, en = ints(x[1]), ints(x[2])
             axes = ints(x[3]) if len(x) > 3 and x[3] is not None else list(range(len(st)))
             steps = ints(x[4]) if len(x) > 4 and x[4] is not None else [1] * len(st)
-            idx = [slice(None)] * x[0].dim()
+            y = x[0]
             for s, e, ax, sp in zip(st, en, axes, steps):
-                assert sp == 1
-                d = x[0].shape[ax]
-                s = max(0, min(d, s + d if s < 0 else s))
-                e = max(0, min(d, e + d if e < 0 else e))
-                idx[ax] = slice(s, e)
-            y = x[0][tuple(idx)]
+                idx = list(range(y.shape[ax]))[slice(s, e, sp)]  # python's clamping is ONNX's
+                y = torch.index_select(y, ax, torch.tensor(idx, dtype=torch.int64))
         elif op == "Reshape":
             shp = ints(x[1])
             shp = [x[0].shape[i] if v == 0 else v for i, v in enumerate(shp)]
@@ -107,7 +105,7 @@ def run(graph, env):
             y = x[0].to(ONNX_DT[a["to"]])
         elif op == "CumSum":
             y = torch.cumsum(x[0], int(x[1]))
-        elif op == "Identity":
+        elif op in ("Identity", "Dropout"):
             y = x[0]
         elif op in ("Max", "Min"):
             y = x[0]
@@ -151,11 +149,12 @@ def run(graph, env):
                 y = y.index_put(tuple(flat[:, j] for j in range(k)), upd, accumulate=True)
             else:
                 y[tuple(flat[:, j] for j in range(k))] = upd
-        else:
+        elif extra is None or (y := extra(op, a, x)) is None:
             raise SystemExit("torch_train: op %s not supported" % op)
         outs = y if isinstance(y, (tuple, list)) else [y]
         for name, v in zip(n["outputs"], outs):
-            env[name] = v
+            if name:  # an optional output left out
+                env[name] = v
     return env[graph["outputs"][0]]
 
 

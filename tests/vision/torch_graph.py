@@ -21,12 +21,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-ONNX_DT = {1: torch.float32, 7: torch.int64, 9: torch.bool, 6: torch.int32, 11: torch.float64, 10: torch.float16}
-DT = {"float32": torch.float32, "int64": torch.int64, "bool": torch.bool, "int32": torch.int32}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "train"))
+import torch_train  # noqa: E402  the shared interpreter; vision_op adds the ops it has not
 
 
-def ints(t):
-    return [int(v) for v in t.reshape(-1).tolist()]
+
+ints = torch_train.ints
 
 
 def pads_of(a, k):
@@ -107,137 +107,71 @@ def resize(x, a, scales, sizes):
     raise SystemExit(f"torch_graph: Resize {mode} {ct} not supported")
 
 
+def vision_op(op, a, x):
+    """The ops of the vision and recurrent exports that tests/train/torch_train.py's interpreter has not;
+    None for the others."""
+    if op == "Conv":
+        k = x[1].dim() - 2
+        pb, pe = pads_of(a, k)
+        xx = x[0]
+        if pb != pe:
+            xx = F.pad(xx, [v for i in reversed(range(k)) for v in (pb[i], pe[i])])
+            pb = [0] * k
+        y = getattr(F, "conv%dd" % k)(xx, x[1], x[2] if len(x) > 2 else None, a.get("strides", 1), pb,
+                                      a.get("dilations", 1), a.get("group", 1))
+    elif op == "ConvTranspose":
+        k = x[1].dim() - 2
+        pb, pe = pads_of(a, k)
+        assert pb == pe and "output_shape" not in a
+        y = getattr(F, "conv_transpose%dd" % k)(x[0], x[1], x[2] if len(x) > 2 else None, a.get("strides", 1), pb,
+                                                a.get("output_padding", 0), a.get("group", 1),
+                                                a.get("dilations", 1))
+    elif op == "BatchNormalization":
+        train = bool(a.get("training_mode", 0))
+        dims = [d for d in range(x[0].dim()) if d != 1]
+        shp = [1, -1] + [1] * (x[0].dim() - 2)
+        mean, var = x[3], x[4]  # written out: an initializer may be both a statistic and a weight
+        if train:  # batch statistics; ONNX's running statistics use the population variance
+            mean, var = x[0].mean(dims), x[0].var(dims, unbiased=False)
+        y = (x[0] - mean.reshape(shp)) / torch.sqrt(var.reshape(shp) + a.get("epsilon", 1e-5)) * x[1].reshape(shp) \
+            + x[2].reshape(shp)
+        if train:
+            m = a.get("momentum", 0.9)
+            y = (y, x[3] * m + mean * (1 - m), x[4] * m + var * (1 - m))
+    elif op == "MaxPool":
+        y = pool(x[0], a, True)
+    elif op == "AveragePool":
+        y = pool(x[0], a, False)
+    elif op in ("GlobalAveragePool", "GlobalMaxPool"):
+        dims = list(range(2, x[0].dim()))
+        y = x[0].mean(dims, keepdim=True) if op == "GlobalAveragePool" else x[0].amax(dims, keepdim=True)
+    elif op == "Flatten":
+        ax = a.get("axis", 1)
+        y = x[0].reshape(int(np.prod(x[0].shape[:ax])), -1)
+    elif op == "Clip":
+        y = x[0]
+        if len(x) > 1 and x[1] is not None:
+            y = torch.maximum(y, x[1])
+        if len(x) > 2 and x[2] is not None:
+            y = torch.minimum(y, x[2])
+    elif op == "Resize":
+        y = resize(x[0], a, x[2] if len(x) > 2 else None, x[3] if len(x) > 3 else None)
+    elif op == "Pad":
+        p = ints(x[1])
+        k = len(p) // 2
+        assert a.get("mode", "constant") == "constant" and len(x) < 4
+        pad = [v for i in reversed(range(k)) for v in (p[i], p[k + i])]
+        y = F.pad(x[0], pad, value=float(x[2]) if len(x) > 2 and x[2] is not None else 0.0)
+    elif op in ("LSTM", "GRU"):
+        assert a.get("layout", 0) == 0 and not (len(x) > 4 and x[4] is not None)
+        y = rnn(op, a, x)
+    else:
+        return None
+    return y
+
+
 def run(graph, env):
-    for n in graph["nodes"]:
-        op, a = n["op"], n["attrs"]
-        x = [env[i] if i else None for i in n["inputs"]]
-        if op == "Constant":
-            v = a["value"]
-            y = torch.tensor(v["tensor"], dtype=DT[v["dtype"]]).reshape(v["shape"])
-        elif op == "ConstantOfShape":
-            v = a.get("value", {"tensor": [0.0], "dtype": "float32", "shape": [1]})
-            y = torch.full(ints(x[0]), v["tensor"][0], dtype=DT[v["dtype"]])
-        elif op in ("Identity", "Dropout"):
-            y = x[0]
-        elif op == "Shape":
-            y = torch.tensor(list(x[0].shape), dtype=torch.int64)
-        elif op == "Cast":
-            y = x[0].to(ONNX_DT[a["to"]])
-        elif op == "Conv":
-            k = x[1].dim() - 2
-            pb, pe = pads_of(a, k)
-            xx = x[0]
-            if pb != pe:
-                xx = F.pad(xx, [v for i in reversed(range(k)) for v in (pb[i], pe[i])])
-                pb = [0] * k
-            y = getattr(F, "conv%dd" % k)(xx, x[1], x[2] if len(x) > 2 else None, a.get("strides", 1), pb,
-                                          a.get("dilations", 1), a.get("group", 1))
-        elif op == "ConvTranspose":
-            k = x[1].dim() - 2
-            pb, pe = pads_of(a, k)
-            assert pb == pe and "output_shape" not in a
-            y = getattr(F, "conv_transpose%dd" % k)(x[0], x[1], x[2] if len(x) > 2 else None, a.get("strides", 1), pb,
-                                                    a.get("output_padding", 0), a.get("group", 1),
-                                                    a.get("dilations", 1))
-        elif op == "BatchNormalization":
-            train = bool(a.get("training_mode", 0))
-            dims = [d for d in range(x[0].dim()) if d != 1]
-            shp = [1, -1] + [1] * (x[0].dim() - 2)
-            mean, var = x[3], x[4]  # written out: an initializer may be both a statistic and a weight
-            if train:  # batch statistics; ONNX's running statistics use the population variance
-                mean, var = x[0].mean(dims), x[0].var(dims, unbiased=False)
-            y = (x[0] - mean.reshape(shp)) / torch.sqrt(var.reshape(shp) + a.get("epsilon", 1e-5)) * x[1].reshape(shp) \
-                + x[2].reshape(shp)
-            if train:
-                m = a.get("momentum", 0.9)
-                y = (y, x[3] * m + mean * (1 - m), x[4] * m + var * (1 - m))
-        elif op == "MaxPool":
-            y = pool(x[0], a, True)
-        elif op == "AveragePool":
-            y = pool(x[0], a, False)
-        elif op in ("GlobalAveragePool", "GlobalMaxPool"):
-            dims = list(range(2, x[0].dim()))
-            y = x[0].mean(dims, keepdim=True) if op == "GlobalAveragePool" else x[0].amax(dims, keepdim=True)
-        elif op == "Flatten":
-            ax = a.get("axis", 1)
-            y = x[0].reshape(int(np.prod(x[0].shape[:ax])), -1)
-        elif op == "Gemm":
-            A = x[0].t() if a.get("transA", 0) else x[0]
-            Bm = x[1].t() if a.get("transB", 0) else x[1]
-            y = a.get("alpha", 1.0) * (A @ Bm)
-            if len(x) > 2 and x[2] is not None:
-                y = y + a.get("beta", 1.0) * x[2]
-        elif op == "MatMul":
-            y = torch.matmul(x[0], x[1])
-        elif op in ("Add", "Sub", "Mul", "Div", "Pow"):
-            y = {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "Div": torch.div, "Pow": torch.pow}[op](x[0], x[1])
-        elif op in ("Relu", "Sigmoid", "Tanh", "Sqrt", "Erf", "Exp", "Neg", "Reciprocal"):
-            y = getattr(torch, op.lower())(x[0])
-        elif op == "Clip":
-            y = x[0]
-            if len(x) > 1 and x[1] is not None:
-                y = torch.maximum(y, x[1])
-            if len(x) > 2 and x[2] is not None:
-                y = torch.minimum(y, x[2])
-        elif op == "Concat":
-            y = torch.cat(x, a["axis"])
-        elif op == "Resize":
-            y = resize(x[0], a, x[2] if len(x) > 2 else None, x[3] if len(x) > 3 else None)
-        elif op == "Pad":
-            p = ints(x[1])
-            k = len(p) // 2
-            assert a.get("mode", "constant") == "constant" and len(x) < 4
-            pad = [v for i in reversed(range(k)) for v in (p[i], p[k + i])]
-            y = F.pad(x[0], pad, value=float(x[2]) if len(x) > 2 and x[2] is not None else 0.0)
-        elif op == "ReduceMean":
-            axes = ints(x[1]) if len(x) > 1 and x[1] is not None else a.get("axes")
-            y = x[0].mean(dim=axes, keepdim=bool(a.get("keepdims", 1))) if axes else x[0].mean()
-        elif op == "LayerNormalization":
-            ax = a.get("axis", -1)
-            ax = ax + x[0].dim() if ax < 0 else ax
-            y = F.layer_norm(x[0], list(x[0].shape[ax:]), x[1], x[2] if len(x) > 2 else None, a.get("epsilon", 1e-5))
-        elif op == "Transpose":
-            y = x[0].permute(a["perm"])
-        elif op == "Reshape":
-            shp = ints(x[1])
-            y = x[0].reshape([x[0].shape[i] if v == 0 else v for i, v in enumerate(shp)])
-        elif op == "Expand":
-            shp = ints(x[1])
-            r = max(len(shp), x[0].dim())
-            xs = [1] * (r - x[0].dim()) + list(x[0].shape)
-            shp = [1] * (r - len(shp)) + shp
-            y = x[0].reshape(xs).expand([max(p, q) for p, q in zip(xs, shp)])
-        elif op == "Unsqueeze":
-            y = x[0]
-            for ax in sorted(ints(x[1]) if len(x) > 1 else a["axes"]):
-                y = y.unsqueeze(ax if ax >= 0 else ax + y.dim() + 1)
-        elif op == "Squeeze":
-            y = x[0]
-            for ax in sorted(ints(x[1]) if len(x) > 1 else a["axes"], reverse=True):
-                y = y.squeeze(ax)
-        elif op == "Gather":
-            ax = a.get("axis", 0)
-            idx = x[1] + (x[1] < 0).long() * x[0].shape[ax]
-            y = torch.index_select(x[0], ax, idx.reshape(-1)).reshape(
-                list(x[0].shape[:ax]) + list(x[1].shape) + list(x[0].shape[ax + 1:]))
-        elif op == "Slice":
-            st, en = ints(x[1]), ints(x[2])
-            axes = ints(x[3]) if len(x) > 3 and x[3] is not None else list(range(len(st)))
-            steps = ints(x[4]) if len(x) > 4 and x[4] is not None else [1] * len(st)
-            y = x[0]
-            for s, e, ax, sp in zip(st, en, axes, steps):
-                idx = list(range(y.shape[ax]))[slice(s, e, sp)]  # python's clamping is ONNX's
-                y = torch.index_select(y, ax, torch.tensor(idx, dtype=torch.int64))
-        elif op in ("LSTM", "GRU"):
-            assert a.get("layout", 0) == 0 and not (len(x) > 4 and x[4] is not None)
-            y = rnn(op, a, x)
-        else:
-            raise SystemExit("torch_graph: op %s not supported" % op)
-        outs = y if isinstance(y, (tuple, list)) else [y]
-        for name, v in zip(n["outputs"], outs):
-            if name:
-                env[name] = v
-    return env[graph["outputs"][0]]
+    return torch_train.run(graph, env, vision_op)
 
 
 def main():
