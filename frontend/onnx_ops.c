@@ -1636,7 +1636,10 @@ static int h_pad(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     return gv_node_error(c, "constant_value must be a scalar");
   gv_value *x = in[0];
   for (int i = 0; i < na && x; i++) {
-    int64_t a = axes[i], b = pads[i], e = pads[na + i];
+    int64_t a = axes[i], b = pads[i], e = pads[na + i], L0 = x->type.dims[a];
+    if (b < -L0 || e < -L0 || b > INT32_MAX || e > INT32_MAX || L0 + b + e < 0)
+      return gv_node_error(c, "pads (%lld, %lld) do not fit axis %lld of size %lld", (long long)b, (long long)e,
+                           (long long)a, (long long)L0);
     if (b < 0 || e < 0) x = v_slice(c, x, a, b < 0 ? -b : 0, e < 0 ? e : INT64_MAX, 1);
     b = b < 0 ? 0 : b, e = e < 0 ? 0 : e;
     if (!x || (!b && !e)) continue;
