@@ -1800,7 +1800,8 @@ static int h_resize(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     double scale;
     if (sc) {
       float s = (float)gv_tensor_get_f(sc, i);
-      if (!(s > 0)) return gv_node_error(c, "scales must be positive");
+      if (!(s > 0) || !((double)L * s <= (double)(1 << 20)))
+        return gv_node_error(c, "scales must be positive and leave at most 2^20 elements per axis");
       scale = s, O = (int64_t)((float)L * s);
     } else {
       O = gv_tensor_get_i(sz, i);
@@ -1812,6 +1813,7 @@ static int h_resize(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     bool ident = O == L;
     for (int64_t o = 0; o < O; o++) {
       double xs = resize_coord(ct, (double)o, scale, L, O);
+      xs = xs != xs ? 0 : xs < -1 ? -1 : xs > (double)L ? (double)L : xs; /* NaN or far outside: clamped below anyway */
       if (!lin) {
         double f = floor(xs);
         int64_t idx = nmode == 2 ? (int64_t)f : nmode == 3 ? (int64_t)ceil(xs)
