@@ -432,8 +432,10 @@ gv_module *gv_import_onnx_buffer(const void *data, size_t len, const char *sourc
   return m;
 }
 
+#define GV_ONNX_FILE_MAX ((uint64_t)INT32_MAX)
+
 gv_module *gv_import_onnx(const char *path, const gv_import_options *opt) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* O_NONBLOCK: a FIFO does not hang the open */
   if (fd < 0) {
     gv_error_plain("%s: cannot open: %s", path, strerror(errno));
     return NULL;
@@ -442,6 +444,12 @@ gv_module *gv_import_onnx(const char *path, const gv_import_options *opt) {
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
     gv_error_plain("%s: not a regular file", path);
+    return NULL;
+  }
+  if ((uint64_t)st.st_size > GV_ONNX_FILE_MAX) { /* protobuf's own limit: larger models keep weights external */
+    close(fd);
+    gv_error_plain("%s: file of %lld bytes, larger than the 2 GiB an ONNX protobuf can be (store the weights as external data)",
+                   path, (long long)st.st_size);
     return NULL;
   }
   size_t len = (size_t)st.st_size;

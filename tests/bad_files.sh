@@ -3,7 +3,8 @@
 # file, a --cluster JSON file, .npy inputs) are read strictly and with
 # limits: /dev/zero, a directory, an unterminated or over-long line, junk
 # after a value, a value named twice, an overflowing or repeated mesh axis, a
-# truncated .npy header: each is one error line naming the file (and the line
+# truncated .npy header, a model or IR file that is a device, directory,
+# FIFO or larger than its reader's cap: each is one error line naming the file (and the line
 # where there is one), a non-zero exit, within seconds, and no sanitizer
 # report. Conflicting options (--plan with another --mesh) are an error too.
 # Usage: bad_files.sh BUILD_DIR
@@ -98,5 +99,20 @@ check ".npy header without '}'" 1 "nobrace.npy: malformed header" "${E[@]}" --in
 check ".npy longer than its shape" 1 "longer.npy: file longer than its shape says" "${E[@]}" --input input_ids="$T/longer.npy"
 check ".npy shorter than its shape" 1 "shorter.npy: file shorter than its shape says" "${E[@]}" --input input_ids="$T/shorter.npy"
 check ".npy /dev/zero" 1 "/dev/zero: not a regular file" "${E[@]}" --input input_ids=/dev/zero
+
+# ---- the ONNX model and galv-opt's IR text
+check "model /dev/zero" 1 "/dev/zero: not a regular file" "$B/galvc" /dev/zero "${C[@]}" --plan-only
+check "model DIR" 1 "$T: not a regular file" "$B/galvc" "$T" "${C[@]}" --plan-only
+mkfifo "$T/fifo.onnx"
+check "model FIFO" 1 "fifo.onnx: not a regular file" "$B/galvc" "$T/fifo.onnx" "${C[@]}" --plan-only
+truncate -s 3G "$T/huge.onnx" # sparse: no disk used
+check "model over 2 GiB" 1 "huge.onnx: file of 3221225472 bytes, larger than the 2 GiB" "$B/galvc" "$T/huge.onnx" "${C[@]}" --plan-only
+rm -f "$T/huge.onnx"
+check "galv-opt /dev/zero" 1 "/dev/zero: not a regular file" "$B/galv-opt" /dev/zero --passes dce
+check "galv-opt DIR" 1 "$T: not a regular file (a directory)" "$B/galv-opt" "$T" --passes dce
+check "galv-opt FIFO" 1 "fifo.onnx: not a regular file" "$B/galv-opt" "$T/fifo.onnx" --passes dce
+truncate -s 1100M "$T/huge.mlir"
+check "galv-opt over 1 GiB" 1 "huge.mlir: file of 1153433600 bytes, larger than the 1073741824 bytes" "$B/galv-opt" "$T/huge.mlir" --passes dce
+rm -f "$T/huge.mlir"
 echo "bad_files: $pass ok, $fail failed"
 [ $fail = 0 ]

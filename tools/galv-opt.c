@@ -7,6 +7,7 @@
 
 #include "../ir/ir.h"
 #include "../passes/passes.h"
+#include "../runtime/galv_file.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -26,21 +27,33 @@ static void usage(FILE *f) {
     fprintf(f, "  %-16s %s\n", gv_pass_table[i].name, gv_pass_table[i].help);
 }
 
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-  if (!f) return NULL;
+/* The IR text: a regular file of at most GV_IR_FILE_MAX bytes (galv_read_whole:
+ * a directory, FIFO or device is refused, never an endless read), or "-",
+ * standard input, read up to the same cap. NULL with err filled otherwise. */
+#define GV_IR_FILE_MAX ((size_t)1 << 30)
+static char *read_all(const char *path, size_t *len, char *err, size_t errlen) {
+  char *buf = NULL;
+  if (strcmp(path, "-") != 0) return galv_read_whole(path, GV_IR_FILE_MAX, &buf, len, err, errlen) ? NULL : buf;
   size_t cap = 1 << 16, n = 0, k;
-  char *buf = malloc(cap + 1);
-  while (buf && (k = fread(buf + n, 1, cap - n, f)) > 0) {
+  buf = malloc(cap + 1);
+  while (buf && (k = fread(buf + n, 1, cap - n, stdin)) > 0) {
     n += k;
+    if (n > GV_IR_FILE_MAX) {
+      free(buf);
+      snprintf(err, errlen, "more than the %zu bytes this reader accepts", GV_IR_FILE_MAX);
+      return NULL;
+    }
     if (n == cap) {
       char *nb = realloc(buf, (cap *= 2) + 1);
       if (!nb) free(buf);
       buf = nb;
     }
   }
-  if (f != stdin) fclose(f);
-  if (!buf) return NULL;
+  if (!buf) return snprintf(err, errlen, "out of memory"), NULL;
+  if (ferror(stdin)) {
+    free(buf);
+    return snprintf(err, errlen, "read error: %s", strerror(errno)), NULL;
+  }
   buf[n] = 0;
   *len = n;
   return buf;
@@ -120,9 +133,10 @@ int main(int argc, char **argv) {
   free(list);
 
   size_t len;
-  char *text = read_all(in, &len);
+  char rerr[256];
+  char *text = read_all(in, &len, rerr, sizeof rerr);
   if (!text) {
-    gv_error_plain("%s: cannot read file: %s", in, strerror(errno));
+    gv_error_plain("%s: %s", in, rerr);
     return 1;
   }
   gv_module *m = gv_parse_module(text, len, in);
