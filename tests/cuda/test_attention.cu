@@ -73,7 +73,8 @@ int main(int argc, char **argv) {
   bool timing = lab_timing(argc, argv);
   galv_cu_init(0);
   printf("attention (fused, causal):\n");
-  const int64_t sizes[][4] = {{1, 1, 1, 16}, {1, 2, 31, 16}, {2, 3, 33, 64}, {1, 2, 100, 128}, {1, 1, 257, 64}};
+  const int64_t sizes[][4] = {{1, 1, 1, 16}, {1, 2, 31, 16}, {2, 3, 33, 64}, {1, 2, 100, 128}, {1, 1, 257, 64},
+                              {2, 2, 40, 1} /* head dim 1 */, {0, 2, 16, 64} /* empty */};
   for (auto &s : sizes) {
     run<float>(GALV_F32, s[0], s[1], s[2], s[3], false);
     run<galv_bf16>(GALV_BF16, s[0], s[1], s[2], s[3], false);

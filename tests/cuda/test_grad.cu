@@ -20,7 +20,7 @@
 static void *dev(const void *h, size_t bytes) {
   void *d;
   cudaCheck(cudaMalloc(&d, bytes ? bytes : 1));
-  if (bytes) cudaCheck(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+  if (bytes && h) cudaCheck(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice)); /* h NULL: left for the kernel to fill */
   return d;
 }
 static std::vector<float> back(const void *d, size_t n) {

@@ -22,7 +22,7 @@ static std::vector<float> ref(const std::vector<float> &x, const std::vector<flo
 int main(int argc, char **argv) {
   bool timing = lab_timing(argc, argv);
   galv_cu_init(0);
-  const int64_t sizes[][2] = {{1, 1}, {3, 31}, {7, 64}, {64, 768}, {5, 5000}};
+  const int64_t sizes[][2] = {{1, 1}, {3, 31}, {7, 64}, {64, 768}, {5, 5000}, {0, 64} /* empty */};
   printf("layer_norm / rms_norm:\n");
   for (int dt : {GALV_F32, GALV_BF16})
     for (auto &s : sizes)

@@ -17,7 +17,7 @@ static std::vector<float> ref(const std::vector<float> &x, int64_t rows, int64_t
 int main(int argc, char **argv) {
   bool timing = lab_timing(argc, argv);
   galv_cu_init(0);
-  const int64_t sizes[][2] = {{1, 1}, {3, 7}, {5, 32}, {33, 100}, {128, 1024}, {64, 50257}};
+  const int64_t sizes[][2] = {{1, 1}, {3, 7}, {5, 32}, {33, 100}, {128, 1024}, {64, 50257}, {0, 16} /* empty */};
   printf("softmax:\n");
   for (int dt : {GALV_F32, GALV_BF16})
     for (auto &s : sizes)

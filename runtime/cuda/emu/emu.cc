@@ -151,6 +151,7 @@ void galv_emu_check_device(const void *p, size_t n, const char *what) {
                  q + n - a->p, a->n);
 }
 void galv_emu_check_host(const void *p, size_t n, const char *what) {
+  if (n && !p) galv_emu_die("%s: a NULL host pointer for %zu bytes (a GPU returns cudaErrorInvalidValue)", what, n);
   if (n && find_alloc(p)) galv_emu_die("%s: %p is device memory where the call needs a host pointer", what, p);
 }
 

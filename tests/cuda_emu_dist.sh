@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The distributed CUDA program kinds that tests/cuda_emu.sh does not run,
+# each compiled with galvc --target cuda, built with `make emu` (program.cu
+# and runtime/cuda/ over the CPU execution layer runtime/cuda/emu/; NCCL over
+# MPI) and run with GALV_PROGRAM=program-emu out/launch:
+#   - 4-rank tp inference (GPT-2 tiny, 4 heads over 4 ranks) vs onnxruntime;
+#   - training, tiny GPT-2, 3 AdamW steps, against the single-device CPU
+#     program (tests/lib/same_training.py: losses and every weight rtol
+#     1e-4, atol 1e-5): dp x tp on a 2x2 mesh (4 ranks), ZeRO on 2 ranks
+#     (reduce-scattered gradients, sharded optimizer state, all-gathered
+#     parameters), and the same ZeRO plan with the host-staged backend
+#     (COMM=staged) bit for bit equal to the NCCL backend's;
+#   - a checkpoint written by the 4-rank dp x tp GPU training after 2 steps
+#     loads into the single-device CPU program, whose 3rd step equals the
+#     straight 3 CPU steps;
+#   - training pipelines of 2 stages, 4 microbatches: ZB-H1 (the weight-
+#     gradient entry split from the input-gradient one), 1F1B on uneven
+#     stage devices 1 and 2 (dp inside the second), and 1F1B with
+#     recomputing stages (--pipeline-recompute), each vs the single device.
+# Usage: cuda_emu_dist.sh BUILD_DIR
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$SRC/tests/lib/require.sh"
+require_cmd "g++ (build-essential)" g++
+require_cmd "OpenMPI (mpicc, mpirun)" mpicc mpirun
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export OPENBLAS_NUM_THREADS=1
+. "$SRC/tests/lib/mpi_env.sh" # GALV_COMM_SYNC, timeouts, MPIRUN (as root if need be); resets the counts
+pass=0 fail=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+t0=$(date +%s)
+G=$BUILD/galvc
+
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/g.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
+  { echo "FAIL make_model"; exit 1; }
+python3 - "$T" <<'PY' || { echo "FAIL batches"; exit 1; }
+import numpy as np, os, sys
+t = sys.argv[1]
+r = np.random.RandomState(5)
+os.makedirs(t + "/b")
+np.save(t + "/b/input_ids.npy", r.randint(0, 64, (3, 8, 8)).astype(np.int64))
+l = r.randint(0, 64, (3, 8, 8)).astype(np.int64)
+l[:, 1, :3] = -100 # ignored tokens: the mean over a split batch counts only the others
+np.save(t + "/b/labels.npy", l)
+np.save(t + "/ids.npy", r.randint(0, 64, (2, 16)).astype(np.int64))
+PY
+
+# The single-device CPU reference: 3 steps, and 2 steps + 1 from a checkpoint below
+"$G" "$T/g.onnx" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/one/" </dev/null >"$T/one.log" 2>&1 &&
+  "$T/one/program" --batches "$T/b" --steps 3 -o "$T/one.w" >"$T/one.txt" 2>&1 ||
+  { echo "FAIL the single-device reference:"; cat "$T/one.log" "$T/one.txt"; exit 1; }
+
+gen() { # NAME ARGS...: galvc --target cuda, then make emu in each program directory (two at a time)
+  local n=$1 d
+  shift
+  "$G" "$T/g.onnx" "$@" --target cuda --no-build -q -o "$T/$n/" </dev/null >"$T/$n.gen.log" 2>&1 || return 1
+  for d in "$T/$n" "$T/$n"/stage*; do
+    [ -f "$d/program.cu" ] || continue
+    make -s -C "$d" emu >>"$T/$n.gen.log" 2>&1 || return 1
+  done
+}
+same() { # LOG WDIR [REF_LOG REF_WDIR exact]: vs the single-device CPU program (or REF, bit for bit)
+  python3 - "${3:-$T/one.txt}" "$1" "${4:-$T/one.w}" "$2" "${5:-}" "$SRC/tests/lib" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[6])
+from same_training import check
+print(check(*sys.argv[1:5], exact=bool(sys.argv[5])))
+PY
+}
+launch() { # NAME ARGS...: the program-emu ranks of NAME
+  local n=$1
+  shift
+  GALV_PROGRAM=program-emu timeout 300 "$T/$n/launch" "$@" </dev/null
+}
+
+# ---- 4-rank tp inference vs onnxruntime
+if gen tp4 --batch 2 --seq 16 --gpus 4 --strategy tp &&
+   launch tp4 --input input_ids="$T/ids.npy" -o "$T/tp4_out" >"$T/tp4.log" 2>&1 &&
+   r=$(python3 - "$T" <<'PY'
+import sys, numpy as np, onnxruntime as ort
+t = sys.argv[1]
+a = np.load(t + "/tp4_out/logits.npy")
+s = ort.InferenceSession(t + "/g.onnx", providers=["CPUExecutionProvider"])
+ref = s.run(None, {"input_ids": np.load(t + "/ids.npy")})[0]
+assert np.allclose(a, ref, rtol=1e-4, atol=1e-5), f"max abs err {np.abs(a - ref).max()}"
+print(f"max abs err {np.abs(a - ref).max():.3g} vs onnxruntime")
+PY
+   ); then ok "4-rank tp inference (NCCL over MPI): $r"
+else bad "4-rank tp inference:"; tail -n 20 "$T/tp4.gen.log" "$T/tp4.log" 2>/dev/null; fi
+echo "     tp4: $(($(date +%s) - t0)) s"
+
+# ---- training: dp x tp (4 ranks), ZeRO (2 ranks; NCCL and host-staged)
+train() { # NAME WHAT ARGS...
+  local n=$1 what=$2 r
+  shift 2
+  if gen "$n" --batch 8 --seq 8 --train "$@" && launch "$n" --batches "$T/b" --steps 3 -o "$T/$n.w" >"$T/$n.txt" 2>&1 &&
+     r=$(same "$T/$n.txt" "$T/$n.w"); then ok "training $what, 3 AdamW steps vs the single-device CPU program: $r"
+  else bad "training $what:"; tail -n 20 "$T/$n.gen.log" "$T/$n.txt" 2>/dev/null; echo "$r"; fi
+}
+train dptp "dp x tp (2x2 mesh, 4 ranks)" --gpus 4 --mesh dp=2,tp=2 --strategy dp,tp
+train zero "ZeRO (2 ranks)" --gpus 2 --strategy zero
+if make -s -C "$T/zero" emu COMM=staged >"$T/zeros.log" 2>&1 &&
+   launch zero --batches "$T/b" --steps 3 -o "$T/zeros.w" >"$T/zeros.txt" 2>&1 &&
+   r=$(same "$T/zeros.txt" "$T/zeros.w" "$T/zero.txt" "$T/zero.w" exact 2>&1) &&
+   [ "$(grep '^step' "$T/zeros.txt")" = "$(grep '^step' "$T/zero.txt")" ]; then
+  ok "training ZeRO (2 ranks), host-staged backend (COMM=staged): the NCCL backend's losses and weights bit for bit"
+else bad "training ZeRO, host-staged backend:"; tail -n 20 "$T/zeros.log" "$T/zeros.txt"; echo "${r:-}"; fi
+echo "     training: $(($(date +%s) - t0)) s"
+
+# ---- a 4-rank GPU checkpoint resumed by the single-device CPU program
+if [ -x "$T/dptp/program-emu" ] &&
+   launch dptp --batches "$T/b" --steps 2 --save-checkpoint "$T/dptp.ck" >"$T/ck.txt" 2>&1 &&
+   "$T/one/program" --batches "$T/b" --steps 1 --load-checkpoint "$T/dptp.ck" -o "$T/ck.w" >"$T/ck1.txt" 2>&1 &&
+   r=$(python3 - "$T/one.txt" "$T/ck1.txt" "$T/one.w" "$T/ck.w" "$SRC/tests/lib" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[5])
+from same_training import check
+print(check(*sys.argv[1:5], steps=[2]))
+PY
+   ); then ok "checkpoint of 2 steps from 4-rank dp x tp GPU training, 1 more step by the single-device CPU program: $r"
+else bad "GPU checkpoint -> CPU program:"; tail -n 10 "$T/ck.txt" "$T/ck1.txt" 2>/dev/null; echo "${r:-}"; fi
+
+# ---- training pipelines, 2 stages, 4 microbatches
+train zbh1 "pipeline ZB-H1 (2 stages, 4 microbatches)" --pipeline-stages 2 --microbatches 4 --schedule zb-h1
+train uneven "pipeline 1F1B on stage devices 1 and 2 (dp in stage 1; 4 microbatches)" \
+  --pipeline-stages 2 --microbatches 4 --gpus 3 --stage-devices 1,2 --strategy dp
+train recomp "pipeline 1F1B with recomputing stages (--pipeline-recompute; 4 microbatches)" \
+  --pipeline-stages 2 --microbatches 4 --pipeline-recompute
+echo "cuda_emu_dist: $pass passed, $fail failed ($(($(date +%s) - t0)) s)"
+galv_exit $fail
