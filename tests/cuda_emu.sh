@@ -25,8 +25,9 @@
 #     mismatch, an out-of-bounds device write, a 2048-thread block, a grid
 #     over its limit, a 64 KiB static shared array, a missing event between
 #     two streams, host code touching device memory, a kernel on freed
-#     memory: each one line "error: emulation: ..." and exit 1, each correct
-#     form exit 0.
+#     memory, a kernel's writes read on another stream without an event
+#     (race-check build): each one line "error: emulation: ..." and exit
+#     1, each correct form exit 0.
 # Usage: cuda_emu.sh BUILD_DIR
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -86,6 +87,9 @@ expect_bug "shared array over 48 KiB" "kernel big_k(float\*) declares 65536 byte
 expect_ok "32 KiB shared array" "$T/small_shared"
 expect_bug "missing event between streams" "stream race: cudaMemcpyAsync on stream 2 reads bytes \[0, 4096) of a device allocation that cudaMemsetAsync on stream 1 writes" "$T/bugs" stream-race
 expect_ok "event between streams" "$T/bugs" stream-ok
+expect_bug "kernel then copy on another stream, no event (race-check build: the kernel's bytes)" "stream race: cudaMemcpyAsync on stream 2 reads bytes \[1024, 2048) of a device allocation that kernel fill_k on stream 1 writes" "$T/bugs_race" kernel-race
+expect_ok "kernel, event, copy (race check)" "$T/bugs_race" kernel-ok
+expect_ok "kernel and a copy of bytes it never touches (race check)" "$T/bugs_race" kernel-apart
 expect_bug "host touches device memory" "host code touched device memory (byte 12 of a 4096-byte allocation)" "$T/bugs" host-touch
 expect_bug "kernel on freed memory" "access to device memory after cudaFree .* in kernel fill_k" "$T/bugs" free-touch
 echo "     bugs: $(($(date +%s) - t0)) s"

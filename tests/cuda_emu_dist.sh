@@ -9,7 +9,9 @@
 #     1e-4, atol 1e-5): dp x tp on a 2x2 mesh (4 ranks), ZeRO on 2 ranks
 #     (reduce-scattered gradients, sharded optimizer state, all-gathered
 #     parameters), and the same ZeRO plan with the host-staged backend
-#     (COMM=staged) bit for bit equal to the NCCL backend's;
+#     (COMM=staged) bit for bit equal to the NCCL backend's, and as the
+#     race-check build (make emu-race: every kernel's exact bytes checked
+#     against the collectives on the NCCL streams, no event missing);
 #   - a checkpoint written by the 4-rank dp x tp GPU training after 2 steps
 #     loads into the single-device CPU program, whose 3rd step equals the
 #     straight 3 CPU steps;
@@ -73,7 +75,7 @@ PY
 launch() { # NAME ARGS...: the program-emu ranks of NAME
   local n=$1
   shift
-  GALV_PROGRAM=program-emu timeout 300 "$T/$n/launch" "$@" </dev/null
+  GALV_PROGRAM=${GALV_PROGRAM:-program-emu} timeout 300 "$T/$n/launch" "$@" </dev/null
 }
 
 # ---- 4-rank tp inference vs onnxruntime
@@ -108,6 +110,12 @@ if make -s -C "$T/zero" emu COMM=staged >"$T/zeros.log" 2>&1 &&
    [ "$(grep '^step' "$T/zeros.txt")" = "$(grep '^step' "$T/zero.txt")" ]; then
   ok "training ZeRO (2 ranks), host-staged backend (COMM=staged): the NCCL backend's losses and weights bit for bit"
 else bad "training ZeRO, host-staged backend:"; tail -n 20 "$T/zeros.log" "$T/zeros.txt"; echo "${r:-}"; fi
+# the race-check build: every kernel's bytes against the NCCL streams' collectives (stream happens-before)
+if make -s -C "$T/zero" emu-race COMM=nccl >"$T/zeror.log" 2>&1 &&
+   GALV_PROGRAM=program-emu-race launch zero --batches "$T/b" --steps 3 >"$T/zeror.txt" 2>&1 &&
+   [ "$(grep '^step' "$T/zeror.txt")" = "$(grep '^step' "$T/zero.txt")" ]; then
+  ok "training ZeRO (2 ranks), race-check build: no stream race between kernels (their exact bytes) and collectives, same losses"
+else bad "training ZeRO, race-check build:"; tail -n 20 "$T/zeror.log" "$T/zeror.txt"; fi
 echo "     training: $(($(date +%s) - t0)) s"
 
 # ---- a 4-rank GPU checkpoint resumed by the single-device CPU program

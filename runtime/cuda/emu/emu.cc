@@ -827,8 +827,44 @@ static const char *shm_name(uintptr_t a, size_t *off) {
                "barrier epoch (no __syncthreads between them)", emu_where, t.idx.x, t.idx.y, t.idx.z,
                w ? "writes" : "reads", off, name, o.idx.x, o.idx.y, o.idx.z, ow ? "wrote" : "read");
 }
+/* A kernel's footprint (race-check build): the bytes its threads read and
+ * wrote outside __shared__ memory, as merged intervals (accesses are mostly
+ * sequential: the last interval is extended in place). At the end of the
+ * launch the parts inside device allocations are the kernel's ranges for
+ * the stream happens-before check (galv_emu_stream_op), exact to the byte,
+ * as copies, cuBLAS and NCCL calls give theirs; thread stacks and other
+ * host memory drop out there. */
+struct fp_set {
+  std::map<uintptr_t, uintptr_t> m; /* lo -> hi, disjoint, not adjacent */
+  uintptr_t lo = 0, hi = 0;         /* the open interval, not yet in m */
+  void flush(void) {
+    if (hi <= lo) return;
+    auto it = m.upper_bound(lo);
+    if (it != m.begin() && std::prev(it)->second >= lo) --it;
+    while (it != m.end() && it->first <= hi) {
+      lo = std::min(lo, it->first), hi = std::max(hi, it->second);
+      it = m.erase(it);
+    }
+    m[lo] = hi;
+    lo = hi = 0;
+  }
+  inline void add(uintptr_t a, uintptr_t b) {
+    if (a >= lo && a <= hi) {
+      if (b > hi) hi = b;
+      return;
+    }
+    flush();
+    lo = a, hi = b;
+  }
+};
+static fp_set fp_read, fp_write;
+static bool fp_on; /* a launch is running */
 static inline void shadow_access(const void *p, size_t n, bool w) {
   uintptr_t a = (uintptr_t)p;
+  if (fp_on && (a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm)) {
+    (w ? fp_write : fp_read).add(a, a + n);
+    return;
+  }
   if (a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm || !cur_worker) return;
   if (!shadow) shadow = (shm_cell *)calloc((size_t)(__stop_galv_shm - __start_galv_shm), sizeof(shm_cell));
   int me = cur_worker->t->lin;
@@ -986,7 +1022,13 @@ void galv_emu_launch_erased(const char *kernel, const char *file, int line, dim3
   else if (shmem > 48 * 1024)
     snprintf(why, sizeof why, "%zu bytes of dynamic shared memory (at most 49152 without an opt-in)", shmem), bad = why;
   if (bad) galv_emu_die("launch of kernel %s at %s:%d: %s", kernel, file, line, bad);
-  galv_emu_stream_op(cs, nullptr, 0, kernel); /* in stream order; its ranges are not known */
+#ifndef GALV_EMU_SHADOW
+  galv_emu_stream_op(cs, nullptr, 0, kernel); /* in stream order; its ranges are known in the race-check build only */
+#else
+  fp_read.m.clear(), fp_write.m.clear();
+  fp_read.lo = fp_read.hi = fp_write.lo = fp_write.hi = 0;
+  fp_on = true;
+#endif
   galv_emu_open o;
   k_call = call, k_fn = fn;
   nthr = (int)nt;
@@ -1010,4 +1052,20 @@ void galv_emu_launch_erased(const char *kernel, const char *file, int line, dim3
     run_block(R, kernel);
   }
   emu_where[0] = 0;
+#ifdef GALV_EMU_SHADOW
+  fp_on = false;
+  fp_read.flush(), fp_write.flush();
+  std::vector<galv_emu_range> r;
+  for (int w = 1; w >= 0; w--)
+    for (auto &iv : (w ? fp_write : fp_read).m) {
+      dev_alloc *a = find_alloc((const void *)iv.first);
+      if (!a) a = find_alloc((const void *)(iv.second - 1));
+      if (!a) continue; /* host memory: thread stacks, the kernel's arguments */
+      uintptr_t lo = std::max(iv.first, (uintptr_t)a->p), hi = std::min(iv.second, (uintptr_t)(a->p + a->n));
+      if (lo < hi) r.push_back({(void *)lo, (size_t)(hi - lo), w == 1});
+    }
+  char what[96];
+  snprintf(what, sizeof what, "kernel %s", kernel);
+  galv_emu_stream_op(cs, r.data(), (int)r.size(), what);
+#endif
 }

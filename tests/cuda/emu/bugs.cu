@@ -5,7 +5,9 @@
  * nvcc too (GALV_LAUNCH is the triple-chevron launch there).
  *
  *   bugs CASE      CASE: race | race-ok | divergence | divergence-ok | mask | mask-ok | oob | oob-ok |
- *                  block2048 | block1024 | grid | stream-race | stream-ok | host-touch | free-touch */
+ *                  block2048 | block1024 | grid | stream-race | stream-ok | kernel-race | kernel-ok |
+ *                  kernel-apart | host-touch | free-touch
+ *   (kernel-race / kernel-ok / kernel-apart: the race-check build, where kernels' ranges are known) */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +106,19 @@ int main(int argc, char **argv) {
       CHECK(cudaEventDestroy(ev));
     }
     CHECK(cudaMemcpyAsync(e, d, 4096, cudaMemcpyDeviceToDevice, s2));
+  } else if (!strcmp(c, "kernel-race") || !strcmp(c, "kernel-ok") || !strcmp(c, "kernel-apart")) {
+    /* a kernel on s1 fills the first half of d; s2 then copies out of d: without an event it may read
+     * before the kernel wrote (kernel-race); kernel-apart copies the other half, which the kernel never
+     * touches, and needs no event */
+    GALV_LAUNCH(fill_k, 2, 256, 0, s1, d, 512);
+    if (!strcmp(c, "kernel-ok")) {
+      cudaEvent_t ev;
+      CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+      CHECK(cudaEventRecord(ev, s1));
+      CHECK(cudaStreamWaitEvent(s2, ev, 0));
+      CHECK(cudaEventDestroy(ev));
+    }
+    CHECK(cudaMemcpyAsync(e, d + (!strcmp(c, "kernel-apart") ? 512 : 256), 1024, cudaMemcpyDeviceToDevice, s2));
   } else if (!strcmp(c, "host-touch")) {
     CHECK(cudaStreamSynchronize(s1));
     d[3] = 1.0f; /* a device pointer dereferenced on the host */
