@@ -13,7 +13,9 @@
 #     after the first tensor of the new checkpoint is written;
 #   - a pipeline stage: the stage-1 rank of a 2-stage pipeline training run,
 #     at its 3rd send (a gradient to stage 0), and during the pipeline's
-#     checkpoint (stage 1 appending its tensors).
+#     checkpoint (stage 1 appending its tensors);
+#   - the CUDA program (2-rank tp training, built with make emu and run on
+#     the CPU execution layer): rank 1 at its 5th NCCL all-reduce.
 # Every run is bounded by timeout. Usage: rank_kill.sh BUILD_DIR
 set -u
 B=$(cd "${1:?build dir}" && pwd)
@@ -98,6 +100,16 @@ if timeout 60 "$T/pp/launch" --batches "$T/b" --steps 1 --save-checkpoint "$T/pp
   else bad "pp=2: the previous checkpoint changed or does not load: $(head -3 "$T/err")"; fi
 else
   bad "pp=2: first checkpoint: $(head -3 "$T/err")"
+fi
+
+# ---- the CUDA program (runtime/cuda/comm_nccl.cu's hooks) under the execution layer, when g++ is there
+if command -v g++ >/dev/null; then
+  if "$B/galvc" "$T/m.onnx" --train --target cuda --no-build -q --batch 8 --seq 8 --gpus 2 --strategy tp -o "$T/cu/" \
+       2>"$T/err" </dev/null && make -s -C "$T/cu" emu >"$T/cu.log" 2>&1; then
+    GALV_PROGRAM=program-emu run "cuda tp=2 (program-emu), rank 1 killed inside its 5th NCCL all-reduce, ./launch (one line)" \
+      all_reduce:1:5 "^launch: error: rank 1 on host $HOST \($T/cu/program-emu\) $KILLED; mpirun stopped the other ranks\$" \
+      "$T/cu/launch" --batches "$T/b" --steps 3
+  else bad "cuda tp=2: build: $(head -3 "$T/err" "$T/cu.log")"; fi
 fi
 echo "rank_kill: $pass ok, $fail failed"
 [ $fail = 0 ]

@@ -226,6 +226,7 @@ void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, i
   ncclCheck(ncclAllReduce(send, recv, count, nccl_type(dtype, "all_reduce"), op == GALV_RED_MAX ? ncclMax : ncclSum,
                           c->nc, q->s));
   counters.all_reduce += ring(count * galv_dtype_size(dtype), c->size, 1);
+  galv_test_point("all_reduce"); /* tests/rank_kill.sh: this rank's part posted */
 }
 
 void galv_all_gather(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
@@ -262,6 +263,7 @@ void galv_send(galv_comm *c, int peer, const void *buf, size_t count, int dtype,
   after_compute(q);
   ncclCheck(ncclSend(buf, count, nccl_type(dtype, "send"), peer, c->nc, q->s));
   counters.send += count * galv_dtype_size(dtype);
+  galv_test_point("send");
 }
 
 void galv_recv(galv_comm *c, int peer, void *buf, size_t count, int dtype, galv_queue *q) {
