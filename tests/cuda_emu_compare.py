@@ -7,6 +7,9 @@ directly: fp32 rtol 1e-4 / atol 1e-5, --precision bf16 the bound of
 docs/cuda-target.md (atol 5e-2 + rtol 5e-2).
 
 usage: cuda_emu_compare.py BUILD MODEL.onnx [--batch 2 --seq 16] [--precision bf16] [--keep DIR]
+                           [--galvc-args "--gpus 2 --strategy tp"]
+With --galvc-args naming --gpus N > 1 the program's ranks run under its
+./launch (mpirun) with GALV_PROGRAM=program-emu.
 EMU_FLAGS in the environment is passed to make (e.g. -fsanitize=address).
 Exits 1 on any failure.
 """
@@ -33,8 +36,10 @@ def main():
     ap.add_argument("--seq", type=int, default=16)
     ap.add_argument("--precision", default="fp32")
     ap.add_argument("--keep")
+    ap.add_argument("--galvc-args", default="", help="more galvc options (split at spaces)")
     a = ap.parse_args()
-    tag = os.path.basename(a.model) + (" bf16" if a.precision == "bf16" else "")
+    extra = a.galvc_args.split()
+    tag = os.path.basename(a.model) + (" bf16" if a.precision == "bf16" else "") + (" " + a.galvc_args if extra else "")
     rtol, atol = (5e-2, 5e-2) if a.precision == "bf16" else (1e-4, 1e-5)
 
     m = onnx.load(a.model, load_external_data=False)
@@ -46,7 +51,7 @@ def main():
     with tempfile.TemporaryDirectory() as t:
         pd = a.keep or os.path.join(t, "prog")
         r = subprocess.run([os.path.join(a.build, "galvc"), a.model, "--batch", str(a.batch), "--seq", str(a.seq),
-                            "--target", "cuda", "--precision", a.precision, "--no-build", "-q", "-o", pd + "/"],
+                            "--target", "cuda", "--precision", a.precision, "--no-build", "-q", "-o", pd + "/"] + extra,
                            capture_output=True, text=True)
         if r.returncode != 0:
             print(f"FAIL {tag}: galvc exited {r.returncode}: {r.stderr.strip()[-2000:]}")
@@ -64,7 +69,10 @@ def main():
             np.save(p, v)
             args += ["--input", f"{k}={p}"]
         od = os.path.join(t, "out")
-        r = subprocess.run([os.path.join(pd, "program-emu")] + args + ["-o", od], capture_output=True, text=True)
+        ranks = "--gpus" in extra and int(extra[extra.index("--gpus") + 1]) > 1
+        exe = [os.path.join(pd, "launch")] if ranks else [os.path.join(pd, "program-emu")]
+        env = dict(os.environ, GALV_PROGRAM="program-emu")
+        r = subprocess.run(exe + args + ["-o", od], capture_output=True, text=True, env=env, timeout=600)
         if r.returncode != 0:
             print(f"FAIL {tag} [program-emu]: exited {r.returncode}: {r.stderr.strip()[-3000:]}")
             return 1

@@ -155,6 +155,12 @@ void galv_emu_check_host(const void *p, size_t n, const char *what) {
   if (n && find_alloc(p)) galv_emu_die("%s: %p is device memory where the call needs a host pointer", what, p);
 }
 
+/* GALV_EMU_MEM=1: at exit, the device-memory high-water mark (bytes requested by cudaMalloc, live at
+ * once), the figure a GPU's allocator would have to hold (tests compare it with the planner's) */
+static void mem_report(void) {
+  fprintf(stderr, "emulation: device memory high-water %zu bytes (%zu allocations)\n", dev_high, allocs.size());
+}
+
 cudaError_t cudaMalloc(void **p, size_t n) {
   if (!p) return cudaErrorInvalidValue;
   size_t data = (n + 255) / 256 * 256;
@@ -172,6 +178,8 @@ cudaError_t cudaMalloc(void **p, size_t n) {
   dev_bytes += n;
   dev_high = std::max(dev_high, dev_bytes);
   *p = a.p;
+  static bool report;
+  if (!report && (report = true) && getenv("GALV_EMU_MEM") && *getenv("GALV_EMU_MEM") == '1') atexit(mem_report);
   return cudaSuccess;
 }
 
