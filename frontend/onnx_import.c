@@ -124,10 +124,46 @@ static int insert(gv_ictx *c, const char *name, gv_value *v, const char *poison)
 int gv_bind(gv_ictx *c, const char *name, gv_value *v) { return insert(c, name, v, NULL); }
 int gv_bind_poison(gv_ictx *c, const char *name, const char *why) { return insert(c, name, NULL, why); }
 
+int gv_bind_seq(gv_ictx *c, const char *name, gv_value *const *vals, int n) {
+  if (insert(c, name, NULL, "a sequence")) return -1;
+  gv_sym *e = find(c->scope, name);
+  e->is_seq = true;
+  e->nseq = n;
+  e->seq = gv_alloc(c->tmp, (size_t)(n ? n : 1) * sizeof *e->seq);
+  for (int i = 0; i < n; i++) e->seq[i] = vals[i];
+  return 0;
+}
+
+static gv_sym *lookup_sym(gv_ictx *c, const char *name) {
+  for (gv_scope *s = c->scope; s; s = s->parent) {
+    gv_sym *e = find(s, name);
+    if (e) return e;
+  }
+  return NULL;
+}
+
+bool gv_is_seq(gv_ictx *c, const char *name) {
+  gv_sym *e = lookup_sym(c, name);
+  return e && e->is_seq;
+}
+
+int gv_lookup_seq(gv_ictx *c, const char *name, gv_value ***vals) {
+  gv_sym *e = lookup_sym(c, name);
+  if (!e) return gv_node_error(c, "undefined value '%s'", gv_esc(c, name));
+  if (!e->is_seq) return gv_node_error(c, "'%s' is a tensor where a sequence is expected", gv_esc(c, name));
+  *vals = e->seq;
+  return e->nseq;
+}
+
 gv_value *gv_lookup(gv_ictx *c, const char *name) {
   for (gv_scope *s = c->scope; s; s = s->parent) {
     gv_sym *e = find(s, name);
     if (!e) continue;
+    if (e->is_seq) {
+      if (c->node) gv_node_error(c, "'%s' is a sequence where a tensor is expected", gv_esc(c, name));
+      else gv_error(c->m, "graph output '%s' is a sequence (the programs' outputs are tensors)", gv_esc(c, name));
+      return NULL;
+    }
     if (!e->v) {
       if (c->node) gv_node_error(c, "uses '%s': %s", gv_esc(c, name), e->poison);
       else gv_error(c->m, "graph output '%s': %s", gv_esc(c, name), e->poison);
@@ -333,6 +369,29 @@ int gv_import_graph_body(gv_ictx *c, const Onnx__GraphProto *g, gv_value ***outs
     if (!(o[i] = gv_lookup(c, name))) return -1;
   }
   *outs = o;
+  return 0;
+}
+
+int gv_import_graph_nodes(gv_ictx *c, const Onnx__GraphProto *g) {
+  c->node = NULL;
+  for (size_t i = 0; i < g->n_initializer; i++) { /* constants: a body imported per iteration trains nothing */
+    const Onnx__TensorProto *t = g->initializer[i];
+    const char *name = t->name ? t->name : "";
+    char what[64 + 4096];
+    snprintf(what, sizeof what, "initializer '%.4000s'", gv_esc(c, name));
+    gv_tensor *val = gv_onnx_tensor(c, t, what);
+    if (!val) return -1;
+    gv_op *op = gv_constant_new(c->m, val);
+    gv_op_set_loc(c->m, op, name, NULL);
+    gv_block_append(c->scope->block, op);
+    if (gv_bind(c, name, op->res[0])) return -1;
+  }
+  if (g->n_sparse_initializer) return gv_error(c->m, "sparse initializers are not supported");
+  for (size_t i = 0; i < g->n_node; i++) {
+    c->node = g->node[i];
+    if (gv_import_node(c, g->node[i])) return -1;
+  }
+  c->node = NULL;
   return 0;
 }
 

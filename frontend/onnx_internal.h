@@ -25,6 +25,11 @@ typedef struct gv_sym {
   const char *name;
   gv_value *v;
   const char *poison;   /* why the name cannot be used (v == NULL) */
+  /* an ONNX sequence (SequenceEmpty, SplitToSequence, a Loop's carried
+   * sequence ...): an import-time list of tensor values; v is NULL then */
+  bool is_seq;
+  int nseq;
+  gv_value **seq;
   struct gv_sym *next;
 } gv_sym;
 
@@ -75,6 +80,16 @@ int gv_node_error(gv_ictx *c, const char *fmt, ...) __attribute__((format(printf
 gv_value *gv_lookup(gv_ictx *c, const char *name);
 int gv_bind(gv_ictx *c, const char *name, gv_value *v);
 int gv_bind_poison(gv_ictx *c, const char *name, const char *why);
+/* Sequences: bound as a list of n values (copied); the lookup gives their
+ * count and the list, or -1 after reporting (undefined, or a tensor). A
+ * tensor lookup of a sequence's name is an error (gv_lookup). */
+int gv_bind_seq(gv_ictx *c, const char *name, gv_value *const *vals, int n);
+int gv_lookup_seq(gv_ictx *c, const char *name, gv_value ***vals);
+/* Whether name is bound to a sequence (false when unbound). */
+bool gv_is_seq(gv_ictx *c, const char *name);
+/* A graph's initializers and nodes into the current scope (no outputs): a
+ * Loop body, imported once per unrolled iteration. */
+int gv_import_graph_nodes(gv_ictx *c, const Onnx__GraphProto *g);
 /* Imports a graph's initializers and nodes into the current scope; outs gets
  * the graph output values (arena array of g->n_output). */
 int gv_import_graph_body(gv_ictx *c, const Onnx__GraphProto *g, gv_value ***outs);

@@ -1962,6 +1962,305 @@ static int h_rnn(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
 
 /* ---------------------------------------------------------------- the table */
 
+/* ---------------------------------------------------------------- sequences and Loop
+ *
+ * ONNX sequences exist only at import: a sequence is a list of tensor
+ * values bound to its name (onnx_import.c, gv_bind_seq), so SequenceAt,
+ * SequenceInsert, ConcatFromSequence and the rest become the list's values,
+ * slices and concats, and the program never sees a sequence. Positions must
+ * be known at import (constants, shapes of static values, or an unrolled
+ * Loop's iteration number). A Loop is unrolled at import: its trip count
+ * (and its condition, when given) must follow from constants and static
+ * shapes; each iteration imports the body once with the iteration number
+ * and condition as constants and the carried values (tensors or sequences)
+ * of the previous one; scan outputs are stacked along a new axis 0. This is
+ * how torch exports repeat_interleave (SplitToSequence, a Loop inserting
+ * into a sequence, ConcatFromSequence: GPT-J's rotary embedding). */
+
+enum { LOOP_MAX_ITERS = 4096 };
+
+static bool seq_handler(handler h);
+
+/* A position of a sequence of n values, known at import; insert: n allowed. */
+static int seq_pos(gv_ictx *c, gv_value *p, int n, bool insert, int *at) {
+  const gv_tensor *t = p ? v_eval(c, p, 0) : NULL;
+  if (!t || !gv_dtype_is_int(t->type.dtype) || gv_tensor_numel(t) != 1)
+    return gv_node_error(c, "unsupported: a sequence position that is not known at import");
+  int64_t i = gv_tensor_get_i(t, 0);
+  if (i < 0) i += n;
+  if (i < 0 || i > n || (!insert && i == n))
+    return gv_node_error(c, "position %lld is out of range for a sequence of %d tensors", (long long)gv_tensor_get_i(t, 0), n);
+  *at = (int)i;
+  return 0;
+}
+
+static int seq_out(gv_ictx *c, node_t *n, gv_value *const *v, int k) {
+  if (n->n_output < 1 || !n->output[0] || !*n->output[0]) return 0;
+  return gv_bind_seq(c, n->output[0], v, k);
+}
+
+static int h_seq_empty(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)in, (void)nin, (void)code;
+  return seq_out(c, n, NULL, 0);
+}
+
+static int h_seq_construct(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  for (int i = 1; i < nin; i++)
+    if (in[i]->type.dtype != in[0]->type.dtype) return gv_node_error(c, "the tensors of a sequence differ in dtype");
+  return seq_out(c, n, in, nin);
+}
+
+static int h_seq_insert(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  gv_value **v;
+  int k = gv_lookup_seq(c, n->input[0], &v), at = k;
+  if (k < 0 || (nin > 2 && in[2] && seq_pos(c, in[2], k, true, &at))) return -1;
+  if (k && in[1]->type.dtype != v[0]->type.dtype) return gv_node_error(c, "the tensors of a sequence differ in dtype");
+  if (k >= LOOP_MAX_ITERS * 4) return gv_node_error(c, "unsupported: a sequence of more than %d tensors", LOOP_MAX_ITERS * 4);
+  gv_value **w = gv_alloc(c->tmp, (size_t)(k + 1) * sizeof *w);
+  for (int i = 0, j = 0; i <= k; i++) w[i] = i == at ? in[1] : v[j++];
+  return seq_out(c, n, w, k + 1);
+}
+
+static int h_seq_erase(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  gv_value **v;
+  int k = gv_lookup_seq(c, n->input[0], &v), at = k - 1;
+  if (k < 0) return -1;
+  if (k == 0) return gv_node_error(c, "SequenceErase of an empty sequence");
+  if (nin > 1 && in[1] && seq_pos(c, in[1], k, false, &at)) return -1;
+  gv_value **w = gv_alloc(c->tmp, (size_t)k * sizeof *w);
+  for (int i = 0, j = 0; i < k; i++)
+    if (i != at) w[j++] = v[i];
+  return seq_out(c, n, w, k - 1);
+}
+
+static int h_seq_at(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  gv_value **v;
+  int k = gv_lookup_seq(c, n->input[0], &v), at = 0;
+  if (k < 0 || seq_pos(c, in[1], k, false, &at)) return -1;
+  return out(c, n, 0, v[at]);
+}
+
+static int h_seq_length(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)in, (void)nin, (void)code;
+  gv_value **v;
+  int k = gv_lookup_seq(c, n->input[0], &v);
+  if (k < 0) return -1;
+  return out(c, n, 0, const_scalar(c, GV_DT_I64, (double)k));
+}
+
+/* SplitToSequence(x [, split]): slices along axis: of 1 (squeezed unless
+ * keepdims) without split, of split's size (the last one smaller) for a
+ * scalar, of split's sizes for a 1-D split. */
+static int h_split_to_seq(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  gv_value *x = in[0];
+  int r = rank_of(x);
+  int64_t a = r > 0 ? norm_axis(ai(n, "axis", 0), r) : -1;
+  if (r < 1 || a < 0 || a >= r) return gv_node_error(c, "axis out of range for rank %d", r);
+  int64_t L = x->type.dims[a];
+  if (L < 0) return gv_node_error(c, "unsupported: SplitToSequence of an axis whose size is not known at import");
+  if (L > LOOP_MAX_ITERS * 4) return gv_node_error(c, "unsupported: SplitToSequence into more than %d tensors", LOOP_MAX_ITERS * 4);
+  int64_t *sizes = gv_alloc(c->tmp, (size_t)(L + 1) * sizeof *sizes);
+  int k = 0;
+  bool squeeze = false;
+  if (nin > 1 && in[1]) {
+    const gv_tensor *t = v_eval(c, in[1], 0);
+    if (!t || !gv_dtype_is_int(t->type.dtype) || t->type.rank > 1)
+      return gv_node_error(c, "unsupported: split sizes that are not known at import");
+    int64_t ns = gv_tensor_numel(t), sum = 0;
+    if (t->type.rank == 0) {
+      int64_t chunk = gv_tensor_get_i(t, 0);
+      if (chunk < 1) return gv_node_error(c, "split %lld must be positive", (long long)chunk);
+      for (int64_t left = L; left > 0; left -= chunk) sizes[k++] = left < chunk ? left : chunk;
+    } else {
+      if (ns > L + 1 || ns < 1) return gv_node_error(c, "split has %lld sizes for an axis of %lld", (long long)ns, (long long)L);
+      for (int64_t i = 0; i < ns; i++) {
+        sizes[k++] = gv_tensor_get_i(t, i);
+        if (sizes[k - 1] < 0 || sizes[k - 1] > L) return gv_node_error(c, "split size %lld out of range", (long long)sizes[k - 1]);
+        sum += sizes[k - 1];
+      }
+      if (sum != L) return gv_node_error(c, "split sizes sum to %lld, the axis has %lld", (long long)sum, (long long)L);
+    }
+  } else {
+    for (int64_t i = 0; i < L; i++) sizes[k++] = 1;
+    squeeze = ai(n, "keepdims", 1) == 0;
+  }
+  gv_value **parts = gv_alloc(c->tmp, (size_t)(k ? k : 1) * sizeof *parts);
+  int64_t st = 0;
+  for (int i = 0; i < k; i++) {
+    parts[i] = v_slice(c, x, a, st, st + sizes[i], 1);
+    if (parts[i] && squeeze) parts[i] = v_axes_op(c, GV_OP_SQUEEZE, parts[i], 1, &a);
+    if (!parts[i]) return -1;
+    st += sizes[i];
+  }
+  return seq_out(c, n, parts, k);
+}
+
+/* ConcatFromSequence(seq): concat along axis, or stacked along a new axis. */
+static int h_concat_from_seq(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)in, (void)nin, (void)code;
+  gv_value **v;
+  int k = gv_lookup_seq(c, n->input[0], &v);
+  if (k < 0) return -1;
+  if (k == 0) return gv_node_error(c, "unsupported: ConcatFromSequence of an empty sequence (its shape is unknown)");
+  bool stack = ai(n, "new_axis", 0) != 0;
+  int r = rank_of(v[0]) + (stack ? 1 : 0);
+  int64_t a = norm_axis(ai(n, "axis", 0), r);
+  if (rank_of(v[0]) < 0 || a < 0 || a >= r) return gv_node_error(c, "axis out of range for rank %d", r);
+  gv_value **w = gv_alloc(c->tmp, (size_t)k * sizeof *w);
+  for (int i = 0; i < k; i++)
+    if (!(w[i] = stack ? v_axes_op(c, GV_OP_UNSQUEEZE, v[i], 1, &a) : v[i])) return -1;
+  gv_value *y = v_concat(c, w, k, a);
+  return y ? out(c, n, 0, y) : -1;
+}
+
+/* An import-time boolean (a Loop condition): 1, 0, or -1 when not known. */
+static int known_bool(gv_ictx *c, gv_value *v) {
+  const gv_tensor *t = v ? v_eval(c, v, 0) : NULL;
+  if (!t || gv_tensor_numel(t) != 1) return -1;
+  return gv_tensor_get_f(t, 0) != 0;
+}
+
+typedef struct { /* a Loop's carried value: a tensor or a sequence */
+  gv_value *v;
+  gv_value **seq;
+  int nseq;
+  bool is_seq;
+} loop_val;
+
+static int loop_get(gv_ictx *c, const char *name, loop_val *lv) {
+  memset(lv, 0, sizeof *lv);
+  if (gv_is_seq(c, name)) {
+    lv->is_seq = true;
+    return (lv->nseq = gv_lookup_seq(c, name, &lv->seq)) < 0 ? -1 : 0;
+  }
+  return (lv->v = gv_lookup(c, name)) ? 0 : -1;
+}
+
+static int loop_bind(gv_ictx *c, const char *name, const loop_val *lv) {
+  if (!name || !*name) return 0;
+  return lv->is_seq ? gv_bind_seq(c, name, lv->seq, lv->nseq) : gv_bind(c, name, lv->v);
+}
+
+static int h_loop(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)code;
+  const Onnx__AttributeProto *ba = attr(n, "body");
+  if (!ba || !ba->g) return gv_node_error(c, "Loop needs a body graph");
+  const Onnx__GraphProto *g = ba->g;
+  if (c->depth >= 32) return gv_node_error(c, "Loop nested too deeply");
+  int N = nin - 2, K = (int)g->n_output - 1 - N;
+  if (N < 0 || (int)g->n_input != N + 2 || K < 0 || (int)n->n_output != N + K)
+    return gv_node_error(c, "Loop with %d carried values: its body has %zu inputs and %zu outputs, the node %zu outputs", N,
+                         g->n_input, g->n_output, n->n_output);
+  int64_t M = -1;
+  if (in[0]) {
+    const gv_tensor *t = v_eval(c, in[0], 0);
+    if (!t || !gv_dtype_is_int(t->type.dtype) || gv_tensor_numel(t) != 1)
+      return gv_node_error(c, "unsupported: a Loop whose trip count is not known at import (it is unrolled)");
+    M = gv_tensor_get_i(t, 0);
+    if (M < 0) M = 0;
+  }
+  int cond = nin > 1 && in[1] ? known_bool(c, in[1]) : 1;
+  if (cond < 0) return gv_node_error(c, "unsupported: a Loop whose condition is not known at import (it is unrolled)");
+  if (M < 0 && !(nin > 1 && in[1])) return gv_node_error(c, "a Loop without a trip count or a condition never ends");
+  node_t *self = n;
+  loop_val *cur = gv_alloc(c->tmp, (size_t)(N ? N : 1) * sizeof *cur);
+  for (int i = 0; i < N; i++)
+    if (n->input[2 + i] && *n->input[2 + i] ? loop_get(c, n->input[2 + i], &cur[i]) : gv_node_error(c, "carried value %d is empty", i))
+      return -1;
+  gv_value ***scans = gv_alloc(c->tmp, (size_t)(K ? K : 1) * sizeof *scans);
+  int64_t it = 0;
+  for (; cond && (M < 0 || it < M); it++) {
+    if (it >= LOOP_MAX_ITERS) {
+      c->node = self;
+      return gv_node_error(c, "unsupported: a Loop of more than %d iterations (it is unrolled at import)", LOOP_MAX_ITERS);
+    }
+    gv_scope_push(c, c->scope->block); /* the iteration's names; its ops go where the Loop is */
+    c->depth++;
+    int rc = 0;
+    const char *iname = g->input[0] && g->input[0]->name ? g->input[0]->name : "";
+    const char *cname = g->input[1] && g->input[1]->name ? g->input[1]->name : "";
+    if (*iname) rc = gv_bind(c, iname, const_scalar(c, GV_DT_I64, (double)it));
+    if (!rc && *cname) rc = gv_bind(c, cname, const_scalar(c, GV_DT_BOOL, 1));
+    for (int i = 0; i < N && !rc; i++) rc = loop_bind(c, g->input[2 + i] ? g->input[2 + i]->name : "", &cur[i]);
+    if (!rc) rc = gv_import_graph_nodes(c, g);
+    /* the body's outputs: condition, carried values, scan outputs */
+    int nc = -1;
+    if (!rc) {
+      const char *o0 = g->output[0] && g->output[0]->name ? g->output[0]->name : "";
+      gv_value *cv = gv_lookup(c, o0);
+      if (!cv) rc = -1;
+      else if ((nc = known_bool(c, cv)) < 0) {
+        c->node = self;
+        rc = gv_node_error(c, "unsupported: a Loop whose condition is not known at import (it is unrolled)");
+      }
+    }
+    for (int i = 0; i < N && !rc; i++)
+      rc = loop_get(c, g->output[1 + i] && g->output[1 + i]->name ? g->output[1 + i]->name : "", &cur[i]);
+    for (int j = 0; j < K && !rc; j++) {
+      gv_value *sv = gv_lookup(c, g->output[1 + N + j] && g->output[1 + N + j]->name ? g->output[1 + N + j]->name : "");
+      if (!sv) rc = -1;
+      else {
+        gv_value **grown = gv_alloc(c->tmp, (size_t)(it + 1) * sizeof *grown);
+        if (it) memcpy(grown, scans[j], (size_t)it * sizeof *grown);
+        grown[it] = sv;
+        scans[j] = grown;
+      }
+    }
+    c->depth--;
+    gv_scope_pop(c);
+    c->node = self;
+    if (rc) return -1;
+    cond = nc;
+  }
+  for (int i = 0; i < N; i++)
+    if (loop_bind(c, n->output[i], &cur[i])) return -1;
+  for (int j = 0; j < K; j++) {
+    if (!n->output[N + j] || !*n->output[N + j]) continue;
+    if (it == 0) return gv_node_error(c, "unsupported: a scan output of a Loop that runs no iteration (its shape is unknown)");
+    int64_t z = 0;
+    gv_value **w = gv_alloc(c->tmp, (size_t)it * sizeof *w);
+    for (int64_t i = 0; i < it; i++)
+      if (!(w[i] = v_axes_op(c, GV_OP_UNSQUEEZE, scans[j][i], 1, &z))) return -1;
+    gv_value *y = v_concat(c, w, (int)it, 0);
+    if (!y || out(c, n, N + j, y)) return -1;
+  }
+  return 0;
+}
+
+/* After a node's handler: results it left without a static type get their
+ * shape rule again with the operands' values known at import (v_eval:
+ * constants and static shapes, the facts fold-constants would find), so a
+ * Range, ConstantOfShape, Expand or Tile of computed shapes is typed now and
+ * what follows (a Loop's trip count, SplitToSequence's axis) can use it. A
+ * rule's error here is the one shape-infer would report later. */
+static int refine_types(gv_ictx *c, gv_op *from) {
+  for (gv_op *op = from; op; op = op->next) {
+    bool known = true;
+    for (int i = 0; i < op->nres; i++) known = known && op->res[i]->type.rank >= 0 && gv_type_is_static(&op->res[i]->type);
+    if (known || op->nregions || op->code == GV_OP_FUSED || op->code == GV_OP_CONSTANT) continue;
+    const gv_tensor **vals = gv_alloc(c->tmp, (size_t)(op->nopnds + 1) * sizeof *vals);
+    bool any = false;
+    for (int i = 0; i < op->nopnds; i++) {
+      const gv_type *t = &op->opnds[i]->type;
+      if (!(gv_dtype_is_int(t->dtype) || t->dtype == GV_DT_BOOL) || t->rank > 1) continue;
+      vals[i] = v_eval(c, op->opnds[i], 0);
+      any = any || vals[i];
+    }
+    if (any && gv_infer_op(c->m, op, vals)) return -1;
+  }
+  return 0;
+}
+
+static bool seq_handler(handler h) {
+  return h == h_seq_insert || h == h_seq_erase || h == h_seq_at || h == h_seq_length || h == h_concat_from_seq ||
+         h == h_loop;
+}
+
 typedef struct {
   const char *op;
   int since;     /* first opset where this mapping is valid */
@@ -1986,6 +2285,7 @@ static const row table[] = {
     U("Ceil", CEIL),
     {"Clip", 1, 1, 3, h_clip, 0},
     {"Concat", 1, 1, -1, h_concat, 0},
+    {"ConcatFromSequence", 11, 1, 1, h_concat_from_seq, 0},
     {"Constant", 1, 0, 0, h_constant, 0},
     {"ConstantOfShape", 1, 1, 1, h_constant_of_shape, 0},
     {"Conv", 1, 2, 3, h_conv, 0},
@@ -2019,6 +2319,7 @@ static const row table[] = {
     B("LessOrEqual", LESS_EQUAL),
     U("Log", LOG),
     {"LogSoftmax", 1, 1, 1, h_softmax, GV_OP_LOG_SOFTMAX},
+    {"Loop", 1, 0, -1, h_loop, 0},
     {"MatMul", 1, 2, 2, h_matmul, 0},
     {"Max", 1, 1, -1, h_variadic, GV_OP_MAX},
     {"MaxPool", 1, 1, 1, h_pool, 0},
@@ -2042,12 +2343,19 @@ static const row table[] = {
     {"Resize", 1, 1, 4, h_resize, 0},
     {"ScatterElements", 1, 3, 3, h_elements, GV_OP_SCATTER_ELEMENTS},
     {"ScatterND", 1, 3, 3, h_scatter_nd, 0},
+    {"SequenceAt", 11, 2, 2, h_seq_at, 0},
+    {"SequenceConstruct", 11, 1, -1, h_seq_construct, 0},
+    {"SequenceEmpty", 11, 0, 0, h_seq_empty, 0},
+    {"SequenceErase", 11, 1, 2, h_seq_erase, 0},
+    {"SequenceInsert", 11, 2, 3, h_seq_insert, 0},
+    {"SequenceLength", 11, 1, 1, h_seq_length, 0},
     {"Shape", 1, 1, 1, h_shape, 0},
     U("Sigmoid", SIGMOID),
     U("Sin", SIN),
     {"Slice", 1, 3, 5, h_slice, 0},
     {"Softmax", 1, 1, 1, h_softmax, GV_OP_SOFTMAX},
     {"Split", 1, 1, 2, h_split, 0},
+    {"SplitToSequence", 11, 1, 2, h_split_to_seq, 0},
     U("Sqrt", SQRT),
     {"Squeeze", 1, 1, 2, h_squeeze, 0},
     B("Sub", SUB),
@@ -2086,6 +2394,7 @@ static const struct {
     {"allowzero", AT(INT), "01"},       {"alpha", AT(FLOAT), NULL},       {"approximate", AT(STRING), "|none|tanh|"},
     {"auto_pad", AT(STRING), "||NOTSET|SAME_UPPER|SAME_LOWER|VALID|"},     {"axes", AT(INTS), NULL},
     {"axis", AT(INT), NULL},            {"batch_dims", AT(INT), NULL},    {"beta", AT(FLOAT), NULL},
+    {"body", AT(GRAPH), NULL},          {"dtype", AT(INT), NULL},         {"new_axis", AT(INT), "01"},
     {"dilations", AT(INTS), NULL},      {"else_branch", AT(GRAPH), NULL}, {"end", AT(INT), NULL},
     {"epsilon", AT(FLOAT), NULL},       {"equation", AT(STRING), NULL},       {"exclusive", AT(INT), "01"},     {"fmod", AT(INT), "01"},     {"group", AT(INT), NULL},
     {"keepdims", AT(INT), "01"},        {"kernel_shape", AT(INTS), NULL}, {"noop_with_empty_axes", AT(INT), "01"},
@@ -2268,11 +2577,18 @@ int gv_import_node(gv_ictx *c, const Onnx__NodeProto *n) {
       if (i < r->min_in) return gv_node_error(c, "required input %d is empty", i);
       continue;
     }
+    if (gv_is_seq(c, name)) { /* the sequence ops look their sequences up by name */
+      if (!seq_handler(r->h)) return gv_node_error(c, "'%s' is a sequence where a tensor is expected", gv_esc(c, name));
+      continue;
+    }
     if (!(in[i] = gv_lookup(c, name))) return -1;
   }
-  if (r->h != h_split && r->h != h_if && r->h != h_layer_norm && r->h != h_dropout && r->h != h_batch_norm &&
+  if (r->h != h_split && r->h != h_if && r->h != h_loop && r->h != h_layer_norm && r->h != h_dropout && r->h != h_batch_norm &&
       r->h != h_rnn && outs_at_most(c, n, 1))
     return -1;
   if (check_attrs(c, n)) return -1;
-  return r->h(c, n, in, nin, r->code);
+  gv_block *b = c->scope->block;
+  gv_op *before = b->last;
+  if (r->h(c, n, in, nin, r->code)) return -1;
+  return refine_types(c, before ? before->next : b->first);
 }

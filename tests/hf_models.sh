@@ -15,8 +15,8 @@
 #            trained by torch (tests/train/torch_train.py, galvc's trained set):
 #            losses within 1e-4 relative, weights within 1e-4
 # and prints the table. A model the frontend refuses today passes only with
-# its named one-line refusal (refused(): GPT-J's sequence ops), and fails once
-# it imports (the list must shrink). GALV_HF_MODELS (comma list) and GALV_HF_OPSETS narrow
+# its named one-line refusal (refused(): none today), and fails once it
+# imports (the list must shrink). GALV_HF_MODELS (comma list) and GALV_HF_OPSETS narrow
 # the matrix. Without GALV_HF_FULL=1 (the ctest run) each model runs at one
 # opset and on 2 ranks with one strategy, alternating (14 / 17, tp / dp), so
 # every model, opset and strategy is covered in CI's time; a column not run
@@ -77,13 +77,11 @@ print(f"{worst:.1e}")
 PY
 
 row() { printf '%-20s %-7s %-14s %-8s %-8s %-8s %-9s\n' "$@"; }
-# Exports the frontend refuses today, each with the text its one error line must hold (and why):
-#   gptj: torch 1.13 exports GPT-J's repeat_interleave with dynamic dims as sequence ops and a Loop
-#   (SplitToSequence, SequenceEmpty, Loop, SequenceAt, SequenceInsert, ConcatFromSequence), which
-#   galvc does not import yet.
+# Exports the frontend refuses today, each with the text its one error line must hold (and why);
+# none at present (GPT-J's repeat_interleave, exported as sequence ops and a Loop, imports unrolled).
 refused() { # TAG -> the expected error text, or nothing
   case "$1" in
-    gptj_*) echo "16 unsupported operator nodes: SplitToSequence x4";;
+    *) ;;
   esac
 }
 row model import nodes cpu tp2 dp2 train >"$T/table"

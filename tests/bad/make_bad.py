@@ -200,14 +200,32 @@ def main(argv):
     save(model([helper.make_node("Gelu", ["x"], ["y"], name="/gelu", approximate="fast")],
                [vi("x", [2, 4])], [vi("y", [2, 4])], opset=20),
          case("gelu_approximate.onnx", "node '/gelu' (Gelu): attribute 'approximate' has the value 'fast'"))
-    save(model([helper.make_node("Loop", ["n", "c"], ["y"], name="/a/Loop"),
+    save(model([helper.make_node("Scan", ["x"], ["y"], name="/a/Scan"),
                 helper.make_node("NonZero", ["x"], ["z1"], name="/moe/NonZero"),
-                helper.make_node("Loop", ["n", "c"], ["y2"], name="/b/Loop"),
+                helper.make_node("Scan", ["x"], ["y2"], name="/b/Scan"),
                 helper.make_node("com.x.Fancy", ["x"], ["z2"], name="/f", domain="com.x")],
                [vi("x", [2, 4]), vi("n", [], TensorProto.INT64), vi("c", [], TensorProto.BOOL)], [vi("y", [2, 4])]),
-         case("several_unsupported.onnx", "4 unsupported operator nodes: Loop x2 (first '/a/Loop'), "
+         case("several_unsupported.onnx", "4 unsupported operator nodes: Scan x2 (first '/a/Scan'), "
                                           "NonZero x1 (first '/moe/NonZero': its output shape depends on its input's values), "
                                           "com.x::com.x.Fancy x1 (first '/f')"))
+    save(model([helper.make_node("Loop", ["n", "", "x"], ["y"], name="/l/Loop")],
+               [vi("x", [2, 4]), vi("n", [], TensorProto.INT64)], [vi("y", [2, 4])]),
+         case("loop_no_body.onnx", "node '/l/Loop' (Loop): Loop needs a body graph"))
+    lb = helper.make_graph([helper.make_node("Identity", ["ci"], ["co"])], "body",
+                           [vi("i", [], TensorProto.INT64), vi("ci", [], TensorProto.BOOL)], [vi("co", [], TensorProto.BOOL)])
+    save(model([helper.make_node("Loop", ["n", "", "x"], ["y"], name="/l/Loop", body=lb)],
+               [vi("x", [2, 4]), vi("n", [], TensorProto.INT64)], [vi("y", [2, 4])]),
+         case("loop_body_arity.onnx", "node '/l/Loop' (Loop): Loop with 1 carried values: its body has 2 inputs and 1 "
+                                      "outputs, the node 1 outputs"))
+    save(model([helper.make_node("SequenceEmpty", [], ["s"], name="/s/Empty"),
+                helper.make_node("ConcatFromSequence", ["s"], ["y"], name="/s/Concat", axis=0)],
+               [vi("x", [2, 4])], [vi("y", [2, 4])]),
+         case("concat_empty_sequence.onnx", "node '/s/Concat' (ConcatFromSequence): unsupported: ConcatFromSequence of "
+                                            "an empty sequence"))
+    save(model([helper.make_node("Relu", ["x"], ["r"], name="/s/Relu"),
+                helper.make_node("SequenceAt", ["r", "x"], ["y"], name="/s/At")],
+               [vi("x", [2, 4])], [vi("y", [2, 4])]),
+         case("sequence_at_tensor.onnx", "node '/s/At' (SequenceAt): 'r' is a tensor where a sequence is expected"))
     save(model([helper.make_node("NonZero", ["x"], ["i"], name="/moe/NonZero"),
                 helper.make_node("Transpose", ["i"], ["y"], name="/moe/Transpose")],
                [vi("x", [2, 4])], [vi("y", None, TensorProto.INT64)]),

@@ -24,7 +24,23 @@ def attr_value(a):
     if a.type == onnx.AttributeProto.TENSOR:
         t = numpy_helper.to_array(a.t)
         return {"tensor": t.tolist(), "dtype": str(t.dtype), "shape": list(t.shape)}
+    if a.type == onnx.AttributeProto.GRAPH:  # a Loop body (its initializers inline, as constants)
+        return {"graph": dump_graph(a.g)}
     raise SystemExit("onnx_dump: attribute %s of type %d not supported" % (a.name, a.type))
+
+
+def dump_nodes(g):
+    return [{"op": n.op_type, "name": n.name, "inputs": list(n.input), "outputs": list(n.output),
+             "attrs": {a.name: attr_value(a) for a in n.attribute}} for n in g.node]
+
+
+def dump_graph(g):
+    consts = []
+    for t in g.initializer:
+        a = numpy_helper.to_array(t)
+        consts.append({"name": t.name, "tensor": a.tolist(), "dtype": str(a.dtype), "shape": list(a.shape)})
+    return {"nodes": dump_nodes(g), "consts": consts, "inputs": [i.name for i in g.input],
+            "outputs": [o.name for o in g.output]}
 
 
 def main():
@@ -40,8 +56,7 @@ def main():
         f = "init%d.npy" % i
         np.save(os.path.join(out, f), a)
         inits.append({"name": t.name, "file": f})
-    nodes = [{"op": n.op_type, "name": n.name, "inputs": list(n.input), "outputs": list(n.output),
-              "attrs": {a.name: attr_value(a) for a in n.attribute}} for n in g.node]
+    nodes = dump_nodes(g)
     json.dump({"nodes": nodes, "initializers": inits, "inputs": [i.name for i in g.input],
                "outputs": [o.name for o in g.output]}, open(os.path.join(out, "graph.json"), "w"))
 

@@ -149,6 +149,53 @@ def run(graph, env, extra=None):
                 y = y.index_put(tuple(flat[:, j] for j in range(k)), upd, accumulate=True)
             else:
                 y[tuple(flat[:, j] for j in range(k))] = upd
+        # sequences are python lists (a sequence-valued output is wrapped in a 1-tuple)
+        elif op == "SequenceEmpty":
+            y = ([],)
+        elif op == "SequenceConstruct":
+            y = (list(x),)
+        elif op == "SequenceInsert":
+            seq = list(x[0])
+            seq.insert(int(x[2]) if len(x) > 2 and x[2] is not None else len(seq), x[1])
+            y = (seq,)
+        elif op == "SequenceErase":
+            seq = list(x[0])
+            del seq[int(x[1]) if len(x) > 1 and x[1] is not None else -1]
+            y = (seq,)
+        elif op == "SequenceAt":
+            y = x[0][int(x[1])]
+        elif op == "SequenceLength":
+            y = torch.tensor(len(x[0]), dtype=torch.int64)
+        elif op == "SplitToSequence":
+            ax = a.get("axis", 0)
+            if len(x) > 1 and x[1] is not None:
+                y = (list(torch.split(x[0], int(x[1]) if x[1].dim() == 0 else ints(x[1]), ax)),)
+            else:
+                parts = list(torch.split(x[0], 1, ax))
+                y = ([p.squeeze(ax) for p in parts] if a.get("keepdims", 1) == 0 else parts,)
+        elif op == "ConcatFromSequence":
+            y = torch.stack(x[0], a["axis"]) if a.get("new_axis", 0) else torch.cat(x[0], a["axis"])
+        elif op == "Loop":  # the outer scope stays visible in the body; scan outputs stacked on axis 0
+            body = a["body"]["graph"]
+            trip = int(x[0]) if x[0] is not None else None
+            cond = bool(x[1]) if len(x) > 1 and x[1] is not None else True
+            carried = list(x[2:])
+            scans = [[] for _ in range(len(body["outputs"]) - 1 - len(carried))]
+            it = 0
+            while cond and (trip is None or it < trip):
+                e = dict(env)
+                for c in body["consts"]:
+                    e[c["name"]] = torch.tensor(c["tensor"], dtype=DT[c["dtype"]]).reshape(c["shape"])
+                e[body["inputs"][0]] = torch.tensor(it, dtype=torch.int64)
+                e[body["inputs"][1]] = torch.tensor(cond)
+                e.update(zip(body["inputs"][2:], carried))
+                run(body, e, extra)
+                outs = [e[o] for o in body["outputs"]]
+                cond, carried = bool(outs[0]), outs[1:1 + len(carried)]
+                for j, v in enumerate(outs[1 + len(carried):]):
+                    scans[j].append(v)
+                it += 1
+            y = carried + [torch.stack(v) for v in scans]
         elif extra is None or (y := extra(op, a, x)) is None:
             raise SystemExit("torch_train: op %s not supported" % op)
         outs = y if isinstance(y, (tuple, list)) else [y]
