@@ -53,6 +53,11 @@ typedef struct {
   gv_xfile *xfiles;
   int depth;            /* subgraph nesting */
   int *sel_float, *sel_other; /* per --freeze / --trainable pattern: float / other initializers it matched */
+  /* import-time values found so far (onnx_ops.c v_eval): value -> tensor, open addressing */
+  const void **memo_k;
+  const void **memo_v;
+  size_t memo_cap, memo_n;
+  int64_t unrolled;     /* body nodes imported by unrolled Loops so far (capped) */
 } gv_ictx;
 
 /* ---- onnx_read.c */

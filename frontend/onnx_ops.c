@@ -1470,9 +1470,38 @@ static const gv_tensor *v_known(gv_ictx *c, const gv_value *v) {
  * torch export's F.pad come as ConstantOfShape / Concat / Reshape / Slice /
  * Transpose / Cast of constants, which shape-infer and fold-constants would
  * reduce to the same constant later. NULL when some leaf is not known. */
+static size_t memo_slot(const gv_ictx *c, const void *k) {
+  size_t h = ((uintptr_t)k >> 4) * 0x9e3779b97f4a7c15ull, i = h & (c->memo_cap - 1);
+  while (c->memo_k[i] && c->memo_k[i] != k) i = (i + 1) & (c->memo_cap - 1);
+  return i;
+}
+static const gv_tensor *memo_get(const gv_ictx *c, const gv_value *v) {
+  if (!c->memo_cap) return NULL;
+  size_t i = memo_slot(c, v);
+  return c->memo_k[i] ? c->memo_v[i] : NULL;
+}
+static void memo_put(gv_ictx *c, const gv_value *v, const gv_tensor *t) {
+  if ((c->memo_n + 1) * 2 > c->memo_cap) { /* grow (rehash) */
+    size_t oc = c->memo_cap, nc = oc ? oc * 2 : 256;
+    const void **ok = c->memo_k, **ov = c->memo_v;
+    c->memo_k = gv_alloc(c->tmp, nc * sizeof *c->memo_k);
+    c->memo_v = gv_alloc(c->tmp, nc * sizeof *c->memo_v);
+    c->memo_cap = nc;
+    for (size_t i = 0; i < oc; i++)
+      if (ok[i]) {
+        size_t j = memo_slot(c, ok[i]);
+        c->memo_k[j] = ok[i], c->memo_v[j] = ov[i];
+      }
+  }
+  size_t i = memo_slot(c, v);
+  if (!c->memo_k[i]) c->memo_n++;
+  c->memo_k[i] = v, c->memo_v[i] = t;
+}
+
 static const gv_tensor *v_eval(gv_ictx *c, gv_value *v, int depth) {
   const gv_tensor *t = v_known(c, v);
   if (t || depth > 64) return t;
+  if ((t = memo_get(c, v))) return t; /* found before: a DAG of shared shape values stays linear */
   gv_op *op = v->def;
   if (!op || !(gv_ops[op->code].flags & GV_PURE) || op->nres != 1 || op->nregions || op->code == GV_OP_FUSED) return NULL;
   const gv_tensor **in = gv_alloc(c->tmp, (size_t)(op->nopnds + 1) * sizeof *in);
@@ -1486,7 +1515,9 @@ static const gv_tensor *v_eval(gv_ictx *c, gv_value *v, int depth) {
   if (gv_infer_op(c->m, op, in) || !gv_type_is_static(&op->res[0]->type) || gv_type_numel(&op->res[0]->type) > 4096)
     return NULL;
   gv_tensor *o = NULL;
-  return gv_eval_op(c->m, op, in, &o) ? NULL : o;
+  if (gv_eval_op(c->m, op, in, &o)) return NULL;
+  memo_put(c, v, o);
+  return o;
 }
 
 static bool v_static(const gv_value *x) { return x && x->type.rank >= 0 && gv_type_is_static(&x->type); }
@@ -1977,7 +2008,7 @@ static int h_rnn(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
  * how torch exports repeat_interleave (SplitToSequence, a Loop inserting
  * into a sequence, ConcatFromSequence: GPT-J's rotary embedding). */
 
-enum { LOOP_MAX_ITERS = 4096 };
+enum { LOOP_MAX_ITERS = 4096, LOOP_MAX_NODES = 1 << 18 }; /* nested Loops multiply: one budget for all */
 
 static bool seq_handler(handler h);
 
@@ -2178,6 +2209,10 @@ static int h_loop(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     if (it >= LOOP_MAX_ITERS) {
       c->node = self;
       return gv_node_error(c, "unsupported: a Loop of more than %d iterations (it is unrolled at import)", LOOP_MAX_ITERS);
+    }
+    if ((c->unrolled += (int64_t)g->n_node + 1) > LOOP_MAX_NODES) {
+      c->node = self;
+      return gv_node_error(c, "unsupported: Loops that unroll to more than %d nodes in all", LOOP_MAX_NODES);
     }
     gv_scope_push(c, c->scope->block); /* the iteration's names; its ops go where the Loop is */
     c->depth++;
