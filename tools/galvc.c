@@ -718,6 +718,42 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  /* Interleaved 1F1B: --pipeline-stages P device groups, V chunks each (S = P V stage programs). */
+  if (pa.sched == GV_SCHED_INTERLEAVED && !pa.vstages) {
+    gv_error_plain("--schedule interleaved needs --virtual-stages V (the model chunks per device group, V >= 2)");
+    return 2;
+  }
+  if (pa.vstages && pa.sched != GV_SCHED_INTERLEAVED && !sched_auto) {
+    gv_error_plain("--virtual-stages applies to --schedule interleaved (or auto, which then prices it)");
+    return 2;
+  }
+  if (pa.vstages && !train) {
+    gv_error_plain("--virtual-stages: the interleaved schedule orders training's forward and backward entries: it needs --train");
+    return 2;
+  }
+  if (pa.vstages && (!pa.stages || pa.nsdev || (gpus > 1 && gpus != pa.stages) || gv_shard_opts.strategy)) {
+    gv_error_plain("--virtual-stages %d: --pipeline-stages P counts the device groups (S = P x %d stages, one device each): "
+                   "it needs a fixed P, one device per group (--gpus P or none) and no --stage-devices / --strategy",
+                   pa.vstages, pa.vstages);
+    return 2;
+  }
+  if (pa.vstages && pa.stages < 2) {
+    gv_error_plain("--virtual-stages %d with --pipeline-stages %d: interleaving needs at least 2 device groups", pa.vstages, pa.stages);
+    return 2;
+  }
+  if (pa.vstages && (int64_t)pa.stages * pa.vstages > 64) {
+    gv_error_plain("--pipeline-stages %d x --virtual-stages %d: at most 64 stages", pa.stages, pa.vstages);
+    return 2;
+  }
+  if (pa.vstages && pa.B > 0 && pa.B % pa.stages) {
+    gv_error_plain("--microbatches %d with --schedule interleaved over %d device groups: the microbatches must be a multiple of %d",
+                   pa.B, pa.stages, pa.stages);
+    return 2;
+  }
+  if (pa.vstages && pa.recompute) {
+    gv_error_plain("--schedule interleaved does not combine with --pipeline-recompute (the chunks run their stashing entries)");
+    return 2;
+  }
   /* --stage-devices: one count per stage, summing to --gpus (or giving it) */
   if (pa.nsdev) {
     int64_t sum = 0;
@@ -853,42 +889,6 @@ int main(int argc, char **argv) {
   if (pa.sched == GV_SCHED_ZBH1 && pa.recompute) {
     gv_error_plain("--schedule zb-h1 splits each stage's stashed backward into its input- and weight-gradient entries: "
                    "it does not combine with --pipeline-recompute");
-    return 2;
-  }
-  /* Interleaved 1F1B: --pipeline-stages P device groups, V chunks each (S = P V stage programs). */
-  if (pa.sched == GV_SCHED_INTERLEAVED && !pa.vstages) {
-    gv_error_plain("--schedule interleaved needs --virtual-stages V (the model chunks per device group, V >= 2)");
-    return 2;
-  }
-  if (pa.vstages && pa.sched != GV_SCHED_INTERLEAVED && !sched_auto) {
-    gv_error_plain("--virtual-stages applies to --schedule interleaved (or auto, which then prices it)");
-    return 2;
-  }
-  if (pa.vstages && !train) {
-    gv_error_plain("--virtual-stages: the interleaved schedule orders training's forward and backward entries: it needs --train");
-    return 2;
-  }
-  if (pa.vstages && (!pa.stages || pa.nsdev || (gpus > 1 && gpus != pa.stages) || gv_shard_opts.strategy)) {
-    gv_error_plain("--virtual-stages %d: --pipeline-stages P counts the device groups (S = P x %d stages, one device each): "
-                   "it needs a fixed P, one device per group (--gpus P or none) and no --stage-devices / --strategy",
-                   pa.vstages, pa.vstages);
-    return 2;
-  }
-  if (pa.vstages && pa.stages < 2) {
-    gv_error_plain("--virtual-stages %d with --pipeline-stages %d: interleaving needs at least 2 device groups", pa.vstages, pa.stages);
-    return 2;
-  }
-  if (pa.vstages && (int64_t)pa.stages * pa.vstages > 64) {
-    gv_error_plain("--pipeline-stages %d x --virtual-stages %d: at most 64 stages", pa.stages, pa.vstages);
-    return 2;
-  }
-  if (pa.vstages && pa.B > 0 && pa.B % pa.stages) {
-    gv_error_plain("--microbatches %d with --schedule interleaved over %d device groups: the microbatches must be a multiple of %d",
-                   pa.B, pa.stages, pa.stages);
-    return 2;
-  }
-  if (pa.vstages && pa.recompute) {
-    gv_error_plain("--schedule interleaved does not combine with --pipeline-recompute (the chunks run their stashing entries)");
     return 2;
   }
   if (pa.on && cuda.bf16) {
