@@ -505,7 +505,8 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
  * turns. The group's order (galv_pipe_order_group) is walked by a baton: the
  * rank of the entry before passes it to the rank of the next entry when
  * they differ, so one entry of the group computes at a time, in the order
- * the timeline predicts. The baton carries the group's counters of saved
+ * the timeline predicts (on a world communicator of its own: its messages
+ * never match the data a rank sends a stage of its own group). The baton carries the group's counters of saved
  * bytes and (chunk, microbatch) entries holding them (live, n, peak, peak
  * n), each rank adding what its entries save and free: the group's
  * measured peak. An entry's sends go out right after its compute, from
@@ -514,9 +515,9 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
  * run cannot deadlock where the timeline does not. The copies and the
  * baton messages are released once the step's sends complete (step end,
  * before the shared parameters' sums). The baton into a step's first entry
- * is sent at the start of the step, after the previous step's update, so
- * it never crosses the shared sums between two ranks of one group. */
+ * is sent at the start of the step, after the previous step's update. */
 typedef struct {
+  galv_comm *bw;    /* the batons' world (galv_comm_world_dup): never matched with a stage's data messages */
   galv_queue *sq;   /* the posted sends */
   void **bufs;      /* their buffers, released at the step's end */
   int nbufs, capbufs;
@@ -543,17 +544,17 @@ static void il_send(il_state *il, const galv_pipe_xfer *x, const void *src, size
   galv_group_end();
 }
 
-static void il_baton_send(il_state *il, galv_comm *world, int stage) {
+static void il_baton_send(il_state *il, int stage) {
   void *b = il_keep(il, sizeof il->dev);
   D->h2d(b, il->dev, sizeof il->dev);
   galv_group_start();
-  galv_send(world, galv_pipe_first_rank[stage], b, 8, GALV_I64, il->sq);
+  galv_send(il->bw, galv_pipe_first_rank[stage], b, 8, GALV_I64, il->sq);
   galv_group_end();
   il->sent += sizeof il->dev;
 }
 
-static void il_baton_recv(il_state *il, galv_comm *world, galv_queue *q, int stage) {
-  xrecv(world, galv_pipe_first_rank[stage], il->dev, 8, GALV_I64, q);
+static void il_baton_recv(il_state *il, galv_queue *q, int stage) {
+  xrecv(il->bw, galv_pipe_first_rank[stage], il->dev, 8, GALV_I64, q);
 }
 
 static void il_step_end(il_state *il) {
@@ -801,6 +802,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     for (int i = 0, k = 0; i < gn; i++)
       if (gacts[i].chunk * NG + grp == me) gidx[k++] = i;
     il.sq = galv_queue_new();
+    il.bw = galv_comm_world_dup();
   }
 #define IL_OWNER(i) (gacts[i].chunk * NG + grp)
   const int64_t wbytes = wg ? *wg->stash_bytes : 0;
@@ -832,7 +834,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       for (int j = 0; j < B; j++) mbw[j] = tot ? mbw[j] * B / (double)tot : 1.0;
     }
     char *to_free = NULL;
-    if (IL && step > 0 && IL_OWNER(gn - 1) == me && IL_OWNER(0) != me) il_baton_send(&il, world, IL_OWNER(0)); /* into the step */
+    if (IL && step > 0 && IL_OWNER(gn - 1) == me && IL_OWNER(0) != me) il_baton_send(&il, IL_OWNER(0)); /* into the step */
     for (int k = 0; k <= na; k++) {
       const galv_pipe_act *pa = k ? &acts[k - 1] : NULL, *a = k < na ? &acts[k] : NULL;
       if (IL) { /* the previous entry's sends (from copies, not waited for), the baton on, the baton for this entry */
@@ -852,12 +854,12 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
                       (size_t)bout[o].nbytes);
             }
         if (pa && !pa->fwd && last) D->release(stash[pa->mb]), stash[pa->mb] = NULL;
-        if (pa && gidx[k - 1] + 1 < gn && IL_OWNER(gidx[k - 1] + 1) != me) il_baton_send(&il, world, IL_OWNER(gidx[k - 1] + 1));
+        if (pa && gidx[k - 1] + 1 < gn && IL_OWNER(gidx[k - 1] + 1) != me) il_baton_send(&il, IL_OWNER(gidx[k - 1] + 1));
         if (!a) break;
         const int gi = gidx[k], prev = gi ? gi - 1 : gn - 1;
         if ((gi || step > 0) && IL_OWNER(prev) != me) {
           double tb = now_us();
-          il_baton_recv(&il, world, q, IL_OWNER(prev));
+          il_baton_recv(&il, q, IL_OWNER(prev));
           ev_add(EV_RECV, a->mb, tb, now_us());
         }
       }
