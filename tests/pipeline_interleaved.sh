@@ -6,8 +6,10 @@
 # GALV_COMM_SYNC=1 and timeout, 2 AdamW steps with 4 microbatches equal the
 # single-device program (tests/lib/same_training.py: losses rtol 1e-4,
 # every weight rtol 1e-4 / atol 1e-5) for GPT-2 tiny (2 layers, hidden 32,
-# batch 8 x seq 8, cross entropy) at P = 2, V = 2 and an MLP (6 linear
-# layers, batch 8, MSE) at P = 2, V = 2 and P = 2, V = 3. Per stage and per
+# batch 8 x seq 8, cross entropy; also with the embedding tied to the head,
+# a parameter shared by stages on two groups) at P = 2, V = 2 and an MLP (6 linear
+# layers and a skip from layer 0 to layer 4, a value sent inside a device
+# group; batch 8, MSE) at P = 2, V = 2 and P = 2, V = 3. Per stage and per
 # device group the runtime's measured peak of saved bytes (and entries
 # holding them) equals galvc's prediction (galv_pipe_peak over the stage's
 # order, galv_pipe_peak_group over the group's); tests/pipe_trace_check.py
@@ -26,8 +28,9 @@ trap 'rm -rf "$T"' EXIT
 . "$SRC/tests/lib/mpi_env.sh"
 export CFLAGS=-O0 # the stage programs build faster; the numerics are compared at rtol 1e-4
 STEPS=2
-python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
-  { echo "FAIL make_model"; exit 1; }
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null &&
+  python3 "$SRC/examples/make_model.py" gpt2 -o "$T/tied.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --tie-embeddings \
+    --no-verify >/dev/null || { echo "FAIL make_model"; exit 1; }
 python3 - "$T" "$STEPS" <<'PY' || { echo "FAIL models"; exit 1; }
 import sys, os, numpy as np, onnx
 from onnx import helper as h, TensorProto as TP, numpy_helper as nh
@@ -36,9 +39,14 @@ r = np.random.RandomState(0)
 os.makedirs(f"{T}/gpt2-b")
 np.save(f"{T}/gpt2-b/input_ids.npy", r.randint(0, 64, (steps, 8, 8)).astype(np.int64))
 np.save(f"{T}/gpt2-b/labels.npy", r.randint(0, 64, (steps, 8, 8)).astype(np.int64))
-# mlp: 6 x (MatMul, Add), tanh between, [8, 16] -> [8, 4]
+os.symlink(f"{T}/gpt2-b", f"{T}/tied-b")
+# mlp: 6 x (MatMul, Add), tanh between, [8, 16] -> [8, 4]; layer 0's output also joins layer 4's input (a
+# value crossing to a later, not the next, stage: under V > 1 one of its own device group)
 dims, nodes, inits, x = [16, 32, 32, 32, 32, 32, 4], [], [], "x"
 for i in range(6):
+    if i == 4:
+        nodes.append(h.make_node("Add", [x, "t0"], ["skip"], name="/skip"))
+        x = "skip"
     inits += [nh.from_array((r.randn(dims[i], dims[i + 1]) / np.sqrt(dims[i])).astype(np.float32), f"l{i}.weight"),
               nh.from_array((r.randn(dims[i + 1]) * 0.1).astype(np.float32), f"l{i}.bias")]
     y = "y" if i == 5 else f"a{i}"
@@ -56,8 +64,8 @@ os.makedirs(f"{T}/mlp-b")
 np.save(f"{T}/mlp-b/x.npy", r.randn(steps, 8, 16).astype(np.float32))
 np.save(f"{T}/mlp-b/labels.npy", r.randn(steps, 8, 4).astype(np.float32))
 PY
-declare -A FLAGS=([gpt2]="--batch 8 --seq 8" [mlp]="--batch 8 --loss mse")
-for fam in gpt2 mlp; do
+declare -A FLAGS=([gpt2]="--batch 8 --seq 8" [tied]="--batch 8 --seq 8" [mlp]="--batch 8 --loss mse")
+for fam in gpt2 tied mlp; do
   # shellcheck disable=SC2086
   timeout 300 "$BUILD/galvc" "$T/$fam.onnx" ${FLAGS[$fam]} --train --target cpu -q -o "$T/one-$fam/" 2>"$T/err" ||
     { echo "FAIL single $fam: $(cat "$T/err")"; exit 1; }
@@ -66,7 +74,8 @@ for fam in gpt2 mlp; do
 done
 
 # model:P:V:B
-CASES=${GALV_PIPE_IL_CASES:-"gpt2:2:2:4 mlp:2:2:4 mlp:2:3:4"}
+# (tied: the embedding tied to the head, a parameter of stages 0 and 3, on groups 0 and 1)
+CASES=${GALV_PIPE_IL_CASES:-"gpt2:2:2:4 tied:2:2:4 mlp:2:2:4 mlp:2:3:4"}
 for c in $CASES; do
   IFS=: read -r fam P V B <<<"$c"
   S=$((P * V)) name="$fam P=$P V=$V B=$B" d="$T/$fam-$P-$V-$B"
@@ -78,6 +87,14 @@ for c in $CASES; do
   fi
   n=$(ls -d "$d"/stage* | wc -l)
   [ "$n" = "$S" ] || { bad "$name: $n stage programs, expected $S"; continue; }
+  # values a stage sends a later stage of its own device group (the mlp's skip: the batons must not match them)
+  mates=0
+  for ((s = 0; s < S; s++)); do
+    for m in $(sed -n 's/^    {"pp\.[0-9.]*", -1, \(0x[0-9a-f]*\)ull},$/\1/p' "$d/stage$s/pipe_stage.c"); do
+      for ((t = s + P; t < S; t += P)); do (((m >> t) & 1)) && mates=$((mates + 1)); done
+    done
+  done
+  if [ "$fam" = mlp ] && [ "$mates" = 0 ]; then bad "$name: no value crosses inside a device group (the skip was meant to)"; fi
   if ! timeout 120 "$d/launch" --batches "$T/$fam-b" --steps $STEPS -o "$d.w" --trace "$d.trace.json" >"$d.log" 2>"$T/err" </dev/null; then
     bad "$name: run: $(grep -m3 -i error "$T/err" "$d.log")"
     continue
@@ -111,7 +128,7 @@ print(f"{same}; peak saved bytes per group measured = predicted: "
       + " ".join(f"{gmeas[d][0]} ({gmeas[d][1]} entries)" for d in range(P)))
 PY
 ); then
-    ok "$name: $msg"
+    ok "$name: $msg; $mates value(s) sent inside a device group"
   else
     bad "$name: $msg"
   fi
