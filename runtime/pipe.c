@@ -505,11 +505,12 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
  * turns. The group's order (galv_pipe_order_group) is walked by a baton: the
  * rank of the entry before passes it to the rank of the next entry when
  * they differ, so one entry of the group computes at a time, in the order
- * the timeline predicts (on a world communicator of its own: its messages
- * never match the data a rank sends a stage of its own group). The baton carries the group's counters of saved
- * bytes and (chunk, microbatch) entries holding them (live, n, peak, peak
- * n), each rank adding what its entries save and free: the group's
- * measured peak. An entry's sends go out right after its compute, from
+ * the timeline predicts. Batons travel on a world communicator of their
+ * own (galv_comm_world_dup): p2p has no tags, and a stage may send data to
+ * a later stage of its own group. The baton carries the group's counters
+ * of saved bytes and (chunk, microbatch) entries holding them (live, n,
+ * peak, peak n), each rank adding what its entries save and free: the
+ * group's measured peak. An entry's sends go out right after its compute, from
  * copies (the arena is the next entry's), posted and not waited for: a rank
  * only ever waits for data an earlier entry sends or for the baton, so the
  * run cannot deadlock where the timeline does not. The copies and the
