@@ -212,7 +212,8 @@ static void write_trace(const char *path, galv_comm *world, galv_queue *q, int r
  * stage's parameters. GPipe: F0..F(B-1), B0..B(B-1). 1F1B: w = min(S-s-1,
  * B) warm-up forwards, then F(w+i), B(i), then the cool-down backwards
  * (galv_pipe_order, galv_pipe_sched.h: galvc's --trace-plan draws the
- * same order). Each action's sends and the next action's receives are one group (as
+ * same order); interleaved 1F1B: a device group's stage ranks take turns,
+ * below ("interleaved 1F1B"). Each action's sends and the next action's receives are one group (as
  * Megatron's send_forward_recv_backward), so neither order deadlocks under
  * synchronous sends. Printed: "step K loss X" (last stage: the mean of the
  * microbatch losses) and per stage the peak bytes of saved values in flight. */
