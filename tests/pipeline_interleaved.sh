@@ -9,7 +9,8 @@
 # batch 8 x seq 8, cross entropy; also with the embedding tied to the head,
 # a parameter shared by stages on two groups) at P = 2, V = 2 and an MLP (6 linear
 # layers and a skip from layer 0 to layer 4, a value sent inside a device
-# group; batch 8, MSE) at P = 2, V = 2 and P = 2, V = 3. Per stage and per
+# group; batch 8, MSE) at P = 2, V = 3 (V = 2 alike, not in the default
+# cases). Per stage and per
 # device group the runtime's measured peak of saved bytes (and entries
 # holding them) equals galvc's prediction (galv_pipe_peak over the stage's
 # order, galv_pipe_peak_group over the group's); tests/pipe_trace_check.py
@@ -75,7 +76,8 @@ done
 
 # model:P:V:B
 # (tied: the embedding tied to the head, a parameter of stages 0 and 3, on groups 0 and 1)
-CASES=${GALV_PIPE_IL_CASES:-"gpt2:2:2:4 tied:2:2:4 mlp:2:2:4 mlp:2:3:4"}
+# (mlp:2:2:4 runs alike, left out for time: GALV_PIPE_IL_CASES="mlp:2:2:4")
+CASES=${GALV_PIPE_IL_CASES:-"gpt2:2:2:4 tied:2:2:4 mlp:2:3:4"}
 for c in $CASES; do
   IFS=: read -r fam P V B <<<"$c"
   S=$((P * V)) name="$fam P=$P V=$V B=$B" d="$T/$fam-$P-$V-$B"
@@ -139,8 +141,8 @@ PY
   fi
 done
 # an interleaved timeline is not checked as another V's
-if [ -f "$T/mlp-2-2-4.plan.json" ]; then
-  if msg=$(python3 "$SRC/tests/pipe_trace_check.py" "$T/mlp-2-2-4.plan.json" "$T/mlp-2-2-4.trace.json" 4 4 1f1b 2>&1); then
+if [ -f "$T/gpt2-2-2-4.plan.json" ]; then
+  if msg=$(python3 "$SRC/tests/pipe_trace_check.py" "$T/gpt2-2-2-4.plan.json" "$T/gpt2-2-2-4.trace.json" 4 4 1f1b 2>&1); then
     bad "interleaved timeline accepted as 1f1b: $msg"
   else
     ok "interleaved timeline checked as 1f1b: rejected (${msg:0:60}...)"
