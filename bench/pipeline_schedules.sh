@@ -2,12 +2,15 @@
 # Pipeline training schedules side by side (docs/pipeline.md, "Schedules"):
 # GPT-2 (4 layers, hidden 64, 4 heads, vocab 256), batch 16 x seq 16, pp =
 # 4 (one MPI rank per stage), 8 microbatches, 3 AdamW steps, under GPipe,
-# 1F1B and ZB-H1 (interleaved 1F1B is not implemented: docs/pipeline.md,
-# "What remains"). Per schedule and stage it prints:
+# 1F1B, ZB-H1 and interleaved 1F1B with V = 2 (8 stages on the 4 device
+# groups, one MPI rank per stage, a group's two ranks taking turns). Per
+# schedule and stage (interleaved: per device group) it prints:
 #   - peak saved bytes in flight: galvc's prediction (galv_pipe_peak over the
-#     schedule's order with the stage entries' stash sizes) and the runtime's
-#     measured peak (its counter of live stash buffers), with the
-#     microbatches held at the peak;
+#     schedule's order with the stage entries' stash sizes; interleaved:
+#     galv_pipe_peak_group over the group's order and its stages' sizes) and
+#     the runtime's measured peak (its counter of live stash buffers; the
+#     group's counters passed along with its baton), with the microbatches
+#     (interleaved: chunk microbatches) held at the peak;
 #   - the event order per step (F/B/W + microbatch) from the cost model's
 #     timeline (--trace-plan) and whether every step of the run's --trace
 #     ran in that order;
@@ -36,9 +39,11 @@ r = np.random.RandomState(0)
 os.makedirs('$T/b')
 np.save('$T/b/input_ids.npy', r.randint(0, 256, ($STEPS, 16, 16)).astype(np.int64))
 np.save('$T/b/labels.npy', r.randint(0, 256, ($STEPS, 16, 16)).astype(np.int64))" || exit 1
-for sc in gpipe 1f1b zb-h1; do
+for sc in gpipe 1f1b zb-h1 interleaved; do
   d="$T/$sc"
-  if ! "$BUILD/galvc" "$T/m.onnx" --batch 16 --seq 16 --train --pipeline-stages 4 --microbatches 8 --schedule "$sc" \
+  vflag=()
+  [ "$sc" = interleaved ] && vflag=(--virtual-stages 2)
+  if ! "$BUILD/galvc" "$T/m.onnx" --batch 16 --seq 16 --train --pipeline-stages 4 --microbatches 8 --schedule "$sc" "${vflag[@]}" \
       --stage-cuts equal --target cpu --trace-plan "$d.plan.json" -o "$d/" >"$d.galvc" 2>&1; then
     echo "$sc: galvc failed: $(grep -m3 error "$d.galvc")"
     continue
@@ -47,35 +52,47 @@ for sc in gpipe 1f1b zb-h1; do
   python3 - "$sc" "$d.galvc" "$d.log" "$d.plan.json" "$d.trace.json" "$STEPS" <<'PY'
 import json, re, sys
 sc, gl, lg, plan, run, steps = sys.argv[1:6] + [int(sys.argv[6])]
-S = 4
-pred = {int(s): (int(b), int(n)) for s, b, n in re.findall(r"stage (\d+): \S+: predicted peak saved bytes (\d+) \((\d+) microbatches", open(gl).read())}
-meas = {int(s): (int(b), int(n)) for s, b, n in re.findall(
-    r"\[stage (\d+), rank \d+\]: saved activations in flight: peak (\d+) bytes \((\d+) microbatches", open(lg).read())}
-losses = re.findall(r"^step \d+ loss (\S+)", open(lg).read(), re.M)
 pd = json.load(open(plan))
 rd = json.load(open(run))
+S, G = pd["otherData"]["stages"], pd["otherData"].get("groups", pd["otherData"]["stages"])
+il = sc == "interleaved"  # per device group (its stages' events); else per stage
+if il:
+    pred = {int(s): (int(b), int(n)) for s, b, n in re.findall(
+        r"device group (\d+) \(stages [\d,]+\): interleaved: predicted peak saved bytes (\d+) \((\d+) chunk", open(gl).read())}
+    meas = {int(s): (int(b), int(n)) for s, b, n in re.findall(
+        r"device group (\d+) \(stages [\d,]+\): saved activations in flight: peak (\d+) bytes \((\d+) chunk", open(lg).read())}
+else:
+    pred = {int(s): (int(b), int(n)) for s, b, n in re.findall(r"stage (\d+): \S+: predicted peak saved bytes (\d+) \((\d+) microbatches", open(gl).read())}
+    meas = {int(s): (int(b), int(n)) for s, b, n in re.findall(
+        r"\[stage (\d+), rank \d+\]: saved activations in flight: peak (\d+) bytes \((\d+) microbatches", open(lg).read())}
+losses = re.findall(r"^step \d+ loss (\S+)", open(lg).read(), re.M)
 ab = {"forward": "F", "backward": "B", "weight": "W"}
-def stage_events(ev, s):
-    es = [e for e in ev if e["pid"] == s and e["cat"] in ab]
+def stage_events(ev, g):  # group g's events (its stages' first ranks), by start
+    es = [e for e in ev if e["pid"] % G == g and e["cat"] in ab]
+    if es:
+        es = [e for e in es if e["tid"] == min(x["tid"] for x in es if x["pid"] == e["pid"])]
     return sorted(es, key=lambda e: e["ts"])
+bubbles = pd["otherData"]["group_bubble_us"]
 print(f"== {sc}: predicted step {pd['otherData']['step_us']:.1f} us (timeline; DP formula {pd['otherData']['dp_step_us']:.1f} us), "
       f"losses {' '.join(losses)}")
 per = len(stage_events(pd["traceEvents"], 0))
 spans = []  # the run's step spans: from the first event of a step to the last, over all stages
-rs = {s: stage_events(rd["traceEvents"], s) for s in range(S)}
+rs = {s: stage_events(rd["traceEvents"], s) for s in range(G)}
 for k in range(steps):
-    evs = [e for s in range(S) for e in rs[s][k * per:(k + 1) * per]]
+    evs = [e for s in range(G) for e in rs[s][k * per:(k + 1) * per]]
     spans.append((min(e["ts"] for e in evs), max(e["ts"] + e["dur"] for e in evs)))
 print(f"   measured step (run trace, mean of {steps}): {sum(b - a for a, b in spans) / steps / 1e3:.3f} ms")
-print("   stage  peak saved bytes predicted / measured (microbatches)   bubble predicted us / measured ms   run in plan order")
-for s in range(S):
+print(f"   {'group' if il else 'stage'}  peak saved bytes predicted / measured (microbatches)   bubble predicted us / measured ms   run in plan order")
+for s in range(G):
     pe = stage_events(pd["traceEvents"], s)
-    order = " ".join(ab[e["cat"]] + e["name"].split("mb")[-1] for e in pe)
-    ok = all([(e["cat"], e["name"]) for e in rs[s][k * per:(k + 1) * per]] == [(e["cat"], e["name"]) for e in pe] for k in range(steps))
+    # interleaved: F/B, the chunk (stage // G), the microbatch
+    order = " ".join(ab[e["cat"]] + (str(e["pid"] // G) if il else "") + e["name"].split("mb")[-1] for e in pe)
+    ok = all([(e["cat"], e["pid"], e["name"]) for e in rs[s][k * per:(k + 1) * per]] == [(e["cat"], e["pid"], e["name"]) for e in pe]
+             for k in range(steps))
     mb = sum(((spans[k][1] - spans[k][0]) - sum(e["dur"] for e in rs[s][k * per:(k + 1) * per])) for k in range(steps)) / steps
     p, m = pred.get(s, (None, None)), meas.get(s, (None, None))
     print(f"   {s}      {p[0]} / {m[0]} ({p[1]} / {m[1]}){'  EQUAL' if p == m else '  DIFFER'}"
-          f"      {pd['otherData']['bubble_us'][s]:.1f} / {mb / 1e3:.3f}      {'yes' if ok else 'NO'}")
+          f"      {bubbles[s]:.1f} / {mb / 1e3:.3f}      {'yes' if ok else 'NO'}")
     print(f"          order: {order}")
 PY
 done

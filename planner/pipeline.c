@@ -131,8 +131,13 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     }
     if (sum != D) return gv_error_plain("pipeline: the stages' devices add up to %lld, not %lld", (long long)sum, (long long)D);
   }
+  const int V = p->schedule == GV_SCHED_INTERLEAVED ? p->vstages : 1;
+  if (V > 1 && (!p->stages || p->stages % V))
+    return gv_error_plain("pipeline: the interleaved schedule needs a fixed stage count, a multiple of %d chunks per device", V);
   int64_t Du = D / unit;
   int64_t limit = p->mem_limit > 0 ? p->mem_limit : c->memory_bytes;
+  int il_inflight = 0; /* interleaved: (chunk, microbatch) entries the first group holds at its peak, per chunk (ceil) */
+  if (V > 1) limit /= V; /* each device group holds V stages */
   int S = p->stages ? p->stages : (int)(L < Du ? L : Du);
   if (S > GV_PIPE_MAX_STAGES) S = GV_PIPE_MAX_STAGES;
   size_t nF = (size_t)(S + 1) * (size_t)(L + 1) * (size_t)(Du + 1);
@@ -155,6 +160,20 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   for (int bi = 0; bi < p->nmb; bi++) {
     int B = p->mb_choices[bi];
     if (B < 1) continue;
+    if (V > 1) {
+      if (B % (p->stages / V)) continue; /* the interleaved order needs B a multiple of the groups */
+      galv_pipe_act *ga = malloc(sizeof *ga * (size_t)(2 * V * B));
+      int pmb = 0;
+      int64_t one[GV_PIPE_MAX_STAGES];
+      for (int i = 0; i < V; i++) one[i] = 1;
+      if (!ga) {
+        gv_error_plain("pipeline: out of memory");
+        goto done;
+      }
+      galv_pipe_peak_group(ga, galv_pipe_order_group(p->stages / V, V, 0, B, ga), one, &pmb);
+      free(ga);
+      il_inflight = (pmb + V - 1) / V;
+    }
     /* the stage cost table for this B (cached across B by key) */
     int ncand = 0;
     for (int k = 0; k < L; k++) {
@@ -220,6 +239,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       for (int s = 1; s <= S; s++) {
         int64_t inflight = p->schedule == GV_SCHED_GPIPE ? B
                            : p->schedule == GV_SCHED_ZBH1 ? (p->stages && p->stages < B ? p->stages : B)
+                           : V > 1                        ? il_inflight
                                                            : (s < B ? s : B);
         for (int k = L - s; k >= 0; k--)
           for (int m = 0; m < nm; m++)
@@ -250,6 +270,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           out->nstages = s;
           out->B = B;
           out->schedule = p->schedule;
+          out->vstages = V;
           int k = 0;
           int64_t d = Du, mx = 0, sum = 0;
           for (int st = 0, ss = s; ss >= 1; ss--, st++) {
@@ -260,6 +281,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             out->cost[st] = *C[CX(k, j, m)];
             out->inflight[st] = p->schedule == GV_SCHED_GPIPE ? B
                                 : p->schedule == GV_SCHED_ZBH1 ? (s < B ? s : B)
+                                : V > 1                        ? il_inflight
                                                                 : (ss < B ? ss : B);
             if (out->cost[st].ns > mx) mx = out->cost[st].ns;
             sum += out->cost[st].ns;
@@ -412,7 +434,8 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
 }
 
 const char *gv_schedule_name(gv_schedule s) {
-  return s == GV_SCHED_GPIPE ? "gpipe" : s == GV_SCHED_1F1B ? "1f1b" : s == GV_SCHED_ZBH1 ? "zb-h1" : "auto";
+  return s == GV_SCHED_GPIPE ? "gpipe" : s == GV_SCHED_1F1B ? "1f1b" : s == GV_SCHED_ZBH1 ? "zb-h1"
+         : s == GV_SCHED_INTERLEAVED ? "interleaved" : "auto";
 }
 
 void gv_pipe_timeline_free(gv_pipe_timeline *t) {
@@ -422,34 +445,42 @@ void gv_pipe_timeline_free(gv_pipe_timeline *t) {
 }
 
 int gv_pipe_timeline_make(const gv_pipe_plan *pl, bool train, gv_schedule sched, gv_pipe_timeline *t) {
-  const int S = pl->nstages, B = pl->B, per = train ? galv_pipe_nacts(sched) * B : B;
+  const int S = pl->nstages, B = pl->B, il = train && sched == GV_SCHED_INTERLEAVED;
+  const int V = il ? pl->vstages : 1, P = S / (V > 0 ? V : 1), G = il ? P : S; /* G device groups */
+  const int per = train ? galv_pipe_nacts(sched) * B : B, gper = per * V; /* entries per stage, per group */
   memset(t, 0, sizeof *t);
   if (S < 1 || S > GV_PIPE_MAX_STAGES || B < 1 || (train && sched == GV_SCHED_AUTO))
     return gv_error_plain("pipeline timeline: %d stages, %d microbatches, schedule %s", S, B, gv_schedule_name(sched)), -1;
+  if (il && (V < 2 || S % V || P < 2 || B % P))
+    return gv_error_plain("pipeline timeline: interleaved over %d stages, %d chunks per group, %d microbatches: the stages must be "
+                          "V x P (P >= 2 groups) and the microbatches a multiple of P", S, V, B), -1;
   size_t n = (size_t)S * (size_t)B;
   int64_t *end = malloc(sizeof *end * n * 3); /* per stage and microbatch: F, B, W end (-1: not placed) */
-  galv_pipe_act *acts = malloc(sizeof *acts * (size_t)S * (size_t)per);
-  int *next = calloc((size_t)S, sizeof *next);
+  galv_pipe_act *acts = malloc(sizeof *acts * (size_t)G * (size_t)gper), *sacts = malloc(sizeof *sacts * (size_t)gper); /* galv_pipe_order_v: 2 V B */
+  int *next = calloc((size_t)G, sizeof *next);
   t->ev = malloc(sizeof *t->ev * (size_t)S * (size_t)per);
-  if (!end || !acts || !next || !t->ev) {
-    free(end), free(acts), free(next), gv_pipe_timeline_free(t);
+  if (!end || !acts || !sacts || !next || !t->ev) {
+    free(end), free(acts), free(sacts), free(next), gv_pipe_timeline_free(t);
     return gv_error_plain("out of memory"), -1;
   }
   for (size_t k = 0; k < 3 * n; k++) end[k] = -1;
 #define END(kind, i, j) end[(size_t)(kind) * n + (size_t)(i) * (size_t)B + (size_t)(j)] /* kind 0 F, 1 B, 2 W */
-  for (int i = 0; i < S; i++) {
-    galv_pipe_act *a = acts + (size_t)i * (size_t)per;
-    if (train) galv_pipe_order(S, i, B, sched, a);
+  for (int i = 0; i < G; i++) { /* each group's order (a stage's, chunk 0, but for the interleaved schedule) */
+    galv_pipe_act *a = acts + (size_t)i * (size_t)gper;
+    if (il) galv_pipe_order_group(P, V, i, B, a);
+    else if (train) galv_pipe_order(S, i, B, sched, a);
     else
-      for (int j = 0; j < B; j++) a[j] = (galv_pipe_act){1, j, 0};
+      for (int j = 0; j < B; j++) a[j] = (galv_pipe_act){1, j, 0, 0};
   }
   int64_t free_at[GV_PIPE_MAX_STAGES] = {0};
-  int left = S * per, rc = 0;
-  while (left) { /* each stage takes its next entry once the entries it depends on have ended */
+  int left = G * gper, rc = 0;
+  t->ngroups = G;
+  while (left) { /* each group takes its next entry once the entries it depends on have ended */
     int progress = 0;
-    for (int i = 0; i < S; i++) {
-      if (next[i] == per) continue;
-      const galv_pipe_act *a = &acts[(size_t)i * (size_t)per + (size_t)next[i]];
+    for (int gi = 0; gi < G; gi++) {
+      if (next[gi] == gper) continue;
+      const galv_pipe_act *a = &acts[(size_t)gi * (size_t)gper + (size_t)next[gi]];
+      const int i = a->chunk * P + gi; /* the entry's stage (chunk 0: the group's stage) */
       int64_t dep = 0;
       if (a->fwd) {
         if (i && END(0, i - 1, a->mb) < 0) continue;
@@ -464,13 +495,14 @@ int gv_pipe_timeline_make(const gv_pipe_plan *pl, bool train, gv_schedule sched,
       }
       int64_t ns = pl->cost[i].ns, fwd = train ? ns / 3 : ns, bwd = sched == GV_SCHED_ZBH1 ? (ns - fwd) / 2 : ns - fwd;
       int64_t dur = a->fwd ? fwd : a->w ? ns - fwd - bwd : bwd;
-      int64_t start = dep > free_at[i] ? dep : free_at[i];
-      free_at[i] = start + dur;
+      int64_t start = dep > free_at[gi] ? dep : free_at[gi];
+      free_at[gi] = start + dur;
       END(a->fwd ? 0 : a->w ? 2 : 1, i, a->mb) = start + dur;
       t->busy_ns[i] += dur;
+      t->group_busy_ns[gi] += dur;
       if (start + dur > t->makespan_ns) t->makespan_ns = start + dur;
       t->ev[t->nev++] = (gv_pipe_event){i, a->fwd ? 1 : a->w ? 2 : 0, a->mb, start, dur};
-      next[i]++, left--, progress = 1;
+      next[gi]++, left--, progress = 1;
     }
     if (!progress) {
       rc = gv_error_plain("pipeline timeline: the %s schedule deadlocks (no stage can run its next entry)", gv_schedule_name(sched));
@@ -481,11 +513,20 @@ int gv_pipe_timeline_make(const gv_pipe_plan *pl, bool train, gv_schedule sched,
   for (int i = 0; !rc && i < S; i++) {
     t->bubble_ns[i] = t->makespan_ns - t->busy_ns[i];
     int64_t ab = pl->cost[i].act_bytes;
-    t->peak_bytes[i] = train ? galv_pipe_peak(acts + (size_t)i * (size_t)per, per, ab, sched == GV_SCHED_ZBH1 ? ab : 0,
-                                              i == S - 1, &t->peak_mb[i])
-                             : 0;
+    int na = train ? galv_pipe_order_v(S, V, i, B, sched, sacts) : 0;
+    t->peak_bytes[i] = train ? galv_pipe_peak(sacts, na, ab, sched == GV_SCHED_ZBH1 ? ab : 0, i == S - 1, &t->peak_mb[i]) : 0;
   }
-  free(end), free(acts), free(next);
+  for (int gi = 0; !rc && gi < G; gi++) {
+    t->group_bubble_ns[gi] = t->makespan_ns - t->group_busy_ns[gi];
+    if (!il) {
+      t->group_peak_bytes[gi] = t->peak_bytes[gi], t->group_peak_mb[gi] = t->peak_mb[gi];
+      continue;
+    }
+    int64_t fb[GV_PIPE_MAX_STAGES];
+    for (int c = 0; c < V; c++) fb[c] = pl->cost[c * P + gi].act_bytes;
+    t->group_peak_bytes[gi] = galv_pipe_peak_group(acts + (size_t)gi * (size_t)gper, gper, fb, &t->group_peak_mb[gi]);
+  }
+  free(end), free(acts), free(sacts), free(next);
   if (rc) gv_pipe_timeline_free(t);
   return rc ? -1 : 0;
 }

@@ -8,7 +8,10 @@
  * subject to each stage's memory per device:
  *     states + inflight * activations-per-microbatch <= limit,
  * inflight = B under GPipe, min(B, later stages + 1) under 1F1B, min(B, S)
- * under ZB-H1 (B when the stage count is free).
+ * under ZB-H1 (B when the stage count is free); interleaved (V chunks per
+ * device, S fixed, a multiple of V): each stage is checked against limit /
+ * V with inflight = ceil(P) of the first group's peak (chunk, microbatch)
+ * entries / V (galv_pipe_peak_group), the group holding V stages.
  * Stage costs come from a callback (the intra-operator planner's solve for
  * that group range on that sub-mesh); they are cached by the block
  * signatures of the range, the sub-mesh and B, so repeated blocks are
@@ -24,7 +27,7 @@
 #define GV_PIPE_MAX_STAGES 256
 
 /* the values of runtime/galv_pipe_sched.h's GALV_SCHED_*; AUTO: galvc chooses (the timeline's makespan) */
-typedef enum { GV_SCHED_AUTO = -1, GV_SCHED_GPIPE = 0, GV_SCHED_1F1B = 1, GV_SCHED_ZBH1 = 2 } gv_schedule;
+typedef enum { GV_SCHED_AUTO = -1, GV_SCHED_GPIPE = 0, GV_SCHED_1F1B = 1, GV_SCHED_ZBH1 = 2, GV_SCHED_INTERLEAVED = 3 } gv_schedule;
 
 /* One stage's cost: groups [first, last) on a sub-mesh of nodes x per_node
  * devices with microbatch count B (the microbatch is batch / B). */
@@ -52,6 +55,7 @@ typedef struct {
   const int *mb_choices; /* microbatch counts to try */
   int nmb;
   gv_schedule schedule;
+  int vstages;           /* GV_SCHED_INTERLEAVED: the chunks per device group (stages = P x vstages) */
   int64_t mem_limit;     /* bytes per device; 0: cluster memory */
   int stages;            /* 0: choose; else exactly this many */
   int64_t mesh_devices;  /* 0: any sub-mesh; else only sub-meshes of this many devices (equal stages) */
@@ -68,6 +72,7 @@ typedef struct {
   int64_t inflight[GV_PIPE_MAX_STAGES];
   int64_t step_ns, max_ns, sum_ns;
   gv_schedule schedule; /* the problem's (galvc: the one chosen) */
+  int vstages;          /* interleaved: chunks per device group (stage i on group i mod nstages / vstages); else 1 */
   int64_t tl_ns;        /* galvc: the key it chose the plan by (the timeline's makespan, or step_ns) */
   int64_t solves;       /* calls of the cost callback (cache misses) */
   int64_t lookups;      /* stage costs the DP asked for */
@@ -89,7 +94,11 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out);
  * weight-gradient halves, as the zero-bubble paper assumes); inference: F =
  * ns. Per stage: busy time, bubble = makespan - busy, and the peak of
  * microbatches holding saved values (galv_pipe_peak) and of bytes with
- * cost.act_bytes per microbatch (ZB-H1: the same bound for what W reads). */
+ * cost.act_bytes per microbatch (ZB-H1: the same bound for what W reads).
+ * Interleaved (pl->vstages = V, P = S / V groups): each device group runs
+ * its order (galv_pipe_order_group) one entry at a time over its V stages;
+ * per group its busy time, bubble and peak (galv_pipe_peak_group). Other
+ * schedules: group i is stage i. */
 typedef struct {
   int stage, kind, mb; /* kind: 0 backward (B), 1 forward (F), 2 weight gradient (W) */
   int64_t start_ns, dur_ns;
@@ -100,6 +109,9 @@ typedef struct {
   int64_t makespan_ns;
   int64_t busy_ns[GV_PIPE_MAX_STAGES], bubble_ns[GV_PIPE_MAX_STAGES], peak_bytes[GV_PIPE_MAX_STAGES];
   int peak_mb[GV_PIPE_MAX_STAGES];
+  int ngroups; /* device groups (interleaved: S / V; else S) */
+  int64_t group_busy_ns[GV_PIPE_MAX_STAGES], group_bubble_ns[GV_PIPE_MAX_STAGES], group_peak_bytes[GV_PIPE_MAX_STAGES];
+  int group_peak_mb[GV_PIPE_MAX_STAGES];
 } gv_pipe_timeline;
 /* 0; -1 after an error line (out of memory, a schedule that deadlocks) */
 int gv_pipe_timeline_make(const gv_pipe_plan *pl, bool train, gv_schedule sched, gv_pipe_timeline *t);

@@ -46,6 +46,7 @@ static int world_rank = 0, world_size = 1, inited = 0, finalized = 0, sync_mode 
 static MPI_Comm base;               /* where meshes live: MPI_COMM_WORLD, or the sub-world of galv_comm_world_split */
 static int base_rank = 0, base_size = 1, base_split = 0;
 static galv_comm *whole;            /* galv_comm_world_split's group over the world */
+static galv_comm *whole2;           /* galv_comm_world_dup's */
 static double timeout_s = 0;
 static int group_depth = 0;
 static unsigned cur_group = 0, ngroups = 0; /* the open group's id (0: none) */
@@ -155,6 +156,11 @@ void galv_comm_world_finalize(void) {
     free(whole);
     whole = NULL;
   }
+  if (whole2) {
+    MPI_CHECK(MPI_Comm_free(&whole2->comm));
+    free(whole2);
+    whole2 = NULL;
+  }
   if (base_split) {
     MPI_CHECK(MPI_Comm_free(&base));
     base_split = 0;
@@ -220,6 +226,16 @@ galv_comm *galv_comm_world_split(int color, int *sub_rank, int *sub_size) {
   whole->rank = world_rank, whole->size = world_size, whole->nmesh = -1;
   *sub_rank = base_rank, *sub_size = base_size;
   return whole;
+}
+
+galv_comm *galv_comm_world_dup(void) {
+  if (!base_split || whole2) galv_fatal("galv_comm_world_dup: called before galv_comm_world_split or twice");
+  whole2 = calloc(1, sizeof *whole2);
+  if (!whole2) galv_fatal("out of memory");
+  MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &whole2->comm));
+  MPI_CHECK(MPI_Comm_set_errhandler(whole2->comm, MPI_ERRORS_RETURN));
+  whole2->rank = world_rank, whole2->size = world_size, whole2->nmesh = -1;
+  return whole2;
 }
 
 int galv_comm_rank(const galv_comm *c) { return c->rank; }

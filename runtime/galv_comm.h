@@ -37,6 +37,10 @@ galv_comm *galv_comm_group(const int64_t *mesh_shape, int nmesh, unsigned axes_m
  * sub-world ranks). Returns a group over the whole world (p2p between the
  * stages, world ranks); *sub_rank, *sub_size: this rank's place in its color. */
 galv_comm *galv_comm_world_split(int color, int *sub_rank, int *sub_size);
+/* After galv_comm_world_split: another group over the whole world whose
+ * messages never match the first's (p2p carries no tags; runtime/pipe.c's
+ * interleaved schedule passes its baton here, apart from the data). */
+galv_comm *galv_comm_world_dup(void);
 int galv_comm_rank(const galv_comm *c);
 int galv_comm_size(const galv_comm *c);
 

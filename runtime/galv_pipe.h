@@ -35,7 +35,10 @@ extern const double galv_pipe_predicted_ms[]; /* per stage: the cost model's tim
 
 /* training (galvc --train --pipeline-stages): the schedule, the optimizer and
  * its hyperparameters, the stage's parameters (their weights.bin slots) */
-extern const int galv_pipe_training, galv_pipe_schedule; /* schedule: 0 gpipe, 1 1f1b, 2 zb-h1 (galv_pipe_sched.h) */
+extern const int galv_pipe_training, galv_pipe_schedule; /* schedule: 0 gpipe, 1 1f1b, 2 zb-h1, 3 interleaved (galv_pipe_sched.h) */
+/* interleaved 1F1B: the model chunks per device group (V; P = nstages / V groups, stage s on group s mod P,
+ * its V stages' ranks taking turns in the group's order, runtime/pipe.c); else 1 */
+extern const int galv_pipe_vstages;
 extern const char galv_pipe_optimizer[];                 /* "adamw" | "sgd" */
 extern const double galv_pipe_hparams[6];                /* lr, weight decay, beta1, beta2, eps, momentum */
 /* cross-entropy loss (else 0): the last stage weights microbatch j's loss and gradients by c_j B / sum c

@@ -13,19 +13,32 @@
  *          rounds F, B whose W is deferred (stage s defers s of them: the
  *          later stages, whose 1F1B tail is idle); then F, B, W while
  *          forwards remain; then B, W; then the deferred W's.
+ *   Interleaved 1F1B (Narayanan et al. 2021, Megatron-LM's virtual
+ *          pipeline stages): S = P V stages on P device groups, group d
+ *          holding the V model chunks c = 0 .. V-1, stage c P + d. Per
+ *          group one order over V B entries (chunk, microbatch), B a
+ *          multiple of P: the k-th forward entry runs chunk (k mod P V) / P
+ *          on microbatch (k / (P V)) P + k mod P, the k-th backward entry
+ *          chunk V - 1 - (k mod P V) / P on the same microbatch formula;
+ *          w = min((P - d - 1) 2 + (V - 1) P, V B) warm-up forwards (all
+ *          V B when B = P), then forward k + w, backward k, then the
+ *          cool-down backwards. A stage's order is its group's order
+ *          restricted to its chunk (galv_pipe_order_v).
  *
  * Saved microbatches in flight at most: B (GPipe), min(B, S - s) (1F1B),
- * min(B, S) (ZB-H1: S - s - 1 + s awaiting their B or W, plus one). */
+ * min(B, S) (ZB-H1: S - s - 1 + s awaiting their B or W, plus one);
+ * interleaved: per group, summed over its chunks, galv_pipe_peak_group. */
 #ifndef GALV_PIPE_SCHED_H
 #define GALV_PIPE_SCHED_H
 
 #include <stdint.h>
 
-enum { GALV_SCHED_GPIPE = 0, GALV_SCHED_1F1B = 1, GALV_SCHED_ZBH1 = 2 };
+enum { GALV_SCHED_GPIPE = 0, GALV_SCHED_1F1B = 1, GALV_SCHED_ZBH1 = 2, GALV_SCHED_INTERLEAVED = 3 };
 
 typedef struct {
   int fwd, mb; /* fwd: 1 forward entry F(mb), 0 backward entry B(mb) (under ZB-H1: the input-gradient part) */
   int w;       /* 1: the weight-gradient entry W(mb) (ZB-H1 only; fwd = 0) */
+  int chunk;   /* interleaved, a group's order (galv_pipe_order_group): the model chunk, stage chunk P + d; else 0 */
 } galv_pipe_act;
 
 /* The entries per microbatch: 3 under ZB-H1 (F, B, W), else 2. */
@@ -37,19 +50,65 @@ static inline int galv_pipe_order(int S, int s, int B, int sched, galv_pipe_act 
   int na = 0, w = sched != GALV_SCHED_GPIPE ? (S - s - 1 < B ? S - s - 1 : B) : B;
   if (sched == GALV_SCHED_ZBH1) {
     int f = 0, b = 0, g = 0;
-    for (; f < w; f++) acts[na++] = (galv_pipe_act){1, f, 0};
+    for (; f < w; f++) acts[na++] = (galv_pipe_act){1, f, 0, 0};
     for (int r = 0; r < s && f < B; r++, f++, b++) /* W deferred */
-      acts[na++] = (galv_pipe_act){1, f, 0}, acts[na++] = (galv_pipe_act){0, b, 0};
+      acts[na++] = (galv_pipe_act){1, f, 0, 0}, acts[na++] = (galv_pipe_act){0, b, 0, 0};
     for (; f < B; f++, b++, g++)
-      acts[na++] = (galv_pipe_act){1, f, 0}, acts[na++] = (galv_pipe_act){0, b, 0}, acts[na++] = (galv_pipe_act){0, g, 1};
-    for (; b < B; b++, g++) acts[na++] = (galv_pipe_act){0, b, 0}, acts[na++] = (galv_pipe_act){0, g, 1};
-    for (; g < B; g++) acts[na++] = (galv_pipe_act){0, g, 1};
+      acts[na++] = (galv_pipe_act){1, f, 0, 0}, acts[na++] = (galv_pipe_act){0, b, 0, 0}, acts[na++] = (galv_pipe_act){0, g, 1, 0};
+    for (; b < B; b++, g++) acts[na++] = (galv_pipe_act){0, b, 0, 0}, acts[na++] = (galv_pipe_act){0, g, 1, 0};
+    for (; g < B; g++) acts[na++] = (galv_pipe_act){0, g, 1, 0};
     return na;
   }
-  for (int j = 0; j < w; j++) acts[na++] = (galv_pipe_act){1, j, 0};
-  for (int j = 0; j < B - w; j++) acts[na++] = (galv_pipe_act){1, w + j, 0}, acts[na++] = (galv_pipe_act){0, j, 0};
-  for (int j = B - w; j < B; j++) acts[na++] = (galv_pipe_act){0, j, 0};
+  for (int j = 0; j < w; j++) acts[na++] = (galv_pipe_act){1, j, 0, 0};
+  for (int j = 0; j < B - w; j++) acts[na++] = (galv_pipe_act){1, w + j, 0, 0}, acts[na++] = (galv_pipe_act){0, j, 0, 0};
+  for (int j = B - w; j < B; j++) acts[na++] = (galv_pipe_act){0, j, 0, 0};
   return na;
+}
+
+/* Interleaved 1F1B: device group d's order (of P groups, V chunks each, B
+ * microbatches, B a multiple of P): 2 V B entries with their chunk. */
+static inline int galv_pipe_order_group(int P, int V, int d, int B, galv_pipe_act *acts) {
+  const int tot = V * B, pv = P * V;
+  int w = B == P ? tot : (P - d - 1) * 2 + (V - 1) * P, na = 0;
+  if (w > tot) w = tot;
+#define GALV_IL_ACT(k, f) \
+  (galv_pipe_act){f, ((k) / pv) * P + (k) % P, 0, f ? ((k) % pv) / P : V - 1 - ((k) % pv) / P}
+  for (int k = 0; k < w; k++) acts[na++] = GALV_IL_ACT(k, 1);
+  for (int k = 0; k < tot - w; k++) acts[na++] = GALV_IL_ACT(k + w, 1), acts[na++] = GALV_IL_ACT(k, 0);
+  for (int k = tot - w; k < tot; k++) acts[na++] = GALV_IL_ACT(k, 0);
+#undef GALV_IL_ACT
+  return na;
+}
+
+/* Stage s's order (of S stages): galv_pipe_order, and under the
+ * interleaved schedule (V chunks per group, P = S / V groups) its group's
+ * order restricted to its chunk s / P (chunk set to 0). acts: room for
+ * 2 V B entries there. */
+static inline int galv_pipe_order_v(int S, int V, int s, int B, int sched, galv_pipe_act *acts) {
+  if (sched != GALV_SCHED_INTERLEAVED) return galv_pipe_order(S, s, B, sched, acts);
+  const int P = S / V, c = s / P;
+  int n = galv_pipe_order_group(P, V, s % P, B, acts), na = 0;
+  for (int k = 0; k < n; k++)
+    if (acts[k].chunk == c) acts[na] = acts[k], acts[na++].chunk = 0;
+  return na;
+}
+
+/* The peak of saved bytes over a group's interleaved order: F(c, j) saves
+ * fbytes[c] (chunk c's stash; the last stage's kept input gradients), B(c,
+ * j) releases them. *peak_mb: the most (chunk, microbatch) entries holding
+ * saved bytes at once. The runtime measures the same, its chunks' counters
+ * passed along the group in the order (runtime/pipe.c). */
+static inline int64_t galv_pipe_peak_group(const galv_pipe_act *acts, int na, const int64_t *fbytes, int *peak_mb) {
+  int64_t live = 0, peak = 0;
+  int n = 0, pn = 0;
+  for (int k = 0; k < na; k++) {
+    live += acts[k].fwd ? fbytes[acts[k].chunk] : -fbytes[acts[k].chunk];
+    n += acts[k].fwd ? 1 : -1;
+    if (live > peak) peak = live;
+    if (n > pn) pn = n;
+  }
+  if (peak_mb) *peak_mb = pn;
+  return peak;
 }
 
 /* The peak of saved bytes over a stage's order: F(j) saves fbytes (an

@@ -212,7 +212,8 @@ static void write_trace(const char *path, galv_comm *world, galv_queue *q, int r
  * stage's parameters. GPipe: F0..F(B-1), B0..B(B-1). 1F1B: w = min(S-s-1,
  * B) warm-up forwards, then F(w+i), B(i), then the cool-down backwards
  * (galv_pipe_order, galv_pipe_sched.h: galvc's --trace-plan draws the
- * same order). Each action's sends and the next action's receives are one group (as
+ * same order); interleaved 1F1B: a device group's stage ranks take turns,
+ * below ("interleaved 1F1B"). Each action's sends and the next action's receives are one group (as
  * Megatron's send_forward_recv_backward), so neither order deadlocks under
  * synchronous sends. Printed: "step K loss X" (last stage: the mean of the
  * microbatch losses) and per stage the peak bytes of saved values in flight. */
@@ -500,6 +501,70 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
     }
 }
 
+/* ---- interleaved 1F1B (galv_pipe_schedule 3; docs/pipeline.md, "Schedules"):
+ * the V stages of a device group (stages d, d + P, ..) are V ranks that take
+ * turns. The group's order (galv_pipe_order_group) is walked by a baton: the
+ * rank of the entry before passes it to the rank of the next entry when
+ * they differ, so one entry of the group computes at a time, in the order
+ * the timeline predicts. Batons travel on a world communicator of their
+ * own (galv_comm_world_dup): p2p has no tags, and a stage may send data to
+ * a later stage of its own group. The baton carries the group's counters
+ * of saved bytes and (chunk, microbatch) entries holding them (live, n,
+ * peak, peak n), each rank adding what its entries save and free: the
+ * group's measured peak. An entry's sends go out right after its compute, from
+ * copies (the arena is the next entry's), posted and not waited for: a rank
+ * only ever waits for data an earlier entry sends or for the baton, so the
+ * run cannot deadlock where the timeline does not. The copies and the
+ * baton messages are released once the step's sends complete (step end,
+ * before the shared parameters' sums). The baton into a step's first entry
+ * is sent at the start of the step, after the previous step's update. */
+typedef struct {
+  galv_comm *bw;    /* the batons' world (galv_comm_world_dup): never matched with a stage's data messages */
+  galv_queue *sq;   /* the posted sends */
+  void **bufs;      /* their buffers, released at the step's end */
+  int nbufs, capbufs;
+  int64_t dev[8];   /* the group's counters: live bytes, entries, peak bytes, peak entries */
+  uint64_t sent;    /* baton bytes sent (galv_pipe_xfer_report counts them apart) */
+} il_state;
+
+static void *il_keep(il_state *il, size_t n) {
+  if (il->nbufs == il->capbufs) {
+    il->capbufs = il->capbufs ? 2 * il->capbufs : 32;
+    void **b = realloc(il->bufs, sizeof *b * (size_t)il->capbufs);
+    if (!b) galv_fatal("out of memory");
+    il->bufs = b;
+  }
+  return il->bufs[il->nbufs++] = D->alloc(n ? n : 64);
+}
+
+/* sends value src (n bytes) as transfer x from a copy */
+static void il_send(il_state *il, const galv_pipe_xfer *x, const void *src, size_t n) {
+  void *c = il_keep(il, n);
+  D->copy(c, src, n);
+  galv_group_start();
+  galv_pipe_xfer_send(x, c, il->sq);
+  galv_group_end();
+}
+
+static void il_baton_send(il_state *il, int stage) {
+  void *b = il_keep(il, sizeof il->dev);
+  D->h2d(b, il->dev, sizeof il->dev);
+  galv_group_start();
+  galv_send(il->bw, galv_pipe_first_rank[stage], b, 8, GALV_I64, il->sq);
+  galv_group_end();
+  il->sent += sizeof il->dev;
+}
+
+static void il_baton_recv(il_state *il, galv_queue *q, int stage) {
+  xrecv(il->bw, galv_pipe_first_rank[stage], il->dev, 8, GALV_I64, q);
+}
+
+static void il_step_end(il_state *il) {
+  galv_queue_sync(il->sq);
+  for (int i = 0; i < il->nbufs; i++) D->release(il->bufs[i]);
+  il->nbufs = 0;
+}
+
 static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, int rank, int size) {
   const int S = galv_pipe_nstages, B = galv_pipe_microbatches, me = galv_pipe_stage, last = me == S - 1;
   const char *outdir = NULL, *wpath = NULL, *trace = NULL, *bdir = NULL, *load = NULL, *save = NULL;
@@ -721,10 +786,27 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   D->fill(arena, FILL, abytes);
 
   /* the schedule */
-  galv_pipe_act *acts = malloc(sizeof *acts * (size_t)(3 * B));
+  galv_pipe_act *acts = malloc(sizeof *acts * (size_t)(3 * B * (galv_pipe_vstages > 1 ? galv_pipe_vstages : 1))); /* interleaved: 2 V B */
   char **wst = calloc((size_t)B, sizeof *wst); /* ZB-H1: per microbatch what its W reads, from B(j) (last stage: F(j)) to W(j) */
   if (!acts || !wst) galv_fatal("out of memory");
-  const int na = galv_pipe_order(S, me, B, galv_pipe_schedule, acts); /* galv_pipe_sched.h: also galvc's --trace-plan */
+  const int IL = galv_pipe_schedule == GALV_SCHED_INTERLEAVED, V = IL ? galv_pipe_vstages : 1, NG = S / V, grp = me % NG;
+  if (IL && (V < 2 || S % V || B % NG || nlocal > 1))
+    galv_fatal("pipeline table: interleaved over %d stages, %d chunks per group, %d microbatches, %d ranks per stage "
+               "(expected S = P V, B a multiple of P, one rank per stage)", S, V, B, nlocal);
+  const int na = galv_pipe_order_v(S, V, me, B, galv_pipe_schedule, acts); /* galv_pipe_sched.h: also galvc's --trace-plan */
+  /* interleaved: the group's order; gidx[k]: this stage's entry k's place in it; owner(i): the stage of entry i */
+  galv_pipe_act *gacts = IL ? malloc(sizeof *gacts * (size_t)(2 * V * B)) : NULL;
+  int *gidx = IL ? malloc(sizeof *gidx * (size_t)(na + 1)) : NULL, gn = 0;
+  il_state il = {0};
+  if (IL) {
+    if (!gacts || !gidx) galv_fatal("out of memory");
+    gn = galv_pipe_order_group(NG, V, grp, B, gacts);
+    for (int i = 0, k = 0; i < gn; i++)
+      if (gacts[i].chunk * NG + grp == me) gidx[k++] = i;
+    il.sq = galv_queue_new();
+    il.bw = galv_comm_world_dup();
+  }
+#define IL_OWNER(i) (gacts[i].chunk * NG + grp)
   const int64_t wbytes = wg ? *wg->stash_bytes : 0;
   /* saved per microbatch in flight: the stash; without one the inputs (recomputed from); the last stage its inputs' gradients */
   const int64_t sbytes = bw ? *bw->stash_bytes : last ? g_bytes : in_bytes;
@@ -754,26 +836,55 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       for (int j = 0; j < B; j++) mbw[j] = tot ? mbw[j] * B / (double)tot : 1.0;
     }
     char *to_free = NULL;
+    if (IL && step > 0 && IL_OWNER(gn - 1) == me && IL_OWNER(0) != me) il_baton_send(&il, IL_OWNER(0)); /* into the step */
     for (int k = 0; k <= na; k++) {
       const galv_pipe_act *pa = k ? &acts[k - 1] : NULL, *a = k < na ? &acts[k] : NULL;
+      if (IL) { /* the previous entry's sends (from copies, not waited for), the baton on, the baton for this entry */
+        if (pa && pa->fwd && !last)
+          for (int o = 0; o < no; o++)
+            if (ok[o] > 0 && ok[o] < 1000000) {
+              const galv_pipe_value *v = &galv_pipe_out[ok[o] - 1];
+              for (int st = 0; st < S; st++)
+                if (v->dst >> st & 1)
+                  il_send(&il, galv_pipe_xfer_find(v->name, 0, me, st), outp(o, arena, W), (size_t)galv_outputs[o].nbytes);
+            }
+        if (pa && !pa->fwd)
+          for (int o = 0; o < nbo; o++)
+            if (okb[o] >= 1000000 && okb[o] < 2000000) {
+              const galv_pipe_value *v = &galv_pipe_in[okb[o] - 1000000];
+              il_send(&il, galv_pipe_xfer_find(v->name, 1, me, v->peer), last ? stash[pa->mb] + goff[o] : outp_of(bout, o, arena, Wb),
+                      (size_t)bout[o].nbytes);
+            }
+        if (pa && !pa->fwd && last) D->release(stash[pa->mb]), stash[pa->mb] = NULL;
+        if (pa && gidx[k - 1] + 1 < gn && IL_OWNER(gidx[k - 1] + 1) != me) il_baton_send(&il, IL_OWNER(gidx[k - 1] + 1));
+        if (!a) break;
+        const int gi = gidx[k], prev = gi ? gi - 1 : gn - 1;
+        if ((gi || step > 0) && IL_OWNER(prev) != me) {
+          double tb = now_us();
+          il_baton_recv(&il, q, IL_OWNER(prev));
+          ev_add(EV_RECV, a->mb, tb, now_us());
+        }
+      }
+      const int64_t live0 = live;
+      const int inflight0 = inflight;
       double t0 = now_us();
       galv_group_start();
       nops = 0;
-      if (pa && pa->fwd && !last) /* the previous forward's values to the later stages */
+      if (!IL && pa && pa->fwd && !last) /* the previous forward's values to the later stages */
         for (int o = 0; o < no; o++)
           if (ok[o] > 0 && ok[o] < 1000000) {
             const galv_pipe_value *v = &galv_pipe_out[ok[o] - 1];
             for (int st = 0; st < S; st++)
               if (v->dst >> st & 1) galv_pipe_xfer_send(galv_pipe_xfer_find(v->name, 0, me, st), outp(o, arena, W), q), nops++;
           }
-      if (pa && !pa->fwd && !pa->w) /* the previous backward's gradients of the received values */
+      if (!IL && pa && !pa->fwd && !pa->w) /* the previous backward's gradients of the received values */
         for (int o = 0; o < nbo; o++)
           if (okb[o] >= 1000000 && okb[o] < 2000000) {
             const char *src = last ? stash[pa->mb] + goff[o] : outp_of(bout, o, arena, Wb);
             const galv_pipe_value *v = &galv_pipe_in[okb[o] - 1000000];
             galv_pipe_xfer_send(galv_pipe_xfer_find(v->name, 1, me, v->peer), src, q), nops++;
           }
-      if (pa && !pa->fwd && !pa->w && last) to_free = stash[pa->mb], stash[pa->mb] = NULL;
+      if (!IL && pa && !pa->fwd && !pa->w && last) to_free = stash[pa->mb], stash[pa->mb] = NULL;
       if (a && a->fwd) {
         char *dst = inbuf;
         if (!last && !bw) { /* recomputation: the inputs are what is saved */
@@ -898,7 +1009,13 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       double t2 = now_us();
       tcomp += t2 - t1;
       ev_add(a->fwd ? EV_FWD : a->w ? EV_WGT : EV_BWD, a->mb, t1, t2);
+      if (IL) { /* the group's counters: what this entry saved or freed */
+        il.dev[0] += live - live0, il.dev[1] += inflight - inflight0;
+        if (il.dev[0] > il.dev[2]) il.dev[2] = il.dev[0];
+        if (il.dev[1] > il.dev[3]) il.dev[3] = il.dev[1];
+      }
     }
+    if (IL) il_step_end(&il); /* every send of the step has completed */
     /* shared parameters: the gradient summed across the holding stages, then this rank's block of it */
     for (int p = 0; p < galv_pipe_nparams; p++) {
       if (!accw[p]) continue;
@@ -924,7 +1041,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   }
   double total = now_us() - tstart;
   printf("%s: %ld steps x %d microbatches (%s): %.3f ms (compute %.3f ms, predicted %.3f ms per microbatch forward+backward)\n",
-         galv_progname, steps, B, galv_pipe_schedule == 2 ? "zb-h1" : galv_pipe_schedule ? "1f1b" : "gpipe", total / 1e3,
+         galv_progname, steps, B, IL ? "interleaved" : galv_pipe_schedule == 2 ? "zb-h1" : galv_pipe_schedule ? "1f1b" : "gpipe", total / 1e3,
          tcomp / 1e3, galv_pipe_predicted_ms[me]);
   if (wg)
     printf("%s: saved activations in flight: peak %lld bytes (%d microbatches: %lld bytes each until B, %lld until W)\n",
@@ -932,6 +1049,12 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   else
     printf("%s: saved activations in flight: peak %lld bytes (%d microbatches x %lld bytes)\n", galv_progname, (long long)peak,
            peak_mb, (long long)sbytes);
+  if (IL && IL_OWNER(gn - 1) == me) { /* the group's last entry: its counters are the group's */
+    printf("%s: device group %d (stages", galv_progname, grp);
+    for (int c = 0; c < V; c++) printf("%s%d", c ? "," : " ", c * NG + grp);
+    printf("): saved activations in flight: peak %lld bytes (%lld chunk microbatches)\n", (long long)il.dev[2], (long long)il.dev[3]);
+  }
+#undef IL_OWNER
   if (outdir) {
     if (lrank == 0 && galv_mkdirs(outdir) != 0)
       galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
@@ -952,7 +1075,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       free(h);
     }
   }
-  galv_pipe_xfer_report((long)B * steps, shared_sent);
+  galv_pipe_xfer_report((long)B * steps, shared_sent + il.sent);
   int nshared = 0;
   for (int p = 0; p < galv_pipe_nparams; p++) nshared += shared_param(p) && shared_root_stage(p) == me;
   int ncopies = shared_check(world, q, W); /* after the report: these sends are not the steps' */
@@ -976,7 +1099,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int j = 0; j < B; j++) D->release(stash[j]);
   D->release(gblk), D->release(inbuf), D->release(arena), D->release(W);
   free(ik), free(ok), free(ng), free(ioff), free(goff), free(bat), free(nbat), free(gnb), free(gbuf), free(acc), free(st1), free(st2), free(stash), free(trains);
-  free(hin), free(acts), free(evs), free(mbw);
+  free(hin), free(acts), free(evs), free(mbw), free(gacts), free(gidx), free(il.bufs);
+  if (il.sq) galv_queue_free(il.sq);
   galv_queue_free(q);
   galv_spmd_finalize();
   D->end();

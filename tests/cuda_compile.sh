@@ -21,7 +21,9 @@
 #     host-staged backend,
 #   - a 2-stage pipeline of GPT-2 tiny (--pipeline-stages 2: inference,
 #     GPipe, 1F1B and ZB-H1 training) links per stage with both backends, and
-#     with stages of 2 and 1 devices (--stage-devices 2,1 --strategy tp) with NCCL;
+#     with stages of 2 and 1 devices (--stage-devices 2,1 --strategy tp) with NCCL,
+#     and interleaved 1F1B (--virtual-stages 2: 4 stages on 2 device groups,
+#     a group's ranks sharing a GPU) with the host-staged backend;
 #     the training stages' earlier stage has both entries (program.cu and the
 #     backward entry program_bwd.cu with its per-microbatch stash), the last
 #     stage one (ZB-H1: the last stage's weight-gradient entry program_wgt.cu
@@ -157,7 +159,8 @@ if [ $MPI = 1 ]; then
   python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2pp.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
   # NAME:BACKENDS:OPTIONS; tp21: stages of 2 and 1 devices (collectives inside stage 0, cross-mesh tiles)
   for cfg in "inference:nccl staged:" "gpipe:nccl staged:--train --schedule gpipe" "1f1b:nccl staged:--train --schedule 1f1b" \
-             "zb:nccl staged:--train --schedule zb-h1" "tp21:nccl:--train --schedule 1f1b --stage-devices 2,1 --strategy tp"; do
+             "zb:nccl staged:--train --schedule zb-h1" "tp21:nccl:--train --schedule 1f1b --stage-devices 2,1 --strategy tp" \
+             "il:staged:--train --schedule interleaved --virtual-stages 2"; do
     IFS=: read -r n comms extra <<<"$cfg"
     d=$T/pp2_$n
     # shellcheck disable=SC2086
@@ -166,9 +169,11 @@ if [ $MPI = 1 ]; then
       echo "✗ pp=2 $n: galvc"; cat "$d.log"; fail=1; continue
     fi
     # training: the earlier stage has the backward entry (the stash), the last stage one program; inference none
+    # (il: interleaved, 2 device groups x 2 chunks = 4 stages; the ranks of a group share a GPU: COMM=staged)
     want=0; [ "$n" != inference ] && want=1
+    ns=2; [ "$n" = il ] && ns=4
     if [ "$([ -f "$d/stage0/program_bwd.cu" ] && [ -f "$d/stage0/program_bwd.c" ] && echo 1 || echo 0)" != $want ] ||
-       [ -f "$d/stage1/program_bwd.cu" ]; then
+       [ -f "$d/stage$((ns - 1))/program_bwd.cu" ] || [ ! -d "$d/stage$((ns - 1))" ] || [ -d "$d/stage$ns" ]; then
       echo "✗ pp=2 $n: program_bwd.cu in stage0 expected $want, stage1 0: $(ls "$d"/stage*/program_bwd.cu 2>/dev/null)"; fail=1
     fi
     # ZB-H1: the last stage's weight-gradient entry (stage 0 sends no gradient back: its backward stays whole)
@@ -179,14 +184,16 @@ if [ $MPI = 1 ]; then
     fi
     for comm in $comms; do
       pids=()
-      for s in 0 1; do # pipe.c and pipe_stage.c with -Werror too
+      for ((s = 0; s < ns; s++)); do # pipe.c and pipe_stage.c with -Werror too
         make -s -C "$d/stage$s" COMM=$comm CC="cc -Wall -Wextra -Werror" GALV_CU_LIB="$T/lib/libgalv_cuda.a" \
           NVFLAGS="${NVF[*]}" >"$d.$s.$comm.log" 2>&1 &
         pids+=($!)
       done
-      if wait "${pids[0]}" && wait "${pids[1]}" && ! grep -q -i 'warning' "$d".*."$comm".log; then
+      okb=1
+      for p in "${pids[@]}"; do wait "$p" || okb=0; done
+      if [ $okb = 1 ] && ! grep -q -i 'warning' "$d".*."$comm".log; then
         nb=""; [ -f "$d/stage0/program_bwd.cu" ] && nb=" (stage 0's backward entry: $(grep -c '^  GALV_CU_PROF' "$d/stage0/program_bwd.cu") kernel calls)"
-        echo "✓ pp=2 $n ($comm): 2 stages link, $(grep -c '^  GALV_CU_PROF' "$d/stage0/program.cu") + $(grep -c '^  GALV_CU_PROF' "$d/stage1/program.cu") kernel calls$nb"
+        echo "✓ pp=2 $n ($comm): $ns stages link, $(grep -c '^  GALV_CU_PROF' "$d/stage0/program.cu") + $(grep -c '^  GALV_CU_PROF' "$d/stage1/program.cu") kernel calls$nb"
       else
         echo "✗ pp=2 $n ($comm)"; cat "$d".*."$comm".log; fail=1
       fi

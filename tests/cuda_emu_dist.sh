@@ -17,8 +17,9 @@
 #     straight 3 CPU steps;
 #   - training pipelines of 2 stages, 4 microbatches: ZB-H1 (the weight-
 #     gradient entry split from the input-gradient one), 1F1B on uneven
-#     stage devices 1 and 2 (dp inside the second), and 1F1B with
-#     recomputing stages (--pipeline-recompute), each vs the single device.
+#     stage devices 1 and 2 (dp inside the second), 1F1B with
+#     recomputing stages (--pipeline-recompute) and interleaved 1F1B (2
+#     device groups x 2 chunks), each vs the single device.
 # Usage: cuda_emu_dist.sh BUILD_DIR
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -137,5 +138,7 @@ train uneven "pipeline 1F1B on stage devices 1 and 2 (dp in stage 1; 4 microbatc
   --pipeline-stages 2 --microbatches 4 --gpus 3 --stage-devices 1,2 --strategy dp
 train recomp "pipeline 1F1B with recomputing stages (--pipeline-recompute; 4 microbatches)" \
   --pipeline-stages 2 --microbatches 4 --pipeline-recompute
+train il "pipeline interleaved 1F1B (2 device groups x 2 chunks = 4 stages, a group's ranks taking turns; 4 microbatches)" \
+  --pipeline-stages 2 --virtual-stages 2 --schedule interleaved --microbatches 4
 echo "cuda_emu_dist: $pass passed, $fail failed ($(($(date +%s) - t0)) s)"
 galv_exit $fail

@@ -54,10 +54,30 @@ conflict "--eps is AdamW's" --train --optimizer sgd --eps=1e-6 "${IR[@]}"
 conflict "--ignore-index is cross_entropy's: it does not combine with --loss mse" --train --loss mse --ignore-index 0 "${IR[@]}"
 conflict "--cuda-arch applies to --target cuda, not --target cpu" --target cpu --cuda-arch sm_80 "${IR[@]}"
 conflict "--cuda-arch applies to --target cuda" --cuda-arch sm_80 "${IR[@]}" # one device: the cpu target by default
-for o in "--microbatches 2" "--schedule gpipe" "--stage-cost analytic" "--stage-cuts equal" "--trace-plan $T/t.json"; do
+for o in "--microbatches 2" "--schedule gpipe" "--stage-cost analytic" "--stage-cuts equal" "--trace-plan $T/t.json" "--virtual-stages 2"; do
   # shellcheck disable=SC2086
   conflict "${o%% *} applies to pipelines: it needs --pipeline-stages" $o "${IR[@]}"
 done
+# interleaved 1F1B: --virtual-stages V with --schedule interleaved (or auto) in training, P groups of one device
+PP=(--pipeline-stages 2 --microbatches 2 --target cpu -o "$T/o/")
+conflict "--schedule interleaved needs --virtual-stages V" --train --schedule interleaved "${PP[@]}"
+conflict "--virtual-stages applies to --schedule interleaved (or auto" --train --schedule 1f1b --virtual-stages 2 "${PP[@]}"
+conflict "--virtual-stages applies to --schedule interleaved" --train --virtual-stages 2 "${PP[@]}"
+conflict "--virtual-stages: the interleaved schedule orders training's forward and backward entries: it needs --train" \
+  --schedule interleaved --virtual-stages 2 "${PP[@]}"
+conflict "--virtual-stages 1: expected 2 .. 64" --train --schedule interleaved --virtual-stages 1 "${PP[@]}"
+conflict "--microbatches 3 with --schedule interleaved over 2 device groups: the microbatches must be a multiple of 2" \
+  --train --schedule interleaved --virtual-stages 2 --pipeline-stages 2 --microbatches 3 --target cpu -o "$T/o/"
+conflict "--virtual-stages 2: --pipeline-stages P counts the device groups" --train --schedule interleaved --virtual-stages 2 \
+  --pipeline-stages 2 --gpus 4 --microbatches 2 --target cpu -o "$T/o/"
+conflict "--virtual-stages 2: --pipeline-stages P counts the device groups" --train --schedule interleaved --virtual-stages 2 \
+  --pipeline-stages auto --target cpu -o "$T/o/"
+conflict "--virtual-stages 2 with --pipeline-stages 1: interleaving needs at least 2 device groups" --train --schedule interleaved \
+  --virtual-stages 2 --pipeline-stages 1 --target cpu -o "$T/o/"
+conflict "--schedule interleaved does not combine with --pipeline-recompute" --train --schedule interleaved --virtual-stages 2 \
+  --pipeline-recompute "${PP[@]}"
+fine --train --schedule interleaved --virtual-stages 2 --plan-only -q "${PP[@]}"
+fine --train --schedule auto --virtual-stages 2 --plan-only -q "${PP[@]}"
 conflict "--plan-search does not combine with --plan" --gpus 2 --target cpu --plan "$T/p.json" --plan-search exhaustive "${IR[@]}"
 conflict "--plan-search applies to the planner" --gpus 2 --strategy tp --target cpu --plan-search exhaustive "${IR[@]}"
 conflict "--plan-search applies to the planner" --gpus 2 --pipeline-stages 2 --target cpu --plan-search dp -o "$T/o/"

@@ -78,8 +78,10 @@ static void usage(FILE *f) {
           "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
           "  --pipeline-stages S (--pp S)  pipeline: S stages (cluster-layers + stage DP), one program per stage\n"
           "                           in DIR/stageI/, DIR/launch runs them (mpirun MPMD); --microbatches B (1),\n"
-          "                           --schedule 1f1b|gpipe|zb-h1|auto (training: 1f1b; auto: the one with the\n"
-          "                           shortest predicted timeline), --trace-plan FILE (the cost model's Chrome trace; with --train:\n"
+          "                           --schedule 1f1b|gpipe|zb-h1|interleaved|auto (training: 1f1b; auto: the one\n"
+          "                           with the shortest predicted timeline; interleaved with --virtual-stages V:\n"
+          "                           S x V stages, V per device, Megatron's order; auto prices it when V is given),\n"
+          "                           --trace-plan FILE (the cost model's Chrome trace; with --train:\n"
           "                           forward, backward (and weight) per stage and microbatch, the runtime's order);\n"
           "                           --gpus N: N / S devices per stage, each stage's sharding from the planner\n"
           "                           (or --strategy tp|dp|dp,tp [--mesh]); S = auto (0): the stage DP chooses\n"
@@ -471,13 +473,22 @@ int main(int argc, char **argv) {
       pa.B = k > 1000000 ? 1000000 : (int)k;
     } else if (TAKES("--schedule")) {
       pipe_opt = "--schedule";
-      if (strcmp(val, "gpipe") && strcmp(val, "1f1b") && strcmp(val, "zb-h1") && strcmp(val, "auto")) {
-        gv_error_plain("--schedule %s: expected 1f1b, gpipe, zb-h1 or auto", val);
+      if (strcmp(val, "gpipe") && strcmp(val, "1f1b") && strcmp(val, "zb-h1") && strcmp(val, "interleaved") && strcmp(val, "auto")) {
+        gv_error_plain("--schedule %s: expected 1f1b, gpipe, zb-h1, interleaved or auto", val);
         return 2;
       }
       pa.sched = !strcmp(val, "1f1b") ? GV_SCHED_1F1B : !strcmp(val, "zb-h1") ? GV_SCHED_ZBH1
-               : !strcmp(val, "auto") ? GV_SCHED_AUTO : GV_SCHED_GPIPE;
+               : !strcmp(val, "interleaved") ? GV_SCHED_INTERLEAVED : !strcmp(val, "auto") ? GV_SCHED_AUTO : GV_SCHED_GPIPE;
       sched_auto = !strcmp(val, "auto");
+    } else if (TAKES("--virtual-stages")) {
+      pipe_opt = "--virtual-stages";
+      int64_t k = 0;
+      if (parse_pos_int("--virtual-stages", val, &k)) return 2;
+      if (k < 2 || k > 64) {
+        gv_error_plain("--virtual-stages %s: expected 2 .. 64 model chunks per device group", val);
+        return 2;
+      }
+      pa.vstages = (int)k;
     } else if (TAKES("--trace-plan")) {
       pipe_opt = "--trace-plan";
       pa.trace_plan = val;
@@ -707,6 +718,42 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  /* Interleaved 1F1B: --pipeline-stages P device groups, V chunks each (S = P V stage programs). */
+  if (pa.sched == GV_SCHED_INTERLEAVED && !pa.vstages) {
+    gv_error_plain("--schedule interleaved needs --virtual-stages V (the model chunks per device group, V >= 2)");
+    return 2;
+  }
+  if (pa.vstages && pa.sched != GV_SCHED_INTERLEAVED && !sched_auto) {
+    gv_error_plain("--virtual-stages applies to --schedule interleaved (or auto, which then prices it)");
+    return 2;
+  }
+  if (pa.vstages && !train) {
+    gv_error_plain("--virtual-stages: the interleaved schedule orders training's forward and backward entries: it needs --train");
+    return 2;
+  }
+  if (pa.vstages && (!pa.stages || pa.nsdev || (gpus > 1 && gpus != pa.stages) || gv_shard_opts.strategy)) {
+    gv_error_plain("--virtual-stages %d: --pipeline-stages P counts the device groups (S = P x %d stages, one device each): "
+                   "it needs a fixed P, one device per group (--gpus P or none) and no --stage-devices / --strategy",
+                   pa.vstages, pa.vstages);
+    return 2;
+  }
+  if (pa.vstages && pa.stages < 2) {
+    gv_error_plain("--virtual-stages %d with --pipeline-stages %d: interleaving needs at least 2 device groups", pa.vstages, pa.stages);
+    return 2;
+  }
+  if (pa.vstages && (int64_t)pa.stages * pa.vstages > 64) {
+    gv_error_plain("--pipeline-stages %d x --virtual-stages %d: at most 64 stages", pa.stages, pa.vstages);
+    return 2;
+  }
+  if (pa.vstages && pa.B > 0 && pa.B % pa.stages) {
+    gv_error_plain("--microbatches %d with --schedule interleaved over %d device groups: the microbatches must be a multiple of %d",
+                   pa.B, pa.stages, pa.stages);
+    return 2;
+  }
+  if (pa.vstages && pa.recompute) {
+    gv_error_plain("--schedule interleaved does not combine with --pipeline-recompute (the chunks run their stashing entries)");
+    return 2;
+  }
   /* --stage-devices: one count per stage, summing to --gpus (or giving it) */
   if (pa.nsdev) {
     int64_t sum = 0;
@@ -861,6 +908,7 @@ int main(int argc, char **argv) {
     if (gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster)) return 2;
     if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
     int64_t need = gpus > pa.stages ? gpus : pa.stages;
+    if (pa.vstages && need < (int64_t)pa.stages * pa.vstages) need = (int64_t)pa.stages * pa.vstages; /* the DP's view: a device per stage */
     if (!gpus_per_node && need > cluster.devices_per_node * cluster.nodes) cluster.devices_per_node = need, cluster.nodes = 1;
     else if (cluster.devices_per_node > 0 && need > cluster.devices_per_node * cluster.nodes)
       cluster.nodes = (need + cluster.devices_per_node - 1) / cluster.devices_per_node;

@@ -45,6 +45,7 @@ typedef struct {
   bool on;                /* --pipeline-stages given */
   int cuts;               /* --stage-cuts: 0 not given (dp), 1 dp, 2 equal (docs/pipeline.md, "Equal cuts") */
   gv_schedule sched;
+  int vstages;            /* --virtual-stages V: interleaved 1F1B's chunks per device group (0: not given) */
   const char *trace_plan;
   bool analytic;          /* --stage-cost analytic: gv_stage_cost_analytic instead of the intra-operator planner */
   bool recompute;         /* --pipeline-recompute: training stages as one combined program (no stash) */

@@ -141,10 +141,11 @@ static int write_plan_trace(const char *path, const gv_pipe_plan *pl, int train,
     return -1;
   }
   fprintf(f, "{\"traceEvents\": [\n");
-  for (int k = 0; k < tl.nev; k++) {
+  for (int k = 0; k < tl.nev; k++) { /* tid: the device group (interleaved: stage mod P; else the stage) */
     const gv_pipe_event *e = &tl.ev[k];
     fprintf(f, "%s  {\"name\": \"%s mb%d\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, \"tid\": %d}",
-            k ? ",\n" : "", kn[e->kind], e->mb, kn[e->kind], (double)e->start_ns / 1e3, (double)e->dur_ns / 1e3, e->stage, e->stage);
+            k ? ",\n" : "", kn[e->kind], e->mb, kn[e->kind], (double)e->start_ns / 1e3, (double)e->dur_ns / 1e3, e->stage,
+            e->stage % tl.ngroups);
   }
   fprintf(f, "\n], \"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"cost model\", \"training\": %s, "
              "\"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"step_us\": %.3f, \"dp_step_us\": %.3f, \"bubble_us\": [",
@@ -155,6 +156,14 @@ static int write_plan_trace(const char *path, const gv_pipe_plan *pl, int train,
   for (int i = 0; i < pl->nstages; i++) fprintf(f, "%s%d", i ? ", " : "", train ? tl.peak_mb[i] : 0);
   fprintf(f, "], \"peak_bytes\": [");
   for (int i = 0; i < pl->nstages; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)tl.peak_bytes[i]);
+  /* per device group (interleaved: V stages each; else one stage) */
+  fprintf(f, "], \"virtual_stages\": %d, \"groups\": %d, \"group_bubble_us\": [", train && sched == GV_SCHED_INTERLEAVED ? pl->vstages : 1,
+          tl.ngroups);
+  for (int i = 0; i < tl.ngroups; i++) fprintf(f, "%s%.3f", i ? ", " : "", (double)tl.group_bubble_ns[i] / 1e3);
+  fprintf(f, "], \"group_peak_bytes\": [");
+  for (int i = 0; i < tl.ngroups; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)tl.group_peak_bytes[i]);
+  fprintf(f, "], \"group_peak_microbatches\": [");
+  for (int i = 0; i < tl.ngroups; i++) fprintf(f, "%s%d", i ? ", " : "", train ? tl.group_peak_mb[i] : 0);
   fprintf(f, "]}}\n");
   gv_pipe_timeline_free(&tl);
   return galvc_close_out(&wf, 0);
@@ -232,12 +241,21 @@ static int pipe_inputs(const char *model, gv_import_options opt, const pipe_args
 /* The key plans are compared by (pl->tl_ns): with the schedule chosen
  * (training without --schedule) the timeline's makespan under the plan's
  * schedule, else the DP's step formula as before. -1 after an error. */
+/* Per schedule, the best plan's key and group 0's bubble for one B (pipe_plan_b; printed with the choice). */
+typedef struct {
+  int ok;
+  int64_t tl_ns, bubble_ns;
+} sched_rec;
+static sched_rec rec_b[4], rec_best[4];
+
 static int plan_key(gv_pipe_plan *pl, int train, gv_schedule given) {
   pl->tl_ns = pl->step_ns;
   if (!train || given != GV_SCHED_AUTO) return 0;
   gv_pipe_timeline tl;
   if (gv_pipe_timeline_make(pl, true, pl->schedule, &tl)) return -1;
   pl->tl_ns = tl.makespan_ns;
+  sched_rec *r = &rec_b[pl->schedule];
+  if (!r->ok || tl.makespan_ns < r->tl_ns) *r = (sched_rec){1, tl.makespan_ns, tl.group_bubble_ns[0]};
   gv_pipe_timeline_free(&tl);
   return 0;
 }
@@ -251,7 +269,8 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   if (train && !quiet) gv_print_trainable(m->main, "galvc", stderr);
   int nops = 0;
   for (gv_op *op = m->main->body->first; op; op = op->next) nops++;
-  int want = S ? S : (int)gpus;
+  int want = S ? S * (pa->vstages ? pa->vstages : 1) : (int)gpus; /* interleaved: P x V stages */
+  memset(rec_b, 0, sizeof rec_b);
   if (!*K) *K = pa->layers ? pa->layers : (4 * want < nops - 1 ? 4 * want : nops - 1);
   int k = *K;
   gv_layer_groups g;
@@ -316,9 +335,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   }
   /* the schedules: --schedule, else (training) each of them, the one with the shortest timeline chosen
    * (1F1B first: on a tie the one with less memory in flight; ZB-H1 needs the stashing stages) */
-  gv_schedule sch[3] = {pa->sched == GV_SCHED_AUTO ? GV_SCHED_1F1B : pa->sched, GV_SCHED_ZBH1, GV_SCHED_GPIPE};
+  gv_schedule sch[4] = {pa->sched == GV_SCHED_AUTO ? GV_SCHED_1F1B : pa->sched, GV_SCHED_ZBH1, GV_SCHED_GPIPE};
   int nsch = train && pa->sched == GV_SCHED_AUTO ? 3 : 1;
   if (nsch == 3 && pa->recompute) sch[1] = GV_SCHED_GPIPE, nsch = 2; /* recomputing stages have no W to defer */
+  if (nsch > 1 && pa->vstages) sch[nsch++] = GV_SCHED_INTERLEAVED; /* auto with --virtual-stages: priced too */
   gv_cluster cs = *cluster, cs_best = *cluster; /* the cluster view of a run, of the best plan's run */
   for (int ri = 0; ri < nruns && rc >= 0; ri++) {
     dp_run *R = &runs[ri];
@@ -334,9 +354,12 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     actx.cluster = &cs;
     ictx.cluster = &cs;
     for (int si = 0; si < nsch && rc >= 0; si++) {
-      gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = R->D, .mesh_devices = R->per,
-                            .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = sch[si],
-                            .mem_limit = gv_plan_opts.memory_limit, .stages = R->S, .cost = fn, .ctx = fctx};
+      /* interleaved: the P groups' P x V stages, a device each in the DP's view (the timeline puts V on a group) */
+      const int il = sch[si] == GV_SCHED_INTERLEAVED, V = il ? pa->vstages : 1;
+      if (il && (!R->S || B % R->S)) continue; /* B a multiple of the groups (galvc refuses a fixed B that is not) */
+      gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = R->D * V, .mesh_devices = R->per,
+                            .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = sch[si], .vstages = V,
+                            .mem_limit = gv_plan_opts.memory_limit, .stages = R->S * V, .cost = fn, .ctx = fctx};
       int r = gv_pipe_solve(&pp, tmp);
       if (r == 0 && plan_key(tmp, train, pa->sched)) r = -1;
       if (r < 0) rc = -1;
@@ -560,8 +583,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
   int Bs[64], nb = 0;
   if (!autoB) Bs[nb++] = P.B;
   else
-    for (int64_t d = 1; d <= global && nb < 64; d++)
-      if (global % d == 0) Bs[nb++] = (int)d;
+    for (int64_t d = 1; d <= global && nb < 64; d++) /* interleaved: multiples of the device groups */
+      if (global % d == 0 && (P.sched != GV_SCHED_INTERLEAVED || d % P.stages == 0)) Bs[nb++] = (int)d;
+  if (!nb) return gv_error_plain("--microbatches auto: no divisor of the batch %lld is a multiple of the %d device groups", (long long)global, P.stages);
   if (!P.plan_only && ensure_dir(out)) return gv_error_plain("%s: cannot create output directory", out);
   gv_pipe_opts.quiet = true;
   gv_pipe_plan *pl = calloc(1, sizeof *pl), *cand = calloc(1, sizeof *cand);
@@ -572,7 +596,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     int k = 0; /* the group count: fixed by --layers, else by the stage count (the largest tried when chosen) */
     int r = pipe_plan_b(model, opt, global, Bs[i], P.stages, gpus, pa, cluster, train, quiet || i > 0, verify_each, &k, cand, &plan_s);
     if (r < 0) rc = -1;
-    else if (r == 0 && (rc == 1 || cand->tl_ns < pl->tl_ns)) *pl = *cand, K = k, rc = 0;
+    else if (r == 0 && (rc == 1 || cand->tl_ns < pl->tl_ns)) *pl = *cand, K = k, rc = 0, memcpy(rec_best, rec_b, sizeof rec_b);
   }
   free(cand);
   if (rc) { free(pl); return 1; }
@@ -580,19 +604,19 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
   P.B = pl->B;
   if (train) P.sched = pl->schedule; /* --schedule, else the one chosen */
   if (train && pa0->sched == GV_SCHED_AUTO && !quiet) { /* the choice: each schedule's timeline on the chosen stages */
-    fprintf(stderr, "galvc: pipeline schedule %s (chosen: the shortest predicted step; step / bubble of stage 0 per schedule:",
-            gv_schedule_name(P.sched));
-    for (int sc = GV_SCHED_GPIPE; sc <= GV_SCHED_ZBH1; sc++) {
-      gv_pipe_timeline tl;
-      if (sc == GV_SCHED_ZBH1 && P.recompute) continue;
-      if (gv_pipe_timeline_make(pl, true, (gv_schedule)sc, &tl)) { free(pl); return 1; }
-      fprintf(stderr, " %s %.3f / %.3f ms", gv_schedule_name((gv_schedule)sc), (double)tl.makespan_ns / 1e6, (double)tl.bubble_ns[0] / 1e6);
-      gv_pipe_timeline_free(&tl);
-    }
+    fprintf(stderr, "galvc: pipeline schedule %s (chosen: the shortest predicted step; per schedule its best plan's step / "
+                    "bubble of device group 0:", gv_schedule_name(P.sched));
+    for (int sc = GV_SCHED_GPIPE; sc <= GV_SCHED_INTERLEAVED; sc++)
+      if (rec_best[sc].ok)
+        fprintf(stderr, " %s %.3f / %.3f ms", gv_schedule_name((gv_schedule)sc), (double)rec_best[sc].tl_ns / 1e6,
+                (double)rec_best[sc].bubble_ns / 1e6);
     fprintf(stderr, ")\n");
   }
   opt = at_microbatch(opt, global, P.B);
   int S = P.stages;
+  /* interleaved: V chunks per device group, stage s on group s mod P (galv_pipe_sched.h); else V = 1 */
+  const int V = train && P.sched == GV_SCHED_INTERLEAVED ? pl->vstages : 1, NG = S / V;
+  int64_t il_fb[GV_PIPE_MAX_STAGES] = {0}; /* interleaved: each stage's saved bytes per microbatch */
   /* dev[s]: the devices of stage s (its sub-mesh, the DP's choice; the runtime's ranks first_rank[s] ..) */
   int dev[GV_PIPE_MAX_STAGES], first_rank[GV_PIPE_MAX_STAGES + 1] = {0};
   if (pipe_stage_devices(&P, pl, &gpus, dev)) { free(pl); return 1; }
@@ -714,10 +738,11 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     if (!rc && train && !quiet && (mb || s == S - 1)) { /* the saved bytes in flight the schedule predicts (galv_pipe_peak) */
       int n = 0, wn = 0, pmb = 0;
       int64_t fb = mb ? state_bytes(mb, &n) : result_bytes(ms, "grad:pp."), wb = mw ? state_bytes(mw, &wn) : 0;
-      galv_pipe_act *acts = malloc(sizeof *acts * (size_t)(3 * pa->B));
+      galv_pipe_act *acts = malloc(sizeof *acts * (size_t)(3 * pa->B * V));
+      il_fb[s] = fb;
       if (!acts) rc = gv_error_plain("out of memory");
       else {
-        int na = galv_pipe_order(S, s, pa->B, pa->sched, acts);
+        int na = galv_pipe_order_v(S, V, s, pa->B, pa->sched, acts);
         int64_t peak = galv_pipe_peak(acts, na, fb, wb, s == S - 1, &pmb);
         fprintf(stderr, "galvc: stage %d: %s: predicted peak saved bytes %lld (%d microbatches; %lld bytes per microbatch until "
                         "B%s", s, gv_schedule_name(pa->sched), (long long)peak, pmb, (long long)fb, mw ? "" : ")\n");
@@ -745,8 +770,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
         fprintf(f, "    {0, 0, 0}};\nconst int galv_pipe_nout = %d;\n", io->nout);
         /* training: schedule, optimizer, the parameters' weights.bin slots (the emitter's layout: arg order, 64-aligned) */
         const gv_train_options *to = &gv_train_opts;
-        fprintf(f, "const int galv_pipe_training = %d, galv_pipe_schedule = %d; /* 0 gpipe, 1 1f1b, 2 zb-h1 */\n", train ? 1 : 0,
-                train ? (int)pa->sched : GV_SCHED_1F1B);
+        fprintf(f, "const int galv_pipe_training = %d, galv_pipe_schedule = %d; /* 0 gpipe, 1 1f1b, 2 zb-h1, 3 interleaved */\n",
+                train ? 1 : 0, train ? (int)pa->sched : GV_SCHED_1F1B);
+        fprintf(f, "const int galv_pipe_vstages = %d; /* interleaved: chunks per device group (stage s on group s %% %d) */\n", V, NG);
         fprintf(f, "const char galv_pipe_optimizer[] = \"%s\";\n", train ? to->optimizer : "");
         /* cross entropy: the microbatches weighted by their counted labels (runtime/pipe.c) */
         fprintf(f, "const int galv_pipe_ce = %d;\nconst char galv_pipe_labels[] = \"%s\";\nconst int64_t galv_pipe_ignore_index = %lldLL;\n",
@@ -856,6 +882,18 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
   }
   if (mp) gv_module_free(mp);
   free(pmask);
+  for (int d = 0; !rc && !quiet && V > 1 && d < NG; d++) { /* interleaved: each group's peak over its order and chunks */
+    galv_pipe_act *ga = malloc(sizeof *ga * (size_t)(2 * V * pa->B));
+    int64_t fb[GV_PIPE_MAX_STAGES];
+    int pmb = 0;
+    if (!ga) { rc = gv_error_plain("out of memory"); break; }
+    for (int c = 0; c < V; c++) fb[c] = il_fb[c * NG + d];
+    int64_t peak = galv_pipe_peak_group(ga, galv_pipe_order_group(NG, V, d, pa->B, ga), fb, &pmb);
+    fprintf(stderr, "galvc: device group %d (stages", d);
+    for (int c = 0; c < V; c++) fprintf(stderr, "%s%d", c ? "," : " ", c * NG + d);
+    fprintf(stderr, "): interleaved: predicted peak saved bytes %lld (%d chunk microbatches)\n", (long long)peak, pmb);
+    free(ga);
+  }
   if (!rc) { /* out/launch: mpirun MPMD, one program per stage */
     char path[4200];
     snprintf(path, sizeof path, "%s%slaunch", out, out[strlen(out) - 1] == '/' ? "" : "/");
@@ -865,6 +903,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     else {
       fprintf(f, "#!/bin/sh\n# Generated by galvc: the %d pipeline stages, %d microbatches, ranks per stage", S, pa->B);
       for (int s = 0; s < S; s++) fprintf(f, "%s%d", s ? "," : " ", dev[s]);
+      if (V > 1) fprintf(f, "; interleaved: %d device groups of %d stages (stage s on group s mod %d)", NG, V, NG);
       fprintf(f, "; ranks -> stage programs.\n"
                  "# usage: ./launch [PROGRAM OPTIONS] (every stage gets the same options); MPIRUN overrides mpirun.\n%s"
                  "d=$(cd \"$(dirname \"$0\")\" && pwd)\n[ \"$(id -u)\" = 0 ] && ROOT=--allow-run-as-root\n%s"

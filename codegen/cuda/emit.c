@@ -586,6 +586,16 @@ static bool match_attention(emitter *e, const gv_op *d1, attn_chain *c) {
   return true;
 }
 
+/* The generated kernels' and attention functors' name prefix: a second
+ * entry (program_bwd.cu, program_wgt.cu) links into one executable with the
+ * program, whose kernels are numbered alike ("bwd_ew7" beside "ew7"). */
+static const char *kprefix(const emitter *e) {
+  static char b[40];
+  if (!e->entry) return "";
+  snprintf(b, sizeof b, "%s_", e->entry);
+  return b;
+}
+
 static int emit_attention(emitter *e, const attn_chain *c, int idx, int k) {
   FILE *f = e->f;
   const gv_op *d1 = c->d1, *d2 = c->d2;
@@ -616,7 +626,7 @@ static int emit_attention(emitter *e, const attn_chain *c, int idx, int k) {
   }
   if (overlap && o->nbytes > e->scratch) e->scratch = o->nbytes;
   if (c->mid) {
-    fprintf(f, "    attn_score%d sc = {", idx);
+    fprintf(f, "    %sattn_score%d sc = {", kprefix(e), idx);
     for (int i = 0; i < c->mid->nopnds; i++) {
       if (i == c->score_opnd) continue;
       char b[64];
@@ -791,15 +801,15 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
     if (!is_call(op)) continue;
     if (skipped(e, op, &head)) continue;
     if (head >= 0 && e->att[head].mid) {
-      char name[32];
-      snprintf(name, sizeof name, "attn_score%d", head);
+      char name[96];
+      snprintf(name, sizeof name, "%sattn_score%d", kprefix(e), head);
       fprintf(f, "/* attention score: ");
       ccomment(f, e->att[head].mid->loc);
       fprintf(f, " */\n");
       rc = cu_emit_score_functor(m, f, name, e->att[head].mid, e->att[head].score_opnd, e->mixed ? vstype : NULL, e);
     } else if (head < 0 && (op->code == GV_OP_FUSED || (gv_ops[op->code].flags & GV_ELEMENTWISE))) {
-      char name[32];
-      snprintf(name, sizeof name, "%s%d", op->code == GV_OP_FUSED ? "fused" : "ew", t);
+      char name[96];
+      snprintf(name, sizeof name, "%s%s%d", kprefix(e), op->code == GV_OP_FUSED ? "fused" : "ew", t);
       fprintf(f, "/* ");
       if (op->code == GV_OP_FUSED) {
         for (const gv_op *b = op->regions[0]->first; b; b = b->next)
@@ -834,8 +844,8 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
       rc = emit_attention(e, &e->att[head], head, nk);
     } else if (op->code == GV_OP_FUSED || (gv_ops[op->code].flags & GV_ELEMENTWISE)) {
       int64_t n = gv_type_numel(&op->res[0]->type);
-      fprintf(f, "  GALV_LAUNCH(%s%d, galv_cu_blocks(%lld), 256, 0, galv_cu.stream, ", op->code == GV_OP_FUSED ? "fused" : "ew",
-              t, (long long)n);
+      fprintf(f, "  GALV_LAUNCH(%s%s%d, galv_cu_blocks(%lld), 256, 0, galv_cu.stream, ", kprefix(e),
+              op->code == GV_OP_FUSED ? "fused" : "ew", t, (long long)n);
       for (int i = 0; i < op->nopnds + op->nres; i++) {
         const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
         char b[64];

@@ -112,6 +112,14 @@ galv_comm *galv_comm_world_split(int color, int *sub_rank, int *sub_size) {
   return c;
 }
 
+/* After galv_comm_world_split: a second world-wide group (its messages apart from the first's). */
+galv_comm *galv_comm_world_dup(void) {
+  if (!base_split) galv_fatal("galv_comm_world_dup before galv_comm_world_split");
+  MPI_Comm w;
+  mpiCheck(MPI_Comm_dup(MPI_COMM_WORLD, &w));
+  return nccl_over(w);
+}
+
 void galv_comm_world_finalize(void) {
   for (int i = 0; i < ncomms; i++) {
     ncclCheck(ncclCommDestroy(comms[i]->nc));
