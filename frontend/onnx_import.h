@@ -38,6 +38,9 @@ typedef struct {
    * initializer is an error. */
   int nselect;
   const gv_train_select *select;
+  /* Ops that unrolled Loops may emit in all (0: 1 << 22, some 4M; past it one
+   * error line). The fuzz target sets less, so no input runs past its timeout. */
+  int64_t max_unrolled_ops;
 } gv_import_options;
 
 /* The default rule: whether a float initializer named name trains when no

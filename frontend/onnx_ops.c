@@ -2008,7 +2008,8 @@ static int h_rnn(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
  * how torch exports repeat_interleave (SplitToSequence, a Loop inserting
  * into a sequence, ConcatFromSequence: GPT-J's rotary embedding). */
 
-enum { LOOP_MAX_ITERS = 4096, LOOP_MAX_NODES = 1 << 18 }; /* nested Loops multiply: one budget for all */
+enum { LOOP_MAX_ITERS = 4096 };
+#define LOOP_MAX_OPS ((int64_t)1 << 22) /* ops of all unrolled iterations (nested Loops multiply): one budget */
 
 static bool seq_handler(handler h);
 
@@ -2199,6 +2200,10 @@ static int h_loop(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   if (cond < 0) return gv_node_error(c, "unsupported: a Loop whose condition is not known at import (it is unrolled)");
   if (M < 0 && !(nin > 1 && in[1])) return gv_node_error(c, "a Loop without a trip count or a condition never ends");
   node_t *self = n;
+  int64_t cap = c->opt->max_unrolled_ops > 0 ? c->opt->max_unrolled_ops : LOOP_MAX_OPS;
+  if (M > 0 && (M > LOOP_MAX_ITERS || M * (int64_t)(g->n_node + 1) > cap - c->unrolled))
+    return gv_node_error(c, "unsupported: a Loop of %lld iterations over %zu body nodes (it is unrolled at import: at most %d "
+                         "iterations and %lld ops in all)", (long long)M, g->n_node, LOOP_MAX_ITERS, (long long)cap);
   loop_val *cur = gv_alloc(c->tmp, (size_t)(N ? N : 1) * sizeof *cur);
   for (int i = 0; i < N; i++)
     if (n->input[2 + i] && *n->input[2 + i] ? loop_get(c, n->input[2 + i], &cur[i]) : gv_node_error(c, "carried value %d is empty", i))
@@ -2210,10 +2215,11 @@ static int h_loop(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
       c->node = self;
       return gv_node_error(c, "unsupported: a Loop of more than %d iterations (it is unrolled at import)", LOOP_MAX_ITERS);
     }
-    if ((c->unrolled += (int64_t)g->n_node + 1) > LOOP_MAX_NODES) {
+    if (c->unrolled > cap) {
       c->node = self;
-      return gv_node_error(c, "unsupported: Loops that unroll to more than %d nodes in all", LOOP_MAX_NODES);
+      return gv_node_error(c, "unsupported: Loops that unroll to more than %lld ops in all", (long long)cap);
     }
+    gv_op *mark = c->scope->block->last;
     gv_scope_push(c, c->scope->block); /* the iteration's names; its ops go where the Loop is */
     c->depth++;
     int rc = 0;
@@ -2250,6 +2256,7 @@ static int h_loop(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     gv_scope_pop(c);
     c->node = self;
     if (rc) return -1;
+    for (gv_op *op = mark ? mark->next : c->scope->block->first; op; op = op->next) c->unrolled++; /* the iteration's ops */
     cond = nc;
   }
   for (int i = 0; i < N; i++)
