@@ -42,7 +42,7 @@ expect 2 "--dump-ir-after=nope: no such pass" -- "$BUILD/galvc" "$T/gpt2.onnx" -
 expect 2 "more than one model" -- "$BUILD/galvc" "$T/gpt2.onnx" "$T/gpt2.onnx"
 expect 1 "no-such.onnx" -- "$BUILD/galvc" "$T/no-such.onnx"
 expect 2 "unknown pass 'nope'" -- "$BUILD/galv-opt" --passes=nope "$T/x.mlir"
-expect 1 "cannot read file" -- "$BUILD/galv-opt" "$T/missing.mlir"
+expect 1 "missing.mlir: cannot open: No such file or directory" -- "$BUILD/galv-opt" "$T/missing.mlir"
 
 expect 2 "unknown option '--foo'" -- "$BUILD/galv-mlir-check" --foo
 expect 0 "usage: galv-mlir-check" -- "$BUILD/galv-mlir-check" --help
