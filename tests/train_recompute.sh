@@ -12,6 +12,13 @@
 #     layer's recomputation saves nothing, its backward comes first, and
 #     its clones can raise the peak: GPT-2 under tp, selective:1 alone
 #     8750144 -> 9667648 bytes, so selective:0 < selective there.)
+#   - the CUDA target (GPT-2): recomputation frees the probabilities from
+#     the backward, so the forward attention chains become the emitter's
+#     fused kernel: program.cu calls galv_attention twice (one per layer)
+#     with selective, never with none; the selective program built with
+#     `make emu` (CPU execution layer, no GPU) trains 2 steps with losses
+#     and weights within rtol 1e-4 / atol 1e-5 of the CPU none run (the
+#     fused kernel's online softmax rounds otherwise: not bit-identical);
 #   - errors, one line each and exit 1: selective:h.9 (no such layer),
 #     selective: (empty list).
 set -uo pipefail
@@ -94,6 +101,28 @@ PY
     fi
   done
 done
+# the CUDA target: selective recomputation turns on the fused attention kernel in training
+cu() { "$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --target cuda --no-build -q "$@" 2>"$T/err" || bad "cuda galvc $*: $(head -2 "$T/err")"; }
+if [ -d "$T/gpt2-none/w" ] && cu --recompute=none -o "$T/cu-none/" && cu --recompute=selective -o "$T/cu-sel/"; then
+  n0=$(grep -c 'galv_attention<' "$T/cu-none/program.cu") n1=$(grep -c 'galv_attention<' "$T/cu-sel/program.cu")
+  if [ "$n0" = 0 ] && [ "$n1" = 2 ]; then
+    ok "gpt2 cuda training: fused attention kernels none $n0, selective $n1"
+  else
+    bad "gpt2 cuda training: fused attention kernels none $n0 (want 0), selective $n1 (want 2)"
+  fi
+  if ! command -v g++ >/dev/null; then
+    echo "skip gpt2 cuda selective under the execution layer: no g++"
+  elif make -s -C "$T/cu-sel" emu >"$T/emu.log" 2>&1 &&
+     "$T/cu-sel/program-emu" --batches "$T/gpt2.b" --steps 2 -o "$T/cu-sel/w" >"$T/cu-sel/log" 2>>"$T/emu.log"; then
+    if r=$(python3 "$SRC/tests/train/compare.py" "$T/cu-sel/log" "$T/gpt2-none/log" "$T/cu-sel/w" "$T/gpt2-none/w" 1e-4 1e-5); then
+      ok "gpt2 cuda --recompute=selective (make emu), 2 steps vs cpu none: $(echo "$r" | tr '\n' ' ')"
+    else
+      bad "gpt2 cuda --recompute=selective vs cpu none: $r"
+    fi
+  else
+    bad "gpt2 cuda --recompute=selective: make emu / program-emu: $(tail -3 "$T/emu.log")"
+  fi
+fi
 # errors: one line naming the option, exit 1
 for spec in selective:h.9 selective:; do
   rc=0

@@ -844,6 +844,7 @@ int main(int argc, char **argv) {
   /* Nodes of the cluster's kind as many as the devices need (--gpus-per-node overrides the node size). */
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
   if (cluster.devices_per_node > 0 && gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
+  cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && cuda.bf16); /* as codegen/cuda fuses attention */
   gv_plan_opts.cluster = &cluster;
   gv_plan_opts.devices = gpus;
   gv_plan_opts.mesh_fixed = mesh_spec != NULL;
@@ -906,6 +907,7 @@ int main(int argc, char **argv) {
     for (int a = 0; a < pa.naxes; a++) pa.axn[a] = axn[a], pa.axs[a] = axs[a];
     /* the cluster as loaded (not grown for the planner above): one node of max(S, --gpus) unless --gpus-per-node */
     if (gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster)) return 2;
+    cluster.fused_attention = strcmp(target, "cuda") == 0; /* the stage programs are fp32 */
     if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
     int64_t need = gpus > pa.stages ? gpus : pa.stages;
     if (pa.vstages && need < (int64_t)pa.stages * pa.vstages) need = (int64_t)pa.stages * pa.vstages; /* the DP's view: a device per stage */
