@@ -1259,7 +1259,7 @@ int gv_pass_plan_sharding(gv_module *m) {
                          "needs %lld bytes realised (parameters %lld, gradients %lld, optimizer state %lld, activations %lld); "
                          "%s dominate: %s", (long long)C.limit, (long long)devices, s, (long long)S.min_mem,
                       (long long)k->mem_params, (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations,
-                      big, C.train && !strcmp(big, "activations") ? "recompute them (--recompute=all), raise --memory-limit or add devices"
+                      big, C.train && !strcmp(big, "activations") ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
                                                                     : "raise --memory-limit or add devices");
       } else if (S.min_mem >= 0)
         rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s); "
