@@ -439,6 +439,18 @@ void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file) {
           t.nops, t.ncompute, t.nops - t.ncompute, t.nzero, (long long)t.flops, fl, (long long)t.dot_flops,
           (long long)t.bytes, by, (long long)t.ns, (double)t.ns / 1e6, (double)t.compute_ns / 1e6,
           (double)t.memory_ns / 1e6);
+  int nrec = 0; /* the recompute pass's clones (location suffix "/recompute", passes/recompute.c) */
+  int64_t rec_flops = 0;
+  for (const gv_op *op = m->main->body->first; op; op = op->next) {
+    size_t ll = op->loc ? strlen(op->loc) : 0;
+    if (ll < 10 || strcmp(op->loc + ll - 10, "/recompute")) continue;
+    int64_t fl = gv_op_flops(op, NULL, NULL);
+    nrec++;
+    rec_flops += fl > 0 ? fl : 0;
+  }
+  if (nrec)
+    fprintf(f, "recomputation: %d forward ops again in the backward, FLOPs %lld (%.1f%% of the step's)\n", nrec,
+            (long long)rec_flops, t.flops ? 100.0 * (double)rec_flops / (double)t.flops : 0.0);
   if (c->fused_attention)
     fprintf(f, "attention: %d chain%s fused (dot -> softmax -> dot as one kernel: the S x S scores never move; "
                "%lld bytes of traffic fewer than unfused)\n", natt, natt == 1 ? "" : "s", (long long)att_saved);

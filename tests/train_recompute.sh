@@ -19,6 +19,11 @@
 #     `make emu` (CPU execution layer, no GPU) trains 2 steps with losses
 #     and weights within rtol 1e-4 / atol 1e-5 of the CPU none run (the
 #     fused kernel's online softmax rounds otherwise: not bit-identical);
+#   - --report-cost (GPT-2): with selective, "recomputation: 6 forward ops
+#     again" (QK^T, scale + mask, softmax per layer); on the cuda target
+#     "attention: 0 chains fused" without recomputation and 2 with it (the
+#     cost model prices them without the scores' traffic), no attention line
+#     on the cpu target;
 #   - errors, one line each and exit 1: selective:h.9 (no such layer),
 #     selective: (empty list).
 set -uo pipefail
@@ -122,6 +127,16 @@ if [ -d "$T/gpt2-none/w" ] && cu --recompute=none -o "$T/cu-none/" && cu --recom
   else
     bad "gpt2 cuda --recompute=selective: make emu / program-emu: $(tail -3 "$T/emu.log")"
   fi
+fi
+# --report-cost: the recomputed ops and the fused chains as the cost model prices them
+rep() { "$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --report-cost --emit=ir -o /dev/null "$@" 2>/dev/null; }
+r0=$(rep --target cuda --recompute=none) r1=$(rep --target cuda --recompute=selective) r2=$(rep --target cpu --recompute=selective)
+if grep -q '^attention: 0 chains fused' <<<"$r0" && ! grep -q '^recomputation:' <<<"$r0" &&
+   grep -q '^attention: 2 chains fused' <<<"$r1" && grep -q '^recomputation: 6 forward ops again' <<<"$r1" &&
+   ! grep -q '^attention:' <<<"$r2" && grep -q '^recomputation: 6 forward ops again' <<<"$r2"; then
+  ok "--report-cost: $(grep '^recomputation' <<<"$r1"); cuda: $(grep '^attention' <<<"$r1" | cut -d'(' -f1)"
+else
+  bad "--report-cost: cuda none '$(grep -E '^(attention|recomputation)' <<<"$r0")', cuda selective '$(grep -E '^(attention|recomputation)' <<<"$r1")', cpu selective '$(grep -E '^(attention|recomputation)' <<<"$r2")'"
 fi
 # errors: one line naming the option, exit 1
 for spec in selective:h.9 selective:; do
