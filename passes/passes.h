@@ -35,7 +35,7 @@ typedef struct {
   const char *optimizer;  /* "adamw" | "sgd" */
   double lr, weight_decay, beta1, beta2, eps, momentum;
   double clip_grad_norm;  /* > 0: gradients scaled to this global 2-norm at most (torch's clip_grad_norm_); 0: off */
-  const char *recompute;  /* layers whose activations are recomputed in backward: "none" | "all" | LIST (recompute.c) */
+  const char *recompute;  /* recomputed in backward: "none" | "all" | LIST (layers) | "selective" | "selective:LIST" (attention cores; recompute.c) */
 } gv_train_options;
 extern gv_train_options gv_train_opts;
 /* Sharding (docs/sharding.md): options set by the drivers (galvc --strategy,

@@ -366,6 +366,8 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   if (unit_ns) memset(unit_ns, 0, (size_t)p->nunits * sizeof *unit_ns);
   if (unit_state) memset(unit_state, 0, (size_t)p->nunits * sizeof *unit_state);
   const gv_func *f = m->main;
+  gv_attn_chain att[GV_ATTN_MAX]; /* the target's fused attention (cost.h), priced as one kernel */
+  int natt = gv_cost_attention_chains(C->c, m, att);
   for (const gv_op *op = f->body->first; op; op = op->next) {
     int ci = coll_index(op->code);
     int64_t ns;
@@ -377,7 +379,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
       out->coll_bytes[ci] += gv_get_int(op, "bytes", 0);
     } else {
       gv_op_cost oc;
-      if (gv_cost_op(C->c, op, NULL, NULL, &oc)) continue;
+      if (!gv_cost_attention_op(C->c, att, natt, op, &oc) && gv_cost_op(C->c, op, NULL, NULL, &oc)) continue;
       ns = oc.ns;
       out->compute_ns += ns;
     }
@@ -1257,7 +1259,7 @@ int gv_pass_plan_sharding(gv_module *m) {
                          "needs %lld bytes realised (parameters %lld, gradients %lld, optimizer state %lld, activations %lld); "
                          "%s dominate: %s", (long long)C.limit, (long long)devices, s, (long long)S.min_mem,
                       (long long)k->mem_params, (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations,
-                      big, C.train && !strcmp(big, "activations") ? "recompute them (--recompute=all), raise --memory-limit or add devices"
+                      big, C.train && !strcmp(big, "activations") ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
                                                                     : "raise --memory-limit or add devices");
       } else if (S.min_mem >= 0)
         rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s); "

@@ -23,11 +23,26 @@
  * comma-separated list whose items name a layer by its segment ("h.0"), its
  * full prefix ("/transformer/h.0") or its index N ("0"). Constants are not
  * cloned (they are not in the arena); ops with regions are not cloned
- * (their results stay live). */
+ * (their results stay live).
+ *
+ * Selective recomputation ("selective", or "selective:LIST" for the listed
+ * layers; Korthikanti et al. 2022): only the attention cores are cloned,
+ * so the S x S tensors (scores, masked scores, probabilities) die in the
+ * forward while the rest of the layer's activations stay stored. A core is
+ * found by structure, not by name: a forward softmax over the last axis
+ * whose operand comes from a dot through elementwise ops of the score's
+ * shape (scale, mask add / where, casts), and whose result reaches a dot
+ * as its left operand through elementwise ops of that shape (dropout); the
+ * core is the first dot, those elementwise ops and the softmax (the
+ * chain codegen/cuda fuses into one attention kernel), never the second
+ * dot (its output, the context, is the input the output projection keeps
+ * anyway). Operands from outside the core (Q, K, masks) stay live; every
+ * backward op that reads a core value reads its clone instead. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "passes.h"
+#include "../ir/shape_rules.h"
 
 /* The layer prefix length of loc (0: no layer); *seg / *seglen give the NAME.N segment. */
 static size_t layer_of(const char *loc, const char **seg, size_t *seglen) {
@@ -158,9 +173,131 @@ static int recompute_layer(gv_module *m, gv_block *body, gv_op *fwd_end, const c
   return rc;
 }
 
+/* ---------------------------------------------------------------- selective */
+
+enum { MAX_CORE = 16 }; /* ops of one attention core: dot, a few elementwise ops, softmax */
+
+static bool same_dims(const gv_type *a, const gv_type *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+/* A forward elementwise op of one result shaped like the scores s. */
+static bool score_ew(const gv_op *op, const gv_type *s) {
+  return op && op->id == 1 && (gv_ops[op->code].flags & GV_ELEMENTWISE) && !op->nregions && op->nres == 1 &&
+         same_dims(&op->res[0]->type, s);
+}
+
+/* Walks from v back through score-shaped elementwise ops to the dot making
+ * the scores; the ops on that path, dot first, are appended to core. */
+static bool back_to_dot(const gv_value *v, const gv_type *s, const gv_op **core, int *n, int depth) {
+  const gv_op *d = v->def;
+  if (!d || d->id != 1 || depth > MAX_CORE - 4) return false;
+  if (d->code == GV_OP_DOT && same_dims(&d->res[0]->type, s)) {
+    core[(*n)++] = d;
+    return true;
+  }
+  if (!score_ew(d, s)) return false;
+  for (int i = 0; i < d->nopnds; i++) /* the operand carrying the scores (a mask is another operand) */
+    if (same_dims(&d->opnds[i]->type, s) && back_to_dot(d->opnds[i], s, core, n, depth + 1)) {
+      core[(*n)++] = d;
+      return true;
+    }
+  return false;
+}
+
+/* The forward op after `from` that reads v, when exactly one does. */
+static gv_op *sole_forward_user(gv_op *from, gv_op *fwd_end, const gv_value *v) {
+  gv_op *user = NULL;
+  for (gv_op *op = from; op != fwd_end->next; op = op->next)
+    for (int i = 0; i < op->nopnds; i++)
+      if (op->opnds[i] == v) {
+        if (user && user != op) return NULL;
+        user = op;
+      }
+  return user;
+}
+
+/* The attention core around softmax sm, or 0 ops: dot -> [ew] -> softmax -> [ew] -> dot(P, V). */
+static int attention_core(gv_op *sm, gv_op *fwd_end, const gv_op **core) {
+  const gv_type *s = &sm->res[0]->type;
+  if (sm->code != GV_OP_SOFTMAX || sm->id != 1 || s->rank < 2 || gv_norm_axis(gv_get_int(sm, "axis", -1), s->rank) != s->rank - 1)
+    return 0;
+  int n = 0;
+  if (!back_to_dot(sm->opnds[0], s, core, &n, 0)) return 0;
+  core[n++] = sm;
+  const gv_value *p = sm->res[0];
+  for (gv_op *u = sole_forward_user(sm->next, fwd_end, p); u; u = sole_forward_user(u->next, fwd_end, p)) {
+    if (u->code == GV_OP_DOT) return u->opnds[0] == p ? n : 0;
+    if (!score_ew(u, s) || n == MAX_CORE) return 0;
+    core[n++] = u; /* dropout on the probabilities */
+    p = u->res[0];
+  }
+  return 0;
+}
+
+/* Clones the core ops whose values backward ops read, right before the
+ * first such read, and points every backward read at the clones. */
+static int recompute_core(gv_module *m, gv_op *fwd_end, const gv_op *const *core, int n, int nv) {
+  bool *used = calloc((size_t)nv + 1, 1);
+  gv_value **map = calloc((size_t)nv + 1, sizeof *map);
+  if (!used || !map) {
+    free(used), free(map);
+    return gv_error(m, "recompute: out of memory");
+  }
+  gv_op *first_use = NULL;
+  for (gv_op *op = fwd_end->next; op; op = op->next) {
+    if (op->id != 0) continue;
+    for (int i = 0; i < op->nopnds; i++)
+      for (int k = 0; k < n; k++)
+        if (op->opnds[i]->def == core[k]) {
+          used[op->opnds[i]->id] = true;
+          if (!first_use) first_use = op;
+        }
+  }
+  if (first_use) {
+    for (int k = n - 1; k >= 0; k--) /* the values those need, inside the core */
+      if (used[core[k]->res[0]->id])
+        for (int i = 0; i < core[k]->nopnds; i++) used[core[k]->opnds[i]->id] = true;
+    for (int k = 0; k < n; k++)
+      if (used[core[k]->res[0]->id]) gv_insert_before(first_use, clone_op(m, core[k], map));
+    for (gv_op *op = first_use; op; op = op->next) {
+      if (op->id != 0) continue;
+      for (int i = 0; i < op->nopnds; i++)
+        if (op->opnds[i]->id >= 0 && op->opnds[i]->id < nv && map[op->opnds[i]->id]) op->opnds[i] = map[op->opnds[i]->id];
+    }
+  }
+  free(used), free(map);
+  return 0;
+}
+
+/* --recompute=selective[:LIST]: every attention core of the selected layers. */
+static int recompute_selective(gv_module *m, gv_block *body, gv_op *fwd_end, const char *list, const char *spec, int nv) {
+  int found = 0;
+  for (gv_op *op = body->first; op != fwd_end->next; op = op->next) {
+    const gv_op *core[MAX_CORE];
+    int n = op->code == GV_OP_SOFTMAX ? attention_core(op, fwd_end, core) : 0;
+    if (!n) continue;
+    const char *seg;
+    size_t sl, ln = layer_of(op->loc, &seg, &sl);
+    if (list && (!ln || !selected(list, op->loc, ln, seg, sl))) continue;
+    found++;
+    if (recompute_core(m, fwd_end, core, n, nv)) return -1;
+  }
+  if (!found)
+    return gv_error(m, "recompute: --recompute=%s finds no attention core (dot -> [elementwise] -> softmax -> dot) %s", spec,
+                    list ? "in the listed layers" : "in the forward");
+  return 0;
+}
+
 int gv_pass_recompute(gv_module *m) {
   const char *spec = gv_train_opts.recompute ? gv_train_opts.recompute : "none";
   if (!strcmp(spec, "none") || !*spec) return 0;
+  bool sel = !strncmp(spec, "selective", 9) && (!spec[9] || spec[9] == ':');
+  if (sel && spec[9] == ':' && !spec[10])
+    return gv_error(m, "recompute: --recompute=%s: no layer after ':' (selective, or selective:L,.. e.g. selective:h.0,h.2)", spec);
   gv_func *f = m->main;
   gv_op *ret = f ? gv_block_terminator(f->body) : NULL;
   if (!ret || ret->code != GV_OP_RETURN || ret->nopnds < 1 || !ret->opnds[0]->def)
@@ -171,6 +308,7 @@ int gv_pass_recompute(gv_module *m) {
   int nv = number(body);
   for (gv_op *op = body->first; op; op = op->next) op->id = 0;
   for (gv_op *op = body->first; op != fwd_end->next; op = op->next) op->id = 1;
+  if (sel) return recompute_selective(m, body, fwd_end, spec[9] ? spec + 10 : NULL, spec, nv);
   /* the distinct layers of forward ops, in program order */
   int found = 0;
   for (gv_op *op = body->first; op != fwd_end->next; op = op->next) {

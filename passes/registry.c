@@ -10,7 +10,7 @@ const gv_pass gv_pass_table[] = {
     {"dce", gv_pass_dce, "remove ops whose results are unused"},
     {"loss", gv_pass_loss, "training: append the loss (--loss, --labels) and return it"},
     {"autodiff", gv_pass_autodiff, "training: reverse-mode gradients of the loss for every parameter"},
-    {"recompute", gv_pass_recompute, "training: recompute the selected layers' activations in backward (--recompute)"},
+    {"recompute", gv_pass_recompute, "training: recompute the selected layers' activations, or only their attention cores, in backward (--recompute)"},
     {"optimizer", gv_pass_optimizer, "training: append the SGD / AdamW update; the function becomes the training step"},
     {"cluster-layers", gv_pass_cluster_layers, "pipeline: METIS layer groups (--layers K), repaired into an acyclic ordered sequence"},
     {"propagate-sharding", gv_pass_propagate_sharding, "shardings for every value from pinned ones (--strategy, --sharding); galv.reshard where they differ"},

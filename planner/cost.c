@@ -187,6 +187,39 @@ int gv_cost_op(const gv_cluster *c, const gv_op *op, const gv_type *opnd, const 
   return 0;
 }
 
+int gv_cost_attention_chains(const gv_cluster *c, const gv_module *m, gv_attn_chain *out) {
+  int n = 0;
+  if (!c->fused_attention || !m->main) return 0;
+  for (const gv_op *op = m->main->body->first; op && n < GV_ATTN_MAX; op = op->next)
+    if (op->code == GV_OP_DOT && gv_attn_match(op, &out[n])) n++;
+  return n;
+}
+
+int gv_cost_attention_op(const gv_cluster *c, const gv_attn_chain *ch, int n, const gv_op *op, gv_op_cost *out) {
+  const gv_attn_chain *a = NULL;
+  for (int i = 0; i < n && !a; i++)
+    if (op == ch[i].d1 || op == ch[i].mid || op == ch[i].sm || op == ch[i].d2) a = &ch[i];
+  if (!a) return 0;
+  memset(out, 0, sizeof *out);
+  if (op != a->d1) return 1;
+  const gv_op *ops[4] = {a->d1, a->mid, a->sm, a->d2};
+  int64_t f = 0, b = tbytes(&a->d1->opnds[0]->type) + tbytes(&a->d1->opnds[1]->type) + tbytes(&a->d2->opnds[1]->type) +
+                     tbytes(&a->d2->res[0]->type);
+  for (int i = 0; i < 4; i++) {
+    int64_t fi = ops[i] ? gv_op_flops(ops[i], NULL, NULL) : 0;
+    if (fi > 0) f += fi;
+  }
+  for (int i = 0; a->mid && i < a->mid->nopnds; i++) /* mask / scale, read by the score functor */
+    if (i != a->score_opnd) b += tbytes(&a->mid->opnds[i]->type);
+  out->flops = f;
+  out->bytes = b;
+  double tc = f ? (double)f / gv_cluster_flops(c, GV_DT_F32) * 1e9 : 0;
+  double tm = b ? (double)b / (c->memory_gbps * c->memory_efficiency) : 0;
+  out->compute_bound = f && tc >= tm;
+  out->ns = ceil_ns(tc > tm ? tc : tm);
+  return 1;
+}
+
 const char *gv_coll_name(gv_coll_kind k) {
   static const char *const names[] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p", "broadcast"};
   return (unsigned)k < GV_COLL_COUNT ? names[k] : "?";
@@ -352,9 +385,16 @@ void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file) {
           "bound");
   totals t = {0};
   int idx = 0;
+  gv_attn_chain att[GV_ATTN_MAX];
+  int natt = gv_cost_attention_chains(c, m, att);
+  int64_t att_saved = 0; /* score bytes the fused chains do not move */
   for (const gv_op *op = m->main->body->first; op; op = op->next, idx++) {
     gv_op_cost oc;
-    if (gv_cost_op(c, op, NULL, NULL, &oc)) {
+    if (gv_cost_attention_op(c, att, natt, op, &oc)) {
+      gv_op_cost plain;
+      if (!gv_cost_op(c, op, NULL, NULL, &plain)) att_saved += plain.bytes;
+      if (!oc.flops && !oc.bytes) continue; /* inside the chain: priced at its first dot */
+    } else if (gv_cost_op(c, op, NULL, NULL, &oc)) {
       fprintf(f, "%-5d %-18s %-38.38s (shape not static: not counted)\n", idx, gv_ops[op->code].name, op->loc);
       continue;
     }
@@ -370,7 +410,10 @@ void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file) {
     if (op->nres) gv_type_str(&op->res[0]->type, shape, sizeof shape);
     const char *loc = op->loc && op->loc[0] ? op->loc : "-";
     size_t ll = strlen(loc);
-    fprintf(f, "%-5d %-18s %-38s %-22.22s %14lld %14lld %12lld %s\n", idx, gv_ops[op->code].name,
+    bool head = false;
+    for (int i = 0; i < natt; i++) head = head || op == att[i].d1;
+    if (head) att_saved -= oc.bytes;
+    fprintf(f, "%-5d %-18s %-38s %-22.22s %14lld %14lld %12lld %s\n", idx, head ? "attention (fused)" : gv_ops[op->code].name,
             ll > 38 ? loc + ll - 38 : loc, shape, (long long)oc.flops, (long long)oc.bytes, (long long)oc.ns,
             comm ? "comm" : oc.compute_bound ? "compute" : "memory");
     if (comm) continue;
@@ -378,7 +421,13 @@ void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file) {
     t.flops += oc.flops;
     t.bytes += oc.bytes;
     t.ns += oc.ns;
-    if (op->code == GV_OP_DOT) t.dot_flops += oc.flops;
+    if (head) /* the fused chain's two dots, not its softmax and mask */
+      for (int i = 0; i < natt; i++) {
+        if (op != att[i].d1) continue;
+        int64_t f1 = gv_op_flops(att[i].d1, NULL, NULL), f2 = gv_op_flops(att[i].d2, NULL, NULL);
+        t.dot_flops += (f1 > 0 ? f1 : 0) + (f2 > 0 ? f2 : 0);
+      }
+    else if (op->code == GV_OP_DOT) t.dot_flops += oc.flops;
     if (oc.compute_bound) t.ncompute++, t.compute_ns += oc.ns;
     else t.memory_ns += oc.ns;
   }
@@ -390,6 +439,21 @@ void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file) {
           t.nops, t.ncompute, t.nops - t.ncompute, t.nzero, (long long)t.flops, fl, (long long)t.dot_flops,
           (long long)t.bytes, by, (long long)t.ns, (double)t.ns / 1e6, (double)t.compute_ns / 1e6,
           (double)t.memory_ns / 1e6);
+  int nrec = 0; /* the recompute pass's clones (location suffix "/recompute", passes/recompute.c) */
+  int64_t rec_flops = 0;
+  for (const gv_op *op = m->main->body->first; op; op = op->next) {
+    size_t ll = op->loc ? strlen(op->loc) : 0;
+    if (ll < 10 || strcmp(op->loc + ll - 10, "/recompute")) continue;
+    int64_t fl = gv_op_flops(op, NULL, NULL);
+    nrec++;
+    rec_flops += fl > 0 ? fl : 0;
+  }
+  if (nrec)
+    fprintf(f, "recomputation: %d forward ops again in the backward, FLOPs %lld (%.1f%% of the step's)\n", nrec,
+            (long long)rec_flops, t.flops ? 100.0 * (double)rec_flops / (double)t.flops : 0.0);
+  if (c->fused_attention)
+    fprintf(f, "attention: %d chain%s fused (dot -> softmax -> dot as one kernel: the S x S scores never move; "
+               "%lld bytes of traffic fewer than unfused)\n", natt, natt == 1 ? "" : "s", (long long)att_saved);
   if (t.ncomm)
     fprintf(f, "communication: %d collectives, %lld ns = %.3f ms (alpha-beta per mesh axis)%s\n", t.ncomm,
             (long long)t.comm_ns, (double)t.comm_ns / 1e6, t.comm_unknown ? "; some name no known mesh axis: not timed" : "");

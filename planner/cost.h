@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "ir/attention.h"
 #include "ir/ir.h"
 
 typedef struct {
@@ -28,6 +29,20 @@ typedef struct {
 int gv_cost_op(const gv_cluster *c, const gv_op *op, const gv_type *opnd, const gv_type *res, gv_op_cost *out);
 /* FLOPs alone (same conventions). */
 int64_t gv_op_flops(const gv_op *op, const gv_type *opnd, const gv_type *res);
+
+/* Fused attention. With c->fused_attention (the cuda target) the chains
+ * dot(Q, K) -> [elementwise] -> softmax -> dot(P, V) that the emitter runs
+ * as one kernel (ir/attention.h: the first GV_ATTN_MAX in program order)
+ * are priced as that kernel runs: their FLOPs, but bytes only for Q, K, V,
+ * the elementwise op's other operands (mask, scale) and the output, never
+ * the S x S scores. gv_cost_attention_chains finds them in m's body (none
+ * without the flag) and returns their number; gv_cost_attention_op prices
+ * an op of one of them: the whole chain at its first dot, 0 at the other
+ * three (returns 1), or returns 0 when op is in none. The memory plan still
+ * gives the scores arena bytes (the same plan serves the CPU build of a
+ * CUDA program), so gv_cost_memory is unchanged. */
+int gv_cost_attention_chains(const gv_cluster *c, const gv_module *m, gv_attn_chain *out);
+int gv_cost_attention_op(const gv_cluster *c, const gv_attn_chain *ch, int n, const gv_op *op, gv_op_cost *out);
 
 typedef enum {
   GV_COLL_ALL_REDUCE,

@@ -18,6 +18,7 @@ static void usage(FILE *f) {
           "  -o FILE          write the result to FILE (default: stdout)\n"
           "  --verify-each    run the verifier after every pass (always after parsing)\n"
           "  --layers=K       cluster-layers: K layer groups; --pipe-stats prints its summary (docs/pipeline.md)\n"
+          "  --recompute=SPEC recompute: none, all, L,.., selective or selective:L,.. (docs/autodiff.md)\n"
           "  --stash=PART     stage-stash: the entry the module becomes, forward or backward (docs/pipeline.md)\n"
           "  --strategy=S     propagate-sharding presets: dp, tp, zero, dp,tp (docs/sharding.md)\n"
           "  --sharding=FILE  propagate-sharding: pinned values, NAME [{\"dp\"}, {}] per line\n"
@@ -85,6 +86,8 @@ int main(int argc, char **argv) {
         return 2;
       }
       gv_pipe_opts.layers = (int)k;
+    } else if (TAKES("--recompute")) {
+      gv_train_opts.recompute = val;
     } else if (TAKES("--stash")) {
       gv_pipe_opts.stash = val;
     } else if (strcmp(a, "--pipe-stats") == 0) {

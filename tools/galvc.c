@@ -137,7 +137,9 @@ static void usage(FILE *f) {
           "  --clip-grad-norm X       scale the gradients to a global 2-norm of at most X before the update\n"
           "                           (torch's clip_grad_norm_; every trained parameter counted once)\n"
           "  --recompute=none|all|L,..  recompute these layers' activations in backward (layer = NAME.N\n"
-          "                           segment of the node names, e.g. h.0 / layers.3, or its index N)\n"
+          "                           segment of the node names, e.g. h.0 / layers.3, or its index N);\n"
+          "                           selective[:L,..]: only the attention cores (QK^T, scale / mask, softmax,\n"
+          "                           dropout; all layers, or those listed), the rest of each layer kept\n"
           "  --freeze NAME|GLOB       this float initializer does not train (repeatable; fnmatch globs;\n"
           "  --trainable NAME|GLOB    the last matching option wins over the default rule, docs/autodiff.md)\n"
           "  -q, --quiet              no progress output\n"
@@ -844,6 +846,7 @@ int main(int argc, char **argv) {
   /* Nodes of the cluster's kind as many as the devices need (--gpus-per-node overrides the node size). */
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
   if (cluster.devices_per_node > 0 && gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
+  cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && cuda.bf16); /* as codegen/cuda fuses attention */
   gv_plan_opts.cluster = &cluster;
   gv_plan_opts.devices = gpus;
   gv_plan_opts.mesh_fixed = mesh_spec != NULL;
@@ -906,6 +909,7 @@ int main(int argc, char **argv) {
     for (int a = 0; a < pa.naxes; a++) pa.axn[a] = axn[a], pa.axs[a] = axs[a];
     /* the cluster as loaded (not grown for the planner above): one node of max(S, --gpus) unless --gpus-per-node */
     if (gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster)) return 2;
+    cluster.fused_attention = strcmp(target, "cuda") == 0; /* the stage programs are fp32 */
     if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
     int64_t need = gpus > pa.stages ? gpus : pa.stages;
     if (pa.vstages && need < (int64_t)pa.stages * pa.vstages) need = (int64_t)pa.stages * pa.vstages; /* the DP's view: a device per stage */

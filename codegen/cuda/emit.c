@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../../ir/attention.h"
 #include "../../ir/shape_rules.h"
 #include "../kcall.h"
 #include "cuda.h"
@@ -34,10 +35,7 @@ typedef struct {
   int64_t off, nbytes;
 } loc;
 
-typedef struct {
-  const gv_op *d1, *mid, *sm, *d2;
-  int score_opnd; /* operand of mid that is the score */
-} attn_chain;
+typedef gv_attn_chain attn_chain; /* ../../ir/attention.h */
 
 typedef struct {
   gv_module *m;
@@ -524,67 +522,9 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
 
 /* ---------------------------------------------------------------- attention */
 
-static bool ints_are(const gv_op *op, const char *name, int n, int first) {
-  const int64_t *v;
-  int k = gv_get_ints(op, name, &v);
-  if ((k < 0 ? 0 : k) != n) return false;
-  for (int i = 0; i < n; i++)
-    if (v[i] != first + i) return false;
-  return true;
-}
-
-/* The only user of v, or NULL (nuses from gv_count_uses). */
-static const gv_op *sole_user(const gv_op *from, const gv_value *v) {
-  if (v->nuses != 1) return NULL;
-  for (const gv_op *op = from; op; op = op->next)
-    for (int i = 0; i < op->nopnds; i++)
-      if (op->opnds[i] == v) return op;
-  return NULL;
-}
-
-/* dot(Q, K) -> [one elementwise op] -> softmax(last axis) -> dot(P, V), all
- * f32, leading batch dims, one free and one contracting dim per operand, head
- * dims <= 128, and nothing in between that writes memory (so Q and K, dead
- * after the first dot in the plan, are intact at the second). */
-static bool match_attention(emitter *e, const gv_op *d1, attn_chain *c) {
-  const gv_type *q = &d1->opnds[0]->type, *k = &d1->opnds[1]->type, *s = &d1->res[0]->type;
-  int nb = q->rank - 2;
-  if (nb < 0 || nb > 4 || k->rank != nb + 2 || s->dtype != GV_DT_F32 || q->dtype != GV_DT_F32 || k->dtype != GV_DT_F32)
-    return false;
-  if (!ints_are(d1, "lhs_batch", nb, 0) || !ints_are(d1, "rhs_batch", nb, 0)) return false;
-  memset(c, 0, sizeof *c);
-  c->d1 = d1;
-  const gv_op *u = sole_user(d1->next, d1->res[0]);
-  if (u && u->code != GV_OP_SOFTMAX) {
-    bool ew = u->code == GV_OP_FUSED || (gv_ops[u->code].flags & GV_ELEMENTWISE);
-    if (!ew || u->nres != 1 || !gv_type_equal(&u->res[0]->type, s)) return false;
-    int uses = 0;
-    for (int i = 0; i < u->nopnds; i++)
-      if (u->opnds[i] == d1->res[0]) uses++, c->score_opnd = i;
-    if (uses != 1) return false;
-    c->mid = u;
-    u = sole_user(u->next, u->res[0]);
-  }
-  if (!u || u->code != GV_OP_SOFTMAX || gv_norm_axis(gv_get_int(u, "axis", -1), s->rank) != s->rank - 1) return false;
-  c->sm = u;
-  const gv_op *d2 = sole_user(u->next, u->res[0]);
-  if (!d2 || d2->code != GV_OP_DOT || d2->opnds[0] != u->res[0]) return false;
-  const gv_type *v = &d2->opnds[1]->type;
-  if (v->rank != nb + 2 || v->dtype != GV_DT_F32 || !ints_are(d2, "lhs_batch", nb, 0) || !ints_are(d2, "rhs_batch", nb, 0) ||
-      !ints_are(d2, "lhs_contract", 1, nb + 1))
-    return false;
-  const int64_t *vc;
-  if (gv_get_ints(d2, "rhs_contract", &vc) != 1 || (vc[0] != nb && vc[0] != nb + 1)) return false;
-  const int64_t *qc, *kc;
-  if (gv_get_ints(d1, "lhs_contract", &qc) != 1 || gv_get_ints(d1, "rhs_contract", &kc) != 1) return false;
-  int64_t D = q->dims[gv_norm_axis(qc[0], q->rank)], Dv = v->dims[vc[0] == nb ? nb + 1 : nb];
-  if (D > 128 || Dv > 128) return false;
-  for (const gv_op *op = d1->next; op != d2; op = op->next)
-    if (op != c->mid && op != c->sm && op->code != GV_OP_CONSTANT && !(gv_ops[op->code].flags & GV_VIEW)) return false;
-  c->d2 = d2;
-  (void)e;
-  return true;
-}
+/* The chain's match (dot -> [one elementwise op] -> softmax -> dot, the
+ * conditions in ir/attention.h) is shared with the cost model, which prices
+ * the same chains without their score bytes. */
 
 /* The generated kernels' and attention functors' name prefix: a second
  * entry (program_bwd.cu, program_wgt.cu) links into one executable with the
@@ -1106,10 +1046,10 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
   e.ct = e.bf16 ? cu_comm_bf16 : cu_comm_f32;
   if (e.mixed) e.ct.half = comm_half, e.ct.half_ctx = &e;
   if (!(e.comm = cg_comm_new(m, &e.ct))) goto out;
-  e.att = calloc(64, sizeof *e.att);
+  e.att = calloc(GV_ATTN_MAX, sizeof *e.att);
   if (!e.att) abort();
   for (const gv_op *op = m->main->body->first; op; op = op->next) /* not under mixed storage: one storage per chain */
-    if (op->code == GV_OP_DOT && e.natt < 64 && !e.mixed && match_attention(&e, op, &e.att[e.natt])) e.natt++;
+    if (op->code == GV_OP_DOT && e.natt < GV_ATTN_MAX && !e.mixed && gv_attn_match(op, &e.att[e.natt])) e.natt++;
   if (write_program(&e, outdir, &nk)) goto out;
   /* an entry is linked into the program's build: no constants.bin, Makefile or runtime of its own */
   if (!entry && (write_constants(&e, outdir) || write_makefile(outdir, arch, cg_comm_nranks(e.comm), co && co->pipe_stage) ||

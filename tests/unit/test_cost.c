@@ -187,11 +187,11 @@ static gv_module *gpt2(bool train) {
   gv_module *m = gv_import_onnx(path, &opt);
   if (!m) return NULL;
   static const char *const fwd[] = {"shape-infer", "fold-constants", "canonicalize", "dce"};
-  static const char *const tr[] = {"loss", "autodiff", "optimizer"};
+  static const char *const tr[] = {"loss", "autodiff", "recompute", "optimizer"};
   static const char *const tail[] = {"fuse", "memory-plan"};
   for (size_t i = 0; i < 4; i++)
     if (gv_pass_lookup(fwd[i])->run(m)) goto bad;
-  for (size_t i = 0; train && i < 3; i++)
+  for (size_t i = 0; train && i < 4; i++)
     if (gv_pass_lookup(tr[i])->run(m)) goto bad;
   for (size_t i = 0; i < 2; i++)
     if (gv_pass_lookup(tail[i])->run(m)) goto bad;
@@ -252,12 +252,72 @@ static void test_gpt2_flops(void) {
   gv_module_free(m);
 }
 
+/* Fused attention (the cuda target): the chains the emitter fuses, priced
+ * without the S x S scores; selective recomputation's extra FLOPs are the
+ * cores' (scores dot, mask, softmax) and it frees the probabilities from the
+ * backward, which makes the forward chains fusable in training. */
+static void test_attention(void) {
+  const int64_t L = 2, B = 2, H = 4, T = 16, Dh = 8, S = B * H * T * T * 4; /* one S x S f32 tensor */
+  gv_cluster h;
+  if (gv_cluster_load("h100-sxm", &h)) { failures++; return; }
+  gv_attn_chain ch[GV_ATTN_MAX];
+  gv_module *m = gpt2(false);
+  CHECK(m != NULL);
+  if (!m) return;
+  CHECK_EQ(gv_cost_attention_chains(&h, m, ch), 0); /* the flag is off: every op priced alone */
+  h.fused_attention = true;
+  int n = gv_cost_attention_chains(&h, m, ch);
+  CHECK_EQ(n, L);
+  for (int i = 0; i < n; i++) {
+    const gv_op *ops[4] = {ch[i].d1, ch[i].mid, ch[i].sm, ch[i].d2};
+    int64_t flops = 0, bytes = 0;
+    for (int k = 0; k < 4; k++) {
+      gv_op_cost oc;
+      CHECK(ops[k] && gv_cost_op(&h, ops[k], NULL, NULL, &oc) == 0);
+      if (ops[k]) flops += oc.flops, bytes += oc.bytes;
+    }
+    gv_op_cost fc, rest;
+    CHECK(gv_cost_attention_op(&h, ch, n, ch[i].d1, &fc) == 1);
+    CHECK(gv_cost_attention_op(&h, ch, n, ch[i].sm, &rest) == 1 && rest.flops == 0 && rest.bytes == 0 && rest.ns == 0);
+    CHECK_EQ(fc.flops, flops);
+    /* unfused: the scores written and read (dot, mid), the masked scores (mid, softmax), P (softmax, dot) */
+    CHECK_EQ(fc.bytes, bytes - 6 * S);
+  }
+  gv_module_free(m);
+
+  gv_train_opts.recompute = "none";
+  m = gpt2(true);
+  gv_train_opts.recompute = "selective";
+  gv_module *sel = gpt2(true);
+  gv_train_opts.recompute = "none";
+  CHECK(m != NULL && sel != NULL);
+  if (m && sel) {
+    CHECK_EQ(gv_cost_attention_chains(&h, m, ch), 0); /* the backward reads P: not fused */
+    CHECK_EQ(gv_cost_attention_chains(&h, sel, ch), L);
+    int64_t d0, a0, d1, a1;
+    sum_flops(m, &d0, &a0);
+    sum_flops(sel, &d1, &a1);
+    CHECK_EQ(d1 - d0, L * 2 * B * H * T * T * Dh); /* the QK^T dot again, per layer */
+    /* and the scale / mask / softmax: more than the dots, less than 10 FLOPs per score */
+    CHECK(a1 - a0 > d1 - d0 && a1 - a0 < d1 - d0 + L * 10 * B * H * T * T);
+    gv_mem m0, m1;
+    gv_cost_memory(m, &m0);
+    gv_cost_memory(sel, &m1);
+    printf("gpt2 training, selective recomputation: +%lld FLOPs, activations %lld -> %lld bytes\n", (long long)(a1 - a0),
+           (long long)m0.activations, (long long)m1.activations);
+    CHECK(m1.activations < m0.activations);
+  }
+  gv_module_free(m);
+  gv_module_free(sel);
+}
+
 int main(void) {
   test_collectives();
   test_mesh_axes();
   test_roofline();
   test_memory();
   test_gpt2_flops();
+  test_attention();
   if (failures) {
     fprintf(stderr, "test_cost: %d failures\n", failures);
     return 1;
