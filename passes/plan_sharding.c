@@ -392,7 +392,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   out->mem_params = mem.params;
   out->mem_grads = mem.grads;
   out->mem_optimizer = mem.optimizer;
-  out->mem_activations = mem.total - mem.params - mem.optimizer - mem.grads;
+  out->mem_activations = mem.total - mem.params - mem.optimizer - mem.grads - mem.constants - mem.comm;
   out->mem_total = mem.total;
   for (int i = 0; unit_state && i < f->body->nargs; i++) {
     const gv_type *t = &f->body->args[i]->type;

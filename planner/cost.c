@@ -346,9 +346,22 @@ void gv_cost_memory(const gv_module *m, gv_mem *out) {
     }
     out->activations = a ? gv_get_int(a, "lower_bound", out->arena) : 0;
   }
+  /* constants live in the weights buffer after the parameters, each 64-byte aligned (both emitters) */
+  int64_t coll = 0;
+  for (const gv_op *op = f->body->first; op; op = op->next) {
+    int64_t b = op->code == GV_OP_CONSTANT ? tbytes(&op->res[0]->type) : 0;
+    if (b > 0) out->constants += (b + 63) / 64 * 64;
+    if ((op->code == GV_OP_ALL_REDUCE || op->code == GV_OP_ALL_GATHER || op->code == GV_OP_REDUCE_SCATTER ||
+         op->code == GV_OP_ALL_TO_ALL) && op->nopnds && op->nres) {
+      int64_t in = tbytes(&op->opnds[0]->type), o = tbytes(&op->res[0]->type);
+      if (in > coll) coll = in;
+      if (o > coll) coll = o;
+    }
+  }
+  out->comm = 2 * coll;
   /* Gradients and activations live in the arena; parameters and optimizer
    * state in the weights / state buffer beside it. */
-  out->total = out->params + out->optimizer + out->arena;
+  out->total = out->params + out->optimizer + out->arena + out->constants + out->comm;
 }
 
 int64_t gv_mem_model_states(int64_t nparams, int zero_stage, int64_t dp) {
@@ -462,8 +475,9 @@ void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file) {
   gv_mem mem;
   gv_cost_memory(m, &mem);
   fprintf(f, "memory per device: parameters %lld, optimizer state %lld, arena %lld (gradients %lld and activations "
-             "peak %lld inside), total %lld of %lld bytes (%.1f%%)%s\n",
+             "peak %lld inside), constants %lld, communication buffers %lld, total %lld of %lld bytes (%.1f%%)%s\n",
           (long long)mem.params, (long long)mem.optimizer, (long long)mem.arena, (long long)mem.grads,
-          (long long)mem.activations, (long long)mem.total, (long long)c->memory_bytes,
+          (long long)mem.activations, (long long)mem.constants, (long long)mem.comm, (long long)mem.total,
+          (long long)c->memory_bytes,
           100.0 * (double)mem.total / (double)c->memory_bytes, gv_mem_fits(c, &mem) ? "" : "  DOES NOT FIT");
 }

@@ -89,7 +89,10 @@ int gv_cost_comm_bytes(const gv_module *m, int64_t out[4]);
 /* Memory per device, bytes. Activations are the memory plan's peak. */
 typedef struct {
   int64_t params, grads, optimizer, activations, arena;
-  int64_t total;        /* params + grads + optimizer + arena (the arena holds the activations) */
+  int64_t constants;    /* the program's constant tensors (weights.bin after the parameters; 64-byte aligned) */
+  int64_t comm;         /* the collectives' pack / unpack buffers: two of the largest operand or result
+                         * (codegen/comm.c allocates them so on both targets) */
+  int64_t total;        /* params + optimizer + arena + constants + comm (the arena holds gradients and activations) */
 } gv_mem;
 /* From the galv.arena op that memory-plan writes (param_bytes, ...; for
  * inference only bytes), or from the function's arguments when absent. */

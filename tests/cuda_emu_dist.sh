@@ -4,6 +4,10 @@
 # and runtime/cuda/ over the CPU execution layer runtime/cuda/emu/; NCCL over
 # MPI) and run with GALV_PROGRAM=program-emu out/launch:
 #   - 4-rank tp inference (GPT-2 tiny, 4 heads over 4 ranks) vs onnxruntime;
+#   - per program (tp4 with its output written, dp x tp and ZeRO training
+#     steps without -o): the largest rank's emulated device-memory
+#     high-water mark (GALV_EMU_MEM=1: cudaMalloc'ed bytes live at once)
+#     within 5% of galvc --report-cost's memory per device;
 #   - training, tiny GPT-2, 3 AdamW steps, against the single-device CPU
 #     program (tests/lib/same_training.py: losses and every weight rtol
 #     1e-4, atol 1e-5): dp x tp on a 2x2 mesh (4 ranks), ZeRO on 2 ranks
@@ -59,7 +63,7 @@ PY
 gen() { # NAME ARGS...: galvc --target cuda, then make emu in each program directory (two at a time)
   local n=$1 d
   shift
-  "$G" "$T/g.onnx" "$@" --target cuda --no-build -q -o "$T/$n/" </dev/null >"$T/$n.gen.log" 2>&1 || return 1
+  "$G" "$T/g.onnx" "$@" --target cuda --no-build -q --report-cost -o "$T/$n/" </dev/null >"$T/$n.gen.log" 2>&1 || return 1
   for d in "$T/$n" "$T/$n"/stage*; do
     [ -f "$d/program.cu" ] || continue
     make -s -C "$d" emu >>"$T/$n.gen.log" 2>&1 || return 1
@@ -73,10 +77,24 @@ from same_training import check
 print(check(*sys.argv[1:5], exact=bool(sys.argv[5])))
 PY
 }
-launch() { # NAME ARGS...: the program-emu ranks of NAME
+launch() { # NAME ARGS...: the program-emu ranks of NAME (each prints its device-memory high-water mark at exit)
   local n=$1
   shift
-  GALV_PROGRAM=${GALV_PROGRAM:-program-emu} timeout 300 "$T/$n/launch" "$@" </dev/null
+  GALV_EMU_MEM=1 GALV_PROGRAM=${GALV_PROGRAM:-program-emu} timeout 300 "$T/$n/launch" "$@" </dev/null
+}
+memory() { # NAME LOG: the largest rank's emulated device high-water mark vs the planner's memory per device
+  local r
+  if r=$(python3 - "$T/$1.gen.log" "$2" <<'PY'
+import re, sys
+pred = [int(x) for x in re.findall(r"memory per device: .* total (\d+) of", open(sys.argv[1]).read())]
+got = [int(x) for x in re.findall(r"emulation: device memory high-water (\d+) bytes", open(sys.argv[2]).read())]
+assert len(pred) == 1 and got, f"no figures (predicted {pred}, measured {got})"
+p, g = pred[0], max(got)
+assert abs(g - p) <= 0.05 * p, f"high-water {g} vs predicted {p}: {100 * (g - p) / p:+.2f}%"
+print(f"high-water {g} bytes vs predicted {p} ({100 * (g - p) / p:+.3f}%)")
+PY
+  ); then ok "$1: device memory (emulated allocations) = the planner's memory per device within 5%: $r"
+  else bad "$1: device memory: $r"; fi
 }
 
 # ---- 4-rank tp inference vs onnxruntime
@@ -93,6 +111,7 @@ print(f"max abs err {np.abs(a - ref).max():.3g} vs onnxruntime")
 PY
    ); then ok "4-rank tp inference (NCCL over MPI): $r"
 else bad "4-rank tp inference:"; tail -n 20 "$T/tp4.gen.log" "$T/tp4.log" 2>/dev/null; fi
+memory tp4 "$T/tp4.log"
 echo "     tp4: $(($(date +%s) - t0)) s"
 
 # ---- training: dp x tp (4 ranks), ZeRO (2 ranks; NCCL and host-staged)
@@ -105,6 +124,11 @@ train() { # NAME WHAT ARGS...
 }
 train dptp "dp x tp (2x2 mesh, 4 ranks)" --gpus 4 --mesh dp=2,tp=2 --strategy dp,tp
 train zero "ZeRO (2 ranks)" --gpus 2 --strategy zero
+# the step alone (no -o: writing outputs gathers each tensor on the device, a phase after the steps)
+for n in dptp zero; do
+  launch $n --batches "$T/b" --steps 1 >"$T/$n.mem.txt" 2>&1 || bad "$n: the 1-step run: $(tail -n 3 "$T/$n.mem.txt")"
+  memory $n "$T/$n.mem.txt"
+done
 if make -s -C "$T/zero" emu COMM=staged >"$T/zeros.log" 2>&1 &&
    launch zero --batches "$T/b" --steps 3 -o "$T/zeros.w" >"$T/zeros.txt" 2>&1 &&
    r=$(same "$T/zeros.txt" "$T/zeros.w" "$T/zero.txt" "$T/zero.w" exact 2>&1) &&

@@ -18,7 +18,7 @@
 
 #include "galv_cuda.h"
 
-static char *d_arena, *d_weights, *d_state;
+static char *d_arena, *d_weights, *d_wbase, *d_state;
 static cudaEvent_t ev0, ev1;
 static double step_ms_sum, step_ms_min;
 static long nsteps;
@@ -26,9 +26,14 @@ static long nsteps;
 static void dev_begin(const char *weights, const char *state) {
   galv_cu_init((size_t)galv_cu_scratch_bytes);
   cudaCheck(cudaMalloc((void **)&d_arena, (size_t)(galv_arena_bytes ? galv_arena_bytes : 64)));
-  cudaCheck(cudaMalloc((void **)&d_weights, (size_t)(galv_weights_bytes ? galv_weights_bytes : 64)));
+  /* The step reads the parameters from the state buffer: of weights.bin only the constants after the
+   * parameters' part go to the device (W(off) has off >= galv_cu_param_bytes in a training program), so
+   * the parameters are not held twice */
+  int64_t cb = galv_weights_bytes - galv_cu_param_bytes;
+  cudaCheck(cudaMalloc((void **)&d_wbase, (size_t)(cb > 0 ? cb : 64)));
+  d_weights = d_wbase - galv_cu_param_bytes;
   cudaCheck(cudaMalloc((void **)&d_state, (size_t)(galv_state_bytes ? galv_state_bytes : 64)));
-  cudaCheck(cudaMemcpy(d_weights, weights, (size_t)galv_weights_bytes, cudaMemcpyHostToDevice)); /* constants */
+  if (cb > 0) cudaCheck(cudaMemcpy(d_wbase, weights + galv_cu_param_bytes, (size_t)cb, cudaMemcpyHostToDevice));
   cudaCheck(cudaMemcpy(d_state, state, (size_t)galv_state_bytes, cudaMemcpyHostToDevice));
   cudaCheck(cudaEventCreate(&ev0));
   cudaCheck(cudaEventCreate(&ev1));
@@ -137,7 +142,7 @@ int galv_cu_train_main(int argc, char **argv) {
   }
   if (d_arena) {
     cudaCheck(cudaFree(d_arena));
-    cudaCheck(cudaFree(d_weights));
+    cudaCheck(cudaFree(d_wbase));
     cudaCheck(cudaFree(d_state));
     cudaCheck(cudaEventDestroy(ev0));
     cudaCheck(cudaEventDestroy(ev1));
