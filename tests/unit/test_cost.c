@@ -232,7 +232,7 @@ static void test_gpt2_flops(void) {
   /* biases 9d per layer; the export keeps one copy of the five identical layer-norm
    * weight / bias pairs (2d); wte V x d, wpe 64 x d */
   CHECK_EQ(mem.params, 4 * (matmul_params + L * 9 * d + 2 * d + V * d + 64 * d));
-  CHECK(mem.arena > 0 && mem.total == mem.params + mem.arena);
+  CHECK(mem.arena > 0 && mem.comm == 0 && mem.total == mem.params + mem.arena + mem.constants); /* one device: no collectives */
   gv_module_free(m);
 
   /* training step: backward does two dots per forward dot (activation and weight gradients) */
@@ -248,7 +248,7 @@ static void test_gpt2_flops(void) {
   gv_cost_memory(m, &mem);
   CHECK_EQ(mem.grads, mem.params);
   CHECK(mem.optimizer >= 2 * mem.params);
-  CHECK(mem.activations > 0 && mem.total == mem.params + mem.optimizer + mem.arena);
+  CHECK(mem.activations > 0 && mem.total == mem.params + mem.optimizer + mem.arena + mem.constants + mem.comm);
   gv_module_free(m);
 }
 
