@@ -86,8 +86,9 @@ int gv_pass_autodiff(gv_module *m) {
     for (int r = 0; r < op->nregions; r++) mark_captured(op->regions[r], useful);
   }
 
-  gvb b = {m, ret, "autodiff"};
+  gvb b = {m, ret, "autodiff/seed"}; /* d loss = 1: passes/accumulate.c weighs microbatches here */
   grad[loss->id] = gvb_cst(&b, loss->type.dtype, 1.0);
+  b.loc = "autodiff";
   if (grad[loss->id] && loss->type.rank) {
     gv_op *o = gvb_new(&b, GV_OP_RESHAPE, 1, &grad[loss->id]);
     o->res[0]->type = loss->type;

@@ -3,7 +3,8 @@
  *
  * An op is fusible when it is elementwise (GV_ELEMENTWISE: arithmetic,
  * cast, where, compares, gelu, silu, ...), has one result with a static
- * shape and no regions. The pass walks each block once in program order and
+ * shape and no regions, and is no gradient sum over microbatches
+ * ("accumulate/..."; passes/accumulate.c). The pass walks each block once in program order and
  * keeps at most one open group per iteration shape:
  *   - a fusible op joins the open group of its result shape (or opens one);
  *   - any op that uses a value of an open group it does not join closes that
@@ -64,6 +65,10 @@ static int gid_of(const ctx *c, const gv_value *v) {
 
 static bool fusible(const gv_op *op) {
   if (!(gv_ops[op->code].flags & GV_ELEMENTWISE) || op->nres != 1 || op->nregions) return false;
+  /* gradient sums over microbatches (passes/accumulate.c) stay lone adds: a
+   * chain g0 + g1 + ... fused into one loop at its last member would keep
+   * every microbatch's gradient live to the end of the step */
+  if (op->loc && !strncmp(op->loc, "accumulate/", 11)) return false;
   const gv_type *t = &op->res[0]->type;
   if (t->dtype == GV_DT_UNKNOWN || !gv_type_is_static(t)) return false;
   for (int i = 0; i < op->nopnds; i++) {

@@ -24,6 +24,7 @@ int gv_pass_loss(gv_module *m);           /* passes/loss.c */
 int gv_pass_autodiff(gv_module *m);       /* passes/autodiff.c */
 int gv_pass_optimizer(gv_module *m);      /* passes/optimizer.c */
 int gv_pass_recompute(gv_module *m);      /* passes/recompute.c */
+int gv_pass_accumulate(gv_module *m);     /* passes/accumulate.c */
 
 /* Training options, set by the drivers (galvc --train, galv-eval --train,
  * galv-opt) before running loss / optimizer; defaults in passes/registry.c
@@ -36,6 +37,8 @@ typedef struct {
   double lr, weight_decay, beta1, beta2, eps, momentum;
   double clip_grad_norm;  /* > 0: gradients scaled to this global 2-norm at most (torch's clip_grad_norm_); 0: off */
   const char *recompute;  /* recomputed in backward: "none" | "all" | LIST (layers) | "selective" | "selective:LIST" (attention cores; recompute.c) */
+  int64_t microbatches;   /* > 1: gradients accumulated over this many microbatches in one program (accumulate.c) */
+  bool zero_reduce_each;  /* ZeRO with microbatches: reduce-scatter every microbatch's gradient (propagate-sharding) */
 } gv_train_options;
 extern gv_train_options gv_train_opts;
 /* Sharding (docs/sharding.md): options set by the drivers (galvc --strategy,

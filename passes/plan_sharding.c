@@ -296,7 +296,7 @@ int gv_plan_apply(gv_module *m, const gv_plan *plan) {
     if (rc > 0) rc = gv_error(m, "plan: the batch does not divide into %lld shards over the plan's batch axes", (long long)dprod(plan));
   }
   ctx_free(&C);
-  return rc ? -1 : 0;
+  return rc == 1 ? 1 : rc ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- realisation */
@@ -1247,7 +1247,8 @@ int gv_pass_plan_sharding(gv_module *m) {
     search S;
     const gv_mesh *fixed = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL;
     rc = plan_search(&C, devices, fixed, o->exhaustive, &S);
-    if (!rc && !S.found) {
+    if (!rc && !S.found && S.min_mem >= 0 && o->probe) rc = 1; /* no error line: the driver tries a smaller microbatch */
+    else if (!rc && !S.found) {
       char s[128] = "";
       if (S.min_mem >= 0) gv_plan_unit_str(&S.min_mem_plan, S.min_mem_plan.nunits > 1 ? 1 : 0, s, sizeof s);
       if (S.min_mem >= 0 && S.min_realised) {
@@ -1295,5 +1296,5 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (!rc && !o->quiet) fprintf(stderr, "plan: wrote %s\n", o->plan_out);
   }
   ctx_free(&C);
-  return rc ? -1 : 0;
+  return rc == 1 ? 1 : rc ? -1 : 0;
 }

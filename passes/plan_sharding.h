@@ -56,6 +56,7 @@ typedef struct {
   const char *plan_out;      /* plan.json path; NULL: not written */
   bool exhaustive;           /* realise every plan of the space (tests: the exact optimum) */
   bool quiet;                /* no report on stderr */
+  bool probe;                /* no plan fits the memory: return 1 without an error line (galvc tries more microbatches) */
 } gv_plan_options;
 extern gv_plan_options gv_plan_opts;
 

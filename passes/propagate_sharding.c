@@ -680,6 +680,35 @@ static int preset_pins(prop *P, const char *strategy) {
   return 0;
 }
 
+/* --zero-reduce per-microbatch (passes/accumulate.c): the gradient sums of
+ * a split (ZeRO) parameter P, ops at "accumulate/P", are split like P, so
+ * every microbatch's gradient, a pending dp sum, is reduce-scattered into
+ * the shard before it is added. Without it the sums stay pending and are
+ * reduced once, where the optimizer reads them. */
+static void pin_accumulate(prop *P) {
+  gv_func *f = P->m->main;
+  unsigned batch = 0; /* the axes splitting the data inputs' dim 0: ZeRO shards over them */
+  for (int j = 0; j < f->body->nargs; j++) {
+    const gv_sharding *s = P->sh[f->body->args[j]->id];
+    if (f->arg_is_param[j] || (f->arg_is_state && f->arg_is_state[j]) || !s || s->rank < 1) continue;
+    for (int a = 0; a < s->naxes[0]; a++) batch |= 1u << s->axes[0][a];
+  }
+  for (gv_op *op = f->body->first; op; op = op->next) {
+    const char *nm = op->loc && !strncmp(op->loc, "accumulate/", 11) ? op->loc + 11 : NULL;
+    if (!nm || op->nres != 1 || P->sh[op->res[0]->id]) continue;
+    for (int j = 0; j < f->body->nargs; j++) {
+      gv_value *p = f->body->args[j];
+      const gv_sharding *ps = P->sh[p->id];
+      if (!f->arg_is_param[j] || !ps || !f->arg_names[j] || strcmp(f->arg_names[j], nm)) continue;
+      bool zero = false;
+      for (int d = 0; d < ps->rank; d++)
+        for (int a = 0; a < ps->naxes[d]; a++) zero |= (batch >> ps->axes[d][a]) & 1;
+      if (zero && !ps->partial && gv_type_equal(&op->res[0]->type, &p->type)) P->sh[op->res[0]->id] = ps;
+      break;
+    }
+  }
+}
+
 /* Sharding file: one value a line, `NAME [{"dp"}, {}, {"tp"}]` (mesh: the
  * first); '#' starts a comment. Strict: a regular file of at most 16 MiB,
  * lines of at most 4095 bytes, nothing after the closing ']' but a comment,
@@ -810,6 +839,7 @@ int gv_pass_propagate_sharding(gv_module *m) {
   int rc = 0;
   if (gv_shard_opts.strategy) rc = preset_pins(&P, gv_shard_opts.strategy);
   if (!rc && gv_shard_opts.file) rc = file_pins(&P, gv_shard_opts.file);
+  if (!rc && gv_train_opts.zero_reduce_each) pin_accumulate(&P);
   for (int iter = 0; !rc && iter < 4 * n + 8; iter++) {
     int changed = 0;
     for (gv_op *op = f->body->first; op && !rc; op = op->next) {

@@ -11,6 +11,7 @@ const gv_pass gv_pass_table[] = {
     {"loss", gv_pass_loss, "training: append the loss (--loss, --labels) and return it"},
     {"autodiff", gv_pass_autodiff, "training: reverse-mode gradients of the loss for every parameter"},
     {"recompute", gv_pass_recompute, "training: recompute the selected layers' activations, or only their attention cores, in backward (--recompute)"},
+    {"accumulate", gv_pass_accumulate, "training: gradients accumulated over --microbatches microbatches of the imported batch"},
     {"optimizer", gv_pass_optimizer, "training: append the SGD / AdamW update; the function becomes the training step"},
     {"cluster-layers", gv_pass_cluster_layers, "pipeline: METIS layer groups (--layers K), repaired into an acyclic ordered sequence"},
     {"propagate-sharding", gv_pass_propagate_sharding, "shardings for every value from pinned ones (--strategy, --sharding); galv.reshard where they differ"},
@@ -23,6 +24,7 @@ const gv_pass gv_pass_table[] = {
 gv_train_options gv_train_opts = {
     .loss = "cross_entropy", .labels = "labels", .ignore_index = -100, .optimizer = "adamw",
     .lr = 1e-3, .weight_decay = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .momentum = 0.0, .recompute = "none",
+    .microbatches = 1,
 };
 
 gv_shard_options gv_shard_opts = {.strategy = NULL, .file = NULL, .quiet = true};

@@ -16,7 +16,7 @@
 #include "../passes/passes.h"
 #include "../runtime/npy.h"
 
-static const char *const train_passes[] = {"loss", "autodiff", "recompute", "optimizer", NULL};
+static const char *const train_passes[] = {"loss", "autodiff", "recompute", "accumulate", "optimizer", NULL};
 
 static void usage(FILE *f) {
   fprintf(f, "usage: galv-eval MODEL.onnx [options]\n"

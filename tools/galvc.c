@@ -49,6 +49,7 @@ const char *const train_pipeline[NTRAIN] = {
     "loss",      /* --loss over the first output; new input --labels */
     "autodiff",  /* gradients of the loss for every parameter */
     "recompute", /* --recompute layers: forward clones before their backward uses */
+    "accumulate", /* --microbatches B (no pipeline): B microbatches' gradients summed */
     "optimizer", /* --optimizer update; the function becomes the training step */
 };
 
@@ -400,6 +401,7 @@ int main(int argc, char **argv) {
   bool sched_auto = false; /* --schedule auto given */
   /* options that only apply with another, remembered to name them in a conflict */
   const char *train_opt = NULL, *adam_opt = NULL, *pipe_opt = NULL;
+  int mb_given = 0, zero_reduce_given = 0;
   static char train_opt_buf[32];
   int momentum_given = 0, ignore_given = 0, arch_given = 0, search_given = 0, memlim_given = 0, dump_dir_given = 0;
 
@@ -469,7 +471,7 @@ int main(int argc, char **argv) {
       if (strcmp(val, "dp") && strcmp(val, "equal")) { gv_error_plain("--stage-cuts %s: expected dp or equal", val); return 2; }
       pa.cuts = strcmp(val, "equal") == 0 ? 2 : 1;
     } else if (TAKES("--microbatches")) {
-      pipe_opt = "--microbatches";
+      mb_given = 1; /* with --pipeline-stages the pipeline's; without, gradient accumulation (--train) */
       int64_t k = 0;
       if (strcmp(val, "auto") && strcmp(val, "0") && parse_pos_int("--microbatches", val, &k)) return 2;
       pa.B = k > 1000000 ? 1000000 : (int)k;
@@ -586,6 +588,13 @@ int main(int argc, char **argv) {
     } else if (TAKES("--optimizer")) {
       train_opt = "--optimizer";
       gv_train_opts.optimizer = val;
+    } else if (TAKES("--zero-reduce")) {
+      zero_reduce_given = 1;
+      if (strcmp(val, "once") && strcmp(val, "per-microbatch")) {
+        gv_error_plain("--zero-reduce %s: expected once or per-microbatch", val);
+        return 2;
+      }
+      gv_train_opts.zero_reduce_each = strcmp(val, "per-microbatch") == 0;
     } else if (TAKES("--recompute")) {
       train_opt = "--recompute";
       gv_train_opts.recompute = val;
@@ -700,11 +709,17 @@ int main(int argc, char **argv) {
     else if (ignore_given && strcmp(gv_train_opts.loss, "mse") == 0)
       why = "--ignore-index is cross_entropy's: it does not combine with --loss mse";
     else if (arch_given && strcmp(target, "cpu") == 0) why = "--cuda-arch applies to --target cuda, not --target cpu";
+    else if (mb_given && !pa.on && !train)
+      why = "--microbatches without --pipeline-stages accumulates gradients over microbatches: it needs --train";
+    else if (zero_reduce_given && !train) why = "--zero-reduce applies to the training step: it needs --train";
+    else if (zero_reduce_given && pa.on)
+      why = "--zero-reduce applies to one program's gradient accumulation, not to --pipeline-stages (the pipeline runtime reduces once per step)";
+    else if (zero_reduce_given && !mb_given) why = "--zero-reduce chooses how accumulated gradients are reduced: it needs --microbatches";
     else if (pipe_opt && !pa.on) snprintf(msg, sizeof msg, "%s applies to pipelines: it needs --pipeline-stages", pipe_opt), why = msg;
     else if (search_given && gv_plan_opts.plan_in) why = "--plan-search does not combine with --plan (a saved plan is applied, not searched)";
     else if (search_given && !planner)
       why = "--plan-search applies to the planner (--gpus > 1 without --strategy / --sharding, not --pipeline-stages)";
-    else if (memlim_given && !planner && !pa.on)
+    else if (memlim_given && !planner && !pa.on && !(mb_given && !pa.B))
       why = "--memory-limit applies to the planner or the pipeline stage DP (not --strategy / --sharding, nor one device)";
     else if (gv_plan_opts.plan_out && !planner)
       why = "--plan-out writes the planner's plan: it needs the planner (--gpus > 1 without --strategy / --sharding, or --plan)";
@@ -841,7 +856,8 @@ int main(int argc, char **argv) {
   }
   gv_cluster cluster;
   memset(&cluster, 0, sizeof cluster); /* not loaded without --cluster / --report-cost / a plan */
-  if ((cluster_spec || report_cost || gv_plan_opts.active) && gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster))
+  bool mb_auto = train && !pa.on && mb_given && !pa.B; /* --microbatches auto: the smallest B that fits */
+  if ((cluster_spec || report_cost || gv_plan_opts.active || mb_auto) && gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster))
     return 2;
   /* Nodes of the cluster's kind as many as the devices need (--gpus-per-node overrides the node size). */
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
@@ -921,10 +937,27 @@ int main(int argc, char **argv) {
     return compile_pipeline(model, opt, &pa, gpus, &cluster, out, quiet, build, verify_each, train,
                             strcmp(target, "cuda") == 0 ? &cuda : NULL) ? 1 : 0;
   }
-  double t0 = now();
-  gv_module *m = gv_import_onnx(model, &opt);
-  if (!m) return 1;
+  /* Gradient accumulation (--microbatches B, no pipeline): the import at the
+   * microbatch size, the accumulate pass restores the batch. B is fixed, or
+   * the smallest divisor of the batch whose program fits (--microbatches
+   * auto; and training plans of the planner when the whole batch fits no
+   * plan): a B that does not fit is dropped and the next one compiled. */
+  const gv_import_options opt0 = opt;
+  int64_t global_batch = 0;
+  bool mb_search = mb_auto || (train && !pa.on && !mb_given && gv_plan_opts.active && !gv_plan_opts.plan_in);
+  int B = train && !pa.on && mb_given ? (pa.B ? pa.B : 1) : 1;
+  if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
+  gv_module *m = NULL;
   int rc = 0;
+retry:
+  rc = 0;
+  gv_train_opts.microbatches = B;
+  if (B > 1 && galvc_microbatch_shapes(model, &opt, &pa, B, &global_batch)) return 1;
+  int next_B = 0; /* the next candidate when this B does not fit (found when needed) */
+  gv_plan_opts.probe = mb_search; /* the planner: no plan fits is 1, not an error line */
+  double t0 = now();
+  m = gv_import_onnx(model, &opt);
+  if (!m) return 1;
   if (naxes && !gv_module_add_mesh(m, "m", naxes, axn, axs)) rc = 1;
   if (stats) print_stats(m, "import");
   if (!quiet) fprintf(stderr, "galvc: imported %s: %d ops (%.3f s)\n", model, count_ops(m->main->body), now() - t0);
@@ -947,7 +980,30 @@ int main(int argc, char **argv) {
     const gv_pass *p = gv_pass_lookup(passes[i]);
     double t = now(), tc = cpu_now();
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
-      if (gv_pass_plan_sharding(m)) { rc = 1; break; }
+      int pr = gv_pass_plan_sharding(m);
+      if (pr == 1) {
+        if (!global_batch) { /* the planner's fallback: the batch is read only now */
+          gv_import_options o1 = opt0;
+          if (galvc_microbatch_shapes(model, &o1, &pa, 0, &global_batch)) { rc = 1; break; }
+        }
+        for (int64_t c = B + 1; c <= global_batch && !next_B; c++)
+          if (global_batch % c == 0) next_B = (int)c;
+        if (!next_B) { /* no candidate left: the planner's own error line */
+          gv_plan_opts.probe = false;
+          pr = gv_pass_plan_sharding(m);
+        }
+      }
+      if (pr == 1 && next_B) { /* no plan fits at this microbatch size: the next one */
+        if (!quiet) fprintf(stderr, "galvc: no plan fits with %d microbatch%s of %lld: trying %d\n", B, B > 1 ? "es" : "",
+                            (long long)(global_batch / B), next_B);
+        gv_module_free(m);
+        B = next_B;
+        goto retry;
+      }
+      if (pr) { rc = 1; break; }
+      if (B > 1 && (mb_search || mb_auto) && !quiet)
+        fprintf(stderr, "galvc: microbatches: %d of %lld samples (batch %lld): the fewest with a plan that fits\n", B,
+                (long long)(global_batch / B), (long long)global_batch);
       if (!quiet)
         fprintf(stderr, "galvc: %-18s %6d ops (%.3f s, cpu %.3f s)\n", "plan-sharding", count_ops(m->main->body), now() - t,
                 cpu_now() - tc);
@@ -961,10 +1017,29 @@ int main(int argc, char **argv) {
     if (!quiet)
       fprintf(stderr, "galvc: %-18s %6d ops (%.3f s, cpu %.3f s)\n", p->name, count_ops(m->main->body), now() - t, cpu_now() - tc);
     if (!quiet && strcmp(p->name, "memory-plan") == 0) print_arena(m);
+    if (mb_auto && !gv_plan_opts.active && strcmp(p->name, "memory-plan") == 0) { /* one program: its own memory */
+      for (int64_t c = B + 1; c <= global_batch && !next_B; c++)
+        if (global_batch % c == 0) next_B = (int)c;
+      gv_mem mem;
+      gv_cost_memory(m, &mem);
+      int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cluster.memory_bytes;
+      if (mem.total > lim && next_B) {
+        if (!quiet) fprintf(stderr, "galvc: %d microbatch%s of %lld need %lld bytes, over %lld: trying %d\n", B, B > 1 ? "es" : "",
+                            (long long)(global_batch / B), (long long)mem.total, (long long)lim, next_B);
+        gv_module_free(m);
+        B = next_B;
+        goto retry;
+      }
+      if (mem.total > lim) { rc = gv_error_plain("%s: %d microbatches of %lld samples still need %lld bytes per device, over %lld", model, B,
+                                                  (long long)(global_batch / B), (long long)mem.total, (long long)lim); break; }
+      if (!quiet) fprintf(stderr, "galvc: microbatches: %d of %lld samples (batch %lld): the fewest that fit (%lld bytes)\n", B,
+                          (long long)(global_batch / B), (long long)global_batch, (long long)mem.total);
+    }
     if (dump_after && (strcmp(dump_after, "all") == 0 || strcmp(dump_after, p->name) == 0))
       rc = dump(m, dump_dir, i + 1, p->name);
   }
   (void)dumpn;
+  galvc_microbatch_done();
   if (plan_only) {
     gv_module_free(m);
     return rc;

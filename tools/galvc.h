@@ -15,7 +15,7 @@
 #include "../runtime/galv_file.h"
 
 /* With --train, inserted right after dce: the training step (galvc.c). */
-enum { NTRAIN = 4 };
+enum { NTRAIN = 5 };
 extern const char *const train_pipeline[NTRAIN];
 
 int count_ops(const gv_block *b);
@@ -58,6 +58,14 @@ typedef struct {
   bool plan_only;        /* --plan-only: stop after the stage plan (prints it; works with --no-weights) */
   bool batch_given;      /* --batch given: every data input's dim 0 must be it */
 } pipe_args;
+
+/* --microbatches B without pipeline stages (gradient accumulation,
+ * passes/accumulate.c): checks the data inputs as a pipeline does (every one
+ * has dim 0 = the global batch, which B divides; a bad one is one error line
+ * naming the input) and sets opt to the microbatch size. *global: the batch
+ * (B = 0: only *global is found). Returns 0, or 1 after an error line. */
+int galvc_microbatch_shapes(const char *model, gv_import_options *opt, const pipe_args *pa, int B, int64_t *global);
+void galvc_microbatch_done(void); /* frees what galvc_microbatch_shapes read */
 
 int compile_pipeline(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
                      const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda);

@@ -213,11 +213,11 @@ static int pipe_inputs(const char *model, gv_import_options opt, const pipe_args
     const gv_type *t = &f->body->args[a]->type;
     const char *name = f->arg_names[a];
     if (t->rank < 1)
-      rc = gv_error_plain("%s: input '%s' is a scalar: pipeline stages split dim 0 (the batch) of every data input into "
-                          "microbatches", model, name);
+      rc = gv_error_plain("%s: input '%s' is a scalar: microbatches (pipeline stages, --microbatches) split dim 0 (the "
+                          "batch) of every data input", model, name);
     else if (first && t->dims[0] != *global)
-      rc = gv_error_plain("%s: input '%s' has a batch (dim 0) of %lld, input '%s' of %lld: pipeline stages split dim 0 of "
-                          "every data input into microbatches", model, name, (long long)t->dims[0], first, (long long)*global);
+      rc = gv_error_plain("%s: input '%s' has a batch (dim 0) of %lld, input '%s' of %lld: microbatches (pipeline stages, "
+                          "--microbatches) split dim 0 of every data input", model, name, (long long)t->dims[0], first, (long long)*global);
     else if (pa->batch_given && t->dims[0] != opt.batch)
       rc = gv_error_plain("%s: input '%s' has a static batch (dim 0) of %lld, but --batch is %lld", model, name,
                           (long long)t->dims[0], (long long)opt.batch);
@@ -236,6 +236,25 @@ static int pipe_inputs(const char *model, gv_import_options opt, const pipe_args
   gv_module_free(m);
   if (!rc && !n) rc = gv_error_plain("%s: the model has no data input to split into microbatches", model);
   return rc;
+}
+
+static int64_t pin_global;
+
+int galvc_microbatch_shapes(const char *model, gv_import_options *opt, const pipe_args *pa, int B, int64_t *global) {
+  if (!pin.glob) { /* the inputs are read once; later calls (--microbatches auto) only rescale them */
+    pipe_args p = *pa;
+    p.B = B;
+    if (pipe_inputs(model, *opt, &p, &pin_global)) return 1;
+  }
+  *global = pin_global;
+  if (B) *opt = at_microbatch(*opt, pin_global, B);
+  return 0;
+}
+
+void galvc_microbatch_done(void) {
+  for (int i = 0; pin.glob && i < pin.n; i++) free((char *)pin.glob[i].name);
+  free(pin.glob), free(pin.mb);
+  pin.glob = pin.mb = NULL, pin.n = 0;
 }
 
 /* The key plans are compared by (pl->tl_ns): with the schedule chosen
