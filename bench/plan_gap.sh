@@ -30,5 +30,5 @@ echo "GPT-3 175B shape (96 layers), inference on 8 x h200, --plan-only: $(python
 # docs/planner.md); at batch 64 no plan fits 141 GB (activations), so the
 # search ends in the memory error: its time is the search's
 start=$(date +%s.%N)
-timeout 600 $G "$T/gpt3/gpt3.onnx" --no-weights --batch 64 --seq 2048 --gpus 64 --train --cluster h200 --plan-only -q 2>&1 | grep -o 'no plan fits.*bytes ([^)]*)'
+timeout 600 $G "$T/gpt3/gpt3.onnx" --no-weights --batch 64 --seq 2048 --gpus 64 --train --microbatches 1 --cluster h200 --plan-only -q 2>&1 | grep -o 'no plan fits.*bytes ([^)]*)'
 echo "GPT-3 175B shape (96 layers), training on 64 x h200, --plan-only: $(python3 -c "print('%.2f' % ($(date +%s.%N) - $start))") s wall"

@@ -106,7 +106,9 @@ fi
 # candidate's REALISED memory, term by term (not the reduced programs'
 # prediction): with a limit one byte under the all-ZeRO plan's realisation,
 # that plan (the smallest on a dp mesh) is named with exactly its bytes.
-out=$($G "${A12[@]}" -q --memory-limit $((lo - 1)) 2>&1)
+# --microbatches 1: the whole batch at once (else galvc would go on to 2
+# microbatches, which fit).
+out=$($G "${A12[@]}" -q --microbatches 1 --memory-limit $((lo - 1)) 2>&1)
 if [ "$(echo "$out" | wc -l)" = 1 ] &&
    echo "$out" | grep -q "no plan fits the memory limit of $((lo - 1)) bytes per device on 4 devices: the smallest candidate (dp(dp)+zero) needs $lo bytes realised (parameters [0-9]*, gradients [0-9]*, optimizer state [0-9]*, activations [0-9]*); .* dominate"; then
   echo "ok 12 layers, limit all-ZeRO - 1: $out"

@@ -23,6 +23,8 @@ static void usage(FILE *f) {
           "  --strategy=S     propagate-sharding presets: dp, tp, zero, dp,tp (docs/sharding.md)\n"
           "  --sharding=FILE  propagate-sharding: pinned values, NAME [{\"dp\"}, {}] per line\n"
           "  --collectives    spmd-partition: print the collective table (stderr)\n"
+          "  --microbatches=B accumulate: B microbatches of the function's batch (the input is one microbatch)\n"
+          "  --zero-reduce=F  propagate-sharding: accumulated ZeRO gradients reduced once (default) or per-microbatch\n"
           "  --help           this text\n\npasses:\n");
   for (int i = 0; i < gv_pass_count; i++)
     fprintf(f, "  %-16s %s\n", gv_pass_table[i].name, gv_pass_table[i].help);
@@ -96,6 +98,20 @@ int main(int argc, char **argv) {
       gv_shard_opts.strategy = val;
     } else if (TAKES("--sharding")) {
       gv_shard_opts.file = val;
+    } else if (TAKES("--microbatches")) {
+      char *end;
+      long k = strtol(val, &end, 10);
+      if (*end || k < 1 || k > 1000000) {
+        gv_error_plain("--microbatches=%s: expected a positive integer", val);
+        return 2;
+      }
+      gv_train_opts.microbatches = k;
+    } else if (TAKES("--zero-reduce")) {
+      if (strcmp(val, "once") && strcmp(val, "per-microbatch")) {
+        gv_error_plain("--zero-reduce=%s: expected once or per-microbatch", val);
+        return 2;
+      }
+      gv_train_opts.zero_reduce_each = strcmp(val, "per-microbatch") == 0;
     } else if (strcmp(a, "--collectives") == 0) {
       gv_shard_opts.quiet = false;
     } else if (strcmp(a, "--verify-each") == 0) {
