@@ -615,6 +615,12 @@ static int preset_pins(prop *P, const char *strategy) {
         if (!s && v->type.dims[0] != 1)
           return gv_error(P->m, "strategy dp: input '%s' has batch dim of size %lld, which does not divide into %lld shards (mesh axes dp)",
                           f->arg_names[i], (long long)v->type.dims[0], (long long)p);
+        /* accumulated microbatches (passes/accumulate.c) are split over dp one by one */
+        int64_t mb = gv_train_opts.microbatches;
+        if (s && mb > 1 && (v->type.dims[0] / mb) % p)
+          return gv_error(P->m, "strategy dp: input '%s': a microbatch of %lld samples (batch %lld in --microbatches %lld) does not "
+                                "divide into %lld shards (mesh axes dp)", f->arg_names[i], (long long)(v->type.dims[0] / mb),
+                          (long long)v->type.dims[0], (long long)mb, (long long)p);
         pin(P, v, s);
       }
       if (zero && (f->arg_is_param[i] || state))
