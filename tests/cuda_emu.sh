@@ -15,7 +15,8 @@
 #     tests/train_cpu.sh); the GPT-2 step also as the race-check build
 #     (cross-entropy's block reductions) and as bf16 mixed precision (losses
 #     within 1e-3 of fp32's, tests/train_bf16.sh's bound) and with 2
-#     accumulated microbatches (--microbatches 2) vs torch's whole batch;
+#     accumulated microbatches (--microbatches 2) vs torch's whole batch
+#     (fp32 and bf16, the same bounds);
 #   - MPI (mpirun, NCCL over MPI): 2-rank tp inference == onnxruntime and ==
 #     the single-device program-emu, and with the host-staged backend
 #     (COMM=staged) == the NCCL backend; 2-rank dp training vs torch; a 2-stage
@@ -164,9 +165,11 @@ if [ $TORCH = 1 ]; then
   for fam in gpt2 llama; do (train_one $fam >"$T/train_$fam.build.log" 2>&1) & done
   wait
   (train_one gpt2 bf16 >"$T/train_gpt2_bf16.build.log" 2>&1) &
-  (o=$T/train_gpt2_mb2 # gradient accumulation: 2 microbatches of 1 sample (passes/accumulate.c)
-   "$BUILD/galvc" "$T/gpt2_t.onnx" --input-shape input_ids=2x8 --train --microbatches 2 --target cuda --no-build -q -o "$o/" &&
-     make -s -C "$o" emu && "$o/program-emu" --batches "$T/batches" --steps 3 -o "$o.w" >"$o.log") >"$T/train_gpt2_mb2.build.log" 2>&1 &
+  for p in fp32 bf16; do # gradient accumulation: 2 microbatches of 1 sample (passes/accumulate.c)
+    (o=$T/train_gpt2_mb2_$p
+     "$BUILD/galvc" "$T/gpt2_t.onnx" --input-shape input_ids=2x8 --train --microbatches 2 --precision $p --target cuda --no-build -q -o "$o/" &&
+       make -s -C "$o" emu && "$o/program-emu" --batches "$T/batches" --steps 3 -o "$o.w" >"$o.log") >"$T/train_gpt2_mb2_$p.build.log" 2>&1 &
+  done
   for fam in gpt2 llama; do
     o=$T/train_$fam
     if [ ! -f "$o.log" ] || ! grep -q "^step 2 loss" "$o.log"; then bad "training $fam:"; cat "$o.build.log" "$o.log" 2>/dev/null; continue; fi
@@ -188,11 +191,22 @@ print("|bf16 - fp32 torch| per step " + " ".join(f"{x:.2g}" for x in d) + " (<= 
 PY
   ); then ok "training gpt2 bf16 (fp32 master weights, bf16 activations), 3 AdamW steps: $r"
   else bad "training gpt2 bf16:"; cat "$T/train_gpt2_bf16.build.log" "$T/train_gpt2_bf16.log" 2>/dev/null; echo "$r"; fi
-  # 2 accumulated microbatches (microbatch 0 holds the ignored labels) = torch's whole batch
-  if [ -f "$T/train_gpt2_mb2.log" ] && r=$("$TORCH_PY" "$SRC/tests/train/compare.py" "$T/train_gpt2_mb2.log" "$T/gpt2.torch.log" \
-     "$T/train_gpt2_mb2.w" "$T/gpt2.torch" 1e-4 1e-4); then
+  # 2 accumulated microbatches (microbatch 0 holds the ignored labels) = torch's whole batch; bf16 within 1e-3
+  # (each microbatch's loss weight, d loss of its cross-entropy gradient, stays fp32)
+  wait
+  if [ -f "$T/train_gpt2_mb2_fp32.log" ] && r=$("$TORCH_PY" "$SRC/tests/train/compare.py" "$T/train_gpt2_mb2_fp32.log" \
+     "$T/gpt2.torch.log" "$T/train_gpt2_mb2_fp32.w" "$T/gpt2.torch" 1e-4 1e-4); then
     ok "training gpt2, 2 accumulated microbatches, 3 AdamW steps vs torch (whole batch): $(echo "$r" | grep -E '^step 2|^params' | tr '\n' ' ')"
-  else bad "training gpt2 with 2 microbatches:"; cat "$T/train_gpt2_mb2.build.log" "$T/train_gpt2_mb2.log" 2>/dev/null; echo "$r"; fi
+  else bad "training gpt2 with 2 microbatches:"; cat "$T/train_gpt2_mb2_fp32.build.log" "$T/train_gpt2_mb2_fp32.log" 2>/dev/null; echo "$r"; fi
+  if [ -f "$T/train_gpt2_mb2_bf16.log" ] && r=$(python3 - "$T/train_gpt2_mb2_bf16.log" "$T/gpt2.torch.log" <<'PY'
+import re, sys
+got, ref = ([float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)] for p in sys.argv[1:3])
+d = [abs(a - b) for a, b in zip(got, ref)]
+assert len(got) == 3 and len(ref) == 3 and max(d) <= 1e-3, f"bf16 {got} vs fp32 {ref}"
+print("|bf16 - fp32 torch| per step " + " ".join(f"{x:.2g}" for x in d) + " (<= 1e-3)")
+PY
+  ); then ok "training gpt2 bf16, 2 accumulated microbatches: $r"
+  else bad "training gpt2 bf16 with 2 microbatches:"; cat "$T/train_gpt2_mb2_bf16.build.log" "$T/train_gpt2_mb2_bf16.log" 2>/dev/null; echo "$r"; fi
   o=$T/train_gpt2
   if make -s -C "$o" emu-race >"$T/race_t.log" 2>&1 &&
      "$o/program-emu-race" --batches "$T/batches" --steps 3 -o "$o.race.w" >"$o.race.log" 2>>"$T/race_t.log" &&

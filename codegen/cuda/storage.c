@@ -44,7 +44,8 @@ static bool skip(const gv_op *op) {
  * weights, optimizer state; the data inputs), constants, the step's results
  * (loss, new parameters and state), and every op result all of whose uses
  * are by ops other than GEMMs, convolutions, norms, softmax and
- * cross-entropy that have an fp32 result — the parameter gradients, their
+ * cross-entropy that have an fp32 result (or by cross-entropy's gradient as
+ * its d loss) — the parameter gradients, their
  * sums and partial sums (dW from a GEMM, bias and norm-scale gradients from
  * a reduce, embedding gradients from gather_grad, their all-reduces) and
  * what goes only into them or into the loss. A copy or collective stores
@@ -86,7 +87,9 @@ int cu_plan_storage(gv_module *m, unsigned char *half, int nvals) {
     bool through = any && !takes_activations(op);
     for (int i = 0; i < op->nopnds; i++) {
       int r = root[op->opnds[i]->id];
-      if (through) used[r] = 1;
+      /* cross_entropy_grad's d loss is a scalar its kernel reads as fp32: an
+       * accumulated microbatch's weight (passes/accumulate.c) stays fp32 */
+      if (through || (op->code == GV_OP_CROSS_ENTROPY_GRAD && i == 0)) used[r] = 1;
       else bad[r] = 1;
     }
   }
