@@ -54,7 +54,12 @@ conflict "--eps is AdamW's" --train --optimizer sgd --eps=1e-6 "${IR[@]}"
 conflict "--ignore-index is cross_entropy's: it does not combine with --loss mse" --train --loss mse --ignore-index 0 "${IR[@]}"
 conflict "--cuda-arch applies to --target cuda, not --target cpu" --target cpu --cuda-arch sm_80 "${IR[@]}"
 conflict "--cuda-arch applies to --target cuda" --cuda-arch sm_80 "${IR[@]}" # one device: the cpu target by default
-for o in "--microbatches 2" "--schedule gpipe" "--stage-cost analytic" "--stage-cuts equal" "--trace-plan $T/t.json" "--virtual-stages 2"; do
+conflict "--microbatches without --pipeline-stages accumulates gradients over microbatches: it needs --train" --microbatches 2 "${IR[@]}"
+conflict "--zero-reduce applies to the training step: it needs --train" --zero-reduce once "${IR[@]}"
+conflict "--zero-reduce chooses how accumulated gradients are reduced: it needs --microbatches" --train --zero-reduce once "${IR[@]}"
+conflict "--zero-reduce applies to one program's gradient accumulation, not to --pipeline-stages" --train --pipeline-stages 2 \
+  --microbatches 2 --zero-reduce once --target cpu -o "$T/o/"
+for o in "--schedule gpipe" "--stage-cost analytic" "--stage-cuts equal" "--trace-plan $T/t.json" "--virtual-stages 2"; do
   # shellcheck disable=SC2086
   conflict "${o%% *} applies to pipelines: it needs --pipeline-stages" $o "${IR[@]}"
 done

@@ -727,7 +727,8 @@ int main(int argc, char **argv) {
     else if (search_given && !planner)
       why = "--plan-search applies to the planner (--gpus > 1 without --strategy / --sharding, not --pipeline-stages)";
     else if (memlim_given && !planner && !pa.on && !(mb_given && !pa.B))
-      why = "--memory-limit applies to the planner or the pipeline stage DP (not --strategy / --sharding, nor one device)";
+      why = "--memory-limit applies to the planner or the pipeline stage DP (not --strategy / --sharding, nor one device, unless "
+            "--train --microbatches auto)";
     else if (gv_plan_opts.plan_out && !planner)
       why = "--plan-out writes the planner's plan: it needs the planner (--gpus > 1 without --strategy / --sharding, or --plan)";
     else if (plan_only && report_cost) why = "--report-cost does not combine with --plan-only (planning stops before the program it costs)";
