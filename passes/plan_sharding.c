@@ -1125,7 +1125,11 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
     fprintf(f, "    {\"unit\": \"%s%d\", \"strategy\": \"%s\", \"zero\": %s}%s\n", u ? "layer " : "outer", u ? u - 1 : 0,
             s, p->zero[u] ? "true" : "false", u + 1 < p->nunits ? "," : "");
   }
-  fprintf(f, "  ],\n  \"predicted\": {\"step_ns\": %lld, \"compute_ns\": %lld, \"communication_ns\": %lld},\n",
+  fprintf(f, "  ],\n");
+  if (gv_train_opts.microbatches > 1) /* gradient accumulation (passes/accumulate.c): --plan compiles as many */
+    fprintf(f, "  \"microbatches\": %lld,\n  \"zero_reduce\": \"%s\",\n", (long long)gv_train_opts.microbatches,
+            gv_train_opts.zero_reduce_each ? "per-microbatch" : "once");
+  fprintf(f, "  \"predicted\": {\"step_ns\": %lld, \"compute_ns\": %lld, \"communication_ns\": %lld},\n",
           (long long)pc->step_ns, (long long)pc->compute_ns, (long long)pc->comm_ns);
   fprintf(f, "  \"memory_per_device\": {\"parameters\": %lld, \"gradients\": %lld, \"optimizer\": %lld, \"activations\": %lld, \"total\": %lld},\n",
           (long long)pc->mem_params, (long long)pc->mem_grads, (long long)pc->mem_optimizer, (long long)pc->mem_activations,
@@ -1146,6 +1150,28 @@ static int axis_named(const gv_plan *p, const gv_json *v, const char *path, cons
     for (int a = 0; a < p->naxes; a++)
       if (strcmp(p->axis[a], v->str) == 0) return *out = a, 0;
   return gv_error_plain("%s: line %d: field '%s': expected null or a mesh axis name", path, v->line, field);
+}
+
+int gv_plan_read_microbatches(const char *path, int64_t *B, bool *each) {
+  char *buf = NULL, err[256];
+  size_t len = 0;
+  if (galv_read_whole(path, GV_PLAN_FILE_MAX, &buf, &len, err, sizeof err)) return gv_error_plain("%s: %s", path, err);
+  gv_json *root = gv_json_parse(buf, len, err, sizeof err);
+  free(buf);
+  if (!root) return gv_error_plain("%s: not valid JSON: %s", path, err);
+  const gv_json *v = gv_json_get(root, "microbatches");
+  int rc = 0;
+  *B = 1;
+  if (v && (v->kind != GV_JSON_NUMBER || v->num < 1 || v->num > 1000000 || v->num != (double)(int64_t)v->num))
+    rc = gv_error_plain("%s: line %d: field 'microbatches': expected an integer from 1 to 1000000", path, v->line);
+  else if (v) *B = (int64_t)v->num;
+  const gv_json *z = gv_json_get(root, "zero_reduce");
+  *each = false;
+  if (!rc && z && (z->kind != GV_JSON_STRING || (strcmp(z->str, "once") && strcmp(z->str, "per-microbatch"))))
+    rc = gv_error_plain("%s: line %d: field 'zero_reduce': expected \"once\" or \"per-microbatch\"", path, z->line);
+  else if (z) *each = !strcmp(z->str, "per-microbatch");
+  gv_json_free(root);
+  return rc;
 }
 
 int gv_plan_read(const char *path, gv_plan *p, int nunits) {

@@ -76,6 +76,10 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
  * units (the outer unit + the layers): every field strict and in range.
  * Returns 0, or -1 after one error line naming the file (and line). */
 int gv_plan_read(const char *path, gv_plan *plan, int nunits);
+/* The gradient accumulation a training plan.json records ("microbatches"
+ * and "zero_reduce", written when the plan accumulates gradients; 1 and
+ * once when absent). Returns 0, or -1 after one error line naming the file. */
+int gv_plan_read_microbatches(const char *path, int64_t *B, bool *each);
 /* Pins plan's shardings onto m (its mesh becomes the plan's mesh). */
 int gv_plan_apply(gv_module *m, const gv_plan *plan);
 /* Describes unit u's strategy ("dp+tp(tp) zero"). */

@@ -9,7 +9,8 @@
 #   - one device, B = 2 and 4 = the same run with B = 1 (losses rtol 1e-4,
 #     weights rtol 1e-4 / atol 1e-5), and B = 4 = torch 1.13 over the whole
 #     batch (tests/train/torch_train.py; losses and weights within 1e-4);
-#     MSE (weight 1/B) B = 2 = B = 1 on GPT-2;
+#     MSE (weight 1/B) B = 2 = B = 1 on GPT-2, and with --clip-grad-norm
+#     0.5 --recompute=all;
 #   - 2 and 4 CPU ranks (dp 2, tp 2, zero 4 in both reduction forms,
 #     dp,tp 2x2) with B = 2 or 4 = the one-device B = 1 run, and the bytes
 #     the communicator counted = the planner's prediction x steps (the
@@ -110,6 +111,12 @@ for fam in gpt2 llama; do
     ok "$fam one device, 4 microbatches = torch (whole batch): $(tail -1 <<<"$r")"
   else bad "$fam 4 microbatches vs torch: $r"; fi
 done
+# with the other step options: recomputation and gradient clipping (the norm of the summed gradients)
+if build clip-1 "$T/gpt2.onnx" --clip-grad-norm 0.5 && run clip-1 "$T/b" &&
+   build clip-b2 "$T/gpt2.onnx" --clip-grad-norm 0.5 --recompute=all --microbatches 2 && run clip-b2 "$T/b"; then
+  if r=$(same clip-1 clip-b2 2>&1); then ok "gpt2 --clip-grad-norm 0.5 --recompute=all, 2 microbatches = 1: $r"
+  else bad "gpt2 clip + recompute, 2 microbatches vs 1: $r"; fi
+fi
 if build mse-1 "$T/gpt2.onnx" --loss mse && run mse-1 "$T/mse" && build mse-b2 "$T/gpt2.onnx" --loss mse --microbatches 2 &&
    run mse-b2 "$T/mse"; then
   if r=$(same mse-1 mse-b2 2>&1); then ok "gpt2 MSE, 2 microbatches = 1: $r"; else bad "gpt2 MSE, 2 microbatches vs 1: $r"; fi
@@ -164,7 +171,7 @@ p1=$("${A[@]}" --gpus 2 --plan-only --microbatches 1 --memory-limit 1000 -q 2>&1
 if [ -n "$p1" ]; then
   lim=$((p1 - 1))
   for mb in auto ""; do
-    out=$("${A[@]}" --gpus 2 --plan-only --memory-limit $lim ${mb:+--microbatches $mb} 2>&1)
+    out=$("${A[@]}" --gpus 2 --plan-only --memory-limit $lim ${mb:+--microbatches $mb} --plan-out "$T/pl$mb.json" 2>&1)
     got=$(sed -n 's/^plan: memory per device: .* total \([0-9]*\) of .*/\1/p' <<<"$out")
     if grep -q "^galvc: no plan fits with 1 microbatch of 8: trying 2$" <<<"$out" &&
        grep -q "^galvc: microbatches: 2 of 4 samples (batch 8): the fewest with a plan that fits$" <<<"$out" &&
@@ -172,6 +179,12 @@ if [ -n "$p1" ]; then
       ok "planner${mb:+ --microbatches $mb}, limit $lim (the smallest 1-microbatch plan needs $p1): 2 microbatches, $got bytes"
     else bad "planner${mb:+ --microbatches $mb}, limit $lim (1 microbatch needs $p1): $(grep -m3 'microbatch\|error\|memory per' <<<"$out")"; fi
   done
+  # plan.json records the microbatches; --plan compiles as many (the same memory), another --microbatches is an error
+  re=$("${A[@]}" --gpus 2 --plan-only --plan "$T/pl.json" 2>&1 | sed -n 's/^plan: memory per device: .* total \([0-9]*\) of .*/\1/p')
+  if grep -q '"microbatches": 2,' "$T/pl.json" && [ -n "$got" ] && [ "$re" = "$got" ] &&
+     "${A[@]}" --gpus 2 --plan-only --plan "$T/pl.json" --microbatches 4 2>&1 | grep -q "the plan accumulates 2 microbatches"; then
+    ok "--plan: plan.json's 2 microbatches reproduced ($re bytes); --microbatches 4 with it is an error"
+  else bad "--plan with microbatches: '$re' vs '$got': $(grep microbatches "$T/pl.json")"; fi
 else bad "planner: no 'smallest needs' figure for 1 microbatch"; fi
 
 # bad input: one error line each

@@ -721,7 +721,7 @@ int main(int argc, char **argv) {
     else if (zero_reduce_given && !train) why = "--zero-reduce applies to the training step: it needs --train";
     else if (zero_reduce_given && pa.on)
       why = "--zero-reduce applies to one program's gradient accumulation, not to --pipeline-stages (the pipeline runtime reduces once per step)";
-    else if (zero_reduce_given && !mb_given) why = "--zero-reduce chooses how accumulated gradients are reduced: it needs --microbatches";
+    else if (zero_reduce_given && !mb_given && !gv_plan_opts.plan_in) why = "--zero-reduce chooses how accumulated gradients are reduced: it needs --microbatches";
     else if (pipe_opt && !pa.on) snprintf(msg, sizeof msg, "%s applies to pipelines: it needs --pipeline-stages", pipe_opt), why = msg;
     else if (search_given && gv_plan_opts.plan_in) why = "--plan-search does not combine with --plan (a saved plan is applied, not searched)";
     else if (search_given && !planner)
@@ -952,6 +952,18 @@ int main(int argc, char **argv) {
    * plan): a B that does not fit is dropped and the next one compiled. */
   const gv_import_options opt0 = opt;
   int64_t global_batch = 0;
+  if (train && gv_plan_opts.plan_in) { /* a plan's microbatches: taken, or the same as --microbatches */
+    int64_t pb;
+    bool each;
+    if (gv_plan_read_microbatches(gv_plan_opts.plan_in, &pb, &each)) return 1;
+    if ((mb_given && pa.B != pb) || (zero_reduce_given && each != gv_train_opts.zero_reduce_each)) {
+      gv_error_plain("%s: the plan accumulates %lld microbatch%s (--zero-reduce %s): it conflicts with --microbatches / "
+                     "--zero-reduce (give the plan alone, or the same)", gv_plan_opts.plan_in, (long long)pb, pb > 1 ? "es" : "",
+                     each ? "per-microbatch" : "once");
+      return 2;
+    }
+    if (pb > 1) mb_given = 1, pa.B = (int)pb, gv_train_opts.zero_reduce_each = each;
+  }
   bool mb_search = mb_auto || (train && !pa.on && !mb_given && gv_plan_opts.active && !gv_plan_opts.plan_in);
   int B = train && !pa.on && mb_given ? (pa.B ? pa.B : 1) : 1;
   if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
@@ -960,12 +972,12 @@ int main(int argc, char **argv) {
 retry:
   rc = 0;
   gv_train_opts.microbatches = B;
-  if (B > 1 && galvc_microbatch_shapes(model, &opt, &pa, B, &global_batch)) return 1;
+  if (B > 1 && galvc_microbatch_shapes(model, &opt, &pa, B, &global_batch)) return galvc_microbatch_done(), 1;
   int next_B = 0; /* the next candidate when this B does not fit (found when needed) */
   gv_plan_opts.probe = mb_search; /* the planner: no plan fits is 1, not an error line */
   double t0 = now();
   m = gv_import_onnx(model, &opt);
-  if (!m) return 1;
+  if (!m) return galvc_microbatch_done(), 1;
   if (naxes && !gv_module_add_mesh(m, "m", naxes, axn, axs)) rc = 1;
   if (stats) print_stats(m, "import");
   if (!quiet) fprintf(stderr, "galvc: imported %s: %d ops (%.3f s)\n", model, count_ops(m->main->body), now() - t0);
@@ -1009,7 +1021,7 @@ retry:
         goto retry;
       }
       if (pr) { rc = 1; break; }
-      if (B > 1 && (mb_search || mb_auto) && !quiet)
+      if (B > 1 && mb_search && !quiet)
         fprintf(stderr, "galvc: microbatches: %d of %lld samples (batch %lld): the fewest with a plan that fits\n", B,
                 (long long)(global_batch / B), (long long)global_batch);
       if (!quiet)

@@ -244,7 +244,7 @@ int galvc_microbatch_shapes(const char *model, gv_import_options *opt, const pip
   if (!pin.glob) { /* the inputs are read once; later calls (--microbatches auto) only rescale them */
     pipe_args p = *pa;
     p.B = B;
-    if (pipe_inputs(model, *opt, &p, &pin_global)) return 1;
+    if (pipe_inputs(model, *opt, &p, &pin_global)) return galvc_microbatch_done(), 1;
   }
   *global = pin_global;
   if (B) *opt = at_microbatch(*opt, pin_global, B);
