@@ -21,9 +21,11 @@
 #     microbatch's activations); --microbatches auto picks the fewest
 #     microbatches that fit --memory-limit, on one device and through the
 #     planner (--gpus 2), and reports it;
+#   - plan.json records the microbatches and --plan compiles as many;
 #   - bad input: a batch that does not split into B, --microbatches
 #     without --train, --zero-reduce without --microbatches or with a bad
-#     value: one error line each.
+#     value, a microbatch dp does not divide, nothing fits under auto, a
+#     plan.json with 0 microbatches: one error line each.
 # GALV_ACCUM_CASES narrows the rank matrix: FAMILY:N:STRATEGY:B[:FORM] ...
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -124,7 +126,7 @@ fi
 
 # ranks
 for c in ${GALV_ACCUM_CASES:-gpt2:2:dp:2 gpt2:2:tp:4 gpt2:4:zero:1 gpt2:4:zero:2:once gpt2:4:zero:2:per-microbatch gpt2:4:dp,tp:4 \
-  llama:2:dp:4 llama:2:tp:2 llama:4:zero:4:per-microbatch llama:4:dp,tp:2}; do
+  llama:2:dp:4 llama:2:tp:2 llama:4:zero:2:per-microbatch llama:4:dp,tp:2}; do
   IFS=: read -r fam n s B form <<<"$c"
   d="$fam-$n-${s/,/_}-b$B${form:+-$form}"
   mesh=() zr=()
@@ -181,14 +183,20 @@ if [ -n "$p1" ]; then
   done
   # plan.json records the microbatches; --plan compiles as many (the same memory), another --microbatches is an error
   re=$("${A[@]}" --gpus 2 --plan-only --plan "$T/pl.json" 2>&1 | sed -n 's/^plan: memory per device: .* total \([0-9]*\) of .*/\1/p')
-  if grep -q '"microbatches": 2,' "$T/pl.json" && [ -n "$got" ] && [ "$re" = "$got" ] &&
-     "${A[@]}" --gpus 2 --plan-only --plan "$T/pl.json" --microbatches 4 2>&1 | grep -q "the plan accumulates 2 microbatches"; then
+  e=$("${A[@]}" --gpus 2 --plan-only --plan "$T/pl.json" --microbatches 4 2>&1); rc=$?
+  if grep -q '"microbatches": 2,' "$T/pl.json" && [ -n "$got" ] && [ "$re" = "$got" ] && [ $rc = 2 ] &&
+     grep -q "the plan accumulates 2 microbatches" <<<"$e"; then
     ok "--plan: plan.json's 2 microbatches reproduced ($re bytes); --microbatches 4 with it is an error"
-  else bad "--plan with microbatches: '$re' vs '$got': $(grep microbatches "$T/pl.json")"; fi
+  else bad "--plan with microbatches: '$re' vs '$got': $(grep microbatches "$T/pl.json"); exit $rc: $e"; fi
 else bad "planner: no 'smallest needs' figure for 1 microbatch"; fi
 
 # bad input: one error line each
-for a in "--train --microbatches 3" "--microbatches 2" "--train --zero-reduce once" "--train --microbatches 2 --zero-reduce twice"; do
+python3 -c "
+import json, sys
+p = json.load(open('$T/pl.json')); p['microbatches'] = 0; json.dump(p, open('$T/pl0.json', 'w'))"
+for a in "--train --microbatches 3" "--microbatches 2" "--train --zero-reduce once" "--train --microbatches 2 --zero-reduce twice" \
+         "--train --gpus 4 --strategy zero --microbatches 4" "--train --microbatches auto --memory-limit 1000" \
+         "--train --gpus 2 --plan $T/pl0.json"; do
   # shellcheck disable=SC2086
   out=$("$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 $a --target cpu -q -o "$T/bad/" 2>&1 </dev/null); rc=$?
   if [ "$rc" != 0 ] && [ "$(grep -c 'error:' <<<"$out")" = 1 ] && [ "$(wc -l <<<"$out")" = 1 ]; then ok "$a: $out"
