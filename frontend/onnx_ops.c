@@ -1831,15 +1831,15 @@ static int h_resize(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     double scale;
     if (sc) {
       float s = (float)gv_tensor_get_f(sc, i);
-      if (!(s > 0) || !((double)L * s <= (double)(1 << 20)))
-        return gv_node_error(c, "scales must be positive and leave at most 2^20 elements per axis");
+      if (!(s > 0) || !((double)L * s <= (double)(1 << 16)))
+        return gv_node_error(c, "scales must be positive and leave at most 65536 elements per axis");
       scale = s, O = (int64_t)((float)L * s);
     } else {
       O = gv_tensor_get_i(sz, i);
       scale = (double)((float)O / (float)L);
     }
-    if (O < 1 || O > (1 << 20) || L < 1) return gv_node_error(c, "resized axis %lld: %lld -> %lld is not supported", (long long)a, (long long)L, (long long)O);
-    if (O * L > (1 << 24)) return gv_node_error(c, "unsupported: Resize matrix of %lld x %lld", (long long)O, (long long)L);
+    if (O < 1 || O > (1 << 16) || L < 1) return gv_node_error(c, "resized axis %lld: %lld -> %lld is not supported", (long long)a, (long long)L, (long long)O);
+    if (O * L > (1 << 22)) return gv_node_error(c, "unsupported: Resize matrix of %lld x %lld", (long long)O, (long long)L);
     double *mat = gv_alloc(c->tmp, sizeof(double) * (size_t)(O * L));
     bool ident = O == L;
     for (int64_t o = 0; o < O; o++) {
