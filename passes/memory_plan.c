@@ -10,8 +10,9 @@
  * last point. Parameters, constants and views of them are not in the arena
  * (offset -1). Placement: values in some order, each put at the lowest
  * 64-byte-aligned offset where it overlaps no placed value with an
- * overlapping live range; two orders are tried (by size descending, by
- * definition point) and the smaller arena kept. lower_bound is the most (unaligned) bytes live
+ * overlapping live range (first_fit.c: near-linear in the values, not
+ * quadratic); two orders are tried (by size descending, by definition
+ * point) and the smaller arena kept. lower_bound is the most (unaligned) bytes live
  * at any one point.
  *
  * Results: galv.arena as the first op of the body (replacing an old one),
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "first_fit.h"
 #include "passes.h"
 
 #define ALIGN 64
@@ -138,61 +140,25 @@ typedef struct {
 } range;
 
 
-/* The placed values in offset order: a list of sorted chunks of at most
- * CHUNK value ids (insertion moves at most a chunk, not the whole list). */
-enum { CHUNK = 256 };
-typedef struct {
-  int n;
-  int ids[CHUNK];
-} chunk;
-
-/* Places roots[0..n) (in that order) at the lowest fitting offsets: a value
- * goes at the lowest offset x where it overlaps no placed value whose
- * lifetime overlaps its own. The placed values are walked in offset order
- * (skipping those live at other times) until the first one at or past
- * x + size: no sorting per value, and the walk stops at the gap. Returns the
- * arena size, or -1 when out of memory. */
-static int64_t place(vinfo *v, const int *roots, int n) {
-  int cap = n / (CHUNK / 2) + 2, nc = 1;
-  chunk *ch = malloc((size_t)cap * sizeof *ch);
-  if (!ch) return -1;
-  ch[0].n = 0;
-  int64_t total = 0;
-  for (int i = 0; i < n; i++) {
-    vinfo *a = &v[roots[i]];
-    int64_t size = align_up(a->bytes), x = 0;
-    for (int c = 0; c < nc; c++)
-      for (int k = 0; k < ch[c].n; k++) {
-        const vinfo *b = &v[ch[c].ids[k]];
-        if (!(a->start <= b->end && b->start <= a->end)) continue;
-        if (b->off >= x + size) goto found;
-        if (b->off + align_up(b->bytes) > x) x = b->off + align_up(b->bytes);
-      }
-  found:
-    a->off = x;
-    if (x + size > total) total = x + size;
-    if (a->bytes <= 0) continue;
-    int c = 0; /* the chunk to insert into: the first whose last offset is >= x (else the last) */
-    while (c < nc - 1 && (!ch[c].n || v[ch[c].ids[ch[c].n - 1]].off < x)) c++;
-    if (ch[c].n == CHUNK) { /* split it */
-      if (nc == cap) {
-        free(ch);
-        return -1;
-      }
-      memmove(&ch[c + 2], &ch[c + 1], sizeof *ch * (size_t)(nc - c - 1));
-      ch[c + 1].n = CHUNK / 2;
-      memcpy(ch[c + 1].ids, ch[c].ids + CHUNK / 2, sizeof(int) * (CHUNK / 2));
-      ch[c].n = CHUNK / 2;
-      nc++;
-      if (v[ch[c].ids[ch[c].n - 1]].off < x) c++;
+/* Places roots[0..n) (in that order) at the lowest fitting offsets
+ * (first_fit.c): a value goes at the lowest offset where it overlaps no
+ * placed value whose lifetime overlaps its own. Returns the arena size, or
+ * -1 when out of memory. */
+static int64_t place(vinfo *v, const int *roots, int n, int npoints) {
+  gv_ff_block *b = malloc((size_t)(n + 1) * sizeof *b);
+  int *order = malloc((size_t)(n + 1) * sizeof *order);
+  int64_t total = -1;
+  if (b && order) {
+    for (int i = 0; i < n; i++) {
+      const vinfo *a = &v[roots[i]];
+      b[i] = (gv_ff_block){.start = a->start, .end = a->end, .size = align_up(a->bytes)};
+      order[i] = i;
     }
-    int k = ch[c].n;
-    while (k > 0 && v[ch[c].ids[k - 1]].off > x) k--;
-    memmove(ch[c].ids + k + 1, ch[c].ids + k, sizeof(int) * (size_t)(ch[c].n - k));
-    ch[c].ids[k] = roots[i];
-    ch[c].n++;
+    total = gv_first_fit(b, order, n, npoints);
+    for (int i = 0; total >= 0 && i < n; i++) v[roots[i]].off = b[i].off;
   }
-  free(ch);
+  free(b);
+  free(order);
   return total;
 }
 
@@ -314,7 +280,7 @@ int gv_pass_memory_plan(gv_module *m) {
   }
   for (int o = 0; o < 2; o++) {
     qsort(roots, (size_t)nroots, sizeof *roots, orders[o]);
-    int64_t t = place(c.v, roots, nroots);
+    int64_t t = place(c.v, roots, nroots, c.point + 1);
     if (t < 0) {
       gv_error(m, "memory-plan: out of memory");
       goto done;

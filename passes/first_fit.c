@@ -1,0 +1,231 @@
+/* first_fit.c — memory-plan's placement: each block, in the given order, at
+ * the lowest offset where it overlaps no placed block live at the same time
+ * (first_fit.h). It must give exactly the offsets of the plain definition;
+ * only the search is faster, never the answer different.
+ *
+ * The lowest free offset x of a block is unique, so any search that finds it
+ * gives the same plan. Two searches, the cheaper used per block:
+ *  - the walk: the placed blocks in offset order (a list of sorted chunks),
+ *    skipping those live at other times, until the first one at or past
+ *    x + size. It stops at the gap but passes every placed block below it,
+ *    live or not; in a long program most of those live elsewhere (20k ops
+ *    of a deep model share a few kilobytes of offsets), which made it
+ *    quadratic.
+ *  - the gather: only the placed blocks live at the same time: those live at
+ *    the block's start (a segment tree over the points, each block in the
+ *    O(log P) nodes that cover its interval) and those starting inside it
+ *    (per-point lists, a two-level bitmap of the points that have one),
+ *    sorted by offset and swept the same way. Its cost is the number K of
+ *    such blocks (counted beforehand with two Fenwick trees) times log K.
+ * The walk runs with a budget of about what the gather's sort costs
+ * (4 K log2 K + 64 steps) and the gather takes over when that runs out, so a
+ * block costs about min(walk, K log K): the walk wins
+ * where many blocks are live at once (a training step's saved activations)
+ * and the gather where few are (inference, one layer live at a time).
+ */
+#include "first_fit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The placed blocks in offset order: sorted chunks of at most CHUNK ids
+ * (insertion moves at most a chunk, not the whole list). */
+enum { CHUNK = 256 };
+typedef struct {
+  int n;
+  int ids[CHUNK];
+} chunk;
+
+typedef struct {
+  int *ids;
+  int n, cap;
+} ilist;
+
+typedef struct {
+  int64_t off, end; /* a placed block's bytes [off, end) */
+} span;
+
+typedef struct {
+  int P, leaves;          /* points; leaves: a power of two >= P */
+  ilist *cover;           /* per segment-tree node (2 * leaves): blocks covering its points */
+  int *first_at, *next_at; /* per point: the placed blocks starting there (a list through next_at) */
+  uint64_t *bits, *bits2; /* points with a block starting there; bits2: the non-zero words of bits */
+  int *fw_start, *fw_end; /* Fenwick trees: placed blocks by start point, by end point */
+  span *g;                /* gather buffer */
+  int gcap;
+} tindex;
+
+static int push(ilist *l, int id) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 4;
+    int *ids = realloc(l->ids, (size_t)cap * sizeof *ids);
+    if (!ids) return -1;
+    l->ids = ids, l->cap = cap;
+  }
+  l->ids[l->n++] = id;
+  return 0;
+}
+
+static void fw_add(int *fw, int P, int i) {
+  for (i++; i <= P; i += i & -i) fw[i]++;
+}
+
+/* placed blocks with key <= i */
+static int fw_count(const int *fw, int i) {
+  int s = 0;
+  for (i++; i > 0; i -= i & -i) s += fw[i];
+  return s;
+}
+
+/* The first point >= t where a placed block starts, P if none. */
+static int next_point(const tindex *T, int t) {
+  if (t >= T->P) return T->P;
+  int w = t >> 6, nw = (T->P + 63) >> 6;
+  uint64_t m = T->bits[w] & (~0ull << (t & 63));
+  if (m) return (w << 6) + __builtin_ctzll(m);
+  for (int w2 = w + 1, q = w2 >> 6; (q << 6) < nw; q++) {
+    uint64_t mm = T->bits2[q] & (q == w2 >> 6 ? ~0ull << (w2 & 63) : ~0ull);
+    if (mm) {
+      int ww = (q << 6) + __builtin_ctzll(mm);
+      return (ww << 6) + __builtin_ctzll(T->bits[ww]);
+    }
+  }
+  return T->P;
+}
+
+static int index_add(tindex *T, const gv_ff_block *b, int id) {
+  const gv_ff_block *a = &b[id];
+  for (int l = a->start + T->leaves, r = a->end + T->leaves + 1; l < r; l >>= 1, r >>= 1) {
+    if ((l & 1) && push(&T->cover[l++], id)) return -1;
+    if ((r & 1) && push(&T->cover[--r], id)) return -1;
+  }
+  T->next_at[id] = T->first_at[a->start];
+  T->first_at[a->start] = id;
+  int w = a->start >> 6;
+  T->bits[w] |= 1ull << (a->start & 63);
+  T->bits2[w >> 6] |= 1ull << (w & 63);
+  fw_add(T->fw_start, T->P, a->start);
+  fw_add(T->fw_end, T->P, a->end);
+  return 0;
+}
+
+static int by_off(const void *x, const void *y) {
+  const span *a = x, *b = y;
+  return (a->off > b->off) - (a->off < b->off);
+}
+
+static int gather_one(tindex *T, int *n, const gv_ff_block *p) {
+  if (*n == T->gcap) {
+    int cap = T->gcap ? 2 * T->gcap : 256;
+    span *g = realloc(T->g, (size_t)cap * sizeof *g);
+    if (!g) return -1;
+    T->g = g, T->gcap = cap;
+  }
+  T->g[(*n)++] = (span){p->off, p->off + p->size};
+  return 0;
+}
+
+/* The lowest free offset for a among the placed blocks live when it is:
+ * those live at a->start, then those starting in (start, end]. -2: out of
+ * memory. */
+static int64_t gather(tindex *T, const gv_ff_block *b, const gv_ff_block *a) {
+  int n = 0;
+  for (int node = a->start + T->leaves; node >= 1; node >>= 1)
+    for (int k = 0; k < T->cover[node].n; k++)
+      if (gather_one(T, &n, &b[T->cover[node].ids[k]])) return -2;
+  for (int t = next_point(T, a->start + 1); t <= a->end; t = next_point(T, t + 1))
+    for (int j = T->first_at[t]; j >= 0; j = T->next_at[j])
+      if (gather_one(T, &n, &b[j])) return -2;
+  qsort(T->g, (size_t)n, sizeof *T->g, by_off);
+  int64_t x = 0;
+  for (int k = 0; k < n && T->g[k].off < x + a->size; k++)
+    if (T->g[k].end > x) x = T->g[k].end;
+  return x;
+}
+
+int64_t gv_first_fit(gv_ff_block *b, const int *order, int n, int npoints) {
+  tindex T = {.P = npoints > 0 ? npoints : 1, .leaves = 1};
+  while (T.leaves < T.P) T.leaves *= 2;
+  int nids = 0;
+  for (int i = 0; i < n; i++)
+    if (order[i] + 1 > nids) nids = order[i] + 1;
+  int nw = (T.P + 63) >> 6, cap = n / (CHUNK / 2) + 2, nc = 1;
+  T.cover = calloc(2 * (size_t)T.leaves, sizeof *T.cover);
+  T.first_at = malloc((size_t)T.P * sizeof *T.first_at);
+  T.next_at = malloc((size_t)(nids + 1) * sizeof *T.next_at);
+  T.bits = calloc((size_t)nw, sizeof *T.bits);
+  T.bits2 = calloc((size_t)(nw + 63) / 64, sizeof *T.bits2);
+  T.fw_start = calloc((size_t)T.P + 1, sizeof *T.fw_start);
+  T.fw_end = calloc((size_t)T.P + 1, sizeof *T.fw_end);
+  chunk *ch = malloc((size_t)cap * sizeof *ch);
+  int64_t total = -1;
+  if (!T.cover || !T.first_at || !T.next_at || !T.bits || !T.bits2 || !T.fw_start || !T.fw_end || !ch) goto done;
+  memset(T.first_at, -1, (size_t)T.P * sizeof *T.first_at);
+  ch[0].n = 0;
+  total = 0;
+  for (int i = 0; i < n; i++) {
+    gv_ff_block *a = &b[order[i]];
+    int64_t size = a->size, x = 0;
+    if (size > 0) {
+      /* placed blocks live at some point of [start, end] */
+      int live = fw_count(T.fw_start, a->end) - (a->start > 0 ? fw_count(T.fw_end, a->start - 1) : 0);
+      long lg = 1;
+      while ((1L << lg) <= live) lg++;
+      long budget = 4L * live * lg + 64; /* about what sorting them costs */
+      for (int c = 0; c < nc; c++)
+        for (int k = 0; k < ch[c].n; k++) {
+          if (--budget < 0) {
+            x = gather(&T, b, a);
+            if (x == -2) {
+              total = -1;
+              goto done;
+            }
+            goto found;
+          }
+          const gv_ff_block *p = &b[ch[c].ids[k]];
+          if (!(a->start <= p->end && p->start <= a->end)) continue;
+          if (p->off >= x + size) goto found;
+          if (p->off + p->size > x) x = p->off + p->size;
+        }
+    }
+  found:
+    a->off = x;
+    if (x + size > total) total = x + size;
+    if (size <= 0) continue;
+    if (index_add(&T, b, order[i])) {
+      total = -1;
+      goto done;
+    }
+    int c = 0; /* the chunk to insert into: the first whose last offset is >= x (else the last) */
+    while (c < nc - 1 && (!ch[c].n || b[ch[c].ids[ch[c].n - 1]].off < x)) c++;
+    if (ch[c].n == CHUNK) { /* split it */
+      if (nc == cap) {
+        total = -1;
+        goto done;
+      }
+      memmove(&ch[c + 2], &ch[c + 1], sizeof *ch * (size_t)(nc - c - 1));
+      ch[c + 1].n = CHUNK / 2;
+      memcpy(ch[c + 1].ids, ch[c].ids + CHUNK / 2, sizeof(int) * (CHUNK / 2));
+      ch[c].n = CHUNK / 2;
+      nc++;
+      if (b[ch[c].ids[ch[c].n - 1]].off < x) c++;
+    }
+    int k = ch[c].n;
+    while (k > 0 && b[ch[c].ids[k - 1]].off > x) k--;
+    memmove(ch[c].ids + k + 1, ch[c].ids + k, sizeof(int) * (size_t)(ch[c].n - k));
+    ch[c].ids[k] = order[i];
+    ch[c].n++;
+  }
+done:
+  for (int i = 0; T.cover && i < 2 * T.leaves; i++) free(T.cover[i].ids);
+  free(T.cover);
+  free(T.first_at);
+  free(T.next_at);
+  free(T.bits);
+  free(T.bits2);
+  free(T.fw_start);
+  free(T.fw_end);
+  free(T.g);
+  free(ch);
+  return total;
+}
