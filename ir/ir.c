@@ -638,6 +638,46 @@ void gv_count_uses(gv_block *b) {
   add_uses(b);
 }
 
+static const char *const *arg_sort_names;
+static int by_name_index(const void *x, const void *y) {
+  int a = *(const int *)x, b = *(const int *)y, c = strcmp(arg_sort_names[a], arg_sort_names[b]);
+  return c ? c : (a > b) - (a < b);
+}
+
+int gv_arg_index_build(gv_arg_index *x, const gv_func *f) {
+  int n = f->body ? f->body->nargs : 0;
+  *x = (gv_arg_index){0};
+  x->idx = malloc(((size_t)n + 1) * sizeof *x->idx);
+  x->names = malloc(((size_t)n + 1) * sizeof *x->names);
+  if (!x->idx || !x->names) {
+    gv_arg_index_free(x);
+    return -1;
+  }
+  for (int i = 0; i < n; i++)
+    if (f->arg_names && f->arg_names[i]) x->idx[x->n++] = i;
+  arg_sort_names = f->arg_names;
+  qsort(x->idx, (size_t)x->n, sizeof *x->idx, by_name_index);
+  for (int k = 0; k < x->n; k++) x->names[k] = f->arg_names[x->idx[k]];
+  return 0;
+}
+
+void gv_arg_index_find(const gv_arg_index *x, const char *name, int *lo, int *hi) {
+  int a = 0, b = x->n;
+  while (a < b) { /* the first entry >= name */
+    int mid = a + (b - a) / 2;
+    if (strcmp(x->names[mid], name) < 0) a = mid + 1;
+    else b = mid;
+  }
+  *lo = *hi = a;
+  while (*hi < x->n && !strcmp(x->names[*hi], name)) ++*hi;
+}
+
+void gv_arg_index_free(gv_arg_index *x) {
+  free(x->idx);
+  free(x->names);
+  *x = (gv_arg_index){0};
+}
+
 gv_op *gv_block_terminator(gv_block *b) {
   return b->last && (gv_ops[b->last->code].flags & GV_TERMINATOR) ? b->last : NULL;
 }

@@ -368,6 +368,19 @@ void gv_subst_op(const gv_subst *s, gv_op *op);
 void gv_subst_block(const gv_subst *s, gv_block *b);
 /* Sets nuses of every value in the block (recursively). */
 void gv_count_uses(gv_block *b);
+/* A function's arguments by name: the named ones sorted by (name, index),
+ * so that matching names (optimizer state "opt.m:P" to parameter P) costs a
+ * binary search instead of a scan of every argument. gv_arg_index_find
+ * gives the range [*lo, *hi) of entries named `name` (their argument
+ * indices ascending in idx[]). Returns 0, -1 when out of memory. */
+typedef struct {
+  const char **names;
+  int *idx;
+  int n;
+} gv_arg_index;
+int gv_arg_index_build(gv_arg_index *x, const gv_func *f);
+void gv_arg_index_find(const gv_arg_index *x, const char *name, int *lo, int *hi);
+void gv_arg_index_free(gv_arg_index *x);
 gv_op *gv_block_terminator(gv_block *b);
 /* Convenience: a constant op holding t, appended nowhere. */
 gv_op *gv_constant_new(gv_module *m, gv_tensor *t);

@@ -157,6 +157,11 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
     ctx_free(C);
     return gv_error(m, "planner: %d layers exceed the limit of %d", C->nl, GV_PLAN_MAX_UNITS - 1);
   }
+  gv_arg_index names;
+  if (gv_arg_index_build(&names, f)) {
+    ctx_free(C);
+    return gv_error(m, "plan-sharding: out of memory");
+  }
   for (int i = 0; i < n; i++) {
     const char *nm = f->arg_names ? f->arg_names[i] : NULL;
     bool param = f->arg_is_param && f->arg_is_param[i];
@@ -164,13 +169,17 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
     if (param || state) C->unit[i] = unit_of(C, nm);
     if (state && nm) {
       const char *colon = strchr(nm, ':');
-      for (int j = 0; colon && j < n; j++)
-        if (f->arg_is_param[j] && f->arg_names[j] && strcmp(f->arg_names[j], colon + 1) == 0 &&
-            f->body->args[j]->type.rank == f->body->args[i]->type.rank)
-          C->param_of[i] = j;
+      int lo = 0, hi = 0;
+      if (colon) gv_arg_index_find(&names, colon + 1, &lo, &hi);
+      for (int k = lo; k < hi; k++) { /* the last parameter of that name and rank */
+        int j = names.idx[k];
+        if (f->arg_is_param[j] && f->body->args[j]->type.rank == f->body->args[i]->type.rank) C->param_of[i] = j;
+      }
     }
   }
+  gv_arg_index_free(&names);
   /* roles: the first dot / gather that uses each parameter (forward order) */
+  gv_users *U = gv_users_new(f->body); /* NULL (out of memory): the role questions scan */
   for (const gv_op *op = f->body->first; op; op = op->next) {
     if (op->code == GV_OP_GATHER && is_param(m, op->opnds[0])) {
       int a = op->opnds[0]->index;
@@ -184,9 +193,10 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
     C->role[a] = -1;
     if (C->unit[a] == 0) C->role[a] = ROLE_HEAD, C->tpdim[a] = gv_dot_rhs_dim(op, false);
     /* tp 1: the roles themselves, before any degree is chosen */
-    else if (gv_megatron_is_column(m, op, 1)) C->role[a] = ROLE_COL, C->tpdim[a] = gv_dot_rhs_dim(op, false);
-    else if (gv_megatron_from_column(m, op->opnds[0], 0, 1)) C->role[a] = ROLE_ROW, C->tpdim[a] = gv_dot_rhs_dim(op, true);
+    else if (gv_megatron_is_column(m, U, op, 1)) C->role[a] = ROLE_COL, C->tpdim[a] = gv_dot_rhs_dim(op, false);
+    else if (gv_megatron_from_column(m, U, op->opnds[0], 0, 1)) C->role[a] = ROLE_ROW, C->tpdim[a] = gv_dot_rhs_dim(op, true);
   }
+  gv_users_free(U);
   C->batch = 0;
   for (int i = 0; i < n; i++) {
     const gv_value *v = f->body->args[i];

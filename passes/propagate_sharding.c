@@ -39,7 +39,13 @@ typedef struct {
   bool strict;            /* a tp preset: a head split that does not fit is an error */
   int64_t ntp;            /* the tp axis size under a tp preset */
   gv_op **made;           /* reshards inserted before consumers, reused for the same target */
+  int *made_next;         /* per made reshard: the next one made of the same value, -1 */
   int nmade, capmade;
+  struct made_map {       /* value -> its first and last made reshard (open addressing) */
+    const gv_value **key;
+    int *first, *last;
+    size_t cap, n;
+  } mm;
   gv_subst *sub;          /* results replaced by their reshards, resolved as materialise reaches each use */
 } prop;
 
@@ -280,9 +286,42 @@ static int backward(prop *P, gv_op *op) {
   return 1;
 }
 
+/* The slot of v in the made map (grown to twice its entries). Out of memory exits. */
+static size_t made_slot(struct made_map *M, const gv_value *v) {
+  if (2 * (M->n + 1) > M->cap) {
+    struct made_map g = {.cap = M->cap ? 2 * M->cap : 256};
+    g.key = calloc(g.cap, sizeof *g.key);
+    g.first = malloc(g.cap * sizeof *g.first);
+    g.last = malloc(g.cap * sizeof *g.last);
+    if (!g.key || !g.first || !g.last) {
+      fprintf(stderr, "%s: error: propagate-sharding: out of memory\n", gv_progname);
+      exit(1);
+    }
+    for (size_t i = 0; i < M->cap; i++)
+      if (M->key[i]) {
+        size_t k = made_slot(&g, M->key[i]);
+        g.key[k] = M->key[i], g.first[k] = M->first[i], g.last[k] = M->last[i], g.n++;
+      }
+    free(M->key);
+    free(M->first);
+    free(M->last);
+    *M = g;
+  }
+  size_t i = (size_t)(((uintptr_t)v >> 4) * 0x9e3779b97f4a7c15ull) & (M->cap - 1);
+  while (M->key[i] && M->key[i] != v) i = (i + 1) & (M->cap - 1);
+  return i;
+}
+
+/* A reshard of v to target before pos (after: after pos). One made before a
+ * consumer is reused by the next consumer wanting the same target (the
+ * reshards made of v, in the order made, through the made map: not a scan
+ * of every reshard made, which was quadratic). */
 static gv_value *reshard(prop *P, gv_value *v, const gv_sharding *target, gv_op *pos, bool after) {
-  for (int i = 0; !after && i < P->nmade; i++)
-    if (P->made[i]->opnds[0] == v && gv_sharding_equal(gv_op_sharding(P->made[i], 0), target)) return P->made[i]->res[0];
+  if (!after && P->mm.cap) {
+    size_t k = made_slot(&P->mm, v);
+    for (int i = P->mm.key[k] ? P->mm.first[k] : -1; i >= 0; i = P->made_next[i])
+      if (P->made[i]->opnds[0] == v && gv_sharding_equal(gv_op_sharding(P->made[i], 0), target)) return P->made[i]->res[0];
+  }
   gv_op *o = gv_op_new(P->m, GV_OP_RESHARD, 1, &v, 1);
   o->res[0]->type = v->type;
   gv_op_set_loc(P->m, o, pos->loc, NULL);
@@ -296,10 +335,17 @@ static gv_value *reshard(prop *P, gv_value *v, const gv_sharding *target, gv_op 
     if (P->nmade == P->capmade) {
       int cap = P->capmade ? 2 * P->capmade : 64;
       gv_op **nm = gv_alloc(P->m->arena, (size_t)cap * sizeof *nm);
-      if (P->nmade) memcpy(nm, P->made, (size_t)P->nmade * sizeof *nm);
+      int *nn = gv_alloc(P->m->arena, (size_t)cap * sizeof *nn);
+      if (P->nmade) memcpy(nm, P->made, (size_t)P->nmade * sizeof *nm), memcpy(nn, P->made_next, (size_t)P->nmade * sizeof *nn);
       P->made = nm;
+      P->made_next = nn;
       P->capmade = cap;
     }
+    size_t k = made_slot(&P->mm, v);
+    if (!P->mm.key[k]) P->mm.key[k] = v, P->mm.first[k] = P->nmade, P->mm.n++;
+    else P->made_next[P->mm.last[k]] = P->nmade;
+    P->mm.last[k] = P->nmade;
+    P->made_next[P->nmade] = -1;
     P->made[P->nmade++] = o;
   }
   return o->res[0];
@@ -471,46 +517,134 @@ static bool fused_split(const gv_op *u, const gv_value *v, int64_t tp) {
   return r.size[r.f[0][0][d][0]] % tp != 0;
 }
 
+/* The users of each value among the top-level ops of one block, in program
+ * order (op, then operand index): the role questions look at a value's
+ * users, which a scan of the rest of the block found in time linear in the
+ * block per question (quadratic over a model). Keyed by value pointer. */
+struct gv_users {
+  const gv_block *b;
+  size_t cap;          /* slots, a power of two */
+  const gv_value **key; /* per slot */
+  int *head, *tail;    /* per slot: its first and last use (entries) */
+  struct use_entry {
+    const gv_op *op;
+    int opnd, next;
+  } *e;
+  int n;
+};
+
+static size_t users_slot(const gv_users *U, const gv_value *v) {
+  size_t i = (size_t)(((uintptr_t)v >> 4) * 0x9e3779b97f4a7c15ull) & (U->cap - 1);
+  while (U->key[i] && U->key[i] != v) i = (i + 1) & (U->cap - 1);
+  return i;
+}
+
+gv_users *gv_users_new(const gv_block *b) {
+  int n = 0;
+  for (const gv_op *op = b->first; op; op = op->next) n += op->nopnds;
+  gv_users *U = calloc(1, sizeof *U);
+  if (!U) return NULL;
+  U->b = b;
+  U->cap = 16;
+  while (U->cap < 2 * (size_t)n + 2) U->cap *= 2;
+  U->key = calloc(U->cap, sizeof *U->key);
+  U->head = malloc(U->cap * sizeof *U->head);
+  U->tail = malloc(U->cap * sizeof *U->tail);
+  U->e = malloc(((size_t)n + 1) * sizeof *U->e);
+  if (!U->key || !U->head || !U->tail || !U->e) {
+    gv_users_free(U);
+    return NULL;
+  }
+  for (const gv_op *op = b->first; op; op = op->next)
+    for (int i = 0; i < op->nopnds; i++) {
+      size_t k = users_slot(U, op->opnds[i]);
+      if (!U->key[k]) U->key[k] = op->opnds[i], U->head[k] = -1;
+      U->e[U->n] = (struct use_entry){op, i, -1};
+      if (U->head[k] < 0) U->head[k] = U->n;
+      else U->e[U->tail[k]].next = U->n;
+      U->tail[k] = U->n++;
+    }
+  return U;
+}
+
+void gv_users_free(gv_users *U) {
+  if (!U) return;
+  free(U->key);
+  free(U->head);
+  free(U->tail);
+  free(U->e);
+  free(U);
+}
+
+/* The first use of v (an entry index), -1 if none. */
+static int users_first(const gv_users *U, const gv_value *v) {
+  size_t k = users_slot(U, v);
+  return U->key[k] ? U->head[k] : -1;
+}
+
+/* gv_megatron_is_column's question about one use u (operand i) of v: 1
+ * column, 0 not, -1 undecided (*next: a bias add's result to follow). */
+static int column_use(const gv_module *m, const gv_op *u, int i, const gv_value *v, int64_t tp, const gv_value **next) {
+  if (is_activation(u) || u->code == GV_OP_SPLIT) return 1;
+  if (u->code == GV_OP_RESHAPE && u->res[0]->type.rank > v->type.rank) return !fused_split(u, v, tp);
+  if (u->code == GV_OP_MUL) {
+    const gv_value *o = u->opnds[1 - i];
+    if (o->def && is_activation(o->def)) return 1;
+  }
+  if (u->code == GV_OP_ADD && is_param(m, u->opnds[1 - i])) *next = u->res[0];
+  return -1;
+}
+
 /* A dot with a parameter rhs whose result (after an optional bias add) feeds
- * an activation, a head-split reshape, a split or a gating mul. */
-bool gv_megatron_is_column(const gv_module *m, const gv_op *op, int64_t tp) {
+ * an activation, a head-split reshape, a split or a gating mul. The uses are
+ * visited in program order, the first decisive one answering (U: the users
+ * of op's block; another block is scanned). */
+bool gv_megatron_is_column(const gv_module *m, const gv_users *U, const gv_op *op, int64_t tp) {
   if (op->code != GV_OP_DOT || !is_param(m, op->opnds[1])) return false;
   const gv_value *v = op->res[0];
   for (int pass = 0; pass < 2; pass++) {
     const gv_value *next = NULL;
-    for (const gv_op *u = op->next; u; u = u->next)
-      for (int i = 0; i < u->nopnds; i++) {
-        if (u->opnds[i] != v) continue;
-        if (is_activation(u) || u->code == GV_OP_SPLIT) return true;
-        if (u->code == GV_OP_RESHAPE && u->res[0]->type.rank > v->type.rank) return !fused_split(u, v, tp);
-        if (u->code == GV_OP_MUL) {
-          const gv_value *o = u->opnds[1 - i];
-          if (o->def && is_activation(o->def)) return true;
-        }
-        if (u->code == GV_OP_ADD && is_param(m, u->opnds[1 - i])) next = u->res[0];
-      }
+    int r = -1;
+    if (U && U->b == op->parent) {
+      for (int k = users_first(U, v); k >= 0 && r < 0; k = U->e[k].next)
+        r = column_use(m, U->e[k].op, U->e[k].opnd, v, tp, &next);
+    } else {
+      for (const gv_op *u = op->next; u && r < 0; u = u->next)
+        for (int i = 0; i < u->nopnds && r < 0; i++)
+          if (u->opnds[i] == v) r = column_use(m, u, i, v, tp, &next);
+    }
+    if (r >= 0) return r;
     if (!next) break;
     v = next;
   }
   return false;
 }
 
+/* is_vocab_head's question about one use: 1 the head, -1 undecided. */
+static int head_use(const gv_module *m, const gv_op *u, int i, const gv_value *v, const gv_value **next) {
+  if (u->code == GV_OP_CROSS_ENTROPY && i == 0) return 1;
+  if (u->code == GV_OP_RESHAPE && u->res[0]->type.rank >= 1 && v->type.rank >= 1 &&
+      u->res[0]->type.dims[u->res[0]->type.rank - 1] == v->type.dims[v->type.rank - 1])
+    *next = u->res[0];
+  if (u->code == GV_OP_ADD && is_param(m, u->opnds[1 - i])) *next = u->res[0];
+  return -1;
+}
+
 /* A dot with a parameter rhs whose result (after an optional bias add or
  * reshape) is the logits of galv.cross_entropy: the vocab-parallel head. */
-static bool is_vocab_head(const gv_module *m, const gv_op *op) {
+static bool is_vocab_head(const gv_module *m, const gv_users *U, const gv_op *op) {
   if (op->code != GV_OP_DOT || !is_param(m, op->opnds[1])) return false;
   const gv_value *v = op->res[0];
   for (int depth = 0; depth < 3; depth++) {
     const gv_value *next = NULL;
-    for (const gv_op *u = op->next; u; u = u->next)
-      for (int i = 0; i < u->nopnds; i++) {
-        if (u->opnds[i] != v) continue;
-        if (u->code == GV_OP_CROSS_ENTROPY && i == 0) return true;
-        if (u->code == GV_OP_RESHAPE && u->res[0]->type.rank >= 1 && v->type.rank >= 1 &&
-            u->res[0]->type.dims[u->res[0]->type.rank - 1] == v->type.dims[v->type.rank - 1])
-          next = u->res[0];
-        if (u->code == GV_OP_ADD && is_param(m, u->opnds[1 - i])) next = u->res[0];
-      }
+    if (U && U->b == op->parent) {
+      for (int k = users_first(U, v); k >= 0; k = U->e[k].next)
+        if (head_use(m, U->e[k].op, U->e[k].opnd, v, &next) > 0) return true;
+    } else {
+      for (const gv_op *u = op->next; u; u = u->next)
+        for (int i = 0; i < u->nopnds; i++)
+          if (u->opnds[i] == v && head_use(m, u, i, v, &next) > 0) return true;
+    }
     if (!next) break;
     v = next;
   }
@@ -556,7 +690,7 @@ static int *seen_slot(seen_map *s, const gv_value *v) {
   return &s->depth[i];
 }
 
-static bool from_column(const gv_module *m, const gv_value *v, int depth, int64_t tp, seen_map *seen) {
+static bool from_column(const gv_module *m, const gv_users *U, const gv_value *v, int depth, int64_t tp, seen_map *seen) {
   if (!v || !v->def || depth > 48) return false;
   int *at = seen_slot(seen, v);
   if (at && *at <= depth) return false;
@@ -564,16 +698,16 @@ static bool from_column(const gv_module *m, const gv_value *v, int depth, int64_
   const gv_op *d = v->def;
   if (d->code == GV_OP_LAYER_NORM || d->code == GV_OP_RMS_NORM) return false;
   if (d->code == GV_OP_DOT && is_param(m, d->opnds[1]))
-    return gv_megatron_is_column(m, d, tp) || (tp != 1 && gv_megatron_is_column(m, d, 1));
+    return gv_megatron_is_column(m, U, d, tp) || (tp != 1 && gv_megatron_is_column(m, U, d, 1));
   for (int i = 0; i < d->nopnds; i++)
-    if (from_column(m, d->opnds[i], depth + 1, tp, seen)) return true;
+    if (from_column(m, U, d->opnds[i], depth + 1, tp, seen)) return true;
   return false;
 }
 
 /* A dot with a parameter rhs whose lhs comes from a column-parallel chain. */
-bool gv_megatron_from_column(const gv_module *m, const gv_value *v, int depth, int64_t tp) {
+bool gv_megatron_from_column(const gv_module *m, const gv_users *U, const gv_value *v, int depth, int64_t tp) {
   seen_map seen = {0};
-  bool r = from_column(m, v, depth, tp, &seen);
+  bool r = from_column(m, U, v, depth, tp, &seen);
   free(seen.v);
   free(seen.depth);
   return r;
@@ -636,6 +770,7 @@ static int preset_pins(prop *P, const char *strategy) {
   if (tp && has_axis(P->mesh, "tp")) {
     int64_t ntp = P->ntp = P->mesh->size[gv_mesh_axis(P->mesh, "tp", 2)];
     int npins = 0;
+    gv_users *U = gv_users_new(f->body); /* NULL (out of memory): the role questions scan */
     for (gv_op *op = f->body->first; op; op = op->next) {
       const gv_sharding *s = NULL;
       gv_value *w = NULL;
@@ -644,12 +779,13 @@ static int preset_pins(prop *P, const char *strategy) {
         s = split_dim(P, w = op->opnds[0], 0, "tp");
       else if (op->code == GV_OP_CONV && is_param(P->m, op->opnds[1]) && gv_conv_channel_split(op))
         s = split_dim(P, w = op->opnds[1], 0, "tp"); /* output channels (the conv rule's channel factor) */
-      else if (op->code == GV_OP_DOT && is_param(P->m, op->opnds[1]) && (gv_megatron_is_column(P->m, op, ntp) || is_vocab_head(P->m, op)))
+      else if (op->code == GV_OP_DOT && is_param(P->m, op->opnds[1]) && (gv_megatron_is_column(P->m, U, op, ntp) || is_vocab_head(P->m, U, op)))
         s = split_dim(P, w = op->opnds[1], gv_dot_rhs_dim(op, false), "tp");
-      else if (op->code == GV_OP_DOT && is_param(P->m, op->opnds[1]) && gv_megatron_from_column(P->m, op->opnds[0], 0, ntp))
+      else if (op->code == GV_OP_DOT && is_param(P->m, op->opnds[1]) && gv_megatron_from_column(P->m, U, op->opnds[0], 0, ntp))
         s = split_dim(P, w = op->opnds[1], gv_dot_rhs_dim(op, true), "tp");
       if (s) pin(P, w, s), npins++;
     }
+    gv_users_free(U);
     /* a preset that shards nothing would silently replicate the whole model on every rank */
     if (!npins)
       fprintf(stderr, "%s: warning: --strategy tp shards nothing in this model (no matrix product, embedding or "
@@ -658,13 +794,18 @@ static int preset_pins(prop *P, const char *strategy) {
   }
   /* optimizer state "opt.X:PARAM" is split like its parameter (else the
    * updated state would be gathered at the end of every step) */
+  gv_arg_index names;
+  if (gv_arg_index_build(&names, f)) return gv_error(P->m, "propagate-sharding: out of memory");
   for (int i = 0; f->arg_is_state && i < f->body->nargs; i++) {
     const char *nm = f->arg_names[i], *c = nm && !strncmp(nm, "opt.", 4) ? strchr(nm, ':') : NULL;
     if (!c || P->sh[f->body->args[i]->id]) continue;
-    for (int j = 0; j < f->body->nargs; j++)
-      if (f->arg_is_param[j] && f->arg_names[j] && !strcmp(f->arg_names[j], c + 1) && P->sh[f->body->args[j]->id] &&
-          f->body->args[j]->type.rank == f->body->args[i]->type.rank)
+    int lo, hi;
+    gv_arg_index_find(&names, c + 1, &lo, &hi);
+    for (int k = lo; k < hi; k++) {
+      int j = names.idx[k];
+      if (f->arg_is_param[j] && P->sh[f->body->args[j]->id] && f->body->args[j]->type.rank == f->body->args[i]->type.rank)
         P->sh[f->body->args[i]->id] = P->sh[f->body->args[j]->id];
+    }
   }
   /* ZeRO: the update of a dp-split parameter P (ops at "optimizer/OPT/P")
    * runs on P's shard: its param-shaped values are split like P, so its
@@ -673,16 +814,20 @@ static int preset_pins(prop *P, const char *strategy) {
   for (gv_op *op = f->body->first; zero && op; op = op->next) {
     const char *loc = op->loc && !strncmp(op->loc, "optimizer/", 10) ? strchr(op->loc + 10, '/') : NULL;
     if (!loc || op->nres != 1 || P->sh[op->res[0]->id]) continue;
-    for (int j = 0; j < f->body->nargs; j++) {
+    int lo, hi;
+    gv_arg_index_find(&names, loc + 1, &lo, &hi);
+    for (int k = lo; k < hi; k++) {
+      int j = names.idx[k];
       gv_value *p = f->body->args[j];
       const gv_sharding *ps = P->sh[p->id];
-      if (!f->arg_is_param[j] || !ps || !f->arg_names[j] || strcmp(f->arg_names[j], loc + 1)) continue;
+      if (!f->arg_is_param[j] || !ps) continue;
       bool split = false;
       for (int d = 0; d < ps->rank; d++) split |= ps->naxes[d] > 0;
       if (split && !ps->partial && gv_type_equal(&op->res[0]->type, &p->type)) P->sh[op->res[0]->id] = ps;
       break;
     }
   }
+  gv_arg_index_free(&names);
   return 0;
 }
 
@@ -883,5 +1028,8 @@ int gv_pass_propagate_sharding(gv_module *m) {
   }
   free(P.vals);
   free(P.sh);
+  free(P.mm.key);
+  free(P.mm.first);
+  free(P.mm.last);
   return rc ? -1 : 0;
 }
