@@ -1,6 +1,6 @@
 /* test_ir_basic.c — unit tests of the IR data structures: op table, types,
  * attributes (sorted), builder links, deferred use replacement (gv_subst),
- * fp16/bf16 conversion. */
+ * the argument name index (gv_arg_index), fp16/bf16 conversion. */
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
@@ -151,6 +151,43 @@ static int test_subst(void) {
   return 0;
 }
 
+/* gv_arg_index gives, for a name, exactly the arguments of that name, in
+ * argument order, as the scan it replaces found them; unnamed arguments and
+ * absent names give nothing. */
+static int test_arg_index(void) {
+  gv_module *m = gv_module_new("t");
+  gv_func *f = gv_func_new(m, "main");
+  m->main = f;
+  int64_t d[1] = {4};
+  static const char *names[] = {"h.1.w", "opt.m:h.1.w", "h.0.w", "h.1.w", "b", "opt.m:h.0.w", "a", "h.10.w"};
+  enum { N = sizeof names / sizeof names[0] };
+  for (int i = 0; i < N; i++) gv_func_add_arg(m, f, names[i], gv_type_make(GV_DT_F32, 1, d), true);
+  f->arg_names[4] = NULL; /* an unnamed argument is not indexed */
+  gv_arg_index x;
+  CHECK(gv_arg_index_build(&x, f) == 0 && x.n == N - 1);
+  for (int i = 0; i < N; i++) {
+    if (!names[i] || i == 4) continue;
+    int lo, hi, want = 0;
+    gv_arg_index_find(&x, names[i], &lo, &hi);
+    for (int j = 0; j < N; j++) /* the scan: every argument of that name, in order */
+      if (f->arg_names[j] && !strcmp(f->arg_names[j], names[i])) {
+        CHECK(lo + want < hi && x.idx[lo + want] == j);
+        want++;
+      }
+    CHECK(hi - lo == want);
+  }
+  int lo, hi;
+  gv_arg_index_find(&x, "b", &lo, &hi);
+  CHECK(lo == hi);
+  gv_arg_index_find(&x, "zzz", &lo, &hi);
+  CHECK(lo == hi && hi == x.n);
+  gv_arg_index_find(&x, "", &lo, &hi);
+  CHECK(lo == hi && lo == 0);
+  gv_arg_index_free(&x);
+  gv_module_free(m);
+  return 0;
+}
+
 static int test_half(void) {
   float vals[] = {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f, 0.333333f};
   for (unsigned i = 0; i < sizeof vals / sizeof vals[0]; i++) {
@@ -164,7 +201,7 @@ static int test_half(void) {
 }
 
 int main(void) {
-  int fails = test_op_table() + test_types() + test_attrs_sorted() + test_builder() + test_subst() + test_half();
+  int fails = test_op_table() + test_types() + test_attrs_sorted() + test_builder() + test_subst() + test_arg_index() + test_half();
   printf("test_ir_basic: %s\n", fails ? "FAILED" : "ok");
   return fails ? 1 : 0;
 }
