@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Pass scaling: CPU seconds per pass of galvc on weight-free GPT-2-shaped
-# models of growing size (--no-weights, shapes only), inference at about
-# 20k / 60k / 200k imported ops and a training step of about 20k imported
-# ops (some 80k ops after autodiff and the optimizer). Prints one row per
-# model with the ops after import and each pass's CPU seconds (galvc's
-# per-pass progress line, "cpu X s"), and the peak RSS. Figures only: it
-# never passes or fails on time.
+# models of growing size (--no-weights, shapes only): inference at about
+# 20k / 60k / 200k imported ops, a training step of about 20k imported ops
+# (some 80k ops after autodiff and the optimizer), the planner (--gpus 4:
+# plan-sharding, propagate-sharding, spmd-partition) at 20k / 60k ops and on
+# the training step, the training step of the 60k model (about 230k ops),
+# and code generation (-o DIR/ --no-build, with weights, hidden 16) at the
+# three sizes. Prints one row per run with the ops after import and each
+# step's CPU seconds (galvc's progress line per pass, "cpu X s", and the
+# same line for verify, print-ir and codegen), the CPU seconds of galv-opt
+# parsing, verifying and printing the IR galvc wrote (inference runs), the
+# planning CPU time (everything up to the program or IR) and the peak RSS.
+# Figures only: it never passes or fails on time (docs/planner.md, "Pass
+# scaling", has the table).
 #   bench/pass_scaling.sh [BUILD]
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
@@ -13,26 +20,46 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 # ~108 ONNX nodes per GPT-2 layer (hidden 64, 4 heads): 185 / 555 / 1850 layers
-run() { # LABEL LAYERS GALVC-ARGS...
-  local label=$1 L=$2
+model() { # LAYERS [HIDDEN HEADS [--no-weights]]: $T/m-LAYERS-HIDDEN.onnx, made once
+  local f="$T/m-$1-${2:-64}.onnx"
+  [ -f "$f" ] || python3 "$SRC/examples/make_model.py" gpt2 -o "$f" --layers "$1" --hidden "${2:-64}" --heads "${3:-4}" \
+    --vocab 128 "${4---no-weights}" --external-data --no-verify >/dev/null
+  echo "$f"
+}
+run() { # LABEL MODEL GALVC-ARGS...
+  local label=$1 m=$2 out
   shift 2
-  python3 "$SRC/examples/make_model.py" gpt2 -o "$T/m.onnx" --layers "$L" --hidden 64 --heads 4 --vocab 128 --no-weights \
-    --no-verify >/dev/null
-  /usr/bin/time -f "%M" -o "$T/rss" "$BUILD/galvc" "$T/m.onnx" --batch 2 --seq 16 --target cpu --no-weights --emit=ir \
-    -o /dev/null "$@" 2>"$T/err" || { echo "$label: galvc failed: $(grep -m1 error "$T/err")"; return; }
-  python3 - "$label" "$T/err" "$T/rss" <<'PY'
+  out="$T/out.mlir"
+  [[ " $* " == *" -o "* ]] && out=""
+  rm -rf "$T/prog"
+  /usr/bin/time -f "%M %U %S" -o "$T/rss" "$BUILD/galvc" "$m" --batch 8 --seq 16 --target cpu "$@" ${out:+-o "$out"} \
+    2>"$T/err" || { echo "$label: galvc failed: $(grep -m1 error "$T/err")"; return; }
+  local opt=""
+  if [ -n "$out" ] && [[ " $* " != *" --gpus "* ]]; then
+    /usr/bin/time -f "%U %S" -o "$T/opt" "$BUILD/galv-opt" "$out" -o /dev/null 2>/dev/null && opt=$(cat "$T/opt")
+  fi
+  python3 - "$label" "$T/err" "$T/rss" "$opt" <<'PY'
 import sys, re
-label, err, rss = sys.argv[1], open(sys.argv[2]).read(), open(sys.argv[3]).read().strip().splitlines()[-1]
+label, err, opt = sys.argv[1], open(sys.argv[2]).read(), sys.argv[4]
+rss, user, sys_s = open(sys.argv[3]).read().strip().splitlines()[-1].split()
 imp = re.search(r"imported .*: (\d+) ops", err)
 rows = re.findall(r"^galvc: (\S+)\s+(\d+) ops \((\S+) s, cpu (\S+) s\)", err, re.M)
 passes = " ".join(f"{n} {float(c):.3f}" for n, _, _, c in rows)
-total = sum(float(c) for *_, c in rows)
-print(f"{label:34s} import {imp.group(1) if imp else '?':>7} ops, final {rows[-1][1] if rows else '?':>7} ops | "
-      f"cpu s per pass: {passes} | passes {total:.2f} s, peak RSS {int(rss) / 1024:.0f} MiB")
+if opt:
+    passes += " | galv-opt (parse, verify, print) %.3f" % sum(map(float, opt.split()))
+print(f"{label:40s} import {imp.group(1) if imp else '?':>6} ops, final {rows[-1][1] if rows else '?':>6} ops | "
+      f"cpu s per step: {passes} | galvc cpu {float(user) + float(sys_s):.2f} s, peak RSS {int(rss) / 1024:.0f} MiB")
 PY
 }
 echo "pass_scaling: galvc $BUILD/galvc, $(nproc) cores (CPU seconds per pass; wall time on a shared machine differs)"
-run "inference, ~20k ops (185 layers)" 185
-run "inference, ~60k ops (555 layers)" 555
-run "inference, ~200k ops (1850 layers)" 1850
-run "training, ~20k ops (185 layers)" 185 --train
+run "inference, ~20k ops (185 layers)" "$(model 185)" --no-weights --emit=ir
+run "inference, ~60k ops (555 layers)" "$(model 555)" --no-weights --emit=ir
+run "inference, ~200k ops (1850 layers)" "$(model 1850)" --no-weights --emit=ir
+run "training, ~20k ops (185 layers)" "$(model 185)" --no-weights --emit=ir --train
+run "planner --gpus 4, ~20k ops (185 layers)" "$(model 185)" --no-weights --emit=ir --gpus 4 --plan-out "$T/plan.json"
+run "planner --gpus 4, ~60k ops (555 layers)" "$(model 555)" --no-weights --emit=ir --gpus 4 --plan-out "$T/plan.json"
+run "planner training, ~20k ops (185 layers)" "$(model 185)" --no-weights --emit=ir --gpus 4 --train --plan-out "$T/plan.json"
+run "training, ~60k ops (555 layers)" "$(model 555)" --no-weights --emit=ir --train
+for L in 185 555 1850; do
+  run "codegen, $L layers (hidden 16)" "$(model $L 16 2 --external-data)" --no-build -o "$T/prog/"
+done

@@ -40,7 +40,7 @@ for fam in gpt2 llama bert vit t5; do
       [ $w = new ] && g=$NEW
       mkdir -p "$T/$w"
       po=()
-      [[ "$args" == *--gpus* ]] && po=(--plan-out "$T/$w/plan.json")
+      [[ "$args" == *--gpus* && "$args" != *--strategy* ]] && po=(--plan-out "$T/$w/plan.json")
       # shellcheck disable=SC2086
       "$g" "$m" --batch 4 --seq 16 --no-weights -q $args --emit=ir -o "$T/$w/out.mlir" "${po[@]}" \
         --dump-ir-after=all --dump-dir "$T/$w/d" >"$T/$w/log" 2>&1 || echo "exit $?" >>"$T/$w/log"

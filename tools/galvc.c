@@ -1064,11 +1064,24 @@ retry:
     gv_module_free(m);
     return rc;
   }
+  /* the steps after the passes get the passes' progress line too (CPU
+   * seconds per step: bench/pass_scaling.sh reads them) */
+#define STEP_LINE(name, t, tc)                                                                                        \
+  do {                                                                                                               \
+    if (!rc && !quiet)                                                                                               \
+      fprintf(stderr, "galvc: %-18s %6d ops (%.3f s, cpu %.3f s)\n", name, count_ops(m->main->body), now() - (t), \
+              cpu_now() - (tc));                                                                                     \
+  } while (0)
+  double tc0 = cpu_now();
+  t0 = now();
   if (!rc && gv_verify(m)) rc = 1;
+  STEP_LINE("verify", t0, tc0);
   if (!rc && report_cost) gv_cost_report(&cluster, m, stdout);
   if (!rc && program) {
     if (ensure_dir(out)) rc = gv_error_plain("%s: cannot create output directory: %s", out, strerror(errno));
+    t0 = now(), tc0 = cpu_now();
     if (!rc) rc = emit_program(m, out, quiet, strcmp(target, "cuda") == 0 ? &cuda : NULL, NULL);
+    STEP_LINE("codegen", t0, tc0);
     if (!rc && build) rc = build_program(out, quiet);
     if (!rc) rc = write_readme(out, argc, argv, train, strcmp(target, "cuda") == 0, inputs, run_args);
     if (!rc && !quiet) print_run_hint(out, build, train, run_args);
@@ -1095,7 +1108,9 @@ retry:
           if (!rc && !quiet) fprintf(stderr, "galvc: wrote %s (IR text)\n", path);
         }
       } else {
+        t0 = now(), tc0 = cpu_now();
         rc = write_ir(m, out) ? 1 : 0;
+        STEP_LINE("print-ir", t0, tc0);
         if (!rc && !quiet) fprintf(stderr, "galvc: wrote %s (IR text; -o DIR/ writes the program)\n", out);
       }
     }
