@@ -307,6 +307,95 @@ static int check_in_place(emitter *e) {
   return 0;
 }
 
+/* The plan check's fast path: whether any two arena values whose lifetimes
+ * meet (one defined while the other is live) share a byte. A sweep over
+ * the schedule positions keeps the live values in a treap by offset; in a
+ * correct plan they are disjoint, so a new value overlaps one of them iff it
+ * overlaps its neighbour below or above. Any overlap found (or a value of
+ * no bytes) sends the check to the pairwise loop, which knows the allowed
+ * cases and names the pair; a plan without one is correct and costs
+ * O(n log n) instead of the loop's O(n^2). */
+typedef struct {
+  int64_t off, end;
+  unsigned pri;
+  int l, r;
+} tnode;
+
+static bool tkey_less(const tnode *T, int a, int b) { return T[a].off < T[b].off || (T[a].off == T[b].off && a < b); }
+
+static void tsplit(tnode *T, int t, int key, int *l, int *r) { /* l: keys < key's */
+  if (t < 0) {
+    *l = *r = -1;
+  } else if (tkey_less(T, t, key)) {
+    tsplit(T, T[t].r, key, &T[t].r, r);
+    *l = t;
+  } else {
+    tsplit(T, T[t].l, key, l, &T[t].l);
+    *r = t;
+  }
+}
+
+static int tmerge(tnode *T, int a, int b) {
+  if (a < 0 || b < 0) return a < 0 ? b : a;
+  if (T[a].pri > T[b].pri) {
+    T[a].r = tmerge(T, T[a].r, b);
+    return a;
+  }
+  T[b].l = tmerge(T, a, T[b].l);
+  return b;
+}
+
+/* t without node a (which it holds). */
+static int terase(tnode *T, int t, int a) {
+  if (t == a) return tmerge(T, T[a].l, T[a].r);
+  if (tkey_less(T, a, t)) T[t].l = terase(T, T[t].l, a);
+  else T[t].r = terase(T, T[t].r, a);
+  return t;
+}
+
+/* Whether [off, end) overlaps a node of t (its nodes disjoint). */
+static bool toverlaps(const tnode *T, int t, int64_t off, int64_t end) {
+  int below = -1, above = -1; /* the last node starting at or below off, the first above it */
+  for (int u = t; u >= 0;)
+    if (T[u].off <= off) below = u, u = T[u].r;
+    else above = u, u = T[u].l;
+  return (below >= 0 && T[below].end > off) || (above >= 0 && T[above].off < end);
+}
+
+static bool plan_may_overlap(const emitter *e, int npos) {
+  int nv = e->nv, *first = malloc(2 * ((size_t)npos + 2) * sizeof *first), *next = malloc(2 * ((size_t)nv + 1) * sizeof *next);
+  tnode *T = malloc(((size_t)nv + 1) * sizeof *T);
+  bool may = true;
+  if (!first || !next || !T) goto done;
+  for (int p = 0; p < 2 * (npos + 2); p++) first[p] = -1;
+  unsigned rng = 2463534242u;
+  for (int a = nv - 1; a >= 0; a--) { /* per position (def + 1, last + 1): the values defined there, last used there */
+    const vinfo *x = &e->vi[a];
+    if (x->in_weights || x->root != a) continue;
+    if (x->nbytes <= 0 || x->def < -1 || x->def >= npos) goto done;
+    T[a] = (tnode){x->off, x->off + x->nbytes, (rng ^= rng << 13, rng ^= rng >> 17, rng ^= rng << 5), -1, -1};
+    next[2 * a] = first[2 * (x->def + 1)], first[2 * (x->def + 1)] = a;
+    if (x->last >= x->def && x->last < npos) next[2 * a + 1] = first[2 * (x->last + 1) + 1], first[2 * (x->last + 1) + 1] = a;
+  }
+  int root = -1;
+  for (int p = -1; p < npos; p++) {
+    for (int a = first[2 * (p + 1)]; a >= 0; a = next[2 * a]) {
+      if (toverlaps(T, root, T[a].off, T[a].end)) goto done;
+      if (e->vi[a].last < e->vi[a].def) continue; /* never live after its definition: checked, not kept */
+      int l, r;
+      tsplit(T, root, a, &l, &r);
+      root = tmerge(T, tmerge(T, l, a), r);
+    }
+    for (int a = first[2 * (p + 1) + 1]; a >= 0; a = next[2 * a + 1]) root = terase(T, root, a); /* dead after p */
+  }
+  may = false;
+done:
+  free(first);
+  free(next);
+  free(T);
+  return may;
+}
+
 /* Locations of every top-level value; weights layout; last uses; plan check. */
 static int plan(emitter *e, int64_t *wbytes, const gv_op **arena_op) {
   gv_module *m = e->m;
@@ -422,7 +511,8 @@ static int plan(emitter *e, int64_t *wbytes, const gv_op **arena_op) {
   /* plan check: a value's bytes never overlap those of a value live when it is
    * defined (an elementwise op may write over an operand of exactly its size
    * that dies there: each element is read before it is written). */
-  for (int a = 0; a < e->nv; a++) {
+  bool may = plan_may_overlap(e, t);
+  for (int a = 0; may && a < e->nv; a++) {
     vinfo *x = &e->vi[a];
     if (x->in_weights || x->root != a || x->def < 0) continue;
     const gv_op *dop = x->v->def;
@@ -507,14 +597,40 @@ static void io_entry(emitter *e, const char *name, const gv_value *v) {
   fprintf(f, ", %d, %lld, %lld},\n", x->in_weights, (long long)x->off, (long long)x->nbytes);
 }
 
-static void poison_after(emitter *e, int t, bool poison) {
-  for (int a = 0; a < e->nv; a++) {
+/* The arena values to unpoison before op t (defined there) and to poison
+ * after it (last used there, or defined there and never used), in value
+ * order: buckets per schedule position, built once (a scan of every value
+ * per op was quadratic). */
+typedef struct {
+  int *first[2]; /* per position, [0] unpoison, [1] poison: the first value, -1 */
+  int *next[2];  /* per value: the next value of the same position */
+} poison_lists;
+
+static int poison_lists_build(poison_lists *pl, const emitter *e, int npos) {
+  for (int k = 0; k < 2; k++) {
+    pl->first[k] = malloc(((size_t)npos + 1) * sizeof(int));
+    pl->next[k] = malloc(((size_t)e->nv + 1) * sizeof(int));
+    if (!pl->first[k] || !pl->next[k]) return -1;
+    for (int t = 0; t < npos; t++) pl->first[k][t] = -1;
+  }
+  for (int a = e->nv - 1; a >= 0; a--) { /* from the last, so that each list is in value order */
     const vinfo *x = &e->vi[a];
     if (x->in_weights || x->root != a) continue;
-    if (poison && (x->last == t || (x->last < 0 && x->def == t)))
-      fprintf(e->f, "  GALV_POISON(A(%lld), %lld);\n", (long long)x->off, (long long)x->nbytes);
-    if (!poison && x->def == t)
-      fprintf(e->f, "  GALV_UNPOISON(A(%lld), %lld);\n", (long long)x->off, (long long)x->nbytes);
+    int at[2] = {x->def, x->last >= 0 ? x->last : x->def};
+    for (int k = 0; k < 2; k++)
+      if (at[k] >= 0 && at[k] < npos) pl->next[k][a] = pl->first[k][at[k]], pl->first[k][at[k]] = a;
+  }
+  return 0;
+}
+
+static void poison_lists_free(poison_lists *pl) {
+  for (int k = 0; k < 2; k++) free(pl->first[k]), free(pl->next[k]);
+}
+
+static void poison_after(const emitter *e, const poison_lists *pl, int t, bool poison) {
+  for (int a = pl->first[poison][t]; a >= 0; a = pl->next[poison][a]) {
+    const vinfo *x = &e->vi[a];
+    fprintf(e->f, "  GALV_%s(A(%lld), %lld);\n", poison ? "POISON" : "UNPOISON", (long long)x->off, (long long)x->nbytes);
   }
 }
 
@@ -634,6 +750,10 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
   for (int a = 0; a < e->nv; a++)
     if (!e->vi[a].in_weights && e->vi[a].root == a && e->vi[a].def < 0 && e->vi[a].last < 0)
       fprintf(f, "  GALV_POISON(A(%lld), %lld); /* unused input */\n", (long long)e->vi[a].off, (long long)e->vi[a].nbytes);
+  int npos = 0;
+  for (const gv_op *op = body->first; op; op = op->next) npos++;
+  poison_lists pl = {0};
+  if (!rc && poison_lists_build(&pl, e, npos)) rc = gv_error_plain("cpu codegen: out of memory");
   t = 0;
   for (const gv_op *op = body->first; op && !rc; op = op->next, t++) {
     gv_opcode k = op->code;
@@ -642,7 +762,7 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
     fprintf(f, "  /* %s: node '", gv_ops[k].name);
     cg_c_comment(f, op->loc ? op->loc : "");
     fprintf(f, "' */\n");
-    poison_after(e, t, false);
+    poison_after(e, &pl, t, false);
     fprintf(f, "  GALV_PROF(%d);\n", nk);
     if (k == GV_OP_FUSED || (gv_ops[k].flags & GV_ELEMENTWISE)) {
       fprintf(f, "  %s%d(", k == GV_OP_FUSED ? "fused" : "ew", t);
@@ -656,8 +776,9 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
       rc = emit_kernel(e, op);
     }
     nk++;
-    poison_after(e, t, true);
+    poison_after(e, &pl, t, true);
   }
+  poison_lists_free(&pl);
   cg_comm_run_end(e->comm, f);
   fprintf(f, "  GALV_PROF(-1);\n}\n\nconst int galv_nkernels = %d;\n", nk);
   /* kind and node of each kernel call, for --profile */
