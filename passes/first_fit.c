@@ -28,12 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The placed blocks in offset order: sorted chunks of at most CHUNK ids
- * (insertion moves at most a chunk, not the whole list). */
+/* The placed blocks in offset order: sorted chunks of at most CHUNK blocks
+ * (insertion moves at most a chunk, not the whole list), each block's
+ * lifetime and bytes held in the chunk so that the walk reads memory in
+ * order. */
 enum { CHUNK = 256 };
 typedef struct {
   int n;
-  int ids[CHUNK];
+  int start[CHUNK], end[CHUNK];
+  int64_t off[CHUNK], top[CHUNK]; /* bytes [off, top) */
 } chunk;
 
 typedef struct {
@@ -136,7 +139,7 @@ static int64_t gather(tindex *T, const gv_ff_block *b, const gv_ff_block *a) {
   for (int t = next_point(T, a->start + 1); t <= a->end; t = next_point(T, t + 1))
     for (int j = T->first_at[t]; j >= 0; j = T->next_at[j])
       if (gather_one(T, &n, &b[j])) return -2;
-  qsort(T->g, (size_t)n, sizeof *T->g, by_off);
+  if (n > 1) qsort(T->g, (size_t)n, sizeof *T->g, by_off);
   int64_t x = 0;
   for (int k = 0; k < n && T->g[k].off < x + a->size; k++)
     if (T->g[k].end > x) x = T->g[k].end;
@@ -157,11 +160,13 @@ int64_t gv_first_fit(gv_ff_block *b, const int *order, int n, int npoints) {
   T.bits2 = calloc((size_t)(nw + 63) / 64, sizeof *T.bits2);
   T.fw_start = calloc((size_t)T.P + 1, sizeof *T.fw_start);
   T.fw_end = calloc((size_t)T.P + 1, sizeof *T.fw_end);
-  chunk *ch = malloc((size_t)cap * sizeof *ch);
+  chunk **ch = calloc((size_t)cap, sizeof *ch);
   int64_t total = -1;
-  if (!T.cover || !T.first_at || !T.next_at || !T.bits || !T.bits2 || !T.fw_start || !T.fw_end || !ch) goto done;
+  if (!T.cover || !T.first_at || !T.next_at || !T.bits || !T.bits2 || !T.fw_start || !T.fw_end || !ch ||
+      !(ch[0] = malloc(sizeof **ch)))
+    goto done;
   memset(T.first_at, -1, (size_t)T.P * sizeof *T.first_at);
-  ch[0].n = 0;
+  ch[0]->n = 0;
   total = 0;
   for (int i = 0; i < n; i++) {
     gv_ff_block *a = &b[order[i]];
@@ -172,8 +177,9 @@ int64_t gv_first_fit(gv_ff_block *b, const int *order, int n, int npoints) {
       long lg = 1;
       while ((1L << lg) <= live) lg++;
       long budget = 4L * live * lg + 64; /* about what sorting them costs */
-      for (int c = 0; c < nc; c++)
-        for (int k = 0; k < ch[c].n; k++) {
+      for (int c = 0; c < nc; c++) {
+        const chunk *h = ch[c];
+        for (int k = 0; k < h->n; k++) {
           if (--budget < 0) {
             x = gather(&T, b, a);
             if (x == -2) {
@@ -182,11 +188,11 @@ int64_t gv_first_fit(gv_ff_block *b, const int *order, int n, int npoints) {
             }
             goto found;
           }
-          const gv_ff_block *p = &b[ch[c].ids[k]];
-          if (!(a->start <= p->end && p->start <= a->end)) continue;
-          if (p->off >= x + size) goto found;
-          if (p->off + p->size > x) x = p->off + p->size;
+          if (!(a->start <= h->end[k] && h->start[k] <= a->end)) continue;
+          if (h->off[k] >= x + size) goto found;
+          if (h->top[k] > x) x = h->top[k];
         }
+      }
     }
   found:
     a->off = x;
@@ -197,24 +203,35 @@ int64_t gv_first_fit(gv_ff_block *b, const int *order, int n, int npoints) {
       goto done;
     }
     int c = 0; /* the chunk to insert into: the first whose last offset is >= x (else the last) */
-    while (c < nc - 1 && (!ch[c].n || b[ch[c].ids[ch[c].n - 1]].off < x)) c++;
-    if (ch[c].n == CHUNK) { /* split it */
-      if (nc == cap) {
+    while (c < nc - 1 && (!ch[c]->n || ch[c]->off[ch[c]->n - 1] < x)) c++;
+    if (ch[c]->n == CHUNK) { /* split it */
+      chunk *h2 = nc < cap ? malloc(sizeof *h2) : NULL;
+      if (!h2) {
         total = -1;
         goto done;
       }
       memmove(&ch[c + 2], &ch[c + 1], sizeof *ch * (size_t)(nc - c - 1));
-      ch[c + 1].n = CHUNK / 2;
-      memcpy(ch[c + 1].ids, ch[c].ids + CHUNK / 2, sizeof(int) * (CHUNK / 2));
-      ch[c].n = CHUNK / 2;
+      ch[c + 1] = h2;
+      enum { H = CHUNK / 2 };
+      h2->n = H;
+      memcpy(h2->start, ch[c]->start + H, sizeof(int) * H);
+      memcpy(h2->end, ch[c]->end + H, sizeof(int) * H);
+      memcpy(h2->off, ch[c]->off + H, sizeof(int64_t) * H);
+      memcpy(h2->top, ch[c]->top + H, sizeof(int64_t) * H);
+      ch[c]->n = H;
       nc++;
-      if (b[ch[c].ids[ch[c].n - 1]].off < x) c++;
+      if (ch[c]->off[ch[c]->n - 1] < x) c++;
     }
-    int k = ch[c].n;
-    while (k > 0 && b[ch[c].ids[k - 1]].off > x) k--;
-    memmove(ch[c].ids + k + 1, ch[c].ids + k, sizeof(int) * (size_t)(ch[c].n - k));
-    ch[c].ids[k] = order[i];
-    ch[c].n++;
+    chunk *h = ch[c];
+    int k = h->n;
+    while (k > 0 && h->off[k - 1] > x) k--;
+    int m = h->n - k;
+    memmove(h->start + k + 1, h->start + k, sizeof(int) * (size_t)m);
+    memmove(h->end + k + 1, h->end + k, sizeof(int) * (size_t)m);
+    memmove(h->off + k + 1, h->off + k, sizeof(int64_t) * (size_t)m);
+    memmove(h->top + k + 1, h->top + k, sizeof(int64_t) * (size_t)m);
+    h->start[k] = a->start, h->end[k] = a->end, h->off[k] = x, h->top[k] = x + size;
+    h->n++;
   }
 done:
   for (int i = 0; T.cover && i < 2 * T.leaves; i++) free(T.cover[i].ids);
@@ -226,6 +243,7 @@ done:
   free(T.fw_start);
   free(T.fw_end);
   free(T.g);
+  for (int c = 0; ch && c < nc; c++) free(ch[c]);
   free(ch);
   return total;
 }
