@@ -53,6 +53,77 @@ static void replace_in(gv_op *op, gv_value *from, gv_value *to) {
   for (int r = 0; r < op->nregions; r++) gv_replace_uses(op->regions[r], from, to);
 }
 
+static void clear_nested(gv_block *b);
+
+/* The top-level ops that use each value of the body (an operand of the op
+ * or of an op in its regions), in program order, each op once per value:
+ * the questions "which later op uses v" then cost v's uses, not a scan of
+ * the rest of the block per value (quadratic: the stage DP extracts a stage
+ * from the whole model per candidate). Values are numbered (value->id:
+ * arguments, then top-level results; nested values -1); ops[k] is the k-th
+ * top-level op, stage[k] its `stage` (-1 when none). */
+typedef struct {
+  gv_op **ops;
+  int64_t *stage;
+  int nops, nvals;
+  int *first, *tail, *next, *user; /* per value: first and last entry; per entry: next entry, user op index */
+  int nent;
+} users_ix;
+
+static void users_free(users_ix *U) {
+  free(U->ops), free(U->stage), free(U->first), free(U->tail), free(U->next), free(U->user);
+  memset(U, 0, sizeof *U);
+}
+
+static int count_opnds(const gv_op *op) {
+  int n = op->nopnds;
+  for (int r = 0; r < op->nregions; r++)
+    for (const gv_op *o = op->regions[r]->first; o; o = o->next) n += count_opnds(o);
+  return n;
+}
+
+static void users_add(users_ix *U, int k, const gv_op *op) {
+  for (int i = 0; i < op->nopnds; i++) {
+    int id = op->opnds[i]->id;
+    if (id < 0 || id >= U->nvals || (U->tail[id] >= 0 && U->user[U->tail[id]] == k)) continue;
+    int e = U->nent++;
+    U->user[e] = k, U->next[e] = -1;
+    if (U->tail[id] >= 0) U->next[U->tail[id]] = e;
+    else U->first[id] = e;
+    U->tail[id] = e;
+  }
+  for (int r = 0; r < op->nregions; r++)
+    for (const gv_op *o = op->regions[r]->first; o; o = o->next) users_add(U, k, o);
+}
+
+static int users_build(users_ix *U, gv_block *body) {
+  memset(U, 0, sizeof *U);
+  int nv = body->nargs, nops = 0, nent = 0;
+  for (gv_op *op = body->first; op; op = op->next) nv += op->nres, nops++, nent += count_opnds(op);
+  U->ops = malloc(sizeof *U->ops * (size_t)(nops + 1));
+  U->stage = malloc(sizeof *U->stage * (size_t)(nops + 1));
+  U->first = malloc(sizeof *U->first * (size_t)(nv + 1));
+  U->tail = malloc(sizeof *U->tail * (size_t)(nv + 1));
+  U->next = malloc(sizeof *U->next * (size_t)(nent + 1));
+  U->user = malloc(sizeof *U->user * (size_t)(nent + 1));
+  if (!U->ops || !U->stage || !U->first || !U->tail || !U->next || !U->user) {
+    users_free(U);
+    return -1;
+  }
+  int id = 0;
+  for (int a = 0; a < body->nargs; a++) body->args[a]->id = id++;
+  for (gv_op *op = body->first; op; op = op->next) {
+    U->ops[U->nops] = op;
+    U->stage[U->nops++] = gv_get_int(op, "stage", -1);
+    for (int i = 0; i < op->nres; i++) op->res[i]->id = id++;
+    for (int r = 0; r < op->nregions; r++) clear_nested(op->regions[r]);
+  }
+  U->nvals = id;
+  for (int v = 0; v < id; v++) U->first[v] = U->tail[v] = -1;
+  for (int k = 0; k < U->nops; k++) users_add(U, k, U->ops[k]);
+  return 0;
+}
+
 static bool is_term(const gv_op *op) { return (gv_ops[op->code].flags & GV_TERMINATOR) != 0; }
 
 static int64_t type_bytes(const gv_type *t) {
@@ -222,14 +293,18 @@ int gv_pipe_assign_stages(gv_module *m, const int *first, int nstages) {
       if (l >= first[i] && l < first[i + 1]) s = i;
     gv_set_int(m, op, "stage", s);
   }
-  for (gv_op *op = body->first; op; op = op->next) {
+  users_ix U; /* built after the stages above are set */
+  if (users_build(&U, body)) return gv_error(m, "pipeline: out of memory");
+  for (int k = 0; k < U.nops; k++) {
+    gv_op *op = U.ops[k];
     if (is_term(op) || op->nopnds || op->nregions || op->nres != 1) continue;
-    for (gv_op *u = op->next; u; u = u->next)
-      if (!is_term(u) && uses(u, op->res[0])) {
-        gv_set_int(m, op, "stage", op_stage(u));
+    for (int e = U.first[op->res[0]->id]; e >= 0; e = U.next[e]) /* its first user (a constant uses nothing) */
+      if (!is_term(U.ops[U.user[e]])) {
+        gv_set_int(m, op, "stage", U.stage[U.user[e]]);
         break;
       }
   }
+  users_free(&U);
   return 0;
 }
 
@@ -306,6 +381,16 @@ void gv_pipe_shared_params_free(gv_shared_param *sp, int n) {
   free(sp);
 }
 
+/* Marks in used[] the arguments of body that op (or an op in its regions) reads. */
+static void mark_arg_uses(const gv_op *op, const gv_block *body, bool *used) {
+  for (int i = 0; i < op->nopnds; i++) {
+    const gv_value *v = op->opnds[i];
+    if (!v->def && v->block == body && v->index >= 0 && v->index < body->nargs && body->args[v->index] == v) used[v->index] = true;
+  }
+  for (int r = 0; r < op->nregions; r++)
+    for (const gv_op *o = op->regions[r]->first; o; o = o->next) mark_arg_uses(o, body, used);
+}
+
 int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
   gv_func *f = m->main;
   gv_block *body = f->body;
@@ -313,12 +398,16 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
   gv_op *ret = gv_block_terminator(body);
   if (!ret || ret->code != GV_OP_RETURN) return gv_error(m, "pipeline: the function has no return");
   if (nstages > 64) return gv_error(m, "pipeline: at most 64 stages");
-  /* constants used in s stay in s */
-  for (gv_op *op = body->first; op; op = op->next) {
-    if (is_term(op) || op_stage(op) == s || op->nopnds || op->nregions) continue;
-    for (gv_op *u = op->next; u; u = u->next)
-      if (!is_term(u) && op_stage(u) == s && uses(u, op->res[0])) {
+  users_ix U;
+  if (users_build(&U, body)) return gv_error(m, "pipeline: out of memory");
+  /* constants used in s stay in s (a constant uses nothing: the other ops' stages stay) */
+  for (int k = 0; k < U.nops; k++) {
+    gv_op *op = U.ops[k];
+    if (is_term(op) || U.stage[k] == s || op->nopnds || op->nregions) continue;
+    for (int e = U.first[op->res[0]->id]; e >= 0; e = U.next[e])
+      if (!is_term(U.ops[U.user[e]]) && U.stage[U.user[e]] == s) {
         gv_set_int(m, op, "stage", s);
+        U.stage[k] = s;
         break;
       }
   }
@@ -327,7 +416,7 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
   gv_value **ro = malloc(sizeof *ro * (size_t)cap);
   const char **rn = malloc(sizeof *rn * (size_t)cap);
   if (!ro || !rn) {
-    free(ro), free(rn);
+    free(ro), free(rn), users_free(&U);
     return gv_error(m, "pipeline: out of memory");
   }
   for (int i = 0; i < ret->nopnds; i++) {
@@ -337,19 +426,20 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
     ro[nr] = v;
     rn[nr++] = f->res_names && i < f->nres_names ? f->res_names[i] : NULL;
   }
-  int idx = 0, rc = 0;
+  int rc = 0;
   char name[64];
-  for (gv_op *op = body->first; op && !rc; op = op->next, idx++) {
+  for (int idx = 0; idx < U.nops && !rc; idx++) {
+    gv_op *op = U.ops[idx];
     if (is_term(op)) continue;
-    int64_t a = op_stage(op);
+    int64_t a = U.stage[idx];
     for (int ri = 0; ri < op->nres && !rc; ri++) {
       gv_value *v = op->res[ri];
       snprintf(name, sizeof name, "pp.%d.%d", idx, ri);
       if (a == s) {
         uint64_t mask = 0;
         if (!op->nopnds && !op->nregions) continue; /* a constant: every stage that uses it has its copy */
-        for (gv_op *u = op->next; u; u = u->next)
-          if (!is_term(u) && op_stage(u) != s && uses(u, v)) mask |= 1ull << op_stage(u);
+        for (int e = U.first[v->id]; e >= 0; e = U.next[e])
+          if (!is_term(U.ops[U.user[e]]) && U.stage[U.user[e]] != s) mask |= 1ull << U.stage[U.user[e]];
         if (!mask) continue;
         if (!gv_type_is_static(&v->type)) { rc = gv_error_op(m, op, "pipeline: a value crossing stages has no static shape"); break; }
         if (nr == cap) {
@@ -365,18 +455,20 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
         rc = add_io(m, io, false, name, -1, mask);
       } else {
         bool used = false;
-        for (gv_op *u = op->next; u && !used; u = u->next)
-          used = !is_term(u) && op_stage(u) == s && uses(u, v);
+        for (int e = U.first[v->id]; e >= 0 && !used; e = U.next[e])
+          used = !is_term(U.ops[U.user[e]]) && U.stage[U.user[e]] == s;
         if (!used) continue;
         if (a > s) { rc = gv_error_op(m, op, "pipeline: stage %d uses a value of the later stage %lld", s, (long long)a); break; }
         if (!gv_type_is_static(&v->type)) { rc = gv_error_op(m, op, "pipeline: a value crossing stages has no static shape"); break; }
         gv_value *arg = gv_func_add_arg(m, f, name, v->type, false);
-        for (gv_op *u = op->next; u; u = u->next)
-          if (!is_term(u) && op_stage(u) == s) replace_in(u, v, arg);
+        arg->id = -1; /* not a value of the index */
+        for (int e = U.first[v->id]; e >= 0; e = U.next[e])
+          if (!is_term(U.ops[U.user[e]]) && U.stage[U.user[e]] == s) replace_in(U.ops[U.user[e]], v, arg);
         rc = add_io(m, io, true, name, (int)a, 0);
       }
     }
   }
+  users_free(&U);
   if (!rc) {
     gv_op_set_operands(m, ret, nr, ro);
     const char **names = gv_alloc(m->arena, sizeof *names * (size_t)(nr ? nr : 1));
@@ -393,13 +485,14 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
     prev = op->prev;
     if (!is_term(op) && op_stage(op) != s) gv_op_unlink(op);
   }
-  /* drop unused arguments */
+  /* drop unused arguments (marked in one walk of what is left) */
+  bool *used = calloc((size_t)body->nargs + 1, sizeof *used);
+  if (!used) return gv_error(m, "pipeline: out of memory");
+  for (const gv_op *u = body->first; u; u = u->next) mark_arg_uses(u, body, used);
   int k = 0;
   for (int a = 0; a < body->nargs; a++) {
     gv_value *v = body->args[a];
-    bool used = false;
-    for (gv_op *u = body->first; u && !used; u = u->next) used = uses(u, v);
-    if (!used) continue;
+    if (!used[a]) continue;
     body->args[k] = v;
     v->index = k;
     f->arg_names[k] = f->arg_names[a];
@@ -410,6 +503,7 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
     if (f->arg_sharding) f->arg_sharding[k] = f->arg_sharding[a];
     k++;
   }
+  free(used);
   body->nargs = k;
   return 0;
 }
