@@ -165,7 +165,7 @@ expect_err "more stages than layers" --pipeline-stages 3 --layers 2
 expect_err "no partition fits the memory limit" --pipeline-stages 2 --memory-limit 1000
 expect_err "input .input_ids.: its batch (dim 0) of 8 does not split into --microbatches 3" --pipeline-stages 2 --microbatches 3
 expect_err "expected adamw or sgd" --pipeline-stages 2 --train --optimizer lamb
-expect_err "expected 1f1b, gpipe, zb-h1 or auto" --pipeline-stages 2 --schedule zigzag
+expect_err "expected 1f1b, gpipe, zb-h1, interleaved or auto" --pipeline-stages 2 --schedule zigzag
 expect_err "needs --train and --pipeline-stages" --pipeline-stages 2 --pipeline-recompute
 echo "pipeline_models: $pass passed, $fail failed"
 [ "$fail" = 0 ]
