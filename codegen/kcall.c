@@ -473,6 +473,24 @@ static int fill_pool(const fill_ctx *c, cg_kcall *k) {
   return 0;
 }
 
+/* topk (x -> values (dst), indices (aux[0], i64)): rows of outer x len x
+ * inner (len: the axis), count = k, kind = largest; f32 values. */
+static int fill_topk(const fill_ctx *c, cg_kcall *k) {
+  const gv_op *op = c->op;
+  if (need_f32(c)) return -1;
+  int ax = gv_norm_axis(gv_get_int(op, "axis", -1), c->x->rank);
+  int64_t kk = gv_get_int(op, "k", -1);
+  if (ax < 0 || kk < 0 || kk > c->x->dims[ax] || c->o->dims[ax] != kk || op->res[1]->type.dtype != GV_DT_I64)
+    return gv_error_op(c->m, op, "%s: topk operands do not fit", c->who);
+  k->outer = cg_prod(c->x->dims, 0, ax);
+  k->len = c->x->dims[ax];
+  k->inner = cg_prod(c->x->dims, ax + 1, c->x->rank);
+  k->count = kk;
+  k->kind = gv_get_int(op, "largest", 1) != 0;
+  k->aux[0] = op->nopnds + 1;
+  return 0;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const struct {
@@ -511,6 +529,7 @@ static const struct {
     {GV_OP_SCATTER_ELEMENTS, CG_K_SCATTER_ELEMENTS, fill_elements},
     {GV_OP_POOL, CG_K_POOL, fill_pool},
     {GV_OP_POOL_GRAD, CG_K_POOL_GRAD, fill_pool},
+    {GV_OP_TOPK, CG_K_TOPK, fill_topk},
 };
 
 static int row_of(gv_opcode c) {

@@ -51,7 +51,8 @@
   X(GATHER_ELEMENTS, "gather_elements")                                                                       \
   X(SCATTER_ELEMENTS, "scatter_elements")                                                                     \
   X(POOL, "pool")                                                                                             \
-  X(POOL_GRAD, "pool_grad")
+  X(POOL_GRAD, "pool_grad")                                                                                   \
+  X(TOPK, "topk")
 
 typedef enum {
 #define CG_K_ENUM(E, N) CG_K_##E,
@@ -88,11 +89,11 @@ typedef struct {
   int rank;           /* dims / strides / dims2 */
   int64_t dims[GV_MAX_RANK], strides[GV_MAX_RANK], dims2[GV_MAX_RANK];
   int64_t outer, len, inner; /* rows of outer x len x inner elements (softmax, cumsum, gather: len = D ...) */
-  int64_t count;      /* gather(_grad): indices; gather_nd / scatter_nd: index tuples; reduce: output elements; norm: scale elements; cross_entropy: rows */
+  int64_t count;      /* topk: k; gather(_grad): indices; gather_nd / scatter_nd: index tuples; reduce: output elements; norm: scale elements; cross_entropy: rows */
   int64_t count2;     /* norm: bias elements */
   int idx_es;         /* gather(_grad): index bytes (8 or 4) */
   int kind;           /* reduce: 0 sum 1 mean 2 max 3 min; softmax: log; norm: rms; trilu: upper; cumsum: exclusive;
-                         scatter_nd: add; pool: 0 max 1 avg */
+                         scatter_nd: add; pool: 0 max 1 avg; topk: largest */
   int kind2;          /* cumsum: reverse; pool: count_include_pad */
   int64_t kdiag;      /* trilu: the diagonal (a constant) */
   int kdiag_slot;     /* trilu: the slot of an i64 scalar k read at run time, or -1 (kdiag) */

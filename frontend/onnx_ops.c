@@ -1522,6 +1522,38 @@ static const gv_tensor *v_eval(gv_ictx *c, gv_value *v, int depth) {
 
 static bool v_static(const gv_value *x) { return x && x->type.rank >= 0 && gv_type_is_static(&x->type); }
 
+/* TopK (opset 10+: k is input 1) -> galv.topk {k, axis, largest, sorted}.
+ * k must be known at import (a constant, or a value that follows from
+ * constants and static shapes): the result shape depends on it. */
+static int h_topk(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  if (outs_at_most(c, n, 2)) return -1;
+  const gv_tensor *kt = v_eval(c, in[1], 0);
+  if (!kt || !gv_dtype_is_int(kt->type.dtype) || gv_tensor_numel(kt) != 1 || kt->type.rank > 1)
+    return gv_node_error(c, "unsupported: dynamic shape (k must be a constant 1-element integer tensor)");
+  int64_t k = gv_tensor_get_i(kt, 0), axis = ai(n, "axis", -1);
+  if (k < 0) return gv_node_error(c, "k %lld is negative", (long long)k);
+  int r = rank_of(in[0]);
+  int64_t a = r >= 0 ? norm_axis(axis, r) : 0;
+  if (r == 0 || (r > 0 && (a < 0 || a >= r)))
+    return gv_node_error(c, "axis %lld out of range for an input of rank %d", (long long)axis, r);
+  if (r > 0 && in[0]->type.dims[a] >= 0 && k > in[0]->type.dims[a])
+    return gv_node_error(c, "k %lld exceeds the size %lld of axis %lld", (long long)k, (long long)in[0]->type.dims[a],
+                         (long long)axis);
+  gv_op *op = emit(c, GV_OP_TOPK, 1, in, 2);
+  gv_set_int(c->m, op, "k", k);
+  gv_set_int(c->m, op, "axis", axis);
+  gv_set_int(c->m, op, "largest", ai(n, "largest", 1));
+  gv_set_int(c->m, op, "sorted", ai(n, "sorted", 1));
+  for (int i = 0; i < 2; i++) {
+    gv_value *v = op->res[i];
+    v->type = in[0]->type;
+    if (i) v->type.dtype = GV_DT_I64;
+    if (r > 0) v->type.dims[a] = k;
+  }
+  return out(c, n, 0, op->res[0]) || out(c, n, 1, op->res[1]) ? -1 : 0;
+}
+
 static int h_global_pool(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)nin;
   int r = rank_of(in[0]);
@@ -2403,6 +2435,7 @@ static const row table[] = {
     B("Sub", SUB),
     U("Tanh", TANH),
     {"Tile", 1, 2, 2, h_tile, 0},
+    {"TopK", 10, 2, 2, h_topk, 0},
     {"Transpose", 1, 1, 1, h_transpose, 0},
     {"Trilu", 14, 1, 2, h_trilu, 0},
     {"Unsqueeze", 1, 1, 2, h_unsqueeze, 0},
@@ -2439,7 +2472,7 @@ static const struct {
     {"body", AT(GRAPH), NULL},          {"dtype", AT(INT), NULL},         {"new_axis", AT(INT), "01"},
     {"dilations", AT(INTS), NULL},      {"else_branch", AT(GRAPH), NULL}, {"end", AT(INT), NULL},
     {"epsilon", AT(FLOAT), NULL},       {"equation", AT(STRING), NULL},       {"exclusive", AT(INT), "01"},     {"fmod", AT(INT), "01"},     {"group", AT(INT), NULL},
-    {"keepdims", AT(INT), "01"},        {"kernel_shape", AT(INTS), NULL}, {"noop_with_empty_axes", AT(INT), "01"},
+    {"keepdims", AT(INT), "01"},        {"largest", AT(INT), "01"},       {"sorted", AT(INT), "01"},        {"kernel_shape", AT(INTS), NULL}, {"noop_with_empty_axes", AT(INT), "01"},
     {"num_outputs", AT(INT), NULL},     {"pads", AT(INTS), NULL},         {"perm", AT(INTS), NULL},
     {"reduction", AT(STRING), "|none|add|mul|max|min|"},                  {"reverse", AT(INT), "01"},
     {"seed", AT(INT), NULL},            {"select_last_index", AT(INT), "01"},            {"split", AT(INTS), NULL},        {"stash_type", AT(INT), NULL},
@@ -2626,7 +2659,7 @@ int gv_import_node(gv_ictx *c, const Onnx__NodeProto *n) {
     if (!(in[i] = gv_lookup(c, name))) return -1;
   }
   if (r->h != h_split && r->h != h_if && r->h != h_loop && r->h != h_layer_norm && r->h != h_dropout && r->h != h_batch_norm &&
-      r->h != h_rnn && outs_at_most(c, n, 1))
+      r->h != h_rnn && r->h != h_topk && outs_at_most(c, n, 1))
     return -1;
   if (check_attrs(c, n)) return -1;
   gv_block *b = c->scope->block;

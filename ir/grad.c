@@ -427,6 +427,23 @@ int gv_grad_scatter_elements(gv_module *m, gv_op *op, gv_value *const *dres, con
   return finish(&c);
 }
 
+/* topk: the values' gradient scattered back into zeros at the indices
+ * (result 1) along the axis; the k indices of a row are distinct, so add and
+ * none agree, and add is the one the runtimes also run on the CUDA target.
+ * The indices (an integer result) carry no gradient. */
+int gv_grad_topk(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before) {
+  if (!need[0] || !dres[0]) return 0;
+  gctx c = begin(m, op, before);
+  gv_value *in[3] = {zeros(&c, &op->opnds[0]->type), op->res[1], dres[0]};
+  gv_op *o = newop(&c, GV_OP_SCATTER_ELEMENTS, 3, in);
+  if (o) {
+    gv_set_int(m, o, "axis", gv_norm_axis(gv_get_int(op, "axis", -1), op->opnds[0]->type.rank));
+    gv_set_str(m, o, "reduction", "add");
+  }
+  dopnds[0] = fin(&c, o);
+  return finish(&c);
+}
+
 /* tile: view dy as [r0, d0, r1, d1, ...] (only dims with r > 1 split) and
  * sum over the repeat dims. */
 int gv_grad_tile(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before) {

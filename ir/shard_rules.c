@@ -145,6 +145,26 @@ int gv_shard_axis(const gv_op *op, gv_shard_rule *r) {
   return 0;
 }
 
+/* topk: every dim but the axis passes to both results (values, indices);
+ * the axis stays unsharded: a top-k over a split axis would need each
+ * shard's top-k merged (a gather of k per shard and a second selection),
+ * which is no dimension mapping, so the planner gathers that axis first. */
+int gv_shard_topk(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->nopnds != 1 || op->nres != 2) return 1;
+  init(op, r);
+  const gv_type *x = &op->opnds[0]->type;
+  int64_t a = gv_get_int(op, "axis", -1);
+  int ax = (int)(a < 0 ? a + x->rank : a);
+  for (int d = 0; d < x->rank; d++) {
+    if (d == ax || x->dims[d] == 1) continue;
+    int f = factor(r, x->dims[d], GV_FACTOR_PASS);
+    map(r, 0, 0, d, f);
+    map(r, 1, 0, d, f);
+    map(r, 1, 1, d, f);
+  }
+  return 0;
+}
+
 /* layer_norm / rms_norm: dims before axis pass; the normalised dims and the
  * scale / bias stay unsharded. */
 int gv_shard_norm(const gv_op *op, gv_shard_rule *r) {

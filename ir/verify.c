@@ -93,7 +93,7 @@ static int check_attr_ranges(const verifier *v, const gv_op *op) {
   const char *name = gv_ops[op->code].name;
   switch (op->code) {
   case GV_OP_CONCAT: case GV_OP_SPLIT: case GV_OP_GATHER: case GV_OP_CUMSUM: case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX:
-  case GV_OP_LAYER_NORM: case GV_OP_RMS_NORM: case GV_OP_FLATTEN: {
+  case GV_OP_LAYER_NORM: case GV_OP_RMS_NORM: case GV_OP_FLATTEN: case GV_OP_TOPK: {
     const gv_attr *a = gv_get_attr(op, "axis");
     if (a && a->kind != GV_ATTR_INT) return gv_error_op(v->m, op, "galv.%s: attribute 'axis' must be an integer", name);
     if (a && !axis_ok(a->u.i, r, op->code == GV_OP_FLATTEN))

@@ -267,6 +267,18 @@ void galv_scatter_elements(void *dst, const void *data, int64_t nbytes, const vo
                            const char *where);
 void galv_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
                      int64_t rows, int k, const int64_t *dims, int64_t inner, size_t es, int add, const char *where);
+/* TopK's order (ir/topk_ops.c), one macro for the CPU and CUDA kernels:
+ * value va at index ia comes before vb at ib when it ranks higher (largest:
+ * larger, smallest: smaller; NaN ranks above every number), equal values by
+ * the lower index. */
+#define GALV_TOPK_GT(a, b) (isnan(a) ? !isnan(b) : (a) > (b))
+#define GALV_TOPK_BEFORE(va, ia, vb, ib, largest)                                                              \
+  ((largest) ? GALV_TOPK_GT(va, vb) : GALV_TOPK_GT(vb, va)) ||                                                 \
+      (!GALV_TOPK_GT(va, vb) && !GALV_TOPK_GT(vb, va) && (ia) < (ib))
+/* TopK of rows [outer, len, inner] along len: the first k in that order,
+ * values and their i64 indices [outer, k, inner]. */
+void galv_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t len, int64_t inner, int64_t k,
+                   int largest);
 /* Trilu on [batch, R, C] elements of es bytes. */
 void galv_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t R, int64_t C, int64_t k, int upper);
 /* Cumsum along an axis of [outer, L, inner]; dtype GALV_F32 or an integer. */

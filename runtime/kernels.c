@@ -175,6 +175,37 @@ void galv_scatter_elements(void *dst, const void *data, int64_t nbytes, const vo
   }
 }
 
+/* topk: each row's (value, index) pairs sorted in TopK's order
+ * (GALV_TOPK_BEFORE, ties by index: a total order, so qsort's instability
+ * does not matter), the first k kept. */
+typedef struct {
+  float v;
+  int64_t i;
+} topk_entry;
+
+static int topk_cmp_largest(const void *pa, const void *pb) {
+  const topk_entry *a = pa, *b = pb;
+  return GALV_TOPK_BEFORE(a->v, a->i, b->v, b->i, 1) ? -1 : GALV_TOPK_BEFORE(b->v, b->i, a->v, a->i, 1) ? 1 : 0;
+}
+
+static int topk_cmp_smallest(const void *pa, const void *pb) {
+  const topk_entry *a = pa, *b = pb;
+  return GALV_TOPK_BEFORE(a->v, a->i, b->v, b->i, 0) ? -1 : GALV_TOPK_BEFORE(b->v, b->i, a->v, a->i, 0) ? 1 : 0;
+}
+
+void galv_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t len, int64_t inner, int64_t k,
+                   int largest) {
+  if (k == 0) return;
+  topk_entry *row = xmalloc((size_t)len * sizeof *row);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t j = 0; j < inner; j++) {
+      for (int64_t i = 0; i < len; i++) row[i] = (topk_entry){x[(o * len + i) * inner + j], i};
+      qsort(row, (size_t)len, sizeof *row, largest ? topk_cmp_largest : topk_cmp_smallest);
+      for (int64_t i = 0; i < k; i++) vals[(o * k + i) * inner + j] = row[i].v, idx[(o * k + i) * inner + j] = row[i].i;
+    }
+  free(row);
+}
+
 void galv_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t R, int64_t C, int64_t k, int upper) {
   memset(dst, 0, (size_t)(batch * R * C) * es);
   for (int64_t b = 0; b < batch; b++)

@@ -6,13 +6,15 @@
 # ScatterElements (none, add with repeated targets), Einsum (batched matmul,
 # attention scores, outer and inner products, transpose, sum, projection),
 # OneHot (three axes, negative indices), Mod (float fmod, integer with the
-# divisor's sign), ArgMax / ArgMin (keepdims 0, select_last_index), MatMul with broadcast batch dims, a 2-D lhs
+# divisor's sign), ArgMax / ArgMin (keepdims 0, select_last_index), TopK
+# (opsets 14, 17, 21; smallest along a middle axis; ties keep the lower
+# index; k computed from a Shape; values and indices), MatMul with broadcast batch dims, a 2-D lhs
 # against a batched rhs and operands of different ranks. Each through
 # galv-eval (tests/ort_compare.py) and the generated CPU program
 # (tests/cpu_compare.py), rtol 1e-4 / atol 1e-5. Then training through them:
 # 3 AdamW steps of a token model whose gradient flows through GatherND,
-# ScatterND (data and updates), GatherElements, ScatterElements (add), Mod
-# and a broadcasting MatMul, galv-eval --train
+# ScatterND (data and updates), GatherElements, ScatterElements (add), Mod,
+# TopK (values) and a broadcasting MatMul, galv-eval --train
 # against the same graph trained by torch (tests/train/torch_train.py):
 # losses within 1e-4 relative, weights within 1e-4.
 set -uo pipefail

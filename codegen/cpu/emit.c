@@ -212,6 +212,11 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *k, char p[][
       fprintf(f, ";\n    galv_pool_grad_f32(&d, pe, %d, %d, (const float *)%s, (const float *)%s, (float *)%s); }\n", k->kind,
               k->kind2, p[k->src], p[k->aux[0]], dst);
     return 0;
+  case CG_K_TOPK:
+    fprintf(f, "  galv_topk_f32((float *)%s, (int64_t *)%s, (const float *)%s, %lld, %lld, %lld, %lld, %d);\n", dst,
+            p[k->aux[0]], p[k->src], (long long)k->outer, (long long)k->len, (long long)k->inner, (long long)k->count,
+            k->kind);
+    return 0;
   default:
     return gv_error_op(e->m, op, "cpu codegen: the %s kernel is not in the cpu runtime", cg_kernel_names[k->kernel]);
   }

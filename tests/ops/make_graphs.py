@@ -2,8 +2,9 @@
 transformers exports use: ScatterND (Llama's padding-mask assignment, row
 and add forms), GatherND, MatMul with broadcast batch dims (Falcon's
 multi-query attention), a 2-D lhs against a batched rhs, and a lower-rank
-operand; plus `train_nd.onnx`, a tiny token model whose gradient flows
-through GatherND, ScatterND (data and updates) and a broadcasting MatMul.
+operand, TopK (opsets 14, 17, 21; smallest, ties, k from a shape); plus
+`train_nd.onnx`, a tiny token model whose gradient flows through GatherND,
+ScatterND (data and updates), TopK and a broadcasting MatMul.
 
     python3 tests/ops/make_graphs.py OUTDIR
 
@@ -22,7 +23,7 @@ OPSET = 17
 
 def model(name, nodes, inputs, outputs, inits=(), opset=OPSET):
     g = h.make_graph(nodes, name, [h.make_tensor_value_info(n, TP.FLOAT, s) for n, s in inputs],
-                     [h.make_tensor_value_info(n, TP.FLOAT, None) for n in outputs],
+                     [h.make_tensor_value_info(*(n if isinstance(n, tuple) else (n, TP.FLOAT)), None) for n in outputs],
                      [nh.from_array(a, n) for n, a in inits])
     m = h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
     m.ir_version = 8
@@ -83,6 +84,22 @@ def graphs():
                          [h.make_tensor_value_info("y", TP.INT64, None)])
         out[name] = h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)])
         out[name].ir_version = 8
+    # TopK: k a constant input (its values and indices both compared), at the
+    # opsets whose form differs (10: no largest / sorted; 11+: both)
+    for op_ in (14, 17, 21):
+        out["topk_last_o%d" % op_] = model("m", [h.make_node("TopK", ["x", "k"], ["v", "i"])], [("x", [2, 3, 6])],
+                                           ["v", ("i", TP.INT64)], [("k", np.array([3], np.int64))], opset=op_)
+    out["topk_smallest_axis1"] = model("m", [h.make_node("TopK", ["x", "k"], ["v", "i"], axis=1, largest=0)],
+                                       [("x", [2, 5, 4])], ["v", ("i", TP.INT64)], [("k", np.array([2], np.int64))], opset=21)
+    # ties (Floor of the inputs): equal values keep the lower index first
+    out["topk_ties"] = model("m", [h.make_node("Floor", ["x"], ["f"]), h.make_node("TopK", ["f", "k"], ["v", "i"])],
+                             [("x", [3, 8])], ["v", ("i", TP.INT64)], [("k", np.array([5], np.int64))], opset=21)
+    # k computed from the input's shape (Slice of Shape): known at import
+    out["topk_k_shape"] = model("m", [h.make_node("Shape", ["x"], ["s"]),
+                                      h.make_node("Slice", ["s", "z", "o"], ["k"]),
+                                      h.make_node("TopK", ["x", "k"], ["v", "i"], axis=0)],
+                                [("x", [2, 5])], ["v", ("i", TP.INT64)], [("z", np.array([0], np.int64)),
+                                                              ("o", np.array([1], np.int64))], opset=17)
     out["matmul_mqa"] = model("m", [h.make_node("MatMul", ["q", "k"], ["y"])],
                               [("q", [2, 4, 3, 8]), ("k", [2, 1, 8, 5])], ["y"])
     out["matmul_2d_3d"] = model("m", [h.make_node("MatMul", ["a", "b"], ["y"])], [("a", [3, 4]), ("b", [2, 4, 6])],
@@ -96,8 +113,10 @@ def train_model():
     """ids [2, 8] -> Gather(emb) h [2, 8, 16]; GatherND picks 3 (batch, position)
     rows, MatMul(w_upd) makes the updates, ScatterND puts them back; logits =
     MatMul(h2, w_out [1, 16, 50]) (batch dim 1 broadcasts); GatherElements
-    and ScatterElements (add) of a [2, 8, 16] view along the sequence, and
-    Mod (fmod) by a constant."""
+    and ScatterElements (add) of a [2, 8, 16] view along the sequence,
+    Mod (fmod) by a constant, and TopK (the 10 largest of 16 features: the
+    gradient flows back only to the selected ones) before the output
+    MatMul (w_out [1, 10, 50])."""
     r = np.random.RandomState(3)
     idx = np.array([[0, 1], [1, 5], [0, 7]], np.int64)
     nodes = [
@@ -109,7 +128,8 @@ def train_model():
         h.make_node("ScatterElements", ["h3", "perm2", "h2"], ["h4"], axis=1, reduction="add"),
         h.make_node("Constant", [], ["modc"], value=nh.from_array(np.array([1.5], np.float32))),
         h.make_node("Mod", ["h4", "modc"], ["h5"], fmod=1),
-        h.make_node("MatMul", ["h5", "w_out"], ["logits"]),
+        h.make_node("TopK", ["h5", "topk_k"], ["h6", "h6_idx"]),
+        h.make_node("MatMul", ["h6", "w_out"], ["logits"]),
     ]
     g = h.make_graph(nodes, "train_nd", [h.make_tensor_value_info("input_ids", TP.INT64, [2, 8])],
                      [h.make_tensor_value_info("logits", TP.FLOAT, None)],
@@ -120,7 +140,8 @@ def train_model():
                       nh.from_array(np.broadcast_to(np.array([0, 0, 1, 2, 3, 5, 6, 7])[None, :, None],
                                                     (2, 8, 16)).astype(np.int64).copy(), "perm2"),
                       nh.from_array((r.randn(16, 16) * 0.3).astype(np.float32), "w_upd"),
-                      nh.from_array((r.randn(1, 16, 50) * 0.3).astype(np.float32), "w_out")])
+                      nh.from_array(np.array([10], np.int64), "topk_k"),
+                      nh.from_array((r.randn(1, 10, 50) * 0.3).astype(np.float32), "w_out")])
     m = h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)])
     m.ir_version = 8
     onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)  # validates the graph

@@ -135,6 +135,10 @@ def run(graph, env, extra=None):
                 y = x[0].scatter_add(ax, ix, x[2])
             else:
                 y = x[0].scatter(ax, ix, x[2])
+        elif op == "TopK":
+            y = torch.topk(x[0], int(x[1].reshape(-1)[0]), a.get("axis", -1), bool(a.get("largest", 1)),
+                           bool(a.get("sorted", 1)))
+            y = (y.values, y.indices)
         elif op == "GatherND":
             k = x[1].shape[-1]
             flat = x[1].reshape(-1, k)
