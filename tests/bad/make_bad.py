@@ -274,6 +274,19 @@ def main(argv):
     save(model([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], name="/se")],
                [vi("x", [2, 4, 3]), vi("u", [2, 1])], [vi("y", [2, 4, 3])], [idx]),
          case("scatterelements_rank.onnx", "node '/se' (ScatterElements): shape mismatch: scatter_elements indices"))
+    # TopK: k negative, k larger than the axis, k a graph input (the output
+    # shape would depend on data), an axis out of range
+    topk_out = [vi("v", None), vi("ix", None, TensorProto.INT64)]
+    for fname, kval, want in (("topk_k_negative.onnx", -2, "node '/tk' (TopK): k -2 is negative"),
+                              ("topk_k_too_big.onnx", 9, "node '/tk' (TopK): k 9 exceeds the size 6 of axis -1")):
+        save(model([helper.make_node("TopK", ["x", "k"], ["v", "ix"], name="/tk")], [vi("x", [2, 6])], topk_out,
+                   [numpy_helper.from_array(np.array([kval], np.int64), "k")]), case(fname, want))
+    save(model([helper.make_node("TopK", ["x", "k"], ["v", "ix"], name="/tk")],
+               [vi("x", [2, 6]), vi("k", [1], TensorProto.INT64)], topk_out),
+         case("topk_k_input.onnx", "node '/tk' (TopK): unsupported: dynamic shape (k must be a constant"))
+    save(model([helper.make_node("TopK", ["x", "k"], ["v", "ix"], name="/tk", axis=2)], [vi("x", [2, 6])], topk_out,
+               [numpy_helper.from_array(np.array([1], np.int64), "k")]),
+         case("topk_axis.onnx", "node '/tk' (TopK): axis 2 out of range for an input of rank 2"))
     save(model([helper.make_node("MatMul", ["a", "b"], ["y"], name="/mm")],
                [vi("a", [3, 2, 4]), vi("b", [2, 4, 5])], [vi("y", [3, 2, 5])]),
          case("matmul_batch.onnx", "node '/mm' (MatMul): shape mismatch: matmul batch dims do not broadcast (3 vs 2)"))
