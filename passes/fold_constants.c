@@ -1,8 +1,10 @@
 /* fold_constants.c — constant folding and static forms.
  *
- * One sweep in program order (taken If regions are spliced in place and then
- * swept too). An op whose operands are all galv.constant results, or a
- * galv.shape whose sliced dims are known, is evaluated (gv_eval_op, after
+ * Sweeps in program order (taken If regions are spliced in place and then
+ * swept too), repeated with shape-infer in between until a sweep changes
+ * nothing (gv_pass_fold_constants, at most FOLD_MAX_ROUNDS). An op whose
+ * operands are all galv.constant results, or a galv.shape whose sliced dims
+ * are known, is evaluated (gv_eval_op, after
  * re-running gv_infer_op with the constant values) and replaced by
  * galv.constant ops carrying the folded op's location, so later errors still
  * name the ONNX node. Because the sweep is in program order, a folded result
@@ -20,13 +22,17 @@
  *
  * It must never: evaluate an op with a non-constant operand, fold a
  * terminator or an op that is not GV_PURE, leave a galv.if whose condition is
- * not a compile-time constant (that is an error naming the node: later
- * passes and codegen have no control flow), or crash on malformed operands
- * (bad slice/tile/trilu operands are one-line errors). Dead inputs of folded
+ * not a compile-time constant, a galv.matmul without operand ranks or any
+ * op with an unranked operand at the fixed point (each is an error naming
+ * the node, raised only there: an earlier sweep's stuck op may resolve
+ * once shape-infer has typed that sweep's constants; later passes and
+ * codegen have no control flow and need ranks), or crash on malformed
+ * operands (bad slice/tile/trilu operands are one-line errors). Dead inputs of folded
  * ops are left for dce.
  */
 #include "passes.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +42,17 @@ typedef struct {
   gv_module *m;
   gv_value **repl; /* by value id: the value that replaces it, or NULL */
   int n, cap;
+  int changes;       /* rewrites in this sweep (folds, static forms, splices) */
+  const gv_op *stuck; /* the first op that needs a fact no sweep gave yet */
+  const char *why;    /* its error, raised at the fixed point */
 } fold_ctx;
+
+/* An op that cannot be handled yet: a later round (after shape-infer has
+ * typed what this sweep folded) may still resolve it; at the fixed point it
+ * is the error. */
+static void stuck(fold_ctx *c, const gv_op *op, const char *why) {
+  if (!c->stuck) c->stuck = op, c->why = why;
+}
 
 /* ---------------------------------------------------------------- value map */
 
@@ -119,6 +135,7 @@ static int materialise(fold_ctx *c, gv_op *op, gv_tensor **out) {
     replace(c, op->res[i], k->res[0]);
   }
   gv_op_unlink(op);
+  c->changes++;
   return 0;
 }
 
@@ -190,6 +207,7 @@ static void drop_identity(fold_ctx *c, gv_op *op) {
   if (!gv_type_is_static(&y->type) || !gv_type_equal(&x->type, &y->type)) return;
   replace(c, y, x);
   gv_op_unlink(op);
+  c->changes++;
 }
 
 /* Writes normalised slice attributes (axes non-negative, all four present)
@@ -241,7 +259,7 @@ static int static_slice(fold_ctx *c, gv_op *op) {
                          (long long)n[0], (long long)n[i]);
   if (n[0] > GV_MAX_RANK) return gv_error_op(m, op, "slice has %lld axes, more than rank allows", (long long)n[0]);
   if (set_slice_attrs(m, op, n[0], v[0], v[1], v[2], v[3])) return -1;
-  gv_op_set_operands(m, op, 1, op->opnds);
+  gv_op_set_operands(m, op, 1, op->opnds), c->changes++;
   return 0;
 }
 
@@ -260,7 +278,7 @@ static int static_form(fold_ctx *c, gv_op *op) {
         if (gv_infer_op(m, op, vals)) return -1;
       }
       if (!gv_type_is_static(&op->res[0]->type)) return 0; /* input dims still unknown */
-      gv_op_set_operands(m, op, 1, op->opnds);
+      gv_op_set_operands(m, op, 1, op->opnds), c->changes++;
     }
     if (op->nopnds == 1) drop_identity(c, op);
     return 0;
@@ -274,7 +292,7 @@ static int static_form(fold_ctx *c, gv_op *op) {
       for (int64_t i = 0; i < n; i++)
         if (rep[i] < 0) return gv_error_op(m, op, "tile repeats must not be negative");
       gv_set_ints(m, op, "repeats", (int)n, rep);
-      gv_op_set_operands(m, op, 1, op->opnds);
+      gv_op_set_operands(m, op, 1, op->opnds), c->changes++;
     }
     return 0;
   case GV_OP_MATMUL:
@@ -284,7 +302,7 @@ static int static_form(fold_ctx *c, gv_op *op) {
       const gv_tensor *k = const_of(op->opnds[1]);
       if (gv_tensor_numel(k) != 1) return gv_error_op(m, op, "trilu k must have one element");
       gv_set_int(m, op, "k", gv_tensor_get_i(k, 0));
-      gv_op_set_operands(m, op, 1, op->opnds);
+      gv_op_set_operands(m, op, 1, op->opnds), c->changes++;
     }
     return 0;
   case GV_OP_CAST: {
@@ -319,9 +337,13 @@ static gv_value *add_before(fold_ctx *c, gv_op *at, gv_opcode code, int n, gv_va
 static int lower_matmul(fold_ctx *c, gv_op *op) {
   gv_module *m = c->m;
   gv_value *l = op->opnds[0], *r = op->opnds[1];
-  if (l->type.rank < 1 || r->type.rank < 1)
-    return gv_error_op(m, op, "cannot determine the operand ranks of MatMul (%d, %d) after shape inference and folding",
-                       l->type.rank, r->type.rank);
+  if (l->type.rank < 1 || r->type.rank < 1) {
+    char *why = gv_alloc(m->arena, 120);
+    snprintf(why, 120, "cannot determine the operand ranks of MatMul (%d, %d) after shape inference and folding",
+             l->type.rank, r->type.rank);
+    stuck(c, op, why);
+    return 0;
+  }
   if (!gv_type_is_static(&l->type) || !gv_type_is_static(&r->type) || !gv_type_is_static(&op->res[0]->type))
     return 0; /* dynamic dims: the dims are bound later (--batch / --seq) */
   int lr = l->type.rank, rr = r->type.rank;
@@ -379,6 +401,7 @@ static int lower_matmul(fold_ctx *c, gv_op *op) {
   v->name = op->res[0]->name;
   replace(c, op->res[0], v);
   gv_op_unlink(op);
+  c->changes++;
   return 0;
 }
 
@@ -391,7 +414,10 @@ static int splice_if(fold_ctx *c, gv_op *op, gv_op **first) {
   gv_module *m = c->m;
   *first = NULL;
   const gv_tensor *cond = op->nopnds == 1 ? const_of(op->opnds[0]) : NULL;
-  if (!cond) return gv_error_op(m, op, "If condition is not a compile-time constant");
+  if (!cond) {
+    stuck(c, op, "If condition is not a compile-time constant");
+    return 0;
+  }
   if (gv_tensor_numel(cond) != 1)
     return gv_error_op(m, op, "If condition must have exactly one element, has %lld",
                        (long long)gv_tensor_numel(cond));
@@ -412,10 +438,23 @@ static int splice_if(fold_ctx *c, gv_op *op, gv_op **first) {
     if (!*first) *first = o;
   }
   gv_op_unlink(op);
+  c->changes++;
   return 0;
 }
 
 /* ---------------------------------------------------------------- sweep */
+
+/* An operand whose rank no sweep found: its rank depends on run-time
+ * values, which a static program cannot have. */
+static void check_ranked(fold_ctx *c, const gv_op *op) {
+  for (int i = 0; i < op->nopnds && !c->stuck; i++)
+    if (op->opnds[i]->type.rank < 0) {
+      char *why = gv_alloc(c->m->arena, 160);
+      snprintf(why, 160, "operand %d of galv.%s stays unranked after shape inference and folding (its rank depends on "
+                         "run-time values)", i, gv_ops[op->code].name);
+      stuck(c, op, why);
+    }
+}
 
 static int fold_block(fold_ctx *c, gv_block *b) {
   gv_op *next;
@@ -424,12 +463,20 @@ static int fold_block(fold_ctx *c, gv_block *b) {
     for (int i = 0; i < op->nopnds; i++) op->opnds[i] = resolve(c, op->opnds[i]);
     if (op->code == GV_OP_IF) {
       gv_op *first;
+      int before = c->changes;
       if (splice_if(c, op, &first)) return -1;
-      if (first) next = first; /* sweep the spliced ops next */
-      continue;
+      if (c->changes != before) {
+        if (first) next = first; /* sweep the spliced ops next */
+        continue;
+      }
     }
     for (int r = 0; r < op->nregions; r++)
       if (fold_block(c, op->regions[r])) return -1;
+    if (op->code == GV_OP_MATMUL) { /* its own error names the ranks */
+      if (static_form(c, op)) return -1;
+      continue;
+    }
+    check_ranked(c, op);
     int rc = try_fold(c, op);
     if (rc < 0) return -1;
     if (rc == 0 && static_form(c, op)) return -1;
@@ -437,11 +484,25 @@ static int fold_block(fold_ctx *c, gv_block *b) {
   return 0;
 }
 
+/* Sweeps until one changes nothing: after a sweep that rewrote something,
+ * shape-infer types the IR again with the new constants (an If spliced with
+ * a branch of another rank, a reshape whose target folded, an expand of a
+ * ConstantOfShape), which may let the next sweep fold or lower more. The
+ * first op still stuck at that fixed point is the error. */
+enum { FOLD_MAX_ROUNDS = 64 };
+
 int gv_pass_fold_constants(gv_module *m) {
   if (!m || !m->main || !m->main->body) return 0;
-  fold_ctx c = {.m = m};
-  int rc = number_block(&c, m->main->body);
-  if (!rc) rc = fold_block(&c, m->main->body);
-  free(c.repl);
-  return rc;
+  for (int round = 0;; round++) {
+    fold_ctx c = {.m = m};
+    int rc = number_block(&c, m->main->body);
+    if (!rc) rc = fold_block(&c, m->main->body);
+    free(c.repl);
+    if (rc) return rc;
+    if (!c.changes || round + 1 == FOLD_MAX_ROUNDS) {
+      if (c.stuck) return gv_error_op(m, c.stuck, "%s", c.why);
+      return 0;
+    }
+    if (gv_pass_shape_infer(m)) return -1;
+  }
 }
