@@ -179,6 +179,16 @@ def main(argv):
         m = model([node], ins, [vi(node.output[0], [])], inits)
         save(m, case(fname, expect))
 
+    # opset-18+ Resize attributes at values the importer refuses (one line each)
+    rz = [vi("x", [2, 3, 8, 8])]
+    for fname, attrs, expect in (("resize_antialias.onnx", dict(mode="linear", antialias=1),
+                                  "(Resize): unsupported: Resize antialias=1"),
+                                 ("resize_keep_aspect.onnx", dict(mode="linear", keep_aspect_ratio_policy="not_larger"),
+                                  "(Resize): unsupported keep_aspect_ratio_policy 'not_larger'")):
+        node = helper.make_node("Resize", ["x", "", "", "sz"], ["y"], name="/Resize", axes=[2, 3], **attrs)
+        save(model([node], rz, [vi("y", [])], [numpy_helper.from_array(np.array([4, 6], np.int64), "sz")], opset=21),
+             case(fname, expect))
+
     # valid, but names that break naive C strings / comments / MLIR text
     evil = 'evil */ "quoted" back\\slash\nnewline'
     x, h, y = 'in */ "x"\\\n', 'mid */ "h" \\n\n', 'out "y" */\\'
