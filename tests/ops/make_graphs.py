@@ -109,6 +109,46 @@ def graphs():
     return out
 
 
+def emu_model():
+    """One graph with every recently added op that has its own kernel, for the
+    CUDA target under the execution layer (tests/cuda_emu_ops.sh: one emu build
+    instead of one per op): GatherND, ScatterND (add, a repeated tuple),
+    GatherElements, ScatterElements (add, repeated targets), Mod (float fmod;
+    integer, the divisor's sign), MaxPool (pads, stride), AveragePool
+    (ceil_mode, count_include_pad), TopK (values and indices, ties)."""
+    gi = np.array([[[0, 1], [2, 3]], [[1, -1], [0, 0]]], np.int64)
+    dup = np.array([[1, 0], [1, 0], [2, 3]], np.int64)
+    ge = np.array([[[0, 2, 1, -1]], [[1, 1, 0, 2]]], np.int64)
+    sa = np.array([[1, 1, 0], [-1, 2, 2]], np.int64)
+    nodes = [
+        h.make_node("GatherND", ["d", "gi"], ["gathernd"]),
+        h.make_node("ScatterND", ["d", "dup", "du"], ["scatternd_add"], reduction="add"),
+        h.make_node("GatherElements", ["e", "ge"], ["gatherelements"], axis=1),
+        h.make_node("ScatterElements", ["s", "sa", "su"], ["scatterelements_add"], axis=1, reduction="add"),
+        h.make_node("Mod", ["m", "div"], ["mod_fmod"], fmod=1),
+        h.make_node("Mod", ["mi", "idiv"], ["mod_int"]),
+        h.make_node("MaxPool", ["x"], ["maxpool"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        h.make_node("AveragePool", ["x"], ["avgpool"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                    ceil_mode=1, count_include_pad=1),
+        h.make_node("Floor", ["t"], ["tf"]),
+        h.make_node("TopK", ["tf", "k"], ["topk_values", "topk_indices"]),
+    ]
+    f = TP.FLOAT
+    ins = [("d", f, [3, 4, 5]), ("du", f, [3, 5]), ("e", f, [2, 3, 4]), ("s", f, [3, 3]), ("su", f, [2, 3]),
+           ("m", f, [2, 4]), ("mi", TP.INT64, [2, 6]), ("x", f, [2, 3, 9, 9]), ("t", f, [3, 8])]
+    outs = [("gathernd", f), ("scatternd_add", f), ("gatherelements", f), ("scatterelements_add", f), ("mod_fmod", f),
+            ("mod_int", TP.INT64), ("maxpool", f), ("avgpool", f), ("topk_values", f), ("topk_indices", TP.INT64)]
+    g = h.make_graph(nodes, "emu_ops", [h.make_tensor_value_info(n, t, s) for n, t, s in ins],
+                     [h.make_tensor_value_info(n, t, None) for n, t in outs],
+                     [nh.from_array(gi, "gi"), nh.from_array(dup, "dup"), nh.from_array(ge, "ge"),
+                      nh.from_array(sa, "sa"), nh.from_array(np.array([3.0, -2.5, 1.5, -4.0], np.float32), "div"),
+                      nh.from_array(np.array([[3], [-5]], np.int64), "idiv"), nh.from_array(np.array([5], np.int64), "k")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)])
+    m.ir_version = 8
+    onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)  # validates the graph
+    return m
+
+
 def train_model():
     """ids [2, 8] -> Gather(emb) h [2, 8, 16]; GatherND picks 3 (batch, position)
     rows, MatMul(w_upd) makes the updates, ScatterND puts them back; logits =
@@ -154,6 +194,7 @@ def main():
     for name, m in graphs().items():
         onnx.save(m, os.path.join(d, name + ".onnx"))
     onnx.save(train_model(), os.path.join(d, "train_nd.onnx"))
+    onnx.save(emu_model(), os.path.join(d, "emu_ops.onnx"))
     print(" ".join(sorted(graphs())))
 
 

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The CUDA code of the recently added ops run under the execution layer
+# (make emu: program.cu and runtime/cuda/ compiled by g++ against
+# runtime/cuda/emu/, no GPU), three programs:
+#   - inference: one helper-built graph with every such op that has its own
+#     kernel (tests/ops/make_graphs.py emu_model: gather_nd, scatter_nd add,
+#     gather_elements, scatter_elements add, mod float and integer, max and
+#     average pool, topk values and indices with ties), program-emu's
+#     outputs vs onnxruntime, rtol 1e-4 / atol 1e-5, integers exactly
+#     (tests/cuda_emu_compare.py);
+#   - training through gather_nd, scatter_nd (data and updates),
+#     gather_elements, scatter_elements, mod, topk and a broadcasting matmul
+#     (make_graphs.py's train_nd: their gradients run the scatter / gather
+#     kernels, none and add), 3 AdamW steps vs the same graph trained by
+#     torch (tests/train/torch_train.py): losses within 1e-4 relative,
+#     weights within 1e-4;
+#   - training through max and average pools (tests/vision/make_op_models.py's
+#     cnn_train: the pool_grad kernel), 2 AdamW steps vs torch
+#     (tests/vision/torch_graph.py; tests/lib/same_training.py's bounds).
+# Usage: cuda_emu_ops.sh BUILD_DIR
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$SRC/tests/lib/require.sh"
+require_cmd "g++ (build-essential)" g++
+TORCH_PY=/usr/bin/python3
+require_torch "$TORCH_PY"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export OPENBLAS_NUM_THREADS=1
+pass=0 fail=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+t0=$(date +%s)
+python3 "$SRC/tests/ops/make_graphs.py" "$T" >/dev/null || { echo "FAIL make_graphs.py"; exit 1; }
+python3 - "$T" "$SRC" <<'PY'
+import os, sys
+import numpy as np, onnx
+t, src = sys.argv[1:3]
+sys.path.insert(0, os.path.join(src, "tests", "vision"))
+from make_op_models import train_model
+onnx.save(train_model(), os.path.join(t, "cnn.onnx"))
+r = np.random.RandomState(5)
+for d in ("nd_batches", "cnn_batches"):
+    os.makedirs(os.path.join(t, d))
+np.save(t + "/nd_batches/input_ids.npy", r.randint(0, 50, (3, 2, 8)).astype(np.int64))
+np.save(t + "/nd_batches/labels.npy", r.randint(0, 50, (3, 2, 8)).astype(np.int64))
+np.save(t + "/cnn_batches/x.npy", r.standard_normal((2, 2, 3, 10, 10)).astype(np.float32))
+np.save(t + "/cnn_batches/labels.npy", r.randint(0, 5, (2, 2)).astype(np.int64))
+PY
+ADAMW=(--optimizer adamw --lr 1e-2 --weight-decay 0.01 --beta1 0.9 --beta2 0.999)
+# the two training programs build while the inference one builds and runs
+( "$BUILD/galvc" "$T/train_nd.onnx" --train "${ADAMW[@]}" --eps 1e-8 --target cuda --no-build -q -o "$T/nd/" &&
+  make -s -C "$T/nd" emu ) >"$T/nd.build.log" 2>&1 &
+nd_pid=$!
+if out=$(python3 "$SRC/tests/cuda_emu_compare.py" "$BUILD" "$T/emu_ops.onnx" 2>&1); then
+  while read -r l; do ok "inference ${l#ok }"; done < <(grep '^ok' <<<"$out")
+else bad "inference emu_ops: $(grep -v '^ok' <<<"$out" | tail -5)"; fi
+( "$BUILD/galvc" "$T/cnn.onnx" --train "${ADAMW[@]}" --eps 1e-6 --target cuda --no-build -q -o "$T/cnn/" &&
+  make -s -C "$T/cnn" emu ) >"$T/cnn.build.log" 2>&1 &
+cnn_pid=$!
+echo "     inference: $(($(date +%s) - t0)) s"
+
+python3 "$SRC/tests/train/onnx_dump.py" "$T/train_nd.onnx" "$T/nd_dump"
+GALV_TORCH_RULE=onnx "$TORCH_PY" "$SRC/tests/train/torch_train.py" "$T/nd_dump" "$T/nd_batches/input_ids.npy" \
+  "$T/nd_batches/labels.npy" 3 "$T/nd_torch" adamw 1e-2 0.01 0.9 0.999 1e-8 0 >"$T/nd_torch.log" 2>"$T/nd_torch.err"
+if wait $nd_pid && "$T/nd/program-emu" --batches "$T/nd_batches" --steps 3 -o "$T/nd.w" >"$T/nd.log" 2>&1 &&
+   r=$("$TORCH_PY" "$SRC/tests/train/compare.py" "$T/nd.log" "$T/nd_torch.log" "$T/nd.w" "$T/nd_torch" 1e-4 1e-4); then
+  ok "training through the index ops, mod and topk (program-emu) = torch: $(grep -o 'params: .*' <<<"$r")"
+else bad "training through the index ops: $(tail -3 "$T/nd.build.log" "$T/nd.log" "$T/nd_torch.err") ${r:-}"; fi
+
+python3 "$SRC/tests/train/onnx_dump.py" "$T/cnn.onnx" "$T/cnn_dump"
+printf '%s\n' cw cb tw tb fw fb >"$T/names"
+"$TORCH_PY" "$SRC/tests/vision/torch_graph.py" "$T/cnn_dump" "$T/cnn_batches" 2 "$T/cnn_torch" "$T/names" "$T/names" \
+  cross_entropy adamw 1e-2 0.01 0.9 0.999 1e-6 0 >"$T/cnn_torch.log" 2>"$T/cnn_torch.err"
+if wait $cnn_pid && "$T/cnn/program-emu" --batches "$T/cnn_batches" --steps 2 -o "$T/cnn.w" >"$T/cnn.log" 2>&1 &&
+   r=$(python3 - "$T" "$SRC" <<'PY'
+import os, sys
+t, src = sys.argv[1:3]
+sys.path.insert(0, os.path.join(src, "tests", "lib"))
+from same_training import check
+print(check(t + "/cnn_torch.log", t + "/cnn.log", t + "/cnn_torch", t + "/cnn.w"))
+PY
+   ); then
+  ok "training through max / average pool (pool_grad, program-emu) = torch: $r"
+else bad "training through the pools: $(tail -3 "$T/cnn.build.log" "$T/cnn.log" "$T/cnn_torch.err") ${r:-}"; fi
+echo "     total: $(($(date +%s) - t0)) s"
+echo "cuda_emu_ops: $pass passed, $fail failed"
+galv_exit "$fail"
