@@ -7,10 +7,11 @@
  *   a before b  iff  a's value is larger (smallest: smaller), or the values
  *   are equal and a's index is lower.
  *
- * That is ONNX's tie rule, a total order (NaN is not ordered and is not
- * expected here), so the k selected and their order are unique and every
- * target agrees with onnxruntime bit for bit. sorted = 0 lets ONNX return
+ * with NaN ranking above every number (as torch.topk). That is ONNX's tie
+ * rule made a total order, so the k selected and their order are unique and
+ * every target agrees bit for bit. sorted = 0 lets ONNX return
  * them in any order; we return them sorted all the same. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,16 +63,19 @@ typedef struct {
   int64_t i;
 } entry;
 
+/* a ranks above b (NaN above every number, NaNs equal) */
+static bool gt(double a, double b) { return isnan(a) ? !isnan(b) : a > b; }
+
+static int by_index(const entry *a, const entry *b) { return a->i < b->i ? -1 : a->i > b->i; }
+
 static int before_largest(const void *pa, const void *pb) {
   const entry *a = pa, *b = pb;
-  if (a->v != b->v) return a->v > b->v ? -1 : 1;
-  return a->i < b->i ? -1 : a->i > b->i;
+  return gt(a->v, b->v) ? -1 : gt(b->v, a->v) ? 1 : by_index(a, b);
 }
 
 static int before_smallest(const void *pa, const void *pb) {
   const entry *a = pa, *b = pb;
-  if (a->v != b->v) return a->v < b->v ? -1 : 1;
-  return a->i < b->i ? -1 : a->i > b->i;
+  return gt(b->v, a->v) ? -1 : gt(a->v, b->v) ? 1 : by_index(a, b);
 }
 
 /* Each row (outer x inner positions, len along the axis) sorted whole:

@@ -2,7 +2,7 @@
  * the reference evaluator (gv_eval_op) on seeded random data, one case
  * group per kernel family: dot (plain, transposed operands through the
  * contracting dims, batched, packed fallback), conv, softmax / log-softmax,
- * layer / RMS norm, reductions, gather, transpose, cumsum, trilu, tile, the
+ * layer / RMS norm, reductions, gather, transpose, cumsum, trilu, tile, topk, the
  * TensorProto (.pb) reader, and the f16/bf16 conversions of generated loops
  * (bit-exact with ir/ir.c's). Tolerance: rtol 1e-5 + atol 1e-5 (sgemm
  * accumulates in float, the evaluator in double). It must never pass a case
@@ -339,12 +339,47 @@ static void test_half(void) {
   CHECK(galv_rnd_bf16(1.00390625f) == 1.0f && isinf(galv_rnd_f16(65520.0f)));
 }
 
+/* topk: galv_topk_f32 against the evaluator, values and indices exactly, on
+ * rows full of ties (values in {-1, 0, 1}) and a NaN, largest and smallest,
+ * along a middle axis (inner > 1). */
+static void test_topk(void) {
+  for (int largest = 0; largest < 2; largest++) {
+    tcase c;
+    tc_init(&c);
+    gv_tensor *x = tc_arg(&c, GV_DT_F32, 3, (int64_t[]){2, 7, 3});
+    for (int64_t i = 0; i < 42; i++) ((float *)x->data)[i] = floorf(frand() * 1.5f);
+    ((float *)x->data)[10] = NAN;
+    gv_op *op = gv_op_new(c.m, GV_OP_TOPK, 1, c.v, 2);
+    gv_set_int(c.m, op, "k", 4);
+    gv_set_int(c.m, op, "axis", 1);
+    gv_set_int(c.m, op, "largest", largest);
+    gv_tensor *want[2] = {0};
+    if (gv_infer_op(c.m, op, NULL) || gv_eval_op(c.m, op, (const gv_tensor *const *)c.in, want)) {
+      failures++;
+      gv_module_free(c.m);
+      continue;
+    }
+    float vals[24];
+    int64_t idx[24];
+    galv_topk_f32(vals, idx, x->data, 2, 7, 3, 4, largest);
+    for (int i = 0; i < 24; i++) {
+      float w = ((const float *)want[0]->data)[i];
+      CHECK(memcmp(&vals[i], &w, sizeof w) == 0 || (isnan(vals[i]) && isnan(w)));
+      CHECK(idx[i] == ((const int64_t *)want[1]->data)[i]);
+    }
+    /* the NaN (row 0, position 3, column 1) ranks first when largest, never among the smallest 4 of 7 */
+    CHECK(largest ? isnan(vals[1]) && idx[1] == 3 : !isnan(vals[1]));
+    gv_module_free(c.m);
+  }
+}
+
 int main(void) {
   test_half();
   test_dot();
   test_conv();
   test_softmax_norm_reduce();
   test_movement();
+  test_topk();
   test_pb();
   if (failures) {
     fprintf(stderr, "test_cpu_kernels: %d failures\n", failures);
