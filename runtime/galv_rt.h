@@ -271,10 +271,10 @@ void galv_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *id
  * value va at index ia comes before vb at ib when it ranks higher (largest:
  * larger, smallest: smaller; NaN ranks above every number), equal values by
  * the lower index. */
-#define GALV_TOPK_GT(a, b) (isnan(a) ? !isnan(b) : (a) > (b))
+#define GALV_TOPK_GT(a, b) (isnan(a) ? !isnan(b) : ((a) > (b)))
 #define GALV_TOPK_BEFORE(va, ia, vb, ib, largest)                                                              \
-  ((largest) ? GALV_TOPK_GT(va, vb) : GALV_TOPK_GT(vb, va)) ||                                                 \
-      (!GALV_TOPK_GT(va, vb) && !GALV_TOPK_GT(vb, va) && (ia) < (ib))
+  (((largest) ? GALV_TOPK_GT(va, vb) : GALV_TOPK_GT(vb, va)) ||                                                \
+   (!GALV_TOPK_GT(va, vb) && !GALV_TOPK_GT(vb, va) && (ia) < (ib)))
 /* TopK of rows [outer, len, inner] along len: the first k in that order,
  * values and their i64 indices [outer, k, inner]. */
 void galv_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t len, int64_t inner, int64_t k,
