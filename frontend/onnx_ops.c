@@ -2241,6 +2241,8 @@ static int h_loop(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     if (n->input[2 + i] && *n->input[2 + i] ? loop_get(c, n->input[2 + i], &cur[i]) : gv_node_error(c, "carried value %d is empty", i))
       return -1;
   gv_value ***scans = gv_alloc(c->tmp, (size_t)(K ? K : 1) * sizeof *scans);
+  int64_t most = M >= 0 ? M : LOOP_MAX_ITERS; /* the iterations that can run: each scan output's slots */
+  for (int j = 0; j < K; j++) scans[j] = gv_alloc(c->tmp, (size_t)(most ? most : 1) * sizeof **scans);
   int64_t it = 0;
   for (; cond && (M < 0 || it < M); it++) {
     if (it >= LOOP_MAX_ITERS) {
@@ -2277,12 +2279,7 @@ static int h_loop(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     for (int j = 0; j < K && !rc; j++) {
       gv_value *sv = gv_lookup(c, g->output[1 + N + j] && g->output[1 + N + j]->name ? g->output[1 + N + j]->name : "");
       if (!sv) rc = -1;
-      else {
-        gv_value **grown = gv_alloc(c->tmp, (size_t)(it + 1) * sizeof *grown);
-        if (it) memcpy(grown, scans[j], (size_t)it * sizeof *grown);
-        grown[it] = sv;
-        scans[j] = grown;
-      }
+      else scans[j][it] = sv;
     }
     c->depth--;
     gv_scope_pop(c);

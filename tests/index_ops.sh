@@ -28,13 +28,9 @@ ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 export CFLAGS=${GALV_OPS_CFLAGS:--O1}  # the programs are tiny; -O3 -march=native compiles are cpu_models.sh's
 names=$(python3 "$SRC/tests/ops/make_graphs.py" "$T") || { echo "FAIL make_graphs.py"; exit 1; }
-for n in $names; do
-  if out=$(python3 "$SRC/tests/ort_compare.py" "$BUILD" "$T/$n.onnx" 2>&1); then ok "$n galv-eval = onnxruntime: ${out##* max abs err }"
-  else bad "$n galv-eval: $(tail -2 <<<"$out")"; fi
-  if out=$(python3 "$SRC/tests/cpu_compare.py" "$BUILD" "$T/$n.onnx" 2>&1); then
-    ok "$n cpu program = onnxruntime: $(grep -o 'max abs err.*' <<<"$out" | tail -1)"
-  else bad "$n cpu program: $(tail -2 <<<"$out")"; fi
-done
+. "$SRC/tests/lib/ort_both.sh"
+# shellcheck disable=SC2086
+ort_both "$BUILD" "$T" $names
 # the ONNX backend's TopK tests with k bound (their k is a graph input, a
 # dynamic shape for the importer): their own data, ties included
 mkdir -p "$T/topk_backend"

@@ -21,12 +21,8 @@ bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 export CFLAGS=${GALV_OPS_CFLAGS:--O1}  # the programs are tiny
 . "$SRC/tests/lib/require.sh"
 names=$(python3 "$SRC/tests/ops/make_opset21.py" "$T") || { echo "FAIL make_opset21.py"; exit 1; }
-for n in $names; do
-  if out=$(python3 "$SRC/tests/ort_compare.py" "$BUILD" "$T/$n.onnx" 2>&1); then ok "$n galv-eval = onnxruntime: ${out##* max abs err }"
-  else bad "$n galv-eval: $(grep -v '^ok' <<<"$out" | tail -2)"; fi
-  if out=$(python3 "$SRC/tests/cpu_compare.py" "$BUILD" "$T/$n.onnx" 2>&1); then
-    ok "$n cpu program = onnxruntime: $(grep -o 'max abs err.*' <<<"$out" | tail -1)"
-  else bad "$n cpu program: $(grep -v '^ok' <<<"$out" | tail -2)"; fi
-done
+. "$SRC/tests/lib/ort_both.sh"
+# shellcheck disable=SC2086
+ort_both "$BUILD" "$T" $names
 echo "opset21_ops: $pass passed, $fail failed"
 galv_exit "$fail"
