@@ -43,7 +43,8 @@ static float af(node_t *n, const char *name, float dflt) {
 static int aints(node_t *n, const char *name, const int64_t **v) {
   const Onnx__AttributeProto *a = attr(n, name);
   if (!a || (a->n_ints == 0 && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)) return -1;
-  *v = a->ints;
+  static const int64_t none[1];
+  *v = a->ints ? a->ints : none; /* an empty list: no NULL for the callers' memcpy */
   return a->n_ints > (1u << 20) ? (1 << 20) : (int)a->n_ints;
 }
 
@@ -1933,7 +1934,7 @@ static int h_rnn(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     if ((int)acts->n_strings != per * D) return gv_node_error(c, "activations has %zu values", acts->n_strings);
     for (int i = 0; i < per * D; i++)
       if (acts->strings[i].len != strlen(def[!lstm][i % per]) ||
-          memcmp(acts->strings[i].data, def[!lstm][i % per], acts->strings[i].len) != 0)
+          (acts->strings[i].len && memcmp(acts->strings[i].data, def[!lstm][i % per], acts->strings[i].len) != 0))
         return gv_node_error(c, "unsupported: activations other than the defaults");
   }
   if (nin > 4 && in[4]) return gv_node_error(c, "unsupported: sequence_lens");
