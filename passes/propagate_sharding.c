@@ -37,6 +37,8 @@ typedef struct {
   gv_value **vals;
   const gv_sharding **sh; /* per value id */
   bool strict;            /* a tp preset: a head split that does not fit is an error */
+  bool sp;                /* sequence parallelism (tp,sp): the region between tp blocks split over the sequence */
+  const gv_sharding **sp_base; /* per value id: a region value's tp sharding (before its sequence split), else NULL */
   int64_t ntp;            /* the tp axis size under a tp preset */
   gv_op **made;           /* reshards inserted before consumers, reused for the same target */
   int *made_next;         /* per made reshard: the next one made of the same value, -1 */
@@ -428,6 +430,12 @@ static int materialise(prop *P, gv_op *op) {
   for (int oi = 0; oi < nord; oi++) {
     int i = ord[oi];
     const gv_sharding *s = gv_value_sharding(P->m, op->opnds[i]);
+    /* a dot reading a sequence-parallel value contracts it as tp did (whole:
+     * the operand is all-gathered, one gather shared with the forward's), not
+     * over the sequence split (a pending sum of a weight gradient) */
+    const gv_value *ov = op->opnds[i];
+    if (op->code == GV_OP_DOT && P->sp_base && ov->id >= 0 && ov->id < P->nvals && P->vals[ov->id] == ov && P->sp_base[ov->id])
+      s = P->sp_base[ov->id];
     for (int d = 0; s && d < s->rank && d < r.rank[0][i]; d++) {
       bool only_red = r.nf[0][i][d] > 0;
       for (int q = 0; q < r.nf[0][i][d]; q++) only_red &= r.kind[r.f[0][i][d][q]] != GV_FACTOR_PASS;
@@ -735,7 +743,10 @@ static int preset_pins(prop *P, const char *strategy) {
     dp |= strcmp(t, "dp") == 0;
     tp |= strcmp(t, "tp") == 0;
     zero |= strcmp(t, "zero") == 0;
+    P->sp |= strcmp(t, "sp") == 0;
   }
+  if (P->sp && !tp) return gv_error(P->m, "strategy %s: sp (sequence parallelism) splits the values between tensor-parallel blocks: it needs tp", strategy);
+  if (P->sp && !has_axis(P->mesh, "tp")) P->sp = false; /* no tp axis: tp pins nothing either */
   if (zero) dp = true;
   P->strict = tp;
   if (dp && has_axis(P->mesh, "dp")) {
@@ -956,6 +967,139 @@ static int file_pins(prop *P, const char *path) {
   return rc ? -1 : 0;
 }
 
+/* Forward and backward sweeps to a fixed point; values still unknown
+ * then become replicated (arguments first, so their users follow them). */
+static int fixed_point(prop *P, int n) {
+  gv_func *f = P->m->main;
+  for (int iter = 0; iter < 4 * n + 8; iter++) {
+    int changed = 0;
+    for (gv_op *op = f->body->first; op; op = op->next) {
+      int c = forward(P, op);
+      if (c < 0) return -1;
+      changed |= c > 0;
+    }
+    for (gv_op *op = f->body->last; op; op = op->prev) changed |= backward(P, op) > 0;
+    if (changed) continue;
+    bool any = false;
+    for (int i = 0; i < P->nvals; i++)
+      if (!P->sh[i] && !P->vals[i]->def) {
+        P->sh[i] = replicated(P, P->vals[i]);
+        any = true;
+      }
+    if (!any) {
+      for (int i = 0; i < P->nvals && !any; i++)
+        if (!P->sh[i]) P->sh[i] = replicated(P, P->vals[i]), any = true;
+    }
+    if (!any) break;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------ sequence parallelism */
+
+/* Megatron-SP (Korthikanti et al. 2022) as pins over tp's own shardings.
+ * Under tp every value between two tensor-parallel blocks (the row-parallel
+ * result once its pending sum is complete, bias adds, residual adds, norms
+ * and their gradients) is whole on every tp rank. The region is found from
+ * the fixed point of the tp pins: it starts at each consumer of a pending
+ * tp sum whose result has the sum's dims and carries its token dim (the
+ * dim before the last, hidden one: the sequence of [B, S, H], the tokens
+ * of [B*S, H]) as a PASS factor, and grows through users of that kind
+ * whose result is neither split nor pending over tp; it stops at matrix
+ * products (the column-parallel dots, the head, the weight gradients), at
+ * reshapes and at the optimizer. Its values then also split their token
+ * dim over tp, every other value keeps its tp sharding, and materialise
+ * inserts the reshards at the region's edges: a pending sum entering it
+ * is reduce-scattered (not all-reduced), a dot leaving it all-gathers its
+ * operand (the forward's gather is reused by the weight gradient: the
+ * bytes per step equal tp's, all_reduce = reduce_scatter + all_gather). */
+static bool sp_carries(const gv_op *u, const gv_value *from, const gv_value *to) {
+  gv_shard_rule r;
+  if (u->code == GV_OP_DOT || u->code == GV_OP_RESHARD || u->nres != 1 || to->type.rank < 2 ||
+      to->type.rank != from->type.rank || !gv_dtype_is_float(to->type.dtype) || gv_shard_rule_of(u, &r))
+    return false;
+  int d = to->type.rank - 2;
+  if (to->type.dims[d] != from->type.dims[d]) return false;
+  if (u->loc && !strncmp(u->loc, "optimizer", 9)) return false;
+  if (r.nf[1][0][d] != 1) return false;
+  int fct = r.f[1][0][d][0];
+  if (r.kind[fct] != GV_FACTOR_PASS) return false;
+  for (int i = 0; i < u->nopnds && i < GV_SHARD_MAX_VALUES; i++)
+    if (u->opnds[i] == from && r.rank[0][i] == from->type.rank && r.nf[0][i][d] == 1 && r.f[0][i][d][0] == fct) return true;
+  return false;
+}
+
+static bool sp_touches(const gv_sharding *s, int a) {
+  if (s->partial & (1u << a)) return true;
+  for (int d = 0; d < s->rank; d++)
+    for (int k = 0; k < s->naxes[d]; k++)
+      if (s->axes[d][k] == a) return true;
+  return false;
+}
+
+static int sequence_parallel(prop *P) {
+  gv_func *f = P->m->main;
+  int a = gv_mesh_axis(P->mesh, "tp", 2);
+  bool *in = calloc((size_t)P->nvals + 1, sizeof *in);
+  P->sp_base = calloc((size_t)P->nvals + 1, sizeof *P->sp_base);
+  gv_value **work = malloc(((size_t)P->nvals + 1) * sizeof *work);
+  gv_users *U = gv_users_new(f->body);
+  if (!in || !work || !U || !P->sp_base) {
+    free(in), free(work), gv_users_free(U);
+    return gv_error(P->m, "propagate-sharding: out of memory");
+  }
+  int nw = 0, nregion = 0;
+  for (gv_op *op = f->body->first; op; op = op->next)
+    for (int i = 0; i < op->nres; i++) {
+      gv_value *v = op->res[i];
+      if (!(P->sh[v->id]->partial & (1u << a))) continue;
+      work[nw++] = v; /* a pending tp sum: its users may start the region */
+      while (nw) {
+        gv_value *x = work[--nw];
+        for (int k = users_first(U, x); k >= 0; k = U->e[k].next) {
+          const gv_op *u = U->e[k].op;
+          gv_value *y = u->nres == 1 ? u->res[0] : NULL;
+          if (!y || in[y->id] || sp_touches(P->sh[y->id], a) || !sp_carries(u, x, y)) continue;
+          in[y->id] = true;
+          work[nw++] = y;
+        }
+      }
+    }
+  int rc = 0;
+  for (int i = 0; i < P->nvals && !rc; i++) {
+    if (!in[i]) continue;
+    gv_value *v = P->vals[i];
+    int d = v->type.rank - 2;
+    gv_sharding *s = gv_sharding_new(P->m, P->mesh, v->type.rank);
+    *s = *P->sh[i];
+    int k = s->naxes[d];
+    if (k >= GV_MAX_MESH_AXES) continue;
+    while (k > 0 && s->axes[d][k - 1] > a) s->axes[d][k] = s->axes[d][k - 1], k--; /* mesh order */
+    s->axes[d][k] = (uint8_t)a;
+    s->naxes[d]++;
+    int64_t p = gv_sharding_dim_split(s, d);
+    if (v->type.dims[d] <= 0 || v->type.dims[d] % p) {
+      char b[128];
+      gv_type_str(&v->type, b, sizeof b);
+      rc = gv_error_op(P->m, v->def,
+                       "sequence parallelism: the token dim %d of this %s does not divide into %lld shards (tp %lld%s); "
+                       "the sequence length must be a multiple of the tp degree",
+                       d, b, (long long)p, (long long)P->mesh->size[a], p > P->mesh->size[a] ? " times the other axes splitting it" : "");
+      break;
+    }
+    P->sp_base[i] = P->sh[i];
+    P->sh[i] = s;
+    nregion++;
+  }
+  if (!rc && !nregion)
+    fprintf(stderr, "%s: warning: --strategy sp finds no value between tensor-parallel blocks to split over the sequence: "
+                    "the program is plain tp\n", gv_progname);
+  free(in);
+  free(work);
+  gv_users_free(U);
+  return rc;
+}
+
 int gv_pass_propagate_sharding(gv_module *m) {
   if (!m->nmeshes || !m->main) return 0;
   gv_func *f = m->main;
@@ -991,27 +1135,8 @@ int gv_pass_propagate_sharding(gv_module *m) {
   if (gv_shard_opts.strategy) rc = preset_pins(&P, gv_shard_opts.strategy);
   if (!rc && gv_shard_opts.file) rc = file_pins(&P, gv_shard_opts.file);
   if (!rc && gv_train_opts.zero_reduce_each) pin_accumulate(&P);
-  for (int iter = 0; !rc && iter < 4 * n + 8; iter++) {
-    int changed = 0;
-    for (gv_op *op = f->body->first; op && !rc; op = op->next) {
-      int c = forward(&P, op);
-      if (c < 0) rc = -1;
-      changed |= c > 0;
-    }
-    for (gv_op *op = f->body->last; op && !rc; op = op->prev) changed |= backward(&P, op) > 0;
-    if (rc || changed) continue;
-    bool any = false;
-    for (int i = 0; i < P.nvals; i++)
-      if (!P.sh[i] && !P.vals[i]->def) {
-        P.sh[i] = replicated(&P, P.vals[i]);
-        any = true;
-      }
-    if (!any) {
-      for (int i = 0; i < P.nvals && !any; i++)
-        if (!P.sh[i]) P.sh[i] = replicated(&P, P.vals[i]), any = true;
-    }
-    if (!any) break;
-  }
+  if (!rc) rc = fixed_point(&P, n);
+  if (!rc && P.sp) rc = sequence_parallel(&P);
   if (!rc) {
     if (!f->arg_sharding) f->arg_sharding = gv_alloc(m->arena, (size_t)(f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs) * sizeof *f->arg_sharding);
     for (int i = 0; i < f->body->nargs; i++) f->arg_sharding[i] = P.sh[i] ? P.sh[i] : replicated(&P, f->body->args[i]);
@@ -1031,5 +1156,6 @@ int gv_pass_propagate_sharding(gv_module *m) {
   free(P.mm.key);
   free(P.mm.first);
   free(P.mm.last);
+  free(P.sp_base);
   return rc ? -1 : 0;
 }

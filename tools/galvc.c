@@ -68,7 +68,7 @@ static void usage(FILE *f) {
           "  --gpus-per-node K        devices per node (default: all in one node)\n"
           "  --mesh dp=2,tp=4         the logical mesh: 1 to 3 named axes multiplying to --gpus\n"
           "                           (default: one axis named after --strategy, or dp)\n"
-          "  --strategy dp|tp|zero|dp,tp|auto  sharding presets (docs/sharding.md); auto (the default with\n"
+          "  --strategy dp|tp|zero|dp,tp|tp,sp|dp,tp,sp|auto  sharding presets (docs/sharding.md); auto (the default with\n"
           "                           --gpus > 1): the planner searches (docs/planner.md)\n"
           "  --plan FILE              reuse a saved plan.json; --plan-out FILE writes it (default: -o DIR/plan.json,\n"
           "                           -o FILE: plan.json next to FILE; without -o only --plan-out writes it)\n"
@@ -841,22 +841,31 @@ int main(int argc, char **argv) {
     }
   } else if (gpus > 1 || gv_shard_opts.strategy) {
     const char *st = gv_shard_opts.strategy ? gv_shard_opts.strategy : "dp";
-    if (strchr(st, ',')) {
+    bool tp_sp = strcmp(st, "tp,sp") == 0; /* one tp axis: sequence parallelism needs no other */
+    if (strchr(st, ',') && !tp_sp) {
       gv_error_plain("--strategy %s needs --mesh (e.g. --mesh dp=2,tp=4)", st);
       return 2;
     }
-    axn[0] = strcmp(st, "tp") == 0 ? "tp" : "dp";
+    axn[0] = strcmp(st, "tp") == 0 || tp_sp ? "tp" : "dp";
     axs[0] = pa.stages ? gpus / pa.stages : gpus; /* pipeline stages: resized per stage (stage_mesh) */
     naxes = 1;
   }
   if (gv_shard_opts.strategy) {
     char sb[64];
+    bool has_tp = false, has_sp = false;
     snprintf(sb, sizeof sb, "%s", gv_shard_opts.strategy);
-    for (char *t = strtok(sb, ","); t; t = strtok(NULL, ","))
-      if (strcmp(t, "dp") && strcmp(t, "tp") && strcmp(t, "zero")) {
-        gv_error_plain("--strategy %s: unknown strategy '%s' (known: dp, tp, zero, dp,tp)", gv_shard_opts.strategy, t);
+    for (char *t = strtok(sb, ","); t; t = strtok(NULL, ",")) {
+      if (strcmp(t, "dp") && strcmp(t, "tp") && strcmp(t, "zero") && strcmp(t, "sp")) {
+        gv_error_plain("--strategy %s: unknown strategy '%s' (known: dp, tp, zero, dp,tp, tp,sp, dp,tp,sp)", gv_shard_opts.strategy, t);
         return 2;
       }
+      has_tp |= !strcmp(t, "tp"), has_sp |= !strcmp(t, "sp");
+    }
+    if (has_sp && !has_tp) {
+      gv_error_plain("--strategy %s: sp (sequence parallelism) splits the values between tensor-parallel blocks over the "
+                     "sequence: it needs tp (--strategy tp,sp or dp,tp,sp)", gv_shard_opts.strategy);
+      return 2;
+    }
   }
   if (gpus_per_node && gpus % gpus_per_node && gpus > gpus_per_node) {
     gv_error_plain("--gpus %lld is not a whole number of nodes of %lld", (long long)gpus, (long long)gpus_per_node);
