@@ -745,7 +745,7 @@ static int preset_pins(prop *P, const char *strategy) {
     zero |= strcmp(t, "zero") == 0;
     P->sp |= strcmp(t, "sp") == 0;
   }
-  if (P->sp && !tp) return gv_error(P->m, "strategy %s: sp (sequence parallelism) splits the values between tensor-parallel blocks: it needs tp", strategy);
+  if (P->sp && !tp) return gv_error(P->m, "strategy %s: sequence parallelism (sp) splits the values between tensor-parallel blocks over the sequence: it needs tp", strategy);
   if (P->sp && !has_axis(P->mesh, "tp")) P->sp = false; /* no tp axis: tp pins nothing either */
   if (zero) dp = true;
   P->strict = tp;
@@ -1037,6 +1037,26 @@ static bool sp_touches(const gv_sharding *s, int a) {
   return false;
 }
 
+/* Whether op's result i is a pending sum over axis a: recorded so, or
+ * (where a backward sweep recorded the complete value and materialise
+ * then reshards right after the op) an operand dim made only of
+ * contracting / gather factors split over a. */
+static bool sp_pending(const prop *P, const gv_op *op, int i, int a) {
+  if (P->sh[op->res[i]->id]->partial & (1u << a)) return true;
+  gv_shard_rule r;
+  if (op->nres != 1 || gv_shard_rule_of(op, &r)) return false;
+  for (int k = 0; k < op->nopnds && k < GV_SHARD_MAX_VALUES; k++) {
+    const gv_sharding *s = P->sh[op->opnds[k]->id];
+    for (int d = 0; s && d < s->rank && d < r.rank[0][k]; d++) {
+      bool red = r.nf[0][k][d] > 0, on_a = false;
+      for (int q = 0; q < r.nf[0][k][d]; q++) red &= r.kind[r.f[0][k][d][q]] != GV_FACTOR_PASS;
+      for (int q = 0; q < s->naxes[d]; q++) on_a |= s->axes[d][q] == a;
+      if (red && on_a) return true;
+    }
+  }
+  return false;
+}
+
 static int sequence_parallel(prop *P) {
   gv_func *f = P->m->main;
   int a = gv_mesh_axis(P->mesh, "tp", 2);
@@ -1052,7 +1072,13 @@ static int sequence_parallel(prop *P) {
   for (gv_op *op = f->body->first; op; op = op->next)
     for (int i = 0; i < op->nres; i++) {
       gv_value *v = op->res[i];
-      if (!(P->sh[v->id]->partial & (1u << a))) continue;
+      if (!sp_pending(P, op, i, a)) continue;
+      if (!(P->sh[v->id]->partial & (1u << a))) { /* kept pending: reduce-scattered by its region users */
+        gv_sharding *ps = gv_sharding_new(P->m, P->mesh, v->type.rank);
+        *ps = *P->sh[v->id];
+        ps->partial |= 1u << a;
+        P->sh[v->id] = ps;
+      }
       work[nw++] = v; /* a pending tp sum: its users may start the region */
       while (nw) {
         gv_value *x = work[--nw];

@@ -20,7 +20,7 @@ static void usage(FILE *f) {
           "  --layers=K       cluster-layers: K layer groups; --pipe-stats prints its summary (docs/pipeline.md)\n"
           "  --recompute=SPEC recompute: none, all, L,.., selective or selective:L,.. (docs/autodiff.md)\n"
           "  --stash=PART     stage-stash: the entry the module becomes, forward or backward (docs/pipeline.md)\n"
-          "  --strategy=S     propagate-sharding presets: dp, tp, zero, dp,tp (docs/sharding.md)\n"
+          "  --strategy=S     propagate-sharding presets: dp, tp, zero, dp,tp, tp,sp, dp,tp,sp (docs/sharding.md)\n"
           "  --sharding=FILE  propagate-sharding: pinned values, NAME [{\"dp\"}, {}] per line\n"
           "  --collectives    spmd-partition: print the collective table (stderr)\n"
           "  --microbatches=B accumulate: B microbatches of the function's batch (the input is one microbatch)\n"
