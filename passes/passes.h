@@ -44,7 +44,7 @@ extern gv_train_options gv_train_opts;
 /* Sharding (docs/sharding.md): options set by the drivers (galvc --strategy,
  * --sharding; galv-opt --strategy, --sharding). */
 typedef struct {
-  const char *strategy;   /* "dp" | "tp" | "zero" | "dp,tp"; NULL: only pinned values */
+  const char *strategy;   /* "dp" | "tp" | "zero" | "dp,tp" | "tp,sp" | "dp,tp,sp"; NULL: only pinned values */
   const char *file;       /* sharding file: NAME [{"dp"}, {}] per line; NULL: none */
   bool quiet;             /* spmd-partition: no collective table on stderr */
 } gv_shard_options;

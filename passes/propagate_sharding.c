@@ -4,7 +4,9 @@
  * (none: the pass does nothing). Pinned values come from the input IR
  * (`sharding` attributes, `galv.sharding` of arguments), from a sharding
  * file (gv_shard_opts.file) and from the strategy presets
- * (gv_shard_opts.strategy: dp, tp, zero, dp,tp). Propagation uses only the
+ * (gv_shard_opts.strategy: dp, tp, zero, dp,tp, tp,sp, dp,tp,sp; sp:
+ * sequence parallelism, the pins of sequence_parallel below, also a
+ * file's `@sequence_parallel AXIS`). Propagation uses only the
  * op table's dimension mappings (ir/shard_rules.c): forward (results from
  * operands) and backward (unknown operands from results) sweeps until a
  * fixed point; still unknown arguments become replicated. Then each op is
@@ -37,7 +39,7 @@ typedef struct {
   gv_value **vals;
   const gv_sharding **sh; /* per value id */
   bool strict;            /* a tp preset: a head split that does not fit is an error */
-  bool sp;                /* sequence parallelism (tp,sp): the region between tp blocks split over the sequence */
+  int sp_axis;            /* sequence parallelism over this mesh axis (tp,sp; a file's @sequence_parallel), -1 none */
   const gv_sharding **sp_base; /* per value id: a region value's tp sharding (before its sequence split), else NULL */
   int64_t ntp;            /* the tp axis size under a tp preset */
   gv_op **made;           /* reshards inserted before consumers, reused for the same target */
@@ -736,17 +738,17 @@ int gv_dot_rhs_dim(const gv_op *op, bool contracting) {
 
 static int preset_pins(prop *P, const char *strategy) {
   gv_func *f = P->m->main;
-  bool dp = false, tp = false, zero = false;
+  bool dp = false, tp = false, zero = false, sp = false;
   char buf[64];
   snprintf(buf, sizeof buf, "%s", strategy);
   for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
     dp |= strcmp(t, "dp") == 0;
     tp |= strcmp(t, "tp") == 0;
     zero |= strcmp(t, "zero") == 0;
-    P->sp |= strcmp(t, "sp") == 0;
+    sp |= strcmp(t, "sp") == 0;
   }
-  if (P->sp && !tp) return gv_error(P->m, "strategy %s: sequence parallelism (sp) splits the values between tensor-parallel blocks over the sequence: it needs tp", strategy);
-  if (P->sp && !has_axis(P->mesh, "tp")) P->sp = false; /* no tp axis: tp pins nothing either */
+  if (sp && !tp) return gv_error(P->m, "strategy %s: sequence parallelism (sp) splits the values between tensor-parallel blocks over the sequence: it needs tp", strategy);
+  if (sp && has_axis(P->mesh, "tp")) P->sp_axis = gv_mesh_axis(P->mesh, "tp", 2); /* no tp axis: tp pins nothing either */
   if (zero) dp = true;
   P->strict = tp;
   if (dp && has_axis(P->mesh, "dp")) {
@@ -884,6 +886,24 @@ static const char *skip_ws(const char *c) {
 
 static int pin_line(prop *P, const char *path, int ln, char *s, int *seen) {
   gv_func *f = P->m->main;
+  if (*s == '@') { /* @sequence_parallel AXIS: the region between the AXIS-parallel blocks split over the sequence */
+    static const char kw[] = "@sequence_parallel";
+    const char *c = s + sizeof kw - 1;
+    if (strncmp(s, kw, sizeof kw - 1) || (*c != ' ' && *c != '\t'))
+      return gv_error_plain("%s:%d: unknown directive '%.40s' (known: @sequence_parallel AXIS)", path, ln, s);
+    c = skip_ws(c);
+    const char *e = c;
+    while (*e && *e != ' ' && *e != '\t' && *e != '#') e++;
+    int a = e > c ? gv_mesh_axis(P->mesh, c, (size_t)(e - c)) : -1;
+    if (a < 0) return gv_error_plain("%s:%d: @sequence_parallel: '%.*s' is no axis of the mesh", path, ln, (int)(e - c), c);
+    if (P->sp_axis >= 0 && P->sp_axis != a)
+      return gv_error_plain("%s:%d: @sequence_parallel %s, but sequence parallelism already runs over %s", path, ln, P->mesh->axis[a],
+                            P->mesh->axis[P->sp_axis]);
+    e = skip_ws(e);
+    if (*e && *e != '#') return gv_error_plain("%s:%d: @sequence_parallel: unexpected text after the axis: '%.20s'", path, ln, e);
+    P->sp_axis = a;
+    return 0;
+  }
   const char *e = s;
   while (*e && *e != ' ' && *e != '\t' && *e != '[') e++;
   char name[1024];
@@ -1059,7 +1079,7 @@ static bool sp_pending(const prop *P, const gv_op *op, int i, int a) {
 
 static int sequence_parallel(prop *P) {
   gv_func *f = P->m->main;
-  int a = gv_mesh_axis(P->mesh, "tp", 2);
+  int a = P->sp_axis;
   bool *in = calloc((size_t)P->nvals + 1, sizeof *in);
   P->sp_base = calloc((size_t)P->nvals + 1, sizeof *P->sp_base);
   gv_value **work = malloc(((size_t)P->nvals + 1) * sizeof *work);
@@ -1118,8 +1138,8 @@ static int sequence_parallel(prop *P) {
     nregion++;
   }
   if (!rc && !nregion)
-    fprintf(stderr, "%s: warning: --strategy sp finds no value between tensor-parallel blocks to split over the sequence: "
-                    "the program is plain tp\n", gv_progname);
+    fprintf(stderr, "%s: warning: sequence parallelism over %s finds no value between tensor-parallel blocks to split over "
+                    "the sequence: the program is plain tp\n", gv_progname, P->mesh->axis[a]);
   free(in);
   free(work);
   gv_users_free(U);
@@ -1129,7 +1149,7 @@ static int sequence_parallel(prop *P) {
 int gv_pass_propagate_sharding(gv_module *m) {
   if (!m->nmeshes || !m->main) return 0;
   gv_func *f = m->main;
-  prop P = {.m = m, .mesh = m->meshes[0]};
+  prop P = {.m = m, .mesh = m->meshes[0], .sp_axis = -1};
   int n = f->body->nargs;
   for (gv_op *op = f->body->first; op; op = op->next) {
     if (op->nregions) return gv_error_op(m, op, "sharding: ops with regions (galv.%s) are not supported", opname(op));
@@ -1162,7 +1182,7 @@ int gv_pass_propagate_sharding(gv_module *m) {
   if (!rc && gv_shard_opts.file) rc = file_pins(&P, gv_shard_opts.file);
   if (!rc && gv_train_opts.zero_reduce_each) pin_accumulate(&P);
   if (!rc) rc = fixed_point(&P, n);
-  if (!rc && P.sp) rc = sequence_parallel(&P);
+  if (!rc && P.sp_axis >= 0) rc = sequence_parallel(&P);
   if (!rc) {
     if (!f->arg_sharding) f->arg_sharding = gv_alloc(m->arena, (size_t)(f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs) * sizeof *f->arg_sharding);
     for (int i = 0; i < f->body->nargs; i++) f->arg_sharding[i] = P.sh[i] ? P.sh[i] : replicated(&P, f->body->args[i]);

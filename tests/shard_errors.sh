@@ -44,4 +44,14 @@ printf 'input_ids [{"pp"}, {}]\n' >"$T/sh2.txt"
 check 1 "bad or repeated mesh axis" "$B/galvc" "$M" --gpus 2 --sharding "$T/sh2.txt" --batch 2 --seq 8 -q --emit=ir -o "$T/o.mlir"
 printf 'input_ids [{"dp"}, {}]\n' >"$T/sh3.txt"
 check 1 "'input_ids' dim 0 of size 3 is not divisible into 2 shards" "$B/galvc" "$M" --gpus 2 --sharding "$T/sh3.txt" --batch 3 --seq 8 -q --emit=ir -o "$T/o.mlir"
+# sequence parallelism in a sharding file: @sequence_parallel AXIS, strict
+SP=$SRC/tests/lit/shard-seq-parallel.mlir
+printf 'w1 [{}, {"tp"}]\n@sequence_parallel dp\n' >"$T/sp1.txt"
+check 1 "sp1.txt:2: @sequence_parallel: 'dp' is no axis of the mesh" "$B/galv-opt" --sharding="$T/sp1.txt" --passes=propagate-sharding "$SP"
+printf '@seq tp\n' >"$T/sp2.txt"
+check 1 "sp2.txt:1: unknown directive '@seq tp' (known: @sequence_parallel AXIS)" "$B/galv-opt" --sharding="$T/sp2.txt" --passes=propagate-sharding "$SP"
+printf '@sequence_parallel tp x\n' >"$T/sp3.txt"
+check 1 "sp3.txt:1: @sequence_parallel: unexpected text after the axis: 'x'" "$B/galv-opt" --sharding="$T/sp3.txt" --passes=propagate-sharding "$SP"
+printf '@sequence_parallel\n' >"$T/sp4.txt"
+check 1 "sp4.txt:1: unknown directive '@sequence_parallel'" "$B/galv-opt" --sharding="$T/sp4.txt" --passes=propagate-sharding "$SP"
 exit $fail

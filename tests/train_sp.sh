@@ -8,6 +8,7 @@
 #     1e-5), and the bytes the communicator counted = the prediction x
 #     steps (checked by the program; the test reads the counters again);
 #   - inference logits on 2 and 4 ranks = the single-device program's;
+#   - 2 pipeline stages of 2 tp,sp ranks each = the single-device program;
 #   - the collective table against plain tp on the same ranks: every
 #     activation all_reduce of tp (a [B, S, H] tensor over tp) is gone and
 #     becomes one reduce_scatter (half its bytes) + one all_gather; the
@@ -108,6 +109,14 @@ for c in ${GALV_SP_CASES:-gpt2:2:tp,sp llama:2:tp,sp gpt2:4:tp,sp gpt2:4:dp,tp,s
   if r=$(same "$fam-1" "$d" 2>&1); then ok "$fam $n ranks $s, 2 AdamW steps = one device: $r; bytes counted = predicted: $by"
   else bad "$fam $n ranks $s vs one device: $r"; fi
 done
+
+# pipeline stages of 2 tp,sp ranks each (the stage passes run the same preset per stage)
+if build gpt2-pp "$T/gpt2.onnx" --train "${AD[@]}" --pipeline-stages 2 --gpus 4 --strategy tp,sp &&
+   timeout 300 "$T/gpt2-pp/launch" --batches "$T/b" --steps 2 -o "$T/gpt2-pp.w" </dev/null >"$T/gpt2-pp.log" 2>&1; then
+  nrs=$(grep -c '^galvc: spmd: reduce_scatter' "$T/gpt2-pp.err")
+  if r=$(same gpt2-1 gpt2-pp 2>&1) && [ "$nrs" -ge 4 ]; then ok "gpt2 2 pipeline stages x tp,sp 2 = one device: $r; $nrs reduce_scatters"
+  else bad "gpt2 2 pipeline stages x tp,sp 2: $r ($nrs reduce_scatters)"; fi
+else bad "gpt2 2 pipeline stages x tp,sp 2: $(grep -m3 error "$T/gpt2-pp.err" "$T/gpt2-pp.log" 2>/dev/null)"; fi
 
 # the collectives, tp,sp against tp on 2 ranks (one step's program): tp's activation all_reduces
 # ([8, 8, 32] over tp) are gone; as many reduce_scatters of those sums at half the bytes, and the

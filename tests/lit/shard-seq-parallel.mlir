@@ -13,6 +13,9 @@
 // RUN: %galv-opt --strategy=tp,sp --passes=propagate-sharding %s | %FileCheck %s --check-prefix=PROP
 // RUN: %galv-opt --strategy=tp,sp --passes=propagate-sharding,spmd-partition %s | %FileCheck %s
 // RUN: %galv-opt --strategy=tp,sp --passes=propagate-sharding,spmd-partition %s -o %t && %mlir-check %t
+// The same as a sharding file: the Megatron weights pinned by hand and the
+// directive `@sequence_parallel tp` (Inputs/seq-parallel.txt).
+// RUN: %galv-opt --sharding=%S/Inputs/seq-parallel.txt --passes=propagate-sharding,spmd-partition %s | %FileCheck %s
 // TP: predicted_bytes = [512, 0, 0, 0]
 // TP-COUNT-2: "galv.all_reduce"{{.*}}bytes = 256
 // TP-NOT: galv.reduce_scatter
