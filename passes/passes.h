@@ -47,6 +47,12 @@ typedef struct {
   const char *strategy;   /* "dp" | "tp" | "zero" | "dp,tp" | "tp,sp" | "dp,tp,sp"; NULL: only pinned values */
   const char *file;       /* sharding file: NAME [{"dp"}, {}] per line; NULL: none */
   bool quiet;             /* spmd-partition: no collective table on stderr */
+  /* sequence parallelism chosen by a plan (plan.json's per-unit "sp"):
+   * over axis sp_axis (NULL: only the preset's / a file's), the region
+   * restricted to the ops sp_op accepts (NULL: all) */
+  const char *sp_axis;
+  bool (*sp_op)(const gv_op *op, void *arg);
+  void *sp_arg;
 } gv_shard_options;
 extern gv_shard_options gv_shard_opts;
 int gv_pass_propagate_sharding(gv_module *m); /* passes/propagate_sharding.c */

@@ -105,6 +105,44 @@ static int unit_of(const ctx *C, const char *s) {
   return 0;
 }
 
+/* Sequence parallelism per unit (plan.json's "sp"): propagate-sharding's
+ * region filter (gv_shard_opts.sp_op) asks for the unit of each op by its
+ * location, as unit_of does; the copy outlives the pass for the main
+ * module's propagate-sharding. */
+typedef struct {
+  char axis[16];
+  int nl;
+  int64_t lidx[GV_PLAN_MAX_UNITS];
+  uint8_t sp[GV_PLAN_MAX_UNITS];
+} plan_sp;
+
+static bool plan_sp_op(const gv_op *op, void *arg) {
+  const plan_sp *s = arg;
+  int64_t k = first_index(op->loc);
+  int lo = 0, hi = s->nl - 1, u = 0;
+  while (k >= 0 && lo <= hi && !u) {
+    int mid = (lo + hi) / 2;
+    if (s->lidx[mid] == k) u = mid + 1;
+    else if (s->lidx[mid] < k) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return s->sp[u] != 0;
+}
+
+/* Points gv_shard_opts at s filled from p (nothing when p has no sp unit). */
+static void plan_sp_set(plan_sp *s, const ctx *C, const gv_plan *p) {
+  bool any = false;
+  for (int u = 0; u < p->nunits; u++) any |= p->sp[u] != 0;
+  if (!any || p->t_layer < 0 || C->nl >= GV_PLAN_MAX_UNITS) return;
+  snprintf(s->axis, sizeof s->axis, "%s", p->axis[p->t_layer]);
+  s->nl = C->nl;
+  memcpy(s->lidx, C->lidx, (size_t)C->nl * sizeof *s->lidx);
+  memcpy(s->sp, p->sp, (size_t)p->nunits);
+  gv_shard_opts.sp_axis = s->axis;
+  gv_shard_opts.sp_op = plan_sp_op;
+  gv_shard_opts.sp_arg = s;
+}
+
 static int cmp64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
@@ -362,6 +400,9 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   gv_shard_opts.strategy = NULL;
   gv_shard_opts.file = NULL;
   gv_shard_opts.quiet = true;
+  gv_shard_opts.sp_axis = NULL, gv_shard_opts.sp_op = NULL;
+  static plan_sp sps; /* large: not on the stack; realise does not nest */
+  plan_sp_set(&sps, C, p);
   int fd = quiet_begin();
   if (!rc) rc = gv_pass_propagate_sharding(m) ? 1 : 0;
   if (!rc) rc = gv_pass_spmd_partition(m) ? 1 : 0;
@@ -933,7 +974,7 @@ static bool plan_eq(const gv_plan *a, const gv_plan *b) {
     return false;
   for (int i = 0; i < a->naxes; i++)
     if (a->size[i] != b->size[i]) return false;
-  return !memcmp(a->zero, b->zero, (size_t)a->nunits);
+  return !memcmp(a->zero, b->zero, (size_t)a->nunits) && !memcmp(a->sp, b->sp, (size_t)a->nunits);
 }
 
 /* With repeated layers the search runs on the reduced programs and its
@@ -1053,6 +1094,7 @@ void gv_plan_unit_str(const gv_plan *p, int u, char *buf, size_t n) {
   int t = u ? p->t_layer : p->t_outer;
   if (t >= 0 && k < n) k += (size_t)snprintf(buf + k, n - k, "%s%s(%s)", k ? "+" : "", u ? "tp" : "vocab-parallel", p->axis[t]);
   if (p->zero[u] && p->dmask && k < n) k += (size_t)snprintf(buf + k, n - k, "+zero");
+  if (p->sp[u] && p->t_layer >= 0 && k < n) k += (size_t)snprintf(buf + k, n - k, "+sp(%s)", p->axis[p->t_layer]);
   if (!k) snprintf(buf, n, "replicated");
 }
 
@@ -1132,8 +1174,8 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
   for (int u = 0; u < p->nunits; u++) {
     char s[128];
     gv_plan_unit_str(p, u, s, sizeof s);
-    fprintf(f, "    {\"unit\": \"%s%d\", \"strategy\": \"%s\", \"zero\": %s}%s\n", u ? "layer " : "outer", u ? u - 1 : 0,
-            s, p->zero[u] ? "true" : "false", u + 1 < p->nunits ? "," : "");
+    fprintf(f, "    {\"unit\": \"%s%d\", \"strategy\": \"%s\", \"zero\": %s, \"sp\": %s}%s\n", u ? "layer " : "outer",
+            u ? u - 1 : 0, s, p->zero[u] ? "true" : "false", p->sp[u] ? "true" : "false", u + 1 < p->nunits ? "," : "");
   }
   fprintf(f, "  ],\n");
   if (gv_train_opts.microbatches > 1) /* gradient accumulation (passes/accumulate.c): --plan compiles as many */
@@ -1235,6 +1277,13 @@ int gv_plan_read(const char *path, gv_plan *p, int nunits) {
     const gv_json *z = gv_json_get(&units->items[u], "zero");
     if (!z || z->kind != GV_JSON_BOOL) rc = gv_error_plain("%s: line %d: field 'units': each unit needs \"zero\": true|false", path, units->items[u].line);
     else p->zero[u] = z->b;
+    /* "sp" (optional, false): sequence parallelism over the tp axis between this unit's tensor-parallel blocks */
+    const gv_json *q = rc ? NULL : gv_json_get(&units->items[u], "sp");
+    if (q && q->kind != GV_JSON_BOOL) rc = gv_error_plain("%s: line %d: field 'units': \"sp\" is true or false", path, q->line);
+    else if (q && q->b && p->t_layer < 0)
+      rc = gv_error_plain("%s: line %d: field 'units': \"sp\": true needs a tp_axis (sequence parallelism splits the values "
+                          "between tensor-parallel blocks)", path, q->line);
+    else if (q) p->sp[u] = q->b;
   }
   p->nunits = nunits;
   gv_json_free(root);
@@ -1315,6 +1364,8 @@ int gv_pass_plan_sharding(gv_module *m) {
     pc.candidates = C.realised;
     rc = pin_plan(m, &C, &plan);
     if (rc > 0) rc = gv_error(m, "plan: the batch does not divide over the plan's batch axes");
+    static plan_sp main_sp; /* read by the main module's propagate-sharding, after this pass */
+    if (!rc) plan_sp_set(&main_sp, &C, &plan);
   }
   if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, pred_mem, stderr);
   if (!rc && !o->quiet) { /* axes the plan leaves idle replicate the whole computation: one warning line */

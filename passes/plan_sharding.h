@@ -33,6 +33,7 @@ typedef struct {
   int t_outer;        /* the embedding / head's vocab-parallel axis, -1 none */
   int nunits;         /* 1 + layers */
   uint8_t zero[GV_PLAN_MAX_UNITS]; /* per unit: ZeRO-3 over the dmask axes */
+  uint8_t sp[GV_PLAN_MAX_UNITS];   /* per unit: sequence parallelism over t_layer (plan.json / --plan; not searched) */
 } gv_plan;
 
 /* What a plan costs, from its realised local program (fuse + memory-plan

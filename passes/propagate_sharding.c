@@ -1106,6 +1106,7 @@ static int sequence_parallel(prop *P) {
           const gv_op *u = U->e[k].op;
           gv_value *y = u->nres == 1 ? u->res[0] : NULL;
           if (!y || in[y->id] || sp_touches(P->sh[y->id], a) || !sp_carries(u, x, y)) continue;
+          if (gv_shard_opts.sp_op && !gv_shard_opts.sp_op(u, gv_shard_opts.sp_arg)) continue; /* a plan's unit without sp */
           in[y->id] = true;
           work[nw++] = y;
         }
@@ -1182,6 +1183,7 @@ int gv_pass_propagate_sharding(gv_module *m) {
   if (!rc && gv_shard_opts.file) rc = file_pins(&P, gv_shard_opts.file);
   if (!rc && gv_train_opts.zero_reduce_each) pin_accumulate(&P);
   if (!rc) rc = fixed_point(&P, n);
+  if (!rc && P.sp_axis < 0 && gv_shard_opts.sp_axis) P.sp_axis = gv_mesh_axis(P.mesh, gv_shard_opts.sp_axis, strlen(gv_shard_opts.sp_axis));
   if (!rc && P.sp_axis >= 0) rc = sequence_parallel(&P);
   if (!rc) {
     if (!f->arg_sharding) f->arg_sharding = gv_alloc(m->arena, (size_t)(f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs) * sizeof *f->arg_sharding);

@@ -9,6 +9,10 @@
 #     steps (checked by the program; the test reads the counters again);
 #   - inference logits on 2 and 4 ranks = the single-device program's;
 #   - 2 pipeline stages of 2 tp,sp ranks each = the single-device program;
+#   - plan.json's per-unit "sp" (--plan): on every unit the preset's
+#     program (the same collective table); on layer 1 only, its region
+#     alone (reduce_scatters only in h.1), 2 steps = one device, recorded
+#     in the plan.json galvc writes back;
 #   - the collective table against plain tp on the same ranks: every
 #     activation all_reduce of tp (a [B, S, H] tensor over tp) is gone and
 #     becomes one reduce_scatter (half its bytes) + one all_gather; the
@@ -17,8 +21,8 @@
 #     by hand: GPT-2, 2 ranks, the reduce_scatter of c_proj's [8, 8, 32] f32
 #     sum is (p-1)/p x 8192 = 4096 bytes, tp's all_reduce 2 (p-1)/p x 8192;
 #   - the activation arena (printed by the program) is smaller than tp's;
-#   - bad input: sp without tp, a sequence the tp degree does not divide:
-#     one error line each.
+#   - bad input: sp without tp, a sequence the tp degree does not divide,
+#     a plan.json unit with "sp": true but no tp_axis: one error line each.
 # Training-mode Dropout does not import (galvc trains without dropout), so
 # there is no dropout mask to split; inference Dropout is the identity.
 set -uo pipefail
@@ -118,6 +122,32 @@ if build gpt2-pp "$T/gpt2.onnx" --train "${AD[@]}" --pipeline-stages 2 --gpus 4 
   else bad "gpt2 2 pipeline stages x tp,sp 2: $r ($nrs reduce_scatters)"; fi
 else bad "gpt2 2 pipeline stages x tp,sp 2: $(grep -m3 error "$T/gpt2-pp.err" "$T/gpt2-pp.log" 2>/dev/null)"; fi
 
+# plan.json's per-unit "sp" (--plan): every unit = the tp,sp preset's program (the same collective
+# table); sp on layer 1 only: its region alone is split (reduce_scatters only at h.1), 2 steps = one
+# device, and the plan.json galvc writes back records it
+python3 - "$T" <<'PY'
+import json, sys
+for name, sp in (("all", [True, True, True]), ("l1", [False, False, True]), ("notp", [False, True, False])):
+    json.dump({"mesh": {"axes": ["tp"], "shape": [2]}, "batch_axes": [], "tp_axis": None if name == "notp" else "tp",
+               "vocab_axis": "tp", "units": [{"unit": u, "zero": False, "sp": s} for u, s in zip(["outer", "layer 0", "layer 1"], sp)]},
+              open(f"{sys.argv[1]}/plan-{name}.json", "w"), indent=1)
+PY
+if build gpt2-plan-all "$T/gpt2.onnx" --train "${AD[@]}" --gpus 2 --plan "$T/plan-all.json" && [ -f "$T/gpt2-2-tp_sp.err" ]; then
+  if [ "$(table gpt2-plan-all)" = "$(table gpt2-2-tp_sp)" ] && [ -n "$(table gpt2-plan-all)" ] &&
+     grep -q '^plan:   layers 0-1: tp(tp)+sp(tp)$' "$T/gpt2-plan-all.err"; then
+    ok "plan.json with \"sp\": true on every unit = --strategy tp,sp ($(grep -c . <<<"$(table gpt2-plan-all)") collectives, the same table)"
+  else bad "plan.json sp on every unit differs from tp,sp: $(diff <(table gpt2-plan-all) <(table gpt2-2-tp_sp) | head -3)"; fi
+fi
+if build gpt2-plan-l1 "$T/gpt2.onnx" --train "${AD[@]}" --gpus 2 --plan "$T/plan-l1.json" && run gpt2-plan-l1 "$T/b"; then
+  at=$(table gpt2-plan-l1 | awk '$1 == "reduce_scatter" {print $5}' | sed 's|^/transformer/\(h\.[0-9]*\)/.*|\1|' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+  if ! by=$(counted gpt2-plan-l1 2 2>&1); then bad "plan sp on layer 1: bytes: $by"
+  elif r=$(same gpt2-1 gpt2-plan-l1 2>&1) && [ "$at" = " 4 h.1;" ] &&
+       grep -q '"unit": "layer 1", "strategy": "tp(tp)+sp(tp)", "zero": false, "sp": true}' "$T/gpt2-plan-l1/plan.json" &&
+       grep -q '"unit": "layer 0", "strategy": "tp(tp)", "zero": false, "sp": false}' "$T/gpt2-plan-l1/plan.json"; then
+    ok "plan.json sp on layer 1 only: reduce_scatters at$at 2 steps = one device: $r; bytes counted = predicted: $by; plan.json written back records it"
+  else bad "plan sp on layer 1: $r; reduce_scatters at '$at'; $(grep '"sp"' "$T/gpt2-plan-l1/plan.json" | tr -s ' ')"; fi
+fi
+
 # the collectives, tp,sp against tp on 2 ranks (one step's program): tp's activation all_reduces
 # ([8, 8, 32] over tp) are gone; as many reduce_scatters of those sums at half the bytes, and the
 # all_gathers of the sequence split before the column-parallel dots
@@ -196,5 +226,7 @@ chk 2 "^galvc: error: --strategy dp,sp: sp (sequence parallelism) .* it needs tp
 chk 1 "^galvc: error: .*node '[^']*' ([A-Za-z_]*): sequence parallelism: the token dim 1 of this tensor<8x7x32xf32> does not divide into 2 shards (tp 2); the sequence length must be a multiple of the tp degree$" \
   --seq 7 --train --gpus 2 --strategy tp,sp
 chk 1 "sequence parallelism: the token dim 1 of this tensor<8x6x32xf32> does not divide into 4 shards (tp 4)" --seq 6 --gpus 4 --strategy tp,sp
+chk 1 "^galvc: error: $T/plan-notp.json: line [0-9]*: field 'units': \"sp\": true needs a tp_axis (sequence parallelism splits the values between tensor-parallel blocks)$" \
+  --seq 8 --train --gpus 2 --plan "$T/plan-notp.json"
 echo "train_sp: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
