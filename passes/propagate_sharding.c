@@ -1093,12 +1093,6 @@ static int sequence_parallel(prop *P) {
     for (int i = 0; i < op->nres; i++) {
       gv_value *v = op->res[i];
       if (!sp_pending(P, op, i, a)) continue;
-      if (!(P->sh[v->id]->partial & (1u << a))) { /* kept pending: reduce-scattered by its region users */
-        gv_sharding *ps = gv_sharding_new(P->m, P->mesh, v->type.rank);
-        *ps = *P->sh[v->id];
-        ps->partial |= 1u << a;
-        P->sh[v->id] = ps;
-      }
       work[nw++] = v; /* a pending tp sum: its users may start the region */
       while (nw) {
         gv_value *x = work[--nw];
@@ -1111,6 +1105,21 @@ static int sequence_parallel(prop *P) {
           work[nw++] = y;
         }
       }
+    }
+  /* a pending sum recorded complete (the reshard right after its op) that
+   * feeds the region stays pending: its region users reduce-scatter it */
+  for (gv_op *op = f->body->first; op; op = op->next)
+    for (int i = 0; i < op->nres; i++) {
+      gv_value *v = op->res[i];
+      if ((P->sh[v->id]->partial & (1u << a)) || !sp_pending(P, op, i, a)) continue;
+      bool feeds = false;
+      for (int k = users_first(U, v); k >= 0 && !feeds; k = U->e[k].next)
+        feeds = U->e[k].op->nres == 1 && in[U->e[k].op->res[0]->id];
+      if (!feeds) continue;
+      gv_sharding *ps = gv_sharding_new(P->m, P->mesh, v->type.rank);
+      *ps = *P->sh[v->id];
+      ps->partial |= 1u << a;
+      P->sh[v->id] = ps;
     }
   int rc = 0;
   for (int i = 0; i < P->nvals && !rc; i++) {

@@ -21,7 +21,7 @@ static void usage(FILE *f) {
           "  --recompute=SPEC recompute: none, all, L,.., selective or selective:L,.. (docs/autodiff.md)\n"
           "  --stash=PART     stage-stash: the entry the module becomes, forward or backward (docs/pipeline.md)\n"
           "  --strategy=S     propagate-sharding presets: dp, tp, zero, dp,tp, tp,sp, dp,tp,sp (docs/sharding.md)\n"
-          "  --sharding=FILE  propagate-sharding: pinned values, NAME [{\"dp\"}, {}] per line\n"
+          "  --sharding=FILE  propagate-sharding: pinned values, NAME [{\"dp\"}, {}] per line; @sequence_parallel AXIS\n"
           "  --collectives    spmd-partition: print the collective table (stderr)\n"
           "  --microbatches=B accumulate: B microbatches of the function's batch (the input is one microbatch)\n"
           "  --zero-reduce=F  propagate-sharding: accumulated ZeRO gradients reduced once (default) or per-microbatch\n"

@@ -102,7 +102,7 @@ static void usage(FILE *f) {
           "                           --train: an earlier stage's program has a forward and a backward entry with a\n"
           "                           per-microbatch stash between them (both targets); --pipeline-recompute: one\n"
           "                           combined program per stage that recomputes its forward in the backward\n"
-          "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line\n"
+          "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line; @sequence_parallel AXIS\n"
           "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"
           "                           h100-sxm, h200, cpu-local (default: h100-sxm for --target cuda,\n"
           "                           cpu-local for --target cpu)\n"
