@@ -4,13 +4,14 @@
 # and runtime/cuda/ over the CPU execution layer runtime/cuda/emu/; NCCL over
 # MPI) and run with GALV_PROGRAM=program-emu out/launch:
 #   - 4-rank tp inference (GPT-2 tiny, 4 heads over 4 ranks) vs onnxruntime;
-#   - per program (tp4 with its output written, dp x tp and ZeRO training
+#   - per program (tp4 with its output written, dp x tp, ZeRO and tp,sp training
 #     steps without -o): the largest rank's emulated device-memory
 #     high-water mark (GALV_EMU_MEM=1: cudaMalloc'ed bytes live at once)
 #     within 5% of galvc --report-cost's memory per device;
 #   - training, tiny GPT-2, 3 AdamW steps, against the single-device CPU
 #     program (tests/lib/same_training.py: losses and every weight rtol
-#     1e-4, atol 1e-5): dp x tp on a 2x2 mesh (4 ranks), ZeRO on 2 ranks
+#     1e-4, atol 1e-5): dp x tp on a 2x2 mesh (4 ranks), tp,sp on 2 ranks
+#     (sequence parallelism: collectives over a non-leading dim), ZeRO on 2 ranks
 #     (reduce-scattered gradients, sharded optimizer state, all-gathered
 #     parameters), and the same ZeRO plan with the host-staged backend
 #     (COMM=staged) bit for bit equal to the NCCL backend's, and as the
@@ -124,8 +125,9 @@ train() { # NAME WHAT ARGS...
 }
 train dptp "dp x tp (2x2 mesh, 4 ranks)" --gpus 4 --mesh dp=2,tp=2 --strategy dp,tp
 train zero "ZeRO (2 ranks)" --gpus 2 --strategy zero
+train tpsp "tp,sp (2 ranks, sequence parallelism: reduce_scatter / all_gather over the sequence dim)" --gpus 2 --strategy tp,sp
 # the step alone (no -o: writing outputs gathers each tensor on the device, a phase after the steps)
-for n in dptp zero; do
+for n in dptp zero tpsp; do
   launch $n --batches "$T/b" --steps 1 >"$T/$n.mem.txt" 2>&1 || bad "$n: the 1-step run: $(tail -n 3 "$T/$n.mem.txt")"
   memory $n "$T/$n.mem.txt"
 done
