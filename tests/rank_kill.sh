@@ -103,7 +103,7 @@ else
 fi
 
 # ---- the CUDA program (runtime/cuda/comm_nccl.cu's hooks) under the execution layer, when g++ is there
-if command -v g++ >/dev/null; then
+if have_cmd g++; then # else a skipped part (tests/lib/require.sh)
   if "$B/galvc" "$T/m.onnx" --train --target cuda --no-build -q --batch 8 --seq 8 --gpus 2 --strategy tp -o "$T/cu/" \
        2>"$T/err" </dev/null && make -s -C "$T/cu" emu >"$T/cu.log" 2>&1; then
     GALV_PROGRAM=program-emu run "cuda tp=2 (program-emu), rank 1 killed inside its 5th NCCL all-reduce, ./launch (one line)" \
@@ -112,4 +112,4 @@ if command -v g++ >/dev/null; then
   else bad "cuda tp=2: build: $(head -3 "$T/err" "$T/cu.log")"; fi
 fi
 echo "rank_kill: $pass ok, $fail failed"
-[ $fail = 0 ]
+galv_exit "$fail"
