@@ -44,8 +44,11 @@ mode=${1:-}; DIR=${2:-}
 mkdir -p "$DIR"; DIR=$(cd "$DIR" && pwd)
 SEQ=64
 TB=4 # training batch
-# multi-rank runs: mpirun (as root it needs --allow-run-as-root); MPIRUN overrides
-export MPIRUN=${MPIRUN:-mpirun $([ "$(id -u)" = 0 ] && echo --allow-run-as-root)}
+# multi-rank runs: mpirun (as root it needs --allow-run-as-root); MPIRUN overrides.
+# One BLAS thread per rank, as every multi-rank bench (bench/pipeline_uneven.sh):
+# the CPU references' ranks would otherwise each start a thread per core.
+export OPENBLAS_NUM_THREADS=1
+export MPIRUN=${MPIRUN:-mpirun $([ "$(id -u)" = 0 ] && echo --allow-run-as-root) -x OPENBLAS_NUM_THREADS}
 
 if [ "$mode" = prepare ]; then
   BUILD=${BUILD:-$SRC/build-cuda}
