@@ -52,6 +52,7 @@ struct cg_comm {
   int ng;
   int64_t scratch[2];      /* bytes of the pack / unpack scratch buffers */
   int64_t predicted[4];    /* all_reduce, all_gather, reduce_scatter, all_to_all; -1: unknown */
+  int predicted_global;     /* 1: predicted is the mesh's (from the global program); 0: the ops' bytes */
   int nops;
   pending *pend;
   int npend, cappend;
@@ -192,7 +193,7 @@ cg_comm *cg_comm_new(gv_module *m, const cg_comm_target *t) {
     }
   }
   if (c->mesh && c->mesh->has_predicted && !halved)
-    for (int k = 0; k < 4; k++) c->predicted[k] = c->mesh->predicted[k];
+    for (int k = 0; k < 4; k++) c->predicted[k] = c->mesh->predicted[k], c->predicted_global = 1;
   return c;
 }
 
@@ -276,6 +277,7 @@ int cg_comm_decls(cg_comm *c, FILE *f) {
   if (rc) return -1;
   fprintf(f, "const int64_t galv_comm_predicted[4] = {%lld, %lld, %lld, %lld};\n", (long long)c->predicted[0],
           (long long)c->predicted[1], (long long)c->predicted[2], (long long)c->predicted[3]);
+  fprintf(f, "const int galv_comm_predicted_global = %d;\n", c->predicted_global);
   if (!c->nops) {
     fprintf(f, "void galv_program_comm_free(void) {}\n\n");
     return 0;

@@ -30,6 +30,11 @@ extern const galv_io_split galv_state_split[]; /* training: per galv_state entry
  * collective ops' `bytes`): all_reduce, all_gather, reduce_scatter,
  * all_to_all; -1: not stated in the IR */
 extern const int64_t galv_comm_predicted[4];
+/* 1: galv_comm_predicted is the planner's prediction from the global
+ * program (independent of the partitioned collectives); 0: the sum of the
+ * collectives' `bytes` (a hand-written partitioned program, bf16 storage).
+ * The printed counters say which, so a test can require the independent one. */
+extern const int galv_comm_predicted_global;
 void galv_program_comm_free(void);            /* the queue and scratch of galv_program_run */
 
 /* ---- runtime/spmd.c */

@@ -141,8 +141,9 @@ void galv_spmd_check_bytes(int print, long runs) {
     int known = 1;
     for (int k = 0; k < 4; k++) known &= galv_comm_predicted[k] >= 0;
     if (known)
-      printf(" (predicted per run: %lld, %lld, %lld, %lld)", (long long)galv_comm_predicted[0],
-             (long long)galv_comm_predicted[1], (long long)galv_comm_predicted[2], (long long)galv_comm_predicted[3]);
+      printf(" (predicted per run: %lld, %lld, %lld, %lld) from the %s", (long long)galv_comm_predicted[0],
+             (long long)galv_comm_predicted[1], (long long)galv_comm_predicted[2], (long long)galv_comm_predicted[3],
+             galv_comm_predicted_global ? "global program" : "partitioned collectives");
     printf("\n");
     fflush(stdout);
   }

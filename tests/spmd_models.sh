@@ -28,6 +28,15 @@ declare -A REFUSED=(
   [llama:8:dp,tp]="the tensor-parallel degree must divide the head count"
 )
 pass=0 fail=0
+# global_checked OUT RUNS: the counters printed (rank 0's; every rank runs the same check, one binary)
+# end "(predicted per run: ...) from the global program": the program checked the bytes it handed to
+# MPI against the planner's prediction from the global program, not against its own collectives' sum
+global_checked() {
+  local all glob
+  all=$(grep -c "comm bytes sent by rank [0-9][0-9]* in $2 runs: " <<<"$1")
+  glob=$(grep -c "comm bytes sent by rank [0-9][0-9]* in $2 runs: .* (predicted per run: [0-9][0-9]*, [0-9][0-9]*, [0-9][0-9]*, [0-9][0-9]*) from the global program$" <<<"$1")
+  [ "$all" -ge 1 ] && [ "$glob" = "$all" ]
+}
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 for fam in $MODELS; do
@@ -90,10 +99,15 @@ print("; ".join(bad) if bad else f"outputs equal (max abs err {worst:.2e})")
 sys.exit(1 if bad else 0)
 PY
     )
-    if [ $? -eq 0 ]; then
-      ok "$fam $n ranks $s: $r; $(grep -m1 -o 'in 1 runs: .*' <<<"$out")"
-    else
+    same=$?
+    # every rank checked its counted bytes against the planner's prediction
+    # from the global program (not the partitioned collectives' own sum)
+    if [ $same -ne 0 ]; then
       bad "$fam $n ranks $s: $r"
+    elif ! global_checked "$out" 1; then
+      bad "$fam $n ranks $s: the bytes were not checked against the global program's prediction: $(grep -m2 'comm bytes' <<<"$out")"
+    else
+      ok "$fam $n ranks $s: $r; $(grep -m1 -o 'in 1 runs: .*' <<<"$out")"
     fi
   done
 done

@@ -29,6 +29,15 @@ export MPIRUN="mpirun -x GALV_COMM_SYNC -x OPENBLAS_NUM_THREADS"
 # every strategy and rank count at least once, every family in training
 CASES=${GALV_SPMD_TRAIN_CASES:-gpt2:2:dp gpt2:2:tp gpt2:4:zero gpt2:4:dp,tp gpt2:8:dp,tp llama:2:tp llama:4:zero bert:2:dp bert:4:dp,tp vit:2:zero vit:4:tp vit:8:dp}
 pass=0 fail=0
+# global_checked OUT RUNS: the counters printed (rank 0's; every rank runs the same check, one binary)
+# end "(predicted per run: ...) from the global program": the program checked the bytes it handed to
+# MPI against the planner's prediction from the global program, not against its own collectives' sum
+global_checked() {
+  local all glob
+  all=$(grep -c "comm bytes sent by rank [0-9][0-9]* in $2 runs: " <<<"$1")
+  glob=$(grep -c "comm bytes sent by rank [0-9][0-9]* in $2 runs: .* (predicted per run: [0-9][0-9]*, [0-9][0-9]*, [0-9][0-9]*, [0-9][0-9]*) from the global program$" <<<"$1")
+  [ "$all" -ge 1 ] && [ "$glob" = "$all" ]
+}
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 B=8 S=8
@@ -164,11 +173,14 @@ print("; ".join(bad[:4]) if bad else f"losses {lb[0]:.6f} {lb[1]:.6f}, {n} weigh
 sys.exit(1 if bad else 0)
 PY
   )
-  if [ $? -eq 0 ]; then
-    ok "$fam $n ranks $s train: $r; $(grep -m1 -o 'in 2 runs: .*' <<<"$out")"
-  else
+  if [ $? -ne 0 ]; then
     bad "$fam $n ranks $s train: $r"
     continue
+  elif ! global_checked "$out" 2; then # the program checked its bytes against the global program's prediction
+    bad "$fam $n ranks $s train: the bytes were not checked against the global program's prediction: $(grep -m2 'comm bytes' <<<"$out")"
+    continue
+  else
+    ok "$fam $n ranks $s train: $r; $(grep -m1 -o 'in 2 runs: .*' <<<"$out")"
   fi
   if [ $first = 1 ]; then # the checkpoint after 2 steps, resumed for a third
     first=0
