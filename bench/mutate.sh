@@ -38,6 +38,7 @@ MUTATIONS=(
   "frozen-trains|passes/autodiff.c|    active[body->args[i]->id] = gv_arg_trains(f, i) && gv_dtype_is_float(body->args[i]->type.dtype);|    active[body->args[i]->id] = f->arg_is_param[i] && gv_dtype_is_float(body->args[i]->type.dtype);|train_freeze"
   "accum-mse-weight|passes/accumulate.c|    gv_value *wk = w ? reshape(&b, slice1(&b, w, 0, k), 0, NULL) : gvb_cst(&b, seed->res[0]->type.dtype, 1.0 / (double)B);|    gv_value *wk = w ? reshape(&b, slice1(&b, w, 0, k), 0, NULL) : gvb_cst(&b, seed->res[0]->type.dtype, 1.0);|train_accum"
   "selective-redirect|passes/recompute.c|        if (op->opnds[i]->id >= 0 && op->opnds[i]->id < nv && map[op->opnds[i]->id]) op->opnds[i] = map[op->opnds[i]->id];|        (void)i;|lit train_recompute"
+  "xmesh-no-local-allgather|planner/cross_mesh.c|  if (local_allgather && q > 1) {|  if (0 && local_allgather && q > 1) {|pipeline_xmesh"
   "interleaved-warmup|runtime/galv_pipe_sched.h|  int w = B == P ? tot : (P - d - 1) * 2 + (V - 1) * P, na = 0;|  int w = B == P ? tot : (P - d - 1) + (V - 1) * P, na = 0;|unit/test_pipeline pipeline_interleaved"
 )
 only=("$@")

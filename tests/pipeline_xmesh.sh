@@ -19,7 +19,13 @@
 # the communicator counted (summed over the stage's ranks, each rank equal
 # to its share of the plan, the same for every sender) == the plan ==
 # naive / k, naive = every receiving rank gets the whole value, k = the
-# receiving stage's devices.
+# receiving stage's devices; and, independently of the plan's tables
+# (planner/cross_mesh.c, which the runtime's planned and naive figures and
+# its sends all come from), the stage's bytes per direction equal the one
+# value GPT-2 carries across its cut, the residual stream, computed here
+# from the model's dims: batch x seq x hidden x 4 (fp32) = 8192 bytes per
+# step whatever B, the strategy or the stages' devices (the communicator
+# counts at the MPI boundary, runtime/comm_mpi.c).
 # Bad input: --stage-devices not summing to --gpus, or not one per stage.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -46,11 +52,13 @@ timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train "${OPT[@]}" 
 timeout 120 "$T/tone/program" --batches "$T/b" --steps 2 -o "$T/tone.w" >"$T/tone.log" 2>"$T/err" ||
   { echo "FAIL single train run: $(cat "$T/err")"; exit 1; }
 
-# bytes: LOG DEVS (e.g. 2,1) DIRS (forward / forward,gradients)
+# bytes: LOG DEVS (e.g. 2,1) DIRS (forward / forward,gradients) STEPS
+RESIDUAL=$((8 * 8 * 32 * 4)) # batch x seq x hidden x fp32: the residual stream crossing the cut, per step
 bytes_check() {
-  python3 - "$@" <<'PY'
+  python3 - "$@" "$RESIDUAL" <<'PY'
 import sys, re
 log, devs, dirs = open(sys.argv[1]).read(), [int(x) for x in sys.argv[2].split(",")], sys.argv[3].split(",")
+want = int(sys.argv[4]) * int(sys.argv[5])  # steps x the residual stream's bytes: hand-computed, not from the plan
 pat = re.compile(r"\[stage (\d+), rank (\d+)(?:, stage rank \d+)?\]: cross-stage (\w+) bytes sent by this rank: (\d+) measured, "
                  r"(\d+) planned; by the stage: (\d+) planned, (\d+) naive")
 seen = {}
@@ -70,7 +78,8 @@ for d in dirs:
     if meas != splan or splan <= 0: sys.exit(f"stage {st} {d}: measured {meas} != planned {splan}")
     if splan * devs[peer] != snaive: sys.exit(f"stage {st} {d}: planned {splan} x {devs[peer]} receivers != naive {snaive}")
     if min(per) != max(per): sys.exit(f"stage {st} {d}: senders unbalanced, {per} bytes per rank")
-    out.append(f"{d} {meas} measured == planned ({per[0]} per sender), naive {snaive} = {devs[peer]} x")
+    if meas != want: sys.exit(f"stage {st} {d}: measured {meas} bytes, the residual stream is {want} (batch x seq x hidden x 4 x steps)")
+    out.append(f"{d} {meas} measured == planned == batch x seq x hidden x 4 x steps ({per[0]} per sender), naive {snaive} = {devs[peer]} x")
 print("; ".join(out))
 PY
 }
@@ -106,7 +115,7 @@ PY
     bad "inference $st $devs: $msg"
     continue
   fi
-  if b=$(bytes_check "$T/out" "$devs" forward 2>&1); then ok "inference pp=2 $st, stages of $devs devices, B=$B: $msg; $b"
+  if b=$(bytes_check "$T/out" "$devs" forward 1 2>&1); then ok "inference pp=2 $st, stages of $devs devices, B=$B: $msg; $b"
   else bad "inference $st $devs: $b"; fi
 done
 
@@ -142,7 +151,7 @@ PY
     bad "training $st $devs $SC: $msg"
     continue
   fi
-  if b=$(bytes_check "$d.log" "$devs" forward,gradients 2>&1); then ok "training pp=2 $st $SC, stages of $devs devices: $msg; $b"
+  if b=$(bytes_check "$d.log" "$devs" forward,gradients 2 2>&1); then ok "training pp=2 $st $SC, stages of $devs devices: $msg; $b"
   else bad "training $st $devs $SC: $b"; fi
 done
 
