@@ -52,7 +52,7 @@ typedef struct {
 const char *const cg_program_syms[] = {
     "inputs", "ninputs", "outputs", "noutputs", "training", "state", "nstate", "state_bytes", "param_bytes",
     "arena_bytes", "plan_high_water", "weights_bytes", "nranks", "input_split", "output_split", "state_split",
-    "comm_predicted", "program_comm_free", "program_run", "nkernels", "kernels"};
+    "comm_predicted", "comm_predicted_global", "program_comm_free", "program_run", "nkernels", "kernels"};
 const int cg_program_nsyms = sizeof cg_program_syms / sizeof *cg_program_syms;
 
 static int64_t nbytes_of(const gv_type *t) { return gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype); }
