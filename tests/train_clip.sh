@@ -9,7 +9,9 @@
 #   2 ranks tp, 2 ranks dp, 4 ranks zero, 4 ranks dp,tp = the single-device
 #     clipped run (the norm is one global expression: sharded gradients'
 #     squares are partial sums all-reduced once, replicated ones counted
-#     once), and their bytes counted = predicted (the norm's all-reduces);
+#     once), and their bytes counted = predicted (the norm's all-reduces;
+#     the program checks the bytes it hands to MPI against the planner's
+#     prediction from the global program);
 #   bad input: --clip-grad-norm 0 / -1 / x, without --train, with
 #     --pipeline-stages: one error line each.
 set -uo pipefail
@@ -73,7 +75,9 @@ for c in ${GALV_CLIP_CASES:-tp:2 dp:2 zero:4 dp,tp:4}; do
   [ "$s" = dp,tp ] && mesh=(--mesh dp=2,tp=2)
   build "$d" --clip-grad-norm 0.5 --gpus "$n" --strategy "$s" "${mesh[@]}" || continue
   run "$d" || continue
-  if r=$(same clip "$d" 2>&1); then
+  if ! grep -q "(predicted per run: .*) from the global program$" "$T/$d.log"; then
+    bad "$n ranks $s: the program's byte check is not against the planner's global prediction: $(grep -m1 'predicted per run' "$T/$d.log")"
+  elif r=$(same clip "$d" 2>&1); then
     ok "$n ranks $s = single device: $r; $(grep -m1 -o 'all_reduce [0-9]*, all_gather [0-9]*, reduce_scatter [0-9]*' "$T/$d.log")"
   else bad "$n ranks $s vs single device: $r"; fi
 done

@@ -67,7 +67,7 @@ counted() {
 import re, sys
 n = int(sys.argv[2])
 m = re.search(rf"in {n} runs?: all_reduce (\d+), all_gather (\d+), reduce_scatter (\d+), all_to_all (\d+), send \d+ "
-              r"\(predicted per run: (-?\d+), (-?\d+), (-?\d+), (-?\d+)\)", open(sys.argv[1]).read())
+              r"\(predicted per run: (-?\d+), (-?\d+), (-?\d+), (-?\d+)\) from the global program", open(sys.argv[1]).read())
 if not m:
     sys.exit("no counters")
 got, pred = [int(x) for x in m.groups()[:4]], [int(x) for x in m.groups()[4:]]
