@@ -2,7 +2,9 @@
 # The CUDA target run without a GPU: every program kind below is compiled
 # with galvc --target cuda, built with `make emu` (the same program.cu and
 # runtime/cuda/ sources compiled by g++ against the CPU execution layer
-# runtime/cuda/emu/; no nvcc) and run:
+# runtime/cuda/emu/; with nvcc on PATH, make emu also links ptxas's
+# registers per thread of every kernel, so launches are checked against the
+# register file) and run:
 #   - inference fp32, every example family (gpt2 bert llama vit t5, batch 2
 #     x seq 16): program-emu's outputs vs onnxruntime, rtol 1e-4 + atol 1e-5
 #     (tests/cuda_emu_compare.py); gpt2 and llama under --precision bf16
@@ -28,8 +30,13 @@
 #     over its limit, a 64 KiB static shared array, a missing event between
 #     two streams, host code touching device memory, a kernel on freed
 #     memory, a kernel's writes read on another stream without an event
-#     (race-check build): each one line "error: emulation: ..." and exit
-#     1, each correct form exit 0.
+#     (race-check build), dynamic shared memory (GALV_DYNAMIC_SHARED: right
+#     results; with the kernel's static shared memory over 48 KiB; a race
+#     on it and a read past the launch's bytes in the race-check build), a
+#     kernel of 127 registers per thread (ptxas) in a block of 1024 threads
+#     (needs nvcc): each one line "error: emulation: ..." and exit 1, each
+#     correct form exit 0; the real programs' launches all find their
+#     ptxas count (GALV_EMU_REGS=1), inference and training.
 # Usage: cuda_emu.sh BUILD_DIR
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -49,10 +56,15 @@ t0=$(date +%s)
 
 # ---- the layer catches real bugs (one line, exit 1), and passes the correct forms
 CXX="g++ -std=c++17 -O1 -g -I$E"
-$CXX -o "$T/bugs" -x c++ "$SRC/tests/cuda/emu/bugs.cu" -x none "$E/emu.cc" "$E/emu_blas.cc" -lopenblas &
+REGS=() # ptxas's register counts of bugs.cu's kernels (nvcc compiles it too)
+if have_cmd nvcc; then
+  sh "$E/ptxas_regs.sh" nvcc "sm_90 sm_80" -- "$SRC/tests/cuda/emu/bugs.cu" >"$T/bugs_regs.cc" && REGS=("$T/bugs_regs.cc") ||
+    bad "ptxas_regs.sh on bugs.cu (nvcc)"
+fi
+$CXX -o "$T/bugs" -x c++ "$SRC/tests/cuda/emu/bugs.cu" -x none "$E/emu.cc" "$E/emu_blas.cc" "${REGS[@]}" -lopenblas &
 ( $CXX -DGALV_EMU_SHADOW -fsanitize=thread --param tsan-instrument-func-entry-exit=0 -c -x c++ -o "$T/bugs_race.o" \
     "$SRC/tests/cuda/emu/bugs.cu" &&
-  $CXX -DGALV_EMU_SHADOW -o "$T/bugs_race" "$T/bugs_race.o" "$E/emu.cc" "$E/emu_blas.cc" -lopenblas ) &
+  $CXX -DGALV_EMU_SHADOW -o "$T/bugs_race" "$T/bugs_race.o" "$E/emu.cc" "$E/emu_blas.cc" "${REGS[@]}" -lopenblas ) &
 wait
 $CXX -o "$T/big_shared" -x c++ "$SRC/tests/cuda/emu/big_shared.cu" -x none "$E/emu.cc" "$E/emu_blas.cc" -lopenblas &
 $CXX -DSMALL -o "$T/small_shared" -x c++ "$SRC/tests/cuda/emu/big_shared.cu" -x none "$E/emu.cc" "$E/emu_blas.cc" -lopenblas &
@@ -94,6 +106,16 @@ expect_ok "kernel, event, copy (race check)" "$T/bugs_race" kernel-ok
 expect_ok "kernel and a copy of bytes it never touches (race check)" "$T/bugs_race" kernel-apart
 expect_bug "host touches device memory" "host code touched device memory (byte 12 of a 4096-byte allocation)" "$T/bugs" host-touch
 expect_bug "kernel on freed memory" "access to device memory after cudaFree .* in kernel fill_k" "$T/bugs" free-touch
+expect_ok "dynamic shared memory (GALV_DYNAMIC_SHARED), 1 KiB + 32 KiB static" "$T/bugs" dyn
+expect_ok "dynamic shared memory (race check)" "$T/bugs_race" dyn
+expect_bug "dynamic + static shared memory over 48 KiB" "launch of kernel dyn_reverse_k(float\*, float const\*, int, int) at .*bugs.cu:[0-9]*: 20480 bytes of dynamic shared memory + 32768 bytes of static __shared__ = 53248 bytes per block (at most 49152" "$T/bugs" dyn-over
+expect_bug "race on dynamic shared memory" "shared-memory race in kernel dyn_reverse_k .* of the dynamic shared memory (GALV_DYNAMIC_SHARED), which thread" "$T/bugs_race" dyn-race
+expect_bug "read past the launch's dynamic shared bytes" "dynamic shared memory out of bounds in kernel dyn_reverse_k .* reads bytes \[[0-9]*, [0-9]*) of the 1024 the launch gives a block" "$T/bugs_race" dyn-oob
+if [ ${#REGS[@]} = 1 ]; then
+  expect_bug "1024 threads x 127 registers" "launch of kernel regs_k(float\*, float const\*, int) at .*bugs.cu:[0-9]*: a block of 1024 threads x 127 registers per thread (ptxas, sm_[89]0) needs 131072 registers .* a block has at most 65536" "$T/bugs" regs
+  expect_ok "512 threads x 127 registers" "$T/bugs" regs-ok
+  expect_bug "1024 threads x 127 registers (race check)" "a block of 1024 threads x 127 registers per thread" "$T/bugs_race" regs
+fi
 echo "     bugs: $(($(date +%s) - t0)) s"
 
 # ---- inference vs onnxruntime: every family fp32, gpt2 / llama bf16, gpt2 under ASan + UBSan
@@ -136,7 +158,16 @@ python3 - "$T" <<'PY'
 import sys, numpy as np
 np.save(sys.argv[1] + "/ids.npy", np.random.RandomState(0).randint(0, 256, (2, 16)).astype(np.int64))
 PY
-"$T/gpt2_inf/program-emu" --input input_ids="$T/ids.npy" -o "$T/plain_out" >"$T/plain.log" 2>&1 || cat "$T/plain.log"
+GALV_EMU_REGS=1 "$T/gpt2_inf/program-emu" --input input_ids="$T/ids.npy" -o "$T/plain_out" >"$T/plain.log" 2>&1 || cat "$T/plain.log"
+regs_all() { # NAME LOG: with nvcc, every launch of the program found its kernel's ptxas count
+  local r
+  have_cmd nvcc || return 0
+  r=$(grep -h '^emulation: registers checked' "$2")
+  if [[ $r =~ checked\ for\ ([0-9]+)\ of\ ([0-9]+)\ launches ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] &&
+     [ "${BASH_REMATCH[1]}" -gt 0 ] && [[ $r != *"not found"* ]]; then ok "$1: ${r#emulation: }"
+  else bad "$1: not every launch's registers checked: ${r:-no report}"; fi
+}
+regs_all "inference gpt2 registers per launch" "$T/plain.log"
 if make -s -C "$T/gpt2_inf" emu-race >"$T/race.log" 2>&1 &&
    "$T/gpt2_inf/program-emu-race" --input input_ids="$T/ids.npy" -o "$T/race_out" >>"$T/race.log" 2>&1 &&
    cmp -s "$T/race_out/logits.npy" "$T/plain_out/logits.npy"; then
@@ -158,7 +189,7 @@ train_one() { # FAM [PRECISION]: galvc, make emu, 3 steps
   local fam=$1 p=${2:-fp32} o=$T/train_$1${2:+_$2}
   [ -f "$T/${fam}_t.onnx" ] || python3 "$SRC/examples/make_model.py" "$fam" -o "$T/${fam}_t.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null &&
     "$BUILD/galvc" "$T/${fam}_t.onnx" --input-shape input_ids=2x8 --train --precision $p --target cuda --no-build -q -o "$o/" &&
-    make -s -C "$o" emu && "$o/program-emu" --batches "$T/batches" --steps 3 -o "$o.w" >"$o.log"
+    make -s -C "$o" emu && GALV_EMU_REGS=1 "$o/program-emu" --batches "$T/batches" --steps 3 -o "$o.w" >"$o.log"
 }
 if [ $TORCH = 1 ]; then
   python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2_t.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
@@ -179,6 +210,7 @@ if [ $TORCH = 1 ]; then
     if r=$("$TORCH_PY" "$SRC/tests/train/compare.py" "$o.log" "$T/$fam.torch.log" "$o.w" "$T/$fam.torch" 1e-4 1e-4); then
       ok "training $fam fp32, 3 AdamW steps vs torch: $(echo "$r" | grep -E '^step 2|^params' | tr '\n' ' ')"
     else bad "training $fam vs torch:"; echo "$r"; fi
+    regs_all "training $fam registers per launch" "$o.build.log"
   done
   wait
   # bf16 mixed precision: the fp32 losses within 1e-3 (the bound tests/train_bf16.sh holds the evaluator's plan to)

@@ -50,6 +50,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,6 +63,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "galv_emu.h"
@@ -76,6 +78,7 @@
 #endif
 
 uint3 galv_emu_thread_idx, galv_emu_block_idx, galv_emu_block_dim, galv_emu_grid_dim;
+int galv_emu_want_pc;
 
 /* ---------------------------------------------------------------- errors */
 
@@ -230,11 +233,51 @@ struct shm_var {
 };
 static std::vector<shm_var> *shm_vars; /* the race check's names */
 
+/* the dynamic shared memory of the running block (GALV_DYNAMIC_SHARED): the
+ * launch's shmem bytes at its start; in galv_shm like the static variables,
+ * so the race check shadows it and a block under full scheduling starts
+ * with it filled too */
+enum { SHM_LIMIT = 48 * 1024 };
+alignas(16) static char galv_emu_dynamic_shared_memory[SHM_LIMIT] __attribute__((section("galv_shm")));
+static const char DYN_NAME[] = "galv_emu_dynamic_shared_memory";
+
+/* The program's functions (symbol table, at their run-time addresses):
+ * a kernel's code address gives its mangled name, the key of ptxas's
+ * register counts; demangled, the key of its static __shared__ bytes. */
+struct fn_sym {
+  uintptr_t lo, hi;
+  const char *name; /* mangled */
+};
+static std::vector<fn_sym> *fn_syms;
+static std::map<std::string, size_t> *shm_static; /* demangled function -> static __shared__ bytes */
+static int exe_bias_cb(struct dl_phdr_info *i, size_t, void *d) {
+  *(uintptr_t *)d = i->dlpi_addr; /* the first object is the program */
+  return 1;
+}
+static const fn_sym *find_fn(uintptr_t pc) {
+  if (!fn_syms) return nullptr;
+  auto it = std::upper_bound(fn_syms->begin(), fn_syms->end(), pc,
+                             [](uintptr_t a, const fn_sym &f) { return a < f.lo; });
+  if (it == fn_syms->begin()) return nullptr;
+  --it;
+  return pc < it->hi ? &*it : nullptr;
+}
+static std::string demangle(const char *m) {
+  int st = 0;
+  char *dm = abi::__cxa_demangle(m, nullptr, nullptr, &st);
+  std::string r = dm && st == 0 ? dm : m;
+  free(dm);
+  return r;
+}
+
 /* Each __shared__ variable is a static in section galv_shm; its symbol
  * (func::name) gives the kernel. ptxas rejects a kernel whose static shared
  * memory exceeds 48 KiB; so does the emulation, at start. */
 static std::map<std::string, size_t> shm_sizes(std::vector<shm_var> *vars) {
   std::map<std::string, size_t> out;
+  uintptr_t bias = 0;
+  dl_iterate_phdr(exe_bias_cb, &bias);
+  fn_syms = new std::vector<fn_sym>;
   int fd = open("/proc/self/exe", O_RDONLY);
   if (fd < 0) return out;
   struct stat st;
@@ -257,18 +300,64 @@ static std::map<std::string, size_t> shm_sizes(std::vector<shm_var> *vars) {
     const char *str = b + sh[sh[i].sh_link].sh_offset;
     size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
     for (size_t j = 0; j < n; j++) {
+      if (ELF64_ST_TYPE(sy[j].st_info) == STT_FUNC && sy[j].st_value && sy[j].st_size) {
+        fn_syms->push_back({bias + sy[j].st_value, bias + sy[j].st_value + sy[j].st_size, strdup(str + sy[j].st_name)});
+        continue;
+      }
       if (sy[j].st_shndx != shm || ELF64_ST_TYPE(sy[j].st_info) != STT_OBJECT) continue;
-      int s = 0;
-      char *dm = abi::__cxa_demangle(str + sy[j].st_name, nullptr, nullptr, &s);
-      std::string name = dm && s == 0 ? dm : str + sy[j].st_name;
-      free(dm);
+      std::string name = demangle(str + sy[j].st_name);
+      size_t off = (size_t)(sy[j].st_value - sh[shm].sh_addr);
+      if (name == DYN_NAME) { /* the layer's own: the launch's dynamic bytes */
+        vars->push_back({"the dynamic shared memory (GALV_DYNAMIC_SHARED)", off, (size_t)sy[j].st_size});
+        continue;
+      }
       size_t c = name.rfind("::");
       out[c == std::string::npos ? name : name.substr(0, c)] += sy[j].st_size;
-      vars->push_back({name, (size_t)(sy[j].st_value - sh[shm].sh_addr), (size_t)sy[j].st_size});
+      vars->push_back({name, off, (size_t)sy[j].st_size});
     }
   }
   munmap(b, (size_t)st.st_size);
+  std::sort(fn_syms->begin(), fn_syms->end(), [](const fn_sym &a, const fn_sym &b) { return a.lo < b.lo; });
   return out;
+}
+
+/* ---------------------------------------------------------------- registers (ptxas) */
+
+/* `make emu` links emu_regs.cc when nvcc is found: ptxas's register count
+ * of every kernel of the program's sources for each --cuda-arch
+ * (runtime/cuda/emu/ptxas_regs.sh), lines "ARCH MANGLED REGS". Without it
+ * (no nvcc, EMU_REGS=) registers are not checked. */
+extern "C" __attribute__((weak)) const char galv_emu_ptxas_regs[];
+struct kregs {
+  int regs;
+  std::string arch; /* the arch with the most */
+};
+static std::unordered_map<std::string, kregs> *reg_table;
+static uint64_t reg_launches, reg_checked;
+static std::map<std::string, uint64_t> *reg_unjoined; /* kernels launched whose count was not found */
+static void reg_report(void) {
+  std::string archs;
+  for (auto &k : *reg_table)
+    if (archs.find(k.second.arch) == std::string::npos) archs += (archs.empty() ? "" : ",") + k.second.arch;
+  fprintf(stderr, "emulation: registers checked for %llu of %llu launches (%zu kernels counted by ptxas for %s)",
+          (unsigned long long)reg_checked, (unsigned long long)reg_launches, reg_table->size(), archs.c_str());
+  for (auto &u : *reg_unjoined) fprintf(stderr, "; not found: %s (%llu launches)", u.first.c_str(), (unsigned long long)u.second);
+  fprintf(stderr, "\n");
+}
+static void read_regs(void) {
+  if (!galv_emu_ptxas_regs) return;
+  reg_table = new std::unordered_map<std::string, kregs>;
+  reg_unjoined = new std::map<std::string, uint64_t>;
+  const char *p = galv_emu_ptxas_regs;
+  char arch[32], name[4096];
+  int regs, used;
+  while (sscanf(p, "%31s %4095s %d%n", arch, name, &regs, &used) == 3) {
+    p += used;
+    auto it = reg_table->find(name);
+    if (it == reg_table->end() || regs > it->second.regs) (*reg_table)[name] = {regs, arch};
+  }
+  const char *e = getenv("GALV_EMU_REGS");
+  if (e && *e == '1') atexit(reg_report);
 }
 
 static uint64_t seed0 = 1;
@@ -288,10 +377,12 @@ static void emu_init(void) {
   sigaction(SIGSEGV, &sa, nullptr);
   sigaction(SIGBUS, &sa, nullptr);
   std::vector<shm_var> *vars = new std::vector<shm_var>; /* kept for the race check's reports */
-  for (auto &k : shm_sizes(vars))
-    if (k.second > 48 * 1024)
+  shm_static = new std::map<std::string, size_t>(shm_sizes(vars));
+  for (auto &k : *shm_static)
+    if (k.second > SHM_LIMIT)
       galv_emu_die("kernel %s declares %zu bytes of static __shared__ memory; the limit is 49152 (48 KiB) per block "
                    "(ptxas rejects it)", k.first.c_str(), k.second);
+  read_regs();
 #ifdef GALV_EMU_SHADOW
   shm_vars = vars;
 #else
@@ -549,6 +640,17 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
   memset_op(p, v, n, s, "cudaMemsetAsync");
   return cudaSuccess;
 }
+
+/* the launch being run, for the limits that need the kernel's identity */
+static struct {
+  const char *kernel, *file; /* the launch's kernel argument as written, its place */
+  int line;
+  uint64_t nt;  /* threads per block */
+  size_t shmem; /* dynamic shared bytes per block */
+  bool joined;  /* its register count was found */
+  bool dyn_checked;
+  int notes;
+} L;
 
 /* ---------------------------------------------------------------- contexts */
 
@@ -876,6 +978,13 @@ static inline void shadow_access(const void *p, size_t n, bool w) {
   if (a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm || !cur_worker) return;
   if (!shadow) shadow = (shm_cell *)calloc((size_t)(__stop_galv_shm - __start_galv_shm), sizeof(shm_cell));
   int me = cur_worker->t->lin;
+  uintptr_t d = (uintptr_t)galv_emu_dynamic_shared_memory;
+  if (a + n > d + L.shmem && a < d + SHM_LIMIT) {
+    const emu_thread &t = *cur_worker->t;
+    galv_emu_die("dynamic shared memory out of bounds in %s: thread (%u,%u,%u) %s bytes [%zu, %zu) of the %zu the launch "
+                 "gives a block", emu_where, t.idx.x, t.idx.y, t.idx.z, w ? "writes" : "reads",
+                 (size_t)(std::max(a, d) - d), (size_t)(std::min(a + n, d + SHM_LIMIT) - d), L.shmem);
+  }
   for (size_t i = 0; i < n; i++) {
     uintptr_t b = a + i;
     if (b < (uintptr_t)__start_galv_shm || b >= (uintptr_t)__stop_galv_shm) continue;
@@ -914,6 +1023,60 @@ EMU_HOOKS(16)
 }
 #endif
 
+/* ---------------------------------------------------------------- the launch's kernel: registers, dynamic shared memory */
+
+/* A block's registers: ptxas's count per thread, allocated per warp in units
+ * of 256 (sm_80 / sm_90), must fit the 65536 32-bit registers a block may
+ * use; a GPU refuses the launch otherwise (too many resources requested). */
+static void check_regs(const char *mangled, const kregs &k) {
+  uint64_t warps = (L.nt + 31) / 32, per_warp = ((uint64_t)k.regs * 32 + 255) / 256 * 256;
+  if (warps * per_warp > 65536)
+    galv_emu_die("launch of kernel %s at %s:%d: a block of %llu threads x %d registers per thread (ptxas, %s) needs "
+                 "%llu registers (%llu warps x %llu, allocated per warp in units of 256); a block has at most 65536 "
+                 "(a GPU fails the launch: too many resources requested)", demangle(mangled).c_str(), L.file, L.line,
+                 (unsigned long long)L.nt, k.regs, k.arch.c_str(), (unsigned long long)(warps * per_warp),
+                 (unsigned long long)warps, (unsigned long long)per_warp);
+}
+
+/* Called by the first reads of threadIdx / blockIdx / blockDim / gridDim
+ * while the launch does not know its kernel (galv_emu.h): the return
+ * address lies in the function the read is inlined in. A function with a
+ * ptxas count is the kernel; a device function that is not inlined is
+ * skipped (a few tries, then the launch stays unjoined: GALV_EMU_REGS=1
+ * lists it). */
+__attribute__((noinline)) void galv_emu_kernel_pc(void) {
+  const fn_sym *f = find_fn((uintptr_t)__builtin_return_address(0));
+  if (f && reg_table) {
+    auto it = reg_table->find(f->name);
+    if (it != reg_table->end()) {
+      galv_emu_want_pc = 0;
+      L.joined = true;
+      check_regs(f->name, it->second);
+      return;
+    }
+  }
+  if (++L.notes >= 64) galv_emu_want_pc = 0;
+}
+
+/* GALV_DYNAMIC_SHARED in a kernel: the launch's bytes, which with the
+ * kernel's static __shared__ bytes (its function, found by the caller's
+ * address) must fit the 48 KiB a block may have without an opt-in. */
+__attribute__((noinline)) void *galv_emu_dynamic_shared(void) {
+  no_kernel("GALV_DYNAMIC_SHARED");
+  if (!L.dyn_checked) {
+    L.dyn_checked = true;
+    const fn_sym *f = find_fn((uintptr_t)__builtin_return_address(0));
+    std::string fn = f ? demangle(f->name) : std::string(L.kernel);
+    auto it = shm_static->find(fn);
+    size_t st = it == shm_static->end() ? 0 : it->second;
+    if (st + L.shmem > SHM_LIMIT)
+      galv_emu_die("launch of kernel %s at %s:%d: %zu bytes of dynamic shared memory + %zu bytes of static __shared__ "
+                   "= %zu bytes per block (at most 49152 without an opt-in)", fn.c_str(), L.file, L.line, L.shmem, st,
+                   L.shmem + st);
+  }
+  return galv_emu_dynamic_shared_memory;
+}
+
 /* ---------------------------------------------------------------- launch */
 
 static uint64_t mix64(uint64_t x) {
@@ -934,8 +1097,11 @@ struct rng {
 static void run_block(rng &R, const char *kname) {
   for (int i = 0; i < nthr; i++) thr[i].state = ST_NEW, thr[i].w = nullptr;
   shm_epoch++; /* a new block's shared memory */
-  if (__start_galv_shm && full_mode) {
-    memset(__start_galv_shm, 0xff, (size_t)(__stop_galv_shm - __start_galv_shm));
+  if (__start_galv_shm && full_mode) { /* the static variables and the launch's dynamic bytes */
+    char *d = galv_emu_dynamic_shared_memory;
+    memset(__start_galv_shm, 0xff, (size_t)(d - __start_galv_shm));
+    memset(d, 0xff, L.shmem);
+    memset(d + SHM_LIMIT, 0xff, (size_t)(__stop_galv_shm - (d + SHM_LIMIT)));
   }
   std::vector<int> order(nthr);
   for (int i = 0; i < nthr; i++) order[i] = i;
@@ -1027,9 +1193,15 @@ void galv_emu_launch_erased(const char *kernel, const char *file, int line, dim3
     snprintf(why, sizeof why, "block dims %ux%ux%u (at most 1024 x 1024 x 64)", b.x, b.y, b.z), bad = why;
   else if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535)
     snprintf(why, sizeof why, "grid dims %ux%ux%u (at most 2^31-1 x 65535 x 65535)", g.x, g.y, g.z), bad = why;
-  else if (shmem > 48 * 1024)
+  else if (shmem > SHM_LIMIT)
     snprintf(why, sizeof why, "%zu bytes of dynamic shared memory (at most 49152 without an opt-in)", shmem), bad = why;
   if (bad) galv_emu_die("launch of kernel %s at %s:%d: %s", kernel, file, line, bad);
+  L.kernel = kernel, L.file = file, L.line = line, L.nt = nt, L.shmem = shmem;
+  L.joined = L.dyn_checked = false, L.notes = 0;
+  galv_emu_want_pc = reg_table && !reg_table->empty();
+#if EMU_ASAN
+  ASAN_POISON_MEMORY_REGION(galv_emu_dynamic_shared_memory + shmem, SHM_LIMIT - shmem);
+#endif
 #ifndef GALV_EMU_SHADOW
   galv_emu_stream_op(cs, nullptr, 0, kernel); /* in stream order; its ranges are known in the race-check build only */
 #else
@@ -1060,6 +1232,15 @@ void galv_emu_launch_erased(const char *kernel, const char *file, int line, dim3
     run_block(R, kernel);
   }
   emu_where[0] = 0;
+  galv_emu_want_pc = 0;
+#if EMU_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(galv_emu_dynamic_shared_memory, SHM_LIMIT);
+#endif
+  if (reg_table) {
+    reg_launches++;
+    if (L.joined) reg_checked++;
+    else (*reg_unjoined)[kernel]++;
+  }
 #ifdef GALV_EMU_SHADOW
   fp_on = false;
   fp_read.flush(), fp_write.flush();

@@ -24,7 +24,14 @@
 #include <stdint.h>
 #include <string.h>
 
-#define __global__
+/* a kernel stays a function of its own (no inlining, no cloning): its
+ * address names it, so a launch finds its mangled name, which ptxas's
+ * register counts and the static __shared__ sizes are keyed by (emu.cc) */
+#if defined(__clang__)
+#define __global__ __attribute__((noinline))
+#else
+#define __global__ __attribute__((noipa))
+#endif
 #define __device__
 #define __host__
 #define __forceinline__ inline
@@ -42,10 +49,25 @@ struct dim3 {
 };
 /* set by the scheduler whenever it switches to a thread or block */
 extern uint3 galv_emu_thread_idx, galv_emu_block_idx, galv_emu_block_dim, galv_emu_grid_dim;
-#define threadIdx galv_emu_thread_idx
-#define blockIdx galv_emu_block_idx
-#define blockDim galv_emu_block_dim
-#define gridDim galv_emu_grid_dim
+/* While a launch does not yet know which kernel it runs (it needs to when
+ * ptxas's register counts are linked in or dynamic shared memory is
+ * asked for), the first read of a built-in index calls
+ * galv_emu_kernel_pc, whose return address lies in the kernel's code
+ * (the read is inlined there); elsewhere it costs a load and a branch. */
+extern int galv_emu_want_pc;
+void galv_emu_kernel_pc(void);
+static inline __attribute__((always_inline)) void galv_emu_idx_hook(void) {
+  if (__builtin_expect(galv_emu_want_pc, 0)) galv_emu_kernel_pc();
+}
+#define threadIdx (galv_emu_idx_hook(), galv_emu_thread_idx)
+#define blockIdx (galv_emu_idx_hook(), galv_emu_block_idx)
+#define blockDim (galv_emu_idx_hook(), galv_emu_block_dim)
+#define gridDim (galv_emu_idx_hook(), galv_emu_grid_dim)
+/* dynamic shared memory: GALV_DYNAMIC_SHARED(T, name) declares T *name, the
+ * block's shmem bytes of the launch (an extern shared array under nvcc,
+ * galv_cuda.h); here one buffer in galv_shm, the running block's */
+void *galv_emu_dynamic_shared(void);
+#define GALV_DYNAMIC_SHARED(T, name) T *name = (T *)galv_emu_dynamic_shared()
 #define warpSize 32
 
 /* ---- errors, streams, events */

@@ -6,8 +6,10 @@
  *
  *   bugs CASE      CASE: race | race-ok | divergence | divergence-ok | mask | mask-ok | oob | oob-ok |
  *                  block2048 | block1024 | grid | stream-race | stream-ok | kernel-race | kernel-ok |
- *                  kernel-apart | host-touch | free-touch
- *   (kernel-race / kernel-ok / kernel-apart: the race-check build, where kernels' ranges are known) */
+ *                  kernel-apart | host-touch | free-touch | dyn | dyn-race | dyn-over | dyn-oob | regs | regs-ok
+ *   (kernel-race / kernel-ok / kernel-apart, dyn-race, dyn-oob: the race-check build, where kernels'
+ *   ranges are known and shared memory is shadowed; regs / regs-ok: linked with ptxas's register counts,
+ *   runtime/cuda/emu/ptxas_regs.sh) */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,11 @@
 
 #ifndef GALV_LAUNCH
 #define GALV_LAUNCH(kernel, grid, block, shmem, stream, ...) kernel<<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__)
+#endif
+#ifndef GALV_DYNAMIC_SHARED /* as runtime/cuda/galv_cuda.h */
+#define GALV_DYNAMIC_SHARED(T, name)                                 \
+  extern __shared__ __align__(16) unsigned char galv_dynamic_shared_[]; \
+  T *name = reinterpret_cast<T *>(galv_dynamic_shared_)
 #endif
 
 #define CHECK(call)                                                                              \
@@ -58,6 +65,31 @@ __global__ void warp_sum_k(float *out, int good) {
 /* writes n + extra elements of an n-element buffer */
 __global__ void fill_k(float *out, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = 1.0f;
+}
+
+/* reverses each block's values through the launch's dynamic shared memory
+ * (blockDim.x floats), next to 32 KiB of static shared memory: the two
+ * together must fit 48 KiB; `reach` reads past the launch's bytes */
+__global__ void dyn_reverse_k(float *out, const float *in, int sync, int reach) {
+  GALV_DYNAMIC_SHARED(float, s);
+  __shared__ float one[8192];
+  unsigned t = threadIdx.x, n = blockDim.x;
+  s[t] = in[blockIdx.x * n + t];
+  one[t] = 1.0f;
+  if (sync) __syncthreads();
+  out[blockIdx.x * n + t] = s[n - 1 - t] + one[t] + (reach ? s[n + t] : 0.0f);
+}
+
+/* 96 values live at once: ptxas gives it 127 registers per thread (sm_80,
+ * sm_90), so a block of 1024 threads needs 131072 > 65536 registers */
+__global__ void regs_k(float *out, const float *in, int n) {
+  float a[96];
+#pragma unroll
+  for (int j = 0; j < 96; j++) a[j] = in[(threadIdx.x * 3 + j * 97) % n];
+  float t = 0;
+#pragma unroll
+  for (int j = 0; j < 96; j++) t = t * a[95 - j] + a[j] * a[(j * 7) % 96];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = t;
 }
 
 int main(int argc, char **argv) {
@@ -119,6 +151,20 @@ int main(int argc, char **argv) {
       CHECK(cudaEventDestroy(ev));
     }
     CHECK(cudaMemcpyAsync(e, d + (!strcmp(c, "kernel-apart") ? 512 : 256), 1024, cudaMemcpyDeviceToDevice, s2));
+  } else if (!strncmp(c, "dyn", 3)) {
+    /* 256 threads x 4 bytes of dynamic shared memory per block (dyn-over: 20 KiB, over 48 KiB with the
+     * kernel's 32 KiB static) */
+    GALV_LAUNCH(dyn_reverse_k, 4, 256, !strcmp(c, "dyn-over") ? 20480 : 1024, s1, e, d, strcmp(c, "dyn-race") != 0,
+                !strcmp(c, "dyn-oob"));
+    CHECK(cudaMemcpyAsync(h, e, sizeof h, cudaMemcpyDeviceToHost, s1));
+    CHECK(cudaStreamSynchronize(s1));
+    for (int i = 0; i < 1024; i++)
+      if (h[i] != (float)(i / 256 * 256 + 255 - i % 256) + 1.0f) {
+        fprintf(stderr, "bugs: error: dynamic shared reverse: element %d is %g\n", i, h[i]);
+        return 1;
+      }
+  } else if (!strcmp(c, "regs") || !strcmp(c, "regs-ok")) {
+    GALV_LAUNCH(regs_k, 1, !strcmp(c, "regs") ? 1024 : 512, 0, s1, e, d, 1024);
   } else if (!strcmp(c, "host-touch")) {
     CHECK(cudaStreamSynchronize(s1));
     d[3] = 1.0f; /* a device pointer dereferenced on the host */
