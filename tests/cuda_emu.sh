@@ -11,11 +11,12 @@
 #     within docs/cuda-target.md's bound (atol 5e-2 + rtol 5e-2);
 #   - gpt2 inference again under ASan + UBSan (EMU_FLAGS; the contexts'
 #     fiber annotations) and as the race-check build (make emu-race: no
-#     shared-memory race in the fused attention kernel);
+#     shared- or global-memory race between threads, fused attention
+#     included);
 #   - training fp32, tiny GPT-2 and Llama, 3 AdamW steps: losses and final
 #     weights vs torch (tests/train/torch_train.py, rtol 1e-4 / 1e-4 as
 #     tests/train_cpu.sh); the GPT-2 step also as the race-check build
-#     (cross-entropy's block reductions) and as bf16 mixed precision (losses
+#     (cross-entropy's block reductions, gather_grad's atomics) and as bf16 mixed precision (losses
 #     within 1e-3 of fp32's, tests/train_bf16.sh's bound) and with 2
 #     accumulated microbatches (--microbatches 2) vs torch's whole batch
 #     (fp32 and bf16, the same bounds);
@@ -34,7 +35,11 @@
 #     results; with the kernel's static shared memory over 48 KiB; a race
 #     on it and a read past the launch's bytes in the race-check build), a
 #     kernel of 127 registers per thread (ptxas) in a block of 1024 threads
-#     (needs nvcc): each one line "error: emulation: ..." and exit 1, each
+#     (needs nvcc), global memory shared by threads of one launch (race-check
+#     build: a read of another thread's write with no barrier between them,
+#     two blocks writing one element, a plain read of atomically updated
+#     bytes; barrier-ordered and atomic-only forms pass): each one line
+#     "error: emulation: ..." and exit 1, each
 #     correct form exit 0; the real programs' launches all find their
 #     ptxas count (GALV_EMU_REGS=1), inference and training.
 # Usage: cuda_emu.sh BUILD_DIR
@@ -111,6 +116,11 @@ expect_ok "dynamic shared memory (race check)" "$T/bugs_race" dyn
 expect_bug "dynamic + static shared memory over 48 KiB" "launch of kernel dyn_reverse_k(float\*, float const\*, int, int) at .*bugs.cu:[0-9]*: 20480 bytes of dynamic shared memory + 32768 bytes of static __shared__ = 53248 bytes per block (at most 49152" "$T/bugs" dyn-over
 expect_bug "race on dynamic shared memory" "shared-memory race in kernel dyn_reverse_k .* of the dynamic shared memory (GALV_DYNAMIC_SHARED), which thread" "$T/bugs_race" dyn-race
 expect_bug "read past the launch's dynamic shared bytes" "dynamic shared memory out of bounds in kernel dyn_reverse_k .* reads bytes \[[0-9]*, [0-9]*) of the 1024 the launch gives a block" "$T/bugs_race" dyn-oob
+expect_ok "global memory written, barrier, read by another thread (race check)" "$T/bugs_race" global-ok
+expect_bug "global memory read by another thread without a barrier" "global-memory race in kernel global_k (.*bugs.cu:[0-9]*): thread (1,0,0) of block (\([01]\),0,0) reads byte [0-9]* of a 4096-byte device allocation, which thread (0,0,0) of block (\1,0,0) wrote in the same launch (no __syncthreads between them)" "$T/bugs_race" global-block
+expect_bug "two blocks write one element" "global-memory race in kernel global_k (.*): thread (0,0,0) of block ([01],0,0) writes byte 0 of a 4096-byte device allocation, which thread (0,0,0) of block ([01],0,0) wrote in the same launch (blocks of one launch are not ordered)" "$T/bugs_race" global-grid
+expect_ok "atomics of every thread on one element (race check)" "$T/bugs_race" global-atomic
+expect_bug "a plain read of atomically updated bytes" "global-memory race in kernel global_k (.*): thread (5,0,0) of block ([01],0,0) reads byte 0 of a 4096-byte device allocation, which .* updated atomically in the same launch" "$T/bugs_race" global-mixed
 if [ ${#REGS[@]} = 1 ]; then
   expect_bug "1024 threads x 127 registers" "launch of kernel regs_k(float\*, float const\*, int) at .*bugs.cu:[0-9]*: a block of 1024 threads x 127 registers per thread (ptxas, sm_[89]0) needs 131072 registers .* a block has at most 65536" "$T/bugs" regs
   expect_ok "512 threads x 127 registers" "$T/bugs" regs-ok
@@ -171,7 +181,7 @@ regs_all "inference gpt2 registers per launch" "$T/plain.log"
 if make -s -C "$T/gpt2_inf" emu-race >"$T/race.log" 2>&1 &&
    "$T/gpt2_inf/program-emu-race" --input input_ids="$T/ids.npy" -o "$T/race_out" >>"$T/race.log" 2>&1 &&
    cmp -s "$T/race_out/logits.npy" "$T/plain_out/logits.npy"; then
-  ok "inference gpt2 race-check build: no shared-memory race (fused attention), same logits"
+  ok "inference gpt2 race-check build: no shared- or global-memory race (fused attention), same logits"
 else bad "inference gpt2 race-check build:"; cat "$T/race.log"; fi
 echo "     inference: $(($(date +%s) - t0)) s"
 
@@ -243,7 +253,7 @@ PY
   if make -s -C "$o" emu-race >"$T/race_t.log" 2>&1 &&
      "$o/program-emu-race" --batches "$T/batches" --steps 3 -o "$o.race.w" >"$o.race.log" 2>>"$T/race_t.log" &&
      [ "$(grep '^step' "$o.race.log")" = "$(grep '^step' "$o.log")" ]; then
-    ok "training gpt2 race-check build: no shared-memory race (cross-entropy block reductions), same losses"
+    ok "training gpt2 race-check build: no shared- or global-memory race (cross-entropy block reductions, gather_grad atomics), same losses"
   else bad "training gpt2 race-check build:"; cat "$T/race_t.log"; fi
 fi
 echo "     training: $(($(date +%s) - t0)) s"

@@ -969,10 +969,108 @@ struct fp_set {
 };
 static fp_set fp_read, fp_write;
 static bool fp_on; /* a launch is running */
+
+/* Global memory, per launch: a shadow cell per byte of device memory the
+ * kernel touches holds the barrier epoch and thread of its last write,
+ * last read, earlier reads by other threads (their epochs' range) and
+ * atomics. Epochs number every block's barrier intervals in the order the
+ * blocks ran (a block's epochs are one range), so an access at epoch e of
+ * a block whose first epoch is b0 is ordered after another exactly when
+ * that one's epoch lies in [b0, e) (the same block, an earlier barrier
+ * interval) or it is the same thread's; threads of different blocks are
+ * never ordered within a launch. Two unordered accesses of one byte, one
+ * of them a plain write (or an atomic against a plain access), are a race:
+ * reported with the kernel, both threads and blocks and the byte. Cells of
+ * an earlier launch count as empty (the launch number). */
+struct gcell {
+  uint32_t launch;
+  uint32_t w_ep, r_ep, o_min, o_max, a_min, a_max; /* 0: none */
+  uint16_t w_t, r_t, a_t;
+  uint8_t a_multi;
+};
+static uint32_t g_launch;   /* the running launch's number */
+static uint32_t g_blk0;     /* the running block's first epoch */
+static std::vector<std::pair<uint32_t, uint3>> g_blocks; /* first epoch -> block, this launch */
+static std::unordered_map<uintptr_t, gcell *> g_pages;   /* 4096 cells per 4096 bytes */
+static uintptr_t g_lo, g_hi;                             /* the device allocation last seen */
+static uintptr_t g_page = ~(uintptr_t)0;
+static gcell *g_cells;
+static bool in_device(uintptr_t a) {
+  if (a >= g_lo && a < g_hi) return true;
+  dev_alloc *d = find_alloc((const void *)a);
+  if (!d || !d->live || a < (uintptr_t)d->p || a >= (uintptr_t)(d->p + d->n)) return false;
+  g_lo = (uintptr_t)d->p, g_hi = g_lo + d->n;
+  return true;
+}
+static void g_thread(char *b, size_t n, uint32_t ep, uint16_t t) {
+  uint3 blk = {0, 0, 0};
+  auto it = std::upper_bound(g_blocks.begin(), g_blocks.end(), ep,
+                             [](uint32_t e, const std::pair<uint32_t, uint3> &x) { return e < x.first; });
+  if (it != g_blocks.begin()) blk = std::prev(it)->second;
+  uint3 d = galv_emu_block_dim;
+  snprintf(b, n, "thread (%u,%u,%u) of block (%u,%u,%u)", t % d.x, t / d.x % d.y, t / (d.x * d.y), blk.x, blk.y, blk.z);
+}
+/* the other access: at epoch ep by thread t (-1: one of several); cross: another block's */
+[[noreturn]] static void g_race(uintptr_t a, const char *kind, uint32_t ep, int t, const char *okind, bool cross) {
+  char me[96], other[96];
+  g_thread(me, sizeof me, shm_epoch, (uint16_t)cur_worker->t->lin);
+  if (t >= 0) g_thread(other, sizeof other, ep, (uint16_t)t);
+  else snprintf(other, sizeof other, "another thread");
+  dev_alloc *d = find_alloc((const void *)a);
+  galv_emu_die("global-memory race in kernel %s (%s:%d): %s %s byte %td of a %zu-byte device allocation, which %s %s in "
+               "the same launch (%s)", L.kernel, L.file, L.line, me, kind, d ? (const char *)a - d->p : 0, d ? d->n : 0,
+               other, okind, cross ? "blocks of one launch are not ordered" : "no __syncthreads between them");
+}
+/* kind: 0 read, 1 write, 2 atomic */
+static void global_access(uintptr_t a, size_t n, int kind) {
+  uint32_t e = shm_epoch, b0 = g_blk0;
+  uint16_t me = (uint16_t)cur_worker->t->lin;
+  auto unordered = [&](uint32_t ep, uint16_t t) { return ep && !(ep >= b0 && (t == me || ep < e)); };
+  for (uintptr_t x = a; x < a + n; x++) {
+    if (!in_device(x)) continue;
+    if ((x & ~(uintptr_t)4095) != g_page) {
+      g_page = x & ~(uintptr_t)4095;
+      gcell *&c = g_pages[g_page];
+      if (!c) c = (gcell *)calloc(4096, sizeof(gcell));
+      g_cells = c;
+    }
+    gcell &c = g_cells[x & 4095];
+    if (c.launch != g_launch) c = gcell{}, c.launch = g_launch;
+    const char *how = kind == 0 ? "reads" : kind == 1 ? "writes" : "atomically updates";
+    if (unordered(c.w_ep, c.w_t)) g_race(x, how, c.w_ep, c.w_t, "wrote", c.w_ep < b0);
+    if (kind != 0) {
+      if (unordered(c.r_ep, c.r_t)) g_race(x, how, c.r_ep, c.r_t, "read", c.r_ep < b0);
+      if (c.o_min && !(c.o_min >= b0 && c.o_max < e)) g_race(x, how, c.o_max, -1, "read", c.o_min < b0);
+    }
+    if (kind != 2 && c.a_min && !(c.a_min >= b0 && c.a_max < e) && (c.a_multi || c.a_min < b0 || c.a_t != me))
+      g_race(x, how, c.a_max, c.a_multi ? -1 : c.a_t, "updated atomically", c.a_min < b0);
+    if (kind == 0) {
+      if (c.r_ep && (c.r_t != me || c.r_ep < b0)) {
+        c.o_min = c.o_min ? std::min(c.o_min, c.r_ep) : c.r_ep;
+        c.o_max = std::max(c.o_max, c.r_ep);
+      }
+      c.r_ep = e, c.r_t = me;
+    } else if (kind == 1) {
+      c.w_ep = e, c.w_t = me;
+    } else {
+      if (c.a_min && (c.a_t != me || c.a_max < b0)) c.a_multi = 1;
+      if (!c.a_min) c.a_min = e;
+      c.a_max = e, c.a_t = me;
+    }
+  }
+}
+void galv_emu_atomic_access(void *p, size_t n) {
+  if (!fp_on || !cur_worker) return;
+  uintptr_t a = (uintptr_t)p;
+  fp_write.add(a, a + n);
+  global_access(a, n, 2);
+}
+
 static inline void shadow_access(const void *p, size_t n, bool w) {
   uintptr_t a = (uintptr_t)p;
   if (fp_on && (a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm)) {
     (w ? fp_write : fp_read).add(a, a + n);
+    if (cur_worker) global_access(a, n, w ? 1 : 0);
     return;
   }
   if (a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm || !cur_worker) return;
@@ -1097,6 +1195,10 @@ struct rng {
 static void run_block(rng &R, const char *kname) {
   for (int i = 0; i < nthr; i++) thr[i].state = ST_NEW, thr[i].w = nullptr;
   shm_epoch++; /* a new block's shared memory */
+#ifdef GALV_EMU_SHADOW
+  g_blk0 = shm_epoch;
+  g_blocks.push_back({shm_epoch, galv_emu_block_idx});
+#endif
   if (__start_galv_shm && full_mode) { /* the static variables and the launch's dynamic bytes */
     char *d = galv_emu_dynamic_shared_memory;
     memset(__start_galv_shm, 0xff, (size_t)(d - __start_galv_shm));
@@ -1208,6 +1310,8 @@ void galv_emu_launch_erased(const char *kernel, const char *file, int line, dim3
   fp_read.m.clear(), fp_write.m.clear();
   fp_read.lo = fp_read.hi = fp_write.lo = fp_write.hi = 0;
   fp_on = true;
+  g_launch++, g_blocks.clear();
+  g_lo = g_hi = 0;
 #endif
   galv_emu_open o;
   k_call = call, k_fn = fn;

@@ -153,18 +153,32 @@ static inline float __bfloat162float(__nv_bfloat16 b) { return (float)b; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 
 /* ---- atomics: one block runs at a time and a context switches only at a
- * barrier or warp operation, so a read-modify-write is never interleaved */
-static inline int atomicCAS(int *p, int cmp, int val) {
+ * barrier or warp operation, so a read-modify-write is never interleaved.
+ * In the race-check build their accesses are not instrumented as plain
+ * loads and stores but reported as atomic (two atomics on the same bytes
+ * never race; an atomic and a plain access of another thread may). */
+#ifdef GALV_EMU_SHADOW
+void galv_emu_atomic_access(void *p, size_t n);
+#define GALV_EMU_ATOMIC(p) galv_emu_atomic_access((void *)(p), sizeof *(p))
+#define GALV_EMU_ATOMIC_FN static inline __attribute__((no_sanitize_thread))
+#else
+#define GALV_EMU_ATOMIC(p) ((void)0)
+#define GALV_EMU_ATOMIC_FN static inline
+#endif
+GALV_EMU_ATOMIC_FN int atomicCAS(int *p, int cmp, int val) {
+  GALV_EMU_ATOMIC(p);
   int old = *p;
   if (old == cmp) *p = val;
   return old;
 }
-static inline float atomicAdd(float *p, float v) {
+GALV_EMU_ATOMIC_FN float atomicAdd(float *p, float v) {
+  GALV_EMU_ATOMIC(p);
   float old = *p;
   *p = old + v;
   return old;
 }
-static inline double atomicAdd(double *p, double v) {
+GALV_EMU_ATOMIC_FN double atomicAdd(double *p, double v) {
+  GALV_EMU_ATOMIC(p);
   double old = *p;
   *p = old + v;
   return old;

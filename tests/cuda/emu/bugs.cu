@@ -6,10 +6,11 @@
  *
  *   bugs CASE      CASE: race | race-ok | divergence | divergence-ok | mask | mask-ok | oob | oob-ok |
  *                  block2048 | block1024 | grid | stream-race | stream-ok | kernel-race | kernel-ok |
- *                  kernel-apart | host-touch | free-touch | dyn | dyn-race | dyn-over | dyn-oob | regs | regs-ok
- *   (kernel-race / kernel-ok / kernel-apart, dyn-race, dyn-oob: the race-check build, where kernels'
- *   ranges are known and shared memory is shadowed; regs / regs-ok: linked with ptxas's register counts,
- *   runtime/cuda/emu/ptxas_regs.sh) */
+ *                  kernel-apart | host-touch | free-touch | dyn | dyn-race | dyn-over | dyn-oob | regs | regs-ok |
+ *                  global-ok | global-block | global-grid | global-atomic | global-mixed
+ *   (kernel-race / kernel-ok / kernel-apart, dyn-race, dyn-oob, global-*: the race-check build, where
+ *   kernels' ranges are known and shared and global memory are shadowed; regs / regs-ok: linked with
+ *   ptxas's register counts, runtime/cuda/emu/ptxas_regs.sh) */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,26 @@ __global__ void regs_k(float *out, const float *in, int n) {
   out[blockIdx.x * blockDim.x + threadIdx.x] = t;
 }
 
+/* global memory shared between threads of one launch:
+ *   0 (ok): in each block thread 0 writes g[b], a barrier, thread 1 reads it into g[8 + b];
+ *   1 (block): the same without the barrier (a race inside the block);
+ *   2 (grid): thread 0 of every block writes g[0] (two blocks are never ordered);
+ *   3 (atomic): every thread of every block adds 1 to g[0] atomically (no race);
+ *   4 (mixed): the same, and thread 5 of every block also reads g[0] plainly (a race) */
+__global__ void global_k(float *g, int mode) {
+  unsigned b = blockIdx.x, t = threadIdx.x;
+  if (mode <= 1) {
+    if (t == 0) g[b] = (float)(b + 1);
+    if (mode == 0) __syncthreads();
+    if (t == 1) g[8 + b] = g[b];
+  } else if (mode == 2) {
+    if (t == 0) g[0] = (float)b;
+  } else {
+    atomicAdd(g, 1.0f);
+    if (mode == 4 && t == 5) g[16 + b] = g[0];
+  }
+}
+
 int main(int argc, char **argv) {
   const char *c = argc > 1 ? argv[1] : "";
   float *d = NULL, *e = NULL, h[1024];
@@ -165,6 +186,19 @@ int main(int argc, char **argv) {
       }
   } else if (!strcmp(c, "regs") || !strcmp(c, "regs-ok")) {
     GALV_LAUNCH(regs_k, 1, !strcmp(c, "regs") ? 1024 : 512, 0, s1, e, d, 1024);
+  } else if (!strncmp(c, "global-", 7)) {
+    static const char *modes[] = {"global-ok", "global-block", "global-grid", "global-atomic", "global-mixed"};
+    int m = 0;
+    while (m < 5 && strcmp(c, modes[m])) m++;
+    if (m == 5) return 2;
+    CHECK(cudaMemsetAsync(e, 0, 4096, s1));
+    GALV_LAUNCH(global_k, 2, 64, 0, s1, e, m);
+    CHECK(cudaMemcpyAsync(h, e, sizeof h, cudaMemcpyDeviceToHost, s1));
+    CHECK(cudaStreamSynchronize(s1));
+    if ((m == 0 && (h[8] != 1.0f || h[9] != 2.0f)) || (m == 3 && h[0] != 128.0f)) {
+      fprintf(stderr, "bugs: error: %s: %g %g %g\n", c, h[0], h[8], h[9]);
+      return 1;
+    }
   } else if (!strcmp(c, "host-touch")) {
     CHECK(cudaStreamSynchronize(s1));
     d[3] = 1.0f; /* a device pointer dereferenced on the host */
