@@ -90,7 +90,7 @@ expect_ok() { # NAME CMD...
   out=$("$@" 2>&1) || rc=$?
   if [ "$rc" -eq 0 ]; then ok "correct form '$name' runs"; else bad "correct form '$name' (rc $rc): $out"; fi
 }
-expect_bug "missing barrier" "shared-memory race in kernel reverse_k.*reverse_k(float\*, float const\*, int)::s, which thread" "$T/bugs_race" race
+expect_bug "missing barrier" "shared-memory race in kernel reverse_k.*reverse_k<float>(float\*, float const\*, int)::s, which thread" "$T/bugs_race" race
 expect_ok "with the barrier (race check)" "$T/bugs_race" race-ok
 expect_ok "with the barrier" "$T/bugs" race-ok
 expect_bug "barrier divergence" "kernel half_barrier_k: barrier divergence: 32 threads wait at __syncthreads .*bugs.cu:[0-9]* .* has exited without reaching it" "$T/bugs" divergence
@@ -113,7 +113,7 @@ expect_bug "host touches device memory" "host code touched device memory (byte 1
 expect_bug "kernel on freed memory" "access to device memory after cudaFree .* in kernel fill_k" "$T/bugs" free-touch
 expect_ok "dynamic shared memory (GALV_DYNAMIC_SHARED), 1 KiB + 32 KiB static" "$T/bugs" dyn
 expect_ok "dynamic shared memory (race check)" "$T/bugs_race" dyn
-expect_bug "dynamic + static shared memory over 48 KiB" "launch of kernel dyn_reverse_k(float\*, float const\*, int, int) at .*bugs.cu:[0-9]*: 20480 bytes of dynamic shared memory + 32768 bytes of static __shared__ = 53248 bytes per block (at most 49152" "$T/bugs" dyn-over
+expect_bug "dynamic + static shared memory over 48 KiB" "launch of kernel void dyn_reverse_k<float>(float\*, float const\*, int, int) at .*bugs.cu:[0-9]*: 20480 bytes of dynamic shared memory + 32768 bytes of static __shared__ = 53248 bytes per block (at most 49152" "$T/bugs" dyn-over
 expect_bug "race on dynamic shared memory" "shared-memory race in kernel dyn_reverse_k .* of the dynamic shared memory (GALV_DYNAMIC_SHARED), which thread" "$T/bugs_race" dyn-race
 expect_bug "read past the launch's dynamic shared bytes" "dynamic shared memory out of bounds in kernel dyn_reverse_k .* reads bytes \[[0-9]*, [0-9]*) of the 1024 the launch gives a block" "$T/bugs_race" dyn-oob
 expect_ok "global memory written, barrier, read by another thread (race check)" "$T/bugs_race" global-ok

@@ -16,17 +16,22 @@
  * divergence), every lane named in a warp operation's mask calls it with
  * the same mask, and the launch limits of the architecture hold (1024
  * threads, block dims 1024 x 1024 x 64, grid y / z 65535, 48 KiB of
- * dynamic shared memory; static __shared__ sizes are read from the
- * program's own symbol table at start, where ptxas would reject them).
+ * static + dynamic shared memory; static __shared__ sizes are read from the
+ * program's own symbol table at start, where ptxas would reject them; the
+ * registers a block needs, from ptxas's counts per kernel when make emu
+ * found nvcc, at most 65536).
  *
  * Shared memory: each __shared__ variable is one static in the section
  * galv_shm (galv_emu.h); blocks run one at a time, so it is the running
- * block's. Under full scheduling a block starts with it filled with 0xff
- * bytes (NaN / -1), so a read before the write it should wait for sees
- * garbage. The race-check build (make emu-race, GALV_EMU_SHADOW below)
- * keeps a shadow of every shared byte per barrier epoch: two threads
- * touching it in one epoch, one writing, is reported whatever order they
- * ran in.
+ * block's; so is the dynamic shared memory (GALV_DYNAMIC_SHARED). Under
+ * full scheduling a block starts with it filled with 0xff bytes (NaN /
+ * -1), so a read before the write it should wait for sees garbage. The
+ * race-check build (make emu-race, GALV_EMU_SHADOW below) keeps a shadow
+ * of every shared byte per barrier epoch: two threads touching it in one
+ * epoch, one writing, is reported whatever order they ran in; and a shadow
+ * of the global bytes each launch touches, where two threads of the launch
+ * touching a byte unordered (different blocks, or one block's threads
+ * without a barrier between), one writing, is reported too.
  *
  * Device memory: each cudaMalloc is its own mapping between two
  * inaccessible guard pages, the block placed at the end of its pages (its
@@ -42,7 +47,7 @@
  * NCCL calls are recorded: an operation touching bytes an operation on
  * another stream touched (one of them writing) with no event, stream or
  * host synchronisation between them is reported (a real GPU may run them
- * concurrently). Kernels' ranges are not known here (not checked).
+ * concurrently). Kernels' ranges are known in the race-check build only.
  *
  * Every error is one line "PROG: error: emulation: ..." on stderr and exit
  * status 1. Nothing here is shared with runtime/ (the CPU target C files). */
@@ -249,7 +254,17 @@ struct fn_sym {
   const char *name; /* mangled */
 };
 static std::vector<fn_sym> *fn_syms;
-static std::map<std::string, size_t> *shm_static; /* demangled function -> static __shared__ bytes */
+static std::map<std::string, size_t> *shm_static; /* demangled function -> static __shared__ bytes in galv_shm */
+/* GCC ignores the section attribute on a static local of a template
+ * function (it goes to a COMDAT .bss section): the __shared__ variables of
+ * template kernels — the runtime's — are found instead as the writable
+ * local statics (_ZZ<function>E<name>) of the kernel a launch runs. */
+struct loc_static {
+  const char *name; /* mangled */
+  uintptr_t lo;
+  size_t size;
+};
+static std::vector<loc_static> *loc_statics;
 static int exe_bias_cb(struct dl_phdr_info *i, size_t, void *d) {
   *(uintptr_t *)d = i->dlpi_addr; /* the first object is the program */
   return 1;
@@ -278,6 +293,7 @@ static std::map<std::string, size_t> shm_sizes(std::vector<shm_var> *vars) {
   uintptr_t bias = 0;
   dl_iterate_phdr(exe_bias_cb, &bias);
   fn_syms = new std::vector<fn_sym>;
+  loc_statics = new std::vector<loc_static>;
   int fd = open("/proc/self/exe", O_RDONLY);
   if (fd < 0) return out;
   struct stat st;
@@ -302,6 +318,11 @@ static std::map<std::string, size_t> shm_sizes(std::vector<shm_var> *vars) {
     for (size_t j = 0; j < n; j++) {
       if (ELF64_ST_TYPE(sy[j].st_info) == STT_FUNC && sy[j].st_value && sy[j].st_size) {
         fn_syms->push_back({bias + sy[j].st_value, bias + sy[j].st_value + sy[j].st_size, strdup(str + sy[j].st_name)});
+        continue;
+      }
+      if (ELF64_ST_TYPE(sy[j].st_info) == STT_OBJECT && sy[j].st_shndx != shm && sy[j].st_shndx < eh->e_shnum &&
+          (sh[sy[j].st_shndx].sh_flags & SHF_WRITE) && sy[j].st_size && !strncmp(str + sy[j].st_name, "_ZZ", 3)) {
+        loc_statics->push_back({strdup(str + sy[j].st_name), bias + sy[j].st_value, (size_t)sy[j].st_size});
         continue;
       }
       if (sy[j].st_shndx != shm || ELF64_ST_TYPE(sy[j].st_info) != STT_OBJECT) continue;
@@ -641,14 +662,30 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
   return cudaSuccess;
 }
 
-/* the launch being run, for the limits that need the kernel's identity */
+/* A kernel, once a launch has found it (by its code address): its
+ * register count, its static __shared__ bytes and the variables of them
+ * outside galv_shm (a template's). */
+struct shm_cell;
+struct kvar {
+  uintptr_t lo, hi;
+  std::string name;
+  shm_cell *shadow; /* race check: per byte */
+};
+struct kregs;
+struct kinfo {
+  std::string mangled, name;
+  const kregs *regs; /* nullptr: no ptxas count */
+  size_t static_bytes;
+  std::vector<kvar> vars;
+};
+/* the launch being run, for the limits and checks that need the kernel's identity */
 static struct {
   const char *kernel, *file; /* the launch's kernel argument as written, its place */
   int line;
   uint64_t nt;  /* threads per block */
   size_t shmem; /* dynamic shared bytes per block */
-  bool joined;  /* its register count was found */
-  bool dyn_checked;
+  void (*call)(void *); /* the launch site (its lambda's invoker: one per site and template instance) */
+  kinfo *k;     /* the kernel, once known */
   int notes;
 } L;
 
@@ -920,6 +957,12 @@ struct shm_cell {
 static shm_cell *shadow;
 
 static const char *shm_name(uintptr_t a, size_t *off) {
+  if (L.k)
+    for (auto &v : L.k->vars)
+      if (a >= v.lo && a < v.hi) {
+        *off = a - v.lo;
+        return v.name.c_str();
+      }
   if (shm_vars)
     for (auto &v : *shm_vars)
       if (a >= (uintptr_t)__start_galv_shm + v.off && a < (uintptr_t)__start_galv_shm + v.off + v.size) {
@@ -1066,14 +1109,26 @@ void galv_emu_atomic_access(void *p, size_t n) {
   global_access(a, n, 2);
 }
 
+/* the running kernel's __shared__ variable outside galv_shm (a template's) that [a, a+n) touches */
+static inline kvar *kernel_var(uintptr_t a, size_t n) {
+  if (L.k)
+    for (auto &v : L.k->vars)
+      if (a < v.hi && a + n > v.lo) {
+        if (!v.shadow) v.shadow = (shm_cell *)calloc(v.hi - v.lo, sizeof(shm_cell));
+        return &v;
+      }
+  return nullptr;
+}
 static inline void shadow_access(const void *p, size_t n, bool w) {
   uintptr_t a = (uintptr_t)p;
-  if (fp_on && (a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm)) {
+  bool sec = !(a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm);
+  kvar *kv = sec || !cur_worker ? nullptr : kernel_var(a, n);
+  if (fp_on && !sec && !kv) {
     (w ? fp_write : fp_read).add(a, a + n);
     if (cur_worker) global_access(a, n, w ? 1 : 0);
     return;
   }
-  if (a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm || !cur_worker) return;
+  if ((!sec && !kv) || !cur_worker) return;
   if (!shadow) shadow = (shm_cell *)calloc((size_t)(__stop_galv_shm - __start_galv_shm), sizeof(shm_cell));
   int me = cur_worker->t->lin;
   uintptr_t d = (uintptr_t)galv_emu_dynamic_shared_memory;
@@ -1085,8 +1140,15 @@ static inline void shadow_access(const void *p, size_t n, bool w) {
   }
   for (size_t i = 0; i < n; i++) {
     uintptr_t b = a + i;
-    if (b < (uintptr_t)__start_galv_shm || b >= (uintptr_t)__stop_galv_shm) continue;
-    shm_cell &c = shadow[b - (uintptr_t)__start_galv_shm];
+    shm_cell *cp;
+    if (kv) {
+      if (b < kv->lo || b >= kv->hi) continue;
+      cp = &kv->shadow[b - kv->lo];
+    } else {
+      if (b < (uintptr_t)__start_galv_shm || b >= (uintptr_t)__stop_galv_shm) continue;
+      cp = &shadow[b - (uintptr_t)__start_galv_shm];
+    }
+    shm_cell &c = *cp;
     if (c.we == shm_epoch && c.w != me) shm_race(b, w, c.w, true);
     if (w) {
       if (c.re == shm_epoch && (c.r != me || c.multi)) shm_race(b, w, c.r != me ? c.r : c.w, false);
@@ -1121,57 +1183,85 @@ EMU_HOOKS(16)
 }
 #endif
 
-/* ---------------------------------------------------------------- the launch's kernel: registers, dynamic shared memory */
+/* ---------------------------------------------------------------- the launch's kernel: registers, shared memory */
 
 /* A block's registers: ptxas's count per thread, allocated per warp in units
  * of 256 (sm_80 / sm_90), must fit the 65536 32-bit registers a block may
  * use; a GPU refuses the launch otherwise (too many resources requested). */
-static void check_regs(const char *mangled, const kregs &k) {
-  uint64_t warps = (L.nt + 31) / 32, per_warp = ((uint64_t)k.regs * 32 + 255) / 256 * 256;
+static void check_regs(const kinfo &k) {
+  uint64_t warps = (L.nt + 31) / 32, per_warp = ((uint64_t)k.regs->regs * 32 + 255) / 256 * 256;
   if (warps * per_warp > 65536)
     galv_emu_die("launch of kernel %s at %s:%d: a block of %llu threads x %d registers per thread (ptxas, %s) needs "
                  "%llu registers (%llu warps x %llu, allocated per warp in units of 256); a block has at most 65536 "
-                 "(a GPU fails the launch: too many resources requested)", demangle(mangled).c_str(), L.file, L.line,
-                 (unsigned long long)L.nt, k.regs, k.arch.c_str(), (unsigned long long)(warps * per_warp),
+                 "(a GPU fails the launch: too many resources requested)", k.name.c_str(), L.file, L.line,
+                 (unsigned long long)L.nt, k.regs->regs, k.regs->arch.c_str(), (unsigned long long)(warps * per_warp),
                  (unsigned long long)warps, (unsigned long long)per_warp);
 }
 
-/* Called by the first reads of threadIdx / blockIdx / blockDim / gridDim
- * while the launch does not know its kernel (galv_emu.h): the return
- * address lies in the function the read is inlined in. A function with a
- * ptxas count is the kernel; a device function that is not inlined is
- * skipped (a few tries, then the launch stays unjoined: GALV_EMU_REGS=1
- * lists it). */
-__attribute__((noinline)) void galv_emu_kernel_pc(void) {
-  const fn_sym *f = find_fn((uintptr_t)__builtin_return_address(0));
-  if (f && reg_table) {
-    auto it = reg_table->find(f->name);
-    if (it != reg_table->end()) {
-      galv_emu_want_pc = 0;
-      L.joined = true;
-      check_regs(f->name, it->second);
-      return;
-    }
-  }
-  if (++L.notes >= 64) galv_emu_want_pc = 0;
+/* the launch's limits once its kernel is known */
+static void start_kernel(void) {
+  const kinfo &k = *L.k;
+  if (k.static_bytes > SHM_LIMIT)
+    galv_emu_die("kernel %s declares %zu bytes of static __shared__ memory; the limit is 49152 (48 KiB) per block "
+                 "(ptxas rejects it)", k.name.c_str(), k.static_bytes);
+  if (L.shmem && k.static_bytes + L.shmem > SHM_LIMIT)
+    galv_emu_die("launch of kernel %s at %s:%d: %zu bytes of dynamic shared memory + %zu bytes of static __shared__ "
+                 "= %zu bytes per block (at most 49152 without an opt-in)", k.name.c_str(), L.file, L.line, L.shmem,
+                 k.static_bytes, L.shmem + k.static_bytes);
+  if (k.regs) check_regs(k);
 }
 
-/* GALV_DYNAMIC_SHARED in a kernel: the launch's bytes, which with the
- * kernel's static __shared__ bytes (its function, found by the caller's
- * address) must fit the 48 KiB a block may have without an opt-in. */
+/* The function containing pc as the launch's kernel: with ptxas's counts
+ * linked in, only a function that has one (a kernel); else the first found. */
+static std::unordered_map<std::string, kinfo *> *kinfos;
+static std::unordered_map<void (*)(void *), kinfo *> *sites;
+static bool identify(uintptr_t pc) {
+  const fn_sym *f = find_fn(pc);
+  if (!f || strncmp(f->name, "_Z", 2)) return false;
+  const kregs *r = nullptr;
+  if (reg_table) {
+    auto it = reg_table->find(f->name);
+    if (it == reg_table->end()) return false;
+    r = &it->second;
+  }
+  if (!kinfos) kinfos = new std::unordered_map<std::string, kinfo *>;
+  kinfo *&k = (*kinfos)[f->name];
+  if (!k) {
+    k = new kinfo{f->name, demangle(f->name), r, 0, {}};
+    /* static __shared__ bytes in galv_shm: a local static's name gives its function without the return type
+     * that a template instance's own name carries ("copy<float>(float*)::s" in "void copy<float>(float*)") */
+    const std::string &fn = k->name;
+    for (auto &v : *shm_static)
+      if (fn == v.first || (fn.size() > v.first.size() && fn[fn.size() - v.first.size() - 1] == ' ' &&
+                            fn.compare(fn.size() - v.first.size(), v.first.size(), v.first) == 0))
+        k->static_bytes += v.second;
+    std::string pre = std::string("_ZZ") + (f->name + 2) + "E";
+    for (auto &v : *loc_statics)
+      if (!strncmp(v.name, pre.c_str(), pre.size())) {
+        k->vars.push_back({v.lo, v.lo + v.size, demangle(v.name), nullptr});
+        k->static_bytes += v.size;
+      }
+  }
+  L.k = k;
+  (*sites)[L.call] = k;
+  start_kernel();
+  return true;
+}
+
+/* Called by the first reads of threadIdx / blockIdx / blockDim / gridDim
+ * in the first launch from a site (galv_emu.h): the return address lies in
+ * the function the read is inlined in. A device function that is not
+ * inlined is skipped when ptxas's counts tell (a few tries, then the launch
+ * stays unknown: GALV_EMU_REGS=1 lists it). */
+__attribute__((noinline)) void galv_emu_kernel_pc(void) {
+  if (identify((uintptr_t)__builtin_return_address(0)) || ++L.notes >= 64) galv_emu_want_pc = 0;
+}
+
+/* GALV_DYNAMIC_SHARED in a kernel: the launch's bytes (checked with the
+ * kernel's static bytes when the kernel is known; the caller is it) */
 __attribute__((noinline)) void *galv_emu_dynamic_shared(void) {
   no_kernel("GALV_DYNAMIC_SHARED");
-  if (!L.dyn_checked) {
-    L.dyn_checked = true;
-    const fn_sym *f = find_fn((uintptr_t)__builtin_return_address(0));
-    std::string fn = f ? demangle(f->name) : std::string(L.kernel);
-    auto it = shm_static->find(fn);
-    size_t st = it == shm_static->end() ? 0 : it->second;
-    if (st + L.shmem > SHM_LIMIT)
-      galv_emu_die("launch of kernel %s at %s:%d: %zu bytes of dynamic shared memory + %zu bytes of static __shared__ "
-                   "= %zu bytes per block (at most 49152 without an opt-in)", fn.c_str(), L.file, L.line, L.shmem, st,
-                   L.shmem + st);
-  }
+  if (!L.k && identify((uintptr_t)__builtin_return_address(0))) galv_emu_want_pc = 0;
   return galv_emu_dynamic_shared_memory;
 }
 
@@ -1204,6 +1294,8 @@ static void run_block(rng &R, const char *kname) {
     memset(__start_galv_shm, 0xff, (size_t)(d - __start_galv_shm));
     memset(d, 0xff, L.shmem);
     memset(d + SHM_LIMIT, 0xff, (size_t)(__stop_galv_shm - (d + SHM_LIMIT)));
+    if (L.k)
+      for (auto &v : L.k->vars) memset((void *)v.lo, 0xff, v.hi - v.lo);
   }
   std::vector<int> order(nthr);
   for (int i = 0; i < nthr; i++) order[i] = i;
@@ -1298,9 +1390,12 @@ void galv_emu_launch_erased(const char *kernel, const char *file, int line, dim3
   else if (shmem > SHM_LIMIT)
     snprintf(why, sizeof why, "%zu bytes of dynamic shared memory (at most 49152 without an opt-in)", shmem), bad = why;
   if (bad) galv_emu_die("launch of kernel %s at %s:%d: %s", kernel, file, line, bad);
-  L.kernel = kernel, L.file = file, L.line = line, L.nt = nt, L.shmem = shmem;
-  L.joined = L.dyn_checked = false, L.notes = 0;
-  galv_emu_want_pc = reg_table && !reg_table->empty();
+  L.kernel = kernel, L.file = file, L.line = line, L.nt = nt, L.shmem = shmem, L.call = call;
+  L.k = nullptr, L.notes = 0;
+  if (!sites) sites = new std::unordered_map<void (*)(void *), kinfo *>;
+  auto site = sites->find(call);
+  if (site != sites->end()) L.k = site->second, start_kernel();
+  galv_emu_want_pc = !L.k;
 #if EMU_ASAN
   ASAN_POISON_MEMORY_REGION(galv_emu_dynamic_shared_memory + shmem, SHM_LIMIT - shmem);
 #endif
@@ -1342,7 +1437,7 @@ void galv_emu_launch_erased(const char *kernel, const char *file, int line, dim3
 #endif
   if (reg_table) {
     reg_launches++;
-    if (L.joined) reg_checked++;
+    if (L.k && L.k->regs) reg_checked++;
     else (*reg_unjoined)[kernel]++;
   }
 #ifdef GALV_EMU_SHADOW

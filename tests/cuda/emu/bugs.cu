@@ -35,9 +35,13 @@
   } while (0)
 
 /* reverse 256 values through shared memory; the barrier between the
- * writes and the reads of other threads' values is what `race` omits */
-__global__ void reverse_k(float *out, const float *in, int sync) {
-  __shared__ float s[256];
+ * writes and the reads of other threads' values is what `race` omits. A
+ * template, as the runtime's kernels are: its __shared__ array is not in
+ * the galv_shm section (GCC places a template's static locals in COMDAT
+ * sections), the layer finds it as the kernel's local static */
+template <typename T>
+__global__ void reverse_k(T *out, const T *in, int sync) {
+  __shared__ T s[256];
   s[threadIdx.x] = in[blockIdx.x * 256 + threadIdx.x];
   if (sync) __syncthreads();
   out[blockIdx.x * 256 + threadIdx.x] = s[255 - threadIdx.x];
@@ -70,15 +74,18 @@ __global__ void fill_k(float *out, int n) {
 
 /* reverses each block's values through the launch's dynamic shared memory
  * (blockDim.x floats), next to 32 KiB of static shared memory: the two
- * together must fit 48 KiB; `reach` reads past the launch's bytes */
-__global__ void dyn_reverse_k(float *out, const float *in, int sync, int reach) {
-  GALV_DYNAMIC_SHARED(float, s);
-  __shared__ float one[8192];
+ * together must fit 48 KiB; `reach` reads past the launch's bytes. A
+ * template, as the runtime's kernels are (its static array's symbol names
+ * the function without the return type its own symbol carries) */
+template <typename T>
+__global__ void dyn_reverse_k(T *out, const T *in, int sync, int reach) {
+  GALV_DYNAMIC_SHARED(T, s);
+  __shared__ T one[8192];
   unsigned t = threadIdx.x, n = blockDim.x;
   s[t] = in[blockIdx.x * n + t];
   one[t] = 1.0f;
   if (sync) __syncthreads();
-  out[blockIdx.x * n + t] = s[n - 1 - t] + one[t] + (reach ? s[n + t] : 0.0f);
+  out[blockIdx.x * n + t] = s[n - 1 - t] + one[t] + (reach ? s[n + t] : (T)0);
 }
 
 /* 96 values live at once: ptxas gives it 127 registers per thread (sm_80,
