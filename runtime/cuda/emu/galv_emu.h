@@ -5,12 +5,14 @@
  * runtime/cuda/ use are here (tests/cuda_emu_api.sh fails when a program
  * needs one outside this list), so the layer stays bounded.
  *
- * Device code is ordinary C++: __global__ / __device__ vanish, threadIdx and
- * blockIdx read the current emulated thread, __shared__ variables are
- * function-local statics in the section galv_shm (one block runs at a time,
- * so one copy is the block's shared memory; the section lets emu.cc check
- * each kernel's static size against the architecture's 48 KiB and the
- * race-check build find shared accesses), and a
+ * Device code is ordinary C++: __device__ vanishes, a __global__ function
+ * stays a function of its own, threadIdx and blockIdx read the current
+ * emulated thread, __shared__ variables are function-local statics (one
+ * block runs at a time, so one copy is the block's shared memory) in the
+ * section galv_shm — except a template's, where GCC ignores the section;
+ * emu.cc finds those as the running kernel's local statics — so that emu.cc
+ * can check each kernel's static size against the architecture's 48 KiB
+ * and the race-check build find shared accesses, and a
  * launch is GALV_LAUNCH -> galv_emu_launch with a lambda calling the kernel
  * (so template arguments are deduced as under the triple-chevron launch). Barriers, shuffles
  * and votes are calls into the scheduler (emu.cc), which runs the threads
