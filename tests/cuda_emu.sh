@@ -2,18 +2,21 @@
 # The CUDA target run without a GPU: every program kind below is compiled
 # with galvc --target cuda, built with `make emu` (the same program.cu and
 # runtime/cuda/ sources compiled by g++ against the CPU execution layer
-# runtime/cuda/emu/; no nvcc) and run:
+# runtime/cuda/emu/; with nvcc on PATH, make emu also links ptxas's
+# registers per thread of every kernel, so launches are checked against the
+# register file) and run:
 #   - inference fp32, every example family (gpt2 bert llama vit t5, batch 2
 #     x seq 16): program-emu's outputs vs onnxruntime, rtol 1e-4 + atol 1e-5
 #     (tests/cuda_emu_compare.py); gpt2 and llama under --precision bf16
 #     within docs/cuda-target.md's bound (atol 5e-2 + rtol 5e-2);
 #   - gpt2 inference again under ASan + UBSan (EMU_FLAGS; the contexts'
 #     fiber annotations) and as the race-check build (make emu-race: no
-#     shared-memory race in the fused attention kernel);
+#     shared- or global-memory race between threads, fused attention
+#     included);
 #   - training fp32, tiny GPT-2 and Llama, 3 AdamW steps: losses and final
 #     weights vs torch (tests/train/torch_train.py, rtol 1e-4 / 1e-4 as
 #     tests/train_cpu.sh); the GPT-2 step also as the race-check build
-#     (cross-entropy's block reductions) and as bf16 mixed precision (losses
+#     (cross-entropy's block reductions, gather_grad's atomics) and as bf16 mixed precision (losses
 #     within 1e-3 of fp32's, tests/train_bf16.sh's bound) and with 2
 #     accumulated microbatches (--microbatches 2) vs torch's whole batch
 #     (fp32 and bf16, the same bounds);
@@ -28,8 +31,17 @@
 #     over its limit, a 64 KiB static shared array, a missing event between
 #     two streams, host code touching device memory, a kernel on freed
 #     memory, a kernel's writes read on another stream without an event
-#     (race-check build): each one line "error: emulation: ..." and exit
-#     1, each correct form exit 0.
+#     (race-check build), dynamic shared memory (GALV_DYNAMIC_SHARED: right
+#     results; with the kernel's static shared memory over 48 KiB; a race
+#     on it and a read past the launch's bytes in the race-check build), a
+#     kernel of 127 registers per thread (ptxas) in a block of 1024 threads
+#     (needs nvcc), global memory shared by threads of one launch (race-check
+#     build: a read of another thread's write with no barrier between them,
+#     two blocks writing one element, a plain read of atomically updated
+#     bytes; barrier-ordered and atomic-only forms pass): each one line
+#     "error: emulation: ..." and exit 1, each
+#     correct form exit 0; the real programs' launches all find their
+#     ptxas count (GALV_EMU_REGS=1), inference and training.
 # Usage: cuda_emu.sh BUILD_DIR
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -49,10 +61,15 @@ t0=$(date +%s)
 
 # ---- the layer catches real bugs (one line, exit 1), and passes the correct forms
 CXX="g++ -std=c++17 -O1 -g -I$E"
-$CXX -o "$T/bugs" -x c++ "$SRC/tests/cuda/emu/bugs.cu" -x none "$E/emu.cc" "$E/emu_blas.cc" -lopenblas &
+REGS=() # ptxas's register counts of bugs.cu's kernels (nvcc compiles it too)
+if have_cmd nvcc; then
+  sh "$E/ptxas_regs.sh" nvcc "sm_90 sm_80" -- "$SRC/tests/cuda/emu/bugs.cu" >"$T/bugs_regs.cc" && REGS=("$T/bugs_regs.cc") ||
+    bad "ptxas_regs.sh on bugs.cu (nvcc)"
+fi
+$CXX -o "$T/bugs" -x c++ "$SRC/tests/cuda/emu/bugs.cu" -x none "$E/emu.cc" "$E/emu_blas.cc" "${REGS[@]}" -lopenblas &
 ( $CXX -DGALV_EMU_SHADOW -fsanitize=thread --param tsan-instrument-func-entry-exit=0 -c -x c++ -o "$T/bugs_race.o" \
     "$SRC/tests/cuda/emu/bugs.cu" &&
-  $CXX -DGALV_EMU_SHADOW -o "$T/bugs_race" "$T/bugs_race.o" "$E/emu.cc" "$E/emu_blas.cc" -lopenblas ) &
+  $CXX -DGALV_EMU_SHADOW -o "$T/bugs_race" "$T/bugs_race.o" "$E/emu.cc" "$E/emu_blas.cc" "${REGS[@]}" -lopenblas ) &
 wait
 $CXX -o "$T/big_shared" -x c++ "$SRC/tests/cuda/emu/big_shared.cu" -x none "$E/emu.cc" "$E/emu_blas.cc" -lopenblas &
 $CXX -DSMALL -o "$T/small_shared" -x c++ "$SRC/tests/cuda/emu/big_shared.cu" -x none "$E/emu.cc" "$E/emu_blas.cc" -lopenblas &
@@ -73,7 +90,7 @@ expect_ok() { # NAME CMD...
   out=$("$@" 2>&1) || rc=$?
   if [ "$rc" -eq 0 ]; then ok "correct form '$name' runs"; else bad "correct form '$name' (rc $rc): $out"; fi
 }
-expect_bug "missing barrier" "shared-memory race in kernel reverse_k.*reverse_k(float\*, float const\*, int)::s, which thread" "$T/bugs_race" race
+expect_bug "missing barrier" "shared-memory race in kernel reverse_k.*reverse_k<float>(float\*, float const\*, int)::s, which thread" "$T/bugs_race" race
 expect_ok "with the barrier (race check)" "$T/bugs_race" race-ok
 expect_ok "with the barrier" "$T/bugs" race-ok
 expect_bug "barrier divergence" "kernel half_barrier_k: barrier divergence: 32 threads wait at __syncthreads .*bugs.cu:[0-9]* .* has exited without reaching it" "$T/bugs" divergence
@@ -94,6 +111,21 @@ expect_ok "kernel, event, copy (race check)" "$T/bugs_race" kernel-ok
 expect_ok "kernel and a copy of bytes it never touches (race check)" "$T/bugs_race" kernel-apart
 expect_bug "host touches device memory" "host code touched device memory (byte 12 of a 4096-byte allocation)" "$T/bugs" host-touch
 expect_bug "kernel on freed memory" "access to device memory after cudaFree .* in kernel fill_k" "$T/bugs" free-touch
+expect_ok "dynamic shared memory (GALV_DYNAMIC_SHARED), 1 KiB + 32 KiB static" "$T/bugs" dyn
+expect_ok "dynamic shared memory (race check)" "$T/bugs_race" dyn
+expect_bug "dynamic + static shared memory over 48 KiB" "launch of kernel void dyn_reverse_k<float>(float\*, float const\*, int, int) at .*bugs.cu:[0-9]*: 20480 bytes of dynamic shared memory + 32768 bytes of static __shared__ = 53248 bytes per block (at most 49152" "$T/bugs" dyn-over
+expect_bug "race on dynamic shared memory" "shared-memory race in kernel dyn_reverse_k .* of the dynamic shared memory (GALV_DYNAMIC_SHARED), which thread" "$T/bugs_race" dyn-race
+expect_bug "read past the launch's dynamic shared bytes" "dynamic shared memory out of bounds in kernel dyn_reverse_k .* reads bytes \[[0-9]*, [0-9]*) of the 1024 the launch gives a block" "$T/bugs_race" dyn-oob
+expect_ok "global memory written, barrier, read by another thread (race check)" "$T/bugs_race" global-ok
+expect_bug "global memory read by another thread without a barrier" "global-memory race in kernel global_k (.*bugs.cu:[0-9]*): thread (1,0,0) of block (\([01]\),0,0) reads byte [0-9]* of a 4096-byte device allocation, which thread (0,0,0) of block (\1,0,0) wrote in the same launch (no __syncthreads between them)" "$T/bugs_race" global-block
+expect_bug "two blocks write one element" "global-memory race in kernel global_k (.*): thread (0,0,0) of block ([01],0,0) writes byte 0 of a 4096-byte device allocation, which thread (0,0,0) of block ([01],0,0) wrote in the same launch (blocks of one launch are not ordered)" "$T/bugs_race" global-grid
+expect_ok "atomics of every thread on one element (race check)" "$T/bugs_race" global-atomic
+expect_bug "a plain read of atomically updated bytes" "global-memory race in kernel global_k (.*): thread (5,0,0) of block ([01],0,0) reads byte 0 of a 4096-byte device allocation, which .* updated atomically in the same launch" "$T/bugs_race" global-mixed
+if [ ${#REGS[@]} = 1 ]; then
+  expect_bug "1024 threads x 127 registers" "launch of kernel regs_k(float\*, float const\*, int) at .*bugs.cu:[0-9]*: a block of 1024 threads x 127 registers per thread (ptxas, sm_[89]0) needs 131072 registers .* a block has at most 65536" "$T/bugs" regs
+  expect_ok "512 threads x 127 registers" "$T/bugs" regs-ok
+  expect_bug "1024 threads x 127 registers (race check)" "a block of 1024 threads x 127 registers per thread" "$T/bugs_race" regs
+fi
 echo "     bugs: $(($(date +%s) - t0)) s"
 
 # ---- inference vs onnxruntime: every family fp32, gpt2 / llama bf16, gpt2 under ASan + UBSan
@@ -136,11 +168,20 @@ python3 - "$T" <<'PY'
 import sys, numpy as np
 np.save(sys.argv[1] + "/ids.npy", np.random.RandomState(0).randint(0, 256, (2, 16)).astype(np.int64))
 PY
-"$T/gpt2_inf/program-emu" --input input_ids="$T/ids.npy" -o "$T/plain_out" >"$T/plain.log" 2>&1 || cat "$T/plain.log"
+GALV_EMU_REGS=1 "$T/gpt2_inf/program-emu" --input input_ids="$T/ids.npy" -o "$T/plain_out" >"$T/plain.log" 2>&1 || cat "$T/plain.log"
+regs_all() { # NAME LOG: with nvcc, every launch of the program found its kernel's ptxas count
+  local r
+  have_cmd nvcc || return 0
+  r=$(grep -h '^emulation: registers checked' "$2")
+  if [[ $r =~ checked\ for\ ([0-9]+)\ of\ ([0-9]+)\ launches ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] &&
+     [ "${BASH_REMATCH[1]}" -gt 0 ] && [[ $r != *"not found"* ]]; then ok "$1: ${r#emulation: }"
+  else bad "$1: not every launch's registers checked: ${r:-no report}"; fi
+}
+regs_all "inference gpt2 registers per launch" "$T/plain.log"
 if make -s -C "$T/gpt2_inf" emu-race >"$T/race.log" 2>&1 &&
    "$T/gpt2_inf/program-emu-race" --input input_ids="$T/ids.npy" -o "$T/race_out" >>"$T/race.log" 2>&1 &&
    cmp -s "$T/race_out/logits.npy" "$T/plain_out/logits.npy"; then
-  ok "inference gpt2 race-check build: no shared-memory race (fused attention), same logits"
+  ok "inference gpt2 race-check build: no shared- or global-memory race (fused attention), same logits"
 else bad "inference gpt2 race-check build:"; cat "$T/race.log"; fi
 echo "     inference: $(($(date +%s) - t0)) s"
 
@@ -158,7 +199,7 @@ train_one() { # FAM [PRECISION]: galvc, make emu, 3 steps
   local fam=$1 p=${2:-fp32} o=$T/train_$1${2:+_$2}
   [ -f "$T/${fam}_t.onnx" ] || python3 "$SRC/examples/make_model.py" "$fam" -o "$T/${fam}_t.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null &&
     "$BUILD/galvc" "$T/${fam}_t.onnx" --input-shape input_ids=2x8 --train --precision $p --target cuda --no-build -q -o "$o/" &&
-    make -s -C "$o" emu && "$o/program-emu" --batches "$T/batches" --steps 3 -o "$o.w" >"$o.log"
+    make -s -C "$o" emu && GALV_EMU_REGS=1 "$o/program-emu" --batches "$T/batches" --steps 3 -o "$o.w" >"$o.log"
 }
 if [ $TORCH = 1 ]; then
   python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2_t.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
@@ -179,6 +220,7 @@ if [ $TORCH = 1 ]; then
     if r=$("$TORCH_PY" "$SRC/tests/train/compare.py" "$o.log" "$T/$fam.torch.log" "$o.w" "$T/$fam.torch" 1e-4 1e-4); then
       ok "training $fam fp32, 3 AdamW steps vs torch: $(echo "$r" | grep -E '^step 2|^params' | tr '\n' ' ')"
     else bad "training $fam vs torch:"; echo "$r"; fi
+    regs_all "training $fam registers per launch" "$o.build.log"
   done
   wait
   # bf16 mixed precision: the fp32 losses within 1e-3 (the bound tests/train_bf16.sh holds the evaluator's plan to)
@@ -211,7 +253,7 @@ PY
   if make -s -C "$o" emu-race >"$T/race_t.log" 2>&1 &&
      "$o/program-emu-race" --batches "$T/batches" --steps 3 -o "$o.race.w" >"$o.race.log" 2>>"$T/race_t.log" &&
      [ "$(grep '^step' "$o.race.log")" = "$(grep '^step' "$o.log")" ]; then
-    ok "training gpt2 race-check build: no shared-memory race (cross-entropy block reductions), same losses"
+    ok "training gpt2 race-check build: no shared- or global-memory race (cross-entropy block reductions, gather_grad atomics), same losses"
   else bad "training gpt2 race-check build:"; cat "$T/race_t.log"; fi
 fi
 echo "     training: $(($(date +%s) - t0)) s"

@@ -16,7 +16,8 @@
 #     parameters), and the same ZeRO plan with the host-staged backend
 #     (COMM=staged) bit for bit equal to the NCCL backend's, and as the
 #     race-check build (make emu-race: every kernel's exact bytes checked
-#     against the collectives on the NCCL streams, no event missing);
+#     against the collectives on the NCCL streams, no event missing; no
+#     shared- or global-memory race between threads of a launch);
 #   - a checkpoint written by the 4-rank dp x tp GPU training after 2 steps
 #     loads into the single-device CPU program, whose 3rd step equals the
 #     straight 3 CPU steps;
@@ -141,7 +142,7 @@ else bad "training ZeRO, host-staged backend:"; tail -n 20 "$T/zeros.log" "$T/ze
 if make -s -C "$T/zero" emu-race COMM=nccl >"$T/zeror.log" 2>&1 &&
    GALV_PROGRAM=program-emu-race launch zero --batches "$T/b" --steps 3 >"$T/zeror.txt" 2>&1 &&
    [ "$(grep '^step' "$T/zeror.txt")" = "$(grep '^step' "$T/zero.txt")" ]; then
-  ok "training ZeRO (2 ranks), race-check build: no stream race between kernels (their exact bytes) and collectives, same losses"
+  ok "training ZeRO (2 ranks), race-check build: no stream race between kernels (their exact bytes) and collectives, no shared- or global-memory race between threads, same losses"
 else bad "training ZeRO, race-check build:"; tail -n 20 "$T/zeror.log" "$T/zeror.txt"; fi
 echo "     training: $(($(date +%s) - t0)) s"
 

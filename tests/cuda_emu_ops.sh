@@ -13,7 +13,9 @@
 #     (make_graphs.py's train_nd: their gradients run the scatter / gather
 #     kernels, none and add), 3 AdamW steps vs the same graph trained by
 #     torch (tests/train/torch_train.py): losses within 1e-4 relative,
-#     weights within 1e-4;
+#     weights within 1e-4; and as the race-check build (make emu-race): no
+#     shared- or global-memory race between threads (the scatter-adds'
+#     atomics), the same losses;
 #   - training through max and average pools (tests/vision/make_op_models.py's
 #     cnn_train: the pool_grad kernel), 2 AdamW steps vs torch
 #     (tests/vision/torch_graph.py; tests/lib/same_training.py's bounds).
@@ -68,6 +70,11 @@ if wait $nd_pid && "$T/nd/program-emu" --batches "$T/nd_batches" --steps 3 -o "$
    r=$("$TORCH_PY" "$SRC/tests/train/compare.py" "$T/nd.log" "$T/nd_torch.log" "$T/nd.w" "$T/nd_torch" 1e-4 1e-4); then
   ok "training through the index ops, mod and topk (program-emu) = torch: $(grep -o 'params: .*' <<<"$r")"
 else bad "training through the index ops: $(tail -3 "$T/nd.build.log" "$T/nd.log" "$T/nd_torch.err") ${r:-}"; fi
+if make -s -C "$T/nd" emu-race >"$T/nd_race.log" 2>&1 &&
+   "$T/nd/program-emu-race" --batches "$T/nd_batches" --steps 3 >"$T/nd_race.out" 2>>"$T/nd_race.log" &&
+   diff <(grep '^step' "$T/nd.log") <(grep '^step' "$T/nd_race.out") >/dev/null; then
+  ok "training through the index ops, race-check build: no shared- or global-memory race (scatter-add atomics), same losses"
+else bad "training through the index ops, race-check build: $(tail -3 "$T/nd_race.log")"; fi
 
 python3 "$SRC/tests/train/onnx_dump.py" "$T/cnn.onnx" "$T/cnn_dump"
 printf '%s\n' cw cb tw tb fw fb >"$T/names"

@@ -9,7 +9,9 @@
 # training (conv and its gradients), GPT-2 bf16 training (storage
 # conversions), 2-rank tp GPT-2 (collectives) and a 2-stage GPipe training
 # pipeline (the backward entry program_bwd.cu). The checker itself must flag
-# a launch written the other way.
+# a launch written the other way. Dynamic shared memory likewise: no
+# `extern __shared__` outside GALV_DYNAMIC_SHARED's definition (galv_cuda.h),
+# which the host-compiler build defines otherwise.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -18,14 +20,19 @@ trap 'rm -rf "$T"' EXIT
 fail=0
 DEF='#define GALV_LAUNCH(kernel, grid, block, shmem, stream, ...) kernel<<<'
 
-# chevrons FILE...: the lines with `<<<` other than the macro's definition
-chevrons() { grep -n -F '<<<' "$@" /dev/null | grep -v -F "$DEF"; }
+DYN='  extern __shared__ __align__(16) unsigned char galv_dynamic_shared_[];'
+# chevrons FILE...: the lines with `<<<` other than the macro's definition, and
+# `extern __shared__` other than GALV_DYNAMIC_SHARED's
+chevrons() { grep -n -E '<<<|extern[[:space:]]+__shared__' "$@" /dev/null | grep -v -F -e "$DEF" -e "$DYN"; }
 
 # the checker flags a direct launch (and only that)
 printf '%s\n' "$DEF(grid), (block), (shmem), (stream)>>>(__VA_ARGS__)" '  GALV_LAUNCH(k, 1, 256, 0, s, x);' >"$T/ok.cu"
 printf '%s\n' '  k<<<1, 256, 0, s>>>(x);' >"$T/bad.cu"
-if chevrons "$T/ok.cu" >/dev/null || ! chevrons "$T/bad.cu" >/dev/null; then
-  echo "✗ the checker does not tell a direct launch from the macro"; fail=1
+printf '%s\n' "$DYN \\" '  GALV_DYNAMIC_SHARED(float, s);' >"$T/ok_dyn.cu"
+printf '%s\n' '  extern __shared__ float s[];' >"$T/bad_dyn.cu"
+if chevrons "$T/ok.cu" >/dev/null || ! chevrons "$T/bad.cu" >/dev/null || chevrons "$T/ok_dyn.cu" >/dev/null ||
+   ! chevrons "$T/bad_dyn.cu" >/dev/null; then
+  echo "✗ the checker does not tell a direct launch or extern __shared__ from the macros"; fail=1
 fi
 
 # the runtime's sources
@@ -35,6 +42,7 @@ else
   echo "✓ runtime/cuda: $(grep -c 'GALV_LAUNCH(' "$SRC"/runtime/cuda/*.cu "$SRC"/runtime/cuda/*.cuh | awk -F: '{s += $2} END {print s}') launches, all through GALV_LAUNCH"
 fi
 grep -q -F "$DEF" "$SRC/runtime/cuda/galv_cuda.h" || { echo "✗ galv_cuda.h does not define GALV_LAUNCH"; fail=1; }
+grep -q -F "$DYN" "$SRC/runtime/cuda/galv_cuda.h" || { echo "✗ galv_cuda.h does not define GALV_DYNAMIC_SHARED"; fail=1; }
 
 python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
 python3 "$SRC/examples/make_model.py" vit -o "$T/vit.onnx" --layers 1 --hidden 32 --heads 4 --no-verify >/dev/null

@@ -846,11 +846,14 @@ static const char makefile[] =
     "#   make GALV_CU_LIB=libgalv_cuda.a  link a prebuilt runtime (tests/cuda_compile.sh) instead of compiling it\n"
     "#   make emu          ./program-emu  the same program.cu and runtime/cuda/ sources built by the host C++ compiler\n"
     "#                     against the CPU execution layer runtime/cuda/emu/ (no GPU needed; a test tool, slow)\n"
-    "#   make emu-race     ./program-emu-race  the same under TSan: shared / global memory races between threads\n"
+    "#   make emu-race     ./program-emu-race  the same with the race check: shared / global memory races between threads\n"
+    "#                     (with nvcc on PATH, both also check each launch's registers per thread: ptxas's counts for\n"
+    "#                     ARCH, emu_regs.cc; EMU_REGS= skips)\n"
     "# Runs need a CUDA device; without one ./program says so (use ./program-cpu or ./program-emu there).\n"
     ".DEFAULT_GOAL := all\n"
     "NVCC ?= nvcc\n"
     "ARCH ?= %s\n"
+    "EMU_REG_ARCHS = %s\n"
     "NVFLAGS ?= -O3 -std=c++17 $(ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Wno-unused-variable\n"
     "CC ?= cc\n"
     "RT = $(MAIN_CU) runtime/cuda/context.cu runtime/cuda/kernels.cu runtime/cuda/kernels_grad.cu \\\n"
@@ -885,14 +888,21 @@ static const char makefile[] =
     "EMU_CXX ?= g++\n"
     "EMU_FLAGS ?= -O1\n"
     "EMU_WARN = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-unused-variable -Wno-sign-compare\n"
-    "EMU_SRC = runtime/cuda/emu/emu.cc runtime/cuda/emu/emu_blas.cc $(EMU_NCCL)\n"
+    "# ptxas's registers per thread of every kernel (runtime/cuda/emu/ptxas_regs.sh) when nvcc is found\n"
+    "EMU_REGS ?= $(if $(shell command -v $(NVCC) 2>/dev/null),emu_regs.cc)\n"
+    "EMU_SRC = runtime/cuda/emu/emu.cc runtime/cuda/emu/emu_blas.cc $(EMU_NCCL) $(EMU_REGS)\n"
     "EMU_DEPS = program.cu $(RT) $(STAGE_CU) $(COMM_SRC) $(HOST_O) $(STAGE_O) $(HDR) $(COMM_STAMP) $(EMU_SRC) \\\n"
     "  $(wildcard runtime/cuda/emu/*.h)\n"
     "EMU_BUILD = $(EMU_CXX) $(EMU_WARN) $(MPI_INC) -Iruntime/cuda/emu -I. -o $@ -x c++ program.cu $(RT) $(STAGE_CU) \\\n"
     "  $(COMM_SRC) -x none $(EMU_SRC) $(HOST_O) $(STAGE_O) $(EMU_LIBS) -lm\n"
+    "emu_regs.cc: program.cu $(RT) $(STAGE_CU) $(HDR) runtime/cuda/emu/ptxas_regs.sh\n"
+    "\tsh runtime/cuda/emu/ptxas_regs.sh \"$(NVCC)\" \"$(EMU_REG_ARCHS)\" $(MPI_INC) -- program.cu $(RT) $(STAGE_CU) >$@.tmp\n"
+    "\tmv $@.tmp $@\n"
+    "EMU_NOREGS = @test -n \"$(EMU_REGS)\" || echo \"$@: registers per thread are not checked (no $(NVCC) on PATH)\"\n"
     "emu: program-emu\n"
     "program-emu: $(EMU_DEPS)\n"
     "\t$(EMU_BUILD) $(EMU_FLAGS)\n"
+    "\t$(EMU_NOREGS)\n"
     "# the race check: the program's sources with TSan's instrumentation, linked against the layer's own\n"
     "# hooks (a per-barrier-epoch shadow of __shared__ memory; runtime/cuda/emu/emu.cc), not the TSan runtime\n"
     "EMU_RACE = -O1 -g -DGALV_EMU_SHADOW\n"
@@ -904,8 +914,9 @@ static const char makefile[] =
     "\t  -o emu-race.d/$$(echo $$f | tr / _).o $$f || exit 1; done\n"
     "\t$(EMU_CXX) $(EMU_WARN) $(MPI_INC) $(EMU_RACE) -Iruntime/cuda/emu -o $@ emu-race.d/*.o $(EMU_SRC) $(HOST_O) \\\n"
     "\t  $(STAGE_O) $(EMU_LIBS) -lm\n"
+    "\t$(EMU_NOREGS)\n"
     "clean:\n"
-    "\trm -rf program program-cpu program-emu program-emu-race emu-race.d $(HOST_O) $(STAGE_O) comm_mpi_staged.o comm.nccl comm.staged\n"
+    "\trm -rf program program-cpu program-emu program-emu-race emu-race.d emu_regs.cc $(HOST_O) $(STAGE_O) comm_mpi_staged.o comm.nccl comm.staged\n"
     ".PHONY: all cpu emu emu-race clean\n";
 
 /* one device */
@@ -984,13 +995,15 @@ static const char make_stage[] =
     "# (collectives inside the stage and p2p between the stages)\n";
 
 static int write_makefile(const char *dir, const char *arch, int nranks, bool stage) {
-  char flags[1024] = "", list[512];
+  char flags[1024] = "", list[512], regarchs[512] = "";
   snprintf(list, sizeof list, "%s", arch && *arch ? arch : "sm_90");
   size_t k = 0;
   for (char *s = strtok(list, ","); s; s = strtok(NULL, ",")) {
     const char *num = strncmp(s, "sm_", 3) == 0 ? s + 3 : s;
     k += (size_t)snprintf(flags + k, sizeof flags - k, "%s-gencode arch=compute_%s,code=sm_%s", k ? " " : "", num, num);
     if (k >= sizeof flags) return gv_error_plain("--cuda-arch %s: too long", arch);
+    size_t r = strlen(regarchs);
+    snprintf(regarchs + r, sizeof regarchs - r, "%ssm_%s", r ? " " : "", num);
   }
   char comm[sizeof make_ranks + sizeof make_stage + 256];
   int k0 = stage ? snprintf(comm, sizeof comm, make_stage, nranks, nranks > 1 ? "s" : "")
@@ -998,7 +1011,7 @@ static int write_makefile(const char *dir, const char *arch, int nranks, bool st
   if (!stage && nranks > 1) k0 += snprintf(comm + k0, sizeof comm - (size_t)k0, make_ranks_head, nranks, nranks);
   snprintf(comm + k0, sizeof comm - (size_t)k0, "%s", nranks > 1 || stage ? make_ranks : make_single);
   char buf[sizeof makefile + sizeof comm + 2048];
-  int n = snprintf(buf, sizeof buf, makefile, arch && *arch ? arch : "sm_90", flags, comm);
+  int n = snprintf(buf, sizeof buf, makefile, arch && *arch ? arch : "sm_90", flags, regarchs, comm);
   return cg_write_file(dir, "Makefile", buf, (size_t)n);
 }
 

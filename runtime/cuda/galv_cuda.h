@@ -56,6 +56,17 @@ extern void (*galv_cu_abort_all)(void);
 #ifndef GALV_LAUNCH
 #define GALV_LAUNCH(kernel, grid, block, shmem, stream, ...) kernel<<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__)
 #endif
+/* Dynamic shared memory (the launch's shmem bytes per block):
+ * GALV_DYNAMIC_SHARED(T, name); declares T *name. One extern array of bytes
+ * under nvcc (an extern shared array of T would clash between template
+ * instances); the host-compiler build (runtime/cuda/emu/galv_emu.h) gives
+ * the running block's buffer. No source declares an extern shared array any other
+ * way (tests/cuda_launch.sh). */
+#ifndef GALV_DYNAMIC_SHARED
+#define GALV_DYNAMIC_SHARED(T, name)                                 \
+  extern __shared__ __align__(16) unsigned char galv_dynamic_shared_[]; \
+  T *name = reinterpret_cast<T *>(galv_dynamic_shared_)
+#endif
 /* after a kernel launch: launch errors only (no synchronisation) */
 #define GALV_CU_LAUNCHED() cudaCheck(cudaGetLastError())
 

@@ -16,17 +16,22 @@
  * divergence), every lane named in a warp operation's mask calls it with
  * the same mask, and the launch limits of the architecture hold (1024
  * threads, block dims 1024 x 1024 x 64, grid y / z 65535, 48 KiB of
- * dynamic shared memory; static __shared__ sizes are read from the
- * program's own symbol table at start, where ptxas would reject them).
+ * static + dynamic shared memory; static __shared__ sizes are read from the
+ * program's own symbol table at start, where ptxas would reject them; the
+ * registers a block needs, from ptxas's counts per kernel when make emu
+ * found nvcc, at most 65536).
  *
  * Shared memory: each __shared__ variable is one static in the section
  * galv_shm (galv_emu.h); blocks run one at a time, so it is the running
- * block's. Under full scheduling a block starts with it filled with 0xff
- * bytes (NaN / -1), so a read before the write it should wait for sees
- * garbage. The race-check build (make emu-race, GALV_EMU_SHADOW below)
- * keeps a shadow of every shared byte per barrier epoch: two threads
- * touching it in one epoch, one writing, is reported whatever order they
- * ran in.
+ * block's; so is the dynamic shared memory (GALV_DYNAMIC_SHARED). Under
+ * full scheduling a block starts with it filled with 0xff bytes (NaN /
+ * -1), so a read before the write it should wait for sees garbage. The
+ * race-check build (make emu-race, GALV_EMU_SHADOW below) keeps a shadow
+ * of every shared byte per barrier epoch: two threads touching it in one
+ * epoch, one writing, is reported whatever order they ran in; and a shadow
+ * of the global bytes each launch touches, where two threads of the launch
+ * touching a byte unordered (different blocks, or one block's threads
+ * without a barrier between), one writing, is reported too.
  *
  * Device memory: each cudaMalloc is its own mapping between two
  * inaccessible guard pages, the block placed at the end of its pages (its
@@ -42,7 +47,7 @@
  * NCCL calls are recorded: an operation touching bytes an operation on
  * another stream touched (one of them writing) with no event, stream or
  * host synchronisation between them is reported (a real GPU may run them
- * concurrently). Kernels' ranges are not known here (not checked).
+ * concurrently). Kernels' ranges are known in the race-check build only.
  *
  * Every error is one line "PROG: error: emulation: ..." on stderr and exit
  * status 1. Nothing here is shared with runtime/ (the CPU target C files). */
@@ -50,6 +55,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,6 +68,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "galv_emu.h"
@@ -76,6 +83,7 @@
 #endif
 
 uint3 galv_emu_thread_idx, galv_emu_block_idx, galv_emu_block_dim, galv_emu_grid_dim;
+int galv_emu_want_pc;
 
 /* ---------------------------------------------------------------- errors */
 
@@ -230,11 +238,62 @@ struct shm_var {
 };
 static std::vector<shm_var> *shm_vars; /* the race check's names */
 
+/* the dynamic shared memory of the running block (GALV_DYNAMIC_SHARED): the
+ * launch's shmem bytes at its start; in galv_shm like the static variables,
+ * so the race check shadows it and a block under full scheduling starts
+ * with it filled too */
+enum { SHM_LIMIT = 48 * 1024 };
+alignas(16) static char galv_emu_dynamic_shared_memory[SHM_LIMIT] __attribute__((section("galv_shm")));
+static const char DYN_NAME[] = "galv_emu_dynamic_shared_memory";
+
+/* The program's functions (symbol table, at their run-time addresses):
+ * a kernel's code address gives its mangled name, the key of ptxas's
+ * register counts; demangled, the key of its static __shared__ bytes. */
+struct fn_sym {
+  uintptr_t lo, hi;
+  const char *name; /* mangled */
+};
+static std::vector<fn_sym> *fn_syms;
+static std::map<std::string, size_t> *shm_static; /* demangled function -> static __shared__ bytes in galv_shm */
+/* GCC ignores the section attribute on a static local of a template
+ * function (it goes to a COMDAT .bss section): the __shared__ variables of
+ * template kernels — the runtime's — are found instead as the writable
+ * local statics (_ZZ<function>E<name>) of the kernel a launch runs. */
+struct loc_static {
+  const char *name; /* mangled */
+  uintptr_t lo;
+  size_t size;
+};
+static std::vector<loc_static> *loc_statics;
+static int exe_bias_cb(struct dl_phdr_info *i, size_t, void *d) {
+  *(uintptr_t *)d = i->dlpi_addr; /* the first object is the program */
+  return 1;
+}
+static const fn_sym *find_fn(uintptr_t pc) {
+  if (!fn_syms) return nullptr;
+  auto it = std::upper_bound(fn_syms->begin(), fn_syms->end(), pc,
+                             [](uintptr_t a, const fn_sym &f) { return a < f.lo; });
+  if (it == fn_syms->begin()) return nullptr;
+  --it;
+  return pc < it->hi ? &*it : nullptr;
+}
+static std::string demangle(const char *m) {
+  int st = 0;
+  char *dm = abi::__cxa_demangle(m, nullptr, nullptr, &st);
+  std::string r = dm && st == 0 ? dm : m;
+  free(dm);
+  return r;
+}
+
 /* Each __shared__ variable is a static in section galv_shm; its symbol
  * (func::name) gives the kernel. ptxas rejects a kernel whose static shared
  * memory exceeds 48 KiB; so does the emulation, at start. */
 static std::map<std::string, size_t> shm_sizes(std::vector<shm_var> *vars) {
   std::map<std::string, size_t> out;
+  uintptr_t bias = 0;
+  dl_iterate_phdr(exe_bias_cb, &bias);
+  fn_syms = new std::vector<fn_sym>;
+  loc_statics = new std::vector<loc_static>;
   int fd = open("/proc/self/exe", O_RDONLY);
   if (fd < 0) return out;
   struct stat st;
@@ -257,18 +316,69 @@ static std::map<std::string, size_t> shm_sizes(std::vector<shm_var> *vars) {
     const char *str = b + sh[sh[i].sh_link].sh_offset;
     size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
     for (size_t j = 0; j < n; j++) {
+      if (ELF64_ST_TYPE(sy[j].st_info) == STT_FUNC && sy[j].st_value && sy[j].st_size) {
+        fn_syms->push_back({bias + sy[j].st_value, bias + sy[j].st_value + sy[j].st_size, strdup(str + sy[j].st_name)});
+        continue;
+      }
+      if (ELF64_ST_TYPE(sy[j].st_info) == STT_OBJECT && sy[j].st_shndx != shm && sy[j].st_shndx < eh->e_shnum &&
+          (sh[sy[j].st_shndx].sh_flags & SHF_WRITE) && sy[j].st_size && !strncmp(str + sy[j].st_name, "_ZZ", 3)) {
+        loc_statics->push_back({strdup(str + sy[j].st_name), bias + sy[j].st_value, (size_t)sy[j].st_size});
+        continue;
+      }
       if (sy[j].st_shndx != shm || ELF64_ST_TYPE(sy[j].st_info) != STT_OBJECT) continue;
-      int s = 0;
-      char *dm = abi::__cxa_demangle(str + sy[j].st_name, nullptr, nullptr, &s);
-      std::string name = dm && s == 0 ? dm : str + sy[j].st_name;
-      free(dm);
+      std::string name = demangle(str + sy[j].st_name);
+      size_t off = (size_t)(sy[j].st_value - sh[shm].sh_addr);
+      if (name == DYN_NAME) { /* the layer's own: the launch's dynamic bytes */
+        vars->push_back({"the dynamic shared memory (GALV_DYNAMIC_SHARED)", off, (size_t)sy[j].st_size});
+        continue;
+      }
       size_t c = name.rfind("::");
       out[c == std::string::npos ? name : name.substr(0, c)] += sy[j].st_size;
-      vars->push_back({name, (size_t)(sy[j].st_value - sh[shm].sh_addr), (size_t)sy[j].st_size});
+      vars->push_back({name, off, (size_t)sy[j].st_size});
     }
   }
   munmap(b, (size_t)st.st_size);
+  std::sort(fn_syms->begin(), fn_syms->end(), [](const fn_sym &a, const fn_sym &b) { return a.lo < b.lo; });
   return out;
+}
+
+/* ---------------------------------------------------------------- registers (ptxas) */
+
+/* `make emu` links emu_regs.cc when nvcc is found: ptxas's register count
+ * of every kernel of the program's sources for each --cuda-arch
+ * (runtime/cuda/emu/ptxas_regs.sh), lines "ARCH MANGLED REGS". Without it
+ * (no nvcc, EMU_REGS=) registers are not checked. */
+extern "C" __attribute__((weak)) const char galv_emu_ptxas_regs[];
+struct kregs {
+  int regs;
+  std::string arch; /* the arch with the most */
+};
+static std::unordered_map<std::string, kregs> *reg_table;
+static uint64_t reg_launches, reg_checked;
+static std::map<std::string, uint64_t> *reg_unjoined; /* kernels launched whose count was not found */
+static void reg_report(void) {
+  std::string archs;
+  for (auto &k : *reg_table)
+    if (archs.find(k.second.arch) == std::string::npos) archs += (archs.empty() ? "" : ",") + k.second.arch;
+  fprintf(stderr, "emulation: registers checked for %llu of %llu launches (%zu kernels counted by ptxas for %s)",
+          (unsigned long long)reg_checked, (unsigned long long)reg_launches, reg_table->size(), archs.c_str());
+  for (auto &u : *reg_unjoined) fprintf(stderr, "; not found: %s (%llu launches)", u.first.c_str(), (unsigned long long)u.second);
+  fprintf(stderr, "\n");
+}
+static void read_regs(void) {
+  if (!galv_emu_ptxas_regs) return;
+  reg_table = new std::unordered_map<std::string, kregs>;
+  reg_unjoined = new std::map<std::string, uint64_t>;
+  const char *p = galv_emu_ptxas_regs;
+  char arch[32], name[4096];
+  int regs, used;
+  while (sscanf(p, "%31s %4095s %d%n", arch, name, &regs, &used) == 3) {
+    p += used;
+    auto it = reg_table->find(name);
+    if (it == reg_table->end() || regs > it->second.regs) (*reg_table)[name] = {regs, arch};
+  }
+  const char *e = getenv("GALV_EMU_REGS");
+  if (e && *e == '1') atexit(reg_report);
 }
 
 static uint64_t seed0 = 1;
@@ -288,10 +398,12 @@ static void emu_init(void) {
   sigaction(SIGSEGV, &sa, nullptr);
   sigaction(SIGBUS, &sa, nullptr);
   std::vector<shm_var> *vars = new std::vector<shm_var>; /* kept for the race check's reports */
-  for (auto &k : shm_sizes(vars))
-    if (k.second > 48 * 1024)
+  shm_static = new std::map<std::string, size_t>(shm_sizes(vars));
+  for (auto &k : *shm_static)
+    if (k.second > SHM_LIMIT)
       galv_emu_die("kernel %s declares %zu bytes of static __shared__ memory; the limit is 49152 (48 KiB) per block "
                    "(ptxas rejects it)", k.first.c_str(), k.second);
+  read_regs();
 #ifdef GALV_EMU_SHADOW
   shm_vars = vars;
 #else
@@ -549,6 +661,33 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
   memset_op(p, v, n, s, "cudaMemsetAsync");
   return cudaSuccess;
 }
+
+/* A kernel, once a launch has found it (by its code address): its
+ * register count, its static __shared__ bytes and the variables of them
+ * outside galv_shm (a template's). */
+struct shm_cell;
+struct kvar {
+  uintptr_t lo, hi;
+  std::string name;
+  shm_cell *shadow; /* race check: per byte */
+};
+struct kregs;
+struct kinfo {
+  std::string mangled, name;
+  const kregs *regs; /* nullptr: no ptxas count */
+  size_t static_bytes;
+  std::vector<kvar> vars;
+};
+/* the launch being run, for the limits and checks that need the kernel's identity */
+static struct {
+  const char *kernel, *file; /* the launch's kernel argument as written, its place */
+  int line;
+  uint64_t nt;  /* threads per block */
+  size_t shmem; /* dynamic shared bytes per block */
+  void (*call)(void *); /* the launch site (its lambda's invoker: one per site and template instance) */
+  kinfo *k;     /* the kernel, once known */
+  int notes;
+} L;
 
 /* ---------------------------------------------------------------- contexts */
 
@@ -818,6 +957,12 @@ struct shm_cell {
 static shm_cell *shadow;
 
 static const char *shm_name(uintptr_t a, size_t *off) {
+  if (L.k)
+    for (auto &v : L.k->vars)
+      if (a >= v.lo && a < v.hi) {
+        *off = a - v.lo;
+        return v.name.c_str();
+      }
   if (shm_vars)
     for (auto &v : *shm_vars)
       if (a >= (uintptr_t)__start_galv_shm + v.off && a < (uintptr_t)__start_galv_shm + v.off + v.size) {
@@ -867,19 +1012,143 @@ struct fp_set {
 };
 static fp_set fp_read, fp_write;
 static bool fp_on; /* a launch is running */
+
+/* Global memory, per launch: a shadow cell per byte of device memory the
+ * kernel touches holds the barrier epoch and thread of its last write,
+ * last read, earlier reads by other threads (their epochs' range) and
+ * atomics. Epochs number every block's barrier intervals in the order the
+ * blocks ran (a block's epochs are one range), so an access at epoch e of
+ * a block whose first epoch is b0 is ordered after another exactly when
+ * that one's epoch lies in [b0, e) (the same block, an earlier barrier
+ * interval) or it is the same thread's; threads of different blocks are
+ * never ordered within a launch. Two unordered accesses of one byte, one
+ * of them a plain write (or an atomic against a plain access), are a race:
+ * reported with the kernel, both threads and blocks and the byte. Cells of
+ * an earlier launch count as empty (the launch number). */
+struct gcell {
+  uint32_t launch;
+  uint32_t w_ep, r_ep, o_min, o_max, a_min, a_max; /* 0: none */
+  uint16_t w_t, r_t, a_t;
+  uint8_t a_multi;
+};
+static uint32_t g_launch;   /* the running launch's number */
+static uint32_t g_blk0;     /* the running block's first epoch */
+static std::vector<std::pair<uint32_t, uint3>> g_blocks; /* first epoch -> block, this launch */
+static std::unordered_map<uintptr_t, gcell *> g_pages;   /* 4096 cells per 4096 bytes */
+static uintptr_t g_lo, g_hi;                             /* the device allocation last seen */
+static uintptr_t g_page = ~(uintptr_t)0;
+static gcell *g_cells;
+static bool in_device(uintptr_t a) {
+  if (a >= g_lo && a < g_hi) return true;
+  dev_alloc *d = find_alloc((const void *)a);
+  if (!d || !d->live || a < (uintptr_t)d->p || a >= (uintptr_t)(d->p + d->n)) return false;
+  g_lo = (uintptr_t)d->p, g_hi = g_lo + d->n;
+  return true;
+}
+static void g_thread(char *b, size_t n, uint32_t ep, uint16_t t) {
+  uint3 blk = {0, 0, 0};
+  auto it = std::upper_bound(g_blocks.begin(), g_blocks.end(), ep,
+                             [](uint32_t e, const std::pair<uint32_t, uint3> &x) { return e < x.first; });
+  if (it != g_blocks.begin()) blk = std::prev(it)->second;
+  uint3 d = galv_emu_block_dim;
+  snprintf(b, n, "thread (%u,%u,%u) of block (%u,%u,%u)", t % d.x, t / d.x % d.y, t / (d.x * d.y), blk.x, blk.y, blk.z);
+}
+/* the other access: at epoch ep by thread t (-1: one of several); cross: another block's */
+[[noreturn]] static void g_race(uintptr_t a, const char *kind, uint32_t ep, int t, const char *okind, bool cross) {
+  char me[96], other[96];
+  g_thread(me, sizeof me, shm_epoch, (uint16_t)cur_worker->t->lin);
+  if (t >= 0) g_thread(other, sizeof other, ep, (uint16_t)t);
+  else snprintf(other, sizeof other, "another thread");
+  dev_alloc *d = find_alloc((const void *)a);
+  galv_emu_die("global-memory race in kernel %s (%s:%d): %s %s byte %td of a %zu-byte device allocation, which %s %s in "
+               "the same launch (%s)", L.kernel, L.file, L.line, me, kind, d ? (const char *)a - d->p : 0, d ? d->n : 0,
+               other, okind, cross ? "blocks of one launch are not ordered" : "no __syncthreads between them");
+}
+/* kind: 0 read, 1 write, 2 atomic */
+static void global_access(uintptr_t a, size_t n, int kind) {
+  uint32_t e = shm_epoch, b0 = g_blk0;
+  uint16_t me = (uint16_t)cur_worker->t->lin;
+  auto unordered = [&](uint32_t ep, uint16_t t) { return ep && !(ep >= b0 && (t == me || ep < e)); };
+  for (uintptr_t x = a; x < a + n; x++) {
+    if (!in_device(x)) continue;
+    if ((x & ~(uintptr_t)4095) != g_page) {
+      g_page = x & ~(uintptr_t)4095;
+      gcell *&c = g_pages[g_page];
+      if (!c) c = (gcell *)calloc(4096, sizeof(gcell));
+      g_cells = c;
+    }
+    gcell &c = g_cells[x & 4095];
+    if (c.launch != g_launch) c = gcell{}, c.launch = g_launch;
+    const char *how = kind == 0 ? "reads" : kind == 1 ? "writes" : "atomically updates";
+    if (unordered(c.w_ep, c.w_t)) g_race(x, how, c.w_ep, c.w_t, "wrote", c.w_ep < b0);
+    if (kind != 0) {
+      if (unordered(c.r_ep, c.r_t)) g_race(x, how, c.r_ep, c.r_t, "read", c.r_ep < b0);
+      if (c.o_min && !(c.o_min >= b0 && c.o_max < e)) g_race(x, how, c.o_max, -1, "read", c.o_min < b0);
+    }
+    if (kind != 2 && c.a_min && !(c.a_min >= b0 && c.a_max < e) && (c.a_multi || c.a_min < b0 || c.a_t != me))
+      g_race(x, how, c.a_max, c.a_multi ? -1 : c.a_t, "updated atomically", c.a_min < b0);
+    if (kind == 0) {
+      if (c.r_ep && (c.r_t != me || c.r_ep < b0)) {
+        c.o_min = c.o_min ? std::min(c.o_min, c.r_ep) : c.r_ep;
+        c.o_max = std::max(c.o_max, c.r_ep);
+      }
+      c.r_ep = e, c.r_t = me;
+    } else if (kind == 1) {
+      c.w_ep = e, c.w_t = me;
+    } else {
+      if (c.a_min && (c.a_t != me || c.a_max < b0)) c.a_multi = 1;
+      if (!c.a_min) c.a_min = e;
+      c.a_max = e, c.a_t = me;
+    }
+  }
+}
+void galv_emu_atomic_access(void *p, size_t n) {
+  if (!fp_on || !cur_worker) return;
+  uintptr_t a = (uintptr_t)p;
+  fp_write.add(a, a + n);
+  global_access(a, n, 2);
+}
+
+/* the running kernel's __shared__ variable outside galv_shm (a template's) that [a, a+n) touches */
+static inline kvar *kernel_var(uintptr_t a, size_t n) {
+  if (L.k)
+    for (auto &v : L.k->vars)
+      if (a < v.hi && a + n > v.lo) {
+        if (!v.shadow) v.shadow = (shm_cell *)calloc(v.hi - v.lo, sizeof(shm_cell));
+        return &v;
+      }
+  return nullptr;
+}
 static inline void shadow_access(const void *p, size_t n, bool w) {
   uintptr_t a = (uintptr_t)p;
-  if (fp_on && (a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm)) {
+  bool sec = !(a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm);
+  kvar *kv = sec || !cur_worker ? nullptr : kernel_var(a, n);
+  if (fp_on && !sec && !kv) {
     (w ? fp_write : fp_read).add(a, a + n);
+    if (cur_worker) global_access(a, n, w ? 1 : 0);
     return;
   }
-  if (a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm || !cur_worker) return;
+  if ((!sec && !kv) || !cur_worker) return;
   if (!shadow) shadow = (shm_cell *)calloc((size_t)(__stop_galv_shm - __start_galv_shm), sizeof(shm_cell));
   int me = cur_worker->t->lin;
+  uintptr_t d = (uintptr_t)galv_emu_dynamic_shared_memory;
+  if (a + n > d + L.shmem && a < d + SHM_LIMIT) {
+    const emu_thread &t = *cur_worker->t;
+    galv_emu_die("dynamic shared memory out of bounds in %s: thread (%u,%u,%u) %s bytes [%zu, %zu) of the %zu the launch "
+                 "gives a block", emu_where, t.idx.x, t.idx.y, t.idx.z, w ? "writes" : "reads",
+                 (size_t)(std::max(a, d) - d), (size_t)(std::min(a + n, d + SHM_LIMIT) - d), L.shmem);
+  }
   for (size_t i = 0; i < n; i++) {
     uintptr_t b = a + i;
-    if (b < (uintptr_t)__start_galv_shm || b >= (uintptr_t)__stop_galv_shm) continue;
-    shm_cell &c = shadow[b - (uintptr_t)__start_galv_shm];
+    shm_cell *cp;
+    if (kv) {
+      if (b < kv->lo || b >= kv->hi) continue;
+      cp = &kv->shadow[b - kv->lo];
+    } else {
+      if (b < (uintptr_t)__start_galv_shm || b >= (uintptr_t)__stop_galv_shm) continue;
+      cp = &shadow[b - (uintptr_t)__start_galv_shm];
+    }
+    shm_cell &c = *cp;
     if (c.we == shm_epoch && c.w != me) shm_race(b, w, c.w, true);
     if (w) {
       if (c.re == shm_epoch && (c.r != me || c.multi)) shm_race(b, w, c.r != me ? c.r : c.w, false);
@@ -914,6 +1183,88 @@ EMU_HOOKS(16)
 }
 #endif
 
+/* ---------------------------------------------------------------- the launch's kernel: registers, shared memory */
+
+/* A block's registers: ptxas's count per thread, allocated per warp in units
+ * of 256 (sm_80 / sm_90), must fit the 65536 32-bit registers a block may
+ * use; a GPU refuses the launch otherwise (too many resources requested). */
+static void check_regs(const kinfo &k) {
+  uint64_t warps = (L.nt + 31) / 32, per_warp = ((uint64_t)k.regs->regs * 32 + 255) / 256 * 256;
+  if (warps * per_warp > 65536)
+    galv_emu_die("launch of kernel %s at %s:%d: a block of %llu threads x %d registers per thread (ptxas, %s) needs "
+                 "%llu registers (%llu warps x %llu, allocated per warp in units of 256); a block has at most 65536 "
+                 "(a GPU fails the launch: too many resources requested)", k.name.c_str(), L.file, L.line,
+                 (unsigned long long)L.nt, k.regs->regs, k.regs->arch.c_str(), (unsigned long long)(warps * per_warp),
+                 (unsigned long long)warps, (unsigned long long)per_warp);
+}
+
+/* the launch's limits once its kernel is known */
+static void start_kernel(void) {
+  const kinfo &k = *L.k;
+  if (k.static_bytes > SHM_LIMIT)
+    galv_emu_die("kernel %s declares %zu bytes of static __shared__ memory; the limit is 49152 (48 KiB) per block "
+                 "(ptxas rejects it)", k.name.c_str(), k.static_bytes);
+  if (L.shmem && k.static_bytes + L.shmem > SHM_LIMIT)
+    galv_emu_die("launch of kernel %s at %s:%d: %zu bytes of dynamic shared memory + %zu bytes of static __shared__ "
+                 "= %zu bytes per block (at most 49152 without an opt-in)", k.name.c_str(), L.file, L.line, L.shmem,
+                 k.static_bytes, L.shmem + k.static_bytes);
+  if (k.regs) check_regs(k);
+}
+
+/* The function containing pc as the launch's kernel: with ptxas's counts
+ * linked in, only a function that has one (a kernel); else the first found. */
+static std::unordered_map<std::string, kinfo *> *kinfos;
+static std::unordered_map<void (*)(void *), kinfo *> *sites;
+static bool identify(uintptr_t pc) {
+  const fn_sym *f = find_fn(pc);
+  if (!f || strncmp(f->name, "_Z", 2)) return false;
+  const kregs *r = nullptr;
+  if (reg_table) {
+    auto it = reg_table->find(f->name);
+    if (it == reg_table->end()) return false;
+    r = &it->second;
+  }
+  if (!kinfos) kinfos = new std::unordered_map<std::string, kinfo *>;
+  kinfo *&k = (*kinfos)[f->name];
+  if (!k) {
+    k = new kinfo{f->name, demangle(f->name), r, 0, {}};
+    /* static __shared__ bytes in galv_shm: a local static's name gives its function without the return type
+     * that a template instance's own name carries ("copy<float>(float*)::s" in "void copy<float>(float*)") */
+    const std::string &fn = k->name;
+    for (auto &v : *shm_static)
+      if (fn == v.first || (fn.size() > v.first.size() && fn[fn.size() - v.first.size() - 1] == ' ' &&
+                            fn.compare(fn.size() - v.first.size(), v.first.size(), v.first) == 0))
+        k->static_bytes += v.second;
+    std::string pre = std::string("_ZZ") + (f->name + 2) + "E";
+    for (auto &v : *loc_statics)
+      if (!strncmp(v.name, pre.c_str(), pre.size())) {
+        k->vars.push_back({v.lo, v.lo + v.size, demangle(v.name), nullptr});
+        k->static_bytes += v.size;
+      }
+  }
+  L.k = k;
+  (*sites)[L.call] = k;
+  start_kernel();
+  return true;
+}
+
+/* Called by the first reads of threadIdx / blockIdx / blockDim / gridDim
+ * in the first launch from a site (galv_emu.h): the return address lies in
+ * the function the read is inlined in. A device function that is not
+ * inlined is skipped when ptxas's counts tell (a few tries, then the launch
+ * stays unknown: GALV_EMU_REGS=1 lists it). */
+__attribute__((noinline)) void galv_emu_kernel_pc(void) {
+  if (identify((uintptr_t)__builtin_return_address(0)) || ++L.notes >= 64) galv_emu_want_pc = 0;
+}
+
+/* GALV_DYNAMIC_SHARED in a kernel: the launch's bytes (checked with the
+ * kernel's static bytes when the kernel is known; the caller is it) */
+__attribute__((noinline)) void *galv_emu_dynamic_shared(void) {
+  no_kernel("GALV_DYNAMIC_SHARED");
+  if (!L.k && identify((uintptr_t)__builtin_return_address(0))) galv_emu_want_pc = 0;
+  return galv_emu_dynamic_shared_memory;
+}
+
 /* ---------------------------------------------------------------- launch */
 
 static uint64_t mix64(uint64_t x) {
@@ -934,8 +1285,17 @@ struct rng {
 static void run_block(rng &R, const char *kname) {
   for (int i = 0; i < nthr; i++) thr[i].state = ST_NEW, thr[i].w = nullptr;
   shm_epoch++; /* a new block's shared memory */
-  if (__start_galv_shm && full_mode) {
-    memset(__start_galv_shm, 0xff, (size_t)(__stop_galv_shm - __start_galv_shm));
+#ifdef GALV_EMU_SHADOW
+  g_blk0 = shm_epoch;
+  g_blocks.push_back({shm_epoch, galv_emu_block_idx});
+#endif
+  if (__start_galv_shm && full_mode) { /* the static variables and the launch's dynamic bytes */
+    char *d = galv_emu_dynamic_shared_memory;
+    memset(__start_galv_shm, 0xff, (size_t)(d - __start_galv_shm));
+    memset(d, 0xff, L.shmem);
+    memset(d + SHM_LIMIT, 0xff, (size_t)(__stop_galv_shm - (d + SHM_LIMIT)));
+    if (L.k)
+      for (auto &v : L.k->vars) memset((void *)v.lo, 0xff, v.hi - v.lo);
   }
   std::vector<int> order(nthr);
   for (int i = 0; i < nthr; i++) order[i] = i;
@@ -1027,15 +1387,26 @@ void galv_emu_launch_erased(const char *kernel, const char *file, int line, dim3
     snprintf(why, sizeof why, "block dims %ux%ux%u (at most 1024 x 1024 x 64)", b.x, b.y, b.z), bad = why;
   else if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535)
     snprintf(why, sizeof why, "grid dims %ux%ux%u (at most 2^31-1 x 65535 x 65535)", g.x, g.y, g.z), bad = why;
-  else if (shmem > 48 * 1024)
+  else if (shmem > SHM_LIMIT)
     snprintf(why, sizeof why, "%zu bytes of dynamic shared memory (at most 49152 without an opt-in)", shmem), bad = why;
   if (bad) galv_emu_die("launch of kernel %s at %s:%d: %s", kernel, file, line, bad);
+  L.kernel = kernel, L.file = file, L.line = line, L.nt = nt, L.shmem = shmem, L.call = call;
+  L.k = nullptr, L.notes = 0;
+  if (!sites) sites = new std::unordered_map<void (*)(void *), kinfo *>;
+  auto site = sites->find(call);
+  if (site != sites->end()) L.k = site->second, start_kernel();
+  galv_emu_want_pc = !L.k;
+#if EMU_ASAN
+  ASAN_POISON_MEMORY_REGION(galv_emu_dynamic_shared_memory + shmem, SHM_LIMIT - shmem);
+#endif
 #ifndef GALV_EMU_SHADOW
   galv_emu_stream_op(cs, nullptr, 0, kernel); /* in stream order; its ranges are known in the race-check build only */
 #else
   fp_read.m.clear(), fp_write.m.clear();
   fp_read.lo = fp_read.hi = fp_write.lo = fp_write.hi = 0;
   fp_on = true;
+  g_launch++, g_blocks.clear();
+  g_lo = g_hi = 0;
 #endif
   galv_emu_open o;
   k_call = call, k_fn = fn;
@@ -1060,6 +1431,15 @@ void galv_emu_launch_erased(const char *kernel, const char *file, int line, dim3
     run_block(R, kernel);
   }
   emu_where[0] = 0;
+  galv_emu_want_pc = 0;
+#if EMU_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(galv_emu_dynamic_shared_memory, SHM_LIMIT);
+#endif
+  if (reg_table) {
+    reg_launches++;
+    if (L.k && L.k->regs) reg_checked++;
+    else (*reg_unjoined)[kernel]++;
+  }
 #ifdef GALV_EMU_SHADOW
   fp_on = false;
   fp_read.flush(), fp_write.flush();

@@ -5,12 +5,14 @@
  * runtime/cuda/ use are here (tests/cuda_emu_api.sh fails when a program
  * needs one outside this list), so the layer stays bounded.
  *
- * Device code is ordinary C++: __global__ / __device__ vanish, threadIdx and
- * blockIdx read the current emulated thread, __shared__ variables are
- * function-local statics in the section galv_shm (one block runs at a time,
- * so one copy is the block's shared memory; the section lets emu.cc check
- * each kernel's static size against the architecture's 48 KiB and the
- * race-check build find shared accesses), and a
+ * Device code is ordinary C++: __device__ vanishes, a __global__ function
+ * stays a function of its own, threadIdx and blockIdx read the current
+ * emulated thread, __shared__ variables are function-local statics (one
+ * block runs at a time, so one copy is the block's shared memory) in the
+ * section galv_shm — except a template's, where GCC ignores the section;
+ * emu.cc finds those as the running kernel's local statics — so that emu.cc
+ * can check each kernel's static size against the architecture's 48 KiB
+ * and the race-check build find shared accesses, and a
  * launch is GALV_LAUNCH -> galv_emu_launch with a lambda calling the kernel
  * (so template arguments are deduced as under the triple-chevron launch). Barriers, shuffles
  * and votes are calls into the scheduler (emu.cc), which runs the threads
@@ -24,7 +26,14 @@
 #include <stdint.h>
 #include <string.h>
 
-#define __global__
+/* a kernel stays a function of its own (no inlining, no cloning): its
+ * address names it, so a launch finds its mangled name, which ptxas's
+ * register counts and the static __shared__ sizes are keyed by (emu.cc) */
+#if defined(__clang__)
+#define __global__ __attribute__((noinline))
+#else
+#define __global__ __attribute__((noipa))
+#endif
 #define __device__
 #define __host__
 #define __forceinline__ inline
@@ -42,10 +51,25 @@ struct dim3 {
 };
 /* set by the scheduler whenever it switches to a thread or block */
 extern uint3 galv_emu_thread_idx, galv_emu_block_idx, galv_emu_block_dim, galv_emu_grid_dim;
-#define threadIdx galv_emu_thread_idx
-#define blockIdx galv_emu_block_idx
-#define blockDim galv_emu_block_dim
-#define gridDim galv_emu_grid_dim
+/* While a launch does not yet know which kernel it runs (it needs to when
+ * ptxas's register counts are linked in or dynamic shared memory is
+ * asked for), the first read of a built-in index calls
+ * galv_emu_kernel_pc, whose return address lies in the kernel's code
+ * (the read is inlined there); elsewhere it costs a load and a branch. */
+extern int galv_emu_want_pc;
+void galv_emu_kernel_pc(void);
+static inline __attribute__((always_inline)) void galv_emu_idx_hook(void) {
+  if (__builtin_expect(galv_emu_want_pc, 0)) galv_emu_kernel_pc();
+}
+#define threadIdx (galv_emu_idx_hook(), galv_emu_thread_idx)
+#define blockIdx (galv_emu_idx_hook(), galv_emu_block_idx)
+#define blockDim (galv_emu_idx_hook(), galv_emu_block_dim)
+#define gridDim (galv_emu_idx_hook(), galv_emu_grid_dim)
+/* dynamic shared memory: GALV_DYNAMIC_SHARED(T, name) declares T *name, the
+ * block's shmem bytes of the launch (an extern shared array under nvcc,
+ * galv_cuda.h); here one buffer in galv_shm, the running block's */
+void *galv_emu_dynamic_shared(void);
+#define GALV_DYNAMIC_SHARED(T, name) T *name = (T *)galv_emu_dynamic_shared()
 #define warpSize 32
 
 /* ---- errors, streams, events */
@@ -131,18 +155,32 @@ static inline float __bfloat162float(__nv_bfloat16 b) { return (float)b; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 
 /* ---- atomics: one block runs at a time and a context switches only at a
- * barrier or warp operation, so a read-modify-write is never interleaved */
-static inline int atomicCAS(int *p, int cmp, int val) {
+ * barrier or warp operation, so a read-modify-write is never interleaved.
+ * In the race-check build their accesses are not instrumented as plain
+ * loads and stores but reported as atomic (two atomics on the same bytes
+ * never race; an atomic and a plain access of another thread may). */
+#ifdef GALV_EMU_SHADOW
+void galv_emu_atomic_access(void *p, size_t n);
+#define GALV_EMU_ATOMIC(p) galv_emu_atomic_access((void *)(p), sizeof *(p))
+#define GALV_EMU_ATOMIC_FN static inline __attribute__((no_sanitize_thread))
+#else
+#define GALV_EMU_ATOMIC(p) ((void)0)
+#define GALV_EMU_ATOMIC_FN static inline
+#endif
+GALV_EMU_ATOMIC_FN int atomicCAS(int *p, int cmp, int val) {
+  GALV_EMU_ATOMIC(p);
   int old = *p;
   if (old == cmp) *p = val;
   return old;
 }
-static inline float atomicAdd(float *p, float v) {
+GALV_EMU_ATOMIC_FN float atomicAdd(float *p, float v) {
+  GALV_EMU_ATOMIC(p);
   float old = *p;
   *p = old + v;
   return old;
 }
-static inline double atomicAdd(double *p, double v) {
+GALV_EMU_ATOMIC_FN double atomicAdd(double *p, double v) {
+  GALV_EMU_ATOMIC(p);
   double old = *p;
   *p = old + v;
   return old;

@@ -6,8 +6,11 @@
  *
  *   bugs CASE      CASE: race | race-ok | divergence | divergence-ok | mask | mask-ok | oob | oob-ok |
  *                  block2048 | block1024 | grid | stream-race | stream-ok | kernel-race | kernel-ok |
- *                  kernel-apart | host-touch | free-touch
- *   (kernel-race / kernel-ok / kernel-apart: the race-check build, where kernels' ranges are known) */
+ *                  kernel-apart | host-touch | free-touch | dyn | dyn-race | dyn-over | dyn-oob | regs | regs-ok |
+ *                  global-ok | global-block | global-grid | global-atomic | global-mixed
+ *   (kernel-race / kernel-ok / kernel-apart, dyn-race, dyn-oob, global-*: the race-check build, where
+ *   kernels' ranges are known and shared and global memory are shadowed; regs / regs-ok: linked with
+ *   ptxas's register counts, runtime/cuda/emu/ptxas_regs.sh) */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,11 @@
 
 #ifndef GALV_LAUNCH
 #define GALV_LAUNCH(kernel, grid, block, shmem, stream, ...) kernel<<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__)
+#endif
+#ifndef GALV_DYNAMIC_SHARED /* as runtime/cuda/galv_cuda.h */
+#define GALV_DYNAMIC_SHARED(T, name)                                 \
+  extern __shared__ __align__(16) unsigned char galv_dynamic_shared_[]; \
+  T *name = reinterpret_cast<T *>(galv_dynamic_shared_)
 #endif
 
 #define CHECK(call)                                                                              \
@@ -27,9 +35,13 @@
   } while (0)
 
 /* reverse 256 values through shared memory; the barrier between the
- * writes and the reads of other threads' values is what `race` omits */
-__global__ void reverse_k(float *out, const float *in, int sync) {
-  __shared__ float s[256];
+ * writes and the reads of other threads' values is what `race` omits. A
+ * template, as the runtime's kernels are: its __shared__ array is not in
+ * the galv_shm section (GCC places a template's static locals in COMDAT
+ * sections), the layer finds it as the kernel's local static */
+template <typename T>
+__global__ void reverse_k(T *out, const T *in, int sync) {
+  __shared__ T s[256];
   s[threadIdx.x] = in[blockIdx.x * 256 + threadIdx.x];
   if (sync) __syncthreads();
   out[blockIdx.x * 256 + threadIdx.x] = s[255 - threadIdx.x];
@@ -58,6 +70,54 @@ __global__ void warp_sum_k(float *out, int good) {
 /* writes n + extra elements of an n-element buffer */
 __global__ void fill_k(float *out, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = 1.0f;
+}
+
+/* reverses each block's values through the launch's dynamic shared memory
+ * (blockDim.x floats), next to 32 KiB of static shared memory: the two
+ * together must fit 48 KiB; `reach` reads past the launch's bytes. A
+ * template, as the runtime's kernels are (its static array's symbol names
+ * the function without the return type its own symbol carries) */
+template <typename T>
+__global__ void dyn_reverse_k(T *out, const T *in, int sync, int reach) {
+  GALV_DYNAMIC_SHARED(T, s);
+  __shared__ T one[8192];
+  unsigned t = threadIdx.x, n = blockDim.x;
+  s[t] = in[blockIdx.x * n + t];
+  one[t] = 1.0f;
+  if (sync) __syncthreads();
+  out[blockIdx.x * n + t] = s[n - 1 - t] + one[t] + (reach ? s[n + t] : (T)0);
+}
+
+/* 96 values live at once: ptxas gives it 127 registers per thread (sm_80,
+ * sm_90), so a block of 1024 threads needs 131072 > 65536 registers */
+__global__ void regs_k(float *out, const float *in, int n) {
+  float a[96];
+#pragma unroll
+  for (int j = 0; j < 96; j++) a[j] = in[(threadIdx.x * 3 + j * 97) % n];
+  float t = 0;
+#pragma unroll
+  for (int j = 0; j < 96; j++) t = t * a[95 - j] + a[j] * a[(j * 7) % 96];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = t;
+}
+
+/* global memory shared between threads of one launch:
+ *   0 (ok): in each block thread 0 writes g[b], a barrier, thread 1 reads it into g[8 + b];
+ *   1 (block): the same without the barrier (a race inside the block);
+ *   2 (grid): thread 0 of every block writes g[0] (two blocks are never ordered);
+ *   3 (atomic): every thread of every block adds 1 to g[0] atomically (no race);
+ *   4 (mixed): the same, and thread 5 of every block also reads g[0] plainly (a race) */
+__global__ void global_k(float *g, int mode) {
+  unsigned b = blockIdx.x, t = threadIdx.x;
+  if (mode <= 1) {
+    if (t == 0) g[b] = (float)(b + 1);
+    if (mode == 0) __syncthreads();
+    if (t == 1) g[8 + b] = g[b];
+  } else if (mode == 2) {
+    if (t == 0) g[0] = (float)b;
+  } else {
+    atomicAdd(g, 1.0f);
+    if (mode == 4 && t == 5) g[16 + b] = g[0];
+  }
 }
 
 int main(int argc, char **argv) {
@@ -119,6 +179,33 @@ int main(int argc, char **argv) {
       CHECK(cudaEventDestroy(ev));
     }
     CHECK(cudaMemcpyAsync(e, d + (!strcmp(c, "kernel-apart") ? 512 : 256), 1024, cudaMemcpyDeviceToDevice, s2));
+  } else if (!strncmp(c, "dyn", 3)) {
+    /* 256 threads x 4 bytes of dynamic shared memory per block (dyn-over: 20 KiB, over 48 KiB with the
+     * kernel's 32 KiB static) */
+    GALV_LAUNCH(dyn_reverse_k, 4, 256, !strcmp(c, "dyn-over") ? 20480 : 1024, s1, e, d, strcmp(c, "dyn-race") != 0,
+                !strcmp(c, "dyn-oob"));
+    CHECK(cudaMemcpyAsync(h, e, sizeof h, cudaMemcpyDeviceToHost, s1));
+    CHECK(cudaStreamSynchronize(s1));
+    for (int i = 0; i < 1024; i++)
+      if (h[i] != (float)(i / 256 * 256 + 255 - i % 256) + 1.0f) {
+        fprintf(stderr, "bugs: error: dynamic shared reverse: element %d is %g\n", i, h[i]);
+        return 1;
+      }
+  } else if (!strcmp(c, "regs") || !strcmp(c, "regs-ok")) {
+    GALV_LAUNCH(regs_k, 1, !strcmp(c, "regs") ? 1024 : 512, 0, s1, e, d, 1024);
+  } else if (!strncmp(c, "global-", 7)) {
+    static const char *modes[] = {"global-ok", "global-block", "global-grid", "global-atomic", "global-mixed"};
+    int m = 0;
+    while (m < 5 && strcmp(c, modes[m])) m++;
+    if (m == 5) return 2;
+    CHECK(cudaMemsetAsync(e, 0, 4096, s1));
+    GALV_LAUNCH(global_k, 2, 64, 0, s1, e, m);
+    CHECK(cudaMemcpyAsync(h, e, sizeof h, cudaMemcpyDeviceToHost, s1));
+    CHECK(cudaStreamSynchronize(s1));
+    if ((m == 0 && (h[8] != 1.0f || h[9] != 2.0f)) || (m == 3 && h[0] != 128.0f)) {
+      fprintf(stderr, "bugs: error: %s: %g %g %g\n", c, h[0], h[8], h[9]);
+      return 1;
+    }
   } else if (!strcmp(c, "host-touch")) {
     CHECK(cudaStreamSynchronize(s1));
     d[3] = 1.0f; /* a device pointer dereferenced on the host */
