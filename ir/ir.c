@@ -895,3 +895,24 @@ void gv_print_trainable(const gv_func *f, const char *prog, void *fp) {
   }
   fputc('\n', out);
 }
+
+/* The layer of a location: its first segment NAME.N or NAME/N (separated
+ * by '/' or '.'), printed as NAME.N: "/transformer/h.0/attn/..." and the
+ * optimizer's "optimizer/adamw/transformer.h.0.ln_1.weight" are both h.0,
+ * "/blocks/0/mlp/..." is blocks.0. Elsewhere (embeddings, final norm, head,
+ * loss, outputs): "other". */
+void gv_layer_key(const char *loc, char *key, size_t n) {
+  snprintf(key, n, "other");
+  if (!loc) return;
+  for (const char *p = loc; *p; p++) {
+    if (p != loc && p[-1] != '/' && p[-1] != '.') continue;
+    const char *q = p;
+    while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' || (q > p && *q >= '0' && *q <= '9')) q++;
+    if (q == p || (*q != '.' && *q != '/')) continue;
+    const char *d = q + 1, *e = d;
+    while (*e >= '0' && *e <= '9') e++;
+    if (e == d || (*e && *e != '/' && *e != '.')) continue;
+    snprintf(key, n, "%.*s.%.*s", (int)(q - p) > 30 ? 30 : (int)(q - p), p, (int)(e - d) > 10 ? 10 : (int)(e - d), d);
+    return;
+  }
+}

@@ -382,6 +382,10 @@ int gv_arg_index_build(gv_arg_index *x, const gv_func *f);
 void gv_arg_index_find(const gv_arg_index *x, const char *name, int *lo, int *hi);
 void gv_arg_index_free(gv_arg_index *x);
 gv_op *gv_block_terminator(gv_block *b);
+/* The layer of a node or parameter name: its first segment NAME.N or
+ * NAME/N, as "NAME.N" ("/transformer/h.0/attn/..." and
+ * "optimizer/adamw/transformer.h.0.ln_1.weight" are h.0); "other" for none. */
+void gv_layer_key(const char *loc, char *key, size_t n);
 /* Convenience: a constant op holding t, appended nowhere. */
 gv_op *gv_constant_new(gv_module *m, gv_tensor *t);
 

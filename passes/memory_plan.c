@@ -193,8 +193,55 @@ static int64_t *update_in_place(ctx *c, gv_func *f) {
   return ip;
 }
 
+static int64_t vbytes(const gv_value *v) { return gv_type_numel(&v->type) * (int64_t)gv_dtype_size(v->type.dtype); }
+
+/* The gradients a training step holds for its update: per trained
+ * parameter P the gradient its update reads, as big as P's optimizer state
+ * ("opt.X:P", split like the update: the whole gradient at ZeRO stage 0, the
+ * shard at stages 2 and 3), except where the update slices it out of a
+ * whole (all-reduced) gradient (ZeRO-1: a galv.shard_slice at
+ * "optimizer/OPT/P" reading a computed value), which lives whole until the
+ * update. A parameter
+ * without state counts its own bytes. No state at all (no optimizer, or the
+ * state not named): the parameters' bytes. */
+static int64_t grad_bytes(gv_func *f, int64_t pb) {
+  gv_block *body = f->body;
+  gv_arg_index names;
+  if (!f->arg_is_state || gv_arg_index_build(&names, f)) return pb;
+  int n = body->nargs;
+  int64_t *g = calloc((size_t)n + 1, sizeof *g); /* per parameter: its gradient's bytes, 0 unknown */
+  if (!g) {
+    gv_arg_index_free(&names);
+    return pb;
+  }
+  for (int i = 0; i < n; i++) {
+    const char *nm = f->arg_names[i], *c = nm && !strncmp(nm, "opt.", 4) ? strchr(nm, ':') : NULL;
+    if (!c || !f->arg_is_state[i]) continue;
+    int lo, hi;
+    gv_arg_index_find(&names, c + 1, &lo, &hi);
+    for (int k = lo; k < hi; k++) {
+      int j = names.idx[k];
+      if (f->arg_is_param[j] && !g[j] && body->args[j]->type.rank == body->args[i]->type.rank) g[j] = vbytes(body->args[i]);
+    }
+  }
+  for (gv_op *op = body->first; op; op = op->next) {
+    const char *nm = op->code == GV_OP_SHARD_SLICE && op->loc && !strncmp(op->loc, "optimizer/", 10) ? strchr(op->loc + 10, '/') : NULL;
+    if (!nm || !op->opnds[0]->def) continue; /* a slice of P itself (weight decay) is no gradient */
+    int lo, hi;
+    gv_arg_index_find(&names, nm + 1, &lo, &hi);
+    for (int k = lo; k < hi; k++)
+      if (f->arg_is_param[names.idx[k]]) g[names.idx[k]] = vbytes(op->opnds[0]);
+  }
+  int64_t gb = 0;
+  for (int i = 0; i < n; i++)
+    if (gv_arg_trains(f, i)) gb += g[i] ? g[i] : vbytes(body->args[i]);
+  free(g);
+  gv_arg_index_free(&names);
+  return gb;
+}
+
 /* The memory breakdown of a training step, as galv.arena attributes:
- * param_bytes, grad_bytes (one gradient per parameter, of its type),
+ * param_bytes, grad_bytes (grad_bytes above),
  * optimizer_bytes (galv.state arguments), activation_bytes (the most bytes
  * of forward values live at once: values defined up to the loss, forward
  * temporaries included), saved_activation_bytes (forward values still live
@@ -227,7 +274,7 @@ static void train_breakdown(ctx *c, gv_func *f, const int *roots, int nroots, gv
   }
   free(diff);
   gv_set_int(c->m, arena, "param_bytes", pb);
-  gv_set_int(c->m, arena, "grad_bytes", pb);
+  gv_set_int(c->m, arena, "grad_bytes", grad_bytes(f, pb));
   gv_set_int(c->m, arena, "optimizer_bytes", ob);
   gv_set_int(c->m, arena, "activation_bytes", act);
   gv_set_int(c->m, arena, "saved_activation_bytes", saved);

@@ -279,6 +279,34 @@ static int64_t dprod(const gv_plan *p) {
   return d;
 }
 
+/* gv_zero_stage_pins on a module (a clone being realised, or the module
+ * itself): arguments' galv.sharding, one-result ops' `sharding`, and a
+ * gradient's consumers read a galv.reshard inserted after its producer
+ * (a multi-result producer cannot be pinned one result at a time). */
+static const gv_sharding *pio_get(void *ctx, const gv_value *v) {
+  const gv_func *f = ((gv_module *)ctx)->main;
+  if (!v->def) return f->arg_sharding && v->block == f->body ? f->arg_sharding[v->index] : NULL;
+  for (int i = 0; i < v->def->nres; i++)
+    if (v->def->res[i] == v) return gv_op_sharding(v->def, i);
+  return NULL;
+}
+
+static void pio_pin(void *ctx, gv_value *v, const gv_sharding *s) {
+  gv_module *m = ctx;
+  if (!v->def) m->main->arg_sharding[v->index] = s;
+  else if (v->def->nres == 1) gv_set_shardings(m, v->def, &s);
+}
+
+static gv_value *pio_pin_use(void *ctx, gv_value *v, const gv_sharding *s) {
+  gv_module *m = ctx;
+  gv_op *o = gv_op_new(m, GV_OP_RESHARD, 1, &v, 1);
+  o->res[0]->type = v->type;
+  gv_op_set_loc(m, o, v->def->loc, v->def->onnx_op);
+  gv_set_shardings(m, o, &s);
+  gv_insert_before(v->def->next, o);
+  return o->res[0];
+}
+
 /* Pins the plan's argument shardings onto m (a clone or the module itself).
  * Returns 0, or 1 when the plan does not apply (a batch the batch axes do
  * not divide, or batch axes with no data input to split: a batch of 1
@@ -314,7 +342,7 @@ static int pin_plan(gv_module *m, const ctx *C, const gv_plan *p) {
         int t = u ? p->t_layer : p->t_outer;
         int d = C->tpdim[i];
         bool tp = t >= 0 && C->role[i] && d >= 0 && v->type.dims[d] % p->size[t] == 0;
-        bool z = p->zero[u] && p->dmask && C->train;
+        bool z = p->zero[u] >= 3 && p->dmask && C->train; /* ZeRO-3: the parameter split too */
         int zd = -1;
         for (int k = 0; z && k < v->type.rank && zd < 0; k++)
           if (!(tp && k == d) && v->type.dims[k] > 0 && v->type.dims[k] % dp == 0) zd = k;
@@ -331,7 +359,22 @@ static int pin_plan(gv_module *m, const ctx *C, const gv_plan *p) {
         if (same) f->arg_sharding[i] = ps;
       }
     }
-  return dp > 1 && !split ? 1 : 0;
+  if (dp > 1 && !split) return 1;
+  /* ZeRO stages (propagate_sharding.c gv_zero_stage_pins): state, update
+   * and gradient pins per unit; a stage-1/2 parameter stays whole */
+  if (C->train && p->dmask && dp > 1) {
+    uint8_t *st = calloc((size_t)n + 1, 1);
+    if (!st) return gv_error(m, "planner: out of memory");
+    bool any = false;
+    for (int i = 0; i < n; i++)
+      if (f->arg_is_param && f->arg_is_param[i] && C->unit[i] >= 0 && C->unit[i] < p->nunits)
+        any |= (st[i] = p->zero[C->unit[i]]) != 0;
+    gv_pin_io io = {m, pio_get, pio_pin, pio_pin_use};
+    int rc = any ? gv_zero_stage_pins(m, mesh, st, p->dmask, &io) : 0;
+    free(st);
+    if (rc) return -1;
+  }
+  return 0;
 }
 
 int gv_plan_apply(gv_module *m, const gv_plan *plan) {
@@ -655,8 +698,31 @@ typedef struct {
   int retries;      /* reduced: searches again because the choice did not fit in full */
 } search;
 
-/* Exact minimum of sum ns[u][z_u] with sum st[u][z_u] + rest <= limit. */
-static int64_t knapsack(int nu, int64_t (*ns)[2], int64_t (*st)[2], int nz, int64_t cap, uint8_t *zero) {
+/* Choices per unit: no ZeRO and the stages 1-3 (docs/sharding.md, "ZeRO
+ * stages"). Choice k of a unit is stage zs[k] (zero_choices). */
+enum { NZ = 4 };
+
+/* The stages the search chooses from for p's units: zs[0] = 0 (no ZeRO),
+ * then those of gv_plan_opts.zero_stages (bit s: stage s; 0: 1, 2 and 3).
+ * Only stage 0 without training or batch axes. Returns their count. */
+static int zero_choices(const ctx *C, const gv_plan *p, uint8_t zs[NZ]) {
+  int n = 0;
+  zs[n++] = 0;
+  unsigned mask = gv_plan_opts.zero_stages ? gv_plan_opts.zero_stages : 0xEu;
+  for (int st = 1; C->train && p->dmask && st <= 3; st++)
+    if (mask & (1u << st)) zs[n++] = (uint8_t)st;
+  return n;
+}
+
+static int choice_of(const uint8_t *zs, int nz, int stage) {
+  for (int k = 0; k < nz; k++)
+    if (zs[k] == stage) return k;
+  return 0;
+}
+
+/* Exact minimum of sum ns[u][z_u] with sum st[u][z_u] + rest <= limit,
+ * over the nz choices of each unit; zero[u] = the chosen stage zs[z_u]. */
+static int64_t knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nz, int64_t cap, const uint8_t *zs, uint8_t *zero) {
   if (cap < 0) return -1;
   int64_t g = cap / 100000 + 1;
   int64_t C = cap / g;
@@ -668,7 +734,8 @@ static int64_t knapsack(int nu, int64_t (*ns)[2], int64_t (*st)[2], int nz, int6
   }
   for (int64_t c = 0; c <= C; c++) f[c] = 0;
   for (int u = 0; u < nu; u++) {
-    int64_t w[2] = {(st[u][0] + g - 1) / g, (st[u][1] + g - 1) / g};
+    int64_t w[NZ];
+    for (int z = 0; z < nz; z++) w[z] = (st[u][z] + g - 1) / g;
     for (int64_t c = 0; c <= C; c++) {
       int64_t bv = INT64_MAX;
       uint8_t bz = 0;
@@ -684,7 +751,7 @@ static int64_t knapsack(int nu, int64_t (*ns)[2], int64_t (*st)[2], int nz, int6
     int64_t c = C;
     for (int u = nu - 1; u >= 0; u--) {
       uint8_t z = ch[(size_t)u * (size_t)(C + 1) + (size_t)c];
-      zero[u] = z;
+      zero[u] = zs[z];
       c -= (st[u][z] + g - 1) / g;
     }
   } else best = -1;
@@ -718,12 +785,12 @@ static void consider_pred(search *S, const gv_plan *p, int64_t pred, int64_t mem
 }
 
 /* Realises p's (mesh, dmask, t_layer, t_outer) on a reduced module (nu
- * units), ZeRO on even (r = 0) or odd units. */
-static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, bool can_zero, gv_plan_cost *pc, int64_t *uns,
+ * units), ZeRO stage `stage` on even (r = 0) or odd units. */
+static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, int stage, gv_plan_cost *pc, int64_t *uns,
                        int64_t *ust) {
   gv_plan q = *p;
   q.nunits = nu;
-  for (int u = 0; u < nu; u++) q.zero[u] = can_zero && u % 2 == r % 2;
+  for (int u = 0; u < nu; u++) q.zero[u] = u % 2 == r % 2 ? (uint8_t)stage : 0;
   C->realised++;
   return realise(R, &q, pc, uns, ust);
 }
@@ -734,50 +801,61 @@ static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, bool can
 static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   reduced *R = C->red;
   int L = C->nl, nu = p->nunits;
-  bool can_zero = C->train && p->dmask;
-  int64_t n3[4][2], s3[4][2], uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN;
+  uint8_t zs[NZ];
+  int nz = zero_choices(C, p, zs);
+  int64_t n3[4][NZ], s3[4][NZ], uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN;
+  memset(n3, 0, sizeof n3), memset(s3, 0, sizeof s3);
   gv_plan_cost pc;
-  for (int r = 0; r < (can_zero ? 2 : 1); r++) {
-    int q = realise_red(C, &R->c3, p, 4, r, can_zero, &pc, uns, ust);
-    if (q) return q < 0 ? -1 : 0;
-    int64_t sum = 0;
-    for (int u = 0; u < 4; u++) {
-      int z = can_zero && u % 2 == r % 2;
-      n3[u][z] = uns[u], s3[u][z] = ust[u];
-      if (!can_zero) n3[u][1] = uns[u], s3[u][1] = ust[u];
-      sum += ust[u];
+  for (int k = nz > 1 ? 1 : 0; k < nz; k++) /* each stage on even and odd units (no training: one realisation) */
+    for (int r = 0; r < (nz > 1 ? 2 : 1); r++) {
+      int q = realise_red(C, &R->c3, p, 4, r, zs[k], &pc, uns, ust);
+      if (q) return q < 0 ? -1 : 0;
+      int64_t sum = 0;
+      for (int u = 0; u < 4; u++) {
+        int z = u % 2 == r % 2 ? k : 0;
+        n3[u][z] = uns[u], s3[u][z] = ust[u];
+        sum += ust[u];
+      }
+      if (pc.mem_total - sum > rest3) rest3 = pc.mem_total - sum;
+      q = realise_red(C, &R->c2, p, 3, r, zs[k], &pc, uns, ust);
+      if (q) return q < 0 ? -1 : 0;
+      sum = 0;
+      for (int u = 0; u < 3; u++) sum += ust[u];
+      if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
     }
-    if (pc.mem_total - sum > rest3) rest3 = pc.mem_total - sum;
-    q = realise_red(C, &R->c2, p, 3, r, can_zero, &pc, uns, ust);
-    if (q) return q < 0 ? -1 : 0;
-    sum = 0;
-    for (int u = 0; u < 3; u++) sum += ust[u];
-    if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
-  }
-  int64_t(*ns)[2] = calloc((size_t)nu, sizeof *ns);
-  int64_t(*st)[2] = calloc((size_t)nu, sizeof *st);
+  int64_t(*ns)[NZ] = calloc((size_t)nu, sizeof *ns);
+  int64_t(*st)[NZ] = calloc((size_t)nu, sizeof *st);
   if (!ns || !st) {
     free(ns), free(st);
     return gv_error(C->m, "out of memory");
   }
   for (int u = 0; u < nu; u++) {
     int ru = u == 0 ? 0 : u == 1 ? 1 : u == L ? 3 : 2;
-    for (int z = 0; z < 2; z++) ns[u][z] = n3[ru][z], st[u][z] = s3[ru][z];
+    for (int z = 0; z < nz; z++) ns[u][z] = n3[ru][z], st[u][z] = s3[ru][z];
   }
   int64_t rest = rest3 + (int64_t)(L - 3) * (rest3 > rest2 ? rest3 - rest2 : 0);
+  if (getenv("GALV_PLAN_DEBUG"))
+    for (int u = 0; u < 4; u++) {
+      fprintf(stderr, "plan-debug: reduced unit %d:", u);
+      for (int z = 0; z < nz; z++) fprintf(stderr, " stage %d ns %lld state %lld;", zs[z], (long long)n3[u][z], (long long)s3[u][z]);
+      fputc('\n', stderr);
+    }
   int rc = 0;
-  for (int k = 0; k < (can_zero ? 3 : 1); k++) {
-    /* k = 0: no ZeRO (inference: the plan), 1: all ZeRO, 2: the knapsack's pattern */
+  for (int k = 0; k < nz + (nz > 1); k++) {
+    /* k < nz: every unit at stage zs[k] (0: no ZeRO; inference: the plan), k = nz: the knapsack's pattern */
     int64_t pred = 0, mem = rest;
-    if (k < 2) {
-      for (int u = 0; u < nu; u++) p->zero[u] = (uint8_t)k;
+    if (k < nz) {
+      for (int u = 0; u < nu; u++) p->zero[u] = zs[k];
     } else {
-      pred = knapsack(nu, ns, st, 2, C->limit - rest, p->zero);
+      pred = knapsack(nu, ns, st, nz, C->limit - rest, zs, p->zero);
       if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
       if (pred < 0) break;
     }
     pred = 0;
-    for (int u = 0; u < nu; u++) pred += ns[u][p->zero[u]], mem += st[u][p->zero[u]];
+    for (int u = 0; u < nu; u++) {
+      int z = choice_of(zs, nz, p->zero[u]);
+      pred += ns[u][z], mem += st[u][z];
+    }
     consider_pred(S, p, pred, mem, C->limit);
   }
   free(ns), free(st);
@@ -787,14 +865,19 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
 /* One (mesh, dmask, t_layer, t_outer) combination. */
 static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
   int nu = p->nunits;
-  bool can_zero = C->train && p->dmask;
+  uint8_t zs[NZ];
+  int nz = zero_choices(C, p, zs);
   gv_plan_cost pc;
   if (C->red && !exhaustive) return solve_reduced(C, p, S);
-  if (exhaustive) {
-    if (can_zero && nu > 16) return gv_error(C->m, "planner: exhaustive search over %d units is too large", nu);
-    int64_t npat = can_zero ? (int64_t)1 << nu : 1;
+  if (exhaustive) { /* nz^nu patterns */
+    int64_t npat = 1;
+    for (int u = 0; u < nu && npat <= 65536; u++) npat *= nz;
+    if (npat > 65536)
+      return gv_error(C->m, "planner: exhaustive search over %d units and %d ZeRO choices is too large (at most 65536 patterns; "
+                            "--zero-stages narrows the choices)", nu, nz);
     for (int64_t pat = 0; pat < npat; pat++) {
-      for (int u = 0; u < nu; u++) p->zero[u] = (uint8_t)((pat >> u) & 1);
+      int64_t x = pat;
+      for (int u = 0; u < nu; u++) p->zero[u] = zs[x % nz], x /= nz;
       int r = realise(C, p, &pc, NULL, NULL);
       if (r < 0) return -1;
       if (r > 0) return 0;
@@ -802,37 +885,41 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
     }
     return 0;
   }
-  int64_t(*ns)[2] = calloc((size_t)nu, sizeof *ns);
-  int64_t(*st)[2] = calloc((size_t)nu, sizeof *st);
+  int64_t(*ns)[NZ] = calloc((size_t)nu, sizeof *ns);
+  int64_t(*st)[NZ] = calloc((size_t)nu, sizeof *st);
   int64_t *uns = calloc((size_t)nu, sizeof *uns), *ust = calloc((size_t)nu, sizeof *ust);
   int rc = 0;
   if (!ns || !st || !uns || !ust) rc = gv_error(C->m, "out of memory");
-  int64_t rest = INT64_MIN, rest_r[2] = {0, 0};
-  for (int r = 0; !rc && r < (can_zero ? 2 : 1); r++) {
-    for (int u = 0; u < nu; u++) p->zero[u] = can_zero && (u % 2 == r % 2 ? 1 : 0) ? 1 : 0;
-    int q = realise(C, p, &pc, uns, ust);
-    if (q) {
-      rc = q < 0 ? -1 : 1;
-      break;
+  int64_t rest = INT64_MIN, rest_r[NZ][2];
+  memset(rest_r, 0, sizeof rest_r);
+  /* each stage on even and odd units: every unit's time and state under every choice */
+  for (int k = nz > 1 ? 1 : 0; !rc && k < nz; k++)
+    for (int r = 0; !rc && r < (nz > 1 ? 2 : 1); r++) {
+      for (int u = 0; u < nu; u++) p->zero[u] = u % 2 == r % 2 ? zs[k] : 0;
+      int q = realise(C, p, &pc, uns, ust);
+      if (q) {
+        rc = q < 0 ? -1 : 1;
+        break;
+      }
+      int64_t sum = 0;
+      for (int u = 0; u < nu; u++) {
+        int z = p->zero[u] ? k : 0;
+        ns[u][z] = uns[u];
+        st[u][z] = ust[u];
+        sum += ust[u];
+      }
+      rest_r[k][r] = pc.mem_total - sum;
+      if (pc.mem_total - sum > rest) rest = pc.mem_total - sum;
+      if (nz == 1) consider(S, p, &pc, pc.step_ns, C->limit);
     }
-    int64_t sum = 0;
-    for (int u = 0; u < nu; u++) {
-      ns[u][p->zero[u]] = uns[u];
-      st[u][p->zero[u]] = ust[u];
-      if (!can_zero) ns[u][1] = uns[u], st[u][1] = ust[u];
-      sum += ust[u];
-    }
-    rest_r[r] = pc.mem_total - sum;
-    if (pc.mem_total - sum > rest) rest = pc.mem_total - sum;
-    if (!can_zero) consider(S, p, &pc, pc.step_ns, C->limit);
-  }
   /* The rest (the arena) depends on the pattern: it holds the gathered
-   * parameters of ZeRO units. With the no-ZeRO pattern realised too, the
-   * even and odd realisations' excess over its rest is spread over their
-   * ZeRO units in proportion to the state each saves (the gathered
-   * parameters scale with it) and charged to the unit's ZeRO choice. */
+   * parameters of ZeRO-3 units (and the whole gradients of ZeRO-1 ones).
+   * With the no-ZeRO pattern realised too, each stage's even and odd
+   * realisations' excess over its rest is spread over their units at that
+   * stage in proportion to the state each saves and charged to the unit's
+   * choice of that stage. */
   bool none_done = false;
-  if (!rc && can_zero) {
+  if (!rc && nz > 1) {
     for (int u = 0; u < nu; u++) p->zero[u] = 0;
     int q = realise(C, p, &pc, NULL, NULL);
     if (q) rc = q < 0 ? -1 : 1;
@@ -841,19 +928,20 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
       consider(S, p, &pc, pc.step_ns, C->limit);
       int64_t base = pc.mem_total;
       for (int u = 0; u < nu; u++) base -= st[u][0];
-      for (int r = 0; r < 2; r++) {
-        int64_t extra = rest_r[r] - base, saved = 0;
-        if (extra <= 0) continue;
-        for (int u = r; u < nu; u += 2) saved += st[u][0] > st[u][1] ? st[u][0] - st[u][1] : 0;
-        for (int u = r; u < nu; u += 2) {
-          int64_t sv = st[u][0] > st[u][1] ? st[u][0] - st[u][1] : 0;
-          st[u][1] += saved > 0 ? (int64_t)((double)extra * (double)sv / (double)saved + 0.5) : extra / ((nu - r + 1) / 2);
+      for (int k = 1; k < nz; k++)
+        for (int r = 0; r < 2; r++) {
+          int64_t extra = rest_r[k][r] - base, saved = 0;
+          if (extra <= 0) continue;
+          for (int u = r; u < nu; u += 2) saved += st[u][0] > st[u][k] ? st[u][0] - st[u][k] : 0;
+          for (int u = r; u < nu; u += 2) {
+            int64_t sv = st[u][0] > st[u][k] ? st[u][0] - st[u][k] : 0;
+            st[u][k] += saved > 0 ? (int64_t)((double)extra * (double)sv / (double)saved + 0.5) : extra / ((nu - r + 1) / 2);
+          }
         }
-      }
       rest = base;
     }
   }
-  if (!rc && can_zero) {
+  if (!rc && nz > 1) {
     /* The table's memory is an estimate (the arena is not additive): each
      * realised pattern corrects the budget, by its excess when it does
      * not fit (the next pattern must hold that much less state) and by its
@@ -864,12 +952,19 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
     uint8_t seen[TRIES][GV_PLAN_MAX_UNITS];
     int nseen = 0;
     for (int tries = 0; tries < TRIES; tries++) {
-      int64_t pred = knapsack(nu, ns, st, 2, budget, p->zero);
+      int64_t pred = knapsack(nu, ns, st, nz, budget, zs, p->zero);
       if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
       if (pred < 0) {
         if (fitted) break;
-        /* nothing fits: all-ZeRO is the least memory; record it for the error */
-        for (int u = 0; u < nu; u++) p->zero[u] = 1;
+        /* nothing fits: every unit at the stage of least state; record it for the error */
+        int kmin = nz - 1;
+        int64_t smin = INT64_MAX;
+        for (int k = 1; k < nz; k++) {
+          int64_t sk = 0;
+          for (int u = 0; u < nu; u++) sk += st[u][k];
+          if (sk < smin) smin = sk, kmin = k;
+        }
+        for (int u = 0; u < nu; u++) p->zero[u] = zs[kmin];
         int q = realise(C, p, &pc, NULL, NULL);
         if (q < 0) rc = -1;
         else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
@@ -883,7 +978,7 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
       if (q) { rc = q < 0 ? -1 : 0; break; }
       consider(S, p, &pc, pred, C->limit);
       int64_t used = 0;
-      for (int u = 0; u < nu; u++) used += st[u][p->zero[u]];
+      for (int u = 0; u < nu; u++) used += st[u][choice_of(zs, nz, p->zero[u])];
       if (pc.mem_total <= C->limit) {
         fitted = true;
         if (pc.mem_total == C->limit) break;
@@ -896,8 +991,8 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
   /* Unit costs are nearly but not exactly independent (fusion and
    * propagation see neighbouring units' local shapes): the uniform
    * patterns are realised too, and the best realised plan wins. */
-  for (int zall = none_done ? 1 : 0; !rc && can_zero && zall < 2; zall++) {
-    for (int u = 0; u < nu; u++) p->zero[u] = (uint8_t)zall;
+  for (int k = none_done ? 1 : 0; !rc && nz > 1 && k < nz; k++) {
+    for (int u = 0; u < nu; u++) p->zero[u] = zs[k];
     int q = realise(C, p, &pc, NULL, NULL);
     if (q < 0) rc = -1;
     else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
@@ -1093,7 +1188,8 @@ void gv_plan_unit_str(const gv_plan *p, int u, char *buf, size_t n) {
   }
   int t = u ? p->t_layer : p->t_outer;
   if (t >= 0 && k < n) k += (size_t)snprintf(buf + k, n - k, "%s%s(%s)", k ? "+" : "", u ? "tp" : "vocab-parallel", p->axis[t]);
-  if (p->zero[u] && p->dmask && k < n) k += (size_t)snprintf(buf + k, n - k, "+zero");
+  /* zero = ZeRO-3 (--strategy zero), zero1 / zero2 the lighter stages */
+  if (p->zero[u] && p->dmask && k < n) k += (size_t)snprintf(buf + k, n - k, p->zero[u] >= 3 ? "+zero" : "+zero%d", p->zero[u]);
   if (p->sp[u] && p->t_layer >= 0 && k < n) k += (size_t)snprintf(buf + k, n - k, "+sp(%s)", p->axis[p->t_layer]);
   if (!k) snprintf(buf, n, "replicated");
 }
@@ -1174,8 +1270,8 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
   for (int u = 0; u < p->nunits; u++) {
     char s[128];
     gv_plan_unit_str(p, u, s, sizeof s);
-    fprintf(f, "    {\"unit\": \"%s%d\", \"strategy\": \"%s\", \"zero\": %s, \"sp\": %s}%s\n", u ? "layer " : "outer",
-            u ? u - 1 : 0, s, p->zero[u] ? "true" : "false", p->sp[u] ? "true" : "false", u + 1 < p->nunits ? "," : "");
+    fprintf(f, "    {\"unit\": \"%s%d\", \"strategy\": \"%s\", \"zero\": %d, \"sp\": %s}%s\n", u ? "layer " : "outer",
+            u ? u - 1 : 0, s, p->dmask ? p->zero[u] : 0, p->sp[u] ? "true" : "false", u + 1 < p->nunits ? "," : "");
   }
   fprintf(f, "  ],\n");
   if (gv_train_opts.microbatches > 1) /* gradient accumulation (passes/accumulate.c): --plan compiles as many */
@@ -1270,15 +1366,36 @@ int gv_plan_read(const char *path, gv_plan *p, int nunits) {
   if (!rc) rc = axis_named(p, gv_json_get(root, "tp_axis"), path, "tp_axis", &p->t_layer);
   if (!rc) rc = axis_named(p, gv_json_get(root, "vocab_axis"), path, "vocab_axis", &p->t_outer);
   if (!rc && (!units || units->kind != GV_JSON_ARRAY)) rc = gv_error_plain("%s: line %d: field 'units': expected an array", path, units ? units->line : root->line);
+  /* "zero": the ZeRO stage 0-3 (plans before stages: true = 3, --strategy
+   * zero, false = 0); "unit": "outer0" or "layer N", in model order */
+  for (int u = 0; !rc && u < units->n && u < GV_PLAN_MAX_UNITS; u++) {
+    const gv_json *it = &units->items[u], *z = gv_json_get(it, "zero"), *nm = gv_json_get(it, "unit");
+    char want[32];
+    snprintf(want, sizeof want, u ? "layer %d" : "outer0", u - 1);
+    if (nm && (nm->kind != GV_JSON_STRING || (strcmp(nm->str, want) && !(u == 0 && !strcmp(nm->str, "outer"))))) {
+      int L = -1;
+      bool layer = nm->kind == GV_JSON_STRING && sscanf(nm->str, "layer %d", &L) == 1;
+      if (layer && (L < 0 || L >= nunits - 1))
+        rc = gv_error_plain("%s: line %d: field 'units': unit '%s' names no layer of the model (layers 0-%d)", path, it->line,
+                            nm->str, nunits - 2);
+      else
+        rc = gv_error_plain("%s: line %d: field 'units': unit %d is '%s', expected '%s' (units in model order: outer0, layer 0, ...)",
+                            path, it->line, u, nm->kind == GV_JSON_STRING ? nm->str : "?", want);
+    } else if (z && z->kind == GV_JSON_BOOL) p->zero[u] = z->b ? 3 : 0;
+    else if (z && z->kind == GV_JSON_NUMBER && z->num >= 0 && z->num <= 3 && z->num == (double)(int)z->num) p->zero[u] = (uint8_t)z->num;
+    else
+      rc = gv_error_plain("%s: line %d: field 'units': each unit needs \"zero\": its ZeRO stage 0, 1, 2 or 3 (true = 3, false = 0)",
+                          path, z ? z->line : it->line);
+    if (!rc && p->zero[u] && !p->dmask)
+      rc = gv_error_plain("%s: line %d: field 'units': unit '%s' has ZeRO stage %d, but the plan has no batch axes to shard over "
+                          "(ZeRO shards over the data-parallel axes)", path, it->line, want, p->zero[u]);
+  }
   if (!rc && units->n != nunits)
     rc = gv_error_plain("%s: line %d: field 'units': the plan has %d units, the model %d (outer + %d layers)", path, units->line,
                         units->n, nunits, nunits - 1);
   for (int u = 0; !rc && u < units->n; u++) {
-    const gv_json *z = gv_json_get(&units->items[u], "zero");
-    if (!z || z->kind != GV_JSON_BOOL) rc = gv_error_plain("%s: line %d: field 'units': each unit needs \"zero\": true|false", path, units->items[u].line);
-    else p->zero[u] = z->b;
     /* "sp" (optional, false): sequence parallelism over the tp axis between this unit's tensor-parallel blocks */
-    const gv_json *q = rc ? NULL : gv_json_get(&units->items[u], "sp");
+    const gv_json *q = gv_json_get(&units->items[u], "sp");
     if (q && q->kind != GV_JSON_BOOL) rc = gv_error_plain("%s: line %d: field 'units': \"sp\" is true or false", path, q->line);
     else if (q && q->b && p->t_layer < 0)
       rc = gv_error_plain("%s: line %d: field 'units': \"sp\": true needs a tp_axis (sequence parallelism splits the values "

@@ -4,8 +4,8 @@
  * --strategy auto (galvc's default with --gpus > 1) or --plan FILE. It
  * chooses the mesh shape, which mesh axes split the batch (data parallel),
  * which axis each layer uses for Megatron tensor parallelism, whether the
- * embedding / head are vocab-parallel, and per layer whether parameters and
- * optimizer state are ZeRO-sharded, minimising the predicted step time of
+ * embedding / head are vocab-parallel, and per layer its ZeRO stage (0-3:
+ * none, optimizer state, + gradients, + parameters sharded), minimising the predicted step time of
  * the cost model (planner/cost.h) within the memory per device. Its result
  * is a set of pinned argument shardings that propagate-sharding and
  * spmd-partition then realise, so the plan runs as chosen. */
@@ -32,7 +32,7 @@ typedef struct {
   int t_layer;        /* the layers' tensor-parallel axis, -1 none */
   int t_outer;        /* the embedding / head's vocab-parallel axis, -1 none */
   int nunits;         /* 1 + layers */
-  uint8_t zero[GV_PLAN_MAX_UNITS]; /* per unit: ZeRO-3 over the dmask axes */
+  uint8_t zero[GV_PLAN_MAX_UNITS]; /* per unit: its ZeRO stage 0-3 over the dmask axes (docs/sharding.md) */
   uint8_t sp[GV_PLAN_MAX_UNITS];   /* per unit: sequence parallelism over t_layer (plan.json / --plan; not searched) */
 } gv_plan;
 
@@ -58,6 +58,7 @@ typedef struct {
   bool exhaustive;           /* realise every plan of the space (tests: the exact optimum) */
   bool quiet;                /* no report on stderr */
   bool probe;                /* no plan fits the memory: return 1 without an error line (galvc tries more microbatches) */
+  unsigned zero_stages;      /* bit s: the search may give a unit ZeRO stage s (1-3) besides none; 0: all three */
 } gv_plan_options;
 extern gv_plan_options gv_plan_opts;
 

@@ -407,13 +407,20 @@ static int materialise_ce(prop *P, gv_op *op) {
 static int materialise(prop *P, gv_op *op) {
   const gv_func *f = P->m->main;
   if (op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) return materialise_ce(P, op);
+  /* a reshard in the input (the planner's ZeRO gradient pins) keeps its
+   * operand's sharding and its own: spmd-partition lowers the pair */
+  if (op->code == GV_OP_RESHARD) return 0;
   if (op->code == GV_OP_RETURN) {
     for (int i = 0; i < op->nopnds; i++) {
       gv_value *v = op->opnds[i];
       int upd = f->res_updates && i < f->nres_names ? f->res_updates[i] : -1;
       const gv_sharding *want = upd >= 0 && f->arg_sharding && f->arg_sharding[upd] ? f->arg_sharding[upd] : replicated(P, v);
       const gv_sharding *have = gv_value_sharding(P->m, v);
-      if (!gv_sharding_equal(have, want)) op->opnds[i] = reshard(P, v, want, op, false);
+      if (gv_sharding_equal(have, want)) continue;
+      op->opnds[i] = reshard(P, v, want, op, false);
+      /* an updated parameter gathered after a ZeRO-1/2 update: the update's collective (its layer's optimizer row) */
+      if (upd >= 0 && v->def && op->opnds[i]->def && op->opnds[i]->def->loc && !strcmp(op->opnds[i]->def->loc, op->loc ? op->loc : ""))
+        gv_op_set_loc(P->m, op->opnds[i]->def, v->def->loc, NULL);
     }
     return 0;
   }
@@ -736,20 +743,151 @@ int gv_dot_rhs_dim(const gv_op *op, bool contracting) {
   return -1;
 }
 
+
+/* ---------------------------------------------------------------- ZeRO stages */
+
+static bool loc_is(const gv_op *op, const char *prefix) { return op && op->loc && !strncmp(op->loc, prefix, strlen(prefix)); }
+
+/* The parameter a ZeRO op belongs to: "optimizer/OPT/P" or "accumulate/P". */
+static int zero_param_of(const gv_func *f, const gv_arg_index *names, const gv_op *op, bool *update) {
+  const char *nm = NULL;
+  *update = false;
+  if (loc_is(op, "optimizer/")) nm = strchr(op->loc + 10, '/'), *update = true;
+  else if (loc_is(op, "accumulate/")) nm = op->loc + 10;
+  if (!nm) return -1;
+  int lo, hi;
+  gv_arg_index_find(names, nm + 1, &lo, &hi);
+  for (int k = lo; k < hi; k++)
+    if (f->arg_is_param[names->idx[k]]) return names->idx[k];
+  return -1;
+}
+
+int gv_zero_stage_pins(gv_module *m, const gv_mesh *mesh, const uint8_t *stage, unsigned dmask, const gv_pin_io *io) {
+  gv_func *f = m->main;
+  int n = f->body->nargs;
+  int64_t dp = 1;
+  for (int a = 0; a < mesh->naxes; a++)
+    if (dmask & (1u << a)) dp *= mesh->size[a];
+  if (dp <= 1) return 0;
+  const gv_sharding **zs = calloc((size_t)n + 1, sizeof *zs); /* per parameter: its ZeRO split */
+  const gv_sharding **ws = calloc((size_t)n + 1, sizeof *ws); /* per parameter: whole over dmask */
+  gv_value **g = calloc((size_t)n + 1, sizeof *g), **g2 = calloc((size_t)n + 1, sizeof *g2); /* the gradient the update reads, resharded */
+  gv_arg_index names;
+  if (!zs || !ws || !g || !g2 || gv_arg_index_build(&names, f)) {
+    free(zs), free(ws), free(g), free(g2);
+    return gv_error(m, "propagate-sharding: out of memory");
+  }
+  for (int i = 0; i < n; i++) {
+    gv_value *v = f->body->args[i];
+    if (!stage[i] || !gv_arg_trains(f, i)) continue;
+    const gv_sharding *base = io->get(io->ctx, v);
+    if (base && base->partial) continue;
+    gv_sharding *w = gv_sharding_new(m, mesh, v->type.rank), *z = gv_sharding_new(m, mesh, v->type.rank);
+    int zd = -1;
+    if (base && base->rank == v->type.rank) {
+      *w = *base;
+      for (int d = 0; d < w->rank; d++) { /* the planner pins stage 3 with the dmask split already there */
+        int k = 0;
+        for (int j = 0; j < w->naxes[d]; j++)
+          if (dmask & (1u << w->axes[d][j])) zd = d;
+          else w->axes[d][k++] = w->axes[d][j];
+        w->naxes[d] = (uint8_t)k;
+      }
+    }
+    for (int d = 0; zd < 0 && d < v->type.rank; d++)
+      if (!w->naxes[d] && v->type.dims[d] > 0 && v->type.dims[d] % dp == 0) zd = d;
+    if (zd < 0) continue; /* no dim to split: the parameter stays at stage 0 */
+    *z = *w;
+    z->naxes[zd] = 0;
+    for (int a = 0; a < mesh->naxes; a++) /* dmask axes major, in mesh order, before a tp split of the same dim */
+      if (dmask & (1u << a)) z->axes[zd][z->naxes[zd]++] = (uint8_t)a;
+    for (int j = 0; j < w->naxes[zd]; j++) z->axes[zd][z->naxes[zd]++] = w->axes[zd][j];
+    zs[i] = z, ws[i] = w;
+    io->pin(io->ctx, v, stage[i] >= 3 ? z : w);
+  }
+  /* optimizer state "opt.X:P" of P's shape: P's ZeRO split */
+  for (int i = 0; f->arg_is_state && i < n; i++) {
+    const char *nm = f->arg_names[i], *c = nm && !strncmp(nm, "opt.", 4) ? strchr(nm, ':') : NULL;
+    if (!c || !f->arg_is_state[i]) continue;
+    int lo, hi;
+    gv_arg_index_find(&names, c + 1, &lo, &hi);
+    for (int k = lo; k < hi; k++) {
+      int j = names.idx[k];
+      if (f->arg_is_param[j] && zs[j] && gv_type_equal(&f->body->args[i]->type, &f->body->args[j]->type))
+        io->pin(io->ctx, f->body->args[i], zs[j]);
+    }
+  }
+  for (gv_op *op = f->body->first; op; op = op->next) {
+    bool update;
+    int j = zero_param_of(f, &names, op, &update);
+    if (j < 0 || !zs[j]) continue;
+    const gv_type *pt = &f->body->args[j]->type;
+    int st = stage[j];
+    if (!update && st != 2) continue; /* stage 1 sums whole gradients and reduces once; stage 3: --zero-reduce */
+    if (op->nres == 1 && gv_type_equal(&op->res[0]->type, pt) && !io->get(io->ctx, op->res[0])) io->pin(io->ctx, op->res[0], zs[j]);
+    if (st == 3) continue;
+    for (int k = 0; k < op->nopnds; k++) {
+      gv_value *o = op->opnds[k];
+      if (!o->def || !gv_type_equal(&o->type, pt)) continue;
+      if (update) { /* the gradient: not a value of the update itself */
+        if (loc_is(o->def, "optimizer/")) continue;
+        if (!g[j]) {
+          g[j] = o;
+          g2[j] = st == 2 && loc_is(o->def, "accumulate/") ? o : io->pin_use(io->ctx, o, st == 1 ? ws[j] : zs[j]);
+        }
+        if (o == g[j]) op->opnds[k] = g2[j];
+      } else if (!loc_is(o->def, "accumulate/")) /* stage 2: a microbatch's gradient, into the shard as it is made */
+        op->opnds[k] = io->pin_use(io->ctx, o, zs[j]);
+    }
+  }
+  gv_arg_index_free(&names);
+  free(zs), free(ws), free(g), free(g2);
+  return 0;
+}
+
+static const gv_sharding *prop_get(void *ctx, const gv_value *v) { return ((prop *)ctx)->sh[v->id]; }
+static void prop_pin(void *ctx, gv_value *v, const gv_sharding *s) { ((prop *)ctx)->sh[v->id] = s; }
+/* The gradient's consumers read a galv.reshard inserted after its producer
+ * (pinning the value itself would not do: a sum of pending dp sums pinned
+ * replicated reduces its operands, each microbatch's gradient, instead of
+ * itself). The reshard keeps both shardings (materialise) and joins the
+ * value table. */
+static gv_value *prop_pin_use(void *ctx, gv_value *v, const gv_sharding *s) {
+  prop *P = ctx;
+  gv_op *o = gv_op_new(P->m, GV_OP_RESHARD, 1, &v, 1);
+  o->res[0]->type = v->type;
+  gv_op_set_loc(P->m, o, v->def->loc, v->def->onnx_op);
+  gv_set_shardings(P->m, o, &s);
+  gv_insert_before(v->def->next, o);
+  gv_value **vals = realloc(P->vals, ((size_t)P->nvals + 2) * sizeof *vals);
+  const gv_sharding **sh = realloc((void *)P->sh, ((size_t)P->nvals + 2) * sizeof *sh);
+  if (!vals || !sh) abort();
+  P->vals = vals, P->sh = sh;
+  o->res[0]->id = P->nvals;
+  P->vals[P->nvals] = o->res[0];
+  P->sh[P->nvals++] = s;
+  return o->res[0];
+}
+
 static int preset_pins(prop *P, const char *strategy) {
   gv_func *f = P->m->main;
   bool dp = false, tp = false, zero = false, sp = false;
+  int stage = 0; /* zero1 / zero2 (gv_zero_stage_pins); zero = zero3 keeps its own pins below */
   char buf[64];
   snprintf(buf, sizeof buf, "%s", strategy);
   for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
     dp |= strcmp(t, "dp") == 0;
     tp |= strcmp(t, "tp") == 0;
-    zero |= strcmp(t, "zero") == 0;
+    zero |= strcmp(t, "zero") == 0 || strcmp(t, "zero3") == 0;
+    if (!strcmp(t, "zero1") || !strcmp(t, "zero2")) stage = t[4] - '0';
     sp |= strcmp(t, "sp") == 0;
   }
   if (sp && !tp) return gv_error(P->m, "strategy %s: sequence parallelism (sp) splits the values between tensor-parallel blocks over the sequence: it needs tp", strategy);
   if (sp && has_axis(P->mesh, "tp")) P->sp_axis = gv_mesh_axis(P->mesh, "tp", 2); /* no tp axis: tp pins nothing either */
-  if (zero) dp = true;
+  if ((zero || stage) && !has_axis(P->mesh, "dp"))
+    return gv_error(P->m, "strategy %s: ZeRO shards over the data-parallel mesh axis dp, which the mesh does not have (give "
+                          "--mesh dp=N,...)", strategy);
+  if (zero || stage) dp = true;
   P->strict = tp;
   if (dp && has_axis(P->mesh, "dp")) {
     for (int i = 0; i < f->body->nargs; i++) {
@@ -818,6 +956,21 @@ static int preset_pins(prop *P, const char *strategy) {
       int j = names.idx[k];
       if (f->arg_is_param[j] && P->sh[f->body->args[j]->id] && f->body->args[j]->type.rank == f->body->args[i]->type.rank)
         P->sh[f->body->args[i]->id] = P->sh[f->body->args[j]->id];
+    }
+  }
+  if (stage) { /* ZeRO-1 / -2: state and update split over dp, the parameter whole */
+    uint8_t *st = calloc((size_t)f->body->nargs + 1, 1);
+    if (!st) {
+      gv_arg_index_free(&names);
+      return gv_error(P->m, "propagate-sharding: out of memory");
+    }
+    for (int i = 0; i < f->body->nargs; i++) st[i] = (uint8_t)(gv_arg_trains(f, i) ? stage : 0);
+    gv_pin_io io = {P, prop_get, prop_pin, prop_pin_use};
+    int rc = gv_zero_stage_pins(P->m, P->mesh, st, 1u << gv_mesh_axis(P->mesh, "dp", 2), &io);
+    free(st);
+    if (rc) {
+      gv_arg_index_free(&names);
+      return rc;
     }
   }
   /* ZeRO: the update of a dp-split parameter P (ops at "optimizer/OPT/P")

@@ -26,4 +26,32 @@ bool gv_megatron_from_column(const gv_module *m, const gv_users *u, const gv_val
 /* The rhs dim of a dot that is contracting (true) or free (false), not batch; -1 if none. */
 int gv_dot_rhs_dim(const gv_op *op, bool contracting);
 
+/* ZeRO stages as pins (docs/sharding.md, "ZeRO stages"); the preset
+ * (propagate-sharding) and the planner (plan_sharding.c) both pin through
+ * this, so a stage means one program whichever chose it. `pin` records a
+ * value's own sharding (an argument or a one-result op); `pin_use` asks
+ * that the consumers of v (a gradient) read it resharded right after its
+ * producer and returns the value they should read (v itself, or a
+ * galv.reshard of it). */
+typedef struct {
+  void *ctx;
+  const gv_sharding *(*get)(void *ctx, const gv_value *v);
+  void (*pin)(void *ctx, gv_value *v, const gv_sharding *s);
+  gv_value *(*pin_use)(void *ctx, gv_value *v, const gv_sharding *s);
+} gv_pin_io;
+/* stage[i] (per argument of m->main, 0..3) for trainable parameters;
+ * dmask: the mesh axes ZeRO shards over (those splitting the batch).
+ * Stage s >= 1 splits the parameter's optimizer state and its update ops
+ * (ops at "optimizer/OPT/P") over dmask on the first dim the parameter's
+ * own (tp) sharding leaves whole that dmask divides (a parameter with no
+ * such dim stays at stage 0); stage 3 splits the parameter too, stages
+ * 1 / 2 keep it whole (the updated parameter, a galv.updates result, is
+ * then all-gathered after the update). Stage 1 pins the gradient the
+ * optimizer reads replicated over dmask (all_reduce, then a local slice);
+ * stage 2 pins it split (reduce_scatter right after the backward produces
+ * it; with gradient accumulation every microbatch's gradient and the
+ * sums, ops at "accumulate/P"); stage 3 leaves it to the update's first
+ * read (as --strategy zero always did). Returns 0, -1 after an error. */
+int gv_zero_stage_pins(gv_module *m, const gv_mesh *mesh, const uint8_t *stage, unsigned dmask, const gv_pin_io *io);
+
 #endif

@@ -49,31 +49,11 @@ typedef struct {
   gv_subst *sub; /* replaced values, resolved as the walk reaches each use */
 } spmd;
 
-/* The layer of a location: its first segment NAME.N or NAME/N (separated
- * by '/' or '.'), printed as NAME.N: "/transformer/h.0/attn/..." and the
- * optimizer's "optimizer/adamw/transformer.h.0.ln_1.weight" are both h.0,
- * "/blocks/0/mlp/..." is blocks.0. Elsewhere (embeddings, final norm, head,
- * loss, outputs): "other". */
-static void layer_key(const char *loc, char *key, size_t n) {
-  snprintf(key, n, "other");
-  if (!loc) return;
-  for (const char *p = loc; *p; p++) {
-    if (p != loc && p[-1] != '/' && p[-1] != '.') continue;
-    const char *q = p;
-    while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '_' || (q > p && *q >= '0' && *q <= '9')) q++;
-    if (q == p || (*q != '.' && *q != '/')) continue;
-    const char *d = q + 1, *e = d;
-    while (*e >= '0' && *e <= '9') e++;
-    if (e == d || (*e && *e != '/' && *e != '.')) continue;
-    snprintf(key, n, "%.*s.%.*s", (int)(q - p) > 30 ? 30 : (int)(q - p), p, (int)(e - d) > 10 ? 10 : (int)(e - d), d);
-    return;
-  }
-}
-
 static void count_layer(spmd *S, gv_opcode code, int64_t bytes, const char *loc) {
   char key[48];
-  layer_key(loc, key, sizeof key);
-  int phase = loc && !strncmp(loc, "optimizer", 9) ? 2 : loc && strstr(loc, "/grad") ? 1 : 0;
+  gv_layer_key(loc, key, sizeof key);
+  /* the gradient sums of accumulated microbatches ("accumulate/P") are backward work */
+  int phase = loc && !strncmp(loc, "optimizer", 9) ? 2 : loc && (strstr(loc, "/grad") || !strncmp(loc, "accumulate/", 11)) ? 1 : 0;
   int k = code == GV_OP_ALL_REDUCE ? 0 : code == GV_OP_ALL_GATHER ? 1 : code == GV_OP_REDUCE_SCATTER ? 2 : 3;
   int i = 0;
   while (i < S->ng && strcmp(S->g[i].key, key)) i++;

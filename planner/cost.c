@@ -7,6 +7,7 @@
 #include "cost.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -390,6 +391,104 @@ typedef struct {
   int nops, ncompute, nzero, ncomm, comm_unknown;
 } totals;
 
+static unsigned axes_of(const gv_sharding *s) {
+  unsigned m = 0;
+  for (int d = 0; s && d < s->rank; d++)
+    for (int a = 0; a < s->naxes[d]; a++) m |= 1u << s->axes[d][a];
+  return m;
+}
+
+static unsigned param_stage(const gv_func *f, int i, int state, bool sliced, unsigned batch) {
+  unsigned pa = axes_of(f->arg_sharding[i]), sa = axes_of(f->arg_sharding[state]);
+  return pa & batch ? 3 : sa & batch ? (sliced ? 1 : 2) : 0;
+}
+
+static void print_stages(FILE *out, bool *any, const char *first, const char *last, unsigned mask) {
+  fprintf(out, "%s%s", *any ? "; " : "zero stages: ", first);
+  if (strcmp(first, last)) fprintf(out, "-%s", last);
+  for (int k = 0, sep = 0; k < 4; k++)
+    if (mask & (1u << k)) fprintf(out, "%s%d", sep++ ? "," : " ", k);
+  *any = true;
+}
+
+/* The ZeRO stage of each trained parameter as the local program runs it
+ * (docs/sharding.md, "ZeRO stages"), per layer (gv_layer_key of its name),
+ * runs of layers with the same stages merged: "zero stages: other 2;
+ * h.0 1; h.1-h.11 3". Stage 3: the parameter is split over a batch axis
+ * (one splitting the data inputs' dim 0); else its optimizer state is (1 or
+ * 2): 1 when the update slices its gradient out of a whole one (a
+ * galv.shard_slice at "optimizer/OPT/P" of a computed value), else 2;
+ * neither: 0. Nothing without batch axes or optimizer state. */
+static void zero_report(const gv_module *m, FILE *out) {
+  const gv_func *f = m->main;
+  int n = f->body->nargs;
+  if (!f->arg_sharding || !f->arg_is_state) return;
+  unsigned batch = 0;
+  for (int i = 0; i < n; i++) {
+    const gv_sharding *s = f->arg_sharding[i];
+    if (!f->arg_is_param[i] && !f->arg_is_state[i] && s && s->rank >= 1)
+      for (int a = 0; a < s->naxes[0]; a++) batch |= 1u << s->axes[0][a];
+  }
+  gv_arg_index names;
+  if (!batch || gv_arg_index_build(&names, f)) return;
+  int *state = malloc(((size_t)n + 1) * sizeof *state);
+  bool *sliced = calloc((size_t)n + 1, sizeof *sliced);
+  for (int i = 0; state && i < n; i++) state[i] = -1;
+  for (int i = 0; state && sliced && i < n; i++) {
+    const char *nm = f->arg_names[i], *c = nm && !strncmp(nm, "opt.", 4) ? strchr(nm, ':') : NULL;
+    if (!c || !f->arg_is_state[i]) continue;
+    int lo, hi;
+    gv_arg_index_find(&names, c + 1, &lo, &hi);
+    for (int k = lo; k < hi; k++)
+      if (f->arg_is_param[names.idx[k]] && state[names.idx[k]] < 0) state[names.idx[k]] = i;
+  }
+  for (const gv_op *op = f->body->first; state && sliced && op; op = op->next) {
+    const char *nm = op->code == GV_OP_SHARD_SLICE && op->loc && !strncmp(op->loc, "optimizer/", 10) ? strchr(op->loc + 10, '/') : NULL;
+    if (!nm || !op->opnds[0]->def) continue;
+    int lo, hi;
+    gv_arg_index_find(&names, nm + 1, &lo, &hi);
+    for (int k = lo; k < hi; k++) sliced[names.idx[k]] = true;
+  }
+  /* "other" (embeddings, final norm, head) first, then runs of layers */
+  unsigned omask = 0;
+  for (int i = 0; state && sliced && i < n; i++) {
+    char key[64];
+    gv_layer_key(f->arg_names[i], key, sizeof key);
+    if (gv_arg_trains(f, i) && state[i] >= 0 && !strcmp(key, "other")) omask |= 1u << param_stage(f, i, state[i], sliced[i], batch);
+  }
+  bool any = false;
+  if (omask) print_stages(out, &any, "other", "other", omask);
+  char prev[64] = "", first[64] = "", last[64] = "";
+  unsigned pmask = 0, mask = 0;
+  for (int i = 0; state && sliced && i <= n; i++) {
+    char key[64] = "";
+    unsigned st = 0;
+    if (i < n) {
+      if (!gv_arg_trains(f, i) || state[i] < 0) continue;
+      gv_layer_key(f->arg_names[i], key, sizeof key);
+      if (!strcmp(key, "other")) continue;
+      st = param_stage(f, i, state[i], sliced[i], batch);
+      if (!strcmp(key, prev)) { /* the same layer: one more stage */
+        mask |= 1u << st;
+        continue;
+      }
+    }
+    if (prev[0]) { /* layer prev is complete: extend the run or print it */
+      if (first[0] && mask == pmask) snprintf(last, sizeof last, "%s", prev);
+      else {
+        if (first[0]) print_stages(out, &any, first, last, pmask);
+        snprintf(first, sizeof first, "%s", prev), snprintf(last, sizeof last, "%s", prev), pmask = mask;
+      }
+    }
+    snprintf(prev, sizeof prev, "%s", key);
+    mask = 1u << st;
+  }
+  if (first[0]) print_stages(out, &any, first, last, pmask);
+  if (any) fprintf(out, " (per layer: 0 gradients all-reduced, 1 optimizer state split, 2 and gradients reduce-scattered, 3 and parameters split)\n");
+  free(state), free(sliced);
+  gv_arg_index_free(&names);
+}
+
 void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file) {
   FILE *f = file;
   fprintf(f, "cost model: ");
@@ -480,4 +579,5 @@ void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file) {
           (long long)mem.activations, (long long)mem.constants, (long long)mem.comm, (long long)mem.total,
           (long long)c->memory_bytes,
           100.0 * (double)mem.total / (double)c->memory_bytes, gv_mem_fits(c, &mem) ? "" : "  DOES NOT FIT");
+  zero_report(m, f);
 }

@@ -14,6 +14,9 @@
  * input (NAME sanitised: '/' and control characters -> '_'), of the
  * input's shape, or with one more leading dim S: step K uses batch K mod S.
  * -o OUTDIR writes every parameter as OUTDIR/NAME.npy after the last step.
+ * After the first step every rank prints its memory: the state buffer plus
+ * the arena's high-water mark (the arena is filled with 0xA5 first; the
+ * highest byte that no longer holds it), for the planner's prediction.
  *
  * Checkpoints: runtime/io.c's format (global tensors by name, CRC-32,
  * written atomically), the same for every plan and pipeline stages, so a
@@ -257,7 +260,9 @@ int galv_train_main(int argc, char **argv) {
   size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
   char *arena = aligned_alloc(64, (abytes + 63) / 64 * 64);
   if (!arena) galv_fatal("cannot allocate the %lld-byte arena", (long long)galv_arena_bytes);
-  memset(arena, 0, abytes);
+  /* filled for the high-water measurement (main.c's): the highest byte
+   * the first step wrote, printed after it by every rank */
+  memset(arena, 0xA5, abytes);
   GALV_POISON(arena, abytes);
   const galv_io *lo = &galv_outputs[0];
   printf("%s: training step: %d kernels, arena %lld bytes, state %lld bytes (parameters %lld), %d state tensors\n",
@@ -282,6 +287,15 @@ int galv_train_main(int argc, char **argv) {
     for (int i = 0; i < galv_nstate && !galv_train_dev; i++)
       if (galv_state[i].update_from >= 0)
         memcpy(state + galv_state[i].offset, arena + galv_state[i].update_from, (size_t)galv_state[i].nbytes);
+    if (s == 0 && !galv_train_dev && galv_arena_bytes) {
+      GALV_UNPOISON(arena, abytes);
+      int64_t high = 0;
+      for (int64_t k = (int64_t)abytes - 1; k >= 0 && !high; k--)
+        if ((unsigned char)arena[k] != 0xA5) high = k + 1;
+      printf("%s: rank %d: memory: state %lld bytes + arena high-water %lld bytes (measured: highest byte the first step "
+             "wrote; plan: %lld) = %lld bytes\n", galv_progname, galv_spmd_rank(), (long long)galv_state_bytes, (long long)high,
+             (long long)galv_plan_high_water, (long long)(galv_state_bytes + high));
+    }
     GALV_POISON(arena, abytes);
   }
   galv_spmd_check_bytes(comm_stats, steps); /* before gathering (which communicates) */

@@ -68,12 +68,15 @@ static void usage(FILE *f) {
           "  --gpus-per-node K        devices per node (default: all in one node)\n"
           "  --mesh dp=2,tp=4         the logical mesh: 1 to 3 named axes multiplying to --gpus\n"
           "                           (default: one axis named after --strategy, or dp)\n"
-          "  --strategy dp|tp|zero|dp,tp|tp,sp|dp,tp,sp|auto  sharding presets (docs/sharding.md); auto (the default with\n"
+          "  --strategy dp|tp|zero1|zero2|zero3|dp,tp|zero2,tp|tp,sp|dp,tp,sp|auto  sharding presets\n"
+          "                           (docs/sharding.md; zero = zero3, ZeRO stages); auto (the default with\n"
           "                           --gpus > 1): the planner searches (docs/planner.md)\n"
           "  --plan FILE              reuse a saved plan.json; --plan-out FILE writes it (default: -o DIR/plan.json,\n"
           "                           -o FILE: plan.json next to FILE; without -o only --plan-out writes it)\n"
           "  --plan-only              stop after planning (with --no-weights: shapes only, for big models)\n"
           "  --memory-limit BYTES     memory per device for the planner (default: the cluster's)\n"
+          "  --zero-stages 1,2,3      training: the ZeRO stages the planner may give each layer besides none\n"
+          "                           (default all three; docs/planner.md)\n"
           "  --plan-search dp|exhaustive  dp (default): ZeRO pattern by knapsack DP; exhaustive: realise every\n"
           "                           plan of the space (the exact optimum, small models)\n"
           "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
@@ -411,6 +414,7 @@ int main(int argc, char **argv) {
   int mb_given = 0, zero_reduce_given = 0;
   static char train_opt_buf[32];
   int momentum_given = 0, ignore_given = 0, arch_given = 0, search_given = 0, memlim_given = 0, dump_dir_given = 0;
+  int zstages_given = 0;
 
   /* Options taking a value, as given: the same option again with another
    * value is an error (which was meant?), with the same value harmless.
@@ -525,6 +529,21 @@ int main(int argc, char **argv) {
         return 2;
       }
       gv_plan_opts.exhaustive = strcmp(val, "exhaustive") == 0;
+    } else if (TAKES("--zero-stages")) {
+      zstages_given = 1;
+      gv_plan_opts.zero_stages = 0;
+      for (const char *c = val; *c; c++) {
+        if (*c >= '1' && *c <= '3' && !(gv_plan_opts.zero_stages & (1u << (*c - '0'))) && (c[1] == ',' || !c[1]))
+          gv_plan_opts.zero_stages |= 1u << (*c - '0');
+        else if (*c != ',' || c == val || !c[1]) {
+          gv_error_plain("--zero-stages %s: expected a list of ZeRO stages from 1 to 3, each once (e.g. 1,2,3)", val);
+          return 2;
+        }
+      }
+      if (!gv_plan_opts.zero_stages) {
+        gv_error_plain("--zero-stages %s: expected a list of ZeRO stages from 1 to 3, each once (e.g. 1,2,3)", val);
+        return 2;
+      }
     } else if (TAKES("--sharding")) {
       gv_shard_opts.file = val;
     } else if (TAKES("--batch")) {
@@ -724,6 +743,10 @@ int main(int argc, char **argv) {
     else if (zero_reduce_given && !mb_given && !gv_plan_opts.plan_in) why = "--zero-reduce chooses how accumulated gradients are reduced: it needs --microbatches";
     else if (pipe_opt && !pa.on) snprintf(msg, sizeof msg, "%s applies to pipelines: it needs --pipeline-stages", pipe_opt), why = msg;
     else if (search_given && gv_plan_opts.plan_in) why = "--plan-search does not combine with --plan (a saved plan is applied, not searched)";
+    else if (zstages_given && !train) why = "--zero-stages applies to the training step: it needs --train";
+    else if (zstages_given && gv_plan_opts.plan_in) why = "--zero-stages does not combine with --plan (the plan gives each unit's stage)";
+    else if (zstages_given && !planner && !pa.on)
+      why = "--zero-stages applies to the planner (--gpus > 1 without --strategy / --sharding; --strategy zero1|zero2|zero3 fixes the stage)";
     else if (search_given && !planner)
       why = "--plan-search applies to the planner (--gpus > 1 without --strategy / --sharding, not --pipeline-stages)";
     else if (memlim_given && !planner && !pa.on && !(mb_given && !pa.B))
@@ -855,8 +878,10 @@ int main(int argc, char **argv) {
     bool has_tp = false, has_sp = false;
     snprintf(sb, sizeof sb, "%s", gv_shard_opts.strategy);
     for (char *t = strtok(sb, ","); t; t = strtok(NULL, ",")) {
-      if (strcmp(t, "dp") && strcmp(t, "tp") && strcmp(t, "zero") && strcmp(t, "sp")) {
-        gv_error_plain("--strategy %s: unknown strategy '%s' (known: dp, tp, zero, dp,tp, tp,sp, dp,tp,sp)", gv_shard_opts.strategy, t);
+      if (strcmp(t, "dp") && strcmp(t, "tp") && strcmp(t, "zero") && strcmp(t, "zero1") && strcmp(t, "zero2") && strcmp(t, "zero3") &&
+          strcmp(t, "sp")) {
+        gv_error_plain("--strategy %s: unknown strategy '%s' (known: dp, tp, zero1, zero2, zero3 (= zero), dp,tp, zero1,tp, tp,sp, "
+                       "dp,tp,sp, ...)", gv_shard_opts.strategy, t);
         return 2;
       }
       has_tp |= !strcmp(t, "tp"), has_sp |= !strcmp(t, "sp");
