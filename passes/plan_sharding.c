@@ -956,15 +956,16 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
       if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
       if (pred < 0) {
         if (fitted) break;
-        /* nothing fits: every unit at the stage of least state; record it for the error */
-        int kmin = nz - 1;
-        int64_t smin = INT64_MAX;
-        for (int k = 1; k < nz; k++) {
-          int64_t sk = 0;
-          for (int u = 0; u < nu; u++) sk += st[u][k];
-          if (sk < smin) smin = sk, kmin = k;
+        /* nothing fits: every unit at its stage of least memory (the
+         * table's state with the arena charge; stages mix: ZeRO-3 holds
+         * the fewest parameters, ZeRO-2 no gathered ones); record it for
+         * the error beside the uniform patterns below */
+        for (int u = 0; u < nu; u++) {
+          int kmin = 0;
+          for (int k = 1; k < nz; k++)
+            if (st[u][k] < st[u][kmin]) kmin = k;
+          p->zero[u] = zs[kmin];
         }
-        for (int u = 0; u < nu; u++) p->zero[u] = zs[kmin];
         int q = realise(C, p, &pc, NULL, NULL);
         if (q < 0) rc = -1;
         else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
