@@ -27,9 +27,10 @@
 #     reduce-scatters each microbatch's gradient (twice them) and holds
 #     only shards (a quarter of zero1's gradient bytes on 4 ranks); both =
 #     one device;
-#   - bad input: an unknown stage, a plan.json stage that is no 0-3, a unit
-#     that names no layer of the model, a ZeRO stage without a dp axis (the
-#     preset and plan.json): one error line each.
+#   - bad input: an unknown stage (a preset, --zero-stages), a plan.json
+#     stage that is no 0-3, a unit that names no layer of the model, a ZeRO
+#     stage without a dp axis (the preset and plan.json), --zero-stages
+#     with a preset: one error line each.
 # GALV_ZERO_CASES narrows the rank matrix: FAMILY:N:SPEC ...
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -254,6 +255,9 @@ G=("$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --target cpu --emit=i
 err1 "unknown strategy 'zero4'" "${G[@]}" --gpus 2 --strategy zero4
 err1 "ZeRO shards over the data-parallel mesh axis dp" "${G[@]}" --gpus 2 --strategy zero1 --mesh tp=2
 err1 "ZeRO shards over the data-parallel mesh axis dp" "${G[@]}" --gpus 4 --strategy zero2,tp --mesh x=2,tp=2
+err1 "--zero-stages 4: expected a list of ZeRO stages from 1 to 3" "${G[@]}" --gpus 2 --zero-stages 4
+err1 "--zero-stages 1,1: expected a list of ZeRO stages from 1 to 3" "${G[@]}" --gpus 2 --zero-stages 1,1
+err1 "--zero-stages applies to the planner" "${G[@]}" --gpus 2 --strategy zero1 --zero-stages 1
 if [ -f "$T/gpt2-4.plan.json" ]; then
   python3 - "$T/gpt2-4.plan.json" "$T" <<'PY'
 import json, sys
