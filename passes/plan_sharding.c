@@ -1159,7 +1159,13 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
   static const char *const names[GV_MAX_MESH_AXES] = {"a0", "a1", "a2"};
   for (int a = 0; mesh_shape && a < naxes && a < GV_MAX_MESH_AXES; a++) fixed.axis[a] = names[a], fixed.size[a] = mesh_shape[a];
   search S;
+  /* a pipeline stage's gradients are summed over microbatches by the
+   * pipeline runtime, whole: its stages choose ZeRO-3 or none, as before
+   * the stages 1 and 2 (which reshard gradients inside the step) existed */
+  unsigned saved = gv_plan_opts.zero_stages;
+  gv_plan_opts.zero_stages = 1u << 3;
   int rc = plan_search(&C, devices, mesh_shape && naxes ? &fixed : NULL, false, &S);
+  gv_plan_opts.zero_stages = saved;
   if (!rc) {
     if (S.found) *plan = S.best, *cost = S.best_cost;
     else {
