@@ -35,7 +35,7 @@ typedef struct {
 typedef struct {
   gv_module *m;
   const gv_mesh *mesh;
-  int nvals;
+  int nvals, capvals;
   gv_value **vals;
   const gv_sharding **sh; /* per value id */
   bool strict;            /* a tp preset: a head split that does not fit is an error */
@@ -859,10 +859,15 @@ static gv_value *prop_pin_use(void *ctx, gv_value *v, const gv_sharding *s) {
   gv_op_set_loc(P->m, o, v->def->loc, v->def->onnx_op);
   gv_set_shardings(P->m, o, &s);
   gv_insert_before(v->def->next, o);
-  gv_value **vals = realloc(P->vals, ((size_t)P->nvals + 2) * sizeof *vals);
-  const gv_sharding **sh = realloc((void *)P->sh, ((size_t)P->nvals + 2) * sizeof *sh);
-  if (!vals || !sh) abort();
-  P->vals = vals, P->sh = sh;
+  if (P->nvals + 1 >= P->capvals) { /* doubling: one reshard per gradient */
+    int cap = 2 * P->capvals + 2;
+    gv_value **vals = realloc(P->vals, (size_t)cap * sizeof *vals);
+    if (!vals) abort();
+    P->vals = vals;
+    const gv_sharding **sh = realloc((void *)P->sh, (size_t)cap * sizeof *sh);
+    if (!sh) abort();
+    P->sh = sh, P->capvals = cap;
+  }
   o->res[0]->id = P->nvals;
   P->vals[P->nvals] = o->res[0];
   P->sh[P->nvals++] = s;
@@ -1320,6 +1325,7 @@ int gv_pass_propagate_sharding(gv_module *m) {
   }
   P.vals = calloc((size_t)n + 1, sizeof *P.vals);
   P.sh = calloc((size_t)n + 1, sizeof *P.sh);
+  P.capvals = n + 1;
   if (!P.vals || !P.sh) {
     free(P.vals);
     free(P.sh);
