@@ -58,7 +58,7 @@ typedef struct {
   bool exhaustive;           /* realise every plan of the space (tests: the exact optimum) */
   bool quiet;                /* no report on stderr */
   bool probe;                /* no plan fits the memory: return 1 without an error line (galvc tries more microbatches) */
-  unsigned zero_stages;      /* bit s: the search may give a unit ZeRO stage s (1-3) besides none; 0: all three */
+  unsigned zero_stages;      /* bit s: the search may give a unit ZeRO stage s (1-3) besides none; 0: 2 and 3 */
 } gv_plan_options;
 extern gv_plan_options gv_plan_opts;
 

@@ -76,7 +76,7 @@ static void usage(FILE *f) {
           "  --plan-only              stop after planning (with --no-weights: shapes only, for big models)\n"
           "  --memory-limit BYTES     memory per device for the planner (default: the cluster's)\n"
           "  --zero-stages 1,2,3      training: the ZeRO stages the planner may give each layer besides none\n"
-          "                           (default all three; docs/planner.md)\n"
+          "                           (default 2,3: stage 1 never pays in the cost model; docs/planner.md)\n"
           "  --plan-search dp|exhaustive  dp (default): ZeRO pattern by knapsack DP; exhaustive: realise every\n"
           "                           plan of the space (the exact optimum, small models)\n"
           "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
