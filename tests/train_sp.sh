@@ -142,8 +142,8 @@ if build gpt2-plan-l1 "$T/gpt2.onnx" --train "${AD[@]}" --gpus 2 --plan "$T/plan
   at=$(table gpt2-plan-l1 | awk '$1 == "reduce_scatter" {print $5}' | sed 's|^/transformer/\(h\.[0-9]*\)/.*|\1|' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
   if ! by=$(counted gpt2-plan-l1 2 2>&1); then bad "plan sp on layer 1: bytes: $by"
   elif r=$(same gpt2-1 gpt2-plan-l1 2>&1) && [ "$at" = " 4 h.1;" ] &&
-       grep -q '"unit": "layer 1", "strategy": "tp(tp)+sp(tp)", "zero": false, "sp": true}' "$T/gpt2-plan-l1/plan.json" &&
-       grep -q '"unit": "layer 0", "strategy": "tp(tp)", "zero": false, "sp": false}' "$T/gpt2-plan-l1/plan.json"; then
+       grep -q '"unit": "layer 1", "strategy": "tp(tp)+sp(tp)", "zero": 0, "sp": true}' "$T/gpt2-plan-l1/plan.json" &&
+       grep -q '"unit": "layer 0", "strategy": "tp(tp)", "zero": 0, "sp": false}' "$T/gpt2-plan-l1/plan.json"; then
     ok "plan.json sp on layer 1 only: reduce_scatters at$at 2 steps = one device: $r; bytes counted = predicted: $by; plan.json written back records it"
   else bad "plan sp on layer 1: $r; reduce_scatters at '$at'; $(grep '"sp"' "$T/gpt2-plan-l1/plan.json" | tr -s ' ')"; fi
 fi
