@@ -12,6 +12,7 @@
 #include "../codegen/codegen.h"
 #include "../frontend/onnx_import.h"
 #include "../ir/interp.h"
+#include "../ir/storage.h"
 #include "../passes/build.h"
 #include "../passes/passes.h"
 #include "../runtime/npy.h"
@@ -83,7 +84,7 @@ static gv_value *round_bf16(gvb *b, gv_value *x) {
 }
 
 /* --precision bf16 (training): the cuda target's bf16 storage plan
- * (cu_plan_storage, codegen/cuda/storage.c) applied to the device program
+ * (the storage pass, ir/storage.h) applied to the device program
  * as cast pairs: every value stored bf16 is rounded where it is defined,
  * every operand a kernel reads in bf16 though it is stored fp32 (a GEMM's
  * parameter operand, a norm's scale) is rounded for that use, and a result
@@ -100,7 +101,15 @@ static int emulate_bf16_storage(gv_module *m) {
   unsigned char *half = calloc((size_t)n + 1, 1);
   gv_op **ops = malloc((size_t)(nops + 1) * sizeof *ops);
   if (!half || !ops) abort();
-  int rc = cu_plan_storage(m, half, n), k = 0;
+  /* the storage pass's plan (ir/storage.h), as galvc --target cuda runs it before memory-plan */
+  gv_precision_options saved = gv_precision_opts;
+  gv_precision_opts.storage = GV_DT_BF16;
+  int rc = gv_pass_storage(m), k = 0;
+  gv_precision_opts = saved;
+  n = 0;
+  for (int i = 0; i < body->nargs; i++) body->args[i]->id = n++;
+  for (gv_op *op = body->first; op; op = op->next)
+    for (int i = 0; i < op->nres; i++) half[n] = gv_value_storage(op->res[i]) == GV_DT_BF16, op->res[i]->id = n++;
   gv_subst *sub = gv_subst_new(); /* a rounded result replaces its value for every later use */
   for (gv_op *op = body->first; op; op = op->next) ops[k++] = op;
   for (k = 0; k < nops && !rc; k++) {

@@ -40,6 +40,7 @@ static const char *const pipeline[] = {
     "propagate-sharding", /* with --gpus > 1 / --mesh: shardings, galv.reshard (docs/sharding.md) */
     "spmd-partition", /* one rank's local program: local shapes, collectives */
     "fuse",           /* elementwise chains -> galv.fused (docs/device-program.md) */
+    "storage",        /* with --precision bf16|fp16: the values stored 16-bit */
     "memory-plan",    /* one activation arena: galv.arena, offsets */
 };
 enum { NPIPELINE = sizeof pipeline / sizeof pipeline[0] };
@@ -685,6 +686,9 @@ int main(int argc, char **argv) {
     gv_error_plain("--precision bf16: the cpu target computes fp32 (bf16 storage is the cuda target's: --target cuda)");
     return 2;
   }
+  /* the storage pass stores values 16-bit as the cuda target runs them: the memory plan, --report-cost and the
+   * planner price that storage (docs/cuda-target.md, "Storage precision") */
+  if (cuda.bf16) gv_precision_opts.storage = GV_DT_BF16;
   if (dump_after && strcmp(dump_after, "all") != 0 && strcmp(dump_after, "import") != 0 &&
       !gv_pass_lookup(dump_after)) {
     gv_error_plain("--dump-ir-after=%s: no such pass (see galvc --help)", dump_after);
