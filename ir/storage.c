@@ -84,6 +84,16 @@ static bool makes_gradient(const gv_op *op) {
   }
 }
 
+/* reductions keep their result fp32 (a row statistic: a softmax's max and
+ * sum of exponentials in a vocab-parallel cross-entropy, a bias gradient,
+ * a norm) and read 16-bit operands as GEMMs do (galv_cu_reduce_to) */
+static bool reduction(const gv_op *op) {
+  switch (op->code) {
+  case GV_OP_REDUCE_SUM: case GV_OP_REDUCE_MAX: case GV_OP_REDUCE_MIN: case GV_OP_REDUCE_MEAN: return true;
+  default: return false;
+  }
+}
+
 static bool skip(const gv_op *op) {
   return op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA || op->code == GV_OP_RETURN ||
          (gv_ops[op->code].flags & GV_VIEW);
@@ -121,12 +131,13 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
       for (int i = 0; i < op->nopnds; i++) ret[root[op->opnds[i]->id]] = 1;
     if (skip(op)) continue;
     bool any = false, grad = grad16 && lossk >= 0 && k > lossk && makes_gradient(op);
+    bool stat = reduction(op) && !grad;
     for (int i = 0; i < op->nres; i++) { /* every use of each result is known now (later in the schedule) */
       int r = op->res[i]->id;
-      f32[r] = ret[r] || (used[r] && !bad[r] && !grad);
+      f32[r] = ret[r] || stat || (used[r] && !bad[r] && !grad);
       any = any || (f32[r] && op->res[i]->type.dtype == GV_DT_F32);
     }
-    bool through = any && !takes_activations(op);
+    bool through = any && !takes_activations(op) && !reduction(op);
     for (int i = 0; i < op->nopnds; i++) {
       int r = root[op->opnds[i]->id];
       /* cross_entropy_grad's d loss is a scalar its kernel reads as fp32: an
