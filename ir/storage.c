@@ -155,10 +155,13 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
     if (skip(op)) continue;
     bool any = false;
     for (int i = 0; i < op->nopnds; i++) any = any || half[op->opnds[i]->id];
+    /* elementwise work on fp32 values only stays fp32 (nothing 16-bit to save: a vocab-parallel
+     * cross-entropy's log-sum-exp from its fp32 row statistics, the sum of two fp32 embeddings) */
+    bool wide = !any && (op->code == GV_OP_FUSED || (gv_ops[op->code].flags & GV_ELEMENTWISE));
     for (int i = 0; i < op->nres && !rc; i++) {
       int r = op->res[i]->id;
       if (op->res[i]->type.dtype != GV_DT_F32) continue;
-      half[r] = moves_data(op) ? (op->code == GV_OP_CONCAT ? any : half[op->opnds[0]->id]) : !f32[r];
+      half[r] = moves_data(op) ? (op->code == GV_OP_CONCAT ? any : half[op->opnds[0]->id]) : !f32[r] && !wide;
       if (half[r] && ret[r])
         rc = gv_error_op(m, op, "storage: mixed-precision training: the step result from galv.%s would be stored "
                                 "16-bit (its operand is a 16-bit activation); not supported", gv_ops[op->code].name);

@@ -123,6 +123,8 @@ static void usage(FILE *f) {
           "  --precision fp32|bf16    cuda target: float storage (bf16: bf16 storage, fp32 accumulation;\n"
           "                           with --train mixed precision: fp32 parameters, optimizer state and\n"
           "                           parameter gradients, bf16 activations and GEMM inputs)\n"
+          "  --grad-dtype fp32|bf16   --train --precision bf16: the parameter gradients' storage (and so their\n"
+          "                           dp / ZeRO reduction's dtype); default fp32\n"
           "  --emit=ir|program        force the output kind: ir = IR text (MLIR generic syntax; into a\n"
           "                           directory as MODEL.mlir), program = the target's program\n"
           "  --no-build               write the program but do not run make\n"
@@ -573,6 +575,12 @@ int main(int argc, char **argv) {
         return 2;
       }
       cuda.bf16 = strcmp(val, "bf16") == 0;
+    } else if (TAKES("--grad-dtype")) {
+      if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0) {
+        gv_error_plain("--grad-dtype %s: expected fp32 or bf16", val);
+        return 2;
+      }
+      gv_precision_opts.grad = strcmp(val, "bf16") == 0 ? GV_DT_BF16 : GV_DT_F32;
     } else if (strcmp(a, "--no-build") == 0) {
       build = 0;
     } else if (TAKES("-o")) {
@@ -690,6 +698,11 @@ int main(int argc, char **argv) {
   /* the storage pass stores values 16-bit as the cuda target runs them: the memory plan, --report-cost and the
    * planner price that storage (docs/cuda-target.md, "Storage precision") */
   if (cuda.bf16) gv_precision_opts.storage = GV_DT_BF16;
+  if (gv_precision_opts.grad != GV_DT_F32 && (!cuda.bf16 || !train)) {
+    gv_error_plain("--grad-dtype bf16: 16-bit parameter gradients are part of mixed-precision training (give --train "
+                   "--precision bf16)");
+    return 2;
+  }
   if (dump_after && strcmp(dump_after, "all") != 0 && strcmp(dump_after, "import") != 0 &&
       !gv_pass_lookup(dump_after)) {
     gv_error_plain("--dump-ir-after=%s: no such pass (see galvc --help)", dump_after);
