@@ -8,6 +8,14 @@
 
 gv_dtype gv_value_storage(const gv_value *v) {
   const gv_op *d = v->def;
+  if (!d && v->block && v->block->last && v->block->last->code == GV_OP_RETURN) { /* a block argument */
+    const gv_attr *a = gv_get_attr(v->block->last, "arg_storage");
+    gv_dtype t;
+    if (a && a->kind == GV_ATTR_STRS && v->index >= 0 && v->index < a->u.strs.n &&
+        gv_dtype_parse(a->u.strs.v[v->index], strlen(a->u.strs.v[v->index]), &t))
+      return t;
+    return v->type.dtype;
+  }
   const gv_attr *a = d ? gv_get_attr(d, "storage") : NULL;
   if (!a || a->kind != GV_ATTR_STRS) return v->type.dtype;
   for (int i = 0; i < d->nres && i < a->u.strs.n; i++) {
@@ -32,7 +40,7 @@ gv_dtype gv_op_input_storage(const gv_op *op) {
 bool gv_module_has_narrow_storage(const gv_module *m) {
   if (!m->main || !m->main->body) return false;
   for (const gv_op *op = m->main->body->first; op; op = op->next)
-    if (gv_get_attr(op, "storage")) return true;
+    if (gv_get_attr(op, "storage") || gv_get_attr(op, "arg_storage")) return true;
   return false;
 }
 

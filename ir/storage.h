@@ -11,9 +11,11 @@
 #include "ir.h"
 
 /* The dtype v is stored in: its defining op's `storage` attribute (one
- * dtype name per result) when present, else its type's dtype. Block
- * arguments (parameters = fp32 master weights, optimizer state, data
- * inputs) keep their type's dtype. */
+ * dtype name per result) when present; for an argument of the function
+ * body, the body's galv.return's `arg_storage` (one per argument: a 16-bit
+ * inference program's inputs and weights are converted on upload; a
+ * training step's arguments — fp32 master weights, optimizer state, data —
+ * have none); else its type's dtype. */
 gv_dtype gv_value_storage(const gv_value *v);
 /* numel x the storage dtype's size; -1 when the type is not static. */
 int64_t gv_value_storage_bytes(const gv_value *v);

@@ -261,7 +261,7 @@ int gv_pass_memory_plan(gv_module *m) {
     vi->root = a->id;
     vi->external = f->arg_is_param[i] || (f->arg_is_state && f->arg_is_state[i]);
     int64_t k = gv_type_numel(&a->type);
-    size_t es = gv_dtype_size(a->type.dtype);
+    size_t es = gv_dtype_size(gv_value_storage(a)); /* a 16-bit inference program's inputs: 2 bytes */
     if (!vi->external && (k < 0 || es == 0 || k > INT64_MAX / 2 / (int64_t)es)) {
       gv_error(m, "memory-plan: input '%s' has no static shape and dtype", f->arg_names[i]);
       goto done;

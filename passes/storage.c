@@ -14,8 +14,10 @@
  * per result) on each op with a result stored narrower than its type;
  * `input_storage = "bf16"` on every galv.dot (its kernel reads 16-bit
  * inputs, converting fp32 ones) and on a convolution that computes in
- * 16-bit. Block arguments keep their dtype (a data input of a 16-bit
- * inference program is converted on upload into an f32-sized slot).
+ * 16-bit; so are its f32 arguments (`arg_storage` on galv.return: inputs
+ * and weights are converted on upload; the weights keep their weights.bin
+ * slots, a data input gets a 16-bit arena slot). A training step's
+ * arguments keep their dtype.
  * Runs before memory-plan; never changes what the program computes in the
  * IR's types. value->id is scratch. */
 #include <stdlib.h>
@@ -29,7 +31,8 @@ int gv_pass_storage(gv_module *m) {
   if (!m->main || !m->main->body) return gv_error(m, "storage: module has no function");
   gv_block *body = m->main->body;
   gv_dtype h = gv_precision_opts.storage;
-  for (gv_op *op = body->first; op; op = op->next) gv_remove_attr(op, "storage"), gv_remove_attr(op, "input_storage");
+  for (gv_op *op = body->first; op; op = op->next)
+    gv_remove_attr(op, "storage"), gv_remove_attr(op, "input_storage"), gv_remove_attr(op, "arg_storage");
   if (h == GV_DT_F32) return 0;
   if (h != GV_DT_BF16 && h != GV_DT_F16) return gv_error(m, "storage: precision %s is not a 16-bit float", gv_dtype_name(h));
   bool train = m->main->res_updates != NULL, grad16 = gv_precision_opts.grad != GV_DT_F32;
@@ -45,6 +48,15 @@ int gv_pass_storage(gv_module *m) {
   } else {
     for (gv_op *op = body->first; op; op = op->next)
       for (int i = 0; op->code != GV_OP_CONSTANT && i < op->nres; i++) half[op->res[i]->id] = op->res[i]->type.dtype == GV_DT_F32;
+    gv_op *ret = gv_block_terminator(body);
+    bool anyf = false;
+    for (int i = 0; i < body->nargs; i++) anyf = anyf || body->args[i]->type.dtype == GV_DT_F32;
+    if (ret && anyf) { /* inputs and weights are converted to 16-bit on upload */
+      const char **s = gv_alloc(m->arena, (size_t)body->nargs * sizeof *s);
+      for (int i = 0; i < body->nargs; i++)
+        s[i] = gv_dtype_name(body->args[i]->type.dtype == GV_DT_F32 ? h : body->args[i]->type.dtype);
+      gv_set_strs(m, ret, "arg_storage", body->nargs, s);
+    }
   }
   const char *name = gv_dtype_name(h);
   for (gv_op *op = body->first; op && !rc; op = op->next) {

@@ -120,7 +120,8 @@ static void usage(FILE *f) {
           "                           runs where a GPU is) is the default when --gpus is given, cpu (C +\n"
           "                           OpenBLAS + MPI; runs anywhere) otherwise (docs/cuda-target.md, cpu-target.md)\n"
           "  --cuda-arch sm_90[,sm_80]  GPU architectures of the cuda target (default sm_90)\n"
-          "  --precision fp32|bf16    cuda target: float storage (bf16: bf16 storage, fp32 accumulation;\n"
+          "  --precision fp32|bf16|fp16  cuda target: float storage (bf16: bf16 storage, fp32 accumulation;\n"
+          "                           fp16: inference priced and planned only, not emitted;\n"
           "                           with --train mixed precision: fp32 parameters, optimizer state and\n"
           "                           parameter gradients, bf16 activations and GEMM inputs)\n"
           "  --grad-dtype fp32|bf16   --train --precision bf16: the parameter gradients' storage (and so their\n"
@@ -397,6 +398,7 @@ int main(int argc, char **argv) {
   gv_progname = "galvc";
   const char *model = NULL, *out = NULL, *emit = NULL, *target = NULL, *dump_after = NULL, *dump_dir = "galvc-dumps";
   int verify_each = 0, stats = 0, quiet = 0, train = 0, build = 1;
+  bool fp16 = false; /* --precision fp16: priced (storage pass, cost model, planner), not emitted yet */
   int64_t gpus = 1, gpus_per_node = 0;
   int gpus_given = 0; /* --gpus asks for GPUs: the cuda target unless --target says otherwise */
   gv_cuda_options cuda = {.arch = "sm_90"};
@@ -570,11 +572,12 @@ int main(int argc, char **argv) {
       arch_given = 1;
       cuda.arch = val;
     } else if (TAKES("--precision")) {
-      if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0) {
-        gv_error_plain("--precision %s: expected fp32 or bf16", val);
+      if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0 && strcmp(val, "fp16") != 0) {
+        gv_error_plain("--precision %s: expected fp32, bf16 or fp16", val);
         return 2;
       }
       cuda.bf16 = strcmp(val, "bf16") == 0;
+      fp16 = strcmp(val, "fp16") == 0;
     } else if (TAKES("--grad-dtype")) {
       if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0) {
         gv_error_plain("--grad-dtype %s: expected fp32 or bf16", val);
@@ -698,6 +701,17 @@ int main(int argc, char **argv) {
   /* the storage pass stores values 16-bit as the cuda target runs them: the memory plan, --report-cost and the
    * planner price that storage (docs/cuda-target.md, "Storage precision") */
   if (cuda.bf16) gv_precision_opts.storage = GV_DT_BF16;
+  if (fp16) gv_precision_opts.storage = GV_DT_F16;
+  if (fp16 && train) {
+    gv_error_plain("--precision fp16 training needs dynamic loss scaling, which galvc does not implement yet: train with "
+                   "--precision bf16 (same storage plan, no loss scale needed)");
+    return 2;
+  }
+  if (fp16 && program) {
+    gv_error_plain("--precision fp16: the cuda runtime's kernels store bf16, not fp16, so far: fp16 storage is priced "
+                   "(--report-cost, the planner, -o FILE.mlir) but not emitted; use --precision bf16 for a program");
+    return 2;
+  }
   if (gv_precision_opts.grad != GV_DT_F32 && (!cuda.bf16 || !train)) {
     gv_error_plain("--grad-dtype bf16: 16-bit parameter gradients are part of mixed-precision training (give --train "
                    "--precision bf16)");

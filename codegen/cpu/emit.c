@@ -435,6 +435,8 @@ static int plan(emitter *e, int64_t *wbytes, const gv_op **arena_op) {
     if (!gv_type_is_static(&v->type) || !gv_dtype_size(v->type.dtype))
       return gv_error(m, "cpu codegen: argument '%s' has no static type", fn->arg_names[i] ? fn->arg_names[i] : "?");
     vi->nbytes = nbytes_of(&v->type);
+    if (!fn->arg_is_param[i] && !(fn->arg_is_state && fn->arg_is_state[i]))
+      vi->nbytes = gv_value_storage_bytes(v); /* a data input: the plan's arena slot (ir/storage.h) */
     if (fn->arg_is_param[i]) {
       vi->in_weights = e->train ? 2 : 1; /* training: the state buffer mirrors the parameters' weights.bin bytes */
       vi->off = w;

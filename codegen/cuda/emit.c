@@ -187,9 +187,11 @@ static int locate(emitter *e) {
     gv_value *v = body->args[i];
     v->id = e->nv;
     loc *l = &e->L[e->nv++];
-    *l = (loc){v, 0, argoff[i], nbytes_of(&v->type)};
-    if (fn->arg_is_param[i]) l->in_weights = e->train ? 2 : 1, l->off = w, w = align64(w + l->nbytes);
-    else if (fn->arg_is_state && fn->arg_is_state[i]) l->in_weights = 2; /* not training: a pipeline stash (S(off) from 0) */
+    *l = (loc){v, 0, argoff[i], gv_value_storage_bytes(v)}; /* a data input: its arena slot */
+    if (fn->arg_is_param[i]) /* the weights keep weights.bin's f32 layout (converted in place on upload) */
+      l->in_weights = e->train ? 2 : 1, l->off = w, l->nbytes = nbytes_of(&v->type), w = align64(w + l->nbytes);
+    else if (fn->arg_is_state && fn->arg_is_state[i])
+      l->in_weights = 2, l->nbytes = nbytes_of(&v->type); /* not training: a pipeline stash (S(off) from 0) */
   }
   e->pbytes = w, e->sbytes = e->train ? w : 0;
   for (int i = 0; i < body->nargs; i++)
