@@ -16,8 +16,9 @@
 #   - training fp32, tiny GPT-2 and Llama, 3 AdamW steps: losses and final
 #     weights vs torch (tests/train/torch_train.py, rtol 1e-4 / 1e-4 as
 #     tests/train_cpu.sh); the GPT-2 step also as the race-check build
-#     (cross-entropy's block reductions, gather_grad's atomics) and as bf16 mixed precision (losses
-#     within 1e-3 of fp32's, tests/train_bf16.sh's bound) and with 2
+#     (cross-entropy's block reductions, gather_grad's atomics) and as bf16
+#     mixed precision (losses within 1e-3 of fp32's, tests/train_bf16.sh's
+#     bound; also with bf16 parameter gradients, --grad-dtype bf16) and with 2
 #     accumulated microbatches (--microbatches 2) vs torch's whole batch
 #     (fp32 and bf16, the same bounds);
 #   - MPI (mpirun, NCCL over MPI): 2-rank tp inference == onnxruntime and ==
