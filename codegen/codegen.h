@@ -33,14 +33,10 @@ typedef struct {
 } gv_cuda_options;
 int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_cuda_options *co);
 
-/* bf16 training's storage plan on the CUDA target (codegen/cuda/storage.c;
- * docs/cuda-target.md, "bf16 training"), over the device program of a
- * training step whose top-level values are numbered 0..nvals-1 (value->id):
- * half[id] = 1 for every f32 value program.cu stores as bf16 (views
- * included). Returns 0, or -1 after one error line. */
-int cu_plan_storage(gv_module *m, unsigned char *half, int nvals);
-/* The storage the runtime kernel of op needs for its f32 operand i (or
- * result i - nopnds): 1 bf16, 0 fp32, -1 as planned. */
+/* bf16 training on the CUDA target (codegen/cuda/storage.c): the storage
+ * the runtime kernel of op needs for its f32 operand i (or result
+ * i - nopnds): 1 bf16, 0 fp32, -1 as planned. half[value->id] = 1 for the
+ * values the storage pass stores bf16 (ir/storage.h). */
 int cu_kernel_storage(const gv_op *op, int i, const unsigned char *half);
 
 /* The runtime sources embedded at build time (generated runtime_sources.c). */

@@ -23,9 +23,10 @@
  * collective kind: the prediction the planner made from the global program
  * (the mesh's predicted_bytes, gv_cost_comm_bytes) — independent of this
  * partitioned program, which the runtime's wire count then checks. Without
- * one (a partitioned program written by hand), or when the target stores a
- * communicated f32 value as bf16 (the global prediction is in f32 bytes),
- * the sum of the ops' `bytes` (halved for values stored as bf16). */
+ * one (a partitioned program written by hand), the sum of the ops' `bytes`.
+ * Both count a value stored 16-bit (the storage pass, ir/storage.h) at 2
+ * bytes per element: the prediction from the global program's storage,
+ * `bytes` from spmd-partition's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,7 +168,6 @@ cg_comm *cg_comm_new(gv_module *m, const cg_comm_target *t) {
     c->nranks = (int)n;
   }
   for (int k = 0; k < 4; k++) c->predicted[k] = 0;
-  bool halved = false;
   gv_block *body = m->main ? m->main->body : NULL;
   if (body && body->first && body->first->code == GV_OP_ARENA)
     c->nargoff = gv_get_ints(body->first, "arg_offsets", &c->argoff);
@@ -184,7 +184,6 @@ cg_comm *cg_comm_new(gv_module *m, const cg_comm_target *t) {
                : op->code == GV_OP_ALL_TO_ALL ? 3 : -1;
     if (kind >= 0) {
       int64_t b = gv_get_int(op, "bytes", -1);
-      if (b > 0 && stored_bf16(t, op->opnds[0])) b /= 2, halved = true; /* stored and moved as bf16 */
       if (b < 0 || c->predicted[kind] < 0) c->predicted[kind] = -1;
       else c->predicted[kind] += b;
       int64_t in = nbytes_of(&op->opnds[0]->type), out = nbytes_of(&op->res[0]->type);
@@ -192,7 +191,7 @@ cg_comm *cg_comm_new(gv_module *m, const cg_comm_target *t) {
         if (c->scratch[s] < (in > out ? in : out)) c->scratch[s] = in > out ? in : out;
     }
   }
-  if (c->mesh && c->mesh->has_predicted && !halved)
+  if (c->mesh && c->mesh->has_predicted)
     for (int k = 0; k < 4; k++) c->predicted[k] = c->mesh->predicted[k], c->predicted_global = 1;
   return c;
 }

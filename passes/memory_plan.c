@@ -7,7 +7,9 @@
  * are defined at point 0. A value is live from its definition to its last
  * use; views (GV_VIEW) alias their operand, so the root value stays live as
  * long as any alias is used; graph outputs are used by galv.return, the
- * last point. Parameters, constants and views of them are not in the arena
+ * last point. Each value takes its storage bytes (ir/storage.h: a value the
+ * storage pass stores 16-bit takes 2 bytes per element, not its type's 4).
+ * Parameters, constants and views of them are not in the arena
  * (offset -1). Placement: values in some order, each put at the lowest
  * 64-byte-aligned offset where it overlaps no placed value with an
  * overlapping live range (first_fit.c: near-linear in the values, not
@@ -24,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/storage.h"
 #include "first_fit.h"
 #include "passes.h"
 
@@ -90,7 +93,7 @@ static int walk(ctx *c, gv_block *b) {
         continue;
       }
       int64_t n = gv_type_numel(&res->type);
-      size_t es = gv_dtype_size(res->type.dtype);
+      size_t es = gv_dtype_size(gv_value_storage(res)); /* the storage pass's dtype (16-bit under --precision) */
       if (n < 0 || es == 0) return gv_error_op(m, op, "memory-plan: result %d has no static shape and dtype", i);
       if (n > INT64_MAX / 2 / (int64_t)es) return gv_error_op(m, op, "memory-plan: result %d is too large", i);
       vi->bytes = n * (int64_t)es;
@@ -241,7 +244,7 @@ static int64_t grad_bytes(gv_func *f, int64_t pb) {
 }
 
 /* The memory breakdown of a training step, as galv.arena attributes:
- * param_bytes, grad_bytes (grad_bytes above),
+ * param_bytes, grad_bytes (grad_bytes above; 16-bit under --grad-dtype bf16),
  * optimizer_bytes (galv.state arguments), activation_bytes (the most bytes
  * of forward values live at once: values defined up to the loss, forward
  * temporaries included), saved_activation_bytes (forward values still live
@@ -274,7 +277,10 @@ static void train_breakdown(ctx *c, gv_func *f, const int *roots, int nroots, gv
   }
   free(diff);
   gv_set_int(c->m, arena, "param_bytes", pb);
-  gv_set_int(c->m, arena, "grad_bytes", grad_bytes(f, pb));
+  /* gradients at their storage: --grad-dtype bf16 under 16-bit storage (the storage pass) halves them */
+  bool g16 = gv_precision_opts.storage != GV_DT_F32 && gv_precision_opts.grad != GV_DT_F32 && gv_module_has_narrow_storage(c->m);
+  int64_t gb = grad_bytes(f, pb);
+  gv_set_int(c->m, arena, "grad_bytes", g16 ? gb / 2 : gb);
   gv_set_int(c->m, arena, "optimizer_bytes", ob);
   gv_set_int(c->m, arena, "activation_bytes", act);
   gv_set_int(c->m, arena, "saved_activation_bytes", saved);
@@ -302,7 +308,7 @@ int gv_pass_memory_plan(gv_module *m) {
     vi->root = a->id;
     vi->external = f->arg_is_param[i] || (f->arg_is_state && f->arg_is_state[i]);
     int64_t k = gv_type_numel(&a->type);
-    size_t es = gv_dtype_size(a->type.dtype);
+    size_t es = gv_dtype_size(gv_value_storage(a)); /* a 16-bit inference program's inputs: 2 bytes */
     if (!vi->external && (k < 0 || es == 0 || k > INT64_MAX / 2 / (int64_t)es)) {
       gv_error(m, "memory-plan: input '%s' has no static shape and dtype", f->arg_names[i]);
       goto done;

@@ -60,6 +60,16 @@ int gv_pass_spmd_partition(gv_module *m);     /* passes/spmd_partition.c */
 int gv_pass_fuse(gv_module *m);           /* passes/fuse.c */
 int gv_pass_memory_plan(gv_module *m);    /* passes/memory_plan.c */
 
+/* Storage precision (docs/cuda-target.md, "Storage precision"): set by the
+ * drivers (galvc --precision, --grad-dtype; galv-opt --precision=) before
+ * the storage pass; defined in passes/storage.c. */
+typedef struct {
+  gv_dtype storage;       /* f32: every value at its type; bf16 / f16: 16-bit storage (--precision) */
+  gv_dtype grad;          /* training under 16-bit storage: the parameter gradients' storage, f32 or = storage */
+} gv_precision_options;
+extern gv_precision_options gv_precision_opts;
+int gv_pass_storage(gv_module *m);        /* passes/storage.c */
+
 /* Pipeline (inter-operator) parallelism, docs/pipeline.md: options set by the
  * drivers (galvc --layers, galv-opt --layers=K); defined in
  * passes/cluster_layers.c. */

@@ -12,8 +12,8 @@
  * names: repeated blocks) whether it is ZeRO-3 sharded over the batch axes.
  *
  * Costs. A candidate is realised: the module is cloned, the plan pinned,
- * and propagate-sharding, spmd-partition, fuse and memory-plan run on the
- * clone; every op's time (planner/cost.h: roofline, alpha-beta collectives
+ * and propagate-sharding, spmd-partition, fuse, storage and memory-plan run
+ * on the clone; every op's time (planner/cost.h: roofline, alpha-beta collectives
  * per mesh axis) is attributed to the unit its ONNX node belongs to. Costs
  * are integer ns, so ties are exact. ZeRO of one unit changes no
  * activation sharding, so unit costs are independent of the other units'
@@ -448,8 +448,10 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   plan_sp_set(&sps, C, p);
   int fd = quiet_begin();
   if (!rc) rc = gv_pass_propagate_sharding(m) ? 1 : 0;
+  if (!rc) rc = gv_pass_storage(m) ? 1 : 0; /* the collectives move values as stored */
   if (!rc) rc = gv_pass_spmd_partition(m) ? 1 : 0;
   if (!rc) rc = gv_pass_fuse(m) ? 1 : 0;
+  if (!rc) rc = gv_pass_storage(m) ? 1 : 0; /* the memory plan and the cost read the storage precision */
   if (!rc) rc = gv_pass_memory_plan(m) ? 1 : 0;
   quiet_end(fd);
   gv_shard_opts = saved;

@@ -21,6 +21,7 @@
 #include "build.h"
 #include "passes.h"
 #include "../planner/cost.h"
+#include "../ir/storage.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -134,6 +135,14 @@ static gv_value *coll(spmd *S, gv_opcode code, gv_value *x, unsigned axes, int d
   }
   if (gv_infer_op(S->m, o, NULL)) return NULL;
   int64_t nb = code == GV_OP_ALL_GATHER ? type_bytes(&o->res[0]->type) : type_bytes(&x->type);
+  /* moved as stored: a value the storage pass stores 16-bit moves 2 bytes per element (ir/storage.h); the
+   * collective stores its result like its operand (the storage pass's rule), which a chain of them reads */
+  gv_dtype st = gv_value_storage(x);
+  if (st != x->type.dtype) {
+    const char *name = gv_dtype_name(st);
+    nb = nb / (int64_t)gv_dtype_size(x->type.dtype) * (int64_t)gv_dtype_size(st);
+    gv_set_strs(S->m, o, "storage", 1, &name);
+  }
   int64_t bytes = code == GV_OP_ALL_REDUCE ? 2 * (p - 1) * nb / p : code == GV_OP_SHARD_SLICE ? 0 : (p - 1) * nb / p;
   gv_set_int(S->m, o, "bytes", bytes);
   gv_insert_before(pos, o);

@@ -27,6 +27,7 @@
  * (b: the part each rank holds), reduce_scatter and all_to_all (p-1)b/p.
  * A group of one rank sends nothing. */
 #include "cost.h"
+#include "ir/storage.h"
 
 #include <string.h>
 
@@ -95,7 +96,8 @@ static int reshard(const gv_module *m, const gv_op *op, int64_t out[4]) {
   if (!want || gv_type_numel(&x->type) < 0) return -1;
   layout L;
   memset(&L, 0, sizeof L);
-  L.mesh = mesh, L.rank = x->type.rank, L.esize = (int64_t)gv_dtype_size(x->type.dtype);
+  /* moved as stored: a value the storage pass stores 16-bit moves 2 bytes per element (ir/storage.h) */
+  L.mesh = mesh, L.rank = x->type.rank, L.esize = (int64_t)gv_dtype_size(gv_value_storage(x));
   for (int d = 0; d < L.rank; d++) L.dims[d] = x->type.dims[d];
   if (have) {
     L.pending = have->partial;

@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include "ir/storage.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -19,6 +20,14 @@ static int64_t numel(const gv_type *t) {
 static int64_t tbytes(const gv_type *t) {
   int64_t n = numel(t);
   return n < 0 ? -1 : n * (int64_t)gv_dtype_size(t->dtype);
+}
+
+/* Bytes of t (v's type, or a local shape of v) as v is stored: an f32 value
+ * the storage pass stores 16-bit moves 2 bytes per element (ir/storage.h). */
+static int64_t sbytes(const gv_type *t, const gv_value *v) {
+  int64_t n = numel(t);
+  gv_dtype d = v && v->type.dtype == t->dtype ? gv_value_storage(v) : t->dtype;
+  return n < 0 ? -1 : n * (int64_t)gv_dtype_size(d);
 }
 
 /* FLOPs per result element of elementwise ops: 1 for arithmetic and
@@ -145,24 +154,41 @@ static int64_t bytes_of(const gv_op *op, const gv_type *const *in, const gv_type
     return 0;
   case GV_OP_ALL_REDUCE: case GV_OP_ALL_GATHER: case GV_OP_REDUCE_SCATTER: case GV_OP_ALL_TO_ALL:
     return 0; /* communication: gv_cost_collective */
-  case GV_OP_GATHER: return 2 * tbytes(out[0]) + tbytes(in[1]);
-  case GV_OP_SLICE: case GV_OP_SHARD_SLICE: return 2 * tbytes(out[0]);
+  case GV_OP_GATHER: return 2 * sbytes(out[0], op->res[0]) + tbytes(in[1]);
+  case GV_OP_SLICE: case GV_OP_SHARD_SLICE: return 2 * sbytes(out[0], op->res[0]);
   case GV_OP_IF: {
     int64_t b = 0;
-    for (int i = 0; i < op->nres; i++) b += tbytes(out[i]);
+    for (int i = 0; i < op->nres; i++) b += sbytes(out[i], op->res[i]);
     return b;
   }
   default: {
+    /* A GEMM or convolution reading 16-bit inputs (input_storage) reads
+     * each operand 16-bit; one stored wider is first converted (read at its
+     * storage, written 16-bit: the CUDA emitter's scratch copy). */
+    gv_dtype is = op->code == GV_OP_DOT || op->code == GV_OP_CONV ? gv_op_input_storage(op) : GV_DT_COUNT;
     int64_t b = 0;
-    for (int i = 0; i < op->nopnds; i++) b += tbytes(in[i]);
-    for (int i = 0; i < op->nres; i++) b += tbytes(out[i]);
+    for (int i = 0; i < op->nopnds; i++) {
+      int64_t s = sbytes(in[i], op->opnds[i]);
+      if (is != GV_DT_COUNT && in[i]->dtype == GV_DT_F32 && gv_dtype_size(is) < 4) {
+        int64_t h = numel(in[i]) * (int64_t)gv_dtype_size(is);
+        if (s > h) s += 2 * h; /* the conversion: read s, write h; the kernel reads h */
+      }
+      b += s;
+    }
+    for (int i = 0; i < op->nres; i++) b += sbytes(out[i], op->res[i]);
     return b;
   }
   }
 }
 
+/* GEMMs and convolutions run at the peak of the dtype they read their
+ * inputs in (16-bit under --precision bf16: input_storage), not of the
+ * IR's f32; other ops are memory-bound in practice and keep their dtype. */
 static gv_dtype compute_dtype(const gv_op *op, const gv_type *const *in, const gv_type *const *out) {
-  if (op->code == GV_OP_DOT || op->code == GV_OP_CONV) return in[0]->dtype;
+  if (op->code == GV_OP_DOT || op->code == GV_OP_CONV) {
+    gv_dtype d = gv_op_input_storage(op);
+    return in[0]->dtype == GV_DT_F32 ? d : in[0]->dtype;
+  }
   if (op->nres) return out[0]->dtype;
   return op->nopnds ? in[0]->dtype : GV_DT_F32;
 }
@@ -204,16 +230,18 @@ int gv_cost_attention_op(const gv_cluster *c, const gv_attn_chain *ch, int n, co
   memset(out, 0, sizeof *out);
   if (op != a->d1) return 1;
   const gv_op *ops[4] = {a->d1, a->mid, a->sm, a->d2};
-  int64_t f = 0, b = tbytes(&a->d1->opnds[0]->type) + tbytes(&a->d1->opnds[1]->type) + tbytes(&a->d2->opnds[1]->type) +
-                     tbytes(&a->d2->res[0]->type);
+  int64_t f = 0, b = gv_value_storage_bytes(a->d1->opnds[0]) + gv_value_storage_bytes(a->d1->opnds[1]) +
+                     gv_value_storage_bytes(a->d2->opnds[1]) + gv_value_storage_bytes(a->d2->res[0]);
   for (int i = 0; i < 4; i++) {
     int64_t fi = ops[i] ? gv_op_flops(ops[i], NULL, NULL) : 0;
     if (fi > 0) f += fi;
   }
   for (int i = 0; a->mid && i < a->mid->nopnds; i++) /* mask / scale, read by the score functor */
-    if (i != a->score_opnd) b += tbytes(&a->mid->opnds[i]->type);
+    if (i != a->score_opnd) b += gv_value_storage_bytes(a->mid->opnds[i]);
   out->flops = f;
   out->bytes = b;
+  /* fp32 peak in either storage: the fused kernel (runtime/cuda/attention.cuh) reads 16-bit values but computes
+   * on the CUDA cores in float, not on the tensor cores the bf16 peak counts */
   double tc = f ? (double)f / gv_cluster_flops(c, GV_DT_F32) * 1e9 : 0;
   double tm = b ? (double)b / (c->memory_gbps * c->memory_efficiency) : 0;
   out->compute_bound = f && tc >= tm;
@@ -319,12 +347,42 @@ int64_t gv_cost_collective_op(const gv_cluster *c, const gv_module *m, const gv_
     if (a < 0) return -1;
     mask |= 1u << a;
   }
-  /* n: the full buffer (docs/sharding.md): the gathered result for all_gather, else the operand */
-  int64_t n = tbytes(kind == GV_COLL_ALL_GATHER ? &op->res[0]->type : &op->opnds[0]->type);
+  /* n: the full buffer (docs/sharding.md): the gathered result for all_gather, else the operand, as stored
+   * (a value stored 16-bit moves 2 bytes per element) */
+  int64_t n = gv_value_storage_bytes(kind == GV_COLL_ALL_GATHER ? op->res[0] : op->opnds[0]);
   if (n < 0) return -1;
   int64_t per_node, nodes;
   group_layout(c, mesh, mask, &per_node, &nodes);
   return gv_cost_collective_levels(c, kind, n, per_node, nodes);
+}
+
+static int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
+
+/* Under 16-bit storage the CUDA program converts, per kernel call, the
+ * operands its kernel reads in another storage through scratch (codegen/cuda
+ * emit_kernel): a GEMM's fp32 operands (parameters: the fp32 master
+ * weights) to bf16, a norm's fp32 scale and bias to its result's storage,
+ * and writes a 16-bit-stored parameter gradient of an fp32 kernel
+ * (gather_grad, conv_grad_weight) to fp32 scratch first. No persistent
+ * 16-bit copy of the weights exists: the most bytes of one call count. */
+static int64_t convert_scratch(const gv_block *b) {
+  int64_t most = 0;
+  for (const gv_op *op = b->first; op; op = op->next) {
+    int64_t n = 0;
+    bool narrow = op->nres && gv_value_storage(op->res[0]) != op->res[0]->type.dtype;
+    if (op->code == GV_OP_DOT || op->code == GV_OP_CONV || ((op->code == GV_OP_LAYER_NORM || op->code == GV_OP_RMS_NORM) && narrow)) {
+      gv_dtype is = op->code == GV_OP_DOT || op->code == GV_OP_CONV ? gv_op_input_storage(op) : gv_value_storage(op->res[0]);
+      for (int i = 0; i < op->nopnds && gv_dtype_size(is) < 4; i++) {
+        const gv_value *v = op->opnds[i];
+        if (v->type.dtype == GV_DT_F32 && gv_value_storage(v) == GV_DT_F32 && numel(&v->type) > 0)
+          n += align64(numel(&v->type) * (int64_t)gv_dtype_size(is));
+      }
+    } else if ((op->code == GV_OP_GATHER_GRAD || op->code == GV_OP_CONV_GRAD_WEIGHT) && narrow && numel(&op->res[0]->type) > 0) {
+      n = align64(numel(&op->res[0]->type) * 4);
+    }
+    if (n > most) most = n;
+  }
+  return most;
 }
 
 void gv_cost_memory(const gv_module *m, gv_mem *out) {
@@ -360,9 +418,10 @@ void gv_cost_memory(const gv_module *m, gv_mem *out) {
     }
   }
   out->comm = 2 * coll;
+  out->convert = convert_scratch(f->body);
   /* Gradients and activations live in the arena; parameters and optimizer
    * state in the weights / state buffer beside it. */
-  out->total = out->params + out->optimizer + out->arena + out->constants + out->comm;
+  out->total = out->params + out->optimizer + out->arena + out->constants + out->comm + out->convert;
 }
 
 int64_t gv_mem_model_states(int64_t nparams, int zero_stage, int64_t dp) {
@@ -574,9 +633,10 @@ void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file) {
   gv_mem mem;
   gv_cost_memory(m, &mem);
   fprintf(f, "memory per device: parameters %lld, optimizer state %lld, arena %lld (gradients %lld and activations "
-             "peak %lld inside), constants %lld, communication buffers %lld, total %lld of %lld bytes (%.1f%%)%s\n",
+             "peak %lld inside), constants %lld, communication buffers %lld, 16-bit conversion scratch %lld, total %lld of "
+             "%lld bytes (%.1f%%)%s\n",
           (long long)mem.params, (long long)mem.optimizer, (long long)mem.arena, (long long)mem.grads,
-          (long long)mem.activations, (long long)mem.constants, (long long)mem.comm, (long long)mem.total,
+          (long long)mem.activations, (long long)mem.constants, (long long)mem.comm, (long long)mem.convert, (long long)mem.total,
           (long long)c->memory_bytes,
           100.0 * (double)mem.total / (double)c->memory_bytes, gv_mem_fits(c, &mem) ? "" : "  DOES NOT FIT");
   zero_report(m, f);

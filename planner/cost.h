@@ -92,7 +92,10 @@ typedef struct {
   int64_t constants;    /* the program's constant tensors (weights.bin after the parameters; 64-byte aligned) */
   int64_t comm;         /* the collectives' pack / unpack buffers: two of the largest operand or result
                          * (codegen/comm.c allocates them so on both targets) */
-  int64_t total;        /* params + optimizer + arena + constants + comm (the arena holds gradients and activations) */
+  int64_t convert;      /* 16-bit storage: the largest per-call conversion scratch (fp32 GEMM operands to bf16, ...;
+                         * cost.c convert_scratch); 0 in fp32 */
+  int64_t total;        /* params + optimizer + arena + constants + comm + convert (the arena holds gradients and
+                         * activations) */
 } gv_mem;
 /* From the galv.arena op that memory-plan writes (param_bytes, ...; for
  * inference only bytes), or from the function's arguments when absent. */

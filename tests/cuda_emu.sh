@@ -16,8 +16,9 @@
 #   - training fp32, tiny GPT-2 and Llama, 3 AdamW steps: losses and final
 #     weights vs torch (tests/train/torch_train.py, rtol 1e-4 / 1e-4 as
 #     tests/train_cpu.sh); the GPT-2 step also as the race-check build
-#     (cross-entropy's block reductions, gather_grad's atomics) and as bf16 mixed precision (losses
-#     within 1e-3 of fp32's, tests/train_bf16.sh's bound) and with 2
+#     (cross-entropy's block reductions, gather_grad's atomics) and as bf16
+#     mixed precision (losses within 1e-3 of fp32's, tests/train_bf16.sh's
+#     bound; also with bf16 parameter gradients, --grad-dtype bf16) and with 2
 #     accumulated microbatches (--microbatches 2) vs torch's whole batch
 #     (fp32 and bf16, the same bounds);
 #   - MPI (mpirun, NCCL over MPI): 2-rank tp inference == onnxruntime and ==
@@ -195,10 +196,11 @@ l = r.randint(0, 64, (3, 2, 8)).astype(np.int64)
 l[:, 0, :2] = -100
 np.save('$T/batches/labels.npy', l)"
 TORCH=1
-train_one() { # FAM [PRECISION]: galvc, make emu, 3 steps
-  local fam=$1 p=${2:-fp32} o=$T/train_$1${2:+_$2}
+train_one() { # FAM [PRECISION [g16]]: galvc, make emu, 3 steps (g16: --grad-dtype bf16)
+  local fam=$1 p=${2:-fp32} o=$T/train_$1${2:+_$2}${3:+_$3} g=()
+  [ "${3:-}" = g16 ] && g=(--grad-dtype bf16)
   [ -f "$T/${fam}_t.onnx" ] || python3 "$SRC/examples/make_model.py" "$fam" -o "$T/${fam}_t.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null &&
-    "$BUILD/galvc" "$T/${fam}_t.onnx" --input-shape input_ids=2x8 --train --precision $p --target cuda --no-build -q -o "$o/" &&
+    "$BUILD/galvc" "$T/${fam}_t.onnx" --input-shape input_ids=2x8 --train --precision $p "${g[@]}" --target cuda --no-build -q -o "$o/" &&
     make -s -C "$o" emu && GALV_EMU_REGS=1 "$o/program-emu" --batches "$T/batches" --steps 3 -o "$o.w" >"$o.log"
 }
 if [ $TORCH = 1 ]; then
@@ -206,6 +208,7 @@ if [ $TORCH = 1 ]; then
   for fam in gpt2 llama; do (train_one $fam >"$T/train_$fam.build.log" 2>&1) & done
   wait
   (train_one gpt2 bf16 >"$T/train_gpt2_bf16.build.log" 2>&1) &
+  (train_one gpt2 bf16 g16 >"$T/train_gpt2_bf16_g16.build.log" 2>&1) &
   for p in fp32 bf16; do # gradient accumulation: 2 microbatches of 1 sample (passes/accumulate.c)
     (o=$T/train_gpt2_mb2_$p
      "$BUILD/galvc" "$T/gpt2_t.onnx" --input-shape input_ids=2x8 --train --microbatches 2 --precision $p --target cuda --no-build -q -o "$o/" &&
@@ -233,6 +236,17 @@ print("|bf16 - fp32 torch| per step " + " ".join(f"{x:.2g}" for x in d) + " (<= 
 PY
   ); then ok "training gpt2 bf16 (fp32 master weights, bf16 activations), 3 AdamW steps: $r"
   else bad "training gpt2 bf16:"; cat "$T/train_gpt2_bf16.build.log" "$T/train_gpt2_bf16.log" 2>/dev/null; echo "$r"; fi
+  # bf16 parameter gradients (--grad-dtype bf16: dW GEMMs write bf16, the optimizer reads them): the same 1e-3 bound
+  if [ -f "$T/train_gpt2_bf16_g16.log" ] && r=$(python3 - "$T/train_gpt2_bf16_g16.log" "$T/gpt2.torch.log" "$T/train_gpt2_bf16.log" <<'PY'
+import re, sys
+got, ref, b32 = ([float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)] for p in sys.argv[1:4])
+d = [abs(a - b) for a, b in zip(got, ref)]
+assert len(got) == 3 and len(ref) == 3 and max(d) <= 1e-3, f"bf16 gradients {got} vs fp32 {ref}"
+e = max(abs(a - b) for a, b in zip(got, b32))
+print("|bf16 grads - fp32 torch| per step " + " ".join(f"{x:.2g}" for x in d) + f" (<= 1e-3); vs fp32 gradients {e:.2g}")
+PY
+  ); then ok "training gpt2 bf16 with bf16 parameter gradients (--grad-dtype bf16), 3 AdamW steps: $r"
+  else bad "training gpt2 bf16 --grad-dtype bf16:"; cat "$T/train_gpt2_bf16_g16.build.log" "$T/train_gpt2_bf16_g16.log" 2>/dev/null; echo "$r"; fi
   # 2 accumulated microbatches (microbatch 0 holds the ignored labels) = torch's whole batch; bf16 within 1e-3
   # (each microbatch's loss weight, d loss of its cross-entropy gradient, stays fp32)
   wait

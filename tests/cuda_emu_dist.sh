@@ -18,6 +18,11 @@
 #     race-check build (make emu-race: every kernel's exact bytes checked
 #     against the collectives on the NCCL streams, no event missing; no
 #     shared- or global-memory race between threads of a launch);
+#   - bf16 mixed precision on 2 ranks, tp and dp with bf16 parameter
+#     gradients (--grad-dtype bf16): losses within 1e-3 of the CPU
+#     program's fp32 ones, the bytes on the wire = the global prediction in
+#     storage bytes (bf16 activations / gradients move 2 bytes per
+#     element), device memory within 5% of --report-cost's;
 #   - a checkpoint written by the 4-rank dp x tp GPU training after 2 steps
 #     loads into the single-device CPU program, whose 3rd step equals the
 #     straight 3 CPU steps;
@@ -132,6 +137,35 @@ for n in dptp zero tpsp; do
   launch $n --batches "$T/b" --steps 1 >"$T/$n.mem.txt" 2>&1 || bad "$n: the 1-step run: $(tail -n 3 "$T/$n.mem.txt")"
   memory $n "$T/$n.mem.txt"
 done
+# bf16 mixed precision on 2 ranks (the storage pass's plan): tp (bf16 activations, moved as bf16 by the tp
+# collectives) and dp with bf16 parameter gradients (--grad-dtype bf16: the gradient all-reduces sum bf16):
+# losses within 1e-3 of the single-device fp32 CPU program (tests/train_bf16.sh's bound), the wire bytes = the
+# global program's prediction in storage bytes (the program checks them; --comm-stats prints both), and device
+# memory within 5% of --report-cost's
+bf16_train() { # NAME WHAT ARGS...
+  local n=$1 what=$2 r
+  shift 2
+  if gen "$n" --batch 8 --seq 8 --train --gpus 2 --precision bf16 "$@" &&
+     launch "$n" --batches "$T/b" --steps 3 --comm-stats >"$T/$n.txt" 2>&1 &&
+     r=$(python3 - "$T/one.txt" "$T/$n.txt" <<'PY'
+import re, sys
+ref = [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(sys.argv[1]).read(), re.M)]
+txt = open(sys.argv[2]).read()
+got = [float(x) for x in re.findall(r"^step \d+ loss (\S+)", txt, re.M)]
+d = [abs(a - b) for a, b in zip(got, ref)]
+assert len(got) == 3 and len(ref) == 3 and max(d) <= 1e-3, f"bf16 {got} vs fp32 {ref}"
+m = re.search(r"in 3 runs: all_reduce (\d+), all_gather (\d+),.*\(predicted per run: (\d+), (\d+),", txt)
+assert m and int(m[1]) == 3 * int(m[3]) and int(m[2]) == 3 * int(m[4]), "no comm line or counted != predicted"
+print(f"|bf16 - fp32| per step {' '.join(f'{x:.2g}' for x in d)} (<= 1e-3); bytes sent per run all_reduce {m[3]}, "
+      f"all_gather {m[4]} = predicted")
+PY
+     ); then ok "training bf16 $what (2 ranks), 3 AdamW steps vs the single-device fp32 CPU program: $r"
+  else bad "training bf16 $what:"; tail -n 20 "$T/$n.gen.log" "$T/$n.txt" 2>/dev/null; echo "${r:-}"; fi
+  launch "$n" --batches "$T/b" --steps 1 >"$T/$n.mem.txt" 2>&1 || bad "$n: the 1-step run: $(tail -n 3 "$T/$n.mem.txt")"
+  memory "$n" "$T/$n.mem.txt"
+}
+bf16_train tpbf16 tp --strategy tp
+bf16_train dpg16 "dp, bf16 gradients" --strategy dp --grad-dtype bf16
 if make -s -C "$T/zero" emu COMM=staged >"$T/zeros.log" 2>&1 &&
    launch zero --batches "$T/b" --steps 3 -o "$T/zeros.w" >"$T/zeros.txt" 2>&1 &&
    r=$(same "$T/zeros.txt" "$T/zeros.w" "$T/zero.txt" "$T/zero.w" exact 2>&1) &&

@@ -12,6 +12,7 @@
 #include "../codegen/codegen.h"
 #include "../frontend/onnx_import.h"
 #include "../ir/interp.h"
+#include "../ir/storage.h"
 #include "../passes/build.h"
 #include "../passes/passes.h"
 #include "../runtime/npy.h"
@@ -41,6 +42,7 @@ static void usage(FILE *f) {
              "  --precision bf16         with --train: round every value the cuda target stores as bf16 under\n"
              "                           --train --precision bf16 (and the operands its kernels convert) to\n"
              "                           bf16, everything else fp32: that target's mixed precision, on the CPU\n"
+             "  --grad-dtype fp32|bf16   with --precision bf16: the parameter gradients stored bf16 too\n"
              "  -q, --quiet              no report of what trains (stderr, with --train)\n"
              "  -h, --help\n");
 }
@@ -83,7 +85,7 @@ static gv_value *round_bf16(gvb *b, gv_value *x) {
 }
 
 /* --precision bf16 (training): the cuda target's bf16 storage plan
- * (cu_plan_storage, codegen/cuda/storage.c) applied to the device program
+ * (the storage pass, ir/storage.h) applied to the device program
  * as cast pairs: every value stored bf16 is rounded where it is defined,
  * every operand a kernel reads in bf16 though it is stored fp32 (a GEMM's
  * parameter operand, a norm's scale) is rounded for that use, and a result
@@ -100,7 +102,15 @@ static int emulate_bf16_storage(gv_module *m) {
   unsigned char *half = calloc((size_t)n + 1, 1);
   gv_op **ops = malloc((size_t)(nops + 1) * sizeof *ops);
   if (!half || !ops) abort();
-  int rc = cu_plan_storage(m, half, n), k = 0;
+  /* the storage pass's plan (ir/storage.h), as galvc --target cuda runs it before memory-plan */
+  gv_precision_options saved = gv_precision_opts;
+  gv_precision_opts.storage = GV_DT_BF16;
+  int rc = gv_pass_storage(m), k = 0;
+  gv_precision_opts = saved;
+  n = 0;
+  for (int i = 0; i < body->nargs; i++) body->args[i]->id = n++;
+  for (gv_op *op = body->first; op; op = op->next)
+    for (int i = 0; i < op->nres; i++) half[n] = gv_value_storage(op->res[i]) == GV_DT_BF16, op->res[i]->id = n++;
   gv_subst *sub = gv_subst_new(); /* a rounded result replaces its value for every later use */
   for (gv_op *op = body->first; op; op = op->next) ops[k++] = op;
   for (k = 0; k < nops && !rc; k++) {
@@ -188,6 +198,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--batch") && i + 1 < argc) opt.batch = atoll(argv[++i]);
     else if (!strcmp(a, "--seq") && i + 1 < argc) opt.seq = atoll(argv[++i]);
     else if (!strcmp(a, "--train")) train = 1;
+    else if (!strcmp(a, "--grad-dtype") && i + 1 < argc) {
+      const char *v = argv[++i];
+      if (strcmp(v, "fp32") && strcmp(v, "bf16")) { gv_error_plain("--grad-dtype %s: expected fp32 or bf16", v); return 2; }
+      gv_precision_opts.grad = strcmp(v, "bf16") ? GV_DT_F32 : GV_DT_BF16;
+    }
     else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = 1;
     else if (!strcmp(a, "--precision") && i + 1 < argc) {
       const char *v = argv[++i];
@@ -230,7 +245,7 @@ int main(int argc, char **argv) {
         nshapes++;
       }
     } else if (a[0] == '-') {
-      static const char *const valued[] = {"-o", "--passes", "--batch", "--seq", "--precision", "--steps", "--loss",
+      static const char *const valued[] = {"-o", "--passes", "--batch", "--seq", "--precision", "--grad-dtype", "--steps", "--loss",
                                            "--labels", "--recompute", "--optimizer", "--ignore-index", "--lr",
                                            "--weight-decay", "--beta1", "--beta2", "--eps", "--momentum", "--input",
                                            "--input-shape", "--freeze", "--trainable", NULL};
@@ -277,6 +292,7 @@ int main(int argc, char **argv) {
   if (train && !quiet) gv_print_trainable(f, "galv-eval", stderr);
   if (!checked && check_static(m, f->body)) goto out;
   if (bf16 && !train) { gv_error_plain("--precision bf16 emulates bf16 training: it needs --train"); goto out; }
+  if (gv_precision_opts.grad != GV_DT_F32 && !bf16) { gv_error_plain("--grad-dtype bf16 applies to --precision bf16 training"); goto out; }
   if (bf16 && emulate_bf16_storage(m)) goto out;
   /* data inputs, then (training) one optimizer state tensor per parameter or two */
   const gv_tensor **inputs = gv_alloc(m->arena, (size_t)(f->body->nargs + 1) * sizeof *inputs);

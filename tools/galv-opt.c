@@ -26,6 +26,8 @@ static void usage(FILE *f) {
           "  --collectives    spmd-partition: print the collective table (stderr)\n"
           "  --microbatches=B accumulate: B microbatches of the function's batch (the input is one microbatch)\n"
           "  --zero-reduce=F  propagate-sharding: accumulated ZeRO gradients reduced once (default) or per-microbatch\n"
+          "  --precision=P    storage: fp32 (default), bf16 or fp16 storage of f32 values (docs/cuda-target.md)\n"
+          "  --grad-dtype=D   storage, training: parameter gradients fp32 (default) or bf16 / fp16 as --precision\n"
           "  --help           this text\n\npasses:\n");
   for (int i = 0; i < gv_pass_count; i++)
     fprintf(f, "  %-16s %s\n", gv_pass_table[i].name, gv_pass_table[i].help);
@@ -95,6 +97,15 @@ int main(int argc, char **argv) {
       gv_pipe_opts.stash = val;
     } else if (strcmp(a, "--pipe-stats") == 0) {
       gv_pipe_opts.quiet = false;
+    } else if (TAKES("--precision") || TAKES("--grad-dtype")) {
+      bool grad = a[2] == 'g';
+      gv_dtype t = strcmp(val, "fp32") == 0 ? GV_DT_F32 : strcmp(val, "bf16") == 0 ? GV_DT_BF16
+                   : strcmp(val, "fp16") == 0 ? GV_DT_F16 : GV_DT_COUNT;
+      if (t == GV_DT_COUNT) {
+        gv_error_plain("%s=%s: expected fp32, bf16 or fp16", grad ? "--grad-dtype" : "--precision", val);
+        return 2;
+      }
+      *(grad ? &gv_precision_opts.grad : &gv_precision_opts.storage) = t;
     } else if (TAKES("--strategy")) {
       gv_shard_opts.strategy = val;
     } else if (TAKES("--sharding")) {

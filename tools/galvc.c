@@ -38,8 +38,10 @@ static const char *const pipeline[] = {
     "dce",            /* drop what nothing uses */
     "cluster-layers", /* with --layers K: METIS layer groups (docs/pipeline.md) */
     "propagate-sharding", /* with --gpus > 1 / --mesh: shardings, galv.reshard (docs/sharding.md) */
+    "storage",        /* with --precision bf16: the global program's storage, which the collectives move */
     "spmd-partition", /* one rank's local program: local shapes, collectives */
     "fuse",           /* elementwise chains -> galv.fused (docs/device-program.md) */
+    "storage",        /* with --precision bf16|fp16: the values stored 16-bit */
     "memory-plan",    /* one activation arena: galv.arena, offsets */
 };
 enum { NPIPELINE = sizeof pipeline / sizeof pipeline[0] };
@@ -121,9 +123,12 @@ static void usage(FILE *f) {
           "                           runs where a GPU is) is the default when --gpus is given, cpu (C +\n"
           "                           OpenBLAS + MPI; runs anywhere) otherwise (docs/cuda-target.md, cpu-target.md)\n"
           "  --cuda-arch sm_90[,sm_80]  GPU architectures of the cuda target (default sm_90)\n"
-          "  --precision fp32|bf16    cuda target: float storage (bf16: bf16 storage, fp32 accumulation;\n"
+          "  --precision fp32|bf16|fp16  cuda target: float storage (bf16: bf16 storage, fp32 accumulation;\n"
+          "                           fp16: inference priced and planned only, not emitted;\n"
           "                           with --train mixed precision: fp32 parameters, optimizer state and\n"
           "                           parameter gradients, bf16 activations and GEMM inputs)\n"
+          "  --grad-dtype fp32|bf16   --train --precision bf16: the parameter gradients' storage (and so their\n"
+          "                           dp / ZeRO reduction's dtype); default fp32\n"
           "  --emit=ir|program        force the output kind: ir = IR text (MLIR generic syntax; into a\n"
           "                           directory as MODEL.mlir), program = the target's program\n"
           "  --no-build               write the program but do not run make\n"
@@ -396,6 +401,7 @@ int main(int argc, char **argv) {
   gv_progname = "galvc";
   const char *model = NULL, *out = NULL, *emit = NULL, *target = NULL, *dump_after = NULL, *dump_dir = "galvc-dumps";
   int verify_each = 0, stats = 0, quiet = 0, train = 0, build = 1;
+  bool fp16 = false; /* --precision fp16: priced (storage pass, cost model, planner), not emitted yet */
   int64_t gpus = 1, gpus_per_node = 0;
   int gpus_given = 0; /* --gpus asks for GPUs: the cuda target unless --target says otherwise */
   gv_cuda_options cuda = {.arch = "sm_90"};
@@ -585,11 +591,18 @@ int main(int argc, char **argv) {
       arch_given = 1;
       cuda.arch = val;
     } else if (TAKES("--precision")) {
-      if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0) {
-        gv_error_plain("--precision %s: expected fp32 or bf16", val);
+      if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0 && strcmp(val, "fp16") != 0) {
+        gv_error_plain("--precision %s: expected fp32, bf16 or fp16", val);
         return 2;
       }
       cuda.bf16 = strcmp(val, "bf16") == 0;
+      fp16 = strcmp(val, "fp16") == 0;
+    } else if (TAKES("--grad-dtype")) {
+      if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0) {
+        gv_error_plain("--grad-dtype %s: expected fp32 or bf16", val);
+        return 2;
+      }
+      gv_precision_opts.grad = strcmp(val, "bf16") == 0 ? GV_DT_BF16 : GV_DT_F32;
     } else if (strcmp(a, "--no-build") == 0) {
       build = 0;
     } else if (TAKES("-o")) {
@@ -702,6 +715,25 @@ int main(int argc, char **argv) {
   }
   if (cuda.bf16 && program && !pa.on && strcmp(target, "cpu") == 0) {
     gv_error_plain("--precision bf16: the cpu target computes fp32 (bf16 storage is the cuda target's: --target cuda)");
+    return 2;
+  }
+  /* the storage pass stores values 16-bit as the cuda target runs them: the memory plan, --report-cost and the
+   * planner price that storage (docs/cuda-target.md, "Storage precision") */
+  if (cuda.bf16) gv_precision_opts.storage = GV_DT_BF16;
+  if (fp16) gv_precision_opts.storage = GV_DT_F16;
+  if (fp16 && train) {
+    gv_error_plain("--precision fp16 training needs dynamic loss scaling, which galvc does not implement yet: train with "
+                   "--precision bf16 (same storage plan, no loss scale needed)");
+    return 2;
+  }
+  if (fp16 && program) {
+    gv_error_plain("--precision fp16: the cuda runtime's kernels store bf16, not fp16, so far: fp16 storage is priced "
+                   "(--report-cost, the planner, -o FILE.mlir) but not emitted; use --precision bf16 for a program");
+    return 2;
+  }
+  if (gv_precision_opts.grad != GV_DT_F32 && (!cuda.bf16 || !train)) {
+    gv_error_plain("--grad-dtype bf16: 16-bit parameter gradients are part of mixed-precision training (give --train "
+                   "--precision bf16)");
     return 2;
   }
   if (dump_after && strcmp(dump_after, "all") != 0 && strcmp(dump_after, "import") != 0 &&

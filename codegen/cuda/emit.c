@@ -24,6 +24,7 @@
 
 #include "../../ir/attention.h"
 #include "../../ir/shape_rules.h"
+#include "../../ir/storage.h"
 #include "../kcall.h"
 #include "cuda.h"
 #include "../cpu/cpu.h" /* cg_write_file: one file writer for both targets */
@@ -44,7 +45,7 @@ typedef struct {
   int nv;
   bool bf16;
   bool train;          /* a training step: parameters and galv.state args live in the state buffer */
-  bool mixed;          /* bf16 training: storage decided per value (cu_plan_storage, storage.c) */
+  bool mixed;          /* bf16 training: storage decided per value (the storage pass, ir/storage.h) */
   unsigned char *half; /* mixed: by value id, 1 = stored bf16 */
   int64_t cvt;         /* scratch bytes of the current op's storage conversions (its own scratch follows) */
   cg_comm_target ct;   /* the collectives' target (per-value storage when mixed) */
@@ -87,7 +88,7 @@ static loc *L(emitter *e, const gv_value *v) { return &e->L[v->id]; }
 /* element bytes as stored on the device (GEMM inputs: bf16 whenever --precision bf16) */
 static size_t ses(emitter *e, gv_dtype t) { return t == GV_DT_F32 && e->bf16 ? 2 : gv_dtype_size(t); }
 static const char *dt_of(emitter *e) { return e->bf16 ? "GALV_BF16" : "GALV_F32"; }
-/* f32 value v is stored as bf16: every one under bf16 inference, per cu_plan_storage under bf16 training */
+/* f32 value v is stored as bf16: every one under bf16 inference, per the storage pass under bf16 training */
 static bool half_of(emitter *e, const gv_value *v) {
   if (v->type.dtype != GV_DT_F32 || !e->bf16) return false;
   return e->mixed ? e->half[v->id] != 0 : true;
@@ -186,9 +187,11 @@ static int locate(emitter *e) {
     gv_value *v = body->args[i];
     v->id = e->nv;
     loc *l = &e->L[e->nv++];
-    *l = (loc){v, 0, argoff[i], nbytes_of(&v->type)};
-    if (fn->arg_is_param[i]) l->in_weights = e->train ? 2 : 1, l->off = w, w = align64(w + l->nbytes);
-    else if (fn->arg_is_state && fn->arg_is_state[i]) l->in_weights = 2; /* not training: a pipeline stash (S(off) from 0) */
+    *l = (loc){v, 0, argoff[i], gv_value_storage_bytes(v)}; /* a data input: its arena slot */
+    if (fn->arg_is_param[i]) /* the weights keep weights.bin's f32 layout (converted in place on upload) */
+      l->in_weights = e->train ? 2 : 1, l->off = w, l->nbytes = nbytes_of(&v->type), w = align64(w + l->nbytes);
+    else if (fn->arg_is_state && fn->arg_is_state[i])
+      l->in_weights = 2, l->nbytes = nbytes_of(&v->type); /* not training: a pipeline stash (S(off) from 0) */
   }
   e->pbytes = w, e->sbytes = e->train ? w : 0;
   for (int i = 0; i < body->nargs; i++)
@@ -207,7 +210,7 @@ static int locate(emitter *e) {
       gv_value *v = op->res[i];
       v->id = e->nv;
       loc *l = &e->L[e->nv++];
-      *l = (loc){v, 0, offs[i], nbytes_of(&v->type)};
+      *l = (loc){v, 0, offs[i], gv_value_storage_bytes(v)}; /* the plan's bytes: 2 per element when stored 16-bit */
       int a = offs[i] == -1 && e->train && !(gv_ops[op->code].flags & GV_VIEW) ? in_place_arg(fn, ar, v) : -1;
       if (a >= 0) {
         if (e->L[a].in_weights != 2 || e->L[a].nbytes != l->nbytes)
@@ -602,7 +605,7 @@ static void io_entry(emitter *e, const char *name, const gv_value *v) {
   cstr(f, name);
   fprintf(f, ", %s, %d, ", rt_dtype(v->type.dtype), v->type.rank);
   dims_lit(f, v->type.rank, v->type.dims);
-  fprintf(f, ", %d, %lld, %lld},\n", x->in_weights, (long long)x->off, (long long)x->nbytes);
+  fprintf(f, ", %d, %lld, %lld},\n", x->in_weights, (long long)x->off, (long long)nbytes_of(&v->type)); /* host bytes */
 }
 
 /* The state table of a training step (galv_rt.h galv_state_entry, the same
@@ -1053,14 +1056,20 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
   gv_emit_options cpu = {.quiet = true, .entry = entry};
   /* plan check, weights.bin, program.c, runtime/ (an entry: program_ENTRY.c, weights_ENTRY.bin) */
   if (gv_emit_cpu(m, outdir, &cpu)) return -1;
-  /* bf16 training is mixed precision: fp32 state, bf16 activations (cu_plan_storage) */
+  /* bf16 training is mixed precision: fp32 state, bf16 activations (the storage pass) */
   emitter e = {.m = m, .bf16 = co && co->bf16, .train = train, .mixed = train && co && co->bf16, .entry = entry};
   int rc = -1, nk = 0;
   if (locate(&e)) goto out;
   gv_count_uses(m->main->body);
+  /* the storage pass's decision (ir/storage.h), which the memory plan sized */
+  if (gv_module_has_narrow_storage(m) && !e.bf16) {
+    gv_error(m, "cuda codegen: the program stores values 16-bit (storage pass) but was not compiled with --precision bf16");
+    goto out;
+  }
   if (e.mixed) {
     if (!(e.half = calloc((size_t)e.nv + 1, 1))) abort();
-    if (cu_plan_storage(m, e.half, e.nv)) goto out;
+    for (int i = 0; i < e.nv; i++)
+      e.half[i] = e.L[i].v->type.dtype == GV_DT_F32 && gv_value_storage(e.L[i].v) != GV_DT_F32;
   }
   e.ct = e.bf16 ? cu_comm_bf16 : cu_comm_f32;
   if (e.mixed) e.ct.half = comm_half, e.ct.half_ctx = &e;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "frontend/onnx_import.h"
+#include "ir/storage.h"
 #include "passes/passes.h"
 #include "planner/cost.h"
 
@@ -164,6 +165,72 @@ static void test_roofline(void) {
   gv_module_free(m);
 }
 
+/* Storage precision (ir/storage.h; the storage pass's attributes): a GEMM
+ * whose inputs are read bf16 runs at the bf16 peak and moves storage bytes
+ * (a bf16 activation 2 per element; an fp32 parameter 4 + 2 to convert it,
+ * then 2 read by the GEMM), a collective of a bf16-stored value moves 2
+ * bytes per element, and memory counts the largest conversion scratch. */
+static void test_storage(void) {
+  gv_cluster h;
+  if (gv_cluster_load("h100-sxm", &h)) { failures++; return; }
+  gv_module *m = gv_module_new("storage");
+  gv_func *f = gv_func_new(m, "main");
+  m->main = f;
+  int64_t xd[] = {2, 64, 128}, wd[] = {128, 256}, yd[] = {2, 64, 256};
+  gv_value *a = arg(m, f, "a", 3, xd), *w = arg(m, f, "w", 2, wd);
+  gv_op *relu = gv_op_new(m, GV_OP_RELU, 1, &a, 1);
+  relu->res[0]->type = a->type;
+  gv_block_append(f->body, relu);
+  gv_value *ops[2] = {relu->res[0], w};
+  gv_op *dot = gv_op_new(m, GV_OP_DOT, 2, ops, 1);
+  gv_set_ints(m, dot, "lhs_contract", 1, (int64_t[]){2});
+  gv_set_ints(m, dot, "rhs_contract", 1, (int64_t[]){0});
+  dot->res[0]->type = gv_type_make(GV_DT_F32, 3, yd);
+  gv_block_append(f->body, dot);
+  gv_op_cost oc;
+  CHECK(gv_cost_op(&h, dot, NULL, NULL, &oc) == 0);
+  CHECK_EQ(oc.bytes, 327680); /* fp32: (16384 + 32768 + 32768) * 4 */
+  CHECK_EQ(oc.ns, 157);       /* 8388608 FLOPs at the f32 peak (test_roofline) */
+  static const char *const bf[] = {"bf16"};
+  gv_set_strs(m, relu, "storage", 1, bf);
+  gv_set_strs(m, dot, "storage", 1, bf);
+  gv_set_str(m, dot, "input_storage", "bf16");
+  CHECK(gv_value_storage(relu->res[0]) == GV_DT_BF16 && gv_value_storage(w) == GV_DT_F32);
+  CHECK(gv_cost_op(&h, dot, NULL, NULL, &oc) == 0);
+  /* x 16384 * 2 + w 32768 * (4 + 2 + 2) + y 32768 * 2 = 360448 bytes; 360448 / 3350 = 107.6 ns
+   * > 8388608 / 791.2e3 = 10.6 ns at the bf16 peak: memory-bound */
+  CHECK_EQ(oc.flops, 8388608);
+  CHECK_EQ(oc.bytes, 360448);
+  CHECK_EQ(oc.ns, 108);
+  CHECK(!oc.compute_bound);
+  /* a local shape (w split 4 ways) keeps the storage: w 8192 * 8 + x 32768 + y 8192 * 2 */
+  gv_type lin[2] = {relu->res[0]->type, gv_type_make(GV_DT_F32, 2, (int64_t[]){128, 64})};
+  gv_type lres[1] = {gv_type_make(GV_DT_F32, 3, (int64_t[]){2, 64, 64})};
+  CHECK(gv_cost_op(&h, dot, lin, lres, &oc) == 0);
+  CHECK_EQ(oc.bytes, 8192 * 8 + 32768 + 8192 * 2);
+  /* relu reads a 4-byte argument and writes 2 bytes per element */
+  CHECK(gv_cost_op(&h, relu, NULL, NULL, &oc) == 0);
+  CHECK_EQ(oc.bytes, 16384 * 6);
+  /* an all-reduce over 8 of the bf16 result moves 65536 bytes, not 131072 */
+  const char *axn[] = {"tp"};
+  int64_t axs[] = {8};
+  CHECK(gv_module_add_mesh(m, "m", 1, axn, axs) != NULL);
+  gv_value *y = dot->res[0];
+  gv_op *ar = gv_op_new(m, GV_OP_ALL_REDUCE, 1, &y, 1);
+  ar->res[0]->type = y->type;
+  gv_set_str(m, ar, "mesh", "m");
+  gv_set_strs(m, ar, "axes", 1, axn);
+  gv_set_strs(m, ar, "storage", 1, bf);
+  gv_block_append(f->body, ar);
+  CHECK_EQ(gv_cost_collective_op(&h, m, ar), gv_cost_collective_levels(&h, GV_COLL_ALL_REDUCE, 65536, 8, 1));
+  CHECK(gv_cost_collective_op(&h, m, ar) < gv_cost_collective_levels(&h, GV_COLL_ALL_REDUCE, 131072, 8, 1));
+  /* memory: the fp32 weight's bf16 copy for the GEMM, 32768 * 2 bytes of scratch */
+  gv_mem mem;
+  gv_cost_memory(m, &mem);
+  CHECK_EQ(mem.convert, 65536);
+  gv_module_free(m);
+}
+
 static void test_memory(void) {
   /* ZeRO accounting, 16 bytes per parameter (REFERENCES.md, Memory) */
   CHECK_EQ(gv_mem_model_states(1000000, 0, 8), 16000000);
@@ -179,7 +246,9 @@ static void test_memory(void) {
 }
 
 /* GPT-2 (examples/models/torch: d 32, 4 heads, 2 layers, vocab 128, untied lm_head) */
-static gv_module *gpt2(bool train) {
+static gv_module *gpt2_prec(bool train, gv_dtype prec);
+static gv_module *gpt2(bool train) { return gpt2_prec(train, GV_DT_F32); }
+static gv_module *gpt2_prec(bool train, gv_dtype prec) {
   const char *src = getenv("GALV_SOURCE_DIR");
   char path[4096];
   snprintf(path, sizeof path, "%s/examples/models/torch/gpt2_op17.onnx", src ? src : ".");
@@ -188,15 +257,18 @@ static gv_module *gpt2(bool train) {
   if (!m) return NULL;
   static const char *const fwd[] = {"shape-infer", "fold-constants", "canonicalize", "dce"};
   static const char *const tr[] = {"loss", "autodiff", "recompute", "optimizer"};
-  static const char *const tail[] = {"fuse", "memory-plan"};
+  static const char *const tail[] = {"fuse", "storage", "memory-plan"};
+  gv_precision_opts.storage = prec;
   for (size_t i = 0; i < 4; i++)
     if (gv_pass_lookup(fwd[i])->run(m)) goto bad;
   for (size_t i = 0; train && i < 4; i++)
     if (gv_pass_lookup(tr[i])->run(m)) goto bad;
-  for (size_t i = 0; i < 2; i++)
+  for (size_t i = 0; i < 3; i++)
     if (gv_pass_lookup(tail[i])->run(m)) goto bad;
+  gv_precision_opts.storage = GV_DT_F32;
   return m;
 bad:
+  gv_precision_opts.storage = GV_DT_F32;
   gv_module_free(m);
   return NULL;
 }
@@ -311,12 +383,47 @@ static void test_attention(void) {
   gv_module_free(sel);
 }
 
+/* The GPT-2 training step under bf16 storage (the storage pass before
+ * memory-plan): the same FLOPs; every dot reads bf16 and is priced at the
+ * bf16 peak, so the dots' time falls; activations take half the arena's
+ * bytes; parameters and optimizer state stay fp32. */
+static void test_gpt2_bf16(void) {
+  gv_cluster h;
+  if (gv_cluster_load("h100-sxm", &h)) { failures++; return; }
+  gv_module *a = gpt2(true), *b = gpt2_prec(true, GV_DT_BF16);
+  CHECK(a && b);
+  if (!a || !b) { gv_module_free(a); gv_module_free(b); return; }
+  int64_t ns[2] = {0, 0}, fl[2] = {0, 0}, ndot = 0, nin = 0;
+  for (int k = 0; k < 2; k++)
+    for (const gv_op *op = (k ? b : a)->main->body->first; op; op = op->next) {
+      gv_op_cost oc;
+      if (op->code != GV_OP_DOT || gv_cost_op(&h, op, NULL, NULL, &oc)) continue;
+      ns[k] += oc.ns, fl[k] += oc.flops;
+      if (k) ndot++, nin += gv_op_input_storage(op) == GV_DT_BF16;
+    }
+  CHECK_EQ(fl[1], fl[0]);
+  CHECK(ndot > 0 && nin == ndot);
+  CHECK(ns[1] < ns[0]);
+  gv_mem ma, mb;
+  gv_cost_memory(a, &ma);
+  gv_cost_memory(b, &mb);
+  CHECK_EQ(mb.params, ma.params);
+  CHECK_EQ(mb.optimizer, ma.optimizer);
+  CHECK(mb.activations < ma.activations && 2 * mb.activations >= ma.activations - 4096);
+  CHECK(mb.arena < ma.arena);
+  CHECK(ma.convert == 0 && mb.convert > 0);
+  gv_module_free(a);
+  gv_module_free(b);
+}
+
 int main(void) {
   test_collectives();
   test_mesh_axes();
   test_roofline();
+  test_storage();
   test_memory();
   test_gpt2_flops();
+  test_gpt2_bf16();
   test_attention();
   if (failures) {
     fprintf(stderr, "test_cost: %d failures\n", failures);
