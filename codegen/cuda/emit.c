@@ -740,8 +740,11 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
   if (!np && !nc) fprintf(f, "  {}\n");
   fprintf(f, "};\nconst int galv_cu_nparams = %d, galv_cu_nf32_consts = %d;\nconst int64_t galv_cu_param_bytes = %lld;\n",
           np, nc, (long long)e->pbytes);
-  fprintf(f, "const int64_t galv_arena_bytes = %lld;\nconst int64_t galv_weights_bytes = %lld;\n\n",
-          (long long)gv_get_int(body->first, "bytes", 0), (long long)e->wbytes);
+  /* galv_plan_high_water: the CPU training runtime's memory line reads it (runtime/train.c, linked here too);
+   * a CUDA program's arena is the plan's whole arena */
+  fprintf(f, "const int64_t galv_arena_bytes = %lld;\nconst int64_t galv_plan_high_water = %lld;\n"
+             "const int64_t galv_weights_bytes = %lld;\n\n",
+          (long long)gv_get_int(body->first, "bytes", 0), (long long)gv_get_int(body->first, "bytes", 0), (long long)e->wbytes);
   if (state_tables(e, ret)) return galv_wfile_abandon(&w), -1;
   /* generated kernels */
   int t = 0, rc = 0, nk = 0;
