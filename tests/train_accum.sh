@@ -58,21 +58,8 @@ t, a, b = sys.argv[1:4]
 print(check(f"{t}/{a}.log", f"{t}/{b}.log", f"{t}/{a}.w", f"{t}/{b}.w"))
 PY
 }
-# counted RUN KIND: bytes rank 0 sent of KIND in the 2 runs, checked = predicted x 2 (else empty)
-counted() {
-  python3 - "$T/$1.log" "$2" <<'PY'
-import re, sys
-kinds = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
-m = re.search(r"in 2 runs: all_reduce (\d+), all_gather (\d+), reduce_scatter (\d+), all_to_all (\d+), send \d+ "
-              r"\(predicted per run: (-?\d+), (-?\d+), (-?\d+), (-?\d+)\) from the global program", open(sys.argv[1]).read())
-if not m:
-    sys.exit("no counters")
-got, pred = [int(x) for x in m.groups()[:4]], [int(x) for x in m.groups()[4:]]
-if got != [2 * p for p in pred]:
-    sys.exit(f"counted {got} != predicted x 2 {[2 * p for p in pred]}")
-print(got[kinds.index(sys.argv[2])])
-PY
-}
+# counted RUN KIND: bytes rank 0 sent of KIND in the 2 runs, checked = the global prediction x 2 (else an error)
+counted() { python3 "$SRC/tests/lib/comm_counted.py" "$T/$1.log" 2 "$2"; }
 
 for fam in gpt2 llama; do
   extra=()

@@ -61,21 +61,8 @@ t, a, b = sys.argv[1:4]
 print(check(f"{t}/{a}.log", f"{t}/{b}.log", f"{t}/{a}.w", f"{t}/{b}.w"))
 PY
 }
-# counted RUN RUNS: the bytes rank 0 sent per kind, checked = predicted x RUNS (else exit 1)
-counted() {
-  python3 - "$T/$1.log" "$2" <<'PY'
-import re, sys
-n = int(sys.argv[2])
-m = re.search(rf"in {n} runs?: all_reduce (\d+), all_gather (\d+), reduce_scatter (\d+), all_to_all (\d+), send \d+ "
-              r"\(predicted per run: (-?\d+), (-?\d+), (-?\d+), (-?\d+)\) from the global program", open(sys.argv[1]).read())
-if not m:
-    sys.exit("no counters")
-got, pred = [int(x) for x in m.groups()[:4]], [int(x) for x in m.groups()[4:]]
-if got != [n * p for p in pred]:
-    sys.exit(f"counted {got} != predicted x {n} {[n * p for p in pred]}")
-print("all_reduce %d, all_gather %d, reduce_scatter %d" % tuple(got[:3]))
-PY
-}
+# counted RUN RUNS: the bytes rank 0 sent per kind, checked = the global prediction x RUNS (else exit 1)
+counted() { python3 "$SRC/tests/lib/comm_counted.py" "$T/$1.log" "$2"; }
 # table NAME: "kind shape bytes node" per collective of the table in NAME.err
 table() { sed -n 's/^galvc: spmd: \(all_reduce\|all_gather\|reduce_scatter\|all_to_all\) \+\([a-z,]*\) \+\(tensor<[^ ]*>\) \+\([0-9]*\)  \(.*\)$/\1 \2 \3 \4 \5/p' "$T/$1.err"; }
 arena() { sed -n 's/^program\(\[0\]\)\?: training step: .* arena \([0-9]*\) bytes.*/\2/p' "$T/$1.log" | head -1; }
