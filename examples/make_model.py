@@ -292,10 +292,19 @@ def build_gpt2(b, a):
                 x = b.layernorm_decomposed(h, D_, p + ".ln_1")
                 with b.at("attn"):
                     qkv = b.linear(x, D_, 3 * D_, p + ".attn.c_attn")
-                    q, k, v = b.split(qkv, [D_, D_, D_], axis=2)
-                    q = b.split_heads(q, H, hd)
-                    k = b.split_heads(k, H, hd, perm=(0, 2, 3, 1))
-                    v = b.split_heads(v, H, hd)
+                    if a.qkv_layout == "megatron":
+                        # Megatron-LM's fused layout: columns per head [q k v], so a
+                        # column split of c_attn over tp keeps whole heads
+                        qkv = b.reshape(qkv, [D(qkv, 0), D(qkv, 1), H, 3 * hd])
+                        q, k, v = b.split(qkv, [hd, hd, hd], axis=3)
+                        q = b.op("Transpose", [q], perm=[0, 2, 1, 3])
+                        k = b.op("Transpose", [k], perm=[0, 2, 3, 1])
+                        v = b.op("Transpose", [v], perm=[0, 2, 1, 3])
+                    else:
+                        q, k, v = b.split(qkv, [D_, D_, D_], axis=2)
+                        q = b.split_heads(q, H, hd)
+                        k = b.split_heads(k, H, hd, perm=(0, 2, 3, 1))
+                        v = b.split_heads(v, H, hd)
                     s = b.op("MatMul", [q, k])
                     s = b.op("Div", [s, b.fconst(math.sqrt(hd))])
                     s = b.op("Where", [masked, b.fconst(F32_MIN), s])
@@ -697,6 +706,9 @@ def main(argv=None):
                     help="shapes only: weights are external-data references into a sparse file (for --plan-only)")
     ap.add_argument("--stats", action="store_true", help="print node count and op histogram")
     ap.add_argument("--no-verify", action="store_true", help="skip checker + onnxruntime run")
+    ap.add_argument("--qkv-layout", choices=["hf", "megatron"], default="hf",
+                    help="gpt2: c_attn's columns as HF GPT-2 ([q | k | v], each by heads) or Megatron-LM "
+                         "(per head [q k v]: a tp column split keeps whole heads)")
     ap.add_argument("--tie-embeddings", action="store_true",
                     help="gpt2/llama: the LM head reads the token embedding transposed (one parameter)")
     ap.add_argument("--share-norms", action="store_true",

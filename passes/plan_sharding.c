@@ -1258,7 +1258,7 @@ static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c
   fprintf(f, "%s\n", any ? "" : " none");
 }
 
-static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c, int64_t limit) {
+static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c, int64_t limit, bool train) {
   galv_wfile w; /* replaced atomically */
   char err[4400];
   FILE *f = galv_wfile_open(&w, path, 0, err, sizeof err);
@@ -1287,6 +1287,13 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
             u ? u - 1 : 0, s, p->dmask ? p->zero[u] : 0, p->sp[u] ? "true" : "false", u + 1 < p->nunits ? "," : "");
   }
   fprintf(f, "  ],\n");
+  if (train) { /* the recomputation the plan was priced with: --plan compiles the same */
+    fprintf(f, "  \"recompute\": \"");
+    for (const char *q = gv_train_opts.recompute ? gv_train_opts.recompute : "none"; *q; q++)
+      if (*q == '"' || *q == '\\') fprintf(f, "\\%c", *q);
+      else if ((unsigned char)*q >= 0x20) fputc(*q, f);
+    fprintf(f, "\",\n");
+  }
   if (gv_train_opts.microbatches > 1) /* gradient accumulation (passes/accumulate.c): --plan compiles as many */
     fprintf(f, "  \"microbatches\": %lld,\n  \"zero_reduce\": \"%s\",\n", (long long)gv_train_opts.microbatches,
             gv_train_opts.zero_reduce_each ? "per-microbatch" : "once");
@@ -1331,6 +1338,27 @@ int gv_plan_read_microbatches(const char *path, int64_t *B, bool *each) {
   if (!rc && z && (z->kind != GV_JSON_STRING || (strcmp(z->str, "once") && strcmp(z->str, "per-microbatch"))))
     rc = gv_error_plain("%s: line %d: field 'zero_reduce': expected \"once\" or \"per-microbatch\"", path, z->line);
   else if (z) *each = !strcmp(z->str, "per-microbatch");
+  gv_json_free(root);
+  return rc;
+}
+
+int gv_plan_read_recompute(const char *path, const char **mode) {
+  char *buf = NULL, err[256];
+  size_t len = 0;
+  *mode = NULL;
+  if (galv_read_whole(path, GV_PLAN_FILE_MAX, &buf, &len, err, sizeof err)) return gv_error_plain("%s: %s", path, err);
+  gv_json *root = gv_json_parse(buf, len, err, sizeof err);
+  free(buf);
+  if (!root) return gv_error_plain("%s: not valid JSON: %s", path, err);
+  const gv_json *v = gv_json_get(root, "recompute");
+  int rc = 0;
+  if (v && (v->kind != GV_JSON_STRING || !v->str[0] || strlen(v->str) > 4096))
+    rc = gv_error_plain("%s: line %d: field 'recompute': expected \"none\", \"selective\", \"all\" or a layer list", path, v->line);
+  else if (v) {
+    static char keep[4097]; /* outlives the parsed file: gv_train_opts.recompute points here */
+    snprintf(keep, sizeof keep, "%s", v->str);
+    *mode = keep;
+  }
   gv_json_free(root);
   return rc;
 }
@@ -1422,6 +1450,8 @@ int gv_plan_read(const char *path, gv_plan *p, int nunits) {
 
 /* ---------------------------------------------------------------- the pass */
 
+gv_plan_outcome gv_plan_last;
+
 int gv_pass_plan_sharding(gv_module *m) {
   const gv_plan_options *o = &gv_plan_opts;
   if (!o->active || !m->main) return 0;
@@ -1436,6 +1466,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   gv_plan_cost pc;
   int64_t pred = 0, pred_mem = 0;
   int rc = 0;
+  memset(&gv_plan_last, 0, sizeof gv_plan_last);
   if (o->plan_in) {
     rc = gv_plan_read(o->plan_in, &plan, C.nl + 1);
     const gv_mesh *given = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL; /* --mesh: must be the plan's */
@@ -1475,14 +1506,16 @@ int gv_pass_plan_sharding(gv_module *m) {
                          "needs %lld bytes realised (parameters %lld, gradients %lld, optimizer state %lld, activations %lld); "
                          "%s dominate: %s", (long long)C.limit, (long long)devices, s, (long long)S.min_mem,
                       (long long)k->mem_params, (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations,
-                      big, C.train && !strcmp(big, "activations") ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
-                                                                    : "raise --memory-limit or add devices");
+                      big, C.train && !strcmp(big, "activations") && strcmp(gv_train_opts.recompute ? gv_train_opts.recompute : "none", "all")
+                               ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
+                               : "raise --memory-limit or add devices");
       } else if (S.min_mem >= 0)
         rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s); "
                          "raise --memory-limit or add devices", (long long)C.limit, (long long)devices, (long long)S.min_mem, s);
       else rc = gv_error(m, "no plan applies on %lld devices (the batch divides over no mesh axes)", (long long)devices);
     }
     if (!rc) plan = S.best, pc = S.best_cost, pred = S.best_pred, pred_mem = S.best_pred_mem;
+    if (!rc) gv_plan_last.memory_bound = S.over && S.over_ns < S.best_cost.step_ns;
     if (!rc && S.reduced && !o->quiet) { /* which path chose the plan (docs/planner.md, repeated layers) */
       fprintf(stderr, "plan: %d repeated layers: candidates costed on reduced programs, the choice realised in full", C.nl);
       if (S.retries) fprintf(stderr, " after %d search(es) whose choice did not fit in full", S.retries);
@@ -1492,6 +1525,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   if (!rc) {
     pc.plan_seconds = now_s() - t0;
     pc.candidates = C.realised;
+    gv_plan_last.cost = pc;
     rc = pin_plan(m, &C, &plan);
     if (rc > 0) rc = gv_error(m, "plan: the batch does not divide over the plan's batch axes");
     static plan_sp main_sp; /* read by the main module's propagate-sharding, after this pass */
@@ -1509,7 +1543,7 @@ int gv_pass_plan_sharding(gv_module *m) {
               (long long)C.batch, (long long)devices, (long long)idle, (long long)(dprod(&plan) * idle));
   }
   if (!rc && o->plan_out) {
-    rc = write_plan(o->plan_out, &plan, &pc, o->cluster, C.limit);
+    rc = write_plan(o->plan_out, &plan, &pc, o->cluster, C.limit, C.train);
     if (!rc && !o->quiet) fprintf(stderr, "plan: wrote %s\n", o->plan_out);
   }
   ctx_free(&C);

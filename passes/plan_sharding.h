@@ -64,6 +64,16 @@ extern gv_plan_options gv_plan_opts;
 
 int gv_pass_plan_sharding(gv_module *m);
 
+/* What the last gv_pass_plan_sharding that returned 0 chose: the chosen
+ * plan's realised cost, and memory_bound: a candidate predicted faster than
+ * it was over the memory limit (so recomputation or a different microbatch
+ * count may buy a faster plan: galvc's recomputation search reads it). */
+typedef struct {
+  gv_plan_cost cost;
+  bool memory_bound;
+} gv_plan_outcome;
+extern gv_plan_outcome gv_plan_last;
+
 /* The planner as a function (for the pipeline stage DP: call it per stage
  * with that stage's module). Searches plans of `m` (a global program after
  * dce / the training passes, before propagate-sharding) on `devices`
@@ -82,6 +92,10 @@ int gv_plan_read(const char *path, gv_plan *plan, int nunits);
  * and "zero_reduce", written when the plan accumulates gradients; 1 and
  * once when absent). Returns 0, or -1 after one error line naming the file. */
 int gv_plan_read_microbatches(const char *path, int64_t *B, bool *each);
+/* The recomputation a training plan.json records ("recompute": "none",
+ * "selective" or "all"; written for training plans). *mode = NULL when the
+ * field is absent. Returns 0, or -1 after one error line naming the file. */
+int gv_plan_read_recompute(const char *path, const char **mode);
 /* Pins plan's shardings onto m (its mesh becomes the plan's mesh). */
 int gv_plan_apply(gv_module *m, const gv_plan *plan);
 /* Describes unit u's strategy ("dp+tp(tp) zero"). */

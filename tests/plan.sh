@@ -39,7 +39,8 @@ python3 examples/make_model.py gpt2 -o "$T/g6.onnx" --layers 6 --hidden 32 --hea
 python3 examples/make_model.py llama -o "$T/l6.onnx" --layers 6 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null || exit 1
 TIE="g6:0.5"
 for m in g6 l6; do
-  A=("$T/$m.onnx" --batch 8 --seq 16 --gpus 4 --mesh dp=4 --train --cluster cpu-local --plan-only -q)
+  # (--recompute=none: the ZeRO knapsack alone; galvc's recomputation search is tests/plan_recompute.sh's)
+  A=("$T/$m.onnx" --batch 8 --seq 16 --gpus 4 --mesh dp=4 --train --recompute=none --cluster cpu-local --plan-only -q)
   timeout 120 $G "${A[@]}" "${ZS[@]}" --plan-out "$T/p.json" 2>/dev/null || { echo "FAIL $m: search"; fail=1; continue; }
   python3 - "$T" <<'PY' || { echo "FAIL $m: uniform plans"; fail=1; continue; }
 import json, sys
@@ -82,7 +83,7 @@ done
 # says "after N search(es)") and end with a plan that fits (it used to end
 # in "no plan fits" there, naming a smallest memory below the limit).
 python3 examples/make_model.py gpt2 -o "$T/g12.onnx" --layers 12 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null || exit 1
-A12=("$T/g12.onnx" --batch 8 --seq 16 --gpus 4 --mesh dp=4 --train --cluster cpu-local --plan-only)
+A12=("$T/g12.onnx" --batch 8 --seq 16 --gpus 4 --mesh dp=4 --train --recompute=none --cluster cpu-local --plan-only)
 plan_desc() { python3 -c "import json,sys; p=json.load(open(sys.argv[1])); print(p['batch_axes'], p['tp_axis'], p['vocab_axis'], ''.join(str(u['zero']) if u['zero'] else '.' for u in p['units']), p['predicted']['step_ns'])" "$1"; }
 $G "${A12[@]}" --plan-out "$T/r12.json" 2>"$T/r12.err" >/dev/null; GALV_PLAN_LAYERS=full $G "${A12[@]}" -q --plan-out "$T/f12.json" 2>/dev/null
 # (all ZeRO stages: the reduced search's plan is 0.93 % above the full search's, docs/planner.md; at most 1 %)

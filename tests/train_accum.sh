@@ -156,6 +156,8 @@ if [ -n "$t1" ] && grep -q "^galvc: 1 microbatch of 8 need $t1 bytes, over $((t1
 else bad "auto, one device, limit $((${t1:-1} - 1)): $(grep -m3 'microbatch\|error' <<<"$out")"; fi
 # the planner (--gpus 2): a limit 1 byte under the smallest 1-microbatch plan -> 2 microbatches, with
 # --microbatches auto and without (the fallback when the whole batch fits no plan)
+# (--recompute=none: the microbatch search alone; recomputation searched with it is tests/plan_recompute.sh's)
+A=("${A[@]}" --recompute=none)
 p1=$("${A[@]}" --gpus 2 --plan-only --microbatches 1 --memory-limit 1000 -q 2>&1 | sed -n 's/.*no plan fits .* the smallest needs \([0-9]*\) bytes.*/\1/p')
 if [ -n "$p1" ]; then
   lim=$((p1 - 1))

@@ -155,7 +155,10 @@ static void usage(FILE *f) {
           "  --recompute=none|all|L,..  recompute these layers' activations in backward (layer = NAME.N\n"
           "                           segment of the node names, e.g. h.0 / layers.3, or its index N);\n"
           "                           selective[:L,..]: only the attention cores (QK^T, scale / mask, softmax,\n"
-          "                           dropout; all layers, or those listed), the rest of each layer kept\n"
+          "                           dropout; all layers, or those listed), the rest of each layer kept;\n"
+          "                           not given with the planner (--gpus N): none, and when that plan is\n"
+          "                           memory bound also selective and all, each with the fewest microbatches\n"
+          "                           that fit; the fastest predicted step wins (plan.json records it)\n"
           "  --freeze NAME|GLOB       this float initializer does not train (repeatable; fnmatch globs;\n"
           "  --trainable NAME|GLOB    the last matching option wins over the default rule, docs/autodiff.md)\n"
           "  -q, --quiet              no progress output\n"
@@ -417,7 +420,7 @@ int main(int argc, char **argv) {
   bool sched_auto = false; /* --schedule auto given */
   /* options that only apply with another, remembered to name them in a conflict */
   const char *train_opt = NULL, *adam_opt = NULL, *pipe_opt = NULL;
-  int mb_given = 0, zero_reduce_given = 0;
+  int mb_given = 0, zero_reduce_given = 0, recompute_given = 0;
   static char train_opt_buf[32];
   int momentum_given = 0, ignore_given = 0, arch_given = 0, search_given = 0, memlim_given = 0, dump_dir_given = 0;
   int zstages_given = 0;
@@ -635,7 +638,7 @@ int main(int argc, char **argv) {
       }
       gv_train_opts.zero_reduce_each = strcmp(val, "per-microbatch") == 0;
     } else if (TAKES("--recompute")) {
-      train_opt = "--recompute";
+      train_opt = "--recompute", recompute_given = 1;
       gv_train_opts.recompute = val;
     } else if (TAKES("--freeze") || TAKES("--trainable")) {
       train_opt = a[2] == 't' ? "--trainable" : "--freeze";
@@ -1029,18 +1032,39 @@ int main(int argc, char **argv) {
       return 2;
     }
     if (pb > 1) mb_given = 1, pa.B = (int)pb, gv_train_opts.zero_reduce_each = each;
+    const char *prc; /* the plan's recomputation: taken, or the same as --recompute */
+    if (gv_plan_read_recompute(gv_plan_opts.plan_in, &prc)) return 1;
+    if (prc && recompute_given && strcmp(prc, gv_train_opts.recompute)) {
+      gv_error_plain("%s: the plan was priced with --recompute=%s: it conflicts with --recompute=%s (give the plan alone, or "
+                     "the same)", gv_plan_opts.plan_in, prc, gv_train_opts.recompute);
+      return 2;
+    }
+    if (prc) gv_train_opts.recompute = prc, recompute_given = 1;
   }
   bool mb_search = mb_auto || (train && !pa.on && !mb_given && gv_plan_opts.active && !gv_plan_opts.plan_in);
   int B = train && !pa.on && mb_given ? (pa.B ? pa.B : 1) : 1;
+  /* Recomputation searched with the microbatches (the planner's default
+   * training search, no --recompute): none first; when its plan was
+   * memory bound (more than one microbatch, or a faster candidate over the
+   * memory limit), selective and all too, each with the fewest microbatches
+   * that fit, and the fastest predicted step wins (then compiled again
+   * unless it was the last one tried). */
+  static const char *const rc_modes[] = {"none", "selective", "all"};
+  enum { NRC = 3 };
+  bool rc_search = train && !pa.on && !recompute_given && gv_plan_opts.active && !gv_plan_opts.plan_in &&
+                   (mb_search || mb_given);
+  int rc_mode = 0, rc_B[NRC] = {0};
+  int64_t rc_step[NRC] = {0};
+  if (rc_search) gv_train_opts.recompute = rc_modes[0];
   if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
   gv_module *m = NULL;
   int rc = 0;
 retry:
   rc = 0;
   gv_train_opts.microbatches = B;
-  if (B > 1 && galvc_microbatch_shapes(model, &opt, &pa, B, &global_batch)) return galvc_microbatch_done(), 1;
+  if ((B > 1 || global_batch) && galvc_microbatch_shapes(model, &opt, &pa, B, &global_batch)) return galvc_microbatch_done(), 1;
   int next_B = 0; /* the next candidate when this B does not fit (found when needed) */
-  gv_plan_opts.probe = mb_search; /* the planner: no plan fits is 1, not an error line */
+  gv_plan_opts.probe = mb_search || rc_search; /* the planner: no plan fits is 1, not an error line */
   double t0 = now();
   m = gv_import_onnx(model, &opt);
   if (!m) return galvc_microbatch_done(), 1;
@@ -1072,9 +1096,28 @@ retry:
           gv_import_options o1 = opt0;
           if (galvc_microbatch_shapes(model, &o1, &pa, 0, &global_batch)) { rc = 1; break; }
         }
-        for (int64_t c = B + 1; c <= global_batch && !next_B; c++)
+        for (int64_t c = B + 1; mb_search && c <= global_batch && !next_B; c++)
           if (global_batch % c == 0) next_B = (int)c;
+        if (!next_B && rc_search && rc_mode + 1 < NRC) { /* none fits with this recomputation: the next one */
+          if (!quiet) fprintf(stderr, "galvc: recompute=%s: no plan fits: trying recompute=%s\n", rc_modes[rc_mode], rc_modes[rc_mode + 1]);
+          gv_module_free(m);
+          gv_train_opts.recompute = rc_modes[++rc_mode];
+          B = mb_given && !mb_auto ? (pa.B ? pa.B : 1) : 1;
+          goto retry;
+        }
         if (!next_B) { /* no candidate left: the planner's own error line */
+          int best = -1;
+          for (int k = 0; rc_search && k < NRC; k++)
+            if (rc_B[k] && (best < 0 || rc_step[k] < rc_step[best])) best = k;
+          if (best >= 0) { /* an earlier recomputation had a plan: that one */
+            gv_module_free(m);
+            rc_search = false;
+            gv_train_opts.recompute = rc_modes[best];
+            B = rc_B[best];
+            if (!quiet) fprintf(stderr, "galvc: recompute=%s with %d microbatch%s: the fastest predicted step (%.3f ms)\n",
+                                rc_modes[best], B, B > 1 ? "es" : "", (double)rc_step[best] / 1e6);
+            goto retry;
+          }
           gv_plan_opts.probe = false;
           pr = gv_pass_plan_sharding(m);
         }
@@ -1090,6 +1133,33 @@ retry:
       if (B > 1 && mb_search && !quiet)
         fprintf(stderr, "galvc: microbatches: %d of %lld samples (batch %lld): the fewest with a plan that fits\n", B,
                 (long long)(global_batch / B), (long long)global_batch);
+      if (rc_search) {
+        rc_B[rc_mode] = B, rc_step[rc_mode] = gv_plan_last.cost.step_ns;
+        bool more = rc_mode + 1 < NRC && (rc_mode > 0 || B > 1 || gv_plan_last.memory_bound);
+        if (!quiet && (more || rc_mode > 0)) /* the common case (not memory bound) prints nothing more */
+          fprintf(stderr, "galvc: recompute=%s: %d microbatch%s, predicted step %.3f ms%s\n", rc_modes[rc_mode], B,
+                  B > 1 ? "es" : "", (double)rc_step[rc_mode] / 1e6,
+                  more && rc_mode == 0 ? " (memory bound: trying recompute=selective and all)" : "");
+        if (more) {
+          gv_module_free(m);
+          gv_train_opts.recompute = rc_modes[++rc_mode];
+          B = mb_given && !mb_auto ? (pa.B ? pa.B : 1) : 1;
+          goto retry;
+        }
+        int best = rc_mode;
+        for (int k = 0; k < NRC; k++)
+          if (rc_B[k] && rc_step[k] < rc_step[best]) best = k;
+        rc_search = false;
+        if (rc_mode > 0 && !quiet)
+          fprintf(stderr, "galvc: recompute=%s with %d microbatch%s: the fastest predicted step (%.3f ms)\n", rc_modes[best],
+                  rc_B[best], rc_B[best] > 1 ? "es" : "", (double)rc_step[best] / 1e6);
+        if (best != rc_mode) { /* compiled again with the winner (its plan.json too) */
+          gv_module_free(m);
+          gv_train_opts.recompute = rc_modes[best];
+          B = rc_B[best];
+          goto retry;
+        }
+      }
       if (!quiet)
         fprintf(stderr, "galvc: %-18s %6d ops (%.3f s, cpu %.3f s)\n", "plan-sharding", count_ops(m->main->body), now() - t,
                 cpu_now() - tc);
