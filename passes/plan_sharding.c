@@ -696,6 +696,11 @@ typedef struct {
   gv_plan_cost min_mem_cost;
   bool over;        /* a candidate was over the limit: */
   int64_t over_ns, over_mem; /* the fastest such (predicted) and the smallest */
+  gv_plan over_plan; /* the fastest such */
+  int64_t over_plan_mem;
+  bool has_ru;      /* the runner-up: the fastest fitting candidate of another mesh / strategy than best's */
+  gv_plan ru;
+  int64_t ru_ns, ru_mem;
   bool reduced;     /* costed on the reduced programs (plan_search) */
   int retries;      /* reduced: searches again because the choice did not fit in full */
 } search;
@@ -765,13 +770,26 @@ static int64_t knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nz, in
   return best;
 }
 
+/* The same mesh and strategy (ZeRO stages and sp aside). */
+static bool same_combo(const gv_plan *a, const gv_plan *b) {
+  if (a->naxes != b->naxes || a->dmask != b->dmask || a->t_layer != b->t_layer || a->t_outer != b->t_outer) return false;
+  for (int i = 0; i < a->naxes; i++)
+    if (a->size[i] != b->size[i]) return false;
+  return true;
+}
+
 static void consider(search *S, const gv_plan *p, const gv_plan_cost *pc, int64_t pred, int64_t limit) {
   if (pc->mem_total < S->min_mem || S->min_mem < 0) S->min_mem = pc->mem_total, S->min_mem_plan = *p;
   if (pc->mem_total > limit) {
-    if (!S->over || pc->step_ns < S->over_ns) S->over_ns = pc->step_ns;
+    if (!S->over || pc->step_ns < S->over_ns) S->over_ns = pc->step_ns, S->over_plan = *p, S->over_plan_mem = pc->mem_total;
     if (!S->over || pc->mem_total < S->over_mem) S->over_mem = pc->mem_total;
     S->over = true;
     return;
+  }
+  /* the runner-up (report): best's old combination when another wins, or a slower other combination */
+  if (S->found && !same_combo(p, &S->best)) {
+    if (pc->step_ns < S->best_cost.step_ns) S->has_ru = true, S->ru = S->best, S->ru_ns = S->best_cost.step_ns, S->ru_mem = S->best_pred_mem;
+    else if (!S->has_ru || pc->step_ns < S->ru_ns) S->has_ru = true, S->ru = *p, S->ru_ns = pc->step_ns, S->ru_mem = pc->mem_total;
   }
   if (!S->found || pc->step_ns < S->best_cost.step_ns) {
     S->found = true;
@@ -1258,6 +1276,40 @@ static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c
   fprintf(f, "%s\n", any ? "" : " none");
 }
 
+/* The search's alternatives to the chosen plan, for the report. */
+typedef struct {
+  bool has_ru, has_over;
+  gv_plan ru, over;
+  int64_t ru_ns, ru_mem, over_ns, over_mem;
+} alternatives;
+
+static void plan_brief(const gv_plan *p, const gv_cluster *c, char *buf, size_t n) {
+  char m[256], u[128], z[64] = "";
+  axes_desc(p, c, m, sizeof m);
+  gv_plan_unit_str(p, p->nunits > 1 ? 1 : 0, u, sizeof u);
+  int nz = 0;
+  for (int k = 0; k < p->nunits; k++) nz += p->dmask && p->zero[k];
+  if (nz) snprintf(z, sizeof z, ", ZeRO on %d of %d units", nz, p->nunits);
+  snprintf(buf, n, "mesh %s, %s %s%s", m, p->nunits > 1 ? "layers" : "all", u, z);
+}
+
+/* Why the choice won: the runner-up (the fastest plan of another mesh or
+ * strategy that fits) and the fastest candidate over the memory limit,
+ * each with the search's prediction against the choice's. */
+static void report_alternatives(const alternatives *a, const gv_cluster *c, int64_t limit, int64_t pred, FILE *f) {
+  char b[512];
+  if (a->has_ru) {
+    plan_brief(&a->ru, c, b, sizeof b);
+    fprintf(f, "plan: runner-up: %s: predicted %.3f ms (%+.1f %% against the choice's %.3f ms), %lld bytes\n", b, a->ru_ns / 1e6,
+            pred > 0 ? 100.0 * (double)(a->ru_ns - pred) / (double)pred : 0.0, pred / 1e6, (long long)a->ru_mem);
+  }
+  if (a->has_over && a->over_ns < pred) {
+    plan_brief(&a->over, c, b, sizeof b);
+    fprintf(f, "plan: faster but over the memory limit: %s: predicted %.3f ms, needs %lld bytes (limit %lld)\n", b,
+            a->over_ns / 1e6, (long long)a->over_mem, (long long)limit);
+  }
+}
+
 static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c, int64_t limit, bool train) {
   galv_wfile w; /* replaced atomically */
   char err[4400];
@@ -1467,6 +1519,8 @@ int gv_pass_plan_sharding(gv_module *m) {
   int64_t pred = 0, pred_mem = 0;
   int rc = 0;
   memset(&gv_plan_last, 0, sizeof gv_plan_last);
+  static alternatives alt; /* large (three plans): not on the stack */
+  memset(&alt, 0, sizeof alt);
   if (o->plan_in) {
     rc = gv_plan_read(o->plan_in, &plan, C.nl + 1);
     const gv_mesh *given = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL; /* --mesh: must be the plan's */
@@ -1516,6 +1570,9 @@ int gv_pass_plan_sharding(gv_module *m) {
     }
     if (!rc) plan = S.best, pc = S.best_cost, pred = S.best_pred, pred_mem = S.best_pred_mem;
     if (!rc) gv_plan_last.memory_bound = S.over && S.over_ns < S.best_cost.step_ns;
+    if (!rc)
+      alt = (alternatives){.has_ru = S.has_ru, .has_over = S.over, .ru = S.ru, .over = S.over_plan, .ru_ns = S.ru_ns,
+                           .ru_mem = S.ru_mem, .over_ns = S.over_ns, .over_mem = S.over_plan_mem};
     if (!rc && S.reduced && !o->quiet) { /* which path chose the plan (docs/planner.md, repeated layers) */
       fprintf(stderr, "plan: %d repeated layers: candidates costed on reduced programs, the choice realised in full", C.nl);
       if (S.retries) fprintf(stderr, " after %d search(es) whose choice did not fit in full", S.retries);
@@ -1532,6 +1589,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (!rc) plan_sp_set(&main_sp, &C, &plan);
   }
   if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, pred_mem, stderr);
+  if (!rc && !o->quiet) report_alternatives(&alt, o->cluster, C.limit, pred, stderr);
   if (!rc && !o->quiet) { /* axes the plan leaves idle replicate the whole computation: one warning line */
     unsigned used = plan.dmask | (plan.t_layer >= 0 ? 1u << plan.t_layer : 0) | (plan.t_outer >= 0 ? 1u << plan.t_outer : 0);
     int64_t idle = 1;

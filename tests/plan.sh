@@ -146,6 +146,25 @@ if [ -n "$w" ] && [ "$w" = "$r" ] && [ "$a" -gt "$b" ]; then
 else
   echo "FAIL --plan: given $w, realised '$r' at $a ns (the optimum $b ns)"; fail=1
 fi
+# the report explains the choice: the runner-up (another mesh / strategy)
+# no faster than the choice; under a limit 1 byte below the unconstrained
+# plan (one microbatch, no recomputation), a faster candidate over the
+# limit is named with its memory above the limit
+AR=("$T/g6.onnx" --batch 8 --seq 16 --gpus 4 --train --recompute=none --microbatches 1 --cluster cpu-local --plan-only)
+out=$($G "${AR[@]}" --plan-out "$T/ru.json" 2>&1)
+ru=$(sed -n 's/^plan: runner-up: .*: predicted \([0-9.]*\) ms (.* against the choice.s \([0-9.]*\) ms), [0-9]* bytes$/\1 \2/p' <<<"$out")
+if [ -n "$ru" ] && python3 -c "import sys; a, b = map(float, sys.argv[1:3]); sys.exit(not a >= b)" $ru; then
+  echo "ok report: $(grep '^plan: runner-up' <<<"$out")"
+else echo "FAIL report: no runner-up line no faster than the choice: $(grep -m2 '^plan: \(runner\|predicted\)' <<<"$out")"; fail=1; fi
+m0=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['memory_per_device']['total'])" "$T/ru.json" 2>/dev/null)
+out=$($G "${AR[@]}" --memory-limit $((${m0:-1} - 1)) 2>&1)
+ov=$(sed -n 's/^plan: faster but over the memory limit: .*: predicted \([0-9.]*\) ms, needs \([0-9]*\) bytes (limit \([0-9]*\))$/\1 \2 \3/p' <<<"$out")
+st=$(sed -n 's/^plan: predicted step \([0-9.]*\) ms .*/\1/p' <<<"$out")
+if [ -n "$m0" ] && [ -n "$ov" ] && [ -n "$st" ] && python3 -c "
+import sys; o, need, lim, s = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+sys.exit(not (o < s and need > lim == int(sys.argv[5]) - 1))" $ov "$st" "$m0"; then
+  echo "ok report under limit $((m0 - 1)): $(grep '^plan: faster' <<<"$out")"
+else echo "FAIL report under limit $((${m0:-1} - 1)): '$ov' vs step '$st': $(grep -m3 '^plan: \(faster\|predicted\)\|error' <<<"$out")"; fail=1; fi
 # no plan fits: one line naming the smallest memory
 out=$($G "$T/g.onnx" --batch 4 --seq 16 --gpus 2 --train --memory-limit 1000 --plan-only -q 2>&1)
 if [ "$(echo "$out" | wc -l)" = 1 ] && echo "$out" | grep -q "no plan fits the memory limit of 1000 bytes.*the smallest needs [0-9][0-9]* bytes"; then
