@@ -1809,10 +1809,22 @@ static double resize_coord(const char *ct, double o, double scale, int64_t in, i
   return -1e300;
 }
 
-/* Resize (nearest, linear) as one dot per resized axis with a constant
- * [out, in] interpolation matrix: separable, so a 2-D bilinear resize is two
- * contractions, and exact for nearest (one 1 per row). Scales or sizes must
- * be constant at import. */
+/* ONNX Resize's cubic kernel (Keys, parameter A = cubic_coeff_a) at
+ * distance d in [0, 2]. */
+static double cubic_w(double d, double A) {
+  if (d <= 1) return ((A + 2) * d - (A + 3)) * d * d + 1;
+  return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+}
+
+/* Resize (nearest, linear, cubic) as one dot per resized axis with a
+ * constant [out, in] interpolation matrix: separable, so a 2-D bilinear or
+ * bicubic resize is two contractions, and exact for nearest (one 1 per row).
+ * Cubic as ONNX's reference: the 4 neighbours ceil(x) - 2 .. ceil(x) + 1 of
+ * the source coordinate x (the lower ones preferred: at an integer x the
+ * weights are 0, 0, 1, 0) weighted by the kernel at their distances;
+ * neighbours outside the input read the edge value, or with
+ * exclude_outside get weight 0 and the rest are renormalised to sum 1.
+ * Scales or sizes must be constant at import. */
 static int h_resize(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)code;
   gv_value *x = in[0];
@@ -1820,8 +1832,10 @@ static int h_resize(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   if (!v_static(x)) return gv_node_error(c, "unsupported: Resize needs static input dims at import");
   const char *mode = astr(c, n, "mode", "nearest"), *ct = astr(c, n, "coordinate_transformation_mode", "half_pixel");
   const char *nm = astr(c, n, "nearest_mode", "round_prefer_floor");
-  bool lin = strcmp(mode, "linear") == 0;
-  if (!lin && strcmp(mode, "nearest") != 0) return gv_node_error(c, "unsupported Resize mode '%s'", gv_esc(c, mode));
+  bool lin = strcmp(mode, "linear") == 0, cub = strcmp(mode, "cubic") == 0;
+  if (!lin && !cub && strcmp(mode, "nearest") != 0) return gv_node_error(c, "unsupported Resize mode '%s'", gv_esc(c, mode));
+  double A = af(n, "cubic_coeff_a", -0.75f);
+  bool excl = ai(n, "exclude_outside", 0) != 0;
   if (ai(n, "antialias", 0) != 0) return gv_node_error(c, "unsupported: Resize antialias=1");
   const char *kar = astr(c, n, "keep_aspect_ratio_policy", "stretch");
   if (strcmp(kar, "stretch") != 0) return gv_node_error(c, "unsupported keep_aspect_ratio_policy '%s'", gv_esc(c, kar));
@@ -1878,7 +1892,22 @@ static int h_resize(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     for (int64_t o = 0; o < O; o++) {
       double xs = resize_coord(ct, (double)o, scale, L, O);
       xs = xs != xs ? 0 : xs < -1 ? -1 : xs > (double)L ? (double)L : xs; /* NaN or far outside: clamped below anyway */
-      if (!lin) {
+      if (cub) {
+        int64_t base = (int64_t)ceil(xs) - 2;
+        double t = xs - (double)(base + 1), w[4] = {cubic_w(t + 1, A), cubic_w(t, A), cubic_w(1 - t, A), cubic_w(2 - t, A)};
+        double sum = 0;
+        for (int q = 0; q < 4; q++) {
+          int64_t j = base + q;
+          if (excl && (j < 0 || j >= L)) w[q] = 0;
+          sum += w[q];
+        }
+        for (int q = 0; q < 4; q++) {
+          int64_t j = base + q;
+          if (excl && (j < 0 || j >= L)) continue;
+          j = j < 0 ? 0 : j >= L ? L - 1 : j;
+          mat[o * L + j] += excl ? w[q] / sum : w[q];
+        }
+      } else if (!lin) {
         double f = floor(xs);
         int64_t idx = nmode == 2 ? (int64_t)f : nmode == 3 ? (int64_t)ceil(xs)
                       : xs - f == 0.5 ? (int64_t)(nmode == 0 ? f : f + 1) : (int64_t)llround(xs);
@@ -2467,7 +2496,8 @@ static const struct {
     {"allowzero", AT(INT), "01"},       {"alpha", AT(FLOAT), NULL},       {"approximate", AT(STRING), "|none|tanh|"},
     {"auto_pad", AT(STRING), "||NOTSET|SAME_UPPER|SAME_LOWER|VALID|"},     {"axes", AT(INTS), NULL},
     {"axis", AT(INT), NULL},            {"batch_dims", AT(INT), NULL},    {"beta", AT(FLOAT), NULL},
-    {"body", AT(GRAPH), NULL},          {"dtype", AT(INT), NULL},         {"new_axis", AT(INT), "01"},
+    {"body", AT(GRAPH), NULL},          {"cubic_coeff_a", AT(FLOAT), NULL}, {"dtype", AT(INT), NULL},       {"new_axis", AT(INT), "01"},
+    {"exclude_outside", AT(INT), "01"},
     {"dilations", AT(INTS), NULL},      {"else_branch", AT(GRAPH), NULL}, {"end", AT(INT), NULL},
     {"epsilon", AT(FLOAT), NULL},       {"equation", AT(STRING), NULL},       {"exclusive", AT(INT), "01"},     {"fmod", AT(INT), "01"},     {"group", AT(INT), NULL},
     {"keepdims", AT(INT), "01"},        {"largest", AT(INT), "01"},       {"sorted", AT(INT), "01"},        {"kernel_shape", AT(INTS), NULL}, {"noop_with_empty_axes", AT(INT), "01"},
