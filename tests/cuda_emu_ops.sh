@@ -7,7 +7,9 @@
 #     gather_elements, scatter_elements add, mod float and integer, max and
 #     average pool, topk values and indices with ties), program-emu's
 #     outputs vs onnxruntime, rtol 1e-4 / atol 1e-5, integers exactly
-#     (tests/cuda_emu_compare.py);
+#     (tests/cuda_emu_compare.py); and topk with bf16 storage
+#     (--precision bf16, make_graphs.py's emu_topk: integer-valued rows,
+#     values and indices exactly);
 #   - training through gather_nd, scatter_nd (data and updates),
 #     gather_elements, scatter_elements, mod, topk and a broadcasting matmul
 #     (make_graphs.py's train_nd: their gradients run the scatter / gather
@@ -61,6 +63,12 @@ nd_pid=$!
 if out=$(python3 "$SRC/tests/cuda_emu_compare.py" "$BUILD" "$T/emu_ops.onnx" 2>&1); then
   while read -r l; do ok "inference ${l#ok }"; done < <(grep '^ok' <<<"$out")
 else bad "inference emu_ops: $(grep -v '^ok' <<<"$out" | tail -5)"; fi
+# TopK on bf16 storage (--precision bf16: x and the values stored bf16):
+# make_graphs.py's emu_topk, integer-valued rows with ties, exact
+if out=$(python3 "$SRC/tests/cuda_emu_compare.py" "$BUILD" "$T/emu_topk.onnx" --precision bf16 2>&1) &&
+   [ "$(grep -c 'max abs err 0$\|exact$' <<<"$out")" = 4 ]; then
+  while read -r l; do ok "inference ${l#ok }"; done < <(grep '^ok' <<<"$out")
+else bad "topk on bf16 storage: $(grep -v '^ok' <<<"$out" | tail -5) $(grep -c '^ok' <<<"$out") of 4 exact"; fi
 ( "$BUILD/galvc" "$T/cnn.onnx" --train "${ADAMW[@]}" --eps 1e-6 --target cuda --no-build -q -o "$T/cnn/" &&
   make -s -C "$T/cnn" emu ) >"$T/cnn.build.log" 2>&1 &
 cnn_pid=$!

@@ -202,10 +202,11 @@ void galv_cu_conv(int dt, const galv_conv_desc *d, const void *x, const void *w,
 void galv_cu_pool(int dt, const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const void *x, void *y);
 void galv_cu_pool_grad(int dt, const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const void *x,
                        const void *dy, void *dx);
-/* TopK (runtime/galv_rt.h's order) of f32 rows [outer, len, inner]: one
- * thread per row picks, k times, the first element after the last pick. */
-void galv_cu_topk(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t len, int64_t inner, int64_t k,
-                  int largest);
+/* TopK (runtime/galv_rt.h's order) of rows [outer, len, inner]: one thread
+ * per row picks, k times, the first element after the last pick; x stored
+ * xdt, the values ydt (GALV_F32 or GALV_BF16), compared in fp32. */
+void galv_cu_topk(int xdt, int ydt, void *vals, int64_t *idx, const void *x, int64_t outer, int64_t len, int64_t inner,
+                  int64_t k, int largest);
 /* float32 <-> storage conversion of n elements (dt GALV_BF16: to/from bf16) */
 void galv_cu_from_f32(int dt, void *dst, const float *src, int64_t n);
 void galv_cu_to_f32(int dt, float *dst, const void *src, int64_t n);

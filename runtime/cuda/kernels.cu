@@ -287,34 +287,45 @@ void galv_cu_scatter_elements(void *dst, const void *data, int64_t nbytes, const
 
 /* topk: one thread per row; pick t is the first element (in TopK's total
  * order) after pick t - 1, so no scratch and no sort: O(k len) per row,
- * for the small k of the models' TopK. */
-__global__ void topk_k(float *vals, int64_t *idx, const float *x, int64_t rows, int64_t len, int64_t inner, int64_t k,
+ * for the small k of the models' TopK. x and the values in their storage
+ * (f32 or bf16, each its own), compared in fp32 of the widened value; a
+ * picked value is stored back unchanged (a bf16 value is exact in fp32). */
+template <typename TX, typename TY>
+__global__ void topk_k(TY *vals, int64_t *idx, const TX *x, int64_t rows, int64_t len, int64_t inner, int64_t k,
                        int largest) {
   GRID_STRIDE(r, rows) {
     int64_t o = r / inner, j = r % inner;
-    const float *xr = x + o * len * inner + j;
+    const TX *xr = x + o * len * inner + j;
     float pv = 0.0f;
     int64_t pi = -1;
     for (int64_t t = 0; t < k; t++) {
       float bv = 0.0f;
       int64_t bi = -1;
       for (int64_t i = 0; i < len; i++) {
-        float v = xr[i * inner];
+        float v = ldf(xr, i * inner);
         if (pi >= 0 && !(GALV_TOPK_BEFORE(pv, pi, v, i, largest))) continue;
         if (bi < 0 || GALV_TOPK_BEFORE(v, i, bv, bi, largest)) bv = v, bi = i;
       }
-      vals[(o * k + t) * inner + j] = bv;
+      stf(vals, (o * k + t) * inner + j, bv);
       idx[(o * k + t) * inner + j] = bi;
       pv = bv, pi = bi;
     }
   }
 }
 
-void galv_cu_topk(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t len, int64_t inner, int64_t k,
-                  int largest) {
+void galv_cu_topk(int xdt, int ydt, void *vals, int64_t *idx, const void *x, int64_t outer, int64_t len, int64_t inner,
+                  int64_t k, int largest) {
   int64_t rows = outer * inner;
   if (rows == 0 || k == 0) return;
-  GALV_LAUNCH(topk_k, galv_cu_blocks(rows), 256, 0, galv_cu.stream, vals, idx, x, rows, len, inner, k, largest);
+  unsigned g = galv_cu_blocks(rows);
+  cudaStream_t st = galv_cu.stream;
+  if (xdt == GALV_BF16 && ydt == GALV_BF16)
+    GALV_LAUNCH(topk_k, g, 256, 0, st, (galv_bf16 *)vals, idx, (const galv_bf16 *)x, rows, len, inner, k, largest);
+  else if (xdt == GALV_BF16)
+    GALV_LAUNCH(topk_k, g, 256, 0, st, (float *)vals, idx, (const galv_bf16 *)x, rows, len, inner, k, largest);
+  else if (ydt == GALV_BF16)
+    GALV_LAUNCH(topk_k, g, 256, 0, st, (galv_bf16 *)vals, idx, (const float *)x, rows, len, inner, k, largest);
+  else GALV_LAUNCH(topk_k, g, 256, 0, st, (float *)vals, idx, (const float *)x, rows, len, inner, k, largest);
   GALV_CU_LAUNCHED();
 }
 

@@ -149,6 +149,33 @@ def emu_model():
     return m
 
 
+def emu_topk_model():
+    """TopK for the CUDA target's bf16 storage (tests/cuda_emu_ops.sh,
+    --precision bf16): rows of integer inputs (token ids in [0, 50): values a
+    bf16 holds exactly, with ties) cast to float and scaled by 0.25, along the
+    last axis, largest, and along a middle axis, smallest: values and indices
+    (a rounding of random floats to bf16 would reorder near-equal values)."""
+    f = TP.FLOAT
+    nodes = [
+        h.make_node("Cast", ["t"], ["tc"], to=f),
+        h.make_node("Mul", ["tc", "quarter"], ["tf"]),
+        h.make_node("TopK", ["tf", "k"], ["topk_values", "topk_indices"]),
+        h.make_node("Cast", ["u"], ["uf"], to=f),
+        h.make_node("TopK", ["uf", "k2"], ["topk_small_values", "topk_small_indices"], axis=1, largest=0),
+    ]
+    i64 = TP.INT64
+    g = h.make_graph(nodes, "emu_topk", [h.make_tensor_value_info("t", i64, [3, 8]), h.make_tensor_value_info("u", i64, [2, 5, 4])],
+                     [h.make_tensor_value_info("topk_values", f, None), h.make_tensor_value_info("topk_indices", i64, None),
+                      h.make_tensor_value_info("topk_small_values", f, None),
+                      h.make_tensor_value_info("topk_small_indices", i64, None)],
+                     [nh.from_array(np.array(0.25, np.float32), "quarter"), nh.from_array(np.array([5], np.int64), "k"),
+                      nh.from_array(np.array([2], np.int64), "k2")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)])
+    m.ir_version = 8
+    onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)  # validates the graph
+    return m
+
+
 def train_model():
     """ids [2, 8] -> Gather(emb) h [2, 8, 16]; GatherND picks 3 (batch, position)
     rows, MatMul(w_upd) makes the updates, ScatterND puts them back; logits =
@@ -195,6 +222,7 @@ def main():
         onnx.save(m, os.path.join(d, name + ".onnx"))
     onnx.save(train_model(), os.path.join(d, "train_nd.onnx"))
     onnx.save(emu_model(), os.path.join(d, "emu_ops.onnx"))
+    onnx.save(emu_topk_model(), os.path.join(d, "emu_topk.onnx"))
     print(" ".join(sorted(graphs())))
 
 
