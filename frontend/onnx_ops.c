@@ -329,12 +329,16 @@ static int h_gather(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   return out(c, n, 0, op->res[0]);
 }
 
-/* GatherND (batch_dims 0) and ScatterND (reduction none or add) -> gather_nd /
- * scatter_nd; their result types are left to shape-infer. */
+static int gather_nd_batch(gv_ictx *c, node_t *n, gv_value **in, int64_t bd);
+
+/* GatherND and ScatterND (reduction none or add) -> gather_nd / scatter_nd;
+ * their result types are left to shape-infer. GatherND with batch_dims b > 0
+ * is gather_nd of the indices with each tuple prefixed by its b batch
+ * coordinates (gather_nd_batch). */
 static int h_gather_nd(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)nin, (void)code;
   int64_t bd = ai(n, "batch_dims", 0);
-  if (bd != 0) return gv_node_error(c, "unsupported: GatherND batch_dims=%lld (0 only)", (long long)bd);
+  if (bd != 0) return gather_nd_batch(c, n, in, bd);
   gv_op *op = emit(c, GV_OP_GATHER_ND, 2, in, 1);
   op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
   return out(c, n, 0, op->res[0]);
@@ -1523,6 +1527,44 @@ static const gv_tensor *v_eval(gv_ictx *c, gv_value *v, int depth) {
 
 static bool v_static(const gv_value *x) { return x && x->type.rank >= 0 && gv_type_is_static(&x->type); }
 
+/* GatherND with batch_dims b: data [B1..Bb, ...], indices [B1..Bb, M..., k]
+ * -> gather_nd (batch_dims 0) with indices [B1..Bb, M..., b + k], each tuple
+ * prefixed by its own batch coordinates (a constant iota per batch dim,
+ * expanded over the index dims): result [B1..Bb, M..., data.dims[b+k:]], as
+ * ONNX's. Static shapes needed. */
+static int gather_nd_batch(gv_ictx *c, node_t *n, gv_value **in, int64_t bd) {
+  gv_value *x = in[0], *ix = in[1];
+  if (!v_static(x) || !v_static(ix)) return gv_node_error(c, "unsupported: GatherND batch_dims with unknown dims at import");
+  int ri = ix->type.rank;
+  if (bd < 0 || bd >= ri || bd >= x->type.rank) return gv_node_error(c, "batch_dims %lld out of range", (long long)bd);
+  for (int j = 0; j < bd; j++)
+    if (ix->type.dims[j] != x->type.dims[j])
+      return gv_node_error(c, "batch dim %d of the indices (%lld) differs from the data's (%lld)", j,
+                           (long long)ix->type.dims[j], (long long)x->type.dims[j]);
+  if (ix->type.dims[ri - 1] + bd > x->type.rank)
+    return gv_node_error(c, "index tuples of %lld after %lld batch dims address more than the data's %d dims",
+                         (long long)ix->type.dims[ri - 1], (long long)bd, x->type.rank);
+  gv_value *parts[GV_MAX_RANK + 1];
+  int64_t full[GV_MAX_RANK];
+  for (int d = 0; d < ri - 1; d++) full[d] = ix->type.dims[d];
+  full[ri - 1] = 1;
+  for (int j = 0; j < bd; j++) {
+    int64_t one[GV_MAX_RANK], B = ix->type.dims[j];
+    for (int d = 0; d < ri; d++) one[d] = d == j ? B : 1;
+    double *iota = gv_alloc(c->tmp, sizeof(double) * (size_t)B);
+    for (int64_t q = 0; q < B; q++) iota[q] = (double)q;
+    parts[j] = v_expand(c, v_const(c, ix->type.dtype, ri, one, iota), ri, full);
+  }
+  parts[bd] = ix;
+  gv_value *idx = v_concat(c, parts, (int)bd + 1, ri - 1);
+  if (!idx) return -1;
+  gv_op *op = v_emit(c, GV_OP_GATHER_ND, 2, (gv_value *[]){x, idx}, 1);
+  if (!op) return -1;
+  op->res[0]->type = gv_type_unranked(x->type.dtype);
+  gv_value *y = v_fin(c, op);
+  return y ? out(c, n, 0, y) : -1;
+}
+
 /* TopK (opset 10+: k is input 1) -> galv.topk {k, axis, largest, sorted}.
  * k must be known at import (a constant, or a value that follows from
  * constants and static shapes): the result shape depends on it. */
@@ -1768,15 +1810,24 @@ static int h_conv_transpose(gv_ictx *c, node_t *n, gv_value **in, int nin, int c
   shape[0] = x->type.dims[0], shape[1] = w->type.dims[1] * G;
   int kos = aints(n, "output_shape", &v);
   if (kos >= 0 && kos != S && kos != r) return gv_node_error(c, "output_shape has %d values for %d spatial dims", kos, S);
+  int64_t ext[2 * GV_MAX_RANK] = {0}; /* zeros beyond the full output (an output_shape larger than it) */
   for (int i = 0; i < S; i++) {
     if (st[i] < 1 || dl[i] < 1 || op_[i] < 0 || op_[i] >= st[i])
       return gv_node_error(c, "strides / dilations must be positive and output_padding smaller than the stride");
     int64_t full = st[i] * (x->type.dims[2 + i] - 1) + op_[i] + (w->type.dims[2 + i] - 1) * dl[i] + 1;
-    if (kos >= 0 || same) { /* the pads that give output_shape (SAME: in * stride); the odd one at the end for SAME_UPPER */
+    if (kos >= 0 || same) {
+      /* the pads that give output_shape (SAME: in * stride); the odd one at
+       * the end for SAME_UPPER. An output larger than the full one (a
+       * negative total, at most 2^20 more) is the full output followed by
+       * zeros (then the bias), as ONNX's reference computes it (its
+       * backend test test_convtranspose_output_shape, onnxruntime alike) */
       int64_t want = kos >= 0 ? v[kos - S + i] : x->type.dims[2 + i] * st[i], total = full - want;
-      if (total < 0)
-        return gv_node_error(c, "unsupported: output size %lld beyond the full output %lld (negative padding)",
-                             (long long)want, (long long)full);
+      if (want < 1 || total < -(1 << 20))
+        return gv_node_error(c, "output size %lld does not fit the full output %lld", (long long)want, (long long)full);
+      if (total < 0) {
+        ext[S + i] = -total;
+        total = 0;
+      }
       pads[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
       pads[S + i] = total - pads[i];
     }
@@ -1790,6 +1841,22 @@ static int h_conv_transpose(gv_ictx *c, node_t *n, gv_value **in, int nin, int c
   gv_set_int(c->m, op, "group", G);
   gv_set_ints(c->m, op, "shape", r, shape);
   gv_value *y = v_fin(c, op);
+  for (int i = 0; i < S && y; i++) {
+    if (!ext[i] && !ext[S + i]) continue;
+    gv_value *parts[3];
+    int np = 0;
+    int64_t zd[GV_MAX_RANK];
+    memcpy(zd, y->type.dims, sizeof(int64_t) * (size_t)r);
+    for (int e = 0; e < 2; e++) {
+      if (e == 1) parts[np++] = y;
+      if (!ext[e * S + i]) continue;
+      zd[2 + i] = ext[e * S + i];
+      int64_t one[GV_MAX_RANK];
+      for (int d = 0; d < r; d++) one[d] = 1;
+      parts[np++] = v_expand(c, v_const(c, y->type.dtype, r, one, (double[]){0.0}), r, zd);
+    }
+    y = v_concat(c, parts, np, 2 + i);
+  }
   if (nin > 2 && in[2]) y = v_bin(c, GV_OP_ADD, y, v_chan(c, in[2], r));
   return y ? out(c, n, 0, y) : -1;
 }

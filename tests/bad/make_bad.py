@@ -281,8 +281,11 @@ def main(argv):
                 numpy_helper.from_array(np.ones((2, 3), np.int64), "u")]),
          case("scatternd_range.onnx", "node '/sc' (ScatterND): scatter_nd index tuple 1 out of range"))
     save(model([helper.make_node("GatherND", ["x", "i"], ["y"], name="/g", batch_dims=1)],
+               [vi("x", [2, 4])], [vi("y", [3])], [numpy_helper.from_array(np.array([[0], [1], [2]], np.int64), "i")]),
+         case("gathernd_batch_dims.onnx", "node '/g' (GatherND): batch dim 0 of the indices (3) differs from the data's (2)"))
+    save(model([helper.make_node("GatherND", ["x", "i"], ["y"], name="/g", batch_dims=2)],
                [vi("x", [2, 4])], [vi("y", [2])], [idx]),
-         case("gathernd_batch_dims.onnx", "node '/g' (GatherND): unsupported: GatherND batch_dims=1 (0 only)"))
+         case("gathernd_batch_dims_range.onnx", "node '/g' (GatherND): batch_dims 2 out of range"))
     save(model([helper.make_node("GatherND", ["x", "i"], ["y"], name="/g")],
                [vi("x", [2, 4]), vi("i", [2, 1], TensorProto.FLOAT)], [vi("y", [2])]),
          case("gathernd_float_indices.onnx", "node '/g' (GatherND): shape: gather_nd indices must be i64 or i32, got f32"))

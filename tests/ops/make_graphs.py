@@ -46,6 +46,13 @@ def graphs():
     gi = np.array([[[0, 1], [2, 3]], [[1, -1], [0, 0]]], np.int64)
     out["gathernd"] = model("m", [h.make_node("GatherND", ["x", "i"], ["y"])], [("x", [3, 4, 5])], ["y"],
                             [("i", gi)])
+    # batch_dims 1: per batch row 3 tuples of 2 coordinates; batch_dims 2: per (b, c) 2 rows (negative wraps)
+    gb = np.array([[[0, 1], [2, -1], [1, 3]], [[2, 2], [0, 0], [-1, 1]]], np.int64)
+    out["gathernd_batch1"] = model("m", [h.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)], [("x", [2, 3, 4, 5])],
+                                   ["y"], [("i", gb)])
+    gb2 = np.array([[[[3], [0]], [[1], [-1]], [[2], [2]]], [[[0], [1]], [[3], [3]], [[-2], [0]]]], np.int64)
+    out["gathernd_batch2"] = model("m", [h.make_node("GatherND", ["x", "i"], ["y"], batch_dims=2)], [("x", [2, 3, 4, 5])],
+                                   ["y"], [("i", gb2)])
     ge = np.array([[[0, 2, 1, -1]], [[1, 1, 0, 2]]], np.int64)  # [2, 1, 4] against data [2, 3, 4], axis 1
     out["gatherelements"] = model("m", [h.make_node("GatherElements", ["x", "i"], ["y"], axis=1)], [("x", [2, 3, 4])],
                                   ["y"], [("i", ge)])

@@ -98,6 +98,11 @@ def cases():
     yield "convt_outshape_1d", model("t", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[3],
                                                             output_shape=[14])], [("x", [2, 2, 5])], ["y"],
                                      [("w", f32(2, 3, 4))])
+    # output_shape one beyond the full output on both axes (10 x 10 from 9 x 9): the last row and column
+    # are zeros, then the bias (onnxruntime reads past its buffer for larger differences)
+    yield "convt_outshape_larger", model("t", [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[3, 2],
+                                                                output_shape=[10, 10])],
+                                         [("x", [1, 2, 3, 4])], ["y"], [("w", f32(2, 3, 3, 3)), ("b", f32(3))])
     empty = np.zeros(0, np.float32)
 
     def rs(name, attrs, scales=None, sizes=None, shape=(2, 3, 4, 5), opset=17, const=False):
