@@ -331,7 +331,8 @@ static int h_gather(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
 
 static int gather_nd_batch(gv_ictx *c, node_t *n, gv_value **in, int64_t bd);
 
-/* GatherND and ScatterND (reduction none or add) -> gather_nd / scatter_nd;
+/* GatherND and ScatterND (every reduction: none, add, mul, max, min; the
+ * attribute schema allows no other) -> gather_nd / scatter_nd;
  * their result types are left to shape-infer. GatherND with batch_dims b > 0
  * is gather_nd of the indices with each tuple prefixed by its b batch
  * coordinates (gather_nd_batch). */
@@ -347,21 +348,17 @@ static int h_gather_nd(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) 
 static int h_scatter_nd(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)nin, (void)code;
   const char *red = astr(c, n, "reduction", "none");
-  if (strcmp(red, "none") != 0 && strcmp(red, "add") != 0)
-    return gv_node_error(c, "unsupported: ScatterND reduction '%s' (none, add)", gv_esc(c, red));
   gv_op *op = emit(c, GV_OP_SCATTER_ND, 3, in, 1);
   gv_set_str(c->m, op, "reduction", red);
   same_type(op->res[0], in[0]);
   return out(c, n, 0, op->res[0]);
 }
 
-/* GatherElements / ScatterElements (reduction none or add) ->
+/* GatherElements / ScatterElements (every reduction) ->
  * gather_elements / scatter_elements with the axis as given. */
 static int h_elements(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)nin;
   const char *red = astr(c, n, "reduction", "none");
-  if (code == GV_OP_SCATTER_ELEMENTS && strcmp(red, "none") != 0 && strcmp(red, "add") != 0)
-    return gv_node_error(c, "unsupported: ScatterElements reduction '%s' (none, add)", gv_esc(c, red));
   gv_op *op = emit(c, (gv_opcode)code, code == GV_OP_SCATTER_ELEMENTS ? 3 : 2, in, 1);
   gv_set_int(c->m, op, "axis", ai(n, "axis", 0));
   if (code == GV_OP_SCATTER_ELEMENTS) {

@@ -436,7 +436,8 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
   case CG_K_GATHER_ND:
   case CG_K_SCATTER_ND:
     if (kc->kind && half_of(e, y))
-      return gv_error_op(e->m, op, "cuda codegen: scatter_nd add on bf16 storage is not supported");
+      return gv_error_op(e->m, op, "cuda codegen: scatter_nd %s on bf16 storage is not supported",
+                         gv_get_str(op, "reduction", "none"));
     fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, kc->rank, kc->dims);
     if (kc->kernel == CG_K_GATHER_ND)
       fprintf(f, ";\n    galv_cu_gather_nd(%s, %s, %s, %d, %lld, %d, d, %lld, %d); }\n", dst, src, p[kc->aux[0]],
@@ -454,7 +455,8 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
   case CG_K_GATHER_ELEMENTS:
   case CG_K_SCATTER_ELEMENTS:
     if (kc->kind && half_of(e, y))
-      return gv_error_op(e->m, op, "cuda codegen: scatter_elements add on bf16 storage is not supported");
+      return gv_error_op(e->m, op, "cuda codegen: scatter_elements %s on bf16 storage is not supported",
+                         gv_get_str(op, "reduction", "none"));
     fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, kc->rank, kc->dims);
     fprintf(f, ", s[] = "), cg_dims_lit(f, kc->rank, kc->strides);
     if (kc->kernel == CG_K_GATHER_ELEMENTS)

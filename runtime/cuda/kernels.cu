@@ -149,7 +149,23 @@ void galv_cu_gather(void *dst, const void *data, const void *idx, int idx_es, in
 
 /* gather_nd / scatter_nd: s holds the k dims the index tuples address; one
  * thread per 4-byte word (or byte) of a row; scatter_nd copies data first,
- * then writes (or, add: atomically adds f32) the update rows. */
+ * then writes the update rows, or combines them into f32 data atomically
+ * (red 1..4: add, mul, max, min; atomic_red). */
+__device__ static void atomic_red(float *p, float v, int red) {
+  if (red == 1) {
+    atomicAdd(p, v);
+    return;
+  }
+  /* compare-and-swap loop; the first read is an atomic too (a swap of a bit
+   * pattern with itself), so no plain load meets another thread's swap */
+  int *a = (int *)p, old = atomicCAS(a, 0x7fc00001, 0x7fc00001), seen;
+  do {
+    seen = old;
+    float cur = __int_as_float(seen);
+    old = atomicCAS(a, seen, __float_as_int(GALV_SCATTER_RED(red, cur, v)));
+  } while (old != seen);
+}
+
 template <typename I>
 __device__ static int64_t nd_row(const I *idx, int64_t r, const shape_t &s, int *err, int k) {
   int64_t off = 0;
@@ -176,11 +192,11 @@ __global__ void gather_nd_k(E *dst, const E *data, const void *idx, int idx_es, 
 
 template <typename E>
 __global__ void scatter_nd_k(E *dst, const E *upd, const void *idx, int idx_es, int64_t rows, shape_t s,
-                             int64_t words, int add, int *err, int k) {
+                             int64_t words, int red, int *err, int k) {
   GRID_STRIDE(i, rows * words) {
     int64_t r = i / words, w = i % words;
     int64_t off = idx_es == 8 ? nd_row((const int64_t *)idx, r, s, err, k) : nd_row((const int32_t *)idx, r, s, err, k);
-    if (add) atomicAdd((float *)dst + off * words + w, ((const float *)upd)[i]);
+    if (red) atomic_red((float *)dst + off * words + w, ((const float *)upd)[i], red);
     else dst[off * words + w] = upd[i];
   }
 }
@@ -199,14 +215,14 @@ void galv_cu_gather_nd(void *dst, const void *data, const void *idx, int idx_es,
 }
 
 void galv_cu_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
-                        int64_t rows, int kd, const int64_t *dims, int64_t chunk, int add, int k) {
+                        int64_t rows, int kd, const int64_t *dims, int64_t chunk, int red, int k) {
   if (dst != data && nbytes)
     cudaCheck(cudaMemcpyAsync(dst, data, (size_t)nbytes, cudaMemcpyDeviceToDevice, galv_cu.stream));
   if (rows * chunk == 0) return;
   shape_t s = mkshape(kd, dims, NULL);
   if (chunk % 4 == 0)
     GALV_LAUNCH(scatter_nd_k, galv_cu_blocks(rows * chunk / 4), 256, 0, galv_cu.stream, (uint32_t *)dst,
-                (const uint32_t *)upd, idx, idx_es, rows, s, chunk / 4, add, galv_cu.err, k);
+                (const uint32_t *)upd, idx, idx_es, rows, s, chunk / 4, red, galv_cu.err, k);
   else
     GALV_LAUNCH(scatter_nd_k, galv_cu_blocks(rows * chunk), 256, 0, galv_cu.stream, (uint8_t *)dst, (const uint8_t *)upd,
                 idx, idx_es, rows, s, chunk, 0, galv_cu.err, k);
@@ -246,11 +262,11 @@ __global__ void gather_elements_k(E *dst, const E *data, const void *idx, int id
 
 template <typename E>
 __global__ void scatter_elements_k(E *dst, const E *upd, const void *idx, int idx_es, int64_t n, shape_t s, int axis,
-                                   int64_t D, int add, int *err, int k) {
+                                   int64_t D, int red, int *err, int k) {
   GRID_STRIDE(i, n) {
     int64_t off = idx_es == 8 ? elem_off((const int64_t *)idx, i, s, axis, D, err, k)
                               : elem_off((const int32_t *)idx, i, s, axis, D, err, k);
-    if (add) atomicAdd((float *)dst + off, ((const float *)upd)[i]);
+    if (red) atomic_red((float *)dst + off, ((const float *)upd)[i], red);
     else dst[off] = upd[i];
   }
 }
@@ -273,14 +289,14 @@ void galv_cu_gather_elements(void *dst, const void *data, const void *idx, int i
 }
 
 void galv_cu_scatter_elements(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
-                              int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int add,
+                              int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int red,
                               int k) {
   if (dst != data && nbytes)
     cudaCheck(cudaMemcpyAsync(dst, data, (size_t)nbytes, cudaMemcpyDeviceToDevice, galv_cu.stream));
   int64_t n = numel(rank, dims);
   if (n == 0) return;
   shape_t s = mkshape(rank, dims, str);
-  ELEM_LAUNCH(scatter_elements_k, es, dst, upd, idx, idx_es, n, s, axis, D, add, galv_cu.err, k);
+  ELEM_LAUNCH(scatter_elements_k, es, dst, upd, idx, idx_es, n, s, axis, D, red, galv_cu.err, k);
   GALV_CU_LAUNCHED();
 }
 #undef ELEM_LAUNCH

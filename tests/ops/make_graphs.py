@@ -43,6 +43,15 @@ def graphs():
     dup = np.array([[1, 0], [1, 0], [2, 3]], np.int64)  # a repeated tuple sums
     out["scatternd_add"] = model("m", [h.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction="add")],
                                  [("x", [3, 4, 5]), ("u", [3, 5])], ["y"], [("i", dup)])
+    # mul / max / min (opset 18) with repeated tuples: every update of a row combines in
+    rep = np.array([[1, 0], [2, 3], [1, 0], [-2, 3], [0, 4]], np.int64)
+    for red in ("mul", "max", "min"):
+        out["scatternd_" + red] = model("m", [h.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction=red)],
+                                        [("x", [3, 5, 4]), ("u", [5, 4])], ["y"], [("i", rep)], opset=18)
+        out["scatterelements_" + red] = model(
+            "m", [h.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1, reduction=red)],
+            [("x", [3, 4]), ("u", [3, 5])], ["y"], [("i", np.array([[1, 1, 0, 3, 1], [-1, 2, 2, 0, 3], [0, 0, 0, 0, 2]],
+                                                                   np.int64))], opset=18)
     gi = np.array([[[0, 1], [2, 3]], [[1, -1], [0, 0]]], np.int64)
     out["gathernd"] = model("m", [h.make_node("GatherND", ["x", "i"], ["y"])], [("x", [3, 4, 5])], ["y"],
                             [("i", gi)])
@@ -119,8 +128,8 @@ def graphs():
 def emu_model():
     """One graph with every recently added op that has its own kernel, for the
     CUDA target under the execution layer (tests/cuda_emu_ops.sh: one emu build
-    instead of one per op): GatherND, ScatterND (add, a repeated tuple),
-    GatherElements, ScatterElements (add, repeated targets), Mod (float fmod;
+    instead of one per op): GatherND, ScatterND (add, max, min, a repeated
+    tuple), GatherElements, ScatterElements (add, mul, repeated targets), Mod (float fmod;
     integer, the divisor's sign), MaxPool (pads, stride), AveragePool
     (ceil_mode, count_include_pad), TopK (values and indices, ties)."""
     gi = np.array([[[0, 1], [2, 3]], [[1, -1], [0, 0]]], np.int64)
@@ -132,6 +141,9 @@ def emu_model():
         h.make_node("ScatterND", ["d", "dup", "du"], ["scatternd_add"], reduction="add"),
         h.make_node("GatherElements", ["e", "ge"], ["gatherelements"], axis=1),
         h.make_node("ScatterElements", ["s", "sa", "su"], ["scatterelements_add"], axis=1, reduction="add"),
+        h.make_node("ScatterND", ["d", "dup", "du"], ["scatternd_max"], reduction="max"),
+        h.make_node("ScatterND", ["d", "dup", "du"], ["scatternd_min"], reduction="min"),
+        h.make_node("ScatterElements", ["s", "sa", "su"], ["scatterelements_mul"], axis=1, reduction="mul"),
         h.make_node("Mod", ["m", "div"], ["mod_fmod"], fmod=1),
         h.make_node("Mod", ["mi", "idiv"], ["mod_int"]),
         h.make_node("MaxPool", ["x"], ["maxpool"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
@@ -143,14 +155,15 @@ def emu_model():
     f = TP.FLOAT
     ins = [("d", f, [3, 4, 5]), ("du", f, [3, 5]), ("e", f, [2, 3, 4]), ("s", f, [3, 3]), ("su", f, [2, 3]),
            ("m", f, [2, 4]), ("mi", TP.INT64, [2, 6]), ("x", f, [2, 3, 9, 9]), ("t", f, [3, 8])]
-    outs = [("gathernd", f), ("scatternd_add", f), ("gatherelements", f), ("scatterelements_add", f), ("mod_fmod", f),
+    outs = [("gathernd", f), ("scatternd_add", f), ("gatherelements", f), ("scatterelements_add", f),
+            ("scatternd_max", f), ("scatternd_min", f), ("scatterelements_mul", f), ("mod_fmod", f),
             ("mod_int", TP.INT64), ("maxpool", f), ("avgpool", f), ("topk_values", f), ("topk_indices", TP.INT64)]
     g = h.make_graph(nodes, "emu_ops", [h.make_tensor_value_info(n, t, s) for n, t, s in ins],
                      [h.make_tensor_value_info(n, t, None) for n, t in outs],
                      [nh.from_array(gi, "gi"), nh.from_array(dup, "dup"), nh.from_array(ge, "ge"),
                       nh.from_array(sa, "sa"), nh.from_array(np.array([3.0, -2.5, 1.5, -4.0], np.float32), "div"),
                       nh.from_array(np.array([[3], [-5]], np.int64), "idiv"), nh.from_array(np.array([5], np.int64), "k")])
-    m = h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])  # ScatterND / ScatterElements max and min
     m.ir_version = 8
     onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)  # validates the graph
     return m
