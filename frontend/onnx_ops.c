@@ -289,6 +289,19 @@ static int h_cast(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   return out(c, n, 0, op->res[0]);
 }
 
+/* CastLike(x, like): Cast to like's element type (like's values unused). */
+static int h_castlike(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  gv_dtype dt = in[1]->type.dtype;
+  if (dt == GV_DT_UNKNOWN) return gv_node_error(c, "CastLike: the element type of '%s' is not known at import",
+                                                 gv_esc(c, n->input[1]));
+  gv_op *op = emit(c, GV_OP_CAST, 1, in, 1);
+  gv_set_type(c->m, op, "to", dt);
+  op->res[0]->type = in[0]->type;
+  op->res[0]->type.dtype = dt;
+  return out(c, n, 0, op->res[0]);
+}
+
 static int h_shape(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)nin, (void)code;
   gv_op *op = emit(c, GV_OP_SHAPE, 1, in, 1);
@@ -2447,6 +2460,7 @@ static const row table[] = {
     {"AveragePool", 1, 1, 1, h_pool, 1},
     {"BatchNormalization", 1, 5, 5, h_batch_norm, 0},
     {"Cast", 1, 1, 1, h_cast, 0},
+    {"CastLike", 15, 2, 2, h_castlike, 0},
     U("Ceil", CEIL),
     {"Clip", 1, 1, 3, h_clip, 0},
     {"Concat", 1, 1, -1, h_concat, 0},
