@@ -1827,13 +1827,18 @@ static int h_conv_transpose(gv_ictx *c, node_t *n, gv_value **in, int nin, int c
     int64_t full = st[i] * (x->type.dims[2 + i] - 1) + op_[i] + (w->type.dims[2 + i] - 1) * dl[i] + 1;
     if (kos >= 0 || same) {
       /* the pads that give output_shape (SAME: in * stride); the odd one at
-       * the end for SAME_UPPER. An output larger than the full one (a
-       * negative total, at most 2^20 more) is the full output followed by
-       * zeros (then the bias), as ONNX's reference computes it (its
-       * backend test test_convtranspose_output_shape, onnxruntime alike) */
+       * the end for SAME_UPPER. Without auto_pad, an output_shape larger
+       * than the full output (a negative total, at most 2^20 more) is the
+       * full output followed by zeros (then the bias), as ONNX's reference
+       * computes it (its backend test test_convtranspose_output_shape,
+       * onnxruntime alike); with SAME_* the reference would extend the
+       * start for SAME_UPPER, and that form stays refused */
       int64_t want = kos >= 0 ? v[kos - S + i] : x->type.dims[2 + i] * st[i], total = full - want;
       if (want < 1 || total < -(1 << 20))
         return gv_node_error(c, "output size %lld does not fit the full output %lld", (long long)want, (long long)full);
+      if (total < 0 && same)
+        return gv_node_error(c, "unsupported: output size %lld beyond the full output %lld with auto_pad %s",
+                             (long long)want, (long long)full, gv_esc(c, ap));
       if (total < 0) {
         ext[S + i] = -total;
         total = 0;
