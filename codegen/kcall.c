@@ -387,7 +387,8 @@ static int fill_conv_grad(const fill_ctx *c, cg_kcall *k) {
 
 /* gather_nd / scatter_nd: count index tuples (aux[0]) of rank coordinates
  * into dims[0..rank) of data (src), rows of inner elements; scatter_nd's
- * updates are aux[1], kind 1 adds them (f32 only). */
+ * updates are aux[1]; kind: the reduction (gv_scatter_reduction: 0 none,
+ * 1 add, 2 mul, 3 max, 4 min; f32 only but none). */
 static int fill_nd(const fill_ctx *c, cg_kcall *k) {
   const gv_op *op = c->op;
   const gv_type *it = &op->opnds[1]->type;
@@ -404,7 +405,7 @@ static int fill_nd(const fill_ctx *c, cg_kcall *k) {
   k->inner = cg_prod(c->x->dims, k->rank, c->x->rank);
   if (op->code == GV_OP_SCATTER_ND) {
     k->aux[1] = 2;
-    k->kind = strcmp(gv_get_str(op, "reduction", "none"), "add") == 0;
+    k->kind = gv_scatter_reduction(op);
     if (k->kind && need_f32_but(c, 1)) return -1;
   }
   return 0;
@@ -412,8 +413,8 @@ static int fill_nd(const fill_ctx *c, cg_kcall *k) {
 
 /* gather_elements / scatter_elements: indices (aux[0]) over dims[0..rank),
  * data (src) at strides with the axis coordinate replaced by the index
- * (len: data's axis size); scatter_elements' updates are aux[1], kind 1 adds
- * them (f32 only). */
+ * (len: data's axis size); scatter_elements' updates are aux[1], kind its
+ * reduction as fill_nd's. */
 static int fill_elements(const fill_ctx *c, cg_kcall *k) {
   const gv_op *op = c->op;
   const gv_type *it = &op->opnds[1]->type;
@@ -436,7 +437,7 @@ static int fill_elements(const fill_ctx *c, cg_kcall *k) {
   k->count = gv_type_numel(it);
   if (op->code == GV_OP_SCATTER_ELEMENTS) {
     k->aux[1] = 2;
-    k->kind = strcmp(gv_get_str(op, "reduction", "none"), "add") == 0;
+    k->kind = gv_scatter_reduction(op);
     if (k->kind && need_f32_but(c, 1)) return -1;
   }
   return 0;

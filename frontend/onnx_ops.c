@@ -289,6 +289,19 @@ static int h_cast(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   return out(c, n, 0, op->res[0]);
 }
 
+/* CastLike(x, like): Cast to like's element type (like's values unused). */
+static int h_castlike(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
+  (void)nin, (void)code;
+  gv_dtype dt = in[1]->type.dtype;
+  if (dt == GV_DT_UNKNOWN) return gv_node_error(c, "CastLike: the element type of '%s' is not known at import",
+                                                 gv_esc(c, n->input[1]));
+  gv_op *op = emit(c, GV_OP_CAST, 1, in, 1);
+  gv_set_type(c->m, op, "to", dt);
+  op->res[0]->type = in[0]->type;
+  op->res[0]->type.dtype = dt;
+  return out(c, n, 0, op->res[0]);
+}
+
 static int h_shape(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)nin, (void)code;
   gv_op *op = emit(c, GV_OP_SHAPE, 1, in, 1);
@@ -329,12 +342,17 @@ static int h_gather(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   return out(c, n, 0, op->res[0]);
 }
 
-/* GatherND (batch_dims 0) and ScatterND (reduction none or add) -> gather_nd /
- * scatter_nd; their result types are left to shape-infer. */
+static int gather_nd_batch(gv_ictx *c, node_t *n, gv_value **in, int64_t bd);
+
+/* GatherND and ScatterND (every reduction: none, add, mul, max, min; the
+ * attribute schema allows no other) -> gather_nd / scatter_nd;
+ * their result types are left to shape-infer. GatherND with batch_dims b > 0
+ * is gather_nd of the indices with each tuple prefixed by its b batch
+ * coordinates (gather_nd_batch). */
 static int h_gather_nd(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)nin, (void)code;
   int64_t bd = ai(n, "batch_dims", 0);
-  if (bd != 0) return gv_node_error(c, "unsupported: GatherND batch_dims=%lld (0 only)", (long long)bd);
+  if (bd != 0) return gather_nd_batch(c, n, in, bd);
   gv_op *op = emit(c, GV_OP_GATHER_ND, 2, in, 1);
   op->res[0]->type = gv_type_unranked(in[0]->type.dtype);
   return out(c, n, 0, op->res[0]);
@@ -343,21 +361,17 @@ static int h_gather_nd(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) 
 static int h_scatter_nd(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)nin, (void)code;
   const char *red = astr(c, n, "reduction", "none");
-  if (strcmp(red, "none") != 0 && strcmp(red, "add") != 0)
-    return gv_node_error(c, "unsupported: ScatterND reduction '%s' (none, add)", gv_esc(c, red));
   gv_op *op = emit(c, GV_OP_SCATTER_ND, 3, in, 1);
   gv_set_str(c->m, op, "reduction", red);
   same_type(op->res[0], in[0]);
   return out(c, n, 0, op->res[0]);
 }
 
-/* GatherElements / ScatterElements (reduction none or add) ->
+/* GatherElements / ScatterElements (every reduction) ->
  * gather_elements / scatter_elements with the axis as given. */
 static int h_elements(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)nin;
   const char *red = astr(c, n, "reduction", "none");
-  if (code == GV_OP_SCATTER_ELEMENTS && strcmp(red, "none") != 0 && strcmp(red, "add") != 0)
-    return gv_node_error(c, "unsupported: ScatterElements reduction '%s' (none, add)", gv_esc(c, red));
   gv_op *op = emit(c, (gv_opcode)code, code == GV_OP_SCATTER_ELEMENTS ? 3 : 2, in, 1);
   gv_set_int(c->m, op, "axis", ai(n, "axis", 0));
   if (code == GV_OP_SCATTER_ELEMENTS) {
@@ -1523,6 +1537,44 @@ static const gv_tensor *v_eval(gv_ictx *c, gv_value *v, int depth) {
 
 static bool v_static(const gv_value *x) { return x && x->type.rank >= 0 && gv_type_is_static(&x->type); }
 
+/* GatherND with batch_dims b: data [B1..Bb, ...], indices [B1..Bb, M..., k]
+ * -> gather_nd (batch_dims 0) with indices [B1..Bb, M..., b + k], each tuple
+ * prefixed by its own batch coordinates (a constant iota per batch dim,
+ * expanded over the index dims): result [B1..Bb, M..., data.dims[b+k:]], as
+ * ONNX's. Static shapes needed. */
+static int gather_nd_batch(gv_ictx *c, node_t *n, gv_value **in, int64_t bd) {
+  gv_value *x = in[0], *ix = in[1];
+  if (!v_static(x) || !v_static(ix)) return gv_node_error(c, "unsupported: GatherND batch_dims with unknown dims at import");
+  int ri = ix->type.rank;
+  if (bd < 0 || bd >= ri || bd >= x->type.rank) return gv_node_error(c, "batch_dims %lld out of range", (long long)bd);
+  for (int j = 0; j < bd; j++)
+    if (ix->type.dims[j] != x->type.dims[j])
+      return gv_node_error(c, "batch dim %d of the indices (%lld) differs from the data's (%lld)", j,
+                           (long long)ix->type.dims[j], (long long)x->type.dims[j]);
+  if (ix->type.dims[ri - 1] + bd > x->type.rank)
+    return gv_node_error(c, "index tuples of %lld after %lld batch dims address more than the data's %d dims",
+                         (long long)ix->type.dims[ri - 1], (long long)bd, x->type.rank);
+  gv_value *parts[GV_MAX_RANK + 1];
+  int64_t full[GV_MAX_RANK];
+  for (int d = 0; d < ri - 1; d++) full[d] = ix->type.dims[d];
+  full[ri - 1] = 1;
+  for (int j = 0; j < bd; j++) {
+    int64_t one[GV_MAX_RANK], B = ix->type.dims[j];
+    for (int d = 0; d < ri; d++) one[d] = d == j ? B : 1;
+    double *iota = gv_alloc(c->tmp, sizeof(double) * (size_t)B);
+    for (int64_t q = 0; q < B; q++) iota[q] = (double)q;
+    parts[j] = v_expand(c, v_const(c, ix->type.dtype, ri, one, iota), ri, full);
+  }
+  parts[bd] = ix;
+  gv_value *idx = v_concat(c, parts, (int)bd + 1, ri - 1);
+  if (!idx) return -1;
+  gv_op *op = v_emit(c, GV_OP_GATHER_ND, 2, (gv_value *[]){x, idx}, 1);
+  if (!op) return -1;
+  op->res[0]->type = gv_type_unranked(x->type.dtype);
+  gv_value *y = v_fin(c, op);
+  return y ? out(c, n, 0, y) : -1;
+}
+
 /* TopK (opset 10+: k is input 1) -> galv.topk {k, axis, largest, sorted}.
  * k must be known at import (a constant, or a value that follows from
  * constants and static shapes): the result shape depends on it. */
@@ -1768,15 +1820,29 @@ static int h_conv_transpose(gv_ictx *c, node_t *n, gv_value **in, int nin, int c
   shape[0] = x->type.dims[0], shape[1] = w->type.dims[1] * G;
   int kos = aints(n, "output_shape", &v);
   if (kos >= 0 && kos != S && kos != r) return gv_node_error(c, "output_shape has %d values for %d spatial dims", kos, S);
+  int64_t ext[2 * GV_MAX_RANK] = {0}; /* zeros beyond the full output (an output_shape larger than it) */
   for (int i = 0; i < S; i++) {
     if (st[i] < 1 || dl[i] < 1 || op_[i] < 0 || op_[i] >= st[i])
       return gv_node_error(c, "strides / dilations must be positive and output_padding smaller than the stride");
     int64_t full = st[i] * (x->type.dims[2 + i] - 1) + op_[i] + (w->type.dims[2 + i] - 1) * dl[i] + 1;
-    if (kos >= 0 || same) { /* the pads that give output_shape (SAME: in * stride); the odd one at the end for SAME_UPPER */
+    if (kos >= 0 || same) {
+      /* the pads that give output_shape (SAME: in * stride); the odd one at
+       * the end for SAME_UPPER. Without auto_pad, an output_shape larger
+       * than the full output (a negative total, at most 2^20 more) is the
+       * full output followed by zeros (then the bias), as ONNX's reference
+       * computes it (its backend test test_convtranspose_output_shape,
+       * onnxruntime alike); with SAME_* the reference would extend the
+       * start for SAME_UPPER, and that form stays refused */
       int64_t want = kos >= 0 ? v[kos - S + i] : x->type.dims[2 + i] * st[i], total = full - want;
-      if (total < 0)
-        return gv_node_error(c, "unsupported: output size %lld beyond the full output %lld (negative padding)",
-                             (long long)want, (long long)full);
+      if (want < 1 || total < -(1 << 20))
+        return gv_node_error(c, "output size %lld does not fit the full output %lld", (long long)want, (long long)full);
+      if (total < 0 && same)
+        return gv_node_error(c, "unsupported: output size %lld beyond the full output %lld with auto_pad %s",
+                             (long long)want, (long long)full, gv_esc(c, ap));
+      if (total < 0) {
+        ext[S + i] = -total;
+        total = 0;
+      }
       pads[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
       pads[S + i] = total - pads[i];
     }
@@ -1790,6 +1856,22 @@ static int h_conv_transpose(gv_ictx *c, node_t *n, gv_value **in, int nin, int c
   gv_set_int(c->m, op, "group", G);
   gv_set_ints(c->m, op, "shape", r, shape);
   gv_value *y = v_fin(c, op);
+  for (int i = 0; i < S && y; i++) {
+    if (!ext[i] && !ext[S + i]) continue;
+    gv_value *parts[3];
+    int np = 0;
+    int64_t zd[GV_MAX_RANK];
+    memcpy(zd, y->type.dims, sizeof(int64_t) * (size_t)r);
+    for (int e = 0; e < 2; e++) {
+      if (e == 1) parts[np++] = y;
+      if (!ext[e * S + i]) continue;
+      zd[2 + i] = ext[e * S + i];
+      int64_t one[GV_MAX_RANK];
+      for (int d = 0; d < r; d++) one[d] = 1;
+      parts[np++] = v_expand(c, v_const(c, y->type.dtype, r, one, (double[]){0.0}), r, zd);
+    }
+    y = v_concat(c, parts, np, 2 + i);
+  }
   if (nin > 2 && in[2]) y = v_bin(c, GV_OP_ADD, y, v_chan(c, in[2], r));
   return y ? out(c, n, 0, y) : -1;
 }
@@ -1809,10 +1891,22 @@ static double resize_coord(const char *ct, double o, double scale, int64_t in, i
   return -1e300;
 }
 
-/* Resize (nearest, linear) as one dot per resized axis with a constant
- * [out, in] interpolation matrix: separable, so a 2-D bilinear resize is two
- * contractions, and exact for nearest (one 1 per row). Scales or sizes must
- * be constant at import. */
+/* ONNX Resize's cubic kernel (Keys, parameter A = cubic_coeff_a) at
+ * distance d in [0, 2]. */
+static double cubic_w(double d, double A) {
+  if (d <= 1) return ((A + 2) * d - (A + 3)) * d * d + 1;
+  return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+}
+
+/* Resize (nearest, linear, cubic) as one dot per resized axis with a
+ * constant [out, in] interpolation matrix: separable, so a 2-D bilinear or
+ * bicubic resize is two contractions, and exact for nearest (one 1 per row).
+ * Cubic as ONNX's reference: the 4 neighbours ceil(x) - 2 .. ceil(x) + 1 of
+ * the source coordinate x (the lower ones preferred: at an integer x the
+ * weights are 0, 0, 1, 0) weighted by the kernel at their distances;
+ * neighbours outside the input read the edge value, or with
+ * exclude_outside get weight 0 and the rest are renormalised to sum 1.
+ * Scales or sizes must be constant at import. */
 static int h_resize(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   (void)code;
   gv_value *x = in[0];
@@ -1820,8 +1914,10 @@ static int h_resize(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   if (!v_static(x)) return gv_node_error(c, "unsupported: Resize needs static input dims at import");
   const char *mode = astr(c, n, "mode", "nearest"), *ct = astr(c, n, "coordinate_transformation_mode", "half_pixel");
   const char *nm = astr(c, n, "nearest_mode", "round_prefer_floor");
-  bool lin = strcmp(mode, "linear") == 0;
-  if (!lin && strcmp(mode, "nearest") != 0) return gv_node_error(c, "unsupported Resize mode '%s'", gv_esc(c, mode));
+  bool lin = strcmp(mode, "linear") == 0, cub = strcmp(mode, "cubic") == 0;
+  if (!lin && !cub && strcmp(mode, "nearest") != 0) return gv_node_error(c, "unsupported Resize mode '%s'", gv_esc(c, mode));
+  double A = af(n, "cubic_coeff_a", -0.75f);
+  bool excl = ai(n, "exclude_outside", 0) != 0;
   if (ai(n, "antialias", 0) != 0) return gv_node_error(c, "unsupported: Resize antialias=1");
   const char *kar = astr(c, n, "keep_aspect_ratio_policy", "stretch");
   if (strcmp(kar, "stretch") != 0) return gv_node_error(c, "unsupported keep_aspect_ratio_policy '%s'", gv_esc(c, kar));
@@ -1878,7 +1974,22 @@ static int h_resize(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
     for (int64_t o = 0; o < O; o++) {
       double xs = resize_coord(ct, (double)o, scale, L, O);
       xs = xs != xs ? 0 : xs < -1 ? -1 : xs > (double)L ? (double)L : xs; /* NaN or far outside: clamped below anyway */
-      if (!lin) {
+      if (cub) {
+        int64_t base = (int64_t)ceil(xs) - 2;
+        double t = xs - (double)(base + 1), w[4] = {cubic_w(t + 1, A), cubic_w(t, A), cubic_w(1 - t, A), cubic_w(2 - t, A)};
+        double sum = 0;
+        for (int q = 0; q < 4; q++) {
+          int64_t j = base + q;
+          if (excl && (j < 0 || j >= L)) w[q] = 0;
+          sum += w[q];
+        }
+        for (int q = 0; q < 4; q++) {
+          int64_t j = base + q;
+          if (excl && (j < 0 || j >= L)) continue;
+          j = j < 0 ? 0 : j >= L ? L - 1 : j;
+          mat[o * L + j] += excl ? w[q] / sum : w[q];
+        }
+      } else if (!lin) {
         double f = floor(xs);
         int64_t idx = nmode == 2 ? (int64_t)f : nmode == 3 ? (int64_t)ceil(xs)
                       : xs - f == 0.5 ? (int64_t)(nmode == 0 ? f : f + 1) : (int64_t)llround(xs);
@@ -2354,6 +2465,7 @@ static const row table[] = {
     {"AveragePool", 1, 1, 1, h_pool, 1},
     {"BatchNormalization", 1, 5, 5, h_batch_norm, 0},
     {"Cast", 1, 1, 1, h_cast, 0},
+    {"CastLike", 15, 2, 2, h_castlike, 0},
     U("Ceil", CEIL),
     {"Clip", 1, 1, 3, h_clip, 0},
     {"Concat", 1, 1, -1, h_concat, 0},
@@ -2467,7 +2579,8 @@ static const struct {
     {"allowzero", AT(INT), "01"},       {"alpha", AT(FLOAT), NULL},       {"approximate", AT(STRING), "|none|tanh|"},
     {"auto_pad", AT(STRING), "||NOTSET|SAME_UPPER|SAME_LOWER|VALID|"},     {"axes", AT(INTS), NULL},
     {"axis", AT(INT), NULL},            {"batch_dims", AT(INT), NULL},    {"beta", AT(FLOAT), NULL},
-    {"body", AT(GRAPH), NULL},          {"dtype", AT(INT), NULL},         {"new_axis", AT(INT), "01"},
+    {"body", AT(GRAPH), NULL},          {"cubic_coeff_a", AT(FLOAT), NULL}, {"dtype", AT(INT), NULL},       {"new_axis", AT(INT), "01"},
+    {"exclude_outside", AT(INT), "01"},
     {"dilations", AT(INTS), NULL},      {"else_branch", AT(GRAPH), NULL}, {"end", AT(INT), NULL},
     {"epsilon", AT(FLOAT), NULL},       {"equation", AT(STRING), NULL},       {"exclusive", AT(INT), "01"},     {"fmod", AT(INT), "01"},     {"group", AT(INT), NULL},
     {"keepdims", AT(INT), "01"},        {"largest", AT(INT), "01"},       {"sorted", AT(INT), "01"},        {"kernel_shape", AT(INTS), NULL}, {"noop_with_empty_axes", AT(INT), "01"},

@@ -925,6 +925,15 @@ int gv_eval_gather_nd(gv_module *m, const gv_op *op, const gv_tensor *const *in,
   return 0;
 }
 
+/* ONNX's scatter reductions (1 add, 2 mul, 3 max, 4 min), as the runtimes'
+ * GALV_SCATTER_RED: max / min propagate NaN. */
+static double scatter_red(int red, double a, double b) {
+  if (red == 1) return a + b;
+  if (red == 2) return a * b;
+  if (a != a || b != b) return a + b;
+  return red == 3 ? (a >= b ? a : b) : (a <= b ? a : b);
+}
+
 int gv_eval_scatter_nd(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {
   gv_tensor *o = mkout(m, op, 0);
   if (!o) return -1;
@@ -932,13 +941,14 @@ int gv_eval_scatter_nd(gv_module *m, const gv_op *op, const gv_tensor *const *in
   int64_t k = it->dims[it->rank - 1], rows = k ? gv_tensor_numel(in[1]) / k : 0;
   int64_t inner = prod(d->dims, (int)k, d->rank);
   size_t es = gv_dtype_size(d->dtype);
-  bool add = strcmp(gv_get_str(op, "reduction", "none"), "add") == 0;
+  int red = gv_scatter_reduction(op);
   memcpy(o->data, in[0]->data, (size_t)gv_tensor_numel(o) * es);
   for (int64_t r = 0; r < rows; r++) {
     int64_t off = nd_offset(in[1], r, k, d->dims);
     if (off < 0) return gv_error_op(m, op, "scatter_nd index tuple %lld out of range", (long long)r);
-    if (add)
-      for (int64_t i = 0; i < inner; i++) st(o, off * inner + i, ld(o, off * inner + i) + ld(in[2], r * inner + i));
+    if (red)
+      for (int64_t i = 0; i < inner; i++)
+        st(o, off * inner + i, scatter_red(red, ld(o, off * inner + i), ld(in[2], r * inner + i)));
     else
       memcpy((char *)o->data + (size_t)(off * inner) * es, (const char *)in[2]->data + (size_t)(r * inner) * es,
              (size_t)inner * es);
@@ -1001,11 +1011,11 @@ int gv_eval_scatter_elements(gv_module *m, const gv_op *op, const gv_tensor *con
   int64_t *offs = xmalloc(m, op, n ? n : 1, sizeof *offs);
   if (!offs) return -1;
   size_t es = gv_dtype_size(in[0]->type.dtype);
-  bool add = strcmp(gv_get_str(op, "reduction", "none"), "add") == 0;
+  int red = gv_scatter_reduction(op);
   memcpy(o->data, in[0]->data, (size_t)gv_tensor_numel(o) * es);
   int rc = elem_walk(m, op, in[0], in[1], offs);
   for (int64_t i = 0; !rc && i < n; i++) {
-    if (add) st(o, offs[i], ld(o, offs[i]) + ld(in[2], i));
+    if (red) st(o, offs[i], scatter_red(red, ld(o, offs[i]), ld(in[2], i)));
     else memcpy((char *)o->data + (size_t)offs[i] * es, (const char *)in[2]->data + (size_t)i * es, es);
   }
   free(offs);

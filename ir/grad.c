@@ -380,6 +380,9 @@ int gv_grad_gather_nd(gv_module *m, gv_op *op, gv_value *const *dres, const bool
 int gv_grad_scatter_nd(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds,
                        gv_op *before) {
   if (!dres[0]) return 0;
+  if (gv_scatter_reduction(op) > 1 && (need[0] || need[2]))
+    return gv_error_op(m, op, "gradient: scatter_nd with reduction '%s' has no gradient rule (none and add have)",
+                       gv_get_str(op, "reduction", "none"));
   gctx c = begin(m, op, before);
   bool add = strcmp(gv_get_str(op, "reduction", "none"), "add") == 0;
   if (need[0]) {
@@ -418,6 +421,9 @@ int gv_grad_gather_elements(gv_module *m, gv_op *op, gv_value *const *dres, cons
 int gv_grad_scatter_elements(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds,
                              gv_op *before) {
   if (!dres[0]) return 0;
+  if (gv_scatter_reduction(op) > 1 && (need[0] || need[2]))
+    return gv_error_op(m, op, "gradient: scatter_elements with reduction '%s' has no gradient rule (none and add have)",
+                       gv_get_str(op, "reduction", "none"));
   gctx c = begin(m, op, before);
   bool add = strcmp(gv_get_str(op, "reduction", "none"), "add") == 0;
   if (need[0])

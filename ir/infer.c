@@ -867,13 +867,21 @@ int gv_infer_gather_nd(gv_module *m, gv_op *op, const gv_tensor *const *values) 
   return set_res(m, op, 0, rc ? unranked_like(opt(op, 0)->dtype) : t);
 }
 
+int gv_scatter_reduction(const gv_op *op) {
+  static const char *const names[] = {"none", "add", "mul", "max", "min"};
+  const char *red = gv_get_str(op, "reduction", "none");
+  for (int i = 0; i < 5; i++)
+    if (strcmp(red, names[i]) == 0) return i;
+  return -1;
+}
+
 int gv_infer_scatter_nd(gv_module *m, gv_op *op, const gv_tensor *const *values) {
   (void)values;
   const gv_type *d = opt(op, 0), *u = opt(op, 2);
   if (dtype_match(m, op, d->dtype, u->dtype)) return -1;
-  const char *red = gv_get_str(op, "reduction", "none");
-  if (strcmp(red, "none") != 0 && strcmp(red, "add") != 0)
-    return gv_error_op(m, op, "scatter_nd reduction '%s' is not supported (none, add)", red);
+  if (gv_scatter_reduction(op) < 0)
+    return gv_error_op(m, op, "scatter_nd reduction '%s' is not supported (none, add, mul, max, min)",
+                       gv_get_str(op, "reduction", "none"));
   gv_type t;
   int rc = nd_rows(m, op, d, opt(op, 1), &t);
   if (rc < 0) return -1;
@@ -922,9 +930,9 @@ int gv_infer_scatter_elements(gv_module *m, gv_op *op, const gv_tensor *const *v
   (void)values;
   const gv_type *d = opt(op, 0), *ix = opt(op, 1), *u = opt(op, 2);
   if (dtype_match(m, op, d->dtype, u->dtype) || elem_check(m, op, d, ix)) return -1;
-  const char *red = gv_get_str(op, "reduction", "none");
-  if (strcmp(red, "none") != 0 && strcmp(red, "add") != 0)
-    return gv_error_op(m, op, "scatter_elements reduction '%s' is not supported (none, add)", red);
+  if (gv_scatter_reduction(op) < 0)
+    return gv_error_op(m, op, "scatter_elements reduction '%s' is not supported (none, add, mul, max, min)",
+                       gv_get_str(op, "reduction", "none"));
   if (ix->rank >= 0 && u->rank >= 0) {
     tbuf a, b;
     bool ok = u->rank == ix->rank;

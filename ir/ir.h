@@ -315,6 +315,9 @@ const gv_sharding *gv_op_sharding(const gv_op *op, int i);
 void gv_set_shardings(gv_module *m, gv_op *op, const gv_sharding *const *sh);
 /* A value's sharding: its op's attribute or its function argument's; NULL = none. */
 const gv_sharding *gv_value_sharding(const gv_module *m, const gv_value *v);
+/* scatter_nd / scatter_elements' `reduction`: 0 none, 1 add, 2 mul, 3 max,
+ * 4 min (runtime/galv_rt.h's GALV_SCATTER_RED); -1 another value. */
+int gv_scatter_reduction(const gv_op *op);
 /* The op table's sharding rule for op (1: none, everything replicated). */
 int gv_shard_rule_of(const gv_op *op, gv_shard_rule *r);
 /* Whether conv op's output channels are a sharding factor (group 1; ir/shard_rules.c). */

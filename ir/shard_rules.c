@@ -7,6 +7,7 @@
  * A rule needs static types; an op whose types are not static, or whose
  * operand or result count exceeds GV_SHARD_MAX_VALUES, has no rule (1). */
 #include "ir.h"
+#include "shape_rules.h"
 
 #include <string.h>
 
@@ -161,6 +162,77 @@ int gv_shard_topk(const gv_op *op, gv_shard_rule *r) {
     map(r, 0, 0, d, f);
     map(r, 1, 0, d, f);
     map(r, 1, 1, d, f);
+  }
+  return 0;
+}
+
+/* gather_elements(data, indices) -> indices-shaped; scatter_elements(data,
+ * indices, updates) -> data-shaped, updates indices-shaped. Every dim but
+ * the axis is one factor of data, indices, updates and result, where the
+ * index tensor is as large as data on that dim (ONNX lets it be smaller:
+ * then a block of data and a block of indices would not line up, and the
+ * dim stays whole everywhere). The axis stays whole: an index addresses any
+ * position along it. */
+int gv_shard_elements(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->nopnds < 2 || op->nres != 1) return 1;
+  const gv_type *x = &op->opnds[0]->type, *ix = &op->opnds[1]->type;
+  if (ix->rank != x->rank || (op->nopnds > 2 && op->opnds[2]->type.rank != ix->rank)) return 1;
+  init(op, r);
+  int ax = gv_norm_axis(gv_get_int(op, "axis", 0), x->rank);
+  if (ax < 0) return 1;
+  for (int d = 0; d < x->rank; d++) {
+    if (d == ax || x->dims[d] == 1 || ix->dims[d] != x->dims[d]) continue;
+    int f = factor(r, x->dims[d], GV_FACTOR_PASS);
+    for (int i = 0; i < op->nopnds; i++) map(r, 0, i, d, f);
+    map(r, 1, 0, d, f);
+  }
+  return 0;
+}
+
+/* gather_nd(data, indices [..., k]) -> indices.dims[:-1] + data.dims[k:]:
+ * the index dims but the last pass to the result's leading dims, data's
+ * dims past the index depth to its trailing dims. The k indexed dims of
+ * data and the tuple dim stay whole (an index tuple addresses any row). */
+int gv_shard_gather_nd(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->nres != 1) return 1;
+  const gv_type *x = &op->opnds[0]->type, *ix = &op->opnds[1]->type, *y = &op->res[0]->type;
+  int k = ix->rank >= 1 ? (int)ix->dims[ix->rank - 1] : -1, lead = ix->rank - 1;
+  if (k < 1 || k > x->rank || y->rank != lead + x->rank - k) return 1;
+  init(op, r);
+  for (int d = 0; d < lead; d++) {
+    if (ix->dims[d] == 1) continue;
+    int f = factor(r, ix->dims[d], GV_FACTOR_PASS);
+    map(r, 0, 1, d, f);
+    map(r, 1, 0, d, f);
+  }
+  for (int d = k; d < x->rank; d++) {
+    if (x->dims[d] == 1) continue;
+    int f = factor(r, x->dims[d], GV_FACTOR_PASS);
+    map(r, 0, 0, d, f);
+    map(r, 1, 0, lead + d - k, f);
+  }
+  return 0;
+}
+
+/* scatter_nd(data, indices [..., k], updates [indices.dims[:-1] +
+ * data.dims[k:]]) -> data-shaped: data's dims past the index depth are one
+ * factor with the updates' trailing dims and the result's. The k indexed
+ * dims stay whole (a target row may be anywhere in them), and so do the
+ * index and update dims that enumerate the tuples: every rank must write
+ * every update into its copy (split, each rank would scatter only its share
+ * of the rows, and no collective of the result could merge a replacement). */
+int gv_shard_scatter_nd(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->nopnds != 3 || op->nres != 1) return 1;
+  const gv_type *x = &op->opnds[0]->type, *ix = &op->opnds[1]->type, *u = &op->opnds[2]->type;
+  int k = ix->rank >= 1 ? (int)ix->dims[ix->rank - 1] : -1, lead = ix->rank - 1;
+  if (k < 1 || k > x->rank || u->rank != lead + x->rank - k) return 1;
+  init(op, r);
+  for (int d = k; d < x->rank; d++) {
+    if (x->dims[d] == 1) continue;
+    int f = factor(r, x->dims[d], GV_FACTOR_PASS);
+    map(r, 0, 0, d, f);
+    map(r, 0, 2, lead + d - k, f);
+    map(r, 1, 0, d, f);
   }
   return 0;
 }

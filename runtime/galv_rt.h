@@ -255,18 +255,19 @@ void galv_split(void *const *dsts, const void *src, const int64_t *chunk, int n,
  * i64 (idx_es 8) or i32 (idx_es 4), negative wrap; out of range is fatal. */
 void galv_gather(void *dst, const void *data, const void *idx, int idx_es, int64_t nidx, int64_t outer, int64_t D,
                  int64_t chunk, const char *where);
-/* gather_nd / scatter_nd (ONNX GatherND batch_dims 0, ScatterND none / add):
- * rows index tuples of k coordinates into dims[0..k); chunk: bytes per row */
+/* gather_nd / scatter_nd (ONNX GatherND batch_dims 0, ScatterND): rows index
+ * tuples of k coordinates into dims[0..k); chunk: bytes per row. The
+ * scatters' red: 0 replaces, 1..4 GALV_SCATTER_RED (f32 only). */
 void galv_gather_nd(void *dst, const void *data, const void *idx, int idx_es, int64_t rows, int k, const int64_t *dims,
                     int64_t chunk, const char *where);
 /* gather_elements / scatter_elements: indices of dims (rank), data at strides str, axis size D */
 void galv_gather_elements(void *dst, const void *data, const void *idx, int idx_es, int rank, const int64_t *dims,
                           const int64_t *str, int axis, int64_t D, size_t es, const char *where);
 void galv_scatter_elements(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
-                           int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int add,
+                           int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int red,
                            const char *where);
 void galv_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
-                     int64_t rows, int k, const int64_t *dims, int64_t inner, size_t es, int add, const char *where);
+                     int64_t rows, int k, const int64_t *dims, int64_t inner, size_t es, int red, const char *where);
 /* TopK's order (ir/topk_ops.c), one macro for the CPU and CUDA kernels:
  * value va at index ia comes before vb at ib when it ranks higher (largest:
  * larger, smallest: smaller; NaN ranks above every number), equal values by
@@ -275,6 +276,16 @@ void galv_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *id
 #define GALV_TOPK_BEFORE(va, ia, vb, ib, largest)                                                              \
   (((largest) ? GALV_TOPK_GT(va, vb) : GALV_TOPK_GT(vb, va)) ||                                                \
    (!GALV_TOPK_GT(va, vb) && !GALV_TOPK_GT(vb, va) && (ia) < (ib)))
+/* The scatter reductions of scatter_nd / scatter_elements (ONNX's reduction
+ * attribute): kind 1 add, 2 mul, 3 max, 4 min of the current value a and the
+ * update b; max / min propagate a NaN of either (numpy's maximum / minimum,
+ * ONNX's reference). kind 0 (none) replaces and is not this macro's. */
+#define GALV_SCATTER_RED(kind, a, b)                                                                            \
+  ((kind) == 1   ? (a) + (b)                                                                                    \
+   : (kind) == 2 ? (a) * (b)                                                                                    \
+   : (a) != (a) || (b) != (b) ? (a) + (b)                                                                       \
+   : (kind) == 3 ? ((a) >= (b) ? (a) : (b))                                                                     \
+                 : ((a) <= (b) ? (a) : (b)))
 /* TopK of rows [outer, len, inner] along len: the first k in that order,
  * values and their i64 indices [outer, k, inner]. */
 void galv_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t len, int64_t inner, int64_t k,

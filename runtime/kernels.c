@@ -124,12 +124,15 @@ void galv_gather_nd(void *dst, const void *data, const void *idx, int idx_es, in
 }
 
 void galv_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
-                     int64_t rows, int k, const int64_t *dims, int64_t inner, size_t es, int add, const char *where) {
+                     int64_t rows, int k, const int64_t *dims, int64_t inner, size_t es, int red, const char *where) {
   if (dst != data) memmove(dst, data, (size_t)nbytes);
   for (int64_t r = 0; r < rows; r++) {
     int64_t off = nd_row(idx, idx_es, r, k, dims, where) * inner;
-    if (add)
-      for (int64_t i = 0; i < inner; i++) ((float *)dst)[off + i] += ((const float *)upd)[r * inner + i];
+    if (red)
+      for (int64_t i = 0; i < inner; i++) {
+        float *a = (float *)dst + off + i, b = ((const float *)upd)[r * inner + i];
+        *a = GALV_SCATTER_RED(red, *a, b);
+      }
     else
       memcpy((char *)dst + (size_t)off * es, (const char *)upd + (size_t)(r * inner) * es, (size_t)inner * es);
   }
@@ -163,14 +166,17 @@ void galv_gather_elements(void *dst, const void *data, const void *idx, int idx_
 }
 
 void galv_scatter_elements(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
-                           int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int add,
+                           int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int red,
                            const char *where) {
   if (dst != data) memmove(dst, data, (size_t)nbytes);
   int64_t n = 1;
   for (int d = 0; d < rank; d++) n *= dims[d];
   for (int64_t i = 0; i < n; i++) {
     int64_t off = elem_off(idx, idx_es, i, rank, dims, str, axis, D, where);
-    if (add) ((float *)dst)[off] += ((const float *)upd)[i];
+    if (red) {
+      float *a = (float *)dst + off, b = ((const float *)upd)[i];
+      *a = GALV_SCATTER_RED(red, *a, b);
+    }
     else memcpy((char *)dst + (size_t)off * es, (const char *)upd + (size_t)i * es, es);
   }
 }

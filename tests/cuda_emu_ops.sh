@@ -7,7 +7,9 @@
 #     gather_elements, scatter_elements add, mod float and integer, max and
 #     average pool, topk values and indices with ties), program-emu's
 #     outputs vs onnxruntime, rtol 1e-4 / atol 1e-5, integers exactly
-#     (tests/cuda_emu_compare.py);
+#     (tests/cuda_emu_compare.py); and topk with bf16 storage
+#     (--precision bf16, make_graphs.py's emu_topk: integer-valued rows,
+#     values and indices exactly);
 #   - training through gather_nd, scatter_nd (data and updates),
 #     gather_elements, scatter_elements, mod, topk and a broadcasting matmul
 #     (make_graphs.py's train_nd: their gradients run the scatter / gather
@@ -18,7 +20,10 @@
 #     atomics), the same losses;
 #   - training through max and average pools (tests/vision/make_op_models.py's
 #     cnn_train: the pool_grad kernel), 2 AdamW steps vs torch
-#     (tests/vision/torch_graph.py; tests/lib/same_training.py's bounds).
+#     (tests/vision/torch_graph.py; tests/lib/same_training.py's bounds);
+#   - on 2 MPI ranks, training through gather_nd, scatter_nd,
+#     gather_elements and scatter_elements under dp (their sharding rules'
+#     local shapes) = the single-device CPU program.
 # Usage: cuda_emu_ops.sh BUILD_DIR
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -58,6 +63,12 @@ nd_pid=$!
 if out=$(python3 "$SRC/tests/cuda_emu_compare.py" "$BUILD" "$T/emu_ops.onnx" 2>&1); then
   while read -r l; do ok "inference ${l#ok }"; done < <(grep '^ok' <<<"$out")
 else bad "inference emu_ops: $(grep -v '^ok' <<<"$out" | tail -5)"; fi
+# TopK on bf16 storage (--precision bf16: x and the values stored bf16):
+# make_graphs.py's emu_topk, integer-valued rows with ties, exact
+if out=$(python3 "$SRC/tests/cuda_emu_compare.py" "$BUILD" "$T/emu_topk.onnx" --precision bf16 2>&1) &&
+   [ "$(grep -c 'max abs err 0$\|exact$' <<<"$out")" = 4 ]; then
+  while read -r l; do ok "inference ${l#ok }"; done < <(grep '^ok' <<<"$out")
+else bad "topk on bf16 storage: $(grep -v '^ok' <<<"$out" | tail -5) $(grep -c '^ok' <<<"$out") of 4 exact"; fi
 ( "$BUILD/galvc" "$T/cnn.onnx" --train "${ADAMW[@]}" --eps 1e-6 --target cuda --no-build -q -o "$T/cnn/" &&
   make -s -C "$T/cnn" emu ) >"$T/cnn.build.log" 2>&1 &
 cnn_pid=$!
@@ -91,6 +102,35 @@ PY
    ); then
   ok "training through max / average pool (pool_grad, program-emu) = torch: $r"
 else bad "training through the pools: $(tail -3 "$T/cnn.build.log" "$T/cnn.log" "$T/cnn_torch.err") ${r:-}"; fi
+# 2 ranks: the index ops' sharding rules give local shapes (the batch split
+# through gather_nd / scatter_nd's trailing dims, gather_elements /
+# scatter_elements' non-axis dims) that the CUDA kernels run as the CPU
+# ones do: tests/ops/spmd_graphs.py's train_index_dp, 2 AdamW steps under
+# dp with program-emu on 2 MPI ranks = the single-device CPU program.
+if have_cmd mpicc mpirun; then
+  export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mechanism=none
+  runas=()
+  [ "$(id -u)" = 0 ] && runas=(--allow-run-as-root)
+  export MPIRUN="mpirun ${runas[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS"
+  python3 "$SRC/tests/ops/spmd_graphs.py" "$T/spmd"
+  python3 -c "
+import numpy as np, os
+r = np.random.RandomState(5)
+os.makedirs('$T/spmd/b')
+np.save('$T/spmd/b/input_ids.npy', r.randint(0, 50, (2, 4, 8)).astype(np.int64))
+np.save('$T/spmd/b/labels.npy', r.randint(0, 50, (2, 4, 8)).astype(np.int64))"
+  topt=(--train --optimizer adamw --lr 1e-2 --eps 1e-6 -q)
+  if "$BUILD/galvc" "$T/spmd/train_index_dp.onnx" "${topt[@]}" --target cpu -o "$T/spmd/one/" >"$T/spmd.log" 2>&1 &&
+     "$T/spmd/one/program" --batches "$T/spmd/b" --steps 2 -o "$T/spmd/one/w" >"$T/spmd/one.log" 2>>"$T/spmd.log" &&
+     "$BUILD/galvc" "$T/spmd/train_index_dp.onnx" "${topt[@]}" --gpus 2 --strategy dp --target cuda --no-build \
+       -o "$T/spmd/cu/" >>"$T/spmd.log" 2>&1 && make -s -C "$T/spmd/cu" emu >>"$T/spmd.log" 2>&1 &&
+     GALV_PROGRAM=program-emu timeout 300 "$T/spmd/cu/launch" --batches "$T/spmd/b" --steps 2 -o "$T/spmd/cu/w" \
+       >"$T/spmd/cu.log" 2>>"$T/spmd.log" &&
+     r=$(python3 -c "import sys; sys.path.insert(0, '$SRC/tests/lib'); from same_training import check
+print(check('$T/spmd/one.log', '$T/spmd/cu.log', '$T/spmd/one/w', '$T/spmd/cu/w'))" 2>&1); then
+    ok "training through the index ops, 2 ranks dp (program-emu) = 1 rank (CPU): $r"
+  else bad "2-rank dp training through the index ops (program-emu): $(tail -3 "$T/spmd.log") ${r:-}"; fi
+fi
 echo "     total: $(($(date +%s) - t0)) s"
 echo "cuda_emu_ops: $pass passed, $fail failed"
 galv_exit "$fail"

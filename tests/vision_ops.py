@@ -23,7 +23,7 @@ from model_inputs import make_inputs  # noqa: E402
 
 # one CPU program per op (the galv.pool kernels, and the decompositions' core ops)
 CPU = {"gap", "maxpool_k3s2p1", "maxpool_ceil", "avgpool_ceil_cip1", "relu6", "bn_train", "pad_reflect",
-       "convt_s2_op1", "resize_bilinear_torch", "lstm_bidir_init", "gru_lbr0_bidir"}
+       "convt_s2_op1", "resize_bilinear_torch", "resize_cubic_down_excl", "lstm_bidir_init", "gru_lbr0_bidir"}
 PIPE = "shape-infer,fold-constants,canonicalize,dce,fuse,memory-plan"
 
 

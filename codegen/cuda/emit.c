@@ -436,7 +436,8 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
   case CG_K_GATHER_ND:
   case CG_K_SCATTER_ND:
     if (kc->kind && half_of(e, y))
-      return gv_error_op(e->m, op, "cuda codegen: scatter_nd add on bf16 storage is not supported");
+      return gv_error_op(e->m, op, "cuda codegen: scatter_nd %s on bf16 storage is not supported",
+                         gv_get_str(op, "reduction", "none"));
     fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, kc->rank, kc->dims);
     if (kc->kernel == CG_K_GATHER_ND)
       fprintf(f, ";\n    galv_cu_gather_nd(%s, %s, %s, %d, %lld, %d, d, %lld, %d); }\n", dst, src, p[kc->aux[0]],
@@ -446,16 +447,16 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
               (long long)(gv_type_numel(&x->type) * (int64_t)es), p[kc->aux[0]], kc->idx_es, p[kc->aux[1]],
               (long long)kc->count, kc->rank, (long long)(kc->inner * (int64_t)es), kc->kind, k);
     return 0;
-  case CG_K_TOPK: /* f32 storage: bf16 training converted a bf16 operand (storage.c) */
-    if (e->bf16 && !e->mixed) return gv_error_op(e->m, op, "cuda codegen: topk on bf16 storage is not supported");
-    fprintf(f, "  galv_cu_topk((float *)%s, (int64_t *)%s, (const float *)%s, %lld, %lld, %lld, %lld, %d);\n", dst,
+  case CG_K_TOPK: /* x and the values each in their storage (f32 or bf16) */
+    fprintf(f, "  galv_cu_topk(%s, %s, %s, (int64_t *)%s, %s, %lld, %lld, %lld, %lld, %d);\n", vdt(e, x), vdt(e, y), dst,
             p[kc->aux[0]], src, (long long)kc->outer, (long long)kc->len, (long long)kc->inner, (long long)kc->count,
             kc->kind);
     return 0;
   case CG_K_GATHER_ELEMENTS:
   case CG_K_SCATTER_ELEMENTS:
     if (kc->kind && half_of(e, y))
-      return gv_error_op(e->m, op, "cuda codegen: scatter_elements add on bf16 storage is not supported");
+      return gv_error_op(e->m, op, "cuda codegen: scatter_elements %s on bf16 storage is not supported",
+                         gv_get_str(op, "reduction", "none"));
     fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, kc->rank, kc->dims);
     fprintf(f, ", s[] = "), cg_dims_lit(f, kc->rank, kc->strides);
     if (kc->kernel == CG_K_GATHER_ELEMENTS)

@@ -160,16 +160,16 @@ void galv_cu_split(void *const *dsts, const void *src, const int64_t *chunk, int
 void galv_cu_gather(void *dst, const void *data, const void *idx, int idx_es, int64_t nidx, int64_t outer, int64_t D,
                     int64_t chunk, int k);
 /* gather_nd / scatter_nd: rows index tuples of kd coordinates into dims[0..kd); chunk: bytes per row;
- * scatter_nd add: f32 rows added atomically */
+ * the scatters' red 1..4 (add, mul, max, min: GALV_SCATTER_RED) combine f32 atomically, 0 replaces */
 void galv_cu_gather_nd(void *dst, const void *data, const void *idx, int idx_es, int64_t rows, int kd,
                        const int64_t *dims, int64_t chunk, int k);
 void galv_cu_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
-                        int64_t rows, int kd, const int64_t *dims, int64_t chunk, int add, int k);
+                        int64_t rows, int kd, const int64_t *dims, int64_t chunk, int red, int k);
 /* gather_elements / scatter_elements: indices of dims (rank), data at strides str, axis size D, es bytes */
 void galv_cu_gather_elements(void *dst, const void *data, const void *idx, int idx_es, int rank, const int64_t *dims,
                              const int64_t *str, int axis, int64_t D, size_t es, int k);
 void galv_cu_scatter_elements(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
-                              int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int add,
+                              int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int red,
                               int k);
 void galv_cu_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t R, int64_t C, int64_t kdiag, int upper);
 /* reductions: kind 0 sum, 1 mean, 2 max, 3 min; ostr: output stride of each input dim (0 = reduced) */
@@ -202,10 +202,11 @@ void galv_cu_conv(int dt, const galv_conv_desc *d, const void *x, const void *w,
 void galv_cu_pool(int dt, const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const void *x, void *y);
 void galv_cu_pool_grad(int dt, const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const void *x,
                        const void *dy, void *dx);
-/* TopK (runtime/galv_rt.h's order) of f32 rows [outer, len, inner]: one
- * thread per row picks, k times, the first element after the last pick. */
-void galv_cu_topk(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t len, int64_t inner, int64_t k,
-                  int largest);
+/* TopK (runtime/galv_rt.h's order) of rows [outer, len, inner]: one thread
+ * per row picks, k times, the first element after the last pick; x stored
+ * xdt, the values ydt (GALV_F32 or GALV_BF16), compared in fp32. */
+void galv_cu_topk(int xdt, int ydt, void *vals, int64_t *idx, const void *x, int64_t outer, int64_t len, int64_t inner,
+                  int64_t k, int largest);
 /* float32 <-> storage conversion of n elements (dt GALV_BF16: to/from bf16) */
 void galv_cu_from_f32(int dt, void *dst, const float *src, int64_t n);
 void galv_cu_to_f32(int dt, float *dst, const void *src, int64_t n);

@@ -149,7 +149,23 @@ void galv_cu_gather(void *dst, const void *data, const void *idx, int idx_es, in
 
 /* gather_nd / scatter_nd: s holds the k dims the index tuples address; one
  * thread per 4-byte word (or byte) of a row; scatter_nd copies data first,
- * then writes (or, add: atomically adds f32) the update rows. */
+ * then writes the update rows, or combines them into f32 data atomically
+ * (red 1..4: add, mul, max, min; atomic_red). */
+__device__ static void atomic_red(float *p, float v, int red) {
+  if (red == 1) {
+    atomicAdd(p, v);
+    return;
+  }
+  /* compare-and-swap loop; the first read is an atomic too (a swap of a bit
+   * pattern with itself), so no plain load meets another thread's swap */
+  int *a = (int *)p, old = atomicCAS(a, 0x7fc00001, 0x7fc00001), seen;
+  do {
+    seen = old;
+    float cur = __int_as_float(seen);
+    old = atomicCAS(a, seen, __float_as_int(GALV_SCATTER_RED(red, cur, v)));
+  } while (old != seen);
+}
+
 template <typename I>
 __device__ static int64_t nd_row(const I *idx, int64_t r, const shape_t &s, int *err, int k) {
   int64_t off = 0;
@@ -176,11 +192,11 @@ __global__ void gather_nd_k(E *dst, const E *data, const void *idx, int idx_es, 
 
 template <typename E>
 __global__ void scatter_nd_k(E *dst, const E *upd, const void *idx, int idx_es, int64_t rows, shape_t s,
-                             int64_t words, int add, int *err, int k) {
+                             int64_t words, int red, int *err, int k) {
   GRID_STRIDE(i, rows * words) {
     int64_t r = i / words, w = i % words;
     int64_t off = idx_es == 8 ? nd_row((const int64_t *)idx, r, s, err, k) : nd_row((const int32_t *)idx, r, s, err, k);
-    if (add) atomicAdd((float *)dst + off * words + w, ((const float *)upd)[i]);
+    if (red) atomic_red((float *)dst + off * words + w, ((const float *)upd)[i], red);
     else dst[off * words + w] = upd[i];
   }
 }
@@ -199,14 +215,14 @@ void galv_cu_gather_nd(void *dst, const void *data, const void *idx, int idx_es,
 }
 
 void galv_cu_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
-                        int64_t rows, int kd, const int64_t *dims, int64_t chunk, int add, int k) {
+                        int64_t rows, int kd, const int64_t *dims, int64_t chunk, int red, int k) {
   if (dst != data && nbytes)
     cudaCheck(cudaMemcpyAsync(dst, data, (size_t)nbytes, cudaMemcpyDeviceToDevice, galv_cu.stream));
   if (rows * chunk == 0) return;
   shape_t s = mkshape(kd, dims, NULL);
   if (chunk % 4 == 0)
     GALV_LAUNCH(scatter_nd_k, galv_cu_blocks(rows * chunk / 4), 256, 0, galv_cu.stream, (uint32_t *)dst,
-                (const uint32_t *)upd, idx, idx_es, rows, s, chunk / 4, add, galv_cu.err, k);
+                (const uint32_t *)upd, idx, idx_es, rows, s, chunk / 4, red, galv_cu.err, k);
   else
     GALV_LAUNCH(scatter_nd_k, galv_cu_blocks(rows * chunk), 256, 0, galv_cu.stream, (uint8_t *)dst, (const uint8_t *)upd,
                 idx, idx_es, rows, s, chunk, 0, galv_cu.err, k);
@@ -246,11 +262,11 @@ __global__ void gather_elements_k(E *dst, const E *data, const void *idx, int id
 
 template <typename E>
 __global__ void scatter_elements_k(E *dst, const E *upd, const void *idx, int idx_es, int64_t n, shape_t s, int axis,
-                                   int64_t D, int add, int *err, int k) {
+                                   int64_t D, int red, int *err, int k) {
   GRID_STRIDE(i, n) {
     int64_t off = idx_es == 8 ? elem_off((const int64_t *)idx, i, s, axis, D, err, k)
                               : elem_off((const int32_t *)idx, i, s, axis, D, err, k);
-    if (add) atomicAdd((float *)dst + off, ((const float *)upd)[i]);
+    if (red) atomic_red((float *)dst + off, ((const float *)upd)[i], red);
     else dst[off] = upd[i];
   }
 }
@@ -273,48 +289,59 @@ void galv_cu_gather_elements(void *dst, const void *data, const void *idx, int i
 }
 
 void galv_cu_scatter_elements(void *dst, const void *data, int64_t nbytes, const void *idx, int idx_es, const void *upd,
-                              int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int add,
+                              int rank, const int64_t *dims, const int64_t *str, int axis, int64_t D, size_t es, int red,
                               int k) {
   if (dst != data && nbytes)
     cudaCheck(cudaMemcpyAsync(dst, data, (size_t)nbytes, cudaMemcpyDeviceToDevice, galv_cu.stream));
   int64_t n = numel(rank, dims);
   if (n == 0) return;
   shape_t s = mkshape(rank, dims, str);
-  ELEM_LAUNCH(scatter_elements_k, es, dst, upd, idx, idx_es, n, s, axis, D, add, galv_cu.err, k);
+  ELEM_LAUNCH(scatter_elements_k, es, dst, upd, idx, idx_es, n, s, axis, D, red, galv_cu.err, k);
   GALV_CU_LAUNCHED();
 }
 #undef ELEM_LAUNCH
 
 /* topk: one thread per row; pick t is the first element (in TopK's total
  * order) after pick t - 1, so no scratch and no sort: O(k len) per row,
- * for the small k of the models' TopK. */
-__global__ void topk_k(float *vals, int64_t *idx, const float *x, int64_t rows, int64_t len, int64_t inner, int64_t k,
+ * for the small k of the models' TopK. x and the values in their storage
+ * (f32 or bf16, each its own), compared in fp32 of the widened value; a
+ * picked value is stored back unchanged (a bf16 value is exact in fp32). */
+template <typename TX, typename TY>
+__global__ void topk_k(TY *vals, int64_t *idx, const TX *x, int64_t rows, int64_t len, int64_t inner, int64_t k,
                        int largest) {
   GRID_STRIDE(r, rows) {
     int64_t o = r / inner, j = r % inner;
-    const float *xr = x + o * len * inner + j;
+    const TX *xr = x + o * len * inner + j;
     float pv = 0.0f;
     int64_t pi = -1;
     for (int64_t t = 0; t < k; t++) {
       float bv = 0.0f;
       int64_t bi = -1;
       for (int64_t i = 0; i < len; i++) {
-        float v = xr[i * inner];
+        float v = ldf(xr, i * inner);
         if (pi >= 0 && !(GALV_TOPK_BEFORE(pv, pi, v, i, largest))) continue;
         if (bi < 0 || GALV_TOPK_BEFORE(v, i, bv, bi, largest)) bv = v, bi = i;
       }
-      vals[(o * k + t) * inner + j] = bv;
+      stf(vals, (o * k + t) * inner + j, bv);
       idx[(o * k + t) * inner + j] = bi;
       pv = bv, pi = bi;
     }
   }
 }
 
-void galv_cu_topk(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t len, int64_t inner, int64_t k,
-                  int largest) {
+void galv_cu_topk(int xdt, int ydt, void *vals, int64_t *idx, const void *x, int64_t outer, int64_t len, int64_t inner,
+                  int64_t k, int largest) {
   int64_t rows = outer * inner;
   if (rows == 0 || k == 0) return;
-  GALV_LAUNCH(topk_k, galv_cu_blocks(rows), 256, 0, galv_cu.stream, vals, idx, x, rows, len, inner, k, largest);
+  unsigned g = galv_cu_blocks(rows);
+  cudaStream_t st = galv_cu.stream;
+  if (xdt == GALV_BF16 && ydt == GALV_BF16)
+    GALV_LAUNCH(topk_k, g, 256, 0, st, (galv_bf16 *)vals, idx, (const galv_bf16 *)x, rows, len, inner, k, largest);
+  else if (xdt == GALV_BF16)
+    GALV_LAUNCH(topk_k, g, 256, 0, st, (float *)vals, idx, (const galv_bf16 *)x, rows, len, inner, k, largest);
+  else if (ydt == GALV_BF16)
+    GALV_LAUNCH(topk_k, g, 256, 0, st, (galv_bf16 *)vals, idx, (const float *)x, rows, len, inner, k, largest);
+  else GALV_LAUNCH(topk_k, g, 256, 0, st, (float *)vals, idx, (const float *)x, rows, len, inner, k, largest);
   GALV_CU_LAUNCHED();
 }
 

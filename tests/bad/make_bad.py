@@ -159,10 +159,21 @@ def main(argv):
          "pads has 2 values for 4 axes"),
         ("pad_reflect_big.onnx", helper.make_node("Pad", ["x", "p"], ["y"], name="/Pad", mode="reflect"),
          [i64("p", 0, 0, 8, 0, 0, 0, 0, 0)], x4, "reflect pads (8, 0) do not fit axis 2 of size 8"),
-        ("resize_cubic.onnx", helper.make_node("Resize", ["x", "", "s"], ["y"], name="/Resize", mode="cubic"),
-         [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "s")], x4, "unsupported Resize mode 'cubic'"),
+        ("resize_mode.onnx", helper.make_node("Resize", ["x", "", "s"], ["y"], name="/Resize", mode="lanczos"),
+         [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "s")], x4, "unsupported Resize mode 'lanczos'"),
+        ("resize_exclude_outside.onnx", helper.make_node("Resize", ["x", "", "s"], ["y"], name="/Resize", mode="cubic",
+                                                         exclude_outside=2),
+         [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "s")], x4,
+         "attribute 'exclude_outside' must be 0 or 1, got 2"),
+        ("resize_cubic_coeff.onnx", helper.make_node("Resize", ["x", "", "s"], ["y"], name="/Resize", mode="cubic",
+                                                     cubic_coeff_a="-0.5"),
+         [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "s")], x4,
+         "attribute 'cubic_coeff_a' must be a float, got a string"),
         ("resize_dynamic.onnx", helper.make_node("Resize", ["x", "", "s"], ["y"], name="/Resize"), [],
          x4 + [vi("s", [4])], "dynamic shape"),
+        ("convtranspose_same_beyond.onnx", helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="/up/ConvTranspose",
+                                                            strides=[2, 2], auto_pad="SAME_UPPER"),
+         [f32(3, 2, 1, 1)], x4, "output size 16 beyond the full output 15 with auto_pad SAME_UPPER"),
         ("convtranspose_channels.onnx", helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="/up/ConvTranspose"),
          [f32(4, 2, 2, 2)], x4, "input channels 3 do not match weight 4"),
         ("batchnorm_running_outputs.onnx", helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
@@ -254,9 +265,9 @@ def main(argv):
 
     # --- malformed index ops ----------------------------------------------------
     idx = numpy_helper.from_array(np.array([[0], [1]], np.int64), "i")
-    save(model([helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="/sc", reduction="max")],
+    save(model([helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="/sc", reduction="avg")],
                [vi("x", [4, 3]), vi("u", [2, 3])], [vi("y", [4, 3])], [idx]),
-         case("scatternd_max.onnx", "node '/sc' (ScatterND): unsupported: ScatterND reduction 'max'"))
+         case("scatternd_reduction.onnx", "node '/sc' (ScatterND): attribute 'reduction' has the value 'avg', not one of"))
     save(model([helper.make_node("ScatterND", ["x", "i", "u"], ["y"], name="/sc")],
                [vi("x", [4, 3]), vi("u", [2, 5])], [vi("y", [4, 3])], [idx]),
          case("scatternd_updates.onnx", "node '/sc' (ScatterND): shape mismatch: scatter_nd updates tensor<2x5xf32>"))
@@ -273,8 +284,11 @@ def main(argv):
                 numpy_helper.from_array(np.ones((2, 3), np.int64), "u")]),
          case("scatternd_range.onnx", "node '/sc' (ScatterND): scatter_nd index tuple 1 out of range"))
     save(model([helper.make_node("GatherND", ["x", "i"], ["y"], name="/g", batch_dims=1)],
+               [vi("x", [2, 4])], [vi("y", [3])], [numpy_helper.from_array(np.array([[0], [1], [2]], np.int64), "i")]),
+         case("gathernd_batch_dims.onnx", "node '/g' (GatherND): batch dim 0 of the indices (3) differs from the data's (2)"))
+    save(model([helper.make_node("GatherND", ["x", "i"], ["y"], name="/g", batch_dims=2)],
                [vi("x", [2, 4])], [vi("y", [2])], [idx]),
-         case("gathernd_batch_dims.onnx", "node '/g' (GatherND): unsupported: GatherND batch_dims=1 (0 only)"))
+         case("gathernd_batch_dims_range.onnx", "node '/g' (GatherND): batch_dims 2 out of range"))
     save(model([helper.make_node("GatherND", ["x", "i"], ["y"], name="/g")],
                [vi("x", [2, 4]), vi("i", [2, 1], TensorProto.FLOAT)], [vi("y", [2])]),
          case("gathernd_float_indices.onnx", "node '/g' (GatherND): shape: gather_nd indices must be i64 or i32, got f32"))

@@ -43,9 +43,25 @@ def graphs():
     dup = np.array([[1, 0], [1, 0], [2, 3]], np.int64)  # a repeated tuple sums
     out["scatternd_add"] = model("m", [h.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction="add")],
                                  [("x", [3, 4, 5]), ("u", [3, 5])], ["y"], [("i", dup)])
+    # mul / max / min (opset 18) with repeated tuples: every update of a row combines in
+    rep = np.array([[1, 0], [2, 3], [1, 0], [-2, 3], [0, 4]], np.int64)
+    for red in ("mul", "max", "min"):
+        out["scatternd_" + red] = model("m", [h.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction=red)],
+                                        [("x", [3, 5, 4]), ("u", [5, 4])], ["y"], [("i", rep)], opset=18)
+        out["scatterelements_" + red] = model(
+            "m", [h.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1, reduction=red)],
+            [("x", [3, 4]), ("u", [3, 5])], ["y"], [("i", np.array([[1, 1, 0, 3, 1], [-1, 2, 2, 0, 3], [0, 0, 0, 0, 2]],
+                                                                   np.int64))], opset=18)
     gi = np.array([[[0, 1], [2, 3]], [[1, -1], [0, 0]]], np.int64)
     out["gathernd"] = model("m", [h.make_node("GatherND", ["x", "i"], ["y"])], [("x", [3, 4, 5])], ["y"],
                             [("i", gi)])
+    # batch_dims 1: per batch row 3 tuples of 2 coordinates; batch_dims 2: per (b, c) 2 rows (negative wraps)
+    gb = np.array([[[0, 1], [2, -1], [1, 3]], [[2, 2], [0, 0], [-1, 1]]], np.int64)
+    out["gathernd_batch1"] = model("m", [h.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)], [("x", [2, 3, 4, 5])],
+                                   ["y"], [("i", gb)])
+    gb2 = np.array([[[[3], [0]], [[1], [-1]], [[2], [2]]], [[[0], [1]], [[3], [3]], [[-2], [0]]]], np.int64)
+    out["gathernd_batch2"] = model("m", [h.make_node("GatherND", ["x", "i"], ["y"], batch_dims=2)], [("x", [2, 3, 4, 5])],
+                                   ["y"], [("i", gb2)])
     ge = np.array([[[0, 2, 1, -1]], [[1, 1, 0, 2]]], np.int64)  # [2, 1, 4] against data [2, 3, 4], axis 1
     out["gatherelements"] = model("m", [h.make_node("GatherElements", ["x", "i"], ["y"], axis=1)], [("x", [2, 3, 4])],
                                   ["y"], [("i", ge)])
@@ -112,8 +128,8 @@ def graphs():
 def emu_model():
     """One graph with every recently added op that has its own kernel, for the
     CUDA target under the execution layer (tests/cuda_emu_ops.sh: one emu build
-    instead of one per op): GatherND, ScatterND (add, a repeated tuple),
-    GatherElements, ScatterElements (add, repeated targets), Mod (float fmod;
+    instead of one per op): GatherND, ScatterND (add, max, min, a repeated
+    tuple), GatherElements, ScatterElements (add, mul, repeated targets), Mod (float fmod;
     integer, the divisor's sign), MaxPool (pads, stride), AveragePool
     (ceil_mode, count_include_pad), TopK (values and indices, ties)."""
     gi = np.array([[[0, 1], [2, 3]], [[1, -1], [0, 0]]], np.int64)
@@ -125,6 +141,9 @@ def emu_model():
         h.make_node("ScatterND", ["d", "dup", "du"], ["scatternd_add"], reduction="add"),
         h.make_node("GatherElements", ["e", "ge"], ["gatherelements"], axis=1),
         h.make_node("ScatterElements", ["s", "sa", "su"], ["scatterelements_add"], axis=1, reduction="add"),
+        h.make_node("ScatterND", ["d", "dup", "du"], ["scatternd_max"], reduction="max"),
+        h.make_node("ScatterND", ["d", "dup", "du"], ["scatternd_min"], reduction="min"),
+        h.make_node("ScatterElements", ["s", "sa", "su"], ["scatterelements_mul"], axis=1, reduction="mul"),
         h.make_node("Mod", ["m", "div"], ["mod_fmod"], fmod=1),
         h.make_node("Mod", ["mi", "idiv"], ["mod_int"]),
         h.make_node("MaxPool", ["x"], ["maxpool"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
@@ -136,13 +155,41 @@ def emu_model():
     f = TP.FLOAT
     ins = [("d", f, [3, 4, 5]), ("du", f, [3, 5]), ("e", f, [2, 3, 4]), ("s", f, [3, 3]), ("su", f, [2, 3]),
            ("m", f, [2, 4]), ("mi", TP.INT64, [2, 6]), ("x", f, [2, 3, 9, 9]), ("t", f, [3, 8])]
-    outs = [("gathernd", f), ("scatternd_add", f), ("gatherelements", f), ("scatterelements_add", f), ("mod_fmod", f),
+    outs = [("gathernd", f), ("scatternd_add", f), ("gatherelements", f), ("scatterelements_add", f),
+            ("scatternd_max", f), ("scatternd_min", f), ("scatterelements_mul", f), ("mod_fmod", f),
             ("mod_int", TP.INT64), ("maxpool", f), ("avgpool", f), ("topk_values", f), ("topk_indices", TP.INT64)]
     g = h.make_graph(nodes, "emu_ops", [h.make_tensor_value_info(n, t, s) for n, t, s in ins],
                      [h.make_tensor_value_info(n, t, None) for n, t in outs],
                      [nh.from_array(gi, "gi"), nh.from_array(dup, "dup"), nh.from_array(ge, "ge"),
                       nh.from_array(sa, "sa"), nh.from_array(np.array([3.0, -2.5, 1.5, -4.0], np.float32), "div"),
                       nh.from_array(np.array([[3], [-5]], np.int64), "idiv"), nh.from_array(np.array([5], np.int64), "k")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])  # ScatterND / ScatterElements max and min
+    m.ir_version = 8
+    onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)  # validates the graph
+    return m
+
+
+def emu_topk_model():
+    """TopK for the CUDA target's bf16 storage (tests/cuda_emu_ops.sh,
+    --precision bf16): rows of integer inputs (token ids in [0, 50): values a
+    bf16 holds exactly, with ties) cast to float and scaled by 0.25, along the
+    last axis, largest, and along a middle axis, smallest: values and indices
+    (a rounding of random floats to bf16 would reorder near-equal values)."""
+    f = TP.FLOAT
+    nodes = [
+        h.make_node("Cast", ["t"], ["tc"], to=f),
+        h.make_node("Mul", ["tc", "quarter"], ["tf"]),
+        h.make_node("TopK", ["tf", "k"], ["topk_values", "topk_indices"]),
+        h.make_node("Cast", ["u"], ["uf"], to=f),
+        h.make_node("TopK", ["uf", "k2"], ["topk_small_values", "topk_small_indices"], axis=1, largest=0),
+    ]
+    i64 = TP.INT64
+    g = h.make_graph(nodes, "emu_topk", [h.make_tensor_value_info("t", i64, [3, 8]), h.make_tensor_value_info("u", i64, [2, 5, 4])],
+                     [h.make_tensor_value_info("topk_values", f, None), h.make_tensor_value_info("topk_indices", i64, None),
+                      h.make_tensor_value_info("topk_small_values", f, None),
+                      h.make_tensor_value_info("topk_small_indices", i64, None)],
+                     [nh.from_array(np.array(0.25, np.float32), "quarter"), nh.from_array(np.array([5], np.int64), "k"),
+                      nh.from_array(np.array([2], np.int64), "k2")])
     m = h.make_model(g, opset_imports=[h.make_opsetid("", OPSET)])
     m.ir_version = 8
     onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)  # validates the graph
@@ -195,6 +242,7 @@ def main():
         onnx.save(m, os.path.join(d, name + ".onnx"))
     onnx.save(train_model(), os.path.join(d, "train_nd.onnx"))
     onnx.save(emu_model(), os.path.join(d, "emu_ops.onnx"))
+    onnx.save(emu_topk_model(), os.path.join(d, "emu_topk.onnx"))
     print(" ".join(sorted(graphs())))
 
 

@@ -98,6 +98,11 @@ def cases():
     yield "convt_outshape_1d", model("t", [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[3],
                                                             output_shape=[14])], [("x", [2, 2, 5])], ["y"],
                                      [("w", f32(2, 3, 4))])
+    # output_shape one beyond the full output on both axes (10 x 10 from 9 x 9): the last row and column
+    # are zeros, then the bias (onnxruntime reads past its buffer for larger differences)
+    yield "convt_outshape_larger", model("t", [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[3, 2],
+                                                                output_shape=[10, 10])],
+                                         [("x", [1, 2, 3, 4])], ["y"], [("w", f32(2, 3, 3, 3)), ("b", f32(3))])
     empty = np.zeros(0, np.float32)
 
     def rs(name, attrs, scales=None, sizes=None, shape=(2, 3, 4, 5), opset=17, const=False):
@@ -126,6 +131,21 @@ def cases():
     yield rs("resize_nearest_ceil_sizes", dict(mode="nearest", nearest_mode="round_prefer_ceil",
                                                coordinate_transformation_mode="half_pixel"), sizes=[2, 3, 9, 3])
     yield rs("resize_axes", dict(mode="linear", axes=[3, 2]), scales=[2.0, 1.5], opset=18, const=True)
+    # cubic: torch's bicubic export (A -0.75, align_corners 0 -> half_pixel; 1 -> align_corners),
+    # downsampling, A -0.5 with exclude_outside, asymmetric, sizes (onnxruntime's cubic takes 4-D inputs
+    # resized on the last two axes)
+    yield rs("resize_cubic_torch", dict(mode="cubic", coordinate_transformation_mode="pytorch_half_pixel",
+                                        cubic_coeff_a=-0.75), scales=[1, 1, 2, 2], const=True)
+    yield rs("resize_cubic_align", dict(mode="cubic", coordinate_transformation_mode="align_corners"),
+             sizes=[2, 3, 7, 9])
+    yield rs("resize_cubic_down_excl", dict(mode="cubic", cubic_coeff_a=-0.5, exclude_outside=1),
+             scales=[1, 1, 0.5, 0.6])
+    yield rs("resize_cubic_up_excl", dict(mode="cubic", cubic_coeff_a=-0.5, exclude_outside=1),
+             scales=[1, 1, 1.7, 2.5])
+    yield rs("resize_cubic_asym", dict(mode="cubic", coordinate_transformation_mode="asymmetric"),
+             scales=[1, 1, 2.5, 1.4])
+    yield rs("resize_cubic_half_sym", dict(mode="cubic", coordinate_transformation_mode="half_pixel_symmetric"),
+             sizes=[2, 3, 9, 3], opset=19)
     S, B, I, H = 5, 2, 4, 3
 
     def rnn(name, op, D, extra, attrs, opset=14, gates=4):

@@ -153,6 +153,16 @@ static inline float __bfloat162float(__nv_bfloat16 b) { return (float)b; }
 
 /* ---- device math without a libm name */
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline int __float_as_int(float f) {
+  int i;
+  memcpy(&i, &f, 4);
+  return i;
+}
+static inline float __int_as_float(int i) {
+  float f;
+  memcpy(&f, &i, 4);
+  return f;
+}
 
 /* ---- atomics: one block runs at a time and a context switches only at a
  * barrier or warp operation, so a read-modify-write is never interleaved.
