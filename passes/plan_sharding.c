@@ -481,17 +481,29 @@ static void cost_ops(const ctx *C, const gv_module *m, gv_plan_cost *out, int64_
   out->step_ns = out->compute_ns + out->comm_ns;
 }
 
-/* The arena bytes each unit's forward keeps for the backward: every value
- * a forward op of the unit defines (a view: its root) that a backward or
- * recomputing op reads, once (kept[u], summed over the microbatches). */
+/* The arena bytes each unit's forward keeps for the backward: every
+ * activation (a value computed from a data input: not a parameter, a
+ * gathered parameter or a table of constants) a forward op of the unit
+ * defines (a view: its root) that a backward or recomputing op reads, once
+ * (kept[u], summed over the microbatches). */
 static int kept_bytes(const ctx *C, const gv_module *m, int nunits, int64_t *kept) {
   const gv_func *f = m->main;
   int n = 0;
   for (int i = 0; i < f->body->nargs; i++) f->body->args[i]->id = n++;
   for (gv_op *op = f->body->first; op; op = op->next)
     for (int r = 0; r < op->nres; r++) op->res[r]->id = n++;
-  unsigned char *seen = calloc((size_t)n + 1, 1);
-  if (!seen) return -1;
+  unsigned char *seen = calloc((size_t)n + 1, 1), *data = calloc((size_t)n + 1, 1);
+  if (!seen || !data) {
+    free(seen), free(data);
+    return -1;
+  }
+  for (int i = 0; i < f->body->nargs; i++)
+    data[i] = !(f->arg_is_param && f->arg_is_param[i]) && !(f->arg_is_state && f->arg_is_state[i]);
+  for (gv_op *op = f->body->first; op; op = op->next) {
+    bool d = false;
+    for (int i = 0; i < op->nopnds && !d; i++) d = op->opnds[i]->id >= 0 && op->opnds[i]->id < n && data[op->opnds[i]->id];
+    for (int r = 0; r < op->nres; r++) data[op->res[r]->id] = d;
+  }
   memset(kept, 0, (size_t)nunits * sizeof *kept);
   for (const gv_op *op = f->body->first; op; op = op->next) {
     int k = phase_of(op->loc);
@@ -500,13 +512,13 @@ static int kept_bytes(const ctx *C, const gv_module *m, int nunits, int64_t *kep
       const gv_value *v = op->opnds[i];
       while (v->def && (gv_ops[v->def->code].flags & GV_VIEW) && v->def->nopnds) v = v->def->opnds[0];
       if (!v->def || v->def->parent != f->body || v->def->code == GV_OP_CONSTANT) continue;
-      if (v->id < 0 || v->id >= n || seen[v->id] || phase_of(v->def->loc) != PH_FWD) continue;
+      if (v->id < 0 || v->id >= n || seen[v->id] || !data[v->id] || phase_of(v->def->loc) != PH_FWD) continue;
       seen[v->id] = 1;
       int64_t b = gv_value_storage_bytes(v);
       if (b > 0) kept[unit_of(C, v->def->loc)] += b;
     }
   }
-  free(seen);
+  free(seen), free(data);
   return 0;
 }
 
@@ -582,6 +594,9 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
           }
         }
         int64_t pa = (int64_t)(act + 0.5), aa = kept[u] / M;
+        if (getenv("GALV_PLAN_DEBUG"))
+          fprintf(stderr, "plan-debug: profile: unit %d keeps %lld bytes for backward, the profile %lld (b %lld, tp %lld)\n", u,
+                  (long long)aa, (long long)pa, (long long)b, (long long)tp);
         dmem += pa - aa;
         out->prof_mem_units++;
         out->prof_act += pa;

@@ -96,6 +96,11 @@ extern const galv_kernel_info galv_kernels[];
 extern int galv_prof_on;
 void galv_prof_tick(int k);
 void galv_prof_report(long runs);
+/* The per call site times (ms per run, mean over runs) as JSON to path
+ * (atomically): {"format": "galvc-kernel-profile", "version": 1, "program",
+ * "run" (what ran: "inference" | "training step"), "runs", "kernels": [{kind,
+ * node, ms}]} in program order. Returns 0, or -1 with "PATH: reason" in err. */
+int galv_prof_write(const char *path, long runs, const char *what, char *err, size_t errlen);
 #define GALV_PROF(k) (galv_prof_on ? galv_prof_tick(k) : (void)0)
 
 /* ---- GALV_SIMD(clauses) before a reduction loop lets it vectorise
