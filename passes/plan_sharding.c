@@ -561,14 +561,15 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
       free(kept);
       return 1;
     }
-    bool train = cnt[u][PH_BWD] > 0, full = cnt[u][PH_REC] > 0 && !selective;
-    double ms = fwd + (train ? bwd : 0) + (full ? rec : 0);
+    bool train = cnt[u][PH_BWD] > 0, full = cnt[u][PH_REC] > 0 && !selective, pbwd = train && bwd >= 0;
+    double ms = fwd + (pbwd ? bwd : 0) + (full ? rec : 0);
     int64_t prof = (int64_t)(ms * 1e6 * (double)M + 0.5);
-    int64_t ana = ph[u][PH_FWD] + ph[u][PH_BWD] + (full ? ph[u][PH_REC] : 0);
+    int64_t ana = ph[u][PH_FWD] + (pbwd ? ph[u][PH_BWD] : 0) + (full ? ph[u][PH_REC] : 0);
     if (detail)
-      fprintf(detail, "profile: %s %d: forward %.3f ms (analytic %.3f), backward %.3f (%.3f), recompute %.3f (%.3f)%s\n",
-              u ? "layer" : "outer", u ? u - 1 : 0, fwd * (double)M, ph[u][PH_FWD] / 1e6, train ? bwd * (double)M : 0,
-              ph[u][PH_BWD] / 1e6, full ? rec * (double)M : 0, ph[u][PH_REC] / 1e6,
+      fprintf(detail, "profile: %s %d: forward %.3f ms (analytic %.3f), backward %.3f (%.3f)%s, recompute %.3f (%.3f)%s\n",
+              u ? "layer" : "outer", u ? u - 1 : 0, fwd * (double)M, ph[u][PH_FWD] / 1e6, pbwd ? bwd * (double)M : ph[u][PH_BWD] / 1e6,
+              ph[u][PH_BWD] / 1e6, train && !pbwd ? " (not measured: analytic)" : "", full ? rec * (double)M : ph[u][PH_REC] / 1e6,
+              ph[u][PH_REC] / 1e6,
               cnt[u][PH_REC] && selective ? " (selective recomputation: analytic)" : "");
     dns += prof - ana;
     if (unit_ns) unit_ns[u] += prof - ana;
@@ -1489,11 +1490,19 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
   fprintf(f, "  \"memory_per_device\": {\"parameters\": %lld, \"gradients\": %lld, \"optimizer\": %lld, \"activations\": %lld, \"total\": %lld},\n",
           (long long)pc->mem_params, (long long)pc->mem_grads, (long long)pc->mem_optimizer, (long long)pc->mem_activations,
           (long long)pc->mem_total);
-  if (gv_plan_opts.profile)
-    fprintf(f, "  \"profile\": {\"file\": \"%s\", \"format\": \"%s\", \"units\": %d, \"compute_ns\": %lld, \"analytic_compute_ns\": %lld, "
+  if (gv_plan_opts.profile) {
+    fprintf(f, "  \"profile\": {\"file\": \"");
+    for (const unsigned char *q = (const unsigned char *)gv_plan_opts.profile->path; *q; q++) /* a JSON string */
+      if (*q == '"' || *q == '\\') fprintf(f, "\\%c", *q);
+      else if (*q < 0x20) fprintf(f, "\\u%04x", *q);
+      else fputc(*q, f);
+    fprintf(f, "\", \"format\": \"%s\", \"microbatch\": %lld, \"tp\": %lld, \"units\": %d, "
+               "\"compute_ns\": %lld, \"analytic_compute_ns\": %lld, "
                "\"memory_units\": %d, \"activation_bytes\": %lld, \"analytic_activation_bytes\": %lld},\n",
-            gv_plan_opts.profile->path, gv_plan_opts.profile->format, pc->prof_units, (long long)pc->prof_ns,
+            gv_plan_opts.profile->format, (long long)pc->prof_b, (long long)pc->prof_tp, pc->prof_units,
+            (long long)pc->prof_ns,
             (long long)pc->prof_analytic_ns, pc->prof_mem_units, (long long)pc->prof_act, (long long)pc->prof_analytic_act);
+  }
   fprintf(f, "  \"collectives\": {");
   for (int i = 0; i < 4; i++)
     fprintf(f, "%s\"%s\": {\"count\": %lld, \"bytes\": %lld}", i ? ", " : "", coll_names[i], (long long)pc->coll_count[i],

@@ -177,7 +177,8 @@ static int parse_points(const rd *r, const gv_json *o, const char *name, gv_prof
     if (integer(r, q, "microbatch", FIELD("microbatch"), true, 1e9, &pt->b)) return -1;
     if (integer(r, q, "tp", FIELD("tp"), true, 1 << 20, &pt->tp)) return -1;
     if (number(r, q, "forward_ms", FIELD("forward_ms"), true, false, 1e9, &pt->fwd_ms)) return -1;
-    if (number(r, q, "backward_ms", FIELD("backward_ms"), true, true, 1e9, &pt->bwd_ms)) return -1;
+    pt->bwd_ms = -1; /* absent (an inference program's profile): the planner keeps the cost model's backward */
+    if (number(r, q, "backward_ms", FIELD("backward_ms"), false, true, 1e9, &pt->bwd_ms)) return -1;
     if (number(r, q, "recompute_ms", FIELD("recompute_ms"), false, true, 1e9, &pt->rec_ms)) return -1;
     if (number(r, q, "activation_bytes", FIELD("activation_bytes"), false, true, 9e18, &pt->act_bytes)) return -1;
     if (number(r, q, "checkpoint_bytes", FIELD("checkpoint_bytes"), false, true, 9e18, &pt->ckpt_bytes)) return -1;
@@ -325,7 +326,8 @@ int gv_profile_time(const gv_profile_kind *k, int64_t b, int64_t tp, double *fwd
     *rec = k->rec_over_fwd * *fwd;
     return 0;
   }
-  if (interp(k, b, tp, 0, fwd) || interp(k, b, tp, 1, bwd)) return 1;
+  if (interp(k, b, tp, 0, fwd)) return 1;
+  if (interp(k, b, tp, 1, bwd)) *bwd = -1;    /* not measured: the cost model's */
   if (interp(k, b, tp, 2, rec)) *rec = *fwd; /* recomputation runs the forward again */
   return 0;
 }

@@ -29,7 +29,8 @@
 
 typedef struct {
   int64_t b, tp;         /* samples per microbatch per device, tensor-parallel degree */
-  double fwd_ms, bwd_ms; /* one microbatch */
+  double fwd_ms;         /* one microbatch */
+  double bwd_ms;         /* < 0: not given (an inference program's profile: the backward stays analytic) */
   double rec_ms;         /* recomputation in the backward; < 0: not given (= fwd_ms) */
   double act_bytes;      /* activations kept for backward, one microbatch; < 0: not given */
   double ckpt_bytes;     /* kept when the layer is recomputed (its inputs); < 0: not given */
@@ -68,8 +69,9 @@ int gv_profile_parse(const char *text, size_t len, const char *origin, gv_profil
 int gv_profile_check(const gv_profile *p, int64_t layers, int64_t hidden, int64_t seq, int64_t vocab);
 
 /* Times (ms) of one microbatch of b samples per device at tensor-parallel
- * degree tp: forward, backward, recomputation. Returns 0, or 1 when the
- * kind has no figure at that tp (galvc points: none measured at tp). */
+ * degree tp: forward, backward (< 0: not measured), recomputation (the
+ * forward's when not measured). Returns 0, or 1 when the kind has no
+ * figure at that tp (galvc points: none measured at tp). */
 int gv_profile_time(const gv_profile_kind *k, int64_t b, int64_t tp, double *fwd, double *bwd, double *rec);
 /* Activation bytes one microbatch of b samples keeps for the layer's
  * backward at tp (recomputed: the checkpoint). Returns 0, or 1 when the

@@ -130,6 +130,11 @@ static void test_galvc(void) {
   CHECK(gv_profile_act(&P.layer, 4, 1, true, &a) == 0 && NEAR(a, 1024)); /* one checkpoint point: proportional */
   CHECK(gv_profile_act(&P.layer, 4, 2, false, &a) == 1);
   CHECK(gv_profile_check(&P, 4, 64, 32, 50000) == 0); /* vocab not given: unchecked */
+  /* an inference program's profile: no backward (the planner keeps the cost model's), recompute = forward */
+  static const char *fwd_only = "{\"format\": \"galvc-profile\", \"version\": 1, \"layer\": {\"points\": "
+                                "[{\"microbatch\": 1, \"tp\": 1, \"forward_ms\": 0.5}]}}";
+  CHECK(run_captured(parse_text, (void *)fwd_only) == 0 && !P.outer.present);
+  CHECK(gv_profile_time(&P.layer, 2, 1, &f, &b, &r) == 0 && NEAR(f, 1.0) && b < 0 && NEAR(r, 1.0));
 }
 
 /* each malformed form: one error line naming the file and the field */
