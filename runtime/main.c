@@ -82,7 +82,11 @@ int main(int argc, char **argv) {
   return galv_pipe_main(argc, argv); /* a pipeline stage (runtime/pipe.c, galv_pipe.h) */
 #endif
   galv_spmd_init(&argc, &argv); /* ranks (runtime/spmd.c): MPI when the program is partitioned */
-  if (galv_training) return galv_train_main(argc, argv); /* a training step program: runtime/train.c */
+  if (galv_training) { /* a training step program: runtime/train.c, with this program's kernel timer */
+    galv_train_prof.on = &galv_prof_on;
+    galv_train_prof.write = galv_prof_write;
+    return galv_train_main(argc, argv);
+  }
   const char *outdir = NULL, *wpath = NULL;
   long iters = 1, warmup = 0, threads = 0;
   int profile = 0;

@@ -191,6 +191,8 @@ static void read_batch(batch *b, const galv_io *d, const char *path) {
 
 /* ---------------------------------------------------------------- main */
 
+galv_train_profiler galv_train_prof; /* main.c fills it on the CPU target */
+
 int galv_train_main(int argc, char **argv) {
   const char *outdir = NULL, *wpath = NULL, *bdir = NULL, *load = NULL, *save = NULL, *profile_out = NULL;
   long steps = 1, threads = 0;
@@ -220,7 +222,8 @@ int galv_train_main(int argc, char **argv) {
     else if (!strcmp(a, "--profile-out") && v) profile_out = v, i++;
     else galv_fatal_all("unknown or incomplete option '%s' (see --help)", a);
   }
-  if (profile_out && galv_train_dev) galv_fatal_all("--profile-out: the CUDA training step does not time its kernels yet (CPU programs only)");
+  if (profile_out && (galv_train_dev || !galv_train_prof.write))
+    galv_fatal_all("--profile-out: the CUDA training step does not time its kernels yet (CPU programs only)");
   if (profile_out && steps < 1) galv_fatal_all("--profile-out needs at least one step (--steps)");
   if (threads > 0) openblas_set_num_threads((int)threads);
   for (int j = 0; j < nin; j++) {
@@ -281,7 +284,7 @@ int galv_train_main(int argc, char **argv) {
       galv_spmd_load_input(i, arena + d->offset, (const char *)in[i].t.data + (done % in[i].nbatch) * gb); /* this rank's block */
     }
     double loss;
-    galv_prof_on = profile_out && (s >= 1 || steps == 1); /* the first step warms up when there are more */
+    if (profile_out) *galv_train_prof.on = s >= 1 || steps == 1; /* the first step warms up when there are more */
     if (galv_train_dev) {
       loss = galv_train_dev->step(arena);
     } else {
@@ -304,10 +307,10 @@ int galv_train_main(int argc, char **argv) {
     }
     GALV_POISON(arena, abytes);
   }
-  galv_prof_on = 0;
+  if (profile_out) *galv_train_prof.on = 0;
   if (profile_out && galv_spmd_rank() == 0) {
     char err[4400];
-    if (galv_prof_write(profile_out, steps > 1 ? steps - 1 : 1, "training step", err, sizeof err)) galv_fatal("%s", err);
+    if (galv_train_prof.write(profile_out, steps > 1 ? steps - 1 : 1, "training step", err, sizeof err)) galv_fatal("%s", err);
     printf("%s: wrote the kernel profile %s (%ld step%s timed)\n", galv_progname, profile_out, steps > 1 ? steps - 1 : 1,
            steps > 2 ? "s" : "");
   }
