@@ -99,6 +99,15 @@ for x in bad: print(x)
 sys.exit(1 if bad else 0)
 PY
 
+# --report-cost on the compiled program: per profiled unit the profile's and the analytic figures, and the same step
+"$galvc" "$tmp/l4.onnx" --batch 8 --seq 32 --target cpu --cluster a100-80g --train --gpus 4 --no-weights --report-cost \
+  --profile "$tmp/gal.json" -q </dev/null >"$tmp/rc.out" 2>"$tmp/rc.err" || fail "--report-cost: $(tail -1 "$tmp/rc.err")"
+want=$(python3 -c "import json; print('%.3f' % (json.load(open('$tmp/prof.json'))['predicted']['step_ns'] / 1e6))")
+if [ "$(grep -c '^profile: layer [0-3]: forward' "$tmp/rc.out")" = 4 ] && grep -q '^profile: outer 0: forward' "$tmp/rc.out" &&
+  grep -q "^profile: $tmp/gal.json (galvatron): 5 units from the profile (microbatch .*): predicted step $want ms" "$tmp/rc.out"; then
+  ok "--report-cost: $(tail -1 "$tmp/rc.out" | cut -c1-150)"
+else fail "--report-cost with the profile (want step $want ms):"; grep '^profile' "$tmp/rc.out" | sed 's/^/  | /'; fi
+
 # 3: a limit between the analytic memory and the profile's: the analytic plan fits, no plan does with the profile
 lim=$(python3 -c "import json; a=json.load(open('$tmp/ana.json')); print(a['memory_per_device']['total'] + 1000)")
 "$galvc" "$tmp/l4.onnx" "${P[@]}" --microbatches 1 --memory-limit "$lim" -q </dev/null 2>"$tmp/m0.err" ||
