@@ -3,8 +3,11 @@
 # --heads 32 --kv-heads 32 --ffn 11008 --vocab 32000 --no-weights), training, bf16, seq 2048, global batch 8 per GPU,
 # on Galvatron's A100 nodes (bench/galvatron/a100-galvatron.json: its measured all-reduce bandwidths) at Galvatron's
 # memory budgets (36 and 80 GiB, --memory-reserve 0.2,1073741824: what Galvatron plans in), planned by galvc:
-#   - analytic: the cost model alone;
-#   - profile:  with --profile bench/galvatron/planner_inputs.json (Galvatron's profiled layer times and memory);
+#   - profile:  planned with --profile bench/galvatron/planner_inputs.json (Galvatron's profiled layer times and
+#     memory; the microbatches: the fewest with a plan that fits, galvc's fallback);
+#   - same-ana: that plan (--plan) priced by the cost model alone (its memory may exceed the limit: not checked);
+#   - analytic: planned by the cost model alone at the profile plan's microbatches (--microbatches: the fallback over
+#     more microbatches realises an unrolled program per count, minutes each at this size);
 #   - galvatron: Galvatron's chosen plan (anchors README: dp, its ZeRO-3 / ZeRO-2 split, its chunks as gradient
 #     accumulation microbatches, each microbatch's gradients reduce-scattered) given with --plan, priced with the profile;
 # at 36 GiB every layer recomputed (--recompute=all, as Galvatron's 36 GB plans), at 80 GiB none.
@@ -44,10 +47,15 @@ p = {"mesh": {"axes": ["dp"], "shape": [g]}, "batch_axes": ["dp"], "tp_axis": No
 if chunks > 1: p.update(microbatches=chunks, zero_reduce="per-microbatch")
 json.dump(p, open(out, "w"))
 PY
-    for case in analytic profile galvatron; do
+    for case in profile same-ana analytic galvatron; do
       extra=()
-      [ $case != analytic ] && extra+=(--profile "$PROF")
-      [ $case = galvatron ] && extra+=(--plan "$T/gal_${g}_$gib.json")
+      case $case in
+      profile) extra+=(--profile "$PROF") ;;
+      same-ana) [ -f "$T/profile.json" ] || continue; extra+=(--plan "$T/profile.json") ;;
+      analytic) extra+=(--microbatches "$(python3 -c "import json; print(json.load(open('$T/profile.json')).get('microbatches', 1))" \
+                  2>/dev/null || echo 1)") ;;
+      galvatron) extra+=(--profile "$PROF" --plan "$T/gal_${g}_$gib.json") ;;
+      esac
       out=$T/$case.json
       rm -f "$out"
       t0=$(date +%s.%N)
@@ -55,7 +63,7 @@ PY
       rc=$?
       t1=$(date +%s.%N)
       if [ $rc -ne 0 ] || [ ! -f "$out" ]; then
-        printf '%-5s %-4s %-10s %s\n' "$g" "$gib" "$case" "$(grep -m1 'error' "$T/$case.log" | cut -c1-200)"
+        printf '%-5s %-4s %-10s %s\n' "$g" "$gib" "$case" "$(grep -m1 'error' "$T/$case.log" | cut -c1-400)"
         continue
       fi
       python3 - "$out" "$g" "$gib" "$case" "$(echo "$t1 - $t0" | bc)" "$gpred" <<'PY'
@@ -69,7 +77,7 @@ plan = f"{mesh} tp={p['tp_axis'] or '-'}; layers {zs}; outer ZeRO-{p['units'][0]
 pr = p["predicted"]
 print(f"{g:<5} {gib:<4} {case:<10} {plan:<58} {pr['step_ns'] / 1e6:12.1f} {pr['compute_ns'] / 1e6:12.1f} "
       f"{pr['communication_ns'] / 1e6:12.1f} {p['memory_per_device']['total'] / 2**30:11.2f} GiB {float(secs):8.1f} "
-      f"{gpred if case != 'analytic' else '':>10}")
+      f"{gpred if case == 'galvatron' else '':>10}")
 if "profile" in p:
     q = p["profile"]
     print(f"{'':<21}profile: {q['units']} units at microbatch {q['microbatch']}, tp {q['tp']}: compute {q['compute_ns'] / 1e6:.1f} ms "

@@ -55,6 +55,8 @@ enum { GV_PLAN_FILE_MAX = 16 << 20, GV_PLAN_AXIS_MAX = 1 << 20 };
 
 gv_plan_options gv_plan_opts;
 static gv_plan last_plan; /* the plan the pass pinned (--report-cost with --profile) */
+static int64_t prof_lacking_tp; /* a tp degree a candidate had and the profile has no figures for (0: none) */
+static const char *prof_lacking_field; /* ... in this field of the file */
 static bool last_plan_set;
 
 enum { ROLE_NONE = 0, ROLE_COL, ROLE_ROW, ROLE_VOCAB, ROLE_HEAD };
@@ -559,6 +561,7 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
     double fwd, bwd, rec;
     if (gv_profile_time(k, b, tp, &fwd, &bwd, &rec)) {
       free(kept);
+      prof_lacking_tp = tp, prof_lacking_field = k->field;
       return 1;
     }
     bool train = cnt[u][PH_BWD] > 0, full = cnt[u][PH_REC] > 0 && !selective, pbwd = train && bwd >= 0;
@@ -585,6 +588,7 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
       any |= k->nact > 0;
       if (r && any && !full) {
         free(kept);
+        prof_lacking_tp = tp, prof_lacking_field = k->fit ? "memory_MB.per_layer_activation_MB_per_sample_by_tp_sp" : k->field;
         return 1;
       }
       if (!r) {
@@ -1700,6 +1704,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (op->nregions) return gv_error_op(m, op, "planner: ops with regions (galv.%s) are not supported", gv_ops[op->code].name);
   double t0 = now_s();
   if (gv_plan_profile_check(m)) return -1;
+  prof_lacking_tp = 0;
   ctx C;
   if (ctx_init(&C, m, o->cluster, o->memory_limit)) return -1;
   int64_t devices = o->devices > 0 ? o->devices : (m->nmeshes ? gv_mesh_devices(m->meshes[0]) : 1);
@@ -1726,7 +1731,10 @@ int gv_pass_plan_sharding(gv_module *m) {
       rc = gv_error_plain("%s: the plan's mesh has %lld devices, --gpus %lld", o->plan_in, (long long)prod, (long long)devices);
     if (!rc) {
       int q = realise(&C, &plan, &pc, NULL, NULL);
-      if (q) rc = q < 0 ? -1 : gv_error_plain("%s: the plan does not apply to this model (a batch or dim it does not divide)", o->plan_in);
+      if (q && q > 0 && o->profile && prof_lacking_tp)
+        rc = gv_error_plain("%s: field '%s': no figures at tp %lld, the plan %s's", o->profile->path, prof_lacking_field,
+                            (long long)prof_lacking_tp, o->plan_in);
+      else if (q) rc = q < 0 ? -1 : gv_error_plain("%s: the plan does not apply to this model (a batch or dim it does not divide)", o->plan_in);
       pred = pc.step_ns, pred_mem = pc.mem_total;
     }
   } else {
@@ -1751,6 +1759,10 @@ int gv_pass_plan_sharding(gv_module *m) {
       } else if (S.min_mem >= 0)
         rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s); "
                          "raise --memory-limit or add devices", (long long)C.limit, (long long)devices, (long long)S.min_mem, s);
+      else if (o->profile && prof_lacking_tp)
+        rc = gv_error(m, "no plan applies on %lld devices: the candidates that realise need figures the profile %s does not "
+                         "have (tp %lld, among others; field '%s')", (long long)devices, o->profile->path,
+                      (long long)prof_lacking_tp, prof_lacking_field);
       else rc = gv_error(m, "no plan applies on %lld devices (the batch divides over no mesh axes)", (long long)devices);
     }
     if (!rc) plan = S.best, pc = S.best_cost, pred = S.best_pred, pred_mem = S.best_pred_mem;

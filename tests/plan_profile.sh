@@ -209,6 +209,11 @@ expect no-forward "$tmp/nofwd.json: field 'layer.points[0].forward_ms': missing"
 expect directory "$tmp: cannot read profile" "$tmp/l4.onnx" "${P[@]}" -q --profile "$tmp"
 expect pipeline-layers "$tmp/l32.json: field 'model.num_layers'" "$tmp/l4.onnx" --batch 8 --seq 32 --target cpu --train --gpus 2 \
   --pipeline-stages 2 --plan-only --no-weights -q --profile "$tmp/l32.json"
+printf '{"format": "galvc-profile", "version": 1, "layer": {"points": [{"microbatch": 2, "tp": 4, "forward_ms": 1}]}}' >"$tmp/tp4.json"
+expect lacks-tp "no plan applies on 2 devices: the candidates that realise need figures the profile $tmp/tp4.json does not have (tp 1, among others; field 'layer.points')" \
+  "$tmp/l4.onnx" --batch 8 --seq 32 --target cpu --cluster a100-80g --train --gpus 2 --plan-only --no-weights -q --profile "$tmp/tp4.json"
+expect plan-lacks-tp "$tmp/tp4.json: field 'layer.points': no figures at tp 2, the plan $tmp/prof.json's" \
+  "$tmp/l4.onnx" "${P[@]}" -q --plan "$tmp/prof.json" --profile "$tmp/tp4.json"
 expect no-planner "--profile applies to the planner" "$tmp/l4.onnx" --batch 8 --seq 32 --target cpu --train --gpus 4 \
   --strategy dp --no-weights --emit=ir -o "$tmp/x.mlir" --profile "$tmp/gal.json"
 expect reserve-one "--memory-reserve 1: expected FRACTION[,BYTES]" "$tmp/l4.onnx" "${P[@]}" --memory-reserve 1
