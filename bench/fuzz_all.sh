@@ -14,13 +14,13 @@
 # column says what ran); GALV_FUZZ_BUILD=0 skips the build (another
 # fuzz_all.sh on the same WORKDIR built it). Example (the issue's budget, in the background):
 #   nice -n 19 bash bench/fuzz_all.sh 1000000 build-fuzz frontend=10000000 ir=10000000 \
-#     plan sharding cluster npy ckpt weights > fuzz_all.txt 2>&1 &
+#     plan sharding cluster npy ckpt weights profile > fuzz_all.txt 2>&1 &
 set -eu
 N=${1:?usage: fuzz_all.sh N [WORKDIR] [TARGET[=N]...]}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${2:-$SRC/build-fuzz}
 shift $(($# > 2 ? 2 : $#))
-SPECS=${*:-frontend ir plan sharding cluster npy ckpt weights}
+SPECS=${*:-frontend ir plan sharding cluster npy ckpt weights profile}
 [ "${GALV_FUZZ_BUILD:-1}" = 0 ] || bash "$SRC/tests/fuzz/build.sh" "$WORK" >/dev/null
 maxt=()
 [ -z "${GALV_FUZZ_MAX_SECONDS:-}" ] || maxt=(-max_total_time="$GALV_FUZZ_MAX_SECONDS")

@@ -9,7 +9,9 @@
 #   bench/gpu_check.sh run DIR       (on the GPU machine: nvcc, no network, no packages)
 #       builds and runs every kernel test (correctness sweep, then --time: GB/s or
 #       TFLOP/s against the H200's figures), regenerates the weights from the seed,
-#       runs GPT-2 small fp32 and bf16 (--profile: time per kernel kind; step time,
+#       runs GPT-2 small fp32 and bf16 (--profile-out: time per kernel kind, and per call site into
+#       DIR/gpt2s_P/kernels.json, which bench/layer_profile.py turns into the galvc --profile file
+#       DIR/gpt2s_P_profile.json: forward ms per layer and of the outer part at batch 1; step time,
 #       GEMM+attention TFLOP/s) and compares with the CPU target's logits:
 #       fp32 within atol 1e-4 + rtol 1e-4, bf16 within atol 5e-2 + rtol 5e-2
 #       (bf16 storage of every activation and weight: ~3 significant digits).
@@ -156,7 +158,11 @@ for p in fp32 bf16; do
   d=$DIR/gpt2s_$p
   echo "== GPT-2 small ($p), batch 1, seq $SEQ"
   "$d/program" --gen-weights 1 >/dev/null
-  "$d/program" --input input_ids="$DIR/ids.npy" --warmup 3 --iters 20 --profile -o "$d/res" || { fail=1; continue; }
+  "$d/program" --input input_ids="$DIR/ids.npy" --warmup 3 --iters 20 --profile-out "$d/kernels.json" -o "$d/res" ||
+    { fail=1; continue; }
+  # the kernel profile as a galvc --profile file (forward per layer and of the outer part; docs/planner.md "Profiles")
+  python3 "$SRC/bench/layer_profile.py" -o "$DIR/gpt2s_${p}_profile.json" --point "$d/kernels.json,1" --layers 12 \
+    --hidden 768 --seq $SEQ --vocab 50257 --source "bench/gpu_check.sh: GPT-2 small $p inference on $(hostname)" || fail=1
   if [ $p = fp32 ]; then tol="1e-4 1e-4"; else tol="5e-2 5e-2"; fi
   echo -n "   vs the CPU target: "
   "$B/npy_compare" "$d/res/logits.npy" "$DIR/ref/logits.npy" $tol || fail=1

@@ -49,9 +49,15 @@ enum { GV_PLAN_FILE_MAX = 16 << 20, GV_PLAN_AXIS_MAX = 1 << 20 };
 
 #include "../planner/cost.h"
 #include "../planner/json.h"
+#include "../planner/profile.h"
+#include "../ir/storage.h"
 #include "passes.h"
 
 gv_plan_options gv_plan_opts;
+static gv_plan last_plan; /* the plan the pass pinned (--report-cost with --profile) */
+static int64_t prof_lacking_tp; /* a tp degree a candidate had and the profile has no figures for (0: none) */
+static const char *prof_lacking_field; /* ... in this field of the file */
+static bool last_plan_set;
 
 enum { ROLE_NONE = 0, ROLE_COL, ROLE_ROW, ROLE_VOCAB, ROLE_HEAD };
 
@@ -429,6 +435,188 @@ static int coll_index(int code) {
   }
 }
 
+/* ---------------------------------------------------------------- costs of a realised program */
+
+/* An op's phase by its location: the backward's ops carry their forward
+ * op's location plus "/grad" (autodiff), recomputed ones "/recompute"
+ * (recompute.c); the optimizer's, accumulation's and the loss seed's
+ * bookkeeping are none of the three. */
+enum { PH_FWD, PH_BWD, PH_REC, PH_OTHER, NPH };
+static int phase_of(const char *loc) {
+  if (!loc || !strncmp(loc, "optimizer/", 10) || !strncmp(loc, "accumulate/", 11) || !strncmp(loc, "autodiff/", 9)) return PH_OTHER;
+  size_t n = strlen(loc);
+  if (n >= 5 && !strcmp(loc + n - 5, "/grad")) return PH_BWD;
+  if (n >= 10 && !strcmp(loc + n - 10, "/recompute")) return PH_REC;
+  return PH_FWD;
+}
+
+/* The cost model over m's ops (a realised, local program): compute and
+ * communication, collectives, kernels into out; per unit its time (unit_ns)
+ * and, when ph / cnt are given, its compute time and op count per phase. */
+static void cost_ops(const ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *unit_ns, int64_t (*ph)[NPH], int (*cnt)[NPH]) {
+  const gv_func *f = m->main;
+  gv_attn_chain att[GV_ATTN_MAX]; /* the target's fused attention (cost.h), priced as one kernel */
+  int natt = gv_cost_attention_chains(C->c, m, att);
+  for (const gv_op *op = f->body->first; op; op = op->next) {
+    int ci = coll_index(op->code);
+    int64_t ns;
+    if (ci >= 0) {
+      ns = gv_cost_collective_op(C->c, m, op);
+      if (ns < 0) ns = 0;
+      out->comm_ns += ns;
+      out->coll_count[ci]++;
+      out->coll_bytes[ci] += gv_get_int(op, "bytes", 0);
+    } else {
+      gv_op_cost oc;
+      if (!gv_cost_attention_op(C->c, att, natt, op, &oc) && gv_cost_op(C->c, op, NULL, NULL, &oc)) continue;
+      ns = oc.ns;
+      out->compute_ns += ns;
+      if (ph) {
+        int u = unit_of(C, op->loc), k = phase_of(op->loc);
+        ph[u][k] += ns;
+        if (op->code != GV_OP_CONSTANT) cnt[u][k]++;
+      }
+    }
+    if (ns > 0) out->kernels++;
+    if (unit_ns) unit_ns[unit_of(C, op->loc)] += ns;
+  }
+  out->step_ns = out->compute_ns + out->comm_ns;
+}
+
+/* The arena bytes each unit's forward keeps for the backward: every
+ * activation (a value computed from a data input: not a parameter, a
+ * gathered parameter or a table of constants) a forward op of the unit
+ * defines (a view: its root) that a backward or recomputing op reads, once
+ * (kept[u], summed over the microbatches). */
+static int kept_bytes(const ctx *C, const gv_module *m, int nunits, int64_t *kept) {
+  const gv_func *f = m->main;
+  int n = 0;
+  for (int i = 0; i < f->body->nargs; i++) f->body->args[i]->id = n++;
+  for (gv_op *op = f->body->first; op; op = op->next)
+    for (int r = 0; r < op->nres; r++) op->res[r]->id = n++;
+  unsigned char *seen = calloc((size_t)n + 1, 1), *data = calloc((size_t)n + 1, 1);
+  if (!seen || !data) {
+    free(seen), free(data);
+    return -1;
+  }
+  for (int i = 0; i < f->body->nargs; i++)
+    data[i] = !(f->arg_is_param && f->arg_is_param[i]) && !(f->arg_is_state && f->arg_is_state[i]);
+  for (gv_op *op = f->body->first; op; op = op->next) {
+    bool d = false;
+    for (int i = 0; i < op->nopnds && !d; i++) d = op->opnds[i]->id >= 0 && op->opnds[i]->id < n && data[op->opnds[i]->id];
+    for (int r = 0; r < op->nres; r++) data[op->res[r]->id] = d;
+  }
+  memset(kept, 0, (size_t)nunits * sizeof *kept);
+  for (const gv_op *op = f->body->first; op; op = op->next) {
+    int k = phase_of(op->loc);
+    if (k != PH_BWD && k != PH_REC) continue;
+    for (int i = 0; i < op->nopnds; i++) {
+      const gv_value *v = op->opnds[i];
+      while (v->def && (gv_ops[v->def->code].flags & GV_VIEW) && v->def->nopnds) v = v->def->opnds[0];
+      if (!v->def || v->def->parent != f->body || v->def->code == GV_OP_CONSTANT) continue;
+      if (v->id < 0 || v->id >= n || seen[v->id] || !data[v->id] || phase_of(v->def->loc) != PH_FWD) continue;
+      seen[v->id] = 1;
+      int64_t b = gv_value_storage_bytes(v);
+      if (b > 0) kept[unit_of(C, v->def->loc)] += b;
+    }
+  }
+  free(seen), free(data);
+  return 0;
+}
+
+/* The number of times m runs one microbatch's forward: the accumulate
+ * pass's microbatches (its ops located "accumulate/..."), else 1. */
+static int64_t microbatch_copies(const gv_module *m) {
+  if (gv_train_opts.microbatches <= 1) return 1;
+  for (const gv_op *op = m->main->body->first; op; op = op->next)
+    if (op->loc && !strncmp(op->loc, "accumulate/", 11)) return gv_train_opts.microbatches;
+  return 1;
+}
+
+/* --profile (planner/profile.h): for each unit the profile has a kind for
+ * (the layers; unit 0, the outer part), its forward, backward and (full
+ * recomputation) recomputed ops' analytic compute time is replaced by the
+ * profile's figure for one microbatch of b = batch / (copies x dp) samples
+ * per device at the unit's tp degree, times the copies; and, training
+ * without selective recomputation, the activations its forward keeps for
+ * the backward (kept_bytes, per microbatch) by the profile's activation (or
+ * checkpoint) bytes, when it gives them. Collectives stay the cluster
+ * model's. Returns 0, 1 when the profile lacks the plan's tp degree (the
+ * plan is then no candidate), -1 after an error line. detail: one line per
+ * profiled unit (--report-cost). */
+static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t dp, int64_t tp_layer, int64_t tp_outer,
+                         gv_plan_cost *out, int64_t *unit_ns, int64_t (*ph)[NPH], int (*cnt)[NPH], FILE *detail) {
+  const gv_profile *P = gv_plan_opts.profile;
+  int64_t M = microbatch_copies(m);
+  int64_t b = C->batch / (M * (dp > 0 ? dp : 1));
+  if (b < 1) b = 1;
+  bool selective = gv_train_opts.recompute && !strncmp(gv_train_opts.recompute, "selective", 9);
+  int64_t *kept = NULL;
+  int64_t dmem = 0, dns = 0;
+  out->prof_b = b, out->prof_tp = tp_layer;
+  for (int u = 0; u < nunits; u++) {
+    const gv_profile_kind *k = u ? &P->layer : &P->outer;
+    if (!k->present || !cnt[u][PH_FWD]) continue;
+    int64_t tp = u ? tp_layer : tp_outer;
+    double fwd, bwd, rec;
+    if (gv_profile_time(k, b, tp, &fwd, &bwd, &rec)) {
+      free(kept);
+      prof_lacking_tp = tp, prof_lacking_field = k->field;
+      return 1;
+    }
+    bool train = cnt[u][PH_BWD] > 0, full = cnt[u][PH_REC] > 0 && !selective, pbwd = train && bwd >= 0;
+    double ms = fwd + (pbwd ? bwd : 0) + (full ? rec : 0);
+    int64_t prof = (int64_t)(ms * 1e6 * (double)M + 0.5);
+    int64_t ana = ph[u][PH_FWD] + (pbwd ? ph[u][PH_BWD] : 0) + (full ? ph[u][PH_REC] : 0);
+    if (detail)
+      fprintf(detail, "profile: %s %d: forward %.3f ms (analytic %.3f), backward %.3f (%.3f)%s, recompute %.3f (%.3f)%s\n",
+              u ? "layer" : "outer", u ? u - 1 : 0, fwd * (double)M, ph[u][PH_FWD] / 1e6, pbwd ? bwd * (double)M : ph[u][PH_BWD] / 1e6,
+              ph[u][PH_BWD] / 1e6, train && !pbwd ? " (not measured: analytic)" : "", full ? rec * (double)M : ph[u][PH_REC] / 1e6,
+              ph[u][PH_REC] / 1e6,
+              cnt[u][PH_REC] && selective ? " (selective recomputation: analytic)" : "");
+    dns += prof - ana;
+    if (unit_ns) unit_ns[u] += prof - ana;
+    out->prof_units++;
+    out->prof_ns += prof;
+    out->prof_analytic_ns += ana;
+    double act;
+    if (train && !(cnt[u][PH_REC] && selective)) {
+      int r = gv_profile_act(k, b, tp, full, &act);
+      bool any = false; /* the kind gives activations at some tp: a tp it lacks is no candidate */
+      if (r) gv_profile_has_tp(k, 1, &any);
+      for (int i = 0; r && !any && i < k->npts; i++) any = k->pts[i].act_bytes >= 0;
+      any |= k->nact > 0;
+      if (r && any && !full) {
+        free(kept);
+        prof_lacking_tp = tp, prof_lacking_field = k->fit ? "memory_MB.per_layer_activation_MB_per_sample_by_tp_sp" : k->field;
+        return 1;
+      }
+      if (!r) {
+        if (!kept) {
+          if (!(kept = calloc((size_t)nunits, sizeof *kept)) || kept_bytes(C, m, nunits, kept)) {
+            free(kept);
+            return gv_error_plain("planner: out of memory");
+          }
+        }
+        int64_t pa = (int64_t)(act + 0.5), aa = kept[u] / M;
+        if (getenv("GALV_PLAN_DEBUG"))
+          fprintf(stderr, "plan-debug: profile: unit %d keeps %lld bytes for backward, the profile %lld (b %lld, tp %lld)\n", u,
+                  (long long)aa, (long long)pa, (long long)b, (long long)tp);
+        dmem += pa - aa;
+        out->prof_mem_units++;
+        out->prof_act += pa;
+        out->prof_analytic_act += aa;
+      }
+    }
+  }
+  free(kept);
+  out->compute_ns += dns;
+  out->step_ns = out->compute_ns + out->comm_ns;
+  out->mem_total += dmem;
+  out->mem_activations += dmem;
+  return 0;
+}
+
 /* Realises p on a clone of C->m. unit_ns / unit_state (nunits each, may be
  * NULL) get the time and the state memory (parameters, gradients, optimizer
  * state) attributed to each unit. Returns 0, 1 when the plan does not
@@ -462,26 +650,14 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   if (unit_ns) memset(unit_ns, 0, (size_t)p->nunits * sizeof *unit_ns);
   if (unit_state) memset(unit_state, 0, (size_t)p->nunits * sizeof *unit_state);
   const gv_func *f = m->main;
-  gv_attn_chain att[GV_ATTN_MAX]; /* the target's fused attention (cost.h), priced as one kernel */
-  int natt = gv_cost_attention_chains(C->c, m, att);
-  for (const gv_op *op = f->body->first; op; op = op->next) {
-    int ci = coll_index(op->code);
-    int64_t ns;
-    if (ci >= 0) {
-      ns = gv_cost_collective_op(C->c, m, op);
-      if (ns < 0) ns = 0;
-      out->comm_ns += ns;
-      out->coll_count[ci]++;
-      out->coll_bytes[ci] += gv_get_int(op, "bytes", 0);
-    } else {
-      gv_op_cost oc;
-      if (!gv_cost_attention_op(C->c, att, natt, op, &oc) && gv_cost_op(C->c, op, NULL, NULL, &oc)) continue;
-      ns = oc.ns;
-      out->compute_ns += ns;
-    }
-    if (ns > 0) out->kernels++;
-    if (unit_ns) unit_ns[unit_of(C, op->loc)] += ns;
+  int64_t(*ph)[NPH] = gv_plan_opts.profile ? calloc((size_t)p->nunits, sizeof *ph) : NULL;
+  int(*cnt)[NPH] = ph ? calloc((size_t)p->nunits, sizeof *cnt) : NULL;
+  if (gv_plan_opts.profile && (!ph || !cnt)) {
+    free(ph), free(cnt);
+    gv_module_free(m);
+    return gv_error_plain("planner: out of memory");
   }
+  cost_ops(C, m, out, unit_ns, ph, cnt);
   out->step_ns = out->compute_ns + out->comm_ns;
   gv_mem mem;
   gv_cost_memory(m, &mem);
@@ -490,6 +666,16 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   out->mem_optimizer = mem.optimizer;
   out->mem_activations = mem.total - mem.params - mem.optimizer - mem.grads - mem.constants - mem.comm;
   out->mem_total = mem.total;
+  if (ph) { /* --profile: measured figures replace the analytic ones of the profiled units */
+    int64_t tl = p->t_layer >= 0 ? p->size[p->t_layer] : 1, to = p->t_outer >= 0 ? p->size[p->t_outer] : 1;
+    int q = profile_apply(C, m, p->nunits, dprod(p), tl, to, out, unit_ns, ph, cnt, NULL);
+    free(ph), free(cnt);
+    if (q) {
+      gv_module_free(m);
+      return q < 0 ? -1 : 1;
+    }
+  }
+  out->step_ns = out->compute_ns + out->comm_ns;
   for (int i = 0; unit_state && i < f->body->nargs; i++) {
     const gv_type *t = &f->body->args[i]->type;
     int64_t b = (int64_t)gv_dtype_size(t->dtype);
@@ -1269,6 +1455,19 @@ static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c
   fprintf(f, "plan: memory per device: parameters %lld, gradients %lld, optimizer %lld, activations %lld, total %lld of %lld bytes\n",
           (long long)pc->mem_params, (long long)pc->mem_grads, (long long)pc->mem_optimizer, (long long)pc->mem_activations,
           (long long)pc->mem_total, (long long)limit);
+  if (gv_plan_opts.profile && pc->prof_units) {
+    const gv_profile *P = gv_plan_opts.profile;
+    fprintf(f, "plan: profile %s (%s): %d unit%s' compute from the profile (microbatch of %lld sample%s per device, tp %lld): "
+               "%.3f ms, the cost model's %.3f ms", P->path, P->format, pc->prof_units, pc->prof_units == 1 ? "" : "s",
+            (long long)pc->prof_b, pc->prof_b == 1 ? "" : "s", (long long)pc->prof_tp, pc->prof_ns / 1e6, pc->prof_analytic_ns / 1e6);
+    if (pc->prof_mem_units)
+      fprintf(f, "; activations kept for backward of %d unit%s from the profile: %lld bytes, the memory plan's %lld", pc->prof_mem_units,
+              pc->prof_mem_units == 1 ? "" : "s", (long long)pc->prof_act, (long long)pc->prof_analytic_act);
+    else fprintf(f, "; memory from the memory plan");
+    fprintf(f, "; communication from the cluster model\n");
+  } else if (gv_plan_opts.profile)
+    fprintf(f, "plan: profile %s (%s): no unit of this program is profiled (the analytic figures stand)\n", gv_plan_opts.profile->path,
+            gv_plan_opts.profile->format);
   fprintf(f, "plan: collectives:");
   int any = 0;
   for (int i = 0; i < 4; i++)
@@ -1354,6 +1553,19 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
   fprintf(f, "  \"memory_per_device\": {\"parameters\": %lld, \"gradients\": %lld, \"optimizer\": %lld, \"activations\": %lld, \"total\": %lld},\n",
           (long long)pc->mem_params, (long long)pc->mem_grads, (long long)pc->mem_optimizer, (long long)pc->mem_activations,
           (long long)pc->mem_total);
+  if (gv_plan_opts.profile) {
+    fprintf(f, "  \"profile\": {\"file\": \"");
+    for (const unsigned char *q = (const unsigned char *)gv_plan_opts.profile->path; *q; q++) /* a JSON string */
+      if (*q == '"' || *q == '\\') fprintf(f, "\\%c", *q);
+      else if (*q < 0x20) fprintf(f, "\\u%04x", *q);
+      else fputc(*q, f);
+    fprintf(f, "\", \"format\": \"%s\", \"microbatch\": %lld, \"tp\": %lld, \"units\": %d, "
+               "\"compute_ns\": %lld, \"analytic_compute_ns\": %lld, "
+               "\"memory_units\": %d, \"activation_bytes\": %lld, \"analytic_activation_bytes\": %lld},\n",
+            gv_plan_opts.profile->format, (long long)pc->prof_b, (long long)pc->prof_tp, pc->prof_units,
+            (long long)pc->prof_ns,
+            (long long)pc->prof_analytic_ns, pc->prof_mem_units, (long long)pc->prof_act, (long long)pc->prof_analytic_act);
+  }
   fprintf(f, "  \"collectives\": {");
   for (int i = 0; i < 4; i++)
     fprintf(f, "%s\"%s\": {\"count\": %lld, \"bytes\": %lld}", i ? ", " : "", coll_names[i], (long long)pc->coll_count[i],
@@ -1500,6 +1712,68 @@ int gv_plan_read(const char *path, gv_plan *p, int nunits) {
   return rc ? -1 : 0;
 }
 
+/* ---------------------------------------------------------------- --profile */
+
+/* The model's shape as a profile names it: layers, hidden size and
+ * vocabulary from the embedding table (the vocab-parallel gather's [V, H]
+ * parameter), sequence length from the first data input of rank >= 2. */
+static void model_shape(const ctx *C, int64_t *layers, int64_t *hidden, int64_t *seq, int64_t *vocab) {
+  const gv_func *f = C->m->main;
+  *layers = C->nl, *hidden = *seq = *vocab = 0;
+  for (int i = 0; i < C->nargs; i++) {
+    const gv_type *t = &f->body->args[i]->type;
+    bool param = f->arg_is_param && f->arg_is_param[i], state = f->arg_is_state && f->arg_is_state[i];
+    if (C->role[i] == ROLE_VOCAB && t->rank == 2 && !*vocab) *vocab = t->dims[0], *hidden = t->dims[1];
+    if (!param && !state && t->rank >= 2 && !*seq) *seq = t->dims[1];
+  }
+}
+
+int gv_plan_profile_check(const gv_module *m) {
+  const gv_profile *P = gv_plan_opts.profile;
+  if (!P || !m->main) return 0;
+  ctx C;
+  if (ctx_init(&C, m, gv_plan_opts.cluster, 0)) return -1;
+  int64_t l, h, s, v;
+  model_shape(&C, &l, &h, &s, &v);
+  ctx_free(&C);
+  if (P->layer.present && !l)
+    return gv_error_plain("%s: field '%s': the model has no layers (parameters named with a layer index) to apply it to", P->path,
+                          P->layer.field);
+  return gv_profile_check(P, l, h, s, v);
+}
+
+void gv_plan_profile_report(const gv_module *m, FILE *f) {
+  if (!gv_plan_opts.profile || !m->main || !gv_plan_opts.cluster) return;
+  ctx C;
+  if (ctx_init(&C, m, gv_plan_opts.cluster, 0)) return;
+  int nu = C.nl + 1;
+  int64_t(*ph)[NPH] = calloc((size_t)nu, sizeof *ph);
+  int(*cnt)[NPH] = calloc((size_t)nu, sizeof *cnt);
+  gv_plan_cost pc;
+  memset(&pc, 0, sizeof pc);
+  /* the program is one rank's: its batch is already the local one (dp 1 here); tp from the mesh axes the plan chose */
+  int64_t tl = 1, to = 1;
+  const gv_plan *p = &last_plan;
+  if (last_plan_set && p->t_layer >= 0) tl = p->size[p->t_layer];
+  if (last_plan_set && p->t_outer >= 0) to = p->size[p->t_outer];
+  if (ph && cnt) {
+    cost_ops(&C, m, &pc, NULL, ph, cnt);
+    gv_mem mem;
+    gv_cost_memory(m, &mem);
+    pc.mem_total = mem.total;
+    int64_t before = pc.step_ns, mem0 = pc.mem_total;
+    int q = profile_apply(&C, m, nu, 1, tl, to, &pc, NULL, ph, cnt, f);
+    if (q == 1) fprintf(f, "profile: %s has no figures at tp %lld: the analytic figures stand\n", gv_plan_opts.profile->path, (long long)tl);
+    else if (!q)
+      fprintf(f, "profile: %s (%s): %d units from the profile (microbatch %lld, tp %lld): predicted step %.3f ms (analytic %.3f ms), "
+                 "memory per device %lld bytes (analytic %lld)\n",
+              gv_plan_opts.profile->path, gv_plan_opts.profile->format, pc.prof_units, (long long)pc.prof_b, (long long)tl,
+              pc.step_ns / 1e6, before / 1e6, (long long)pc.mem_total, (long long)mem0);
+  }
+  free(ph), free(cnt);
+  ctx_free(&C);
+}
+
 /* ---------------------------------------------------------------- the pass */
 
 gv_plan_outcome gv_plan_last;
@@ -1511,6 +1785,8 @@ int gv_pass_plan_sharding(gv_module *m) {
   for (gv_op *op = m->main->body->first; op; op = op->next)
     if (op->nregions) return gv_error_op(m, op, "planner: ops with regions (galv.%s) are not supported", gv_ops[op->code].name);
   double t0 = now_s();
+  if (gv_plan_profile_check(m)) return -1;
+  prof_lacking_tp = 0;
   ctx C;
   if (ctx_init(&C, m, o->cluster, o->memory_limit)) return -1;
   int64_t devices = o->devices > 0 ? o->devices : (m->nmeshes ? gv_mesh_devices(m->meshes[0]) : 1);
@@ -1540,7 +1816,10 @@ int gv_pass_plan_sharding(gv_module *m) {
       rc = gv_error_plain("%s: the plan's mesh has %lld devices, --gpus %lld", o->plan_in, (long long)prod, (long long)devices);
     if (!rc) {
       int q = realise(&C, &plan, &pc, NULL, NULL);
-      if (q) rc = q < 0 ? -1 : gv_error_plain("%s: the plan does not apply to this model (a batch or dim it does not divide)", o->plan_in);
+      if (q && q > 0 && o->profile && prof_lacking_tp)
+        rc = gv_error_plain("%s: field '%s': no figures at tp %lld, the plan %s's", o->profile->path, prof_lacking_field,
+                            (long long)prof_lacking_tp, o->plan_in);
+      else if (q) rc = q < 0 ? -1 : gv_error_plain("%s: the plan does not apply to this model (a batch or dim it does not divide)", o->plan_in);
       pred = pc.step_ns, pred_mem = pc.mem_total;
     }
   } else {
@@ -1566,6 +1845,10 @@ int gv_pass_plan_sharding(gv_module *m) {
       } else if (S.min_mem >= 0)
         rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s); "
                          "raise --memory-limit or add devices", (long long)C.limit, (long long)devices, (long long)S.min_mem, s);
+      else if (o->profile && prof_lacking_tp)
+        rc = gv_error(m, "no plan applies on %lld devices: the candidates that realise need figures the profile %s does not "
+                         "have (tp %lld, among others; field '%s')", (long long)devices, o->profile->path,
+                      (long long)prof_lacking_tp, prof_lacking_field);
       else rc = gv_error(m, "no plan applies on %lld devices (the batch divides over no mesh axes)", (long long)devices);
     }
     if (!rc) plan = S.best, pc = S.best_cost, pred = S.best_pred, pred_mem = S.best_pred_mem;
@@ -1585,6 +1868,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     gv_plan_last.cost = pc;
     rc = pin_plan(m, &C, &plan);
     if (rc > 0) rc = gv_error(m, "plan: the batch does not divide over the plan's batch axes");
+    if (!rc) last_plan = plan, last_plan_set = true;
     static plan_sp main_sp; /* read by the main module's propagate-sharding, after this pass */
     if (!rc) plan_sp_set(&main_sp, &C, &plan);
   }

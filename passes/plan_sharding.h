@@ -45,6 +45,12 @@ typedef struct {
   int64_t kernels;                      /* ops of the realised program that take time (a fused op is one) */
   double plan_seconds;                  /* search time */
   int64_t candidates;                   /* plans realised */
+  /* --profile: the units whose compute time (and kept activations) came from the profile, and the figures
+   * they replaced (docs/planner.md, "Profiles") */
+  int prof_units, prof_mem_units;
+  int64_t prof_ns, prof_analytic_ns;    /* compute of those units: the profile's, the cost model's */
+  int64_t prof_act, prof_analytic_act;  /* activations kept for backward by those units: the profile's, the memory plan's */
+  int64_t prof_b, prof_tp;              /* the samples per microbatch per device and tp degree they were looked up at */
 } gv_plan_cost;
 
 typedef struct {
@@ -59,6 +65,7 @@ typedef struct {
   bool quiet;                /* no report on stderr */
   bool probe;                /* no plan fits the memory: return 1 without an error line (galvc tries more microbatches) */
   unsigned zero_stages;      /* bit s: the search may give a unit ZeRO stage s (1-3) besides none; 0: 2 and 3 */
+  const struct gv_profile *profile; /* --profile: measured per-layer figures replace the analytic ones (planner/profile.h) */
 } gv_plan_options;
 extern gv_plan_options gv_plan_opts;
 
@@ -98,6 +105,14 @@ int gv_plan_read_microbatches(const char *path, int64_t *B, bool *each);
 int gv_plan_read_recompute(const char *path, const char **mode);
 /* Pins plan's shardings onto m (its mesh becomes the plan's mesh). */
 int gv_plan_apply(gv_module *m, const gv_plan *plan);
+/* --profile: checks gv_plan_opts.profile against m (a whole model: its
+ * layer count, hidden size, sequence length, vocabulary). Returns 0 (also
+ * without a profile), or -1 after one error line naming the file and field. */
+int gv_plan_profile_check(const gv_module *m);
+/* --report-cost with --profile: m is the compiled (local) program of the
+ * plan the pass chose; prints per profiled unit the analytic and the
+ * profile's compute time and the step the profile predicts. */
+void gv_plan_profile_report(const gv_module *m, FILE *f);
 /* Describes unit u's strategy ("dp+tp(tp) zero"). */
 void gv_plan_unit_str(const gv_plan *p, int u, char *buf, size_t n);
 

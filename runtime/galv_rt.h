@@ -96,6 +96,20 @@ extern const galv_kernel_info galv_kernels[];
 extern int galv_prof_on;
 void galv_prof_tick(int k);
 void galv_prof_report(long runs);
+/* The per call site times (ms per run, mean over runs) as JSON to path
+ * (atomically): {"format": "galvc-kernel-profile", "version": 1, "program",
+ * "run" (what ran: "inference" | "training step"), "runs", "kernels": [{kind,
+ * node, ms}]} in program order. Returns 0, or -1 with "PATH: reason" in err. */
+int galv_prof_write(const char *path, long runs, const char *what, char *err, size_t errlen);
+/* The training driver's view of that timer (runtime/train.c, --profile-out):
+ * the CPU program's main.c fills it before galv_train_main; the CUDA
+ * program links no prof.c and leaves it empty (its training step is not
+ * timed per kernel). */
+typedef struct {
+  int *on;
+  int (*write)(const char *path, long runs, const char *what, char *err, size_t errlen);
+} galv_train_profiler;
+extern galv_train_profiler galv_train_prof;
 #define GALV_PROF(k) (galv_prof_on ? galv_prof_tick(k) : (void)0)
 
 /* ---- GALV_SIMD(clauses) before a reduction loop lets it vectorise

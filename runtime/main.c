@@ -1,7 +1,7 @@
 /* main.c — the entry point of generated CPU programs:
  *
  *   ./program --input NAME=FILE ... [-o OUTDIR] [--iters N] [--warmup N]
- *             [--threads N] [--weights FILE] [--profile]
+ *             [--threads N] [--weights FILE] [--profile] [--profile-out FILE]
  *
  * Maps weights.bin (default: next to the executable), reads and checks every
  * input against the generated table (name, dtype, shape), runs the program
@@ -49,7 +49,7 @@ static long pos_int(const char *opt, const char *s, long min) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: %s --input NAME=FILE ... [-o OUTDIR] [--iters N] [--warmup N] [--threads N] [--weights FILE]\n"
-             "       [--profile]\n"
+             "       [--profile] [--profile-out FILE]\n"
              "  --input NAME=FILE  graph input NAME from FILE (.npy, or .pb = ONNX TensorProto); every input needed\n"
              "  -o OUTDIR          write each graph output as OUTDIR/NAME.npy\n"
              "  --iters N          timed runs (default 1); --warmup N untimed runs first (default 0)\n"
@@ -57,6 +57,7 @@ static void usage(FILE *f) {
              "  --weights FILE     weights file (default: weights.bin next to the program)\n"
              "  --comm-stats       print the bytes this rank sent per collective kind\n"
              "  --profile          time every kernel call of the timed runs; print the time per kernel kind\n"
+             "  --profile-out FILE --profile, and write every call site's time as JSON to FILE (bench/layer_profile.py)\n"
              "inputs:\n", galv_progname);
   for (int i = 0; i < galv_ninputs; i++) { /* the global shape: what the file holds, on any number of ranks */
     galv_io g = galv_spmd_global_io(&galv_inputs[i], &galv_input_split[i]);
@@ -81,10 +82,15 @@ int main(int argc, char **argv) {
   return galv_pipe_main(argc, argv); /* a pipeline stage (runtime/pipe.c, galv_pipe.h) */
 #endif
   galv_spmd_init(&argc, &argv); /* ranks (runtime/spmd.c): MPI when the program is partitioned */
-  if (galv_training) return galv_train_main(argc, argv); /* a training step program: runtime/train.c */
+  if (galv_training) { /* a training step program: runtime/train.c, with this program's kernel timer */
+    galv_train_prof.on = &galv_prof_on;
+    galv_train_prof.write = galv_prof_write;
+    return galv_train_main(argc, argv);
+  }
   const char *outdir = NULL, *wpath = NULL;
   long iters = 1, warmup = 0, threads = 0;
   int profile = 0;
+  const char *profile_out = NULL;
   enum { MAXIN = 256 };
   const char *names[MAXIN], *files[MAXIN];
   int nin = 0, comm_stats = 0;
@@ -108,6 +114,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--threads") && v) threads = pos_int(a, v, 1), i++;
     else if (!strcmp(a, "--comm-stats")) comm_stats = 1;
     else if (!strcmp(a, "--profile")) profile = 1;
+    else if (!strcmp(a, "--profile-out") && v) profile_out = v, profile = 1, i++;
     else galv_fatal_all("unknown or incomplete option '%s' (see --help)", a);
   }
   if (threads > 0) openblas_set_num_threads((int)threads);
@@ -190,6 +197,11 @@ int main(int argc, char **argv) {
          sum / (double)iters, min);
   if (profile) {
     galv_prof_report(iters);
+    char err[4400];
+    if (profile_out && galv_spmd_rank() == 0) {
+      if (galv_prof_write(profile_out, iters, "inference", err, sizeof err)) galv_fatal("%s", err);
+      printf("%s: wrote the kernel profile %s\n", galv_progname, profile_out);
+    }
     printf("%s: BLAS: OpenBLAS, core %s (OPENBLAS_CORETYPE %s), %d threads\n", galv_progname, openblas_get_corename(),
            getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset", openblas_get_num_threads());
   }

@@ -1,6 +1,8 @@
 /* prof.c — `program --profile`: the time of every kernel call of the timed
  * runs, summed per kernel kind (dot, fused, softmax, ...) and per call site,
- * printed after the timing line. program.c marks each call with GALV_PROF(k)
+ * printed after the timing line; `--profile-out FILE` writes the per call
+ * site times as JSON (galv_prof_write: the kernel profile that
+ * bench/layer_profile.py turns into a galvc --profile file). program.c marks each call with GALV_PROF(k)
  * (k = its index in galv_kernels[]) and the end of the run with
  * GALV_PROF(-1); a mark charges the time since the previous mark to the
  * previous kernel. Off (one predictable branch per call) unless --profile. */
@@ -9,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "galv_file.h"
 #include "galv_rt.h"
 
 int galv_prof_on;
@@ -65,4 +68,33 @@ void galv_prof_report(long runs) {
   for (int i = 0; i < galv_nkernels && i < 10; i++)
     printf("  %10.3f ms  #%d %s %s\n", acc[ord[i]] / runs, ord[i], galv_kernels[ord[i]].kind, galv_kernels[ord[i]].node);
   free(ord);
+}
+
+/* JSON string body of s (quotes, backslashes, control bytes escaped) */
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+    else fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+int galv_prof_write(const char *path, long runs, const char *what, char *err, size_t errlen) {
+  galv_wfile w;
+  FILE *f = galv_wfile_open(&w, path, 0, err, errlen);
+  if (!f) return -1;
+  fprintf(f, "{\"format\": \"galvc-kernel-profile\", \"version\": 1, \"program\": ");
+  json_str(f, galv_progname);
+  fprintf(f, ", \"run\": \"%s\", \"runs\": %ld, \"kernels\": [\n", what, runs);
+  for (int i = 0; i < galv_nkernels; i++) {
+    fprintf(f, "  {\"kind\": ");
+    json_str(f, galv_kernels[i].kind);
+    fprintf(f, ", \"node\": ");
+    json_str(f, galv_kernels[i].node);
+    fprintf(f, ", \"ms\": %.6f}%s\n", acc && runs > 0 ? acc[i] / runs : 0.0, i + 1 < galv_nkernels ? "," : "");
+  }
+  fprintf(f, "]}\n");
+  return galv_wfile_commit(&w, err, errlen);
 }

@@ -73,13 +73,15 @@ static void shape_of(char *b, size_t n, int rank, const int64_t *dims) {
 
 static void train_usage(FILE *f) {
   fprintf(f, "usage: %s --batches DIR [--steps N] [--input NAME=FILE ...] [--load-checkpoint F] [--save-checkpoint F]\n"
-             "       [-o OUTDIR] [--weights FILE] [--threads N] [--comm-stats]\n"
+             "       [-o OUTDIR] [--weights FILE] [--threads N] [--comm-stats] [--profile-out FILE]\n"
              "  --batches DIR        DIR/NAME.npy per input: the input's shape, or [S, shape...] (step K uses batch K mod S)\n"
              "  --input NAME=FILE    that input from FILE instead (same rule)\n"
              "  --steps N            training steps (default 1); prints 'step K loss X' per step\n"
              "  --load-checkpoint F  parameters, optimizer state and step count from F (instead of weights.bin)\n"
              "  --save-checkpoint F  write them to F after the last step\n"
              "  -o OUTDIR            write every parameter as OUTDIR/NAME.npy after the last step\n"
+             "  --profile-out FILE   time every kernel call of the steps after the first (of the one step when --steps 1)\n"
+             "                       and write each call site's mean time as JSON to FILE (bench/layer_profile.py)\n"
              "inputs:\n", galv_progname);
   for (int i = 0; i < galv_ninputs; i++) {
     char sh[160];
@@ -189,8 +191,10 @@ static void read_batch(batch *b, const galv_io *d, const char *path) {
 
 /* ---------------------------------------------------------------- main */
 
+galv_train_profiler galv_train_prof; /* main.c fills it on the CPU target */
+
 int galv_train_main(int argc, char **argv) {
-  const char *outdir = NULL, *wpath = NULL, *bdir = NULL, *load = NULL, *save = NULL;
+  const char *outdir = NULL, *wpath = NULL, *bdir = NULL, *load = NULL, *save = NULL, *profile_out = NULL;
   long steps = 1, threads = 0;
   enum { MAXIN = 256 };
   const char *names[MAXIN], *files[MAXIN];
@@ -215,8 +219,12 @@ int galv_train_main(int argc, char **argv) {
     else if (!strcmp(a, "--steps") && v) steps = train_int(a, v, 0), i++;
     else if (!strcmp(a, "--threads") && v) threads = train_int(a, v, 1), i++;
     else if (!strcmp(a, "--comm-stats")) comm_stats = 1;
+    else if (!strcmp(a, "--profile-out") && v) profile_out = v, i++;
     else galv_fatal_all("unknown or incomplete option '%s' (see --help)", a);
   }
+  if (profile_out && (galv_train_dev || !galv_train_prof.write))
+    galv_fatal_all("--profile-out: the CUDA training step does not time its kernels yet (CPU programs only)");
+  if (profile_out && steps < 1) galv_fatal_all("--profile-out needs at least one step (--steps)");
   if (threads > 0) openblas_set_num_threads((int)threads);
   for (int j = 0; j < nin; j++) {
     int i = 0;
@@ -276,6 +284,7 @@ int galv_train_main(int argc, char **argv) {
       galv_spmd_load_input(i, arena + d->offset, (const char *)in[i].t.data + (done % in[i].nbatch) * gb); /* this rank's block */
     }
     double loss;
+    if (profile_out) *galv_train_prof.on = s >= 1 || steps == 1; /* the first step warms up when there are more */
     if (galv_train_dev) {
       loss = galv_train_dev->step(arena);
     } else {
@@ -297,6 +306,13 @@ int galv_train_main(int argc, char **argv) {
              (long long)galv_plan_high_water, (long long)(galv_state_bytes + high));
     }
     GALV_POISON(arena, abytes);
+  }
+  if (profile_out) *galv_train_prof.on = 0;
+  if (profile_out && galv_spmd_rank() == 0) {
+    char err[4400];
+    if (galv_train_prof.write(profile_out, steps > 1 ? steps - 1 : 1, "training step", err, sizeof err)) galv_fatal("%s", err);
+    printf("%s: wrote the kernel profile %s (%ld step%s timed)\n", galv_progname, profile_out, steps > 1 ? steps - 1 : 1,
+           steps > 2 ? "s" : "");
   }
   galv_spmd_check_bytes(comm_stats, steps); /* before gathering (which communicates) */
   if (galv_train_dev && (save || outdir)) galv_train_dev->fetch(state);

@@ -12,7 +12,8 @@
 #   - gpt2 inference again under ASan + UBSan (EMU_FLAGS; the contexts'
 #     fiber annotations) and as the race-check build (make emu-race: no
 #     shared- or global-memory race between threads, fused attention
-#     included);
+#     included); its --profile-out kernel profile through
+#     bench/layer_profile.py (a forward-only galvc --profile file);
 #   - training fp32, tiny GPT-2 and Llama, 3 AdamW steps: losses and final
 #     weights vs torch (tests/train/torch_train.py, rtol 1e-4 / 1e-4 as
 #     tests/train_cpu.sh); the GPT-2 step also as the race-check build
@@ -179,6 +180,20 @@ regs_all() { # NAME LOG: with nvcc, every launch of the program found its kernel
   else bad "$1: not every launch's registers checked: ${r:-no report}"; fi
 }
 regs_all "inference gpt2 registers per launch" "$T/plain.log"
+# --profile-out: the kernel profile of the CUDA program (CUDA events, here the emulator's), as a galvc --profile file
+if "$T/gpt2_inf/program-emu" --input input_ids="$T/ids.npy" --profile-out "$T/kprof.json" >"$T/kprof.log" 2>&1 &&
+   python3 "$SRC/bench/layer_profile.py" -o "$T/gprof.json" --point "$T/kprof.json,2" 2>>"$T/kprof.log" &&
+   python3 - "$T" <<'PY' >>"$T/kprof.log" 2>&1
+import json, sys
+t = sys.argv[1]
+k, g = json.load(open(t + "/kprof.json")), json.load(open(t + "/gprof.json"))
+assert k["format"] == "galvc-kernel-profile" and k["run"] == "inference" and len(k["kernels"]) > 10
+assert all(e["ms"] >= 0 and e["kind"] for e in k["kernels"])
+pt = g["layer"]["points"][0]
+assert g["format"] == "galvc-profile" and pt["microbatch"] == 2 and pt["forward_ms"] > 0 and "backward_ms" not in pt, g
+PY
+then ok "inference gpt2 --profile-out: $(grep -c '"node"' "$T/kprof.json") call sites, a forward-only galvc profile"
+else bad "inference gpt2 --profile-out:"; cat "$T/kprof.log"; fi
 if make -s -C "$T/gpt2_inf" emu-race >"$T/race.log" 2>&1 &&
    "$T/gpt2_inf/program-emu-race" --input input_ids="$T/ids.npy" -o "$T/race_out" >>"$T/race.log" 2>&1 &&
    cmp -s "$T/race_out/logits.npy" "$T/plain_out/logits.npy"; then

@@ -95,6 +95,8 @@ conflict "--plan-search applies to the planner" --gpus 2 --strategy tp --target 
 conflict "--plan-search applies to the planner" --gpus 2 --pipeline-stages 2 --target cpu --plan-search dp -o "$T/o/"
 conflict "--memory-limit applies to the planner or the pipeline stage DP" --gpus 2 --strategy dp --target cpu --memory-limit 1000000 "${IR[@]}"
 conflict "--memory-limit applies to the planner" --memory-limit 1000000 "${IR[@]}"
+conflict "--memory-reserve applies to the planner or the pipeline stage DP" --gpus 2 --strategy dp --target cpu --memory-reserve 0.2 "${IR[@]}"
+conflict "--profile applies to the planner or the pipeline stage DP" --profile /nonexistent.json "${IR[@]}"
 conflict "--plan-out writes the planner's plan: it needs the planner" --gpus 2 --strategy tp --target cpu --plan-out "$T/plan.json" "${IR[@]}"
 conflict "--plan-out writes the planner's plan" --pipeline-stages 2 --target cpu --plan-out "$T/plan.json" -o "$T/o/"
 conflict "--report-cost does not combine with --plan-only" --gpus 2 --target cpu --plan-only --report-cost

@@ -23,6 +23,7 @@
 #include "../passes/stage_cost.h"
 #include "../passes/stage_extract.h"
 #include "../planner/pipeline.h"
+#include "../planner/profile.h"
 #include "../runtime/galv_pipe_sched.h"
 #include "galvc.h"
 
@@ -77,6 +78,12 @@ static void usage(FILE *f) {
           "                           -o FILE: plan.json next to FILE; without -o only --plan-out writes it)\n"
           "  --plan-only              stop after planning (with --no-weights: shapes only, for big models)\n"
           "  --memory-limit BYTES     memory per device for the planner (default: the cluster's)\n"
+          "  --memory-reserve F[,BYTES]  hold back the fraction F (0 <= F < 1) of that memory and BYTES more per\n"
+          "                           device (framework context): the planner plans in what is left, e.g. 0.2,1073741824\n"
+          "                           as Galvatron does (20%% of the budget + 1 GiB per stage); the usable memory is printed\n"
+          "  --profile FILE           measured per-layer forward / backward / recompute times and activation memory\n"
+          "                           replace the cost model's figures for those layers (Galvatron's profiled inputs or a\n"
+          "                           galvc-profile JSON, e.g. from bench/layer_profile.py; docs/planner.md, \"Profiles\")\n"
           "  --zero-stages 1,2,3      training: the ZeRO stages the planner may give each layer besides none\n"
           "                           (default 2,3: stage 1 never pays in the cost model; docs/planner.md)\n"
           "  --plan-search dp|exhaustive  dp (default): ZeRO pattern by knapsack DP; exhaustive: realise every\n"
@@ -400,6 +407,23 @@ static int parse_pos_int(const char *opt, const char *s, int64_t *out) {
 }
 
 
+/* --memory-reserve: the memory the planners plan in, (1 - frac) x the limit
+ * (--memory-limit or the cluster's) less bytes; printed. Returns 0, or 2
+ * after an error line when nothing is left. */
+static int apply_reserve(const gv_cluster *c, double frac, int64_t bytes, int quiet) {
+  int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : c->memory_bytes;
+  int64_t use = (int64_t)((double)lim * (1 - frac)) - bytes;
+  if (use <= 0) {
+    gv_error_plain("--memory-reserve %g,%lld leaves no memory of the %lld bytes per device", frac, (long long)bytes, (long long)lim);
+    return 2;
+  }
+  if (!quiet)
+    fprintf(stderr, "galvc: usable memory per device: %lld bytes (%lld less %g%% and %lld bytes reserved)\n", (long long)use,
+            (long long)lim, frac * 100, (long long)bytes);
+  gv_plan_opts.memory_limit = use;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   gv_progname = "galvc";
   const char *model = NULL, *out = NULL, *emit = NULL, *target = NULL, *dump_after = NULL, *dump_dir = "galvc-dumps";
@@ -424,6 +448,10 @@ int main(int argc, char **argv) {
   static char train_opt_buf[32];
   int momentum_given = 0, ignore_given = 0, arch_given = 0, search_given = 0, memlim_given = 0, dump_dir_given = 0;
   int zstages_given = 0;
+  const char *profile_path = NULL;
+  double reserve_frac = 0;
+  int64_t reserve_bytes = 0;
+  int reserve_given = 0;
 
   /* Options taking a value, as given: the same option again with another
    * value is an error (which was meant?), with the same value harmless.
@@ -531,6 +559,27 @@ int main(int argc, char **argv) {
     } else if (TAKES("--memory-limit")) {
       memlim_given = 1;
       if (parse_pos_int("--memory-limit", val, &gv_plan_opts.memory_limit)) return 2;
+    } else if (TAKES("--memory-reserve")) {
+      reserve_given = 1;
+      char *end;
+      errno = 0;
+      reserve_frac = strtod(val, &end);
+      long long rb = 0;
+      bool ok = !errno && end != val && reserve_frac >= 0 && reserve_frac < 1;
+      if (ok && *end == ',') {
+        char *e2;
+        errno = 0;
+        rb = strtoll(end + 1, &e2, 10);
+        ok = !errno && e2 != end + 1 && !*e2 && rb >= 0 && end[1] != '-' && end[1] != '+';
+      } else ok = ok && !*end;
+      if (!ok) {
+        gv_error_plain("--memory-reserve %s: expected FRACTION[,BYTES]: a fraction from 0 to below 1 of the memory per device, "
+                       "then optionally whole bytes per device (e.g. 0.2,1073741824)", val);
+        return 2;
+      }
+      reserve_bytes = rb;
+    } else if (TAKES("--profile")) {
+      profile_path = val;
     } else if (TAKES("--plan-search")) {
       search_given = 1;
       if (strcmp(val, "exhaustive") && strcmp(val, "dp")) {
@@ -787,6 +836,11 @@ int main(int argc, char **argv) {
     else if (memlim_given && !planner && !pa.on && !(mb_given && !pa.B))
       why = "--memory-limit applies to the planner or the pipeline stage DP (not --strategy / --sharding, nor one device, unless "
             "--train --microbatches auto)";
+    else if (reserve_given && !planner && !pa.on && !(mb_given && !pa.B))
+      why = "--memory-reserve applies to the planner or the pipeline stage DP (not --strategy / --sharding, nor one device, unless "
+            "--train --microbatches auto)";
+    else if (profile_path && !planner && !pa.on)
+      why = "--profile applies to the planner or the pipeline stage DP (--gpus > 1 without --strategy / --sharding, or --pipeline-stages)";
     else if (gv_plan_opts.plan_out && !planner)
       why = "--plan-out writes the planner's plan: it needs the planner (--gpus > 1 without --strategy / --sharding, or --plan)";
     else if (plan_only && report_cost) why = "--report-cost does not combine with --plan-only (planning stops before the program it costs)";
@@ -941,6 +995,12 @@ int main(int argc, char **argv) {
   if (cluster.devices_per_node > 0 && gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
   cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && cuda.bf16); /* as codegen/cuda fuses attention */
   gv_plan_opts.cluster = &cluster;
+  if (reserve_given && !pa.on && apply_reserve(&cluster, reserve_frac, reserve_bytes, quiet)) return 2;
+  static gv_profile profile;
+  if (profile_path) {
+    if (gv_profile_load(profile_path, &profile)) return 2;
+    gv_plan_opts.profile = &profile;
+  }
   gv_plan_opts.devices = gpus;
   gv_plan_opts.mesh_fixed = mesh_spec != NULL;
   gv_plan_opts.quiet = quiet; /* -q: errors only, --plan-only too (the plan: --plan-out) */
@@ -1002,6 +1062,7 @@ int main(int argc, char **argv) {
     for (int a = 0; a < pa.naxes; a++) pa.axn[a] = axn[a], pa.axs[a] = axs[a];
     /* the cluster as loaded (not grown for the planner above): one node of max(S, --gpus) unless --gpus-per-node */
     if (gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster)) return 2;
+    if (reserve_given && apply_reserve(&cluster, reserve_frac, reserve_bytes, quiet)) return 2;
     cluster.fused_attention = strcmp(target, "cuda") == 0; /* the stage programs are fp32 */
     if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
     int64_t need = gpus > pa.stages ? gpus : pa.stages;
@@ -1213,6 +1274,7 @@ retry:
   if (!rc && gv_verify(m)) rc = 1;
   STEP_LINE("verify", t0, tc0);
   if (!rc && report_cost) gv_cost_report(&cluster, m, stdout);
+  if (!rc && report_cost && gv_plan_opts.profile) gv_plan_profile_report(m, stdout); /* which figures the profile gives */
   if (!rc && program) {
     if (ensure_dir(out)) rc = gv_error_plain("%s: cannot create output directory: %s", out, strerror(errno));
     t0 = now(), tc0 = cpu_now();

@@ -233,6 +233,7 @@ static int pipe_inputs(const char *model, gv_import_options opt, const pipe_args
     memcpy(g->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
   }
   pin.n = n;
+  if (!rc && gv_plan_profile_check(m)) rc = 1; /* --profile: measured on this model's shape */
   gv_module_free(m);
   if (!rc && !n) rc = gv_error_plain("%s: the model has no data input to split into microbatches", model);
   return rc;

@@ -46,12 +46,15 @@ static void shape_str(char *b, size_t n, int rank, const int64_t *dims) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: %s --input NAME=FILE ... [-o OUTDIR] [--iters N] [--warmup N] [--weights FILE] [--profile]\n"
+             "       [--profile-out FILE]\n"
              "       %s --gen-weights SEED [FILE]\n"
              "  --input NAME=FILE  graph input NAME from FILE (.npy, or .pb = ONNX TensorProto); every input needed\n"
              "  -o OUTDIR          write each graph output as OUTDIR/NAME.npy (fp32 for float outputs)\n"
              "  --iters N          timed runs (default 1); --warmup N untimed runs first (default 0)\n"
              "  --weights FILE     weights file (default: weights.bin next to the program)\n"
              "  --profile          time every kernel call (CUDA events); print the time per kernel kind\n"
+             "  --profile-out FILE --profile, and write every call site's time (last run) as JSON to FILE\n"
+             "                     (bench/layer_profile.py: a galvc --profile file)\n"
              "  --comm-stats       N-rank programs: print the bytes this rank sent per collective kind\n"
              "  --gen-weights SEED write FILE (default weights.bin next to the program): seeded random parameters\n"
              "                     and the program's constants (constants.bin); needs no GPU\n"
@@ -157,10 +160,43 @@ static void upload_f32(void *dst, const void *host, int64_t n, float *tmp) {
   cudaCheck(cudaStreamSynchronize(galv_cu.stream)); /* tmp is reused */
 }
 
-static void report_profile(long runs) {
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+    else fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+/* --profile-out: the kernel profile runtime/prof.c's galv_prof_write writes
+ * for the CPU target ("galvc-kernel-profile"), from the last run's events. */
+static void write_profile(const char *path, const float *ms) {
+  galv_wfile w;
+  char err[4400];
+  FILE *f = galv_wfile_open(&w, path, 0, err, sizeof err);
+  if (!f) galv_fatal("%s", err);
+  fprintf(f, "{\"format\": \"galvc-kernel-profile\", \"version\": 1, \"program\": ");
+  json_str(f, galv_progname);
+  fprintf(f, ", \"run\": \"inference\", \"runs\": 1, \"kernels\": [\n");
+  for (int i = 0; i < galv_nkernels; i++) {
+    fprintf(f, "  {\"kind\": ");
+    json_str(f, galv_kernels[i].kind);
+    fprintf(f, ", \"node\": ");
+    json_str(f, galv_kernels[i].node);
+    fprintf(f, ", \"ms\": %.6f}%s\n", (double)ms[i], i + 1 < galv_nkernels ? "," : "");
+  }
+  fprintf(f, "]}\n");
+  if (galv_wfile_commit(&w, err, sizeof err)) galv_fatal("%s", err);
+  printf("%s: wrote the kernel profile %s\n", galv_progname, path);
+}
+
+static void report_profile(long runs, const char *out) {
   int n = galv_nkernels;
-  float *ms = (float *)calloc((size_t)n, sizeof *ms);
+  float *ms = (float *)calloc((size_t)n + 1, sizeof *ms);
   for (int k = 0; k < n; k++) cudaCheck(cudaEventElapsedTime(&ms[k], galv_cu_prof_ev[k], galv_cu_prof_ev[k + 1]));
+  if (out && galv_spmd_rank() == 0) write_profile(out, ms);
   printf("%s: time per kernel kind (last run):\n", galv_progname);
   for (int k = 0; k < n; k++) {
     int first = 1;
@@ -195,6 +231,7 @@ int main(int argc, char **argv) {
   const char *outdir = NULL, *wpath = NULL;
   long iters = 1, warmup = 0;
   int profile = 0, comm_stats = 0;
+  const char *profile_out = NULL;
   enum { MAXIN = 256 };
   const char *names[MAXIN], *files[MAXIN];
   int nin = 0;
@@ -220,6 +257,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--iters") && v) iters = pos_int(a, v, 1), i++;
     else if (!strcmp(a, "--warmup") && v) warmup = pos_int(a, v, 0), i++;
     else if (!strcmp(a, "--profile")) profile = 1;
+    else if (!strcmp(a, "--profile-out") && v) profile_out = v, profile = 1, i++;
     else if (!strcmp(a, "--comm-stats")) comm_stats = 1;
     else galv_fatal_all("unknown or incomplete option '%s' (see --help)", a);
   }
@@ -322,7 +360,7 @@ int main(int argc, char **argv) {
          mean, min);
   if (galv_cu_flops > 0) printf(", %.1f GEMM+attention TFLOP/s", (double)galv_cu_flops / (min * 1e-3) / 1e12);
   printf(" (%s)\n", galv_cu_precision == GALV_BF16 ? "bf16 storage" : "fp32");
-  if (profile) report_profile(iters);
+  if (profile) report_profile(iters, profile_out);
   if (galv_nranks > 1) galv_spmd_check_bytes(comm_stats, warmup + iters); /* before the output gathers (which count) */
   printf("%s: arena %lld bytes, weights %lld bytes, scratch %lld bytes on the device\n", galv_progname,
          (long long)galv_arena_bytes, (long long)galv_weights_bytes, (long long)galv_cu_scratch_bytes);

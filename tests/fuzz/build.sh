@@ -11,6 +11,7 @@
 #   plan      plan.json            sharding  --sharding files
 #   cluster   cluster JSON         npy       .npy and .pb inputs
 #   ckpt      checkpoints          weights   weights.bin
+#   profile   --profile files (Galvatron's and galvc's)
 set -eu
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${1:?usage: build.sh WORKDIR}
@@ -47,7 +48,7 @@ done | xargs -P "${GALV_FUZZ_JOBS:-2}" -n 2 bash -c 'compile "$0" "$1" '"$SAN"
 rm -f "$WORK/libgalvfuzz.a"
 ar rcs "$WORK/libgalvfuzz.a" "$WORK"/obj/*.o
 
-TARGETS="frontend ir plan sharding cluster npy ckpt weights"
+TARGETS="frontend ir plan sharding cluster npy ckpt weights profile"
 for t in $TARGETS; do
   "$CC" $FLAGS -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
     "$SRC/tests/fuzz/fuzz_$t.c" "$WORK/libgalvfuzz.a" -lmetis $(pkg-config --libs libprotobuf-c) -lm -o "$WORK/fuzz_$t"
@@ -67,6 +68,7 @@ done
 ls "$WORK"/corpus/frontend/*.onnx >/dev/null 2>&1 || cp "$SRC"/examples/models/torch/*_op17.onnx "$WORK/corpus/frontend/"
 cp "$SRC"/tests/lit/*.mlir "$SRC"/tests/lit/Inputs/*.ir "$WORK/corpus/ir/"
 cp "$SRC"/data/clusters/*.json "$WORK/corpus/cluster/"
+cp "$SRC"/bench/galvatron/planner_inputs.json "$SRC"/tests/lit/Inputs/profile_*.json "$WORK/corpus/profile/" 2>/dev/null || true
 "$PY" "$SRC/tests/fuzz/make_seeds.py" "$WORK/seeds"
 for t in plan sharding npy ckpt weights; do cp "$WORK/seeds/$t"/* "$WORK/corpus/$t/"; done
 cp "$SRC"/tests/lit/Inputs/*.txt "$WORK/corpus/sharding/"

@@ -3,7 +3,8 @@
 # targets (build.sh) and fuzzes each for SECONDS (default
 # $GALV_FUZZ_SECONDS, else 30): frontend (ONNX), ir (the IR text parser's
 # round trip), plan (plan.json), sharding, cluster (cluster JSON), npy (.npy
-# and .pb inputs), ckpt (checkpoints), weights (weights.bin). First each
+# and .pb inputs), ckpt (checkpoints), weights (weights.bin), profile
+# (--profile files). First each
 # target runs its regression inputs (tests/fuzz/regress/TARGET/: inputs that
 # once crashed or hung a reader). Findings go to WORKDIR/crashes/TARGET-*
 # (default WORKDIR build-fuzz/). Exit status non-zero when any target found a
@@ -14,7 +15,7 @@ SECS=${1:-${GALV_FUZZ_SECONDS:-30}}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${2:-$SRC/build-fuzz}
 shift $(($# > 2 ? 2 : $#))
-TARGETS=${*:-frontend ir plan sharding cluster npy ckpt weights}
+TARGETS=${*:-frontend ir plan sharding cluster npy ckpt weights profile}
 bash "$SRC/tests/fuzz/build.sh" "$WORK"
 fail=0
 for t in $TARGETS; do
