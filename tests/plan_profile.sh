@@ -108,11 +108,11 @@ if [ "$(grep -c '^profile: layer [0-3]: forward' "$tmp/rc.out")" = 4 ] && grep -
   ok "--report-cost: $(tail -1 "$tmp/rc.out" | cut -c1-150)"
 else fail "--report-cost with the profile (want step $want ms):"; grep '^profile' "$tmp/rc.out" | sed 's/^/  | /'; fi
 
-# 3: a limit between the analytic memory and the profile's: the analytic plan fits, no plan does with the profile
+# 3: a limit between the analytic memory and the profile's: the analytic plan fits, no plan does with the profile (--recompute=none: the whole batch without recomputation; galvc would otherwise recompute to fit)
 lim=$(python3 -c "import json; a=json.load(open('$tmp/ana.json')); print(a['memory_per_device']['total'] + 1000)")
-"$galvc" "$tmp/l4.onnx" "${P[@]}" --microbatches 1 --memory-limit "$lim" -q </dev/null 2>"$tmp/m0.err" ||
+"$galvc" "$tmp/l4.onnx" "${P[@]}" --microbatches 1 --recompute=none --memory-limit "$lim" -q </dev/null 2>"$tmp/m0.err" ||
   fail "analytic plan within $lim: $(cat "$tmp/m0.err")"
-"$galvc" "$tmp/l4.onnx" "${P[@]}" --microbatches 1 --memory-limit "$lim" --profile "$tmp/gal.json" -q </dev/null 2>"$tmp/m1.err"
+"$galvc" "$tmp/l4.onnx" "${P[@]}" --microbatches 1 --recompute=none --memory-limit "$lim" --profile "$tmp/gal.json" -q </dev/null 2>"$tmp/m1.err"
 rc=$?
 if [ $rc -ne 1 ] || ! grep -q "no plan fits the memory limit of $lim bytes" "$tmp/m1.err"; then
   fail "profile's activations over $lim: rc $rc $(cat "$tmp/m1.err")"
@@ -122,9 +122,9 @@ else ok "the profile's activations count: $(cut -c1-160 "$tmp/m1.err")"; fi
 # 20% less than the profile's choice fits no plan)
 T=$(python3 -c "import json; print(json.load(open('$tmp/prof.json'))['memory_per_device']['total'])")
 L=$((T + 1000))
-"$galvc" "$tmp/l4.onnx" "${P[@]}" --profile "$tmp/gal.json" --microbatches 1 --memory-limit "$L" </dev/null 2>"$tmp/r0.err" ||
+"$galvc" "$tmp/l4.onnx" "${P[@]}" --profile "$tmp/gal.json" --microbatches 1 --recompute=none --memory-limit "$L" </dev/null 2>"$tmp/r0.err" ||
   fail "plan within $L without a reserve: $(tail -1 "$tmp/r0.err")"
-"$galvc" "$tmp/l4.onnx" "${P[@]}" --profile "$tmp/gal.json" --microbatches 1 --memory-limit "$L" --memory-reserve 0.2,100000 \
+"$galvc" "$tmp/l4.onnx" "${P[@]}" --profile "$tmp/gal.json" --microbatches 1 --recompute=none --memory-limit "$L" --memory-reserve 0.2,100000 \
   </dev/null 2>"$tmp/r1.err"
 rc=$?
 U=$(python3 -c "print(int($L * (1 - 0.2)) - 100000)")
