@@ -609,3 +609,73 @@ void galv_pool_grad_f32(const galv_conv_desc *d, const int64_t *pe, int mode, in
                         float *dx) {
   pool_run(d, pe, mode, cip, x, dy, dx);
 }
+
+/* ---------------------------------------------------------------- 16-bit storage */
+
+/* --precision bf16 / fp16 (docs/cpu-target.md, "16-bit storage"): f32
+ * values stored as bf16 (dt GALV_BF16) or f16 (GALV_F16) are widened into
+ * f32 scratch before an f32 kernel (exact) and its results narrowed after
+ * it (round-to-nearest-even, galv_f32_to_bf16 / galv_f32_to_f16), as the
+ * CUDA runtime's kernels load, compute in fp32 and store. */
+void galv_widen16(int dt, float *dst, const void *src, int64_t n) {
+  const uint16_t *s = src;
+  if (dt == GALV_BF16)
+    for (int64_t i = 0; i < n; i++) dst[i] = galv_bf16_to_f32(s[i]);
+  else
+    for (int64_t i = 0; i < n; i++) dst[i] = galv_f16_to_f32(s[i]);
+}
+
+void galv_narrow16(int dt, void *dst, const float *src, int64_t n) {
+  uint16_t *d = dst;
+  if (dt == GALV_BF16)
+    for (int64_t i = 0; i < n; i++) d[i] = galv_f32_to_bf16(src[i]);
+  else
+    for (int64_t i = 0; i < n; i++) d[i] = galv_f32_to_f16(src[i]);
+}
+
+void galv_round16(int dt, float *dst, const float *src, int64_t n) {
+  if (dt == GALV_BF16)
+    for (int64_t i = 0; i < n; i++) dst[i] = galv_rnd_bf16(src[i]);
+  else
+    for (int64_t i = 0; i < n; i++) dst[i] = galv_rnd_f16(src[i]);
+}
+
+static char *cvt_buf;
+static int64_t cvt_bytes;
+
+char *galv_cvt_scratch(int64_t bytes) {
+  if (bytes > cvt_bytes) {
+    free(cvt_buf);
+    cvt_buf = aligned_alloc(64, (size_t)((bytes + 63) / 64 * 64));
+    if (!cvt_buf) galv_fatal("out of memory (%lld bytes of 16-bit conversion scratch)", (long long)bytes);
+    cvt_bytes = bytes;
+  }
+  return cvt_buf;
+}
+
+int64_t galv_cvt_scratch_bytes(void) { return cvt_bytes; }
+
+/* The weights of a 16-bit inference program: a copy of the mapped block
+ * with each f32 tensor (tab: offset, elements) converted to dt in the first
+ * half of its slot, as the CUDA runtime uploads them. One copy, kept until
+ * the weights pointer changes. */
+static int64_t narrow_w_bytes;
+int64_t galv_narrow_weights_bytes(void) { return narrow_w_bytes; }
+
+const char *galv_narrow_weights(const char *w, int64_t bytes, const int64_t *tab, int n, int dt) {
+  static const char *src;
+  static char *copy;
+  if (src == w && copy) return copy;
+  narrow_w_bytes = bytes;
+  free(copy);
+  copy = aligned_alloc(64, (size_t)((bytes + 63) / 64 * 64 + 64));
+  if (!copy) galv_fatal("out of memory (%lld bytes of 16-bit weights)", (long long)bytes);
+  memcpy(copy, w, (size_t)bytes);
+  for (int i = 0; i < n; i++) {
+    const float *f = (const float *)(w + tab[2 * i]);
+    uint16_t *d = (uint16_t *)(copy + tab[2 * i]);
+    for (int64_t k = 0; k < tab[2 * i + 1]; k++) d[k] = dt == GALV_BF16 ? galv_f32_to_bf16(f[k]) : galv_f32_to_f16(f[k]);
+  }
+  src = w;
+  return copy;
+}

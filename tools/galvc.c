@@ -713,10 +713,6 @@ int main(int argc, char **argv) {
     gv_error_plain("--emit=program writes a directory: give -o DIR/");
     return 2;
   }
-  if (cuda.bf16 && program && !pa.on && strcmp(target, "cpu") == 0) {
-    gv_error_plain("--precision bf16: the cpu target computes fp32 (bf16 storage is the cuda target's: --target cuda)");
-    return 2;
-  }
   /* the storage pass stores values 16-bit as the cuda target runs them: the memory plan, --report-cost and the
    * planner price that storage (docs/cuda-target.md, "Storage precision") */
   if (cuda.bf16) gv_precision_opts.storage = GV_DT_BF16;
@@ -726,7 +722,7 @@ int main(int argc, char **argv) {
                    "--precision bf16 (same storage plan, no loss scale needed)");
     return 2;
   }
-  if (fp16 && program) {
+  if (fp16 && program && strcmp(target, "cpu") != 0) {
     gv_error_plain("--precision fp16: the cuda runtime's kernels store bf16, not fp16, so far: fp16 storage is priced "
                    "(--report-cost, the planner, -o FILE.mlir) but not emitted; use --precision bf16 for a program");
     return 2;
