@@ -123,8 +123,8 @@ static void usage(FILE *f) {
           "                           runs where a GPU is) is the default when --gpus is given, cpu (C +\n"
           "                           OpenBLAS + MPI; runs anywhere) otherwise (docs/cuda-target.md, cpu-target.md)\n"
           "  --cuda-arch sm_90[,sm_80]  GPU architectures of the cuda target (default sm_90)\n"
-          "  --precision fp32|bf16|fp16  cuda target: float storage (bf16: bf16 storage, fp32 accumulation;\n"
-          "                           fp16: inference priced and planned only, not emitted;\n"
+          "  --precision fp32|bf16|fp16  float storage, both targets (bf16: bf16 storage, fp32 compute and\n"
+          "                           accumulation; fp16: inference, programs on the cpu target only;\n"
           "                           with --train mixed precision: fp32 parameters, optimizer state and\n"
           "                           parameter gradients, bf16 activations and GEMM inputs)\n"
           "  --grad-dtype fp32|bf16   --train --precision bf16: the parameter gradients' storage (and so their\n"
@@ -981,7 +981,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (pa.on && cuda.bf16) {
-    gv_error_plain("--pipeline-stages with --target cuda: the stage programs are fp32 (drop --precision bf16)");
+    gv_error_plain("--pipeline-stages with --precision bf16: the stage programs are fp32 on both targets (drop --precision bf16)");
     return 2;
   }
   if (pa.on) {
