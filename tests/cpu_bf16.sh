@@ -29,7 +29,8 @@
 # (3) 2 ranks (GPT-2: dp, tp, zero; Llama: dp, zero — Llama's tp=2 under
 #     bf16 fails the byte check on both targets, docs/cpu-target.md), bf16,
 #     3 steps: losses within 1e-3 of the one-device bf16 program (measured
-#     GPT-2 dp 1.1e-4, tp 1.6e-4, zero 1.1e-4); the bytes the communicator hands
+#     GPT-2 dp 1.1e-4, tp 1.6e-4, zero 1.1e-4; Llama dp 3.9e-4, zero 3.9e-4); the
+#     bytes the communicator hands
 #     to MPI (2 per bf16 element) equal the global program's prediction
 #     (checked by the program, required here). (4) --grad-dtype bf16 on 2
 #     ranks (dp: bf16 all-reduce of the gradients; zero: bf16

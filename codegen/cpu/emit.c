@@ -297,7 +297,7 @@ static int convert_in(emitter *e, const gv_op *op, const cg_kcall *k, char p[][6
   bool mv = moves_elements(k);
   gv_dtype ks = mv ? vst(e, cg_kcall_value(op, k->es_slot)) : GV_DT_F32;
   e->cvt = 0;
-  char cv[1024] = "";
+  char cv[(GV_MAX_RANK * 4 + 4) * 160] = ""; /* one line per slot at most */
   size_t cn = 0;
   for (int i = 0; i < op->nopnds + op->nres; i++) {
     const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
