@@ -22,7 +22,8 @@
 #     same values are rounded in the same places; later steps drift apart by
 #     AdamW's sign(g) steps where a gradient is within rounding of zero, so
 #     they are held to the fp32 bound); --grad-dtype bf16 alike.
-#     Against program-emu (the CUDA program under the CUDA execution layer,
+#     The CUDA directory of the same plan: `make cpu` gives the same losses
+#     bit for bit. Against program-emu (the CUDA program under the CUDA execution layer,
 #     same plan; GPT-2 only, skipped without a C++ compiler): losses within
 #     1e-3 (measured 7.6e-5). Losses vs fp32: GPT-2 1.8e-4 (bf16 gradients
 #     2.6e-4), Llama 1.2e-4 (1.2e-4).
@@ -170,10 +171,17 @@ sys.exit(0 if len(a) == len(b) == 3 and max(abs(x - y) for x, y in zip(a, b)) <=
   done
 done
 
+# the CUDA directory of the same plan: `make cpu` builds the CPU target's program (the same losses, bit for bit)
+if "$BUILD/galvc" "$T/gpt2.onnx" --batch 2 --seq 16 --target cuda --train --precision bf16 --no-build -o "$T/cu/" >/dev/null 2>&1 &&
+  make -s -C "$T/cu" cpu >"$T/cucpu.log" 2>&1 && "$T/cu/program-cpu" --batches "$T/b" --steps 3 >"$T/rcucpu.log" 2>&1 &&
+  [ "$(losses "$T/rcucpu.log")" = "$(losses "$T/rt_gpt2_bf16.log")" ]; then
+  ok "gpt2 train bf16: make cpu in the cuda directory: $(losses "$T/rcucpu.log")"
+else
+  bad "gpt2 train bf16: make cpu in the cuda directory: $(tail -1 "$T/cucpu.log" "$T/rcucpu.log" 2>/dev/null | tail -1)"
+fi
 # program-emu: the CUDA program of the same plan under the CUDA execution layer
 if command -v "${CXX:-g++}" >/dev/null; then
-  if "$BUILD/galvc" "$T/gpt2.onnx" --batch 2 --seq 16 --target cuda --train --precision bf16 --no-build -o "$T/cu/" >/dev/null 2>&1 &&
-    make -s -C "$T/cu" emu >"$T/cu.log" 2>&1 && "$T/cu/program-emu" --batches "$T/b" --steps 3 >"$T/rcu.log" 2>&1; then
+  if make -s -C "$T/cu" emu >"$T/cu.log" 2>&1 && "$T/cu/program-emu" --batches "$T/b" --steps 3 >"$T/rcu.log" 2>&1; then
     a=$(losses "$T/rt_gpt2_bf16.log") b=$(losses "$T/rcu.log")
     if python3 -c "
 import sys
