@@ -408,7 +408,7 @@ int cg_emit_comm_op(cg_comm *c, FILE *f, const gv_op *op, char p[][64]) {
   const gv_type *x = &op->opnds[0]->type;
   const char *dt = cg_rt_dtype(x->dtype);
   size_t es = gv_dtype_size(x->dtype);
-  if (stored_bf16(c->t, op->opnds[0])) dt = "GALV_BF16", es = 2; /* f32 stored as bf16 */
+  if (stored_bf16(c->t, op->opnds[0])) dt = c->t->half_dt ? c->t->half_dt : "GALV_BF16", es = 2; /* f32 stored 16-bit */
   if (!dt || x->dtype != o->dtype) return gv_error_op(m, op, "%s: galv.%s on %s is not supported", c->t->who, gv_ops[op->code].name, gv_dtype_name(x->dtype));
   const char *X = p[0], *R = p[1];
   int64_t n = gv_type_numel(x);

@@ -32,6 +32,7 @@ typedef struct {
    * the CUDA target's bf16 training); ctx is passed back */
   int (*half)(const void *ctx, const gv_value *v);
   const void *half_ctx;
+  const char *half_dt;       /* the runtime dtype of those 16-bit values: NULL = "GALV_BF16" ("GALV_F16": fp16 storage) */
 } cg_comm_target;
 
 typedef struct cg_comm cg_comm;

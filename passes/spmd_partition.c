@@ -138,6 +138,12 @@ static gv_value *coll(spmd *S, gv_opcode code, gv_value *x, unsigned axes, int d
   /* moved as stored: a value the storage pass stores 16-bit moves 2 bytes per element (ir/storage.h); the
    * collective stores its result like its operand (the storage pass's rule), which a chain of them reads */
   gv_dtype st = gv_value_storage(x);
+  /* an inference program under 16-bit storage stores every f32 value 16-bit (passes/storage.c), the values
+   * this pass makes itself too (a vocab-parallel embedding's masked lookup), which the storage pass annotates
+   * only later, on the device program */
+  if (st == GV_DT_F32 && x->type.dtype == GV_DT_F32 && gv_precision_opts.storage != GV_DT_F32 && S->m->main &&
+      !S->m->main->res_updates)
+    st = gv_precision_opts.storage;
   if (st != x->type.dtype) {
     const char *name = gv_dtype_name(st);
     nb = nb / (int64_t)gv_dtype_size(x->type.dtype) * (int64_t)gv_dtype_size(st);

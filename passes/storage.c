@@ -17,7 +17,10 @@
  * 16-bit; so are its f32 arguments (`arg_storage` on galv.return: inputs
  * and weights are converted on upload; the weights keep their weights.bin
  * slots, a data input gets a 16-bit arena slot). A training step's
- * arguments keep their dtype.
+ * arguments keep their dtype. On a device program (after spmd-partition)
+ * each collective keeps the global program's decision for it and its
+ * operand (its `storage` as spmd-partition wrote it), which its predicted
+ * bytes count.
  * Runs before memory-plan; never changes what the program computes in the
  * IR's types. value->id is scratch. */
 #include <stdlib.h>
@@ -27,16 +30,40 @@
 
 gv_precision_options gv_precision_opts = {.storage = GV_DT_F32, .grad = GV_DT_F32};
 
+/* a collective spmd-partition made, with its predicted bytes */
+static bool moved(const gv_op *op) {
+  bool coll = op->code == GV_OP_ALL_REDUCE || op->code == GV_OP_ALL_GATHER || op->code == GV_OP_REDUCE_SCATTER ||
+              op->code == GV_OP_ALL_TO_ALL;
+  return coll && op->nres == 1 && op->nopnds == 1 && gv_get_attr(op, "bytes") != NULL;
+}
+
 int gv_pass_storage(gv_module *m) {
   if (!m->main || !m->main->body) return gv_error(m, "storage: module has no function");
   gv_block *body = m->main->body;
   gv_dtype h = gv_precision_opts.storage;
+  if (h != GV_DT_F32 && h != GV_DT_BF16 && h != GV_DT_F16)
+    return gv_error(m, "storage: precision %s is not a 16-bit float", gv_dtype_name(h));
+  bool train = m->main->res_updates != NULL, grad16 = gv_precision_opts.grad != GV_DT_F32;
+  /* the collectives spmd-partition made (they carry `bytes`) move what the global program's storage decided
+   * (their `storage`, before this pass clears it): the planner predicted those bytes and the program's
+   * communicator is checked against them, so the device program keeps that decision for each collective and
+   * its operand even where fusion would change it (a fused op with an fp32 result keeps its operands fp32) */
+  int ncoll = 0;
+  for (gv_op *op = body->first; op; op = op->next) ncoll += moved(op);
+  gv_op **coll = malloc((size_t)(ncoll + 1) * sizeof *coll);
+  unsigned char *coll16 = malloc((size_t)ncoll + 1);
+  if (!coll || !coll16) abort();
+  ncoll = 0;
+  for (gv_op *op = body->first; op; op = op->next)
+    if (moved(op))
+      coll[ncoll] = op, coll16[ncoll++] = gv_value_storage(op->res[0]) != op->res[0]->type.dtype;
+  int n = 0;
   for (gv_op *op = body->first; op; op = op->next)
     gv_remove_attr(op, "storage"), gv_remove_attr(op, "input_storage"), gv_remove_attr(op, "arg_storage");
-  if (h == GV_DT_F32) return 0;
-  if (h != GV_DT_BF16 && h != GV_DT_F16) return gv_error(m, "storage: precision %s is not a 16-bit float", gv_dtype_name(h));
-  bool train = m->main->res_updates != NULL, grad16 = gv_precision_opts.grad != GV_DT_F32;
-  int n = 0;
+  if (h == GV_DT_F32) {
+    free(coll), free(coll16);
+    return 0;
+  }
   for (int i = 0; i < body->nargs; i++) body->args[i]->id = n++;
   for (gv_op *op = body->first; op; op = op->next)
     for (int i = 0; i < op->nres; i++) op->res[i]->id = n++;
@@ -45,6 +72,21 @@ int gv_pass_storage(gv_module *m) {
   int rc = 0;
   if (train) {
     rc = gv_storage_plan_train(m, half, n, grad16);
+    const gv_op *ret = gv_block_terminator(body);
+    bool changed = false;
+    for (int k = 0; k < ncoll && !rc; k++) { /* the global program's decision for each collective (above) */
+      gv_op *c = coll[k];
+      gv_value *x = c->nopnds ? c->opnds[0] : NULL;
+      if (!x || x->type.dtype != GV_DT_F32 || half[c->res[0]->id] == coll16[k]) continue;
+      bool step_result = false; /* the step's results stay fp32 */
+      for (int i = 0; ret && i < ret->nopnds; i++) step_result = step_result || ret->opnds[i] == x || ret->opnds[i] == c->res[0];
+      if (step_result) continue;
+      if (x->def && x->def->code != GV_OP_CONSTANT && !(gv_ops[x->def->code].flags & GV_VIEW)) half[x->id] = coll16[k];
+      half[c->res[0]->id] = half[x->id];
+      changed = true;
+    }
+    for (gv_op *op = body->first; op && changed; op = op->next) /* views follow their root */
+      if ((gv_ops[op->code].flags & GV_VIEW) && op->nopnds && op->nres) half[op->res[0]->id] = half[op->opnds[0]->id];
   } else {
     for (gv_op *op = body->first; op; op = op->next)
       for (int i = 0; op->code != GV_OP_CONSTANT && i < op->nres; i++) half[op->res[i]->id] = op->res[i]->type.dtype == GV_DT_F32;
@@ -73,5 +115,6 @@ int gv_pass_storage(gv_module *m) {
       gv_set_str(m, op, "input_storage", name);
   }
   free(half);
+  free(coll), free(coll16);
   return rc;
 }

@@ -332,8 +332,7 @@ static MPI_Datatype mpi_type(int dtype, int reduce, galv_redop op, const char *w
     if (reduce && op == GALV_RED_SUM) galv_fatal("%s: a sum of i1 values is not supported (use max)", who);
     return MPI_UINT8_T;
   case GALV_F16:
-  case GALV_BF16:
-    if (reduce) galv_fatal("%s: reductions over %s are not supported by the MPI backend", who, galv_dtype_name(dtype));
+  case GALV_BF16: /* reductions: the user operations below (mpi_op) */
     return MPI_UINT16_T;
   default: galv_fatal("%s: unknown dtype code %d", who, dtype);
   }
@@ -344,7 +343,40 @@ static int icount(size_t count, const char *who) {
   return (int)count;
 }
 
-static MPI_Op mpi_op(galv_redop op) { return op == GALV_RED_MAX ? MPI_MAX : MPI_SUM; }
+/* 16-bit sums and maxima (f32 values stored bf16 / f16, --precision bf16):
+ * each pairwise step widens both operands, computes in fp32 and rounds to
+ * the storage type (round-to-nearest-even), as NCCL's ring reduces bf16
+ * and as the CUDA execution layer's NCCL does (runtime/cuda/emu/emu_nccl.cc) */
+static void op16(void *in, void *inout, int *len, int bf, int max) {
+  const uint16_t *a = (const uint16_t *)in;
+  uint16_t *b = (uint16_t *)inout;
+  for (int i = 0; i < *len; i++) {
+    float x = bf ? galv_bf16_to_f32(a[i]) : galv_f16_to_f32(a[i]), y = bf ? galv_bf16_to_f32(b[i]) : galv_f16_to_f32(b[i]);
+    float r = max ? (x != x || y != y ? NAN : x > y ? x : y) : x + y;
+    b[i] = bf ? galv_f32_to_bf16(r) : galv_f32_to_f16(r);
+  }
+}
+static void sum_bf16(void *a, void *b, int *n, MPI_Datatype *t) { (void)t, op16(a, b, n, 1, 0); }
+static void max_bf16(void *a, void *b, int *n, MPI_Datatype *t) { (void)t, op16(a, b, n, 1, 1); }
+static void sum_f16(void *a, void *b, int *n, MPI_Datatype *t) { (void)t, op16(a, b, n, 0, 0); }
+static void max_f16(void *a, void *b, int *n, MPI_Datatype *t) { (void)t, op16(a, b, n, 0, 1); }
+
+static MPI_Op mpi_op16(int dtype, galv_redop op) {
+  static MPI_Op ops[4];
+  static int made[4];
+  static MPI_User_function *const fn[4] = {sum_bf16, max_bf16, sum_f16, max_f16};
+  int i = (dtype == GALV_BF16 ? 0 : 2) + (op == GALV_RED_MAX);
+  if (!made[i]) {
+    MPI_CHECK(MPI_Op_create(fn[i], 1, &ops[i]));
+    made[i] = 1;
+  }
+  return ops[i];
+}
+
+static MPI_Op mpi_op(galv_redop op, int dtype) {
+  if (dtype == GALV_BF16 || dtype == GALV_F16) return mpi_op16(dtype, op);
+  return op == GALV_RED_MAX ? MPI_MAX : MPI_SUM;
+}
 
 void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_redop op,
                      galv_queue *q) {
@@ -354,7 +386,7 @@ void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, i
   int in_place = send == recv;
   if (!in_place && overlap(send, n, recv, n)) galv_fatal("galv_all_reduce: send and recv buffers partly overlap");
   order(q, send, n, recv, n, "galv_all_reduce");
-  MPI_CHECK(MPI_Iallreduce(in_place ? MPI_IN_PLACE : send, recv, icount(count, "galv_all_reduce"), t, mpi_op(op),
+  MPI_CHECK(MPI_Iallreduce(in_place ? MPI_IN_PLACE : send, recv, icount(count, "galv_all_reduce"), t, mpi_op(op, dtype),
                            c->comm, push(q, send, n, recv, n)));
   galv_test_point("all_reduce");
 }
@@ -377,7 +409,7 @@ void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t coun
   if (!count) return;
   if (overlap(send, full, recv, n)) galv_fatal("galv_reduce_scatter: send and recv buffers overlap");
   order(q, send, full, recv, n, "galv_reduce_scatter");
-  MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, icount(count, "galv_reduce_scatter"), t, mpi_op(op), c->comm,
+  MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, icount(count, "galv_reduce_scatter"), t, mpi_op(op, dtype), c->comm,
                                       push(q, send, full, recv, n)));
 }
 

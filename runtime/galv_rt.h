@@ -34,7 +34,9 @@ typedef struct {
   int64_t dims[GALV_RT_MAX_RANK];
   int in_weights;  /* 1: offset is into the weights file, 0: into the arena, 2: into the state buffer */
   int64_t offset;
-  int64_t nbytes;
+  int64_t nbytes;  /* of the tensor as its file holds it (numel x the dtype's size) */
+  int storage;     /* 0: as dtype; GALV_BF16 / GALV_F16: an f32 tensor held 16-bit in the arena
+                      (--precision bf16 / fp16 inference: converted on input and output) */
 } galv_io;
 
 /* ---- defined by the generated program.c */
@@ -346,6 +348,24 @@ void galv_conv_f32(const galv_conv_desc *d, const float *x, const float *w, cons
 void galv_pool_f32(const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const float *x, float *y);
 void galv_pool_grad_f32(const galv_conv_desc *d, const int64_t *pe, int mode, int cip, const float *x, const float *dy,
                         float *dx);
+
+/* ---- 16-bit storage (--precision bf16 / fp16; docs/cpu-target.md, "16-bit
+ * storage"): f32 values held as bf16 (dt GALV_BF16) or f16 (GALV_F16). The
+ * compute kernels are f32: program.c widens 16-bit operands into f32
+ * scratch (exact), rounds an f32-stored operand the GPU kernel reads in 16
+ * bits (a GEMM's fp32 weight: galv_round16), calls the kernel and narrows
+ * each 16-bit result (round-to-nearest-even), as the CUDA runtime computes
+ * in fp32 between 16-bit loads and stores. */
+void galv_widen16(int dt, float *dst, const void *src, int64_t n);
+void galv_narrow16(int dt, void *dst, const float *src, int64_t n);
+void galv_round16(int dt, float *dst, const float *src, int64_t n); /* dst may be src */
+/* The conversion scratch (grown to bytes on first use, kept); its size. */
+char *galv_cvt_scratch(int64_t bytes);
+int64_t galv_cvt_scratch_bytes(void);
+/* A 16-bit inference program's weights: a copy of w (bytes) with its n f32
+ * tensors (tab: offset, elements pairs) converted to dt in place. */
+const char *galv_narrow_weights(const char *w, int64_t bytes, const int64_t *tab, int n, int dt);
+int64_t galv_narrow_weights_bytes(void); /* the copy's size, 0 when none was made */
 
 /* ---- training kernels (runtime/kernels_grad.c; ir/train_ops.c semantics) */
 /* Scatter-add of dy [outer, nidx, inner] into dst [outer, D, inner] (zeroed first). */

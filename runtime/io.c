@@ -673,3 +673,49 @@ void galv_ckpt_close(galv_ckpt *c) {
   free(c->e);
   memset(c, 0, sizeof *c);
 }
+
+/* ---------------------------------------------------------------- 16-bit storage buffers */
+
+/* The conversion scratch of a 16-bit storage program (galv_rt.h) and its
+ * weights converted as the CUDA runtime uploads them: here, not in
+ * kernels.c, because runtime/train.c reports them and the CUDA builds link
+ * train.c without the CPU kernels. */
+static char *cvt_buf;
+static int64_t cvt_bytes;
+
+char *galv_cvt_scratch(int64_t bytes) {
+  if (bytes > cvt_bytes) {
+    free(cvt_buf);
+    cvt_buf = aligned_alloc(64, (size_t)((bytes + 63) / 64 * 64));
+    if (!cvt_buf) galv_fatal("out of memory (%lld bytes of 16-bit conversion scratch)", (long long)bytes);
+    cvt_bytes = bytes;
+  }
+  return cvt_buf;
+}
+
+int64_t galv_cvt_scratch_bytes(void) { return cvt_bytes; }
+
+/* The weights of a 16-bit inference program: a copy of the mapped block
+ * with each f32 tensor (tab: offset, elements) converted to dt in the first
+ * half of its slot, as the CUDA runtime uploads them. One copy, kept until
+ * the weights pointer changes. */
+static int64_t narrow_w_bytes;
+int64_t galv_narrow_weights_bytes(void) { return narrow_w_bytes; }
+
+const char *galv_narrow_weights(const char *w, int64_t bytes, const int64_t *tab, int n, int dt) {
+  static const char *src;
+  static char *copy;
+  if (src == w && copy) return copy;
+  narrow_w_bytes = bytes;
+  free(copy);
+  copy = aligned_alloc(64, (size_t)((bytes + 63) / 64 * 64 + 64));
+  if (!copy) galv_fatal("out of memory (%lld bytes of 16-bit weights)", (long long)bytes);
+  memcpy(copy, w, (size_t)bytes);
+  for (int i = 0; i < n; i++) {
+    const float *f = (const float *)(w + tab[2 * i]);
+    uint16_t *d = (uint16_t *)(copy + tab[2 * i]);
+    for (int64_t k = 0; k < tab[2 * i + 1]; k++) d[k] = dt == GALV_BF16 ? galv_f32_to_bf16(f[k]) : galv_f32_to_f16(f[k]);
+  }
+  src = w;
+  return copy;
+}

@@ -615,3 +615,33 @@ void galv_pool_grad_f32(const galv_conv_desc *d, const int64_t *pe, int mode, in
                         float *dx) {
   pool_run(d, pe, mode, cip, x, dy, dx);
 }
+
+/* ---------------------------------------------------------------- 16-bit storage */
+
+/* --precision bf16 / fp16 (docs/cpu-target.md, "16-bit storage"): f32
+ * values stored as bf16 (dt GALV_BF16) or f16 (GALV_F16) are widened into
+ * f32 scratch before an f32 kernel (exact) and its results narrowed after
+ * it (round-to-nearest-even, galv_f32_to_bf16 / galv_f32_to_f16), as the
+ * CUDA runtime's kernels load, compute in fp32 and store. */
+void galv_widen16(int dt, float *dst, const void *src, int64_t n) {
+  const uint16_t *s = src;
+  if (dt == GALV_BF16)
+    for (int64_t i = 0; i < n; i++) dst[i] = galv_bf16_to_f32(s[i]);
+  else
+    for (int64_t i = 0; i < n; i++) dst[i] = galv_f16_to_f32(s[i]);
+}
+
+void galv_narrow16(int dt, void *dst, const float *src, int64_t n) {
+  uint16_t *d = dst;
+  if (dt == GALV_BF16)
+    for (int64_t i = 0; i < n; i++) d[i] = galv_f32_to_bf16(src[i]);
+  else
+    for (int64_t i = 0; i < n; i++) d[i] = galv_f32_to_f16(src[i]);
+}
+
+void galv_round16(int dt, float *dst, const float *src, int64_t n) {
+  if (dt == GALV_BF16)
+    for (int64_t i = 0; i < n; i++) dst[i] = galv_rnd_bf16(src[i]);
+  else
+    for (int64_t i = 0; i < n; i++) dst[i] = galv_rnd_f16(src[i]);
+}

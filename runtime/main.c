@@ -67,6 +67,9 @@ static void usage(FILE *f) {
   }
 }
 
+/* the bytes an input or output holds in the arena (16-bit storage: 2 per element) */
+static int64_t arena_bytes_of(const galv_io *d) { return d->storage ? d->nbytes / 2 : d->nbytes; }
+
 static void shape_str(char *b, size_t n, int rank, const int64_t *dims) {
   size_t k = 0;
   b[0] = 0;
@@ -164,12 +167,28 @@ int main(int argc, char **argv) {
   memset(arena, FILL, abytes);
   GALV_POISON(arena, abytes);
 
+  /* 16-bit storage (--precision bf16 / fp16): an f32 input is converted into its 16-bit arena slot, an
+   * f32 output widened from it (what the file holds is f32 either way) */
+  int64_t maxf = 0;
+  for (int i = 0; i < galv_ninputs; i++)
+    if (galv_inputs[i].storage && galv_inputs[i].nbytes > maxf) maxf = galv_inputs[i].nbytes;
+  for (int o = 0; o < galv_noutputs; o++)
+    if (galv_outputs[o].storage && galv_outputs[o].nbytes > maxf) maxf = galv_outputs[o].nbytes;
+  float *wide = maxf ? malloc((size_t)maxf) : NULL;
+  if (maxf && !wide) galv_fatal("out of memory");
+
   double sum = 0, min = 0;
   int64_t high = -1;
   for (long it = 0; it < warmup + iters; it++) {
     for (int i = 0; i < galv_ninputs; i++) {
-      GALV_UNPOISON(arena + galv_inputs[i].offset, galv_inputs[i].nbytes);
-      galv_spmd_load_input(i, arena + galv_inputs[i].offset, in[i].data); /* this rank's block */
+      const galv_io *d = &galv_inputs[i];
+      GALV_UNPOISON(arena + d->offset, arena_bytes_of(d));
+      if (!d->storage) {
+        galv_spmd_load_input(i, arena + d->offset, in[i].data); /* this rank's block */
+        continue;
+      }
+      galv_spmd_load_input(i, wide, in[i].data);
+      galv_narrow16(d->storage, arena + d->offset, wide, d->nbytes / 4);
     }
     galv_prof_on = profile && it >= warmup;
     double t0 = now_ms();
@@ -186,7 +205,7 @@ int main(int argc, char **argv) {
       /* outputs stay readable; everything else is dead between runs */
       GALV_POISON(arena, abytes);
       for (int o = 0; o < galv_noutputs; o++)
-        if (!galv_outputs[o].in_weights) GALV_UNPOISON(arena + galv_outputs[o].offset, galv_outputs[o].nbytes);
+        if (!galv_outputs[o].in_weights) GALV_UNPOISON(arena + galv_outputs[o].offset, arena_bytes_of(&galv_outputs[o]));
     }
     if (it < warmup) continue;
     sum += t;
@@ -207,10 +226,17 @@ int main(int argc, char **argv) {
   }
   printf("%s: arena %lld bytes, high-water %lld bytes (measured: highest byte written in the first run; plan: %lld)\n",
          galv_progname, (long long)galv_arena_bytes, (long long)high, (long long)galv_plan_high_water);
+  if (galv_cvt_scratch_bytes() || galv_narrow_weights_bytes())
+    printf("%s: 16-bit storage: conversion scratch %lld bytes, 16-bit weights copy %lld bytes (outside the arena)\n",
+           galv_progname, (long long)galv_cvt_scratch_bytes(), (long long)galv_narrow_weights_bytes());
 
   for (int o = 0; o < galv_noutputs; o++) {
     galv_io go;
     const char *p = galv_outputs[o].in_weights ? weights + galv_outputs[o].offset : arena + galv_outputs[o].offset;
+    if (galv_outputs[o].storage && !galv_outputs[o].in_weights) {
+      galv_widen16(galv_outputs[o].storage, wide, p, galv_outputs[o].nbytes / 4);
+      p = (const char *)wide;
+    }
     p = galv_spmd_output(o, p, &go); /* split outputs gathered from every rank */
     const galv_io *d = &go;
     char sh[160];
@@ -227,6 +253,7 @@ int main(int argc, char **argv) {
     if (galv_write_npy(path, d, p, err, sizeof err)) galv_fatal("%s: %s", path, err);
   }
   for (int i = 0; i < galv_ninputs; i++) free(in[i].data);
+  free(wide);
   for (int j = 0; j < nin; j++) free((char *)names[j]);
   free(in);
   GALV_UNPOISON(arena, abytes);

@@ -97,7 +97,7 @@ static void train_usage(FILE *f) {
 /* State entry i as a local tensor (its slot in the state buffer). */
 static galv_io state_io(int i) {
   const galv_state_entry *e = &galv_state[i];
-  galv_io io = {e->name, e->dtype, e->rank, {0}, 2, e->offset, e->nbytes};
+  galv_io io = {e->name, e->dtype, e->rank, {0}, 2, e->offset, e->nbytes, 0};
   memcpy(io.dims, e->dims, sizeof io.dims);
   return io;
 }
@@ -304,6 +304,9 @@ int galv_train_main(int argc, char **argv) {
       printf("%s: rank %d: memory: state %lld bytes + arena high-water %lld bytes (measured: highest byte the first step "
              "wrote; plan: %lld) = %lld bytes\n", galv_progname, galv_spmd_rank(), (long long)galv_state_bytes, (long long)high,
              (long long)galv_plan_high_water, (long long)(galv_state_bytes + high));
+      if (galv_cvt_scratch_bytes())
+        printf("%s: rank %d: 16-bit storage: conversion scratch %lld bytes (outside the arena)\n", galv_progname,
+               galv_spmd_rank(), (long long)galv_cvt_scratch_bytes());
     }
     GALV_POISON(arena, abytes);
   }

@@ -39,9 +39,10 @@ static void usage(FILE *f) {
              "  --steps N                run the step function N times, feeding updated params and state\n"
              "                           back; prints 'step I loss X'; -o then writes the last step's results\n"
              "                           (and, with --train, the frozen parameters, unchanged)\n"
-             "  --precision bf16         with --train: round every value the cuda target stores as bf16 under\n"
-             "                           --train --precision bf16 (and the operands its kernels convert) to\n"
-             "                           bf16, everything else fp32: that target's mixed precision, on the CPU\n"
+             "  --precision bf16         round every value the targets store as bf16 under --precision bf16\n"
+             "                           (and the operands their kernels convert) to bf16: inference every f32\n"
+             "                           value (inputs, weights, constants as uploaded); with --train the\n"
+             "                           mixed-precision plan, everything else fp32\n"
              "  --grad-dtype fp32|bf16   with --precision bf16: the parameter gradients stored bf16 too\n"
              "  -q, --quiet              no report of what trains (stderr, with --train)\n"
              "  -h, --help\n");
@@ -113,9 +114,27 @@ static int emulate_bf16_storage(gv_module *m) {
     for (int i = 0; i < op->nres; i++) half[n] = gv_value_storage(op->res[i]) == GV_DT_BF16, op->res[i]->id = n++;
   gv_subst *sub = gv_subst_new(); /* a rounded result replaces its value for every later use */
   for (gv_op *op = body->first; op; op = op->next) ops[k++] = op;
+  bool infer = !m->main->res_updates; /* inference: inputs, weights and f32 constants are stored bf16 too (uploaded so) */
+  if (infer && nops > 1) {
+    gvb top = {m, body->first->next, "bf16 storage"};
+    for (int i = 0; i < body->nargs && !rc; i++) {
+      gv_value *v = body->args[i];
+      if (v->type.dtype != GV_DT_F32) continue;
+      gv_value *r = round_bf16(&top, v);
+      if (!r) rc = -1;
+      else gv_subst_add(sub, v, r, r->def->opnds[0]->def);
+    }
+  }
   for (k = 0; k < nops && !rc; k++) {
     gv_op *op = ops[k];
     gv_subst_op(sub, op);
+    if (infer && op->code == GV_OP_CONSTANT && op->res[0]->type.dtype == GV_DT_F32) {
+      gvb after = {m, op->next, "bf16 storage"};
+      gv_value *r = round_bf16(&after, op->res[0]);
+      if (!r) rc = -1;
+      else gv_subst_add(sub, op->res[0], r, r->def->opnds[0]->def);
+      continue;
+    }
     if (op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA || op->code == GV_OP_RETURN || (gv_ops[op->code].flags & GV_VIEW))
       continue;
     gvb before = {m, op, "bf16 storage"};
@@ -291,7 +310,6 @@ int main(int argc, char **argv) {
   gv_func *f = m->main;
   if (train && !quiet) gv_print_trainable(f, "galv-eval", stderr);
   if (!checked && check_static(m, f->body)) goto out;
-  if (bf16 && !train) { gv_error_plain("--precision bf16 emulates bf16 training: it needs --train"); goto out; }
   if (gv_precision_opts.grad != GV_DT_F32 && !bf16) { gv_error_plain("--grad-dtype bf16 applies to --precision bf16 training"); goto out; }
   if (bf16 && emulate_bf16_storage(m)) goto out;
   /* data inputs, then (training) one optimizer state tensor per parameter or two */

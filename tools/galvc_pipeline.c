@@ -809,7 +809,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
           int64_t nb = gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype);
           fprintf(f, "    {\"%s\", %s, %d, {", ms->main->arg_names[a], cg_rt_dtype(t->dtype), t->rank);
           for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
-          fprintf(f, "%s}, 1, %lld, %lld},\n", t->rank ? "" : "0", (long long)w, (long long)nb);
+          fprintf(f, "%s}, 1, %lld, %lld, 0},\n", t->rank ? "" : "0", (long long)w, (long long)nb);
           w = (w + nb + 63) / 64 * 64;
           np++;
         }

@@ -22,10 +22,15 @@ FILE *cg_open_file(galv_wfile *w, const char *path);
 int cg_close_file(galv_wfile *w, int rc);
 int cg_close_weights(galv_wfile *w, int rc, int64_t block_bytes, int nblocks);
 
+/* The dtype a value is stored in (an f32 value stored bf16 / f16 under
+ * --precision bf16 / fp16), ctx passed back. */
+typedef gv_dtype (*cg_storage_fn)(const void *ctx, const gv_value *v);
 /* Writes `static void NAME(const void *p0.., void *q0..)` computing op (a
  * galv.fused op or one elementwise op) as one loop nest over its iteration
- * space. Returns 0 or -1 after reporting through gv_error_op. */
-int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op);
+ * space; each operand and result in its storage (st, NULL: its type's
+ * dtype): 16-bit ones widened on load and rounded on store. Returns 0 or -1
+ * after reporting through gv_error_op. */
+int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op, cg_storage_fn st, const void *ctx);
 
 /* The runtime dtype constant name (GALV_F32 ...) and C element type;
  * NULL when the CPU target does not handle the dtype. */

@@ -43,6 +43,13 @@ typedef struct {
   int64_t pbytes, sbytes; /* parameter part and total size of the state buffer */
   int *inplace_arg;    /* per value id: the argument an in-place update result writes, else -1 */
   cg_comm *comm;       /* collectives and ranks (emit_comm.c) */
+  cg_comm_target ct;   /* cg_cpu_comm with this program's 16-bit storage */
+  /* 16-bit storage (--precision bf16 / fp16, the storage pass: ir/storage.h) */
+  gv_dtype h;          /* the plan's 16-bit dtype, GV_DT_F32 when it stores nothing 16-bit */
+  bool w16;            /* inference: every f32 value stored h (weights converted at the first run, as uploaded) */
+  gv_dtype *st;        /* per value id: the dtype its bytes hold */
+  unsigned char *half; /* per value id: an f32 value stored 16-bit (cu_kernel_storage's argument) */
+  int64_t cvt;         /* conversion scratch bytes of the current op */
   const char *entry;   /* gv_emit_options.entry: a second entry's name, else NULL */
   char pname[64], wname[64]; /* program.c / weights.bin, or program_ENTRY.c / weights_ENTRY.bin */
 } emitter;
@@ -61,6 +68,44 @@ static int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
 
 static vinfo *info(emitter *e, const gv_value *v) { return &e->vi[v->id]; }
 
+/* The dtype v's bytes hold: its type's, or (an f32 value) the 16-bit storage the plan gives it. */
+static gv_dtype vst(const emitter *e, const gv_value *v) {
+  return e->st && v->type.dtype == GV_DT_F32 && v->id >= 0 && v->id < e->nv && e->vi[v->id].v == v ? e->st[v->id]
+                                                                                                      : v->type.dtype;
+}
+static gv_dtype vst_cb(const void *ctx, const gv_value *v) { return vst((const emitter *)ctx, v); }
+static int comm_half(const void *ctx, const gv_value *v) { return vst((const emitter *)ctx, v) != v->type.dtype; }
+static const char *hdt(const emitter *e) { return e->h == GV_DT_F16 ? "GALV_F16" : "GALV_BF16"; }
+
+/* Which values are stored 16-bit (after the plan numbered them): under
+ * training the storage pass's per-value decision (gv_value_storage: fp32
+ * master weights, state and parameter gradients, 16-bit activations); under
+ * inference every f32 value — arguments, constants and results —, the
+ * weights converted as the CUDA runtime uploads them. */
+static int storage_setup(emitter *e) {
+  e->h = GV_DT_F32;
+  for (int a = 0; a < e->nv && e->h == GV_DT_F32; a++) {
+    gv_dtype t = gv_value_storage(e->vi[a].v);
+    if (e->vi[a].v->type.dtype == GV_DT_F32 && t != GV_DT_F32) e->h = t;
+  }
+  if (e->h == GV_DT_F32) return 0;
+  if (e->h != GV_DT_BF16 && e->h != GV_DT_F16)
+    return gv_error(e->m, "cpu codegen: storage %s is not a 16-bit float", gv_dtype_name(e->h));
+  e->w16 = !e->train;
+  e->ct.half_dt = e->h == GV_DT_F16 ? "GALV_F16" : NULL;
+  e->st = malloc(((size_t)e->nv + 1) * sizeof *e->st);
+  e->half = calloc((size_t)e->nv + 1, 1);
+  if (!e->st || !e->half) abort();
+  for (int a = 0; a < e->nv; a++) {
+    const gv_value *v = e->vi[a].v;
+    gv_dtype t = v->type.dtype == GV_DT_F32 && e->w16 ? e->h : gv_value_storage(v);
+    if (v->type.dtype == GV_DT_F32 && t != GV_DT_F32 && t != e->h)
+      return gv_error(e->m, "cpu codegen: the plan stores values both %s and %s", gv_dtype_name(e->h), gv_dtype_name(t));
+    e->st[a] = t;
+    e->half[a] = v->type.dtype == GV_DT_F32 && t != GV_DT_F32;
+  }
+  return 0;
+}
 /* Pointer expression of a value: A(off) or W(off), plus a byte offset. */
 static void ptr(emitter *e, const gv_value *v, int64_t extra, char *buf, size_t n) {
   const vinfo *i = info(e, v);
@@ -77,7 +122,7 @@ static void where_lit(FILE *f, const gv_op *op) {
 
 /* The CPU's side of the shared kernel-call table (../kcall.h): element
  * sizes and pointers as program.c stores them. */
-static size_t kc_es(const void *ctx, const gv_value *v) { (void)ctx; return gv_dtype_size(v->type.dtype); }
+static size_t kc_es(const void *ctx, const gv_value *v) { return gv_dtype_size(vst((const emitter *)ctx, v)); }
 static void kc_ptr(const void *ctx, const gv_value *v, int64_t off, char *buf, size_t n) { ptr((emitter *)ctx, v, off, buf, n); }
 
 /* A filled kernel call as a call into runtime/kernels*.c (f32 compute
@@ -88,7 +133,7 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *k, char p[][
   cg_kcall_target t = {"galv_", kc_es, kc_ptr, e};
   if (cg_kcall_print_move(f, op, k, &t, p, np) == 0) return 0;
   const gv_value *x = cg_kcall_value(op, k->src);
-  size_t es = gv_dtype_size(cg_kcall_value(op, k->es_slot)->type.dtype);
+  size_t es = gv_dtype_size(vst(e, cg_kcall_value(op, k->es_slot)));
   const char *dst = k->dst >= 0 ? p[k->dst] : NULL;
   switch (k->kernel) {
   case CG_K_GATHER:
@@ -223,6 +268,83 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *k, char p[][
   }
 }
 
+/* ---------------------------------------------------------------- 16-bit storage */
+
+/* Kernels that move elements as they are (any element size): they run in
+ * the storage of their element-size slot, which is their result's. */
+static bool moves_elements(const cg_kcall *k) {
+  switch (k->kernel) {
+  case CG_K_COPY_STRIDED: case CG_K_TILE: case CG_K_CONCAT: case CG_K_SPLIT: case CG_K_GATHER: case CG_K_TRILU:
+  case CG_K_SCATTER_STRIDED: case CG_K_GATHER_ND: case CG_K_GATHER_ELEMENTS:
+    return true;
+  case CG_K_SCATTER_ND: case CG_K_SCATTER_ELEMENTS: return !k->kind; /* add: computes */
+  default: return false;
+  }
+}
+
+/* Before a kernel call under 16-bit storage: each f32 slot the kernel reads
+ * or writes in another storage than the plan's gets conversion scratch —
+ * the compute kernels are f32 (a 16-bit operand widened, exactly; a 16-bit
+ * result written to scratch and rounded into its slot after the call,
+ * post[]), data movement runs in its result's storage (a concat piece
+ * stored otherwise rounded to it); an fp32 operand that the CUDA kernel
+ * reads in 16 bits (a GEMM's fp32 weight, a norm's scale under a 16-bit
+ * result: cu_kernel_storage) is rounded into scratch, and an fp32 result it
+ * writes in 16 bits rounded in place — so the CPU rounds where the GPU does
+ * (docs/cpu-target.md, "16-bit storage"). p[] then points at the scratch. */
+static int convert_in(emitter *e, const gv_op *op, const cg_kcall *k, char p[][64], int np, int *post, int *npost) {
+  FILE *f = e->f;
+  bool mv = moves_elements(k);
+  gv_dtype ks = mv ? vst(e, cg_kcall_value(op, k->es_slot)) : GV_DT_F32;
+  e->cvt = 0;
+  char cv[(GV_MAX_RANK * 4 + 4) * 160] = ""; /* one line per slot at most */
+  size_t cn = 0;
+  for (int i = 0; i < op->nopnds + op->nres; i++) {
+    const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
+    if (v->type.dtype != GV_DT_F32) continue;
+    gv_dtype s = vst(e, v);
+    int want = e->w16 || mv ? -1 : cu_kernel_storage(op, i, e->half);
+    bool res = i >= op->nopnds, rnd = s == GV_DT_F32 && ks == GV_DT_F32 && want == 1;
+    if (s == ks && !(rnd && !res)) {
+      if (rnd) post[(*npost)++] = i; /* rounded in place after the call */
+      continue;
+    }
+    if (i >= np)
+      return gv_error_op(e->m, op, "cpu codegen: galv.%s with more than %d pieces of mixed 16-bit storage is not supported",
+                         gv_ops[op->code].name, np);
+    if (res && mv) return gv_error_op(e->m, op, "cpu codegen: galv.%s stores its result otherwise than it moves it", gv_ops[op->code].name);
+    int64_t n = gv_type_numel(&v->type), at = e->cvt;
+    e->cvt += align64(n * 4);
+    char c[64];
+    snprintf(c, sizeof c, "(galv_cvt + %lld)", (long long)at);
+    if (res) post[(*npost)++] = i;
+    else if (s != GV_DT_F32)
+      cn += (size_t)snprintf(cv + cn, sizeof cv - cn, "  galv_widen16(%s, (float *)%s, %s, %lld);\n", hdt(e), c, p[i], (long long)n);
+    else if (ks != GV_DT_F32)
+      cn += (size_t)snprintf(cv + cn, sizeof cv - cn, "  galv_narrow16(%s, %s, (const float *)%s, %lld);\n", hdt(e), c, p[i], (long long)n);
+    else
+      cn += (size_t)snprintf(cv + cn, sizeof cv - cn, "  galv_round16(%s, (float *)%s, (const float *)%s, %lld);\n", hdt(e), c, p[i], (long long)n);
+    if (cn >= sizeof cv) return gv_error_op(e->m, op, "cpu codegen: too many 16-bit conversions");
+    snprintf(p[i], 64, "%s", c);
+  }
+  if (e->cvt) fprintf(f, "  galv_cvt = galv_cvt_scratch(%lld);\n", (long long)e->cvt);
+  fputs(cv, f);
+  return 0;
+}
+
+/* After the call: 16-bit results narrowed from their scratch, fp32 results the GPU writes 16-bit rounded. */
+static void convert_out(emitter *e, const gv_op *op, char p[][64], const int *post, int npost) {
+  for (int j = 0; j < npost; j++) {
+    int i = post[j];
+    const gv_value *v = op->res[i - op->nopnds];
+    char dst[64];
+    ptr(e, v, 0, dst, sizeof dst);
+    long long n = (long long)gv_type_numel(&v->type);
+    if (vst(e, v) != GV_DT_F32) fprintf(e->f, "  galv_narrow16(%s, %s, (const float *)%s, %lld);\n", hdt(e), dst, p[i], n);
+    else fprintf(e->f, "  galv_round16(%s, (float *)%s, (const float *)%s, %lld);\n", hdt(e), dst, dst, n);
+  }
+}
+
 /* One non-elementwise op as a runtime kernel call. */
 static int emit_kernel(emitter *e, const gv_op *op) {
   gv_module *m = e->m;
@@ -236,7 +358,11 @@ static int emit_kernel(emitter *e, const gv_op *op) {
   if (cg_kcall_kernel(op->code) != CG_K_NONE) { /* the shared kernel-call table (../kcall.c) */
     cg_kcall kc;
     if (cg_kcall_fill(m, op, "cpu codegen", &kc)) return -1;
-    return print_kcall(e, op, &kc, p, np < NP ? np : NP);
+    int post[GV_MAX_RANK * 4 + 4], npost = 0;
+    if (e->st && convert_in(e, op, &kc, p, np < NP ? np : NP, post, &npost)) return -1;
+    if (print_kcall(e, op, &kc, p, np < NP ? np : NP)) return -1;
+    convert_out(e, op, p, post, npost);
+    return 0;
   }
   return gv_error_op(m, op, "cpu codegen: galv.%s is not supported by the cpu target%s", gv_ops[op->code].name,
                      op->code == GV_OP_SHAPE || op->code == GV_OP_RANGE || op->code == GV_OP_CONSTANT_OF_SHAPE ||
@@ -501,6 +627,7 @@ static int plan(emitter *e, int64_t *wbytes, const gv_op **arena_op) {
     }
   }
   *wbytes = w;
+  if (storage_setup(e)) return -1;
   /* last uses (in schedule positions); graph outputs live to the end */
   t = 0;
   for (const gv_op *op = body->first; op; op = op->next, t++) {
@@ -537,7 +664,7 @@ static int plan(emitter *e, int64_t *wbytes, const gv_op **arena_op) {
       bool operand = false;
       for (int i = 0; i < dop->nopnds; i++) operand |= info(e, dop->opnds[i])->root == b;
       if (ew && operand && y->last == x->def && y->off == x->off && y->nbytes == x->nbytes &&
-          gv_dtype_size(y->v->type.dtype) == gv_dtype_size(x->v->type.dtype))
+          gv_dtype_size(vst(e, y->v)) == gv_dtype_size(vst(e, x->v)))
         continue;
       return gv_error_op(m, dop, "cpu codegen: memory plan error: result shares arena bytes [%lld, %lld) with a value "
                                  "still live (arena offset %lld)",
@@ -595,14 +722,18 @@ static int write_weights(emitter *e, const char *dir, int64_t total) {
 
 /* ---------------------------------------------------------------- program.c */
 
+/* An input or output: the tensor as its file holds it (an f32 tensor held
+ * 16-bit in the arena: its storage, converted by runtime/main.c). */
 static void io_entry(emitter *e, const char *name, const gv_value *v) {
   const vinfo *x = info(e, v);
   FILE *f = e->f;
+  bool h = !x->in_weights && vst(e, v) != v->type.dtype;
   fputs("  {", f);
   cg_c_string(f, name);
   fprintf(f, ", %s, %d, ", cg_rt_dtype(v->type.dtype), v->type.rank);
   cg_dims_lit(f, v->type.rank, v->type.dims);
-  fprintf(f, ", %d, %lld, %lld},\n", x->in_weights, (long long)x->off, (long long)x->nbytes);
+  fprintf(f, ", %d, %lld, %lld, %s},\n", x->in_weights, (long long)x->off,
+          (long long)(h ? nbytes_of(&v->type) : x->nbytes), h ? hdt(e) : "0");
 }
 
 /* The arena values to unpoison before op t (defined there) and to poison
@@ -748,12 +879,22 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
       fprintf(f, "-- node '");
       cg_c_comment(f, op->loc ? op->loc : "");
       fprintf(f, "' */\n");
-      rc = cg_emit_loop(m, f, name, op);
+      rc = cg_emit_loop(m, f, name, op, e->st ? vst_cb : NULL, e);
     }
   }
   if (!rc && cg_comm_decls(e->comm, f)) rc = -1;
   /* the run function */
   fprintf(f, "void galv_program_run(char *arena, const char *weights, char *state) {\n  (void)arena, (void)weights, (void)state;\n");
+  if (e->st) fprintf(f, "  char *galv_cvt = NULL; /* 16-bit storage: conversion scratch */\n  (void)galv_cvt;\n");
+  if (e->w16) { /* the f32 parameters and constants in 16 bits, as the CUDA runtime uploads them */
+    int nw = 0;
+    fprintf(f, "  static const int64_t w16[] = {");
+    for (int a = 0; a < e->nv; a++)
+      if (e->vi[a].in_weights == 1 && e->vi[a].root == a && e->vi[a].v->type.dtype == GV_DT_F32)
+        fprintf(f, "%s%lld, %lld", nw++ ? ", " : "", (long long)e->vi[a].off, (long long)gv_type_numel(&e->vi[a].v->type));
+    fprintf(f, "%s};\n  weights = galv_narrow_weights(weights, %lld, w16, %d, %s);\n", nw ? "" : "0", (long long)wbytes, nw,
+            hdt(e));
+  }
   cg_comm_run_start(e->comm, f);
   for (int a = 0; a < e->nv; a++)
     if (!e->vi[a].in_weights && e->vi[a].root == a && e->vi[a].def < 0 && e->vi[a].last < 0)
@@ -803,19 +944,6 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
   return cg_close_file(&w, rc);
 }
 
-static int write_narrow_stub(emitter *e, const char *dir) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, e->pname);
-  galv_wfile w;
-  FILE *f = cg_open_file(&w, path);
-  if (!f) return -1;
-  fprintf(f, "/* program.c — generated by galvc. The memory plan stores values 16-bit (--precision bf16 / fp16,\n"
-             " * docs/cuda-target.md \"Storage precision\"): the CPU target computes fp32 storage. */\n"
-             "#error \"this program stores values 16-bit (--precision bf16 / fp16): the CPU build (make cpu) needs a plan "
-             "compiled with --precision fp32; use make emu to run program.cu on the CPU\"\n");
-  return cg_close_file(&w, 0);
-}
-
 int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o) {
   emitter e = {.m = m, .train = m->main && m->main->res_updates != NULL, .entry = o ? o->entry : NULL};
   if (e.entry) {
@@ -836,13 +964,11 @@ int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o) {
     gv_error_plain("%s: cannot create output directory: %s", outdir, strerror(errno));
     goto out;
   }
-  if (!(e.comm = cg_comm_new(m, &cg_cpu_comm))) goto out;
+  e.ct = cg_cpu_comm; /* collectives move 16-bit values in their storage (the plan's) */
+  e.ct.half = comm_half, e.ct.half_ctx = &e;
+  if (!(e.comm = cg_comm_new(m, &e.ct))) goto out;
   if (plan(&e, &wbytes, &ar) || write_program(&e, outdir, wbytes, ar) || write_weights(&e, outdir, wbytes))
     goto out;
-  /* A plan with 16-bit storage (a CUDA program under --precision bf16, whose
-   * emitter runs this one for weights.bin) gives those values half the bytes
-   * an fp32 program.c would write: its `make cpu` stops with one line. */
-  if (gv_module_has_narrow_storage(m) && write_narrow_stub(&e, outdir)) goto out;
   if (cg_comm_nranks(e.comm) > 1) { /* one weights block per rank (emit_comm.c) */
     int64_t *woff = malloc(sizeof *woff * (size_t)(m->main->body->nargs + 1));
     if (!woff) abort();
@@ -859,6 +985,8 @@ int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o) {
   rc = 0;
 out:
   free(e.vi);
+  free(e.st);
+  free(e.half);
   free(e.inplace_arg);
   cg_comm_free(e.comm);
   return rc;

@@ -59,7 +59,7 @@ void cg_c_comment(FILE *f, const char *s) {
 
 /* ---------------------------------------------------------------- loop nest */
 
-int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op) {
+int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op, cg_storage_fn st, const void *ctx) {
   bool fused = op->code == GV_OP_FUSED;
   const gv_block *body = fused ? op->regions[0] : NULL;
   if (fused && (op->nregions != 1 || !body || body->nargs != op->nopnds))
@@ -80,6 +80,7 @@ int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op) {
   int64_t (*S)[GV_MAX_RANK] = calloc((size_t)(na ? na : 1), sizeof *S);
   int *cls = calloc((size_t)(na ? na : 1), sizeof *cls);
   cg_expr_ctx c = {.m = m, .fop = op, .d = &cpu_dialect};
+  gv_dtype *sa = NULL; /* storage of the operands, then the results */
   int rc = -1;
   if (!S || !cls) abort();
   for (int k = 0; k < na; k++) {
@@ -113,16 +114,24 @@ int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op) {
   int64_t outer = 1;
   for (int d = 0; d < p; d++) outer *= D[d];
 
+  /* the storage of each operand and result (an f32 value stored bf16 / f16 under --precision bf16 / fp16:
+   * loaded widened, computed in float, stored rounded to nearest even) */
+  sa = calloc((size_t)(na + nr + 1), sizeof *sa);
+  if (!sa) abort();
+  for (int k = 0; k < na + nr; k++) {
+    const gv_value *v = k < na ? op->opnds[k] : op->res[k - na];
+    sa[k] = st ? st(ctx, v) : v->type.dtype;
+  }
   fprintf(f, "static void %s(", name);
   for (int k = 0; k < na; k++) fprintf(f, "%sconst void *p%d", k ? ", " : "", k);
   for (int i = 0; i < nr; i++) fprintf(f, "%svoid *q%d", na + i ? ", " : "", i);
   fprintf(f, ") {\n");
-  for (int k = 0; k < na; k++) fprintf(f, "  const %s *x%d = p%d;\n", stype(op->opnds[k]->type.dtype), k, k);
-  for (int i = 0; i < nr; i++) fprintf(f, "  %s *y%d = q%d;\n", stype(op->res[i]->type.dtype), i, i);
+  for (int k = 0; k < na; k++) fprintf(f, "  const %s *x%d = p%d;\n", stype(sa[k]), k, k);
+  for (int i = 0; i < nr; i++) fprintf(f, "  %s *y%d = q%d;\n", stype(sa[na + i]), i, i);
   fprintf(f, "  for (int64_t o = 0; o < %lld; o++) {\n", (long long)outer);
   for (int k = 0; k < na; k++) {
     /* base offset of operand k at outer index o: merged outer dim groups */
-    fprintf(f, "    const %s *a%d = x%d", stype(op->opnds[k]->type.dtype), k, k);
+    fprintf(f, "    const %s *a%d = x%d", stype(sa[k]), k, k);
     int64_t io = 1;
     int d = p - 1;
     while (d >= 0) {
@@ -141,11 +150,11 @@ int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op) {
     }
     fprintf(f, ";\n");
   }
-  for (int i = 0; i < nr; i++) fprintf(f, "    %s *b%d = y%d + o * %lld;\n", stype(op->res[i]->type.dtype), i, i, (long long)L);
+  for (int i = 0; i < nr; i++) fprintf(f, "    %s *b%d = y%d + o * %lld;\n", stype(sa[na + i]), i, i, (long long)L);
   fprintf(f, "    for (int64_t j = 0; j < %lld; j++) {\n", (long long)L);
   for (int k = 0; k < na; k++) {
     gv_dtype kt = op->opnds[k]->type.dtype;
-    if (half(kt)) fprintf(f, "      const float v%d = galv_%s_to_f32(a%d[%s]);\n", k, hname(kt), k, cls[k] == 2 ? "0" : "j");
+    if (half(sa[k])) fprintf(f, "      const float v%d = galv_%s_to_f32(a%d[%s]);\n", k, hname(sa[k]), k, cls[k] == 2 ? "0" : "j");
     else fprintf(f, "      const %s v%d = a%d[%s];\n", cg_ctype(kt), k, k, cls[k] == 2 ? "0" : "j");
     cg_expr_bind(&c, fused ? body->args[k] : op->opnds[k], "v%d", k);
   }
@@ -180,13 +189,14 @@ int cg_emit_loop(gv_module *m, FILE *f, const char *name, const gv_op *op) {
   for (int i = 0; i < nr; i++) {
     const char *v = cg_expr_lookup(&c, yv[i]);
     if (!v) { gv_error_op(m, op, "cpu codegen: yielded value %d is not defined in the body", i); goto out; }
-    gv_dtype yt = op->res[i]->type.dtype;
+    gv_dtype yt = sa[na + i];
     if (half(yt)) fprintf(f, "      b%d[j] = galv_f32_to_%s(%s);\n", i, hname(yt), v);
     else fprintf(f, "      b%d[j] = %s;\n", i, v);
   }
   fprintf(f, "    }\n  }\n}\n\n");
   rc = 0;
 out:
+  free(sa);
   free(S);
   free(cls);
   cg_expr_free(&c);

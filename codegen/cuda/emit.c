@@ -606,7 +606,7 @@ static void io_entry(emitter *e, const char *name, const gv_value *v) {
   cstr(f, name);
   fprintf(f, ", %s, %d, ", rt_dtype(v->type.dtype), v->type.rank);
   dims_lit(f, v->type.rank, v->type.dims);
-  fprintf(f, ", %d, %lld, %lld},\n", x->in_weights, (long long)x->off, (long long)nbytes_of(&v->type)); /* host bytes */
+  fprintf(f, ", %d, %lld, %lld, 0},\n", x->in_weights, (long long)x->off, (long long)nbytes_of(&v->type)); /* host bytes */
 }
 
 /* The state table of a training step (galv_rt.h galv_state_entry, the same

@@ -3,8 +3,9 @@
  * group per kernel family: dot (plain, transposed operands through the
  * contracting dims, batched, packed fallback), conv, softmax / log-softmax,
  * layer / RMS norm, reductions, gather, transpose, cumsum, trilu, tile, topk, the
- * TensorProto (.pb) reader, and the f16/bf16 conversions of generated loops
- * (bit-exact with ir/ir.c's). Tolerance: rtol 1e-5 + atol 1e-5 (sgemm
+ * TensorProto (.pb) reader, the f16/bf16 conversions of generated loops
+ * (bit-exact with ir/ir.c's) and the 16-bit storage path of the compute
+ * kernels (test_storage16). Tolerance: rtol 1e-5 + atol 1e-5 (sgemm
  * accumulates in float, the evaluator in double). It must never pass a case
  * it did not compare. */
 #include <math.h>
@@ -339,6 +340,104 @@ static void test_half(void) {
   CHECK(galv_rnd_bf16(1.00390625f) == 1.0f && isinf(galv_rnd_f16(65520.0f)));
 }
 
+/* 16-bit storage (--precision bf16 / fp16): the array conversions program.c
+ * calls around the f32 kernels equal the scalar ones element for element
+ * (ties, NaN, inf, subnormals); a kernel run as program.c runs it on 16-bit
+ * operands (widen, f32 kernel, narrow) against the evaluator on bf16 / f16
+ * tensors (which computes in float or double and rounds each result):
+ * within one ulp of the storage type, and mostly identical; the inference
+ * weights copy converts exactly the listed tensors; the scratch grows. */
+static double ulp16(gv_dtype dt, double w) {
+  double a = fabs(w) < 1e-30 ? 1e-30 : fabs(w);
+  return ldexp(1.0, ilogb(a) - (dt == GV_DT_BF16 ? 7 : 10));
+}
+static void storage_case(const char *what, gv_dtype dt, gv_opcode code, int na, const int64_t dims[][3], int ranks[]) {
+  tcase c;
+  tc_init(&c);
+  for (int i = 0; i < na; i++) tc_arg(&c, dt, ranks[i], dims[i]);
+  gv_op *op = tc_op(&c, code);
+  if (code == GV_OP_SOFTMAX) gv_set_int(c.m, op, "axis", -1);
+  if (code == GV_OP_DOT) {
+    static const int64_t lc[] = {1}, rc[] = {0};
+    gv_set_ints(c.m, op, "lhs_batch", 0, NULL), gv_set_ints(c.m, op, "rhs_batch", 0, NULL);
+    gv_set_ints(c.m, op, "lhs_contract", 1, lc), gv_set_ints(c.m, op, "rhs_contract", 1, rc);
+  }
+  gv_tensor *want = tc_eval(&c, op);
+  if (!want) return;
+  int rt = dt == GV_DT_BF16 ? GALV_BF16 : GALV_F16;
+  int64_t n0 = gv_tensor_numel(c.in[0]), n1 = na > 1 ? gv_tensor_numel(c.in[1]) : 0, no = gv_tensor_numel(want);
+  float *x0 = malloc((size_t)n0 * 4), *x1 = malloc((size_t)(n1 + 1) * 4), *y = malloc((size_t)no * 4);
+  uint16_t *y16 = malloc((size_t)no * 2);
+  galv_widen16(rt, x0, c.in[0]->data, n0);
+  if (na > 1) galv_widen16(rt, x1, c.in[1]->data, n1);
+  if (code == GV_OP_SOFTMAX) {
+    galv_softmax_f32(y, x0, dims[0][0], dims[0][1], 1, 0);
+  } else {
+    galv_dot_desc d = {0};
+    d.nm = d.nk = d.nn = 1;
+    d.mdims[0] = dims[0][0], d.msa[0] = dims[0][1], d.kdims[0] = dims[0][1], d.ksa[0] = 1, d.ksb[0] = dims[1][1];
+    d.ndims[0] = dims[1][1], d.nsb[0] = 1;
+    galv_dot_f32(&d, x0, x1, y);
+  }
+  galv_narrow16(rt, y16, y, no);
+  int same = 0, far = 0;
+  for (int64_t i = 0; i < no; i++) {
+    double w = gv_tensor_get_f(want, i), g = dt == GV_DT_BF16 ? galv_bf16_to_f32(y16[i]) : galv_f16_to_f32(y16[i]);
+    same += g == w;
+    far += fabs(g - w) > ulp16(dt, w);
+  }
+  if (far || same < no * 3 / 4) {
+    fprintf(stderr, "%s: %d of %lld beyond one ulp, %d identical\n", what, far, (long long)no, same);
+    failures++;
+  }
+  free(x0), free(x1), free(y), free(y16);
+  gv_module_free(c.m);
+}
+static void test_storage16(void) {
+  enum { N = 4096 };
+  float f[N], w[N], r[N];
+  uint16_t h[N];
+  for (int i = 0; i < N; i++) {
+    uint32_t b = (uint32_t)i * 1048573u; /* a sweep of bit patterns, ties among them */
+    memcpy(&f[i], &b, 4);
+  }
+  f[0] = NAN, f[1] = INFINITY, f[2] = -0.0f, f[3] = 1.00390625f, f[4] = 1.01171875f, f[5] = 65520.0f, f[6] = 3e-8f;
+  for (int dt = GALV_F16; dt <= GALV_BF16; dt++) {
+    int bad = 0;
+    galv_narrow16(dt, h, f, N);
+    galv_widen16(dt, w, h, N);
+    galv_round16(dt, r, f, N);
+    for (int i = 0; i < N; i++) {
+      uint16_t s = dt == GALV_BF16 ? galv_f32_to_bf16(f[i]) : galv_f32_to_f16(f[i]);
+      float sw = dt == GALV_BF16 ? galv_bf16_to_f32(s) : galv_f16_to_f32(s);
+      bad += h[i] != s || (memcmp(&w[i], &sw, 4) && !(isnan(w[i]) && isnan(sw))) ||
+             (memcmp(&r[i], &sw, 4) && !(isnan(r[i]) && isnan(sw)));
+    }
+    CHECK(bad == 0);
+    galv_round16(dt, f + 8, f + 8, 8); /* in place, as program.c rounds an fp32 result the GPU writes 16-bit */
+  }
+  CHECK(galv_bf16_to_f32(galv_f32_to_bf16(1.00390625f)) == 1.0f && galv_bf16_to_f32(galv_f32_to_bf16(1.01171875f)) == 1.015625f);
+  static const int64_t sm[][3] = {{6, 37}}, mm[][3] = {{5, 33}, {33, 7}};
+  int r1[] = {2}, r2[] = {2, 2};
+  storage_case("softmax bf16", GV_DT_BF16, GV_OP_SOFTMAX, 1, sm, r1);
+  storage_case("softmax f16", GV_DT_F16, GV_OP_SOFTMAX, 1, sm, r1);
+  storage_case("dot bf16", GV_DT_BF16, GV_OP_DOT, 2, mm, r2);
+  storage_case("dot f16", GV_DT_F16, GV_OP_DOT, 2, mm, r2);
+  /* the weights copy: tensors at 0 (3 elements) and 64 (2), other bytes kept */
+  float wts[40];
+  for (int i = 0; i < 40; i++) wts[i] = 1.0f + (float)i / 3.0f;
+  static const int64_t tab[] = {0, 3, 64, 2};
+  const char *cp = galv_narrow_weights((const char *)wts, sizeof wts, tab, 2, GALV_BF16);
+  const uint16_t *c16 = (const uint16_t *)cp;
+  CHECK(c16[0] == galv_f32_to_bf16(wts[0]) && c16[2] == galv_f32_to_bf16(wts[2]) && c16[32] == galv_f32_to_bf16(wts[16]) &&
+        c16[33] == galv_f32_to_bf16(wts[17]));
+  CHECK(memcmp(cp + 8, (const char *)wts + 8, 56) == 0 && memcmp(cp + 72, (const char *)wts + 72, sizeof wts - 72) == 0);
+  CHECK(galv_narrow_weights((const char *)wts, sizeof wts, tab, 2, GALV_BF16) == cp && galv_narrow_weights_bytes() == (int64_t)sizeof wts);
+  char *s1 = galv_cvt_scratch(100);
+  CHECK(s1 && galv_cvt_scratch_bytes() == 100 && galv_cvt_scratch(50) == s1);
+  CHECK(galv_cvt_scratch(1 << 20) && galv_cvt_scratch_bytes() == 1 << 20);
+}
+
 /* topk: galv_topk_f32 against the evaluator, values and indices exactly, on
  * rows full of ties (values in {-1, 0, 1}) and a NaN, largest and smallest,
  * along a middle axis (inner > 1). */
@@ -375,6 +474,7 @@ static void test_topk(void) {
 
 int main(void) {
   test_half();
+  test_storage16();
   test_dot();
   test_conv();
   test_softmax_norm_reduce();
