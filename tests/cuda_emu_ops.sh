@@ -18,12 +18,16 @@
 #     atomics), the same losses;
 #   - training through max and average pools (tests/vision/make_op_models.py's
 #     cnn_train: the pool_grad kernel), 2 AdamW steps vs torch
-#     (tests/vision/torch_graph.py; tests/lib/same_training.py's bounds).
+#     (tests/vision/torch_graph.py; tests/lib/same_training.py's bounds);
+#   - with nvcc on PATH (make emu links ptxas's counts), every launch of
+#     both training programs found its kernel's registers per thread
+#     (GALV_EMU_REGS=1); without nvcc that check is a skipped part (exit 77).
 # Usage: cuda_emu_ops.sh BUILD_DIR
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$SRC/tests/lib/require.sh"
+. "$SRC/tests/lib/emu_regs.sh"
 require_cmd "g++ (build-essential)" g++
 TORCH_PY=/usr/bin/python3
 require_torch "$TORCH_PY"
@@ -34,6 +38,7 @@ pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 t0=$(date +%s)
+emu_regs_on
 python3 "$SRC/tests/ops/make_graphs.py" "$T" >/dev/null || { echo "FAIL make_graphs.py"; exit 1; }
 python3 - "$T" "$SRC" <<'PY'
 import os, sys
@@ -66,7 +71,7 @@ echo "     inference: $(($(date +%s) - t0)) s"
 python3 "$SRC/tests/train/onnx_dump.py" "$T/train_nd.onnx" "$T/nd_dump"
 GALV_TORCH_RULE=onnx "$TORCH_PY" "$SRC/tests/train/torch_train.py" "$T/nd_dump" "$T/nd_batches/input_ids.npy" \
   "$T/nd_batches/labels.npy" 3 "$T/nd_torch" adamw 1e-2 0.01 0.9 0.999 1e-8 0 >"$T/nd_torch.log" 2>"$T/nd_torch.err"
-if wait $nd_pid && "$T/nd/program-emu" --batches "$T/nd_batches" --steps 3 -o "$T/nd.w" >"$T/nd.log" 2>&1 &&
+if wait $nd_pid && GALV_EMU_REGS=1 "$T/nd/program-emu" --batches "$T/nd_batches" --steps 3 -o "$T/nd.w" >"$T/nd.log" 2>&1 &&
    r=$("$TORCH_PY" "$SRC/tests/train/compare.py" "$T/nd.log" "$T/nd_torch.log" "$T/nd.w" "$T/nd_torch" 1e-4 1e-4); then
   ok "training through the index ops, mod and topk (program-emu) = torch: $(grep -o 'params: .*' <<<"$r")"
 else bad "training through the index ops: $(tail -3 "$T/nd.build.log" "$T/nd.log" "$T/nd_torch.err") ${r:-}"; fi
@@ -80,7 +85,7 @@ python3 "$SRC/tests/train/onnx_dump.py" "$T/cnn.onnx" "$T/cnn_dump"
 printf '%s\n' cw cb tw tb fw fb >"$T/names"
 "$TORCH_PY" "$SRC/tests/vision/torch_graph.py" "$T/cnn_dump" "$T/cnn_batches" 2 "$T/cnn_torch" "$T/names" "$T/names" \
   cross_entropy adamw 1e-2 0.01 0.9 0.999 1e-6 0 >"$T/cnn_torch.log" 2>"$T/cnn_torch.err"
-if wait $cnn_pid && "$T/cnn/program-emu" --batches "$T/cnn_batches" --steps 2 -o "$T/cnn.w" >"$T/cnn.log" 2>&1 &&
+if wait $cnn_pid && GALV_EMU_REGS=1 "$T/cnn/program-emu" --batches "$T/cnn_batches" --steps 2 -o "$T/cnn.w" >"$T/cnn.log" 2>&1 &&
    r=$(python3 - "$T" "$SRC" <<'PY'
 import os, sys
 t, src = sys.argv[1:3]
@@ -91,6 +96,8 @@ PY
    ); then
   ok "training through max / average pool (pool_grad, program-emu) = torch: $r"
 else bad "training through the pools: $(tail -3 "$T/cnn.build.log" "$T/cnn.log" "$T/cnn_torch.err") ${r:-}"; fi
+emu_regs_all "training through the index ops, registers per launch" "$T/nd.log"
+emu_regs_all "training through the pools, registers per launch" "$T/cnn.log"
 echo "     total: $(($(date +%s) - t0)) s"
 echo "cuda_emu_ops: $pass passed, $fail failed"
 galv_exit "$fail"
