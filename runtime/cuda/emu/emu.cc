@@ -271,7 +271,7 @@ struct loc_static {
   uintptr_t lo;
   size_t size;
   shm_cell *shadow;    /* race check: per byte, once a kernel touches it */
-  const char *owner;   /* the mangled function it is local to (found once: owner_done) */
+  const struct fn_sym *owner; /* the function it is local to (found once: owner_done) */
   bool owner_done;
   std::string *dname;  /* demangled, for reports (once) */
 };
@@ -367,14 +367,14 @@ __attribute__((unused)) static loc_static *find_loc_static(uintptr_t a, size_t n
   return a < it->lo + it->size ? &*it : nullptr;
 }
 /* the function a local static belongs to: _ZZ<encoding>E<entity> names it _Z<encoding> (the longest match) */
-__attribute__((unused)) static const char *static_owner(loc_static &v) {
+__attribute__((unused)) static const fn_sym *static_owner(loc_static &v) {
   if (v.owner_done) return v.owner;
   v.owner_done = true;
   size_t best = 0;
   for (auto &f : *fn_syms) {
     if (strncmp(f.name, "_Z", 2)) continue;
     size_t n = strlen(f.name + 2);
-    if (n > best && !strncmp(v.name + 3, f.name + 2, n) && v.name[3 + n] == 'E') best = n, v.owner = f.name;
+    if (n > best && !strncmp(v.name + 3, f.name + 2, n) && v.name[3 + n] == 'E') best = n, v.owner = &f;
   }
   return v.owner;
 }
@@ -1287,13 +1287,7 @@ static bool identify(uintptr_t pc) { return identify_fn(find_fn(pc)); }
  * launch does not know its kernel: its function is the kernel, unless ptxas's counts say it is a device
  * function (then an index read still names the kernel) */
 static void identify_static_owner(loc_static *v) {
-  const char *o = static_owner(*v);
-  if (!o) return;
-  for (auto &f : *fn_syms)
-    if (f.name == o) {
-      if (identify_fn(&f)) galv_emu_want_pc = 0;
-      return;
-    }
+  if (identify_fn(static_owner(*v))) galv_emu_want_pc = 0;
 }
 #endif
 
