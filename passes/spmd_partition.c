@@ -302,6 +302,13 @@ static int lower_gather(spmd *S, gv_op *op, const gv_sharding *ts) {
   gv_value *res = op->res[0];
   gv_value *y = gvb_op(&a, GV_OP_WHERE, 3, (gv_value *[]){mask, res, gvb_cst(&a, res->type.dtype, 0.0)});
   if (!y) return -1;
+  /* stored like the lookup (the storage pass's decision on the global program): the all_reduce of it moves
+   * what the planner predicted from the global gather (a bf16 embedding 2 bytes per element) */
+  gv_dtype st = gv_value_storage(res);
+  if (st != res->type.dtype) {
+    const char *name = gv_dtype_name(st);
+    gv_set_strs(S->m, y->def, "storage", 1, &name);
+  }
   gv_subst_add(S->sub, res, y, y->def); /* the where keeps reading res */
   const gv_sharding *sh[1] = {gv_op_sharding(op, 0)};
   gv_set_shardings(S->m, y->def, sh);
