@@ -14,7 +14,7 @@
 #                         > 0 and names no kernel without a count: ok / bad
 emu_regs_on() {
   have_cmd nvcc && return 0
-  echo "     (the skipped part: registers per thread are not checked; make emu links ptxas's counts only with nvcc)"
+  echo "     (registers per thread are not checked: make emu links ptxas's counts only with nvcc)"
   return 1
 }
 
