@@ -1254,6 +1254,8 @@ static bool identify_fn(const fn_sym *f) {
   const kregs *r = nullptr;
   if (reg_table) {
     auto it = reg_table->find(f->name);
+    /* a static kernel that is not a template: g++ mangles it _ZL<name>..., ptxas names it _Z<name>... */
+    if (it == reg_table->end() && !strncmp(f->name, "_ZL", 3)) it = reg_table->find(std::string("_Z") + (f->name + 3));
     if (it == reg_table->end()) return false;
     r = &it->second;
   }
