@@ -25,7 +25,8 @@
 #     the single-device program-emu, and with the host-staged backend
 #     (COMM=staged) == the NCCL backend; 2-rank dp training vs torch; a 2-stage
 #     GPipe training pipeline (GALV_PROGRAM=program-emu out/launch) vs the
-#     single-device CPU program (tests/lib/same_training.py);
+#     single-device CPU program (tests/lib/same_training.py), every launch of
+#     every rank with its ptxas register count (the stages' own kernels too);
 #   - the layer catches real bugs (tests/cuda/emu/bugs.cu, big_shared.cu):
 #     a missing barrier (race-check build; also a race in the launch's first
 #     block before the kernel reads any index), barrier divergence, a warp mask
@@ -325,13 +326,14 @@ np.save('$T/ppb/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))"
     if "$BUILD/galvc" "$T/gpt2_t.onnx" --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2 --train $extra \
          --target cuda --no-build -q -o "$d/" >"$d.log" 2>&1 &&
        { make -s -C "$d/stage0" emu >"$d.0.log" 2>&1 & make -s -C "$d/stage1" emu >"$d.1.log" 2>&1; r1=$?; wait $!; r0=$?; [ $r0 = 0 ] && [ $r1 = 0 ]; } &&
-       GALV_PROGRAM=program-emu timeout 300 "$d/launch" --batches "$T/ppb" --steps 2 -o "$d.w" >"$d.txt" 2>&1 &&
+       GALV_EMU_REGS=1 GALV_PROGRAM=program-emu timeout 300 "$d/launch" --batches "$T/ppb" --steps 2 -o "$d.w" >"$d.txt" 2>&1 &&
        r=$(python3 -c "
 import sys; sys.path.insert(0, '$SRC/tests/lib')
 from same_training import check
 print(check('$T/pp_one.txt', '$d.txt', '$T/pp_one.w', '$d.w'))"); then
       ok "2-stage training pipeline ($what; 2 microbatches, NCCL over MPI) vs the single-device program: $r"
     else bad "2-stage training pipeline ($what):"; cat "$d.log" "$d".[01].log "$d.txt" 2>/dev/null | tail -30; fi
+    emu_regs_all "2-stage training pipeline ($what), registers per launch (every rank)" "$d.txt"
   done
 fi
 echo "cuda_emu: $pass passed, $fail failed ($(($(date +%s) - t0)) s)"
