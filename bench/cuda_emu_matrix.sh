@@ -18,19 +18,27 @@
 #     single-device CPU program (tests/lib/same_training.py, rtol 1e-4,
 #     atol 1e-5); bf16 x one tp2 dp2: losses within 1e-3 of the fp32 CPU
 #     program's (docs/cuda-target.md's bound).
+# KINDS (inference training) and PRECS (fp32 bf16) in the environment pick
+# a part, e.g. KINDS=training PRECS=bf16 bench/cuda_emu_matrix.sh build
+# "gpt2 llama" "one dp2". Each line ends with the cell's seconds.
 set -uo pipefail
 BUILD=$(cd "${1:?usage: cuda_emu_matrix.sh BUILD [FAMILIES] [PLANS]}" && pwd)
 FAMS=${2:-gpt2 bert llama vit t5}
 PLANS=${3:-one tp2 dp2 dptp4 tp4 zero2 zero4 pp2-gpipe pp2-1f1b pp2-zbh1 pp2-uneven pp2-recompute}
-SRC=$(cd "$(dirname "$0")/.." && pwd)
+KINDS=${KINDS:-inference training}
+PRECS=${PRECS:-fp32 bf16}
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export OPENBLAS_NUM_THREADS=1
 . "$SRC/tests/lib/mpi_env.sh"
 pass=0 fail=0
-ok() { echo "ok   $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+c0=$(date +%s)
+ok() { echo "ok   $* ($(($(date +%s) - c0)) s)"; pass=$((pass + 1)); c0=$(date +%s); }
+bad() { echo "FAIL $* ($(($(date +%s) - c0)) s)"; fail=$((fail + 1)); c0=$(date +%s); }
 has() { [[ " $PLANS " == *" $1 "* ]]; }
+kind() { [[ " $KINDS " == *" $1 "* ]]; }
+prec_on() { [[ " $PRECS " == *" $1 "* ]]; }
 t0=$(date +%s)
 plan_args() { # PLAN -> galvc options (empty for one; "-" when the plan is not an inference plan)
   case $1 in
@@ -52,11 +60,14 @@ plan_args() { # PLAN -> galvc options (empty for one; "-" when the plan is not a
 
 # ---- inference vs onnxruntime
 for fam in $FAMS; do
+  kind inference || break
   python3 "$SRC/examples/make_model.py" "$fam" -o "$T/$fam.onnx" --no-verify >/dev/null || { bad "make_model $fam"; continue; }
   [ "$fam" = llama ] && python3 "$SRC/examples/make_model.py" llama --kv-heads 4 -o "$T/llama_kv4.onnx" --no-verify >/dev/null
   for prec in fp32 bf16; do
+    prec_on $prec || continue
     for p in one tp2 dp2 dptp4 tp4; do
       has $p || continue
+      c0=$(date +%s)
       a=$(plan_args $p) m=$T/$fam.onnx
       [ "$fam" = llama ] && [ "$p" = tp4 ] && m=$T/llama_kv4.onnx
       if r=$(python3 "$SRC/tests/cuda_emu_compare.py" "$BUILD" "$m" --precision $prec --galvc-args "$a" 2>&1); then
@@ -79,6 +90,7 @@ l[:, 1, :3] = -100
 np.save(t + "/b/labels.npy", l)
 PY
 for fam in $FAMS; do
+  kind training || break
   case $fam in gpt2 | llama) ;; *) continue ;; esac
   m=$T/${fam}_t.onnx
   python3 "$SRC/examples/make_model.py" "$fam" -o "$m" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
@@ -86,8 +98,10 @@ for fam in $FAMS; do
     "$T/${fam}_cpu/program" --batches "$T/b" --steps 3 -o "$T/${fam}_cpu.w" >"$T/${fam}_cpu.txt" 2>&1 ||
     { bad "training $fam: the CPU reference"; continue; }
   for prec in fp32 bf16; do
+    prec_on $prec || continue
     for p in one tp2 dp2 dptp4 zero2 zero4 pp2-gpipe pp2-1f1b pp2-zbh1 pp2-uneven pp2-recompute; do
       has $p || continue
+      c0=$(date +%s)
       [ $prec = bf16 ] && [[ " one tp2 dp2 " != *" $p "* ]] && continue
       a=$(plan_args $p) d=$T/${fam}_${prec}_$p
       # shellcheck disable=SC2086

@@ -236,6 +236,16 @@ static int lower_reshard(spmd *S, gv_op *op, const gv_sharding *have) {
  * operand's type is local here, where a split dim of local extent 1 (one
  * sample per rank) is a size-1 dim the rule gives no factor; the global
  * types the rule was meant for no longer exist. */
+/* op, built here to stand for x's pending partial value, is stored like x (the storage pass's decision on
+ * the global program: a 16-bit value stays 16-bit), so the collective completing it moves what the planner
+ * predicted from the global program (2 bytes per element under --precision bf16) */
+static void store_like(spmd *S, gv_op *op, const gv_value *x) {
+  gv_dtype st = gv_value_storage(x);
+  if (st == x->type.dtype) return;
+  const char *name = gv_dtype_name(st);
+  gv_set_strs(S->m, op, "storage", 1, &name);
+}
+
 static int fix_mean(spmd *S, gv_op *op, const gv_sharding *xs) {
   if (!xs) return 0;
   const int64_t *axes;
@@ -252,6 +262,7 @@ static int fix_mean(spmd *S, gv_op *op, const gv_sharding *xs) {
   gv_value *c = gvb_cst(&b, res->type.dtype, 1.0 / (double)p);
   gv_value *y = gvb_bin(&b, GV_OP_MUL, res, c);
   if (!y) return -1;
+  store_like(S, y->def, res);
   gv_subst_add(S->sub, res, y, y->def); /* the multiply keeps reading res */
   const gv_sharding *sh[1] = {gv_op_sharding(op, 0)};
   gv_set_shardings(S->m, y->def, sh);
@@ -308,6 +319,7 @@ static int lower_gather(spmd *S, gv_op *op, const gv_sharding *ts) {
   gv_value *res = op->res[0];
   gv_value *y = gvb_op(&a, GV_OP_WHERE, 3, (gv_value *[]){mask, res, gvb_cst(&a, res->type.dtype, 0.0)});
   if (!y) return -1;
+  store_like(S, y->def, res);
   gv_subst_add(S->sub, res, y, y->def); /* the where keeps reading res */
   const gv_sharding *sh[1] = {gv_op_sharding(op, 0)};
   gv_set_shardings(S->m, y->def, sh);

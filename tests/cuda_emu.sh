@@ -26,9 +26,11 @@
 #     the single-device program-emu, and with the host-staged backend
 #     (COMM=staged) == the NCCL backend; 2-rank dp training vs torch; a 2-stage
 #     GPipe training pipeline (GALV_PROGRAM=program-emu out/launch) vs the
-#     single-device CPU program (tests/lib/same_training.py);
+#     single-device CPU program (tests/lib/same_training.py), every launch of
+#     every rank with its ptxas register count (the stages' own kernels too);
 #   - the layer catches real bugs (tests/cuda/emu/bugs.cu, big_shared.cu):
-#     a missing barrier (race-check build), barrier divergence, a warp mask
+#     a missing barrier (race-check build; also a race in the launch's first
+#     block before the kernel reads any index), barrier divergence, a warp mask
 #     mismatch, an out-of-bounds device write, a 2048-thread block, a grid
 #     over its limit, a 64 KiB static shared array, a missing event between
 #     two streams, host code touching device memory, a kernel on freed
@@ -49,6 +51,7 @@ set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$SRC/tests/lib/require.sh"
+. "$SRC/tests/lib/emu_regs.sh"
 require_cmd "g++ (build-essential)" g++
 TORCH_PY=/usr/bin/python3
 require_torch "$TORCH_PY"
@@ -64,7 +67,7 @@ t0=$(date +%s)
 # ---- the layer catches real bugs (one line, exit 1), and passes the correct forms
 CXX="g++ -std=c++17 -O1 -g -I$E"
 REGS=() # ptxas's register counts of bugs.cu's kernels (nvcc compiles it too)
-if have_cmd nvcc; then
+if emu_regs_on; then
   sh "$E/ptxas_regs.sh" nvcc "sm_90 sm_80" -- "$SRC/tests/cuda/emu/bugs.cu" >"$T/bugs_regs.cc" && REGS=("$T/bugs_regs.cc") ||
     bad "ptxas_regs.sh on bugs.cu (nvcc)"
 fi
@@ -95,6 +98,8 @@ expect_ok() { # NAME CMD...
 expect_bug "missing barrier" "shared-memory race in kernel reverse_k.*reverse_k<float>(float\*, float const\*, int)::s, which thread" "$T/bugs_race" race
 expect_ok "with the barrier (race check)" "$T/bugs_race" race-ok
 expect_ok "with the barrier" "$T/bugs" race-ok
+expect_bug "shared-memory race before the kernel's first index read (first launch, first block)" "shared-memory race in kernel early_k .*block (0,0,0): thread .* byte 0 of early_k<float>(float\*, float const\*, int)::first, which thread" "$T/bugs_race" early-race
+expect_ok "shared memory before the first index read, barrier-ordered (race check)" "$T/bugs_race" early-ok
 expect_bug "barrier divergence" "kernel half_barrier_k: barrier divergence: 32 threads wait at __syncthreads .*bugs.cu:[0-9]* .* has exited without reaching it" "$T/bugs" divergence
 expect_ok "uniform barrier" "$T/bugs" divergence-ok
 expect_bug "warp mask mismatch" "__shfl_xor_sync" "$T/bugs" mask
@@ -171,15 +176,7 @@ import sys, numpy as np
 np.save(sys.argv[1] + "/ids.npy", np.random.RandomState(0).randint(0, 256, (2, 16)).astype(np.int64))
 PY
 GALV_EMU_REGS=1 "$T/gpt2_inf/program-emu" --input input_ids="$T/ids.npy" -o "$T/plain_out" >"$T/plain.log" 2>&1 || cat "$T/plain.log"
-regs_all() { # NAME LOG: with nvcc, every launch of the program found its kernel's ptxas count
-  local r
-  have_cmd nvcc || return 0
-  r=$(grep -h '^emulation: registers checked' "$2")
-  if [[ $r =~ checked\ for\ ([0-9]+)\ of\ ([0-9]+)\ launches ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] &&
-     [ "${BASH_REMATCH[1]}" -gt 0 ] && [[ $r != *"not found"* ]]; then ok "$1: ${r#emulation: }"
-  else bad "$1: not every launch's registers checked: ${r:-no report}"; fi
-}
-regs_all "inference gpt2 registers per launch" "$T/plain.log"
+emu_regs_all "inference gpt2 registers per launch" "$T/plain.log"
 # --profile-out: the kernel profile of the CUDA program (CUDA events, here the emulator's), as a galvc --profile file
 if "$T/gpt2_inf/program-emu" --input input_ids="$T/ids.npy" --profile-out "$T/kprof.json" >"$T/kprof.log" 2>&1 &&
    python3 "$SRC/bench/layer_profile.py" -o "$T/gprof.json" --point "$T/kprof.json,2" 2>>"$T/kprof.log" &&
@@ -238,7 +235,7 @@ if [ $TORCH = 1 ]; then
     if r=$("$TORCH_PY" "$SRC/tests/train/compare.py" "$o.log" "$T/$fam.torch.log" "$o.w" "$T/$fam.torch" 1e-4 1e-4); then
       ok "training $fam fp32, 3 AdamW steps vs torch: $(echo "$r" | grep -E '^step 2|^params' | tr '\n' ' ')"
     else bad "training $fam vs torch:"; echo "$r"; fi
-    regs_all "training $fam registers per launch" "$o.build.log"
+    emu_regs_all "training $fam registers per launch" "$o.build.log"
   done
   wait
   # bf16 mixed precision: the fp32 losses within 1e-3 (the bound tests/train_bf16.sh holds the evaluator's plan to)
@@ -344,13 +341,14 @@ np.save('$T/ppb/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))"
     if "$BUILD/galvc" "$T/gpt2_t.onnx" --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2 --train $extra \
          --target cuda --no-build -q -o "$d/" >"$d.log" 2>&1 &&
        { make -s -C "$d/stage0" emu >"$d.0.log" 2>&1 & make -s -C "$d/stage1" emu >"$d.1.log" 2>&1; r1=$?; wait $!; r0=$?; [ $r0 = 0 ] && [ $r1 = 0 ]; } &&
-       GALV_PROGRAM=program-emu timeout 300 "$d/launch" --batches "$T/ppb" --steps 2 -o "$d.w" >"$d.txt" 2>&1 &&
+       GALV_EMU_REGS=1 GALV_PROGRAM=program-emu timeout 300 "$d/launch" --batches "$T/ppb" --steps 2 -o "$d.w" >"$d.txt" 2>&1 &&
        r=$(python3 -c "
 import sys; sys.path.insert(0, '$SRC/tests/lib')
 from same_training import check
 print(check('$T/pp_one.txt', '$d.txt', '$T/pp_one.w', '$d.w'))"); then
       ok "2-stage training pipeline ($what; 2 microbatches, NCCL over MPI) vs the single-device program: $r"
     else bad "2-stage training pipeline ($what):"; cat "$d.log" "$d".[01].log "$d.txt" 2>/dev/null | tail -30; fi
+    emu_regs_all "2-stage training pipeline ($what), registers per launch (every rank)" "$d.txt"
   done
 fi
 echo "cuda_emu: $pass passed, $fail failed ($(($(date +%s) - t0)) s)"

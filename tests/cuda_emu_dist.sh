@@ -18,7 +18,7 @@
 #     race-check build (make emu-race: every kernel's exact bytes checked
 #     against the collectives on the NCCL streams, no event missing; no
 #     shared- or global-memory race between threads of a launch);
-#   - bf16 mixed precision on 2 ranks, tp and dp with bf16 parameter
+#   - bf16 mixed precision on 2 ranks, tp (GPT-2 and Llama) and dp with bf16 parameter
 #     gradients (--grad-dtype bf16): losses within 1e-3 of the CPU
 #     program's fp32 ones, the bytes on the wire = the global prediction in
 #     storage bytes (bf16 activations / gradients move 2 bytes per
@@ -30,12 +30,17 @@
 #     gradient entry split from the input-gradient one), 1F1B on uneven
 #     stage devices 1 and 2 (dp inside the second), 1F1B with
 #     recomputing stages (--pipeline-recompute) and interleaved 1F1B (2
-#     device groups x 2 chunks), each vs the single device.
+#     device groups x 2 chunks), each vs the single device;
+#   - with nvcc on PATH (make emu links ptxas's counts), every launch of
+#     every rank of the tp4 inference, dp x tp and ZeRO training and the
+#     ZB-H1 pipeline found its kernel's registers per thread
+#     (GALV_EMU_REGS=1); without nvcc that check is a skipped part (exit 77).
 # Usage: cuda_emu_dist.sh BUILD_DIR
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$SRC/tests/lib/require.sh"
+. "$SRC/tests/lib/emu_regs.sh"
 require_cmd "g++ (build-essential)" g++
 require_cmd "OpenMPI (mpicc, mpirun)" mpicc mpirun
 T=$(mktemp -d)
@@ -47,6 +52,7 @@ ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 t0=$(date +%s)
 G=$BUILD/galvc
+emu_regs_on
 
 python3 "$SRC/examples/make_model.py" gpt2 -o "$T/g.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
   { echo "FAIL make_model"; exit 1; }
@@ -70,7 +76,7 @@ PY
 gen() { # NAME ARGS...: galvc --target cuda, then make emu in each program directory (two at a time)
   local n=$1 d
   shift
-  "$G" "$T/g.onnx" "$@" --target cuda --no-build -q --report-cost -o "$T/$n/" </dev/null >"$T/$n.gen.log" 2>&1 || return 1
+  "$G" "${MODEL:-$T/g.onnx}" "$@" --target cuda --no-build -q --report-cost -o "$T/$n/" </dev/null >"$T/$n.gen.log" 2>&1 || return 1
   for d in "$T/$n" "$T/$n"/stage*; do
     [ -f "$d/program.cu" ] || continue
     make -s -C "$d" emu >>"$T/$n.gen.log" 2>&1 || return 1
@@ -87,7 +93,7 @@ PY
 launch() { # NAME ARGS...: the program-emu ranks of NAME (each prints its device-memory high-water mark at exit)
   local n=$1
   shift
-  GALV_EMU_MEM=1 GALV_PROGRAM=${GALV_PROGRAM:-program-emu} timeout 300 "$T/$n/launch" "$@" </dev/null
+  GALV_EMU_MEM=1 GALV_EMU_REGS=1 GALV_PROGRAM=${GALV_PROGRAM:-program-emu} timeout 300 "$T/$n/launch" "$@" </dev/null
 }
 memory() { # NAME LOG: the largest rank's emulated device high-water mark vs the planner's memory per device
   local r
@@ -119,6 +125,7 @@ PY
    ); then ok "4-rank tp inference (NCCL over MPI): $r"
 else bad "4-rank tp inference:"; tail -n 20 "$T/tp4.gen.log" "$T/tp4.log" 2>/dev/null; fi
 memory tp4 "$T/tp4.log"
+emu_regs_all "tp4 inference, registers per launch (every rank)" "$T/tp4.log"
 echo "     tp4: $(($(date +%s) - t0)) s"
 
 # ---- training: dp x tp (4 ranks), ZeRO (2 ranks; NCCL and host-staged)
@@ -131,6 +138,8 @@ train() { # NAME WHAT ARGS...
 }
 train dptp "dp x tp (2x2 mesh, 4 ranks)" --gpus 4 --mesh dp=2,tp=2 --strategy dp,tp
 train zero "ZeRO (2 ranks)" --gpus 2 --strategy zero
+emu_regs_all "dp x tp training, registers per launch (every rank)" "$T/dptp.txt"
+emu_regs_all "ZeRO training, registers per launch (every rank)" "$T/zero.txt"
 train tpsp "tp,sp (2 ranks, sequence parallelism: reduce_scatter / all_gather over the sequence dim)" --gpus 2 --strategy tp,sp
 # the step alone (no -o: writing outputs gathers each tensor on the device, a phase after the steps)
 for n in dptp zero tpsp; do
@@ -147,7 +156,7 @@ bf16_train() { # NAME WHAT ARGS...
   shift 2
   if gen "$n" --batch 8 --seq 8 --train --gpus 2 --precision bf16 "$@" &&
      launch "$n" --batches "$T/b" --steps 3 --comm-stats >"$T/$n.txt" 2>&1 &&
-     r=$(python3 - "$T/one.txt" "$T/$n.txt" <<'PY'
+     r=$(python3 - "${REF:-$T/one.txt}" "$T/$n.txt" <<'PY'
 import re, sys
 ref = [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(sys.argv[1]).read(), re.M)]
 txt = open(sys.argv[2]).read()
@@ -166,6 +175,14 @@ PY
 }
 bf16_train tpbf16 tp --strategy tp
 bf16_train dpg16 "dp, bf16 gradients" --strategy dp --grad-dtype bf16
+# a tiny Llama under tp (its vocab-parallel embedding's masked lookup, and the gradient before its first norm,
+# cross the ranks as the global program's plan stores them, bf16, whatever fusion makes of their consumers:
+# the device program's storage pass once stored that gradient's all_reduce fp32, 4096 bytes per run more than
+# predicted, which the program's check refused), against the single-device fp32 CPU Llama
+python3 "$SRC/examples/make_model.py" llama -o "$T/l.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null &&
+  "$G" "$T/l.onnx" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/lone/" </dev/null >"$T/lone.log" 2>&1 &&
+  "$T/lone/program" --batches "$T/b" --steps 3 >"$T/lone.txt" 2>&1 || bad "the single-device Llama reference: $(tail -n 3 "$T/lone.log" "$T/lone.txt")"
+MODEL=$T/l.onnx REF=$T/lone.txt bf16_train ltpbf16 "tp, Llama" --strategy tp
 if make -s -C "$T/zero" emu COMM=staged >"$T/zeros.log" 2>&1 &&
    launch zero --batches "$T/b" --steps 3 -o "$T/zeros.w" >"$T/zeros.txt" 2>&1 &&
    r=$(same "$T/zeros.txt" "$T/zeros.w" "$T/zero.txt" "$T/zero.w" exact 2>&1) &&
@@ -195,6 +212,7 @@ else bad "GPU checkpoint -> CPU program:"; tail -n 10 "$T/ck.txt" "$T/ck1.txt" 2
 
 # ---- training pipelines, 2 stages, 4 microbatches
 train zbh1 "pipeline ZB-H1 (2 stages, 4 microbatches)" --pipeline-stages 2 --microbatches 4 --schedule zb-h1
+emu_regs_all "ZB-H1 pipeline, registers per launch (every stage rank)" "$T/zbh1.txt"
 train uneven "pipeline 1F1B on stage devices 1 and 2 (dp in stage 1; 4 microbatches)" \
   --pipeline-stages 2 --microbatches 4 --gpus 3 --stage-devices 1,2 --strategy dp
 train recomp "pipeline 1F1B with recomputing stages (--pipeline-recompute; 4 microbatches)" \

@@ -24,11 +24,15 @@
 #   - on 2 MPI ranks, training through gather_nd, scatter_nd,
 #     gather_elements and scatter_elements under dp (their sharding rules'
 #     local shapes) = the single-device CPU program.
+#   - with nvcc on PATH (make emu links ptxas's counts), every launch of
+#     both training programs found its kernel's registers per thread
+#     (GALV_EMU_REGS=1); without nvcc that check is a skipped part (exit 77).
 # Usage: cuda_emu_ops.sh BUILD_DIR
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$SRC/tests/lib/require.sh"
+. "$SRC/tests/lib/emu_regs.sh"
 require_cmd "g++ (build-essential)" g++
 TORCH_PY=/usr/bin/python3
 require_torch "$TORCH_PY"
@@ -39,6 +43,7 @@ pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 t0=$(date +%s)
+emu_regs_on
 python3 "$SRC/tests/ops/make_graphs.py" "$T" >/dev/null || { echo "FAIL make_graphs.py"; exit 1; }
 python3 - "$T" "$SRC" <<'PY'
 import os, sys
@@ -77,7 +82,7 @@ echo "     inference: $(($(date +%s) - t0)) s"
 python3 "$SRC/tests/train/onnx_dump.py" "$T/train_nd.onnx" "$T/nd_dump"
 GALV_TORCH_RULE=onnx "$TORCH_PY" "$SRC/tests/train/torch_train.py" "$T/nd_dump" "$T/nd_batches/input_ids.npy" \
   "$T/nd_batches/labels.npy" 3 "$T/nd_torch" adamw 1e-2 0.01 0.9 0.999 1e-8 0 >"$T/nd_torch.log" 2>"$T/nd_torch.err"
-if wait $nd_pid && "$T/nd/program-emu" --batches "$T/nd_batches" --steps 3 -o "$T/nd.w" >"$T/nd.log" 2>&1 &&
+if wait $nd_pid && GALV_EMU_REGS=1 "$T/nd/program-emu" --batches "$T/nd_batches" --steps 3 -o "$T/nd.w" >"$T/nd.log" 2>&1 &&
    r=$("$TORCH_PY" "$SRC/tests/train/compare.py" "$T/nd.log" "$T/nd_torch.log" "$T/nd.w" "$T/nd_torch" 1e-4 1e-4); then
   ok "training through the index ops, mod and topk (program-emu) = torch: $(grep -o 'params: .*' <<<"$r")"
 else bad "training through the index ops: $(tail -3 "$T/nd.build.log" "$T/nd.log" "$T/nd_torch.err") ${r:-}"; fi
@@ -91,7 +96,7 @@ python3 "$SRC/tests/train/onnx_dump.py" "$T/cnn.onnx" "$T/cnn_dump"
 printf '%s\n' cw cb tw tb fw fb >"$T/names"
 "$TORCH_PY" "$SRC/tests/vision/torch_graph.py" "$T/cnn_dump" "$T/cnn_batches" 2 "$T/cnn_torch" "$T/names" "$T/names" \
   cross_entropy adamw 1e-2 0.01 0.9 0.999 1e-6 0 >"$T/cnn_torch.log" 2>"$T/cnn_torch.err"
-if wait $cnn_pid && "$T/cnn/program-emu" --batches "$T/cnn_batches" --steps 2 -o "$T/cnn.w" >"$T/cnn.log" 2>&1 &&
+if wait $cnn_pid && GALV_EMU_REGS=1 "$T/cnn/program-emu" --batches "$T/cnn_batches" --steps 2 -o "$T/cnn.w" >"$T/cnn.log" 2>&1 &&
    r=$(python3 - "$T" "$SRC" <<'PY'
 import os, sys
 t, src = sys.argv[1:3]
@@ -131,6 +136,8 @@ print(check('$T/spmd/one.log', '$T/spmd/cu.log', '$T/spmd/one/w', '$T/spmd/cu/w'
     ok "training through the index ops, 2 ranks dp (program-emu) = 1 rank (CPU): $r"
   else bad "2-rank dp training through the index ops (program-emu): $(tail -3 "$T/spmd.log") ${r:-}"; fi
 fi
+emu_regs_all "training through the index ops, registers per launch" "$T/nd.log"
+emu_regs_all "training through the pools, registers per launch" "$T/cnn.log"
 echo "     total: $(($(date +%s) - t0)) s"
 echo "cuda_emu_ops: $pass passed, $fail failed"
 galv_exit "$fail"

@@ -9,6 +9,9 @@
 # 5000); empty tensors (0 rows, a batch of 0). Each lab program exits 1 on
 # any mismatch, and the layer on any launch-limit, race or memory error.
 # --time is refused under the layer (timing needs a GPU: bench/gpu_check.sh).
+# Registers per thread are not checked here (the lab links no ptxas counts);
+# tests/cuda_emu.sh, cuda_emu_ops.sh and cuda_emu_dist.sh check them for
+# every launch of the programs (a named skipped part without nvcc).
 # Usage: cuda_lab_emu.sh BUILD_DIR (unused: the lab builds from source)
 set -uo pipefail
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}

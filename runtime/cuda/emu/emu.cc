@@ -257,14 +257,26 @@ static std::vector<fn_sym> *fn_syms;
 static std::map<std::string, size_t> *shm_static; /* demangled function -> static __shared__ bytes in galv_shm */
 /* GCC ignores the section attribute on a static local of a template
  * function (it goes to a COMDAT .bss section): the __shared__ variables of
- * template kernels — the runtime's — are found instead as the writable
- * local statics (_ZZ<function>E<name>) of the kernel a launch runs. */
+ * template kernels — the runtime's — are found instead as the program's
+ * writable local statics (_ZZ<function>E<name>), all of them known from the
+ * symbol table before the first launch. Device code touches no other
+ * function-local static (CUDA allows none but __shared__ ones), so any of
+ * them a kernel's thread touches is shared memory: the race check shadows
+ * it from the launch's first access, whether or not the launch knows its
+ * kernel yet; its function (the mangled name's prefix) is the kernel's
+ * identity where an index read has not given it yet. */
+struct shm_cell;
 struct loc_static {
   const char *name; /* mangled */
   uintptr_t lo;
   size_t size;
+  shm_cell *shadow;    /* race check: per byte, once a kernel touches it */
+  const struct fn_sym *owner; /* the function it is local to (found once: owner_done) */
+  bool owner_done;
+  std::string *dname;  /* demangled, for reports (once) */
 };
-static std::vector<loc_static> *loc_statics;
+static std::vector<loc_static> *loc_statics; /* sorted by address */
+static uintptr_t loc_lo = UINTPTR_MAX, loc_hi; /* the span of them all: a quick test */
 static int exe_bias_cb(struct dl_phdr_info *i, size_t, void *d) {
   *(uintptr_t *)d = i->dlpi_addr; /* the first object is the program */
   return 1;
@@ -322,7 +334,8 @@ static std::map<std::string, size_t> shm_sizes(std::vector<shm_var> *vars) {
       }
       if (ELF64_ST_TYPE(sy[j].st_info) == STT_OBJECT && sy[j].st_shndx != shm && sy[j].st_shndx < eh->e_shnum &&
           (sh[sy[j].st_shndx].sh_flags & SHF_WRITE) && sy[j].st_size && !strncmp(str + sy[j].st_name, "_ZZ", 3)) {
-        loc_statics->push_back({strdup(str + sy[j].st_name), bias + sy[j].st_value, (size_t)sy[j].st_size});
+        loc_statics->push_back({strdup(str + sy[j].st_name), bias + sy[j].st_value, (size_t)sy[j].st_size, nullptr,
+                                nullptr, false, nullptr});
         continue;
       }
       if (sy[j].st_shndx != shm || ELF64_ST_TYPE(sy[j].st_info) != STT_OBJECT) continue;
@@ -339,7 +352,31 @@ static std::map<std::string, size_t> shm_sizes(std::vector<shm_var> *vars) {
   }
   munmap(b, (size_t)st.st_size);
   std::sort(fn_syms->begin(), fn_syms->end(), [](const fn_sym &a, const fn_sym &b) { return a.lo < b.lo; });
+  std::sort(loc_statics->begin(), loc_statics->end(), [](const loc_static &a, const loc_static &b) { return a.lo < b.lo; });
+  for (auto &v : *loc_statics) loc_lo = std::min(loc_lo, v.lo), loc_hi = std::max(loc_hi, v.lo + v.size);
   return out;
+}
+
+/* the function-local static that [a, a+n) overlaps, if any */
+__attribute__((unused)) static loc_static *find_loc_static(uintptr_t a, size_t n) {
+  if (!loc_statics || a + n <= loc_lo || a >= loc_hi) return nullptr;
+  auto it = std::upper_bound(loc_statics->begin(), loc_statics->end(), a + n - 1,
+                             [](uintptr_t x, const loc_static &v) { return x < v.lo; });
+  if (it == loc_statics->begin()) return nullptr;
+  --it;
+  return a < it->lo + it->size ? &*it : nullptr;
+}
+/* the function a local static belongs to: _ZZ<encoding>E<entity> names it _Z<encoding> (the longest match) */
+__attribute__((unused)) static const fn_sym *static_owner(loc_static &v) {
+  if (v.owner_done) return v.owner;
+  v.owner_done = true;
+  size_t best = 0;
+  for (auto &f : *fn_syms) {
+    if (strncmp(f.name, "_Z", 2)) continue;
+    size_t n = strlen(f.name + 2);
+    if (n > best && !strncmp(v.name + 3, f.name + 2, n) && v.name[3 + n] == 'E') best = n, v.owner = &f;
+  }
+  return v.owner;
 }
 
 /* ---------------------------------------------------------------- registers (ptxas) */
@@ -665,11 +702,8 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
 /* A kernel, once a launch has found it (by its code address): its
  * register count, its static __shared__ bytes and the variables of them
  * outside galv_shm (a template's). */
-struct shm_cell;
 struct kvar {
   uintptr_t lo, hi;
-  std::string name;
-  shm_cell *shadow; /* race check: per byte */
 };
 struct kregs;
 struct kinfo {
@@ -957,12 +991,11 @@ struct shm_cell {
 static shm_cell *shadow;
 
 static const char *shm_name(uintptr_t a, size_t *off) {
-  if (L.k)
-    for (auto &v : L.k->vars)
-      if (a >= v.lo && a < v.hi) {
-        *off = a - v.lo;
-        return v.name.c_str();
-      }
+  if (loc_static *v = find_loc_static(a, 1)) {
+    if (!v->dname) v->dname = new std::string(demangle(v->name));
+    *off = a - v->lo;
+    return v->dname->c_str();
+  }
   if (shm_vars)
     for (auto &v : *shm_vars)
       if (a >= (uintptr_t)__start_galv_shm + v.off && a < (uintptr_t)__start_galv_shm + v.off + v.size) {
@@ -1109,20 +1142,21 @@ void galv_emu_atomic_access(void *p, size_t n) {
   global_access(a, n, 2);
 }
 
-/* the running kernel's __shared__ variable outside galv_shm (a template's) that [a, a+n) touches */
-static inline kvar *kernel_var(uintptr_t a, size_t n) {
-  if (L.k)
-    for (auto &v : L.k->vars)
-      if (a < v.hi && a + n > v.lo) {
-        if (!v.shadow) v.shadow = (shm_cell *)calloc(v.hi - v.lo, sizeof(shm_cell));
-        return &v;
-      }
-  return nullptr;
+static void identify_static_owner(loc_static *v);
+/* a __shared__ variable outside galv_shm (a template's) that [a, a+n) touches: any function-local static a
+ * kernel's thread touches, from the launch's first access (the launch need not know its kernel: in the
+ * first launch from a site, before the kernel's first index read, it does not) */
+static inline loc_static *kernel_var(uintptr_t a, size_t n) {
+  loc_static *v = find_loc_static(a, n);
+  if (!v) return nullptr;
+  if (!v->shadow) v->shadow = (shm_cell *)calloc(v->size, sizeof(shm_cell));
+  if (!L.k) identify_static_owner(v);
+  return v;
 }
 static inline void shadow_access(const void *p, size_t n, bool w) {
   uintptr_t a = (uintptr_t)p;
   bool sec = !(a + n <= (uintptr_t)__start_galv_shm || a >= (uintptr_t)__stop_galv_shm);
-  kvar *kv = sec || !cur_worker ? nullptr : kernel_var(a, n);
+  loc_static *kv = sec || !cur_worker ? nullptr : kernel_var(a, n);
   if (fp_on && !sec && !kv) {
     (w ? fp_write : fp_read).add(a, a + n);
     if (cur_worker) global_access(a, n, w ? 1 : 0);
@@ -1142,7 +1176,7 @@ static inline void shadow_access(const void *p, size_t n, bool w) {
     uintptr_t b = a + i;
     shm_cell *cp;
     if (kv) {
-      if (b < kv->lo || b >= kv->hi) continue;
+      if (b < kv->lo || b >= kv->lo + kv->size) continue;
       cp = &kv->shadow[b - kv->lo];
     } else {
       if (b < (uintptr_t)__start_galv_shm || b >= (uintptr_t)__stop_galv_shm) continue;
@@ -1215,12 +1249,13 @@ static void start_kernel(void) {
  * linked in, only a function that has one (a kernel); else the first found. */
 static std::unordered_map<std::string, kinfo *> *kinfos;
 static std::unordered_map<void (*)(void *), kinfo *> *sites;
-static bool identify(uintptr_t pc) {
-  const fn_sym *f = find_fn(pc);
+static bool identify_fn(const fn_sym *f) {
   if (!f || strncmp(f->name, "_Z", 2)) return false;
   const kregs *r = nullptr;
   if (reg_table) {
     auto it = reg_table->find(f->name);
+    /* a static kernel that is not a template: g++ mangles it _ZL<name>..., ptxas names it _Z<name>... */
+    if (it == reg_table->end() && !strncmp(f->name, "_ZL", 3)) it = reg_table->find(std::string("_Z") + (f->name + 3));
     if (it == reg_table->end()) return false;
     r = &it->second;
   }
@@ -1238,7 +1273,7 @@ static bool identify(uintptr_t pc) {
     std::string pre = std::string("_ZZ") + (f->name + 2) + "E";
     for (auto &v : *loc_statics)
       if (!strncmp(v.name, pre.c_str(), pre.size())) {
-        k->vars.push_back({v.lo, v.lo + v.size, demangle(v.name), nullptr});
+        k->vars.push_back({v.lo, v.lo + v.size});
         k->static_bytes += v.size;
       }
   }
@@ -1247,6 +1282,16 @@ static bool identify(uintptr_t pc) {
   start_kernel();
   return true;
 }
+static bool identify(uintptr_t pc) { return identify_fn(find_fn(pc)); }
+
+#ifdef GALV_EMU_SHADOW
+/* a kernel's thread touched the function-local static v (a template's __shared__ variable) while the
+ * launch does not know its kernel: its function is the kernel, unless ptxas's counts say it is a device
+ * function (then an index read still names the kernel) */
+static void identify_static_owner(loc_static *v) {
+  if (identify_fn(static_owner(*v))) galv_emu_want_pc = 0;
+}
+#endif
 
 /* Called by the first reads of threadIdx / blockIdx / blockDim / gridDim
  * in the first launch from a site (galv_emu.h): the return address lies in

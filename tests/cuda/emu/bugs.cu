@@ -7,8 +7,8 @@
  *   bugs CASE      CASE: race | race-ok | divergence | divergence-ok | mask | mask-ok | oob | oob-ok |
  *                  block2048 | block1024 | grid | stream-race | stream-ok | kernel-race | kernel-ok |
  *                  kernel-apart | host-touch | free-touch | dyn | dyn-race | dyn-over | dyn-oob | regs | regs-ok |
- *                  global-ok | global-block | global-grid | global-atomic | global-mixed
- *   (kernel-race / kernel-ok / kernel-apart, dyn-race, dyn-oob, global-*: the race-check build, where
+ *                  global-ok | global-block | global-grid | global-atomic | global-mixed | early-race | early-ok
+ *   (kernel-race / kernel-ok / kernel-apart, dyn-race, dyn-oob, global-*, early-*: the race-check build, where
  *   kernels' ranges are known and shared and global memory are shadowed; regs / regs-ok: linked with
  *   ptxas's register counts, runtime/cuda/emu/ptxas_regs.sh) */
 #include <cuda_runtime.h>
@@ -45,6 +45,20 @@ __global__ void reverse_k(T *out, const T *in, int sync) {
   s[threadIdx.x] = in[blockIdx.x * 256 + threadIdx.x];
   if (sync) __syncthreads();
   out[blockIdx.x * 256 + threadIdx.x] = s[255 - threadIdx.x];
+}
+
+/* every thread of the block adds in[0] to one shared word before the kernel reads any index (`early-race`:
+ * a lost update on a GPU), then thread 0 sets it to in[0] and every thread stores it. The layer learns a
+ * launch's kernel at its first index read: the accesses before that, in the first launch from a site, are
+ * checked all the same. A template, as the runtime's kernels are (its __shared__ word is not in galv_shm) */
+template <typename T>
+__global__ void early_k(T *out, const T *in, int race) {
+  __shared__ T first;
+  if (race) first = first + in[0];
+  __syncthreads();
+  if (threadIdx.x == 0) first = in[0];
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = first;
 }
 
 /* a block sum where half the threads skip the barrier (divergence) */
@@ -137,6 +151,16 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 1024; i++)
       if (h[i] != (float)(i / 256 * 256 + 255 - i % 256)) {
         fprintf(stderr, "bugs: error: reverse: element %d is %g\n", i, h[i]);
+        return 1;
+      }
+  } else if (!strcmp(c, "early-race") || !strcmp(c, "early-ok")) {
+    /* one block: the launch's first block is the one that runs before its kernel is known */
+    GALV_LAUNCH(early_k, 1, 64, 0, s1, e, d + 7, !strcmp(c, "early-race"));
+    CHECK(cudaMemcpyAsync(h, e, 64 * sizeof(float), cudaMemcpyDeviceToHost, s1));
+    CHECK(cudaStreamSynchronize(s1));
+    for (int i = 0; i < 64; i++)
+      if (h[i] != 7.0f) {
+        fprintf(stderr, "bugs: error: early_k: element %d is %g\n", i, h[i]);
         return 1;
       }
   } else if (!strcmp(c, "divergence") || !strcmp(c, "divergence-ok")) {
