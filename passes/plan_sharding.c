@@ -1584,13 +1584,23 @@ static int axis_named(const gv_plan *p, const gv_json *v, const char *path, cons
   return gv_error_plain("%s: line %d: field '%s': expected null or a mesh axis name", path, v->line, field);
 }
 
-int gv_plan_read_microbatches(const char *path, int64_t *B, bool *each) {
+/* plan.json read whole (the reader's size cap, regular files only) and parsed; NULL after one error line */
+static gv_json *plan_json(const char *path) {
   char *buf = NULL, err[256];
   size_t len = 0;
-  if (galv_read_whole(path, GV_PLAN_FILE_MAX, &buf, &len, err, sizeof err)) return gv_error_plain("%s: %s", path, err);
+  if (galv_read_whole(path, GV_PLAN_FILE_MAX, &buf, &len, err, sizeof err)) {
+    gv_error_plain("%s: %s", path, err);
+    return NULL;
+  }
   gv_json *root = gv_json_parse(buf, len, err, sizeof err);
   free(buf);
-  if (!root) return gv_error_plain("%s: not valid JSON: %s", path, err);
+  if (!root) gv_error_plain("%s: not valid JSON: %s", path, err);
+  return root;
+}
+
+int gv_plan_read_microbatches(const char *path, int64_t *B, bool *each) {
+  gv_json *root = plan_json(path);
+  if (!root) return -1;
   const gv_json *v = gv_json_get(root, "microbatches");
   int rc = 0;
   *B = 1;
@@ -1607,13 +1617,9 @@ int gv_plan_read_microbatches(const char *path, int64_t *B, bool *each) {
 }
 
 int gv_plan_read_recompute(const char *path, const char **mode) {
-  char *buf = NULL, err[256];
-  size_t len = 0;
   *mode = NULL;
-  if (galv_read_whole(path, GV_PLAN_FILE_MAX, &buf, &len, err, sizeof err)) return gv_error_plain("%s: %s", path, err);
-  gv_json *root = gv_json_parse(buf, len, err, sizeof err);
-  free(buf);
-  if (!root) return gv_error_plain("%s: not valid JSON: %s", path, err);
+  gv_json *root = plan_json(path);
+  if (!root) return -1;
   const gv_json *v = gv_json_get(root, "recompute");
   int rc = 0;
   if (v && (v->kind != GV_JSON_STRING || !v->str[0] || strlen(v->str) > 4096))
@@ -1628,12 +1634,8 @@ int gv_plan_read_recompute(const char *path, const char **mode) {
 }
 
 int gv_plan_read(const char *path, gv_plan *p, int nunits) {
-  char *buf = NULL, err[256];
-  size_t len = 0;
-  if (galv_read_whole(path, GV_PLAN_FILE_MAX, &buf, &len, err, sizeof err)) return gv_error_plain("%s: %s", path, err);
-  gv_json *root = gv_json_parse(buf, len, err, sizeof err);
-  free(buf);
-  if (!root) return gv_error_plain("%s: not valid JSON: %s", path, err);
+  gv_json *root = plan_json(path);
+  if (!root) return -1;
   int rc = 0;
   memset(p, 0, sizeof *p);
   const gv_json *mesh = gv_json_get(root, "mesh");
