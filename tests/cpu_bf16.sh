@@ -44,13 +44,7 @@ BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-. "$SRC/tests/lib/require.sh"
-require_cmd "Debian libopenmpi-dev, openmpi-bin" mpicc mpirun
-export GALV_COMM_SYNC=1 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
-export MPIRUN="mpirun -x GALV_COMM_SYNC -x OPENBLAS_NUM_THREADS"
-pass=0 fail=0
-ok() { echo "ok   $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+. "$SRC/tests/lib/mpi_env.sh"
 GALVC=("$BUILD/galvc" --batch 2 --seq 16 --target cpu)
 python3 -c "
 import numpy as np, os
