@@ -189,6 +189,15 @@ int count_ops(const gv_block *b) {
   return n;
 }
 
+/* The recomputation search's winner: the mode with a plan (B[k] > 0) and the
+ * fastest predicted step, the least recomputation on a tie; -1 when none. */
+static int rc_fastest(const int *B, const int64_t *step, int n) {
+  int best = -1;
+  for (int k = 0; k < n; k++)
+    if (B[k] && (best < 0 || step[k] < step[best])) best = k;
+  return best;
+}
+
 static void histogram(const gv_block *b, int *h) {
   for (const gv_op *op = b->first; op; op = op->next) {
     h[op->code]++;
@@ -1108,6 +1117,7 @@ int main(int argc, char **argv) {
    * unless it was the last one tried). */
   static const char *const rc_modes[] = {"none", "selective", "all"};
   enum { NRC = 3 };
+  const int B0 = mb_given && !mb_auto ? (pa.B ? pa.B : 1) : 1; /* each recomputation's first microbatch count */
   bool rc_search = train && !pa.on && !recompute_given && gv_plan_opts.active && !gv_plan_opts.plan_in &&
                    (mb_search || mb_given);
   int rc_mode = 0, rc_B[NRC] = {0};
@@ -1159,13 +1169,11 @@ retry:
           if (!quiet) fprintf(stderr, "galvc: recompute=%s: no plan fits: trying recompute=%s\n", rc_modes[rc_mode], rc_modes[rc_mode + 1]);
           gv_module_free(m);
           gv_train_opts.recompute = rc_modes[++rc_mode];
-          B = mb_given && !mb_auto ? (pa.B ? pa.B : 1) : 1;
+          B = B0;
           goto retry;
         }
         if (!next_B) { /* no candidate left: the planner's own error line */
-          int best = -1;
-          for (int k = 0; rc_search && k < NRC; k++)
-            if (rc_B[k] && (best < 0 || rc_step[k] < rc_step[best])) best = k;
+          int best = rc_search ? rc_fastest(rc_B, rc_step, NRC) : -1;
           if (best >= 0) { /* an earlier recomputation had a plan: that one */
             gv_module_free(m);
             rc_search = false;
@@ -1200,12 +1208,10 @@ retry:
         if (more) {
           gv_module_free(m);
           gv_train_opts.recompute = rc_modes[++rc_mode];
-          B = mb_given && !mb_auto ? (pa.B ? pa.B : 1) : 1;
+          B = B0;
           goto retry;
         }
-        int best = rc_mode;
-        for (int k = 0; k < NRC; k++)
-          if (rc_B[k] && rc_step[k] < rc_step[best]) best = k;
+        int best = rc_fastest(rc_B, rc_step, NRC);
         rc_search = false;
         if (rc_mode > 0 && !quiet)
           fprintf(stderr, "galvc: recompute=%s with %d microbatch%s: the fastest predicted step (%.3f ms)\n", rc_modes[best],
