@@ -25,6 +25,7 @@ int gv_pass_autodiff(gv_module *m);       /* passes/autodiff.c */
 int gv_pass_optimizer(gv_module *m);      /* passes/optimizer.c */
 int gv_pass_recompute(gv_module *m);      /* passes/recompute.c */
 int gv_pass_accumulate(gv_module *m);     /* passes/accumulate.c */
+int gv_pass_regather(gv_module *m);       /* passes/regather.c */
 
 /* Training options, set by the drivers (galvc --train, galv-eval --train,
  * galv-opt) before running loss / optimizer; defaults in passes/registry.c

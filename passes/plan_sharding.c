@@ -636,6 +636,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   plan_sp_set(&sps, C, p);
   int fd = quiet_begin();
   if (!rc) rc = gv_pass_propagate_sharding(m) ? 1 : 0;
+  if (!rc) rc = gv_pass_regather(m) ? 1 : 0; /* ZeRO-3 parameters gathered per layer that reads them */
   if (!rc) rc = gv_pass_storage(m) ? 1 : 0; /* the collectives move values as stored */
   if (!rc) rc = gv_pass_spmd_partition(m) ? 1 : 0;
   if (!rc) rc = gv_pass_fuse(m) ? 1 : 0;

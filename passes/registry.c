@@ -15,6 +15,7 @@ const gv_pass gv_pass_table[] = {
     {"optimizer", gv_pass_optimizer, "training: append the SGD / AdamW update; the function becomes the training step"},
     {"cluster-layers", gv_pass_cluster_layers, "pipeline: METIS layer groups (--layers K), repaired into an acyclic ordered sequence"},
     {"propagate-sharding", gv_pass_propagate_sharding, "shardings for every value from pinned ones (--strategy, --sharding); galv.reshard where they differ"},
+    {"regather", gv_pass_regather, "training: a gathered parameter (ZeRO-3) gathered again before each later layer that reads it, not kept whole"},
     {"spmd-partition", gv_pass_spmd_partition, "global IR -> one rank's local IR: local shapes, reshards lowered to collectives (bytes)"},
     {"stage-split", gv_pass_stage_split, "pipeline: galv.send / galv.recv where values cross stages (cross-mesh tiles, local all-gather)"},
     {"stage-stash", gv_pass_stage_stash, "pipeline training: an earlier stage's forward or backward entry (--stash=forward|backward), the stash between them"},

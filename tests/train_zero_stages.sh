@@ -15,7 +15,10 @@
 #     over its parameter bytes n (read from the ONNX file): stage 1 backward
 #     all_reduce 2(p-1)n/p = n, optimizer all_gather (p-1)n/p = n/2; stage 2
 #     backward reduce_scatter n/2, optimizer all_gather n/2; stage 3 forward
-#     all_gather n/2, optimizer reduce_scatter n/2;
+#     all_gather n/2, backward all_gather w/2 again (w: the bytes of the
+#     parameters the backward reads, every one but the biases: the
+#     regather pass gathers them anew instead of keeping the forward's
+#     copy), optimizer reduce_scatter n/2;
 #   - memory (--report-cost on 4 ranks): the model states (parameters +
 #     optimizer state + gradients) ordered dp > zero1 >= zero2 > zero3, and
 #     every run's predicted memory (parameters + optimizer state + arena)
@@ -113,11 +116,12 @@ lab[0, 0, :] = -100
 lab[1, 4, 2:] = -100
 np.save(f"{t}/b/labels.npy", lab)
 PY
-# layer h.0's parameter bytes (GPT-2), for the hand-computed figures
-n0=$(python3 - "$T/gpt2.onnx" <<'PY'
+# layer h.0's parameter bytes (GPT-2), all and without the biases, for the hand-computed figures
+read -r n0 w0 < <(python3 - "$T/gpt2.onnx" <<'PY'
 import sys, onnx, numpy as np
 m = onnx.load(sys.argv[1])
-print(sum(4 * int(np.prod(i.dims)) for i in m.graph.initializer if ".h.0." in i.name or i.name.startswith("h.0.")))
+h0 = [i for i in m.graph.initializer if ".h.0." in i.name or i.name.startswith("h.0.")]
+print(sum(4 * int(np.prod(i.dims)) for i in h0), sum(4 * int(np.prod(i.dims)) for i in h0 if not i.name.endswith("bias")))
 PY
 )
 
@@ -186,7 +190,7 @@ for st in 1 2 3; do
   case $st in
   1) want="0 $n0 $((n0 / 2))" ;; # backward all_reduce 2(p-1)n/p, optimizer all_gather (p-1)n/p
   2) want="0 $((n0 / 2)) $((n0 / 2))" ;; # backward reduce_scatter, optimizer all_gather
-  3) want="$((n0 / 2)) 0 $((n0 / 2))" ;; # forward all_gather, optimizer reduce_scatter
+  3) want="$((n0 / 2)) $((w0 / 2)) $((n0 / 2))" ;; # forward all_gather, backward all_gather again (no biases), optimizer reduce_scatter
   esac
   got="$fb $bb $ob"
   if [ -n "$n0" ] && [ "$n0" -gt 0 ] && [ "$got" = "$want" ]; then

@@ -39,6 +39,7 @@ static const char *const pipeline[] = {
     "dce",            /* drop what nothing uses */
     "cluster-layers", /* with --layers K: METIS layer groups (docs/pipeline.md) */
     "propagate-sharding", /* with --gpus > 1 / --mesh: shardings, galv.reshard (docs/sharding.md) */
+    "regather",       /* training: ZeRO-3 parameters gathered again per layer that reads them (docs/sharding.md) */
     "storage",        /* with --precision bf16: the global program's storage, which the collectives move */
     "spmd-partition", /* one rank's local program: local shapes, collectives */
     "fuse",           /* elementwise chains -> galv.fused (docs/device-program.md) */
