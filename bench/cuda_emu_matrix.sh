@@ -16,7 +16,7 @@
 #     x PLANS among one tp2 dp2 dptp4 zero2 zero4 pp2-gpipe pp2-1f1b
 #     pp2-zbh1 pp2-uneven pp2-recompute: losses and every weight vs the
 #     single-device CPU program (tests/lib/same_training.py, rtol 1e-4,
-#     atol 1e-5); bf16 x one tp2 dp2: losses within 1e-3 of the fp32 CPU
+#     atol 1e-5); bf16 x one tp2 dp2 zero2: losses within 1e-3 of the fp32 CPU
 #     program's (docs/cuda-target.md's bound).
 # KINDS (inference training) and PRECS (fp32 bf16) in the environment pick
 # a part, e.g. KINDS=training PRECS=bf16 bench/cuda_emu_matrix.sh build
@@ -102,7 +102,7 @@ for fam in $FAMS; do
     for p in one tp2 dp2 dptp4 zero2 zero4 pp2-gpipe pp2-1f1b pp2-zbh1 pp2-uneven pp2-recompute; do
       has $p || continue
       c0=$(date +%s)
-      [ $prec = bf16 ] && [[ " one tp2 dp2 " != *" $p "* ]] && continue
+      [ $prec = bf16 ] && [[ " one tp2 dp2 zero2 " != *" $p "* ]] && continue
       a=$(plan_args $p) d=$T/${fam}_${prec}_$p
       # shellcheck disable=SC2086
       if ! "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --precision $prec $a --target cuda --no-build -q -o "$d/" \

@@ -165,7 +165,7 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
     for (int i = 0; i < op->nopnds; i++) any = any || half[op->opnds[i]->id];
     /* elementwise work on fp32 values only stays fp32 (nothing 16-bit to save: a vocab-parallel
      * cross-entropy's log-sum-exp from its fp32 row statistics, the sum of two fp32 embeddings) */
-    bool wide = !any && (op->code == GV_OP_FUSED || (gv_ops[op->code].flags & GV_ELEMENTWISE));
+    bool wide = !any && (op->code == GV_OP_FUSED || (gv_ops[op->code].flags & GV_ELEMENTWISE)) && !gv_get_attr(op, "gather_copy");
     for (int i = 0; i < op->nres && !rc; i++) {
       int r = op->res[i]->id;
       if (op->res[i]->type.dtype != GV_DT_F32) continue;

@@ -37,6 +37,54 @@ static bool moved(const gv_op *op) {
   return coll && op->nres == 1 && op->nopnds == 1 && gv_get_attr(op, "bytes") != NULL;
 }
 
+/* 16-bit training, global program: a trained parameter that a galv.reshard
+ * gathers (ZeRO-3, a tp gather) is gathered as a 16-bit copy of its shard
+ * when every reader of the gathered value reads it 16-bit anyway (a GEMM
+ * converts its fp32 operands): a galv.cast to f32 marked `gather_copy`
+ * between the parameter and its reshards, stored 16-bit by the plan
+ * (ir/storage.c), so the collective moves 2 bytes per element. The copy is
+ * rounded as the GEMM's own conversion rounds it, so results are unchanged.
+ * Where the plan keeps the gathered value fp32 the copy is removed again.
+ * Returns the number of copies inserted. */
+static int gather_copies(gv_module *m, gv_op ***copies) {
+  gv_func *f = m->main;
+  gv_block *body = f->body;
+  int n = 0;
+  *copies = NULL;
+  gv_op **by_arg = calloc((size_t)body->nargs + 1, sizeof *by_arg);
+  if (!by_arg) abort();
+  for (gv_op *op = body->first; op; op = op->next) {
+    if (op->code != GV_OP_RESHARD || op->nopnds != 1 || op->opnds[0]->def || op->opnds[0]->type.dtype != GV_DT_F32) continue;
+    int a = -1;
+    for (int i = 0; i < body->nargs && a < 0; i++)
+      if (body->args[i] == op->opnds[0]) a = i;
+    if (a < 0 || !gv_arg_trains(f, a)) continue;
+    if (!by_arg[a]) {
+      gv_value *w = body->args[a];
+      gv_op *c = gv_op_new(m, GV_OP_CAST, 1, &w, 1);
+      gv_set_type(m, c, "to", GV_DT_F32);
+      gv_set_int(m, c, "gather_copy", 1);
+      c->res[0]->type = w->type;
+      const gv_sharding *sh = gv_value_sharding(m, w); /* an elementwise copy: the parameter's own sharding */
+      if (sh) gv_set_shardings(m, c, &sh);
+      gv_op_set_loc(m, c, op->loc, op->onnx_op);
+      gv_insert_before(op, c);
+      by_arg[a] = c;
+      n++;
+    }
+    op->opnds[0] = by_arg[a]->res[0];
+  }
+  if (n) {
+    *copies = malloc((size_t)n * sizeof **copies);
+    if (!*copies) abort();
+    n = 0;
+    for (int i = 0; i < body->nargs; i++)
+      if (by_arg[i]) (*copies)[n++] = by_arg[i];
+  }
+  free(by_arg);
+  return n;
+}
+
 int gv_pass_storage(gv_module *m) {
   if (!m->main || !m->main->body) return gv_error(m, "storage: module has no function");
   gv_block *body = m->main->body;
@@ -71,7 +119,26 @@ int gv_pass_storage(gv_module *m) {
   if (!half) abort();
   int rc = 0;
   if (train) {
+    gv_op **copies = NULL;
+    int ncopies = gather_copies(m, &copies);
+    if (ncopies) { /* renumbered with the copies */
+      n = 0;
+      for (int i = 0; i < body->nargs; i++) body->args[i]->id = n++;
+      for (gv_op *op = body->first; op; op = op->next)
+        for (int i = 0; i < op->nres; i++) op->res[i]->id = n++;
+      free(half);
+      if (!(half = calloc((size_t)n + 1, 1))) abort();
+    }
     rc = gv_storage_plan_train(m, half, n, grad16);
+    for (int k = 0; k < ncopies; k++) { /* a copy the plan keeps fp32 saves nothing: the reshards read the parameter */
+      gv_op *c = copies[k];
+      if (half[c->res[0]->id]) continue;
+      for (gv_op *op = c->next; op; op = op->next)
+        for (int i = 0; i < op->nopnds; i++)
+          if (op->opnds[i] == c->res[0]) op->opnds[i] = c->opnds[0];
+      gv_op_unlink(c);
+    }
+    free(copies);
     const gv_op *ret = gv_block_terminator(body);
     bool changed = false;
     for (int k = 0; k < ncoll && !rc; k++) { /* the global program's decision for each collective (above) */

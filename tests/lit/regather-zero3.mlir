@@ -1,4 +1,4 @@
-// regather (passes/regather.c): under ZeRO-3 a parameter the backward reads
+// regather (passes/regather.c) and the 16-bit gather copy (passes/storage.c): under ZeRO-3 a parameter the backward reads
 // is gathered again before the backward op that reads it, instead of the
 // forward's whole copy staying alive across the later layers and the loss.
 // l.1's weight (its backward computes the input gradient dY w1^T) is
@@ -10,6 +10,17 @@
 // RUN: %galv-opt --strategy=zero3 --passes=loss,autodiff,optimizer,propagate-sharding,regather,spmd-partition %s | %FileCheck %s --check-prefix=L
 // RUN: %galv-opt --strategy=dp --passes=loss,autodiff,optimizer,propagate-sharding,regather %s | %FileCheck %s --check-prefix=D
 // RUN: %galv-opt --strategy=zero3 --passes=loss,autodiff,optimizer,propagate-sharding,regather,spmd-partition %s -o %t && %mlir-check %t
+// bf16 training (the storage pass on the global program): each gathered
+// parameter is gathered as one 16-bit copy of its shard (a galv.cast marked
+// gather_copy, stored bf16), which every gather of it reads: 2 bytes per
+// element on the wire ((p-1)/p x 8x8 x 2 = 64 bytes for w0, 48 for w1).
+// RUN: %galv-opt --strategy=zero3 --precision=bf16 --passes=loss,autodiff,optimizer,propagate-sharding,regather,storage,spmd-partition %s | %FileCheck %s --check-prefix=B
+// B: %[[C0:[0-9]+]] = "galv.cast"(%arg2) {gather_copy = 1 : i64, {{.*}}storage = ["bf16"]
+// B-NEXT: "galv.all_gather"(%[[C0]]) {axes = ["dp"], bytes = 64 : i64{{.*}}storage = ["bf16"]
+// B: %[[C1:[0-9]+]] = "galv.cast"(%arg3) {gather_copy = 1 : i64, {{.*}}storage = ["bf16"]
+// B-NEXT: "galv.all_gather"(%[[C1]]) {axes = ["dp"], bytes = 48 : i64{{.*}} loc("/l.1/fc")
+// B: "galv.all_gather"(%[[C1]]) {axes = ["dp"], bytes = 48 : i64{{.*}} loc("/l.1/fc/grad")
+// B-NOT: galv.cast
 // G: %[[W0:[0-9]+]] = "galv.reshard"(%arg2) {{.*}} loc("/l.0/fc")
 // G: "galv.dot"(%arg0, %[[W0]])
 // G: %[[W1:[0-9]+]] = "galv.reshard"(%arg3) {{.*}} loc("/l.1/fc")
