@@ -913,14 +913,6 @@ static int preset_pins(prop *P, const char *strategy) {
                           (long long)v->type.dims[0], (long long)mb, (long long)p);
         pin(P, v, s);
       }
-      if (zero && (f->arg_is_param[i] || state))
-        for (int d = 0; d < v->type.rank; d++) {
-          gv_sharding *s = split_dim(P, v, d, "dp");
-          if (s) {
-            pin(P, v, s);
-            break;
-          }
-        }
     }
   }
   if (tp && has_axis(P->mesh, "tp")) {
@@ -947,6 +939,35 @@ static int preset_pins(prop *P, const char *strategy) {
       fprintf(stderr, "%s: warning: --strategy tp shards nothing in this model (no matrix product, embedding or "
                       "convolution weight splits over the %lld tp ranks): every rank computes the whole model\n",
               gv_progname, (long long)ntp);
+  }
+  /* ZeRO-3: every parameter split over dp on the first dim its tp split (above) leaves whole and dp divides
+   * (a row-parallel weight split on its rows by tp: its columns), else dp major before tp on a dim both divide;
+   * its optimizer state follows it (below). Pinned after tp: a dp split pinned first on the dim tp then needs
+   * would leave a row-parallel weight without its tp split. */
+  for (int i = 0; zero && has_axis(P->mesh, "dp") && i < f->body->nargs; i++) {
+    gv_value *v = f->body->args[i];
+    if (!f->arg_is_param[i] || (f->arg_sharding && f->arg_sharding[i])) continue;
+    int a = gv_mesh_axis(P->mesh, "dp", 2);
+    int64_t p = P->mesh->size[a];
+    const gv_sharding *old = P->sh[v->id];
+    int zd = -1;
+    for (int d = 0; zd < 0 && d < v->type.rank; d++)
+      if ((!old || !old->naxes[d]) && v->type.dims[d] > 0 && v->type.dims[d] % p == 0) zd = d;
+    if (zd >= 0) {
+      pin(P, v, split_dim(P, v, zd, "dp"));
+      continue;
+    }
+    for (int d = 0; old && zd < 0 && d < v->type.rank; d++) {
+      int64_t q = p;
+      for (int k = 0; k < old->naxes[d]; k++) q *= P->mesh->size[old->axes[d][k]];
+      if (old->naxes[d] && old->naxes[d] < GV_MAX_MESH_AXES && v->type.dims[d] > 0 && v->type.dims[d] % q == 0) zd = d;
+    }
+    if (zd < 0) continue; /* no dim to split: the parameter stays whole over dp */
+    gv_sharding *c = gv_sharding_new(P->m, P->mesh, v->type.rank);
+    *c = *old;
+    for (int k = c->naxes[zd]; k > 0; k--) c->axes[zd][k] = c->axes[zd][k - 1];
+    c->axes[zd][0] = (uint8_t)a, c->naxes[zd]++;
+    P->sh[v->id] = c;
   }
   /* optimizer state "opt.X:PARAM" is split like its parameter (else the
    * updated state would be gathered at the end of every step) */

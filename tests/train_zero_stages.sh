@@ -4,7 +4,7 @@
 # 8, AdamW (eps 1e-6, as tests/spmd_train.sh), 2 steps over 2 batches:
 #   - --strategy zero1 | zero2 | zero3 and a mixed plan.json (different
 #     stages on the outer unit and each layer, --plan), on 2 and 4 CPU ranks
-#     (and zero1,tp on dp=2 x tp=2) = the one-device program (losses rtol
+#     (and zero1,tp, zero3,tp on dp=2 x tp=2) = the one-device program (losses rtol
 #     1e-4, weights rtol 1e-4 / atol 1e-5); the bytes the communicator
 #     counted = the prediction x steps (the program checks it; the test
 #     reads the counters again);
@@ -144,8 +144,8 @@ json.dump(p, open(sys.argv[2], "w"), indent=1)
 PY
 }
 
-for c in ${GALV_ZERO_CASES:-gpt2:2:zero1 gpt2:2:zero2 gpt2:2:zero3 gpt2:4:mixed:2,1,3 gpt2:4:zero1,tp \
-  llama:4:zero1 llama:4:zero2 llama:2:mixed:1,3,2}; do
+for c in ${GALV_ZERO_CASES:-gpt2:2:zero1 gpt2:2:zero2 gpt2:2:zero3 gpt2:4:mixed:2,1,3 gpt2:4:zero1,tp gpt2:4:zero3,tp \
+  llama:4:zero1 llama:4:zero2 llama:4:zero3,tp llama:2:mixed:1,3,2}; do
   IFS=: read -r fam n s stages <<<"$c"
   d="$fam-$n-${s/,/_}"
   opt=()
@@ -197,6 +197,15 @@ for st in 1 2 3; do
     ok "gpt2 2 ranks zero$st, layer h.0 ($n0 parameter bytes): forward/backward/optimizer bytes $fb/$bb/$ob = the formulas"
   else bad "gpt2 2 ranks zero$st, layer h.0 ($n0 parameter bytes): bytes forward/backward/optimizer $fb/$bb/$ob, want $want"; fi
 done
+
+# zero3,tp keeps the tp split of every weight (a row-parallel weight split on its rows by tp takes the dp
+# split on its columns): the local dots compute what zero1,tp's compute (no dot replicated over tp)
+dotf() { sed -n 's/^total: .*FLOPs [0-9]* ([^;]*; dot \([0-9]*\)).*/\1/p' "$1"; }
+if [ -f "$T/gpt2-4-zero1_tp.cost" ] && [ -f "$T/gpt2-4-zero3_tp.cost" ]; then
+  f1=$(dotf "$T/gpt2-4-zero1_tp.cost") f3=$(dotf "$T/gpt2-4-zero3_tp.cost")
+  if [ -n "$f1" ] && [ "$f1" = "$f3" ]; then ok "gpt2 dp=2 x tp=2: zero3,tp dot FLOPs per device $f3 = zero1,tp's"
+  else bad "gpt2 dp=2 x tp=2: zero3,tp dot FLOPs per device '$f3', zero1,tp's '$f1' (a weight lost its tp split)"; fi
+fi
 
 # model states per stage on 4 ranks: dp > zero1 >= zero2 > zero3
 states() { # STRATEGY: parameters + optimizer state + gradients of --report-cost
