@@ -13,9 +13,20 @@ Megatron's GPU count and global batch, and
        (--strategy dp,tp --mesh dp=D,tp=T --recompute=all --microbatches
        B/(D*mbs) --report-cost); beside it the paper's measured hardware
        TFLOP/s per GPU (counting recomputation) and the ratio;
+  (ii) a stronger Megatron baseline: Megatron's tp and pp with sequence
+       parallelism, selective recomputation, the distributed optimizer
+       (ZeRO-1) and the best microbatch size, priced by galvc;
+  (iii) the best point of a grid over tp (1-8, inside a node), microbatch
+       size (1-16), sequence parallelism, ZeRO stage (0-3) and
+       recomputation (none / selective / full), priced by galvc (pp = 1:
+       pipeline points are priced by the pipeline path when it plans the
+       row; --grid-pp adds them);
   (s)  galvc's own search (--train --plan-only, no strategy flag): its
        predicted step, model TFLOP/s per GPU, memory and planning CPU
-       seconds.
+       seconds, and its step against the best of (ii) and (iii) (>= 1.00:
+       galvc's plan is at least as fast).
+Every point is priced with the same cost model (--report-cost's
+predicted step) and must fit the preset's 80 GB as galvc prices it.
 
 Model FLOPs per step 72*B*s*L*h^2*(1 + s/(6h) + V/(12*L*h)); hardware FLOPs
 with full recomputation 96*B*s*L*h^2*(1 + s/(6h) + V/(16*L*h))
@@ -26,6 +37,7 @@ Pipeline rows (pp > 1) run galvc's pipeline path, whose stage programs are
 fp32 today (issue noted in docs/planner.md): they print that refusal.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -114,6 +126,67 @@ def megatron_config(args, row, path):
             "fits": mem is not None and int(mem.group(1)) <= int(mem.group(2)), "paper": paper, "cpu_s": cpu}
 
 
+def price(args, path, G, B, tp, pp, mbs, sp, zero, rc):
+    """galvc's predicted step for one configuration (pp = 1): dict with step_s, mem, fits or error."""
+    dp = G // (tp * pp)
+    nmb = B // (dp * mbs)
+    parts = ["dp" if zero == 0 else "zero%d" % zero] + (["tp"] if tp > 1 else []) + (["sp"] if sp else [])
+    mesh = "dp=%d,tp=%d" % (dp, tp) if tp > 1 else "dp=%d" % dp
+    out_ir = os.path.join(args.work, "grid-%d.mlir" % os.getpid())
+    cmd = [args.galvc, path] + COMMON + ["--gpus", str(G), "--batch", str(B), "--microbatches", str(nmb),
+                                         "--recompute=%s" % rc, "--report-cost", "-q", "-o", out_ir,
+                                         "--strategy", ",".join(parts), "--mesh", mesh]
+    desc = "tp%d dp%d mbs%d x%d%s zero%d rc:%s" % (tp, dp, mbs, nmb, " sp" if sp else "", zero, rc)
+    rc_, out, err, cpu = run(cmd, args.timeout)
+    if rc_:
+        return {"desc": desc, "error": first_error(err), "cpu_s": cpu}
+    m = re.search(r"predicted step: (\d+) ns", out)
+    mem = re.search(r"memory per device: .* total (\d+) of (\d+) bytes", out)
+    if not m or not mem:
+        return {"desc": desc, "error": "no predicted step / memory in --report-cost's output", "cpu_s": cpu}
+    return {"desc": desc, "step_s": int(m.group(1)) * 1e-9, "mem": int(mem.group(1)),
+            "fits": int(mem.group(1)) <= int(mem.group(2)), "cpu_s": cpu}
+
+
+def best_of(points):
+    fit = [p for p in points if "error" not in p and p["fits"]]
+    return min(fit, key=lambda p: p["step_s"]) if fit else None
+
+
+def stronger_baseline(args, row, path, pool):
+    """(ii): Megatron's tp (pp = 1 rows) with sp, selective recomputation, ZeRO-1 and the best microbatch size."""
+    name, L, h, a, G, B, tp, pp, mbs, v, paper = row
+    if pp > 1:
+        return {"error": "pipeline rows: not priced here (the pipeline path)", "n": 0}
+    dp = G // tp
+    sizes = [m for m in (1, 2, 4, 8, 16) if B % (dp * m) == 0]
+    pts = list(pool.map(lambda m: price(args, path, G, B, tp, 1, m, tp > 1, 1, "selective"), sizes))
+    b = best_of(pts)
+    return dict(b, n=len(pts)) if b else {"error": "no point fits (%d priced)" % len(pts), "n": len(pts)}
+
+
+def grid(args, row, path, pool):
+    """(iii): the best fitting point of the grid (pp = 1)."""
+    name, L, h, a, G, B = row[:6]
+    pts = []
+    for tp in (1, 2, 4, 8):
+        if G % tp or h % tp or a % tp:
+            continue
+        dp = G // tp
+        for m in (1, 2, 4, 8, 16):
+            if B % (dp * m):
+                continue
+            for sp in ((False, True) if tp > 1 else (False,)):
+                for zero in (0, 1, 2, 3):
+                    for rc in ("none", "selective", "all"):
+                        pts.append((tp, m, sp, zero, rc))
+    res = list(pool.map(lambda q: price(args, path, G, B, q[0], 1, q[1], q[2], q[3], q[4]), pts))
+    b = best_of(res)
+    nfit = sum(1 for p in res if "error" not in p and p["fits"])
+    cpu = sum(p.get("cpu_s", 0) for p in res)
+    return dict(b, n=len(res), nfit=nfit, cpu_grid=cpu) if b else {"error": "no point fits (%d priced)" % len(res), "n": len(res)}
+
+
 def galvc_search(args, row, path):
     name, L, h, a, G, B, tp, pp, mbs, v, paper = row
     plan = os.path.join(args.work, "plan-%s.json" % name)
@@ -138,6 +211,8 @@ def main():
     ap.add_argument("--rows", default="1,2,3,4", help="1-based rows of Table 1, or all")
     ap.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "galvc-megatron"))
     ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--jobs", type=int, default=2, help="galvc processes pricing grid points at once")
+    ap.add_argument("--no-grid", action="store_true", help="skip (ii) and (iii)")
     args = ap.parse_args()
     args.src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     args.galvc = os.path.abspath(os.path.join(args.build, "galvc"))
@@ -160,6 +235,22 @@ def main():
         right = ("%-34s %9.3f %8.1f %8.1f %7.1f" % (s["desc"], s["step_s"], s["model_tflops"], s["mem"] / 1e9, s["cpu_s"])
                  if "error" not in s else "no plan (%.1f cpu s): %s" % (s["cpu_s"], s["error"]))
         print("%-7s %5d %5d | %s | %s" % (name, G, B, left, right), flush=True)
+        if args.no_grid:
+            continue
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            sb = stronger_baseline(args, row, path, pool)
+            g = grid(args, row, path, pool)
+        for tag, b in (("(ii) Megatron + sp, selective, ZeRO-1, best mbs", sb), ("(iii) grid best", g)):
+            if "error" in b:
+                print("%21s %-48s %s" % ("", tag, b["error"]), flush=True)
+                continue
+            extra = " (%d points, %d fit, %.0f cpu s)" % (b["n"], b["nfit"], b["cpu_grid"]) if "nfit" in b else ""
+            print("%21s %-48s %-40s %9.3f s %8.1f mTF/s %7.1f GB%s" % (
+                "", tag, b["desc"], b["step_s"], model_flops(B, L, h) / (b["step_s"] * G) / 1e12, b["mem"] / 1e9, extra), flush=True)
+        base = [b["step_s"] for b in (sb, g) if "error" not in b]
+        if base and "error" not in s:
+            print("%21s galvc's search vs the best of (ii) and (iii): %.3f s / %.3f s = %.2fx" % (
+                "", min(base), s["step_s"], min(base) / s["step_s"]), flush=True)
     print("hwTF/s: hardware TFLOP/s per GPU with full recomputation (96 form); mTF/s: model TFLOP/s per GPU (72 form);")
     print("ratio: galvc's predicted hwTF/s for Megatron's config / the paper's measured; '!': over 80 GB as galvc prices it")
 
