@@ -58,6 +58,7 @@ extern gv_shard_options gv_shard_opts;
 int gv_pass_propagate_sharding(gv_module *m); /* passes/propagate_sharding.c */
 int gv_pass_spmd_partition(gv_module *m);     /* passes/spmd_partition.c */
 int gv_pass_fuse(gv_module *m);           /* passes/fuse.c */
+int gv_pass_overlap(gv_module *m);        /* passes/overlap.c */
 int gv_pass_memory_plan(gv_module *m);    /* passes/memory_plan.c */
 
 /* Storage precision (docs/cuda-target.md, "Storage precision"): set by the

@@ -42,6 +42,7 @@ static const char *const pipeline[] = {
     "storage",        /* with --precision bf16: the global program's storage, which the collectives move */
     "spmd-partition", /* one rank's local program: local shapes, collectives */
     "fuse",           /* elementwise chains -> galv.fused (docs/device-program.md) */
+    "overlap",        /* gradient reductions posted as the backward produces them (docs/planner.md) */
     "storage",        /* with --precision bf16|fp16: the values stored 16-bit */
     "memory-plan",    /* one activation arena: galv.arena, offsets */
 };
