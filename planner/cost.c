@@ -375,6 +375,22 @@ static int64_t slowed(int64_t d, int64_t w, double s) {
   return ceil_ns((double)w + ((double)d - (double)w / s));
 }
 
+typedef struct {
+  int idx;
+  int64_t start, end;
+} coll_run;
+
+/* The compute stream waits from t until `until` (the communication
+ * stream's end): each collective running in that window gets the part of
+ * the wait it runs in (the stream is busy throughout, so the parts sum to
+ * the wait). */
+static void charge_wait(int64_t *adv, const coll_run *run, int nrun, int64_t t, int64_t until) {
+  for (int k = nrun - 1; k >= 0 && run[k].end > t; k--) {
+    int64_t a = run[k].start > t ? run[k].start : t, b = run[k].end < until ? run[k].end : until;
+    if (b > a) adv[run[k].idx] += b - a;
+  }
+}
+
 int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, int64_t *adv) {
   memset(out, 0, sizeof *out);
   if (!m->main) return 0;
@@ -385,13 +401,14 @@ int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, 
   gv_comm_sync sync;
   gv_comm_sync_init(&sync, m);
   int64_t t = 0, free_at = 0; /* the compute stream's time; when the communication stream is free */
-  int last = -1, idx = 0;     /* the op index of the last collective posted */
+  coll_run *run = NULL;       /* the collectives posted, in order (adv only) */
+  int nrun = 0, caprun = 0, idx = 0;
   for (const gv_op *op = m->main->body->first; op; op = op->next, idx++) {
     if (adv) adv[idx] = 0;
     if (gv_comm_sync_before(&sync, op)) {
       if (free_at > t) {
         out->nwait++;
-        if (adv && last >= 0) adv[last] += free_at - t;
+        if (adv) charge_wait(adv, run, nrun, t, free_at);
         t = free_at;
       }
       gv_comm_sync_clear(&sync);
@@ -401,12 +418,19 @@ int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, 
       out->ncomm++;
       if (ns < 0) out->comm_unknown++, ns = 0;
       out->comm_ns += ns;
-      free_at = (free_at > t ? free_at : t) + ns;
-      last = idx;
+      int64_t start = free_at > t ? free_at : t;
+      free_at = start + ns;
+      if (adv && nrun == caprun) {
+        int cap = caprun ? 2 * caprun : 64;
+        coll_run *n = realloc(run, sizeof *n * (size_t)cap);
+        if (!n) abort();
+        run = n, caprun = cap;
+      }
+      if (adv) run[nrun++] = (coll_run){idx, start, free_at};
       if (gv_comm_sync_at_once(op)) {
         if (free_at > t) {
           out->nwait++;
-          if (adv) adv[idx] += free_at - t;
+          if (adv) charge_wait(adv, run, nrun, t, free_at);
           t = free_at;
         }
         gv_comm_sync_clear(&sync);
@@ -425,10 +449,11 @@ int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, 
     t += d;
   }
   if (free_at > t) { /* the run ends when its last collective does */
-    if (adv && last >= 0) adv[last] += free_at - t;
+    if (adv) charge_wait(adv, run, nrun, t, free_at);
     out->nwait++;
     t = free_at;
   }
+  free(run);
   gv_comm_sync_free(&sync);
   out->step_ns = t;
   out->exposed_ns = t - out->compute_ns - out->slowdown_ns;

@@ -95,9 +95,10 @@ typedef struct {
   double slowdown;      /* the factor applied */
 } gv_timeline;
 /* Fills out; adv (NULL, or one per top-level op of the body) gets each op's
- * share of the step: a compute op its (slowed) time, a collective the waits
- * for it (the last one posted before each wait), so the shares sum to
- * step_ns. Returns the number of top-level ops. */
+ * share of the step: a compute op its (slowed) time, a collective the part
+ * of each wait of the compute stream that it runs in (the communication
+ * stream is busy through a wait), so the shares sum to step_ns. Returns the
+ * number of top-level ops. */
 int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, int64_t *adv);
 
 /* Bytes each rank sends per run of the program, per collective kind
