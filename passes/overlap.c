@@ -16,7 +16,7 @@
  * ZeRO-3's parameter gathers are prefetched one layer ahead
  * (prefetch_gathers). It never changes what the program computes: only the
  * order of independent ops. Nothing happens in a program without
- * collectives. */
+ * collectives; nothing under galvc --overlap off. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +93,7 @@ static void prefetch_gathers(gv_module *m, gv_block *b) {
 }
 
 int gv_pass_overlap(gv_module *m) {
-  if (!m->main || !m->main->body) return 0;
+  if (!m->main || !m->main->body || gv_shard_opts.no_overlap) return 0;
   gv_block *b = m->main->body;
   prefetch_gathers(m, b);
   int n = 0;

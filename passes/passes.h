@@ -47,6 +47,7 @@ typedef struct {
   const char *strategy;   /* "dp" | "tp" | "zero" | "dp,tp" | "tp,sp" | "dp,tp,sp"; NULL: only pinned values */
   const char *file;       /* sharding file: NAME [{"dp"}, {}] per line; NULL: none */
   bool quiet;             /* spmd-partition: no collective table on stderr */
+  bool no_overlap;        /* galvc --overlap off: the overlap pass leaves every collective where spmd-partition put it */
   /* sequence parallelism chosen by a plan (plan.json's per-unit "sp"):
    * over axis sp_axis (NULL: only the preset's / a file's), the region
    * restricted to the ops sp_op accepts (NULL: all) */

@@ -1023,6 +1023,15 @@ static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, int stag
   return realise(R, &q, pc, uns, ust);
 }
 
+/* The same with every unit at `stage`. */
+static int realise_uniform(ctx *C, ctx *R, const gv_plan *p, int nu, int stage, gv_plan_cost *pc) {
+  gv_plan q = *p;
+  q.nunits = nu;
+  for (int u = 0; u < nu; u++) q.zero[u] = (uint8_t)stage;
+  C->realised++;
+  return realise(R, &q, pc, NULL, NULL);
+}
+
 /* One combination on the reduced modules (see reduced): the unit table of
  * r3 mapped onto the full units, the rest of the memory extrapolated, the
  * knapsack and the uniform patterns predicted from the table. */
@@ -1083,6 +1092,16 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     for (int u = 0; u < nu; u++) {
       int z = choice_of(zs, nz, p->zero[u]);
       pred += ns[u][z], mem += st[u][z];
+    }
+    if (k < nz && nz > 1) {
+      /* a uniform pattern's step from r3 and r2 at that stage, extrapolated over the layers as the memory is: the
+       * step is a critical path over two streams (cost.h gv_cost_timeline), not a sum of the unit table's shares,
+       * and a layer's communication hides under its neighbours' compute only when they run the same stage */
+      gv_plan_cost u3, u2;
+      int q = realise_uniform(C, &R->c3, p, 4, zs[k], &u3);
+      if (!q) q = realise_uniform(C, &R->c2, p, 3, zs[k], &u2);
+      if (q < 0) { rc = -1; break; }
+      if (!q) pred = u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
     }
     consider_pred(S, p, pred, mem, C->limit);
   }
