@@ -14,8 +14,9 @@
  * all_gather / reduce_scatter / all_to_all along a dim with a non-unit
  * extent before it pack the blocks to the leading extent (a strided copy into
  * a scratch buffer) and unpack after the call (then the call is synced at
- * once). shard_slice is a strided copy at this rank's group coordinate;
- * axis_index stores the coordinate (the target's statement).
+ * once). The rule is ir/comm_sync.h, which the cost model's two-stream
+ * simulation follows too. shard_slice is a strided copy at this rank's group
+ * coordinate; axis_index stores the coordinate (the target's statement).
  *
  * SPMD tables (runtime/galv_spmd.h): the rank count, per graph input/output
  * (and training state) its global dims and each rank's block start
@@ -31,18 +32,13 @@
 #include <string.h>
 
 #include "comm.h"
+#include "ir/comm_sync.h"
 #include "cpu/cpu.h" /* cg_rt_dtype, cg_c_comment: the runtime's names are the same on both targets */
 
 typedef struct {
   const gv_mesh *mesh;
   unsigned mask;
 } group;
-
-typedef struct {
-  const gv_value *res;     /* result in flight */
-  int64_t roff, rn;        /* its arena bytes (roff -1: none) */
-  int64_t soff, sn;        /* the operand's arena bytes */
-} pending;
 
 struct cg_comm {
   gv_module *m;
@@ -55,10 +51,7 @@ struct cg_comm {
   int64_t predicted[4];    /* all_reduce, all_gather, reduce_scatter, all_to_all; -1: unknown */
   int predicted_global;     /* 1: predicted is the mesh's (from the global program); 0: the ops' bytes */
   int nops;
-  pending *pend;
-  int npend, cappend;
-  const int64_t *argoff;   /* galv.arena arg_offsets */
-  int nargoff;
+  gv_comm_sync sync;       /* the calls in flight and the sync rule (ir/comm_sync.h) */
 };
 
 int cg_comm_is_op(const gv_op *op) {
@@ -136,7 +129,6 @@ int cg_is_split(const gv_sharding *s) {
   return 0;
 }
 
-static int is_view(const gv_op *op) { return (gv_ops[op->code].flags & GV_VIEW) != 0; }
 
 /* f32 value v is stored (and communicated) as bf16 */
 static bool stored_bf16(const cg_comm_target *t, const gv_value *v) {
@@ -169,8 +161,7 @@ cg_comm *cg_comm_new(gv_module *m, const cg_comm_target *t) {
   }
   for (int k = 0; k < 4; k++) c->predicted[k] = 0;
   gv_block *body = m->main ? m->main->body : NULL;
-  if (body && body->first && body->first->code == GV_OP_ARENA)
-    c->nargoff = gv_get_ints(body->first, "arg_offsets", &c->argoff);
+  gv_comm_sync_init(&c->sync, m);
   for (const gv_op *op = body ? body->first : NULL; op; op = op->next) {
     if (!cg_comm_is_op(op)) continue;
     int gi;
@@ -199,7 +190,7 @@ cg_comm *cg_comm_new(gv_module *m, const cg_comm_target *t) {
 void cg_comm_free(cg_comm *c) {
   if (!c) return;
   free(c->g);
-  free(c->pend);
+  gv_comm_sync_free(&c->sync);
   free(c);
 }
 
@@ -303,77 +294,24 @@ int cg_comm_decls(cg_comm *c, FILE *f) {
 }
 
 void cg_comm_run_start(cg_comm *c, FILE *f) {
-  c->npend = 0;
+  gv_comm_sync_clear(&c->sync);
   if (c->nops) fprintf(f, "  if (!galv_q) galv_comm_setup();\n");
 }
 
-/* Arena bytes of a value: [*off, *off + *n), *off = -1 when not in the arena. */
-static void arena_of(cg_comm *c, const gv_value *v, int64_t *off, int64_t *n) {
-  while (v->def && is_view(v->def)) v = v->def->opnds[0];
-  *n = nbytes_of(&v->type);
-  *off = -1;
-  if (!v->def) {
-    if (v->block == c->m->main->body && v->index < c->nargoff) *off = c->argoff[v->index];
-    return;
-  }
-  if (v->def->code == GV_OP_CONSTANT) return;
-  const int64_t *offs;
-  if (gv_get_ints(v->def, "offsets", &offs) > v->index) *off = offs[v->index];
-}
-
-static const gv_value *root_of(const gv_value *v) {
-  while (v->def && is_view(v->def)) v = v->def->opnds[0];
-  return v;
-}
-
-static int reads_pending(cg_comm *c, const gv_op *op) {
-  for (int i = 0; i < op->nopnds; i++) {
-    const gv_value *r = root_of(op->opnds[i]);
-    for (int k = 0; k < c->npend; k++)
-      if (c->pend[k].res == r) return 1;
-  }
-  for (int k = 0; k < op->nregions; k++)
-    for (const gv_op *b = op->regions[k]->first; b; b = b->next)
-      if (reads_pending(c, b)) return 1;
-  return 0;
-}
-
-static int hits(int64_t a, int64_t an, int64_t b, int64_t bn) { return a >= 0 && b >= 0 && a < b + bn && b < a + an; }
-
 void cg_comm_before_op(cg_comm *c, FILE *f, const gv_op *op) {
-  if (!c->npend || is_view(op) || op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA) return; /* no bytes touched */
-  int sync = op->code == GV_OP_RETURN || reads_pending(c, op);
-  if (!sync && !is_view(op) && op->code != GV_OP_CONSTANT) {
-    for (int i = 0; i < op->nres && !sync; i++) {
-      int64_t off, n;
-      arena_of(c, op->res[i], &off, &n);
-      if (off < 0) sync = 1; /* writes outside the arena (training state): be safe */
-      for (int k = 0; k < c->npend && !sync; k++)
-        sync = hits(off, n, c->pend[k].roff, c->pend[k].rn) || hits(off, n, c->pend[k].soff, c->pend[k].sn);
-    }
-  }
-  if (sync) {
+  if (gv_comm_sync_before(&c->sync, op)) {
     fputs(c->t->sync, f);
-    c->npend = 0;
+    gv_comm_sync_clear(&c->sync);
   }
 }
 
 void cg_comm_run_end(cg_comm *c, FILE *f) {
-  if (c->npend) fputs(c->t->end, f);
-  c->npend = 0;
+  if (c->sync.n) fputs(c->t->end, f);
+  gv_comm_sync_clear(&c->sync);
 }
 
 static void add_pending(cg_comm *c, FILE *f, const gv_op *op) {
-  if (c->npend == c->cappend) {
-    int cap = c->cappend ? 2 * c->cappend : 8;
-    pending *np = realloc(c->pend, sizeof *np * (size_t)cap);
-    if (!np) abort();
-    c->pend = np, c->cappend = cap;
-  }
-  pending *p = &c->pend[c->npend++];
-  p->res = op->res[0];
-  arena_of(c, op->res[0], &p->roff, &p->rn);
-  arena_of(c, op->opnds[0], &p->soff, &p->sn);
+  gv_comm_sync_post(&c->sync, op);
   /* debug builds poison the operand after its last use (this op): MPI must
    * have read it by then (ASan intercepts the library's memcpy too) */
   fputs(c->t->in_flight, f);
@@ -450,7 +388,7 @@ int cg_emit_comm_op(cg_comm *c, FILE *f, const gv_op *op, char p[][64]) {
       } else {
         fprintf(f, "  galv_all_gather(galv_g[%d], %s, galv_scratch[1], %lld, %s, galv_q);\n%s",
                 gi, xs, (long long)n, dt, c->t->sync);
-        c->npend = 0;
+        gv_comm_sync_clear(&c->sync);
         emit_unpack(c, f, R, "galv_scratch[1]", es, np, outer, chunk);
       }
       return 0;
@@ -466,7 +404,7 @@ int cg_emit_comm_op(cg_comm *c, FILE *f, const gv_op *op, char p[][64]) {
       emit_pack(c, f, "galv_scratch[0]", X, es, np, outer, chunk);
       fprintf(f, "  galv_reduce_scatter(galv_g[%d], galv_scratch[0], %s, %lld, %s, %s, galv_q);\n%s",
               gi, R, (long long)gv_type_numel(o), dt, rop, c->t->sync);
-      c->npend = 0;
+      gv_comm_sync_clear(&c->sync);
     }
     return 0;
   }
@@ -490,7 +428,7 @@ int cg_emit_comm_op(cg_comm *c, FILE *f, const gv_op *op, char p[][64]) {
     fprintf(f, "  galv_all_to_all(galv_g[%d], %s, %s, %lld, %s, galv_q);\n", gi, src, dst, (long long)cnt, dt);
     if (souter > 1 || couter > 1) {
       fputs(c->t->sync, f);
-      c->npend = 0;
+      gv_comm_sync_clear(&c->sync);
       if (couter > 1) emit_unpack(c, f, R, "galv_scratch[1]", es, np, couter, cchunk);
     } else {
       add_pending(c, f, op);

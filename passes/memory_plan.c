@@ -7,7 +7,9 @@
  * are defined at point 0. A value is live from its definition to its last
  * use; views (GV_VIEW) alias their operand, so the root value stays live as
  * long as any alias is used; graph outputs are used by galv.return, the
- * last point. Each value takes its storage bytes (ir/storage.h: a value the
+ * last point; the operand of a collective left in flight (ir/comm_sync.h)
+ * stays live until the first read of its result, where the emitters sync
+ * (so no op writes over it while the call runs). Each value takes its storage bytes (ir/storage.h: a value the
  * storage pass stores 16-bit takes 2 bytes per element, not its type's 4).
  * Parameters, constants and views of them are not in the arena
  * (offset -1). Placement: values in some order, each put at the lowest
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/comm_sync.h"
 #include "../ir/storage.h"
 #include "first_fit.h"
 #include "passes.h"
@@ -46,6 +49,8 @@ typedef struct {
   vinfo *v;
   int nvals;
   int point;
+  int (*fl)[2];  /* collectives in flight: their result's root id, their operand's root id */
+  int nfl, capfl;
 } ctx;
 
 static int number(gv_block *b, int n) {
@@ -64,6 +69,26 @@ static void use(ctx *c, const gv_value *u, int point) {
   if (point > r->end) r->end = point;
 }
 
+/* A collective left in flight (ir/comm_sync.h) reads its operand until the
+ * sync point before the first read of its result: the operand stays live
+ * until that read, so that no op writes over it while the call runs (the
+ * emitters would sync before such a write, and the overlap would be lost). */
+static void in_flight_reads(ctx *c, const gv_op *op, int p) {
+  for (int i = 0; i < op->nopnds && c->nfl; i++) {
+    int r = c->v[op->opnds[i]->id].root;
+    for (int k = 0; k < c->nfl; k++)
+      if (c->fl[k][0] == r) {
+        vinfo *o = &c->v[c->fl[k][1]];
+        if (p > o->end) o->end = p;
+        c->nfl--;
+        c->fl[k][0] = c->fl[c->nfl][0], c->fl[k][1] = c->fl[c->nfl][1];
+        k--;
+      }
+  }
+  for (int r = 0; r < op->nregions && c->nfl; r++)
+    for (const gv_op *b = op->regions[r]->first; b && c->nfl; b = b->next) in_flight_reads(c, b, p);
+}
+
 /* Defines the results of the ops of b and records the uses of their
  * operands, one point per op, in schedule order. */
 static int walk(ctx *c, gv_block *b) {
@@ -71,10 +96,21 @@ static int walk(ctx *c, gv_block *b) {
   for (gv_op *op = b->first; op; op = op->next) {
     if (op->code == GV_OP_ARENA) continue;
     int p = ++c->point;
+    if (c->nfl && !b->parent) in_flight_reads(c, op, p);
     for (int i = 0; i < op->nopnds; i++) {
       if (!c->v[op->opnds[i]->id].planned)
         return gv_error_op(m, op, "memory-plan: operand %d is not a value of the schedule", i);
       use(c, op->opnds[i], p);
+    }
+    if (!b->parent && gv_comm_is_collective(op) && op->nopnds && op->nres && !gv_comm_sync_at_once(op)) {
+      if (c->nfl == c->capfl) {
+        int cap = c->capfl ? 2 * c->capfl : 16;
+        int(*n)[2] = realloc(c->fl, sizeof *n * (size_t)cap);
+        if (!n) return gv_error_plain("memory-plan: out of memory");
+        c->fl = n, c->capfl = cap;
+      }
+      c->fl[c->nfl][0] = op->res[0]->id; /* a collective's result is no view: its own root */
+      c->fl[c->nfl++][1] = c->v[op->opnds[0]->id].root;
     }
     for (int i = 0; i < op->nres; i++) {
       const gv_value *res = op->res[i];
@@ -316,6 +352,8 @@ int gv_pass_memory_plan(gv_module *m) {
     if (!vi->external) vi->bytes = k * (int64_t)es;
   }
   if (walk(&c, body)) goto done;
+  for (int k = 0; k < c.nfl; k++) /* results nobody reads: in flight until the end of the run */
+    if (c.v[c.fl[k][1]].end < c.point) c.v[c.fl[k][1]].end = c.point;
   int64_t *in_place = f->res_updates ? update_in_place(&c, f) : NULL;
 
   int nroots = 0;
@@ -383,5 +421,6 @@ done:
   free(best);
   free(roots);
   free(c.v);
+  free(c.fl);
   return rc;
 }

@@ -437,6 +437,11 @@ static int coll_index(int code) {
 
 /* ---------------------------------------------------------------- costs of a realised program */
 
+/* The step: compute (the profile's where it replaced the analytic figures),
+ * the slowdown of compute overlapped with communication, and the
+ * communication the compute stream waits for (gv_cost_timeline). */
+static void plan_step(gv_plan_cost *pc) { pc->step_ns = pc->compute_ns + pc->slowdown_ns + pc->exposed_ns; }
+
 /* An op's phase by its location: the backward's ops carry their forward
  * op's location plus "/grad" (autodiff), recomputed ones "/recompute"
  * (recompute.c); the optimizer's, accumulation's and the loss seed's
@@ -451,13 +456,22 @@ static int phase_of(const char *loc) {
 }
 
 /* The cost model over m's ops (a realised, local program): compute and
- * communication, collectives, kernels into out; per unit its time (unit_ns)
- * and, when ph / cnt are given, its compute time and op count per phase. */
+ * communication, collectives, kernels into out, the step time the two-stream
+ * timeline's (cost.h gv_cost_timeline); per unit its share of the step
+ * (unit_ns: its ops' slowed times and the waits for its collectives, so the
+ * shares sum to the step) and, when ph / cnt are given, its compute time and
+ * op count per phase. */
 static void cost_ops(const ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *unit_ns, int64_t (*ph)[NPH], int (*cnt)[NPH]) {
   const gv_func *f = m->main;
+  int nops = 0;
+  for (const gv_op *op = f->body->first; op; op = op->next) nops++;
+  int64_t *adv = malloc(((size_t)nops + 1) * sizeof *adv);
+  gv_timeline tl;
+  gv_cost_timeline(C->c, m, &tl, adv);
   gv_attn_chain att[GV_ATTN_MAX]; /* the target's fused attention (cost.h), priced as one kernel */
   int natt = gv_cost_attention_chains(C->c, m, att);
-  for (const gv_op *op = f->body->first; op; op = op->next) {
+  int idx = 0;
+  for (const gv_op *op = f->body->first; op; op = op->next, idx++) {
     int ci = coll_index(op->code);
     int64_t ns;
     if (ci >= 0) {
@@ -478,9 +492,12 @@ static void cost_ops(const ctx *C, const gv_module *m, gv_plan_cost *out, int64_
       }
     }
     if (ns > 0) out->kernels++;
-    if (unit_ns) unit_ns[unit_of(C, op->loc)] += ns;
+    if (unit_ns) unit_ns[unit_of(C, op->loc)] += adv ? adv[idx] : ns;
   }
-  out->step_ns = out->compute_ns + out->comm_ns;
+  free(adv);
+  out->slowdown_ns = tl.slowdown_ns;
+  out->exposed_ns = tl.exposed_ns;
+  plan_step(out);
 }
 
 /* The arena bytes each unit's forward keeps for the backward: every
@@ -611,7 +628,7 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
   }
   free(kept);
   out->compute_ns += dns;
-  out->step_ns = out->compute_ns + out->comm_ns;
+  plan_step(out);
   out->mem_total += dmem;
   out->mem_activations += dmem;
   return 0;
@@ -640,6 +657,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   if (!rc) rc = gv_pass_storage(m) ? 1 : 0; /* the collectives move values as stored */
   if (!rc) rc = gv_pass_spmd_partition(m) ? 1 : 0;
   if (!rc) rc = gv_pass_fuse(m) ? 1 : 0;
+  if (!rc) rc = gv_pass_overlap(m) ? 1 : 0;
   if (!rc) rc = gv_pass_storage(m) ? 1 : 0; /* the memory plan and the cost read the storage precision */
   if (!rc) rc = gv_pass_memory_plan(m) ? 1 : 0;
   quiet_end(fd);
@@ -659,7 +677,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
     return gv_error_plain("planner: out of memory");
   }
   cost_ops(C, m, out, unit_ns, ph, cnt);
-  out->step_ns = out->compute_ns + out->comm_ns;
+  plan_step(out);
   gv_mem mem;
   gv_cost_memory(m, &mem);
   out->mem_params = mem.params;
@@ -676,7 +694,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
       return q < 0 ? -1 : 1;
     }
   }
-  out->step_ns = out->compute_ns + out->comm_ns;
+  plan_step(out);
   for (int i = 0; unit_state && i < f->body->nargs; i++) {
     const gv_type *t = &f->body->args[i]->type;
     int64_t b = (int64_t)gv_dtype_size(t->dtype);
@@ -1006,6 +1024,15 @@ static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, int stag
   return realise(R, &q, pc, uns, ust);
 }
 
+/* The same with every unit at `stage`. */
+static int realise_uniform(ctx *C, ctx *R, const gv_plan *p, int nu, int stage, gv_plan_cost *pc) {
+  gv_plan q = *p;
+  q.nunits = nu;
+  for (int u = 0; u < nu; u++) q.zero[u] = (uint8_t)stage;
+  C->realised++;
+  return realise(R, &q, pc, NULL, NULL);
+}
+
 /* One combination on the reduced modules (see reduced): the unit table of
  * r3 mapped onto the full units, the rest of the memory extrapolated, the
  * knapsack and the uniform patterns predicted from the table. */
@@ -1066,6 +1093,16 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     for (int u = 0; u < nu; u++) {
       int z = choice_of(zs, nz, p->zero[u]);
       pred += ns[u][z], mem += st[u][z];
+    }
+    if (k < nz && nz > 1) {
+      /* a uniform pattern's step from r3 and r2 at that stage, extrapolated over the layers as the memory is: the
+       * step is a critical path over two streams (cost.h gv_cost_timeline), not a sum of the unit table's shares,
+       * and a layer's communication hides under its neighbours' compute only when they run the same stage */
+      gv_plan_cost u3, u2;
+      int q = realise_uniform(C, &R->c3, p, 4, zs[k], &u3);
+      if (!q) q = realise_uniform(C, &R->c2, p, 3, zs[k], &u2);
+      if (q < 0) { rc = -1; break; }
+      if (!q) pred = u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
     }
     consider_pred(S, p, pred, mem, C->limit);
   }
@@ -1469,8 +1506,10 @@ static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c
     else fprintf(f, "plan:   layers %d-%d: %s\n", u - 1, v - 2, s1);
     u = v;
   }
-  fprintf(f, "plan: predicted step %.3f ms = compute %.3f + communication %.3f (search's prediction %.3f ms, %lld bytes)\n",
-          pc->step_ns / 1e6, pc->compute_ns / 1e6, pc->comm_ns / 1e6, pred / 1e6, (long long)pred_mem);
+  fprintf(f, "plan: predicted step %.3f ms = compute %.3f + overlap slowdown %.3f + exposed communication %.3f (communication %.3f; "
+             "search's prediction %.3f ms, %lld bytes)\n",
+          pc->step_ns / 1e6, pc->compute_ns / 1e6, pc->slowdown_ns / 1e6, pc->exposed_ns / 1e6, pc->comm_ns / 1e6, pred / 1e6,
+          (long long)pred_mem);
   fprintf(f, "plan: memory per device: parameters %lld, gradients %lld, optimizer %lld, activations %lld, total %lld of %lld bytes\n",
           (long long)pc->mem_params, (long long)pc->mem_grads, (long long)pc->mem_optimizer, (long long)pc->mem_activations,
           (long long)pc->mem_total, (long long)limit);
@@ -1567,8 +1606,10 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
   if (gv_train_opts.microbatches > 1) /* gradient accumulation (passes/accumulate.c): --plan compiles as many */
     fprintf(f, "  \"microbatches\": %lld,\n  \"zero_reduce\": \"%s\",\n", (long long)gv_train_opts.microbatches,
             gv_train_opts.zero_reduce_each ? "per-microbatch" : "once");
-  fprintf(f, "  \"predicted\": {\"step_ns\": %lld, \"compute_ns\": %lld, \"communication_ns\": %lld},\n",
-          (long long)pc->step_ns, (long long)pc->compute_ns, (long long)pc->comm_ns);
+  fprintf(f, "  \"predicted\": {\"step_ns\": %lld, \"compute_ns\": %lld, \"communication_ns\": %lld, \"overlap_slowdown_ns\": %lld, "
+             "\"exposed_communication_ns\": %lld},\n",
+          (long long)pc->step_ns, (long long)pc->compute_ns, (long long)pc->comm_ns, (long long)pc->slowdown_ns,
+          (long long)pc->exposed_ns);
   fprintf(f, "  \"memory_per_device\": {\"parameters\": %lld, \"gradients\": %lld, \"optimizer\": %lld, \"activations\": %lld, \"total\": %lld},\n",
           (long long)pc->mem_params, (long long)pc->mem_grads, (long long)pc->mem_optimizer, (long long)pc->mem_activations,
           (long long)pc->mem_total);

@@ -40,6 +40,7 @@ typedef struct {
  * applied), in integer ns and bytes per device. */
 typedef struct {
   int64_t step_ns, compute_ns, comm_ns;
+  int64_t slowdown_ns, exposed_ns;      /* step_ns = compute + slowdown + exposed communication (cost.h gv_cost_timeline) */
   int64_t mem_params, mem_grads, mem_optimizer, mem_activations, mem_total;
   int64_t coll_count[4], coll_bytes[4]; /* all_reduce, all_gather, reduce_scatter, all_to_all */
   int64_t kernels;                      /* ops of the realised program that take time (a fused op is one) */

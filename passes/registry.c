@@ -20,6 +20,7 @@ const gv_pass gv_pass_table[] = {
     {"stage-split", gv_pass_stage_split, "pipeline: galv.send / galv.recv where values cross stages (cross-mesh tiles, local all-gather)"},
     {"stage-stash", gv_pass_stage_stash, "pipeline training: an earlier stage's forward or backward entry (--stash=forward|backward), the stash between them"},
     {"fuse", gv_pass_fuse, "group elementwise ops of one shape into galv.fused ops (one loop each)"},
+    {"overlap", gv_pass_overlap, "gradient reductions posted as the backward produces each gradient, not at its update"},
     {"storage", gv_pass_storage, "16-bit storage (--precision bf16|fp16): which values are stored 16-bit (storage, input_storage attrs)"},
     {"memory-plan", gv_pass_memory_plan, "place activations in one arena with liveness-based reuse (galv.arena, offsets)"},
 };

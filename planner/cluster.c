@@ -21,7 +21,7 @@ static const char *const known_fields[] = {
     "name", "description", "nodes", "devices_per_node", "peak_tflops", "peak_tflops.f32", "peak_tflops.bf16",
     "peak_tflops.f16", "compute_efficiency", "memory_bytes", "memory_bandwidth_gbps", "memory_efficiency",
     "intra_node", "intra_node.bus_bandwidth_gbps", "intra_node.latency_us", "inter_node",
-    "inter_node.bandwidth_gbps", "inter_node.latency_us", "launch_overhead_us", NULL};
+    "inter_node.bandwidth_gbps", "inter_node.latency_us", "launch_overhead_us", "overlap_slowdown", NULL};
 
 typedef struct {
   const char *origin;
@@ -95,6 +95,7 @@ int gv_cluster_parse(const char *text, size_t len, const char *origin, gv_cluste
   memset(&c, 0, sizeof c);
   snprintf(c.origin, sizeof c.origin, "%s", origin);
   c.compute_efficiency = c.memory_efficiency = 1.0;
+  c.overlap_slowdown = 1.0;
   const gv_json *j;
   if (root->kind != GV_JSON_OBJECT) {
     gv_error_plain("%s: field '(root)': line %d: expected an object, got %s", origin, root->line,
@@ -103,7 +104,8 @@ int gv_cluster_parse(const char *text, size_t len, const char *origin, gv_cluste
   }
   static const char *const top[] = {"name", "description", "nodes", "devices_per_node", "peak_tflops",
                                     "compute_efficiency", "memory_bytes", "memory_bandwidth_gbps",
-                                    "memory_efficiency", "intra_node", "inter_node", "launch_overhead_us", "sources", NULL};
+                                    "memory_efficiency", "intra_node", "inter_node", "launch_overhead_us", "overlap_slowdown",
+                                    "sources", NULL};
   if (only_keys(&r, root, "", top)) goto done;
   if (!(j = member(&r, root, "name", "name", GV_JSON_STRING, true, &e))) goto done;
   if (!j->str[0] || strlen(j->str) >= sizeof c.name) {
@@ -135,6 +137,12 @@ int gv_cluster_parse(const char *text, size_t len, const char *origin, gv_cluste
   if (number(&r, root, "memory_bandwidth_gbps", "memory_bandwidth_gbps", true, false, 1e9, &c.memory_gbps)) goto done;
   if (number(&r, root, "memory_efficiency", "memory_efficiency", false, false, 1, &c.memory_efficiency)) goto done;
   if (number(&r, root, "launch_overhead_us", "launch_overhead_us", false, true, 1e9, &c.launch_overhead_us)) goto done;
+  if (number(&r, root, "overlap_slowdown", "overlap_slowdown", false, false, 100, &c.overlap_slowdown)) goto done;
+  if (c.overlap_slowdown < 1) {
+    bad(&r, "overlap_slowdown", "line %d: %g is out of range (expected >= 1 and <= 100)", gv_json_get(root, "overlap_slowdown")->line,
+        c.overlap_slowdown);
+    goto done;
+  }
 
   if (!(j = member(&r, root, "intra_node", "intra_node", GV_JSON_OBJECT, true, &e))) goto done;
   static const char *const intra[] = {"bus_bandwidth_gbps", "latency_us", NULL};

@@ -29,6 +29,8 @@ typedef struct {
   double inter_gbps;            /* network bandwidth per device across nodes, GB/s */
   double inter_latency_us;      /* per collective step across nodes */
   double launch_overhead_us;    /* fixed host time per kernel launch (optional, default 0) */
+  double overlap_slowdown;      /* compute overlapped with communication runs this many times slower
+                                   (optional, >= 1, default 1; cost.c gv_cost_timeline) */
   bool fused_attention;         /* not from the file: the driver sets it for a target that runs attention fused
                                    (cuda, fp32 storage; cost.h gv_cost_attention_chains) */
 } gv_cluster;

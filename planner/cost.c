@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include "ir/comm_sync.h"
 #include "ir/storage.h"
 #include <stdio.h>
 #include <string.h>
@@ -356,6 +357,109 @@ int64_t gv_cost_collective_op(const gv_cluster *c, const gv_module *m, const gv_
   return gv_cost_collective_levels(c, kind, n, per_node, nodes);
 }
 
+/* ---------------------------------------------------------------- two-stream timeline
+ *
+ * The program's ops in order, as both targets run them (docs/planner.md,
+ * "Step time"): compute ops one after another on the compute stream; each
+ * collective is posted when the compute stream reaches it and runs on the
+ * communication stream when that is free (one queue, in order); an op the
+ * sync rule (ir/comm_sync.h, the emitters' rule) stops first waits until
+ * everything posted has completed. A compute op that runs while the
+ * communication stream is busy is slowed by the cluster's overlap_slowdown
+ * for the overlapped part: over the w ns the stream stays busy, it does
+ * w / s ns of its work. */
+static int64_t slowed(int64_t d, int64_t w, double s) {
+  if (d <= 0 || w <= 0 || !(s > 1)) return d;
+  double ds = (double)d * s;
+  if (ds <= (double)w) return ceil_ns(ds);
+  return ceil_ns((double)w + ((double)d - (double)w / s));
+}
+
+typedef struct {
+  int idx;
+  int64_t start, end;
+} coll_run;
+
+/* The compute stream waits from t until `until` (the communication
+ * stream's end): each collective running in that window gets the part of
+ * the wait it runs in (the stream is busy throughout, so the parts sum to
+ * the wait). */
+static void charge_wait(int64_t *adv, const coll_run *run, int nrun, int64_t t, int64_t until) {
+  for (int k = nrun - 1; k >= 0 && run[k].end > t; k--) {
+    int64_t a = run[k].start > t ? run[k].start : t, b = run[k].end < until ? run[k].end : until;
+    if (b > a) adv[run[k].idx] += b - a;
+  }
+}
+
+int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, int64_t *adv) {
+  memset(out, 0, sizeof *out);
+  if (!m->main) return 0;
+  double s = c->overlap_slowdown >= 1 ? c->overlap_slowdown : 1;
+  out->slowdown = s;
+  gv_attn_chain att[GV_ATTN_MAX];
+  int natt = gv_cost_attention_chains(c, m, att);
+  gv_comm_sync sync;
+  gv_comm_sync_init(&sync, m);
+  int64_t t = 0, free_at = 0; /* the compute stream's time; when the communication stream is free */
+  coll_run *run = NULL;       /* the collectives posted, in order (adv only) */
+  int nrun = 0, caprun = 0, idx = 0;
+  for (const gv_op *op = m->main->body->first; op; op = op->next, idx++) {
+    if (adv) adv[idx] = 0;
+    if (gv_comm_sync_before(&sync, op)) {
+      if (free_at > t) {
+        out->nwait++;
+        if (adv) charge_wait(adv, run, nrun, t, free_at);
+        t = free_at;
+      }
+      gv_comm_sync_clear(&sync);
+    }
+    if (gv_comm_is_collective(op)) {
+      int64_t ns = gv_cost_collective_op(c, m, op);
+      out->ncomm++;
+      if (ns < 0) out->comm_unknown++, ns = 0;
+      out->comm_ns += ns;
+      int64_t start = free_at > t ? free_at : t;
+      free_at = start + ns;
+      if (adv && nrun == caprun) {
+        int cap = caprun ? 2 * caprun : 64;
+        coll_run *n = realloc(run, sizeof *n * (size_t)cap);
+        if (!n) abort();
+        run = n, caprun = cap;
+      }
+      if (adv) run[nrun++] = (coll_run){idx, start, free_at};
+      if (gv_comm_sync_at_once(op)) {
+        if (free_at > t) {
+          out->nwait++;
+          if (adv) charge_wait(adv, run, nrun, t, free_at);
+          t = free_at;
+        }
+        gv_comm_sync_clear(&sync);
+      } else {
+        gv_comm_sync_post(&sync, op);
+      }
+      continue;
+    }
+    gv_op_cost oc;
+    if (!gv_cost_attention_op(c, att, natt, op, &oc) && gv_cost_op(c, op, NULL, NULL, &oc)) continue;
+    int64_t d = slowed(oc.ns, free_at - t, s);
+    out->compute_ns += oc.ns;
+    out->slowdown_ns += d - oc.ns;
+    if (free_at > t) out->overlapped_ns += free_at - t < d ? free_at - t : d;
+    if (adv) adv[idx] += d;
+    t += d;
+  }
+  if (free_at > t) { /* the run ends when its last collective does */
+    if (adv) charge_wait(adv, run, nrun, t, free_at);
+    out->nwait++;
+    t = free_at;
+  }
+  free(run);
+  gv_comm_sync_free(&sync);
+  out->step_ns = t;
+  out->exposed_ns = t - out->compute_ns - out->slowdown_ns;
+  return idx;
+}
+
 static int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
 
 /* Under 16-bit storage the CUDA program converts, per kernel call, the
@@ -628,8 +732,16 @@ void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file) {
   if (t.ncomm)
     fprintf(f, "communication: %d collectives, %lld ns = %.3f ms (alpha-beta per mesh axis)%s\n", t.ncomm,
             (long long)t.comm_ns, (double)t.comm_ns / 1e6, t.comm_unknown ? "; some name no known mesh axis: not timed" : "");
-  fprintf(f, "predicted step: %lld ns = %.3f ms (compute %.3f + communication %.3f, no overlap assumed)\n",
-          (long long)(t.ns + t.comm_ns), (double)(t.ns + t.comm_ns) / 1e6, (double)t.ns / 1e6, (double)t.comm_ns / 1e6);
+  gv_timeline tl;
+  gv_cost_timeline(c, m, &tl, NULL);
+  fprintf(f, "predicted step: %lld ns = %.3f ms (critical path of the compute and communication streams: compute %.3f + "
+             "overlap slowdown %.3f + exposed communication %.3f; communication %.3f, %.3f of it under compute at "
+             "overlap_slowdown x%g; %d wait%s)\n",
+          (long long)tl.step_ns, (double)tl.step_ns / 1e6, (double)tl.compute_ns / 1e6, (double)tl.slowdown_ns / 1e6,
+          (double)tl.exposed_ns / 1e6, (double)tl.comm_ns / 1e6, (double)(tl.comm_ns - tl.exposed_ns) / 1e6, tl.slowdown,
+          tl.nwait, tl.nwait == 1 ? "" : "s");
+  fprintf(f, "without overlap: %lld ns = %.3f ms (compute %.3f + communication %.3f)\n", (long long)(t.ns + t.comm_ns),
+          (double)(t.ns + t.comm_ns) / 1e6, (double)t.ns / 1e6, (double)t.comm_ns / 1e6);
   gv_mem mem;
   gv_cost_memory(m, &mem);
   fprintf(f, "memory per device: parameters %lld, optimizer state %lld, arena %lld (gradients %lld and activations "

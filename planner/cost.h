@@ -76,6 +76,31 @@ int64_t gv_cost_mesh_axis(const gv_cluster *c, const gv_mesh *mesh, int axis, gv
  * axis or a type that is not static. */
 int64_t gv_cost_collective_op(const gv_cluster *c, const gv_module *m, const gv_op *op);
 
+/* The step time of a local program (m's ops in order, after spmd-partition,
+ * fuse and memory-plan, as it runs): the critical path of the compute and
+ * communication streams (cost.c, docs/planner.md "Step time"). Collectives
+ * run on the communication stream in program order from when the compute
+ * stream posts them; an op waits for every collective in flight where the
+ * emitters' sync rule (ir/comm_sync.h) syncs; compute overlapped with
+ * communication in flight runs c->overlap_slowdown times slower. */
+typedef struct {
+  int64_t step_ns;      /* when both streams are done */
+  int64_t compute_ns;   /* the compute ops' own times, summed (the roofline's) */
+  int64_t comm_ns;      /* the collectives' alpha-beta times, summed */
+  int64_t slowdown_ns;  /* extra compute time of the work overlapped with communication */
+  int64_t exposed_ns;   /* communication the compute stream waits for: step - compute - slowdown */
+  int64_t overlapped_ns; /* compute-stream time with communication in flight */
+  int ncomm, comm_unknown; /* collectives; those naming no known mesh axis (timed 0) */
+  int nwait;            /* sync points (and the run's end) where the compute stream waited */
+  double slowdown;      /* the factor applied */
+} gv_timeline;
+/* Fills out; adv (NULL, or one per top-level op of the body) gets each op's
+ * share of the step: a compute op its (slowed) time, a collective the part
+ * of each wait of the compute stream that it runs in (the communication
+ * stream is busy through a wait), so the shares sum to step_ns. Returns the
+ * number of top-level ops. */
+int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, int64_t *adv);
+
 /* Bytes each rank sends per run of the program, per collective kind
  * (all_reduce, all_gather, reduce_scatter, all_to_all), predicted from the
  * GLOBAL program with shardings before spmd-partition (planner/

@@ -23,6 +23,16 @@
  * (after GALV_COMM_TIMEOUT seconds, default 20 in that mode, with one error
  * line) instead of passing by MPI's buffering. Without it, sends are MPI_Isend.
  *
+ * GALV_COMM_DELAY_US=N (a test mode, docs/cpu-target.md "Ranks"): every
+ * collective's and recv's result is withheld until the call is waited for.
+ * At the post the call runs on private copies (the send bytes snapshotted,
+ * the result into a staging buffer) and the caller's result bytes are
+ * poisoned with 0xff (NaN in every float type); the wait sleeps N us, copies
+ * the result in and checks that the send bytes were not overwritten while the
+ * call was in flight (one error line if they were). A program that reads a
+ * result before its sync point, or writes a buffer a call in flight reads,
+ * then computes different numbers or stops, whatever the timing.
+ *
  * Every MPI call is checked (MPI_CHECK: file:line, rank, MPI's message).
  * Errors are one line (galv_fatal); an exit before finalize aborts the whole
  * job (MPI_Abort) so that no rank is left waiting.
@@ -48,6 +58,7 @@ static int base_rank = 0, base_size = 1, base_split = 0;
 static galv_comm *whole;            /* galv_comm_world_split's group over the world */
 static galv_comm *whole2;           /* galv_comm_world_dup's */
 static double timeout_s = 0;
+static long delay_us = -1;          /* GALV_COMM_DELAY_US: -1 off */
 static int group_depth = 0;
 static unsigned cur_group = 0, ngroups = 0; /* the open group's id (0: none) */
 static galv_comm_bytes counters;
@@ -83,7 +94,16 @@ typedef struct {
   const char *r; /* bytes it writes */
   size_t rn;
   unsigned group; /* the galv_group_start/end it was posted in; 0: none */
+  char *ds, *dr;  /* GALV_COMM_DELAY_US: the send snapshot, the result staging (NULL: none) */
+  int trace;      /* --trace: its event (galv_trace_post), -1: none */
 } span;
+
+/* --trace hooks (runtime/prof.c, galv_rt.h): weak, so that a program
+ * without prof.c (the CUDA program's staged backend) links without them */
+#pragma weak galv_trace_post
+#pragma weak galv_trace_wait_begin
+#pragma weak galv_trace_wait_end
+#pragma weak galv_trace_done
 
 struct galv_queue {
   MPI_Request *req;
@@ -128,6 +148,12 @@ int galv_comm_world_init(int *argc, char ***argv, int *rank, int *size) {
   sync_mode = s && *s && strcmp(s, "0") != 0;
   const char *t = getenv("GALV_COMM_TIMEOUT");
   timeout_s = t && *t ? atof(t) : sync_mode ? 20.0 : 0.0;
+  const char *dl = getenv("GALV_COMM_DELAY_US");
+  if (dl && *dl) {
+    char *end;
+    delay_us = strtol(dl, &end, 10);
+    if (*end || delay_us < 0 || delay_us > 10000000) galv_fatal("GALV_COMM_DELAY_US=%s: expected microseconds 0 to 10000000", dl);
+  }
   /* BLAS threads: share the node's cores among the ranks on it */
   MPI_Comm node;
   int local = 1;
@@ -247,9 +273,25 @@ galv_queue *galv_queue_new(void) {
   return q;
 }
 
+/* GALV_COMM_DELAY_US: a completed request's result reaches the caller only
+ * now, after the delay; its send bytes must be as they were at the post. */
+static void release(span *p, const char *what) {
+  if (!p->ds && !p->dr) return;
+  if (delay_us > 0) {
+    struct timespec ns = {delay_us / 1000000, (delay_us % 1000000) * 1000};
+    nanosleep(&ns, NULL);
+  }
+  if (p->ds && p->sn && memcmp(p->ds, p->s, p->sn))
+    galv_fatal("rank %d: %s: its send buffer was overwritten while the call was in flight (GALV_COMM_DELAY_US)", world_rank, what);
+  if (p->dr && p->rn) memcpy((char *)p->r, p->dr, p->rn);
+  free(p->ds), free(p->dr);
+  p->ds = p->dr = NULL;
+}
+
 /* Waits for the first k requests of the queue and drops them. */
 static void wait_prefix(galv_queue *q, int k, const char *what) {
   if (k <= 0) return;
+  double tw = galv_trace_wait_begin ? galv_trace_wait_begin() : 0;
   if (timeout_s <= 0) {
     MPI_CHECK(MPI_Waitall(k, q->req, MPI_STATUSES_IGNORE));
   } else {
@@ -265,6 +307,11 @@ static void wait_prefix(galv_queue *q, int k, const char *what) {
       nanosleep(&ns, NULL);
     }
   }
+  for (int i = 0; i < k; i++) {
+    if (galv_trace_done && q->sp[i].trace >= 0) galv_trace_done(q->sp[i].trace);
+    release(&q->sp[i], what);
+  }
+  if (galv_trace_wait_end) galv_trace_wait_end(tw);
   memmove(q->req, q->req + k, sizeof *q->req * (size_t)(q->n - k));
   memmove(q->sp, q->sp + k, sizeof *q->sp * (size_t)(q->n - k));
   q->n -= k;
@@ -305,7 +352,7 @@ static void order(galv_queue *q, const void *s, size_t sn, const void *r, size_t
   if (conflict) wait_prefix(q, base, "a communication call");
 }
 
-static MPI_Request *push(galv_queue *q, const void *s, size_t sn, const void *r, size_t rn) {
+static MPI_Request *push(galv_queue *q, const char *what, const void *s, size_t sn, const void *r, size_t rn) {
   if (q->n == q->cap) {
     int cap = q->cap ? 2 * q->cap : 16;
     MPI_Request *nr = realloc(q->req, sizeof *nr * (size_t)cap);
@@ -315,8 +362,30 @@ static MPI_Request *push(galv_queue *q, const void *s, size_t sn, const void *r,
     if (!nr || !ns) galv_fatal("out of memory");
     q->cap = cap;
   }
-  q->sp[q->n] = (span){s, sn, r, rn, cur_group};
+  int tr = galv_trace_post ? galv_trace_post(what, (long long)(sn > rn ? sn : rn)) : -1;
+  q->sp[q->n] = (span){s, sn, r, rn, cur_group, NULL, NULL, tr};
   return &q->req[q->n++];
+}
+
+/* GALV_COMM_DELAY_US: the buffers the MPI call gets instead of the caller's.
+ * *ms: a snapshot of the sn send bytes (in_place: NULL, the staging holds
+ * them); *mr: the rn-byte staging, initialised from the caller's result
+ * bytes (in place: the data), which are then poisoned. Off: the caller's. */
+typedef struct {
+  char *ds, *dr;
+} staged;
+static staged stage(const void *send, size_t sn, void *recv, size_t rn, int in_place, const void **ms, void **mr) {
+  staged st = {NULL, NULL};
+  *ms = send, *mr = recv;
+  if (delay_us < 0) return st;
+  if ((sn && !in_place && !(st.ds = malloc(sn))) || (rn && !(st.dr = malloc(rn)))) galv_fatal("out of memory");
+  if (st.ds) memcpy(st.ds, send, sn), *ms = st.ds;
+  if (st.dr) memcpy(st.dr, recv, rn), memset(recv, 0xff, rn), *mr = st.dr;
+  if (in_place && send) *ms = st.dr + ((const char *)send - (const char *)recv);
+  return st;
+}
+static void staged_on(galv_queue *q, staged st) {
+  q->sp[q->n - 1].ds = st.ds, q->sp[q->n - 1].dr = st.dr;
 }
 
 static MPI_Datatype mpi_type(int dtype, int reduce, galv_redop op, const char *who) {
@@ -386,8 +455,12 @@ void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, i
   int in_place = send == recv;
   if (!in_place && overlap(send, n, recv, n)) galv_fatal("galv_all_reduce: send and recv buffers partly overlap");
   order(q, send, n, recv, n, "galv_all_reduce");
-  MPI_CHECK(MPI_Iallreduce(in_place ? MPI_IN_PLACE : send, recv, icount(count, "galv_all_reduce"), t, mpi_op(op, dtype),
-                           c->comm, push(q, send, n, recv, n)));
+  const void *ms;
+  void *mr;
+  staged st = stage(send, n, recv, n, in_place, &ms, &mr);
+  MPI_CHECK(MPI_Iallreduce(in_place ? MPI_IN_PLACE : ms, mr, icount(count, "galv_all_reduce"), t, mpi_op(op, dtype),
+                           c->comm, push(q, "all_reduce", send, n, recv, n)));
+  staged_on(q, st);
   galv_test_point("all_reduce");
 }
 
@@ -398,8 +471,12 @@ void galv_all_gather(galv_comm *c, const void *send, void *recv, size_t count, i
   int in_place = (const char *)send == (const char *)recv + (size_t)c->rank * n;
   if (!in_place && overlap(send, n, recv, full)) galv_fatal("galv_all_gather: send and recv buffers overlap");
   order(q, send, n, recv, full, "galv_all_gather");
-  MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : send, in_place ? 0 : icount(count, "galv_all_gather"), t, recv,
-                           icount(count, "galv_all_gather"), t, c->comm, push(q, send, n, recv, full)));
+  const void *ms;
+  void *mr;
+  staged st = stage(send, n, recv, full, in_place, &ms, &mr);
+  MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : ms, in_place ? 0 : icount(count, "galv_all_gather"), t, mr,
+                           icount(count, "galv_all_gather"), t, c->comm, push(q, "all_gather", send, n, recv, full)));
+  staged_on(q, st);
 }
 
 void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_redop op,
@@ -409,8 +486,12 @@ void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t coun
   if (!count) return;
   if (overlap(send, full, recv, n)) galv_fatal("galv_reduce_scatter: send and recv buffers overlap");
   order(q, send, full, recv, n, "galv_reduce_scatter");
-  MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, icount(count, "galv_reduce_scatter"), t, mpi_op(op, dtype), c->comm,
-                                      push(q, send, full, recv, n)));
+  const void *ms;
+  void *mr;
+  staged st = stage(send, full, recv, n, 0, &ms, &mr);
+  MPI_CHECK(MPI_Ireduce_scatter_block(ms, mr, icount(count, "galv_reduce_scatter"), t, mpi_op(op, dtype), c->comm,
+                                      push(q, "reduce_scatter", send, full, recv, n)));
+  staged_on(q, st);
 }
 
 void galv_all_to_all(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
@@ -419,8 +500,12 @@ void galv_all_to_all(galv_comm *c, const void *send, void *recv, size_t count, i
   if (!count) return;
   if (overlap(send, full, recv, full)) galv_fatal("galv_all_to_all: send and recv buffers overlap");
   order(q, send, full, recv, full, "galv_all_to_all");
-  MPI_CHECK(MPI_Ialltoall(send, icount(count, "galv_all_to_all"), t, recv, icount(count, "galv_all_to_all"), t,
-                          c->comm, push(q, send, full, recv, full)));
+  const void *ms;
+  void *mr;
+  staged st = stage(send, full, recv, full, 0, &ms, &mr);
+  MPI_CHECK(MPI_Ialltoall(ms, icount(count, "galv_all_to_all"), t, mr, icount(count, "galv_all_to_all"), t,
+                          c->comm, push(q, "all_to_all", send, full, recv, full)));
+  staged_on(q, st);
 }
 
 void galv_group_start(void) {
@@ -446,9 +531,9 @@ void galv_send(galv_comm *c, int peer, const void *buf, size_t count, int dtype,
   size_t n = count * galv_dtype_size(dtype);
   order(q, buf, n, NULL, 0, "galv_send");
   if (sync_mode)
-    MPI_CHECK(MPI_Issend(buf, icount(count, "galv_send"), t, peer, 0, c->comm, push(q, buf, n, NULL, 0)));
+    MPI_CHECK(MPI_Issend(buf, icount(count, "galv_send"), t, peer, 0, c->comm, push(q, "send", buf, n, NULL, 0)));
   else
-    MPI_CHECK(MPI_Isend(buf, icount(count, "galv_send"), t, peer, 0, c->comm, push(q, buf, n, NULL, 0)));
+    MPI_CHECK(MPI_Isend(buf, icount(count, "galv_send"), t, peer, 0, c->comm, push(q, "send", buf, n, NULL, 0)));
   galv_test_point("send");
   complete_ungrouped(q, "an ungrouped galv_send");
 }
@@ -458,7 +543,11 @@ void galv_recv(galv_comm *c, int peer, void *buf, size_t count, int dtype, galv_
   check_peer(c, peer, "galv_recv");
   size_t n = count * galv_dtype_size(dtype);
   order(q, NULL, 0, buf, n, "galv_recv");
-  MPI_CHECK(MPI_Irecv(buf, icount(count, "galv_recv"), t, peer, 0, c->comm, push(q, NULL, 0, buf, n)));
+  const void *ms;
+  void *mr;
+  staged st = stage(NULL, 0, buf, n, 0, &ms, &mr);
+  MPI_CHECK(MPI_Irecv(mr, icount(count, "galv_recv"), t, peer, 0, c->comm, push(q, "recv", NULL, 0, buf, n)));
+  staged_on(q, st);
   complete_ungrouped(q, "an ungrouped galv_recv");
 }
 

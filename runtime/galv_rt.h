@@ -110,9 +110,27 @@ int galv_prof_write(const char *path, long runs, const char *what, char *err, si
 typedef struct {
   int *on;
   int (*write)(const char *path, long runs, const char *what, char *err, size_t errlen);
+  int *trace_on;                /* --trace: galv_trace_on and the rest of prof.c's trace */
+  void (*trace_step)(int step);
+  int (*trace_write)(const char *path, int rank, char *err, size_t errlen);
 } galv_train_profiler;
 extern galv_train_profiler galv_train_prof;
 #define GALV_PROF(k) (galv_prof_on ? galv_prof_tick(k) : (void)0)
+/* --trace FILE (runtime/prof.c; the CPU training program): with
+ * galv_trace_on (and galv_prof_on), every kernel call, wait for
+ * communication and collective is recorded on a compute stream (tid 0) and a
+ * communication stream (tid 1, from the post to the completion the program
+ * waited for), and galv_trace_write writes them as a Chrome trace (pid =
+ * rank, ts / dur in us, args: step, node, bytes). The communicator reports
+ * through the hooks (comm_mpi.c declares them weak: a program without
+ * prof.c links without them). */
+extern int galv_trace_on;
+void galv_trace_step(int step);
+int galv_trace_post(const char *what, long long bytes); /* an event id, -1: not tracing */
+double galv_trace_wait_begin(void);
+void galv_trace_wait_end(double t0);
+void galv_trace_done(int id);
+int galv_trace_write(const char *path, int rank, char *err, size_t errlen);
 
 /* ---- GALV_SIMD(clauses) before a reduction loop lets it vectorise
  * (reordering its sum or max) where the build enables OpenMP SIMD pragmas

@@ -88,6 +88,9 @@ int main(int argc, char **argv) {
   if (galv_training) { /* a training step program: runtime/train.c, with this program's kernel timer */
     galv_train_prof.on = &galv_prof_on;
     galv_train_prof.write = galv_prof_write;
+    galv_train_prof.trace_on = &galv_trace_on;
+    galv_train_prof.trace_step = galv_trace_step;
+    galv_train_prof.trace_write = galv_trace_write;
     return galv_train_main(argc, argv);
   }
   const char *outdir = NULL, *wpath = NULL;

@@ -25,10 +25,13 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
+static void trace_tick(int k, double t);
+
 void galv_prof_tick(int k) {
   double t = now_ms();
   if (!acc && !(acc = calloc((size_t)galv_nkernels + 1, sizeof *acc))) galv_fatal("out of memory");
   if (cur >= 0 && cur < galv_nkernels) acc[cur] += t - last;
+  if (galv_trace_on) trace_tick(k, t);
   cur = k;
   last = k >= 0 ? now_ms() : t;
 }
@@ -96,5 +99,111 @@ int galv_prof_write(const char *path, long runs, const char *what, char *err, si
     fprintf(f, ", \"ms\": %.6f}%s\n", acc && runs > 0 ? acc[i] / runs : 0.0, i + 1 < galv_nkernels ? "," : "");
   }
   fprintf(f, "]}\n");
+  return galv_wfile_commit(&w, err, errlen);
+}
+
+/* ---------------------------------------------------------------- --trace
+ *
+ * The run as two streams (galv_rt.h): the compute stream's kernel calls
+ * (from one GALV_PROF mark to the next, cut short by a communication post or
+ * a wait) and waits for communication, and the communication stream's
+ * collectives from their post to their completion as the program sees it
+ * (the wait that returned it; MPI progresses a non-blocking call inside MPI
+ * calls, so on the CPU target the transfer may happen inside that wait).
+ * The communicator (comm_mpi.c) reports posts, waits and completions through
+ * galv_trace_post / _wait_begin / _wait_end / _done. */
+int galv_trace_on;
+typedef struct {
+  int k;            /* kernel call site (galv_kernels[]), -1: none */
+  int stream;       /* 0 compute, 1 communication */
+  int step;
+  const char *name; /* communication: the call; compute: NULL (the kernel's kind), or "wait" */
+  long long bytes;
+  double t0, t1;
+} tev;
+static tev *tv;
+static int ntv, captv, open_k = -1, comm_site = -1, tstep;
+static double open_t;
+
+static int trace_push(int k, int stream, const char *name, long long bytes, double t0, double t1) {
+  if (ntv == captv) {
+    int cap = captv ? 2 * captv : 4096;
+    if (cap > 8000000) return -1; /* enough: later events are dropped */
+    tev *n = realloc(tv, sizeof *n * (size_t)cap);
+    if (!n) galv_fatal("out of memory");
+    tv = n, captv = cap;
+  }
+  tv[ntv] = (tev){k, stream, tstep, name, bytes, t0, t1};
+  return ntv++;
+}
+
+static void trace_close(double t) {
+  if (open_k >= 0) trace_push(open_k, 0, NULL, 0, open_t, t);
+  open_k = -1;
+}
+
+static int is_collective(const char *kind) {
+  return !strcmp(kind, "all_reduce") || !strcmp(kind, "all_gather") || !strcmp(kind, "reduce_scatter") ||
+         !strcmp(kind, "all_to_all");
+}
+
+static void trace_tick(int k, double t) {
+  trace_close(t);
+  if (k >= 0 && k < galv_nkernels && is_collective(galv_kernels[k].kind)) comm_site = k; /* its post follows */
+  else if (k >= 0) open_k = k, open_t = t;
+}
+
+void galv_trace_step(int step) { tstep = step; }
+
+int galv_trace_post(const char *what, long long bytes) {
+  if (!galv_trace_on) return -1;
+  double t = now_ms();
+  trace_close(t);
+  int id = trace_push(comm_site, 1, what, bytes, t, -1);
+  comm_site = -1;
+  return id;
+}
+
+double galv_trace_wait_begin(void) {
+  double t = now_ms();
+  if (galv_trace_on) trace_close(t);
+  return t;
+}
+
+void galv_trace_wait_end(double t0) {
+  if (galv_trace_on) trace_push(-1, 0, "wait", 0, t0, now_ms());
+}
+
+void galv_trace_done(int id) {
+  if (galv_trace_on && id >= 0 && id < ntv) tv[id].t1 = now_ms();
+}
+
+int galv_trace_write(const char *path, int rank, char *err, size_t errlen) {
+  trace_close(now_ms());
+  galv_wfile w;
+  FILE *f = galv_wfile_open(&w, path, 0, err, errlen);
+  if (!f) return -1;
+  double t0 = ntv ? tv[0].t0 : 0;
+  fprintf(f, "{\"traceEvents\": [\n");
+  fprintf(f, "  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": \"rank %d\"}},\n", rank, rank);
+  fprintf(f, "  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": \"compute\"}},\n", rank);
+  fprintf(f, "  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 1, \"args\": {\"name\": \"communication\"}}", rank);
+  for (int i = 0; i < ntv; i++) {
+    const tev *e = &tv[i];
+    const char *name = e->name ? e->name : e->k >= 0 && e->k < galv_nkernels ? galv_kernels[e->k].kind : "?";
+    double end = e->t1 >= e->t0 ? e->t1 : e->t0;
+    fprintf(f, ",\n  {\"name\": ");
+    json_str(f, name);
+    fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"step\": %d",
+            e->stream ? "communication" : e->name ? "wait" : "compute", rank, e->stream, (e->t0 - t0) * 1e3, (end - e->t0) * 1e3,
+            e->step);
+    if (e->k >= 0 && e->k < galv_nkernels) {
+      fprintf(f, ", \"node\": ");
+      json_str(f, galv_kernels[e->k].node);
+    }
+    if (e->stream) fprintf(f, ", \"bytes\": %lld, \"completed\": %s", e->bytes, e->t1 >= 0 ? "true" : "false");
+    fprintf(f, "}}");
+  }
+  fprintf(f, "\n]}\n");
   return galv_wfile_commit(&w, err, errlen);
 }

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "galv_rt.h"
@@ -71,9 +72,15 @@ static void shape_of(char *b, size_t n, int rank, const int64_t *dims) {
   for (int d = 0; d < rank && k < n; d++) k += (size_t)snprintf(b + k, n - k, d ? "x%lld" : "%lld", (long long)dims[d]);
 }
 
+static double train_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
 static void train_usage(FILE *f) {
   fprintf(f, "usage: %s --batches DIR [--steps N] [--input NAME=FILE ...] [--load-checkpoint F] [--save-checkpoint F]\n"
-             "       [-o OUTDIR] [--weights FILE] [--threads N] [--comm-stats] [--profile-out FILE]\n"
+             "       [-o OUTDIR] [--weights FILE] [--threads N] [--comm-stats] [--profile-out FILE] [--trace FILE]\n"
              "  --batches DIR        DIR/NAME.npy per input: the input's shape, or [S, shape...] (step K uses batch K mod S)\n"
              "  --input NAME=FILE    that input from FILE instead (same rule)\n"
              "  --steps N            training steps (default 1); prints 'step K loss X' per step\n"
@@ -82,6 +89,9 @@ static void train_usage(FILE *f) {
              "  -o OUTDIR            write every parameter as OUTDIR/NAME.npy after the last step\n"
              "  --profile-out FILE   time every kernel call of the steps after the first (of the one step when --steps 1)\n"
              "                       and write each call site's mean time as JSON to FILE (bench/layer_profile.py)\n"
+             "  --trace FILE         a Chrome trace of every step: the compute stream's kernel calls and waits, the\n"
+             "                       communication stream's collectives from post to completion (rank 0: FILE, rank R:\n"
+             "                       FILE.rankR); prints each step's measured time\n"
              "inputs:\n", galv_progname);
   for (int i = 0; i < galv_ninputs; i++) {
     char sh[160];
@@ -194,7 +204,7 @@ static void read_batch(batch *b, const galv_io *d, const char *path) {
 galv_train_profiler galv_train_prof; /* main.c fills it on the CPU target */
 
 int galv_train_main(int argc, char **argv) {
-  const char *outdir = NULL, *wpath = NULL, *bdir = NULL, *load = NULL, *save = NULL, *profile_out = NULL;
+  const char *outdir = NULL, *wpath = NULL, *bdir = NULL, *load = NULL, *save = NULL, *profile_out = NULL, *trace = NULL;
   long steps = 1, threads = 0;
   enum { MAXIN = 256 };
   const char *names[MAXIN], *files[MAXIN];
@@ -220,11 +230,15 @@ int galv_train_main(int argc, char **argv) {
     else if (!strcmp(a, "--threads") && v) threads = train_int(a, v, 1), i++;
     else if (!strcmp(a, "--comm-stats")) comm_stats = 1;
     else if (!strcmp(a, "--profile-out") && v) profile_out = v, i++;
+    else if (!strcmp(a, "--trace") && v) trace = v, i++;
     else galv_fatal_all("unknown or incomplete option '%s' (see --help)", a);
   }
   if (profile_out && (galv_train_dev || !galv_train_prof.write))
     galv_fatal_all("--profile-out: the CUDA training step does not time its kernels yet (CPU programs only)");
   if (profile_out && steps < 1) galv_fatal_all("--profile-out needs at least one step (--steps)");
+  if (trace && (galv_train_dev || !galv_train_prof.trace_write))
+    galv_fatal_all("--trace: the CUDA training step does not trace its streams yet (CPU programs only)");
+  if (trace && profile_out) galv_fatal_all("--trace and --profile-out time the same marks: give one of them");
   if (threads > 0) openblas_set_num_threads((int)threads);
   for (int j = 0; j < nin; j++) {
     int i = 0;
@@ -285,6 +299,8 @@ int galv_train_main(int argc, char **argv) {
     }
     double loss;
     if (profile_out) *galv_train_prof.on = s >= 1 || steps == 1; /* the first step warms up when there are more */
+    if (trace) *galv_train_prof.on = *galv_train_prof.trace_on = 1, galv_train_prof.trace_step((int)done);
+    double t_step = trace ? train_now_ms() : 0;
     if (galv_train_dev) {
       loss = galv_train_dev->step(arena);
     } else {
@@ -293,6 +309,8 @@ int galv_train_main(int argc, char **argv) {
       loss = lo->dtype == GALV_F64 ? *(const double *)lp : *(const float *)lp;
     }
     printf("step %lld loss %.9g\n", (long long)done, loss);
+    if (trace) printf("%s: rank %d: step %lld took %.3f ms (measured, traced)\n", galv_progname, galv_spmd_rank(), (long long)done,
+                      train_now_ms() - t_step);
     for (int i = 0; i < galv_nstate && !galv_train_dev; i++)
       if (galv_state[i].update_from >= 0)
         memcpy(state + galv_state[i].offset, arena + galv_state[i].update_from, (size_t)galv_state[i].nbytes);
@@ -311,6 +329,14 @@ int galv_train_main(int argc, char **argv) {
     GALV_POISON(arena, abytes);
   }
   if (profile_out) *galv_train_prof.on = 0;
+  if (trace) {
+    *galv_train_prof.on = *galv_train_prof.trace_on = 0;
+    char err[4400], path[PATH_MAX + 32];
+    if (galv_spmd_rank() == 0) snprintf(path, sizeof path, "%s", trace);
+    else snprintf(path, sizeof path, "%s.rank%d", trace, galv_spmd_rank());
+    if (galv_train_prof.trace_write(path, galv_spmd_rank(), err, sizeof err)) galv_fatal("%s", err);
+    printf("%s: rank %d: wrote the trace %s (a compute and a communication stream)\n", galv_progname, galv_spmd_rank(), path);
+  }
   if (profile_out && galv_spmd_rank() == 0) {
     char err[4400];
     if (galv_train_prof.write(profile_out, steps > 1 ? steps - 1 : 1, "training step", err, sizeof err)) galv_fatal("%s", err);

@@ -49,6 +49,8 @@ expect latency-negative "$(edit '"latency_us": 2' '"latency_us": -2')" "field 'i
 expect inter-not-object "$(edit '"inter_node": {"bandwidth_gbps": 1, "latency_us": 2}' '"inter_node": 3')" "field 'inter_node': line 4: expected an object"
 expect typo "$(edit '"nodes"' '"ndoes": 1, "nodes"')" "field 'ndoes': unknown field"
 expect efficiency "$(edit '"nodes"' '"compute_efficiency": 2, "nodes"')" "field 'compute_efficiency'"
+expect overlap-below-1 "$(edit '"nodes"' '"overlap_slowdown": 0.9, "nodes"')" "field 'overlap_slowdown': line 1: 0.9 is out of range (expected >= 1 and <= 100)"
+expect overlap-string "$(edit '"nodes"' '"overlap_slowdown": "1.1", "nodes"')" "field 'overlap_slowdown': line 1: expected a number, got a string"
 expect source-unknown "$(edit '"nodes"' '"sources": {"speed": "x"}, "nodes"')" "field 'sources.speed': line 1: names no field"
 expect source-number "$(edit '"nodes"' '"sources": {"nodes": 1}, "nodes"')" "field 'sources.nodes'"
 expect duplicate "$(edit '"nodes": 1' '"nodes": 1, "nodes": 2')" "duplicate key"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/plan.sh BUILD_DIR — the planner (docs/planner.md): where the ZeRO
-# knapsack decides, the search's plan equals the exhaustive optimum (gap 0),
+# knapsack decides, the search's plan is within 1 % of the exhaustive optimum,
 # --plan realises the plan it is given, a model no plan fits gives one error
 # with the memory it needs.
 set -u
@@ -24,11 +24,14 @@ pat() { # plan.json -> its ZeRO pattern, one character per unit (its stage, . fo
 # at 3/4 (each exhaustive search realises 131 programs, about a minute
 # under the sanitizers; Llama at 1/4 and 1/2 also had gap 0). The exhaustive
 # optimum must be a mixed pattern (else the case tests nothing), and the
-# search's realised plan must cost exactly the same. GPT-2 at 1/2 is 2 ns
-# (0.0004 %) above the optimum: layers 1-5 have equal rows in the unit
-# table, so the DP cannot tell ZZZ...Z from ZZ.Z..Z, whose realised costs
-# differ by fusion at unit boundaries (docs/planner.md); that case allows
-# 1e-5 relative, every other one 0. The searches choose between no ZeRO
+# search's realised plan must cost at most 1 % more. (Exactly the same while
+# the step was compute + communication, a sum over units the knapsack
+# optimises exactly, but for 2 ns at GPT-2 1/2; since the step is the
+# critical path of two streams (docs/planner.md, "Step time: two streams")
+# a unit's communication hides under its neighbours' compute, the unit
+# shares the DP adds are no longer independent of the pattern, and the
+# gaps are 0, 0.85 %, 0.31 % (GPT-2 1/4, 1/2, 3/4) and 0.39 % (Llama 3/4).)
+# The searches choose between no ZeRO
 # and stage 1 (--zero-stages 1: more communication than none, a quarter of
 # the optimizer state, a real trade-off; stage 3, which reduce-scatters the
 # gradients, is faster and smaller than none on these models, so a choice
@@ -37,7 +40,6 @@ pat() { # plan.json -> its ZeRO pattern, one character per unit (its stage, . fo
 ZS=(--zero-stages 1)
 python3 examples/make_model.py gpt2 -o "$T/g6.onnx" --layers 6 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null || exit 1
 python3 examples/make_model.py llama -o "$T/l6.onnx" --layers 6 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null || exit 1
-TIE="g6:0.5"
 for m in g6 l6; do
   # (--recompute=none: the ZeRO knapsack alone; galvc's recomputation search is tests/plan_recompute.sh's)
   A=("$T/$m.onnx" --batch 8 --seq 16 --gpus 4 --mesh dp=4 --train --recompute=none --cluster cpu-local --plan-only -q)
@@ -62,7 +64,7 @@ PY
     timeout 300 $G "${A[@]}" "${ZS[@]}" --memory-limit "$lim" --plan-search exhaustive --plan-out "$T/ex.json" 2>/dev/null ||
       { echo "FAIL $m $f: exhaustive"; fail=1; continue; }
     a=$(step "$T/dp.json") b=$(step "$T/ex.json") pa=$(pat "$T/dp.json") pb=$(pat "$T/ex.json")
-    tol=0; [[ " $TIE " == *" $m:$f "* ]] && tol=1e-5
+    tol=0.01
     if [[ $pb != *1* || $pb != *.* ]]; then
       echo "FAIL $m limit $lim ($f): the exhaustive optimum $pb is not a mixed ZeRO pattern"; fail=1
     elif python3 -c "import sys; sys.exit(not ($a >= $b and $a - $b <= $tol * $b))"; then

@@ -43,6 +43,7 @@ static const char *const pipeline[] = {
     "storage",        /* with --precision bf16: the global program's storage, which the collectives move */
     "spmd-partition", /* one rank's local program: local shapes, collectives */
     "fuse",           /* elementwise chains -> galv.fused (docs/device-program.md) */
+    "overlap",        /* gradient reductions posted as the backward produces them (docs/planner.md) */
     "storage",        /* with --precision bf16|fp16: the values stored 16-bit */
     "memory-plan",    /* one activation arena: galv.arena, offsets */
 };
@@ -72,6 +73,8 @@ static void usage(FILE *f) {
           "  --gpus-per-node K        devices per node (default: all in one node)\n"
           "  --mesh dp=2,tp=4         the logical mesh: 1 to 3 named axes multiplying to --gpus\n"
           "                           (default: one axis named after --strategy, or dp)\n"
+          "  --overlap on|off         on (default): gradient reductions posted as the backward produces them,\n"
+          "                           ZeRO-3 gathers one layer ahead (docs/planner.md, \"Step time: two streams\")\n"
           "  --strategy dp|tp|zero1|zero2|zero3|dp,tp|zero2,tp|tp,sp|dp,tp,sp|auto  sharding presets\n"
           "                           (docs/sharding.md; zero = zero3, ZeRO stages); auto (the default with\n"
           "                           --gpus > 1): the planner searches (docs/planner.md)\n"
@@ -558,6 +561,12 @@ int main(int argc, char **argv) {
       pa.recompute = true;
     } else if (strcmp(a, "--pipe-stats") == 0) {
       gv_pipe_opts.quiet = false;
+    } else if (TAKES("--overlap")) {
+      if (strcmp(val, "on") && strcmp(val, "off")) {
+        gv_error_plain("--overlap %s: expected on or off", val);
+        return 2;
+      }
+      gv_shard_opts.no_overlap = strcmp(val, "off") == 0;
     } else if (TAKES("--strategy")) {
       gv_shard_opts.strategy = val;
     } else if (TAKES("--plan")) {

@@ -1,0 +1,130 @@
+/* overlap.c — the overlap pass (docs/planner.md, "Step time"): gradient
+ * reductions issued as the backward produces them. spmd-partition puts a
+ * trained parameter's gradient reduction (galv.all_reduce, ZeRO-2/3
+ * galv.reduce_scatter, located "optimizer/...") at its update, after the
+ * whole backward; its operand, the gradient, is final as soon as the
+ * backward op that defines it has run. The pass moves each such reduction
+ * (with the views between it and that op) right after that op, so that it
+ * is posted on the communication queue while the backward of the earlier
+ * layers computes; the update still reads the result, and the emitters'
+ * sync rule (ir/comm_sync.h) waits for it there. Reductions synced at once
+ * (packed through scratch: comm_sync.h) and those of accumulated gradients
+ * (an argument, or the accumulate pass's "accumulate/..." ops) stay. The
+ * memory plan keeps the gradient live until the update (memory_plan.c), so
+ * this trades bytes (a reduced copy beside each gradient reduced early) for
+ * time, which the cost model's timeline prices (cost.h gv_cost_timeline).
+ * ZeRO-3's parameter gathers are prefetched one layer ahead
+ * (prefetch_gathers). It never changes what the program computes: only the
+ * order of independent ops. Nothing happens in a program without
+ * collectives; nothing under galvc --overlap off. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/comm_sync.h"
+#include "passes.h"
+
+static bool is_view(const gv_op *op) { return (gv_ops[op->code].flags & GV_VIEW) != 0; }
+
+/* The first op after `from` that reads (not through a view: views touch no
+ * bytes) a result of one of the n ops in g; NULL when none. */
+static gv_op *first_reader(gv_op *from, gv_op *const *g, int n) {
+  for (gv_op *op = from; op; op = op->next) {
+    if (is_view(op)) continue;
+    for (int i = 0; i < op->nopnds; i++) {
+      const gv_value *v = op->opnds[i];
+      while (v->def && is_view(v->def) && v->def->nopnds) v = v->def->opnds[0];
+      for (int k = 0; k < n; k++)
+        if (v->def == g[k]) return op;
+    }
+  }
+  return NULL;
+}
+
+/* ZeRO-3 gathers one layer ahead: spmd-partition gathers a split parameter
+ * (an all_gather of a function argument) right before its use, forward and
+ * backward. Consecutive gathers whose nodes are in one layer (gv_layer_key)
+ * form a group; each group after the first moves right after the first op
+ * that reads the previous group's gathers (where the emitters sync for
+ * those), so its calls run while that layer computes. Earlier would not
+ * help: a sync waits for every call posted (one queue), so a gather posted
+ * before the previous layer's sync would be waited for there. */
+static void prefetch_gathers(gv_module *m, gv_block *b) {
+  int n = 0;
+  for (gv_op *op = b->first; op; op = op->next)
+    if (op->code == GV_OP_ALL_GATHER && op->nopnds == 1 && !op->opnds[0]->def && !gv_comm_sync_at_once(op)) n++;
+  if (n < 2) return;
+  gv_op **g = malloc(sizeof *g * (size_t)n);
+  int *grp = malloc(sizeof *grp * (size_t)n);
+  if (!g || !grp) {
+    free(g), free(grp);
+    return; /* no prefetch: the order stays valid */
+  }
+  int k = 0, ng = 0;
+  char prev[64] = "", key[64];
+  for (gv_op *op = b->first; op; op = op->next)
+    if (op->code == GV_OP_ALL_GATHER && op->nopnds == 1 && !op->opnds[0]->def && !gv_comm_sync_at_once(op)) {
+      gv_layer_key(op->loc ? op->loc : "", key, sizeof key);
+      if (!k || strcmp(key, prev)) ng++;
+      snprintf(prev, sizeof prev, "%s", key);
+      grp[k] = ng - 1, g[k++] = op;
+    }
+  for (int i = 0, lo = 0; i < ng; i++) {
+    int hi = lo;
+    while (hi < n && grp[hi] == i) hi++;
+    if (i > 0) {
+      int plo = lo - 1;
+      while (plo > 0 && grp[plo - 1] == i - 1) plo--;
+      gv_op *r = first_reader(g[plo]->next, g + plo, lo - plo);
+      bool before = false; /* r precedes this group's first gather */
+      for (gv_op *op = r; op && !before; op = op->next) before = op == g[lo];
+      if (r && before && r->next != g[lo]) {
+        gv_op *at = r->next;
+        for (int j = lo; j < hi; j++) {
+          gv_op_unlink(g[j]);
+          gv_insert_before(at, g[j]);
+        }
+      }
+    }
+    lo = hi;
+  }
+  (void)m;
+  free(g), free(grp);
+}
+
+int gv_pass_overlap(gv_module *m) {
+  if (!m->main || !m->main->body || gv_shard_opts.no_overlap) return 0;
+  gv_block *b = m->main->body;
+  prefetch_gathers(m, b);
+  int n = 0;
+  for (gv_op *op = b->first; op; op = op->next) op->id = n++;
+  for (gv_op *op = b->first, *next; op; op = next) {
+    next = op->next;
+    if ((op->code != GV_OP_ALL_REDUCE && op->code != GV_OP_REDUCE_SCATTER) || !op->loc || strncmp(op->loc, "optimizer/", 10) ||
+        op->nopnds != 1 || gv_comm_sync_at_once(op))
+      continue;
+    /* the views between the gradient's producer and the reduction, nearest first */
+    enum { MAXV = 8 };
+    gv_op *views[MAXV];
+    int nv = 0;
+    gv_op *d = op->opnds[0]->def;
+    while (d && d->parent == b && is_view(d) && d->nopnds >= 1 && nv < MAXV) views[nv++] = d, d = d->opnds[0]->def;
+    if (!d || d->parent != b || is_view(d) || d->code == GV_OP_CONSTANT || (d->loc && !strncmp(d->loc, "accumulate/", 11)))
+      continue;
+    bool ok = true; /* the views read nothing defined after d but their own chain */
+    for (int i = 0; i < nv && ok; i++)
+      for (int k = 1; k < views[i]->nopnds && ok; k++) {
+        const gv_op *o = views[i]->opnds[k]->def;
+        ok = !o || o->parent != b || o->id <= d->id;
+      }
+    if (!ok || d->next == (nv ? views[nv - 1] : op)) continue;
+    gv_op *at = d->next;
+    for (int i = nv - 1; i >= 0; i--) {
+      gv_op_unlink(views[i]);
+      gv_insert_before(at, views[i]);
+    }
+    gv_op_unlink(op);
+    gv_insert_before(at, op);
+  }
+  return 0;
+}
