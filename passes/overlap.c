@@ -13,8 +13,9 @@
  * memory plan keeps the gradient live until the update (memory_plan.c), so
  * this trades bytes (a reduced copy beside each gradient reduced early) for
  * time, which the cost model's timeline prices (cost.h gv_cost_timeline).
- * ZeRO-3's parameter gathers are prefetched one layer ahead
- * (prefetch_gathers). It never changes what the program computes: only the
+ * ZeRO-3's parameter gathers (the forward's and the regather pass's
+ * backward ones, of the parameter or its 16-bit copy) are prefetched one
+ * layer ahead (prefetch_gathers). It never changes what the program computes: only the
  * order of independent ops. Nothing happens in a program without
  * collectives; nothing under galvc --overlap off. */
 #include <stdio.h>
@@ -41,6 +42,15 @@ static gv_op *first_reader(gv_op *from, gv_op *const *g, int n) {
   return NULL;
 }
 
+/* A gather of a split parameter: its operand is the function argument, or
+ * in 16-bit training the argument's 16-bit copy (a galv.cast marked
+ * gather_copy, passes/storage.c). */
+static bool param_gather(const gv_op *op) {
+  if (op->code != GV_OP_ALL_GATHER || op->nopnds != 1 || gv_comm_sync_at_once(op)) return false;
+  const gv_op *d = op->opnds[0]->def;
+  return !d || (d->code == GV_OP_CAST && d->nopnds == 1 && !d->opnds[0]->def && gv_get_attr(d, "gather_copy"));
+}
+
 /* ZeRO-3 gathers one layer ahead: spmd-partition gathers a split parameter
  * (an all_gather of a function argument) right before its use, forward and
  * backward. Consecutive gathers whose nodes are in one layer (gv_layer_key)
@@ -52,7 +62,7 @@ static gv_op *first_reader(gv_op *from, gv_op *const *g, int n) {
 static void prefetch_gathers(gv_module *m, gv_block *b) {
   int n = 0;
   for (gv_op *op = b->first; op; op = op->next)
-    if (op->code == GV_OP_ALL_GATHER && op->nopnds == 1 && !op->opnds[0]->def && !gv_comm_sync_at_once(op)) n++;
+    if (param_gather(op)) n++;
   if (n < 2) return;
   gv_op **g = malloc(sizeof *g * (size_t)n);
   int *grp = malloc(sizeof *grp * (size_t)n);
@@ -63,7 +73,7 @@ static void prefetch_gathers(gv_module *m, gv_block *b) {
   int k = 0, ng = 0;
   char prev[64] = "", key[64];
   for (gv_op *op = b->first; op; op = op->next)
-    if (op->code == GV_OP_ALL_GATHER && op->nopnds == 1 && !op->opnds[0]->def && !gv_comm_sync_at_once(op)) {
+    if (param_gather(op)) {
       gv_layer_key(op->loc ? op->loc : "", key, sizeof key);
       if (!k || strcmp(key, prev)) ng++;
       snprintf(prev, sizeof prev, "%s", key);
@@ -81,6 +91,13 @@ static void prefetch_gathers(gv_module *m, gv_block *b) {
       if (r && before && r->next != g[lo]) {
         gv_op *at = r->next;
         for (int j = lo; j < hi; j++) {
+          gv_op *c = g[j]->opnds[0]->def; /* a 16-bit copy made between `at` and the gather moves with it */
+          bool after = false;
+          for (gv_op *op = at; c && op && op != g[j] && !after; op = op->next) after = op == c;
+          if (after) {
+            gv_op_unlink(c);
+            gv_insert_before(at, c);
+          }
           gv_op_unlink(g[j]);
           gv_insert_before(at, g[j]);
         }
