@@ -1858,6 +1858,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   int rc = 0;
   memset(&gv_plan_last, 0, sizeof gv_plan_last);
   static alternatives alt; /* large (three plans): not on the stack */
+  bool alt_scaled = false;   /* the alternatives' figures are the reduced search's scaled predictions, not realised */
   memset(&alt, 0, sizeof alt);
   if (o->plan_in) {
     rc = gv_plan_read(o->plan_in, &plan, C.nl + 1);
@@ -1918,6 +1919,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (!rc)
       alt = (alternatives){.has_ru = S.has_ru, .has_over = S.over, .ru = S.ru, .over = S.over_plan, .ru_ns = S.ru_ns,
                            .ru_mem = S.ru_mem, .over_ns = S.over_ns, .over_mem = S.over_plan_mem};
+    alt_scaled = S.reduced;
     if (!rc && S.reduced && !o->quiet) { /* which path chose the plan (docs/planner.md, repeated layers) */
       fprintf(stderr, "plan: %d repeated layers: candidates costed on reduced programs, the choice realised in full", C.nl);
       if (S.retries) fprintf(stderr, " after %d search(es) whose choice did not fit in full", S.retries);
@@ -1935,7 +1937,9 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (!rc) plan_sp_set(&main_sp, &C, &plan);
   }
   if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, pred_mem, stderr);
-  if (!rc && !o->quiet) report_alternatives(&alt, o->cluster, C.limit, pred, stderr);
+  /* the alternatives against the choice as the search measured them: realised steps on the full program
+   * (the knapsack's table prediction is no sum under overlap), scaled predictions on reduced ones */
+  if (!rc && !o->quiet) report_alternatives(&alt, o->cluster, C.limit, alt_scaled ? pred : pc.step_ns, stderr);
   if (!rc && !o->quiet) { /* axes the plan leaves idle replicate the whole computation: one warning line */
     unsigned used = plan.dmask | (plan.t_layer >= 0 ? 1u << plan.t_layer : 0) | (plan.t_outer >= 0 ? 1u << plan.t_outer : 0);
     int64_t idle = 1;

@@ -8,7 +8,8 @@
 # call's send bytes change while it is in flight; a program that read a
 # result early or overwrote a buffer in flight computes other numbers or stops.
 #   - tiny GPT-2- and Llama-style models (2 layers, hidden 32), 2 ranks,
-#     plans dp, tp (dp,tp on 4 ranks: GPT-2) and zero3, 2 training steps:
+#     plans dp, tp (dp,tp on 4 ranks: GPT-2) and zero3 (GPT-2 also in bf16:
+#     its 16-bit gather copies prefetched with their gathers), 2 training steps:
 #     the losses and weights with a 2 ms delay are bit for bit those without;
 #   - the check has teeth: the same dp program with its first sync point
 #     after a gradient reduction removed (program.c edited, rebuilt) runs
@@ -67,10 +68,11 @@ print(check(f"{t}/{n}.{a}.log", f"{t}/{n}.{b}.log", f"{t}/{n}.{a}.w", f"{t}/{n}.
 PY
 }
 
-for c in ${GALV_DELAY_CASES:-gpt2:2:dp gpt2:2:tp gpt2:4:dp,tp gpt2:2:zero3 llama:2:dp llama:2:zero3}; do
-  IFS=: read -r fam n s <<<"$c"
-  d="$fam-$n-${s/,/_}"
+for c in ${GALV_DELAY_CASES:-gpt2:2:dp gpt2:2:tp gpt2:4:dp,tp gpt2:2:zero3 llama:2:dp llama:2:zero3 gpt2:2:zero3:bf16}; do
+  IFS=: read -r fam n s prec <<<"$c"
+  d="$fam-$n-${s/,/_}${prec:+-$prec}"
   opt=(--gpus "$n" --strategy "$s")
+  [ -n "$prec" ] && opt+=(--precision "$prec") # bf16 ZeRO-3: 16-bit gather copies, prefetched with their gathers
   [ "$s" = dp,tp ] && opt+=(--mesh dp=2,tp=2)
   build "$d" "$T/$fam.onnx" "${opt[@]}" || continue
   run "$d" plain off || { bad "$d: run: $(grep -m2 error "$T/$d.plain.err")"; continue; }
