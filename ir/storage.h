@@ -44,4 +44,19 @@ bool gv_module_has_narrow_storage(const gv_module *m);
  * 16-bit). */
 int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16);
 
+/* Pipeline stage programs (docs/pipeline.md, "16-bit storage"): the values
+ * that cross between stages or entries are named — received "pp.X" and
+ * "gin:pp.X" inputs, the sent "pp.X" and "grad:pp.X" results, the stash
+ * "stash.N" / "wstash.N" (results of one entry, galv.state inputs of the
+ * next). gv_name_crosses(n): n is such a name. gv_func_stage_kind(f): 0 not
+ * a stage program, 1 a stage without training (a forward: inference, or a
+ * training pipeline's stage with nothing to train), 2 a training stage
+ * (gradient inputs or results, a loss, a stash). A training stage takes the
+ * mixed-precision rule above, except that every f32 crossing value is
+ * stored 16-bit on both sides (an input by `arg_storage`, a result by its
+ * op's `storage`): the p2p messages and the stash hold 2 bytes per element;
+ * the loss and the parameter gradients stay step results (fp32). */
+bool gv_name_crosses(const char *n);
+int gv_func_stage_kind(const gv_func *f);
+
 #endif
