@@ -130,7 +130,7 @@ static bool skip(const gv_op *op) {
 
 /* Decided per root (a view shares its root's storage): the fp32 closure in
  * reverse schedule order, then forward for copies. */
-int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16) {
+int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16, const char *const *wide, int nwide) {
   gv_block *body = m->main->body;
   int nops = 0, rc = 0;
   for (const gv_op *op = body->first; op; op = op->next) nops++;
@@ -147,8 +147,11 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
   if (!force) abort();
   for (int i = 0; stage && i < body->nargs; i++)
     if (body->args[i]->type.dtype == GV_DT_F32 && gv_name_crosses(fn->arg_names[i]) && body->args[i]->id >= 0 &&
-        body->args[i]->id < nvals)
-      half[body->args[i]->id] = 1;
+        body->args[i]->id < nvals) {
+      bool w = false; /* a stash slot its writer stores fp32 */
+      for (int k = 0; k < nwide && !w; k++) w = !strcmp(wide[k], fn->arg_names[i]);
+      half[body->args[i]->id] = !w;
+    }
   nops = 0;
   int lossk = -1; /* the loss's defining op: the backward and the update follow it */
   const gv_op *term = gv_block_terminator(body);
@@ -167,9 +170,10 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
     const gv_op *op = ops[k];
     if (op->code == GV_OP_RETURN)
       for (int i = 0; i < op->nopnds; i++) {
-        bool cross = stage && i < fn->nres_names && gv_name_crosses(fn->res_names[i]);
-        if (!cross) ret[root[op->opnds[i]->id]] = 1;
-        else if (op->opnds[i]->type.dtype == GV_DT_F32) force[root[op->opnds[i]->id]] = 1;
+        const char *rn = stage && i < fn->nres_names ? fn->res_names[i] : NULL;
+        bool stash = rn && (!strncmp(rn, "stash.", 6) || !strncmp(rn, "wstash.", 7)); /* stored as in the whole step */
+        if (!gv_name_crosses(rn)) ret[root[op->opnds[i]->id]] = 1;
+        else if (!stash && op->opnds[i]->type.dtype == GV_DT_F32) force[root[op->opnds[i]->id]] = 1;
       }
     if (skip(op)) continue;
     bool any = false, grad = grad16 && lossk >= 0 && k > lossk && makes_gradient(op);

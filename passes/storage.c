@@ -76,7 +76,7 @@ int gv_pass_storage(gv_module *m) {
   if (!half) abort();
   int rc = 0;
   if (train) {
-    rc = gv_storage_plan_train(m, half, n, grad16);
+    rc = gv_storage_plan_train(m, half, n, grad16, gv_precision_opts.stage_wide, gv_precision_opts.nstage_wide);
     const gv_op *ret = gv_block_terminator(body);
     bool changed = false;
     for (int k = 0; k < ncoll && !rc; k++) { /* the global program's decision for each collective (above) */

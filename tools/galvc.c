@@ -1052,9 +1052,9 @@ int main(int argc, char **argv) {
                    "it does not combine with --pipeline-recompute");
     return 2;
   }
-  if (pa.on && cuda.bf16 && strcmp(target, "cuda") == 0 && !plan_only) {
-    gv_error_plain("--pipeline-stages with --precision bf16 --target cuda: the CUDA stage programs are fp32 so far (16-bit "
-                   "stage programs run on the cpu target; --plan-only prices them)");
+  if (pa.on && cuda.bf16 && strcmp(target, "cuda") == 0 && !plan_only && !train) {
+    gv_error_plain("--pipeline-stages with --precision bf16 --target cuda: bf16 inference stages are not supported on the "
+                   "cuda target yet (training stages are; inference stages run on the cpu target; --plan-only prices them)");
     return 2;
   }
   if (pa.on && gv_precision_opts.grad != GV_DT_F32) {

@@ -564,6 +564,21 @@ static gv_module *stage_module(const char *model, const gv_import_options *opt, 
   return ms;
 }
 
+/* Appends to wide[] (n so far, at most cap) the names of m's stash results
+ * ("stash.N", "wstash.N") stored fp32: the entry that reads them takes them
+ * so (ir/storage.h). Returns the new count. */
+static int stash_wide(const gv_module *m, const char **wide, int n, int cap) {
+  const gv_func *f = m->main;
+  const gv_op *ret = f->body->last;
+  for (int i = 0; ret && i < f->nres_names && i < ret->nopnds && n < cap; i++) {
+    const char *r = f->res_names[i];
+    if (r && (!strncmp(r, "stash.", 6) || !strncmp(r, "wstash.", 7)) && ret->opnds[i]->type.dtype == GV_DT_F32 &&
+        gv_value_storage(ret->opnds[i]) == GV_DT_F32)
+      wide[n++] = r;
+  }
+  return n;
+}
+
 /* The two entries of a stage read one parameter layout (weights.bin and
  * weights_bwd.bin start alike; the runtime updates both): the same
  * parameters, in order, of the same types. */
@@ -793,9 +808,18 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     }
     /* storage: --precision bf16 / fp16, the crossing values and stashes 16-bit (ir/storage.h gv_func_stage_kind) */
     static const char *const back[] = {"fuse", "storage", "memory-plan"};
+    /* the stash slots an entry stores fp32 (a reduction's row statistic) are read fp32 by the next entry */
+    const char *wide[2 * GV_PIPE_MAX_STAGES * 64];
+    int nwide = 0;
+    gv_precision_opts.stage_wide = wide, gv_precision_opts.nstage_wide = 0;
     if (!rc) rc = gv_verify(ms) || run_named(ms, back, 3, 1, verify_each) || gv_verify(ms);
+    if (!rc) nwide = stash_wide(ms, wide, nwide, (int)(sizeof wide / sizeof *wide));
+    gv_precision_opts.nstage_wide = nwide;
     if (!rc && mb) rc = run_named(mb, back, 3, 1, verify_each) || gv_verify(mb);
+    if (!rc && mb) nwide = stash_wide(mb, wide, nwide, (int)(sizeof wide / sizeof *wide));
+    gv_precision_opts.nstage_wide = nwide;
     if (!rc && mw) rc = run_named(mw, back, 3, 1, verify_each) || gv_verify(mw);
+    gv_precision_opts.stage_wide = NULL, gv_precision_opts.nstage_wide = 0;
     if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
     gv_cuda_options cs = {0};
     if (cuda) cs = *cuda, cs.pipe_stage = true; /* the CUDA emitter writes the stage's Makefile (main = pipe_cuda.cu) */
