@@ -90,19 +90,28 @@ static void *upload(const void *host, size_t n) {
  * widened, computed in fp32, rounded back (round-to-nearest-even), as the
  * programs' own elementwise ops do. */
 static size_t AB(const galv_io *d) { return (size_t)(d->storage ? d->nbytes / 2 : d->nbytes); }
+/* the inline conversions of galv_rt.h (pipe.c links without kernels.c on the CUDA target) */
+static void widen16(int dt, float *dst, const void *src, int64_t n) {
+  const uint16_t *h = (const uint16_t *)src;
+  for (int64_t e = 0; e < n; e++) dst[e] = dt == GALV_BF16 ? galv_bf16_to_f32(h[e]) : galv_f16_to_f32(h[e]);
+}
+static void narrow16(int dt, void *dst, const float *src, int64_t n) {
+  uint16_t *h = (uint16_t *)dst;
+  for (int64_t e = 0; e < n; e++) h[e] = dt == GALV_BF16 ? galv_f32_to_bf16(src[e]) : galv_f32_to_f16(src[e]);
+}
 static void h16_op(int dt, char *dst, const char *src, float a, size_t n) { /* dst += src (src) or dst *= a (!src) */
   char *h = malloc(n * 2 + 64);
   float *x = malloc(n * 4 + 64), *y = src ? malloc(n * 4 + 64) : NULL;
   if (!h || !x || (src && !y)) galv_fatal("out of memory");
   D->d2h(h, dst, n * 2);
-  galv_widen16(dt, x, h, (int64_t)n);
+  widen16(dt, x, h, (int64_t)n);
   if (src) {
     D->d2h(h, src, n * 2);
-    galv_widen16(dt, y, h, (int64_t)n);
+    widen16(dt, y, h, (int64_t)n);
     for (size_t e = 0; e < n; e++) x[e] += y[e];
   } else
     for (size_t e = 0; e < n; e++) x[e] *= a;
-  galv_narrow16(dt, h, x, (int64_t)n);
+  narrow16(dt, h, x, (int64_t)n);
   D->h2d(dst, h, n * 2);
   free(h), free(x), free(y);
 }
@@ -118,7 +127,7 @@ static void io_scale(const galv_io *d, char *x, float a) {
 /* host f32 data (nbytes) into an input's slot in its storage; scratch: nbytes / 2 host bytes */
 static void io_h2d(const galv_io *d, char *dst, const char *host, char *scratch) {
   if (!d->storage) { D->h2d(dst, host, (size_t)d->nbytes); return; }
-  galv_narrow16(d->storage, scratch, (const float *)(const void *)host, d->nbytes / 4);
+  narrow16(d->storage, scratch, (const float *)(const void *)host, d->nbytes / 4);
   D->h2d(dst, scratch, AB(d));
 }
 
@@ -1347,7 +1356,7 @@ int galv_pipe_main(int argc, char **argv) {
         if (galv_outputs[o].storage && !galv_outputs[o].in_weights) { /* 16-bit in the arena: widened */
           char *h16 = hout + (size_t)omax + 32;
           D->d2h(h16, p, AB(&galv_outputs[o]));
-          galv_widen16(galv_outputs[o].storage, (float *)(void *)hout, h16, galv_outputs[o].nbytes / 4);
+          widen16(galv_outputs[o].storage, (float *)(void *)hout, h16, galv_outputs[o].nbytes / 4);
         } else
           D->d2h(hout, p, (size_t)galv_outputs[o].nbytes);
         const void *gp = D->gather(&galv_outputs[o], &galv_output_split[o], hout, &go);

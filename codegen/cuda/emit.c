@@ -606,7 +606,11 @@ static void io_entry(emitter *e, const char *name, const gv_value *v) {
   cstr(f, name);
   fprintf(f, ", %s, %d, ", rt_dtype(v->type.dtype), v->type.rank);
   dims_lit(f, v->type.rank, v->type.dims);
-  fprintf(f, ", %d, %lld, %lld, 0},\n", x->in_weights, (long long)x->off, (long long)nbytes_of(&v->type)); /* host bytes */
+  /* storage: a mixed program's f32 input or output held bf16 in the arena (a pipeline stage's crossing values:
+   * runtime/pipe.c moves their 2-byte elements); 0 otherwise (the inference runtime converts by galv_cu_precision) */
+  bool h = e->mixed && !x->in_weights && half_of(e, v);
+  fprintf(f, ", %d, %lld, %lld, %s},\n", x->in_weights, (long long)x->off, (long long)nbytes_of(&v->type), /* host bytes */
+          h ? "GALV_BF16" : "0");
 }
 
 /* The state table of a training step (galv_rt.h galv_state_entry, the same
