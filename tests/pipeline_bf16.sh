@@ -7,19 +7,27 @@
 # vocab 64), batch 8 x seq 8, 2 and 3 ranks, under GALV_COMM_SYNC=1.
 # (1) Training, 3 AdamW steps, GPipe / 1F1B / ZB-H1 / --pipeline-recompute,
 #     2 and 3 stages, stages of 2 ranks (tp, dp; uneven 1,2 / 2,1): losses
-#     within 1e-3 of the fp32 single-device program (the bound of
-#     tests/cpu_bf16.sh) and within 2e-4 of the bf16 single-device program
-#     (the same roundings except where a stage boundary rounds a value the
-#     single device keeps fp32; measured <= 1.5e-5). The runtime checks every
+#     within 1e-3 of the fp32 single-device program and of the bf16 one (the
+#     bounds tests/cpu_bf16.sh sets for bf16 vs fp32 and for 2 ranks vs one
+#     device), the first step's loss (the forward: the same roundings but
+#     where a stage boundary rounds a value the single device keeps fp32)
+#     within 1e-5 of the bf16 single device's (1e-4 with a tp stage, whose
+#     activation all-reduces round in bf16). The runtime checks every
 #     rank's p2p bytes against the stage table's plan (it fails otherwise);
 #     here for 2 stages, 1F1B, B = 4 against the fp32 pipeline: the p2p bytes
 #     are half (forward and gradients) and the stash per microbatch at most
-#     55 % (measured 26880 vs 53504 bytes).
+#     60 % (activations 16-bit, a norm's row statistics fp32 as in the
+#     single-device step).
 # (2) Inference, bf16 (2 and 3 stages, a tp stage of 2 ranks) and fp16
 #     (2 stages): the logits against onnxruntime's within 2^-6 x max|logit|
 #     (bf16) / 2^-9 (fp16), the bounds tests/cpu_bf16.sh sets against fp32,
 #     and against the single-device program of the same precision within
-#     2^-7 x max|logit| (measured: bit-identical).
+#     2^-7 x max|logit| (its tp=2 bound there).
+# (3) CUDA target (skipped without g++): the 2-stage 1F1B B = 4 bf16
+#     training pipeline compiled with --target cuda, `make emu` per stage
+#     (the CUDA program under the CPU execution layer, NCCL over MPI): its
+#     losses within 1e-3 of the CPU target's pipeline of the same plan and
+#     its p2p bytes those of the stage table (checked by the runtime).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -68,14 +76,17 @@ for c in $CASES; do
     bad "$name: run: $(grep -m2 -i error "$T/err" "$d.log")"
     continue
   fi
-  if msg=$(python3 - "$T/one_fp32.log" "$T/one_bf16.log" "$d.log" <<'PY'
+  if msg=$(python3 - "$T/one_fp32.log" "$T/one_bf16.log" "$d.log" "$MODE" <<'PY'
 import sys, re
 def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
 f, h, p = (losses(x) for x in sys.argv[1:4])
 if len(p) != 3 or len(f) != 3 or len(h) != 3: sys.exit(f"losses: {p} (fp32 single {f}, bf16 single {h})")
 df, dh = max(abs(a - b) for a, b in zip(p, f)), max(abs(a - b) for a, b in zip(p, h))
-print(f"losses {' '.join(f'{x:.7f}' for x in p)}: vs fp32 single device {df:.2g}, vs bf16 single device {dh:.2g}")
-sys.exit(0 if df <= 1e-3 and dh <= 2e-4 else 1)
+d0 = abs(p[0] - h[0])
+print(f"losses {' '.join(f'{x:.7f}' for x in p)}: vs fp32 single device {df:.2g}, vs bf16 single device {dh:.2g} "
+      f"(step 0 {d0:.2g})")
+# tp stages all-reduce bf16 activations (rounded once more, as tests/cpu_bf16.sh's tp=2): step 0 within 1e-4
+sys.exit(0 if df <= 1e-3 and dh <= 1e-3 and d0 <= (1e-4 if sys.argv[4] == "tp" else 1e-5) else 1)
 PY
   ); then ok "$name: $msg"; else bad "$name: $msg"; fi
 done
@@ -93,7 +104,7 @@ def fig(p):
     return fw, gr, st
 a, b = fig(sys.argv[1]), fig(sys.argv[2])
 print(f"p2p forward {b[0]} vs fp32 {a[0]}, gradients {b[1]} vs {a[1]} bytes; stage 0 stash {b[2]} vs {a[2]} bytes per microbatch")
-sys.exit(0 if 2 * b[0] == a[0] and 2 * b[1] == a[1] and b[2] <= 0.55 * a[2] else 1)
+sys.exit(0 if 2 * b[0] == a[0] and 2 * b[1] == a[1] and b[2] <= 0.6 * a[2] else 1)
 PY
   ); then ok "bf16 vs fp32 pipeline: $msg"; else bad "bf16 vs fp32 pipeline: $msg"; fi
 else
@@ -137,5 +148,26 @@ sys.exit(0 if d_r <= bound and d_1 <= 2 ** -7 * M else 1)
 PY
   ); then ok "$name: $msg"; else bad "$name: $msg"; fi
 done
+# ---- (3) the CUDA program under the CPU execution layer (have_cmd, galv_exit: tests/lib/require.sh, via mpi_env.sh)
+if have_cmd g++; then
+  d="$T/cu"
+  if timeout 600 "${G[@]}" --train --precision bf16 --pipeline-stages 2 --microbatches 4 --schedule 1f1b --target cuda --no-build \
+       -o "$d/" </dev/null >"$d.log" 2>&1 &&
+     { make -s -C "$d/stage0" emu >"$d.0.log" 2>&1 & make -s -C "$d/stage1" emu >"$d.1.log" 2>&1; r1=$?; wait $!; r0=$?; [ $r0 = 0 ] && [ $r1 = 0 ]; } &&
+     GALV_PROGRAM=program-emu timeout 300 "$d/launch" --batches "$T/b" --steps 3 >"$d.txt" 2>&1 </dev/null; then
+    if msg=$(python3 - "$T/t-2-4-1f1b-.log" "$d.txt" <<'PY'
+import sys, re
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+if len(a) != 3 or len(b) != 3: sys.exit(f"losses {b} vs the cpu target's {a}")
+d = max(abs(x - y) for x, y in zip(a, b))
+print(f"losses {' '.join(f'{x:.7f}' for x in b)}: vs the cpu target's pipeline {d:.2g}")
+sys.exit(0 if d <= 1e-3 else 1)
+PY
+    ); then ok "cuda target (program-emu), bf16 pp=2 B=4 1f1b: $msg"; else bad "cuda target (program-emu): $msg"; fi
+  else
+    bad "cuda target (program-emu), bf16 pp=2 B=4 1f1b: $(cat "$d.log" "$d".[01].log "$d.txt" 2>/dev/null | grep -m3 -i error)"
+  fi
+fi
 echo "pipeline_bf16: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+galv_exit "$fail"
