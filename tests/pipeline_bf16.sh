@@ -26,8 +26,9 @@
 # (3) CUDA target (skipped without g++): the 2-stage 1F1B B = 4 bf16
 #     training pipeline compiled with --target cuda, `make emu` per stage
 #     (the CUDA program under the CPU execution layer, NCCL over MPI): its
-#     losses within 1e-3 of the CPU target's pipeline of the same plan and
-#     its p2p bytes those of the stage table (checked by the runtime).
+#     losses within 1e-3 of the CPU target's pipeline of the same plan
+#     (measured: identical) and its p2p bytes those of the stage table
+#     (checked by the runtime).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -151,7 +152,8 @@ done
 # ---- (3) the CUDA program under the CPU execution layer (have_cmd, galv_exit: tests/lib/require.sh, via mpi_env.sh)
 if have_cmd g++; then
   d="$T/cu"
-  if timeout 600 "${G[@]}" --train --precision bf16 --pipeline-stages 2 --microbatches 4 --schedule 1f1b --target cuda --no-build \
+  if timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 -q --train --precision bf16 --pipeline-stages 2 --microbatches 4 --schedule 1f1b \
+       --target cuda --no-build \
        -o "$d/" </dev/null >"$d.log" 2>&1 &&
      { make -s -C "$d/stage0" emu >"$d.0.log" 2>&1 & make -s -C "$d/stage1" emu >"$d.1.log" 2>&1; r1=$?; wait $!; r0=$?; [ $r0 = 0 ] && [ $r1 = 0 ]; } &&
      GALV_PROGRAM=program-emu timeout 300 "$d/launch" --batches "$T/b" --steps 3 >"$d.txt" 2>&1 </dev/null; then
