@@ -34,7 +34,8 @@ with full recomputation 96*B*s*L*h^2*(1 + s/(6h) + V/(16*L*h))
 GPUs). Prints figures only: it never passes or fails on them. A
 configuration galvc cannot express or plan prints galvc's one-line reason.
 Pipeline rows (pp > 1) run galvc's pipeline path, whose stage programs are
-fp32 today (issue noted in docs/planner.md): they print that refusal.
+priced in bf16 (docs/pipeline.md, "16-bit storage"); row 5 answers that no
+partition fits (docs/planner.md).
 """
 import argparse
 import concurrent.futures

@@ -44,6 +44,27 @@ bool gv_module_has_narrow_storage(const gv_module *m) {
   return false;
 }
 
+bool gv_name_crosses(const char *n) {
+  return n && (!strncmp(n, "pp.", 3) || !strncmp(n, "gin:pp.", 7) || !strncmp(n, "grad:pp.", 8) || !strncmp(n, "stash.", 6) ||
+               !strncmp(n, "wstash.", 7));
+}
+
+int gv_func_stage_kind(const gv_func *f) {
+  if (!f || !f->body || f->res_updates) return 0;
+  bool stage = false, train = false;
+  for (int i = 0; i < f->body->nargs; i++) {
+    const char *n = f->arg_names ? f->arg_names[i] : NULL;
+    stage = stage || gv_name_crosses(n);
+    train = train || (n && (!strncmp(n, "gin:", 4) || !strncmp(n, "stash.", 6) || !strncmp(n, "wstash.", 7)));
+  }
+  for (int i = 0; i < f->nres_names; i++) {
+    const char *n = f->res_names[i];
+    stage = stage || gv_name_crosses(n);
+    train = train || (n && (!strcmp(n, "loss") || !strncmp(n, "grad:", 5) || !strncmp(n, "stash.", 6) || !strncmp(n, "wstash.", 7)));
+  }
+  return !stage ? 0 : train ? 2 : 1;
+}
+
 static bool is_collective(const gv_op *op) {
   switch (op->code) {
   case GV_OP_ALL_REDUCE: case GV_OP_ALL_GATHER: case GV_OP_REDUCE_SCATTER: case GV_OP_ALL_TO_ALL:
@@ -109,7 +130,7 @@ static bool skip(const gv_op *op) {
 
 /* Decided per root (a view shares its root's storage): the fp32 closure in
  * reverse schedule order, then forward for copies. */
-int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16) {
+int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16, const char *const *wide, int nwide) {
   gv_block *body = m->main->body;
   int nops = 0, rc = 0;
   for (const gv_op *op = body->first; op; op = op->next) nops++;
@@ -119,6 +140,18 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
   char *f32 = calloc((size_t)nvals + 1, 1);
   if (!ops || !root || !used || !bad || !ret || !f32) abort();
   for (int i = 0; i < nvals; i++) root[i] = i, half[i] = 0;
+  /* a training stage program: its crossing values (named) are 16-bit, not step results */
+  const gv_func *fn = m->main;
+  const bool stage = gv_func_stage_kind(fn) == 2;
+  char *force = calloc((size_t)nvals + 1, 1);
+  if (!force) abort();
+  for (int i = 0; stage && i < body->nargs; i++)
+    if (body->args[i]->type.dtype == GV_DT_F32 && gv_name_crosses(fn->arg_names[i]) && body->args[i]->id >= 0 &&
+        body->args[i]->id < nvals) {
+      bool w = false; /* a stash slot its writer stores fp32 */
+      for (int k = 0; k < nwide && !w; k++) w = !strcmp(wide[k], fn->arg_names[i]);
+      half[body->args[i]->id] = !w;
+    }
   nops = 0;
   int lossk = -1; /* the loss's defining op: the backward and the update follow it */
   const gv_op *term = gv_block_terminator(body);
@@ -136,7 +169,12 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
   for (int k = nops - 1; k >= 0; k--) {
     const gv_op *op = ops[k];
     if (op->code == GV_OP_RETURN)
-      for (int i = 0; i < op->nopnds; i++) ret[root[op->opnds[i]->id]] = 1;
+      for (int i = 0; i < op->nopnds; i++) {
+        const char *rn = stage && i < fn->nres_names ? fn->res_names[i] : NULL;
+        bool stash = rn && (!strncmp(rn, "stash.", 6) || !strncmp(rn, "wstash.", 7)); /* stored as in the whole step */
+        if (!gv_name_crosses(rn)) ret[root[op->opnds[i]->id]] = 1;
+        else if (!stash && op->opnds[i]->type.dtype == GV_DT_F32) force[root[op->opnds[i]->id]] = 1;
+      }
     if (skip(op)) continue;
     bool any = false, grad = grad16 && lossk >= 0 && k > lossk && makes_gradient(op);
     bool stat = reduction(op) && !grad;
@@ -169,13 +207,23 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
     for (int i = 0; i < op->nres && !rc; i++) {
       int r = op->res[i]->id;
       if (op->res[i]->type.dtype != GV_DT_F32) continue;
-      half[r] = moves_data(op) ? (op->code == GV_OP_CONCAT ? any : half[op->opnds[0]->id]) : !f32[r] && !wide;
+      half[r] = force[r] || (moves_data(op) ? (op->code == GV_OP_CONCAT ? any : half[op->opnds[0]->id]) : !f32[r] && !wide);
       if (half[r] && ret[r])
         rc = gv_error_op(m, op, "storage: mixed-precision training: the step result from galv.%s would be stored "
                                 "16-bit (its operand is a 16-bit activation); not supported", gv_ops[op->code].name);
     }
   }
+  for (int k = 0; k < nops && !rc && stage; k++) /* a crossing result from a constant cannot be 16-bit */
+    for (int i = 0; ops[k]->code == GV_OP_CONSTANT && i < ops[k]->nres; i++)
+      if (force[root[ops[k]->res[i]->id]])
+        rc = gv_error_op(m, ops[k], "storage: pipeline stage: a constant crosses between stages; 16-bit storage of it is not "
+                                    "supported");
+  for (int i = 0; i < body->nargs && !rc && stage; i++) /* nor one from an fp32 input (a parameter, a data input) */
+    if (body->args[i]->id >= 0 && body->args[i]->id < nvals && force[body->args[i]->id] && !half[body->args[i]->id])
+      rc = gv_error(m, "storage: pipeline stage: the fp32 input '%s' is sent on or stashed as it is; 16-bit storage of it is "
+                       "not supported", fn->arg_names[i] ? fn->arg_names[i] : "?");
 done:
+  free(force);
   free(ops), free(root), free(used), free(bad), free(ret), free(f32);
   return rc;
 }

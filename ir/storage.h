@@ -42,6 +42,26 @@ bool gv_module_has_narrow_storage(const gv_module *m);
  * other op result (activations, activation gradients, logits) is 16-bit.
  * Returns 0, or -1 after one error line (a step result that would be
  * 16-bit). */
-int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16);
+int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16, const char *const *wide, int nwide);
+
+/* Pipeline stage programs (docs/pipeline.md, "16-bit storage"): the values
+ * that cross between stages or entries are named — received "pp.X" and
+ * "gin:pp.X" inputs, the sent "pp.X" and "grad:pp.X" results, the stash
+ * "stash.N" / "wstash.N" (results of one entry, galv.state inputs of the
+ * next). gv_name_crosses(n): n is such a name. gv_func_stage_kind(f): 0 not
+ * a stage program, 1 a stage without training (a forward: inference, or a
+ * training pipeline's stage with nothing to train), 2 a training stage
+ * (gradient inputs or results, a loss, a stash). A training stage takes the
+ * mixed-precision rule above, except that the values sent to or received
+ * from another stage ("pp.X", "grad:pp.X", "gin:pp.X") are stored 16-bit on
+ * both sides (an input by `arg_storage`, a result by its op's `storage`):
+ * the p2p messages hold 2 bytes per element. A stash result is no step
+ * result: it is stored as the rule stores the value in the whole step (an
+ * activation 16-bit, a row statistic of a reduction fp32); the entry that
+ * reads it gets those stored fp32 in wide[] (nwide names: the writing
+ * entry's decision, passed on by the driver), every other one 16-bit. The
+ * loss and the parameter gradients stay step results (fp32). */
+bool gv_name_crosses(const char *n);
+int gv_func_stage_kind(const gv_func *f);
 
 #endif

@@ -69,6 +69,10 @@ int gv_pass_memory_plan(gv_module *m);    /* passes/memory_plan.c */
 typedef struct {
   gv_dtype storage;       /* f32: every value at its type; bf16 / f16: 16-bit storage (--precision) */
   gv_dtype grad;          /* training under 16-bit storage: the parameter gradients' storage, f32 or = storage */
+  /* a pipeline stage's entry: the stash slots ("stash.N", "wstash.N") its writing entry stores fp32 (galvc sets
+   * them between the entries; ir/storage.h gv_func_stage_kind) */
+  const char *const *stage_wide;
+  int nstage_wide;
 } gv_precision_options;
 extern gv_precision_options gv_precision_opts;
 int gv_pass_storage(gv_module *m);        /* passes/storage.c */

@@ -142,7 +142,7 @@ static gv_value *coll(spmd *S, gv_opcode code, gv_value *x, unsigned axes, int d
    * this pass makes itself too (a vocab-parallel embedding's masked lookup), which the storage pass annotates
    * only later, on the device program */
   if (st == GV_DT_F32 && x->type.dtype == GV_DT_F32 && gv_precision_opts.storage != GV_DT_F32 && S->m->main &&
-      !S->m->main->res_updates)
+      !S->m->main->res_updates && gv_func_stage_kind(S->m->main) != 2) /* a training stage: per value, as a step */
     st = gv_precision_opts.storage;
   if (st != x->type.dtype) {
     const char *name = gv_dtype_name(st);

@@ -91,7 +91,12 @@ int gv_pass_storage(gv_module *m) {
   gv_dtype h = gv_precision_opts.storage;
   if (h != GV_DT_F32 && h != GV_DT_BF16 && h != GV_DT_F16)
     return gv_error(m, "storage: precision %s is not a 16-bit float", gv_dtype_name(h));
-  bool train = m->main->res_updates != NULL, grad16 = gv_precision_opts.grad != GV_DT_F32;
+  /* a training step, or a training pipeline stage's entry (ir/storage.h gv_func_stage_kind) */
+  const int stage = gv_func_stage_kind(m->main);
+  bool train = m->main->res_updates != NULL || stage == 2, grad16 = gv_precision_opts.grad != GV_DT_F32;
+  if (stage == 2 && grad16 && h != GV_DT_F32)
+    return gv_error(m, "storage: --grad-dtype bf16 with pipeline stages is not supported yet (the stages' parameter gradients "
+                       "are fp32)");
   /* the collectives spmd-partition made (they carry `bytes`) move what the global program's storage decided
    * (their `storage`, before this pass clears it): the planner predicted those bytes and the program's
    * communicator is checked against them, so the device program keeps that decision for each collective and
@@ -129,7 +134,7 @@ int gv_pass_storage(gv_module *m) {
       free(half);
       if (!(half = calloc((size_t)n + 1, 1))) abort();
     }
-    rc = gv_storage_plan_train(m, half, n, grad16);
+    rc = gv_storage_plan_train(m, half, n, grad16, gv_precision_opts.stage_wide, gv_precision_opts.nstage_wide);
     for (int k = 0; k < ncopies; k++) { /* a copy the plan keeps fp32 saves nothing: the reshards read the parameter */
       gv_op *c = copies[k];
       if (half[c->res[0]->id]) continue;
@@ -154,6 +159,13 @@ int gv_pass_storage(gv_module *m) {
     }
     for (gv_op *op = body->first; op && changed; op = op->next) /* views follow their root */
       if ((gv_ops[op->code].flags & GV_VIEW) && op->nopnds && op->nres) half[op->res[0]->id] = half[op->opnds[0]->id];
+    gv_op *rt = gv_block_terminator(body);
+    if (!rc && stage == 2 && rt) { /* a stage's crossing inputs arrive 16-bit; its parameters and data stay as they are */
+      const char **s = gv_alloc(m->arena, (size_t)(body->nargs ? body->nargs : 1) * sizeof *s);
+      for (int i = 0; i < body->nargs; i++)
+        s[i] = gv_dtype_name(half[body->args[i]->id] && body->args[i]->type.dtype == GV_DT_F32 ? h : body->args[i]->type.dtype);
+      if (body->nargs) gv_set_strs(m, rt, "arg_storage", body->nargs, s);
+    }
   } else {
     for (gv_op *op = body->first; op; op = op->next)
       for (int i = 0; op->code != GV_OP_CONSTANT && i < op->nres; i++) half[op->res[i]->id] = op->res[i]->type.dtype == GV_DT_F32;

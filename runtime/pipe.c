@@ -81,6 +81,56 @@ static void *upload(const void *host, size_t n) {
   return b;
 }
 
+/* ---- 16-bit storage (--precision bf16 / fp16; docs/pipeline.md, "16-bit
+ * storage"): an f32 input or output held 16-bit (galv_io.storage) takes
+ * nbytes / 2 in the arena, and so in every buffer that holds a copy of it
+ * (received values, gradients to send back, stashes): AB(d) is its bytes
+ * there. Sums and scalings of such values (rare: a value received by
+ * several stages, cross entropy's microbatch weights) run on the host:
+ * widened, computed in fp32, rounded back (round-to-nearest-even), as the
+ * programs' own elementwise ops do. */
+static size_t AB(const galv_io *d) { return (size_t)(d->storage ? d->nbytes / 2 : d->nbytes); }
+/* the inline conversions of galv_rt.h (pipe.c links without kernels.c on the CUDA target) */
+static void widen16(int dt, float *dst, const void *src, int64_t n) {
+  const uint16_t *h = (const uint16_t *)src;
+  for (int64_t e = 0; e < n; e++) dst[e] = dt == GALV_BF16 ? galv_bf16_to_f32(h[e]) : galv_f16_to_f32(h[e]);
+}
+static void narrow16(int dt, void *dst, const float *src, int64_t n) {
+  uint16_t *h = (uint16_t *)dst;
+  for (int64_t e = 0; e < n; e++) h[e] = dt == GALV_BF16 ? galv_f32_to_bf16(src[e]) : galv_f32_to_f16(src[e]);
+}
+static void h16_op(int dt, char *dst, const char *src, float a, size_t n) { /* dst += src (src) or dst *= a (!src) */
+  char *h = malloc(n * 2 + 64);
+  float *x = malloc(n * 4 + 64), *y = src ? malloc(n * 4 + 64) : NULL;
+  if (!h || !x || (src && !y)) galv_fatal("out of memory");
+  D->d2h(h, dst, n * 2);
+  widen16(dt, x, h, (int64_t)n);
+  if (src) {
+    D->d2h(h, src, n * 2);
+    widen16(dt, y, h, (int64_t)n);
+    for (size_t e = 0; e < n; e++) x[e] += y[e];
+  } else
+    for (size_t e = 0; e < n; e++) x[e] *= a;
+  narrow16(dt, h, x, (int64_t)n);
+  D->h2d(dst, h, n * 2);
+  free(h), free(x), free(y);
+}
+/* dst += src / x *= a for an input or output d of the program, in its storage */
+static void io_add(const galv_io *d, char *dst, const char *src) {
+  if (d->storage) h16_op(d->storage, dst, src, 0, (size_t)d->nbytes / 4);
+  else D->add_f32((float *)(void *)dst, (const float *)(const void *)src, (size_t)d->nbytes / 4);
+}
+static void io_scale(const galv_io *d, char *x, float a) {
+  if (d->storage && a != 1.0f) h16_op(d->storage, x, NULL, a, (size_t)d->nbytes / 4);
+  else if (!d->storage) D->scale_f32((float *)(void *)x, a, (size_t)d->nbytes / 4);
+}
+/* host f32 data (nbytes) into an input's slot in its storage; scratch: nbytes / 2 host bytes */
+static void io_h2d(const galv_io *d, char *dst, const char *host, char *scratch) {
+  if (!d->storage) { D->h2d(dst, host, (size_t)d->nbytes); return; }
+  narrow16(d->storage, scratch, (const float *)(const void *)host, d->nbytes / 4);
+  D->h2d(dst, scratch, AB(d));
+}
+
 /* this rank's place in its stage (galv_comm_world_split): rank lrank of
  * nlocal; what it exchanges with the other stages' ranks: runtime/pipe_xfer.c */
 static int lrank, nlocal = 1;
@@ -248,11 +298,12 @@ static int classify_outputs(const galv_io *outs, const galv_io_split *sp, int n,
       ok[o] = 1000000 + k; /* a gradient to send back to galv_pipe_in[k].peer */
       check_whole(&sp[o], nm);
       goff[o] = *g_bytes;
-      *g_bytes += (outs[o].nbytes + 63) / 64 * 64;
+      *g_bytes += ((int64_t)AB(&outs[o]) + 63) / 64 * 64;
     } else if (!strncmp(nm, "grad:", 5)) {
       int p = find(galv_pipe_params, galv_pipe_nparams, nm + 5);
       if (p < 0) galv_fatal("pipeline table: no parameter '%s'", nm + 5);
       if (outs[o].dtype != GALV_F32 || galv_pipe_params[p].dtype != GALV_F32) galv_fatal("parameter '%s' is not f32", nm + 5);
+      if (outs[o].storage) galv_fatal("pipeline table: the gradient '%s' is stored 16-bit (expected fp32)", nm);
       check_whole(&sp[o], nm);
       if (outs[o].nbytes != galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes)
         galv_fatal("pipeline table: the gradient '%s' and its parameter differ in size", nm);
@@ -261,13 +312,13 @@ static int classify_outputs(const galv_io *outs, const galv_io_split *sp, int n,
       int i = 0;
       while (wg && i < *wg->nstash && strcmp(wg->stash[i].name, nm)) i++;
       if (!wg || i == *wg->nstash) galv_fatal("pipeline table: the weight-gradient entry has no stash slot '%s'", nm);
-      if (wg->stash[i].nbytes != outs[o].nbytes) galv_fatal("pipeline table: stash slot '%s' differs in size between the entries", nm);
+      if (wg->stash[i].nbytes != (int64_t)AB(&outs[o])) galv_fatal("pipeline table: stash slot '%s' differs in size between the entries", nm);
       ok[o] = 3000000 + i;
     } else if (!strncmp(nm, "stash.", 6)) {
       int i = 0;
       while (bw && i < *bw->nstash && strcmp(bw->stash[i].name, nm)) i++;
       if (!bw || i == *bw->nstash) galv_fatal("pipeline table: the backward entry has no stash slot '%s'", nm);
-      if (bw->stash[i].nbytes != outs[o].nbytes) galv_fatal("pipeline table: stash slot '%s' differs in size between the entries", nm);
+      if (bw->stash[i].nbytes != (int64_t)AB(&outs[o])) galv_fatal("pipeline table: stash slot '%s' differs in size between the entries", nm);
       ok[o] = 2000000 + i;
     } else {
       for (int j = 0; j < galv_pipe_nout; j++)
@@ -655,7 +706,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     ng[i] = gin_receivers(d->name + 4); /* the stages that received the value: one gradient each */
     check_whole(&bins[i], d->name);
     if (d->dtype != GALV_F32) galv_fatal("gradient input '%s' is not f32", d->name);
-    gbuf[i] = D->alloc((size_t)d->nbytes * (size_t)(ng[i] ? ng[i] : 1));
+    gbuf[i] = D->alloc(AB(d) * (size_t)(ng[i] ? ng[i] : 1));
   }
   int64_t in_bytes = 0, g_bytes = 0, dmax = 0;
   for (int i = 0; i < ni; i++) {
@@ -669,7 +720,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       continue;
     }
     ioff[i] = in_bytes;
-    in_bytes += (d->nbytes + 63) / 64 * 64;
+    in_bytes += ((int64_t)AB(d) + 63) / 64 * 64;
     if (k >= 0) { ik[i] = k + 1; check_whole(&galv_input_split[i], d->name); continue; }
     if (d->nbytes > dmax) dmax = d->nbytes;
     const galv_io gd = galv_spmd_global_io(d, &galv_input_split[i]); /* the file holds the global tensor */
@@ -776,7 +827,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   float *wtmp = wmax ? D->alloc((size_t)wmax) : NULL; /* a shared gradient received from another stage */
   float *gblk = D->alloc((size_t)gmax); /* a split parameter's block of its (whole) gradient */
   char *inbuf = last || bw ? D->alloc((size_t)in_bytes) : NULL; /* a forward's inputs (received, data slices) */
-  char *hin = malloc((size_t)dmax + 64); /* a data slice on the host, before its copy */
+  char *hin = malloc((size_t)dmax + (size_t)dmax / 2 + 128); /* a data slice on the host, before its copy (16-bit: then narrowed) */
   if (!hin) galv_fatal("out of memory");
   /* one arena for both entries (each planned on its own; they never run at once) */
   int64_t amax = bw && *bw->arena_bytes > galv_arena_bytes ? *bw->arena_bytes : galv_arena_bytes;
@@ -846,14 +897,14 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
               const galv_pipe_value *v = &galv_pipe_out[ok[o] - 1];
               for (int st = 0; st < S; st++)
                 if (v->dst >> st & 1)
-                  il_send(&il, galv_pipe_xfer_find(v->name, 0, me, st), outp(o, arena, W), (size_t)galv_outputs[o].nbytes);
+                  il_send(&il, galv_pipe_xfer_find(v->name, 0, me, st), outp(o, arena, W), AB(&galv_outputs[o]));
             }
         if (pa && !pa->fwd)
           for (int o = 0; o < nbo; o++)
             if (okb[o] >= 1000000 && okb[o] < 2000000) {
               const galv_pipe_value *v = &galv_pipe_in[okb[o] - 1000000];
               il_send(&il, galv_pipe_xfer_find(v->name, 1, me, v->peer), last ? stash[pa->mb] + goff[o] : outp_of(bout, o, arena, Wb),
-                      (size_t)bout[o].nbytes);
+                      AB(&bout[o]));
             }
         if (pa && !pa->fwd && last) D->release(stash[pa->mb]), stash[pa->mb] = NULL;
         if (pa && gidx[k - 1] + 1 < gn && IL_OWNER(gidx[k - 1] + 1) != me) il_baton_send(&il, IL_OWNER(gidx[k - 1] + 1));
@@ -908,7 +959,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
               if (!strcmp(galv_pipe_out[j].name, oname))
                 for (int st = 0; st < S; st++)
                   if (galv_pipe_out[j].dst >> st & 1)
-                    galv_pipe_xfer_recv(galv_pipe_xfer_find(oname, 1, st, me), gbuf[i] + (size_t)c++ * (size_t)bin[i].nbytes,
+                    galv_pipe_xfer_recv(galv_pipe_xfer_find(oname, 1, st, me), gbuf[i] + (size_t)c++ * AB(&bin[i]),
                                         q), nops++;
           }
       galv_group_end();
@@ -923,9 +974,9 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         if (wg) {
           D->run_entry(wg, arena, Ww, wst[a->mb]);
           for (int o = 0; o < nwo; o++) {
-            if (!wg->outputs[o].in_weights) GALV_UNPOISON(arena + wg->outputs[o].offset, wg->outputs[o].nbytes);
+            if (!wg->outputs[o].in_weights) GALV_UNPOISON(arena + wg->outputs[o].offset, AB(&wg->outputs[o]));
             if (last && mbw) /* cross entropy: weighted as the microbatch's other gradients (below) */
-              D->scale_f32((float *)(void *)(arena + wg->outputs[o].offset), (float)mbw[a->mb], (size_t)wg->outputs[o].nbytes / 4);
+              io_scale(&wg->outputs[o], arena + wg->outputs[o].offset, (float)mbw[a->mb]);
           }
           accumulate(wg->outputs, okw, nwo, arena, Ww, acc, accw, gblk);
           D->release(wst[a->mb]);
@@ -937,29 +988,28 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         if (a->fwd || !bw)
           for (int i = 0; i < ni; i++) {
             const galv_io *d = &galv_inputs[i];
-            GALV_UNPOISON(arena + d->offset, d->nbytes);
+            GALV_UNPOISON(arena + d->offset, AB(d));
             if (ik[i] == 0 && a->fwd) { /* this rank's block of the microbatch's slice of the step's batch */
               int64_t b = nbat[i] > 1 ? (done + step) % nbat[i] : 0;
               galv_spmd_block(d, &galv_input_split[i], hin, (char *)bat[i].data + ((size_t)b * (size_t)B + (size_t)a->mb) * (size_t)gnb[i]);
-              D->h2d(src + ioff[i], hin, (size_t)d->nbytes);
+              io_h2d(d, src + ioff[i], hin, hin + (dmax + 63) / 64 * 64);
             }
-            if (ik[i] >= 0) D->copy(arena + d->offset, src + ioff[i], (size_t)d->nbytes);
-            else if (a->fwd) D->fill(arena + d->offset, 0, (size_t)d->nbytes); /* recomputation: gin = 0 */
+            if (ik[i] >= 0) D->copy(arena + d->offset, src + ioff[i], AB(d));
+            else if (a->fwd) D->fill(arena + d->offset, 0, AB(d)); /* recomputation: gin = 0 */
           }
         for (int i = 0; i < nbi && !a->fwd; i++)
           if (gbuf[i]) { /* the gradient: the sum over the stages that received the value */
             const galv_io *d = &bin[i];
-            GALV_UNPOISON(arena + d->offset, d->nbytes);
-            float *g = (float *)(void *)(arena + d->offset);
-            D->copy(g, gbuf[i], (size_t)d->nbytes);
-            for (int r = 1; r < ng[i]; r++)
-              D->add_f32(g, (const float *)(const void *)(gbuf[i] + (size_t)r * (size_t)d->nbytes), (size_t)d->nbytes / 4);
+            GALV_UNPOISON(arena + d->offset, AB(d));
+            char *g = arena + d->offset;
+            D->copy(g, gbuf[i], AB(d));
+            for (int r = 1; r < ng[i]; r++) io_add(d, g, gbuf[i] + (size_t)r * AB(d));
           }
         if (bw && !a->fwd) D->run_entry(bw, arena, Wb, stash[a->mb]); /* the stash is the backward entry's state buffer */
         else if (a->fwd || !fwd_only) D->run(arena, W); /* a forward-only stage's backward only received */
         const galv_io *outs = bw && !a->fwd ? bout : galv_outputs;
         for (int o = 0, n = bw && !a->fwd ? nbo : no; o < n; o++)
-          if (!outs[o].in_weights) GALV_UNPOISON(arena + outs[o].offset, outs[o].nbytes);
+          if (!outs[o].in_weights) GALV_UNPOISON(arena + outs[o].offset, AB(&outs[o]));
         if (wg && (last ? a->fwd : !a->fwd)) { /* ZB-H1: what W(j) reads, kept until it runs */
           const int *okp = last ? ok : okb;
           char *wb = wst[a->mb] = D->alloc((size_t)(wbytes ? wbytes : 64));
@@ -967,14 +1017,14 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           if (live > peak) peak = live;
           for (int o = 0, n = last ? no : nbo; o < n; o++)
             if (okp[o] >= 3000000)
-              D->copy(wb + wg->stash[okp[o] - 3000000].offset, outp_of(outs, o, arena, last ? W : Wb), (size_t)outs[o].nbytes);
+              D->copy(wb + wg->stash[okp[o] - 3000000].offset, outp_of(outs, o, arena, last ? W : Wb), AB(&outs[o]));
           for (int i = 0; i < *wg->nstash; i++)
             if (wsrc[i] >= 0) D->copy(wb + wg->stash[i].offset, stash[a->mb] + bw->stash[wsrc[i]].offset, (size_t)wg->stash[i].nbytes);
         }
         if (last && mbw) /* cross entropy: this microbatch's gradients weighted by its share of the counted labels */
           for (int o = 0; o < no; o++)
             if (ok[o] < 0 || (ok[o] >= 1000000 && ok[o] < 2000000))
-              D->scale_f32((float *)(void *)(arena + galv_outputs[o].offset), (float)mbw[a->mb], (size_t)galv_outputs[o].nbytes / 4);
+              io_scale(&galv_outputs[o], arena + galv_outputs[o].offset, (float)mbw[a->mb]);
         if (bw && a->fwd) { /* the microbatch's stash: the forward values the backward entry reads */
           stash[a->mb] = D->alloc((size_t)sbytes);
           live += sbytes, inflight++;
@@ -982,7 +1032,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           if (inflight > peak_mb) peak_mb = inflight;
           for (int o = 0; o < no; o++)
             if (ok[o] >= 2000000 && ok[o] < 3000000)
-              D->copy(stash[a->mb] + bw->stash[ok[o] - 2000000].offset, outp(o, arena, W), (size_t)galv_outputs[o].nbytes);
+              D->copy(stash[a->mb] + bw->stash[ok[o] - 2000000].offset, outp(o, arena, W), AB(&galv_outputs[o]));
         }
         if (!a->fwd || last) accumulate(bout, okb, nbo, arena, Wb, acc, accw, gblk); /* backward: the parameter gradients */
         if (last) {
@@ -994,7 +1044,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           if (live > peak) peak = live;
           if (inflight > peak_mb) peak_mb = inflight;
           for (int o = 0; o < no; o++)
-            if (ok[o] >= 1000000 && ok[o] < 2000000) D->copy(stash[a->mb] + goff[o], outp(o, arena, W), (size_t)galv_outputs[o].nbytes);
+            if (ok[o] >= 1000000 && ok[o] < 2000000) D->copy(stash[a->mb] + goff[o], outp(o, arena, W), AB(&galv_outputs[o]));
         } else if (!a->fwd) {
           D->release(stash[a->mb]);
           stash[a->mb] = NULL;
@@ -1248,7 +1298,8 @@ int galv_pipe_main(int argc, char **argv) {
         galv_fatal("out of memory");
       if (galv_outputs[o].nbytes > omax) omax = galv_outputs[o].nbytes;
     }
-  char *hin = malloc((size_t)dmax + 64), *hout = malloc((size_t)omax + 64); /* host sides of a data slice, an output */
+  char *hin = malloc((size_t)dmax + (size_t)dmax / 2 + 128), *hout = malloc(2 * (size_t)omax + 64); /* host sides of a data slice,
+                                                                                                       * an output (16-bit: + the narrow / wide copy) */
   if (!hin || !hout) galv_fatal("out of memory");
 
   /* the weights (the mapped file itself on the host), the arena */
@@ -1260,7 +1311,7 @@ int galv_pipe_main(int argc, char **argv) {
   double tstart = now_us(), tcomp = 0;
   for (int mb = 0; mb < B; mb++) {
     double t0 = now_us();
-    for (int i = 0; i < galv_ninputs; i++) GALV_UNPOISON(arena + galv_inputs[i].offset, galv_inputs[i].nbytes);
+    for (int i = 0; i < galv_ninputs; i++) GALV_UNPOISON(arena + galv_inputs[i].offset, AB(&galv_inputs[i]));
     if (galv_pipe_nin) {
       galv_group_start();
       for (int i = 0; i < galv_ninputs; i++)
@@ -1276,14 +1327,14 @@ int galv_pipe_main(int argc, char **argv) {
       if (!recv_of[i]) { /* this rank's block of the microbatch's slice */
         galv_spmd_block(&galv_inputs[i], &galv_input_split[i], hin,
                         (char *)in[i].data + (size_t)mb * (size_t)galv_spmd_global_io(&galv_inputs[i], &galv_input_split[i]).nbytes);
-        D->h2d(arena + galv_inputs[i].offset, hin, (size_t)galv_inputs[i].nbytes);
+        io_h2d(&galv_inputs[i], arena + galv_inputs[i].offset, hin, hin + (dmax + 63) / 64 * 64);
       }
     double t1 = now_us();
     D->run(arena, weights);
     double t2 = now_us();
     tcomp += t2 - t1;
     for (int o = 0; o < galv_noutputs; o++)
-      if (!galv_outputs[o].in_weights) GALV_UNPOISON(arena + galv_outputs[o].offset, galv_outputs[o].nbytes);
+      if (!galv_outputs[o].in_weights) GALV_UNPOISON(arena + galv_outputs[o].offset, AB(&galv_outputs[o]));
     ev_add(EV_FWD, mb, t1, t2);
     if (galv_pipe_nout) {
       galv_group_start();
@@ -1302,7 +1353,12 @@ int galv_pipe_main(int argc, char **argv) {
       if (!send_of[o]) { /* split outputs gathered from the stage's ranks */
         const char *p = galv_outputs[o].in_weights ? weights + galv_outputs[o].offset : arena + galv_outputs[o].offset;
         galv_io go;
-        D->d2h(hout, p, (size_t)galv_outputs[o].nbytes);
+        if (galv_outputs[o].storage && !galv_outputs[o].in_weights) { /* 16-bit in the arena: widened */
+          char *h16 = hout + (size_t)omax + 32;
+          D->d2h(h16, p, AB(&galv_outputs[o]));
+          widen16(galv_outputs[o].storage, (float *)(void *)hout, h16, galv_outputs[o].nbytes / 4);
+        } else
+          D->d2h(hout, p, (size_t)galv_outputs[o].nbytes);
         const void *gp = D->gather(&galv_outputs[o], &galv_output_split[o], hout, &go);
         memcpy(gout[o] + (size_t)mb * (size_t)go.nbytes, gp, (size_t)go.nbytes);
       }

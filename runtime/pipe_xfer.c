@@ -139,7 +139,8 @@ void galv_pipe_xfer_init(galv_comm *w, int stage, int lrank, int nlocal) {
       if (!strcmp(ins[k].name, nm)) io = &ins[k];
     for (int k = 0; x->from == me && k < nouts; k++)
       if (!strcmp(outs[k].name, nm)) io = &outs[k];
-    if (!io || io->dtype != x->dtype || io->nbytes != whole_bytes(x))
+    /* a value held 16-bit (--precision bf16 / fp16: io->storage) moves as its 16-bit elements */
+    if (!io || (io->storage ? io->storage : io->dtype) != x->dtype || (io->storage ? io->nbytes / 2 : io->nbytes) != whole_bytes(x))
       galv_fatal("pipeline table: transfer '%s' (stage %d to %d): the program has no %s '%s' of %lld bytes", x->name, x->from,
                  x->to, x->to == me ? "input" : "output", nm, (long long)whole_bytes(x));
     int64_t recv = 0, sent = 0;

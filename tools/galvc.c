@@ -114,7 +114,9 @@ static void usage(FILE *f) {
           "                           (may differ; sum = --gpus). Values crossing stages move as the cross-mesh\n"
           "                           plan's tiles, each byte once, then an all-gather inside the receiving stage\n"
           "                           --target cuda (the default with --gpus): CUDA stage programs (make: NCCL,\n"
-          "                           make COMM=staged: ranks sharing a GPU, make cpu; fp32; docs/cuda-target.md)\n"
+          "                           make COMM=staged: ranks sharing a GPU, make cpu; fp32, bf16 training;\n"
+          "                           docs/cuda-target.md); --precision bf16|fp16: crossing values, their\n"
+          "                           gradients and the stash 16-bit (docs/pipeline.md, \"16-bit storage\")\n"
           "                           --train: an earlier stage's program has a forward and a backward entry with a\n"
           "                           per-microbatch stash between them (both targets); --pipeline-recompute: one\n"
           "                           combined program per stage that recomputes its forward in the backward\n"
@@ -1062,8 +1064,13 @@ int main(int argc, char **argv) {
                    "it does not combine with --pipeline-recompute");
     return 2;
   }
-  if (pa.on && cuda.bf16) {
-    gv_error_plain("--pipeline-stages with --precision bf16: the stage programs are fp32 on both targets (drop --precision bf16)");
+  if (pa.on && cuda.bf16 && strcmp(target, "cuda") == 0 && !plan_only && !train) {
+    gv_error_plain("--pipeline-stages with --precision bf16 --target cuda: bf16 inference stages are not supported on the "
+                   "cuda target yet (training stages are; inference stages run on the cpu target; --plan-only prices them)");
+    return 2;
+  }
+  if (pa.on && gv_precision_opts.grad != GV_DT_F32) {
+    gv_error_plain("--grad-dtype bf16 with --pipeline-stages is not supported yet (the stages' parameter gradients are fp32)");
     return 2;
   }
   if (pa.on) {
@@ -1078,7 +1085,7 @@ int main(int argc, char **argv) {
     /* the cluster as loaded (not grown for the planner above): one node of max(S, --gpus) unless --gpus-per-node */
     if (gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster)) return 2;
     if (reserve_given && apply_reserve(&cluster, reserve_frac, reserve_bytes, quiet)) return 2;
-    cluster.fused_attention = strcmp(target, "cuda") == 0; /* the stage programs are fp32 */
+    cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && cuda.bf16); /* as codegen/cuda fuses attention */
     if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
     int64_t need = gpus > pa.stages ? gpus : pa.stages;
     if (pa.vstages && need < (int64_t)pa.stages * pa.vstages) need = (int64_t)pa.stages * pa.vstages; /* the DP's view: a device per stage */

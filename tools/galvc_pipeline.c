@@ -12,6 +12,7 @@
 #include "../codegen/cpu/cpu.h"
 #include "../frontend/onnx_import.h"
 #include "../ir/ir.h"
+#include "../ir/storage.h"
 #include "../passes/passes.h"
 #include "../passes/plan_sharding.h"
 #include "../passes/stage_cost.h"
@@ -57,8 +58,8 @@ static int partition_stage(gv_module *ms, const pipe_args *pa, int k, int quiet,
     if (n && (!strncmp(n, "pp.", 3) || !strncmp(n, "gin:pp.", 7)))
       f->arg_sharding[i] = gv_sharding_new(ms, mesh, f->body->args[i]->type.rank);
   }
-  static const char *const sp[] = {"propagate-sharding", "spmd-partition"};
-  return run_named(ms, sp, 2, quiet, verify_each);
+  static const char *const sp[] = {"propagate-sharding", "storage", "spmd-partition"}; /* collectives move values as stored */
+  return run_named(ms, sp, 3, quiet, verify_each);
 }
 
 /* A stage of k > 1 devices without --strategy: the intra-operator
@@ -93,10 +94,10 @@ static int plan_stage(gv_module *ms, int64_t k, const gv_cluster *cluster, int v
     gv_replace_uses(body, arg, rs->res[0]);
     rs->opnds[0] = arg;
   }
-  static const char *const sp[] = {"propagate-sharding", "spmd-partition"};
+  static const char *const sp[] = {"propagate-sharding", "storage", "spmd-partition"}; /* collectives move values as stored */
   const char *strategy = gv_shard_opts.strategy;
   gv_shard_opts.strategy = NULL;
-  int rc = run_named(ms, sp, 2, 1, verify_each);
+  int rc = run_named(ms, sp, 3, 1, verify_each);
   gv_shard_opts.strategy = strategy;
   return rc;
 }
@@ -327,7 +328,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     return -1;
   }
   gv_analytic_ctx actx = {.g = gs, .shared = sh, .nshared = nsh, .ngroups = k, .batch = global, .training = train != 0,
-                          .dtype_bytes = 4, .cluster = cluster};
+                          .dtype_bytes = gv_precision_opts.storage == GV_DT_F32 ? 4 : 2, .cluster = cluster};
   gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .recompute = pa->recompute,
                              .cluster = cluster, .mem_limit = gv_plan_opts.memory_limit, .shared = sh, .nshared = nsh};
   gv_stage_cost_fn fn = pa->analytic ? gv_stage_cost_analytic : gv_stage_cost_intra;
@@ -420,6 +421,44 @@ static const gv_type *stage_value_type(const gv_module *m, const char *name) {
   return NULL;
 }
 
+/* The dtype stage module m holds its input or output named name in (16-bit
+ * storage: bf16 / f16 for an f32 crossing value, ir/storage.h), or its
+ * type's when m has no value of that name. */
+static gv_dtype stage_value_storage(const gv_module *m, const char *name) {
+  const gv_func *f = m->main;
+  for (int i = 0; i < f->body->nargs; i++)
+    if (f->arg_names[i] && !strcmp(f->arg_names[i], name)) return gv_value_storage(f->body->args[i]);
+  const gv_op *ret = f->body->last;
+  for (int i = 0; ret && i < f->nres_names && i < ret->nopnds; i++)
+    if (f->res_names[i] && !strcmp(f->res_names[i], name)) return gv_value_storage(ret->opnds[i]);
+  return GV_DT_COUNT;
+}
+
+/* Each transfer's element dtype as the stages written so far hold it: the
+ * sender's and the receiver's tables must agree (a value sent 16-bit is
+ * received 16-bit), checked as each stage's table is written. */
+static struct {
+  char name[256];
+  int grad;
+  gv_dtype dt;
+} xdt[4 * GV_PIPE_MAX_STAGES * 64];
+static int nxdt;
+
+static int xfer_dtype_check(int s, const char *name, int grad, gv_dtype dt) {
+  for (int i = 0; i < nxdt; i++)
+    if (xdt[i].grad == grad && !strcmp(xdt[i].name, name)) {
+      if (xdt[i].dt != dt)
+        return gv_error_plain("pipeline: stage %d holds %s'%s' as %s, its peer as %s (the storage of a crossing value differs "
+                              "between the stages)", s, grad ? "the gradient of " : "", name, gv_dtype_name(dt), gv_dtype_name(xdt[i].dt));
+      return 0;
+    }
+  if (nxdt < (int)(sizeof xdt / sizeof *xdt) && strlen(name) < sizeof xdt[0].name) {
+    snprintf(xdt[nxdt].name, sizeof xdt[nxdt].name, "%s", name);
+    xdt[nxdt].grad = grad, xdt[nxdt++].dt = dt;
+  }
+  return 0;
+}
+
 /* pipe_stage.c's galv_pipe_xfers: per value stage s sends or receives (and,
  * training, per gradient going back), the cross-mesh plan (planner/cross_mesh.c,
  * the plan stage-split prints): replicated on the sender's dev[from] devices ->
@@ -446,9 +485,20 @@ static int write_xfers(FILE *f, const gv_module *m, const gv_module *mb, const g
         if (train && stage_value_type(mb ? mb : m, gname)) list[n++] = (xf){io->out[i].name, 1, st, s};
       }
   int rc = 0;
+  gv_type *tt = calloc((size_t)n + 1, sizeof *tt); /* per transfer: the value's type at the dtype it moves in (its storage) */
+  if (!tt) rc = gv_error_plain("out of memory");
+  for (int i = 0; i < n && !rc; i++) {
+    const gv_type *t0 = stage_value_type(m, list[i].name);
+    if (!t0) { rc = gv_error_plain("stage %d: no crossing value '%s'", s, list[i].name); break; }
+    tt[i] = *t0;
+    const gv_module *g = mb ? mb : m;
+    if (list[i].grad) snprintf(gname, sizeof gname, "%s:%s", list[i].from == s ? "grad" : "gin", list[i].name);
+    gv_dtype dt = list[i].grad ? stage_value_storage(g, gname) : stage_value_storage(m, list[i].name);
+    if (dt != GV_DT_COUNT) tt[i].dtype = dt;
+    rc = xfer_dtype_check(s, list[i].name, list[i].grad, tt[i].dtype);
+  }
   for (int i = 0; i < n && !rc; i++) { /* the tiles */
-    const gv_type *t = stage_value_type(m, list[i].name);
-    if (!t) { rc = gv_error_plain("stage %d: no crossing value '%s'", s, list[i].name); break; }
+    const gv_type *t = &tt[i];
     gv_mesh ma = stage_mesh(pa, dev[list[i].from]), mb = stage_mesh(pa, dev[list[i].to]);
     gv_sharding src = {.mesh = &ma, .rank = t->rank}, dst = {.mesh = &mb, .rank = t->rank};
     gv_xmesh_plan pl;
@@ -469,7 +519,7 @@ static int write_xfers(FILE *f, const gv_module *m, const gv_module *mb, const g
   if (!rc) {
     fprintf(f, "const galv_pipe_xfer galv_pipe_xfers[] = {\n");
     for (int i = 0; i < n; i++) {
-      const gv_type *t = stage_value_type(m, list[i].name);
+      const gv_type *t = &tt[i];
       fprintf(f, "    {\"%s\", %d, %d, %d, %s, %d, {", list[i].name, list[i].grad, list[i].from, list[i].to, cg_rt_dtype(t->dtype), t->rank);
       for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
       fprintf(f, "%s}, XFER%d},\n", t->rank ? "" : "0", i);
@@ -477,6 +527,7 @@ static int write_xfers(FILE *f, const gv_module *m, const gv_module *mb, const g
     fprintf(f, "    {0}};\nconst int galv_pipe_nxfers = %d;\n", n);
   }
   free(list);
+  free(tt);
   return rc;
 }
 
@@ -511,6 +562,21 @@ static gv_module *stage_module(const char *model, const gv_import_options *opt, 
     return NULL;
   }
   return ms;
+}
+
+/* Appends to wide[] (n so far, at most cap) the names of m's stash results
+ * ("stash.N", "wstash.N") stored fp32: the entry that reads them takes them
+ * so (ir/storage.h). Returns the new count. */
+static int stash_wide(const gv_module *m, const char **wide, int n, int cap) {
+  const gv_func *f = m->main;
+  const gv_op *ret = f->body->last;
+  for (int i = 0; ret && i < f->nres_names && i < ret->nopnds && n < cap; i++) {
+    const char *r = f->res_names[i];
+    if (r && (!strncmp(r, "stash.", 6) || !strncmp(r, "wstash.", 7)) && ret->opnds[i]->type.dtype == GV_DT_F32 &&
+        gv_value_storage(ret->opnds[i]) == GV_DT_F32)
+      wide[n++] = r;
+  }
+  return n;
 }
 
 /* The two entries of a stage read one parameter layout (weights.bin and
@@ -585,6 +651,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
                           const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda) {
   pipe_args P = *pa0;
   const pipe_args *pa = &P;
+  nxdt = 0;
   if (train && strcmp(gv_train_opts.optimizer, "adamw") && strcmp(gv_train_opts.optimizer, "sgd"))
     return gv_error_plain("--optimizer %s: expected adamw or sgd", gv_train_opts.optimizer);
   if (!P.plan_only && (!out || !is_dir_arg(out))) return gv_error_plain("--pipeline-stages writes one program per stage: give -o DIR/");
@@ -739,10 +806,20 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       gv_pipe_opts.stash = NULL;
       if (!rc) rc = same_params(ms, mw);
     }
-    static const char *const back[] = {"fuse", "memory-plan"};
-    if (!rc) rc = gv_verify(ms) || run_named(ms, back, 2, 1, verify_each) || gv_verify(ms);
-    if (!rc && mb) rc = run_named(mb, back, 2, 1, verify_each) || gv_verify(mb);
-    if (!rc && mw) rc = run_named(mw, back, 2, 1, verify_each) || gv_verify(mw);
+    /* storage: --precision bf16 / fp16, the crossing values and stashes 16-bit (ir/storage.h gv_func_stage_kind) */
+    static const char *const back[] = {"fuse", "storage", "memory-plan"};
+    /* the stash slots an entry stores fp32 (a reduction's row statistic) are read fp32 by the next entry */
+    const char *wide[2 * GV_PIPE_MAX_STAGES * 64];
+    int nwide = 0;
+    gv_precision_opts.stage_wide = wide, gv_precision_opts.nstage_wide = 0;
+    if (!rc) rc = gv_verify(ms) || run_named(ms, back, 3, 1, verify_each) || gv_verify(ms);
+    if (!rc) nwide = stash_wide(ms, wide, nwide, (int)(sizeof wide / sizeof *wide));
+    gv_precision_opts.nstage_wide = nwide;
+    if (!rc && mb) rc = run_named(mb, back, 3, 1, verify_each) || gv_verify(mb);
+    if (!rc && mb) nwide = stash_wide(mb, wide, nwide, (int)(sizeof wide / sizeof *wide));
+    gv_precision_opts.nstage_wide = nwide;
+    if (!rc && mw) rc = run_named(mw, back, 3, 1, verify_each) || gv_verify(mw);
+    gv_precision_opts.stage_wide = NULL, gv_precision_opts.nstage_wide = 0;
     if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
     gv_cuda_options cs = {0};
     if (cuda) cs = *cuda, cs.pipe_stage = true; /* the CUDA emitter writes the stage's Makefile (main = pipe_cuda.cu) */

@@ -91,7 +91,7 @@ static int storage_setup(emitter *e) {
   if (e->h == GV_DT_F32) return 0;
   if (e->h != GV_DT_BF16 && e->h != GV_DT_F16)
     return gv_error(e->m, "cpu codegen: storage %s is not a 16-bit float", gv_dtype_name(e->h));
-  e->w16 = !e->train;
+  e->w16 = !e->train && gv_func_stage_kind(e->m->main) != 2; /* a training stage: per value, as a training step */
   e->ct.half_dt = e->h == GV_DT_F16 ? "GALV_F16" : NULL;
   e->st = malloc(((size_t)e->nv + 1) * sizeof *e->st);
   e->half = calloc((size_t)e->nv + 1, 1);
@@ -561,8 +561,8 @@ static int plan(emitter *e, int64_t *wbytes, const gv_op **arena_op) {
     if (!gv_type_is_static(&v->type) || !gv_dtype_size(v->type.dtype))
       return gv_error(m, "cpu codegen: argument '%s' has no static type", fn->arg_names[i] ? fn->arg_names[i] : "?");
     vi->nbytes = nbytes_of(&v->type);
-    if (!fn->arg_is_param[i] && !(fn->arg_is_state && fn->arg_is_state[i]))
-      vi->nbytes = gv_value_storage_bytes(v); /* a data input: the plan's arena slot (ir/storage.h) */
+    if (!fn->arg_is_param[i]) /* a data input: the plan's arena slot; a pipeline stash slot: its storage (ir/storage.h) */
+      vi->nbytes = gv_value_storage_bytes(v);
     if (fn->arg_is_param[i]) {
       vi->in_weights = e->train ? 2 : 1; /* training: the state buffer mirrors the parameters' weights.bin bytes */
       vi->off = w;

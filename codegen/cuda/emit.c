@@ -191,7 +191,7 @@ static int locate(emitter *e) {
     if (fn->arg_is_param[i]) /* the weights keep weights.bin's f32 layout (converted in place on upload) */
       l->in_weights = e->train ? 2 : 1, l->off = w, l->nbytes = nbytes_of(&v->type), w = align64(w + l->nbytes);
     else if (fn->arg_is_state && fn->arg_is_state[i])
-      l->in_weights = 2, l->nbytes = nbytes_of(&v->type); /* not training: a pipeline stash (S(off) from 0) */
+      l->in_weights = 2, l->nbytes = gv_value_storage_bytes(v); /* not training: a pipeline stash (S(off) from 0), as stored */
   }
   e->pbytes = w, e->sbytes = e->train ? w : 0;
   for (int i = 0; i < body->nargs; i++)
@@ -606,7 +606,11 @@ static void io_entry(emitter *e, const char *name, const gv_value *v) {
   cstr(f, name);
   fprintf(f, ", %s, %d, ", rt_dtype(v->type.dtype), v->type.rank);
   dims_lit(f, v->type.rank, v->type.dims);
-  fprintf(f, ", %d, %lld, %lld, 0},\n", x->in_weights, (long long)x->off, (long long)nbytes_of(&v->type)); /* host bytes */
+  /* storage: a mixed program's f32 input or output held bf16 in the arena (a pipeline stage's crossing values:
+   * runtime/pipe.c moves their 2-byte elements); 0 otherwise (the inference runtime converts by galv_cu_precision) */
+  bool h = e->mixed && !x->in_weights && half_of(e, v);
+  fprintf(f, ", %d, %lld, %lld, %s},\n", x->in_weights, (long long)x->off, (long long)nbytes_of(&v->type), /* host bytes */
+          h ? "GALV_BF16" : "0");
 }
 
 /* The state table of a training step (galv_rt.h galv_state_entry, the same
@@ -1061,7 +1065,10 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
   /* plan check, weights.bin, program.c, runtime/ (an entry: program_ENTRY.c, weights_ENTRY.bin) */
   if (gv_emit_cpu(m, outdir, &cpu)) return -1;
   /* bf16 training is mixed precision: fp32 state, bf16 activations (the storage pass) */
-  emitter e = {.m = m, .bf16 = co && co->bf16, .train = train, .mixed = train && co && co->bf16, .entry = entry};
+  /* a training pipeline stage's entries (ir/storage.h gv_func_stage_kind) are mixed alike: fp32 parameters and
+   * parameter gradients, the crossing values and the stash bf16 */
+  bool stage_train = m->main && gv_func_stage_kind(m->main) == 2;
+  emitter e = {.m = m, .bf16 = co && co->bf16, .train = train, .mixed = (train || stage_train) && co && co->bf16, .entry = entry};
   int rc = -1, nk = 0;
   if (locate(&e)) goto out;
   gv_count_uses(m->main->body);
