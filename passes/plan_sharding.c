@@ -706,9 +706,26 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
  * linearly: rest(L) = rest(r3) + (L - 3) * (rest(r3) - rest(r2)). The
  * chosen plan is then realised in full for its exact cost. */
 
+/* One (mesh, dmask, t_layer, t_outer) combination's reduced table (its
+ * realisations on the reduced modules, made once per plan_search) and its
+ * own memory budget: a choice of the combination that does not fit in full
+ * corrects that combination's budget only (another combination's estimate
+ * errs by its own amount). */
+/* Choices per unit: no ZeRO and the stages 1-3 (docs/sharding.md, "ZeRO
+ * stages"). Choice k of a unit is stage zs[k] (zero_choices). */
+enum { NZ = 4 };
+typedef struct {
+  gv_plan key;
+  int status; /* 0: the table below; 1: the combination does not realise */
+  int64_t n3[4][NZ], s3[4][NZ], rest3, rest2;
+  int64_t limit; /* the budget the knapsack fills (the memory limit until a full realisation corrects it) */
+} red_combo;
+
 typedef struct reduced {
   gv_module *m3, *m2;
   ctx c3, c2;
+  red_combo *combos;
+  int ncombos, capcombos;
 } reduced;
 
 static bool type_eq(const gv_type *a, const gv_type *b) {
@@ -830,6 +847,7 @@ static void red_free(reduced *R) {
   if (!R) return;
   if (R->m3) ctx_free(&R->c3), gv_module_free(R->m3);
   if (R->m2) ctx_free(&R->c2), gv_module_free(R->m2);
+  free(R->combos);
   free(R);
 }
 
@@ -890,10 +908,6 @@ typedef struct {
   bool reduced;     /* costed on the reduced programs (plan_search) */
   int retries;      /* reduced: searches again because the choice did not fit in full */
 } search;
-
-/* Choices per unit: no ZeRO and the stages 1-3 (docs/sharding.md, "ZeRO
- * stages"). Choice k of a unit is stage zs[k] (zero_choices). */
-enum { NZ = 4 };
 
 /* The stages the search chooses from for p's units: zs[0] = 0 (no ZeRO),
  * then those of gv_plan_opts.zero_stages (bit s: stage s; 0: 2 and 3, the
@@ -1008,31 +1022,56 @@ static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, int stag
 /* One combination on the reduced modules (see reduced): the unit table of
  * r3 mapped onto the full units, the rest of the memory extrapolated, the
  * knapsack and the uniform patterns predicted from the table. */
+/* p's combination in R's table (NULL: out of memory). */
+static red_combo *red_combo_of(reduced *R, const gv_plan *p, int64_t limit) {
+  for (int i = 0; i < R->ncombos; i++)
+    if (same_combo(&R->combos[i].key, p)) return &R->combos[i];
+  if (R->ncombos == R->capcombos) {
+    int cap = R->capcombos ? 2 * R->capcombos : 64;
+    red_combo *n = realloc(R->combos, (size_t)cap * sizeof *n);
+    if (!n) return NULL;
+    R->combos = n, R->capcombos = cap;
+  }
+  red_combo *e = &R->combos[R->ncombos];
+  memset(e, 0, sizeof *e);
+  e->key = *p, e->status = -1, e->limit = limit;
+  return e;
+}
+
 static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   reduced *R = C->red;
   int L = C->nl, nu = p->nunits;
   uint8_t zs[NZ];
   int nz = zero_choices(C, p, zs);
-  int64_t n3[4][NZ], s3[4][NZ], uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN;
-  memset(n3, 0, sizeof n3), memset(s3, 0, sizeof s3);
-  gv_plan_cost pc;
-  for (int k = nz > 1 ? 1 : 0; k < nz; k++) /* each stage on even and odd units (no training: one realisation) */
-    for (int r = 0; r < (nz > 1 ? 2 : 1); r++) {
-      int q = realise_red(C, &R->c3, p, 4, r, zs[k], &pc, uns, ust);
-      if (q) return q < 0 ? -1 : 0;
-      int64_t sum = 0;
-      for (int u = 0; u < 4; u++) {
-        int z = u % 2 == r % 2 ? k : 0;
-        n3[u][z] = uns[u], s3[u][z] = ust[u];
-        sum += ust[u];
+  red_combo *e = red_combo_of(R, p, C->limit);
+  if (!e) return gv_error(C->m, "out of memory");
+  if (e->status < 0) { /* the combination's first search: its reduced realisations */
+    int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN;
+    gv_plan_cost pc;
+    int st = 0;
+    for (int k = nz > 1 ? 1 : 0; !st && k < nz; k++) /* each stage on even and odd units (no training: one realisation) */
+      for (int r = 0; !st && r < (nz > 1 ? 2 : 1); r++) {
+        int q = realise_red(C, &R->c3, p, 4, r, zs[k], &pc, uns, ust);
+        if (q) { st = q; break; }
+        int64_t sum = 0;
+        for (int u = 0; u < 4; u++) {
+          int z = u % 2 == r % 2 ? k : 0;
+          n3[u][z] = uns[u], s3[u][z] = ust[u];
+          sum += ust[u];
+        }
+        if (pc.mem_total - sum > rest3) rest3 = pc.mem_total - sum;
+        q = realise_red(C, &R->c2, p, 3, r, zs[k], &pc, uns, ust);
+        if (q) { st = q; break; }
+        sum = 0;
+        for (int u = 0; u < 3; u++) sum += ust[u];
+        if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
       }
-      if (pc.mem_total - sum > rest3) rest3 = pc.mem_total - sum;
-      q = realise_red(C, &R->c2, p, 3, r, zs[k], &pc, uns, ust);
-      if (q) return q < 0 ? -1 : 0;
-      sum = 0;
-      for (int u = 0; u < 3; u++) sum += ust[u];
-      if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
-    }
+    if (st < 0) return -1;
+    e->status = st, e->rest3 = rest3, e->rest2 = rest2;
+    R->ncombos++;
+  }
+  if (e->status) return 0;
+  int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, rest3 = e->rest3, rest2 = e->rest2, limit = e->limit;
   int64_t(*ns)[NZ] = calloc((size_t)nu, sizeof *ns);
   int64_t(*st)[NZ] = calloc((size_t)nu, sizeof *st);
   if (!ns || !st) {
@@ -1057,7 +1096,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     if (k < nz) {
       for (int u = 0; u < nu; u++) p->zero[u] = zs[k];
     } else {
-      pred = knapsack(nu, ns, st, nz, C->limit - rest, zs, p->zero);
+      pred = knapsack(nu, ns, st, nz, limit - rest, zs, p->zero);
       if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
       if (pred < 0) break;
     }
@@ -1066,7 +1105,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
       int z = choice_of(zs, nz, p->zero[u]);
       pred += ns[u][z], mem += st[u][z];
     }
-    consider_pred(S, p, pred, mem, C->limit);
+    consider_pred(S, p, pred, mem, limit);
   }
   free(ns), free(st);
   return rc;
@@ -1284,25 +1323,32 @@ static bool plan_eq(const gv_plan *a, const gv_plan *b) {
 }
 
 /* With repeated layers the search runs on the reduced programs and its
- * choice is realised in full. The reduced memory is an estimate: a choice
- * over the limit in full lowers the budget below its own estimate by its
- * excess (lowering it from the limit could leave the same choice), one that
- * fits with room raises it by the slack; the search reruns (6 times at
- * most, until a choice repeats) and the fastest choice that fits in full
- * wins. */
+ * choice is realised in full. The reduced memory is an estimate, and its
+ * error is the combination's own (a mesh whose arena the extrapolation
+ * underestimates says nothing of another mesh): a choice over the limit in
+ * full lowers its combination's budget below its own estimate by its
+ * excess, one that fits with room raises it by the slack; the search reruns
+ * on the cached reduced tables (12 times at most, until a choice repeats)
+ * and the fastest choice that fits in full wins. */
 static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaustive, search *S) {
   if (exhaustive || !(C->red = red_init(C))) return search_all(C, devices, fixed, exhaustive, S);
   int64_t limit = C->limit;
   int rc = 0, retries = 0;
+  enum { TRIES = 12 };
   search *keep = malloc(sizeof *keep);
-  gv_plan *last = malloc(sizeof *last);
-  if (!keep || !last) rc = gv_error(C->m, "out of memory");
-  bool have = false, any = false;
-  for (int tries = 0; !rc && tries < 6; tries++) {
+  gv_plan *seen = malloc(TRIES * sizeof *seen);
+  if (!keep || !seen) rc = gv_error(C->m, "out of memory");
+  bool have = false;
+  int nseen = 0;
+  for (int tries = 0; !rc && tries < TRIES; tries++) {
     rc = search_all(C, devices, fixed, false, S);
     if (rc || !S->found) break;
-    if (any && plan_eq(&S->best, last)) break;
-    *last = S->best, any = true;
+    bool again = false;
+    for (int k = 0; k < nseen && !again; k++) again = plan_eq(&S->best, &seen[k]);
+    if (again) break;
+    seen[nseen++] = S->best;
+    red_combo *e = red_combo_of(C->red, &S->best, limit);
+    if (!e) { rc = gv_error(C->m, "out of memory"); break; }
     gv_plan_cost pc;
     int q = realise(C, &S->best, &pc, NULL, NULL);
     if (q) {
@@ -1311,26 +1357,31 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
     }
     S->best_pred = S->best_cost.step_ns;
     if (getenv("GALV_PLAN_DEBUG")) {
-      char u0[64];
+      char u0[64], mesh[128];
       gv_plan_unit_str(&S->best, S->best.nunits > 1 ? 1 : 0, u0, sizeof u0);
-      fprintf(stderr, "plan-debug: try %d limit %lld: %s pred mem %lld ns %lld; realised mem %lld ns %lld (activations %lld)\n", tries,
-              (long long)C->limit, u0, (long long)S->best_pred_mem, (long long)S->best_pred, (long long)pc.mem_total,
+      size_t k = 0;
+      mesh[0] = 0;
+      for (int a = 0; a < S->best.naxes; a++)
+        k += (size_t)snprintf(mesh + k, sizeof mesh - k, "%s%s=%lld", a ? "," : "", S->best.axis[a], (long long)S->best.size[a]);
+      fprintf(stderr, "plan-debug: try %d: %s %s: budget %lld, pred mem %lld ns %lld; realised mem %lld ns %lld (activations %lld)\n",
+              tries, mesh, u0, (long long)e->limit, (long long)S->best_pred_mem, (long long)S->best_pred, (long long)pc.mem_total,
               (long long)pc.step_ns, (long long)pc.mem_activations);
     }
     S->best_cost = pc;
+    /* the correction is the chosen combination's: its budget only */
     if (pc.mem_total <= limit) {
       if (!have || pc.step_ns < keep->best_cost.step_ns) *keep = *S, have = true;
       /* room only helps when the choice has ZeRO units (the knapsack
        * traded time for memory) or a faster candidate was over the budget
        * that the raised one would admit */
-      int64_t raised = (C->limit > S->best_pred_mem ? C->limit : S->best_pred_mem) + (limit - pc.mem_total);
+      int64_t raised = (e->limit > S->best_pred_mem ? e->limit : S->best_pred_mem) + (limit - pc.mem_total);
       bool zero = false;
       for (int u = 0; u < S->best.nunits && S->best.dmask; u++) zero |= S->best.zero[u] != 0;
       if (!zero && (!S->over || S->over_ns >= S->best_pred || S->over_mem > raised)) break;
-      C->limit = raised;
+      e->limit = raised;
     } else {
       retries++;
-      C->limit = (C->limit < S->best_pred_mem ? C->limit : S->best_pred_mem) - (pc.mem_total - limit);
+      e->limit = (e->limit < S->best_pred_mem ? e->limit : S->best_pred_mem) - (pc.mem_total - limit);
     }
   }
   if (!rc && have) *S = *keep;
@@ -1353,7 +1404,7 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
   S->reduced = true;
   S->retries = retries;
   C->limit = limit;
-  free(keep), free(last);
+  free(keep), free(seen);
   red_free(C->red);
   C->red = NULL;
   return rc;
