@@ -494,33 +494,42 @@ static int kept_bytes(const ctx *C, const gv_module *m, int nunits, int64_t *kep
   for (int i = 0; i < f->body->nargs; i++) f->body->args[i]->id = n++;
   for (gv_op *op = f->body->first; op; op = op->next)
     for (int r = 0; r < op->nres; r++) op->res[r]->id = n++;
-  unsigned char *seen = calloc((size_t)n + 1, 1), *data = calloc((size_t)n + 1, 1);
-  if (!seen || !data) {
-    free(seen), free(data);
+  unsigned char *seen = calloc((size_t)n + 1, 1), *data = calloc((size_t)n + 1, 1), *grad = calloc((size_t)n + 1, 1);
+  if (!seen || !data || !grad) {
+    free(seen), free(data), free(grad);
     return -1;
   }
   for (int i = 0; i < f->body->nargs; i++)
     data[i] = !(f->arg_is_param && f->arg_is_param[i]) && !(f->arg_is_state && f->arg_is_state[i]);
+  /* grad: a value of the backward, found by dataflow (a "/grad" op or one
+   * reading such a value): autodiff's gradient sums and the partition's
+   * collectives of the backward keep their forward op's location */
   for (gv_op *op = f->body->first; op; op = op->next) {
-    bool d = false;
-    for (int i = 0; i < op->nopnds && !d; i++) d = op->opnds[i]->id >= 0 && op->opnds[i]->id < n && data[op->opnds[i]->id];
-    for (int r = 0; r < op->nres; r++) data[op->res[r]->id] = d;
+    bool d = false, g = phase_of(op->loc) == PH_BWD;
+    for (int i = 0; i < op->nopnds; i++) {
+      int id = op->opnds[i]->id;
+      if (id < 0 || id >= n) continue;
+      d |= data[id] != 0, g |= grad[id] != 0;
+    }
+    for (int r = 0; r < op->nres; r++) data[op->res[r]->id] = d, grad[op->res[r]->id] = g;
   }
   memset(kept, 0, (size_t)nunits * sizeof *kept);
   for (const gv_op *op = f->body->first; op; op = op->next) {
     int k = phase_of(op->loc);
-    if (k != PH_BWD && k != PH_REC) continue;
+    bool g = false;
+    for (int i = 0; i < op->nopnds && !g && k != PH_OTHER; i++) g = op->opnds[i]->id >= 0 && op->opnds[i]->id < n && grad[op->opnds[i]->id];
+    if (k != PH_BWD && k != PH_REC && !g) continue;
     for (int i = 0; i < op->nopnds; i++) {
       const gv_value *v = op->opnds[i];
       while (v->def && (gv_ops[v->def->code].flags & GV_VIEW) && v->def->nopnds) v = v->def->opnds[0];
       if (!v->def || v->def->parent != f->body || v->def->code == GV_OP_CONSTANT) continue;
-      if (v->id < 0 || v->id >= n || seen[v->id] || !data[v->id] || phase_of(v->def->loc) != PH_FWD) continue;
+      if (v->id < 0 || v->id >= n || seen[v->id] || !data[v->id] || grad[v->id] || phase_of(v->def->loc) != PH_FWD) continue;
       seen[v->id] = 1;
       int64_t b = gv_value_storage_bytes(v);
       if (b > 0) kept[unit_of(C, v->def->loc)] += b;
     }
   }
-  free(seen), free(data);
+  free(seen), free(data), free(grad);
   return 0;
 }
 
