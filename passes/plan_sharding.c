@@ -906,6 +906,7 @@ typedef struct {
   int64_t min_mem;  /* the smallest memory any candidate needs (predicted on the reduced programs) */
   gv_plan min_mem_plan;
   bool min_realised; /* min_mem / min_mem_cost: the full realisation of the smallest (reduced search, no fit) */
+  bool min_terms;    /* min_mem_cost holds the smallest candidate's realised terms (every candidate realised in full) */
   gv_plan_cost min_mem_cost;
   bool over;        /* a candidate was over the limit: */
   int64_t over_ns, over_mem; /* the fastest such (predicted) and the smallest */
@@ -988,7 +989,12 @@ static bool same_combo(const gv_plan *a, const gv_plan *b) {
 }
 
 static void consider(search *S, const gv_plan *p, const gv_plan_cost *pc, int64_t pred, int64_t limit) {
-  if (pc->mem_total < S->min_mem || S->min_mem < 0) S->min_mem = pc->mem_total, S->min_mem_plan = *p;
+  if (pc->mem_total < S->min_mem || S->min_mem < 0) {
+    S->min_mem = pc->mem_total, S->min_mem_plan = *p;
+    /* a realised candidate's terms (a reduced prediction has none: plan_search realises it at the end) */
+    S->min_terms = pc->mem_params > 0 || pc->mem_activations > 0;
+    if (S->min_terms) S->min_mem_cost = *pc;
+  }
   if (pc->mem_total > limit) {
     if (!S->over || pc->step_ns < S->over_ns) S->over_ns = pc->step_ns, S->over_plan = *p, S->over_plan_mem = pc->mem_total;
     if (!S->over || pc->mem_total < S->over_mem) S->over_mem = pc->mem_total;
@@ -1892,18 +1898,25 @@ int gv_pass_plan_sharding(gv_module *m) {
     else if (!rc && !S.found) {
       char s[128] = "";
       if (S.min_mem >= 0) gv_plan_unit_str(&S.min_mem_plan, S.min_mem_plan.nunits > 1 ? 1 : 0, s, sizeof s);
-      if (S.min_mem >= 0 && S.min_realised) {
+      if (S.min_mem >= 0 && (S.min_realised || S.min_terms)) {
         /* the binding term: what alone leaves no room (or the largest) */
         const gv_plan_cost *k = &S.min_mem_cost;
         const char *big = k->mem_activations >= k->mem_params && k->mem_activations >= k->mem_optimizer ? "activations"
                           : k->mem_optimizer >= k->mem_params ? "optimizer state" : "parameters";
-        rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest candidate (%s) "
-                         "needs %lld bytes realised (parameters %lld, gradients %lld, optimizer state %lld, activations %lld); "
-                         "%s dominate: %s", (long long)C.limit, (long long)devices, s, (long long)S.min_mem,
-                      (long long)k->mem_params, (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations,
-                      big, C.train && !strcmp(big, "activations") && strcmp(gv_train_opts.recompute ? gv_train_opts.recompute : "none", "all")
-                               ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
-                               : "raise --memory-limit or add devices");
+        const char *fix = C.train && !strcmp(big, "activations") && strcmp(gv_train_opts.recompute ? gv_train_opts.recompute : "none", "all")
+                              ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
+                              : "raise --memory-limit or add devices";
+        if (S.min_realised)
+          rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest candidate (%s) "
+                           "needs %lld bytes realised (parameters %lld, gradients %lld, optimizer state %lld, activations %lld); "
+                           "%s dominate: %s", (long long)C.limit, (long long)devices, s, (long long)S.min_mem,
+                        (long long)k->mem_params, (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations,
+                        big, fix);
+        else
+          rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s: "
+                           "parameters %lld, gradients %lld, optimizer state %lld, activations %lld); %s dominate: %s",
+                        (long long)C.limit, (long long)devices, (long long)S.min_mem, s, (long long)k->mem_params,
+                        (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations, big, fix);
       } else if (S.min_mem >= 0)
         rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s); "
                          "raise --memory-limit or add devices", (long long)C.limit, (long long)devices, (long long)S.min_mem, s);
