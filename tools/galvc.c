@@ -1217,7 +1217,7 @@ retry:
       if (B > 1 && mb_search && !mb_best_B && !quiet)
         fprintf(stderr, "galvc: microbatches: %d of %lld samples (batch %lld): the fewest with a plan that fits\n", B,
                 (long long)(global_batch / B), (long long)global_batch);
-      if (mb_search && !mb_final) {
+      if (mb_search && !mb_auto && !mb_final) { /* --microbatches auto: the fewest that fit, as documented */
         int64_t step = gv_plan_last.cost.step_ns;
         bool better = !mb_best_B || step < mb_best_step;
         if (better) mb_best_B = B, mb_best_step = step;
