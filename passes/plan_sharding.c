@@ -511,33 +511,42 @@ static int kept_bytes(const ctx *C, const gv_module *m, int nunits, int64_t *kep
   for (int i = 0; i < f->body->nargs; i++) f->body->args[i]->id = n++;
   for (gv_op *op = f->body->first; op; op = op->next)
     for (int r = 0; r < op->nres; r++) op->res[r]->id = n++;
-  unsigned char *seen = calloc((size_t)n + 1, 1), *data = calloc((size_t)n + 1, 1);
-  if (!seen || !data) {
-    free(seen), free(data);
+  unsigned char *seen = calloc((size_t)n + 1, 1), *data = calloc((size_t)n + 1, 1), *grad = calloc((size_t)n + 1, 1);
+  if (!seen || !data || !grad) {
+    free(seen), free(data), free(grad);
     return -1;
   }
   for (int i = 0; i < f->body->nargs; i++)
     data[i] = !(f->arg_is_param && f->arg_is_param[i]) && !(f->arg_is_state && f->arg_is_state[i]);
+  /* grad: a value of the backward, found by dataflow (a "/grad" op or one
+   * reading such a value): autodiff's gradient sums and the partition's
+   * collectives of the backward keep their forward op's location */
   for (gv_op *op = f->body->first; op; op = op->next) {
-    bool d = false;
-    for (int i = 0; i < op->nopnds && !d; i++) d = op->opnds[i]->id >= 0 && op->opnds[i]->id < n && data[op->opnds[i]->id];
-    for (int r = 0; r < op->nres; r++) data[op->res[r]->id] = d;
+    bool d = false, g = phase_of(op->loc) == PH_BWD;
+    for (int i = 0; i < op->nopnds; i++) {
+      int id = op->opnds[i]->id;
+      if (id < 0 || id >= n) continue;
+      d |= data[id] != 0, g |= grad[id] != 0;
+    }
+    for (int r = 0; r < op->nres; r++) data[op->res[r]->id] = d, grad[op->res[r]->id] = g;
   }
   memset(kept, 0, (size_t)nunits * sizeof *kept);
   for (const gv_op *op = f->body->first; op; op = op->next) {
     int k = phase_of(op->loc);
-    if (k != PH_BWD && k != PH_REC) continue;
+    bool g = false;
+    for (int i = 0; i < op->nopnds && !g && k != PH_OTHER; i++) g = op->opnds[i]->id >= 0 && op->opnds[i]->id < n && grad[op->opnds[i]->id];
+    if (k != PH_BWD && k != PH_REC && !g) continue;
     for (int i = 0; i < op->nopnds; i++) {
       const gv_value *v = op->opnds[i];
       while (v->def && (gv_ops[v->def->code].flags & GV_VIEW) && v->def->nopnds) v = v->def->opnds[0];
       if (!v->def || v->def->parent != f->body || v->def->code == GV_OP_CONSTANT) continue;
-      if (v->id < 0 || v->id >= n || seen[v->id] || !data[v->id] || phase_of(v->def->loc) != PH_FWD) continue;
+      if (v->id < 0 || v->id >= n || seen[v->id] || !data[v->id] || grad[v->id] || phase_of(v->def->loc) != PH_FWD) continue;
       seen[v->id] = 1;
       int64_t b = gv_value_storage_bytes(v);
       if (b > 0) kept[unit_of(C, v->def->loc)] += b;
     }
   }
-  free(seen), free(data);
+  free(seen), free(data), free(grad);
   return 0;
 }
 
@@ -725,9 +734,28 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
  * linearly: rest(L) = rest(r3) + (L - 3) * (rest(r3) - rest(r2)). The
  * chosen plan is then realised in full for its exact cost. */
 
+/* One (mesh, dmask, t_layer, t_outer) combination's reduced table (its
+ * realisations on the reduced modules, made once per plan_search) and its
+ * own memory budget: a choice of the combination that does not fit in full
+ * corrects that combination's budget only (another combination's estimate
+ * errs by its own amount). */
+/* Choices per unit: no ZeRO and the stages 1-3 (docs/sharding.md, "ZeRO
+ * stages"). Choice k of a unit is stage zs[k] (zero_choices). */
+enum { NZ = 4 };
+typedef struct {
+  gv_plan key;
+  int status; /* 0: the table below; 1: the combination does not realise */
+  int64_t n3[4][NZ], s3[4][NZ], rest3, rest2;
+  int64_t limit; /* the budget the knapsack fills (the memory limit until a full realisation corrects it) */
+  int64_t uni[NZ]; /* each uniform pattern's step extrapolated from r3 and r2 (uni_done[k]: known; < 0: does not realise) */
+  bool uni_done[NZ];
+} red_combo;
+
 typedef struct reduced {
   gv_module *m3, *m2;
   ctx c3, c2;
+  red_combo *combos;
+  int ncombos, capcombos;
 } reduced;
 
 static bool type_eq(const gv_type *a, const gv_type *b) {
@@ -849,6 +877,7 @@ static void red_free(reduced *R) {
   if (!R) return;
   if (R->m3) ctx_free(&R->c3), gv_module_free(R->m3);
   if (R->m2) ctx_free(&R->c2), gv_module_free(R->m2);
+  free(R->combos);
   free(R);
 }
 
@@ -898,6 +927,7 @@ typedef struct {
   int64_t min_mem;  /* the smallest memory any candidate needs (predicted on the reduced programs) */
   gv_plan min_mem_plan;
   bool min_realised; /* min_mem / min_mem_cost: the full realisation of the smallest (reduced search, no fit) */
+  bool min_terms;    /* min_mem_cost holds the smallest candidate's realised terms (every candidate realised in full) */
   gv_plan_cost min_mem_cost;
   bool over;        /* a candidate was over the limit: */
   int64_t over_ns, over_mem; /* the fastest such (predicted) and the smallest */
@@ -909,10 +939,6 @@ typedef struct {
   bool reduced;     /* costed on the reduced programs (plan_search) */
   int retries;      /* reduced: searches again because the choice did not fit in full */
 } search;
-
-/* Choices per unit: no ZeRO and the stages 1-3 (docs/sharding.md, "ZeRO
- * stages"). Choice k of a unit is stage zs[k] (zero_choices). */
-enum { NZ = 4 };
 
 /* The stages the search chooses from for p's units: zs[0] = 0 (no ZeRO),
  * then those of gv_plan_opts.zero_stages (bit s: stage s; 0: 2 and 3, the
@@ -984,7 +1010,12 @@ static bool same_combo(const gv_plan *a, const gv_plan *b) {
 }
 
 static void consider(search *S, const gv_plan *p, const gv_plan_cost *pc, int64_t pred, int64_t limit) {
-  if (pc->mem_total < S->min_mem || S->min_mem < 0) S->min_mem = pc->mem_total, S->min_mem_plan = *p;
+  if (pc->mem_total < S->min_mem || S->min_mem < 0) {
+    S->min_mem = pc->mem_total, S->min_mem_plan = *p;
+    /* a realised candidate's terms (a reduced prediction has none: plan_search realises it at the end) */
+    S->min_terms = pc->mem_params > 0 || pc->mem_activations > 0;
+    if (S->min_terms) S->min_mem_cost = *pc;
+  }
   if (pc->mem_total > limit) {
     if (!S->over || pc->step_ns < S->over_ns) S->over_ns = pc->step_ns, S->over_plan = *p, S->over_plan_mem = pc->mem_total;
     if (!S->over || pc->mem_total < S->over_mem) S->over_mem = pc->mem_total;
@@ -1036,31 +1067,56 @@ static int realise_uniform(ctx *C, ctx *R, const gv_plan *p, int nu, int stage, 
 /* One combination on the reduced modules (see reduced): the unit table of
  * r3 mapped onto the full units, the rest of the memory extrapolated, the
  * knapsack and the uniform patterns predicted from the table. */
+/* p's combination in R's table (NULL: out of memory). */
+static red_combo *red_combo_of(reduced *R, const gv_plan *p, int64_t limit) {
+  for (int i = 0; i < R->ncombos; i++)
+    if (same_combo(&R->combos[i].key, p)) return &R->combos[i];
+  if (R->ncombos == R->capcombos) {
+    int cap = R->capcombos ? 2 * R->capcombos : 64;
+    red_combo *n = realloc(R->combos, (size_t)cap * sizeof *n);
+    if (!n) return NULL;
+    R->combos = n, R->capcombos = cap;
+  }
+  red_combo *e = &R->combos[R->ncombos];
+  memset(e, 0, sizeof *e);
+  e->key = *p, e->status = -1, e->limit = limit;
+  return e;
+}
+
 static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   reduced *R = C->red;
   int L = C->nl, nu = p->nunits;
   uint8_t zs[NZ];
   int nz = zero_choices(C, p, zs);
-  int64_t n3[4][NZ], s3[4][NZ], uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN;
-  memset(n3, 0, sizeof n3), memset(s3, 0, sizeof s3);
-  gv_plan_cost pc;
-  for (int k = nz > 1 ? 1 : 0; k < nz; k++) /* each stage on even and odd units (no training: one realisation) */
-    for (int r = 0; r < (nz > 1 ? 2 : 1); r++) {
-      int q = realise_red(C, &R->c3, p, 4, r, zs[k], &pc, uns, ust);
-      if (q) return q < 0 ? -1 : 0;
-      int64_t sum = 0;
-      for (int u = 0; u < 4; u++) {
-        int z = u % 2 == r % 2 ? k : 0;
-        n3[u][z] = uns[u], s3[u][z] = ust[u];
-        sum += ust[u];
+  red_combo *e = red_combo_of(R, p, C->limit);
+  if (!e) return gv_error(C->m, "out of memory");
+  if (e->status < 0) { /* the combination's first search: its reduced realisations */
+    int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN;
+    gv_plan_cost pc;
+    int st = 0;
+    for (int k = nz > 1 ? 1 : 0; !st && k < nz; k++) /* each stage on even and odd units (no training: one realisation) */
+      for (int r = 0; !st && r < (nz > 1 ? 2 : 1); r++) {
+        int q = realise_red(C, &R->c3, p, 4, r, zs[k], &pc, uns, ust);
+        if (q) { st = q; break; }
+        int64_t sum = 0;
+        for (int u = 0; u < 4; u++) {
+          int z = u % 2 == r % 2 ? k : 0;
+          n3[u][z] = uns[u], s3[u][z] = ust[u];
+          sum += ust[u];
+        }
+        if (pc.mem_total - sum > rest3) rest3 = pc.mem_total - sum;
+        q = realise_red(C, &R->c2, p, 3, r, zs[k], &pc, uns, ust);
+        if (q) { st = q; break; }
+        sum = 0;
+        for (int u = 0; u < 3; u++) sum += ust[u];
+        if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
       }
-      if (pc.mem_total - sum > rest3) rest3 = pc.mem_total - sum;
-      q = realise_red(C, &R->c2, p, 3, r, zs[k], &pc, uns, ust);
-      if (q) return q < 0 ? -1 : 0;
-      sum = 0;
-      for (int u = 0; u < 3; u++) sum += ust[u];
-      if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
-    }
+    if (st < 0) return -1;
+    e->status = st, e->rest3 = rest3, e->rest2 = rest2;
+    R->ncombos++;
+  }
+  if (e->status) return 0;
+  int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, rest3 = e->rest3, rest2 = e->rest2, limit = e->limit;
   int64_t(*ns)[NZ] = calloc((size_t)nu, sizeof *ns);
   int64_t(*st)[NZ] = calloc((size_t)nu, sizeof *st);
   if (!ns || !st) {
@@ -1085,7 +1141,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     if (k < nz) {
       for (int u = 0; u < nu; u++) p->zero[u] = zs[k];
     } else {
-      pred = knapsack(nu, ns, st, nz, C->limit - rest, zs, p->zero);
+      pred = knapsack(nu, ns, st, nz, limit - rest, zs, p->zero);
       if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
       if (pred < 0) break;
     }
@@ -1097,14 +1153,19 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     if (k < nz && nz > 1) {
       /* a uniform pattern's step from r3 and r2 at that stage, extrapolated over the layers as the memory is: the
        * step is a critical path over two streams (cost.h gv_cost_timeline), not a sum of the unit table's shares,
-       * and a layer's communication hides under its neighbours' compute only when they run the same stage */
-      gv_plan_cost u3, u2;
-      int q = realise_uniform(C, &R->c3, p, 4, zs[k], &u3);
-      if (!q) q = realise_uniform(C, &R->c2, p, 3, zs[k], &u2);
-      if (q < 0) { rc = -1; break; }
-      if (!q) pred = u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
+       * and a layer's communication hides under its neighbours' compute only when they run the same stage;
+       * realised once per combination (the reruns after a full realisation reuse it) */
+      if (!e->uni_done[k]) {
+        gv_plan_cost u3, u2;
+        int q = realise_uniform(C, &R->c3, p, 4, zs[k], &u3);
+        if (!q) q = realise_uniform(C, &R->c2, p, 3, zs[k], &u2);
+        if (q < 0) { rc = -1; break; }
+        e->uni[k] = q ? -1 : u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
+        e->uni_done[k] = true;
+      }
+      if (e->uni[k] >= 0) pred = e->uni[k];
     }
-    consider_pred(S, p, pred, mem, C->limit);
+    consider_pred(S, p, pred, mem, limit);
   }
   free(ns), free(st);
   return rc;
@@ -1340,25 +1401,32 @@ static bool plan_eq(const gv_plan *a, const gv_plan *b) {
 }
 
 /* With repeated layers the search runs on the reduced programs and its
- * choice is realised in full. The reduced memory is an estimate: a choice
- * over the limit in full lowers the budget below its own estimate by its
- * excess (lowering it from the limit could leave the same choice), one that
- * fits with room raises it by the slack; the search reruns (6 times at
- * most, until a choice repeats) and the fastest choice that fits in full
- * wins. */
+ * choice is realised in full. The reduced memory is an estimate, and its
+ * error is the combination's own (a mesh whose arena the extrapolation
+ * underestimates says nothing of another mesh): a choice over the limit in
+ * full lowers its combination's budget below its own estimate by its
+ * excess, one that fits with room raises it by the slack; the search reruns
+ * on the cached reduced tables (12 times at most, until a choice repeats)
+ * and the fastest choice that fits in full wins. */
 static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaustive, search *S) {
   if (exhaustive || !(C->red = red_init(C))) return search_all(C, devices, fixed, exhaustive, S);
   int64_t limit = C->limit;
   int rc = 0, retries = 0;
+  enum { TRIES = 12 };
   search *keep = malloc(sizeof *keep);
-  gv_plan *last = malloc(sizeof *last);
-  if (!keep || !last) rc = gv_error(C->m, "out of memory");
-  bool have = false, any = false;
-  for (int tries = 0; !rc && tries < 6; tries++) {
+  gv_plan *seen = malloc(TRIES * sizeof *seen);
+  if (!keep || !seen) rc = gv_error(C->m, "out of memory");
+  bool have = false;
+  int nseen = 0;
+  for (int tries = 0; !rc && tries < TRIES; tries++) {
     rc = search_all(C, devices, fixed, false, S);
     if (rc || !S->found) break;
-    if (any && plan_eq(&S->best, last)) break;
-    *last = S->best, any = true;
+    bool again = false;
+    for (int k = 0; k < nseen && !again; k++) again = plan_eq(&S->best, &seen[k]);
+    if (again) break;
+    seen[nseen++] = S->best;
+    red_combo *e = red_combo_of(C->red, &S->best, limit);
+    if (!e) { rc = gv_error(C->m, "out of memory"); break; }
     gv_plan_cost pc;
     int q = realise(C, &S->best, &pc, NULL, NULL);
     if (q) {
@@ -1367,26 +1435,31 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
     }
     S->best_pred = S->best_cost.step_ns;
     if (getenv("GALV_PLAN_DEBUG")) {
-      char u0[64];
+      char u0[64], mesh[128];
       gv_plan_unit_str(&S->best, S->best.nunits > 1 ? 1 : 0, u0, sizeof u0);
-      fprintf(stderr, "plan-debug: try %d limit %lld: %s pred mem %lld ns %lld; realised mem %lld ns %lld (activations %lld)\n", tries,
-              (long long)C->limit, u0, (long long)S->best_pred_mem, (long long)S->best_pred, (long long)pc.mem_total,
+      size_t k = 0;
+      mesh[0] = 0;
+      for (int a = 0; a < S->best.naxes; a++)
+        k += (size_t)snprintf(mesh + k, sizeof mesh - k, "%s%s=%lld", a ? "," : "", S->best.axis[a], (long long)S->best.size[a]);
+      fprintf(stderr, "plan-debug: try %d: %s %s: budget %lld, pred mem %lld ns %lld; realised mem %lld ns %lld (activations %lld)\n",
+              tries, mesh, u0, (long long)e->limit, (long long)S->best_pred_mem, (long long)S->best_pred, (long long)pc.mem_total,
               (long long)pc.step_ns, (long long)pc.mem_activations);
     }
     S->best_cost = pc;
+    /* the correction is the chosen combination's: its budget only */
     if (pc.mem_total <= limit) {
       if (!have || pc.step_ns < keep->best_cost.step_ns) *keep = *S, have = true;
       /* room only helps when the choice has ZeRO units (the knapsack
        * traded time for memory) or a faster candidate was over the budget
        * that the raised one would admit */
-      int64_t raised = (C->limit > S->best_pred_mem ? C->limit : S->best_pred_mem) + (limit - pc.mem_total);
+      int64_t raised = (e->limit > S->best_pred_mem ? e->limit : S->best_pred_mem) + (limit - pc.mem_total);
       bool zero = false;
       for (int u = 0; u < S->best.nunits && S->best.dmask; u++) zero |= S->best.zero[u] != 0;
       if (!zero && (!S->over || S->over_ns >= S->best_pred || S->over_mem > raised)) break;
-      C->limit = raised;
+      e->limit = raised;
     } else {
       retries++;
-      C->limit = (C->limit < S->best_pred_mem ? C->limit : S->best_pred_mem) - (pc.mem_total - limit);
+      e->limit = (e->limit < S->best_pred_mem ? e->limit : S->best_pred_mem) - (pc.mem_total - limit);
     }
   }
   if (!rc && have) *S = *keep;
@@ -1409,7 +1482,7 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
   S->reduced = true;
   S->retries = retries;
   C->limit = limit;
-  free(keep), free(last);
+  free(keep), free(seen);
   red_free(C->red);
   C->red = NULL;
   return rc;
@@ -1893,18 +1966,25 @@ int gv_pass_plan_sharding(gv_module *m) {
     else if (!rc && !S.found) {
       char s[128] = "";
       if (S.min_mem >= 0) gv_plan_unit_str(&S.min_mem_plan, S.min_mem_plan.nunits > 1 ? 1 : 0, s, sizeof s);
-      if (S.min_mem >= 0 && S.min_realised) {
+      if (S.min_mem >= 0 && (S.min_realised || S.min_terms)) {
         /* the binding term: what alone leaves no room (or the largest) */
         const gv_plan_cost *k = &S.min_mem_cost;
         const char *big = k->mem_activations >= k->mem_params && k->mem_activations >= k->mem_optimizer ? "activations"
                           : k->mem_optimizer >= k->mem_params ? "optimizer state" : "parameters";
-        rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest candidate (%s) "
-                         "needs %lld bytes realised (parameters %lld, gradients %lld, optimizer state %lld, activations %lld); "
-                         "%s dominate: %s", (long long)C.limit, (long long)devices, s, (long long)S.min_mem,
-                      (long long)k->mem_params, (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations,
-                      big, C.train && !strcmp(big, "activations") && strcmp(gv_train_opts.recompute ? gv_train_opts.recompute : "none", "all")
-                               ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
-                               : "raise --memory-limit or add devices");
+        const char *fix = C.train && !strcmp(big, "activations") && strcmp(gv_train_opts.recompute ? gv_train_opts.recompute : "none", "all")
+                              ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
+                              : "raise --memory-limit or add devices";
+        if (S.min_realised)
+          rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest candidate (%s) "
+                           "needs %lld bytes realised (parameters %lld, gradients %lld, optimizer state %lld, activations %lld); "
+                           "%s dominate: %s", (long long)C.limit, (long long)devices, s, (long long)S.min_mem,
+                        (long long)k->mem_params, (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations,
+                        big, fix);
+        else
+          rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s: "
+                           "parameters %lld, gradients %lld, optimizer state %lld, activations %lld); %s dominate: %s",
+                        (long long)C.limit, (long long)devices, (long long)S.min_mem, s, (long long)k->mem_params,
+                        (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations, big, fix);
       } else if (S.min_mem >= 0)
         rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s); "
                          "raise --memory-limit or add devices", (long long)C.limit, (long long)devices, (long long)S.min_mem, s);

@@ -41,8 +41,9 @@ ZS=(--zero-stages 1)
 python3 examples/make_model.py gpt2 -o "$T/g6.onnx" --layers 6 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null || exit 1
 python3 examples/make_model.py llama -o "$T/l6.onnx" --layers 6 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null || exit 1
 for m in g6 l6; do
-  # (--recompute=none: the ZeRO knapsack alone; galvc's recomputation search is tests/plan_recompute.sh's)
-  A=("$T/$m.onnx" --batch 8 --seq 16 --gpus 4 --mesh dp=4 --train --recompute=none --cluster cpu-local --plan-only -q)
+  # (--recompute=none --microbatches 1: the ZeRO knapsack alone; galvc's recomputation search is
+  # tests/plan_recompute.sh's, its microbatch count past the fewest tests/plan_microbatches.sh's)
+  A=("$T/$m.onnx" --batch 8 --seq 16 --gpus 4 --mesh dp=4 --train --recompute=none --microbatches 1 --cluster cpu-local --plan-only -q)
   timeout 120 $G "${A[@]}" "${ZS[@]}" --plan-out "$T/p.json" 2>/dev/null || { echo "FAIL $m: search"; fail=1; continue; }
   python3 - "$T" <<'PY' || { echo "FAIL $m: uniform plans"; fail=1; continue; }
 import json, sys

@@ -162,7 +162,9 @@ static void usage(FILE *f) {
           "                           microbatches of batch/B samples in turn (one microbatch's activations),\n"
           "                           sums their gradients and updates once; auto: the fewest that fit the\n"
           "                           memory (--memory-limit or the cluster's; the planner also falls back to\n"
-          "                           more microbatches when the whole batch fits no plan; --microbatches 1: never)\n"
+          "                           more microbatches when the whole batch fits no plan, and past the fewest\n"
+          "                           that fit tries twice as many (3 times at most) while its plan is memory\n"
+          "                           bound and the predicted step improves; --microbatches 1: never)\n"
           "  --zero-reduce once|per-microbatch  with ZeRO and --microbatches: reduce-scatter the summed\n"
           "                           gradients once per step (default) or every microbatch's into the shard\n"
           "  --recompute=none|all|L,..  recompute these layers' activations in backward (layer = NAME.N\n"
@@ -171,7 +173,8 @@ static void usage(FILE *f) {
           "                           dropout; all layers, or those listed), the rest of each layer kept;\n"
           "                           not given with the planner (--gpus N): none, and when that plan is\n"
           "                           memory bound also selective and all, each with the fewest microbatches\n"
-          "                           that fit; the fastest predicted step wins (plan.json records it)\n"
+          "                           that fit (and more, as above); the fastest predicted step wins\n"
+          "                           (plan.json records it)\n"
           "  --freeze NAME|GLOB       this float initializer does not train (repeatable; fnmatch globs;\n"
           "  --trainable NAME|GLOB    the last matching option wins over the default rule, docs/autodiff.md)\n"
           "  -q, --quiet              no progress output\n"
@@ -1139,6 +1142,15 @@ int main(int argc, char **argv) {
                    (mb_search || mb_given);
   int rc_mode = 0, rc_B[NRC] = {0};
   int64_t rc_step[NRC] = {0};
+  /* More microbatches than the fewest that fit: while the plan is memory
+   * bound (a faster candidate was over the limit) each count's smaller
+   * microbatch may let a faster plan fit; twice the count (dividing the
+   * batch) is tried while the predicted step improves, MB_MORE times at
+   * most, and the fastest count is compiled. */
+  enum { MB_MORE = 3 };
+  int mb_best_B = 0, mb_more = 0;
+  int64_t mb_best_step = 0;
+  bool mb_final = false;
   if (rc_search) gv_train_opts.recompute = rc_modes[0];
   if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
   gv_module *m = NULL;
@@ -1175,6 +1187,13 @@ retry:
     double t = now(), tc = cpu_now();
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
       int pr = gv_pass_plan_sharding(m);
+      if (pr == 1 && mb_best_B && !mb_final) { /* more microbatches fit no plan: the fastest count so far */
+        if (!quiet) fprintf(stderr, "galvc: no plan fits with %d microbatches: %d microbatch%s, the fastest predicted step (%.3f ms)\n",
+                            B, mb_best_B, mb_best_B > 1 ? "es" : "", (double)mb_best_step / 1e6);
+        gv_module_free(m);
+        B = mb_best_B, mb_final = true;
+        goto retry;
+      }
       if (pr == 1) {
         if (!global_batch) { /* the planner's fallback: the batch is read only now */
           gv_import_options o1 = opt0;
@@ -1195,7 +1214,7 @@ retry:
             gv_module_free(m);
             rc_search = false;
             gv_train_opts.recompute = rc_modes[best];
-            B = rc_B[best];
+            B = rc_B[best], mb_final = true;
             if (!quiet) fprintf(stderr, "galvc: recompute=%s with %d microbatch%s: the fastest predicted step (%.3f ms)\n",
                                 rc_modes[best], B, B > 1 ? "es" : "", (double)rc_step[best] / 1e6);
             goto retry;
@@ -1212,9 +1231,41 @@ retry:
         goto retry;
       }
       if (pr) { rc = 1; break; }
-      if (B > 1 && mb_search && !quiet)
+      if (B > 1 && mb_search && !mb_best_B && !quiet)
         fprintf(stderr, "galvc: microbatches: %d of %lld samples (batch %lld): the fewest with a plan that fits\n", B,
                 (long long)(global_batch / B), (long long)global_batch);
+      if (mb_search && !mb_auto && !mb_final) { /* --microbatches auto: the fewest that fit, as documented */
+        int64_t step = gv_plan_last.cost.step_ns;
+        bool better = !mb_best_B || step < mb_best_step;
+        if (better) mb_best_B = B, mb_best_step = step;
+        if (!global_batch && better && gv_plan_last.memory_bound) { /* the batch, read only now */
+          gv_import_options o1 = opt0;
+          if (galvc_microbatch_shapes(model, &o1, &pa, 0, &global_batch)) { rc = 1; break; }
+        }
+        int next = 2 * B;
+        bool more = better && gv_plan_last.memory_bound && mb_more < MB_MORE && global_batch && next <= global_batch &&
+                    global_batch % next == 0;
+        if (more) {
+          if (!quiet)
+            fprintf(stderr, "galvc: %d microbatch%s: predicted step %.3f ms, memory bound: trying %d\n", B, B > 1 ? "es" : "",
+                    (double)step / 1e6, next);
+          gv_module_free(m);
+          B = next, mb_more++;
+          goto retry;
+        }
+        if (mb_best_B != B) { /* a larger count was not faster: the fastest compiled again */
+          if (!quiet)
+            fprintf(stderr, "galvc: %d microbatches: predicted step %.3f ms: %d microbatch%s, the fastest predicted step (%.3f ms)\n", B,
+                    (double)step / 1e6, mb_best_B, mb_best_B > 1 ? "es" : "", (double)mb_best_step / 1e6);
+          gv_module_free(m);
+          B = mb_best_B, mb_final = true;
+          goto retry;
+        }
+        if (mb_more && !quiet)
+          fprintf(stderr, "galvc: microbatches: %d of %lld samples: the fastest predicted step (%.3f ms)\n", B,
+                  (long long)(global_batch / B), (double)step / 1e6);
+      }
+      mb_best_B = 0, mb_more = 0, mb_final = false; /* the next recomputation searches its counts anew */
       if (rc_search) {
         rc_B[rc_mode] = B, rc_step[rc_mode] = gv_plan_last.cost.step_ns;
         bool more = rc_mode + 1 < NRC && (rc_mode > 0 || B > 1 || gv_plan_last.memory_bound);
@@ -1236,7 +1287,7 @@ retry:
         if (best != rc_mode) { /* compiled again with the winner (its plan.json too) */
           gv_module_free(m);
           gv_train_opts.recompute = rc_modes[best];
-          B = rc_B[best];
+          B = rc_B[best], mb_final = true;
           goto retry;
         }
       }

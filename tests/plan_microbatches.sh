@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The microbatch count searched beyond the fewest that fit (tools/galvc.c,
+# docs/planner.md "Training with gradient accumulation"): a GPT-2-style
+# model (4 layers, hidden 64, seq 32, batch 16) planned for 4 x a100-80g
+# (the preset's communication makes tp pay at this size), --recompute=none:
+#   - no limit: the plan is not memory bound, one microbatch, nothing more
+#     tried;
+#   - a limit just above what dp=4 with every unit ZeRO-3 needs at one
+#     microbatch (priced by --plan): one microbatch fits, memory bound, so
+#     galvc tries 2, 4, 8 microbatches while the predicted step improves (3
+#     doublings at most); the chosen count is more than one, its step the
+#     least of the printed ones and below the plan with --microbatches 1
+#     (the count fixed: never extended) under the same limit; plan.json
+#     records it and --plan reproduces the same step.
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+G="$BUILD/galvc"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/m.onnx" --layers 4 --hidden 64 --heads 4 --vocab 64 --no-weights \
+  --no-verify >/dev/null || { echo "FAIL make_model"; exit 1; }
+A=("$T/m.onnx" --batch 16 --seq 32 --train --gpus 4 --cluster a100-80g --recompute=none --plan-only --no-weights)
+field() { python3 -c "import json,sys; p=json.load(open(sys.argv[1])); print(p.get('microbatches', 1), p['predicted']['step_ns'], p['memory_per_device']['total'])" "$1"; }
+
+# no limit: not memory bound
+"$G" "${A[@]}" --plan-out "$T/free.json" </dev/null >/dev/null 2>"$T/free.out" || bad "free: $(grep -m1 error "$T/free.out")"
+read -r fb fs fm <<<"$(field "$T/free.json" 2>/dev/null)"
+if [ "${fb:-}" = 1 ] && ! grep -q "memory bound: trying" "$T/free.out"; then ok "no limit: 1 microbatch, nothing more tried ($fs ns)"
+else bad "no limit: microbatches '${fb:-}', $(grep -c 'memory bound: trying' "$T/free.out") extension lines"; fi
+
+# the limit: dp=4, every unit ZeRO-3, one microbatch, priced by --plan, + 0.3 %
+python3 -c "
+import json
+json.dump({'mesh': {'axes': ['dp'], 'shape': [4]}, 'batch_axes': ['dp'], 'tp_axis': None, 'vocab_axis': None,
+           'units': [{'zero': 3} for _ in range(5)]}, open('$T/z3.json', 'w'))"
+"$G" "${A[@]}" -q --plan "$T/z3.json" --plan-out "$T/z3p.json" </dev/null 2>"$T/z3.err" || bad "dp=4 ZeRO-3: $(head -1 "$T/z3.err")"
+read -r _ _ zm <<<"$(field "$T/z3p.json" 2>/dev/null)"
+lim=$(( ${zm:-0} + ${zm:-0} * 3 / 1000 ))
+
+"$G" "${A[@]}" --memory-limit "$lim" --plan-out "$T/mb.json" </dev/null >/dev/null 2>"$T/mb.out" ||
+  bad "search at $lim: $(grep -m1 error "$T/mb.out")"
+"$G" "${A[@]}" -q --memory-limit "$lim" --microbatches 1 --plan-out "$T/one.json" </dev/null 2>"$T/one.err" ||
+  bad "--microbatches 1 at $lim: $(head -1 "$T/one.err")"
+read -r b s m <<<"$(field "$T/mb.json" 2>/dev/null)"
+read -r b1 s1 _ <<<"$(field "$T/one.json" 2>/dev/null)"
+if r=$(python3 - "$T/mb.out" "${b:-0}" "${s:-0}" "${m:-0}" "$lim" "${b1:-0}" "${s1:-0}" <<'PY'
+import re, sys
+out = open(sys.argv[1]).read()
+b, s, m, lim, b1, s1 = (int(x) for x in sys.argv[2:])
+tried = [int(x) for x in re.findall(r"^galvc: \d+ microbatch(?:es)?: predicted step [0-9.]+ ms, memory bound: trying (\d+)$", out, re.M)]
+steps = {int(k): float(v) for k, v in re.findall(r"^galvc: (\d+) microbatch(?:es)?: predicted step ([0-9.]+) ms", out, re.M)}
+bad = []
+if tried[:1] != [2]: bad.append(f"extension lines {tried}: want 2 tried after 1")
+if any(t > 8 for t in tried) or len(tried) > 3: bad.append(f"more than 3 doublings: {tried}")
+if b <= 1: bad.append(f"chose {b} microbatch(es)")
+if m > lim: bad.append(f"memory {m} over the limit {lim}")
+if b1 != 1 or not s < s1: bad.append(f"--microbatches 1: {b1} microbatch(es), {s1} ns; the chosen {b}: {s} ns (want faster)")
+if steps and min(steps.values()) < s / 1e6 - 0.0005: bad.append(f"a printed count was faster than the choice: {steps}, chose {b}")
+print("; ".join(bad) if bad else f"limit {lim}: tried {[1] + tried}, chose {b} microbatches: {s} ns, {m} bytes; --microbatches 1: {s1} ns")
+sys.exit(1 if bad else 0)
+PY
+); then ok "$r"; else bad "$r"; fi
+
+# --plan reproduces the count and the step
+"$G" "${A[@]}" -q --memory-limit "$lim" --plan "$T/mb.json" --plan-out "$T/re.json" </dev/null 2>"$T/re.err" ||
+  bad "--plan: $(head -1 "$T/re.err")"
+read -r rb rs _ <<<"$(field "$T/re.json" 2>/dev/null)"
+if [ -n "${rb:-}" ] && [ "$rb" = "${b:-}" ] && [ "$rs" = "${s:-}" ]; then ok "--plan: $rb microbatches, $rs ns"
+else bad "--plan: '${rb:-}' microbatches '${rs:-}' ns vs '${b:-}' '${s:-}'"; fi
+echo "plan_microbatches: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
