@@ -102,6 +102,13 @@ static bool reduction(const gv_op *op) {
   }
 }
 
+/* the optimizer's ops (passes/optimizer.c, loc "optimizer/...": loss
+ * unscaling and its overflow check, clipping, the update) compute on fp32
+ * gradients, parameters and state: their results stay fp32 and their
+ * operands are read as fp32 (a reduction there, an overflow count or a
+ * clipping norm, does not make a gradient 16-bit) */
+static bool update_op(const gv_op *op) { return op->loc && !strncmp(op->loc, "optimizer/", 10); }
+
 static bool skip(const gv_op *op) {
   return op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA || op->code == GV_OP_RETURN ||
          (gv_ops[op->code].flags & GV_VIEW);
@@ -142,10 +149,10 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
     bool stat = reduction(op) && !grad;
     for (int i = 0; i < op->nres; i++) { /* every use of each result is known now (later in the schedule) */
       int r = op->res[i]->id;
-      f32[r] = ret[r] || stat || (used[r] && !bad[r] && !grad);
+      f32[r] = ret[r] || stat || update_op(op) || (used[r] && !bad[r] && !grad);
       any = any || (f32[r] && op->res[i]->type.dtype == GV_DT_F32);
     }
-    bool through = any && !takes_activations(op) && !reduction(op);
+    bool through = (any && !takes_activations(op) && !reduction(op)) || update_op(op);
     for (int i = 0; i < op->nopnds; i++) {
       int r = root[op->opnds[i]->id];
       /* cross_entropy_grad's d loss is a scalar its kernel reads as fp32: an

@@ -102,6 +102,7 @@ int gv_pass_optimizer(gv_module *m) {
     gv_value *inv = gvb_bin(&c, GV_OP_DIV, gvb_cst(&c, sdt, 1.0), scale), *bad = NULL;
     for (int k = 0; k < np; k++) {
       gv_value *g = grads[k];
+      c.loc = cat(m, adamw ? "optimizer/adamw/" : "optimizer/sgd/", f->arg_names[pidx[k]]); /* with P's update (ZeRO) */
       if (g->type.dtype != sdt)
         return gv_error(m, "optimizer: --loss-scale: the gradient of '%s' is %s (%s expected)", f->arg_names[pidx[k]],
                         gv_dtype_name(g->type.dtype), gv_dtype_name(sdt));
@@ -113,8 +114,11 @@ int gv_pass_optimizer(gv_module *m) {
       if (!rs) return -1;
       gv_set_int(m, rs, "keepdims", 0);
       gv_value *cnt = gvb_fin(&c, rs);
+      c.loc = "optimizer/loss_scale";
       bad = bad ? gvb_bin(&c, GV_OP_ADD, bad, cnt) : cnt;
+      c.loc = cat(m, adamw ? "optimizer/adamw/" : "optimizer/sgd/", f->arg_names[pidx[k]]);
       if (!(grads[k] = gvb_bin(&c, GV_OP_MUL, g, inv))) return -1;
+      c.loc = "optimizer/loss_scale";
     }
     skip = bad ? gvb_bin(&c, GV_OP_GREATER, bad, gvb_cst(&c, sdt, 0.0)) : NULL;
     if (np && !skip) return -1;
@@ -198,10 +202,12 @@ int gv_pass_optimizer(gv_module *m) {
     b.loc = "optimizer/loss_scale";
 #define KEEP(old, v) ((v) = gvb_op(&b, GV_OP_WHERE, 3, (gv_value *[]){skip, (old), (v)}))
     for (int k = 0; k < np; k++) {
+      b.loc = cat(m, adamw ? "optimizer/adamw/" : "optimizer/sgd/", f->arg_names[pidx[k]]);
       if (!KEEP(f->body->args[pidx[k]], newp[k])) return -1;
       if (adamw && (!KEEP(f->body->args[st1i[k]], st1[k]) || !KEEP(f->body->args[st2i[k]], st2[k]))) return -1;
       if (!adamw && o->momentum != 0 && !KEEP(f->body->args[st1i[k]], st1[k])) return -1;
     }
+    b.loc = "optimizer/adamw";
     if (adamw && !KEEP(step, step1)) return -1;
 #undef KEEP
   }

@@ -444,6 +444,7 @@ int main(int argc, char **argv) {
   const char *model = NULL, *out = NULL, *emit = NULL, *target = NULL, *dump_after = NULL, *dump_dir = "galvc-dumps";
   int verify_each = 0, stats = 0, quiet = 0, train = 0, build = 1;
   int scale_opt = 0; /* --loss-scale-init / -growth / -backoff / -interval given */
+  double scale_init = 0; /* --loss-scale-init */
   bool fp16 = false; /* --precision fp16: the cpu target runs it; the cuda target prices it (not emitted yet) */
   int64_t gpus = 1, gpus_per_node = 0;
   int gpus_given = 0; /* --gpus asks for GPUs: the cuda target unless --target says otherwise */
@@ -756,7 +757,7 @@ int main(int argc, char **argv) {
       if (interval) gv_train_opts.scale_interval = (int64_t)v;
       else if (backoff) gv_train_opts.scale_backoff = v;
       else if (growth) gv_train_opts.scale_growth = v;
-      else gv_train_opts.loss_scale = v;
+      else scale_init = v;
       scale_opt = 1;
     } else if (strcmp(a, "--no-weights") == 0) {
       opt.load_weights = false;
@@ -811,7 +812,7 @@ int main(int argc, char **argv) {
   if (cuda.bf16) gv_precision_opts.storage = GV_DT_BF16;
   if (fp16) gv_precision_opts.storage = GV_DT_F16;
   if ((gv_train_opts.loss_scale_mode || scale_opt) && !train) {
-    gv_error_plain("--loss-scale applies to training: it needs --train");
+    gv_error_plain("--loss-scale applies to the training step: it needs --train");
     return 2;
   }
   if ((gv_train_opts.loss_scale_mode || scale_opt) && !fp16 && !cuda.bf16) {
@@ -825,6 +826,7 @@ int main(int argc, char **argv) {
   }
   if (fp16 && train && !gv_train_opts.loss_scale_mode) gv_train_opts.loss_scale_mode = 2; /* torch's GradScaler */
   if (scale_opt && !gv_train_opts.loss_scale_mode) gv_train_opts.loss_scale_mode = 2;
+  if (scale_init > 0) gv_train_opts.loss_scale = scale_init;
   if (fp16 && program && strcmp(target, "cpu") != 0) {
     gv_error_plain("--precision fp16: the cuda runtime's kernels store bf16, not fp16, so far: fp16 storage is priced "
                    "(--report-cost, the planner, -o FILE.mlir) but not emitted; use --precision bf16 for a program");
