@@ -308,7 +308,7 @@ int galv_train_main(int argc, char **argv) {
       float sc = ls_scale >= 0 ? *(const float *)(state + galv_state[ls_scale].offset) : 0;
       float sk = *(const float *)(state + galv_state[ls_skip].offset);
       char scs[40] = "";
-      if (ls_scale >= 0) snprintf(scs, sizeof scs, " scale %.9g", sc);
+      if (ls_scale >= 0) snprintf(scs, sizeof scs, " scale %.17g", sc); /* exact */
       printf("step %lld loss %.9g%s skipped %.0f%s\n", (long long)done, loss, scs, sk, sk > ls_skipped ? " (overflow: step skipped)" : "");
       ls_skipped = sk;
     } else {
