@@ -116,15 +116,21 @@ static bool skip(const gv_op *op) {
 
 /* Decided per root (a view shares its root's storage): the fp32 closure in
  * reverse schedule order, then forward for copies. */
-int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16) {
+/* ops through which a parameter gradient flows unchanged in kind on its way to the optimizer */
+static bool carries_gradient(const gv_op *op) {
+  return op->code == GV_OP_ADD || op->code == GV_OP_TRANSPOSE || op->code == GV_OP_RESHARD || op->code == GV_OP_CONCAT ||
+         op->code == GV_OP_SLICE || is_collective(op) || (gv_ops[op->code].flags & GV_VIEW);
+}
+
+int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16, gv_dtype reduce) {
   gv_block *body = m->main->body;
   int nops = 0, rc = 0;
   for (const gv_op *op = body->first; op; op = op->next) nops++;
   const gv_op **ops = malloc((size_t)(nops + 1) * sizeof *ops);
   int *root = malloc((size_t)(nvals + 1) * sizeof *root);
   char *used = calloc((size_t)nvals + 1, 1), *bad = calloc((size_t)nvals + 1, 1), *ret = calloc((size_t)nvals + 1, 1);
-  char *f32 = calloc((size_t)nvals + 1, 1);
-  if (!ops || !root || !used || !bad || !ret || !f32) abort();
+  char *f32 = calloc((size_t)nvals + 1, 1), *togr = calloc((size_t)nvals + 1, 1); /* togr: flows into the optimizer */
+  if (!ops || !root || !used || !bad || !ret || !f32 || !togr) abort();
   for (int i = 0; i < nvals; i++) root[i] = i, half[i] = 0;
   nops = 0;
   int lossk = -1; /* the loss's defining op: the backward and the update follow it */
@@ -146,10 +152,15 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
       for (int i = 0; i < op->nopnds; i++) ret[root[op->opnds[i]->id]] = 1;
     if (skip(op)) continue;
     bool any = false, grad = grad16 && lossk >= 0 && k > lossk && makes_gradient(op);
+    bool wide32 = false; /* --reduce-dtype fp32: a gradient's pending sum stays fp32 */
+    if (reduce != GV_DT_UNKNOWN && lossk >= 0 && k > lossk && op->nres == 1 && !update_op(op) && togr[op->res[0]->id]) {
+      const gv_sharding *sh = gv_value_sharding(m, op->res[0]); /* a pending sum: a gradient reduction moves it */
+      if (sh && sh->partial) grad = reduce != GV_DT_F32, wide32 = reduce == GV_DT_F32;
+    }
     bool stat = reduction(op) && !grad;
     for (int i = 0; i < op->nres; i++) { /* every use of each result is known now (later in the schedule) */
       int r = op->res[i]->id;
-      f32[r] = ret[r] || stat || update_op(op) || (used[r] && !bad[r] && !grad);
+      f32[r] = ret[r] || stat || update_op(op) || wide32 || (used[r] && !bad[r] && !grad);
       any = any || (f32[r] && op->res[i]->type.dtype == GV_DT_F32);
     }
     bool through = (any && !takes_activations(op) && !reduction(op)) || update_op(op);
@@ -159,6 +170,7 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
        * accumulated microbatch's weight (passes/accumulate.c) stays fp32 */
       if (through || (op->code == GV_OP_CROSS_ENTROPY_GRAD && i == 0)) used[r] = 1;
       else bad[r] = 1;
+      if (update_op(op) || (carries_gradient(op) && op->nres && togr[op->res[0]->id])) togr[op->opnds[i]->id] = 1;
     }
   }
   for (int k = 0; k < nops && !rc; k++) {
@@ -183,6 +195,6 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
     }
   }
 done:
-  free(ops), free(root), free(used), free(bad), free(ret), free(f32);
+  free(ops), free(root), free(used), free(bad), free(ret), free(f32), free(togr);
   return rc;
 }

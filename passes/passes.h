@@ -72,6 +72,7 @@ int gv_pass_memory_plan(gv_module *m);    /* passes/memory_plan.c */
 typedef struct {
   gv_dtype storage;       /* f32: every value at its type; bf16 / f16: 16-bit storage (--precision) */
   gv_dtype grad;          /* training under 16-bit storage: the parameter gradients' storage, f32 or = storage */
+  gv_dtype reduce;        /* the dtype gradient reductions move (--reduce-dtype): f32, = storage, or unknown: = grad */
 } gv_precision_options;
 extern gv_precision_options gv_precision_opts;
 int gv_pass_storage(gv_module *m);        /* passes/storage.c */

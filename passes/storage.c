@@ -28,7 +28,7 @@
 #include "../ir/storage.h"
 #include "passes.h"
 
-gv_precision_options gv_precision_opts = {.storage = GV_DT_F32, .grad = GV_DT_F32};
+gv_precision_options gv_precision_opts = {.storage = GV_DT_F32, .grad = GV_DT_F32, .reduce = GV_DT_UNKNOWN};
 
 /* a collective spmd-partition made, with its predicted bytes */
 static bool moved(const gv_op *op) {
@@ -71,7 +71,7 @@ int gv_pass_storage(gv_module *m) {
   if (!half) abort();
   int rc = 0;
   if (train) {
-    rc = gv_storage_plan_train(m, half, n, grad16);
+    rc = gv_storage_plan_train(m, half, n, grad16, gv_precision_opts.reduce);
     const gv_op *ret = gv_block_terminator(body);
     bool changed = false;
     for (int k = 0; k < ncoll && !rc; k++) { /* the global program's decision for each collective (above) */

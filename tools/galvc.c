@@ -135,7 +135,10 @@ static void usage(FILE *f) {
           "                           --loss-scale; with --train mixed precision: fp32 parameters, optimizer\n"
           "                           state and parameter gradients, 16-bit activations and GEMM inputs)\n"
           "  --grad-dtype fp32|bf16   --train --precision bf16: the parameter gradients' storage (and so their\n"
-          "                           dp / ZeRO reduction's dtype); default fp32\n"
+          "                           dp / ZeRO reduction's dtype unless --reduce-dtype); default fp32\n"
+          "  --reduce-dtype fp32|bf16|fp16  --train with 16-bit --precision: the dtype in which the gradient\n"
+          "                           reductions (dp all-reduce, ZeRO reduce-scatter) move the gradients' partial\n"
+          "                           sums (default: the gradient's, --grad-dtype); 16-bit: the --precision dtype\n"
           "  --emit=ir|program        force the output kind: ir = IR text (MLIR generic syntax; into a\n"
           "                           directory as MODEL.mlir), program = the target's program\n"
           "  --no-build               write the program but do not run make\n"
@@ -672,6 +675,12 @@ int main(int argc, char **argv) {
         return 2;
       }
       gv_precision_opts.grad = strcmp(val, "bf16") == 0 ? GV_DT_BF16 : GV_DT_F32;
+    } else if (TAKES("--reduce-dtype")) {
+      if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0 && strcmp(val, "fp16") != 0) {
+        gv_error_plain("--reduce-dtype %s: expected fp32, bf16 or fp16", val);
+        return 2;
+      }
+      gv_precision_opts.reduce = !strcmp(val, "fp32") ? GV_DT_F32 : !strcmp(val, "bf16") ? GV_DT_BF16 : GV_DT_F16;
     } else if (strcmp(a, "--no-build") == 0) {
       build = 0;
     } else if (TAKES("-o")) {
@@ -835,6 +844,18 @@ int main(int argc, char **argv) {
   if (gv_precision_opts.grad != GV_DT_F32 && (!cuda.bf16 || !train)) {
     gv_error_plain("--grad-dtype bf16: 16-bit parameter gradients are part of mixed-precision training (give --train "
                    "--precision bf16)");
+    return 2;
+  }
+  if (gv_precision_opts.reduce != GV_DT_UNKNOWN && (!train || gv_precision_opts.storage == GV_DT_F32)) {
+    gv_error_plain("--reduce-dtype: the gradient reductions' dtype is part of mixed-precision training (give --train "
+                   "--precision bf16|fp16)");
+    return 2;
+  }
+  if (gv_precision_opts.reduce != GV_DT_UNKNOWN && gv_precision_opts.reduce != GV_DT_F32 &&
+      gv_precision_opts.reduce != gv_precision_opts.storage) {
+    gv_error_plain("--reduce-dtype %s with --precision %s: the 16-bit reduction dtype is the program's 16-bit dtype "
+                   "(one per program)", gv_precision_opts.reduce == GV_DT_BF16 ? "bf16" : "fp16",
+                   gv_precision_opts.storage == GV_DT_BF16 ? "bf16" : "fp16");
     return 2;
   }
   if (dump_after && strcmp(dump_after, "all") != 0 && strcmp(dump_after, "import") != 0 &&
