@@ -235,7 +235,10 @@ int gv_pass_optimizer(gv_module *m) {
       int tri = f->body->nargs - 1;
       gv_value *t1 = gvb_bin(&c, GV_OP_ADD, tr, gvb_cst(&c, sdt, 1.0));
       gv_value *grow = gvb_bin(&c, GV_OP_GREATER_EQUAL, t1, gvb_cst(&c, sdt, (double)o->scale_interval));
-      gv_value *good = gvb_op(&c, GV_OP_WHERE, 3, (gv_value *[]){grow, gvb_bin(&c, GV_OP_MUL, scale, gvb_cst(&c, sdt, o->scale_growth)), scale});
+      /* grown only to a finite scale (torch: an fp32 overflow keeps the scale) */
+      gv_value *big = gvb_bin(&c, GV_OP_MUL, scale, gvb_cst(&c, sdt, o->scale_growth));
+      gv_value *fin = gvb_bin(&c, GV_OP_EQUAL, gvb_bin(&c, GV_OP_MUL, big, gvb_cst(&c, sdt, 0.0)), gvb_cst(&c, sdt, 0.0));
+      gv_value *good = gvb_op(&c, GV_OP_WHERE, 3, (gv_value *[]){gvb_bin(&c, GV_OP_AND, grow, fin), big, scale});
       gv_value *ns = gvb_op(&c, GV_OP_WHERE, 3, (gv_value *[]){skip, gvb_bin(&c, GV_OP_MUL, scale, gvb_cst(&c, sdt, o->scale_backoff)), good});
       gv_value *zero = gvb_cst(&c, sdt, 0.0);
       gv_value *nt = gvb_op(&c, GV_OP_WHERE, 3, (gv_value *[]){skip, zero, gvb_op(&c, GV_OP_WHERE, 3, (gv_value *[]){grow, zero, t1})});

@@ -9,7 +9,7 @@
  * weights.bin) and the optimizer state (zeros), or both from a checkpoint.
  * Each step copies the step's batch into the arena, runs galv_program_run,
  * prints "step K loss X" (K counts from the checkpoint's step count; with
- * loss scaling, CPU target: "scale S skipped N" follow, S the scale after
+ * loss scaling: "scale S skipped N" follow, S the scale after
  * the step's update, N the steps skipped so far, and "(overflow: step
  * skipped)" when this step was) and
  * copies every new value that the step did not write in place into its
@@ -304,9 +304,15 @@ int galv_train_main(int argc, char **argv) {
     for (int i = 0; i < galv_nstate && !galv_train_dev; i++)
       if (galv_state[i].update_from >= 0)
         memcpy(state + galv_state[i].offset, arena + galv_state[i].update_from, (size_t)galv_state[i].nbytes);
-    if (ls_skip >= 0 && !galv_train_dev) { /* loss scaling: the scale after this step's update, the steps skipped */
-      float sc = ls_scale >= 0 ? *(const float *)(state + galv_state[ls_scale].offset) : 0;
-      float sk = *(const float *)(state + galv_state[ls_skip].offset);
+    if (ls_skip >= 0 && (!galv_train_dev || galv_train_dev->read)) { /* loss scaling: the scale after this step's update, the steps skipped */
+      float sc = 0, sk = 0;
+      if (galv_train_dev) {
+        if (ls_scale >= 0) galv_train_dev->read(ls_scale, &sc);
+        galv_train_dev->read(ls_skip, &sk);
+      } else {
+        if (ls_scale >= 0) memcpy(&sc, state + galv_state[ls_scale].offset, 4);
+        memcpy(&sk, state + galv_state[ls_skip].offset, 4);
+      }
       char scs[40] = "";
       if (ls_scale >= 0) snprintf(scs, sizeof scs, " scale %.17g", sc); /* exact */
       printf("step %lld loss %.9g%s skipped %.0f%s\n", (long long)done, loss, scs, sk, sk > ls_skipped ? " (overflow: step skipped)" : "");

@@ -65,6 +65,12 @@ conflict "--loss-scale-init / -growth / -backoff / -interval tune the dynamic sc
 conflict "--loss-scale (fp16 training) with --pipeline-stages is not supported yet" --train --precision fp16 --pipeline-stages 2 \
   --target cpu -o "$T/o/"
 fine --train --precision fp16 --loss-scale 1024 "${IR[@]}"
+conflict "--reduce-dtype: the gradient reductions' dtype is part of mixed-precision training" --train --reduce-dtype fp32 "${IR[@]}"
+conflict "--reduce-dtype: the gradient reductions' dtype is part of mixed-precision training" --precision bf16 --reduce-dtype fp32 "${IR[@]}"
+conflict "--reduce-dtype bf16 with --precision fp16: the 16-bit reduction dtype is the program's 16-bit dtype" --train \
+  --precision fp16 --reduce-dtype bf16 "${IR[@]}"
+conflict "--reduce-dtype fp8: expected fp32, bf16 or fp16" --train --precision fp16 --reduce-dtype fp8 "${IR[@]}"
+fine --train --precision fp16 --reduce-dtype fp16 "${IR[@]}"
 fine --train --precision bf16 --loss-scale dynamic "${IR[@]}"
 conflict "--precision fp16: the cuda runtime's kernels store bf16, not fp16, so far" --precision fp16 --target cuda --no-build -o "$T/o/"
 conflict "--precision fp8: expected fp32, bf16 or fp16" --precision fp8 "${IR[@]}"
