@@ -106,21 +106,25 @@ static bool reduction(const gv_op *op) {
  * unscaling and its overflow check, clipping, the update) compute on fp32
  * gradients, parameters and state: their results stay fp32 and their
  * operands are read as fp32 (a reduction there, an overflow count or a
- * clipping norm, does not make a gradient 16-bit) */
-static bool update_op(const gv_op *op) { return op->loc && !strncmp(op->loc, "optimizer/", 10); }
+ * clipping norm, does not make a gradient 16-bit). A collective spmd-
+ * partition placed before one (it takes its consumer's loc) is not one. */
+static bool update_op(const gv_op *op) {
+  return op->loc && !strncmp(op->loc, "optimizer/", 10) && !is_collective(op); /* a collective spmd-partition placed there moves the gradient */
+}
 
 static bool skip(const gv_op *op) {
   return op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA || op->code == GV_OP_RETURN ||
          (gv_ops[op->code].flags & GV_VIEW);
 }
 
-/* Decided per root (a view shares its root's storage): the fp32 closure in
- * reverse schedule order, then forward for copies. */
 /* ops through which a parameter gradient flows unchanged in kind on its way to the optimizer */
 static bool carries_gradient(const gv_op *op) {
   return op->code == GV_OP_ADD || op->code == GV_OP_TRANSPOSE || op->code == GV_OP_RESHARD || op->code == GV_OP_CONCAT ||
          op->code == GV_OP_SLICE || is_collective(op) || (gv_ops[op->code].flags & GV_VIEW);
 }
+
+/* Decided per root (a view shares its root's storage): the fp32 closure in
+ * reverse schedule order, then forward for copies. */
 
 int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16, gv_dtype reduce) {
   gv_block *body = m->main->body;

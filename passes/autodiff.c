@@ -61,7 +61,8 @@ int gv_pass_autodiff(gv_module *m) {
   gv_value *scale_arg = NULL; /* --loss-scale dynamic: the scale is state, updated by the optimizer */
   if (gv_train_opts.loss_scale_mode == 2 && !(scale_arg = gvb_loss_scale_arg(f))) {
     scale_arg = gv_func_add_arg(m, f, "opt.loss_scale", gv_type_make(loss->type.dtype, 0, NULL), false);
-    if (!f->arg_is_state) f->arg_is_state = gv_alloc(m->arena, (size_t)(f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs));
+    if (!f->arg_is_state)
+      f->arg_is_state = gv_alloc(m->arena, (size_t)(f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs) * sizeof(bool));
     f->arg_is_state[f->body->nargs - 1] = true;
   }
   int nv = number(f->body, 0);

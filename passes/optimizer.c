@@ -21,7 +21,15 @@
  * the global gradients, so under a mesh propagate-sharding completes it
  * like any value: a sharded gradient's (tp, ZeRO) sum of squares is a
  * partial sum all-reduced once, a replicated gradient's is local, counted
- * once; no communication is written here. */
+ * once; no communication is written here.
+ * Loss scaling (loss_scale_mode; docs/autodiff.md, "Loss scaling"): the
+ * gradients are scale x d loss (autodiff's seed); before clipping each is
+ * multiplied by 1 / scale and its inf / NaN elements counted (reduce_sum of
+ * not(g x 0 == 0), one sum over the global gradients like the norm); a count
+ * > 0 keeps every parameter and state value (AdamW's step too) through
+ * where(overflow, old, new). Dynamic: opt.loss_scale (0: the initial scale)
+ * x backoff on overflow, x growth (when finite) after `interval` good steps
+ * counted in opt.growth_tracker; opt.skipped_steps counts the skips. */
 #include <stdio.h>
 #include <string.h>
 

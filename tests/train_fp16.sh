@@ -29,6 +29,12 @@
 #     216072, zero 208384 -> 105984 bytes per step), bf16 with --grad-dtype
 #     bf16 and --reduce-dtype fp32 about twice (210440 -> 415240, 104192 ->
 #     206592); counted = predicted; losses within 1e-3 of fp32.
+# (6) The CUDA program under the execution layer (make emu; skipped without a
+#     C++ compiler): bf16 (the CUDA runtime stores bf16 only, so CUDA fp16
+#     is refused) with --loss-scale-init 1e38 --loss-scale-interval 1: the
+#     same per-step lines as the CPU program (the scale grows once to 2e38,
+#     then not to an infinite 4e38). No overflow step runs on this target
+#     (bf16's range does not overflow here).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -193,5 +199,19 @@ for s in dp zero; do
     fi
   done
 done
+# ---- (6) the CUDA program (bf16: the CUDA runtime stores bf16, not fp16) with the loss-scaling ops under the
+# execution layer (make emu): the same per-step lines (loss, scale after a growth capped at a finite value,
+# skipped count read from the device) as the CPU program of the same plan
+if command -v "${CXX:-g++}" >/dev/null; then
+  CU=(--precision bf16 --loss-scale-init 1e38 --loss-scale-interval 1)
+  if "$BUILD/galvc" --batch 2 --seq 16 --train --target cuda "$M" "${CU[@]}" --no-build -o "$T/cu/" </dev/null >"$T/cu.log" 2>&1 &&
+    make -s -C "$T/cu" emu >"$T/cumake.log" 2>&1 && "$T/cu/program-emu" --batches "$T/b" --steps 3 >"$T/rcu.log" 2>&1 &&
+    compile cb "$M" "${CU[@]}" && "$T/cb/program" --batches "$T/b" --steps 3 >"$T/rcb.log" 2>&1 &&
+    [ "$(grep '^step' "$T/rcu.log")" = "$(grep '^step' "$T/rcb.log")" ] && grep -q "^step 2 loss .* scale 1.99999993[0-9]*e+38 skipped 0$" "$T/rcu.log"; then
+    ok "cuda program-emu, bf16 with loss scaling: the cpu program's lines: $(grep '^step 2' "$T/rcu.log")"
+  else
+    bad "cuda program-emu with loss scaling: $(tail -1 "$T/cu.log" "$T/cumake.log" "$T/rcu.log" 2>/dev/null | tail -1) $(diff <(grep '^step' "$T/rcb.log") <(grep '^step' "$T/rcu.log") | head -2)"
+  fi
+fi
 echo "train_fp16: $pass passed, $fail failed"
 [ $fail = 0 ]
