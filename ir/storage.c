@@ -123,22 +123,39 @@ static bool reduction(const gv_op *op) {
   }
 }
 
+/* the optimizer's ops (passes/optimizer.c, loc "optimizer/...": loss
+ * unscaling and its overflow check, clipping, the update) compute on fp32
+ * gradients, parameters and state: their results stay fp32 and their
+ * operands are read as fp32 (a reduction there, an overflow count or a
+ * clipping norm, does not make a gradient 16-bit). A collective spmd-
+ * partition placed before one (it takes its consumer's loc) is not one. */
+static bool update_op(const gv_op *op) {
+  return op->loc && !strncmp(op->loc, "optimizer/", 10) && !is_collective(op); /* a collective spmd-partition placed there moves the gradient */
+}
+
 static bool skip(const gv_op *op) {
   return op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA || op->code == GV_OP_RETURN ||
          (gv_ops[op->code].flags & GV_VIEW);
 }
 
+/* ops through which a parameter gradient flows unchanged in kind on its way to the optimizer */
+static bool carries_gradient(const gv_op *op) {
+  return op->code == GV_OP_ADD || op->code == GV_OP_TRANSPOSE || op->code == GV_OP_RESHARD || op->code == GV_OP_CONCAT ||
+         op->code == GV_OP_SLICE || is_collective(op) || (gv_ops[op->code].flags & GV_VIEW);
+}
+
 /* Decided per root (a view shares its root's storage): the fp32 closure in
  * reverse schedule order, then forward for copies. */
-int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16, const char *const *wide, int nwide) {
+int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16, gv_dtype reduce, const char *const *wide,
+                          int nwide) {
   gv_block *body = m->main->body;
   int nops = 0, rc = 0;
   for (const gv_op *op = body->first; op; op = op->next) nops++;
   const gv_op **ops = malloc((size_t)(nops + 1) * sizeof *ops);
   int *root = malloc((size_t)(nvals + 1) * sizeof *root);
   char *used = calloc((size_t)nvals + 1, 1), *bad = calloc((size_t)nvals + 1, 1), *ret = calloc((size_t)nvals + 1, 1);
-  char *f32 = calloc((size_t)nvals + 1, 1);
-  if (!ops || !root || !used || !bad || !ret || !f32) abort();
+  char *f32 = calloc((size_t)nvals + 1, 1), *togr = calloc((size_t)nvals + 1, 1); /* togr: flows into the optimizer */
+  if (!ops || !root || !used || !bad || !ret || !f32 || !togr) abort();
   for (int i = 0; i < nvals; i++) root[i] = i, half[i] = 0;
   /* a training stage program: its crossing values (named) are 16-bit, not step results */
   const gv_func *fn = m->main;
@@ -177,19 +194,25 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
       }
     if (skip(op)) continue;
     bool any = false, grad = grad16 && lossk >= 0 && k > lossk && makes_gradient(op);
+    bool wide32 = false; /* --reduce-dtype fp32: a gradient's pending sum stays fp32 */
+    if (reduce != GV_DT_UNKNOWN && lossk >= 0 && k > lossk && op->nres == 1 && !update_op(op) && togr[op->res[0]->id]) {
+      const gv_sharding *sh = gv_value_sharding(m, op->res[0]); /* a pending sum: a gradient reduction moves it */
+      if (sh && sh->partial) grad = reduce != GV_DT_F32, wide32 = reduce == GV_DT_F32;
+    }
     bool stat = reduction(op) && !grad;
     for (int i = 0; i < op->nres; i++) { /* every use of each result is known now (later in the schedule) */
       int r = op->res[i]->id;
-      f32[r] = ret[r] || stat || (used[r] && !bad[r] && !grad);
+      f32[r] = ret[r] || stat || update_op(op) || wide32 || (used[r] && !bad[r] && !grad);
       any = any || (f32[r] && op->res[i]->type.dtype == GV_DT_F32);
     }
-    bool through = any && !takes_activations(op) && !reduction(op);
+    bool through = (any && !takes_activations(op) && !reduction(op)) || update_op(op);
     for (int i = 0; i < op->nopnds; i++) {
       int r = root[op->opnds[i]->id];
       /* cross_entropy_grad's d loss is a scalar its kernel reads as fp32: an
        * accumulated microbatch's weight (passes/accumulate.c) stays fp32 */
       if (through || (op->code == GV_OP_CROSS_ENTROPY_GRAD && i == 0)) used[r] = 1;
       else bad[r] = 1;
+      if (update_op(op) || (carries_gradient(op) && op->nres && togr[op->res[0]->id])) togr[op->opnds[i]->id] = 1;
     }
   }
   for (int k = 0; k < nops && !rc; k++) {
@@ -224,6 +247,6 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
                        "not supported", fn->arg_names[i] ? fn->arg_names[i] : "?");
 done:
   free(force);
-  free(ops), free(root), free(used), free(bad), free(ret), free(f32);
+  free(ops), free(root), free(used), free(bad), free(ret), free(f32), free(togr);
   return rc;
 }

@@ -42,7 +42,15 @@ bool gv_module_has_narrow_storage(const gv_module *m);
  * other op result (activations, activation gradients, logits) is 16-bit.
  * Returns 0, or -1 after one error line (a step result that would be
  * 16-bit). */
-int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16, const char *const *wide, int nwide);
+/* reduce (--reduce-dtype): the dtype of the parameter gradients' pending
+ * sums that a gradient reduction (all-reduce / reduce-scatter over the
+ * ranks) moves: a backward op's result that is a partial sum (its sharding)
+ * and flows by copies, views and sums only into the optimizer (loc
+ * "optimizer/...") is stored fp32 (reduce f32) or 16-bit (reduce = the
+ * storage dtype) whatever grad16 says; GV_DT_UNKNOWN: as the gradient. */
+int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool grad16, gv_dtype reduce, const char *const *wide,
+                          int nwide);
+
 
 /* Pipeline stage programs (docs/pipeline.md, "16-bit storage"): the values
  * that cross between stages or entries are named — received "pp.X" and

@@ -96,9 +96,9 @@ int gv_pass_accumulate(gv_module *m) {
   gv_op *ret = gv_block_terminator(body);
   if (!ret || ret->nopnds < 1 || !f->res_names || f->nres_names != ret->nopnds || strncmp(f->res_names[0], "loss", 4))
     return gv_error(m, "accumulate: expects the loss and its gradients (run loss and autodiff first)");
-  if (f->arg_is_state)
-    for (int i = 0; i < body->nargs; i++)
-      if (f->arg_is_state[i]) return gv_error(m, "accumulate: the optimizer already ran (accumulate runs before it)");
+  if (f->res_updates) return gv_error(m, "accumulate: the optimizer already ran (accumulate runs before it)");
+  /* data inputs: neither parameters nor state (autodiff's loss scale) */
+#define DATA(i) (!f->arg_is_param[i] && !(f->arg_is_state && f->arg_is_state[i]))
   const bool ce = strcmp(gv_train_opts.loss, "cross_entropy") == 0;
   gv_op *seed = NULL;
   for (gv_op *op = body->first; op && !seed; op = op->next) {
@@ -109,7 +109,7 @@ int gv_pass_accumulate(gv_module *m) {
   if (!seed) return gv_error(m, "accumulate: no loss gradient seed (loc autodiff/seed): run autodiff first");
   gv_value *labels = NULL;
   for (int i = 0; i < body->nargs; i++) {
-    if (f->arg_is_param[i]) continue;
+    if (!DATA(i)) continue;
     gv_value *a = body->args[i];
     if (a->type.rank < 1 || a->type.rank >= GV_MAX_RANK)
       return gv_error(m, "--microbatches: input '%s' has rank %d: microbatches split dim 0 of every data input (rank 1 to %d)",
@@ -130,7 +130,7 @@ int gv_pass_accumulate(gv_module *m) {
   for (gv_op *op = body->first; op != ret; op = op->next) ops[nops++] = op;
   /* the data inputs at the global batch */
   for (int i = 0; i < body->nargs; i++)
-    if (!f->arg_is_param[i]) body->args[i]->type.dims[0] *= B;
+    if (DATA(i)) body->args[i]->type.dims[0] *= B;
 
   int rc = -1;
   gvb b = {m, body->first ? body->first : ret, "accumulate"};
@@ -160,7 +160,7 @@ int gv_pass_accumulate(gv_module *m) {
     /* this microbatch's inputs and weight (before its first op) */
     b.loc = "accumulate/microbatch";
     for (int i = 0; i < body->nargs; i++)
-      if (!f->arg_is_param[i] && !(map[body->args[i]->id] = microbatch_of(&b, body->args[i], B, k))) goto done;
+      if (DATA(i) && !(map[body->args[i]->id] = microbatch_of(&b, body->args[i], B, k))) goto done;
     gv_value *wk = w ? reshape(&b, slice1(&b, w, 0, k), 0, NULL) : gvb_cst(&b, seed->res[0]->type.dtype, 1.0 / (double)B);
     if (!wk) goto done;
     map[seed->res[0]->id] = wk;
@@ -186,4 +186,5 @@ int gv_pass_accumulate(gv_module *m) {
 done:
   free(map), free(ops), free(acc);
   return rc;
+#undef DATA
 }

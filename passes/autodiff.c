@@ -12,7 +12,11 @@
  * whose result needs a gradient but whose rule is gv_grad_missing (galv.if,
  * galv.fused, ...) is an error naming the node. The function then returns
  * the loss followed by one gradient per trained parameter, in argument order, named
- * "grad:<param>" (zeros for a parameter the loss does not depend on). Only
+ * "grad:<param>" (zeros for a parameter the loss does not depend on).
+ * Loss scaling (gv_train_opts.loss_scale_mode, fp16 training): the seed is
+ * the scale, so every gradient is scale x d loss; a dynamic scale is a new
+ * state argument opt.loss_scale (zeros: the initial scale), which
+ * passes/optimizer.c updates. Only
  * the function body is differentiated, not ops inside regions. */
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +58,13 @@ int gv_pass_autodiff(gv_module *m) {
   gv_value *loss = ret->opnds[0];
   if (!gv_dtype_is_float(loss->type.dtype) || gv_type_numel(&loss->type) != 1)
     return gv_error(m, "autodiff: the first result must be a floating-point scalar loss (run the loss pass first)");
+  gv_value *scale_arg = NULL; /* --loss-scale dynamic: the scale is state, updated by the optimizer */
+  if (gv_train_opts.loss_scale_mode == 2 && !(scale_arg = gvb_loss_scale_arg(f))) {
+    scale_arg = gv_func_add_arg(m, f, "opt.loss_scale", gv_type_make(loss->type.dtype, 0, NULL), false);
+    if (!f->arg_is_state)
+      f->arg_is_state = gv_alloc(m->arena, (size_t)(f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs) * sizeof(bool));
+    f->arg_is_state[f->body->nargs - 1] = true;
+  }
   int nv = number(f->body, 0);
   bool *active = calloc((size_t)nv + 1, 1), *useful = calloc((size_t)nv + 1, 1);
   gv_value **grad = calloc((size_t)nv + 1, sizeof *grad);
@@ -88,6 +99,10 @@ int gv_pass_autodiff(gv_module *m) {
 
   gvb b = {m, ret, "autodiff/seed"}; /* d loss = 1: passes/accumulate.c weighs microbatches here */
   grad[loss->id] = gvb_cst(&b, loss->type.dtype, 1.0);
+  if (gv_train_opts.loss_scale_mode) { /* d (loss x scale): every gradient scaled (passes/optimizer.c unscales) */
+    b.loc = "autodiff/loss_scale";
+    grad[loss->id] = gvb_bin(&b, GV_OP_MUL, grad[loss->id], gvb_loss_scale(&b, scale_arg, loss->type.dtype, gv_train_opts.loss_scale));
+  }
   b.loc = "autodiff";
   if (grad[loss->id] && loss->type.rank) {
     gv_op *o = gvb_new(&b, GV_OP_RESHAPE, 1, &grad[loss->id]);

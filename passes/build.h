@@ -6,6 +6,8 @@
 #ifndef GALV_PASSES_BUILD_H
 #define GALV_PASSES_BUILD_H
 
+#include <string.h>
+
 #include "../ir/ir.h"
 
 typedef struct {
@@ -58,6 +60,25 @@ static inline gv_value *gvb_zeros(gvb *b, const gv_type *t) {
   if (!o) return NULL;
   o->res[0]->type = *t;
   return gvb_fin(b, o);
+}
+
+/* Loss scaling (--loss-scale; passes/autodiff.c scales the seed,
+ * passes/optimizer.c unscales): the scale this step uses. s: the dynamic
+ * scale's state argument (opt.loss_scale), whose zeros (a fresh state)
+ * stand for init; NULL: the static scale init. */
+static inline gv_value *gvb_loss_scale(gvb *b, gv_value *s, gv_dtype dt, double init) {
+  if (!s) return gvb_cst(b, dt, init);
+  gv_value *fresh = gvb_bin(b, GV_OP_EQUAL, s, gvb_cst(b, dt, 0.0));
+  gv_value *in[3] = {fresh, gvb_cst(b, dt, init), s};
+  return gvb_op(b, GV_OP_WHERE, 3, in);
+}
+
+/* The dynamic loss scale's state argument (created by autodiff, a state
+ * argument from then on), or NULL. */
+static inline gv_value *gvb_loss_scale_arg(const gv_func *f) {
+  for (int i = 0; i < f->body->nargs; i++)
+    if (f->arg_names[i] && !strcmp(f->arg_names[i], "opt.loss_scale")) return f->body->args[i];
+  return NULL;
 }
 
 #endif

@@ -21,7 +21,15 @@
  * the global gradients, so under a mesh propagate-sharding completes it
  * like any value: a sharded gradient's (tp, ZeRO) sum of squares is a
  * partial sum all-reduced once, a replicated gradient's is local, counted
- * once; no communication is written here. */
+ * once; no communication is written here.
+ * Loss scaling (loss_scale_mode; docs/autodiff.md, "Loss scaling"): the
+ * gradients are scale x d loss (autodiff's seed); before clipping each is
+ * multiplied by 1 / scale and its inf / NaN elements counted (reduce_sum of
+ * not(g x 0 == 0), one sum over the global gradients like the norm); a count
+ * > 0 keeps every parameter and state value (AdamW's step too) through
+ * where(overflow, old, new). Dynamic: opt.loss_scale (0: the initial scale)
+ * x backoff on overflow, x growth (when finite) after `interval` good steps
+ * counted in opt.growth_tracker; opt.skipped_steps counts the skips. */
 #include <stdio.h>
 #include <string.h>
 
@@ -78,6 +86,7 @@ int gv_pass_optimizer(gv_module *m) {
     pidx[k++] = i;
   }
   int nstate = adamw ? 1 + 2 * np : o->momentum != 0 ? np : 0;
+  if (o->loss_scale_mode) nstate += 3; /* opt.loss_scale, opt.growth_tracker, opt.skipped_steps */
   int cap = 1 + np + nstate;
   results r = {m, f, gv_alloc(m->arena, (size_t)cap * sizeof(gv_value *)), gv_alloc(m->arena, (size_t)cap * sizeof(char *)),
                gv_alloc(m->arena, (size_t)cap * sizeof(int)), 0};
@@ -85,6 +94,43 @@ int gv_pass_optimizer(gv_module *m) {
   push(&r, loss, f->res_names[0], -1);
   gv_value **grads = gv_alloc(m->arena, (size_t)(np + 1) * sizeof *grads);
   for (int k = 0; k < np; k++) grads[k] = ret->opnds[k + 1];
+
+  /* loss scaling: every gradient is scale x d loss (passes/autodiff.c). The
+   * overflow count (inf / NaN elements over every gradient: g x 0 is NaN
+   * exactly there) is a sum over the global gradients, so under a mesh it is
+   * completed as the clipping norm is: a sharded gradient's count is a partial
+   * sum all-reduced, a replicated one's is the same on every rank. */
+  gv_value *skip = NULL, *scale = NULL, *sarg = NULL;
+  if (o->loss_scale_mode) {
+    gvb c = {m, ret, "optimizer/loss_scale"};
+    sarg = gvb_loss_scale_arg(f);
+    if (o->loss_scale_mode == 2 && !sarg) return gv_error(m, "optimizer: --loss-scale dynamic: no opt.loss_scale state (run autodiff with it)");
+    gv_dtype sdt = sarg ? sarg->type.dtype : loss->type.dtype;
+    scale = gvb_loss_scale(&c, sarg, sdt, o->loss_scale);
+    gv_value *inv = gvb_bin(&c, GV_OP_DIV, gvb_cst(&c, sdt, 1.0), scale), *bad = NULL;
+    for (int k = 0; k < np; k++) {
+      gv_value *g = grads[k];
+      c.loc = cat(m, adamw ? "optimizer/adamw/" : "optimizer/sgd/", f->arg_names[pidx[k]]); /* with P's update (ZeRO) */
+      if (g->type.dtype != sdt)
+        return gv_error(m, "optimizer: --loss-scale: the gradient of '%s' is %s (%s expected)", f->arg_names[pidx[k]],
+                        gv_dtype_name(g->type.dtype), gv_dtype_name(sdt));
+      gv_value *fin = gvb_bin(&c, GV_OP_EQUAL, gvb_bin(&c, GV_OP_MUL, g, gvb_cst(&c, sdt, 0.0)), gvb_cst(&c, sdt, 0.0));
+      gv_op *cs = gvb_new(&c, GV_OP_CAST, 1, (gv_value *[]){gvb_un(&c, GV_OP_NOT, fin)});
+      if (!cs) return -1;
+      gv_set_type(m, cs, "to", sdt);
+      gv_op *rs = gvb_new(&c, GV_OP_REDUCE_SUM, 1, (gv_value *[]){gvb_fin(&c, cs)});
+      if (!rs) return -1;
+      gv_set_int(m, rs, "keepdims", 0);
+      gv_value *cnt = gvb_fin(&c, rs);
+      c.loc = "optimizer/loss_scale";
+      bad = bad ? gvb_bin(&c, GV_OP_ADD, bad, cnt) : cnt;
+      c.loc = cat(m, adamw ? "optimizer/adamw/" : "optimizer/sgd/", f->arg_names[pidx[k]]);
+      if (!(grads[k] = gvb_bin(&c, GV_OP_MUL, g, inv))) return -1;
+      c.loc = "optimizer/loss_scale";
+    }
+    skip = bad ? gvb_bin(&c, GV_OP_GREATER, bad, gvb_cst(&c, sdt, 0.0)) : NULL;
+    if (np && !skip) return -1;
+  }
 
   if (o->clip_grad_norm > 0) {
     gvb c = {m, ret, "optimizer/clip_grad_norm"};
@@ -160,6 +206,19 @@ int gv_pass_optimizer(gv_module *m) {
 #undef K
     if (!newp[k] || (adamw && (!st1[k] || !st2[k]))) return -1;
   }
+  if (skip) { /* an overflow skips the step: parameters and optimizer state (AdamW's step count too) unchanged */
+    b.loc = "optimizer/loss_scale";
+#define KEEP(old, v) ((v) = gvb_op(&b, GV_OP_WHERE, 3, (gv_value *[]){skip, (old), (v)}))
+    for (int k = 0; k < np; k++) {
+      b.loc = cat(m, adamw ? "optimizer/adamw/" : "optimizer/sgd/", f->arg_names[pidx[k]]);
+      if (!KEEP(f->body->args[pidx[k]], newp[k])) return -1;
+      if (adamw && (!KEEP(f->body->args[st1i[k]], st1[k]) || !KEEP(f->body->args[st2i[k]], st2[k]))) return -1;
+      if (!adamw && o->momentum != 0 && !KEEP(f->body->args[st1i[k]], st1[k])) return -1;
+    }
+    b.loc = "optimizer/adamw";
+    if (adamw && !KEEP(step, step1)) return -1;
+#undef KEEP
+  }
   for (int k = 0; k < np; k++) push(&r, newp[k], f->arg_names[pidx[k]], pidx[k]);
   if (adamw) {
     if (!step1) return -1;
@@ -169,9 +228,39 @@ int gv_pass_optimizer(gv_module *m) {
   } else if (o->momentum != 0) {
     for (int k = 0; k < np; k++) push(&r, st1[k], f->arg_names[st1i[k]], st1i[k]);
   }
+  if (skip) {
+    /* torch's GradScaler.update: on overflow scale x backoff and the good-step count 0; else the count + 1,
+     * and at the interval scale x growth and the count 0. opt.skipped_steps counts the skipped steps. */
+    gvb c = {m, ret, "optimizer/loss_scale"};
+    gv_dtype sdt = scale->type.dtype;
+    gv_value *sk = state_arg(m, f, "opt.skipped_steps", gv_type_make(sdt, 0, NULL));
+    int ski = f->body->nargs - 1;
+    gv_value *sk1 = gvb_op(&c, GV_OP_WHERE, 3, (gv_value *[]){skip, gvb_bin(&c, GV_OP_ADD, sk, gvb_cst(&c, sdt, 1.0)), sk});
+    if (!sk1) return -1;
+    if (o->loss_scale_mode == 2) {
+      int sai = sarg->index;
+      gv_value *tr = state_arg(m, f, "opt.growth_tracker", gv_type_make(sdt, 0, NULL));
+      int tri = f->body->nargs - 1;
+      gv_value *t1 = gvb_bin(&c, GV_OP_ADD, tr, gvb_cst(&c, sdt, 1.0));
+      gv_value *grow = gvb_bin(&c, GV_OP_GREATER_EQUAL, t1, gvb_cst(&c, sdt, (double)o->scale_interval));
+      /* grown only to a finite scale (torch: an fp32 overflow keeps the scale) */
+      gv_value *big = gvb_bin(&c, GV_OP_MUL, scale, gvb_cst(&c, sdt, o->scale_growth));
+      gv_value *fin = gvb_bin(&c, GV_OP_EQUAL, gvb_bin(&c, GV_OP_MUL, big, gvb_cst(&c, sdt, 0.0)), gvb_cst(&c, sdt, 0.0));
+      gv_value *good = gvb_op(&c, GV_OP_WHERE, 3, (gv_value *[]){gvb_bin(&c, GV_OP_AND, grow, fin), big, scale});
+      gv_value *ns = gvb_op(&c, GV_OP_WHERE, 3, (gv_value *[]){skip, gvb_bin(&c, GV_OP_MUL, scale, gvb_cst(&c, sdt, o->scale_backoff)), good});
+      gv_value *zero = gvb_cst(&c, sdt, 0.0);
+      gv_value *nt = gvb_op(&c, GV_OP_WHERE, 3, (gv_value *[]){skip, zero, gvb_op(&c, GV_OP_WHERE, 3, (gv_value *[]){grow, zero, t1})});
+      if (!ns || !nt) return -1;
+      push(&r, ns, "opt.loss_scale", sai);
+      push(&r, nt, "opt.growth_tracker", tri);
+    }
+    push(&r, sk1, "opt.skipped_steps", ski);
+  }
   int ncap = f->cap_args > f->body->nargs ? f->cap_args : f->body->nargs;
-  f->arg_is_state = gv_alloc(m->arena, (size_t)ncap * sizeof *f->arg_is_state);
-  for (int i = nargs0; i < f->body->nargs; i++) f->arg_is_state[i] = true;
+  bool *ist = gv_alloc(m->arena, (size_t)ncap * sizeof *ist);
+  for (int i = 0; i < nargs0 && f->arg_is_state; i++) ist[i] = f->arg_is_state[i]; /* autodiff's opt.loss_scale */
+  for (int i = nargs0; i < f->body->nargs; i++) ist[i] = true;
+  f->arg_is_state = ist;
   gv_op_set_operands(m, ret, r.n, r.outs);
   f->res_names = r.names;
   f->nres_names = r.n;

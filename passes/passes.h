@@ -40,6 +40,12 @@ typedef struct {
   const char *recompute;  /* recomputed in backward: "none" | "all" | LIST (layers) | "selective" | "selective:LIST" (attention cores; recompute.c) */
   int64_t microbatches;   /* > 1: gradients accumulated over this many microbatches in one program (accumulate.c) */
   bool zero_reduce_each;  /* ZeRO with microbatches: reduce-scatter every microbatch's gradient (propagate-sharding) */
+  /* loss scaling (16-bit training; autodiff scales the seed, the optimizer unscales, checks and skips):
+   * 0 off, 1 static (scale fixed), 2 dynamic (torch's GradScaler: state opt.loss_scale, opt.growth_tracker) */
+  int loss_scale_mode;
+  double loss_scale;      /* static: the scale; dynamic: the initial scale (torch: 65536) */
+  double scale_growth, scale_backoff; /* dynamic: x growth after scale_interval good steps, x backoff on overflow */
+  int64_t scale_interval;
 } gv_train_options;
 extern gv_train_options gv_train_opts;
 /* Sharding (docs/sharding.md): options set by the drivers (galvc --strategy,
@@ -73,6 +79,7 @@ typedef struct {
    * them between the entries; ir/storage.h gv_func_stage_kind) */
   const char *const *stage_wide;
   int nstage_wide;
+  gv_dtype reduce;        /* the dtype gradient reductions move (--reduce-dtype): f32, = storage, or unknown: = grad */
 } gv_precision_options;
 extern gv_precision_options gv_precision_opts;
 int gv_pass_storage(gv_module *m);        /* passes/storage.c */

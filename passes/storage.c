@@ -28,7 +28,7 @@
 #include "../ir/storage.h"
 #include "passes.h"
 
-gv_precision_options gv_precision_opts = {.storage = GV_DT_F32, .grad = GV_DT_F32};
+gv_precision_options gv_precision_opts = {.storage = GV_DT_F32, .grad = GV_DT_F32, .reduce = GV_DT_UNKNOWN};
 
 /* a collective spmd-partition made, with its predicted bytes */
 static bool moved(const gv_op *op) {
@@ -134,7 +134,8 @@ int gv_pass_storage(gv_module *m) {
       free(half);
       if (!(half = calloc((size_t)n + 1, 1))) abort();
     }
-    rc = gv_storage_plan_train(m, half, n, grad16, gv_precision_opts.stage_wide, gv_precision_opts.nstage_wide);
+    rc = gv_storage_plan_train(m, half, n, grad16, gv_precision_opts.reduce, gv_precision_opts.stage_wide,
+                                gv_precision_opts.nstage_wide);
     for (int k = 0; k < ncopies; k++) { /* a copy the plan keeps fp32 saves nothing: the reshards read the parameter */
       gv_op *c = copies[k];
       if (half[c->res[0]->id]) continue;

@@ -438,6 +438,7 @@ typedef struct {
   double (*step)(const char *arena);
   void (*fetch)(char *state);
   const void *(*gather)(int i, const galv_io *l, const void *local, galv_io *g);
+  void (*read)(int i, void *dst); /* state tensor i's local bytes to the host (loss scaling's per-step line) */
 } galv_train_device;
 extern const galv_train_device *galv_train_dev;
 

@@ -8,7 +8,10 @@
  * State: one writable buffer holding the parameters (copied from the mapped
  * weights.bin) and the optimizer state (zeros), or both from a checkpoint.
  * Each step copies the step's batch into the arena, runs galv_program_run,
- * prints "step K loss X" (K counts from the checkpoint's step count) and
+ * prints "step K loss X" (K counts from the checkpoint's step count; with
+ * loss scaling: "scale S skipped N" follow, S the scale after
+ * the step's update, N the steps skipped so far, and "(overflow: step
+ * skipped)" when this step was) and
  * copies every new value that the step did not write in place into its
  * state slot (galv_state[].update_from). Batches: DIR/NAME.npy per data
  * input (NAME sanitised: '/' and control characters -> '_'), of the
@@ -290,6 +293,12 @@ int galv_train_main(int argc, char **argv) {
   printf("%s: training step: %d kernels, arena %lld bytes, state %lld bytes (parameters %lld), %d state tensors\n",
          galv_progname, galv_nkernels, (long long)galv_arena_bytes, (long long)galv_state_bytes,
          (long long)galv_param_bytes, galv_nstate);
+  int ls_scale = -1, ls_skip = -1; /* loss scaling's state (passes/optimizer.c), printed per step */
+  for (int i = 0; i < galv_nstate; i++) {
+    if (!strcmp(galv_state[i].name, "opt.loss_scale") && galv_state[i].dtype == GALV_F32 && galv_state[i].rank == 0) ls_scale = i;
+    if (!strcmp(galv_state[i].name, "opt.skipped_steps") && galv_state[i].dtype == GALV_F32 && galv_state[i].rank == 0) ls_skip = i;
+  }
+  float ls_skipped = ls_skip >= 0 ? *(const float *)(state + galv_state[ls_skip].offset) : 0;
   for (long s = 0; s < steps; s++, done++) {
     for (int i = 0; i < galv_ninputs; i++) {
       const galv_io *d = &galv_inputs[i];
@@ -308,12 +317,27 @@ int galv_train_main(int argc, char **argv) {
       const char *lp = lo->in_weights == 2 ? state + lo->offset : arena + lo->offset;
       loss = lo->dtype == GALV_F64 ? *(const double *)lp : *(const float *)lp;
     }
-    printf("step %lld loss %.9g\n", (long long)done, loss);
-    if (trace) printf("%s: rank %d: step %lld took %.3f ms (measured, traced)\n", galv_progname, galv_spmd_rank(), (long long)done,
-                      train_now_ms() - t_step);
     for (int i = 0; i < galv_nstate && !galv_train_dev; i++)
       if (galv_state[i].update_from >= 0)
         memcpy(state + galv_state[i].offset, arena + galv_state[i].update_from, (size_t)galv_state[i].nbytes);
+    if (ls_skip >= 0 && (!galv_train_dev || galv_train_dev->read)) { /* loss scaling: the scale after this step's update, the steps skipped */
+      float sc = 0, sk = 0;
+      if (galv_train_dev) {
+        if (ls_scale >= 0) galv_train_dev->read(ls_scale, &sc);
+        galv_train_dev->read(ls_skip, &sk);
+      } else {
+        if (ls_scale >= 0) memcpy(&sc, state + galv_state[ls_scale].offset, 4);
+        memcpy(&sk, state + galv_state[ls_skip].offset, 4);
+      }
+      char scs[40] = "";
+      if (ls_scale >= 0) snprintf(scs, sizeof scs, " scale %.17g", sc); /* exact */
+      printf("step %lld loss %.9g%s skipped %.0f%s\n", (long long)done, loss, scs, sk, sk > ls_skipped ? " (overflow: step skipped)" : "");
+      ls_skipped = sk;
+    } else {
+      printf("step %lld loss %.9g\n", (long long)done, loss);
+    }
+    if (trace) printf("%s: rank %d: step %lld took %.3f ms (measured, traced)\n", galv_progname, galv_spmd_rank(), (long long)done,
+                      train_now_ms() - t_step);
     if (s == 0 && !galv_train_dev && galv_arena_bytes) {
       GALV_UNPOISON(arena, abytes);
       int64_t high = 0;

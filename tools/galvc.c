@@ -137,11 +137,14 @@ static void usage(FILE *f) {
           "                           OpenBLAS + MPI; runs anywhere) otherwise (docs/cuda-target.md, cpu-target.md)\n"
           "  --cuda-arch sm_90[,sm_80]  GPU architectures of the cuda target (default sm_90)\n"
           "  --precision fp32|bf16|fp16  float storage, both targets (bf16: bf16 storage, fp32 compute and\n"
-          "                           accumulation; fp16: inference, programs on the cpu target only;\n"
-          "                           with --train mixed precision: fp32 parameters, optimizer state and\n"
-          "                           parameter gradients, bf16 activations and GEMM inputs)\n"
+          "                           accumulation; fp16: programs on the cpu target only, training with\n"
+          "                           --loss-scale; with --train mixed precision: fp32 parameters, optimizer\n"
+          "                           state and parameter gradients, 16-bit activations and GEMM inputs)\n"
           "  --grad-dtype fp32|bf16   --train --precision bf16: the parameter gradients' storage (and so their\n"
-          "                           dp / ZeRO reduction's dtype); default fp32\n"
+          "                           dp / ZeRO reduction's dtype unless --reduce-dtype); default fp32\n"
+          "  --reduce-dtype fp32|bf16|fp16  --train with 16-bit --precision: the dtype in which the gradient\n"
+          "                           reductions (dp all-reduce, ZeRO reduce-scatter) move the gradients' partial\n"
+          "                           sums (default: the gradient's, --grad-dtype); 16-bit: the --precision dtype\n"
           "  --emit=ir|program        force the output kind: ir = IR text (MLIR generic syntax; into a\n"
           "                           directory as MODEL.mlir), program = the target's program\n"
           "  --no-build               write the program but do not run make\n"
@@ -158,6 +161,12 @@ static void usage(FILE *f) {
           "                           --beta1 X (0.9), --beta2 X (0.999), --eps X (1e-8), --momentum X (0)\n"
           "  --clip-grad-norm X       scale the gradients to a global 2-norm of at most X before the update\n"
           "                           (torch's clip_grad_norm_; every trained parameter counted once)\n"
+          "  --loss-scale dynamic|S   --train --precision fp16 (default dynamic) or bf16: the loss x the scale before\n"
+          "                           the backward, the gradients unscaled before clipping and the update; a step\n"
+          "                           whose gradients hold an inf / NaN on any rank is skipped (parameters and\n"
+          "                           optimizer state unchanged). dynamic: torch's GradScaler (--loss-scale-init X\n"
+          "                           65536, --loss-scale-growth X 2, --loss-scale-backoff X 0.5,\n"
+          "                           --loss-scale-interval N 2000); S: a fixed scale\n"
           "  --microbatches B|auto    (without --pipeline-stages) gradient accumulation: the step runs B\n"
           "                           microbatches of batch/B samples in turn (one microbatch's activations),\n"
           "                           sums their gradients and updates once; auto: the fewest that fit the\n"
@@ -446,7 +455,9 @@ int main(int argc, char **argv) {
   gv_progname = "galvc";
   const char *model = NULL, *out = NULL, *emit = NULL, *target = NULL, *dump_after = NULL, *dump_dir = "galvc-dumps";
   int verify_each = 0, stats = 0, quiet = 0, train = 0, build = 1;
-  bool fp16 = false; /* --precision fp16: priced (storage pass, cost model, planner), not emitted yet */
+  int scale_opt = 0; /* --loss-scale-init / -growth / -backoff / -interval given */
+  double scale_init = 0; /* --loss-scale-init */
+  bool fp16 = false; /* --precision fp16: the cpu target runs it; the cuda target prices it (not emitted yet) */
   int64_t gpus = 1, gpus_per_node = 0;
   int gpus_given = 0; /* --gpus asks for GPUs: the cuda target unless --target says otherwise */
   gv_cuda_options cuda = {.arch = "sm_90"};
@@ -679,6 +690,12 @@ int main(int argc, char **argv) {
         return 2;
       }
       gv_precision_opts.grad = strcmp(val, "bf16") == 0 ? GV_DT_BF16 : GV_DT_F32;
+    } else if (TAKES("--reduce-dtype")) {
+      if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0 && strcmp(val, "fp16") != 0) {
+        gv_error_plain("--reduce-dtype %s: expected fp32, bf16 or fp16", val);
+        return 2;
+      }
+      gv_precision_opts.reduce = !strcmp(val, "fp32") ? GV_DT_F32 : !strcmp(val, "bf16") ? GV_DT_BF16 : GV_DT_F16;
     } else if (strcmp(a, "--no-build") == 0) {
       build = 0;
     } else if (TAKES("-o")) {
@@ -741,6 +758,31 @@ int main(int argc, char **argv) {
       double v = strtod(val, &end);
       if (*end || !*val || !(v > 0) || v > 1e30) { gv_error_plain("--clip-grad-norm expects a positive number, got '%s'", val); return 2; }
       gv_train_opts.clip_grad_norm = v;
+    } else if (TAKES("--loss-scale")) {
+      char *end;
+      double v = strtod(val, &end);
+      if (!strcmp(val, "dynamic")) gv_train_opts.loss_scale_mode = 2;
+      else if (*end || !*val || !(v > 0) || v > 1e38) {
+        gv_error_plain("--loss-scale expects dynamic or a positive number, got '%s'", val);
+        return 2;
+      } else gv_train_opts.loss_scale_mode = 1, gv_train_opts.loss_scale = v;
+    } else if (TAKES("--loss-scale-init") || TAKES("--loss-scale-growth") || TAKES("--loss-scale-backoff") ||
+               TAKES("--loss-scale-interval")) {
+      char *end;
+      double v = strtod(val, &end);
+      const char *k = a + 13;
+      bool interval = !strncmp(k, "interval", 8), backoff = !strncmp(k, "backoff", 7), growth = !strncmp(k, "growth", 6);
+      if (*end || !*val || !(v > 0) || v > 1e38 || (backoff && !(v < 1)) || (growth && !(v > 1)) ||
+          (interval && (v != (double)(int64_t)v || v > 1e15))) {
+        gv_error_plain("--loss-scale-%.*s expects %s, got '%s'", (int)strcspn(k, "="), k,
+                       interval ? "a positive integer" : backoff ? "a number in (0, 1)" : growth ? "a number > 1" : "a positive number", val);
+        return 2;
+      }
+      if (interval) gv_train_opts.scale_interval = (int64_t)v;
+      else if (backoff) gv_train_opts.scale_backoff = v;
+      else if (growth) gv_train_opts.scale_growth = v;
+      else scale_init = v;
+      scale_opt = 1;
     } else if (strcmp(a, "--no-weights") == 0) {
       opt.load_weights = false;
     } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
@@ -793,11 +835,22 @@ int main(int argc, char **argv) {
    * planner price that storage (docs/cuda-target.md, "Storage precision") */
   if (cuda.bf16) gv_precision_opts.storage = GV_DT_BF16;
   if (fp16) gv_precision_opts.storage = GV_DT_F16;
-  if (fp16 && train) {
-    gv_error_plain("--precision fp16 training needs dynamic loss scaling, which galvc does not implement yet: train with "
-                   "--precision bf16 (same storage plan, no loss scale needed)");
+  if ((gv_train_opts.loss_scale_mode || scale_opt) && !train) {
+    gv_error_plain("--loss-scale applies to the training step: it needs --train");
     return 2;
   }
+  if ((gv_train_opts.loss_scale_mode || scale_opt) && !fp16 && !cuda.bf16) {
+    gv_error_plain("--loss-scale: loss scaling is for 16-bit training (--precision fp16; bf16 allowed), not fp32");
+    return 2;
+  }
+  if (scale_opt && gv_train_opts.loss_scale_mode == 1) {
+    gv_error_plain("--loss-scale-init / -growth / -backoff / -interval tune the dynamic scale, not a static --loss-scale %g",
+                   gv_train_opts.loss_scale);
+    return 2;
+  }
+  if (fp16 && train && !gv_train_opts.loss_scale_mode) gv_train_opts.loss_scale_mode = 2; /* torch's GradScaler */
+  if (scale_opt && !gv_train_opts.loss_scale_mode) gv_train_opts.loss_scale_mode = 2;
+  if (scale_init > 0) gv_train_opts.loss_scale = scale_init;
   if (fp16 && program && strcmp(target, "cpu") != 0) {
     gv_error_plain("--precision fp16: the cuda runtime's kernels store bf16, not fp16, so far: fp16 storage is priced "
                    "(--report-cost, the planner, -o FILE.mlir) but not emitted; use --precision bf16 for a program");
@@ -806,6 +859,18 @@ int main(int argc, char **argv) {
   if (gv_precision_opts.grad != GV_DT_F32 && (!cuda.bf16 || !train)) {
     gv_error_plain("--grad-dtype bf16: 16-bit parameter gradients are part of mixed-precision training (give --train "
                    "--precision bf16)");
+    return 2;
+  }
+  if (gv_precision_opts.reduce != GV_DT_UNKNOWN && (!train || gv_precision_opts.storage == GV_DT_F32)) {
+    gv_error_plain("--reduce-dtype: the gradient reductions' dtype is part of mixed-precision training (give --train "
+                   "--precision bf16|fp16)");
+    return 2;
+  }
+  if (gv_precision_opts.reduce != GV_DT_UNKNOWN && gv_precision_opts.reduce != GV_DT_F32 &&
+      gv_precision_opts.reduce != gv_precision_opts.storage) {
+    gv_error_plain("--reduce-dtype %s with --precision %s: the 16-bit reduction dtype is the program's 16-bit dtype "
+                   "(one per program)", gv_precision_opts.reduce == GV_DT_BF16 ? "bf16" : "fp16",
+                   gv_precision_opts.storage == GV_DT_BF16 ? "bf16" : "fp16");
     return 2;
   }
   if (dump_after && strcmp(dump_after, "all") != 0 && strcmp(dump_after, "import") != 0 &&
@@ -1051,6 +1116,11 @@ int main(int argc, char **argv) {
   if (train && pa.sched == GV_SCHED_AUTO && !sched_auto) pa.sched = GV_SCHED_1F1B;
   if (gv_train_opts.clip_grad_norm > 0 && !train) {
     gv_error_plain("--clip-grad-norm applies to training: it needs --train");
+    return 2;
+  }
+  if (gv_train_opts.loss_scale_mode && pa.on) {
+    gv_error_plain("--loss-scale (fp16 training) with --pipeline-stages is not supported yet: loss scaling runs on one "
+                   "program (--strategy / --plan)");
     return 2;
   }
   if (gv_train_opts.clip_grad_norm > 0 && pa.on) {

@@ -121,7 +121,11 @@ static const void *dev_gather(int i, const galv_io *l, const void *local, galv_i
   return last;
 }
 
-static const galv_train_device cuda_dev = {dev_begin, dev_step, dev_fetch, dev_gather};
+static void dev_read(int i, void *dst) {
+  cudaCheck(cudaMemcpy(dst, d_state + galv_state[i].offset, (size_t)galv_state[i].nbytes, cudaMemcpyDeviceToHost));
+}
+
+static const galv_train_device cuda_dev = {dev_begin, dev_step, dev_fetch, dev_gather, dev_read};
 
 int galv_cu_train_main(int argc, char **argv) {
   galv_train_dev = &cuda_dev;
