@@ -51,6 +51,7 @@ enum { GV_PLAN_FILE_MAX = 16 << 20, GV_PLAN_AXIS_MAX = 1 << 20 };
 #include "../planner/json.h"
 #include "../planner/profile.h"
 #include "../ir/storage.h"
+#include "layer_units.h"
 #include "passes.h"
 
 gv_plan_options gv_plan_opts;
@@ -69,8 +70,8 @@ typedef struct {
   int *role;      /* per arg (params) */
   int *tpdim;     /* per arg: the dim the tp / vocab axis splits, -1 */
   int *param_of;  /* per arg: a state's parameter arg, -1 */
-  int64_t *lidx;  /* sorted distinct layer indices */
-  int nl;
+  gv_layer_units lu; /* the units, found by structure (layer_units.h) */
+  int nl;            /* layers: units 1..nl */
   bool train;
   bool outer_roles, layer_roles;
   int64_t limit;
@@ -81,58 +82,22 @@ typedef struct {
 
 /* ---------------------------------------------------------------- units */
 
-/* The first all-digit component of a name split at '/', '.', ':'. */
-static int64_t first_index(const char *s) {
-  if (!s) return -1;
-  const char *p = s;
-  while (*p) {
-    const char *e = p;
-    while (*e && *e != '/' && *e != '.' && *e != ':') e++;
-    if (e > p && e - p < 12) {
-      bool dig = true;
-      for (const char *q = p; q < e; q++) dig &= *q >= '0' && *q <= '9';
-      if (dig) return strtoll(p, NULL, 10);
-    }
-    p = *e ? e + 1 : e;
-  }
-  return -1;
-}
-
-static int unit_of(const ctx *C, const char *s) {
-  int64_t k = first_index(s);
-  if (k < 0) return 0;
-  int lo = 0, hi = C->nl - 1;
-  while (lo <= hi) {
-    int mid = (lo + hi) / 2;
-    if (C->lidx[mid] == k) return mid + 1;
-    if (C->lidx[mid] < k) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return 0;
-}
+/* The unit of an op location (layer_units.h: found by structure). */
+static int unit_of(const ctx *C, const char *loc) { return gv_layer_units_loc(&C->lu, loc); }
 
 /* Sequence parallelism per unit (plan.json's "sp"): propagate-sharding's
  * region filter (gv_shard_opts.sp_op) asks for the unit of each op by its
  * location, as unit_of does; the copy outlives the pass for the main
- * module's propagate-sharding. */
+ * module's propagate-sharding (lu: the pass's units, kept for it). */
 typedef struct {
   char axis[16];
-  int nl;
-  int64_t lidx[GV_PLAN_MAX_UNITS];
+  const gv_layer_units *lu;
   uint8_t sp[GV_PLAN_MAX_UNITS];
 } plan_sp;
 
 static bool plan_sp_op(const gv_op *op, void *arg) {
   const plan_sp *s = arg;
-  int64_t k = first_index(op->loc);
-  int lo = 0, hi = s->nl - 1, u = 0;
-  while (k >= 0 && lo <= hi && !u) {
-    int mid = (lo + hi) / 2;
-    if (s->lidx[mid] == k) u = mid + 1;
-    else if (s->lidx[mid] < k) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return s->sp[u] != 0;
+  return s->sp[gv_layer_units_loc(s->lu, op->loc)] != 0;
 }
 
 /* Points gv_shard_opts at s filled from p (nothing when p has no sp unit). */
@@ -141,17 +106,11 @@ static void plan_sp_set(plan_sp *s, const ctx *C, const gv_plan *p) {
   for (int u = 0; u < p->nunits; u++) any |= p->sp[u] != 0;
   if (!any || p->t_layer < 0 || C->nl >= GV_PLAN_MAX_UNITS) return;
   snprintf(s->axis, sizeof s->axis, "%s", p->axis[p->t_layer]);
-  s->nl = C->nl;
-  memcpy(s->lidx, C->lidx, (size_t)C->nl * sizeof *s->lidx);
+  s->lu = &C->lu;
   memcpy(s->sp, p->sp, (size_t)p->nunits);
   gv_shard_opts.sp_axis = s->axis;
   gv_shard_opts.sp_op = plan_sp_op;
   gv_shard_opts.sp_arg = s;
-}
-
-static int cmp64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
 }
 
 /* ---------------------------------------------------------------- roles (as the tp preset finds them) */
@@ -166,7 +125,7 @@ static void ctx_free(ctx *C) {
   free(C->role);
   free(C->tpdim);
   free(C->param_of);
-  free(C->lidx);
+  gv_layer_units_free(&C->lu);
 }
 
 static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t limit) {
@@ -181,22 +140,17 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
   C->role = calloc((size_t)n + 1, sizeof *C->role);
   C->tpdim = calloc((size_t)n + 1, sizeof *C->tpdim);
   C->param_of = calloc((size_t)n + 1, sizeof *C->param_of);
-  C->lidx = calloc((size_t)n + 1, sizeof *C->lidx);
-  if (!C->unit || !C->role || !C->tpdim || !C->param_of || !C->lidx) {
+  if (!C->unit || !C->role || !C->tpdim || !C->param_of) {
     ctx_free(C);
     return gv_error(m, "out of memory");
   }
   C->train = f->arg_is_state != NULL;
-  for (int i = 0; i < n; i++) {
-    C->tpdim[i] = C->param_of[i] = -1;
-    int64_t k = f->arg_is_param && f->arg_is_param[i] ? first_index(f->arg_names ? f->arg_names[i] : NULL) : -1;
-    if (k >= 0) C->lidx[C->nl++] = k;
+  for (int i = 0; i < n; i++) C->tpdim[i] = C->param_of[i] = -1;
+  if (gv_layer_units_find(m, &C->lu)) {
+    ctx_free(C);
+    return -1;
   }
-  qsort(C->lidx, (size_t)C->nl, sizeof *C->lidx, cmp64);
-  int u = 0;
-  for (int i = 0; i < C->nl; i++)
-    if (!u || C->lidx[u - 1] != C->lidx[i]) C->lidx[u++] = C->lidx[i];
-  C->nl = u;
+  C->nl = C->lu.nl;
   if (C->nl + 1 > GV_PLAN_MAX_UNITS) {
     ctx_free(C);
     return gv_error(m, "planner: %d layers exceed the limit of %d", C->nl, GV_PLAN_MAX_UNITS - 1);
@@ -210,7 +164,7 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
     const char *nm = f->arg_names ? f->arg_names[i] : NULL;
     bool param = f->arg_is_param && f->arg_is_param[i];
     bool state = f->arg_is_state && f->arg_is_state[i];
-    if (param || state) C->unit[i] = unit_of(C, nm);
+    if (param || state) C->unit[i] = C->lu.arg_unit[i];
     if (state && nm) {
       const char *colon = strchr(nm, ':');
       int lo = 0, hi = 0;
@@ -1393,6 +1347,22 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
 
 /* ---------------------------------------------------------------- report, plan.json */
 
+/* "plan: units: outer + 12 layers found by structure (12 blocks of 37 forward ops)" */
+static void layers_report(const gv_layer_units *u, FILE *f) {
+  if (!u->nl) {
+    fprintf(f, "plan: units: one (no repeated blocks in the forward program)\n");
+    return;
+  }
+  fprintf(f, "plan: units: outer + %d layer%s found by structure (", u->nl, u->nl == 1 ? "" : "s");
+  for (int l = 0, k = 0; l < u->nl; k++) {
+    int e = l;
+    while (e < u->nl && u->kind[e] == u->kind[l]) e++;
+    fprintf(f, "%s%d blocks of %d forward ops", k ? ", " : "", e - l, u->len[l]);
+    l = e;
+  }
+  fprintf(f, ")\n");
+}
+
 void gv_plan_unit_str(const gv_plan *p, int u, char *buf, size_t n) {
   size_t k = 0;
   buf[0] = 0;
@@ -1864,6 +1834,7 @@ int gv_pass_plan_sharding(gv_module *m) {
       fputc('\n', stderr);
     }
   }
+  if (!rc && !o->quiet) layers_report(&C.lu, stderr);
   if (!rc) {
     pc.plan_seconds = now_s() - t0;
     pc.candidates = C.realised;
@@ -1872,7 +1843,16 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (rc > 0) rc = gv_error(m, "plan: the batch does not divide over the plan's batch axes");
     if (!rc) last_plan = plan, last_plan_set = true;
     static plan_sp main_sp; /* read by the main module's propagate-sharding, after this pass */
-    if (!rc) plan_sp_set(&main_sp, &C, &plan);
+    static gv_layer_units main_lu; /* its units: the pass's, kept until the next run of the pass */
+    if (!rc) {
+      gv_layer_units_free(&main_lu);
+      main_lu = C.lu;
+      memset(&C.lu, 0, sizeof C.lu);
+      ctx keep = C;
+      keep.lu = main_lu;
+      plan_sp_set(&main_sp, &keep, &plan);
+      main_sp.lu = &main_lu;
+    }
   }
   if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, pred_mem, stderr);
   if (!rc && !o->quiet) report_alternatives(&alt, o->cluster, C.limit, pred, stderr);
