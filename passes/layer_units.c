@@ -110,6 +110,23 @@ static int live_at(const finder *F, int b) {
   return c;
 }
 
+/* Whether each of the count blocks of len ops from start reads a value the
+ * block before it computes (layers are chained by the residual stream;
+ * parallel branches, like q / k / v projections of one input, are not). */
+static bool chained(const finder *F, int start, int len, int count) {
+  for (int k = 1; k < count; k++) {
+    int lo = start + (k - 1) * len, hi = start + k * len;
+    bool reads = false;
+    for (int i = hi; i < hi + len && !reads; i++)
+      for (int j = 0; j < F->op[i]->nopnds && !reads; j++) {
+        const gv_value *v = F->op[i]->opnds[j];
+        reads = v->def && v->id >= lo && v->id < hi;
+      }
+    if (!reads) return false;
+  }
+  return true;
+}
+
 /* The best run of equal blocks within ops [lo, hi). Returns false when none. */
 static bool best_run(const finder *F, int lo, int hi, struct run *out) {
   int best_cov = 0, bp = 0, bs = 0, bcount = 0, bspare = 0;
@@ -123,7 +140,7 @@ static bool best_run(const finder *F, int lo, int hi, struct run *out) {
       int j = i;
       while (j + p < hi && F->h[j] == F->h[j + p]) j++;
       int span = j - i + p, count = span / p; /* ops [i, i + span) are count blocks of p (and a rest) */
-      if (count >= 2 && count * p > best_cov && F->npar[i + p] - F->npar[i] > 0) {
+      if (count >= 2 && count * p > best_cov && F->npar[i + p] - F->npar[i] > 0 && chained(F, i, p, count)) {
         /* every block reads a parameter: the blocks are equal, so the first one tells (any rotation of the
          * slack keeps the ops, the check below picks one) */
         best_cov = count * p, bp = p, bs = i, bcount = count, bspare = span - count * p;
@@ -135,7 +152,7 @@ static bool best_run(const finder *F, int lo, int hi, struct run *out) {
   /* the rotation whose inner boundary (block 1 | block 2) the fewest values cross; the earliest on a tie */
   int start = bs, lv = -1;
   for (int s = bs; s <= bs + bspare; s++) {
-    if (F->npar[s + bp] - F->npar[s] <= 0) continue;
+    if (F->npar[s + bp] - F->npar[s] <= 0 || !chained(F, s, bp, bcount)) continue;
     int c = live_at(F, s + bp);
     if (lv < 0 || c < lv) lv = c, start = s;
   }

@@ -10,7 +10,10 @@
  * parameter (and its type), a data input or a computed value; the op
  * sequence in program order is searched for the run of consecutive equal
  * blocks covering the most ops (ties: the shorter block, then the
- * earlier), blocks that use a parameter, two at least. Within the slack of
+ * earlier), blocks that use a parameter, two at least, each reading a
+ * value the block before it computes (chained, as layers are by the
+ * residual stream; parallel branches such as the q / k / v projections of
+ * one input are no layers). Within the slack of
  * that run the block boundary is put where the fewest computed values
  * cross it (the residual stream: one). The ops before and after the run
  * are searched again for runs of blocks at least a quarter as long (a

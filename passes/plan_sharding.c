@@ -151,6 +151,9 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
     return -1;
   }
   C->nl = C->lu.nl;
+  if (getenv("GALV_PLAN_DEBUG") && f->arg_names && f->arg_is_param)
+    for (int i = 0; i < n; i++)
+      if (f->arg_is_param[i]) fprintf(stderr, "plan-debug: unit %d: parameter %s\n", C->lu.arg_unit[i], f->arg_names[i]);
   if (C->nl + 1 > GV_PLAN_MAX_UNITS) {
     ctx_free(C);
     return gv_error(m, "planner: %d layers exceed the limit of %d", C->nl, GV_PLAN_MAX_UNITS - 1);
