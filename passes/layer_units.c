@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "layer_units.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,7 +96,7 @@ typedef struct {
   int *last;         /* per op: the last forward op index reading one of its results (-1 none) */
   int *unit;         /* per op: its unit */
   int min_len;       /* the shortest block a run may have */
-  struct run { int start, len, count; } runs[64];
+  struct run { int start, len, count, pre, post; } runs[64]; /* pre / post: the ops of a differing first / last block (0: none) */
   int nruns;
 } finder;
 
@@ -127,6 +128,52 @@ static bool chained(const finder *F, int start, int len, int count) {
   return true;
 }
 
+/* A differing first block before the run of count blocks of p ops at s,
+ * within ops [lo, s): the shortest window ending at s that holds the run's
+ * block as a subsequence (its first and last op at the window's ends) with
+ * at most half a block of extra ops, reading at most one parameter more
+ * than the block (a quarter more on long blocks), that the run's first
+ * block reads (T5's first layer: the block plus the relative position bias
+ * it computes for the layers after it). Its op count, 0 when none. */
+static int extend_before(const finder *F, int s, int p, int lo) {
+  int j = p - 1, i = s - 1;
+  const uint64_t *blk = F->h + s;
+  if (i < lo || F->h[i] != blk[p - 1]) return 0;
+  for (; i >= lo && i >= s - p - p / 2 && j >= 0; i--)
+    if (F->h[i] == blk[j]) j--;
+  if (j >= 0) return 0;
+  int q = s - (i + 1), bpar = F->npar[s + p] - F->npar[s], extra = bpar / 4 > 1 ? bpar / 4 : 1;
+  if (F->npar[s] - F->npar[s - q] > bpar + extra) return 0;
+  for (int k = s; k < s + p; k++)
+    for (int o = 0; o < F->op[k]->nopnds; o++) {
+      const gv_value *v = F->op[k]->opnds[o];
+      if (v->def && v->id >= s - q && v->id < s) return q;
+    }
+  return 0;
+}
+
+/* A differing last block after the run (its end e = s + count p), within
+ * ops [e, hi): the shortest window from e that holds the block as a
+ * subsequence, its first and last op at the window's ends, with at most
+ * half a block of extras and a parameter more (a quarter on long blocks),
+ * reading the run's last block. Its op count, 0 when none. */
+static int extend_after(const finder *F, int s, int p, int count, int hi) {
+  int e = s + p * count, j = 0, i = e;
+  const uint64_t *blk = F->h + s;
+  if (i >= hi || F->h[i] != blk[0]) return 0;
+  for (; i < hi && i < e + p + p / 2 && j < p; i++)
+    if (F->h[i] == blk[j]) j++;
+  if (j < p) return 0;
+  int q = i - e, bpar = F->npar[s + p] - F->npar[s], extra = bpar / 4 > 1 ? bpar / 4 : 1;
+  if (F->npar[e + q] - F->npar[e] > bpar + extra) return 0;
+  for (int k = e; k < e + q; k++)
+    for (int o = 0; o < F->op[k]->nopnds; o++) {
+      const gv_value *v = F->op[k]->opnds[o];
+      if (v->def && v->id >= e - p && v->id < e) return q;
+    }
+  return 0;
+}
+
 /* The best run of equal blocks within ops [lo, hi). Returns false when none. */
 static bool best_run(const finder *F, int lo, int hi, struct run *out) {
   int best_cov = 0, bp = 0, bs = 0, bcount = 0, bspare = 0;
@@ -149,14 +196,19 @@ static bool best_run(const finder *F, int lo, int hi, struct run *out) {
     }
   }
   if (!best_cov) return false;
-  /* the rotation whose inner boundary (block 1 | block 2) the fewest values cross; the earliest on a tie */
-  int start = bs, lv = -1;
+  /* the rotation whose inner boundary (block 1 | block 2) the fewest values cross; on a tie (a layer of
+   * sublayers, each ending in the residual stream) the one whose blocks extend to more differing first or
+   * last blocks, then to the fewest extra ops, then the earliest */
+  int start = bs, lv = -1, ext = -1, extra = 0, pre = 0, post = 0;
   for (int s = bs; s <= bs + bspare; s++) {
     if (F->npar[s + bp] - F->npar[s] <= 0 || !chained(F, s, bp, bcount)) continue;
-    int c = live_at(F, s + bp);
-    if (lv < 0 || c < lv) lv = c, start = s;
+    int c = live_at(F, s + bp), a = extend_before(F, s, bp, lo), z = extend_after(F, s, bp, bcount, hi);
+    int x = (a > 0) + (z > 0), xo = (a ? a - bp : 0) + (z ? z - bp : 0);
+    if (getenv("GALV_PLAN_UNITS_DUMP")) fprintf(stderr, "rotation %d p %d count %d: live %d pre %d post %d\n", s, bp, bcount, c, a, z);
+    if (lv < 0 || c < lv || (c == lv && (x > ext || (x == ext && xo < extra))))
+      lv = c, ext = x, extra = xo, start = s, pre = a, post = z;
   }
-  out->start = start, out->len = bp, out->count = bcount;
+  out->start = start, out->len = bp, out->count = bcount, out->pre = pre, out->post = post;
   return true;
 }
 
@@ -167,8 +219,8 @@ static void find_runs(finder *F, int lo, int hi) {
     return;
   if (!F->nruns) F->min_len = (r.len + 3) / 4; /* a second kind of block: at least a quarter of the first's ops */
   F->runs[F->nruns++] = r;
-  find_runs(F, lo, r.start);
-  find_runs(F, r.start + r.len * r.count, hi);
+  find_runs(F, lo, r.start - r.pre);
+  find_runs(F, r.start + r.len * r.count + r.post, hi);
 }
 
 static int cmp_run(const void *a, const void *b) {
@@ -222,16 +274,31 @@ int gv_layer_units_find(const gv_module *m, gv_layer_units *u) {
   }
   find_runs(&F, 0, F.n);
   qsort(F.runs, (size_t)F.nruns, sizeof F.runs[0], cmp_run);
-  for (int r = 0; r < F.nruns; r++) u->nl += F.runs[r].count;
+  for (int r = 0; r < F.nruns; r++) u->nl += F.runs[r].count + (F.runs[r].pre > 0) + (F.runs[r].post > 0);
   u->nkinds = F.nruns;
   u->kind = calloc((size_t)u->nl + 1, sizeof *u->kind);
   u->len = calloc((size_t)u->nl + 1, sizeof *u->len);
   if (!u->kind || !u->len) goto out;
-  for (int r = 0, l = 0; r < F.nruns; r++)
-    for (int k = 0; k < F.runs[r].count; k++, l++) {
-      u->kind[l] = r, u->len[l] = F.runs[r].len;
-      for (int i = 0; i < F.runs[r].len; i++) F.unit[F.runs[r].start + k * F.runs[r].len + i] = l + 1;
+  for (int r = 0, l = 0; r < F.nruns; r++) {
+    const struct run *R = &F.runs[r];
+    if (R->pre) {
+      u->kind[l] = r, u->len[l] = R->pre;
+      for (int i = R->start - R->pre; i < R->start; i++) F.unit[i] = l + 1;
+      l++;
     }
+    for (int k = 0; k < R->count; k++, l++) {
+      u->kind[l] = r, u->len[l] = R->len;
+      for (int i = 0; i < R->len; i++) F.unit[R->start + k * R->len + i] = l + 1;
+    }
+    if (R->post) {
+      int e = R->start + R->len * R->count;
+      u->kind[l] = r, u->len[l] = R->post;
+      for (int i = e; i < e + R->post; i++) F.unit[i] = l + 1;
+      l++;
+    }
+  }
+  if (getenv("GALV_PLAN_UNITS_DUMP"))
+    for (int i = 0; i < F.n; i++) fprintf(stderr, "op %d unit %d %s %s h%llx\n", i, F.unit[i], gv_ops[F.op[i]->code].name, F.op[i]->loc, (unsigned long long)(F.h[i] & 0xffff));
   /* parameters: the unit of their first forward reader; optimizer state: its parameter's (opt.K:PARAM) */
   for (int i = 0; i < nargs; i++) u->arg_unit[i] = -1;
   for (int i = 0; i < F.n; i++)

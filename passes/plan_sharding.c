@@ -1350,7 +1350,8 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
 
 /* ---------------------------------------------------------------- report, plan.json */
 
-/* "plan: units: outer + 12 layers found by structure (12 blocks of 37 forward ops)" */
+/* "plan: units: outer + 12 layers found by structure (12 blocks of 37 forward ops)"; a differing
+ * first or last block of a kind (layer_units.h) is a group of its own: "1 block of 52 forward ops, 5 blocks of 46 ..." */
 static void layers_report(const gv_layer_units *u, FILE *f) {
   if (!u->nl) {
     fprintf(f, "plan: units: one (no repeated blocks in the forward program)\n");
@@ -1359,8 +1360,8 @@ static void layers_report(const gv_layer_units *u, FILE *f) {
   fprintf(f, "plan: units: outer + %d layer%s found by structure (", u->nl, u->nl == 1 ? "" : "s");
   for (int l = 0, k = 0; l < u->nl; k++) {
     int e = l;
-    while (e < u->nl && u->kind[e] == u->kind[l]) e++;
-    fprintf(f, "%s%d blocks of %d forward ops", k ? ", " : "", e - l, u->len[l]);
+    while (e < u->nl && u->kind[e] == u->kind[l] && u->len[e] == u->len[l]) e++;
+    fprintf(f, "%s%d block%s of %d forward ops", k ? ", " : "", e - l, e - l == 1 ? "" : "s", u->len[l]);
     l = e;
   }
   fprintf(f, ")\n");
