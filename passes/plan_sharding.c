@@ -8,8 +8,8 @@
  * axes that split the batch (dmask), the layers' Megatron axis (t_layer:
  * column-parallel / row-parallel dots as the tp preset finds them), the
  * vocab-parallel axis of embedding and head (t_outer), and per unit (the
- * outer part, then each layer, grouped by the layer index in parameter
- * names: repeated blocks) whether it is ZeRO-3 sharded over the batch axes.
+ * outer part, then each layer: the repeated blocks of the forward program,
+ * found by structure, layer_units.h) whether it is ZeRO-3 sharded over the batch axes.
  *
  * Costs. A candidate is realised: the module is cloned, the plan pinned,
  * and propagate-sharding, spmd-partition, fuse, storage and memory-plan run
@@ -84,6 +84,13 @@ typedef struct {
 
 /* The unit of an op location (layer_units.h: found by structure). */
 static int unit_of(const ctx *C, const char *loc) { return gv_layer_units_loc(&C->lu, loc); }
+
+/* Unit u's tensor-parallel axis under p (-1 none): the outer unit's vocab
+ * axis, a layer's own axis (tp_unit) or the layers' t_layer. */
+static int unit_tp(const gv_plan *p, int u) {
+  if (!u) return p->t_outer;
+  return p->tp_unit[u] > 0 ? p->tp_unit[u] - 1 : p->tp_unit[u] < 0 ? -1 : p->t_layer;
+}
 
 /* Sequence parallelism per unit (plan.json's "sp"): propagate-sharding's
  * region filter (gv_shard_opts.sp_op) asks for the unit of each op by its
@@ -302,7 +309,7 @@ static int pin_plan(gv_module *m, const ctx *C, const gv_plan *p) {
         f->arg_sharding[i] = s;
       } else if (pass == 0 && param) {
         int u = C->unit[i];
-        int t = u ? p->t_layer : p->t_outer;
+        int t = unit_tp(p, u);
         int d = C->tpdim[i];
         bool tp = t >= 0 && C->role[i] && d >= 0 && v->type.dims[d] % p->size[t] == 0;
         bool z = p->zero[u] >= 3 && p->dmask && C->train; /* ZeRO-3: the parameter split too */
@@ -1237,7 +1244,8 @@ static bool plan_eq(const gv_plan *a, const gv_plan *b) {
     return false;
   for (int i = 0; i < a->naxes; i++)
     if (a->size[i] != b->size[i]) return false;
-  return !memcmp(a->zero, b->zero, (size_t)a->nunits) && !memcmp(a->sp, b->sp, (size_t)a->nunits);
+  return !memcmp(a->zero, b->zero, (size_t)a->nunits) && !memcmp(a->sp, b->sp, (size_t)a->nunits) &&
+         !memcmp(a->tp_unit, b->tp_unit, (size_t)a->nunits);
 }
 
 /* With repeated layers the search runs on the reduced programs and its
@@ -1377,7 +1385,7 @@ void gv_plan_unit_str(const gv_plan *p, int u, char *buf, size_t n) {
       if (p->dmask & (1u << a)) k += (size_t)snprintf(buf + k, n - k, "%s%s", first ? "" : ",", p->axis[a]), first = 0;
     if (k < n) k += (size_t)snprintf(buf + k, n - k, ")");
   }
-  int t = u ? p->t_layer : p->t_outer;
+  int t = unit_tp(p, u);
   if (t >= 0 && k < n) k += (size_t)snprintf(buf + k, n - k, "%s%s(%s)", k ? "+" : "", u ? "tp" : "vocab-parallel", p->axis[t]);
   /* zero = ZeRO-3 (--strategy zero), zero1 / zero2 the lighter stages */
   if (p->zero[u] && p->dmask && k < n) k += (size_t)snprintf(buf + k, n - k, p->zero[u] >= 3 ? "+zero" : "+zero%d", p->zero[u]);
@@ -1505,11 +1513,14 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
   if (p->t_outer >= 0) fprintf(f, "\"%s\"", p->axis[p->t_outer]);
   else fprintf(f, "null");
   fprintf(f, ",\n  \"units\": [\n");
+  bool own = false; /* a layer with its own tp axis: every layer's is written ("tp_axis") */
+  for (int u = 1; u < p->nunits; u++) own |= p->tp_unit[u] != 0;
   for (int u = 0; u < p->nunits; u++) {
-    char s[128];
+    char s[128], t[40] = "";
     gv_plan_unit_str(p, u, s, sizeof s);
-    fprintf(f, "    {\"unit\": \"%s%d\", \"strategy\": \"%s\", \"zero\": %d, \"sp\": %s}%s\n", u ? "layer " : "outer",
-            u ? u - 1 : 0, s, p->dmask ? p->zero[u] : 0, p->sp[u] ? "true" : "false", u + 1 < p->nunits ? "," : "");
+    if (own && u) snprintf(t, sizeof t, unit_tp(p, u) >= 0 ? ", \"tp_axis\": \"%s\"" : ", \"tp_axis\": null", unit_tp(p, u) >= 0 ? p->axis[unit_tp(p, u)] : "");
+    fprintf(f, "    {\"unit\": \"%s%d\", \"strategy\": \"%s\", \"zero\": %d, \"sp\": %s%s}%s\n", u ? "layer " : "outer",
+            u ? u - 1 : 0, s, p->dmask ? p->zero[u] : 0, p->sp[u] ? "true" : "false", t, u + 1 < p->nunits ? "," : "");
   }
   fprintf(f, "  ],\n");
   if (train) { /* the recomputation the plan was priced with: --plan compiles the same */
@@ -1682,6 +1693,18 @@ int gv_plan_read(const char *path, gv_plan *p, int nunits) {
       rc = gv_error_plain("%s: line %d: field 'units': \"sp\": true needs a tp_axis (sequence parallelism splits the values "
                           "between tensor-parallel blocks)", path, q->line);
     else if (q) p->sp[u] = q->b;
+    /* "tp_axis" (optional, a layer's own tensor-parallel axis or null: none; absent: the plan's tp_axis) */
+    const gv_json *t = gv_json_get(&units->items[u], "tp_axis");
+    int a = -1;
+    if (!rc && t && !u) rc = gv_error_plain("%s: line %d: field 'units': \"tp_axis\" is a layer's (the outer unit's is vocab_axis)", path, t->line);
+    else if (!rc && t && !(rc = axis_named(p, t, path, "units[].tp_axis", &a))) {
+      if (a >= 0 && (p->dmask & (1u << a)))
+        rc = gv_error_plain("%s: line %d: field 'units': \"tp_axis\" '%s' is a batch axis", path, t->line, p->axis[a]);
+      else p->tp_unit[u] = a == p->t_layer ? 0 : a >= 0 ? (int8_t)(a + 1) : -1;
+      if (!rc && p->sp[u] && p->tp_unit[u])
+        rc = gv_error_plain("%s: line %d: field 'units': \"sp\" with a layer's own \"tp_axis\" is not supported yet (sequence "
+                            "parallelism runs over the plan's tp_axis)", path, t->line);
+    }
   }
   p->nunits = nunits;
   gv_json_free(root);
@@ -1713,7 +1736,7 @@ int gv_plan_profile_check(const gv_module *m) {
   model_shape(&C, &l, &h, &s, &v);
   ctx_free(&C);
   if (P->layer.present && !l)
-    return gv_error_plain("%s: field '%s': the model has no layers (parameters named with a layer index) to apply it to", P->path,
+    return gv_error_plain("%s: field '%s': the model has no layers (no repeated blocks in its forward program) to apply it to", P->path,
                           P->layer.field);
   return gv_profile_check(P, l, h, s, v);
 }
@@ -1862,6 +1885,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   if (!rc && !o->quiet) report_alternatives(&alt, o->cluster, C.limit, pred, stderr);
   if (!rc && !o->quiet) { /* axes the plan leaves idle replicate the whole computation: one warning line */
     unsigned used = plan.dmask | (plan.t_layer >= 0 ? 1u << plan.t_layer : 0) | (plan.t_outer >= 0 ? 1u << plan.t_outer : 0);
+    for (int u = 1; u < plan.nunits; u++) used |= unit_tp(&plan, u) >= 0 ? 1u << unit_tp(&plan, u) : 0;
     int64_t idle = 1;
     for (int a = 0; a < plan.naxes; a++)
       if (!(used & (1u << a))) idle *= plan.size[a];
