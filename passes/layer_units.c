@@ -53,7 +53,8 @@ int gv_layer_units_loc(const gv_layer_units *u, const char *loc) {
     const char *q = strchr(loc + 10, '/');
     if (!q) return 0;
     s = q + 1, ns = 'p';
-  }
+  } else if (!strncmp(loc, "accumulate/", 11)) /* accumulate/PARAM: its gradient's sum over the microbatches */
+    s = loc + 11, ns = 'p';
   size_t len = strlen(s);
   for (;;) { /* the location, then without its last /component, ... */
     int r = get(u, ns, s, len);
@@ -242,14 +243,18 @@ int gv_layer_units_find(const gv_module *m, gv_layer_units *u) {
   F.unit = calloc((size_t)nops + 1, sizeof *F.unit);
   u->nargs = nargs;
   u->arg_unit = calloc((size_t)nargs + 1, sizeof *u->arg_unit);
-  int *ids = NULL;
   int rc = -1;
   if (!F.op || !F.h || !F.npar || !F.last || !F.unit || !u->arg_unit) goto out;
-  /* the forward ops; scratch ids: -1, the op index of each result */
+  /* the forward ops of the first microbatch (the accumulate pass repeats the forward, its copies at the
+   * same locations, each after the backward of the one before: the forward ops before the first backward
+   * op); scratch ids: -1, the op index of each result */
+  bool bwd = false;
   for (gv_op *op = b->first; op; op = op->next) {
     op->id = -1;
     for (int r = 0; r < op->nres; r++) op->res[r]->id = -1;
-    if (op->code == GV_OP_CONSTANT || !forward_loc(op->loc)) continue;
+    size_t ll = op->loc ? strlen(op->loc) : 0;
+    bwd |= ll >= 5 && !strcmp(op->loc + ll - 5, "/grad");
+    if (bwd || op->code == GV_OP_CONSTANT || !forward_loc(op->loc)) continue;
     op->id = F.n;
     for (int r = 0; r < op->nres; r++) op->res[r]->id = F.n;
     F.op[F.n++] = op;
@@ -333,7 +338,6 @@ int gv_layer_units_find(const gv_module *m, gv_layer_units *u) {
   }
   rc = 0;
 out:
-  free(ids);
   free(F.op), free(F.h), free(F.npar), free(F.last), free(F.unit);
   if (rc) {
     gv_layer_units_free(u);

@@ -5,7 +5,8 @@
  * gv_layer_units_find reads m's main function (a forward or a training
  * program: the forward ops are those whose location is an ONNX node's, not
  * ".../grad", ".../recompute", "optimizer/...", "accumulate/...",
- * "autodiff/..."). Each forward op (constants aside) is hashed by its op
+ * "autodiff/...", before the first backward op: with microbatches, the
+ * first one's forward). Each forward op (constants aside) is hashed by its op
  * code, operand count, result types and, per operand, whether it is a
  * parameter (and its type), a data input or a computed value; the op
  * sequence in program order is searched for the run of consecutive equal
@@ -25,7 +26,8 @@
  * gv_layer_units_loc maps any op location of m, or of a program derived
  * from m (realised, partitioned, fused clones), to its unit: the forward
  * node's own, with "/grad", "/recompute" or further components stripped,
- * and "optimizer/..../PARAM[/...]" the parameter's. Unknown: 0. */
+ * "optimizer/OPT/PARAM[/...]" and "accumulate/PARAM" the parameter's.
+ * Unknown: 0. */
 #ifndef GALV_LAYER_UNITS_H
 #define GALV_LAYER_UNITS_H
 

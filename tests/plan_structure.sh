@@ -11,7 +11,8 @@
 # dp=4 with ZeRO-1 or none per unit under a memory limit where the choice is
 # a mixed pattern (GPT-2 and Llama, 6 layers), training on the free mesh
 # search of 4 devices (every family, 3 layers), and the 12-layer GPT-2 of
-# the repeated-layer path (reduced programs). A model with one layer (no
+# the repeated-layer path (reduced programs), and the 6-layer GPT-2 with 2
+# microbatches and full recomputation (the same 6 layers). A model with one layer (no
 # repetition) has one unit and plans.
 set -u
 B=$(cd "${1:-build}" && pwd)
@@ -86,6 +87,10 @@ json.dump(p, open(sys.argv[3], 'w'))" "$T/q.json" $z "$T/z$z.json" &&
   p=$(python3 -c "import json,sys; print(''.join(str(u['zero']) if u['zero'] else '.' for u in json.load(open(sys.argv[1]))['units']))" "$T/p.json")
   [[ $p == *1* && $p == *.* ]] || { echo "FAIL ${f}6: the pattern $p is not mixed (the case decides nothing per unit)"; fail=1; }
 done
+# microbatches (the forward repeated per microbatch at the same locations) and full recomputation:
+# the same 6 layers
+same "dp=4, 2 microbatches, recompute all" gpt26 --batch 8 --seq 16 --gpus 4 --mesh dp=4 --train --recompute=all --microbatches 2
+units "$T/e" | grep -q '^outer + 6 layers found by structure (6 blocks of' || { echo "FAIL gpt26 microbatches: units '$(units "$T/e")'"; fail=1; }
 # 12 layers: the repeated-layer path (reduced programs)
 mk g12 gpt2 --layers 12
 same "12 layers, dp=4, train" g12 --batch 8 --seq 16 --gpus 4 --mesh dp=4 --train --recompute=none

@@ -6,7 +6,8 @@
  *    parameters in its unit, the leading add and the head in the outer
  *    unit (the block boundary is the residual stream, not one op earlier);
  *  - locations of derived ops ("X/grad", "X/recompute", "X/grad/grad",
- *    "optimizer/adamw/PARAM") map to their forward op's / parameter's unit;
+ *    "optimizer/adamw/PARAM", "accumulate/PARAM") map to their forward op's /
+ *    parameter's unit;
  *  - one block only (no repetition): no layers, every unit 0;
  *  - parallel branches (three dots of one input, as q / k / v projections,
  *    then their sum): equal ops, but not chained: no layers. */
@@ -108,6 +109,8 @@ static void check(int LA, int LB) {
     for (int j = 0; j < nw; j++) {
       char loc[64];
       snprintf(loc, sizeof loc, "optimizer/adamw/w%d", perm(j));
+      CHECK(gv_layer_units_loc(&u, loc) == wunit[j], "%s in unit %d, want %d", loc, gv_layer_units_loc(&u, loc), wunit[j]);
+      snprintf(loc, sizeof loc, "accumulate/w%d", perm(j));
       CHECK(gv_layer_units_loc(&u, loc) == wunit[j], "%s in unit %d, want %d", loc, gv_layer_units_loc(&u, loc), wunit[j]);
     }
     CHECK(u.kind[0] == 0 && u.kind[LA] == 1 && u.len[0] == 4 && u.len[LA] == 5, "kinds / lengths");
