@@ -8,8 +8,8 @@
  * axes that split the batch (dmask), the layers' Megatron axis (t_layer:
  * column-parallel / row-parallel dots as the tp preset finds them), the
  * vocab-parallel axis of embedding and head (t_outer), and per unit (the
- * outer part, then each layer, grouped by the layer index in parameter
- * names: repeated blocks) whether it is ZeRO-3 sharded over the batch axes.
+ * outer part, then each layer: the repeated blocks of the forward program,
+ * found by structure, layer_units.h) whether it is ZeRO-3 sharded over the batch axes.
  *
  * Costs. A candidate is realised: the module is cloned, the plan pinned,
  * and propagate-sharding, spmd-partition, fuse, storage and memory-plan run
@@ -51,6 +51,7 @@ enum { GV_PLAN_FILE_MAX = 16 << 20, GV_PLAN_AXIS_MAX = 1 << 20 };
 #include "../planner/json.h"
 #include "../planner/profile.h"
 #include "../ir/storage.h"
+#include "layer_units.h"
 #include "passes.h"
 
 gv_plan_options gv_plan_opts;
@@ -69,8 +70,8 @@ typedef struct {
   int *role;      /* per arg (params) */
   int *tpdim;     /* per arg: the dim the tp / vocab axis splits, -1 */
   int *param_of;  /* per arg: a state's parameter arg, -1 */
-  int64_t *lidx;  /* sorted distinct layer indices */
-  int nl;
+  gv_layer_units lu; /* the units, found by structure (layer_units.h) */
+  int nl;            /* layers: units 1..nl */
   bool train;
   bool outer_roles, layer_roles;
   int64_t limit;
@@ -81,58 +82,29 @@ typedef struct {
 
 /* ---------------------------------------------------------------- units */
 
-/* The first all-digit component of a name split at '/', '.', ':'. */
-static int64_t first_index(const char *s) {
-  if (!s) return -1;
-  const char *p = s;
-  while (*p) {
-    const char *e = p;
-    while (*e && *e != '/' && *e != '.' && *e != ':') e++;
-    if (e > p && e - p < 12) {
-      bool dig = true;
-      for (const char *q = p; q < e; q++) dig &= *q >= '0' && *q <= '9';
-      if (dig) return strtoll(p, NULL, 10);
-    }
-    p = *e ? e + 1 : e;
-  }
-  return -1;
-}
+/* The unit of an op location (layer_units.h: found by structure). */
+static int unit_of(const ctx *C, const char *loc) { return gv_layer_units_loc(&C->lu, loc); }
 
-static int unit_of(const ctx *C, const char *s) {
-  int64_t k = first_index(s);
-  if (k < 0) return 0;
-  int lo = 0, hi = C->nl - 1;
-  while (lo <= hi) {
-    int mid = (lo + hi) / 2;
-    if (C->lidx[mid] == k) return mid + 1;
-    if (C->lidx[mid] < k) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return 0;
+/* Unit u's tensor-parallel axis under p (-1 none): the outer unit's vocab
+ * axis, a layer's own axis (tp_unit) or the layers' t_layer. */
+static int unit_tp(const gv_plan *p, int u) {
+  if (!u) return p->t_outer;
+  return p->tp_unit[u] > 0 ? p->tp_unit[u] - 1 : p->tp_unit[u] < 0 ? -1 : p->t_layer;
 }
 
 /* Sequence parallelism per unit (plan.json's "sp"): propagate-sharding's
  * region filter (gv_shard_opts.sp_op) asks for the unit of each op by its
  * location, as unit_of does; the copy outlives the pass for the main
- * module's propagate-sharding. */
+ * module's propagate-sharding (lu: the pass's units, kept for it). */
 typedef struct {
   char axis[16];
-  int nl;
-  int64_t lidx[GV_PLAN_MAX_UNITS];
+  const gv_layer_units *lu;
   uint8_t sp[GV_PLAN_MAX_UNITS];
 } plan_sp;
 
 static bool plan_sp_op(const gv_op *op, void *arg) {
   const plan_sp *s = arg;
-  int64_t k = first_index(op->loc);
-  int lo = 0, hi = s->nl - 1, u = 0;
-  while (k >= 0 && lo <= hi && !u) {
-    int mid = (lo + hi) / 2;
-    if (s->lidx[mid] == k) u = mid + 1;
-    else if (s->lidx[mid] < k) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return s->sp[u] != 0;
+  return s->sp[gv_layer_units_loc(s->lu, op->loc)] != 0;
 }
 
 /* Points gv_shard_opts at s filled from p (nothing when p has no sp unit). */
@@ -141,17 +113,11 @@ static void plan_sp_set(plan_sp *s, const ctx *C, const gv_plan *p) {
   for (int u = 0; u < p->nunits; u++) any |= p->sp[u] != 0;
   if (!any || p->t_layer < 0 || C->nl >= GV_PLAN_MAX_UNITS) return;
   snprintf(s->axis, sizeof s->axis, "%s", p->axis[p->t_layer]);
-  s->nl = C->nl;
-  memcpy(s->lidx, C->lidx, (size_t)C->nl * sizeof *s->lidx);
+  s->lu = &C->lu;
   memcpy(s->sp, p->sp, (size_t)p->nunits);
   gv_shard_opts.sp_axis = s->axis;
   gv_shard_opts.sp_op = plan_sp_op;
   gv_shard_opts.sp_arg = s;
-}
-
-static int cmp64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
 }
 
 /* ---------------------------------------------------------------- roles (as the tp preset finds them) */
@@ -166,7 +132,7 @@ static void ctx_free(ctx *C) {
   free(C->role);
   free(C->tpdim);
   free(C->param_of);
-  free(C->lidx);
+  gv_layer_units_free(&C->lu);
 }
 
 static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t limit) {
@@ -181,22 +147,20 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
   C->role = calloc((size_t)n + 1, sizeof *C->role);
   C->tpdim = calloc((size_t)n + 1, sizeof *C->tpdim);
   C->param_of = calloc((size_t)n + 1, sizeof *C->param_of);
-  C->lidx = calloc((size_t)n + 1, sizeof *C->lidx);
-  if (!C->unit || !C->role || !C->tpdim || !C->param_of || !C->lidx) {
+  if (!C->unit || !C->role || !C->tpdim || !C->param_of) {
     ctx_free(C);
     return gv_error(m, "out of memory");
   }
   C->train = f->arg_is_state != NULL;
-  for (int i = 0; i < n; i++) {
-    C->tpdim[i] = C->param_of[i] = -1;
-    int64_t k = f->arg_is_param && f->arg_is_param[i] ? first_index(f->arg_names ? f->arg_names[i] : NULL) : -1;
-    if (k >= 0) C->lidx[C->nl++] = k;
+  for (int i = 0; i < n; i++) C->tpdim[i] = C->param_of[i] = -1;
+  if (gv_layer_units_find(m, &C->lu)) {
+    ctx_free(C);
+    return -1;
   }
-  qsort(C->lidx, (size_t)C->nl, sizeof *C->lidx, cmp64);
-  int u = 0;
-  for (int i = 0; i < C->nl; i++)
-    if (!u || C->lidx[u - 1] != C->lidx[i]) C->lidx[u++] = C->lidx[i];
-  C->nl = u;
+  C->nl = C->lu.nl;
+  if (getenv("GALV_PLAN_DEBUG") && f->arg_names && f->arg_is_param)
+    for (int i = 0; i < n; i++)
+      if (f->arg_is_param[i]) fprintf(stderr, "plan-debug: unit %d: parameter %s\n", C->lu.arg_unit[i], f->arg_names[i]);
   if (C->nl + 1 > GV_PLAN_MAX_UNITS) {
     ctx_free(C);
     return gv_error(m, "planner: %d layers exceed the limit of %d", C->nl, GV_PLAN_MAX_UNITS - 1);
@@ -210,7 +174,7 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
     const char *nm = f->arg_names ? f->arg_names[i] : NULL;
     bool param = f->arg_is_param && f->arg_is_param[i];
     bool state = f->arg_is_state && f->arg_is_state[i];
-    if (param || state) C->unit[i] = unit_of(C, nm);
+    if (param || state) C->unit[i] = C->lu.arg_unit[i];
     if (state && nm) {
       const char *colon = strchr(nm, ':');
       int lo = 0, hi = 0;
@@ -345,7 +309,7 @@ static int pin_plan(gv_module *m, const ctx *C, const gv_plan *p) {
         f->arg_sharding[i] = s;
       } else if (pass == 0 && param) {
         int u = C->unit[i];
-        int t = u ? p->t_layer : p->t_outer;
+        int t = unit_tp(p, u);
         int d = C->tpdim[i];
         bool tp = t >= 0 && C->role[i] && d >= 0 && v->type.dims[d] % p->size[t] == 0;
         bool z = p->zero[u] >= 3 && p->dmask && C->train; /* ZeRO-3: the parameter split too */
@@ -1397,7 +1361,8 @@ static bool plan_eq(const gv_plan *a, const gv_plan *b) {
     return false;
   for (int i = 0; i < a->naxes; i++)
     if (a->size[i] != b->size[i]) return false;
-  return !memcmp(a->zero, b->zero, (size_t)a->nunits) && !memcmp(a->sp, b->sp, (size_t)a->nunits);
+  return !memcmp(a->zero, b->zero, (size_t)a->nunits) && !memcmp(a->sp, b->sp, (size_t)a->nunits) &&
+         !memcmp(a->tp_unit, b->tp_unit, (size_t)a->nunits);
 }
 
 /* With repeated layers the search runs on the reduced programs and its
@@ -1522,6 +1487,23 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
 
 /* ---------------------------------------------------------------- report, plan.json */
 
+/* "plan: units: outer + 12 layers found by structure (12 blocks of 37 forward ops)"; a differing
+ * first or last block of a kind (layer_units.h) is a group of its own: "1 block of 52 forward ops, 5 blocks of 46 ..." */
+static void layers_report(const gv_layer_units *u, FILE *f) {
+  if (!u->nl) {
+    fprintf(f, "plan: units: one (no repeated blocks in the forward program)\n");
+    return;
+  }
+  fprintf(f, "plan: units: outer + %d layer%s found by structure (", u->nl, u->nl == 1 ? "" : "s");
+  for (int l = 0, k = 0; l < u->nl; k++) {
+    int e = l;
+    while (e < u->nl && u->kind[e] == u->kind[l] && u->len[e] == u->len[l]) e++;
+    fprintf(f, "%s%d block%s of %d forward ops", k ? ", " : "", e - l, e - l == 1 ? "" : "s", u->len[l]);
+    l = e;
+  }
+  fprintf(f, ")\n");
+}
+
 void gv_plan_unit_str(const gv_plan *p, int u, char *buf, size_t n) {
   size_t k = 0;
   buf[0] = 0;
@@ -1532,7 +1514,7 @@ void gv_plan_unit_str(const gv_plan *p, int u, char *buf, size_t n) {
       if (p->dmask & (1u << a)) k += (size_t)snprintf(buf + k, n - k, "%s%s", first ? "" : ",", p->axis[a]), first = 0;
     if (k < n) k += (size_t)snprintf(buf + k, n - k, ")");
   }
-  int t = u ? p->t_layer : p->t_outer;
+  int t = unit_tp(p, u);
   if (t >= 0 && k < n) k += (size_t)snprintf(buf + k, n - k, "%s%s(%s)", k ? "+" : "", u ? "tp" : "vocab-parallel", p->axis[t]);
   /* zero = ZeRO-3 (--strategy zero), zero1 / zero2 the lighter stages */
   if (p->zero[u] && p->dmask && k < n) k += (size_t)snprintf(buf + k, n - k, p->zero[u] >= 3 ? "+zero" : "+zero%d", p->zero[u]);
@@ -1662,11 +1644,14 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
   if (p->t_outer >= 0) fprintf(f, "\"%s\"", p->axis[p->t_outer]);
   else fprintf(f, "null");
   fprintf(f, ",\n  \"units\": [\n");
+  bool own = false; /* a layer with its own tp axis: every layer's is written ("tp_axis") */
+  for (int u = 1; u < p->nunits; u++) own |= p->tp_unit[u] != 0;
   for (int u = 0; u < p->nunits; u++) {
-    char s[128];
+    char s[128], t[40] = "";
     gv_plan_unit_str(p, u, s, sizeof s);
-    fprintf(f, "    {\"unit\": \"%s%d\", \"strategy\": \"%s\", \"zero\": %d, \"sp\": %s}%s\n", u ? "layer " : "outer",
-            u ? u - 1 : 0, s, p->dmask ? p->zero[u] : 0, p->sp[u] ? "true" : "false", u + 1 < p->nunits ? "," : "");
+    if (own && u) snprintf(t, sizeof t, unit_tp(p, u) >= 0 ? ", \"tp_axis\": \"%s\"" : ", \"tp_axis\": null", unit_tp(p, u) >= 0 ? p->axis[unit_tp(p, u)] : "");
+    fprintf(f, "    {\"unit\": \"%s%d\", \"strategy\": \"%s\", \"zero\": %d, \"sp\": %s%s}%s\n", u ? "layer " : "outer",
+            u ? u - 1 : 0, s, p->dmask ? p->zero[u] : 0, p->sp[u] ? "true" : "false", t, u + 1 < p->nunits ? "," : "");
   }
   fprintf(f, "  ],\n");
   if (train) { /* the recomputation the plan was priced with: --plan compiles the same */
@@ -1841,6 +1826,18 @@ int gv_plan_read(const char *path, gv_plan *p, int nunits) {
       rc = gv_error_plain("%s: line %d: field 'units': \"sp\": true needs a tp_axis (sequence parallelism splits the values "
                           "between tensor-parallel blocks)", path, q->line);
     else if (q) p->sp[u] = q->b;
+    /* "tp_axis" (optional, a layer's own tensor-parallel axis or null: none; absent: the plan's tp_axis) */
+    const gv_json *t = gv_json_get(&units->items[u], "tp_axis");
+    int a = -1;
+    if (!rc && t && !u) rc = gv_error_plain("%s: line %d: field 'units': \"tp_axis\" is a layer's (the outer unit's is vocab_axis)", path, t->line);
+    else if (!rc && t && !(rc = axis_named(p, t, path, "units[].tp_axis", &a))) {
+      if (a >= 0 && (p->dmask & (1u << a)))
+        rc = gv_error_plain("%s: line %d: field 'units': \"tp_axis\" '%s' is a batch axis", path, t->line, p->axis[a]);
+      else p->tp_unit[u] = a == p->t_layer ? 0 : a >= 0 ? (int8_t)(a + 1) : -1;
+      if (!rc && p->sp[u] && p->tp_unit[u])
+        rc = gv_error_plain("%s: line %d: field 'units': \"sp\" with a layer's own \"tp_axis\" is not supported yet (sequence "
+                            "parallelism runs over the plan's tp_axis)", path, t->line);
+    }
   }
   p->nunits = nunits;
   gv_json_free(root);
@@ -1872,7 +1869,7 @@ int gv_plan_profile_check(const gv_module *m) {
   model_shape(&C, &l, &h, &s, &v);
   ctx_free(&C);
   if (P->layer.present && !l)
-    return gv_error_plain("%s: field '%s': the model has no layers (parameters named with a layer index) to apply it to", P->path,
+    return gv_error_plain("%s: field '%s': the model has no layers (no repeated blocks in its forward program) to apply it to", P->path,
                           P->layer.field);
   return gv_profile_check(P, l, h, s, v);
 }
@@ -2006,6 +2003,7 @@ int gv_pass_plan_sharding(gv_module *m) {
       fputc('\n', stderr);
     }
   }
+  if (!rc && !o->quiet) layers_report(&C.lu, stderr);
   if (!rc) {
     pc.plan_seconds = now_s() - t0;
     pc.candidates = C.realised;
@@ -2014,7 +2012,16 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (rc > 0) rc = gv_error(m, "plan: the batch does not divide over the plan's batch axes");
     if (!rc) last_plan = plan, last_plan_set = true;
     static plan_sp main_sp; /* read by the main module's propagate-sharding, after this pass */
-    if (!rc) plan_sp_set(&main_sp, &C, &plan);
+    static gv_layer_units main_lu; /* its units: the pass's, kept until the next run of the pass */
+    if (!rc) {
+      gv_layer_units_free(&main_lu);
+      main_lu = C.lu;
+      memset(&C.lu, 0, sizeof C.lu);
+      ctx keep = C;
+      keep.lu = main_lu;
+      plan_sp_set(&main_sp, &keep, &plan);
+      main_sp.lu = &main_lu;
+    }
   }
   if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, pred_mem, stderr);
   /* the alternatives against the choice as the search measured them: realised steps on the full program
@@ -2022,6 +2029,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   if (!rc && !o->quiet) report_alternatives(&alt, o->cluster, C.limit, alt_scaled ? pred : pc.step_ns, stderr);
   if (!rc && !o->quiet) { /* axes the plan leaves idle replicate the whole computation: one warning line */
     unsigned used = plan.dmask | (plan.t_layer >= 0 ? 1u << plan.t_layer : 0) | (plan.t_outer >= 0 ? 1u << plan.t_outer : 0);
+    for (int u = 1; u < plan.nunits; u++) used |= unit_tp(&plan, u) >= 0 ? 1u << unit_tp(&plan, u) : 0;
     int64_t idle = 1;
     for (int a = 0; a < plan.naxes; a++)
       if (!(used & (1u << a))) idle *= plan.size[a];

@@ -23,7 +23,8 @@
 
 /* One plan: a mesh and the choices the planner makes on it. Unit 0 is the
  * "outer" part (embedding, final norm, head, loss); units 1..L the layers
- * (parameters grouped by the layer index in their names, e.g. h.3). */
+ * (the repeated blocks of the forward program, found by structure:
+ * passes/layer_units.h). */
 typedef struct {
   int naxes;
   int64_t size[GV_MAX_MESH_AXES];
@@ -34,6 +35,10 @@ typedef struct {
   int nunits;         /* 1 + layers */
   uint8_t zero[GV_PLAN_MAX_UNITS]; /* per unit: its ZeRO stage 0-3 over the dmask axes (docs/sharding.md) */
   uint8_t sp[GV_PLAN_MAX_UNITS];   /* per unit: sequence parallelism over t_layer (plan.json / --plan; not searched) */
+  /* per layer unit: its tensor-parallel axis when not t_layer (plan.json's units[].tp_axis, read by --plan;
+   * not searched): 0 = t_layer, a + 1 = axis a, -1 = none (the unit's weights whole, its activations as the
+   * neighbours leave them; propagation reshards between units of different axes, docs/planner.md) */
+  int8_t tp_unit[GV_PLAN_MAX_UNITS];
 } gv_plan;
 
 /* What a plan costs, from its realised local program (fuse + memory-plan

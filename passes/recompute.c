@@ -8,7 +8,10 @@
  * stay live until backward. Clones compute the same ops on the same values,
  * so results are bit-identical to running without recomputation.
  *
- * Layers: an op's layer is the prefix of its location (ONNX node name) up
+ * Layers: with "all", the repeated blocks of the forward program found by
+ * structure (layer_units.h, as the planner's units: names play no part; a
+ * backward or recomputed op is in its forward op's layer). A listed layer
+ * (below) is named: an op's layer is the prefix of its location (ONNX node name) up
  * to and including the first '/'-separated segment of the form NAME.N
  * (NAME letters, digits, '_'; N digits) or N alone after another segment,
  * e.g. "/transformer/h.0" for "/transformer/h.0/attn/MatMul",
@@ -41,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layer_units.h"
 #include "passes.h"
 #include "../ir/shape_rules.h"
 
@@ -90,10 +94,20 @@ static bool selected(const char *spec, const char *loc, size_t n, const char *se
   return false;
 }
 
-static bool same_layer(const char *a, size_t na, const char *b) {
+/* A layer: by structure (lu: unit `unit` of layer_units.h, --recompute=all)
+ * or by name (the prefix loc[0..n), the listed layers). */
+typedef struct {
+  const char *loc;
+  size_t n;
+  const gv_layer_units *lu;
+  int unit;
+} layer_id;
+
+static bool in_layer(const layer_id *L, const char *b) {
+  if (L->lu) return L->unit > 0 && gv_layer_units_loc(L->lu, b) == L->unit;
   const char *s;
   size_t sl, nb = layer_of(b, &s, &sl);
-  return nb == na && nb && !strncmp(a, b, na);
+  return nb == L->n && nb && !strncmp(L->loc, b, L->n);
 }
 
 static gv_op *clone_op(gv_module *m, const gv_op *op, gv_value **map) {
@@ -124,8 +138,8 @@ static int number(gv_block *b) {
   return n;
 }
 
-/* Recomputes one layer (prefix loc[0..n)); fwd_end is the loss op. */
-static int recompute_layer(gv_module *m, gv_block *body, gv_op *fwd_end, const char *loc, size_t n, int nv) {
+/* Recomputes one layer; fwd_end is the loss op. */
+static int recompute_layer(gv_module *m, gv_block *body, gv_op *fwd_end, const layer_id *L, int nv) {
   bool *used = calloc((size_t)nv + 1, 1);
   gv_value **map = calloc((size_t)nv + 1, sizeof *map);
   if (!used || !map) {
@@ -135,10 +149,10 @@ static int recompute_layer(gv_module *m, gv_block *body, gv_op *fwd_end, const c
   /* forward values of the layer that its backward ops use */
   gv_op *first_use = NULL;
   for (gv_op *op = fwd_end->next; op; op = op->next) {
-    if (!same_layer(loc, n, op->loc)) continue;
+    if (!in_layer(L, op->loc)) continue;
     for (int i = 0; i < op->nopnds; i++) {
       const gv_op *d = op->opnds[i]->def;
-      if (!d || d->code == GV_OP_CONSTANT || d->nregions || d->id != 1 || !same_layer(loc, n, d->loc)) continue;
+      if (!d || d->code == GV_OP_CONSTANT || d->nregions || d->id != 1 || !in_layer(L, d->loc)) continue;
       used[op->opnds[i]->id] = true;
       if (!first_use) first_use = op;
     }
@@ -147,21 +161,21 @@ static int recompute_layer(gv_module *m, gv_block *body, gv_op *fwd_end, const c
   if (first_use) {
     /* the layer's forward ops those values need, in reverse program order */
     for (gv_op *op = fwd_end; op; op = op->prev) {
-      if (op->id != 1 || op->code == GV_OP_CONSTANT || op->nregions || !same_layer(loc, n, op->loc)) continue;
+      if (op->id != 1 || op->code == GV_OP_CONSTANT || op->nregions || !in_layer(L, op->loc)) continue;
       bool any = false;
       for (int i = 0; i < op->nres; i++) any = any || used[op->res[i]->id];
       if (!any) continue;
       for (int i = 0; i < op->nopnds; i++) used[op->opnds[i]->id] = true;
     }
     for (gv_op *op = body->first; op != fwd_end->next; op = op->next) {
-      if (op->id != 1 || op->code == GV_OP_CONSTANT || op->nregions || !same_layer(loc, n, op->loc) || !op->nres) continue;
+      if (op->id != 1 || op->code == GV_OP_CONSTANT || op->nregions || !in_layer(L, op->loc) || !op->nres) continue;
       bool any = false;
       for (int i = 0; i < op->nres; i++) any = any || used[op->res[i]->id];
       if (any) gv_insert_before(first_use, clone_op(m, op, map));
     }
     /* backward ops of the layer read the clones */
     for (gv_op *op = first_use; op; op = op->next) {
-      if (op->id == 2 || !same_layer(loc, n, op->loc)) continue;
+      if (op->id == 2 || !in_layer(L, op->loc)) continue;
       for (int i = 0; i < op->nopnds; i++)
         if (op->opnds[i]->id >= 0 && op->opnds[i]->id < nv && map[op->opnds[i]->id]) {
           gv_value **o = op->opnds;
@@ -304,22 +318,38 @@ int gv_pass_recompute(gv_module *m) {
     return gv_error(m, "recompute: the function must return the loss first (run loss and autodiff first)");
   gv_block *body = f->body;
   gv_op *fwd_end = ret->opnds[0]->def;
+  /* --recompute=all: the layers found by structure (before the ids below: the finder numbers ops too) */
+  gv_layer_units lu;
+  bool all = !strcmp(spec, "all");
+  if (all && gv_layer_units_find(m, &lu)) return -1;
   /* op->id: 1 forward, 0 backward (original), 2 clone; value ids numbered once (clones: -1) */
   int nv = number(body);
   for (gv_op *op = body->first; op; op = op->next) op->id = 0;
   for (gv_op *op = body->first; op != fwd_end->next; op = op->next) op->id = 1;
   if (sel) return recompute_selective(m, body, fwd_end, spec[9] ? spec + 10 : NULL, spec, nv);
-  /* the distinct layers of forward ops, in program order */
+  if (all) {
+    int rc = 0;
+    for (int u = 1; u <= lu.nl && !rc; u++) {
+      layer_id L = {.lu = &lu, .unit = u};
+      rc = recompute_layer(m, body, fwd_end, &L, nv);
+    }
+    int nl = lu.nl;
+    gv_layer_units_free(&lu);
+    if (!rc && !nl) return gv_error(m, "recompute: --recompute=all selects no layer (the forward program has no repeated blocks)");
+    return rc;
+  }
+  /* the distinct layers of forward ops named in the list, in program order */
   int found = 0;
   for (gv_op *op = body->first; op != fwd_end->next; op = op->next) {
     const char *seg;
     size_t sl, n = layer_of(op->loc, &seg, &sl);
     if (!n || op->id != 1) continue;
     bool seen = false;
-    for (gv_op *p = body->first; p != op && !seen; p = p->next) seen = p->id == 1 && same_layer(op->loc, n, p->loc);
+    layer_id L = {.loc = op->loc, .n = n};
+    for (gv_op *p = body->first; p != op && !seen; p = p->next) seen = p->id == 1 && in_layer(&L, p->loc);
     if (seen || !selected(spec, op->loc, n, seg, sl)) continue;
     found++;
-    if (recompute_layer(m, body, fwd_end, op->loc, n, nv)) return -1;
+    if (recompute_layer(m, body, fwd_end, &L, nv)) return -1;
   }
   if (!found) return gv_error(m, "recompute: --recompute=%s selects no layer (layers are named by a NAME.N segment of the node names, e.g. h.0 or layers.3)", spec);
   return 0;

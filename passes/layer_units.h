@@ -1,0 +1,54 @@
+/* layer_units.h — the planner's units found by structure (docs/planner.md,
+ * "Search space"): the repeated isomorphic blocks of the forward program
+ * are its layers, whatever the ONNX names say.
+ *
+ * gv_layer_units_find reads m's main function (a forward or a training
+ * program: the forward ops are those whose location is an ONNX node's, not
+ * ".../grad", ".../recompute", "optimizer/...", "accumulate/...",
+ * "autodiff/...", before the first backward op: with microbatches, the
+ * first one's forward). Each forward op (constants aside) is hashed by its op
+ * code, operand count, result types and, per operand, whether it is a
+ * parameter (and its type), a data input or a computed value; the op
+ * sequence in program order is searched for the run of consecutive equal
+ * blocks covering the most ops (ties: the shorter block, then the
+ * earlier), blocks that use a parameter, two at least, each reading a
+ * value the block before it computes (chained, as layers are by the
+ * residual stream; parallel branches such as the q / k / v projections of
+ * one input are no layers). Within the slack of
+ * that run the block boundary is put where the fewest computed values
+ * cross it (the residual stream: one). The ops before and after the run
+ * are searched again for runs of blocks at least a quarter as long (a
+ * second block kind: T5's decoder beside its encoder). Units: 0 = every
+ * op outside a run, 1..L the blocks in program order. A parameter belongs
+ * to the unit of the first forward op that reads it, an optimizer state
+ * to its parameter's unit (by its name "opt.K:PARAM").
+ *
+ * gv_layer_units_loc maps any op location of m, or of a program derived
+ * from m (realised, partitioned, fused clones), to its unit: the forward
+ * node's own, with "/grad", "/recompute" or further components stripped,
+ * "optimizer/OPT/PARAM[/...]" and "accumulate/PARAM" the parameter's.
+ * Unknown: 0. */
+#ifndef GALV_LAYER_UNITS_H
+#define GALV_LAYER_UNITS_H
+
+#include "../ir/ir.h"
+
+typedef struct {
+  int nl;         /* layers (units 1..nl) */
+  int nkinds;     /* distinct block kinds (runs found) */
+  int nargs;
+  int *arg_unit;  /* per argument of m's main body: its unit (params and optimizer state; else 0) */
+  int *kind;      /* per layer (0-based): its run's index (0 = the first run in program order) */
+  int *len;       /* per layer: its block's forward op count */
+  /* location -> unit: open addressing, keys copied (the table outlives m) */
+  char **key;
+  int *val;
+  int cap, n;
+} gv_layer_units;
+
+/* Fills u from m. Returns 0, or -1 (out of memory, reported). */
+int gv_layer_units_find(const gv_module *m, gv_layer_units *u);
+int gv_layer_units_loc(const gv_layer_units *u, const char *loc);
+void gv_layer_units_free(gv_layer_units *u);
+
+#endif
