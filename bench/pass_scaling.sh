@@ -13,7 +13,16 @@
 # planning CPU time (everything up to the program or IR) and the peak RSS.
 # Figures only: it never passes or fails on time (docs/planner.md, "Pass
 # scaling", has the table).
-#   bench/pass_scaling.sh [BUILD]
+#   bench/pass_scaling.sh [BUILD] [plan]
+# With `plan`, then the planning CPU time of the training search at full
+# scale (--train --plan-only --no-weights, bf16, a100-80g, 8 per node, seq
+# 2048, no strategy flag): GPT-3-shaped models (hidden 12288, 96 heads,
+# vocab 51200, Megatron's qkv layout, tied embeddings) of 12 / 24 / 48 / 96
+# layers on 1024 GPUs (batch 1536), Llama2-7B on 64 GPUs (batch 512) and
+# the 310B shape (96 layers, hidden 16384) on 1920 GPUs (batch 2160): per
+# row the imported ops, galvc's CPU seconds, the planner's own line
+# ("N candidate programs realised") and peak RSS; PLAN_TIMEOUT (default
+# 1800) seconds of wall time per row at most.
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,3 +72,36 @@ run "training, ~60k ops (555 layers)" "$(model 555)" --no-weights --emit=ir --tr
 for L in 185 555 1850; do
   run "codegen, $L layers (hidden 16)" "$(model $L 16 2 --external-data)" --no-build -o "$T/prog/"
 done
+
+[ "${2:-}" = plan ] || exit 0
+plan_row() { # LABEL MODEL GPUS BATCH
+  local label=$1 m=$2
+  /usr/bin/time -f "%M %U %S" -o "$T/rss" timeout "${PLAN_TIMEOUT:-1800}" "$BUILD/galvc" "$m" --train --plan-only --no-weights \
+    --precision bf16 --gpus "$3" --gpus-per-node 8 --cluster a100-80g --batch "$4" --seq 2048 </dev/null >/dev/null 2>"$T/err"
+  local rc=$?
+  python3 - "$label" "$T/err" "$T/rss" "$rc" <<'PY'
+import sys, re
+label, err, rc = sys.argv[1], open(sys.argv[2]).read(), int(sys.argv[4])
+rss, user, sys_s = open(sys.argv[3]).read().strip().splitlines()[-1].split()
+imp = re.search(r"imported .*: (\d+) ops", err)
+real = re.findall(r"(\d+) candidate programs realised", err)
+end = "timed out" if rc == 124 else ("no plan" if rc else "plan")
+print(f"{label:44s} import {imp.group(1) if imp else '?':>6} ops | galvc cpu {float(user) + float(sys_s):8.2f} s | "
+      f"peak RSS {int(rss) / 1024:5.0f} MiB | {end}, {sum(map(int, real))} candidates realised in {len(real)} searches")
+PY
+}
+gpt3() { # LAYERS HIDDEN HEADS: $T/gpt3-LAYERS-HIDDEN.onnx, made once
+  local f="$T/gpt3-$1-$2.onnx"
+  [ -f "$f" ] || python3 "$SRC/examples/make_model.py" gpt2 -o "$f" --layers "$1" --hidden "$2" --heads "$3" --vocab 51200 \
+    --max-pos 2048 --no-weights --tie-embeddings --qkv-layout megatron --no-verify >/dev/null
+  echo "$f"
+}
+echo "planning CPU time (--train --plan-only, the default search; figures only)"
+python3 "$SRC/examples/make_model.py" llama -o "$T/llama7b.onnx" --layers 32 --hidden 4096 --heads 32 --kv-heads 32 --ffn 11008 \
+  --vocab 32000 --no-weights --no-verify >/dev/null
+set +e
+plan_row "Llama2-7B, 64 GPUs, batch 512" "$T/llama7b.onnx" 64 512
+for L in 12 24 48 96; do
+  plan_row "GPT-3 shape, $L layers, 1024 GPUs, batch 1536" "$(gpt3 $L 12288 96)" 1024 1536
+done
+plan_row "310B shape (96 x 16384), 1920 GPUs, batch 2160" "$(gpt3 96 16384 128)" 1920 2160

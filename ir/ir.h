@@ -430,6 +430,12 @@ void gv_write_escaped(void *file, const char *s);
 
 /* Prints the module in MLIR generic syntax (ir/print.c). */
 void gv_print_module(const gv_module *m, void *file);
+/* A deep copy of m: the module gv_parse_module would build from
+ * gv_print_module's text, without printing and parsing (ir/clone.c). NULL
+ * when m is not well-formed enough to copy (a use before its definition, a
+ * sharding on an unknown mesh): go through the text then. m's value ids are
+ * scratch. */
+gv_module *gv_module_clone(const gv_module *m);
 /* Parses text printed by gv_print_module (ir/parse.c). source names the file
  * in errors. Returns NULL after reporting an error. */
 gv_module *gv_parse_module(const char *text, size_t len, const char *source);

@@ -107,6 +107,21 @@ static void put_list(FILE *f, const gv_tensor *t, int d, int64_t *idx) {
   fputc(']', f);
 }
 
+/* Bytes as upper-case hex pairs, written in chunks: one fprintf per byte
+ * made printing a module with large constants (the planner clones modules
+ * by printing and parsing them) cost seconds per clone. */
+static void put_hex(FILE *f, const unsigned char *d, size_t n) {
+  static const char digits[] = "0123456789ABCDEF";
+  char buf[4096];
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    buf[k++] = digits[d[i] >> 4];
+    buf[k++] = digits[d[i] & 15];
+    if (k == sizeof buf) fwrite(buf, 1, k, f), k = 0;
+  }
+  if (k) fwrite(buf, 1, k, f);
+}
+
 static void put_tensor(FILE *f, const gv_tensor *t) {
   if (!t) {
     fputs("dense<> : tensor<0x!galv.any>", f);
@@ -131,7 +146,7 @@ static void put_tensor(FILE *f, const gv_tensor *t) {
           fprintf(f, "%02X", byte);
         }
       } else {
-        for (size_t i = 0; i < (size_t)n * es; i++) fprintf(f, "%02X", d[i]);
+        put_hex(f, d, (size_t)n * es);
       }
       fputc('"', f);
     } else {

@@ -25,6 +25,7 @@
  */
 #include "first_fit.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,7 +147,139 @@ static int64_t gather(tindex *T, const gv_ff_block *b, const gv_ff_block *a) {
   return x;
 }
 
+/* ---------------------------------------------------------------- the sweep (blocks in start order)
+ *
+ * When the blocks come in order of their start point (memory-plan's
+ * "earliest first"), every placed block starts at or before the new one, so
+ * the placed blocks live with it are those still live at its start: a
+ * sweep over the points drops the others (per end point lists). Those all
+ * hold the same point, so their byte ranges are disjoint, and the lowest
+ * free offset is the start of the first gap between them (in offset order,
+ * from 0) of at least the block's size, or the end of the highest. They are
+ * kept in a treap by offset, each node holding the gap below it and its
+ * subtree the largest such gap, so a block costs O(log n): n log n for the
+ * order, where the search above costs about n x the blocks live at once. */
+typedef struct {
+  int *l, *r;
+  unsigned *pri;
+  int64_t *off, *top, *gap, *mx;
+} treap;
+
+static int64_t mx_of(const treap *t, int x) { return x < 0 ? -1 : t->mx[x]; }
+
+static void pull(treap *t, int x) {
+  int64_t m = t->gap[x], a = mx_of(t, t->l[x]), c = mx_of(t, t->r[x]);
+  t->mx[x] = m > a ? (m > c ? m : c) : (a > c ? a : c);
+}
+
+/* keys < k into *a, keys >= k into *b */
+static void split(treap *t, int x, int64_t k, int *a, int *b) {
+  if (x < 0) {
+    *a = *b = -1;
+    return;
+  }
+  if (t->off[x] < k) {
+    split(t, t->r[x], k, &t->r[x], b);
+    *a = x;
+  } else {
+    split(t, t->l[x], k, a, &t->l[x]);
+    *b = x;
+  }
+  pull(t, x);
+}
+
+static int merge(treap *t, int a, int b) {
+  if (a < 0) return b;
+  if (b < 0) return a;
+  if (t->pri[a] > t->pri[b]) {
+    t->r[a] = merge(t, t->r[a], b);
+    pull(t, a);
+    return a;
+  }
+  t->l[b] = merge(t, a, t->l[b]);
+  pull(t, b);
+  return b;
+}
+
+static int64_t top_end(const treap *t, int x) { /* the end of the highest block, 0 for none */
+  if (x < 0) return 0;
+  while (t->r[x] >= 0) x = t->r[x];
+  return t->top[x];
+}
+
+/* Sets the gap of the lowest block of x to its offset - below. */
+static int set_first_gap(treap *t, int x, int64_t below) {
+  if (x < 0) return x;
+  if (t->l[x] >= 0) t->l[x] = set_first_gap(t, t->l[x], below);
+  else t->gap[x] = t->off[x] - below;
+  pull(t, x);
+  return x;
+}
+
+static int64_t lowest_gap(const treap *t, int x, int64_t size) {
+  while (x >= 0) {
+    if (mx_of(t, t->l[x]) >= size) x = t->l[x];
+    else if (t->gap[x] >= size) return t->off[x] - t->gap[x];
+    else x = t->r[x];
+  }
+  return -1;
+}
+
+static int64_t sweep(gv_ff_block *b, const int *order, int n, int npoints, int nids) {
+  treap t;
+  size_t m = (size_t)(nids + 1);
+  t.l = malloc(m * sizeof *t.l), t.r = malloc(m * sizeof *t.r), t.pri = malloc(m * sizeof *t.pri);
+  t.off = malloc(m * sizeof *t.off), t.top = malloc(m * sizeof *t.top);
+  t.gap = malloc(m * sizeof *t.gap), t.mx = malloc(m * sizeof *t.mx);
+  int *first_end = malloc((size_t)(npoints + 1) * sizeof *first_end), *next_end = malloc(m * sizeof *next_end);
+  int64_t total = -1;
+  if (!t.l || !t.r || !t.pri || !t.off || !t.top || !t.gap || !t.mx || !first_end || !next_end) goto done;
+  memset(first_end, -1, (size_t)(npoints + 1) * sizeof *first_end);
+  total = 0;
+  int root = -1, point = 0; /* blocks ending before `point` are out */
+  uint32_t seed = 2463534242u;
+  for (int i = 0; i < n; i++) {
+    int id = order[i];
+    gv_ff_block *a = &b[id];
+    for (; point < a->start; point++)
+      for (int j = first_end[point]; j >= 0; j = next_end[j]) { /* drop j */
+        int lo, mid, hi;
+        split(&t, root, t.off[j], &lo, &mid);
+        split(&t, mid, t.off[j] + 1, &mid, &hi);
+        root = merge(&t, lo, set_first_gap(&t, hi, top_end(&t, lo)));
+      }
+    int64_t x = 0;
+    if (a->size > 0) {
+      x = lowest_gap(&t, root, a->size);
+      if (x < 0) x = top_end(&t, root);
+      seed ^= seed << 13, seed ^= seed >> 17, seed ^= seed << 5;
+      t.l[id] = t.r[id] = -1, t.pri[id] = seed;
+      t.off[id] = x, t.top[id] = x + a->size;
+      int lo, hi;
+      split(&t, root, x, &lo, &hi);
+      t.gap[id] = x - top_end(&t, lo);
+      pull(&t, id);
+      root = merge(&t, merge(&t, lo, id), set_first_gap(&t, hi, x + a->size));
+      next_end[id] = first_end[a->end];
+      first_end[a->end] = id;
+    }
+    a->off = x;
+    if (x + a->size > total) total = x + a->size;
+  }
+done:
+  free(t.l), free(t.r), free(t.pri), free(t.off), free(t.top), free(t.gap), free(t.mx);
+  free(first_end), free(next_end);
+  return total;
+}
+
 int64_t gv_first_fit(gv_ff_block *b, const int *order, int n, int npoints) {
+  bool by_start = true;
+  int maxid = 0;
+  for (int i = 0; i < n; i++) {
+    if (i && b[order[i]].start < b[order[i - 1]].start) by_start = false;
+    if (order[i] > maxid) maxid = order[i];
+  }
+  if (by_start && n > 0) return sweep(b, order, n, npoints > 0 ? npoints : 1, maxid + 1);
   tindex T = {.P = npoints > 0 ? npoints : 1, .leaves = 1};
   while (T.leaves < T.P) T.leaves *= 2;
   int nids = 0;

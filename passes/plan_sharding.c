@@ -377,16 +377,24 @@ static void quiet_end(int fd) {
   close(fd);
 }
 
-static gv_module *clone_module(const gv_module *m) {
+static gv_module *clone_text(const gv_module *m) {
+  gv_module *c;
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
   gv_print_module(m, f);
   fclose(f);
-  gv_module *c = gv_parse_module(buf, len, m->source);
+  c = gv_parse_module(buf, len, m->source);
   free(buf);
   return c;
+}
+
+/* A candidate's copy: in memory (gv_module_clone), the text only when that
+ * cannot copy it. */
+static gv_module *clone_module(const gv_module *m) {
+  gv_module *c = gv_module_clone(m);
+  return c ? c : clone_text(m);
 }
 
 static int coll_index(int code) {
@@ -827,7 +835,7 @@ static gv_module *build_reduced(const ctx *C, int K) {
     /* through the printer and back: a well-formed module, or none */
     gv_module *c = NULL;
     int fd = quiet_begin();
-    if (!gv_verify(m)) c = clone_module(m);
+    if (!gv_verify(m)) c = clone_text(m);
     if (c && gv_verify(c)) gv_module_free(c), c = NULL;
     quiet_end(fd);
     gv_module_free(m);

@@ -87,17 +87,20 @@ bool gv_stage_range_sends(const gv_module *base, int first, int last) {
 }
 
 gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngroups, bool training, gv_stage_bytes *bytes) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (!f) {
-    gv_error_plain("pipeline: out of memory");
-    return NULL;
+  gv_module *m = gv_module_clone(base); /* in memory; through the text only when that cannot copy it */
+  if (!m) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+      gv_error_plain("pipeline: out of memory");
+      return NULL;
+    }
+    gv_print_module(base, f);
+    fclose(f);
+    m = gv_parse_module(buf, len, base->source);
+    free(buf);
   }
-  gv_print_module(base, f);
-  fclose(f);
-  gv_module *m = gv_parse_module(buf, len, base->source);
-  free(buf);
   if (!m) return NULL;
   int cuts[4] = {0, first, last, ngroups};
   gv_stage_io *io = calloc(1, sizeof *io);

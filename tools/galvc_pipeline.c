@@ -304,17 +304,22 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
                                  * the whole model's loss and autodiff on a copy (m stays the stage costs' base) */
     static const char *const la[] = {"loss", "autodiff"};
     int64_t *st = calloc((size_t)k, sizeof *st), *cr = calloc((size_t)k, sizeof *cr);
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *mf = open_memstream(&buf, &len);
-    if (mf) gv_print_module(m, mf), fclose(mf);
-    gv_module *mt = mf && buf ? gv_parse_module(buf, len, m->source) : NULL;
-    free(buf);
+    bool oom = false;
+    gv_module *mt = gv_module_clone(m); /* in memory; through the text only when that cannot copy it */
+    if (!mt) {
+      char *buf = NULL;
+      size_t len = 0;
+      FILE *mf = open_memstream(&buf, &len);
+      if (mf) gv_print_module(m, mf), fclose(mf);
+      mt = mf && buf ? gv_parse_module(buf, len, m->source) : NULL;
+      oom = !mf;
+      free(buf);
+    }
     int bad = !st || !cr || !mt || run_named(mt, la, 2, 1, verify_each) || gv_pipe_group_stash(mt, k, st, cr);
     if (mt) gv_module_free(mt);
     if (bad) {
       free(st), free(cr), free(gs), free(tmp), gv_module_free(m);
-      return mf ? -1 : gv_error_plain("out of memory"), -1;
+      return oom ? gv_error_plain("out of memory"), -1 : -1;
     }
     for (int i = 0; i < k; i++) gs[i].act_bytes = st[i], gs[i].act_credit = cr[i] * B;
     free(st), free(cr);

@@ -8,7 +8,9 @@
  * model: the gather path) and many long-lived ones (a training step's saved
  * activations: the walk), in both of memory-plan's orders, with equal
  * sizes, zero sizes and one-point lifetimes; and a program long enough that
- * chunks of the offset list split. */
+ * chunks of the offset list split. Orders by start point (memory-plan's
+ * earliest-first, and program order here) take the sweep path (a treap of
+ * the blocks live at the start), the others the walk and the gather. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,10 @@
  * multi-result ops, nested galv.if regions and hostile names; the parsed
  * module holds the same bytes; and the parser rejects malformed text (every
  * truncation of a valid text, specific bad cases, random mutations) without
- * crashing or reading past the given length. */
+ * crashing or reading past the given length. gv_module_clone gives the
+ * module the text would (printed the same, same constants, no weights, no
+ * result names) and shares nothing with the original (printed again after
+ * the original is freed), meshes and shardings included. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -422,10 +425,55 @@ static int test_mutations(const char *text, size_t len) {
   return 0;
 }
 
+static int test_clone(void) {
+  gv_module *m = build();
+  const char *axes[] = {"dp", "tp"};
+  int64_t sizes[] = {2, 2};
+  gv_mesh *mesh = gv_module_add_mesh(m, "m", 2, axes, sizes);
+  CHECK(mesh != NULL);
+  mesh->has_predicted = true;
+  mesh->predicted[2] = 12345;
+  gv_func *f = m->main;
+  gv_sharding *sh = gv_sharding_new(m, mesh, f->body->args[0]->type.rank);
+  if (sh->rank > 0) sh->naxes[0] = 1, sh->axes[0][0] = 0;
+  f->arg_sharding = gv_alloc(m->arena, (size_t)f->body->nargs * sizeof *f->arg_sharding);
+  f->arg_sharding[0] = sh;
+  for (gv_op *op = f->body->first; op; op = op->next)
+    if (op->nres == 1 && op->res[0]->type.rank >= 0 && op->code != GV_OP_CONSTANT) {
+      gv_sharding *r = gv_sharding_new(m, mesh, op->res[0]->type.rank);
+      r->partial = 2;
+      const gv_sharding *rs[1] = {r};
+      gv_set_shardings(m, op, rs);
+      break;
+    }
+  CHECK(gv_verify(m) == 0);
+  size_t n1, n2, n3;
+  char *t1 = print_str(m, &n1);
+  CHECK(strstr(t1, "galv.sharding") && strstr(t1, "12345"));
+  gv_module *c = gv_module_clone(m);
+  CHECK(c != NULL);
+  CHECK(gv_verify(c) == 0);
+  char *t2 = print_str(c, &n2);
+  if (n1 != n2 || memcmp(t1, t2, n1) != 0) {
+    fprintf(stdout, "clone prints differently:\n--- original\n%s--- clone\n%s", t1, t2);
+    return 1;
+  }
+  CHECK(same_constants(m->main->body, c->main->body) == 0);
+  CHECK(c->main->param_data[0] == NULL && c->main->arg_sharding[0]->mesh == c->meshes[0]);
+  for (gv_op *op = c->main->body->first; op; op = op->next)
+    for (int i = 0; i < op->nres; i++) CHECK(op->res[i]->name == NULL && op->res[i]->def == op);
+  gv_module_free(m);
+  char *t3 = print_str(c, &n3);
+  CHECK(n1 == n3 && memcmp(t1, t3, n1) == 0);
+  gv_module_free(c);
+  free(t1), free(t2), free(t3);
+  return 0;
+}
+
 int main(void) {
   char *text;
   size_t len;
-  if (test_roundtrip(&text, &len)) return 1;
+  if (test_roundtrip(&text, &len) || test_clone()) return 1;
   /* The rest checks failures: keep their error lines out of the test log. */
   if (!freopen("/dev/null", "w", stderr)) return 1;
   int rc = test_truncations(text, len) || test_bad_cases() || test_tolerant() || test_error_format() ||
