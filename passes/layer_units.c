@@ -65,6 +65,11 @@ int gv_layer_units_loc(const gv_layer_units *u, const char *loc) {
   }
 }
 
+static const gv_func *hint_f;
+static const gv_layer_units *hint_u;
+void gv_layer_units_hint(const gv_func *f, const gv_layer_units *u) { hint_f = u ? f : NULL, hint_u = f ? u : NULL; }
+const gv_layer_units *gv_layer_units_for(const gv_module *m) { return m && m->main && m->main == hint_f ? hint_u : NULL; }
+
 void gv_layer_units_free(gv_layer_units *u) {
   for (int i = 0; i < u->cap; i++) free(u->key[i]);
   free(u->key), free(u->val), free(u->arg_unit), free(u->kind), free(u->len);

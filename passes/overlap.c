@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../ir/comm_sync.h"
+#include "layer_units.h"
 #include "passes.h"
 
 static bool is_view(const gv_op *op) { return (gv_ops[op->code].flags & GV_VIEW) != 0; }
@@ -53,8 +54,8 @@ static bool param_gather(const gv_op *op) {
 
 /* ZeRO-3 gathers one layer ahead: spmd-partition gathers a split parameter
  * (an all_gather of a function argument) right before its use, forward and
- * backward. Consecutive gathers whose nodes are in one layer (gv_layer_key)
- * form a group; each group after the first moves right after the first op
+ * backward. Consecutive gathers whose nodes are in one layer (the planner's
+ * units, found by structure: passes/layer_units.h) form a group; each group after the first moves right after the first op
  * that reads the previous group's gathers (where the emitters sync for
  * those), so its calls run while that layer computes. Earlier would not
  * help: a sync waits for every call posted (one queue), so a gather posted
@@ -70,15 +71,24 @@ static void prefetch_gathers(gv_module *m, gv_block *b) {
     free(g), free(grp);
     return; /* no prefetch: the order stays valid */
   }
-  int k = 0, ng = 0;
-  char prev[64] = "", key[64];
+  gv_layer_units own;
+  const gv_layer_units *lu = gv_layer_units_for(m);
+  if (!lu) {
+    if (gv_layer_units_find(m, &own)) {
+      free(g), free(grp);
+      return; /* no prefetch: the order stays valid */
+    }
+    lu = &own;
+  }
+  int k = 0, ng = 0, prev = -1;
   for (gv_op *op = b->first; op; op = op->next)
     if (param_gather(op)) {
-      gv_layer_key(op->loc ? op->loc : "", key, sizeof key);
-      if (!k || strcmp(key, prev)) ng++;
-      snprintf(prev, sizeof prev, "%s", key);
+      int key = gv_layer_units_loc(lu, op->loc);
+      if (!k || key != prev) ng++;
+      prev = key;
       grp[k] = ng - 1, g[k++] = op;
     }
+  if (lu == &own) gv_layer_units_free(&own);
   for (int i = 0, lo = 0; i < ng; i++) {
     int hi = lo;
     while (hi < n && grp[hi] == i) hi++;
@@ -105,8 +115,7 @@ static void prefetch_gathers(gv_module *m, gv_block *b) {
     }
     lo = hi;
   }
-  (void)m;
-  free(g), free(grp);
+    free(g), free(grp);
 }
 
 int gv_pass_overlap(gv_module *m) {

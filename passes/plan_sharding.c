@@ -633,6 +633,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   static plan_sp sps; /* large: not on the stack; realise does not nest */
   plan_sp_set(&sps, C, p);
   int fd = quiet_begin();
+  gv_layer_units_hint(m->main, &C->lu); /* regather's and overlap's layers: this search's units */
   if (!rc) rc = gv_pass_propagate_sharding(m) ? 1 : 0;
   if (!rc) rc = gv_pass_regather(m) ? 1 : 0; /* ZeRO-3 parameters gathered per layer that reads them */
   if (!rc) rc = gv_pass_storage(m) ? 1 : 0; /* the collectives move values as stored */
@@ -642,6 +643,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   if (!rc) rc = gv_pass_storage(m) ? 1 : 0; /* the memory plan and the cost read the storage precision */
   if (!rc) rc = gv_pass_memory_plan(m) ? 1 : 0;
   quiet_end(fd);
+  gv_layer_units_hint(NULL, NULL);
   gv_shard_opts = saved;
   if (rc) {
     gv_module_free(m);
@@ -2029,6 +2031,7 @@ int gv_pass_plan_sharding(gv_module *m) {
       keep.lu = main_lu;
       plan_sp_set(&main_sp, &keep, &plan);
       main_sp.lu = &main_lu;
+      gv_layer_units_hint(m->main, &main_lu); /* the main program's regather and overlap: the same units */
     }
   }
   if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, pred_mem, stderr);

@@ -12,9 +12,9 @@
  *
  * Uses are grouped into segments: a use starts a new segment (and reads a
  * new gather, cloned right before it) when an op of another layer lies
- * between it and the previous use (layers as gv_layer_key names them:
- * "h.0", "layers.3", "other" for the embeddings, head and loss; constants
- * do not count). A layer's forward and backward are apart (the later
+ * between it and the previous use (layers as the planner finds them, by
+ * structure: passes/layer_units.h, unit 0 the embeddings, head and loss;
+ * constants do not count). A layer's forward and backward are apart (the later
  * layers run between them), so they get a gather each; a tied embedding
  * read by the embedding lookup and by the head is gathered for each; the
  * head's forward and backward (only the loss between them) share one.
@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layer_units.h"
 #include "passes.h"
 
 static bool is_param_gather(const gv_func *f, const gv_op *op) {
@@ -59,9 +60,18 @@ int gv_pass_regather(gv_module *m) {
   gv_func *f = m ? m->main : NULL;
   if (!f || !f->body || !f->res_updates) return 0; /* not a training step */
   gv_block *b = f->body;
+  gv_layer_units own; /* found first: the finder uses the ops' ids as scratch */
+  const gv_layer_units *lu = gv_layer_units_for(m);
+  if (!lu) {
+    if (gv_layer_units_find(m, &own)) return -1;
+    lu = &own;
+  }
   int n = 0;
   for (gv_op *op = b->first; op; op = op->next) op->id = n++;
-  if (!n) return 0;
+  if (!n) {
+    if (lu == &own) gv_layer_units_free(&own);
+    return 0;
+  }
   /* run[k]: the first position of the run of ops of op k's layer that ends
    * at k (constants belong to every run); last[k] / cur[k] for a gather at
    * position k: the position of its latest use, the value that use read */
@@ -69,10 +79,10 @@ int gv_pass_regather(gv_module *m) {
   gv_value **cur = calloc((size_t)n, sizeof *cur);
   if (!run || !last || !cur) {
     free(run), free(last), free(cur);
+    if (lu == &own) gv_layer_units_free(&own);
     return gv_error(m, "regather: out of memory");
   }
-  char prev[48] = "", key[48];
-  int start = 0;
+  int prev = -1, start = 0;
   for (gv_op *op = b->first; op; op = op->next) {
     int k = op->id;
     last[k] = -1;
@@ -80,8 +90,8 @@ int gv_pass_regather(gv_module *m) {
       run[k] = start;
       continue;
     }
-    gv_layer_key(op->loc, key, sizeof key);
-    if (strcmp(key, prev)) start = k, memcpy(prev, key, sizeof prev);
+    int key = gv_layer_units_loc(lu, op->loc);
+    if (key != prev) start = k, prev = key;
     run[k] = start;
     if (is_param_gather(f, op)) last[k] = k, cur[k] = op->res[0];
   }
@@ -104,6 +114,7 @@ int gv_pass_regather(gv_module *m) {
     }
   }
   free(run), free(last), free(cur);
+  if (lu == &own) gv_layer_units_free(&own);
   if (cloned) gv_count_uses(b);
   return 0;
 }
