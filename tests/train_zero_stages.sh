@@ -10,7 +10,7 @@
 #     reads the counters again);
 #   - the collective kinds of a layer per stage, from galvc's per-layer
 #     summary: stage 1 all_reduce + all_gather, stage 2 reduce_scatter +
-#     all_gather, stage 3 all_gather + reduce_scatter, no other kind; on GPT-2
+#     all_gather, stage 3 all_gather + reduce_scatter, no other kind (under zero3,tp also the tp blocks' all_reduces); on GPT-2
 #     with 2 ranks the bytes of layer h.0 = the formulas of docs/sharding.md
 #     over its parameter bytes n (read from the ONNX file): stage 1 backward
 #     all_reduce 2(p-1)n/p = n, optimizer all_gather (p-1)n/p = n/2; stage 2
@@ -70,13 +70,14 @@ layer() {
   awk -v L="$2" '$1 == "galvc:" && $2 == "spmd:" && $3 == L && NF == 10 { split($10, k, "/"); print $4, $5, $6, $7, $8, $9, k[1], k[2], k[3]; exit }' "$T/$1.err"
 }
 # kinds STAGE "AR AG RS": the kinds a layer at STAGE uses, and only those
-kinds_ok() {
-  local st=$1 ar ag rs
+kinds_ok() { # STAGE "AR AG RS" [STRATEGY]: under ...,tp the tp blocks' activation sums add all_reduces to every stage
+  local st=$1 ar ag rs tp=0
   read -r ar ag rs <<<"$2"
+  [[ ${3:-} == *,tp ]] && tp=1
   case $st in
   0) [ "$ar" -gt 0 ] && [ "$ag" = 0 ] && [ "$rs" = 0 ] ;;
   1) [ "$ar" -gt 0 ] && [ "$ag" -gt 0 ] && [ "$rs" = 0 ] ;;
-  2 | 3) [ "$ar" = 0 ] && [ "$ag" -gt 0 ] && [ "$rs" -gt 0 ] ;;
+  2 | 3) { [ "$ar" = 0 ] || [ $tp = 1 ]; } && [ "$ag" -gt 0 ] && [ "$rs" -gt 0 ] ;;
   *) false ;;
   esac
 }
@@ -177,7 +178,7 @@ for c in ${GALV_ZERO_CASES:-gpt2:2:zero1 gpt2:2:zero2 gpt2:2:zero3 gpt2:4:mixed:
     name=h.$l; [ $fam = llama ] && name=layers.$l
     row=$(layer "$d" "$name")
     read -r _ _ _ _ _ _ ar ag rs <<<"$row"
-    if [ -n "$row" ] && kinds_ok "$st" "$ar $ag $rs"; then ok "$d: $name at stage $st: all_reduce/all_gather/reduce_scatter $ar/$ag/$rs"
+    if [ -n "$row" ] && kinds_ok "$st" "$ar $ag $rs" "$s"; then ok "$d: $name at stage $st: all_reduce/all_gather/reduce_scatter $ar/$ag/$rs"
     else bad "$d: $name at stage $st: kinds '$ar/$ag/$rs' (row '$row')"; fi
   done
 done
