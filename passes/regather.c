@@ -33,13 +33,12 @@
 #include "layer_units.h"
 #include "passes.h"
 
+/* A reshard of a trained parameter (an argument of the body; its id: the
+ * argument's index, set by the caller). */
 static bool is_param_gather(const gv_func *f, const gv_op *op) {
   if (op->code != GV_OP_RESHARD || op->nopnds != 1 || op->opnds[0]->def) return false;
-  const gv_block *b = f->body;
-  for (int i = 0; i < b->nargs; i++)
-    if (b->args[i] == op->opnds[0])
-      return f->arg_is_param && f->arg_is_param[i] && !(f->arg_is_frozen && f->arg_is_frozen[i]);
-  return false;
+  int a = op->opnds[0]->id;
+  return a >= 0 && a < f->body->nargs && f->body->args[a] == op->opnds[0] && gv_arg_trains(f, a);
 }
 
 /* The clone takes the location of the use it serves, so it counts in that
@@ -67,6 +66,7 @@ int gv_pass_regather(gv_module *m) {
     lu = &own;
   }
   int n = 0;
+  for (int i = 0; i < b->nargs; i++) b->args[i]->id = i;
   for (gv_op *op = b->first; op; op = op->next) op->id = n++;
   if (!n) {
     if (lu == &own) gv_layer_units_free(&own);

@@ -53,12 +53,11 @@ static int gather_copies(gv_module *m, gv_op ***copies) {
   *copies = NULL;
   gv_op **by_arg = calloc((size_t)body->nargs + 1, sizeof *by_arg);
   if (!by_arg) abort();
+  for (int i = 0; i < body->nargs; i++) body->args[i]->id = i; /* renumbered by the caller afterwards */
   for (gv_op *op = body->first; op; op = op->next) {
     if (op->code != GV_OP_RESHARD || op->nopnds != 1 || op->opnds[0]->def || op->opnds[0]->type.dtype != GV_DT_F32) continue;
-    int a = -1;
-    for (int i = 0; i < body->nargs && a < 0; i++)
-      if (body->args[i] == op->opnds[0]) a = i;
-    if (a < 0 || !gv_arg_trains(f, a)) continue;
+    int a = op->opnds[0]->id;
+    if (a < 0 || a >= body->nargs || body->args[a] != op->opnds[0] || !gv_arg_trains(f, a)) continue;
     if (!by_arg[a]) {
       gv_value *w = body->args[a];
       gv_op *c = gv_op_new(m, GV_OP_CAST, 1, &w, 1);
