@@ -31,12 +31,8 @@ trap 'rm -rf "$T"' EXIT
 export CFLAGS=-O0
 export MPIRUN="$MPIRUN -x GALV_COMM_DELAY_US"
 DELAY=${GALV_TEST_DELAY_US:-2000}
-for fam in gpt2 llama; do
-  extra=()
-  [ $fam = llama ] && extra=(--kv-heads 2)
-  python3 "$SRC/examples/make_model.py" $fam -o "$T/$fam.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 "${extra[@]}" \
-    --no-verify >/dev/null || bad "$fam: make_model"
-done
+. "$SRC/tests/lib/tiny_lms.sh"
+tiny_lms "$T"
 python3 - "$T" <<'PY'
 import numpy as np, os, sys
 t = sys.argv[1]

@@ -50,12 +50,8 @@ counted() { python3 "$SRC/tests/lib/comm_counted.py" "$T/$1.log" "$2"; }
 # "kind axes shape bytes node" per collective of the table in NAME.err
 table() { sed -n 's/^galvc: spmd: \(all_reduce\|all_gather\|reduce_scatter\|all_to_all\) \+\([a-z,]*\) \+\(tensor<[^ ]*>\) \+\([0-9]*\)  \(.*\)$/\1 \2 \3 \4 \5/p' "$T/$1.err"; }
 
-for fam in gpt2 llama; do
-  extra=()
-  [ $fam = llama ] && extra=(--kv-heads 4)
-  python3 "$SRC/examples/make_model.py" $fam -o "$T/$fam.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 "${extra[@]}" \
-    --no-verify >/dev/null || bad "$fam: make_model"
-done
+. "$SRC/tests/lib/tiny_lms.sh"
+tiny_lms "$T" 4
 python3 - "$T" <<'PY'
 import json, numpy as np, os, sys
 t = sys.argv[1]
