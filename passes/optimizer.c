@@ -133,6 +133,8 @@ int gv_pass_optimizer(gv_module *m) {
   }
 
   if (o->clip_grad_norm > 0) {
+    /* each gradient's squares and its scaling at P's update location, so under ZeRO they run on P's shard (the
+     * gradient reduce-scattered once for both, its sum of squares a partial sum: one 4-byte all-reduce) */
     gvb c = {m, ret, "optimizer/clip_grad_norm"};
     gv_value *sq = NULL;
     for (int k = 0; k < np; k++) {
@@ -140,10 +142,12 @@ int gv_pass_optimizer(gv_module *m) {
       if (g->type.dtype != GV_DT_F32)
         return gv_error(m, "optimizer: --clip-grad-norm: the gradient of '%s' is %s (f32 expected)", f->arg_names[pidx[k]],
                         gv_dtype_name(g->type.dtype));
+      c.loc = cat(m, adamw ? "optimizer/adamw/" : "optimizer/sgd/", f->arg_names[pidx[k]]);
       gv_op *rs = gvb_new(&c, GV_OP_REDUCE_SUM, 1, (gv_value *[]){gvb_bin(&c, GV_OP_MUL, g, g)});
       if (!rs) return -1;
       gv_set_int(m, rs, "keepdims", 0);
       gv_value *s = gvb_fin(&c, rs);
+      c.loc = "optimizer/clip_grad_norm";
       sq = sq ? gvb_bin(&c, GV_OP_ADD, sq, s) : s;
       if (!sq) return -1;
     }
@@ -153,8 +157,10 @@ int gv_pass_optimizer(gv_module *m) {
                                gvb_bin(&c, GV_OP_DIV, gvb_cst(&c, GV_DT_F32, o->clip_grad_norm),
                                        gvb_bin(&c, GV_OP_ADD, norm, gvb_cst(&c, GV_DT_F32, 1e-6))),
                                gvb_cst(&c, GV_DT_F32, 1.0));
-      for (int k = 0; k < np; k++)
+      for (int k = 0; k < np; k++) {
+        c.loc = cat(m, adamw ? "optimizer/adamw/" : "optimizer/sgd/", f->arg_names[pidx[k]]);
         if (!(grads[k] = gvb_bin(&c, GV_OP_MUL, grads[k], coef))) return -1;
+      }
     }
   }
 

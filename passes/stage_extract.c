@@ -541,6 +541,14 @@ int gv_stage_train(gv_module *m, int s, int nstages) {
   const char **onames = NULL;
   if (s == nstages - 1) {
     if (gv_pass_loss(m)) return -1;
+    /* loss scaling: the last stage's seed is what the runtime hands it per microbatch, a plain input
+     * "opt.loss_scale" (autodiff multiplies by it): the scale x the microbatch's share of the step's loss, so the
+     * gradients have the one-program step's magnitudes (runtime/pipe.c keeps the scale, checks and skips) */
+    if (gv_train_opts.loss_scale_mode && !gvb_loss_scale_arg(f)) {
+      gv_value *l = ret->nopnds ? ret->opnds[0] : NULL;
+      if (!l) return gv_error(m, "pipeline: the last stage returns no loss");
+      gv_func_add_arg(m, f, "opt.loss_scale", gv_type_make(l->type.dtype, 0, NULL), false);
+    }
   } else {
     outs = gv_alloc(m->arena, sizeof *outs * (size_t)(ret->nopnds + 1));
     onames = gv_alloc(m->arena, sizeof *onames * (size_t)(ret->nopnds + 1));
@@ -582,7 +590,11 @@ int gv_stage_train(gv_module *m, int s, int nstages) {
   }
   /* an earlier stage with nothing to train and nothing received (e.g. only frozen embeddings): forward only, its
    * function returns the seed without gradients; the runtime's backward of it only receives the gradients */
+  /* loss scaling: only the last stage's seed is scaled; an earlier stage's gradients arrive scaled already */
+  int lsm = gv_train_opts.loss_scale_mode;
+  if (lsm) gv_train_opts.loss_scale_mode = s < nstages - 1 ? 0 : 2; /* the last stage: scaled by its input */
   int rc = s < nstages - 1 && !nwrt ? 0 : gv_pass_autodiff(m);
+  gv_train_opts.loss_scale_mode = lsm;
   for (int a = 0; a < body->nargs; a++)
     if (marked[a]) f->arg_is_param[a] = false;
   free(marked);

@@ -41,6 +41,14 @@ extern const int galv_pipe_training, galv_pipe_schedule; /* schedule: 0 gpipe, 1
 extern const int galv_pipe_vstages;
 extern const char galv_pipe_optimizer[];                 /* "adamw" | "sgd" */
 extern const double galv_pipe_hparams[6];                /* lr, weight decay, beta1, beta2, eps, momentum */
+/* --clip-grad-norm X (else 0): before the update the step's gradients are scaled by min(X / (n + 1e-6), 1), n the
+ * global 2-norm over every trained parameter of every stage, each counted once (runtime/pipe.c, clip_coef) */
+extern const double galv_pipe_clip;
+/* loss scaling (16-bit training): {mode (0 off, 1 static, 2 dynamic), the scale (dynamic: the initial one), growth,
+ * backoff, interval}. The last stage's seed is the scale (dynamic: its input "opt.loss_scale"); before the update every
+ * rank checks its gradient sums for inf / NaN, one all-reduce (max) over the world decides, and an overflowing step is
+ * skipped on every rank (runtime/pipe.c; torch's GradScaler rule, as passes/optimizer.c) */
+extern const double galv_pipe_loss_scale[5];
 /* cross-entropy loss (else 0): the last stage weights microbatch j's loss and gradients by c_j B / sum c
  * (c_j: its labels other than the ignore index), so the step equals the full batch's mean */
 extern const int galv_pipe_ce;

@@ -345,6 +345,65 @@ static int shared_param(int p) { return (galv_pipe_param_stages[p] & ~(1ull << g
 static int shared_root_stage(int p) { return __builtin_ctzll(galv_pipe_param_stages[p]); }
 static uint64_t shared_sent; /* bytes this rank sent for shared parameters (galv_pipe_xfer_report counts them apart) */
 
+/* --clip-grad-norm X: torch's clip_grad_norm_ over the step's gradients g = sum / B (the sums acc, B microbatches)
+ * of every trained parameter of every stage, each counted once: a parameter whole in its stage by the stage's rank
+ * 0, a split one by the lowest stage rank holding that block (dp x tp: the tp blocks repeat over dp), one shared
+ * with later stages by its lowest holding stage only (each holder has the summed gradient). The squares are summed
+ * in double on the host, then one all-reduce of a double over the world. Returns min(X / (n + 1e-6), 1). */
+static int clip_counts(int p) {
+  if (shared_param(p) && shared_root_stage(p) != galv_pipe_stage) return 0;
+  const galv_io_split *sp = &galv_pipe_param_split[p];
+  if (!sp->starts) return lrank == 0;
+  const int rk = galv_pipe_params[p].rank;
+  for (int r = 0; r < lrank; r++) {
+    int same = 1;
+    for (int d = 0; d < rk && same; d++) same = sp->starts[r * rk + d] == sp->starts[lrank * rk + d];
+    if (same) return 0;
+  }
+  return 1;
+}
+static double clip_coef(galv_comm *world, galv_queue *q, const char *trains, float *const *acc, double mul) {
+  double sq = 0;
+  for (int p = 0; p < galv_pipe_nparams; p++) {
+    if (!trains[p] || !clip_counts(p)) continue;
+    size_t n = (size_t)galv_pipe_params[p].nbytes / 4;
+    float *h = malloc(n * 4 + 64);
+    if (!h) galv_fatal("out of memory");
+    D->d2h(h, acc[p], n * 4);
+    for (size_t e = 0; e < n; e++) sq += (double)h[e] * (double)h[e];
+    free(h);
+  }
+  double *buf = D->alloc(2 * sizeof(double));
+  D->h2d(buf, &sq, sizeof sq);
+  galv_all_reduce(world, buf, buf + 1, 1, GALV_F64, GALV_RED_SUM, q);
+  galv_queue_sync(q);
+  D->d2h(&sq, buf + 1, sizeof sq);
+  D->release(buf);
+  double norm = sqrt(sq) * mul, c = galv_pipe_clip / (norm + 1e-6);
+  return c < 1 ? c : 1;
+}
+/* loss scaling: 1 when a gradient sum of any rank of any stage holds an inf / NaN (one all-reduce, max, of a float
+ * over the world: every rank takes the same decision) */
+static int grads_overflow(galv_comm *world, galv_queue *q, const char *trains, float *const *acc) {
+  float bad = 0;
+  for (int p = 0; p < galv_pipe_nparams && !bad; p++) {
+    if (!trains[p]) continue;
+    size_t n = (size_t)galv_pipe_params[p].nbytes / 4;
+    float *h = malloc(n * 4 + 64);
+    if (!h) galv_fatal("out of memory");
+    D->d2h(h, acc[p], n * 4);
+    for (size_t e = 0; e < n && !bad; e++) bad = h[e] * 0.0f != 0.0f; /* inf x 0 and NaN x 0 are NaN */
+    free(h);
+  }
+  float *buf = D->alloc(2 * sizeof(float));
+  D->h2d(buf, &bad, sizeof bad);
+  galv_all_reduce(world, buf, buf + 1, 1, GALV_F32, GALV_RED_MAX, q);
+  galv_queue_sync(q);
+  D->d2h(&bad, buf + 1, sizeof bad);
+  D->release(buf);
+  return bad != 0;
+}
+
 static void shared_grad_sum(galv_comm *world, galv_queue *q, int p, float *whole, float *tmp, size_t n) {
   const uint64_t mask = galv_pipe_param_stages[p];
   const int rs = shared_root_stage(p), root = galv_pipe_first_rank[rs];
@@ -719,6 +778,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       ik[i] = -1;
       continue;
     }
+    if (!strcmp(d->name, "opt.loss_scale") && galv_pipe_loss_scale[0] && d->rank == 0) { ik[i] = -2; continue; }
     ioff[i] = in_bytes;
     in_bytes += ((int64_t)AB(d) + 63) / 64 * 64;
     if (k >= 0) { ik[i] = k + 1; check_whole(&galv_input_split[i], d->name); continue; }
@@ -865,6 +925,12 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   int inflight = 0, peak_mb = 0;
   double tstart = now_us(), tcomp = 0;
   float step_t = 0;
+  /* loss scaling (galv_pipe_loss_scale): the scale, the good steps since the last change, the skipped steps */
+  const int lsm = (int)galv_pipe_loss_scale[0];
+  float ls_scale = lsm ? (float)galv_pipe_loss_scale[1] : 1.0f, ls_tracker = 0, ls_skipped = 0;
+  if (lsm && (load || save))
+    galv_fatal_all("--load-checkpoint / --save-checkpoint with loss scaling in a pipeline are not supported yet (the "
+                   "scale is not saved); train one program (--strategy / --plan) to checkpoint a loss-scaled run");
   int64_t done = load ? pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t) : 0; /* steps done before */
   if (load && bw) D->copy(Wb, W, (size_t)pspan);
   if (load && wg) D->copy(Ww, W, (size_t)pspan);
@@ -975,7 +1041,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           D->run_entry(wg, arena, Ww, wst[a->mb]);
           for (int o = 0; o < nwo; o++) {
             if (!wg->outputs[o].in_weights) GALV_UNPOISON(arena + wg->outputs[o].offset, AB(&wg->outputs[o]));
-            if (last && mbw) /* cross entropy: weighted as the microbatch's other gradients (below) */
+            if (last && mbw && !lsm) /* cross entropy: weighted as the microbatch's other gradients (below) */
               io_scale(&wg->outputs[o], arena + wg->outputs[o].offset, (float)mbw[a->mb]);
           }
           accumulate(wg->outputs, okw, nwo, arena, Ww, acc, accw, gblk);
@@ -995,6 +1061,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
               io_h2d(d, src + ioff[i], hin, hin + (dmax + 63) / 64 * 64);
             }
             if (ik[i] >= 0) D->copy(arena + d->offset, src + ioff[i], AB(d));
+            else if (ik[i] == -2) { /* the seed: the scale x the microbatch's share of the step's loss */
+              float sd = (float)((double)ls_scale * (mbw ? mbw[a->mb] : 1.0) / B);
+              io_h2d(d, arena + d->offset, (const char *)&sd, hin);
+            }
             else if (a->fwd) D->fill(arena + d->offset, 0, AB(d)); /* recomputation: gin = 0 */
           }
         for (int i = 0; i < nbi && !a->fwd; i++)
@@ -1021,7 +1091,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           for (int i = 0; i < *wg->nstash; i++)
             if (wsrc[i] >= 0) D->copy(wb + wg->stash[i].offset, stash[a->mb] + bw->stash[wsrc[i]].offset, (size_t)wg->stash[i].nbytes);
         }
-        if (last && mbw) /* cross entropy: this microbatch's gradients weighted by its share of the counted labels */
+        if (last && mbw && !lsm) /* cross entropy: this microbatch's gradients weighted by its share of the counted labels
+                                  * (loss scaling: in the seed) */
           for (int o = 0; o < no; o++)
             if (ok[o] < 0 || (ok[o] >= 1000000 && ok[o] < 2000000))
               io_scale(&galv_outputs[o], arena + galv_outputs[o].offset, (float)mbw[a->mb]);
@@ -1074,20 +1145,45 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       if (galv_pipe_param_split[p].starts) D->block(&galv_pipe_params[p], &galv_pipe_param_split[p], acc[p], accw[p]);
       else D->copy(acc[p], accw[p], wb);
     }
-    /* one optimizer update of this stage's parameters (torch formulas, f32: galv_pipe_opt_elem) */
-    step_t += 1.0f;
-    galv_pipe_opt op = {.adamw = adamw, .one = B == 1, .lr = (float)lr, .wd = (float)wd, .b1 = (float)b1,
-                        .omb1 = (float)(1 - b1), .b2 = (float)b2, .omb2 = (float)(1 - b2), .eps = (float)eps,
-                        .mom = (float)mom, .decay = (float)(1 - lr * wd), .inv = 1.0f / (float)B};
-    op.stepsz = (float)lr / (1.0f - powf((float)b1, step_t));
-    op.bc2s = sqrtf(1.0f - powf((float)b2, step_t));
-    for (int p = 0; p < galv_pipe_nparams; p++)
-      if (trains[p])
+    /* loss scaling: an inf / NaN in any rank's gradient sums skips the step everywhere */
+    const int skip = lsm && grads_overflow(world, q, trains, acc);
+    if (!skip) { /* one optimizer update of this stage's parameters (torch formulas, f32: galv_pipe_opt_elem) */
+      step_t += 1.0f;
+      galv_pipe_opt op = {.adamw = adamw, .one = B == 1, .lr = (float)lr, .wd = (float)wd, .b1 = (float)b1,
+                          .omb1 = (float)(1 - b1), .b2 = (float)b2, .omb2 = (float)(1 - b2), .eps = (float)eps,
+                          .mom = (float)mom, .decay = (float)(1 - lr * wd), .inv = 1.0f / (float)B};
+      op.stepsz = (float)lr / (1.0f - powf((float)b1, step_t));
+      op.bc2s = sqrtf(1.0f - powf((float)b2, step_t));
+      /* the gradient g = sum x mul (the mean over the microbatches, unscaled), clipped: sum x (mul x coef) */
+      const double mul = lsm ? 1.0 / (double)ls_scale : B > 1 ? 1.0 / B : 1.0; /* loss scaling: 1 / B in the seed */
+      if (lsm) op.inv = (float)mul, op.one = 0;
+      if (galv_pipe_clip > 0) {
+        double c = clip_coef(world, q, trains, acc, mul);
+        if (c < 1) op.inv = (float)(mul * c), op.one = 0;
+      }
+      for (int p = 0; p < galv_pipe_nparams; p++)
+        if (trains[p])
           D->optimizer(&op, (float *)(void *)(W + galv_pipe_params[p].offset), st1[p], st2[p], acc[p],
-                     (size_t)galv_pipe_params[p].nbytes / 4);
-    if (bw) D->copy(Wb, W, (size_t)pspan); /* the backward entry's copy of the parameters */
-    if (wg) D->copy(Ww, W, (size_t)pspan); /* the weight-gradient entry's */
-    if (last && lrank == 0) printf("step %lld loss %.9g\n", (long long)(done + step), loss / B);
+                       (size_t)galv_pipe_params[p].nbytes / 4);
+      if (bw) D->copy(Wb, W, (size_t)pspan); /* the backward entry's copy of the parameters */
+      if (wg) D->copy(Ww, W, (size_t)pspan); /* the weight-gradient entry's */
+    }
+    if (lsm && skip) { /* torch's GradScaler.update: x backoff and the good-step count 0 on overflow */
+      ls_skipped += 1;
+      if (lsm == 2) ls_scale *= (float)galv_pipe_loss_scale[3], ls_tracker = 0;
+    } else if (lsm == 2) { /* a good step: at the interval x growth (to a finite scale) and the count 0 */
+      float t1 = ls_tracker + 1, big = ls_scale * (float)galv_pipe_loss_scale[2];
+      if (t1 >= (float)galv_pipe_loss_scale[4]) {
+        if (big * 0.0f == 0.0f) ls_scale = big;
+        ls_tracker = 0;
+      } else ls_tracker = t1;
+    }
+    if (last && lrank == 0 && lsm) { /* as the one-program training prints it */
+      char scs[64] = "";
+      if (lsm == 2) snprintf(scs, sizeof scs, " scale %.17g", ls_scale);
+      printf("step %lld loss %.9g%s skipped %.0f%s\n", (long long)(done + step), loss / B, scs, ls_skipped,
+             skip ? " (overflow: step skipped)" : "");
+    } else if (last && lrank == 0) printf("step %lld loss %.9g\n", (long long)(done + step), loss / B);
   }
   double total = now_us() - tstart;
   printf("%s: %ld steps x %d microbatches (%s): %.3f ms (compute %.3f ms, predicted %.3f ms per microbatch forward+backward)\n",

@@ -30,7 +30,10 @@
 #     gradient entry split from the input-gradient one), 1F1B on uneven
 #     stage devices 1 and 2 (dp inside the second), 1F1B with
 #     recomputing stages (--pipeline-recompute) and interleaved 1F1B (2
-#     device groups x 2 chunks), each vs the single device;
+#     device groups x 2 chunks), each vs the single device; and 1F1B on
+#     stage devices 1 and 2 with --clip-grad-norm (SGD) vs the clipped
+#     single-device CPU program (one norm over both stages, each
+#     parameter counted once);
 #   - with nvcc on PATH (make emu links ptxas's counts), every launch of
 #     every rank of the tp4 inference, dp x tp and ZeRO training and the
 #     ZB-H1 pipeline found its kernel's registers per thread
@@ -219,5 +222,15 @@ train recomp "pipeline 1F1B with recomputing stages (--pipeline-recompute; 4 mic
   --pipeline-stages 2 --microbatches 4 --pipeline-recompute
 train il "pipeline interleaved 1F1B (2 device groups x 2 chunks = 4 stages, a group's ranks taking turns; 4 microbatches)" \
   --pipeline-stages 2 --virtual-stages 2 --schedule interleaved --microbatches 4
+# ---- a clipped pipeline (--clip-grad-norm: one norm over both stages and stage 1's dp ranks; SGD, so the
+# update is the clipped gradient itself) vs the clipped single-device CPU program
+CLIP=(--optimizer sgd --lr 0.1 --momentum 0.9 --weight-decay 0 --clip-grad-norm 0.5)
+if "$G" "$T/g.onnx" --input-shape input_ids=8x8 --train "${CLIP[@]}" --target cpu -q -o "$T/onec/" </dev/null >"$T/onec.log" 2>&1 &&
+   "$T/onec/program" --batches "$T/b" --steps 3 -o "$T/onec.w" >"$T/onec.txt" 2>&1 &&
+   gen clip --batch 8 --seq 8 --train "${CLIP[@]}" --pipeline-stages 2 --microbatches 4 --gpus 3 --stage-devices 1,2 \
+     --strategy dp && launch clip --batches "$T/b" --steps 3 -o "$T/clip.w" >"$T/clip.txt" 2>&1 &&
+   r=$(same "$T/clip.txt" "$T/clip.w" "$T/onec.txt" "$T/onec.w"); then
+  ok "training pipeline 1F1B, stage devices 1 and 2, --clip-grad-norm 0.5 (SGD), 3 steps vs the clipped single-device CPU program: $r"
+else bad "training pipeline with --clip-grad-norm:"; tail -n 20 "$T/onec.log" "$T/clip.gen.log" "$T/clip.txt" 2>/dev/null; echo "${r:-}"; fi
 echo "cuda_emu_dist: $pass passed, $fail failed ($(($(date +%s) - t0)) s)"
 galv_exit $fail

@@ -12,8 +12,13 @@
 #     once), and their bytes counted = predicted (the norm's all-reduces;
 #     the program checks the bytes it hands to MPI against the planner's
 #     prediction from the global program);
-#   bad input: --clip-grad-norm 0 / -1 / x, without --train, with
-#     --pipeline-stages: one error line each.
+#   pipelines (the stages' runtime optimizer: one global norm over every
+#     stage, each parameter counted once): pp=2, pp=2 x tp=2, pp=2 x dp=2
+#     (1F1B, 2 microbatches), and pp=2 with tied embeddings (wte held by
+#     both stages) = the single-device clipped run of the same model; an
+#     unclipped pp=2 run differs;
+#   bad input: --clip-grad-norm 0 / -1 / x, without --train: one error
+#     line each.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -40,9 +45,10 @@ build() {
     { bad "$n: galvc $*: $(head -3 "$T/$n.err")"; return 1; }
 }
 run() {
-  local n=$1 exe=program
+  local n=$1 exe=program stats=--comm-stats
   [ -x "$T/$n/launch" ] && exe=launch
-  timeout 300 "$T/$n/$exe" --batches "$T/b" --steps 3 -o "$T/$n.w" --comm-stats </dev/null >"$T/$n.log" 2>"$T/$n.err" ||
+  [ -d "$T/$n/stage0" ] && stats= # a pipeline's stages check their own transfers
+  timeout 300 "$T/$n/$exe" --batches "$T/b" --steps 3 -o "$T/$n.w" $stats </dev/null >"$T/$n.log" 2>"$T/$n.err" ||
     { bad "$n: run: $(grep -m3 error "$T/$n.err")"; return 1; }
 }
 same() { # REF RUN: losses and weights
@@ -82,9 +88,34 @@ for c in ${GALV_CLIP_CASES:-tp:2 dp:2 zero:4 dp,tp:4}; do
   else bad "$n ranks $s vs single device: $r"; fi
 done
 
+# pipelines: the runtime's optimizer clips by the norm over every stage
+PP=(--pipeline-stages 2 --microbatches 2 --schedule 1f1b)
+for c in ${GALV_CLIP_PIPE_CASES:-pp:2 tp:4 dp:4}; do
+  s=${c%:*} n=${c#*:} d="clip-pp2-$s-$n"
+  strat=()
+  [ "$s" != pp ] && strat=(--gpus "$n" --strategy "$s")
+  build "$d" --clip-grad-norm 0.5 "${PP[@]}" "${strat[@]}" || continue
+  run "$d" || continue
+  if r=$(same clip "$d" 2>&1); then ok "pp=2${strat:+ x $s=2} ($n ranks) = single device: $r"
+  else bad "pp=2${strat:+ x $s=2} vs single device: $r"; fi
+done
+if build noclip-pp2 "${PP[@]}" && run noclip-pp2; then
+  if same noclip noclip-pp2 >/dev/null 2>&1 && ! same clip noclip-pp2 >/dev/null 2>&1; then
+    ok "unclipped pp=2 = the unclipped single device, not the clipped one"
+  else bad "unclipped pp=2: $(same noclip noclip-pp2 2>&1)"; fi
+fi
+# tied embeddings: wte in the first and the last stage, its gradient summed across them and counted once
+mt=$T/gpt2-tied.onnx
+python3 "$SRC/examples/make_model.py" gpt2 -o "$mt" --layers 2 --hidden 32 --heads 4 --vocab 64 --tie-embeddings --no-verify \
+  >/dev/null || bad "make_model --tie-embeddings"
+if m=$mt build tied --clip-grad-norm 0.5 && run tied && m=$mt build tied-pp2 --clip-grad-norm 0.5 "${PP[@]}" && run tied-pp2; then
+  if grep -q 'shared parameters: 1 held' "$T/tied-pp2.log" && r=$(same tied tied-pp2 2>&1); then
+    ok "tied embeddings, pp=2 = single device: $r"
+  else bad "tied embeddings, pp=2 vs single device: $(same tied tied-pp2 2>&1); $(grep -m1 'shared parameters' "$T/tied-pp2.log")"; fi
+fi
+
 # bad input
-for a in "--clip-grad-norm 0 --train" "--clip-grad-norm -1 --train" "--clip-grad-norm x --train" "--clip-grad-norm 1" \
-         "--clip-grad-norm 1 --train --pipeline-stages 2"; do
+for a in "--clip-grad-norm 0 --train" "--clip-grad-norm -1 --train" "--clip-grad-norm x --train" "--clip-grad-norm 1"; do
   # shellcheck disable=SC2086
   out=$("$BUILD/galvc" "$m" --batch 4 --seq 8 $a --target cpu -q -o "$T/bad/" 2>&1 </dev/null); rc=$?
   if [ "$rc" != 0 ] && [ "$(grep -c 'error:' <<<"$out")" = 1 ] && [ "$(wc -l <<<"$out")" = 1 ]; then ok "$a: $out"

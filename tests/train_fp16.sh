@@ -29,6 +29,16 @@
 #     216072, zero 208384 -> 105984 bytes per step), bf16 with --grad-dtype
 #     bf16 and --reduce-dtype fp32 about twice (210440 -> 415240, 104192 ->
 #     206592); counted = predicted; losses within 1e-3 of fp32.
+# (7) Pipelines (the stages' runtime does the loss scaling: the last stage's
+#     seed is the scale x the microbatch's share of the loss, an inf / NaN in
+#     any rank's gradient sums skips the step on every rank of every stage):
+#     pp=2 (2 microbatches) and pp=2 x tp=2 (4 ranks) with the overflow run
+#     of (2): the same 30 scale / skip decisions as one device accumulating
+#     the same 2 microbatches (--microbatches 2; the full batch at once
+#     rounds differently and, at the edge of the range, overflows once where
+#     the microbatches do not), losses within 1e-3 of it; pp=2 without
+#     overflow within 2e-4 of the fp32 one device; a
+#     checkpoint option with loss scaling in a pipeline: one error line.
 # (6) The CUDA program under the execution layer (make emu; skipped without a
 #     C++ compiler): bf16 (the CUDA runtime stores bf16 only, so CUDA fp16
 #     is refused) with --loss-scale-init 1e38 --loss-scale-interval 1: the
@@ -199,6 +209,32 @@ for s in dp zero; do
     fi
   done
 done
+# ---- (7) pipelines: the same decisions over stages and ranks
+PP=(--pipeline-stages 2 --microbatches 2)
+compile ovm "$M" "${OV[@]}" --microbatches 2 && "$T/ovm/program" --batches "$T/b" --steps 30 >"$T/rovm.log" 2>&1 ||
+  bad "overflow run, --microbatches 2: $(tail -1 "$T/rovm.log")"
+for c in pp:2 tp:4; do
+  s=${c%:*} n=${c#*:} a=()
+  [ $s = tp ] && a=(--gpus 4 --strategy tp)
+  compile ovp_$s "$M" "${OV[@]}" "${PP[@]}" "${a[@]}" || continue
+  "$T/ovp_$s/launch" --batches "$T/b" --steps 30 </dev/null >"$T/rovp_$s.log" 2>&1 || { bad "pipeline $s: $(grep -m1 error "$T/rovp_$s.log")"; continue; }
+  dec() { grep -o "^step [0-9]* loss [^ ]* scale .*" "$1" | awk '{$4 = ""; print}'; }
+  if [ "$(dec "$T/rovp_$s.log")" = "$(dec "$T/rovm.log")" ] && out=$(close "$T/rovm.log" "$T/rovp_$s.log" 1e-3); then
+    ok "pp=2${a:+ x tp=2} ($n ranks): the same 30 scale / skip decisions as one device with 2 microbatches ($(grep -c overflow "$T/rovp_$s.log") skipped); max |d|${out##*max |d|}"
+  else
+    bad "pp=2${a:+ x tp=2}: decisions or losses differ: $(diff <(dec "$T/rovm.log") <(dec "$T/rovp_$s.log") | head -3 | tr '\n' ' ') ${out:-}"
+  fi
+done
+if compile p16 "$M" --precision fp16 "${PP[@]}" && "$T/p16/launch" --batches "$T/b" --steps 3 </dev/null >"$T/rp16.log" 2>&1 &&
+   out=$(close "$T/r_gpt2_fp32.log" "$T/rp16.log" 2e-4) && grep -q "^step 2 loss .* scale 65536 skipped 0$" "$T/rp16.log"; then
+  ok "pp=2 fp16 (dynamic scale, no overflow) vs fp32 one device: $out"
+else bad "pp=2 fp16 vs fp32: ${out:-} $(grep -m1 error "$T/rp16.log")"; fi
+if [ -x "$T/p16/launch" ]; then
+  out=$("$T/p16/launch" --batches "$T/b" --steps 1 --save-checkpoint "$T/pc" </dev/null 2>&1); rc=$?
+  if [ $rc != 0 ] && [ "$(grep -c 'error:' <<<"$out")" -ge 1 ] && grep -q 'loss scaling in a pipeline' <<<"$out"; then
+    ok "pp=2 fp16 --save-checkpoint: $(grep -m1 'error:' <<<"$out")"
+  else bad "pp=2 fp16 --save-checkpoint: exit $rc: $(head -2 <<<"$out")"; fi
+fi
 # ---- (6) the CUDA program (bf16: the CUDA runtime stores bf16, not fp16) with the loss-scaling ops under the
 # execution layer (make emu): the same per-step lines (loss, scale after a growth capped at a finite value,
 # skipped count read from the device) as the CPU program of the same plan

@@ -1118,16 +1118,6 @@ int main(int argc, char **argv) {
     gv_error_plain("--clip-grad-norm applies to training: it needs --train");
     return 2;
   }
-  if (gv_train_opts.loss_scale_mode && pa.on) {
-    gv_error_plain("--loss-scale (fp16 training) with --pipeline-stages is not supported yet: loss scaling runs on one "
-                   "program (--strategy / --plan)");
-    return 2;
-  }
-  if (gv_train_opts.clip_grad_norm > 0 && pa.on) {
-    gv_error_plain("--clip-grad-norm with --pipeline-stages is not supported yet (the stages' optimizer runs in the pipeline "
-                   "runtime); clip on one program (--strategy / --plan) or drop it");
-    return 2;
-  }
   if (pa.recompute && (!pa.on || !train)) {
     gv_error_plain("--pipeline-recompute applies to pipeline training: it needs --train and --pipeline-stages");
     return 2;

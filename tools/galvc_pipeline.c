@@ -882,6 +882,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
                 (long long)to->ignore_index);
         fprintf(f, "const double galv_pipe_hparams[6] = {%.17g, %.17g, %.17g, %.17g, %.17g, %.17g}; /* lr wd beta1 beta2 eps momentum */\n",
                 to->lr, to->weight_decay, to->beta1, to->beta2, to->eps, to->momentum);
+        fprintf(f, "const double galv_pipe_clip = %.17g; /* --clip-grad-norm (0: none) */\n", train ? to->clip_grad_norm : 0.0);
+        fprintf(f, "const double galv_pipe_loss_scale[5] = {%d, %.17g, %.17g, %.17g, %lld}; /* mode scale growth backoff interval */\n",
+                train ? to->loss_scale_mode : 0, to->loss_scale, to->scale_growth, to->scale_backoff, (long long)to->scale_interval);
         fprintf(f, "const galv_io galv_pipe_params[] = {\n");
         int np = 0;
         int64_t w = 0;
