@@ -11,7 +11,8 @@
 # equal galvc's prediction x steps; the optimizer state per rank is half the
 # run without ZeRO-1 (pp=2 x dp=2 without it: the reference); the stage
 # cost's memory per rank (galv_pipe_predicted_state) is within 15 % of what
-# runtime/pipe.c allocates and not below it. Bad input: one error line.
+# runtime/pipe.c allocates and not below it (4 ranks: the stage DP's plan is
+# the compiled one). Bad input: one error line.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -70,9 +71,12 @@ mem = re.findall(r"\[stage (\d), rank (\d+), stage rank \d+\]: memory per rank: 
                  r"predicted (\d+) \+", log)
 if len(mem) != gpus: sys.exit(f"{len(mem)} of {gpus} ranks report their memory")
 worst_mem = 0.0
+# the stage DP prices the planner's plan of each stage; with --mesh the compile partitions by the preset (dp x tp)
+# instead (docs/pipeline.md, "Stages of more than one device"), so its prediction is of another program
+memcheck = gpus == 4
 for st, rank, meas, opt, pred in mem:
     meas, pred = int(meas), int(pred)
-    if not meas <= pred <= 1.15 * meas:
+    if memcheck and not meas <= pred <= 1.15 * meas:
         sys.exit(f"stage {st} rank {rank}: predicted {pred} bytes, runtime allocates {meas} (bound: within +15 %)")
     worst_mem = max(worst_mem, pred / meas - 1)
 zs = re.findall(r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-1 over (\d+) ranks: .* all-gather (\d+) bytes sent in 2 steps", log)
@@ -94,8 +98,10 @@ if zero:
         extra += f"; optimizer state per rank {mem[0][3]} of {full[int(mem[0][0])]} bytes"
 elif zs:
     sys.exit("ZeRO-1 without --pipeline-zero 1")
-print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}; memory predicted "
-      f"within +{100 * worst_mem:.1f} % of the allocation{extra}")
+memtxt = (f"memory predicted within +{100 * worst_mem:.1f} % of the allocation" if memcheck else
+          f"memory allocated {max(int(x[2]) for x in mem)} bytes per rank at most (the prediction, of the planner's plan "
+          f"rather than the preset's, is not compared)")
+print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}; {memtxt}{extra}")
 PY
 ); then
     ok "$label ($gpus ranks): $msg"
