@@ -34,7 +34,8 @@ int main(int argc, char **argv) {
   }
   g[L + 1] = (gv_group_stats){(int64_t)(2 * b * s * h * V), (int64_t)(V * h * 4), (int64_t)(b * s * V * 2), 0, 0};
   sig[L + 1] = 3;
-  gv_analytic_ctx ctx = {.g = g, .ngroups = G, .batch = (int64_t)b, .training = true, .dtype_bytes = 2, .cluster = &c};
+  gv_analytic_ctx ctx = {.g = g, .ngroups = G, .batch = (int64_t)b, .training = true, .dtype_bytes = 2, .cluster = &c,
+                         .opt_states = 2}; /* AdamW */
   int mbs[] = {16, 32, 64, 128, 256};
   gv_pipe_problem p = {.ngroups = G, .sig = sig, .cluster = &c, .devices = gpus, .mb_choices = mbs, .nmb = 5,
                        .schedule = GV_SCHED_1F1B, .mem_limit = 0, .stages = 0, .cost = gv_stage_cost_analytic, .ctx = &ctx};

@@ -16,8 +16,11 @@
  * backward entries, passes/stage_stash.c) + gv_pipe_transfer_ns (the "pp."
  * bytes received and sent per microbatch, the plan's kernels at the
  * cluster's launch overhead). Memory per device: states = the plan's
- * parameters (training: x4, the runtime's gradient accumulation and AdamW
- * moments) + its arena (one microbatch's working set, reused); per
+ * memory (weights buffer, arena: one microbatch's working set, reused) and,
+ * in training, what runtime/pipe.c allocates beside it: the gradient sums
+ * (the parameters' bytes), the optimizer state (ctx->opt_states x them;
+ * ZeRO-1: over the plan's dp ranks, whose all-gather per step is zero_ns)
+ * and an earlier stashing stage's backward-entry copy of the weights; per
  * microbatch in flight: an earlier training stage's stash (stage-stash's
  * backward entry's galv.state inputs, 64-byte aligned, over the stage's
  * devices) or, recomputing, the inputs the runtime saves; the last stage's
@@ -34,6 +37,7 @@
 #include "passes.h"
 #include "plan_sharding.h"
 #include "stage_extract.h"
+#include "../planner/cost.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -182,13 +186,31 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     int runs = earlier && x->recompute && grads ? 2 : 1; /* recompute: the combined program in both entries */
     out->xfer_ns = gv_pipe_transfer_ns(x->cluster, nodes, per_node, sb.in, sb.out, runs * pc.kernels, x->training);
     out->ns = runs * pc.step_ns + out->xfer_ns;
-    int64_t arena = pc.mem_total - pc.mem_params - pc.mem_grads - pc.mem_optimizer;
-    out->state_bytes = pc.mem_params * (x->training ? 4 : 1) + pc.mem_grads + pc.mem_optimizer + arena;
+    /* memory per device as runtime/pipe.c allocates it: the plan's total (the weights buffer: parameters and
+     * constants; the arena, which holds the parameter gradients the program outputs); in training beside them
+     * the gradient sums (the parameters' bytes), the optimizer state (opt_states x the parameters' bytes;
+     * ZeRO-1: divided by the ranks holding equal parameters, the plan's dp ranks when it splits no parameter
+     * over them) and, in an earlier stage with a stash, the backward entry's copy of the weights */
+    out->state_bytes = pc.mem_total;
+    if (x->training) {
+      int64_t g = 1;
+      bool zsplit = false;
+      for (int u = 0; u < plan.nunits; u++) zsplit |= plan.zero[u] != 0;
+      for (int a = 0; x->zero && !zsplit && a < plan.naxes; a++)
+        if (plan.dmask & (1u << a)) g *= plan.size[a];
+      int64_t opt = (int64_t)x->opt_states * pc.mem_params;
+      out->state_bytes += pc.mem_params + (g > 1 ? (opt + g - 1) / g : opt) + (earlier && !x->recompute && grads ? pc.mem_params : 0);
+      if (g > 1) { /* ZeRO-1: the parameters all-gathered over the g ranks after each update */
+        bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && g > per_node;
+        out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_GATHER, pc.mem_params, g, across);
+        out->zero_ranks = g;
+      }
+    }
     out->act_bytes = !x->training ? sb.in + sb.out : !grads ? 0 : earlier && !x->recompute ? (stash + devices - 1) / devices : sb.saved;
     out->feasible = true;
     /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
      * holding stages runs once per step */
-    out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training);
+    out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training) + out->zero_ns;
     plan_desc(&plan, out->desc, sizeof out->desc);
   } else if (pc.mem_total > 0) { /* no plan fits: the DP's memory check refuses it and reports the smallest need */
     out->ns = 1;

@@ -39,6 +39,9 @@ typedef struct {
   const gv_shared_param *shared; /* parameters read by several groups (their gradient sum: once_ns) */
   int nshared;
   int64_t mem_limit;          /* bytes per device, 0: the cluster's */
+  int opt_states;             /* training: optimizer state per trained parameter element (AdamW 2, SGD with
+                               * momentum 1, else 0), each the parameter's bytes */
+  int zero;                   /* galvc --pipeline-zero 1: the optimizer state split over the plan's dp ranks */
   int64_t plans;              /* gv_plan_intra calls */
   double seconds;             /* spent in them (extraction included) */
   struct gv_stage_cache *cache;

@@ -150,6 +150,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   cache ch = {0};
   int rc = -1;
   int64_t best = INT64_MAX, min_need = INT64_MAX;
+  /* no partition fits: the partition whose largest stage needs the least (the binding figure), that stage */
+  int64_t bind = INT64_MAX, bind_state = 0, bind_act = 0, bind_n = 0, bind_dev = 0;
+  int bind_first = 0, bind_last = 0;
   if (!F || !Fj || !Fm || !C || !cand) {
     gv_error_plain("pipeline: out of memory (%d groups, %lld device units)", L, (long long)Du);
     goto done;
@@ -296,6 +299,59 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         }
       }
     }
+    if (best == INT64_MAX && ncand) { /* nothing fits at this B: the partition with the smallest largest need */
+      for (size_t i = 0; i < nF; i++) F[i] = INF;
+      F[IX(0, L, 0)] = 0;
+      for (int s = 1; s <= S; s++) {
+        int64_t inflight = p->schedule == GV_SCHED_GPIPE ? B
+                           : p->schedule == GV_SCHED_ZBH1 ? (p->stages && p->stages < B ? p->stages : B)
+                           : V > 1                        ? il_inflight
+                                                           : (s < B ? s : B);
+        for (int k = L - s; k >= 0; k--)
+          for (int m = 0; m < nm; m++)
+            for (int j = k + 1; j <= L - (s - 1); j++) {
+              if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break;
+              const gv_stage_cost *sc = C[CX(k, j, m)];
+              if (!sc->feasible) continue;
+              int64_t need = sc->state_bytes + inflight * sc->act_bytes;
+              for (int64_t d = mu[m]; d <= Du; d++) {
+                int64_t prev = F[IX(s - 1, j, d - mu[m])];
+                if (prev >= INF) continue;
+                int64_t v = prev > need ? prev : need;
+                if (v < F[IX(s, k, d)]) F[IX(s, k, d)] = v, Fj[IX(s, k, d)] = j, Fm[IX(s, k, d)] = (int8_t)m;
+              }
+            }
+        if (p->stages && s != p->stages) continue;
+        int64_t v = F[IX(s, 0, Du)];
+        if (v >= INF || v >= bind) continue;
+        bind = v;
+        int k = 0;
+        int64_t d = Du;
+        for (int ss = s; ss >= 1; ss--) { /* the stage that needs v */
+          int j = Fj[IX(ss, k, d)], m = Fm[IX(ss, k, d)];
+          const gv_stage_cost *sc = C[CX(k, j, m)];
+          int64_t inflight = p->schedule == GV_SCHED_GPIPE ? B
+                             : p->schedule == GV_SCHED_ZBH1 ? (p->stages && p->stages < B ? p->stages : B)
+                             : V > 1                        ? il_inflight
+                                                             : (ss < B ? ss : B);
+          if (sc->state_bytes + inflight * sc->act_bytes == v) {
+            bind_first = k, bind_last = j, bind_state = sc->state_bytes, bind_act = sc->act_bytes, bind_n = inflight;
+            bind_dev = mn[m] * mk[m];
+          }
+          d -= mu[m];
+          k = j;
+        }
+      }
+    }
+  }
+  if (best == INT64_MAX && bind < INT64_MAX) {
+    gv_error_plain("pipeline: no partition fits the memory limit of %.3f GiB per device: the partition whose largest "
+                   "stage needs the least still needs %.3f GiB in groups %d-%d on %lld devices (%.3f GiB states + %lld x "
+                   "%.3f GiB saved per microbatch in flight)",
+                   (double)limit / (1 << 30), (double)bind / (1 << 30), bind_first, bind_last - 1, (long long)bind_dev,
+                   (double)bind_state / (1 << 30), (long long)bind_n, (double)bind_act / (1 << 30));
+    rc = 1;
+    goto done;
   }
   if (best == INT64_MAX) {
     if (min_need == INT64_MAX)
@@ -384,7 +440,8 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
   int64_t in_b = first > 0 ? x->g[first - 1].out_bytes / B : 0, out_b = last < x->ngroups ? x->g[last - 1].out_bytes / B : 0;
   int64_t xfer = gv_pipe_transfer_ns(c, nodes, per_node, in_b, out_b, 0, x->training);
   double peak = gv_cluster_flops(c, x->dtype_bytes == 2 ? GV_DT_BF16 : GV_DT_F32);
-  int64_t best = -1;
+  int64_t best = -1, best_need = -1;
+  const int64_t limit = x->mem_limit > 0 ? x->mem_limit : c->memory_bytes;
   for (int64_t tp = 1; tp <= per_node && tp <= p; tp *= 2) {
     if (p % tp) continue;
     int64_t dp = p / tp;
@@ -403,11 +460,26 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
                                        nodes > 1 ? per_node / tp : dp, nodes > 1 ? nodes : 1);
     int64_t t = compute + comm + xfer;
     int64_t words = s.param_bytes / 4; /* parameters (counted in f32 words) */
-    int64_t states = x->training ? words * 16 / tp : words * x->dtype_bytes / tp;
-    int64_t act = s.act_bytes / B / dp / tp * (x->training ? 1 : 0);
+    /* training, per parameter as runtime/pipe.c keeps it: the fp32 weight, its gradient sum, the optimizer state
+     * (ZeRO-1: over dp) and, in an earlier stage with a stash, the backward entry's copy of the weight */
+    int64_t opt = (int64_t)x->opt_states * 4 * words, zopt = x->zero && dp > 1 ? (opt + dp - 1) / dp : opt;
+    int64_t copy = !x->recompute && last < x->ngroups ? 4 * words : 0;
+    int64_t states = x->training ? (8 * words + zopt + copy) / tp : words * x->dtype_bytes / tp;
+    /* training: one microbatch's activations (the arena's working set, the stash an earlier stage keeps per
+     * microbatch in flight); recomputing, an earlier stage keeps its inputs instead, the last stage the
+     * gradients it sends back (about its inputs) */
+    int64_t one = s.act_bytes / B / dp / tp, act = one;
+    if (x->training) states += one, act = last < x->ngroups && !x->recompute ? one : in_b;
     if (!x->training) act = boundaries / B / dp; /* inference keeps only what crosses */
-    if (best < 0 || t < best) {
+    int64_t need = states + act;
+    bool fits = need <= limit, best_fits = best >= 0 && best_need <= limit;
+    /* the fastest that fits (one microbatch in flight), else the one that needs the least */
+    if (best < 0 || (fits && (!best_fits || t < best)) || (!fits && !best_fits && need < best_need)) {
       best = t;
+      best_need = need;
+      out->zero_ns = x->training && x->zero && dp > 1 ? gv_cost_collective(c, GV_COLL_ALL_GATHER, 4 * words / tp, dp, nodes > 1) : 0;
+      out->zero_ranks = x->training && x->zero && dp > 1 ? dp : 0;
+      once += out->zero_ns;
       out->ns = t;
       out->state_bytes = states;
       out->act_bytes = act;
@@ -429,6 +501,10 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
             i, pl->first[i], pl->first[i + 1] - 1, (long long)pl->nodes[i], (long long)pl->per_node[i], pl->cost[i].desc,
             (double)pl->cost[i].ns / 1e6, (double)pl->cost[i].state_bytes / (1 << 30), (long long)pl->inflight[i],
             (double)pl->cost[i].act_bytes / (1 << 30));
+  for (int i = 0; i < pl->nstages; i++)
+    if (pl->cost[i].zero_ranks > 1)
+      fprintf(f, "  stage %d: ZeRO-1: optimizer state over %lld ranks, parameters all-gathered after the update: %.3f ms per step\n", i,
+              (long long)pl->cost[i].zero_ranks, (double)pl->cost[i].zero_ns / 1e6);
   fprintf(f, "pipeline: %lld stage solves for %lld lookups, %lld t_max tried, %.3f s\n", (long long)pl->solves,
           (long long)pl->lookups, (long long)pl->tmax_tried, pl->seconds);
 }

@@ -36,6 +36,8 @@ typedef struct {
   int64_t state_bytes;  /* per device: weights (+ grads + optimizer states in training) */
   int64_t act_bytes;    /* per device: activations one in-flight microbatch keeps */
   int64_t once_ns;      /* per step, not per microbatch (gradient sync); reported, not in the DP */
+  int64_t zero_ns;      /* of once_ns: ZeRO-1's all-gather of the parameters after the update (0: none) */
+  int64_t zero_ranks;   /* ZeRO-1: the ranks the optimizer state is split over (0 / 1: none) */
   int64_t xfer_ns;      /* of ns: the stage's point-to-point transfers and fixed overhead per microbatch */
   bool feasible;        /* the range can run on this sub-mesh at all */
   char desc[48];        /* intra-op choice, e.g. "dp=2,tp=4" */
@@ -156,6 +158,10 @@ typedef struct {
   const gv_cluster *cluster;
   const gv_shared_param *shared; /* parameters read by several groups (NULL: none) */
   int nshared;
+  int64_t mem_limit;    /* bytes per device (0: the cluster's): the fastest (dp, tp) whose memory fits, else the smallest */
+  bool recompute;       /* training: --pipeline-recompute (else an earlier stage keeps a second copy of its weights) */
+  int opt_states;       /* training: optimizer state per parameter element (AdamW 2) */
+  int zero;             /* --pipeline-zero 1: the optimizer state split over dp */
 } gv_analytic_ctx;
 
 /* A stage's time per microbatch on the links to its neighbours, as the

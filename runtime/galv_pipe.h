@@ -32,6 +32,14 @@ extern const int galv_pipe_first_rank[]; /* stage i runs on world ranks [first[i
 extern const galv_pipe_value galv_pipe_in[], galv_pipe_out[];
 extern const int galv_pipe_nin, galv_pipe_nout;
 extern const double galv_pipe_predicted_ms[]; /* per stage: the cost model's time per microbatch */
+/* per stage: the stage cost's memory per device (training: the weights, the entries' copies of them, the
+ * gradient sums, the optimizer state, the arena; the bytes saved per microbatch in flight) */
+extern const int64_t galv_pipe_predicted_state[], galv_pipe_predicted_act[];
+/* ZeRO-1 inside the stage (galvc --pipeline-zero 1): the optimizer state split over the ranks that hold the same
+ * parameters (the stage mesh's axes in galv_pipe_zero_axes: those no parameter is split over); 0: not split */
+extern const int galv_pipe_zero, galv_pipe_zero_nmesh;
+extern const int64_t galv_pipe_zero_mesh[];
+extern const unsigned galv_pipe_zero_axes;
 
 /* training (galvc --train --pipeline-stages): the schedule, the optimizer and
  * its hyperparameters, the stage's parameters (their weights.bin slots) */

@@ -721,6 +721,31 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       galv_fatal("%s: the backward entry's parameters differ from %s's (rebuild with galvc)", bpath, wpath);
     Wb = upload(mbw, (size_t)*bw->weights_bytes);
   }
+  /* ZeRO-1 (galvc --pipeline-zero 1): the ranks holding the same parameters (zc, zg ranks) each keep the optimizer
+   * state of one chunk of zn floats of the parameters' span [0, pspan) of weights.bin, update that chunk from the
+   * (whole, already summed) gradient sums, and all-gather the chunks into W in place after the update. W is padded
+   * to zg chunks (the last chunk's bytes past pspan: the constants after the parameters, equal on every rank). */
+  galv_comm *zc = NULL;
+  int zg = 1, zr = 0;
+  size_t zn = 0, wbytes_all = (size_t)galv_weights_bytes;
+  if (galv_pipe_zero && galv_pipe_zero_axes) {
+    zc = galv_comm_group(galv_pipe_zero_mesh, galv_pipe_zero_nmesh, galv_pipe_zero_axes);
+    zg = galv_comm_size(zc), zr = galv_comm_rank(zc);
+    if (zg < 2) zc = NULL, zg = 1, zr = 0;
+  }
+  if (zc) {
+    if (load || save) galv_fatal_all("--load-checkpoint / --save-checkpoint with ZeRO-1 stages (--pipeline-zero 1): not yet");
+    size_t nf = ((size_t)pspan + 3) / 4;
+    zn = (nf + (size_t)zg - 1) / (size_t)zg;
+    if ((size_t)zg * zn * 4 > wbytes_all) {
+      char *W2 = D->alloc((size_t)zg * zn * 4);
+      D->copy(W2, W, wbytes_all);
+      D->fill(W2 + wbytes_all, 0, (size_t)zg * zn * 4 - wbytes_all);
+      D->release(W);
+      W = W2;
+      wbytes_all = (size_t)zg * zn * 4;
+    }
+  }
   /* ZB-H1: the weight-gradient entry (program_wgt.c, weights_wgt.bin), its parameters alike */
   const galv_pipe_entry *wg = galv_pipe_schedule == 2 && galv_pipe_wgt.run ? &galv_pipe_wgt : NULL;
   char *Ww = W;
@@ -866,15 +891,28 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int o = 0; o < nbo; o++)
     if (okb[o] < 0) trains[-okb[o] - 1] = 1;
   for (int o = 0; o < nwo; o++) trains[-okw[o] - 1] = 1;
+  int64_t m_sums = 0, m_opt = 0, m_buf = 0; /* the bytes allocated per rank (printed after the steps) */
+  float *zs1 = NULL, *zs2 = NULL; /* ZeRO-1: this rank's chunk of the optimizer state */
   for (int p = 0; p < galv_pipe_nparams; p++) { /* the gradient sums and the optimizer state, zero */
     if (!trains[p]) continue;
     size_t n = (size_t)galv_pipe_params[p].nbytes;
     acc[p] = D->alloc(n);
+    m_sums += (int64_t)n;
+    if (zc) continue;
     st1[p] = adamw || mom != 0 ? D->alloc(n) : NULL;
     st2[p] = adamw ? D->alloc(n) : NULL;
     if (st1[p]) D->fill(st1[p], 0, n);
     if (st2[p]) D->fill(st2[p], 0, n);
+    m_opt += (int64_t)n * ((st1[p] != NULL) + (st2[p] != NULL));
   }
+  if (zc) {
+    zs1 = adamw || mom != 0 ? D->alloc(zn * 4) : NULL;
+    zs2 = adamw ? D->alloc(zn * 4) : NULL;
+    if (zs1) D->fill(zs1, 0, zn * 4);
+    if (zs2) D->fill(zs2, 0, zn * 4);
+    m_opt = (int64_t)zn * 4 * ((zs1 != NULL) + (zs2 != NULL));
+  }
+  uint64_t zsent = 0; /* the ZeRO-1 all-gathers' bytes (galv_comm_counters, around them) */
   int64_t gmax = 0, wmax = 0;
   for (int p = 0; p < galv_pipe_nparams; p++)
     if (galv_pipe_param_split[p].starts && galv_pipe_params[p].nbytes > gmax) gmax = galv_pipe_params[p].nbytes;
@@ -884,6 +922,11 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       accw[p] = D->alloc((size_t)wb);
       if (wb > wmax) wmax = wb;
     }
+  for (int p = 0; p < galv_pipe_nparams; p++)
+    if (accw[p]) m_buf += galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes;
+  m_buf += wmax + gmax + (last || bw ? in_bytes : 0);
+  for (int i = 0; i < nbi; i++)
+    if (gbuf[i]) m_buf += (int64_t)AB(&bin[i]) * (ng[i] ? ng[i] : 1);
   float *wtmp = wmax ? D->alloc((size_t)wmax) : NULL; /* a shared gradient received from another stage */
   float *gblk = D->alloc((size_t)gmax); /* a split parameter's block of its (whole) gradient */
   char *inbuf = last || bw ? D->alloc((size_t)in_bytes) : NULL; /* a forward's inputs (received, data slices) */
@@ -1161,10 +1204,26 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         double c = clip_coef(world, q, trains, acc, mul);
         if (c < 1) op.inv = (float)(mul * c), op.one = 0;
       }
-      for (int p = 0; p < galv_pipe_nparams; p++)
+      for (int p = 0; p < galv_pipe_nparams && !zc; p++)
         if (trains[p])
           D->optimizer(&op, (float *)(void *)(W + galv_pipe_params[p].offset), st1[p], st2[p], acc[p],
                        (size_t)galv_pipe_params[p].nbytes / 4);
+      if (zc) { /* ZeRO-1: the part of each parameter in this rank's chunk [lo, hi) (floats), then the chunks gathered */
+        const size_t lo = (size_t)zr * zn, hi = lo + zn;
+        for (int p = 0; p < galv_pipe_nparams; p++) {
+          if (!trains[p]) continue;
+          size_t o = (size_t)galv_pipe_params[p].offset / 4, n = (size_t)galv_pipe_params[p].nbytes / 4;
+          size_t a = o > lo ? o : lo, b = o + n < hi ? o + n : hi;
+          if (a >= b) continue;
+          D->optimizer(&op, (float *)(void *)(W + a * 4), zs1 ? zs1 + (a - lo) : NULL, zs2 ? zs2 + (a - lo) : NULL,
+                       acc[p] + (a - o), b - a);
+        }
+        galv_queue_sync(q);
+        uint64_t before = galv_comm_counters().all_gather;
+        galv_all_gather(zc, W + lo * 4, W, zn, GALV_F32, q);
+        galv_queue_sync(q);
+        zsent += galv_comm_counters().all_gather - before;
+      }
       if (bw) D->copy(Wb, W, (size_t)pspan); /* the backward entry's copy of the parameters */
       if (wg) D->copy(Ww, W, (size_t)pspan); /* the weight-gradient entry's */
     }
@@ -1195,6 +1254,29 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   else
     printf("%s: saved activations in flight: peak %lld bytes (%d microbatches x %lld bytes)\n", galv_progname, (long long)peak,
            peak_mb, (long long)sbytes);
+  { /* memory per rank: what the runtime allocated, beside the stage cost's prediction */
+    int64_t high = 0, copies = (bw ? (int64_t)*bw->weights_bytes : 0) + (wg ? (int64_t)*wg->weights_bytes : 0);
+    char *ha = malloc(abytes);
+    if (!ha) galv_fatal("out of memory");
+    GALV_UNPOISON(arena, abytes);
+    D->d2h(ha, arena, abytes);
+    for (int64_t k = (int64_t)abytes - 1; k >= 0; k--)
+      if ((unsigned char)ha[k] != FILL) {
+        high = k + 1;
+        break;
+      }
+    free(ha);
+    int64_t states = (int64_t)wbytes_all + copies + m_sums + m_opt + m_buf + (int64_t)abytes;
+    printf("%s: memory per rank: %lld bytes (weights %lld, entry copies %lld, gradient sums %lld, optimizer state %lld%s, "
+           "buffers %lld, arena %lld, high-water %lld) + saved activations peak %lld; predicted %lld + %d x %lld\n",
+           galv_progname, (long long)states, (long long)wbytes_all, (long long)copies, (long long)m_sums, (long long)m_opt,
+           zc ? " (ZeRO-1)" : "", (long long)m_buf, (long long)abytes, (long long)high, (long long)peak,
+           (long long)galv_pipe_predicted_state[me], peak_mb, (long long)galv_pipe_predicted_act[me]);
+    if (zc)
+      printf("%s: ZeRO-1 over %d ranks: optimizer state %lld of %lld floats per rank; all-gather %llu bytes sent in %ld steps\n",
+             galv_progname, zg, (long long)zn * ((zs1 != NULL) + (zs2 != NULL)), (long long)(m_sums / 4) * ((zs1 != NULL) + (zs2 != NULL)),
+             (unsigned long long)zsent, steps);
+  }
   if (IL && IL_OWNER(gn - 1) == me) { /* the group's last entry: its counters are the group's */
     printf("%s: device group %d (stages", galv_progname, grp);
     for (int c = 0; c < V; c++) printf("%s%d", c ? "," : " ", c * NG + grp);
@@ -1241,6 +1323,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int j = 0; j < B; j++) D->release(wst[j]);
   free(wst), free(okw), free(wsrc);
   for (int p = 0; p < galv_pipe_nparams; p++) D->release(acc[p]), D->release(accw[p]), D->release(st1[p]), D->release(st2[p]);
+  D->release(zs1), D->release(zs2);
   D->release(wtmp), free(accw);
   for (int j = 0; j < B; j++) D->release(stash[j]);
   D->release(gblk), D->release(inbuf), D->release(arena), D->release(W);

@@ -120,6 +120,9 @@ static void usage(FILE *f) {
           "                           --train: an earlier stage's program has a forward and a backward entry with a\n"
           "                           per-microbatch stash between them (both targets); --pipeline-recompute: one\n"
           "                           combined program per stage that recomputes its forward in the backward\n"
+          "  --pipeline-zero 0|1      training: 1 splits each stage's optimizer state (AdamW moments, SGD momentum)\n"
+          "                           over the stage's ranks that hold the same parameters; each updates its chunk\n"
+          "                           and all-gathers the parameters (ZeRO-1 inside pipeline stages; CPU target)\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line; @sequence_parallel AXIS\n"
           "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"
           "                           h100-sxm, h200, cpu-local (default: h100-sxm for --target cuda,\n"
@@ -575,6 +578,12 @@ int main(int argc, char **argv) {
       pa.trace_plan = val;
     } else if (strcmp(a, "--pipeline-recompute") == 0) {
       pa.recompute = true;
+    } else if (TAKES("--pipeline-zero")) {
+      if (strcmp(val, "0") && strcmp(val, "1")) {
+        gv_error_plain("--pipeline-zero expects 0 or 1, got '%s'", val);
+        return 2;
+      }
+      pa.zero = val[0] - '0';
     } else if (strcmp(a, "--pipe-stats") == 0) {
       gv_pipe_opts.quiet = false;
     } else if (TAKES("--overlap")) {
@@ -1120,6 +1129,14 @@ int main(int argc, char **argv) {
   }
   if (pa.recompute && (!pa.on || !train)) {
     gv_error_plain("--pipeline-recompute applies to pipeline training: it needs --train and --pipeline-stages");
+    return 2;
+  }
+  if (pa.zero && (!pa.on || !train)) {
+    gv_error_plain("--pipeline-zero applies to pipeline training: it needs --train and --pipeline-stages");
+    return 2;
+  }
+  if (pa.zero && !plan_only && strcmp(target, "cuda") == 0) {
+    gv_error_plain("--pipeline-zero 1 with --target cuda: not yet (the CPU target's stages run it)");
     return 2;
   }
   if (pa.sched == GV_SCHED_ZBH1 && pa.recompute) {

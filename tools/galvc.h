@@ -49,6 +49,7 @@ typedef struct {
   const char *trace_plan;
   bool analytic;          /* --stage-cost analytic: gv_stage_cost_analytic instead of the intra-operator planner */
   bool recompute;         /* --pipeline-recompute: training stages as one combined program (no stash) */
+  int zero;               /* --pipeline-zero 1: ZeRO-1 inside stages of more than one device (0: off) */
   int naxes;             /* stages of more than one device: each stage's mesh (--strategy / --mesh), 0: the planner's */
   const char *axn[3];
   int64_t axs[3];

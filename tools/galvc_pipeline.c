@@ -270,11 +270,13 @@ typedef struct {
 static sched_rec rec_b[4], rec_best[4];
 
 static int plan_key(gv_pipe_plan *pl, int train, gv_schedule given) {
-  pl->tl_ns = pl->step_ns;
+  int64_t zero = 0; /* ZeRO-1's all-gathers after the update: the slowest stage's ends the step */
+  for (int i = 0; i < pl->nstages; i++) zero = pl->cost[i].zero_ns > zero ? pl->cost[i].zero_ns : zero;
+  pl->tl_ns = pl->step_ns + zero;
   if (!train || given != GV_SCHED_AUTO) return 0;
   gv_pipe_timeline tl;
   if (gv_pipe_timeline_make(pl, true, pl->schedule, &tl)) return -1;
-  pl->tl_ns = tl.makespan_ns;
+  pl->tl_ns = tl.makespan_ns + zero;
   sched_rec *r = &rec_b[pl->schedule];
   if (!r->ok || tl.makespan_ns < r->tl_ns) *r = (sched_rec){1, tl.makespan_ns, tl.group_bubble_ns[0]};
   gv_pipe_timeline_free(&tl);
@@ -332,10 +334,14 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     free(gs), free(tmp), gv_module_free(m);
     return -1;
   }
+  const int nopt = !train ? 0 : !strcmp(gv_train_opts.optimizer, "adamw") ? 2 : gv_train_opts.momentum != 0 ? 1 : 0;
   gv_analytic_ctx actx = {.g = gs, .shared = sh, .nshared = nsh, .ngroups = k, .batch = global, .training = train != 0,
-                          .dtype_bytes = gv_precision_opts.storage == GV_DT_F32 ? 4 : 2, .cluster = cluster};
+                          .dtype_bytes = gv_precision_opts.storage == GV_DT_F32 ? 4 : 2, .cluster = cluster,
+                          .mem_limit = gv_plan_opts.memory_limit, .recompute = pa->recompute, .opt_states = nopt,
+                          .zero = pa->zero};
   gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .recompute = pa->recompute,
-                             .cluster = cluster, .mem_limit = gv_plan_opts.memory_limit, .shared = sh, .nshared = nsh};
+                             .cluster = cluster, .mem_limit = gv_plan_opts.memory_limit, .shared = sh, .nshared = nsh,
+                             .opt_states = nopt, .zero = pa->zero};
   gv_stage_cost_fn fn = pa->analytic ? gv_stage_cost_analytic : gv_stage_cost_intra;
   void *fctx = pa->analytic ? (void *)&actx : (void *)&ictx;
   int mbc[1] = {B};
@@ -865,6 +871,10 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
         for (int i = 0; i <= S; i++) fprintf(f, "%s%d", i ? ", " : "", first_rank[i]);
         fprintf(f, "};\nconst double galv_pipe_predicted_ms[] = {");
         for (int i = 0; i < S; i++) fprintf(f, "%s%.6f", i ? ", " : "", (double)pl->cost[i].ns / 1e6);
+        fprintf(f, "};\nconst int64_t galv_pipe_predicted_state[] = {");
+        for (int i = 0; i < S; i++) fprintf(f, "%s%lldLL", i ? ", " : "", (long long)pl->cost[i].state_bytes);
+        fprintf(f, "};\nconst int64_t galv_pipe_predicted_act[] = {");
+        for (int i = 0; i < S; i++) fprintf(f, "%s%lldLL", i ? ", " : "", (long long)pl->cost[i].act_bytes);
         fprintf(f, "};\nconst galv_pipe_value galv_pipe_in[] = {\n");
         for (int i = 0; i < io->nin; i++) fprintf(f, "    {\"%s\", %d, 0},\n", io->in[i].name, io->in[i].peer);
         fprintf(f, "    {0, 0, 0}};\nconst int galv_pipe_nin = %d;\nconst galv_pipe_value galv_pipe_out[] = {\n", io->nin);
@@ -887,7 +897,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
                 train ? to->loss_scale_mode : 0, to->loss_scale, to->scale_growth, to->scale_backoff, (long long)to->scale_interval);
         fprintf(f, "const galv_io galv_pipe_params[] = {\n");
         int np = 0;
-        int64_t w = 0;
+        int64_t w = 0, pend = 0; /* pend: the end of the last parameter (the span ZeRO-1 splits) */
         for (int a = 0; a < ms->main->body->nargs; a++) {
           if (!ms->main->arg_is_param[a]) continue;
           const gv_type *t = &ms->main->body->args[a]->type;
@@ -895,6 +905,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
           fprintf(f, "    {\"%s\", %s, %d, {", ms->main->arg_names[a], cg_rt_dtype(t->dtype), t->rank);
           for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
           fprintf(f, "%s}, 1, %lld, %lld, 0},\n", t->rank ? "" : "0", (long long)w, (long long)nb);
+          pend = w + nb;
           w = (w + nb + 63) / 64 * 64;
           np++;
         }
@@ -941,6 +952,32 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
           np++;
         }
         fprintf(f, "    {{0}, NULL}};\n");
+        { /* --pipeline-zero 1: the optimizer state split over the stage mesh's axes that split no parameter */
+          const gv_mesh *zm = per > 1 && ms->nmeshes ? ms->meshes[0] : NULL;
+          unsigned used = 0;
+          for (int a = 0; zm && a < ms->main->body->nargs; a++) {
+            const gv_sharding *sh = ms->main->arg_is_param[a] ? gv_value_sharding(ms, ms->main->body->args[a]) : NULL;
+            for (int d = 0; sh && d < sh->rank; d++)
+              for (int x = 0; x < sh->naxes[d]; x++) used |= 1u << sh->axes[d][x];
+          }
+          unsigned zaxes = zm && train && pa->zero ? ((1u << zm->naxes) - 1) & ~used : 0;
+          for (int x = 0; zm && x < zm->naxes; x++)
+            if (zm->size[x] == 1) zaxes &= ~(1u << x);
+          fprintf(f, "const int galv_pipe_zero = %d, galv_pipe_zero_nmesh = %d;\nconst int64_t galv_pipe_zero_mesh[] = {", zaxes ? 1 : 0,
+                  zm ? zm->naxes : 0);
+          for (int x = 0; zm && x < zm->naxes; x++) fprintf(f, "%lld, ", (long long)zm->size[x]);
+          fprintf(f, "0};\nconst unsigned galv_pipe_zero_axes = 0x%xu;\n", zaxes);
+          if (train && pa->zero && !quiet) {
+            int64_t g = 1;
+            for (int x = 0; zm && x < zm->naxes; x++)
+              if (zaxes >> x & 1) g *= zm->size[x];
+            int64_t zn = ((pend + 3) / 4 + g - 1) / g; /* floats per rank (runtime/pipe.c) */
+            if (g > 1)
+              fprintf(stderr, "galvc: stage %d: ZeRO-1: optimizer state split over %lld ranks (%lld floats each), all-gather "
+                              "%lld bytes sent per rank per step\n", s, (long long)g, (long long)zn, (long long)((g - 1) * zn * 4));
+            else fprintf(stderr, "galvc: stage %d: ZeRO-1 off (no mesh axis of more than one rank holds equal parameters)\n", s);
+          }
+        }
         /* training with a stash: the backward entry (program_bwd.c); else none */
         if (mb) fprintf(f, "GALV_PIPE_ENTRY_DECL(bwd);\nconst galv_pipe_entry galv_pipe_bwd = GALV_PIPE_ENTRY(bwd);\n");
         else fprintf(f, "const galv_pipe_entry galv_pipe_bwd = {0};\n");

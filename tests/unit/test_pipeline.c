@@ -174,6 +174,22 @@ int main(void) {
     p.schedule = GV_SCHED_GPIPE;
     int r4 = gv_pipe_solve(&p, &b);
     CHECK(r3 == 0 && r4 == 1, "1F1B fits (%d), GPipe does not (%d)", r3, r4);
+    /* the error's figure binds: the partition whose largest stage needs the least; GPipe fits a limit of
+     * that (printed in GiB to 3 decimals: +-0.5 MiB; the sizes scaled by 2^20) plus 1 MiB, not one 1 MiB less */
+    p.mem_limit *= 1 << 20;
+    for (int g = 0; g < 12; g++) s.pw[g] *= 1 << 20, s.aw[g] *= 1 << 20;
+    int r5 = solve_captured(&p, &b);
+    double need = 0;
+    const char *at = strstr(errbuf, "still needs ");
+    CHECK(r5 == 1 && at && sscanf(at, "still needs %lf GiB", &need) == 1 && strstr(errbuf, " in groups ") &&
+              strchr(errbuf, '\n') == errbuf + strlen(errbuf) - 1,
+          "GPipe over the limit: rc %d, error '%s'", r5, errbuf);
+    p.mem_limit = (int64_t)(need * (1 << 30)) + (1 << 20);
+    int r6 = gv_pipe_solve(&p, &b);
+    p.mem_limit -= 1 << 21;
+    int r7 = solve_captured(&p, &b);
+    CHECK(r6 == 0 && r7 == 1, "GPipe at the error's %.3f GiB + 1 MiB: %d (fits), - 1 MiB: %d (does not)", need, r6, r7);
+    printf("GPipe over the limit: %s", errbuf);
   }
   /* bad input */
   {
@@ -285,7 +301,8 @@ int main(void) {
     g[0].param_bytes += 8 << 20; /* counted in its first reader's group */
     int groups[2] = {0, 7};
     gv_shared_param sp = {.bytes = 8 << 20, .ngroups = 2, .groups = groups};
-    gv_analytic_ctx ax = {.g = g, .ngroups = 8, .batch = 8, .training = true, .dtype_bytes = 4, .cluster = &one};
+    gv_analytic_ctx ax = {.g = g, .ngroups = 8, .batch = 8, .training = true, .dtype_bytes = 4, .cluster = &one,
+                          .opt_states = 2}; /* AdamW: weight, gradient sum, two moments */
     gv_analytic_ctx as = ax;
     as.shared = &sp, as.nshared = 1;
     gv_stage_cost a0, a1, s0, s1, sall, smid;
@@ -307,6 +324,27 @@ int main(void) {
     CHECK(gv_pipe_shared_extra_bytes(&sp, 1, 4, 8) == 8 << 20 && gv_pipe_shared_extra_bytes(&sp, 1, 0, 8) == 0 &&
               gv_pipe_shared_extra_bytes(&sp, 1, 2, 6) == 0,
           "extra bytes of shared parameters per range");
+    /* ZeRO-1 (--pipeline-zero 1): the same stage on 8 devices with its two AdamW moments (8 bytes per f32
+     * word) over dp: state bytes 8 x words / tp x (1 - 1/dp) fewer, the all-gather of the weights per step;
+     * an earlier stage with a stash also keeps the backward entry's copy of its weights (4 bytes per word) */
+    gv_analytic_ctx az = ax;
+    az.zero = 1;
+    gv_stage_cost n8, z8, e8, r8;
+    gv_stage_cost_analytic(&ax, 4, 8, 1, 8, 1, &n8);
+    gv_stage_cost_analytic(&az, 4, 8, 1, 8, 1, &z8);
+    long long dp = 0, tp = 0;
+    sscanf(z8.desc, "dp=%lld,tp=%lld", &dp, &tp);
+    int64_t words = 4 * (1 << 20) / 4;
+    CHECK(!strcmp(n8.desc, z8.desc) && dp > 1 && z8.zero_ranks == dp && z8.zero_ns > 0 && n8.zero_ns == 0 &&
+              n8.state_bytes - z8.state_bytes == 8 * words / tp - (8 * words + dp - 1) / dp / tp,
+          "ZeRO-1 over dp: %s / %s, %lld - %lld state bytes, all-gather %lld ns over %lld ranks", n8.desc, z8.desc,
+          (long long)n8.state_bytes, (long long)z8.state_bytes, (long long)z8.zero_ns, (long long)z8.zero_ranks);
+    gv_analytic_ctx ar = ax;
+    ar.recompute = true;
+    gv_stage_cost_analytic(&ax, 1, 5, 1, 1, 1, &e8); /* g[0] holds the shared copy: a range without it */
+    gv_stage_cost_analytic(&ar, 1, 5, 1, 1, 1, &r8);
+    CHECK(e8.state_bytes - r8.state_bytes == 4 * words, "the backward entry's copy of an earlier stage's weights: %lld bytes",
+          (long long)(e8.state_bytes - r8.state_bytes));
   }
   /* the timeline of each schedule (gv_pipe_timeline_make): 4 equal stages of 3 us per microbatch (F : B = 1 : 2;
    * ZB-H1 F : B : W = 1 : 1 : 1), B = 8. GPipe and 1F1B: (B + S - 1) t; ZB-H1: B t + (S - 1)(F + B - W), the zero-bubble
