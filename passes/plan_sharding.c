@@ -32,7 +32,7 @@
  * The cost model stays data this pass reads (planner/cost.c, the cluster
  * JSON); no cost constant lives here.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* fopencookie: the search key hashes the printed module */
 #include "plan_sharding.h"
 #include "sharding_roles.h"
 #include "../runtime/galv_file.h"
@@ -78,6 +78,7 @@ typedef struct {
   int64_t realised;
   int64_t batch;  /* gcd of the data inputs' dim 0 (those not of size 1); 1 when none splits */
   struct reduced *red; /* repeated layers costed once (plan_search), NULL: every candidate realised in full */
+  bool mem_only;       /* reduced search: the unit tables alone, the uniform patterns' steps not realised (plan_search) */
 } ctx;
 
 /* ---------------------------------------------------------------- units */
@@ -1102,7 +1103,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     for (int z = 0; z < nz; z++) ns[u][z] = n3[ru][z], st[u][z] = s3[ru][z];
   }
   int64_t rest = rest3 + (int64_t)(L - 3) * (rest3 > rest2 ? rest3 - rest2 : 0);
-  if (getenv("GALV_PLAN_DEBUG"))
+  if (getenv("GALV_PLAN_DEBUG") && !C->mem_only)
     for (int u = 0; u < 4; u++) {
       fprintf(stderr, "plan-debug: reduced unit %d:", u);
       for (int z = 0; z < nz; z++) fprintf(stderr, " stage %d ns %lld state %lld;", zs[z], (long long)n3[u][z], (long long)s3[u][z]);
@@ -1124,7 +1125,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
       int z = choice_of(zs, nz, p->zero[u]);
       pred += ns[u][z], mem += st[u][z];
     }
-    if (k < nz && nz > 1) {
+    if (k < nz && nz > 1 && !C->mem_only) {
       /* a uniform pattern's step from r3 and r2 at that stage, extrapolated over the layers as the memory is: the
        * step is a critical path over two streams (cost.h gv_cost_timeline), not a sum of the unit table's shares,
        * and a layer's communication hides under its neighbours' compute only when they run the same stage;
@@ -1393,7 +1394,17 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
   if (!keep || !seen) rc = gv_error(C->m, "out of memory");
   bool have = false;
   int nseen = 0;
-  for (int tries = 0; !rc && tries < TRIES; tries++) {
+  /* Memory first: whether anything fits depends on the unit tables alone
+   * (a pattern's memory is the table's; the uniform patterns' realised
+   * steps only change its time). When nothing fits (galvc's probes of too
+   * few microbatches), the search ends there, without realising the
+   * uniform patterns; otherwise the search below takes the tables as made
+   * and realises what it would have realised anyway. */
+  C->mem_only = true;
+  if (!rc) rc = search_all(C, devices, fixed, false, S);
+  C->mem_only = false;
+  bool none_fits = !rc && !S->found;
+  for (int tries = 0; !rc && !none_fits && tries < TRIES; tries++) {
     rc = search_all(C, devices, fixed, false, S);
     if (rc || !S->found) break;
     bool again = false;
@@ -1449,11 +1460,18 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
     int q = realise(C, &mp, &pc, NULL, NULL);
     if (q < 0) rc = -1;
     else if (q == 0 && pc.mem_total <= limit) {
+      if (none_fits) { /* it is the plan: the whole search's figures for the report (the faster plans over the limit) */
+        C->limit = limit;
+        rc = search_all(C, devices, fixed, false, S);
+        if (rc) goto out;
+        S->found = false;
+      }
       S->found = true, S->best = mp, S->best_cost = pc, S->best_pred = pc.step_ns, S->best_pred_mem = pc.mem_total;
     } else if (q == 0) {
       S->min_realised = true, S->min_mem = pc.mem_total, S->min_mem_cost = pc;
     }
   }
+out:
   S->reduced = true;
   S->retries = retries;
   C->limit = limit;
@@ -1461,6 +1479,75 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
   red_free(C->red);
   C->red = NULL;
   return rc;
+}
+
+/* ---------------------------------------------------------------- searches kept for the same program
+ *
+ * galvc's default training search compiles the program once per
+ * (recomputation, microbatch count) it tries and compiles the winner again
+ * at the end (docs/planner.md, "Pass scaling"): the same program, planned
+ * under the same options. The search is deterministic, so its outcome is
+ * kept per process, keyed by a hash of the module's text and of every
+ * option the search reads, and a later run of the pass on the same program
+ * takes it instead of searching again (the chosen plan and its realised
+ * cost are the ones that search realised in full). */
+typedef struct {
+  uint64_t h, n; /* FNV-1a of the text and the options, and their length */
+} plan_key;
+
+static ssize_t key_write(void *cookie, const char *buf, size_t len) {
+  plan_key *k = cookie;
+  uint64_t h = k->h;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)buf[i]) * 1099511628211ull;
+  k->h = h, k->n += len;
+  return (ssize_t)len;
+}
+
+/* The key of planning m under the options the search reads (false: no key, then nothing is kept). */
+static bool plan_key_of(const gv_module *m, const gv_plan_options *o, plan_key *k) {
+  k->h = 14695981039346656037ull, k->n = 0;
+  FILE *f = fopencookie(k, "w", (cookie_io_functions_t){.write = key_write});
+  if (!f) return false;
+  gv_print_module(m, f);
+  const gv_cluster *c = o->cluster;
+  fprintf(f, "\n%s|%s|%lld|%lld|%.17g|%.17g|%.17g|%.17g|%lld|%.17g|%.17g|%.17g|%.17g|%.17g|%.17g|%.17g|%.17g|%d\n", c->name, c->origin,
+          (long long)c->nodes, (long long)c->devices_per_node, c->peak_tflops[0], c->peak_tflops[1], c->peak_tflops[2],
+          c->compute_efficiency, (long long)c->memory_bytes, c->memory_gbps, c->memory_efficiency, c->intra_gbps,
+          c->intra_latency_us, c->inter_gbps, c->inter_latency_us, c->launch_overhead_us, c->overlap_slowdown, c->fused_attention);
+  const char *lay = getenv("GALV_PLAN_LAYERS");
+  fprintf(f, "%lld|%lld|%d|%d|%u|%p|%s|%lld|%d|%d|%d|%d|%d|%s\n", (long long)o->devices, (long long)o->memory_limit, o->mesh_fixed,
+          o->exhaustive, o->zero_stages, (const void *)o->profile, gv_train_opts.recompute ? gv_train_opts.recompute : "-",
+          (long long)gv_train_opts.microbatches, gv_train_opts.zero_reduce_each, (int)gv_precision_opts.storage,
+          (int)gv_precision_opts.grad, (int)gv_precision_opts.reduce, gv_shard_opts.no_overlap, lay ? lay : "-");
+  bool ok = !ferror(f);
+  fclose(f);
+  return ok;
+}
+
+typedef struct {
+  plan_key key;
+  search S;
+  int64_t realised;
+  int64_t lacking_tp;
+  const char *lacking_field;
+} kept_search;
+
+enum { KEPT_MAX = 8 };
+static kept_search *kept[KEPT_MAX];
+static int nkept;
+
+static const kept_search *kept_find(const plan_key *k) {
+  for (int i = 0; i < nkept; i++)
+    if (kept[i]->key.h == k->h && kept[i]->key.n == k->n) return kept[i];
+  return NULL;
+}
+
+static void kept_add(const plan_key *k, const search *S, int64_t realised) {
+  kept_search *e = nkept < KEPT_MAX ? malloc(sizeof *e) : kept[nkept % KEPT_MAX];
+  if (!e) return;
+  if (nkept >= KEPT_MAX) memmove(kept, kept + 1, (KEPT_MAX - 1) * sizeof *kept), nkept--;
+  e->key = *k, e->S = *S, e->realised = realised, e->lacking_tp = prof_lacking_tp, e->lacking_field = prof_lacking_field;
+  kept[nkept++] = e;
 }
 
 int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape, int naxes, const gv_cluster *c,
@@ -1968,7 +2055,19 @@ int gv_pass_plan_sharding(gv_module *m) {
   } else {
     search S;
     const gv_mesh *fixed = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL;
-    rc = plan_search(&C, devices, fixed, o->exhaustive, &S);
+    plan_key key;
+    bool keyed = plan_key_of(m, o, &key);
+    const kept_search *hit = keyed ? kept_find(&key) : NULL;
+    if (hit) { /* the same program planned before in this process: that search's outcome */
+      S = hit->S;
+      prof_lacking_tp = hit->lacking_tp, prof_lacking_field = hit->lacking_field;
+      if (!o->quiet)
+        fprintf(stderr, "plan: the same program as an earlier run (%lld candidate programs realised then): its search's choice\n",
+                (long long)hit->realised);
+    } else {
+      rc = plan_search(&C, devices, fixed, o->exhaustive, &S);
+      if (!rc && keyed) kept_add(&key, &S, C.realised);
+    }
     if (!rc && !S.found && S.min_mem >= 0 && o->probe) rc = 1; /* no error line: the driver tries a smaller microbatch */
     else if (!rc && !S.found) {
       char s[128] = "";
