@@ -79,6 +79,9 @@ typedef struct {
   int64_t batch;  /* gcd of the data inputs' dim 0 (those not of size 1); 1 when none splits */
   struct reduced *red; /* repeated layers costed once (plan_search), NULL: every candidate realised in full */
   bool mem_only;       /* reduced search: the unit tables alone, the uniform patterns' steps not realised (plan_search) */
+  bool no_prune;       /* reduced search: every combination's table made (no bound prunes one) */
+  bool pruned;         /* reduced search: a combination was pruned by its bound */
+  int64_t fb_ns;       /* the last realisation's forward, backward and recomputation compute (cost_ops) */
 } ctx;
 
 /* ---------------------------------------------------------------- units */
@@ -434,8 +437,9 @@ static int phase_of(const char *loc) {
  * (unit_ns: its ops' slowed times and the waits for its collectives, so the
  * shares sum to the step) and, when ph / cnt are given, its compute time and
  * op count per phase. */
-static void cost_ops(const ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *unit_ns, int64_t (*ph)[NPH], int (*cnt)[NPH]) {
+static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *unit_ns, int64_t (*ph)[NPH], int (*cnt)[NPH]) {
   const gv_func *f = m->main;
+  int64_t fb = 0;
   int nops = 0;
   for (const gv_op *op = f->body->first; op; op = op->next) nops++;
   int64_t *adv = malloc(((size_t)nops + 1) * sizeof *adv);
@@ -458,6 +462,7 @@ static void cost_ops(const ctx *C, const gv_module *m, gv_plan_cost *out, int64_
       if (!gv_cost_attention_op(C->c, att, natt, op, &oc) && gv_cost_op(C->c, op, NULL, NULL, &oc)) continue;
       ns = oc.ns;
       out->compute_ns += ns;
+      if (phase_of(op->loc) != PH_OTHER) fb += ns;
       if (ph) {
         int u = unit_of(C, op->loc), k = phase_of(op->loc);
         ph[u][k] += ns;
@@ -468,6 +473,7 @@ static void cost_ops(const ctx *C, const gv_module *m, gv_plan_cost *out, int64_
     if (unit_ns) unit_ns[unit_of(C, op->loc)] += adv ? adv[idx] : ns;
   }
   free(adv);
+  C->fb_ns = fb;
   out->slowdown_ns = tl.slowdown_ns;
   out->exposed_ns = tl.exposed_ns;
   plan_step(out);
@@ -724,6 +730,8 @@ typedef struct {
   int64_t limit; /* the budget the knapsack fills (the memory limit until a full realisation corrects it) */
   int64_t uni[NZ]; /* each uniform pattern's step extrapolated from r3 and r2 (uni_done[k]: known; < 0: does not realise) */
   bool uni_done[NZ];
+  int64_t lb; /* status 2 (pruned): the bound on any of its plans' steps (solve_reduced) */
+  bool kept_in; /* unpruned once: not pruned again in this search */
 } red_combo;
 
 typedef struct reduced {
@@ -1058,6 +1066,28 @@ static red_combo *red_combo_of(reduced *R, const gv_plan *p, int64_t limit) {
   return e;
 }
 
+enum { PRUNE_FACTOR = 2 };
+static void red_unprune(red_combo *e) {
+  int64_t lim = e->limit;
+  gv_plan key = e->key;
+  memset(e, 0, sizeof *e);
+  e->key = key, e->limit = lim, e->status = -1, e->kept_in = true;
+}
+
+/* After a search: the pruned combinations whose bound no longer clears its
+ * runner-up by PRUNE_FACTOR (a later search, after a budget correction, may
+ * end with a slower one, or none) get their tables made: true when there
+ * were such (the search then runs again, in the same order as without the
+ * bound). */
+static bool red_unprune_stale(reduced *R, const search *S) {
+  bool any = false;
+  for (int i = 0; i < R->ncombos; i++) {
+    red_combo *e = &R->combos[i];
+    if (e->status == 2 && (!S->has_ru || e->lb < PRUNE_FACTOR * S->ru_ns)) red_unprune(e), any = true;
+  }
+  return any;
+}
+
 static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   reduced *R = C->red;
   int L = C->nl, nu = p->nunits;
@@ -1065,10 +1095,15 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   int nz = zero_choices(C, p, zs);
   red_combo *e = red_combo_of(R, p, C->limit);
   if (!e) return gv_error(C->m, "out of memory");
+  /* a combination pruned by its bound stays out (plan_search checks the bound against each search's runner-up) */
+  bool isnew = e == &R->combos[R->ncombos];
+  if (e->status == 2 && !C->no_prune) return 0;
+  if (e->status == 2) red_unprune(e);
   if (e->status < 0) { /* the combination's first search: its reduced realisations */
     int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN;
     gv_plan_cost pc;
     int st = 0;
+    bool first = true;
     for (int k = nz > 1 ? 1 : 0; !st && k < nz; k++) /* each stage on even and odd units (no training: one realisation) */
       for (int r = 0; !st && r < (nz > 1 ? 2 : 1); r++) {
         int q = realise_red(C, &R->c3, p, 4, r, zs[k], &pc, uns, ust);
@@ -1085,10 +1120,30 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         sum = 0;
         for (int u = 0; u < 3; u++) sum += ust[u];
         if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
+        if (first && nz > 1 && !C->no_prune && !e->kept_in && S->has_ru && !gv_plan_opts.profile) {
+          /* Compute alone bounds the step (step = compute + slowdown + exposed communication), and the
+           * forward and backward compute is the same under every ZeRO pattern (ZeRO changes the
+           * optimizer's and the collectives' share): from the first pair, extrapolated over the
+           * layers, it bounds every plan of the combination. Far above the runner-up (PRUNE_FACTOR
+           * times: replicated compute on idle axes, tp across nodes), the rest of its table is not
+           * made: none of its plans could be chosen, nor be the runner-up. */
+          int64_t f3 = R->c3.fb_ns, f2 = R->c2.fb_ns;
+          int64_t lb = f3 + (int64_t)(L - 3) * (f3 > f2 ? f3 - f2 : 0);
+          if (getenv("GALV_PLAN_DEBUG"))
+            fprintf(stderr, "plan-debug: bound %lld (r3 %lld, r2 %lld) against the runner-up %lld\n", (long long)lb, (long long)f3,
+                    (long long)f2, (long long)S->ru_ns);
+          if (lb >= PRUNE_FACTOR * S->ru_ns) {
+            e->status = 2, e->lb = lb;
+            C->pruned = true;
+            if (isnew) R->ncombos++;
+            return 0;
+          }
+        }
+        first = false;
       }
     if (st < 0) return -1;
     e->status = st, e->rest3 = rest3, e->rest2 = rest2;
-    R->ncombos++;
+    if (isnew) R->ncombos++;
   }
   if (e->status) return 0;
   int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, rest3 = e->rest3, rest2 = e->rest2, limit = e->limit;
@@ -1404,8 +1459,10 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
   if (!rc) rc = search_all(C, devices, fixed, false, S);
   C->mem_only = false;
   bool none_fits = !rc && !S->found;
+again_unpruned:
   for (int tries = 0; !rc && !none_fits && tries < TRIES; tries++) {
     rc = search_all(C, devices, fixed, false, S);
+    while (!rc && C->pruned && red_unprune_stale(C->red, S)) rc = search_all(C, devices, fixed, false, S);
     if (rc || !S->found) break;
     bool again = false;
     for (int k = 0; k < nseen && !again; k++) again = plan_eq(&S->best, &seen[k]);
@@ -1448,6 +1505,15 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
       e->limit = (e->limit < S->best_pred_mem ? e->limit : S->best_pred_mem) - (pc.mem_total - limit);
     }
   }
+  if (!rc && !have && C->pruned && !C->no_prune) {
+    /* no choice fitted in full: the search again from the start with every table made, as it ran before
+     * the bound (the smallest candidate it reports may be one the bound pruned) */
+    C->no_prune = true;
+    for (int i = 0; i < C->red->ncombos; i++) C->red->combos[i].limit = limit;
+    nseen = 0, retries = 0;
+    goto again_unpruned;
+  }
+  C->no_prune = false;
   if (!rc && have) *S = *keep;
   else if (!rc) S->found = false;
   /* Nothing fit in full. The smallest candidate's memory so far is a
