@@ -31,6 +31,13 @@
  *
  * The cost model stays data this pass reads (planner/cost.c, the cluster
  * JSON); no cost constant lives here.
+ *
+ * Search time (docs/planner.md, "Runs of the default training search"):
+ * a program planned again in the same process takes the earlier search's
+ * outcome; the reduced search decides from the unit tables whether
+ * anything fits before it realises the uniform patterns; and a combination
+ * whose compute alone is at least twice the runner-up's step is pruned
+ * after its first realisations.
  */
 #define _GNU_SOURCE /* fopencookie: the search key hashes the printed module */
 #include "plan_sharding.h"
