@@ -31,8 +31,15 @@
  *
  * The cost model stays data this pass reads (planner/cost.c, the cluster
  * JSON); no cost constant lives here.
+ *
+ * Search time (docs/planner.md, "Runs of the default training search"):
+ * a program planned again in the same process takes the earlier search's
+ * outcome; the reduced search decides from the unit tables whether
+ * anything fits before it realises the uniform patterns; and a combination
+ * whose compute alone is at least twice the runner-up's step is pruned
+ * after its first realisations.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* fopencookie: the search key hashes the printed module */
 #include "plan_sharding.h"
 #include "sharding_roles.h"
 #include "../runtime/galv_file.h"
@@ -78,6 +85,10 @@ typedef struct {
   int64_t realised;
   int64_t batch;  /* gcd of the data inputs' dim 0 (those not of size 1); 1 when none splits */
   struct reduced *red; /* repeated layers costed once (plan_search), NULL: every candidate realised in full */
+  bool mem_only;       /* reduced search: the unit tables alone, the uniform patterns' steps not realised (plan_search) */
+  bool no_prune;       /* reduced search: every combination's table made (no bound prunes one) */
+  bool pruned;         /* reduced search: a combination was pruned by its bound */
+  int64_t fb_ns;       /* the last realisation's forward, backward and recomputation compute (cost_ops) */
 } ctx;
 
 /* ---------------------------------------------------------------- units */
@@ -433,8 +444,9 @@ static int phase_of(const char *loc) {
  * (unit_ns: its ops' slowed times and the waits for its collectives, so the
  * shares sum to the step) and, when ph / cnt are given, its compute time and
  * op count per phase. */
-static void cost_ops(const ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *unit_ns, int64_t (*ph)[NPH], int (*cnt)[NPH]) {
+static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *unit_ns, int64_t (*ph)[NPH], int (*cnt)[NPH]) {
   const gv_func *f = m->main;
+  int64_t fb = 0;
   int nops = 0;
   for (const gv_op *op = f->body->first; op; op = op->next) nops++;
   int64_t *adv = malloc(((size_t)nops + 1) * sizeof *adv);
@@ -457,6 +469,7 @@ static void cost_ops(const ctx *C, const gv_module *m, gv_plan_cost *out, int64_
       if (!gv_cost_attention_op(C->c, att, natt, op, &oc) && gv_cost_op(C->c, op, NULL, NULL, &oc)) continue;
       ns = oc.ns;
       out->compute_ns += ns;
+      if (phase_of(op->loc) != PH_OTHER) fb += ns;
       if (ph) {
         int u = unit_of(C, op->loc), k = phase_of(op->loc);
         ph[u][k] += ns;
@@ -467,6 +480,7 @@ static void cost_ops(const ctx *C, const gv_module *m, gv_plan_cost *out, int64_
     if (unit_ns) unit_ns[unit_of(C, op->loc)] += adv ? adv[idx] : ns;
   }
   free(adv);
+  C->fb_ns = fb;
   out->slowdown_ns = tl.slowdown_ns;
   out->exposed_ns = tl.exposed_ns;
   plan_step(out);
@@ -723,6 +737,8 @@ typedef struct {
   int64_t limit; /* the budget the knapsack fills (the memory limit until a full realisation corrects it) */
   int64_t uni[NZ]; /* each uniform pattern's step extrapolated from r3 and r2 (uni_done[k]: known; < 0: does not realise) */
   bool uni_done[NZ];
+  int64_t lb; /* status 2 (pruned): the bound on any of its plans' steps (solve_reduced) */
+  bool kept_in; /* unpruned once: not pruned again in this search */
 } red_combo;
 
 typedef struct reduced {
@@ -1057,6 +1073,28 @@ static red_combo *red_combo_of(reduced *R, const gv_plan *p, int64_t limit) {
   return e;
 }
 
+enum { PRUNE_FACTOR = 2 };
+static void red_unprune(red_combo *e) {
+  int64_t lim = e->limit;
+  gv_plan key = e->key;
+  memset(e, 0, sizeof *e);
+  e->key = key, e->limit = lim, e->status = -1, e->kept_in = true;
+}
+
+/* After a search: the pruned combinations whose bound no longer clears its
+ * runner-up by PRUNE_FACTOR (a later search, after a budget correction, may
+ * end with a slower one, or none) get their tables made: true when there
+ * were such (the search then runs again, in the same order as without the
+ * bound). */
+static bool red_unprune_stale(reduced *R, const search *S) {
+  bool any = false;
+  for (int i = 0; i < R->ncombos; i++) {
+    red_combo *e = &R->combos[i];
+    if (e->status == 2 && (!S->has_ru || e->lb < PRUNE_FACTOR * S->ru_ns)) red_unprune(e), any = true;
+  }
+  return any;
+}
+
 static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   reduced *R = C->red;
   int L = C->nl, nu = p->nunits;
@@ -1064,10 +1102,15 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   int nz = zero_choices(C, p, zs);
   red_combo *e = red_combo_of(R, p, C->limit);
   if (!e) return gv_error(C->m, "out of memory");
+  /* a combination pruned by its bound stays out (plan_search checks the bound against each search's runner-up) */
+  bool isnew = e == &R->combos[R->ncombos];
+  if (e->status == 2 && !C->no_prune) return 0;
+  if (e->status == 2) red_unprune(e);
   if (e->status < 0) { /* the combination's first search: its reduced realisations */
     int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN;
     gv_plan_cost pc;
     int st = 0;
+    bool first = true;
     for (int k = nz > 1 ? 1 : 0; !st && k < nz; k++) /* each stage on even and odd units (no training: one realisation) */
       for (int r = 0; !st && r < (nz > 1 ? 2 : 1); r++) {
         int q = realise_red(C, &R->c3, p, 4, r, zs[k], &pc, uns, ust);
@@ -1084,10 +1127,30 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         sum = 0;
         for (int u = 0; u < 3; u++) sum += ust[u];
         if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
+        if (first && nz > 1 && !C->no_prune && !e->kept_in && S->has_ru && !gv_plan_opts.profile) {
+          /* Compute alone bounds the step (step = compute + slowdown + exposed communication), and the
+           * forward and backward compute is the same under every ZeRO pattern (ZeRO changes the
+           * optimizer's and the collectives' share): from the first pair, extrapolated over the
+           * layers, it bounds every plan of the combination. Far above the runner-up (PRUNE_FACTOR
+           * times: replicated compute on idle axes, tp across nodes), the rest of its table is not
+           * made: none of its plans could be chosen, nor be the runner-up. */
+          int64_t f3 = R->c3.fb_ns, f2 = R->c2.fb_ns;
+          int64_t lb = f3 + (int64_t)(L - 3) * (f3 > f2 ? f3 - f2 : 0);
+          if (getenv("GALV_PLAN_DEBUG"))
+            fprintf(stderr, "plan-debug: bound %lld (r3 %lld, r2 %lld) against the runner-up %lld\n", (long long)lb, (long long)f3,
+                    (long long)f2, (long long)S->ru_ns);
+          if (lb >= PRUNE_FACTOR * S->ru_ns) {
+            e->status = 2, e->lb = lb;
+            C->pruned = true;
+            if (isnew) R->ncombos++;
+            return 0;
+          }
+        }
+        first = false;
       }
     if (st < 0) return -1;
     e->status = st, e->rest3 = rest3, e->rest2 = rest2;
-    R->ncombos++;
+    if (isnew) R->ncombos++;
   }
   if (e->status) return 0;
   int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, rest3 = e->rest3, rest2 = e->rest2, limit = e->limit;
@@ -1102,7 +1165,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     for (int z = 0; z < nz; z++) ns[u][z] = n3[ru][z], st[u][z] = s3[ru][z];
   }
   int64_t rest = rest3 + (int64_t)(L - 3) * (rest3 > rest2 ? rest3 - rest2 : 0);
-  if (getenv("GALV_PLAN_DEBUG"))
+  if (getenv("GALV_PLAN_DEBUG") && !C->mem_only)
     for (int u = 0; u < 4; u++) {
       fprintf(stderr, "plan-debug: reduced unit %d:", u);
       for (int z = 0; z < nz; z++) fprintf(stderr, " stage %d ns %lld state %lld;", zs[z], (long long)n3[u][z], (long long)s3[u][z]);
@@ -1124,7 +1187,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
       int z = choice_of(zs, nz, p->zero[u]);
       pred += ns[u][z], mem += st[u][z];
     }
-    if (k < nz && nz > 1) {
+    if (k < nz && nz > 1 && !C->mem_only) {
       /* a uniform pattern's step from r3 and r2 at that stage, extrapolated over the layers as the memory is: the
        * step is a critical path over two streams (cost.h gv_cost_timeline), not a sum of the unit table's shares,
        * and a layer's communication hides under its neighbours' compute only when they run the same stage;
@@ -1393,8 +1456,20 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
   if (!keep || !seen) rc = gv_error(C->m, "out of memory");
   bool have = false;
   int nseen = 0;
-  for (int tries = 0; !rc && tries < TRIES; tries++) {
+  /* Memory first: whether anything fits depends on the unit tables alone
+   * (a pattern's memory is the table's; the uniform patterns' realised
+   * steps only change its time). When nothing fits (galvc's probes of too
+   * few microbatches), the search ends there, without realising the
+   * uniform patterns; otherwise the search below takes the tables as made
+   * and realises what it would have realised anyway. */
+  C->mem_only = true;
+  if (!rc) rc = search_all(C, devices, fixed, false, S);
+  C->mem_only = false;
+  bool none_fits = !rc && !S->found;
+again_unpruned:
+  for (int tries = 0; !rc && !none_fits && tries < TRIES; tries++) {
     rc = search_all(C, devices, fixed, false, S);
+    while (!rc && C->pruned && red_unprune_stale(C->red, S)) rc = search_all(C, devices, fixed, false, S);
     if (rc || !S->found) break;
     bool again = false;
     for (int k = 0; k < nseen && !again; k++) again = plan_eq(&S->best, &seen[k]);
@@ -1437,6 +1512,15 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
       e->limit = (e->limit < S->best_pred_mem ? e->limit : S->best_pred_mem) - (pc.mem_total - limit);
     }
   }
+  if (!rc && !have && C->pruned && !C->no_prune) {
+    /* no choice fitted in full: the search again from the start with every table made, as it ran before
+     * the bound (the smallest candidate it reports may be one the bound pruned) */
+    C->no_prune = true;
+    for (int i = 0; i < C->red->ncombos; i++) C->red->combos[i].limit = limit;
+    nseen = 0, retries = 0;
+    goto again_unpruned;
+  }
+  C->no_prune = false;
   if (!rc && have) *S = *keep;
   else if (!rc) S->found = false;
   /* Nothing fit in full. The smallest candidate's memory so far is a
@@ -1449,11 +1533,18 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
     int q = realise(C, &mp, &pc, NULL, NULL);
     if (q < 0) rc = -1;
     else if (q == 0 && pc.mem_total <= limit) {
+      if (none_fits) { /* it is the plan: the whole search's figures for the report (the faster plans over the limit) */
+        C->limit = limit;
+        rc = search_all(C, devices, fixed, false, S);
+        if (rc) goto out;
+        S->found = false;
+      }
       S->found = true, S->best = mp, S->best_cost = pc, S->best_pred = pc.step_ns, S->best_pred_mem = pc.mem_total;
     } else if (q == 0) {
       S->min_realised = true, S->min_mem = pc.mem_total, S->min_mem_cost = pc;
     }
   }
+out:
   S->reduced = true;
   S->retries = retries;
   C->limit = limit;
@@ -1461,6 +1552,75 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
   red_free(C->red);
   C->red = NULL;
   return rc;
+}
+
+/* ---------------------------------------------------------------- searches kept for the same program
+ *
+ * galvc's default training search compiles the program once per
+ * (recomputation, microbatch count) it tries and compiles the winner again
+ * at the end (docs/planner.md, "Pass scaling"): the same program, planned
+ * under the same options. The search is deterministic, so its outcome is
+ * kept per process, keyed by a hash of the module's text and of every
+ * option the search reads, and a later run of the pass on the same program
+ * takes it instead of searching again (the chosen plan and its realised
+ * cost are the ones that search realised in full). */
+typedef struct {
+  uint64_t h, n; /* FNV-1a of the text and the options, and their length */
+} plan_key;
+
+static ssize_t key_write(void *cookie, const char *buf, size_t len) {
+  plan_key *k = cookie;
+  uint64_t h = k->h;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)buf[i]) * 1099511628211ull;
+  k->h = h, k->n += len;
+  return (ssize_t)len;
+}
+
+/* The key of planning m under the options the search reads (false: no key, then nothing is kept). */
+static bool plan_key_of(const gv_module *m, const gv_plan_options *o, plan_key *k) {
+  k->h = 14695981039346656037ull, k->n = 0;
+  FILE *f = fopencookie(k, "w", (cookie_io_functions_t){.write = key_write});
+  if (!f) return false;
+  gv_print_module(m, f);
+  const gv_cluster *c = o->cluster;
+  fprintf(f, "\n%s|%s|%lld|%lld|%.17g|%.17g|%.17g|%.17g|%lld|%.17g|%.17g|%.17g|%.17g|%.17g|%.17g|%.17g|%.17g|%d\n", c->name, c->origin,
+          (long long)c->nodes, (long long)c->devices_per_node, c->peak_tflops[0], c->peak_tflops[1], c->peak_tflops[2],
+          c->compute_efficiency, (long long)c->memory_bytes, c->memory_gbps, c->memory_efficiency, c->intra_gbps,
+          c->intra_latency_us, c->inter_gbps, c->inter_latency_us, c->launch_overhead_us, c->overlap_slowdown, c->fused_attention);
+  const char *lay = getenv("GALV_PLAN_LAYERS");
+  fprintf(f, "%lld|%lld|%d|%d|%u|%p|%s|%lld|%d|%d|%d|%d|%d|%s\n", (long long)o->devices, (long long)o->memory_limit, o->mesh_fixed,
+          o->exhaustive, o->zero_stages, (const void *)o->profile, gv_train_opts.recompute ? gv_train_opts.recompute : "-",
+          (long long)gv_train_opts.microbatches, gv_train_opts.zero_reduce_each, (int)gv_precision_opts.storage,
+          (int)gv_precision_opts.grad, (int)gv_precision_opts.reduce, gv_shard_opts.no_overlap, lay ? lay : "-");
+  bool ok = !ferror(f);
+  fclose(f);
+  return ok;
+}
+
+typedef struct {
+  plan_key key;
+  search S;
+  int64_t realised;
+  int64_t lacking_tp;
+  const char *lacking_field;
+} kept_search;
+
+enum { KEPT_MAX = 8 };
+static kept_search *kept[KEPT_MAX];
+static int nkept;
+
+static const kept_search *kept_find(const plan_key *k) {
+  for (int i = 0; i < nkept; i++)
+    if (kept[i]->key.h == k->h && kept[i]->key.n == k->n) return kept[i];
+  return NULL;
+}
+
+static void kept_add(const plan_key *k, const search *S, int64_t realised) {
+  kept_search *e = nkept < KEPT_MAX ? malloc(sizeof *e) : kept[nkept % KEPT_MAX];
+  if (!e) return;
+  if (nkept >= KEPT_MAX) memmove(kept, kept + 1, (KEPT_MAX - 1) * sizeof *kept), nkept--;
+  e->key = *k, e->S = *S, e->realised = realised, e->lacking_tp = prof_lacking_tp, e->lacking_field = prof_lacking_field;
+  kept[nkept++] = e;
 }
 
 int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape, int naxes, const gv_cluster *c,
@@ -1968,7 +2128,19 @@ int gv_pass_plan_sharding(gv_module *m) {
   } else {
     search S;
     const gv_mesh *fixed = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL;
-    rc = plan_search(&C, devices, fixed, o->exhaustive, &S);
+    plan_key key;
+    bool keyed = plan_key_of(m, o, &key);
+    const kept_search *hit = keyed ? kept_find(&key) : NULL;
+    if (hit) { /* the same program planned before in this process: that search's outcome */
+      S = hit->S;
+      prof_lacking_tp = hit->lacking_tp, prof_lacking_field = hit->lacking_field;
+      if (!o->quiet)
+        fprintf(stderr, "plan: the same program as an earlier run (%lld candidate programs realised then): its search's choice\n",
+                (long long)hit->realised);
+    } else {
+      rc = plan_search(&C, devices, fixed, o->exhaustive, &S);
+      if (!rc && keyed) kept_add(&key, &S, C.realised);
+    }
     if (!rc && !S.found && S.min_mem >= 0 && o->probe) rc = 1; /* no error line: the driver tries a smaller microbatch */
     else if (!rc && !S.found) {
       char s[128] = "";
