@@ -1250,16 +1250,17 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     sp_units_free(&sb), sp_units_free(&so);
   }
   int rc = 0;
-  for (int k = 0; k < nz + (nc > 1); k++) {
-    /* k < nz: every unit at stage zs[k] (0: no ZeRO; inference: the plan), k = nz: the knapsack's pattern */
+  /* k < nz: every unit at stage zs[k] (0: no ZeRO; inference: the plan), k = nz: the knapsack's pattern; with sp,
+   * k = nz + 1: the knapsack's pattern without sp (sp_final's candidate without sp: a prediction, no realisation) */
+  for (int k = 0; k < nz + (nc > 1) + (nc > nz && nz > 1); k++) {
     int64_t pred = 0, mem = rest;
     memset(p->sp, 0, (size_t)nu);
     if (k < nz) {
       for (int u = 0; u < nu; u++) p->zero[u] = zs[k];
     } else {
-      pred = knapsack(nu, ns, st, nc, limit - rest, zs, p->zero);
+      pred = knapsack(nu, ns, st, k == nz ? nc : nz, limit - rest, zs, p->zero);
       if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
-      if (pred < 0) break;
+      if (pred < 0) continue;
       sp_decode(p);
     }
     pred = 0;

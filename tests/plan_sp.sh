@@ -9,7 +9,8 @@
 #     plan.json's units[].sp), no recomputation. The same plan with every
 #     "sp" false (--plan) needs more than the limit, and the search without
 #     sp in its space (GALV_PLAN_SP=off) falls back to a slower plan
-#     (recomputation). Compiled and run for 2 steps = the single-device
+#     (recomputation); --plan with the plan.json written gives the same step
+#     and memory. Compiled and run for 2 steps = the single-device
 #     program (losses and weights rtol 1e-4 / atol 1e-5), the bytes the
 #     communicator counted = the prediction x 2 (tests/lib/comm_counted.py)
 #     = plan.json's collective bytes x 2,
@@ -111,12 +112,13 @@ if chosen g-lim gpt2 2 16 b2s16 --memory-limit $L; then
   off=$(planned g-lim-off gpt2 2 16 --gpus 4 --plan "$T/g-lim-off.json")
   nosp=$(GALV_PLAN_SP=off planned g-nosp gpt2 2 16 --gpus 4 --memory-limit $L)
   nosp_sp=$(field "$T/g-nosp.json" "sum(u['sp'] for u in p['units'])" 2>/dev/null)
+  again=$(planned g-again gpt2 2 16 --gpus 4 --plan "$P") # --plan reproduces the choice: the same step and memory
   if [ "$tp" = "tp 1 none" ] && [ "$sp" = "2 2" ] && [ "$mem" -le $L ] && [ "$nrs" -ge 4 ] && [ "$nag" -ge 4 ] &&
-     [ -n "$off" ] && [ "${off#* }" -gt $L ] && [ -n "$nosp" ] && [ "$nosp_sp" = 0 ] && [ "${nosp% *}" -gt "$step" ] &&
+     [ -n "$off" ] && [ "${off#* }" -gt $L ] && [ -n "$nosp" ] && [ "$nosp_sp" = 0 ] && [ "${nosp% *}" -gt "$step" ] && [ "$again" = "$step $mem" ] &&
      grep -q '^plan:   layers 0-1: tp(tp)+sp(tp)$' "$T/g-lim.err"; then
-    ok "gpt2 b2 s16, limit $L: the search picks tp 4 + sp on both layers ($step ns, $mem bytes; $nrs reduce_scatters, $nag all_gathers over tp); without sp the same plan needs ${off#* } bytes, and the search without sp picks a ${nosp% *} ns plan; $RES"
+    ok "gpt2 b2 s16, limit $L: the search picks tp 4 + sp on both layers ($step ns, $mem bytes; $nrs reduce_scatters, $nag all_gathers over tp); without sp the same plan needs ${off#* } bytes, and the search without sp picks a ${nosp% *} ns plan; --plan plan.json: the same step and memory; $RES"
   else
-    bad "gpt2 b2 s16, limit $L: tp '$tp', sp layers '$sp', memory $mem, $nrs reduce_scatters / $nag all_gathers; sp off: '$off'; search without sp: '$nosp' (sp units '$nosp_sp'), with: $step"
+    bad "gpt2 b2 s16, limit $L: tp '$tp', sp layers '$sp', memory $mem, $nrs reduce_scatters / $nag all_gathers; sp off: '$off'; search without sp: '$nosp' (sp units '$nosp_sp'), with: $step; --plan again: '$again'"
   fi
 fi
 
