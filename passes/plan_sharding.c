@@ -1005,11 +1005,17 @@ static int64_t knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nz, in
  * knapsack picks is realised, and its realised cost is the one compared
  * (GALV_PLAN_SP=off leaves sp out of the search). */
 
+/* gv_plan_intra (the pipeline stages): the stage programs take their plan
+ * through gv_plan_apply, which pins shardings and sets no sp region, so
+ * their search leaves sp out (a plan priced with sp would not be the
+ * program that runs). */
+static bool sp_excluded;
+
 /* Whether p's combination searches sp: a tp axis for the layers, no
  * layer with its own axis (--plan only). */
 static bool sp_searchable(const ctx *C, const gv_plan *p) {
   const char *e = getenv("GALV_PLAN_SP");
-  if ((e && !strcmp(e, "off")) || p->t_layer < 0 || !C->layer_roles || p->nunits > GV_PLAN_MAX_UNITS) return false;
+  if (sp_excluded || (e && !strcmp(e, "off")) || p->t_layer < 0 || !C->layer_roles || p->nunits > GV_PLAN_MAX_UNITS) return false;
   for (int u = 0; u < p->nunits; u++)
     if (p->tp_unit[u]) return false;
   return true;
@@ -1681,7 +1687,9 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
    * the stages 1 and 2 (which reshard gradients inside the step) existed */
   unsigned saved = gv_plan_opts.zero_stages;
   gv_plan_opts.zero_stages = 1u << 3;
+  sp_excluded = true;
   int rc = plan_search(&C, devices, mesh_shape && naxes ? &fixed : NULL, false, &S);
+  sp_excluded = false;
   gv_plan_opts.zero_stages = saved;
   if (!rc) {
     if (S.found) *plan = S.best, *cost = S.best_cost;
