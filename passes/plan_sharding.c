@@ -1637,7 +1637,7 @@ static int plan_search(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhau
        * that the raised one would admit */
       int64_t raised = (e->limit > S->best_pred_mem ? e->limit : S->best_pred_mem) + (limit - pc.mem_total);
       bool zero = false;
-      for (int u = 0; u < S->best.nunits; u++) zero |= (S->best.dmask && S->best.zero[u]) || S->best.sp[u]; /* sp: a trade too */
+      for (int u = 0; u < S->best.nunits && S->best.dmask; u++) zero |= S->best.zero[u] != 0;
       if (!zero && (!S->over || S->over_ns >= S->best_pred || S->over_mem > raised)) break;
       e->limit = raised;
     } else {
