@@ -9,7 +9,8 @@
  * column-parallel / row-parallel dots as the tp preset finds them), the
  * vocab-parallel axis of embedding and head (t_outer), and per unit (the
  * outer part, then each layer: the repeated blocks of the forward program,
- * found by structure, layer_units.h) whether it is ZeRO-3 sharded over the batch axes.
+ * found by structure, layer_units.h) whether it is ZeRO-3 sharded over the batch axes
+ * and, under a tp axis, whether it runs sequence parallelism (sp_extend).
  *
  * Costs. A candidate is realised: the module is cloned, the plan pinned,
  * and propagate-sharding, spmd-partition, fuse, storage and memory-plan run
@@ -633,6 +634,8 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
  * NULL) get the time and the state memory (parameters, gradients, optimizer
  * state) attributed to each unit. Returns 0, 1 when the plan does not
  * realise (it is then no candidate), -1 on an internal error. */
+static int64_t *realise_kept; /* when set: each unit's activations kept for backward (kept_bytes), filled by realise */
+
 static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
   memset(out, 0, sizeof *out);
   gv_module *m = clone_module(C->m);
@@ -701,6 +704,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
     if (param) unit_state[C->unit[i]] += C->train ? 2 * b : b;
     else if (state) unit_state[C->unit[i]] += b;
   }
+  if (realise_kept && kept_bytes(C, m, p->nunits, realise_kept)) memset(realise_kept, 0, (size_t)p->nunits * sizeof *realise_kept);
   gv_module_free(m);
   return 0;
 }
@@ -728,8 +732,10 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
  * corrects that combination's budget only (another combination's estimate
  * errs by its own amount). */
 /* Choices per unit: no ZeRO and the stages 1-3 (docs/sharding.md, "ZeRO
- * stages"). Choice k of a unit is stage zs[k] (zero_choices). */
-enum { NZ = 4 };
+ * stages"), each without and (a plan with a tp axis) with sequence
+ * parallelism. Choice k of a unit is stage zs[k] (zero_choices; sp_extend
+ * adds the sp choices, zs[k] | SP_CHOICE). */
+enum { NZ = 8, SP_CHOICE = 0x10 };
 typedef struct {
   gv_plan key;
   int status; /* 0: the table below; 1: the combination does not realise */
@@ -739,6 +745,8 @@ typedef struct {
   bool uni_done[NZ];
   int64_t lb; /* status 2 (pruned): the bound on any of its plans' steps (solve_reduced) */
   bool kept_in; /* unpruned once: not pruned again in this search */
+  bool sp;                                  /* sequence parallelism searched: r3's baseline and sp realisations (sp_extend) */
+  int64_t sp_ns[2][4], sp_kept[2][4];       /* [0] the baseline, [1] with sp on every unit: per r3 unit */
 } red_combo;
 
 typedef struct reduced {
@@ -926,6 +934,9 @@ typedef struct {
   bool has_ru;      /* the runner-up: the fastest fitting candidate of another mesh / strategy than best's */
   gv_plan ru;
   int64_t ru_ns, ru_mem;
+  bool has_nosp;    /* the fastest fitting candidate with no sp unit (sp_final) */
+  gv_plan nosp;
+  int64_t nosp_ns;
   bool reduced;     /* costed on the reduced programs (plan_search) */
   int retries;      /* reduced: searches again because the choice did not fit in full */
 } search;
@@ -991,6 +1002,110 @@ static int64_t knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nz, in
   return best;
 }
 
+/* ---------------------------------------------------------------- sequence parallelism as a choice
+ *
+ * Under a plan with a tp axis for the layers every unit may run Megatron-SP
+ * (docs/sharding.md, "Sequence parallelism"): the values between its
+ * tensor-parallel blocks split over the sequence, its all_reduces become
+ * reduce_scatter + all_gather pairs. What it changes is a unit's time (less
+ * elementwise work, more collectives, each paying its latency) and the
+ * activations it keeps for backward; the unit's state is the same. One
+ * more realisation per combination measures both: the combination's first
+ * table realisation (its baseline) again with sp on every unit. The
+ * differences, per unit, are added to each of the unit's ZeRO choices as a
+ * second set of choices (the kept activations join the state the knapsack
+ * packs, for both sets, and leave the rest), so the knapsack picks per unit
+ * the stage and sp together; a unit sp changes nothing in (same time, same
+ * kept bytes) ties, and the tie keeps sp off. The boundary reshards between
+ * an sp unit and a plain one are not in the table: each pattern the
+ * knapsack picks is realised, and its realised cost is the one compared
+ * (GALV_PLAN_SP=off leaves sp out of the search). */
+
+/* gv_plan_intra (the pipeline stages): the stage programs take their plan
+ * through gv_plan_apply, which pins shardings and sets no sp region, so
+ * their search leaves sp out (a plan priced with sp would not be the
+ * program that runs). */
+static bool sp_excluded;
+
+/* Whether p's combination searches sp: a tp axis for the layers, no
+ * layer with its own axis (--plan only). */
+static bool sp_searchable(const ctx *C, const gv_plan *p) {
+  const char *e = getenv("GALV_PLAN_SP");
+  if (sp_excluded || (e && !strcmp(e, "off")) || p->t_layer < 0 || !C->layer_roles || p->nunits > GV_PLAN_MAX_UNITS) return false;
+  for (int u = 0; u < p->nunits; u++)
+    if (p->tp_unit[u]) return false;
+  return true;
+}
+
+/* Per-unit figures of a realisation, for sp_extend, and the realisation
+ * itself (its pattern as the knapsack writes it, zero | SP_CHOICE, and its
+ * cost), which the knapsack's tries reuse instead of realising it again. */
+typedef struct {
+  int64_t *ns, *kept; /* per unit: its share of the step, its activations kept for backward */
+  uint8_t *key;
+  gv_plan_cost pc;
+  bool have;
+} sp_units;
+
+static int sp_units_alloc(sp_units *a, int nu) {
+  a->ns = calloc((size_t)nu, sizeof *a->ns);
+  a->kept = calloc((size_t)nu, sizeof *a->kept);
+  a->key = calloc((size_t)nu, 1);
+  return a->ns && a->kept && a->key ? 0 : -1;
+}
+
+static void sp_units_free(sp_units *a) { free(a->ns), free(a->kept), free(a->key); }
+
+/* a's realisation when it is the pattern zero (zero | SP_CHOICE per unit), else NULL */
+static const gv_plan_cost *sp_known(const sp_units *a, const uint8_t *zero, int nu) {
+  return a->have && !memcmp(a->key, zero, (size_t)nu) ? &a->pc : NULL;
+}
+
+/* Realises p (its ZeRO pattern as set; a module of nu units on R) with sp
+ * on every unit into *a. Returns realise's result. */
+static int sp_realise(ctx *R, gv_plan *p, int nu, gv_plan_cost *pc, sp_units *a) {
+  gv_plan q = *p;
+  q.nunits = nu;
+  memset(q.sp, 1, (size_t)nu);
+  realise_kept = a->kept;
+  int r = realise(R, &q, pc, a->ns, NULL);
+  realise_kept = NULL;
+  return r;
+}
+
+/* Adds the sp choices: columns nz..2nz-1 of ns / st, from base (the
+ * realisation without sp) and on (the same with sp on every unit), per
+ * unit; both sets' state grows by the unit's kept activations and *rest
+ * (the memory no unit's choice holds) loses them. zs[nz + k] = zs[k] |
+ * SP_CHOICE. Returns the number of choices. */
+static int sp_extend(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], uint8_t *zs, int nz, const sp_units *base, const sp_units *on,
+                     int64_t *rest) {
+  for (int u = 0; u < nu; u++) {
+    int64_t dns = on->ns[u] - base->ns[u];
+    for (int z = 0; z < nz; z++) {
+      ns[u][nz + z] = ns[u][z] + dns > 0 ? ns[u][z] + dns : 0;
+      st[u][nz + z] = st[u][z] + on->kept[u];
+      st[u][z] += base->kept[u];
+    }
+    *rest -= base->kept[u];
+  }
+  for (int z = 0; z < nz; z++) zs[nz + z] = (uint8_t)(zs[z] | SP_CHOICE);
+  return 2 * nz;
+}
+
+/* A knapsack's zero[] (stages | SP_CHOICE) into p's zero and sp. */
+static void sp_decode(gv_plan *p) {
+  for (int u = 0; u < p->nunits; u++) {
+    p->sp[u] = (p->zero[u] & SP_CHOICE) != 0;
+    p->zero[u] &= (uint8_t)~SP_CHOICE;
+  }
+}
+
+/* Unit u's choice (index into zs) under p. */
+static int plan_choice(const uint8_t *zs, int nc, const gv_plan *p, int u) {
+  return choice_of(zs, nc, (uint8_t)(p->zero[u] | (p->sp[u] ? SP_CHOICE : 0)));
+}
+
 /* The same mesh and strategy (ZeRO stages and sp aside). */
 static bool same_combo(const gv_plan *a, const gv_plan *b) {
   if (a->naxes != b->naxes || a->dmask != b->dmask || a->t_layer != b->t_layer || a->t_outer != b->t_outer) return false;
@@ -1012,6 +1127,9 @@ static void consider(search *S, const gv_plan *p, const gv_plan_cost *pc, int64_
     S->over = true;
     return;
   }
+  bool sp = false;
+  for (int u = 0; u < p->nunits && !sp; u++) sp = p->sp[u] != 0;
+  if (!sp && (!S->has_nosp || pc->step_ns < S->nosp_ns)) S->has_nosp = true, S->nosp = *p, S->nosp_ns = pc->step_ns;
   /* the runner-up (report): best's old combination when another wins, or a slower other combination */
   if (S->found && !same_combo(p, &S->best)) {
     if (pc->step_ns < S->best_cost.step_ns) S->has_ru = true, S->ru = S->best, S->ru_ns = S->best_cost.step_ns, S->ru_mem = S->best_pred_mem;
@@ -1111,10 +1229,25 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     gv_plan_cost pc;
     int st = 0;
     bool first = true;
+    e->sp = sp_searchable(C, p);
     for (int k = nz > 1 ? 1 : 0; !st && k < nz; k++) /* each stage on even and odd units (no training: one realisation) */
       for (int r = 0; !st && r < (nz > 1 ? 2 : 1); r++) {
+        bool sp_base = e->sp && k == (nz > 1) && !r; /* sequence parallelism's baseline, then the same with sp */
+        realise_kept = sp_base ? e->sp_kept[0] : NULL;
         int q = realise_red(C, &R->c3, p, 4, r, zs[k], &pc, uns, ust);
+        realise_kept = NULL;
         if (q) { st = q; break; }
+        if (sp_base) {
+          memcpy(e->sp_ns[0], uns, sizeof uns);
+          gv_plan qp = *p;
+          for (int u = 0; u < 4; u++) qp.zero[u] = u % 2 == 0 ? zs[k] : 0;
+          sp_units on = {e->sp_ns[1], e->sp_kept[1], NULL, {0}, false};
+          gv_plan_cost spc;
+          C->realised++;
+          int qs = sp_realise(&R->c3, &qp, 4, &spc, &on);
+          if (qs < 0) return -1;
+          if (qs) e->sp = false; /* sp does not realise here (a sequence the tp degree does not divide) */
+        }
         int64_t sum = 0;
         for (int u = 0; u < 4; u++) {
           int z = u % 2 == r % 2 ? k : 0;
@@ -1171,20 +1304,37 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
       for (int z = 0; z < nz; z++) fprintf(stderr, " stage %d ns %lld state %lld;", zs[z], (long long)n3[u][z], (long long)s3[u][z]);
       fputc('\n', stderr);
     }
+  int nc = nz; /* choices per unit: with sp, r3's per-unit differences mapped onto the full units as the table is */
+  if (e->sp) {
+    sp_units sb, so;
+    if (sp_units_alloc(&sb, nu) || sp_units_alloc(&so, nu)) {
+      sp_units_free(&sb), sp_units_free(&so), free(ns), free(st);
+      return gv_error(C->m, "out of memory");
+    }
+    for (int u = 0; u < nu; u++) {
+      int ru = u == 0 ? 0 : u == 1 ? 1 : u == L ? 3 : 2;
+      sb.ns[u] = e->sp_ns[0][ru], sb.kept[u] = e->sp_kept[0][ru], so.ns[u] = e->sp_ns[1][ru], so.kept[u] = e->sp_kept[1][ru];
+    }
+    nc = sp_extend(nu, ns, st, zs, nz, &sb, &so, &rest);
+    sp_units_free(&sb), sp_units_free(&so);
+  }
   int rc = 0;
-  for (int k = 0; k < nz + (nz > 1); k++) {
-    /* k < nz: every unit at stage zs[k] (0: no ZeRO; inference: the plan), k = nz: the knapsack's pattern */
+  /* k < nz: every unit at stage zs[k] (0: no ZeRO; inference: the plan), k = nz: the knapsack's pattern; with sp,
+   * k = nz + 1: the knapsack's pattern without sp (sp_final's candidate without sp: a prediction, no realisation) */
+  for (int k = 0; k < nz + (nc > 1) + (nc > nz && nz > 1); k++) {
     int64_t pred = 0, mem = rest;
+    memset(p->sp, 0, (size_t)nu);
     if (k < nz) {
       for (int u = 0; u < nu; u++) p->zero[u] = zs[k];
     } else {
-      pred = knapsack(nu, ns, st, nz, limit - rest, zs, p->zero);
+      pred = knapsack(nu, ns, st, k == nz ? nc : nz, limit - rest, zs, p->zero);
       if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
-      if (pred < 0) break;
+      if (pred < 0) continue;
+      sp_decode(p);
     }
     pred = 0;
     for (int u = 0; u < nu; u++) {
-      int z = choice_of(zs, nz, p->zero[u]);
+      int z = plan_choice(zs, nc, p, u);
       pred += ns[u][z], mem += st[u][z];
     }
     if (k < nz && nz > 1 && !C->mem_only) {
@@ -1204,6 +1354,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     }
     consider_pred(S, p, pred, mem, limit);
   }
+  memset(p->sp, 0, (size_t)nu);
   free(ns), free(st);
   return rc;
 }
@@ -1238,14 +1389,35 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
   if (!ns || !st || !uns || !ust) rc = gv_error(C->m, "out of memory");
   int64_t rest = INT64_MIN, rest_r[NZ][2];
   memset(rest_r, 0, sizeof rest_r);
+  /* sequence parallelism (sp_extend): the first realisation below is the baseline, again with sp its partner */
+  bool sp = !rc && sp_searchable(C, p);
+  sp_units sp_base = {0}, sp_on = {0};
+  if (sp && (sp_units_alloc(&sp_base, nu) || sp_units_alloc(&sp_on, nu))) rc = gv_error(C->m, "out of memory");
   /* each stage on even and odd units: every unit's time and state under every choice */
   for (int k = nz > 1 ? 1 : 0; !rc && k < nz; k++)
     for (int r = 0; !rc && r < (nz > 1 ? 2 : 1); r++) {
       for (int u = 0; u < nu; u++) p->zero[u] = u % 2 == r % 2 ? zs[k] : 0;
+      realise_kept = sp && k == (nz > 1) && !r ? sp_base.kept : NULL;
       int q = realise(C, p, &pc, uns, ust);
+      realise_kept = NULL;
       if (q) {
         rc = q < 0 ? -1 : 1;
         break;
+      }
+      if (sp && k == (nz > 1) && !r) {
+        memcpy(sp_base.ns, uns, (size_t)nu * sizeof *uns);
+        memcpy(sp_base.key, p->zero, (size_t)nu);
+        sp_base.pc = pc, sp_base.have = true;
+        int qs = sp_realise(C, p, nu, &sp_on.pc, &sp_on);
+        if (qs < 0) rc = -1;
+        else if (qs) sp = false; /* sp does not realise here (a sequence the tp degree does not divide) */
+        else {
+          gv_plan ps = *p;
+          memset(ps.sp, 1, (size_t)nu);
+          consider(S, &ps, &sp_on.pc, sp_on.pc.step_ns, C->limit);
+          for (int u = 0; u < nu; u++) sp_on.key[u] = (uint8_t)(p->zero[u] | SP_CHOICE);
+          sp_on.have = true;
+        }
       }
       int64_t sum = 0;
       for (int u = 0; u < nu; u++) {
@@ -1287,7 +1459,8 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
       rest = base;
     }
   }
-  if (!rc && nz > 1) {
+  int nc = !rc && sp ? sp_extend(nu, ns, st, zs, nz, &sp_base, &sp_on, &rest) : nz; /* choices per unit */
+  if (!rc && nc > 1) {
     /* The table's memory is an estimate (the arena is not additive): each
      * realised pattern corrects the budget, by its excess when it does
      * not fit (the next pattern must hold that much less state) and by its
@@ -1298,7 +1471,7 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
     uint8_t seen[TRIES][GV_PLAN_MAX_UNITS];
     int nseen = 0;
     for (int tries = 0; tries < TRIES; tries++) {
-      int64_t pred = knapsack(nu, ns, st, nz, budget, zs, p->zero);
+      int64_t pred = knapsack(nu, ns, st, nc, budget, zs, p->zero);
       if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
       if (pred < 0) {
         if (fitted) break;
@@ -1308,10 +1481,11 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
          * the error beside the uniform patterns below */
         for (int u = 0; u < nu; u++) {
           int kmin = 0;
-          for (int k = 1; k < nz; k++)
+          for (int k = 1; k < nc; k++)
             if (st[u][k] < st[u][kmin]) kmin = k;
           p->zero[u] = zs[kmin];
         }
+        sp_decode(p);
         int q = realise(C, p, &pc, NULL, NULL);
         if (q < 0) rc = -1;
         else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
@@ -1321,11 +1495,15 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
       for (int k = 0; k < nseen && !again; k++) again = !memcmp(seen[k], p->zero, (size_t)nu);
       if (again) break;
       memcpy(seen[nseen++], p->zero, (size_t)nu);
-      int q = realise(C, p, &pc, NULL, NULL);
+      const gv_plan_cost *known = sp ? sp_known(&sp_base, p->zero, nu) : NULL;
+      if (sp && !known) known = sp_known(&sp_on, p->zero, nu);
+      sp_decode(p);
+      int q = known ? 0 : realise(C, p, &pc, NULL, NULL);
+      if (known) pc = *known;
       if (q) { rc = q < 0 ? -1 : 0; break; }
       consider(S, p, &pc, pred, C->limit);
       int64_t used = 0;
-      for (int u = 0; u < nu; u++) used += st[u][choice_of(zs, nz, p->zero[u])];
+      for (int u = 0; u < nu; u++) used += st[u][plan_choice(zs, nc, p, u)];
       if (pc.mem_total <= C->limit) {
         fitted = true;
         if (pc.mem_total == C->limit) break;
@@ -1334,6 +1512,7 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
         budget = (budget < used ? budget : used) - (pc.mem_total - C->limit);
       }
     }
+    memset(p->sp, 0, (size_t)nu);
   }
   /* Unit costs are nearly but not exactly independent (fusion and
    * propagation see neighbouring units' local shapes): the uniform
@@ -1363,6 +1542,7 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
     }
   }
   free(ns), free(st), free(uns), free(ust);
+  sp_units_free(&sp_base), sp_units_free(&sp_on);
   return rc < 0 ? -1 : 0;
 }
 
@@ -1436,6 +1616,34 @@ static bool plan_eq(const gv_plan *a, const gv_plan *b) {
     if (a->size[i] != b->size[i]) return false;
   return !memcmp(a->zero, b->zero, (size_t)a->nunits) && !memcmp(a->sp, b->sp, (size_t)a->nunits) &&
          !memcmp(a->tp_unit, b->tp_unit, (size_t)a->nunits);
+}
+
+/* The reduced programs' step is an extrapolation that errs by a few per
+ * cent, as much as sp changes a step by: a choice with sp could displace a
+ * plan without it that is faster in full (Llama-7B shape, 8 A100s, bf16:
+ * dp=2 x tp=4 with sp predicted 575.4 ms, 555.0 ms in full, while the
+ * plan the search without sp chose, tp=2 x dp=4, is 545.9 ms in full). When
+ * the choice has sp, its twin without sp and the fastest candidate without
+ * sp are realised in full too, and the fastest that fits is the plan: sp
+ * in the space never leaves a plan slower than the search without it. */
+static int sp_final(ctx *C, search *S, int64_t limit) {
+  bool any = false;
+  for (int u = 0; u < S->best.nunits; u++) any |= S->best.sp[u] != 0;
+  if (!any) return 0;
+  gv_plan alt[2];
+  int na = 0;
+  alt[na] = S->best;
+  memset(alt[na++].sp, 0, (size_t)S->best.nunits);
+  if (S->has_nosp && !plan_eq(&S->nosp, &alt[0])) alt[na++] = S->nosp;
+  for (int i = 0; i < na; i++) {
+    gv_plan_cost pc;
+    int q = realise(C, &alt[i], &pc, NULL, NULL);
+    if (q < 0) return -1;
+    if (q || pc.mem_total > limit || pc.step_ns >= S->best_cost.step_ns) continue;
+    if (!same_combo(&alt[i], &S->best)) S->has_ru = true, S->ru = S->best, S->ru_ns = S->best_cost.step_ns, S->ru_mem = S->best_cost.mem_total;
+    S->best = alt[i], S->best_cost = pc, S->best_pred = pc.step_ns, S->best_pred_mem = pc.mem_total;
+  }
+  return 0;
 }
 
 /* With repeated layers the search runs on the reduced programs and its
@@ -1523,6 +1731,7 @@ again_unpruned:
   C->no_prune = false;
   if (!rc && have) *S = *keep;
   else if (!rc) S->found = false;
+  if (!rc && have) rc = sp_final(C, S, limit);
   /* Nothing fit in full. The smallest candidate's memory so far is a
    * prediction from the reduced programs; realised in full it may fit
    * (then it is the plan: never a "no plan" the full program refutes), or
@@ -1638,7 +1847,9 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
    * the stages 1 and 2 (which reshard gradients inside the step) existed */
   unsigned saved = gv_plan_opts.zero_stages;
   gv_plan_opts.zero_stages = 1u << 3;
+  sp_excluded = true;
   int rc = plan_search(&C, devices, mesh_shape && naxes ? &fixed : NULL, false, &S);
+  sp_excluded = false;
   gv_plan_opts.zero_stages = saved;
   if (!rc) {
     if (S.found) *plan = S.best, *cost = S.best_cost;
