@@ -84,6 +84,8 @@ PY
   else
     bad "(b) run: $(grep -m3 -i error "$T/err" "$T/pb.log")"
   fi
+  q=$(timeout 300 "$G" "$m" "${COMMON[@]}" --gpus 2 --gpus-per-node 1 --cluster "$T/slow.json" --plan-only -q </dev/null 2>&1)
+  [ -z "$q" ] && ok "(b) -q: no report" || bad "(b) -q printed: ${q:0:200}"
   # --plan plan.json: the same stages (cuts, devices, microbatches, predicted step)
   if timeout 600 "$G" "$m" "${COMMON[@]}" --cluster "$T/slow.json" --gpus-per-node 1 --plan "$T/pb/plan.json" --no-build \
       -o "$T/pc/" </dev/null >"$T/pc.out" 2>"$T/pc.err"; then

@@ -459,7 +459,7 @@ static int apply_reserve(const gv_cluster *c, double frac, int64_t bytes, int qu
  * predicted step (the realised program's critical path, plan-sharding) and
  * the pipeline's (the stage DP's step over the stage programs' planned
  * costs), then the choice. one < 0: no program fits. */
-static void joint_report(const galvc_pipe_choice *jc, int64_t one, int B, const char *rc, int quiet) {
+static void joint_report(const galvc_pipe_choice *jc, int64_t one, int B, const char *rc, int train, int quiet) {
   if (quiet) return;
   if (one >= 0)
     fprintf(stderr, "galvc: default search: one program: predicted step %.3f ms (%d microbatch%s%s%s; the realised program's "
@@ -468,7 +468,7 @@ static void joint_report(const galvc_pipe_choice *jc, int64_t one, int B, const 
   if (jc->found)
     fprintf(stderr, "galvc: default search: pipeline: predicted step %.3f ms (%d stages, devices:strategy %s; %d microbatches, %s; "
                     "the stage DP's step over the stage programs' planned costs%s)\n", (double)jc->step_ns / 1e6, jc->S, jc->desc,
-            jc->B, jc->sched == GV_SCHED_GPIPE ? "gpipe" : jc->sched == GV_SCHED_ZBH1 ? "zb-h1" : "1f1b",
+            jc->B, !train ? "inference" : jc->sched == GV_SCHED_GPIPE ? "gpipe" : jc->sched == GV_SCHED_ZBH1 ? "zb-h1" : "1f1b",
             jc->once_ns ? " + the shared parameters' sync" : "");
   else fprintf(stderr, "galvc: default search: pipeline: no plan of 2 or more stages fits the memory\n");
   bool pipe = jc->found && (one < 0 || jc->step_ns < one);
@@ -500,7 +500,7 @@ static int joint_finish(const char *model, gv_import_options opt, const pipe_arg
                    (long long)(pipe_smaller ? jc->min_need : o->min_mem), pipe_smaller ? "a pipeline stage" : "one program", big, other);
     return 1;
   }
-  joint_report(jc, one, oneB, onerc, quiet);
+  joint_report(jc, one, oneB, onerc, train, quiet);
   char note[256];
   snprintf(note, sizeof note, "{\"chosen\": \"pipeline\", \"pipeline_step_ns\": %lld, \"one_program_step_ns\": %lld}",
            (long long)jc->step_ns, (long long)one);
@@ -1279,7 +1279,7 @@ int main(int argc, char **argv) {
     pipe_args pj = pa;
     pj.layers = gv_pipe_opts.layers, pj.plan_only = plan_only, pj.naxes = 0, pj.mesh_given = false;
     if (galvc_pipeline_search(model, opt0, &pj, gpus, &cluster, quiet, train, &jc) < 0) return 1;
-    if (!quiet && jc.layers < 2)
+    if (!quiet && jc.layers >= 0 && jc.layers < 2)
       fprintf(stderr, "galvc: default search: no pipelines (the model has %d layer%s found by structure; a pipeline cuts between "
                       "two or more)\n", jc.layers, jc.layers == 1 ? "" : "s");
     if (jc.layers < 2) joint = false;
@@ -1483,7 +1483,7 @@ retry:
           return joint_finish(model, opt0, &pa, &jc, one, B, train ? gv_train_opts.recompute : NULL, &cluster, out, quiet, build, verify_each, train, plan_only,
                               strcmp(target, "cuda") == 0 ? &cuda : NULL, gpus);
         }
-        joint_report(&jc, one, B, train ? gv_train_opts.recompute : NULL, quiet);
+        joint_report(&jc, one, B, train ? gv_train_opts.recompute : NULL, train, quiet);
       }
       if (!quiet)
         fprintf(stderr, "galvc: %-18s %6d ops (%.3f s, cpu %.3f s)\n", "plan-sharding", count_ops(m->main->body), now() - t,

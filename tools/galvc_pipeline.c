@@ -2,6 +2,7 @@
  * DP choose the stages, then one program per stage and OUT/launch
  * (docs/pipeline.md). The pass list and the options stay in galvc.c. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,6 +284,7 @@ static int plan_key(gv_pipe_plan *pl, int train, gv_schedule given) {
   return 0;
 }
 
+enum { JOINT_MAX_S = 32, JOINT_MAX_MB = 8 }; /* the screen's equal-stage runs: at most 32 stages; 8 microbatch counts */
 /* The default search's screen (pa->joint): every stage DP run's best plan
  * (S >= 2 stages) with its key, and the smallest stage need when none fit. */
 typedef struct {
@@ -290,11 +292,14 @@ typedef struct {
   int64_t per;      /* devices per stage (equal stages); 0: sdev[] */
   int64_t key;      /* the plan's key (plan_key) + its largest per-step sync */
   int sdev[GV_PIPE_MAX_STAGES];
+  int first[GV_PIPE_MAX_STAGES + 1]; /* its cuts */
 } screen_cand;
 enum { SCREEN_MAX = 512 };
 static screen_cand *screen;
 static int nscreen;
 static int64_t jmin_need = -1, jmin_state, jmin_act;
+static int joint_mbc[64], joint_nmbc; /* the screen: every microbatch count in one stage DP (the analytic cost scales) */
+static char joint_why[256]; /* the default search: why a candidate's planned stages do not fit */
 static bool joint_minmem; /* the default search found no pipeline: pipe_plan_b finds the smallest need (jmin_need) */
 static int joint_layers; /* the planner's layers of the model (the default search's K = 2 L, at least 8) */
 
@@ -391,7 +396,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     runs[nruns++] = (dp_run){S * per, S, per, NULL};
   } else if (pa->joint) { /* the default search's screen: equal stages of 1, 2, 4 .. devices, S = 2, 3, 4, 6, 8, 12 .. */
     for (int64_t per = 1; per <= gpus / 2; per *= 2)
-      for (int s = 2; s <= gpus / per && s <= k && nruns < 500; s = (s & (s - 1)) ? s / 3 * 4 : s / 2 * 3)
+      for (int s = 2; s <= gpus / per && s <= k && s <= JOINT_MAX_S && nruns < 500; s = (s & (s - 1)) ? s / 3 * 4 : s / 2 * 3)
         runs[nruns++] = (dp_run){s * per, s, per, NULL};
     if (gpus <= kn ? gpus >= 3 : gpus % kn == 0 && gpus / kn >= 3) runs[nruns++] = (dp_run){gpus, 0, 0, NULL};
   } else { /* equal stages of k = 1, 2, 4 .. devices (S k <= gpus), then the DP's free choice over all gpus */
@@ -424,9 +429,20 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       pl->nodes[i] = d <= pn ? 1 : d / pn, pl->per_node[i] = d <= pn ? d : pn;
       pl->inflight[i] = pl->schedule == GV_SCHED_GPIPE ? B : S - i < B ? S - i : B;
       if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
-      else if (!pl->cost[i].feasible) rc = gv_error_plain("pipeline: stage %d (groups %d-%d) cannot run on %lld devices", i,
+      else if (!pl->cost[i].feasible && pa->joint) {
+        rc = 1;
+        snprintf(joint_why, sizeof joint_why, "stage %d (groups %d-%d) cannot run on %lld devices", i, pl->first[i],
+                 pl->first[i + 1] - 1, (long long)d);
+      } else if (!pl->cost[i].feasible) rc = gv_error_plain("pipeline: stage %d (groups %d-%d) cannot run on %lld devices", i,
                                                           pl->first[i], pl->first[i + 1] - 1, (long long)d);
       else sum += pl->cost[i].ns, mx = pl->cost[i].ns > mx ? pl->cost[i].ns : mx;
+      int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
+      if (!rc && pa->joint && pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes > lim) { /* over the limit */
+        rc = 1;
+        snprintf(joint_why, sizeof joint_why, "stage %d needs %lld bytes: states %lld + %lld x %lld activations, over %lld", i,
+                 (long long)(pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes), (long long)pl->cost[i].state_bytes,
+                 (long long)pl->inflight[i], (long long)pl->cost[i].act_bytes, (long long)lim);
+      }
     }
     pl->sum_ns = sum, pl->max_ns = mx, pl->step_ns = sum + (int64_t)(B - 1) * mx;
     if (!rc && plan_key(pl, train, pa->sched)) rc = -1;
@@ -500,6 +516,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
                             .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = sch[si], .vstages = V,
                             .mem_limit = gv_plan_opts.memory_limit, .stages = R->S * V, .cost = fn, .ctx = fctx,
                             .probe = pa->joint};
+      if (pa->joint && pa->analytic && joint_nmbc) pp.mb_choices = joint_mbc, pp.nmb = joint_nmbc;
       int r = gv_pipe_solve(&pp, tmp);
       if (r == 1 && pa->joint && tmp->min_need >= 0 && (jmin_need < 0 || tmp->min_need < jmin_need))
         jmin_need = tmp->min_need, jmin_state = tmp->min_state, jmin_act = tmp->min_act;
@@ -507,8 +524,9 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       if (r == 0 && plan_key(tmp, train, pa->sched)) r = -1;
       if (r == 0 && pa->joint && screen && nscreen < SCREEN_MAX) { /* the screen's candidate: this run's plan */
         screen_cand *c = &screen[nscreen++];
-        c->S = tmp->nstages, c->B = B, c->per = R->per, c->key = tmp->tl_ns + max_once(tmp);
+        c->S = tmp->nstages, c->B = tmp->B, c->per = R->per, c->key = tmp->tl_ns + max_once(tmp);
         for (int i = 0; i < tmp->nstages; i++) c->sdev[i] = (int)(tmp->nodes[i] * tmp->per_node[i]);
+        for (int i = 0; i <= tmp->nstages; i++) c->first[i] = tmp->first[i];
       }
       if (r < 0) rc = -1;
       else if (r == 0 && (rc == 1 || tmp->tl_ns < pl->tl_ns)) *pl = *tmp, rc = 0, cs_best = cs;
@@ -828,26 +846,54 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
   gv_cluster cl = *cluster0;
   int64_t global = 0;
   jmin_need = -1, nscreen = 0, joint_layers = 0;
+  { /* the pipeline splits dim 0 of every data input into microbatches: inputs that cannot be split plan one program
+     * only (pipe_inputs would say why as an error) */
+    gv_import_options o = opt;
+    o.load_weights = false;
+    gv_module *m = gv_import_onnx(model, &o);
+    if (!m) return -1;
+    const gv_func *f = m->main;
+    int64_t b = -1;
+    bool ok = true;
+    for (int a = 0; ok && a < f->body->nargs; a++) {
+      if (f->arg_is_param[a]) continue;
+      const gv_type *t = &f->body->args[a]->type;
+      ok = t->rank >= 1 && (b < 0 || t->dims[0] == b) && (!P.batch_given || t->dims[0] == opt.batch);
+      if (ok) b = t->dims[0];
+    }
+    gv_module_free(m);
+    if (!ok || b < 1) {
+      if (!quiet) fprintf(stderr, "galvc: default search: no pipelines (the data inputs do not share a batch dim 0 to split into microbatches)\n");
+      out->layers = -1;
+      return 0;
+    }
+  }
   int rc = pipe_inputs(model, opt, &P, &global) ? -1 : 0;
   screen = rc ? NULL : calloc(SCREEN_MAX, sizeof *screen);
   gv_pipe_plan *cand = calloc(1, sizeof *cand);
   if (!rc && (!screen || !cand)) rc = gv_error_plain("out of memory");
   gv_pipe_opts.quiet = true;
-  int K = 0, nb = 0, ndiv = 0;
-  double plan_s = 0, shown = now();
-  for (int64_t d = 1; d <= global; d++) ndiv += global % d == 0;
-  for (int64_t d = 1; !rc && d <= global && nb < 64; d++) { /* the screen: every microbatch count, analytic stage costs */
-    if (global % d) continue;
-    nb++;
-    int r = pipe_plan_b(model, opt, global, (int)d, 0, gpus, &P, &cl, train, 1, 0, &K, cand, &plan_s);
-    if (r < 0) rc = -1;
-    if (!quiet && now() - shown > 5) { /* long work: a progress line at most every 5 s */
-      fprintf(stderr, "galvc: pipelines: screened %d of %d microbatch counts (%lld microbatches: %d candidates so far, %.1f s)\n", nb,
-              ndiv < 64 ? ndiv : 64, (long long)d, nscreen, now() - t0);
-      shown = now();
+  int K = 0, nb = 0;
+  double plan_s = 0;
+  joint_nmbc = 0;
+  { /* the microbatch counts: JOINT_MAX_MB divisors of the batch spread evenly on a log scale, 1 and the batch among them */
+    int div[64], nd = 0;
+    for (int64_t d = 1; d <= global && nd < 64; d++)
+      if (global % d == 0) div[nd++] = (int)d;
+    for (int i = 0; i < JOINT_MAX_MB && nd; i++) {
+      double want = pow((double)div[nd - 1], (double)i / (JOINT_MAX_MB - 1));
+      int best = 0;
+      for (int j = 1; j < nd; j++)
+        if (fabs(log(div[j] / want)) < fabs(log(div[best] / want))) best = j;
+      if (!joint_nmbc || joint_mbc[joint_nmbc - 1] < div[best]) joint_mbc[joint_nmbc++] = div[best];
     }
-    if (!rc && K && joint_layers < 2) break; /* fewer than two layers: no pipeline */
   }
+  nb = joint_nmbc;
+  if (!rc) { /* the screen: one import (at the whole batch: the analytic figures scale with it), every count in the DP */
+    int r = pipe_plan_b(model, opt, global, 1, 0, gpus, &P, &cl, train, 1, 0, &K, cand, &plan_s);
+    if (r < 0) rc = -1;
+  }
+  joint_nmbc = 0;
   out->layers = joint_layers;
   qsort(screen, (size_t)(rc ? 0 : nscreen), sizeof *screen, cand_cmp);
   out->screened = rc ? 0 : nscreen;
@@ -856,7 +902,7 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
                     "(%d layers, %d layer groups): %d candidate%s fit (%.2f s)\n", nb, nb == 1 ? "" : "s", joint_layers, K, nscreen,
             nscreen == 1 ? "" : "s", now() - t0);
   int64_t best = -1;
-  for (int i = 0, done = 0; !rc && i < nscreen && done < JOINT_TOP; i++) {
+  for (int i = 0, done = 0, fit = 0; !rc && i < nscreen && fit < JOINT_TOP && done < 3 * JOINT_TOP; i++) {
     screen_cand *c = &screen[i];
     bool dup = false; /* the same stages and microbatches screened by another run */
     for (int j = 0; j < i && !dup; j++)
@@ -864,14 +910,13 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
             (c->per || !memcmp(screen[j].sdev, c->sdev, sizeof(int) * (size_t)c->S));
     if (dup) continue;
     done++;
-    pipe_args Q = P;
-    Q.analytic = false, Q.stages = c->S;
-    int64_t g = c->S * c->per;
-    if (!c->per) {
-      Q.nsdev = c->S, g = 0;
-      for (int s = 0; s < c->S; s++) Q.sdev[s] = c->sdev[s], g += c->sdev[s];
-    }
+    pipe_args Q = P; /* the screen's stages and cuts, each stage program planned (no DP over the cuts again) */
+    Q.analytic = false, Q.stages = c->S, Q.cuts_given = true, Q.nsdev = c->S, Q.B = c->B;
+    int64_t g = 0;
+    for (int s = 0; s < c->S; s++) Q.sdev[s] = c->sdev[s], g += c->sdev[s];
+    for (int s = 0; s <= c->S; s++) Q.first[s] = c->first[s];
     double t1 = now();
+    snprintf(joint_why, sizeof joint_why, "none planned");
     int r = pipe_plan_b(model, opt, global, c->B, c->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
     if (r < 0) { rc = -1; break; }
     out->planned++;
@@ -883,9 +928,10 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
         for (int s = 0; s < c->S; s++) fprintf(stderr, "%s%d", s ? "," : "", c->sdev[s]);
       fprintf(stderr, ", %d microbatch%s: analytic %.3f ms, ", c->B, c->B == 1 ? "" : "es", (double)c->key / 1e6);
       if (r == 0) fprintf(stderr, "stage programs planned %.3f ms", (double)key / 1e6);
-      else fprintf(stderr, "no plan of the stage programs fits");
+      else fprintf(stderr, "the stage programs do not fit (%s)", joint_why);
       fprintf(stderr, " (%.2f s)\n", now() - t1);
     }
+    fit += r == 0;
     if (r != 0 || (best >= 0 && key >= best)) continue;
     best = key;
     out->found = true;
@@ -903,7 +949,8 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
   if (!rc && !out->found && joint_layers >= 2) { /* none fits: the smallest memory any pipeline needs, at the smallest microbatch */
     jmin_need = -1, joint_minmem = true;
     pipe_args Q = P;
-    Q.analytic = false; /* the stage programs' planned memory: what a compiled stage needs */
+    Q.analytic = K > 16; /* the stage programs' planned memory (what a compiled stage needs); K^2 / 2 ranges: the
+                          * analytic figure past 16 groups */
     int r = pipe_plan_b(model, opt, global, (int)global, 0, gpus, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
     joint_minmem = false;
     if (r < 0) rc = -1;
@@ -1035,7 +1082,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
                             (long long)mprod, dev[i]);
     }
   }
-  if (autoS || autoB || P.cuts || P.cuts_given) {
+  if ((autoS || autoB || P.cuts || P.cuts_given) && !(P.joint && quiet)) {
     printf("pipeline %s: %d stages%s, cuts at groups",
            autoS || autoB ? "auto" : P.cuts_given ? (P.joint ? "chosen by the default search" : "plan") : P.cuts == 2 ? "equal cuts" : "dp cuts", S,
            autoS ? " (chosen)" : "");
