@@ -121,7 +121,7 @@ static void usage(FILE *f) {
           "                           per-microbatch stash between them (both targets); --pipeline-recompute: one\n"
           "                           combined program per stage that recomputes its forward in the backward\n"
           "  (default search)         --gpus N > 1 without --pipeline-stages / --strategy / --mesh / --microbatches /\n"
-          "                           --recompute: one program and pipelines of 2 or more stages are planned, the\n"
+          "                           --recompute / --profile: one program and pipelines of 2 or more stages are planned, the\n"
           "                           faster predicted step is compiled and plan.json records it (--plan replays a\n"
           "                           pipelined plan.json); --pipeline-stages 1: one program only (docs/planner.md)\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line; @sequence_parallel AXIS\n"
@@ -1273,7 +1273,7 @@ int main(int argc, char **argv) {
   bool joint = gv_plan_opts.active && !gv_plan_opts.plan_in && !no_pipe && gpus > 1 && !mesh_spec && !mb_given &&
                !recompute_given && !gv_train_opts.loss_scale_mode && !(gv_train_opts.clip_grad_norm > 0) &&
                gv_precision_opts.grad == GV_DT_F32 && (plan_only || program) && !report_cost && !dump_after &&
-               !(pa.B && mb_given) && !(cuda.bf16 && strcmp(target, "cuda") == 0 && !plan_only && !train);
+               !profile_path && !(cuda.bf16 && strcmp(target, "cuda") == 0 && !plan_only && !train);
   galvc_pipe_choice jc = {0};
   if (joint) {
     pipe_args pj = pa;
