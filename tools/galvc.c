@@ -472,8 +472,9 @@ static void joint_report(const galvc_pipe_choice *jc, int64_t one, int B, const 
             jc->once_ns ? " + the shared parameters' sync" : "");
   else fprintf(stderr, "galvc: default search: pipeline: no plan of 2 or more stages fits the memory\n");
   bool pipe = jc->found && (one < 0 || jc->step_ns < one);
-  fprintf(stderr, "galvc: default search: chose %s; pipelines searched in %.2f s CPU (%d candidates screened with the analytic "
-                  "stage cost, %d planned)\n", pipe ? "the pipeline" : "one program", jc->cpu_s, jc->screened, jc->planned);
+  fprintf(stderr, "galvc: default search: chose %s; pipelines searched in %.2f s CPU (%d candidate%s screened with the analytic "
+                  "stage cost, %d planned)\n", pipe ? "the pipeline" : "one program", jc->cpu_s, jc->screened,
+          jc->screened == 1 ? "" : "s", jc->planned);
 }
 
 /* The default search chose the pipeline (one: one program's step, -1 when
