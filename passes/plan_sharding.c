@@ -2352,7 +2352,10 @@ int gv_pass_plan_sharding(gv_module *m) {
       rc = plan_search(&C, devices, fixed, o->exhaustive, &S);
       if (!rc && keyed) kept_add(&key, &S, C.realised);
     }
-    if (!rc && !S.found && S.min_mem >= 0 && o->probe) rc = 1; /* no error line: the driver tries a smaller microbatch */
+    if (!rc && !S.found && S.min_mem >= 0 && o->probe) { /* no error line: the driver tries a smaller microbatch */
+      rc = 1;
+      gv_plan_last.min_mem = S.min_mem, gv_plan_last.min_cost = S.min_mem_cost, gv_plan_last.min_terms = S.min_realised || S.min_terms;
+    }
     else if (!rc && !S.found) {
       char s[128] = "";
       if (S.min_mem >= 0) gv_plan_unit_str(&S.min_mem_plan, S.min_mem_plan.nunits > 1 ? 1 : 0, s, sizeof s);

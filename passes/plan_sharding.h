@@ -84,6 +84,11 @@ int gv_pass_plan_sharding(gv_module *m);
 typedef struct {
   gv_plan_cost cost;
   bool memory_bound;
+  /* a probe that found no plan (returned 1): the smallest memory any candidate needs and, when min_terms, that
+   * candidate's realised terms (galvc's default search names the binding one) */
+  int64_t min_mem;
+  gv_plan_cost min_cost;
+  bool min_terms;
 } gv_plan_outcome;
 extern gv_plan_outcome gv_plan_last;
 

@@ -221,7 +221,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           if (e->c.feasible) {
             cand[ncand++] = e->c.ns;
             int64_t need = e->c.state_bytes + e->c.act_bytes;
-            if (need < min_need) min_need = need;
+            if (need < min_need) min_need = need, out->min_state = e->c.state_bytes, out->min_act = e->c.act_bytes;
           }
         }
       }
@@ -354,6 +354,11 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     goto done;
   }
   if (best == INT64_MAX) {
+    out->min_need = min_need == INT64_MAX ? -1 : min_need;
+    if (p->probe) {
+      rc = 1;
+      goto done;
+    }
     if (min_need == INT64_MAX)
       gv_error_plain("pipeline: no stage of the %d layer groups can run on any sub-mesh of %lld devices", L,
                      (long long)D);

@@ -64,6 +64,7 @@ typedef struct {
   const int *stage_devices; /* with stages fixed: stage i's sub-mesh has stage_devices[i] devices; NULL: any */
   gv_stage_cost_fn cost;
   void *ctx;
+  bool probe;            /* no partition fits: return 1 without the error line (galvc's default search) */
 } gv_pipe_problem;
 
 typedef struct {
@@ -80,6 +81,9 @@ typedef struct {
   int64_t lookups;      /* stage costs the DP asked for */
   int64_t tmax_tried;
   double seconds;
+  int64_t min_need;     /* no partition fits: the smallest stage's memory with one microbatch in flight (-1: no stage
+                           runs at all), its states and activations */
+  int64_t min_state, min_act;
 } gv_pipe_plan;
 
 /* Solves p. Returns 0; 1 when no partition fits (one error line says the

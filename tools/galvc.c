@@ -123,6 +123,10 @@ static void usage(FILE *f) {
           "  --pipeline-zero 0|1      training: 1 splits each stage's optimizer state (AdamW moments, SGD momentum)\n"
           "                           over the stage's ranks that hold the same parameters; each updates its chunk\n"
           "                           and all-gathers the parameters (ZeRO-1 inside pipeline stages; CPU target)\n"
+          "  (default search)         --gpus N > 1 without --pipeline-stages / --strategy / --mesh / --microbatches /\n"
+          "                           --recompute / --profile: one program and pipelines of 2 or more stages are planned, the\n"
+          "                           faster predicted step is compiled and plan.json records it (--plan replays a\n"
+          "                           pipelined plan.json); --pipeline-stages 1: one program only (docs/planner.md)\n"
           "  --sharding FILE          pinned shardings: NAME [{\"dp\"}, {}, {\"tp\"}] per line; @sequence_parallel AXIS\n"
           "  --cluster PRESET|FILE.json  the cluster model (docs/cluster.md); presets: a100-40g, a100-80g,\n"
           "                           h100-sxm, h200, cpu-local (default: h100-sxm for --target cuda,\n"
@@ -452,6 +456,68 @@ static int apply_reserve(const gv_cluster *c, double frac, int64_t bytes, int qu
             (long long)lim, frac * 100, (long long)bytes);
   gv_plan_opts.memory_limit = use;
   return 0;
+}
+
+/* The default search's two answers, one line each (-q: none): one program's
+ * predicted step (the realised program's critical path, plan-sharding) and
+ * the pipeline's (the stage DP's step over the stage programs' planned
+ * costs), then the choice. one < 0: no program fits. */
+static void joint_report(const galvc_pipe_choice *jc, int64_t one, int B, const char *rc, int train, int quiet) {
+  if (quiet) return;
+  if (one >= 0)
+    fprintf(stderr, "galvc: default search: one program: predicted step %.3f ms (%d microbatch%s%s%s; the realised program's "
+                    "critical path)\n", (double)one / 1e6, B, B == 1 ? "" : "es", rc ? ", recompute=" : "", rc ? rc : "");
+  else fprintf(stderr, "galvc: default search: one program: no plan fits the memory\n");
+  if (jc->found)
+    fprintf(stderr, "galvc: default search: pipeline: predicted step %.3f ms (%d stages, devices:strategy %s; %d microbatches, %s; "
+                    "the stage DP's step over the stage programs' planned costs%s)\n", (double)jc->step_ns / 1e6, jc->S, jc->desc,
+            jc->B, !train ? "inference" : jc->sched == GV_SCHED_GPIPE ? "gpipe" : jc->sched == GV_SCHED_ZBH1 ? "zb-h1" : "1f1b",
+            jc->once_ns ? " + the shared parameters' sync" : "");
+  else fprintf(stderr, "galvc: default search: pipeline: no plan of 2 or more stages fits the memory\n");
+  bool pipe = jc->found && (one < 0 || jc->step_ns < one);
+  fprintf(stderr, "galvc: default search: chose %s; pipelines searched in %.2f s CPU (%d candidate%s screened with the analytic "
+                  "stage cost, %d planned)\n", pipe ? "the pipeline" : "one program", jc->cpu_s, jc->screened,
+          jc->screened == 1 ? "" : "s", jc->planned);
+}
+
+/* The default search chose the pipeline (one: one program's step, -1 when
+ * none fits): compiled as --pipeline-stages compiles those stages, its
+ * plan.json written; neither fits: one error line with the smaller
+ * minimum and the term that binds it. */
+static int joint_finish(const char *model, gv_import_options opt, const pipe_args *pa, const galvc_pipe_choice *jc, int64_t one,
+                        int oneB, const char *onerc, gv_cluster *cluster, const char *out, int quiet, int build, int verify_each, int train, int plan_only,
+                        const gv_cuda_options *cuda, int64_t gpus) {
+  if (!jc->found) {
+    const gv_plan_outcome *o = &gv_plan_last;
+    int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cluster->memory_bytes;
+    bool pipe_smaller = jc->min_need >= 0 && (o->min_mem <= 0 || jc->min_need < o->min_mem);
+    const gv_plan_cost *k = &o->min_cost;
+    const char *big = pipe_smaller ? (jc->min_act > jc->min_state ? "the activations of one microbatch" : "the model states")
+                      : !o->min_terms ? "memory"
+                      : k->mem_activations >= k->mem_params && k->mem_activations >= k->mem_optimizer ? "activations"
+                      : k->mem_optimizer >= k->mem_params ? "optimizer state" : "parameters";
+    char other[160] = "";
+    if (jc->min_need >= 0 && o->min_mem > 0)
+      snprintf(other, sizeof other, "; one program's smallest %lld, a pipeline stage's %lld", (long long)o->min_mem, (long long)jc->min_need);
+    gv_error_plain("%s: no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s, "
+                   "%s dominate%s): raise --memory-limit or add devices", model, (long long)lim, (long long)gpus,
+                   (long long)(pipe_smaller ? jc->min_need : o->min_mem), pipe_smaller ? "a pipeline stage" : "one program", big, other);
+    return 1;
+  }
+  joint_report(jc, one, oneB, onerc, train, quiet);
+  char note[256];
+  snprintf(note, sizeof note, "{\"chosen\": \"pipeline\", \"pipeline_step_ns\": %lld, \"one_program_step_ns\": %lld}",
+           (long long)jc->step_ns, (long long)one);
+  pipe_args pc = *pa;
+  pc.on = true, pc.joint = true, pc.cuts_given = true, pc.analytic = false, pc.cuts = 0;
+  pc.stages = jc->S, pc.B = jc->B, pc.layers = jc->K, pc.nsdev = jc->S, pc.sched = jc->sched, pc.vstages = 0;
+  pc.naxes = 0, pc.mesh_given = false, pc.plan_only = plan_only;
+  pc.plan_out = gv_plan_opts.plan_out, pc.plan_note = note;
+  int64_t g = 0;
+  for (int i = 0; i < jc->S; i++) pc.sdev[i] = jc->dev[i], g += jc->dev[i];
+  for (int i = 0; i <= jc->S; i++) pc.first[i] = jc->first[i];
+  gv_plan_opts.active = false;
+  return compile_pipeline(model, opt, &pc, g, cluster, out, quiet, build, verify_each, train, cuda) ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -900,6 +966,9 @@ int main(int argc, char **argv) {
     gv_error_plain("--plan / --strategy auto do not combine with --strategy %s or --sharding", gv_shard_opts.strategy ? gv_shard_opts.strategy : "");
     return 2;
   }
+  /* --pipeline-stages 1 alone: no pipeline (one program; the default search then plans no pipelines) */
+  bool no_pipe = false;
+  if (pa.on && pa.stages == 1 && !pipe_opt && !pa.nsdev && !pa.recompute && !mb_given) pa.on = false, no_pipe = true;
   /* Conflicting options: an option that the others make meaningless is one
    * error line, never silently ignored or overridden. */
   {
@@ -984,6 +1053,28 @@ int main(int argc, char **argv) {
   if (pa.vstages && pa.recompute) {
     gv_error_plain("--schedule interleaved does not combine with --pipeline-recompute (the chunks run their stashing entries)");
     return 2;
+  }
+  /* --plan FILE holding a pipelined plan (the default search's choice): the same stages, compiled as
+   * --pipeline-stages compiles them (docs/planner.md, "Pipelines in the default search") */
+  if (gv_plan_opts.plan_in && !pa.on) {
+    bool found = false;
+    if (galvc_plan_read_pipeline(gv_plan_opts.plan_in, &pa, &found)) return 1;
+    if (found) {
+      int64_t sum = 0;
+      for (int i = 0; i < pa.nsdev; i++) sum += pa.sdev[i];
+      if (gpus_given && sum != gpus) {
+        gv_error_plain("%s: the plan's %d pipeline stages have %lld devices in all, but --gpus is %lld", gv_plan_opts.plan_in,
+                       pa.stages, (long long)sum, (long long)gpus);
+        return 2;
+      }
+      if (mesh_spec || mb_given || recompute_given) {
+        gv_error_plain("%s: a pipelined plan gives the stages, their devices and microbatches: it does not combine with %s",
+                       gv_plan_opts.plan_in, mesh_spec ? "--mesh" : mb_given ? "--microbatches" : "--recompute");
+        return 2;
+      }
+      if (!train && pa.sched != GV_SCHED_1F1B) pa.sched = GV_SCHED_1F1B;
+      gv_plan_opts.plan_in = NULL, gv_plan_opts.plan_out = NULL;
+    }
   }
   /* --stage-devices: one count per stage, summing to --gpus (or giving it) */
   if (pa.nsdev) {
@@ -1184,6 +1275,23 @@ int main(int argc, char **argv) {
    * plan): a B that does not fit is dropped and the next one compiled. */
   const gv_import_options opt0 = opt;
   int64_t global_batch = 0;
+  /* The default search (docs/planner.md, "Pipelines in the default search"): with the planner on more than one
+   * device and nothing that fixes one program's shape, pipelines of S >= 2 stages are planned too and the faster
+   * predicted step is compiled; when one program fits no plan, the pipeline is taken. */
+  bool joint = gv_plan_opts.active && !gv_plan_opts.plan_in && !no_pipe && gpus > 1 && !mesh_spec && !mb_given &&
+               !recompute_given && !gv_train_opts.loss_scale_mode && !(gv_train_opts.clip_grad_norm > 0) &&
+               gv_precision_opts.grad == GV_DT_F32 && (plan_only || program) && !report_cost && !dump_after &&
+               !profile_path && !(cuda.bf16 && strcmp(target, "cuda") == 0 && !plan_only && !train);
+  galvc_pipe_choice jc = {0};
+  if (joint) {
+    pipe_args pj = pa;
+    pj.layers = gv_pipe_opts.layers, pj.plan_only = plan_only, pj.naxes = 0, pj.mesh_given = false;
+    if (galvc_pipeline_search(model, opt0, &pj, gpus, &cluster, quiet, train, &jc) < 0) return 1;
+    if (!quiet && jc.layers >= 0 && jc.layers < 2)
+      fprintf(stderr, "galvc: default search: no pipelines (the model has %d layer%s found by structure; a pipeline cuts between "
+                      "two or more)\n", jc.layers, jc.layers == 1 ? "" : "s");
+    if (jc.layers < 2) joint = false;
+  }
   if (train && gv_plan_opts.plan_in) { /* a plan's microbatches: taken, or the same as --microbatches */
     int64_t pb;
     bool each;
@@ -1237,7 +1345,7 @@ retry:
   gv_train_opts.microbatches = B;
   if ((B > 1 || global_batch) && galvc_microbatch_shapes(model, &opt, &pa, B, &global_batch)) return galvc_microbatch_done(), 1;
   int next_B = 0; /* the next candidate when this B does not fit (found when needed) */
-  gv_plan_opts.probe = mb_search || rc_search; /* the planner: no plan fits is 1, not an error line */
+  gv_plan_opts.probe = mb_search || rc_search || joint; /* the planner: no plan fits is 1, not an error line */
   double t0 = now();
   m = gv_import_onnx(model, &opt);
   if (!m) return galvc_microbatch_done(), 1;
@@ -1295,6 +1403,12 @@ retry:
             if (!quiet) fprintf(stderr, "galvc: recompute=%s with %d microbatch%s: the fastest predicted step (%.3f ms)\n",
                                 rc_modes[best], B, B > 1 ? "es" : "", (double)rc_step[best] / 1e6);
             goto retry;
+          }
+          if (joint) { /* no program fits: the pipeline, or one error line with the smaller minimum */
+            gv_module_free(m);
+            galvc_microbatch_done();
+            return joint_finish(model, opt0, &pa, &jc, -1, 0, NULL, &cluster, out, quiet, build, verify_each, train, plan_only,
+                                strcmp(target, "cuda") == 0 ? &cuda : NULL, gpus);
           }
           gv_plan_opts.probe = false;
           pr = gv_pass_plan_sharding(m);
@@ -1367,6 +1481,17 @@ retry:
           B = rc_B[best], mb_final = true;
           goto retry;
         }
+      }
+      if (joint) { /* one program fits: the faster of it and the pipeline */
+        joint = false;
+        int64_t one = gv_plan_last.cost.step_ns;
+        if (jc.found && jc.step_ns < one) {
+          gv_module_free(m);
+          galvc_microbatch_done();
+          return joint_finish(model, opt0, &pa, &jc, one, B, train ? gv_train_opts.recompute : NULL, &cluster, out, quiet, build, verify_each, train, plan_only,
+                              strcmp(target, "cuda") == 0 ? &cuda : NULL, gpus);
+        }
+        joint_report(&jc, one, B, train ? gv_train_opts.recompute : NULL, train, quiet);
       }
       if (!quiet)
         fprintf(stderr, "galvc: %-18s %6d ops (%.3f s, cpu %.3f s)\n", "plan-sharding", count_ops(m->main->body), now() - t,

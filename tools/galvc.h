@@ -58,7 +58,35 @@ typedef struct {
   int sdev[GV_PIPE_MAX_STAGES];
   bool plan_only;        /* --plan-only: stop after the stage plan (prints it; works with --no-weights) */
   bool batch_given;      /* --batch given: every data input's dim 0 must be it */
+  bool joint;            /* the default search's pipeline side: S >= 2 only, no error line when nothing fits */
+  bool cuts_given;       /* a pipeline plan.json (--plan, or the default search's choice): stages cut at first[] of
+                          * `layers` groups on sdev[] devices, B, sched: no stage DP, the stages' costs from the planner */
+  int first[GV_PIPE_MAX_STAGES + 1];
+  const char *plan_out;  /* plan.json to write for the pipeline (NULL: none) */
+  const char *plan_note; /* with plan_out: the default search's comparison, a JSON object written as "joint" */
 } pipe_args;
+
+/* The default search's pipeline side (galvc_pipeline_search): the best
+ * pipelined plan of S >= 2 stages, or none and the smallest memory a stage
+ * needs. */
+typedef struct {
+  bool found;
+  int S, B, K;
+  gv_schedule sched;
+  int first[GV_PIPE_MAX_STAGES + 1], dev[GV_PIPE_MAX_STAGES];
+  int64_t step_ns;          /* the key compared with one program's step: the stage DP's step + the per-step sync */
+  int64_t once_ns;          /* of step_ns: the largest stage's per-step gradient sync (shared parameters) */
+  char desc[512];           /* the plan in words (stages, devices, strategies) */
+  int64_t min_need, min_state, min_act; /* none found: the smallest stage (analytic screen), -1: no stage runs */
+  int layers;               /* the planner's layers (units 1..L) of the model */
+  int screened, planned;    /* candidates screened with the analytic cost, planned with the planner */
+  double cpu_s, wall_s;
+} galvc_pipe_choice;
+int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_args *pa, int64_t gpus, const gv_cluster *cluster,
+                          int quiet, int train, galvc_pipe_choice *out);
+/* A plan.json with a "pipeline" object: *found, and pa set from it (stages, microbatches, schedule, layer groups,
+ * cuts, devices per stage; pa->on). Returns 0, or -1 after one error line naming the file. */
+int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found);
 
 /* --microbatches B without pipeline stages (gradient accumulation,
  * passes/accumulate.c): checks the data inputs as a pipeline does (every one

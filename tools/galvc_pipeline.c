@@ -2,6 +2,7 @@
  * DP choose the stages, then one program per stage and OUT/launch
  * (docs/pipeline.md). The pass list and the options stay in galvc.c. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +14,14 @@
 #include "../frontend/onnx_import.h"
 #include "../ir/ir.h"
 #include "../ir/storage.h"
+#include "../passes/layer_units.h"
 #include "../passes/passes.h"
 #include "../passes/plan_sharding.h"
 #include "../passes/stage_cost.h"
 #include "../passes/stage_extract.h"
 #include "../planner/cost.h"
 #include "../planner/cross_mesh.h"
+#include "../planner/json.h"
 #include "../planner/pipeline.h"
 #include "../runtime/galv_pipe_sched.h"
 #include "galvc.h"
@@ -283,6 +286,31 @@ static int plan_key(gv_pipe_plan *pl, int train, gv_schedule given) {
   return 0;
 }
 
+enum { JOINT_MAX_S = 32, JOINT_MAX_MB = 8 }; /* the screen's equal-stage runs: at most 32 stages; 8 microbatch counts */
+/* The default search's screen (pa->joint): every stage DP run's best plan
+ * (S >= 2 stages) with its key, and the smallest stage need when none fit. */
+typedef struct {
+  int S, B;
+  int64_t per;      /* devices per stage (equal stages); 0: sdev[] */
+  int64_t key;      /* the plan's key (plan_key) + its largest per-step sync */
+  int sdev[GV_PIPE_MAX_STAGES];
+  int first[GV_PIPE_MAX_STAGES + 1]; /* its cuts */
+} screen_cand;
+enum { SCREEN_MAX = 512 };
+static screen_cand *screen;
+static int nscreen;
+static int64_t jmin_need = -1, jmin_state, jmin_act;
+static int joint_mbc[64], joint_nmbc; /* the screen: every microbatch count in one stage DP (the analytic cost scales) */
+static char joint_why[256]; /* the default search: why a candidate's planned stages do not fit */
+static bool joint_minmem; /* the default search found no pipeline: pipe_plan_b finds the smallest need (jmin_need) */
+static int joint_layers; /* the planner's layers of the model (the default search's K = 2 L, at least 8) */
+
+static int64_t max_once(const gv_pipe_plan *pl) {
+  int64_t mx = 0;
+  for (int i = 0; i < pl->nstages; i++) mx = pl->cost[i].once_ns > mx ? pl->cost[i].once_ns : mx;
+  return mx;
+}
+
 static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global, int B, int S, int64_t gpus, const pipe_args *pa,
                        gv_cluster *cluster, int train, int quiet, int verify_each, int *K, gv_pipe_plan *pl, double *plan_s) {
   double t0 = now();
@@ -294,6 +322,20 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   for (gv_op *op = m->main->body->first; op; op = op->next) nops++;
   int want = S ? S * (pa->vstages ? pa->vstages : 1) : (int)gpus; /* interleaved: P x V stages */
   memset(rec_b, 0, sizeof rec_b);
+  if (!*K && pa->joint && !pa->layers) { /* the default search: twice the planner's layers (at least 8) */
+    gv_layer_units u;
+    if (gv_layer_units_find(m, &u)) { gv_module_free(m); return -1; }
+    int L = u.nl;
+    gv_layer_units_free(&u);
+    joint_layers = L;
+    *K = 2 * L > 8 ? 2 * L : 8;
+    if (*K > GV_PIPE_MAX_STAGES) *K = GV_PIPE_MAX_STAGES;
+    if (*K > nops - 1) *K = nops - 1;
+    if (L < 2) { /* no pipeline: fewer than two layers to cut between */
+      gv_module_free(m);
+      return 1;
+    }
+  }
   if (!*K) *K = pa->layers ? pa->layers : (4 * want < nops - 1 ? 4 * want : nops - 1);
   int k = *K;
   gv_layer_groups g;
@@ -348,7 +390,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   int rc = 1;
   /* the DP runs: {devices, stages (0: chosen), devices per stage (0: any), per-stage counts} */
   typedef struct { int64_t D; int S; int64_t per; const int *sdev; } dp_run;
-  dp_run runs[48];
+  dp_run runs[512];
   int nruns = 0;
   int64_t kn = cluster->devices_per_node;
   if (S && pa->nsdev) {
@@ -358,6 +400,11 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   } else if (S) {
     int64_t per = gpus / S > 1 ? gpus / S : 1;
     runs[nruns++] = (dp_run){S * per, S, per, NULL};
+  } else if (pa->joint) { /* the default search's screen: equal stages of 1, 2, 4 .. devices, S = 2, 3, 4, 6, 8, 12 .. */
+    for (int64_t per = 1; per <= gpus / 2; per *= 2)
+      for (int s = 2; s <= gpus / per && s <= k && s <= JOINT_MAX_S && nruns < 500; s = (s & (s - 1)) ? s / 3 * 4 : s / 2 * 3)
+        runs[nruns++] = (dp_run){s * per, s, per, NULL};
+    if (gpus <= kn ? gpus >= 3 : gpus % kn == 0 && gpus / kn >= 3) runs[nruns++] = (dp_run){gpus, 0, 0, NULL};
   } else { /* equal stages of k = 1, 2, 4 .. devices (S k <= gpus), then the DP's free choice over all gpus */
     for (int64_t per = 1; per <= gpus && nruns < 40; per = per * 2 > gpus && per < gpus ? gpus : per * 2)
       for (int s = 1; s <= gpus / per && s <= k && nruns < 40; s++) runs[nruns++] = (dp_run){s * per, s, per, NULL};
@@ -372,8 +419,90 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   if (nsch == 3 && pa->recompute) sch[1] = GV_SCHED_GPIPE, nsch = 2; /* recomputing stages have no W to defer */
   if (nsch > 1 && pa->vstages) sch[nsch++] = GV_SCHED_INTERLEAVED; /* auto with --virtual-stages: priced too */
   gv_cluster cs = *cluster, cs_best = *cluster; /* the cluster view of a run, of the best plan's run */
+  if (pa->cuts_given) { /* a plan.json's stages: cut at pa->first on pa->sdev devices, no DP; costed as the DP costs them */
+    int64_t D = 0, minper = 0;
+    for (int i = 0; i < S; i++) D += pa->sdev[i], minper = !i || pa->sdev[i] < minper ? pa->sdev[i] : minper;
+    if (minper < kn && D > kn) cs.devices_per_node = D, cs.nodes = 1; /* stages inside a node: the DP's one-node view */
+    cs_best = cs;
+    actx.cluster = ictx.cluster = &cs;
+    memset(pl, 0, sizeof *pl);
+    pl->nstages = S, pl->B = B, pl->schedule = train ? pa->sched : GV_SCHED_1F1B, pl->vstages = 1;
+    int64_t sum = 0, mx = 0;
+    rc = 0;
+    for (int i = 0; i < S && !rc; i++) {
+      int64_t d = pa->sdev[i], pn = cs.devices_per_node > 0 ? cs.devices_per_node : d;
+      pl->first[i] = pa->first[i], pl->first[i + 1] = pa->first[i + 1];
+      pl->nodes[i] = d <= pn ? 1 : d / pn, pl->per_node[i] = d <= pn ? d : pn;
+      pl->inflight[i] = pl->schedule == GV_SCHED_GPIPE ? B : S - i < B ? S - i : B;
+      if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
+      else if (!pl->cost[i].feasible && pa->joint) {
+        rc = 1;
+        snprintf(joint_why, sizeof joint_why, "stage %d (groups %d-%d) cannot run on %lld devices", i, pl->first[i],
+                 pl->first[i + 1] - 1, (long long)d);
+      } else if (!pl->cost[i].feasible) rc = gv_error_plain("pipeline: stage %d (groups %d-%d) cannot run on %lld devices", i,
+                                                          pl->first[i], pl->first[i + 1] - 1, (long long)d);
+      else sum += pl->cost[i].ns, mx = pl->cost[i].ns > mx ? pl->cost[i].ns : mx;
+      int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
+      if (!rc && pa->joint && pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes > lim) { /* over the limit */
+        rc = 1;
+        snprintf(joint_why, sizeof joint_why, "stage %d needs %lld bytes: states %lld + %lld x %lld activations, over %lld", i,
+                 (long long)(pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes), (long long)pl->cost[i].state_bytes,
+                 (long long)pl->inflight[i], (long long)pl->cost[i].act_bytes, (long long)lim);
+      }
+    }
+    pl->sum_ns = sum, pl->max_ns = mx, pl->step_ns = sum + (int64_t)(B - 1) * mx;
+    if (!rc && plan_key(pl, train, pa->sched)) rc = -1;
+    nruns = 0;
+  }
+  if (pa->joint && joint_minmem) { /* nothing fit: the smallest memory over the pipelines, per stage devices 1, 2, 4 ..
+                                    * with as many stages as fit (S = min(gpus / k, groups), 1F1B's microbatches in
+                                    * flight): the cuts minimising the largest stage's need (a bottleneck DP) */
+    nruns = 0;
+    int64_t *need = malloc(sizeof *need * (size_t)(k + 1) * (size_t)(k + 1) * 3);
+    int64_t *f = malloc(sizeof *f * (size_t)(k + 1) * 3);
+    int64_t *g2 = malloc(sizeof *g2 * (size_t)(k + 1) * 3);
+    rc = !need || !f || !g2 ? -1 : 1;
+    for (int64_t per = 1; rc == 1 && per <= gpus; per *= 2) {
+      int S2 = (int)(gpus / per < k ? gpus / per : k);
+      if (S2 < 2) break;
+      cs = *cluster;
+      if (per < kn && S2 * per > kn) cs.devices_per_node = S2 * per, cs.nodes = 1;
+      if (per > cs.devices_per_node && per % cs.devices_per_node) continue;
+      actx.cluster = ictx.cluster = &cs;
+      int64_t nodes = per <= cs.devices_per_node ? 1 : per / cs.devices_per_node, pn = per <= cs.devices_per_node ? per : cs.devices_per_node;
+      for (int a = 0; a < k && rc == 1; a++) /* need[a][b]: state, act of groups [a, b) (-1: cannot run) */
+        for (int b = a + 1; b <= k; b++) {
+          gv_stage_cost c;
+          if (fn(fctx, a, b, nodes, pn, B, &c)) { rc = -1; break; }
+          int64_t *e = &need[((size_t)a * (size_t)(k + 1) + (size_t)b) * 3];
+          e[0] = c.feasible ? c.state_bytes : -1, e[1] = c.act_bytes;
+        }
+      if (rc != 1) break;
+      /* f[j]: the smallest largest need of s stages over groups [0, j); with that stage's state and act */
+      for (int j = 0; j <= k; j++) f[3 * j] = j ? INT64_MAX : 0, f[3 * j + 1] = f[3 * j + 2] = 0;
+      for (int st = 0; st < S2; st++) {
+        int64_t infl = S2 - st < B ? S2 - st : B;
+        for (int j = 0; j <= k; j++) g2[3 * j] = INT64_MAX;
+        for (int a = 0; a < k; a++) {
+          if (f[3 * a] == INT64_MAX) continue;
+          for (int b = a + 1; b <= k; b++) {
+            const int64_t *e = &need[((size_t)a * (size_t)(k + 1) + (size_t)b) * 3];
+            if (e[0] < 0) continue;
+            int64_t nd = e[0] + infl * e[1], v = nd > f[3 * a] ? nd : f[3 * a];
+            if (v < g2[3 * b]) g2[3 * b] = v, g2[3 * b + 1] = nd > f[3 * a] ? e[0] : f[3 * a + 1], g2[3 * b + 2] = nd > f[3 * a] ? infl * e[1] : f[3 * a + 2];
+          }
+        }
+        memcpy(f, g2, sizeof *f * (size_t)(k + 1) * 3);
+      }
+      if (f[3 * k] != INT64_MAX && (jmin_need < 0 || f[3 * k] < jmin_need))
+        jmin_need = f[3 * k], jmin_state = f[3 * k + 1], jmin_act = f[3 * k + 2];
+    }
+    free(need), free(f), free(g2);
+    if (rc == -1 && (!need || !f || !g2)) gv_error_plain("out of memory");
+  }
   for (int ri = 0; ri < nruns && rc >= 0; ri++) {
     dp_run *R = &runs[ri];
+    if (pa->joint && R->S == 1) continue; /* one stage is the single program's (the default search plans it) */
     int64_t minper = R->per ? R->per : 1;
     for (int i = 0; R->sdev && i < R->S; i++) minper = R->sdev[i] < minper || i == 0 ? R->sdev[i] : minper;
     /* stages smaller than a node on more than one node: the DP's sub-meshes
@@ -391,9 +520,20 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       if (il && (!R->S || B % R->S)) continue; /* B a multiple of the groups (galvc refuses a fixed B that is not) */
       gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = R->D * V, .mesh_devices = R->per,
                             .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = sch[si], .vstages = V,
-                            .mem_limit = gv_plan_opts.memory_limit, .stages = R->S * V, .cost = fn, .ctx = fctx};
+                            .mem_limit = gv_plan_opts.memory_limit, .stages = R->S * V, .cost = fn, .ctx = fctx,
+                            .probe = pa->joint};
+      if (pa->joint && pa->analytic && joint_nmbc) pp.mb_choices = joint_mbc, pp.nmb = joint_nmbc;
       int r = gv_pipe_solve(&pp, tmp);
+      if (r == 1 && pa->joint && tmp->min_need >= 0 && (jmin_need < 0 || tmp->min_need < jmin_need))
+        jmin_need = tmp->min_need, jmin_state = tmp->min_state, jmin_act = tmp->min_act;
+      if (r == 0 && pa->joint && tmp->nstages < 2) r = 1; /* the free run chose one stage */
       if (r == 0 && plan_key(tmp, train, pa->sched)) r = -1;
+      if (r == 0 && pa->joint && screen && nscreen < SCREEN_MAX) { /* the screen's candidate: this run's plan */
+        screen_cand *c = &screen[nscreen++];
+        c->S = tmp->nstages, c->B = tmp->B, c->per = R->per, c->key = tmp->tl_ns + max_once(tmp);
+        for (int i = 0; i < tmp->nstages; i++) c->sdev[i] = (int)(tmp->nodes[i] * tmp->per_node[i]);
+        for (int i = 0; i <= tmp->nstages; i++) c->first[i] = tmp->first[i];
+      }
       if (r < 0) rc = -1;
       else if (r == 0 && (rc == 1 || tmp->tl_ns < pl->tl_ns)) *pl = *tmp, rc = 0, cs_best = cs;
     }
@@ -410,7 +550,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     pl->sum_ns = sum, pl->max_ns = mx, pl->step_ns = sum + (int64_t)(B - 1) * mx;
     if (rc == 0 && plan_key(pl, train, pa->sched)) rc = -1;
   }
-  if (!quiet && !pa->analytic)
+  if (!quiet && !pa->analytic && !pa->joint)
     fprintf(stderr, "galvc: stage costs for B = %d: %lld stage programs planned in %.3f s\n", B, (long long)ictx.plans, ictx.seconds);
   gv_intra_stage_ctx_free(&ictx);
   free(gs);
@@ -610,6 +750,225 @@ static int same_params(gv_module *f, gv_module *b) {
 static int compile_stages(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
                           const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda);
 
+/* plan.json for a pipelined plan (docs/planner.md, "Report and plan.json"):
+ * the stages as chosen (count, cuts over the layer groups, devices per
+ * stage, microbatches, schedule) and, per stage, the intra-operator plan in
+ * words and its predicted time per microbatch. --plan FILE compiles the
+ * same stages (galvc_plan_read_pipeline); each stage's sharding is planned
+ * again (the planner is deterministic), not read. */
+static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_plan *pl, int K, const int *dev,
+                           const gv_cluster *c, int train, int quiet) {
+  galv_wfile w;
+  FILE *f = galvc_open_out(&w, path, 0);
+  if (!f) return -1;
+  int S = pl->nstages;
+  fprintf(f, "{\n  \"cluster\": \"%s\",\n  \"devices_per_node\": %lld,\n  \"memory_limit\": %lld,\n", c->name,
+          (long long)c->devices_per_node, (long long)(gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : c->memory_bytes));
+  fprintf(f, "  \"pipeline\": {\"stages\": %d, \"microbatches\": %d, \"schedule\": \"%s\", \"layer_groups\": %d, \"cuts\": [", S,
+          pl->B, train ? gv_schedule_name(P->sched) : "inference", K);
+  for (int i = 0; i <= S; i++) fprintf(f, "%s%d", i ? ", " : "", pl->first[i]);
+  fprintf(f, "], \"stage_devices\": [");
+  for (int i = 0; i < S; i++) fprintf(f, "%s%d", i ? ", " : "", dev[i]);
+  fprintf(f, "],\n    \"stage_strategies\": [");
+  for (int i = 0; i < S; i++) fprintf(f, "%s\"%s\"", i ? ", " : "", pl->cost[i].desc);
+  fprintf(f, "], \"stage_ns_per_microbatch\": [");
+  for (int i = 0; i < S; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)pl->cost[i].ns);
+  fprintf(f, "],\n    \"predicted_step_ns\": %lld, \"sync_ns\": %lld},\n", (long long)pl->tl_ns, (long long)max_once(pl));
+  if (P->plan_note) fprintf(f, "  \"joint\": %s,\n", P->plan_note);
+  fprintf(f, "  \"recompute\": \"%s\"\n}\n", train && P->recompute ? "pipeline" : "none");
+  int rc = galvc_close_out(&w, 0);
+  if (!rc && !quiet) fprintf(stderr, "plan: wrote %s\n", path);
+  return rc;
+}
+
+int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
+  *found = false;
+  char *buf = NULL, err[256];
+  size_t len = 0;
+  if (galv_read_whole(path, 16 << 20, &buf, &len, err, sizeof err)) return gv_error_plain("%s: %s", path, err);
+  gv_json *root = gv_json_parse(buf, len, err, sizeof err);
+  free(buf);
+  if (!root) return gv_error_plain("%s: not valid JSON: %s", path, err);
+  const gv_json *p = gv_json_get(root, "pipeline");
+  int rc = 0;
+  if (!p) { gv_json_free(root); return 0; }
+  const gv_json *st = gv_json_get(p, "stages"), *mb = gv_json_get(p, "microbatches"), *sc = gv_json_get(p, "schedule"),
+                *lg = gv_json_get(p, "layer_groups"), *cu = gv_json_get(p, "cuts"), *sd = gv_json_get(p, "stage_devices");
+#define INT_IN(v, lo, hi) ((v) && (v)->kind == GV_JSON_NUMBER && (v)->num >= (lo) && (v)->num <= (hi) && (v)->num == (double)(int64_t)(v)->num)
+  int line = p->line;
+  if (!INT_IN(st, 1, GV_PIPE_MAX_STAGES)) rc = gv_error_plain("%s: line %d: field 'pipeline.stages': expected an integer from 1 to %d", path, st ? st->line : line, GV_PIPE_MAX_STAGES);
+  else if (!INT_IN(mb, 1, 1000000)) rc = gv_error_plain("%s: line %d: field 'pipeline.microbatches': expected an integer from 1 to 1000000", path, mb ? mb->line : line);
+  else if (!INT_IN(lg, st->num, 1000000)) rc = gv_error_plain("%s: line %d: field 'pipeline.layer_groups': expected an integer of at least the stages", path, lg ? lg->line : line);
+  else if (!sc || sc->kind != GV_JSON_STRING || (strcmp(sc->str, "1f1b") && strcmp(sc->str, "gpipe") && strcmp(sc->str, "zb-h1") && strcmp(sc->str, "inference")))
+    rc = gv_error_plain("%s: line %d: field 'pipeline.schedule': expected \"1f1b\", \"gpipe\", \"zb-h1\" or \"inference\"", path, sc ? sc->line : line);
+  else if (!cu || cu->kind != GV_JSON_ARRAY || cu->n != (int)st->num + 1)
+    rc = gv_error_plain("%s: line %d: field 'pipeline.cuts': expected an array of stages + 1 group indices", path, cu ? cu->line : line);
+  else if (!sd || sd->kind != GV_JSON_ARRAY || sd->n != (int)st->num)
+    rc = gv_error_plain("%s: line %d: field 'pipeline.stage_devices': expected an array of one device count per stage", path, sd ? sd->line : line);
+  int S = rc ? 0 : (int)st->num, K = rc ? 0 : (int)lg->num;
+  for (int i = 0; !rc && i <= S; i++) {
+    const gv_json *v = &cu->items[i];
+    int lo = i ? pa->first[i - 1] + 1 : 0, hi = i == S ? K : K - 1;
+    if (!INT_IN(v, i ? lo : 0, i ? hi : 0) || (i == S && v->num != K))
+      rc = gv_error_plain("%s: line %d: field 'pipeline.cuts': expected 0, then increasing group indices, last the layer groups (%d)",
+                          path, v->line, K);
+    else pa->first[i] = (int)v->num;
+  }
+  for (int i = 0; !rc && i < S; i++) {
+    const gv_json *v = &sd->items[i];
+    if (!INT_IN(v, 1, 65536)) rc = gv_error_plain("%s: line %d: field 'pipeline.stage_devices': expected positive integers", path, v->line);
+    else pa->sdev[i] = (int)v->num;
+  }
+#undef INT_IN
+  if (!rc) {
+    *found = true;
+    pa->on = true, pa->cuts_given = true;
+    pa->stages = S, pa->nsdev = S, pa->B = (int)mb->num, pa->layers = K;
+    pa->sched = !strcmp(sc->str, "gpipe") ? GV_SCHED_GPIPE : !strcmp(sc->str, "zb-h1") ? GV_SCHED_ZBH1 : GV_SCHED_1F1B;
+  }
+  gv_json_free(root);
+  return rc ? -1 : 0;
+}
+
+static int cand_cmp(const void *a, const void *b) {
+  const screen_cand *x = a, *y = b;
+  return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* The default search's pipeline side: the stage DP over every microbatch
+ * count (divisors of the batch) with the analytic stage cost screens the
+ * stage counts and devices per stage (S >= 2); the JOINT_TOP fastest
+ * distinct candidates are planned again with stage costs from the
+ * intra-operator planner (each stage program planned), and the fastest of
+ * those is the answer. */
+enum { JOINT_TOP = 3 };
+int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, const gv_cluster *cluster0,
+                          int quiet, int train, galvc_pipe_choice *out) {
+  memset(out, 0, sizeof *out);
+  out->min_need = -1;
+  double t0 = now(), c0 = cpu_now();
+  pipe_args P = *pa0;
+  P.joint = true, P.stages = 0, P.B = 0, P.nsdev = 0, P.analytic = true, P.cuts = 0, P.cuts_given = false;
+  gv_cluster cl = *cluster0;
+  int64_t global = 0;
+  jmin_need = -1, nscreen = 0, joint_layers = 0;
+  { /* the pipeline splits dim 0 of every data input into microbatches: inputs that cannot be split plan one program
+     * only (pipe_inputs would say why as an error) */
+    gv_import_options o = opt;
+    o.load_weights = false;
+    gv_module *m = gv_import_onnx(model, &o);
+    if (!m) return -1;
+    const gv_func *f = m->main;
+    int64_t b = -1;
+    bool ok = true;
+    for (int a = 0; ok && a < f->body->nargs; a++) {
+      if (f->arg_is_param[a]) continue;
+      const gv_type *t = &f->body->args[a]->type;
+      ok = t->rank >= 1 && (b < 0 || t->dims[0] == b) && (!P.batch_given || t->dims[0] == opt.batch);
+      if (ok) b = t->dims[0];
+    }
+    gv_module_free(m);
+    if (!ok || b < 1) {
+      if (!quiet) fprintf(stderr, "galvc: default search: no pipelines (the data inputs do not share a batch dim 0 to split into microbatches)\n");
+      out->layers = -1;
+      return 0;
+    }
+  }
+  int rc = pipe_inputs(model, opt, &P, &global) ? -1 : 0;
+  screen = rc ? NULL : calloc(SCREEN_MAX, sizeof *screen);
+  gv_pipe_plan *cand = calloc(1, sizeof *cand);
+  if (!rc && (!screen || !cand)) rc = gv_error_plain("out of memory");
+  gv_pipe_opts.quiet = true;
+  int K = 0, nb = 0;
+  double plan_s = 0;
+  joint_nmbc = 0;
+  { /* the microbatch counts: JOINT_MAX_MB divisors of the batch spread evenly on a log scale, 1 and the batch among them */
+    int div[64], nd = 0;
+    for (int64_t d = 1; d <= global && nd < 64; d++)
+      if (global % d == 0) div[nd++] = (int)d;
+    for (int i = 0; i < JOINT_MAX_MB && nd; i++) {
+      double want = pow((double)div[nd - 1], (double)i / (JOINT_MAX_MB - 1));
+      int best = 0;
+      for (int j = 1; j < nd; j++)
+        if (fabs(log(div[j] / want)) < fabs(log(div[best] / want))) best = j;
+      if (!joint_nmbc || joint_mbc[joint_nmbc - 1] < div[best]) joint_mbc[joint_nmbc++] = div[best];
+    }
+  }
+  nb = joint_nmbc;
+  if (!rc) { /* the screen: one import (at the whole batch: the analytic figures scale with it), every count in the DP */
+    int r = pipe_plan_b(model, opt, global, 1, 0, gpus, &P, &cl, train, 1, 0, &K, cand, &plan_s);
+    if (r < 0) rc = -1;
+  }
+  joint_nmbc = 0;
+  out->layers = joint_layers;
+  qsort(screen, (size_t)(rc ? 0 : nscreen), sizeof *screen, cand_cmp);
+  out->screened = rc ? 0 : nscreen;
+  if (!rc && !quiet && joint_layers >= 2)
+    fprintf(stderr, "galvc: pipelines: the stage DP with the analytic stage cost screened %d microbatch count%s x stage counts "
+                    "(%d layers, %d layer groups): %d candidate%s fit (%.2f s)\n", nb, nb == 1 ? "" : "s", joint_layers, K, nscreen,
+            nscreen == 1 ? "" : "s", now() - t0);
+  int64_t best = -1;
+  for (int i = 0, done = 0, fit = 0; !rc && i < nscreen && fit < JOINT_TOP && done < 3 * JOINT_TOP; i++) {
+    screen_cand *c = &screen[i];
+    bool dup = false; /* the same stages and microbatches screened by another run */
+    for (int j = 0; j < i && !dup; j++)
+      dup = screen[j].S == c->S && screen[j].B == c->B && screen[j].per == c->per &&
+            (c->per || !memcmp(screen[j].sdev, c->sdev, sizeof(int) * (size_t)c->S));
+    if (dup) continue;
+    done++;
+    pipe_args Q = P; /* the screen's stages and cuts, each stage program planned (no DP over the cuts again) */
+    Q.analytic = false, Q.stages = c->S, Q.cuts_given = true, Q.nsdev = c->S, Q.B = c->B;
+    int64_t g = 0;
+    for (int s = 0; s < c->S; s++) Q.sdev[s] = c->sdev[s], g += c->sdev[s];
+    for (int s = 0; s <= c->S; s++) Q.first[s] = c->first[s];
+    double t1 = now();
+    snprintf(joint_why, sizeof joint_why, "none planned");
+    int r = pipe_plan_b(model, opt, global, c->B, c->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
+    if (r < 0) { rc = -1; break; }
+    out->planned++;
+    int64_t key = r == 0 ? cand->tl_ns + max_once(cand) : -1;
+    if (!quiet) {
+      fprintf(stderr, "galvc: pipeline candidate %d: %d stages of ", done, c->S);
+      if (c->per) fprintf(stderr, "%lld device%s", (long long)c->per, c->per == 1 ? "" : "s");
+      else
+        for (int s = 0; s < c->S; s++) fprintf(stderr, "%s%d", s ? "," : "", c->sdev[s]);
+      fprintf(stderr, ", %d microbatch%s: analytic %.3f ms, ", c->B, c->B == 1 ? "" : "es", (double)c->key / 1e6);
+      if (r == 0) fprintf(stderr, "stage programs planned %.3f ms", (double)key / 1e6);
+      else fprintf(stderr, "the stage programs do not fit (%s)", joint_why);
+      fprintf(stderr, " (%.2f s)\n", now() - t1);
+    }
+    fit += r == 0;
+    if (r != 0 || (best >= 0 && key >= best)) continue;
+    best = key;
+    out->found = true;
+    out->S = cand->nstages, out->B = c->B, out->K = K, out->sched = train ? cand->schedule : GV_SCHED_1F1B;
+    out->step_ns = key, out->once_ns = max_once(cand);
+    for (int s = 0; s <= cand->nstages; s++) out->first[s] = cand->first[s];
+    size_t n = 0;
+    for (int s = 0; s < cand->nstages; s++) {
+      out->dev[s] = (int)(cand->nodes[s] * cand->per_node[s]);
+      n += (size_t)snprintf(out->desc + n, n < sizeof out->desc ? sizeof out->desc - n : 0, "%s%d:%s", s ? " | " : "", out->dev[s],
+                            cand->cost[s].desc);
+      if (n >= sizeof out->desc) n = sizeof out->desc - 1;
+    }
+  }
+  if (!rc && !out->found && joint_layers >= 2) { /* none fits: the smallest memory any pipeline needs, at the smallest microbatch */
+    jmin_need = -1, joint_minmem = true;
+    pipe_args Q = P;
+    Q.analytic = K > 16; /* the stage programs' planned memory (what a compiled stage needs); K^2 / 2 ranges: the
+                          * analytic figure past 16 groups */
+    int r = pipe_plan_b(model, opt, global, (int)global, 0, gpus, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
+    joint_minmem = false;
+    if (r < 0) rc = -1;
+  }
+  out->min_need = jmin_need, out->min_state = jmin_state, out->min_act = jmin_act;
+  free(screen), screen = NULL;
+  free(cand);
+  galvc_microbatch_done();
+  out->cpu_s = cpu_now() - c0, out->wall_s = now() - t0;
+  return rc;
+}
+
 /* The bytes of a module's galv.state inputs (the emitter's layout: 64-byte aligned, in argument order), *n their count. */
 static int64_t state_bytes(const gv_module *m, int *n) {
   int64_t bytes = 0;
@@ -729,8 +1088,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
                             (long long)mprod, dev[i]);
     }
   }
-  if (autoS || autoB || P.cuts) {
-    printf("pipeline %s: %d stages%s, cuts at groups", autoS || autoB ? "auto" : P.cuts == 2 ? "equal cuts" : "dp cuts", S,
+  if ((autoS || autoB || P.cuts || P.cuts_given) && !(P.joint && quiet)) {
+    printf("pipeline %s: %d stages%s, cuts at groups",
+           autoS || autoB ? "auto" : P.cuts_given ? (P.joint ? "chosen by the default search" : "plan") : P.cuts == 2 ? "equal cuts" : "dp cuts", S,
            autoS ? " (chosen)" : "");
     for (int i = 0; i <= S; i++) printf("%s%d", i ? "|" : " ", pl->first[i]);
     printf(" of %d, %d microbatches%s, predicted step %.3f ms (stage ms/microbatch", K, P.B, autoB ? " (chosen)" : "",
@@ -747,6 +1107,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     fflush(stdout);
   }
   if (!rc && !quiet) gv_pipe_plan_print(pl, stderr);
+  if (!rc && pa->plan_out) rc = write_pipe_plan(pa->plan_out, &P, pl, K, dev, cluster, train, quiet);
   if (!rc && pa->trace_plan) rc = write_plan_trace(pa->trace_plan, pl, train, pa->sched);
   /* the stages that read each parameter: a parameter read by several stages is held by each, its gradient summed
    * across them every step (runtime/pipe.c; docs/pipeline.md, "Shared parameters") */

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The default search plans pipelines too (docs/planner.md, "Pipelines in the
+# default search"): galvc M --train --gpus N with no other flag runs the
+# single-program planner and the pipeline stage DP (S >= 2) and compiles the
+# faster predicted step. On GPT-2 tiny (2 layers, hidden 32, batch 8 x seq 8,
+# CPU target):
+#  (a) cpu-local, 2 devices: one program wins; its plan.json is the one
+#      --pipeline-stages 1 writes (no pipeline field);
+#  (b) a copy of cpu-local with one device per node and a 1 MB/s inter-node
+#      link: the gradient all-reduce across nodes is slow, the pipeline wins
+#      by itself; -o DIR/ gets the stage programs, plan.json records the
+#      pipeline, the stages run 2 AdamW steps on 2 MPI ranks with the
+#      single-device program's losses (rtol 1e-4), and --plan plan.json
+#      compiles the same stages;
+#  (c) --pipeline-stages 1: one program, no pipeline searched;
+#  (d) --memory-limit 100000 (nothing fits): one error line whose smallest
+#      need is the smaller of one program's and a pipeline stage's, above
+#      the limit.
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+. "$SRC/tests/lib/mpi_env.sh"
+G="$BUILD/galvc"
+m="$T/gpt2.onnx"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
+  { echo "FAIL make_model"; exit 1; }
+COMMON=(--batch 8 --seq 8 --train --target cpu)
+
+# (a) one program wins; (c) --pipeline-stages 1 plans one program only, the same plan
+if timeout 300 "$G" "$m" "${COMMON[@]}" --gpus 2 --plan-only --plan-out "$T/a.json" </dev/null 2>"$T/a.err" &&
+   timeout 300 "$G" "$m" "${COMMON[@]}" --gpus 2 --pipeline-stages 1 --plan-only --plan-out "$T/c.json" </dev/null 2>"$T/c.err"; then
+  grep -q "default search: chose one program" "$T/a.err" || bad "(a) no 'chose one program' line: $(grep 'default search' "$T/a.err")"
+  grep -q "default search: pipeline: predicted step" "$T/a.err" || bad "(a) the pipeline's line is missing"
+  grep -q '"pipeline"' "$T/a.json" && bad "(a) plan.json records a pipeline"
+  if diff <(grep -v planning_seconds "$T/a.json") <(grep -v planning_seconds "$T/c.json") >"$T/diff"; then
+    ok "(a) one program chosen ($(grep -o 'one program: predicted step [0-9.]* ms' "$T/a.err") vs $(grep -o 'pipeline: predicted step [0-9.]* ms' "$T/a.err")), plan.json = --pipeline-stages 1's"
+  else
+    bad "(a) plan.json differs from --pipeline-stages 1's: $(head -5 "$T/diff")"
+  fi
+  if grep -q "default search\|pipeline candidate" "$T/c.err"; then bad "(c) --pipeline-stages 1 searched pipelines"
+  else ok "(c) --pipeline-stages 1: one program, no pipeline searched"; fi
+else
+  bad "(a)/(c) galvc: $(tail -n 2 "$T/a.err" "$T/c.err")"
+fi
+# -q silences the report
+q=$(timeout 300 "$G" "$m" "${COMMON[@]}" --gpus 2 --plan-only -q </dev/null 2>&1)
+[ -z "$q" ] && ok "-q: no report" || bad "-q printed: ${q:0:200}"
+
+# (b) a slow inter-node link: the pipeline wins, compiled, run, reproduced by --plan
+python3 -c "
+import json
+c = json.load(open('$SRC/data/clusters/cpu-local.json'))
+c['name'] = 'cpu-slow-net'; c['devices_per_node'] = 1; c['nodes'] = 4; c['inter_node']['bandwidth_gbps'] = 0.001
+json.dump(c, open('$T/slow.json', 'w'), indent=1)" || { echo "FAIL cluster file"; exit 1; }
+python3 -c "
+import numpy as np, os
+r = np.random.RandomState(0)
+os.makedirs('$T/b')
+np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
+np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
+timeout 300 "$G" "$m" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/one/" </dev/null 2>"$T/err" ||
+  { echo "FAIL single: $(cat "$T/err")"; exit 1; }
+timeout 120 "$T/one/program" --batches "$T/b" --steps 2 -o "$T/one.w" </dev/null >"$T/one.log" 2>"$T/err" ||
+  { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
+if timeout 600 "$G" "$m" "${COMMON[@]}" --gpus 2 --gpus-per-node 1 --cluster "$T/slow.json" -o "$T/pb/" </dev/null \
+    >"$T/pb.out" 2>"$T/pb.err"; then
+  if grep -q "default search: chose the pipeline" "$T/pb.err" && [ -x "$T/pb/launch" ] && [ -d "$T/pb/stage1" ] &&
+     python3 -c "import json,sys; p=json.load(open('$T/pb/plan.json'))['pipeline']; sys.exit(0 if p['stages'] >= 2 else 1)"; then
+    ok "(b) pipeline chosen: $(grep -o 'one program: predicted step [0-9.]* ms' "$T/pb.err") vs $(grep -o 'pipeline: predicted step [0-9.]* ms' "$T/pb.err"); stages written, plan.json records them"
+  else
+    bad "(b) no pipeline chosen / written: $(grep 'default search' "$T/pb.err")"
+  fi
+  if timeout 120 "$T/pb/launch" --batches "$T/b" --steps 2 -o "$T/pb.w" </dev/null >"$T/pb.log" 2>"$T/err"; then
+    if msg=$(python3 - "$T/one.log" "$T/pb.log" <<'PY'
+import sys, re, numpy as np
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
+print(f"losses {b[0]:.8f} {b[1]:.8f} == single device")
+PY
+    ); then ok "(b) the chosen pipeline runs: $msg"; else bad "(b) $msg"; fi
+  else
+    bad "(b) run: $(grep -m3 -i error "$T/err" "$T/pb.log")"
+  fi
+  q=$(timeout 300 "$G" "$m" "${COMMON[@]}" --gpus 2 --gpus-per-node 1 --cluster "$T/slow.json" --plan-only -q </dev/null 2>&1)
+  [ -z "$q" ] && ok "(b) -q: no report" || bad "(b) -q printed: ${q:0:200}"
+  # --plan plan.json: the same stages (cuts, devices, microbatches, predicted step)
+  if timeout 600 "$G" "$m" "${COMMON[@]}" --cluster "$T/slow.json" --gpus-per-node 1 --plan "$T/pb/plan.json" --no-build \
+      -o "$T/pc/" </dev/null >"$T/pc.out" 2>"$T/pc.err"; then
+    a=$(grep -o '[0-9]* stages, cuts at.*strategies[^,]*' "$T/pb.out") b=$(grep -o '[0-9]* stages, cuts at.*strategies[^,]*' "$T/pc.out")
+    if [ -n "$a" ] && [ "$a" = "$b" ] && [ -x "$T/pc/launch" ]; then ok "(b) --plan plan.json compiles the same stages: $b"
+    else bad "(b) --plan: '$b' != '$a'"; fi
+  else
+    bad "(b) --plan: $(tail -n 2 "$T/pc.err")"
+  fi
+else
+  bad "(b) galvc: $(tail -n 3 "$T/pb.err")"
+fi
+
+# (d) nothing fits: one error line, the smaller of the two minima, above the limit
+timeout 300 "$G" "$m" "${COMMON[@]}" --gpus 2 --plan-only --memory-limit 100000 -q </dev/null >"$T/d.out" 2>"$T/d.err"
+rc=$?
+if msg=$(python3 - "$T/d.err" "$rc" <<'PY'
+import sys, re
+t = open(sys.argv[1]).read().strip().split("\n")
+if sys.argv[2] == "0" or len(t) != 1: sys.exit(f"rc {sys.argv[2]}, {len(t)} lines: {t[:3]}")
+m = re.search(r"the smallest needs (\d+) bytes .*one program's smallest (\d+), a pipeline stage's (\d+)", t[0])
+if not m: sys.exit(f"no minima in: {t[0]}")
+n, a, b = map(int, m.groups())
+if n != min(a, b) or n <= 100000: sys.exit(f"smallest {n} of {a}, {b} (limit 100000)")
+print(f"one error line: smallest {n} = min(one program {a}, pipeline stage {b})")
+PY
+); then ok "(d) $msg"; else bad "(d) $msg"; fi
+
+echo "plan_joint: $pass passed, $fail failed"
+[ "$fail" = 0 ]
