@@ -1279,7 +1279,7 @@ int main(int argc, char **argv) {
    * device and nothing that fixes one program's shape, pipelines of S >= 2 stages are planned too and the faster
    * predicted step is compiled; when one program fits no plan, the pipeline is taken. */
   bool joint = gv_plan_opts.active && !gv_plan_opts.plan_in && !no_pipe && gpus > 1 && !mesh_spec && !mb_given &&
-               !recompute_given && !gv_train_opts.loss_scale_mode && !(gv_train_opts.clip_grad_norm > 0) &&
+               !recompute_given && !(gv_train_opts.loss_scale_mode && strcmp(target, "cuda") == 0) &&
                gv_precision_opts.grad == GV_DT_F32 && (plan_only || program) && !report_cost && !dump_after &&
                !profile_path && !(cuda.bf16 && strcmp(target, "cuda") == 0 && !plan_only && !train);
   galvc_pipe_choice jc = {0};
