@@ -62,8 +62,7 @@ conflict "--loss-scale-growth expects a number > 1, got '0.5'" --train --precisi
 conflict "--loss-scale-interval expects a positive integer, got '1.5'" --train --precision fp16 --loss-scale-interval 1.5 "${IR[@]}"
 conflict "--loss-scale-init / -growth / -backoff / -interval tune the dynamic scale, not a static --loss-scale 1024" --train \
   --precision fp16 --loss-scale 1024 --loss-scale-init 8 "${IR[@]}"
-conflict "--loss-scale (fp16 training) with --pipeline-stages is not supported yet" --train --precision fp16 --pipeline-stages 2 \
-  --target cpu -o "$T/o/"
+fine --train --precision fp16 --pipeline-stages 2 --target cpu -o "$T/o/" # loss scaling in the pipeline runtime
 fine --train --precision fp16 --loss-scale 1024 "${IR[@]}"
 conflict "--reduce-dtype: the gradient reductions' dtype is part of mixed-precision training" --train --reduce-dtype fp32 "${IR[@]}"
 conflict "--reduce-dtype: the gradient reductions' dtype is part of mixed-precision training" --precision bf16 --reduce-dtype fp32 "${IR[@]}"
