@@ -205,12 +205,23 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
         out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_GATHER, pc.mem_params, g, across);
         out->zero_ranks = g;
       }
+      /* the runtime's optimizer update once per step, memory-bound: per element it reads the parameter, the
+       * gradient sum and the optimizer state and writes the parameter and the state (on a ZeRO-1 rank its chunk),
+       * and an earlier stage copies the parameters to its backward entry's weights */
+      const gv_cluster *cl = x->cluster;
+      double bw = cl->memory_gbps * (cl->memory_efficiency > 0 ? cl->memory_efficiency : 1.0); /* bytes per ns */
+      if (bw > 0) {
+        double upd = (double)pc.mem_params * (3 + 2 * x->opt_states) / (double)g +
+                     (earlier && !x->recompute && grads ? 2.0 * (double)pc.mem_params : 0);
+        out->opt_ns = (int64_t)(upd / bw);
+      }
     }
     out->act_bytes = !x->training ? sb.in + sb.out : !grads ? 0 : earlier && !x->recompute ? (stash + devices - 1) / devices : sb.saved;
     out->feasible = true;
     /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
      * holding stages runs once per step */
-    out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training) + out->zero_ns;
+    out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training) + out->zero_ns +
+                   out->opt_ns;
     plan_desc(&plan, out->desc, sizeof out->desc);
   } else if (pc.mem_total > 0) { /* no plan fits: the DP's memory check refuses it and reports the smallest need */
     out->ns = 1;

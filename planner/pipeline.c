@@ -345,11 +345,17 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     }
   }
   if (best == INT64_MAX && bind < INT64_MAX) {
-    gv_error_plain("pipeline: no partition fits the memory limit of %.3f GiB per device: the partition whose largest "
-                   "stage needs the least still needs %.3f GiB in groups %d-%d on %lld devices (%.3f GiB states + %lld x "
-                   "%.3f GiB saved per microbatch in flight)",
-                   (double)limit / (1 << 30), (double)bind / (1 << 30), bind_first, bind_last - 1, (long long)bind_dev,
-                   (double)bind_state / (1 << 30), (long long)bind_n, (double)bind_act / (1 << 30));
+    out->min_need = bind; /* the binding figure: no partition needs less */
+    if (p->probe) { /* the caller reports (the default search: the smaller of its minima) */
+      rc = 1;
+      goto done;
+    }
+    gv_error_plain("pipeline: no partition fits the memory limit of %.3f GiB (%lld bytes) per device: the partition whose "
+                   "largest stage needs the least still needs %.3f GiB (%lld bytes) in groups %d-%d on %lld devices (%.3f GiB "
+                   "states + %lld x %.3f GiB saved per microbatch in flight)",
+                   (double)limit / (1 << 30), (long long)limit, (double)bind / (1 << 30), (long long)bind, bind_first,
+                   bind_last - 1, (long long)bind_dev, (double)bind_state / (1 << 30), (long long)bind_n,
+                   (double)bind_act / (1 << 30));
     rc = 1;
     goto done;
   }

@@ -37,6 +37,7 @@ typedef struct {
   int64_t act_bytes;    /* per device: activations one in-flight microbatch keeps */
   int64_t once_ns;      /* per step, not per microbatch (gradient sync); reported, not in the DP */
   int64_t zero_ns;      /* of once_ns: ZeRO-1's all-gather of the parameters after the update (0: none) */
+  int64_t opt_ns;       /* of once_ns: the runtime's optimizer update (memory-bound; 0: not priced) */
   int64_t zero_ranks;   /* ZeRO-1: the ranks the optimizer state is split over (0 / 1: none) */
   int64_t xfer_ns;      /* of ns: the stage's point-to-point transfers and fixed overhead per microbatch */
   bool feasible;        /* the range can run on this sub-mesh at all */
