@@ -49,6 +49,8 @@ def compare(tag, names, ref, od, rtol, atol, atol_max=0.0):
             lim = atol + rtol * np.abs(want.astype(np.float64)) + atol_max * (float(np.abs(want).max()) if want.size else 0.0)
             ok = bool(np.all(err <= lim)) if err.size else True
             detail = f"max abs err {float(err.max()) if err.size else 0:.3g}"
+            if atol_max and want.size:
+                detail += f" (bound {atol_max * float(np.abs(want).max()):.3g})"
         else:
             ok = np.array_equal(got, want)
             detail = "exact"
