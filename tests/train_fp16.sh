@@ -30,8 +30,8 @@
 #     bf16 and --reduce-dtype fp32 about twice (210440 -> 415240, 104192 ->
 #     206592); counted = predicted; losses within 1e-3 of fp32.
 # (6) The CUDA program under the execution layer (make emu; skipped without a
-#     C++ compiler): bf16 (the CUDA runtime stores bf16 only, so CUDA fp16
-#     is refused) with --loss-scale-init 1e38 --loss-scale-interval 1: the
+#     C++ compiler): bf16 (fp16 on the CUDA target: tests/cuda_emu_fp16.sh)
+#     with --loss-scale-init 1e38 --loss-scale-interval 1: the
 #     same per-step lines as the CPU program (the scale grows once to 2e38,
 #     then not to an infinite 4e38). No overflow step runs on this target
 #     (bf16's range does not overflow here).
@@ -199,7 +199,7 @@ for s in dp zero; do
     fi
   done
 done
-# ---- (6) the CUDA program (bf16: the CUDA runtime stores bf16, not fp16) with the loss-scaling ops under the
+# ---- (6) the CUDA program (bf16; fp16: tests/cuda_emu_fp16.sh) with the loss-scaling ops under the
 # execution layer (make emu): the same per-step lines (loss, scale after a growth capped at a finite value,
 # skipped count read from the device) as the CPU program of the same plan
 if command -v "${CXX:-g++}" >/dev/null; then
