@@ -6,10 +6,10 @@
 # 1 when any cell fails. Slow (minutes per cell on 2 cores): run it in the
 # background, e.g.  nice bash bench/cuda_emu_matrix.sh build > matrix.txt 2>&1 &
 #
-#   inference: FAMILIES (default gpt2 bert llama vit t5) x fp32 / bf16 x
-#     PLANS among one tp2 dp2 dptp4 tp4 (default all): program-emu's outputs
+#   inference: FAMILIES (default gpt2 bert llama vit t5) x fp32 / bf16 / fp16
+#     x PLANS among one tp2 dp2 dptp4 tp4 (default all): program-emu's outputs
 #     vs onnxruntime (tests/cuda_emu_compare.py: fp32 rtol 1e-4 + atol 1e-5,
-#     bf16 atol 5e-2 + rtol 5e-2); llama's 4-way tp plans use a llama with
+#     bf16 atol 5e-2 + rtol 5e-2, fp16 2^-9 max|output|); llama's 4-way tp plans use a llama with
 #     4 KV heads (the default has 2, and the tp degree must divide them:
 #     galvc refuses the plan in one line);
 #   training (the causal LMs among FAMILIES: gpt2 llama), 3 AdamW steps, fp32
@@ -17,8 +17,9 @@
 #     pp2-zbh1 pp2-uneven pp2-recompute: losses and every weight vs the
 #     single-device CPU program (tests/lib/same_training.py, rtol 1e-4,
 #     atol 1e-5); bf16 x one tp2 dp2 zero2: losses within 1e-3 of the fp32 CPU
-#     program's (docs/cuda-target.md's bound).
-# KINDS (inference training) and PRECS (fp32 bf16) in the environment pick
+#     program's (docs/cuda-target.md's bound); fp16 (dynamic loss scaling) x
+#     one tp2 dp2 zero2: losses within 2e-4 of it (tests/train_fp16.sh's bound).
+# KINDS (inference training) and PRECS (fp32 bf16 fp16) in the environment pick
 # a part, e.g. KINDS=training PRECS=bf16 bench/cuda_emu_matrix.sh build
 # "gpt2 llama" "one dp2". Each line ends with the cell's seconds.
 set -uo pipefail
@@ -26,7 +27,7 @@ BUILD=$(cd "${1:?usage: cuda_emu_matrix.sh BUILD [FAMILIES] [PLANS]}" && pwd)
 FAMS=${2:-gpt2 bert llama vit t5}
 PLANS=${3:-one tp2 dp2 dptp4 tp4 zero2 zero4 pp2-gpipe pp2-1f1b pp2-zbh1 pp2-uneven pp2-recompute}
 KINDS=${KINDS:-inference training}
-PRECS=${PRECS:-fp32 bf16}
+PRECS=${PRECS:-fp32 bf16 fp16}
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -63,7 +64,7 @@ for fam in $FAMS; do
   kind inference || break
   python3 "$SRC/examples/make_model.py" "$fam" -o "$T/$fam.onnx" --no-verify >/dev/null || { bad "make_model $fam"; continue; }
   [ "$fam" = llama ] && python3 "$SRC/examples/make_model.py" llama --kv-heads 4 -o "$T/llama_kv4.onnx" --no-verify >/dev/null
-  for prec in fp32 bf16; do
+  for prec in fp32 bf16 fp16; do
     prec_on $prec || continue
     for p in one tp2 dp2 dptp4 tp4; do
       has $p || continue
@@ -97,12 +98,12 @@ for fam in $FAMS; do
   "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/${fam}_cpu/" </dev/null >/dev/null 2>&1 &&
     "$T/${fam}_cpu/program" --batches "$T/b" --steps 3 -o "$T/${fam}_cpu.w" >"$T/${fam}_cpu.txt" 2>&1 ||
     { bad "training $fam: the CPU reference"; continue; }
-  for prec in fp32 bf16; do
+  for prec in fp32 bf16 fp16; do
     prec_on $prec || continue
     for p in one tp2 dp2 dptp4 zero2 zero4 pp2-gpipe pp2-1f1b pp2-zbh1 pp2-uneven pp2-recompute; do
       has $p || continue
       c0=$(date +%s)
-      [ $prec = bf16 ] && [[ " one tp2 dp2 zero2 " != *" $p "* ]] && continue
+      [ $prec != fp32 ] && [[ " one tp2 dp2 zero2 " != *" $p "* ]] && continue
       a=$(plan_args $p) d=$T/${fam}_${prec}_$p
       # shellcheck disable=SC2086
       if ! "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --precision $prec $a --target cuda --no-build -q -o "$d/" \
@@ -129,14 +130,16 @@ print(check(*sys.argv[1:5]))
 PY
         ) && ok "training $fam fp32 $p: $r" || bad "training $fam fp32 $p: $r"
       else
-        r=$(python3 - "$T/${fam}_cpu.txt" "$d.txt" <<'PY' 2>&1
+        r=$(python3 - "$T/${fam}_cpu.txt" "$d.txt" $prec <<'PY' 2>&1
 import re, sys
 ref, got = ([float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)] for p in sys.argv[1:3])
+prec = sys.argv[3]
+bound = 1e-3 if prec == "bf16" else 2e-4
 d = [abs(a - b) for a, b in zip(got, ref)]
-assert len(got) == 3 and len(ref) == 3 and max(d) <= 1e-3, f"bf16 {got} vs fp32 {ref}"
-print("|bf16 - fp32| per step " + " ".join(f"{x:.2g}" for x in d) + " (<= 1e-3)")
+assert len(got) == 3 and len(ref) == 3 and max(d) <= bound, f"{prec} {got} vs fp32 {ref}"
+print(f"|{prec} - fp32| per step " + " ".join(f"{x:.2g}" for x in d) + f" (<= {bound:g})")
 PY
-        ) && ok "training $fam bf16 $p: $r" || bad "training $fam bf16 $p: $r"
+        ) && ok "training $fam $prec $p: $r" || bad "training $fam $prec $p: $r"
       fi
     done
   done

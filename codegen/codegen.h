@@ -28,7 +28,8 @@ int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o);
  * OUTDIR/program.cu, constants.bin, the nvcc Makefile and runtime/cuda/. */
 typedef struct {
   const char *arch; /* "sm_90" (default) or a list "sm_90,sm_80" */
-  bool bf16;        /* --precision bf16: float tensors stored as bf16, fp32 accumulation */
+  bool bf16;        /* --precision bf16: float tensors stored as bf16, fp32 accumulation (fp16: the emitter
+                     * stores f16 where the storage pass stored f16; docs/cuda-target.md, "fp16") */
   bool pipe_stage;  /* a pipeline stage (galvc --pipeline-stages): main = runtime/cuda/pipe_cuda.cu, MPI + comm backend */
 } gv_cuda_options;
 int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_cuda_options *co);

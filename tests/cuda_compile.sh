@@ -6,8 +6,8 @@
 #   - both communicator backends (NCCL over MPI bootstrap; host-staged over
 #     the MPI backend) link into tests/cuda/comm_check.cu,
 #   - every example family (helper-built gpt2 / bert / llama / vit / t5,
-#     inference) goes through galvc --target cuda (gpt2 also --precision
-#     bf16) and its program.cu links against the library,
+#     inference) goes through galvc --target cuda (gpt2 and llama also
+#     --precision bf16 and fp16) and its program.cu links against the library,
 #   - the index ops' graphs (ScatterND, GatherND, GatherElements,
 #     ScatterElements, integer Mod, broadcast MatMul) and a training step
 #     through them (tests/ops/make_graphs.py) compile and link,
@@ -15,7 +15,8 @@
 #     kernels of kernels_grad.cu, runtime/train.c's driver with the device
 #     step of train_cuda.cu) compiles and links too; gpt2, llama and vit also
 #     as bf16 mixed-precision training (--precision bf16: fp32 state and
-#     parameter gradients, bf16 activations),
+#     parameter gradients, bf16 activations), gpt2 and llama as fp16 training
+#     (f16 activations, dynamic loss scaling),
 #   - 2-rank GPT-2 (--gpus 2: tp inference, dp and tp training, both also
 #     bf16; collectives in program.cu) links with the NCCL and the
 #     host-staged backend,
@@ -100,8 +101,8 @@ fi
 # ---- every example model's CUDA program
 for fam in gpt2 bert llama vit t5; do
   python3 "$SRC/examples/make_model.py" "$fam" -o "$T/$fam.onnx" --no-verify >/dev/null
-  for prec in fp32 bf16; do
-    [ "$prec" = bf16 ] && [ "$fam" != gpt2 ] && [ "$fam" != llama ] && continue
+  for prec in fp32 bf16 fp16; do
+    [ "$prec" != fp32 ] && [ "$fam" != gpt2 ] && [ "$fam" != llama ] && continue
     d=$T/${fam}_$prec
     if "$BUILD/galvc" "$T/$fam.onnx" --batch 2 --seq 16 --target cuda --precision $prec --no-build -q -o "$d/" &&
        make -s -C "$d" GALV_CU_LIB="$T/lib/libgalv_cuda.a" NVFLAGS="${NVF[*]}" >"$d.log" 2>&1; then
@@ -285,22 +286,29 @@ for g in scatternd_mask scatternd_add gathernd gatherelements scatterelements_ad
     echo "✗ $g${train:+ (training)}"; cat "$d.log" 2>/dev/null; fail=1
   fi
 done
-# ---- bf16 mixed-precision training (fp32 state and parameter gradients, bf16 activations and GEMM inputs)
-for fam in gpt2 llama vit; do
-  d=$T/${fam}_train_bf16
-  if "$BUILD/galvc" "$T/$fam.onnx" --batch 2 --seq 16 --train --precision bf16 --target cuda --no-build -q -o "$d/" &&
+# ---- 16-bit mixed-precision training (fp32 state and parameter gradients, bf16 / f16 activations and GEMM
+# inputs; fp16 with dynamic loss scaling)
+for cfg in gpt2:bf16 llama:bf16 vit:bf16 gpt2:fp16 llama:fp16; do
+  fam=${cfg%:*} prec=${cfg#*:}
+  DT=GALV_BF16
+  [ "$prec" = fp16 ] && DT=GALV_F16
+  d=$T/${fam}_train_$prec
+  if "$BUILD/galvc" "$T/$fam.onnx" --batch 2 --seq 16 --train --precision $prec --target cuda --no-build -q -o "$d/" &&
      make -s -C "$d" GALV_CU_LIB="$T/lib/libgalv_cuda.a" NVFLAGS="${NVF[*]}" >"$d.log" 2>&1; then
-    echo "✓ $fam (bf16 training): $(grep -c '^  GALV_CU_PROF' "$d/program.cu") kernel calls, $(grep -c 'galv_cu_gemm_to\|galv_cu_reduce_to' "$d/program.cu") bf16 -> fp32 gradient kernels, $(grep -c '^  galv_cu_\(from\|to\)_f32' "$d/program.cu") storage conversions"
+    echo "✓ $fam ($prec training): $(grep -c '^  GALV_CU_PROF' "$d/program.cu") kernel calls, $(grep -c 'galv_cu_gemm_to\|galv_cu_reduce_to' "$d/program.cu") $prec -> fp32 gradient kernels, $(grep -c '^  galv_cu_\(from\|to\)_f32' "$d/program.cu") storage conversions"
   else
-    echo "✗ $fam (bf16 training)"; cat "$d.log" 2>/dev/null; fail=1
+    echo "✗ $fam ($prec training)"; cat "$d.log" 2>/dev/null; fail=1
   fi
   # the storage plan: the update kernels (those writing the state buffer) read fp32 values only, weight
-  # gradients are bf16 x bf16 -> fp32 GEMMs
+  # gradients are 16-bit x 16-bit -> fp32 GEMMs, and no conversion or GEMM names the other 16-bit type
   upd=$(grep 'GALV_LAUNCH(' "$d/program.cu" | grep '(float \*)S(' || true)
   if [ -z "$upd" ] || echo "$upd" | grep -q '(const gf \*)'; then
-    echo "✗ $fam (bf16 training): a state update reads a bf16 value (or none found)"; fail=1
+    echo "✗ $fam ($prec training): a state update reads a 16-bit value (or none found)"; fail=1
   fi
-  grep -q 'galv_cu_gemm_to(GALV_BF16, GALV_F32' "$d/program.cu" || { echo "✗ $fam (bf16 training): no bf16 -> fp32 weight-gradient GEMM"; fail=1; }
+  grep -q "galv_cu_gemm_to($DT, GALV_F32" "$d/program.cu" || { echo "✗ $fam ($prec training): no $prec -> fp32 weight-gradient GEMM"; fail=1; }
+  if [ "$prec" = fp16 ] && grep -q 'GALV_BF16\|__nv_bfloat16' "$d/program.cu"; then
+    echo "✗ $fam (fp16 training): program.cu names bf16"; fail=1
+  fi
 done
 
 # ---- no GPU here: the program says so in one line, exit 1

@@ -3,8 +3,8 @@
 # the CUDA, cuBLAS and NCCL names (functions, types, constants, device
 # intrinsics) its headers export are listed, and every such name that a
 # program uses — runtime/cuda/ and the generated program.cu / program_bwd.cu
-# of GPT-2 inference (fp32 and bf16), ViT training (conv gradients), GPT-2
-# bf16 training, 2-rank tp inference and dp training, a 2-stage GPipe
+# of GPT-2 inference (fp32, bf16 and fp16), ViT training (conv gradients), GPT-2
+# bf16 and fp16 training, 2-rank tp inference and dp training, a 2-stage GPipe
 # training pipeline — must be among them (else `make emu` would not build
 # that program); and every function the headers declare must be used by a
 # program (nothing is emulated that no program calls). The checker must
@@ -20,7 +20,9 @@ python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2.onnx" --layers 2 --hidden
 python3 "$SRC/examples/make_model.py" vit -o "$T/vit.onnx" --layers 1 --hidden 32 --heads 4 --no-verify >/dev/null
 G=("$BUILD/galvc" --target cuda --no-build -q)
 for c in "inf:$T/gpt2.onnx --batch 2 --seq 16" "inf16:$T/gpt2.onnx --batch 2 --seq 16 --precision bf16" \
+         "inf16h:$T/gpt2.onnx --batch 2 --seq 16 --precision fp16" \
          "vit:$T/vit.onnx --batch 2 --train" "tr16:$T/gpt2.onnx --input-shape input_ids=2x8 --train --precision bf16" \
+         "tr16h:$T/gpt2.onnx --input-shape input_ids=2x8 --train --precision fp16" \
          "tp2:$T/gpt2.onnx --batch 2 --seq 16 --gpus 2 --strategy tp" \
          "dp2:$T/gpt2.onnx --input-shape input_ids=2x8 --train --gpus 2 --strategy dp" \
          "pp2:$T/gpt2.onnx --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2 --train --schedule gpipe"; do

@@ -4,9 +4,10 @@ emulated form (make emu: program.cu and runtime/cuda/ compiled by the host
 C++ compiler against runtime/cuda/emu/), runs program-emu on random inputs
 (tests/model_inputs.py) and compares every output with onnxruntime
 directly: fp32 rtol 1e-4 / atol 1e-5, --precision bf16 the bound of
-docs/cuda-target.md (atol 5e-2 + rtol 5e-2).
+docs/cuda-target.md (atol 5e-2 + rtol 5e-2), --precision fp16 the bound
+docs/cpu-target.md states for fp16 against fp32 (2^-9 max|output|).
 
-usage: cuda_emu_compare.py BUILD MODEL.onnx [--batch 2 --seq 16] [--precision bf16] [--keep DIR]
+usage: cuda_emu_compare.py BUILD MODEL.onnx [--batch 2 --seq 16] [--precision bf16|fp16] [--keep DIR]
                            [--galvc-args "--gpus 2 --strategy tp"]
 With --galvc-args naming --gpus N > 1 the program's ranks run under its
 ./launch (mpirun) with GALV_PROGRAM=program-emu.
@@ -39,8 +40,9 @@ def main():
     ap.add_argument("--galvc-args", default="", help="more galvc options (split at spaces)")
     a = ap.parse_args()
     extra = a.galvc_args.split()
-    tag = os.path.basename(a.model) + (" bf16" if a.precision == "bf16" else "") + (" " + a.galvc_args if extra else "")
-    rtol, atol = (5e-2, 5e-2) if a.precision == "bf16" else (1e-4, 1e-5)
+    tag = os.path.basename(a.model) + (" " + a.precision if a.precision != "fp32" else "") + (" " + a.galvc_args if extra else "")
+    rtol, atol = (5e-2, 5e-2) if a.precision == "bf16" else (0.0, 0.0) if a.precision == "fp16" else (1e-4, 1e-5)
+    atol_max = 2.0 ** -9 if a.precision == "fp16" else 0.0
 
     m = onnx.load(a.model, load_external_data=False)
     feeds = make_inputs(m, a.batch, a.seq)
@@ -76,7 +78,7 @@ def main():
         if r.returncode != 0:
             print(f"FAIL {tag} [program-emu]: exited {r.returncode}: {r.stderr.strip()[-3000:]}")
             return 1
-        return 1 if compare(f"{tag} [program-emu]", names, ref, od, rtol, atol) else 0
+        return 1 if compare(f"{tag} [program-emu]", names, ref, od, rtol, atol, atol_max) else 0
 
 
 if __name__ == "__main__":

@@ -40,8 +40,8 @@
 #     overflow within 2e-4 of the fp32 one device; a
 #     checkpoint option with loss scaling in a pipeline: one error line.
 # (6) The CUDA program under the execution layer (make emu; skipped without a
-#     C++ compiler): bf16 (the CUDA runtime stores bf16 only, so CUDA fp16
-#     is refused) with --loss-scale-init 1e38 --loss-scale-interval 1: the
+#     C++ compiler): bf16 (fp16 on the CUDA target: tests/cuda_emu_fp16.sh)
+#     with --loss-scale-init 1e38 --loss-scale-interval 1: the
 #     same per-step lines as the CPU program (the scale grows once to 2e38,
 #     then not to an infinite 4e38). No overflow step runs on this target
 #     (bf16's range does not overflow here).
@@ -235,7 +235,7 @@ if [ -x "$T/p16/launch" ]; then
     ok "pp=2 fp16 --save-checkpoint: $(grep -m1 'error:' <<<"$out")"
   else bad "pp=2 fp16 --save-checkpoint: exit $rc: $(head -2 <<<"$out")"; fi
 fi
-# ---- (6) the CUDA program (bf16: the CUDA runtime stores bf16, not fp16) with the loss-scaling ops under the
+# ---- (6) the CUDA program (bf16; fp16: tests/cuda_emu_fp16.sh) with the loss-scaling ops under the
 # execution layer (make emu): the same per-step lines (loss, scale after a growth capped at a finite value,
 # skipped count read from the device) as the CPU program of the same plan
 if command -v "${CXX:-g++}" >/dev/null; then

@@ -143,10 +143,10 @@ static void usage(FILE *f) {
           "                           runs where a GPU is) is the default when --gpus is given, cpu (C +\n"
           "                           OpenBLAS + MPI; runs anywhere) otherwise (docs/cuda-target.md, cpu-target.md)\n"
           "  --cuda-arch sm_90[,sm_80]  GPU architectures of the cuda target (default sm_90)\n"
-          "  --precision fp32|bf16|fp16  float storage, both targets (bf16: bf16 storage, fp32 compute and\n"
-          "                           accumulation; fp16: programs on the cpu target only, training with\n"
-          "                           --loss-scale; with --train mixed precision: fp32 parameters, optimizer\n"
-          "                           state and parameter gradients, 16-bit activations and GEMM inputs)\n"
+          "  --precision fp32|bf16|fp16  float storage, both targets (bf16 / fp16: 16-bit storage, fp32 compute\n"
+          "                           and accumulation; fp16 training with --loss-scale; with --train mixed\n"
+          "                           precision: fp32 parameters, optimizer state and parameter gradients,\n"
+          "                           16-bit activations and GEMM inputs)\n"
           "  --grad-dtype fp32|bf16   --train --precision bf16: the parameter gradients' storage (and so their\n"
           "                           dp / ZeRO reduction's dtype unless --reduce-dtype); default fp32\n"
           "  --reduce-dtype fp32|bf16|fp16  --train with 16-bit --precision: the dtype in which the gradient\n"
@@ -526,7 +526,7 @@ int main(int argc, char **argv) {
   int verify_each = 0, stats = 0, quiet = 0, train = 0, build = 1;
   int scale_opt = 0; /* --loss-scale-init / -growth / -backoff / -interval given */
   double scale_init = 0; /* --loss-scale-init */
-  bool fp16 = false; /* --precision fp16: the cpu target runs it; the cuda target prices it (not emitted yet) */
+  bool fp16 = false; /* --precision fp16: f16 storage (both targets; the storage pass's dtype) */
   int64_t gpus = 1, gpus_per_node = 0;
   int gpus_given = 0; /* --gpus asks for GPUs: the cuda target unless --target says otherwise */
   gv_cuda_options cuda = {.arch = "sm_90"};
@@ -926,11 +926,6 @@ int main(int argc, char **argv) {
   if (fp16 && train && !gv_train_opts.loss_scale_mode) gv_train_opts.loss_scale_mode = 2; /* torch's GradScaler */
   if (scale_opt && !gv_train_opts.loss_scale_mode) gv_train_opts.loss_scale_mode = 2;
   if (scale_init > 0) gv_train_opts.loss_scale = scale_init;
-  if (fp16 && program && strcmp(target, "cpu") != 0) {
-    gv_error_plain("--precision fp16: the cuda runtime's kernels store bf16, not fp16, so far: fp16 storage is priced "
-                   "(--report-cost, the planner, -o FILE.mlir) but not emitted; use --precision bf16 for a program");
-    return 2;
-  }
   if (gv_precision_opts.grad != GV_DT_F32 && (!cuda.bf16 || !train)) {
     gv_error_plain("--grad-dtype bf16: 16-bit parameter gradients are part of mixed-precision training (give --train "
                    "--precision bf16)");
@@ -1178,7 +1173,7 @@ int main(int argc, char **argv) {
   /* Nodes of the cluster's kind as many as the devices need (--gpus-per-node overrides the node size). */
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
   if (cluster.devices_per_node > 0 && gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
-  cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && cuda.bf16); /* as codegen/cuda fuses attention */
+  cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && (cuda.bf16 || fp16)); /* as codegen/cuda fuses attention */
   gv_plan_opts.cluster = &cluster;
   if (reserve_given && !pa.on && apply_reserve(&cluster, reserve_frac, reserve_bytes, quiet)) return 2;
   static gv_profile profile;

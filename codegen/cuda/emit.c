@@ -43,10 +43,12 @@ typedef struct {
   FILE *f;
   loc *L;
   int nv;
-  bool bf16;
+  bool narrow;         /* --precision bf16|fp16: f32 values stored 16-bit (every one, or per value when mixed) */
+  bool f16;            /* the 16-bit dtype is f16 (--precision fp16), else bf16 */
+  const char *hdt;     /* the 16-bit runtime dtype: "GALV_BF16" or "GALV_F16" */
   bool train;          /* a training step: parameters and galv.state args live in the state buffer */
-  bool mixed;          /* bf16 training: storage decided per value (the storage pass, ir/storage.h) */
-  unsigned char *half; /* mixed: by value id, 1 = stored bf16 */
+  bool mixed;          /* 16-bit training: storage decided per value (the storage pass, ir/storage.h) */
+  unsigned char *half; /* mixed: by value id, 1 = stored 16-bit */
   int64_t cvt;         /* scratch bytes of the current op's storage conversions (its own scratch follows) */
   cg_comm_target ct;   /* the collectives' target (per-value storage when mixed) */
   int64_t pbytes, wbytes, sbytes, scratch, flops;
@@ -85,23 +87,35 @@ static const cg_comm_target cu_comm_f32 = CU_COMM_TARGET(0), cu_comm_bf16 = CU_C
 static int64_t align64(int64_t x) { return (x + 63) / 64 * 64; }
 static int64_t nbytes_of(const gv_type *t) { return gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype); }
 static loc *L(emitter *e, const gv_value *v) { return &e->L[v->id]; }
-/* element bytes as stored on the device (GEMM inputs: bf16 whenever --precision bf16) */
-static size_t ses(emitter *e, gv_dtype t) { return t == GV_DT_F32 && e->bf16 ? 2 : gv_dtype_size(t); }
-static const char *dt_of(emitter *e) { return e->bf16 ? "GALV_BF16" : "GALV_F32"; }
-/* f32 value v is stored as bf16: every one under bf16 inference, per the storage pass under bf16 training */
+/* element bytes as stored on the device (GEMM inputs: 16-bit whenever --precision bf16|fp16) */
+static size_t ses(emitter *e, gv_dtype t) { return t == GV_DT_F32 && e->narrow ? 2 : gv_dtype_size(t); }
+static const char *dt_of(emitter *e) { return e->narrow ? e->hdt : "GALV_F32"; }
+/* f32 value v is stored 16-bit: every one under 16-bit inference, per the storage pass under 16-bit training */
 static bool half_of(emitter *e, const gv_value *v) {
-  if (v->type.dtype != GV_DT_F32 || !e->bf16) return false;
+  if (v->type.dtype != GV_DT_F32 || !e->narrow) return false;
   return e->mixed ? e->half[v->id] != 0 : true;
 }
-static const char *hdt(bool half) { return half ? "GALV_BF16" : "GALV_F32"; }
-static const char *vdt(emitter *e, const gv_value *v) { return hdt(half_of(e, v)); }
+static const char *hdt(emitter *e, bool half) { return half ? e->hdt : "GALV_F32"; }
+static const char *vdt(emitter *e, const gv_value *v) { return hdt(e, half_of(e, v)); }
 static size_t vses(emitter *e, const gv_value *v) { return half_of(e, v) ? 2 : gv_dtype_size(v->type.dtype); }
-/* the storage type of v in generated code (kernels_gen.c): gf is bf16 in a bf16 program */
+/* the storage type of v in generated code (kernels_gen.c): gf is bf16 / f16 in a 16-bit program */
 static const char *vstype(const void *ctx, const gv_value *v) {
   emitter *e = (emitter *)ctx;
   return v->type.dtype != GV_DT_F32 ? cu_stype(v->type.dtype) : half_of(e, v) ? "gf" : "float";
 }
 static int comm_half(const void *ctx, const gv_value *v) { return half_of((emitter *)ctx, v); }
+
+/* The dtype the storage pass stores f32 values in when narrower (bf16 or f16: one per program), else f32. */
+static gv_dtype narrow_dtype(const gv_module *m) {
+  if (!m->main || !m->main->body) return GV_DT_F32;
+  const gv_block *b = m->main->body;
+  for (int i = 0; i < b->nargs; i++)
+    if (b->args[i]->type.dtype == GV_DT_F32 && gv_value_storage(b->args[i]) != GV_DT_F32) return gv_value_storage(b->args[i]);
+  for (const gv_op *op = b->first; op; op = op->next)
+    for (int i = 0; i < op->nres; i++)
+      if (op->res[i]->type.dtype == GV_DT_F32 && gv_value_storage(op->res[i]) != GV_DT_F32) return gv_value_storage(op->res[i]);
+  return GV_DT_F32;
+}
 
 static void ptr(emitter *e, const gv_value *v, int64_t extra, char *buf, size_t n) {
   const loc *l = L(e, v);
@@ -308,7 +322,7 @@ static int emit_dot(emitter *e, const gv_op *op, const cg_kcall *kc, const char 
   char a[64], b[64];
   snprintf(a, sizeof a, "%s", pa);
   snprintf(b, sizeof b, "%s", pb);
-  int64_t es = (int64_t)ses(e, GV_DT_F32); /* GEMM inputs: bf16 whenever --precision bf16 */
+  int64_t es = (int64_t)ses(e, GV_DT_F32); /* GEMM inputs: 16-bit whenever --precision bf16|fp16 */
   if (p.pack_a) {
     snprintf(a, sizeof a, "(galv_cu.scratch + %lld)", (long long)e->cvt);
     emit_pack(e, &p.bg, &p.mg, &p.kg, 0, pa, a);
@@ -320,7 +334,7 @@ static int emit_dot(emitter *e, const gv_op *op, const cg_kcall *kc, const char 
   fprintf(f, "  { static const galv_cu_gemm_desc g = {%lld, %lld, %lld, %lld, %d, %d, %lld, %lld, %lld, %lld};\n",
           (long long)p.batch, (long long)p.M, (long long)p.N, (long long)p.K, p.ta, p.tb, (long long)p.lda,
           (long long)p.ldb, (long long)p.sa, (long long)p.sb);
-  if (half_of(e, op->res[0]) == e->bf16) fprintf(f, "    galv_cu_gemm(%s, &g, %s, %s, %s); }\n", dt_of(e), a, b, pc);
+  if (half_of(e, op->res[0]) == e->narrow) fprintf(f, "    galv_cu_gemm(%s, &g, %s, %s, %s); }\n", dt_of(e), a, b, pc);
   else fprintf(f, "    galv_cu_gemm_to(%s, %s, &g, %s, %s, %s); }\n", dt_of(e), vdt(e, op->res[0]), a, b, pc);
   e->flops += 2 * p.batch * p.M * p.N * p.K;
   return 0;
@@ -329,7 +343,7 @@ static int emit_dot(emitter *e, const gv_op *op, const cg_kcall *kc, const char 
 enum { NP = GV_MAX_RANK * 4 + 4 }; /* pointer expressions of one op */
 
 /* The CUDA side of the shared kernel-call table (../kcall.h): element sizes
- * as stored (bf16) and device pointers. */
+ * as stored (16-bit) and device pointers. */
 static size_t kc_es(const void *ctx, const gv_value *v) { return vses((emitter *)ctx, v); }
 static void kc_ptr(const void *ctx, const gv_value *v, int64_t off, char *buf, size_t n) { ptr((emitter *)ctx, v, off, buf, n); }
 
@@ -363,7 +377,7 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
     if (half_of(e, x) == half_of(e, y))
       fprintf(f, ";\n    galv_cu_reduce(%s, %s, %s, %d, d, s, %lld, %d); }\n", vdt(e, y), dst, src, kc->rank,
               (long long)kc->count, kc->kind);
-    else /* bf16 training: e.g. a bf16 activation gradient summed into an fp32 bias gradient */
+    else /* 16-bit training: e.g. a 16-bit activation gradient summed into an fp32 bias gradient */
       fprintf(f, ";\n    galv_cu_reduce_to(%s, %s, %s, %s, %d, d, s, %lld, %d); }\n", vdt(e, x), vdt(e, y), dst, src,
               kc->rank, (long long)kc->count, kc->kind);
     return 0;
@@ -436,7 +450,7 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
   case CG_K_GATHER_ND:
   case CG_K_SCATTER_ND:
     if (kc->kind && half_of(e, y))
-      return gv_error_op(e->m, op, "cuda codegen: scatter_nd %s on bf16 storage is not supported",
+      return gv_error_op(e->m, op, "cuda codegen: scatter_nd %s on 16-bit storage is not supported",
                          gv_get_str(op, "reduction", "none"));
     fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, kc->rank, kc->dims);
     if (kc->kernel == CG_K_GATHER_ND)
@@ -447,7 +461,7 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
               (long long)(gv_type_numel(&x->type) * (int64_t)es), p[kc->aux[0]], kc->idx_es, p[kc->aux[1]],
               (long long)kc->count, kc->rank, (long long)(kc->inner * (int64_t)es), kc->kind, k);
     return 0;
-  case CG_K_TOPK: /* x and the values each in their storage (f32 or bf16) */
+  case CG_K_TOPK: /* x and the values each in their storage (f32 or 16-bit) */
     fprintf(f, "  galv_cu_topk(%s, %s, %s, (int64_t *)%s, %s, %lld, %lld, %lld, %lld, %d);\n", vdt(e, x), vdt(e, y), dst,
             p[kc->aux[0]], src, (long long)kc->outer, (long long)kc->len, (long long)kc->inner, (long long)kc->count,
             kc->kind);
@@ -455,7 +469,7 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
   case CG_K_GATHER_ELEMENTS:
   case CG_K_SCATTER_ELEMENTS:
     if (kc->kind && half_of(e, y))
-      return gv_error_op(e->m, op, "cuda codegen: scatter_elements %s on bf16 storage is not supported",
+      return gv_error_op(e->m, op, "cuda codegen: scatter_elements %s on 16-bit storage is not supported",
                          gv_get_str(op, "reduction", "none"));
     fprintf(f, "  { static const int64_t d[] = "), cg_dims_lit(f, kc->rank, kc->dims);
     fprintf(f, ", s[] = "), cg_dims_lit(f, kc->rank, kc->strides);
@@ -487,7 +501,7 @@ static int emit_call(emitter *e, const gv_op *op, int k, char p[][64]) {
                          : " (use --target cpu)");
 }
 
-/* op as a runtime library call (collectives: ../comm.c). Under bf16
+/* op as a runtime library call (collectives: ../comm.c). Under 16-bit
  * training an operand stored otherwise than the kernel needs is converted
  * into scratch first, and a result is written to scratch and converted
  * into its own storage after the call (galv_cu_from_f32 / galv_cu_to_f32). */
@@ -506,14 +520,15 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
     int want = e->mixed ? cu_kernel_storage(op, i, e->half) : -1;
     if (want < 0 || want == (int)half_of(e, v)) continue;
     if (i >= NP)
-      return gv_error_op(e->m, op, "cuda codegen: --precision bf16 training: galv.%s with more than %d pieces of mixed "
+      return gv_error_op(e->m, op, "cuda codegen: 16-bit training: galv.%s with more than %d pieces of mixed "
                                    "storage is not supported", gv_ops[op->code].name, NP);
     int64_t n = gv_type_numel(&v->type);
     at[i] = e->cvt;
     e->cvt += align64(n * (want ? 2 : 4));
     if (i >= op->nopnds) post[npost++] = i;
-    else if (want) fprintf(f, "  galv_cu_from_f32(GALV_BF16, galv_cu.scratch + %lld, (const float *)%s, %lld);\n", (long long)at[i], p[i], (long long)n);
-    else fprintf(f, "  galv_cu_to_f32(GALV_BF16, (float *)(galv_cu.scratch + %lld), %s, %lld);\n", (long long)at[i], p[i], (long long)n);
+    else if (want)
+      fprintf(f, "  galv_cu_from_f32(%s, galv_cu.scratch + %lld, (const float *)%s, %lld);\n", e->hdt, (long long)at[i], p[i], (long long)n);
+    else fprintf(f, "  galv_cu_to_f32(%s, (float *)(galv_cu.scratch + %lld), %s, %lld);\n", e->hdt, (long long)at[i], p[i], (long long)n);
     snprintf(p[i], sizeof p[i], "(galv_cu.scratch + %lld)", (long long)at[i]);
   }
   if (e->cvt > e->scratch) e->scratch = e->cvt;
@@ -523,8 +538,8 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
     const gv_value *v = op->res[i - op->nopnds];
     char dst[64];
     ptr(e, v, 0, dst, sizeof dst);
-    if (half_of(e, v)) fprintf(f, "  galv_cu_from_f32(GALV_BF16, %s, (const float *)%s, %lld);\n", dst, p[i], (long long)gv_type_numel(&v->type));
-    else fprintf(f, "  galv_cu_to_f32(GALV_BF16, (float *)%s, %s, %lld);\n", dst, p[i], (long long)gv_type_numel(&v->type));
+    if (half_of(e, v)) fprintf(f, "  galv_cu_from_f32(%s, %s, (const float *)%s, %lld);\n", e->hdt, dst, p[i], (long long)gv_type_numel(&v->type));
+    else fprintf(f, "  galv_cu_to_f32(%s, (float *)%s, %s, %lld);\n", e->hdt, dst, p[i], (long long)gv_type_numel(&v->type));
   }
   e->cvt = 0;
   return rc;
@@ -606,11 +621,11 @@ static void io_entry(emitter *e, const char *name, const gv_value *v) {
   cstr(f, name);
   fprintf(f, ", %s, %d, ", rt_dtype(v->type.dtype), v->type.rank);
   dims_lit(f, v->type.rank, v->type.dims);
-  /* storage: a mixed program's f32 input or output held bf16 in the arena (a pipeline stage's crossing values:
+  /* storage: a mixed program's f32 input or output held 16-bit in the arena (a pipeline stage's crossing values:
    * runtime/pipe.c moves their 2-byte elements); 0 otherwise (the inference runtime converts by galv_cu_precision) */
   bool h = e->mixed && !x->in_weights && half_of(e, v);
   fprintf(f, ", %d, %lld, %lld, %s},\n", x->in_weights, (long long)x->off, (long long)nbytes_of(&v->type), /* host bytes */
-          h ? "GALV_BF16" : "0");
+          h ? e->hdt : "0");
 }
 
 /* The state table of a training step (galv_rt.h galv_state_entry, the same
@@ -682,11 +697,12 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
   ccomment(f, src ? src + 1 : m->source);
   fprintf(f, ". Do not edit.\n * galv_cu_run() enqueues one kernel per op of the device program, in schedule order, on\n"
              " * the compute stream; A(off) is the device arena, W(off) the device copy of weights.bin.\n"
-             " * Float tensors are stored as gf (%s). */\n",
-          e->mixed  ? "bf16 training: activations as gf = bf16; parameters, optimizer state, parameter gradients and "
-                      "the loss as float; fp32 accumulation"
-          : e->bf16 ? "bf16, fp32 accumulation"
-                    : "fp32");
+             " * Float tensors are stored as gf (%s%s). */\n",
+          !e->narrow ? "fp32" : e->f16 ? "f16" : "bf16",
+          e->mixed    ? " training: activations as gf; parameters, optimizer state, parameter gradients and the loss as "
+                        "float; fp32 accumulation"
+          : e->narrow ? ", fp32 accumulation"
+                      : "");
   if (e->entry) {
     fprintf(f, "/* the program's entry '%s' (weights in weights_%s.bin): its symbols are galv_%s_*, its run function\n"
                " * galv_%s_program_run (the galv_cu_run of an entry) */\n",
@@ -703,7 +719,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
   if (e->natt) fprintf(f, "#include \"runtime/cuda/attention.cuh\"\n");
   fprintf(f, "\ntypedef %s gf;\nconst int galv_cu_precision = %s;\n\n#define A(o) (arena + (o))\n#define W(o) (weights + (o))\n"
              "#define S(o) (state + (o))\n\n",
-          e->bf16 ? "__nv_bfloat16" : "float", e->bf16 ? "GALV_BF16" : "GALV_F32");
+          !e->narrow ? "float" : !e->f16 ? "__nv_bfloat16" : "__half", dt_of(e));
   /* tables */
   int nin = 0;
   fprintf(f, "const galv_io galv_inputs[] = {\n");
@@ -726,7 +742,7 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
   }
   if (!ret->nopnds) fprintf(f, "  {}\n");
   fprintf(f, "};\nconst int galv_noutputs = %d;\n\n", ret->nopnds);
-  /* parameters (for --gen-weights and bf16 conversion), then the f32 constants */
+  /* parameters (for --gen-weights and 16-bit conversion), then the f32 constants */
   int np = 0, nc = 0;
   fprintf(f, "const galv_cu_param galv_cu_params[] = {\n");
   for (int pass = 0; pass < 2; pass++)
@@ -1064,17 +1080,26 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
   gv_emit_options cpu = {.quiet = true, .entry = entry};
   /* plan check, weights.bin, program.c, runtime/ (an entry: program_ENTRY.c, weights_ENTRY.bin) */
   if (gv_emit_cpu(m, outdir, &cpu)) return -1;
-  /* bf16 training is mixed precision: fp32 state, bf16 activations (the storage pass) */
+  /* 16-bit training is mixed precision: fp32 state, 16-bit activations (the storage pass) */
   /* a training pipeline stage's entries (ir/storage.h gv_func_stage_kind) are mixed alike: fp32 parameters and
-   * parameter gradients, the crossing values and the stash bf16 */
+   * parameter gradients, the crossing values and the stash 16-bit */
   bool stage_train = m->main && gv_func_stage_kind(m->main) == 2;
-  emitter e = {.m = m, .bf16 = co && co->bf16, .train = train, .mixed = (train || stage_train) && co && co->bf16, .entry = entry};
+  /* the 16-bit dtype is the storage pass's (--precision fp16 stores f16; co->bf16 says --precision bf16) */
+  gv_dtype nd = narrow_dtype(m);
+  bool narrow = (co && co->bf16) || nd == GV_DT_F16;
+  emitter e = {.m = m, .narrow = narrow, .f16 = nd == GV_DT_F16, .hdt = nd == GV_DT_F16 ? "GALV_F16" : "GALV_BF16", .train = train,
+               .mixed = (train || stage_train) && narrow, .entry = entry};
   int rc = -1, nk = 0;
   if (locate(&e)) goto out;
   gv_count_uses(m->main->body);
   /* the storage pass's decision (ir/storage.h), which the memory plan sized */
-  if (gv_module_has_narrow_storage(m) && !e.bf16) {
-    gv_error(m, "cuda codegen: the program stores values 16-bit (storage pass) but was not compiled with --precision bf16");
+  if (gv_module_has_narrow_storage(m) && !e.narrow) {
+    gv_error(m, "cuda codegen: the program stores values 16-bit (storage pass) but was not compiled with --precision bf16|fp16");
+    goto out;
+  }
+  if (co && co->pipe_stage && nd == GV_DT_F16) {
+    gv_error(m, "cuda codegen: --precision fp16 pipeline stages are not supported on the cuda target yet (fp16 training "
+                "needs loss scaling, which pipelines refuse; fp16 inference stages run on the cpu target)");
     goto out;
   }
   if (e.mixed) {
@@ -1082,7 +1107,8 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
     for (int i = 0; i < e.nv; i++)
       e.half[i] = e.L[i].v->type.dtype == GV_DT_F32 && gv_value_storage(e.L[i].v) != GV_DT_F32;
   }
-  e.ct = e.bf16 ? cu_comm_bf16 : cu_comm_f32;
+  e.ct = e.narrow ? cu_comm_bf16 : cu_comm_f32;
+  if (e.narrow) e.ct.half_dt = e.hdt; /* 16-bit collectives move bf16 or f16 */
   if (e.mixed) e.ct.half = comm_half, e.ct.half_ctx = &e;
   if (!(e.comm = cg_comm_new(m, &e.ct))) goto out;
   e.att = calloc(GV_ATTN_MAX, sizeof *e.att);

@@ -38,6 +38,8 @@ __device__ static inline float att_ld(const float *p, int64_t i) { return p[i]; 
 __device__ static inline float att_ld(const galv_bf16 *p, int64_t i) { return __bfloat162float(p[i]); }
 __device__ static inline void att_st(float *p, int64_t i, float v) { p[i] = v; }
 __device__ static inline void att_st(galv_bf16 *p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
+__device__ static inline float att_ld(const galv_f16 *p, int64_t i) { return __half2float(p[i]); }
+__device__ static inline void att_st(galv_f16 *p, int64_t i, float v) { p[i] = __float2half(v); }
 
 template <typename T, typename Score>
 __global__ void __launch_bounds__(ATT_ROWS * 32)

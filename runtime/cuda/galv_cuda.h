@@ -2,11 +2,12 @@
  * (codegen/cuda/). Every generated out/program.cu includes it and is linked
  * with the runtime/cuda/ sources and the target-neutral runtime/io.c + npy.c.
  *
- * Storage: float tensors are stored as `gf` — float, or __nv_bfloat16 under
- * --precision bf16 — at the byte offsets the memory plan chose for f32 (a
- * bf16 value uses the first half of its slot). Every kernel accumulates in
- * fp32. Library kernels take the storage dtype `dt` (GALV_F32 or GALV_BF16)
- * and dispatch to a template instance.
+ * Storage: float tensors are stored as `gf` — float, __nv_bfloat16 under
+ * --precision bf16 or __half under --precision fp16 — at the byte offsets
+ * the memory plan chose (a 16-bit value has a 2-byte-per-element slot).
+ * Every kernel accumulates in fp32. Library kernels take the storage dtype
+ * `dt` (GALV_F32, GALV_BF16 or GALV_F16) and dispatch to a template
+ * instance (GALV_CU_DISPATCH).
  *
  * Every CUDA, cuBLAS and NCCL call goes through one check macro per library
  * (cudaCheck, cublasCheck, ncclCheck) that names the call, file:line and the
@@ -24,6 +25,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 extern "C" {
@@ -97,6 +99,31 @@ static inline unsigned galv_cu_blocks(int64_t n) {
 
 /* ---- device helpers of generated elementwise kernels (ir/eval.c semantics) */
 typedef __nv_bfloat16 galv_bf16;
+typedef __half galv_f16;
+/* GALV_CU_DISPATCH(dt, T, statement): the statement with T the storage type
+ * of dt (galv_bf16 for GALV_BF16, galv_f16 for GALV_F16, else float) */
+#define GALV_CU_DISPATCH(dt, T, ...)    \
+  do {                                  \
+    if ((dt) == GALV_BF16) {            \
+      typedef galv_bf16 T;              \
+      __VA_ARGS__;                      \
+    } else if ((dt) == GALV_F16) {      \
+      typedef galv_f16 T;               \
+      __VA_ARGS__;                      \
+    } else {                            \
+      typedef float T;                  \
+      __VA_ARGS__;                      \
+    }                                   \
+  } while (0)
+/* a kernel with two storage operands, each f32 or the program's 16-bit type (xdt == ydt, or one of them
+ * GALV_F32): TX and TY their types */
+#define GALV_CU_DISPATCH2(xdt, ydt, TX, TY, ...)                                         \
+  do {                                                                                   \
+    if ((xdt) == (ydt)) GALV_CU_DISPATCH(xdt, TX, typedef TX TY; __VA_ARGS__);           \
+    else if ((ydt) == GALV_F32) GALV_CU_DISPATCH(xdt, TX, typedef float TY; __VA_ARGS__); \
+    else if ((xdt) == GALV_F32) GALV_CU_DISPATCH(ydt, TY, typedef float TX; __VA_ARGS__); \
+    else galv_fatal("a kernel's operands stored %s and %s: not supported", galv_dtype_name(xdt), galv_dtype_name(ydt)); \
+  } while (0)
 __device__ static inline float gd_gelu_f32(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 __device__ static inline float gd_gelu_tanh_f32(float x) {
   float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
@@ -204,15 +231,16 @@ void galv_cu_pool_grad(int dt, const galv_conv_desc *d, const int64_t *pe, int m
                        const void *dy, void *dx);
 /* TopK (runtime/galv_rt.h's order) of rows [outer, len, inner]: one thread
  * per row picks, k times, the first element after the last pick; x stored
- * xdt, the values ydt (GALV_F32 or GALV_BF16), compared in fp32. */
+ * xdt, the values ydt (GALV_F32 or the 16-bit type), compared in fp32. */
 void galv_cu_topk(int xdt, int ydt, void *vals, int64_t *idx, const void *x, int64_t outer, int64_t len, int64_t inner,
                   int64_t k, int largest);
-/* float32 <-> storage conversion of n elements (dt GALV_BF16: to/from bf16) */
+/* float32 <-> storage conversion of n elements (dt GALV_BF16 / GALV_F16: to/from bf16 / f16, round to nearest
+ * even, f16 overflowing to inf; GALV_F32: a copy) */
 void galv_cu_from_f32(int dt, void *dst, const float *src, int64_t n);
 void galv_cu_to_f32(int dt, float *dst, const void *src, int64_t n);
 
 /* ---- training kernels (runtime/cuda/kernels_grad.cu; ir/train_ops.c
- * semantics). dt: the storage (GALV_F32 or GALV_BF16) of the activation
+ * semantics). dt: the storage (GALV_F32, GALV_BF16 or GALV_F16) of the activation
  * side (dy, logits, conv x / dx); parameter gradients and the loss are
  * fp32 whatever dt (fp32 accumulation). k: the kernel number for the error
  * flag. */
@@ -247,7 +275,7 @@ typedef struct {
   int rank;
   int64_t dims[GALV_RT_MAX_RANK];
 } galv_cu_param;
-extern const int galv_cu_precision;          /* GALV_F32 or GALV_BF16: storage of float tensors */
+extern const int galv_cu_precision;          /* GALV_F32, GALV_BF16 or GALV_F16: storage of float tensors */
 extern const galv_cu_param galv_cu_params[]; /* parameters, then one entry per f32 constant (name "") */
 extern const int galv_cu_nparams, galv_cu_nf32_consts;
 extern const int64_t galv_cu_param_bytes;    /* parameters' part of weights.bin; constants follow */

@@ -2,7 +2,7 @@
  * generated elementwise kernel (program.cu) or the fused attention kernel
  * (attention.cuh). Each computes what ir/eval.c (and the CPU runtime,
  * runtime/kernels.c) computes; tests/cuda/ compares each with a CPU
- * reference. Float data is stored as T (float or bf16) and accumulated in
+ * reference. Float data is stored as T (float, bf16 or f16) and accumulated in
  * fp32. Launch errors are checked after every launch; nothing here
  * synchronises the stream. */
 #include <string.h>
@@ -33,6 +33,8 @@ __device__ static inline float ldf(const float *p, int64_t i) { return p[i]; }
 __device__ static inline float ldf(const galv_bf16 *p, int64_t i) { return __bfloat162float(p[i]); }
 __device__ static inline void stf(float *p, int64_t i, float v) { p[i] = v; }
 __device__ static inline void stf(galv_bf16 *p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
+__device__ static inline float ldf(const galv_f16 *p, int64_t i) { return __half2float(p[i]); }
+__device__ static inline void stf(galv_f16 *p, int64_t i, float v) { p[i] = __float2half(v); }
 
 #define GRID_STRIDE(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
@@ -335,13 +337,8 @@ void galv_cu_topk(int xdt, int ydt, void *vals, int64_t *idx, const void *x, int
   if (rows == 0 || k == 0) return;
   unsigned g = galv_cu_blocks(rows);
   cudaStream_t st = galv_cu.stream;
-  if (xdt == GALV_BF16 && ydt == GALV_BF16)
-    GALV_LAUNCH(topk_k, g, 256, 0, st, (galv_bf16 *)vals, idx, (const galv_bf16 *)x, rows, len, inner, k, largest);
-  else if (xdt == GALV_BF16)
-    GALV_LAUNCH(topk_k, g, 256, 0, st, (float *)vals, idx, (const galv_bf16 *)x, rows, len, inner, k, largest);
-  else if (ydt == GALV_BF16)
-    GALV_LAUNCH(topk_k, g, 256, 0, st, (galv_bf16 *)vals, idx, (const float *)x, rows, len, inner, k, largest);
-  else GALV_LAUNCH(topk_k, g, 256, 0, st, (float *)vals, idx, (const float *)x, rows, len, inner, k, largest);
+  GALV_CU_DISPATCH2(xdt, ydt, TX, TY,
+                    GALV_LAUNCH(topk_k, g, 256, 0, st, (TY *)vals, idx, (const TX *)x, rows, len, inner, k, largest));
   GALV_CU_LAUNCHED();
 }
 
@@ -442,11 +439,7 @@ void galv_cu_reduce_to(int xdt, int ydt, void *y, const void *x, int rank, const
   if (no == 0) return;
   unsigned g = galv_cu_blocks(no * 32);
   cudaStream_t st = galv_cu.stream;
-  bool xb = xdt == GALV_BF16, yb = ydt == GALV_BF16;
-  if (xb && yb) GALV_LAUNCH(reduce_k, g, 256, 0, st, (galv_bf16 *)y, (const galv_bf16 *)x, no, kept, red, nr, kind);
-  else if (xb) GALV_LAUNCH(reduce_k, g, 256, 0, st, (float *)y, (const galv_bf16 *)x, no, kept, red, nr, kind);
-  else if (yb) GALV_LAUNCH(reduce_k, g, 256, 0, st, (galv_bf16 *)y, (const float *)x, no, kept, red, nr, kind);
-  else GALV_LAUNCH(reduce_k, g, 256, 0, st, (float *)y, (const float *)x, no, kept, red, nr, kind);
+  GALV_CU_DISPATCH2(xdt, ydt, TX, TY, GALV_LAUNCH(reduce_k, g, 256, 0, st, (TY *)y, (const TX *)x, no, kept, red, nr, kind));
   GALV_CU_LAUNCHED();
 }
 
@@ -504,13 +497,10 @@ void galv_cu_softmax(int dt, void *y, const void *x, int64_t outer, int64_t L, i
   cudaStream_t st = galv_cu.stream;
   if (inner == 1) {
     unsigned g = galv_cu_blocks(outer * 32);
-    if (dt == GALV_BF16) GALV_LAUNCH(softmax_rows_k, g, 256, 0, st, (galv_bf16 *)y, (const galv_bf16 *)x, outer, L, log_softmax);
-    else GALV_LAUNCH(softmax_rows_k, g, 256, 0, st, (float *)y, (const float *)x, outer, L, log_softmax);
+    GALV_CU_DISPATCH(dt, T, GALV_LAUNCH(softmax_rows_k, g, 256, 0, st, (T *)y, (const T *)x, outer, L, log_softmax));
   } else {
     unsigned g = galv_cu_blocks(outer * inner);
-    if (dt == GALV_BF16)
-      GALV_LAUNCH(softmax_strided_k, g, 256, 0, st, (galv_bf16 *)y, (const galv_bf16 *)x, outer, L, inner, log_softmax);
-    else GALV_LAUNCH(softmax_strided_k, g, 256, 0, st, (float *)y, (const float *)x, outer, L, inner, log_softmax);
+    GALV_CU_DISPATCH(dt, T, GALV_LAUNCH(softmax_strided_k, g, 256, 0, st, (T *)y, (const T *)x, outer, L, inner, log_softmax));
   }
   GALV_CU_LAUNCHED();
 }
@@ -569,12 +559,9 @@ void galv_cu_norm(int dt, void *y, const void *x, const void *scale, int64_t sn,
                   int64_t outer, int64_t N, float eps, int rms) {
   if (outer * N == 0) return;
   unsigned g = galv_cu_blocks(outer * 32);
-  if (dt == GALV_BF16)
-    GALV_LAUNCH(norm_k, g, 256, 0, galv_cu.stream, (galv_bf16 *)y, (const galv_bf16 *)x, (const galv_bf16 *)scale, sn,
-                (const galv_bf16 *)bias, bn, outer, N, eps, rms);
-  else
-    GALV_LAUNCH(norm_k, g, 256, 0, galv_cu.stream, (float *)y, (const float *)x, (const float *)scale, sn,
-                (const float *)bias, bn, outer, N, eps, rms);
+  GALV_CU_DISPATCH(dt, T,
+                   GALV_LAUNCH(norm_k, g, 256, 0, galv_cu.stream, (T *)y, (const T *)x, (const T *)scale, sn,
+                               (const T *)bias, bn, outer, N, eps, rms));
   GALV_CU_LAUNCHED();
 }
 
@@ -583,6 +570,9 @@ void galv_cu_norm(int dt, void *y, const void *x, const void *scale, int64_t sn,
 /* Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets (B, A) with
  * m = N, n = M. A row-major matrix with row stride ld is a column-major one
  * of its transpose with the same ld, so no copy is made. */
+/* storage dtype -> cuBLAS type: 16-bit inputs and C (fp32 compute: CUBLAS_COMPUTE_32F) */
+static cudaDataType blas_type(int dt) { return dt == GALV_BF16 ? CUDA_R_16BF : dt == GALV_F16 ? CUDA_R_16F : CUDA_R_32F; }
+
 void galv_cu_gemm(int dt, const galv_cu_gemm_desc *g, const void *a, const void *b, void *c) {
   galv_cu_gemm_to(dt, dt, g, a, b, c);
 }
@@ -590,11 +580,12 @@ void galv_cu_gemm(int dt, const galv_cu_gemm_desc *g, const void *a, const void 
 void galv_cu_gemm_to(int dt, int cdt, const galv_cu_gemm_desc *g, const void *a, const void *b, void *c) {
   if (g->M == 0 || g->N == 0 || g->batch == 0) return;
   const float one = 1.0f, zero = 0.0f;
-  cudaDataType ty = dt == GALV_BF16 ? CUDA_R_16BF : CUDA_R_32F, cty = cdt == GALV_BF16 ? CUDA_R_16BF : CUDA_R_32F;
-  if (dt != GALV_BF16 && cdt == GALV_BF16) galv_fatal("gemm: fp32 inputs with a bf16 result are not supported");
+  cudaDataType ty = blas_type(dt), cty = blas_type(cdt);
+  if (cdt != GALV_F32 && cdt != dt)
+    galv_fatal("gemm: %s inputs with a %s result are not supported", galv_dtype_name(dt), galv_dtype_name(cdt));
   cublasOperation_t opb = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (g->K == 0) {
-    size_t es = cdt == GALV_BF16 ? 2 : 4;
+    size_t es = cdt == GALV_F32 ? 4 : 2;
     cudaCheck(cudaMemsetAsync(c, 0, (size_t)(g->batch * g->M * g->N) * es, galv_cu.stream));
     return;
   }
@@ -648,10 +639,8 @@ void galv_cu_conv(int dt, const galv_conv_desc *d, const void *x, const void *w,
   conv_arg a;
   a.d = *d;
   unsigned g = galv_cu_blocks(n);
-  if (dt == GALV_BF16)
-    GALV_LAUNCH(conv_k, g, 256, 0, galv_cu.stream, (galv_bf16 *)y, (const galv_bf16 *)x, (const galv_bf16 *)w,
-                (const galv_bf16 *)bias, a, n);
-  else GALV_LAUNCH(conv_k, g, 256, 0, galv_cu.stream, (float *)y, (const float *)x, (const float *)w, (const float *)bias, a, n);
+  GALV_CU_DISPATCH(dt, T,
+                   GALV_LAUNCH(conv_k, g, 256, 0, galv_cu.stream, (T *)y, (const T *)x, (const T *)w, (const T *)bias, a, n));
   GALV_CU_LAUNCHED();
 }
 
@@ -763,9 +752,7 @@ void galv_cu_pool(int dt, const galv_conv_desc *d, const int64_t *pe, int mode, 
   int64_t n = d->N * d->C * P;
   if (n == 0) return;
   unsigned g = galv_cu_blocks(n);
-  if (dt == GALV_BF16)
-    GALV_LAUNCH(pool_k, g, 256, 0, galv_cu.stream, (galv_bf16 *)y, (const galv_bf16 *)x, a, n, P, IS);
-  else GALV_LAUNCH(pool_k, g, 256, 0, galv_cu.stream, (float *)y, (const float *)x, a, n, P, IS);
+  GALV_CU_DISPATCH(dt, T, GALV_LAUNCH(pool_k, g, 256, 0, galv_cu.stream, (T *)y, (const T *)x, a, n, P, IS));
   GALV_CU_LAUNCHED();
 }
 
@@ -776,38 +763,41 @@ void galv_cu_pool_grad(int dt, const galv_conv_desc *d, const int64_t *pe, int m
   int64_t planes = d->N * d->C;
   if (planes == 0 || IS == 0) return;
   unsigned g = galv_cu_blocks(planes);
-  if (dt == GALV_BF16)
-    GALV_LAUNCH(pool_grad_k, g, 256, 0, galv_cu.stream, (galv_bf16 *)dx, (const galv_bf16 *)x, (const galv_bf16 *)dy,
-                a, planes, P, IS);
-  else GALV_LAUNCH(pool_grad_k, g, 256, 0, galv_cu.stream, (float *)dx, (const float *)x, (const float *)dy, a, planes, P, IS);
+  GALV_CU_DISPATCH(dt, T,
+                   GALV_LAUNCH(pool_grad_k, g, 256, 0, galv_cu.stream, (T *)dx, (const T *)x, (const T *)dy, a, planes, P, IS));
   GALV_CU_LAUNCHED();
 }
 
 /* ---------------------------------------------------------------- conversions */
 
-__global__ void f32_to_bf16_k(galv_bf16 *d, const float *s, int64_t n) {
-  GRID_STRIDE(i, n) d[i] = __float2bfloat16(s[i]);
+/* stf / ldf: round to nearest even (__float2bfloat16, __float2half: an f16 beyond 65520 is inf) */
+template <typename T>
+__global__ void from_f32_k(T *d, const float *s, int64_t n) {
+  GRID_STRIDE(i, n) stf(d, i, s[i]);
 }
-__global__ void bf16_to_f32_k(float *d, const galv_bf16 *s, int64_t n) {
-  GRID_STRIDE(i, n) d[i] = __bfloat162float(s[i]);
+template <typename T>
+__global__ void to_f32_k(float *d, const T *s, int64_t n) {
+  GRID_STRIDE(i, n) d[i] = ldf(s, i);
 }
 
 void galv_cu_from_f32(int dt, void *dst, const float *src, int64_t n) {
   if (n == 0) return;
-  if (dt != GALV_BF16) {
+  if (dt != GALV_BF16 && dt != GALV_F16) {
     cudaCheck(cudaMemcpyAsync(dst, src, (size_t)n * 4, cudaMemcpyDeviceToDevice, galv_cu.stream));
     return;
   }
-  GALV_LAUNCH(f32_to_bf16_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, (galv_bf16 *)dst, src, n);
+  if (dt == GALV_BF16) GALV_LAUNCH(from_f32_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, (galv_bf16 *)dst, src, n);
+  else GALV_LAUNCH(from_f32_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, (galv_f16 *)dst, src, n);
   GALV_CU_LAUNCHED();
 }
 
 void galv_cu_to_f32(int dt, float *dst, const void *src, int64_t n) {
   if (n == 0) return;
-  if (dt != GALV_BF16) {
+  if (dt != GALV_BF16 && dt != GALV_F16) {
     cudaCheck(cudaMemcpyAsync(dst, src, (size_t)n * 4, cudaMemcpyDeviceToDevice, galv_cu.stream));
     return;
   }
-  GALV_LAUNCH(bf16_to_f32_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dst, (const galv_bf16 *)src, n);
+  if (dt == GALV_BF16) GALV_LAUNCH(to_f32_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dst, (const galv_bf16 *)src, n);
+  else GALV_LAUNCH(to_f32_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dst, (const galv_f16 *)src, n);
   GALV_CU_LAUNCHED();
 }

@@ -5,7 +5,7 @@
  * the log-sum-exp, double accumulation as the evaluator; one block for the
  * mean), and the two conv gradients (direct, one thread per result element:
  * no atomics, deterministic). The activation side (dy, logits, conv x and
- * dx) is stored as T (float, or bf16 under --precision bf16: dispatched on
+ * dx) is stored as T (float, or bf16 / f16 under --precision bf16 / fp16: dispatched on
  * dt); parameter gradients and the loss are fp32 and every sum is fp32 (or
  * double). An index or label out of range sets the error flag to k + 1.
  * Launch errors are checked after every launch; nothing synchronises. */
@@ -17,6 +17,8 @@ __device__ static inline float ldf(const float *p, int64_t i) { return p[i]; }
 __device__ static inline float ldf(const galv_bf16 *p, int64_t i) { return __bfloat162float(p[i]); }
 __device__ static inline void stf(float *p, int64_t i, float v) { p[i] = v; }
 __device__ static inline void stf(galv_bf16 *p, int64_t i, float v) { p[i] = __float2bfloat16(v); }
+__device__ static inline float ldf(const galv_f16 *p, int64_t i) { return __half2float(p[i]); }
+__device__ static inline void stf(galv_f16 *p, int64_t i, float v) { p[i] = __float2half(v); }
 
 #define GRID_STRIDE(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
@@ -43,12 +45,9 @@ void galv_cu_gather_grad(int dt, float *dst, const void *dy, const void *idx, in
   cudaCheck(cudaMemsetAsync(dst, 0, (size_t)(outer * D * inner) * sizeof(float), galv_cu.stream));
   int64_t n = outer * nidx * inner;
   if (n == 0) return;
-  if (dt == GALV_BF16)
-    GALV_LAUNCH(gather_grad_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dst, (const galv_bf16 *)dy, idx, idx_es, nidx,
-                outer, D, inner, galv_cu.err, k);
-  else
-    GALV_LAUNCH(gather_grad_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dst, (const float *)dy, idx, idx_es, nidx,
-                outer, D, inner, galv_cu.err, k);
+  GALV_CU_DISPATCH(dt, T,
+                   GALV_LAUNCH(gather_grad_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dst, (const T *)dy, idx, idx_es, nidx,
+                               outer, D, inner, galv_cu.err, k));
   GALV_CU_LAUNCHED();
 }
 
@@ -193,15 +192,12 @@ static void cross_entropy_grad_t(T *dx, const float *dloss, const T *x, const in
 
 void galv_cu_cross_entropy(int dt, float *loss, const void *x, const int64_t *lab, int64_t rows, int64_t C, int64_t ign,
                            void *scratch, int k) {
-  if (dt == GALV_BF16) cross_entropy_t(loss, (const galv_bf16 *)x, lab, rows, C, ign, scratch, k);
-  else cross_entropy_t(loss, (const float *)x, lab, rows, C, ign, scratch, k);
+  GALV_CU_DISPATCH(dt, T, cross_entropy_t(loss, (const T *)x, lab, rows, C, ign, scratch, k));
 }
 
 void galv_cu_cross_entropy_grad(int dt, void *dx, const float *dloss, const void *x, const int64_t *lab, int64_t rows,
                                 int64_t C, int64_t ign, void *scratch, int k) {
-  if (dt == GALV_BF16)
-    cross_entropy_grad_t((galv_bf16 *)dx, dloss, (const galv_bf16 *)x, lab, rows, C, ign, scratch, k);
-  else cross_entropy_grad_t((float *)dx, dloss, (const float *)x, lab, rows, C, ign, scratch, k);
+  GALV_CU_DISPATCH(dt, T, cross_entropy_grad_t((T *)dx, dloss, (const T *)x, lab, rows, C, ign, scratch, k));
 }
 
 /* ---------------------------------------------------------------- conv gradients */
@@ -272,9 +268,7 @@ void galv_cu_conv_grad_input(int dt, const galv_conv_desc *d, const void *dy, co
   if (n == 0) return;
   cdesc a;
   a.d = *d;
-  if (dt == GALV_BF16)
-    GALV_LAUNCH(conv_grad_input_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, (galv_bf16 *)dx, (const galv_bf16 *)dy, w, a, n);
-  else GALV_LAUNCH(conv_grad_input_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, (float *)dx, (const float *)dy, w, a, n);
+  GALV_CU_DISPATCH(dt, T, GALV_LAUNCH(conv_grad_input_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, (T *)dx, (const T *)dy, w, a, n));
   GALV_CU_LAUNCHED();
 }
 
@@ -284,8 +278,7 @@ void galv_cu_conv_grad_weight(int dt, const galv_conv_desc *d, const void *x, co
   if (n == 0) return;
   cdesc a;
   a.d = *d;
-  if (dt == GALV_BF16)
-    GALV_LAUNCH(conv_grad_weight_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dw, (const galv_bf16 *)x, (const galv_bf16 *)dy, a, n);
-  else GALV_LAUNCH(conv_grad_weight_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dw, (const float *)x, (const float *)dy, a, n);
+  GALV_CU_DISPATCH(dt, T,
+                   GALV_LAUNCH(conv_grad_weight_k, galv_cu_blocks(n), 256, 0, galv_cu.stream, dw, (const T *)x, (const T *)dy, a, n));
   GALV_CU_LAUNCHED();
 }

@@ -5,7 +5,7 @@
  *   ./program --gen-weights SEED [FILE]   (no GPU needed)
  *
  * Maps weights.bin and copies it to the device (float tensors converted to
- * bf16 under --precision bf16), reads and checks the inputs with the shared
+ * bf16 / f16 under --precision bf16 / fp16), reads and checks the inputs with the shared
  * runtime/io.c, runs galv_cu_run() warmup + iters times on the compute stream,
  * times the runs with CUDA events (--profile: one event per kernel call, time
  * per kernel kind), and writes each output as OUTDIR/NAME.npy in fp32.
@@ -59,7 +59,9 @@ static void usage(FILE *f) {
              "  --gen-weights SEED write FILE (default weights.bin next to the program): seeded random parameters\n"
              "                     and the program's constants (constants.bin); needs no GPU\n"
              "storage of float tensors: %s; GALV_CUDA_DEVICE=N picks the device\ninputs:\n",
-          galv_progname, galv_progname, galv_cu_precision == GALV_BF16 ? "bf16 (fp32 accumulation)" : "fp32");
+          galv_progname, galv_progname, galv_cu_precision == GALV_BF16   ? "bf16 (fp32 accumulation)"
+          : galv_cu_precision == GALV_F16 ? "fp16 (fp32 accumulation)"
+                                          : "fp32");
   for (int i = 0; i < galv_ninputs; i++) {
     char sh[160];
     galv_io g = galv_spmd_global_io(&galv_inputs[i], &galv_input_split[i]); /* the global shape: what the file holds */
@@ -151,12 +153,12 @@ static int gen_weights(const char *seed_s, const char *path) {
 
 /* Copies n f32 elements from host to dst in storage precision. */
 static void upload_f32(void *dst, const void *host, int64_t n, float *tmp) {
-  if (galv_cu_precision != GALV_BF16) {
+  if (galv_cu_precision == GALV_F32) {
     cudaCheck(cudaMemcpyAsync(dst, host, (size_t)n * 4, cudaMemcpyHostToDevice, galv_cu.stream));
     return;
   }
   cudaCheck(cudaMemcpyAsync(tmp, host, (size_t)n * 4, cudaMemcpyHostToDevice, galv_cu.stream));
-  galv_cu_from_f32(GALV_BF16, dst, tmp, n);
+  galv_cu_from_f32(galv_cu_precision, dst, tmp, n);
   cudaCheck(cudaStreamSynchronize(galv_cu.stream)); /* tmp is reused */
 }
 
@@ -316,12 +318,12 @@ int main(int argc, char **argv) {
   for (int o = 0; o < galv_noutputs; o++)
     if (galv_outputs[o].dtype == GALV_F32 && galv_outputs[o].nbytes / 4 > maxf) maxf = galv_outputs[o].nbytes / 4;
   float *tmp = NULL;
-  if (galv_cu_precision == GALV_BF16) cudaCheck(cudaMalloc((void **)&tmp, (size_t)maxf * 4));
+  if (galv_cu_precision != GALV_F32) cudaCheck(cudaMalloc((void **)&tmp, (size_t)maxf * 4));
   char *dw = NULL, *arena = NULL;
   cudaCheck(cudaMalloc((void **)&dw, (size_t)(galv_weights_bytes ? galv_weights_bytes : 64)));
   cudaCheck(cudaMalloc((void **)&arena, (size_t)(galv_arena_bytes ? galv_arena_bytes : 64)));
   cudaCheck(cudaMemcpy(dw, weights, (size_t)galv_weights_bytes, cudaMemcpyHostToDevice));
-  if (galv_cu_precision == GALV_BF16)
+  if (galv_cu_precision != GALV_F32)
     for (int p = 0; p < galv_cu_nparams + galv_cu_nf32_consts; p++) {
       const galv_cu_param *q = &galv_cu_params[p];
       if (q->dtype == GALV_F32) upload_f32(dw + q->offset, weights + q->offset, q->nelem, tmp);
@@ -359,7 +361,7 @@ int main(int argc, char **argv) {
   printf("%s: %s, %d kernels, %ld iterations: mean %.3f ms, min %.3f ms", galv_progname, prop.name, galv_nkernels, iters,
          mean, min);
   if (galv_cu_flops > 0) printf(", %.1f GEMM+attention TFLOP/s", (double)galv_cu_flops / (min * 1e-3) / 1e12);
-  printf(" (%s)\n", galv_cu_precision == GALV_BF16 ? "bf16 storage" : "fp32");
+  printf(" (%s)\n", galv_cu_precision == GALV_BF16 ? "bf16 storage" : galv_cu_precision == GALV_F16 ? "fp16 storage" : "fp32");
   if (profile) report_profile(iters, profile_out);
   if (galv_nranks > 1) galv_spmd_check_bytes(comm_stats, warmup + iters); /* before the output gathers (which count) */
   printf("%s: arena %lld bytes, weights %lld bytes, scratch %lld bytes on the device\n", galv_progname,
@@ -370,8 +372,8 @@ int main(int argc, char **argv) {
     const char *src = (d->in_weights ? dw : arena) + d->offset;
     void *h = malloc((size_t)d->nbytes + 1);
     if (!h) galv_fatal("out of memory");
-    if (d->dtype == GALV_F32 && galv_cu_precision == GALV_BF16) {
-      galv_cu_to_f32(GALV_BF16, tmp, src, d->nbytes / 4);
+    if (d->dtype == GALV_F32 && galv_cu_precision != GALV_F32) {
+      galv_cu_to_f32(galv_cu_precision, tmp, src, d->nbytes / 4);
       cudaCheck(cudaMemcpyAsync(h, tmp, (size_t)d->nbytes, cudaMemcpyDeviceToHost, galv_cu.stream));
     } else {
       cudaCheck(cudaMemcpyAsync(h, src, (size_t)d->nbytes, cudaMemcpyDeviceToHost, galv_cu.stream));

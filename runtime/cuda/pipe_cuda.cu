@@ -166,9 +166,9 @@ static const galv_pipe_device cuda_pipe = {d_begin, d_alloc, d_release, d_h2d, d
 int main(int argc, char **argv) {
   const char *slash = strrchr(argv[0], '/');
   galv_progname = slash ? slash + 1 : argv[0];
-  /* bf16: training stages only (mixed precision: fp32 weights as uploaded, bf16 crossing values and stash) */
+  /* 16-bit: training stages only (mixed precision: fp32 weights as uploaded, 16-bit crossing values and stash) */
   if (galv_cu_precision != GALV_F32 && !galv_pipe_training)
-    galv_fatal("bf16 inference pipeline stages are not supported on the cuda target yet (run the cpu target's stages)");
+    galv_fatal("16-bit (bf16 / fp16) inference pipeline stages are not supported on the cuda target yet (run the cpu target's stages)");
   galv_pipe_dev = &cuda_pipe;
   return galv_pipe_main(argc, argv);
 }

@@ -142,7 +142,7 @@ int galv_cu_train_main(int argc, char **argv) {
            "parameters (fp32%s)\n",
            galv_progname, prop.name, mean, step_ms_min, counted, nsteps > 1 ? " (after the first)" : "",
            (double)galv_cu_flops / (step_ms_min * 1e-3) / 1e12, (long long)params,
-           galv_cu_precision == GALV_BF16 ? "; bf16 activations" : "");
+           galv_cu_precision == GALV_BF16 ? "; bf16 activations" : galv_cu_precision == GALV_F16 ? "; fp16 activations" : "");
   }
   if (d_arena) {
     cudaCheck(cudaFree(d_arena));

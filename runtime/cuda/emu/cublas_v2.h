@@ -1,8 +1,9 @@
 /* cublas_v2.h — the cuBLAS calls of galvc's programs, executed over OpenBLAS
  * by the CUDA execution layer (emu_blas.cc): column-major operands, the
  * transpose flags, leading dimensions, batch strides and fp32 compute as
- * cuBLAS defines them; bf16 operands are read as the bf16 values they are
- * and a bf16 C is rounded once from the fp32 result. */
+ * cuBLAS defines them; bf16 / f16 operands are read as the 16-bit values
+ * they are and a bf16 / f16 C is rounded once from the fp32 result (f16:
+ * to inf beyond its range, as cuBLAS's conversion). */
 #ifndef GALV_EMU_CUBLAS_H
 #define GALV_EMU_CUBLAS_H
 #include "galv_emu.h"
@@ -18,7 +19,7 @@ typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 } cublasOperation_t;
 typedef enum { CUBLAS_DEFAULT_MATH = 0, CUBLAS_PEDANTIC_MATH = 2 } cublasMath_t;
 typedef enum { CUBLAS_COMPUTE_32F = 68 } cublasComputeType_t;
 typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
-typedef enum { CUDA_R_32F = 0, CUDA_R_16BF = 14 } cudaDataType;
+typedef enum { CUDA_R_32F = 0, CUDA_R_16F = 2, CUDA_R_16BF = 14 } cudaDataType;
 typedef struct galv_emu_blas *cublasHandle_t;
 
 cublasStatus_t cublasCreate(cublasHandle_t *h);

@@ -2,8 +2,8 @@
  * cublasGemmStridedBatchedEx with cuBLAS's column-major semantics (op(A) is
  * m x k, op(B) k x n, C m x n with leading dims lda / ldb / ldc and batch
  * strides), fp32 compute (CUBLAS_COMPUTE_32F, no TF32: the programs set
- * CUBLAS_PEDANTIC_MATH), bf16 operands widened exactly to fp32 and a bf16 C
- * rounded once from the fp32 result, as the GPU's fp32-accumulating GEMM
+ * CUBLAS_PEDANTIC_MATH), bf16 / f16 operands widened exactly to fp32 and a
+ * bf16 / f16 C rounded once from the fp32 result (galv_emu.h), as the GPU's fp32-accumulating GEMM
  * does up to summation order. Invalid arguments return the status cuBLAS
  * returns (the programs' cublasCheck reports it). The operands' byte ranges
  * go to the stream check of emu.cc on the handle's stream. */
@@ -53,7 +53,9 @@ static void widen(float *dst, const void *src, cudaDataType t, int rows, int col
   for (int c = 0; c < cols; c++)
     for (int r = 0; r < rows; r++) {
       size_t i = (size_t)c * (size_t)ld + (size_t)r;
-      dst[i] = t == CUDA_R_16BF ? (float)((const __nv_bfloat16 *)src)[i] : ((const float *)src)[i];
+      dst[i] = t == CUDA_R_16BF ? (float)((const __nv_bfloat16 *)src)[i]
+               : t == CUDA_R_16F ? (float)((const __half *)src)[i]
+                                 : ((const float *)src)[i];
     }
 }
 
@@ -64,8 +66,9 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
                                           cublasComputeType_t compute, cublasGemmAlgo_t algo) {
   (void)algo;
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (compute != CUBLAS_COMPUTE_32F || at != bt || (at != CUDA_R_32F && at != CUDA_R_16BF) ||
-      (ct != CUDA_R_32F && ct != CUDA_R_16BF) || (at == CUDA_R_32F && ct != CUDA_R_32F))
+  /* 16-bit A and B (both bf16 or both f16) into C of their type or fp32; fp32 into fp32 */
+  if (compute != CUBLAS_COMPUTE_32F || at != bt || (at != CUDA_R_32F && at != CUDA_R_16BF && at != CUDA_R_16F) ||
+      (ct != CUDA_R_32F && ct != at))
     return CUBLAS_STATUS_NOT_SUPPORTED;
   int ar = ta == CUBLAS_OP_N ? m : k, ac = ta == CUBLAS_OP_N ? k : m;
   int br = tb == CUBLAS_OP_N ? k : n, bc = tb == CUBLAS_OP_N ? n : k;
@@ -73,7 +76,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
       ldc < (m > 1 ? m : 1) || sa < 0 || sb < 0 || sc < 0)
     return CUBLAS_STATUS_INVALID_VALUE;
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
-  size_t aes = at == CUDA_R_16BF ? 2 : 4, ces = ct == CUDA_R_16BF ? 2 : 4;
+  size_t aes = at == CUDA_R_32F ? 4 : 2, ces = ct == CUDA_R_32F ? 4 : 2;
   size_t an = k ? span(ar, ac, lda, sa, batch, aes) : 0, bn = k ? span(br, bc, ldb, sb, batch, aes) : 0;
   size_t cn = span(m, n, ldc, sc, batch, ces);
   galv_emu_check_device(A, an, "cublasGemmStridedBatchedEx (A)");
@@ -91,7 +94,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
     const char *Ai = (const char *)A + (size_t)i * (size_t)sa * aes, *Bi = (const char *)B + (size_t)i * (size_t)sb * aes;
     char *Ci = (char *)C + (size_t)i * (size_t)sc * ces;
     const float *pa = (const float *)Ai, *pb = (const float *)Bi;
-    if (at == CUDA_R_16BF && k) {
+    if (at != CUDA_R_32F && k) {
       a32.assign((size_t)(ac - 1) * lda + ar, 0.0f);
       b32.assign((size_t)(bc - 1) * ldb + br, 0.0f);
       widen(a32.data(), Ai, at, ar, ac, lda);
@@ -99,7 +102,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
       pa = a32.data(), pb = b32.data();
     }
     float *pc = (float *)Ci;
-    if (ct == CUDA_R_16BF) {
+    if (ct != CUDA_R_32F) {
       c32.assign((size_t)(n - 1) * ldc + m, 0.0f);
       if (be != 0.0f) widen(c32.data(), Ci, ct, m, n, ldc);
       pc = c32.data();
@@ -113,11 +116,12 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
     } else {
       cblas_sgemm(CblasColMajor, oa, ob, m, n, k, al, pa, lda, pb, ldb, be, pc, ldc);
     }
-    if (ct == CUDA_R_16BF)
+    if (ct != CUDA_R_32F)
       for (int c = 0; c < n; c++)
         for (int rr = 0; rr < m; rr++) {
           size_t j = (size_t)c * ldc + rr;
-          ((__nv_bfloat16 *)Ci)[j] = __nv_bfloat16(pc[j]);
+          if (ct == CUDA_R_16BF) ((__nv_bfloat16 *)Ci)[j] = __nv_bfloat16(pc[j]);
+          else ((__half *)Ci)[j] = __half(pc[j]);
         }
   }
   return CUBLAS_STATUS_SUCCESS;

@@ -131,35 +131,6 @@ static size_t type_size(ncclDataType_t t) {
   }
   galv_emu_die("NCCL datatype %d is not used by the programs", (int)t);
 }
-static float half_to_f(uint16_t h) {
-  uint32_t s = (uint32_t)(h >> 15) << 31, e = h >> 10 & 31, m = h & 1023, u;
-  if (e == 0) {
-    float f = (float)m * 5.9604645e-8f;
-    return s ? -f : f;
-  }
-  u = e == 31 ? s | 0x7f800000u | m << 13 : s | (e + 112) << 23 | m << 13;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-static uint16_t f_to_half(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  uint32_t s = u >> 16 & 0x8000, e = u >> 23 & 255, m = u & 0x7fffff;
-  if (e == 255) return (uint16_t)(s | 0x7c00 | (m ? 0x200 : 0));
-  int ee = (int)e - 112;
-  if (ee >= 31) return (uint16_t)(s | 0x7c00);
-  if (ee <= 0) {
-    if (ee < -10) return (uint16_t)s;
-    m |= 0x800000;
-    uint32_t sh = (uint32_t)(14 - ee), r = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
-    if (rem > half || (rem == half && (r & 1))) r++;
-    return (uint16_t)(s | r);
-  }
-  uint32_t r = (uint32_t)ee << 10 | m >> 13, rem = m & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++;
-  return (uint16_t)(s | r);
-}
 /* 16-bit sums / maxima: fp32 compute, one rounding per step */
 static void op16(void *in, void *inout, int *len, MPI_Datatype *dt, bool bf, bool max) {
   (void)dt;
@@ -170,9 +141,13 @@ static void op16(void *in, void *inout, int *len, MPI_Datatype *dt, bool bf, boo
       __nv_bfloat16 p, q;
       p.x = a[i], q.x = b[i];
       x = p, y = q;
-    } else x = half_to_f(a[i]), y = half_to_f(b[i]);
+    } else {
+      __half p, q;
+      p.x = a[i], q.x = b[i];
+      x = p, y = q;
+    }
     float r = max ? (x != x || y != y ? NAN : x > y ? x : y) : x + y;
-    b[i] = bf ? __nv_bfloat16(r).x : f_to_half(r);
+    b[i] = bf ? __nv_bfloat16(r).x : __half(r).x;
   }
 }
 static void sum_bf16(void *a, void *b, int *n, MPI_Datatype *t) { op16(a, b, n, t, true, false); }

@@ -1,5 +1,5 @@
 /* galv_emu.h — the CUDA execution layer's view of the device API: what
- * cuda_runtime.h, cuda_bf16.h, cublas_v2.h and nccl.h declare for galvc's
+ * cuda_runtime.h, cuda_bf16.h, cuda_fp16.h, cublas_v2.h and nccl.h declare for galvc's
  * programs when they are compiled by the host C++ compiler (`make emu` ->
  * program-emu) instead of nvcc. Only the symbols the generated programs and
  * runtime/cuda/ use are here (tests/cuda_emu_api.sh fails when a program
@@ -150,6 +150,49 @@ struct __nv_bfloat16 {
 };
 static inline __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
 static inline float __bfloat162float(__nv_bfloat16 b) { return (float)b; }
+
+/* ---- f16 (cuda_fp16.h): IEEE binary16, round to nearest even as the GPU's
+ * __float2half: beyond the largest finite half (65504; from 65520 on, the
+ * rounding boundary) inf, below half the smallest subnormal (2^-25) a signed
+ * zero, NaN kept quiet. Widening is exact. */
+struct __half {
+  uint16_t x;
+  __half() = default;
+  __half(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t s = u >> 16 & 0x8000, e = u >> 23 & 255, m = u & 0x7fffff;
+    if (e == 255) { x = (uint16_t)(s | 0x7c00 | (m ? 0x200 : 0)); return; }
+    int ee = (int)e - 112; /* the half's biased exponent */
+    if (ee >= 31) { x = (uint16_t)(s | 0x7c00); return; }
+    if (ee <= 0) { /* subnormal (or zero): 2^-24 units */
+      if (ee < -10) { x = (uint16_t)s; return; }
+      m |= 0x800000;
+      uint32_t sh = (uint32_t)(14 - ee), r = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+      if (rem > half || (rem == half && (r & 1))) r++;
+      x = (uint16_t)(s | r);
+      return;
+    }
+    uint32_t r = (uint32_t)ee << 10 | m >> 13, rem = m & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) r++; /* a carry into the exponent: 0x7c00 = inf */
+    x = (uint16_t)(s | r);
+  }
+  __half(double d) : __half((float)d) {}
+  __half(int i) : __half((float)i) {}
+  operator float() const {
+    uint32_t s = (uint32_t)(x >> 15) << 31, e = x >> 10 & 31, m = x & 1023, u;
+    if (e == 0) {
+      float f = (float)m * 5.9604645e-8f; /* 2^-24 */
+      return s ? -f : f;
+    }
+    u = e == 31 ? s | 0x7f800000u | m << 13 : s | (e + 112) << 23 | m << 13;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+};
+static inline __half __float2half(float f) { return __half(f); }
+static inline float __half2float(__half h) { return (float)h; }
 
 /* ---- device math without a libm name */
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
