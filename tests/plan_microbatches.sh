@@ -11,7 +11,12 @@
 #     doublings at most); the chosen count is more than one, its step the
 #     least of the printed ones and below the plan with --microbatches 1
 #     (the count fixed: never extended) under the same limit; plan.json
-#     records it and --plan reproduces the same step.
+#     records it and --plan reproduces the same step;
+#   - no plan: the tiny GPT-2 of tests/lib/tiny_lms.sh on 2 cpu-local
+#     devices (recomputation and microbatches searched) under a limit
+#     nothing fits: the error's smallest need is the least over every point
+#     the search tried (not the last point's), so that figure as the limit
+#     gives a plan, and a byte less none.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -71,5 +76,18 @@ PY
 read -r rb rs _ <<<"$(field "$T/re.json" 2>/dev/null)"
 if [ -n "${rb:-}" ] && [ "$rb" = "${b:-}" ] && [ "$rs" = "${s:-}" ]; then ok "--plan: $rb microbatches, $rs ns"
 else bad "--plan: '${rb:-}' microbatches '${rs:-}' ns vs '${b:-}' '${s:-}'"; fi
+# no plan: the error cites the least need over the points tried, and that need fits
+. "$SRC/tests/lib/tiny_lms.sh"
+tiny_lms "$T"
+NP=("$T/gpt2.onnx" --batch 8 --seq 8 --train --eps 1e-6 --target cpu --gpus 2 --plan-only --pipeline-stages 1)
+if "$G" "${NP[@]}" --memory-limit 300000 </dev/null >"$T/np.out" 2>&1; then bad "no plan: a 300000-byte limit planned"
+else
+  need=$(grep -o 'the smallest needs [0-9]* bytes' "$T/np.out" | grep -o '[0-9]*')
+  if [ -z "$need" ]; then bad "no plan: no figure: $(grep -m1 error "$T/np.out")"
+  elif ! "$G" "${NP[@]}" --memory-limit "$need" </dev/null >"$T/np2.out" 2>&1; then
+    bad "no plan: the cited need $need as the limit finds no plan: $(grep -m1 error "$T/np2.out")"
+  elif "$G" "${NP[@]}" --memory-limit $((need - 1)) </dev/null >/dev/null 2>&1; then bad "no plan: $((need - 1)) bytes also plan"
+  else ok "no plan: the error cites $need bytes, which plan; $((need - 1)) do not"; fi
+fi
 echo "plan_microbatches: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1331,6 +1331,11 @@ int main(int argc, char **argv) {
   int mb_best_B = 0, mb_more = 0;
   int64_t mb_best_step = 0;
   bool mb_final = false;
+  /* the point of the search (recomputation, microbatches) whose smallest candidate needs the least memory: when
+   * nothing fits anywhere, the planner's error line is that point's (the true minimum over the points tried) */
+  int64_t lm_mem = -1;
+  int lm_mode = 0, lm_B = 0;
+  bool err_final = false;
   if (rc_search) gv_train_opts.recompute = rc_modes[0];
   if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
   gv_module *m = NULL;
@@ -1340,7 +1345,7 @@ retry:
   gv_train_opts.microbatches = B;
   if ((B > 1 || global_batch) && galvc_microbatch_shapes(model, &opt, &pa, B, &global_batch)) return galvc_microbatch_done(), 1;
   int next_B = 0; /* the next candidate when this B does not fit (found when needed) */
-  gv_plan_opts.probe = mb_search || rc_search || joint; /* the planner: no plan fits is 1, not an error line */
+  gv_plan_opts.probe = !err_final && (mb_search || rc_search || joint); /* the planner: no plan fits is 1, not an error line */
   double t0 = now();
   m = gv_import_onnx(model, &opt);
   if (!m) return galvc_microbatch_done(), 1;
@@ -1367,6 +1372,9 @@ retry:
     double t = now(), tc = cpu_now();
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
       int pr = gv_pass_plan_sharding(m);
+      if (err_final && pr) { rc = 1; break; } /* the least point's own error line */
+      if (pr == 1 && gv_plan_last.min_mem >= 0 && (lm_mem < 0 || gv_plan_last.min_mem < lm_mem))
+        lm_mem = gv_plan_last.min_mem, lm_mode = rc_mode, lm_B = B;
       if (pr == 1 && mb_best_B && !mb_final) { /* more microbatches fit no plan: the fastest count so far */
         if (!quiet) fprintf(stderr, "galvc: no plan fits with %d microbatches: %d microbatch%s, the fastest predicted step (%.3f ms)\n",
                             B, mb_best_B, mb_best_B > 1 ? "es" : "", (double)mb_best_step / 1e6);
@@ -1404,6 +1412,12 @@ retry:
             galvc_microbatch_done();
             return joint_finish(model, opt0, &pa, &jc, -1, 0, NULL, &cluster, out, quiet, build, verify_each, train, plan_only,
                                 strcmp(target, "cuda") == 0 ? &cuda : NULL, gpus);
+          }
+          if (lm_mem >= 0 && (lm_mode != rc_mode || lm_B != B)) { /* an earlier point needed less: its error */
+            gv_module_free(m);
+            if (rc_search) gv_train_opts.recompute = rc_modes[lm_mode];
+            rc_mode = lm_mode, B = lm_B, err_final = true;
+            goto retry;
           }
           gv_plan_opts.probe = false;
           pr = gv_pass_plan_sharding(m);
