@@ -1336,6 +1336,7 @@ int main(int argc, char **argv) {
   int64_t lm_mem = -1;
   int lm_mode = 0, lm_B = 0;
   bool err_final = false;
+  gv_plan_outcome lm_out = {0}; /* that point's outcome (the default search's joint error reads it) */
   if (rc_search) gv_train_opts.recompute = rc_modes[0];
   if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
   gv_module *m = NULL;
@@ -1374,7 +1375,7 @@ retry:
       int pr = gv_pass_plan_sharding(m);
       if (err_final && pr) { rc = 1; break; } /* the least point's own error line */
       if (pr == 1 && gv_plan_last.min_mem >= 0 && (lm_mem < 0 || gv_plan_last.min_mem < lm_mem))
-        lm_mem = gv_plan_last.min_mem, lm_mode = rc_mode, lm_B = B;
+        lm_mem = gv_plan_last.min_mem, lm_mode = rc_mode, lm_B = B, lm_out = gv_plan_last;
       if (pr == 1 && mb_best_B && !mb_final) { /* more microbatches fit no plan: the fastest count so far */
         if (!quiet) fprintf(stderr, "galvc: no plan fits with %d microbatches: %d microbatch%s, the fastest predicted step (%.3f ms)\n",
                             B, mb_best_B, mb_best_B > 1 ? "es" : "", (double)mb_best_step / 1e6);
@@ -1409,6 +1410,7 @@ retry:
           }
           if (joint) { /* no program fits: the pipeline, or one error line with the smaller minimum */
             gv_module_free(m);
+            if (lm_mem >= 0) gv_plan_last = lm_out; /* one program's least need over the points tried */
             galvc_microbatch_done();
             return joint_finish(model, opt0, &pa, &jc, -1, 0, NULL, &cluster, out, quiet, build, verify_each, train, plan_only,
                                 strcmp(target, "cuda") == 0 ? &cuda : NULL, gpus);
