@@ -345,11 +345,10 @@ static int shared_param(int p) { return (galv_pipe_param_stages[p] & ~(1ull << g
 static int shared_root_stage(int p) { return __builtin_ctzll(galv_pipe_param_stages[p]); }
 static uint64_t shared_sent; /* bytes this rank sent for shared parameters (galv_pipe_xfer_report counts them apart) */
 
-/* --clip-grad-norm X: torch's clip_grad_norm_ over the step's gradients g = sum / B (the sums acc, B microbatches)
- * of every trained parameter of every stage, each counted once: a parameter whole in its stage by the stage's rank
- * 0, a split one by the lowest stage rank holding that block (dp x tp: the tp blocks repeat over dp), one shared
- * with later stages by its lowest holding stage only (each holder has the summed gradient). The squares are summed
- * in double on the host, then one all-reduce of a double over the world. Returns min(X / (n + 1e-6), 1). */
+/* --clip-grad-norm: whether this rank counts parameter p in the global norm, so that every trained parameter of
+ * every stage is counted once: a parameter whole in its stage by the stage's rank 0, a split one by the lowest
+ * stage rank holding that block (dp x tp: the tp blocks repeat over dp), one shared with later stages by its
+ * lowest holding stage only (each holder has the summed gradient). */
 static int clip_counts(int p) {
   if (shared_param(p) && shared_root_stage(p) != galv_pipe_stage) return 0;
   const galv_io_split *sp = &galv_pipe_param_split[p];
@@ -362,46 +361,33 @@ static int clip_counts(int p) {
   }
   return 1;
 }
-static double clip_coef(galv_comm *world, galv_queue *q, const char *trains, float *const *acc, double mul) {
-  double sq = 0;
+/* The step's gradient sums read once on the host: bad = any inf / NaN (every trained parameter; inf x 0 and NaN
+ * x 0 are NaN), sq = the sum of squares of those this rank counts for the clipping norm (when want_sq). */
+static void grad_scan(const char *trains, float *const *acc, int want_sq, float *bad, double *sq) {
+  *bad = 0, *sq = 0;
   for (int p = 0; p < galv_pipe_nparams; p++) {
-    if (!trains[p] || !clip_counts(p)) continue;
-    size_t n = (size_t)galv_pipe_params[p].nbytes / 4;
-    float *h = malloc(n * 4 + 64);
-    if (!h) galv_fatal("out of memory");
-    D->d2h(h, acc[p], n * 4);
-    for (size_t e = 0; e < n; e++) sq += (double)h[e] * (double)h[e];
-    free(h);
-  }
-  double *buf = D->alloc(2 * sizeof(double));
-  D->h2d(buf, &sq, sizeof sq);
-  galv_all_reduce(world, buf, buf + 1, 1, GALV_F64, GALV_RED_SUM, q);
-  galv_queue_sync(q);
-  D->d2h(&sq, buf + 1, sizeof sq);
-  D->release(buf);
-  double norm = sqrt(sq) * mul, c = galv_pipe_clip / (norm + 1e-6);
-  return c < 1 ? c : 1;
-}
-/* loss scaling: 1 when a gradient sum of any rank of any stage holds an inf / NaN (one all-reduce, max, of a float
- * over the world: every rank takes the same decision) */
-static int grads_overflow(galv_comm *world, galv_queue *q, const char *trains, float *const *acc) {
-  float bad = 0;
-  for (int p = 0; p < galv_pipe_nparams && !bad; p++) {
     if (!trains[p]) continue;
+    const int count = want_sq && clip_counts(p);
     size_t n = (size_t)galv_pipe_params[p].nbytes / 4;
     float *h = malloc(n * 4 + 64);
     if (!h) galv_fatal("out of memory");
     D->d2h(h, acc[p], n * 4);
-    for (size_t e = 0; e < n && !bad; e++) bad = h[e] * 0.0f != 0.0f; /* inf x 0 and NaN x 0 are NaN */
+    for (size_t e = 0; e < n; e++) {
+      *bad = *bad || h[e] * 0.0f != 0.0f;
+      if (count) *sq += (double)h[e] * (double)h[e];
+    }
     free(h);
   }
-  float *buf = D->alloc(2 * sizeof(float));
-  D->h2d(buf, &bad, sizeof bad);
-  galv_all_reduce(world, buf, buf + 1, 1, GALV_F32, GALV_RED_MAX, q);
+}
+/* one scalar (dtype f32 or f64) reduced over every rank of every stage, in place */
+static void world_scalar(galv_comm *world, galv_queue *q, void *x, int dtype, galv_redop op) {
+  size_t es = dtype == GALV_F64 ? 8 : 4;
+  char *buf = D->alloc(2 * es);
+  D->h2d(buf, x, es);
+  galv_all_reduce(world, buf, buf + es, 1, dtype, op, q);
   galv_queue_sync(q);
-  D->d2h(&bad, buf + 1, sizeof bad);
+  D->d2h(x, buf + es, es);
   D->release(buf);
-  return bad != 0;
 }
 
 static void shared_grad_sum(galv_comm *world, galv_queue *q, int p, float *whole, float *tmp, size_t n) {
@@ -1188,8 +1174,13 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       if (galv_pipe_param_split[p].starts) D->block(&galv_pipe_params[p], &galv_pipe_param_split[p], acc[p], accw[p]);
       else D->copy(acc[p], accw[p], wb);
     }
-    /* loss scaling: an inf / NaN in any rank's gradient sums skips the step everywhere */
-    const int skip = lsm && grads_overflow(world, q, trains, acc);
+    /* loss scaling: an inf / NaN in any rank's gradient sums skips the step everywhere (one max over the world);
+     * clipping: the global norm from every rank's counted squares (one sum over the world) */
+    float bad = 0;
+    double sq = 0;
+    if (lsm || galv_pipe_clip > 0) grad_scan(trains, acc, galv_pipe_clip > 0, &bad, &sq);
+    if (lsm) world_scalar(world, q, &bad, GALV_F32, GALV_RED_MAX);
+    const int skip = lsm && bad != 0;
     if (!skip) { /* one optimizer update of this stage's parameters (torch formulas, f32: galv_pipe_opt_elem) */
       step_t += 1.0f;
       galv_pipe_opt op = {.adamw = adamw, .one = B == 1, .lr = (float)lr, .wd = (float)wd, .b1 = (float)b1,
@@ -1200,8 +1191,9 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       /* the gradient g = sum x mul (the mean over the microbatches, unscaled), clipped: sum x (mul x coef) */
       const double mul = lsm ? 1.0 / (double)ls_scale : B > 1 ? 1.0 / B : 1.0; /* loss scaling: 1 / B in the seed */
       if (lsm) op.inv = (float)mul, op.one = 0;
-      if (galv_pipe_clip > 0) {
-        double c = clip_coef(world, q, trains, acc, mul);
+      if (galv_pipe_clip > 0) { /* torch's clip_grad_norm_: x min(X / (n + 1e-6), 1) */
+        world_scalar(world, q, &sq, GALV_F64, GALV_RED_SUM);
+        double c = galv_pipe_clip / (sqrt(sq) * mul + 1e-6);
         if (c < 1) op.inv = (float)(mul * c), op.one = 0;
       }
       for (int p = 0; p < galv_pipe_nparams && !zc; p++)
