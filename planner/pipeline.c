@@ -81,6 +81,15 @@ static bool usable(int S, int L, int k, int j) {
   return lo <= S - 1 && S - 1 <= hi;
 }
 
+/* the microbatches in flight the DP charges the stage s positions from the end (s = 1: the last) with: GPipe all
+ * B, ZB-H1 the stage count, interleaved the group's peak, 1F1B s */
+static int64_t dp_inflight(const gv_pipe_problem *p, int V, int il_inflight, int s, int B) {
+  return p->schedule == GV_SCHED_GPIPE ? B
+         : p->schedule == GV_SCHED_ZBH1 ? (p->stages && p->stages < B ? p->stages : B)
+         : V > 1                        ? il_inflight
+                                        : (s < B ? s : B);
+}
+
 int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   static const gv_stage_cost unusable = {.feasible = false};
   memset(out, 0, sizeof *out);
@@ -240,10 +249,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       F[IX(0, L, 0)] = 0;
       int64_t bound = best == INT64_MAX ? INF : best - (int64_t)(B - 1) * tmax;
       for (int s = 1; s <= S; s++) {
-        int64_t inflight = p->schedule == GV_SCHED_GPIPE ? B
-                           : p->schedule == GV_SCHED_ZBH1 ? (p->stages && p->stages < B ? p->stages : B)
-                           : V > 1                        ? il_inflight
-                                                           : (s < B ? s : B);
+        int64_t inflight = dp_inflight(p, V, il_inflight, s, B);
         for (int k = L - s; k >= 0; k--)
           for (int m = 0; m < nm; m++)
             for (int j = k + 1; j <= L - (s - 1); j++) {
@@ -303,10 +309,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       for (size_t i = 0; i < nF; i++) F[i] = INF;
       F[IX(0, L, 0)] = 0;
       for (int s = 1; s <= S; s++) {
-        int64_t inflight = p->schedule == GV_SCHED_GPIPE ? B
-                           : p->schedule == GV_SCHED_ZBH1 ? (p->stages && p->stages < B ? p->stages : B)
-                           : V > 1                        ? il_inflight
-                                                           : (s < B ? s : B);
+        int64_t inflight = dp_inflight(p, V, il_inflight, s, B);
         for (int k = L - s; k >= 0; k--)
           for (int m = 0; m < nm; m++)
             for (int j = k + 1; j <= L - (s - 1); j++) {
