@@ -1283,6 +1283,11 @@ static int tp_tables(ctx *C, const gv_plan *p, search *S, tp_choices *tc, const 
     for (int u = 1; u < nu; u++) q.tp_unit[u] = tc->val[j];
     if (tp_units_alloc(&uj[j], nu)) return gv_error(C->m, "out of memory");
     if (tp_realise(C, &q, &uj[j], S, !tc->need0) < 0) return -1;
+    /* a choice no faster and no smaller than t_layer on every layer adds nothing: no transitions, no columns */
+    bool dominated = uj[j].ok;
+    for (int u = 1; dominated && u < nu; u++)
+      dominated = tp_layer_ns(nu, base, &uj[j], u) >= base->ns[u] && uj[j].state[u] + uj[j].kept[u] >= base->state[u] + base->kept[u];
+    if (dominated) uj[j].ok = false;
   }
   tp_units a = {0};
   if (L >= 2 && tp_units_alloc(&a, nu)) return gv_error(C->m, "out of memory");
@@ -1357,15 +1362,16 @@ static int tp_of(uint8_t z) { return (z & TP_BITS) >> TP_SHIFT; }
 
 /* The knapsack over a chain: the minimum of sum ns[u][z_u] plus tc's
  * transition between consecutive layers' tp choices, with sum st[u][z_u]
- * <= cap (granule as knapsack's); zero[u] = zs[z_u]. A DP over memory and
- * a state per unit: the previous layer's tp choice and whether a layer so
- * far took choice 0 (required with tc->need0). Returns the table's time,
- * -1 when nothing fits, -2 out of memory. */
+ * <= cap; zero[u] = zs[z_u]. A DP over memory and a state per unit: the
+ * previous layer's tp choice and whether a layer so far took choice 0
+ * (required with tc->need0). Its granule is knapsack's times the states
+ * (cap / (100000 / states): the same work per unit as knapsack's). Returns
+ * the table's time, -1 when nothing fits, -2 out of memory. */
 static int64_t tp_knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nc, int64_t cap, const uint8_t *zs, const tp_choices *tc,
                            uint8_t *zero) {
   if (cap < 0) return -1;
   int nt = tc->n, ns2 = 2 * nt; /* state s = t + nt * (a layer at choice 0 so far) */
-  int64_t cells = 100000;
+  int64_t cells = 100000 / ns2;
   if ((int64_t)nu * ns2 * cells > (int64_t)1 << 26) cells = ((int64_t)1 << 26) / ((int64_t)nu * ns2) + 1;
   int64_t g = cap / cells + 1, Cn = cap / g, W = Cn + 1;
   size_t cellsz = (size_t)nu * (size_t)ns2 * (size_t)W;
@@ -1380,11 +1386,15 @@ static int64_t tp_knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nc,
   for (int64_t c = 0; c < W; c++) f[c] = 0; /* before the outer unit: choice 0, no layer yet */
   for (int u = 0; u < nu; u++) {
     int64_t w[NZ];
-    for (int z = 0; z < nc; z++) w[z] = st[u][z] >= INT64_MAX / 8 ? W : (st[u][z] + g - 1) / g;
+    int zl[NTP][NZ], nzl[NTP] = {0}; /* the unit's choices per tp choice (those that can fit) */
+    for (int z = 0; z < nc; z++) {
+      w[z] = st[u][z] >= INT64_MAX / 8 ? W : (st[u][z] + g - 1) / g;
+      if (w[z] < W) zl[tp_of(zs[z])][nzl[tp_of(zs[z])]++] = z;
+    }
     for (int64_t i = 0; i < ns2 * W; i++) h[i] = INF;
     for (int s2 = 0; s2 < ns2; s2++) {
       int t2 = s2 % nt, k2 = s2 / nt;
-      if (!u && s2) continue; /* the outer unit: choice 0, no layer */
+      if ((!u && s2) || !nzl[t2]) continue; /* the outer unit: choice 0, no layer */
       /* m[c]: the best predecessor state s (flag k: k2, or 0 when this layer takes choice 0 and sets it) */
       for (int64_t c = 0; c < W; c++) {
         m[c] = INF, ms[c] = 0;
@@ -1401,9 +1411,10 @@ static int64_t tp_knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nc,
       for (int64_t c = 0; c < W; c++) {
         int64_t bv = INF;
         uint8_t bz = 0, bs = 0;
-        for (int z = 0; z < nc; z++)
-          if (tp_of(zs[z]) == t2 && w[z] <= c && m[c - w[z]] != INF && m[c - w[z]] + ns[u][z] < bv)
-            bv = m[c - w[z]] + ns[u][z], bz = (uint8_t)z, bs = ms[c - w[z]];
+        for (int i = 0; i < nzl[t2]; i++) {
+          int z = zl[t2][i];
+          if (w[z] <= c && m[c - w[z]] != INF && m[c - w[z]] + ns[u][z] < bv) bv = m[c - w[z]] + ns[u][z], bz = (uint8_t)z, bs = ms[c - w[z]];
+        }
         h[s2 * W + c] = bv;
         ch[((size_t)u * ns2 + s2) * W + c] = bz;
         ps[((size_t)u * ns2 + s2) * W + c] = bs;
