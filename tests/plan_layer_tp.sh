@@ -10,7 +10,9 @@
 # both fastest and small enough:
 #   - Llama at 400000 bytes: layer 0 dp x tp (degree 2) and layer 1 dp alone
 #     (degree 1, its weights whole): plan.json's units[].tp_axis "tp" / null;
-#   - GPT-2 at 460000 bytes: layer 0 degree 1, layer 1 degree 2.
+#   - GPT-2 at 460000 bytes: layer 0 degree 1, layer 1 degree 2;
+#   - Llama on 8 ranks, mesh dp=2 x a=2 x b=2, no limit: layer 0 tp over a,
+#     layer 1 none, the outer unit vocab-parallel over b.
 # Per case: the layers' tp axes differ; both uniform variants of the plan
 # (every layer at the one or the other choice, through --plan) are over the
 # limit or slower; the search without the per-layer choice
@@ -86,23 +88,26 @@ PY
 
 for fam in gpt2 llama; do build "$fam-1" "$fam" -q && run "$fam-1"; done
 
-# case NAME MODEL LIMIT AXIS0 AXIS1 (plan.json's tp_axis of layers 0 and 1: an axis name or None)
+# check_case NAME MODEL LIMIT AXIS0 AXIS1 (plan.json's tp_axis of layers 0 and 1: an axis name or None; LIMIT 0: none)
 check_case() {
   local n=$1 m=$2 lim=$3 a0=$4 a1=$5
-  local got
-  got=$(planned "$n" "$m" "${SEARCH[@]}" --memory-limit "$lim") || { bad "$n: $got"; return; }
+  local got LIM=()
+  [ "$lim" != 0 ] && LIM=(--memory-limit "$lim")
+  got=$(planned "$n" "$m" "${SEARCH[@]}" "${LIM[@]}") || { bad "$n: $got"; return; }
   local p="$T/$n.json" step=${got% *} mem=${got#* }
   local axes
   axes=$(field "$p" "' '.join(str(u.get('tp_axis', p['tp_axis'])) for u in p['units'][1:])")
   if [ "$axes" != "$a0 $a1" ]; then bad "$n: layers' tp axes '$axes', want '$a0 $a1' ($(grep 'plan:   ' "$T/$n.err" | tr '\n' ' '))"; return; fi
-  ok "$n: the search at --memory-limit $lim gives layer 0 tp_axis $a0, layer 1 $a1: step $step ns, $mem bytes ($(grep 'plan:   layer' "$T/$n.err" | sed 's/plan: *//' | tr '\n' ';'))"
+  ok "$n: the search at --memory-limit $lim (0: none) on ${SEARCH[*]:0:4} gives layer 0 tp_axis $a0, layer 1 $a1: step $step ns, $mem bytes ($(grep 'plan:   layer' "$T/$n.err" | sed 's/plan: *//' | tr '\n' ';'))"
   # the report names each layer's axes
   local r0 r1
   r0=$(grep -c "plan:   layer 0: .*" "$T/$n.err") r1=$(grep -c "plan:   layer 1: .*" "$T/$n.err")
   [ "$r0" = 1 ] && [ "$r1" = 1 ] && ok "$n: report lists layer 0 and layer 1 apart" || bad "$n: report: $(grep 'plan:   ' "$T/$n.err" | tr '\n' ' ')"
-  # every uniform variant is over the limit or slower
+  # every uniform variant is over the limit or slower (with a limit: without one, every layer at none may leave an
+  # axis idle, a plan the search leaves out when the batch splits over all devices)
   local t u us um
   for t in "$a0" "$a1"; do
+    [ "$lim" = 0 ] && break
     [ "$t" = None ] && u=null || u=$t
     uniform "$p" "$T/$n-u$u.json" "$u"
     us=$(planned "$n-u$u" "$m" "${SEARCH[@]}" --plan "$T/$n-u$u.json") || { bad "$n uniform $u: $us"; continue; }
@@ -112,7 +117,7 @@ check_case() {
   done
   # the search without the per-layer choice: slower (or nothing fits)
   local off
-  off=$(GALV_PLAN_LAYER_TP=off planned "$n-off" "$m" "${SEARCH[@]}" --memory-limit "$lim") || { bad "$n off: $off"; return; }
+  off=$(GALV_PLAN_LAYER_TP=off planned "$n-off" "$m" "${SEARCH[@]}" "${LIM[@]}") || { bad "$n off: $off"; return; }
   if [ "$off" = none ] || [ "${off% *}" -gt "$step" ]; then ok "$n: without the per-layer choice: $off (slower)"
   else bad "$n: without the per-layer choice $off, not slower than $step"; fi
   # --plan replays it
@@ -124,11 +129,12 @@ check_case() {
   build "$d" "$m" "${SEARCH[@]}" --plan "$p" && run "$d" || return
   if ! by=$(counted "$d" 2 2>&1); then bad "$d: bytes: $by"; return; fi
   want=$(field "$p" "', '.join(f'{k} {2 * p[\"collectives\"][k][\"bytes\"] if k in p[\"collectives\"] else 0}' for k in ('all_reduce', 'all_gather', 'reduce_scatter', 'all_to_all'))")
-  if r=$(same "$m-1" "$d" 2>&1) && [ "$by" = "$want" ]; then ok "$n: 4 ranks, 2 steps = one device: $r; bytes counted = predicted = plan.json x 2: $by"
+  if r=$(same "$m-1" "$d" 2>&1) && [ "$by" = "$want" ]; then ok "$n: ${SEARCH[1]} ranks, 2 steps = one device: $r; bytes counted = predicted = plan.json x 2: $by"
   else bad "$n: $r; bytes counted $by, plan.json x 2 $want"; fi
-  # no reshard at the boundary: every collective over the tp axis is in the layer that has it (its node h.N / layers.N)
-  local tl=0 cl
-  [ "$a1" = tp ] && tl=1
+  # no reshard at the boundary: every collective over the layer's tp axis is in the layer that has it (its node
+  # h.N / layers.N)
+  local tl=0 cl ax=$a0
+  [ "$a0" = None ] && tl=1 ax=$a1
   cl=$(table "$d" | python3 -c "
 import re, sys, collections
 c, n = collections.Counter(), 0
@@ -136,14 +142,17 @@ for l in sys.stdin:
     kind, axes, ty, by, loc = l.split(' ', 4)
     n += 1
     m = re.search(r'(?:h|layers)[./]([0-9]+)[./]', loc)
-    if 'tp' in axes.split(','): c['layer' + m.group(1) if m else 'outer'] += 1
+    if '$ax' in axes.split(','): c['layer' + m.group(1) if m else 'outer'] += 1
 print(n, ' '.join(f'{k}:{v}' for k, v in sorted(c.items())))")
   if [ "${cl#* }" = "layer$tl:${cl#* layer$tl:}" ] && [ "${cl%% *}" -gt 0 ] && [[ "${cl#* }" != *" "* ]]; then
-    ok "$n: collectives over tp (layer:count) ${cl#* }, none outside layer $tl (${cl%% *} collectives in the table)"
-  else bad "$n: collectives over tp '${cl#* }' (want layer$tl only; ${cl%% *} in the table)"; fi
+    ok "$n: collectives over $ax (layer:count) ${cl#* }, none outside layer $tl (${cl%% *} collectives in the table)"
+  else bad "$n: collectives over $ax '${cl#* }' (want layer$tl only; ${cl%% *} in the table)"; fi
 }
 
 check_case llama-deg llama 400000 tp None
 check_case gpt2-deg gpt2 460000 None tp
+# a 3-axis mesh on 8 ranks, no limit: Llama's layer 0 tp over a, layer 1 none (the outer unit vocab-parallel over b)
+SEARCH=(--gpus 8 --mesh dp=2,a=2,b=2 --cluster h100-sxm --recompute=none --microbatches 1)
+check_case llama-3axes llama 0 a None
 echo "plan_layer_tp: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
