@@ -10,7 +10,10 @@
  * vocab-parallel axis of embedding and head (t_outer), and per unit (the
  * outer part, then each layer: the repeated blocks of the forward program,
  * found by structure, layer_units.h) whether it is ZeRO-3 sharded over the batch axes
- * and, under a tp axis, whether it runs sequence parallelism (sp_extend).
+ * and, under a tp axis, whether it runs sequence parallelism (sp_extend) and,
+ * per layer, its own tp choice: t_layer, none or another non-batch axis
+ * (tp_extend, with the transitions between consecutive layers priced in a
+ * chain DP, tp_knapsack).
  *
  * Costs. A candidate is realised: the module is cloned, the plan pinned,
  * and propagate-sharding, spmd-partition, fuse, storage and memory-plan run
