@@ -1416,7 +1416,8 @@ static int64_t tp_knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nc,
         uint8_t bz = 0, bs = 0;
         for (int i = 0; i < nzl[t2]; i++) {
           int z = zl[t2][i];
-          if (w[z] <= c && m[c - w[z]] != INF && m[c - w[z]] + ns[u][z] < bv) bv = m[c - w[z]] + ns[u][z], bz = (uint8_t)z, bs = ms[c - w[z]];
+          if (w[z] <= c && m[c - w[z]] != INF && m[c - w[z]] + ns[u][z] < bv)
+            bv = m[c - w[z]] + ns[u][z], bz = (uint8_t)z, bs = ms[c - w[z]];
         }
         h[s2 * W + c] = bv;
         ch[((size_t)u * ns2 + s2) * W + c] = bz;
@@ -1795,55 +1796,56 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
     int64_t seen_mem[2 * TRIES];
     int nseen = 0;
     for (int pass = ncp > 1 ? 0 : 1; !rc && pass < (nc > ncp ? 2 : 1); pass++) {
-    int nch = pass ? nc : ncp, first_seen = nseen;
-    int64_t budget = C->limit - rest;
-    bool fitted = false;
-    for (int tries = 0; tries < TRIES; tries++) {
-      int64_t pred = nch > ncp ? tp_knapsack(nu, ns, st, nch, budget, zs, &tc, p->zero) : knapsack(nu, ns, st, nch, budget, zs, p->zero);
-      if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
-      if (pred < 0) {
-        if (fitted) break;
-        /* nothing fits: every unit at its stage of least memory (the
-         * table's state with the arena charge; stages mix: ZeRO-3 holds
-         * the fewest parameters, ZeRO-2 no gathered ones); record it for
-         * the error beside the uniform patterns below */
-        for (int u = 0; u < nu; u++) {
-          int kmin = 0;
-          for (int k = 1; k < nch; k++)
-            if (st[u][k] < st[u][kmin]) kmin = k;
-          p->zero[u] = zs[kmin];
+      int nch = pass ? nc : ncp, first_seen = nseen;
+      int64_t budget = C->limit - rest;
+      bool fitted = false;
+      for (int tries = 0; tries < TRIES; tries++) {
+        int64_t pred = nch > ncp ? tp_knapsack(nu, ns, st, nch, budget, zs, &tc, p->zero)
+                                 : knapsack(nu, ns, st, nch, budget, zs, p->zero);
+        if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
+        if (pred < 0) {
+          if (fitted) break;
+          /* nothing fits: every unit at its stage of least memory (the
+           * table's state with the arena charge; stages mix: ZeRO-3 holds
+           * the fewest parameters, ZeRO-2 no gathered ones); record it for
+           * the error beside the uniform patterns below */
+          for (int u = 0; u < nu; u++) {
+            int kmin = 0;
+            for (int k = 1; k < nch; k++)
+              if (st[u][k] < st[u][kmin]) kmin = k;
+            p->zero[u] = zs[kmin];
+          }
+          sp_decode(p);
+          tp_decode(p, &tc);
+          int q = realise(C, p, &pc, NULL, NULL);
+          if (q < 0) rc = -1;
+          else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
+          break;
         }
+        int again = -1; /* a pattern this pass found before ends it; one of the first pass is not realised again */
+        for (int k = 0; k < nseen && again < 0; k++)
+          if (!memcmp(seen[k], p->zero, (size_t)nu)) again = k;
+        if (again >= first_seen) break;
+        if (again < 0) memcpy(seen[nseen++], p->zero, (size_t)nu);
+        const gv_plan_cost *known = sp ? sp_known(&sp_base, p->zero, nu) : NULL;
+        if (sp && !known) known = sp_known(&sp_on, p->zero, nu);
         sp_decode(p);
         tp_decode(p, &tc);
-        int q = realise(C, p, &pc, NULL, NULL);
-        if (q < 0) rc = -1;
-        else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
-        break;
+        int q = known || again >= 0 ? 0 : realise(C, p, &pc, NULL, NULL);
+        if (known) pc = *known;
+        if (again >= 0) pc.mem_total = seen_mem[again];
+        if (q) { rc = q < 0 ? -1 : 0; break; }
+        if (again < 0) seen_mem[nseen - 1] = pc.mem_total, consider(S, p, &pc, pred, C->limit);
+        int64_t used = 0;
+        for (int u = 0; u < nu; u++) used += st[u][tp_plan_choice(zs, nc, p, u, &tc)];
+        if (pc.mem_total <= C->limit) {
+          fitted = true;
+          if (pc.mem_total == C->limit) break;
+          budget += C->limit - pc.mem_total;
+        } else {
+          budget = (budget < used ? budget : used) - (pc.mem_total - C->limit);
+        }
       }
-      int again = -1; /* a pattern this pass found before ends it; one of the first pass is not realised again */
-      for (int k = 0; k < nseen && again < 0; k++)
-        if (!memcmp(seen[k], p->zero, (size_t)nu)) again = k;
-      if (again >= first_seen) break;
-      if (again < 0) memcpy(seen[nseen++], p->zero, (size_t)nu);
-      const gv_plan_cost *known = sp ? sp_known(&sp_base, p->zero, nu) : NULL;
-      if (sp && !known) known = sp_known(&sp_on, p->zero, nu);
-      sp_decode(p);
-      tp_decode(p, &tc);
-      int q = known || again >= 0 ? 0 : realise(C, p, &pc, NULL, NULL);
-      if (known) pc = *known;
-      if (again >= 0) pc.mem_total = seen_mem[again];
-      if (q) { rc = q < 0 ? -1 : 0; break; }
-      if (again < 0) seen_mem[nseen - 1] = pc.mem_total, consider(S, p, &pc, pred, C->limit);
-      int64_t used = 0;
-      for (int u = 0; u < nu; u++) used += st[u][tp_plan_choice(zs, nc, p, u, &tc)];
-      if (pc.mem_total <= C->limit) {
-        fitted = true;
-        if (pc.mem_total == C->limit) break;
-        budget += C->limit - pc.mem_total;
-      } else {
-        budget = (budget < used ? budget : used) - (pc.mem_total - C->limit);
-      }
-    }
     }
     memset(p->sp, 0, (size_t)nu);
   }
