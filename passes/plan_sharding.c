@@ -10,7 +10,10 @@
  * vocab-parallel axis of embedding and head (t_outer), and per unit (the
  * outer part, then each layer: the repeated blocks of the forward program,
  * found by structure, layer_units.h) whether it is ZeRO-3 sharded over the batch axes
- * and, under a tp axis, whether it runs sequence parallelism (sp_extend).
+ * and, under a tp axis, whether it runs sequence parallelism (sp_extend) and,
+ * per layer, its own tp choice: t_layer, none or another non-batch axis
+ * (tp_extend, with the transitions between consecutive layers priced in a
+ * chain DP, tp_knapsack).
  *
  * Costs. A candidate is realised: the module is cloned, the plan pinned,
  * and propagate-sharding, spmd-partition, fuse, storage and memory-plan run
@@ -735,7 +738,9 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
  * stages"), each without and (a plan with a tp axis) with sequence
  * parallelism. Choice k of a unit is stage zs[k] (zero_choices; sp_extend
  * adds the sp choices, zs[k] | SP_CHOICE). */
-enum { NZ = 8, SP_CHOICE = 0x10 };
+/* A choice byte: the stage (bits 0-3), SP_CHOICE, and (tp_extend) the layer's tp choice in bits 5-6 (0: the
+ * combination's t_layer). NZ: the most choices per unit (4 stages x (plain, sp, up to 3 other tp choices)). */
+enum { NZ = 24, SP_CHOICE = 0x10, TP_SHIFT = 5, TP_BITS = 0x60, NTP = 4 };
 typedef struct {
   gv_plan key;
   int status; /* 0: the table below; 1: the combination does not realise */
@@ -1152,6 +1157,308 @@ static void consider_pred(search *S, const gv_plan *p, int64_t pred, int64_t mem
   consider(S, p, &pc, pred, limit);
 }
 
+/* ---------------------------------------------------------------- the layers' tp choice per unit
+ *
+ * Under a combination whose layers have a tp axis (t_layer) each layer may
+ * instead take another non-batch axis of the mesh or none (degree 1: its
+ * weights whole, its compute repeated over the tp ranks): plan.json's
+ * units[].tp_axis, gv_plan.tp_unit. What a layer's choice changes is its
+ * time, its state and the activations it keeps for backward, and it may
+ * cost a reshard where two consecutive layers differ. Per other choice j
+ * the combination's first table realisation (P0: its ZeRO pattern, every
+ * layer at t_layer) is realised again with every layer at j (U_j): per
+ * unit, its share of the step, its state and its kept activations. The
+ * differences to P0 become a further set of columns of the unit table,
+ * beside each stage's (tp_extend; a unit's state scaled by the ratio its
+ * state has under j at P0's stage). Per pair of choices i, j the layers
+ * alternating between them (A_ij) give the transition: the realised sum of
+ * the unit shares above what the columns predict, per boundary between
+ * consecutive layers (clamped at 0), with the collective bytes it adds.
+ * The choices then are a chain: tp_knapsack minimises the table's time
+ * plus the transitions between consecutive layers within the memory
+ * budget (a DP over memory and the previous layer's tp choice). Every
+ * pattern it picks is realised and compared at its realised cost, as the
+ * ZeRO patterns are; U_j and A_ij are candidates themselves.
+ * GALV_PLAN_LAYER_TP=off leaves the choice out. Not searched on the
+ * reduced programs (repeated identical layers, 12 or more), under
+ * --plan-search exhaustive, in a pipeline stage's plan (gv_plan_intra), or
+ * with sp on a layer of another tp choice (the two sets of columns stay
+ * apart: a unit with sp keeps t_layer). */
+
+static bool tp_excluded; /* gv_plan_intra: the stage plans keep one tp axis */
+
+typedef struct {
+  int n;                      /* choices: [0] the combination's t_layer, then the others */
+  int8_t val[NTP];            /* per choice: its gv_plan.tp_unit value (0: t_layer, -1 none, a + 1: axis a) */
+  int64_t trans[NTP][NTP];    /* ns per boundary between consecutive layers of choices i and j (realised) */
+  int64_t trans_bytes[NTP][NTP]; /* collective bytes per boundary (realised; for the report) */
+  bool trans_known[NTP][NTP];
+  bool need0; /* some layer must keep choice 0: else t_layer's axis would be idle, a plan search_all leaves out */
+} tp_choices;
+
+/* The layers' tp choices of p's combination: none when disabled, without a
+ * tp axis for the layers, or with a layer of its own axis already (--plan). */
+static void tp_alternatives(const ctx *C, const gv_plan *p, tp_choices *tc) {
+  memset(tc, 0, sizeof *tc);
+  tc->n = 1;
+  const char *e = getenv("GALV_PLAN_LAYER_TP");
+  if (tp_excluded || (e && !strcmp(e, "off")) || p->t_layer < 0 || !C->layer_roles || C->nl < 1 || p->nunits > GV_PLAN_MAX_UNITS)
+    return;
+  for (int u = 0; u < p->nunits; u++)
+    if (p->tp_unit[u]) return;
+  /* as search_all: an axis that only replicates is searched only when the batch does not split over all devices */
+  int64_t devices = 1;
+  bool size1 = false;
+  for (int a = 0; a < p->naxes; a++) devices *= p->size[a], size1 |= p->size[a] == 1;
+  tc->need0 = p->t_layer != p->t_outer && !size1 && C->batch % devices == 0;
+  tc->val[tc->n++] = -1;
+  for (int a = 0; a < p->naxes && tc->n < NTP; a++)
+    if (a != p->t_layer && !(p->dmask & (1u << a)) && p->size[a] > 1) tc->val[tc->n++] = (int8_t)(a + 1);
+}
+
+/* Choice j's index of a tp_unit value (0 when it is none of them). */
+static int tp_index(const tp_choices *tc, int8_t v) {
+  for (int j = 0; j < tc->n; j++)
+    if (tc->val[j] == v) return j;
+  return 0;
+}
+
+/* One realisation's per-unit figures for tp_extend. */
+typedef struct {
+  int64_t *ns, *state, *kept;
+  int64_t coll_bytes;
+  bool ok;
+} tp_units;
+
+static int tp_units_alloc(tp_units *a, int nu) {
+  a->ns = calloc((size_t)nu, sizeof *a->ns);
+  a->state = calloc((size_t)nu, sizeof *a->state);
+  a->kept = calloc((size_t)nu, sizeof *a->kept);
+  return a->ns && a->state && a->kept ? 0 : -1;
+}
+
+static void tp_units_free(tp_units *a) { free(a->ns), free(a->state), free(a->kept); }
+
+/* P0's figures into a (kept: when not NULL, the kept activations another
+ * buffer received) and its ZeRO pattern into p0_zero. */
+static void tp_p0(tp_units *a, int nu, const int64_t *ns, const int64_t *state, const int64_t *kept, const gv_plan_cost *pc,
+                  const uint8_t *zero, uint8_t *p0_zero) {
+  memcpy(a->ns, ns, (size_t)nu * sizeof *ns);
+  memcpy(a->state, state, (size_t)nu * sizeof *state);
+  if (kept) memcpy(a->kept, kept, (size_t)nu * sizeof *kept);
+  a->coll_bytes = 0;
+  for (int i = 0; i < 4; i++) a->coll_bytes += pc->coll_bytes[i];
+  memcpy(p0_zero, zero, (size_t)nu);
+  a->ok = true;
+}
+
+/* Realises q into a (per-unit shares, state, kept activations) and offers
+ * it as a candidate. Returns realise's result (1: no candidate, a->ok false). */
+static int tp_realise(ctx *C, const gv_plan *q, tp_units *a, search *S, bool candidate) {
+  gv_plan_cost pc;
+  realise_kept = a->kept;
+  int r = realise(C, q, &pc, a->ns, a->state);
+  realise_kept = NULL;
+  a->ok = !r;
+  if (r) return r;
+  a->coll_bytes = 0;
+  for (int i = 0; i < 4; i++) a->coll_bytes += pc.coll_bytes[i];
+  if (candidate) consider(S, q, &pc, pc.step_ns, C->limit);
+  return 0;
+}
+
+/* Layer u's share of the step under choice j (1..n-1), from U_j, the
+ * outer unit's change under U_j split between the first and last layer. */
+static int64_t tp_layer_ns(int nu, const tp_units *base, const tp_units *uj, int u) {
+  int64_t d0 = uj->ns[0] - base->ns[0], h = d0 / 2, v = uj->ns[u];
+  if (u == 1) v += nu == 2 ? d0 : h;
+  else if (u == nu - 1) v += d0 - h;
+  return v;
+}
+
+/* The realisations of the other tp choices of p's combination (p: P0's
+ * pattern, every layer at t_layer; base: P0's figures): U_j into u[j], and
+ * the transitions from the alternating patterns A_ij. Returns 0, or -1. */
+static int tp_tables(ctx *C, const gv_plan *p, search *S, tp_choices *tc, const tp_units *base, tp_units *uj) {
+  int nu = p->nunits, L = nu - 1;
+  for (int j = 1; j < tc->n; j++) {
+    gv_plan q = *p;
+    for (int u = 1; u < nu; u++) q.tp_unit[u] = tc->val[j];
+    if (tp_units_alloc(&uj[j], nu)) return gv_error(C->m, "out of memory");
+    if (tp_realise(C, &q, &uj[j], S, !tc->need0) < 0) return -1;
+    /* a choice no faster and no smaller than t_layer on every layer adds nothing: no transitions, no columns */
+    bool dominated = uj[j].ok;
+    for (int u = 1; dominated && u < nu; u++)
+      dominated = tp_layer_ns(nu, base, &uj[j], u) >= base->ns[u] && uj[j].state[u] + uj[j].kept[u] >= base->state[u] + base->kept[u];
+    if (dominated) uj[j].ok = false;
+  }
+  tp_units a = {0};
+  if (L >= 2 && tp_units_alloc(&a, nu)) return gv_error(C->m, "out of memory");
+  for (int i = 0; L >= 2 && i < tc->n; i++)
+    for (int j = i + 1; j < tc->n; j++) {
+      if ((i && !uj[i].ok) || !uj[j].ok) continue;
+      gv_plan q = *p;
+      int8_t ch[2] = {(int8_t)i, (int8_t)j};
+      for (int u = 1; u < nu; u++) q.tp_unit[u] = tc->val[ch[u % 2]];
+      int r = tp_realise(C, &q, &a, S, i == 0 || !tc->need0);
+      if (r < 0) {
+        tp_units_free(&a);
+        return -1;
+      }
+      if (r) continue;
+      /* the table's prediction of A_ij's unit shares and bytes: P0's, each layer at its choice's column */
+      int64_t pred = 0, got = 0;
+      double bytes = (double)base->coll_bytes;
+      for (int u = 0; u < nu; u++) got += a.ns[u], pred += base->ns[u];
+      for (int u = 1; u < nu; u++) {
+        int c = ch[u % 2];
+        if (!c) continue;
+        pred += tp_layer_ns(nu, base, &uj[c], u) - base->ns[u];
+        bytes += (double)(uj[c].coll_bytes - base->coll_bytes) / L;
+      }
+      int64_t t = (got - pred) / (L - 1);
+      tc->trans[i][j] = tc->trans[j][i] = t > 0 ? t : 0;
+      int64_t tb = (int64_t)(((double)a.coll_bytes - bytes) / (L - 1));
+      tc->trans_bytes[i][j] = tc->trans_bytes[j][i] = tb;
+      tc->trans_known[i][j] = tc->trans_known[j][i] = true;
+      if (getenv("GALV_PLAN_DEBUG"))
+        fprintf(stderr, "plan-debug: tp choices %d/%d: realised unit shares %lld ns, the table's %lld: %lld ns and %lld collective bytes "
+                        "per boundary\n", tc->val[i], tc->val[j], (long long)got, (long long)pred, (long long)t, (long long)tb);
+    }
+  tp_units_free(&a);
+  return 0;
+}
+
+/* Adds the columns of the other tp choices to the unit table: for choice j
+ * and each stage column z < nz, at nc + (j - 1) nz + z: the layer's time
+ * shifted by U_j's change of its share, its state scaled by U_j's state
+ * ratio at P0's stage, its kept activations U_j's. The table's existing
+ * columns hold base's kept activations (with_kept: sp_extend added them;
+ * else they are added here and leave *rest). The outer unit takes no other
+ * choice (its columns an impossible weight). Returns the number of choices. */
+static int tp_extend(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], uint8_t *zs, int nz, int nc, bool with_kept, const tp_choices *tc,
+                     const tp_units *base, const tp_units *uj, int64_t *rest) {
+  if (!with_kept)
+    for (int u = 0; u < nu; u++) {
+      for (int z = 0; z < nc; z++) st[u][z] += base->kept[u];
+      *rest -= base->kept[u];
+    }
+  int n = nc;
+  for (int j = 1; j < tc->n; j++) {
+    if (!uj[j].ok) continue;
+    for (int z = 0; z < nz; z++, n++) {
+      zs[n] = (uint8_t)(zs[z] | (j << TP_SHIFT));
+      ns[0][n] = INT64_MAX / 4, st[0][n] = INT64_MAX / 4;
+      for (int u = 1; u < nu; u++) {
+        int64_t d = tp_layer_ns(nu, base, &uj[j], u) - base->ns[u], s = st[u][z] - base->kept[u];
+        ns[u][n] = ns[u][z] + d > 0 ? ns[u][z] + d : 0;
+        if (base->state[u] > 0) s = (int64_t)((double)s * (double)uj[j].state[u] / (double)base->state[u] + 0.5);
+        st[u][n] = s + uj[j].kept[u];
+      }
+    }
+  }
+  return n;
+}
+
+/* A choice's tp index (bits 5-6). */
+static int tp_of(uint8_t z) { return (z & TP_BITS) >> TP_SHIFT; }
+
+/* The knapsack over a chain: the minimum of sum ns[u][z_u] plus tc's
+ * transition between consecutive layers' tp choices, with sum st[u][z_u]
+ * <= cap; zero[u] = zs[z_u]. A DP over memory and a state per unit: the
+ * previous layer's tp choice and whether a layer so far took choice 0
+ * (required with tc->need0). Its granule is knapsack's times the states
+ * (cap / (100000 / states): the same work per unit as knapsack's). Returns
+ * the table's time, -1 when nothing fits, -2 out of memory. */
+static int64_t tp_knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nc, int64_t cap, const uint8_t *zs, const tp_choices *tc,
+                           uint8_t *zero) {
+  if (cap < 0) return -1;
+  int nt = tc->n, ns2 = 2 * nt; /* state s = t + nt * (a layer at choice 0 so far) */
+  int64_t cells = 100000 / ns2;
+  if ((int64_t)nu * ns2 * cells > (int64_t)1 << 26) cells = ((int64_t)1 << 26) / ((int64_t)nu * ns2) + 1;
+  int64_t g = cap / cells + 1, Cn = cap / g, W = Cn + 1;
+  size_t cellsz = (size_t)nu * (size_t)ns2 * (size_t)W;
+  int64_t *f = malloc((size_t)(ns2 * W) * sizeof *f), *h = malloc((size_t)(ns2 * W) * sizeof *h), *m = malloc((size_t)W * sizeof *m);
+  uint8_t *ms = malloc((size_t)W), *ch = malloc(cellsz), *ps = malloc(cellsz);
+  if (!f || !h || !m || !ms || !ch || !ps) {
+    free(f), free(h), free(m), free(ms), free(ch), free(ps);
+    return -2;
+  }
+  const int64_t INF = INT64_MAX;
+  for (int64_t i = 0; i < ns2 * W; i++) f[i] = INF;
+  for (int64_t c = 0; c < W; c++) f[c] = 0; /* before the outer unit: choice 0, no layer yet */
+  for (int u = 0; u < nu; u++) {
+    int64_t w[NZ];
+    int zl[NTP][NZ], nzl[NTP] = {0}; /* the unit's choices per tp choice (those that can fit) */
+    for (int z = 0; z < nc; z++) {
+      w[z] = st[u][z] >= INT64_MAX / 8 ? W : (st[u][z] + g - 1) / g;
+      if (w[z] < W) zl[tp_of(zs[z])][nzl[tp_of(zs[z])]++] = z;
+    }
+    for (int64_t i = 0; i < ns2 * W; i++) h[i] = INF;
+    for (int s2 = 0; s2 < ns2; s2++) {
+      int t2 = s2 % nt, k2 = s2 / nt;
+      if ((!u && s2) || !nzl[t2]) continue; /* the outer unit: choice 0, no layer */
+      /* m[c]: the best predecessor state s (flag k: k2, or 0 when this layer takes choice 0 and sets it) */
+      for (int64_t c = 0; c < W; c++) {
+        m[c] = INF, ms[c] = 0;
+        for (int s = 0; s < ns2; s++) {
+          int t = s % nt, k = s / nt;
+          int kn = u ? (k || !t2) : 0;
+          if (kn != k2) continue;
+          int64_t v = f[s * W + c];
+          if (v == INF) continue;
+          if (u >= 2 && t != t2) v += tc->trans[t][t2];
+          if (v < m[c]) m[c] = v, ms[c] = (uint8_t)s;
+        }
+      }
+      for (int64_t c = 0; c < W; c++) {
+        int64_t bv = INF;
+        uint8_t bz = 0, bs = 0;
+        for (int i = 0; i < nzl[t2]; i++) {
+          int z = zl[t2][i];
+          if (w[z] <= c && m[c - w[z]] != INF && m[c - w[z]] + ns[u][z] < bv)
+            bv = m[c - w[z]] + ns[u][z], bz = (uint8_t)z, bs = ms[c - w[z]];
+        }
+        h[s2 * W + c] = bv;
+        ch[((size_t)u * ns2 + s2) * W + c] = bz;
+        ps[((size_t)u * ns2 + s2) * W + c] = bs;
+      }
+    }
+    memcpy(f, h, (size_t)(ns2 * W) * sizeof *f);
+  }
+  int64_t best = INF;
+  int bs = 0;
+  for (int s = 0; s < ns2; s++)
+    if ((!tc->need0 || nu < 2 || s >= nt) && f[s * W + Cn] < best) best = f[s * W + Cn], bs = s;
+  if (best != INF) {
+    int64_t c = Cn;
+    for (int u = nu - 1; u >= 0; u--) {
+      size_t i = ((size_t)u * ns2 + bs) * W + c;
+      uint8_t z = ch[i];
+      zero[u] = zs[z];
+      bs = ps[i];
+      c -= (st[u][z] + g - 1) / g;
+    }
+  } else best = -1;
+  free(f), free(h), free(m), free(ms), free(ch), free(ps);
+  return best;
+}
+
+/* A knapsack's choice bytes' tp bits into p's tp_unit (after sp_decode). */
+static void tp_decode(gv_plan *p, const tp_choices *tc) {
+  for (int u = 0; u < p->nunits; u++) {
+    int j = tp_of(p->zero[u]);
+    p->tp_unit[u] = u && j < tc->n ? tc->val[j] : 0;
+    p->zero[u] &= (uint8_t)~TP_BITS;
+  }
+}
+
+/* Unit u's choice (index into zs) under p, its tp choice included. */
+static int tp_plan_choice(const uint8_t *zs, int nc, const gv_plan *p, int u, const tp_choices *tc) {
+  int j = u ? tp_index(tc, p->tp_unit[u]) : 0;
+  return choice_of(zs, nc, (uint8_t)(p->zero[u] | (p->sp[u] ? SP_CHOICE : 0) | (j << TP_SHIFT)));
+}
+
 /* Realises p's (mesh, dmask, t_layer, t_outer) on a reduced module (nu
  * units), ZeRO stage `stage` on even (r = 0) or odd units. */
 static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, int stage, gv_plan_cost *pc, int64_t *uns,
@@ -1393,17 +1700,25 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
   bool sp = !rc && sp_searchable(C, p);
   sp_units sp_base = {0}, sp_on = {0};
   if (sp && (sp_units_alloc(&sp_base, nu) || sp_units_alloc(&sp_on, nu))) rc = gv_error(C->m, "out of memory");
+  /* the layers' other tp choices (tp_tables): the first realisation below is their P0 too */
+  tp_choices tc;
+  tp_alternatives(C, p, &tc);
+  tp_units tp_base = {0}, tp_u[NTP] = {{0}};
+  uint8_t *p0_zero = tc.n > 1 ? calloc((size_t)nu, 1) : NULL;
+  if (tc.n > 1 && (!p0_zero || tp_units_alloc(&tp_base, nu))) rc = gv_error(C->m, "out of memory");
   /* each stage on even and odd units: every unit's time and state under every choice */
   for (int k = nz > 1 ? 1 : 0; !rc && k < nz; k++)
     for (int r = 0; !rc && r < (nz > 1 ? 2 : 1); r++) {
       for (int u = 0; u < nu; u++) p->zero[u] = u % 2 == r % 2 ? zs[k] : 0;
-      realise_kept = sp && k == (nz > 1) && !r ? sp_base.kept : NULL;
+      bool p0 = k == (nz > 1) && !r;
+      realise_kept = p0 && sp ? sp_base.kept : p0 && tc.n > 1 ? tp_base.kept : NULL;
       int q = realise(C, p, &pc, uns, ust);
       realise_kept = NULL;
       if (q) {
         rc = q < 0 ? -1 : 1;
         break;
       }
+      if (p0 && tc.n > 1) tp_p0(&tp_base, nu, uns, ust, sp ? sp_base.kept : NULL, &pc, p->zero, p0_zero);
       if (sp && k == (nz > 1) && !r) {
         memcpy(sp_base.ns, uns, (size_t)nu * sizeof *uns);
         memcpy(sp_base.key, p->zero, (size_t)nu);
@@ -1460,60 +1775,81 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
     }
   }
   int nc = !rc && sp ? sp_extend(nu, ns, st, zs, nz, &sp_base, &sp_on, &rest) : nz; /* choices per unit */
+  int ncp = nc; /* ... without the layers' other tp choices */
+  if (!rc && tc.n > 1 && tp_base.ok) {
+    gv_plan q = *p;
+    memcpy(q.zero, p0_zero, (size_t)nu);
+    memset(q.sp, 0, (size_t)nu);
+    if (tp_tables(C, &q, S, &tc, &tp_base, tp_u)) rc = -1;
+    else nc = tp_extend(nu, ns, st, zs, nz, nc, sp, &tc, &tp_base, tp_u, &rest);
+  }
   if (!rc && nc > 1) {
     /* The table's memory is an estimate (the arena is not additive): each
      * realised pattern corrects the budget, by its excess when it does
      * not fit (the next pattern must hold that much less state) and by its
-     * slack when it does, until a pattern repeats. */
-    int64_t budget = C->limit - rest;
-    bool fitted = false;
+     * slack when it does, until a pattern repeats. With the layers'
+     * other tp choices this runs twice: first over the choices without
+     * them (the patterns the search without them realises: the choice
+     * can only add faster plans), then over all of them (tp_knapsack). */
     enum { TRIES = 8 };
-    uint8_t seen[TRIES][GV_PLAN_MAX_UNITS];
+    uint8_t seen[2 * TRIES][GV_PLAN_MAX_UNITS];
+    int64_t seen_mem[2 * TRIES];
     int nseen = 0;
-    for (int tries = 0; tries < TRIES; tries++) {
-      int64_t pred = knapsack(nu, ns, st, nc, budget, zs, p->zero);
-      if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
-      if (pred < 0) {
-        if (fitted) break;
-        /* nothing fits: every unit at its stage of least memory (the
-         * table's state with the arena charge; stages mix: ZeRO-3 holds
-         * the fewest parameters, ZeRO-2 no gathered ones); record it for
-         * the error beside the uniform patterns below */
-        for (int u = 0; u < nu; u++) {
-          int kmin = 0;
-          for (int k = 1; k < nc; k++)
-            if (st[u][k] < st[u][kmin]) kmin = k;
-          p->zero[u] = zs[kmin];
+    for (int pass = ncp > 1 ? 0 : 1; !rc && pass < (nc > ncp ? 2 : 1); pass++) {
+      int nch = pass ? nc : ncp, first_seen = nseen;
+      int64_t budget = C->limit - rest;
+      bool fitted = false;
+      for (int tries = 0; tries < TRIES; tries++) {
+        int64_t pred = nch > ncp ? tp_knapsack(nu, ns, st, nch, budget, zs, &tc, p->zero)
+                                 : knapsack(nu, ns, st, nch, budget, zs, p->zero);
+        if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
+        if (pred < 0) {
+          if (fitted) break;
+          /* nothing fits: every unit at its stage of least memory (the
+           * table's state with the arena charge; stages mix: ZeRO-3 holds
+           * the fewest parameters, ZeRO-2 no gathered ones); record it for
+           * the error beside the uniform patterns below */
+          for (int u = 0; u < nu; u++) {
+            int kmin = 0;
+            for (int k = 1; k < nch; k++)
+              if (st[u][k] < st[u][kmin]) kmin = k;
+            p->zero[u] = zs[kmin];
+          }
+          sp_decode(p);
+          tp_decode(p, &tc);
+          int q = realise(C, p, &pc, NULL, NULL);
+          if (q < 0) rc = -1;
+          else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
+          break;
         }
+        int again = -1; /* a pattern this pass found before ends it; one of the first pass is not realised again */
+        for (int k = 0; k < nseen && again < 0; k++)
+          if (!memcmp(seen[k], p->zero, (size_t)nu)) again = k;
+        if (again >= first_seen) break;
+        if (again < 0) memcpy(seen[nseen++], p->zero, (size_t)nu);
+        const gv_plan_cost *known = sp ? sp_known(&sp_base, p->zero, nu) : NULL;
+        if (sp && !known) known = sp_known(&sp_on, p->zero, nu);
         sp_decode(p);
-        int q = realise(C, p, &pc, NULL, NULL);
-        if (q < 0) rc = -1;
-        else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
-        break;
-      }
-      bool again = false;
-      for (int k = 0; k < nseen && !again; k++) again = !memcmp(seen[k], p->zero, (size_t)nu);
-      if (again) break;
-      memcpy(seen[nseen++], p->zero, (size_t)nu);
-      const gv_plan_cost *known = sp ? sp_known(&sp_base, p->zero, nu) : NULL;
-      if (sp && !known) known = sp_known(&sp_on, p->zero, nu);
-      sp_decode(p);
-      int q = known ? 0 : realise(C, p, &pc, NULL, NULL);
-      if (known) pc = *known;
-      if (q) { rc = q < 0 ? -1 : 0; break; }
-      consider(S, p, &pc, pred, C->limit);
-      int64_t used = 0;
-      for (int u = 0; u < nu; u++) used += st[u][plan_choice(zs, nc, p, u)];
-      if (pc.mem_total <= C->limit) {
-        fitted = true;
-        if (pc.mem_total == C->limit) break;
-        budget += C->limit - pc.mem_total;
-      } else {
-        budget = (budget < used ? budget : used) - (pc.mem_total - C->limit);
+        tp_decode(p, &tc);
+        int q = known || again >= 0 ? 0 : realise(C, p, &pc, NULL, NULL);
+        if (known) pc = *known;
+        if (again >= 0) pc.mem_total = seen_mem[again];
+        if (q) { rc = q < 0 ? -1 : 0; break; }
+        if (again < 0) seen_mem[nseen - 1] = pc.mem_total, consider(S, p, &pc, pred, C->limit);
+        int64_t used = 0;
+        for (int u = 0; u < nu; u++) used += st[u][tp_plan_choice(zs, nc, p, u, &tc)];
+        if (pc.mem_total <= C->limit) {
+          fitted = true;
+          if (pc.mem_total == C->limit) break;
+          budget += C->limit - pc.mem_total;
+        } else {
+          budget = (budget < used ? budget : used) - (pc.mem_total - C->limit);
+        }
       }
     }
     memset(p->sp, 0, (size_t)nu);
   }
+  memset(p->tp_unit, 0, (size_t)nu);
   /* Unit costs are nearly but not exactly independent (fusion and
    * propagation see neighbouring units' local shapes): the uniform
    * patterns are realised too, and the best realised plan wins. */
@@ -1543,6 +1879,8 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
   }
   free(ns), free(st), free(uns), free(ust);
   sp_units_free(&sp_base), sp_units_free(&sp_on);
+  tp_units_free(&tp_base), free(p0_zero);
+  for (int j = 0; j < NTP; j++) tp_units_free(&tp_u[j]);
   return rc < 0 ? -1 : 0;
 }
 
@@ -1847,9 +2185,9 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
    * the stages 1 and 2 (which reshard gradients inside the step) existed */
   unsigned saved = gv_plan_opts.zero_stages;
   gv_plan_opts.zero_stages = 1u << 3;
-  sp_excluded = true;
+  sp_excluded = tp_excluded = true;
   int rc = plan_search(&C, devices, mesh_shape && naxes ? &fixed : NULL, false, &S);
-  sp_excluded = false;
+  sp_excluded = tp_excluded = false;
   gv_plan_opts.zero_stages = saved;
   if (!rc) {
     if (S.found) *plan = S.best, *cost = S.best_cost;

@@ -36,7 +36,7 @@ typedef struct {
   uint8_t zero[GV_PLAN_MAX_UNITS]; /* per unit: its ZeRO stage 0-3 over the dmask axes (docs/sharding.md) */
   uint8_t sp[GV_PLAN_MAX_UNITS];   /* per unit: sequence parallelism over t_layer (searched when t_layer is set; plan.json / --plan) */
   /* per layer unit: its tensor-parallel axis when not t_layer (plan.json's units[].tp_axis, read by --plan;
-   * not searched): 0 = t_layer, a + 1 = axis a, -1 = none (the unit's weights whole, its activations as the
+   * searched on the full path: plan_sharding.c tp_alternatives): 0 = t_layer, a + 1 = axis a, -1 = none (the unit's weights whole, its activations as the
    * neighbours leave them; propagation reshards between units of different axes, docs/planner.md) */
   int8_t tp_unit[GV_PLAN_MAX_UNITS];
 } gv_plan;
