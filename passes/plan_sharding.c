@@ -474,11 +474,13 @@ static bool count_region(const gv_func *f, int *lo, int *hi) {
   return *lo >= 0 && *hi >= *lo;
 }
 
-/* The weight of op (index idx) in a stand-in's price: B - 1 inside the second microbatch's part, else 1. */
-static int64_t count_weight(const gv_op *op, int idx, int lo, int hi, int64_t extra) {
-  if (idx < lo || idx > hi) return 1;
-  if (coll_index(op->code) >= 0 && !gv_train_opts.zero_reduce_each && op->loc && !strncmp(op->loc, "accumulate/", 11)) return 1;
-  return 1 + extra;
+/* The weight of op (index idx) in a stand-in's price, in halves: B - 1 inside the second microbatch's part, else
+ * 1; a microbatch's input slices and their collectives ("accumulate/microbatch", wherever overlap moved them) B / 2. */
+static int64_t count_weight2(const gv_op *op, int idx, int lo, int hi, int64_t extra) {
+  if (op->loc && !strcmp(op->loc, "accumulate/microbatch")) return 2 + extra;
+  if (idx < lo || idx > hi) return 2;
+  if (coll_index(op->code) >= 0 && !gv_train_opts.zero_reduce_each && op->loc && !strncmp(op->loc, "accumulate/", 11)) return 2;
+  return 2 + 2 * extra;
 }
 
 /* A stand-in's data inputs at the whole batch: count_as / 2 times its own (local bytes, in the arena). */
@@ -515,19 +517,19 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
   int idx = 0;
   for (const gv_op *op = f->body->first; op; op = op->next, idx++) {
     int ci = coll_index(op->code);
-    int64_t ns, w = extra ? count_weight(op, idx, lo, hi, extra) : 1;
+    int64_t ns, w2 = extra ? count_weight2(op, idx, lo, hi, extra) : 2; /* the weight, in halves */
     if (ci >= 0) {
       ns = gv_cost_collective_op(C->c, m, op);
       if (ns < 0) ns = 0;
-      out->comm_ns += w * ns;
-      out->coll_count[ci] += w;
-      out->coll_bytes[ci] += w * gv_get_int(op, "bytes", 0);
+      out->comm_ns += w2 * ns / 2;
+      out->coll_count[ci] += w2 / 2; /* a microbatch's input collectives: both copies' (w2 odd) round down */
+      out->coll_bytes[ci] += w2 * gv_get_int(op, "bytes", 0) / 2;
     } else {
       gv_op_cost oc;
       if (!gv_cost_attention_op(C->c, att, natt, op, &oc) && gv_cost_op(C->c, op, NULL, NULL, &oc)) continue;
       ns = oc.ns;
-      out->compute_ns += w * ns;
-      if (phase_of(op->loc) != PH_OTHER) fb += w * ns;
+      out->compute_ns += w2 * ns / 2;
+      if (phase_of(op->loc) != PH_OTHER) fb += w2 * ns / 2;
       if (ph) {
         int u = unit_of(C, op->loc), k = phase_of(op->loc);
         ph[u][k] += ns;
@@ -535,8 +537,16 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
       }
     }
     if (ns > 0) out->kernels++;
-    if (w > 1 && adv) wait += (w - 1) * (adv[idx] - (ci >= 0 ? 0 : ns)); /* the repeats' waits and slowdown */
-    if (unit_ns) unit_ns[unit_of(C, op->loc)] += adv ? w * adv[idx] : ns;
+    if (w2 > 2 && adv) wait += (w2 - 2) * (adv[idx] - (ci >= 0 ? 0 : ns)) / 2; /* the repeats' waits and slowdown */
+    if (unit_ns) unit_ns[unit_of(C, op->loc)] += adv ? w2 * adv[idx] / 2 : ns;
+  }
+  if (extra && getenv("GALV_PLAN_DEBUG")) { /* the stand-in's price: its second microbatch's ops and advance */
+    int64_t ra = 0;
+    int i2 = 0;
+    for (const gv_op *op = f->body->first; op; op = op->next, i2++)
+      if (i2 >= lo && i2 <= hi) ra += adv[i2];
+    fprintf(stderr, "plan: count %lld from 2: ops %d, second microbatch [%d, %d], step %lld, its advance %lld\n",
+            (long long)count_as, nops, lo, hi, (long long)tl.step_ns, (long long)ra);
   }
   free(adv);
   C->fb_ns = fb;

@@ -1346,7 +1346,10 @@ int main(int argc, char **argv) {
                   (mb_search || rc_search) && !getenv("GALV_COUNT_FULL");
   bool count_real = false, count_full = false, rc_search0 = rc_search;
   static gv_plan stand_plan; /* the stand-in's choice, compiled at its count */
-  int64_t stand_est = 0;
+  enum { STAND_TRIES = 2 };   /* budget corrections before a count is planned in full */
+  int64_t stand_est = 0, stand_mem = 0, stand_cut = 0, stand_lim = 0; /* a stand-in's budget correction: the limit less the excess realised */
+  int stand_tries = 0;
+  const int64_t mem_limit_user = gv_plan_opts.memory_limit;
   const char *plan_out_user = gv_plan_opts.plan_out;
   if (rc_search) gv_train_opts.recompute = rc_modes[0];
   if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
@@ -1359,6 +1362,7 @@ retry:
   if (gv_plan_opts.count_as) gv_train_opts.microbatches = 2;
   gv_plan_opts.plan_fixed = count_real ? &stand_plan : NULL;
   gv_plan_opts.plan_out = gv_plan_opts.count_as ? NULL : plan_out_user; /* the count's own program writes the plan */
+  gv_plan_opts.memory_limit = gv_plan_opts.count_as && stand_cut ? stand_lim - stand_cut : mem_limit_user;
   if ((B > 1 || global_batch) && galvc_microbatch_shapes(model, &opt, &pa, B, &global_batch)) return galvc_microbatch_done(), 1;
   int next_B = 0; /* the next candidate when this B does not fit (found when needed) */
   gv_plan_opts.probe = !err_final && (mb_search || rc_search || joint); /* the planner: no plan fits is 1, not an error line */
@@ -1388,6 +1392,12 @@ retry:
     double t = now(), tc = cpu_now();
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
       int pr = gv_pass_plan_sharding(m);
+      if (pr == 1 && stand_cut && gv_plan_opts.count_as) { /* no plan within the corrected budget: the count in full */
+        if (!quiet) fprintf(stderr, "galvc: %d microbatches: no plan within the corrected budget: planned in full\n", B);
+        gv_module_free(m);
+        stand_cut = 0, count_full = true, mb_final = true;
+        goto retry;
+      }
       if (err_final && pr) { rc = 1; break; } /* the least point's own error line */
       if (pr == 1 && gv_plan_last.min_mem >= 0 && (lm_mem < 0 || gv_plan_last.min_mem < lm_mem))
         lm_mem = gv_plan_last.min_mem, lm_mode = rc_mode, lm_B = B, lm_out = gv_plan_last;
@@ -1464,14 +1474,20 @@ retry:
                   stand_est ? 100.0 * (double)(real - stand_est) / (double)stand_est : 0.0, (long long)gv_plan_last.cost.mem_total);
         count_real = false;
         gv_plan_opts.plan_fixed = NULL;
-        if (gv_plan_last.cost.mem_total > gv_plan_last.limit) { /* over the limit realised: B planned in full */
+        if (gv_plan_last.cost.mem_total > gv_plan_last.limit) { /* over the limit realised: a smaller budget, then in full */
+          int64_t excess = gv_plan_last.cost.mem_total - gv_plan_last.limit;
+          int64_t err = gv_plan_last.cost.mem_total - stand_mem; /* the estimate's error: the budget's correction */
+          bool again = stand_tries < STAND_TRIES;
           if (!quiet)
-            fprintf(stderr, "galvc: %d microbatches: over the memory limit (%lld bytes) realised: planned in full\n", B,
-                    (long long)gv_plan_last.limit);
+            fprintf(stderr, "galvc: %d microbatches: %lld bytes over the memory limit (%lld) realised: %s\n", B, (long long)excess,
+                    (long long)gv_plan_last.limit, again ? "planned again from 2 within the limit less the estimate's error" : "planned in full");
           gv_module_free(m);
-          count_full = true, mb_final = true;
+          if (again) stand_lim = gv_plan_last.limit, stand_cut += err > excess ? err : excess, stand_tries++;
+          else stand_cut = 0, count_full = true;
+          mb_final = true;
           goto retry;
         }
+        stand_cut = 0, stand_tries = 0;
         goto count_chosen;
       }
       if (B > 1 && mb_search && !mb_best_B && !quiet)
@@ -1535,7 +1551,7 @@ retry:
         }
       }
       if (gv_plan_opts.count_as) { /* the count chosen from a stand-in: compiled at it, with the stand-in's plan */
-        stand_plan = gv_plan_last.plan, stand_est = gv_plan_last.cost.step_ns;
+        stand_plan = gv_plan_last.plan, stand_est = gv_plan_last.cost.step_ns, stand_mem = gv_plan_last.cost.mem_total;
         gv_module_free(m);
         count_real = true;
         goto retry;
