@@ -2385,7 +2385,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   if (o->plan_fixed) { /* galvc's stand-in choice at its count: realised in full */
     plan = *o->plan_fixed;
     int q = realise(&C, &plan, &pc, NULL, NULL);
-    if (q) rc = q < 0 ? -1 : gv_error_plain("planner: the plan chosen for this microbatch count does not apply to its program");
+    if (q) rc = q < 0 ? -1 : 1, gv_plan_last.min_mem = -1; /* does not realise: 1, no error line (galvc plans the count in full) */
     pred = pc.step_ns, pred_mem = pc.mem_total;
   } else if (o->plan_in) {
     rc = gv_plan_read(o->plan_in, &plan, C.nl + 1);

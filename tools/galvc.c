@@ -1392,6 +1392,12 @@ retry:
     double t = now(), tc = cpu_now();
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
       int pr = gv_pass_plan_sharding(m);
+      if (pr == 1 && count_real) { /* the stand-in's choice does not realise at its count: the count in full */
+        if (!quiet) fprintf(stderr, "galvc: %d microbatches: the plan chosen from 2 does not realise at %d: planned in full\n", B, B);
+        gv_module_free(m);
+        count_real = false, stand_cut = 0, count_full = true, mb_final = true;
+        goto retry;
+      }
       if (pr == 1 && stand_cut && gv_plan_opts.count_as) { /* no plan within the corrected budget: the count in full */
         if (!quiet) fprintf(stderr, "galvc: %d microbatches: no plan within the corrected budget: planned in full\n", B);
         gv_module_free(m);
