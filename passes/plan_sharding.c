@@ -442,6 +442,63 @@ static int phase_of(const char *loc) {
   return PH_FWD;
 }
 
+/* ---------------------------------------------------------------- counts priced from two microbatches
+ *
+ * galvc's count search (docs/planner.md, "Microbatch counts priced") plans
+ * a count B > 2 on a stand-in: the program of 2 microbatches of the same
+ * size batch / B. Its memory is count B's (one microbatch's activations,
+ * the gradient sums, the states; only the data inputs hold the whole
+ * batch), and its step is priced for B by repeating the second
+ * microbatch's part of the critical path B - 2 more times: the ops from
+ * the second microbatch's first input slice ("accumulate/microbatch") to
+ * its last backward, recomputing or gradient-sum op, each weighted B - 1
+ * (its time, its advance of the two-stream timeline, its collectives),
+ * except the once-per-step reductions of the summed gradients (collectives
+ * located "accumulate/P" with --zero-reduce once) and the optimizer's ops.
+ * The chosen plan is then compiled at B and realised in full (galvc prints
+ * the estimate beside the realised step). */
+static int64_t count_as; /* the count the program stands in for (gv_plan_opts.count_as, during the pass); 0: none */
+static int64_t microbatch_copies(const gv_module *m);
+
+/* The second microbatch's ops [*lo, *hi] (op indices of f's body); false when the program has no second one. */
+static bool count_region(const gv_func *f, int *lo, int *hi) {
+  int runs = 0, idx = 0;
+  bool in = false;
+  *lo = *hi = -1;
+  for (const gv_op *op = f->body->first; op; op = op->next, idx++) {
+    bool mb = op->loc && !strcmp(op->loc, "accumulate/microbatch");
+    if (mb && !in && ++runs == 2) *lo = idx;
+    in = mb;
+    if (*lo < 0 || mb) continue;
+    int k = phase_of(op->loc);
+    bool acc = op->loc && !strncmp(op->loc, "accumulate/", 11);
+    if ((k == PH_BWD || k == PH_REC || acc) && coll_index(op->code) < 0) *hi = idx;
+  }
+  return *lo >= 0 && *hi >= *lo;
+}
+
+/* The weight of op (index idx) in a stand-in's price, in halves: B - 1 inside the second microbatch's part, else
+ * 1; a microbatch's input slices and their collectives ("accumulate/microbatch", wherever overlap moved them) B / 2. */
+static int64_t count_weight2(const gv_op *op, int idx, int lo, int hi, int64_t extra) {
+  if (op->loc && !strcmp(op->loc, "accumulate/microbatch")) return 2 + extra;
+  if (idx < lo || idx > hi) return 2;
+  if (coll_index(op->code) >= 0 && !gv_train_opts.zero_reduce_each && op->loc && !strncmp(op->loc, "accumulate/", 11)) return 2;
+  return 2 + 2 * extra;
+}
+
+/* A stand-in's data inputs at the whole batch: count_as / 2 times its own (local bytes, in the arena). */
+static void count_memory(const gv_module *m, gv_plan_cost *out) {
+  const gv_func *f = m->main;
+  int64_t data = 0;
+  for (int i = 0; i < f->body->nargs; i++)
+    if (!(f->arg_is_param && f->arg_is_param[i]) && !(f->arg_is_state && f->arg_is_state[i])) {
+      int64_t b = gv_value_storage_bytes(f->body->args[i]);
+      data += b > 0 ? b : 0;
+    }
+  int64_t more = data * (count_as - 2) / 2;
+  out->mem_activations += more, out->mem_total += more;
+}
+
 /* The cost model over m's ops (a realised, local program): compute and
  * communication, collectives, kernels into out, the step time the two-stream
  * timeline's (cost.h gv_cost_timeline); per unit its share of the step
@@ -456,24 +513,26 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
   int64_t *adv = malloc(((size_t)nops + 1) * sizeof *adv);
   gv_timeline tl;
   gv_cost_timeline(C->c, m, &tl, adv);
+  int lo = -1, hi = -1; /* a stand-in for count_as microbatches: its second microbatch's ops weigh count_as - 1 */
+  int64_t extra = count_as > 2 && adv && microbatch_copies(m) == 2 && count_region(f, &lo, &hi) ? count_as - 2 : 0, wait = 0;
   gv_attn_chain att[GV_ATTN_MAX]; /* the target's fused attention (cost.h), priced as one kernel */
   int natt = gv_cost_attention_chains(C->c, m, att);
   int idx = 0;
   for (const gv_op *op = f->body->first; op; op = op->next, idx++) {
     int ci = coll_index(op->code);
-    int64_t ns;
+    int64_t ns, w2 = extra ? count_weight2(op, idx, lo, hi, extra) : 2; /* the weight, in halves */
     if (ci >= 0) {
       ns = gv_cost_collective_op(C->c, m, op);
       if (ns < 0) ns = 0;
-      out->comm_ns += ns;
-      out->coll_count[ci]++;
-      out->coll_bytes[ci] += gv_get_int(op, "bytes", 0);
+      out->comm_ns += w2 * ns / 2;
+      out->coll_count[ci] += w2 / 2; /* a microbatch's input collectives: both copies' (w2 odd) round down */
+      out->coll_bytes[ci] += w2 * gv_get_int(op, "bytes", 0) / 2;
     } else {
       gv_op_cost oc;
       if (!gv_cost_attention_op(C->c, att, natt, op, &oc) && gv_cost_op(C->c, op, NULL, NULL, &oc)) continue;
       ns = oc.ns;
-      out->compute_ns += ns;
-      if (phase_of(op->loc) != PH_OTHER) fb += ns;
+      out->compute_ns += w2 * ns / 2;
+      if (phase_of(op->loc) != PH_OTHER) fb += w2 * ns / 2;
       if (ph) {
         int u = unit_of(C, op->loc), k = phase_of(op->loc);
         ph[u][k] += ns;
@@ -481,12 +540,21 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
       }
     }
     if (ns > 0) out->kernels++;
-    if (unit_ns) unit_ns[unit_of(C, op->loc)] += adv ? adv[idx] : ns;
+    if (w2 > 2 && adv) wait += (w2 - 2) * (adv[idx] - (ci >= 0 ? 0 : ns)) / 2; /* the repeats' waits and slowdown */
+    if (unit_ns) unit_ns[unit_of(C, op->loc)] += adv ? w2 * adv[idx] / 2 : ns;
+  }
+  if (extra && getenv("GALV_PLAN_DEBUG")) { /* the stand-in's price: its second microbatch's ops and advance */
+    int64_t ra = 0;
+    int i2 = 0;
+    for (const gv_op *op = f->body->first; op; op = op->next, i2++)
+      if (i2 >= lo && i2 <= hi) ra += adv[i2];
+    fprintf(stderr, "plan: count %lld from 2: ops %d, second microbatch [%d, %d], step %lld, its advance %lld\n",
+            (long long)count_as, nops, lo, hi, (long long)tl.step_ns, (long long)ra);
   }
   free(adv);
   C->fb_ns = fb;
   out->slowdown_ns = tl.slowdown_ns;
-  out->exposed_ns = tl.exposed_ns;
+  out->exposed_ns = tl.exposed_ns + wait; /* a stand-in's repeated microbatches: their advance beyond their compute */
   plan_step(out);
 }
 
@@ -688,6 +756,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   out->mem_optimizer = mem.optimizer;
   out->mem_activations = mem.total - mem.params - mem.optimizer - mem.grads - mem.constants - mem.comm;
   out->mem_total = mem.total;
+  if (count_as > 2 && microbatch_copies(m) == 2) count_memory(m, out);
   if (ph) { /* --profile: measured figures replace the analytic ones of the profiled units */
     int64_t tl = p->t_layer >= 0 ? p->size[p->t_layer] : 1, to = p->t_outer >= 0 ? p->size[p->t_outer] : 1;
     int q = profile_apply(C, m, p->nunits, dprod(p), tl, to, out, unit_ns, ph, cnt, NULL);
@@ -2135,10 +2204,11 @@ static bool plan_key_of(const gv_module *m, const gv_plan_options *o, plan_key *
           c->compute_efficiency, (long long)c->memory_bytes, c->memory_gbps, c->memory_efficiency, c->intra_gbps,
           c->intra_latency_us, c->inter_gbps, c->inter_latency_us, c->launch_overhead_us, c->overlap_slowdown, c->fused_attention);
   const char *lay = getenv("GALV_PLAN_LAYERS");
-  fprintf(f, "%lld|%lld|%d|%d|%u|%p|%s|%lld|%d|%d|%d|%d|%d|%s\n", (long long)o->devices, (long long)o->memory_limit, o->mesh_fixed,
-          o->exhaustive, o->zero_stages, (const void *)o->profile, gv_train_opts.recompute ? gv_train_opts.recompute : "-",
-          (long long)gv_train_opts.microbatches, gv_train_opts.zero_reduce_each, (int)gv_precision_opts.storage,
-          (int)gv_precision_opts.grad, (int)gv_precision_opts.reduce, gv_shard_opts.no_overlap, lay ? lay : "-");
+  fprintf(f, "%lld|%lld|%d|%d|%u|%p|%s|%lld|%d|%d|%d|%d|%d|%s|%lld\n", (long long)o->devices, (long long)o->memory_limit,
+          o->mesh_fixed, o->exhaustive, o->zero_stages, (const void *)o->profile,
+          gv_train_opts.recompute ? gv_train_opts.recompute : "-", (long long)gv_train_opts.microbatches,
+          gv_train_opts.zero_reduce_each, (int)gv_precision_opts.storage, (int)gv_precision_opts.grad,
+          (int)gv_precision_opts.reduce, gv_shard_opts.no_overlap, lay ? lay : "-", (long long)count_as);
   bool ok = !ferror(f);
   fclose(f);
   return ok;
@@ -2646,10 +2716,16 @@ int gv_pass_plan_sharding(gv_module *m) {
   int64_t pred = 0, pred_mem = 0;
   int rc = 0;
   memset(&gv_plan_last, 0, sizeof gv_plan_last);
+  count_as = o->count_as > 2 && !o->profile && !o->plan_in && !o->plan_fixed ? o->count_as : 0;
   static alternatives alt; /* large (three plans): not on the stack */
   bool alt_scaled = false;   /* the alternatives' figures are the reduced search's scaled predictions, not realised */
   memset(&alt, 0, sizeof alt);
-  if (o->plan_in) {
+  if (o->plan_fixed) { /* galvc's stand-in choice at its count: realised in full */
+    plan = *o->plan_fixed;
+    int q = realise(&C, &plan, &pc, NULL, NULL);
+    if (q) rc = q < 0 ? -1 : 1, gv_plan_last.min_mem = -1; /* does not realise: 1, no error line (galvc plans the count in full) */
+    pred = pc.step_ns, pred_mem = pc.mem_total;
+  } else if (o->plan_in) {
     rc = gv_plan_read(o->plan_in, &plan, C.nl + 1);
     const gv_mesh *given = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL; /* --mesh: must be the plan's */
     bool same = given && given->naxes == plan.naxes;
@@ -2737,11 +2813,15 @@ int gv_pass_plan_sharding(gv_module *m) {
       fputc('\n', stderr);
     }
   }
+  if (!rc && count_as && !o->quiet)
+    fprintf(stderr, "plan: priced for %lld microbatches from the program of 2 (its second microbatch repeated; docs/planner.md, "
+                    "\"Microbatch counts priced\")\n", (long long)count_as);
   if (!rc && !o->quiet) layers_report(&C.lu, stderr);
   if (!rc) {
     pc.plan_seconds = now_s() - t0;
     pc.candidates = C.realised;
     gv_plan_last.cost = pc;
+    gv_plan_last.plan = plan, gv_plan_last.limit = C.limit;
     rc = pin_plan(m, &C, &plan);
     if (rc > 0) rc = gv_error(m, "plan: the batch does not divide over the plan's batch axes");
     if (!rc) last_plan = plan, last_plan_set = true;
@@ -2778,5 +2858,6 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (!rc && !o->quiet) fprintf(stderr, "plan: wrote %s\n", o->plan_out);
   }
   ctx_free(&C);
+  count_as = 0;
   return rc == 1 ? 1 : rc ? -1 : 0;
 }

@@ -72,6 +72,11 @@ typedef struct {
   bool probe;                /* no plan fits the memory: return 1 without an error line (galvc tries more microbatches) */
   unsigned zero_stages;      /* bit s: the search may give a unit ZeRO stage s (1-3) besides none; 0: 2 and 3 */
   const struct gv_profile *profile; /* --profile: measured per-layer figures replace the analytic ones (planner/profile.h) */
+  /* The microbatch count priced from a stand-in (galvc's count search, docs/planner.md "Microbatch counts priced"):
+   * the program accumulates 2 microbatches of batch / count_as samples, and every candidate is priced for count_as
+   * of them (its second microbatch's ops repeated, the data inputs at the whole batch); 0: as the program is. */
+  int64_t count_as;
+  const gv_plan *plan_fixed; /* a plan applied as given (like plan_in; galvc compiles the stand-in's choice at its count) */
 } gv_plan_options;
 extern gv_plan_options gv_plan_opts;
 
@@ -89,6 +94,8 @@ typedef struct {
   int64_t min_mem;
   gv_plan_cost min_cost;
   bool min_terms;
+  gv_plan plan;  /* the plan chosen (returned 0) */
+  int64_t limit; /* the memory limit the search held it to (bytes per device) */
 } gv_plan_outcome;
 extern gv_plan_outcome gv_plan_last;
 

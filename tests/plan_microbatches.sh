@@ -12,6 +12,10 @@
 #     least of the printed ones and below the plan with --microbatches 1
 #     (the count fixed: never extended) under the same limit; plan.json
 #     records it and --plan reproduces the same step;
+#   - counts over 2 priced from the program of 2 microbatches: under a
+#     lower limit 16 microbatches win; the estimate is printed beside the
+#     step of the plan realised at 16 (within 10 %), plan.json records the
+#     count and that step within the limit, and --plan reproduces it;
 #   - no plan: the tiny GPT-2 of tests/lib/tiny_lms.sh on 2 cpu-local
 #     devices (recomputation and microbatches searched) under a limit
 #     nothing fits: the error's smallest need is the least over every point
@@ -76,6 +80,35 @@ PY
 read -r rb rs _ <<<"$(field "$T/re.json" 2>/dev/null)"
 if [ -n "${rb:-}" ] && [ "$rb" = "${b:-}" ] && [ "$rs" = "${s:-}" ]; then ok "--plan: $rb microbatches, $rs ns"
 else bad "--plan: '${rb:-}' microbatches '${rs:-}' ns vs '${b:-}' '${s:-}'"; fi
+# counts over 2 priced from the program of 2 microbatches (docs/planner.md, "Microbatch counts priced"): under a
+# limit where 16 microbatches win, the count is chosen from the stand-ins' estimates, compiled at 16 with the
+# stand-in's plan and realised in full: the line gives the estimate beside the realised step (within 10 % here),
+# plan.json records the count and the realised step, within the limit, and --plan reproduces it
+L2=3500000
+"$G" "${A[@]}" --memory-limit $L2 --plan-out "$T/st.json" </dev/null >/dev/null 2>"$T/st.out" || bad "stand-in: $(grep -m1 error "$T/st.out")"
+if r=$(python3 - "$T/st.out" "$T/st.json" $L2 <<'PY'
+import json, re, sys
+out, p, lim = open(sys.argv[1]).read(), json.load(open(sys.argv[2])), int(sys.argv[3])
+m = re.findall(r"^galvc: (\d+) microbatches: predicted step ([0-9.]+) ms \(priced from 2\), realised ([0-9.]+) ms at (\d+) \(([-+][0-9.]+) %\)", out, re.M)
+bad = []
+if len(m) != 1: bad.append(f"{len(m)} 'priced from 2, realised' lines")
+else:
+    b, est, real, b2, gap = int(m[0][0]), float(m[0][1]), float(m[0][2]), int(m[0][3]), float(m[0][4])
+    if b <= 2 or b2 != b: bad.append(f"count {b} / {b2}")
+    if abs(gap) > 10: bad.append(f"estimate {est} ms vs realised {real} ms: {gap} %")
+    if p.get("microbatches") != b: bad.append(f"plan.json microbatches {p.get('microbatches')}, chose {b}")
+    if abs(p["predicted"]["step_ns"] / 1e6 - real) > 0.0005: bad.append(f"plan.json step {p['predicted']['step_ns']} ns, realised {real} ms")
+    if p["memory_per_device"]["total"] > lim: bad.append(f"memory {p['memory_per_device']['total']} over {lim}")
+print("; ".join(bad) if bad else f"limit {lim}: {b} microbatches priced from 2 at {est} ms, realised {real} ms ({gap:+.2f} %)")
+sys.exit(1 if bad else 0)
+PY
+); then ok "$r"; else bad "$r"; fi
+"$G" "${A[@]}" -q --memory-limit $L2 --plan "$T/st.json" --plan-out "$T/st2.json" </dev/null 2>"$T/st2.err" || bad "stand-in --plan: $(head -1 "$T/st2.err")"
+read -r sb ss _ <<<"$(field "$T/st.json" 2>/dev/null)"
+read -r rb rs _ <<<"$(field "$T/st2.json" 2>/dev/null)"
+if [ -n "${rs:-}" ] && [ "$rb" = "${sb:-}" ] && [ "$rs" = "${ss:-}" ]; then ok "stand-in --plan: $rb microbatches, $rs ns"
+else bad "stand-in --plan: '${rb:-}' microbatches '${rs:-}' ns vs '${sb:-}' '${ss:-}'"; fi
+
 # no plan: the error cites the least need over the points tried, and that need fits
 . "$SRC/tests/lib/tiny_lms.sh"
 tiny_lms "$T"

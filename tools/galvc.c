@@ -1337,6 +1337,20 @@ int main(int argc, char **argv) {
   int lm_mode = 0, lm_B = 0;
   bool err_final = false;
   gv_plan_outcome lm_out = {0}; /* that point's outcome (the default search's joint error reads it) */
+  /* Counts priced from two microbatches (docs/planner.md, "Microbatch counts priced"): while the driver searches
+   * counts, a count B > 2 is planned on the program of 2 microbatches of batch / B samples, priced for B (the
+   * planner repeats the second microbatch); the count chosen is then compiled at B with that plan, realised in
+   * full (the estimate and the realised step printed). When the realised program does not fit, B is planned in
+   * full as before. */
+  bool mb_stand = train && !pa.on && gv_plan_opts.active && !gv_plan_opts.plan_in && !profile_path && !mb_auto &&
+                  (mb_search || rc_search) && !getenv("GALV_COUNT_FULL");
+  bool count_real = false, count_full = false, rc_search0 = rc_search;
+  static gv_plan stand_plan; /* the stand-in's choice, compiled at its count */
+  enum { STAND_TRIES = 2 };   /* budget corrections before a count is planned in full */
+  int64_t stand_est = 0, stand_mem = 0, stand_cut = 0, stand_lim = 0; /* a stand-in's budget correction: the limit less the excess realised */
+  int stand_tries = 0;
+  const int64_t mem_limit_user = gv_plan_opts.memory_limit;
+  const char *plan_out_user = gv_plan_opts.plan_out;
   if (rc_search) gv_train_opts.recompute = rc_modes[0];
   if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
   gv_module *m = NULL;
@@ -1344,6 +1358,11 @@ int main(int argc, char **argv) {
 retry:
   rc = 0;
   gv_train_opts.microbatches = B;
+  gv_plan_opts.count_as = mb_stand && !count_real && !count_full && B > 2 ? B : 0;
+  if (gv_plan_opts.count_as) gv_train_opts.microbatches = 2;
+  gv_plan_opts.plan_fixed = count_real ? &stand_plan : NULL;
+  gv_plan_opts.plan_out = gv_plan_opts.count_as ? NULL : plan_out_user; /* the count's own program writes the plan */
+  gv_plan_opts.memory_limit = gv_plan_opts.count_as && stand_cut ? stand_lim - stand_cut : mem_limit_user;
   if ((B > 1 || global_batch) && galvc_microbatch_shapes(model, &opt, &pa, B, &global_batch)) return galvc_microbatch_done(), 1;
   int next_B = 0; /* the next candidate when this B does not fit (found when needed) */
   gv_plan_opts.probe = !err_final && (mb_search || rc_search || joint); /* the planner: no plan fits is 1, not an error line */
@@ -1373,6 +1392,18 @@ retry:
     double t = now(), tc = cpu_now();
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
       int pr = gv_pass_plan_sharding(m);
+      if (pr == 1 && count_real) { /* the stand-in's choice does not realise at its count: the count in full */
+        if (!quiet) fprintf(stderr, "galvc: %d microbatches: the plan chosen from 2 does not realise at %d: planned in full\n", B, B);
+        gv_module_free(m);
+        count_real = false, stand_cut = 0, count_full = true, mb_final = true;
+        goto retry;
+      }
+      if (pr == 1 && stand_cut && gv_plan_opts.count_as) { /* no plan within the corrected budget: the count in full */
+        if (!quiet) fprintf(stderr, "galvc: %d microbatches: no plan within the corrected budget: planned in full\n", B);
+        gv_module_free(m);
+        stand_cut = 0, count_full = true, mb_final = true;
+        goto retry;
+      }
       if (err_final && pr) { rc = 1; break; } /* the least point's own error line */
       if (pr == 1 && gv_plan_last.min_mem >= 0 && (lm_mem < 0 || gv_plan_last.min_mem < lm_mem))
         lm_mem = gv_plan_last.min_mem, lm_mode = rc_mode, lm_B = B, lm_out = gv_plan_last;
@@ -1408,6 +1439,14 @@ retry:
                                 rc_modes[best], B, B > 1 ? "es" : "", (double)rc_step[best] / 1e6);
             goto retry;
           }
+          if (mb_stand) { /* nothing fits as priced from two microbatches: the counts searched on their own programs */
+            gv_module_free(m);
+            mb_stand = count_full = false, mb_final = false;
+            rc_search = rc_search0, rc_mode = 0, B = B0, mb_best_B = 0, mb_more = 0, lm_mem = -1;
+            memset(rc_B, 0, sizeof rc_B), memset(rc_step, 0, sizeof rc_step);
+            if (rc_search) gv_train_opts.recompute = rc_modes[0];
+            goto retry;
+          }
           if (joint) { /* no program fits: the pipeline, or one error line with the smaller minimum */
             gv_module_free(m);
             if (lm_mem >= 0) gv_plan_last = lm_out; /* one program's least need over the points tried */
@@ -1433,6 +1472,30 @@ retry:
         goto retry;
       }
       if (pr) { rc = 1; break; }
+      if (count_real) { /* the stand-in's choice realised at its count */
+        int64_t real = gv_plan_last.cost.step_ns;
+        if (!quiet)
+          fprintf(stderr, "galvc: %d microbatches: predicted step %.3f ms (priced from 2), realised %.3f ms at %d (%+.2f %%), %lld bytes "
+                          "per device\n", B, (double)stand_est / 1e6, (double)real / 1e6, B,
+                  stand_est ? 100.0 * (double)(real - stand_est) / (double)stand_est : 0.0, (long long)gv_plan_last.cost.mem_total);
+        count_real = false;
+        gv_plan_opts.plan_fixed = NULL;
+        if (gv_plan_last.cost.mem_total > gv_plan_last.limit) { /* over the limit realised: a smaller budget, then in full */
+          int64_t excess = gv_plan_last.cost.mem_total - gv_plan_last.limit;
+          int64_t err = gv_plan_last.cost.mem_total - stand_mem; /* the estimate's error: the budget's correction */
+          bool again = stand_tries < STAND_TRIES;
+          if (!quiet)
+            fprintf(stderr, "galvc: %d microbatches: %lld bytes over the memory limit (%lld) realised: %s\n", B, (long long)excess,
+                    (long long)gv_plan_last.limit, again ? "planned again from 2 within the limit less the estimate's error" : "planned in full");
+          gv_module_free(m);
+          if (again) stand_lim = gv_plan_last.limit, stand_cut += err > excess ? err : excess, stand_tries++;
+          else stand_cut = 0, count_full = true;
+          mb_final = true;
+          goto retry;
+        }
+        stand_cut = 0, stand_tries = 0;
+        goto count_chosen;
+      }
       if (B > 1 && mb_search && !mb_best_B && !quiet)
         fprintf(stderr, "galvc: microbatches: %d of %lld samples (batch %lld): the fewest with a plan that fits\n", B,
                 (long long)(global_batch / B), (long long)global_batch);
@@ -1493,6 +1556,13 @@ retry:
           goto retry;
         }
       }
+      if (gv_plan_opts.count_as) { /* the count chosen from a stand-in: compiled at it, with the stand-in's plan */
+        stand_plan = gv_plan_last.plan, stand_est = gv_plan_last.cost.step_ns, stand_mem = gv_plan_last.cost.mem_total;
+        gv_module_free(m);
+        count_real = true;
+        goto retry;
+      }
+    count_chosen:
       if (joint) { /* one program fits: the faster of it and the pipeline */
         joint = false;
         int64_t one = gv_plan_last.cost.step_ns;
