@@ -463,8 +463,11 @@ static int shared_check(galv_comm *world, galv_queue *q, const char *W) {
  * loads into any plan of the model and the reverse). Each stage holds its
  * parameters ("NAME") and, for those that train, their optimizer state
  * ("opt.m:NAME" / "opt.v:NAME" for AdamW, "opt.buf:NAME" for SGD with
- * momentum; AdamW's step count "opt.step", f32, written by stage 0). A
- * shared parameter is written by its lowest holding stage. Saving: the
+ * momentum; AdamW's step count "opt.step", f32, written by stage 0; with
+ * loss scaling the one-program optimizer's scalars, also f32 and written by
+ * stage 0: "opt.loss_scale" and "opt.growth_tracker" (dynamic scale only)
+ * and "opt.skipped_steps"). A shared parameter is written by its lowest
+ * holding stage. Saving: the
  * stages append in turn to one PATH.tmp (each stage's rank 0 gets the
  * running CRC and count from the previous stage's, gathers its tensors over
  * its ranks and appends them); the last stage ends the file and renames it
@@ -484,8 +487,17 @@ static void put_block(int p, void *dst, const void *whole) {
   free(h);
 }
 
+/* loss scaling's state, as passes/optimizer.c names it in the one-program step: the scale (dynamic), the good
+ * steps since its last change (dynamic), the skipped steps; mode as galv_pipe_loss_scale[0] */
+typedef struct {
+  int mode;
+  float scale, tracker, skipped;
+} pipe_ls_state;
+static const char *const ls_names[3] = {"opt.loss_scale", "opt.growth_tracker", "opt.skipped_steps"};
+static float *ls_slot(pipe_ls_state *ls, int k) { return k == 0 ? &ls->scale : k == 1 ? &ls->tracker : &ls->skipped; }
+
 static int64_t pipe_load_checkpoint(const char *path, char *W, float **st1, float **st2, const char *trains, int adamw,
-                                    float *step_t) {
+                                    float *step_t, pipe_ls_state *ls) {
   galv_ckpt c;
   if (galv_ckpt_open(&c, path)) galv_fatal_all("%s", c.err);
   char *buf = NULL, nm[1100];
@@ -514,6 +526,14 @@ static int64_t pipe_load_checkpoint(const char *path, char *W, float **st1, floa
     if (!e || e->dtype != GALV_F32 || e->rank != 0) galv_fatal_all("%s: checkpoint of another optimizer: no AdamW step count 'opt.step'", path);
     if (galv_ckpt_read(&c, e, step_t)) galv_fatal_all("%s", c.err);
   }
+  for (int k = ls->mode == 2 ? 0 : 2; ls->mode && k < 3; k++) { /* loss scaling: the scalars the one-program step keeps */
+    galv_ckpt_entry *e = galv_ckpt_find(&c, ls_names[k]);
+    if (!e || e->dtype != GALV_F32 || e->rank != 0)
+      galv_fatal_all("%s: checkpoint of a run without %s loss scaling: no f32 scalar '%s'", path,
+                     ls->mode == 2 ? "dynamic" : "static", ls_names[k]);
+    if (galv_ckpt_read(&c, e, ls_slot(ls, k))) galv_fatal_all("%s", c.err);
+  }
+  if (ls->mode == 2 && ls->scale == 0) ls->scale = (float)galv_pipe_loss_scale[1]; /* a fresh state's 0: the initial scale */
   int64_t steps = c.steps;
   galv_ckpt_close(&c);
   return steps;
@@ -522,7 +542,7 @@ static int64_t pipe_load_checkpoint(const char *path, char *W, float **st1, floa
 /* Every rank of every stage calls it, after the steps (and after
  * galv_pipe_xfer_report: it sends). */
 static void pipe_save_checkpoint(const char *path, galv_comm *world, galv_queue *q, const char *W, float **st1, float **st2,
-                                 const char *trains, int adamw, float step_t, int64_t done) {
+                                 const char *trains, int adamw, float step_t, const pipe_ls_state *ls, int64_t done) {
   const int me = galv_pipe_stage, S = galv_pipe_nstages;
   galv_ckpt_writer w;
   uint32_t tok[16] = {0}; /* running CRC, count (a 64-byte message) */
@@ -532,6 +552,9 @@ static void pipe_save_checkpoint(const char *path, galv_comm *world, galv_queue 
       if (galv_ckpt_begin(&w, path, done)) galv_fatal("%s", w.err);
       int64_t none[1] = {0};
       if (adamw && galv_ckpt_put(&w, "opt.step", GALV_F32, 0, none, 4, &step_t)) galv_fatal("%s", w.err);
+      pipe_ls_state v = *ls;
+      for (int k = v.mode == 2 ? 0 : 2; v.mode && k < 3; k++) /* loss scaling's scalars (every rank has them alike) */
+        if (galv_ckpt_put(&w, ls_names[k], GALV_F32, 0, none, 4, ls_slot(&v, k))) galv_fatal("%s", w.err);
     } else {
       galv_recv(world, galv_pipe_first_rank[me - 1], dtok, sizeof tok / 4, GALV_F32, q);
       galv_queue_sync(q);
@@ -956,11 +979,9 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   float step_t = 0;
   /* loss scaling (galv_pipe_loss_scale): the scale, the good steps since the last change, the skipped steps */
   const int lsm = (int)galv_pipe_loss_scale[0];
-  float ls_scale = lsm ? (float)galv_pipe_loss_scale[1] : 1.0f, ls_tracker = 0, ls_skipped = 0;
-  if (lsm && (load || save))
-    galv_fatal_all("--load-checkpoint / --save-checkpoint with loss scaling in a pipeline are not supported yet (the "
-                   "scale is not saved); train one program (--strategy / --plan) to checkpoint a loss-scaled run");
-  int64_t done = load ? pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t) : 0; /* steps done before */
+  pipe_ls_state ls = {lsm, lsm ? (float)galv_pipe_loss_scale[1] : 1.0f, 0, 0};
+  int64_t done = load ? pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t, &ls) : 0; /* steps done before */
+  float ls_scale = ls.scale, ls_tracker = ls.tracker, ls_skipped = ls.skipped;
   if (load && bw) D->copy(Wb, W, (size_t)pspan);
   if (load && wg) D->copy(Ww, W, (size_t)pspan);
   for (long step = 0; step < steps; step++) {
@@ -1299,7 +1320,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   int nshared = 0;
   for (int p = 0; p < galv_pipe_nparams; p++) nshared += shared_param(p) && shared_root_stage(p) == me;
   int ncopies = shared_check(world, q, W); /* after the report: these sends are not the steps' */
-  if (save) pipe_save_checkpoint(save, world, q, W, st1, st2, trains, adamw, step_t, done + steps);
+  if (save) {
+    const pipe_ls_state ls_now = {lsm, ls_scale, ls_tracker, ls_skipped};
+    pipe_save_checkpoint(save, world, q, W, st1, st2, trains, adamw, step_t, &ls_now, done + steps);
+  }
   if (nshared && lrank == 0)
     printf("%s: shared parameters: %d held with later stages, %d copies compared: bit-identical; gradient sums sent by "
            "this rank: %llu bytes\n", galv_progname, nshared, ncopies, (unsigned long long)shared_sent);
@@ -1343,7 +1367,8 @@ static int pipe_help(int argc, char **argv) {
            "  --batches DIR   DIR/NAME.npy per data input (and the labels), the whole batch of one step\n"
            "  --steps N       training steps (default 1)\n"
            "  -o OUTDIR       write the parameters as OUTDIR/NAME.npy after the last step\n"
-           "  --load-checkpoint F  parameters, optimizer state and step count from F (any plan's checkpoint of\n"
+           "  --load-checkpoint F  parameters, optimizer state, step count (and the loss scale's state) from F\n"
+           "                  (any plan's checkpoint of\n"
            "                  this model: one device, N ranks, another pipeline)\n"
            "  --save-checkpoint F  write them to F after the last step (the same format)\n"
            "  --trace FILE    a Chrome trace of the schedule; --weights FILE (default: weights.bin next to the\n"
