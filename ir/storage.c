@@ -189,7 +189,10 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
       for (int i = 0; i < op->nopnds; i++) {
         const char *rn = stage && i < fn->nres_names ? fn->res_names[i] : NULL;
         bool stash = rn && (!strncmp(rn, "stash.", 6) || !strncmp(rn, "wstash.", 7)); /* stored as in the whole step */
-        if (!gv_name_crosses(rn)) ret[root[op->opnds[i]->id]] = 1;
+        /* --grad-dtype bf16: a stage's parameter gradient (the runtime sums it over the microbatches, in bf16) */
+        bool pgrad = grad16 && rn && !strncmp(rn, "grad:", 5) && !gv_name_crosses(rn + 5) && op->opnds[i]->type.dtype == GV_DT_F32;
+        if (pgrad) force[root[op->opnds[i]->id]] = 1;
+        else if (!gv_name_crosses(rn)) ret[root[op->opnds[i]->id]] = 1;
         else if (!stash && op->opnds[i]->type.dtype == GV_DT_F32) force[root[op->opnds[i]->id]] = 1;
       }
     if (skip(op)) continue;

@@ -18,7 +18,8 @@
  * cluster's launch overhead). Memory per device: states = the plan's
  * memory (weights buffer, arena: one microbatch's working set, reused) and,
  * in training, what runtime/pipe.c allocates beside it: the gradient sums
- * (the parameters' bytes), the optimizer state (ctx->opt_states x them;
+ * (the parameters' bytes; half with --grad-dtype bf16: bf16 sums), the
+ * optimizer state (ctx->opt_states x them;
  * ZeRO-1: over the plan's dp ranks, whose all-gather per step is zero_ns)
  * and an earlier stashing stage's backward-entry copy of the weights; per
  * microbatch in flight: an earlier training stage's stash (stage-stash's
@@ -199,7 +200,9 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       for (int a = 0; x->zero && !zsplit && a < plan.naxes; a++)
         if (plan.dmask & (1u << a)) g *= plan.size[a];
       int64_t opt = (int64_t)x->opt_states * pc.mem_params;
-      out->state_bytes += pc.mem_params + (g > 1 ? (opt + g - 1) / g : opt) + (earlier && !x->recompute && grads ? pc.mem_params : 0);
+      /* the gradient sums: the parameters' bytes, half with --grad-dtype bf16 (bf16 sums of bf16 gradients) */
+      int64_t sums = gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32 ? pc.mem_params / 2 : pc.mem_params;
+      out->state_bytes += sums + (g > 1 ? (opt + g - 1) / g : opt) + (earlier && !x->recompute && grads ? pc.mem_params : 0);
       if (g > 1) { /* ZeRO-1: the parameters all-gathered over the g ranks after each update */
         bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && g > per_node;
         out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_GATHER, pc.mem_params, g, across);
@@ -211,7 +214,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       const gv_cluster *cl = x->cluster;
       double bw = cl->memory_gbps * (cl->memory_efficiency > 0 ? cl->memory_efficiency : 1.0); /* bytes per ns */
       if (bw > 0) {
-        double upd = (double)pc.mem_params * (3 + 2 * x->opt_states) / (double)g +
+        double upd = ((double)pc.mem_params * (2 + 2 * x->opt_states) + (double)sums) / (double)g +
                      (earlier && !x->recompute && grads ? 2.0 * (double)pc.mem_params : 0);
         out->opt_ns = (int64_t)(upd / bw);
       }

@@ -93,9 +93,6 @@ int gv_pass_storage(gv_module *m) {
   /* a training step, or a training pipeline stage's entry (ir/storage.h gv_func_stage_kind) */
   const int stage = gv_func_stage_kind(m->main);
   bool train = m->main->res_updates != NULL || stage == 2, grad16 = gv_precision_opts.grad != GV_DT_F32;
-  if (stage == 2 && grad16 && h != GV_DT_F32)
-    return gv_error(m, "storage: --grad-dtype bf16 with pipeline stages is not supported yet (the stages' parameter gradients "
-                       "are fp32)");
   /* the collectives spmd-partition made (they carry `bytes`) move what the global program's storage decided
    * (their `storage`, before this pass clears it): the planner predicted those bytes and the program's
    * communicator is checked against them, so the device program keeps that decision for each collective and

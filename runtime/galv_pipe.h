@@ -201,6 +201,7 @@ typedef struct galv_pipe_entry {
   void (*comm_free)(void);
   const galv_kernel_info *kernels; /* its kernels (the device target's error lines) */
   const char *weights_file; /* next to the program */
+  const int64_t *comm_predicted; /* its collectives' bytes per run (codegen/comm.c; -1: unknown), checked by pipe.c */
 } galv_pipe_entry;
 extern const galv_pipe_entry galv_pipe_bwd;
 /* ZB-H1 (galv_pipe_schedule 2): a stage's weight-gradient entry (program_wgt.c, weights_wgt.bin; passes/stage_stash.c
@@ -216,13 +217,15 @@ extern const galv_pipe_entry galv_pipe_wgt;
   extern const galv_state_entry galv_##N##_state[];                                                            \
   extern const galv_kernel_info galv_##N##_kernels[];                                                          \
   extern const int64_t galv_##N##_state_bytes, galv_##N##_arena_bytes, galv_##N##_weights_bytes;              \
+  extern const int64_t galv_##N##_comm_predicted[4];                                                           \
   void galv_##N##_program_run(char *arena, const char *weights, char *state);                                  \
   void galv_##N##_program_comm_free(void)
 #define GALV_PIPE_ENTRY(N)                                                                                        \
   {galv_##N##_inputs,         galv_##N##_outputs,         &galv_##N##_ninputs,    &galv_##N##_noutputs,           \
    galv_##N##_input_split,    galv_##N##_output_split,    galv_##N##_state,       &galv_##N##_nstate,             \
    &galv_##N##_state_bytes,   &galv_##N##_arena_bytes,    &galv_##N##_weights_bytes, &galv_##N##_nranks,          \
-   galv_##N##_program_run,    galv_##N##_program_comm_free, galv_##N##_kernels,  "weights_" #N ".bin"}
+   galv_##N##_program_run,    galv_##N##_program_comm_free, galv_##N##_kernels,  "weights_" #N ".bin",           \
+   galv_##N##_comm_predicted}
 
 int galv_pipe_main(int argc, char **argv);
 

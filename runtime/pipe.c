@@ -124,6 +124,50 @@ static void io_scale(const galv_io *d, char *x, float a) {
   if (d->storage && a != 1.0f) h16_op(d->storage, x, NULL, a, (size_t)d->nbytes / 4);
   else if (!d->storage) D->scale_f32((float *)(void *)x, a, (size_t)d->nbytes / 4);
 }
+/* ---- the stage programs' own collectives (a stage of k devices: tp's activation all-reduces, dp's gradient
+ * all-reduces, in their storage dtype): the bytes the communicator counts around each entry run against the
+ * entry's prediction (its collectives' `bytes`, codegen/comm.c), summed over the runs; pipe_train checks them
+ * as galv_spmd_check_bytes checks one program's. */
+static uint64_t coll_got[4], coll_pred[4];
+static int coll_unknown;
+static galv_comm_bytes coll_mark;
+static void coll_begin(void) { coll_mark = galv_comm_counters(); }
+static void coll_end(const int64_t *pred) {
+  galv_comm_bytes c = galv_comm_counters();
+  const uint64_t d[4] = {c.all_reduce - coll_mark.all_reduce, c.all_gather - coll_mark.all_gather,
+                         c.reduce_scatter - coll_mark.reduce_scatter, c.all_to_all - coll_mark.all_to_all};
+  for (int k = 0; k < 4; k++) {
+    coll_got[k] += d[k];
+    if (!pred || pred[k] < 0) coll_unknown = 1;
+    else coll_pred[k] += (uint64_t)pred[k];
+  }
+}
+
+/* --grad-dtype bf16 (GALV_BF16; else 0): the entries' parameter gradients are stored bf16 (their outputs'
+ * storage, checked when the tables are read) and so are the runtime's sums of them over the microbatches (and
+ * a shared parameter's sum across its stages): 2 bytes per element, each term widened, added in fp32 and rounded
+ * back (h16_op, as the programs' elementwise adds round). The overflow check, the clipping norm and the optimizer
+ * read a sum widened, one parameter at a time (grad_f32). */
+static int g16;
+static size_t GSB(size_t nf32) { return g16 ? nf32 / 2 : nf32; } /* a sum's bytes for nf32 bytes of f32 */
+/* sum += g (n elements, in the sums' dtype) */
+static void grad_add(void *sum, const void *g, size_t n) {
+  if (g16) h16_op(g16, sum, g, 0, n);
+  else D->add_f32((float *)sum, (const float *)g, n);
+}
+/* parameter p's sum as f32 (n elements): the buffer itself, or (bf16 sums) widened into tmp (a buffer of the
+ * largest parameter's f32 bytes) */
+static const float *grad_f32(const void *sum, float *tmp, size_t n) {
+  if (!g16) return (const float *)sum;
+  char *h = malloc(n * 2 + 64);
+  float *x = malloc(n * 4 + 64);
+  if (!h || !x) galv_fatal("out of memory");
+  D->d2h(h, sum, n * 2);
+  widen16(g16, x, h, (int64_t)n);
+  D->h2d(tmp, x, n * 4);
+  free(h), free(x);
+  return tmp;
+}
 /* host f32 data (nbytes) into an input's slot in its storage; scratch: nbytes / 2 host bytes */
 static void io_h2d(const galv_io *d, char *dst, const char *host, char *scratch) {
   if (!d->storage) { D->h2d(dst, host, (size_t)d->nbytes); return; }
@@ -303,7 +347,9 @@ static int classify_outputs(const galv_io *outs, const galv_io_split *sp, int n,
       int p = find(galv_pipe_params, galv_pipe_nparams, nm + 5);
       if (p < 0) galv_fatal("pipeline table: no parameter '%s'", nm + 5);
       if (outs[o].dtype != GALV_F32 || galv_pipe_params[p].dtype != GALV_F32) galv_fatal("parameter '%s' is not f32", nm + 5);
-      if (outs[o].storage) galv_fatal("pipeline table: the gradient '%s' is stored 16-bit (expected fp32)", nm);
+      if (outs[o].storage && outs[o].storage != GALV_BF16)
+        galv_fatal("pipeline table: the gradient '%s' is stored 16-bit but not bf16 (expected fp32 or, with --grad-dtype "
+                   "bf16, bf16)", nm);
       check_whole(&sp[o], nm);
       if (outs[o].nbytes != galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes)
         galv_fatal("pipeline table: the gradient '%s' and its parameter differ in size", nm);
@@ -371,7 +417,14 @@ static void grad_scan(const char *trains, float *const *acc, int want_sq, float 
     size_t n = (size_t)galv_pipe_params[p].nbytes / 4;
     float *h = malloc(n * 4 + 64);
     if (!h) galv_fatal("out of memory");
-    D->d2h(h, acc[p], n * 4);
+    if (g16) { /* bf16 sums: widened (exact) */
+      uint16_t *hh = malloc(n * 2 + 64);
+      if (!hh) galv_fatal("out of memory");
+      D->d2h(hh, acc[p], n * 2);
+      widen16(g16, h, hh, (int64_t)n);
+      free(hh);
+    } else
+      D->d2h(h, acc[p], n * 4);
     for (size_t e = 0; e < n; e++) {
       *bad = *bad || h[e] * 0.0f != 0.0f;
       if (count) *sq += (double)h[e] * (double)h[e];
@@ -390,29 +443,31 @@ static void world_scalar(galv_comm *world, galv_queue *q, void *x, int dtype, ga
   D->release(buf);
 }
 
-static void shared_grad_sum(galv_comm *world, galv_queue *q, int p, float *whole, float *tmp, size_t n) {
+static void shared_grad_sum(galv_comm *world, galv_queue *q, int p, void *whole, void *tmp, size_t n) {
   const uint64_t mask = galv_pipe_param_stages[p];
+  const int dt = g16 ? g16 : GALV_F32; /* the sums' dtype (bf16 sums move 2 bytes per element) */
+  const size_t es = g16 ? 2 : 4;
   const int rs = shared_root_stage(p), root = galv_pipe_first_rank[rs];
   if (galv_pipe_stage == rs && lrank == 0) {
     for (int st = rs + 1; st < galv_pipe_nstages; st++) /* the other stages' sums, in stage order */
       if (mask >> st & 1) {
-        galv_recv(world, galv_pipe_first_rank[st], tmp, n, GALV_F32, q);
+        galv_recv(world, galv_pipe_first_rank[st], tmp, n, dt, q);
         galv_queue_sync(q);
-        D->add_f32(whole, tmp, n);
+        grad_add(whole, tmp, n);
       }
     galv_group_start();
     for (int st = rs; st < galv_pipe_nstages; st++)
       if (mask >> st & 1)
         for (int r = galv_pipe_first_rank[st]; r < galv_pipe_first_rank[st + 1]; r++)
-          if (r != root) galv_send(world, r, whole, n, GALV_F32, q), shared_sent += n * 4;
+          if (r != root) galv_send(world, r, whole, n, dt, q), shared_sent += n * es;
     galv_group_end();
     galv_queue_sync(q);
   } else {
     if (lrank == 0) {
-      galv_send(world, root, whole, n, GALV_F32, q), shared_sent += n * 4;
+      galv_send(world, root, whole, n, dt, q), shared_sent += n * es;
       galv_queue_sync(q);
     }
-    galv_recv(world, root, whole, n, GALV_F32, q);
+    galv_recv(world, root, whole, n, dt, q);
     galv_queue_sync(q);
   }
 }
@@ -463,8 +518,11 @@ static int shared_check(galv_comm *world, galv_queue *q, const char *W) {
  * loads into any plan of the model and the reverse). Each stage holds its
  * parameters ("NAME") and, for those that train, their optimizer state
  * ("opt.m:NAME" / "opt.v:NAME" for AdamW, "opt.buf:NAME" for SGD with
- * momentum; AdamW's step count "opt.step", f32, written by stage 0). A
- * shared parameter is written by its lowest holding stage. Saving: the
+ * momentum; AdamW's step count "opt.step", f32, written by stage 0; with
+ * loss scaling the one-program optimizer's scalars, also f32 and written by
+ * stage 0: "opt.loss_scale" and "opt.growth_tracker" (dynamic scale only)
+ * and "opt.skipped_steps"). A shared parameter is written by its lowest
+ * holding stage. Saving: the
  * stages append in turn to one PATH.tmp (each stage's rank 0 gets the
  * running CRC and count from the previous stage's, gathers its tensors over
  * its ranks and appends them); the last stage ends the file and renames it
@@ -484,8 +542,17 @@ static void put_block(int p, void *dst, const void *whole) {
   free(h);
 }
 
+/* loss scaling's state, as passes/optimizer.c names it in the one-program step: the scale (dynamic), the good
+ * steps since its last change (dynamic), the skipped steps; mode as galv_pipe_loss_scale[0] */
+typedef struct {
+  int mode;
+  float scale, tracker, skipped;
+} pipe_ls_state;
+static const char *const ls_names[3] = {"opt.loss_scale", "opt.growth_tracker", "opt.skipped_steps"};
+static float *ls_slot(pipe_ls_state *ls, int k) { return k == 0 ? &ls->scale : k == 1 ? &ls->tracker : &ls->skipped; }
+
 static int64_t pipe_load_checkpoint(const char *path, char *W, float **st1, float **st2, const char *trains, int adamw,
-                                    float *step_t) {
+                                    float *step_t, pipe_ls_state *ls) {
   galv_ckpt c;
   if (galv_ckpt_open(&c, path)) galv_fatal_all("%s", c.err);
   char *buf = NULL, nm[1100];
@@ -514,6 +581,14 @@ static int64_t pipe_load_checkpoint(const char *path, char *W, float **st1, floa
     if (!e || e->dtype != GALV_F32 || e->rank != 0) galv_fatal_all("%s: checkpoint of another optimizer: no AdamW step count 'opt.step'", path);
     if (galv_ckpt_read(&c, e, step_t)) galv_fatal_all("%s", c.err);
   }
+  for (int k = ls->mode == 2 ? 0 : 2; ls->mode && k < 3; k++) { /* loss scaling: the scalars the one-program step keeps */
+    galv_ckpt_entry *e = galv_ckpt_find(&c, ls_names[k]);
+    if (!e || e->dtype != GALV_F32 || e->rank != 0)
+      galv_fatal_all("%s: checkpoint of a run without %s loss scaling: no f32 scalar '%s'", path,
+                     ls->mode == 2 ? "dynamic" : "static", ls_names[k]);
+    if (galv_ckpt_read(&c, e, ls_slot(ls, k))) galv_fatal_all("%s", c.err);
+  }
+  if (ls->mode == 2 && ls->scale == 0) ls->scale = (float)galv_pipe_loss_scale[1]; /* a fresh state's 0: the initial scale */
   int64_t steps = c.steps;
   galv_ckpt_close(&c);
   return steps;
@@ -522,7 +597,7 @@ static int64_t pipe_load_checkpoint(const char *path, char *W, float **st1, floa
 /* Every rank of every stage calls it, after the steps (and after
  * galv_pipe_xfer_report: it sends). */
 static void pipe_save_checkpoint(const char *path, galv_comm *world, galv_queue *q, const char *W, float **st1, float **st2,
-                                 const char *trains, int adamw, float step_t, int64_t done) {
+                                 const char *trains, int adamw, float step_t, const pipe_ls_state *ls, int64_t done) {
   const int me = galv_pipe_stage, S = galv_pipe_nstages;
   galv_ckpt_writer w;
   uint32_t tok[16] = {0}; /* running CRC, count (a 64-byte message) */
@@ -532,6 +607,9 @@ static void pipe_save_checkpoint(const char *path, galv_comm *world, galv_queue 
       if (galv_ckpt_begin(&w, path, done)) galv_fatal("%s", w.err);
       int64_t none[1] = {0};
       if (adamw && galv_ckpt_put(&w, "opt.step", GALV_F32, 0, none, 4, &step_t)) galv_fatal("%s", w.err);
+      pipe_ls_state v = *ls;
+      for (int k = v.mode == 2 ? 0 : 2; v.mode && k < 3; k++) /* loss scaling's scalars (every rank has them alike) */
+        if (galv_ckpt_put(&w, ls_names[k], GALV_F32, 0, none, 4, ls_slot(&v, k))) galv_fatal("%s", w.err);
     } else {
       galv_recv(world, galv_pipe_first_rank[me - 1], dtok, sizeof tok / 4, GALV_F32, q);
       galv_queue_sync(q);
@@ -584,16 +662,18 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
   for (int o = 0; o < n; o++)
     if (ok[o] < 0) {
       int p = -ok[o] - 1;
-      const float *g = (const float *)(const void *)outp_of(outs, o, arena, w);
+      const void *g = outp_of(outs, o, arena, w);
       if (accw[p]) {
-        D->add_f32(accw[p], g, (size_t)outs[o].nbytes / 4);
+        grad_add(accw[p], g, (size_t)outs[o].nbytes / 4);
         continue;
       }
-      if (galv_pipe_param_split[p].starts) { /* the whole gradient: this rank's block of it */
-        D->block(&galv_pipe_params[p], &galv_pipe_param_split[p], gblk, g);
+      if (galv_pipe_param_split[p].starts) { /* the whole gradient: this rank's block of it (in the sums' dtype) */
+        galv_io l = galv_pipe_params[p];
+        if (g16) l.dtype = g16, l.nbytes /= 2;
+        D->block(&l, &galv_pipe_param_split[p], gblk, g);
         g = gblk;
       }
-      D->add_f32(acc[p], g, (size_t)galv_pipe_params[p].nbytes / 4);
+      grad_add(acc[p], g, (size_t)galv_pipe_params[p].nbytes / 4);
     }
 }
 
@@ -877,13 +957,27 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int o = 0; o < nbo; o++)
     if (okb[o] < 0) trains[-okb[o] - 1] = 1;
   for (int o = 0; o < nwo; o++) trains[-okw[o] - 1] = 1;
+  { /* the parameter gradients' storage (every entry's alike) is the sums' dtype (--grad-dtype bf16: bf16) */
+    const galv_io *os[3] = {galv_outputs, bout, wg ? wg->outputs : NULL};
+    const int *oks[3] = {ok, okb, okw}, nos[3] = {no, nbo, nwo};
+    int n16 = 0, n32 = 0;
+    for (int e = 0; e < 3; e++)
+      for (int o = 0; o < nos[e]; o++)
+        if (oks[e][o] < 0) {
+          if (os[e][o].storage) n16++, g16 = os[e][o].storage;
+          else n32++;
+        }
+    if (n16 && (n32 || g16 != GALV_BF16))
+      galv_fatal("pipeline table: the parameter gradients are stored in more than one dtype (%d 16-bit, %d fp32; rebuild with galvc)", n16, n32);
+    if (g16 && zc) galv_fatal("--pipeline-zero 1 with bf16 parameter gradients (--grad-dtype bf16): not yet");
+  }
   int64_t m_sums = 0, m_opt = 0, m_buf = 0; /* the bytes allocated per rank (printed after the steps) */
   float *zs1 = NULL, *zs2 = NULL; /* ZeRO-1: this rank's chunk of the optimizer state */
   for (int p = 0; p < galv_pipe_nparams; p++) { /* the gradient sums and the optimizer state, zero */
     if (!trains[p]) continue;
     size_t n = (size_t)galv_pipe_params[p].nbytes;
-    acc[p] = D->alloc(n);
-    m_sums += (int64_t)n;
+    acc[p] = D->alloc(GSB(n));
+    m_sums += (int64_t)GSB(n);
     if (zc) continue;
     st1[p] = adamw || mom != 0 ? D->alloc(n) : NULL;
     st2[p] = adamw ? D->alloc(n) : NULL;
@@ -904,17 +998,22 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (galv_pipe_param_split[p].starts && galv_pipe_params[p].nbytes > gmax) gmax = galv_pipe_params[p].nbytes;
   for (int p = 0; p < galv_pipe_nparams; p++)
     if (shared_param(p) && trains[p]) { /* frozen everywhere it is held: nothing to sum */
-      int64_t wb = galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes;
+      int64_t wb = (int64_t)GSB((size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes);
       accw[p] = D->alloc((size_t)wb);
       if (wb > wmax) wmax = wb;
     }
   for (int p = 0; p < galv_pipe_nparams; p++)
-    if (accw[p]) m_buf += galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes;
-  m_buf += wmax + gmax + (last || bw ? in_bytes : 0);
+    if (accw[p]) m_buf += (int64_t)GSB((size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes);
+  int64_t pmax = 0; /* bf16 sums: the largest trained parameter's f32 bytes (grad_f32's buffer) */
+  for (int p = 0; p < galv_pipe_nparams && g16; p++)
+    if (trains[p] && galv_pipe_params[p].nbytes > pmax) pmax = galv_pipe_params[p].nbytes;
+  gmax = (int64_t)GSB((size_t)gmax);
+  m_buf += wmax + gmax + pmax + (last || bw ? in_bytes : 0);
   for (int i = 0; i < nbi; i++)
     if (gbuf[i]) m_buf += (int64_t)AB(&bin[i]) * (ng[i] ? ng[i] : 1);
   float *wtmp = wmax ? D->alloc((size_t)wmax) : NULL; /* a shared gradient received from another stage */
   float *gblk = D->alloc((size_t)gmax); /* a split parameter's block of its (whole) gradient */
+  float *g32 = pmax ? D->alloc((size_t)pmax) : NULL; /* bf16 sums: one widened for the optimizer */
   char *inbuf = last || bw ? D->alloc((size_t)in_bytes) : NULL; /* a forward's inputs (received, data slices) */
   char *hin = malloc((size_t)dmax + (size_t)dmax / 2 + 128); /* a data slice on the host, before its copy (16-bit: then narrowed) */
   if (!hin) galv_fatal("out of memory");
@@ -956,17 +1055,15 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   float step_t = 0;
   /* loss scaling (galv_pipe_loss_scale): the scale, the good steps since the last change, the skipped steps */
   const int lsm = (int)galv_pipe_loss_scale[0];
-  float ls_scale = lsm ? (float)galv_pipe_loss_scale[1] : 1.0f, ls_tracker = 0, ls_skipped = 0;
-  if (lsm && (load || save))
-    galv_fatal_all("--load-checkpoint / --save-checkpoint with loss scaling in a pipeline are not supported yet (the "
-                   "scale is not saved); train one program (--strategy / --plan) to checkpoint a loss-scaled run");
-  int64_t done = load ? pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t) : 0; /* steps done before */
+  pipe_ls_state ls = {lsm, lsm ? (float)galv_pipe_loss_scale[1] : 1.0f, 0, 0};
+  int64_t done = load ? pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t, &ls) : 0; /* steps done before */
+  float ls_scale = ls.scale, ls_tracker = ls.tracker, ls_skipped = ls.skipped;
   if (load && bw) D->copy(Wb, W, (size_t)pspan);
   if (load && wg) D->copy(Ww, W, (size_t)pspan);
   for (long step = 0; step < steps; step++) {
     for (int p = 0; p < galv_pipe_nparams; p++) {
-      if (trains[p]) D->fill(acc[p], 0, (size_t)galv_pipe_params[p].nbytes);
-      if (accw[p]) D->fill(accw[p], 0, (size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes);
+      if (trains[p]) D->fill(acc[p], 0, GSB((size_t)galv_pipe_params[p].nbytes));
+      if (accw[p]) D->fill(accw[p], 0, GSB((size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes));
     }
     double loss = 0;
     int nops = 0;
@@ -1067,7 +1164,9 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       double t1 = now_us();
       if (a->w) { /* ZB-H1: the weight-gradient entry on what B(j) (last stage: F(j)) kept for it */
         if (wg) {
+          coll_begin();
           D->run_entry(wg, arena, Ww, wst[a->mb]);
+          coll_end(wg->comm_predicted);
           for (int o = 0; o < nwo; o++) {
             if (!wg->outputs[o].in_weights) GALV_UNPOISON(arena + wg->outputs[o].offset, AB(&wg->outputs[o]));
             if (last && mbw && !lsm) /* cross entropy: weighted as the microbatch's other gradients (below) */
@@ -1104,8 +1203,9 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
             D->copy(g, gbuf[i], AB(d));
             for (int r = 1; r < ng[i]; r++) io_add(d, g, gbuf[i] + (size_t)r * AB(d));
           }
-        if (bw && !a->fwd) D->run_entry(bw, arena, Wb, stash[a->mb]); /* the stash is the backward entry's state buffer */
-        else if (a->fwd || !fwd_only) D->run(arena, W); /* a forward-only stage's backward only received */
+        coll_begin();
+        if (bw && !a->fwd) D->run_entry(bw, arena, Wb, stash[a->mb]), coll_end(bw->comm_predicted); /* the stash is its state buffer */
+        else if (a->fwd || !fwd_only) D->run(arena, W), coll_end(galv_comm_predicted); /* a forward-only stage's backward only received */
         const galv_io *outs = bw && !a->fwd ? bout : galv_outputs;
         for (int o = 0, n = bw && !a->fwd ? nbo : no; o < n; o++)
           if (!outs[o].in_weights) GALV_UNPOISON(arena + outs[o].offset, AB(&outs[o]));
@@ -1171,8 +1271,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       if (!accw[p]) continue;
       size_t wb = (size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes;
       shared_grad_sum(world, q, p, accw[p], wtmp, wb / 4);
-      if (galv_pipe_param_split[p].starts) D->block(&galv_pipe_params[p], &galv_pipe_param_split[p], acc[p], accw[p]);
-      else D->copy(acc[p], accw[p], wb);
+      galv_io l = galv_pipe_params[p];
+      if (g16) l.dtype = g16, l.nbytes /= 2;
+      if (galv_pipe_param_split[p].starts) D->block(&l, &galv_pipe_param_split[p], acc[p], accw[p]);
+      else D->copy(acc[p], accw[p], GSB(wb));
     }
     /* loss scaling: an inf / NaN in any rank's gradient sums skips the step everywhere (one max over the world);
      * clipping: the global norm from every rank's counted squares (one sum over the world) */
@@ -1198,8 +1300,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       }
       for (int p = 0; p < galv_pipe_nparams && !zc; p++)
         if (trains[p])
-          D->optimizer(&op, (float *)(void *)(W + galv_pipe_params[p].offset), st1[p], st2[p], acc[p],
-                       (size_t)galv_pipe_params[p].nbytes / 4);
+          D->optimizer(&op, (float *)(void *)(W + galv_pipe_params[p].offset), st1[p], st2[p],
+                       grad_f32(acc[p], g32, (size_t)galv_pipe_params[p].nbytes / 4), (size_t)galv_pipe_params[p].nbytes / 4);
       if (zc) { /* ZeRO-1: the part of each parameter in this rank's chunk [lo, hi) (floats), then the chunks gathered */
         const size_t lo = (size_t)zr * zn, hi = lo + zn;
         for (int p = 0; p < galv_pipe_nparams; p++) {
@@ -1295,11 +1397,29 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       free(h);
     }
   }
+  if (!coll_unknown) { /* the stage programs' collectives: counted = predicted (every entry run summed) */
+    static const char *const kind[4] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
+    uint64_t any = 0;
+    for (int k = 0; k < 4; k++) any |= coll_got[k] | coll_pred[k];
+    if (any)
+      printf("%s: stage collectives sent by this rank in %ld steps: all_reduce %llu, all_gather %llu, reduce_scatter %llu, "
+             "all_to_all %llu bytes (predicted by the entries: %llu, %llu, %llu, %llu)\n", galv_progname, steps,
+             (unsigned long long)coll_got[0], (unsigned long long)coll_got[1], (unsigned long long)coll_got[2],
+             (unsigned long long)coll_got[3], (unsigned long long)coll_pred[0], (unsigned long long)coll_pred[1],
+             (unsigned long long)coll_pred[2], (unsigned long long)coll_pred[3]);
+    for (int k = 0; k < 4; k++)
+      if (coll_got[k] != coll_pred[k])
+        galv_fatal("stage %d rank %d: the stage programs' %s moved %llu bytes, their entries predict %llu", me, lrank, kind[k],
+                   (unsigned long long)coll_got[k], (unsigned long long)coll_pred[k]);
+  }
   galv_pipe_xfer_report((long)B * steps, shared_sent + il.sent);
   int nshared = 0;
   for (int p = 0; p < galv_pipe_nparams; p++) nshared += shared_param(p) && shared_root_stage(p) == me;
   int ncopies = shared_check(world, q, W); /* after the report: these sends are not the steps' */
-  if (save) pipe_save_checkpoint(save, world, q, W, st1, st2, trains, adamw, step_t, done + steps);
+  if (save) {
+    const pipe_ls_state ls_now = {lsm, ls_scale, ls_tracker, ls_skipped};
+    pipe_save_checkpoint(save, world, q, W, st1, st2, trains, adamw, step_t, &ls_now, done + steps);
+  }
   if (nshared && lrank == 0)
     printf("%s: shared parameters: %d held with later stages, %d copies compared: bit-identical; gradient sums sent by "
            "this rank: %llu bytes\n", galv_progname, nshared, ncopies, (unsigned long long)shared_sent);
@@ -1318,7 +1438,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   D->release(zs1), D->release(zs2);
   D->release(wtmp), free(accw);
   for (int j = 0; j < B; j++) D->release(stash[j]);
-  D->release(gblk), D->release(inbuf), D->release(arena), D->release(W);
+  D->release(g32), D->release(gblk), D->release(inbuf), D->release(arena), D->release(W);
   free(ik), free(ok), free(ng), free(ioff), free(goff), free(bat), free(nbat), free(gnb), free(gbuf), free(acc), free(st1), free(st2), free(stash), free(trains);
   free(hin), free(acts), free(evs), free(mbw), free(gacts), free(gidx), free(il.bufs);
   if (il.sq) galv_queue_free(il.sq);
@@ -1343,7 +1463,8 @@ static int pipe_help(int argc, char **argv) {
            "  --batches DIR   DIR/NAME.npy per data input (and the labels), the whole batch of one step\n"
            "  --steps N       training steps (default 1)\n"
            "  -o OUTDIR       write the parameters as OUTDIR/NAME.npy after the last step\n"
-           "  --load-checkpoint F  parameters, optimizer state and step count from F (any plan's checkpoint of\n"
+           "  --load-checkpoint F  parameters, optimizer state, step count (and the loss scale's state) from F\n"
+           "                  (any plan's checkpoint of\n"
            "                  this model: one device, N ranks, another pipeline)\n"
            "  --save-checkpoint F  write them to F after the last step (the same format)\n"
            "  --trace FILE    a Chrome trace of the schedule; --weights FILE (default: weights.bin next to the\n"

@@ -24,7 +24,9 @@
 #     GPipe, 1F1B and ZB-H1 training) links per stage with both backends, and
 #     with stages of 2 and 1 devices (--stage-devices 2,1 --strategy tp) with NCCL,
 #     and interleaved 1F1B (--virtual-stages 2: 4 stages on 2 device groups,
-#     a group's ranks sharing a GPU) with the host-staged backend;
+#     a group's ranks sharing a GPU) with the host-staged backend, and
+#     fp16 1F1B training stages (--precision fp16: the pipeline runtime's
+#     loss scaling) with NCCL;
 #     the training stages' earlier stage has both entries (program.cu and the
 #     backward entry program_bwd.cu with its per-microbatch stash), the last
 #     stage one (ZB-H1: the last stage's weight-gradient entry program_wgt.cu
@@ -161,7 +163,8 @@ if [ $MPI = 1 ]; then
   # NAME:BACKENDS:OPTIONS; tp21: stages of 2 and 1 devices (collectives inside stage 0, cross-mesh tiles)
   for cfg in "inference:nccl staged:" "gpipe:nccl staged:--train --schedule gpipe" "1f1b:nccl staged:--train --schedule 1f1b" \
              "zb:nccl staged:--train --schedule zb-h1" "tp21:nccl:--train --schedule 1f1b --stage-devices 2,1 --strategy tp" \
-             "il:staged:--train --schedule interleaved --virtual-stages 2"; do
+             "il:staged:--train --schedule interleaved --virtual-stages 2" \
+             "fp16:nccl:--train --schedule 1f1b --precision fp16"; do
     IFS=: read -r n comms extra <<<"$cfg"
     d=$T/pp2_$n
     # shellcheck disable=SC2086

@@ -26,7 +26,12 @@
 #       the same decisions as the one-device CPU fp16 program, losses within
 #       4e-4 of it, the communicator's bytes = the global program's prediction;
 #       zero (each rank updates its own shard): the parameters gathered after
-#       the 4 skipped steps equal the initial ones on every rank's shard.
+#       the 4 skipped steps equal the initial ones on every rank's shard;
+#   (5) a 2-stage pipeline (1F1B, 2 microbatches: the pipeline runtime scales
+#       the loss and skips over both stages), make emu per stage: the 2^24 run
+#       of (4) takes the CPU target's pipeline's 8 decisions, losses within
+#       4e-4 of it; 3 steps without overflow within 2e-4 of the cpu fp32
+#       program.
 # Usage: cuda_emu_fp16.sh BUILD_DIR
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -180,5 +185,34 @@ PY
   fi
 done
 echo "     2 ranks: $(($(date +%s) - t0)) s"
+
+# ---- (5) a 2-stage pipeline (1F1B, 2 microbatches; the runtime's loss scaling over both stages) with the 2^24
+# run of (4): the CUDA stages under the execution layer (make emu in each stage) take the CPU target's pipeline's
+# 8 decisions, losses within 4e-4 of it; a 3-step run without overflow within 2e-4 of the cpu fp32 program
+PP=(--pipeline-stages 2 --microbatches 2 --schedule 1f1b)
+gen_pp() { # DIR ARGS...: the cuda pipeline, make emu per stage
+  local d=$1
+  shift
+  "$BUILD/galvc" "$M" --batch 2 --seq 16 --train --target cuda "$@" --no-build -q -o "$T/$d/" </dev/null >"$T/$d.gen" 2>&1 &&
+    make -s -C "$T/$d/stage0" emu >>"$T/$d.gen" 2>&1 && make -s -C "$T/$d/stage1" emu >>"$T/$d.gen" 2>&1 ||
+    { bad "$d: $(grep -i error "$T/$d.gen" | tail -1)"; return 1; }
+}
+PL=(env GALV_EMU_REGS=1 GALV_PROGRAM=program-emu timeout 600)
+if gen_pp pp_cu "${OV2[@]}" "${PP[@]}" && gen pp_16 cpu "$M" "${OV2[@]}" "${PP[@]}"; then
+  "$T/pp_16/launch" --batches "$T/b" --steps 8 </dev/null >"$T/pp_16.log" 2>&1 || bad "pp=2 (cpu): $(grep -m1 error "$T/pp_16.log")"
+  if "${PL[@]}" "$T/pp_cu/launch" --batches "$T/b" --steps 8 </dev/null >"$T/pp_cu.log" 2>&1 &&
+     same_decisions "$T/pp_16.log" "$T/pp_cu.log" && out=$(close "$T/pp_16.log" "$T/pp_cu.log" 4e-4); then
+    ok "pp=2 fp16 (program-emu stages): the cpu pipeline's 8 decisions ($(grep -c overflow "$T/pp_cu.log") skipped: $(grep -o 'scale [0-9]*' "$T/pp_cu.log" | awk '{print $2}' | tr '\n' ' ')); $out"
+  else
+    bad "pp=2 fp16 (program-emu): $(grep -m1 -i error "$T/pp_cu.log") $(diff <(decisions "$T/pp_16.log") <(decisions "$T/pp_cu.log") | head -3 | tr '\n' ' ') ${out:-}"
+  fi
+  emu_regs_all "pp=2 fp16 training, registers per launch (every stage)" "$T/pp_cu.log"
+fi
+if gen_pp pp3_cu --precision fp16 "${PP[@]}" && [ -x "$T/gpt2_32/program" ] &&
+   "${PL[@]}" "$T/pp3_cu/launch" --batches "$T/b" --steps 3 </dev/null >"$T/pp3_cu.log" 2>&1 &&
+   out=$(close "$T/gpt2_32.log" "$T/pp3_cu.log" 2e-4) && grep -q "^step 2 loss .* scale 65536 skipped 0$" "$T/pp3_cu.log"; then
+  ok "pp=2 fp16 (program-emu stages, dynamic scale, no overflow) vs the cpu fp32 program: $out"
+else bad "pp=2 fp16 (program-emu) vs fp32: ${out:-} $(grep -m1 -i error "$T/pp3_cu.log" "$T/pp3_cu.gen" 2>/dev/null)"; fi
+echo "     pipeline: $(($(date +%s) - t0)) s"
 echo "cuda_emu_fp16: $pass passed, $fail failed"
 galv_exit "$fail"

@@ -37,8 +37,11 @@
 #     the same 2 microbatches (--microbatches 2; the full batch at once
 #     rounds differently and, at the edge of the range, overflows once where
 #     the microbatches do not), losses within 1e-3 of it; pp=2 without
-#     overflow within 2e-4 of the fp32 one device; a
-#     checkpoint option with loss scaling in a pipeline: one error line.
+#     overflow within 2e-4 of the fp32 one device. Checkpoints keep the
+#     scale, the good-step count and the skipped steps: pp=2, 21 steps +
+#     checkpoint + 9 steps = 30 steps, every line and weight bit for bit;
+#     the checkpoint loads into one device and the reverse with the same
+#     decisions; an fp32 pipeline's checkpoint: one error line.
 # (6) The CUDA program under the execution layer (make emu; skipped without a
 #     C++ compiler): bf16 (fp16 on the CUDA target: tests/cuda_emu_fp16.sh)
 #     with --loss-scale-init 1e38 --loss-scale-interval 1: the
@@ -229,11 +232,41 @@ if compile p16 "$M" --precision fp16 "${PP[@]}" && "$T/p16/launch" --batches "$T
    out=$(close "$T/r_gpt2_fp32.log" "$T/rp16.log" 2e-4) && grep -q "^step 2 loss .* scale 65536 skipped 0$" "$T/rp16.log"; then
   ok "pp=2 fp16 (dynamic scale, no overflow) vs fp32 one device: $out"
 else bad "pp=2 fp16 vs fp32: ${out:-} $(grep -m1 error "$T/rp16.log")"; fi
-if [ -x "$T/p16/launch" ]; then
-  out=$("$T/p16/launch" --batches "$T/b" --steps 1 --save-checkpoint "$T/pc" </dev/null 2>&1); rc=$?
-  if [ $rc != 0 ] && [ "$(grep -c 'error:' <<<"$out")" -ge 1 ] && grep -q 'loss scaling in a pipeline' <<<"$out"; then
-    ok "pp=2 fp16 --save-checkpoint: $(grep -m1 'error:' <<<"$out")"
-  else bad "pp=2 fp16 --save-checkpoint: exit $rc: $(head -2 <<<"$out")"; fi
+# checkpoints of the loss-scaled pipeline (the scale, the good-step count and the skipped steps saved with the
+# stages' parameters and optimizer state, as the one program saves them): 21 steps, checkpoint, 9 more = the 30
+# steps of one run (lines and weights bit for bit; step 21 is the second of three good steps at 2^20, so a lost
+# good-step count would move the next growth); the pipeline's checkpoint loads into one device (--microbatches 2)
+# and one device's into the pipeline with the same decisions; a checkpoint without loss scaling: one error line
+if [ -x "$T/ovp_pp/launch" ]; then
+  L=$T/ovp_pp/launch
+  "$L" --batches "$T/b" --steps 30 -o "$T/wp30" </dev/null >"$T/rpc30.log" 2>&1 &&
+    "$L" --batches "$T/b" --steps 21 --save-checkpoint "$T/pc21" </dev/null >"$T/rpc1.log" 2>&1 &&
+    "$L" --batches "$T/b" --steps 9 --load-checkpoint "$T/pc21" --save-checkpoint "$T/pc30" -o "$T/wpr" </dev/null >"$T/rpc2.log" 2>&1 ||
+    bad "pp=2 checkpoint runs: $(grep -h -m1 error "$T/rpc30.log" "$T/rpc1.log" "$T/rpc2.log")"
+  nw=$(ls "$T/wp30" 2>/dev/null | wc -l) same=0
+  for f in "$T"/wp30/*.npy; do cmp -s "$f" "$T/wpr/$(basename "$f")" && same=$((same + 1)); done
+  if [ "$(grep -h '^step' "$T/rpc1.log" "$T/rpc2.log")" = "$(grep '^step' "$T/rpc30.log")" ] && [ "$nw" -gt 0 ] && [ "$same" = "$nw" ] &&
+     [ "$(grep -c '^step' "$T/rpc30.log")" = 30 ]; then
+    ok "pp=2 fp16 overflow run: 21 steps, checkpoint, 9 more = 30 steps (every line; $same of $nw weights bit-identical; $(grep -c overflow "$T/rpc30.log") skipped, $(grep '^step 29' "$T/rpc30.log" | grep -o 'scale [^ ]*'))"
+  else
+    bad "pp=2 fp16 checkpointed run differs: $(diff <(grep '^step' "$T/rpc30.log") <(grep -h '^step' "$T/rpc1.log" "$T/rpc2.log") | head -3 | tr '\n' ' ') weights $same of $nw"
+  fi
+  dec() { grep -o "^step [0-9]* loss [^ ]* scale .*" "$1" | awk '{$4 = ""; print}'; }
+  if [ -x "$T/ovm/program" ] && "$T/ovm/program" --batches "$T/b" --steps 21 --save-checkpoint "$T/mc21" >"$T/rmc1.log" 2>&1 &&
+     "$T/ovm/program" --batches "$T/b" --steps 9 --load-checkpoint "$T/pc21" >"$T/rmc2.log" 2>&1 &&
+     "$L" --batches "$T/b" --steps 9 --load-checkpoint "$T/mc21" </dev/null >"$T/rpm2.log" 2>&1 &&
+     [ "$(dec "$T/rmc2.log")" = "$(dec "$T/rpc2.log")" ] && [ "$(dec "$T/rpm2.log")" = "$(dec "$T/rpc2.log")" ] &&
+     [ "$(grep -c '^step' "$T/rmc2.log")" = 9 ] && out=$(close "$T/rpc2.log" "$T/rmc2.log" 1e-3) && out2=$(close "$T/rpc2.log" "$T/rpm2.log" 1e-3); then
+    ok "pp=2 fp16 checkpoint after 21 steps into one device, one device's into pp=2: the pipeline's 9 scale / skip decisions (losses max |d|${out##*max |d|}, ${out2##*max |d|})"
+  else
+    bad "pp=2 fp16 checkpoints across plans: $(grep -h -m1 error "$T/rmc1.log" "$T/rmc2.log" "$T/rpm2.log" 2>/dev/null) $(diff <(dec "$T/rpc2.log") <(dec "$T/rmc2.log") | head -2 | tr '\n' ' ')"
+  fi
+  if [ -x "$T/p16/launch" ] && compile p32 "$M" "${PP[@]}" && "$T/p32/launch" --batches "$T/b" --steps 1 --save-checkpoint "$T/p32c" </dev/null >/dev/null 2>&1; then
+    out=$("$T/p16/launch" --batches "$T/b" --steps 1 --load-checkpoint "$T/p32c" </dev/null 2>&1); rc=$?
+    if [ $rc != 0 ] && grep -q "error: .*no f32 scalar 'opt.loss_scale'" <<<"$out"; then
+      ok "pp=2 fp16 --load-checkpoint of an fp32 run: $(grep -m1 'error:' <<<"$out")"
+    else bad "pp=2 fp16 --load-checkpoint of an fp32 run: exit $rc: $(head -2 <<<"$out")"; fi
+  fi
 fi
 # ---- (6) the CUDA program (bf16; fp16: tests/cuda_emu_fp16.sh) with the loss-scaling ops under the
 # execution layer (make emu): the same per-step lines (loss, scale after a growth capped at a finite value,

@@ -148,7 +148,8 @@ static void usage(FILE *f) {
           "                           precision: fp32 parameters, optimizer state and parameter gradients,\n"
           "                           16-bit activations and GEMM inputs)\n"
           "  --grad-dtype fp32|bf16   --train --precision bf16: the parameter gradients' storage (and so their\n"
-          "                           dp / ZeRO reduction's dtype unless --reduce-dtype); default fp32\n"
+          "                           dp / ZeRO reduction's dtype unless --reduce-dtype; with --pipeline-stages also\n"
+          "                           the runtime's sums over the microbatches); default fp32\n"
           "  --reduce-dtype fp32|bf16|fp16  --train with 16-bit --precision: the dtype in which the gradient\n"
           "                           reductions (dp all-reduce, ZeRO reduce-scatter) move the gradients' partial\n"
           "                           sums (default: the gradient's, --grad-dtype); 16-bit: the --precision dtype\n"
@@ -1235,8 +1236,8 @@ int main(int argc, char **argv) {
                    "cuda target yet (training stages are; inference stages run on the cpu target; --plan-only prices them)");
     return 2;
   }
-  if (pa.on && gv_precision_opts.grad != GV_DT_F32) {
-    gv_error_plain("--grad-dtype bf16 with --pipeline-stages is not supported yet (the stages' parameter gradients are fp32)");
+  if (pa.zero && gv_precision_opts.grad != GV_DT_F32) {
+    gv_error_plain("--grad-dtype bf16 with --pipeline-zero 1: not yet (ZeRO-1 stages update from fp32 gradient sums)");
     return 2;
   }
   if (pa.on) {

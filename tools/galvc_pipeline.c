@@ -1178,6 +1178,11 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       gv_pipe_opts.stash = NULL;
       if (!rc) rc = same_params(ms, mw);
     }
+    /* an entry split out of the stage program runs part of its collectives (not the seed's): each entry predicts
+     * its own collectives' bytes (codegen/comm.c), which runtime/pipe.c checks against the communicator */
+    gv_module *split[3] = {mb || (zsrc == ms && mw) ? ms : NULL, mb, mw};
+    for (int k = 0; k < 3 && !rc; k++)
+      for (int i = 0; split[k] && i < split[k]->nmeshes; i++) split[k]->meshes[i]->has_predicted = false;
     /* storage: --precision bf16 / fp16, the crossing values and stashes 16-bit (ir/storage.h gv_func_stage_kind) */
     static const char *const back[] = {"fuse", "storage", "memory-plan"};
     /* the stash slots an entry stores fp32 (a reduction's row statistic) are read fp32 by the next entry */

@@ -1097,9 +1097,9 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
     gv_error(m, "cuda codegen: the program stores values 16-bit (storage pass) but was not compiled with --precision bf16|fp16");
     goto out;
   }
-  if (co && co->pipe_stage && nd == GV_DT_F16) {
-    gv_error(m, "cuda codegen: --precision fp16 pipeline stages are not supported on the cuda target yet (fp16 training "
-                "needs loss scaling, which pipelines refuse; fp16 inference stages run on the cpu target)");
+  if (co && co->pipe_stage && nd == GV_DT_F16 && !stage_train) {
+    gv_error(m, "cuda codegen: --precision fp16 inference pipeline stages are not supported on the cuda target yet (they "
+                "run on the cpu target; fp16 training stages run on both)");
     goto out;
   }
   if (e.mixed) {

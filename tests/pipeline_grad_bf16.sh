@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Pipeline training with bf16 parameter gradients (galvc --pipeline-stages
+# S --precision bf16 --grad-dtype bf16; docs/pipeline.md, "16-bit
+# storage"): the stage entries store each parameter gradient bf16, the
+# runtime sums them over the microbatches in bf16 (fp32 master weights and
+# optimizer state), a stage of k devices all-reduces them in bf16. Tiny
+# GPT-2 (2 layers, hidden 32, vocab 64), batch 8 x seq 8, 3 AdamW steps,
+# under GALV_COMM_SYNC=1.
+# (1) pp=2, one microbatch, --pipeline-recompute (no stash: the stages
+#     round as one program rounds but at the stage boundary, and one
+#     microbatch's sum is its gradient): the losses of the one-program
+#     --grad-dtype bf16 run to the printed digit, weights within 1e-6 (the
+#     runtime's optimizer, as for fp32 gradients: checked alike).
+# (2) pp=2 B=4 (1F1B, ZB-H1) and pp=2 x dp=2 (--stage-devices 2,2
+#     --strategy dp) B=2: losses within 1e-3 of the fp32 single device and
+#     of the bf16 one (tests/cpu_bf16.sh's bounds).
+# (3) Bytes: the runtime's gradient sums are half those of the pipeline with
+#     fp32 gradients (the printed "gradient sums"); the stage cost's
+#     predicted state falls by at least as much (the arena's gradient
+#     outputs are bf16 too; printed beside what the runtime allocates,
+#     which adds one fp32 buffer of the largest parameter for the
+#     optimizer's widened sum); pp2 x dp2: the stage
+#     programs' all-reduces, counted at the communicator = the entries'
+#     prediction (the runtime checks it and prints both), move about half
+#     the bytes of fp32 gradients.
+# (4) --grad-dtype bf16 with --pipeline-zero 1: one error line.
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+. "$SRC/tests/lib/mpi_env.sh"
+m="$T/gpt2.onnx"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
+  { echo "FAIL make_model"; exit 1; }
+python3 -c "
+import numpy as np, os
+r = np.random.RandomState(0)
+os.makedirs('$T/b')
+np.save('$T/b/input_ids.npy', r.randint(0, 64, (3, 8, 8)).astype(np.int64))
+np.save('$T/b/labels.npy', r.randint(0, 64, (3, 8, 8)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
+G=("$BUILD/galvc" "$m" --batch 8 --seq 8 --target cpu -q --train)
+losses() { grep -o "^step [0-9]* loss [^ ]*" "$1" | awk '{print $4}' | tr '\n' ' '; }
+# build NAME ARGS...: compile and run 3 steps (-o NAME.w), the log in NAME.log
+build() {
+  local d=$1
+  shift
+  if ! timeout 600 "${G[@]}" "$@" -o "$T/$d/" </dev/null >"$T/$d.glog" 2>&1; then
+    bad "$d: galvc: $(grep -m1 error "$T/$d.glog")"
+    return 1
+  fi
+  local run=("$T/$d/program")
+  [ -x "$T/$d/launch" ] && run=("$T/$d/launch")
+  if ! timeout 300 "${run[@]}" --batches "$T/b" --steps 3 -o "$T/$d.w" </dev/null >"$T/$d.log" 2>&1; then
+    bad "$d: run: $(grep -m2 -i error "$T/$d.log" | tr '\n' ' ')"
+    return 1
+  fi
+}
+wdiff() { # max |weight difference| of two -o directories, and the count compared
+  python3 - "$1" "$2" <<'PY'
+import glob, os, sys
+import numpy as np
+a, b = sys.argv[1:3]
+fs = glob.glob(f"{a}/*.npy")
+d = max((float(np.abs(np.load(f) - np.load(f"{b}/{os.path.basename(f)}")).max()) for f in fs), default=float("inf"))
+print(f"{d:.2g} {len(fs)}")
+PY
+}
+
+build one32 --precision fp32
+build one16 --precision bf16
+build one16g --precision bf16 --grad-dtype bf16
+
+# ---- (1) one microbatch, recomputing stages: the one program's roundings
+for g in f32 bf16; do
+  a=(--precision bf16 --pipeline-stages 2 --microbatches 1 --pipeline-recompute)
+  ref=one16
+  [ $g = bf16 ] && a+=(--grad-dtype bf16) ref=one16g
+  build r1_$g "${a[@]}" || continue
+  read -r d n <<<"$(wdiff "$T/$ref.w" "$T/r1_$g.w")"
+  if [ "$(losses "$T/r1_$g.log")" = "$(losses "$T/$ref.log")" ] && [ -n "$(losses "$T/$ref.log")" ] &&
+     python3 -c "import sys; sys.exit(0 if $d <= 1e-6 and $n == 29 else 1)"; then
+    ok "pp=2 B=1 recompute, $g gradients: the losses of one program ($(losses "$T/r1_$g.log")), $n weights within $d"
+  else
+    bad "pp=2 B=1 recompute, $g gradients: losses $(losses "$T/r1_$g.log") vs $(losses "$T/$ref.log"), weights $d ($n)"
+  fi
+done
+
+# ---- (2), (3) pp=2 B=4 1F1B / ZB-H1, pp=2 x dp=2 B=2; each against the same pipeline with fp32 gradients
+CASES=${GALV_PIPE_GRAD_CASES:-1f1b:4 zb-h1:4 dp:2}
+for c in $CASES; do
+  IFS=: read -r SC B <<<"$c"
+  a=(--precision bf16 --pipeline-stages 2 --microbatches "$B")
+  case $SC in
+    dp) a+=(--schedule 1f1b --gpus 4 --stage-devices 2,2 --strategy dp) ;;
+    *) a+=(--schedule "$SC") ;;
+  esac
+  build p_${SC}_f32 "${a[@]}" && build p_${SC}_bf16 "${a[@]}" --grad-dtype bf16 || continue
+  if msg=$(python3 - "$T/one32.log" "$T/one16g.log" "$T/p_${SC}_bf16.log" "$T/p_${SC}_f32.log" "$SC" <<'PY'
+import re, sys
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+f, h, p = (losses(x) for x in sys.argv[1:4])
+errs = []
+if len(p) != 3 or len(f) != 3 or len(h) != 3: sys.exit(f"losses: {p} (fp32 {f}, bf16 grads one program {h})")
+df, dh = max(abs(a - b) for a, b in zip(p, f)), max(abs(a - b) for a, b in zip(p, h))
+if df > 1e-3 or dh > 1e-3: errs.append("losses out of bound")
+mem = r"\[stage (\d+), rank (\d+)[^\]]*\]: memory per rank: (\d+) bytes \(.*gradient sums (\d+),.*; predicted (\d+) \+"
+def figs(path):
+    return {(int(s), int(r)): (int(tot), int(gs), int(pr)) for s, r, tot, gs, pr in re.findall(mem, open(path).read())}
+a, b = figs(sys.argv[4]), figs(sys.argv[3])
+sums = []
+for k in sorted(a):
+    if k not in b: errs.append(f"no memory line for {k}"); continue
+    (t32, g32, p32), (t16, g16, p16) = a[k], b[k]
+    sums.append(f"stage {k[0]} rank {k[1]} {g16} vs {g32} (state predicted {p16} vs {p32}, allocated {t16} vs {t32})")
+    if 2 * g16 != g32: errs.append(f"{k}: gradient sums {g16} vs fp32 {g32}")
+    if p32 - p16 < g32 - g16:
+        errs.append(f"{k}: predicted state {p16} vs {p32} (allocated {t16}), sums {g16} vs {g32}")
+if not a: errs.append("no memory lines")
+msg = f"losses {' '.join(f'{x:.7f}' for x in p)}: vs fp32 {df:.2g}, vs one program bf16 grads {dh:.2g}; gradient sums {'; '.join(sums)}"
+if sys.argv[5] == "dp":
+    col = r"\[stage (\d+), rank (\d+)[^\]]*\]: stage collectives sent by this rank in \d+ steps: all_reduce (\d+), .*\(predicted by the entries: (\d+),"
+    ca = {(int(s), int(r)): (int(x), int(y)) for s, r, x, y in re.findall(col, open(sys.argv[4]).read())}
+    cb = {(int(s), int(r)): (int(x), int(y)) for s, r, x, y in re.findall(col, open(sys.argv[3]).read())}
+    k = (0, 0)
+    if k not in ca or k not in cb: errs.append("no stage collectives line for stage 0")
+    else:
+        (x32, y32), (x16, y16) = ca[k], cb[k]
+        msg += f"; stage 0's all-reduces {x16} bytes counted = {y16} predicted vs fp32 gradients {x32}"
+        if x16 != y16 or x32 != y32 or not (0.45 * x32 <= x16 <= 0.55 * x32): errs.append("all-reduce bytes")
+print(msg + ("; " + ", ".join(errs) if errs else ""))
+sys.exit(1 if errs else 0)
+PY
+  ); then ok "pp=2 $SC B=$B, bf16 gradients: $msg"; else bad "pp=2 $SC B=$B, bf16 gradients: $msg"; fi
+done
+
+# ---- (4) ZeRO-1 stages keep fp32 gradient sums
+out=$(timeout 120 "${G[@]}" --precision bf16 --grad-dtype bf16 --pipeline-stages 2 --gpus 4 --stage-devices 2,2 --strategy dp \
+  --pipeline-zero 1 --no-build -o "$T/z/" </dev/null 2>&1)
+rc=$?
+if [ $rc != 0 ] && [ "$(grep -c 'error' <<<"$out")" = 1 ] && grep -q "pipeline-zero 1: not yet" <<<"$out"; then
+  ok "--grad-dtype bf16 --pipeline-zero 1: $(grep error <<<"$out")"
+else bad "--grad-dtype bf16 --pipeline-zero 1: exit $rc: $(head -2 <<<"$out")"; fi
+echo "pipeline_grad_bf16: $pass passed, $fail failed"
+[ $fail = 0 ]
