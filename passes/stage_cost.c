@@ -177,13 +177,25 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   int rc = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plan, &pc);
   bool earlier = x->training && last < x->ngroups;
   bool grads = !x->training || gv_stage_has_grads(m); /* false: a forward-only stage (nothing trains in it) */
-  int64_t stash = rc == 0 && earlier && !x->recompute && grads ? stash_bytes(m) : 0;
+  /* the ways: an earlier training stage stashes or recomputes (forced, or both offered), with or without ZeRO-1 */
+  bool can_rc = earlier && grads, rc_ways[2];
+  int nrc = 0;
+  if (!can_rc || x->recompute || !x->choose_recompute) rc_ways[nrc++] = can_rc && x->recompute;
+  else rc_ways[nrc++] = false, rc_ways[nrc++] = true;
+  int64_t stash = rc == 0 && can_rc && !rc_ways[0] ? stash_bytes(m) : 0;
   gv_module_free(m);
   if (stash < 0) return -1;
   x->plans++;
   if (rc < 0) return -1;
-  if (rc == 0) {
-    int runs = earlier && x->recompute && grads ? 2 : 1; /* recompute: the combined program in both entries */
+  gv_stage_cost first_way = {0};
+  int nways = 0;
+  for (int wr = 0; rc == 0 && wr < nrc; wr++)
+    for (int wz = 0; wz < (x->training && !x->zero && x->choose_zero ? 2 : 1); wz++) {
+    bool recompute = rc_ways[wr];
+    int zero = x->zero || wz;
+    memset(out, 0, sizeof *out);
+    int runs = recompute ? 2 : 1; /* recompute: the combined program in both entries */
+    out->recompute = recompute;
     out->xfer_ns = gv_pipe_transfer_ns(x->cluster, nodes, per_node, sb.in, sb.out, runs * pc.kernels, x->training);
     out->ns = runs * pc.step_ns + out->xfer_ns;
     /* memory per device as runtime/pipe.c allocates it: the plan's total (the weights buffer: parameters and
@@ -196,10 +208,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       int64_t g = 1;
       bool zsplit = false;
       for (int u = 0; u < plan.nunits; u++) zsplit |= plan.zero[u] != 0;
-      for (int a = 0; x->zero && !zsplit && a < plan.naxes; a++)
+      for (int a = 0; zero && !zsplit && a < plan.naxes; a++)
         if (plan.dmask & (1u << a)) g *= plan.size[a];
       int64_t opt = (int64_t)x->opt_states * pc.mem_params;
-      out->state_bytes += pc.mem_params + (g > 1 ? (opt + g - 1) / g : opt) + (earlier && !x->recompute && grads ? pc.mem_params : 0);
+      out->state_bytes += pc.mem_params + (g > 1 ? (opt + g - 1) / g : opt) + (can_rc && !recompute ? pc.mem_params : 0);
       if (g > 1) { /* ZeRO-1: the parameters all-gathered over the g ranks after each update */
         bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && g > per_node;
         out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_GATHER, pc.mem_params, g, across);
@@ -212,17 +224,31 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       double bw = cl->memory_gbps * (cl->memory_efficiency > 0 ? cl->memory_efficiency : 1.0); /* bytes per ns */
       if (bw > 0) {
         double upd = (double)pc.mem_params * (3 + 2 * x->opt_states) / (double)g +
-                     (earlier && !x->recompute && grads ? 2.0 * (double)pc.mem_params : 0);
+                     (can_rc && !recompute ? 2.0 * (double)pc.mem_params : 0);
         out->opt_ns = (int64_t)(upd / bw);
       }
     }
-    out->act_bytes = !x->training ? sb.in + sb.out : !grads ? 0 : earlier && !x->recompute ? (stash + devices - 1) / devices : sb.saved;
+    out->act_bytes = !x->training ? sb.in + sb.out : !grads ? 0 : can_rc && !recompute ? (stash + devices - 1) / devices : sb.saved;
     out->feasible = true;
     /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
      * holding stages runs once per step */
     out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training) + out->zero_ns +
                    out->opt_ns;
     plan_desc(&plan, out->desc, sizeof out->desc);
+    if (wz && out->zero_ranks < 2) continue; /* no dp ranks to split the optimizer state over: the same way as without */
+    if (!nways) first_way = *out;
+    gv_stage_cost_add_var(&first_way);
+    if (nways) { /* the way just priced, as var[nways] */
+      gv_stage_cost tmp = *out;
+      tmp.nvar = 0;
+      gv_stage_cost_add_var(&tmp);
+      first_way.var[nways] = tmp.var[0];
+    }
+    nways++;
+    }
+  if (rc == 0) {
+    if (nways < 2) first_way.nvar = 0;
+    *out = first_way;
   } else if (pc.mem_total > 0) { /* no plan fits: the DP's memory check refuses it and reports the smallest need */
     out->ns = 1;
     out->state_bytes = pc.mem_total;
