@@ -984,7 +984,10 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
       else
         for (int s = 0; s < c->S; s++) fprintf(stderr, "%s%d", s ? "," : "", c->sdev[s]);
       fprintf(stderr, ", %d microbatch%s: analytic %.3f ms, ", c->B, c->B == 1 ? "" : "es", (double)c->key / 1e6);
-      if (r == 0) fprintf(stderr, "stage programs planned %.3f ms", (double)key / 1e6);
+      int nrc = 0, nz = 0; /* the stages' ways the stage costs chose (recomputation, ZeRO-1) */
+      for (int s = 0; r == 0 && train && s < cand->nstages; s++) nrc += cand->cost[s].recompute, nz += cand->cost[s].zero_ranks > 1;
+      if (r == 0) fprintf(stderr, "stage programs planned %.3f ms (%d stage%s recomputing, %d with ZeRO-1)", (double)key / 1e6, nrc,
+                          nrc == 1 ? "" : "s", nz);
       else fprintf(stderr, "the stage programs do not fit (%s)", joint_why);
       fprintf(stderr, " (%.2f s)\n", now() - t1);
     }
