@@ -312,7 +312,10 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
               if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break; /* position S - s from the start */
               const gv_stage_cost *sc = C[CX(k, j, m)];
               if (!sc->feasible) continue;
-              if (sc->ns > tmax) break; /* a longer range is no faster */
+              int64_t fastest = sc->ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
+              for (int w = 1; w < sc->nvar; w++)
+                if ((arc || !sc->var[w].recompute) && sc->var[w].ns < fastest) fastest = sc->var[w].ns;
+              if (fastest > tmax) break; /* a longer range is no faster */
               int w = gv_stage_cost_pick(sc, inflight, limit, tmax, arc, -1, -1);
               if (w < 0) continue;
               int64_t ns = sc->nvar < 2 ? sc->ns : sc->var[w].ns;
@@ -589,7 +592,7 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
     for (int z = 0; z < nz; z++) {
       if (analytic_way(x, rcs[r], zs[z], first, last, nodes, per_node, B, &w)) return -1;
       if (!w.feasible) continue;
-      if (zs[z] && w.zero_ranks < 2) continue; /* no dp ranks to split over: the same as without */
+      if (z && w.zero_ranks < 2) continue; /* offered ZeRO-1 without dp ranks to split over: the same as without */
       if (!n) first_way = w;
       gv_stage_cost_add_var(&first_way);
       if (n) first_way.var[n] = (gv_stage_var){w.ns, w.state_bytes, w.act_bytes, w.once_ns, w.zero_ns, w.opt_ns, w.zero_ranks,
