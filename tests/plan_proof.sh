@@ -205,7 +205,7 @@ PY
   local r mem
   # per stage (its first rank): the memory runtime/pipe.c allocates beside the stage cost's prediction
   mem=$(grep -o 'stage [0-9]*, rank [0-9]*, stage rank 0\]: memory per rank: [0-9]* bytes.*' "$T/$d.log" | sort |
-        sed -E 's/, rank [0-9]+, stage rank 0\]: memory per rank: ([0-9]+) bytes \(.*\) \+ saved activations peak ([0-9]+); predicted (.*)/: allocated \1 + peak \2 saved, predicted \3/' | paste -sd ';' -)
+        sed -E 's/, rank [0-9]+, stage rank 0\]: memory per rank: ([0-9]+) bytes \(.*\) \+ saved activations peak ([0-9]+); predicted (.*)/: allocated \1 + peak \2 saved, predicted \3/' | paste -sd ';' - | sed 's/;/; /g')
   if r=$(same "one-$m-$b" "$d" 2>&1); then ok "$name: $m, the search chose $desc ($*): 2 steps = one device: $r; memory per rank: $mem"; echo "$desc" >>"$T/pproved"
   else bad "$name ($desc) vs one device: $r"; fi
 }
