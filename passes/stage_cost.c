@@ -26,6 +26,11 @@
  * backward entry's galv.state inputs, 64-byte aligned, over the stage's
  * devices) or, recomputing, the inputs the runtime saves; the last stage's
  * inputs; inference: the values in transit.
+ * With ctx->choose_recompute / choose_zero the cost offers the range's ways
+ * (gv_stage_cost.var: stash or recompute, without or with ZeRO-1), each
+ * priced as above from the one plan; the stage DP takes per stage the
+ * fastest that fits (docs/pipeline.md, "Recomputation and ZeRO-1 per
+ * stage").
  * Results are kept per (first, last, sub-mesh) across the DP's runs. */
 #define _POSIX_C_SOURCE 200809L
 #include "stage_cost.h"
@@ -178,54 +183,80 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   int rc = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plan, &pc);
   bool earlier = x->training && last < x->ngroups;
   bool grads = !x->training || gv_stage_has_grads(m); /* false: a forward-only stage (nothing trains in it) */
-  int64_t stash = rc == 0 && earlier && !x->recompute && grads ? stash_bytes(m) : 0;
+  /* the ways: an earlier training stage stashes or recomputes (forced, or both offered), with or without ZeRO-1 */
+  bool can_rc = earlier && grads, rc_ways[2];
+  int nrc = 0;
+  if (!can_rc || x->recompute || !x->choose_recompute) rc_ways[nrc++] = can_rc && x->recompute;
+  else rc_ways[nrc++] = false, rc_ways[nrc++] = true;
+  int64_t stash = rc == 0 && can_rc && !rc_ways[0] ? stash_bytes(m) : 0;
   gv_module_free(m);
   if (stash < 0) return -1;
   x->plans++;
   if (rc < 0) return -1;
-  if (rc == 0) {
-    int runs = earlier && x->recompute && grads ? 2 : 1; /* recompute: the combined program in both entries */
-    out->xfer_ns = gv_pipe_transfer_ns(x->cluster, nodes, per_node, sb.in, sb.out, runs * pc.kernels, x->training);
-    out->ns = runs * pc.step_ns + out->xfer_ns;
-    /* memory per device as runtime/pipe.c allocates it: the plan's total (the weights buffer: parameters and
-     * constants; the arena, which holds the parameter gradients the program outputs); in training beside them
-     * the gradient sums (the parameters' bytes), the optimizer state (opt_states x the parameters' bytes;
-     * ZeRO-1: divided by the ranks holding equal parameters, the plan's dp ranks when it splits no parameter
-     * over them) and, in an earlier stage with a stash, the backward entry's copy of the weights */
-    out->state_bytes = pc.mem_total;
-    if (x->training) {
-      int64_t g = 1;
-      bool zsplit = false;
-      for (int u = 0; u < plan.nunits; u++) zsplit |= plan.zero[u] != 0;
-      for (int a = 0; x->zero && !zsplit && a < plan.naxes; a++)
-        if (plan.dmask & (1u << a)) g *= plan.size[a];
-      int64_t opt = (int64_t)x->opt_states * pc.mem_params;
-      /* the gradient sums: the parameters' bytes, half with --grad-dtype bf16 (bf16 sums of bf16 gradients) */
-      int64_t sums = gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32 ? pc.mem_params / 2 : pc.mem_params;
-      out->state_bytes += sums + (g > 1 ? (opt + g - 1) / g : opt) + (earlier && !x->recompute && grads ? pc.mem_params : 0);
-      if (g > 1) { /* ZeRO-1: the parameters all-gathered over the g ranks after each update */
-        bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && g > per_node;
-        out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_GATHER, pc.mem_params, g, across);
-        out->zero_ranks = g;
+  gv_stage_cost first_way = {0};
+  int nways = 0;
+  for (int wr = 0; rc == 0 && wr < nrc; wr++)
+    for (int wz = 0; wz < (x->training && !x->zero && x->choose_zero ? 2 : 1); wz++) {
+      bool recompute = rc_ways[wr];
+      int zero = x->zero || wz;
+      memset(out, 0, sizeof *out);
+      int runs = recompute ? 2 : 1; /* recompute: the combined program in both entries */
+      out->recompute = recompute;
+      out->xfer_ns = gv_pipe_transfer_ns(x->cluster, nodes, per_node, sb.in, sb.out, runs * pc.kernels, x->training);
+      out->ns = runs * pc.step_ns + out->xfer_ns;
+      /* memory per device as runtime/pipe.c allocates it: the plan's total (the weights buffer: parameters and
+       * constants; the arena, which holds the parameter gradients the program outputs); in training beside them
+       * the gradient sums (the parameters' bytes), the optimizer state (opt_states x the parameters' bytes;
+       * ZeRO-1: divided by the ranks holding equal parameters, the plan's dp ranks when it splits no parameter
+       * over them) and, in an earlier stage with a stash, the backward entry's copy of the weights */
+      out->state_bytes = pc.mem_total;
+      if (x->training) {
+        int64_t g = 1;
+        bool zsplit = false;
+        for (int u = 0; u < plan.nunits; u++) zsplit |= plan.zero[u] != 0;
+        for (int a = 0; zero && !zsplit && a < plan.naxes; a++)
+          if (plan.dmask & (1u << a)) g *= plan.size[a];
+        int64_t opt = (int64_t)x->opt_states * pc.mem_params;
+        /* the gradient sums: the parameters' bytes, half with --grad-dtype bf16 (bf16 sums of bf16 gradients) */
+        int64_t sums = gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32 ? pc.mem_params / 2 : pc.mem_params;
+        out->state_bytes += sums + (g > 1 ? (opt + g - 1) / g : opt) + (can_rc && !recompute ? pc.mem_params : 0);
+        if (g > 1) { /* ZeRO-1: the parameters all-gathered over the g ranks after each update */
+          bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && g > per_node;
+          out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_GATHER, pc.mem_params, g, across);
+          out->zero_ranks = g;
+        }
+        /* the runtime's optimizer update once per step, memory-bound: per element it reads the parameter, the
+         * gradient sum and the optimizer state and writes the parameter and the state (on a ZeRO-1 rank its chunk),
+         * and an earlier stage copies the parameters to its backward entry's weights */
+        const gv_cluster *cl = x->cluster;
+        double bw = cl->memory_gbps * (cl->memory_efficiency > 0 ? cl->memory_efficiency : 1.0); /* bytes per ns */
+        if (bw > 0) {
+          double upd = ((double)pc.mem_params * (2 + 2 * x->opt_states) + (double)sums) / (double)g +
+                       (can_rc && !recompute ? 2.0 * (double)pc.mem_params : 0);
+          out->opt_ns = (int64_t)(upd / bw);
+        }
       }
-      /* the runtime's optimizer update once per step, memory-bound: per element it reads the parameter, the
-       * gradient sum and the optimizer state and writes the parameter and the state (on a ZeRO-1 rank its chunk),
-       * and an earlier stage copies the parameters to its backward entry's weights */
-      const gv_cluster *cl = x->cluster;
-      double bw = cl->memory_gbps * (cl->memory_efficiency > 0 ? cl->memory_efficiency : 1.0); /* bytes per ns */
-      if (bw > 0) {
-        double upd = ((double)pc.mem_params * (2 + 2 * x->opt_states) + (double)sums) / (double)g +
-                     (earlier && !x->recompute && grads ? 2.0 * (double)pc.mem_params : 0);
-        out->opt_ns = (int64_t)(upd / bw);
+      out->act_bytes = !x->training ? sb.in + sb.out : !grads ? 0 : can_rc && !recompute ? (stash + devices - 1) / devices : sb.saved;
+      out->feasible = true;
+      /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
+       * holding stages runs once per step */
+      out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training) + out->zero_ns +
+                     out->opt_ns;
+      plan_desc(&plan, out->desc, sizeof out->desc);
+      if (wz && out->zero_ranks < 2) continue; /* no dp ranks to split the optimizer state over: the same way as without */
+      if (!nways) first_way = *out;
+      gv_stage_cost_add_var(&first_way);
+      if (nways) { /* the way just priced, as var[nways] */
+        gv_stage_cost tmp = *out;
+        tmp.nvar = 0;
+        gv_stage_cost_add_var(&tmp);
+        first_way.var[nways] = tmp.var[0];
       }
+      nways++;
     }
-    out->act_bytes = !x->training ? sb.in + sb.out : !grads ? 0 : earlier && !x->recompute ? (stash + devices - 1) / devices : sb.saved;
-    out->feasible = true;
-    /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
-     * holding stages runs once per step */
-    out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training) + out->zero_ns +
-                   out->opt_ns;
-    plan_desc(&plan, out->desc, sizeof out->desc);
+  if (rc == 0) {
+    if (nways < 2) first_way.nvar = 0;
+    *out = first_way;
   } else if (pc.mem_total > 0) { /* no plan fits: the DP's memory check refuses it and reports the smallest need */
     out->ns = 1;
     out->state_bytes = pc.mem_total;

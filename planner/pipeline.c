@@ -90,6 +90,55 @@ static int64_t dp_inflight(const gv_pipe_problem *p, int V, int il_inflight, int
                                         : (s < B ? s : B);
 }
 
+void gv_stage_cost_add_var(gv_stage_cost *c) {
+  if (c->nvar >= GV_STAGE_MAX_VARS) return;
+  gv_stage_var *v = &c->var[c->nvar++];
+  *v = (gv_stage_var){c->ns, c->state_bytes, c->act_bytes, c->once_ns, c->zero_ns, c->opt_ns, c->zero_ranks, c->xfer_ns,
+                      c->recompute, ""};
+  memcpy(v->desc, c->desc, sizeof v->desc);
+}
+
+void gv_stage_cost_use(gv_stage_cost *c, int v) {
+  if (v < 0 || v >= c->nvar) return;
+  const gv_stage_var *w = &c->var[v];
+  c->ns = w->ns, c->state_bytes = w->state_bytes, c->act_bytes = w->act_bytes, c->once_ns = w->once_ns;
+  c->zero_ns = w->zero_ns, c->opt_ns = w->opt_ns, c->zero_ranks = w->zero_ranks, c->xfer_ns = w->xfer_ns;
+  c->recompute = w->recompute;
+  memcpy(c->desc, w->desc, sizeof c->desc);
+}
+
+int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, int64_t tmax, bool allow_recompute,
+                       int want_recompute, int want_zero) {
+  if (c->nvar < 2) { /* one way: the main fields */
+    bool ok = (tmax < 0 || c->ns <= tmax) && c->state_bytes + inflight * c->act_bytes <= limit &&
+              (want_recompute < 0 || want_recompute == (int)c->recompute) && (want_zero < 0 || want_zero == (c->zero_ranks > 1));
+    return ok ? 0 : -1;
+  }
+  int best = -1;
+  for (int i = 0; i < c->nvar; i++) {
+    const gv_stage_var *w = &c->var[i];
+    if ((w->recompute && !allow_recompute) || (want_recompute >= 0 && want_recompute != (int)w->recompute) ||
+        (want_zero >= 0 && want_zero != (w->zero_ranks > 1)))
+      continue;
+    if ((tmax >= 0 && w->ns > tmax) || w->state_bytes + inflight * w->act_bytes > limit) continue;
+    if (best < 0 || w->ns < c->var[best].ns) best = i;
+  }
+  return best;
+}
+
+int64_t gv_stage_cost_min_need(const gv_stage_cost *c, int64_t inflight, bool allow_recompute, int *v) {
+  *v = 0;
+  if (c->nvar < 2) return c->state_bytes + inflight * c->act_bytes;
+  int64_t best = INT64_MAX;
+  for (int i = 0; i < c->nvar; i++) {
+    const gv_stage_var *w = &c->var[i];
+    if (w->recompute && !allow_recompute) continue;
+    int64_t need = w->state_bytes + inflight * w->act_bytes;
+    if (need < best) best = need, *v = i;
+  }
+  return best;
+}
+
 int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   static const gv_stage_cost unusable = {.feasible = false};
   memset(out, 0, sizeof *out);
@@ -141,6 +190,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     if (sum != D) return gv_error_plain("pipeline: the stages' devices add up to %lld, not %lld", (long long)sum, (long long)D);
   }
   const int V = p->schedule == GV_SCHED_INTERLEAVED ? p->vstages : 1;
+  /* recomputing stages: not under ZB-H1 (its W entry reads the stash) nor the interleaved schedule (stashing chunks) */
+  const bool arc = p->schedule != GV_SCHED_ZBH1 && p->schedule != GV_SCHED_INTERLEAVED;
   if (V > 1 && (!p->stages || p->stages % V))
     return gv_error_plain("pipeline: the interleaved schedule needs a fixed stage count, a multiple of %d chunks per device", V);
   int64_t Du = D / unit;
@@ -155,7 +206,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   int32_t *Fj = malloc(nF * sizeof(int32_t));
   int8_t *Fm = malloc(nF);
   const gv_stage_cost **C = calloc(nC, sizeof(gv_stage_cost *));
-  int64_t *cand = malloc(nC * sizeof(int64_t));
+  int64_t *cand = malloc(nC * GV_STAGE_MAX_VARS * sizeof(int64_t));
   cache ch = {0};
   int rc = -1;
   int64_t best = INT64_MAX, min_need = INT64_MAX;
@@ -228,9 +279,14 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           centry *e = cache_slot(&ch, key);
           C[CX(k, j, m)] = &e->c;
           if (e->c.feasible) {
+            int vv;
+            int64_t need = gv_stage_cost_min_need(&e->c, 1, arc, &vv);
+            if (need < min_need)
+              min_need = need, out->min_state = e->c.nvar < 2 ? e->c.state_bytes : e->c.var[vv].state_bytes,
+              out->min_act = e->c.nvar < 2 ? e->c.act_bytes : e->c.var[vv].act_bytes;
             cand[ncand++] = e->c.ns;
-            int64_t need = e->c.state_bytes + e->c.act_bytes;
-            if (need < min_need) min_need = need, out->min_state = e->c.state_bytes, out->min_act = e->c.act_bytes;
+            for (int w = 1; w < e->c.nvar && ncand < (int)nC * GV_STAGE_MAX_VARS; w++) /* the slower ways' times too */
+              if (arc || !e->c.var[w].recompute) cand[ncand++] = e->c.var[w].ns;
           }
         }
       }
@@ -256,12 +312,17 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
               if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break; /* position S - s from the start */
               const gv_stage_cost *sc = C[CX(k, j, m)];
               if (!sc->feasible) continue;
-              if (sc->ns > tmax) break; /* a longer range is no faster */
-              if (sc->state_bytes + inflight * sc->act_bytes > limit) continue;
+              int64_t fastest = sc->ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
+              for (int w = 1; w < sc->nvar; w++)
+                if ((arc || !sc->var[w].recompute) && sc->var[w].ns < fastest) fastest = sc->var[w].ns;
+              if (fastest > tmax) break; /* a longer range is no faster */
+              int w = gv_stage_cost_pick(sc, inflight, limit, tmax, arc, -1, -1);
+              if (w < 0) continue;
+              int64_t ns = sc->nvar < 2 ? sc->ns : sc->var[w].ns;
               for (int64_t d = mu[m]; d <= Du; d++) {
                 int64_t prev = F[IX(s - 1, j, d - mu[m])];
                 if (prev >= INF) continue;
-                int64_t v = prev + sc->ns;
+                int64_t v = prev + ns;
                 if (v < F[IX(s, k, d)] && v < bound) {
                   F[IX(s, k, d)] = v;
                   Fj[IX(s, k, d)] = j;
@@ -292,6 +353,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                                 : p->schedule == GV_SCHED_ZBH1 ? (s < B ? s : B)
                                 : V > 1                        ? il_inflight
                                                                 : (ss < B ? ss : B);
+            /* the stage's way as the DP took it (the same pick) */
+            gv_stage_cost_use(&out->cost[st], gv_stage_cost_pick(&out->cost[st], dp_inflight(p, V, il_inflight, ss, B), limit,
+                                                                 tmax, arc, -1, -1));
             if (out->cost[st].ns > mx) mx = out->cost[st].ns;
             sum += out->cost[st].ns;
             d -= mu[m];
@@ -316,7 +380,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
               if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break;
               const gv_stage_cost *sc = C[CX(k, j, m)];
               if (!sc->feasible) continue;
-              int64_t need = sc->state_bytes + inflight * sc->act_bytes;
+              int vv;
+              int64_t need = gv_stage_cost_min_need(sc, inflight, arc, &vv);
               for (int64_t d = mu[m]; d <= Du; d++) {
                 int64_t prev = F[IX(s - 1, j, d - mu[m])];
                 if (prev >= INF) continue;
@@ -337,8 +402,11 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                              : p->schedule == GV_SCHED_ZBH1 ? (p->stages && p->stages < B ? p->stages : B)
                              : V > 1                        ? il_inflight
                                                              : (ss < B ? ss : B);
-          if (sc->state_bytes + inflight * sc->act_bytes == v) {
-            bind_first = k, bind_last = j, bind_state = sc->state_bytes, bind_act = sc->act_bytes, bind_n = inflight;
+          int vv;
+          if (gv_stage_cost_min_need(sc, inflight, arc, &vv) == v) {
+            bind_first = k, bind_last = j, bind_n = inflight;
+            bind_state = sc->nvar < 2 ? sc->state_bytes : sc->var[vv].state_bytes;
+            bind_act = sc->nvar < 2 ? sc->act_bytes : sc->var[vv].act_bytes;
             bind_dev = mn[m] * mk[m];
           }
           d -= mu[m];
@@ -434,8 +502,9 @@ int64_t gv_pipe_shared_ns(const gv_cluster *c, const gv_shared_param *sp, int n,
   return t;
 }
 
-int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out) {
-  const gv_analytic_ctx *x = vctx;
+/* the analytic cost of one way of the stage: recompute (an earlier training stage), zero (ZeRO-1 over dp) */
+static int analytic_way(const gv_analytic_ctx *x, bool recompute, int zero, int first, int last, int64_t nodes, int64_t per_node,
+                        int B, gv_stage_cost *out) {
   const gv_cluster *c = x->cluster;
   memset(out, 0, sizeof *out);
   int64_t p = nodes * per_node;
@@ -476,14 +545,14 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
     int64_t words = s.param_bytes / 4; /* parameters (counted in f32 words) */
     /* training, per parameter as runtime/pipe.c keeps it: the fp32 weight, its gradient sum, the optimizer state
      * (ZeRO-1: over dp) and, in an earlier stage with a stash, the backward entry's copy of the weight */
-    int64_t opt = (int64_t)x->opt_states * 4 * words, zopt = x->zero && dp > 1 ? (opt + dp - 1) / dp : opt;
-    int64_t copy = !x->recompute && last < x->ngroups ? 4 * words : 0;
+    int64_t opt = (int64_t)x->opt_states * 4 * words, zopt = zero && dp > 1 ? (opt + dp - 1) / dp : opt;
+    int64_t copy = !recompute && last < x->ngroups ? 4 * words : 0;
     int64_t states = x->training ? (8 * words + zopt + copy) / tp : words * x->dtype_bytes / tp;
     /* training: one microbatch's activations (the arena's working set, the stash an earlier stage keeps per
      * microbatch in flight); recomputing, an earlier stage keeps its inputs instead, the last stage the
      * gradients it sends back (about its inputs) */
     int64_t one = s.act_bytes / B / dp / tp, act = one;
-    if (x->training) states += one, act = last < x->ngroups && !x->recompute ? one : in_b;
+    if (x->training) states += one, act = last < x->ngroups && !recompute ? one : in_b;
     if (!x->training) act = boundaries / B / dp; /* inference keeps only what crosses */
     int64_t need = states + act;
     bool fits = need <= limit, best_fits = best >= 0 && best_need <= limit;
@@ -491,8 +560,8 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
     if (best < 0 || (fits && (!best_fits || t < best)) || (!fits && !best_fits && need < best_need)) {
       best = t;
       best_need = need;
-      out->zero_ns = x->training && x->zero && dp > 1 ? gv_cost_collective(c, GV_COLL_ALL_GATHER, 4 * words / tp, dp, nodes > 1) : 0;
-      out->zero_ranks = x->training && x->zero && dp > 1 ? dp : 0;
+      out->zero_ns = x->training && zero && dp > 1 ? gv_cost_collective(c, GV_COLL_ALL_GATHER, 4 * words / tp, dp, nodes > 1) : 0;
+      out->zero_ranks = x->training && zero && dp > 1 ? dp : 0;
       once += out->zero_ns;
       out->ns = t;
       out->state_bytes = states;
@@ -500,9 +569,39 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
       out->once_ns = once + shared_ns;
       out->xfer_ns = xfer;
       out->feasible = true;
+      out->recompute = x->training && recompute && last < x->ngroups;
       snprintf(out->desc, sizeof out->desc, "dp=%lld,tp=%lld", (long long)dp, (long long)tp);
     }
   }
+  return 0;
+}
+
+int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out) {
+  const gv_analytic_ctx *x = vctx;
+  bool earlier = x->training && last < x->ngroups;
+  /* the ways offered: the forced or only choice, or both (choose_*) */
+  int nr = 0, nz = 0;
+  bool rcs[2], zs[2];
+  if (!earlier || x->recompute || !x->choose_recompute) rcs[nr++] = earlier && x->recompute;
+  else rcs[nr++] = false, rcs[nr++] = true;
+  if (!x->training || x->zero || !x->choose_zero) zs[nz++] = x->training && x->zero;
+  else zs[nz++] = false, zs[nz++] = true;
+  gv_stage_cost w, first_way = {0};
+  int n = 0;
+  for (int r = 0; r < nr; r++)
+    for (int z = 0; z < nz; z++) {
+      if (analytic_way(x, rcs[r], zs[z], first, last, nodes, per_node, B, &w)) return -1;
+      if (!w.feasible) continue;
+      if (z && w.zero_ranks < 2) continue; /* offered ZeRO-1 without dp ranks to split over: the same as without */
+      if (!n) first_way = w;
+      gv_stage_cost_add_var(&first_way);
+      if (n) first_way.var[n] = (gv_stage_var){w.ns, w.state_bytes, w.act_bytes, w.once_ns, w.zero_ns, w.opt_ns, w.zero_ranks,
+                                                w.xfer_ns, w.recompute, ""},
+             memcpy(first_way.var[n].desc, w.desc, sizeof w.desc);
+      n++;
+    }
+  if (n < 2) first_way.nvar = 0;
+  *out = first_way;
   return 0;
 }
 
@@ -511,10 +610,11 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
   fprintf(f, "pipeline: %d stages, %d microbatches, step %.3f ms (sum %.3f ms + (B-1) x max %.3f ms)\n", pl->nstages,
           pl->B, (double)pl->step_ns / 1e6, (double)pl->sum_ns / 1e6, (double)pl->max_ns / 1e6);
   for (int i = 0; i < pl->nstages; i++)
-    fprintf(f, "  stage %d: groups %d-%d on %lldx%lld (%s): %.3f ms/microbatch, %.2f GiB states + %lld x %.2f GiB activations\n",
+    fprintf(f, "  stage %d: groups %d-%d on %lldx%lld (%s%s): %.3f ms/microbatch, %.2f GiB states + %lld x %.2f GiB activations (%lld bytes per device)\n",
             i, pl->first[i], pl->first[i + 1] - 1, (long long)pl->nodes[i], (long long)pl->per_node[i], pl->cost[i].desc,
-            (double)pl->cost[i].ns / 1e6, (double)pl->cost[i].state_bytes / (1 << 30), (long long)pl->inflight[i],
-            (double)pl->cost[i].act_bytes / (1 << 30));
+            pl->cost[i].recompute ? ", recompute" : "", (double)pl->cost[i].ns / 1e6, (double)pl->cost[i].state_bytes / (1 << 30),
+            (long long)pl->inflight[i], (double)pl->cost[i].act_bytes / (1 << 30),
+            (long long)(pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes));
   for (int i = 0; i < pl->nstages; i++)
     if (pl->cost[i].zero_ranks > 1)
       fprintf(f, "  stage %d: ZeRO-1: optimizer state over %lld ranks, parameters all-gathered after the update: %.3f ms per step\n", i,

@@ -29,6 +29,18 @@
 /* the values of runtime/galv_pipe_sched.h's GALV_SCHED_*; AUTO: galvc chooses (the timeline's makespan) */
 typedef enum { GV_SCHED_AUTO = -1, GV_SCHED_GPIPE = 0, GV_SCHED_1F1B = 1, GV_SCHED_ZBH1 = 2, GV_SCHED_INTERLEAVED = 3 } gv_schedule;
 
+/* One way to run a stage (training): with or without full recomputation of
+ * an earlier stage (the runtime's combined program run in both entries, only
+ * the stage inputs saved per microbatch in flight) and with or without
+ * ZeRO-1 (the optimizer state split over the stage's dp ranks, the
+ * parameters all-gathered after the update). */
+typedef struct {
+  int64_t ns, state_bytes, act_bytes, once_ns, zero_ns, opt_ns, zero_ranks, xfer_ns;
+  bool recompute;       /* an earlier stage recomputes (no stash) */
+  char desc[48];
+} gv_stage_var;
+enum { GV_STAGE_MAX_VARS = 4 };
+
 /* One stage's cost: groups [first, last) on a sub-mesh of nodes x per_node
  * devices with microbatch count B (the microbatch is batch / B). */
 typedef struct {
@@ -42,7 +54,27 @@ typedef struct {
   int64_t xfer_ns;      /* of ns: the stage's point-to-point transfers and fixed overhead per microbatch */
   bool feasible;        /* the range can run on this sub-mesh at all */
   char desc[48];        /* intra-op choice, e.g. "dp=2,tp=4" */
+  bool recompute;       /* training, an earlier stage: it recomputes (the combined program; no stash) */
+  /* the ways the stage can run when the cost function offers a choice (nvar >= 2; the fields above are var[0],
+   * the fastest per microbatch); the DP takes per stage the fastest that fits its memory with its microbatches in
+   * flight (gv_stage_cost_pick), on a tie the earlier: var[] ordered no ZeRO before ZeRO-1, stash before
+   * recomputation */
+  int nvar;
+  gv_stage_var var[GV_STAGE_MAX_VARS];
 } gv_stage_cost;
+
+/* Adds the way the main fields of c describe to c->var[] (the first call: var[0]). */
+void gv_stage_cost_add_var(gv_stage_cost *c);
+/* The way of c (an index of var[]; 0 when nvar < 2) that runs fastest per microbatch within ns <= tmax (tmax <
+ * 0: any) and fits state_bytes + inflight x act_bytes <= limit, on a tie the earlier; recomputing ways only when
+ * allow_recompute (ZB-H1 and interleaved stages stash); want_recompute / want_zero >= 0: only the way with that
+ * choice (a plan.json's). -1 when none fits. */
+int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, int64_t tmax, bool allow_recompute,
+                       int want_recompute, int want_zero);
+/* The smallest state_bytes + inflight x act_bytes over c's ways (recomputing ones when allowed); *v its way. */
+int64_t gv_stage_cost_min_need(const gv_stage_cost *c, int64_t inflight, bool allow_recompute, int *v);
+/* Makes way v of c its main fields (c->var[] kept). */
+void gv_stage_cost_use(gv_stage_cost *c, int v);
 
 /* The cost callback: groups [first, last) of ngroups (first = 0: the stage
  * receives nothing; last = ngroups: it sends nothing). The cache key
@@ -167,6 +199,8 @@ typedef struct {
   bool recompute;       /* training: --pipeline-recompute (else an earlier stage keeps a second copy of its weights) */
   int opt_states;       /* training: optimizer state per parameter element (AdamW 2) */
   int zero;             /* --pipeline-zero 1: the optimizer state split over dp */
+  bool choose_recompute; /* training: offer both ways of an earlier stage (stash, recomputation) as gv_stage_cost.var */
+  bool choose_zero;      /* training: offer both ZeRO-1 and not (stages of dp > 1) */
 } gv_analytic_ctx;
 
 /* A stage's time per microbatch on the links to its neighbours, as the

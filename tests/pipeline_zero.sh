@@ -12,7 +12,9 @@
 # run without ZeRO-1 (pp=2 x dp=2 without it: the reference); the stage
 # cost's memory per rank (galv_pipe_predicted_state) is within 15 % of what
 # runtime/pipe.c allocates and not below it (4 ranks: the stage DP's plan is
-# the compiled one). Bad input: one error line.
+# the compiled one); with --pipeline-recompute too (pp=2 x dp=2: stage 0
+# recomputes, no backward entry, only its token ids saved; ZeRO-1 as
+# above: the two touch different things). Bad input: one error line.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -34,16 +36,18 @@ timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train --target cpu
 timeout 120 "$T/one/program" --batches "$T/b" --steps 2 -o "$T/one.w" >"$T/one.log" 2>"$T/err" ||
   { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
 
-# CASE = name:zero:strategy[:mesh]; strategy "plan": no --strategy (each stage's plan from the planner)
-for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2}; do
+# CASE = name:zero:strategy[:mesh]; strategy "plan": no --strategy (each stage's plan from the planner); a name
+# ending in "rc": with --pipeline-recompute (the earlier stage recomputes: ZeRO-1 and recomputation together)
+for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2}; do
   IFS=: read -r name zero st mesh <<<"$c"
   d="$T/tr-$name"
-  gpus=4 meshopt=() strat=(--strategy "$st") label="pp=2 x dp=2 (--strategy dp)"
+  gpus=4 meshopt=() strat=(--strategy "$st") label="pp=2 x dp=2 (--strategy dp)" rcopt=()
   [ "$st" = plan ] && strat=() label="pp=2 x the planner's plan"
   [ -n "$mesh" ] && gpus=8 meshopt=(--mesh "$mesh") label="pp=2 x dp=2 x tp=2"
   label="$label, --pipeline-zero $zero"
+  [[ $name == *rc ]] && rcopt=(--pipeline-recompute) label="$label --pipeline-recompute"
   if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --schedule 1f1b \
-      --gpus "$gpus" "${meshopt[@]}" "${strat[@]}" --pipeline-zero "$zero" --target cpu -o "$d/" </dev/null >"$d.galvc" 2>&1; then
+      --gpus "$gpus" "${meshopt[@]}" "${strat[@]}" --pipeline-zero "$zero" "${rcopt[@]}" --target cpu -o "$d/" </dev/null >"$d.galvc" 2>&1; then
     bad "$label: galvc: $(grep -m3 error "$d.galvc")"
     continue
   fi
@@ -51,7 +55,13 @@ for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp plan:1:plan dptp:1:dp,tp:dp=2,
     bad "$label: run: $(grep -m3 -i error "$T/err" "$d.log")"
     continue
   fi
-  if msg=$(python3 - "$T/one.log" "$d.log" "$T/one.w" "$d.w" "$d.galvc" "$zero" "$gpus" "$T/tr-dp0.log" 2>&1 <<'PY'
+  if [ ${#rcopt[@]} -gt 0 ] && { [ -e "$d/stage0/program_bwd.c" ] || ! grep -q "saved activations in flight: peak 256 bytes (2 microbatches x 128 bytes)" "$d.log"; }; then
+    bad "$label: stage 0 does not recompute (a backward entry, or more than its token ids saved per microbatch)"
+    continue
+  fi
+  ref="$T/tr-dp0.log" # the optimizer state per rank against the run without ZeRO-1 (recomputing: other cuts, none)
+  [ ${#rcopt[@]} -gt 0 ] && ref=none
+  if msg=$(python3 - "$T/one.log" "$d.log" "$T/one.w" "$d.w" "$d.galvc" "$zero" "$gpus" "$ref" 2>&1 <<'PY'
 import sys, os, re, numpy as np
 la, lb, wa, wb, gl, zero, gpus, ref = sys.argv[1:9]
 zero, gpus = int(zero), int(gpus)

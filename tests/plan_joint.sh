@@ -11,7 +11,9 @@
 #      by itself; -o DIR/ gets the stage programs, plan.json records the
 #      pipeline, the stages run 2 AdamW steps on 2 MPI ranks with the
 #      single-device program's losses (rtol 1e-4), and --plan plan.json
-#      compiles the same stages;
+#      compiles the same stages; plan.json records each stage's way
+#      (stage_recompute, stage_zero) and --plan replays an edited one (stage 0
+#      recomputing: no backward entry);
 #  (c) --pipeline-stages 1: one program, no pipeline searched;
 #  (d) --memory-limit 100000 (nothing fits): one error line whose smallest
 #      need is the smaller of one program's and a pipeline stage's, above
@@ -94,6 +96,28 @@ PY
     else bad "(b) --plan: '$b' != '$a'"; fi
   else
     bad "(b) --plan: $(tail -n 2 "$T/pc.err")"
+  fi
+  # plan.json records each stage's way (recomputation, ZeRO-1) and --plan replays it: the same plan with stage 0
+  # recomputing compiles stage 0 as one combined program (no backward entry)
+  if python3 - "$T/pb/plan.json" "$T/pr.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+q = p["pipeline"]
+if q["stage_recompute"] != [False] * q["stages"] or q["stage_zero"] != [0] * q["stages"] or len(q["stage_bytes"]) != q["stages"]:
+    sys.exit(f"plan.json: stage_recompute {q.get('stage_recompute')}, stage_zero {q.get('stage_zero')}")
+q["stage_recompute"][0] = True
+json.dump(p, open(sys.argv[2], "w"))
+PY
+  then
+    if timeout 600 "$G" "$m" "${COMMON[@]}" --cluster "$T/slow.json" --gpus-per-node 1 --plan "$T/pr.json" --no-build \
+        -o "$T/pr/" </dev/null >"$T/pr.out" 2>"$T/pr.err" && [ -e "$T/pc/stage0/program_bwd.c" ] &&
+       [ ! -e "$T/pr/stage0/program_bwd.c" ] && grep -q 'strategies [^|]* +recompute |' "$T/pr.out"; then
+      ok "(b) plan.json records each stage's way; --plan with stage 0 recomputing replays it: $(grep -o 'strategies.*' "$T/pr.out" | cut -d, -f1)"
+    else
+      bad "(b) --plan with stage_recompute: $(grep -o 'strategies.*' "$T/pr.out") $(grep -m2 error "$T/pr.err")"
+    fi
+  else
+    bad "(b) plan.json has no per-stage ways"
   fi
 else
   bad "(b) galvc: $(tail -n 3 "$T/pb.err")"

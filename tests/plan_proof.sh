@@ -25,7 +25,9 @@
 #     choice line and the schedule line name what was chosen: stages of one
 #     device each with ZB-H1, uneven device counts, 1F1B where ZB-H1's best plan
 #     under the limit is slower (with --all), pp x dp and pp x tp (vocab-parallel)
-#     inside a stage;
+#     inside a stage, ZeRO-1 and full recomputation inside a stage (chosen per
+#     stage by the stage DP when the limit needs them; the memory each stage
+#     allocates printed beside its prediction);
 #   - at the end the kinds that ran are checked against the list the
 #     search can emit; the kinds it never emits are printed as "never
 #     chosen" with the reason (they are findings, not failures).
@@ -200,8 +202,11 @@ PY
   if ! timeout 300 "$T/$d/launch" --batches "$T/b$b" --steps 2 -o "$T/$d.w" </dev/null >"$T/$d.log" 2>"$T/$d.err2"; then
     bad "$name ($desc): run: $(grep -m2 error "$T/$d.err2" "$T/$d.log")"; return 1
   fi
-  local r
-  if r=$(same "one-$m-$b" "$d" 2>&1); then ok "$name: $m, the search chose $desc ($*): 2 steps = one device: $r"; echo "$desc" >>"$T/pproved"
+  local r mem
+  # per stage (its first rank): the memory runtime/pipe.c allocates beside the stage cost's prediction
+  mem=$(grep -o 'stage [0-9]*, rank [0-9]*, stage rank 0\]: memory per rank: [0-9]* bytes.*' "$T/$d.log" | sort |
+        sed -E 's/, rank [0-9]+, stage rank 0\]: memory per rank: ([0-9]+) bytes \(.*\) \+ saved activations peak ([0-9]+); predicted (.*)/: allocated \1 + peak \2 saved, predicted \3/' | paste -sd ';' - | sed 's/;/; /g')
+  if r=$(same "one-$m-$b" "$d" 2>&1); then ok "$name: $m, the search chose $desc ($*): 2 steps = one device: $r; memory per rank: $mem"; echo "$desc" >>"$T/pproved"
   else bad "$name ($desc) vs one device: $r"; fi
 }
 
@@ -237,8 +242,15 @@ pprove "pp, 1 device per stage (a memory limit one device cannot meet, slow link
   "S > 1 and set(dev) == {1} and sched == 'zb-h1'" --gpus 2 "${P[@]}"
 pprove "pp, uneven stages (3 ranks)" gpt2 8 "S > 1 and len(set(dev)) > 1" --gpus 3 "${P[@]}"
 F=(--layers 2 --cluster "$T/cpu4fast.json")
+# (with ZeRO-1 offered, one stage of dp=4 with ZeRO-1 fits 700000 and is faster: --pipeline-zero 0 keeps two stages)
 pprove "pp x dp (2 layer groups, fast links inside a node of 4)" gpt2 8 "S == 2 and all(x.startswith('dp=') for x in strat)" \
-  --gpus 4 "${F[@]}" --memory-limit 700000 # the stage memory counts the runtime's states (docs/pipeline.md)
+  --gpus 4 "${F[@]}" --memory-limit 700000 --pipeline-zero 0 # the stage memory counts the runtime's states (docs/pipeline.md)
+# ZeRO-1 and recomputation inside stages, chosen per stage by the stage DP: at 600000 bytes stage 0 of dp=2 fits
+# only with its AdamW moments split over its 2 ranks; at 300000 only a recomputing stage 0 (its inputs saved
+# instead of the stash, no backward entry's weight copy) fits with two stages of vocab=2
+pprove "pp, ZeRO-1 inside a stage (chosen)" gpt2 8 "S == 2 and '+zero-1' in strat[0]" --gpus 4 "${F[@]}" --memory-limit 600000
+pprove "pp, recomputation inside a stage (chosen)" gpt2 8 "S == 2 and '+recompute' in strat[0]" --gpus 4 "${F[@]}" \
+  --memory-limit 300000
 pprove "pp x vocab-parallel tp" gpt2 8 "S == 2 and all(x.startswith('vocab=') for x in strat)" --gpus 4 "${F[@]}" \
   --memory-limit 400000
 if [ "$ALL" = 1 ]; then
@@ -268,6 +280,8 @@ have = {
     "pipeline, uneven device counts": any(len(set(l.split(" devices ")[1].split()[0].split(","))) > 1 for l in pp),
     "pp x dp": any("[dp=" in l for l in pp),
     "pp x tp (vocab-parallel)": any("[vocab=" in l for l in pp),
+    "pp, ZeRO-1 inside a stage": any("+zero-1" in l for l in pp),
+    "pp, recomputation inside a stage": any("+recompute" in l for l in pp),
 }
 miss = [n for n, v in have.items() if not v]
 print("     proved kinds: " + ", ".join(n for n, v in have.items() if v))
@@ -284,7 +298,6 @@ cat <<'EOF'
      - GPipe: --schedule auto keeps 1F1B on a tie and ZB-H1 where it fits; GPipe tied with 1F1B or lost to ZB-H1
        in every configuration tried
      - interleaved 1F1B: priced only with --virtual-stages, which needs a fixed --pipeline-stages P (not auto)
-     - ZeRO or recomputation inside a pipeline stage: the stage plans of --pipeline-stages auto price neither
      - layer tp inside a pipeline stage: on these models the stage plans chose vocab-parallel or dp inside the
        stages (layer tp: --pipeline-stages 2 --strategy tp, tests/pipeline_tp.sh)
 EOF

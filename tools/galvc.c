@@ -120,9 +120,12 @@ static void usage(FILE *f) {
           "                           --train: an earlier stage's program has a forward and a backward entry with a\n"
           "                           per-microbatch stash between them (both targets); --pipeline-recompute: one\n"
           "                           combined program per stage that recomputes its forward in the backward\n"
-          "  --pipeline-zero 0|1      training: 1 splits each stage's optimizer state (AdamW moments, SGD momentum)\n"
+          "  --pipeline-recompute=on|off|auto  on = --pipeline-recompute (every earlier stage); off: none; auto (the\n"
+          "                           default): --pipeline-stages auto and the default search choose it per stage\n"
+          "  --pipeline-zero 0|1|auto training: 1 splits each stage's optimizer state (AdamW moments, SGD momentum)\n"
           "                           over the stage's ranks that hold the same parameters; each updates its chunk\n"
-          "                           and all-gathers the parameters (ZeRO-1 inside pipeline stages; CPU target)\n"
+          "                           and all-gathers the parameters (ZeRO-1 inside pipeline stages; CPU target);\n"
+          "                           0: never; auto (the default): chosen per stage with the stages (as recompute)\n"
           "  (default search)         --gpus N > 1 without --pipeline-stages / --strategy / --mesh / --microbatches /\n"
           "                           --recompute / --profile: one program and pipelines of 2 or more stages are planned, the\n"
           "                           faster predicted step is compiled and plan.json records it (--plan replays a\n"
@@ -645,12 +648,19 @@ int main(int argc, char **argv) {
       pa.trace_plan = val;
     } else if (strcmp(a, "--pipeline-recompute") == 0) {
       pa.recompute = true;
-    } else if (TAKES("--pipeline-zero")) {
-      if (strcmp(val, "0") && strcmp(val, "1")) {
-        gv_error_plain("--pipeline-zero expects 0 or 1, got '%s'", val);
+    } else if (strncmp(a, "--pipeline-recompute=", 21) == 0) {
+      val = a + 21;
+      if (strcmp(val, "on") && strcmp(val, "off") && strcmp(val, "auto")) {
+        gv_error_plain("--pipeline-recompute=%s: expected on, off or auto", val);
         return 2;
       }
-      pa.zero = val[0] - '0';
+      pa.recompute = !strcmp(val, "on"), pa.recompute_off = !strcmp(val, "off");
+    } else if (TAKES("--pipeline-zero")) {
+      if (strcmp(val, "0") && strcmp(val, "1") && strcmp(val, "auto")) {
+        gv_error_plain("--pipeline-zero expects 0, 1 or auto, got '%s'", val);
+        return 2;
+      }
+      pa.zero = !strcmp(val, "1"), pa.zero_off = !strcmp(val, "0");
     } else if (strcmp(a, "--pipe-stats") == 0) {
       gv_pipe_opts.quiet = false;
     } else if (TAKES("--overlap")) {
@@ -1226,6 +1236,7 @@ int main(int argc, char **argv) {
     gv_error_plain("--pipeline-zero 1 with --target cuda: not yet (the CPU target's stages run it)");
     return 2;
   }
+  pa.zero_forbidden = !plan_only && strcmp(target, "cuda") == 0; /* the CUDA target's stages do not run ZeRO-1 yet */
   if (pa.sched == GV_SCHED_ZBH1 && pa.recompute) {
     gv_error_plain("--schedule zb-h1 splits each stage's stashed backward into its input- and weight-gradient entries: "
                    "it does not combine with --pipeline-recompute");

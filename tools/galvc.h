@@ -50,6 +50,11 @@ typedef struct {
   bool analytic;          /* --stage-cost analytic: gv_stage_cost_analytic instead of the intra-operator planner */
   bool recompute;         /* --pipeline-recompute: training stages as one combined program (no stash) */
   int zero;               /* --pipeline-zero 1: ZeRO-1 inside stages of more than one device (0: off) */
+  bool recompute_off;     /* --pipeline-recompute=off: no stage recomputes (else the stage DP may choose it) */
+  bool zero_off;          /* --pipeline-zero 0: no stage splits its optimizer state (else the stage DP may choose it) */
+  bool zero_forbidden;    /* ZeRO-1 cannot run (--target cuda, not --plan-only): never chosen */
+  bool choice_given;      /* a plan.json's per-stage choices (srec, szero): replayed, not chosen */
+  signed char srec[GV_PIPE_MAX_STAGES], szero[GV_PIPE_MAX_STAGES];
   int naxes;             /* stages of more than one device: each stage's mesh (--strategy / --mesh), 0: the planner's */
   const char *axn[3];
   int64_t axs[3];

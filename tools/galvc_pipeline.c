@@ -384,6 +384,11 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .recompute = pa->recompute,
                              .cluster = cluster, .mem_limit = gv_plan_opts.memory_limit, .shared = sh, .nshared = nsh,
                              .opt_states = nopt, .zero = pa->zero};
+  /* recomputation and ZeRO-1 per stage: chosen (both ways offered to the DP) with the stages (auto, the default
+   * search, its chosen plan's stages); given or forbidden by the flags; a plan.json's replayed */
+  const bool choose = train && (S == 0 || pa->joint || pa->cuts_given);
+  actx.choose_recompute = ictx.choose_recompute = choose && !pa->recompute && !pa->recompute_off;
+  actx.choose_zero = ictx.choose_zero = choose && !pa->zero && !pa->zero_off && !pa->zero_forbidden;
   gv_stage_cost_fn fn = pa->analytic ? gv_stage_cost_analytic : gv_stage_cost_intra;
   void *fctx = pa->analytic ? (void *)&actx : (void *)&ictx;
   int mbc[1] = {B};
@@ -434,7 +439,18 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       pl->first[i] = pa->first[i], pl->first[i + 1] = pa->first[i + 1];
       pl->nodes[i] = d <= pn ? 1 : d / pn, pl->per_node[i] = d <= pn ? d : pn;
       pl->inflight[i] = pl->schedule == GV_SCHED_GPIPE ? B : S - i < B ? S - i : B;
+      int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
       if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
+      else if (pl->cost[i].feasible && pl->cost[i].nvar > 1) { /* the stage's way: the plan's, else the fastest that fits */
+        bool arc = pl->schedule != GV_SCHED_ZBH1 && pl->schedule != GV_SCHED_INTERLEAVED;
+        int wr = pa->choice_given ? pa->srec[i] : -1, wz = pa->choice_given ? pa->szero[i] : -1;
+        int v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], lim, -1, arc, wr, wz);
+        if (v < 0 && wr < 0 && wz < 0) gv_stage_cost_min_need(&pl->cost[i], pl->inflight[i], arc, &v); /* none fits: the smallest */
+        if (v < 0) /* a plan.json's way that this stage does not offer: the nearest (the recomputation as given) */
+          v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], INT64_MAX / 4, -1, true, wr, -1);
+        gv_stage_cost_use(&pl->cost[i], v < 0 ? 0 : v);
+      }
+      if (rc) ;
       else if (!pl->cost[i].feasible && pa->joint) {
         rc = 1;
         snprintf(joint_why, sizeof joint_why, "stage %d (groups %d-%d) cannot run on %lld devices", i, pl->first[i],
@@ -442,7 +458,6 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       } else if (!pl->cost[i].feasible) rc = gv_error_plain("pipeline: stage %d (groups %d-%d) cannot run on %lld devices", i,
                                                           pl->first[i], pl->first[i + 1] - 1, (long long)d);
       else sum += pl->cost[i].ns, mx = pl->cost[i].ns > mx ? pl->cost[i].ns : mx;
-      int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
       if (!rc && pa->joint && pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes > lim) { /* over the limit */
         rc = 1;
         snprintf(joint_why, sizeof joint_why, "stage %d needs %lld bytes: states %lld + %lld x %lld activations, over %lld", i,
@@ -458,7 +473,8 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
                                     * with as many stages as fit (S = min(gpus / k, groups), 1F1B's microbatches in
                                     * flight): the cuts minimising the largest stage's need (a bottleneck DP) */
     nruns = 0;
-    int64_t *need = malloc(sizeof *need * (size_t)(k + 1) * (size_t)(k + 1) * 3);
+    enum { NE = 1 + 2 * GV_STAGE_MAX_VARS }; /* per range: the ways' count, then each way's state and act */
+    int64_t *need = malloc(sizeof *need * (size_t)(k + 1) * (size_t)(k + 1) * NE);
     int64_t *f = malloc(sizeof *f * (size_t)(k + 1) * 3);
     int64_t *g2 = malloc(sizeof *g2 * (size_t)(k + 1) * 3);
     rc = !need || !f || !g2 ? -1 : 1;
@@ -474,8 +490,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
         for (int b = a + 1; b <= k; b++) {
           gv_stage_cost c;
           if (fn(fctx, a, b, nodes, pn, B, &c)) { rc = -1; break; }
-          int64_t *e = &need[((size_t)a * (size_t)(k + 1) + (size_t)b) * 3];
-          e[0] = c.feasible ? c.state_bytes : -1, e[1] = c.act_bytes;
+          int64_t *e = &need[((size_t)a * (size_t)(k + 1) + (size_t)b) * NE];
+          e[0] = !c.feasible ? 0 : c.nvar < 2 ? 1 : c.nvar;
+          for (int v = 0; v < e[0]; v++)
+            e[1 + 2 * v] = c.nvar < 2 ? c.state_bytes : c.var[v].state_bytes, e[2 + 2 * v] = c.nvar < 2 ? c.act_bytes : c.var[v].act_bytes;
         }
       if (rc != 1) break;
       /* f[j]: the smallest largest need of s stages over groups [0, j); with that stage's state and act */
@@ -486,10 +504,14 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
         for (int a = 0; a < k; a++) {
           if (f[3 * a] == INT64_MAX) continue;
           for (int b = a + 1; b <= k; b++) {
-            const int64_t *e = &need[((size_t)a * (size_t)(k + 1) + (size_t)b) * 3];
-            if (e[0] < 0) continue;
-            int64_t nd = e[0] + infl * e[1], v = nd > f[3 * a] ? nd : f[3 * a];
-            if (v < g2[3 * b]) g2[3 * b] = v, g2[3 * b + 1] = nd > f[3 * a] ? e[0] : f[3 * a + 1], g2[3 * b + 2] = nd > f[3 * a] ? infl * e[1] : f[3 * a + 2];
+            const int64_t *e = &need[((size_t)a * (size_t)(k + 1) + (size_t)b) * NE];
+            if (e[0] < 1) continue;
+            int bw = 0; /* the way that needs the least with infl microbatches in flight (1F1B: any way) */
+            for (int w = 1; w < e[0]; w++)
+              if (e[1 + 2 * w] + infl * e[2 + 2 * w] < e[1 + 2 * bw] + infl * e[2 + 2 * bw]) bw = w;
+            int64_t es = e[1 + 2 * bw], ea = e[2 + 2 * bw];
+            int64_t nd = es + infl * ea, v = nd > f[3 * a] ? nd : f[3 * a];
+            if (v < g2[3 * b]) g2[3 * b] = v, g2[3 * b + 1] = nd > f[3 * a] ? es : f[3 * a + 1], g2[3 * b + 2] = nd > f[3 * a] ? infl * ea : f[3 * a + 2];
           }
         }
         memcpy(f, g2, sizeof *f * (size_t)(k + 1) * 3);
@@ -771,11 +793,22 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
   for (int i = 0; i < S; i++) fprintf(f, "%s%d", i ? ", " : "", dev[i]);
   fprintf(f, "],\n    \"stage_strategies\": [");
   for (int i = 0; i < S; i++) fprintf(f, "%s\"%s\"", i ? ", " : "", pl->cost[i].desc);
+  if (train) { /* per stage: the way it runs (recomputation: the combined program; ZeRO-1's ranks) */
+    fprintf(f, "],\n    \"stage_recompute\": [");
+    for (int i = 0; i < S; i++) fprintf(f, "%s%s", i ? ", " : "", P->recompute || pl->cost[i].recompute ? "true" : "false");
+    fprintf(f, "], \"stage_zero\": [");
+    for (int i = 0; i < S; i++) fprintf(f, "%s%d", i ? ", " : "", P->zero || pl->cost[i].zero_ranks > 1 ? 1 : 0);
+    fprintf(f, "], \"stage_bytes\": [");
+    for (int i = 0; i < S; i++)
+      fprintf(f, "%s%lld", i ? ", " : "", (long long)(pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes));
+  }
   fprintf(f, "], \"stage_ns_per_microbatch\": [");
   for (int i = 0; i < S; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)pl->cost[i].ns);
   fprintf(f, "],\n    \"predicted_step_ns\": %lld, \"sync_ns\": %lld},\n", (long long)pl->tl_ns, (long long)max_once(pl));
   if (P->plan_note) fprintf(f, "  \"joint\": %s,\n", P->plan_note);
-  fprintf(f, "  \"recompute\": \"%s\"\n}\n", train && P->recompute ? "pipeline" : "none");
+  bool anyrc = false;
+  for (int i = 0; i < S; i++) anyrc |= pl->cost[i].recompute;
+  fprintf(f, "  \"recompute\": \"%s\"\n}\n", train && (P->recompute || anyrc) ? "pipeline" : "none");
   int rc = galvc_close_out(&w, 0);
   if (!rc && !quiet) fprintf(stderr, "plan: wrote %s\n", path);
   return rc;
@@ -819,6 +852,24 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
     if (!INT_IN(v, 1, 65536)) rc = gv_error_plain("%s: line %d: field 'pipeline.stage_devices': expected positive integers", path, v->line);
     else pa->sdev[i] = (int)v->num;
   }
+  /* optional (plans before the stage DP chose them): each stage's recomputation and ZeRO-1 */
+  const gv_json *sr = rc ? NULL : gv_json_get(p, "stage_recompute"), *sz = rc ? NULL : gv_json_get(p, "stage_zero");
+  if (sr && (sr->kind != GV_JSON_ARRAY || sr->n != S))
+    rc = gv_error_plain("%s: line %d: field 'pipeline.stage_recompute': expected an array of one true / false per stage", path, sr->line);
+  else if (sz && (sz->kind != GV_JSON_ARRAY || sz->n != S))
+    rc = gv_error_plain("%s: line %d: field 'pipeline.stage_zero': expected an array of one 0 / 1 per stage", path, sz->line);
+  for (int i = 0; !rc && i < S; i++) {
+    pa->srec[i] = pa->szero[i] = -1;
+    if (sr && sr->items[i].kind != GV_JSON_BOOL)
+      rc = gv_error_plain("%s: line %d: field 'pipeline.stage_recompute': expected true or false", path, sr->items[i].line);
+    else if (sz && !INT_IN(&sz->items[i], 0, 1))
+      rc = gv_error_plain("%s: line %d: field 'pipeline.stage_zero': expected 0 or 1", path, sz->items[i].line);
+    else {
+      if (sr) pa->srec[i] = sr->items[i].b ? 1 : 0;
+      if (sz) pa->szero[i] = (signed char)sz->items[i].num;
+    }
+  }
+  if (!rc) pa->choice_given = sr || sz;
 #undef INT_IN
   if (!rc) {
     *found = true;
@@ -933,7 +984,10 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
       else
         for (int s = 0; s < c->S; s++) fprintf(stderr, "%s%d", s ? "," : "", c->sdev[s]);
       fprintf(stderr, ", %d microbatch%s: analytic %.3f ms, ", c->B, c->B == 1 ? "" : "es", (double)c->key / 1e6);
-      if (r == 0) fprintf(stderr, "stage programs planned %.3f ms", (double)key / 1e6);
+      int nrc = 0, nz = 0; /* the stages' ways the stage costs chose (recomputation, ZeRO-1) */
+      for (int s = 0; r == 0 && train && s < cand->nstages; s++) nrc += cand->cost[s].recompute, nz += cand->cost[s].zero_ranks > 1;
+      if (r == 0) fprintf(stderr, "stage programs planned %.3f ms (%d stage%s recomputing, %d with ZeRO-1)", (double)key / 1e6, nrc,
+                          nrc == 1 ? "" : "s", nz);
       else fprintf(stderr, "the stage programs do not fit (%s)", joint_why);
       fprintf(stderr, " (%.2f s)\n", now() - t1);
     }
@@ -947,8 +1001,9 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
     size_t n = 0;
     for (int s = 0; s < cand->nstages; s++) {
       out->dev[s] = (int)(cand->nodes[s] * cand->per_node[s]);
-      n += (size_t)snprintf(out->desc + n, n < sizeof out->desc ? sizeof out->desc - n : 0, "%s%d:%s", s ? " | " : "", out->dev[s],
-                            cand->cost[s].desc);
+      n += (size_t)snprintf(out->desc + n, n < sizeof out->desc ? sizeof out->desc - n : 0, "%s%d:%s%s%s", s ? " | " : "", out->dev[s],
+                            cand->cost[s].desc, train && cand->cost[s].recompute ? ",recompute" : "",
+                            train && cand->cost[s].zero_ranks > 1 ? ",zero-1" : "");
       if (n >= sizeof out->desc) n = sizeof out->desc - 1;
     }
   }
@@ -1102,7 +1157,10 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       printf("%s, strategies", autoS ? " (chosen)" : "");
     } else
       printf("), %d device%s per stage%s, strategies", dev[0], dev[0] == 1 ? "" : "s", autoS ? " (chosen)" : "");
-    for (int i = 0; i < S; i++) printf("%s%s", i ? " | " : " ", pa->naxes ? gv_shard_opts.strategy : pl->cost[i].desc);
+    for (int i = 0; i < S; i++) /* and the stage's way: recomputation, ZeRO-1 (given or chosen) */
+      printf("%s%s%s%s", i ? " | " : " ", pa->naxes ? gv_shard_opts.strategy : pl->cost[i].desc,
+             train && i < S - 1 && (pa->recompute || pl->cost[i].recompute) ? " +recompute" : "",
+             train && pl->cost[i].zero_ranks > 1 ? " +zero-1" : "");
     printf(", planned in %.2f s\n", plan_s);
     fflush(stdout);
   }
@@ -1146,7 +1204,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     gv_stage_io *io = calloc(1, sizeof *io);
     gv_module *ms = NULL, *mb = NULL, *mw = NULL; /* the stage's program (training with a stash: its forward entry), backward
                                                    * entry, and under ZB-H1 its weight-gradient entry */
-    bool stash = train && !pa->recompute && s < S - 1;
+    bool stash = train && !pa->recompute && !pl->cost[s].recompute && s < S - 1; /* forced, or the stage DP's way */
     rc = !io || !(ms = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io));
     if (!rc && stash && !gv_stage_has_grads(ms)) stash = false; /* forward only: nothing trains in it */
     if (!rc && stash) { /* the same stage module again (deterministic), split into the two entries */
@@ -1326,14 +1384,15 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
             for (int d = 0; sh && d < sh->rank; d++)
               for (int x = 0; x < sh->naxes[d]; x++) used |= 1u << sh->axes[d][x];
           }
-          unsigned zaxes = zm && train && pa->zero ? ((1u << zm->naxes) - 1) & ~used : 0;
+          const bool zon = pa->zero || pl->cost[s].zero_ranks > 1; /* given, or the stage DP's way */
+          unsigned zaxes = zm && train && zon ? ((1u << zm->naxes) - 1) & ~used : 0;
           for (int x = 0; zm && x < zm->naxes; x++)
             if (zm->size[x] == 1) zaxes &= ~(1u << x);
           fprintf(f, "const int galv_pipe_zero = %d, galv_pipe_zero_nmesh = %d;\nconst int64_t galv_pipe_zero_mesh[] = {", zaxes ? 1 : 0,
                   zm ? zm->naxes : 0);
           for (int x = 0; zm && x < zm->naxes; x++) fprintf(f, "%lld, ", (long long)zm->size[x]);
           fprintf(f, "0};\nconst unsigned galv_pipe_zero_axes = 0x%xu;\n", zaxes);
-          if (train && pa->zero && !quiet) {
+          if (train && zon && !quiet) {
             int64_t g = 1;
             for (int x = 0; zm && x < zm->naxes; x++)
               if (zaxes >> x & 1) g *= zm->size[x];

@@ -61,6 +61,24 @@ static int cost(void *ctx, int first, int last, int64_t nodes, int64_t per_node,
   return 0;
 }
 
+/* the ways of a stage (gv_stage_cost.var): an earlier stage stashes (act 4000 per microbatch) or recomputes (twice
+ * the time, act 100: its inputs); either with ZeRO-1 (states 6000 -> 3000, zero_ranks 2) or not */
+static int cost_ways(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *o) {
+  (void)ctx, (void)nodes, (void)per_node, (void)B;
+  memset(o, 0, sizeof *o);
+  bool earlier = last < 2;
+  for (int r = 0; r < (earlier ? 2 : 1); r++)
+    for (int z = 0; z < 2; z++) {
+      gv_stage_cost w = {.ns = (r ? 2000 : 1000) * (last - first), .state_bytes = z ? 3000 : 6000,
+                         .act_bytes = earlier && !r ? 4000 : 100, .zero_ranks = z ? 2 : 0, .zero_ns = z ? 50 : 0,
+                         .feasible = true, .recompute = r};
+      if (!o->nvar) *o = w;
+      gv_stage_cost_add_var(o);
+      o->var[o->nvar - 1] = (gv_stage_var){w.ns, w.state_bytes, w.act_bytes, 0, w.zero_ns, 0, w.zero_ranks, 0, w.recompute, ""};
+    }
+  return 0;
+}
+
 /* brute force: stages from the start; sizes from the list; all devices used */
 static int L_, nsz_;
 static int64_t sz_[8], D_, lim_;
@@ -476,6 +494,30 @@ int main(void) {
     q.schedule = GV_SCHED_ZBH1;
     int r2 = solve_captured(&q, &z);
     CHECK(r1 == 0 && r2 == 1, "limit 15000: 1F1B rc %d (fits), ZB-H1 rc %d (does not)", r1, r2);
+  }
+  { /* per stage the fastest way that fits: 2 stages, 1F1B, B = 4 (stage 0: 2 microbatches in flight) */
+    int mb4[] = {4};
+    gv_pipe_plan w;
+    gv_pipe_problem q = {.ngroups = 2, .cluster = &c, .devices = 2, .mb_choices = mb4, .nmb = 1, .stages = 2,
+                         .schedule = GV_SCHED_1F1B, .mem_limit = 100000, .cost = cost_ways};
+    int rc = gv_pipe_solve(&q, &w); /* everything fits: stash, no ZeRO-1 (the first of equal times) */
+    CHECK(rc == 0 && !w.cost[0].recompute && w.cost[0].zero_ranks == 0 && w.cost[1].zero_ranks == 0 && w.step_ns == 5000,
+          "no limit: rc %d, stage 0 recompute %d zero %lld, step %lld", rc, w.cost[0].recompute, (long long)w.cost[0].zero_ranks,
+          (long long)w.step_ns);
+    q.mem_limit = 12000; /* stage 0 stashing: 6000 + 2 x 4000 > 12000; with ZeRO-1 3000 + 8000 fits, as fast */
+    rc = gv_pipe_solve(&q, &w);
+    CHECK(rc == 0 && !w.cost[0].recompute && w.cost[0].zero_ranks == 2 && w.cost[0].state_bytes == 3000 && w.cost[1].zero_ranks == 0 &&
+          w.step_ns == 5000, "limit 12000: rc %d, stage 0 recompute %d zero %lld, stage 1 zero %lld, step %lld", rc,
+          w.cost[0].recompute, (long long)w.cost[0].zero_ranks, (long long)w.cost[1].zero_ranks, (long long)w.step_ns);
+    q.mem_limit = 6500; /* only recomputing stage 0 fits (6000 + 2 x 100), without ZeRO-1 */
+    rc = gv_pipe_solve(&q, &w);
+    CHECK(rc == 0 && w.cost[0].recompute && w.cost[0].zero_ranks == 0 && w.cost[0].act_bytes == 100 && w.step_ns == 2000 + 1000 + 3 * 2000,
+          "limit 6500: rc %d, stage 0 recompute %d zero %lld, step %lld", rc, w.cost[0].recompute, (long long)w.cost[0].zero_ranks,
+          (long long)w.step_ns);
+    q.schedule = GV_SCHED_ZBH1; /* ZB-H1 stages stash: nothing fits */
+    rc = solve_captured(&q, &w);
+    CHECK(rc == 1, "limit 6500 under ZB-H1: rc %d (recomputing stages are not offered)", rc);
+    printf("ways per stage: stash / ZeRO-1 / recompute chosen at limits 100000 / 12000 / 6500\n");
   }
   printf("%d brute-force cases, %d failures\n", cases, fails);
   return fails ? 1 : 0;

@@ -139,6 +139,21 @@ int main(void) {
   if (bm) gv_module_free(bm);
   CHECK(tr.act_bytes == stash && stash > sb.saved, "training keeps the stash per microbatch: %lld (stash %lld, inputs %lld)",
         (long long)tr.act_bytes, (long long)stash, (long long)sb.saved);
+  /* both ways offered (choose_recompute): var[0] the stashing way, var[1] the recomputing one, each as the forced
+   * cost; one device: no ZeRO-1 way (choose_zero offers none without dp ranks); the last stage has one way */
+  gv_intra_stage_ctx xc = {.base = m, .ngroups = L, .B = 1, .training = true, .choose_recompute = true, .choose_zero = true,
+                           .cluster = &c};
+  gv_stage_cost cw, lw;
+  CHECK(gv_stage_cost_intra(&xc, 1, 3, 1, 1, 1, &cw) == 0 && cw.feasible && cw.nvar == 2, "two ways: nvar %d", cw.nvar);
+  CHECK(!cw.var[0].recompute && cw.var[0].ns == tr.ns && cw.var[0].act_bytes == tr.act_bytes && cw.var[0].state_bytes == tr.state_bytes &&
+            cw.var[1].recompute && cw.var[1].ns == rr.ns && cw.var[1].act_bytes == rr.act_bytes && cw.var[1].state_bytes == rr.state_bytes &&
+            cw.ns == tr.ns && !cw.recompute,
+        "the ways = the forced costs: stash %lld ns %lld bytes, recompute %lld ns %lld bytes", (long long)cw.var[0].ns,
+        (long long)cw.var[0].act_bytes, (long long)cw.var[1].ns, (long long)cw.var[1].act_bytes);
+  CHECK(rr.state_bytes < tr.state_bytes, "recomputing keeps no backward-entry weight copy: %lld vs %lld", (long long)rr.state_bytes,
+        (long long)tr.state_bytes);
+  CHECK(gv_stage_cost_intra(&xc, 3, L, 1, 1, 1, &lw) == 0 && lw.feasible && lw.nvar == 0 && !lw.recompute, "the last stage: one way");
+  gv_intra_stage_ctx_free(&xc);
   gv_intra_stage_ctx_free(&xt);
   gv_intra_stage_ctx_free(&xr);
   /* the DP over the planner's costs, one device per stage, S = 1..4 (as
