@@ -2,7 +2,7 @@
  * "Gradient buckets"): gradient reductions coalesced into buckets, as
  * PyTorch DDP and Megatron do. spmd-partition gives every trained
  * parameter's gradient its own reduction (galv.all_reduce, ZeRO-2/3
- * galv.reduce_scatter, located "optimizer/..."), which the overlap pass
+ * galv.reduce_scatter), which the overlap pass
  * posts right after the backward op that produces the gradient; each pays
  * the collective's latency. This pass takes those reductions in program
  * order (the order the backward produces the gradients) and groups the
@@ -26,10 +26,13 @@
  * would save them, is not built. A gradient joins a bucket only if no
  * earlier member's reduced value is read before it is produced (without the
  * overlap pass the reductions sit at their updates: a bucket then holds the
- * gradients reduced before the first of those updates). Reductions synced
+ * gradients reduced before the first of those updates). ZeRO-2's
+ * reduce-scatters, which spmd-partition already places in the backward,
+ * are bucketed the same way. Any other reduction whose result is read
+ * before the next one of its kind is produced (the loss's, tp's activation
+ * gradients) is a bucket of one and stays as it is; so do reductions synced
  * at once (packed through scratch, ir/comm_sync.h: a scatter dim with a
- * non-unit extent before it) and those not located "optimizer/" stay as
- * they are. Only the order and grouping of the calls changes: every element
+ * non-unit extent before it). Only the order and grouping of the calls changes: every element
  * is reduced over the same ranks in the same dtype, so results are those of
  * one call per gradient. Nothing happens with --bucket-mb 0. */
 #include <stdio.h>
@@ -72,8 +75,7 @@ static int64_t scatter_p(const gv_op *op) {
 }
 
 static bool candidate(const gv_op *op) {
-  if ((op->code != GV_OP_ALL_REDUCE && op->code != GV_OP_REDUCE_SCATTER) || !op->loc || strncmp(op->loc, "optimizer/", 10) ||
-      op->nopnds != 1 || op->nres != 1 || op->nregions || gv_comm_sync_at_once(op))
+  if ((op->code != GV_OP_ALL_REDUCE && op->code != GV_OP_REDUCE_SCATTER) || op->nopnds != 1 || op->nres != 1 || op->nregions || gv_comm_sync_at_once(op))
     return false;
   const gv_type *x = &op->opnds[0]->type, *o = &op->res[0]->type;
   if (!gv_type_is_static(x) || !gv_type_is_static(o) || x->rank < 1 || x->dtype != o->dtype) return false;
