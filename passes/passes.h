@@ -55,7 +55,7 @@ typedef struct {
   const char *file;       /* sharding file: NAME [{"dp"}, {}] per line; NULL: none */
   bool quiet;             /* spmd-partition: no collective table on stderr */
   bool no_overlap;        /* galvc --overlap off: the overlap pass leaves every collective where spmd-partition put it */
-  int64_t bucket_bytes;   /* galvc --bucket-mb: gradient reductions coalesced into buckets of at most this many bytes (bucket.c); 0: one call each */
+  int64_t bucket_bytes;   /* galvc --bucket-mb: gradient reductions coalesced into buckets of at most this many bytes (bucket.c); 0 (default): one call each */
   /* sequence parallelism chosen by a plan (plan.json's per-unit "sp"):
    * over axis sp_axis (NULL: only the preset's / a file's), the region
    * restricted to the ops sp_op accepts (NULL: all) */

@@ -4,7 +4,7 @@
 # into buckets, one collective each, on 2 and 4 CPU ranks.
 #   - tiny GPT-2- and Llama-style models (2 layers, hidden 32), dp, ZeRO-2
 #     (reduce-scatter buckets) and dp x tp, each compiled with --bucket-mb 0
-#     (one call per gradient), the default (25 MiB: the whole model in one
+#     (one call per gradient, the default), 25 (DDP's default: the whole model in one
 #     bucket) and 0.01 (about 10 KB: several buckets posted while the
 #     backward computes), 2 AdamW steps: losses and every weight = the
 #     single-device program's (rtol 1e-4, atol 1e-5);
