@@ -178,6 +178,7 @@ cg_comm *cg_comm_new(gv_module *m, const cg_comm_target *t) {
       if (b < 0 || c->predicted[kind] < 0) c->predicted[kind] = -1;
       else c->predicted[kind] += b;
       int64_t in = nbytes_of(&op->opnds[0]->type), out = nbytes_of(&op->res[0]->type);
+      if (gv_get_attr(op, "bucket")) in = out = 0; /* a gradient bucket's buffer is contiguous: no pack / unpack scratch */
       for (int s = 0; s < 2; s++)
         if (c->scratch[s] < (in > out ? in : out)) c->scratch[s] = in > out ? in : out;
     }

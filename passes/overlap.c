@@ -143,13 +143,14 @@ int gv_pass_overlap(gv_module *m) {
         const gv_op *o = views[i]->opnds[k]->def;
         ok = !o || o->parent != b || o->id <= d->id;
       }
-    if (!ok || d->next == (nv ? views[nv - 1] : op)) continue;
-    gv_op *at = d->next;
-    for (int i = nv - 1; i >= 0; i--) {
-      gv_op_unlink(views[i]);
-      gv_insert_before(at, views[i]);
-    }
+    if (!ok) continue;
+    gv_op *e = d->next; /* already in place: d, its views in order, op */
+    for (int i = nv - 1; i >= 0 && e == views[i]; i--) e = e->next;
+    if (e == op) continue;
+    for (int i = nv - 1; i >= 0; i--) gv_op_unlink(views[i]);
     gv_op_unlink(op);
+    gv_op *at = d->next;
+    for (int i = nv - 1; i >= 0; i--) gv_insert_before(at, views[i]);
     gv_insert_before(at, op);
   }
   return 0;

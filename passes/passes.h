@@ -55,6 +55,7 @@ typedef struct {
   const char *file;       /* sharding file: NAME [{"dp"}, {}] per line; NULL: none */
   bool quiet;             /* spmd-partition: no collective table on stderr */
   bool no_overlap;        /* galvc --overlap off: the overlap pass leaves every collective where spmd-partition put it */
+  int64_t bucket_bytes;   /* galvc --bucket-mb: gradient reductions coalesced into buckets of at most this many bytes (bucket.c); 0 (default): one call each */
   /* sequence parallelism chosen by a plan (plan.json's per-unit "sp"):
    * over axis sp_axis (NULL: only the preset's / a file's), the region
    * restricted to the ops sp_op accepts (NULL: all) */
@@ -67,6 +68,7 @@ int gv_pass_propagate_sharding(gv_module *m); /* passes/propagate_sharding.c */
 int gv_pass_spmd_partition(gv_module *m);     /* passes/spmd_partition.c */
 int gv_pass_fuse(gv_module *m);           /* passes/fuse.c */
 int gv_pass_overlap(gv_module *m);        /* passes/overlap.c */
+int gv_pass_bucket(gv_module *m);         /* passes/bucket.c */
 int gv_pass_memory_plan(gv_module *m);    /* passes/memory_plan.c */
 
 /* Storage precision (docs/cuda-target.md, "Storage precision"): set by the

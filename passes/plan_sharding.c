@@ -728,6 +728,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   if (!rc) rc = gv_pass_spmd_partition(m) ? 1 : 0;
   if (!rc) rc = gv_pass_fuse(m) ? 1 : 0;
   if (!rc) rc = gv_pass_overlap(m) ? 1 : 0;
+  if (!rc) rc = gv_pass_bucket(m) ? 1 : 0;
   if (!rc) rc = gv_pass_storage(m) ? 1 : 0; /* the memory plan and the cost read the storage precision */
   if (!rc) rc = gv_pass_memory_plan(m) ? 1 : 0;
   quiet_end(fd);

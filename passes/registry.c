@@ -21,6 +21,7 @@ const gv_pass gv_pass_table[] = {
     {"stage-stash", gv_pass_stage_stash, "pipeline training: an earlier stage's forward or backward entry (--stash=forward|backward), the stash between them"},
     {"fuse", gv_pass_fuse, "group elementwise ops of one shape into galv.fused ops (one loop each)"},
     {"overlap", gv_pass_overlap, "gradient reductions posted as the backward produces each gradient, not at its update"},
+    {"bucket", gv_pass_bucket, "gradient reductions of one kind and group coalesced into buckets of --bucket-mb MiB, one call each"},
     {"storage", gv_pass_storage, "16-bit storage (--precision bf16|fp16): which values are stored 16-bit (storage, input_storage attrs)"},
     {"memory-plan", gv_pass_memory_plan, "place activations in one arena with liveness-based reuse (galv.arena, offsets)"},
 };
@@ -31,7 +32,7 @@ gv_train_options gv_train_opts = {
     .scale_interval = 2000,
 };
 
-gv_shard_options gv_shard_opts = {.strategy = NULL, .file = NULL, .quiet = true};
+gv_shard_options gv_shard_opts = {.strategy = NULL, .file = NULL, .quiet = true, .bucket_bytes = 0};
 
 const int gv_pass_count = (int)(sizeof gv_pass_table / sizeof gv_pass_table[0]);
 

@@ -515,7 +515,9 @@ void gv_cost_memory(const gv_module *m, gv_mem *out) {
     int64_t b = op->code == GV_OP_CONSTANT ? tbytes(&op->res[0]->type) : 0;
     if (b > 0) out->constants += (b + 63) / 64 * 64;
     if ((op->code == GV_OP_ALL_REDUCE || op->code == GV_OP_ALL_GATHER || op->code == GV_OP_REDUCE_SCATTER ||
-         op->code == GV_OP_ALL_TO_ALL) && op->nopnds && op->nres) {
+         op->code == GV_OP_ALL_TO_ALL) && op->nopnds && op->nres && !gv_get_attr(op, "bucket")) {
+      /* the scratch buffers are sized by every collective but a gradient bucket (passes/bucket.c), which
+       * never goes through them (its buffer is contiguous already): codegen/comm.c sizes them so */
       int64_t in = tbytes(&op->opnds[0]->type), o = tbytes(&op->res[0]->type);
       if (in > coll) coll = in;
       if (o > coll) coll = o;

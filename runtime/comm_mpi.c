@@ -577,21 +577,25 @@ static uint64_t wire_group(MPI_Comm comm) {
 int MPI_Iallreduce(const void *s, void *r, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
   uint64_t p = wire_group(comm);
   counters.all_reduce += 2 * (p - 1) * wire_bytes(count, t) / p;
+  counters.calls[0]++;
   return PMPI_Iallreduce(s, r, count, t, op, comm, req);
 }
 int MPI_Iallgather(const void *s, int scount, MPI_Datatype st, void *r, int rcount, MPI_Datatype rt, MPI_Comm comm,
                    MPI_Request *req) {
   counters.all_gather += (wire_group(comm) - 1) * wire_bytes(rcount, rt); /* each rank's part, sent to p-1 */
+  counters.calls[1]++;
   return PMPI_Iallgather(s, scount, st, r, rcount, rt, comm, req);
 }
 int MPI_Ireduce_scatter_block(const void *s, void *r, int rcount, MPI_Datatype t, MPI_Op op, MPI_Comm comm,
                               MPI_Request *req) {
   counters.reduce_scatter += (wire_group(comm) - 1) * wire_bytes(rcount, t);
+  counters.calls[2]++;
   return PMPI_Ireduce_scatter_block(s, r, rcount, t, op, comm, req);
 }
 int MPI_Ialltoall(const void *s, int scount, MPI_Datatype st, void *r, int rcount, MPI_Datatype rt, MPI_Comm comm,
                   MPI_Request *req) {
   counters.all_to_all += (wire_group(comm) - 1) * wire_bytes(scount, st);
+  counters.calls[3]++;
   return PMPI_Ialltoall(s, scount, st, r, rcount, rt, comm, req);
 }
 int MPI_Isend(const void *b, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request *req) {

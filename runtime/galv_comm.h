@@ -75,6 +75,9 @@ void galv_recv(galv_comm *c, int peer, void *buf, size_t count, int dtype, galv_
  * two must agree exactly for the calls the program really makes. */
 typedef struct {
   uint64_t all_reduce, all_gather, reduce_scatter, all_to_all, send;
+  /* the calls handed to MPI / NCCL per collective kind (a gradient bucket
+   * is one call: docs/planner.md, "Gradient buckets") */
+  uint64_t calls[4]; /* all_reduce, all_gather, reduce_scatter, all_to_all */
 } galv_comm_bytes;
 galv_comm_bytes galv_comm_counters(void);
 

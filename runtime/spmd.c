@@ -144,7 +144,9 @@ void galv_spmd_check_bytes(int print, long runs) {
       printf(" (predicted per run: %lld, %lld, %lld, %lld) from the %s", (long long)galv_comm_predicted[0],
              (long long)galv_comm_predicted[1], (long long)galv_comm_predicted[2], (long long)galv_comm_predicted[3],
              galv_comm_predicted_global ? "global program" : "partitioned collectives");
-    printf("\n");
+    printf("\n%s: comm calls by rank %d in %ld runs: all_reduce %llu, all_gather %llu, reduce_scatter %llu, all_to_all %llu\n",
+           galv_progname, rank_, runs, (unsigned long long)c.calls[0], (unsigned long long)c.calls[1],
+           (unsigned long long)c.calls[2], (unsigned long long)c.calls[3]);
     fflush(stdout);
   }
   for (int k = 0; k < 4; k++)

@@ -44,6 +44,7 @@ static const char *const pipeline[] = {
     "spmd-partition", /* one rank's local program: local shapes, collectives */
     "fuse",           /* elementwise chains -> galv.fused (docs/device-program.md) */
     "overlap",        /* gradient reductions posted as the backward produces them (docs/planner.md) */
+    "bucket",         /* gradient reductions coalesced into --bucket-mb buckets, one call each (docs/planner.md) */
     "storage",        /* with --precision bf16|fp16: the values stored 16-bit */
     "memory-plan",    /* one activation arena: galv.arena, offsets */
 };
@@ -75,6 +76,10 @@ static void usage(FILE *f) {
           "                           (default: one axis named after --strategy, or dp)\n"
           "  --overlap on|off         on (default): gradient reductions posted as the backward produces them,\n"
           "                           ZeRO-3 gathers one layer ahead (docs/planner.md, \"Step time: two streams\")\n"
+          "  --bucket-mb X            gradient reductions of one kind and group coalesced into buckets of at most\n"
+          "                           X MiB, one collective each (PyTorch DDP's default is 25; default here 0: one\n"
+          "                           call per gradient, as the planner does not choose the size yet;\n"
+          "                           docs/planner.md, \"Gradient buckets\")\n"
           "  --strategy dp|tp|zero1|zero2|zero3|dp,tp|zero2,tp|tp,sp|dp,tp,sp|auto  sharding presets\n"
           "                           (docs/sharding.md; zero = zero3, ZeRO stages); auto (the default with\n"
           "                           --gpus > 1): the planner searches (docs/planner.md)\n"
@@ -669,6 +674,15 @@ int main(int argc, char **argv) {
         return 2;
       }
       gv_shard_opts.no_overlap = strcmp(val, "off") == 0;
+    } else if (TAKES("--bucket-mb")) {
+      char *end;
+      errno = 0;
+      double v = strtod(val, &end);
+      if (errno || *end || !*val || !(v >= 0) || v > 1e6) {
+        gv_error_plain("--bucket-mb expects a non-negative number of MiB (0: one call per gradient), got '%s'", val);
+        return 2;
+      }
+      gv_shard_opts.bucket_bytes = (int64_t)(v * 1048576.0 + 0.5);
     } else if (TAKES("--strategy")) {
       gv_shard_opts.strategy = val;
     } else if (TAKES("--plan")) {

@@ -234,6 +234,7 @@ void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, i
   ncclCheck(ncclAllReduce(send, recv, count, nccl_type(dtype, "all_reduce"), op == GALV_RED_MAX ? ncclMax : ncclSum,
                           c->nc, q->s));
   counters.all_reduce += ring(count * galv_dtype_size(dtype), c->size, 1);
+  counters.calls[0]++;
   galv_test_point("all_reduce"); /* tests/rank_kill.sh: this rank's part posted */
 }
 
@@ -241,6 +242,7 @@ void galv_all_gather(galv_comm *c, const void *send, void *recv, size_t count, i
   after_compute(q);
   ncclCheck(ncclAllGather(send, recv, count, nccl_type(dtype, "all_gather"), c->nc, q->s));
   counters.all_gather += ring(count * galv_dtype_size(dtype) * (size_t)c->size, c->size, 0);
+  counters.calls[1]++;
 }
 
 void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_redop op,
@@ -249,6 +251,7 @@ void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t coun
   ncclCheck(ncclReduceScatter(send, recv, count, nccl_type(dtype, "reduce_scatter"),
                               op == GALV_RED_MAX ? ncclMax : ncclSum, c->nc, q->s));
   counters.reduce_scatter += ring(count * galv_dtype_size(dtype) * (size_t)c->size, c->size, 0);
+  counters.calls[2]++;
 }
 
 void galv_all_to_all(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
@@ -262,6 +265,7 @@ void galv_all_to_all(galv_comm *c, const void *send, void *recv, size_t count, i
   }
   ncclCheck(ncclGroupEnd());
   counters.all_to_all += ring(bytes * (size_t)c->size, c->size, 0);
+  counters.calls[3]++;
 }
 
 void galv_group_start(void) { ncclCheck(ncclGroupStart()); }

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Gradient buckets (passes/bucket.c, galvc --bucket-mb; docs/planner.md
+# "Gradient buckets"): the gradient reductions of a training step coalesced
+# into buckets, one collective each, on 2 and 4 CPU ranks.
+#   - tiny GPT-2- and Llama-style models (2 layers, hidden 32), dp, ZeRO-2
+#     (reduce-scatter buckets) and dp x tp, each compiled with --bucket-mb 0
+#     (one call per gradient, the default), 25 (DDP's default: the whole model in one
+#     bucket) and 0.01 (about 10 KB: several buckets posted while the
+#     backward computes), 2 AdamW steps: losses and every weight = the
+#     single-device program's (rtol 1e-4, atol 1e-5);
+#   - bytes: each program checks its wire count per collective kind against
+#     the global program's prediction (runtime/spmd.c: a mismatch stops the
+#     run; the line must say "from the global program"), and the bucketed
+#     programs move the bytes of --bucket-mb 0 per kind; the reduction calls
+#     the communicator hands to MPI drop (printed);
+#   - GALV_COMM_DELAY_US=2000 (results withheld until their wait, poisoned
+#     with NaN meanwhile): the small-bucket programs train bit for bit as
+#     without the delay;
+#   - --trace (dp and ZeRO-2, GPT-2, 2 ranks, small buckets):
+#     tests/comm_trace_check.py's checks, fewer gradient reductions traced
+#     than with --bucket-mb 0, and a bucket (a reduction located at the
+#     update, "optimizer/..." for dp; for ZeRO-2, one call carrying several
+#     gradients) posted before the backward's last kernel ends with kernels
+#     running under it.
+# Measured times are printed, never judged (2 shared cores).
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+. "$SRC/tests/lib/mpi_env.sh"
+export CFLAGS=-O0
+export MPIRUN="$MPIRUN -x GALV_COMM_DELAY_US"
+. "$SRC/tests/lib/tiny_lms.sh"
+tiny_lms "$T"
+python3 - "$T" <<'PY'
+import numpy as np, os, sys
+t = sys.argv[1]
+r = np.random.RandomState(7)
+os.makedirs(f"{t}/b")
+np.save(f"{t}/b/input_ids.npy", r.randint(0, 64, (2, 8, 8)).astype(np.int64))
+np.save(f"{t}/b/labels.npy", r.randint(0, 64, (2, 8, 8)).astype(np.int64))
+PY
+build() { # NAME MODEL GALVC_OPTIONS...
+  local n=$1 m=$2; shift 2
+  timeout 300 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --eps 1e-6 "$@" --target cpu -o "$T/$n/" 2>"$T/$n.err" </dev/null ||
+    { bad "$n: galvc $*: $(grep -m3 error "$T/$n.err")"; return 1; }
+}
+run() { # NAME TAG DELAY_US [PROGRAM OPTIONS]: 2 steps -> $T/NAME.TAG.log, $T/NAME.TAG.w
+  local n=$1 tag=$2 d=$3; shift 3
+  if [ "$d" = off ]; then unset GALV_COMM_DELAY_US; else export GALV_COMM_DELAY_US=$d; fi
+  local exe="$T/$n/launch" cs=--comm-stats
+  [ -x "$exe" ] || exe="$T/$n/program" cs= # one device: no launch script, no communicator
+  timeout 300 "$exe" --batches "$T/b" --steps 2 $cs -o "$T/$n.$tag.w" "$@" </dev/null >"$T/$n.$tag.log" 2>"$T/$n.$tag.err"
+  local rc=$?
+  unset GALV_COMM_DELAY_US
+  return $rc
+}
+same() { # REF_NAME REF_TAG NAME TAG EXACT(0|1)
+  python3 - "$T" "$@" "$SRC/tests/lib" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[7])
+from same_training import check
+t, rn, rt, n, tag, exact = sys.argv[1:7]
+if exact == "1":
+    print(check(f"{t}/{rn}.{rt}.log", f"{t}/{n}.{tag}.log", f"{t}/{rn}.{rt}.w", f"{t}/{n}.{tag}.w", loss_rtol=0, exact=True))
+else:
+    print(check(f"{t}/{rn}.{rt}.log", f"{t}/{n}.{tag}.log", f"{t}/{rn}.{rt}.w", f"{t}/{n}.{tag}.w"))
+PY
+}
+# "comm bytes" / "comm calls" of rank 0: KIND=VALUE pairs
+stats() { # LOG WHAT(bytes|calls)
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+txt = open(sys.argv[1]).read()
+m = re.search(r"rank 0 in \d+ runs: (all_reduce .*)" if sys.argv[2] == "calls" else
+              r"comm bytes sent by rank 0 in \d+ runs: (all_reduce [^(]*)", txt.split("comm calls")[1] if sys.argv[2] == "calls" and "comm calls" in txt else txt)
+if not m:
+    sys.exit(1)
+print(" ".join(f"{k}={v}" for k, v in re.findall(r"(\w+) (\d+)", m.group(1))))
+PY
+}
+
+for fam in gpt2 llama; do
+  build "$fam-1" "$T/$fam.onnx" && run "$fam-1" ref off || bad "$fam: single device: $(grep -m2 error "$T/$fam-1.ref.err")"
+done
+
+for c in ${GALV_BUCKET_CASES:-gpt2:2:dp gpt2:4:dp gpt2:2:zero2 gpt2:4:zero2 gpt2:4:dp,tp llama:2:dp llama:4:zero2}; do
+  IFS=: read -r fam n s <<<"$c"
+  opt=(--gpus "$n" --strategy "$s")
+  [ "$s" = dp,tp ] && opt+=(--mesh dp=2,tp=2)
+  base="$fam-$n-${s/,/_}"
+  for mb in 0 25 0.01; do
+    d="$base-$mb"
+    build "$d" "$T/$fam.onnx" "${opt[@]}" --bucket-mb "$mb" || continue
+    run "$d" plain off || { bad "$d: run: $(grep -m2 error "$T/$d.plain.err")"; continue; }
+    if r=$(same "$fam-1" ref "$d" plain 0 2>&1); then ok "$d: = one device: $r"; else bad "$d: vs one device: $r"; fi
+    grep -q "comm bytes sent by rank 0 in 2 runs: .* from the global program$" "$T/$d.plain.log" ||
+      bad "$d: the wire bytes were not checked against the global program's prediction: $(grep -m1 'comm bytes' "$T/$d.plain.log")"
+    [ "$mb" = 0 ] && continue
+    grep -q "^bucket: [0-9]* gradient reductions in [0-9]* buckets" "$T/$d.err" || bad "$d: galvc made no bucket"
+    b0=$(stats "$T/$base-0.plain.log" bytes) b1=$(stats "$T/$d.plain.log" bytes)
+    c0=$(stats "$T/$base-0.plain.log" calls) c1=$(stats "$T/$d.plain.log" calls)
+    if [ -n "$b0" ] && [ "$b0" = "$b1" ]; then ok "$d: bytes per kind = --bucket-mb 0's = predicted ($b1)"
+    else bad "$d: bytes per kind $b1, --bucket-mb 0: $b0"; fi
+    red() { awk '{for (i = 1; i <= NF; i++) if ($i ~ /^(all_reduce|reduce_scatter)=/) { split($i, a, "="); s += a[2] } } END { print s + 0 }' <<<"$1"; }
+    if [ -n "$c1" ] && [ "$(red "$c1")" -lt "$(red "$c0")" ]; then
+      ok "$d: reduction calls per rank in 2 steps $(red "$c0") -> $(red "$c1") ($(grep -m1 '^bucket:' "$T/$d.err"))"
+    else bad "$d: reduction calls $c1, --bucket-mb 0: $c0"; fi
+    if [ "$mb" = 0.01 ]; then
+      if run "$d" delay 2000; then
+        if r=$(same "$d" plain "$d" delay 1 2>&1); then ok "$d: GALV_COMM_DELAY_US=2000 = no delay: $r"
+        else bad "$d: GALV_COMM_DELAY_US=2000 vs no delay: $r"; fi
+      else bad "$d: run with GALV_COMM_DELAY_US=2000: $(grep -m2 error "$T/$d.delay.err")"; fi
+    fi
+  done
+done
+
+# the trace: bucket calls posted while the backward computes
+for base in gpt2-2-dp gpt2-2-zero2; do
+  d="$base-0.01"
+  [ -x "$T/$d/launch" ] && [ -x "$T/$base-0/launch" ] || continue
+  run "$d" trace off --trace "$T/$d.trace.json" && run "$base-0" trace off --trace "$T/$base-0.trace.json" ||
+    { bad "$d: --trace: $(grep -m2 error "$T/$d.trace.err" "$T/$base-0.trace.err")"; continue; }
+  if r=$(python3 "$SRC/tests/comm_trace_check.py" "$T/$d.trace.json" 2 2>&1); then ok "$d: trace: $(tr '\n' ' ' <<<"$r")"
+  else bad "$d: trace: $r"; fi
+  if r=$(python3 - "$T/$base-0.trace.json" "$T/$d.trace.json" "$T/$d.err" <<'PY' 2>&1
+import json, re, sys
+def step0(p):
+    ev = [e for e in json.load(open(p))["traceEvents"] if e.get("ph") == "X" and e["args"].get("step") == 0]
+    kern = [e for e in ev if e["tid"] == 0 and e["cat"] == "compute"]
+    red = [e for e in ev if e["tid"] == 1 and e["name"] in ("all_reduce", "reduce_scatter")]
+    return kern, red
+k0, r0 = step0(sys.argv[1])
+k1, r1 = step0(sys.argv[2])
+if len(r1) >= len(r0):
+    sys.exit(f"{len(r1)} reductions traced in step 0, --bucket-mb 0: {len(r0)}")
+# a bucket call: at its last gradient's node, with more bytes than any call there of --bucket-mb 0
+last_bwd = max(k["ts"] + k["dur"] for k in k1 if k["args"].get("node", "").endswith("/grad"))
+single = {(c["name"], c["args"].get("node"), c["args"].get("bytes")) for c in r0}
+buckets = [c for c in r1 if (c["name"], c["args"].get("node"), c["args"].get("bytes")) not in single]
+if not buckets:
+    sys.exit("no bucket call traced")
+early = []
+for c in buckets:
+    t0, t1 = c["ts"], c["ts"] + c["dur"]
+    under = [k for k in k1 if k["ts"] >= t0 - 1.5e-3 and k["ts"] + k["dur"] <= t1 + 1.5e-3]
+    if c["ts"] < last_bwd and under:
+        early.append((c, len(under)))
+if not early:
+    sys.exit(f"no bucket call posted before the backward's last kernel ends with kernels under it ({len(buckets)} bucket calls)")
+c, u = max(early, key=lambda x: x[1])
+print(f"step 0: {len(r0)} -> {len(r1)} reductions traced, {len(buckets)} of them buckets; {len(early)} posted before the backward's last kernel ends "
+      f"with kernels under them (e.g. {c['name']} at {c['args'].get('node')}: {u} kernels, {c['dur'] / 1e3:.3f} ms in flight; measured)")
+PY
+  ); then ok "$d: $r"; else bad "$d: trace: $r"; fi
+done
+
+echo "train_bucket: $pass passed, $fail failed"
+[ "$fail" = 0 ]
