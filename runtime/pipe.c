@@ -56,8 +56,42 @@ static void *h_alloc(size_t n) {
 static void h_release(void *p) { free(p); }
 static void h_copy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
 static void h_fill(void *dst, int byte, size_t n) { memset(dst, byte, n); }
-static void h_run(char *arena, const char *weights) { galv_program_run(arena, weights, NULL); }
-static void h_run_entry(const galv_pipe_entry *e, char *arena, const char *weights, char *state) { e->run(arena, weights, state); }
+/* the bytes the stage program's own collectives sent (all_reduce, all_gather, reduce_scatter, all_to_all),
+ * counted around each run of an entry, for the check against the planner's prediction (prog_check) */
+static uint64_t prog_sent[4];
+static void prog_count(galv_comm_bytes c0) {
+  galv_comm_bytes c = galv_comm_counters();
+  prog_sent[0] += c.all_reduce - c0.all_reduce, prog_sent[1] += c.all_gather - c0.all_gather;
+  prog_sent[2] += c.reduce_scatter - c0.reduce_scatter, prog_sent[3] += c.all_to_all - c0.all_to_all;
+}
+static void h_run(char *arena, const char *weights) {
+  galv_comm_bytes c0 = galv_comm_counters();
+  galv_program_run(arena, weights, NULL);
+  prog_count(c0);
+}
+static void h_run_entry(const galv_pipe_entry *e, char *arena, const char *weights, char *state) {
+  galv_comm_bytes c0 = galv_comm_counters();
+  e->run(arena, weights, state);
+  prog_count(c0);
+}
+/* A stage of more than one rank whose runs are of its combined program (the last stage, a recomputing or a
+ * forward-only stage; exact): its program's collectives sent what the planner predicted from the global stage
+ * program (galv_comm_predicted, per run) x runs, one error line when they differ. A stashing stage's entries
+ * are printed only: the prediction counts the combined program's "pp.seed", the scalar sum no entry computes
+ * (under dp its all-reduce, 2 (p-1) 4 / p bytes per run). */
+static void prog_check(long runs, int exact) {
+  static const char *const kind[4] = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
+  if (galv_nranks < 2 || !galv_comm_predicted_global) return;
+  printf("%s: stage program collectives sent by this rank in %ld runs: all_reduce %llu, all_gather %llu, reduce_scatter %llu, "
+         "all_to_all %llu (predicted per run: %lld, %lld, %lld, %lld%s)\n", galv_progname, runs, (unsigned long long)prog_sent[0],
+         (unsigned long long)prog_sent[1], (unsigned long long)prog_sent[2], (unsigned long long)prog_sent[3],
+         (long long)galv_comm_predicted[0], (long long)galv_comm_predicted[1], (long long)galv_comm_predicted[2],
+         (long long)galv_comm_predicted[3], exact ? "" : "; stashing entries: not checked");
+  for (int k = 0; k < 4 && exact; k++)
+    if (galv_comm_predicted[k] >= 0 && prog_sent[k] != (uint64_t)galv_comm_predicted[k] * (uint64_t)runs)
+      galv_fatal("%s moved %llu bytes in %ld runs of the stage program, the planner predicted %lld per run", kind[k],
+                 (unsigned long long)prog_sent[k], runs, (long long)galv_comm_predicted[k]);
+}
 static void h_add(float *dst, const float *src, size_t n) {
   for (size_t e = 0; e < n; e++) dst[e] += src[e];
 }
@@ -1237,6 +1271,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     } else if (last && lrank == 0) printf("step %lld loss %.9g\n", (long long)(done + step), loss / B);
   }
   double total = now_us() - tstart;
+  if (!IL && D == &cpu_dev) prog_check(steps * B * (!last && !bw && !fwd_only ? 2 : 1), !bw); /* recomputing: the program twice */
   printf("%s: %ld steps x %d microbatches (%s): %.3f ms (compute %.3f ms, predicted %.3f ms per microbatch forward+backward)\n",
          galv_progname, steps, B, IL ? "interleaved" : galv_pipe_schedule == 2 ? "zb-h1" : galv_pipe_schedule ? "1f1b" : "gpipe", total / 1e3,
          tcomp / 1e3, galv_pipe_predicted_ms[me]);
