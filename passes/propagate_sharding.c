@@ -20,6 +20,7 @@
 #include "passes.h"
 #include "sharding_roles.h"
 #include "../runtime/galv_file.h"
+#include "../ir/storage.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -269,8 +270,16 @@ static int backward(prop *P, gv_op *op) {
    * of everything before the loss); they come from elsewhere or default.
    * The return of an inference function still asks for replicated results
    * (outputs are whole); a training step's results are the loss and
-   * updates, which take their arguments' shardings when materialised. */
-  if (none && (op->code != GV_OP_RETURN || P->m->main->res_updates)) return 0;
+   * updates, which take their arguments' shardings when materialised. A
+   * training pipeline stage's results (the loss, parameter gradients, the
+   * gradients sent back, grad:pp.X, and the values sent on, pp.X) are whole
+   * too, but that is the runtime's need, met by the reshards materialise
+   * puts at the return; asked for here, it would make a value replicated
+   * before forward reaches it (a tied head's transposed weight is reached
+   * only in a later sweep), and the sent-back gradient d x = d logits . W
+   * then needs the logits' gradient all-gathered ([B, S, V] where gathering
+   * d x moves [B, S, h]). */
+  if (none && (op->code != GV_OP_RETURN || P->m->main->res_updates || gv_func_stage_kind(P->m->main) == 2)) return 0;
   fax fa;
   memset(&fa, 0, sizeof fa);
   for (int i = 0; !none && i < op->nres; i++) {

@@ -429,6 +429,10 @@ static int lower_cross_entropy(spmd *S, gv_op *op) {
   if (!y) return -1;
   if (!gv_type_equal(&y->type, &res->type))
     return gv_error_op(S->m, op, "spmd: vocab-parallel cross entropy: result type mismatch");
+  /* the value standing for the op's result is stored as the storage pass stored that result on the global
+   * program (the logits' gradient 16-bit under --precision bf16), so a reshard of it moves the bytes the
+   * planner predicted */
+  store_like(S, y->def, res);
   const gv_sharding *sh[1] = {gv_op_sharding(op, 0)};
   gv_set_shardings(S->m, y->def, sh);
   gv_subst_add(S->sub, res, y, NULL);
