@@ -51,6 +51,21 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The largest parameter gradient's f32 bytes (whole, before any split: an upper bound of a rank's): with
+ * --grad-dtype bf16 the runtime widens one bf16 sum at a time into a buffer of that size for the optimizer
+ * (runtime/pipe.c grad_f32). */
+static int64_t grad_max_f32(const gv_module *m) {
+  const gv_func *f = m->main;
+  const gv_op *ret = gv_block_terminator(f->body);
+  int64_t mx = 0;
+  for (int i = 0; ret && f->res_names && i < f->nres_names && i < ret->nopnds; i++)
+    if (f->res_names[i] && !strncmp(f->res_names[i], "grad:", 5)) {
+      int64_t n = gv_type_numel(&ret->opnds[i]->type);
+      if (n > 0 && 4 * n > mx) mx = 4 * n;
+    }
+  return mx;
+}
+
 /* The stash an earlier stage's backward entry reads per microbatch (m: its
  * training function, consumed). -1 after an error line. */
 static int64_t stash_bytes(gv_module *m) {
@@ -188,6 +203,8 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   int nrc = 0;
   if (!can_rc || x->recompute || !x->choose_recompute) rc_ways[nrc++] = can_rc && x->recompute;
   else rc_ways[nrc++] = false, rc_ways[nrc++] = true;
+  bool g16 = x->training && gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32;
+  int64_t pmax = g16 ? grad_max_f32(m) : 0; /* bf16 sums: the optimizer's widening buffer */
   int64_t stash = rc == 0 && can_rc && !rc_ways[0] ? stash_bytes(m) : 0;
   gv_module_free(m);
   if (stash < 0) return -1;
@@ -218,8 +235,8 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           if (plan.dmask & (1u << a)) g *= plan.size[a];
         int64_t opt = (int64_t)x->opt_states * pc.mem_params;
         /* the gradient sums: the parameters' bytes, half with --grad-dtype bf16 (bf16 sums of bf16 gradients) */
-        int64_t sums = gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32 ? pc.mem_params / 2 : pc.mem_params;
-        out->state_bytes += sums + (g > 1 ? (opt + g - 1) / g : opt) + (can_rc && !recompute ? pc.mem_params : 0);
+        int64_t sums = g16 ? pc.mem_params / 2 : pc.mem_params;
+        out->state_bytes += sums + pmax + (g > 1 ? (opt + g - 1) / g : opt) + (can_rc && !recompute ? pc.mem_params : 0);
         if (g > 1) { /* ZeRO-1: the parameters all-gathered over the g ranks after each update */
           bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && g > per_node;
           out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_GATHER, pc.mem_params, g, across);
@@ -257,6 +274,8 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   if (rc == 0) {
     if (nways < 2) first_way.nvar = 0;
     *out = first_way;
+    /* ZB-H1's weight-gradient entry holds its own copy of the weights (runtime/pipe.c Ww): the schedule adds it */
+    out->zb_bytes = x->training && grads ? pc.mem_params : 0;
   } else if (pc.mem_total > 0) { /* no plan fits: the DP's memory check refuses it and reports the smallest need */
     out->ns = 1;
     out->state_bytes = pc.mem_total;

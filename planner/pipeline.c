@@ -98,19 +98,25 @@ void gv_stage_cost_add_var(gv_stage_cost *c) {
   memcpy(v->desc, c->desc, sizeof v->desc);
 }
 
-void gv_stage_cost_use(gv_stage_cost *c, int v) {
-  if (v < 0 || v >= c->nvar) return;
-  const gv_stage_var *w = &c->var[v];
-  c->ns = w->ns, c->state_bytes = w->state_bytes, c->act_bytes = w->act_bytes, c->once_ns = w->once_ns;
-  c->zero_ns = w->zero_ns, c->opt_ns = w->opt_ns, c->zero_ranks = w->zero_ranks, c->xfer_ns = w->xfer_ns;
-  c->recompute = w->recompute;
-  memcpy(c->desc, w->desc, sizeof c->desc);
+bool gv_schedule_recomputes(gv_schedule sched) { return sched != GV_SCHED_ZBH1 && sched != GV_SCHED_INTERLEAVED; }
+
+void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched) {
+  if (v >= 0 && v < c->nvar) {
+    const gv_stage_var *w = &c->var[v];
+    c->ns = w->ns, c->state_bytes = w->state_bytes, c->act_bytes = w->act_bytes, c->once_ns = w->once_ns;
+    c->zero_ns = w->zero_ns, c->opt_ns = w->opt_ns, c->zero_ranks = w->zero_ranks, c->xfer_ns = w->xfer_ns;
+    c->recompute = w->recompute;
+    memcpy(c->desc, w->desc, sizeof c->desc);
+  }
+  if (sched == GV_SCHED_ZBH1) c->state_bytes += c->zb_bytes, c->zb_bytes = 0;
 }
 
-int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, int64_t tmax, bool allow_recompute,
+int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, int64_t tmax, gv_schedule sched,
                        int want_recompute, int want_zero) {
+  const bool allow_recompute = gv_schedule_recomputes(sched);
+  const int64_t zb = sched == GV_SCHED_ZBH1 ? c->zb_bytes : 0;
   if (c->nvar < 2) { /* one way: the main fields */
-    bool ok = (tmax < 0 || c->ns <= tmax) && c->state_bytes + inflight * c->act_bytes <= limit &&
+    bool ok = (tmax < 0 || c->ns <= tmax) && c->state_bytes + zb + inflight * c->act_bytes <= limit &&
               (want_recompute < 0 || want_recompute == (int)c->recompute) && (want_zero < 0 || want_zero == (c->zero_ranks > 1));
     return ok ? 0 : -1;
   }
@@ -120,20 +126,22 @@ int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, 
     if ((w->recompute && !allow_recompute) || (want_recompute >= 0 && want_recompute != (int)w->recompute) ||
         (want_zero >= 0 && want_zero != (w->zero_ranks > 1)))
       continue;
-    if ((tmax >= 0 && w->ns > tmax) || w->state_bytes + inflight * w->act_bytes > limit) continue;
+    if ((tmax >= 0 && w->ns > tmax) || w->state_bytes + zb + inflight * w->act_bytes > limit) continue;
     if (best < 0 || w->ns < c->var[best].ns) best = i;
   }
   return best;
 }
 
-int64_t gv_stage_cost_min_need(const gv_stage_cost *c, int64_t inflight, bool allow_recompute, int *v) {
+int64_t gv_stage_cost_min_need(const gv_stage_cost *c, int64_t inflight, gv_schedule sched, int *v) {
+  const bool allow_recompute = gv_schedule_recomputes(sched);
+  const int64_t zb = sched == GV_SCHED_ZBH1 ? c->zb_bytes : 0;
   *v = 0;
-  if (c->nvar < 2) return c->state_bytes + inflight * c->act_bytes;
+  if (c->nvar < 2) return c->state_bytes + zb + inflight * c->act_bytes;
   int64_t best = INT64_MAX;
   for (int i = 0; i < c->nvar; i++) {
     const gv_stage_var *w = &c->var[i];
     if (w->recompute && !allow_recompute) continue;
-    int64_t need = w->state_bytes + inflight * w->act_bytes;
+    int64_t need = w->state_bytes + zb + inflight * w->act_bytes;
     if (need < best) best = need, *v = i;
   }
   return best;
@@ -191,7 +199,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   }
   const int V = p->schedule == GV_SCHED_INTERLEAVED ? p->vstages : 1;
   /* recomputing stages: not under ZB-H1 (its W entry reads the stash) nor the interleaved schedule (stashing chunks) */
-  const bool arc = p->schedule != GV_SCHED_ZBH1 && p->schedule != GV_SCHED_INTERLEAVED;
+  const bool arc = gv_schedule_recomputes(p->schedule);
+  const int64_t zbh = p->schedule == GV_SCHED_ZBH1; /* the W entry's weight copy counts (zb_bytes) */
   if (V > 1 && (!p->stages || p->stages % V))
     return gv_error_plain("pipeline: the interleaved schedule needs a fixed stage count, a multiple of %d chunks per device", V);
   int64_t Du = D / unit;
@@ -280,9 +289,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           C[CX(k, j, m)] = &e->c;
           if (e->c.feasible) {
             int vv;
-            int64_t need = gv_stage_cost_min_need(&e->c, 1, arc, &vv);
+            int64_t need = gv_stage_cost_min_need(&e->c, 1, p->schedule, &vv);
             if (need < min_need)
-              min_need = need, out->min_state = e->c.nvar < 2 ? e->c.state_bytes : e->c.var[vv].state_bytes,
+              min_need = need, out->min_state = (e->c.nvar < 2 ? e->c.state_bytes : e->c.var[vv].state_bytes) + zbh * e->c.zb_bytes,
               out->min_act = e->c.nvar < 2 ? e->c.act_bytes : e->c.var[vv].act_bytes;
             cand[ncand++] = e->c.ns;
             for (int w = 1; w < e->c.nvar && ncand < (int)nC * GV_STAGE_MAX_VARS; w++) /* the slower ways' times too */
@@ -316,7 +325,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
               for (int w = 1; w < sc->nvar; w++)
                 if ((arc || !sc->var[w].recompute) && sc->var[w].ns < fastest) fastest = sc->var[w].ns;
               if (fastest > tmax) break; /* a longer range is no faster */
-              int w = gv_stage_cost_pick(sc, inflight, limit, tmax, arc, -1, -1);
+              int w = gv_stage_cost_pick(sc, inflight, limit, tmax, p->schedule, -1, -1);
               if (w < 0) continue;
               int64_t ns = sc->nvar < 2 ? sc->ns : sc->var[w].ns;
               for (int64_t d = mu[m]; d <= Du; d++) {
@@ -354,8 +363,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                                 : V > 1                        ? il_inflight
                                                                 : (ss < B ? ss : B);
             /* the stage's way as the DP took it (the same pick) */
-            gv_stage_cost_use(&out->cost[st], gv_stage_cost_pick(&out->cost[st], dp_inflight(p, V, il_inflight, ss, B), limit,
-                                                                 tmax, arc, -1, -1));
+            gv_stage_cost_use(&out->cost[st],
+                              gv_stage_cost_pick(&out->cost[st], dp_inflight(p, V, il_inflight, ss, B), limit, tmax, p->schedule, -1, -1),
+                              p->schedule);
             if (out->cost[st].ns > mx) mx = out->cost[st].ns;
             sum += out->cost[st].ns;
             d -= mu[m];
@@ -381,7 +391,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
               const gv_stage_cost *sc = C[CX(k, j, m)];
               if (!sc->feasible) continue;
               int vv;
-              int64_t need = gv_stage_cost_min_need(sc, inflight, arc, &vv);
+              int64_t need = gv_stage_cost_min_need(sc, inflight, p->schedule, &vv);
               for (int64_t d = mu[m]; d <= Du; d++) {
                 int64_t prev = F[IX(s - 1, j, d - mu[m])];
                 if (prev >= INF) continue;
@@ -403,9 +413,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                              : V > 1                        ? il_inflight
                                                              : (ss < B ? ss : B);
           int vv;
-          if (gv_stage_cost_min_need(sc, inflight, arc, &vv) == v) {
+          if (gv_stage_cost_min_need(sc, inflight, p->schedule, &vv) == v) {
             bind_first = k, bind_last = j, bind_n = inflight;
-            bind_state = sc->nvar < 2 ? sc->state_bytes : sc->var[vv].state_bytes;
+            bind_state = (sc->nvar < 2 ? sc->state_bytes : sc->var[vv].state_bytes) + zbh * sc->zb_bytes;
             bind_act = sc->nvar < 2 ? sc->act_bytes : sc->var[vv].act_bytes;
             bind_dev = mn[m] * mk[m];
           }
@@ -570,6 +580,7 @@ static int analytic_way(const gv_analytic_ctx *x, bool recompute, int zero, int 
       out->xfer_ns = xfer;
       out->feasible = true;
       out->recompute = x->training && recompute && last < x->ngroups;
+      out->zb_bytes = x->training ? 4 * words / tp : 0; /* ZB-H1's weight-gradient entry's copy of the weights */
       snprintf(out->desc, sizeof out->desc, "dp=%lld,tp=%lld", (long long)dp, (long long)tp);
     }
   }

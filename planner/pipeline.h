@@ -55,6 +55,8 @@ typedef struct {
   bool feasible;        /* the range can run on this sub-mesh at all */
   char desc[48];        /* intra-op choice, e.g. "dp=2,tp=4" */
   bool recompute;       /* training, an earlier stage: it recomputes (the combined program; no stash) */
+  int64_t zb_bytes;     /* training: ZB-H1's weight-gradient entry's copy of the weights (runtime/pipe.c Ww), per
+                         * device, in no way's state_bytes: the schedule adds it (gv_stage_cost_pick / _use) */
   /* the ways the stage can run when the cost function offers a choice (nvar >= 2; the fields above are var[0],
    * the fastest per microbatch); the DP takes per stage the fastest that fits its memory with its microbatches in
    * flight (gv_stage_cost_pick), on a tie the earlier: var[] ordered no ZeRO before ZeRO-1, stash before
@@ -66,15 +68,19 @@ typedef struct {
 /* Adds the way the main fields of c describe to c->var[] (the first call: var[0]). */
 void gv_stage_cost_add_var(gv_stage_cost *c);
 /* The way of c (an index of var[]; 0 when nvar < 2) that runs fastest per microbatch within ns <= tmax (tmax <
- * 0: any) and fits state_bytes + inflight x act_bytes <= limit, on a tie the earlier; recomputing ways only when
- * allow_recompute (ZB-H1 and interleaved stages stash); want_recompute / want_zero >= 0: only the way with that
- * choice (a plan.json's). -1 when none fits. */
-int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, int64_t tmax, bool allow_recompute,
+ * 0: any) and fits state_bytes (+ zb_bytes under ZB-H1) + inflight x act_bytes <= limit, on a tie the earlier;
+ * recomputing ways only under schedules that run them (not ZB-H1 nor interleaved: their stages stash);
+ * want_recompute / want_zero >= 0: only the way with that choice (a plan.json's). -1 when none fits. */
+int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, int64_t tmax, gv_schedule sched,
                        int want_recompute, int want_zero);
-/* The smallest state_bytes + inflight x act_bytes over c's ways (recomputing ones when allowed); *v its way. */
-int64_t gv_stage_cost_min_need(const gv_stage_cost *c, int64_t inflight, bool allow_recompute, int *v);
-/* Makes way v of c its main fields (c->var[] kept). */
-void gv_stage_cost_use(gv_stage_cost *c, int v);
+/* The smallest state_bytes (+ zb_bytes under ZB-H1) + inflight x act_bytes over c's ways (recomputing ones where
+ * sched runs them); *v its way. */
+int64_t gv_stage_cost_min_need(const gv_stage_cost *c, int64_t inflight, gv_schedule sched, int *v);
+/* Makes way v of c its main fields (c->var[] kept; v < 0: the main fields as they are) and, under ZB-H1, adds the
+ * weight-gradient entry's copy to its state_bytes (then zb_bytes 0): the stage of a plan, as the runtime holds it. */
+void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched);
+/* Whether stages recompute under sched (ZB-H1's W entry reads the stash; interleaved chunks stash). */
+bool gv_schedule_recomputes(gv_schedule sched);
 
 /* The cost callback: groups [first, last) of ngroups (first = 0: the stage
  * receives nothing; last = ngroups: it sends nothing). The cache key

@@ -442,14 +442,14 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
       if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
       else if (pl->cost[i].feasible && pl->cost[i].nvar > 1) { /* the stage's way: the plan's, else the fastest that fits */
-        bool arc = pl->schedule != GV_SCHED_ZBH1 && pl->schedule != GV_SCHED_INTERLEAVED;
         int wr = pa->choice_given ? pa->srec[i] : -1, wz = pa->choice_given ? pa->szero[i] : -1;
-        int v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], lim, -1, arc, wr, wz);
-        if (v < 0 && wr < 0 && wz < 0) gv_stage_cost_min_need(&pl->cost[i], pl->inflight[i], arc, &v); /* none fits: the smallest */
-        if (v < 0) /* a plan.json's way that this stage does not offer: the nearest (the recomputation as given) */
-          v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], INT64_MAX / 4, -1, true, wr, -1);
-        gv_stage_cost_use(&pl->cost[i], v < 0 ? 0 : v);
-      }
+        int v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], lim, -1, pl->schedule, wr, wz);
+        if (v < 0 && wr < 0 && wz < 0) gv_stage_cost_min_need(&pl->cost[i], pl->inflight[i], pl->schedule, &v); /* none fits: the smallest */
+        if (v < 0) /* a plan.json's way that this stage does not offer: the nearest (the recomputation as given; 1F1B's
+                    * rule lets every way through) */
+          v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], INT64_MAX / 4, -1, GV_SCHED_1F1B, wr, -1);
+        gv_stage_cost_use(&pl->cost[i], v < 0 ? 0 : v, pl->schedule);
+      } else if (pl->cost[i].feasible) gv_stage_cost_use(&pl->cost[i], -1, pl->schedule); /* one way: ZB-H1's copy */
       if (rc) ;
       else if (!pl->cost[i].feasible && pa->joint) {
         rc = 1;
