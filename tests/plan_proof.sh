@@ -292,9 +292,9 @@ if miss:
     sys.exit(1)
 PY
 cat <<'EOF'
+     chosen by the search and proved by their own tests: sequence parallelism (tests/plan_sp.sh; the dp x tp
+     point above takes it too), a layer's own tp axis or degree (tests/plan_layer_tp.sh)
      never chosen by the search (findings, docs/planner.md "Proof matrix"):
-     - sequence parallelism: the search never sets units[].sp (only --plan does; docs/planner.md "Search space")
-     - a layer's own tp axis or degree (units[].tp_axis): read by --plan only
      - ZeRO-1 under the default --zero-stages 2,3: left out of the default space (dominated by ZeRO-2 on every
        count the cost model prices); chosen above with --zero-stages 1
      - GPipe: --schedule auto keeps 1F1B on a tie and ZB-H1 where it fits; GPipe tied with 1F1B or lost to ZB-H1
