@@ -26,6 +26,7 @@ static void usage(FILE *f) {
           "  --collectives    spmd-partition: print the collective table (stderr)\n"
           "  --microbatches=B accumulate: B microbatches of the function's batch (the input is one microbatch)\n"
           "  --zero-reduce=F  propagate-sharding: accumulated ZeRO gradients reduced once (default) or per-microbatch\n"
+          "  --bucket-mb=X    bucket: gradient reductions coalesced into buckets of at most X MiB (default 0: none)\n"
           "  --precision=P    storage: fp32 (default), bf16 or fp16 storage of f32 values (docs/cuda-target.md)\n"
           "  --grad-dtype=D   storage, training: parameter gradients fp32 (default) or bf16 / fp16 as --precision\n"
           "  --help           this text\n\npasses:\n");
@@ -118,6 +119,14 @@ int main(int argc, char **argv) {
         return 2;
       }
       gv_train_opts.microbatches = k;
+    } else if (TAKES("--bucket-mb")) {
+      char *end;
+      double v = strtod(val, &end);
+      if (*end || !(v >= 0) || v > 1e6) {
+        gv_error_plain("--bucket-mb=%s: expected a non-negative number of MiB", val);
+        return 2;
+      }
+      gv_shard_opts.bucket_bytes = (int64_t)(v * 1048576.0 + 0.5);
     } else if (TAKES("--zero-reduce")) {
       if (strcmp(val, "once") && strcmp(val, "per-microbatch")) {
         gv_error_plain("--zero-reduce=%s: expected once or per-microbatch", val);

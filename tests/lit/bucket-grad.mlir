@@ -5,8 +5,8 @@
 // gradient is made, reduces it with one all_reduce (bucket = 2, bytes the
 // sum 120 + 192), and slices each reduced gradient out before its update.
 // The loss's scalar all_reduces are read at once and stay alone.
-// RUN: %galv-opt --strategy=dp --passes=loss,autodiff,optimizer,propagate-sharding,spmd-partition,overlap,bucket %s | %FileCheck %s
-// RUN: %galv-opt --strategy=dp --passes=loss,autodiff,optimizer,propagate-sharding,spmd-partition,overlap,bucket,fuse,memory-plan %s -o %t && %mlir-check %t
+// RUN: %galv-opt --strategy=dp --bucket-mb=25 --passes=loss,autodiff,optimizer,propagate-sharding,spmd-partition,overlap,bucket %s | %FileCheck %s
+// RUN: %galv-opt --strategy=dp --bucket-mb=25 --passes=loss,autodiff,optimizer,propagate-sharding,spmd-partition,overlap,bucket,fuse,memory-plan %s -o %t && %mlir-check %t
 // CHECK: "galv.all_reduce"{{.*}} -> tensor<f32> loc("loss/cross_entropy")
 // CHECK: "galv.all_reduce"{{.*}} -> tensor<f32> loc("loss/cross_entropy")
 // CHECK-NOT: "galv.all_reduce"
