@@ -262,13 +262,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       plan_desc(&plan, out->desc, sizeof out->desc);
       if (wz && out->zero_ranks < 2) continue; /* no dp ranks to split the optimizer state over: the same way as without */
       if (!nways) first_way = *out;
-      gv_stage_cost_add_var(&first_way);
-      if (nways) { /* the way just priced, as var[nways] */
-        gv_stage_cost tmp = *out;
-        tmp.nvar = 0;
-        gv_stage_cost_add_var(&tmp);
-        first_way.var[nways] = tmp.var[0];
-      }
+      gv_stage_cost_add_way(&first_way, out); /* the way just priced, as var[nways] */
       nways++;
     }
   if (rc == 0) {

@@ -90,13 +90,15 @@ static int64_t dp_inflight(const gv_pipe_problem *p, int V, int il_inflight, int
                                         : (s < B ? s : B);
 }
 
-void gv_stage_cost_add_var(gv_stage_cost *c) {
+void gv_stage_cost_add_way(gv_stage_cost *c, const gv_stage_cost *w) {
   if (c->nvar >= GV_STAGE_MAX_VARS) return;
   gv_stage_var *v = &c->var[c->nvar++];
-  *v = (gv_stage_var){c->ns, c->state_bytes, c->act_bytes, c->once_ns, c->zero_ns, c->opt_ns, c->zero_ranks, c->xfer_ns,
-                      c->recompute, ""};
-  memcpy(v->desc, c->desc, sizeof v->desc);
+  *v = (gv_stage_var){w->ns, w->state_bytes, w->act_bytes, w->once_ns, w->zero_ns, w->opt_ns, w->zero_ranks, w->xfer_ns,
+                      w->recompute, ""};
+  memcpy(v->desc, w->desc, sizeof v->desc);
 }
+
+void gv_stage_cost_add_var(gv_stage_cost *c) { gv_stage_cost_add_way(c, c); }
 
 bool gv_schedule_recomputes(gv_schedule sched) { return sched != GV_SCHED_ZBH1 && sched != GV_SCHED_INTERLEAVED; }
 
@@ -408,10 +410,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         for (int ss = s; ss >= 1; ss--) { /* the stage that needs v */
           int j = Fj[IX(ss, k, d)], m = Fm[IX(ss, k, d)];
           const gv_stage_cost *sc = C[CX(k, j, m)];
-          int64_t inflight = p->schedule == GV_SCHED_GPIPE ? B
-                             : p->schedule == GV_SCHED_ZBH1 ? (p->stages && p->stages < B ? p->stages : B)
-                             : V > 1                        ? il_inflight
-                                                             : (ss < B ? ss : B);
+          int64_t inflight = dp_inflight(p, V, il_inflight, ss, B);
           int vv;
           if (gv_stage_cost_min_need(sc, inflight, p->schedule, &vv) == v) {
             bind_first = k, bind_last = j, bind_n = inflight;
@@ -605,10 +604,7 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
       if (!w.feasible) continue;
       if (z && w.zero_ranks < 2) continue; /* offered ZeRO-1 without dp ranks to split over: the same as without */
       if (!n) first_way = w;
-      gv_stage_cost_add_var(&first_way);
-      if (n) first_way.var[n] = (gv_stage_var){w.ns, w.state_bytes, w.act_bytes, w.once_ns, w.zero_ns, w.opt_ns, w.zero_ranks,
-                                                w.xfer_ns, w.recompute, ""},
-             memcpy(first_way.var[n].desc, w.desc, sizeof w.desc);
+      gv_stage_cost_add_way(&first_way, &w);
       n++;
     }
   if (n < 2) first_way.nvar = 0;

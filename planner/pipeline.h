@@ -65,7 +65,9 @@ typedef struct {
   gv_stage_var var[GV_STAGE_MAX_VARS];
 } gv_stage_cost;
 
-/* Adds the way the main fields of c describe to c->var[] (the first call: var[0]). */
+/* Adds the way the main fields of w describe to c->var[] (the first call: var[0]). */
+void gv_stage_cost_add_way(gv_stage_cost *c, const gv_stage_cost *w);
+/* gv_stage_cost_add_way(c, c): c's own main fields. */
 void gv_stage_cost_add_var(gv_stage_cost *c);
 /* The way of c (an index of var[]; 0 when nvar < 2) that runs fastest per microbatch within ns <= tmax (tmax <
  * 0: any) and fits state_bytes (+ zb_bytes under ZB-H1) + inflight x act_bytes <= limit, on a tie the earlier;
