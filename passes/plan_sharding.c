@@ -621,14 +621,15 @@ static int64_t microbatch_copies(const gv_module *m) {
  * (the layers; unit 0, the outer part), its forward, backward and (full
  * recomputation) recomputed ops' analytic compute time is replaced by the
  * profile's figure for one microbatch of b = batch / (copies x dp) samples
- * per device at the unit's tp degree, times the copies; and, training
+ * per device at the unit's own tp degree (utp[u]: the layers' per-unit
+ * choice, the outer unit's vocab-parallel degree), times the copies; and, training
  * without selective recomputation, the activations its forward keeps for
  * the backward (kept_bytes, per microbatch) by the profile's activation (or
  * checkpoint) bytes, when it gives them. Collectives stay the cluster
  * model's. Returns 0, 1 when the profile lacks the plan's tp degree (the
  * plan is then no candidate), -1 after an error line. detail: one line per
  * profiled unit (--report-cost). */
-static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t dp, int64_t tp_layer, int64_t tp_outer,
+static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t dp, const int64_t *utp, int64_t tp_layer,
                          gv_plan_cost *out, int64_t *unit_ns, int64_t (*ph)[NPH], int (*cnt)[NPH], FILE *detail) {
   const gv_profile *P = gv_plan_opts.profile;
   int64_t M = microbatch_copies(m);
@@ -641,7 +642,7 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
   for (int u = 0; u < nunits; u++) {
     const gv_profile_kind *k = u ? &P->layer : &P->outer;
     if (!k->present || !cnt[u][PH_FWD]) continue;
-    int64_t tp = u ? tp_layer : tp_outer;
+    int64_t tp = utp[u];
     double fwd, bwd, rec;
     if (gv_profile_time(k, b, tp, &fwd, &bwd, &rec)) {
       free(kept);
@@ -759,9 +760,11 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   out->mem_total = mem.total;
   if (count_as > 2 && microbatch_copies(m) == 2) count_memory(m, out);
   if (ph) { /* --profile: measured figures replace the analytic ones of the profiled units */
-    int64_t tl = p->t_layer >= 0 ? p->size[p->t_layer] : 1, to = p->t_outer >= 0 ? p->size[p->t_outer] : 1;
-    int q = profile_apply(C, m, p->nunits, dprod(p), tl, to, out, unit_ns, ph, cnt, NULL);
-    free(ph), free(cnt);
+    int64_t tl = p->t_layer >= 0 ? p->size[p->t_layer] : 1;
+    int64_t *utp = malloc((size_t)p->nunits * sizeof *utp);
+    for (int u = 0; utp && u < p->nunits; u++) utp[u] = unit_tp(p, u) >= 0 ? p->size[unit_tp(p, u)] : 1;
+    int q = utp ? profile_apply(C, m, p->nunits, dprod(p), utp, tl, out, unit_ns, ph, cnt, NULL) : gv_error_plain("planner: out of memory");
+    free(ph), free(cnt), free(utp);
     if (q) {
       gv_module_free(m);
       return q < 0 ? -1 : 1;
@@ -2674,25 +2677,27 @@ void gv_plan_profile_report(const gv_module *m, FILE *f) {
   gv_plan_cost pc;
   memset(&pc, 0, sizeof pc);
   /* the program is one rank's: its batch is already the local one (dp 1 here); tp from the mesh axes the plan chose */
-  int64_t tl = 1, to = 1;
+  int64_t tl = 1;
   const gv_plan *p = &last_plan;
   if (last_plan_set && p->t_layer >= 0) tl = p->size[p->t_layer];
-  if (last_plan_set && p->t_outer >= 0) to = p->size[p->t_outer];
-  if (ph && cnt) {
+  int64_t *utp = calloc((size_t)nu, sizeof *utp);
+  for (int u = 0; utp && u < nu; u++) utp[u] = last_plan_set && u < p->nunits && unit_tp(p, u) >= 0 ? p->size[unit_tp(p, u)] : 1;
+  if (ph && cnt && utp) {
     cost_ops(&C, m, &pc, NULL, ph, cnt);
     gv_mem mem;
     gv_cost_memory(m, &mem);
     pc.mem_total = mem.total;
     int64_t before = pc.step_ns, mem0 = pc.mem_total;
-    int q = profile_apply(&C, m, nu, 1, tl, to, &pc, NULL, ph, cnt, f);
-    if (q == 1) fprintf(f, "profile: %s has no figures at tp %lld: the analytic figures stand\n", gv_plan_opts.profile->path, (long long)tl);
+    int q = profile_apply(&C, m, nu, 1, utp, tl, &pc, NULL, ph, cnt, f);
+    if (q == 1)
+      fprintf(f, "profile: %s has no figures at tp %lld: the analytic figures stand\n", gv_plan_opts.profile->path, (long long)prof_lacking_tp);
     else if (!q)
       fprintf(f, "profile: %s (%s): %d units from the profile (microbatch %lld, tp %lld): predicted step %.3f ms (analytic %.3f ms), "
                  "memory per device %lld bytes (analytic %lld)\n",
               gv_plan_opts.profile->path, gv_plan_opts.profile->format, pc.prof_units, (long long)pc.prof_b, (long long)tl,
               pc.step_ns / 1e6, before / 1e6, (long long)pc.mem_total, (long long)mem0);
   }
-  free(ph), free(cnt);
+  free(ph), free(cnt), free(utp);
   ctx_free(&C);
 }
 

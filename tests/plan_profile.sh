@@ -7,10 +7,11 @@
 #      microbatch and tp degree (a * b / tp + c, backward 2x), and its memory
 #      the same plan's memory-plan figure with the layers' kept activations
 #      replaced by the profile's (bytes per sample by tp);
-#   2. the profile changes the choice: the cost model alone leaves the
-#      layers replicated (4 devices computing the same batch); priced by the
-#      profile that plan costs more than the profile's choice, which splits
-#      the samples over all 4 devices (b / tp = 2);
+#   2. the profile changes the choice: the cost model alone leaves layers
+#      replicated (4 devices computing the same batch; no layer split over
+#      all 4); priced by the profile that plan costs more than the profile's
+#      choice, which splits every layer's samples over all 4 devices
+#      (b / tp = 2); each layer priced at its own tp degree;
 #   3. the memory: a limit the analytic choice fits but no plan does once
 #      the profile's activations count is "no plan fits";
 #   4. --memory-reserve: the usable memory printed (limit x (1 - F) - BYTES),
@@ -60,21 +61,23 @@ J = lambda n: json.load(open(f"{t}/{n}.json"))
 ana, prof, ana_p, prof_a = J("ana"), J("prof"), J("ana_p"), J("prof_a")
 bad = []
 def plan_bt(p):
+    """samples per device, the layers' tp degree (plan.json's tp_axis), vocab-parallel degree, each layer's own tp degree"""
     size = dict(zip(p["mesh"]["axes"], p["mesh"]["shape"]))
     dp = 1
     for a in p["batch_axes"]: dp *= size[a]
     tp = size[p["tp_axis"]] if p["tp_axis"] else 1
     vp = size[p["vocab_axis"]] if p["vocab_axis"] else 1
-    return 8 // dp, tp, vp
+    own = [u.get("tp_axis", p["tp_axis"]) for u in p["units"][1:]]
+    return 8 // dp, tp, vp, [size[a] if a else 1 for a in own]
 for name, p in (("profile's choice", prof), ("analytic choice priced by the profile", ana_p)):
-    b, tp, vp = plan_bt(p)
+    b, tp, vp, ltp = plan_bt(p)
     pr = p["profile"]
-    want = 4 * 3 * (0.5 * b / tp + 0.1) + 3 * (0.2 * b / vp + 0.05)  # layers: fwd + 2 fwd; outer likewise (ms)
-    if pr["microbatch"] != b or pr["tp"] != tp or pr["units"] != 5 or abs(pr["compute_ns"] - want * 1e6) > 2:
-        bad.append(f"{name}: profile {pr}, want b {b} tp {tp} compute {want * 1e6:.0f} ns")
-    act = {1: 1.0, 2: 0.5, 4: 0.25}[tp] * 1048576 * b * 4
+    want = sum(3 * (0.5 * b / t + 0.1) for t in ltp) + 3 * (0.2 * b / vp + 0.05)  # layers (each at its tp): fwd + 2 fwd; outer likewise (ms)
+    if pr["microbatch"] != b or pr["tp"] != tp or pr["units"] != 5 or len(ltp) != 4 or abs(pr["compute_ns"] - want * 1e6) > 2:
+        bad.append(f"{name}: profile {pr}, want b {b} tp {tp} (layers {ltp}) compute {want * 1e6:.0f} ns")
+    act = sum({1: 1.0, 2: 0.5, 4: 0.25}[t] * 1048576 * b for t in ltp)
     if pr["memory_units"] != 4 or pr["activation_bytes"] != act:
-        bad.append(f"{name}: activations {pr['activation_bytes']} of {pr['memory_units']} units, want {act:.0f} of 4")
+        bad.append(f"{name}: activations {pr['activation_bytes']} of {pr['memory_units']} units, want {act:.0f} of 4 (layers' tp {ltp})")
 # the same plan realised without the profile: compute and memory differ by exactly the replaced figures
 pr = prof["profile"]
 if prof_a["predicted"]["compute_ns"] - pr["analytic_compute_ns"] + pr["compute_ns"] != prof["predicted"]["compute_ns"]:
@@ -84,13 +87,14 @@ if m0 - pr["analytic_activation_bytes"] + pr["activation_bytes"] != m1:
     bad.append(f"memory: analytic {m0} - {pr['analytic_activation_bytes']} + {pr['activation_bytes']} != {m1}")
 if prof_a["predicted"]["communication_ns"] != prof["predicted"]["communication_ns"]:
     bad.append("communication differs (it stays the cluster model's)")
-# the choice: the cost model leaves the layers replicated; the profile splits the samples over all devices
-b, tp, _ = plan_bt(ana)
-if b / tp != 8:
-    bad.append(f"the analytic choice is not the replicated one any more (b {b}, tp {tp}): the test needs another setting")
-b, tp, _ = plan_bt(prof)
-if b / tp != 2:
-    bad.append(f"the profile's choice has b / tp = {b / tp}, want 2 (every device a quarter of the samples)")
+# the choice: the cost model leaves layers replicated (no layer splits its samples over all 4 devices: the tiny
+# layers' collectives cost more than the compute they split); the profile splits every layer's samples over all devices
+b, tp, _, ltp = plan_bt(ana)
+if min(b / t for t in ltp) <= 2 or max(b / t for t in ltp) != 8:
+    bad.append(f"the analytic choice's layers have b / tp {[b / t for t in ltp]}: none should be 2 and some 8 (replicated): the test needs another setting")
+b, tp, _, ltp = plan_bt(prof)
+if any(b / t != 2 for t in ltp):
+    bad.append(f"the profile's choice has layers' b / tp = {[b / t for t in ltp]}, want 2 (every device a quarter of the samples)")
 if not prof["predicted"]["step_ns"] < ana_p["predicted"]["step_ns"]:
     bad.append(f"priced by the profile the analytic choice ({ana_p['predicted']['step_ns']} ns) is not slower than the profile's ({prof['predicted']['step_ns']} ns)")
 print("profile choice", prof["mesh"], prof["batch_axes"], prof["tp_axis"], prof["predicted"]["step_ns"], "ns; analytic choice",
@@ -210,10 +214,15 @@ expect directory "$tmp: cannot read profile" "$tmp/l4.onnx" "${P[@]}" -q --profi
 expect pipeline-layers "$tmp/l32.json: field 'model.num_layers'" "$tmp/l4.onnx" --batch 8 --seq 32 --target cpu --train --gpus 2 \
   --pipeline-stages 2 --plan-only --no-weights -q --profile "$tmp/l32.json"
 printf '{"format": "galvc-profile", "version": 1, "layer": {"points": [{"microbatch": 2, "tp": 4, "forward_ms": 1}]}}' >"$tmp/tp4.json"
+printf '{"format": "galvc-profile", "version": 1, "layer": {"points": [{"microbatch": 2, "tp": 3, "forward_ms": 1}]}}' >"$tmp/tp3.json"
+ptp=$(python3 -c "
+import json; p = json.load(open('$tmp/prof.json')); s = dict(zip(p['mesh']['axes'], p['mesh']['shape'])); a = p['units'][1].get('tp_axis', p['tp_axis'])
+print(s[a] if a else 1)")
 expect lacks-tp "no plan applies on 2 devices: the candidates that realise need figures the profile $tmp/tp4.json does not have (tp 1, among others; field 'layer.points')" \
   "$tmp/l4.onnx" --batch 8 --seq 32 --target cpu --cluster a100-80g --train --gpus 2 --plan-only --no-weights -q --profile "$tmp/tp4.json"
-expect plan-lacks-tp "$tmp/tp4.json: field 'layer.points': no figures at tp 2, the plan $tmp/prof.json's" \
-  "$tmp/l4.onnx" "${P[@]}" -q --plan "$tmp/prof.json" --profile "$tmp/tp4.json"
+# (a profile at tp 3, which no plan on 4 devices has: layer 0's degree is the one it lacks first)
+expect plan-lacks-tp "$tmp/tp3.json: field 'layer.points': no figures at tp $ptp, the plan $tmp/prof.json's" \
+  "$tmp/l4.onnx" "${P[@]}" -q --plan "$tmp/prof.json" --profile "$tmp/tp3.json"
 expect no-planner "--profile applies to the planner" "$tmp/l4.onnx" --batch 8 --seq 32 --target cpu --train --gpus 4 \
   --strategy dp --no-weights --emit=ir -o "$tmp/x.mlir" --profile "$tmp/gal.json"
 expect reserve-one "--memory-reserve 1: expected FRACTION[,BYTES]" "$tmp/l4.onnx" "${P[@]}" --memory-reserve 1
