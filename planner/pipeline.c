@@ -81,13 +81,26 @@ static bool usable(int S, int L, int k, int j) {
   return lo <= S - 1 && S - 1 <= hi;
 }
 
-/* the microbatches in flight the DP charges the stage s positions from the end (s = 1: the last) with: GPipe all
- * B, ZB-H1 the stage count, interleaved the group's peak, 1F1B s */
-static int64_t dp_inflight(const gv_pipe_problem *p, int V, int il_inflight, int s, int B) {
-  return p->schedule == GV_SCHED_GPIPE ? B
-         : p->schedule == GV_SCHED_ZBH1 ? (p->stages && p->stages < B ? p->stages : B)
-         : V > 1                        ? il_inflight
-                                        : (s < B ? s : B);
+/* gv_pipe_inflight; the DP's charge and the plan's figure, interleaved (V > 1): the group's peak per chunk */
+int64_t gv_pipe_inflight(gv_schedule sched, int S, int s, int B) {
+  return sched == GV_SCHED_GPIPE ? B : sched == GV_SCHED_ZBH1 ? (S < B ? S : B) : (s < B ? s : B);
+}
+static int64_t dp_inflight(const gv_pipe_problem *p, int V, int il_inflight, int s, int S, int B) {
+  return V > 1 ? il_inflight : gv_pipe_inflight(p->schedule, S, s, B);
+}
+
+/* ZB-H1 with the stage count free charges each stage min(B, S), S the plan's stage count, which the DP (run from
+ * the last stage) does not know: one DP run per charge n = 1 .. min(B, smax), run n < B taking the plans of
+ * exactly n stages, run B those of B stages or more. Other schedules, or S fixed: one run, n = 0. */
+static int zb_runs(const gv_pipe_problem *p, int smax, int B) {
+  return p->schedule == GV_SCHED_ZBH1 && !p->stages ? (smax < B ? smax : B) : 0;
+}
+/* the stage count run n charges for (dp_inflight's S) */
+static int run_total(const gv_pipe_problem *p, int n) { return n ? n : p->stages; }
+/* does a plan of s stages belong to run n */
+static bool run_takes(const gv_pipe_problem *p, int n, int B, int s) {
+  if (p->stages) return s == p->stages;
+  return !n || (n < B ? s == n : s >= B);
 }
 
 void gv_stage_cost_add_way(gv_stage_cost *c, const gv_stage_cost *w) {
@@ -303,123 +316,128 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       }
     }
     qsort(cand, (size_t)ncand, sizeof(int64_t), cmp_i64);
-    for (int ci = 0; ci < ncand; ci++) {
-      /* candidates within 1% of each other are tried once, at the largest
-       * of the run (the smallest would rule out stages 1% slower than it:
-       * one stage over many groups could then find no plan at all) */
-      int64_t base = cand[ci];
-      while (ci + 1 < ncand && cand[ci + 1] < base + base / 100 + 1) ci++;
-      int64_t tmax = cand[ci];
-      if ((double)B * (double)base >= (double)best) break;
-      out->tmax_tried++;
-      for (size_t i = 0; i < nF; i++) F[i] = INF;
-      F[IX(0, L, 0)] = 0;
-      int64_t bound = best == INT64_MAX ? INF : best - (int64_t)(B - 1) * tmax;
-      for (int s = 1; s <= S; s++) {
-        int64_t inflight = dp_inflight(p, V, il_inflight, s, B);
-        for (int k = L - s; k >= 0; k--)
-          for (int m = 0; m < nm; m++)
-            for (int j = k + 1; j <= L - (s - 1); j++) {
-              if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break; /* position S - s from the start */
-              const gv_stage_cost *sc = C[CX(k, j, m)];
-              if (!sc->feasible) continue;
-              int64_t fastest = sc->ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
-              for (int w = 1; w < sc->nvar; w++)
-                if ((arc || !sc->var[w].recompute) && sc->var[w].ns < fastest) fastest = sc->var[w].ns;
-              if (fastest > tmax) break; /* a longer range is no faster */
-              int w = gv_stage_cost_pick(sc, inflight, limit, tmax, p->schedule, -1, -1);
-              if (w < 0) continue;
-              int64_t ns = sc->nvar < 2 ? sc->ns : sc->var[w].ns;
-              for (int64_t d = mu[m]; d <= Du; d++) {
-                int64_t prev = F[IX(s - 1, j, d - mu[m])];
-                if (prev >= INF) continue;
-                int64_t v = prev + ns;
-                if (v < F[IX(s, k, d)] && v < bound) {
-                  F[IX(s, k, d)] = v;
-                  Fj[IX(s, k, d)] = j;
-                  Fm[IX(s, k, d)] = (int8_t)m;
+    const int nruns = zb_runs(p, S, B);
+    for (int n = nruns ? 1 : 0; n <= nruns; n++) {
+      const int Sn = n && n < B ? n : S; /* the most stages of this run's plans */
+      for (int ci = 0; ci < ncand; ci++) {
+        /* candidates within 1% of each other are tried once, at the largest
+         * of the run (the smallest would rule out stages 1% slower than it:
+         * one stage over many groups could then find no plan at all) */
+        int64_t base = cand[ci];
+        while (ci + 1 < ncand && cand[ci + 1] < base + base / 100 + 1) ci++;
+        int64_t tmax = cand[ci];
+        if ((double)B * (double)base >= (double)best) break;
+        out->tmax_tried++;
+        for (size_t i = 0; i < nF; i++) F[i] = INF;
+        F[IX(0, L, 0)] = 0;
+        int64_t bound = best == INT64_MAX ? INF : best - (int64_t)(B - 1) * tmax;
+        for (int s = 1; s <= Sn; s++) {
+          int64_t inflight = dp_inflight(p, V, il_inflight, s, run_total(p, n), B);
+          for (int k = L - s; k >= 0; k--)
+            for (int m = 0; m < nm; m++)
+              for (int j = k + 1; j <= L - (s - 1); j++) {
+                if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break; /* position S - s from the start */
+                const gv_stage_cost *sc = C[CX(k, j, m)];
+                if (!sc->feasible) continue;
+                int64_t fastest = sc->ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
+                for (int w = 1; w < sc->nvar; w++)
+                  if ((arc || !sc->var[w].recompute) && sc->var[w].ns < fastest) fastest = sc->var[w].ns;
+                if (fastest > tmax) break; /* a longer range is no faster */
+                int w = gv_stage_cost_pick(sc, inflight, limit, tmax, p->schedule, -1, -1);
+                if (w < 0) continue;
+                int64_t ns = sc->nvar < 2 ? sc->ns : sc->var[w].ns;
+                for (int64_t d = mu[m]; d <= Du; d++) {
+                  int64_t prev = F[IX(s - 1, j, d - mu[m])];
+                  if (prev >= INF) continue;
+                  int64_t v = prev + ns;
+                  if (v < F[IX(s, k, d)] && v < bound) {
+                    F[IX(s, k, d)] = v;
+                    Fj[IX(s, k, d)] = j;
+                    Fm[IX(s, k, d)] = (int8_t)m;
+                  }
                 }
               }
+          if (!run_takes(p, n, B, s)) continue;
+          int64_t v = F[IX(s, 0, Du)];
+          if (v >= INF) continue;
+          int64_t T = v + (int64_t)(B - 1) * tmax;
+          if (T < best) {
+            best = T;
+            /* reconstruct */
+            out->nstages = s;
+            out->B = B;
+            out->schedule = p->schedule;
+            out->vstages = V;
+            int k = 0;
+            int64_t d = Du, mx = 0, sum = 0;
+            for (int st = 0, ss = s; ss >= 1; ss--, st++) {
+              int j = Fj[IX(ss, k, d)], m = Fm[IX(ss, k, d)];
+              out->first[st] = k;
+              out->nodes[st] = mn[m];
+              out->per_node[st] = mk[m];
+              out->cost[st] = *C[CX(k, j, m)];
+              /* what the DP charged the stage: the plan's s stages are the run's charge (run_takes) */
+              out->inflight[st] = dp_inflight(p, V, il_inflight, ss, s, B);
+              /* the stage's way as the DP took it (the same pick) */
+              gv_stage_cost_use(&out->cost[st], gv_stage_cost_pick(&out->cost[st], out->inflight[st], limit, tmax, p->schedule, -1, -1),
+                                p->schedule);
+              if (out->cost[st].ns > mx) mx = out->cost[st].ns;
+              sum += out->cost[st].ns;
+              d -= mu[m];
+              k = j;
             }
-        if (p->stages && s != p->stages) continue;
-        int64_t v = F[IX(s, 0, Du)];
-        if (v >= INF) continue;
-        int64_t T = v + (int64_t)(B - 1) * tmax;
-        if (T < best) {
-          best = T;
-          /* reconstruct */
-          out->nstages = s;
-          out->B = B;
-          out->schedule = p->schedule;
-          out->vstages = V;
-          int k = 0;
-          int64_t d = Du, mx = 0, sum = 0;
-          for (int st = 0, ss = s; ss >= 1; ss--, st++) {
-            int j = Fj[IX(ss, k, d)], m = Fm[IX(ss, k, d)];
-            out->first[st] = k;
-            out->nodes[st] = mn[m];
-            out->per_node[st] = mk[m];
-            out->cost[st] = *C[CX(k, j, m)];
-            out->inflight[st] = p->schedule == GV_SCHED_GPIPE ? B
-                                : p->schedule == GV_SCHED_ZBH1 ? (s < B ? s : B)
-                                : V > 1                        ? il_inflight
-                                                                : (ss < B ? ss : B);
-            /* the stage's way as the DP took it (the same pick) */
-            gv_stage_cost_use(&out->cost[st],
-                              gv_stage_cost_pick(&out->cost[st], dp_inflight(p, V, il_inflight, ss, B), limit, tmax, p->schedule, -1, -1),
-                              p->schedule);
-            if (out->cost[st].ns > mx) mx = out->cost[st].ns;
-            sum += out->cost[st].ns;
-            d -= mu[m];
-            k = j;
+            out->first[s] = L;
+            out->max_ns = mx;
+            out->sum_ns = sum;
+            out->step_ns = sum + (int64_t)(B - 1) * mx;
+            bound = best - (int64_t)(B - 1) * tmax;
           }
-          out->first[s] = L;
-          out->max_ns = mx;
-          out->sum_ns = sum;
-          out->step_ns = sum + (int64_t)(B - 1) * mx;
-          bound = best - (int64_t)(B - 1) * tmax;
         }
       }
     }
     if (best == INT64_MAX && ncand) { /* nothing fits at this B: the partition with the smallest largest need */
-      for (size_t i = 0; i < nF; i++) F[i] = INF;
-      F[IX(0, L, 0)] = 0;
-      for (int s = 1; s <= S; s++) {
-        int64_t inflight = dp_inflight(p, V, il_inflight, s, B);
-        for (int k = L - s; k >= 0; k--)
-          for (int m = 0; m < nm; m++)
-            for (int j = k + 1; j <= L - (s - 1); j++) {
-              if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break;
-              const gv_stage_cost *sc = C[CX(k, j, m)];
-              if (!sc->feasible) continue;
-              int vv;
-              int64_t need = gv_stage_cost_min_need(sc, inflight, p->schedule, &vv);
-              for (int64_t d = mu[m]; d <= Du; d++) {
-                int64_t prev = F[IX(s - 1, j, d - mu[m])];
-                if (prev >= INF) continue;
-                int64_t v = prev > need ? prev : need;
-                if (v < F[IX(s, k, d)]) F[IX(s, k, d)] = v, Fj[IX(s, k, d)] = j, Fm[IX(s, k, d)] = (int8_t)m;
+      const int nruns = zb_runs(p, S, B);
+      for (int n = nruns ? 1 : 0; n <= nruns; n++) {
+        const int Sn = n && n < B ? n : S;
+        for (size_t i = 0; i < nF; i++) F[i] = INF;
+        F[IX(0, L, 0)] = 0;
+        for (int s = 1; s <= Sn; s++) {
+          int64_t inflight = dp_inflight(p, V, il_inflight, s, run_total(p, n), B);
+          for (int k = L - s; k >= 0; k--)
+            for (int m = 0; m < nm; m++)
+              for (int j = k + 1; j <= L - (s - 1); j++) {
+                if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break;
+                const gv_stage_cost *sc = C[CX(k, j, m)];
+                if (!sc->feasible) continue;
+                int vv;
+                int64_t need = gv_stage_cost_min_need(sc, inflight, p->schedule, &vv);
+                for (int64_t d = mu[m]; d <= Du; d++) {
+                  int64_t prev = F[IX(s - 1, j, d - mu[m])];
+                  if (prev >= INF) continue;
+                  int64_t v = prev > need ? prev : need;
+                  if (v < F[IX(s, k, d)]) F[IX(s, k, d)] = v, Fj[IX(s, k, d)] = j, Fm[IX(s, k, d)] = (int8_t)m;
+                }
               }
+          if (!run_takes(p, n, B, s)) continue;
+          int64_t v = F[IX(s, 0, Du)];
+          if (v >= INF || v >= bind) continue;
+          bind = v;
+          int k = 0;
+          int64_t d = Du;
+          for (int ss = s; ss >= 1; ss--) { /* the stage that needs v */
+            int j = Fj[IX(ss, k, d)], m = Fm[IX(ss, k, d)];
+            const gv_stage_cost *sc = C[CX(k, j, m)];
+            int64_t inflight = dp_inflight(p, V, il_inflight, ss, s, B);
+            int vv;
+            if (gv_stage_cost_min_need(sc, inflight, p->schedule, &vv) == v) {
+              bind_first = k, bind_last = j, bind_n = inflight;
+              bind_state = (sc->nvar < 2 ? sc->state_bytes : sc->var[vv].state_bytes) + zbh * sc->zb_bytes;
+              bind_act = sc->nvar < 2 ? sc->act_bytes : sc->var[vv].act_bytes;
+              bind_dev = mn[m] * mk[m];
             }
-        if (p->stages && s != p->stages) continue;
-        int64_t v = F[IX(s, 0, Du)];
-        if (v >= INF || v >= bind) continue;
-        bind = v;
-        int k = 0;
-        int64_t d = Du;
-        for (int ss = s; ss >= 1; ss--) { /* the stage that needs v */
-          int j = Fj[IX(ss, k, d)], m = Fm[IX(ss, k, d)];
-          const gv_stage_cost *sc = C[CX(k, j, m)];
-          int64_t inflight = dp_inflight(p, V, il_inflight, ss, B);
-          int vv;
-          if (gv_stage_cost_min_need(sc, inflight, p->schedule, &vv) == v) {
-            bind_first = k, bind_last = j, bind_n = inflight;
-            bind_state = (sc->nvar < 2 ? sc->state_bytes : sc->var[vv].state_bytes) + zbh * sc->zb_bytes;
-            bind_act = sc->nvar < 2 ? sc->act_bytes : sc->var[vv].act_bytes;
-            bind_dev = mn[m] * mk[m];
+            d -= mu[m];
+            k = j;
           }
-          d -= mu[m];
-          k = j;
         }
       }
     }

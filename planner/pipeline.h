@@ -8,7 +8,8 @@
  * subject to each stage's memory per device:
  *     states + inflight * activations-per-microbatch <= limit,
  * inflight = B under GPipe, min(B, later stages + 1) under 1F1B, min(B, S)
- * under ZB-H1 (B when the stage count is free); interleaved (V chunks per
+ * under ZB-H1 (gv_pipe_inflight; with the stage count free one DP run per
+ * min(B, S)); interleaved (V chunks per
  * device, S fixed, a multiple of V): each stage is checked against limit /
  * V with inflight = ceil(P) of the first group's peak (chunk, microbatch)
  * entries / V (galv_pipe_peak_group), the group holding V stages.
@@ -164,6 +165,11 @@ typedef struct {
 int gv_pipe_timeline_make(const gv_pipe_plan *pl, bool train, gv_schedule sched, gv_pipe_timeline *t);
 void gv_pipe_timeline_free(gv_pipe_timeline *t);
 const char *gv_schedule_name(gv_schedule s);
+/* The microbatches a stage holds in flight, s positions from the end (s = 1: the last) of S stages, as the runtime
+ * holds them (runtime/galv_pipe_sched.h): GPipe B, ZB-H1 min(B, S) on every stage, 1F1B min(B, s); one rule for the
+ * stage DP's memory charge, the plan's inflight figures and a replayed plan's. (Interleaved: the stage DP's
+ * group peak.) */
+int64_t gv_pipe_inflight(gv_schedule sched, int S, int s, int B);
 
 /* Per-group figures for the analytic stage cost below (from the IR: FLOPs
  * of the group's forward ops, parameter bytes, activation bytes kept for

@@ -438,7 +438,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       int64_t d = pa->sdev[i], pn = cs.devices_per_node > 0 ? cs.devices_per_node : d;
       pl->first[i] = pa->first[i], pl->first[i + 1] = pa->first[i + 1];
       pl->nodes[i] = d <= pn ? 1 : d / pn, pl->per_node[i] = d <= pn ? d : pn;
-      pl->inflight[i] = pl->schedule == GV_SCHED_GPIPE ? B : S - i < B ? S - i : B;
+      pl->inflight[i] = gv_pipe_inflight(pl->schedule, S, S - i, B);
       int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
       if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
       else if (pl->cost[i].feasible && pl->cost[i].nvar > 1) { /* the stage's way: the plan's, else the fastest that fits */

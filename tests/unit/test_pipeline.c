@@ -94,7 +94,7 @@ static void rec(int k, int st, int64_t used) {
     for (int i = 0; i < st; i++) {
       gv_stage_cost c;
       cost(S_, cut_[i], cut_[i + 1], 1, sz_[msz_[i]], B_, &c);
-      int64_t inflight = sch_ == GV_SCHED_GPIPE ? B_ : (st - i < B_ ? st - i : B_);
+      int64_t inflight = sch_ == GV_SCHED_GPIPE ? B_ : sch_ == GV_SCHED_ZBH1 ? (st < B_ ? st : B_) : (st - i < B_ ? st - i : B_);
       if (c.state_bytes + inflight * c.act_bytes > lim_) return;
       sum += c.ns;
       if (c.ns > mx) mx = c.ns;
@@ -121,7 +121,7 @@ int main(void) {
   c.devices_per_node = 8;
   srand(7);
   int cases = 0;
-  for (int t = 0; t < 60; t++) {
+  for (int t = 0; t < 90; t++) { /* t >= 60: ZB-H1, the stage count free (min(B, S) in flight on every stage) */
     synth s;
     int L = 1 + t % 7;
     for (int g = 0; g < L; g++) {
@@ -131,7 +131,7 @@ int main(void) {
     }
     int64_t D = (t % 3 == 0) ? 4 : (t % 3 == 1 ? 2 : 8);
     int mbs[] = {1, 2, 4, 8};
-    gv_schedule sch = t % 2 ? GV_SCHED_1F1B : GV_SCHED_GPIPE;
+    gv_schedule sch = t >= 60 ? GV_SCHED_ZBH1 : t % 2 ? GV_SCHED_1F1B : GV_SCHED_GPIPE;
     int64_t lim = t % 4 == 3 ? 9000 : 0;
     gv_pipe_problem p = {.ngroups = L, .sig = NULL, .cluster = &c, .devices = D, .mb_choices = mbs, .nmb = 4,
                          .schedule = sch, .mem_limit = lim, .stages = 0, .cost = cost, .ctx = &s};
@@ -156,10 +156,18 @@ int main(void) {
     CHECK(rc == 0, "case %d: DP failed, brute force %lld", t, (long long)bb);
     if (rc) continue;
     CHECK(pl.step_ns >= bb && pl.step_ns <= bb + bb / 100 + 1, "case %d (L=%d D=%lld %s): DP %lld vs optimum %lld", t, L,
-          (long long)D, sch ? "1f1b" : "gpipe", (long long)pl.step_ns, (long long)bb);
+          (long long)D, gv_schedule_name(sch), (long long)pl.step_ns, (long long)bb);
     int64_t used = 0;
     for (int i = 0; i < pl.nstages; i++) {
       used += pl.nodes[i] * pl.per_node[i];
+      /* the plan's figure is the runtime's count (galv_pipe_peak over the stage's order) and what the DP charged */
+      galv_pipe_act a[3 * 8];
+      int held = 0;
+      galv_pipe_peak(a, galv_pipe_order(pl.nstages, i, pl.B, sch, a), 1, sch == GV_SCHED_ZBH1, i == pl.nstages - 1, &held);
+      CHECK(pl.inflight[i] == held && pl.cost[i].state_bytes + pl.inflight[i] * pl.cost[i].act_bytes <= lim_,
+            "case %d (%s, %d stages, B %d): stage %d in flight %lld, the order holds %d; needs %lld of %lld", t,
+            gv_schedule_name(sch), pl.nstages, pl.B, i, (long long)pl.inflight[i], held,
+            (long long)(pl.cost[i].state_bytes + pl.inflight[i] * pl.cost[i].act_bytes), (long long)lim_);
       CHECK(pl.first[i] < pl.first[i + 1], "case %d: empty stage", t);
     }
     CHECK(used == D && pl.first[0] == 0 && pl.first[pl.nstages] == L, "case %d: plan does not cover", t);
@@ -421,6 +429,13 @@ int main(void) {
           CHECK(once && okw && pmb == (B < S ? B : S), "zb-h1 order S=%d s=%d B=%d: each entry once %d, W after B %d, held %d", S,
                 st, B, once, okw, pmb);
           (void)pk;
+          /* the planner's rule (the DP's charge, a plan's and a replayed plan's figure) is what the order holds */
+          for (gv_schedule sc = GV_SCHED_GPIPE; sc <= GV_SCHED_ZBH1; sc++) {
+            int held = 0;
+            galv_pipe_peak(a, galv_pipe_order(S, st, B, sc, a), 10, sc == GV_SCHED_ZBH1, st == S - 1, &held);
+            CHECK(gv_pipe_inflight(sc, S, S - st, B) == held, "%s S=%d s=%d B=%d: gv_pipe_inflight %lld, the order holds %d",
+                  gv_schedule_name(sc), S, st, B, (long long)gv_pipe_inflight(sc, S, S - st, B), held);
+          }
         }
     /* interleaved: each group's order runs every (chunk, microbatch) F and B once, B after F; the stage orders are
      * restrictions with F(j) and B(j) in microbatch order; P = 2, V = 2, B = 4 worked out by hand from Megatron's formulas */
