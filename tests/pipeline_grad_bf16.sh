@@ -24,6 +24,9 @@
 #     prediction (the runtime checks it and prints both), move about half
 #     the bytes of fp32 gradients.
 # (4) --grad-dtype bf16 with --pipeline-zero 1: one error line.
+# (5) tests/driver.sh's GPT-2 (hidden 64, batch 1 x seq 128), pp=2: stage 0
+#     the token embedding's gather alone (its 16-bit crossing result moved
+#     from the fp32 table); losses within (2)'s bounds.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -142,5 +145,45 @@ rc=$?
 if [ $rc != 0 ] && [ "$(grep -c 'error' <<<"$out")" = 1 ] && grep -q "pipeline-zero 1: not yet" <<<"$out"; then
   ok "--grad-dtype bf16 --pipeline-zero 1: $(grep error <<<"$out")"
 else bad "--grad-dtype bf16 --pipeline-zero 1: exit $rc: $(head -2 <<<"$out")"; fi
+# ---- (5) tests/driver.sh's GPT-2 (hidden 64) at its default shapes (batch 1, seq 128): the stage DP puts the
+# token embedding's gather alone on stage 0, whose crossing result (16-bit) is gathered from the fp32 table
+# (moved in fp32, rounded into its slot): pp=2 = the one program within the bounds of (2)
+m2="$T/gpt2d.onnx"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$m2" --no-verify >/dev/null || bad "make_model (driver's gpt2)"
+python3 -c "
+import numpy as np, os
+r = np.random.RandomState(1)
+os.makedirs('$T/b2')
+np.save('$T/b2/input_ids.npy', r.randint(0, 256, (3, 1, 128)).astype(np.int64))
+np.save('$T/b2/labels.npy', r.randint(0, 256, (3, 1, 128)).astype(np.int64))" || bad "batches (driver's gpt2)"
+G2=("$BUILD/galvc" "$m2" --target cpu --train --precision bf16)
+build2() { # NAME ARGS...: as build, on the driver's GPT-2
+  local d=$1
+  shift
+  if ! timeout 600 "${G2[@]}" "$@" -o "$T/$d/" </dev/null >"$T/$d.glog" 2>&1; then
+    bad "$d: galvc: $(grep -m1 error "$T/$d.glog")"
+    return 1
+  fi
+  local run=("$T/$d/program")
+  [ -x "$T/$d/launch" ] && run=("$T/$d/launch")
+  if ! timeout 300 "${run[@]}" --batches "$T/b2" --steps 3 -o "$T/$d.w" </dev/null >"$T/$d.log" 2>&1; then
+    bad "$d: run: $(grep -m2 -i error "$T/$d.log" | tr '\n' ' ')"
+    return 1
+  fi
+}
+if build2 d_one --grad-dtype bf16 && build2 d_one32 --precision fp32 && build2 d_pp --grad-dtype bf16 --pipeline-stages 2; then
+  cut=$(grep -o "stage 0: groups [0-9-]*" "$T/d_pp.glog")
+  if msg=$(python3 - "$T/d_one32.log" "$T/d_one.log" "$T/d_pp.log" <<'PY'
+import re, sys
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+f, h, p = (losses(x) for x in sys.argv[1:4])
+if len(p) != 3 or len(f) != 3 or len(h) != 3: sys.exit(f"losses: {p} (fp32 {f}, bf16 grads one program {h})")
+df, dh = max(abs(a - b) for a, b in zip(p, f)), max(abs(a - b) for a, b in zip(p, h))
+print(f"losses {' '.join(f'{x:.7f}' for x in p)}: vs fp32 {df:.2g}, vs one program bf16 grads {dh:.2g}")
+sys.exit(0 if df <= 1e-3 and dh <= 1e-3 else 1)
+PY
+  ) && [ "$cut" = "stage 0: groups 0-0" ]; then ok "driver's gpt2 pp=2, bf16 gradients, $cut (the embedding's gather): $msg"
+  else bad "driver's gpt2 pp=2, bf16 gradients, ${cut:-no stage 0 line} (expected groups 0-0): $msg"; fi
+fi
 echo "pipeline_grad_bf16: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -271,7 +271,10 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *k, char p[][
 /* ---------------------------------------------------------------- 16-bit storage */
 
 /* Kernels that move elements as they are (any element size): they run in
- * the storage of their element-size slot, which is their result's. */
+ * the storage of their element-size slot, which is their result's — but for
+ * a 16-bit result that the storage plan forces (a pipeline stage's crossing
+ * value) moved from fp32 elements: those are moved into fp32 scratch and
+ * rounded into the result after the call (convert_in). */
 static bool moves_elements(const cg_kcall *k) {
   switch (k->kernel) {
   case CG_K_COPY_STRIDED: case CG_K_TILE: case CG_K_CONCAT: case CG_K_SPLIT: case CG_K_GATHER: case CG_K_TRILU:
@@ -312,7 +315,11 @@ static int convert_in(emitter *e, const gv_op *op, const cg_kcall *k, char p[][6
     if (i >= np)
       return gv_error_op(e->m, op, "cpu codegen: galv.%s with more than %d pieces of mixed 16-bit storage is not supported",
                          gv_ops[op->code].name, np);
-    if (res && mv) return gv_error_op(e->m, op, "cpu codegen: galv.%s stores its result otherwise than it moves it", gv_ops[op->code].name);
+    /* a move of fp32 elements into a 16-bit result (a pipeline stage's crossing value, 16-bit, gathered from an
+     * fp32 parameter: ir/storage.c) moves into fp32 scratch, rounded into its slot after the call; 16-bit
+     * elements into an fp32 result would need widening */
+    if (res && mv && ks != GV_DT_F32)
+      return gv_error_op(e->m, op, "cpu codegen: galv.%s stores its result otherwise than it moves it", gv_ops[op->code].name);
     int64_t n = gv_type_numel(&v->type), at = e->cvt;
     e->cvt += align64(n * 4);
     char c[64];
