@@ -332,8 +332,10 @@ typedef struct {
 gv_module *gv_module_new(const char *source) {
   gv_arena *a = gv_arena_new();
   gv_module *m = gv_alloc(a, sizeof *m);
+  static uint64_t made;
   m->arena = a;
   m->source = gv_strdup(a, source ? source : "<input>");
+  m->serial = ++made;
   return m;
 }
 

@@ -291,6 +291,8 @@ struct gv_module {
   int cap_mappings;
   gv_mesh **meshes;         /* galv.mesh symbols, printed before the function */
   int nmeshes;
+  uint64_t serial;          /* distinct per module made in this process: what refers to a module by it cannot match
+                             * a later module allocated where a freed one was (a pointer can) */
 };
 
 gv_module *gv_module_new(const char *source);

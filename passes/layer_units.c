@@ -65,10 +65,17 @@ int gv_layer_units_loc(const gv_layer_units *u, const char *loc) {
   }
 }
 
+/* the hint's module by its serial (a freed module's function pointer may be a later module's: galvc's
+ * default search frees each point's module and imports the next, which the allocator places alike) */
+static uint64_t hint_serial;
 static const gv_func *hint_f;
 static const gv_layer_units *hint_u;
-void gv_layer_units_hint(const gv_func *f, const gv_layer_units *u) { hint_f = u ? f : NULL, hint_u = f ? u : NULL; }
-const gv_layer_units *gv_layer_units_for(const gv_module *m) { return m && m->main && m->main == hint_f ? hint_u : NULL; }
+void gv_layer_units_hint(const gv_module *m, const gv_layer_units *u) {
+  hint_serial = m && u ? m->serial : 0, hint_f = m && u ? m->main : NULL, hint_u = m ? u : NULL;
+}
+const gv_layer_units *gv_layer_units_for(const gv_module *m) {
+  return m && m->main && hint_serial && m->serial == hint_serial && m->main == hint_f ? hint_u : NULL;
+}
 
 void gv_layer_units_free(gv_layer_units *u) {
   for (int i = 0; i < u->cap; i++) free(u->key[i]);

@@ -52,12 +52,13 @@ int gv_layer_units_loc(const gv_layer_units *u, const char *loc);
 void gv_layer_units_free(gv_layer_units *u);
 
 /* The units the planner found, for the passes that group ops by layer
- * (regather, overlap's prefetch) on a program whose main function is f:
- * plan-sharding sets them for each candidate it realises and for the main
- * program after its choice. gv_layer_units_for(m): those units when m's
- * main function is the one they were set for, else NULL (the pass then
- * finds them itself: gv_layer_units_find). */
-void gv_layer_units_hint(const gv_func *f, const gv_layer_units *u);
+ * (regather, overlap's prefetch) on module m: plan-sharding sets them for
+ * each candidate it realises and for the main program after its choice.
+ * gv_layer_units_for(m): those units when m is the module they were set
+ * for (its serial: a later module in a freed one's memory is not) and its
+ * main function the same, else NULL (the pass then finds them itself:
+ * gv_layer_units_find). */
+void gv_layer_units_hint(const gv_module *m, const gv_layer_units *u);
 const gv_layer_units *gv_layer_units_for(const gv_module *m);
 
 #endif

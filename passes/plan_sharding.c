@@ -722,7 +722,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   static plan_sp sps; /* large: not on the stack; realise does not nest */
   plan_sp_set(&sps, C, p);
   int fd = quiet_begin();
-  gv_layer_units_hint(m->main, &C->lu); /* regather's and overlap's layers: this search's units */
+  gv_layer_units_hint(m, &C->lu); /* regather's and overlap's layers: this search's units */
   if (!rc) rc = gv_pass_propagate_sharding(m) ? 1 : 0;
   if (!rc) rc = gv_pass_regather(m) ? 1 : 0; /* ZeRO-3 parameters gathered per layer that reads them */
   if (!rc) rc = gv_pass_storage(m) ? 1 : 0; /* the collectives move values as stored */
@@ -2207,12 +2207,13 @@ static bool plan_key_of(const gv_module *m, const gv_plan_options *o, plan_key *
           (long long)c->nodes, (long long)c->devices_per_node, c->peak_tflops[0], c->peak_tflops[1], c->peak_tflops[2],
           c->compute_efficiency, (long long)c->memory_bytes, c->memory_gbps, c->memory_efficiency, c->intra_gbps,
           c->intra_latency_us, c->inter_gbps, c->inter_latency_us, c->launch_overhead_us, c->overlap_slowdown, c->fused_attention);
-  const char *lay = getenv("GALV_PLAN_LAYERS");
-  fprintf(f, "%lld|%lld|%d|%d|%u|%p|%s|%lld|%d|%d|%d|%d|%d|%s|%lld\n", (long long)o->devices, (long long)o->memory_limit,
-          o->mesh_fixed, o->exhaustive, o->zero_stages, (const void *)o->profile,
+  const char *lay = getenv("GALV_PLAN_LAYERS"), *sp = getenv("GALV_PLAN_SP"), *ltp = getenv("GALV_PLAN_LAYER_TP");
+  fprintf(f, "%lld|%lld|%d|%d|%u|%p|%s|%lld|%d|%d|%d|%d|%d|%s|%lld|%lld|%s|%s|%d%d\n", (long long)o->devices,
+          (long long)o->memory_limit, o->mesh_fixed, o->exhaustive, o->zero_stages, (const void *)o->profile,
           gv_train_opts.recompute ? gv_train_opts.recompute : "-", (long long)gv_train_opts.microbatches,
           gv_train_opts.zero_reduce_each, (int)gv_precision_opts.storage, (int)gv_precision_opts.grad,
-          (int)gv_precision_opts.reduce, gv_shard_opts.no_overlap, lay ? lay : "-", (long long)count_as);
+          (int)gv_precision_opts.reduce, gv_shard_opts.no_overlap, lay ? lay : "-", (long long)count_as,
+          (long long)gv_shard_opts.bucket_bytes, sp ? sp : "-", ltp ? ltp : "-", sp_excluded, tp_excluded);
   bool ok = !ferror(f);
   fclose(f);
   return ok;
@@ -2841,7 +2842,7 @@ int gv_pass_plan_sharding(gv_module *m) {
       keep.lu = main_lu;
       plan_sp_set(&main_sp, &keep, &plan);
       main_sp.lu = &main_lu;
-      gv_layer_units_hint(m->main, &main_lu); /* the main program's regather and overlap: the same units */
+      gv_layer_units_hint(m, &main_lu); /* the main program's regather and overlap: the same units */
     }
   }
   if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, pred_mem, stderr);
