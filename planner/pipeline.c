@@ -91,12 +91,26 @@ static int64_t dp_inflight(const gv_pipe_problem *p, int V, int il_inflight, int
 
 /* ZB-H1 with the stage count free charges each stage min(B, S), S the plan's stage count, which the DP (run from
  * the last stage) does not know: one DP run per charge n = 1 .. min(B, smax), run n < B taking the plans of
- * exactly n stages, run B those of B stages or more. Other schedules, or S fixed: one run, n = 0. */
+ * exactly n stages, run B those of B stages or more. Other schedules, S fixed, or no stage's way bound by the
+ * charge: one run, n = 0. */
 static int zb_runs(const gv_pipe_problem *p, int smax, int B) {
   return p->schedule == GV_SCHED_ZBH1 && !p->stages ? (smax < B ? smax : B) : 0;
 }
-/* the stage count run n charges for (dp_inflight's S) */
-static int run_total(const gv_pipe_problem *p, int n) { return n ? n : p->stages; }
+/* the stage count run n charges for (dp_inflight's S); one run with S free: B (only where no way of any stage
+ * needs fewer in flight to fit, so the charge changes no choice: binds below) */
+static int run_total(const gv_pipe_problem *p, int n, int B) { return n ? n : p->stages ? p->stages : B; }
+/* whether some way of a costed stage does not fit the limit with B microbatches in flight: only then do ZB-H1's
+ * runs per charge differ from one run */
+static bool binds(const gv_stage_cost *const *C, size_t nC, int64_t B, int64_t limit) {
+  for (size_t i = 0; i < nC; i++) {
+    const gv_stage_cost *c = C[i];
+    if (!c || !c->feasible) continue;
+    if (c->state_bytes + c->zb_bytes + B * c->act_bytes > limit) return true;
+    for (int w = 0; w < c->nvar; w++)
+      if (c->var[w].state_bytes + c->zb_bytes + B * c->var[w].act_bytes > limit) return true;
+  }
+  return false;
+}
 /* does a plan of s stages belong to run n */
 static bool run_takes(const gv_pipe_problem *p, int n, int B, int s) {
   if (p->stages) return s == p->stages;
@@ -316,7 +330,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       }
     }
     qsort(cand, (size_t)ncand, sizeof(int64_t), cmp_i64);
-    const int nruns = zb_runs(p, S, B);
+    const int nruns = binds(C, nC, B, limit) ? zb_runs(p, S, B) : 0;
     for (int n = nruns ? 1 : 0; n <= nruns; n++) {
       const int Sn = n && n < B ? n : S; /* the most stages of this run's plans */
       for (int ci = 0; ci < ncand; ci++) {
@@ -332,7 +346,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         F[IX(0, L, 0)] = 0;
         int64_t bound = best == INT64_MAX ? INF : best - (int64_t)(B - 1) * tmax;
         for (int s = 1; s <= Sn; s++) {
-          int64_t inflight = dp_inflight(p, V, il_inflight, s, run_total(p, n), B);
+          int64_t inflight = dp_inflight(p, V, il_inflight, s, run_total(p, n, B), B);
           for (int k = L - s; k >= 0; k--)
             for (int m = 0; m < nm; m++)
               for (int j = k + 1; j <= L - (s - 1); j++) {
@@ -396,13 +410,13 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       }
     }
     if (best == INT64_MAX && ncand) { /* nothing fits at this B: the partition with the smallest largest need */
-      const int nruns = zb_runs(p, S, B);
+      const int nruns = binds(C, nC, B, limit) ? zb_runs(p, S, B) : 0;
       for (int n = nruns ? 1 : 0; n <= nruns; n++) {
         const int Sn = n && n < B ? n : S;
         for (size_t i = 0; i < nF; i++) F[i] = INF;
         F[IX(0, L, 0)] = 0;
         for (int s = 1; s <= Sn; s++) {
-          int64_t inflight = dp_inflight(p, V, il_inflight, s, run_total(p, n), B);
+          int64_t inflight = dp_inflight(p, V, il_inflight, s, run_total(p, n, B), B);
           for (int k = L - s; k >= 0; k--)
             for (int m = 0; m < nm; m++)
               for (int j = k + 1; j <= L - (s - 1); j++) {
