@@ -156,7 +156,7 @@ r = np.random.RandomState(1)
 os.makedirs('$T/b2')
 np.save('$T/b2/input_ids.npy', r.randint(0, 256, (3, 1, 128)).astype(np.int64))
 np.save('$T/b2/labels.npy', r.randint(0, 256, (3, 1, 128)).astype(np.int64))" || bad "batches (driver's gpt2)"
-G2=("$BUILD/galvc" "$m2" --target cpu --train --precision bf16)
+G2=("$BUILD/galvc" "$m2" --target cpu --train)
 build2() { # NAME ARGS...: as build, on the driver's GPT-2
   local d=$1
   shift
@@ -171,7 +171,8 @@ build2() { # NAME ARGS...: as build, on the driver's GPT-2
     return 1
   fi
 }
-if build2 d_one --grad-dtype bf16 && build2 d_one32 --precision fp32 && build2 d_pp --grad-dtype bf16 --pipeline-stages 2; then
+if build2 d_one --precision bf16 --grad-dtype bf16 && build2 d_one32 --precision fp32 &&
+   build2 d_pp --precision bf16 --grad-dtype bf16 --pipeline-stages 2; then
   cut=$(grep -o "stage 0: groups [0-9-]*" "$T/d_pp.glog")
   if msg=$(python3 - "$T/d_one32.log" "$T/d_one.log" "$T/d_pp.log" <<'PY'
 import re, sys
