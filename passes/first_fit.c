@@ -225,7 +225,7 @@ static int64_t lowest_gap(const treap *t, int x, int64_t size) {
   return -1;
 }
 
-static int64_t sweep(gv_ff_block *b, const int *order, int n, int npoints, int nids) {
+static int64_t sweep(gv_ff_block *b, const int *order, int n, int npoints, int nids, int64_t cap) {
   treap t;
   size_t m = (size_t)(nids + 1);
   t.l = malloc(m * sizeof *t.l), t.r = malloc(m * sizeof *t.r), t.pri = malloc(m * sizeof *t.pri);
@@ -265,6 +265,7 @@ static int64_t sweep(gv_ff_block *b, const int *order, int n, int npoints, int n
     }
     a->off = x;
     if (x + a->size > total) total = x + a->size;
+    if (total > cap) break;
   }
 done:
   free(t.l), free(t.r), free(t.pri), free(t.off), free(t.top), free(t.gap), free(t.mx);
@@ -273,13 +274,17 @@ done:
 }
 
 int64_t gv_first_fit(gv_ff_block *b, const int *order, int n, int npoints) {
+  return gv_first_fit_below(b, order, n, npoints, INT64_MAX);
+}
+
+int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints, int64_t limit) {
   bool by_start = true;
   int maxid = 0;
   for (int i = 0; i < n; i++) {
     if (i && b[order[i]].start < b[order[i - 1]].start) by_start = false;
     if (order[i] > maxid) maxid = order[i];
   }
-  if (by_start && n > 0) return sweep(b, order, n, npoints > 0 ? npoints : 1, maxid + 1);
+  if (by_start && n > 0) return sweep(b, order, n, npoints > 0 ? npoints : 1, maxid + 1, limit);
   tindex T = {.P = npoints > 0 ? npoints : 1, .leaves = 1};
   while (T.leaves < T.P) T.leaves *= 2;
   int nids = 0;
@@ -330,6 +335,7 @@ int64_t gv_first_fit(gv_ff_block *b, const int *order, int n, int npoints) {
   found:
     a->off = x;
     if (x + size > total) total = x + size;
+    if (total > limit) break;
     if (size <= 0) continue;
     if (index_add(&T, b, order[i])) {
       total = -1;
