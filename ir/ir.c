@@ -691,25 +691,15 @@ gv_op *gv_constant_new(gv_module *m, gv_tensor *t) {
 
 /* ---------------------------------------------------------------- attributes */
 
-/* Whether two attribute names are the same: the pointer, then the first two
- * bytes inline (most names of an op differ there), then the rest. Look-ups
- * run for every value the planner's passes and cost walk read (storage,
- * shardings, offsets), most of them misses, so strcmp calls on every name
- * of every op were a tenth of planning time. */
-static inline bool same_name(const char *a, const char *b) {
-  if (a == b) return true;
-  if (a[0] != b[0]) return false;
-  if (!a[0]) return true;
-  if (a[1] != b[1]) return false;
-  return !a[1] || strcmp(a + 2, b + 2) == 0;
-}
-
-/* strcmp's order (the attributes are sorted by it), the first byte inline. */
+/* strcmp's order of two attribute names (an op's attributes are sorted by
+ * it), compared inline: names are short, and look-ups run for every value
+ * the planner's passes and cost walk read (storage, shardings, offsets),
+ * most of them misses, so strcmp calls on every name of every op were a
+ * tenth of planning time. */
 static inline int name_cmp(const char *a, const char *b) {
   if (a == b) return 0;
-  unsigned char x = (unsigned char)a[0], y = (unsigned char)b[0];
-  if (x != y) return x < y ? -1 : 1;
-  return strcmp(a, b);
+  while (*a && *a == *b) a++, b++;
+  return (int)(unsigned char)*a - (int)(unsigned char)*b;
 }
 
 void gv_set_attr(gv_module *m, gv_op *op, const gv_attr *a) {
@@ -797,7 +787,9 @@ void gv_set_unit(gv_module *m, gv_op *op, const char *name) {
 
 void gv_remove_attr(gv_op *op, const char *name) {
   for (int i = 0; i < op->nattrs; i++) {
-    if (same_name(op->attrs[i].name, name)) {
+    int c = name_cmp(op->attrs[i].name, name);
+    if (c > 0) return; /* sorted: not there */
+    if (c == 0) {
       memmove(op->attrs + i, op->attrs + i + 1, (size_t)(op->nattrs - i - 1) * sizeof *op->attrs);
       op->nattrs--;
       return;
@@ -806,8 +798,11 @@ void gv_remove_attr(gv_op *op, const char *name) {
 }
 
 const gv_attr *gv_get_attr(const gv_op *op, const char *name) {
-  for (int i = 0; i < op->nattrs; i++)
-    if (same_name(op->attrs[i].name, name)) return &op->attrs[i];
+  for (int i = 0; i < op->nattrs; i++) {
+    int c = name_cmp(op->attrs[i].name, name);
+    if (c == 0) return &op->attrs[i];
+    if (c > 0) break; /* sorted: not there */
+  }
   return NULL;
 }
 
