@@ -6,8 +6,9 @@
  * The lowest free offset x of a block is unique, so any search that finds it
  * gives the same plan. Two searches, the cheaper used per block:
  *  - the walk: the placed blocks in offset order (a list of sorted chunks),
- *    skipping those live at other times, until the first one at or past
- *    x + size. It stops at the gap but passes every placed block below it,
+ *    skipping those live at other times (a bit mask per 64 of a chunk,
+ *    made without branches, then its set bits), until the first one at or
+ *    past x + size. It stops at the gap but passes every placed block below it,
  *    live or not; in a long program most of those live elsewhere (20k ops
  *    of a deep model share a few kilobytes of offsets), which made it
  *    quadratic.
@@ -317,8 +318,20 @@ int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints,
       long budget = 4L * live * lg + 64; /* about what sorting them costs */
       for (int c = 0; c < nc; c++) {
         const chunk *h = ch[c];
-        for (int k = 0; k < h->n; k++) {
-          if (--budget < 0) {
+        for (int base = 0; base < h->n; base += 64) {
+          /* which of the next 64 are live with a (without branches: most
+           * are not), then those in offset order */
+          int lim = h->n - base < 64 ? h->n - base : 64;
+          const int *hs = h->start + base, *he = h->end + base;
+          uint64_t live_at = 0;
+          for (int j = 0; j < lim; j++) live_at |= (uint64_t)((a->start <= he[j]) & (hs[j] <= a->end)) << j;
+          budget -= lim / 4 + 1;
+          for (; live_at; live_at &= live_at - 1) {
+            int k = base + __builtin_ctzll(live_at);
+            if (h->off[k] >= x + size) goto found;
+            if (h->top[k] > x) x = h->top[k];
+          }
+          if (budget < 0) {
             x = gather(&T, b, a);
             if (x == -2) {
               total = -1;
@@ -326,9 +339,6 @@ int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints,
             }
             goto found;
           }
-          if (!(a->start <= h->end[k] && h->start[k] <= a->end)) continue;
-          if (h->off[k] >= x + size) goto found;
-          if (h->top[k] > x) x = h->top[k];
         }
       }
     }
