@@ -29,6 +29,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* The placed blocks in offset order: sorted chunks of at most CHUNK blocks
  * (insertion moves at most a chunk, not the whole list), each block's
@@ -96,6 +99,23 @@ static int next_point(const tindex *T, int t) {
     }
   }
   return T->P;
+}
+
+/* Bit j set: block j of the n (<= 64) given by their lifetimes hs, he is
+ * live at some point of [s, e]. Four at a time where SSE2 is there. */
+static uint64_t live_mask(const int *hs, const int *he, int n, int s, int e) {
+  uint64_t m = 0;
+  int j = 0;
+#ifdef __SSE2__
+  const __m128i vs = _mm_set1_epi32(s), ve = _mm_set1_epi32(e);
+  for (; j + 4 <= n; j += 4) {
+    __m128i out = _mm_or_si128(_mm_cmpgt_epi32(vs, _mm_loadu_si128((const __m128i *)(he + j))), /* ended before s */
+                               _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(hs + j)), ve)); /* starts after e */
+    m |= (uint64_t)(~_mm_movemask_ps(_mm_castsi128_ps(out)) & 0xF) << j;
+  }
+#endif
+  for (; j < n; j++) m |= (uint64_t)((s <= he[j]) & (hs[j] <= e)) << j;
+  return m;
 }
 
 static int index_add(tindex *T, const gv_ff_block *b, int id) {
@@ -323,8 +343,7 @@ int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints,
            * are not), then those in offset order */
           int lim = h->n - base < 64 ? h->n - base : 64;
           const int *hs = h->start + base, *he = h->end + base;
-          uint64_t live_at = 0;
-          for (int j = 0; j < lim; j++) live_at |= (uint64_t)((a->start <= he[j]) & (hs[j] <= a->end)) << j;
+          uint64_t live_at = live_mask(hs, he, lim, a->start, a->end);
           budget -= lim / 4 + 1;
           for (; live_at; live_at &= live_at - 1) {
             int k = base + __builtin_ctzll(live_at);
