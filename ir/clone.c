@@ -56,7 +56,7 @@ static const gv_sharding *sharding(cloner *k, const gv_sharding *s) {
 static void attr(cloner *k, gv_attr *d, const gv_attr *a) {
   gv_arena *ar = k->c->arena;
   *d = *a;
-  d->name = dup(k, a->name);
+  d->name = a->name; /* interned (gv_intern): shared, not copied */
   switch (a->kind) {
   case GV_ATTR_STR: d->u.s = dup(k, a->u.s); break;
   case GV_ATTR_INTS:

@@ -693,25 +693,94 @@ gv_op *gv_constant_new(gv_module *m, gv_tensor *t) {
 
 /* ---------------------------------------------------------------- attributes */
 
-void gv_set_attr(gv_module *m, gv_op *op, const gv_attr *a) {
+/* Attribute names, interned: one copy of each name for the process (never
+ * freed; the names are the compiler's own vocabulary and those of the files
+ * it reads), so that every op's attribute names are these pointers
+ * (gv_set_attr, the parser and gv_module_clone keep it so) and a look-up
+ * with an interned key compares pointers only (gv_get_attr_key). */
+static struct {
+  gv_arena *arena;
+  const char **slot; /* open addressing, cap a power of two, at most half full */
+  size_t cap, n;
+} names;
+
+static uint64_t name_hash(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+const char *gv_intern(const char *s) {
+  if (!s) return NULL;
+  if (2 * (names.n + 1) > names.cap) {
+    size_t cap = names.cap ? 2 * names.cap : 256;
+    const char **slot = calloc(cap, sizeof *slot);
+    if (!slot) {
+      fprintf(stderr, "%s: error: out of memory (%zu bytes)\n", gv_progname, cap * sizeof *slot);
+      exit(1);
+    }
+    for (size_t i = 0; i < names.cap; i++) {
+      if (!names.slot[i]) continue;
+      size_t j = name_hash(names.slot[i], strlen(names.slot[i])) & (cap - 1);
+      while (slot[j]) j = (j + 1) & (cap - 1);
+      slot[j] = names.slot[i];
+    }
+    free(names.slot);
+    names.slot = slot, names.cap = cap;
+    if (!names.arena) names.arena = gv_arena_new();
+  }
+  size_t n = strlen(s);
+  for (size_t j = name_hash(s, n) & (names.cap - 1);; j = (j + 1) & (names.cap - 1)) {
+    if (!names.slot[j]) {
+      names.n++;
+      return names.slot[j] = gv_strndup(names.arena, s, n);
+    }
+    if (names.slot[j] == s || strcmp(names.slot[j], s) == 0) return names.slot[j];
+  }
+}
+
+/* strcmp's order of two attribute names (an op's attributes are sorted by
+ * it), compared inline: names are short, and look-ups run for every value
+ * the planner's passes and cost walk read (storage, shardings, offsets),
+ * most of them misses, so strcmp calls on every name of every op were a
+ * tenth of planning time. */
+static inline int name_cmp(const char *a, const char *b) {
+  if (a == b) return 0;
+  while (*a && *a == *b) a++, b++;
+  return (int)(unsigned char)*a - (int)(unsigned char)*b;
+}
+
+/* a->name is gv_intern's */
+static void set_interned(gv_module *m, gv_op *op, const gv_attr *a) {
+  const char *name = a->name;
   int lo = 0;
-  while (lo < op->nattrs && strcmp(op->attrs[lo].name, a->name) < 0) lo++;
-  if (lo < op->nattrs && strcmp(op->attrs[lo].name, a->name) == 0) {
+  int c = 1;
+  while (lo < op->nattrs && (c = name_cmp(op->attrs[lo].name, name)) < 0) lo++;
+  if (lo < op->nattrs && c == 0) {
     op->attrs[lo] = *a;
+    op->attrs[lo].name = name;
     return;
   }
   gv_attr *na = gv_alloc(m->arena, (size_t)(op->nattrs + 1) * sizeof *na);
   if (lo) memcpy(na, op->attrs, (size_t)lo * sizeof *na);
   na[lo] = *a;
+  na[lo].name = name;
   if (op->nattrs > lo) memcpy(na + lo + 1, op->attrs + lo, (size_t)(op->nattrs - lo) * sizeof *na);
   op->attrs = na;
   op->nattrs++;
 }
 
+void gv_set_attr(gv_module *m, gv_op *op, const gv_attr *a) {
+  gv_attr c = *a;
+  c.name = gv_intern(a->name);
+  set_interned(m, op, &c);
+}
+
 static gv_attr mkattr(gv_module *m, const char *name, gv_attr_kind k) {
   gv_attr a;
   memset(&a, 0, sizeof a);
-  a.name = gv_strdup(m->arena, name);
+  (void)m;
+  a.name = gv_intern(name);
   a.kind = k;
   return a;
 }
@@ -719,19 +788,19 @@ static gv_attr mkattr(gv_module *m, const char *name, gv_attr_kind k) {
 void gv_set_int(gv_module *m, gv_op *op, const char *name, int64_t v) {
   gv_attr a = mkattr(m, name, GV_ATTR_INT);
   a.u.i = v;
-  gv_set_attr(m, op, &a);
+  set_interned(m, op, &a);
 }
 
 void gv_set_float(gv_module *m, gv_op *op, const char *name, float v) {
   gv_attr a = mkattr(m, name, GV_ATTR_FLOAT);
   a.u.f = v;
-  gv_set_attr(m, op, &a);
+  set_interned(m, op, &a);
 }
 
 void gv_set_str(gv_module *m, gv_op *op, const char *name, const char *v) {
   gv_attr a = mkattr(m, name, GV_ATTR_STR);
   a.u.s = gv_strdup(m->arena, v);
-  gv_set_attr(m, op, &a);
+  set_interned(m, op, &a);
 }
 
 void gv_set_ints(gv_module *m, gv_op *op, const char *name, int n, const int64_t *v) {
@@ -739,7 +808,7 @@ void gv_set_ints(gv_module *m, gv_op *op, const char *name, int n, const int64_t
   a.u.ints.n = n;
   a.u.ints.v = gv_alloc(m->arena, (size_t)(n ? n : 1) * sizeof(int64_t));
   if (n) memcpy(a.u.ints.v, v, (size_t)n * sizeof(int64_t));
-  gv_set_attr(m, op, &a);
+  set_interned(m, op, &a);
 }
 
 void gv_set_floats(gv_module *m, gv_op *op, const char *name, int n, const float *v) {
@@ -747,7 +816,7 @@ void gv_set_floats(gv_module *m, gv_op *op, const char *name, int n, const float
   a.u.floats.n = n;
   a.u.floats.v = gv_alloc(m->arena, (size_t)(n ? n : 1) * sizeof(float));
   if (n) memcpy(a.u.floats.v, v, (size_t)n * sizeof(float));
-  gv_set_attr(m, op, &a);
+  set_interned(m, op, &a);
 }
 
 void gv_set_strs(gv_module *m, gv_op *op, const char *name, int n, const char *const *v) {
@@ -755,29 +824,31 @@ void gv_set_strs(gv_module *m, gv_op *op, const char *name, int n, const char *c
   a.u.strs.n = n;
   a.u.strs.v = gv_alloc(m->arena, (size_t)(n ? n : 1) * sizeof(char *));
   for (int i = 0; i < n; i++) a.u.strs.v[i] = gv_strdup(m->arena, v[i]);
-  gv_set_attr(m, op, &a);
+  set_interned(m, op, &a);
 }
 
 void gv_set_tensor(gv_module *m, gv_op *op, const char *name, gv_tensor *t) {
   gv_attr a = mkattr(m, name, GV_ATTR_TENSOR);
   a.u.t = t;
-  gv_set_attr(m, op, &a);
+  set_interned(m, op, &a);
 }
 
 void gv_set_type(gv_module *m, gv_op *op, const char *name, gv_dtype t) {
   gv_attr a = mkattr(m, name, GV_ATTR_TYPE);
   a.u.ty = t;
-  gv_set_attr(m, op, &a);
+  set_interned(m, op, &a);
 }
 
 void gv_set_unit(gv_module *m, gv_op *op, const char *name) {
   gv_attr a = mkattr(m, name, GV_ATTR_UNIT);
-  gv_set_attr(m, op, &a);
+  set_interned(m, op, &a);
 }
 
 void gv_remove_attr(gv_op *op, const char *name) {
   for (int i = 0; i < op->nattrs; i++) {
-    if (strcmp(op->attrs[i].name, name) == 0) {
+    int c = name_cmp(op->attrs[i].name, name);
+    if (c > 0) return; /* sorted: not there */
+    if (c == 0) {
       memmove(op->attrs + i, op->attrs + i + 1, (size_t)(op->nattrs - i - 1) * sizeof *op->attrs);
       op->nattrs--;
       return;
@@ -785,9 +856,18 @@ void gv_remove_attr(gv_op *op, const char *name) {
   }
 }
 
-const gv_attr *gv_get_attr(const gv_op *op, const char *name) {
+const gv_attr *gv_get_attr_key(const gv_op *op, const char *key) {
   for (int i = 0; i < op->nattrs; i++)
-    if (strcmp(op->attrs[i].name, name) == 0) return &op->attrs[i];
+    if (op->attrs[i].name == key) return &op->attrs[i];
+  return NULL;
+}
+
+const gv_attr *gv_get_attr(const gv_op *op, const char *name) {
+  for (int i = 0; i < op->nattrs; i++) {
+    int c = name_cmp(op->attrs[i].name, name);
+    if (c == 0) return &op->attrs[i];
+    if (c > 0) break; /* sorted: not there */
+  }
   return NULL;
 }
 

@@ -407,6 +407,12 @@ void gv_set_unit(gv_module *m, gv_op *op, const char *name);
 void gv_set_attr(gv_module *m, gv_op *op, const gv_attr *a); /* copies the struct, not the payload */
 void gv_remove_attr(gv_op *op, const char *name);
 const gv_attr *gv_get_attr(const gv_op *op, const char *name);
+/* Attribute names are interned (one pointer per name for the process: every
+ * op's names are gv_intern's, whoever set or parsed them), so a look-up
+ * with a key from gv_intern compares pointers only; a hot reader keeps its
+ * key (static const char *k; if (!k) k = gv_intern("storage");). */
+const char *gv_intern(const char *s);
+const gv_attr *gv_get_attr_key(const gv_op *op, const char *key);
 int64_t gv_get_int(const gv_op *op, const char *name, int64_t dflt);
 float gv_get_float(const gv_op *op, const char *name, float dflt);
 const char *gv_get_str(const gv_op *op, const char *name, const char *dflt);

@@ -826,6 +826,7 @@ static int parse_attr_dict(parser *p, gv_op *into) {
       return perr(p, v[i].at, "duplicate attribute '%s'", snip(v[i].a.name, strlen(v[i].a.name), b, sizeof b));
     }
     into->attrs[i] = v[i].a;
+    into->attrs[i].name = gv_intern(v[i].a.name);
   }
   return 0;
 }

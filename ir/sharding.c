@@ -120,7 +120,9 @@ void gv_sharding_print(const gv_sharding *s, void *file) {
 }
 
 const gv_sharding *gv_op_sharding(const gv_op *op, int i) {
-  const gv_attr *a = gv_get_attr(op, "sharding");
+  static const char *key; /* interned: read for every value the passes and the cost walk see */
+  if (!key) key = gv_intern("sharding");
+  const gv_attr *a = gv_get_attr_key(op, key);
   if (!a || a->kind != GV_ATTR_SHARDING || i < 0 || i >= a->u.sh.n) return NULL;
   return a->u.sh.v[i];
 }

@@ -7,16 +7,18 @@
 #include <string.h>
 
 gv_dtype gv_value_storage(const gv_value *v) {
+  static const char *k_arg, *k_res; /* interned keys: read for every value the cost walk prices */
+  if (!k_res) k_arg = gv_intern("arg_storage"), k_res = gv_intern("storage");
   const gv_op *d = v->def;
   if (!d && v->block && v->block->last && v->block->last->code == GV_OP_RETURN) { /* a block argument */
-    const gv_attr *a = gv_get_attr(v->block->last, "arg_storage");
+    const gv_attr *a = gv_get_attr_key(v->block->last, k_arg);
     gv_dtype t;
     if (a && a->kind == GV_ATTR_STRS && v->index >= 0 && v->index < a->u.strs.n &&
         gv_dtype_parse(a->u.strs.v[v->index], strlen(a->u.strs.v[v->index]), &t))
       return t;
     return v->type.dtype;
   }
-  const gv_attr *a = d ? gv_get_attr(d, "storage") : NULL;
+  const gv_attr *a = d ? gv_get_attr_key(d, k_res) : NULL;
   if (!a || a->kind != GV_ATTR_STRS) return v->type.dtype;
   for (int i = 0; i < d->nres && i < a->u.strs.n; i++) {
     gv_dtype t;

@@ -6,8 +6,9 @@
  * The lowest free offset x of a block is unique, so any search that finds it
  * gives the same plan. Two searches, the cheaper used per block:
  *  - the walk: the placed blocks in offset order (a list of sorted chunks),
- *    skipping those live at other times, until the first one at or past
- *    x + size. It stops at the gap but passes every placed block below it,
+ *    skipping those live at other times (a bit mask per 64 of a chunk,
+ *    made without branches, then its set bits), until the first one at or
+ *    past x + size. It stops at the gap but passes every placed block below it,
  *    live or not; in a long program most of those live elsewhere (20k ops
  *    of a deep model share a few kilobytes of offsets), which made it
  *    quadratic.
@@ -28,6 +29,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* The placed blocks in offset order: sorted chunks of at most CHUNK blocks
  * (insertion moves at most a chunk, not the whole list), each block's
@@ -95,6 +99,23 @@ static int next_point(const tindex *T, int t) {
     }
   }
   return T->P;
+}
+
+/* Bit j set: block j of the n (<= 64) given by their lifetimes hs, he is
+ * live at some point of [s, e]. Four at a time where SSE2 is there. */
+static uint64_t live_mask(const int *hs, const int *he, int n, int s, int e) {
+  uint64_t m = 0;
+  int j = 0;
+#ifdef __SSE2__
+  const __m128i vs = _mm_set1_epi32(s), ve = _mm_set1_epi32(e);
+  for (; j + 4 <= n; j += 4) {
+    __m128i out = _mm_or_si128(_mm_cmpgt_epi32(vs, _mm_loadu_si128((const __m128i *)(he + j))), /* ended before s */
+                               _mm_cmpgt_epi32(_mm_loadu_si128((const __m128i *)(hs + j)), ve)); /* starts after e */
+    m |= (uint64_t)(~_mm_movemask_ps(_mm_castsi128_ps(out)) & 0xF) << j;
+  }
+#endif
+  for (; j < n; j++) m |= (uint64_t)((s <= he[j]) & (hs[j] <= e)) << j;
+  return m;
 }
 
 static int index_add(tindex *T, const gv_ff_block *b, int id) {
@@ -225,7 +246,7 @@ static int64_t lowest_gap(const treap *t, int x, int64_t size) {
   return -1;
 }
 
-static int64_t sweep(gv_ff_block *b, const int *order, int n, int npoints, int nids) {
+static int64_t sweep(gv_ff_block *b, const int *order, int n, int npoints, int nids, int64_t cap) {
   treap t;
   size_t m = (size_t)(nids + 1);
   t.l = malloc(m * sizeof *t.l), t.r = malloc(m * sizeof *t.r), t.pri = malloc(m * sizeof *t.pri);
@@ -265,6 +286,7 @@ static int64_t sweep(gv_ff_block *b, const int *order, int n, int npoints, int n
     }
     a->off = x;
     if (x + a->size > total) total = x + a->size;
+    if (total > cap) break;
   }
 done:
   free(t.l), free(t.r), free(t.pri), free(t.off), free(t.top), free(t.gap), free(t.mx);
@@ -273,13 +295,17 @@ done:
 }
 
 int64_t gv_first_fit(gv_ff_block *b, const int *order, int n, int npoints) {
+  return gv_first_fit_below(b, order, n, npoints, INT64_MAX);
+}
+
+int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints, int64_t limit) {
   bool by_start = true;
   int maxid = 0;
   for (int i = 0; i < n; i++) {
     if (i && b[order[i]].start < b[order[i - 1]].start) by_start = false;
     if (order[i] > maxid) maxid = order[i];
   }
-  if (by_start && n > 0) return sweep(b, order, n, npoints > 0 ? npoints : 1, maxid + 1);
+  if (by_start && n > 0) return sweep(b, order, n, npoints > 0 ? npoints : 1, maxid + 1, limit);
   tindex T = {.P = npoints > 0 ? npoints : 1, .leaves = 1};
   while (T.leaves < T.P) T.leaves *= 2;
   int nids = 0;
@@ -312,8 +338,19 @@ int64_t gv_first_fit(gv_ff_block *b, const int *order, int n, int npoints) {
       long budget = 4L * live * lg + 64; /* about what sorting them costs */
       for (int c = 0; c < nc; c++) {
         const chunk *h = ch[c];
-        for (int k = 0; k < h->n; k++) {
-          if (--budget < 0) {
+        for (int base = 0; base < h->n; base += 64) {
+          /* which of the next 64 are live with a (without branches: most
+           * are not), then those in offset order */
+          int lim = h->n - base < 64 ? h->n - base : 64;
+          const int *hs = h->start + base, *he = h->end + base;
+          uint64_t live_at = live_mask(hs, he, lim, a->start, a->end);
+          budget -= lim / 4 + 1;
+          for (; live_at; live_at &= live_at - 1) {
+            int k = base + __builtin_ctzll(live_at);
+            if (h->off[k] >= x + size) goto found;
+            if (h->top[k] > x) x = h->top[k];
+          }
+          if (budget < 0) {
             x = gather(&T, b, a);
             if (x == -2) {
               total = -1;
@@ -321,15 +358,13 @@ int64_t gv_first_fit(gv_ff_block *b, const int *order, int n, int npoints) {
             }
             goto found;
           }
-          if (!(a->start <= h->end[k] && h->start[k] <= a->end)) continue;
-          if (h->off[k] >= x + size) goto found;
-          if (h->top[k] > x) x = h->top[k];
         }
       }
     }
   found:
     a->off = x;
     if (x + size > total) total = x + size;
+    if (total > limit) break;
     if (size <= 0) continue;
     if (index_add(&T, b, order[i])) {
       total = -1;

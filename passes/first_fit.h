@@ -19,4 +19,10 @@ typedef struct {
  * search runs. */
 int64_t gv_first_fit(gv_ff_block *b, const int *order, int n, int npoints);
 
+/* The same placement, abandoned as soon as the arena passes cap: then it
+ * returns a size > cap and the offsets of the blocks after the one that
+ * passed it are not set (a caller that keeps the smaller of two placements
+ * needs no more of one that is larger). */
+int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints, int64_t cap);
+
 #endif

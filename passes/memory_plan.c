@@ -182,8 +182,9 @@ typedef struct {
 /* Places roots[0..n) (in that order) at the lowest fitting offsets
  * (first_fit.c): a value goes at the lowest offset where it overlaps no
  * placed value whose lifetime overlaps its own. Returns the arena size, or
- * -1 when out of memory. */
-static int64_t place(vinfo *v, const int *roots, int n, int npoints) {
+ * -1 when out of memory; a size > cap when the arena passes cap (the
+ * placement then abandoned, no offset set). */
+static int64_t place(vinfo *v, const int *roots, int n, int npoints, int64_t cap) {
   gv_ff_block *b = malloc((size_t)(n + 1) * sizeof *b);
   int *order = malloc((size_t)(n + 1) * sizeof *order);
   int64_t total = -1;
@@ -193,8 +194,8 @@ static int64_t place(vinfo *v, const int *roots, int n, int npoints) {
       b[i] = (gv_ff_block){.start = a->start, .end = a->end, .size = align_up(a->bytes)};
       order[i] = i;
     }
-    total = gv_first_fit(b, order, n, npoints);
-    for (int i = 0; total >= 0 && i < n; i++) v[roots[i]].off = b[i].off;
+    total = gv_first_fit_below(b, order, n, npoints, cap);
+    for (int i = 0; total >= 0 && total <= cap && i < n; i++) v[roots[i]].off = b[i].off;
   }
   free(b);
   free(order);
@@ -369,9 +370,29 @@ int gv_pass_memory_plan(gv_module *m) {
     gv_error(m, "memory-plan: out of memory");
     goto done;
   }
-  for (int o = 0; o < 2; o++) {
+  /* No placement is below the most aligned bytes live at one point (the
+   * values live there hold disjoint bytes): an order that reaches it is
+   * kept, as the later one could only tie (ties go to the first). */
+  diff = calloc((size_t)c.point + 2, sizeof *diff);
+  if (!diff) {
+    gv_error(m, "memory-plan: out of memory");
+    goto done;
+  }
+  for (int i = 0; i < nroots; i++) {
+    const vinfo *r = &c.v[roots[i]];
+    diff[r->start] += align_up(r->bytes);
+    diff[r->end + 1] -= align_up(r->bytes);
+  }
+  int64_t least = 0, held = 0;
+  for (int p = 0; p <= c.point; p++) {
+    held += diff[p];
+    if (held > least) least = held;
+  }
+  free(diff);
+  diff = NULL;
+  for (int o = 0; o < 2 && total != least; o++) {
     qsort(roots, (size_t)nroots, sizeof *roots, orders[o]);
-    int64_t t = place(c.v, roots, nroots, c.point + 1);
+    int64_t t = place(c.v, roots, nroots, c.point + 1, total < 0 ? INT64_MAX : total);
     if (t < 0) {
       gv_error(m, "memory-plan: out of memory");
       goto done;

@@ -1057,13 +1057,17 @@ static int64_t knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nz, in
   for (int u = 0; u < nu; u++) {
     int64_t w[NZ];
     for (int z = 0; z < nz; z++) w[z] = (st[u][z] + g - 1) / g;
-    for (int64_t c = 0; c <= C; c++) {
-      int64_t bv = INT64_MAX;
-      uint8_t bz = 0;
-      for (int z = 0; z < nz; z++)
-        if (w[z] <= c && f[c - w[z]] != INT64_MAX && f[c - w[z]] + ns[u][z] < bv) bv = f[c - w[z]] + ns[u][z], bz = (uint8_t)z;
-      h[c] = bv;
-      ch[(size_t)u * (size_t)(C + 1) + (size_t)c] = bz;
+    /* per capacity the first choice of the least time (choices in order,
+     * each a pass over the capacities: no branch per choice and capacity) */
+    uint8_t *cu = ch + (size_t)u * (size_t)(C + 1);
+    for (int64_t c = 0; c <= C; c++) h[c] = INT64_MAX;
+    memset(cu, 0, (size_t)(C + 1));
+    for (int z = 0; z < nz; z++) {
+      int64_t t = ns[u][z];
+      for (int64_t c = w[z] < 0 ? 0 : w[z]; c <= C; c++) {
+        int64_t v = f[c - w[z]];
+        if (v != INT64_MAX && v + t < h[c]) h[c] = v + t, cu[c] = (uint8_t)z;
+      }
     }
     memcpy(f, h, (size_t)(C + 1) * sizeof *f);
   }

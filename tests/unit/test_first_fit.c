@@ -10,7 +10,9 @@
  * sizes, zero sizes and one-point lifetimes; and a program long enough that
  * chunks of the offset list split. Orders by start point (memory-plan's
  * earliest-first, and program order here) take the sweep path (a treap of
- * the blocks live at the start), the others the walk and the gather. */
+ * the blocks live at the start), the others the walk and the gather;
+ * gv_first_fit_below gives the same placement under a limit it reaches and
+ * gives up on one it passes. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +107,15 @@ static int one(int n, int span, int long_every, int order_kind, const char *what
       fprintf(stderr, "%s: block %d [%d,%d] size %lld at %lld, the definition gives %lld\n", what, i, b[i].start,
               b[i].end, (long long)b[i].size, (long long)b[i].off, (long long)r[i].off);
     CHECK(b[i].off == r[i].off);
+  }
+  /* gv_first_fit_below: the same placement under a limit it reaches (not
+   * passed: the same offsets), abandoned with a size over one it passes */
+  for (int i = 0; i < n; i++) b[i].off = -7;
+  CHECK(gv_first_fit_below(b, order, n, P, slow) == slow);
+  for (int i = 0; i < n; i++) CHECK(b[i].off == r[i].off);
+  if (slow > 0) {
+    int64_t over = gv_first_fit_below(b, order, n, P, slow - 1);
+    CHECK(over > slow - 1 && over <= slow);
   }
   free(b);
   free(r);
