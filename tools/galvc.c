@@ -677,12 +677,12 @@ int main(int argc, char **argv) {
     } else if (TAKES("--bucket-mb")) {
       char *end;
       errno = 0;
-      double v = strtod(val, &end);
-      if (errno || *end || !*val || !(v >= 0) || v > 1e6) {
-        gv_error_plain("--bucket-mb expects a non-negative number of MiB (0: one call per gradient), got '%s'", val);
+      double v = strcmp(val, "auto") ? strtod(val, &end) : -1;
+      if (v == -1) gv_shard_opts.bucket_bytes = GV_BUCKET_AUTO;
+      else if (errno || *end || !*val || !(v >= 0) || v > 1e6) {
+        gv_error_plain("--bucket-mb expects auto or a non-negative number of MiB (0: one call per gradient), got '%s'", val);
         return 2;
-      }
-      gv_shard_opts.bucket_bytes = (int64_t)(v * 1048576.0 + 0.5);
+      } else gv_shard_opts.bucket_bytes = (int64_t)(v * 1048576.0 + 0.5);
     } else if (TAKES("--strategy")) {
       gv_shard_opts.strategy = val;
     } else if (TAKES("--plan")) {
@@ -1193,7 +1193,7 @@ int main(int argc, char **argv) {
   gv_cluster cluster;
   memset(&cluster, 0, sizeof cluster); /* not loaded without --cluster / --report-cost / a plan */
   bool mb_auto = train && !pa.on && mb_given && !pa.B; /* --microbatches auto: the smallest B that fits */
-  if ((cluster_spec || report_cost || gv_plan_opts.active || mb_auto) && gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster))
+  if ((cluster_spec || report_cost || gv_plan_opts.active || mb_auto || gv_shard_opts.bucket_bytes == GV_BUCKET_AUTO) && gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster))
     return 2;
   /* Nodes of the cluster's kind as many as the devices need (--gpus-per-node overrides the node size). */
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
