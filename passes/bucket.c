@@ -369,7 +369,7 @@ int gv_pass_bucket(gv_module *m) {
   if (!quiet) {
     fprintf(stderr, "bucket: auto on %s:", cl->name);
     for (int i = 0; i < n; i++)
-      if (ns[i] >= 0) fprintf(stderr, " %lld bytes %.4f ms%s", (long long)caps[i], ns[i] / 1e6, i == best ? " (chosen)" : "");
+      if (ns[i] >= 0) fprintf(stderr, " %lld bytes %lld ns%s", (long long)caps[i], (long long)ns[i], i == best ? " (chosen)" : "");
     fputc('\n', stderr);
   }
   gv_shard_opts.bucket_chosen = caps[best];
