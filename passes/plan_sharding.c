@@ -777,6 +777,26 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   }
   cost_ops(C, m, out, unit_ns, ph, cnt);
   plan_step(out);
+  if (unit_ns && bucket && getenv("GALV_PLAN_DEBUG")) { /* the buckets' split (bucket_split): the unit shares still add up */
+    int64_t sum = 0;
+    int nb = 0, spread = 0;
+    fprintf(stderr, "plan-debug: bucket cap %lld: unit shares", (long long)bucket);
+    for (int u = 0; u < p->nunits; u++) fprintf(stderr, " %lld", (long long)unit_ns[u]), sum += unit_ns[u];
+    for (const gv_op *op = f->body->first; op; op = op->next) {
+      if (!gv_get_attr(op, "bucket")) continue;
+      int first = -1;
+      bool more = false;
+      for (const gv_op *o = op->next; o; o = o->next)
+        if (o->code == GV_OP_SLICE && o->nopnds && o->opnds[0] == op->res[0]) {
+          int u = unit_of(C, o->loc);
+          more |= first >= 0 && u != first;
+          if (first < 0) first = u;
+        }
+      nb++, spread += more;
+    }
+    fprintf(stderr, "; sum %lld, step %lld; %d bucket calls, %d of them over more than one unit\n", (long long)sum, (long long)out->step_ns, nb,
+            spread);
+  }
   gv_mem mem;
   gv_cost_memory(m, &mem);
   out->mem_params = mem.params;

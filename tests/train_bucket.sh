@@ -224,5 +224,26 @@ if build "$d" "$T/gpt2.onnx" --gpus 2 --cluster h100-sxm --bucket-mb auto --plan
   else bad "plan.json bucket_mb \"big\": rc $rc: $(head -2 "$T/bad.err")"; fi
 fi
 
+# the search's per-unit accounting (plan_sharding.c bucket_split): a
+# bucket's time split over its members' units, so each realisation's unit
+# shares add up to its step (GALV_PLAN_DEBUG prints them)
+if GALV_PLAN_DEBUG=1 timeout 120 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --gpus 2 --cluster h100-sxm --bucket-mb auto \
+  --plan-only --target cpu -o "$T/dbg/" >/dev/null 2>"$T/dbg.err" </dev/null; then
+  if r=$(python3 - "$T/dbg.err" <<'PY'
+import re, sys
+rows = re.findall(r"^plan-debug: bucket cap \d+: unit shares ([\d ]+); sum (\d+), step (\d+); (\d+) bucket calls, (\d+) of them over more", open(sys.argv[1]).read(), re.M)
+if not rows:
+    sys.exit("no realisation with buckets")
+for sh, s, st, nb, sp in rows:
+    if sum(map(int, sh.split())) != int(s) or int(s) != int(st):
+        sys.exit(f"unit shares {sh} sum to {s}, step {st}")
+spread = sum(int(r[4]) for r in rows)
+if not spread:
+    sys.exit("no bucket over more than one unit")
+print(f"{len(rows)} realisations with buckets: unit shares = step in each; {spread} bucket calls split over more than one unit")
+PY
+  ); then ok "planner unit shares: $r"; else bad "planner unit shares: $r"; fi
+else bad "planner GALV_PLAN_DEBUG: $(grep -m2 error "$T/dbg.err")"; fi
+
 echo "train_bucket: $pass passed, $fail failed"
 [ "$fail" = 0 ]
