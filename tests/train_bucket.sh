@@ -245,5 +245,14 @@ PY
   ); then ok "planner unit shares: $r"; else bad "planner unit shares: $r"; fi
 else bad "planner GALV_PLAN_DEBUG: $(grep -m2 error "$T/dbg.err")"; fi
 
+# bad values: one error line, exit 2
+for v in foo -1 autox; do
+  timeout 60 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --gpus 2 --bucket-mb "$v" --target cpu -o "$T/badv/" >/dev/null 2>"$T/badv.err" </dev/null
+  rc=$?
+  if [ $rc = 2 ] && [ "$(grep -c . "$T/badv.err")" = 1 ] && grep -q "bucket-mb expects auto or a non-negative number of MiB.*'$v'" "$T/badv.err"; then
+    ok "--bucket-mb $v: $(cat "$T/badv.err")"
+  else bad "--bucket-mb $v: rc $rc: $(head -3 "$T/badv.err")"; fi
+done
+
 echo "train_bucket: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -678,8 +678,9 @@ int main(int argc, char **argv) {
     } else if (TAKES("--bucket-mb")) {
       char *end;
       errno = 0;
-      double v = strcmp(val, "auto") ? strtod(val, &end) : -1;
-      if (v == -1) gv_shard_opts.bucket_bytes = GV_BUCKET_AUTO;
+      bool au = !strcmp(val, "auto");
+      double v = au ? 0 : strtod(val, &end);
+      if (au) gv_shard_opts.bucket_bytes = GV_BUCKET_AUTO;
       else if (errno || *end || !*val || !(v >= 0) || v > 1e6) {
         gv_error_plain("--bucket-mb expects auto or a non-negative number of MiB (0: one call per gradient), got '%s'", val);
         return 2;
