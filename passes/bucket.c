@@ -34,7 +34,10 @@
  * at once (packed through scratch, ir/comm_sync.h: a scatter dim with a
  * non-unit extent before it). Only the order and grouping of the calls changes: every element
  * is reduced over the same ranks in the same dtype, so results are those of
- * one call per gradient. Nothing happens with --bucket-mb 0. */
+ * one call per gradient. Nothing happens with --bucket-mb 0. With
+ * --bucket-mb auto (GV_BUCKET_AUTO) the pass prices cap 0 and a few caps from
+ * the cluster's latency x bandwidth on copies of the program and applies the
+ * fastest (gv_pass_bucket, docs/planner.md "The bucket size chosen"). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
