@@ -34,15 +34,21 @@
  * at once (packed through scratch, ir/comm_sync.h: a scatter dim with a
  * non-unit extent before it). Only the order and grouping of the calls changes: every element
  * is reduced over the same ranks in the same dtype, so results are those of
- * one call per gradient. Nothing happens with --bucket-mb 0. */
+ * one call per gradient. Nothing happens with --bucket-mb 0. With
+ * --bucket-mb auto (GV_BUCKET_AUTO) the pass prices cap 0 and a few caps from
+ * the cluster's latency x bandwidth on copies of the program and applies the
+ * fastest (gv_pass_bucket, docs/planner.md "The bucket size chosen"). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../ir/comm_sync.h"
 #include "../ir/storage.h"
+#include "../planner/cost.h"
 #include "build.h"
 #include "passes.h"
+#include "plan_sharding.h"
 
 static bool is_view(const gv_op *op) { return (gv_ops[op->code].flags & GV_VIEW) != 0; }
 
@@ -189,8 +195,10 @@ static int emit_bucket(gv_module *m, cand *c, const int *mem, int k, gv_subst *s
   return 0;
 }
 
-int gv_pass_bucket(gv_module *m) {
-  int64_t cap = gv_shard_opts.bucket_bytes;
+/* Buckets of at most cap bytes. dry: nothing changes; *sig gets a hash of
+ * the grouping (equal for caps that group alike). */
+static int bucket_with(gv_module *m, int64_t cap, bool dry, uint64_t *sig) {
+  if (sig) *sig = 0;
   if (!m->main || !m->main->body || cap <= 0) return 0;
   gv_block *b = m->main->body;
   int nc = 0;
@@ -269,6 +277,17 @@ int gv_pass_bucket(gv_module *m) {
   if (!cnt) abort();
   for (int i = 0; i < nc; i++)
     if (c[i].bucket >= 0) cnt[c[i].bucket]++;
+  if (dry) { /* FNV-1a over each candidate's bucket (-1: alone) */
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < nc; i++) {
+      int64_t v = c[i].bucket >= 0 && cnt[c[i].bucket] >= 2 ? c[i].bucket : -1;
+      h = (h ^ (uint64_t)v) * 1099511628211ull;
+    }
+    if (sig) *sig = h;
+    for (int i = 0; i < nc; i++) free(c[i].views);
+    free(c), free(mem), free(cnt);
+    return 0;
+  }
   gv_subst *sub = gv_subst_new();
   int rc = 0, made = 0, joined = 0;
   for (int bi = 0; bi < nb && !rc; bi++) {
@@ -287,4 +306,75 @@ int gv_pass_bucket(gv_module *m) {
     fprintf(stderr, "bucket: %d gradient reductions in %d buckets of at most %lld bytes (%d calls instead of %d)\n", joined,
             made, (long long)cap, nc - joined + made, nc);
   return rc;
+}
+
+/* --bucket-mb auto: the caps priced. alpha x beta of a link is the message
+ * size whose transfer takes as long as one step's latency; a bucket of 10x
+ * (100x) that spends a tenth (a hundredth) of its time on latency, as DDP's
+ * and Megatron's bucket sizes are reasoned. Each link the program may use
+ * gives its three: inside a node and, on more than one node, across. */
+static int auto_caps(const gv_cluster *cl, int64_t *caps) {
+  int n = 0;
+  caps[n++] = 0;
+  double link[2][2] = {{cl->intra_latency_us, cl->intra_gbps}, {cl->inter_latency_us, cl->inter_gbps}};
+  for (int l = 0; l < (cl->nodes > 1 ? 2 : 1); l++) {
+    double ab = link[l][0] * 1e-6 * link[l][1] * 1e9; /* bytes */
+    for (int f = 1; f <= 100; f *= 10)
+      if (ab * f >= 1 && ab * f < 1e12) caps[n++] = (int64_t)(ab * f + 0.5);
+  }
+  for (int i = 1; i < n; i++) /* ascending: of caps that price alike, the smallest is kept */
+    for (int j = i; j > 1 && caps[j] < caps[j - 1]; j--) {
+      int64_t t = caps[j];
+      caps[j] = caps[j - 1], caps[j - 1] = t;
+    }
+  return n;
+}
+
+/* The step of m with buckets of cap (on a copy): gv_cost_timeline after the
+ * passes that follow this one (storage, memory-plan), as the planner prices
+ * a realisation. -1 when it cannot be priced. */
+static int64_t priced(const gv_module *m, const gv_cluster *cl, int64_t cap) {
+  gv_module *c = gv_module_clone(m);
+  if (!c) return -1;
+  gv_timeline tl;
+  int64_t ns = -1;
+  if (!bucket_with(c, cap, false, NULL) && !gv_pass_storage(c) && !gv_pass_memory_plan(c) && gv_cost_timeline(cl, c, &tl, NULL) >= 0)
+    ns = tl.step_ns;
+  gv_module_free(c);
+  return ns;
+}
+
+int gv_pass_bucket(gv_module *m) {
+  int64_t cap = gv_shard_opts.bucket_bytes;
+  gv_shard_opts.bucket_chosen = cap > 0 ? cap : 0;
+  if (cap == GV_BUCKET_AUTO && gv_shard_opts.bucket_planned >= 0) cap = gv_shard_opts.bucket_chosen = gv_shard_opts.bucket_planned;
+  if (cap != GV_BUCKET_AUTO) return bucket_with(m, cap, false, NULL);
+  const gv_cluster *cl = gv_plan_opts.cluster;
+  if (!cl || cl->devices_per_node < 1 || !m->main || !m->main->body) return 0; /* nothing to price with: one call per gradient */
+  int nc = 0;
+  for (gv_op *op = m->main->body->first; op; op = op->next) nc += candidate(op);
+  if (nc < 2) return 0;
+  int64_t caps[8], ns[8];
+  uint64_t sig[8];
+  int n = auto_caps(cl, caps), best = 0;
+  bool quiet = gv_shard_opts.quiet;
+  gv_shard_opts.quiet = true;
+  for (int i = 0; i < n; i++) {
+    ns[i] = -1;
+    if (bucket_with(m, caps[i], true, &sig[i])) return -1;
+    bool seen = false; /* a cap that groups as a smaller one: the same program */
+    for (int j = 0; j < i && !seen; j++) seen = sig[j] == sig[i];
+    if (seen) continue;
+    ns[i] = priced(m, cl, caps[i]);
+    if (ns[i] >= 0 && (ns[best] < 0 || ns[i] < ns[best])) best = i;
+  }
+  gv_shard_opts.quiet = quiet;
+  if (!quiet) {
+    fprintf(stderr, "bucket: auto on %s:", cl->name);
+    for (int i = 0; i < n; i++)
+      if (ns[i] >= 0) fprintf(stderr, " %lld bytes %lld ns%s", (long long)caps[i], (long long)ns[i], i == best ? " (chosen)" : "");
+    fputc('\n', stderr);
+  }
+  gv_shard_opts.bucket_chosen = caps[best];
+  return bucket_with(m, caps[best], false, NULL);
 }

@@ -55,7 +55,12 @@ typedef struct {
   const char *file;       /* sharding file: NAME [{"dp"}, {}] per line; NULL: none */
   bool quiet;             /* spmd-partition: no collective table on stderr */
   bool no_overlap;        /* galvc --overlap off: the overlap pass leaves every collective where spmd-partition put it */
-  int64_t bucket_bytes;   /* galvc --bucket-mb: gradient reductions coalesced into buckets of at most this many bytes (bucket.c); 0 (default): one call each */
+  int64_t bucket_bytes;   /* galvc --bucket-mb: gradient reductions coalesced into buckets of at most this many bytes (bucket.c); 0: one call
+                             each; GV_BUCKET_AUTO (--bucket-mb auto): the bucket pass prices a few caps on gv_plan_opts.cluster and keeps the
+                             fastest (docs/planner.md, "Gradient buckets") */
+  int64_t bucket_chosen;  /* set by the bucket pass: the cap it applied (auto: the one it chose; 0: none) */
+  int64_t bucket_planned; /* with GV_BUCKET_AUTO: the cap the planner chose with the plan (or plan.json's bucket_mb), applied as
+                             given; -1: none (the pass chooses) */
   /* sequence parallelism chosen by a plan (plan.json's per-unit "sp"):
    * over axis sp_axis (NULL: only the preset's / a file's), the region
    * restricted to the ops sp_op accepts (NULL: all) */
@@ -64,6 +69,7 @@ typedef struct {
   void *sp_arg;
 } gv_shard_options;
 extern gv_shard_options gv_shard_opts;
+#define GV_BUCKET_AUTO ((int64_t)-1)
 int gv_pass_propagate_sharding(gv_module *m); /* passes/propagate_sharding.c */
 int gv_pass_spmd_partition(gv_module *m);     /* passes/spmd_partition.c */
 int gv_pass_fuse(gv_module *m);           /* passes/fuse.c */

@@ -505,6 +505,29 @@ static void count_memory(const gv_module *m, gv_plan_cost *out) {
  * (unit_ns: its ops' slowed times and the waits for its collectives, so the
  * shares sum to the step) and, when ph / cnt are given, its compute time and
  * op count per phase. */
+/* A gradient bucket's call (passes/bucket.c: attribute bucket) and its pack
+ * (the concat right before it) serve every member's unit: their share of
+ * the step is split over the members' units by bytes, each member known by
+ * its unpack (a slice of the call's result, at the member's location).
+ * Returns false for any other op. */
+static bool bucket_split(const ctx *C, const gv_op *op, int64_t share, int64_t *unit_ns) {
+  const gv_op *call = op;
+  if (op->code == GV_OP_CONCAT && op->next && op->next->nopnds == 1 && op->next->opnds[0] == op->res[0]) call = op->next;
+  if (!gv_get_attr(call, "bucket") || call->nres != 1) return false;
+  int64_t total = gv_type_numel(&call->res[0]->type), given = 0;
+  if (total <= 0) return false;
+  int last = -1;
+  for (const gv_op *o = call->next; o; o = o->next)
+    if (o->code == GV_OP_SLICE && o->nopnds && o->opnds[0] == call->res[0]) {
+      int64_t n = gv_type_numel(&o->res[0]->type), part = share * n / total;
+      last = unit_of(C, o->loc);
+      unit_ns[last] += part, given += part;
+    }
+  if (last < 0) return false;
+  unit_ns[last] += share - given; /* the rounding */
+  return true;
+}
+
 static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *unit_ns, int64_t (*ph)[NPH], int (*cnt)[NPH]) {
   const gv_func *f = m->main;
   int64_t fb = 0;
@@ -541,7 +564,8 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
     }
     if (ns > 0) out->kernels++;
     if (w2 > 2 && adv) wait += (w2 - 2) * (adv[idx] - (ci >= 0 ? 0 : ns)) / 2; /* the repeats' waits and slowdown */
-    if (unit_ns) unit_ns[unit_of(C, op->loc)] += adv ? w2 * adv[idx] / 2 : ns;
+    int64_t share = adv ? w2 * adv[idx] / 2 : ns;
+    if (unit_ns && !bucket_split(C, op, share, unit_ns)) unit_ns[unit_of(C, op->loc)] += share;
   }
   if (extra && getenv("GALV_PLAN_DEBUG")) { /* the stand-in's price: its second microbatch's ops and advance */
     int64_t ra = 0;
@@ -734,11 +758,13 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   if (!rc) rc = gv_pass_memory_plan(m) ? 1 : 0;
   quiet_end(fd);
   gv_layer_units_hint(NULL, NULL);
+  int64_t bucket = gv_shard_opts.bucket_chosen; /* --bucket-mb auto: this plan's cap, the fastest priced */
   gv_shard_opts = saved;
   if (rc) {
     gv_module_free(m);
     return rc < 0 ? -1 : 1;
   }
+  out->bucket_bytes = bucket;
   if (unit_ns) memset(unit_ns, 0, (size_t)p->nunits * sizeof *unit_ns);
   if (unit_state) memset(unit_state, 0, (size_t)p->nunits * sizeof *unit_state);
   const gv_func *f = m->main;
@@ -751,6 +777,26 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   }
   cost_ops(C, m, out, unit_ns, ph, cnt);
   plan_step(out);
+  if (unit_ns && bucket && getenv("GALV_PLAN_DEBUG")) { /* the buckets' split (bucket_split): the unit shares still add up */
+    int64_t sum = 0;
+    int nb = 0, spread = 0;
+    fprintf(stderr, "plan-debug: bucket cap %lld: unit shares", (long long)bucket);
+    for (int u = 0; u < p->nunits; u++) fprintf(stderr, " %lld", (long long)unit_ns[u]), sum += unit_ns[u];
+    for (const gv_op *op = f->body->first; op; op = op->next) {
+      if (!gv_get_attr(op, "bucket")) continue;
+      int first = -1;
+      bool more = false;
+      for (const gv_op *o = op->next; o; o = o->next)
+        if (o->code == GV_OP_SLICE && o->nopnds && o->opnds[0] == op->res[0]) {
+          int u = unit_of(C, o->loc);
+          more |= first >= 0 && u != first;
+          if (first < 0) first = u;
+        }
+      nb++, spread += more;
+    }
+    fprintf(stderr, "; sum %lld, step %lld; %d bucket calls, %d of them over more than one unit\n", (long long)sum, (long long)out->step_ns, nb,
+            spread);
+  }
   gv_mem mem;
   gv_cost_memory(m, &mem);
   out->mem_params = mem.params;
@@ -2379,6 +2425,10 @@ static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c
   } else if (gv_plan_opts.profile)
     fprintf(f, "plan: profile %s (%s): no unit of this program is profiled (the analytic figures stand)\n", gv_plan_opts.profile->path,
             gv_plan_opts.profile->format);
+  if (pc->bucket_bytes > 0)
+    fprintf(f, "plan: gradient buckets of at most %lld bytes (%.6g MiB%s)\n", (long long)pc->bucket_bytes, pc->bucket_bytes / 1048576.0,
+            gv_shard_opts.bucket_bytes == GV_BUCKET_AUTO ? ", --bucket-mb auto's choice" : "");
+  else if (gv_shard_opts.bucket_bytes == GV_BUCKET_AUTO) fprintf(f, "plan: gradient buckets: none (--bucket-mb auto's choice: one call per gradient)\n");
   fprintf(f, "plan: collectives:");
   int any = 0;
   for (int i = 0; i < 4; i++)
@@ -2462,6 +2512,7 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
   if (gv_train_opts.microbatches > 1) /* gradient accumulation (passes/accumulate.c): --plan compiles as many */
     fprintf(f, "  \"microbatches\": %lld,\n  \"zero_reduce\": \"%s\",\n", (long long)gv_train_opts.microbatches,
             gv_train_opts.zero_reduce_each ? "per-microbatch" : "once");
+  fprintf(f, "  \"bucket_mb\": %.15g,\n", pc->bucket_bytes / 1048576.0); /* gradient buckets (bucket.c): --plan compiles the same */
   fprintf(f, "  \"predicted\": {\"step_ns\": %lld, \"compute_ns\": %lld, \"communication_ns\": %lld, \"overlap_slowdown_ns\": %lld, "
              "\"exposed_communication_ns\": %lld},\n",
           (long long)pc->step_ns, (long long)pc->compute_ns, (long long)pc->comm_ns, (long long)pc->slowdown_ns,
@@ -2512,6 +2563,20 @@ static gv_json *plan_json(const char *path) {
   free(buf);
   if (!root) gv_error_plain("%s: not valid JSON: %s", path, err);
   return root;
+}
+
+/* plan.json's bucket_mb (absent: -1, the bucket pass chooses) */
+static int plan_read_bucket(const char *path, int64_t *bytes) {
+  gv_json *root = plan_json(path);
+  if (!root) return -1;
+  const gv_json *v = gv_json_get(root, "bucket_mb");
+  int rc = 0;
+  *bytes = -1;
+  if (v && (v->kind != GV_JSON_NUMBER || !(v->num >= 0) || v->num > 1e6))
+    rc = gv_error_plain("%s: line %d: field 'bucket_mb': expected a number of MiB from 0 to 1000000", path, v->line);
+  else if (v) *bytes = (int64_t)(v->num * 1048576.0 + 0.5);
+  gv_json_free(root);
+  return rc;
 }
 
 int gv_plan_read_microbatches(const char *path, int64_t *B, bool *each) {
@@ -2727,6 +2792,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   int64_t pred = 0, pred_mem = 0;
   int rc = 0;
   memset(&gv_plan_last, 0, sizeof gv_plan_last);
+  gv_shard_opts.bucket_planned = -1; /* --bucket-mb auto: each candidate's realisation chooses */
   count_as = o->count_as > 2 && !o->profile && !o->plan_in && !o->plan_fixed ? o->count_as : 0;
   static alternatives alt; /* large (three plans): not on the stack */
   bool alt_scaled = false;   /* the alternatives' figures are the reduced search's scaled predictions, not realised */
@@ -2753,6 +2819,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     for (int a = 0; !rc && a < plan.naxes; a++) prod *= plan.size[a];
     if (!rc && prod != devices)
       rc = gv_error_plain("%s: the plan's mesh has %lld devices, --gpus %lld", o->plan_in, (long long)prod, (long long)devices);
+    if (!rc && gv_shard_opts.bucket_bytes == GV_BUCKET_AUTO) rc = plan_read_bucket(o->plan_in, &gv_shard_opts.bucket_planned);
     if (!rc) {
       int q = realise(&C, &plan, &pc, NULL, NULL);
       if (q && q > 0 && o->profile && prof_lacking_tp)
@@ -2828,6 +2895,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     fprintf(stderr, "plan: priced for %lld microbatches from the program of 2 (its second microbatch repeated; docs/planner.md, "
                     "\"Microbatch counts priced\")\n", (long long)count_as);
   if (!rc && !o->quiet) layers_report(&C.lu, stderr);
+  if (!rc && gv_shard_opts.bucket_bytes == GV_BUCKET_AUTO) gv_shard_opts.bucket_planned = pc.bucket_bytes; /* the main program's */
   if (!rc) {
     pc.plan_seconds = now_s() - t0;
     pc.candidates = C.realised;

@@ -57,6 +57,7 @@ typedef struct {
   int64_t prof_ns, prof_analytic_ns;    /* compute of those units: the profile's, the cost model's */
   int64_t prof_act, prof_analytic_act;  /* activations kept for backward by those units: the profile's, the memory plan's */
   int64_t prof_b, prof_tp;              /* the samples per microbatch per device and tp degree they were looked up at */
+  int64_t bucket_bytes;                 /* the gradient bucket cap the realisation used (bucket.c; --bucket-mb auto: its choice), 0 none */
 } gv_plan_cost;
 
 typedef struct {

@@ -32,7 +32,7 @@ gv_train_options gv_train_opts = {
     .scale_interval = 2000,
 };
 
-gv_shard_options gv_shard_opts = {.strategy = NULL, .file = NULL, .quiet = true, .bucket_bytes = 0};
+gv_shard_options gv_shard_opts = {.strategy = NULL, .file = NULL, .quiet = true, .bucket_bytes = 0, .bucket_planned = -1};
 
 const int gv_pass_count = (int)(sizeof gv_pass_table / sizeof gv_pass_table[0]);
 

@@ -6,7 +6,8 @@
 # so program.cu makes one NCCL call per bucket. Tiny GPT-2 (2 layers,
 # hidden 32), galvc --target cuda, built with `make emu` (runtime/cuda over
 # the CPU execution layer, NCCL over MPI), 2 ranks, dp and ZeRO-2, with
-# --bucket-mb 0 and 0.01 (several buckets), 3 AdamW steps:
+# --bucket-mb 0 and 0.01 (several buckets), and dp with auto (the CUDA
+# target's cluster, h100-sxm, is latency bound: auto must bucket), 3 AdamW steps:
 #   - losses and every weight = the single-device CPU program's (rtol 1e-4,
 #     atol 1e-5) and = the CPU target's bucketed program of the same plan
 #     (the same bound: the emulated kernels sum in another order);
@@ -52,7 +53,9 @@ calls() { # LOG: rank 0's reduction calls (all_reduce + reduce_scatter) from the
     awk '{ print $1 + $2 }'
 }
 for s in dp zero2; do
-  for mb in 0 0.01; do
+  mbs="0 0.01"
+  [ "$s" = dp ] && mbs="$mbs auto" # the CUDA target's cluster (h100-sxm, latency bound): auto buckets
+  for mb in $mbs; do
     n=$s-$mb
     if ! "$G" "$T/g.onnx" --batch 8 --seq 8 --train --gpus 2 --strategy "$s" --bucket-mb "$mb" --target cuda --no-build \
          -o "$T/$n/" </dev/null >"$T/$n.gen.log" 2>&1 || ! make -s -C "$T/$n" emu >>"$T/$n.gen.log" 2>&1; then
@@ -66,6 +69,12 @@ for s in dp zero2; do
     else bad "$n: vs one CPU device: $r"; fi
     grep -q "comm bytes sent by rank 0 in 3 runs: .* from the global program$" "$T/$n.txt" ||
       bad "$n: bytes not checked against the global prediction: $(grep -m1 'comm bytes' "$T/$n.txt")"
+    if [ "$mb" = auto ]; then
+      if grep -q '^bucket: auto on h100-sxm: .* [1-9][0-9]* bytes [0-9]* ns (chosen)' "$T/$n.gen.log" &&
+         grep -q '^bucket: [0-9]* gradient reductions in [0-9]* buckets' "$T/$n.gen.log"; then
+        ok "$n: $(grep -m1 '^bucket: auto' "$T/$n.gen.log"); $(grep -m1 '^bucket: [0-9]' "$T/$n.gen.log")"
+      else bad "$n: auto chose no buckets on h100-sxm: $(grep -m2 '^bucket' "$T/$n.gen.log")"; fi
+    fi
   done
   n=$s-0.01
   [ -f "$T/$n/program.cu" ] && [ -f "$T/$s-0/program.cu" ] || continue

@@ -156,5 +156,103 @@ PY
   ); then ok "$d: $r"; else bad "$d: trace: $r"; fi
 done
 
+# --bucket-mb auto: the bucket pass prices cap 0 and alpha x beta x 1, 10, 100
+# of the cluster's links and keeps the fastest. The choice must be the
+# cheapest cap printed; on h100-sxm (latency bound) dp buckets, on cpu-local
+# ZeRO-2 keeps one call per gradient (the cost model's prices, printed).
+# Each program = one device, the bytes of --bucket-mb 0.
+auto_check() { # NAME: the choice is the argmin of the priced caps; prints the chosen cap
+  python3 - "$T/$1.err" <<'PY'
+import re, sys
+m = re.search(r"^bucket: auto on \S+: (.*)$", open(sys.argv[1]).read(), re.M)
+if not m:
+    sys.exit("no 'bucket: auto' line")
+caps = [(int(b), int(ns), c) for b, ns, c in re.findall(r"(\d+) bytes (\d+) ns( \(chosen\))?", m.group(1))]
+chosen = [b for b, ns, c in caps if c]
+best = min(caps, key=lambda x: (x[1], x[0]))[0]
+if chosen != [best]:
+    sys.exit(f"chose {chosen}, the cheapest is {best}: {m.group(1)}")
+print(best)
+PY
+}
+for c in gpt2:2:dp:h100-sxm:buckets gpt2:2:zero2:cpu-local:none; do
+  IFS=: read -r fam n s cl want <<<"$c"
+  d="$fam-$n-$s-auto-$cl" base="$fam-$n-$s-0"
+  build "$d" "$T/$fam.onnx" --gpus "$n" --strategy "$s" --cluster "$cl" --bucket-mb auto || continue
+  cap=$(auto_check "$d") || { bad "$d: $cap"; continue; }
+  line=$(grep -m1 '^bucket: auto' "$T/$d.err")
+  if [ "$want" = buckets ]; then
+    [ "$cap" -gt 0 ] && grep -q "^bucket: [0-9]* gradient reductions in [0-9]* buckets of at most $cap bytes" "$T/$d.err" &&
+      ok "$d: buckets chosen ($line)" || bad "$d: expected buckets: $line"
+  else
+    [ "$cap" = 0 ] && ! grep -q "^bucket: [0-9]* gradient reductions in" "$T/$d.err" &&
+      ok "$d: one call per gradient kept ($line)" || bad "$d: expected no buckets: $line"
+  fi
+  run "$d" plain off || { bad "$d: run: $(grep -m2 error "$T/$d.plain.err")"; continue; }
+  if r=$(same "$fam-1" ref "$d" plain 0 2>&1); then ok "$d: = one device: $r"; else bad "$d: vs one device: $r"; fi
+  b0=$(stats "$T/$base.plain.log" bytes) b1=$(stats "$T/$d.plain.log" bytes)
+  grep -q "comm bytes sent by rank 0 in 2 runs: .* from the global program$" "$T/$d.plain.log" && [ -n "$b0" ] && [ "$b0" = "$b1" ] &&
+    ok "$d: bytes per kind = predicted = --bucket-mb 0's ($b1)" || bad "$d: bytes $b1, --bucket-mb 0: $b0"
+done
+
+# the planner with --bucket-mb auto: its plan's cap in the report and in
+# plan.json (bucket_mb); --plan compiles the same buckets, --bucket-mb X
+# fixes the cap over the file's; the replayed program = one device.
+P="$T/plan.json"
+d=gpt2-2-plan
+if build "$d" "$T/gpt2.onnx" --gpus 2 --cluster h100-sxm --bucket-mb auto --plan-out "$P"; then
+  bytes=$(grep -o 'gradient buckets of at most [0-9]* bytes' "$T/$d.err" | grep -o '[0-9]*')
+  mib=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bucket_mb"])' "$P" 2>&1)
+  if [ -n "$bytes" ] && [ "$bytes" -gt 0 ] && python3 -c 'import sys; sys.exit(int(float(sys.argv[1]) * 1048576 + 0.5) != int(sys.argv[2]))' "$mib" "$bytes"; then
+    ok "$d: the plan's buckets: $bytes bytes, plan.json bucket_mb $mib"
+  else bad "$d: report '$bytes', plan.json bucket_mb '$mib'"; fi
+  if build "$d-replay" "$T/gpt2.onnx" --gpus 2 --cluster h100-sxm --bucket-mb auto --plan "$P" &&
+    grep -q "^bucket: [0-9]* gradient reductions in [0-9]* buckets of at most $bytes bytes" "$T/$d-replay.err" &&
+    ! grep -q '^bucket: auto' "$T/$d-replay.err"; then
+    ok "$d: --plan compiles the file's cap ($(grep -m1 '^bucket:' "$T/$d-replay.err"))"
+    if run "$d-replay" plain off && r=$(same gpt2-1 ref "$d-replay" plain 0 2>&1); then ok "$d-replay: = one device: $r"
+    else bad "$d-replay: vs one device: $r $(grep -m2 error "$T/$d-replay.plain.err")"; fi
+  else bad "$d: --plan: $(grep -m2 'bucket\|error' "$T/$d-replay.err")"; fi
+  if build "$d-fixed" "$T/gpt2.onnx" --gpus 2 --cluster h100-sxm --bucket-mb 0 --plan "$P" && ! grep -q '^bucket:' "$T/$d-fixed.err"; then
+    ok "$d: --bucket-mb 0 over the file's bucket_mb: no bucket"
+  else bad "$d: --bucket-mb 0 --plan: $(grep -m2 'bucket\|error' "$T/$d-fixed.err")"; fi
+  sed 's/"bucket_mb": [0-9.e+-]*/"bucket_mb": "big"/' "$P" >"$T/bad.json"
+  timeout 60 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --gpus 2 --cluster h100-sxm --bucket-mb auto --plan "$T/bad.json" \
+    --target cpu -o "$T/bad/" >/dev/null 2>"$T/bad.err" </dev/null
+  rc=$?
+  if [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -q "bad.json: line [0-9]*: field 'bucket_mb'" "$T/bad.err"; then ok "plan.json bucket_mb \"big\": $(grep -m1 bucket_mb "$T/bad.err")"
+  else bad "plan.json bucket_mb \"big\": rc $rc: $(head -2 "$T/bad.err")"; fi
+fi
+
+# the search's per-unit accounting (plan_sharding.c bucket_split): a
+# bucket's time split over its members' units, so each realisation's unit
+# shares add up to its step (GALV_PLAN_DEBUG prints them)
+if GALV_PLAN_DEBUG=1 timeout 120 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --gpus 2 --cluster h100-sxm --bucket-mb auto \
+  --plan-only --target cpu -o "$T/dbg/" >/dev/null 2>"$T/dbg.err" </dev/null; then
+  if r=$(python3 - "$T/dbg.err" <<'PY'
+import re, sys
+rows = re.findall(r"^plan-debug: bucket cap \d+: unit shares ([\d ]+); sum (\d+), step (\d+); (\d+) bucket calls, (\d+) of them over more", open(sys.argv[1]).read(), re.M)
+if not rows:
+    sys.exit("no realisation with buckets")
+for sh, s, st, nb, sp in rows:
+    if sum(map(int, sh.split())) != int(s) or int(s) != int(st):
+        sys.exit(f"unit shares {sh} sum to {s}, step {st}")
+spread = sum(int(r[4]) for r in rows)
+if not spread:
+    sys.exit("no bucket over more than one unit")
+print(f"{len(rows)} realisations with buckets: unit shares = step in each; {spread} bucket calls split over more than one unit")
+PY
+  ); then ok "planner unit shares: $r"; else bad "planner unit shares: $r"; fi
+else bad "planner GALV_PLAN_DEBUG: $(grep -m2 error "$T/dbg.err")"; fi
+
+# bad values: one error line, exit 2
+for v in foo -1 autox; do
+  timeout 60 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --gpus 2 --bucket-mb "$v" --target cpu -o "$T/badv/" >/dev/null 2>"$T/badv.err" </dev/null
+  rc=$?
+  if [ $rc = 2 ] && [ "$(grep -c . "$T/badv.err")" = 1 ] && grep -q "bucket-mb expects auto or a non-negative number of MiB.*'$v'" "$T/badv.err"; then
+    ok "--bucket-mb $v: $(cat "$T/badv.err")"
+  else bad "--bucket-mb $v: rc $rc: $(head -3 "$T/badv.err")"; fi
+done
+
 echo "train_bucket: $pass passed, $fail failed"
 [ "$fail" = 0 ]

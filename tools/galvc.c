@@ -76,9 +76,10 @@ static void usage(FILE *f) {
           "                           (default: one axis named after --strategy, or dp)\n"
           "  --overlap on|off         on (default): gradient reductions posted as the backward produces them,\n"
           "                           ZeRO-3 gathers one layer ahead (docs/planner.md, \"Step time: two streams\")\n"
-          "  --bucket-mb X            gradient reductions of one kind and group coalesced into buckets of at most\n"
+          "  --bucket-mb X|auto       gradient reductions of one kind and group coalesced into buckets of at most\n"
           "                           X MiB, one collective each (PyTorch DDP's default is 25; default here 0: one\n"
-          "                           call per gradient, as the planner does not choose the size yet;\n"
+          "                           call per gradient); auto: 0 and sizes from the cluster's latency x bandwidth\n"
+          "                           priced, the fastest kept (per candidate plan; plan.json bucket_mb;\n"
           "                           docs/planner.md, \"Gradient buckets\")\n"
           "  --strategy dp|tp|zero1|zero2|zero3|dp,tp|zero2,tp|tp,sp|dp,tp,sp|auto  sharding presets\n"
           "                           (docs/sharding.md; zero = zero3, ZeRO stages); auto (the default with\n"
@@ -677,12 +678,13 @@ int main(int argc, char **argv) {
     } else if (TAKES("--bucket-mb")) {
       char *end;
       errno = 0;
-      double v = strtod(val, &end);
-      if (errno || *end || !*val || !(v >= 0) || v > 1e6) {
-        gv_error_plain("--bucket-mb expects a non-negative number of MiB (0: one call per gradient), got '%s'", val);
+      bool au = !strcmp(val, "auto");
+      double v = au ? 0 : strtod(val, &end);
+      if (au) gv_shard_opts.bucket_bytes = GV_BUCKET_AUTO;
+      else if (errno || *end || !*val || !(v >= 0) || v > 1e6) {
+        gv_error_plain("--bucket-mb expects auto or a non-negative number of MiB (0: one call per gradient), got '%s'", val);
         return 2;
-      }
-      gv_shard_opts.bucket_bytes = (int64_t)(v * 1048576.0 + 0.5);
+      } else gv_shard_opts.bucket_bytes = (int64_t)(v * 1048576.0 + 0.5);
     } else if (TAKES("--strategy")) {
       gv_shard_opts.strategy = val;
     } else if (TAKES("--plan")) {
@@ -1193,7 +1195,7 @@ int main(int argc, char **argv) {
   gv_cluster cluster;
   memset(&cluster, 0, sizeof cluster); /* not loaded without --cluster / --report-cost / a plan */
   bool mb_auto = train && !pa.on && mb_given && !pa.B; /* --microbatches auto: the smallest B that fits */
-  if ((cluster_spec || report_cost || gv_plan_opts.active || mb_auto) && gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster))
+  if ((cluster_spec || report_cost || gv_plan_opts.active || mb_auto || gv_shard_opts.bucket_bytes == GV_BUCKET_AUTO) && gv_cluster_load(cluster_spec ? cluster_spec : default_cluster, &cluster))
     return 2;
   /* Nodes of the cluster's kind as many as the devices need (--gpus-per-node overrides the node size). */
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
