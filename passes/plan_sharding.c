@@ -284,11 +284,14 @@ static void pio_pin(void *ctx, gv_value *v, const gv_sharding *s) {
 
 static gv_value *pio_pin_use(void *ctx, gv_value *v, const gv_sharding *s) {
   gv_module *m = ctx;
+  const gv_op *at;
+  gv_op *before = gv_pin_use_before(m->main->body, v, &at);
+  if (!before) return v;
   gv_op *o = gv_op_new(m, GV_OP_RESHARD, 1, &v, 1);
   o->res[0]->type = v->type;
-  gv_op_set_loc(m, o, v->def->loc, v->def->onnx_op);
+  gv_op_set_loc(m, o, at->loc, at->onnx_op);
   gv_set_shardings(m, o, &s);
-  gv_insert_before(v->def->next, o);
+  gv_insert_before(before, o);
   return o->res[0];
 }
 

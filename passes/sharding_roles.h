@@ -32,7 +32,8 @@ int gv_dot_rhs_dim(const gv_op *op, bool contracting);
  * value's own sharding (an argument or a one-result op); `pin_use` asks
  * that the consumers of v (a gradient) read it resharded right after its
  * producer and returns the value they should read (v itself, or a
- * galv.reshard of it). */
+ * galv.reshard of it). v may be an argument (ZeRO-1/2's 16-bit working
+ * copy below): its reshard then goes right before its first reader. */
 typedef struct {
   void *ctx;
   const gv_sharding *(*get)(void *ctx, const gv_value *v);
@@ -53,5 +54,17 @@ typedef struct {
  * sums, ops at "accumulate/P"); stage 3 leaves it to the update's first
  * read (as --strategy zero always did). Returns 0, -1 after an error. */
 int gv_zero_stage_pins(gv_module *m, const gv_mesh *mesh, const uint8_t *stage, unsigned dmask, const gv_pin_io *io);
+
+/* Where pin_use puts v's galv.reshard: before the op after v's producer, or
+ * for an argument before its first top-level reader (NULL: nothing reads
+ * it); *at: the op whose location the reshard takes. */
+static inline gv_op *gv_pin_use_before(const gv_block *body, const gv_value *v, const gv_op **at) {
+  *at = v->def;
+  if (v->def) return v->def->next;
+  for (gv_op *op = body->first; op; op = op->next)
+    for (int i = 0; i < op->nopnds; i++)
+      if (op->opnds[i] == v) return (gv_op *)(*at = op);
+  return NULL;
+}
 
 #endif
