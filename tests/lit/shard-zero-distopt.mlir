@@ -19,7 +19,7 @@
 // P1: "galv.dot"({{.*}}, %arg0) {{.*}} loc("/fc/grad"("MatMul"))
 // P1: galv.name = "w", galv.param, galv.sharding = #galv.sharding<@m, [{"dp"}, {}]>
 // Z1: %[[H:[0-9]+]] = "galv.cast"(%arg2) {gather_copy = 1 : i64, sharding = #galv.sharding<@m, [{"dp"}, {}]>, storage = ["bf16"], to = f32} : (tensor<4x6xf32>) -> tensor<4x6xf32>
-// Z1-NEXT: %[[G:[0-9]+]] = "galv.all_gather"(%[[H]]) {axes = ["dp"], bytes = 48 : i64, dim = 0 : i64, {{.*}}storage = ["bf16"]} : (tensor<4x6xf32>) -> tensor<8x6xf32> loc("/fc")
+// Z1-NEXT: %[[G:[0-9]+]] = "galv.all_gather"(%[[H]]) {axes = ["dp"], bytes = 48 : i64, dim = 0 : i64, {{.*}}storage = ["bf16"], working_copy = 1 : i64} : (tensor<4x6xf32>) -> tensor<8x6xf32> loc("/fc")
 // Z1-NEXT: "galv.dot"(%arg0, %[[G]]) {input_storage = "bf16"
 // Z1: "galv.all_reduce"({{.*}} {axes = ["dp"], bytes = 192 : i64{{.*}} -> tensor<8x6xf32> loc("/fc/grad")
 // Z1-NOT: galv.all_gather
@@ -27,7 +27,7 @@
 // Z1-SAME: tensor<4x6xf32>
 // Z1: galv.name = "w", galv.param, galv.sharding = #galv.sharding<@m, [{"dp"}, {}]>
 // Z1-SAME: galv.name = "opt.m:w", galv.sharding = #galv.sharding<@m, [{"dp"}, {}]>, galv.state
-// Z2: "galv.all_gather"({{.*}} {axes = ["dp"], bytes = 48 : i64{{.*}}storage = ["bf16"]} : (tensor<4x6xf32>) -> tensor<8x6xf32> loc("/fc")
+// Z2: "galv.all_gather"({{.*}} {axes = ["dp"], bytes = 48 : i64{{.*}}storage = ["bf16"], working_copy = 1 : i64} : (tensor<4x6xf32>) -> tensor<8x6xf32> loc("/fc")
 // Z2-NOT: galv.all_reduce{{.*}}tensor<8x6xf32>
 // Z2: "galv.reduce_scatter"({{.*}} {axes = ["dp"], bytes = 96 : i64, dim = 0 : i64{{.*}} -> tensor<4x6xf32> loc("/fc/grad")
 // Z2-NOT: galv.all_gather
