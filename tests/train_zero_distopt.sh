@@ -6,7 +6,8 @@
 #     program (losses within 1e-3: tests/cpu_bf16.sh's bound for 2 ranks);
 #     the bytes the communicator counted = the prediction x 2;
 #   - the layout: the state buffer holds each parameter's fp32 master split
-#     (parameters = the one-device program's / N) with its optimizer state;
+#     (parameters = the one-device program's / N, up to 64-byte slot
+#     alignment) with its optimizer state;
 #     galvc's memory line counts the whole 16-bit working copies in the
 #     arena; the per-layer summary of each layer h.N / layers.N shows no
 #     collective in the optimizer (nothing gathered after the update) and
@@ -82,8 +83,10 @@ sys.exit(0 if len(a) == len(b) == 2 and max(abs(x - y) for x, y in zip(a, b)) <=
       if c=$(python3 "$SRC/tests/lib/comm_counted.py" "$T/$d.log" 2); then ok "$d: bytes counted = predicted x 2 ($c)"
       else bad "$d: bytes counted vs predicted: $c"; fi
       pN=$(state_params "$T/$d.log")
-      if [ -n "$pN" ] && [ $((pN * N)) = "$p1" ]; then ok "$d: the state holds the fp32 masters split: parameters $pN = $p1 / $N"
-      else bad "$d: state parameters '$pN', want $p1 / $N"; fi
+      # = p1 / N, up to the state slots' 64-byte alignment (<= 5 %)
+      if [ -n "$pN" ] && [ $((pN * N)) -ge "$p1" ] && [ $((pN * N * 100)) -le $((p1 * 105)) ]; then
+        ok "$d: the state holds the fp32 masters split: parameters $pN ~ $p1 / $N"
+      else bad "$d: state parameters '$pN', want $p1 / $N (within 5 %)"; fi
       wc=$(sed -n 's/.*16-bit working copies \([0-9]*\) (in the arena).*/\1/p' "$T/$d.err")
       if [ -n "$wc" ] && [ "$wc" -ge $((p1 / 2)) ]; then ok "$d: whole 16-bit working copies $wc bytes in the arena (fp32 parameters $p1)"
       else bad "$d: working copies '$wc' bytes, want >= $((p1 / 2))"; fi
