@@ -756,10 +756,10 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   plan_step(out);
   gv_mem mem;
   gv_cost_memory(m, &mem);
-  out->mem_params = mem.params;
+  out->mem_params = mem.params + mem.working_copy; /* ZeRO-1/2 under 16-bit training: the split masters and the whole 16-bit copies */
   out->mem_grads = mem.grads;
   out->mem_optimizer = mem.optimizer;
-  out->mem_activations = mem.total - mem.params - mem.optimizer - mem.grads - mem.constants - mem.comm;
+  out->mem_activations = mem.total - out->mem_params - mem.optimizer - mem.grads - mem.constants - mem.comm;
   out->mem_total = mem.total;
   if (count_as > 2 && microbatch_copies(m) == 2) count_memory(m, out);
   if (ph) { /* --profile: measured figures replace the analytic ones of the profiled units */
