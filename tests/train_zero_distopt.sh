@@ -18,6 +18,7 @@
 #   - a checkpoint after step 1 (zero1, 2 ranks) resumed for step 2 = the
 #     uninterrupted run, and loaded by the one-device program (the fp32
 #     master, gathered);
+#   - --microbatches 2 (zero2): one gather of the copy per step, = one device;
 #   - --precision fp32 --strategy zero1 keeps the parameter whole (no working
 #     copy).
 set -uo pipefail
@@ -108,6 +109,21 @@ sys.exit(0 if len(a) == len(b) == 2 and max(abs(x - y) for x, y in zip(a, b)) <=
     done
   done
 done
+
+# --microbatches 2 (zero2, GPT-2, 2 ranks): the copy is gathered once per step for both microbatches (the
+# all_gather bytes = one microbatch's run's), = the one-device program with 2 microbatches
+if compile mb_one "$T/gpt2.onnx" --microbatches 2 && run mb_one --steps 2 &&
+  compile mb_zero2 "$T/gpt2.onnx" --microbatches 2 --gpus 2 --strategy zero2 && run mb_zero2 --steps 2; then
+  a=$(losses "$T/mb_one.log") b=$(losses "$T/mb_zero2.log")
+  g1=$(python3 "$SRC/tests/lib/comm_counted.py" "$T/zero2_gpt2_2.log" 2 all_gather 2>&1)
+  g2=$(python3 "$SRC/tests/lib/comm_counted.py" "$T/mb_zero2.log" 2 all_gather 2>&1)
+  if python3 -c "
+import sys
+a, b = [float(x) for x in '$a'.split()], [float(x) for x in '$b'.split()]
+sys.exit(0 if len(a) == len(b) == 2 and max(abs(x - y) for x, y in zip(a, b)) <= 1e-3 else 1)" && [ -n "$g1" ] && [ "$g1" = "$g2" ]; then
+    ok "zero2 bf16, 2 microbatches: losses $b vs one device $a; all_gather $g2 bytes = one microbatch's $g1 (one copy per step)"
+  else bad "zero2 bf16, 2 microbatches: losses '$b' vs '$a', all_gather '$g2' vs '$g1'"; fi
+fi
 
 # checkpoint: zero1 bf16, 2 ranks, step 1 saved, step 2 resumed = the uninterrupted run; the one-device program loads it
 if [ -x "$T/zero1_gpt2_2/launch" ]; then
