@@ -47,7 +47,12 @@ typedef struct {
  * own (tp) sharding leaves whole that dmask divides (a parameter with no
  * such dim stays at stage 0); stage 3 splits the parameter too, stages
  * 1 / 2 keep it whole (the updated parameter, a galv.updates result, is
- * then all-gathered after the update). Stage 1 pins the gradient the
+ * then all-gathered after the update) — except under 16-bit training in
+ * one program (gv_precision_opts.storage 16-bit, not a pipeline stage):
+ * there stages 1 / 2 split the parameter (the fp32 master) too and every
+ * reader but the update reads one whole gather of it, a galv.reshard
+ * marked working_copy before its first reader (the storage pass makes it a
+ * 16-bit gather; regather leaves it alone). Stage 1 pins the gradient the
  * optimizer reads replicated over dmask (all_reduce, then a local slice);
  * stage 2 pins it split (reduce_scatter right after the backward produces
  * it; with gradient accumulation every microbatch's gradient and the
