@@ -18,6 +18,7 @@
 #   - a checkpoint after step 1 (zero1, 2 ranks) resumed for step 2 = the
 #     uninterrupted run, and loaded by the one-device program (the fp32
 #     master, gathered);
+#   - zero1,tp and zero3,tp on dp=2 x tp=2 = one device, bytes = predicted;
 #   - --microbatches 2 (zero2): one gather of the copy per step, = one device;
 #   - --precision fp32 --strategy zero1 keeps the parameter whole (no working
 #     copy).
@@ -108,6 +109,22 @@ sys.exit(0 if len(a) == len(b) == 2 and max(abs(x - y) for x, y in zip(a, b)) <=
       else bad "$d: memory measured '$st + $hw' vs dp's '$st0 + $hw0'"; fi
     done
   done
+done
+
+# with tp (dp=2 x tp=2, GPT-2): zero1,tp splits the tp shard of each master over dp and gathers its 16-bit copy
+# over dp only; zero3,tp alike per layer (the overlap pass once crashed prefetching these gathers: a group's
+# 16-bit copy right after its previous layer's reader)
+for s in zero1,tp zero3,tp; do
+  d=tp_${s%%,*}
+  compile $d "$T/gpt2.onnx" --gpus 4 --mesh dp=2,tp=2 --strategy $s && run $d --steps 2 || continue
+  a=$(losses "$T/$d.log") ref=$(losses "$T/one_gpt2.log")
+  if python3 -c "
+import sys
+a, b = [float(x) for x in '$ref'.split()], [float(x) for x in '$a'.split()]
+sys.exit(0 if len(a) == len(b) == 2 and max(abs(x - y) for x, y in zip(a, b)) <= 1e-3 else 1)" &&
+    c=$(python3 "$SRC/tests/lib/comm_counted.py" "$T/$d.log" 2); then
+    ok "gpt2 dp=2 x tp=2 $s bf16: losses $a vs one device $ref; bytes counted = predicted x 2 ($c)"
+  else bad "gpt2 dp=2 x tp=2 $s bf16: losses '$a' vs one device '$ref' ${c:-}"; fi
 done
 
 # --microbatches 2 (zero2, GPT-2, 2 ranks): the copy is gathered once per step for both microbatches (the
