@@ -285,7 +285,10 @@ static int64_t grad_bytes(gv_func *f, int64_t pb) {
  * optimizer_bytes (galv.state arguments), activation_bytes (the most bytes
  * of forward values live at once: values defined up to the loss, forward
  * temporaries included), saved_activation_bytes (forward values still live
- * after the loss: those kept for backward). */
+ * after the loss: those kept for backward), working_copy_bytes (ZeRO-1/2
+ * under 16-bit training: the whole 16-bit copies of the split master
+ * weights, gathers marked working_copy, held in the arena for the step;
+ * not counted as activations; absent when none). */
 static void train_breakdown(ctx *c, gv_func *f, const int *roots, int nroots, gv_op *arena) {
   gv_block *body = f->body;
   int64_t pb = 0, ob = 0;
@@ -296,10 +299,22 @@ static void train_breakdown(ctx *c, gv_func *f, const int *roots, int nroots, gv
   }
   gv_op *ret = gv_block_terminator(body);
   int lossp = ret && ret->nopnds ? c->v[c->v[ret->opnds[0]->id].root].start : c->point;
-  int64_t *diff = calloc((size_t)c->point + 2, sizeof *diff), live = 0, act = 0;
+  int64_t *diff = calloc((size_t)c->point + 2, sizeof *diff), live = 0, act = 0, wc = 0;
+  /* ZeRO-1/2's whole 16-bit working copies (the gathers marked working_copy, propagate-sharding): model
+   * states held in the arena for the step, counted apart from the activations */
+  int nv = 0;
+  for (int i = 0; i < body->nargs; i++) nv = body->args[i]->id + 1 > nv ? body->args[i]->id + 1 : nv;
+  for (gv_op *op = body->first; op; op = op->next)
+    for (int i = 0; i < op->nres; i++) nv = op->res[i]->id + 1 > nv ? op->res[i]->id + 1 : nv;
+  char *copy = calloc((size_t)nv + 1, 1);
+  for (gv_op *op = body->first; copy && op; op = op->next)
+    if (op->nres == 1 && gv_get_attr(op, "working_copy") && op->res[0]->id >= 0 && !copy[c->v[op->res[0]->id].root]) {
+      copy[c->v[op->res[0]->id].root] = 1;
+      wc += c->v[c->v[op->res[0]->id].root].bytes;
+    }
   for (int i = 0; diff && i < nroots; i++) {
     const vinfo *r = &c->v[roots[i]];
-    if (r->start > lossp) continue;
+    if (r->start > lossp || (copy && copy[roots[i]])) continue;
     diff[r->start] += r->bytes;
     diff[r->end + 1] -= r->bytes;
   }
@@ -310,15 +325,16 @@ static void train_breakdown(ctx *c, gv_func *f, const int *roots, int nroots, gv
   int64_t saved = 0;
   for (int i = 0; i < nroots; i++) {
     const vinfo *r = &c->v[roots[i]];
-    if (r->start <= lossp && r->end > lossp) saved += r->bytes;
+    if (r->start <= lossp && r->end > lossp && !(copy && copy[roots[i]])) saved += r->bytes;
   }
-  free(diff);
+  free(diff), free(copy);
   gv_set_int(c->m, arena, "param_bytes", pb);
   /* gradients at their storage: --grad-dtype bf16 under 16-bit storage (the storage pass) halves them */
   bool g16 = gv_precision_opts.storage != GV_DT_F32 && gv_precision_opts.grad != GV_DT_F32 && gv_module_has_narrow_storage(c->m);
   int64_t gb = grad_bytes(f, pb);
   gv_set_int(c->m, arena, "grad_bytes", g16 ? gb / 2 : gb);
   gv_set_int(c->m, arena, "optimizer_bytes", ob);
+  if (wc) gv_set_int(c->m, arena, "working_copy_bytes", wc);
   gv_set_int(c->m, arena, "activation_bytes", act);
   gv_set_int(c->m, arena, "saved_activation_bytes", saved);
 }

@@ -98,8 +98,12 @@ static void prefetch_gathers(gv_module *m, gv_block *b) {
       gv_op *r = first_reader(g[plo]->next, g + plo, lo - plo);
       bool before = false; /* r precedes this group's first gather */
       for (gv_op *op = r; op && !before; op = op->next) before = op == g[lo];
-      if (r && before && r->next != g[lo]) {
-        gv_op *at = r->next;
+      gv_op *at = r ? r->next : NULL; /* past the group's own gathers and copies already there: never insert before a moved op */
+      for (bool own = true; at && own; at = own ? at->next : at) {
+        own = false;
+        for (int j = lo; j < hi && !own; j++) own = at == g[j] || at == g[j]->opnds[0]->def;
+      }
+      if (r && before && at && r->next != g[lo]) {
         for (int j = lo; j < hi; j++) {
           gv_op *c = g[j]->opnds[0]->def; /* a 16-bit copy made between `at` and the gather moves with it */
           bool after = false;

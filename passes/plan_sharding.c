@@ -284,11 +284,14 @@ static void pio_pin(void *ctx, gv_value *v, const gv_sharding *s) {
 
 static gv_value *pio_pin_use(void *ctx, gv_value *v, const gv_sharding *s) {
   gv_module *m = ctx;
+  const gv_op *at;
+  gv_op *before = gv_pin_use_before(m->main->body, v, &at);
+  if (!before) return v;
   gv_op *o = gv_op_new(m, GV_OP_RESHARD, 1, &v, 1);
   o->res[0]->type = v->type;
-  gv_op_set_loc(m, o, v->def->loc, v->def->onnx_op);
+  gv_op_set_loc(m, o, at->loc, at->onnx_op);
   gv_set_shardings(m, o, &s);
-  gv_insert_before(v->def->next, o);
+  gv_insert_before(before, o);
   return o->res[0];
 }
 
@@ -799,10 +802,10 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   }
   gv_mem mem;
   gv_cost_memory(m, &mem);
-  out->mem_params = mem.params;
+  out->mem_params = mem.params + mem.working_copy; /* ZeRO-1/2 under 16-bit training: the split masters and the whole 16-bit copies */
   out->mem_grads = mem.grads;
   out->mem_optimizer = mem.optimizer;
-  out->mem_activations = mem.total - mem.params - mem.optimizer - mem.grads - mem.constants - mem.comm;
+  out->mem_activations = mem.total - out->mem_params - mem.optimizer - mem.grads - mem.constants - mem.comm;
   out->mem_total = mem.total;
   if (count_as > 2 && microbatch_copies(m) == 2) count_memory(m, out);
   if (ph) { /* --profile: measured figures replace the analytic ones of the profiled units */

@@ -786,6 +786,11 @@ int gv_zero_stage_pins(gv_module *m, const gv_mesh *mesh, const uint8_t *stage, 
     free(zs), free(ws), free(g), free(g2);
     return gv_error(m, "propagate-sharding: out of memory");
   }
+  /* 16-bit training in one program (not a pipeline stage): at stages 1 and 2
+   * the parameter (the fp32 master weight) is split like its optimizer state
+   * and the step reads a whole 16-bit working copy (Megatron's distributed
+   * optimizer; below) */
+  const bool split16 = gv_precision_opts.storage != GV_DT_F32 && gv_func_stage_kind(f) == 0;
   for (int i = 0; i < n; i++) {
     gv_value *v = f->body->args[i];
     if (!stage[i] || !gv_arg_trains(f, i)) continue;
@@ -812,7 +817,7 @@ int gv_zero_stage_pins(gv_module *m, const gv_mesh *mesh, const uint8_t *stage, 
       if (dmask & (1u << a)) z->axes[zd][z->naxes[zd]++] = (uint8_t)a;
     for (int j = 0; j < w->naxes[zd]; j++) z->axes[zd][z->naxes[zd]++] = w->axes[zd][j];
     zs[i] = z, ws[i] = w;
-    io->pin(io->ctx, v, stage[i] >= 3 ? z : w);
+    io->pin(io->ctx, v, stage[i] >= 3 || split16 ? z : w);
   }
   /* optimizer state "opt.X:P" of P's shape: P's ZeRO split */
   for (int i = 0; f->arg_is_state && i < n; i++) {
@@ -849,6 +854,26 @@ int gv_zero_stage_pins(gv_module *m, const gv_mesh *mesh, const uint8_t *stage, 
         op->opnds[k] = io->pin_use(io->ctx, o, zs[j]);
     }
   }
+  /* split16: every reader of P but its update reads one gather of it (a galv.reshard to P's whole sharding marked
+   * `working_copy`, right before its first reader), kept whole for the step: the regather pass leaves it alone, and
+   * the storage pass gathers it as a 16-bit copy of the updated master's shard (2 bytes per element) wherever its
+   * readers read it 16-bit. The update reads the master shard; the step's new P is that shard, so nothing is
+   * gathered after the update, and checkpoints hold the (gathered) fp32 master. */
+  int copies = 0;
+  for (int i = 0; split16 && i < n; i++) {
+    if (!zs[i] || stage[i] >= 3) continue;
+    gv_value *v = f->body->args[i];
+    const gv_op *at;
+    if (!gv_pin_use_before(f->body, v, &at) || loc_is(at, "optimizer/")) continue; /* only the update reads P */
+    gv_value *c = io->pin_use(io->ctx, v, ws[i]);
+    if (c == v || !c->def) continue;
+    gv_set_int(m, c->def, "working_copy", 1);
+    copies++;
+    for (gv_op *op = c->def->next; op; op = op->next)
+      for (int k = 0; !loc_is(op, "optimizer/") && k < op->nopnds; k++)
+        if (op->opnds[k] == v) op->opnds[k] = c;
+  }
+  if (copies) gv_count_uses(f->body);
   gv_arg_index_free(&names);
   free(zs), free(ws), free(g), free(g2);
   return 0;
@@ -863,11 +888,14 @@ static void prop_pin(void *ctx, gv_value *v, const gv_sharding *s) { ((prop *)ct
  * value table. */
 static gv_value *prop_pin_use(void *ctx, gv_value *v, const gv_sharding *s) {
   prop *P = ctx;
+  const gv_op *at;
+  gv_op *before = gv_pin_use_before(P->m->main->body, v, &at);
+  if (!before) return v;
   gv_op *o = gv_op_new(P->m, GV_OP_RESHARD, 1, &v, 1);
   o->res[0]->type = v->type;
-  gv_op_set_loc(P->m, o, v->def->loc, v->def->onnx_op);
+  gv_op_set_loc(P->m, o, at->loc, at->onnx_op);
   gv_set_shardings(P->m, o, &s);
-  gv_insert_before(v->def->next, o);
+  gv_insert_before(before, o);
   if (P->nvals + 1 >= P->capvals) { /* doubling: one reshard per gradient */
     int cap = 2 * P->capvals + 2;
     gv_value **vals = realloc(P->vals, (size_t)cap * sizeof *vals);

@@ -24,7 +24,8 @@
  * see (the clone is an ordinary galv.reshard of the global program).
  *
  * Only reshards whose operand is a trained parameter of the function body
- * are cloned (inputs, activations and optimizer state are left alone), and
+ * are cloned (not a ZeRO-1/2 working copy, marked `working_copy`: it is
+ * gathered once and kept whole for the step by design) (inputs, activations and optimizer state are left alone), and
  * only uses by top-level ops (a use inside a region keeps the first
  * gather). Inference programs are left as they are. */
 #include <stdlib.h>
@@ -36,7 +37,7 @@
 /* A reshard of a trained parameter (an argument of the body; its id: the
  * argument's index, set by the caller). */
 static bool is_param_gather(const gv_func *f, const gv_op *op) {
-  if (op->code != GV_OP_RESHARD || op->nopnds != 1 || op->opnds[0]->def) return false;
+  if (op->code != GV_OP_RESHARD || op->nopnds != 1 || op->opnds[0]->def || gv_get_attr(op, "working_copy")) return false;
   int a = op->opnds[0]->id;
   return a >= 0 && a < f->body->nargs && f->body->args[a] == op->opnds[0] && gv_arg_trains(f, a);
 }

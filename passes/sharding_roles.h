@@ -32,7 +32,8 @@ int gv_dot_rhs_dim(const gv_op *op, bool contracting);
  * value's own sharding (an argument or a one-result op); `pin_use` asks
  * that the consumers of v (a gradient) read it resharded right after its
  * producer and returns the value they should read (v itself, or a
- * galv.reshard of it). */
+ * galv.reshard of it). v may be an argument (ZeRO-1/2's 16-bit working
+ * copy below): its reshard then goes right before its first reader. */
 typedef struct {
   void *ctx;
   const gv_sharding *(*get)(void *ctx, const gv_value *v);
@@ -46,12 +47,29 @@ typedef struct {
  * own (tp) sharding leaves whole that dmask divides (a parameter with no
  * such dim stays at stage 0); stage 3 splits the parameter too, stages
  * 1 / 2 keep it whole (the updated parameter, a galv.updates result, is
- * then all-gathered after the update). Stage 1 pins the gradient the
+ * then all-gathered after the update) — except under 16-bit training in
+ * one program (gv_precision_opts.storage 16-bit, not a pipeline stage):
+ * there stages 1 / 2 split the parameter (the fp32 master) too and every
+ * reader but the update reads one whole gather of it, a galv.reshard
+ * marked working_copy before its first reader (the storage pass makes it a
+ * 16-bit gather; regather leaves it alone). Stage 1 pins the gradient the
  * optimizer reads replicated over dmask (all_reduce, then a local slice);
  * stage 2 pins it split (reduce_scatter right after the backward produces
  * it; with gradient accumulation every microbatch's gradient and the
  * sums, ops at "accumulate/P"); stage 3 leaves it to the update's first
  * read (as --strategy zero always did). Returns 0, -1 after an error. */
 int gv_zero_stage_pins(gv_module *m, const gv_mesh *mesh, const uint8_t *stage, unsigned dmask, const gv_pin_io *io);
+
+/* Where pin_use puts v's galv.reshard: before the op after v's producer, or
+ * for an argument before its first top-level reader (NULL: nothing reads
+ * it); *at: the op whose location the reshard takes. */
+static inline gv_op *gv_pin_use_before(const gv_block *body, const gv_value *v, const gv_op **at) {
+  *at = v->def;
+  if (v->def) return v->def->next;
+  for (gv_op *op = body->first; op; op = op->next)
+    for (int i = 0; i < op->nopnds; i++)
+      if (op->opnds[i] == v) return (gv_op *)(*at = op);
+  return NULL;
+}
 
 #endif

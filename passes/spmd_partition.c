@@ -223,6 +223,7 @@ static int lower_reshard(spmd *S, gv_op *op, const gv_sharding *have) {
   if (x != op->opnds[0]) { /* later reshards of this value read its global sharding here */
     const gv_sharding *w[1] = {want};
     gv_set_shardings(S->m, x->def, w);
+    if (gv_get_attr(op, "working_copy")) gv_set_int(S->m, x->def, "working_copy", 1); /* ZeRO-1/2's 16-bit copy (memory-plan) */
   }
   gv_subst_add(S->sub, op->res[0], x, NULL);
   gv_op_unlink(op);

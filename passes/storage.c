@@ -38,7 +38,7 @@ static bool moved(const gv_op *op) {
 }
 
 /* 16-bit training, global program: a trained parameter that a galv.reshard
- * gathers (ZeRO-3, a tp gather) is gathered as a 16-bit copy of its shard
+ * gathers (ZeRO-3, ZeRO-1/2's working copy, a tp gather) is gathered as a 16-bit copy of its shard
  * when every reader of the gathered value reads it 16-bit anyway (a GEMM
  * converts its fp32 operands): a galv.cast to f32 marked `gather_copy`
  * between the parameter and its reshards, stored 16-bit by the plan

@@ -500,6 +500,7 @@ void gv_cost_memory(const gv_module *m, gv_mem *out) {
     out->grads = gv_get_int(a, "grad_bytes", 0);
     out->optimizer = gv_get_int(a, "optimizer_bytes", 0);
     out->activations = gv_get_int(a, "activation_bytes", 0);
+    out->working_copy = gv_get_int(a, "working_copy_bytes", 0);
   } else {
     for (int i = 0; i < f->body->nargs; i++) {
       int64_t b = tbytes(&f->body->args[i]->type);
@@ -563,9 +564,11 @@ static unsigned axes_of(const gv_sharding *s) {
   return m;
 }
 
-static unsigned param_stage(const gv_func *f, int i, int state, bool sliced, unsigned batch) {
+/* copy: the step reads a whole 16-bit working copy of the parameter (ZeRO-1/2 under 16-bit training: the
+ * split parameter is the fp32 master, not stage 3) */
+static unsigned param_stage(const gv_func *f, int i, int state, bool sliced, unsigned batch, bool copy) {
   unsigned pa = axes_of(f->arg_sharding[i]), sa = axes_of(f->arg_sharding[state]);
-  return pa & batch ? 3 : sa & batch ? (sliced ? 1 : 2) : 0;
+  return pa & batch && !copy ? 3 : sa & batch ? (sliced ? 1 : 2) : 0;
 }
 
 static void print_stages(FILE *out, bool *any, const char *first, const char *last, unsigned mask) {
@@ -597,7 +600,7 @@ static void zero_report(const gv_module *m, FILE *out) {
   gv_arg_index names;
   if (!batch || gv_arg_index_build(&names, f)) return;
   int *state = malloc(((size_t)n + 1) * sizeof *state);
-  bool *sliced = calloc((size_t)n + 1, sizeof *sliced);
+  bool *sliced = calloc((size_t)n + 1, sizeof *sliced), *copy = calloc((size_t)n + 1, sizeof *copy);
   for (int i = 0; state && i < n; i++) state[i] = -1;
   for (int i = 0; state && sliced && i < n; i++) {
     const char *nm = f->arg_names[i], *c = nm && !strncmp(nm, "opt.", 4) ? strchr(nm, ':') : NULL;
@@ -614,12 +617,19 @@ static void zero_report(const gv_module *m, FILE *out) {
     gv_arg_index_find(&names, nm + 1, &lo, &hi);
     for (int k = lo; k < hi; k++) sliced[names.idx[k]] = true;
   }
+  for (const gv_op *op = f->body->first; copy && op; op = op->next) { /* a working copy's gather (spmd-partition) */
+    if (!op->nopnds || !gv_get_attr(op, "working_copy")) continue;
+    const gv_value *x = op->opnds[0];
+    if (x->def && x->def->code == GV_OP_CAST && x->def->nopnds == 1 && gv_get_attr(x->def, "gather_copy")) x = x->def->opnds[0];
+    if (!x->def && x->block == f->body && x->index >= 0 && x->index < n) copy[x->index] = true;
+  }
+  if (!copy) state = (free(state), NULL);
   /* "other" (embeddings, final norm, head) first, then runs of layers */
   unsigned omask = 0;
   for (int i = 0; state && sliced && i < n; i++) {
     char key[64];
     gv_layer_key(f->arg_names[i], key, sizeof key);
-    if (gv_arg_trains(f, i) && state[i] >= 0 && !strcmp(key, "other")) omask |= 1u << param_stage(f, i, state[i], sliced[i], batch);
+    if (gv_arg_trains(f, i) && state[i] >= 0 && !strcmp(key, "other")) omask |= 1u << param_stage(f, i, state[i], sliced[i], batch, copy[i]);
   }
   bool any = false;
   if (omask) print_stages(out, &any, "other", "other", omask);
@@ -632,7 +642,7 @@ static void zero_report(const gv_module *m, FILE *out) {
       if (!gv_arg_trains(f, i) || state[i] < 0) continue;
       gv_layer_key(f->arg_names[i], key, sizeof key);
       if (!strcmp(key, "other")) continue;
-      st = param_stage(f, i, state[i], sliced[i], batch);
+      st = param_stage(f, i, state[i], sliced[i], batch, copy[i]);
       if (!strcmp(key, prev)) { /* the same layer: one more stage */
         mask |= 1u << st;
         continue;
@@ -650,7 +660,7 @@ static void zero_report(const gv_module *m, FILE *out) {
   }
   if (first[0]) print_stages(out, &any, first, last, pmask);
   if (any) fprintf(out, " (per layer: 0 gradients all-reduced, 1 optimizer state split, 2 and gradients reduce-scattered, 3 and parameters split)\n");
-  free(state), free(sliced);
+  free(state), free(sliced), free(copy);
   gv_arg_index_free(&names);
 }
 
@@ -746,10 +756,12 @@ void gv_cost_report(const gv_cluster *c, const gv_module *m, void *file) {
           (double)(t.ns + t.comm_ns) / 1e6, (double)t.ns / 1e6, (double)t.comm_ns / 1e6);
   gv_mem mem;
   gv_cost_memory(m, &mem);
-  fprintf(f, "memory per device: parameters %lld, optimizer state %lld, arena %lld (gradients %lld and activations "
+  char wcs[96] = "";
+  if (mem.working_copy) snprintf(wcs, sizeof wcs, ", 16-bit working copies %lld", (long long)mem.working_copy);
+  fprintf(f, "memory per device: parameters %lld, optimizer state %lld, arena %lld (gradients %lld%s and activations "
              "peak %lld inside), constants %lld, communication buffers %lld, 16-bit conversion scratch %lld, total %lld of "
              "%lld bytes (%.1f%%)%s\n",
-          (long long)mem.params, (long long)mem.optimizer, (long long)mem.arena, (long long)mem.grads,
+          (long long)mem.params, (long long)mem.optimizer, (long long)mem.arena, (long long)mem.grads, wcs,
           (long long)mem.activations, (long long)mem.constants, (long long)mem.comm, (long long)mem.convert, (long long)mem.total,
           (long long)c->memory_bytes,
           100.0 * (double)mem.total / (double)c->memory_bytes, gv_mem_fits(c, &mem) ? "" : "  DOES NOT FIT");

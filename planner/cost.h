@@ -114,6 +114,7 @@ int gv_cost_comm_bytes(const gv_module *m, int64_t out[4]);
 /* Memory per device, bytes. Activations are the memory plan's peak. */
 typedef struct {
   int64_t params, grads, optimizer, activations, arena;
+  int64_t working_copy; /* ZeRO-1/2, 16-bit training: the whole 16-bit copies of the split master weights (in the arena) */
   int64_t constants;    /* the program's constant tensors (weights.bin after the parameters; 64-byte aligned) */
   int64_t comm;         /* the collectives' pack / unpack buffers: two of the largest operand or result
                          * (codegen/comm.c allocates them so on both targets) */

@@ -18,8 +18,9 @@
 #     race-check build (make emu-race: every kernel's exact bytes checked
 #     against the collectives on the NCCL streams, no event missing; no
 #     shared- or global-memory race between threads of a launch);
-#   - bf16 mixed precision on 2 ranks, tp (GPT-2 and Llama) and dp with bf16 parameter
-#     gradients (--grad-dtype bf16): losses within 1e-3 of the CPU
+#   - bf16 mixed precision on 2 ranks, tp (GPT-2 and Llama), dp with bf16 parameter
+#     gradients (--grad-dtype bf16) and zero1 (the fp32 master split, a whole
+#     16-bit working copy): losses within 1e-3 of the CPU
 #     program's fp32 ones, the bytes on the wire = the global prediction in
 #     storage bytes (bf16 activations / gradients move 2 bytes per
 #     element), device memory within 5% of --report-cost's;
@@ -178,6 +179,9 @@ PY
 }
 bf16_train tpbf16 tp --strategy tp
 bf16_train dpg16 "dp, bf16 gradients" --strategy dp --grad-dtype bf16
+# ZeRO-1 under bf16 (docs/sharding.md, "ZeRO stages"): the fp32 master split, a whole 16-bit working copy
+# gathered at 2 bytes per element, nothing gathered after the update
+bf16_train z1bf16 "zero1 (split fp32 master, 16-bit working copy)" --strategy zero1
 # a tiny Llama under tp (its vocab-parallel embedding's masked lookup, and the gradient before its first norm,
 # cross the ranks as the global program's plan stores them, bf16, whatever fusion makes of their consumers:
 # the device program's storage pass once stored that gradient's all_reduce fp32, 4096 bytes per run more than

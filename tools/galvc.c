@@ -260,9 +260,22 @@ static void print_arena(const gv_module *m) {
   if (pb < 0) return;
   long long gb = (long long)gv_get_int(a, "grad_bytes", 0), ob = (long long)gv_get_int(a, "optimizer_bytes", 0);
   long long act = (long long)gv_get_int(a, "activation_bytes", 0), kept = (long long)gv_get_int(a, "saved_activation_bytes", 0);
-  fprintf(stderr, "galvc: memory: parameters %lld bytes, gradients %lld, optimizer state %lld (model states %lld = "
-                  "%.1f bytes per f32 parameter), activations kept for backward %lld (forward peak %lld), arena %lld\n",
-          pb, gb, ob, pb + gb + ob, pb ? 4.0 * (double)(pb + gb + ob) / (double)pb : 0.0, kept, act, bytes);
+  long long wc = (long long)gv_get_int(a, "working_copy_bytes", 0);
+  /* per parameter of the model (a split parameter counts its global elements) */
+  const gv_func *f = m->main;
+  double np = 0;
+  for (int i = 0; i < f->body->nargs; i++) {
+    if (!f->arg_is_param[i]) continue;
+    double e = (double)gv_type_numel(&f->body->args[i]->type);
+    const gv_sharding *s = f->arg_sharding ? f->arg_sharding[i] : NULL;
+    for (int d = 0; s && d < s->rank; d++) e *= (double)gv_sharding_dim_split(s, d);
+    np += e;
+  }
+  char wcs[96] = "";
+  if (wc) snprintf(wcs, sizeof wcs, ", 16-bit working copies %lld (in the arena)", wc);
+  fprintf(stderr, "galvc: memory: parameters %lld bytes, gradients %lld, optimizer state %lld%s (model states %lld = "
+                  "%.2f bytes per parameter), activations kept for backward %lld (forward peak %lld), arena %lld\n",
+          pb, gb, ob, wcs, pb + gb + ob + wc, np > 0 ? (double)(pb + gb + ob + wc) / np : 0.0, kept, act, bytes);
 }
 
 /* DIR and its missing parents (mkdir -p); -1 with errno when a component is not a directory. */
