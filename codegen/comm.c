@@ -33,6 +33,7 @@
 
 #include "comm.h"
 #include "ir/comm_sync.h"
+#include "ir/storage.h" /* gv_func_stage_kind */
 #include "cpu/cpu.h" /* cg_rt_dtype, cg_c_comment: the runtime's names are the same on both targets */
 
 typedef struct {
@@ -210,7 +211,11 @@ static int split_table(cg_comm *c, FILE *f, const char *name, int n, const gv_va
   gv_module *m = c->m;
   for (int i = 0; i < n; i++) {
     const gv_sharding *s = gv_value_sharding(m, v[i]);
-    if (s && s->partial && c->nranks > 1)
+    /* a training stage's parameter gradient left unreduced (ZeRO-2, galvc --pipeline-zero 2): each rank's share,
+     * laid out whole; the runtime sums the shares (its galv_pipe_zero_partial table) */
+    const char *rn = outputs && i < m->main->nres_names && m->main->res_names ? m->main->res_names[i] : NULL;
+    bool zero2 = rn && !strncmp(rn, "grad:", 5) && strncmp(rn, "grad:pp.", 8) && gv_func_stage_kind(m->main) == 2;
+    if (s && s->partial && c->nranks > 1 && !zero2)
       return gv_error(m, "%s: %s %d is a pending sum (partial); graph %ss must be replicated or split", c->t->who, outputs ? "output" : "input", i,
                       outputs ? "output" : "input");
     if (!cg_is_split(s) || c->nranks == 1) continue;

@@ -100,6 +100,12 @@ typedef struct {
   double delta;         /* FLOPs balance: each group <= max((1+delta)*total/K, total/K + largest op) */
   bool quiet;           /* no summary line on stderr */
   const char *stash;    /* stage-stash: the entry the module becomes, "forward" | "backward" */
+  /* ZeRO-2 inside a training stage (galvc --pipeline-zero 2): propagate-sharding leaves each parameter gradient
+   * result ("grad:P") a pending sum over the mesh axes that split no parameter (the runtime reduce-scatters the
+   * step's sums over them), except the parameters named in zero2_whole (held by several stages: summed whole) */
+  bool zero2;
+  const char *const *zero2_whole;
+  int nzero2_whole;
 } gv_pipe_options;
 extern gv_pipe_options gv_pipe_opts;
 /* The layer groups cluster-layers found (arrays in the module arena). */

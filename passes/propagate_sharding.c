@@ -413,6 +413,33 @@ static int materialise_ce(prop *P, gv_op *op) {
 }
 
 /* Required shardings of op's operands and its actual result shardings. */
+/* ZeRO-2 (gv_pipe_opts.zero2, a training stage program): the mesh axes of more than one rank that no parameter's
+ * sharding uses (as galvc's galv_pipe_zero_axes), else 0 */
+static unsigned zero2_axes(const prop *P) {
+  const gv_func *f = P->m->main;
+  if (!gv_pipe_opts.zero2 || gv_func_stage_kind(f) != 2 || !P->mesh) return 0;
+  unsigned used = 0, all = 0;
+  for (int a = 0; a < f->body->nargs; a++) {
+    const gv_sharding *sh = f->arg_is_param[a] ? P->sh[f->body->args[a]->id] : NULL;
+    for (int d = 0; sh && d < sh->rank; d++)
+      for (int x = 0; x < sh->naxes[d]; x++) used |= 1u << sh->axes[d][x];
+  }
+  for (int x = 0; x < P->mesh->naxes; x++)
+    if (P->mesh->size[x] > 1) all |= 1u << x;
+  return all & ~used;
+}
+
+/* result i is the gradient of a parameter of f ("grad:P") not named in gv_pipe_opts.zero2_whole */
+static bool zero2_grad(const gv_func *f, int i) {
+  const char *n = i < f->nres_names && f->res_names ? f->res_names[i] : NULL;
+  if (!n || strncmp(n, "grad:", 5)) return false;
+  for (int k = 0; k < gv_pipe_opts.nzero2_whole; k++)
+    if (!strcmp(gv_pipe_opts.zero2_whole[k], n + 5)) return false;
+  for (int a = 0; a < f->body->nargs; a++)
+    if (f->arg_is_param[a] && f->arg_names && f->arg_names[a] && !strcmp(f->arg_names[a], n + 5)) return true;
+  return false;
+}
+
 static int materialise(prop *P, gv_op *op) {
   const gv_func *f = P->m->main;
   if (op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) return materialise_ce(P, op);
@@ -420,11 +447,17 @@ static int materialise(prop *P, gv_op *op) {
    * operand's sharding and its own: spmd-partition lowers the pair */
   if (op->code == GV_OP_RESHARD) return 0;
   if (op->code == GV_OP_RETURN) {
+    const unsigned z2 = zero2_axes(P);
     for (int i = 0; i < op->nopnds; i++) {
       gv_value *v = op->opnds[i];
       int upd = f->res_updates && i < f->nres_names ? f->res_updates[i] : -1;
       const gv_sharding *want = upd >= 0 && f->arg_sharding && f->arg_sharding[upd] ? f->arg_sharding[upd] : replicated(P, v);
       const gv_sharding *have = gv_value_sharding(P->m, v);
+      if (z2 && have && (have->partial & z2) && zero2_grad(f, i)) { /* ZeRO-2: the sum over z2 left pending */
+        gv_sharding *w = gv_sharding_new(P->m, P->mesh, v->type.rank);
+        w->partial = have->partial & z2;
+        want = w;
+      }
       if (gv_sharding_equal(have, want)) continue;
       op->opnds[i] = reshard(P, v, want, op, false);
       /* an updated parameter gathered after a ZeRO-1/2 update: the update's collective (its layer's optimizer row) */

@@ -195,7 +195,11 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   gv_plan plan;
   gv_plan_cost pc;
   int64_t devices = nodes * per_node;
+  /* ZeRO-2 (given): the program planned as galvc compiles it, its parameter gradients left unreduced over the
+   * ranks holding equal parameters (no all-reduce per microbatch: time, and the arena without the reduced copies) */
+  gv_pipe_opts.zero2 = x->training && x->zero == 2;
   int rc = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plan, &pc);
+  gv_pipe_opts.zero2 = false;
   bool earlier = x->training && last < x->ngroups;
   bool grads = !x->training || gv_stage_has_grads(m); /* false: a forward-only stage (nothing trains in it) */
   /* the ways: an earlier training stage stashes or recomputes (forced, or both offered), with or without ZeRO-1 */
@@ -215,7 +219,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   for (int wr = 0; rc == 0 && wr < nrc; wr++)
     for (int wz = 0; wz < (x->training && !x->zero && x->choose_zero ? 2 : 1); wz++) {
       bool recompute = rc_ways[wr];
-      int zero = x->zero || wz;
+      int zero = x->zero ? x->zero : wz; /* 0, 1, or (given: --pipeline-zero 2) 2 */
       memset(out, 0, sizeof *out);
       int runs = recompute ? 2 : 1; /* recompute: the combined program in both entries */
       out->recompute = recompute;
@@ -241,6 +245,12 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && g > per_node;
           out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_GATHER, pc.mem_params, g, across);
           out->zero_ranks = g;
+          if (zero == 2) { /* ZeRO-2 (runtime/pipe.c): the program (planned so above) leaves the gradients unreduced;
+                            * the runtime sums the microbatches locally and reduce-scatters the step's sums once, into a
+                            * chunk of sums / g */
+            out->zero_ns += gv_cost_collective(x->cluster, GV_COLL_REDUCE_SCATTER, sums, g, across);
+            out->state_bytes += (sums + g - 1) / g;
+          }
         }
         /* the runtime's optimizer update once per step, memory-bound: per element it reads the parameter, the
          * gradient sum and the optimizer state and writes the parameter and the state (on a ZeRO-1 rank its chunk),

@@ -41,7 +41,7 @@ typedef struct {
   int64_t mem_limit;          /* bytes per device, 0: the cluster's */
   int opt_states;             /* training: optimizer state per trained parameter element (AdamW 2, SGD with
                                * momentum 1, else 0), each the parameter's bytes */
-  int zero;                   /* galvc --pipeline-zero 1: the optimizer state split over the plan's dp ranks */
+  int zero;                   /* galvc --pipeline-zero 1: the optimizer state split over the plan's dp ranks; 2: the sums too */
   bool choose_recompute;      /* training: an earlier stage offers both ways, stash and recomputation (gv_stage_cost.var) */
   bool choose_zero;           /* training: both without and with ZeRO-1 (a plan with dp ranks and no ZeRO unit) */
   int64_t plans;              /* gv_plan_intra calls */

@@ -589,6 +589,12 @@ static int analytic_way(const gv_analytic_ctx *x, bool recompute, int zero, int 
     int64_t opt = (int64_t)x->opt_states * 4 * words, zopt = zero && dp > 1 ? (opt + dp - 1) / dp : opt;
     int64_t copy = !recompute && last < x->ngroups ? 4 * words : 0;
     int64_t states = x->training ? (8 * words + zopt + copy) / tp : words * x->dtype_bytes / tp;
+    if (x->training && zero == 2 && dp > 1) { /* ZeRO-2: this rank's chunk of the sums beside them; the step's gradient
+                                                * all-reduce becomes a reduce-scatter (and the all-gather below) */
+      states += (4 * words / tp + dp - 1) / dp;
+      once = gv_cost_collective_levels(c, GV_COLL_REDUCE_SCATTER, s.param_bytes / tp * (x->dtype_bytes) / 4,
+                                       nodes > 1 ? per_node / tp : dp, nodes > 1 ? nodes : 1);
+    }
     /* training: one microbatch's activations (the arena's working set, the stash an earlier stage keeps per
      * microbatch in flight); recomputing, an earlier stage keeps its inputs instead, the last stage the
      * gradients it sends back (about its inputs) */
@@ -623,11 +629,12 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
   bool earlier = x->training && last < x->ngroups;
   /* the ways offered: the forced or only choice, or both (choose_*) */
   int nr = 0, nz = 0;
-  bool rcs[2], zs[2];
+  bool rcs[2];
+  int zs[2];
   if (!earlier || x->recompute || !x->choose_recompute) rcs[nr++] = earlier && x->recompute;
   else rcs[nr++] = false, rcs[nr++] = true;
-  if (!x->training || x->zero || !x->choose_zero) zs[nz++] = x->training && x->zero;
-  else zs[nz++] = false, zs[nz++] = true;
+  if (!x->training || x->zero || !x->choose_zero) zs[nz++] = x->training ? x->zero : 0;
+  else zs[nz++] = 0, zs[nz++] = 1;
   gv_stage_cost w, first_way = {0};
   int n = 0;
   for (int r = 0; r < nr; r++)

@@ -212,7 +212,7 @@ typedef struct {
   int64_t mem_limit;    /* bytes per device (0: the cluster's): the fastest (dp, tp) whose memory fits, else the smallest */
   bool recompute;       /* training: --pipeline-recompute (else an earlier stage keeps a second copy of its weights) */
   int opt_states;       /* training: optimizer state per parameter element (AdamW 2) */
-  int zero;             /* --pipeline-zero 1: the optimizer state split over dp */
+  int zero;             /* --pipeline-zero 1: the optimizer state split over dp; 2: the gradient sums too (ZeRO-2) */
   bool choose_recompute; /* training: offer both ways of an earlier stage (stash, recomputation) as gv_stage_cost.var */
   bool choose_zero;      /* training: offer both ZeRO-1 and not (stages of dp > 1) */
 } gv_analytic_ctx;

@@ -432,6 +432,19 @@ static void grad_scan(const char *trains, float *const *acc, int want_sq, float 
     free(h);
   }
 }
+/* ZeRO-2 loss scaling: an inf / NaN in this rank's chunk of the reduced sums (n elements, the sums' dtype) */
+static float chunk_bad(const void *chunk, size_t n) {
+  float *h = malloc(n * 4 + 64);
+  char *hh = malloc(n * 4 + 64);
+  if (!h || !hh) galv_fatal("out of memory");
+  D->d2h(hh, chunk, GSB(n * 4));
+  if (g16) widen16(g16, h, hh, (int64_t)n);
+  else memcpy(h, hh, n * 4);
+  float bad = 0;
+  for (size_t e = 0; e < n; e++) bad = bad || h[e] * 0.0f != 0.0f;
+  free(h), free(hh);
+  return bad;
+}
 /* one scalar (dtype f32 or f64) reduced over every rank of every stage, in place */
 static void world_scalar(galv_comm *world, galv_queue *q, void *x, int dtype, galv_redop op) {
   size_t es = dtype == GALV_F64 ? 8 : 4;
@@ -550,6 +563,16 @@ typedef struct {
 } pipe_ls_state;
 static const char *const ls_names[3] = {"opt.loss_scale", "opt.growth_tracker", "opt.skipped_steps"};
 static float *ls_slot(pipe_ls_state *ls, int k) { return k == 0 ? &ls->scale : k == 1 ? &ls->tracker : &ls->skipped; }
+
+/* ZeRO-1 checkpoints: with chunk (this rank's part of one optimizer state) given, a zeroed buffer of the whole
+ * parameter span (g chunks of n floats, laid out as weights.bin) returned and st[p] pointed at each trained
+ * parameter's place in it, so the unsplit state's load and save read and write it; chunk NULL: st[] reset (NULL) */
+static float *zero_span_views(float **st, const float *chunk, int g, size_t n, const char *trains) {
+  float *f = chunk ? D->alloc((size_t)g * n * 4) : NULL;
+  if (f) D->fill(f, 0, (size_t)g * n * 4);
+  for (int p = 0; p < galv_pipe_nparams; p++) st[p] = f && trains[p] ? f + galv_pipe_params[p].offset / 4 : NULL;
+  return f;
+}
 
 static int64_t pipe_load_checkpoint(const char *path, char *W, float **st1, float **st2, const char *trains, int adamw,
                                     float *step_t, pipe_ls_state *ls) {
@@ -800,7 +823,6 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (zg < 2) zc = NULL, zg = 1, zr = 0;
   }
   if (zc) {
-    if (load || save) galv_fatal_all("--load-checkpoint / --save-checkpoint with ZeRO-1 stages (--pipeline-zero 1): not yet");
     size_t nf = ((size_t)pspan + 3) / 4;
     zn = (nf + (size_t)zg - 1) / (size_t)zg;
     if ((size_t)zg * zn * 4 > wbytes_all) {
@@ -969,15 +991,24 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         }
     if (n16 && (n32 || g16 != GALV_BF16))
       galv_fatal("pipeline table: the parameter gradients are stored in more than one dtype (%d 16-bit, %d fp32; rebuild with galvc)", n16, n32);
-    if (g16 && zc) galv_fatal("--pipeline-zero 1 with bf16 parameter gradients (--grad-dtype bf16): not yet");
   }
   int64_t m_sums = 0, m_opt = 0, m_buf = 0; /* the bytes allocated per rank (printed after the steps) */
   float *zs1 = NULL, *zs2 = NULL; /* ZeRO-1: this rank's chunk of the optimizer state */
+  /* ZeRO-2 (galv_pipe_zero 2): the step's sums laid out as the parameters' span (zg chunks of zn elements, in the
+   * sums' dtype; acc[p] views into it), reduce-scattered once per step into this rank's chunk zsum */
+  const int z2 = zc && galv_pipe_zero == 2;
+  char *zacc = z2 ? D->alloc(GSB((size_t)zg * zn * 4)) : NULL;
+  float *zsum = z2 ? D->alloc(GSB(zn * 4)) : NULL;
+  if (z2) {
+    D->fill(zacc, 0, GSB((size_t)zg * zn * 4));
+    m_sums = (int64_t)GSB((size_t)zg * zn * 4) + (int64_t)GSB(zn * 4);
+    if (galv_pipe_clip > 0) galv_fatal_all("ZeRO-2 stages (--pipeline-zero 2) with --clip-grad-norm: not yet");
+  }
   for (int p = 0; p < galv_pipe_nparams; p++) { /* the gradient sums and the optimizer state, zero */
     if (!trains[p]) continue;
     size_t n = (size_t)galv_pipe_params[p].nbytes;
-    acc[p] = D->alloc(GSB(n));
-    m_sums += (int64_t)GSB(n);
+    if (z2) acc[p] = (float *)(void *)(zacc + GSB((size_t)galv_pipe_params[p].offset));
+    else acc[p] = D->alloc(GSB(n)), m_sums += (int64_t)GSB(n);
     if (zc) continue;
     st1[p] = adamw || mom != 0 ? D->alloc(n) : NULL;
     st2[p] = adamw ? D->alloc(n) : NULL;
@@ -992,7 +1023,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (zs2) D->fill(zs2, 0, zn * 4);
     m_opt = (int64_t)zn * 4 * ((zs1 != NULL) + (zs2 != NULL));
   }
-  uint64_t zsent = 0; /* the ZeRO-1 all-gathers' bytes (galv_comm_counters, around them) */
+  uint64_t zsent = 0, zrs = 0; /* the ZeRO-1 all-gathers' bytes, ZeRO-2's reduce-scatters' (galv_comm_counters, around them) */
   int64_t gmax = 0, wmax = 0;
   for (int p = 0; p < galv_pipe_nparams; p++)
     if (galv_pipe_param_split[p].starts && galv_pipe_params[p].nbytes > gmax) gmax = galv_pipe_params[p].nbytes;
@@ -1056,7 +1087,15 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   /* loss scaling (galv_pipe_loss_scale): the scale, the good steps since the last change, the skipped steps */
   const int lsm = (int)galv_pipe_loss_scale[0];
   pipe_ls_state ls = {lsm, lsm ? (float)galv_pipe_loss_scale[1] : 1.0f, 0, 0};
-  int64_t done = load ? pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t, &ls) : 0; /* steps done before */
+  int64_t done = 0; /* steps done before */
+  if (load && zc) { /* ZeRO-1: the whole state read into span-laid buffers, this rank's chunk kept */
+    float *f1 = zero_span_views(st1, zs1, zg, zn, trains), *f2 = zero_span_views(st2, zs2, zg, zn, trains);
+    done = pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t, &ls);
+    if (zs1) D->copy(zs1, f1 + (size_t)zr * zn, zn * 4);
+    if (zs2) D->copy(zs2, f2 + (size_t)zr * zn, zn * 4);
+    zero_span_views(st1, NULL, 0, 0, trains), zero_span_views(st2, NULL, 0, 0, trains);
+    D->release(f1), D->release(f2);
+  } else if (load) done = pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t, &ls);
   float ls_scale = ls.scale, ls_tracker = ls.tracker, ls_skipped = ls.skipped;
   if (load && bw) D->copy(Wb, W, (size_t)pspan);
   if (load && wg) D->copy(Ww, W, (size_t)pspan);
@@ -1276,11 +1315,21 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       if (galv_pipe_param_split[p].starts) D->block(&l, &galv_pipe_param_split[p], acc[p], accw[p]);
       else D->copy(acc[p], accw[p], GSB(wb));
     }
+    if (z2) { /* ZeRO-2: a whole gradient (not left unreduced) counted once, then the step's sums reduce-scattered */
+      for (int p = 0; p < galv_pipe_nparams && zr; p++)
+        if (trains[p] && !galv_pipe_zero_partial[p]) D->fill(acc[p], 0, GSB((size_t)galv_pipe_params[p].nbytes));
+      galv_queue_sync(q);
+      uint64_t before = galv_comm_counters().reduce_scatter;
+      galv_reduce_scatter(zc, zacc, zsum, zn, g16 ? g16 : GALV_F32, GALV_RED_SUM, q);
+      galv_queue_sync(q);
+      zrs += galv_comm_counters().reduce_scatter - before;
+    }
     /* loss scaling: an inf / NaN in any rank's gradient sums skips the step everywhere (one max over the world);
      * clipping: the global norm from every rank's counted squares (one sum over the world) */
     float bad = 0;
     double sq = 0;
-    if (lsm || galv_pipe_clip > 0) grad_scan(trains, acc, galv_pipe_clip > 0, &bad, &sq);
+    if (z2 && lsm) bad = chunk_bad(zsum, zn);
+    else if (lsm || galv_pipe_clip > 0) grad_scan(trains, acc, galv_pipe_clip > 0, &bad, &sq);
     if (lsm) world_scalar(world, q, &bad, GALV_F32, GALV_RED_MAX);
     const int skip = lsm && bad != 0;
     if (!skip) { /* one optimizer update of this stage's parameters (torch formulas, f32: galv_pipe_opt_elem) */
@@ -1309,8 +1358,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           size_t o = (size_t)galv_pipe_params[p].offset / 4, n = (size_t)galv_pipe_params[p].nbytes / 4;
           size_t a = o > lo ? o : lo, b = o + n < hi ? o + n : hi;
           if (a >= b) continue;
+          /* bf16 sums: the part widened into g32 (as the unsplit update widens the whole parameter) */
+          const char *gs = z2 ? (const char *)zsum + GSB((a - lo) * 4) : (const char *)acc[p] + GSB((a - o) * 4);
           D->optimizer(&op, (float *)(void *)(W + a * 4), zs1 ? zs1 + (a - lo) : NULL, zs2 ? zs2 + (a - lo) : NULL,
-                       acc[p] + (a - o), b - a);
+                       grad_f32(gs, g32, b - a), b - a);
         }
         galv_queue_sync(q);
         uint64_t before = galv_comm_counters().all_gather;
@@ -1364,12 +1415,19 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     printf("%s: memory per rank: %lld bytes (weights %lld, entry copies %lld, gradient sums %lld, optimizer state %lld%s, "
            "buffers %lld, arena %lld, high-water %lld) + saved activations peak %lld; predicted %lld + %d x %lld\n",
            galv_progname, (long long)states, (long long)wbytes_all, (long long)copies, (long long)m_sums, (long long)m_opt,
-           zc ? " (ZeRO-1)" : "", (long long)m_buf, (long long)abytes, (long long)high, (long long)peak,
+           z2 ? " (ZeRO-2)" : zc ? " (ZeRO-1)" : "", (long long)m_buf, (long long)abytes, (long long)high, (long long)peak,
            (long long)galv_pipe_predicted_state[me], peak_mb, (long long)galv_pipe_predicted_act[me]);
     if (zc)
-      printf("%s: ZeRO-1 over %d ranks: optimizer state %lld of %lld floats per rank; all-gather %llu bytes sent in %ld steps\n",
-             galv_progname, zg, (long long)zn * ((zs1 != NULL) + (zs2 != NULL)), (long long)(m_sums / 4) * ((zs1 != NULL) + (zs2 != NULL)),
-             (unsigned long long)zsent, steps);
+      printf("%s: ZeRO-%d over %d ranks: optimizer state %lld of %lld floats per rank; all-gather %llu bytes sent in %ld steps\n",
+             galv_progname, z2 ? 2 : 1, zg, (long long)zn * ((zs1 != NULL) + (zs2 != NULL)),
+             (long long)((z2 ? (int64_t)zg * (int64_t)zn : m_sums / 4) * ((zs1 != NULL) + (zs2 != NULL))), (unsigned long long)zsent, steps);
+    if (z2) {
+      int npart = 0, ntr = 0;
+      for (int p = 0; p < galv_pipe_nparams; p++) ntr += trains[p] != 0, npart += trains[p] && galv_pipe_zero_partial[p];
+      printf("%s: ZeRO-2 over %d ranks: gradient sums %lld bytes summed locally (%d of %d trained parameters' gradients "
+             "unreduced), this rank's chunk %lld bytes; reduce-scatter %llu bytes sent in %ld steps\n", galv_progname, zg,
+             (long long)GSB((size_t)zg * zn * 4), npart, ntr, (long long)GSB(zn * 4), (unsigned long long)zrs, steps);
+    }
   }
   if (IL && IL_OWNER(gn - 1) == me) { /* the group's last entry: its counters are the group's */
     printf("%s: device group %d (stages", galv_progname, grp);
@@ -1418,7 +1476,15 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   int ncopies = shared_check(world, q, W); /* after the report: these sends are not the steps' */
   if (save) {
     const pipe_ls_state ls_now = {lsm, ls_scale, ls_tracker, ls_skipped};
+    float *f1 = NULL, *f2 = NULL;
+    if (zc) { /* ZeRO-1: the chunks all-gathered into span-laid buffers, saved as the unsplit state */
+      f1 = zero_span_views(st1, zs1, zg, zn, trains), f2 = zero_span_views(st2, zs2, zg, zn, trains);
+      if (f1) galv_all_gather(zc, zs1, f1, zn, GALV_F32, q);
+      if (f2) galv_all_gather(zc, zs2, f2, zn, GALV_F32, q);
+      galv_queue_sync(q);
+    }
     pipe_save_checkpoint(save, world, q, W, st1, st2, trains, adamw, step_t, &ls_now, done + steps);
+    if (zc) zero_span_views(st1, NULL, 0, 0, trains), zero_span_views(st2, NULL, 0, 0, trains), D->release(f1), D->release(f2);
   }
   if (nshared && lrank == 0)
     printf("%s: shared parameters: %d held with later stages, %d copies compared: bit-identical; gradient sums sent by "
@@ -1434,8 +1500,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   if (wg) D->release(Ww), wg->comm_free();
   for (int j = 0; j < B; j++) D->release(wst[j]);
   free(wst), free(okw), free(wsrc);
-  for (int p = 0; p < galv_pipe_nparams; p++) D->release(acc[p]), D->release(accw[p]), D->release(st1[p]), D->release(st2[p]);
-  D->release(zs1), D->release(zs2);
+  for (int p = 0; p < galv_pipe_nparams; p++) D->release(z2 ? NULL : acc[p]), D->release(accw[p]), D->release(st1[p]), D->release(st2[p]);
+  D->release(zs1), D->release(zs2), D->release(zacc), D->release(zsum);
   D->release(wtmp), free(accw);
   for (int j = 0; j < B; j++) D->release(stash[j]);
   D->release(g32), D->release(gblk), D->release(inbuf), D->release(arena), D->release(W);

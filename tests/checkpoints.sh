@@ -7,7 +7,9 @@
 # tokens, AdamW: 2 steps in one program, saved, then 1 step in another,
 # against 3 straight steps on one device (losses and weights rtol 1e-4,
 # atol 1e-5); a pipeline resumed by the same pipeline is bit-identical to
-# its straight run. Kinds: one device, 2-rank tp (SPMD), pp=2, pp2 x dp2.
+# its straight run. Kinds: one device, 2-rank tp (SPMD), pp=2, pp2 x dp2,
+# pp2 x dp2 with ZeRO-1 and ZeRO-2 stages (each rank's chunk of the moments
+# gathered to save, its chunk taken on load; resumed = straight, bit for bit).
 # Bad checkpoints (a flipped byte, truncated, another optimizer) are one
 # error line; no PATH.tmp is left behind.
 set -uo pipefail
@@ -35,6 +37,8 @@ build sgd --input-shape input_ids=8x8 --optimizer sgd --momentum 0.9
 build tp2 --batch 8 --seq 8 --gpus 2 --strategy tp
 build pp --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2
 build ppdp --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2 --gpus 4 --strategy dp
+build ppz --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2 --gpus 4 --strategy dp --pipeline-zero 1
+build ppz2 --batch 8 --seq 8 --pipeline-stages 2 --microbatches 2 --gpus 4 --strategy dp --pipeline-zero 2
 run() { # NAME ARGS...: one run of program kind NAME, output in $T/log
   local n=$1 exe
   shift
@@ -53,7 +57,7 @@ print(check(*sys.argv[1:5], steps=[2], exact=bool(sys.argv[5])))
 PY
 }
 # saved by A after 2 steps, 1 more step by B, vs the straight single device
-for pair in pp:one one:ppdp ppdp:one tp2:pp pp:tp2 one:tp2; do
+for pair in pp:one one:ppdp ppdp:one tp2:pp pp:tp2 one:tp2 ppz:one one:ppz ppz:ppdp ppdp:ppz ppz2:ppz one:ppz2; do
   a=${pair%:*} b=${pair#*:}
   if ! run "$a" --steps 2 --save-checkpoint "$T/$a.ck"; then bad "$a save: $(grep -m2 -i error "$T/err")"; continue; fi
   [ ! -e "$T/$a.ck.tmp" ] || bad "$a save left $a.ck.tmp"
@@ -72,6 +76,23 @@ if run pp --steps 3 -o "$T/pp3.w" && cp "$T/log" "$T/pp3.log" && run pp --steps 
 else
   bad "pp=2 resume: $(grep -m2 -i error "$T/err")"
 fi
+# ZeRO-1 / ZeRO-2 stages (--pipeline-zero 1 / 2: each rank keeps its chunk of the AdamW moments, gathered to save,
+# its chunk taken on load) resumed = their straight run, bit for bit
+for k in ppz:1 ppz2:2; do
+  n=${k%:*} z=${k#*:}
+  if run "$n" --steps 3 -o "$T/${n}_3.w" && cp "$T/log" "$T/${n}_3.log" && run "$n" --steps 2 --save-checkpoint "$T/${n}_2.ck" &&
+    run "$n" --steps 1 --load-checkpoint "$T/${n}_2.ck" -o "$T/${n}_r.w"; then
+    a=$(grep "^step 2 loss" "$T/${n}_3.log") b=$(grep "^step 2 loss" "$T/log")
+    if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "ZeRO-$z over 2 ranks" "$T/log" &&
+      (cd "$T/${n}_3.w" && for f in *; do cmp -s "$f" "../${n}_r.w/$f" || exit 1; done); then
+      ok "pp=2 x dp=2 ZeRO-$z resumed = straight, bit-identical ($b)"
+    else
+      bad "pp=2 x dp=2 ZeRO-$z resume: '$b' vs '$a' or weights differ"
+    fi
+  else
+    bad "pp=2 x dp=2 ZeRO-$z resume: $(grep -m2 -i error "$T/err")"
+  fi
+done
 # bad checkpoints: one error line from the program (printed once, by rank
 # 0, for an error every rank finds), non-zero exit. Under mpirun, Open MPI
 # adds its own report of the aborted job (an MPI_ABORT banner, or

@@ -127,8 +127,9 @@ python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2_4l.onnx" --layers 4 --no-
 "$BUILD/galvc" "$T/gpt2.onnx" -q --batch 4 --seq 16 --gpus 4 --plan-only --plan-out "$T/plan2l.json" 2>/dev/null
 expect 1 "plan2l.json: line 9: field 'units': the plan has 3 units, the model 5 (outer + 4 layers)" -- "$BUILD/galvc" "$T/gpt2_4l.onnx" --batch 4 --seq 16 --gpus 4 --plan "$T/plan2l.json" --plan-only -q
 expect 2 "bf16 inference stages are not supported on the cuda target yet" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus 2 --pipeline-stages 2 --precision bf16 -o "$T/pp2/"
-# (--grad-dtype bf16 with --pipeline-stages runs since: tests/pipeline_grad_bf16.sh; with ZeRO-1 stages not yet)
-expect 2 "--grad-dtype bf16 with --pipeline-zero 1: not yet" -- "$BUILD/galvc" "$T/gpt2.onnx" --train --target cpu --pipeline-stages 2 --gpus 4 --strategy dp --pipeline-zero 1 --precision bf16 --grad-dtype bf16 -o "$T/pp2g/"
+# (--grad-dtype bf16 with --pipeline-stages runs since, with ZeRO-1 / ZeRO-2 stages too: tests/pipeline_grad_bf16.sh;
+# ZeRO-2 stages with --clip-grad-norm not yet)
+expect 2 "--pipeline-zero 2 with --clip-grad-norm: not yet" -- "$BUILD/galvc" "$T/gpt2.onnx" --train --target cpu --pipeline-stages 2 --gpus 4 --strategy dp --pipeline-zero 2 --clip-grad-norm 1 -o "$T/pp2g/"
 expect 2 "--target tpu: unknown target" -- "$BUILD/galvc" "$T/gpt2.onnx" --target tpu
 # An option that takes a value, given last: it names the option (not "unknown option").
 expect 2 "--gpus needs a value" -- "$BUILD/galvc" "$T/gpt2.onnx" --gpus

@@ -14,7 +14,16 @@
 # runtime/pipe.c allocates and not below it (4 ranks: the stage DP's plan is
 # the compiled one); with --pipeline-recompute too (pp=2 x dp=2: stage 0
 # recomputes, no backward entry, only its token ids saved; ZeRO-1 as
-# above: the two touch different things). Bad input: one error line.
+# above: the two touch different things). ZeRO-2 (--pipeline-zero 2: the
+# stage programs leave the gradients unreduced over the ZeRO ranks, the
+# runtime sums them locally and reduce-scatters once per step): pp=2 x the
+# planner's plan, pp=2 x dp=2 and pp=2 x dp=2 x tp=2 = the single device as
+# above; every rank's reduce-scatter bytes = galvc's prediction x steps, its
+# chunk half the local sums, stage 0's in-program all-reduce bytes below
+# ZeRO-1's; the memory check on the planner's plan only (a preset's program
+# may compute whole what the planner's plan leaves unreduced). Bad input
+# (--pipeline-zero without stages, 3, 2 with --clip-grad-norm): one error
+# line.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -38,7 +47,7 @@ timeout 120 "$T/one/program" --batches "$T/b" --steps 2 -o "$T/one.w" >"$T/one.l
 
 # CASE = name:zero:strategy[:mesh]; strategy "plan": no --strategy (each stage's plan from the planner); a name
 # ending in "rc": with --pipeline-recompute (the earlier stage recomputes: ZeRO-1 and recomputation together)
-for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2}; do
+for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2 z2plan:2:plan z2:2:dp z2tp:2:dp,tp:dp=2,tp=2}; do
   IFS=: read -r name zero st mesh <<<"$c"
   d="$T/tr-$name"
   gpus=4 meshopt=() strat=(--strategy "$st") label="pp=2 x dp=2 (--strategy dp)" rcopt=()
@@ -61,9 +70,11 @@ for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:d
   fi
   ref="$T/tr-dp0.log" # the optimizer state per rank against the run without ZeRO-1 (recomputing: other cuts, none)
   [ ${#rcopt[@]} -gt 0 ] && ref=none
-  if msg=$(python3 - "$T/one.log" "$d.log" "$T/one.w" "$d.w" "$d.galvc" "$zero" "$gpus" "$ref" 2>&1 <<'PY'
+  z1=none # ZeRO-2: the same pipeline with ZeRO-1 (its stage collectives and gradient sums)
+  [ "$zero" = 2 ] && z1="$T/tr-${name/z2/dp}.log" && [ "$st" = plan ] && z1="$T/tr-plan.log"
+  if msg=$(python3 - "$T/one.log" "$d.log" "$T/one.w" "$d.w" "$d.galvc" "$zero" "$gpus" "$ref" "$z1" "$st" 2>&1 <<'PY'
 import sys, os, re, numpy as np
-la, lb, wa, wb, gl, zero, gpus, ref = sys.argv[1:9]
+la, lb, wa, wb, gl, zero, gpus, ref, z1, st = sys.argv[1:11]
 zero, gpus = int(zero), int(gpus)
 def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
 a, b = losses(la), losses(lb)
@@ -83,18 +94,21 @@ if len(mem) != gpus: sys.exit(f"{len(mem)} of {gpus} ranks report their memory")
 worst_mem = 0.0
 # the stage DP prices the planner's plan of each stage; with --mesh the compile partitions by the preset (dp x tp)
 # instead (docs/pipeline.md, "Stages of more than one device"), so its prediction is of another program
-memcheck = gpus == 4
+# (ZeRO-2 under a preset: the planner's plan leaves unreduced what the preset's may compute whole, from gathered
+# values: stage 1 of --strategy dp; so only the planner's plan is compared there)
+memcheck = gpus == 4 and (zero != 2 or st == "plan")
 for st, rank, meas, opt, pred in mem:
     meas, pred = int(meas), int(pred)
     if memcheck and not meas <= pred <= 1.15 * meas:
         sys.exit(f"stage {st} rank {rank}: predicted {pred} bytes, runtime allocates {meas} (bound: within +15 %)")
     worst_mem = max(worst_mem, pred / meas - 1)
-zs = re.findall(r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-1 over (\d+) ranks: .* all-gather (\d+) bytes sent in 2 steps", log)
+zs = re.findall(r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-%d over (\d+) ranks: optimizer .* all-gather (\d+) bytes sent in 2 steps"
+                % max(zero, 1), log)
 pz = {int(s): int(b) for s, b in re.findall(r"galvc: stage (\d): ZeRO-1: optimizer state split over 2 ranks \(\d+ floats each\), "
                                             r"all-gather (\d+) bytes sent per rank per step", open(gl).read())}
 extra = ""
 if zero:
-    if len(zs) != gpus or any(g != "2" for _, _, g, _ in zs): sys.exit(f"ZeRO-1 over 2 ranks on {len(zs)} of {gpus} ranks")
+    if len(zs) != gpus or any(g != "2" for _, _, g, _ in zs): sys.exit(f"ZeRO-{zero} over 2 ranks on {len(zs)} of {gpus} ranks")
     if sorted(pz) != [0, 1]: sys.exit(f"galvc predicts the all-gather of stages {sorted(pz)}")
     for st, rank, _, got in zs:
         if int(got) != 2 * pz[int(st)]: sys.exit(f"stage {st} rank {rank}: all-gather {got} bytes, predicted 2 x {pz[int(st)]}")
@@ -108,6 +122,27 @@ if zero:
         extra += f"; optimizer state per rank {mem[0][3]} of {full[int(mem[0][0])]} bytes"
 elif zs:
     sys.exit("ZeRO-1 without --pipeline-zero 1")
+if zero == 2:  # the step's sums reduce-scattered once: bytes = galvc's prediction x 2 steps; fewer stage collective bytes
+    rs = re.findall(r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-2 over 2 ranks: gradient sums (\d+) bytes summed locally "
+                    r"\((\d+) of (\d+) trained .*this rank's chunk (\d+) bytes; reduce-scatter (\d+) bytes sent in 2 steps", log)
+    pr = {int(s): (int(n), int(b)) for s, n, b in re.findall(r"galvc: stage (\d): ZeRO-2: gradient sums reduce-scattered over 2 ranks "
+                                                          r"once per step \((\d+) of \d+ parameters.*, reduce-scatter (\d+) bytes sent",
+                                                          open(gl).read())}
+    if len(rs) != gpus or sorted(pr) != [0, 1]: sys.exit(f"ZeRO-2 lines: {len(rs)} of {gpus} ranks, galvc's for stages {sorted(pr)}")
+    for st, rank, sums, npart, ntr, chunk, got in rs:
+        if int(got) != 2 * pr[int(st)][1] or int(npart) != pr[int(st)][0]:
+            sys.exit(f"stage {st} rank {rank}: reduce-scatter {got} bytes ({npart} unreduced), predicted 2 x {pr[int(st)]}")
+        if not int(sums) <= 2 * int(chunk) <= int(sums) + 256: sys.exit(f"stage {st} rank {rank}: chunk {chunk} of sums {sums}")
+    if pr[0][0] == 0: sys.exit("stage 0 leaves no gradient unreduced")
+    col = r"\[stage (\d), rank (\d+), stage rank \d+\]: stage collectives sent by this rank in 2 steps: all_reduce (\d+), all_gather (\d+)"
+    extra += f"; reduce-scatter bytes = predicted ({pr[0][1]}, {pr[1][1]} per rank per step; {pr[0][0]}, {pr[1][0]} gradients unreduced)"
+    if os.path.exists(z1):
+        c1 = {(int(s), int(r)): int(a) for s, r, a, _ in re.findall(col, open(z1).read())}
+        c2 = {(int(s), int(r)): int(a) for s, r, a, _ in re.findall(col, log)}
+        k = (0, 0)
+        if k not in c1 or k not in c2 or not c2[k] < c1[k]: sys.exit(f"stage 0 all-reduce bytes {c2.get(k)} vs ZeRO-1 {c1.get(k)}")
+        r00 = [x[6] for x in rs if x[0] == "0" and x[1] == "0"]
+        extra += f"; stage 0 rank 0 all-reduce {c2[k]} + reduce-scatter {r00[0] if r00 else '?'} bytes vs ZeRO-1's all-reduce {c1[k]}"
 memtxt = (f"memory predicted within +{100 * worst_mem:.1f} % of the allocation" if memcheck else
           f"memory allocated {max(int(x[2]) for x in mem)} bytes per rank at most (the prediction, of the planner's plan "
           f"rather than the preset's, is not compared)")
@@ -121,7 +156,8 @@ PY
 done
 
 # bad input: one error line
-for args in "--pipeline-zero 2 --pipeline-stages 2 --train" "--pipeline-zero 1 --train"; do
+for args in "--pipeline-zero 2 --train" "--pipeline-zero 1 --train" "--pipeline-zero 3 --pipeline-stages 2 --train" \
+  "--pipeline-zero 2 --pipeline-stages 2 --gpus 4 --strategy dp --clip-grad-norm 1 --train"; do
   # shellcheck disable=SC2086
   if timeout 120 "$BUILD/galvc" "$m" --batch 8 --seq 8 $args --target cpu -q -o "$T/bad/" </dev/null >/dev/null 2>"$T/err"; then
     bad "$args: succeeded"

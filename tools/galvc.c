@@ -128,9 +128,10 @@ static void usage(FILE *f) {
           "                           combined program per stage that recomputes its forward in the backward\n"
           "  --pipeline-recompute=on|off|auto  on = --pipeline-recompute (every earlier stage); off: none; auto (the\n"
           "                           default): --pipeline-stages auto and the default search choose it per stage\n"
-          "  --pipeline-zero 0|1|auto training: 1 splits each stage's optimizer state (AdamW moments, SGD momentum)\n"
+          "  --pipeline-zero 0|1|2|auto training: 1 splits each stage's optimizer state (AdamW moments, SGD momentum)\n"
           "                           over the stage's ranks that hold the same parameters; each updates its chunk\n"
           "                           and all-gathers the parameters (ZeRO-1 inside pipeline stages; CPU target);\n"
+          "                           2: the step's gradient sums too, reduce-scattered once per step (ZeRO-2);\n"
           "                           0: never; auto (the default): chosen per stage with the stages (as recompute)\n"
           "  (default search)         --gpus N > 1 without --pipeline-stages / --strategy / --mesh / --microbatches /\n"
           "                           --recompute / --profile: one program and pipelines of 2 or more stages are planned, the\n"
@@ -675,11 +676,11 @@ int main(int argc, char **argv) {
       }
       pa.recompute = !strcmp(val, "on"), pa.recompute_off = !strcmp(val, "off");
     } else if (TAKES("--pipeline-zero")) {
-      if (strcmp(val, "0") && strcmp(val, "1") && strcmp(val, "auto")) {
-        gv_error_plain("--pipeline-zero expects 0, 1 or auto, got '%s'", val);
+      if (strcmp(val, "0") && strcmp(val, "1") && strcmp(val, "2") && strcmp(val, "auto")) {
+        gv_error_plain("--pipeline-zero expects 0, 1, 2 or auto, got '%s'", val);
         return 2;
       }
-      pa.zero = !strcmp(val, "1"), pa.zero_off = !strcmp(val, "0");
+      pa.zero = !strcmp(val, "1") ? 1 : !strcmp(val, "2") ? 2 : 0, pa.zero_off = !strcmp(val, "0");
     } else if (strcmp(a, "--pipe-stats") == 0) {
       gv_pipe_opts.quiet = false;
     } else if (TAKES("--overlap")) {
@@ -1262,7 +1263,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (pa.zero && !plan_only && strcmp(target, "cuda") == 0) {
-    gv_error_plain("--pipeline-zero 1 with --target cuda: not yet (the CPU target's stages run it)");
+    gv_error_plain("--pipeline-zero %d with --target cuda: not yet (the CPU target's stages run it)", pa.zero);
+    return 2;
+  }
+  if (pa.zero == 2 && gv_train_opts.clip_grad_norm > 0) {
+    gv_error_plain("--pipeline-zero 2 with --clip-grad-norm: not yet (the norm of gradient sums split over the ranks)");
     return 2;
   }
   pa.zero_forbidden = !plan_only && strcmp(target, "cuda") == 0; /* the CUDA target's stages do not run ZeRO-1 yet */
@@ -1274,10 +1279,6 @@ int main(int argc, char **argv) {
   if (pa.on && cuda.bf16 && strcmp(target, "cuda") == 0 && !plan_only && !train) {
     gv_error_plain("--pipeline-stages with --precision bf16 --target cuda: bf16 inference stages are not supported on the "
                    "cuda target yet (training stages are; inference stages run on the cpu target; --plan-only prices them)");
-    return 2;
-  }
-  if (pa.zero && gv_precision_opts.grad != GV_DT_F32) {
-    gv_error_plain("--grad-dtype bf16 with --pipeline-zero 1: not yet (ZeRO-1 stages update from fp32 gradient sums)");
     return 2;
   }
   if (pa.on) {

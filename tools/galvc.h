@@ -49,7 +49,7 @@ typedef struct {
   const char *trace_plan;
   bool analytic;          /* --stage-cost analytic: gv_stage_cost_analytic instead of the intra-operator planner */
   bool recompute;         /* --pipeline-recompute: training stages as one combined program (no stash) */
-  int zero;               /* --pipeline-zero 1: ZeRO-1 inside stages of more than one device (0: off) */
+  int zero;               /* --pipeline-zero 1 / 2: ZeRO-1 / ZeRO-2 inside stages of more than one device (0: off) */
   bool recompute_off;     /* --pipeline-recompute=off: no stage recomputes (else the stage DP may choose it) */
   bool zero_off;          /* --pipeline-zero 0: no stage splits its optimizer state (else the stage DP may choose it) */
   bool zero_forbidden;    /* ZeRO-1 cannot run (--target cuda, not --plan-only): never chosen */

@@ -442,7 +442,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
       if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
       else if (pl->cost[i].feasible && pl->cost[i].nvar > 1) { /* the stage's way: the plan's, else the fastest that fits */
-        int wr = pa->choice_given ? pa->srec[i] : -1, wz = pa->choice_given ? pa->szero[i] : -1;
+        int wr = pa->choice_given ? pa->srec[i] : -1, wz = pa->choice_given ? (pa->szero[i] > 0 ? 1 : pa->szero[i]) : -1;
         int v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], lim, -1, pl->schedule, wr, wz);
         if (v < 0 && wr < 0 && wz < 0) gv_stage_cost_min_need(&pl->cost[i], pl->inflight[i], pl->schedule, &v); /* none fits: the smallest */
         if (v < 0) /* a plan.json's way that this stage does not offer: the nearest (the recomputation as given; 1F1B's
@@ -797,7 +797,7 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
     fprintf(f, "],\n    \"stage_recompute\": [");
     for (int i = 0; i < S; i++) fprintf(f, "%s%s", i ? ", " : "", P->recompute || pl->cost[i].recompute ? "true" : "false");
     fprintf(f, "], \"stage_zero\": [");
-    for (int i = 0; i < S; i++) fprintf(f, "%s%d", i ? ", " : "", P->zero || pl->cost[i].zero_ranks > 1 ? 1 : 0);
+    for (int i = 0; i < S; i++) fprintf(f, "%s%d", i ? ", " : "", P->zero || pl->cost[i].zero_ranks > 1 ? (P->zero == 2 ? 2 : 1) : 0);
     fprintf(f, "], \"stage_bytes\": [");
     for (int i = 0; i < S; i++)
       fprintf(f, "%s%lld", i ? ", " : "", (long long)(pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes));
@@ -857,19 +857,21 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
   if (sr && (sr->kind != GV_JSON_ARRAY || sr->n != S))
     rc = gv_error_plain("%s: line %d: field 'pipeline.stage_recompute': expected an array of one true / false per stage", path, sr->line);
   else if (sz && (sz->kind != GV_JSON_ARRAY || sz->n != S))
-    rc = gv_error_plain("%s: line %d: field 'pipeline.stage_zero': expected an array of one 0 / 1 per stage", path, sz->line);
+    rc = gv_error_plain("%s: line %d: field 'pipeline.stage_zero': expected an array of one 0 / 1 / 2 per stage", path, sz->line);
   for (int i = 0; !rc && i < S; i++) {
     pa->srec[i] = pa->szero[i] = -1;
     if (sr && sr->items[i].kind != GV_JSON_BOOL)
       rc = gv_error_plain("%s: line %d: field 'pipeline.stage_recompute': expected true or false", path, sr->items[i].line);
-    else if (sz && !INT_IN(&sz->items[i], 0, 1))
-      rc = gv_error_plain("%s: line %d: field 'pipeline.stage_zero': expected 0 or 1", path, sz->items[i].line);
+    else if (sz && !INT_IN(&sz->items[i], 0, 2))
+      rc = gv_error_plain("%s: line %d: field 'pipeline.stage_zero': expected 0, 1 or 2", path, sz->items[i].line);
     else {
       if (sr) pa->srec[i] = sr->items[i].b ? 1 : 0;
       if (sz) pa->szero[i] = (signed char)sz->items[i].num;
     }
   }
   if (!rc) pa->choice_given = sr || sz;
+  for (int i = 0; !rc && sz && i < S; i++) /* ZeRO-2 (written by --pipeline-zero 2): replayed as that flag */
+    if (pa->szero[i] == 2) pa->zero = 2;
 #undef INT_IN
   if (!rc) {
     *found = true;
@@ -1205,7 +1207,15 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     gv_module *ms = NULL, *mb = NULL, *mw = NULL; /* the stage's program (training with a stash: its forward entry), backward
                                                    * entry, and under ZB-H1 its weight-gradient entry */
     bool stash = train && !pa->recompute && !pl->cost[s].recompute && s < S - 1; /* forced, or the stage DP's way */
-    rc = !io || !(ms = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io));
+    /* ZeRO-2 (--pipeline-zero 2): the stage's parameter gradients left pending over the ranks holding equal
+     * parameters, except those of parameters other stages hold too (their sum across the stages is whole) */
+    const char **z2whole = calloc((size_t)mp->main->body->nargs + 1, sizeof *z2whole);
+    int nz2whole = 0;
+    for (int a = 0; z2whole && a < mp->main->body->nargs; a++)
+      if (mp->main->arg_is_param[a] && __builtin_popcountll(pmask[a]) > 1) z2whole[nz2whole++] = mp->main->arg_names[a];
+    if (!z2whole) rc = gv_error_plain("out of memory");
+    gv_pipe_opts.zero2 = train && pa->zero == 2 && per > 1, gv_pipe_opts.zero2_whole = z2whole, gv_pipe_opts.nzero2_whole = nz2whole;
+    rc = rc || !io || !(ms = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io));
     if (!rc && stash && !gv_stage_has_grads(ms)) stash = false; /* forward only: nothing trains in it */
     if (!rc && stash) { /* the same stage module again (deterministic), split into the two entries */
       gv_stage_io *io2 = calloc(1, sizeof *io2);
@@ -1235,6 +1245,22 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       if (!rc) rc = run_named(zsrc, st, 1, 1, verify_each) || gv_verify(zsrc);
       gv_pipe_opts.stash = NULL;
       if (!rc) rc = same_params(ms, mw);
+    }
+    gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_whole = NULL, gv_pipe_opts.nzero2_whole = 0;
+    free(z2whole);
+    /* ZeRO-2: per parameter (ms's order) the mesh axes its gradient results leave pending, from every entry */
+    int z2err = 0;
+    unsigned *gpart = calloc((size_t)(ms ? ms->main->body->nargs : 0) + 1, sizeof *gpart);
+    if (!gpart) rc = rc ? rc : gv_error_plain("out of memory");
+    for (int k = 0; !rc && train && pa->zero == 2 && k < 3; k++) {
+      gv_module *e = k == 0 ? ms : k == 1 ? mb : mw;
+      const gv_op *ret = e ? e->main->body->last : NULL;
+      for (int i = 0; ret && ret->code == GV_OP_RETURN && i < ret->nopnds && i < e->main->nres_names; i++) {
+        const char *n = e->main->res_names[i];
+        const gv_sharding *sh = n && !strncmp(n, "grad:", 5) ? gv_value_sharding(e, ret->opnds[i]) : NULL;
+        for (int a = 0, np = 0; sh && a < ms->main->body->nargs; a++)
+          if (ms->main->arg_is_param[a] && np++ >= 0 && !strcmp(ms->main->arg_names[a], n + 5)) gpart[np - 1] |= sh->partial;
+      }
     }
     /* an entry split out of the stage program runs part of its collectives (not the seed's): each entry predicts
      * its own collectives' bytes (codegen/comm.c), which runtime/pipe.c checks against the communicator */
@@ -1388,10 +1414,23 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
           unsigned zaxes = zm && train && zon ? ((1u << zm->naxes) - 1) & ~used : 0;
           for (int x = 0; zm && x < zm->naxes; x++)
             if (zm->size[x] == 1) zaxes &= ~(1u << x);
-          fprintf(f, "const int galv_pipe_zero = %d, galv_pipe_zero_nmesh = %d;\nconst int64_t galv_pipe_zero_mesh[] = {", zaxes ? 1 : 0,
+          const int zst = zaxes ? (pa->zero == 2 ? 2 : 1) : 0;
+          fprintf(f, "const int galv_pipe_zero = %d, galv_pipe_zero_nmesh = %d;\nconst int64_t galv_pipe_zero_mesh[] = {", zst,
                   zm ? zm->naxes : 0);
           for (int x = 0; zm && x < zm->naxes; x++) fprintf(f, "%lld, ", (long long)zm->size[x]);
           fprintf(f, "0};\nconst unsigned galv_pipe_zero_axes = 0x%xu;\n", zaxes);
+          /* ZeRO-2: per parameter 1 when its gradient outputs are this rank's share of a sum over the zero axes */
+          fprintf(f, "const unsigned char galv_pipe_zero_partial[] = {");
+          for (int a = 0, np = 0; a < ms->main->body->nargs; a++) {
+            if (!ms->main->arg_is_param[a]) continue;
+            unsigned pz = zst == 2 ? gpart[np] & zaxes : 0;
+            if (pz && pz != zaxes && !z2err)
+              z2err = gv_error_plain("stage %d: --pipeline-zero 2: the gradient of '%s' is pending over some of the ranks holding "
+                                  "equal parameters only: not yet", s, ms->main->arg_names[a]);
+            fprintf(f, "%d, ", pz ? 1 : 0);
+            np++;
+          }
+          fprintf(f, "0};\n");
           if (train && zon && !quiet) {
             int64_t g = 1;
             for (int x = 0; zm && x < zm->naxes; x++)
@@ -1401,6 +1440,15 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
               fprintf(stderr, "galvc: stage %d: ZeRO-1: optimizer state split over %lld ranks (%lld floats each), all-gather "
                               "%lld bytes sent per rank per step\n", s, (long long)g, (long long)zn, (long long)((g - 1) * zn * 4));
             else fprintf(stderr, "galvc: stage %d: ZeRO-1 off (no mesh axis of more than one rank holds equal parameters)\n", s);
+            if (g > 1 && zst == 2) { /* the step's sums reduce-scattered once: (g - 1) chunks of zn elements sent */
+              const int eb = gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32 ? 2 : 4;
+              int npart = 0, nparam = 0;
+              for (int a = 0, np = 0; a < ms->main->body->nargs; a++)
+                if (ms->main->arg_is_param[a]) npart += (gpart[np++] & zaxes) != 0, nparam++;
+              fprintf(stderr, "galvc: stage %d: ZeRO-2: gradient sums reduce-scattered over %lld ranks once per step (%d of %d "
+                              "parameters' gradients left unreduced by the stage program), reduce-scatter %lld bytes sent per "
+                              "rank per step\n", s, (long long)g, npart, nparam, (long long)((g - 1) * zn * eb));
+            }
           }
         }
         /* training with a stash: the backward entry (program_bwd.c); else none */
@@ -1410,6 +1458,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
         if (mw) fprintf(f, "GALV_PIPE_ENTRY_DECL(wgt);\nconst galv_pipe_entry galv_pipe_wgt = GALV_PIPE_ENTRY(wgt);\n");
         else fprintf(f, "const galv_pipe_entry galv_pipe_wgt = {0};\n");
         rc = write_xfers(f, ms, mb, io, s, dev, pa, train);
+        if (z2err) rc = z2err;
         rc = galvc_close_out(&wf, rc);
       }
       snprintf(path, sizeof path, "%sMakefile", dir);
@@ -1443,6 +1492,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     }
     if (!rc && build) rc = build_program(dir, quiet);
     free(io);
+    free(gpart);
     if (ms) gv_module_free(ms);
     if (mb) gv_module_free(mb);
     if (mw) gv_module_free(mw);

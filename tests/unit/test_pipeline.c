@@ -365,6 +365,17 @@ int main(void) {
               n8.state_bytes - z8.state_bytes == 8 * words / tp - (8 * words + dp - 1) / dp / tp,
           "ZeRO-1 over dp: %s / %s, %lld - %lld state bytes, all-gather %lld ns over %lld ranks", n8.desc, z8.desc,
           (long long)n8.state_bytes, (long long)z8.state_bytes, (long long)z8.zero_ns, (long long)z8.zero_ranks);
+    /* ZeRO-2 (--pipeline-zero 2, the runtime's per-step reduce-scatter): beside ZeRO-1's state this rank's chunk of
+     * the sums (4 bytes per word / tp / dp); the step's gradient all-reduce replaced by a reduce-scatter (cheaper),
+     * the all-gather as ZeRO-1's */
+    gv_analytic_ctx az2 = ax;
+    az2.zero = 2;
+    gv_stage_cost t8;
+    gv_stage_cost_analytic(&az2, 4, 8, 1, 8, 1, &t8);
+    CHECK(!strcmp(t8.desc, z8.desc) && t8.zero_ranks == dp && t8.zero_ns == z8.zero_ns &&
+              t8.state_bytes - z8.state_bytes == (4 * words / tp + dp - 1) / dp && t8.once_ns < z8.once_ns && t8.ns == z8.ns,
+          "ZeRO-2 over dp: %s, state %lld vs ZeRO-1 %lld, once %lld vs %lld ns", t8.desc, (long long)t8.state_bytes,
+          (long long)z8.state_bytes, (long long)t8.once_ns, (long long)z8.once_ns);
     gv_analytic_ctx ar = ax;
     ar.recompute = true;
     gv_stage_cost_analytic(&ax, 1, 5, 1, 1, 1, &e8); /* g[0] holds the shared copy: a range without it */
