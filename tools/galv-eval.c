@@ -17,7 +17,7 @@
 #include "../passes/passes.h"
 #include "../runtime/npy.h"
 
-static const char *const train_passes[] = {"loss", "autodiff", "recompute", "accumulate", "optimizer", NULL};
+static const char *const train_passes[] = {"loss", "fuse-attention", "autodiff", "recompute", "accumulate", "optimizer", NULL};
 
 static void usage(FILE *f) {
   fprintf(f, "usage: galv-eval MODEL.onnx [options]\n"
@@ -33,7 +33,7 @@ static void usage(FILE *f) {
              "  --list-ops               print the supported ONNX op types (default domain), one a line\n"
              "  --train                  add the training step after dce (loss, autodiff, optimizer);\n"
              "                           --loss, --labels, --optimizer, --lr, --weight-decay, --beta1, --beta2,\n"
-             "                           --eps, --momentum, --ignore-index, --recompute, --freeze, --trainable as\n"
+             "                           --eps, --momentum, --ignore-index, --recompute, --fused-attention, --freeze, --trainable as\n"
              "                           for galvc; optimizer\n"
              "                           state starts at 0\n"
              "  --steps N                run the step function N times, feeding updated params and state\n"
@@ -234,6 +234,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--loss") && i + 1 < argc) gv_train_opts.loss = argv[++i];
     else if (!strcmp(a, "--labels") && i + 1 < argc) gv_train_opts.labels = argv[++i];
     else if (!strcmp(a, "--recompute") && i + 1 < argc) gv_train_opts.recompute = argv[++i];
+    else if (!strcmp(a, "--fused-attention") && i + 1 < argc) gv_train_opts.unfused_attention = !strcmp(argv[++i], "off");
     else if ((!strcmp(a, "--freeze") || !strcmp(a, "--trainable")) && i + 1 < argc) {
       if (nselect == 64) { gv_error_plain("too many --freeze / --trainable (at most 64)"); return 2; }
       select[nselect++] = (gv_train_select){argv[++i], a[2] == 't'};
@@ -265,7 +266,7 @@ int main(int argc, char **argv) {
       }
     } else if (a[0] == '-') {
       static const char *const valued[] = {"-o", "--passes", "--batch", "--seq", "--precision", "--grad-dtype", "--steps", "--loss",
-                                           "--labels", "--recompute", "--optimizer", "--ignore-index", "--lr",
+                                           "--labels", "--recompute", "--fused-attention", "--optimizer", "--ignore-index", "--lr",
                                            "--weight-decay", "--beta1", "--beta2", "--eps", "--momentum", "--input",
                                            "--input-shape", "--freeze", "--trainable", NULL};
       for (const char *const *v = valued; *v; v++)

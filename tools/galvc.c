@@ -53,6 +53,7 @@ enum { NPIPELINE = sizeof pipeline / sizeof pipeline[0] };
 /* With --train, inserted right after dce: the training step. */
 const char *const train_pipeline[NTRAIN] = {
     "loss",      /* --loss over the first output; new input --labels */
+    "fuse-attention", /* attention chains -> galv.attention, no S x S values (docs/fused-attention.md) */
     "autodiff",  /* gradients of the loss for every parameter */
     "recompute", /* --recompute layers: forward clones before their backward uses */
     "accumulate", /* --microbatches B (no pipeline): B microbatches' gradients summed */
@@ -192,6 +193,9 @@ static void usage(FILE *f) {
           "                           bound and the predicted step improves; --microbatches 1: never)\n"
           "  --zero-reduce once|per-microbatch  with ZeRO and --microbatches: reduce-scatter the summed\n"
           "                           gradients once per step (default) or every microbatch's into the shard\n"
+          "  --fused-attention on|off|auto  training: each attention chain (QK^T, scale / mask, softmax, PV) as one\n"
+          "                           galv.attention op whose backward recomputes the scores, no S x S value stored\n"
+          "                           (docs/fused-attention.md); auto (default): on for fp32 --target cpu\n"
           "  --recompute=none|all|L,..  recompute these layers' activations in backward (layer = NAME.N\n"
           "                           segment of the node names, e.g. h.0 / layers.3, or its index N);\n"
           "                           selective[:L,..]: only the attention cores (QK^T, scale / mask, softmax,\n"
@@ -552,6 +556,7 @@ int main(int argc, char **argv) {
   /* options that only apply with another, remembered to name them in a conflict */
   const char *train_opt = NULL, *adam_opt = NULL, *pipe_opt = NULL;
   int mb_given = 0, zero_reduce_given = 0, recompute_given = 0;
+  int fused_attn = -1; /* --fused-attention: 1 on, 0 off, -1 auto (fp32 training on the CPU target) */
   static char train_opt_buf[32];
   int momentum_given = 0, ignore_given = 0, arch_given = 0, search_given = 0, memlim_given = 0, dump_dir_given = 0;
   int zstages_given = 0;
@@ -827,6 +832,12 @@ int main(int argc, char **argv) {
         return 2;
       }
       gv_train_opts.zero_reduce_each = strcmp(val, "per-microbatch") == 0;
+    } else if (TAKES("--fused-attention")) {
+      if (strcmp(val, "on") && strcmp(val, "off") && strcmp(val, "auto")) {
+        gv_error_plain("--fused-attention %s: expected on, off or auto", val);
+        return 2;
+      }
+      train_opt = "--fused-attention", fused_attn = !strcmp(val, "on") ? 1 : !strcmp(val, "off") ? 0 : -1;
     } else if (TAKES("--recompute")) {
       train_opt = "--recompute", recompute_given = 1;
       gv_train_opts.recompute = val;
@@ -1199,6 +1210,18 @@ int main(int argc, char **argv) {
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
   if (cluster.devices_per_node > 0 && gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
   cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && (cuda.bf16 || fp16)); /* as codegen/cuda fuses attention */
+  /* training's galv.attention (docs/fused-attention.md): the CPU target runs it in fp32; the CUDA target has no
+   * kernels for it yet (priced with --plan-only), and 16-bit storage keeps the chains */
+  if (fused_attn == 1 && (cuda.bf16 || fp16)) {
+    gv_error_plain("--fused-attention on: not with --precision bf16 / fp16 (the fused training op runs fp32 only)");
+    return 2;
+  }
+  if (fused_attn == 1 && strcmp(target, "cuda") == 0 && !plan_only) {
+    gv_error_plain("--fused-attention on: the CUDA target has no training attention kernels yet (use --target cpu, or "
+                   "--plan-only to price the plan)");
+    return 2;
+  }
+  gv_train_opts.unfused_attention = fused_attn == 0 || (fused_attn < 0 && (strcmp(target, "cpu") != 0 || cuda.bf16 || fp16));
   gv_plan_opts.cluster = &cluster;
   if (reserve_given && !pa.on && apply_reserve(&cluster, reserve_frac, reserve_bytes, quiet)) return 2;
   static gv_profile profile;
