@@ -6,9 +6,9 @@
 # off (the four-op chains), train 3 steps (AdamW) on 1 rank and on 2 ranks
 # (GPT-2 dp and tp, Llama tp); the losses of each step and every final parameter of a fused
 # run equal the unfused single-device run's (rtol 1e-4, atol 1e-5). The
-# memory line's activations kept for backward shrink by at least one
-# batch x heads x S x S f32 tensor per layer less the fused op's own o and
-# lse (measured: 2 S x S per layer less those, 14336 bytes); the default (auto) fuses on
+# memory line's activations kept for backward shrink by exactly one batch x
+# heads x S x S f32 tensor per layer (the probabilities) less the fused
+# op's own o and lse, which the backward now reads; the default (auto) fuses on
 # the CPU target; --fused-attention with a bad value is one error line.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -84,14 +84,14 @@ PY
     bad "$fam: attention calls fused $nf / $ng, unfused $nu (expected $L / $L, 0)"
   fi
   if r=$(compare "$T/$fam-off" "$T/$fam-on"); then ok "$fam 1 rank fused == unfused: $r"; else bad "$fam 1 rank fused vs unfused: $r"; fi
-  # activations kept for backward: smaller by at least one B x H x S x S f32 tensor per layer (the
+  # activations kept for backward: smaller by one B x H x S x S f32 tensor per layer (the
   # probabilities) less what the fused op keeps instead (its output, B x H x S x Dv, and lse, B x H x S)
   act() { sed -n 's/.*activations kept for backward \([0-9]*\).*/\1/p' "$1" | head -1; }
   a0=$(act "$T/$fam-off.err") a1=$(act "$T/$fam-on.err") ss=$((L * B * H * S * (S - DV - 1) * 4))
-  if [ -n "$a0" ] && [ -n "$a1" ] && [ $((a0 - a1)) -ge $ss ]; then
-    ok "$fam: activations kept for backward $a0 -> $a1 bytes (at least $ss fewer: an S x S tensor per layer less o and lse)"
+  if [ -n "$a0" ] && [ -n "$a1" ] && [ $((a0 - a1)) -eq $ss ]; then
+    ok "$fam: activations kept for backward $a0 -> $a1 bytes ($ss fewer: an S x S tensor per layer less o and lse)"
   else
-    bad "$fam: activations kept for backward unfused '$a0' fused '$a1' (expected at least $ss fewer)"
+    bad "$fam: activations kept for backward unfused '$a0' fused '$a1' (expected $ss fewer)"
   fi
   strategies=(dp tp)
   [ $fam = llama ] && strategies=(tp) # GPT-2 runs both; Llama the head split (GQA's repeated K / V)
