@@ -1211,9 +1211,10 @@ int main(int argc, char **argv) {
   if (cluster.devices_per_node > 0 && gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
   cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && (cuda.bf16 || fp16)); /* as codegen/cuda fuses attention */
   /* training's galv.attention (docs/fused-attention.md): the CPU target runs it in fp32; the CUDA target has no
-   * kernels for it yet (priced with --plan-only), and 16-bit storage keeps the chains */
-  if (fused_attn == 1 && (cuda.bf16 || fp16)) {
-    gv_error_plain("--fused-attention on: not with --precision bf16 / fp16 (the fused training op runs fp32 only)");
+   * kernels for it yet and 16-bit storage no kernels either: both priced under --plan-only */
+  if (fused_attn == 1 && (cuda.bf16 || fp16) && !plan_only) {
+    gv_error_plain("--fused-attention on: with --precision bf16 / fp16 only under --plan-only (the CPU kernels run fp32 "
+                   "storage only)");
     return 2;
   }
   if (fused_attn == 1 && strcmp(target, "cuda") == 0 && !plan_only) {
