@@ -3,10 +3,12 @@
 // the score a where branch); h.2's (dropout after the softmax) and h.3's
 // (a mask that depends on a parameter: it would need a gradient) stay
 // four ops. With --fused-attention=off nothing changes; after autodiff
-// each fused core has one galv.attention_grad and no S x S value.
+// each fused core has one galv.attention_grad and no S x S value; selective
+// recomputation clones the cores left unfused and leaves the fused ones.
 // RUN: %galv-opt --passes=fuse-attention %s | %FileCheck %s
 // RUN: %galv-opt --passes=fuse-attention --fused-attention=off %s | %FileCheck %s --check-prefix=OFF
 // RUN: %galv-opt --passes=fuse-attention,autodiff %s | %FileCheck %s --check-prefix=GRAD
+// RUN: %galv-opt --passes=fuse-attention,autodiff,recompute --recompute=selective %s | %FileCheck %s --check-prefix=SEL
 // CHECK: %[[O0:[0-9]+]]:2 = "galv.attention"(%arg0, %arg1, %arg2) {k_contract = 2 : i64, score = "", v_contract = 1 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>) loc("/h.0/attn/Softmax"("Softmax"))
 // CHECK-NEXT: "galv.tanh"(%[[O0]]#0)
 // CHECK-NOT: "galv.div"
@@ -24,6 +26,11 @@
 // GRAD-NOT: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> loc("/h.{{[01]}}/
 // GRAD: "galv.attention_grad"({{.*}}) {k_contract = 2 : i64, score = "div:s,2;where:%0,s,-10000", v_contract = 1 : i64} : {{.*}} -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) loc("/h.1/attn/Softmax/grad"("Softmax"))
 // GRAD: "galv.attention_grad"({{.*}}loc("/h.0/attn/Softmax/grad"("Softmax"))
+// SEL-NOT: /h.{{[01]}}/attn/{{[A-Za-z]*}}/recompute
+// SEL: "galv.softmax"{{.*}}loc("/h.3/attn/Softmax/recompute"("Softmax"))
+// SEL-NOT: /h.{{[01]}}/attn/{{[A-Za-z]*}}/recompute
+// SEL: "galv.softmax"{{.*}}loc("/h.2/attn/Softmax/recompute"("Softmax"))
+// SEL-NOT: /h.{{[01]}}/attn/{{[A-Za-z]*}}/recompute
 "galv.func"() ({
 ^bb0(%arg0: tensor<2x4x8xf32>, %arg1: tensor<2x4x8xf32>, %arg2: tensor<2x4x8xf32>, %arg3: tensor<4x4xi1>, %arg4: tensor<2x4x4xf32>, %arg5: tensor<4x4xf32>):
   %0 = "galv.dot"(%arg0, %arg1) {lhs_batch = array<i64: 0>, lhs_contract = array<i64: 2>, rhs_batch = array<i64: 0>, rhs_contract = array<i64: 2>} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x4xf32> loc("/h.0/attn/scores"("MatMul"))
