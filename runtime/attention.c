@@ -12,16 +12,16 @@
 
 enum { TILE = 64 };
 
-static int64_t q_at(const galv_attn_desc *d, int64_t b, int64_t i, int64_t x) { return (b * d->Sq + i) * d->D + x; }
-static int64_t k_at(const galv_attn_desc *d, int64_t b, int64_t j, int64_t x) {
+static int64_t q_at(const galv_fattn_desc *d, int64_t b, int64_t i, int64_t x) { return (b * d->Sq + i) * d->D + x; }
+static int64_t k_at(const galv_fattn_desc *d, int64_t b, int64_t j, int64_t x) {
   return d->kt ? (b * d->D + x) * d->Sk + j : (b * d->Sk + j) * d->D + x;
 }
-static int64_t v_at(const galv_attn_desc *d, int64_t b, int64_t j, int64_t e) {
+static int64_t v_at(const galv_fattn_desc *d, int64_t b, int64_t j, int64_t e) {
   return d->vt ? (b * d->Dv + e) * d->Sk + j : (b * d->Sk + j) * d->Dv + e;
 }
 
 /* The functor operands' element offsets of batch b's first score. */
-static void batch_offsets(const galv_attn_desc *d, int64_t b, int64_t *off) {
+static void batch_offsets(const galv_fattn_desc *d, int64_t b, int64_t *off) {
   for (int f = 0; f < d->nfn; f++) off[f] = 0;
   for (int x = d->nb - 1; x >= 0; x--) {
     int64_t ix = b % d->bd[x];
@@ -31,7 +31,7 @@ static void batch_offsets(const galv_attn_desc *d, int64_t b, int64_t *off) {
 }
 
 /* f(s) at score (i, j); *slope = f'(s) */
-static float functor(const galv_attn_desc *d, const void *const *fn, const int64_t *boff, int64_t i, int64_t j, float s,
+static float functor(const galv_fattn_desc *d, const void *const *fn, const int64_t *boff, int64_t i, int64_t j, float s,
                      float *slope) {
   float fv[8], sl = 1;
   for (int f = 0; f < d->nfn; f++) {
@@ -39,7 +39,7 @@ static float functor(const galv_attn_desc *d, const void *const *fn, const int64
     fv[f] = d->fbool[f] ? (float)(((const unsigned char *)fn[f])[at] != 0) : ((const float *)fn[f])[at];
   }
   for (int t = 0; t < d->nst; t++) {
-    const galv_attn_step *x = &d->st[t];
+    const galv_fattn_step *x = &d->st[t];
     float a[3];
     for (int u = 0; u < x->nargs; u++) a[u] = x->arg[u] == -1 ? s : x->arg[u] == -2 ? x->lit[u] : fv[x->arg[u]];
     switch (x->kind) {
@@ -56,13 +56,13 @@ static float functor(const galv_attn_desc *d, const void *const *fn, const int64
   return s;
 }
 
-static float score(const galv_attn_desc *d, const float *q, const float *k, int64_t b, int64_t i, int64_t j) {
+static float score(const galv_fattn_desc *d, const float *q, const float *k, int64_t b, int64_t i, int64_t j) {
   float s = 0;
   for (int64_t x = 0; x < d->D; x++) s += q[q_at(d, b, i, x)] * k[k_at(d, b, j, x)];
   return s;
 }
 
-void galv_attention_f32(const galv_attn_desc *d, const float *q, const float *k, const float *v, const void *const *fn, float *o,
+void galv_attention_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const void *const *fn, float *o,
                         float *lse) {
   int64_t B = 1;
   for (int x = 0; x < d->nb; x++) B *= d->bd[x];
@@ -98,7 +98,7 @@ void galv_attention_f32(const galv_attn_desc *d, const float *q, const float *k,
   }
 }
 
-void galv_attention_grad_f32(const galv_attn_desc *d, const float *q, const float *k, const float *v, const float *o,
+void galv_attention_grad_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const float *o,
                              const float *dout, const float *lse, const void *const *fn, float *dq, float *dk, float *dv) {
   int64_t B = 1;
   for (int x = 0; x < d->nb; x++) B *= d->bd[x];

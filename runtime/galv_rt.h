@@ -343,20 +343,20 @@ void galv_reduce_f32(float *y, const float *x, int rank, const int64_t *dims, co
 typedef struct {
   int kind, nargs, arg[3];
   float lit[3];
-} galv_attn_step;
+} galv_fattn_step;
 typedef struct {
   int nb;
   int64_t bd[4], Sq, Sk, D, Dv;
   int kt, vt, nst, nfn;
-  galv_attn_step st[8];
+  galv_fattn_step st[8];
   int64_t fst[8][6];
   int fbool[8];
-} galv_attn_desc;
+} galv_fattn_desc;
 /* o = softmax(f(q k^T)) v, lse its per-row logsumexp; online softmax over key tiles */
-void galv_attention_f32(const galv_attn_desc *d, const float *q, const float *k, const float *v, const void *const *fn, float *o,
+void galv_attention_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const void *const *fn, float *o,
                         float *lse);
 /* FlashAttention-2's backward: the scores recomputed per row from lse */
-void galv_attention_grad_f32(const galv_attn_desc *d, const float *q, const float *k, const float *v, const float *o,
+void galv_attention_grad_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const float *o,
                              const float *dout, const float *lse, const void *const *fn, float *dq, float *dk, float *dv);
 /* Softmax / log-softmax over L elements of stride inner, for outer*inner rows. */
 void galv_softmax_f32(float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int log_softmax);

@@ -363,7 +363,7 @@ static int emit_attention(emitter *e, const gv_op *op, char p[][64]) {
       return gv_error_op(m, op, "cpu codegen: galv.%s runs f32 values (and bool conditions) stored 32-bit only",
                          gv_ops[op->code].name);
   }
-  fprintf(f, "  { static const galv_attn_desc d = {%d, {", g.nb);
+  fprintf(f, "  { static const galv_fattn_desc d = {%d, {", g.nb);
   for (int x = 0; x < 4; x++) fprintf(f, "%s%lld", x ? ", " : "", (long long)(x < g.nb ? g.bd[x] : 1));
   fprintf(f, "}, %lld, %lld, %lld, %lld, %d, %d, %d, %d, {", (long long)g.Sq, (long long)g.Sk, (long long)g.D, (long long)g.Dv,
           g.kt, g.vt, g.nst, nfn);

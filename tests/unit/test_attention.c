@@ -102,7 +102,7 @@ static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D,
   }
   gv_attn_geo g;
   CHECK(gv_attn_geometry(m, a, &g) == 0);
-  galv_attn_desc d = {.nb = 2, .bd = {B, H, 1, 1}, .Sq = Sq, .Sk = Sk, .D = D, .Dv = Dv, .kt = kt, .vt = vt, .nst = g.nst, .nfn = 2};
+  galv_fattn_desc d = {.nb = 2, .bd = {B, H, 1, 1}, .Sq = Sq, .Sk = Sk, .D = D, .Dv = Dv, .kt = kt, .vt = vt, .nst = g.nst, .nfn = 2};
   for (int t = 0; t < g.nst; t++) {
     d.st[t].kind = g.st[t].kind, d.st[t].nargs = g.st[t].nargs;
     for (int u = 0; u < 3; u++) d.st[t].arg[u] = g.st[t].arg[u], d.st[t].lit[u] = (float)g.st[t].lit[u];
