@@ -234,7 +234,11 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--loss") && i + 1 < argc) gv_train_opts.loss = argv[++i];
     else if (!strcmp(a, "--labels") && i + 1 < argc) gv_train_opts.labels = argv[++i];
     else if (!strcmp(a, "--recompute") && i + 1 < argc) gv_train_opts.recompute = argv[++i];
-    else if (!strcmp(a, "--fused-attention") && i + 1 < argc) gv_train_opts.unfused_attention = !strcmp(argv[++i], "off");
+    else if (!strcmp(a, "--fused-attention") && i + 1 < argc) {
+      const char *v = argv[++i];
+      if (strcmp(v, "on") && strcmp(v, "off")) { gv_error_plain("--fused-attention %s: expected on or off", v); return 2; }
+      gv_train_opts.unfused_attention = !strcmp(v, "off");
+    }
     else if ((!strcmp(a, "--freeze") || !strcmp(a, "--trainable")) && i + 1 < argc) {
       if (nselect == 64) { gv_error_plain("too many --freeze / --trainable (at most 64)"); return 2; }
       select[nselect++] = (gv_train_select){argv[++i], a[2] == 't'};
