@@ -34,7 +34,7 @@ static void usage(FILE *f) {
              "  --train                  add the training step after dce (loss, autodiff, optimizer);\n"
              "                           --loss, --labels, --optimizer, --lr, --weight-decay, --beta1, --beta2,\n"
              "                           --eps, --momentum, --ignore-index, --recompute, --fused-attention, --freeze, --trainable as\n"
-             "                           for galvc; optimizer\n"
+             "                           for galvc (--fused-attention on|off: default on, off with --precision bf16); optimizer\n"
              "                           state starts at 0\n"
              "  --steps N                run the step function N times, feeding updated params and state\n"
              "                           back; prints 'step I loss X'; -o then writes the last step's results\n"
@@ -201,7 +201,7 @@ int main(int argc, char **argv) {
   static char shape_names[32][256];
   int nshapes = 0;
   const char *in_names[64], *in_files[64];
-  int nin = 0, train = 0, bf16 = 0, nselect = 0, quiet = 0;
+  int nin = 0, train = 0, bf16 = 0, nselect = 0, quiet = 0, fa_given = 0;
   gv_train_select select[64];
   long steps = 1;
   for (int i = 1; i < argc; i++) {
@@ -238,6 +238,7 @@ int main(int argc, char **argv) {
       const char *v = argv[++i];
       if (strcmp(v, "on") && strcmp(v, "off")) { gv_error_plain("--fused-attention %s: expected on or off", v); return 2; }
       gv_train_opts.unfused_attention = !strcmp(v, "off");
+      fa_given = 1;
     }
     else if ((!strcmp(a, "--freeze") || !strcmp(a, "--trainable")) && i + 1 < argc) {
       if (nselect == 64) { gv_error_plain("too many --freeze / --trainable (at most 64)"); return 2; }
@@ -282,6 +283,8 @@ int main(int argc, char **argv) {
     else { gv_error_plain("more than one model given"); return 2; }
   }
   if (!model) { usage(stderr); return 2; }
+  /* as galvc's --fused-attention auto: the chains stay under 16-bit storage (the targets' programs keep them) */
+  if (!fa_given && bf16) gv_train_opts.unfused_attention = true;
   if (opt.batch <= 0 || opt.seq <= 0) { gv_error_plain("--batch and --seq must be positive"); return 2; }
   opt.shapes = shapes;
   opt.nshapes = nshapes;
