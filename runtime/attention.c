@@ -1,24 +1,18 @@
 /* attention.c — the CPU target's galv.attention and galv.attention_grad
- * (docs/fused-attention.md): fp32 loops that never hold more than one tile
- * of scores. The forward runs an online softmax over key tiles of 64 per
- * query row and writes o and the row's logsumexp; the backward recomputes
- * each score from lse (FlashAttention-2): P = exp(f(s) - lse),
- * dS = P (dO.v - rowsum(dO * o)) f'(s). The score functor f is the step
- * table of the descriptor (galv_rt.h). */
+ * (docs/fused-attention.md): blocks of 64 queries x 64 keys, never more
+ * than one block of scores, each product a cblas_sgemm. The forward runs
+ * an online softmax over the key blocks and writes o and each row's
+ * logsumexp; the backward (FlashAttention-2) recomputes a block's scores,
+ * P = exp(f(S) - lse), dP = dO V^T, dS = P (dP - rowsum(dO * o)) f'(S),
+ * and adds dV += P^T dO, dQ += dS K, dK += dS^T Q. The score functor f is
+ * the step table of the descriptor (galv_rt.h). */
+#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
 #include "galv_rt.h"
 
 enum { TILE = 64 };
-
-static int64_t q_at(const galv_fattn_desc *d, int64_t b, int64_t i, int64_t x) { return (b * d->Sq + i) * d->D + x; }
-static int64_t k_at(const galv_fattn_desc *d, int64_t b, int64_t j, int64_t x) {
-  return d->kt ? (b * d->D + x) * d->Sk + j : (b * d->Sk + j) * d->D + x;
-}
-static int64_t v_at(const galv_fattn_desc *d, int64_t b, int64_t j, int64_t e) {
-  return d->vt ? (b * d->Dv + e) * d->Sk + j : (b * d->Sk + j) * d->Dv + e;
-}
 
 /* The functor operands' element offsets of batch b's first score. */
 static void batch_offsets(const galv_fattn_desc *d, int64_t b, int64_t *off) {
@@ -56,44 +50,68 @@ static float functor(const galv_fattn_desc *d, const void *const *fn, const int6
   return s;
 }
 
-static float score(const galv_fattn_desc *d, const float *q, const float *k, int64_t b, int64_t i, int64_t j) {
-  float s = 0;
-  for (int64_t x = 0; x < d->D; x++) s += q[q_at(d, b, i, x)] * k[k_at(d, b, j, x)];
-  return s;
+/* S[m x n] = Q rows i0.. (m x D) times K rows j0.. transposed, for batch b */
+static void scores(const galv_fattn_desc *d, const float *q, const float *k, int64_t b, int64_t i0, int64_t m, int64_t j0, int64_t n,
+                   float *S) {
+  const float *qb = q + (b * d->Sq + i0) * d->D, *kb = k + b * d->Sk * d->D;
+  if (d->D == 0) {
+    for (int64_t t = 0; t < m * TILE; t++) S[t] = 0;
+    return;
+  }
+  if (d->kt) /* K stored [D, Sk] */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)d->D, 1.0f, qb, (int)d->D, kb + j0, (int)d->Sk, 0.0f, S,
+                TILE);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)d->D, 1.0f, qb, (int)d->D, kb + j0 * d->D, (int)d->D,
+                0.0f, S, TILE);
 }
 
 void galv_attention_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const void *const *fn, float *o,
                         float *lse) {
   int64_t B = 1;
   for (int x = 0; x < d->nb; x++) B *= d->bd[x];
-  float p[TILE];
+  float S[TILE * TILE], mx[TILE], l[TILE];
   for (int64_t b = 0; b < B; b++) {
     int64_t boff[8];
     batch_offsets(d, b, boff);
-    for (int64_t i = 0; i < d->Sq; i++) {
-      float *acc = o + (b * d->Sq + i) * d->Dv, mx = -INFINITY, l = 0;
-      memset(acc, 0, sizeof(float) * (size_t)d->Dv);
+    const float *vb = v + b * d->Sk * d->Dv;
+    for (int64_t i0 = 0; i0 < d->Sq; i0 += TILE) {
+      int64_t m = d->Sq - i0 < TILE ? d->Sq - i0 : TILE;
+      float *ob = o + (b * d->Sq + i0) * d->Dv;
+      memset(ob, 0, sizeof(float) * (size_t)(m * d->Dv));
+      for (int64_t r = 0; r < m; r++) mx[r] = -INFINITY, l[r] = 0;
       for (int64_t j0 = 0; j0 < d->Sk; j0 += TILE) {
         int64_t n = d->Sk - j0 < TILE ? d->Sk - j0 : TILE;
-        float tmax = -INFINITY;
-        for (int64_t t = 0; t < n; t++) {
-          p[t] = functor(d, fn, boff, i, j0 + t, score(d, q, k, b, i, j0 + t), NULL);
-          if (p[t] > tmax) tmax = p[t];
+        scores(d, q, k, b, i0, m, j0, n, S);
+        for (int64_t r = 0; r < m; r++) { /* online softmax: rescale the row, P into S */
+          float *row = S + r * TILE, tmax = -INFINITY;
+          for (int64_t t = 0; t < n; t++) {
+            row[t] = functor(d, fn, boff, i0 + r, j0 + t, row[t], NULL);
+            if (row[t] > tmax) tmax = row[t];
+          }
+          float nm = tmax > mx[r] ? tmax : mx[r];
+          if (nm == -INFINITY) { /* nothing but -inf so far */
+            for (int64_t t = 0; t < n; t++) row[t] = 0;
+            continue;
+          }
+          float c = expf(mx[r] - nm);
+          l[r] *= c;
+          for (int64_t e = 0; e < d->Dv; e++) ob[r * d->Dv + e] *= c;
+          for (int64_t t = 0; t < n; t++) l[r] += row[t] = expf(row[t] - nm);
+          mx[r] = nm;
         }
-        float nm = tmax > mx ? tmax : mx;
-        if (nm == -INFINITY) continue; /* nothing but -inf so far */
-        float c = expf(mx - nm);
-        l *= c;
-        for (int64_t e = 0; e < d->Dv; e++) acc[e] *= c;
-        for (int64_t t = 0; t < n; t++) {
-          float w = expf(p[t] - nm);
-          l += w;
-          for (int64_t e = 0; e < d->Dv; e++) acc[e] += w * v[v_at(d, b, j0 + t, e)];
-        }
-        mx = nm;
+        if (d->Dv == 0) continue;
+        if (d->vt) /* V stored [Dv, Sk] */
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)d->Dv, (int)n, 1.0f, S, TILE, vb + j0, (int)d->Sk, 1.0f,
+                      ob, (int)d->Dv);
+        else
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)d->Dv, (int)n, 1.0f, S, TILE, vb + j0 * d->Dv,
+                      (int)d->Dv, 1.0f, ob, (int)d->Dv);
       }
-      for (int64_t e = 0; e < d->Dv; e++) acc[e] /= l;
-      lse[b * d->Sq + i] = mx + logf(l);
+      for (int64_t r = 0; r < m; r++) {
+        for (int64_t e = 0; e < d->Dv; e++) ob[r * d->Dv + e] /= l[r];
+        lse[b * d->Sq + i0 + r] = mx[r] + logf(l[r]);
+      }
     }
   }
 }
@@ -105,25 +123,58 @@ void galv_attention_grad_f32(const galv_fattn_desc *d, const float *q, const flo
   memset(dq, 0, sizeof(float) * (size_t)(B * d->Sq * d->D));
   memset(dk, 0, sizeof(float) * (size_t)(B * d->Sk * d->D));
   memset(dv, 0, sizeof(float) * (size_t)(B * d->Sk * d->Dv));
+  float P[TILE * TILE], SL[TILE * TILE], dS[TILE * TILE], Dr[TILE];
   for (int64_t b = 0; b < B; b++) {
     int64_t boff[8];
     batch_offsets(d, b, boff);
-    for (int64_t i = 0; i < d->Sq; i++) {
-      const float *go = dout + (b * d->Sq + i) * d->Dv, *oo = o + (b * d->Sq + i) * d->Dv;
-      float Dr = 0, L = lse[b * d->Sq + i];
-      for (int64_t e = 0; e < d->Dv; e++) Dr += go[e] * oo[e];
-      for (int64_t j = 0; j < d->Sk; j++) {
-        float sl, s = functor(d, fn, boff, i, j, score(d, q, k, b, i, j), &sl);
-        float p = expf(s - L), dp = 0;
-        if (p == 0) continue; /* masked: no gradient anywhere */
-        for (int64_t e = 0; e < d->Dv; e++) {
-          dp += go[e] * v[v_at(d, b, j, e)];
-          dv[v_at(d, b, j, e)] += p * go[e];
+    const float *vb = v + b * d->Sk * d->Dv, *kb = k + b * d->Sk * d->D;
+    float *dvb = dv + b * d->Sk * d->Dv, *dkb = dk + b * d->Sk * d->D;
+    for (int64_t i0 = 0; i0 < d->Sq; i0 += TILE) {
+      int64_t m = d->Sq - i0 < TILE ? d->Sq - i0 : TILE;
+      const float *go = dout + (b * d->Sq + i0) * d->Dv, *oo = o + (b * d->Sq + i0) * d->Dv, *qb = q + (b * d->Sq + i0) * d->D;
+      float *dqb = dq + (b * d->Sq + i0) * d->D;
+      for (int64_t r = 0; r < m; r++) {
+        Dr[r] = 0;
+        for (int64_t e = 0; e < d->Dv; e++) Dr[r] += go[r * d->Dv + e] * oo[r * d->Dv + e];
+      }
+      for (int64_t j0 = 0; j0 < d->Sk; j0 += TILE) {
+        int64_t n = d->Sk - j0 < TILE ? d->Sk - j0 : TILE;
+        scores(d, q, k, b, i0, m, j0, n, P);
+        for (int64_t r = 0; r < m; r++) {
+          float L = lse[b * d->Sq + i0 + r];
+          for (int64_t t = 0; t < n; t++)
+            P[r * TILE + t] = expf(functor(d, fn, boff, i0 + r, j0 + t, P[r * TILE + t], &SL[r * TILE + t]) - L);
         }
-        float ds = p * (dp - Dr) * sl;
-        for (int64_t x = 0; x < d->D; x++) {
-          dq[q_at(d, b, i, x)] += ds * k[k_at(d, b, j, x)];
-          dk[k_at(d, b, j, x)] += ds * q[q_at(d, b, i, x)];
+        /* dP = dO V^T (into dS) */
+        if (d->Dv == 0)
+          for (int64_t t = 0; t < m * TILE; t++) dS[t] = 0;
+        else if (d->vt)
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)d->Dv, 1.0f, go, (int)d->Dv, vb + j0,
+                      (int)d->Sk, 0.0f, dS, TILE);
+        else
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)d->Dv, 1.0f, go, (int)d->Dv, vb + j0 * d->Dv,
+                      (int)d->Dv, 0.0f, dS, TILE);
+        for (int64_t r = 0; r < m; r++)
+          for (int64_t t = 0; t < n; t++) dS[r * TILE + t] = P[r * TILE + t] * (dS[r * TILE + t] - Dr[r]) * SL[r * TILE + t];
+        if (d->Dv) { /* dV += P^T dO */
+          if (d->vt)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d->Dv, (int)n, (int)m, 1.0f, go, (int)d->Dv, P, TILE, 1.0f,
+                        dvb + j0, (int)d->Sk);
+          else
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n, (int)d->Dv, (int)m, 1.0f, P, TILE, go, (int)d->Dv, 1.0f,
+                        dvb + j0 * d->Dv, (int)d->Dv);
+        }
+        if (d->D == 0) continue;
+        if (d->kt) { /* dQ += dS K, dK += dS^T Q; K stored [D, Sk] */
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)d->D, (int)n, 1.0f, dS, TILE, kb + j0, (int)d->Sk, 1.0f,
+                      dqb, (int)d->D);
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d->D, (int)n, (int)m, 1.0f, qb, (int)d->D, dS, TILE, 1.0f,
+                      dkb + j0, (int)d->Sk);
+        } else {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)d->D, (int)n, 1.0f, dS, TILE, kb + j0 * d->D,
+                      (int)d->D, 1.0f, dqb, (int)d->D);
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n, (int)d->D, (int)m, 1.0f, dS, TILE, qb, (int)d->D, 1.0f,
+                      dkb + j0 * d->D, (int)d->D);
         }
       }
     }

@@ -4,8 +4,9 @@
  * slope equal to a central difference; and the CPU kernels
  * (runtime/attention.c) equal to the reference evaluators
  * (ir/attention_ops.c, double) for both operand layouts of k and v, a
- * broadcast bool mask and a per-head additive bias, keys spanning more
- * than one tile: o, lse, dq, dk, dv within 1e-4 (abs + rel). */
+ * broadcast bool mask and a per-head additive bias, queries and keys
+ * spanning more than one block of 64: o, lse, dq, dk, dv within 1e-4
+ * (abs + rel). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,9 +149,11 @@ static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D,
 int main(void) {
   functor_cases();
   kernel_case(2, 3, 5, 7, 4, 6, 0, 0);
-  kernel_case(1, 2, 9, 130, 8, 5, 1, 1); /* three key tiles */
+  kernel_case(1, 2, 9, 130, 8, 5, 1, 1); /* three key blocks */
   kernel_case(2, 1, 4, 65, 3, 3, 1, 0);
   kernel_case(1, 2, 3, 3, 2, 4, 0, 1);
+  kernel_case(1, 1, 70, 67, 5, 3, 0, 0); /* two query blocks */
+  kernel_case(2, 1, 66, 129, 4, 4, 1, 1);
   printf("test_attention: %d checks, %d failures\n", compared, failures);
   return failures ? 1 : 0;
 }
