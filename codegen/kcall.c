@@ -617,3 +617,47 @@ int cg_kcall_print_move(FILE *f, const gv_op *op, const cg_kcall *k, const cg_kc
   default: return 1;
   }
 }
+
+/* ---------------------------------------------------------------- fused attention (training) */
+
+void cg_fattn_call(FILE *f, const gv_op *op, const gv_attn_geo *gp, const char *fwd, const char *bwd, char p[][64]) {
+  const gv_attn_geo g = *gp;
+  int f0 = op->code == GV_OP_ATTENTION ? 3 : 6, nfn = op->nopnds - f0;
+  fprintf(f, "  { static const galv_fattn_desc d = {%d, {", g.nb);
+  for (int x = 0; x < 4; x++) fprintf(f, "%s%lld", x ? ", " : "", (long long)(x < g.nb ? g.bd[x] : 1));
+  fprintf(f, "}, %lld, %lld, %lld, %lld, %d, %d, %d, %d, {", (long long)g.Sq, (long long)g.Sk, (long long)g.D, (long long)g.Dv,
+          g.kt, g.vt, g.nst, nfn);
+  for (int t = 0; t < g.nst; t++) {
+    const gv_attn_step *x = &g.st[t];
+    fprintf(f, "%s{%d, %d, {%d, %d, %d}, {%.9g, %.9g, %.9g}}", t ? ", " : "", x->kind, x->nargs, x->arg[0], x->arg[1], x->arg[2],
+            x->lit[0], x->lit[1], x->lit[2]);
+  }
+  if (!g.nst) fprintf(f, "{0}");
+  fprintf(f, "}, {");
+  for (int i = 0; i < nfn; i++) {
+    const gv_type *t = &op->opnds[f0 + i]->type;
+    int64_t st[6] = {0}, s = 1;
+    for (int d = t->rank - 1; d >= 0; d--) {
+      if (t->dims[d] != 1) st[g.nb + 2 - t->rank + d] = s;
+      s *= t->dims[d];
+    }
+    fprintf(f, "%s{%lld, %lld, %lld, %lld, %lld, %lld}", i ? ", " : "", (long long)st[0], (long long)st[1], (long long)st[2],
+            (long long)st[3], (long long)st[4], (long long)st[5]);
+  }
+  if (!nfn) fprintf(f, "{0}");
+  fprintf(f, "}, {");
+  for (int i = 0; i < nfn; i++) fprintf(f, "%s%d", i ? ", " : "", op->opnds[f0 + i]->type.dtype == GV_DT_BOOL);
+  if (!nfn) fprintf(f, "0");
+  fprintf(f, "}};\n    const void *const fn[] = {");
+  for (int i = 0; i < nfn; i++) fprintf(f, "%s%s", i ? ", " : "", p[f0 + i]);
+  if (!nfn) fprintf(f, "0");
+  fprintf(f, "};\n");
+  if (op->code == GV_OP_ATTENTION)
+    fprintf(f, "    %s(&d, (const float *)%s, (const float *)%s, (const float *)%s, fn, (float *)%s, (float *)%s); }\n",
+            fwd, p[0], p[1], p[2], p[op->nopnds], p[op->nopnds + 1]);
+  else
+    fprintf(f,
+            "    %s(&d, (const float *)%s, (const float *)%s, (const float *)%s, (const float *)%s, "
+            "(const float *)%s, (const float *)%s, fn, (float *)%s, (float *)%s, (float *)%s); }\n",
+            bwd, p[0], p[1], p[2], p[3], p[4], p[5], p[op->nopnds], p[op->nopnds + 1], p[op->nopnds + 2]);
+}

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../ir/attention.h"
 #include "../ir/ir.h"
 
 /* The runtime kernels, by their target-independent name (the CPU's
@@ -143,5 +144,11 @@ void cg_conv_lit(FILE *f, const cg_conv *c);
  * expression for i < np (after a target's storage conversions). Returns 0
  * when printed, 1 when k is another kernel. */
 int cg_kcall_print_move(FILE *f, const gv_op *op, const cg_kcall *k, const cg_kcall_target *t, char p[][64], int np);
+
+/* galv.attention / attention_grad (docs/fused-attention.md): `  { static
+ * const galv_fattn_desc d = {...}; const void *const fn[] = {...};
+ * FWD|BWD(&d, ...); }` with g the op's geometry (gv_attn_geometry) and p[i]
+ * slot i's pointer expression; both targets' runtimes take this call. */
+void cg_fattn_call(FILE *f, const gv_op *op, const gv_attn_geo *g, const char *fwd, const char *bwd, char p[][64]);
 
 #endif

@@ -3,6 +3,8 @@
  * decides storage and the cost model prices the chain from the result. */
 #include "attention.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shape_rules.h"
@@ -71,6 +73,166 @@ bool gv_attn_match(const gv_op *d1, gv_attn_chain *c) {
   if (D > 128 || Dv > 128) return false;
   for (const gv_op *op = d1->next; op != d2; op = op->next)
     if (op != c->mid && op != c->sm && op->code != GV_OP_CONSTANT && !(gv_ops[op->code].flags & GV_VIEW)) return false;
+  c->d2 = d2;
+  return true;
+}
+
+/* ---------------------------------------------------------------- training: the score functor */
+
+static const char *const step_names[] = {"add", "sub", "mul", "div", "where"};
+
+int gv_attn_score_parse(const char *text, int nfn, gv_attn_step *st, const char **why) {
+  int n = 0;
+  const char *p = text ? text : "";
+  while (*p) {
+    if (n >= GV_ATTN_MAX_STEPS) return *why = "too many steps", -1;
+    gv_attn_step *x = &st[n];
+    memset(x, 0, sizeof *x);
+    x->kind = -1;
+    for (int k = 0; k < 5; k++) {
+      size_t l = strlen(step_names[k]);
+      if (!strncmp(p, step_names[k], l) && p[l] == ':') x->kind = k, p += l + 1;
+    }
+    if (x->kind < 0) return *why = "unknown step (expected add, sub, mul, div or where followed by ':')", -1;
+    int score = 0;
+    for (;;) {
+      if (x->nargs >= 3) return *why = "too many arguments in a step", -1;
+      char *end;
+      if (*p == 's') {
+        x->arg[x->nargs++] = -1, score++, p++;
+      } else if (*p == '%') {
+        long v = strtol(p + 1, &end, 10);
+        if (end == p + 1 || v < 0 || v >= nfn) return *why = "functor operand out of range", -1;
+        x->arg[x->nargs++] = (int)v, p = end;
+      } else {
+        double v = strtod(p, &end);
+        if (end == p) return *why = "expected s, %N or a number", -1;
+        x->lit[x->nargs] = v, x->arg[x->nargs++] = -2, p = end;
+      }
+      if (*p != ',') break;
+      p++;
+    }
+    int want = x->kind == GV_ATTN_WHERE ? 3 : 2;
+    if (x->nargs != want) return *why = "wrong argument count in a step", -1;
+    if (score != 1) return *why = "each step takes the score exactly once", -1;
+    if (x->kind == GV_ATTN_DIV && x->arg[0] != -1) return *why = "div: the score must be the dividend", -1;
+    if (x->kind == GV_ATTN_WHERE && x->arg[0] == -1) return *why = "where: the score must be a branch", -1;
+    n++;
+    if (*p == ';') p++;
+    else if (*p) return *why = "expected ';' between steps", -1;
+  }
+  return n;
+}
+
+double gv_attn_score_apply(const gv_attn_step *st, int n, double s, const double *fn, double *slope) {
+  for (int i = 0; i < n; i++) {
+    const gv_attn_step *x = &st[i];
+    double a[3];
+    for (int j = 0; j < x->nargs; j++) a[j] = x->arg[j] == -1 ? s : x->arg[j] == -2 ? x->lit[j] : fn[x->arg[j]];
+    double d = 1;
+    switch (x->kind) {
+    case GV_ATTN_ADD: s = a[0] + a[1]; break;
+    case GV_ATTN_SUB: s = a[0] - a[1], d = x->arg[0] == -1 ? 1 : -1; break;
+    case GV_ATTN_MUL: s = a[0] * a[1], d = x->arg[0] == -1 ? a[1] : a[0]; break;
+    case GV_ATTN_DIV: s = a[0] / a[1], d = 1 / a[1]; break;
+    default: /* where */
+      s = a[0] != 0 ? a[1] : a[2];
+      d = (a[0] != 0) == (x->arg[1] == -1) ? 1 : 0;
+    }
+    if (slope) *slope *= d;
+  }
+  return s;
+}
+
+/* v's single element when it is a one-element f32 constant. */
+static bool scalar_const(const gv_value *v, double *out) {
+  if (!v->def || v->def->code != GV_OP_CONSTANT || v->type.dtype != GV_DT_F32 || gv_type_numel(&v->type) != 1) return false;
+  const gv_attr *a = gv_get_attr(v->def, "value");
+  if (!a || a->kind != GV_ATTR_TENSOR) return false;
+  *out = gv_tensor_get_f(a->u.t, 0);
+  return true;
+}
+
+/* v broadcasts to the score's type s (numpy rules, no bigger than s). */
+static bool broadcasts_to(const gv_type *v, const gv_type *s) {
+  if (v->rank < 0 || v->rank > s->rank || !gv_type_is_static(v)) return false;
+  for (int d = 0; d < v->rank; d++) {
+    int64_t x = v->dims[d], y = s->dims[s->rank - v->rank + d];
+    if (x != 1 && x != y) return false;
+  }
+  return true;
+}
+
+bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c) {
+  if (d1->code != GV_OP_DOT || d1->nopnds != 2 || d1->nres != 1) return false;
+  const gv_type *q = &d1->opnds[0]->type, *k = &d1->opnds[1]->type, *s = &d1->res[0]->type;
+  int nb = q->rank - 2;
+  if (nb < 0 || nb > 4 || k->rank != nb + 2 || s->dtype != GV_DT_F32 || q->dtype != GV_DT_F32 || k->dtype != GV_DT_F32 ||
+      !gv_type_is_static(s) || !gv_type_is_static(q) || !gv_type_is_static(k))
+    return false;
+  if (!ints_are(d1, "lhs_batch", nb, 0) || !ints_are(d1, "rhs_batch", nb, 0) || !ints_are(d1, "lhs_contract", 1, nb + 1))
+    return false;
+  const int64_t *kc;
+  if (gv_get_ints(d1, "rhs_contract", &kc) != 1 || (kc[0] != nb && kc[0] != nb + 1)) return false;
+  memset(c, 0, sizeof *c);
+  c->d1 = d1;
+  c->k_contract = kc[0];
+  const gv_value *cur = d1->res[0];
+  const gv_op *u = sole_user(d1->next, cur);
+  size_t len = 0;
+  while (u && u->code != GV_OP_SOFTMAX) {
+    int kind = u->code == GV_OP_ADD ? GV_ATTN_ADD : u->code == GV_OP_SUB ? GV_ATTN_SUB : u->code == GV_OP_MUL ? GV_ATTN_MUL
+             : u->code == GV_OP_DIV ? GV_ATTN_DIV : u->code == GV_OP_WHERE ? GV_ATTN_WHERE : -1;
+    if (kind < 0 || c->nsteps >= GV_ATTN_MAX_STEPS || u->nres != 1 || !gv_type_equal(&u->res[0]->type, s)) return false;
+    len += (size_t)snprintf(c->score + len, sizeof c->score - len, "%s%s:", c->nsteps ? ";" : "", step_names[kind]);
+    int uses = 0;
+    for (int i = 0; i < u->nopnds; i++) {
+      gv_value *o = u->opnds[i];
+      double lit;
+      if (len >= sizeof c->score - 40) return false;
+      if (o == cur) {
+        uses++;
+        len += (size_t)snprintf(c->score + len, sizeof c->score - len, "%ss", i ? "," : "");
+        continue;
+      }
+      bool cond = kind == GV_ATTN_WHERE && i == 0;
+      if (cond ? o->type.dtype != GV_DT_BOOL : o->type.dtype != GV_DT_F32) return false;
+      if (!broadcasts_to(&o->type, s)) return false;
+      if (!cond && scalar_const(o, &lit)) {
+        len += (size_t)snprintf(c->score + len, sizeof c->score - len, "%s%.9g", i ? "," : "", lit);
+        continue;
+      }
+      int f = 0;
+      while (f < c->nfn && c->fn[f] != o) f++;
+      if (f == c->nfn) {
+        if (c->nfn >= GV_ATTN_MAX_FN) return false;
+        c->fn[c->nfn++] = o;
+      }
+      len += (size_t)snprintf(c->score + len, sizeof c->score - len, "%s%%%d", i ? "," : "", f);
+    }
+    if (uses != 1 || (kind == GV_ATTN_DIV && u->opnds[0] != cur) || (kind == GV_ATTN_WHERE && u->opnds[0] == cur)) return false;
+    c->steps[c->nsteps++] = u;
+    cur = u->res[0];
+    u = sole_user(u->next, cur);
+  }
+  if (!u || gv_norm_axis(gv_get_int(u, "axis", -1), s->rank) != s->rank - 1) return false;
+  c->sm = u;
+  const gv_op *d2 = sole_user(u->next, u->res[0]);
+  if (!d2 || d2->code != GV_OP_DOT || d2->opnds[0] != u->res[0] || d2->res[0]->type.dtype != GV_DT_F32) return false;
+  const gv_type *v = &d2->opnds[1]->type;
+  if (v->rank != nb + 2 || v->dtype != GV_DT_F32 || !gv_type_is_static(v) || !ints_are(d2, "lhs_batch", nb, 0) ||
+      !ints_are(d2, "rhs_batch", nb, 0) || !ints_are(d2, "lhs_contract", 1, nb + 1))
+    return false;
+  const int64_t *vc;
+  if (gv_get_ints(d2, "rhs_contract", &vc) != 1 || (vc[0] != nb && vc[0] != nb + 1)) return false;
+  c->v_contract = vc[0];
+  /* functor operands must be defined before d2, where galv.attention goes */
+  for (int f = 0; f < c->nfn; f++) {
+    if (!c->fn[f]->def) continue;
+    const gv_op *o = d2;
+    while (o && o != c->fn[f]->def) o = o->next;
+    if (o) return false;
+  }
   c->d2 = d2;
   return true;
 }

@@ -23,4 +23,59 @@ enum { GV_ATTN_MAX = 64 };
  * d1 (nested regions included); value->nuses is not read. */
 bool gv_attn_match(const gv_op *d1, gv_attn_chain *c);
 
+/* ---- training: galv.attention / galv.attention_grad (docs/fused-attention.md) */
+
+/* One step of the score functor: kind applied to its arguments, one of which
+ * is the running score. arg[i]: -1 the score, >= 0 functor operand arg[i],
+ * -2 the literal lit[i]. The slope of each step in the score does not depend
+ * on the score (add 1, sub +-1, mul m, div 1/m, where cond ? 1 : 0). */
+enum { GV_ATTN_ADD, GV_ATTN_SUB, GV_ATTN_MUL, GV_ATTN_DIV, GV_ATTN_WHERE };
+enum { GV_ATTN_MAX_STEPS = 8, GV_ATTN_MAX_FN = 8 };
+typedef struct {
+  int kind, nargs;
+  int arg[3];
+  double lit[3];
+} gv_attn_step;
+
+/* Parses the `score` attribute (steps "OP:ARG,ARG[,ARG]" separated by ';',
+ * ARG `s`, a functor operand number < nfn, or a number); returns the step
+ * count (0 for "") or -1 with *why set. */
+int gv_attn_score_parse(const char *text, int nfn, gv_attn_step *st, const char **why);
+/* The score after the steps; *slope (may be NULL) multiplied by each step's
+ * slope. fn[i]: functor operand i's value at this score position. */
+double gv_attn_score_apply(const gv_attn_step *st, int n, double s, const double *fn, double *slope);
+
+/* The geometry of a galv.attention / attention_grad op: nb batch dims bd
+ * (B their product), Sq queries, Sk keys, head dims D (q, k) and Dv (v);
+ * kt: k stored [.., D, Sk]; vt: v stored [.., Dv, Sk]; the parsed functor.
+ * Returns 0, 1 while a type is not static, -1 (after an error line when m
+ * is non-NULL) when the op is malformed. */
+typedef struct {
+  int nb;
+  int64_t bd[4], B, Sq, Sk, D, Dv;
+  int kt, vt;
+  int nst;
+  gv_attn_step st[GV_ATTN_MAX_STEPS];
+} gv_attn_geo;
+int gv_attn_geometry(gv_module *m, const gv_op *op, gv_attn_geo *g);
+
+/* A chain galv.attention replaces (passes/fuse_attention.c). */
+typedef struct {
+  const gv_op *d1, *sm, *d2;
+  const gv_op *steps[GV_ATTN_MAX_STEPS]; /* the elementwise ops between d1 and sm, in order */
+  int nsteps;
+  int nfn;                               /* functor operands */
+  gv_value *fn[GV_ATTN_MAX_FN];
+  int64_t k_contract, v_contract;        /* of K and V (absolute axes) */
+  char score[512];                       /* the score attribute */
+} gv_attn_train_chain;
+
+/* Whether d1 heads dot(Q, K) -> [add | sub | mul | div | where]* ->
+ * softmax(last axis) -> dot(P, V) with each link the sole use of the value
+ * before it, f32, nb leading batch dims, Q's contracting dim its last, the
+ * score the dividend of a div and a branch of a where, the other operands
+ * broadcastable to the score (rank-0 / one-element constants become
+ * literals). Fills *c when it does. */
+bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c);
+
 #endif

@@ -90,12 +90,12 @@ static bool moves_data(const gv_op *op) {
 }
 
 /* the ops whose f32 inputs are 16-bit activations (they compute in fp32
- * from them): GEMMs, convolutions, norms, softmax, cross-entropy */
+ * from them): GEMMs, convolutions, norms, softmax, cross-entropy, fused attention */
 static bool takes_activations(const gv_op *op) {
   switch (op->code) {
   case GV_OP_DOT: case GV_OP_CONV: case GV_OP_CONV_GRAD_INPUT: case GV_OP_CONV_GRAD_WEIGHT: case GV_OP_SOFTMAX:
   case GV_OP_LOG_SOFTMAX: case GV_OP_LAYER_NORM: case GV_OP_RMS_NORM: case GV_OP_CROSS_ENTROPY:
-  case GV_OP_CROSS_ENTROPY_GRAD:
+  case GV_OP_CROSS_ENTROPY_GRAD: case GV_OP_ATTENTION: case GV_OP_ATTENTION_GRAD:
     return true;
   default:
     return false;
@@ -207,7 +207,8 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
     bool stat = reduction(op) && !grad;
     for (int i = 0; i < op->nres; i++) { /* every use of each result is known now (later in the schedule) */
       int r = op->res[i]->id;
-      f32[r] = ret[r] || stat || update_op(op) || wide32 || (used[r] && !bad[r] && !grad);
+      /* attention's lse is a row statistic as a reduction's: fp32 (docs/fused-attention.md) */
+      f32[r] = ret[r] || stat || update_op(op) || wide32 || (used[r] && !bad[r] && !grad) || (op->code == GV_OP_ATTENTION && i == 1);
       any = any || (f32[r] && op->res[i]->type.dtype == GV_DT_F32);
     }
     bool through = (any && !takes_activations(op) && !reduction(op)) || update_op(op);

@@ -21,6 +21,7 @@ int gv_pass_fold_constants(gv_module *m); /* passes/fold_constants.c */
 int gv_pass_canonicalize(gv_module *m);   /* passes/canonicalize.c */
 int gv_pass_dce(gv_module *m);            /* passes/dce.c */
 int gv_pass_loss(gv_module *m);           /* passes/loss.c */
+int gv_pass_fuse_attention(gv_module *m); /* passes/fuse_attention.c */
 int gv_pass_autodiff(gv_module *m);       /* passes/autodiff.c */
 int gv_pass_optimizer(gv_module *m);      /* passes/optimizer.c */
 int gv_pass_recompute(gv_module *m);      /* passes/recompute.c */
@@ -38,6 +39,7 @@ typedef struct {
   double lr, weight_decay, beta1, beta2, eps, momentum;
   double clip_grad_norm;  /* > 0: gradients scaled to this global 2-norm at most (torch's clip_grad_norm_); 0: off */
   const char *recompute;  /* recomputed in backward: "none" | "all" | LIST (layers) | "selective" | "selective:LIST" (attention cores; recompute.c) */
+  bool unfused_attention; /* --fused-attention off: fuse-attention leaves the chains (docs/fused-attention.md) */
   int64_t microbatches;   /* > 1: gradients accumulated over this many microbatches in one program (accumulate.c) */
   bool zero_reduce_each;  /* ZeRO with microbatches: reduce-scatter every microbatch's gradient (propagate-sharding) */
   /* loss scaling (16-bit training; autodiff scales the seed, the optimizer unscales, checks and skips):

@@ -40,7 +40,9 @@
  * chain codegen/cuda fuses into one attention kernel), never the second
  * dot (its output, the context, is the input the output projection keeps
  * anyway). Operands from outside the core (Q, K, masks) stay live; every
- * backward op that reads a core value reads its clone instead. */
+ * backward op that reads a core value reads its clone instead. A fused
+ * core (galv.attention, passes/fuse_attention.c) counts as found and is
+ * left: it stores no S x S value, so there is nothing to recompute. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -293,12 +295,13 @@ static int recompute_selective(gv_module *m, gv_block *body, gv_op *fwd_end, con
   for (gv_op *op = body->first; op != fwd_end->next; op = op->next) {
     const gv_op *core[MAX_CORE];
     int n = op->code == GV_OP_SOFTMAX ? attention_core(op, fwd_end, core) : 0;
-    if (!n) continue;
+    if (!n && op->code != GV_OP_ATTENTION) continue;
     const char *seg;
     size_t sl, ln = layer_of(op->loc, &seg, &sl);
     if (list && (!ln || !selected(list, op->loc, ln, seg, sl))) continue;
     found++;
-    if (recompute_core(m, fwd_end, core, n, nv)) return -1;
+    /* a fused core (galv.attention, docs/fused-attention.md) keeps no S x S value: nothing to recompute */
+    if (n && recompute_core(m, fwd_end, core, n, nv)) return -1;
   }
   if (!found)
     return gv_error(m, "recompute: --recompute=%s finds no attention core (dot -> [elementwise] -> softmax -> dot) %s", spec,

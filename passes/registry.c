@@ -9,6 +9,7 @@ const gv_pass gv_pass_table[] = {
     {"canonicalize", gv_pass_canonicalize, "recognise decomposed LayerNorm, RMSNorm and GELU as single ops"},
     {"dce", gv_pass_dce, "remove ops whose results are unused"},
     {"loss", gv_pass_loss, "training: append the loss (--loss, --labels) and return it"},
+    {"fuse-attention", gv_pass_fuse_attention, "training: attention chains -> galv.attention (no S x S values; docs/fused-attention.md)"},
     {"autodiff", gv_pass_autodiff, "training: reverse-mode gradients of the loss for every parameter"},
     {"recompute", gv_pass_recompute, "training: recompute the selected layers' activations, or only their attention cores, in backward (--recompute)"},
     {"accumulate", gv_pass_accumulate, "training: gradients accumulated over --microbatches microbatches of the imported batch"},

@@ -85,6 +85,17 @@ static int64_t flops_of(const gv_op *op, const gv_type *const *in, const gv_type
     for (int i = 0; i < nk; i++) kk *= kv[i] > 0 ? kv[i] : 0;
     return kk * (op->code == GV_OP_POOL ? r0 : numel(in[1]));
   }
+  case GV_OP_ATTENTION: case GV_OP_ATTENTION_GRAD: { /* docs/fused-attention.md: no S x S value is stored */
+    const gv_type *q = in[0];
+    int nb = q->rank - 2;
+    if (nb < 0 || q->dims[nb] <= 0 || q->dims[nb + 1] <= 0) return 0;
+    int64_t D = q->dims[nb + 1], rows = numel(q) / D, B = rows / q->dims[nb];
+    int64_t Sk = B > 0 ? numel(in[1]) / (B * D) : 0, Dv = B > 0 && Sk > 0 ? numel(in[2]) / (B * Sk) : 0;
+    int64_t ss = rows * Sk; /* scores, recomputed tile by tile */
+    if (op->code == GV_OP_ATTENTION) return 2 * ss * D + 2 * ss * Dv + SOFTMAX_FLOPS * ss;
+    /* scores again, dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q, the softmax backward */
+    return 2 * ss * D * 3 + 2 * ss * Dv * 2 + SOFTMAX_FLOPS * ss + 4 * ss;
+  }
   case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX: return SOFTMAX_FLOPS * x0;
   case GV_OP_LAYER_NORM: return LAYER_NORM_FLOPS * x0;
   case GV_OP_RMS_NORM: return RMS_NORM_FLOPS * x0;

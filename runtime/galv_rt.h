@@ -334,6 +334,30 @@ void galv_cumsum(void *dst, const void *src, int dtype, int64_t outer, int64_t L
  * 2 max, 3 min. */
 void galv_reduce_f32(float *y, const float *x, int rank, const int64_t *dims, const int64_t *ostr, int64_t no,
                      int kind);
+/* Fused attention in training (runtime/attention.c, docs/fused-attention.md):
+ * the geometry and score functor of one galv.attention / attention_grad as
+ * the emitter prints it. Step kinds 0 add 1 sub 2 mul 3 div 4 where; arg -1
+ * the score, -2 lit, else functor operand arg; functor operand f is f32 (or
+ * a bool condition when fbool[f]) at element offset sum_d idx_d fst[f][d]
+ * over the score dims (batch..., query, key). */
+typedef struct {
+  int kind, nargs, arg[3];
+  float lit[3];
+} galv_fattn_step;
+typedef struct {
+  int nb;
+  int64_t bd[4], Sq, Sk, D, Dv;
+  int kt, vt, nst, nfn;
+  galv_fattn_step st[8];
+  int64_t fst[8][6];
+  int fbool[8];
+} galv_fattn_desc;
+/* o = softmax(f(q k^T)) v, lse its per-row logsumexp; online softmax over key tiles */
+void galv_attention_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const void *const *fn, float *o,
+                        float *lse);
+/* FlashAttention-2's backward: the scores recomputed per row from lse */
+void galv_attention_grad_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const float *o,
+                             const float *dout, const float *lse, const void *const *fn, float *dq, float *dk, float *dv);
 /* Softmax / log-softmax over L elements of stride inner, for outer*inner rows. */
 void galv_softmax_f32(float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int log_softmax);
 /* LayerNorm (rms = 0) or RMSNorm (rms = 1) over rows of N; scale and bias

@@ -24,6 +24,9 @@
 #     "attention: 0 chains fused" without recomputation and 2 with it (the
 #     cost model prices them without the scores' traffic), no attention line
 #     on the cpu target;
+#   - the CPU runs above keep the four-op chains (--fused-attention off):
+#     galv.attention (docs/fused-attention.md, the CPU default) has no
+#     softmax core for selective recomputation to clone (tests/fused_attention.sh);
 #   - errors, one line each and exit 1: selective:h.9 (no such layer),
 #     selective: (empty list).
 set -uo pipefail
@@ -50,7 +53,7 @@ run() {
   local fam=$1 d="$T/$1-$2" x="program"
   shift 2
   [[ " $* " == *" --gpus "* ]] && x="launch"
-  "$BUILD/galvc" "$T/$fam.onnx" --batch $B --seq $S --train --target cpu -q "$@" -o "$d/" 2>"$T/err" ||
+  "$BUILD/galvc" "$T/$fam.onnx" --batch $B --seq $S --train --target cpu --fused-attention off -q "$@" -o "$d/" 2>"$T/err" ||
     { bad "$fam galvc $*: $(head -2 "$T/err")"; return 1; }
   timeout 300 "$d/$x" --batches "$T/$fam.b" --steps 2 -o "$d/w" >"$d/log" 2>"$T/err" ||
     { bad "$fam $* run: $(grep -m2 . "$T/err")"; return 1; }
@@ -58,7 +61,7 @@ run() {
 arena() { # FAM OPTIONS...: the arena bytes at 8 x 128 (a rank's under --gpus)
   local fam=$1
   shift
-  "$BUILD/galvc" "$T/$fam.onnx" --batch 8 --seq 128 --train --target cpu "$@" --emit=ir -o /dev/null 2>&1 |
+  "$BUILD/galvc" "$T/$fam.onnx" --batch 8 --seq 128 --train --target cpu --fused-attention off "$@" --emit=ir -o /dev/null 2>&1 |
     sed -n 's/.*memory-plan: arena \([0-9][0-9]*\) bytes.*/\1/p' | tail -1
 }
 for fam in gpt2 llama; do
@@ -129,7 +132,7 @@ if [ -d "$T/gpt2-none/w" ] && cu --recompute=none -o "$T/cu-none/" && cu --recom
   fi
 fi
 # --report-cost: the recomputed ops and the fused chains as the cost model prices them
-rep() { "$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --report-cost --emit=ir -o /dev/null "$@" 2>/dev/null; }
+rep() { "$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --report-cost --fused-attention off --emit=ir -o /dev/null "$@" 2>/dev/null; }
 r0=$(rep --target cuda --recompute=none) r1=$(rep --target cuda --recompute=selective) r2=$(rep --target cpu --recompute=selective)
 if grep -q '^attention: 0 chains fused' <<<"$r0" && ! grep -q '^recomputation:' <<<"$r0" &&
    grep -q '^attention: 2 chains fused' <<<"$r1" && grep -q '^recomputation: 6 forward ops again' <<<"$r1" &&

@@ -17,7 +17,7 @@
 #include "../passes/passes.h"
 #include "../runtime/npy.h"
 
-static const char *const train_passes[] = {"loss", "autodiff", "recompute", "accumulate", "optimizer", NULL};
+static const char *const train_passes[] = {"loss", "fuse-attention", "autodiff", "recompute", "accumulate", "optimizer", NULL};
 
 static void usage(FILE *f) {
   fprintf(f, "usage: galv-eval MODEL.onnx [options]\n"
@@ -33,8 +33,8 @@ static void usage(FILE *f) {
              "  --list-ops               print the supported ONNX op types (default domain), one a line\n"
              "  --train                  add the training step after dce (loss, autodiff, optimizer);\n"
              "                           --loss, --labels, --optimizer, --lr, --weight-decay, --beta1, --beta2,\n"
-             "                           --eps, --momentum, --ignore-index, --recompute, --freeze, --trainable as\n"
-             "                           for galvc; optimizer\n"
+             "                           --eps, --momentum, --ignore-index, --recompute, --fused-attention, --freeze, --trainable as\n"
+             "                           for galvc (--fused-attention on|off: default off, as galvc); optimizer\n"
              "                           state starts at 0\n"
              "  --steps N                run the step function N times, feeding updated params and state\n"
              "                           back; prints 'step I loss X'; -o then writes the last step's results\n"
@@ -201,7 +201,7 @@ int main(int argc, char **argv) {
   static char shape_names[32][256];
   int nshapes = 0;
   const char *in_names[64], *in_files[64];
-  int nin = 0, train = 0, bf16 = 0, nselect = 0, quiet = 0;
+  int nin = 0, train = 0, bf16 = 0, nselect = 0, quiet = 0, fa_given = 0;
   gv_train_select select[64];
   long steps = 1;
   for (int i = 1; i < argc; i++) {
@@ -234,6 +234,12 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--loss") && i + 1 < argc) gv_train_opts.loss = argv[++i];
     else if (!strcmp(a, "--labels") && i + 1 < argc) gv_train_opts.labels = argv[++i];
     else if (!strcmp(a, "--recompute") && i + 1 < argc) gv_train_opts.recompute = argv[++i];
+    else if (!strcmp(a, "--fused-attention") && i + 1 < argc) {
+      const char *v = argv[++i];
+      if (strcmp(v, "on") && strcmp(v, "off")) { gv_error_plain("--fused-attention %s: expected on or off", v); return 2; }
+      gv_train_opts.unfused_attention = !strcmp(v, "off");
+      fa_given = 1;
+    }
     else if ((!strcmp(a, "--freeze") || !strcmp(a, "--trainable")) && i + 1 < argc) {
       if (nselect == 64) { gv_error_plain("too many --freeze / --trainable (at most 64)"); return 2; }
       select[nselect++] = (gv_train_select){argv[++i], a[2] == 't'};
@@ -265,7 +271,7 @@ int main(int argc, char **argv) {
       }
     } else if (a[0] == '-') {
       static const char *const valued[] = {"-o", "--passes", "--batch", "--seq", "--precision", "--grad-dtype", "--steps", "--loss",
-                                           "--labels", "--recompute", "--optimizer", "--ignore-index", "--lr",
+                                           "--labels", "--recompute", "--fused-attention", "--optimizer", "--ignore-index", "--lr",
                                            "--weight-decay", "--beta1", "--beta2", "--eps", "--momentum", "--input",
                                            "--input-shape", "--freeze", "--trainable", NULL};
       for (const char *const *v = valued; *v; v++)
@@ -277,6 +283,8 @@ int main(int argc, char **argv) {
     else { gv_error_plain("more than one model given"); return 2; }
   }
   if (!model) { usage(stderr); return 2; }
+  /* as galvc's default (off): the four-op chains unless --fused-attention on */
+  if (!fa_given) gv_train_opts.unfused_attention = true;
   if (opt.batch <= 0 || opt.seq <= 0) { gv_error_plain("--batch and --seq must be positive"); return 2; }
   opt.shapes = shapes;
   opt.nshapes = nshapes;

@@ -18,6 +18,7 @@ static void usage(FILE *f) {
           "  -o FILE          write the result to FILE (default: stdout)\n"
           "  --verify-each    run the verifier after every pass (always after parsing)\n"
           "  --layers=K       cluster-layers: K layer groups; --pipe-stats prints its summary (docs/pipeline.md)\n"
+          "  --fused-attention=on|off  fuse-attention: off leaves every chain (docs/fused-attention.md)\n"
           "  --recompute=SPEC recompute: none, all, L,.., selective or selective:L,.. (docs/autodiff.md)\n"
           "  --stash=PART     stage-stash: the entry the module becomes, forward or backward (docs/pipeline.md)\n"
           "  --strategy=S     propagate-sharding presets: dp, tp, zero1, zero2, zero3 (= zero), dp,tp, zero2,tp, tp,sp, dp,tp,sp\n"
@@ -94,6 +95,12 @@ int main(int argc, char **argv) {
       gv_pipe_opts.layers = (int)k;
     } else if (TAKES("--recompute")) {
       gv_train_opts.recompute = val;
+    } else if (TAKES("--fused-attention")) {
+      if (strcmp(val, "on") && strcmp(val, "off")) {
+        gv_error_plain("--fused-attention=%s: expected on or off", val);
+        return 2;
+      }
+      gv_train_opts.unfused_attention = !strcmp(val, "off");
     } else if (TAKES("--stash")) {
       gv_pipe_opts.stash = val;
     } else if (strcmp(a, "--pipe-stats") == 0) {

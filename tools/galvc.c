@@ -53,6 +53,7 @@ enum { NPIPELINE = sizeof pipeline / sizeof pipeline[0] };
 /* With --train, inserted right after dce: the training step. */
 const char *const train_pipeline[NTRAIN] = {
     "loss",      /* --loss over the first output; new input --labels */
+    "fuse-attention", /* attention chains -> galv.attention, no S x S values (docs/fused-attention.md) */
     "autodiff",  /* gradients of the loss for every parameter */
     "recompute", /* --recompute layers: forward clones before their backward uses */
     "accumulate", /* --microbatches B (no pipeline): B microbatches' gradients summed */
@@ -194,6 +195,9 @@ static void usage(FILE *f) {
           "                           bound and the predicted step improves; --microbatches 1: never)\n"
           "  --zero-reduce once|per-microbatch  with ZeRO and --microbatches: reduce-scatter the summed\n"
           "                           gradients once per step (default) or every microbatch's into the shard\n"
+          "  --fused-attention on|off|auto  training: each attention chain (QK^T, scale / mask, softmax, PV) as one\n"
+          "                           galv.attention op whose backward recomputes the scores, no S x S value stored\n"
+          "                           (docs/fused-attention.md); off (default); auto: on for fp32 --target cpu\n"
           "  --recompute=none|all|L,..  recompute these layers' activations in backward (layer = NAME.N\n"
           "                           segment of the node names, e.g. h.0 / layers.3, or its index N);\n"
           "                           selective[:L,..]: only the attention cores (QK^T, scale / mask, softmax,\n"
@@ -567,6 +571,7 @@ int main(int argc, char **argv) {
   /* options that only apply with another, remembered to name them in a conflict */
   const char *train_opt = NULL, *adam_opt = NULL, *pipe_opt = NULL;
   int mb_given = 0, zero_reduce_given = 0, recompute_given = 0;
+  int fused_attn = 0; /* --fused-attention: 1 on, 0 off (default until the planner tests are re-baselined on it), -1 auto (fp32 training on the CPU target) */
   static char train_opt_buf[32];
   int momentum_given = 0, ignore_given = 0, arch_given = 0, search_given = 0, memlim_given = 0, dump_dir_given = 0;
   int zstages_given = 0;
@@ -843,6 +848,12 @@ int main(int argc, char **argv) {
         return 2;
       }
       gv_train_opts.zero_reduce_each = strcmp(val, "per-microbatch") == 0;
+    } else if (TAKES("--fused-attention")) {
+      if (strcmp(val, "on") && strcmp(val, "off") && strcmp(val, "auto")) {
+        gv_error_plain("--fused-attention %s: expected on, off or auto", val);
+        return 2;
+      }
+      train_opt = "--fused-attention", fused_attn = !strcmp(val, "on") ? 1 : !strcmp(val, "off") ? 0 : -1;
     } else if (TAKES("--recompute")) {
       train_opt = "--recompute", recompute_given = 1;
       gv_train_opts.recompute = val;
@@ -1215,6 +1226,14 @@ int main(int argc, char **argv) {
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
   if (cluster.devices_per_node > 0 && gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
   cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && (cuda.bf16 || fp16)); /* as codegen/cuda fuses attention */
+  /* training's galv.attention (docs/fused-attention.md): both targets run it in fp32 storage (auto: the CPU
+   * target; the CUDA target's kernels are plain, opt-in with on); 16-bit storage only priced under --plan-only */
+  if (fused_attn == 1 && (cuda.bf16 || fp16) && !plan_only) {
+    gv_error_plain("--fused-attention on: with --precision bf16 / fp16 only under --plan-only (the CPU kernels run fp32 "
+                   "storage only)");
+    return 2;
+  }
+  gv_train_opts.unfused_attention = fused_attn == 0 || (fused_attn < 0 && (strcmp(target, "cpu") != 0 || cuda.bf16 || fp16));
   gv_plan_opts.cluster = &cluster;
   if (reserve_given && !pa.on && apply_reserve(&cluster, reserve_frac, reserve_bytes, quiet)) return 2;
   static gv_profile profile;

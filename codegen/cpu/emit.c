@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../../ir/attention.h"
 #include "../../ir/storage.h"
 #include "../kcall.h"
 #include "comm.h"
@@ -353,6 +354,26 @@ static void convert_out(emitter *e, const gv_op *op, char p[][64], const int *po
 }
 
 /* One non-elementwise op as a runtime kernel call. */
+/* galv.attention / attention_grad (docs/fused-attention.md): a call into
+ * runtime/attention.c with the geometry and the score functor as a static
+ * descriptor. fp32 storage only (16-bit storage keeps the chains). */
+static int emit_attention(emitter *e, const gv_op *op, char p[][64]) {
+  gv_module *m = e->m;
+  FILE *f = e->f;
+  gv_attn_geo g;
+  if (gv_attn_geometry(m, op, &g)) return gv_error_op(m, op, "cpu codegen: galv.%s needs static types", gv_ops[op->code].name);
+  int f0 = op->code == GV_OP_ATTENTION ? 3 : 6;
+  for (int i = 0; i < op->nopnds + op->nres; i++) {
+    const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
+    bool cond = i >= f0 && i < op->nopnds && v->type.dtype == GV_DT_BOOL;
+    if ((v->type.dtype != GV_DT_F32 && !cond) || vst(e, v) != v->type.dtype)
+      return gv_error_op(m, op, "cpu codegen: galv.%s runs f32 values (and bool conditions) stored 32-bit only",
+                         gv_ops[op->code].name);
+  }
+  cg_fattn_call(f, op, &g, "galv_attention_f32", "galv_attention_grad_f32", p);
+  return 0;
+}
+
 static int emit_kernel(emitter *e, const gv_op *op) {
   gv_module *m = e->m;
   FILE *f = e->f;
@@ -371,6 +392,7 @@ static int emit_kernel(emitter *e, const gv_op *op) {
     convert_out(e, op, p, post, npost);
     return 0;
   }
+  if (op->code == GV_OP_ATTENTION || op->code == GV_OP_ATTENTION_GRAD) return emit_attention(e, op, p);
   return gv_error_op(m, op, "cpu codegen: galv.%s is not supported by the cpu target%s", gv_ops[op->code].name,
                      op->code == GV_OP_SHAPE || op->code == GV_OP_RANGE || op->code == GV_OP_CONSTANT_OF_SHAPE ||
                              op->code == GV_OP_IF

@@ -489,6 +489,15 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
 /* One non-elementwise op as a runtime library call; k is its kernel number;
  * p: the pointers of its operands then results (after storage conversions). */
 static int emit_call(emitter *e, const gv_op *op, int k, char p[][64]) {
+  if (op->code == GV_OP_ATTENTION || op->code == GV_OP_ATTENTION_GRAD) { /* runtime/cuda/fused_attention.cuh */
+    gv_attn_geo g;
+    if (e->mixed || e->narrow)
+      return gv_error_op(e->m, op, "cuda codegen: galv.%s runs fp32 storage only (use --fused-attention off with 16-bit storage)",
+                         gv_ops[op->code].name);
+    if (gv_attn_geometry(e->m, op, &g)) return gv_error_op(e->m, op, "cuda codegen: galv.%s needs static types", gv_ops[op->code].name);
+    cg_fattn_call(e->f, op, &g, "galv_cu_fattn", "galv_cu_fattn_grad", p);
+    return 0;
+  }
   if (cu_has(cg_kcall_kernel(op->code))) { /* the shared kernel-call table (../kcall.c) */
     cg_kcall kc;
     if (cg_kcall_fill(e->m, op, "cuda codegen", &kc)) return -1;
@@ -717,6 +726,11 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
   if (e->entry) /* kernel timing (--profile) covers the program's own kernels */
     fprintf(f, "#undef GALV_CU_PROF\n#define GALV_CU_PROF(k) ((void)0)\n");
   if (e->natt) fprintf(f, "#include \"runtime/cuda/attention.cuh\"\n");
+  for (const gv_op *op = e->m->main->body->first; op; op = op->next)
+    if (op->code == GV_OP_ATTENTION || op->code == GV_OP_ATTENTION_GRAD) { /* training's fused attention */
+      fprintf(f, "#include \"runtime/cuda/fused_attention.cuh\"\n");
+      break;
+    }
   fprintf(f, "\ntypedef %s gf;\nconst int galv_cu_precision = %s;\n\n#define A(o) (arena + (o))\n#define W(o) (weights + (o))\n"
              "#define S(o) (state + (o))\n\n",
           !e->narrow ? "float" : !e->f16 ? "__nv_bfloat16" : "__half", dt_of(e));

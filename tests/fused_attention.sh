@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Fused attention in training (docs/fused-attention.md): the tiny GPT-2 and
+# Llama (tests/lib/tiny_lms.sh) compiled with galvc --train --target cpu,
+# --fused-attention on (galv.attention / attention_grad: the program calls
+# galv_attention_f32 and galv_attention_grad_f32 once per layer each) and
+# off (the four-op chains), train 3 steps (AdamW) on 1 rank and on 2 ranks
+# (GPT-2 dp and tp, Llama tp); the losses of each step and every final parameter of a fused
+# run equal the unfused single-device run's (rtol 1e-4, atol 1e-5). The
+# memory line's activations kept for backward shrink by exactly one batch x
+# heads x S x S f32 tensor per layer (the probabilities) less the fused
+# op's own o and lse, which the backward now reads; auto fuses on the CPU
+# target (the default is off); --fused-attention with a bad value is one error line.
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+. "$SRC/tests/lib/require.sh"
+. "$SRC/tests/lib/tiny_lms.sh"
+require_cmd "Debian libopenmpi-dev, openmpi-bin" mpicc mpirun
+export GALV_COMM_SYNC=1 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
+export MPIRUN="mpirun -x GALV_COMM_SYNC -x OPENBLAS_NUM_THREADS"
+pass=0 fail=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+B=4 S=16 H=4 DV=8 L=2 STEPS=3
+tiny_lms "$T"
+# compare REF DIR: losses and weights of DIR equal REF's
+compare() {
+  python3 - "$1" "$2" <<'PY'
+import sys, glob, os, re, numpy as np
+a, b = sys.argv[1], sys.argv[2]
+la = [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(a + "/log").read(), re.M)]
+lb = [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(b + "/log").read(), re.M)]
+bad = []
+if len(la) != 3 or len(lb) != 3 or not np.allclose(lb, la, rtol=1e-4, atol=1e-5):
+    bad.append(f"losses {lb} vs {la}")
+worst, n = 0.0, 0
+for f in sorted(glob.glob(f"{a}/w/*.npy")):
+    g = f"{b}/w/{os.path.basename(f)}"
+    if not os.path.exists(g):
+        bad.append(f"{os.path.basename(f)} missing")
+        continue
+    x, y = np.load(f), np.load(g)
+    n += 1
+    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
+        bad.append(f"{os.path.basename(f)} differs")
+    else:
+        worst = max(worst, float(np.abs(x.astype(np.float64) - y).max()))
+if n == 0:
+    bad.append("no weights")
+print("; ".join(bad[:4]) if bad else f"losses {' '.join(f'{x:.6f}' for x in lb)}, {n} weights equal (max abs err {worst:.1e})")
+sys.exit(1 if bad else 0)
+PY
+}
+for fam in gpt2 llama; do
+  python3 - "$SRC" "$T/$fam.onnx" "$T/$fam.b" $B $S $STEPS 2>"$T/err" <<'PY' || { bad "$fam batches: $(tail -1 "$T/err")"; continue; }
+import sys, os, onnx, numpy as np
+sys.path.insert(0, sys.argv[1] + "/tests")
+from model_inputs import make_inputs
+m = onnx.load(sys.argv[2], load_external_data=False)
+B, S, n = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+os.makedirs(sys.argv[3])
+steps = [make_inputs(m, B, S, seed=k) for k in range(n)]
+for name in steps[0]:
+    np.save(f"{sys.argv[3]}/{name.replace('/', '_')}.npy", np.stack([s[name] for s in steps]))
+r = np.random.RandomState(5)
+np.save(f"{sys.argv[3]}/labels.npy", r.randint(0, 64, size=[n, B, S]).astype(np.int64))
+PY
+  common=("$T/$fam.onnx" --batch $B --seq $S --train --eps 1e-6 --target cpu)
+  for mode in off on; do
+    d="$T/$fam-$mode"
+    if ! "$BUILD/galvc" "${common[@]}" --fused-attention $mode -o "$d/" 2>"$T/$fam-$mode.err"; then
+      bad "$fam --fused-attention $mode: galvc: $(grep -m3 error "$T/$fam-$mode.err")"
+      continue 2
+    fi
+    "$d/program" --batches "$T/$fam.b" --steps $STEPS -o "$d/w" >"$d/log" 2>"$T/err" || { bad "$fam $mode run: $(head -3 "$T/err")"; continue 2; }
+  done
+  nf=$(grep -c 'galv_attention_f32(' "$T/$fam-on/program.c"); ng=$(grep -c 'galv_attention_grad_f32(' "$T/$fam-on/program.c")
+  nu=$(grep -c 'galv_attention' "$T/$fam-off/program.c")
+  if [ "$nf" = $L ] && [ "$ng" = $L ] && [ "$nu" = 0 ]; then
+    ok "$fam: fused program calls galv_attention_f32 / _grad_f32 $nf / $ng times, the unfused one never"
+  else
+    bad "$fam: attention calls fused $nf / $ng, unfused $nu (expected $L / $L, 0)"
+  fi
+  if r=$(compare "$T/$fam-off" "$T/$fam-on"); then ok "$fam 1 rank fused == unfused: $r"; else bad "$fam 1 rank fused vs unfused: $r"; fi
+  # activations kept for backward: smaller by one B x H x S x S f32 tensor per layer (the
+  # probabilities) less what the fused op keeps instead (its output, B x H x S x Dv, and lse, B x H x S)
+  act() { sed -n 's/.*activations kept for backward \([0-9]*\).*/\1/p' "$1" | head -1; }
+  a0=$(act "$T/$fam-off.err") a1=$(act "$T/$fam-on.err") ss=$((L * B * H * S * (S - DV - 1) * 4))
+  if [ -n "$a0" ] && [ -n "$a1" ] && [ $((a0 - a1)) -eq $ss ]; then
+    ok "$fam: activations kept for backward $a0 -> $a1 bytes ($ss fewer: an S x S tensor per layer less o and lse)"
+  else
+    bad "$fam: activations kept for backward unfused '$a0' fused '$a1' (expected $ss fewer)"
+  fi
+  strategies=(dp tp)
+  [ $fam = llama ] && strategies=(tp) # GPT-2 runs both; Llama the head split (GQA's repeated K / V)
+  for s in "${strategies[@]}"; do
+    d="$T/$fam-2-$s"
+    if ! "$BUILD/galvc" "${common[@]}" --gpus 2 --strategy $s --fused-attention on -q -o "$d/" 2>"$T/err"; then
+      bad "$fam 2 ranks $s: galvc: $(grep -m3 error "$T/err")"
+      continue
+    fi
+    n2=$(grep -c 'galv_attention_grad_f32(' "$d/program.c" 2>/dev/null)
+    if ! timeout 300 "$d/launch" --batches "$T/$fam.b" --steps $STEPS -o "$d/w" >"$d/log" 2>"$T/err"; then
+      bad "$fam 2 ranks $s: run: $(grep -m2 error "$T/err")"
+      continue
+    fi
+    if [ "$n2" = $L ] && r=$(compare "$T/$fam-off" "$d"); then
+      ok "$fam 2 ranks $s fused == 1 rank unfused: $r"
+    else
+      bad "$fam 2 ranks $s fused ($n2 attention_grad calls) vs 1 rank unfused: $r"
+    fi
+  done
+done
+# the reference evaluator (galv-eval: galv.attention / attention_grad in double) agrees: 2 steps of GPT-2
+# fused and unfused, every returned tensor (loss, parameters, AdamW state) within rtol 1e-4 of the other's
+# (AdamW eps 1e-6 as spmd_train.sh: c_attn's key bias has a gradient at float-noise level, softmax being
+# shift-invariant, which torch's eps 1e-8 turns into a noise-determined step)
+mkdir -p "$T/ev"
+python3 -c "import numpy as np; r = np.random.RandomState(3)
+np.save('$T/ev/ids.npy', r.randint(0, 64, size=[2, 8]).astype(np.int64)); np.save('$T/ev/lab.npy', r.randint(0, 64, size=[2, 8]).astype(np.int64))"
+for mode in on off; do
+  "$BUILD/galv-eval" "$T/gpt2.onnx" --batch 2 --seq 8 --train --steps 2 --eps 1e-6 --fused-attention $mode -q --input input_ids="$T/ev/ids.npy" \
+    --input labels="$T/ev/lab.npy" -o "$T/ev/$mode" >"$T/ev/$mode.log" 2>&1 || bad "galv-eval --fused-attention $mode: $(tail -1 "$T/ev/$mode.log")"
+done
+if r=$(python3 - "$T/ev" <<'PY'
+import sys, glob, os, numpy as np
+d = sys.argv[1]
+fs = sorted(glob.glob(d + "/on/*.npy"))
+bad = [os.path.basename(f) for f in fs if not np.allclose(np.load(f), np.load(f.replace("/on/", "/off/")), rtol=1e-4, atol=1e-6)]
+print(f"{len(fs)} tensors, loss {float(np.load(d + '/on/loss.npy')):.6f}" if fs and not bad else f"differ: {bad[:4]} of {len(fs)}")
+sys.exit(1 if bad or not fs else 0)
+PY
+); then ok "galv-eval fused == unfused: $r"; else bad "galv-eval fused vs unfused: $r"; fi
+# auto fuses on the CPU target (gpt2's program above with --fused-attention auto: the same calls)
+if "$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --target cpu --fused-attention auto -q -o "$T/auto/" --no-build 2>"$T/err" &&
+  [ "$(grep -c 'galv_attention_f32(' "$T/auto/program.c")" = $L ]; then
+  ok "--fused-attention auto fuses on --target cpu"
+else
+  bad "--fused-attention auto: $(head -2 "$T/err")"
+fi
+out=$("$BUILD/galvc" "$T/gpt2.onnx" --train --fused-attention maybe 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && [ "$(wc -l <<<"$out")" = 1 ] && grep -q -- "--fused-attention maybe: expected on, off or auto" <<<"$out"; then
+  ok "--fused-attention maybe: one error line, rc $rc"
+else
+  bad "--fused-attention maybe: rc $rc: $out"
+fi
+echo "fused_attention: $pass passed, $fail failed"
+[ $fail = 0 ]

@@ -1,0 +1,159 @@
+/* test_attention.c — training's fused attention (docs/fused-attention.md):
+ * the score functor text (gv_attn_score_parse / _apply, ir/attention.c):
+ * valid steps, each malformed form refused with a reason, each step's
+ * slope equal to a central difference; and the CPU kernels
+ * (runtime/attention.c) equal to the reference evaluators
+ * (ir/attention_ops.c, double) for both operand layouts of k and v, a
+ * broadcast bool mask and a per-head additive bias, queries and keys
+ * spanning more than one block of 64: o, lse, dq, dk, dv within 1e-4
+ * (abs + rel). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "galv_rt.h"
+#include "ir/attention.h"
+#include "ir/ir.h"
+
+static int failures, compared;
+static unsigned rng = 777;
+static float frand(void) {
+  rng = rng * 1103515245u + 12345u;
+  return ((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+#define CHECK(c)                                                                                   \
+  do {                                                                                             \
+    if (!(c)) {                                                                                    \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);                        \
+      failures++;                                                                                  \
+    }                                                                                              \
+  } while (0)
+
+static void functor_cases(void) {
+  gv_attn_step st[GV_ATTN_MAX_STEPS];
+  const char *why = NULL;
+  CHECK(gv_attn_score_parse("", 0, st, &why) == 0);
+  CHECK(gv_attn_score_parse("div:s,2.5;where:%0,s,-1e4;add:%1,s;sub:3,s;mul:s,%1", 2, st, &why) == 5);
+  const char *bad[] = {"pow:s,2", "div:2,s", "where:s,%0,1", "add:s,s", "add:1,2", "add:s", "add:s,%2", "add:s,x",
+                       "add:s,1 mul:s,2", "where:%0,s"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    why = NULL;
+    int n = gv_attn_score_parse(bad[i], 2, st, &why);
+    if (n != -1 || !why) fprintf(stderr, "'%s' accepted (%d)\n", bad[i], n), failures++;
+  }
+  /* slopes against central differences, both where branches taken */
+  int n = gv_attn_score_parse("div:s,2.5;where:%0,s,-1e4;add:%1,s;sub:3,s;mul:s,%1", 2, st, &why);
+  for (int c = 0; c < 2; c++) {
+    double fn[2] = {(double)c, 0.75}, sl = 1, s = 0.3, h = 1e-4;
+    double y = gv_attn_score_apply(st, n, s, fn, &sl);
+    double d = (gv_attn_score_apply(st, n, s + h, fn, NULL) - gv_attn_score_apply(st, n, s - h, fn, NULL)) / (2 * h);
+    CHECK(fabs(sl - d) < 1e-6);
+    CHECK(c == 0 ? fabs(y - (3 - (-1e4 + 0.75)) * 0.75) < 1e-6 : fabs(y - (3 - (0.3 / 2.5 + 0.75)) * 0.75) < 1e-9);
+  }
+  compared++;
+}
+
+static gv_tensor *rnd_tensor(gv_module *m, gv_type t, bool mask) {
+  gv_tensor *x = gv_tensor_new(m->arena, t);
+  for (int64_t i = 0; i < gv_tensor_numel(x); i++) gv_tensor_set_f(x, i, mask ? (double)(frand() > -0.6f) : frand());
+  return x;
+}
+
+static void check(const char *what, const float *got, const gv_tensor *want) {
+  double worst = 0;
+  for (int64_t i = 0; i < gv_tensor_numel(want); i++) {
+    double w = gv_tensor_get_f(want, i), e = fabs(got[i] - w) - (1e-4 + 1e-4 * fabs(w));
+    if (e > worst || e != e) worst = e != e ? INFINITY : e;
+  }
+  compared++;
+  if (worst > 0) fprintf(stderr, "%s: mismatch beyond tolerance by %g\n", what, worst), failures++;
+}
+
+static float *fbuf(const gv_tensor *t) {
+  float *p = malloc((size_t)(gv_tensor_numel(t) + 1) * sizeof *p);
+  for (int64_t i = 0; i < gv_tensor_numel(t); i++) p[i] = (float)gv_tensor_get_f(t, i);
+  return p;
+}
+
+/* B x H batch, Sq queries, Sk keys, head dims D / Dv; kt / vt the layouts */
+static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, int kt, int vt) {
+  gv_module *m = gv_module_new("test");
+  gv_func *f = gv_func_new(m, "main");
+  int64_t qd[4] = {B, H, Sq, D}, kd[4] = {B, H, kt ? D : Sk, kt ? Sk : D}, vd[4] = {B, H, vt ? Dv : Sk, vt ? Sk : Dv};
+  int64_t md[2] = {Sq, Sk}, bd[4] = {1, H, 1, Sk};
+  gv_type ty[5] = {gv_type_make(GV_DT_F32, 4, qd), gv_type_make(GV_DT_F32, 4, kd), gv_type_make(GV_DT_F32, 4, vd),
+                   gv_type_make(GV_DT_BOOL, 2, md), gv_type_make(GV_DT_F32, 4, bd)};
+  gv_value *v[5];
+  const gv_tensor *in[9];
+  for (int i = 0; i < 5; i++) {
+    v[i] = gv_func_add_arg(m, f, "x", ty[i], false);
+    in[i] = rnd_tensor(m, ty[i], i == 3);
+  }
+  gv_op *a = gv_op_new(m, GV_OP_ATTENTION, 5, v, 2);
+  gv_set_int(m, a, "k_contract", kt ? 2 : 3);
+  gv_set_int(m, a, "v_contract", vt ? 3 : 2);
+  gv_set_str(m, a, "score", "mul:s,0.35;where:%0,s,-3.40282347e+38;add:s,%1");
+  gv_tensor *out[3] = {0};
+  if (gv_infer_op(m, a, NULL) || gv_eval_op(m, a, in, out)) {
+    fprintf(stderr, "attention evaluation failed\n"), failures++;
+    gv_module_free(m);
+    return;
+  }
+  gv_attn_geo g;
+  CHECK(gv_attn_geometry(m, a, &g) == 0);
+  galv_fattn_desc d = {.nb = 2, .bd = {B, H, 1, 1}, .Sq = Sq, .Sk = Sk, .D = D, .Dv = Dv, .kt = kt, .vt = vt, .nst = g.nst, .nfn = 2};
+  for (int t = 0; t < g.nst; t++) {
+    d.st[t].kind = g.st[t].kind, d.st[t].nargs = g.st[t].nargs;
+    for (int u = 0; u < 3; u++) d.st[t].arg[u] = g.st[t].arg[u], d.st[t].lit[u] = (float)g.st[t].lit[u];
+  }
+  int64_t fst[2][6] = {{0, 0, Sk, 1}, {0, Sk, 0, 1}};
+  memcpy(d.fst, fst, sizeof fst);
+  d.fbool[0] = 1;
+  float *q = fbuf(in[0]), *k = fbuf(in[1]), *vv = fbuf(in[2]), *bias = fbuf(in[4]);
+  const void *fn[2] = {in[3]->data, bias};
+  float *o = malloc(sizeof(float) * (size_t)(B * H * Sq * Dv)), *lse = malloc(sizeof(float) * (size_t)(B * H * Sq));
+  galv_attention_f32(&d, q, k, vv, fn, o, lse);
+  char what[96];
+  snprintf(what, sizeof what, "attention o (Sk %lld, kt %d, vt %d)", (long long)Sk, kt, vt);
+  check(what, o, out[0]);
+  snprintf(what, sizeof what, "attention lse (Sk %lld, kt %d, vt %d)", (long long)Sk, kt, vt);
+  check(what, lse, out[1]);
+  /* backward: dO random, the same o / lse to both */
+  gv_value *gi[9] = {v[0], v[1], v[2], a->res[0], a->res[0], a->res[1], v[3], v[4]};
+  gv_op *gop = gv_op_new(m, GV_OP_ATTENTION_GRAD, 8, gi, 3);
+  for (int i = 0; i < a->nattrs; i++) gv_set_attr(m, gop, &a->attrs[i]);
+  gv_tensor *dout = rnd_tensor(m, out[0]->type, false);
+  const gv_tensor *gin[8] = {in[0], in[1], in[2], out[0], dout, out[1], in[3], in[4]};
+  gv_tensor *gout[3] = {0};
+  if (gv_infer_op(m, gop, NULL) || gv_eval_op(m, gop, gin, gout)) {
+    fprintf(stderr, "attention_grad evaluation failed\n"), failures++;
+  } else {
+    float *ob = fbuf(out[0]), *lb = fbuf(out[1]), *db = fbuf(dout);
+    float *dq = malloc(sizeof(float) * (size_t)gv_tensor_numel(in[0])), *dk = malloc(sizeof(float) * (size_t)gv_tensor_numel(in[1])),
+          *dv = malloc(sizeof(float) * (size_t)gv_tensor_numel(in[2]));
+    galv_attention_grad_f32(&d, q, k, vv, ob, db, lb, fn, dq, dk, dv);
+    const char *nm[3] = {"dq", "dk", "dv"};
+    float *got[3] = {dq, dk, dv};
+    for (int r = 0; r < 3; r++) {
+      snprintf(what, sizeof what, "attention_grad %s (Sk %lld, kt %d, vt %d)", nm[r], (long long)Sk, kt, vt);
+      check(what, got[r], gout[r]);
+    }
+    free(ob), free(lb), free(db), free(dq), free(dk), free(dv);
+  }
+  free(q), free(k), free(vv), free(bias), free(o), free(lse);
+  gv_module_free(m);
+}
+
+int main(void) {
+  functor_cases();
+  kernel_case(2, 3, 5, 7, 4, 6, 0, 0);
+  kernel_case(1, 2, 9, 130, 8, 5, 1, 1); /* three key blocks */
+  kernel_case(2, 1, 4, 65, 3, 3, 1, 0);
+  kernel_case(1, 2, 3, 3, 2, 4, 0, 1);
+  kernel_case(1, 1, 70, 67, 5, 3, 0, 0); /* two query blocks */
+  kernel_case(2, 1, 66, 129, 4, 4, 1, 1);
+  printf("test_attention: %d checks, %d failures\n", compared, failures);
+  return failures ? 1 : 0;
+}
