@@ -1074,6 +1074,15 @@ int main(int argc, char **argv) {
     gv_error_plain("--schedule interleaved does not combine with --pipeline-recompute (the chunks run their stashing entries)");
     return 2;
   }
+  /* --recompute inside pipeline stages (docs/pipeline.md, "Recomputation per layer inside stages"): forced when
+   * given, else chosen per stage with the stages */
+  pa.layer_rc_given = recompute_given;
+  bool layer_rc_on = recompute_given && gv_train_opts.recompute && strcmp(gv_train_opts.recompute, "none");
+  if (pa.on && train && layer_rc_on && (pa.vstages || pa.sched == GV_SCHED_ZBH1)) {
+    gv_error_plain("--recompute=%s inside pipeline stages runs under --schedule 1f1b or gpipe (%s)", gv_train_opts.recompute,
+                   pa.vstages ? "the interleaved chunks run their stashing entries" : "ZB-H1's weight-gradient entry reads the stash");
+    return 2;
+  }
   /* --plan FILE holding a pipelined plan (the default search's choice): the same stages, compiled as
    * --pipeline-stages compiles them (docs/planner.md, "Pipelines in the default search") */
   if (gv_plan_opts.plan_in && !pa.on) {

@@ -74,7 +74,7 @@ static int cost_ways(void *ctx, int first, int last, int64_t nodes, int64_t per_
                          .feasible = true, .recompute = r};
       if (!o->nvar) *o = w;
       gv_stage_cost_add_var(o);
-      o->var[o->nvar - 1] = (gv_stage_var){w.ns, w.state_bytes, w.act_bytes, 0, w.zero_ns, 0, w.zero_ranks, 0, w.recompute, ""};
+      o->var[o->nvar - 1] = (gv_stage_var){w.ns, w.state_bytes, w.act_bytes, 0, w.zero_ns, 0, w.zero_ranks, 0, w.recompute, 0, ""};
     }
   return 0;
 }
