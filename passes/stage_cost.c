@@ -196,8 +196,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
    * in gv_stage_train; each mode its own stage program, planned on its own) */
   const char *keep = gv_train_opts.recompute;
   const char *modes[3] = {keep};
-  signed char lcodes[3] = {!keep || !strcmp(keep, "none") ? GV_LAYER_RC_NONE : !strcmp(keep, "all") ? GV_LAYER_RC_ALL
-                           : !strcmp(keep, "selective") ? GV_LAYER_RC_SELECTIVE : GV_LAYER_RC_LISTED};
+  signed char lcodes[3] = {(signed char)gv_layer_rc_code(keep)};
   int nmodes = 1;
   if (x->training && x->choose_layer_rc) {
     modes[0] = "none", modes[1] = "selective", modes[2] = "all", nmodes = 3;

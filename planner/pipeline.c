@@ -107,6 +107,13 @@ const char *gv_layer_rc_name(int layer_rc) {
   return layer_rc >= 0 && layer_rc < 4 ? n[layer_rc] : "none";
 }
 
+int gv_layer_rc_code(const char *spec) {
+  return !spec || !strcmp(spec, "none") ? GV_LAYER_RC_NONE
+         : !strcmp(spec, "all")         ? GV_LAYER_RC_ALL
+         : !strcmp(spec, "selective")   ? GV_LAYER_RC_SELECTIVE
+                                        : GV_LAYER_RC_LISTED;
+}
+
 /* A way that recomputes (the whole stage or per layer): only where the schedule runs such stages. */
 static bool recomputing(const gv_stage_var *w) { return w->recompute || w->layer_rc != GV_LAYER_RC_NONE; }
 

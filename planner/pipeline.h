@@ -36,6 +36,8 @@ typedef enum { GV_SCHED_AUTO = -1, GV_SCHED_GPIPE = 0, GV_SCHED_1F1B = 1, GV_SCH
 enum { GV_LAYER_RC_NONE = 0, GV_LAYER_RC_SELECTIVE = 1, GV_LAYER_RC_ALL = 2, GV_LAYER_RC_LISTED = 3 };
 /* "none", "selective", "all", "listed" */
 const char *gv_layer_rc_name(int layer_rc);
+/* The GV_LAYER_RC_* of a --recompute value (NULL: none). */
+int gv_layer_rc_code(const char *spec);
 
 /* One way to run a stage (training): with or without full recomputation of
  * an earlier stage (the runtime's combined program run in both entries, only

@@ -806,10 +806,11 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
     for (int i = 0; i < S; i++) fprintf(f, "%s%s", i ? ", " : "", P->recompute || pl->cost[i].recompute ? "true" : "false");
     fprintf(f, "], \"stage_zero\": [");
     for (int i = 0; i < S; i++) fprintf(f, "%s%d", i ? ", " : "", P->zero || pl->cost[i].zero_ranks > 1 ? 1 : 0);
-    fprintf(f, "], \"stage_layer_recompute\": ["); /* per-layer recomputation inside the stage program */
-    for (int i = 0; i < S; i++)
-      fprintf(f, "%s\"%s\"", i ? ", " : "", P->layer_rc_given ? (gv_train_opts.recompute ? gv_train_opts.recompute : "none")
-                                                               : gv_layer_rc_name(pl->cost[i].layer_rc));
+    /* per-layer recomputation inside the stage program (given or chosen; a --recompute list of layers: not recorded) */
+    int given = gv_layer_rc_code(P->layer_rc_given ? gv_train_opts.recompute : NULL);
+    if (given != GV_LAYER_RC_LISTED) fprintf(f, "], \"stage_layer_recompute\": [");
+    for (int i = 0; i < S && given != GV_LAYER_RC_LISTED; i++)
+      fprintf(f, "%s\"%s\"", i ? ", " : "", gv_layer_rc_name(P->layer_rc_given ? given : pl->cost[i].layer_rc));
     fprintf(f, "], \"stage_bytes\": [");
     for (int i = 0; i < S; i++)
       fprintf(f, "%s%lld", i ? ", " : "", (long long)(pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes));
