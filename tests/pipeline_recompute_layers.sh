@@ -67,7 +67,7 @@ for v in gpt2:1 gpt2:4 llama:1; do
   IFS=: read -r fam g <<<"$v"
   st=()
   [ "$g" = 4 ] && st=(--gpus 4 --strategy dp)
-  timeout 300 "$BUILD/galvc" "$T/$fam.onnx" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --schedule 1f1b \
+  timeout 300 "$BUILD/galvc" "$T/$fam.onnx" --batch 8 --seq 8 --train --target cpu --pipeline-stages 2 --microbatches 2 --schedule 1f1b \
     "${st[@]}" --no-build -o "$T/none-$fam-$g/" 2>"$T/none.err" || { bad "$fam: galvc without --recompute: $(head -3 "$T/none.err")"; continue; }
   read -r nb _ <<<"$(stash_of "$T/none.err")"
   none[$fam:$g]=$nb
@@ -80,7 +80,7 @@ for c in ${GALV_PIPE_RC_CASES:-gpt2:1f1b:all:1 gpt2:gpipe:selective:1 gpt2:gpipe
   d="$T/$fam-$sc-$mode-$g"
   st=()
   [ "$g" = 4 ] && st=(--gpus 4 --strategy dp)
-  if ! timeout 600 "$BUILD/galvc" "$T/$fam.onnx" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --schedule "$sc" \
+  if ! timeout 600 "$BUILD/galvc" "$T/$fam.onnx" --batch 8 --seq 8 --train --target cpu --pipeline-stages 2 --microbatches 2 --schedule "$sc" \
       "${st[@]}" --recompute="$mode" -o "$d/" </dev/null 2>"$d.galvc"; then
     bad "$label: galvc: $(grep -m3 error "$d.galvc")"
     continue
@@ -105,7 +105,7 @@ done
 # the stage DP's choice: under a limit no stashing stage 0 meets, per-layer recomputation (GPT-2, 2 devices)
 d="$T/auto"
 lim=${GALV_PIPE_RC_LIMIT:-500000}
-if ! timeout 600 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --pipeline-stages auto --gpus 2 --microbatches 2 \
+if ! timeout 600 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --target cpu --pipeline-stages auto --gpus 2 --microbatches 2 \
     --schedule 1f1b --memory-limit "$lim" --plan-out "$d.plan.json" -o "$d/" </dev/null >"$d.galvc" 2>&1; then
   bad "auto, limit $lim: galvc: $(grep -m3 error "$d.galvc")"
 else
@@ -132,7 +132,7 @@ fi
 
 # bad input: one error line, non-zero exit
 for v in "--schedule zb-h1 --recompute=all" "--schedule interleaved --virtual-stages 2 --recompute=selective"; do
-  if timeout 60 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 $v --plan-only \
+  if timeout 60 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --target cpu --pipeline-stages 2 --microbatches 2 $v --plan-only \
       >"$T/bad.out" 2>"$T/bad.err"; then
     bad "$v: accepted"
   elif [ "$(grep -c "error" "$T/bad.err")" = 1 ] && grep -q "recompute=" "$T/bad.err"; then
