@@ -14,8 +14,9 @@
 # same stage's stash without recomputation. With the stages chosen
 # (--pipeline-stages auto) under a memory limit that no stashing stage 0
 # meets, the stage DP picks per-layer recomputation for it (the choice line
-# and the plan print) and the run equals the single device. Bad input: one
-# error line.
+# and the plan print) and the run equals the single device. plan.json (the
+# default search's pipeline) records stage_layer_recompute and --plan replays
+# an edited one. Bad input: one error line.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -123,6 +124,45 @@ else
   else
     bad "auto, limit $lim: run: $(grep -m3 -i error "$T/err" "$d.log")"
   fi
+fi
+
+# plan.json (the default search's pipeline: one device per node, a 1 MB/s link between nodes, as tests/plan_joint.sh)
+# records each stage's per-layer recomputation; --plan replays an edited one (stage 0 at all), refuses a bad value
+python3 -c "
+import json
+c = json.load(open('$SRC/data/clusters/cpu-local.json'))
+c['name'] = 'cpu-slow-net'; c['devices_per_node'] = 1; c['nodes'] = 4; c['inter_node']['bandwidth_gbps'] = 0.001
+json.dump(c, open('$T/slow.json', 'w'), indent=1)"
+J=(--batch 8 --seq 8 --train --target cpu --gpus-per-node 1 --cluster "$T/slow.json")
+if timeout 300 "$BUILD/galvc" "$T/gpt2.onnx" "${J[@]}" --gpus 2 --plan-only --plan-out "$T/pj.json" </dev/null >"$T/pj.out" 2>&1 &&
+   rec=$(python3 - "$T/pj.json" "$T/pj2.json" "$T/pj3.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+l = p["pipeline"]["stage_layer_recompute"]
+if l != ["none"] * p["pipeline"]["stages"]: sys.exit(f"recorded {l}")
+p["pipeline"]["stage_layer_recompute"] = ["all"] + l[1:]
+json.dump(p, open(sys.argv[2], "w"))
+p["pipeline"]["stage_layer_recompute"] = ["most"] + l[1:]
+json.dump(p, open(sys.argv[3], "w"))
+print(l)
+PY
+); then
+  ok "plan.json records stage_layer_recompute $rec"
+  if timeout 300 "$BUILD/galvc" "$T/gpt2.onnx" "${J[@]}" --plan "$T/pj2.json" --plan-only </dev/null >"$T/pj2.out" 2>&1 &&
+     grep -q "^  stage 0: .*, recompute=all)" "$T/pj2.out"; then
+    ok "--plan replays stage 0 at recompute=all: $(grep -m1 '^  stage 0:' "$T/pj2.out" | sed 's/:[^:]*$//')"
+  else
+    bad "--plan with stage 0 at all: $(grep -m1 -e '^  stage 0:' -e error "$T/pj2.out")"
+  fi
+  if timeout 300 "$BUILD/galvc" "$T/gpt2.onnx" "${J[@]}" --plan "$T/pj3.json" --plan-only </dev/null >"$T/pj3.out" 2>&1; then
+    bad "--plan with stage_layer_recompute \"most\": accepted"
+  elif [ "$(grep -c error "$T/pj3.out")" = 1 ] && grep -q "stage_layer_recompute" "$T/pj3.out"; then
+    ok "--plan with stage_layer_recompute \"most\": $(grep error "$T/pj3.out")"
+  else
+    bad "--plan with stage_layer_recompute \"most\": $(head -3 "$T/pj3.out")"
+  fi
+else
+  bad "plan.json of the default search's pipeline: ${rec:-$(grep -m3 error "$T/pj.out")}"
 fi
 
 # bad input: one error line, non-zero exit
