@@ -42,7 +42,7 @@ done
 stash_of() { sed -n 's/.*stage 0: forward and backward entries, stash [0-9]* values, \([0-9]*\) bytes per microbatch (the stage DP.s estimate \([0-9]*\)).*/\1 \2/p' "$1"; }
 # the runtime's stash of stage 0 per microbatch (its first rank's line; ranks' lines may interleave)
 run_stash_of() {
-  grep -o 'stage 0, rank [0-9]*\]: saved activations in flight: peak [0-9]* bytes ([0-9]* microbatches x [0-9]* bytes)' "$1" |
+  grep -o 'stage 0, rank [0-9]*[^]]*\]: saved activations in flight: peak [0-9]* bytes ([0-9]* microbatches x [0-9]* bytes)' "$1" |
     head -1 | sed 's/.* x \([0-9]*\) bytes)$/\1/'
 }
 # the losses and weights of run $2 (log, weights dir) against the single device of family $1
