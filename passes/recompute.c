@@ -42,7 +42,14 @@
  * anyway). Operands from outside the core (Q, K, masks) stay live; every
  * backward op that reads a core value reads its clone instead. A fused
  * core (galv.attention, passes/fuse_attention.c) counts as found and is
- * left: it stores no S x S value, so there is nothing to recompute. */
+ * left: it stores no S x S value, so there is nothing to recompute.
+ *
+ * Pipeline stages (docs/pipeline.md, "Recomputation per layer inside
+ * stages"): gv_stage_train runs this pass on a stage's training function
+ * (it returns the loss or the seed "pp.seed" first). A stage may hold one
+ * block (no repeat to find by structure: "all" then takes its layers by
+ * name) or no layer at all (an embedding or head stage): a stage where
+ * nothing is selected is left as it is, no error. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -290,7 +297,8 @@ static int recompute_core(gv_module *m, gv_op *fwd_end, const gv_op *const *core
 }
 
 /* --recompute=selective[:LIST]: every attention core of the selected layers. */
-static int recompute_selective(gv_module *m, gv_block *body, gv_op *fwd_end, const char *list, const char *spec, int nv) {
+static int recompute_selective(gv_module *m, gv_block *body, gv_op *fwd_end, const char *list, const char *spec, int nv,
+                               bool stage) {
   int found = 0;
   for (gv_op *op = body->first; op != fwd_end->next; op = op->next) {
     const gv_op *core[MAX_CORE];
@@ -303,10 +311,21 @@ static int recompute_selective(gv_module *m, gv_block *body, gv_op *fwd_end, con
     /* a fused core (galv.attention, docs/fused-attention.md) keeps no S x S value: nothing to recompute */
     if (n && recompute_core(m, fwd_end, core, n, nv)) return -1;
   }
-  if (!found)
+  if (!found && !stage)
     return gv_error(m, "recompute: --recompute=%s finds no attention core (dot -> [elementwise] -> softmax -> dot) %s", spec,
                     list ? "in the listed layers" : "in the forward");
   return 0;
+}
+
+/* Whether f is a pipeline stage's training function (passes/stage_extract.c
+ * gv_stage_train): it receives or sends "pp." values. A stage holds some of
+ * the model's layers, possibly one or none. */
+static bool stage_function(const gv_func *f) {
+  for (int a = 0; a < f->body->nargs; a++)
+    if (f->arg_names[a] && (!strncmp(f->arg_names[a], "pp.", 3) || !strncmp(f->arg_names[a], "gin:pp.", 7))) return true;
+  for (int i = 0; i < f->nres_names; i++)
+    if (f->res_names[i] && !strncmp(f->res_names[i], "pp.", 3)) return true;
+  return false;
 }
 
 int gv_pass_recompute(gv_module *m) {
@@ -329,7 +348,8 @@ int gv_pass_recompute(gv_module *m) {
   int nv = number(body);
   for (gv_op *op = body->first; op; op = op->next) op->id = 0;
   for (gv_op *op = body->first; op != fwd_end->next; op = op->next) op->id = 1;
-  if (sel) return recompute_selective(m, body, fwd_end, spec[9] ? spec + 10 : NULL, spec, nv);
+  bool stage = stage_function(f);
+  if (sel) return recompute_selective(m, body, fwd_end, spec[9] ? spec + 10 : NULL, spec, nv, stage);
   if (all) {
     int rc = 0;
     for (int u = 1; u <= lu.nl && !rc; u++) {
@@ -338,8 +358,9 @@ int gv_pass_recompute(gv_module *m) {
     }
     int nl = lu.nl;
     gv_layer_units_free(&lu);
-    if (!rc && !nl) return gv_error(m, "recompute: --recompute=all selects no layer (the forward program has no repeated blocks)");
-    return rc;
+    if (rc || nl) return rc;
+    if (!stage) return gv_error(m, "recompute: --recompute=all selects no layer (the forward program has no repeated blocks)");
+    /* a pipeline stage of one block has no repeat to find: its layers by name (below; "all" selects each) */
   }
   /* the distinct layers of forward ops named in the list, in program order */
   int found = 0;
@@ -354,6 +375,7 @@ int gv_pass_recompute(gv_module *m) {
     found++;
     if (recompute_layer(m, body, fwd_end, &L, nv)) return -1;
   }
+  if (!found && stage) return 0; /* a stage without the listed layers (or without layers): nothing recomputed */
   if (!found) return gv_error(m, "recompute: --recompute=%s selects no layer (layers are named by a NAME.N segment of the node names, e.g. h.0 or layers.3)", spec);
   return 0;
 }

@@ -44,6 +44,8 @@ typedef struct {
   int zero;                   /* galvc --pipeline-zero 1: the optimizer state split over the plan's dp ranks; 2: the sums too */
   bool choose_recompute;      /* training: an earlier stage offers both ways, stash and recomputation (gv_stage_cost.var) */
   bool choose_zero;           /* training: both without and with ZeRO-1 (a plan with dp ranks and no ZeRO unit) */
+  bool choose_layer_rc;       /* training: per-layer recomputation inside the stage program offered as ways: none,
+                               * selective, all (each its own realised and planned program); else gv_train_opts.recompute */
   int64_t plans;              /* gv_plan_intra calls */
   double seconds;             /* spent in them (extraction included) */
   struct gv_stage_cache *cache;

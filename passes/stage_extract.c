@@ -598,6 +598,11 @@ int gv_stage_train(gv_module *m, int s, int nstages) {
   for (int a = 0; a < body->nargs; a++)
     if (marked[a]) f->arg_is_param[a] = false;
   free(marked);
+  /* --recompute inside the stage (docs/pipeline.md, "Recomputation per layer inside stages"): the layers' forward
+   * ops cloned before their backward uses, so stage-stash stashes only what the clones read (the layers' inputs
+   * under "all", all but the attention cores under "selective") and the backward entry recomputes the rest */
+  if (!rc && (s == nstages - 1 || nwrt) && gv_train_opts.recompute && strcmp(gv_train_opts.recompute, "none"))
+    rc = gv_pass_recompute(m);
   if (rc || !nout) return rc;
   int n0 = ret->nopnds;
   gv_value **all = gv_alloc(m->arena, sizeof *all * (size_t)(n0 + nout));

@@ -121,7 +121,7 @@ void gv_stage_cost_add_way(gv_stage_cost *c, const gv_stage_cost *w) {
   if (c->nvar >= GV_STAGE_MAX_VARS) return;
   gv_stage_var *v = &c->var[c->nvar++];
   *v = (gv_stage_var){w->ns, w->state_bytes, w->act_bytes, w->once_ns, w->zero_ns, w->opt_ns, w->zero_ranks, w->xfer_ns,
-                      w->recompute, ""};
+                      w->recompute, w->layer_rc, ""};
   memcpy(v->desc, w->desc, sizeof v->desc);
 }
 
@@ -129,31 +129,47 @@ void gv_stage_cost_add_var(gv_stage_cost *c) { gv_stage_cost_add_way(c, c); }
 
 bool gv_schedule_recomputes(gv_schedule sched) { return sched != GV_SCHED_ZBH1 && sched != GV_SCHED_INTERLEAVED; }
 
+const char *gv_layer_rc_name(int layer_rc) {
+  static const char *const n[] = {"none", "selective", "all", "listed"};
+  return layer_rc >= 0 && layer_rc < 4 ? n[layer_rc] : "none";
+}
+
+int gv_layer_rc_code(const char *spec) {
+  return !spec || !strcmp(spec, "none") ? GV_LAYER_RC_NONE
+         : !strcmp(spec, "all")         ? GV_LAYER_RC_ALL
+         : !strcmp(spec, "selective")   ? GV_LAYER_RC_SELECTIVE
+                                        : GV_LAYER_RC_LISTED;
+}
+
+/* A way that recomputes (the whole stage or per layer): only where the schedule runs such stages. */
+static bool recomputing(const gv_stage_var *w) { return w->recompute || w->layer_rc != GV_LAYER_RC_NONE; }
+
 void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched) {
   if (v >= 0 && v < c->nvar) {
     const gv_stage_var *w = &c->var[v];
     c->ns = w->ns, c->state_bytes = w->state_bytes, c->act_bytes = w->act_bytes, c->once_ns = w->once_ns;
     c->zero_ns = w->zero_ns, c->opt_ns = w->opt_ns, c->zero_ranks = w->zero_ranks, c->xfer_ns = w->xfer_ns;
-    c->recompute = w->recompute;
+    c->recompute = w->recompute, c->layer_rc = w->layer_rc;
     memcpy(c->desc, w->desc, sizeof c->desc);
   }
   if (sched == GV_SCHED_ZBH1) c->state_bytes += c->zb_bytes, c->zb_bytes = 0;
 }
 
 int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, int64_t tmax, gv_schedule sched,
-                       int want_recompute, int want_zero) {
+                       int want_recompute, int want_zero, int want_layer) {
   const bool allow_recompute = gv_schedule_recomputes(sched);
   const int64_t zb = sched == GV_SCHED_ZBH1 ? c->zb_bytes : 0;
   if (c->nvar < 2) { /* one way: the main fields */
     bool ok = (tmax < 0 || c->ns <= tmax) && c->state_bytes + zb + inflight * c->act_bytes <= limit &&
-              (want_recompute < 0 || want_recompute == (int)c->recompute) && (want_zero < 0 || want_zero == (c->zero_ranks > 1));
+              (want_recompute < 0 || want_recompute == (int)c->recompute) && (want_zero < 0 || want_zero == (c->zero_ranks > 1)) &&
+              (want_layer < 0 || want_layer == c->layer_rc);
     return ok ? 0 : -1;
   }
   int best = -1;
   for (int i = 0; i < c->nvar; i++) {
     const gv_stage_var *w = &c->var[i];
-    if ((w->recompute && !allow_recompute) || (want_recompute >= 0 && want_recompute != (int)w->recompute) ||
-        (want_zero >= 0 && want_zero != (w->zero_ranks > 1)))
+    if ((recomputing(w) && !allow_recompute) || (want_recompute >= 0 && want_recompute != (int)w->recompute) ||
+        (want_zero >= 0 && want_zero != (w->zero_ranks > 1)) || (want_layer >= 0 && want_layer != w->layer_rc))
       continue;
     if ((tmax >= 0 && w->ns > tmax) || w->state_bytes + zb + inflight * w->act_bytes > limit) continue;
     if (best < 0 || w->ns < c->var[best].ns) best = i;
@@ -169,7 +185,7 @@ int64_t gv_stage_cost_min_need(const gv_stage_cost *c, int64_t inflight, gv_sche
   int64_t best = INT64_MAX;
   for (int i = 0; i < c->nvar; i++) {
     const gv_stage_var *w = &c->var[i];
-    if (w->recompute && !allow_recompute) continue;
+    if (recomputing(w) && !allow_recompute) continue;
     int64_t need = w->state_bytes + zb + inflight * w->act_bytes;
     if (need < best) best = need, *v = i;
   }
@@ -324,7 +340,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
               out->min_act = e->c.nvar < 2 ? e->c.act_bytes : e->c.var[vv].act_bytes;
             cand[ncand++] = e->c.ns;
             for (int w = 1; w < e->c.nvar && ncand < (int)nC * GV_STAGE_MAX_VARS; w++) /* the slower ways' times too */
-              if (arc || !e->c.var[w].recompute) cand[ncand++] = e->c.var[w].ns;
+              if (arc || !recomputing(&e->c.var[w])) cand[ncand++] = e->c.var[w].ns;
           }
         }
       }
@@ -355,9 +371,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                 if (!sc->feasible) continue;
                 int64_t fastest = sc->ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
                 for (int w = 1; w < sc->nvar; w++)
-                  if ((arc || !sc->var[w].recompute) && sc->var[w].ns < fastest) fastest = sc->var[w].ns;
+                  if ((arc || !recomputing(&sc->var[w])) && sc->var[w].ns < fastest) fastest = sc->var[w].ns;
                 if (fastest > tmax) break; /* a longer range is no faster */
-                int w = gv_stage_cost_pick(sc, inflight, limit, tmax, p->schedule, -1, -1);
+                int w = gv_stage_cost_pick(sc, inflight, limit, tmax, p->schedule, -1, -1, -1);
                 if (w < 0) continue;
                 int64_t ns = sc->nvar < 2 ? sc->ns : sc->var[w].ns;
                 for (int64_t d = mu[m]; d <= Du; d++) {
@@ -393,7 +409,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
               /* what the DP charged the stage: the plan's s stages are the run's charge (run_takes) */
               out->inflight[st] = dp_inflight(p, V, il_inflight, ss, s, B);
               /* the stage's way as the DP took it (the same pick) */
-              gv_stage_cost_use(&out->cost[st], gv_stage_cost_pick(&out->cost[st], out->inflight[st], limit, tmax, p->schedule, -1, -1),
+              gv_stage_cost_use(&out->cost[st], gv_stage_cost_pick(&out->cost[st], out->inflight[st], limit, tmax, p->schedule, -1, -1, -1),
                                 p->schedule);
               if (out->cost[st].ns > mx) mx = out->cost[st].ns;
               sum += out->cost[st].ns;
@@ -656,9 +672,10 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
   fprintf(f, "pipeline: %d stages, %d microbatches, step %.3f ms (sum %.3f ms + (B-1) x max %.3f ms)\n", pl->nstages,
           pl->B, (double)pl->step_ns / 1e6, (double)pl->sum_ns / 1e6, (double)pl->max_ns / 1e6);
   for (int i = 0; i < pl->nstages; i++)
-    fprintf(f, "  stage %d: groups %d-%d on %lldx%lld (%s%s): %.3f ms/microbatch, %.2f GiB states + %lld x %.2f GiB activations (%lld bytes per device)\n",
+    fprintf(f, "  stage %d: groups %d-%d on %lldx%lld (%s%s%s%s): %.3f ms/microbatch, %.2f GiB states + %lld x %.2f GiB activations (%lld bytes per device)\n",
             i, pl->first[i], pl->first[i + 1] - 1, (long long)pl->nodes[i], (long long)pl->per_node[i], pl->cost[i].desc,
-            pl->cost[i].recompute ? ", recompute" : "", (double)pl->cost[i].ns / 1e6, (double)pl->cost[i].state_bytes / (1 << 30),
+            pl->cost[i].recompute ? ", recompute" : "", pl->cost[i].layer_rc ? ", recompute=" : "",
+            pl->cost[i].layer_rc ? gv_layer_rc_name(pl->cost[i].layer_rc) : "", (double)pl->cost[i].ns / 1e6, (double)pl->cost[i].state_bytes / (1 << 30),
             (long long)pl->inflight[i], (double)pl->cost[i].act_bytes / (1 << 30),
             (long long)(pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes));
   for (int i = 0; i < pl->nstages; i++)

@@ -30,17 +30,29 @@
 /* the values of runtime/galv_pipe_sched.h's GALV_SCHED_*; AUTO: galvc chooses (the timeline's makespan) */
 typedef enum { GV_SCHED_AUTO = -1, GV_SCHED_GPIPE = 0, GV_SCHED_1F1B = 1, GV_SCHED_ZBH1 = 2, GV_SCHED_INTERLEAVED = 3 } gv_schedule;
 
+/* Per-layer recomputation inside a stage program (the recompute pass run by
+ * gv_stage_train, docs/pipeline.md "Recomputation per layer inside stages"):
+ * none, selective (the attention cores), all (each layer's input kept), or
+ * the layers --recompute lists. */
+enum { GV_LAYER_RC_NONE = 0, GV_LAYER_RC_SELECTIVE = 1, GV_LAYER_RC_ALL = 2, GV_LAYER_RC_LISTED = 3 };
+/* "none", "selective", "all", "listed" */
+const char *gv_layer_rc_name(int layer_rc);
+/* The GV_LAYER_RC_* of a --recompute value (NULL: none). */
+int gv_layer_rc_code(const char *spec);
+
 /* One way to run a stage (training): with or without full recomputation of
  * an earlier stage (the runtime's combined program run in both entries, only
- * the stage inputs saved per microbatch in flight) and with or without
- * ZeRO-1 (the optimizer state split over the stage's dp ranks, the
+ * the stage inputs saved per microbatch in flight), with or without
+ * per-layer recomputation inside the stage program (layer_rc) and with or
+ * without ZeRO-1 (the optimizer state split over the stage's dp ranks, the
  * parameters all-gathered after the update). */
 typedef struct {
   int64_t ns, state_bytes, act_bytes, once_ns, zero_ns, opt_ns, zero_ranks, xfer_ns;
   bool recompute;       /* an earlier stage recomputes (no stash) */
+  signed char layer_rc; /* GV_LAYER_RC_*: per-layer recomputation inside the stage program */
   char desc[48];
 } gv_stage_var;
-enum { GV_STAGE_MAX_VARS = 4 };
+enum { GV_STAGE_MAX_VARS = 12 };
 
 /* One stage's cost: groups [first, last) on a sub-mesh of nodes x per_node
  * devices with microbatch count B (the microbatch is batch / B). */
@@ -56,11 +68,13 @@ typedef struct {
   bool feasible;        /* the range can run on this sub-mesh at all */
   char desc[48];        /* intra-op choice, e.g. "dp=2,tp=4" */
   bool recompute;       /* training, an earlier stage: it recomputes (the combined program; no stash) */
+  signed char layer_rc; /* training: per-layer recomputation inside the stage program (GV_LAYER_RC_*) */
   int64_t zb_bytes;     /* training: ZB-H1's weight-gradient entry's copy of the weights (runtime/pipe.c Ww), per
                          * device, in no way's state_bytes: the schedule adds it (gv_stage_cost_pick / _use) */
   /* the ways the stage can run when the cost function offers a choice (nvar >= 2; the fields above are var[0],
    * the fastest per microbatch); the DP takes per stage the fastest that fits its memory with its microbatches in
-   * flight (gv_stage_cost_pick), on a tie the earlier: var[] ordered no ZeRO before ZeRO-1, stash before
+   * flight (gv_stage_cost_pick), on a tie the earlier: var[] ordered no per-layer recomputation before selective
+   * before all, then no ZeRO before ZeRO-1, stash before
    * recomputation */
   int nvar;
   gv_stage_var var[GV_STAGE_MAX_VARS];
@@ -72,10 +86,11 @@ void gv_stage_cost_add_way(gv_stage_cost *c, const gv_stage_cost *w);
 void gv_stage_cost_add_var(gv_stage_cost *c);
 /* The way of c (an index of var[]; 0 when nvar < 2) that runs fastest per microbatch within ns <= tmax (tmax <
  * 0: any) and fits state_bytes (+ zb_bytes under ZB-H1) + inflight x act_bytes <= limit, on a tie the earlier;
- * recomputing ways only under schedules that run them (not ZB-H1 nor interleaved: their stages stash);
- * want_recompute / want_zero >= 0: only the way with that choice (a plan.json's). -1 when none fits. */
+ * recomputing ways (whole-stage or per layer) only under schedules that run them (not ZB-H1 nor interleaved:
+ * their stages stash all); want_recompute / want_zero / want_layer >= 0: only the way with that choice (a
+ * plan.json's). -1 when none fits. */
 int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, int64_t tmax, gv_schedule sched,
-                       int want_recompute, int want_zero);
+                       int want_recompute, int want_zero, int want_layer);
 /* The smallest state_bytes (+ zb_bytes under ZB-H1) + inflight x act_bytes over c's ways (recomputing ones where
  * sched runs them); *v its way. */
 int64_t gv_stage_cost_min_need(const gv_stage_cost *c, int64_t inflight, gv_schedule sched, int *v);

@@ -205,7 +205,9 @@ static void usage(FILE *f) {
           "                           not given with the planner (--gpus N): none, and when that plan is\n"
           "                           memory bound also selective and all, each with the fewest microbatches\n"
           "                           that fit (and more, as above); the fastest predicted step wins\n"
-          "                           (plan.json records it)\n"
+          "                           (plan.json records it); with --pipeline-stages: inside every stage\n"
+          "                           program (its stash keeps what the recomputed backward reads); not given:\n"
+          "                           chosen per stage (none / selective / all) with the stages chosen\n"
           "  --freeze NAME|GLOB       this float initializer does not train (repeatable; fnmatch globs;\n"
           "  --trainable NAME|GLOB    the last matching option wins over the default rule, docs/autodiff.md)\n"
           "  -q, --quiet              no progress output\n"
@@ -1099,6 +1101,15 @@ int main(int argc, char **argv) {
   }
   if (pa.vstages && pa.recompute) {
     gv_error_plain("--schedule interleaved does not combine with --pipeline-recompute (the chunks run their stashing entries)");
+    return 2;
+  }
+  /* --recompute inside pipeline stages (docs/pipeline.md, "Recomputation per layer inside stages"): forced when
+   * given, else chosen per stage with the stages */
+  pa.layer_rc_given = recompute_given;
+  bool layer_rc_on = recompute_given && gv_train_opts.recompute && strcmp(gv_train_opts.recompute, "none");
+  if (pa.on && train && layer_rc_on && (pa.vstages || pa.sched == GV_SCHED_ZBH1)) {
+    gv_error_plain("--recompute=%s inside pipeline stages runs under --schedule 1f1b or gpipe (%s)", gv_train_opts.recompute,
+                   pa.vstages ? "the interleaved chunks run their stashing entries" : "ZB-H1's weight-gradient entry reads the stash");
     return 2;
   }
   /* --plan FILE holding a pipelined plan (the default search's choice): the same stages, compiled as

@@ -389,6 +389,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   const bool choose = train && (S == 0 || pa->joint || pa->cuts_given);
   actx.choose_recompute = ictx.choose_recompute = choose && !pa->recompute && !pa->recompute_off;
   actx.choose_zero = ictx.choose_zero = choose && !pa->zero && !pa->zero_off && !pa->zero_forbidden;
+  ictx.choose_layer_rc = choose && !pa->layer_rc_given; /* per-layer recomputation: chosen with the stages unless given */
   gv_stage_cost_fn fn = pa->analytic ? gv_stage_cost_analytic : gv_stage_cost_intra;
   void *fctx = pa->analytic ? (void *)&actx : (void *)&ictx;
   int mbc[1] = {B};
@@ -421,7 +422,8 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
    * (1F1B first: on a tie the one with less memory in flight; ZB-H1 needs the stashing stages) */
   gv_schedule sch[4] = {pa->sched == GV_SCHED_AUTO ? GV_SCHED_1F1B : pa->sched, GV_SCHED_ZBH1, GV_SCHED_GPIPE};
   int nsch = train && pa->sched == GV_SCHED_AUTO ? 3 : 1;
-  if (nsch == 3 && pa->recompute) sch[1] = GV_SCHED_GPIPE, nsch = 2; /* recomputing stages have no W to defer */
+  bool layer_rc = pa->layer_rc_given && gv_train_opts.recompute && strcmp(gv_train_opts.recompute, "none");
+  if (nsch == 3 && (pa->recompute || layer_rc)) sch[1] = GV_SCHED_GPIPE, nsch = 2; /* recomputing stages have no W to defer */
   if (nsch > 1 && pa->vstages) sch[nsch++] = GV_SCHED_INTERLEAVED; /* auto with --virtual-stages: priced too */
   gv_cluster cs = *cluster, cs_best = *cluster; /* the cluster view of a run, of the best plan's run */
   if (pa->cuts_given) { /* a plan.json's stages: cut at pa->first on pa->sdev devices, no DP; costed as the DP costs them */
@@ -443,11 +445,12 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
       else if (pl->cost[i].feasible && pl->cost[i].nvar > 1) { /* the stage's way: the plan's, else the fastest that fits */
         int wr = pa->choice_given ? pa->srec[i] : -1, wz = pa->choice_given ? (pa->szero[i] > 0 ? 1 : pa->szero[i]) : -1;
-        int v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], lim, -1, pl->schedule, wr, wz);
-        if (v < 0 && wr < 0 && wz < 0) gv_stage_cost_min_need(&pl->cost[i], pl->inflight[i], pl->schedule, &v); /* none fits: the smallest */
+        int wl = pa->choice_given ? pa->slrc[i] : -1;
+        int v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], lim, -1, pl->schedule, wr, wz, wl);
+        if (v < 0 && wr < 0 && wz < 0 && wl < 0) gv_stage_cost_min_need(&pl->cost[i], pl->inflight[i], pl->schedule, &v); /* none fits: the smallest */
         if (v < 0) /* a plan.json's way that this stage does not offer: the nearest (the recomputation as given; 1F1B's
                     * rule lets every way through) */
-          v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], INT64_MAX / 4, -1, GV_SCHED_1F1B, wr, -1);
+          v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], INT64_MAX / 4, -1, GV_SCHED_1F1B, wr, -1, wl);
         gv_stage_cost_use(&pl->cost[i], v < 0 ? 0 : v, pl->schedule);
       } else if (pl->cost[i].feasible) gv_stage_cost_use(&pl->cost[i], -1, pl->schedule); /* one way: ZB-H1's copy */
       if (rc) ;
@@ -727,13 +730,18 @@ static gv_module *stage_module(const char *model, const gv_import_options *opt, 
                                gv_stage_io *io) {
   gv_module *ms = pipe_front(model, opt, 0, 1, verify_each);
   gv_layer_groups g2;
+  /* the stage's per-layer recomputation: --recompute's, else the stage DP's way (docs/pipeline.md, "Recomputation
+   * per layer inside stages"); gv_stage_train runs the recompute pass with it */
+  const char *keep = gv_train_opts.recompute;
+  if (train && !pa->layer_rc_given) gv_train_opts.recompute = gv_layer_rc_name(pl->cost[s].layer_rc);
   if (ms && (gv_cluster_layers(ms, K, &g2) || gv_pipe_assign_stages(ms, pl->first, S) || gv_stage_extract(ms, s, S, io) ||
              (train && gv_stage_train(ms, s, S)) ||
              (per > 1 && (gv_verify(ms) || (pa->naxes ? partition_stage(ms, pa, per, 1, verify_each)
                                                       : plan_stage(ms, per, cluster, verify_each)))))) {
     gv_module_free(ms);
-    return NULL;
+    ms = NULL;
   }
+  gv_train_opts.recompute = keep;
   return ms;
 }
 
@@ -798,6 +806,11 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
     for (int i = 0; i < S; i++) fprintf(f, "%s%s", i ? ", " : "", P->recompute || pl->cost[i].recompute ? "true" : "false");
     fprintf(f, "], \"stage_zero\": [");
     for (int i = 0; i < S; i++) fprintf(f, "%s%d", i ? ", " : "", P->zero || pl->cost[i].zero_ranks > 1 ? (P->zero == 2 ? 2 : 1) : 0);
+    /* per-layer recomputation inside the stage program (given or chosen; a --recompute list of layers: not recorded) */
+    int given = gv_layer_rc_code(P->layer_rc_given ? gv_train_opts.recompute : NULL);
+    if (given != GV_LAYER_RC_LISTED) fprintf(f, "], \"stage_layer_recompute\": [");
+    for (int i = 0; i < S && given != GV_LAYER_RC_LISTED; i++)
+      fprintf(f, "%s\"%s\"", i ? ", " : "", gv_layer_rc_name(P->layer_rc_given ? given : pl->cost[i].layer_rc));
     fprintf(f, "], \"stage_bytes\": [");
     for (int i = 0; i < S; i++)
       fprintf(f, "%s%lld", i ? ", " : "", (long long)(pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes));
@@ -854,12 +867,25 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
   }
   /* optional (plans before the stage DP chose them): each stage's recomputation and ZeRO-1 */
   const gv_json *sr = rc ? NULL : gv_json_get(p, "stage_recompute"), *sz = rc ? NULL : gv_json_get(p, "stage_zero");
+  const gv_json *sl = rc ? NULL : gv_json_get(p, "stage_layer_recompute");
+  if (sl && (sl->kind != GV_JSON_ARRAY || sl->n != S))
+    rc = gv_error_plain("%s: line %d: field 'pipeline.stage_layer_recompute': expected an array of one \"none\" / \"selective\" / "
+                        "\"all\" per stage", path, sl->line);
   if (sr && (sr->kind != GV_JSON_ARRAY || sr->n != S))
     rc = gv_error_plain("%s: line %d: field 'pipeline.stage_recompute': expected an array of one true / false per stage", path, sr->line);
   else if (sz && (sz->kind != GV_JSON_ARRAY || sz->n != S))
     rc = gv_error_plain("%s: line %d: field 'pipeline.stage_zero': expected an array of one 0 / 1 / 2 per stage", path, sz->line);
   for (int i = 0; !rc && i < S; i++) {
-    pa->srec[i] = pa->szero[i] = -1;
+    pa->srec[i] = pa->szero[i] = pa->slrc[i] = -1;
+    const gv_json *li = sl ? &sl->items[i] : NULL;
+    int lc = !li || li->kind != GV_JSON_STRING ? -1 : !strcmp(li->str, "none") ? GV_LAYER_RC_NONE
+             : !strcmp(li->str, "selective") ? GV_LAYER_RC_SELECTIVE : !strcmp(li->str, "all") ? GV_LAYER_RC_ALL : -1;
+    if (li && lc < 0) {
+      rc = gv_error_plain("%s: line %d: field 'pipeline.stage_layer_recompute': expected \"none\", \"selective\" or \"all\"", path,
+                          li->line);
+      break;
+    }
+    pa->slrc[i] = (signed char)lc;
     if (sr && sr->items[i].kind != GV_JSON_BOOL)
       rc = gv_error_plain("%s: line %d: field 'pipeline.stage_recompute': expected true or false", path, sr->items[i].line);
     else if (sz && !INT_IN(&sz->items[i], 0, 2))
@@ -869,7 +895,7 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
       if (sz) pa->szero[i] = (signed char)sz->items[i].num;
     }
   }
-  if (!rc) pa->choice_given = sr || sz;
+  if (!rc) pa->choice_given = sr || sz || sl;
   for (int i = 0; !rc && sz && i < S; i++) /* ZeRO-2 (written by --pipeline-zero 2): replayed as that flag */
     if (pa->szero[i] == 2) pa->zero = 2;
 #undef INT_IN
@@ -1003,9 +1029,12 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
     size_t n = 0;
     for (int s = 0; s < cand->nstages; s++) {
       out->dev[s] = (int)(cand->nodes[s] * cand->per_node[s]);
-      n += (size_t)snprintf(out->desc + n, n < sizeof out->desc ? sizeof out->desc - n : 0, "%s%d:%s%s%s", s ? " | " : "", out->dev[s],
+      n += (size_t)snprintf(out->desc + n, n < sizeof out->desc ? sizeof out->desc - n : 0, "%s%d:%s%s%s%s", s ? " | " : "", out->dev[s],
                             cand->cost[s].desc, train && cand->cost[s].recompute ? ",recompute" : "",
-                            train && cand->cost[s].zero_ranks > 1 ? ",zero-1" : "");
+                            train && cand->cost[s].zero_ranks > 1 ? ",zero-1" : "",
+                            train && cand->cost[s].layer_rc == GV_LAYER_RC_ALL         ? ",recompute=all"
+                            : train && cand->cost[s].layer_rc == GV_LAYER_RC_SELECTIVE ? ",recompute=selective"
+                                                                                       : "");
       if (n >= sizeof out->desc) n = sizeof out->desc - 1;
     }
   }
@@ -1159,10 +1188,12 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       printf("%s, strategies", autoS ? " (chosen)" : "");
     } else
       printf("), %d device%s per stage%s, strategies", dev[0], dev[0] == 1 ? "" : "s", autoS ? " (chosen)" : "");
-    for (int i = 0; i < S; i++) /* and the stage's way: recomputation, ZeRO-1 (given or chosen) */
-      printf("%s%s%s%s", i ? " | " : " ", pa->naxes ? gv_shard_opts.strategy : pl->cost[i].desc,
+    for (int i = 0; i < S; i++) /* and the stage's way: recomputation (whole stage, per layer), ZeRO-1 (given or chosen) */
+      printf("%s%s%s%s%s%s", i ? " | " : " ", pa->naxes ? gv_shard_opts.strategy : pl->cost[i].desc,
              train && i < S - 1 && (pa->recompute || pl->cost[i].recompute) ? " +recompute" : "",
-             train && pl->cost[i].zero_ranks > 1 ? " +zero-1" : "");
+             train && pl->cost[i].zero_ranks > 1 ? " +zero-1" : "",
+             train && !pa->layer_rc_given && pl->cost[i].layer_rc ? " +recompute=" : "",
+             train && !pa->layer_rc_given && pl->cost[i].layer_rc ? gv_layer_rc_name(pl->cost[i].layer_rc) : "");
     printf(", planned in %.2f s\n", plan_s);
     fflush(stdout);
   }

@@ -74,8 +74,25 @@ static int cost_ways(void *ctx, int first, int last, int64_t nodes, int64_t per_
                          .feasible = true, .recompute = r};
       if (!o->nvar) *o = w;
       gv_stage_cost_add_var(o);
-      o->var[o->nvar - 1] = (gv_stage_var){w.ns, w.state_bytes, w.act_bytes, 0, w.zero_ns, 0, w.zero_ranks, 0, w.recompute, ""};
+      o->var[o->nvar - 1] = (gv_stage_var){w.ns, w.state_bytes, w.act_bytes, 0, w.zero_ns, 0, w.zero_ranks, 0, w.recompute, 0, ""};
     }
+  return 0;
+}
+
+/* the per-layer recomputation ways (gv_stage_cost.layer_rc): an earlier stage stashes everything (1000 ns, act 4000),
+ * stashes the layers' inputs and recomputes the layers (1300 ns, act 500) or recomputes the whole stage (2000 ns, act
+ * 100); states 6000 each; the last stage one way (1000 ns, act 100) */
+static int cost_layer_ways(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *o) {
+  (void)ctx, (void)nodes, (void)per_node, (void)B;
+  memset(o, 0, sizeof *o);
+  static const int64_t ns[3] = {1000, 1300, 2000}, act[3] = {4000, 500, 100};
+  for (int k = 0; k < (last < 2 ? 3 : 1); k++) {
+    gv_stage_cost w = {.ns = ns[k] * (last - first), .state_bytes = 6000, .act_bytes = last < 2 ? act[k] : 100, .feasible = true,
+                       .recompute = k == 2, .layer_rc = k == 1 ? GV_LAYER_RC_ALL : GV_LAYER_RC_NONE};
+    if (!o->nvar) *o = w;
+    gv_stage_cost_add_way(o, &w);
+  }
+  if (o->nvar < 2) o->nvar = 0;
   return 0;
 }
 
@@ -544,6 +561,34 @@ int main(void) {
     rc = solve_captured(&q, &w);
     CHECK(rc == 1, "limit 6500 under ZB-H1: rc %d (recomputing stages are not offered)", rc);
     printf("ways per stage: stash / ZeRO-1 / recompute chosen at limits 100000 / 12000 / 6500\n");
+  }
+  { /* per-layer recomputation: the fastest way that fits, beside stash and whole-stage recomputation (2 stages, 1F1B,
+     * B = 4: stage 0 keeps 2 microbatches in flight) */
+    int mb4[] = {4};
+    gv_pipe_plan w;
+    gv_pipe_problem q = {.ngroups = 2, .cluster = &c, .devices = 2, .mb_choices = mb4, .nmb = 1, .stages = 2,
+                         .schedule = GV_SCHED_1F1B, .mem_limit = 100000, .cost = cost_layer_ways};
+    int rc = gv_pipe_solve(&q, &w);
+    CHECK(rc == 0 && !w.cost[0].recompute && w.cost[0].layer_rc == GV_LAYER_RC_NONE && w.cost[0].ns == 1000,
+          "no limit: rc %d, stage 0 recompute %d layer_rc %d", rc, w.cost[0].recompute, w.cost[0].layer_rc);
+    q.mem_limit = 7500; /* stash 6000 + 2 x 4000 does not fit; layers recomputed 6000 + 2 x 500 does, faster than the whole stage */
+    rc = gv_pipe_solve(&q, &w);
+    CHECK(rc == 0 && !w.cost[0].recompute && w.cost[0].layer_rc == GV_LAYER_RC_ALL && w.cost[0].act_bytes == 500 &&
+          w.cost[0].ns == 1300, "limit 7500: rc %d, stage 0 recompute %d layer_rc %d act %lld", rc, w.cost[0].recompute,
+          w.cost[0].layer_rc, (long long)w.cost[0].act_bytes);
+    q.mem_limit = 6300; /* only the whole stage recomputed fits (6000 + 2 x 100) */
+    rc = gv_pipe_solve(&q, &w);
+    CHECK(rc == 0 && w.cost[0].recompute && w.cost[0].layer_rc == GV_LAYER_RC_NONE, "limit 6300: rc %d, stage 0 recompute %d layer_rc %d",
+          rc, w.cost[0].recompute, w.cost[0].layer_rc);
+    q.mem_limit = 7500, q.schedule = GV_SCHED_ZBH1; /* ZB-H1 stages stash all: nothing fits */
+    rc = solve_captured(&q, &w);
+    CHECK(rc == 1, "limit 7500 under ZB-H1: rc %d (per-layer recomputation is not offered)", rc);
+    /* a plan.json's way replayed: only the way with that per-layer choice */
+    gv_stage_cost sc;
+    cost_layer_ways(NULL, 0, 1, 1, 1, 4, &sc);
+    int v = gv_stage_cost_pick(&sc, 2, INT64_MAX / 4, -1, GV_SCHED_1F1B, -1, -1, GV_LAYER_RC_ALL);
+    CHECK(v == 1 && !strcmp(gv_layer_rc_name(sc.var[v].layer_rc), "all"), "replay of layer_rc all: way %d", v);
+    printf("per-layer recomputation chosen at limit 7500, the whole stage at 6300, none under ZB-H1\n");
   }
   printf("%d brute-force cases, %d failures\n", cases, fails);
   return fails ? 1 : 0;
