@@ -47,7 +47,7 @@ np.save('$T/b/input_ids.npy', r.randint(0, 64, (3, 8, 8)).astype(np.int64))
 np.save('$T/b/labels.npy', r.randint(0, 64, (3, 8, 8)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
 G=("$BUILD/galvc" "$m" --batch 8 --seq 8 --target cpu -q --train)
 losses() { grep -o "^step [0-9]* loss [^ ]*" "$1" | awk '{print $4}' | tr '\n' ' '; }
-# build NAME ARGS...: compile and run 3 steps (-o NAME.w), the log in NAME.log
+# build NAME ARGS...: compile (galvc as ${G[@]}) and run 3 steps on $T/${BATCHES:-b} (-o NAME.w), the log in NAME.log
 build() {
   local d=$1
   shift
@@ -57,7 +57,7 @@ build() {
   fi
   local run=("$T/$d/program")
   [ -x "$T/$d/launch" ] && run=("$T/$d/launch")
-  if ! timeout 300 "${run[@]}" --batches "$T/b" --steps 3 -o "$T/$d.w" </dev/null >"$T/$d.log" 2>&1; then
+  if ! timeout 300 "${run[@]}" --batches "$T/${BATCHES:-b}" --steps 3 -o "$T/$d.w" </dev/null >"$T/$d.log" 2>&1; then
     bad "$d: run: $(grep -m2 -i error "$T/$d.log" | tr '\n' ' ')"
     return 1
   fi
@@ -218,19 +218,9 @@ os.makedirs('$T/b2')
 np.save('$T/b2/input_ids.npy', r.randint(0, 256, (3, 1, 128)).astype(np.int64))
 np.save('$T/b2/labels.npy', r.randint(0, 256, (3, 1, 128)).astype(np.int64))" || bad "batches (driver's gpt2)"
 G2=("$BUILD/galvc" "$m2" --target cpu --train)
-build2() { # NAME ARGS...: as build, on the driver's GPT-2
-  local d=$1
-  shift
-  if ! timeout 600 "${G2[@]}" "$@" -o "$T/$d/" </dev/null >"$T/$d.glog" 2>&1; then
-    bad "$d: galvc: $(grep -m1 error "$T/$d.glog")"
-    return 1
-  fi
-  local run=("$T/$d/program")
-  [ -x "$T/$d/launch" ] && run=("$T/$d/launch")
-  if ! timeout 300 "${run[@]}" --batches "$T/b2" --steps 3 -o "$T/$d.w" </dev/null >"$T/$d.log" 2>&1; then
-    bad "$d: run: $(grep -m2 -i error "$T/$d.log" | tr '\n' ' ')"
-    return 1
-  fi
+build2() { # NAME ARGS...: build, on the driver's GPT-2 and its batches
+  local G=("${G2[@]}")
+  BATCHES=b2 build "$@"
 }
 if build2 d_one --precision bf16 --grad-dtype bf16 && build2 d_one32 --precision fp32 &&
    build2 d_pp --precision bf16 --grad-dtype bf16 --pipeline-stages 2; then
