@@ -489,7 +489,8 @@ static int64_t count_weight2(const gv_op *op, int idx, int lo, int hi, int64_t e
   return 2 + 2 * extra;
 }
 
-/* A stand-in's data inputs at the whole batch: count_as / 2 times its own (local bytes, in the arena). */
+/* The data inputs' bytes (local, in the arena) into out->mem_data; a stand-in's at the whole batch: count_as / 2
+ * times its own, the difference added to its activations and total. */
 static void count_memory(const gv_module *m, gv_plan_cost *out) {
   const gv_func *f = m->main;
   int64_t data = 0;
@@ -498,8 +499,10 @@ static void count_memory(const gv_module *m, gv_plan_cost *out) {
       int64_t b = gv_value_storage_bytes(f->body->args[i]);
       data += b > 0 ? b : 0;
     }
+  out->mem_data = data;
+  if (count_as <= 2 || microbatch_copies(m) != 2) return;
   int64_t more = data * (count_as - 2) / 2;
-  out->mem_activations += more, out->mem_total += more;
+  out->mem_activations += more, out->mem_total += more, out->mem_data += more;
 }
 
 /* The cost model over m's ops (a realised, local program): compute and
@@ -807,7 +810,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   out->mem_optimizer = mem.optimizer;
   out->mem_activations = mem.total - out->mem_params - mem.optimizer - mem.grads - mem.constants - mem.comm;
   out->mem_total = mem.total;
-  if (count_as > 2 && microbatch_copies(m) == 2) count_memory(m, out);
+  count_memory(m, out);
   if (ph) { /* --profile: measured figures replace the analytic ones of the profiled units */
     int64_t tl = p->t_layer >= 0 ? p->size[p->t_layer] : 1;
     int64_t *utp = malloc((size_t)p->nunits * sizeof *utp);

@@ -58,6 +58,9 @@ typedef struct {
   int64_t prof_act, prof_analytic_act;  /* activations kept for backward by those units: the profile's, the memory plan's */
   int64_t prof_b, prof_tp;              /* the samples per microbatch per device and tp degree they were looked up at */
   int64_t bucket_bytes;                 /* the gradient bucket cap the realisation used (bucket.c; --bucket-mb auto: its choice), 0 none */
+  int64_t mem_data;                     /* the data inputs' bytes within mem_activations (the whole batch: a stand-in's
+                                         * count_as / 2 times its own); galvc scales the rest of the activations with
+                                         * the microbatch size (docs/planner.md, "One planner run per recomputation") */
 } gv_plan_cost;
 
 typedef struct {

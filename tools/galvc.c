@@ -240,6 +240,36 @@ static int rc_fastest(const int *B, const int64_t *step, int n) {
   return best;
 }
 
+/* The count search's stand-in count (docs/planner.md, "One planner run per recomputation"): the most
+ * microbatches whose size (batch / count) still holds every data-parallel degree the devices can give the batch
+ * (a multiple of gcd(batch, devices)): batch / gcd(batch, devices). */
+static int count_top_of(int64_t batch, int64_t devices) {
+  int64_t a = batch, b = devices > 0 ? devices : 1;
+  while (b) {
+    int64_t t = a % b;
+    a = b, b = t;
+  }
+  return a > 0 && batch / a <= INT32_MAX ? (int)(batch / a) : 1;
+}
+
+/* The fewest microbatches c (a divisor of top, c > floor) at which the plan priced at top microbatches fits lim,
+ * its memory scaled with the microbatch size: its activations but the data inputs (the whole batch at every count)
+ * times top / c, the rest (states, gradient sums) as priced; *est gets that memory. top when no fewer fit. */
+static int count_pick(const gv_plan_cost *pc, int top, int floor, int64_t lim, int64_t *est) {
+  int64_t act = pc->mem_activations - pc->mem_data;
+  if (act < 0) act = 0;
+  for (int c = floor + 1; c < top; c++) {
+    if (top % c) continue;
+    int64_t m = pc->mem_total + act * (top / c - 1);
+    if (m <= lim) {
+      *est = m;
+      return c;
+    }
+  }
+  *est = pc->mem_total;
+  return top;
+}
+
 static void histogram(const gv_block *b, int *h) {
   for (const gv_op *op = b->first; op; op = op->next) {
     h[op->code]++;
@@ -1421,6 +1451,17 @@ int main(int argc, char **argv) {
   enum { STAND_TRIES = 2 };   /* budget corrections before a count is planned in full */
   int64_t stand_est = 0, stand_mem = 0, stand_cut = 0, stand_lim = 0; /* a stand-in's budget correction: the limit less the excess realised */
   int stand_tries = 0;
+  /* One planner run for the counts (docs/planner.md, "One planner run per recomputation"): when the whole batch
+   * (or the fewest count that fits) is memory bound or fits no plan, the next run is the stand-in at count_top
+   * (count_top_of), not each count in turn; its choice is compiled at the fewest of count_top's divisors its
+   * memory, scaled with the microbatch size, fits (count_pick), above the counts that fit no plan (rc_fail) and
+   * those it realised over the limit at (pick_over); the estimate and the realised step and memory printed. */
+  int count_top = 0, rc_fail[NRC] = {0}, pick_over = 0, pick_from = 0;
+  int64_t pick_mem = 0;
+  static gv_plan_cost pick_cost; /* the stand-in's priced figures (count_pick again after an over-limit realisation) */
+  bool real_stored = false, stand_mbound = false; /* compiling a choice again; the priced search's memory_bound */
+  static gv_plan mb_best_plan, rc_plan[NRC];      /* the choices compiled at a picked count (compiled again as they are) */
+  int mb_best_from = 0, rc_from[NRC] = {0};       /* ... the count they were priced at (0: planned again) */
   const int64_t mem_limit_user = gv_plan_opts.memory_limit;
   const char *plan_out_user = gv_plan_opts.plan_out;
   if (rc_search) gv_train_opts.recompute = rc_modes[0];
@@ -1467,7 +1508,7 @@ retry:
       if (pr == 1 && count_real) { /* the stand-in's choice does not realise at its count: the count in full */
         if (!quiet) fprintf(stderr, "galvc: %d microbatches: the plan chosen from 2 does not realise at %d: planned in full\n", B, B);
         gv_module_free(m);
-        count_real = false, stand_cut = 0, count_full = true, mb_final = true;
+        count_real = real_stored = false, stand_cut = 0, count_full = true, mb_final = true, pick_from = 0;
         goto retry;
       }
       if (pr == 1 && stand_cut && gv_plan_opts.count_as) { /* no plan within the corrected budget: the count in full */
@@ -1491,6 +1532,9 @@ retry:
           gv_import_options o1 = opt0;
           if (galvc_microbatch_shapes(model, &o1, &pa, 0, &global_batch)) { rc = 1; break; }
         }
+        if (B > rc_fail[rc_mode]) rc_fail[rc_mode] = B;
+        if (mb_stand && !count_top) count_top = count_top_of(global_batch, gpus);
+        if (mb_search && mb_stand && count_top > B) next_B = count_top; /* the stand-in of the counts up to count_top */
         for (int64_t c = B + 1; mb_search && c <= global_batch && !next_B; c++)
           if (global_batch % c == 0) next_B = (int)c;
         if (!next_B && rc_search && rc_mode + 1 < NRC) { /* none fits with this recomputation: the next one */
@@ -1513,7 +1557,8 @@ retry:
           }
           if (mb_stand) { /* nothing fits as priced from two microbatches: the counts searched on their own programs */
             gv_module_free(m);
-            mb_stand = count_full = false, mb_final = false;
+            mb_stand = count_full = false, mb_final = false, pick_over = 0, mb_best_from = 0;
+            memset(rc_fail, 0, sizeof rc_fail), memset(rc_from, 0, sizeof rc_from);
             rc_search = rc_search0, rc_mode = 0, B = B0, mb_best_B = 0, mb_more = 0, lm_mem = -1;
             memset(rc_B, 0, sizeof rc_B), memset(rc_step, 0, sizeof rc_step);
             if (rc_search) gv_train_opts.recompute = rc_modes[0];
@@ -1544,15 +1589,36 @@ retry:
         goto retry;
       }
       if (pr) { rc = 1; break; }
-      if (count_real) { /* the stand-in's choice realised at its count */
+      const int real_from = count_real ? pick_from : 0; /* this pass compiled a priced plan at B: the count it was priced at */
+      const bool stored = count_real && real_stored;        /* ... a choice compiled again (its figures known) */
+      if (count_real) { /* the priced choice realised at its count */
         int64_t real = gv_plan_last.cost.step_ns;
-        if (!quiet)
+        if (!quiet && !stored && pick_from == B)
           fprintf(stderr, "galvc: %d microbatches: predicted step %.3f ms (priced from 2), realised %.3f ms at %d (%+.2f %%), %lld bytes "
                           "per device\n", B, (double)stand_est / 1e6, (double)real / 1e6, B,
                   stand_est ? 100.0 * (double)(real - stand_est) / (double)stand_est : 0.0, (long long)gv_plan_last.cost.mem_total);
-        count_real = false;
+        else if (!quiet && !stored) /* compiled at fewer microbatches than priced: the estimate is the priced count's step */
+          fprintf(stderr, "galvc: %d microbatches: predicted step %.3f ms (priced at %d%s), realised %.3f ms at %d (%+.2f %%), %lld bytes "
+                          "per device (estimated %lld, %+.2f %%)\n", B, (double)stand_est / 1e6, pick_from, pick_from > 2 ? " from 2" : "",
+                  (double)real / 1e6, B, stand_est ? 100.0 * (double)(real - stand_est) / (double)stand_est : 0.0,
+                  (long long)gv_plan_last.cost.mem_total, (long long)stand_mem,
+                  stand_mem ? 100.0 * (double)(gv_plan_last.cost.mem_total - stand_mem) / (double)stand_mem : 0.0);
+        count_real = real_stored = false;
         gv_plan_opts.plan_fixed = NULL;
-        if (gv_plan_last.cost.mem_total > gv_plan_last.limit) { /* over the limit realised: a smaller budget, then in full */
+        if (!stored && pick_from != B && gv_plan_last.cost.mem_total > gv_plan_last.limit) { /* over at the picked count: the next */
+          int over = B;
+          pick_over = B;
+          B = count_pick(&pick_cost, pick_from, rc_fail[rc_mode] > pick_over ? rc_fail[rc_mode] : pick_over, gv_plan_last.limit,
+                         &pick_mem);
+          if (!quiet)
+            fprintf(stderr, "galvc: %d microbatches: %lld bytes over the memory limit (%lld) realised: compiled at %d\n", over,
+                    (long long)(gv_plan_last.cost.mem_total - gv_plan_last.limit), (long long)gv_plan_last.limit, B);
+          stand_mem = B != pick_from ? pick_mem : pick_cost.mem_total;
+          gv_module_free(m);
+          count_real = true;
+          goto retry;
+        }
+        if (!stored && gv_plan_last.cost.mem_total > gv_plan_last.limit) { /* over the limit realised: a smaller budget, then in full */
           int64_t excess = gv_plan_last.cost.mem_total - gv_plan_last.limit;
           int64_t err = gv_plan_last.cost.mem_total - stand_mem; /* the estimate's error: the budget's correction */
           bool again = stand_tries < STAND_TRIES;
@@ -1560,26 +1626,58 @@ retry:
             fprintf(stderr, "galvc: %d microbatches: %lld bytes over the memory limit (%lld) realised: %s\n", B, (long long)excess,
                     (long long)gv_plan_last.limit, again ? "planned again from 2 within the limit less the estimate's error" : "planned in full");
           gv_module_free(m);
+          pick_from = 0;
           if (again) stand_lim = gv_plan_last.limit, stand_cut += err > excess ? err : excess, stand_tries++;
           else stand_cut = 0, count_full = true;
-          mb_final = true;
           goto retry;
         }
-        stand_cut = 0, stand_tries = 0;
-        goto count_chosen;
+        stand_cut = 0, stand_tries = 0, pick_over = 0, pick_from = 0;
+        gv_plan_last.memory_bound = stand_mbound; /* the search's answer, not the realisation's */
+      } else if (count_full) {
+        count_full = false; /* planned in full at this count: the next counts from stand-ins again */
+      } else if (mb_stand && !mb_auto && (gv_plan_opts.count_as || (mb_search && B > 1 && global_batch))) {
+        /* a priced choice: compiled at the fewest of B's divisors its scaled memory fits (B when it holds no fewer
+         * whole-batch divisions, or the count is given), realised there; the search goes on with those figures */
+        int pick = B;
+        if (mb_search && global_batch && !count_top) count_top = count_top_of(global_batch, gpus);
+        pick_cost = gv_plan_last.cost;
+        if (mb_search && count_top % B == 0) {
+          pick = count_pick(&pick_cost, B, rc_fail[rc_mode] > pick_over ? rc_fail[rc_mode] : pick_over, gv_plan_last.limit, &pick_mem);
+          if (pick != B && !quiet)
+            fprintf(stderr, "galvc: %d microbatches: the plan priced at %d fits %d microbatch%s of %lld (memory scaled with the "
+                            "microbatch: %lld bytes per device, limit %lld): compiled at %d\n", B, B, pick, pick > 1 ? "es" : "",
+                    (long long)(global_batch / pick), (long long)pick_mem, (long long)gv_plan_last.limit, pick);
+        }
+        if (gv_plan_opts.count_as || pick != B) {
+          stand_plan = gv_plan_last.plan, stand_est = gv_plan_last.cost.step_ns, stand_mbound = gv_plan_last.memory_bound;
+          stand_mem = pick != B ? pick_mem : gv_plan_last.cost.mem_total;
+          gv_module_free(m);
+          pick_from = B, B = pick;
+          count_real = true;
+          goto retry;
+        }
       }
-      if (B > 1 && mb_search && !mb_best_B && !quiet)
+      if (B > 1 && mb_search && !mb_best_B && !quiet && !real_from)
         fprintf(stderr, "galvc: microbatches: %d of %lld samples (batch %lld): the fewest with a plan that fits\n", B,
                 (long long)(global_batch / B), (long long)global_batch);
       if (mb_search && !mb_auto && !mb_final) { /* --microbatches auto: the fewest that fit, as documented */
         int64_t step = gv_plan_last.cost.step_ns;
+        const int base = real_from > B ? real_from : B; /* the counts up to the one priced are covered */
         bool better = !mb_best_B || step < mb_best_step;
-        if (better) mb_best_B = B, mb_best_step = step;
+        if (better) mb_best_B = B, mb_best_step = step, mb_best_from = real_from, mb_best_plan = gv_plan_last.plan;
         if (!global_batch && better && gv_plan_last.memory_bound) { /* the batch, read only now */
           gv_import_options o1 = opt0;
           if (galvc_microbatch_shapes(model, &o1, &pa, 0, &global_batch)) { rc = 1; break; }
         }
-        int next = 2 * B;
+        int next = 2 * base, steps = 1;
+        if (mb_stand && global_batch && !count_top) count_top = count_top_of(global_batch, gpus);
+        if (mb_stand && count_top > base && count_top % base == 0) /* the stand-in at count_top's largest divisor in reach */
+          for (int d = count_top; d > base; d--)
+            if (count_top % d == 0 && d % base == 0 && d <= base << (MB_MORE - mb_more)) {
+              next = d, steps = 0;
+              while (base << steps < d) steps++;
+              break;
+            }
         bool more = better && gv_plan_last.memory_bound && mb_more < MB_MORE && global_batch && next <= global_batch &&
                     global_batch % next == 0;
         if (more) {
@@ -1587,7 +1685,7 @@ retry:
             fprintf(stderr, "galvc: %d microbatch%s: predicted step %.3f ms, memory bound: trying %d\n", B, B > 1 ? "es" : "",
                     (double)step / 1e6, next);
           gv_module_free(m);
-          B = next, mb_more++;
+          B = next, mb_more += steps;
           goto retry;
         }
         if (mb_best_B != B) { /* a larger count was not faster: the fastest compiled again */
@@ -1596,6 +1694,7 @@ retry:
                     (double)step / 1e6, mb_best_B, mb_best_B > 1 ? "es" : "", (double)mb_best_step / 1e6);
           gv_module_free(m);
           B = mb_best_B, mb_final = true;
+          if (mb_best_from) stand_plan = mb_best_plan, pick_from = mb_best_from, count_real = real_stored = true;
           goto retry;
         }
         if (mb_more && !quiet)
@@ -1604,8 +1703,8 @@ retry:
       }
       mb_best_B = 0, mb_more = 0, mb_final = false; /* the next recomputation searches its counts anew */
       if (rc_search) {
-        rc_B[rc_mode] = B, rc_step[rc_mode] = gv_plan_last.cost.step_ns;
-        bool more = rc_mode + 1 < NRC && (rc_mode > 0 || B > 1 || gv_plan_last.memory_bound);
+        rc_B[rc_mode] = B, rc_step[rc_mode] = gv_plan_last.cost.step_ns, rc_from[rc_mode] = real_from, rc_plan[rc_mode] = gv_plan_last.plan;
+        bool more = rc_mode + 1 < NRC && (rc_mode > 0 || B > 1 || real_from > 1 || gv_plan_last.memory_bound);
         if (!quiet && (more || rc_mode > 0)) /* the common case (not memory bound) prints nothing more */
           fprintf(stderr, "galvc: recompute=%s: %d microbatch%s, predicted step %.3f ms%s\n", rc_modes[rc_mode], B,
                   B > 1 ? "es" : "", (double)rc_step[rc_mode] / 1e6,
@@ -1625,16 +1724,10 @@ retry:
           gv_module_free(m);
           gv_train_opts.recompute = rc_modes[best];
           B = rc_B[best], mb_final = true;
+          if (rc_from[best]) stand_plan = rc_plan[best], pick_from = rc_from[best], count_real = real_stored = true;
           goto retry;
         }
       }
-      if (gv_plan_opts.count_as) { /* the count chosen from a stand-in: compiled at it, with the stand-in's plan */
-        stand_plan = gv_plan_last.plan, stand_est = gv_plan_last.cost.step_ns, stand_mem = gv_plan_last.cost.mem_total;
-        gv_module_free(m);
-        count_real = true;
-        goto retry;
-      }
-    count_chosen:
       if (joint) { /* one program fits: the faster of it and the pipeline */
         joint = false;
         int64_t one = gv_plan_last.cost.step_ns;
