@@ -93,6 +93,7 @@ typedef struct {
   bool no_prune;       /* reduced search: every combination's table made (no bound prunes one) */
   bool pruned;         /* reduced search: a combination was pruned by its bound */
   int64_t fb_ns;       /* the last realisation's forward, backward and recomputation compute (cost_ops) */
+  uint64_t memo;       /* the program's key for the realisations kept (realise); 0: none kept */
 } ctx;
 
 /* ---------------------------------------------------------------- units */
@@ -738,7 +739,7 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
  * realise (it is then no candidate), -1 on an internal error. */
 static int64_t *realise_kept; /* when set: each unit's activations kept for backward (kept_bytes), filled by realise */
 
-static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
+static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
   memset(out, 0, sizeof *out);
   gv_module *m = clone_module(C->m);
   if (!m) return -1;
@@ -835,6 +836,93 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   if (realise_kept && kept_bytes(C, m, p->nunits, realise_kept)) memset(realise_kept, 0, (size_t)p->nunits * sizeof *realise_kept);
   gv_module_free(m);
   return 0;
+}
+
+/* ---------------------------------------------------------------- realisations kept
+ *
+ * A realisation is a function of the program, the plan and the options the
+ * search reads, not of the memory limit: the process keeps each one's
+ * figures (its cost, the unit shares and states, the kept activations when
+ * asked for, the forward / backward compute) keyed by the program's key
+ * without the limit (ctx.memo: plan_key_of's, for the reduced programs
+ * mixed with their kind) and the plan. A search of the same program under
+ * another limit (galvc's budget correction after a realised program over
+ * the limit) or a plan realised twice in one search reads them instead of
+ * realising again: the same figures, so the same choices; the report's
+ * "candidate programs realised" counts the realisations made. */
+typedef struct {
+  uint64_t memo, h;
+  int nunits;
+  bool has_kept;
+  int rc;
+  gv_plan_cost out;
+  int64_t fb_ns;
+  int64_t *v; /* unit_ns, unit_state, kept: nunits each */
+} memo_entry;
+enum { MEMO_MAX = 16384 };
+static memo_entry *memo_tab;
+static int memo_n;
+static int64_t memo_hits;
+
+static uint64_t plan_hash(const gv_plan *p) {
+  uint64_t h = 14695981039346656037ull;
+#define MIX(ptr, len)                                                                                                  \
+  do {                                                                                                                 \
+    const unsigned char *b_ = (const unsigned char *)(ptr);                                                            \
+    for (size_t i_ = 0; i_ < (size_t)(len); i_++) h = (h ^ b_[i_]) * 1099511628211ull;                              \
+  } while (0)
+  MIX(&p->naxes, sizeof p->naxes);
+  MIX(p->size, (size_t)p->naxes * sizeof p->size[0]);
+  for (int a = 0; a < p->naxes; a++) MIX(p->axis[a], strnlen(p->axis[a], sizeof p->axis[a]) + 1);
+  MIX(&p->dmask, sizeof p->dmask);
+  MIX(&p->t_layer, sizeof p->t_layer);
+  MIX(&p->t_outer, sizeof p->t_outer);
+  MIX(&p->nunits, sizeof p->nunits);
+  int nu = p->nunits > 0 && p->nunits <= GV_PLAN_MAX_UNITS ? p->nunits : 0;
+  MIX(p->zero, (size_t)nu);
+  MIX(p->sp, (size_t)nu);
+  MIX(p->tp_unit, (size_t)nu);
+#undef MIX
+  return h;
+}
+
+static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
+  if (!C->memo || gv_plan_opts.profile || p->nunits <= 0 || p->nunits > GV_PLAN_MAX_UNITS)
+    return realise_do(C, p, out, unit_ns, unit_state);
+  uint64_t h = plan_hash(p);
+  int nu = p->nunits;
+  for (int i = memo_n - 1; i >= 0; i--) {
+    memo_entry *e = &memo_tab[i];
+    if (e->memo != C->memo || e->h != h || e->nunits != nu || (realise_kept && !e->has_kept)) continue;
+    memo_hits++;
+    *out = e->out;
+    if (e->rc) return e->rc;
+    C->fb_ns = e->fb_ns;
+    if (unit_ns) memcpy(unit_ns, e->v, (size_t)nu * sizeof *unit_ns);
+    if (unit_state) memcpy(unit_state, e->v + nu, (size_t)nu * sizeof *unit_state);
+    if (realise_kept) memcpy(realise_kept, e->v + 2 * nu, (size_t)nu * sizeof *realise_kept);
+    return e->rc;
+  }
+  int64_t *uns = unit_ns ? unit_ns : calloc((size_t)nu, sizeof *uns), *ust = unit_state ? unit_state : calloc((size_t)nu, sizeof *ust);
+  int rc = uns && ust ? realise_do(C, p, out, uns, ust) : realise_do(C, p, out, unit_ns, unit_state);
+  if (rc >= 0 && uns && ust) {
+    if (!memo_tab) memo_tab = calloc(MEMO_MAX, sizeof *memo_tab);
+    if (memo_tab && memo_n == MEMO_MAX) { /* full: start again */
+      for (int i = 0; i < memo_n; i++) free(memo_tab[i].v);
+      memo_n = 0;
+    }
+    int64_t *v = memo_tab ? malloc(3 * (size_t)nu * sizeof *v) : NULL;
+    if (v) {
+      memcpy(v, uns, (size_t)nu * sizeof *v), memcpy(v + nu, ust, (size_t)nu * sizeof *v);
+      if (realise_kept) memcpy(v + 2 * nu, realise_kept, (size_t)nu * sizeof *v);
+      else memset(v + 2 * nu, 0, (size_t)nu * sizeof *v);
+      memo_tab[memo_n++] = (memo_entry){.memo = C->memo, .h = h, .nunits = nu, .has_kept = realise_kept != NULL, .rc = rc,
+                                        .out = *out, .fb_ns = C->fb_ns, .v = v};
+    }
+  }
+  if (!unit_ns) free(uns);
+  if (!unit_state) free(ust);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- reduced modules
@@ -1023,6 +1111,8 @@ static reduced *red_init(const ctx *C) {
   if (R->m3 && ctx_init(&R->c3, R->m3, C->c, C->limit)) gv_module_free(R->m3), R->m3 = NULL;
   R->m2 = R->m3 ? build_reduced(C, 2) : NULL;
   if (R->m2 && ctx_init(&R->c2, R->m2, C->c, C->limit)) gv_module_free(R->m2), R->m2 = NULL;
+  if (R->m3) R->c3.memo = C->memo ? (C->memo ^ 3) * 1099511628211ull : 0; /* the reduced programs follow from the full one */
+  if (R->m2) R->c2.memo = C->memo ? (C->memo ^ 2) * 1099511628211ull : 0;
   if (!R->m3 || !R->m2 || R->c3.nl != 3 || R->c2.nl != 2) {
     red_free(R);
     return NULL;
@@ -2252,7 +2342,8 @@ static ssize_t key_write(void *cookie, const char *buf, size_t len) {
   return (ssize_t)len;
 }
 
-/* The key of planning m under the options the search reads (false: no key, then nothing is kept). */
+/* The key of planning m under the options the search reads but the memory limit (false: no key, then nothing is
+ * kept); a search's key mixes the limit in (plan_key_limit). */
 static bool plan_key_of(const gv_module *m, const gv_plan_options *o, plan_key *k) {
   k->h = 14695981039346656037ull, k->n = 0;
   FILE *f = fopencookie(k, "w", (cookie_io_functions_t){.write = key_write});
@@ -2264,8 +2355,7 @@ static bool plan_key_of(const gv_module *m, const gv_plan_options *o, plan_key *
           c->compute_efficiency, (long long)c->memory_bytes, c->memory_gbps, c->memory_efficiency, c->intra_gbps,
           c->intra_latency_us, c->inter_gbps, c->inter_latency_us, c->launch_overhead_us, c->overlap_slowdown, c->fused_attention);
   const char *lay = getenv("GALV_PLAN_LAYERS"), *sp = getenv("GALV_PLAN_SP"), *ltp = getenv("GALV_PLAN_LAYER_TP");
-  fprintf(f, "%lld|%lld|%d|%d|%u|%p|%s|%lld|%d|%d|%d|%d|%d|%s|%lld|%lld|%s|%s|%d%d\n", (long long)o->devices,
-          (long long)o->memory_limit, o->mesh_fixed, o->exhaustive, o->zero_stages, (const void *)o->profile,
+  fprintf(f, "%lld|%d|%d|%u|%p|%s|%lld|%d|%d|%d|%d|%d|%s|%lld|%lld|%s|%s|%d%d\n", (long long)o->devices, o->mesh_fixed, o->exhaustive, o->zero_stages, (const void *)o->profile,
           gv_train_opts.recompute ? gv_train_opts.recompute : "-", (long long)gv_train_opts.microbatches,
           gv_train_opts.zero_reduce_each, (int)gv_precision_opts.storage, (int)gv_precision_opts.grad,
           (int)gv_precision_opts.reduce, gv_shard_opts.no_overlap, lay ? lay : "-", (long long)count_as,
@@ -2273,6 +2363,11 @@ static bool plan_key_of(const gv_module *m, const gv_plan_options *o, plan_key *
   bool ok = !ferror(f);
   fclose(f);
   return ok;
+}
+
+static void plan_key_limit(plan_key *k, int64_t limit) {
+  for (int i = 0; i < 8; i++) k->h = (k->h ^ (unsigned char)((uint64_t)limit >> (8 * i))) * 1099511628211ull;
+  k->n += 8;
 }
 
 typedef struct {
@@ -2839,6 +2934,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     const gv_mesh *fixed = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL;
     plan_key key;
     bool keyed = plan_key_of(m, o, &key);
+    if (keyed) C.memo = (key.h ^ key.n) | 1, plan_key_limit(&key, o->memory_limit);
     const kept_search *hit = keyed ? kept_find(&key) : NULL;
     if (hit) { /* the same program planned before in this process: that search's outcome */
       S = hit->S;
