@@ -863,6 +863,7 @@ enum { MEMO_MAX = 16384 };
 static memo_entry *memo_tab;
 static int memo_n;
 static int64_t memo_hits;
+static int64_t report_kept; /* the pass's search: the candidate realisations read from earlier ones (the report says so) */
 
 static uint64_t plan_hash(const gv_plan *p) {
   uint64_t h = 14695981039346656037ull;
@@ -1184,8 +1185,10 @@ static int choice_of(const uint8_t *zs, int nz, int stage) {
 }
 
 /* Exact minimum of sum ns[u][z_u] with sum st[u][z_u] + rest <= limit,
- * over the nz choices of each unit; zero[u] = the chosen stage zs[z_u]. */
-static int64_t knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nz, int64_t cap, const uint8_t *zs, uint8_t *zero) {
+ * over the nz choices of each unit; zero[u] = the chosen stage zs[z_u].
+ * The states in units of g = cap / 100000 + 1 bytes (rounded up), the
+ * capacity cap / g. knapsack_dense: the table over every capacity. */
+static int64_t knapsack_dense(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nz, int64_t cap, const uint8_t *zs, uint8_t *zero) {
   if (cap < 0) return -1;
   int64_t g = cap / 100000 + 1;
   int64_t C = cap / g;
@@ -1223,6 +1226,97 @@ static int64_t knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nz, in
     }
   } else best = -1;
   free(f), free(h), free(ch);
+  return best;
+}
+
+/* The same knapsack over Pareto frontiers (docs/planner.md, "Cheaper realisations"): after each unit the
+ * (state, time) points of the units so far that no other point beats in both (state within the capacity), sorted
+ * by state with the time falling; the least time within capacity c is the last point at or under c. The choice
+ * per unit is then taken back from the last unit exactly as the table does (per remaining capacity the first
+ * choice of the least time), so the same choice; the work is the frontiers' sizes, not the capacity's. */
+typedef struct {
+  int64_t w, t;
+} kp_point;
+
+static int kp_cmp(const void *a, const void *b) {
+  const kp_point *x = a, *y = b;
+  return x->w != y->w ? (x->w < y->w ? -1 : 1) : x->t != y->t ? (x->t < y->t ? -1 : 1) : 0;
+}
+
+/* the least time within capacity c over frontier fr[0..n) (INT64_MAX: none) */
+static int64_t kp_best(const kp_point *fr, int64_t n, int64_t c) {
+  int64_t lo = 0, hi = n; /* the first point over c */
+  while (lo < hi) {
+    int64_t mid = (lo + hi) / 2;
+    if (fr[mid].w <= c) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo ? fr[lo - 1].t : INT64_MAX;
+}
+
+static int64_t knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nz, int64_t cap, const uint8_t *zs, uint8_t *zero) {
+  if (cap < 0) return -1;
+  if (nu <= 0 || nu > GV_PLAN_MAX_UNITS || nz <= 0) return knapsack_dense(nu, ns, st, nz, cap, zs, zero);
+  int64_t g = cap / 100000 + 1, C = cap / g;
+  for (int u = 0; u < nu; u++)
+    for (int z = 0; z < nz; z++)
+      if (st[u][z] < 0 || st[u][z] > INT64_MAX / 4 || ns[u][z] < 0 || ns[u][z] > INT64_MAX / 4 / (nu + 1))
+        return knapsack_dense(nu, ns, st, nz, cap, zs, zero);
+  kp_point **fr = calloc((size_t)nu, sizeof *fr);
+  int64_t *fn = calloc((size_t)nu, sizeof *fn);
+  kp_point *cand = NULL;
+  int64_t best = -1, cap_c = 0;
+  bool oom = !fr || !fn;
+  if (oom) goto out;
+  kp_point start = {0, 0};
+  const kp_point *prev = &start;
+  int64_t np = 1;
+  for (int u = 0; u < nu; u++) {
+    int64_t w[NZ];
+    for (int z = 0; z < nz; z++) w[z] = (st[u][z] + g - 1) / g;
+    if (np * nz > cap_c) {
+      kp_point *c2 = realloc(cand, (size_t)(np * nz) * sizeof *cand);
+      if (!c2) {
+        oom = true;
+        goto out;
+      }
+      cand = c2, cap_c = np * nz;
+    }
+    int64_t n = 0;
+    for (int64_t i = 0; i < np; i++)
+      for (int z = 0; z < nz; z++)
+        if (prev[i].w + w[z] <= C) cand[n++] = (kp_point){prev[i].w + w[z], prev[i].t + ns[u][z]};
+    if (!n) goto out; /* nothing fits */
+    qsort(cand, (size_t)n, sizeof *cand, kp_cmp);
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+      if (!k || cand[i].t < cand[k - 1].t) cand[k++] = cand[i];
+    fr[u] = malloc((size_t)k * sizeof **fr);
+    if (!fr[u]) {
+      oom = true;
+      goto out;
+    }
+    memcpy(fr[u], cand, (size_t)k * sizeof **fr);
+    fn[u] = k, prev = fr[u], np = k;
+  }
+  best = fr[nu - 1][fn[nu - 1] - 1].t;
+  int64_t c = C;
+  for (int u = nu - 1; u >= 0; u--) {
+    int64_t bv = INT64_MAX;
+    int bz = 0;
+    for (int z = 0; z < nz; z++) {
+      int64_t wz = (st[u][z] + g - 1) / g;
+      if (wz > c) continue;
+      int64_t v = u ? kp_best(fr[u - 1], fn[u - 1], c - wz) : 0;
+      if (v != INT64_MAX && v + ns[u][z] < bv) bv = v + ns[u][z], bz = z;
+    }
+    zero[u] = zs[bz];
+    c -= (st[u][bz] + g - 1) / g;
+  }
+out:
+  for (int u = 0; fr && u < nu; u++) free(fr[u]);
+  if (oom) best = -2;
+  free(fr), free(fn), free(cand);
   return best;
 }
 
@@ -2490,8 +2584,10 @@ static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c
                    FILE *f) {
   char b[256];
   axes_desc(p, c, b, sizeof b);
-  fprintf(f, "plan: mesh %s on %s (%lld per node); %lld candidate programs realised in %.3f s\n", b, c->name,
+  fprintf(f, "plan: mesh %s on %s (%lld per node); %lld candidate programs realised in %.3f s", b, c->name,
           (long long)c->devices_per_node, (long long)pc->candidates, pc->plan_seconds);
+  if (report_kept) fprintf(f, " (%lld of them read from earlier realisations of the same program)", (long long)report_kept);
+  fputc('\n', f);
   for (int u = 0; u < p->nunits;) {
     int v = u + 1;
     char s1[128], s2[128];
@@ -2880,6 +2976,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   const gv_plan_options *o = &gv_plan_opts;
   if (!o->active || !m->main) return 0;
   if (!o->cluster) return gv_error(m, "planner: no cluster model");
+  report_kept = 0;
   for (gv_op *op = m->main->body->first; op; op = op->next)
     if (op->nregions) return gv_error_op(m, op, "planner: ops with regions (galv.%s) are not supported", gv_ops[op->code].name);
   double t0 = now_s();
@@ -2943,7 +3040,9 @@ int gv_pass_plan_sharding(gv_module *m) {
         fprintf(stderr, "plan: the same program as an earlier run (%lld candidate programs realised then): its search's choice\n",
                 (long long)hit->realised);
     } else {
+      int64_t hits0 = memo_hits;
       rc = plan_search(&C, devices, fixed, o->exhaustive, &S);
+      report_kept = memo_hits - hits0;
       if (!rc && keyed) kept_add(&key, &S, C.realised);
     }
     if (!rc && !S.found && S.min_mem >= 0 && o->probe) { /* no error line: the driver tries a smaller microbatch */
