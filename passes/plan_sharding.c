@@ -2586,7 +2586,7 @@ static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c
   axes_desc(p, c, b, sizeof b);
   fprintf(f, "plan: mesh %s on %s (%lld per node); %lld candidate programs realised in %.3f s", b, c->name,
           (long long)c->devices_per_node, (long long)pc->candidates, pc->plan_seconds);
-  if (report_kept) fprintf(f, " (%lld of them read from earlier realisations of the same program)", (long long)report_kept);
+  if (report_kept) fprintf(f, "; %lld realisations read from earlier ones of the same program", (long long)report_kept);
   fputc('\n', f);
   for (int u = 0; u < p->nunits;) {
     int v = u + 1;

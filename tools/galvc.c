@@ -1458,7 +1458,7 @@ int main(int argc, char **argv) {
    * (count_top_of), not each count in turn; its choice is compiled at the fewest of count_top's divisors its
    * memory, scaled with the microbatch size, fits (count_pick), above the counts that fit no plan (rc_fail) and
    * those it realised over the limit at (pick_over); the estimate and the realised step and memory printed. */
-  int count_top = 0, rc_fail[NRC] = {0}, pick_over = 0, pick_from = 0;
+  int count_top = 0, rc_fail[NRC] = {0}, rc_fit[NRC] = {0}, pick_over = 0, pick_from = 0; /* rc_fit: the most searched that fit */
   int64_t pick_mem = 0;
   static gv_plan_cost pick_cost; /* the stand-in's priced figures (count_pick again after an over-limit realisation) */
   bool real_stored = false, stand_mbound = false; /* compiling a choice again; the priced search's memory_bound */
@@ -1560,7 +1560,7 @@ retry:
           if (mb_stand) { /* nothing fits as priced from two microbatches: the counts searched on their own programs */
             gv_module_free(m);
             mb_stand = count_full = false, mb_final = false, pick_over = 0, mb_best_from = 0;
-            memset(rc_fail, 0, sizeof rc_fail), memset(rc_from, 0, sizeof rc_from);
+            memset(rc_fail, 0, sizeof rc_fail), memset(rc_from, 0, sizeof rc_from), memset(rc_fit, 0, sizeof rc_fit);
             rc_search = rc_search0, rc_mode = 0, B = B0, mb_best_B = 0, mb_more = 0, lm_mem = -1;
             memset(rc_B, 0, sizeof rc_B), memset(rc_step, 0, sizeof rc_step);
             if (rc_search) gv_train_opts.recompute = rc_modes[0];
@@ -1610,8 +1610,7 @@ retry:
         if (!stored && pick_from != B && gv_plan_last.cost.mem_total > gv_plan_last.limit) { /* over at the picked count: the next */
           int over = B;
           pick_over = B;
-          B = count_pick(&pick_cost, pick_from, rc_fail[rc_mode] > pick_over ? rc_fail[rc_mode] : pick_over, gv_plan_last.limit,
-                         &pick_mem);
+          B = count_pick(&pick_cost, pick_from, pick_over, gv_plan_last.limit, &pick_mem);
           if (!quiet)
             fprintf(stderr, "galvc: %d microbatches: %lld bytes over the memory limit (%lld) realised: compiled at %d\n", over,
                     (long long)(gv_plan_last.cost.mem_total - gv_plan_last.limit), (long long)gv_plan_last.limit, B);
@@ -1644,7 +1643,9 @@ retry:
         if (mb_search && global_batch && !count_top) count_top = count_top_of(global_batch, gpus);
         pick_cost = gv_plan_last.cost;
         if (mb_search && count_top % B == 0) {
-          pick = count_pick(&pick_cost, B, rc_fail[rc_mode] > pick_over ? rc_fail[rc_mode] : pick_over, gv_plan_last.limit, &pick_mem);
+          int fl = rc_fail[rc_mode] > pick_over ? rc_fail[rc_mode] : pick_over; /* above the counts known or searched */
+          if (rc_fit[rc_mode] > fl && rc_fit[rc_mode] < B) fl = rc_fit[rc_mode];
+          pick = count_pick(&pick_cost, B, fl, gv_plan_last.limit, &pick_mem);
           if (pick != B && !quiet)
             fprintf(stderr, "galvc: %d microbatches: the plan priced at %d fits %d microbatch%s of %lld (memory scaled with the "
                             "microbatch: %lld bytes per device, limit %lld): compiled at %d\n", B, B, pick, pick > 1 ? "es" : "",
@@ -1667,6 +1668,7 @@ retry:
         const int base = real_from > B ? real_from : B; /* the counts up to the one priced are covered */
         bool better = !mb_best_B || step < mb_best_step;
         if (better) mb_best_B = B, mb_best_step = step, mb_best_from = real_from, mb_best_plan = gv_plan_last.plan;
+        if (!real_from && B > rc_fit[rc_mode]) rc_fit[rc_mode] = B; /* searched on its own program (or a stand-in of it) */
         if (!global_batch && better && gv_plan_last.memory_bound) { /* the batch, read only now */
           gv_import_options o1 = opt0;
           if (galvc_microbatch_shapes(model, &o1, &pa, 0, &global_batch)) { rc = 1; break; }
