@@ -1648,10 +1648,15 @@ retry:
           pick = count_pick(&pick_cost, B, fl, gv_plan_last.limit, &pick_mem);
           if (pick != B && !quiet)
             fprintf(stderr, "galvc: %d microbatches: the plan priced at %d fits %d microbatch%s of %lld (memory scaled with the "
-                            "microbatch: %lld bytes per device, limit %lld): compiled at %d\n", B, B, pick, pick > 1 ? "es" : "",
+                            "microbatch: %lld bytes per device, limit %lld): planned at %d\n", B, B, pick, pick > 1 ? "es" : "",
                     (long long)(global_batch / pick), (long long)pick_mem, (long long)gv_plan_last.limit, pick);
         }
-        if (gv_plan_opts.count_as || pick != B) {
+        if (pick != B) { /* fewer microbatches fit: that count searched (its own plan, not this one at a smaller size) */
+          gv_module_free(m);
+          B = pick;
+          goto retry;
+        }
+        if (gv_plan_opts.count_as) {
           stand_plan = gv_plan_last.plan, stand_est = gv_plan_last.cost.step_ns, stand_mbound = gv_plan_last.memory_bound;
           stand_mem = pick != B ? pick_mem : gv_plan_last.cost.mem_total;
           gv_module_free(m);
