@@ -8,8 +8,8 @@
 #   - a limit just above what dp=4 with every unit ZeRO-3 needs at one
 #     microbatch (priced by --plan): one microbatch fits, memory bound, so
 #     galvc tries the stand-in of 4 microbatches (16 / gcd(16, 4): the most
-#     whose microbatch holds every data-parallel degree; its plan compiled at
-#     the fewest of 2 and 4 it fits), then doubles while the step improves (3
+#     whose microbatch holds every data-parallel degree; 2 searched instead
+#     when its plan fits 2), then doubles while the step improves (3
 #     doublings' reach at most); the chosen count is more than one, its step the
 #     least of the printed ones and below the plan with --microbatches 1
 #     (the count fixed: never extended) under the same limit; plan.json
