@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""megatron.py [--build DIR] [--rows 1,2,3,4|all] [--work DIR] [--timeout S]
+"""megatron.py [--build DIR] [--rows 1,2,3,4|all] [--columns i,ii,iii,s] [-j N] [--work DIR] [--timeout S]
 
 Megatron-LM SC'21 Table 1 beside galvc, in one run (docs/planner.md,
 "Megatron Table 1"). Per row: a weight-free GPT of the table's shape
@@ -15,18 +15,26 @@ Megatron's GPU count and global batch, and
        TFLOP/s per GPU (counting recomputation) and the ratio;
   (ii) a stronger Megatron baseline: Megatron's tp and pp with sequence
        parallelism, selective recomputation, the distributed optimizer
-       (ZeRO-1) and the best microbatch size, priced by galvc;
-  (iii) the best point of a grid over tp (1-8, inside a node), microbatch
-       size (1-16), sequence parallelism, ZeRO stage (0-3) and
-       recomputation (none / selective / full), priced by galvc (pp = 1:
-       pipeline points are priced by the pipeline path when it plans the
-       row; --grid-pp adds them);
+       (ZeRO-1) and the best microbatch size (and virtual-stage count,
+       where galvc's interleaved schedule can express one: it cannot on
+       these rows), one fixed galvc command per microbatch size;
+  (iii) the best point of a grid over tp (1, 2, 4, 8 dividing the heads),
+       pp (divisors of the layers and GPUs up to --grid-pp-max), microbatch
+       size (1-16), sequence parallelism, ZeRO stage (0-3; 0-2 in a
+       pipeline: --pipeline-zero) and recomputation (none / selective /
+       full), one fixed galvc command per point, pruned by an analytic
+       memory pre-check and by dominance (grid_group);
   (s)  galvc's own search (--train --plan-only, no strategy flag): its
        predicted step, model TFLOP/s per GPU, memory and planning CPU
-       seconds, and its step against the best of (ii) and (iii) (>= 1.00:
-       galvc's plan is at least as fast).
-Every point is priced with the same cost model (--report-cost's
-predicted step) and must fit the preset's 80 GB as galvc prices it.
+       seconds, its plan replayed with --report-cost, and the best of (ii)
+       and (iii) against it (>= 1.00: galvc's plan is at least as fast).
+Every point is priced with the same cost model and must fit the preset's
+80 GB as galvc prices it: without a pipeline --report-cost's predicted step
+(the realised program's critical path, as (s)'s plan replayed), with one
+the stage DP's step (each stage's program planned by the intra-operator
+planner: --strategy / --mesh are not honoured there, so a pipeline point
+fixes P, N, ZeRO and recomputation, and each stage's tp / sp is the
+planner's). Points that fail print galvc's error line and a command.
 
 Model FLOPs per step 72*B*s*L*h^2*(1 + s/(6h) + V/(12*L*h)); hardware FLOPs
 with full recomputation 96*B*s*L*h^2*(1 + s/(6h) + V/(16*L*h))
@@ -285,9 +293,10 @@ def stronger_baseline(args, row, path, pool):
 
 def grid_groups(row, args):
     """(iii)'s points in groups (pp, tp, sp): pp = 1 with tp in GRID_TP dividing the heads, hidden and
-    GPUs (inside a node), sp on / off under tp > 1, ZeRO 0-3; pp > 1 the divisors of L and G (at least
-    8 layers' worth: P <= L / 2) up to args.grid_pp_max, ZeRO 0-2 (--pipeline-zero), tp / sp the
-    planner's. Every group: mbs in GRID_MBS, recompute none / selective / all."""
+    GPUs (inside a node), sp on / off under tp > 1, ZeRO 0-3; pp > 1 the divisors of L and G up to
+    args.grid_pp_max, ZeRO 0-2 (--pipeline-zero), tp / sp the planner's per stage. Every group: mbs in
+    GRID_MBS, recompute none / selective / all. No virtual stages: galvc's interleaved schedule takes
+    one device per device group (--gpus = P), and every Table 1 row has more devices than stages."""
     name, L, h, a, G, B = row[:6]
     groups = []
     for tp in GRID_TP:
@@ -304,12 +313,14 @@ def grid_groups(row, args):
 def grid_group(args, row, path, grp, log):
     """One group's points, in order: mbs from the largest, then (ZeRO, recompute) from the cheapest.
     Pruned without running galvc: (a) the analytic pre-check (mem_lower_bound > the limit); (b) unless
-    --no-prune, dominance: a point is skipped when a point of the group that fits, as galvc priced it,
-    has a ZeRO stage and a recomputation at most as heavy and (pp = 1) a microbatch size at least as
-    large or (pp > 1) the same microbatch size: in galvc's cost model a higher ZeRO stage or more
-    recomputation is not faster at equal other choices (they only save memory), and without a
-    pipeline neither are more, smaller microbatches (gradient accumulation); with one they shrink the
-    bubble, so there every microbatch size is priced."""
+    --no-prune, dominance: a point is skipped when a point of the group with the same ZeRO stage that
+    fits, as galvc priced it, has a recomputation at most as heavy and (pp = 1) a microbatch size at
+    least as large or (pp > 1) the same microbatch size: in galvc's cost model more recomputation is
+    not faster at equal other choices (it only saves memory), and without a pipeline neither are
+    more, smaller microbatches (gradient accumulation); with one they shrink the bubble, so there
+    every microbatch size is priced. The ZeRO stage is not ordered: ZeRO-1 can be faster than none
+    (the optimizer's update on 1/dp of the parameters), so every stage is priced.
+    Checked on row 1 (tp=1, 55 points priced without pruning): no point slower than one it dominates."""
     pp, tp, sp, zeros = grp
     res, pruned_mem, pruned_dom = [], 0, 0
     fit = []
@@ -321,8 +332,16 @@ def grid_group(args, row, path, grp, log):
                     continue
                 if mem_lower_bound(row, q) > LIMIT_BYTES:
                     pruned_mem += 1
+                    if args.check_precheck:     # price it anyway: a pruned point that fits is the pre-check's error
+                        r = price_point(args, path, q)
+                        if "error" not in r and r["fits"]:
+                            print("    pre-check error: %s fits (%.1f GB), its bound %.1f GB" % (
+                                r["desc"], r["mem"] / 1e9, mem_lower_bound(row, q) / 1e9), file=sys.stderr, flush=True)
+                        elif log:
+                            print("    %-44s pre-check %.1f GB, galvc %s" % (r["desc"], mem_lower_bound(row, q) / 1e9,
+                                  r["error"] if "error" in r else "%.1f GB" % (r["mem"] / 1e9)), file=sys.stderr, flush=True)
                     continue
-                if not args.no_prune and any((f["mbs"] >= mbs if pp == 1 else f["mbs"] == mbs) and f["zero"] <= zero and
+                if not args.no_prune and any((f["mbs"] >= mbs if pp == 1 else f["mbs"] == mbs) and f["zero"] == zero and
                                              RC_ORDER.index(f["rc"]) <= RC_ORDER.index(rc) for f in fit):
                     pruned_dom += 1
                     continue
@@ -410,6 +429,8 @@ def main():
     ap.add_argument("-j", "--jobs", type=int, default=1, help="galvc processes pricing grid points at once (default 1)")
     ap.add_argument("--grid-pp-max", type=int, default=8, help="(iii): the largest pipeline stage count")
     ap.add_argument("--no-prune", action="store_true", help="(iii): price dominated points too (the memory pre-check stays)")
+    ap.add_argument("--check-precheck", action="store_true", help="(iii): price the points the memory pre-check prunes too, "
+                    "and name any that fits (none should)")
     ap.add_argument("--json", help="write every priced point here")
     ap.add_argument("-v", "--verbose", action="store_true", help="each grid point on stderr as it is priced")
     args = ap.parse_args()
