@@ -494,10 +494,10 @@ def main():
             print("        galvc(s) / best of (ii),(iii) = %.3f s / %.3f s = %.2fx  (best: %s)" % (
                 b["step_s"], s["step_s"], b["step_s"] / s["step_s"], b["desc"]), flush=True)
         dump.append({"row": name, "ii": sb, "iii": g, "s": s})
+        if args.json:       # after every row: a long run keeps what it priced
+            json.dump(dump, open(args.json, "w"), indent=1, default=str)
     print("mTF/s: model TFLOP/s per GPU (72 form); hwTF/s: hardware TFLOP/s per GPU in the 96 form (Megatron's,"
           " full recomputation counted); ratio: galvc's predicted hwTF/s for Megatron's config / the paper's")
-    if args.json:
-        json.dump(dump, open(args.json, "w"), indent=1, default=str)
 
 
 if __name__ == "__main__":
