@@ -171,12 +171,13 @@ def state_bytes(n, dp, zero):
 
 def layer_act_bytes(b, h, a, t, sp, rc):
     """One layer's activations kept for backward for b sequences per tp group (Korthikanti et al. 2022,
-    16-bit, counting dropout masks galvc's GPTs do not have): sbh(10 + 24/t + 5as/(ht)), with sp
-    sbh/t (34 + 5as/h); selective drops the 5as/h term (the attention core); all keeps the layer's input."""
+    16-bit): sbh(10 + 24/t + 5as/(ht)), with sp sbh/t (34 + 5as/h), where 5as/h counts the softmax
+    output (2 bytes), the attention dropout's mask (1) and output (2): galvc's GPTs have no dropout, so
+    2as/h here; selective drops that term (the attention core); all keeps the layer's input."""
     sbh = SEQ * b * h
     if rc == "all":
         return 2.0 * sbh / (t if sp else 1)
-    core = 0 if rc == "selective" else 5.0 * a * SEQ / h
+    core = 0 if rc == "selective" else 2.0 * a * SEQ / h
     return sbh / t * (34 + core) if sp else sbh * (10 + 24.0 / t + core / t)
 
 
