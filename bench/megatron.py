@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""megatron.py [--build DIR] [--rows 1,2,3,4|all] [--work DIR] [--timeout S]
+"""megatron.py [--build DIR] [--rows 1,2,3,4|all] [--columns i,ii,iii,s] [-j N] [--work DIR] [--timeout S]
 
 Megatron-LM SC'21 Table 1 beside galvc, in one run (docs/planner.md,
 "Megatron Table 1"). Per row: a weight-free GPT of the table's shape
@@ -15,18 +15,26 @@ Megatron's GPU count and global batch, and
        TFLOP/s per GPU (counting recomputation) and the ratio;
   (ii) a stronger Megatron baseline: Megatron's tp and pp with sequence
        parallelism, selective recomputation, the distributed optimizer
-       (ZeRO-1) and the best microbatch size, priced by galvc;
-  (iii) the best point of a grid over tp (1-8, inside a node), microbatch
-       size (1-16), sequence parallelism, ZeRO stage (0-3) and
-       recomputation (none / selective / full), priced by galvc (pp = 1:
-       pipeline points are priced by the pipeline path when it plans the
-       row; --grid-pp adds them);
+       (ZeRO-1) and the best microbatch size (and virtual-stage count,
+       where galvc's interleaved schedule can express one: it cannot on
+       these rows), one fixed galvc command per microbatch size;
+  (iii) the best point of a grid over tp (1, 2, 4, 8 dividing the heads),
+       pp (divisors of the layers and GPUs up to --grid-pp-max), microbatch
+       size (1-16), sequence parallelism, ZeRO stage (0-3; 0-2 in a
+       pipeline: --pipeline-zero) and recomputation (none / selective /
+       full), one fixed galvc command per point, pruned by an analytic
+       memory pre-check and by dominance (grid_group);
   (s)  galvc's own search (--train --plan-only, no strategy flag): its
        predicted step, model TFLOP/s per GPU, memory and planning CPU
-       seconds, and its step against the best of (ii) and (iii) (>= 1.00:
-       galvc's plan is at least as fast).
-Every point is priced with the same cost model (--report-cost's
-predicted step) and must fit the preset's 80 GB as galvc prices it.
+       seconds, its plan replayed with --report-cost, and the best of (ii)
+       and (iii) against it (>= 1.00: galvc's plan is at least as fast).
+Every point is priced with the same cost model and must fit the preset's
+80 GB as galvc prices it: without a pipeline --report-cost's predicted step
+(the realised program's critical path, as (s)'s plan replayed), with one
+the stage DP's step (each stage's program planned by the intra-operator
+planner: --strategy / --mesh are not honoured there, so a pipeline point
+fixes P, N, ZeRO and recomputation, and each stage's tp / sp is the
+planner's). Points that fail print galvc's error line and a command.
 
 Model FLOPs per step 72*B*s*L*h^2*(1 + s/(6h) + V/(12*L*h)); hardware FLOPs
 with full recomputation 96*B*s*L*h^2*(1 + s/(6h) + V/(16*L*h))
@@ -45,6 +53,7 @@ import re
 import resource
 import subprocess
 import sys
+import threading
 import time
 
 # name, layers, hidden, heads, GPUs, batch, tp, pp, microbatch size, virtual stages, paper TFLOP/s per GPU
@@ -127,26 +136,139 @@ def megatron_config(args, row, path):
             "fits": mem is not None and int(mem.group(1)) <= int(mem.group(2)), "paper": paper, "cpu_s": cpu}
 
 
-def price(args, path, G, B, tp, pp, mbs, sp, zero, rc):
-    """galvc's predicted step for one configuration (pp = 1): dict with step_s, mem, fits or error."""
+# ---- (ii) and (iii): fixed configurations priced one galvc command each, and the grid ---------------
+# docs/planner.md, "Megatron Table 1", "Columns (ii) and (iii)". Every point is ONE galvc command with
+# everything fixed; its price is what galvc prints for that fixed plan:
+#   pp = 1: --strategy PRESET --mesh dp=D[,tp=T] --recompute=MODE --microbatches N --report-cost -o F.mlir:
+#           the realised program's critical-path step ("predicted step") and its memory per device
+#           (--plan-only is refused with --strategy: "--plan-only needs the planner"; the IR is written);
+#   pp > 1: --pipeline-stages P --schedule 1f1b --recompute=MODE --pipeline-recompute=off
+#           --pipeline-zero Z --microbatches N: the stage DP's step over the stage programs the
+#           intra-operator planner planned ("pipeline: P stages, N microbatches, step X ms") and the
+#           largest stage's bytes per device. The pipeline path prices each stage with the planner's
+#           own plan on the stage's G/P devices (--strategy / --mesh set only the compiled preset,
+#           docs/pipeline.md), so a pipeline point fixes P, N, the ZeRO stage and recomputation,
+#           not tp or sp: those are the planner's per stage.
+GRID_TP = (1, 2, 4, 8)
+GRID_MBS = (1, 2, 4, 8, 16)
+RC_ORDER = ("none", "selective", "all")
+ACT_FRACTION = 0.5      # the pre-check counts half the textbook activations: it prunes only sure misses
+LIMIT_BYTES = 80e9      # the a100-80g preset's memory per device (galvc prints "of 80000000000 bytes")
+
+
+def param_count(L, h):
+    """GPT parameters: 12h^2 + 13h per layer, tied token embedding V h, positions s h, final LayerNorm 2h."""
+    return L * (12 * h * h + 13 * h) + VOCAB * h + SEQ * h + 2 * h
+
+
+def state_bytes(n, dp, zero):
+    """Training state per replica of n parameters under mixed bf16 (galvc's --report-cost terms): fp32
+    parameters 4 and AdamW moments 8 bytes (split over dp from ZeRO-1: the distributed optimizer), fp32
+    gradients 4 (split from ZeRO-2), the 16-bit working copy 2 (split at ZeRO-3)."""
+    return n * (4.0 / (dp if zero >= 1 else 1) + 8.0 / (dp if zero >= 1 else 1) +
+                4.0 / (dp if zero >= 2 else 1) + 2.0 / (dp if zero >= 3 else 1))
+
+
+def layer_act_bytes(b, h, a, t, sp, rc):
+    """One layer's activations kept for backward for b sequences per tp group (Korthikanti et al. 2022,
+    16-bit): sbh(10 + 24/t + 5as/(ht)), with sp sbh/t (34 + 5as/h), where 5as/h counts the softmax
+    output (2 bytes), the attention dropout's mask (1) and output (2): galvc's GPTs have no dropout, so
+    2as/h here; selective drops that term (the attention core); all keeps the layer's input."""
+    sbh = SEQ * b * h
+    if rc == "all":
+        return 2.0 * sbh / (t if sp else 1)
+    core = 0 if rc == "selective" else 2.0 * a * SEQ / h
+    return sbh / t * (34 + core) if sp else sbh * (10 + 24.0 / t + core / t)
+
+
+def mem_lower_bound(row, q):
+    """Analytic pre-check (bytes per device, a lower bound by construction of its factors): states as
+    state_bytes over tp (every parameter counted split) and pp, plus ACT_FRACTION x the activations of
+    the microbatch in flight (under 1F1B stage 0 holds min(P, N) microbatches of L/P layers) and its
+    logits (bf16 + fp32 softmax, 6 bytes per element over tp); recomputing all adds one layer's full
+    activations (the recomputed layer). A pipeline point's tp is the planner's: counted as min(8, G/P)
+    with sp (the smallest activations any stage plan can have)."""
+    name, L, h, a, G, B = row[:6]
+    pp, tp, sp, mbs, zero, rc = q["pp"], q["tp"], q["sp"], q["mbs"], q["zero"], q["rc"]
+    if pp > 1:
+        tp, sp = min(8, G // pp), True
     dp = G // (tp * pp)
-    nmb = B // (dp * mbs)
-    parts = ["dp" if zero == 0 else "zero%d" % zero] + (["tp"] if tp > 1 else []) + (["sp"] if sp else [])
+    states = state_bytes(param_count(L, h) / (tp * pp), dp, zero)
+    b = mbs * (tp if pp > 1 else 1)     # sequences per tp group of one microbatch
+    inflight = min(pp, q["nmb"]) if pp > 1 else 1
+    act = inflight * (L / pp) * layer_act_bytes(b, h, a, tp, sp, rc)
+    if rc == "all":
+        act += layer_act_bytes(b, h, a, tp, sp, "none")
+    act += 6.0 * SEQ * b * VOCAB / tp
+    return states + ACT_FRACTION * act
+
+
+def point_desc(q):
+    if q["pp"] > 1:
+        return "pp%d dp*tp=%d mbs%d x%d zero%d rc:%s" % (q["pp"], q["G"] // q["pp"], q["mbs"], q["nmb"], q["zero"], q["rc"])
+    return "tp%d dp%d mbs%d x%d%s zero%d rc:%s" % (q["tp"], q["G"] // q["tp"], q["mbs"], q["nmb"], " sp" if q["sp"] else "",
+                                                   q["zero"], q["rc"])
+
+
+def point_cmd(args, path, q):
+    G, B, pp, tp = q["G"], q["B"], q["pp"], q["tp"]
+    cmd = [args.galvc, path] + COMMON + ["--gpus", str(G), "--batch", str(B), "--microbatches", str(q["nmb"]),
+                                         "--recompute=%s" % q["rc"]]
+    if pp > 1:
+        return cmd + ["--pipeline-stages", str(pp), "--schedule", "1f1b", "--pipeline-recompute=off",
+                      "--pipeline-zero", str(q["zero"]), "--plan-only"]
+    dp = G // tp
+    parts = ["dp" if q["zero"] == 0 else "zero%d" % q["zero"]] + (["tp"] if tp > 1 else []) + (["sp"] if q["sp"] else [])
     mesh = "dp=%d,tp=%d" % (dp, tp) if tp > 1 else "dp=%d" % dp
-    out_ir = os.path.join(args.work, "grid-%d.mlir" % os.getpid())
-    cmd = [args.galvc, path] + COMMON + ["--gpus", str(G), "--batch", str(B), "--microbatches", str(nmb),
-                                         "--recompute=%s" % rc, "--report-cost", "-q", "-o", out_ir,
-                                         "--strategy", ",".join(parts), "--mesh", mesh]
-    desc = "tp%d dp%d mbs%d x%d%s zero%d rc:%s" % (tp, dp, mbs, nmb, " sp" if sp else "", zero, rc)
+    return cmd + ["--strategy", ",".join(parts), "--mesh", mesh, "--report-cost", "-q",
+                  "-o", os.path.join(args.work, "grid-%d.mlir" % threading.get_ident())]
+
+
+_CACHE = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def price_point(args, path, q):
+    """One point: dict(q, desc, cmd, step_s, mem, fits, cpu_s) or dict(q, desc, cmd, error, cpu_s)."""
+    cmd = point_cmd(args, path, q)
+    key = tuple(c for c in cmd if not c.startswith(args.work))
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
     rc_, out, err, cpu = run(cmd, args.timeout)
-    if rc_:
-        return {"desc": desc, "error": first_error(err), "cpu_s": cpu}
-    m = re.search(r"predicted step: (\d+) ns", out)
-    mem = re.search(r"memory per device: .* total (\d+) of (\d+) bytes", out)
-    if not m or not mem:
-        return {"desc": desc, "error": "no predicted step / memory in --report-cost's output", "cpu_s": cpu}
-    return {"desc": desc, "step_s": int(m.group(1)) * 1e-9, "mem": int(mem.group(1)),
-            "fits": int(mem.group(1)) <= int(mem.group(2)), "cpu_s": cpu}
+    r = dict(q, desc=point_desc(q), cmd=" ".join(os.path.basename(c) if c in (args.galvc, path) else c for c in cmd),
+             cpu_s=cpu)
+    if q["pp"] > 1:
+        m = re.search(r"pipeline: \d+ stages, \d+ microbatches, step ([0-9.]+) ms", err + out)
+        mems = [int(x) for x in re.findall(r"\((\d+) bytes per device\)", err + out)]
+        need = re.search(r"no partition fits .* still needs [0-9.]+ GiB \((\d+) bytes\)", err)
+        if rc_ and need:    # the stage DP's answer that the point does not fit: its least need, not a failure
+            r.update(step_s=None, mem=int(need.group(1)), fits=False)
+        elif rc_ or not m or not mems:
+            r["error"] = first_error(err) if rc_ else "no pipeline step / stage memory in galvc's output"
+        else:
+            r.update(step_s=float(m.group(1)) * 1e-3, mem=max(mems), fits=max(mems) <= LIMIT_BYTES)
+            r["plan"] = "; ".join(re.findall(r"stage \d+: groups \d+-\d+ on \S+ \(([^)]*)\)", err + out))
+    else:
+        m = re.search(r"predicted step: (\d+) ns", out)
+        mem = re.search(r"memory per device: .* total (\d+) of (\d+) bytes", out)
+        if rc_ or not m or not mem:
+            r["error"] = first_error(err) if rc_ else "no predicted step / memory in --report-cost's output"
+        else:
+            r.update(step_s=int(m.group(1)) * 1e-9, mem=int(mem.group(1)), fits=int(mem.group(1)) <= int(mem.group(2)))
+    with _CACHE_LOCK:
+        _CACHE[key] = r
+    return r
+
+
+def point(row, pp, tp, sp, mbs, zero, rc):
+    """The point's parameters, or None when the shape does not divide (Megatron's microbatch size mbs
+    is sequences per data-parallel rank: N = B / (dp mbs) microbatches; pp > 1: dp counted as G/P)."""
+    name, L, h, a, G, B = row[:6]
+    dp = G // (tp * pp)
+    if G % (tp * pp) or B % (dp * mbs):
+        return None
+    return {"G": G, "B": B, "pp": pp, "tp": tp, "sp": sp, "mbs": mbs, "nmb": B // (dp * mbs), "zero": zero, "rc": rc}
 
 
 def best_of(points):
@@ -155,40 +277,103 @@ def best_of(points):
 
 
 def stronger_baseline(args, row, path, pool):
-    """(ii): Megatron's tp (pp = 1 rows) with sp, selective recomputation, ZeRO-1 and the best microbatch size."""
+    """(ii): Megatron's tp and pp, sp (tp > 1), selective recomputation, the distributed optimizer
+    (ZeRO-1: --strategy zero1[,tp,sp]; pp > 1: --pipeline-zero 1) and the best microbatch size (every
+    mbs of GRID_MBS that divides). Virtual stages: interleaved 1F1B takes one device per device group
+    (docs/pipeline.md), so no Table 1 row with pp > 1 can express Megatron's virtual stages."""
     name, L, h, a, G, B, tp, pp, mbs, v, paper = row
+    pts = [q for q in (point(row, pp, tp if pp == 1 else 1, tp > 1 and pp == 1, m, 1, "selective") for m in GRID_MBS) if q]
+    res = list(pool.map(lambda q: price_point(args, path, q), pts))
+    b = best_of(res)
+    out = dict(b) if b else {"error": "no point fits (%d priced)" % len(res)}
+    out.update(n=len(res), points=res, cpu_grid=sum(p["cpu_s"] for p in res))
     if pp > 1:
-        return {"error": "pipeline rows: not priced here (the pipeline path)", "n": 0}
-    dp = G // tp
-    sizes = [m for m in (1, 2, 4, 8, 16) if B % (dp * m) == 0]
-    pts = list(pool.map(lambda m: price(args, path, G, B, tp, 1, m, tp > 1, 1, "selective"), sizes))
-    b = best_of(pts)
-    return dict(b, n=len(pts)) if b else {"error": "no point fits (%d priced)" % len(pts), "n": len(pts)}
+        out["note"] = "tp%d%s not expressible: each stage's tp/sp is the planner's; v%d not expressible" % (tp, "+sp", v)
+    return out
+
+
+def grid_groups(row, args):
+    """(iii)'s points in groups (pp, tp, sp): pp = 1 with tp in GRID_TP dividing the heads, hidden and
+    GPUs (inside a node), sp on / off under tp > 1, ZeRO 0-3; pp > 1 the divisors of L and G up to
+    args.grid_pp_max, ZeRO 0-2 (--pipeline-zero), tp / sp the planner's per stage. Every group: mbs in
+    GRID_MBS, recompute none / selective / all. No virtual stages: galvc's interleaved schedule takes
+    one device per device group (--gpus = P), and every Table 1 row has more devices than stages."""
+    name, L, h, a, G, B = row[:6]
+    groups = []
+    for tp in GRID_TP:
+        if G % tp or h % tp or a % tp:
+            continue
+        for sp in ((False, True) if tp > 1 else (False,)):
+            groups.append((1, tp, sp, (0, 1, 2, 3)))
+    for pp in range(2, min(L, args.grid_pp_max) + 1):
+        if L % pp == 0 and G % pp == 0:
+            groups.append((pp, 1, False, (0, 1, 2)))
+    return groups
+
+
+def grid_group(args, row, path, grp, log):
+    """One group's points, in order: mbs from the largest, then (ZeRO, recompute) from the cheapest.
+    Pruned without running galvc: (a) the analytic pre-check (mem_lower_bound > the limit); (b) unless
+    --no-prune, dominance: a point is skipped when a point of the group with the same ZeRO stage that
+    fits, as galvc priced it, has a recomputation at most as heavy and (pp = 1) a microbatch size at
+    least as large or (pp > 1) the same microbatch size: in galvc's cost model more recomputation is
+    not faster at equal other choices (it only saves memory), and without a pipeline neither are
+    more, smaller microbatches (gradient accumulation); with one they shrink the bubble, so there
+    every microbatch size is priced. The ZeRO stage is not ordered: ZeRO-1 can be faster than none
+    (the optimizer's update on 1/dp of the parameters), so every stage is priced.
+    Checked on row 1 (tp=1, 55 points priced without pruning): no point slower than one it dominates."""
+    pp, tp, sp, zeros = grp
+    res, pruned_mem, pruned_dom = [], 0, 0
+    fit = []
+    for mbs in sorted(GRID_MBS, reverse=True):
+        for zero in zeros:
+            for rc in RC_ORDER:
+                q = point(row, pp, tp, sp, mbs, zero, rc)
+                if not q:
+                    continue
+                if mem_lower_bound(row, q) > LIMIT_BYTES:
+                    pruned_mem += 1
+                    if args.check_precheck:     # price it anyway: a pruned point that fits is the pre-check's error
+                        r = price_point(args, path, q)
+                        if "error" not in r and r["fits"]:
+                            print("    pre-check error: %s fits (%.1f GB), its bound %.1f GB" % (
+                                r["desc"], r["mem"] / 1e9, mem_lower_bound(row, q) / 1e9), file=sys.stderr, flush=True)
+                        elif log:
+                            print("    %-44s pre-check %.1f GB, galvc %s" % (r["desc"], mem_lower_bound(row, q) / 1e9,
+                                  r["error"] if "error" in r else "%.1f GB" % (r["mem"] / 1e9)), file=sys.stderr, flush=True)
+                    continue
+                if not args.no_prune and any((f["mbs"] >= mbs if pp == 1 else f["mbs"] == mbs) and f["zero"] == zero and
+                                             RC_ORDER.index(f["rc"]) <= RC_ORDER.index(rc) for f in fit):
+                    pruned_dom += 1
+                    continue
+                r = price_point(args, path, q)
+                res.append(r)
+                if "error" not in r and r["fits"]:
+                    fit.append(r)
+                if log:
+                    print("    %-44s %s" % (r["desc"], "error: " + r["error"] if "error" in r else
+                                             "needs %.1f GB (over)" % (r["mem"] / 1e9) if r["step_s"] is None else
+                                             "%.3f s %.1f GB%s" % (r["step_s"], r["mem"] / 1e9, "" if r["fits"] else " (over)")),
+                          file=sys.stderr, flush=True)
+    return res, pruned_mem, pruned_dom
 
 
 def grid(args, row, path, pool):
-    """(iii): the best fitting point of the grid (pp = 1)."""
-    name, L, h, a, G, B = row[:6]
-    pts = []
-    for tp in (1, 2, 4, 8):
-        if G % tp or h % tp or a % tp:
-            continue
-        dp = G // tp
-        for m in (1, 2, 4, 8, 16):
-            if B % (dp * m):
-                continue
-            for sp in ((False, True) if tp > 1 else (False,)):
-                for zero in (0, 1, 2, 3):
-                    for rc in ("none", "selective", "all"):
-                        pts.append((tp, m, sp, zero, rc))
-    res = list(pool.map(lambda q: price(args, path, G, B, q[0], 1, q[1], q[2], q[3], q[4]), pts))
+    """(iii): the best fitting point of the grid; every priced point and every error kept."""
+    groups = grid_groups(row, args)
+    outs = list(pool.map(lambda g: grid_group(args, row, path, g, args.verbose), groups))
+    res = [r for o in outs for r in o[0]]
     b = best_of(res)
-    nfit = sum(1 for p in res if "error" not in p and p["fits"])
-    cpu = sum(p.get("cpu_s", 0) for p in res)
-    return dict(b, n=len(res), nfit=nfit, cpu_grid=cpu) if b else {"error": "no point fits (%d priced)" % len(res), "n": len(res)}
+    out = dict(b) if b else {"error": "no point fits (%d priced)" % len(res)}
+    out.update(n=len(res), nfit=sum(1 for p in res if "error" not in p and p["fits"]), points=res,
+               pruned_mem=sum(o[1] for o in outs), pruned_dom=sum(o[2] for o in outs),
+               cpu_grid=sum(p["cpu_s"] for p in res))
+    return out
 
 
 def galvc_search(args, row, path):
+    """(s): galvc's default search, then its plan replayed (--plan plan.json --report-cost): the realised
+    program's step, priced as the pp = 1 grid points are."""
     name, L, h, a, G, B, tp, pp, mbs, v, paper = row
     plan = os.path.join(args.work, "plan-%s.json" % name)
     if os.path.exists(plan):
@@ -199,61 +384,121 @@ def galvc_search(args, row, path):
         return {"error": first_error(err), "cpu_s": cpu}
     p = json.load(open(plan))
     step = p["predicted"]["step_ns"] * 1e-9
-    mesh = ",".join("%s=%d" % (n, s) for n, s in zip(p["mesh"]["axes"], p["mesh"]["shape"]))
+    if "mesh" in p:
+        mesh = ",".join("%s=%d" % (n, s) for n, s in zip(p["mesh"]["axes"], p["mesh"]["shape"]))
+    else:
+        mesh = "pipeline"
     zs = sorted({u.get("zero", 0) for u in p.get("units", [])})
-    desc = "%s mb%d zero%s rc:%s" % (mesh, p.get("microbatches", 1), "/".join(str(z) for z in zs), p.get("recompute", "?"))
-    return {"desc": desc, "step_s": step, "model_tflops": model_flops(B, L, h) / (step * G) / 1e12,
-            "mem": p["memory_per_device"]["total"], "cpu_s": cpu}
+    sp = " sp" if any(u.get("sp") for u in p.get("units", [])) else ""
+    desc = "%s mb%d%s zero%s rc:%s" % (mesh, p.get("microbatches", 1), sp, "/".join(str(z) for z in zs), p.get("recompute", "?"))
+    mem = p.get("memory_per_device", {}).get("total")
+    res = {"desc": desc, "step_s": step, "mem": mem, "cpu_s": cpu}
+    rcmd = [args.galvc, path] + COMMON + ["--gpus", str(G), "--batch", str(B), "--plan", plan, "--report-cost", "-q",
+                                          "-o", os.path.join(args.work, "replay.mlir")]
+    rc, out, err, _ = run(rcmd, args.timeout)
+    m = re.search(r"predicted step: (\d+) ns", out)
+    res["replay_s"] = int(m.group(1)) * 1e-9 if not rc and m else None
+    if rc or not m:
+        res["replay_error"] = first_error(err) if rc else "no predicted step in --report-cost's output"
+    return res
+
+
+def fmt_col(tag, desc, step, G, B, L, h, mem, cpu, extra=""):
+    return "  %-5s %-46s %9.3f %8.1f %8.1f %8.1f %8.1f%s" % (
+        tag, desc, step, model_flops(B, L, h) / (step * G) / 1e12, hw_flops_recompute(B, L, h) / (step * G) / 1e12,
+        mem / 1e9 if mem else 0, cpu, extra)
+
+
+def print_failures(tag, pts):
+    """Points galvc refused or could not price: their error line (grouped) and one command each."""
+    errs = {}
+    for p in pts:
+        if "error" in p:
+            errs.setdefault(p["error"], []).append(p)
+    for e, ps in errs.items():
+        print("        %s: %d point(s) failed: %s" % (tag, len(ps), e))
+        print("          e.g. %s" % ps[0]["cmd"])
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--rows", default="1,2,3,4", help="1-based rows of Table 1, or all")
+    ap.add_argument("--columns", default="i,ii,iii,s", help="any of i, ii, iii, s (comma-separated)")
     ap.add_argument("--work", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "galvc-megatron"))
-    ap.add_argument("--timeout", type=int, default=1800)
-    ap.add_argument("--jobs", type=int, default=2, help="galvc processes pricing grid points at once")
-    ap.add_argument("--no-grid", action="store_true", help="skip (ii) and (iii)")
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per galvc command")
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="galvc processes pricing grid points at once (default 1)")
+    ap.add_argument("--grid-pp-max", type=int, default=8, help="(iii): the largest pipeline stage count")
+    ap.add_argument("--no-prune", action="store_true", help="(iii): price dominated points too (the memory pre-check stays)")
+    ap.add_argument("--check-precheck", action="store_true", help="(iii): price the points the memory pre-check prunes too, "
+                    "and name any that fits (none should)")
+    ap.add_argument("--json", help="write every priced point here")
+    ap.add_argument("-v", "--verbose", action="store_true", help="each grid point on stderr as it is priced")
     args = ap.parse_args()
+    cols = set(args.columns.split(","))
+    if not cols <= {"i", "ii", "iii", "s"}:
+        ap.error("--columns: i, ii, iii, s")
     args.src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     args.galvc = os.path.abspath(os.path.join(args.build, "galvc"))
     os.makedirs(args.work, exist_ok=True)
     rows = range(1, len(ROWS) + 1) if args.rows == "all" else [int(r) for r in args.rows.split(",")]
     print("Megatron-LM SC'21 Table 1 vs galvc (bf16 training, a100-80g preset, 8 GPUs per node, seq %d)" % SEQ)
-    print("%-7s %5s %5s | %-36s %9s %8s %7s %6s %8s | %-34s %9s %8s %8s %7s" % (
-        "model", "GPUs", "batch", "(i) Megatron's config in galvc", "step s", "hwTF/s", "paper", "ratio", "mem GB",
-        "(s) galvc's search", "step s", "mTF/s", "mem GB", "cpu s"))
+    print("  %-5s %-46s %9s %8s %8s %8s %8s" % ("", "configuration", "step s", "mTF/s", "hwTF/s", "mem GB", "cpu s"))
+    dump = []
     for r in rows:
         row = ROWS[r - 1]
         name, L, h, a, G, B = row[:6]
         path = model_path(args, name, L, h, a)
-        c = megatron_config(args, row, path)
-        s = galvc_search(args, row, path)
-        left = ("%-36s %9.3f %8.1f %7d %6.2f %8.1f%s" % (c["desc"], c["step_s"], c["hw_tflops"], c["paper"],
-                                                       c["hw_tflops"] / c["paper"], c["mem"] / 1e9 if c["mem"] else 0,
-                                                       "" if c["fits"] else "!")
-                if "error" not in c else "%-36s %s" % (c["desc"], "galvc: " + c["error"]))
-        right = ("%-34s %9.3f %8.1f %8.1f %7.1f" % (s["desc"], s["step_s"], s["model_tflops"], s["mem"] / 1e9, s["cpu_s"])
-                 if "error" not in s else "no plan (%.1f cpu s): %s" % (s["cpu_s"], s["error"]))
-        print("%-7s %5d %5d | %s | %s" % (name, G, B, left, right), flush=True)
-        if args.no_grid:
-            continue
-        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            sb = stronger_baseline(args, row, path, pool)
-            g = grid(args, row, path, pool)
-        for tag, b in (("(ii) Megatron + sp, selective, ZeRO-1, best mbs", sb), ("(iii) grid best", g)):
-            if "error" in b:
-                print("%21s %-48s %s" % ("", tag, b["error"]), flush=True)
-                continue
-            extra = " (%d points, %d fit, %.0f cpu s)" % (b["n"], b["nfit"], b["cpu_grid"]) if "nfit" in b else ""
-            print("%21s %-48s %-40s %9.3f s %8.1f mTF/s %7.1f GB%s" % (
-                "", tag, b["desc"], b["step_s"], model_flops(B, L, h) / (b["step_s"] * G) / 1e12, b["mem"] / 1e9, extra), flush=True)
-        base = [b["step_s"] for b in (sb, g) if "error" not in b]
-        if base and "error" not in s:
-            print("%21s galvc's search vs the best of (ii) and (iii): %.3f s / %.3f s = %.2fx" % (
-                "", min(base), s["step_s"], min(base) / s["step_s"]), flush=True)
-    print("hwTF/s: hardware TFLOP/s per GPU with full recomputation (96 form); mTF/s: model TFLOP/s per GPU (72 form);")
-    print("ratio: galvc's predicted hwTF/s for Megatron's config / the paper's measured; '!': over 80 GB as galvc prices it")
+        print("%s: %d layers, hidden %d, %d heads, %d GPUs, batch %d" % (name, L, h, a, G, B), flush=True)
+        if "i" in cols:
+            c = megatron_config(args, row, path)
+            if "error" in c:
+                print("  %-5s %-46s galvc: %s" % ("(i)", c["desc"], c["error"]), flush=True)
+            else:
+                print(fmt_col("(i)", c["desc"], c["step_s"], G, B, L, h, c["mem"], c["cpu_s"],
+                              "  paper %d hwTF/s, ratio %.2f%s" % (c["paper"], c["hw_tflops"] / c["paper"],
+                                                                   "" if c["fits"] else ", over 80 GB")), flush=True)
+        sb = g = s = None
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            if "ii" in cols:
+                sb = stronger_baseline(args, row, path, pool)
+                if "error" in sb:
+                    print("  %-5s %s" % ("(ii)", sb["error"]), flush=True)
+                else:
+                    print(fmt_col("(ii)", sb["desc"], sb["step_s"], G, B, L, h, sb["mem"], sb["cpu_s"],
+                                  "  (%d mbs priced, %.1f cpu s)" % (sb["n"], sb["cpu_grid"])), flush=True)
+                if sb.get("note"):
+                    print("        (ii): %s" % sb["note"])
+                print_failures("(ii)", sb["points"])
+            if "iii" in cols:
+                g = grid(args, row, path, pool)
+                if "error" in g:
+                    print("  %-5s %s" % ("(iii)", g["error"]), flush=True)
+                else:
+                    print(fmt_col("(iii)", g["desc"], g["step_s"], G, B, L, h, g["mem"], g["cpu_s"]), flush=True)
+                    if g.get("plan"):
+                        print("        (iii): stages %s" % g["plan"])
+                print("        (iii): %d points priced, %d fit; pruned: %d by the memory pre-check, %d dominated; "
+                      "%.1f cpu s" % (g["n"], g["nfit"], g["pruned_mem"], g["pruned_dom"], g["cpu_grid"]), flush=True)
+                print_failures("(iii)", g["points"])
+        if "s" in cols:
+            s = galvc_search(args, row, path)
+            if "error" in s:
+                print("  %-5s no plan (%.1f cpu s): %s" % ("(s)", s["cpu_s"], s["error"]), flush=True)
+            else:
+                rp = ("  replayed --report-cost %.3f s" % s["replay_s"] if s["replay_s"] is not None
+                      else "  replay: %s" % s.get("replay_error"))
+                print(fmt_col("(s)", s["desc"], s["step_s"], G, B, L, h, s["mem"], s["cpu_s"], rp), flush=True)
+        base = [b for b in (sb, g) if b and "error" not in b]
+        if base and s and "error" not in s:
+            b = min(base, key=lambda x: x["step_s"])
+            print("        galvc(s) / best of (ii),(iii) = %.3f s / %.3f s = %.2fx  (best: %s)" % (
+                b["step_s"], s["step_s"], b["step_s"] / s["step_s"], b["desc"]), flush=True)
+        dump.append({"row": name, "ii": sb, "iii": g, "s": s})
+        if args.json:       # after every row: a long run keeps what it priced
+            json.dump(dump, open(args.json, "w"), indent=1, default=str)
+    print("mTF/s: model TFLOP/s per GPU (72 form); hwTF/s: hardware TFLOP/s per GPU in the 96 form (Megatron's,"
+          " full recomputation counted); ratio: galvc's predicted hwTF/s for Megatron's config / the paper's")
 
 
 if __name__ == "__main__":
