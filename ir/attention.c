@@ -236,3 +236,10 @@ bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c) {
   c->d2 = d2;
   return true;
 }
+
+int gv_attn_train_kernel(const char *target, gv_dtype storage) {
+  bool cpu = !strcmp(target, "cpu"), cuda = !strcmp(target, "cuda");
+  if (cpu && storage == GV_DT_F32) return GV_ATTN_KERNEL_AUTO;    /* runtime/attention.c */
+  if (cuda && storage == GV_DT_F32) return GV_ATTN_KERNEL_OPT_IN; /* runtime/cuda/fused_attention.cuh: plain kernels */
+  return GV_ATTN_KERNEL_NONE;
+}

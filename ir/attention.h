@@ -78,4 +78,15 @@ typedef struct {
  * literals). Fills *c when it does. */
 bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c);
 
+/* Where training's galv.attention / attention_grad run as kernels, the one
+ * place the drivers ask (galvc, galv-eval: --fused-attention auto, their
+ * default, and whether `on` can run): target "cpu" | "cuda", storage the
+ * activations' dtype (GV_DT_F32, or GV_DT_BF16 / GV_DT_F16 under
+ * --precision). GV_ATTN_KERNEL_AUTO: a kernel runs it and auto fuses;
+ * GV_ATTN_KERNEL_OPT_IN: a kernel runs it, fused only with `on` (not tuned);
+ * GV_ATTN_KERNEL_NONE: no kernel (`on` only under --plan-only, which prices
+ * the fused program). A new kernel is one line here. */
+enum { GV_ATTN_KERNEL_NONE, GV_ATTN_KERNEL_OPT_IN, GV_ATTN_KERNEL_AUTO };
+int gv_attn_train_kernel(const char *target, gv_dtype storage);
+
 #endif

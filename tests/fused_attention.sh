@@ -8,8 +8,10 @@
 # run equal the unfused single-device run's (rtol 1e-4, atol 1e-5). The
 # memory line's activations kept for backward shrink by exactly one batch x
 # heads x S x S f32 tensor per layer (the probabilities) less the fused
-# op's own o and lse, which the backward now reads; auto fuses on the CPU
-# target (the default is off); --fused-attention with a bad value is one error line.
+# op's own o and lse, which the backward now reads. auto, the default of galvc
+# and galv-eval, fuses in fp32 on the CPU target and leaves the chains on
+# --target cuda and with --precision bf16 (no kernel runs it there: `on` is one
+# error line); --fused-attention with a bad value is one error line.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -120,8 +122,10 @@ done
 mkdir -p "$T/ev"
 python3 -c "import numpy as np; r = np.random.RandomState(3)
 np.save('$T/ev/ids.npy', r.randint(0, 64, size=[2, 8]).astype(np.int64)); np.save('$T/ev/lab.npy', r.randint(0, 64, size=[2, 8]).astype(np.int64))"
-for mode in on off; do
-  "$BUILD/galv-eval" "$T/gpt2.onnx" --batch 2 --seq 8 --train --steps 2 --eps 1e-6 --fused-attention $mode -q --input input_ids="$T/ev/ids.npy" \
+for mode in on off default; do
+  fa=(--fused-attention $mode)
+  [ $mode = default ] && fa=()
+  "$BUILD/galv-eval" "$T/gpt2.onnx" --batch 2 --seq 8 --train --steps 2 --eps 1e-6 "${fa[@]}" -q --input input_ids="$T/ev/ids.npy" \
     --input labels="$T/ev/lab.npy" -o "$T/ev/$mode" >"$T/ev/$mode.log" 2>&1 || bad "galv-eval --fused-attention $mode: $(tail -1 "$T/ev/$mode.log")"
 done
 if r=$(python3 - "$T/ev" <<'PY'
@@ -133,12 +137,45 @@ print(f"{len(fs)} tensors, loss {float(np.load(d + '/on/loss.npy')):.6f}" if fs 
 sys.exit(1 if bad or not fs else 0)
 PY
 ); then ok "galv-eval fused == unfused: $r"; else bad "galv-eval fused vs unfused: $r"; fi
+# galv-eval's default (auto) is the fused evaluation: the same tensors bit for bit
+if r=$(python3 - "$T/ev" <<'PY'
+import sys, glob, os, numpy as np
+d = sys.argv[1]
+fs = sorted(glob.glob(d + "/on/*.npy"))
+bad = [os.path.basename(f) for f in fs if not np.array_equal(np.load(f), np.load(f.replace("/on/", "/default/")))]
+print(f"{len(fs)} tensors" if fs and not bad else f"differ: {bad[:4]} of {len(fs)}")
+sys.exit(1 if bad or not fs else 0)
+PY
+); then ok "galv-eval default == --fused-attention on: $r"; else bad "galv-eval default vs on: $r"; fi
+out=$("$BUILD/galv-eval" "$T/gpt2.onnx" --train --fused-attention maybe 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && [ "$(wc -l <<<"$out")" = 1 ] && grep -q -- "--fused-attention maybe: expected on, off or auto" <<<"$out"; then
+  ok "galv-eval --fused-attention maybe: one error line, rc $rc"
+else
+  bad "galv-eval --fused-attention maybe: rc $rc: $out"
+fi
 # auto fuses on the CPU target (gpt2's program above with --fused-attention auto: the same calls)
 if "$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --target cpu --fused-attention auto -q -o "$T/auto/" --no-build 2>"$T/err" &&
   [ "$(grep -c 'galv_attention_f32(' "$T/auto/program.c")" = $L ]; then
   ok "--fused-attention auto fuses on --target cpu"
 else
   bad "--fused-attention auto: $(head -2 "$T/err")"
+fi
+# the default is auto: fused on the CPU target in fp32; the chains on --target cuda and in bf16
+nattn() { "$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train "$@" --emit=ir -o "$T/n.mlir" 2>"$T/err" </dev/null &&
+  grep -c '"galv.attention"' "$T/n.mlir"; }
+n_cpu=$(nattn --target cpu) n_cuda=$(nattn --target cuda) n_bf16=$(nattn --target cpu --precision bf16)
+if [ "$n_cpu" = $L ] && [ "$n_cuda" = 0 ] && [ "$n_bf16" = 0 ]; then
+  ok "default (auto): galv.attention cpu fp32 $n_cpu, cuda $n_cuda, cpu bf16 $n_bf16"
+else
+  bad "default (auto): galv.attention cpu fp32 '$n_cpu' (want $L), cuda '$n_cuda' (want 0), cpu bf16 '$n_bf16' (want 0): $(head -2 "$T/err")"
+fi
+out=$("$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --target cpu --precision bf16 --fused-attention on -o "$T/x/" 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && [ "$(wc -l <<<"$out")" = 1 ] && grep -q -- "--fused-attention on: no --target cpu kernel runs fused attention with --precision bf16" <<<"$out"; then
+  ok "--fused-attention on --precision bf16: one error line, rc $rc"
+else
+  bad "--fused-attention on --precision bf16: rc $rc: $out"
 fi
 out=$("$BUILD/galvc" "$T/gpt2.onnx" --train --fused-attention maybe 2>&1)
 rc=$?

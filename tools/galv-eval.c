@@ -11,6 +11,7 @@
 
 #include "../codegen/codegen.h"
 #include "../frontend/onnx_import.h"
+#include "../ir/attention.h"
 #include "../ir/interp.h"
 #include "../ir/storage.h"
 #include "../passes/build.h"
@@ -34,7 +35,8 @@ static void usage(FILE *f) {
              "  --train                  add the training step after dce (loss, autodiff, optimizer);\n"
              "                           --loss, --labels, --optimizer, --lr, --weight-decay, --beta1, --beta2,\n"
              "                           --eps, --momentum, --ignore-index, --recompute, --fused-attention, --freeze, --trainable as\n"
-             "                           for galvc (--fused-attention on|off: default off, as galvc); optimizer\n"
+             "                           for galvc (--fused-attention on|off|auto: default auto, as galvc on\n"
+             "                           --target cpu: fused where its kernel runs, today fp32); optimizer\n"
              "                           state starts at 0\n"
              "  --steps N                run the step function N times, feeding updated params and state\n"
              "                           back; prints 'step I loss X'; -o then writes the last step's results\n"
@@ -201,7 +203,7 @@ int main(int argc, char **argv) {
   static char shape_names[32][256];
   int nshapes = 0;
   const char *in_names[64], *in_files[64];
-  int nin = 0, train = 0, bf16 = 0, nselect = 0, quiet = 0, fa_given = 0;
+  int nin = 0, train = 0, bf16 = 0, nselect = 0, quiet = 0, fused_attn = -1;
   gv_train_select select[64];
   long steps = 1;
   for (int i = 1; i < argc; i++) {
@@ -236,9 +238,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--recompute") && i + 1 < argc) gv_train_opts.recompute = argv[++i];
     else if (!strcmp(a, "--fused-attention") && i + 1 < argc) {
       const char *v = argv[++i];
-      if (strcmp(v, "on") && strcmp(v, "off")) { gv_error_plain("--fused-attention %s: expected on or off", v); return 2; }
-      gv_train_opts.unfused_attention = !strcmp(v, "off");
-      fa_given = 1;
+      if (strcmp(v, "on") && strcmp(v, "off") && strcmp(v, "auto")) {
+        gv_error_plain("--fused-attention %s: expected on, off or auto", v);
+        return 2;
+      }
+      fused_attn = !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 0 : -1;
     }
     else if ((!strcmp(a, "--freeze") || !strcmp(a, "--trainable")) && i + 1 < argc) {
       if (nselect == 64) { gv_error_plain("too many --freeze / --trainable (at most 64)"); return 2; }
@@ -283,8 +287,9 @@ int main(int argc, char **argv) {
     else { gv_error_plain("more than one model given"); return 2; }
   }
   if (!model) { usage(stderr); return 2; }
-  /* as galvc's default (off): the four-op chains unless --fused-attention on */
-  if (!fa_given) gv_train_opts.unfused_attention = true;
+  /* auto (the default) as galvc --target cpu: fused where gv_attn_train_kernel says its kernel runs */
+  gv_train_opts.unfused_attention =
+    fused_attn == 0 || (fused_attn < 0 && gv_attn_train_kernel("cpu", bf16 ? GV_DT_BF16 : GV_DT_F32) != GV_ATTN_KERNEL_AUTO);
   if (opt.batch <= 0 || opt.seq <= 0) { gv_error_plain("--batch and --seq must be positive"); return 2; }
   opt.shapes = shapes;
   opt.nshapes = nshapes;

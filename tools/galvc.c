@@ -15,6 +15,7 @@
 #include "../codegen/comm.h"
 #include "../codegen/cpu/cpu.h"
 #include "../frontend/onnx_import.h"
+#include "../ir/attention.h"
 #include "../ir/ir.h"
 #include "../passes/passes.h"
 #include "../passes/plan_sharding.h"
@@ -199,7 +200,8 @@ static void usage(FILE *f) {
           "                           gradients once per step (default) or every microbatch's into the shard\n"
           "  --fused-attention on|off|auto  training: each attention chain (QK^T, scale / mask, softmax, PV) as one\n"
           "                           galv.attention op whose backward recomputes the scores, no S x S value stored\n"
-          "                           (docs/fused-attention.md); off (default); auto: on for fp32 --target cpu\n"
+          "                           (docs/fused-attention.md); auto (default): fused where its kernel is the\n"
+          "                           default (fp32 --target cpu); on: also the CUDA target's plain fp32 kernels\n"
           "  --recompute=none|all|L,..  recompute these layers' activations in backward (layer = NAME.N\n"
           "                           segment of the node names, e.g. h.0 / layers.3, or its index N);\n"
           "                           selective[:L,..]: only the attention cores (QK^T, scale / mask, softmax,\n"
@@ -605,7 +607,7 @@ int main(int argc, char **argv) {
   /* options that only apply with another, remembered to name them in a conflict */
   const char *train_opt = NULL, *adam_opt = NULL, *pipe_opt = NULL;
   int mb_given = 0, zero_reduce_given = 0, recompute_given = 0;
-  int fused_attn = 0; /* --fused-attention: 1 on, 0 off (default until the planner tests are re-baselined on it), -1 auto (fp32 training on the CPU target) */
+  int fused_attn = -1; /* --fused-attention: 1 on, 0 off, -1 auto (default: where gv_attn_train_kernel says a kernel runs it) */
   static char train_opt_buf[32];
   int momentum_given = 0, ignore_given = 0, arch_given = 0, search_given = 0, memlim_given = 0, dump_dir_given = 0;
   int zstages_given = 0;
@@ -1269,14 +1271,15 @@ int main(int argc, char **argv) {
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
   if (cluster.devices_per_node > 0 && gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
   cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && (cuda.bf16 || fp16)); /* as codegen/cuda fuses attention */
-  /* training's galv.attention (docs/fused-attention.md): both targets run it in fp32 storage (auto: the CPU
-   * target; the CUDA target's kernels are plain, opt-in with on); 16-bit storage only priced under --plan-only */
-  if (fused_attn == 1 && (cuda.bf16 || fp16) && !plan_only) {
-    gv_error_plain("--fused-attention on: with --precision bf16 / fp16 only under --plan-only (the CPU kernels run fp32 "
-                   "storage only)");
+  /* training's galv.attention (docs/fused-attention.md): auto fuses where gv_attn_train_kernel (ir/attention.c)
+   * says a kernel runs it by default; on wherever a kernel runs it, elsewhere only priced under --plan-only */
+  int fattn_kernel = gv_attn_train_kernel(target, cuda.bf16 ? GV_DT_BF16 : fp16 ? GV_DT_F16 : GV_DT_F32);
+  if (fused_attn == 1 && fattn_kernel == GV_ATTN_KERNEL_NONE && !plan_only) {
+    gv_error_plain("--fused-attention on: no --target %s kernel runs fused attention with --precision %s (only "
+                   "priced, under --plan-only)", target, cuda.bf16 ? "bf16" : fp16 ? "fp16" : "fp32");
     return 2;
   }
-  gv_train_opts.unfused_attention = fused_attn == 0 || (fused_attn < 0 && (strcmp(target, "cpu") != 0 || cuda.bf16 || fp16));
+  gv_train_opts.unfused_attention = fused_attn == 0 || (fused_attn < 0 && fattn_kernel != GV_ATTN_KERNEL_AUTO);
   gv_plan_opts.cluster = &cluster;
   if (reserve_given && !pa.on && apply_reserve(&cluster, reserve_frac, reserve_bytes, quiet)) return 2;
   static gv_profile profile;
