@@ -8,21 +8,17 @@
 # run equal the unfused single-device run's (rtol 1e-4, atol 1e-5). The
 # memory line's activations kept for backward shrink by exactly one batch x
 # heads x S x S f32 tensor per layer (the probabilities) less the fused
-# op's own o and lse, which the backward now reads; auto fuses on the CPU
-# target (the default is off); --fused-attention with a bad value is one error line.
+# op's own o and lse, which the backward now reads; a 2-stage pipeline
+# fuses in its stage programs and equals the unfused pipeline and the
+# single device; auto fuses on the CPU target (the default is off);
+# --fused-attention with a bad value is one error line.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-. "$SRC/tests/lib/require.sh"
+. "$SRC/tests/lib/mpi_env.sh" # MPI or skip; MPIRUN (as root, oversubscribed: the pipeline's launch takes it whole); ok / bad
 . "$SRC/tests/lib/tiny_lms.sh"
-require_cmd "Debian libopenmpi-dev, openmpi-bin" mpicc mpirun
-export GALV_COMM_SYNC=1 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
-export MPIRUN="mpirun -x GALV_COMM_SYNC -x OPENBLAS_NUM_THREADS"
-pass=0 fail=0
-ok() { echo "ok   $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 B=4 S=16 H=4 DV=8 L=2 STEPS=3
 tiny_lms "$T"
 # compare REF DIR: losses and weights of DIR equal REF's
@@ -113,6 +109,38 @@ PY
     fi
   done
 done
+# pipeline stage programs (passes/stage_extract.c runs fuse-attention before the stage's autodiff): GPT-2 in 2
+# stages x 2 microbatches (1F1B) with --fused-attention on calls the fused kernels once per layer (stage 0 its
+# forward entry and backward entry, stage 1 both) and equals the unfused pipeline and the one-device unfused run
+# (rtol 1e-4); each earlier-stage microbatch's stash is smaller by the layer's B/2 x H x S x S probabilities less
+# o and lse
+for mode in off on; do
+  d="$T/pp-$mode"
+  if ! "$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --eps 1e-6 --target cpu --pipeline-stages 2 --microbatches 2 \
+    --fused-attention $mode -q -o "$d/" 2>"$T/err"; then
+    bad "pp=2 --fused-attention $mode: galvc: $(grep -m3 error "$T/err")"
+    continue
+  fi
+  if ! timeout 300 "$d/launch" --batches "$T/gpt2.b" --steps $STEPS -o "$d/w" >"$d/log" 2>"$d/err"; then
+    bad "pp=2 --fused-attention $mode: run: $(grep -m2 error "$d/err")"
+  fi
+done
+n0=$(cat "$T"/pp-on/stage0/program*.c 2>/dev/null | grep -c 'galv_attention_\(grad_\)\?f32(') n1=$(grep -c 'galv_attention_\(grad_\)\?f32(' "$T/pp-on/stage1/program.c")
+nu=$(cat "$T"/pp-off/stage*/program*.c 2>/dev/null | grep -c 'galv_attention')
+if [ "$n0" = 2 ] && [ "$n1" = 2 ] && [ "$nu" = 0 ]; then
+  ok "pp=2 fused: stage 0 and stage 1 call galv_attention_f32 / _grad_f32 once each, the unfused pipeline never"
+else
+  bad "pp=2: fused calls stage 0 $n0, stage 1 $n1 (expected 2, 2), unfused $nu"
+fi
+if r=$(compare "$T/pp-off" "$T/pp-on"); then ok "pp=2 fused == pp=2 unfused: $r"; else bad "pp=2 fused vs pp=2 unfused: $r"; fi
+if r=$(compare "$T/gpt2-off" "$T/pp-on"); then ok "pp=2 fused == 1 device unfused: $r"; else bad "pp=2 fused vs 1 device unfused: $r"; fi
+stash() { sed -n 's/.*stage 0.*saved activations in flight: .*(\([0-9]*\) microbatches x \([0-9]*\) bytes).*/\2/p' "$1" | head -1; }
+s0=$(stash "$T/pp-off/err") s1=$(stash "$T/pp-on/err") ss=$((B / 2 * H * S * (S - DV - 1) * 4))
+if [ -n "$s0" ] && [ -n "$s1" ] && [ $((s0 - s1)) -eq $ss ]; then
+  ok "pp=2: stage 0's stash per microbatch $s0 -> $s1 bytes ($ss fewer)"
+else
+  bad "pp=2: stage 0's stash per microbatch unfused '$s0' fused '$s1' (expected $ss fewer)"
+fi
 # the reference evaluator (galv-eval: galv.attention / attention_grad in double) agrees: 2 steps of GPT-2
 # fused and unfused, every returned tensor (loss, parameters, AdamW state) within rtol 1e-4 of the other's
 # (AdamW eps 1e-6 as spmd_train.sh: c_attn's key bias has a gradient at float-noise level, softmax being

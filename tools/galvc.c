@@ -197,7 +197,7 @@ static void usage(FILE *f) {
           "                           gradients once per step (default) or every microbatch's into the shard\n"
           "  --fused-attention on|off|auto  training: each attention chain (QK^T, scale / mask, softmax, PV) as one\n"
           "                           galv.attention op whose backward recomputes the scores, no S x S value stored\n"
-          "                           (docs/fused-attention.md); off (default); auto: on for fp32 --target cpu\n"
+          "                           (docs/fused-attention.md); off (default); auto: on for --target cpu\n"
           "  --recompute=none|all|L,..  recompute these layers' activations in backward (layer = NAME.N\n"
           "                           segment of the node names, e.g. h.0 / layers.3, or its index N);\n"
           "                           selective[:L,..]: only the attention cores (QK^T, scale / mask, softmax,\n"
@@ -1237,14 +1237,9 @@ int main(int argc, char **argv) {
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
   if (cluster.devices_per_node > 0 && gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
   cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && (cuda.bf16 || fp16)); /* as codegen/cuda fuses attention */
-  /* training's galv.attention (docs/fused-attention.md): both targets run it in fp32 storage (auto: the CPU
-   * target; the CUDA target's kernels are plain, opt-in with on); 16-bit storage only priced under --plan-only */
-  if (fused_attn == 1 && (cuda.bf16 || fp16) && !plan_only) {
-    gv_error_plain("--fused-attention on: with --precision bf16 / fp16 only under --plan-only (the CPU kernels run fp32 "
-                   "storage only)");
-    return 2;
-  }
-  gv_train_opts.unfused_attention = fused_attn == 0 || (fused_attn < 0 && (strcmp(target, "cpu") != 0 || cuda.bf16 || fp16));
+  /* training's galv.attention (docs/fused-attention.md): both targets run it in fp32 and 16-bit storage (auto:
+   * the CPU target; the CUDA target's kernels are plain, opt-in with on) */
+  gv_train_opts.unfused_attention = fused_attn == 0 || (fused_attn < 0 && strcmp(target, "cpu") != 0);
   gv_plan_opts.cluster = &cluster;
   if (reserve_given && !pa.on && apply_reserve(&cluster, reserve_frac, reserve_bytes, quiet)) return 2;
   static gv_profile profile;
