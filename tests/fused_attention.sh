@@ -4,7 +4,9 @@
 # --fused-attention on (galv.attention / attention_grad: the program calls
 # galv_attention_f32 and galv_attention_grad_f32 once per layer each) and
 # off (the four-op chains), train 3 steps (AdamW) on 1 rank and on 2 ranks
-# (GPT-2 dp and tp, Llama tp); the losses of each step and every final parameter of a fused
+# (GPT-2 dp, tp and tp,sp, Llama tp; under tp,sp the core stays head-split
+# over the whole sequence, the collectives those of the unfused program);
+# the losses of each step and every final parameter of a fused
 # run equal the unfused single-device run's (rtol 1e-4, atol 1e-5). The
 # memory line's activations kept for backward shrink by exactly one batch x
 # heads x S x S f32 tensor per layer (the probabilities) less the fused
@@ -89,8 +91,8 @@ PY
   else
     bad "$fam: activations kept for backward unfused '$a0' fused '$a1' (expected $ss fewer)"
   fi
-  strategies=(dp tp)
-  [ $fam = llama ] && strategies=(tp) # GPT-2 runs both; Llama the head split (GQA's repeated K / V)
+  strategies=(dp tp tp,sp)
+  [ $fam = llama ] && strategies=(tp) # GPT-2 all three; Llama the head split (GQA's repeated K / V)
   for s in "${strategies[@]}"; do
     d="$T/$fam-2-$s"
     if ! "$BUILD/galvc" "${common[@]}" --gpus 2 --strategy $s --fused-attention on -q -o "$d/" 2>"$T/err"; then
@@ -98,6 +100,12 @@ PY
       continue
     fi
     n2=$(grep -c 'galv_attention_grad_f32(' "$d/program.c" 2>/dev/null)
+    if [ $s = tp,sp ]; then # Megatron-SP splits the residual stream over the sequence, not the attention core
+      for m in on off; do "$BUILD/galvc" "${common[@]}" --gpus 2 --strategy $s --fused-attention $m --no-build -o "$T/sp-$m/" 2>"$T/sp-$m.err"; done
+      c1=$(grep -o 'spmd: [0-9]* collectives, [0-9]* bytes/device' "$T/sp-on.err")
+      c0=$(grep -o 'spmd: [0-9]* collectives, [0-9]* bytes/device' "$T/sp-off.err")
+      if [ -n "$c1" ] && [ "$c1" = "$c0" ]; then ok "$fam tp,sp: fused and unfused the same collectives (${c1#spmd: })"; else bad "$fam tp,sp: collectives fused '$c1' unfused '$c0'"; fi
+    fi
     if ! timeout 300 "$d/launch" --batches "$T/$fam.b" --steps $STEPS -o "$d/w" >"$d/log" 2>"$T/err"; then
       bad "$fam 2 ranks $s: run: $(grep -m2 error "$T/err")"
       continue
