@@ -142,8 +142,8 @@ else
 fi
 if r=$(compare "$T/pp-off" "$T/pp-on"); then ok "pp=2 fused == pp=2 unfused: $r"; else bad "pp=2 fused vs pp=2 unfused: $r"; fi
 if r=$(compare "$T/gpt2-off" "$T/pp-on"); then ok "pp=2 fused == 1 device unfused: $r"; else bad "pp=2 fused vs 1 device unfused: $r"; fi
-stash() { sed -n 's/.*stage 0.*saved activations in flight: .*(\([0-9]*\) microbatches x \([0-9]*\) bytes).*/\2/p' "$1" | head -1; }
-s0=$(stash "$T/pp-off/err") s1=$(stash "$T/pp-on/err") ss=$((B / 2 * H * S * (S - DV - 1) * 4))
+stash() { cat "$1/log" "$1/err" | sed -n 's/.*stage 0.*saved activations in flight: .*(\([0-9]*\) microbatches x \([0-9]*\) bytes).*/\2/p' | head -1; }
+s0=$(stash "$T/pp-off") s1=$(stash "$T/pp-on") ss=$((B / 2 * H * S * (S - DV - 1) * 4))
 if [ -n "$s0" ] && [ -n "$s1" ] && [ $((s0 - s1)) -eq $ss ]; then
   ok "pp=2: stage 0's stash per microbatch $s0 -> $s1 bytes ($ss fewer)"
 else
