@@ -620,7 +620,8 @@ int cg_kcall_print_move(FILE *f, const gv_op *op, const cg_kcall *k, const cg_kc
 
 /* ---------------------------------------------------------------- fused attention (training) */
 
-void cg_fattn_call(FILE *f, const gv_op *op, const gv_attn_geo *gp, const char *fwd, const char *bwd, char p[][64]) {
+void cg_fattn_call(FILE *f, const gv_op *op, const gv_attn_geo *gp, const char *fwd, const char *bwd, const char *ty,
+                   const char *const *fdt, const char *tail, char p[][64]) {
   const gv_attn_geo g = *gp;
   int f0 = op->code == GV_OP_ATTENTION ? 3 : 6, nfn = op->nopnds - f0;
   fprintf(f, "  { static const galv_fattn_desc d = {%d, {", g.nb);
@@ -646,18 +647,19 @@ void cg_fattn_call(FILE *f, const gv_op *op, const gv_attn_geo *gp, const char *
   }
   if (!nfn) fprintf(f, "{0}");
   fprintf(f, "}, {");
-  for (int i = 0; i < nfn; i++) fprintf(f, "%s%d", i ? ", " : "", op->opnds[f0 + i]->type.dtype == GV_DT_BOOL);
+  for (int i = 0; i < nfn; i++) fprintf(f, "%s%s", i ? ", " : "", fdt[i]);
   if (!nfn) fprintf(f, "0");
   fprintf(f, "}};\n    const void *const fn[] = {");
   for (int i = 0; i < nfn; i++) fprintf(f, "%s%s", i ? ", " : "", p[f0 + i]);
   if (!nfn) fprintf(f, "0");
   fprintf(f, "};\n");
   if (op->code == GV_OP_ATTENTION)
-    fprintf(f, "    %s(&d, (const float *)%s, (const float *)%s, (const float *)%s, fn, (float *)%s, (float *)%s); }\n",
-            fwd, p[0], p[1], p[2], p[op->nopnds], p[op->nopnds + 1]);
+    fprintf(f, "    %s(&d, (const %s *)%s, (const %s *)%s, (const %s *)%s, fn, (%s *)%s, (float *)%s%s); }\n", fwd, ty, p[0], ty, p[1],
+            ty, p[2], ty, p[op->nopnds], p[op->nopnds + 1], tail);
   else
     fprintf(f,
-            "    %s(&d, (const float *)%s, (const float *)%s, (const float *)%s, (const float *)%s, "
-            "(const float *)%s, (const float *)%s, fn, (float *)%s, (float *)%s, (float *)%s); }\n",
-            bwd, p[0], p[1], p[2], p[3], p[4], p[5], p[op->nopnds], p[op->nopnds + 1], p[op->nopnds + 2]);
+            "    %s(&d, (const %s *)%s, (const %s *)%s, (const %s *)%s, (const %s *)%s, "
+            "(const %s *)%s, (const float *)%s, fn, (%s *)%s, (%s *)%s, (%s *)%s%s); }\n",
+            bwd, ty, p[0], ty, p[1], ty, p[2], ty, p[3], ty, p[4], p[5], ty, p[op->nopnds], ty, p[op->nopnds + 1], ty,
+            p[op->nopnds + 2], tail);
 }

@@ -148,7 +148,12 @@ int cg_kcall_print_move(FILE *f, const gv_op *op, const cg_kcall *k, const cg_kc
 /* galv.attention / attention_grad (docs/fused-attention.md): `  { static
  * const galv_fattn_desc d = {...}; const void *const fn[] = {...};
  * FWD|BWD(&d, ...); }` with g the op's geometry (gv_attn_geometry) and p[i]
- * slot i's pointer expression; both targets' runtimes take this call. */
-void cg_fattn_call(FILE *f, const gv_op *op, const gv_attn_geo *g, const char *fwd, const char *bwd, char p[][64]);
+ * slot i's pointer expression; both targets' runtimes take this call. ty:
+ * the element type of the q / k / v / o / do / dq / dk / dv pointers
+ * (their storage: "float", or a 16-bit type); fdt[f]: functor operand f's
+ * storage as the runtime's dtype name (GALV_F32, GALV_BOOL, GALV_BF16,
+ * GALV_F16); tail: more arguments (", ..." or ""). lse is fp32. */
+void cg_fattn_call(FILE *f, const gv_op *op, const gv_attn_geo *g, const char *fwd, const char *bwd, const char *ty,
+                   const char *const *fdt, const char *tail, char p[][64]);
 
 #endif

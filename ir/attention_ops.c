@@ -202,8 +202,8 @@ int gv_grad_attention(gv_module *m, gv_op *op, gv_value *const *dres, const bool
   memcpy(loc, op->loc ? op->loc : "", l);
   memcpy(loc + l, "/grad", 6);
   gv_op_set_loc(m, g, loc, op->onnx_op);
-  for (int i = 0; i < op->nattrs; i++)
-    if (strcmp(op->attrs[i].name, "sharding")) gv_set_attr(m, g, &op->attrs[i]);
+  for (int i = 0; i < op->nattrs; i++) /* the geometry and functor; not the forward's sharding or layer group */
+    if (strcmp(op->attrs[i].name, "sharding") && strcmp(op->attrs[i].name, "layer")) gv_set_attr(m, g, &op->attrs[i]);
   if (gv_infer_attention(m, g, NULL)) return -1;
   gv_insert_before(before, g);
   for (int i = 0; i < 3; i++)

@@ -5,8 +5,9 @@
  * nor the backward (galv.attention_grad) holds an S x S value. The
  * elementwise ops become the op's score functor. A chain whose functor
  * operand depends on a trained parameter stays (the functor operands get
- * no gradient). Off with gv_train_opts.unfused_attention (--fused-attention
- * off). */
+ * no gradient). The op keeps the chain's layer group (attr `layer`, the
+ * pipeline planner's stash count). Off with gv_train_opts.unfused_attention
+ * (--fused-attention off). */
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -46,6 +47,8 @@ int gv_pass_fuse_attention(gv_module *m) {
     gv_set_int(m, a, "k_contract", c.k_contract);
     gv_set_int(m, a, "v_contract", c.v_contract);
     gv_set_str(m, a, "score", c.score);
+    int64_t layer = gv_get_int(c.sm, "layer", -1); /* a clustered module's layer group (cluster-layers) */
+    if (layer >= 0) gv_set_int(m, a, "layer", layer);
     if (gv_infer_op(m, a, NULL)) return -1;
     if (!gv_type_equal(&a->res[0]->type, &c.d2->res[0]->type))
       return gv_error_op(m, c.d2, "fuse-attention: the fused output type differs from the chain's");

@@ -515,7 +515,9 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
  * "gin:pp.OP.RES" per floating-point one (the gradient the later stages send
  * back) and differentiates the seed sum_k reduce_sum(out_k * gin_k), whose
  * gradients are exactly the vector-Jacobian products. Autodiff then runs
- * with the floating-point "pp." inputs counted as parameters, so the
+ * with the floating-point "pp." inputs counted as parameters (the
+ * attention chains fused first under --fused-attention by the pass
+ * fuse-attention, as between the train list's loss and autodiff), so the
  * results are: loss (or "pp.seed"), grad:<param> per parameter, grad:pp.X
  * per received floating-point value, then (earlier stages) the "pp."
  * outputs again. An earlier stage's function is then split into a forward
@@ -593,7 +595,9 @@ int gv_stage_train(gv_module *m, int s, int nstages) {
   /* loss scaling: only the last stage's seed is scaled; an earlier stage's gradients arrive scaled already */
   int lsm = gv_train_opts.loss_scale_mode;
   if (lsm) gv_train_opts.loss_scale_mode = s < nstages - 1 ? 0 : 2; /* the last stage: scaled by its input */
-  int rc = s < nstages - 1 && !nwrt ? 0 : gv_pass_autodiff(m);
+  /* --fused-attention (docs/fused-attention.md): the chains fused as the train pass list does between loss and
+   * autodiff, with the received values counted as parameters (a functor operand one depends on keeps its chain) */
+  int rc = s < nstages - 1 && !nwrt ? 0 : gv_pass_fuse_attention(m) ? -1 : gv_pass_autodiff(m);
   gv_train_opts.loss_scale_mode = lsm;
   for (int a = 0; a < body->nargs; a++)
     if (marked[a]) f->arg_is_param[a] = false;

@@ -5,9 +5,13 @@
  * logsumexp; the backward (FlashAttention-2) recomputes a block's scores,
  * P = exp(f(S) - lse), dP = dO V^T, dS = P (dP - rowsum(dO * o)) f'(S),
  * and adds dV += P^T dO, dQ += dS K, dK += dS^T Q. The score functor f is
- * the step table of the descriptor (galv_rt.h). */
+ * the step table of the descriptor (galv_rt.h). The kernels work one batch
+ * slice (a head of a sample) at a time; the 16-bit ones (bf16 / f16
+ * storage) widen that slice into fp32 scratch and narrow its results. */
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "galv_rt.h"
@@ -24,13 +28,23 @@ static void batch_offsets(const galv_fattn_desc *d, int64_t b, int64_t *off) {
   }
 }
 
+/* element at of a functor operand stored as dt (a bool condition as 0 / 1) */
+static float load(int dt, const void *p, int64_t at) {
+  switch (dt) {
+  case GALV_BOOL: return (float)(((const unsigned char *)p)[at] != 0);
+  case GALV_BF16: return galv_bf16_to_f32(((const uint16_t *)p)[at]);
+  case GALV_F16: return galv_f16_to_f32(((const uint16_t *)p)[at]);
+  default: return ((const float *)p)[at];
+  }
+}
+
 /* f(s) at score (i, j); *slope = f'(s) */
 static float functor(const galv_fattn_desc *d, const void *const *fn, const int64_t *boff, int64_t i, int64_t j, float s,
                      float *slope) {
   float fv[8], sl = 1;
   for (int f = 0; f < d->nfn; f++) {
     int64_t at = boff[f] + i * d->fst[f][d->nb] + j * d->fst[f][d->nb + 1];
-    fv[f] = d->fbool[f] ? (float)(((const unsigned char *)fn[f])[at] != 0) : ((const float *)fn[f])[at];
+    fv[f] = load(d->fdt[f], fn[f], at);
   }
   for (int t = 0; t < d->nst; t++) {
     const galv_fattn_step *x = &d->st[t];
@@ -50,10 +64,9 @@ static float functor(const galv_fattn_desc *d, const void *const *fn, const int6
   return s;
 }
 
-/* S[m x n] = Q rows i0.. (m x D) times K rows j0.. transposed, for batch b */
-static void scores(const galv_fattn_desc *d, const float *q, const float *k, int64_t b, int64_t i0, int64_t m, int64_t j0, int64_t n,
-                   float *S) {
-  const float *qb = q + (b * d->Sq + i0) * d->D, *kb = k + b * d->Sk * d->D;
+/* S[m x n] = Q rows i0.. (m x D) times K rows j0.. transposed; qb, kb batch b's q and k */
+static void scores(const galv_fattn_desc *d, const float *qb, const float *kb, int64_t i0, int64_t m, int64_t j0, int64_t n, float *S) {
+  qb += i0 * d->D;
   if (d->D == 0) {
     for (int64_t t = 0; t < m * TILE; t++) S[t] = 0;
     return;
@@ -66,117 +79,184 @@ static void scores(const galv_fattn_desc *d, const float *q, const float *k, int
                 0.0f, S, TILE);
 }
 
-void galv_attention_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const void *const *fn, float *o,
-                        float *lse) {
+static int64_t batches(const galv_fattn_desc *d) {
   int64_t B = 1;
   for (int x = 0; x < d->nb; x++) B *= d->bd[x];
+  return B;
+}
+
+/* The forward of batch b: qb, kb, vb, ob, lb that batch's q, k, v, o, lse (fp32). */
+static void forward_batch(const galv_fattn_desc *d, int64_t b, const float *qb, const float *kb, const float *vb, const void *const *fn,
+                          float *ob, float *lb) {
   float S[TILE * TILE], mx[TILE], l[TILE];
-  for (int64_t b = 0; b < B; b++) {
-    int64_t boff[8];
-    batch_offsets(d, b, boff);
-    const float *vb = v + b * d->Sk * d->Dv;
-    for (int64_t i0 = 0; i0 < d->Sq; i0 += TILE) {
-      int64_t m = d->Sq - i0 < TILE ? d->Sq - i0 : TILE;
-      float *ob = o + (b * d->Sq + i0) * d->Dv;
-      memset(ob, 0, sizeof(float) * (size_t)(m * d->Dv));
-      for (int64_t r = 0; r < m; r++) mx[r] = -INFINITY, l[r] = 0;
-      for (int64_t j0 = 0; j0 < d->Sk; j0 += TILE) {
-        int64_t n = d->Sk - j0 < TILE ? d->Sk - j0 : TILE;
-        scores(d, q, k, b, i0, m, j0, n, S);
-        for (int64_t r = 0; r < m; r++) { /* online softmax: rescale the row, P into S */
-          float *row = S + r * TILE, tmax = -INFINITY;
-          for (int64_t t = 0; t < n; t++) {
-            row[t] = functor(d, fn, boff, i0 + r, j0 + t, row[t], NULL);
-            if (row[t] > tmax) tmax = row[t];
-          }
-          float nm = tmax > mx[r] ? tmax : mx[r];
-          if (nm == -INFINITY) { /* nothing but -inf so far */
-            for (int64_t t = 0; t < n; t++) row[t] = 0;
-            continue;
-          }
-          float c = expf(mx[r] - nm);
-          l[r] *= c;
-          for (int64_t e = 0; e < d->Dv; e++) ob[r * d->Dv + e] *= c;
-          for (int64_t t = 0; t < n; t++) l[r] += row[t] = expf(row[t] - nm);
-          mx[r] = nm;
+  int64_t boff[8];
+  batch_offsets(d, b, boff);
+  for (int64_t i0 = 0; i0 < d->Sq; i0 += TILE) {
+    int64_t m = d->Sq - i0 < TILE ? d->Sq - i0 : TILE;
+    float *oi = ob + i0 * d->Dv;
+    memset(oi, 0, sizeof(float) * (size_t)(m * d->Dv));
+    for (int64_t r = 0; r < m; r++) mx[r] = -INFINITY, l[r] = 0;
+    for (int64_t j0 = 0; j0 < d->Sk; j0 += TILE) {
+      int64_t n = d->Sk - j0 < TILE ? d->Sk - j0 : TILE;
+      scores(d, qb, kb, i0, m, j0, n, S);
+      for (int64_t r = 0; r < m; r++) { /* online softmax: rescale the row, P into S */
+        float *row = S + r * TILE, tmax = -INFINITY;
+        for (int64_t t = 0; t < n; t++) {
+          row[t] = functor(d, fn, boff, i0 + r, j0 + t, row[t], NULL);
+          if (row[t] > tmax) tmax = row[t];
         }
-        if (d->Dv == 0) continue;
-        if (d->vt) /* V stored [Dv, Sk] */
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)d->Dv, (int)n, 1.0f, S, TILE, vb + j0, (int)d->Sk, 1.0f,
-                      ob, (int)d->Dv);
-        else
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)d->Dv, (int)n, 1.0f, S, TILE, vb + j0 * d->Dv,
-                      (int)d->Dv, 1.0f, ob, (int)d->Dv);
+        float nm = tmax > mx[r] ? tmax : mx[r];
+        if (nm == -INFINITY) { /* nothing but -inf so far */
+          for (int64_t t = 0; t < n; t++) row[t] = 0;
+          continue;
+        }
+        float c = expf(mx[r] - nm);
+        l[r] *= c;
+        for (int64_t e = 0; e < d->Dv; e++) oi[r * d->Dv + e] *= c;
+        for (int64_t t = 0; t < n; t++) l[r] += row[t] = expf(row[t] - nm);
+        mx[r] = nm;
       }
+      if (d->Dv == 0) continue;
+      if (d->vt) /* V stored [Dv, Sk] */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)d->Dv, (int)n, 1.0f, S, TILE, vb + j0, (int)d->Sk, 1.0f, oi,
+                    (int)d->Dv);
+      else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)d->Dv, (int)n, 1.0f, S, TILE, vb + j0 * d->Dv, (int)d->Dv,
+                    1.0f, oi, (int)d->Dv);
+    }
+    for (int64_t r = 0; r < m; r++) {
+      for (int64_t e = 0; e < d->Dv; e++) oi[r * d->Dv + e] /= l[r];
+      lb[i0 + r] = mx[r] + logf(l[r]);
+    }
+  }
+}
+
+/* The backward of batch b (every pointer that batch's slice, fp32): dqb, dkb, dvb zeroed first, then accumulated. */
+static void backward_batch(const galv_fattn_desc *d, int64_t b, const float *qb, const float *kb, const float *vb, const float *ob,
+                           const float *dob, const float *lb, const void *const *fn, float *dqb, float *dkb, float *dvb) {
+  float P[TILE * TILE], SL[TILE * TILE], dS[TILE * TILE], Dr[TILE];
+  int64_t boff[8];
+  batch_offsets(d, b, boff);
+  memset(dqb, 0, sizeof(float) * (size_t)(d->Sq * d->D));
+  memset(dkb, 0, sizeof(float) * (size_t)(d->Sk * d->D));
+  memset(dvb, 0, sizeof(float) * (size_t)(d->Sk * d->Dv));
+  for (int64_t i0 = 0; i0 < d->Sq; i0 += TILE) {
+    int64_t m = d->Sq - i0 < TILE ? d->Sq - i0 : TILE;
+    const float *go = dob + i0 * d->Dv, *oo = ob + i0 * d->Dv, *qi = qb + i0 * d->D;
+    float *dqi = dqb + i0 * d->D;
+    for (int64_t r = 0; r < m; r++) {
+      Dr[r] = 0;
+      for (int64_t e = 0; e < d->Dv; e++) Dr[r] += go[r * d->Dv + e] * oo[r * d->Dv + e];
+    }
+    for (int64_t j0 = 0; j0 < d->Sk; j0 += TILE) {
+      int64_t n = d->Sk - j0 < TILE ? d->Sk - j0 : TILE;
+      scores(d, qb, kb, i0, m, j0, n, P);
       for (int64_t r = 0; r < m; r++) {
-        for (int64_t e = 0; e < d->Dv; e++) ob[r * d->Dv + e] /= l[r];
-        lse[b * d->Sq + i0 + r] = mx[r] + logf(l[r]);
+        float L = lb[i0 + r];
+        for (int64_t t = 0; t < n; t++)
+          P[r * TILE + t] = expf(functor(d, fn, boff, i0 + r, j0 + t, P[r * TILE + t], &SL[r * TILE + t]) - L);
+      }
+      /* dP = dO V^T (into dS) */
+      if (d->Dv == 0)
+        for (int64_t t = 0; t < m * TILE; t++) dS[t] = 0;
+      else if (d->vt)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)d->Dv, 1.0f, go, (int)d->Dv, vb + j0, (int)d->Sk,
+                    0.0f, dS, TILE);
+      else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)d->Dv, 1.0f, go, (int)d->Dv, vb + j0 * d->Dv,
+                    (int)d->Dv, 0.0f, dS, TILE);
+      for (int64_t r = 0; r < m; r++)
+        for (int64_t t = 0; t < n; t++) dS[r * TILE + t] = P[r * TILE + t] * (dS[r * TILE + t] - Dr[r]) * SL[r * TILE + t];
+      if (d->Dv) { /* dV += P^T dO */
+        if (d->vt)
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d->Dv, (int)n, (int)m, 1.0f, go, (int)d->Dv, P, TILE, 1.0f,
+                      dvb + j0, (int)d->Sk);
+        else
+          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n, (int)d->Dv, (int)m, 1.0f, P, TILE, go, (int)d->Dv, 1.0f,
+                      dvb + j0 * d->Dv, (int)d->Dv);
+      }
+      if (d->D == 0) continue;
+      if (d->kt) { /* dQ += dS K, dK += dS^T Q; K stored [D, Sk] */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)d->D, (int)n, 1.0f, dS, TILE, kb + j0, (int)d->Sk, 1.0f, dqi,
+                    (int)d->D);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d->D, (int)n, (int)m, 1.0f, qi, (int)d->D, dS, TILE, 1.0f, dkb + j0,
+                    (int)d->Sk);
+      } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)d->D, (int)n, 1.0f, dS, TILE, kb + j0 * d->D, (int)d->D,
+                    1.0f, dqi, (int)d->D);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n, (int)d->D, (int)m, 1.0f, dS, TILE, qi, (int)d->D, 1.0f,
+                    dkb + j0 * d->D, (int)d->D);
       }
     }
   }
 }
 
+void galv_attention_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const void *const *fn, float *o,
+                        float *lse) {
+  for (int64_t b = 0, B = batches(d); b < B; b++)
+    forward_batch(d, b, q + b * d->Sq * d->D, k + b * d->Sk * d->D, v + b * d->Sk * d->Dv, fn, o + b * d->Sq * d->Dv, lse + b * d->Sq);
+}
+
 void galv_attention_grad_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const float *o,
                              const float *dout, const float *lse, const void *const *fn, float *dq, float *dk, float *dv) {
-  int64_t B = 1;
-  for (int x = 0; x < d->nb; x++) B *= d->bd[x];
-  memset(dq, 0, sizeof(float) * (size_t)(B * d->Sq * d->D));
-  memset(dk, 0, sizeof(float) * (size_t)(B * d->Sk * d->D));
-  memset(dv, 0, sizeof(float) * (size_t)(B * d->Sk * d->Dv));
-  float P[TILE * TILE], SL[TILE * TILE], dS[TILE * TILE], Dr[TILE];
-  for (int64_t b = 0; b < B; b++) {
-    int64_t boff[8];
-    batch_offsets(d, b, boff);
-    const float *vb = v + b * d->Sk * d->Dv, *kb = k + b * d->Sk * d->D;
-    float *dvb = dv + b * d->Sk * d->Dv, *dkb = dk + b * d->Sk * d->D;
-    for (int64_t i0 = 0; i0 < d->Sq; i0 += TILE) {
-      int64_t m = d->Sq - i0 < TILE ? d->Sq - i0 : TILE;
-      const float *go = dout + (b * d->Sq + i0) * d->Dv, *oo = o + (b * d->Sq + i0) * d->Dv, *qb = q + (b * d->Sq + i0) * d->D;
-      float *dqb = dq + (b * d->Sq + i0) * d->D;
-      for (int64_t r = 0; r < m; r++) {
-        Dr[r] = 0;
-        for (int64_t e = 0; e < d->Dv; e++) Dr[r] += go[r * d->Dv + e] * oo[r * d->Dv + e];
-      }
-      for (int64_t j0 = 0; j0 < d->Sk; j0 += TILE) {
-        int64_t n = d->Sk - j0 < TILE ? d->Sk - j0 : TILE;
-        scores(d, q, k, b, i0, m, j0, n, P);
-        for (int64_t r = 0; r < m; r++) {
-          float L = lse[b * d->Sq + i0 + r];
-          for (int64_t t = 0; t < n; t++)
-            P[r * TILE + t] = expf(functor(d, fn, boff, i0 + r, j0 + t, P[r * TILE + t], &SL[r * TILE + t]) - L);
-        }
-        /* dP = dO V^T (into dS) */
-        if (d->Dv == 0)
-          for (int64_t t = 0; t < m * TILE; t++) dS[t] = 0;
-        else if (d->vt)
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)d->Dv, 1.0f, go, (int)d->Dv, vb + j0,
-                      (int)d->Sk, 0.0f, dS, TILE);
-        else
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)d->Dv, 1.0f, go, (int)d->Dv, vb + j0 * d->Dv,
-                      (int)d->Dv, 0.0f, dS, TILE);
-        for (int64_t r = 0; r < m; r++)
-          for (int64_t t = 0; t < n; t++) dS[r * TILE + t] = P[r * TILE + t] * (dS[r * TILE + t] - Dr[r]) * SL[r * TILE + t];
-        if (d->Dv) { /* dV += P^T dO */
-          if (d->vt)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d->Dv, (int)n, (int)m, 1.0f, go, (int)d->Dv, P, TILE, 1.0f,
-                        dvb + j0, (int)d->Sk);
-          else
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n, (int)d->Dv, (int)m, 1.0f, P, TILE, go, (int)d->Dv, 1.0f,
-                        dvb + j0 * d->Dv, (int)d->Dv);
-        }
-        if (d->D == 0) continue;
-        if (d->kt) { /* dQ += dS K, dK += dS^T Q; K stored [D, Sk] */
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)d->D, (int)n, 1.0f, dS, TILE, kb + j0, (int)d->Sk, 1.0f,
-                      dqb, (int)d->D);
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d->D, (int)n, (int)m, 1.0f, qb, (int)d->D, dS, TILE, 1.0f,
-                      dkb + j0, (int)d->Sk);
-        } else {
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)d->D, (int)n, 1.0f, dS, TILE, kb + j0 * d->D,
-                      (int)d->D, 1.0f, dqb, (int)d->D);
-          cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n, (int)d->D, (int)m, 1.0f, dS, TILE, qb, (int)d->D, 1.0f,
-                      dkb + j0 * d->D, (int)d->D);
-        }
-      }
-    }
+  for (int64_t b = 0, B = batches(d); b < B; b++) {
+    int64_t qo = b * d->Sq * d->D, ko = b * d->Sk * d->D, vo = b * d->Sk * d->Dv, oo = b * d->Sq * d->Dv;
+    backward_batch(d, b, q + qo, k + ko, v + vo, o + oo, dout + oo, lse + b * d->Sq, fn, dq + qo, dk + ko, dv + vo);
   }
+}
+
+/* 16-bit storage (dt GALV_BF16 / GALV_F16; docs/cpu-target.md, "16-bit storage"): q, k, v (o, do) of one
+ * batch slice at a time widened into fp32 scratch (exact), the fp32 algorithm above, and o (dq, dk, dv)
+ * narrowed from its fp32 result (round-to-nearest-even), as the CUDA kernels load 16 bits, compute in
+ * fp32 and store 16 bits once; lse is fp32 storage. */
+static float *slice_scratch(int64_t floats) {
+  float *p = malloc(sizeof(float) * (size_t)(floats > 0 ? floats : 1));
+  if (!p) {
+    fprintf(stderr, "error: galv_attention: out of memory for a %lld-float slice\n", (long long)floats);
+    exit(1);
+  }
+  return p;
+}
+
+static void attention16(int dt, const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const void *const *fn,
+                        uint16_t *o, float *lse) {
+  int64_t nq = d->Sq * d->D, nk = d->Sk * d->D, nv = d->Sk * d->Dv, no = d->Sq * d->Dv;
+  float *qb = slice_scratch(nq + nk + nv + no), *kb = qb + nq, *vb = kb + nk, *ob = vb + nv;
+  for (int64_t b = 0, B = batches(d); b < B; b++) {
+    galv_widen16(dt, qb, q + b * nq, nq), galv_widen16(dt, kb, k + b * nk, nk), galv_widen16(dt, vb, v + b * nv, nv);
+    forward_batch(d, b, qb, kb, vb, fn, ob, lse + b * d->Sq);
+    galv_narrow16(dt, o + b * no, ob, no);
+  }
+  free(qb);
+}
+
+static void attention_grad16(int dt, const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *o,
+                             const uint16_t *dout, const float *lse, const void *const *fn, uint16_t *dq, uint16_t *dk, uint16_t *dv) {
+  int64_t nq = d->Sq * d->D, nk = d->Sk * d->D, nv = d->Sk * d->Dv, no = d->Sq * d->Dv;
+  float *qb = slice_scratch(2 * (nq + nk + nv) + 2 * no), *kb = qb + nq, *vb = kb + nk, *ob = vb + nv, *gb = ob + no;
+  float *dqb = gb + no, *dkb = dqb + nq, *dvb = dkb + nk;
+  for (int64_t b = 0, B = batches(d); b < B; b++) {
+    galv_widen16(dt, qb, q + b * nq, nq), galv_widen16(dt, kb, k + b * nk, nk), galv_widen16(dt, vb, v + b * nv, nv);
+    galv_widen16(dt, ob, o + b * no, no), galv_widen16(dt, gb, dout + b * no, no);
+    backward_batch(d, b, qb, kb, vb, ob, gb, lse + b * d->Sq, fn, dqb, dkb, dvb);
+    galv_narrow16(dt, dq + b * nq, dqb, nq), galv_narrow16(dt, dk + b * nk, dkb, nk), galv_narrow16(dt, dv + b * nv, dvb, nv);
+  }
+  free(qb);
+}
+
+void galv_attention_bf16(const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const void *const *fn,
+                         uint16_t *o, float *lse) {
+  attention16(GALV_BF16, d, q, k, v, fn, o, lse);
+}
+void galv_attention_f16(const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const void *const *fn,
+                        uint16_t *o, float *lse) {
+  attention16(GALV_F16, d, q, k, v, fn, o, lse);
+}
+void galv_attention_grad_bf16(const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *o,
+                              const uint16_t *dout, const float *lse, const void *const *fn, uint16_t *dq, uint16_t *dk, uint16_t *dv) {
+  attention_grad16(GALV_BF16, d, q, k, v, o, dout, lse, fn, dq, dk, dv);
+}
+void galv_attention_grad_f16(const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *o,
+                             const uint16_t *dout, const float *lse, const void *const *fn, uint16_t *dq, uint16_t *dk, uint16_t *dv) {
+  attention_grad16(GALV_F16, d, q, k, v, o, dout, lse, fn, dq, dk, dv);
 }

@@ -338,8 +338,9 @@ void galv_reduce_f32(float *y, const float *x, int rank, const int64_t *dims, co
  * the geometry and score functor of one galv.attention / attention_grad as
  * the emitter prints it. Step kinds 0 add 1 sub 2 mul 3 div 4 where; arg -1
  * the score, -2 lit, else functor operand arg; functor operand f is f32 (or
- * a bool condition when fbool[f]) at element offset sum_d idx_d fst[f][d]
- * over the score dims (batch..., query, key). */
+ * stored as fdt[f]: GALV_F32, GALV_BOOL (a condition), GALV_BF16 or
+ * GALV_F16) at element offset sum_d idx_d fst[f][d] over the score dims
+ * (batch..., query, key). */
 typedef struct {
   int kind, nargs, arg[3];
   float lit[3];
@@ -350,7 +351,7 @@ typedef struct {
   int kt, vt, nst, nfn;
   galv_fattn_step st[8];
   int64_t fst[8][6];
-  int fbool[8];
+  int fdt[8];
 } galv_fattn_desc;
 /* o = softmax(f(q k^T)) v, lse its per-row logsumexp; online softmax over key tiles */
 void galv_attention_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const void *const *fn, float *o,
@@ -358,6 +359,15 @@ void galv_attention_f32(const galv_fattn_desc *d, const float *q, const float *k
 /* FlashAttention-2's backward: the scores recomputed per row from lse */
 void galv_attention_grad_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const float *o,
                              const float *dout, const float *lse, const void *const *fn, float *dq, float *dk, float *dv);
+/* the same with q, k, v, o, do, dq, dk, dv stored bf16 / f16 (lse fp32): computed in fp32, each result rounded once */
+void galv_attention_bf16(const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const void *const *fn,
+                         uint16_t *o, float *lse);
+void galv_attention_f16(const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const void *const *fn,
+                        uint16_t *o, float *lse);
+void galv_attention_grad_bf16(const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *o,
+                              const uint16_t *dout, const float *lse, const void *const *fn, uint16_t *dq, uint16_t *dk, uint16_t *dv);
+void galv_attention_grad_f16(const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *o,
+                             const uint16_t *dout, const float *lse, const void *const *fn, uint16_t *dq, uint16_t *dk, uint16_t *dv);
 /* Softmax / log-softmax over L elements of stride inner, for outer*inner rows. */
 void galv_softmax_f32(float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int log_softmax);
 /* LayerNorm (rms = 0) or RMSNorm (rms = 1) over rows of N; scale and bias

@@ -4,27 +4,25 @@
 # --fused-attention on (galv.attention / attention_grad: the program calls
 # galv_attention_f32 and galv_attention_grad_f32 once per layer each) and
 # off (the four-op chains), train 3 steps (AdamW) on 1 rank and on 2 ranks
-# (GPT-2 dp and tp, Llama tp); the losses of each step and every final parameter of a fused
+# (GPT-2 dp, tp and tp,sp, Llama tp; under tp,sp the core stays head-split
+# over the whole sequence, the collectives those of the unfused program);
+# the losses of each step and every final parameter of a fused
 # run equal the unfused single-device run's (rtol 1e-4, atol 1e-5). The
 # memory line's activations kept for backward shrink by exactly one batch x
 # heads x S x S f32 tensor per layer (the probabilities) less the fused
-# op's own o and lse, which the backward now reads. auto, the default of galvc
-# and galv-eval, fuses in fp32 on the CPU target and leaves the chains on
-# --target cuda and with --precision bf16 (no kernel runs it there: `on` is one
-# error line); --fused-attention with a bad value is one error line.
+# op's own o and lse, which the backward now reads; a 2-stage pipeline
+# fuses in its stage programs and equals the unfused pipeline and the
+# single device. auto, the default of galvc and galv-eval, fuses on the CPU
+# target in fp32 and 16-bit storage and leaves the chains on --target cuda
+# (its plain kernels run with on); --fused-attention with a bad value is one
+# error line.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-. "$SRC/tests/lib/require.sh"
+. "$SRC/tests/lib/mpi_env.sh" # MPI or skip; MPIRUN (as root, oversubscribed: the pipeline's launch takes it whole); ok / bad
 . "$SRC/tests/lib/tiny_lms.sh"
-require_cmd "Debian libopenmpi-dev, openmpi-bin" mpicc mpirun
-export GALV_COMM_SYNC=1 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
-export MPIRUN="mpirun -x GALV_COMM_SYNC -x OPENBLAS_NUM_THREADS"
-pass=0 fail=0
-ok() { echo "ok   $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 B=4 S=16 H=4 DV=8 L=2 STEPS=3
 tiny_lms "$T"
 # compare REF DIR: losses and weights of DIR equal REF's
@@ -95,8 +93,8 @@ PY
   else
     bad "$fam: activations kept for backward unfused '$a0' fused '$a1' (expected $ss fewer)"
   fi
-  strategies=(dp tp)
-  [ $fam = llama ] && strategies=(tp) # GPT-2 runs both; Llama the head split (GQA's repeated K / V)
+  strategies=(dp tp tp,sp)
+  [ $fam = llama ] && strategies=(tp) # GPT-2 all three; Llama the head split (GQA's repeated K / V)
   for s in "${strategies[@]}"; do
     d="$T/$fam-2-$s"
     if ! "$BUILD/galvc" "${common[@]}" --gpus 2 --strategy $s --fused-attention on -q -o "$d/" 2>"$T/err"; then
@@ -104,6 +102,12 @@ PY
       continue
     fi
     n2=$(grep -c 'galv_attention_grad_f32(' "$d/program.c" 2>/dev/null)
+    if [ $s = tp,sp ]; then # Megatron-SP splits the residual stream over the sequence, not the attention core
+      for m in on off; do "$BUILD/galvc" "${common[@]}" --gpus 2 --strategy $s --fused-attention $m --no-build -o "$T/sp-$m/" 2>"$T/sp-$m.err"; done
+      c1=$(grep -o 'spmd: [0-9]* collectives, [0-9]* bytes/device' "$T/sp-on.err")
+      c0=$(grep -o 'spmd: [0-9]* collectives, [0-9]* bytes/device' "$T/sp-off.err")
+      if [ -n "$c1" ] && [ "$c1" = "$c0" ]; then ok "$fam tp,sp: fused and unfused the same collectives (${c1#spmd: })"; else bad "$fam tp,sp: collectives fused '$c1' unfused '$c0'"; fi
+    fi
     if ! timeout 300 "$d/launch" --batches "$T/$fam.b" --steps $STEPS -o "$d/w" >"$d/log" 2>"$T/err"; then
       bad "$fam 2 ranks $s: run: $(grep -m2 error "$T/err")"
       continue
@@ -115,6 +119,38 @@ PY
     fi
   done
 done
+# pipeline stage programs (passes/stage_extract.c runs fuse-attention before the stage's autodiff): GPT-2 in 2
+# stages x 2 microbatches (1F1B) with --fused-attention on calls the fused kernels once per layer (stage 0 its
+# forward entry and backward entry, stage 1 both) and equals the unfused pipeline and the one-device unfused run
+# (rtol 1e-4); each earlier-stage microbatch's stash is smaller by the layer's B/2 x H x S x S probabilities less
+# o and lse
+for mode in off on; do
+  d="$T/pp-$mode"
+  if ! "$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --eps 1e-6 --target cpu --pipeline-stages 2 --microbatches 2 \
+    --fused-attention $mode -q -o "$d/" 2>"$T/err"; then
+    bad "pp=2 --fused-attention $mode: galvc: $(grep -m3 error "$T/err")"
+    continue
+  fi
+  if ! timeout 300 "$d/launch" --batches "$T/gpt2.b" --steps $STEPS -o "$d/w" >"$d/log" 2>"$d/err"; then
+    bad "pp=2 --fused-attention $mode: run: $(grep -m2 error "$d/err")"
+  fi
+done
+n0=$(cat "$T"/pp-on/stage0/program*.c 2>/dev/null | grep -c 'galv_attention_\(grad_\)\?f32(') n1=$(grep -c 'galv_attention_\(grad_\)\?f32(' "$T/pp-on/stage1/program.c")
+nu=$(cat "$T"/pp-off/stage*/program*.c 2>/dev/null | grep -c 'galv_attention')
+if [ "$n0" = 2 ] && [ "$n1" = 2 ] && [ "$nu" = 0 ]; then
+  ok "pp=2 fused: stage 0 and stage 1 call galv_attention_f32 / _grad_f32 once each, the unfused pipeline never"
+else
+  bad "pp=2: fused calls stage 0 $n0, stage 1 $n1 (expected 2, 2), unfused $nu"
+fi
+if r=$(compare "$T/pp-off" "$T/pp-on"); then ok "pp=2 fused == pp=2 unfused: $r"; else bad "pp=2 fused vs pp=2 unfused: $r"; fi
+if r=$(compare "$T/gpt2-off" "$T/pp-on"); then ok "pp=2 fused == 1 device unfused: $r"; else bad "pp=2 fused vs 1 device unfused: $r"; fi
+stash() { cat "$1/log" "$1/err" | sed -n 's/.*stage 0.*saved activations in flight: .*(\([0-9]*\) microbatches x \([0-9]*\) bytes).*/\2/p' | head -1; }
+s0=$(stash "$T/pp-off") s1=$(stash "$T/pp-on") ss=$((B / 2 * H * S * (S - DV - 1) * 4))
+if [ -n "$s0" ] && [ -n "$s1" ] && [ $((s0 - s1)) -eq $ss ]; then
+  ok "pp=2: stage 0's stash per microbatch $s0 -> $s1 bytes ($ss fewer)"
+else
+  bad "pp=2: stage 0's stash per microbatch unfused '$s0' fused '$s1' (expected $ss fewer)"
+fi
 # the reference evaluator (galv-eval: galv.attention / attention_grad in double) agrees: 2 steps of GPT-2
 # fused and unfused, every returned tensor (loss, parameters, AdamW state) within rtol 1e-4 of the other's
 # (AdamW eps 1e-6 as spmd_train.sh: c_attn's key bias has a gradient at float-noise level, softmax being
@@ -161,21 +197,21 @@ if "$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --target cpu --fuse
 else
   bad "--fused-attention auto: $(head -2 "$T/err")"
 fi
-# the default is auto: fused on the CPU target in fp32; the chains on --target cuda and in bf16
+# the default is auto: fused on the CPU target in fp32 and bf16; the chains on --target cuda
 nattn() { "$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train "$@" --emit=ir -o "$T/n.mlir" 2>"$T/err" </dev/null &&
   grep -c '"galv.attention"' "$T/n.mlir"; }
 n_cpu=$(nattn --target cpu) n_cuda=$(nattn --target cuda) n_bf16=$(nattn --target cpu --precision bf16)
-if [ "$n_cpu" = $L ] && [ "$n_cuda" = 0 ] && [ "$n_bf16" = 0 ]; then
+if [ "$n_cpu" = $L ] && [ "$n_cuda" = 0 ] && [ "$n_bf16" = $L ]; then
   ok "default (auto): galv.attention cpu fp32 $n_cpu, cuda $n_cuda, cpu bf16 $n_bf16"
 else
-  bad "default (auto): galv.attention cpu fp32 '$n_cpu' (want $L), cuda '$n_cuda' (want 0), cpu bf16 '$n_bf16' (want 0): $(head -2 "$T/err")"
+  bad "default (auto): galv.attention cpu fp32 '$n_cpu' (want $L), cuda '$n_cuda' (want 0), cpu bf16 '$n_bf16' (want $L): $(head -2 "$T/err")"
 fi
-out=$("$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --target cpu --precision bf16 --fused-attention on -o "$T/x/" 2>&1)
+"$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --target cpu --precision bf16 --fused-attention on -o "$T/x/" >"$T/err" 2>&1
 rc=$?
-if [ $rc -ne 0 ] && [ "$(wc -l <<<"$out")" = 1 ] && grep -q -- "--fused-attention on: no --target cpu kernel runs fused attention with --precision bf16" <<<"$out"; then
-  ok "--fused-attention on --precision bf16: one error line, rc $rc"
+if [ $rc -eq 0 ] && [ "$(grep -c 'galv_attention_bf16(' "$T/x/program.c")" = $L ]; then
+  ok "--fused-attention on --precision bf16: the CPU target's bf16 kernel, $L calls"
 else
-  bad "--fused-attention on --precision bf16: rc $rc: $out"
+  bad "--fused-attention on --precision bf16: rc $rc: $(head -2 "$T/err")"
 fi
 out=$("$BUILD/galvc" "$T/gpt2.onnx" --train --fused-attention maybe 2>&1)
 rc=$?

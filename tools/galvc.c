@@ -201,7 +201,7 @@ static void usage(FILE *f) {
           "  --fused-attention on|off|auto  training: each attention chain (QK^T, scale / mask, softmax, PV) as one\n"
           "                           galv.attention op whose backward recomputes the scores, no S x S value stored\n"
           "                           (docs/fused-attention.md); auto (default): fused where its kernel is the\n"
-          "                           default (fp32 --target cpu); on: also the CUDA target's plain fp32 kernels\n"
+          "                           default (--target cpu, fp32 and 16-bit); on: also the CUDA target's plain kernels\n"
           "  --recompute=none|all|L,..  recompute these layers' activations in backward (layer = NAME.N\n"
           "                           segment of the node names, e.g. h.0 / layers.3, or its index N);\n"
           "                           selective[:L,..]: only the attention cores (QK^T, scale / mask, softmax,\n"

@@ -345,8 +345,9 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   if (!gs || !tmp) { free(gs); free(tmp); gv_module_free(m); return gv_error_plain("out of memory"), -1; }
   gv_pipe_group_stats(m, k, g.flops, gs);
   if (train && pa->analytic) { /* the analytic cost's memory per microbatch in flight: an earlier stage's stash, from
-                                 * the whole model's loss and autodiff on a copy (m stays the stage costs' base) */
-    static const char *const la[] = {"loss", "autodiff"};
+                                 * the whole model's loss, fused attention (as the stages will run it) and autodiff
+                                 * on a copy (m stays the stage costs' base) */
+    static const char *const la[] = {"loss", "fuse-attention", "autodiff"};
     int64_t *st = calloc((size_t)k, sizeof *st), *cr = calloc((size_t)k, sizeof *cr);
     bool oom = false;
     gv_module *mt = gv_module_clone(m); /* in memory; through the text only when that cannot copy it */
@@ -359,7 +360,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       oom = !mf;
       free(buf);
     }
-    int bad = !st || !cr || !mt || run_named(mt, la, 2, 1, verify_each) || gv_pipe_group_stash(mt, k, st, cr);
+    int bad = !st || !cr || !mt || run_named(mt, la, 3, 1, verify_each) || gv_pipe_group_stash(mt, k, st, cr);
     if (mt) gv_module_free(mt);
     if (bad) {
       free(st), free(cr), free(gs), free(tmp), gv_module_free(m);

@@ -356,21 +356,36 @@ static void convert_out(emitter *e, const gv_op *op, char p[][64], const int *po
 /* One non-elementwise op as a runtime kernel call. */
 /* galv.attention / attention_grad (docs/fused-attention.md): a call into
  * runtime/attention.c with the geometry and the score functor as a static
- * descriptor. fp32 storage only (16-bit storage keeps the chains). */
+ * descriptor; the kernel by the storage of q, k, v, o, do and the
+ * gradients (all fp32: galv_attention_f32; all 16-bit: galv_attention_bf16 /
+ * _f16), lse fp32, the functor operands read in their own storage. */
 static int emit_attention(emitter *e, const gv_op *op, char p[][64]) {
   gv_module *m = e->m;
   FILE *f = e->f;
   gv_attn_geo g;
   if (gv_attn_geometry(m, op, &g)) return gv_error_op(m, op, "cpu codegen: galv.%s needs static types", gv_ops[op->code].name);
-  int f0 = op->code == GV_OP_ATTENTION ? 3 : 6;
+  bool fwd = op->code == GV_OP_ATTENTION;
+  int f0 = fwd ? 3 : 6, lse = fwd ? op->nopnds + 1 : 5;
+  gv_dtype st = vst(e, op->opnds[0]);
+  const char *fdt[8];
   for (int i = 0; i < op->nopnds + op->nres; i++) {
     const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
-    bool cond = i >= f0 && i < op->nopnds && v->type.dtype == GV_DT_BOOL;
-    if ((v->type.dtype != GV_DT_F32 && !cond) || vst(e, v) != v->type.dtype)
-      return gv_error_op(m, op, "cpu codegen: galv.%s runs f32 values (and bool conditions) stored 32-bit only",
-                         gv_ops[op->code].name);
+    gv_dtype s = vst(e, v);
+    bool fn = i >= f0 && i < op->nopnds;
+    if (fn && i - f0 < 8 && (v->type.dtype == GV_DT_BOOL || v->type.dtype == GV_DT_F32)) {
+      fdt[i - f0] = s == GV_DT_BOOL ? "GALV_BOOL" : s == GV_DT_BF16 ? "GALV_BF16" : s == GV_DT_F16 ? "GALV_F16" : "GALV_F32";
+      continue;
+    }
+    if (v->type.dtype != GV_DT_F32 || fn)
+      return gv_error_op(m, op, "cpu codegen: galv.%s runs f32 values (and bool conditions) only", gv_ops[op->code].name);
+    if (i == lse ? s != GV_DT_F32 : s != st)
+      return gv_error_op(m, op, "cpu codegen: galv.%s: operand / result %d stored %s, the kernel takes q, k, v, o, do and the "
+                                "gradients in one storage (%s) and lse fp32",
+                         gv_ops[op->code].name, i, gv_dtype_name(s), gv_dtype_name(st));
   }
-  cg_fattn_call(f, op, &g, "galv_attention_f32", "galv_attention_grad_f32", p);
+  if (st == GV_DT_F32) cg_fattn_call(f, op, &g, "galv_attention_f32", "galv_attention_grad_f32", "float", fdt, "", p);
+  else if (st == GV_DT_BF16) cg_fattn_call(f, op, &g, "galv_attention_bf16", "galv_attention_grad_bf16", "uint16_t", fdt, "", p);
+  else cg_fattn_call(f, op, &g, "galv_attention_f16", "galv_attention_grad_f16", "uint16_t", fdt, "", p);
   return 0;
 }
 

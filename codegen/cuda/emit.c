@@ -491,11 +491,27 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
 static int emit_call(emitter *e, const gv_op *op, int k, char p[][64]) {
   if (op->code == GV_OP_ATTENTION || op->code == GV_OP_ATTENTION_GRAD) { /* runtime/cuda/fused_attention.cuh */
     gv_attn_geo g;
-    if (e->mixed || e->narrow)
-      return gv_error_op(e->m, op, "cuda codegen: galv.%s runs fp32 storage only (use --fused-attention off with 16-bit storage)",
-                         gv_ops[op->code].name);
+    if (e->narrow && !e->mixed)
+      return gv_error_op(e->m, op, "cuda codegen: galv.%s in a 16-bit inference program (a training op)", gv_ops[op->code].name);
     if (gv_attn_geometry(e->m, op, &g)) return gv_error_op(e->m, op, "cuda codegen: galv.%s needs static types", gv_ops[op->code].name);
-    cg_fattn_call(e->f, op, &g, "galv_cu_fattn", "galv_cu_fattn_grad", p);
+    bool fwd = op->code == GV_OP_ATTENTION;
+    const char *fdt[8];
+    for (int i = fwd ? 3 : 6, n = 0; i < op->nopnds && n < 8; i++, n++)
+      fdt[n] = op->opnds[i]->type.dtype == GV_DT_BOOL ? "GALV_BOOL" : half_of(e, op->opnds[i]) ? e->hdt : "GALV_F32";
+    if (!e->mixed) {
+      cg_fattn_call(e->f, op, &g, "galv_cu_fattn", "galv_cu_fattn_grad", "float", fdt, "", p);
+      return 0;
+    }
+    /* 16-bit training (the operands converted to the kernel's storage by emit_kernel): the fp32 accumulators
+     * of o (forward) or dq, dk, dv (backward) in scratch after the conversions */
+    int64_t B = 1;
+    for (int x = 0; x < g.nb; x++) B *= g.bd[x];
+    int64_t need = fwd ? align64(B * g.Sq * g.Dv * 4) : align64(B * g.Sq * g.D * 4) + align64(B * g.Sk * g.D * 4) + align64(B * g.Sk * g.Dv * 4);
+    int64_t at = align64(e->cvt);
+    if (at + need > e->scratch) e->scratch = at + need;
+    char tail[64];
+    snprintf(tail, sizeof tail, ", galv_cu.scratch + %lld", (long long)at);
+    cg_fattn_call(e->f, op, &g, "galv_cu_fattn", "galv_cu_fattn_grad", e->f16 ? "__half" : "__nv_bfloat16", fdt, tail, p);
     return 0;
   }
   if (cu_has(cg_kcall_kernel(op->code))) { /* the shared kernel-call table (../kcall.c) */

@@ -2,7 +2,9 @@
 // become galv.attention (the scale a literal, the mask functor operand %0,
 // the score a where branch); h.2's (dropout after the softmax) and h.3's
 // (a mask that depends on a parameter: it would need a gradient) stay
-// four ops. With --fused-attention=off nothing changes; after autodiff
+// four ops. The fused op keeps the softmax's layer group (h.1's `layer`,
+// as cluster-layers sets it), its gradient does not (a backward op).
+// With --fused-attention=off nothing changes; after autodiff
 // each fused core has one galv.attention_grad and no S x S value; selective
 // recomputation clones the cores left unfused and leaves the fused ones.
 // RUN: %galv-opt --passes=fuse-attention %s | %FileCheck %s
@@ -12,7 +14,7 @@
 // CHECK: %[[O0:[0-9]+]]:2 = "galv.attention"(%arg0, %arg1, %arg2) {k_contract = 2 : i64, score = "", v_contract = 1 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>) loc("/h.0/attn/Softmax"("Softmax"))
 // CHECK-NEXT: "galv.tanh"(%[[O0]]#0)
 // CHECK-NOT: "galv.div"
-// CHECK: "galv.attention"(%{{[0-9]+}}, %arg1, %arg2, %arg3) {k_contract = 2 : i64, score = "div:s,2;where:%0,s,-10000", v_contract = 1 : i64}{{.*}}loc("/h.1/attn/Softmax"("Softmax"))
+// CHECK: "galv.attention"(%{{[0-9]+}}, %arg1, %arg2, %arg3) {k_contract = 2 : i64, layer = 1 : i64, score = "div:s,2;where:%0,s,-10000", v_contract = 1 : i64}{{.*}}loc("/h.1/attn/Softmax"("Softmax"))
 // CHECK: "galv.softmax"{{.*}}loc("/h.2/attn/Softmax"("Softmax"))
 // CHECK: "galv.mul"{{.*}}loc("/h.2/attn/Dropout"("Mul"))
 // CHECK: "galv.add"{{.*}}loc("/h.3/attn/bias"("Add"))
@@ -42,7 +44,7 @@
   %6 = "galv.div"(%4, %5) : (tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32> loc("/h.1/attn/Div"("Div"))
   %7 = "galv.constant"() {value = dense<-1.0e4> : tensor<f32>} : () -> tensor<f32> loc("/h.1/attn/neg"("Constant"))
   %8 = "galv.where"(%arg3, %6, %7) : (tensor<4x4xi1>, tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32> loc("/h.1/attn/Where"("Where"))
-  %9 = "galv.softmax"(%8) {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32> loc("/h.1/attn/Softmax"("Softmax"))
+  %9 = "galv.softmax"(%8) {axis = -1 : i64, layer = 1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32> loc("/h.1/attn/Softmax"("Softmax"))
   %10 = "galv.dot"(%9, %arg2) {lhs_batch = array<i64: 0>, lhs_contract = array<i64: 2>, rhs_batch = array<i64: 0>, rhs_contract = array<i64: 1>} : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32> loc("/h.1/attn/pv"("MatMul"))
   %11 = "galv.dot"(%10, %arg1) {lhs_batch = array<i64: 0>, lhs_contract = array<i64: 2>, rhs_batch = array<i64: 0>, rhs_contract = array<i64: 2>} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x4xf32> loc("/h.2/attn/scores"("MatMul"))
   %12 = "galv.softmax"(%11) {axis = -1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32> loc("/h.2/attn/Softmax"("Softmax"))

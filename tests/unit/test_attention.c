@@ -6,7 +6,11 @@
  * (ir/attention_ops.c, double) for both operand layouts of k and v, a
  * broadcast bool mask and a per-head additive bias, queries and keys
  * spanning more than one block of 64: o, lse, dq, dk, dv within 1e-4
- * (abs + rel). */
+ * (abs + rel). The 16-bit kernels (bf16 / f16 storage of q, k, v, o, do
+ * and the gradients, the additive bias 16-bit too, lse fp32) equal the
+ * reference evaluators run on the same 16-bit values within one rounding
+ * of the result: 1e-4 + 2^-8 |x| (bf16), 1e-4 + 2^-11 |x| (f16); lse
+ * within 1e-4. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,20 +65,89 @@ static gv_tensor *rnd_tensor(gv_module *m, gv_type t, bool mask) {
   return x;
 }
 
-static void check(const char *what, const float *got, const gv_tensor *want) {
+static void check_rel(const char *what, const float *got, const gv_tensor *want, double rel) {
   double worst = 0;
   for (int64_t i = 0; i < gv_tensor_numel(want); i++) {
-    double w = gv_tensor_get_f(want, i), e = fabs(got[i] - w) - (1e-4 + 1e-4 * fabs(w));
+    double w = gv_tensor_get_f(want, i), e = fabs(got[i] - w) - (1e-4 + rel * fabs(w));
     if (e > worst || e != e) worst = e != e ? INFINITY : e;
   }
   compared++;
   if (worst > 0) fprintf(stderr, "%s: mismatch beyond tolerance by %g\n", what, worst), failures++;
 }
+static void check(const char *what, const float *got, const gv_tensor *want) { check_rel(what, got, want, 1e-4); }
 
 static float *fbuf(const gv_tensor *t) {
   float *p = malloc((size_t)(gv_tensor_numel(t) + 1) * sizeof *p);
   for (int64_t i = 0; i < gv_tensor_numel(t); i++) p[i] = (float)gv_tensor_get_f(t, i);
   return p;
+}
+
+
+/* 16-bit storage: x's values rounded to dt (a new f32 tensor holding them) and their bits */
+static gv_tensor *rounded(gv_module *m, const gv_tensor *x, int dt) {
+  gv_tensor *y = gv_tensor_new(m->arena, x->type);
+  for (int64_t i = 0; i < gv_tensor_numel(x); i++) {
+    float v = (float)gv_tensor_get_f(x, i);
+    gv_tensor_set_f(y, i, dt == GALV_BF16 ? galv_rnd_bf16(v) : galv_rnd_f16(v));
+  }
+  return y;
+}
+static uint16_t *hbuf(const gv_tensor *t, int dt) {
+  uint16_t *p = malloc((size_t)(gv_tensor_numel(t) + 1) * sizeof *p);
+  for (int64_t i = 0; i < gv_tensor_numel(t); i++) {
+    float v = (float)gv_tensor_get_f(t, i);
+    p[i] = dt == GALV_BF16 ? galv_f32_to_bf16(v) : galv_f32_to_f16(v);
+  }
+  return p;
+}
+static float *widen(const uint16_t *h, int64_t n, int dt) {
+  float *p = malloc((size_t)(n + 1) * sizeof *p);
+  for (int64_t i = 0; i < n; i++) p[i] = dt == GALV_BF16 ? galv_bf16_to_f32(h[i]) : galv_f16_to_f32(h[i]);
+  return p;
+}
+
+/* The 16-bit kernels on op a / gop (attention, attention_grad) with inputs in[] (q, k, v, mask, bias): every
+ * f32 input rounded to dt, the reference evaluated on the rounded values. */
+static void kernel_case16(gv_module *m, gv_op *a, gv_op *gop, const gv_tensor *const *in, galv_fattn_desc d, int dt, const char *tag) {
+  const double rel = dt == GALV_BF16 ? 1.0 / 256 : 1.0 / 2048;
+  const char *dn = dt == GALV_BF16 ? "bf16" : "f16";
+  const gv_tensor *r[5] = {rounded(m, in[0], dt), rounded(m, in[1], dt), rounded(m, in[2], dt), in[3], rounded(m, in[4], dt)};
+  gv_tensor *out[3] = {0};
+  if (gv_eval_op(m, a, r, out)) {
+    fprintf(stderr, "attention evaluation (%s) failed\n", dn), failures++;
+    return;
+  }
+  d.fdt[1] = dt;
+  uint16_t *q = hbuf(r[0], dt), *k = hbuf(r[1], dt), *v = hbuf(r[2], dt), *bias = hbuf(r[4], dt);
+  const void *fn[2] = {in[3]->data, bias};
+  int64_t no = gv_tensor_numel(out[0]), nl = gv_tensor_numel(out[1]);
+  uint16_t *o = malloc(sizeof *o * (size_t)no);
+  float *lse = malloc(sizeof *lse * (size_t)nl);
+  (dt == GALV_BF16 ? galv_attention_bf16 : galv_attention_f16)(&d, q, k, v, fn, o, lse);
+  float *ow = widen(o, no, dt);
+  char what[128];
+  snprintf(what, sizeof what, "attention %s o (%s)", dn, tag), check_rel(what, ow, out[0], rel);
+  snprintf(what, sizeof what, "attention %s lse (%s)", dn, tag), check(what, lse, out[1]);
+  /* backward: o and dO 16-bit (o the reference's, rounded), lse the reference's */
+  const gv_tensor *ro = rounded(m, out[0], dt), *rdo = rounded(m, rnd_tensor(m, out[0]->type, false), dt);
+  const gv_tensor *gin[8] = {r[0], r[1], r[2], ro, rdo, out[1], in[3], r[4]};
+  gv_tensor *gout[3] = {0};
+  if (gv_eval_op(m, gop, gin, gout)) {
+    fprintf(stderr, "attention_grad evaluation (%s) failed\n", dn), failures++;
+  } else {
+    uint16_t *hb = hbuf(ro, dt), *db = hbuf(rdo, dt), *g[3];
+    float *lb = fbuf(out[1]);
+    for (int i = 0; i < 3; i++) g[i] = malloc(sizeof(uint16_t) * (size_t)gv_tensor_numel(in[i]));
+    (dt == GALV_BF16 ? galv_attention_grad_bf16 : galv_attention_grad_f16)(&d, q, k, v, hb, db, lb, fn, g[0], g[1], g[2]);
+    const char *nm[3] = {"dq", "dk", "dv"};
+    for (int i = 0; i < 3; i++) {
+      float *w = widen(g[i], gv_tensor_numel(in[i]), dt);
+      snprintf(what, sizeof what, "attention_grad %s %s (%s)", dn, nm[i], tag), check_rel(what, w, gout[i], rel);
+      free(w), free(g[i]);
+    }
+    free(hb), free(db), free(lb);
+  }
+  free(q), free(k), free(v), free(bias), free(o), free(lse), free(ow);
 }
 
 /* B x H batch, Sq queries, Sk keys, head dims D / Dv; kt / vt the layouts */
@@ -110,7 +183,7 @@ static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D,
   }
   int64_t fst[2][6] = {{0, 0, Sk, 1}, {0, Sk, 0, 1}};
   memcpy(d.fst, fst, sizeof fst);
-  d.fbool[0] = 1;
+  d.fdt[0] = GALV_BOOL, d.fdt[1] = GALV_F32;
   float *q = fbuf(in[0]), *k = fbuf(in[1]), *vv = fbuf(in[2]), *bias = fbuf(in[4]);
   const void *fn[2] = {in[3]->data, bias};
   float *o = malloc(sizeof(float) * (size_t)(B * H * Sq * Dv)), *lse = malloc(sizeof(float) * (size_t)(B * H * Sq));
@@ -141,6 +214,9 @@ static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D,
       check(what, got[r], gout[r]);
     }
     free(ob), free(lb), free(db), free(dq), free(dk), free(dv);
+    snprintf(what, sizeof what, "Sk %lld, kt %d, vt %d", (long long)Sk, kt, vt);
+    kernel_case16(m, a, gop, in, d, GALV_BF16, what);
+    kernel_case16(m, a, gop, in, d, GALV_F16, what);
   }
   free(q), free(k), free(vv), free(bias), free(o), free(lse);
   gv_module_free(m);
