@@ -219,7 +219,22 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     /* ZeRO-2 (given): the program planned as galvc compiles it, its parameter gradients left unreduced over the
      * ranks holding equal parameters (no all-reduce per microbatch: time, and the arena without the reduced copies) */
     gv_pipe_opts.zero2 = x->training && x->zero == 2;
+    /* the parameters other stages hold too: their gradients stay whole in the program (the runtime sums them across
+     * the stages), as galvc compiles the stage; the others' are returned split as their parameters */
+    const char *whole[64];
+    int nwhole = 0;
+    for (int i = 0; i < x->nshared && nwhole < 64; i++) {
+      const gv_shared_param *sp = &x->shared[i];
+      bool in = false, out = false;
+      for (int g = 0; g < sp->ngroups; g++) in |= sp->groups[g] >= first && sp->groups[g] < last, out |= sp->groups[g] < first || sp->groups[g] >= last;
+      const char *n = sp->arg >= 0 && sp->arg < x->base->main->body->nargs ? x->base->main->arg_names[sp->arg] : NULL;
+      if (in && out && n) whole[nwhole++] = n;
+    }
+    const char *const *keep_whole = gv_pipe_opts.zero2_whole;
+    int keep_nwhole = gv_pipe_opts.nzero2_whole;
+    gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
     int rc = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plan, &pc);
+    gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
     gv_pipe_opts.zero2 = false;
     gv_train_opts.recompute = keep;
     bool earlier = x->training && last < x->ngroups;
