@@ -390,11 +390,12 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     /* --strategy dp,tp (the preset each stage is compiled with): its roles, dp over the axis named dp, tp over tp */
     const char *st = gv_shard_opts.strategy;
     if (st && !strcmp(st, "dp,tp")) {
-      ictx.mesh_roles = true, ictx.mesh_dp = ictx.mesh_tp = -1;
+      ictx.mesh_dp = ictx.mesh_tp = -1;
       for (int a = 0; a < pa->naxes; a++) {
         if (!strcmp(pa->axn[a], "dp")) ictx.mesh_dp = a;
         if (!strcmp(pa->axn[a], "tp")) ictx.mesh_tp = a;
       }
+      ictx.mesh_roles = ictx.mesh_dp >= 0 && ictx.mesh_tp >= 0; /* else the planner's roles on the shape */
     }
   }
   /* recomputation and ZeRO-1 per stage: chosen (both ways offered to the DP) with the stages (auto, the default
