@@ -11,7 +11,8 @@
  * gv_stage_cost_intra (a gv_stage_cost_fn): that module planned by
  * gv_plan_intra on the stage's sub-mesh (with --mesh, on the mesh's shape;
  * with --strategy dp,tp too, with the preset's roles: dp over the axis named
- * dp, the layers' tp over the one named tp, no ZeRO). Time per microbatch = the plan's
+ * dp, the layers' tp over the one named tp, no ZeRO; --strategy dp / tp
+ * without --mesh: one axis of the stage's devices with that role). Time per microbatch = the plan's
  * predicted step (twice for a stage other than the last in training with
  * ctx->recompute: that runtime runs the combined function in the forward
  * and in the backward entry; once otherwise: the stage's forward and
@@ -238,8 +239,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     int64_t mprod = x->mesh_naxes ? 1 : 0;
     for (int a = 0; a < x->mesh_naxes; a++) mprod *= x->mesh_shape[a];
     bool on_mesh = mprod == devices && x->mesh_naxes > 1; /* --mesh: the stage's plans on its shape */
-    gv_plan_opts.intra_roles = on_mesh && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
-    int rc = gv_plan_intra(m, devices, on_mesh ? x->mesh_shape : NULL, on_mesh ? x->mesh_naxes : 0, x->cluster, x->mem_limit, &plan, &pc);
+    bool one = x->one_axis && devices > 1 && !on_mesh;   /* --strategy dp / tp: one axis of the stage's devices */
+    const int64_t *shape = on_mesh ? x->mesh_shape : one ? &devices : NULL;
+    gv_plan_opts.intra_roles = (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
+    int rc = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plan, &pc);
     gv_plan_opts.intra_roles = false;
     gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
     gv_pipe_opts.zero2 = false;

@@ -397,6 +397,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       }
       ictx.mesh_roles = ictx.mesh_dp >= 0 && ictx.mesh_tp >= 0; /* else the planner's roles on the shape */
     }
+  } else if (pa->naxes && gv_shard_opts.strategy && (!strcmp(gv_shard_opts.strategy, "dp") || !strcmp(gv_shard_opts.strategy, "tp"))) {
+    /* --strategy dp / tp: each stage compiled on one axis with that role (stage_mesh), and priced so */
+    ictx.one_axis = ictx.mesh_roles = true;
+    ictx.mesh_dp = strcmp(gv_shard_opts.strategy, "dp") ? -1 : 0, ictx.mesh_tp = strcmp(gv_shard_opts.strategy, "tp") ? -1 : 0;
   }
   /* recomputation and ZeRO-1 per stage: chosen (both ways offered to the DP) with the stages (auto, the default
    * search, its chosen plan's stages); given or forbidden by the flags; a plan.json's replayed */
