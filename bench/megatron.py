@@ -42,8 +42,12 @@ with full recomputation 96*B*s*L*h^2*(1 + s/(6h) + V/(16*L*h))
 GPUs). Prints figures only: it never passes or fails on them. A
 configuration galvc cannot express or plan prints galvc's one-line reason.
 Pipeline rows (pp > 1) run galvc's pipeline path, whose stage programs are
-priced in bf16 (docs/pipeline.md, "16-bit storage"); row 5 answers that no
-partition fits (docs/planner.md).
+priced in bf16 (docs/pipeline.md, "16-bit storage"), with --recompute=all
+inside the stage programs and 1F1B (the interleaved schedule refuses
+per-layer recomputation); where no partition fits the 80 GB, the
+configuration is priced again with the limit lifted (its step and memory,
+marked '!') and the error printed below it (docs/planner.md, "Megatron
+Table 1").
 """
 import argparse
 import concurrent.futures
@@ -96,7 +100,7 @@ def run(cmd, timeout):
 def first_error(err):
     for line in err.splitlines():
         if "error:" in line:
-            return line.split("error:", 1)[1].strip()[:160]
+            return line.split("error:", 1)[1].strip()[:400]
     return err.strip().splitlines()[-1][:160] if err.strip() else "failed"
 
 
@@ -115,17 +119,32 @@ def megatron_config(args, row, path):
     nmb = B // (dp * mbs)
     cmd = [args.galvc, path] + COMMON + ["--gpus", str(G), "--batch", str(B), "--microbatches", str(nmb)]
     if pp > 1:
+        # full recomputation per layer inside the stage programs (docs/pipeline.md, "Recomputation per layer inside
+        # stages"), 1F1B: the interleaved schedule refuses per-layer recomputation (its chunks read the full stash),
+        # so rows 6-8 run 1F1B where Megatron interleaved v chunks
         cmd += ["--pipeline-stages", str(pp), "--strategy", "dp,tp", "--mesh", "dp=%d,tp=%d" % (dp, tp),
-                "--pipeline-recompute", "--plan-only"]
-        if v > 1:
-            cmd += ["--schedule", "interleaved", "--virtual-stages", str(v)]
+                "--recompute=all", "--schedule", "1f1b", "--plan-only"]
     else:
         cmd += ["--recompute=all", "--report-cost", "-o", os.path.join(args.work, "cfg.mlir")]
         cmd += ["--strategy", "dp,tp", "--mesh", "dp=%d,tp=%d" % (dp, tp)] if tp > 1 else ["--strategy", "dp", "--mesh", "dp=%d" % dp]
     rc, out, err, cpu = run(cmd, args.timeout)
-    desc = "tp%d pp%d dp%d mbs%d x%d%s, full recompute" % (tp, pp, dp, mbs, nmb, " v%d" % v if v > 1 else "")
+    desc = "tp%d pp%d dp%d mbs%d x%d%s, full recompute" % (tp, pp, dp, mbs, nmb, " 1F1B (not v%d)" % v if v > 1 else "")
+    over = None
+    if rc and pp > 1 and "no partition fits" in err:  # priced anyway, the limit lifted: its step, and memory over 80 GB
+        over = first_error(err)
+        rc, out, err, cpu2 = run(cmd + ["--memory-limit", "1000000000000"], args.timeout)
+        cpu += cpu2
     if rc:
-        return {"desc": desc, "error": first_error(err)}
+        return {"desc": desc, "error": first_error(err), "cpu_s": cpu}
+    if pp > 1:  # the pipeline's plan: "pipeline: S stages, B microbatches, step T ms", per stage "(N bytes per device)"
+        m = re.search(r"^pipeline: \d+ stages, \d+ microbatches, step ([0-9.]+) ms", out + err, re.M)
+        mems = [int(x) for x in re.findall(r"^  stage \d+: .*\((\d+) bytes per device\)", out + err, re.M)]
+        if not m or not mems:
+            return {"desc": desc, "error": "no pipeline plan in galvc's output", "cpu_s": cpu}
+        step = float(m.group(1)) * 1e-3
+        return {"desc": desc, "step_s": step, "hw_tflops": hw_flops_recompute(B, L, h) / (step * G) / 1e12,
+                "model_tflops": model_flops(B, L, h) / (step * G) / 1e12, "mem": max(mems), "fits": over is None,
+                "paper": paper, "cpu_s": cpu, "over": over}
     m = re.search(r"predicted step: (\d+) ns", out)
     mem = re.search(r"memory per device: .* total (\d+) of (\d+) bytes", out)
     if not m:
@@ -434,8 +453,14 @@ def main():
                     "and name any that fits (none should)")
     ap.add_argument("--json", help="write every priced point here")
     ap.add_argument("-v", "--verbose", action="store_true", help="each grid point on stderr as it is priced")
+    ap.add_argument("--no-grid", action="store_true", help="skip (ii) and (iii) (= --columns without them)")
+    ap.add_argument("--no-search", action="store_true", help="skip (s), galvc's own search (tens of minutes on rows 5-8)")
     args = ap.parse_args()
     cols = set(args.columns.split(","))
+    if args.no_grid:
+        cols -= {"ii", "iii"}
+    if args.no_search:
+        cols -= {"s"}
     if not cols <= {"i", "ii", "iii", "s"}:
         ap.error("--columns: i, ii, iii, s")
     args.src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -458,6 +483,8 @@ def main():
                 print(fmt_col("(i)", c["desc"], c["step_s"], G, B, L, h, c["mem"], c["cpu_s"],
                               "  paper %d hwTF/s, ratio %.2f%s" % (c["paper"], c["hw_tflops"] / c["paper"],
                                                                    "" if c["fits"] else ", over 80 GB")), flush=True)
+            if c.get("over"):
+                print("        (i) at 80 GB: %s" % c["over"], flush=True)
         sb = g = s = None
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             if "ii" in cols:

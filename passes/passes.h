@@ -104,7 +104,9 @@ typedef struct {
   const char *stash;    /* stage-stash: the entry the module becomes, "forward" | "backward" */
   /* ZeRO-2 inside a training stage (galvc --pipeline-zero 2): propagate-sharding leaves each parameter gradient
    * result ("grad:P") a pending sum over the mesh axes that split no parameter (the runtime reduce-scatters the
-   * step's sums over them), except the parameters named in zero2_whole (held by several stages: summed whole) */
+   * step's sums over them), except the parameters named in zero2_whole (held by several stages: summed whole).
+   * zero2_whole also names, with or without ZeRO-2, the gradient results a training stage returns whole; the
+   * others are returned split as their parameters (propagate-sharding, runtime/pipe.c) */
   bool zero2;
   const char *const *zero2_whole;
   int nzero2_whole;

@@ -2234,6 +2234,10 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
         for (int to = -1; to < p.naxes; to++) {
           if ((tl >= 0 && (dm & (1u << tl))) || (to >= 0 && (dm & (1u << to)))) continue;
           if (tl >= 0 && !C->layer_roles) continue;
+          if (fixed && gv_plan_opts.intra_roles && /* the preset's roles only (no layers' tp where no layers are found) */
+              (dm != (gv_plan_opts.intra_dp >= 0 ? 1u << gv_plan_opts.intra_dp : 0u) ||
+               tl != (C->layer_roles ? gv_plan_opts.intra_tp : -1) || (to >= 0 && to != gv_plan_opts.intra_tp)))
+            continue;
           if (to >= 0 && !C->outer_roles) continue;
           unsigned used = dm | (tl >= 0 ? 1u << tl : 0) | (to >= 0 ? 1u << to : 0);
           bool size1 = false;
@@ -2504,7 +2508,7 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
    * pipeline runtime, whole: its stages choose ZeRO-3 or none, as before
    * the stages 1 and 2 (which reshard gradients inside the step) existed */
   unsigned saved = gv_plan_opts.zero_stages;
-  gv_plan_opts.zero_stages = 1u << 3;
+  gv_plan_opts.zero_stages = gv_plan_opts.intra_roles && mesh_shape && naxes ? 1u : 1u << 3; /* 1: none but stage 0 */
   sp_excluded = tp_excluded = true;
   int rc = plan_search(&C, devices, mesh_shape && naxes ? &fixed : NULL, false, &S);
   sp_excluded = tp_excluded = false;

@@ -81,6 +81,11 @@ typedef struct {
    * of them (its second microbatch's ops repeated, the data inputs at the whole batch); 0: as the program is. */
   int64_t count_as;
   const gv_plan *plan_fixed; /* a plan applied as given (like plan_in; galvc compiles the stand-in's choice at its count) */
+  /* gv_plan_intra on a fixed mesh shape with the roles fixed (a pipeline stage compiled with --mesh and --strategy
+   * dp,tp: the preset): the batch split over axis intra_dp only (-1: none), the layers' tp over intra_tp only (-1:
+   * none), the outer unit over intra_tp or none, no ZeRO */
+  bool intra_roles;
+  int intra_dp, intra_tp;
 } gv_plan_options;
 extern gv_plan_options gv_plan_opts;
 

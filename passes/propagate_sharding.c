@@ -15,7 +15,9 @@
  * whose sharding differs from the one the op needs gets a `galv.reshard`
  * before the op, and a result the op cannot produce as recorded gets one
  * after it. Function results are replicated, except training results that
- * replace an argument (galv.updates), which keep that argument's sharding.
+ * replace an argument (galv.updates), which keep that argument's sharding,
+ * and a training pipeline stage's parameter gradients ("grad:P"), which
+ * take their parameter's (stage_grad_sharding).
  */
 #include "passes.h"
 #include "sharding_roles.h"
@@ -440,6 +442,24 @@ static bool zero2_grad(const gv_func *f, int i) {
   return false;
 }
 
+/* A training stage's parameter gradient (result i "grad:P", P a parameter argument of f not named in
+ * gv_pipe_opts.zero2_whole: a parameter other stages hold too, whose gradient the runtime sums whole across them):
+ * the sharding it is returned in, P's own. runtime/pipe.c adds it to this rank's block of the sums as it is, so no
+ * rank holds, nor gathers, the whole gradient of a split parameter (docs/pipeline.md, "Stages of more than one
+ * device"). NULL: not such a result (returned replicated). */
+static const gv_sharding *stage_grad_sharding(const prop *P, const gv_func *f, int i, int kind) {
+  const char *n = i < f->nres_names && f->res_names ? f->res_names[i] : NULL;
+  if (kind != 2 || !n || strncmp(n, "grad:", 5) || !strncmp(n, "grad:pp.", 8)) return NULL;
+  for (int k = 0; k < gv_pipe_opts.nzero2_whole; k++)
+    if (!strcmp(gv_pipe_opts.zero2_whole[k], n + 5)) return NULL;
+  for (int a = 0; a < f->body->nargs; a++)
+    if (f->arg_is_param[a] && f->arg_names && f->arg_names[a] && !strcmp(f->arg_names[a], n + 5)) {
+      const gv_sharding *sh = P->sh[f->body->args[a]->id];
+      return sh && !sh->partial ? sh : NULL;
+    }
+  return NULL;
+}
+
 static int materialise(prop *P, gv_op *op) {
   const gv_func *f = P->m->main;
   if (op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) return materialise_ce(P, op);
@@ -448,10 +468,12 @@ static int materialise(prop *P, gv_op *op) {
   if (op->code == GV_OP_RESHARD) return 0;
   if (op->code == GV_OP_RETURN) {
     const unsigned z2 = zero2_axes(P);
+    const int kind = gv_func_stage_kind(f);
     for (int i = 0; i < op->nopnds; i++) {
       gv_value *v = op->opnds[i];
       int upd = f->res_updates && i < f->nres_names ? f->res_updates[i] : -1;
-      const gv_sharding *want = upd >= 0 && f->arg_sharding && f->arg_sharding[upd] ? f->arg_sharding[upd] : replicated(P, v);
+      const gv_sharding *gs = upd < 0 ? stage_grad_sharding(P, f, i, kind) : NULL;
+      const gv_sharding *want = upd >= 0 && f->arg_sharding && f->arg_sharding[upd] ? f->arg_sharding[upd] : gs ? gs : replicated(P, v);
       const gv_sharding *have = gv_value_sharding(P->m, v);
       if (z2 && have && (have->partial & z2) && zero2_grad(f, i)) { /* ZeRO-2: the sum over z2 left pending */
         gv_sharding *w = gv_sharding_new(P->m, P->mesh, v->type.rank);

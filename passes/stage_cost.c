@@ -9,7 +9,10 @@
  * training, gv_stage_train (the last stage adds the loss).
  *
  * gv_stage_cost_intra (a gv_stage_cost_fn): that module planned by
- * gv_plan_intra on the stage's sub-mesh. Time per microbatch = the plan's
+ * gv_plan_intra on the stage's sub-mesh (with --mesh, on the mesh's shape;
+ * with --strategy dp,tp too, with the preset's roles: dp over the axis named
+ * dp, the layers' tp over the one named tp, no ZeRO; --strategy dp / tp
+ * without --mesh: one axis of the stage's devices with that role). Time per microbatch = the plan's
  * predicted step (twice for a stage other than the last in training with
  * ctx->recompute: that runtime runs the combined function in the forward
  * and in the backward entry; once otherwise: the stage's forward and
@@ -219,7 +222,29 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     /* ZeRO-2 (given): the program planned as galvc compiles it, its parameter gradients left unreduced over the
      * ranks holding equal parameters (no all-reduce per microbatch: time, and the arena without the reduced copies) */
     gv_pipe_opts.zero2 = x->training && x->zero == 2;
-    int rc = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plan, &pc);
+    /* the parameters other stages hold too: their gradients stay whole in the program (the runtime sums them across
+     * the stages), as galvc compiles the stage; the others' are returned split as their parameters */
+    const char *whole[64];
+    int nwhole = 0;
+    for (int i = 0; i < x->nshared && nwhole < 64; i++) {
+      const gv_shared_param *sp = &x->shared[i];
+      bool in = false, out = false;
+      for (int g = 0; g < sp->ngroups; g++) in |= sp->groups[g] >= first && sp->groups[g] < last, out |= sp->groups[g] < first || sp->groups[g] >= last;
+      const char *n = sp->arg >= 0 && sp->arg < x->base->main->body->nargs ? x->base->main->arg_names[sp->arg] : NULL;
+      if (in && out && n) whole[nwhole++] = n;
+    }
+    const char *const *keep_whole = gv_pipe_opts.zero2_whole;
+    int keep_nwhole = gv_pipe_opts.nzero2_whole;
+    gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
+    int64_t mprod = x->mesh_naxes ? 1 : 0;
+    for (int a = 0; a < x->mesh_naxes; a++) mprod *= x->mesh_shape[a];
+    bool on_mesh = mprod == devices && x->mesh_naxes > 1; /* --mesh: the stage's plans on its shape */
+    bool one = x->one_axis && devices > 1 && !on_mesh;   /* --strategy dp / tp: one axis of the stage's devices */
+    const int64_t *shape = on_mesh ? x->mesh_shape : one ? &devices : NULL;
+    gv_plan_opts.intra_roles = (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
+    int rc = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plan, &pc);
+    gv_plan_opts.intra_roles = false;
+    gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
     gv_pipe_opts.zero2 = false;
     gv_train_opts.recompute = keep;
     bool earlier = x->training && last < x->ngroups;

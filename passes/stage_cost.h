@@ -46,6 +46,14 @@ typedef struct {
   bool choose_zero;           /* training: both without and with ZeRO-1 (a plan with dp ranks and no ZeRO unit) */
   bool choose_layer_rc;       /* training: per-layer recomputation inside the stage program offered as ways: none,
                                * selective, all (each its own realised and planned program); else gv_train_opts.recompute */
+  int mesh_naxes;             /* --mesh: a stage of mesh_shape's product of devices is planned on that shape (the
+                               * mesh galvc compiles it on; the planner chooses the axes' roles), 0: on any mesh */
+  int64_t mesh_shape[3];
+  bool one_axis;              /* no --mesh, a one-axis preset (--strategy dp / tp): each stage of k > 1 devices is
+                               * planned on one axis of k with the preset's roles (mesh_dp / mesh_tp 0 or -1) */
+  bool mesh_roles;            /* with mesh_naxes: the roles fixed too (--strategy dp,tp: the batch over mesh_dp, the
+                               * layers' tp over mesh_tp, -1: none; gv_plan_opts.intra_roles) */
+  int mesh_dp, mesh_tp;
   int64_t plans;              /* gv_plan_intra calls */
   double seconds;             /* spent in them (extraction included) */
   struct gv_stage_cache *cache;

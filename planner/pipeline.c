@@ -217,8 +217,10 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   } else {
     if (D % k_node) return gv_error_plain("pipeline: %lld devices are not whole nodes of %lld", (long long)D, (long long)k_node);
     unit = k_node;
+    /* equal stages (mesh_devices) of whole nodes: that node count whatever it is (Megatron's 145.6B row: 24) */
+    const int64_t ne = p->mesh_devices > 0 && p->mesh_devices % k_node == 0 ? p->mesh_devices / k_node : 0;
     for (int64_t n = 1; n <= D / k_node && nm < MAX_MESHES; n++)
-      if (n <= 16 || !(n & (n - 1))) mn[nm] = n, mk[nm] = k_node, mu[nm++] = n;
+      if (n <= 16 || !(n & (n - 1)) || n == ne) mn[nm] = n, mk[nm] = k_node, mu[nm++] = n;
   }
   if (p->mesh_devices > 0) { /* equal stages: only sub-meshes of mesh_devices devices */
     int keep = 0;

@@ -328,6 +328,7 @@ static int gin_receivers(const char *name) {
  * the received galv_pipe_in[k] (goff: its slot in the last stage's kept gradients), -(p+1)
  * the gradient of parameter p, 2000000+i the stash slot bw->stash[i], 3000000+i the slot wg->stash[i] of
  * the weight-gradient entry's state (ZB-H1: "wstash.N"); returns the "loss" output or -1 */
+static int shared_param(int p);
 static int classify_outputs(const galv_io *outs, const galv_io_split *sp, int n, int *ok, int64_t *goff, int64_t *g_bytes,
                             const galv_pipe_entry *bw, const galv_pipe_entry *wg) {
   int iloss = -1;
@@ -350,8 +351,15 @@ static int classify_outputs(const galv_io *outs, const galv_io_split *sp, int n,
       if (outs[o].storage && outs[o].storage != GALV_BF16)
         galv_fatal("pipeline table: the gradient '%s' is stored 16-bit but not bf16 (expected fp32 or, with --grad-dtype "
                    "bf16, bf16)", nm);
-      check_whole(&sp[o], nm);
-      if (outs[o].nbytes != galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes)
+      if (galv_nranks > 1 && sp[o].starts) { /* split as its parameter: this rank's block of the gradient */
+        const galv_io_split *ps = &galv_pipe_param_split[p];
+        const int rk = galv_pipe_params[p].rank;
+        if (!ps->starts || memcmp(sp[o].gdims, ps->gdims, (size_t)rk * sizeof *ps->gdims) ||
+            memcmp(sp[o].starts, ps->starts, (size_t)galv_nranks * (size_t)rk * sizeof *ps->starts) ||
+            outs[o].nbytes != galv_pipe_params[p].nbytes)
+          galv_fatal("pipeline table: the gradient '%s' is split unlike its parameter", nm);
+        if (shared_param(p)) galv_fatal("pipeline table: the gradient '%s' of a parameter other stages hold is split (expected whole)", nm);
+      } else if (outs[o].nbytes != galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes)
         galv_fatal("pipeline table: the gradient '%s' and its parameter differ in size", nm);
       ok[o] = -(p + 1);
     } else if (!strncmp(nm, "wstash.", 7)) {
@@ -690,7 +698,9 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
         grad_add(accw[p], g, (size_t)outs[o].nbytes / 4);
         continue;
       }
-      if (galv_pipe_param_split[p].starts) { /* the whole gradient: this rank's block of it (in the sums' dtype) */
+      /* the whole gradient of a split parameter: this rank's block of it (in the sums' dtype); a gradient returned
+       * split as its parameter (propagate-sharding) is that block already */
+      if (galv_pipe_param_split[p].starts && outs[o].nbytes != galv_pipe_params[p].nbytes) {
         galv_io l = galv_pipe_params[p];
         if (g16) l.dtype = g16, l.nbytes /= 2;
         D->block(&l, &galv_pipe_param_split[p], gblk, g);

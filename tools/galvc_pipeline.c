@@ -385,6 +385,24 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .recompute = pa->recompute,
                              .cluster = cluster, .mem_limit = gv_plan_opts.memory_limit, .shared = sh, .nshared = nsh,
                              .opt_states = nopt, .zero = pa->zero};
+  if (pa->mesh_given && pa->naxes <= 3) { /* --mesh: every stage of its devices is compiled on it, and priced so */
+    ictx.mesh_naxes = pa->naxes;
+    for (int a = 0; a < pa->naxes; a++) ictx.mesh_shape[a] = pa->axs[a];
+    /* --strategy dp,tp (the preset each stage is compiled with): its roles, dp over the axis named dp, tp over tp */
+    const char *st = gv_shard_opts.strategy;
+    if (st && !strcmp(st, "dp,tp")) {
+      ictx.mesh_dp = ictx.mesh_tp = -1;
+      for (int a = 0; a < pa->naxes; a++) {
+        if (!strcmp(pa->axn[a], "dp")) ictx.mesh_dp = a;
+        if (!strcmp(pa->axn[a], "tp")) ictx.mesh_tp = a;
+      }
+      ictx.mesh_roles = ictx.mesh_dp >= 0 && ictx.mesh_tp >= 0; /* else the planner's roles on the shape */
+    }
+  } else if (pa->naxes && gv_shard_opts.strategy && (!strcmp(gv_shard_opts.strategy, "dp") || !strcmp(gv_shard_opts.strategy, "tp"))) {
+    /* --strategy dp / tp: each stage compiled on one axis with that role (stage_mesh), and priced so */
+    ictx.one_axis = ictx.mesh_roles = true;
+    ictx.mesh_dp = strcmp(gv_shard_opts.strategy, "dp") ? -1 : 0, ictx.mesh_tp = strcmp(gv_shard_opts.strategy, "tp") ? -1 : 0;
+  }
   /* recomputation and ZeRO-1 per stage: chosen (both ways offered to the DP) with the stages (auto, the default
    * search, its chosen plan's stages); given or forbidden by the flags; a plan.json's replayed */
   const bool choose = train && (S == 0 || pa->joint || pa->cuts_given);
