@@ -1,8 +1,8 @@
 # Sourced by the tests that compile a model for several MPI ranks (or
 # another target), run it and compare it with the single-device program
-# (tests/pipeline_tp.sh, pipeline_xmesh.sh, pipeline_recompute_layers.sh,
-# cuda_emu_fattn.sh): the scaffolding they each repeated. Needs $BUILD, $SRC
-# and $T.
+# (tests/pipeline_tp.sh, pipeline_xmesh.sh): the scaffolding they each
+# repeated (pipeline_recompute_layers.sh and cuda_emu_fattn.sh repeat it
+# too). Needs $BUILD, $SRC and $T.
 #   single_program DIR MODEL RUNARGS GALVC-ARGS..: the single-device program in
 #       DIR/ (galvc MODEL GALVC-ARGS --target cpu -q) run once with RUNARGS
 #       (one word list, e.g. "--input input_ids=FILE"), its outputs in DIR/res;
