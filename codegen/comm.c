@@ -354,6 +354,12 @@ int cg_emit_comm_op(cg_comm *c, FILE *f, const gv_op *op, char p[][64]) {
   size_t es = gv_dtype_size(x->dtype);
   if (stored_bf16(c->t, op->opnds[0])) dt = c->t->half_dt ? c->t->half_dt : "GALV_BF16", es = 2; /* f32 stored 16-bit */
   if (!dt || x->dtype != o->dtype) return gv_error_op(m, op, "%s: galv.%s on %s is not supported", c->t->who, gv_ops[op->code].name, gv_dtype_name(x->dtype));
+  /* a collective moves its operand's elements unconverted into the result's slot: both stored alike (the storage
+   * plan's rule, ir/storage.c); an fp32 operand into a 16-bit slot would overrun it */
+  if (stored_bf16(c->t, op->opnds[0]) != stored_bf16(c->t, op->res[0]))
+    return gv_error_op(m, op, "%s: galv.%s moves a value stored %s into a result stored %s (internal error: the storage "
+                              "plan stores a collective's result like its operand)", c->t->who, gv_ops[op->code].name,
+                       stored_bf16(c->t, op->opnds[0]) ? "16-bit" : "fp32", stored_bf16(c->t, op->res[0]) ? "16-bit" : "fp32");
   const char *X = p[0], *R = p[1];
   int64_t n = gv_type_numel(x);
   char xs[96];

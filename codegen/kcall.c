@@ -555,6 +555,16 @@ int cg_kcall_fill(gv_module *m, const gv_op *op, const char *who, cg_kcall *k) {
 
 const gv_value *cg_kcall_value(const gv_op *op, int s) { return s < op->nopnds ? op->opnds[s] : op->res[s - op->nopnds]; }
 
+bool cg_kcall_moves(const cg_kcall *k) {
+  switch (k->kernel) {
+  case CG_K_COPY_STRIDED: case CG_K_TILE: case CG_K_CONCAT: case CG_K_SPLIT: case CG_K_GATHER: case CG_K_TRILU:
+  case CG_K_SCATTER_STRIDED: case CG_K_GATHER_ND: case CG_K_GATHER_ELEMENTS:
+    return true;
+  case CG_K_SCATTER_ND: case CG_K_SCATTER_ELEMENTS: return !k->kind; /* add: computes */
+  default: return false;
+  }
+}
+
 int64_t cg_kcall_part_elems(const gv_op *op, const cg_kcall *k, int i) {
   return cg_kcall_value(op, k->part0 + i)->type.dims[k->axis] * k->inner;
 }

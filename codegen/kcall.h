@@ -118,6 +118,13 @@ int cg_kcall_fill(gv_module *m, const gv_op *op, const char *who, cg_kcall *k);
 
 /* The value in slot s of op. */
 const gv_value *cg_kcall_value(const gv_op *op, int s);
+
+/* Whether k moves elements as they are (any element size: copies, gathers,
+ * concat / split, a scatter that overwrites): it runs in the storage of its
+ * element-size slot (es_slot). Under 16-bit storage a slot stored otherwise
+ * (a pipeline stage's 16-bit crossing value gathered from an fp32
+ * parameter: ir/storage.c) goes through conversion scratch on every target. */
+bool cg_kcall_moves(const cg_kcall *k);
 /* concat / split: the elements of part i along the rows (dims[axis] x inner). */
 int64_t cg_kcall_part_elems(const gv_op *op, const cg_kcall *k, int i);
 

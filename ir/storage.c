@@ -157,7 +157,9 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
   int *root = malloc((size_t)(nvals + 1) * sizeof *root);
   char *used = calloc((size_t)nvals + 1, 1), *bad = calloc((size_t)nvals + 1, 1), *ret = calloc((size_t)nvals + 1, 1);
   char *f32 = calloc((size_t)nvals + 1, 1), *togr = calloc((size_t)nvals + 1, 1); /* togr: flows into the optimizer */
-  if (!ops || !root || !used || !bad || !ret || !f32 || !togr) abort();
+  /* topg (a stage program, --grad-dtype bf16): flows into a parameter gradient result (grad:<param>) */
+  char *topg = calloc((size_t)nvals + 1, 1);
+  if (!ops || !root || !used || !bad || !ret || !f32 || !togr || !topg) abort();
   for (int i = 0; i < nvals; i++) root[i] = i, half[i] = 0;
   /* a training stage program: its crossing values (named) are 16-bit, not step results */
   const gv_func *fn = m->main;
@@ -193,12 +195,18 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
         bool stash = rn && (!strncmp(rn, "stash.", 6) || !strncmp(rn, "wstash.", 7)); /* stored as in the whole step */
         /* --grad-dtype bf16: a stage's parameter gradient (the runtime sums it over the microbatches, in bf16) */
         bool pgrad = grad16 && rn && !strncmp(rn, "grad:", 5) && !gv_name_crosses(rn + 5) && op->opnds[i]->type.dtype == GV_DT_F32;
-        if (pgrad) force[root[op->opnds[i]->id]] = 1;
+        if (pgrad) force[root[op->opnds[i]->id]] = 1, topg[op->opnds[i]->id] = topg[root[op->opnds[i]->id]] = 1;
         else if (!gv_name_crosses(rn)) ret[root[op->opnds[i]->id]] = 1;
         else if (!stash && op->opnds[i]->type.dtype == GV_DT_F32) force[root[op->opnds[i]->id]] = 1;
       }
     if (skip(op)) continue;
-    bool any = false, grad = grad16 && lossk >= 0 && k > lossk && makes_gradient(op);
+    /* a collective moves its operand's bytes unconverted (codegen/comm.c): a result forced 16-bit (a stage's
+     * crossing value or --grad-dtype bf16 parameter gradient a dp stage all-reduces) forces its operand too */
+    for (int i = 0; is_collective(op) && i < op->nres && i < op->nopnds; i++)
+      if (force[root[op->res[i]->id]] && op->opnds[i]->type.dtype == GV_DT_F32) force[root[op->opnds[i]->id]] = 1;
+    /* a gradient-making op follows the loss; in a stage entry without one (an earlier stage's backward) it is
+     * one whose result flows into a parameter gradient result (a bias's reduce before the dp all-reduce) */
+    bool any = false, grad = grad16 && makes_gradient(op) && ((lossk >= 0 && k > lossk) || (op->nres && topg[op->res[0]->id]));
     bool wide32 = false; /* --reduce-dtype fp32: a gradient's pending sum stays fp32 */
     if (reduce != GV_DT_UNKNOWN && lossk >= 0 && k > lossk && op->nres == 1 && !update_op(op) && togr[op->res[0]->id]) {
       const gv_sharding *sh = gv_value_sharding(m, op->res[0]); /* a pending sum: a gradient reduction moves it */
@@ -219,6 +227,7 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
       if (through || (op->code == GV_OP_CROSS_ENTROPY_GRAD && i == 0)) used[r] = 1;
       else bad[r] = 1;
       if (update_op(op) || (carries_gradient(op) && op->nres && togr[op->res[0]->id])) togr[op->opnds[i]->id] = 1;
+      if (carries_gradient(op) && op->nres && topg[op->res[0]->id]) topg[op->opnds[i]->id] = topg[root[op->opnds[i]->id]] = 1;
     }
   }
   for (int k = 0; k < nops && !rc; k++) {
@@ -253,6 +262,6 @@ int gv_storage_plan_train(gv_module *m, unsigned char *half, int nvals, bool gra
                        "not supported", fn->arg_names[i] ? fn->arg_names[i] : "?");
 done:
   free(force);
-  free(ops), free(root), free(used), free(bad), free(ret), free(f32), free(togr);
+  free(ops), free(root), free(used), free(bad), free(ret), free(f32), free(togr), free(topg);
   return rc;
 }

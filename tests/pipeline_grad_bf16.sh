@@ -30,6 +30,17 @@
 # (5) tests/driver.sh's GPT-2 (hidden 64, batch 1 x seq 128), pp=2: stage 0
 #     the token embedding's gather alone (its 16-bit crossing result moved
 #     from the fp32 table); losses within (2)'s bounds.
+# (6) (5)'s pipeline on the CUDA target under the CPU execution layer (make
+#     emu per stage; --cluster cpu-local: the CPU target's cut, stage 0 the
+#     gather alone, gathered into fp32 scratch and rounded into its 16-bit
+#     slot): losses within 1e-3 of the CPU target's pipeline.
+# Weights ((2), (4), (5), (6)): after the 3 steps every element finite, within
+# 2 x lr x steps = 6e-3 of the fp32 single device (AdamW moves an element
+# ~lr per step whatever its gradient), at most 2 % of the elements beyond
+# 1e-4 of it (the one-program bf16-gradient run's share printed beside): pp=2
+# x dp=2 once all-reduced stage 0's fp32 bias gradients into bf16 slots
+# (garbage gradients, 6 % of the elements beyond 1e-4, a NaN in
+# h.0.mlp.c_fc.bias after step 3; docs/pipeline.md, "16-bit storage").
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -70,6 +81,30 @@ a, b = sys.argv[1:3]
 fs = glob.glob(f"{a}/*.npy")
 d = max((float(np.abs(np.load(f) - np.load(f"{b}/{os.path.basename(f)}")).max()) for f in fs), default=float("inf"))
 print(f"{d:.2g} {len(fs)}")
+PY
+}
+# wcheck REF ONE16G DIR: DIR's weights finite and near the fp32 run REF's (the bounds above); ONE16G's share beside
+wcheck() {
+  python3 - "$@" <<'PY'
+import glob, os, sys
+import numpy as np
+ref, h, d = sys.argv[1:4]
+def stats(x):
+    fs = sorted(glob.glob(f"{x}/*.npy"))
+    bad = tot = far = 0
+    worst = 0.0
+    for f in fs:
+        a, b = np.load(f), np.load(f"{ref}/{os.path.basename(f)}")
+        bad += int((~np.isfinite(a)).sum())
+        dd = np.abs(a.astype(np.float64) - b)
+        dd[~np.isfinite(dd)] = np.inf
+        tot, far, worst = tot + dd.size, far + int((dd > 1e-4).sum()), max(worst, float(dd.max()))
+    return len(fs), bad, worst, far / max(tot, 1)
+n, bad, worst, share = stats(d)
+hshare = stats(h)[3]
+print(f"{n} weights{f' ({bad} elements not finite)' if bad else ' finite'}, within {worst:.2g} of fp32, "
+      f"{100 * share:.2f} % of the elements beyond 1e-4 (one program, bf16 gradients: {100 * hshare:.2f} %)")
+sys.exit(0 if n == 29 and not bad and worst <= 6e-3 and share <= 0.02 else 1)
 PY
 }
 
@@ -139,6 +174,8 @@ print(msg + ("; " + ", ".join(errs) if errs else ""))
 sys.exit(1 if errs else 0)
 PY
   ); then ok "pp=2 $SC B=$B, bf16 gradients: $msg"; else bad "pp=2 $SC B=$B, bf16 gradients: $msg"; fi
+  if msg=$(wcheck "$T/one32.w" "$T/one16g.w" "$T/p_${SC}_bf16.w"); then ok "pp=2 $SC B=$B, bf16 gradients, weights: $msg"
+  else bad "pp=2 $SC B=$B, bf16 gradients, weights: $msg"; fi
 done
 
 # ---- (4) ZeRO-1 stages with bf16 sums: each rank updates its chunk from the sums widened as the unsplit update
@@ -155,9 +192,7 @@ def losses(p): return re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)
 a, b = losses(la), losses(lb)
 errs = [] if len(a) == 3 and a == b else [f"losses {b} vs {a}"]
 fs = sorted(os.listdir(wa))
-# (equal_nan: this pipeline's third update leaves a NaN in one element of a bias, with and without ZeRO-1 alike)
-nd = sum(not np.array_equal(np.load(f"{wa}/{f}"), np.load(f"{wb}/{f}"), equal_nan=True) for f in fs)
-nn = sum(int(np.isnan(np.load(f"{wb}/{f}")).sum()) for f in fs)
+nd = sum(not np.array_equal(np.load(f"{wa}/{f}"), np.load(f"{wb}/{f}")) for f in fs)
 if not fs or nd: errs.append(f"{nd} of {len(fs)} weights differ")
 mem = r"\[stage (\d+), rank (\d+)[^\]]*\]: memory per rank: \d+ bytes \(.*gradient sums (\d+), optimizer state (\d+)"
 def figs(p): return {(int(s), int(r)): (int(g), int(o)) for s, r, g, o in re.findall(mem, open(p).read())}
@@ -168,12 +203,14 @@ for k in sorted(fb):
         errs.append(f"{k}: sums {fb[k][0]} vs {fa[k][0]}, moments {fb[k][1]} vs {fa[k][1]}")
 if "ZeRO-1 over 2 ranks" not in open(lb).read(): errs.append("no ZeRO-1 line")
 k = min(fb) if fb else None
-print(f"losses {' '.join(b)} = without ZeRO-1, {len(fs)} weights bit-identical" + (f" ({nn} NaN elements in both)" if nn else "")
+print(f"losses {' '.join(b)} = without ZeRO-1, {len(fs)} weights bit-identical"
       + (f"; stage {k[0]} rank {k[1]}: bf16 sums {fb[k][0]} bytes, moments {fb[k][1]} of {fa[k][1]}" if k in fa else "")
       + ("; " + ", ".join(errs) if errs else ""))
 sys.exit(1 if errs else 0)
 PY
   ); then ok "pp=2 x dp=2 --pipeline-zero 1, bf16 gradients: $msg"; else bad "pp=2 x dp=2 --pipeline-zero 1, bf16 gradients: $msg"; fi
+  if msg=$(wcheck "$T/one32.w" "$T/one16g.w" "$T/pz_bf16.w"); then ok "pp=2 x dp=2 --pipeline-zero 1, bf16 gradients, weights: $msg"
+  else bad "pp=2 x dp=2 --pipeline-zero 1, bf16 gradients, weights: $msg"; fi
 fi
 # ZeRO-2 (the shares summed locally in bf16, reduce-scattered once per step in bf16): the losses within the bounds of
 # (2) against the fp32 single device, the bf16 one program and the same pipeline without ZeRO; 2-byte elements moved
@@ -205,6 +242,8 @@ print(f"losses {' '.join(f'{x:.7f}' for x in z)}: within {dev:.2g} of fp32, bf16
 sys.exit(1 if errs else 0)
 PY
   ); then ok "pp=2 x dp=2 --pipeline-zero 2, bf16 gradients: $msg"; else bad "pp=2 x dp=2 --pipeline-zero 2, bf16 gradients: $msg"; fi
+  if msg=$(wcheck "$T/one32.w" "$T/one16g.w" "$T/pz2_bf16.w"); then ok "pp=2 x dp=2 --pipeline-zero 2, bf16 gradients, weights: $msg"
+  else bad "pp=2 x dp=2 --pipeline-zero 2, bf16 gradients, weights: $msg"; fi
 fi
 # ---- (5) tests/driver.sh's GPT-2 (hidden 64) at its default shapes (batch 1, seq 128): the stage DP puts the
 # token embedding's gather alone on stage 0, whose crossing result (16-bit) is gathered from the fp32 table
@@ -236,6 +275,39 @@ sys.exit(0 if df <= 1e-3 and dh <= 1e-3 else 1)
 PY
   ) && [ "$cut" = "stage 0: groups 0-0" ]; then ok "driver's gpt2 pp=2, bf16 gradients, $cut (the embedding's gather): $msg"
   else bad "driver's gpt2 pp=2, bf16 gradients, ${cut:-no stage 0 line} (expected groups 0-0): $msg"; fi
+  if msg=$(wcheck "$T/d_one32.w" "$T/d_one.w" "$T/d_pp.w"); then ok "driver's gpt2 pp=2, bf16 gradients, weights: $msg"
+  else bad "driver's gpt2 pp=2, bf16 gradients, weights: $msg"; fi
+fi
+# ---- (6) (5)'s pipeline on the CUDA target under the CPU execution layer (make emu per stage); --cluster cpu-local
+# prices the stages as the CPU target does, so stage 0 is the embedding's gather alone again: the CUDA emitter gathers
+# the fp32 table's rows into fp32 scratch and rounds them into the 16-bit crossing slot (it once gathered 4-byte
+# elements into the 2-byte slot); the losses within 1e-3 of the CPU target's pipeline, the weights as (5)'s
+if have_cmd g++ && [ -e "$T/d_pp.log" ]; then
+  d="$T/d_cu"
+  if timeout 600 "$BUILD/galvc" "$m2" --train --precision bf16 --grad-dtype bf16 --pipeline-stages 2 --target cuda --cluster cpu-local --no-build \
+       -o "$d/" </dev/null >"$d.glog" 2>&1 &&
+     { make -s -C "$d/stage0" emu >"$d.0.log" 2>&1 & make -s -C "$d/stage1" emu >"$d.1.log" 2>&1; r1=$?; wait $!; r0=$?; [ $r0 = 0 ] && [ $r1 = 0 ]; } &&
+     GALV_PROGRAM=program-emu timeout 300 "$d/launch" --batches "$T/b2" --steps 3 -o "$d.w" >"$d.txt" 2>&1 </dev/null; then
+    cut=$(grep -o "stage 0: groups [0-9-]*" "$d.glog")
+    # the gather's 16-bit result through fp32 scratch (the only op of stage 0's forward entry)
+    conv=$(grep -c "^  galv_cu_from_f32(GALV_BF16, A([0-9]*), (const float \*)(galv_cu.scratch" "$d/stage0/program.cu")
+    if msg=$(python3 - "$T/d_pp.log" "$d.txt" <<'PY'
+import re, sys
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+if len(a) != 3 or len(b) != 3: sys.exit(f"losses {b} vs the cpu target's {a}")
+d = max(abs(x - y) for x, y in zip(a, b))
+print(f"losses {' '.join(f'{x:.7f}' for x in b)}: vs the cpu target's pipeline {d:.2g}")
+sys.exit(0 if d <= 1e-3 else 1)
+PY
+    ) && [ "$cut" = "stage 0: groups 0-0" ] && [ "$conv" = 1 ]; then
+      ok "cuda target (program-emu), driver's gpt2 pp=2, bf16 gradients, $cut (the gather rounded from fp32 scratch): $msg"
+    else bad "cuda target (program-emu), driver's gpt2 pp=2: ${cut:-no stage 0 line}, $conv conversions from scratch: ${msg:-}"; fi
+    if msg=$(wcheck "$T/d_one32.w" "$T/d_one.w" "$d.w"); then ok "cuda target (program-emu), driver's gpt2 pp=2, weights: $msg"
+    else bad "cuda target (program-emu), driver's gpt2 pp=2, weights: $msg"; fi
+  else
+    bad "cuda target (program-emu), driver's gpt2 pp=2, bf16 gradients: $(cat "$d.glog" "$d".[01].log "$d.txt" 2>/dev/null | grep -m3 -i error)"
+  fi
 fi
 echo "pipeline_grad_bf16: $pass passed, $fail failed"
 [ $fail = 0 ]

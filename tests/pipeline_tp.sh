@@ -15,11 +15,11 @@ SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$SRC/tests/lib/mpi_env.sh"
+. "$SRC/tests/lib/rank_compare.sh"
 
 # ---- inference: GPT-2 tiny, batch 8 x seq 16, B = 2
 m="$T/gpt2.onnx"
 python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --no-verify >/dev/null || { echo "FAIL make_model"; exit 1; }
-timeout 300 "$BUILD/galvc" "$m" --batch 8 --seq 16 --target cpu -q -o "$T/one/" 2>"$T/err" || { echo "FAIL single: $(cat "$T/err")"; exit 1; }
 python3 - "$SRC" "$m" "$T/in" >"$T/args" 2>"$T/err" <<'PY' || { echo "FAIL inputs: $(cat "$T/err")"; exit 1; }
 import sys, onnx, numpy as np
 sys.path.insert(0, sys.argv[1] + "/tests")
@@ -32,7 +32,7 @@ for i, (name, a) in enumerate(make_inputs(onnx.load(sys.argv[2], load_external_d
 print(" ".join(args))
 PY
 # shellcheck disable=SC2046
-timeout 60 "$T/one/program" $(cat "$T/args") -o "$T/one/res" >/dev/null 2>"$T/err" || { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
+single_program "$T/one" "$m" "$(cat "$T/args")" --batch 8 --seq 16
 for st in tp dp; do
   d="$T/inf-$st"
   if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 16 --pipeline-stages 2 --microbatches 2 --gpus 4 --strategy "$st" \
@@ -40,7 +40,7 @@ for st in tp dp; do
     bad "pp=2 x $st=2 inference: galvc: $(head -3 "$T/err")"
     continue
   fi
-  if ! grep -q -- '-np 2 .*stage0/program.* : -np 2 .*stage1/program' "$d/launch"; then
+  if ! stage_ranks "$d/launch" 2 2; then
     bad "pp=2 x $st=2 inference: launch is not -np 2 per stage"
     continue
   fi
@@ -49,18 +49,7 @@ for st in tp dp; do
     bad "pp=2 x $st=2 inference: run: $(grep -m3 -i error "$T/err" "$T/out")"
     continue
   fi
-  if msg=$(python3 - "$T/one/res" "$d/res" 2>&1 <<'PY'
-import sys, os, numpy as np
-a, b = sys.argv[1], sys.argv[2]
-worst = 0.0
-for f in sorted(os.listdir(a)):
-    x, y = np.load(os.path.join(a, f)), np.load(os.path.join(b, f))
-    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
-        sys.exit(f"{f}: max abs diff {np.abs(x.astype(np.float64) - y).max() if x.shape == y.shape else 'shape ' + str(y.shape)}")
-    worst = max(worst, float(np.abs(x.astype(np.float64) - y).max()))
-print(f"logits equal the single device (max abs diff {worst:.2g})")
-PY
-); then
+  if msg=$(same_outputs "$T/one/res" "$d/res"); then
     ok "pp=2 x $st=2 inference (4 ranks): $msg; $(grep -c 'high-water' "$T/out") ranks report"
   else
     bad "pp=2 x $st=2 inference: $msg"
@@ -77,10 +66,7 @@ r = np.random.RandomState(0)
 os.makedirs('$T/b')
 np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
 np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
-timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/tone/" 2>"$T/err" ||
-  { echo "FAIL single: $(cat "$T/err")"; exit 1; }
-timeout 120 "$T/tone/program" --batches "$T/b" --steps 2 -o "$T/tone.w" >"$T/tone.log" 2>"$T/err" ||
-  { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
+single_program "$T/tone" "$m" "--batches $T/b --steps 2" --input-shape input_ids=8x8 --train
 # CASE = strategy:schedule[:mesh]; with a mesh (dp=2,tp=2) each stage is an SPMD program over a 2-D mesh of 4 ranks;
 # strategy "plan": no --strategy, each stage's plan from the intra-operator planner
 for c in ${GALV_PIPE_TP_CASES:-tp:gpipe tp:1f1b dp:1f1b plan:1f1b dp,tp:1f1b:dp=2,tp=2}; do
@@ -96,7 +82,7 @@ for c in ${GALV_PIPE_TP_CASES:-tp:gpipe tp:1f1b dp:1f1b plan:1f1b dp,tp:1f1b:dp=
     bad "$name $SC training: galvc: $(head -3 "$T/err")"
     continue
   fi
-  if ! grep -q -- "-np $((gpus / 2)) .*stage0/program.* : -np $((gpus / 2)) .*stage1/program" "$d/launch"; then
+  if ! stage_ranks "$d/launch" $((gpus / 2)) $((gpus / 2)); then
     bad "$name $SC training: launch is not -np $((gpus / 2)) per stage"
     continue
   fi
@@ -109,23 +95,7 @@ for c in ${GALV_PIPE_TP_CASES:-tp:gpipe tp:1f1b dp:1f1b plan:1f1b dp,tp:1f1b:dp=
     bad "$name $SC training: run: $(grep -m3 -i error "$T/err" "$d.log")"
     continue
   fi
-  if msg=$(python3 - "$T/tone.log" "$d.log" "$T/tone.w" "$d.w" 2>&1 <<'PY'
-import sys, os, re, numpy as np
-la, lb, wa, wb = sys.argv[1:5]
-def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
-a, b = losses(la), losses(lb)
-if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0):
-    sys.exit(f"losses {b} != single device {a}")
-worst, n = 0.0, 0
-for f in sorted(os.listdir(wa)):
-    if not os.path.exists(os.path.join(wb, f)): sys.exit(f"no final weight {f}")
-    x, y = np.load(os.path.join(wa, f)), np.load(os.path.join(wb, f))
-    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
-        sys.exit(f"{f}: max abs diff {np.abs(x - y).max() if x.shape == y.shape else y.shape}")
-    worst, n = max(worst, float(np.abs(x - y).max())), n + 1
-print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}")
-PY
-); then
+  if msg=$(same_training "$T/tone.log" "$d.log" "$T/tone.w" "$d.w"); then
     ok "$name $SC training ($gpus ranks): $msg"
   else
     bad "$name $SC training: $msg"

@@ -33,6 +33,7 @@ SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$SRC/tests/lib/mpi_env.sh"
+. "$SRC/tests/lib/rank_compare.sh"
 
 m="$T/gpt2.onnx"
 python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
@@ -44,13 +45,9 @@ os.makedirs('$T/b')
 np.save('$T/ids.npy', r.randint(0, 64, (8, 8)).astype(np.int64))
 np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
 np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL inputs"; exit 1; }
-timeout 300 "$BUILD/galvc" "$m" --batch 8 --seq 8 --target cpu -q -o "$T/one/" 2>"$T/err" || { echo "FAIL single: $(cat "$T/err")"; exit 1; }
-timeout 60 "$T/one/program" --input "input_ids=$T/ids.npy" -o "$T/one/res" >/dev/null 2>"$T/err" || { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
+single_program "$T/one" "$m" "--input input_ids=$T/ids.npy" --batch 8 --seq 8
 OPT=(--optimizer sgd --lr 0.1 --momentum 0.9)
-timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train "${OPT[@]}" --target cpu -q -o "$T/tone/" 2>"$T/err" ||
-  { echo "FAIL single train: $(cat "$T/err")"; exit 1; }
-timeout 120 "$T/tone/program" --batches "$T/b" --steps 2 -o "$T/tone.w" >"$T/tone.log" 2>"$T/err" ||
-  { echo "FAIL single train run: $(cat "$T/err")"; exit 1; }
+single_program "$T/tone" "$m" "--batches $T/b --steps 2" --input-shape input_ids=8x8 --train "${OPT[@]}"
 
 # bytes: LOG DEVS (e.g. 2,1) DIRS (forward / forward,gradients) STEPS
 RESIDUAL=$((8 * 8 * 32 * 4)) # batch x seq x hidden x fp32: the residual stream crossing the cut, per step
@@ -92,7 +89,7 @@ for c in ${GALV_PIPE_XMESH_INFER:-tp:2,2:2 dp:2,2:2 tp:1,4:4}; do
     bad "inference $st $devs: galvc: $(head -3 "$T/err")"
     continue
   fi
-  if ! grep -q -- "-np ${devs%,*} .*stage0/program.* : -np ${devs#*,} .*stage1/program" "$d/launch"; then
+  if ! stage_ranks "$d/launch" "${devs%,*}" "${devs#*,}"; then
     bad "inference $st $devs: launch is not -np ${devs%,*} : -np ${devs#*,}"
     continue
   fi
@@ -100,18 +97,7 @@ for c in ${GALV_PIPE_XMESH_INFER:-tp:2,2:2 dp:2,2:2 tp:1,4:4}; do
     bad "inference $st $devs: run: $(grep -m3 -i error "$T/err" "$T/out")"
     continue
   fi
-  if ! msg=$(python3 - "$T/one/res" "$d/res" 2>&1 <<'PY'
-import sys, os, numpy as np
-a, b = sys.argv[1], sys.argv[2]
-worst = 0.0
-for f in sorted(os.listdir(a)):
-    x, y = np.load(os.path.join(a, f)), np.load(os.path.join(b, f))
-    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
-        sys.exit(f"{f}: max abs diff {np.abs(x.astype(np.float64) - y).max() if x.shape == y.shape else 'shape ' + str(y.shape)}")
-    worst = max(worst, float(np.abs(x.astype(np.float64) - y).max()))
-print(f"logits == single device (max abs diff {worst:.2g})")
-PY
-  ); then
+  if ! msg=$(same_outputs "$T/one/res" "$d/res"); then
     bad "inference $st $devs: $msg"
     continue
   fi
@@ -131,23 +117,7 @@ for c in ${GALV_PIPE_XMESH_TRAIN:-tp:2,2:1f1b dp:2,2:gpipe tp:1,2:1f1b}; do
     bad "training $st $devs $SC: run: $(grep -m3 -i error "$T/err" "$d.log")"
     continue
   fi
-  if ! msg=$(python3 - "$T/tone.log" "$d.log" "$T/tone.w" "$d.w" 2>&1 <<'PY'
-import sys, os, re, numpy as np
-la, lb, wa, wb = sys.argv[1:5]
-def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
-a, b = losses(la), losses(lb)
-if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0):
-    sys.exit(f"losses {b} != single device {a}")
-worst, n = 0.0, 0
-for f in sorted(os.listdir(wa)):
-    if not os.path.exists(os.path.join(wb, f)): sys.exit(f"no final weight {f}")
-    x, y = np.load(os.path.join(wa, f)), np.load(os.path.join(wb, f))
-    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
-        sys.exit(f"{f}: max abs diff {np.abs(x - y).max() if x.shape == y.shape else y.shape}")
-    worst, n = max(worst, float(np.abs(x - y).max())), n + 1
-print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}")
-PY
-  ); then
+  if ! msg=$(same_training "$T/tone.log" "$d.log" "$T/tone.w" "$d.w"); then
     bad "training $st $devs $SC: $msg"
     continue
   fi

@@ -271,20 +271,11 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *k, char p[][
 
 /* ---------------------------------------------------------------- 16-bit storage */
 
-/* Kernels that move elements as they are (any element size): they run in
- * the storage of their element-size slot, which is their result's — but for
- * a 16-bit result that the storage plan forces (a pipeline stage's crossing
- * value) moved from fp32 elements: those are moved into fp32 scratch and
- * rounded into the result after the call (convert_in). */
-static bool moves_elements(const cg_kcall *k) {
-  switch (k->kernel) {
-  case CG_K_COPY_STRIDED: case CG_K_TILE: case CG_K_CONCAT: case CG_K_SPLIT: case CG_K_GATHER: case CG_K_TRILU:
-  case CG_K_SCATTER_STRIDED: case CG_K_GATHER_ND: case CG_K_GATHER_ELEMENTS:
-    return true;
-  case CG_K_SCATTER_ND: case CG_K_SCATTER_ELEMENTS: return !k->kind; /* add: computes */
-  default: return false;
-  }
-}
+/* Kernels that move elements as they are (cg_kcall_moves) run in the
+ * storage of their element-size slot — but for a 16-bit result that the
+ * storage plan forces (a pipeline stage's crossing value) moved from fp32
+ * elements: those are moved into fp32 scratch and rounded into the result
+ * after the call (convert_in). */
 
 /* Before a kernel call under 16-bit storage: each f32 slot the kernel reads
  * or writes in another storage than the plan's gets conversion scratch —
@@ -298,7 +289,7 @@ static bool moves_elements(const cg_kcall *k) {
  * (docs/cpu-target.md, "16-bit storage"). p[] then points at the scratch. */
 static int convert_in(emitter *e, const gv_op *op, const cg_kcall *k, char p[][64], int np, int *post, int *npost) {
   FILE *f = e->f;
-  bool mv = moves_elements(k);
+  bool mv = cg_kcall_moves(k);
   gv_dtype ks = mv ? vst(e, cg_kcall_value(op, k->es_slot)) : GV_DT_F32;
   e->cvt = 0;
   char cv[(GV_MAX_RANK * 4 + 4) * 160] = ""; /* one line per slot at most */

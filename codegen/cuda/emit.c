@@ -529,7 +529,11 @@ static int emit_call(emitter *e, const gv_op *op, int k, char p[][64]) {
 /* op as a runtime library call (collectives: ../comm.c). Under 16-bit
  * training an operand stored otherwise than the kernel needs is converted
  * into scratch first, and a result is written to scratch and converted
- * into its own storage after the call (galv_cu_from_f32 / galv_cu_to_f32). */
+ * into its own storage after the call (galv_cu_from_f32 / galv_cu_to_f32).
+ * A kernel that moves elements (cg_kcall_moves) needs every float slot in
+ * its element-size slot's storage: a 16-bit result gathered from an fp32
+ * parameter (a pipeline stage's crossing value) is gathered into fp32
+ * scratch and rounded into its slot, as on the CPU target. */
 static int emit_kernel(emitter *e, const gv_op *op, int k) {
   FILE *f = e->f;
   char p[NP][64];
@@ -540,9 +544,16 @@ static int emit_kernel(emitter *e, const gv_op *op, int k) {
   for (int i = 0; i < op->nres && op->nopnds + i < NP; i++) ptr(e, op->res[i], 0, p[op->nopnds + i], sizeof p[0]);
   e->cvt = 0;
   if (cg_comm_is_op(op)) return cg_emit_comm_op(e->comm, f, op, p); /* collectives: ../comm.c */
+  int ks = -1; /* a move kernel's storage (1: 16-bit), its element-size slot's */
+  if (e->mixed && cu_has(cg_kcall_kernel(op->code))) {
+    cg_kcall kc;
+    if (cg_kcall_fill(e->m, op, "cuda codegen", &kc)) return -1;
+    const gv_value *es = kc.kernel != CG_K_NONE && cg_kcall_moves(&kc) ? cg_kcall_value(op, kc.es_slot) : NULL;
+    if (es && es->type.dtype == GV_DT_F32) ks = half_of(e, es);
+  }
   for (int i = 0; i < np; i++) {
     const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
-    int want = e->mixed ? cu_kernel_storage(op, i, e->half) : -1;
+    int want = !e->mixed ? -1 : ks < 0 ? cu_kernel_storage(op, i, e->half) : v->type.dtype == GV_DT_F32 ? ks : -1;
     if (want < 0 || want == (int)half_of(e, v)) continue;
     if (i >= NP)
       return gv_error_op(e->m, op, "cuda codegen: 16-bit training: galv.%s with more than %d pieces of mixed "
@@ -830,8 +841,10 @@ static int write_program(emitter *e, const char *dir, int *nkernels) {
   /* the run function */
   fprintf(f, "void %s(char *arena, const char *weights, char *state) {\n  (void)arena, (void)weights, (void)state;\n",
           e->entry ? "galv_program_run" : "galv_cu_run");
-  if (e->entry && e->scratch) /* the scratch buffer is sized for the program (galv_cu_init): grown for the entry */
-    fprintf(f, "  galv_cu_scratch_reserve(%lld);\n", (long long)e->scratch);
+  /* the scratch buffer is sized for the program (galv_cu_init): grown for the entry, by the entry's figure (defined
+   * below the run function: the emission sizes it; e->scratch here would be 0 and no reserve printed, so a backward
+   * entry whose conversions outgrew the forward's wrote past the buffer) */
+  if (e->entry) fputs("  galv_cu_scratch_reserve((size_t)galv_cu_scratch_bytes);\n", f);
   cg_comm_run_start(e->comm, f);
   t = 0, nk = 0;
   for (const gv_op *op = body->first; op && !rc; op = op->next, t++) {

@@ -1,7 +1,8 @@
 """Shared check of the training tests: a run's printed losses and final
 weights (-o DIR/NAME.npy) against a reference run's. Used by the pipeline
 and checkpoint tests (tests/pipeline_shared.sh, pipeline_inputs.sh,
-checkpoints.sh) as `sys.path.insert(0, LIB); from same_training import check`.
+checkpoints.sh) as `sys.path.insert(0, LIB); from same_training import check`,
+and from bash through tests/lib/rank_compare.sh's same_training.
 check() raises SystemExit with the first difference, else returns a summary."""
 import os
 import re

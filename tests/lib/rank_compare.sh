@@ -1,0 +1,65 @@
+# Sourced by the tests that compile a model for several MPI ranks (or
+# another target), run it and compare it with the single-device program
+# (tests/pipeline_tp.sh, pipeline_xmesh.sh): the scaffolding they each
+# repeated (pipeline_recompute_layers.sh and cuda_emu_fattn.sh repeat it
+# too). Needs $BUILD, $SRC and $T.
+#   single_program DIR MODEL RUNARGS GALVC-ARGS..: the single-device program in
+#       DIR/ (galvc MODEL GALVC-ARGS --target cpu -q) run once with RUNARGS
+#       (one word list, e.g. "--input input_ids=FILE"), its outputs in DIR/res;
+#       training (--train among GALVC-ARGS): RUNARGS the run's arguments, e.g.
+#       "--batches DIR --steps 2", its weights in DIR.w and its log DIR.log.
+#       Every comparison needs it: a failure ends the script (FAIL, exit 1).
+#   stage_ranks LAUNCH N0 N1: LAUNCH (a pipeline's out/launch) starts -np N0
+#       ranks of stage 0 and -np N1 of stage 1.
+#   same_outputs REF DIR: every output REF/NAME.npy equals DIR/NAME.npy within
+#       rtol 1e-4, atol 1e-5 (prints the largest difference; else one line
+#       naming the output, status 1).
+#   same_training REF_LOG LOG REF_W W: tests/lib/same_training.py's check (the
+#       losses rtol 1e-4, every weight rtol 1e-4 / atol 1e-5): its summary, else
+#       the first difference and status 1.
+
+single_program() {
+  local d=$1 model=$2 run=$3
+  shift 3
+  timeout 300 "$BUILD/galvc" "$model" "$@" --target cpu -q -o "$d/" 2>"$T/err" </dev/null ||
+    { echo "FAIL single device ($d): $(cat "$T/err")"; exit 1; }
+  local train=0 a
+  for a in "$@"; do [ "$a" = --train ] && train=1; done
+  if [ $train = 1 ]; then
+    # shellcheck disable=SC2086
+    timeout 120 "$d/program" $run -o "$d.w" >"$d.log" 2>"$T/err" </dev/null ||
+      { echo "FAIL single device run ($d): $(cat "$T/err")"; exit 1; }
+  else
+    # shellcheck disable=SC2086
+    timeout 60 "$d/program" $run -o "$d/res" >/dev/null 2>"$T/err" </dev/null ||
+      { echo "FAIL single device run ($d): $(cat "$T/err")"; exit 1; }
+  fi
+}
+
+stage_ranks() {
+  grep -q -- "-np $2 .*stage0/program.* : -np $3 .*stage1/program" "$1"
+}
+
+same_outputs() {
+  python3 - "$1" "$2" 2>&1 <<'PY'
+import sys, os, numpy as np
+a, b = sys.argv[1], sys.argv[2]
+worst = 0.0
+for f in sorted(os.listdir(a)):
+    if not os.path.exists(os.path.join(b, f)): sys.exit(f"no output {f}")
+    x, y = np.load(os.path.join(a, f)), np.load(os.path.join(b, f))
+    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
+        sys.exit(f"{f}: max abs diff {np.abs(x.astype(np.float64) - y).max() if x.shape == y.shape else 'shape ' + str(y.shape)}")
+    worst = max(worst, float(np.abs(x.astype(np.float64) - y).max()))
+print(f"logits == single device (max abs diff {worst:.2g})")
+PY
+}
+
+same_training() {
+  python3 - "$SRC/tests/lib" "$@" 2>&1 <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from same_training import check
+print(check(*sys.argv[2:6]))
+PY
+}
