@@ -21,9 +21,18 @@
 # above; every rank's reduce-scatter bytes = galvc's prediction x steps, its
 # chunk half the local sums, stage 0's in-program all-reduce bytes below
 # ZeRO-1's; the memory check on the planner's plan only (a preset's program
-# may compute whole what the planner's plan leaves unreduced). Bad input
-# (--pipeline-zero without stages, 3, 2 with --clip-grad-norm): one error
-# line.
+# may compute whole what the planner's plan leaves unreduced). ZeRO-2 per
+# microbatch (--zero-reduce per-microbatch: each microbatch's gradients
+# reduce-scattered into the rank's chunk): the single device, reduce-scatter
+# bytes = galvc's prediction x 2 microbatches x 2 steps, the gradient sums
+# below 60 % of the per-step form's, memory within +15 %. --clip-grad-norm
+# with ZeRO-2 (both forms: the global norm over the chunks, each parameter
+# counted once) = the single device's clipped run, which differs from the
+# unclipped one. The stage DP with a fixed --pipeline-stages 2 and
+# --memory-limit 500000 (no --pipeline-zero: chosen; neither no ZeRO nor
+# ZeRO-1 fits stage 0): both stages +zero-2, plan.json's stage_zero [2, 2],
+# the run = the single device. Bad input (--pipeline-zero without stages,
+# 3, --zero-reduce with --pipeline-zero 1): one error line.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -44,19 +53,34 @@ timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train --target cpu
   { echo "FAIL single: $(cat "$T/err")"; exit 1; }
 timeout 120 "$T/one/program" --batches "$T/b" --steps 2 -o "$T/one.w" >"$T/one.log" 2>"$T/err" ||
   { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
+CLIP=0.05 # the reference of the clipping cases: the single device clipped (the clip bites: its losses differ)
+timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train --clip-grad-norm $CLIP --target cpu -q -o "$T/onec/" 2>"$T/err" ||
+  { echo "FAIL single clipped: $(cat "$T/err")"; exit 1; }
+timeout 120 "$T/onec/program" --batches "$T/b" --steps 2 -o "$T/onec.w" >"$T/onec.log" 2>"$T/err" ||
+  { echo "FAIL single clipped run: $(cat "$T/err")"; exit 1; }
+if cmp -s <(grep "^step 1 " "$T/one.log") <(grep "^step 1 " "$T/onec.log"); then bad "--clip-grad-norm $CLIP does not bite"; fi
 
 # CASE = name:zero:strategy[:mesh]; strategy "plan": no --strategy (each stage's plan from the planner); a name
-# ending in "rc": with --pipeline-recompute (the earlier stage recomputes: ZeRO-1 and recomputation together)
-for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2 z2plan:2:plan z2:2:dp z2tp:2:dp,tp:dp=2,tp=2}; do
+# ending in "rc": with --pipeline-recompute (the earlier stage recomputes: ZeRO-1 and recomputation together);
+# containing "mb": --zero-reduce per-microbatch; containing "clip": --clip-grad-norm (the clipped single device the
+# reference); zero "lim": no --pipeline-zero, --memory-limit 500000 (the stage DP chooses ZeRO-2 for the fixed stages)
+for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2 z2plan:2:plan z2:2:dp z2tp:2:dp,tp:dp=2,tp=2 z2mb:2:plan z2clip:2:plan z2mbclip:2:plan z2lim:lim:plan}; do
   IFS=: read -r name zero st mesh <<<"$c"
   d="$T/tr-$name"
-  gpus=4 meshopt=() strat=(--strategy "$st") label="pp=2 x dp=2 (--strategy dp)" rcopt=()
+  gpus=4 meshopt=() strat=(--strategy "$st") label="pp=2 x dp=2 (--strategy dp)" rcopt=() zopt=(--pipeline-zero "$zero") form=once
   [ "$st" = plan ] && strat=() label="pp=2 x the planner's plan"
   [ -n "$mesh" ] && gpus=8 meshopt=(--mesh "$mesh") label="pp=2 x dp=2 x tp=2"
   label="$label, --pipeline-zero $zero"
+  if [ "$zero" = lim ]; then
+    zopt=(--memory-limit 500000 --recompute none --pipeline-recompute=off) zero=2
+    label="pp=2 x the planner's plan, --memory-limit 500000 (ZeRO chosen by the stage DP)"
+  fi
   [[ $name == *rc ]] && rcopt=(--pipeline-recompute) label="$label --pipeline-recompute"
+  [[ $name == *mb* ]] && zopt+=(--zero-reduce per-microbatch) form=mb label="$label --zero-reduce per-microbatch"
+  ra="$T/one.log" rw="$T/one.w"
+  [[ $name == *clip* ]] && zopt+=(--clip-grad-norm $CLIP) ra="$T/onec.log" rw="$T/onec.w" label="$label --clip-grad-norm $CLIP"
   if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --schedule 1f1b \
-      --gpus "$gpus" "${meshopt[@]}" "${strat[@]}" --pipeline-zero "$zero" "${rcopt[@]}" --target cpu -o "$d/" </dev/null >"$d.galvc" 2>&1; then
+      --gpus "$gpus" "${meshopt[@]}" "${strat[@]}" "${zopt[@]}" "${rcopt[@]}" --target cpu -o "$d/" </dev/null >"$d.galvc" 2>&1; then
     bad "$label: galvc: $(grep -m3 error "$d.galvc")"
     continue
   fi
@@ -72,9 +96,18 @@ for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:d
   [ ${#rcopt[@]} -gt 0 ] && ref=none
   z1=none # ZeRO-2: the same pipeline with ZeRO-1 (its stage collectives and gradient sums)
   [ "$zero" = 2 ] && z1="$T/tr-${name/z2/dp}.log" && [ "$st" = plan ] && z1="$T/tr-plan.log"
-  if msg=$(python3 - "$T/one.log" "$d.log" "$T/one.w" "$d.w" "$d.galvc" "$zero" "$gpus" "$ref" "$z1" "$st" 2>&1 <<'PY'
+  [[ $name == *clip* || $name == *lim ]] && z1=none
+  if [[ $name == *lim ]]; then # the stage DP's choice: reported, in plan.json
+    if ! grep -q "strategies dp=2 +zero-2 | dp=2 +zero-2" "$d.galvc" || ! grep -q '"stage_zero": \[2, 2\]' "$d/plan.json"; then
+      bad "$label: the stage DP does not choose ZeRO-2 ($(grep -m1 strategies "$d.galvc"); $(grep -o '"stage_zero": [^]]*]' "$d/plan.json"))"
+      continue
+    fi
+  fi
+  z2o=none # ZeRO-2 per microbatch: the per-step form's gradient sums
+  [ "$form" = mb ] && z2o="$T/tr-z2plan.log"
+  if msg=$(python3 - "$ra" "$d.log" "$rw" "$d.w" "$d.galvc" "$zero" "$gpus" "$ref" "$z1" "$st" "$form" "$z2o" 2>&1 <<'PY'
 import sys, os, re, numpy as np
-la, lb, wa, wb, gl, zero, gpus, ref, z1, st = sys.argv[1:11]
+la, lb, wa, wb, gl, zero, gpus, ref, z1, st, form, z2o = sys.argv[1:13]
 zero, gpus = int(zero), int(gpus)
 def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
 a, b = losses(la), losses(lb)
@@ -122,7 +155,25 @@ if zero:
         extra += f"; optimizer state per rank {mem[0][3]} of {full[int(mem[0][0])]} bytes"
 elif zs:
     sys.exit("ZeRO-1 without --pipeline-zero 1")
-if zero == 2:  # the step's sums reduce-scattered once: bytes = galvc's prediction x 2 steps; fewer stage collective bytes
+if zero == 2 and form == "mb":  # each microbatch's gradients reduce-scattered: bytes = galvc's prediction x 2 x 2
+    rs = re.findall(r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-2 over 2 ranks: each microbatch's gradients reduce-scattered "
+                    r"\((\d+) of (\d+) trained .*chunk sums (\d+) bytes.*; reduce-scatter (\d+) bytes sent in 2 steps", log)
+    pr = {int(s): (int(n), int(b)) for s, n, b in re.findall(r"galvc: stage (\d): ZeRO-2: each microbatch's gradients reduce-scattered "
+                                                          r"over 2 ranks .*\((\d+) of \d+ parameters.*reduce-scatter (\d+) bytes sent "
+                                                          r"per rank per microbatch", open(gl).read())}
+    if len(rs) != gpus or sorted(pr) != [0, 1]: sys.exit(f"ZeRO-2 lines: {len(rs)} of {gpus} ranks, galvc's for stages {sorted(pr)}")
+    for st_, rank, npart, ntr, chunk, got in rs:
+        if int(got) != 4 * pr[int(st_)][1] or int(npart) != pr[int(st_)][0]:
+            sys.exit(f"stage {st_} rank {rank}: reduce-scatter {got} bytes ({npart} unreduced), predicted 2 x 2 x {pr[int(st_)]}")
+    extra += f"; reduce-scatter bytes = predicted ({pr[0][1]}, {pr[1][1]} per rank per microbatch)"
+    if os.path.exists(z2o):  # the gradient sums against the per-step form's (local sums + chunk)
+        sums = lambda p: {int(s): int(g) for s, g in re.findall(r"\[stage (\d), rank \d+, stage rank \d+\]: memory per rank: \d+ bytes "
+                                                               r"\(.*gradient sums (\d+),", open(p).read())}
+        a1, a2 = sums(lb), sums(z2o)
+        for k in (0, 1):
+            if not a1[k] < 0.6 * a2[k]: sys.exit(f"stage {k}: gradient sums {a1[k]} bytes, the per-step form's {a2[k]}")
+        extra += f"; gradient sums {a1[0]} / {a1[1]} bytes (per step: {a2[0]} / {a2[1]})"
+elif zero == 2:  # the step's sums reduce-scattered once: bytes = galvc's prediction x 2 steps; fewer stage collective bytes
     rs = re.findall(r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-2 over 2 ranks: gradient sums (\d+) bytes summed locally "
                     r"\((\d+) of (\d+) trained .*this rank's chunk (\d+) bytes; reduce-scatter (\d+) bytes sent in 2 steps", log)
     pr = {int(s): (int(n), int(b)) for s, n, b in re.findall(r"galvc: stage (\d): ZeRO-2: gradient sums reduce-scattered over 2 ranks "
@@ -157,7 +208,7 @@ done
 
 # bad input: one error line
 for args in "--pipeline-zero 2 --train" "--pipeline-zero 1 --train" "--pipeline-zero 3 --pipeline-stages 2 --train" \
-  "--pipeline-zero 2 --pipeline-stages 2 --gpus 4 --strategy dp --clip-grad-norm 1 --train"; do
+  "--pipeline-zero 1 --pipeline-stages 2 --gpus 4 --zero-reduce per-microbatch --train"; do
   # shellcheck disable=SC2086
   if timeout 120 "$BUILD/galvc" "$m" --batch 8 --seq 8 $args --target cpu -q -o "$T/bad/" </dev/null >/dev/null 2>"$T/err"; then
     bad "$args: succeeded"
