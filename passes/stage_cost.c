@@ -33,7 +33,7 @@
  * pass inside the stage program, each mode's program realised and planned
  * on its own: its second forward in the plan's time, its smaller stash,
  * its arena); the stage DP takes per stage the fastest that fits
- * (docs/pipeline.md, "Recomputation and ZeRO-1 per stage").
+ * (docs/pipeline.md, "Recomputation and ZeRO per stage").
  * Results are kept per (first, last, sub-mesh) across the DP's runs. */
 #define _POSIX_C_SOURCE 200809L
 #include "stage_cost.h"
@@ -222,8 +222,8 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     /* the programs planned: as compiled without ZeRO-2 (unless --pipeline-zero 2 is given) and, where ZeRO-2 is given
      * or offered, with its parameter gradients left unreduced over the ranks holding equal parameters (no all-reduce
      * per microbatch: time, and the arena without the reduced copies) */
-    bool want[2] = {!(x->training && x->zero == 2),
-                    x->training && grads && devices > 1 && (x->zero == 2 || (!x->zero && x->choose_zero))};
+    bool want[2] = {false, x->training && grads && devices > 1 && (x->zero == 2 || (!x->zero && x->choose_zero))};
+    want[0] = !(x->training && x->zero == 2) || !want[1]; /* ZeRO-2 given: the unreduced program where it applies */
     int rc = 0;
     for (int k = 0; k < 2 && rc >= 0; k++) {
       if (!want[k]) continue;
@@ -258,7 +258,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       int zl[2], nzl = 0;
       if (k == 0) {
         if (x->training && !x->zero && x->choose_zero) zl[nzl++] = GV_ZERO_NONE, zl[nzl++] = GV_ZERO_1;
-        else zl[nzl++] = x->training ? x->zero : GV_ZERO_NONE;
+        else zl[nzl++] = x->training && x->zero != 2 ? x->zero : GV_ZERO_NONE;
       } else {
         if (x->zero_reduce <= 0) zl[nzl++] = GV_ZERO_2;
         if (x->zero_reduce != 0) zl[nzl++] = GV_ZERO_2_EACH;
@@ -285,6 +285,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
             for (int u = 0; u < plan.nunits; u++) zsplit |= plan.zero[u] != 0;
             for (int a = 0; zero && !zsplit && a < plan.naxes; a++)
               if (plan.dmask & (1u << a)) g *= plan.size[a];
+            if (zero && g < 2) { /* no dp ranks to split over: offered, the same way as without; given, runs without */
+              if (!x->zero) continue;
+              zero = GV_ZERO_NONE;
+            }
             int64_t opt = (int64_t)x->opt_states * pc.mem_params;
             /* the gradient sums: the parameters' bytes, half with --grad-dtype bf16 (bf16 sums of bf16 gradients) */
             int64_t sums = g16 ? pc.mem_params / 2 : pc.mem_params;
@@ -306,8 +310,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
                 out->state_bytes += (sums + g - 1) / g;
               } else if (zero == GV_ZERO_2_EACH) /* each microbatch's gradients reduce-scattered, a bucket at a time */
                 out->ns += GV_ZERO_EACH_BUCKETS * g * gv_cost_collective(x->cluster, GV_COLL_REDUCE_SCATTER, es * g * bs, g, across);
-            } else if (zero == GV_ZERO_2 || zero == GV_ZERO_2_EACH)
-              continue; /* no ranks to split over */
+            }
             /* the runtime's optimizer update once per step, memory-bound: per element it reads the parameter, the
              * gradient sum and the optimizer state and writes the parameter and the state (on a ZeRO-1 rank its
              * chunk), and an earlier stage copies the parameters to its backward entry's weights */
@@ -328,7 +331,6 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           /* the DP's key among the ways: ZeRO's per-step collectives spread over the step's microbatches */
           out->key_ns = out->ns + out->zero_ns / (x->B > 0 ? x->B : 1);
           plan_desc(&plan, out->desc, sizeof out->desc);
-          if (zero == GV_ZERO_1 && out->zero_ranks < 2) continue; /* no dp ranks to split the optimizer state over: the same way as without */
           /* a per-layer mode that changes nothing here (no attention core, no layer in the stage, or the whole stage
            * recomputed and its arena the same): the same way as an earlier one */
           bool dup = false;

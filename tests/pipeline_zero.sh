@@ -29,9 +29,11 @@
 # with ZeRO-2 (both forms: the global norm over the chunks, each parameter
 # counted once) = the single device's clipped run, which differs from the
 # unclipped one. The stage DP with a fixed --pipeline-stages 2 and
-# --memory-limit 500000 (no --pipeline-zero: chosen; neither no ZeRO nor
-# ZeRO-1 fits stage 0): both stages +zero-2, plan.json's stage_zero [2, 2],
-# the run = the single device. Bad input (--pipeline-zero without stages,
+# --memory-limit 450000 (no --pipeline-zero: chosen; neither no ZeRO,
+# ZeRO-1 nor ZeRO-2 once per step fits stage 0): stage 0 +zero-2/mb (per
+# microbatch), stage 1 +zero-2, in plan.json (--plan-out: stage_zero [2, 2],
+# stage_zero_reduce), --plan replays it, without the limit no ZeRO (the
+# flags' choice); the run = the single device. Bad input (--pipeline-zero without stages,
 # 3, --zero-reduce with --pipeline-zero 1): one error line.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -64,7 +66,7 @@ if cmp -s <(grep "^step 1 " "$T/one.log") <(grep "^step 1 " "$T/onec.log"); then
 # ending in "rc": with --pipeline-recompute (the earlier stage recomputes: ZeRO-1 and recomputation together);
 # containing "mb": --zero-reduce per-microbatch; containing "clip": --clip-grad-norm (the clipped single device the
 # reference); zero "lim": no --pipeline-zero, --memory-limit 500000 (the stage DP chooses ZeRO-2 for the fixed stages)
-for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2 z2plan:2:plan z2:2:dp z2tp:2:dp,tp:dp=2,tp=2 z2mb:2:plan z2clip:2:plan z2mbclip:2:plan z2lim:lim:plan}; do
+for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2 z2plan:2:plan z2:2:dp z2tp:2:dp,tp:dp=2,tp=2 z2mb:2:plan z2clip:2:plan z2mbclip:2:plan z1clip:1:plan z2lim:lim:plan}; do
   IFS=: read -r name zero st mesh <<<"$c"
   d="$T/tr-$name"
   gpus=4 meshopt=() strat=(--strategy "$st") label="pp=2 x dp=2 (--strategy dp)" rcopt=() zopt=(--pipeline-zero "$zero") form=once
@@ -72,8 +74,8 @@ for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:d
   [ -n "$mesh" ] && gpus=8 meshopt=(--mesh "$mesh") label="pp=2 x dp=2 x tp=2"
   label="$label, --pipeline-zero $zero"
   if [ "$zero" = lim ]; then
-    zopt=(--memory-limit 500000 --recompute none --pipeline-recompute=off) zero=2
-    label="pp=2 x the planner's plan, --memory-limit 500000 (ZeRO chosen by the stage DP)"
+    zopt=(--memory-limit 450000 --recompute none --pipeline-recompute=off --plan-out "$d.json") zero=2 form=any
+    label="pp=2 x the planner's plan, --memory-limit 450000 (ZeRO chosen by the stage DP)"
   fi
   [[ $name == *rc ]] && rcopt=(--pipeline-recompute) label="$label --pipeline-recompute"
   [[ $name == *mb* ]] && zopt+=(--zero-reduce per-microbatch) form=mb label="$label --zero-reduce per-microbatch"
@@ -97,9 +99,20 @@ for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:d
   z1=none # ZeRO-2: the same pipeline with ZeRO-1 (its stage collectives and gradient sums)
   [ "$zero" = 2 ] && z1="$T/tr-${name/z2/dp}.log" && [ "$st" = plan ] && z1="$T/tr-plan.log"
   [[ $name == *clip* || $name == *lim ]] && z1=none
-  if [[ $name == *lim ]]; then # the stage DP's choice: reported, in plan.json
-    if ! grep -q "strategies dp=2 +zero-2 | dp=2 +zero-2" "$d.galvc" || ! grep -q '"stage_zero": \[2, 2\]' "$d/plan.json"; then
-      bad "$label: the stage DP does not choose ZeRO-2 ($(grep -m1 strategies "$d.galvc"); $(grep -o '"stage_zero": [^]]*]' "$d/plan.json"))"
+  if [[ $name == *lim ]]; then # the stage DP's choice: reported, in plan.json, replayed by --plan; not without the limit
+    want="strategies dp=2 +zero-2/mb | dp=2 +zero-2,"
+    timeout 300 "$BUILD/galvc" --plan "$d.json" "$m" --batch 8 --seq 8 --train --gpus 4 --target cpu --plan-only -o "$T/re/" \
+      </dev/null >"$d.re" 2>&1
+    timeout 300 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --schedule 1f1b --gpus 4 \
+      --recompute none --pipeline-recompute=off --target cpu --plan-only -o "$T/nolim/" </dev/null >"$d.nolim" 2>&1
+    if ! grep -q "$want" "$d.galvc" || ! grep -q '"stage_zero": \[2, 2\], "stage_zero_reduce": \["per-microbatch", "once"\]' "$d.json"; then
+      bad "$label: the stage DP's choice: $(grep -m1 -o 'strategies.*' "$d.galvc"); $(grep -o '"stage_zero.*"stage_layer' "$d.json")"
+      continue
+    elif ! grep -q "$want" "$d.re"; then
+      bad "$label: --plan replays $(grep -m1 -o 'strategies.*' "$d.re") $(grep -m1 error "$d.re")"
+      continue
+    elif grep -q "ZeRO" "$d.nolim" || ! grep -q "stage 1: groups" "$d.nolim"; then
+      bad "$label: without the limit ZeRO is chosen too (the flags' choice expected): $(grep -m1 -E 'ZeRO|error' "$d.nolim")"
       continue
     fi
   fi
@@ -155,45 +168,49 @@ if zero:
         extra += f"; optimizer state per rank {mem[0][3]} of {full[int(mem[0][0])]} bytes"
 elif zs:
     sys.exit("ZeRO-1 without --pipeline-zero 1")
-if zero == 2 and form == "mb":  # each microbatch's gradients reduce-scattered: bytes = galvc's prediction x 2 x 2
-    rs = re.findall(r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-2 over 2 ranks: each microbatch's gradients reduce-scattered "
-                    r"\((\d+) of (\d+) trained .*chunk sums (\d+) bytes.*; reduce-scatter (\d+) bytes sent in 2 steps", log)
-    pr = {int(s): (int(n), int(b)) for s, n, b in re.findall(r"galvc: stage (\d): ZeRO-2: each microbatch's gradients reduce-scattered "
-                                                          r"over 2 ranks .*\((\d+) of \d+ parameters.*reduce-scatter (\d+) bytes sent "
-                                                          r"per rank per microbatch", open(gl).read())}
+if zero == 2:  # per stage, its form: the step's sums reduce-scattered once (bytes = galvc's prediction x 2 steps), or each
+    # microbatch's gradients (x 2 microbatches x 2 steps); fewer stage collective bytes than ZeRO-1's
+    gtxt = open(gl).read()
+    rs, pr = {}, {}
+    for st_, rank, sums, npart, ntr, chunk, got in re.findall(
+            r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-2 over 2 ranks: gradient sums (\d+) bytes summed locally "
+            r"\((\d+) of (\d+) trained .*this rank's chunk (\d+) bytes; reduce-scatter (\d+) bytes sent in 2 steps", log):
+        rs[(int(st_), int(rank))] = ("once", int(npart), int(got), int(sums), int(chunk))
+    for st_, rank, npart, ntr, chunk, got in re.findall(
+            r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-2 over 2 ranks: each microbatch's gradients reduce-scattered "
+            r"\((\d+) of (\d+) trained .*chunk sums (\d+) bytes.*; reduce-scatter (\d+) bytes sent in 2 steps", log):
+        rs[(int(st_), int(rank))] = ("mb", int(npart), int(got), 0, int(chunk))
+    for st_, nu, nb in re.findall(r"galvc: stage (\d): ZeRO-2: gradient sums reduce-scattered over 2 ranks once per step \((\d+) of \d+ "
+                                r"parameters.*, reduce-scatter (\d+) bytes sent", gtxt):
+        pr[int(st_)] = ("once", int(nu), int(nb))
+    for st_, nu, nb in re.findall(r"galvc: stage (\d): ZeRO-2: each microbatch's gradients reduce-scattered over 2 ranks .*\((\d+) of \d+ "
+                                r"parameters.*reduce-scatter (\d+) bytes sent per rank per microbatch", gtxt):
+        pr[int(st_)] = ("mb", int(nu), int(nb))
     if len(rs) != gpus or sorted(pr) != [0, 1]: sys.exit(f"ZeRO-2 lines: {len(rs)} of {gpus} ranks, galvc's for stages {sorted(pr)}")
-    for st_, rank, npart, ntr, chunk, got in rs:
-        if int(got) != 4 * pr[int(st_)][1] or int(npart) != pr[int(st_)][0]:
-            sys.exit(f"stage {st_} rank {rank}: reduce-scatter {got} bytes ({npart} unreduced), predicted 2 x 2 x {pr[int(st_)]}")
-    extra += f"; reduce-scatter bytes = predicted ({pr[0][1]}, {pr[1][1]} per rank per microbatch)"
-    if os.path.exists(z2o):  # the gradient sums against the per-step form's (local sums + chunk)
+    if form != "any" and any(f != form for f, _, _ in pr.values()): sys.exit(f"ZeRO-2 forms {pr}, expected {form}")
+    for (st_, rank), (f, npart, got, sums, chunk) in rs.items():
+        if f != pr[st_][0] or got != (2 if f == "once" else 4) * pr[st_][2] or npart != pr[st_][1]:
+            sys.exit(f"stage {st_} rank {rank}: {f} reduce-scatter {got} bytes ({npart} unreduced), predicted {pr[st_]} x 2 steps"
+                     f"{'' if f == 'once' else ' x 2 microbatches'}")
+        if f == "once" and not sums <= 2 * chunk <= sums + 256: sys.exit(f"stage {st_} rank {rank}: chunk {chunk} of sums {sums}")
+    if pr[0][1] == 0: sys.exit("stage 0 leaves no gradient unreduced")
+    col = r"\[stage (\d), rank (\d+), stage rank \d+\]: stage collectives sent by this rank in 2 steps: all_reduce (\d+), all_gather (\d+)"
+    extra += (f"; reduce-scatter bytes = predicted (stage 0 {pr[0][0]} {pr[0][2]}, stage 1 {pr[1][0]} {pr[1][2]} per rank per "
+              f"step / microbatch; {pr[0][1]}, {pr[1][1]} gradients unreduced)")
+    if form == "mb" and os.path.exists(z2o):  # the gradient sums against the per-step form's (local sums + chunk)
         sums = lambda p: {int(s): int(g) for s, g in re.findall(r"\[stage (\d), rank \d+, stage rank \d+\]: memory per rank: \d+ bytes "
                                                                r"\(.*gradient sums (\d+),", open(p).read())}
         a1, a2 = sums(lb), sums(z2o)
         for k in (0, 1):
             if not a1[k] < 0.6 * a2[k]: sys.exit(f"stage {k}: gradient sums {a1[k]} bytes, the per-step form's {a2[k]}")
         extra += f"; gradient sums {a1[0]} / {a1[1]} bytes (per step: {a2[0]} / {a2[1]})"
-elif zero == 2:  # the step's sums reduce-scattered once: bytes = galvc's prediction x 2 steps; fewer stage collective bytes
-    rs = re.findall(r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-2 over 2 ranks: gradient sums (\d+) bytes summed locally "
-                    r"\((\d+) of (\d+) trained .*this rank's chunk (\d+) bytes; reduce-scatter (\d+) bytes sent in 2 steps", log)
-    pr = {int(s): (int(n), int(b)) for s, n, b in re.findall(r"galvc: stage (\d): ZeRO-2: gradient sums reduce-scattered over 2 ranks "
-                                                          r"once per step \((\d+) of \d+ parameters.*, reduce-scatter (\d+) bytes sent",
-                                                          open(gl).read())}
-    if len(rs) != gpus or sorted(pr) != [0, 1]: sys.exit(f"ZeRO-2 lines: {len(rs)} of {gpus} ranks, galvc's for stages {sorted(pr)}")
-    for st, rank, sums, npart, ntr, chunk, got in rs:
-        if int(got) != 2 * pr[int(st)][1] or int(npart) != pr[int(st)][0]:
-            sys.exit(f"stage {st} rank {rank}: reduce-scatter {got} bytes ({npart} unreduced), predicted 2 x {pr[int(st)]}")
-        if not int(sums) <= 2 * int(chunk) <= int(sums) + 256: sys.exit(f"stage {st} rank {rank}: chunk {chunk} of sums {sums}")
-    if pr[0][0] == 0: sys.exit("stage 0 leaves no gradient unreduced")
-    col = r"\[stage (\d), rank (\d+), stage rank \d+\]: stage collectives sent by this rank in 2 steps: all_reduce (\d+), all_gather (\d+)"
-    extra += f"; reduce-scatter bytes = predicted ({pr[0][1]}, {pr[1][1]} per rank per step; {pr[0][0]}, {pr[1][0]} gradients unreduced)"
     if os.path.exists(z1):
         c1 = {(int(s), int(r)): int(a) for s, r, a, _ in re.findall(col, open(z1).read())}
         c2 = {(int(s), int(r)): int(a) for s, r, a, _ in re.findall(col, log)}
         k = (0, 0)
         if k not in c1 or k not in c2 or not c2[k] < c1[k]: sys.exit(f"stage 0 all-reduce bytes {c2.get(k)} vs ZeRO-1 {c1.get(k)}")
-        r00 = [x[6] for x in rs if x[0] == "0" and x[1] == "0"]
-        extra += f"; stage 0 rank 0 all-reduce {c2[k]} + reduce-scatter {r00[0] if r00 else '?'} bytes vs ZeRO-1's all-reduce {c1[k]}"
+        r00 = rs[(0, 0)][2]
+        extra += f"; stage 0 rank 0 all-reduce {c2[k]} + reduce-scatter {r00} bytes vs ZeRO-1's all-reduce {c1[k]}"
 memtxt = (f"memory predicted within +{100 * worst_mem:.1f} % of the allocation" if memcheck else
           f"memory allocated {max(int(x[2]) for x in mem)} bytes per rank at most (the prediction, of the planner's plan "
           f"rather than the preset's, is not compared)")

@@ -86,7 +86,8 @@ static void usage(FILE *f) {
           "                           (docs/sharding.md; zero = zero3, ZeRO stages); auto (the default with\n"
           "                           --gpus > 1): the planner searches (docs/planner.md)\n"
           "  --plan FILE              reuse a saved plan.json; --plan-out FILE writes it (default: -o DIR/plan.json,\n"
-          "                           -o FILE: plan.json next to FILE; without -o only --plan-out writes it)\n"
+          "                           -o FILE: plan.json next to FILE; without -o only --plan-out writes it;\n"
+          "                           with --pipeline-stages: --plan-out writes the stage DP's pipelined plan)\n"
           "  --plan-only              stop after planning (with --no-weights: shapes only, for big models)\n"
           "  --memory-limit BYTES     memory per device for the planner (default: the cluster's)\n"
           "  --memory-reserve F[,BYTES]  hold back the fraction F (0 <= F < 1) of that memory and BYTES more per\n"
@@ -1054,8 +1055,9 @@ int main(int argc, char **argv) {
             "--train --microbatches auto)";
     else if (profile_path && !planner && !pa.on)
       why = "--profile applies to the planner or the pipeline stage DP (--gpus > 1 without --strategy / --sharding, or --pipeline-stages)";
-    else if (gv_plan_opts.plan_out && !planner)
-      why = "--plan-out writes the planner's plan: it needs the planner (--gpus > 1 without --strategy / --sharding, or --plan)";
+    else if (gv_plan_opts.plan_out && !planner && !pa.on)
+      why = "--plan-out writes the planner's plan: it needs the planner (--gpus > 1 without --strategy / --sharding, --plan, or "
+            "--pipeline-stages)";
     else if (plan_only && report_cost) why = "--report-cost does not combine with --plan-only (planning stops before the program it costs)";
     else if (plan_only && emit) snprintf(msg, sizeof msg, "--emit=%s does not combine with --plan-only (nothing is emitted)", emit), why = msg;
     else if (dump_dir_given && !dump_after) why = "--dump-dir needs --dump-ir-after (nothing is dumped without it)";
@@ -1318,6 +1320,7 @@ int main(int argc, char **argv) {
       return 2;
     }
     gv_plan_opts.active = false;
+    pa.plan_out = gv_plan_opts.plan_out; /* --plan-out: the stage DP's plan.json (its stages, each stage's way) */
     pa.naxes = gv_shard_opts.strategy ? naxes : 0;
     pa.mesh_given = mesh_spec != NULL;
     for (int a = 0; a < pa.naxes; a++) pa.axn[a] = axn[a], pa.axs[a] = axs[a];

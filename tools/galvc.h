@@ -59,7 +59,7 @@ typedef struct {
   signed char srec[GV_PIPE_MAX_STAGES], szero[GV_PIPE_MAX_STAGES];
   signed char slrc[GV_PIPE_MAX_STAGES]; /* a plan.json's per-layer recomputation per stage (GV_LAYER_RC_*; -1: any) */
   bool layer_rc_given;    /* --recompute given: every stage program recomputes its layers so (else chosen per stage
-                           * with the stages, none with a fixed --pipeline-stages S) */
+                           * with the stages or under --memory-limit, else none with a fixed --pipeline-stages S) */
   int naxes;             /* stages of more than one device: each stage's mesh (--strategy / --mesh), 0: the planner's */
   const char *axn[3];
   int64_t axs[3];

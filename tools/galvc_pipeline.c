@@ -385,9 +385,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
                              .cluster = cluster, .mem_limit = gv_plan_opts.memory_limit, .shared = sh, .nshared = nsh,
                              .opt_states = nopt, .zero = pa->zero, .zero_reduce = pa->zero_reduce - 1};
   /* recomputation and ZeRO per stage: chosen (the ways offered to the DP) with the stages chosen (auto, the default
-   * search, its chosen plan's stages) or fixed under --memory-limit (--pipeline-stages S: the DP with the stage count
-   * fixed; without a limit the flags' choice); given or forbidden by the flags; a plan.json's replayed */
-  const bool choose = train && (S == 0 || pa->joint || pa->cuts_given || gv_plan_opts.memory_limit > 0);
+   * search, its chosen plan's stages) or fixed under --memory-limit (--pipeline-stages S, the planner's plan per stage:
+   * the DP with the stage count fixed; without a limit, or with a preset the cost does not price, the flags' choice);
+   * given or forbidden by the flags; a plan.json's replayed */
+  const bool choose = train && (S == 0 || pa->joint || pa->cuts_given || (gv_plan_opts.memory_limit > 0 && !pa->naxes));
   actx.choose_recompute = ictx.choose_recompute = choose && !pa->recompute && !pa->recompute_off;
   actx.choose_zero = ictx.choose_zero = choose && !pa->zero && !pa->zero_off && !pa->zero_forbidden;
   ictx.choose_layer_rc = choose && !pa->layer_rc_given; /* per-layer recomputation: chosen with the stages unless given */
@@ -1196,7 +1197,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
                             (long long)mprod, dev[i]);
     }
   }
-  if ((autoS || autoB || P.cuts || P.cuts_given) && !(P.joint && quiet)) {
+  /* fixed stages whose ways the stage DP chose (under --memory-limit): reported as chosen stages are */
+  const bool ways = train && !autoS && gv_plan_opts.memory_limit > 0 && !P.naxes;
+  if ((autoS || autoB || P.cuts || P.cuts_given || ways) && !(P.joint && quiet)) {
     printf("pipeline %s: %d stages%s, cuts at groups",
            autoS || autoB ? "auto" : P.cuts_given ? (P.joint ? "chosen by the default search" : "plan") : P.cuts == 2 ? "equal cuts" : "dp cuts", S,
            autoS ? " (chosen)" : "");
