@@ -159,6 +159,21 @@ gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngrou
   return m;
 }
 
+/* The bytes of the parameters groups [first, last) hold together with groups outside it (summed across the stages
+ * once per step: runtime/pipe.c keeps their step sums whole even under ZeRO-2 per microbatch) */
+static int64_t shared_held_bytes(const gv_shared_param *sp, int n, int first, int last) {
+  int64_t b = 0;
+  for (int i = 0; i < n; i++) {
+    bool in = false, out = false;
+    for (int j = 0; j < sp[i].ngroups; j++) {
+      bool k = sp[i].groups[j] >= first && sp[i].groups[j] < last;
+      in |= k, out |= !k;
+    }
+    if (in && out) b += sp[i].bytes;
+  }
+  return b;
+}
+
 struct gv_stage_cache {
   int first, last;
   int64_t nodes, per_node;
@@ -296,7 +311,9 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
             /* ZeRO-2 per microbatch (runtime/pipe.c): no local sums; the chunk's sums (ZE_BUCKETS x g buckets of bs
              * elements, at least the chunk), one bucket per rank staged for each reduce-scatter, and its result */
             int64_t bs = (nf + GV_ZERO_EACH_BUCKETS * g - 1) / (GV_ZERO_EACH_BUCKETS * g);
-            int64_t held = zero == GV_ZERO_2_EACH ? es * (GV_ZERO_EACH_BUCKETS * g * bs + g * bs + bs) : sums;
+            int64_t held = zero == GV_ZERO_2_EACH ? es * (GV_ZERO_EACH_BUCKETS * g * bs + g * bs + bs) +
+                                                        shared_held_bytes(x->shared, x->nshared, first, last) / (4 / es)
+                                                  : sums;
             out->state_bytes += held + pmax + (g > 1 ? (opt + g - 1) / g : opt) + (can_rc && !recompute ? pc.mem_params : 0);
             if (g > 1) { /* ZeRO-1: the parameters all-gathered over the g ranks after each update */
               bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && g > per_node;

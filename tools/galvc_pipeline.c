@@ -1508,11 +1508,16 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
                 fprintf(stderr, "galvc: stage %d: ZeRO-2: gradient sums reduce-scattered over %lld ranks once per step (%d of %d "
                                 "parameters' gradients left unreduced by the stage program), reduce-scatter %lld bytes sent per "
                                 "rank per step\n", s, (long long)g, npart, nparam, (long long)((g - 1) * zn * eb));
-              else
+              else { /* parameters other stages hold too: summed across the stages, then one more pass per step */
+                int shared = 0;
+                for (int a = 0; a < mp->main->body->nargs; a++)
+                  shared += mp->main->arg_is_param[a] && __builtin_popcountll(pmask[a]) > 1 && (pmask[a] >> s & 1);
                 fprintf(stderr, "galvc: stage %d: ZeRO-2: each microbatch's gradients reduce-scattered over %lld ranks into "
                                 "the rank's chunk (%d of %d parameters' gradients left unreduced by the stage program; %lld "
-                                "buckets of %lld elements per rank), reduce-scatter %lld bytes sent per rank per microbatch\n",
-                        s, (long long)g, npart, nparam, (long long)nbk, (long long)bs, (long long)(nbk * (g - 1) * bs * eb));
+                                "buckets of %lld elements per rank), reduce-scatter %lld bytes sent per rank per microbatch%s\n",
+                        s, (long long)g, npart, nparam, (long long)nbk, (long long)bs, (long long)(nbk * (g - 1) * bs * eb),
+                        shared ? " and once more per step (the parameters other stages hold too, after their sum)" : "");
+              }
             }
           }
         }
