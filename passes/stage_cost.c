@@ -36,7 +36,7 @@
  * pass inside the stage program, each mode's program realised and planned
  * on its own: its second forward in the plan's time, its smaller stash,
  * its arena); the stage DP takes per stage the fastest that fits
- * (docs/pipeline.md, "Recomputation and ZeRO-1 per stage").
+ * (docs/pipeline.md, "Recomputation and ZeRO per stage").
  * Results are kept per (first, last, sub-mesh) across the DP's runs. */
 #define _POSIX_C_SOURCE 200809L
 #include "stage_cost.h"
@@ -162,6 +162,21 @@ gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngrou
   return m;
 }
 
+/* The bytes of the parameters groups [first, last) hold together with groups outside it (summed across the stages
+ * once per step: runtime/pipe.c keeps their step sums whole even under ZeRO-2 per microbatch) */
+static int64_t shared_held_bytes(const gv_shared_param *sp, int n, int first, int last) {
+  int64_t b = 0;
+  for (int i = 0; i < n; i++) {
+    bool in = false, out = false;
+    for (int j = 0; j < sp[i].ngroups; j++) {
+      bool k = sp[i].groups[j] >= first && sp[i].groups[j] < last;
+      in |= k, out |= !k;
+    }
+    if (in && out) b += sp[i].bytes;
+  }
+  return b;
+}
+
 struct gv_stage_cache {
   int first, last;
   int64_t nodes, per_node;
@@ -216,12 +231,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_train_opts.recompute = keep;
       return -1;
     }
-    gv_plan plan;
-    gv_plan_cost pc;
+    gv_plan plans[2];
+    gv_plan_cost pcs[2];
+    int prc[2] = {1, 1};
     int64_t devices = nodes * per_node;
-    /* ZeRO-2 (given): the program planned as galvc compiles it, its parameter gradients left unreduced over the
-     * ranks holding equal parameters (no all-reduce per microbatch: time, and the arena without the reduced copies) */
-    gv_pipe_opts.zero2 = x->training && x->zero == 2;
     /* the parameters other stages hold too: their gradients stay whole in the program (the runtime sums them across
      * the stages), as galvc compiles the stage; the others' are returned split as their parameters */
     const char *whole[64];
@@ -233,109 +246,147 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       const char *n = sp->arg >= 0 && sp->arg < x->base->main->body->nargs ? x->base->main->arg_names[sp->arg] : NULL;
       if (in && out && n) whole[nwhole++] = n;
     }
-    const char *const *keep_whole = gv_pipe_opts.zero2_whole;
-    int keep_nwhole = gv_pipe_opts.nzero2_whole;
-    gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
     int64_t mprod = x->mesh_naxes ? 1 : 0;
     for (int a = 0; a < x->mesh_naxes; a++) mprod *= x->mesh_shape[a];
     bool on_mesh = mprod == devices && x->mesh_naxes > 1; /* --mesh: the stage's plans on its shape */
     bool one = x->one_axis && devices > 1 && !on_mesh;   /* --strategy dp / tp: one axis of the stage's devices */
     const int64_t *shape = on_mesh ? x->mesh_shape : one ? &devices : NULL;
-    gv_plan_opts.intra_roles = (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
-    int rc = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plan, &pc);
-    gv_plan_opts.intra_roles = false;
-    gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
-    gv_pipe_opts.zero2 = false;
-    gv_train_opts.recompute = keep;
     bool earlier = x->training && last < x->ngroups;
     bool grads = !x->training || gv_stage_has_grads(m); /* false: a forward-only stage (nothing trains in it) */
-    /* the ways: an earlier training stage stashes or recomputes (forced, or both offered), with or without ZeRO-1 */
+    /* the programs planned: as compiled without ZeRO-2 (unless --pipeline-zero 2 is given) and, where ZeRO-2 is given
+     * or offered, with its parameter gradients left unreduced over the ranks holding equal parameters (no all-reduce
+     * per microbatch: time, and the arena without the reduced copies) */
+    bool want[2] = {false, x->training && grads && devices > 1 && (x->zero == 2 || (!x->zero && x->choose_zero))};
+    want[0] = !(x->training && x->zero == 2) || !want[1]; /* ZeRO-2 given: the unreduced program where it applies */
+    int rc = 0;
+    for (int k = 0; k < 2 && rc >= 0; k++) {
+      if (!want[k]) continue;
+      const char *const *keep_whole = gv_pipe_opts.zero2_whole;
+      int keep_nwhole = gv_pipe_opts.nzero2_whole;
+      gv_pipe_opts.zero2 = k == 1;
+      gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
+      gv_plan_opts.intra_roles = (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
+      rc = prc[k] = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
+      gv_plan_opts.intra_roles = false;
+      gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
+      gv_pipe_opts.zero2 = false;
+      x->plans++;
+    }
+    gv_train_opts.recompute = keep;
+    /* the ways: an earlier training stage stashes or recomputes (forced, or both offered), with or without ZeRO */
     bool can_rc = earlier && grads, rc_ways[2];
     int nrc = 0;
     if (!can_rc || x->recompute || !x->choose_recompute) rc_ways[nrc++] = can_rc && x->recompute;
     else rc_ways[nrc++] = false, rc_ways[nrc++] = true;
     bool g16 = x->training && gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32;
     int64_t pmax = g16 ? grad_max_f32(m) : 0; /* bf16 sums: the optimizer's widening buffer */
-    int64_t stash = rc == 0 && can_rc && !rc_ways[0] ? stash_bytes(m) : 0;
+    int64_t stash = rc >= 0 && (!prc[0] || !prc[1]) && can_rc && !rc_ways[0] ? stash_bytes(m) : 0;
     gv_module_free(m);
-    if (stash < 0) return -1;
-    x->plans++;
-    if (rc < 0) return -1;
-    if (rc != 0) {
-      if (pc.mem_total > 0 && (!least_mem || pc.mem_total < least_mem)) least_mem = pc.mem_total;
-      continue;
-    }
-    nfit++;
-    zb_bytes = x->training && grads ? pc.mem_params : 0;
-    for (int wr = 0; wr < nrc; wr++)
-      for (int wz = 0; wz < (x->training && !x->zero && x->choose_zero ? 2 : 1); wz++) {
-        bool recompute = rc_ways[wr];
-        int zero = x->zero ? x->zero : wz; /* 0, 1, or (given: --pipeline-zero 2) 2 */
-        memset(out, 0, sizeof *out);
-        int runs = recompute ? 2 : 1; /* recompute: the combined program in both entries */
-        out->recompute = recompute;
-        out->layer_rc = lcodes[lm];
-        out->xfer_ns = gv_pipe_transfer_ns(x->cluster, nodes, per_node, sb.in, sb.out, runs * pc.kernels, x->training);
-        out->ns = runs * pc.step_ns + out->xfer_ns;
-        /* memory per device as runtime/pipe.c allocates it: the plan's total (the weights buffer: parameters and
-         * constants; the arena, which holds the parameter gradients the program outputs); in training beside them
-         * the gradient sums (the parameters' bytes), the optimizer state (opt_states x the parameters' bytes;
-         * ZeRO-1: divided by the ranks holding equal parameters, the plan's dp ranks when it splits no parameter
-         * over them) and, in an earlier stage with a stash, the backward entry's copy of the weights */
-        out->state_bytes = pc.mem_total;
-        if (x->training) {
-          int64_t g = 1;
-          bool zsplit = false;
-          for (int u = 0; u < plan.nunits; u++) zsplit |= plan.zero[u] != 0;
-          for (int a = 0; zero && !zsplit && a < plan.naxes; a++)
-            if (plan.dmask & (1u << a)) g *= plan.size[a];
-          int64_t opt = (int64_t)x->opt_states * pc.mem_params;
-          /* the gradient sums: the parameters' bytes, half with --grad-dtype bf16 (bf16 sums of bf16 gradients) */
-          int64_t sums = g16 ? pc.mem_params / 2 : pc.mem_params;
-          out->state_bytes += sums + pmax + (g > 1 ? (opt + g - 1) / g : opt) + (can_rc && !recompute ? pc.mem_params : 0);
-          if (g > 1) { /* ZeRO-1: the parameters all-gathered over the g ranks after each update */
-            bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && g > per_node;
-            out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_GATHER, pc.mem_params, g, across);
-            out->zero_ranks = g;
-            if (zero == 2) { /* ZeRO-2 (runtime/pipe.c): the program (planned so above) leaves the gradients unreduced;
-                              * the runtime sums the microbatches locally and reduce-scatters the step's sums once, into a
-                              * chunk of sums / g */
-              out->zero_ns += gv_cost_collective(x->cluster, GV_COLL_REDUCE_SCATTER, sums, g, across);
-              out->state_bytes += (sums + g - 1) / g;
+    if (stash < 0 || rc < 0) return -1;
+    for (int k = 0; k < 2; k++) {
+      if (!want[k]) continue;
+      const gv_plan_cost pc = pcs[k];
+      if (prc[k] != 0) {
+        if (pc.mem_total > 0 && (!least_mem || pc.mem_total < least_mem)) least_mem = pc.mem_total;
+        continue;
+      }
+      const gv_plan plan = plans[k];
+      nfit++;
+      zb_bytes = x->training && grads ? pc.mem_params : 0;
+      /* the ZeRO ways of this program: without ZeRO-2, none and / or ZeRO-1 (given, or both offered); with it,
+       * the sums reduce-scattered once per step and / or per microbatch (--zero-reduce, else both offered) */
+      int zl[2], nzl = 0;
+      if (k == 0) {
+        if (x->training && !x->zero && x->choose_zero) zl[nzl++] = GV_ZERO_NONE, zl[nzl++] = GV_ZERO_1;
+        else zl[nzl++] = x->training && x->zero != 2 ? x->zero : GV_ZERO_NONE;
+      } else {
+        if (x->zero_reduce <= 0) zl[nzl++] = GV_ZERO_2;
+        if (x->zero_reduce != 0) zl[nzl++] = GV_ZERO_2_EACH;
+      }
+      for (int wr = 0; wr < nrc; wr++)
+        for (int wz = 0; wz < nzl; wz++) {
+          bool recompute = rc_ways[wr];
+          int zero = zl[wz];
+          memset(out, 0, sizeof *out);
+          int runs = recompute ? 2 : 1; /* recompute: the combined program in both entries */
+          out->recompute = recompute;
+          out->layer_rc = lcodes[lm];
+          out->xfer_ns = gv_pipe_transfer_ns(x->cluster, nodes, per_node, sb.in, sb.out, runs * pc.kernels, x->training);
+          out->ns = runs * pc.step_ns + out->xfer_ns;
+          /* memory per device as runtime/pipe.c allocates it: the plan's total (the weights buffer: parameters and
+           * constants; the arena, which holds the parameter gradients the program outputs); in training beside them
+           * the gradient sums (the parameters' bytes), the optimizer state (opt_states x the parameters' bytes;
+           * ZeRO: divided by the ranks holding equal parameters, the plan's dp ranks when it splits no parameter
+           * over them) and, in an earlier stage with a stash, the backward entry's copy of the weights */
+          out->state_bytes = pc.mem_total;
+          if (x->training) {
+            int64_t g = 1;
+            bool zsplit = false;
+            for (int u = 0; u < plan.nunits; u++) zsplit |= plan.zero[u] != 0;
+            for (int a = 0; zero && !zsplit && a < plan.naxes; a++)
+              if (plan.dmask & (1u << a)) g *= plan.size[a];
+            if (zero && g < 2) { /* no dp ranks to split over: offered, the same way as without; given, runs without */
+              if (!x->zero) continue;
+              zero = GV_ZERO_NONE;
+            }
+            int64_t opt = (int64_t)x->opt_states * pc.mem_params;
+            /* the gradient sums: the parameters' bytes, half with --grad-dtype bf16 (bf16 sums of bf16 gradients) */
+            int64_t sums = g16 ? pc.mem_params / 2 : pc.mem_params;
+            int64_t es = g16 ? 2 : 4, nf = (sums / es + g - 1) / g; /* ZeRO-2: the chunk's elements */
+            /* ZeRO-2 per microbatch (runtime/pipe.c): no local sums; the chunk's sums (ZE_BUCKETS x g buckets of bs
+             * elements, at least the chunk), one bucket per rank staged for each reduce-scatter, and its result */
+            int64_t bs = (nf + GV_ZERO_EACH_BUCKETS * g - 1) / (GV_ZERO_EACH_BUCKETS * g);
+            int64_t held = zero == GV_ZERO_2_EACH ? es * (GV_ZERO_EACH_BUCKETS * g * bs + g * bs + bs) +
+                                                        shared_held_bytes(x->shared, x->nshared, first, last) / (4 / es)
+                                                  : sums;
+            out->state_bytes += held + pmax + (g > 1 ? (opt + g - 1) / g : opt) + (can_rc && !recompute ? pc.mem_params : 0);
+            if (g > 1) { /* ZeRO-1: the parameters all-gathered over the g ranks after each update */
+              bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && g > per_node;
+              out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_GATHER, pc.mem_params, g, across);
+              out->zero_ranks = g;
+              out->zero = (signed char)zero;
+              if (zero == GV_ZERO_2) { /* ZeRO-2 (runtime/pipe.c): the program (planned so above) leaves the gradients
+                                        * unreduced; the runtime sums the microbatches locally and reduce-scatters the
+                                        * step's sums once, into a chunk of sums / g */
+                out->zero_ns += gv_cost_collective(x->cluster, GV_COLL_REDUCE_SCATTER, sums, g, across);
+                out->state_bytes += (sums + g - 1) / g;
+              } else if (zero == GV_ZERO_2_EACH) /* each microbatch's gradients reduce-scattered, a bucket at a time */
+                out->ns += GV_ZERO_EACH_BUCKETS * g * gv_cost_collective(x->cluster, GV_COLL_REDUCE_SCATTER, es * g * bs, g, across);
+            }
+            /* the runtime's optimizer update once per step, memory-bound: per element it reads the parameter, the
+             * gradient sum and the optimizer state and writes the parameter and the state (on a ZeRO-1 rank its
+             * chunk), and an earlier stage copies the parameters to its backward entry's weights */
+            const gv_cluster *cl = x->cluster;
+            double bw = cl->memory_gbps * (cl->memory_efficiency > 0 ? cl->memory_efficiency : 1.0); /* bytes per ns */
+            if (bw > 0) {
+              double upd = ((double)pc.mem_params * (2 + 2 * x->opt_states) + (double)sums) / (double)g +
+                           (can_rc && !recompute ? 2.0 * (double)pc.mem_params : 0);
+              out->opt_ns = (int64_t)(upd / bw);
             }
           }
-          /* the runtime's optimizer update once per step, memory-bound: per element it reads the parameter, the
-           * gradient sum and the optimizer state and writes the parameter and the state (on a ZeRO-1 rank its
-           * chunk), and an earlier stage copies the parameters to its backward entry's weights */
-          const gv_cluster *cl = x->cluster;
-          double bw = cl->memory_gbps * (cl->memory_efficiency > 0 ? cl->memory_efficiency : 1.0); /* bytes per ns */
-          if (bw > 0) {
-            double upd = ((double)pc.mem_params * (2 + 2 * x->opt_states) + (double)sums) / (double)g +
-                         (can_rc && !recompute ? 2.0 * (double)pc.mem_params : 0);
-            out->opt_ns = (int64_t)(upd / bw);
+          out->act_bytes = !x->training ? sb.in + sb.out : !grads ? 0 : can_rc && !recompute ? (stash + devices - 1) / devices : sb.saved;
+          out->feasible = true;
+          /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
+           * holding stages runs once per step */
+          out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training) +
+                         out->zero_ns + out->opt_ns;
+          /* the DP's key among the ways: ZeRO's per-step collectives spread over the step's microbatches */
+          out->key_ns = out->ns + out->zero_ns / (x->B > 0 ? x->B : 1);
+          plan_desc(&plan, out->desc, sizeof out->desc);
+          /* a per-layer mode that changes nothing here (no attention core, no layer in the stage, or the whole stage
+           * recomputed and its arena the same): the same way as an earlier one */
+          bool dup = false;
+          for (int v = 0; v < first_way.nvar && !dup; v++) {
+            const gv_stage_var *w = &first_way.var[v];
+            dup = w->recompute == out->recompute && w->zero_ranks == out->zero_ranks && w->zero == out->zero &&
+                  w->state_bytes == out->state_bytes && w->act_bytes == out->act_bytes && w->ns <= out->ns;
           }
+          if (dup) continue;
+          if (!nways) first_way = *out;
+          gv_stage_cost_add_way(&first_way, out); /* the way just priced, as var[nways] */
+          nways++;
         }
-        out->act_bytes = !x->training ? sb.in + sb.out : !grads ? 0 : can_rc && !recompute ? (stash + devices - 1) / devices : sb.saved;
-        out->feasible = true;
-        /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
-         * holding stages runs once per step */
-        out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training) +
-                       out->zero_ns + out->opt_ns;
-        plan_desc(&plan, out->desc, sizeof out->desc);
-        if (wz && out->zero_ranks < 2) continue; /* no dp ranks to split the optimizer state over: the same way as without */
-        /* a per-layer mode that changes nothing here (no attention core, no layer in the stage, or the whole stage
-         * recomputed and its arena the same): the same way as an earlier one */
-        bool dup = false;
-        for (int v = 0; v < first_way.nvar && !dup; v++) {
-          const gv_stage_var *w = &first_way.var[v];
-          dup = w->recompute == out->recompute && w->zero_ranks == out->zero_ranks && w->state_bytes == out->state_bytes &&
-                w->act_bytes == out->act_bytes && w->ns <= out->ns;
-        }
-        if (dup) continue;
-        if (!nways) first_way = *out;
-        gv_stage_cost_add_way(&first_way, out); /* the way just priced, as var[nways] */
-        nways++;
-      }
+    }
   }
   if (nfit) {
     if (nways < 2) first_way.nvar = 0;

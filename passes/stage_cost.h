@@ -43,7 +43,10 @@ typedef struct {
                                * momentum 1, else 0), each the parameter's bytes */
   int zero;                   /* galvc --pipeline-zero 1: the optimizer state split over the plan's dp ranks; 2: the sums too */
   bool choose_recompute;      /* training: an earlier stage offers both ways, stash and recomputation (gv_stage_cost.var) */
-  bool choose_zero;           /* training: both without and with ZeRO-1 (a plan with dp ranks and no ZeRO unit) */
+  int zero_reduce;            /* ZeRO-2 (given or offered): -1 both forms as ways, 0 the step's sums reduce-scattered once
+                               * (GV_ZERO_2), 1 each microbatch's (GV_ZERO_2_EACH) */
+  bool choose_zero;           /* training: no ZeRO, ZeRO-1 and ZeRO-2 offered as ways (a plan with dp ranks and no ZeRO
+                               * unit; ZeRO-2 its program planned again with the gradients unreduced) */
   bool choose_layer_rc;       /* training: per-layer recomputation inside the stage program offered as ways: none,
                                * selective, all (each its own realised and planned program); else gv_train_opts.recompute */
   int mesh_naxes;             /* --mesh: a stage of mesh_shape's product of devices is planned on that shape (the

@@ -121,11 +121,18 @@ void gv_stage_cost_add_way(gv_stage_cost *c, const gv_stage_cost *w) {
   if (c->nvar >= GV_STAGE_MAX_VARS) return;
   gv_stage_var *v = &c->var[c->nvar++];
   *v = (gv_stage_var){w->ns, w->state_bytes, w->act_bytes, w->once_ns, w->zero_ns, w->opt_ns, w->zero_ranks, w->xfer_ns,
-                      w->recompute, w->layer_rc, ""};
+                      w->key_ns, w->recompute, w->zero, w->layer_rc, ""};
   memcpy(v->desc, w->desc, sizeof v->desc);
 }
 
 void gv_stage_cost_add_var(gv_stage_cost *c) { gv_stage_cost_add_way(c, c); }
+
+const char *gv_zero_name(int zero) {
+  return zero == GV_ZERO_1 ? "zero-1" : zero == GV_ZERO_2 ? "zero-2" : zero == GV_ZERO_2_EACH ? "zero-2/mb" : NULL;
+}
+
+/* the way's ZeRO (GV_ZERO_*): its level where it splits over ranks */
+static int way_zero(int64_t zero_ranks, int zero) { return zero_ranks > 1 ? (zero ? zero : GV_ZERO_1) : GV_ZERO_NONE; }
 
 bool gv_schedule_recomputes(gv_schedule sched) { return sched != GV_SCHED_ZBH1 && sched != GV_SCHED_INTERLEAVED; }
 
@@ -149,7 +156,7 @@ void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched) {
     const gv_stage_var *w = &c->var[v];
     c->ns = w->ns, c->state_bytes = w->state_bytes, c->act_bytes = w->act_bytes, c->once_ns = w->once_ns;
     c->zero_ns = w->zero_ns, c->opt_ns = w->opt_ns, c->zero_ranks = w->zero_ranks, c->xfer_ns = w->xfer_ns;
-    c->recompute = w->recompute, c->layer_rc = w->layer_rc;
+    c->recompute = w->recompute, c->layer_rc = w->layer_rc, c->zero = w->zero, c->key_ns = w->key_ns;
     memcpy(c->desc, w->desc, sizeof c->desc);
   }
   if (sched == GV_SCHED_ZBH1) c->state_bytes += c->zb_bytes, c->zb_bytes = 0;
@@ -161,7 +168,8 @@ int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, 
   const int64_t zb = sched == GV_SCHED_ZBH1 ? c->zb_bytes : 0;
   if (c->nvar < 2) { /* one way: the main fields */
     bool ok = (tmax < 0 || c->ns <= tmax) && c->state_bytes + zb + inflight * c->act_bytes <= limit &&
-              (want_recompute < 0 || want_recompute == (int)c->recompute) && (want_zero < 0 || want_zero == (c->zero_ranks > 1)) &&
+              (want_recompute < 0 || want_recompute == (int)c->recompute) &&
+              (want_zero < 0 || want_zero == way_zero(c->zero_ranks, c->zero)) &&
               (want_layer < 0 || want_layer == c->layer_rc);
     return ok ? 0 : -1;
   }
@@ -169,10 +177,10 @@ int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, 
   for (int i = 0; i < c->nvar; i++) {
     const gv_stage_var *w = &c->var[i];
     if ((recomputing(w) && !allow_recompute) || (want_recompute >= 0 && want_recompute != (int)w->recompute) ||
-        (want_zero >= 0 && want_zero != (w->zero_ranks > 1)) || (want_layer >= 0 && want_layer != w->layer_rc))
+        (want_zero >= 0 && want_zero != way_zero(w->zero_ranks, w->zero)) || (want_layer >= 0 && want_layer != w->layer_rc))
       continue;
     if ((tmax >= 0 && w->ns > tmax) || w->state_bytes + zb + inflight * w->act_bytes > limit) continue;
-    if (best < 0 || w->ns < c->var[best].ns) best = i;
+    if (best < 0 || (w->key_ns ? w->key_ns : w->ns) < (c->var[best].key_ns ? c->var[best].key_ns : c->var[best].ns)) best = i;
   }
   return best;
 }
@@ -627,7 +635,10 @@ static int analytic_way(const gv_analytic_ctx *x, bool recompute, int zero, int 
       best_need = need;
       out->zero_ns = x->training && zero && dp > 1 ? gv_cost_collective(c, GV_COLL_ALL_GATHER, 4 * words / tp, dp, nodes > 1) : 0;
       out->zero_ranks = x->training && zero && dp > 1 ? dp : 0;
+      out->zero = (signed char)(out->zero_ranks ? zero : 0);
+      if (out->zero_ranks && zero == 2) out->zero_ns += once, once = 0; /* ZeRO-2: the reduce-scatter is ZeRO's too */
       once += out->zero_ns;
+      out->key_ns = t + out->zero_ns / B;
       out->ns = t;
       out->state_bytes = states;
       out->act_bytes = act;
@@ -648,18 +659,18 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
   /* the ways offered: the forced or only choice, or both (choose_*) */
   int nr = 0, nz = 0;
   bool rcs[2];
-  int zs[2];
+  int zs[3];
   if (!earlier || x->recompute || !x->choose_recompute) rcs[nr++] = earlier && x->recompute;
   else rcs[nr++] = false, rcs[nr++] = true;
   if (!x->training || x->zero || !x->choose_zero) zs[nz++] = x->training ? x->zero : 0;
-  else zs[nz++] = 0, zs[nz++] = 1;
+  else zs[nz++] = 0, zs[nz++] = 1, zs[nz++] = 2; /* ZeRO-2 reduced once per step (the per-microbatch form: not priced here) */
   gv_stage_cost w, first_way = {0};
   int n = 0;
   for (int r = 0; r < nr; r++)
     for (int z = 0; z < nz; z++) {
       if (analytic_way(x, rcs[r], zs[z], first, last, nodes, per_node, B, &w)) return -1;
       if (!w.feasible) continue;
-      if (z && w.zero_ranks < 2) continue; /* offered ZeRO-1 without dp ranks to split over: the same as without */
+      if (z && w.zero_ranks < 2) continue; /* offered ZeRO without dp ranks to split over: the same as without */
       if (!n) first_way = w;
       gv_stage_cost_add_way(&first_way, &w);
       n++;
@@ -681,9 +692,13 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
             (long long)pl->inflight[i], (double)pl->cost[i].act_bytes / (1 << 30),
             (long long)(pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes));
   for (int i = 0; i < pl->nstages; i++)
-    if (pl->cost[i].zero_ranks > 1)
+    if (pl->cost[i].zero_ranks > 1 && way_zero(pl->cost[i].zero_ranks, pl->cost[i].zero) == GV_ZERO_1)
       fprintf(f, "  stage %d: ZeRO-1: optimizer state over %lld ranks, parameters all-gathered after the update: %.3f ms per step\n", i,
               (long long)pl->cost[i].zero_ranks, (double)pl->cost[i].zero_ns / 1e6);
+    else if (pl->cost[i].zero_ranks > 1)
+      fprintf(f, "  stage %d: ZeRO-2: optimizer state and gradient sums over %lld ranks, reduce-scattered %s, parameters "
+                 "all-gathered after the update: %.3f ms per step\n", i, (long long)pl->cost[i].zero_ranks,
+              pl->cost[i].zero == GV_ZERO_2_EACH ? "per microbatch" : "once per step", (double)pl->cost[i].zero_ns / 1e6);
   fprintf(f, "pipeline: %lld stage solves for %lld lookups, %lld t_max tried, %.3f s\n", (long long)pl->solves,
           (long long)pl->lookups, (long long)pl->tmax_tried, pl->seconds);
 }

@@ -48,11 +48,24 @@ int gv_layer_rc_code(const char *spec);
  * parameters all-gathered after the update). */
 typedef struct {
   int64_t ns, state_bytes, act_bytes, once_ns, zero_ns, opt_ns, zero_ranks, xfer_ns;
+  int64_t key_ns;       /* the DP's choice among the ways (0: ns): ns + the ZeRO collectives per step / B */
   bool recompute;       /* an earlier stage recomputes (no stash) */
+  signed char zero;     /* GV_ZERO_*: none, ZeRO-1, ZeRO-2 reduced once per step, ZeRO-2 reduced per microbatch */
   signed char layer_rc; /* GV_LAYER_RC_*: per-layer recomputation inside the stage program */
   char desc[48];
 } gv_stage_var;
-enum { GV_STAGE_MAX_VARS = 12 };
+enum { GV_STAGE_MAX_VARS = 24 };
+/* A stage's ZeRO way (docs/pipeline.md "ZeRO-2 inside stages"): none; ZeRO-1 (the optimizer state split over the
+ * ranks holding equal parameters); ZeRO-2 with the step's gradient sums reduce-scattered once per step (the local
+ * sums whole during the step: sums + a chunk) or each microbatch's gradients reduce-scattered into the rank's chunk
+ * (sums / g, a collective per microbatch). The runtime's galv_pipe_zero takes these values. */
+enum { GV_ZERO_NONE = 0, GV_ZERO_1 = 1, GV_ZERO_2 = 2, GV_ZERO_2_EACH = 3 };
+/* ZeRO-2 per microbatch: the runtime reduce-scatters a microbatch's gradients in GV_ZERO_EACH_BUCKETS x g buckets
+ * (g: the ranks), each one bucket of ceil(chunk / (GV_ZERO_EACH_BUCKETS x g)) elements per rank (runtime/pipe.c
+ * ZE_BUCKETS, the same number) */
+enum { GV_ZERO_EACH_BUCKETS = 4 };
+/* "zero-1", "zero-2", "zero-2/mb" (NULL for none) */
+const char *gv_zero_name(int zero);
 
 /* One stage's cost: groups [first, last) on a sub-mesh of nodes x per_node
  * devices with microbatch count B (the microbatch is batch / B). */
@@ -61,9 +74,13 @@ typedef struct {
   int64_t state_bytes;  /* per device: weights (+ grads + optimizer states in training) */
   int64_t act_bytes;    /* per device: activations one in-flight microbatch keeps */
   int64_t once_ns;      /* per step, not per microbatch (gradient sync); reported, not in the DP */
-  int64_t zero_ns;      /* of once_ns: ZeRO-1's all-gather of the parameters after the update (0: none) */
+  int64_t zero_ns;      /* of once_ns: ZeRO-1's all-gather of the parameters after the update, ZeRO-2's reduce-scatter
+                         * of the step's sums (once per step) with it (0: none) */
   int64_t opt_ns;       /* of once_ns: the runtime's optimizer update (memory-bound; 0: not priced) */
-  int64_t zero_ranks;   /* ZeRO-1: the ranks the optimizer state is split over (0 / 1: none) */
+  int64_t zero_ranks;   /* ZeRO-1 / 2: the ranks the optimizer state is split over (0 / 1: none) */
+  signed char zero;     /* GV_ZERO_* (zero_ranks > 1), else GV_ZERO_NONE */
+  int64_t key_ns;       /* the DP's choice key among the ways (0: ns): ns + zero_ns / B (ZeRO's per-step
+                         * collectives spread over the step's microbatches) */
   int64_t xfer_ns;      /* of ns: the stage's point-to-point transfers and fixed overhead per microbatch */
   bool feasible;        /* the range can run on this sub-mesh at all */
   char desc[48];        /* intra-op choice, e.g. "dp=2,tp=4" */
@@ -84,10 +101,10 @@ typedef struct {
 void gv_stage_cost_add_way(gv_stage_cost *c, const gv_stage_cost *w);
 /* gv_stage_cost_add_way(c, c): c's own main fields. */
 void gv_stage_cost_add_var(gv_stage_cost *c);
-/* The way of c (an index of var[]; 0 when nvar < 2) that runs fastest per microbatch within ns <= tmax (tmax <
+/* The way of c (an index of var[]; 0 when nvar < 2) that runs fastest (key_ns, else ns) within ns <= tmax (tmax <
  * 0: any) and fits state_bytes (+ zb_bytes under ZB-H1) + inflight x act_bytes <= limit, on a tie the earlier;
  * recomputing ways (whole-stage or per layer) only under schedules that run them (not ZB-H1 nor interleaved:
- * their stages stash all); want_recompute / want_zero / want_layer >= 0: only the way with that choice (a
+ * their stages stash all); want_recompute / want_zero (GV_ZERO_*) / want_layer >= 0: only the way with that choice (a
  * plan.json's). -1 when none fits. */
 int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, int64_t tmax, gv_schedule sched,
                        int want_recompute, int want_zero, int want_layer);
@@ -228,6 +245,7 @@ typedef struct {
   bool recompute;       /* training: --pipeline-recompute (else an earlier stage keeps a second copy of its weights) */
   int opt_states;       /* training: optimizer state per parameter element (AdamW 2) */
   int zero;             /* --pipeline-zero 1: the optimizer state split over dp; 2: the gradient sums too (ZeRO-2) */
+  int zero_reduce;      /* ZeRO-2's reduce-scatter: -1 both forms offered, 0 once per step, 1 per microbatch */
   bool choose_recompute; /* training: offer both ways of an earlier stage (stash, recomputation) as gv_stage_cost.var */
   bool choose_zero;      /* training: offer both ZeRO-1 and not (stages of dp > 1) */
 } gv_analytic_ctx;

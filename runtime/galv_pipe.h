@@ -40,9 +40,10 @@ extern const int64_t galv_pipe_predicted_state[], galv_pipe_predicted_act[];
 extern const int galv_pipe_zero, galv_pipe_zero_nmesh;
 extern const int64_t galv_pipe_zero_mesh[];
 extern const unsigned galv_pipe_zero_axes;
-/* ZeRO-2 (galv_pipe_zero 2, galvc --pipeline-zero 2): the gradient sums split too. Per parameter 1 when the stage
- * entries output its gradient unreduced over the zero axes (this rank's share of the sum; the runtime sums the
- * microbatches locally and reduce-scatters the step's sums once), 0 when whole (a parameter other stages hold) */
+/* ZeRO-2 (galv_pipe_zero 2 or 3, galvc --pipeline-zero 2): the gradient sums split too; 2: the runtime sums the
+ * microbatches locally and reduce-scatters the step's sums once; 3: it reduce-scatters each microbatch's gradients
+ * into the rank's chunk of the sums (no local sums). Per parameter 1 when the stage entries output its gradient
+ * unreduced over the zero axes (this rank's share of the sum), 0 when whole (a parameter other stages hold) */
 extern const unsigned char galv_pipe_zero_partial[];
 
 /* training (galvc --train --pipeline-stages): the schedule, the optimizer and

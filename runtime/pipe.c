@@ -453,6 +453,25 @@ static float chunk_bad(const void *chunk, size_t n) {
   free(h), free(hh);
   return bad;
 }
+/* ZeRO-2 clipping: the sum of squares of this rank's chunk (n elements from float lo of the span, the sums' dtype)
+ * over the parameters its group counts (cnt[p]) */
+static double chunk_sq(const void *chunk, size_t n, size_t lo, const char *trains, const float *cnt) {
+  float *h = malloc(n * 4 + 64);
+  char *hh = malloc(n * 4 + 64);
+  if (!h || !hh) galv_fatal("out of memory");
+  D->d2h(hh, chunk, GSB(n * 4));
+  if (g16) widen16(g16, h, hh, (int64_t)n);
+  else memcpy(h, hh, n * 4);
+  double sq = 0;
+  for (int p = 0; p < galv_pipe_nparams; p++) {
+    if (!trains[p] || cnt[p] == 0) continue;
+    size_t o = (size_t)galv_pipe_params[p].offset / 4, e = o + (size_t)galv_pipe_params[p].nbytes / 4;
+    size_t a = o > lo ? o : lo, b = e < lo + n ? e : lo + n;
+    for (size_t k = a; k < b; k++) sq += (double)h[k - lo] * (double)h[k - lo];
+  }
+  free(h), free(hh);
+  return sq;
+}
 /* one scalar (dtype f32 or f64) reduced over every rank of every stage, in place */
 static void world_scalar(galv_comm *world, galv_queue *q, void *x, int dtype, galv_redop op) {
   size_t es = dtype == GALV_F64 ? 8 : 4;
@@ -686,10 +705,64 @@ static void pipe_save_checkpoint(const char *path, galv_comm *world, galv_queue 
   D->release(dtok);
 }
 
+/* ZeRO-2 per microbatch (galv_pipe_zero 3): the parameters' span cut as ZeRO-1 cuts it (g chunks of zn floats);
+ * a microbatch's gradients are reduce-scattered into this rank's chunk sum a bucket at a time: bucket b stages
+ * elements [r zn + b bs, r zn + (b + 1) bs) of each rank r's chunk side by side (g x bs elements, the sums' dtype),
+ * the reduce-scatter leaves this rank's bs summed elements, added to sum[b bs ..]. ZE_BUCKETS x g buckets
+ * (GV_ZERO_EACH_BUCKETS, planner/pipeline.h, prices the same): the staging is about a quarter of the chunk. */
+enum { ZE_BUCKETS = 4 };
+static struct {
+  galv_comm *c;
+  galv_queue *q;
+  int g, r;
+  size_t zn, bs, nbk;
+  char *st, *rb, *sum; /* staging (g x bs), the reduce-scatter's result (bs), the chunk's sums (nbk x bs >= zn) */
+  const void **gp;     /* per parameter: the gradient the pass adds (NULL: none) */
+  unsigned char *gw;   /* per parameter: gp is the whole gradient of a split parameter (its block taken first) */
+  uint64_t sent;       /* reduce-scatter bytes (galv_comm_counters around them) */
+} ze;
+/* one pass over the buckets: ze.gp[p]'s elements in each rank's part of the bucket; whole: the gradients are whole
+ * (a split parameter's block taken into gblk), else already this rank's blocks */
+static void ze_pass(int whole, float *gblk) {
+  const int dt = g16 ? g16 : GALV_F32;
+  for (size_t b = 0; b < ze.nbk; b++) {
+    D->fill(ze.st, 0, GSB((size_t)ze.g * ze.bs * 4));
+    for (int p = 0; p < galv_pipe_nparams; p++) {
+      if (!ze.gp[p]) continue;
+      const size_t o = (size_t)galv_pipe_params[p].offset / 4, n = (size_t)galv_pipe_params[p].nbytes / 4;
+      const char *src = NULL;
+      for (int r = 0; r < ze.g; r++) {
+        size_t lo = (size_t)r * ze.zn + b * ze.bs, hi = lo + ze.bs, end = (size_t)(r + 1) * ze.zn;
+        if (hi > end) hi = end;
+        size_t a = o > lo ? o : lo, e = o + n < hi ? o + n : hi;
+        if (a >= e) continue;
+        if (!src) {
+          src = ze.gp[p];
+          if (whole && ze.gw[p] && galv_pipe_param_split[p].starts) { /* the whole gradient: this rank's block of it */
+            galv_io l = galv_pipe_params[p];
+            if (g16) l.dtype = g16, l.nbytes /= 2;
+            D->block(&l, &galv_pipe_param_split[p], gblk, src);
+            src = (const char *)gblk;
+          }
+        }
+        D->copy(ze.st + GSB(((size_t)r * ze.bs + (a - lo)) * 4), src + GSB((a - o) * 4), GSB((e - a) * 4));
+      }
+    }
+    galv_queue_sync(ze.q);
+    uint64_t before = galv_comm_counters().reduce_scatter;
+    galv_reduce_scatter(ze.c, ze.st, ze.rb, ze.bs, dt, GALV_RED_SUM, ze.q);
+    galv_queue_sync(ze.q);
+    ze.sent += galv_comm_counters().reduce_scatter - before;
+    grad_add(ze.sum + GSB(b * ze.bs * 4), ze.rb, ze.bs);
+  }
+}
+
 /* adds an entry's parameter gradients (outputs o with ok[o] = -(p+1), in the arena or the entry's weights w)
  * to the sums: a shared parameter's whole gradient to accw[p] (summed across the stages after the
- * microbatches), else this rank's block to acc[p] */
+ * microbatches), else this rank's block to acc[p] (ZeRO-2 per microbatch: reduce-scattered into the chunk's sums,
+ * a whole gradient counted by the group's first rank only) */
 static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, const char *w, float **acc, float **accw, float *gblk) {
+  int any = 0;
   for (int o = 0; o < n; o++)
     if (ok[o] < 0) {
       int p = -ok[o] - 1;
@@ -698,9 +771,17 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
         grad_add(accw[p], g, (size_t)outs[o].nbytes / 4);
         continue;
       }
-      /* the whole gradient of a split parameter: this rank's block of it (in the sums' dtype); a gradient returned
-       * split as its parameter (propagate-sharding) is that block already */
-      if (galv_pipe_param_split[p].starts && outs[o].nbytes != galv_pipe_params[p].nbytes) {
+      /* a gradient returned split as its parameter (propagate-sharding) is this rank's block already; the whole
+       * gradient of a split parameter is blocked (its element count the parameter's whole one) */
+      const bool whole = galv_pipe_param_split[p].starts &&
+                         (size_t)outs[o].nbytes / galv_dtype_size(outs[o].dtype) != (size_t)galv_pipe_params[p].nbytes / 4;
+      if (ze.c) {
+        ze.gp[p] = galv_pipe_zero_partial[p] || ze.r == 0 ? g : NULL;
+        ze.gw[p] = whole;
+        any = 1;
+        continue;
+      }
+      if (whole) { /* this rank's block of it (in the sums' dtype) */
         galv_io l = galv_pipe_params[p];
         if (g16) l.dtype = g16, l.nbytes /= 2;
         D->block(&l, &galv_pipe_param_split[p], gblk, g);
@@ -708,6 +789,10 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
       }
       grad_add(acc[p], g, (size_t)galv_pipe_params[p].nbytes / 4);
     }
+  if (any) { /* the same entries on every rank of the group: the same passes */
+    ze_pass(1, gblk);
+    memset(ze.gp, 0, sizeof *ze.gp * (size_t)galv_pipe_nparams);
+  }
 }
 
 /* ---- interleaved 1F1B (galv_pipe_schedule 3; docs/pipeline.md, "Schedules"):
@@ -1006,18 +1091,40 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   float *zs1 = NULL, *zs2 = NULL; /* ZeRO-1: this rank's chunk of the optimizer state */
   /* ZeRO-2 (galv_pipe_zero 2): the step's sums laid out as the parameters' span (zg chunks of zn elements, in the
    * sums' dtype; acc[p] views into it), reduce-scattered once per step into this rank's chunk zsum */
-  const int z2 = zc && galv_pipe_zero == 2;
-  char *zacc = z2 ? D->alloc(GSB((size_t)zg * zn * 4)) : NULL;
-  float *zsum = z2 ? D->alloc(GSB(zn * 4)) : NULL;
-  if (z2) {
+  const int z2 = zc && galv_pipe_zero >= 2, z2e = zc && galv_pipe_zero == 3; /* z2e: per microbatch (ze above) */
+  char *zacc = z2 && !z2e ? D->alloc(GSB((size_t)zg * zn * 4)) : NULL;
+  float *zsum = z2 && !z2e ? D->alloc(GSB(zn * 4)) : NULL;
+  if (z2 && !z2e) {
     D->fill(zacc, 0, GSB((size_t)zg * zn * 4));
     m_sums = (int64_t)GSB((size_t)zg * zn * 4) + (int64_t)GSB(zn * 4);
-    if (galv_pipe_clip > 0) galv_fatal_all("ZeRO-2 stages (--pipeline-zero 2) with --clip-grad-norm: not yet");
+  }
+  if (z2e) { /* the chunk's sums, one bucket per rank staged, the reduce-scatter's result */
+    ze.c = zc, ze.q = q, ze.g = zg, ze.r = zr, ze.zn = zn, ze.nbk = (size_t)ZE_BUCKETS * (size_t)zg;
+    ze.bs = (zn + ze.nbk - 1) / ze.nbk;
+    ze.sum = D->alloc(GSB(ze.nbk * ze.bs * 4)), ze.st = D->alloc(GSB((size_t)zg * ze.bs * 4)), ze.rb = D->alloc(GSB(ze.bs * 4));
+    ze.gp = calloc((size_t)galv_pipe_nparams + 1, sizeof *ze.gp);
+    ze.gw = calloc((size_t)galv_pipe_nparams + 1, 1);
+    if (!ze.gp || !ze.gw) galv_fatal("out of memory");
+    zsum = (float *)(void *)ze.sum;
+    m_sums = (int64_t)GSB((ze.nbk + (size_t)zg + 1) * ze.bs * 4);
+  }
+  /* --clip-grad-norm with ZeRO-2: per parameter whether this rank's group counts it in the norm (one of its ranks
+   * would without ZeRO-2: clip_counts; each replicated parameter once), from each rank's chunk of the reduced sums */
+  float *zcnt = z2 && galv_pipe_clip > 0 ? calloc((size_t)galv_pipe_nparams + 1, sizeof *zcnt) : NULL;
+  if (zcnt) {
+    for (int p = 0; p < galv_pipe_nparams; p++) zcnt[p] = trains[p] && clip_counts(p) ? 1.0f : 0.0f;
+    char *buf = D->alloc(2 * (size_t)galv_pipe_nparams * 4 + 64);
+    D->h2d(buf, zcnt, (size_t)galv_pipe_nparams * 4);
+    galv_all_reduce(zc, buf, buf + (size_t)galv_pipe_nparams * 4, (size_t)galv_pipe_nparams, GALV_F32, GALV_RED_MAX, q);
+    galv_queue_sync(q);
+    D->d2h(zcnt, buf + (size_t)galv_pipe_nparams * 4, (size_t)galv_pipe_nparams * 4);
+    D->release(buf);
   }
   for (int p = 0; p < galv_pipe_nparams; p++) { /* the gradient sums and the optimizer state, zero */
     if (!trains[p]) continue;
     size_t n = (size_t)galv_pipe_params[p].nbytes;
-    if (z2) acc[p] = (float *)(void *)(zacc + GSB((size_t)galv_pipe_params[p].offset));
+    if (z2e && !shared_param(p)) acc[p] = NULL; /* reduce-scattered per microbatch; a shared one: its sum (below) */
+    else if (z2 && !z2e) acc[p] = (float *)(void *)(zacc + GSB((size_t)galv_pipe_params[p].offset));
     else acc[p] = D->alloc(GSB(n)), m_sums += (int64_t)GSB(n);
     if (zc) continue;
     st1[p] = adamw || mom != 0 ? D->alloc(n) : NULL;
@@ -1111,9 +1218,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   if (load && wg) D->copy(Ww, W, (size_t)pspan);
   for (long step = 0; step < steps; step++) {
     for (int p = 0; p < galv_pipe_nparams; p++) {
-      if (trains[p]) D->fill(acc[p], 0, GSB((size_t)galv_pipe_params[p].nbytes));
+      if (trains[p] && acc[p]) D->fill(acc[p], 0, GSB((size_t)galv_pipe_params[p].nbytes));
       if (accw[p]) D->fill(accw[p], 0, GSB((size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes));
     }
+    if (z2e) D->fill(ze.sum, 0, GSB(ze.nbk * ze.bs * 4));
     double loss = 0;
     int nops = 0;
     if (mbw) { /* per microbatch: its labels other than the ignore index; weight c_j B / sum c */
@@ -1325,7 +1433,14 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       if (galv_pipe_param_split[p].starts) D->block(&l, &galv_pipe_param_split[p], acc[p], accw[p]);
       else D->copy(acc[p], accw[p], GSB(wb));
     }
-    if (z2) { /* ZeRO-2: a whole gradient (not left unreduced) counted once, then the step's sums reduce-scattered */
+    if (z2e) { /* ZeRO-2 per microbatch: the shared parameters' step sums (whole: the group's first rank) into the chunk */
+      int any = 0;
+      for (int p = 0; p < galv_pipe_nparams; p++)
+        if (accw[p]) ze.gp[p] = zr == 0 ? acc[p] : NULL, any = 1;
+      if (any) ze_pass(0, gblk);
+      memset(ze.gp, 0, sizeof *ze.gp * (size_t)galv_pipe_nparams);
+      zrs = ze.sent;
+    } else if (z2) { /* ZeRO-2: a whole gradient (not left unreduced) counted once, then the step's sums reduce-scattered */
       for (int p = 0; p < galv_pipe_nparams && zr; p++)
         if (trains[p] && !galv_pipe_zero_partial[p]) D->fill(acc[p], 0, GSB((size_t)galv_pipe_params[p].nbytes));
       galv_queue_sync(q);
@@ -1338,8 +1453,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
      * clipping: the global norm from every rank's counted squares (one sum over the world) */
     float bad = 0;
     double sq = 0;
-    if (z2 && lsm) bad = chunk_bad(zsum, zn);
-    else if (lsm || galv_pipe_clip > 0) grad_scan(trains, acc, galv_pipe_clip > 0, &bad, &sq);
+    if (z2) { /* ZeRO-2: this rank's chunk of the reduced sums */
+      if (lsm) bad = chunk_bad(zsum, zn);
+      if (zcnt) sq = chunk_sq(zsum, zn, (size_t)zr * zn, trains, zcnt);
+    } else if (lsm || galv_pipe_clip > 0) grad_scan(trains, acc, galv_pipe_clip > 0, &bad, &sq);
     if (lsm) world_scalar(world, q, &bad, GALV_F32, GALV_RED_MAX);
     const int skip = lsm && bad != 0;
     if (!skip) { /* one optimizer update of this stage's parameters (torch formulas, f32: galv_pipe_opt_elem) */
@@ -1431,7 +1548,14 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       printf("%s: ZeRO-%d over %d ranks: optimizer state %lld of %lld floats per rank; all-gather %llu bytes sent in %ld steps\n",
              galv_progname, z2 ? 2 : 1, zg, (long long)zn * ((zs1 != NULL) + (zs2 != NULL)),
              (long long)((z2 ? (int64_t)zg * (int64_t)zn : m_sums / 4) * ((zs1 != NULL) + (zs2 != NULL))), (unsigned long long)zsent, steps);
-    if (z2) {
+    if (z2e) {
+      int npart = 0, ntr = 0;
+      for (int p = 0; p < galv_pipe_nparams; p++) ntr += trains[p] != 0, npart += trains[p] && galv_pipe_zero_partial[p];
+      printf("%s: ZeRO-2 over %d ranks: each microbatch's gradients reduce-scattered (%d of %d trained parameters' "
+             "gradients unreduced) into this rank's chunk sums %lld bytes, %zu buckets of %zu elements staged %lld bytes; "
+             "reduce-scatter %llu bytes sent in %ld steps\n", galv_progname, zg, npart, ntr, (long long)GSB(ze.nbk * ze.bs * 4),
+             ze.nbk, ze.bs, (long long)GSB(((size_t)zg + 1) * ze.bs * 4), (unsigned long long)zrs, steps);
+    } else if (z2) {
       int npart = 0, ntr = 0;
       for (int p = 0; p < galv_pipe_nparams; p++) ntr += trains[p] != 0, npart += trains[p] && galv_pipe_zero_partial[p];
       printf("%s: ZeRO-2 over %d ranks: gradient sums %lld bytes summed locally (%d of %d trained parameters' gradients "
@@ -1510,8 +1634,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   if (wg) D->release(Ww), wg->comm_free();
   for (int j = 0; j < B; j++) D->release(wst[j]);
   free(wst), free(okw), free(wsrc);
-  for (int p = 0; p < galv_pipe_nparams; p++) D->release(z2 ? NULL : acc[p]), D->release(accw[p]), D->release(st1[p]), D->release(st2[p]);
+  for (int p = 0; p < galv_pipe_nparams; p++) D->release(z2 && !z2e ? NULL : acc[p]), D->release(accw[p]), D->release(st1[p]), D->release(st2[p]);
   D->release(zs1), D->release(zs2), D->release(zacc), D->release(zsum);
+  if (z2e) D->release(ze.st), D->release(ze.rb), free(ze.gp), free(ze.gw), memset(&ze, 0, sizeof ze);
+  free(zcnt);
   D->release(wtmp), free(accw);
   for (int j = 0; j < B; j++) D->release(stash[j]);
   D->release(g32), D->release(gblk), D->release(inbuf), D->release(arena), D->release(W);

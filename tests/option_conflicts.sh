@@ -82,8 +82,8 @@ conflict "--cuda-arch applies to --target cuda" --cuda-arch sm_80 "${IR[@]}" # o
 conflict "--microbatches without --pipeline-stages accumulates gradients over microbatches: it needs --train" --microbatches 2 "${IR[@]}"
 conflict "--zero-reduce applies to the training step: it needs --train" --zero-reduce once "${IR[@]}"
 conflict "--zero-reduce chooses how accumulated gradients are reduced: it needs --microbatches" --train --zero-reduce once "${IR[@]}"
-conflict "--zero-reduce applies to one program's gradient accumulation, not to --pipeline-stages" --train --pipeline-stages 2 \
-  --microbatches 2 --zero-reduce once --target cpu -o "$T/o/"
+conflict "--zero-reduce chooses the form of ZeRO-2 in pipeline stages: it does not combine with --pipeline-zero 0 or 1" --train \
+  --pipeline-stages 2 --microbatches 2 --pipeline-zero 1 --zero-reduce once --target cpu -o "$T/o/"
 for o in "--schedule gpipe" "--stage-cost analytic" "--stage-cuts equal" "--trace-plan $T/t.json" "--virtual-stages 2"; do
   # shellcheck disable=SC2086
   conflict "${o%% *} applies to pipelines: it needs --pipeline-stages" $o "${IR[@]}"
@@ -116,7 +116,7 @@ conflict "--memory-limit applies to the planner" --memory-limit 1000000 "${IR[@]
 conflict "--memory-reserve applies to the planner or the pipeline stage DP" --gpus 2 --strategy dp --target cpu --memory-reserve 0.2 "${IR[@]}"
 conflict "--profile applies to the planner or the pipeline stage DP" --profile /nonexistent.json "${IR[@]}"
 conflict "--plan-out writes the planner's plan: it needs the planner" --gpus 2 --strategy tp --target cpu --plan-out "$T/plan.json" "${IR[@]}"
-conflict "--plan-out writes the planner's plan" --pipeline-stages 2 --target cpu --plan-out "$T/plan.json" -o "$T/o/"
+fine --pipeline-stages 2 --target cpu --plan-only --plan-out "$T/plan.json" -o "$T/o/" # the stage DP's plan.json
 conflict "--report-cost does not combine with --plan-only" --gpus 2 --target cpu --plan-only --report-cost
 conflict "--emit=ir does not combine with --plan-only" --gpus 2 --target cpu --plan-only --emit=ir
 conflict "--dump-dir needs --dump-ir-after" --dump-dir "$T/d" "${IR[@]}"

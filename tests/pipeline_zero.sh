@@ -21,9 +21,20 @@
 # above; every rank's reduce-scatter bytes = galvc's prediction x steps, its
 # chunk half the local sums, stage 0's in-program all-reduce bytes below
 # ZeRO-1's; the memory check on the planner's plan only (a preset's program
-# may compute whole what the planner's plan leaves unreduced). Bad input
-# (--pipeline-zero without stages, 3, 2 with --clip-grad-norm): one error
-# line.
+# may compute whole what the planner's plan leaves unreduced). ZeRO-2 per
+# microbatch (--zero-reduce per-microbatch: each microbatch's gradients
+# reduce-scattered into the rank's chunk): the single device, reduce-scatter
+# bytes = galvc's prediction x 2 microbatches x 2 steps, the gradient sums
+# below 60 % of the per-step form's, memory within +15 %. --clip-grad-norm
+# with ZeRO-2 (both forms: the global norm over the chunks, each parameter
+# counted once) = the single device's clipped run, which differs from the
+# unclipped one. The stage DP with a fixed --pipeline-stages 2 and
+# --memory-limit 450000 (no --pipeline-zero: chosen; neither no ZeRO,
+# ZeRO-1 nor ZeRO-2 once per step fits stage 0): stage 0 +zero-2/mb (per
+# microbatch), stage 1 +zero-2, in plan.json (--plan-out: stage_zero [2, 2],
+# stage_zero_reduce), --plan replays it, without the limit no ZeRO (the
+# flags' choice); the run = the single device. Bad input (--pipeline-zero without stages,
+# 3, --zero-reduce with --pipeline-zero 1): one error line.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -44,19 +55,43 @@ timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train --target cpu
   { echo "FAIL single: $(cat "$T/err")"; exit 1; }
 timeout 120 "$T/one/program" --batches "$T/b" --steps 2 -o "$T/one.w" >"$T/one.log" 2>"$T/err" ||
   { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
+CLIP=0.05 # the reference of the clipping cases: the single device clipped (the clip bites: its losses differ)
+timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train --clip-grad-norm $CLIP --target cpu -q -o "$T/onec/" 2>"$T/err" ||
+  { echo "FAIL single clipped: $(cat "$T/err")"; exit 1; }
+timeout 120 "$T/onec/program" --batches "$T/b" --steps 2 -o "$T/onec.w" >"$T/onec.log" 2>"$T/err" ||
+  { echo "FAIL single clipped run: $(cat "$T/err")"; exit 1; }
+if cmp -s <(grep "^step 1 " "$T/one.log") <(grep "^step 1 " "$T/onec.log"); then bad "--clip-grad-norm $CLIP does not bite"; fi
+# the tied-embedding model of the "tie" cases (its embedding held by both stages), on the single device
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/tie.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --tie-embeddings \
+  --no-verify >/dev/null || { echo "FAIL make_model tie"; exit 1; }
+timeout 300 "$BUILD/galvc" "$T/tie.onnx" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/onet/" 2>"$T/err" ||
+  { echo "FAIL single tied: $(cat "$T/err")"; exit 1; }
+timeout 120 "$T/onet/program" --batches "$T/b" --steps 2 -o "$T/onet.w" >"$T/onet.log" 2>"$T/err" ||
+  { echo "FAIL single tied run: $(cat "$T/err")"; exit 1; }
 
 # CASE = name:zero:strategy[:mesh]; strategy "plan": no --strategy (each stage's plan from the planner); a name
-# ending in "rc": with --pipeline-recompute (the earlier stage recomputes: ZeRO-1 and recomputation together)
-for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2 z2plan:2:plan z2:2:dp z2tp:2:dp,tp:dp=2,tp=2}; do
+# ending in "rc": with --pipeline-recompute (the earlier stage recomputes: ZeRO-1 and recomputation together);
+# containing "mb": --zero-reduce per-microbatch; containing "clip": --clip-grad-norm (the clipped single device the
+# reference); containing "tie": the tied-embedding model (the embedding's gradient summed across the stages, then
+# reduce-scattered: per microbatch one pass more per step); zero "lim": no --pipeline-zero, --memory-limit 500000 (the stage DP chooses ZeRO-2 for the fixed stages)
+for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2 z2plan:2:plan z2:2:dp z2tp:2:dp,tp:dp=2,tp=2 z2mb:2:plan z2clip:2:plan z2mbclip:2:plan z1clip:1:plan z2mbtie:2:plan z2lim:lim:plan}; do
   IFS=: read -r name zero st mesh <<<"$c"
   d="$T/tr-$name"
-  gpus=4 meshopt=() strat=(--strategy "$st") label="pp=2 x dp=2 (--strategy dp)" rcopt=()
+  gpus=4 meshopt=() strat=(--strategy "$st") label="pp=2 x dp=2 (--strategy dp)" rcopt=() zopt=(--pipeline-zero "$zero") form=once
   [ "$st" = plan ] && strat=() label="pp=2 x the planner's plan"
   [ -n "$mesh" ] && gpus=8 meshopt=(--mesh "$mesh") label="pp=2 x dp=2 x tp=2"
   label="$label, --pipeline-zero $zero"
+  if [ "$zero" = lim ]; then
+    zopt=(--memory-limit 450000 --recompute none --pipeline-recompute=off --plan-out "$d.json") zero=2 form=any
+    label="pp=2 x the planner's plan, --memory-limit 450000 (ZeRO chosen by the stage DP)"
+  fi
   [[ $name == *rc ]] && rcopt=(--pipeline-recompute) label="$label --pipeline-recompute"
-  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --schedule 1f1b \
-      --gpus "$gpus" "${meshopt[@]}" "${strat[@]}" --pipeline-zero "$zero" "${rcopt[@]}" --target cpu -o "$d/" </dev/null >"$d.galvc" 2>&1; then
+  [[ $name == *mb* ]] && zopt+=(--zero-reduce per-microbatch) form=mb label="$label --zero-reduce per-microbatch"
+  ra="$T/one.log" rw="$T/one.w" mm=$m
+  [[ $name == *tie* ]] && ra="$T/onet.log" rw="$T/onet.w" mm="$T/tie.onnx" label="$label, tied embeddings"
+  [[ $name == *clip* ]] && zopt+=(--clip-grad-norm $CLIP) ra="$T/onec.log" rw="$T/onec.w" label="$label --clip-grad-norm $CLIP"
+  if ! timeout 600 "$BUILD/galvc" "$mm" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --schedule 1f1b \
+      --gpus "$gpus" "${meshopt[@]}" "${strat[@]}" "${zopt[@]}" "${rcopt[@]}" --target cpu -o "$d/" </dev/null >"$d.galvc" 2>&1; then
     bad "$label: galvc: $(grep -m3 error "$d.galvc")"
     continue
   fi
@@ -70,11 +105,32 @@ for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:d
   fi
   ref="$T/tr-dp0.log" # the optimizer state per rank against the run without ZeRO-1 (recomputing: other cuts, none)
   [ ${#rcopt[@]} -gt 0 ] && ref=none
+  [[ $name == *tie* ]] && ref=none # another model (the embedding's copy on stage 1)
   z1=none # ZeRO-2: the same pipeline with ZeRO-1 (its stage collectives and gradient sums)
   [ "$zero" = 2 ] && z1="$T/tr-${name/z2/dp}.log" && [ "$st" = plan ] && z1="$T/tr-plan.log"
-  if msg=$(python3 - "$T/one.log" "$d.log" "$T/one.w" "$d.w" "$d.galvc" "$zero" "$gpus" "$ref" "$z1" "$st" 2>&1 <<'PY'
+  [[ $name == *clip* || $name == *lim || $name == *tie* ]] && z1=none
+  if [[ $name == *lim ]]; then # the stage DP's choice: reported, in plan.json, replayed by --plan; not without the limit
+    want="strategies dp=2 +zero-2/mb | dp=2 +zero-2,"
+    timeout 300 "$BUILD/galvc" --plan "$d.json" "$m" --batch 8 --seq 8 --train --gpus 4 --target cpu --plan-only -o "$T/re/" \
+      </dev/null >"$d.re" 2>&1
+    timeout 300 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --schedule 1f1b --gpus 4 \
+      --recompute none --pipeline-recompute=off --target cpu --plan-only -o "$T/nolim/" </dev/null >"$d.nolim" 2>&1
+    if ! grep -q "$want" "$d.galvc" || ! grep -q '"stage_zero": \[2, 2\], "stage_zero_reduce": \["per-microbatch", "once"\]' "$d.json"; then
+      bad "$label: the stage DP's choice: $(grep -m1 -o 'strategies.*' "$d.galvc"); $(grep -o '"stage_zero.*"stage_layer' "$d.json")"
+      continue
+    elif ! grep -q "$want" "$d.re"; then
+      bad "$label: --plan replays $(grep -m1 -o 'strategies.*' "$d.re") $(grep -m1 error "$d.re")"
+      continue
+    elif grep -q "ZeRO" "$d.nolim" || ! grep -q "stage 1: groups" "$d.nolim"; then
+      bad "$label: without the limit ZeRO is chosen too (the flags' choice expected): $(grep -m1 -E 'ZeRO|error' "$d.nolim")"
+      continue
+    fi
+  fi
+  z2o=none # ZeRO-2 per microbatch: the per-step form's gradient sums
+  [ "$form" = mb ] && [[ $name != *tie* ]] && z2o="$T/tr-z2plan.log"
+  if msg=$(python3 - "$ra" "$d.log" "$rw" "$d.w" "$d.galvc" "$zero" "$gpus" "$ref" "$z1" "$st" "$form" "$z2o" "$name" 2>&1 <<'PY'
 import sys, os, re, numpy as np
-la, lb, wa, wb, gl, zero, gpus, ref, z1, st = sys.argv[1:11]
+la, lb, wa, wb, gl, zero, gpus, ref, z1, st, form, z2o, name = sys.argv[1:14]
 zero, gpus = int(zero), int(gpus)
 def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
 a, b = losses(la), losses(lb)
@@ -96,7 +152,9 @@ worst_mem = 0.0
 # instead (docs/pipeline.md, "Stages of more than one device"), so its prediction is of another program
 # (ZeRO-2 under a preset: the planner's plan leaves unreduced what the preset's may compute whole, from gathered
 # values: stage 1 of --strategy dp; so only the planner's plan is compared there)
-memcheck = gpus == 4 and (zero != 2 or st == "plan")
+# (tied embeddings: the stage cost does not count the runtime's whole-gradient buffers of a parameter several stages
+# hold, accw and wtmp in runtime/pipe.c, in any form: not compared)
+memcheck = gpus == 4 and (zero != 2 or st == "plan") and "tie" not in name
 for st, rank, meas, opt, pred in mem:
     meas, pred = int(meas), int(pred)
     if memcheck and not meas <= pred <= 1.15 * meas:
@@ -122,30 +180,55 @@ if zero:
         extra += f"; optimizer state per rank {mem[0][3]} of {full[int(mem[0][0])]} bytes"
 elif zs:
     sys.exit("ZeRO-1 without --pipeline-zero 1")
-if zero == 2:  # the step's sums reduce-scattered once: bytes = galvc's prediction x 2 steps; fewer stage collective bytes
-    rs = re.findall(r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-2 over 2 ranks: gradient sums (\d+) bytes summed locally "
-                    r"\((\d+) of (\d+) trained .*this rank's chunk (\d+) bytes; reduce-scatter (\d+) bytes sent in 2 steps", log)
-    pr = {int(s): (int(n), int(b)) for s, n, b in re.findall(r"galvc: stage (\d): ZeRO-2: gradient sums reduce-scattered over 2 ranks "
-                                                          r"once per step \((\d+) of \d+ parameters.*, reduce-scatter (\d+) bytes sent",
-                                                          open(gl).read())}
+if zero == 2:  # per stage, its form: the step's sums reduce-scattered once (bytes = galvc's prediction x 2 steps), or each
+    # microbatch's gradients (x 2 microbatches x 2 steps); fewer stage collective bytes than ZeRO-1's
+    gtxt = open(gl).read()
+    rs, pr = {}, {}
+    for st_, rank, sums, npart, ntr, chunk, got in re.findall(
+            r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-2 over 2 ranks: gradient sums (\d+) bytes summed locally "
+            r"\((\d+) of (\d+) trained .*this rank's chunk (\d+) bytes; reduce-scatter (\d+) bytes sent in 2 steps", log):
+        rs[(int(st_), int(rank))] = ("once", int(npart), int(got), int(sums), int(chunk))
+    for st_, rank, npart, ntr, chunk, got in re.findall(
+            r"\[stage (\d), rank (\d+), stage rank \d+\]: ZeRO-2 over 2 ranks: each microbatch's gradients reduce-scattered "
+            r"\((\d+) of (\d+) trained .*chunk sums (\d+) bytes.*; reduce-scatter (\d+) bytes sent in 2 steps", log):
+        rs[(int(st_), int(rank))] = ("mb", int(npart), int(got), 0, int(chunk))
+    for st_, nu, nb in re.findall(r"galvc: stage (\d): ZeRO-2: gradient sums reduce-scattered over 2 ranks once per step \((\d+) of \d+ "
+                                r"parameters.*, reduce-scatter (\d+) bytes sent", gtxt):
+        pr[int(st_)] = ("once", int(nu), int(nb))
+    for st_, nu, nb, more in re.findall(r"galvc: stage (\d): ZeRO-2: each microbatch's gradients reduce-scattered over 2 ranks .*"
+                                      r"\((\d+) of \d+ parameters.*reduce-scatter (\d+) bytes sent per rank per microbatch( and once "
+                                      r"more per step)?", gtxt):
+        pr[int(st_)] = ("mb" + ("+1" if more else ""), int(nu), int(nb))
     if len(rs) != gpus or sorted(pr) != [0, 1]: sys.exit(f"ZeRO-2 lines: {len(rs)} of {gpus} ranks, galvc's for stages {sorted(pr)}")
-    for st, rank, sums, npart, ntr, chunk, got in rs:
-        if int(got) != 2 * pr[int(st)][1] or int(npart) != pr[int(st)][0]:
-            sys.exit(f"stage {st} rank {rank}: reduce-scatter {got} bytes ({npart} unreduced), predicted 2 x {pr[int(st)]}")
-        if not int(sums) <= 2 * int(chunk) <= int(sums) + 256: sys.exit(f"stage {st} rank {rank}: chunk {chunk} of sums {sums}")
-    if pr[0][0] == 0: sys.exit("stage 0 leaves no gradient unreduced")
+    if form != "any" and any(f[:2] != form[:2] for f, _, _ in pr.values()): sys.exit(f"ZeRO-2 forms {pr}, expected {form}")
+    for (st_, rank), (f, npart, got, sums, chunk) in rs.items():
+        passes = 2 if f == "once" else 6 if pr[st_][0] == "mb+1" else 4  # per step: 1, 2 microbatches, + 1 (shared)
+        if f != pr[st_][0][:len(f)] or got != passes * pr[st_][2] or npart != pr[st_][1]:
+            sys.exit(f"stage {st_} rank {rank}: {f} reduce-scatter {got} bytes ({npart} unreduced), predicted {pr[st_]} x 2 steps"
+                     f"{'' if f == 'once' else ' x 2 microbatches'}")
+        if f == "once" and not sums <= 2 * chunk <= sums + 256: sys.exit(f"stage {st_} rank {rank}: chunk {chunk} of sums {sums}")
+    if pr[0][1] == 0: sys.exit("stage 0 leaves no gradient unreduced")
     col = r"\[stage (\d), rank (\d+), stage rank \d+\]: stage collectives sent by this rank in 2 steps: all_reduce (\d+), all_gather (\d+)"
-    extra += f"; reduce-scatter bytes = predicted ({pr[0][1]}, {pr[1][1]} per rank per step; {pr[0][0]}, {pr[1][0]} gradients unreduced)"
+    extra += (f"; reduce-scatter bytes = predicted (stage 0 {pr[0][0]} {pr[0][2]}, stage 1 {pr[1][0]} {pr[1][2]} per rank per "
+              f"step / microbatch; {pr[0][1]}, {pr[1][1]} gradients unreduced)")
+    if form == "mb" and os.path.exists(z2o):  # the gradient sums against the per-step form's (local sums + chunk)
+        sums = lambda p: {int(s): int(g) for s, g in re.findall(r"\[stage (\d), rank \d+, stage rank \d+\]: memory per rank: \d+ bytes "
+                                                               r"\(.*gradient sums (\d+),", open(p).read())}
+        a1, a2 = sums(lb), sums(z2o)
+        for k in (0, 1):
+            if not a1[k] < 0.6 * a2[k]: sys.exit(f"stage {k}: gradient sums {a1[k]} bytes, the per-step form's {a2[k]}")
+        extra += f"; gradient sums {a1[0]} / {a1[1]} bytes (per step: {a2[0]} / {a2[1]})"
     if os.path.exists(z1):
         c1 = {(int(s), int(r)): int(a) for s, r, a, _ in re.findall(col, open(z1).read())}
         c2 = {(int(s), int(r)): int(a) for s, r, a, _ in re.findall(col, log)}
         k = (0, 0)
         if k not in c1 or k not in c2 or not c2[k] < c1[k]: sys.exit(f"stage 0 all-reduce bytes {c2.get(k)} vs ZeRO-1 {c1.get(k)}")
-        r00 = [x[6] for x in rs if x[0] == "0" and x[1] == "0"]
-        extra += f"; stage 0 rank 0 all-reduce {c2[k]} + reduce-scatter {r00[0] if r00 else '?'} bytes vs ZeRO-1's all-reduce {c1[k]}"
+        r00 = rs[(0, 0)][2]
+        extra += f"; stage 0 rank 0 all-reduce {c2[k]} + reduce-scatter {r00} bytes vs ZeRO-1's all-reduce {c1[k]}"
 memtxt = (f"memory predicted within +{100 * worst_mem:.1f} % of the allocation" if memcheck else
-          f"memory allocated {max(int(x[2]) for x in mem)} bytes per rank at most (the prediction, of the planner's plan "
-          f"rather than the preset's, is not compared)")
+          f"memory allocated {max(int(x[2]) for x in mem)} bytes per rank at most (the prediction, " +
+          ("without the shared parameter's whole-gradient buffers" if "tie" in name else
+           "of the planner's plan rather than the preset's") + ", is not compared)")
 print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}; {memtxt}{extra}")
 PY
 ); then
@@ -157,7 +240,7 @@ done
 
 # bad input: one error line
 for args in "--pipeline-zero 2 --train" "--pipeline-zero 1 --train" "--pipeline-zero 3 --pipeline-stages 2 --train" \
-  "--pipeline-zero 2 --pipeline-stages 2 --gpus 4 --strategy dp --clip-grad-norm 1 --train"; do
+  "--pipeline-zero 1 --pipeline-stages 2 --gpus 4 --zero-reduce per-microbatch --train"; do
   # shellcheck disable=SC2086
   if timeout 120 "$BUILD/galvc" "$m" --batch 8 --seq 8 $args --target cpu -q -o "$T/bad/" </dev/null >/dev/null 2>"$T/err"; then
     bad "$args: succeeded"

@@ -249,14 +249,19 @@ F=(--layers 2 --cluster "$T/cpu4fast.json")
 # (with ZeRO-1 offered, one stage of dp=4 with ZeRO-1 fits 700000 and is faster: --pipeline-zero 0 keeps two stages)
 pprove "pp x dp (2 layer groups, fast links inside a node of 4)" gpt2 8 "S == 2 and all(x.startswith('dp=') for x in strat)" \
   --gpus 4 "${F[@]}" --memory-limit 700000 --pipeline-zero 0 # the stage memory counts the runtime's states (docs/pipeline.md)
-# ZeRO-1 and recomputation inside stages, chosen per stage by the stage DP: at 600000 bytes stage 0 of dp=2 fits
-# only with its AdamW moments split over its 2 ranks; at 300000 only a recomputing stage 0 (its inputs saved
-# instead of the stash, no backward entry's weight copy) fits with two stages of vocab=2
-pprove "pp, ZeRO-1 inside a stage (chosen)" gpt2 8 "S == 2 and '+zero-1' in strat[0]" --gpus 4 "${F[@]}" --memory-limit 600000
+# ZeRO and recomputation inside stages, chosen per stage by the stage DP: at 700000 bytes one stage of dp=4 with its
+# AdamW moments split over its 4 ranks (ZeRO-1; one microbatch: ZeRO-2's reduce-scatter saves no all-reduce); at
+# 600000 the same stage only with its gradient sums split too, reduce-scattered per microbatch (ZeRO-2); at 300000
+# only a recomputing stage 0 (its inputs saved instead of the stash, no backward entry's weight copy) fits, with
+# ZeRO-2 per microbatch in it (docs/pipeline.md, "Recomputation and ZeRO per stage")
+pprove "pp, ZeRO-1 inside a stage (chosen)" gpt2 8 "'+zero-1' in strat[0]" --gpus 4 "${F[@]}" --memory-limit 700000
+pprove "pp, ZeRO-2 per microbatch inside a stage (chosen)" gpt2 8 "'+zero-2/mb' in strat[0]" --gpus 4 "${F[@]}" \
+  --memory-limit 600000
 pprove "pp, recomputation inside a stage (chosen)" gpt2 8 "S == 2 and '+recompute' in strat[0]" --gpus 4 "${F[@]}" \
   --memory-limit 300000
+# (with ZeRO-2 offered, dp=2 stages with their sums split fit 400000 and are faster: --pipeline-zero 0 keeps vocab=2)
 pprove "pp x vocab-parallel tp" gpt2 8 "S == 2 and all(x.startswith('vocab=') for x in strat)" --gpus 4 "${F[@]}" \
-  --memory-limit 400000
+  --memory-limit 400000 --pipeline-zero 0
 if [ "$ALL" = 1 ]; then
   pprove "pp, 1F1B (under the limit ZB-H1's best plan is slower)" gpt2 8 "S > 1 and sched == '1f1b'" --gpus 4 --cluster "$T/cpuslow.json" \
     --memory-limit 300000
@@ -285,6 +290,7 @@ have = {
     "pp x dp": any("[dp=" in l for l in pp),
     "pp x tp (vocab-parallel)": any("[vocab=" in l for l in pp),
     "pp, ZeRO-1 inside a stage": any("+zero-1" in l for l in pp),
+    "pp, ZeRO-2 inside a stage": any("+zero-2" in l for l in pp),
     "pp, recomputation inside a stage": any("+recompute" in l for l in pp),
 }
 miss = [n for n, v in have.items() if not v]

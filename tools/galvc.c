@@ -87,7 +87,8 @@ static void usage(FILE *f) {
           "                           (docs/sharding.md; zero = zero3, ZeRO stages); auto (the default with\n"
           "                           --gpus > 1): the planner searches (docs/planner.md)\n"
           "  --plan FILE              reuse a saved plan.json; --plan-out FILE writes it (default: -o DIR/plan.json,\n"
-          "                           -o FILE: plan.json next to FILE; without -o only --plan-out writes it)\n"
+          "                           -o FILE: plan.json next to FILE; without -o only --plan-out writes it;\n"
+          "                           with --pipeline-stages: --plan-out writes the stage DP's pipelined plan)\n"
           "  --plan-only              stop after planning (with --no-weights: shapes only, for big models)\n"
           "  --memory-limit BYTES     memory per device for the planner (default: the cluster's)\n"
           "  --memory-reserve F[,BYTES]  hold back the fraction F (0 <= F < 1) of that memory and BYTES more per\n"
@@ -133,8 +134,8 @@ static void usage(FILE *f) {
           "  --pipeline-zero 0|1|2|auto training: 1 splits each stage's optimizer state (AdamW moments, SGD momentum)\n"
           "                           over the stage's ranks that hold the same parameters; each updates its chunk\n"
           "                           and all-gathers the parameters (ZeRO-1 inside pipeline stages; CPU target);\n"
-          "                           2: the step's gradient sums too, reduce-scattered once per step (ZeRO-2);\n"
-          "                           0: never; auto (the default): chosen per stage with the stages (as recompute)\n"
+          "                           2: the gradient sums too, reduce-scattered once per step or per microbatch\n"
+          "                           (ZeRO-2, --zero-reduce); 0: never; auto (the default): chosen per stage\n"
           "  (default search)         --gpus N > 1 without --pipeline-stages / --strategy / --mesh / --microbatches /\n"
           "                           --recompute / --profile: one program and pipelines of 2 or more stages are planned, the\n"
           "                           faster predicted step is compiled and plan.json records it (--plan replays a\n"
@@ -198,6 +199,7 @@ static void usage(FILE *f) {
           "                           --microbatches 1: never)\n"
           "  --zero-reduce once|per-microbatch  with ZeRO and --microbatches: reduce-scatter the summed\n"
           "                           gradients once per step (default) or every microbatch's into the shard\n"
+          "                           (with --pipeline-stages: ZeRO-2 stages' form; not given: chosen per stage)\n"
           "  --fused-attention on|off|auto  training: each attention chain (QK^T, scale / mask, softmax, PV) as one\n"
           "                           galv.attention op whose backward recomputes the scores, no S x S value stored\n"
           "                           (docs/fused-attention.md); auto (default): fused where its kernel is the\n"
@@ -1068,9 +1070,9 @@ int main(int argc, char **argv) {
     else if (mb_given && !pa.on && !train)
       why = "--microbatches without --pipeline-stages accumulates gradients over microbatches: it needs --train";
     else if (zero_reduce_given && !train) why = "--zero-reduce applies to the training step: it needs --train";
-    else if (zero_reduce_given && pa.on)
-      why = "--zero-reduce applies to one program's gradient accumulation, not to --pipeline-stages (the pipeline runtime reduces once per step)";
-    else if (zero_reduce_given && !mb_given && !gv_plan_opts.plan_in) why = "--zero-reduce chooses how accumulated gradients are reduced: it needs --microbatches";
+    else if (zero_reduce_given && pa.on && (pa.zero == 1 || pa.zero_off))
+      why = "--zero-reduce chooses the form of ZeRO-2 in pipeline stages: it does not combine with --pipeline-zero 0 or 1";
+    else if (zero_reduce_given && !pa.on && !mb_given && !gv_plan_opts.plan_in) why = "--zero-reduce chooses how accumulated gradients are reduced: it needs --microbatches";
     else if (pipe_opt && !pa.on) snprintf(msg, sizeof msg, "%s applies to pipelines: it needs --pipeline-stages", pipe_opt), why = msg;
     else if (search_given && gv_plan_opts.plan_in) why = "--plan-search does not combine with --plan (a saved plan is applied, not searched)";
     else if (zstages_given && !train) why = "--zero-stages applies to the training step: it needs --train";
@@ -1087,8 +1089,9 @@ int main(int argc, char **argv) {
             "--train --microbatches auto)";
     else if (profile_path && !planner && !pa.on)
       why = "--profile applies to the planner or the pipeline stage DP (--gpus > 1 without --strategy / --sharding, or --pipeline-stages)";
-    else if (gv_plan_opts.plan_out && !planner)
-      why = "--plan-out writes the planner's plan: it needs the planner (--gpus > 1 without --strategy / --sharding, or --plan)";
+    else if (gv_plan_opts.plan_out && !planner && !pa.on)
+      why = "--plan-out writes the planner's plan: it needs the planner (--gpus > 1 without --strategy / --sharding, --plan, or "
+            "--pipeline-stages)";
     else if (plan_only && report_cost) why = "--report-cost does not combine with --plan-only (planning stops before the program it costs)";
     else if (plan_only && emit) snprintf(msg, sizeof msg, "--emit=%s does not combine with --plan-only (nothing is emitted)", emit), why = msg;
     else if (dump_dir_given && !dump_after) why = "--dump-dir needs --dump-ir-after (nothing is dumped without it)";
@@ -1331,9 +1334,9 @@ int main(int argc, char **argv) {
     gv_error_plain("--pipeline-zero %d with --target cuda: not yet (the CPU target's stages run it)", pa.zero);
     return 2;
   }
-  if (pa.zero == 2 && gv_train_opts.clip_grad_norm > 0) {
-    gv_error_plain("--pipeline-zero 2 with --clip-grad-norm: not yet (the norm of gradient sums split over the ranks)");
-    return 2;
+  if (zero_reduce_given && pa.on) { /* ZeRO-2's form in the stages (the runtime's); the stage programs accumulate nothing */
+    pa.zero_reduce = gv_train_opts.zero_reduce_each ? 2 : 1;
+    gv_train_opts.zero_reduce_each = false;
   }
   pa.zero_forbidden = !plan_only && strcmp(target, "cuda") == 0; /* the CUDA target's stages do not run ZeRO-1 yet */
   if (pa.sched == GV_SCHED_ZBH1 && pa.recompute) {
@@ -1352,6 +1355,7 @@ int main(int argc, char **argv) {
       return 2;
     }
     gv_plan_opts.active = false;
+    pa.plan_out = gv_plan_opts.plan_out; /* --plan-out: the stage DP's plan.json (its stages, each stage's way) */
     pa.naxes = gv_shard_opts.strategy ? naxes : 0;
     pa.mesh_given = mesh_spec != NULL;
     for (int a = 0; a < pa.naxes; a++) pa.axn[a] = axn[a], pa.axs[a] = axs[a];
@@ -1398,7 +1402,7 @@ int main(int argc, char **argv) {
     int64_t pb;
     bool each;
     if (gv_plan_read_microbatches(gv_plan_opts.plan_in, &pb, &each)) return 1;
-    if ((mb_given && pa.B != pb) || (zero_reduce_given && each != gv_train_opts.zero_reduce_each)) {
+    if ((mb_given && pa.B != pb) || (zero_reduce_given && !pa.on && each != gv_train_opts.zero_reduce_each)) {
       gv_error_plain("%s: the plan accumulates %lld microbatch%s (--zero-reduce %s): it conflicts with --microbatches / "
                      "--zero-reduce (give the plan alone, or the same)", gv_plan_opts.plan_in, (long long)pb, pb > 1 ? "es" : "",
                      each ? "per-microbatch" : "once");

@@ -52,12 +52,14 @@ typedef struct {
   int zero;               /* --pipeline-zero 1 / 2: ZeRO-1 / ZeRO-2 inside stages of more than one device (0: off) */
   bool recompute_off;     /* --pipeline-recompute=off: no stage recomputes (else the stage DP may choose it) */
   bool zero_off;          /* --pipeline-zero 0: no stage splits its optimizer state (else the stage DP may choose it) */
+  int zero_reduce;        /* --zero-reduce with --pipeline-stages: ZeRO-2's form, 0 not given (both offered as ways),
+                           * 1 once (the step's sums reduce-scattered), 2 per-microbatch (each microbatch's) */
   bool zero_forbidden;    /* ZeRO-1 cannot run (--target cuda, not --plan-only): never chosen */
   bool choice_given;      /* a plan.json's per-stage choices (srec, szero, slrc): replayed, not chosen */
   signed char srec[GV_PIPE_MAX_STAGES], szero[GV_PIPE_MAX_STAGES];
   signed char slrc[GV_PIPE_MAX_STAGES]; /* a plan.json's per-layer recomputation per stage (GV_LAYER_RC_*; -1: any) */
   bool layer_rc_given;    /* --recompute given: every stage program recomputes its layers so (else chosen per stage
-                           * with the stages, none with a fixed --pipeline-stages S) */
+                           * with the stages or under --memory-limit, else none with a fixed --pipeline-stages S) */
   int naxes;             /* stages of more than one device: each stage's mesh (--strategy / --mesh), 0: the planner's */
   const char *axn[3];
   int64_t axs[3];

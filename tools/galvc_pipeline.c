@@ -381,10 +381,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_analytic_ctx actx = {.g = gs, .shared = sh, .nshared = nsh, .ngroups = k, .batch = global, .training = train != 0,
                           .dtype_bytes = gv_precision_opts.storage == GV_DT_F32 ? 4 : 2, .cluster = cluster,
                           .mem_limit = gv_plan_opts.memory_limit, .recompute = pa->recompute, .opt_states = nopt,
-                          .zero = pa->zero};
+                          .zero = pa->zero, .zero_reduce = pa->zero_reduce - 1};
   gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .recompute = pa->recompute,
                              .cluster = cluster, .mem_limit = gv_plan_opts.memory_limit, .shared = sh, .nshared = nsh,
-                             .opt_states = nopt, .zero = pa->zero};
+                             .opt_states = nopt, .zero = pa->zero, .zero_reduce = pa->zero_reduce - 1};
   if (pa->mesh_given && pa->naxes <= 3) { /* --mesh: every stage of its devices is compiled on it, and priced so */
     ictx.mesh_naxes = pa->naxes;
     for (int a = 0; a < pa->naxes; a++) ictx.mesh_shape[a] = pa->axs[a];
@@ -403,9 +403,11 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     ictx.one_axis = ictx.mesh_roles = true;
     ictx.mesh_dp = strcmp(gv_shard_opts.strategy, "dp") ? -1 : 0, ictx.mesh_tp = strcmp(gv_shard_opts.strategy, "tp") ? -1 : 0;
   }
-  /* recomputation and ZeRO-1 per stage: chosen (both ways offered to the DP) with the stages (auto, the default
-   * search, its chosen plan's stages); given or forbidden by the flags; a plan.json's replayed */
-  const bool choose = train && (S == 0 || pa->joint || pa->cuts_given);
+  /* recomputation and ZeRO per stage: chosen (the ways offered to the DP) with the stages chosen (auto, the default
+   * search, its chosen plan's stages) or fixed under --memory-limit (--pipeline-stages S, the planner's plan per stage:
+   * the DP with the stage count fixed; without a limit, or with a preset the cost does not price, the flags' choice);
+   * given or forbidden by the flags; a plan.json's replayed */
+  const bool choose = train && (S == 0 || pa->joint || pa->cuts_given || (gv_plan_opts.memory_limit > 0 && !pa->naxes));
   actx.choose_recompute = ictx.choose_recompute = choose && !pa->recompute && !pa->recompute_off;
   actx.choose_zero = ictx.choose_zero = choose && !pa->zero && !pa->zero_off && !pa->zero_forbidden;
   ictx.choose_layer_rc = choose && !pa->layer_rc_given; /* per-layer recomputation: chosen with the stages unless given */
@@ -463,7 +465,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
       if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
       else if (pl->cost[i].feasible && pl->cost[i].nvar > 1) { /* the stage's way: the plan's, else the fastest that fits */
-        int wr = pa->choice_given ? pa->srec[i] : -1, wz = pa->choice_given ? (pa->szero[i] > 0 ? 1 : pa->szero[i]) : -1;
+        int wr = pa->choice_given ? pa->srec[i] : -1, wz = pa->choice_given ? pa->szero[i] : -1;
         int wl = pa->choice_given ? pa->slrc[i] : -1;
         int v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], lim, -1, pl->schedule, wr, wz, wl);
         if (v < 0 && wr < 0 && wz < 0 && wl < 0) gv_stage_cost_min_need(&pl->cost[i], pl->inflight[i], pl->schedule, &v); /* none fits: the smallest */
@@ -799,6 +801,15 @@ static int same_params(gv_module *f, gv_module *b) {
 static int compile_stages(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, gv_cluster *cluster,
                           const char *out, int quiet, int build, int verify_each, int train, const gv_cuda_options *cuda);
 
+/* A stage's ZeRO (GV_ZERO_*): the stage DP's way, or --pipeline-zero's given for every stage (its form:
+ * --zero-reduce's, else the way's) */
+static int stage_zero(const pipe_args *pa, const gv_stage_cost *c) {
+  int z = c->zero_ranks > 1 ? (c->zero ? c->zero : GV_ZERO_1) : GV_ZERO_NONE;
+  if (pa->zero == 1 && z != GV_ZERO_1) z = GV_ZERO_1;
+  if (pa->zero == 2 && z < GV_ZERO_2) z = pa->zero_reduce == 2 ? GV_ZERO_2_EACH : GV_ZERO_2;
+  return z;
+}
+
 /* plan.json for a pipelined plan (docs/planner.md, "Report and plan.json"):
  * the stages as chosen (count, cuts over the layer groups, devices per
  * stage, microbatches, schedule) and, per stage, the intra-operator plan in
@@ -824,7 +835,10 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
     fprintf(f, "],\n    \"stage_recompute\": [");
     for (int i = 0; i < S; i++) fprintf(f, "%s%s", i ? ", " : "", P->recompute || pl->cost[i].recompute ? "true" : "false");
     fprintf(f, "], \"stage_zero\": [");
-    for (int i = 0; i < S; i++) fprintf(f, "%s%d", i ? ", " : "", P->zero || pl->cost[i].zero_ranks > 1 ? (P->zero == 2 ? 2 : 1) : 0);
+    for (int i = 0; i < S; i++) fprintf(f, "%s%d", i ? ", " : "", stage_zero(P, &pl->cost[i]) >= GV_ZERO_2 ? 2 : stage_zero(P, &pl->cost[i]));
+    fprintf(f, "], \"stage_zero_reduce\": ["); /* ZeRO-2's form (other stages: "once") */
+    for (int i = 0; i < S; i++)
+      fprintf(f, "%s\"%s\"", i ? ", " : "", stage_zero(P, &pl->cost[i]) == GV_ZERO_2_EACH ? "per-microbatch" : "once");
     /* per-layer recomputation inside the stage program (given or chosen; a --recompute list of layers: not recorded) */
     int given = gv_layer_rc_code(P->layer_rc_given ? gv_train_opts.recompute : NULL);
     if (given != GV_LAYER_RC_LISTED) fprintf(f, "], \"stage_layer_recompute\": [");
@@ -887,6 +901,10 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
   /* optional (plans before the stage DP chose them): each stage's recomputation and ZeRO-1 */
   const gv_json *sr = rc ? NULL : gv_json_get(p, "stage_recompute"), *sz = rc ? NULL : gv_json_get(p, "stage_zero");
   const gv_json *sl = rc ? NULL : gv_json_get(p, "stage_layer_recompute");
+  const gv_json *szr = rc ? NULL : gv_json_get(p, "stage_zero_reduce");
+  if (szr && (szr->kind != GV_JSON_ARRAY || szr->n != S))
+    rc = gv_error_plain("%s: line %d: field 'pipeline.stage_zero_reduce': expected an array of one \"once\" / \"per-microbatch\" "
+                        "per stage", path, szr->line);
   if (sl && (sl->kind != GV_JSON_ARRAY || sl->n != S))
     rc = gv_error_plain("%s: line %d: field 'pipeline.stage_layer_recompute': expected an array of one \"none\" / \"selective\" / "
                         "\"all\" per stage", path, sl->line);
@@ -912,11 +930,13 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
     else {
       if (sr) pa->srec[i] = sr->items[i].b ? 1 : 0;
       if (sz) pa->szero[i] = (signed char)sz->items[i].num;
+      const gv_json *zr = szr ? &szr->items[i] : NULL;
+      if (zr && (zr->kind != GV_JSON_STRING || (strcmp(zr->str, "once") && strcmp(zr->str, "per-microbatch"))))
+        rc = gv_error_plain("%s: line %d: field 'pipeline.stage_zero_reduce': expected \"once\" or \"per-microbatch\"", path, zr->line);
+      else if (zr && pa->szero[i] == 2 && !strcmp(zr->str, "per-microbatch")) pa->szero[i] = GV_ZERO_2_EACH;
     }
   }
   if (!rc) pa->choice_given = sr || sz || sl;
-  for (int i = 0; !rc && sz && i < S; i++) /* ZeRO-2 (written by --pipeline-zero 2): replayed as that flag */
-    if (pa->szero[i] == 2) pa->zero = 2;
 #undef INT_IN
   if (!rc) {
     *found = true;
@@ -1031,10 +1051,13 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
       else
         for (int s = 0; s < c->S; s++) fprintf(stderr, "%s%d", s ? "," : "", c->sdev[s]);
       fprintf(stderr, ", %d microbatch%s: analytic %.3f ms, ", c->B, c->B == 1 ? "" : "es", (double)c->key / 1e6);
-      int nrc = 0, nz = 0; /* the stages' ways the stage costs chose (recomputation, ZeRO-1) */
-      for (int s = 0; r == 0 && train && s < cand->nstages; s++) nrc += cand->cost[s].recompute, nz += cand->cost[s].zero_ranks > 1;
-      if (r == 0) fprintf(stderr, "stage programs planned %.3f ms (%d stage%s recomputing, %d with ZeRO-1)", (double)key / 1e6, nrc,
-                          nrc == 1 ? "" : "s", nz);
+      int nrc = 0, nz = 0, nz2 = 0; /* the stages' ways the stage costs chose (recomputation, ZeRO-1, ZeRO-2) */
+      for (int s = 0; r == 0 && train && s < cand->nstages; s++) {
+        int z = stage_zero(&P, &cand->cost[s]);
+        nrc += cand->cost[s].recompute, nz += z == GV_ZERO_1, nz2 += z >= GV_ZERO_2;
+      }
+      if (r == 0) fprintf(stderr, "stage programs planned %.3f ms (%d stage%s recomputing, %d with ZeRO-1, %d with ZeRO-2)",
+                          (double)key / 1e6, nrc, nrc == 1 ? "" : "s", nz, nz2);
       else fprintf(stderr, "the stage programs do not fit (%s)", joint_why);
       fprintf(stderr, " (%.2f s)\n", now() - t1);
     }
@@ -1048,9 +1071,9 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
     size_t n = 0;
     for (int s = 0; s < cand->nstages; s++) {
       out->dev[s] = (int)(cand->nodes[s] * cand->per_node[s]);
-      n += (size_t)snprintf(out->desc + n, n < sizeof out->desc ? sizeof out->desc - n : 0, "%s%d:%s%s%s%s", s ? " | " : "", out->dev[s],
-                            cand->cost[s].desc, train && cand->cost[s].recompute ? ",recompute" : "",
-                            train && cand->cost[s].zero_ranks > 1 ? ",zero-1" : "",
+      const char *zn = train ? gv_zero_name(stage_zero(&P, &cand->cost[s])) : NULL;
+      n += (size_t)snprintf(out->desc + n, n < sizeof out->desc ? sizeof out->desc - n : 0, "%s%d:%s%s%s%s%s", s ? " | " : "", out->dev[s],
+                            cand->cost[s].desc, train && cand->cost[s].recompute ? ",recompute" : "", zn ? "," : "", zn ? zn : "",
                             train && cand->cost[s].layer_rc == GV_LAYER_RC_ALL         ? ",recompute=all"
                             : train && cand->cost[s].layer_rc == GV_LAYER_RC_SELECTIVE ? ",recompute=selective"
                                                                                        : "");
@@ -1193,7 +1216,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
                             (long long)mprod, dev[i]);
     }
   }
-  if ((autoS || autoB || P.cuts || P.cuts_given) && !(P.joint && quiet)) {
+  /* fixed stages whose ways the stage DP chose (under --memory-limit): reported as chosen stages are */
+  const bool ways = train && !autoS && gv_plan_opts.memory_limit > 0 && !P.naxes;
+  if ((autoS || autoB || P.cuts || P.cuts_given || ways) && !(P.joint && quiet)) {
     printf("pipeline %s: %d stages%s, cuts at groups",
            autoS || autoB ? "auto" : P.cuts_given ? (P.joint ? "chosen by the default search" : "plan") : P.cuts == 2 ? "equal cuts" : "dp cuts", S,
            autoS ? " (chosen)" : "");
@@ -1208,9 +1233,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     } else
       printf("), %d device%s per stage%s, strategies", dev[0], dev[0] == 1 ? "" : "s", autoS ? " (chosen)" : "");
     for (int i = 0; i < S; i++) /* and the stage's way: recomputation (whole stage, per layer), ZeRO-1 (given or chosen) */
-      printf("%s%s%s%s%s%s", i ? " | " : " ", pa->naxes ? gv_shard_opts.strategy : pl->cost[i].desc,
+      printf("%s%s%s%s%s%s%s", i ? " | " : " ", pa->naxes ? gv_shard_opts.strategy : pl->cost[i].desc,
              train && i < S - 1 && (pa->recompute || pl->cost[i].recompute) ? " +recompute" : "",
-             train && pl->cost[i].zero_ranks > 1 ? " +zero-1" : "",
+             train && pl->cost[i].zero_ranks > 1 ? " +" : "", train && pl->cost[i].zero_ranks > 1 ? gv_zero_name(stage_zero(pa, &pl->cost[i])) : "",
              train && !pa->layer_rc_given && pl->cost[i].layer_rc ? " +recompute=" : "",
              train && !pa->layer_rc_given && pl->cost[i].layer_rc ? gv_layer_rc_name(pl->cost[i].layer_rc) : "");
     printf(", planned in %.2f s\n", plan_s);
@@ -1264,7 +1289,8 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     for (int a = 0; z2whole && a < mp->main->body->nargs; a++)
       if (mp->main->arg_is_param[a] && __builtin_popcountll(pmask[a]) > 1) z2whole[nz2whole++] = mp->main->arg_names[a];
     if (!z2whole) rc = gv_error_plain("out of memory");
-    gv_pipe_opts.zero2 = train && pa->zero == 2 && per > 1, gv_pipe_opts.zero2_whole = z2whole, gv_pipe_opts.nzero2_whole = nz2whole;
+    const int zlev = train ? stage_zero(pa, &pl->cost[s]) : GV_ZERO_NONE; /* given, or the stage DP's way */
+    gv_pipe_opts.zero2 = zlev >= GV_ZERO_2 && per > 1, gv_pipe_opts.zero2_whole = z2whole, gv_pipe_opts.nzero2_whole = nz2whole;
     rc = rc || !io || !(ms = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io));
     if (!rc && stash && !gv_stage_has_grads(ms)) stash = false; /* forward only: nothing trains in it */
     if (!rc && stash) { /* the same stage module again (deterministic), split into the two entries */
@@ -1302,7 +1328,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     int z2err = 0;
     unsigned *gpart = calloc((size_t)(ms ? ms->main->body->nargs : 0) + 1, sizeof *gpart);
     if (!gpart) rc = rc ? rc : gv_error_plain("out of memory");
-    for (int k = 0; !rc && train && pa->zero == 2 && k < 3; k++) {
+    for (int k = 0; !rc && zlev >= GV_ZERO_2 && k < 3; k++) {
       gv_module *e = k == 0 ? ms : k == 1 ? mb : mw;
       const gv_op *ret = e ? e->main->body->last : NULL;
       for (int i = 0; ret && ret->code == GV_OP_RETURN && i < ret->nopnds && i < e->main->nres_names; i++) {
@@ -1460,11 +1486,11 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
             for (int d = 0; sh && d < sh->rank; d++)
               for (int x = 0; x < sh->naxes[d]; x++) used |= 1u << sh->axes[d][x];
           }
-          const bool zon = pa->zero || pl->cost[s].zero_ranks > 1; /* given, or the stage DP's way */
+          const bool zon = zlev != GV_ZERO_NONE;
           unsigned zaxes = zm && train && zon ? ((1u << zm->naxes) - 1) & ~used : 0;
           for (int x = 0; zm && x < zm->naxes; x++)
             if (zm->size[x] == 1) zaxes &= ~(1u << x);
-          const int zst = zaxes ? (pa->zero == 2 ? 2 : 1) : 0;
+          const int zst = zaxes ? zlev : 0; /* the runtime's galv_pipe_zero: GV_ZERO_* */
           fprintf(f, "const int galv_pipe_zero = %d, galv_pipe_zero_nmesh = %d;\nconst int64_t galv_pipe_zero_mesh[] = {", zst,
                   zm ? zm->naxes : 0);
           for (int x = 0; zm && x < zm->naxes; x++) fprintf(f, "%lld, ", (long long)zm->size[x]);
@@ -1473,7 +1499,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
           fprintf(f, "const unsigned char galv_pipe_zero_partial[] = {");
           for (int a = 0, np = 0; a < ms->main->body->nargs; a++) {
             if (!ms->main->arg_is_param[a]) continue;
-            unsigned pz = zst == 2 ? gpart[np] & zaxes : 0;
+            unsigned pz = zst >= GV_ZERO_2 ? gpart[np] & zaxes : 0;
             if (pz && pz != zaxes && !z2err)
               z2err = gv_error_plain("stage %d: --pipeline-zero 2: the gradient of '%s' is pending over some of the ranks holding "
                                   "equal parameters only: not yet", s, ms->main->arg_names[a]);
@@ -1490,14 +1516,27 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
               fprintf(stderr, "galvc: stage %d: ZeRO-1: optimizer state split over %lld ranks (%lld floats each), all-gather "
                               "%lld bytes sent per rank per step\n", s, (long long)g, (long long)zn, (long long)((g - 1) * zn * 4));
             else fprintf(stderr, "galvc: stage %d: ZeRO-1 off (no mesh axis of more than one rank holds equal parameters)\n", s);
-            if (g > 1 && zst == 2) { /* the step's sums reduce-scattered once: (g - 1) chunks of zn elements sent */
+            if (g > 1 && zst >= GV_ZERO_2) { /* the step's sums reduce-scattered once: (g - 1) chunks of zn elements sent;
+                                               * per microbatch: GV_ZERO_EACH_BUCKETS x g buckets of bs elements each */
               const int eb = gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32 ? 2 : 4;
               int npart = 0, nparam = 0;
               for (int a = 0, np = 0; a < ms->main->body->nargs; a++)
                 if (ms->main->arg_is_param[a]) npart += (gpart[np++] & zaxes) != 0, nparam++;
-              fprintf(stderr, "galvc: stage %d: ZeRO-2: gradient sums reduce-scattered over %lld ranks once per step (%d of %d "
-                              "parameters' gradients left unreduced by the stage program), reduce-scatter %lld bytes sent per "
-                              "rank per step\n", s, (long long)g, npart, nparam, (long long)((g - 1) * zn * eb));
+              const int64_t nbk = GV_ZERO_EACH_BUCKETS * g, bs = (zn + nbk - 1) / nbk;
+              if (zst == GV_ZERO_2)
+                fprintf(stderr, "galvc: stage %d: ZeRO-2: gradient sums reduce-scattered over %lld ranks once per step (%d of %d "
+                                "parameters' gradients left unreduced by the stage program), reduce-scatter %lld bytes sent per "
+                                "rank per step\n", s, (long long)g, npart, nparam, (long long)((g - 1) * zn * eb));
+              else { /* parameters other stages hold too: summed across the stages, then one more pass per step */
+                int shared = 0;
+                for (int a = 0; a < mp->main->body->nargs; a++)
+                  shared += mp->main->arg_is_param[a] && __builtin_popcountll(pmask[a]) > 1 && (pmask[a] >> s & 1);
+                fprintf(stderr, "galvc: stage %d: ZeRO-2: each microbatch's gradients reduce-scattered over %lld ranks into "
+                                "the rank's chunk (%d of %d parameters' gradients left unreduced by the stage program; %lld "
+                                "buckets of %lld elements per rank), reduce-scatter %lld bytes sent per rank per microbatch%s\n",
+                        s, (long long)g, npart, nparam, (long long)nbk, (long long)bs, (long long)(nbk * (g - 1) * bs * eb),
+                        shared ? " and once more per step (the parameters other stages hold too, after their sum)" : "");
+              }
             }
           }
         }

@@ -74,7 +74,8 @@ static int cost_ways(void *ctx, int first, int last, int64_t nodes, int64_t per_
                          .feasible = true, .recompute = r};
       if (!o->nvar) *o = w;
       gv_stage_cost_add_var(o);
-      o->var[o->nvar - 1] = (gv_stage_var){w.ns, w.state_bytes, w.act_bytes, 0, w.zero_ns, 0, w.zero_ranks, 0, w.recompute, 0, ""};
+      o->var[o->nvar - 1] = (gv_stage_var){.ns = w.ns, .state_bytes = w.state_bytes, .act_bytes = w.act_bytes, .zero_ns = w.zero_ns,
+                                           .zero_ranks = w.zero_ranks, .recompute = w.recompute};
     }
   return 0;
 }
@@ -384,12 +385,12 @@ int main(void) {
           (long long)n8.state_bytes, (long long)z8.state_bytes, (long long)z8.zero_ns, (long long)z8.zero_ranks);
     /* ZeRO-2 (--pipeline-zero 2, the runtime's per-step reduce-scatter): beside ZeRO-1's state this rank's chunk of
      * the sums (4 bytes per word / tp / dp); the step's gradient all-reduce replaced by a reduce-scatter (cheaper),
-     * the all-gather as ZeRO-1's */
+     * the all-gather as ZeRO-1's, both ZeRO's collectives (zero_ns: the whole once_ns here) */
     gv_analytic_ctx az2 = ax;
     az2.zero = 2;
     gv_stage_cost t8;
     gv_stage_cost_analytic(&az2, 4, 8, 1, 8, 1, &t8);
-    CHECK(!strcmp(t8.desc, z8.desc) && t8.zero_ranks == dp && t8.zero_ns == z8.zero_ns &&
+    CHECK(!strcmp(t8.desc, z8.desc) && t8.zero_ranks == dp && t8.zero == GV_ZERO_2 && t8.zero_ns > z8.zero_ns && t8.once_ns == t8.zero_ns &&
               t8.state_bytes - z8.state_bytes == (4 * words / tp + dp - 1) / dp && t8.once_ns < z8.once_ns && t8.ns == z8.ns,
           "ZeRO-2 over dp: %s, state %lld vs ZeRO-1 %lld, once %lld vs %lld ns", t8.desc, (long long)t8.state_bytes,
           (long long)z8.state_bytes, (long long)t8.once_ns, (long long)z8.once_ns);
@@ -561,6 +562,25 @@ int main(void) {
     rc = solve_captured(&q, &w);
     CHECK(rc == 1, "limit 6500 under ZB-H1: rc %d (recomputing stages are not offered)", rc);
     printf("ways per stage: stash / ZeRO-1 / recompute chosen at limits 100000 / 12000 / 6500\n");
+  }
+  { /* the ZeRO ways of one stage (B = 4): none, ZeRO-1 (same ns, an all-gather per step), ZeRO-2 once per step (no
+     * all-reduce per microbatch: faster, the reduce-scatter and all-gather per step: key 800 + 600 / 4), ZeRO-2 per
+     * microbatch (a reduce-scatter per microbatch: slower, the chunk's sums only) */
+    gv_stage_cost c0 = {0};
+    static const int64_t ns[4] = {1000, 1000, 800, 1100}, st[4] = {6000, 3000, 3500, 1500}, zns[4] = {0, 50, 600, 50};
+    for (int z = 0; z < 4; z++) {
+      gv_stage_cost w = {.ns = ns[z], .state_bytes = st[z], .act_bytes = 100, .zero_ns = zns[z], .once_ns = zns[z],
+                         .zero_ranks = z ? 2 : 0, .zero = (signed char)z, .key_ns = ns[z] + zns[z] / 4, .feasible = true};
+      if (!c0.nvar) c0 = w;
+      gv_stage_cost_add_way(&c0, &w);
+    }
+    int a = gv_stage_cost_pick(&c0, 2, 100000, -1, GV_SCHED_1F1B, -1, -1, -1);
+    int b = gv_stage_cost_pick(&c0, 2, 3300, -1, GV_SCHED_1F1B, -1, -1, -1);
+    int d = gv_stage_cost_pick(&c0, 2, 3000, -1, GV_SCHED_1F1B, -1, -1, -1);
+    int e = gv_stage_cost_pick(&c0, 2, 100000, -1, GV_SCHED_1F1B, -1, GV_ZERO_2_EACH, -1);
+    int f = gv_stage_cost_pick(&c0, 2, 100000, 900, GV_SCHED_1F1B, -1, -1, -1);
+    CHECK(a == 2 && b == 1 && d == 3 && e == 3 && f == 2 && !strcmp(gv_zero_name(c0.var[3].zero), "zero-2/mb"),
+          "ZeRO ways: no limit %d (ZeRO-2), 3300 %d (ZeRO-1), 3000 %d (ZeRO-2 per microbatch), wanted %d, tmax 900 %d", a, b, d, e, f);
   }
   { /* per-layer recomputation: the fastest way that fits, beside stash and whole-stage recomputation (2 stages, 1F1B,
      * B = 4: stage 0 keeps 2 microbatches in flight) */
