@@ -440,28 +440,29 @@ static void grad_scan(const char *trains, float *const *acc, int want_sq, float 
     free(h);
   }
 }
-/* ZeRO-2 loss scaling: an inf / NaN in this rank's chunk of the reduced sums (n elements, the sums' dtype) */
-static float chunk_bad(const void *chunk, size_t n) {
+/* this rank's chunk of the reduced sums (n elements, the sums' dtype) on the host in fp32 (the caller frees it) */
+static float *chunk_host(const void *chunk, size_t n) {
   float *h = malloc(n * 4 + 64);
   char *hh = malloc(n * 4 + 64);
   if (!h || !hh) galv_fatal("out of memory");
   D->d2h(hh, chunk, GSB(n * 4));
   if (g16) widen16(g16, h, hh, (int64_t)n);
   else memcpy(h, hh, n * 4);
+  free(hh);
+  return h;
+}
+/* ZeRO-2 loss scaling: an inf / NaN in this rank's chunk of the reduced sums */
+static float chunk_bad(const void *chunk, size_t n) {
+  float *h = chunk_host(chunk, n);
   float bad = 0;
   for (size_t e = 0; e < n; e++) bad = bad || h[e] * 0.0f != 0.0f;
-  free(h), free(hh);
+  free(h);
   return bad;
 }
 /* ZeRO-2 clipping: the sum of squares of this rank's chunk (n elements from float lo of the span, the sums' dtype)
  * over the parameters its group counts (cnt[p]) */
 static double chunk_sq(const void *chunk, size_t n, size_t lo, const char *trains, const float *cnt) {
-  float *h = malloc(n * 4 + 64);
-  char *hh = malloc(n * 4 + 64);
-  if (!h || !hh) galv_fatal("out of memory");
-  D->d2h(hh, chunk, GSB(n * 4));
-  if (g16) widen16(g16, h, hh, (int64_t)n);
-  else memcpy(h, hh, n * 4);
+  float *h = chunk_host(chunk, n);
   double sq = 0;
   for (int p = 0; p < galv_pipe_nparams; p++) {
     if (!trains[p] || cnt[p] == 0) continue;
@@ -469,7 +470,7 @@ static double chunk_sq(const void *chunk, size_t n, size_t lo, const char *train
     size_t a = o > lo ? o : lo, b = e < lo + n ? e : lo + n;
     for (size_t k = a; k < b; k++) sq += (double)h[k - lo] * (double)h[k - lo];
   }
-  free(h), free(hh);
+  free(h);
   return sq;
 }
 /* one scalar (dtype f32 or f64) reduced over every rank of every stage, in place */
