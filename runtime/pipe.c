@@ -774,7 +774,7 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
       }
       /* a gradient returned split as its parameter (propagate-sharding) is this rank's block already; the whole
        * gradient of a split parameter is blocked (its element count the parameter's whole one) */
-      const bool whole = galv_pipe_param_split[p].starts &&
+      const int whole = galv_pipe_param_split[p].starts &&
                          (size_t)outs[o].nbytes / galv_dtype_size(outs[o].dtype) != (size_t)galv_pipe_params[p].nbytes / 4;
       if (ze.c) {
         ze.gp[p] = galv_pipe_zero_partial[p] || ze.r == 0 ? g : NULL;
