@@ -165,8 +165,9 @@ sys.exit(0 if len(a) == len(b) == 3 and max(abs(x - y) for x, y in zip(a, b)) <=
   done
 done
 
-# the CUDA directory of the same plan: `make cpu` builds the CPU target's program (the same losses, bit for bit)
-if "$BUILD/galvc" "$T/gpt2.onnx" --batch 2 --seq 16 --target cuda --train --precision bf16 --no-build -o "$T/cu/" >/dev/null 2>&1 &&
+# the CUDA directory of the same plan: `make cpu` builds the CPU target's program (the same losses, bit for bit);
+# --fused-attention on: the CPU target fuses the attention cores by default (auto), the CUDA target only with on
+if "$BUILD/galvc" "$T/gpt2.onnx" --batch 2 --seq 16 --target cuda --train --precision bf16 --fused-attention on --no-build -o "$T/cu/" >/dev/null 2>&1 &&
   make -s -C "$T/cu" cpu >"$T/cucpu.log" 2>&1 && "$T/cu/program-cpu" --batches "$T/b" --steps 3 >"$T/rcucpu.log" 2>&1 &&
   [ "$(losses "$T/rcucpu.log")" = "$(losses "$T/rt_gpt2_bf16.log")" ]; then
   ok "gpt2 train bf16: make cpu in the cuda directory: $(losses "$T/rcucpu.log")"
