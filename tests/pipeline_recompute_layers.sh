@@ -16,7 +16,10 @@
 # meets, the stage DP picks per-layer recomputation for it (the choice line
 # and the plan print) and the run equals the single device. plan.json (the
 # default search's pipeline) records stage_layer_recompute and --plan replays
-# an edited one. Bad input: one error line.
+# an edited one. Bad input: one error line. The attention cores stay four-op
+# chains (--fused-attention off): fused, a core keeps no S x S value, so
+# selective recomputation has nothing to drop (its stash equals the stash
+# without recomputation; fused stages: tests/fused_attention.sh).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -32,7 +35,7 @@ os.makedirs('$T/b')
 np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
 np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
 for fam in gpt2 llama; do
-  timeout 300 "$BUILD/galvc" "$T/$fam.onnx" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/one-$fam/" 2>"$T/err" ||
+  timeout 300 "$BUILD/galvc" "$T/$fam.onnx" --input-shape input_ids=8x8 --train --target cpu --fused-attention off -q -o "$T/one-$fam/" 2>"$T/err" ||
     { echo "FAIL $fam single: $(cat "$T/err")"; exit 1; }
   timeout 120 "$T/one-$fam/program" --batches "$T/b" --steps 2 -o "$T/one-$fam.w" >"$T/one-$fam.log" 2>"$T/err" ||
     { echo "FAIL $fam single run: $(cat "$T/err")"; exit 1; }
@@ -71,7 +74,7 @@ for v in gpt2:1 gpt2:4 llama:1; do
   IFS=: read -r fam g <<<"$v"
   st=()
   [ "$g" = 4 ] && st=(--gpus 4 --strategy dp)
-  timeout 300 "$BUILD/galvc" "$T/$fam.onnx" --batch 8 --seq 8 --train --target cpu --pipeline-stages 2 --microbatches 2 --schedule 1f1b \
+  timeout 300 "$BUILD/galvc" "$T/$fam.onnx" --batch 8 --seq 8 --train --target cpu --fused-attention off --pipeline-stages 2 --microbatches 2 --schedule 1f1b \
     "${st[@]}" --no-build -o "$T/none-$fam-$g/" 2>"$T/none.err" || { bad "$fam: galvc without --recompute: $(head -3 "$T/none.err")"; continue; }
   read -r nb _ <<<"$(stash_of "$T/none.err")"
   none[$fam:$g]=$nb
@@ -84,7 +87,7 @@ for c in ${GALV_PIPE_RC_CASES:-gpt2:1f1b:all:1 gpt2:gpipe:selective:1 gpt2:gpipe
   d="$T/$fam-$sc-$mode-$g"
   st=()
   [ "$g" = 4 ] && st=(--gpus 4 --strategy dp)
-  if ! timeout 600 "$BUILD/galvc" "$T/$fam.onnx" --batch 8 --seq 8 --train --target cpu --pipeline-stages 2 --microbatches 2 --schedule "$sc" \
+  if ! timeout 600 "$BUILD/galvc" "$T/$fam.onnx" --batch 8 --seq 8 --train --target cpu --fused-attention off --pipeline-stages 2 --microbatches 2 --schedule "$sc" \
       "${st[@]}" --recompute="$mode" -o "$d/" </dev/null 2>"$d.galvc"; then
     bad "$label: galvc: $(grep -m3 error "$d.galvc")"
     continue
@@ -109,7 +112,7 @@ done
 # the stage DP's choice: under a limit no stashing stage 0 meets, per-layer recomputation (GPT-2, 2 devices)
 d="$T/auto"
 lim=${GALV_PIPE_RC_LIMIT:-500000}
-if ! timeout 600 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --target cpu --pipeline-stages auto --gpus 2 --microbatches 2 \
+if ! timeout 600 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --target cpu --fused-attention off --pipeline-stages auto --gpus 2 --microbatches 2 \
     --schedule 1f1b --memory-limit "$lim" -o "$d/" </dev/null >"$d.galvc" 2>&1; then
   bad "auto, limit $lim: galvc: $(grep -m3 error "$d.galvc")"
 else
@@ -133,7 +136,7 @@ import json
 c = json.load(open('$SRC/data/clusters/cpu-local.json'))
 c['name'] = 'cpu-slow-net'; c['devices_per_node'] = 1; c['nodes'] = 4; c['inter_node']['bandwidth_gbps'] = 0.001
 json.dump(c, open('$T/slow.json', 'w'), indent=1)"
-J=(--batch 8 --seq 8 --train --target cpu --gpus-per-node 1 --cluster "$T/slow.json")
+J=(--batch 8 --seq 8 --train --target cpu --fused-attention off --fused-attention off --gpus-per-node 1 --cluster "$T/slow.json")
 if timeout 300 "$BUILD/galvc" "$T/gpt2.onnx" "${J[@]}" --gpus 2 --plan-only --plan-out "$T/pj.json" </dev/null >"$T/pj.out" 2>&1 &&
    rec=$(python3 - "$T/pj.json" "$T/pj2.json" "$T/pj3.json" <<'PY'
 import json, sys
@@ -167,7 +170,7 @@ fi
 
 # bad input: one error line, non-zero exit
 for v in "--schedule zb-h1 --recompute=all" "--schedule interleaved --virtual-stages 2 --recompute=selective"; do
-  if timeout 60 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --target cpu --pipeline-stages 2 --microbatches 2 $v --plan-only \
+  if timeout 60 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --target cpu --fused-attention off --pipeline-stages 2 --microbatches 2 $v --plan-only \
       >"$T/bad.out" 2>"$T/bad.err"; then
     bad "$v: accepted"
   elif [ "$(grep -c "error" "$T/bad.err")" = 1 ] && grep -q "recompute=" "$T/bad.err"; then
