@@ -153,7 +153,7 @@ int main(void) {
     int64_t lim = t % 4 == 3 ? 9000 : 0;
     gv_pipe_problem p = {.ngroups = L, .sig = NULL, .cluster = &c, .devices = D, .mb_choices = mbs, .nmb = 4,
                          .schedule = sch, .mem_limit = lim, .stages = 0, .cost = cost, .ctx = &s};
-    gv_pipe_plan pl;
+    static gv_pipe_plan pl;
     int rc = gv_pipe_solve(&p, &pl);
     /* brute force */
     L_ = L, D_ = D, S_ = &s, sch_ = sch, lim_ = lim ? lim : c.memory_bytes;
@@ -199,7 +199,7 @@ int main(void) {
     int mbs[] = {4, 8};
     gv_pipe_problem p = {.ngroups = 12, .sig = sig, .cluster = &c, .devices = 8, .mb_choices = mbs, .nmb = 2,
                          .schedule = GV_SCHED_1F1B, .cost = cost, .ctx = &s};
-    gv_pipe_plan a, b;
+    static gv_pipe_plan a, b;
     int r1 = gv_pipe_solve(&p, &a);
     p.sig = NULL;
     int r2 = gv_pipe_solve(&p, &b);
@@ -241,7 +241,7 @@ int main(void) {
     int mbs[] = {1};
     gv_pipe_problem p = {.ngroups = 3, .cluster = &c, .devices = 4, .mb_choices = mbs, .nmb = 1, .stages = 4,
                          .cost = cost, .ctx = &s};
-    gv_pipe_plan pl;
+    static gv_pipe_plan pl;
     CHECK(gv_pipe_solve(&p, &pl) == -1, "more stages than groups must fail");
     p.stages = 3;
     p.devices = 2;
@@ -278,7 +278,7 @@ int main(void) {
     int mbs[] = {4}, sd[] = {2, 1}, bad1[] = {3, 1}, bad2[] = {2, 2};
     gv_pipe_problem p = {.ngroups = 6, .cluster = &c4, .devices = 3, .mb_choices = mbs, .nmb = 1, .stages = 2, .stage_devices = sd,
                          .cost = cost, .ctx = &sy};
-    gv_pipe_plan pl;
+    static gv_pipe_plan pl;
     int rc = gv_pipe_solve(&p, &pl);
     int64_t best = INT64_MAX;
     for (int cut = 1; cut < 6; cut++) {
@@ -311,7 +311,7 @@ int main(void) {
     slow.intra_gbps = 0.5;        /* 64 MiB per cut: 134 ms at the full batch, against 2.4 ms of compute per group */
     lat.intra_latency_us = 5000;  /* 5 ms per message */
     const gv_cluster *cl[3] = {&fast, &slow, &lat};
-    gv_pipe_plan best[3], pl;
+    static gv_pipe_plan best[3], pl;
     int mbs[] = {1, 2, 4, 8, 16, 32, 64};
     for (int k = 0; k < 3; k++) {
       best[k].step_ns = INT64_MAX;
@@ -405,11 +405,11 @@ int main(void) {
    * ZB-H1 F : B : W = 1 : 1 : 1), B = 8. GPipe and 1F1B: (B + S - 1) t; ZB-H1: B t + (S - 1)(F + B - W), the zero-bubble
    * paper's H1 bubble (a third of 1F1B's here); each stage busy B t; held microbatches B, S - s, min(B, S) */
   {
-    gv_pipe_plan pl = {.nstages = 4, .B = 8};
+    static gv_pipe_plan pl = {.nstages = 4, .B = 8};
     for (int i = 0; i < 4; i++) pl.cost[i].ns = 3000, pl.cost[i].act_bytes = 100;
     int64_t want[3] = {11 * 3000, 11 * 3000, 8 * 3000 + 3 * 1000};
     for (int sc = 0; sc < 3; sc++) {
-      gv_pipe_timeline tl;
+      static gv_pipe_timeline tl;
       int rc = gv_pipe_timeline_make(&pl, true, (gv_schedule)sc, &tl);
       CHECK(rc == 0 && tl.makespan_ns == want[sc], "%s timeline: rc %d, makespan %lld, expected %lld", gv_schedule_name((gv_schedule)sc),
             rc, (long long)tl.makespan_ns, (long long)want[sc]);
@@ -505,9 +505,9 @@ int main(void) {
     }
     /* the interleaved timeline of 4 stages on 2 groups: one entry per group at a time, no deadlock */
     {
-      gv_pipe_plan ip = {.nstages = 4, .B = 4, .vstages = 2};
+      static gv_pipe_plan ip = {.nstages = 4, .B = 4, .vstages = 2};
       for (int i = 0; i < 4; i++) ip.cost[i].ns = 3000, ip.cost[i].act_bytes = 10;
-      gv_pipe_timeline tl;
+      static gv_pipe_timeline tl;
       int rc = gv_pipe_timeline_make(&ip, true, GV_SCHED_INTERLEAVED, &tl);
       CHECK(rc == 0 && tl.ngroups == 2 && tl.nev == 32 && tl.group_peak_mb[0] == 5 && tl.group_peak_bytes[0] == 50 &&
                 tl.group_busy_ns[0] == 8 * 3000,
@@ -525,7 +525,7 @@ int main(void) {
     int mb8[] = {8};
     gv_pipe_problem p = {.ngroups = 8, .cluster = &c, .devices = 4, .mb_choices = mb8, .nmb = 1, .stages = 4,
                          .schedule = GV_SCHED_ZBH1, .cost = cost, .ctx = &s};
-    gv_pipe_plan z;
+    static gv_pipe_plan z;
     int rc = gv_pipe_solve(&p, &z);
     CHECK(rc == 0 && z.schedule == GV_SCHED_ZBH1 && z.inflight[0] == 4 && z.inflight[3] == 4, "zb-h1 DP: rc %d, in flight %lld / %lld", rc,
           (long long)z.inflight[0], (long long)z.inflight[3]);
@@ -541,7 +541,7 @@ int main(void) {
   }
   { /* per stage the fastest way that fits: 2 stages, 1F1B, B = 4 (stage 0: 2 microbatches in flight) */
     int mb4[] = {4};
-    gv_pipe_plan w;
+    static gv_pipe_plan w;
     gv_pipe_problem q = {.ngroups = 2, .cluster = &c, .devices = 2, .mb_choices = mb4, .nmb = 1, .stages = 2,
                          .schedule = GV_SCHED_1F1B, .mem_limit = 100000, .cost = cost_ways};
     int rc = gv_pipe_solve(&q, &w); /* everything fits: stash, no ZeRO-1 (the first of equal times) */
@@ -585,7 +585,7 @@ int main(void) {
   { /* per-layer recomputation: the fastest way that fits, beside stash and whole-stage recomputation (2 stages, 1F1B,
      * B = 4: stage 0 keeps 2 microbatches in flight) */
     int mb4[] = {4};
-    gv_pipe_plan w;
+    static gv_pipe_plan w;
     gv_pipe_problem q = {.ngroups = 2, .cluster = &c, .devices = 2, .mb_choices = mb4, .nmb = 1, .stages = 2,
                          .schedule = GV_SCHED_1F1B, .mem_limit = 100000, .cost = cost_layer_ways};
     int rc = gv_pipe_solve(&q, &w);
