@@ -19,7 +19,9 @@
 #       the first two losses vs the CPU target's (rtol 1e-3), step time and MFU
 #       (6 * params * tokens + attention FLOPs against 67 TFLOP/s fp32); the same in
 #       bf16 mixed precision (--precision bf16) vs the same fp32 CPU losses within
-#       |dloss| <= 2e-2, MFU against 989 TFLOP/s bf16; and a 4-layer GPT-2's 3 bf16 steps
+#       |dloss| <= 2e-2, MFU against 989 TFLOP/s bf16; both again with --fused-attention on
+#       (the training attention kernels, tests/cuda/test_fattn_train.cu; fused vs unfused
+#       step time side by side); and a 4-layer GPT-2's 3 bf16 steps
 #       vs the CPU emulation of the same storage plan (galv-eval --precision bf16) within 2e-3
 #       (twice the 1e-3 each correct bf16 execution keeps from fp32: docs/cuda-target.md).
 #       Then the 2-rank plan: the helper's small GPT-2 (batch 1, seq 64) compiled
@@ -78,6 +80,10 @@ if [ "$mode" = prepare ]; then
   # the same step in bf16 mixed precision (fp32 master weights and optimizer state, bf16 activations): compared
   # with the same fp32 CPU losses at |dloss| <= 2e-2 (docs/cuda-target.md, "bf16 training")
   "$BUILD/galvc" "$DIR/gpt2s.onnx" --batch $TB --seq $SEQ --train --precision bf16 --target cuda --no-build -q -o "$DIR/gpt2s_train_bf16/"
+  # both with the fused training attention core (the CUDA default leaves it off: docs/fused-attention.md)
+  "$BUILD/galvc" "$DIR/gpt2s.onnx" --batch $TB --seq $SEQ --train --fused-attention on --target cuda --no-build -q -o "$DIR/gpt2s_train_fa/"
+  "$BUILD/galvc" "$DIR/gpt2s.onnx" --batch $TB --seq $SEQ --train --precision bf16 --fused-attention on --target cuda --no-build -q \
+    -o "$DIR/gpt2s_train_fa_bf16/"
   # bf16 training against its definition: a 4-layer GPT-2 (hidden 128, vocab 4096; weights.bin kept, ~6 MB), 3 steps;
   # the CPU emulation of the same storage plan (galv-eval --precision bf16) -> ref/k_bf16.txt, fp32 -> ref/k_fp32.txt
   python3 "$SRC/examples/make_model.py" gpt2 --layers 4 --hidden 128 --heads 4 --vocab 4096 --no-verify -o "$DIR/gpt2k.onnx" >/dev/null
@@ -118,7 +124,7 @@ np.save('$DIR/ppb/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))"
   "$BUILD/galvc" "$DIR/gpt2pp.onnx" "${PP[@]}" --target cpu -q -o "$DIR/cpu_pp2/"
   MPIRUN="$MPIRUN" "$DIR/cpu_pp2/launch" --batches "$DIR/ppb" --steps 2 -o "$DIR/ref/pp2_w" | grep '^step' | tee "$DIR/ref/pp2_loss.txt"
   rm -rf "$DIR/cpu_pp2" "$DIR/gpt2pp.onnx"
-  for p in fp32 bf16 train train_bf16; do (cd "$DIR/gpt2s_$p" && rm -f weights.bin program program-cpu *.o); done
+  for p in fp32 bf16 train train_bf16 train_fa train_fa_bf16; do (cd "$DIR/gpt2s_$p" && rm -f weights.bin program program-cpu *.o); done
   rm -f "$DIR/gpt2s.onnx"
   du -sh "$DIR"
   exit 0
@@ -137,7 +143,7 @@ cc -O2 -std=gnu11 -c -o "$B/file.o" "$RT/file.c" & wait
 ar rcs "$B/libk.a" "$B/kernels.o" "$B/kernels_grad.o" "$B/context.o" "$B/io.o" "$B/npy.o" "$B/file.o"
 cc -O2 -o "$B/npy_compare" "$SRC/tests/cuda/npy_compare.c" "$RT/npy.c" "$RT/file.c" -lm
 for t in "$SRC"/tests/cuda/test_*.cu; do nvcc $NVF -o "$B/$(basename "$t" .cu)" "$t" "$B/libk.a" -lcublas -lcublasLt & done
-for p in fp32 bf16 train train_bf16; do make -s -C "$DIR/gpt2s_$p" -j4 program & done
+for p in fp32 bf16 train train_bf16 train_fa train_fa_bf16; do make -s -C "$DIR/gpt2s_$p" -j4 program & done
 HAVE_MPI=0
 if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   HAVE_MPI=1
@@ -170,9 +176,10 @@ done
 # training step on 1 GPU: losses vs the CPU target's (rtol 1e-3), step time and MFU
 # (model FLOPs 6 * params * tokens + attention 12 * layers * seq * hidden * tokens; H200 fp32 dense 67 TFLOP/s,
 # bf16 989, shared/REFERENCES.md)
-for p in fp32 bf16; do
-d=$DIR/gpt2s_train$([ $p = bf16 ] && echo _bf16 || true) # (set -e: the test alone would end the script for fp32)
-echo "== GPT-2 small training step ($p, AdamW), batch $TB, seq $SEQ"
+for c in fp32 bf16 fa_fp32 fa_bf16; do
+p=${c#fa_}
+d=$DIR/gpt2s_train$([ $c != $p ] && echo _fa || true)$([ $p = bf16 ] && echo _bf16 || true) # (set -e: a bare test would end the script)
+echo "== GPT-2 small training step ($p, AdamW$([ $c != $p ] && echo ', --fused-attention on' || true)), batch $TB, seq $SEQ"
 "$d/program" --gen-weights 1 >/dev/null
 if "$d/program" --batches "$DIR/batches" --steps 6 | tee "$d/run.txt"; then
   python3 - "$d/run.txt" "$DIR/ref/train_loss.txt" $TB $SEQ $p <<'PY' || fail=1
