@@ -197,6 +197,16 @@ static void plan_desc(const gv_plan *p, char *buf, size_t n) {
   if (!k) snprintf(buf, n, "1 device");
 }
 
+int64_t gv_stage_microbatch(const gv_module *base) {
+  const gv_func *f = base->main;
+  for (int i = 0; i < f->body->nargs; i++) {
+    const gv_value *v = f->body->args[i];
+    if ((f->arg_is_param && f->arg_is_param[i]) || (f->arg_is_state && f->arg_is_state[i]) || v->type.rank < 1) continue;
+    return v->type.dims[0] > 0 ? v->type.dims[0] : 0;
+  }
+  return 0;
+}
+
 int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out) {
   gv_intra_stage_ctx *x = vctx;
   memset(out, 0, sizeof *out);
@@ -266,11 +276,13 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_pipe_opts.zero2 = k == 1;
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
       gv_plan_opts.intra_roles = (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
+      gv_plan_opts.intra_batch = gv_stage_microbatch(x->base); /* a stage input it does not divide stays whole */
       rc = prc[k] = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
       gv_plan_opts.intra_roles = false;
       if (rc != 0 && one) /* the one-axis role has no plan on this stage (a microbatch dp cannot split): priced by the
                           * planner's own plan, as before the preset was priced */
         rc = prc[k] = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
+      gv_plan_opts.intra_batch = 0;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
       gv_pipe_opts.zero2 = false;
       x->plans++;
@@ -403,6 +415,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     out->feasible = true;
     snprintf(out->desc, sizeof out->desc, "no plan fits");
   } else memset(out, 0, sizeof *out);
+  if (getenv("GALV_PLAN_DEBUG")) /* each range's outcome: why the stage DP finds no partition */
+    fprintf(stderr, "plan-debug: stage groups %d-%d on %lld x %lld: %s, %d way%s, state %lld act %lld ns %lld (%s)\n", first, last - 1,
+            (long long)nodes, (long long)per_node, !out->feasible ? "no plan" : nfit ? "planned" : "no plan fits", nways,
+            nways == 1 ? "" : "s", (long long)out->state_bytes, (long long)out->act_bytes, (long long)out->ns, out->desc);
   if (x->ncache == x->capcache) {
     int cap = x->capcache ? 2 * x->capcache : 256;
     struct gv_stage_cache *nc = realloc(x->cache, (size_t)cap * sizeof *nc);
