@@ -2524,8 +2524,10 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
   gv_plan_opts.zero_stages = saved;
   if (!rc) {
     if (S.found) *plan = S.best, *cost = S.best_cost;
-    else {
-      memset(cost, 0, sizeof *cost);
+    else { /* the smallest candidate: its realised terms where the search has them (the stage cost's states beside
+            * the program: gradient sums, optimizer state), else its memory alone */
+      if (S.min_mem >= 0 && (S.min_realised || S.min_terms)) *cost = S.min_mem_cost;
+      else memset(cost, 0, sizeof *cost);
       cost->mem_total = S.min_mem;
       if (S.min_mem >= 0) *plan = S.min_mem_plan;
       rc = 1;

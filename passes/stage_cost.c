@@ -230,8 +230,8 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     modes[0] = "none", modes[1] = "selective", modes[2] = "all", nmodes = 3;
     lcodes[0] = GV_LAYER_RC_NONE, lcodes[1] = GV_LAYER_RC_SELECTIVE, lcodes[2] = GV_LAYER_RC_ALL;
   }
-  gv_stage_cost first_way = {0};
-  int nways = 0, nfit = 0;
+  gv_stage_cost first_way = {0}, least_way = {0};
+  int nways = 0, nfit = 0, nleast = 0;
   int64_t zb_bytes = 0, least_mem = 0; /* least_mem: the smallest plan memory when no mode's plan fits */
   for (int lm = 0; lm < nmodes; lm++) {
     gv_train_opts.recompute = modes[lm];
@@ -295,19 +295,21 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     else rc_ways[nrc++] = false, rc_ways[nrc++] = true;
     bool g16 = x->training && gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32;
     int64_t pmax = g16 ? grad_max_f32(m) : 0; /* bf16 sums: the optimizer's widening buffer */
-    int64_t stash = rc >= 0 && (!prc[0] || !prc[1]) && can_rc && !rc_ways[0] ? stash_bytes(m) : 0;
+    /* a plan (fitting or the smallest that does not): its ways' stash */
+    bool some = (want[0] && (!prc[0] || pcs[0].mem_total > 0)) || (want[1] && (!prc[1] || pcs[1].mem_total > 0));
+    int64_t stash = rc >= 0 && some && can_rc && !rc_ways[0] ? stash_bytes(m) : 0;
     gv_module_free(m);
     if (stash < 0 || rc < 0) return -1;
     for (int k = 0; k < 2; k++) {
       if (!want[k]) continue;
       const gv_plan_cost pc = pcs[k];
-      if (prc[k] != 0) {
-        if (pc.mem_total > 0 && (!least_mem || pc.mem_total < least_mem)) least_mem = pc.mem_total;
-        continue;
+      const bool fits = prc[k] == 0;
+      if (!fits) {
+        if (pc.mem_total <= 0) continue; /* no plan applies */
+        if (!least_mem || pc.mem_total < least_mem) least_mem = pc.mem_total;
       }
       const gv_plan plan = plans[k];
-      nfit++;
-      zb_bytes = x->training && grads ? pc.mem_params : 0;
+      if (fits) nfit++, zb_bytes = x->training && grads ? pc.mem_params : 0;
       /* the ZeRO ways of this program: without ZeRO-2, none and / or ZeRO-1 (given, or both offered); with it,
        * the sums reduce-scattered once per step and / or per microbatch (--zero-reduce, else both offered) */
       int zl[2], nzl = 0;
@@ -396,6 +398,12 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
             dup = w->recompute == out->recompute && w->zero_ranks == out->zero_ranks && w->zero == out->zero &&
                   w->state_bytes == out->state_bytes && w->act_bytes == out->act_bytes && w->ns <= out->ns;
           }
+          if (!fits) { /* the smallest plan's ways, priced alike: what the no-fit stage needs (states + saved bytes) */
+            if (!nleast) least_way = *out;
+            gv_stage_cost_add_way(&least_way, out);
+            nleast++;
+            continue;
+          }
           if (dup) continue;
           if (!nways) first_way = *out;
           gv_stage_cost_add_way(&first_way, out); /* the way just priced, as var[nways] */
@@ -408,7 +416,13 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     *out = first_way;
     /* ZB-H1's weight-gradient entry holds its own copy of the weights (runtime/pipe.c Ww): the schedule adds it */
     out->zb_bytes = zb_bytes;
-  } else if (least_mem > 0) { /* no plan fits: the DP's memory check refuses it and reports the smallest need */
+  } else if (nleast) { /* no plan fits: its ways as priced, which the DP's memory check refuses (each needs more than the
+                        * planner's limit, which is the DP's), and the partition's need its error reports */
+    if (nleast < 2) least_way.nvar = 0;
+    *out = least_way;
+    out->feasible = true;
+    snprintf(out->desc, sizeof out->desc, "no plan fits");
+  } else if (least_mem > 0) { /* no plan fits and none priced: the smallest plan memory */
     memset(out, 0, sizeof *out);
     out->ns = 1;
     out->state_bytes = least_mem;
