@@ -232,7 +232,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   }
   gv_stage_cost first_way = {0}, least_way = {0};
   int nways = 0, nfit = 0, nleast = 0;
-  int64_t zb_bytes = 0, least_mem = 0; /* least_mem: the smallest plan memory when no mode's plan fits */
+  int64_t zb_bytes = 0, least_zb = 0, least_mem = 0; /* least_mem: the smallest plan memory when no mode's plan fits */
   for (int lm = 0; lm < nmodes; lm++) {
     gv_train_opts.recompute = modes[lm];
     gv_stage_bytes sb;
@@ -310,6 +310,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       }
       const gv_plan plan = plans[k];
       if (fits) nfit++, zb_bytes = x->training && grads ? pc.mem_params : 0;
+      else if (!nfit) least_zb = x->training && grads ? pc.mem_params : 0;
       /* the ZeRO ways of this program: without ZeRO-2, none and / or ZeRO-1 (given, or both offered); with it,
        * the sums reduce-scattered once per step and / or per microbatch (--zero-reduce, else both offered) */
       int zl[2], nzl = 0;
@@ -420,6 +421,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
                         * planner's limit, which is the DP's), and the partition's need its error reports */
     if (nleast < 2) least_way.nvar = 0;
     *out = least_way;
+    out->zb_bytes = least_zb;
     out->feasible = true;
     snprintf(out->desc, sizeof out->desc, "no plan fits");
   } else if (least_mem > 0) { /* no plan fits and none priced: the smallest plan memory */
