@@ -151,6 +151,14 @@ static void ctx_free(ctx *C) {
   gv_layer_units_free(&C->lu);
 }
 
+/* A data input that carries no batch (gv_plan_opts.intra_batch: a pipeline stage's input whose dim 0 the
+ * microbatch's samples do not divide, such as a causal mask an earlier stage made from constants): no batch axis
+ * splits it, and it does not set the program's batch. */
+static bool no_batch(const gv_value *v) {
+  int64_t b = gv_plan_opts.intra_batch;
+  return b > 0 && v->type.rank >= 1 && v->type.dims[0] > 0 && v->type.dims[0] % b != 0;
+}
+
 static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t limit) {
   memset(C, 0, sizeof *C);
   const gv_func *f = m->main;
@@ -224,7 +232,8 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
   C->batch = 0;
   for (int i = 0; i < n; i++) {
     const gv_value *v = f->body->args[i];
-    if ((f->arg_is_param && f->arg_is_param[i]) || (f->arg_is_state && f->arg_is_state[i]) || v->type.rank < 1 || v->type.dims[0] <= 1)
+    if ((f->arg_is_param && f->arg_is_param[i]) || (f->arg_is_state && f->arg_is_state[i]) || v->type.rank < 1 || v->type.dims[0] <= 1 ||
+        no_batch(v))
       continue;
     int64_t a = C->batch, b = v->type.dims[0];
     while (b) { int64_t t = a % b; a = b; b = t; }
@@ -319,7 +328,7 @@ static int pin_plan(gv_module *m, const ctx *C, const gv_plan *p) {
       bool param = f->arg_is_param && f->arg_is_param[i];
       bool state = f->arg_is_state && f->arg_is_state[i];
       if (pass == 0 && !param && !state) {
-        if (!p->dmask || v->type.rank < 1 || v->type.dims[0] == 1) continue;
+        if (!p->dmask || v->type.rank < 1 || v->type.dims[0] == 1 || no_batch(v)) continue;
         if (v->type.dims[0] <= 0 || v->type.dims[0] % dp) return 1;
         split++;
         gv_sharding *s = gv_sharding_new(m, mesh, v->type.rank);
@@ -2515,8 +2524,10 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
   gv_plan_opts.zero_stages = saved;
   if (!rc) {
     if (S.found) *plan = S.best, *cost = S.best_cost;
-    else {
-      memset(cost, 0, sizeof *cost);
+    else { /* the smallest candidate: its realised terms where the search has them (the stage cost's states beside
+            * the program: gradient sums, optimizer state), else its memory alone */
+      if (S.min_mem >= 0 && (S.min_realised || S.min_terms)) *cost = S.min_mem_cost;
+      else memset(cost, 0, sizeof *cost);
       cost->mem_total = S.min_mem;
       if (S.min_mem >= 0) *plan = S.min_mem_plan;
       rc = 1;

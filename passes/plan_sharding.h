@@ -86,6 +86,10 @@ typedef struct {
    * none), the outer unit over intra_tp or none, no ZeRO */
   bool intra_roles;
   int intra_dp, intra_tp;
+  /* gv_plan_intra on a pipeline stage: the samples per microbatch (every data input's dim 0 in the whole model; 0:
+   * unknown). A stage input whose dim 0 it does not divide carries no batch (a value the earlier stage made from
+   * constants alone, e.g. GPT's causal mask of seq x seq): no batch axis splits it, it stays whole */
+  int64_t intra_batch;
 } gv_plan_options;
 extern gv_plan_options gv_plan_opts;
 

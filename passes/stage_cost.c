@@ -197,6 +197,16 @@ static void plan_desc(const gv_plan *p, char *buf, size_t n) {
   if (!k) snprintf(buf, n, "1 device");
 }
 
+int64_t gv_stage_microbatch(const gv_module *base) {
+  const gv_func *f = base->main;
+  for (int i = 0; i < f->body->nargs; i++) {
+    const gv_value *v = f->body->args[i];
+    if ((f->arg_is_param && f->arg_is_param[i]) || (f->arg_is_state && f->arg_is_state[i]) || v->type.rank < 1) continue;
+    return v->type.dims[0] > 0 ? v->type.dims[0] : 0;
+  }
+  return 0;
+}
+
 int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out) {
   gv_intra_stage_ctx *x = vctx;
   memset(out, 0, sizeof *out);
@@ -220,9 +230,9 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     modes[0] = "none", modes[1] = "selective", modes[2] = "all", nmodes = 3;
     lcodes[0] = GV_LAYER_RC_NONE, lcodes[1] = GV_LAYER_RC_SELECTIVE, lcodes[2] = GV_LAYER_RC_ALL;
   }
-  gv_stage_cost first_way = {0};
-  int nways = 0, nfit = 0;
-  int64_t zb_bytes = 0, least_mem = 0; /* least_mem: the smallest plan memory when no mode's plan fits */
+  gv_stage_cost first_way = {0}, least_way = {0};
+  int nways = 0, nfit = 0, nleast = 0;
+  int64_t zb_bytes = 0, least_zb = 0, least_mem = 0; /* least_mem: the smallest plan memory when no mode's plan fits */
   for (int lm = 0; lm < nmodes; lm++) {
     gv_train_opts.recompute = modes[lm];
     gv_stage_bytes sb;
@@ -266,11 +276,13 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_pipe_opts.zero2 = k == 1;
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
       gv_plan_opts.intra_roles = (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
+      gv_plan_opts.intra_batch = gv_stage_microbatch(x->base); /* a stage input it does not divide stays whole */
       rc = prc[k] = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
       gv_plan_opts.intra_roles = false;
       if (rc != 0 && one) /* the one-axis role has no plan on this stage (a microbatch dp cannot split): priced by the
                           * planner's own plan, as before the preset was priced */
         rc = prc[k] = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
+      gv_plan_opts.intra_batch = 0;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
       gv_pipe_opts.zero2 = false;
       x->plans++;
@@ -283,19 +295,22 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     else rc_ways[nrc++] = false, rc_ways[nrc++] = true;
     bool g16 = x->training && gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32;
     int64_t pmax = g16 ? grad_max_f32(m) : 0; /* bf16 sums: the optimizer's widening buffer */
-    int64_t stash = rc >= 0 && (!prc[0] || !prc[1]) && can_rc && !rc_ways[0] ? stash_bytes(m) : 0;
+    /* a plan (fitting or the smallest that does not): its ways' stash */
+    bool some = (want[0] && (!prc[0] || pcs[0].mem_total > 0)) || (want[1] && (!prc[1] || pcs[1].mem_total > 0));
+    int64_t stash = rc >= 0 && some && can_rc && !rc_ways[0] ? stash_bytes(m) : 0;
     gv_module_free(m);
     if (stash < 0 || rc < 0) return -1;
     for (int k = 0; k < 2; k++) {
       if (!want[k]) continue;
       const gv_plan_cost pc = pcs[k];
-      if (prc[k] != 0) {
-        if (pc.mem_total > 0 && (!least_mem || pc.mem_total < least_mem)) least_mem = pc.mem_total;
-        continue;
+      const bool fits = prc[k] == 0;
+      if (!fits) {
+        if (pc.mem_total <= 0) continue; /* no plan applies */
+        if (!least_mem || pc.mem_total < least_mem) least_mem = pc.mem_total;
       }
       const gv_plan plan = plans[k];
-      nfit++;
-      zb_bytes = x->training && grads ? pc.mem_params : 0;
+      if (fits) nfit++, zb_bytes = x->training && grads ? pc.mem_params : 0;
+      else if (!nfit) least_zb = x->training && grads ? pc.mem_params : 0;
       /* the ZeRO ways of this program: without ZeRO-2, none and / or ZeRO-1 (given, or both offered); with it,
        * the sums reduce-scattered once per step and / or per microbatch (--zero-reduce, else both offered) */
       int zl[2], nzl = 0;
@@ -384,6 +399,12 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
             dup = w->recompute == out->recompute && w->zero_ranks == out->zero_ranks && w->zero == out->zero &&
                   w->state_bytes == out->state_bytes && w->act_bytes == out->act_bytes && w->ns <= out->ns;
           }
+          if (!fits) { /* the smallest plan's ways, priced alike: what the no-fit stage needs (states + saved bytes) */
+            if (!nleast) least_way = *out;
+            gv_stage_cost_add_way(&least_way, out);
+            nleast++;
+            continue;
+          }
           if (dup) continue;
           if (!nways) first_way = *out;
           gv_stage_cost_add_way(&first_way, out); /* the way just priced, as var[nways] */
@@ -396,13 +417,24 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     *out = first_way;
     /* ZB-H1's weight-gradient entry holds its own copy of the weights (runtime/pipe.c Ww): the schedule adds it */
     out->zb_bytes = zb_bytes;
-  } else if (least_mem > 0) { /* no plan fits: the DP's memory check refuses it and reports the smallest need */
+  } else if (nleast) { /* no plan fits: its ways as priced, which the DP's memory check refuses (each needs more than the
+                        * planner's limit, which is the DP's), and the partition's need its error reports */
+    if (nleast < 2) least_way.nvar = 0;
+    *out = least_way;
+    out->zb_bytes = least_zb;
+    out->feasible = true;
+    snprintf(out->desc, sizeof out->desc, "no plan fits");
+  } else if (least_mem > 0) { /* no plan fits and none priced: the smallest plan memory */
     memset(out, 0, sizeof *out);
     out->ns = 1;
     out->state_bytes = least_mem;
     out->feasible = true;
     snprintf(out->desc, sizeof out->desc, "no plan fits");
   } else memset(out, 0, sizeof *out);
+  if (getenv("GALV_PLAN_DEBUG")) /* each range's outcome: why the stage DP finds no partition */
+    fprintf(stderr, "plan-debug: stage groups %d-%d on %lld x %lld: %s, %d way%s, state %lld act %lld ns %lld (%s)\n", first, last - 1,
+            (long long)nodes, (long long)per_node, !out->feasible ? "no plan" : nfit ? "planned" : "no plan fits", nways,
+            nways == 1 ? "" : "s", (long long)out->state_bytes, (long long)out->act_bytes, (long long)out->ns, out->desc);
   if (x->ncache == x->capcache) {
     int cap = x->capcache ? 2 * x->capcache : 256;
     struct gv_stage_cache *nc = realloc(x->cache, (size_t)cap * sizeof *nc);

@@ -63,6 +63,11 @@ typedef struct {
   int ncache, capcache;
 } gv_intra_stage_ctx;
 
+/* The samples per microbatch of a pipeline's stage programs: dim 0 of the first data input of the whole model
+ * imported at the microbatch size (galvc checks every data input has that dim 0); 0 when it has none. The stage
+ * planner's gv_plan_opts.intra_batch. */
+int64_t gv_stage_microbatch(const gv_module *base);
+
 /* A gv_stage_cost_fn (ctx: gv_intra_stage_ctx): the stage program planned by
  * gv_plan_intra on the sub-mesh, plus gv_pipe_transfer_ns. Infeasible when
  * no plan fits or applies (or B is not ctx's). */

@@ -506,10 +506,29 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     if (min_need == INT64_MAX)
       gv_error_plain("pipeline: no stage of the %d layer groups can run on any sub-mesh of %lld devices", L,
                      (long long)D);
-    else
-      gv_error_plain("pipeline: no partition fits the memory limit of %.3f GiB per device (the smallest stage needs %.3f GiB "
-                     "with one microbatch in flight)",
-                     (double)limit / (1 << 30), (double)min_need / (1 << 30));
+    else { /* some stages fit, but no partition is made of stages that plan: name the ranges that do not */
+      int nbad = 0, ncost = 0, bf = -1, bl = -1;
+      int64_t bd = 0;
+      for (int k = 0; k < L; k++)
+        for (int j = k + 1; j <= L; j++)
+          for (int m = 0; m < nm; m++) {
+            const gv_stage_cost *sc = C[CX(k, j, m)];
+            if (!sc || sc == &unusable || (p->mesh_devices > 0 && mn[m] * mk[m] != p->mesh_devices)) continue;
+            ncost++;
+            if (sc->feasible) continue;
+            if (!nbad++ || j - k < bl - bf) bf = k, bl = j, bd = mn[m] * mk[m]; /* the shortest such range */
+          }
+      if (!nbad)
+        gv_error_plain("pipeline: no partition of the %d layer groups into %s%d stages covers the %lld devices with the sub-meshes "
+                       "allowed", L, p->stages ? "" : "up to ", p->stages ? p->stages : S, (long long)D);
+      else
+      gv_error_plain("pipeline: no partition of the %d layer groups into %s%d stages on %lld devices has a plan for every stage, "
+                     "whatever the memory limit: %d of the %d stage programs costed have no plan on their sub-mesh (the "
+                     "shortest: groups %d-%d on %lld device%s; GALV_PLAN_DEBUG=1 prints each), and the stages that plan need "
+                     "%.3f GiB at least with one microbatch in flight (the limit: %.3f GiB)",
+                     L, p->stages ? "" : "up to ", p->stages ? p->stages : S, (long long)D, nbad, ncost, bf, bl - 1, (long long)bd, bd == 1 ? "" : "s",
+                     (double)min_need / (1 << 30), (double)limit / (1 << 30));
+    }
     rc = 1;
     goto done;
   }

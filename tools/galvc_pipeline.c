@@ -71,10 +71,12 @@ static int partition_stage(gv_module *ms, const pipe_args *pa, int k, int quiet,
  * the runtime sends them) arrive replicated and a galv.reshard gives them
  * the plan's sharding (a local slice where the plan splits them); then
  * propagate-sharding and spmd-partition. desc: the plan in words. */
-static int plan_stage(gv_module *ms, int64_t k, const gv_cluster *cluster, int verify_each) {
+static int plan_stage(gv_module *ms, int64_t k, int64_t microbatch, const gv_cluster *cluster, int verify_each) {
   gv_plan plan;
   gv_plan_cost pc;
+  gv_plan_opts.intra_batch = microbatch; /* as the stage cost planned it: an input carrying no batch stays whole */
   int r = gv_plan_intra(ms, k, NULL, 0, cluster, gv_plan_opts.memory_limit, &plan, &pc);
+  gv_plan_opts.intra_batch = 0;
   if (r > 0) return gv_error(ms, "pipeline: no plan of this stage fits on %lld devices (the smallest needs %lld bytes per device)",
                              (long long)k, (long long)pc.mem_total);
   if (r || gv_plan_apply(ms, &plan)) return 1;
@@ -758,7 +760,7 @@ static gv_module *stage_module(const char *model, const gv_import_options *opt, 
   if (ms && (gv_cluster_layers(ms, K, &g2) || gv_pipe_assign_stages(ms, pl->first, S) || gv_stage_extract(ms, s, S, io) ||
              (train && gv_stage_train(ms, s, S)) ||
              (per > 1 && (gv_verify(ms) || (pa->naxes ? partition_stage(ms, pa, per, 1, verify_each)
-                                                      : plan_stage(ms, per, cluster, verify_each)))))) {
+                                                      : plan_stage(ms, per, opt->batch, cluster, verify_each)))))) {
     gv_module_free(ms);
     ms = NULL;
   }

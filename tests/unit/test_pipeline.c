@@ -61,6 +61,14 @@ static int cost(void *ctx, int first, int last, int64_t nodes, int64_t per_node,
   return 0;
 }
 
+/* cost, but no range holding group 1 has a plan (a stage program the intra-operator planner cannot plan on any
+ * sub-mesh: Megatron's 145.6B row once, whose later stages received a causal mask that dp could not split) */
+static int cost_hole(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *o) {
+  cost(ctx, first, last, nodes, per_node, B, o);
+  if (first <= 1 && last > 1) memset(o, 0, sizeof *o);
+  return 0;
+}
+
 /* the ways of a stage (gv_stage_cost.var): an earlier stage stashes (act 4000 per microbatch) or recomputes (twice
  * the time, act 100: its inputs); either with ZeRO-1 (states 6000 -> 3000, zero_ranks 2) or not */
 static int cost_ways(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *o) {
@@ -254,6 +262,16 @@ int main(void) {
     p.mem_limit = 1;
     s.pw[0] = s.pw[1] = s.pw[2] = 1 << 20;
     CHECK(gv_pipe_solve(&p, &pl) == 1, "no partition fits must fail");
+    /* stages that plan but no partition made of them, whatever the limit: the error names the ranges without a plan
+     * (the shortest: group 1 alone), not a memory figure as if the limit bound */
+    p.mem_limit = 0;
+    p.stages = 3;
+    p.cost = cost_hole;
+    rc = solve_captured(&p, &pl);
+    CHECK(rc == 1 && strstr(errbuf, "has a plan for every stage, whatever the memory limit") &&
+              strstr(errbuf, "(the shortest: groups 1-1 on 1 device;") && strchr(errbuf, '\n') == errbuf + strlen(errbuf) - 1,
+          "a group no stage plans: rc %d, error '%s'", rc, errbuf);
+    printf("a group no stage plans: %s", errbuf);
   }
   /* the transfer term on a stage of 2 devices: per device alpha + bytes / 2 / bandwidth per message, the
    * received bytes all-gathered over the 2 ((p-1) alpha + (p-1)/p bytes / bandwidth), the launches;
