@@ -962,6 +962,8 @@ typedef struct {
   int64_t limit; /* the budget the knapsack fills (the memory limit until a full realisation corrects it) */
   int64_t uni[NZ]; /* each uniform pattern's step extrapolated from r3 and r2 (uni_done[k]: known; < 0: does not realise) */
   bool uni_done[NZ];
+  int64_t z1_ns, z1_mem; /* ZeRO-1 on every unit (zero1_uniform): its step and memory from r3 and r2 (< 0: does not realise) */
+  bool z1_done;
   int64_t lb; /* status 2 (pruned): the bound on any of its plans' steps (solve_reduced) */
   bool kept_in; /* unpruned once: not pruned again in this search */
   bool sp;                                  /* sequence parallelism searched: r3's baseline and sp realisations (sp_extend) */
@@ -1167,8 +1169,9 @@ typedef struct {
  * default: stage 1 is dominated by stage 2 on every count the cost model
  * prices, more communication (an all_reduce, not a reduce_scatter, of the
  * gradients) and more memory (whole gradients), so realising it would only
- * slow the search; --zero-stages 1 asks for it). Only stage 0 without
- * training or batch axes. Returns their count. */
+ * slow the search; --zero-stages 1 asks for it; with microbatches the
+ * default prices stage 1 on every unit too: zero1_uniform). Only stage 0
+ * without training or batch axes. Returns their count. */
 static int zero_choices(const ctx *C, const gv_plan *p, uint8_t zs[NZ]) {
   int n = 0;
   zs[n++] = 0;
@@ -1176,6 +1179,20 @@ static int zero_choices(const ctx *C, const gv_plan *p, uint8_t zs[NZ]) {
   for (int st = 1; C->train && p->dmask && st <= 3; st++)
     if (mask & (1u << st)) zs[n++] = (uint8_t)st;
   return n;
+}
+
+/* ZeRO-1 on every unit as one more candidate of p's combination, beside the
+ * table's stages: under the default --zero-stages (stage 1 not a per-unit
+ * choice) when the program accumulates microbatches. Stage 1 then reduces
+ * each gradient sum once per step (an all_reduce where the sums are read)
+ * while stage 2 reduce-scatters every microbatch's gradients, so neither
+ * dominates (Megatron Table 1 row 1, dp=32, 4 microbatches: ZeRO-1 608
+ * collectives, 2274.9 ms; ZeRO-2 1478, 2431.4 ms; none 2355.9 ms). With one
+ * microbatch both reduce once and stage 2 moves less and holds less (row 1:
+ * 2195.5 against 2202.6 ms), so stage 1 adds nothing there. One realisation
+ * per combination (two on the reduced programs), not the table's four. */
+static bool zero1_uniform(const ctx *C, const gv_plan *p) {
+  return !gv_plan_opts.zero_stages && C->train && p->dmask && microbatch_copies(C->m) > 1;
 }
 
 static int choice_of(const uint8_t *zs, int nz, int stage) {
@@ -1975,6 +1992,25 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     consider_pred(S, p, pred, mem, limit);
   }
   memset(p->sp, 0, (size_t)nu);
+  if (!rc && !C->mem_only && zero1_uniform(C, p)) {
+    /* ZeRO-1 on every unit: its step and memory from r3 and r2 at stage 1, extrapolated over the layers as the
+     * uniform patterns' steps and the rest are (its memory is never below stage 2's: the probes need it not) */
+    if (!e->z1_done) {
+      gv_plan_cost u3, u2;
+      int q = realise_uniform(C, &R->c3, p, 4, 1, &u3);
+      if (!q) q = realise_uniform(C, &R->c2, p, 3, 1, &u2);
+      if (q < 0) rc = -1;
+      else {
+        e->z1_done = true;
+        e->z1_ns = q ? -1 : u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
+        e->z1_mem = q ? -1 : u3.mem_total + (int64_t)(L - 3) * (u3.mem_total > u2.mem_total ? u3.mem_total - u2.mem_total : 0);
+      }
+    }
+    if (!rc && e->z1_ns >= 0) {
+      for (int u = 0; u < nu; u++) p->zero[u] = 1;
+      consider_pred(S, p, e->z1_ns, e->z1_mem, limit);
+    }
+  }
   free(ns), free(st);
   return rc;
 }
@@ -2168,6 +2204,12 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
    * patterns are realised too, and the best realised plan wins. */
   for (int k = none_done ? 1 : 0; !rc && nz > 1 && k < nz; k++) {
     for (int u = 0; u < nu; u++) p->zero[u] = zs[k];
+    int q = realise(C, p, &pc, NULL, NULL);
+    if (q < 0) rc = -1;
+    else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
+  }
+  if (!rc && zero1_uniform(C, p)) { /* ZeRO-1 on every unit */
+    for (int u = 0; u < nu; u++) p->zero[u] = 1;
     int q = realise(C, p, &pc, NULL, NULL);
     if (q < 0) rc = -1;
     else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
