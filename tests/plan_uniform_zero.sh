@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# ZeRO-1 in the default training search (docs/planner.md, "Search space":
+# Uniform ZeRO patterns in the default training search (Megatron Table 1's
+# grid points, bench/megatron.py column (iii), that the search missed).
+# A. ZeRO-1 (docs/planner.md, "Search space":
 # with microbatches, ZeRO-1 on every unit is one more candidate per
 # combination beside the table's stages 2 and 3). The tiny GPT-2 of
 # tests/lib/tiny_lms.sh (2 layers, hidden 32), batch 16 x seq 16, 2
@@ -14,6 +16,14 @@
 #   - with one microbatch (stage 1 dominated by stage 2: the same reductions,
 #     more bytes, whole gradients) the default chooses no unit at stage 1;
 #   - the chosen plan compiled: 2 AdamW steps on 4 ranks = one device.
+# B. The repeated-layer path's memory of a uniform pattern (solve_reduced:
+# its own realisations on the reduced programs, its own error once realised
+# in full): Table 1 row 3's shape (7.5B, weight-free, plan-only: a few
+# seconds), 128 x a100-80g, batch 512, dp=128, selective recomputation, one
+# microbatch: ZeRO-2 is faster but over the 80 GB, ZeRO-3 fits; the search
+# chooses ZeRO-3 on every unit, the fixed `--strategy zero3` command's step
+# (it said "no plan fits": the table priced ZeRO-3 with ZeRO-2's 16-bit
+# working copies, and ZeRO-2's correction then left it out).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -93,5 +103,27 @@ PY
   else bad "run: $(grep -m3 -i error "$T/one.log" "$T/four.log")"; fi
 else bad "compile: $(grep -m3 error "$T/one.err" "$T/four.err")"; fi
 
-echo "plan_zero1: $pass passed, $fail failed"
+# 5. row 3's grid point
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/r3.onnx" --layers 36 --hidden 4096 --heads 32 --vocab 51200 --max-pos 2048 \
+  --no-weights --tie-embeddings --qkv-layout megatron --no-verify >/dev/null || bad "make_model 7.5B"
+R3=("$T/r3.onnx" --train --no-weights --precision bf16 --gpus-per-node 8 --cluster a100-80g --seq 2048 --gpus 128 --batch 512
+    --mesh dp=128 --recompute=selective --microbatches 1)
+# fixed STAGE: "step_ns total_bytes" of --strategy zeroSTAGE
+fixed_r3() {
+  timeout 300 "$BUILD/galvc" "${R3[@]}" --strategy "zero$1" --report-cost -q -o "$T/r3-$1.mlir" </dev/null 2>&1 |
+    sed -n 's/^predicted step: \([0-9]*\) ns.*/\1/p; s/^memory per device: .*total \([0-9]*\) of .*/\1/p' | tr '\n' ' '
+}
+read -r s2 m2 <<<"$(fixed_r3 2)"
+read -r s3 m3 <<<"$(fixed_r3 3)"
+timeout 300 "$BUILD/galvc" "${R3[@]}" --plan-only --plan-out "$T/r3.json" </dev/null 2>"$T/r3.err" || bad "row 3 search: $(grep -m1 error "$T/r3.err")"
+r=$(field "$T/r3.json" "p['predicted']['step_ns'], ''.join(sorted(set(str(u['zero']) for u in p['units']))), p['memory_per_device']['total']" 2>/dev/null)
+read -r ss sz sm <<<"$r"
+if [ -n "${s2:-}" ] && [ -n "${m3:-}" ] && [ "$s2" -lt "$s3" ] && [ "$m2" -gt 80000000000 ] && [ "$m3" -le 80000000000 ] &&
+   [ "${sz:-}" = 3 ] && [ "$ss" = "$s3" ] && [ "$sm" -le 80000000000 ]; then
+  ok "7.5B, dp=128, selective, 1 microbatch: ZeRO-2 $s2 ns in $m2 bytes (over), ZeRO-3 $s3 ns in $m3 bytes; the search: ZeRO-3 on every unit, $ss ns, $sm bytes"
+else
+  bad "7.5B, dp=128, selective: fixed ZeRO-2 '${s2:-} ${m2:-}', ZeRO-3 '${s3:-} ${m3:-}'; the search '$r' $(grep -m1 error "$T/r3.err")"
+fi
+
+echo "plan_uniform_zero: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
