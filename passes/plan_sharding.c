@@ -969,8 +969,10 @@ typedef struct {
   int status; /* 0: the table below; 1: the combination does not realise */
   int64_t n3[4][NZ], s3[4][NZ], rest3, rest2;
   int64_t limit; /* the budget the knapsack fills (the memory limit until a full realisation corrects it) */
-  int64_t uni[NZ]; /* each uniform pattern's step extrapolated from r3 and r2 (uni_done[k]: known; < 0: does not realise) */
-  bool uni_done[NZ];
+  /* per stage s, every unit at s: its step and memory extrapolated from r3 and r2 at s (uni_done[s]: known; uni[s] < 0:
+   * does not realise), and its memory's error once realised in full (plan_search; 0 before) */
+  int64_t uni[4], uni_mem[4], uni_err[4];
+  bool uni_done[4];
   int64_t lb; /* status 2 (pruned): the bound on any of its plans' steps (solve_reduced) */
   bool kept_in; /* unpruned once: not pruned again in this search */
   bool sp;                                  /* sequence parallelism searched: r3's baseline and sp realisations (sp_extend) */
@@ -1176,8 +1178,9 @@ typedef struct {
  * default: stage 1 is dominated by stage 2 on every count the cost model
  * prices, more communication (an all_reduce, not a reduce_scatter, of the
  * gradients) and more memory (whole gradients), so realising it would only
- * slow the search; --zero-stages 1 asks for it). Only stage 0 without
- * training or batch axes. Returns their count. */
+ * slow the search; --zero-stages 1 asks for it; with microbatches the
+ * default prices stage 1 on every unit too: zero1_uniform). Only stage 0
+ * without training or batch axes. Returns their count. */
 static int zero_choices(const ctx *C, const gv_plan *p, uint8_t zs[NZ]) {
   int n = 0;
   zs[n++] = 0;
@@ -1185,6 +1188,20 @@ static int zero_choices(const ctx *C, const gv_plan *p, uint8_t zs[NZ]) {
   for (int st = 1; C->train && p->dmask && st <= 3; st++)
     if (mask & (1u << st)) zs[n++] = (uint8_t)st;
   return n;
+}
+
+/* ZeRO-1 on every unit as one more candidate of p's combination, beside the
+ * table's stages: under the default --zero-stages (stage 1 not a per-unit
+ * choice) when the program accumulates microbatches. Stage 1 then reduces
+ * each gradient sum once per step (an all_reduce where the sums are read)
+ * while stage 2 reduce-scatters every microbatch's gradients, so neither
+ * dominates (Megatron Table 1 row 1, dp=32, 4 microbatches: ZeRO-1 608
+ * collectives, 2274.9 ms; ZeRO-2 1478, 2431.4 ms; none 2355.9 ms). With one
+ * microbatch both reduce once and stage 2 moves less and holds less (row 1:
+ * 2195.5 against 2202.6 ms), so stage 1 adds nothing there. One realisation
+ * per combination (two on the reduced programs), not the table's four. */
+static bool zero1_uniform(const ctx *C, const gv_plan *p) {
+  return !gv_plan_opts.zero_stages && C->train && p->dmask && microbatch_copies(C->m) > 1;
 }
 
 static int choice_of(const uint8_t *zs, int nz, int stage) {
@@ -1842,6 +1859,23 @@ static bool red_unprune_stale(reduced *R, const search *S) {
   return any;
 }
 
+/* Every unit of p's combination at `stage` on r3 and r2: its step and memory extrapolated over the layers as the
+ * rest is (e->uni[stage], uni_mem[stage]); realised once per combination (the reruns after a full realisation reuse
+ * it). Returns 0, -1 after an error line. */
+static int red_uniform(ctx *C, red_combo *e, const gv_plan *p, int stage) {
+  if (e->uni_done[stage]) return 0;
+  reduced *R = C->red;
+  int L = C->nl;
+  gv_plan_cost u3, u2;
+  int q = realise_uniform(C, &R->c3, p, 4, stage, &u3);
+  if (!q) q = realise_uniform(C, &R->c2, p, 3, stage, &u2);
+  if (q < 0) return -1;
+  e->uni[stage] = q ? -1 : u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
+  e->uni_mem[stage] = q ? -1 : u3.mem_total + (int64_t)(L - 3) * (u3.mem_total > u2.mem_total ? u3.mem_total - u2.mem_total : 0);
+  e->uni_done[stage] = true;
+  return 0;
+}
+
 static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   reduced *R = C->red;
   int L = C->nl, nu = p->nunits;
@@ -1971,19 +2005,30 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
        * step is a critical path over two streams (cost.h gv_cost_timeline), not a sum of the unit table's shares,
        * and a layer's communication hides under its neighbours' compute only when they run the same stage;
        * realised once per combination (the reruns after a full realisation reuse it) */
-      if (!e->uni_done[k]) {
-        gv_plan_cost u3, u2;
-        int q = realise_uniform(C, &R->c3, p, 4, zs[k], &u3);
-        if (!q) q = realise_uniform(C, &R->c2, p, 3, zs[k], &u2);
-        if (q < 0) { rc = -1; break; }
-        e->uni[k] = q ? -1 : u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
-        e->uni_done[k] = true;
+      if (red_uniform(C, e, p, zs[k]) < 0) { rc = -1; break; }
+      if (e->uni[zs[k]] >= 0) {
+        /* its memory too from its own realisations, against the limit itself (the budget's correction is the
+         * table's error; this estimate has its own, once realised in full): the table charges every pattern the
+         * largest rest of its realisations, and the rest holds what a unit's stage puts in the arena (stages 1 and
+         * 2: the whole 16-bit working copies; 3: the gathered parameters), so a uniform ZeRO-3 was priced with
+         * ZeRO-2's working copies (Megatron Table 1 row 3, dp=128, selective: 75.1 GB like ZeRO-2, realised 79.0;
+         * ZeRO-2 realised 92.2, whose correction then left ZeRO-3 out) */
+        consider_pred(S, p, e->uni[zs[k]], e->uni_mem[zs[k]] + e->uni_err[zs[k]], C->limit);
+        continue;
       }
-      if (e->uni[k] >= 0) pred = e->uni[k];
     }
     consider_pred(S, p, pred, mem, limit);
   }
   memset(p->sp, 0, (size_t)nu);
+  if (!rc && !C->mem_only && zero1_uniform(C, p)) {
+    /* ZeRO-1 on every unit: its step and memory from r3 and r2 at stage 1, extrapolated over the layers as the
+     * uniform patterns' steps and the rest are (its memory is never below stage 2's: the probes need it not) */
+    if (red_uniform(C, e, p, 1) < 0) rc = -1;
+    else if (e->uni[1] >= 0) {
+      for (int u = 0; u < nu; u++) p->zero[u] = 1;
+      consider_pred(S, p, e->uni[1], e->uni_mem[1] + e->uni_err[1], C->limit);
+    }
+  }
   free(ns), free(st);
   return rc;
 }
@@ -2181,6 +2226,12 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
     if (q < 0) rc = -1;
     else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
   }
+  if (!rc && zero1_uniform(C, p)) { /* ZeRO-1 on every unit */
+    for (int u = 0; u < nu; u++) p->zero[u] = 1;
+    int q = realise(C, p, &pc, NULL, NULL);
+    if (q < 0) rc = -1;
+    else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
+  }
   /* The outer unit (embeddings, final norm, head, loss) is unlike the
    * layers, and its table row, taken from realisations with its neighbours
    * at the same stage, is the least certain: when this combination holds
@@ -2368,6 +2419,11 @@ again_unpruned:
               (long long)pc.step_ns, (long long)pc.mem_activations);
     }
     S->best_cost = pc;
+    /* a uniform pattern's own memory estimate (solve_reduced) learns its error */
+    int us = S->best.nunits ? S->best.zero[0] : -1;
+    for (int u = 0; u < S->best.nunits && us >= 0; u++)
+      if (S->best.zero[u] != us || S->best.sp[u] || S->best.tp_unit[u]) us = -1;
+    if (us >= 0 && us < 4 && e->uni_done[us] && e->uni[us] >= 0) e->uni_err[us] = pc.mem_total - e->uni_mem[us];
     /* the correction is the chosen combination's: its budget only */
     if (pc.mem_total <= limit) {
       if (!have || pc.step_ns < keep->best_cost.step_ns) *keep = *S, have = true;

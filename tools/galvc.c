@@ -98,7 +98,7 @@ static void usage(FILE *f) {
           "                           replace the cost model's figures for those layers (Galvatron's profiled inputs or a\n"
           "                           galvc-profile JSON, e.g. from bench/layer_profile.py; docs/planner.md, \"Profiles\")\n"
           "  --zero-stages 1,2,3      training: the ZeRO stages the planner may give each layer besides none\n"
-          "                           (default 2,3: stage 1 never pays in the cost model; docs/planner.md)\n"
+          "                           (default 2,3 per layer, and with microbatches stage 1 on every layer; docs/planner.md)\n"
           "  --plan-search dp|exhaustive  dp (default): ZeRO pattern by knapsack DP; exhaustive: realise every\n"
           "                           plan of the space (the exact optimum, small models)\n"
           "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
