@@ -95,7 +95,7 @@ def load(which, g, gib):
     p = json.load(open(base + ".json")) if os.path.exists(base + ".json") else None
     err = ""
     if p is None and os.path.exists(base + ".log"):
-        err = next((l.strip() for l in open(base + ".log") if "error" in l), "no plan.json (stopped: CPU limit?)")[:300]
+        err = next((l.strip() for l in open(base + ".log") if "error" in l), "no plan yet (still searching, or stopped by CPU_LIMIT)")[:300]
     cpu = wall = None
     if os.path.exists(base + ".time"):
         for l in open(base + ".time"):
@@ -112,7 +112,7 @@ def plan_str(p):
     zs = " + ".join(f"{z.count(s)} ZeRO-{s}" if s else f"{z.count(s)} none" for s in sorted(set(z), reverse=True))
     mesh = " x ".join(f"{a}={n}" for a, n in zip(p["mesh"]["axes"], p["mesh"]["shape"]))
     sp = sum(1 for u in p["units"][1:] if u.get("sp"))
-    return (f"{mesh}{' tp=' + p['tp_axis'] if p.get('tp_axis') else ''}{f', sp {sp}' if sp else ''}; {zs}; "
+    return (f"{mesh}{f', sp {sp}' if sp else ''}; {zs}; "
             f"outer ZeRO-{p['units'][0]['zero']}; rc {p.get('recompute', 'none')}; mb {p.get('microbatches', 1)}")
 
 GiB = 2 ** 30
@@ -126,8 +126,10 @@ for g in gpus:
         usable = usable or busable
         t = json.loads(subprocess.check_output([sys.executable, terms, prof, g, gib, "--json"]))
         us = f"{usable / GiB:.1f}" if usable else "?"
+        if a and acpu is None:  # plan.json of a count searched so far; the search still runs (or was stopped)
+            aerr, a = f"unfinished: so far {plan_str(a)}, {a['predicted']['step_ns'] / 1e6:.1f} ms", None
         left = (f"{plan_str(a):<62} {a['predicted']['step_ns'] / 1e6:9.1f} "
-                f"{a['memory_per_device']['total'] / GiB:6.1f}/{us:>6} {acpu or 0:7.1f}") if a else f"{aerr:<100}"
+                f"{a['memory_per_device']['total'] / GiB:6.1f}/{us:>6} {acpu:7.1f}") if a else f"{aerr:<100}"
         if b:
             bm = b["memory_per_device"]["total"]
             over = "" if not usable or bm <= usable else "!"
