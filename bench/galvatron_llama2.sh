@@ -8,7 +8,9 @@
 # (--memory-limit 36 / 80 GiB --memory-reserve 0.2,1073741824: 20 % and 1 GiB held back, as Galvatron plans).
 # Per case (GPUS x GIB):
 #   galvc:     the search with the profile (the planner's default training search: recomputation and microbatch
-#              count searched; RECOMPUTE=galvatron fixes them to Galvatron's: all at 36 GiB, none at 80 GiB);
+#              count searched; RECOMPUTE=galvatron fixes the recomputation to Galvatron's: all at 36 GiB, none at
+#              80 GiB), accumulated gradients reduce-scattered per microbatch as Galvatron's ZeRO-2 does
+#              (ZERO_REDUCE=once: galvc's default form, whole gradient sums reduced once);
 #   galvatron: Galvatron's chosen plan (anchors README / planner_inputs.json runs_*GB) given with --plan and priced by
 #              galvc with the same profile: dp over every device, its ZeRO-3 / ZeRO-2 split by layer, the embedding /
 #              head at its ZeRO stage (its Ulysses split is not expressible), its chunks as gradient-accumulation
@@ -20,7 +22,7 @@
 # (compute, overlap slowdown, exposed communication, all communication, for both plans) and Galvatron's
 # (bench/galvatron/galvatron_terms.py: its cost model's compute, exposed data-parallel communication, tp, residual).
 # Figures only (never a pass or fail).
-# Environment: GIBS (default "36 80"), FUSED (on | off, default on), JOBS (cases run at once, default 2), RECOMPUTE (search | galvatron),
+# Environment: GIBS (default "36 80"), FUSED (on | off, default on), ZERO_REDUCE (per-microbatch | once), JOBS (cases run at once, default 2), RECOMPUTE (search | galvatron),
 # CPU_LIMIT (CPU seconds per galvc search, default 3600), OUT (keep the plans and logs there; default a temp dir),
 # SUMMARY_ONLY (1: print the table from OUT's files, run nothing).
 # GPUS default: 8 16 32 64. Every galvc runs under nice -n 19.
@@ -34,6 +36,7 @@ JOBS=${JOBS:-2}
 RECOMPUTE=${RECOMPUTE:-search}
 CPU_LIMIT=${CPU_LIMIT:-3600}
 FUSED=${FUSED:-on}
+ZERO_REDUCE=${ZERO_REDUCE:-per-microbatch}
 G=$BUILD/galvc
 if [ -n "${OUT:-}" ]; then T=$OUT; mkdir -p "$T"; else T=$(mktemp -d); trap 'rm -rf "$T"' EXIT; fi
 M=$T/llama7b.onnx
@@ -65,8 +68,9 @@ if run["chunks"] > 1: p.update(microbatches=run["chunks"], zero_reduce="per-micr
 json.dump(p, open(out, "w"))
 PY
     extra=(--recompute="$rec" --plan "$base.plan.json")
-  elif [ "$RECOMPUTE" = galvatron ]; then
-    extra=(--recompute="$rec")
+  else
+    extra=(--zero-reduce "$ZERO_REDUCE")
+    [ "$RECOMPUTE" = galvatron ] && extra+=(--recompute="$rec")
   fi
   rm -f "$base.json"
   ( ulimit -t "$CPU_LIMIT"; /usr/bin/time -f "%U %S %e %M" -o "$base.time" nice -n 19 "$G" "$M" "${common[@]}" "${extra[@]}" \
