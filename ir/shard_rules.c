@@ -299,6 +299,14 @@ int gv_shard_slice(const gv_op *op, gv_shard_rule *r) {
   return same_size_dims(op, r, skip);
 }
 
+/* slice_grad(dy) {starts, ends, axes, steps, shape}: the slice's rule read
+ * backwards. A dim the window leaves whole is the same dim of dy and of the
+ * result, so it passes (a data-parallel batch stays split: the rotary
+ * embedding's slices of q and k, whose gradients were gathered over the
+ * batch before); a sliced dim stays whole. spmd-partition sets the local
+ * result's `shape`. */
+int gv_shard_slice_grad(const gv_op *op, gv_shard_rule *r) { return gv_shard_slice(op, r); }
+
 static int axis_attr_rule(const gv_op *op, gv_shard_rule *r) {
   if (!stat_ok(op)) return 1;
   bool skip[GV_MAX_RANK] = {0};

@@ -176,6 +176,10 @@ int gv_pass_accumulate(gv_module *m) {
       strcat(loc, r ? f->res_names[r] + 5 : "loss"); /* "grad:P" -> "accumulate/P" */
       gvb a = {m, v->def && v->def->parent == body ? v->def->next : ret, loc};
       if (r == 0) v = gvb_bin(&a, GV_OP_MUL, v, wk);
+      else if (!k && gv_train_opts.zero_reduce_each && B > 1) /* the first microbatch's sum too: an op at "accumulate/P" */
+        v = gvb_bin(&a, GV_OP_MUL, v, gvb_cst(&a, v->type.dtype, 1.0)); /* that propagate-sharding pins to the shard, so
+                                                                          * it is reduce-scattered at once, not kept whole
+                                                                          * until the second microbatch's add */
       acc[r] = k ? gvb_bin(&a, GV_OP_ADD, acc[r], v) : v;
       if (!acc[r]) goto done;
     }

@@ -464,6 +464,8 @@ static int partition(spmd *S, gv_func *f) {
       if (local_type(S, op, op->res[i], gv_op_sharding(op, i), &t)) return -1;
       op->res[i]->type = t;
     }
+    if (op->code == GV_OP_SLICE_GRAD) /* its zeros' shape: the local result's (a dim the window leaves whole may be split) */
+      gv_set_ints(S->m, op, "shape", op->res[0]->type.rank, op->res[0]->type.dims);
     if (op->code == GV_OP_REDUCE_MEAN && fix_mean(S, op, x0)) return -1;
     if (op->code == GV_OP_GATHER && lower_gather(S, op, x0)) return -1;
     if ((op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) && lower_cross_entropy(S, op)) return -1;

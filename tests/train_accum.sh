@@ -16,12 +16,14 @@
 #     the communicator counted = the planner's prediction x steps (the
 #     program checks it; the test reads the counters again); ZeRO's forms:
 #     --zero-reduce once reduce-scatters as many bytes as B = 1,
-#     per-microbatch B times as many;
+#     per-microbatch B times as many, and keeps only gradient shards (the
+#     first microbatch's too): its arena below 3/4 of once's;
 #   - memory: the arena of GPT-2 at seq 128 shrinks with B (one
 #     microbatch's activations); --microbatches auto picks the fewest
 #     microbatches that fit --memory-limit, on one device and through the
 #     planner (--gpus 2), and reports it;
-#   - plan.json records the microbatches and --plan compiles as many;
+#   - plan.json records the microbatches and --plan compiles as many; the
+#     planner's search takes --zero-reduce without --microbatches;
 #   - bad input: a batch that does not split into B, --microbatches
 #     without --train, --zero-reduce without --microbatches or with a bad
 #     value, a microbatch dp does not divide, nothing fits under auto, a
@@ -135,6 +137,16 @@ if [ -n "$one" ] && [ -n "$once" ] && [ -n "$each" ]; then
   else bad "zero 4 ranks: reduce_scatter bytes B=1 $one, once $once, per-microbatch $each (want once = B=1, per-microbatch = 2x)"; fi
 fi
 
+# per-microbatch ZeRO keeps only shards of every microbatch's gradients, the first one's too (reduce-scattered at
+# once, not held whole until the second microbatch's add): its arena below 3/4 of once's (which keeps the whole
+# gradient sums); before, 279744 against 286080 bytes
+za() { "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --gpus 4 --strategy zero --microbatches 2 --zero-reduce "$1" \
+  --target cpu -o "$T/za-$1.mlir" 2>&1 | sed -n 's/^galvc: memory: .* arena \([0-9]*\)$/\1/p'; }
+zo=$(za once) ze=$(za per-microbatch)
+if [ -n "$zo" ] && [ -n "$ze" ] && [ $((4 * ze)) -lt $((3 * zo)) ]; then
+  ok "zero 4 ranks, 2 microbatches: arena per-microbatch $ze bytes, once $zo"
+else bad "zero 4 ranks, 2 microbatches: arena per-microbatch '$ze' not below 3/4 of once's '$zo'"; fi
+
 # memory: GPT-2 at seq 128, the arena (one microbatch's activations) shrinks with B
 arena() { sed -n 's/^galvc: memory: .* arena \([0-9]*\)$/\1/p' "$1"; }
 for B in 1 2 4; do
@@ -186,6 +198,12 @@ if [ -n "$p1" ]; then
      grep -q "the plan accumulates $nmb microbatches" <<<"$e"; then
     ok "--plan: plan.json's $nmb microbatches reproduced ($re bytes); --microbatches $other with it is an error"
   else bad "--plan with microbatches: '$re' vs '$got': $(grep microbatches "$T/pl.json"); exit $rc: $e"; fi
+  # --zero-reduce with the planner's microbatch search (no --microbatches): every count's program reduces so, and
+  # plan.json records it
+  out=$("${A[@]}" --gpus 2 --plan-only --memory-limit $lim --zero-reduce per-microbatch --plan-out "$T/plz.json" 2>&1)
+  if grep -q '"zero_reduce": "per-microbatch"' "$T/plz.json" 2>/dev/null; then
+    ok "planner --zero-reduce per-microbatch without --microbatches: $(grep -o '"microbatches": [0-9]*' "$T/plz.json"), per-microbatch"
+  else bad "planner --zero-reduce per-microbatch without --microbatches: $(grep -m2 'error\|microbatch' <<<"$out")"; fi
 else bad "planner: no 'smallest needs' figure for 1 microbatch"; fi
 
 # bad input: one error line each

@@ -1072,7 +1072,8 @@ int main(int argc, char **argv) {
     else if (zero_reduce_given && !train) why = "--zero-reduce applies to the training step: it needs --train";
     else if (zero_reduce_given && pa.on && (pa.zero == 1 || pa.zero_off))
       why = "--zero-reduce chooses the form of ZeRO-2 in pipeline stages: it does not combine with --pipeline-zero 0 or 1";
-    else if (zero_reduce_given && !pa.on && !mb_given && !gv_plan_opts.plan_in) why = "--zero-reduce chooses how accumulated gradients are reduced: it needs --microbatches";
+    else if (zero_reduce_given && !pa.on && !mb_given && !gv_plan_opts.plan_in && !gv_plan_opts.active) /* the planner's microbatch search takes it */
+      why = "--zero-reduce chooses how accumulated gradients are reduced: it needs --microbatches (or the planner's microbatch search, --gpus N)";
     else if (pipe_opt && !pa.on) snprintf(msg, sizeof msg, "%s applies to pipelines: it needs --pipeline-stages", pipe_opt), why = msg;
     else if (search_given && gv_plan_opts.plan_in) why = "--plan-search does not combine with --plan (a saved plan is applied, not searched)";
     else if (zstages_given && !train) why = "--zero-stages applies to the training step: it needs --train";
