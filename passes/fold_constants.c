@@ -18,7 +18,8 @@
  *
  * Limit: a result with more than FOLD_MAX_ELEMS (1 << 20) elements is not
  * materialised (the op stays; only its run-time form may become static), so
- * that a huge mask or ConstantOfShape does not bloat the IR text and memory.
+ * that a huge mask or ConstantOfShape does not bloat the IR text and memory;
+ * such a ConstantOfShape becomes galv.expand of its one-element value.
  *
  * It must never: evaluate an op with a non-constant operand, fold a
  * terminator or an op that is not GV_PURE, leave a galv.if whose condition is
@@ -264,6 +265,39 @@ static int static_slice(fold_ctx *c, gv_op *op) {
 }
 
 static int lower_matmul(fold_ctx *c, gv_op *op);
+static gv_value *add_before(fold_ctx *c, gv_op *at, gv_opcode code, int n, gv_value *const *opnds, gv_type t);
+
+/* A galv.constant_of_shape with a constant shape whose result is over
+ * FOLD_MAX_ELEMS (a causal mask at seq > 1024) becomes galv.expand of its
+ * one-element value (a constant of one element): no target has a kernel of
+ * its own for it, every target runs a static expand (a copy with stride 0). */
+static int static_fill(fold_ctx *c, gv_op *op) {
+  gv_module *m = c->m;
+  if (op->nopnds != 1 || !const_of(op->opnds[0]) || !gv_type_is_static(&op->res[0]->type)) return 0;
+  const gv_attr *va = gv_get_attr(op, "value");
+  gv_tensor *v;
+  if (va && va->kind == GV_ATTR_TENSOR && va->u.t) {
+    if (va->u.t->type.dtype != op->res[0]->type.dtype || gv_tensor_numel(va->u.t) != 1)
+      return gv_error_op(m, op, "constant_of_shape value does not match the result dtype");
+    v = va->u.t;
+  } else { /* ONNX's default: a float zero */
+    int64_t one = 1;
+    v = gv_tensor_new(m->arena, gv_type_make(op->res[0]->type.dtype, 1, &one));
+    if (!v) return gv_error(m, "out of memory in fold-constants");
+  }
+  gv_op *k = gv_constant_new(m, v);
+  k->loc = op->loc;
+  k->onnx_op = op->onnx_op;
+  gv_insert_before(op, k);
+  if (track(c, k->res[0])) return -1;
+  gv_value *e = add_before(c, op, GV_OP_EXPAND, 1, &k->res[0], op->res[0]->type);
+  if (!e) return -1;
+  e->name = op->res[0]->name;
+  replace(c, op->res[0], e);
+  gv_op_unlink(op);
+  c->changes++;
+  return 0;
+}
 
 /* Rewrites op into its static form where its extra operands are constant and
  * removes it when it became an identity. Returns -1 on error. */
@@ -305,6 +339,8 @@ static int static_form(fold_ctx *c, gv_op *op) {
       gv_op_set_operands(m, op, 1, op->opnds), c->changes++;
     }
     return 0;
+  case GV_OP_CONSTANT_OF_SHAPE: /* too big to fold (try_fold came first): its value broadcast, a static expand */
+    return static_fill(c, op);
   case GV_OP_CAST: {
     const gv_attr *to = gv_get_attr(op, "to");
     if (to && to->kind == GV_ATTR_TYPE && to->u.ty == op->opnds[0]->type.dtype &&

@@ -1,8 +1,12 @@
 
 // fold-constants: results above the limit (1 << 20 elements) are not
-// materialised; the op stays, and so do its users. Small ones fold.
+// materialised, and their users stay. Small ones fold. A ConstantOfShape
+// over the limit becomes a static expand of its one-element value (no
+// target runs galv.constant_of_shape itself: a causal mask at seq > 1024);
+// ONNX's default value is a float zero.
 // RUN: %galv-opt --passes=fold-constants,dce %s | %FileCheck %s
-// CHECK: %1 = "galv.constant_of_shape"(%0) : (tensor<2xi64>) -> tensor<1025x1024xf32>
+// CHECK: %0 = "galv.constant"() {value = dense<[0.000000000e+00]> : tensor<1xf32>} {{.*}} loc("/ConstantOfShape"
+// CHECK-NEXT: %1 = "galv.expand"(%0) : (tensor<1xf32>) -> tensor<1025x1024xf32> loc("/ConstantOfShape"
 // CHECK-NEXT: %2 = "galv.reduce_sum"(%1)
 // CHECK-NEXT: %3 = "galv.constant"() {value = dense<0.000000000e+00> : tensor<f32>} {{.*}} loc("/ReduceSum_1"
 // CHECK-NEXT: %4 = "galv.add"(%2, %3)
