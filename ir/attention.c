@@ -244,3 +244,9 @@ int gv_attn_train_kernel(const char *target, gv_dtype storage) {
   if (cuda && known) return GV_ATTN_KERNEL_OPT_IN; /* runtime/cuda/fused_attention.cuh: plain kernels */
   return GV_ATTN_KERNEL_NONE;
 }
+
+int gv_attn_train_fuse(int kernel, int mode, bool plan_only) {
+  if (mode == 0) return 0;
+  if (mode < 0) return kernel == GV_ATTN_KERNEL_AUTO;
+  return kernel == GV_ATTN_KERNEL_NONE && !plan_only ? -1 : 1;
+}

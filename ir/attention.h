@@ -89,4 +89,14 @@ bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c);
 enum { GV_ATTN_KERNEL_NONE, GV_ATTN_KERNEL_OPT_IN, GV_ATTN_KERNEL_AUTO };
 int gv_attn_train_kernel(const char *target, gv_dtype storage);
 
+/* galvc's --fused-attention decision for a training compile: kernel
+ * gv_attn_train_kernel's answer, mode 1 (on), 0 (off) or -1 (auto, the
+ * default), plan_only --plan-only. 1: the cores fused (galv.attention), 0:
+ * the four-op chains, -1: refused (`on` where no kernel runs it, outside
+ * --plan-only: galvc's "no kernel runs fused attention" error). galvc's
+ * own inputs never give GV_ATTN_KERNEL_NONE today (--target is cpu or
+ * cuda, the storage f32 / bf16 / f16), so tests/unit/test_attention.c
+ * checks every target x dtype x mode here. */
+int gv_attn_train_fuse(int kernel, int mode, bool plan_only);
+
 #endif

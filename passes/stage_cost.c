@@ -12,7 +12,9 @@
  * gv_plan_intra on the stage's sub-mesh (with --mesh, on the mesh's shape;
  * with --strategy dp,tp too, with the preset's roles: dp over the axis named
  * dp, the layers' tp over the one named tp, no ZeRO; --strategy dp / tp
- * without --mesh: one axis of the stage's devices with that role). Time per microbatch = the plan's
+ * without --mesh: one axis of the stage's devices with that role; where that
+ * role has no plan, the planner's own plan, the way's planner_plan: galvc
+ * compiles that plan for the stage). Time per microbatch = the plan's
  * predicted step (twice for a stage other than the last in training with
  * ctx->recompute: that runtime runs the combined function in the forward
  * and in the backward entry; once otherwise: the stage's forward and
@@ -244,6 +246,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     gv_plan plans[2];
     gv_plan_cost pcs[2];
     int prc[2] = {1, 1};
+    bool fallback[2] = {false, false}; /* the one-axis preset had no plan: the planner's own (compiled so) */
     int64_t devices = nodes * per_node;
     /* the parameters other stages hold too: their gradients stay whole in the program (the runtime sums them across
      * the stages), as galvc compiles the stage; the others' are returned split as their parameters */
@@ -279,9 +282,11 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_plan_opts.intra_batch = gv_stage_microbatch(x->base); /* a stage input it does not divide stays whole */
       rc = prc[k] = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
       gv_plan_opts.intra_roles = false;
-      if (rc != 0 && one) /* the one-axis role has no plan on this stage (a microbatch dp cannot split): priced by the
-                          * planner's own plan, as before the preset was priced */
+      if (rc != 0 && one) { /* the one-axis role has no plan on this stage (a microbatch dp cannot split): priced by
+                             * the planner's own plan, and the way says so: galvc compiles that plan for the stage */
         rc = prc[k] = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
+        fallback[k] = true;
+      }
       gv_plan_opts.intra_batch = 0;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
       gv_pipe_opts.zero2 = false;
@@ -391,6 +396,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           /* the DP's key among the ways: ZeRO's per-step collectives spread over the step's microbatches */
           out->key_ns = out->ns + out->zero_ns / (x->B > 0 ? x->B : 1);
           plan_desc(&plan, out->desc, sizeof out->desc);
+          out->planner_plan = fallback[k];
           /* a per-layer mode that changes nothing here (no attention core, no layer in the stage, or the whole stage
            * recomputed and its arena the same): the same way as an earlier one */
           bool dup = false;

@@ -121,7 +121,7 @@ void gv_stage_cost_add_way(gv_stage_cost *c, const gv_stage_cost *w) {
   if (c->nvar >= GV_STAGE_MAX_VARS) return;
   gv_stage_var *v = &c->var[c->nvar++];
   *v = (gv_stage_var){w->ns, w->state_bytes, w->act_bytes, w->once_ns, w->zero_ns, w->opt_ns, w->zero_ranks, w->xfer_ns,
-                      w->key_ns, w->recompute, w->zero, w->layer_rc, ""};
+                      w->key_ns, w->recompute, w->zero, w->layer_rc, w->planner_plan, ""};
   memcpy(v->desc, w->desc, sizeof v->desc);
 }
 
@@ -157,6 +157,7 @@ void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched) {
     c->ns = w->ns, c->state_bytes = w->state_bytes, c->act_bytes = w->act_bytes, c->once_ns = w->once_ns;
     c->zero_ns = w->zero_ns, c->opt_ns = w->opt_ns, c->zero_ranks = w->zero_ranks, c->xfer_ns = w->xfer_ns;
     c->recompute = w->recompute, c->layer_rc = w->layer_rc, c->zero = w->zero, c->key_ns = w->key_ns;
+    c->planner_plan = w->planner_plan;
     memcpy(c->desc, w->desc, sizeof c->desc);
   }
   if (sched == GV_SCHED_ZBH1) c->state_bytes += c->zb_bytes, c->zb_bytes = 0;

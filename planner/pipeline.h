@@ -52,6 +52,7 @@ typedef struct {
   bool recompute;       /* an earlier stage recomputes (no stash) */
   signed char zero;     /* GV_ZERO_*: none, ZeRO-1, ZeRO-2 reduced once per step, ZeRO-2 reduced per microbatch */
   signed char layer_rc; /* GV_LAYER_RC_*: per-layer recomputation inside the stage program */
+  bool planner_plan;    /* --strategy dp / tp has no plan on the stage: the intra-operator planner's plan, compiled so */
   char desc[48];
 } gv_stage_var;
 enum { GV_STAGE_MAX_VARS = 24 };
@@ -86,6 +87,9 @@ typedef struct {
   char desc[48];        /* intra-op choice, e.g. "dp=2,tp=4" */
   bool recompute;       /* training, an earlier stage: it recomputes (the combined program; no stash) */
   signed char layer_rc; /* training: per-layer recomputation inside the stage program (GV_LAYER_RC_*) */
+  bool planner_plan;    /* the one-axis preset (--strategy dp / tp without --mesh) has no plan on this sub-mesh (e.g. a
+                         * microbatch dp cannot split): priced by the intra-operator planner's plan, which galvc then
+                         * compiles for the stage (tools/galvc_pipeline.c stage_module) */
   int64_t zb_bytes;     /* training: ZB-H1's weight-gradient entry's copy of the weights (runtime/pipe.c Ww), per
                          * device, in no way's state_bytes: the schedule adds it (gv_stage_cost_pick / _use) */
   /* the ways the stage can run when the cost function offers a choice (nvar >= 2; the fields above are var[0],

@@ -28,32 +28,14 @@ ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 G=$BUILD/galvc
 B=4 S=16 L=2
+. "$SRC/tests/lib/rank_compare.sh"
 tiny_lms "$T"
-python3 - "$T" $B $S <<'PY' || { echo "FAIL batches"; exit 1; }
-import numpy as np, os, sys
-t, B, S = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-r = np.random.RandomState(11)
-os.makedirs(t + "/b")
-np.save(t + "/b/input_ids.npy", r.randint(0, 64, (2, B, S)).astype(np.int64))
-np.save(t + "/b/labels.npy", r.randint(0, 64, (2, B, S)).astype(np.int64))
-PY
-same() { # LOG WDIR REF_LOG REF_WDIR [LOSS_RTOL RTOL ATOL]
-  python3 - "$3" "$1" "$4" "$2" "$SRC/tests/lib" "${5:-1e-4}" "${6:-1e-4}" "${7:-1e-5}" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[5])
-from same_training import check
-print(check(*sys.argv[1:5], loss_rtol=float(sys.argv[6]), rtol=float(sys.argv[7]), atol=float(sys.argv[8])))
-PY
-}
+lm_batches "$T/b" $B $S 11
 for run in gpt2:fp32 llama:fp32 gpt2:bf16; do
   fam=${run%:*} p=${run#*:} ref=off bound=()
   # bf16: the CPU program of the same plan (fused); losses within 1e-3 (of ~4.2: rtol 2.4e-4), weights 2 x lr x steps
-  [ $p = bf16 ] && ref=on bound=(2.4e-4 0 4e-3)
-  if ! "$G" "$T/$fam.onnx" --batch $B --seq $S --train --target cpu --precision $p --fused-attention $ref -q -o "$T/$fam-$p-cpu/" </dev/null >"$T/$fam-$p-cpu.log" 2>&1 ||
-     ! "$T/$fam-$p-cpu/program" --batches "$T/b" --steps 2 -o "$T/$fam-$p-cpu.w" >"$T/$fam-$p-cpu.txt" 2>&1; then
-    bad "$fam $p: the CPU reference: $(grep -m2 -i error "$T/$fam-$p-cpu.log" "$T/$fam-$p-cpu.txt")"
-    continue
-  fi
+  [ $p = bf16 ] && ref=on bound=(4e-3 0 2.4e-4) # same_training's ATOL RTOL LOSS_RTOL
+  single_program "$T/$fam-$p-cpu" "$T/$fam.onnx" "--batches $T/b --steps 2" --batch $B --seq $S --train --precision $p --fused-attention $ref
   d="$T/$fam-$p-cu"
   if ! "$G" "$T/$fam.onnx" --batch $B --seq $S --train --target cuda --precision $p --fused-attention on --no-build -q -o "$d/" </dev/null >"$d.gen.log" 2>&1; then
     bad "$fam: galvc --target cuda --fused-attention on: $(grep -m3 -i error "$d.gen.log")"
@@ -80,7 +62,7 @@ for run in gpt2:fp32 llama:fp32 gpt2:bf16; do
     bad "$fam $p: make emu / program-emu: $(grep -m3 -i error "$d.gen.log" "$d.txt")"
     continue
   fi
-  if r=$(same "$d.txt" "$d.w" "$T/$fam-$p-cpu.txt" "$T/$fam-$p-cpu.w" "${bound[@]}"); then
+  if r=$(same_training "$T/$fam-$p-cpu.log" "$d.txt" "$T/$fam-$p-cpu.w" "$d.w" "${bound[@]}"); then
     ok "$fam $p: cuda (emu) fused == cpu $p --fused-attention $ref: $r"
   else
     bad "$fam $p: cuda (emu) fused vs cpu $p --fused-attention $ref: $r"

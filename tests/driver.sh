@@ -130,7 +130,8 @@ expect 2 "bf16 inference stages are not supported on the cuda target yet" -- "$B
 # (--grad-dtype bf16 with --pipeline-stages runs since, with ZeRO-1 / ZeRO-2 stages too: tests/pipeline_grad_bf16.sh;
 # ZeRO-2 stages with --clip-grad-norm too: tests/pipeline_zero.sh runs them against the clipped single device)
 # --strategy dp stages of 2 devices at one sample per microbatch (no dp split of it): the stage cost prices the
-# planner's own plan there, so the pipeline plans (it answered "no stage ... can run on any sub-mesh")
+# planner's own plan there and galvc compiles that plan, so the pipeline plans (it answered "no stage ... can run on
+# any sub-mesh"); tests/pipeline_dp_one_sample.sh runs such a pipeline against the single device
 expect 0 "pipeline: 2 stages" -- bash -c '"$0" "$@" 2>&1' "$BUILD/galvc" "$T/gpt2.onnx" --train --target cpu --pipeline-stages 2 --gpus 4 --strategy dp --pipeline-zero 2 --clip-grad-norm 1 --no-build -o "$T/pp2g/"
 expect 2 "--target tpu: unknown target" -- "$BUILD/galvc" "$T/gpt2.onnx" --target tpu
 # An option that takes a value, given last: it names the option (not "unknown option").

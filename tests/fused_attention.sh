@@ -22,9 +22,9 @@ SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$SRC/tests/lib/mpi_env.sh" # MPI or skip; MPIRUN (as root, oversubscribed: the pipeline's launch takes it whole); ok / bad
-. "$SRC/tests/lib/tiny_lms.sh"
+. "$SRC/tests/lib/fused_attn.sh" # the models, batches, fa_train
 B=4 S=16 H=4 DV=8 L=2 STEPS=3
-tiny_lms "$T"
+fa_models
 # compare REF DIR: losses and weights of DIR equal REF's
 compare() {
   python3 - "$1" "$2" <<'PY'
@@ -54,27 +54,10 @@ sys.exit(1 if bad else 0)
 PY
 }
 for fam in gpt2 llama; do
-  python3 - "$SRC" "$T/$fam.onnx" "$T/$fam.b" $B $S $STEPS 2>"$T/err" <<'PY' || { bad "$fam batches: $(tail -1 "$T/err")"; continue; }
-import sys, os, onnx, numpy as np
-sys.path.insert(0, sys.argv[1] + "/tests")
-from model_inputs import make_inputs
-m = onnx.load(sys.argv[2], load_external_data=False)
-B, S, n = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
-os.makedirs(sys.argv[3])
-steps = [make_inputs(m, B, S, seed=k) for k in range(n)]
-for name in steps[0]:
-    np.save(f"{sys.argv[3]}/{name.replace('/', '_')}.npy", np.stack([s[name] for s in steps]))
-r = np.random.RandomState(5)
-np.save(f"{sys.argv[3]}/labels.npy", r.randint(0, 64, size=[n, B, S]).astype(np.int64))
-PY
+  fa_batches $fam || continue
   common=("$T/$fam.onnx" --batch $B --seq $S --train --eps 1e-6 --target cpu)
   for mode in off on; do
-    d="$T/$fam-$mode"
-    if ! "$BUILD/galvc" "${common[@]}" --fused-attention $mode -o "$d/" 2>"$T/$fam-$mode.err"; then
-      bad "$fam --fused-attention $mode: galvc: $(grep -m3 error "$T/$fam-$mode.err")"
-      continue 2
-    fi
-    "$d/program" --batches "$T/$fam.b" --steps $STEPS -o "$d/w" >"$d/log" 2>"$T/err" || { bad "$fam $mode run: $(head -3 "$T/err")"; continue 2; }
+    fa_train "$fam --fused-attention $mode" "$T/$fam-$mode" $fam --fused-attention $mode || continue 2
   done
   nf=$(grep -c 'galv_attention_f32(' "$T/$fam-on/program.c"); ng=$(grep -c 'galv_attention_grad_f32(' "$T/$fam-on/program.c")
   nu=$(grep -c 'galv_attention' "$T/$fam-off/program.c")
@@ -86,8 +69,7 @@ PY
   if r=$(compare "$T/$fam-off" "$T/$fam-on"); then ok "$fam 1 rank fused == unfused: $r"; else bad "$fam 1 rank fused vs unfused: $r"; fi
   # activations kept for backward: smaller by one B x H x S x S f32 tensor per layer (the
   # probabilities) less what the fused op keeps instead (its output, B x H x S x Dv, and lse, B x H x S)
-  act() { sed -n 's/.*activations kept for backward \([0-9]*\).*/\1/p' "$1" | head -1; }
-  a0=$(act "$T/$fam-off.err") a1=$(act "$T/$fam-on.err") ss=$((L * B * H * S * (S - DV - 1) * 4))
+  a0=$(fa_act "$T/$fam-off.err") a1=$(fa_act "$T/$fam-on.err") ss=$((L * B * H * S * (S - DV - 1) * 4))
   if [ -n "$a0" ] && [ -n "$a1" ] && [ $((a0 - a1)) -eq $ss ]; then
     ok "$fam: activations kept for backward $a0 -> $a1 bytes ($ss fewer: an S x S tensor per layer less o and lse)"
   else

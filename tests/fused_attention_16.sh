@@ -24,9 +24,9 @@ SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$SRC/tests/lib/mpi_env.sh" # MPI or skip; MPIRUN (as root, oversubscribed: the pipeline's launch takes it whole); ok / bad
-. "$SRC/tests/lib/tiny_lms.sh"
+. "$SRC/tests/lib/fused_attn.sh" # the models, batches, fa_train
 B=4 S=16 H=4 DV=8 L=2 STEPS=3 LR=1e-3
-tiny_lms "$T"
+fa_models
 # compare REF DIR LOSS_BOUND [WEIGHT_BOUND]: DIR's losses within LOSS_BOUND of REF's, its weights within WEIGHT_BOUND
 compare() {
   python3 - "$@" <<'PY'
@@ -57,22 +57,9 @@ print("; ".join(bad[:4]) if bad else f"max |dloss| {dl:.1e} (<= {lb_:g}){w}")
 sys.exit(1 if bad else 0)
 PY
 }
-act() { sed -n 's/.*activations kept for backward \([0-9]*\).*/\1/p' "$1" | head -1; }
 wb=$(python3 -c "print(2 * $LR * $STEPS)")
 for fam in gpt2 llama; do
-  python3 - "$SRC" "$T/$fam.onnx" "$T/$fam.b" $B $S $STEPS 2>"$T/err" <<'PY' || { bad "$fam batches: $(tail -1 "$T/err")"; continue; }
-import sys, os, onnx, numpy as np
-sys.path.insert(0, sys.argv[1] + "/tests")
-from model_inputs import make_inputs
-m = onnx.load(sys.argv[2], load_external_data=False)
-B, S, n = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
-os.makedirs(sys.argv[3])
-steps = [make_inputs(m, B, S, seed=k) for k in range(n)]
-for name in steps[0]:
-    np.save(f"{sys.argv[3]}/{name.replace('/', '_')}.npy", np.stack([s[name] for s in steps]))
-r = np.random.RandomState(5)
-np.save(f"{sys.argv[3]}/labels.npy", r.randint(0, 64, size=[n, B, S]).astype(np.int64))
-PY
+  fa_batches $fam || continue
   common=("$T/$fam.onnx" --batch $B --seq $S --train --eps 1e-6 --target cpu)
   precs=(fp32 bf16 fp16)
   [ $fam = llama ] && precs=(fp32 bf16)
@@ -80,12 +67,7 @@ PY
     modes=(off on)
     [ $p = fp32 ] && modes=(off) # the fp32 reference (fused fp32: tests/fused_attention.sh)
     for mode in "${modes[@]}"; do
-      d="$T/$fam-$p-$mode"
-      if ! "$BUILD/galvc" "${common[@]}" --precision $p --fused-attention $mode -o "$d/" 2>"$d.err"; then
-        bad "$fam $p --fused-attention $mode: galvc: $(grep -m3 error "$d.err")"
-        continue 3
-      fi
-      "$d/program" --batches "$T/$fam.b" --steps $STEPS -o "$d/w" >"$d/log" 2>"$T/err" || { bad "$fam $p $mode run: $(head -3 "$T/err")"; continue 3; }
+      fa_train "$fam $p --fused-attention $mode" "$T/$fam-$p-$mode" $fam --precision $p --fused-attention $mode || continue 3
     done
     [ $p = fp32 ] && continue
     k=${p/fp16/f16} bound=1e-3
@@ -100,7 +82,7 @@ PY
     if r=$(compare "$T/$fam-$p-off" "$T/$fam-$p-on" $bound "$wb"); then ok "$fam $p 1 rank fused == unfused $p: $r"; else bad "$fam $p 1 rank fused vs unfused $p: $r"; fi
     if r=$(compare "$T/$fam-fp32-off" "$T/$fam-$p-on" $bound); then ok "$fam $p 1 rank fused == unfused fp32: $r"; else bad "$fam $p 1 rank fused vs unfused fp32: $r"; fi
     # one B x H x S x S 16-bit tensor per layer less o (B x H x S x Dv, 16-bit) and lse (B x H x S, fp32)
-    a0=$(act "$T/$fam-$p-off.err") a1=$(act "$T/$fam-$p-on.err") ss=$((L * B * H * S * (2 * S - 2 * DV - 4)))
+    a0=$(fa_act "$T/$fam-$p-off.err") a1=$(fa_act "$T/$fam-$p-on.err") ss=$((L * B * H * S * (2 * S - 2 * DV - 4)))
     if [ -n "$a0" ] && [ -n "$a1" ] && [ $((a0 - a1)) -eq $ss ]; then
       ok "$fam $p: activations kept for backward $a0 -> $a1 bytes ($ss fewer)"
     else

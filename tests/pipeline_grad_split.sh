@@ -33,37 +33,13 @@ SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$SRC/tests/lib/mpi_env.sh"
+. "$SRC/tests/lib/rank_compare.sh"
 m="$T/gpt2.onnx"
-python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --layers 2 --hidden 128 --heads 4 --vocab 64 --no-verify >/dev/null ||
-  { echo "FAIL make_model"; exit 1; }
-python3 -c "
-import numpy as np, os
-r = np.random.RandomState(0)
-os.makedirs('$T/b')
-np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
-np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
-timeout 300 "$BUILD/galvc" "$m" --input-shape input_ids=8x8 --train --target cpu --fused-attention off -q -o "$T/one/" 2>"$T/err" ||
-  { echo "FAIL single: $(cat "$T/err")"; exit 1; }
-timeout 120 "$T/one/program" --batches "$T/b" --steps 2 -o "$T/one.w" >"$T/one.log" 2>"$T/err" ||
-  { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
-
-same_as_one() {
-  python3 - "$T/one.log" "$1.log" "$T/one.w" "$1.w" <<'PY'
-import sys, os, re, numpy as np
-la, lb, wa, wb = sys.argv[1:5]
-def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
-a, b = losses(la), losses(lb)
-if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
-worst, n = 0.0, 0
-for f in sorted(os.listdir(wa)):
-    if not os.path.exists(os.path.join(wb, f)): sys.exit(f"no final weight {f}")
-    x, y = np.load(os.path.join(wa, f)), np.load(os.path.join(wb, f))
-    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=5e-5):
-        sys.exit(f"{f}: max abs diff {np.abs(x - y).max() if x.shape == y.shape else y.shape}")
-    worst, n = max(worst, float(np.abs(x - y).max())), n + 1
-print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}")
-PY
-}
+lm_model "$m" 128
+lm_batches "$T/b" 8 8
+single_program "$T/one" "$m" "--batches $T/b --steps 2" --input-shape input_ids=8x8 --train --fused-attention off
+# the losses and weights of run $1 (log, weights dir) against the single device: weights atol 5e-5 (above)
+same_as_one() { same_training "$T/one.log" "$1.log" "$T/one.w" "$1.w" 5e-5 | sed "s/== reference/== single device/"; }
 
 # every stage program's gradient results against its parameters' local shapes (pipe_stage.c's table): prints
 # their count or the first mismatch

@@ -27,18 +27,11 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$SRC/tests/lib/mpi_env.sh"
 . "$SRC/tests/lib/tiny_lms.sh"
+. "$SRC/tests/lib/rank_compare.sh"
 tiny_lms "$T"
-python3 -c "
-import numpy as np, os
-r = np.random.RandomState(0)
-os.makedirs('$T/b')
-np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
-np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
+lm_batches "$T/b" 8 8
 for fam in gpt2 llama; do
-  timeout 300 "$BUILD/galvc" "$T/$fam.onnx" --input-shape input_ids=8x8 --train --target cpu --fused-attention off -q -o "$T/one-$fam/" 2>"$T/err" ||
-    { echo "FAIL $fam single: $(cat "$T/err")"; exit 1; }
-  timeout 120 "$T/one-$fam/program" --batches "$T/b" --steps 2 -o "$T/one-$fam.w" >"$T/one-$fam.log" 2>"$T/err" ||
-    { echo "FAIL $fam single run: $(cat "$T/err")"; exit 1; }
+  single_program "$T/one-$fam" "$T/$fam.onnx" "--batches $T/b --steps 2" --input-shape input_ids=8x8 --train --fused-attention off
 done
 
 # galvc's stash line of stage 0: "B E" (bytes per microbatch, the stage DP's estimate)
@@ -49,23 +42,7 @@ run_stash_of() {
     head -1 | sed 's/.* x \([0-9]*\) bytes)$/\1/'
 }
 # the losses and weights of run $2 (log, weights dir) against the single device of family $1
-same_as_one() {
-  python3 - "$T/one-$1.log" "$2.log" "$T/one-$1.w" "$2.w" <<'PY'
-import sys, os, re, numpy as np
-la, lb, wa, wb = sys.argv[1:5]
-def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
-a, b = losses(la), losses(lb)
-if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
-worst, n = 0.0, 0
-for f in sorted(os.listdir(wa)):
-    if not os.path.exists(os.path.join(wb, f)): sys.exit(f"no final weight {f}")
-    x, y = np.load(os.path.join(wa, f)), np.load(os.path.join(wb, f))
-    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
-        sys.exit(f"{f}: max abs diff {np.abs(x - y).max() if x.shape == y.shape else y.shape}")
-    worst, n = max(worst, float(np.abs(x - y).max())), n + 1
-print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}")
-PY
-}
+same_as_one() { same_training "$T/one-$1.log" "$2.log" "$T/one-$1.w" "$2.w" | sed "s/== reference/== single device/"; }
 
 # the stash without recomputation (the same stages, not built): the reference
 declare -A none

@@ -21,18 +21,8 @@ trap 'rm -rf "$T"' EXIT
 pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
-G="$BUILD/galvc"
-python3 "$SRC/examples/make_model.py" gpt2 -o "$T/m.onnx" --layers 4 --hidden 64 --heads 4 --vocab 64 --no-weights \
-  --no-verify >/dev/null || { echo "FAIL make_model"; exit 1; }
-A=("$T/m.onnx" --batch 16 --seq 32 --train --gpus 4 --cluster a100-80g --recompute=none --plan-only --no-weights)
-field() { python3 -c "import json,sys; p=json.load(open(sys.argv[1])); print(p.get('microbatches', 1), p['predicted']['step_ns'], p['memory_per_device']['total'])" "$1"; }
-python3 -c "
-import json
-json.dump({'mesh': {'axes': ['dp'], 'shape': [4]}, 'batch_axes': ['dp'], 'tp_axis': None, 'vocab_axis': None,
-           'units': [{'zero': 3} for _ in range(5)]}, open('$T/z3.json', 'w'))"
-"$G" "${A[@]}" -q --plan "$T/z3.json" --plan-out "$T/z3p.json" </dev/null 2>"$T/z3.err" || bad "dp=4 ZeRO-3: $(head -1 "$T/z3.err")"
-read -r _ _ zm <<<"$(field "$T/z3p.json" 2>/dev/null)"
-lim=$((${zm:-0} + ${zm:-0} * 3 / 1000))
+. "$SRC/tests/lib/plan_counts.sh" # G, A (the model), field, z3_limit
+z3_limit
 
 "$G" "${A[@]}" --memory-limit "$lim" --plan-out "$T/one.json" </dev/null >/dev/null 2>"$T/one.out" || bad "one run: $(grep -m1 error "$T/one.out")"
 GALV_COUNT_FULL=1 "$G" "${A[@]}" --memory-limit "$lim" --plan-out "$T/full.json" </dev/null >/dev/null 2>"$T/full.out" ||

@@ -32,11 +32,7 @@ trap 'rm -rf "$T"' EXIT
 pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
-G="$BUILD/galvc"
-python3 "$SRC/examples/make_model.py" gpt2 -o "$T/m.onnx" --layers 4 --hidden 64 --heads 4 --vocab 64 --no-weights \
-  --no-verify >/dev/null || { echo "FAIL make_model"; exit 1; }
-A=("$T/m.onnx" --batch 16 --seq 32 --train --gpus 4 --cluster a100-80g --recompute=none --plan-only --no-weights)
-field() { python3 -c "import json,sys; p=json.load(open(sys.argv[1])); print(p.get('microbatches', 1), p['predicted']['step_ns'], p['memory_per_device']['total'])" "$1"; }
+. "$SRC/tests/lib/plan_counts.sh" # G, A (the model), field, z3_limit
 
 # no limit: not memory bound
 "$G" "${A[@]}" --plan-out "$T/free.json" </dev/null >/dev/null 2>"$T/free.out" || bad "free: $(grep -m1 error "$T/free.out")"
@@ -45,13 +41,7 @@ if [ "${fb:-}" = 1 ] && ! grep -q "memory bound: trying" "$T/free.out"; then ok 
 else bad "no limit: microbatches '${fb:-}', $(grep -c 'memory bound: trying' "$T/free.out") extension lines"; fi
 
 # the limit: dp=4, every unit ZeRO-3, one microbatch, priced by --plan, + 0.3 %
-python3 -c "
-import json
-json.dump({'mesh': {'axes': ['dp'], 'shape': [4]}, 'batch_axes': ['dp'], 'tp_axis': None, 'vocab_axis': None,
-           'units': [{'zero': 3} for _ in range(5)]}, open('$T/z3.json', 'w'))"
-"$G" "${A[@]}" -q --plan "$T/z3.json" --plan-out "$T/z3p.json" </dev/null 2>"$T/z3.err" || bad "dp=4 ZeRO-3: $(head -1 "$T/z3.err")"
-read -r _ _ zm <<<"$(field "$T/z3p.json" 2>/dev/null)"
-lim=$(( ${zm:-0} + ${zm:-0} * 3 / 1000 ))
+z3_limit
 
 "$G" "${A[@]}" --memory-limit "$lim" --plan-out "$T/mb.json" </dev/null >/dev/null 2>"$T/mb.out" ||
   bad "search at $lim: $(grep -m1 error "$T/mb.out")"

@@ -1278,12 +1278,13 @@ int main(int argc, char **argv) {
   /* training's galv.attention (docs/fused-attention.md): auto fuses where gv_attn_train_kernel (ir/attention.c)
    * says a kernel runs it by default; on wherever a kernel runs it, elsewhere only priced under --plan-only */
   int fattn_kernel = gv_attn_train_kernel(target, cuda.bf16 ? GV_DT_BF16 : fp16 ? GV_DT_F16 : GV_DT_F32);
-  if (fused_attn == 1 && fattn_kernel == GV_ATTN_KERNEL_NONE && !plan_only) {
+  int fattn = gv_attn_train_fuse(fattn_kernel, fused_attn, plan_only);
+  if (fattn < 0) {
     gv_error_plain("--fused-attention on: no --target %s kernel runs fused attention with --precision %s (only "
                    "priced, under --plan-only)", target, cuda.bf16 ? "bf16" : fp16 ? "fp16" : "fp32");
     return 2;
   }
-  gv_train_opts.unfused_attention = fused_attn == 0 || (fused_attn < 0 && fattn_kernel != GV_ATTN_KERNEL_AUTO);
+  gv_train_opts.unfused_attention = !fattn;
   gv_plan_opts.cluster = &cluster;
   if (reserve_given && !pa.on && apply_reserve(&cluster, reserve_frac, reserve_bytes, quiet)) return 2;
   static gv_profile profile;

@@ -65,7 +65,8 @@ static int partition_stage(gv_module *ms, const pipe_args *pa, int k, int quiet,
   return run_named(ms, sp, 3, quiet, verify_each);
 }
 
-/* A stage of k > 1 devices without --strategy: the intra-operator
+/* A stage of k > 1 devices without --strategy (or whose --strategy dp / tp
+ * has no plan there, the stage cost's planner_plan: priced so): the intra-operator
  * planner's plan for the stage program on k devices, pinned; the
  * cross-stage values (pp.X, gin:pp.X: whole on every rank of the stage, as
  * the runtime sends them) arrive replicated and a galv.reshard gives them
@@ -759,8 +760,8 @@ static gv_module *stage_module(const char *model, const gv_import_options *opt, 
   if (train && !pa->layer_rc_given) gv_train_opts.recompute = gv_layer_rc_name(pl->cost[s].layer_rc);
   if (ms && (gv_cluster_layers(ms, K, &g2) || gv_pipe_assign_stages(ms, pl->first, S) || gv_stage_extract(ms, s, S, io) ||
              (train && gv_stage_train(ms, s, S)) ||
-             (per > 1 && (gv_verify(ms) || (pa->naxes ? partition_stage(ms, pa, per, 1, verify_each)
-                                                      : plan_stage(ms, per, opt->batch, cluster, verify_each)))))) {
+             (per > 1 && (gv_verify(ms) || (pa->naxes && !pl->cost[s].planner_plan ? partition_stage(ms, pa, per, 1, verify_each)
+                                                                                   : plan_stage(ms, per, opt->batch, cluster, verify_each)))))) {
     gv_module_free(ms);
     ms = NULL;
   }
@@ -1235,7 +1236,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     } else
       printf("), %d device%s per stage%s, strategies", dev[0], dev[0] == 1 ? "" : "s", autoS ? " (chosen)" : "");
     for (int i = 0; i < S; i++) /* and the stage's way: recomputation (whole stage, per layer), ZeRO-1 (given or chosen) */
-      printf("%s%s%s%s%s%s%s", i ? " | " : " ", pa->naxes ? gv_shard_opts.strategy : pl->cost[i].desc,
+      printf("%s%s%s%s%s%s%s", i ? " | " : " ", pa->naxes && !pl->cost[i].planner_plan ? gv_shard_opts.strategy : pl->cost[i].desc,
              train && i < S - 1 && (pa->recompute || pl->cost[i].recompute) ? " +recompute" : "",
              train && pl->cost[i].zero_ranks > 1 ? " +" : "", train && pl->cost[i].zero_ranks > 1 ? gv_zero_name(stage_zero(pa, &pl->cost[i])) : "",
              train && !pa->layer_rc_given && pl->cost[i].layer_rc ? " +recompute=" : "",

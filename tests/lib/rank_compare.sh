@@ -1,8 +1,8 @@
 # Sourced by the tests that compile a model for several MPI ranks (or
 # another target), run it and compare it with the single-device program
-# (tests/pipeline_tp.sh, pipeline_xmesh.sh): the scaffolding they each
-# repeated (pipeline_recompute_layers.sh and cuda_emu_fattn.sh repeat it
-# too). Needs $BUILD, $SRC and $T.
+# (tests/pipeline_tp.sh, pipeline_xmesh.sh, pipeline_grad_split.sh,
+# pipeline_recompute_layers.sh, pipeline_dp_one_sample.sh, cuda_emu_fattn.sh):
+# the scaffolding they each repeated. Needs $BUILD, $SRC and $T.
 #   single_program DIR MODEL RUNARGS GALVC-ARGS..: the single-device program in
 #       DIR/ (galvc MODEL GALVC-ARGS --target cpu -q) run once with RUNARGS
 #       (one word list, e.g. "--input input_ids=FILE"), its outputs in DIR/res;
@@ -14,9 +14,16 @@
 #   same_outputs REF DIR: every output REF/NAME.npy equals DIR/NAME.npy within
 #       rtol 1e-4, atol 1e-5 (prints the largest difference; else one line
 #       naming the output, status 1).
-#   same_training REF_LOG LOG REF_W W: tests/lib/same_training.py's check (the
-#       losses rtol 1e-4, every weight rtol 1e-4 / atol 1e-5): its summary, else
-#       the first difference and status 1.
+#   same_training REF_LOG LOG REF_W W [ATOL [RTOL [LOSS_RTOL]]]:
+#       tests/lib/same_training.py's check (the losses rtol LOSS_RTOL, default
+#       1e-4; every weight rtol RTOL / atol ATOL, default 1e-4 / 1e-5): its
+#       summary, else the first difference and status 1.
+#   lm_batches DIR B S [SEED]: DIR/input_ids.npy and DIR/labels.npy, 2 steps of
+#       B x S tokens of the tiny LMs' vocabulary 64 (numpy RandomState(SEED),
+#       default 0: the ids drawn first); a failure ends the script.
+#   lm_model FILE HIDDEN: a GPT-2 of 2 layers, HIDDEN wide, 4 heads, vocabulary
+#       64 (examples/make_model.py; tests/lib/tiny_lms.sh: HIDDEN 32); a failure
+#       ends the script.
 
 single_program() {
   local d=$1 model=$2 run=$3
@@ -60,6 +67,23 @@ same_training() {
 import sys
 sys.path.insert(0, sys.argv[1])
 from same_training import check
-print(check(*sys.argv[2:6]))
+t = [float(x) for x in sys.argv[6:9]]
+print(check(*sys.argv[2:6], **dict(zip(("atol", "rtol", "loss_rtol"), t))))
 PY
+}
+
+lm_batches() {
+  python3 - "$1" "$2" "$3" "${4:-0}" <<'PY' || { echo "FAIL batches"; exit 1; }
+import numpy as np, os, sys
+d, B, S, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+r = np.random.RandomState(seed)
+os.makedirs(d)
+np.save(d + "/input_ids.npy", r.randint(0, 64, (2, B, S)).astype(np.int64))
+np.save(d + "/labels.npy", r.randint(0, 64, (2, B, S)).astype(np.int64))
+PY
+}
+
+lm_model() {
+  python3 "$SRC/examples/make_model.py" gpt2 -o "$1" --layers 2 --hidden "$2" --heads 4 --vocab 64 --no-verify >/dev/null ||
+    { echo "FAIL make_model"; exit 1; }
 }

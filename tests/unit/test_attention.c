@@ -10,7 +10,14 @@
  * and the gradients, the additive bias 16-bit too, lse fp32) equal the
  * reference evaluators run on the same 16-bit values within one rounding
  * of the result: 1e-4 + 2^-8 |x| (bf16), 1e-4 + 2^-11 |x| (f16); lse
- * within 1e-4. */
+ * within 1e-4. Where training's galv.attention runs (gv_attn_train_kernel,
+ * gv_attn_train_fuse): every target (cpu, cuda, an unknown one) x storage
+ * dtype x --fused-attention mode (on, off, auto) x --plan-only against the
+ * rules of docs/fused-attention.md; `on` where no kernel runs it (any
+ * dtype other than f32 / bf16 / f16, any target other than cpu / cuda) is
+ * refused outside --plan-only. galvc's driver cannot reach that refusal
+ * (it checks --target first, and its storage is f32 / bf16 / f16), so
+ * this table is its test. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,8 +229,40 @@ static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D,
   gv_module_free(m);
 }
 
+static void kernel_table(void) {
+  static const char *const targets[] = {"cpu", "cuda", "tpu", ""};
+  static const int modes[] = {1, 0, -1};
+  int none = 0, refused = 0;
+  for (int t = 0; t < 4; t++)
+    for (int dt = 0; dt < GV_DT_COUNT; dt++) {
+      bool f = dt == GV_DT_F32 || dt == GV_DT_BF16 || dt == GV_DT_F16;
+      int want = f && t == 0 ? GV_ATTN_KERNEL_AUTO : f && t == 1 ? GV_ATTN_KERNEL_OPT_IN : GV_ATTN_KERNEL_NONE;
+      int k = gv_attn_train_kernel(targets[t], (gv_dtype)dt);
+      compared++;
+      if (k != want) fprintf(stderr, "gv_attn_train_kernel(\"%s\", dtype %d) = %d, want %d\n", targets[t], dt, k, want), failures++;
+      none += k == GV_ATTN_KERNEL_NONE;
+      for (int mi = 0; mi < 3; mi++)
+        for (int po = 0; po < 2; po++) {
+          int mode = modes[mi];
+          int wf = mode == 0 ? 0 : mode < 0 ? want == GV_ATTN_KERNEL_AUTO : want == GV_ATTN_KERNEL_NONE && !po ? -1 : 1;
+          int got = gv_attn_train_fuse(k, mode, po);
+          compared++;
+          refused += got < 0;
+          if (got != wf)
+            fprintf(stderr, "gv_attn_train_fuse(target \"%s\", dtype %d, mode %d, plan-only %d) = %d, want %d\n", targets[t], dt,
+                    mode, po, got, wf),
+                failures++;
+        }
+    }
+  /* 3 dtypes run on cpu and on cuda: every other (target, dtype) pair has no kernel, and `on` without --plan-only
+   * is refused exactly there */
+  CHECK(none == 4 * GV_DT_COUNT - 6);
+  CHECK(refused == none);
+}
+
 int main(void) {
   functor_cases();
+  kernel_table();
   kernel_case(2, 3, 5, 7, 4, 6, 0, 0);
   kernel_case(1, 2, 9, 130, 8, 5, 1, 1); /* three key blocks */
   kernel_case(2, 1, 4, 65, 3, 3, 1, 0);
