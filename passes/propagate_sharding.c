@@ -477,6 +477,8 @@ static int materialise(prop *P, gv_op *op) {
       const gv_sharding *have = gv_value_sharding(P->m, v);
       if (z2 && have && (have->partial & z2) && zero2_grad(f, i)) { /* ZeRO-2: the sum over z2 left pending */
         gv_sharding *w = gv_sharding_new(P->m, P->mesh, v->type.rank);
+        if (gs && gs->rank == w->rank) /* split as its parameter (as without ZeRO-2): this rank's block, pending */
+          memcpy(w->naxes, gs->naxes, sizeof w->naxes), memcpy(w->axes, gs->axes, sizeof w->axes);
         w->partial = have->partial & z2;
         want = w;
       }

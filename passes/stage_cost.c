@@ -269,8 +269,11 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     /* the programs planned: as compiled without ZeRO-2 (unless --pipeline-zero 2 is given) and, where ZeRO-2 is given
      * or offered, with its parameter gradients left unreduced over the ranks holding equal parameters (no all-reduce
      * per microbatch: time, and the arena without the reduced copies) */
-    bool want[2] = {false, x->training && grads && devices > 1 && (x->zero == 2 || (!x->zero && x->choose_zero))};
-    want[0] = !(x->training && x->zero == 2) || !want[1]; /* ZeRO-2 given: the unreduced program where it applies */
+    /* no ZeRO with gv_pipe_opts.grad_once: the unreduced program too (the runtime all-reduces the step's sums once) */
+    const bool once_none = x->training && !x->zero && gv_pipe_opts.grad_once;
+    bool want[2] = {false, x->training && grads && devices > 1 && (x->zero == 2 || (!x->zero && (x->choose_zero || once_none)))};
+    /* the reduced program: ZeRO-1 (given or offered), none without once_none; ZeRO-2 given: the unreduced where it applies */
+    want[0] = !want[1] || x->zero == 1 || (!x->zero && (x->choose_zero || !once_none));
     int rc = 0;
     for (int k = 0; k < 2 && rc >= 0; k++) {
       if (!want[k]) continue;
@@ -318,13 +321,19 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       else if (!nfit) least_zb = x->training && grads ? pc.mem_params : 0;
       /* the ZeRO ways of this program: without ZeRO-2, none and / or ZeRO-1 (given, or both offered); with it,
        * the sums reduce-scattered once per step and / or per microbatch (--zero-reduce, else both offered) */
-      int zl[2], nzl = 0;
+      int zl[3], nzl = 0;
       if (k == 0) {
-        if (x->training && !x->zero && x->choose_zero) zl[nzl++] = GV_ZERO_NONE, zl[nzl++] = GV_ZERO_1;
-        else zl[nzl++] = x->training && x->zero != 2 ? x->zero : GV_ZERO_NONE;
+        if (x->training && x->zero == 1) zl[nzl++] = GV_ZERO_1;
+        else {
+          if (!once_none || !want[1]) zl[nzl++] = GV_ZERO_NONE; /* else none is the unreduced program's (k 1) */
+          if (x->training && !x->zero && x->choose_zero) zl[nzl++] = GV_ZERO_1;
+        }
       } else {
-        if (x->zero_reduce <= 0) zl[nzl++] = GV_ZERO_2;
-        if (x->zero_reduce != 0) zl[nzl++] = GV_ZERO_2_EACH;
+        if (once_none) zl[nzl++] = GV_ZERO_NONE; /* the step's sums all-reduced once */
+        if (x->zero == 2 || (!x->zero && x->choose_zero)) {
+          if (x->zero_reduce <= 0) zl[nzl++] = GV_ZERO_2;
+          if (x->zero_reduce != 0) zl[nzl++] = GV_ZERO_2_EACH;
+        }
       }
       for (int wr = 0; wr < nrc; wr++)
         for (int wz = 0; wz < nzl; wz++) {
@@ -352,6 +361,9 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
               if (!x->zero) continue;
               zero = GV_ZERO_NONE;
             }
+            int64_t gd = 1; /* no ZeRO in the unreduced program: the ranks the step's sums are all-reduced over */
+            for (int a = 0; k == 1 && !zero && !zsplit && a < plan.naxes; a++)
+              if (plan.dmask & (1u << a)) gd *= plan.size[a];
             int64_t opt = (int64_t)x->opt_states * pc.mem_params;
             /* the gradient sums: the parameters' bytes, half with --grad-dtype bf16 (bf16 sums of bf16 gradients) */
             int64_t sums = g16 ? pc.mem_params / 2 : pc.mem_params;
@@ -363,6 +375,11 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
                                                         shared_held_bytes(x->shared, x->nshared, first, last) / (4 / es)
                                                   : sums;
             out->state_bytes += held + pmax + (g > 1 ? (opt + g - 1) / g : opt) + (can_rc && !recompute ? pc.mem_params : 0);
+            if (gd > 1) { /* none, the gradients reduced once (runtime/pipe.c, galv_pipe_zero 4): the step's sums all-reduced
+                           * once over the ranks holding equal parameters (the program, planned so above, leaves them) */
+              bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && gd > per_node;
+              out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_REDUCE, sums, gd, across);
+            }
             if (g > 1) { /* ZeRO-1: the parameters all-gathered over the g ranks after each update */
               bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && g > per_node;
               out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_GATHER, pc.mem_params, g, across);

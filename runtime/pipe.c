@@ -913,7 +913,21 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   galv_comm *zc = NULL;
   int zg = 1, zr = 0;
   size_t zn = 0, wbytes_all = (size_t)galv_weights_bytes;
-  if (galv_pipe_zero && galv_pipe_zero_axes) {
+  /* no ZeRO, the data-parallel gradients reduced once per step (galv_pipe_zero 4, galvc's default for a training
+   * stage over more than one rank): the stage program leaves each parameter gradient unreduced over the ranks holding
+   * equal parameters (as ZeRO-2's); the runtime sums the microbatches' shares locally into one buffer laid out as the
+   * parameters' span (acc[p] views into it) and all-reduces the unreduced ones in place once per step over them; the
+   * optimizer then updates the whole parameters as without ZeRO */
+  galv_comm *gc = NULL;
+  int ogg = 1;
+  size_t ogn = 0;
+  if (galv_pipe_zero == 4 && galv_pipe_zero_axes) {
+    gc = galv_comm_group(galv_pipe_zero_mesh, galv_pipe_zero_nmesh, galv_pipe_zero_axes);
+    ogg = galv_comm_size(gc);
+    if (ogg < 2) gc = NULL, ogg = 1;
+    ogn = (((size_t)pspan + 3) / 4 + (size_t)ogg - 1) / (size_t)ogg;
+  }
+  if (galv_pipe_zero && galv_pipe_zero <= 3 && galv_pipe_zero_axes) {
     zc = galv_comm_group(galv_pipe_zero_mesh, galv_pipe_zero_nmesh, galv_pipe_zero_axes);
     zg = galv_comm_size(zc), zr = galv_comm_rank(zc);
     if (zg < 2) zc = NULL, zg = 1, zr = 0;
@@ -1099,6 +1113,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     D->fill(zacc, 0, GSB((size_t)zg * zn * 4));
     m_sums = (int64_t)GSB((size_t)zg * zn * 4) + (int64_t)GSB(zn * 4);
   }
+  char *gacc = gc ? D->alloc(GSB((size_t)ogg * ogn * 4)) : NULL; /* galv_pipe_zero 4: the step's sums, all-reduced once */
+  if (gc) D->fill(gacc, 0, GSB((size_t)ogg * ogn * 4)), m_sums = (int64_t)GSB((size_t)ogg * ogn * 4);
   if (z2e) { /* the chunk's sums, one bucket per rank staged, the reduce-scatter's result */
     ze.c = zc, ze.q = q, ze.g = zg, ze.r = zr, ze.zn = zn, ze.nbk = (size_t)ZE_BUCKETS * (size_t)zg;
     ze.bs = (zn + ze.nbk - 1) / ze.nbk;
@@ -1126,6 +1142,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     size_t n = (size_t)galv_pipe_params[p].nbytes;
     if (z2e && !shared_param(p)) acc[p] = NULL; /* reduce-scattered per microbatch; a shared one: its sum (below) */
     else if (z2 && !z2e) acc[p] = (float *)(void *)(zacc + GSB((size_t)galv_pipe_params[p].offset));
+    else if (gc) acc[p] = (float *)(void *)(gacc + GSB((size_t)galv_pipe_params[p].offset));
     else acc[p] = D->alloc(GSB(n)), m_sums += (int64_t)GSB(n);
     if (zc) continue;
     st1[p] = adamw || mom != 0 ? D->alloc(n) : NULL;
@@ -1141,7 +1158,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (zs2) D->fill(zs2, 0, zn * 4);
     m_opt = (int64_t)zn * 4 * ((zs1 != NULL) + (zs2 != NULL));
   }
-  uint64_t zsent = 0, zrs = 0; /* the ZeRO-1 all-gathers' bytes, ZeRO-2's reduce-scatters' (galv_comm_counters, around them) */
+  uint64_t zsent = 0, zrs = 0, gar = 0; /* gar: the once-per-step gradient all-reduces' bytes (galv_pipe_zero 4);  the ZeRO-1 all-gathers' bytes, ZeRO-2's reduce-scatters' (galv_comm_counters, around them) */
   int64_t gmax = 0, wmax = 0;
   for (int p = 0; p < galv_pipe_nparams; p++)
     if (galv_pipe_param_split[p].starts && galv_pipe_params[p].nbytes > gmax) gmax = galv_pipe_params[p].nbytes;
@@ -1449,6 +1466,24 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       galv_reduce_scatter(zc, zacc, zsum, zn, g16 ? g16 : GALV_F32, GALV_RED_SUM, q);
       galv_queue_sync(q);
       zrs += galv_comm_counters().reduce_scatter - before;
+    } else if (gc) { /* the step's sums of the unreduced gradients all-reduced in place, one collective per run of
+                      * consecutive such parameters (the slots' padding between them included; a whole gradient, the same
+                      * on every rank already, is left out) */
+      galv_queue_sync(q);
+      uint64_t before = galv_comm_counters().all_reduce;
+      for (int p = 0; p < galv_pipe_nparams;) {
+        if (!trains[p] || !galv_pipe_zero_partial[p]) {
+          p++;
+          continue;
+        }
+        int e = p;
+        while (e + 1 < galv_pipe_nparams && trains[e + 1] && galv_pipe_zero_partial[e + 1]) e++;
+        size_t lo = (size_t)galv_pipe_params[p].offset, hi = (size_t)(galv_pipe_params[e].offset + galv_pipe_params[e].nbytes);
+        galv_all_reduce(gc, gacc + GSB(lo), gacc + GSB(lo), (hi - lo) / 4, g16 ? g16 : GALV_F32, GALV_RED_SUM, q);
+        p = e + 1;
+      }
+      galv_queue_sync(q);
+      gar += galv_comm_counters().all_reduce - before;
     }
     /* loss scaling: an inf / NaN in any rank's gradient sums skips the step everywhere (one max over the world);
      * clipping: the global norm from every rank's counted squares (one sum over the world) */
@@ -1549,6 +1584,13 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       printf("%s: ZeRO-%d over %d ranks: optimizer state %lld of %lld floats per rank; all-gather %llu bytes sent in %ld steps\n",
              galv_progname, z2 ? 2 : 1, zg, (long long)zn * ((zs1 != NULL) + (zs2 != NULL)),
              (long long)((z2 ? (int64_t)zg * (int64_t)zn : m_sums / 4) * ((zs1 != NULL) + (zs2 != NULL))), (unsigned long long)zsent, steps);
+    if (gc) {
+      int npart = 0, ntr = 0;
+      for (int p = 0; p < galv_pipe_nparams; p++) ntr += trains[p] != 0, npart += trains[p] && galv_pipe_zero_partial[p];
+      printf("%s: gradients reduced once per step over %d ranks: sums %lld bytes summed locally (%d of %d trained "
+             "parameters' gradients unreduced); all-reduce %llu bytes sent in %ld steps\n", galv_progname, ogg,
+             (long long)GSB((size_t)ogg * ogn * 4), npart, ntr, (unsigned long long)gar, steps);
+    }
     if (z2e) {
       int npart = 0, ntr = 0;
       for (int p = 0; p < galv_pipe_nparams; p++) ntr += trains[p] != 0, npart += trains[p] && galv_pipe_zero_partial[p];
@@ -1635,8 +1677,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   if (wg) D->release(Ww), wg->comm_free();
   for (int j = 0; j < B; j++) D->release(wst[j]);
   free(wst), free(okw), free(wsrc);
-  for (int p = 0; p < galv_pipe_nparams; p++) D->release(z2 && !z2e ? NULL : acc[p]), D->release(accw[p]), D->release(st1[p]), D->release(st2[p]);
-  D->release(zs1), D->release(zs2), D->release(zacc), D->release(zsum);
+  for (int p = 0; p < galv_pipe_nparams; p++) D->release((z2 && !z2e) || gc ? NULL : acc[p]), D->release(accw[p]), D->release(st1[p]), D->release(st2[p]);
+  D->release(zs1), D->release(zs2), D->release(zacc), D->release(zsum), D->release(gacc);
   if (z2e) D->release(ze.st), D->release(ze.rb), free(ze.gp), free(ze.gw), memset(&ze, 0, sizeof ze);
   free(zcnt);
   D->release(wtmp), free(accw);

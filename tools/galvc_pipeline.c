@@ -1293,7 +1293,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       if (mp->main->arg_is_param[a] && __builtin_popcountll(pmask[a]) > 1) z2whole[nz2whole++] = mp->main->arg_names[a];
     if (!z2whole) rc = gv_error_plain("out of memory");
     const int zlev = train ? stage_zero(pa, &pl->cost[s]) : GV_ZERO_NONE; /* given, or the stage DP's way */
-    gv_pipe_opts.zero2 = zlev >= GV_ZERO_2 && per > 1, gv_pipe_opts.zero2_whole = z2whole, gv_pipe_opts.nzero2_whole = nz2whole;
+    /* no ZeRO: the data-parallel gradients reduced once per step by the runtime, the program leaves them unreduced */
+    const bool once = train && zlev == GV_ZERO_NONE && gv_pipe_opts.grad_once && per > 1;
+    gv_pipe_opts.zero2 = (zlev >= GV_ZERO_2 || once) && per > 1, gv_pipe_opts.zero2_whole = z2whole, gv_pipe_opts.nzero2_whole = nz2whole;
     rc = rc || !io || !(ms = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io));
     if (!rc && stash && !gv_stage_has_grads(ms)) stash = false; /* forward only: nothing trains in it */
     if (!rc && stash) { /* the same stage module again (deterministic), split into the two entries */
@@ -1331,7 +1333,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     int z2err = 0;
     unsigned *gpart = calloc((size_t)(ms ? ms->main->body->nargs : 0) + 1, sizeof *gpart);
     if (!gpart) rc = rc ? rc : gv_error_plain("out of memory");
-    for (int k = 0; !rc && zlev >= GV_ZERO_2 && k < 3; k++) {
+    for (int k = 0; !rc && (zlev >= GV_ZERO_2 || once) && k < 3; k++) {
       gv_module *e = k == 0 ? ms : k == 1 ? mb : mw;
       const gv_op *ret = e ? e->main->body->last : NULL;
       for (int i = 0; ret && ret->code == GV_OP_RETURN && i < ret->nopnds && i < e->main->nres_names; i++) {
@@ -1489,11 +1491,16 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
             for (int d = 0; sh && d < sh->rank; d++)
               for (int x = 0; x < sh->naxes[d]; x++) used |= 1u << sh->axes[d][x];
           }
-          const bool zon = zlev != GV_ZERO_NONE;
+          const bool zon = zlev != GV_ZERO_NONE || once;
           unsigned zaxes = zm && train && zon ? ((1u << zm->naxes) - 1) & ~used : 0;
           for (int x = 0; zm && x < zm->naxes; x++)
             if (zm->size[x] == 1) zaxes &= ~(1u << x);
-          const int zst = zaxes ? zlev : 0; /* the runtime's galv_pipe_zero: GV_ZERO_* */
+          bool upart = false; /* no ZeRO: some gradient left unreduced (else every one is whole already: nothing to reduce) */
+          for (int a = 0, np = 0; once && a < ms->main->body->nargs; a++)
+            if (ms->main->arg_is_param[a]) upart |= (gpart[np++] & zaxes) != 0;
+          const bool allwhole = once && !upart && zaxes;
+          if (allwhole) zaxes = 0;
+          const int zst = zaxes ? (once ? 4 : zlev) : 0; /* the runtime's galv_pipe_zero: GV_ZERO_*, 4: none, reduced once */
           fprintf(f, "const int galv_pipe_zero = %d, galv_pipe_zero_nmesh = %d;\nconst int64_t galv_pipe_zero_mesh[] = {", zst,
                   zm ? zm->naxes : 0);
           for (int x = 0; zm && x < zm->naxes; x++) fprintf(f, "%lld, ", (long long)zm->size[x]);
@@ -1510,7 +1517,35 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
             np++;
           }
           fprintf(f, "0};\n");
-          if (train && zon && !quiet) {
+          if (train && allwhole && !quiet)
+            fprintf(stderr, "galvc: stage %d: every parameter gradient whole in the stage program (nothing to reduce over its "
+                            "ranks)\n", s);
+          else if (train && once && !quiet) { /* all-reduced in place once per step: g chunks of zn elements, 2 (g - 1) zn sent */
+            int64_t g = 1;
+            for (int x = 0; zm && x < zm->naxes; x++)
+              if (zaxes >> x & 1) g *= zm->size[x];
+            /* one all-reduce per run of consecutive unreduced parameters (runtime/pipe.c), their slots' padding between
+             * them included; a ring all-reduce sends 2 (g - 1) / g of its bytes (galv_comm_counters) */
+            const int eb = gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32 ? 2 : 4;
+            int npart = 0, nparam = 0;
+            int64_t sent = 0, w = 0, lo = -1, hi = 0;
+            for (int a = 0, np = 0; a <= ms->main->body->nargs; a++) {
+              if (a < ms->main->body->nargs && !ms->main->arg_is_param[a]) continue;
+              const bool up = a < ms->main->body->nargs && (gpart[np] & zaxes) != 0;
+              if (!up && lo >= 0) sent += 2 * (g - 1) * ((hi - lo) / 4 * eb) / g, lo = -1;
+              if (a == ms->main->body->nargs) break;
+              const gv_type *t = &ms->main->body->args[a]->type;
+              const int64_t nb = gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype);
+              if (up && lo < 0) lo = w;
+              if (up) hi = w + nb;
+              w = (w + nb + 63) / 64 * 64;
+              npart += up, nparam++, np++;
+            }
+            if (g > 1)
+              fprintf(stderr, "galvc: stage %d: gradients reduced once per step over %lld ranks (%d of %d parameters' gradients "
+                              "left unreduced by the stage program), all-reduce %lld bytes sent per rank per step\n", s,
+                      (long long)g, npart, nparam, (long long)sent);
+          } else if (train && zon && !quiet) {
             int64_t g = 1;
             for (int x = 0; zm && x < zm->naxes; x++)
               if (zaxes >> x & 1) g *= zm->size[x];
