@@ -179,8 +179,8 @@ if zero:
     if os.path.exists(ref) and gpus == 4:  # the optimizer state per rank: half of the run without ZeRO-1
         full = {int(s): int(o) for s, _, _, o, _ in re.findall(r"\[stage (\d), rank (\d+), stage rank \d+\]: memory per rank: (\d+) "
                                                                 r"bytes \(.*optimizer state (\d+).*; predicted (\d+) \+", open(ref).read())}
-        for st, rank, _, opt, _ in mem:
-            if not 0 < int(opt) <= (full[int(st)] + 256) // 2:
+        for st, rank, _, opt, _ in mem:  # (a stage the DP left without ZeRO keeps it whole)
+            if int(st) in zs2 and not 0 < int(opt) <= (full[int(st)] + 256) // 2 or int(st) not in zs2 and int(opt) != full[int(st)]:
                 sys.exit(f"stage {st} rank {rank}: optimizer state {opt} bytes, without ZeRO-1 {full[int(st)]}")
         extra += f"; optimizer state per rank {mem[0][3]} of {full[int(mem[0][0])]} bytes"
 elif zs:
