@@ -136,7 +136,7 @@ static void run(int dt, const fcase &c, bool timing) {
     cudaCheck(cudaMalloc((void **)&scratch, (sb > so ? sb : so) + 64));
   }
   galv_fattn_desc d = make_desc(c, scale);
-  const void *fn[2] = {dmask, dbias};
+  const void *fn[8] = {dmask, dbias}; /* as many as galv_fattn_ptrs holds (the pack reads up to nfn of them) */
   auto fwd = [&] {
     if constexpr (sizeof(T) == 4)
       galv_cu_fattn(&d, (const T *)dq, (const T *)dk, (const T *)dv, fn, (T *)dout_o, dlse);
