@@ -20,15 +20,10 @@ trap 'rm -rf "$T"' EXIT
 fail=0
 bad() { echo "FAIL $*"; fail=1; }
 
+. "$SRC/tests/lib/rank_compare.sh"
 m="$T/gpt2t.onnx"
-python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
-  { echo "FAIL make_model"; exit 1; }
-python3 -c "
-import numpy as np, os
-r = np.random.RandomState(0)
-os.makedirs('$T/b')
-np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
-np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
+lm_model "$m" 32
+lm_batches "$T/b" 8 8
 CLIP=0.05
 for v in one onec; do
   extra=()
