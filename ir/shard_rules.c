@@ -441,6 +441,37 @@ int gv_shard_gather(const gv_op *op, gv_shard_rule *r) {
   return 0;
 }
 
+/* gather_grad(dy, indices) {axis, dim}: the result's dims before and after
+ * axis pass with dy's; each index dim is a REDUCE factor of dy and indices
+ * (a rank scatter-adding its own indices' rows of dy holds a partial sum of
+ * the whole table's gradient: the embedding gradient under dp needs no
+ * gathered dy, its partial sum is reduced like any weight gradient). The
+ * table dim (axis) stays whole. */
+int gv_shard_gather_grad(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->nopnds != 2 || op->nres != 1) return 1;
+  init(op, r);
+  const gv_type *dy = &op->opnds[0]->type, *idx = &op->opnds[1]->type, *o = &op->res[0]->type;
+  int64_t a = gv_get_int(op, "axis", 0);
+  int ir = idx->rank;
+  if (a < 0 || a >= o->rank || dy->rank != o->rank + ir - 1) return 1;
+  int ax = (int)a;
+  for (int d = 0; d < o->rank; d++) {
+    if (d == ax) continue;
+    int dd = d < ax ? d : d + ir - 1;
+    if (o->dims[d] == 1 || dy->dims[dd] != o->dims[d]) continue;
+    int f = factor(r, o->dims[d], GV_FACTOR_PASS);
+    map(r, 0, 0, dd, f);
+    map(r, 1, 0, d, f);
+  }
+  for (int k = 0; k < ir; k++) {
+    if (idx->dims[k] == 1 || dy->dims[ax + k] != idx->dims[k]) continue;
+    int f = factor(r, idx->dims[k], GV_FACTOR_REDUCE);
+    map(r, 0, 0, ax + k, f);
+    map(r, 0, 1, k, f);
+  }
+  return 0;
+}
+
 /* conv: the batch dim passes; channels and space stay unsharded. */
 bool gv_conv_channel_split(const gv_op *op) {
   if (op->code != GV_OP_CONV || op->nopnds < 2 || op->opnds[1]->type.rank < 3 || op->opnds[0]->type.rank < 3) return false;
