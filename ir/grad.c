@@ -601,7 +601,14 @@ static int count_ints(const gv_op *op, const char *name, const int64_t **v) {
 }
 
 /* d lhs = dot(dy, rhs) contracting dy's rhs-free dims with rhs's free dims
- * (batch kept), then transposed back to lhs's dim order; d rhs likewise. */
+ * (batch kept): its dims are batch, lhs's free dims, lhs's contracting dims
+ * (in rhs's order). The operands swapped, dot(rhs, dy), give batch, the
+ * contracting dims, then the free dims: that order is taken when it is
+ * lhs's own and the first is not, so no transpose follows (a weight's
+ * gradient x^T dy of x [.., in] . W [in, out] comes out [in, out], not
+ * [out, in] transposed: no weight-sized copy, for the head the vocabulary
+ * by hidden table); else the first, transposed back to lhs's dim order.
+ * d rhs likewise. */
 static gv_value *dot_side(gctx *c, gv_op *op, gv_value *g, int side) {
   const int64_t *b[2], *k[2];
   int nb = count_ints(op, "lhs_batch", &b[0]), nk = count_ints(op, "lhs_contract", &k[0]);
@@ -615,7 +622,7 @@ static gv_value *dot_side(gctx *c, gv_op *op, gv_value *g, int side) {
     for (int i = 0; i < nb; i++) used[s][gv_norm_axis(b[s][i], t[s]->rank)] = true;
   for (int s = 0; s < 2; s++)
     for (int i = 0; i < nk; i++) used[s][gv_norm_axis(k[s][i], t[s]->rank)] = true;
-  int nfl = t[0]->rank - nb - nk, nfm = rm - nb - nk, nfo = ro - nb - nk;
+  int nfl = t[0]->rank - nb - nk, nfm = rm - nb - nk;
   /* dy dims: batch (nb), lhs free (nfl), rhs free; other's free dims sit at
    * dy position nb (+ nfl when other is rhs). */
   int64_t gb[GV_MAX_RANK], ob[GV_MAX_RANK], gk[GV_MAX_RANK], ok[GV_MAX_RANK];
@@ -623,29 +630,33 @@ static gv_value *dot_side(gctx *c, gv_op *op, gv_value *g, int side) {
   int j = 0, base = nb + (other == 1 ? nfl : 0);
   for (int d = 0; d < ro; d++)
     if (!used[other][d]) gk[j] = base + j, ok[j] = d, j++;
-  (void)nfo;
-  gv_value *in[2] = {g, op->opnds[other]};
-  gv_op *o = newop(c, GV_OP_DOT, 2, in);
-  if (o) {
-    gv_set_ints(c->m, o, "lhs_batch", nb, gb);
-    gv_set_ints(c->m, o, "rhs_batch", nb, ob);
-    gv_set_ints(c->m, o, "lhs_contract", j, gk);
-    gv_set_ints(c->m, o, "rhs_contract", j, ok);
-  }
-  gv_value *r = fin(c, o);
-  /* r dims: batch, my free dims (ascending), other's contract dims (ascending). */
-  int64_t pos[GV_MAX_RANK];
-  for (int i = 0; i < nb; i++) pos[gv_norm_axis(b[me][i], rm)] = i;
-  j = 0;
+  /* where my dim d sits in dot(dy, other) (pos[0]) and in dot(other, dy)
+   * (pos[1]): batch first; then my free dims (ascending) and the
+   * contracting dims (in other's ascending order), or the reverse. */
+  int64_t pos[2][GV_MAX_RANK];
+  bool id[2] = {true, true};
+  for (int i = 0; i < nb; i++) pos[0][gv_norm_axis(b[me][i], rm)] = pos[1][gv_norm_axis(b[me][i], rm)] = i;
+  int f = 0;
   for (int d = 0; d < rm; d++)
-    if (!used[me][d]) pos[d] = nb + j++;
+    if (!used[me][d]) pos[0][d] = nb + f, pos[1][d] = nb + nk + f, f++;
   for (int i = 0; i < nk; i++) {
     int od = gv_norm_axis(k[other][i], ro), rank_in = 0;
     for (int q = 0; q < nk; q++)
       if (gv_norm_axis(k[other][q], ro) < od) rank_in++;
-    pos[gv_norm_axis(k[me][i], rm)] = nb + nfm + rank_in;
+    int d = gv_norm_axis(k[me][i], rm);
+    pos[0][d] = nb + nfm + rank_in, pos[1][d] = nb + rank_in;
   }
-  return transpose(c, r, rm, pos);
+  for (int d = 0; d < rm; d++) id[0] = id[0] && pos[0][d] == d, id[1] = id[1] && pos[1][d] == d;
+  int swap = !id[0] && id[1];
+  gv_value *in[2] = {swap ? op->opnds[other] : g, swap ? g : op->opnds[other]};
+  gv_op *o = newop(c, GV_OP_DOT, 2, in);
+  if (o) {
+    gv_set_ints(c->m, o, "lhs_batch", nb, swap ? ob : gb);
+    gv_set_ints(c->m, o, "rhs_batch", nb, swap ? gb : ob);
+    gv_set_ints(c->m, o, "lhs_contract", j, swap ? ok : gk);
+    gv_set_ints(c->m, o, "rhs_contract", j, swap ? gk : ok);
+  }
+  return transpose(c, fin(c, o), rm, pos[swap]);
 }
 
 int gv_grad_dot(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before) {

@@ -10,7 +10,7 @@
 // CHECK: "galv.all_reduce"{{.*}} -> tensor<f32> loc("loss/cross_entropy")
 // CHECK: "galv.all_reduce"{{.*}} -> tensor<f32> loc("loss/cross_entropy")
 // CHECK-NOT: "galv.all_reduce"
-// CHECK: %[[G1:[0-9]+]] = "galv.transpose"{{.*}} -> tensor<8x6xf32> loc("/fc1/grad"
+// CHECK: %[[G1:[0-9]+]] = "galv.dot"{{.*}} -> tensor<8x6xf32> loc("/fc1/grad"
 // CHECK: %[[P:[0-9]+]] = "galv.concat"({{.*}}) {axis = 0 : i64} : (tensor<30xf32>, tensor<48xf32>) -> tensor<78xf32>
 // CHECK-NEXT: %[[R:[0-9]+]] = "galv.all_reduce"(%[[P]]) {axes = ["dp"], bucket = 2 : i64, bytes = 312 : i64, {{.*}} -> tensor<78xf32>
 // CHECK-NOT: "galv.all_reduce"

@@ -7,7 +7,7 @@
 // RUN: %galv-opt --strategy=dp --passes=loss,autodiff,optimizer,propagate-sharding,spmd-partition,overlap %s | %FileCheck %s
 // RUN: %galv-opt --strategy=dp --passes=loss,autodiff,optimizer,propagate-sharding,spmd-partition %s | %FileCheck %s --check-prefix=OFF
 // RUN: %galv-opt --strategy=dp --passes=loss,autodiff,optimizer,propagate-sharding,spmd-partition,overlap,fuse,memory-plan %s -o %t && %mlir-check %t
-// CHECK: %[[G2:[0-9]+]] = "galv.transpose"{{.*}} -> tensor<6x5xf32> loc("/fc2/grad"
+// CHECK: %[[G2:[0-9]+]] = "galv.dot"{{.*}} -> tensor<6x5xf32> loc("/fc2/grad"
 // CHECK-NEXT: "galv.all_reduce"(%[[G2]]) {{.*}} -> tensor<6x5xf32> loc("optimizer/adamw/w2")
 // CHECK-NEXT: "galv.dot"{{.*}} loc("/fc1/grad"
 // CHECK: "galv.all_reduce"{{.*}} -> tensor<8x6xf32> loc("optimizer/adamw/w1")

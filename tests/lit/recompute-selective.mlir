@@ -12,7 +12,7 @@
 // CHECK-NEXT: %[[RM:[0-9]+]] = "galv.mul"(%[[RS]], {{.*}}loc("/h.0/attn/Mul/recompute"("Mul"))
 // CHECK-NEXT: %[[RP:[0-9]+]] = "galv.softmax"(%[[RM]]){{.*}}loc("/h.0/attn/Softmax/recompute"("Softmax"))
 // CHECK-NOT: recompute
-// CHECK: "galv.dot"({{%[0-9]+}}, %[[RP]]){{.*}}loc("/h.0/attn/pv/grad"("MatMul"))
+// CHECK: "galv.dot"(%[[RP]], {{%[0-9]+}}){{.*}}loc("/h.0/attn/pv/grad"("MatMul"))
 // CHECK: "galv.mul"({{%[0-9]+}}, %[[RP]]){{.*}}loc("/h.0/attn/Softmax/grad"("Softmax"))
 // CHECK-NOT: "galv.softmax"
 // CHECK-NOT: %[[P]]{{[,)]}}

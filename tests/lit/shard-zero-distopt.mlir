@@ -16,7 +16,7 @@
 // P1: %[[C:[0-9]+]] = "galv.reshard"(%arg2) {sharding = #galv.sharding<@m, [{}, {}]>, working_copy = 1 : i64} : (tensor<8x6xf32>) -> tensor<8x6xf32> loc("/fc"("MatMul"))
 // P1-NEXT: "galv.dot"(%arg0, %[[C]])
 // P1-NOT: galv.reshard"(%arg2)
-// P1: "galv.dot"({{.*}}, %arg0) {{.*}} loc("/fc/grad"("MatMul"))
+// P1: "galv.dot"(%arg0, {{.*}}) {{.*}} loc("/fc/grad"("MatMul"))
 // P1: galv.name = "w", galv.param, galv.sharding = #galv.sharding<@m, [{"dp"}, {}]>
 // Z1: %[[H:[0-9]+]] = "galv.cast"(%arg2) {gather_copy = 1 : i64, sharding = #galv.sharding<@m, [{"dp"}, {}]>, storage = ["bf16"], to = f32} : (tensor<4x6xf32>) -> tensor<4x6xf32>
 // Z1-NEXT: %[[G:[0-9]+]] = "galv.all_gather"(%[[H]]) {axes = ["dp"], bytes = 48 : i64, dim = 0 : i64, {{.*}}storage = ["bf16"], working_copy = 1 : i64} : (tensor<4x6xf32>) -> tensor<8x6xf32> loc("/fc")
