@@ -61,6 +61,7 @@ static bool hits(int64_t a, int64_t an, int64_t b, int64_t bn) { return a >= 0 &
 bool gv_comm_sync_before(const gv_comm_sync *s, const gv_op *op) {
   if (!s->n || is_view(op) || op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA) return false; /* no bytes touched */
   if (op->code == GV_OP_RETURN || reads_pending(s, op)) return true;
+  if (gv_comm_is_collective(op) && gv_get_int(op, "wait_posted", 0)) return true; /* the overlap pass's window */
   for (int i = 0; i < op->nres; i++) {
     int64_t off, n;
     arena_of(s, op->res[i], &off, &n);

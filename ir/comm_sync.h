@@ -8,7 +8,10 @@
  * reads the result of a call in flight (through views, or inside its
  * regions), writes arena bytes that such a call reads or writes (the memory
  * plan may reuse an operand's bytes right after the collective), writes
- * outside the arena (training state), or is the function's return. Views,
+ * outside the arena (training state), is the function's return, or is a
+ * collective marked `wait_posted` (the overlap pass: one layer's gradient
+ * reductions in flight at a time; the memory plan frees the operands of
+ * the calls in flight there). Views,
  * constants and the arena op touch no bytes. A collective whose call goes
  * through the pack / unpack scratch buffers (a gathered or scattered dim
  * with a non-unit extent before it; an all_to_all whose split or concat dim

@@ -9,7 +9,8 @@
  * long as any alias is used; graph outputs are used by galv.return, the
  * last point; the operand of a collective left in flight (ir/comm_sync.h)
  * stays live until the first read of its result, where the emitters sync
- * (so no op writes over it while the call runs). Each value takes its storage bytes (ir/storage.h: a value the
+ * (so no op writes over it while the call runs), or until a collective
+ * marked `wait_posted` (the emitters sync before it). Each value takes its storage bytes (ir/storage.h: a value the
  * storage pass stores 16-bit takes 2 bytes per element, not its type's 4).
  * Parameters, constants and views of them are not in the arena
  * (offset -1). Placement: values in some order, each put at the lowest
@@ -25,6 +26,7 @@
  * program computes, and never lets two simultaneously-live values share a
  * byte. value->id is scratch.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +44,7 @@ typedef struct {
   int64_t bytes; /* root only */
   int start, end;
   int64_t off;
+  const gv_value *val; /* for GALV_MEM_PEAK's listing */
 } vinfo;
 
 typedef struct {
@@ -97,6 +100,11 @@ static int walk(ctx *c, gv_block *b) {
     if (op->code == GV_OP_ARENA) continue;
     int p = ++c->point;
     if (c->nfl && !b->parent) in_flight_reads(c, op, p);
+    if (c->nfl && !b->parent && gv_comm_is_collective(op) && gv_get_int(op, "wait_posted", 0)) {
+      for (int k = 0; k < c->nfl; k++) /* the emitters sync before this call: every call in flight is done */
+        if (p > c->v[c->fl[k][1]].end) c->v[c->fl[k][1]].end = p;
+      c->nfl = 0;
+    }
     for (int i = 0; i < op->nopnds; i++) {
       if (!c->v[op->opnds[i]->id].planned)
         return gv_error_op(m, op, "memory-plan: operand %d is not a value of the schedule", i);
@@ -117,6 +125,7 @@ static int walk(ctx *c, gv_block *b) {
       vinfo *vi = &c->v[res->id];
       vi->planned = true;
       vi->root = res->id;
+      vi->val = res;
       vi->start = vi->end = p;
       if (op->code == GV_OP_CONSTANT) {
         vi->external = true;
@@ -339,6 +348,35 @@ static void train_breakdown(ctx *c, gv_func *f, const int *roots, int nroots, gv
   gv_set_int(c->m, arena, "saved_activation_bytes", saved);
 }
 
+/* GALV_MEM_PEAK=N[:FILE] (a debugging aid; stderr, or appended to FILE: the
+ * planner's realisations run with stderr silenced): the N largest values
+ * live at the busiest point (lower_bound's), with the node that defines
+ * each, its bytes and live range in ops. */
+static void peak_dump(const ctx *c, const int *roots, int nroots, int at, int64_t total, const char *spec) {
+  int n = atoi(spec), nl = 0;
+  const char *path = strchr(spec, ':');
+  FILE *out = path ? fopen(path + 1, "a") : stderr;
+  int *live = out ? malloc((size_t)(nroots + 1) * sizeof *live) : NULL;
+  if (!live) {
+    if (out && out != stderr) fclose(out);
+    return;
+  }
+  for (int i = 0; i < nroots; i++)
+    if (c->v[roots[i]].start <= at && c->v[roots[i]].end >= at) live[nl++] = roots[i];
+  sort_base = c->v;
+  qsort(live, (size_t)nl, sizeof *live, by_size);
+  fprintf(out, "memory-plan: busiest point %d of %d: %lld bytes in %d values; the largest:\n", at, c->point,
+          (long long)total, nl);
+  for (int i = 0; i < nl && i < (n > 0 ? n : 20); i++) {
+    const vinfo *v = &c->v[live[i]];
+    const gv_op *d = v->val ? v->val->def : NULL;
+    fprintf(out, "memory-plan:   %13lld  ops %d-%d  %s %s\n", (long long)v->bytes, v->start, v->end,
+            d ? gv_ops[d->code].name : "input", d && d->loc ? d->loc : "");
+  }
+  free(live);
+  if (out != stderr) fclose(out);
+}
+
 int gv_pass_memory_plan(gv_module *m) {
   if (!m->main || !m->main->body) return gv_error(m, "memory-plan: module has no function");
   gv_func *f = m->main;
@@ -432,10 +470,12 @@ int gv_pass_memory_plan(gv_module *m) {
     diff[r->end + 1] -= r->bytes;
   }
   int64_t live = 0, lower = 0;
+  int busiest = 0;
   for (int p = 0; p <= c.point; p++) {
     live += diff[p];
-    if (live > lower) lower = live;
+    if (live > lower) lower = live, busiest = p;
   }
+  if (getenv("GALV_MEM_PEAK")) peak_dump(&c, roots, nroots, busiest, lower, getenv("GALV_MEM_PEAK"));
 
   annotate(&c, body);
   gv_op *arena = gv_op_new(m, GV_OP_ARENA, 0, NULL, 0);

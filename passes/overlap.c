@@ -13,6 +13,16 @@
  * memory plan keeps the gradient live until the update (memory_plan.c), so
  * this trades bytes (a reduced copy beside each gradient reduced early) for
  * time, which the cost model's timeline prices (cost.h gv_cost_timeline).
+ * One layer's gradient reductions in flight at a time: of the reductions
+ * of backward results (those moved here, ZeRO-2's reduce-scatters where
+ * the gradient is made) the first of each layer after the first (the
+ * planner's units) is marked `wait_posted`,
+ * so the emitters sync before posting it (comm_sync.h): the previous
+ * layer's calls have finished by then, and the memory plan frees their
+ * operands (the whole gradients, under ZeRO-2 the unreduced ones) there,
+ * instead of keeping every gradient of the backward until the update. The
+ * window costs overlap only where a layer's reductions outlast the next
+ * layer's backward; the timeline prices the syncs as placed.
  * ZeRO-3's parameter gathers (the forward's and the regather pass's
  * backward ones, of the parameter or its 16-bit copy) are prefetched one
  * layer ahead (prefetch_gathers). It never changes what the program computes: only the
@@ -122,12 +132,52 @@ static void prefetch_gathers(gv_module *m, gv_block *b) {
     free(g), free(grp);
 }
 
+/* The layer (units' key) of the op that produces reduction op's gradient,
+ * through the views between them. */
+static int grad_layer(const gv_layer_units *lu, const gv_op *op) {
+  const gv_op *d = op->opnds[0]->def;
+  while (d && is_view(d) && d->nopnds >= 1 && d->opnds[0]->def) d = d->opnds[0]->def;
+  return d && d->loc ? gv_layer_units_loc(lu, d->loc) : -1;
+}
+
+/* A reduction of a backward op's result: its operand made (through views)
+ * by an op located ".../grad" (ZeRO-2's reduce-scatter where the gradient
+ * is made, a reduction this pass moved there). */
+static bool grad_reduction(const gv_op *op) {
+  const gv_op *d = op->opnds[0]->def;
+  while (d && is_view(d) && d->nopnds >= 1 && d->opnds[0]->def) d = d->opnds[0]->def;
+  if (!d || !d->loc) return false;
+  size_t n = strlen(d->loc);
+  return n >= 5 && !strcmp(d->loc + n - 5, "/grad");
+}
+
+/* Marks the first early reduction of each layer after the first
+ * `wait_posted` (the window above). */
+static void window(gv_module *m, gv_op *const *early, int n) {
+  if (n < 2) return;
+  gv_layer_units own;
+  const gv_layer_units *lu = gv_layer_units_for(m);
+  if (!lu) {
+    if (gv_layer_units_find(m, &own)) return; /* no units: no window, the order stays valid */
+    lu = &own;
+  }
+  int prev = grad_layer(lu, early[0]);
+  for (int i = 1; i < n; i++) {
+    int key = grad_layer(lu, early[i]);
+    if (key >= 0 && key != prev) gv_set_int(m, early[i], "wait_posted", 1);
+    if (key >= 0) prev = key;
+  }
+  if (lu == &own) gv_layer_units_free(&own);
+}
+
 int gv_pass_overlap(gv_module *m) {
   if (!m->main || !m->main->body || gv_shard_opts.no_overlap) return 0;
   gv_block *b = m->main->body;
   prefetch_gathers(m, b);
   int n = 0;
   for (gv_op *op = b->first; op; op = op->next) op->id = n++;
+  gv_op **early = malloc(sizeof *early * (size_t)(n + 1));
+  int ne = 0;
   for (gv_op *op = b->first, *next; op; op = next) {
     next = op->next;
     if ((op->code != GV_OP_ALL_REDUCE && op->code != GV_OP_REDUCE_SCATTER) || !op->loc || strncmp(op->loc, "optimizer/", 10) ||
@@ -156,6 +206,14 @@ int gv_pass_overlap(gv_module *m) {
     gv_op *at = d->next;
     for (int i = nv - 1; i >= 0; i--) gv_insert_before(at, views[i]);
     gv_insert_before(at, op);
+  }
+  if (early) { /* the gradient reductions in flight, in program order after the moves */
+    for (gv_op *op = b->first; op; op = op->next)
+      if ((op->code == GV_OP_ALL_REDUCE || op->code == GV_OP_REDUCE_SCATTER) && op->nopnds == 1 && !gv_comm_sync_at_once(op) &&
+          grad_reduction(op))
+        early[ne++] = op;
+    window(m, early, ne);
+    free(early);
   }
   return 0;
 }
