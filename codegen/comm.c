@@ -308,6 +308,12 @@ void cg_comm_before_op(cg_comm *c, FILE *f, const gv_op *op) {
   if (gv_comm_sync_before(&c->sync, op)) {
     fputs(c->t->sync, f);
     gv_comm_sync_clear(&c->sync);
+    return;
+  }
+  int k = gv_comm_sync_prefix(&c->sync, op); /* the overlap window: the oldest k calls, the newest n - k stay in flight */
+  if (k > 0) {
+    fprintf(f, c->t->sync_keep, c->sync.n - k);
+    gv_comm_sync_drop(&c->sync, k);
   }
 }
 

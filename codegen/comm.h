@@ -22,6 +22,7 @@ typedef struct {
   const char *who;           /* error prefix: "cpu codegen" */
   const char *copy;          /* galv_copy_strided / galv_cu_copy_strided */
   const char *sync;          /* a sync point: later ops see every call queued so far, and may overwrite its bytes */
+  const char *sync_keep;     /* printf (%d: m): a sync point for every call but the newest m (the overlap window) */
   const char *end;           /* the end of the run with calls in flight */
   const char *in_flight;     /* after a call left in flight (may be "") */
   const char *scratch_alloc; /* galv_scratch[s] = bytes (in the setup function) */

@@ -1,5 +1,6 @@
 /* comm_sync.c — the sync rule of collectives in flight (comm_sync.h). */
 #include "comm_sync.h"
+#include "storage.h"
 
 #include <stdlib.h>
 
@@ -15,12 +16,15 @@ static const gv_value *root_of(const gv_value *v) {
   return v;
 }
 
-static int64_t nbytes_of(const gv_type *t) { return gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype); }
+/* the bytes a value takes in the arena: at its storage dtype (a value stored
+ * 16-bit takes 2 bytes per element, as the memory plan placed it) */
+static int64_t nbytes_of(const gv_value *v) { return gv_type_numel(&v->type) * (int64_t)gv_dtype_size(gv_value_storage(v)); }
 
 void gv_comm_sync_init(gv_comm_sync *s, const gv_module *m) {
   s->m = m;
   s->argoff = NULL, s->nargoff = 0;
   s->p = NULL, s->n = s->cap = 0;
+  s->mark = -1;
   const gv_block *body = m->main ? m->main->body : NULL;
   if (body && body->first && body->first->code == GV_OP_ARENA) s->nargoff = gv_get_ints(body->first, "arg_offsets", &s->argoff);
 }
@@ -33,7 +37,7 @@ void gv_comm_sync_free(gv_comm_sync *s) {
 /* Arena bytes of a value: [*off, *off + *n), *off = -1 when not in the arena. */
 static void arena_of(const gv_comm_sync *s, const gv_value *v, int64_t *off, int64_t *n) {
   v = root_of(v);
-  *n = nbytes_of(&v->type);
+  *n = nbytes_of(v);
   *off = -1;
   if (!v->def) {
     if (s->m->main && v->block == s->m->main->body && v->index < s->nargoff) *off = s->argoff[v->index];
@@ -61,7 +65,6 @@ static bool hits(int64_t a, int64_t an, int64_t b, int64_t bn) { return a >= 0 &
 bool gv_comm_sync_before(const gv_comm_sync *s, const gv_op *op) {
   if (!s->n || is_view(op) || op->code == GV_OP_CONSTANT || op->code == GV_OP_ARENA) return false; /* no bytes touched */
   if (op->code == GV_OP_RETURN || reads_pending(s, op)) return true;
-  if (gv_comm_is_collective(op) && gv_get_int(op, "wait_posted", 0)) return true; /* the overlap pass's window */
   for (int i = 0; i < op->nres; i++) {
     int64_t off, n;
     arena_of(s, op->res[i], &off, &n);
@@ -72,7 +75,23 @@ bool gv_comm_sync_before(const gv_comm_sync *s, const gv_op *op) {
   return false;
 }
 
-void gv_comm_sync_clear(gv_comm_sync *s) { s->n = 0; }
+void gv_comm_sync_clear(gv_comm_sync *s) { s->n = 0, s->mark = -1; }
+
+int gv_comm_sync_prefix(const gv_comm_sync *s, const gv_op *op) {
+  if (!gv_comm_is_collective(op) || !gv_get_int(op, "wait_posted", 0) || s->mark <= 0) return 0;
+  return s->mark;
+}
+
+void gv_comm_sync_drop(gv_comm_sync *s, int k) {
+  if (k <= 0) return;
+  if (k >= s->n) {
+    gv_comm_sync_clear(s);
+    return;
+  }
+  for (int i = k; i < s->n; i++) s->p[i - k] = s->p[i];
+  s->n -= k;
+  s->mark = s->mark >= k ? s->mark - k : -1;
+}
 
 void gv_comm_sync_post(gv_comm_sync *s, const gv_op *op) {
   if (s->n == s->cap) {
@@ -81,6 +100,7 @@ void gv_comm_sync_post(gv_comm_sync *s, const gv_op *op) {
     if (!np) abort();
     s->p = np, s->cap = cap;
   }
+  if (gv_get_int(op, "wait_posted", 0)) s->mark = s->n;
   gv_inflight *p = &s->p[s->n++];
   p->res = root_of(op->res[0]);
   arena_of(s, op->res[0], &p->roff, &p->rn);

@@ -8,14 +8,19 @@
  * reads the result of a call in flight (through views, or inside its
  * regions), writes arena bytes that such a call reads or writes (the memory
  * plan may reuse an operand's bytes right after the collective), writes
- * outside the arena (training state), is the function's return, or is a
- * collective marked `wait_posted` (the overlap pass: one layer's gradient
- * reductions in flight at a time; the memory plan frees the operands of
- * the calls in flight there). Views,
+ * outside the arena (training state), or is the function's return. Views,
  * constants and the arena op touch no bytes. A collective whose call goes
  * through the pack / unpack scratch buffers (a gathered or scattered dim
  * with a non-unit extent before it; an all_to_all whose split or concat dim
- * has one) is synced right after its call. */
+ * has one) is synced right after its call.
+ *
+ * The overlap pass's window: a collective marked `wait_posted` (the first
+ * gradient reduction of a layer's backward) first waits for the calls
+ * posted before the previous marked one (gv_comm_sync_prefix: the oldest
+ * calls in flight, a prefix of the queue); the previous layer's stay in
+ * flight. So at most two layers' gradient reductions are in flight, each
+ * with a layer of backward to run under, and the memory plan frees the
+ * operands of the calls waited for there. */
 #ifndef GALV_IR_COMM_SYNC_H
 #define GALV_IR_COMM_SYNC_H
 
@@ -36,6 +41,7 @@ typedef struct {
   int nargoff;
   gv_inflight *p;
   int n, cap;
+  int mark;                /* index in p of the last wait_posted call in flight, -1: none */
 } gv_comm_sync;
 
 /* The four collectives that go on the queue (all_reduce, all_gather,
@@ -47,6 +53,12 @@ void gv_comm_sync_free(gv_comm_sync *s);
 bool gv_comm_sync_before(const gv_comm_sync *s, const gv_op *op);
 /* A sync point: nothing is in flight after it. */
 void gv_comm_sync_clear(gv_comm_sync *s);
+/* Collective op marked wait_posted: how many of the oldest calls in flight
+ * to wait for before it (those posted before the previous marked call; 0:
+ * none). Asked when gv_comm_sync_before(op) is false. */
+int gv_comm_sync_prefix(const gv_comm_sync *s, const gv_op *op);
+/* The k oldest calls in flight were waited for. */
+void gv_comm_sync_drop(gv_comm_sync *s, int k);
 /* Collective op was posted and left in flight. */
 void gv_comm_sync_post(gv_comm_sync *s, const gv_op *op);
 /* Collective op's call goes through scratch and is synced right after it. */

@@ -9,8 +9,9 @@
  * long as any alias is used; graph outputs are used by galv.return, the
  * last point; the operand of a collective left in flight (ir/comm_sync.h)
  * stays live until the first read of its result, where the emitters sync
- * (so no op writes over it while the call runs), or until a collective
- * marked `wait_posted` (the emitters sync before it). Each value takes its storage bytes (ir/storage.h: a value the
+ * (so no op writes over it while the call runs), or until the overlap
+ * window's wait (a collective marked `wait_posted` waits for the calls
+ * posted before the previous marked one). Each value takes its storage bytes (ir/storage.h: a value the
  * storage pass stores 16-bit takes 2 bytes per element, not its type's 4).
  * Parameters, constants and views of them are not in the arena
  * (offset -1). Placement: values in some order, each put at the lowest
@@ -52,8 +53,10 @@ typedef struct {
   vinfo *v;
   int nvals;
   int point;
-  int (*fl)[2];  /* collectives in flight: their result's root id, their operand's root id */
+  int (*fl)[3];  /* collectives in flight: their result's root id, their operand's root id, their post number */
   int nfl, capfl;
+  int posted;    /* collectives posted so far */
+  int mark;      /* the post number of the last wait_posted collective, -1: none */
 } ctx;
 
 static int number(gv_block *b, int n) {
@@ -84,7 +87,7 @@ static void in_flight_reads(ctx *c, const gv_op *op, int p) {
         vinfo *o = &c->v[c->fl[k][1]];
         if (p > o->end) o->end = p;
         c->nfl--;
-        c->fl[k][0] = c->fl[c->nfl][0], c->fl[k][1] = c->fl[c->nfl][1];
+        c->fl[k][0] = c->fl[c->nfl][0], c->fl[k][1] = c->fl[c->nfl][1], c->fl[k][2] = c->fl[c->nfl][2];
         k--;
       }
   }
@@ -100,10 +103,16 @@ static int walk(ctx *c, gv_block *b) {
     if (op->code == GV_OP_ARENA) continue;
     int p = ++c->point;
     if (c->nfl && !b->parent) in_flight_reads(c, op, p);
-    if (c->nfl && !b->parent && gv_comm_is_collective(op) && gv_get_int(op, "wait_posted", 0)) {
-      for (int k = 0; k < c->nfl; k++) /* the emitters sync before this call: every call in flight is done */
-        if (p > c->v[c->fl[k][1]].end) c->v[c->fl[k][1]].end = p;
-      c->nfl = 0;
+    if (c->nfl && !b->parent && gv_comm_is_collective(op) && gv_get_int(op, "wait_posted", 0) && c->mark >= 0) {
+      /* the overlap window (comm_sync.h): the calls posted before the previous marked one are waited for here */
+      for (int k = 0; k < c->nfl; k++)
+        if (c->fl[k][2] < c->mark) {
+          vinfo *o = &c->v[c->fl[k][1]];
+          if (p > o->end) o->end = p;
+          c->nfl--;
+          for (int j = 0; j < 3; j++) c->fl[k][j] = c->fl[c->nfl][j];
+          k--;
+        }
     }
     for (int i = 0; i < op->nopnds; i++) {
       if (!c->v[op->opnds[i]->id].planned)
@@ -113,12 +122,14 @@ static int walk(ctx *c, gv_block *b) {
     if (!b->parent && gv_comm_is_collective(op) && op->nopnds && op->nres && !gv_comm_sync_at_once(op)) {
       if (c->nfl == c->capfl) {
         int cap = c->capfl ? 2 * c->capfl : 16;
-        int(*n)[2] = realloc(c->fl, sizeof *n * (size_t)cap);
+        int(*n)[3] = realloc(c->fl, sizeof *n * (size_t)cap);
         if (!n) return gv_error_plain("memory-plan: out of memory");
         c->fl = n, c->capfl = cap;
       }
+      if (gv_get_int(op, "wait_posted", 0)) c->mark = c->posted;
       c->fl[c->nfl][0] = op->res[0]->id; /* a collective's result is no view: its own root */
-      c->fl[c->nfl++][1] = c->v[op->opnds[0]->id].root;
+      c->fl[c->nfl][1] = c->v[op->opnds[0]->id].root;
+      c->fl[c->nfl++][2] = c->posted++;
     }
     for (int i = 0; i < op->nres; i++) {
       const gv_value *res = op->res[i];
@@ -383,7 +394,7 @@ int gv_pass_memory_plan(gv_module *m) {
   gv_block *body = f->body;
   if (body->first && body->first->code == GV_OP_ARENA) gv_op_unlink(body->first);
   int n = number(body, 0);
-  ctx c = {.m = m, .v = calloc((size_t)n + 1, sizeof(vinfo)), .nvals = n};
+  ctx c = {.m = m, .v = calloc((size_t)n + 1, sizeof(vinfo)), .nvals = n, .mark = -1};
   int *roots = malloc((size_t)(n + 1) * sizeof *roots);
   int64_t *diff = NULL;
   range *best = NULL; /* (value id, offset) of the chosen placement */

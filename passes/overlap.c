@@ -16,13 +16,14 @@
  * One layer's gradient reductions in flight at a time: of the reductions
  * of backward results (those moved here, ZeRO-2's reduce-scatters where
  * the gradient is made) the first of each layer after the first (the
- * planner's units) is marked `wait_posted`,
- * so the emitters sync before posting it (comm_sync.h): the previous
- * layer's calls have finished by then, and the memory plan frees their
- * operands (the whole gradients, under ZeRO-2 the unreduced ones) there,
- * instead of keeping every gradient of the backward until the update. The
- * window costs overlap only where a layer's reductions outlast the next
- * layer's backward; the timeline prices the syncs as placed.
+ * planner's units) is marked `wait_posted`: before posting it the
+ * program waits for the calls posted before the previous marked one
+ * (comm_sync.h; the previous layer's stay in flight, with this layer's
+ * backward to run under), and the memory plan frees their operands (the
+ * whole gradients, under ZeRO-2 the unreduced fp32 ones) there, instead of
+ * keeping every gradient of the backward until the update. The wait costs
+ * time only where a layer's reductions outlast the next layer's backward;
+ * the timeline prices it as placed.
  * ZeRO-3's parameter gathers (the forward's and the regather pass's
  * backward ones, of the parameter or its 16-bit copy) are prefetched one
  * layer ahead (prefetch_gathers). It never changes what the program computes: only the

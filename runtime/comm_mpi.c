@@ -96,6 +96,7 @@ typedef struct {
   unsigned group; /* the galv_group_start/end it was posted in; 0: none */
   char *ds, *dr;  /* GALV_COMM_DELAY_US: the send snapshot, the result staging (NULL: none) */
   int trace;      /* --trace: its event (galv_trace_post), -1: none */
+  int coll;       /* a collective (galv_queue_sync_keep counts them) */
 } span;
 
 /* --trace hooks (runtime/prof.c, galv_rt.h): weak, so that a program
@@ -321,6 +322,16 @@ static void wait_all(galv_queue *q, const char *what) { wait_prefix(q, q->n, wha
 
 void galv_queue_sync(galv_queue *q) { wait_all(q, "a communication call"); }
 
+void galv_queue_sync_keep(galv_queue *q, int m) {
+  int k = m <= 0 ? q->n : 0;
+  for (int i = q->n - 1, seen = 0; i >= 0 && m > 0; i--)
+    if (q->sp[i].coll && ++seen == m) {
+      k = i;
+      break;
+    }
+  wait_prefix(q, k, "a communication call");
+}
+
 void galv_queue_free(galv_queue *q) {
   if (!q) return;
   galv_queue_sync(q);
@@ -363,7 +374,8 @@ static MPI_Request *push(galv_queue *q, const char *what, const void *s, size_t 
     q->cap = cap;
   }
   int tr = galv_trace_post ? galv_trace_post(what, (long long)(sn > rn ? sn : rn)) : -1;
-  q->sp[q->n] = (span){s, sn, r, rn, cur_group, NULL, NULL, tr};
+  int coll = strcmp(what, "send") && strcmp(what, "recv");
+  q->sp[q->n] = (span){s, sn, r, rn, cur_group, NULL, NULL, tr, coll};
   return &q->req[q->n++];
 }
 

@@ -6,7 +6,7 @@
  * (host pointers on the CPU target); send/recv can be grouped; one
  * sub-communicator per mesh-axis group. The MPI backend (runtime/comm_mpi.c)
  * implements it for the CPU target; the NCCL backend will implement the same
- * header. Nothing here blocks except galv_queue_sync.
+ * header. Nothing here blocks except galv_queue_sync and galv_queue_sync_keep.
  *
  * Every call counts the bytes it moves per rank (what one rank sends) so
  * that tests can compare the runtime's count with the planner's prediction.
@@ -46,6 +46,10 @@ int galv_comm_size(const galv_comm *c);
 
 galv_queue *galv_queue_new(void);
 void galv_queue_sync(galv_queue *q); /* waits for every call queued so far */
+/* Waits for every call queued so far but the newest m collectives (and what
+ * was queued after the oldest of them): the overlap window's wait
+ * (ir/comm_sync.h); m 0: galv_queue_sync. */
+void galv_queue_sync_keep(galv_queue *q, int m);
 void galv_queue_free(galv_queue *q);
 
 /* dtype: the runtime's GALV_F32... codes (galv_rt.h). count: elements. */

@@ -17,7 +17,8 @@
 #     activation all_reduce of tp (a [B, S, H] tensor over tp) is gone and
 #     becomes one reduce_scatter (half its bytes) + one all_gather; the
 #     all_reduces left are the loss's row statistics and the gradients of
-#     the norms' and biases' parameters (their tokens are split); one figure
+#     the norms', biases' and embedding tables' parameters (their tokens are
+#     split: each rank's part is a partial sum); one figure
 #     by hand: GPT-2, 2 ranks, the reduce_scatter of c_proj's [8, 8, 32] f32
 #     sum is (p-1)/p x 8192 = 4096 bytes, tp's all_reduce 2 (p-1)/p x 8192;
 #   - the activation arena (printed by the program) is smaller than tp's;
@@ -147,8 +148,9 @@ for fam in gpt2 llama; do
   sp_rs=$(table "$fam-2-tp_sp" | awk -v a="$act" '$1 == "reduce_scatter" && $3 == a' | wc -l)
   sp_rs_b=$(table "$fam-2-tp_sp" | awk -v a="$act" '$1 == "reduce_scatter" && $3 == a {print $4}' | sort -u | tr '\n' ' ')
   sp_ag=$(table "$fam-2-tp_sp" | awk '$1 == "all_gather" && $3 == "tensor<8x4x32xf32>"' | wc -l)
-  # what all_reduces remain: the loss's row statistics and parameter gradients (no [B, S, H] activation)
-  rest=$(table "$fam-2-tp_sp" | awk '$1 == "all_reduce" && $5 != "loss/cross_entropy" && $3 ~ /^tensor<(1x1x)?32xf32>$/' | wc -l)
+  # what all_reduces remain: the loss's row statistics and parameter gradients (no [B, S, H] activation): the norms'
+  # and biases' and the embedding tables' (gather_grad: each rank scatter-adds its own tokens' rows, a partial sum)
+  rest=$(table "$fam-2-tp_sp" | awk '$1 == "all_reduce" && $5 != "loss/cross_entropy" && ($3 ~ /^tensor<(1x1x)?32xf32>$/ || ($3 ~ /^tensor<[0-9]+x32xf32>$/ && $5 ~ /\/Gather\/grad$/))' | wc -l)
   all=$(table "$fam-2-tp_sp" | awk '$1 == "all_reduce"' | wc -l)
   ce=$(table "$fam-2-tp_sp" | awk '$1 == "all_reduce" && $5 == "loss/cross_entropy"' | wc -l)
   if [ "$tp_ar" -ge 8 ] && [ "$sp_ar" = 0 ] && [ "$sp_rs" = "$tp_ar" ] && [ "$tp_ar_b" = "8192 " ] && [ "$sp_rs_b" = "4096 " ] &&

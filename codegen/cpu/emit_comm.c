@@ -14,6 +14,7 @@ const cg_comm_target cg_cpu_comm = {
     .who = "cpu codegen",
     .copy = "galv_copy_strided",
     .sync = "  galv_queue_sync(galv_q);\n",
+    .sync_keep = "  galv_queue_sync_keep(galv_q, %d);\n",
     .end = "  galv_queue_sync(galv_q);\n",
     /* debug builds poison the operand after its last use (this op): MPI must
      * have read it by then (ASan intercepts the library's memcpy too) */

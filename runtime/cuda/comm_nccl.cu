@@ -42,10 +42,13 @@ struct galv_comm {
   MPI_Comm mpi;
   int rank, size;
 };
+enum { KEEP_RING = 64 }; /* galv_cu_queue_join_keep: the positions after the last KEEP_RING collectives */
 struct galv_queue {
   cudaStream_t s;
   cudaEvent_t ready; /* compute stream position the next call waits for */
   cudaEvent_t done;  /* communication stream position the compute stream waits for (galv_cu_queue_join) */
+  cudaEvent_t after[KEEP_RING]; /* communication stream position after collective number i (slot i % KEEP_RING) */
+  long long posted;  /* collectives posted */
 };
 
 enum { MAXCOMMS = 64 };
@@ -158,6 +161,7 @@ galv_queue *galv_queue_new(void) {
   cudaCheck(cudaStreamCreateWithFlags(&q->s, cudaStreamNonBlocking));
   cudaCheck(cudaEventCreateWithFlags(&q->ready, cudaEventDisableTiming));
   cudaCheck(cudaEventCreateWithFlags(&q->done, cudaEventDisableTiming));
+  for (int i = 0; i < KEEP_RING; i++) cudaCheck(cudaEventCreateWithFlags(&q->after[i], cudaEventDisableTiming));
   return q;
 }
 
@@ -165,6 +169,7 @@ void galv_queue_free(galv_queue *q) {
   if (!q) return;
   cudaCheck(cudaEventDestroy(q->ready));
   cudaCheck(cudaEventDestroy(q->done));
+  for (int i = 0; i < KEEP_RING; i++) cudaCheck(cudaEventDestroy(q->after[i]));
   cudaCheck(cudaStreamDestroy(q->s));
   free(q);
 }
@@ -207,6 +212,26 @@ void galv_cu_queue_join(galv_queue *q) {
   cudaCheck(cudaStreamWaitEvent(galv_cu.stream, q->done, 0));
 }
 
+/* a collective was queued on q: its end position, for galv_cu_queue_join_keep */
+static void posted(galv_queue *q) {
+  cudaCheck(cudaEventRecord(q->after[q->posted % KEEP_RING], q->s));
+  q->posted++;
+}
+
+/* the compute stream continues after every collective queued on q but the
+ * newest m (the overlap window, ir/comm_sync.h): it waits for the position
+ * after collective posted - m - 1; m 0, or a position no longer recorded:
+ * after everything (galv_cu_queue_join) */
+void galv_cu_queue_join_keep(galv_queue *q, int m) {
+  long long i = q->posted - m - 1;
+  if (m <= 0 || m >= KEEP_RING) {
+    galv_cu_queue_join(q);
+    return;
+  }
+  if (i < 0) return;
+  cudaCheck(cudaStreamWaitEvent(galv_cu.stream, q->after[i % KEEP_RING], 0));
+}
+
 static ncclDataType_t nccl_type(int dt, const char *who) {
   switch (dt) {
   case GALV_F32: return ncclFloat32;
@@ -235,6 +260,7 @@ void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, i
                           c->nc, q->s));
   counters.all_reduce += ring(count * galv_dtype_size(dtype), c->size, 1);
   counters.calls[0]++;
+  posted(q);
   galv_test_point("all_reduce"); /* tests/rank_kill.sh: this rank's part posted */
 }
 
@@ -243,6 +269,7 @@ void galv_all_gather(galv_comm *c, const void *send, void *recv, size_t count, i
   ncclCheck(ncclAllGather(send, recv, count, nccl_type(dtype, "all_gather"), c->nc, q->s));
   counters.all_gather += ring(count * galv_dtype_size(dtype) * (size_t)c->size, c->size, 0);
   counters.calls[1]++;
+  posted(q);
 }
 
 void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_redop op,
@@ -252,6 +279,7 @@ void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t coun
                               op == GALV_RED_MAX ? ncclMax : ncclSum, c->nc, q->s));
   counters.reduce_scatter += ring(count * galv_dtype_size(dtype) * (size_t)c->size, c->size, 0);
   counters.calls[2]++;
+  posted(q);
 }
 
 void galv_all_to_all(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
@@ -266,6 +294,7 @@ void galv_all_to_all(galv_comm *c, const void *send, void *recv, size_t count, i
   ncclCheck(ncclGroupEnd());
   counters.all_to_all += ring(bytes * (size_t)c->size, c->size, 0);
   counters.calls[3]++;
+  posted(q);
 }
 
 void galv_group_start(void) { ncclCheck(ncclGroupStart()); }

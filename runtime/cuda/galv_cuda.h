@@ -266,6 +266,8 @@ void galv_cu_conv_grad_weight(int dt, const galv_conv_desc *d, const void *x, co
  * event recorded on the communication stream; the host does not block).
  * comm_nccl.cu and comm_staged.cu define it. */
 void galv_cu_queue_join(galv_queue *q);
+/* the compute stream continues after every collective queued on q but the newest m (the overlap window) */
+void galv_cu_queue_join_keep(galv_queue *q, int m);
 
 /* ---- defined by the generated program.cu */
 typedef struct {

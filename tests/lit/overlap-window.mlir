@@ -1,11 +1,12 @@
-// The overlap pass's window (passes/overlap.c): one layer's gradient
-// reductions in flight at a time. Three chained layers (dot + relu, found
-// by structure) trained with AdamW over dp=2: each gradient all-reduce is
-// posted right after the backward dot that makes it; the first of each
-// layer after the first in backward order (l2's, then l1's) is marked
-// wait_posted, so the emitters sync before posting it (the previous
-// layer's calls are done there and the memory plan frees their operands);
-// l3's, the first posted, is not. Under ZeRO-2 (zero2) the reduce-scatters
+// The overlap pass's window (passes/overlap.c, ir/comm_sync.h): at most
+// two layers' gradient reductions in flight. Three chained layers (dot +
+// relu, found by structure) trained with AdamW over dp=2: each gradient
+// all-reduce is posted right after the backward dot that makes it; the
+// first of each layer after the first in backward order (l2's, then l1's)
+// is marked wait_posted: before posting it the program waits for the calls
+// posted before the previous marked one (the memory plan frees their
+// operands there), the previous layer's stay in flight; l3's, the first
+// posted, is not marked. Under ZeRO-2 (zero2) the reduce-scatters
 // spmd-partition puts where each gradient is made are marked the same way.
 // RUN: %galv-opt --strategy=dp --passes=loss,autodiff,optimizer,propagate-sharding,spmd-partition,overlap %s | %FileCheck %s
 // RUN: %galv-opt --strategy=zero2 --passes=loss,autodiff,optimizer,propagate-sharding,spmd-partition,overlap %s | %FileCheck %s --check-prefix=Z2
