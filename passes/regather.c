@@ -60,17 +60,22 @@ int gv_pass_regather(gv_module *m) {
   gv_func *f = m ? m->main : NULL;
   if (!f || !f->body || !f->res_updates) return 0; /* not a training step */
   gv_block *b = f->body;
-  gv_layer_units own; /* found first: the finder uses the ops' ids as scratch */
+  /* found first: the finder uses the ops' ids as scratch. Without the planner's units (a --strategy preset) the
+   * units found here on the global program are kept as the hint for the later passes of this module (overlap
+   * groups by them after spmd-partition, where the partitioned blocks may no longer look alike) */
+  static gv_layer_units own;
   const gv_layer_units *lu = gv_layer_units_for(m);
   if (!lu) {
+    gv_layer_units_hint(NULL, NULL);
+    gv_layer_units_free(&own);
     if (gv_layer_units_find(m, &own)) return -1;
     lu = &own;
+    gv_layer_units_hint(m, &own);
   }
   int n = 0;
   for (int i = 0; i < b->nargs; i++) b->args[i]->id = i;
   for (gv_op *op = b->first; op; op = op->next) op->id = n++;
   if (!n) {
-    if (lu == &own) gv_layer_units_free(&own);
     return 0;
   }
   /* run[k]: the first position of the run of ops of op k's layer that ends
@@ -80,7 +85,6 @@ int gv_pass_regather(gv_module *m) {
   gv_value **cur = calloc((size_t)n, sizeof *cur);
   if (!run || !last || !cur) {
     free(run), free(last), free(cur);
-    if (lu == &own) gv_layer_units_free(&own);
     return gv_error(m, "regather: out of memory");
   }
   int prev = -1, start = 0;
@@ -115,7 +119,6 @@ int gv_pass_regather(gv_module *m) {
     }
   }
   free(run), free(last), free(cur);
-  if (lu == &own) gv_layer_units_free(&own);
   if (cloned) gv_count_uses(b);
   return 0;
 }

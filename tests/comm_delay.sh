@@ -11,10 +11,13 @@
 #     plans dp, tp (dp,tp on 4 ranks: GPT-2) and zero3 (GPT-2 also in bf16:
 #     its 16-bit gather copies prefetched with their gathers), 2 training steps:
 #     the losses and weights with a 2 ms delay are bit for bit those without;
+#   - gpt2 zero2 bf16: the gradient reduce-scatters in the overlap window
+#     (at most two layers' in flight, galv_queue_sync_keep);
 #   - the check has teeth: the same dp program with its first sync point
 #     after a gradient reduction removed (program.c edited, rebuilt) runs
 #     clean without the delay's poison only by luck, and with it differs or
-#     stops;
+#     stops; and without its window waits (galv_queue_sync_keep removed),
+#     whose operands the memory plan frees there, it stops or differs;
 #   - --trace FILE (tests/comm_trace_check.py): each rank's Chrome trace has a
 #     compute stream and a communication stream; a collective is posted
 #     before compute ops that run while it is in flight (overlap), every
@@ -64,7 +67,7 @@ print(check(f"{t}/{n}.{a}.log", f"{t}/{n}.{b}.log", f"{t}/{n}.{a}.w", f"{t}/{n}.
 PY
 }
 
-for c in ${GALV_DELAY_CASES:-gpt2:2:dp gpt2:2:tp gpt2:4:dp,tp gpt2:2:zero3 llama:2:dp llama:2:zero3 gpt2:2:zero3:bf16}; do
+for c in ${GALV_DELAY_CASES:-gpt2:2:dp gpt2:2:tp gpt2:4:dp,tp gpt2:2:zero3 llama:2:dp llama:2:zero3 gpt2:2:zero3:bf16 gpt2:2:zero2:bf16}; do
   IFS=: read -r fam n s prec <<<"$c"
   d="$fam-$n-${s/,/_}${prec:+-$prec}"
   opt=(--gpus "$n" --strategy "$s")
@@ -112,6 +115,31 @@ PY
     else ok "nosync: a read before the sync stops the run under GALV_COMM_DELAY_US=$DELAY: $(grep -m1 -i 'error\|nan' "$T/nosync.delay.err" "$T/nosync.delay.log" | head -1)"
     fi
   else bad "nosync: rebuild failed: $(head -3 "$T/nosync.make")"; fi
+fi
+
+# teeth for the overlap window (ir/comm_sync.h): the dp program waits for the layer before the previous one's gradient
+# reductions (galv_queue_sync_keep) where the memory plan frees their operands; without those waits a later op writes
+# over a buffer still in flight, which GALV_COMM_DELAY_US stops (or the numbers differ)
+d=gpt2-2-dp
+if [ -f "$T/$d/program.c" ]; then
+  cp -r "$T/$d" "$T/nokeep"
+  nk=$(grep -c '^  galv_queue_sync_keep(galv_q, [0-9]*);' "$T/nokeep/program.c")
+  sed -i 's|^  galv_queue_sync_keep(galv_q, [0-9]*);|  /* window wait removed by tests/comm_delay.sh */|' "$T/nokeep/program.c"
+  if [ "$nk" = 0 ]; then bad "nokeep: the dp program has no galv_queue_sync_keep (the overlap window's wait)"
+  elif make -s -C "$T/nokeep" >"$T/nokeep.make" 2>&1; then
+    if run nokeep delay "$DELAY"; then
+      if r=$(python3 - "$T" "$SRC/tests/lib" <<'PY' 2>&1
+import sys
+sys.path.insert(0, sys.argv[2])
+from same_training import check
+t = sys.argv[1]
+print(check(f"{t}/gpt2-2-dp.plain.log", f"{t}/nokeep.delay.log", f"{t}/gpt2-2-dp.plain.w", f"{t}/nokeep.delay.w", loss_rtol=0, exact=True))
+PY
+      ); then bad "nokeep: without its $nk window waits the program computes the same numbers under GALV_COMM_DELAY_US: $r"
+      else ok "nokeep: without its $nk window waits the numbers differ under GALV_COMM_DELAY_US=$DELAY: $r"; fi
+    else ok "nokeep: without its $nk window waits the run stops under GALV_COMM_DELAY_US=$DELAY: $(grep -m1 -i 'overwritten\|error\|nan' "$T/nokeep.delay.err" "$T/nokeep.delay.log" | head -1)"
+    fi
+  else bad "nokeep: rebuild failed: $(head -3 "$T/nokeep.make")"; fi
 fi
 
 # the trace: both streams, a gradient reduction posted while the backward computes (dp, zero3; 2 ranks)
