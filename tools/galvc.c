@@ -133,7 +133,7 @@ static void usage(FILE *f) {
           "                           default): --pipeline-stages auto and the default search choose it per stage\n"
           "  --pipeline-zero 0|1|2|auto training: 1 splits each stage's optimizer state (AdamW moments, SGD momentum)\n"
           "                           over the stage's ranks that hold the same parameters; each updates its chunk\n"
-          "                           and all-gathers the parameters (ZeRO-1 inside pipeline stages; CPU target);\n"
+          "                           and all-gathers the parameters (ZeRO-1 inside pipeline stages; both targets);\n"
           "                           2: the gradient sums too, reduce-scattered once per step or per microbatch\n"
           "                           (ZeRO-2, --zero-reduce); 0: never; auto (the default): chosen per stage\n"
           "  (default search)         --gpus N > 1 without --pipeline-stages / --strategy / --mesh / --microbatches /\n"
