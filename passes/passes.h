@@ -109,7 +109,7 @@ typedef struct {
    * others are returned split as their parameters (propagate-sharding, runtime/pipe.c) */
   bool zero2;
   /* no ZeRO: a training stage over more than one rank leaves its gradients unreduced as zero2 does and the runtime
-   * all-reduces the step's sums once (galv_pipe_zero 4); set by galvc (the CPU target, --reduce-dtype the sums'),
+   * all-reduces the step's sums once (galv_pipe_zero 4); set by galvc (either target; --reduce-dtype the sums'),
    * read by galvc's stage compile and the stage cost. false: the program all-reduces each microbatch's gradients */
   bool grad_once;
   const char *const *zero2_whole;

@@ -23,6 +23,8 @@
 #   - a 2-stage pipeline of GPT-2 tiny (--pipeline-stages 2: inference,
 #     GPipe, 1F1B and ZB-H1 training) links per stage with both backends, and
 #     with stages of 2 and 1 devices (--stage-devices 2,1 --strategy tp) with NCCL,
+#     and pp=2 x dp=2 (--gpus 4 --strategy dp: stage 0's programs leave the dp
+#     gradients unreduced, runtime/pipe.c all-reduces the step's sums once) with NCCL,
 #     and interleaved 1F1B (--virtual-stages 2: 4 stages on 2 device groups,
 #     a group's ranks sharing a GPU) with the host-staged backend, and
 #     fp16 1F1B training stages (--precision fp16: the pipeline runtime's
@@ -160,9 +162,11 @@ fi
 # without a GPU the launched pipeline stops with the one-line error on every rank
 if [ $MPI = 1 ]; then
   python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2pp.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
-  # NAME:BACKENDS:OPTIONS; tp21: stages of 2 and 1 devices (collectives inside stage 0, cross-mesh tiles)
+  # NAME:BACKENDS:OPTIONS; tp21: stages of 2 and 1 devices (collectives inside stage 0, cross-mesh tiles); dp22: 2 x 2
+  # devices, the dp gradients reduced once per step
   for cfg in "inference:nccl staged:" "gpipe:nccl staged:--train --schedule gpipe" "1f1b:nccl staged:--train --schedule 1f1b" \
              "zb:nccl staged:--train --schedule zb-h1" "tp21:nccl:--train --schedule 1f1b --stage-devices 2,1 --strategy tp" \
+             "dp22:nccl:--train --schedule 1f1b --gpus 4 --strategy dp" \
              "il:staged:--train --schedule interleaved --virtual-stages 2" \
              "fp16:nccl:--train --schedule 1f1b --precision fp16"; do
     IFS=: read -r n comms extra <<<"$cfg"

@@ -133,7 +133,7 @@ static void usage(FILE *f) {
           "                           default): --pipeline-stages auto and the default search choose it per stage\n"
           "  --pipeline-zero 0|1|2|auto training: 1 splits each stage's optimizer state (AdamW moments, SGD momentum)\n"
           "                           over the stage's ranks that hold the same parameters; each updates its chunk\n"
-          "                           and all-gathers the parameters (ZeRO-1 inside pipeline stages; CPU target);\n"
+          "                           and all-gathers the parameters (ZeRO-1 inside pipeline stages; both targets);\n"
           "                           2: the gradient sums too, reduce-scattered once per step or per microbatch\n"
           "                           (ZeRO-2, --zero-reduce); 0: never; auto (the default): chosen per stage\n"
           "  (default search)         --gpus N > 1 without --pipeline-stages / --strategy / --mesh / --microbatches /\n"
@@ -1332,22 +1332,15 @@ int main(int argc, char **argv) {
     gv_error_plain("--pipeline-zero applies to pipeline training: it needs --train and --pipeline-stages");
     return 2;
   }
-  if (pa.zero && !plan_only && strcmp(target, "cuda") == 0) {
-    gv_error_plain("--pipeline-zero %d with --target cuda: not yet (the CPU target's stages run it)", pa.zero);
-    return 2;
-  }
   if (zero_reduce_given && pa.on) { /* ZeRO-2's form in the stages (the runtime's); the stage programs accumulate nothing */
     pa.zero_reduce = gv_train_opts.zero_reduce_each ? 2 : 1;
     gv_train_opts.zero_reduce_each = false;
   }
-  pa.zero_forbidden = !plan_only && strcmp(target, "cuda") == 0; /* the CUDA target's stages do not run ZeRO-1 yet */
   { /* training stages over more than one rank reduce their data-parallel gradients once per step (runtime/pipe.c,
-     * galv_pipe_zero 4): the CPU target's stages (--plan-only prices it on either target, as --pipeline-zero; compiled
-     * for the CUDA target the stage programs keep their all-reduce per microbatch, priced so), the reduction in the
-     * sums' dtype (--reduce-dtype another: per microbatch) */
+     * galv_pipe_zero 4, on either target: the CUDA stages run the same schedule on device buffers), the reduction in
+     * the sums' dtype (--reduce-dtype another: per microbatch) */
     const gv_dtype sums = gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32 ? GV_DT_BF16 : GV_DT_F32;
-    gv_pipe_opts.grad_once = (plan_only || strcmp(target, "cuda") != 0) &&
-                             (gv_precision_opts.reduce == GV_DT_UNKNOWN || gv_precision_opts.reduce == sums);
+    gv_pipe_opts.grad_once = gv_precision_opts.reduce == GV_DT_UNKNOWN || gv_precision_opts.reduce == sums;
   }
   if (pa.sched == GV_SCHED_ZBH1 && pa.recompute) {
     gv_error_plain("--schedule zb-h1 splits each stage's stashed backward into its input- and weight-gradient entries: "

@@ -54,7 +54,6 @@ typedef struct {
   bool zero_off;          /* --pipeline-zero 0: no stage splits its optimizer state (else the stage DP may choose it) */
   int zero_reduce;        /* --zero-reduce with --pipeline-stages: ZeRO-2's form, 0 not given (both offered as ways),
                            * 1 once (the step's sums reduce-scattered), 2 per-microbatch (each microbatch's) */
-  bool zero_forbidden;    /* ZeRO-1 cannot run (--target cuda, not --plan-only): never chosen */
   bool choice_given;      /* a plan.json's per-stage choices (srec, szero, slrc): replayed, not chosen */
   signed char srec[GV_PIPE_MAX_STAGES], szero[GV_PIPE_MAX_STAGES];
   signed char slrc[GV_PIPE_MAX_STAGES]; /* a plan.json's per-layer recomputation per stage (GV_LAYER_RC_*; -1: any) */

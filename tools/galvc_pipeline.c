@@ -409,10 +409,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   /* recomputation and ZeRO per stage: chosen (the ways offered to the DP) with the stages chosen (auto, the default
    * search, its chosen plan's stages) or fixed under --memory-limit (--pipeline-stages S, the planner's plan per stage:
    * the DP with the stage count fixed; without a limit, or with a preset the cost does not price, the flags' choice);
-   * given or forbidden by the flags; a plan.json's replayed */
+   * given or ruled out by the flags; a plan.json's replayed */
   const bool choose = train && (S == 0 || pa->joint || pa->cuts_given || (gv_plan_opts.memory_limit > 0 && !pa->naxes));
   actx.choose_recompute = ictx.choose_recompute = choose && !pa->recompute && !pa->recompute_off;
-  actx.choose_zero = ictx.choose_zero = choose && !pa->zero && !pa->zero_off && !pa->zero_forbidden;
+  actx.choose_zero = ictx.choose_zero = choose && !pa->zero && !pa->zero_off;
   ictx.choose_layer_rc = choose && !pa->layer_rc_given; /* per-layer recomputation: chosen with the stages unless given */
   gv_stage_cost_fn fn = pa->analytic ? gv_stage_cost_analytic : gv_stage_cost_intra;
   void *fctx = pa->analytic ? (void *)&actx : (void *)&ictx;
