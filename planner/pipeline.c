@@ -26,13 +26,14 @@
 
 typedef struct {
   uint64_t key;
-  int used;
+  unsigned used; /* the cache's gen: in use (another value: empty) */
   gv_stage_cost c;
 } centry;
 
 typedef struct {
   centry *t;
   size_t cap, n;
+  unsigned gen; /* >= 1; a reused table's next solve takes the next one (every entry empty again) */
 } cache;
 
 static uint64_t mix(uint64_t h, uint64_t x) {
@@ -47,9 +48,9 @@ static centry *cache_slot(cache *c, uint64_t key) {
     centry *nt = calloc(nc, sizeof(centry));
     if (!nt) return NULL;
     for (size_t i = 0; i < c->cap; i++)
-      if (c->t[i].used) {
+      if (c->t[i].used == c->gen) {
         size_t h = (size_t)(c->t[i].key & (nc - 1));
-        while (nt[h].used) h = (h + 1) & (nc - 1);
+        while (nt[h].used == c->gen) h = (h + 1) & (nc - 1);
         nt[h] = c->t[i];
       }
     free(c->t);
@@ -57,8 +58,16 @@ static centry *cache_slot(cache *c, uint64_t key) {
     c->cap = nc;
   }
   size_t h = (size_t)(key & (c->cap - 1));
-  while (c->t[h].used && c->t[h].key != key) h = (h + 1) & (c->cap - 1);
+  while (c->t[h].used == c->gen && c->t[h].key != key) h = (h + 1) & (c->cap - 1);
   return &c->t[h];
+}
+
+struct gv_pipe_table {
+  cache ch;
+};
+gv_pipe_table *gv_pipe_table_new(void) { return calloc(1, sizeof(gv_pipe_table)); }
+void gv_pipe_table_free(gv_pipe_table *t) {
+  if (t) free(t->ch.t), free(t);
 }
 
 static double now(void) {
@@ -272,7 +281,15 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   int8_t *Fm = malloc(nF);
   const gv_stage_cost **C = calloc(nC, sizeof(gv_stage_cost *));
   int64_t *cand = malloc(nC * GV_STAGE_MAX_VARS * sizeof(int64_t));
-  cache ch = {0};
+  cache own = {.gen = 1}, *chp = &own; /* the stage costs: this solve's own table, or the caller's emptied */
+  if (p->table) {
+    chp = &p->table->ch;
+    chp->n = 0;
+    if (++chp->gen == 0) { /* wrapped: every entry's mark cleared */
+      for (size_t i = 0; i < chp->cap; i++) chp->t[i].used = 0;
+      chp->gen = 1;
+    }
+  }
   int rc = -1;
   int64_t best = INT64_MAX, min_need = INT64_MAX;
   /* no partition fits: the partition whose largest stage needs the least (the binding figure), that stage */
@@ -312,17 +329,17 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         if (!usable(p->stages, L, k, j)) continue;
         for (int m = 0; m < nm; m++) {
           uint64_t key = mix(mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1);
-          centry *e = cache_slot(&ch, key);
+          centry *e = cache_slot(chp, key);
           if (!e) {
             gv_error_plain("pipeline: out of memory");
             goto done;
           }
           out->lookups++;
-          if (!e->used) {
+          if (e->used != chp->gen) {
             if (p->cost(p->ctx, k, j, mn[m], mk[m], B, &e->c)) goto done;
-            e->used = 1;
+            e->used = chp->gen;
             e->key = key;
-            ch.n++;
+            chp->n++;
             out->solves++;
           }
           C[CX(k, j, m)] = NULL;
@@ -341,7 +358,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             continue;
           }
           uint64_t key = mix(mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1);
-          centry *e = cache_slot(&ch, key);
+          centry *e = cache_slot(chp, key);
           C[CX(k, j, m)] = &e->c;
           if (e->c.feasible) {
             int vv;
@@ -541,7 +558,7 @@ done:
   free(Fm);
   free((void *)C);
   free(cand);
-  free(ch.t);
+  free(own.t);
   return rc;
 #undef IX
 #undef CX
