@@ -280,6 +280,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   int32_t *Fj = malloc(nF * sizeof(int32_t));
   int8_t *Fm = malloc(nF);
   const gv_stage_cost **C = calloc(nC, sizeof(gv_stage_cost *));
+  int64_t *fast = malloc(nC * sizeof(int64_t)); /* per range and sub-mesh: its fastest way's ns (-1: infeasible), read
+                                                 * by the DP's inner loop without touching the cost itself */
   int64_t *cand = malloc(nC * GV_STAGE_MAX_VARS * sizeof(int64_t));
   cache own = {.gen = 1}, *chp = &own; /* the stage costs: this solve's own table, or the caller's emptied */
   if (p->table) {
@@ -295,7 +297,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   /* no partition fits: the partition whose largest stage needs the least (the binding figure), that stage */
   int64_t bind = INT64_MAX, bind_state = 0, bind_act = 0, bind_n = 0, bind_dev = 0;
   int bind_first = 0, bind_last = 0;
-  if (!F || !Fj || !Fm || !C || !cand) {
+  if (!F || !Fj || !Fm || !C || !cand || !fast) {
     gv_error_plain("pipeline: out of memory (%d groups, %lld device units)", L, (long long)Du);
     goto done;
   }
@@ -355,12 +357,18 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         for (int m = 0; m < nm; m++) {
           if (!usable(p->stages, L, k, j)) {
             C[CX(k, j, m)] = &unusable;
+            fast[CX(k, j, m)] = -1;
             continue;
           }
           uint64_t key = mix(mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1);
           centry *e = cache_slot(chp, key);
           C[CX(k, j, m)] = &e->c;
+          fast[CX(k, j, m)] = -1;
           if (e->c.feasible) {
+            int64_t fastest = e->c.ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
+            for (int w = 1; w < e->c.nvar; w++)
+              if ((arc || !recomputing(&e->c.var[w])) && e->c.var[w].ns < fastest) fastest = e->c.var[w].ns;
+            fast[CX(k, j, m)] = fastest;
             int vv;
             int64_t need = gv_stage_cost_min_need(&e->c, 1, p->schedule, &vv);
             if (need < min_need)
@@ -395,12 +403,10 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             for (int m = 0; m < nm; m++)
               for (int j = k + 1; j <= L - (s - 1); j++) {
                 if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break; /* position S - s from the start */
-                const gv_stage_cost *sc = C[CX(k, j, m)];
-                if (!sc->feasible) continue;
-                int64_t fastest = sc->ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
-                for (int w = 1; w < sc->nvar; w++)
-                  if ((arc || !recomputing(&sc->var[w])) && sc->var[w].ns < fastest) fastest = sc->var[w].ns;
+                const int64_t fastest = fast[CX(k, j, m)];
+                if (fastest < 0) continue; /* infeasible */
                 if (fastest > tmax) break; /* a longer range is no faster */
+                const gv_stage_cost *sc = C[CX(k, j, m)];
                 int w = gv_stage_cost_pick(sc, inflight, limit, tmax, p->schedule, -1, -1, -1);
                 if (w < 0) continue;
                 int64_t ns = sc->nvar < 2 ? sc->ns : sc->var[w].ns;
@@ -557,6 +563,7 @@ done:
   free(Fj);
   free(Fm);
   free((void *)C);
+  free(fast);
   free(cand);
   free(own.t);
   return rc;
