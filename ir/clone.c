@@ -24,6 +24,7 @@ typedef struct {
   gv_value **map; /* by original value id: its copy */
   int n;
   bool bad;
+  bool share; /* constants' data shared with m (gv_module_clone_shared), not copied */
 } cloner;
 
 static int number(gv_block *b, int n) {
@@ -80,7 +81,9 @@ static void attr(cloner *k, gv_attr *d, const gv_attr *a) {
       t->data = NULL;
       int64_t n = gv_type_is_static(&t->type) ? gv_type_numel(&t->type) : -1;
       size_t es = gv_dtype_size(t->type.dtype);
-      if (a->u.t->data && n >= 0 && es) {
+      if (k->share && a->u.t->data && n >= 0 && es && t->type.dtype != GV_DT_BOOL) {
+        t->data = a->u.t->data; /* read only, m outlives the copy */
+      } else if (a->u.t->data && n >= 0 && es) {
         size_t bytes = (size_t)n * es;
         t->data = gv_alloc(ar, bytes ? bytes : 1);
         memcpy(t->data, a->u.t->data, bytes);
@@ -158,10 +161,10 @@ static void block(cloner *k, gv_block *d, const gv_block *b, bool body) {
   }
 }
 
-gv_module *gv_module_clone(const gv_module *m) {
+static gv_module *clone(const gv_module *m, bool share) {
   if (!m || !m->main || !m->main->body) return NULL;
   gv_module *c = gv_module_new(m->source);
-  cloner k = {.c = c, .m = m};
+  cloner k = {.c = c, .m = m, .share = share};
   for (int i = 0; i < m->nmeshes; i++) {
     const gv_mesh *s = m->meshes[i];
     gv_mesh *t = gv_module_add_mesh(c, s->name, s->naxes, s->axis, s->size);
@@ -227,3 +230,6 @@ gv_module *gv_module_clone(const gv_module *m) {
   }
   return c;
 }
+
+gv_module *gv_module_clone(const gv_module *m) { return clone(m, false); }
+gv_module *gv_module_clone_shared(const gv_module *m) { return clone(m, true); }

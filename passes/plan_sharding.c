@@ -425,6 +425,13 @@ static gv_module *clone_module(const gv_module *m) {
   return c ? c : clone_text(m);
 }
 
+/* A candidate realisation's copy: its constants' data shared with m (freed before m; no pass of a realisation
+ * writes a constant's data), the rest as clone_module's. */
+static gv_module *clone_realise(const gv_module *m) {
+  gv_module *c = gv_module_clone_shared(m);
+  return c ? c : clone_text(m);
+}
+
 static int coll_index(int code) {
   switch (code) {
   case GV_OP_ALL_REDUCE: return 0;
@@ -750,7 +757,7 @@ static int64_t *realise_kept; /* when set: each unit's activations kept for back
 
 static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
   memset(out, 0, sizeof *out);
-  gv_module *m = clone_module(C->m);
+  gv_module *m = clone_realise(C->m);
   if (!m) return -1;
   C->realised++;
   int rc = pin_plan(m, C, p);

@@ -917,19 +917,40 @@ int gv_zero_stage_pins(gv_module *m, const gv_mesh *mesh, const uint8_t *stage, 
    * readers read it 16-bit. The update reads the master shard; the step's new P is that shard, so nothing is
    * gathered after the update, and checkpoints hold the (gathered) fp32 master. */
   int copies = 0;
+  /* each argument's first reader (gv_pin_use_before's op, found for all in one walk: the copies inserted below read
+   * their own parameter only, which leaves every other argument's first reader as it is), then every reader of a
+   * copied parameter after its copy, the update aside, reads the copy (one walk for all: each copy is inserted before
+   * its parameter's first reader) */
+  gv_op **first = split16 ? calloc((size_t)n + 1, sizeof *first) : NULL;
+  gv_value **copy = split16 ? calloc((size_t)n + 1, sizeof *copy) : NULL;
+  if (split16 && (!first || !copy)) {
+    free(first), free(copy), gv_arg_index_free(&names), free(zs), free(ws), free(g), free(g2);
+    return gv_error(m, "propagate-sharding: out of memory");
+  }
+  for (gv_op *op = split16 ? f->body->first : NULL; op; op = op->next)
+    for (int k = 0; k < op->nopnds; k++) {
+      const gv_value *o = op->opnds[k];
+      if (!o->def && o->block == f->body && o->index >= 0 && o->index < n && !first[o->index]) first[o->index] = op;
+    }
   for (int i = 0; split16 && i < n; i++) {
     if (!zs[i] || stage[i] >= 3) continue;
     gv_value *v = f->body->args[i];
-    const gv_op *at;
-    if (!gv_pin_use_before(f->body, v, &at) || loc_is(at, "optimizer/")) continue; /* only the update reads P */
+    if (!first[i] || loc_is(first[i], "optimizer/")) continue; /* only the update reads P */
     gv_value *c = io->pin_use(io->ctx, v, ws[i]);
     if (c == v || !c->def) continue;
     gv_set_int(m, c->def, "working_copy", 1);
     copies++;
-    for (gv_op *op = c->def->next; op; op = op->next)
-      for (int k = 0; !loc_is(op, "optimizer/") && k < op->nopnds; k++)
-        if (op->opnds[k] == v) op->opnds[k] = c;
+    copy[i] = c;
   }
+  for (gv_op *op = copies ? f->body->first : NULL; op; op = op->next) {
+    if (loc_is(op, "optimizer/")) continue;
+    for (int k = 0; k < op->nopnds; k++) {
+      const gv_value *o = op->opnds[k];
+      if (!o->def && o->block == f->body && o->index >= 0 && o->index < n && copy[o->index] && op != copy[o->index]->def)
+        op->opnds[k] = copy[o->index];
+    }
+  }
+  free(first), free(copy);
   if (copies) gv_count_uses(f->body);
   gv_arg_index_free(&names);
   free(zs), free(ws), free(g), free(g2);

@@ -26,13 +26,14 @@
 
 typedef struct {
   uint64_t key;
-  int used;
+  unsigned used; /* the cache's gen: in use (another value: empty) */
   gv_stage_cost c;
 } centry;
 
 typedef struct {
   centry *t;
   size_t cap, n;
+  unsigned gen; /* >= 1; a reused table's next solve takes the next one (every entry empty again) */
 } cache;
 
 static uint64_t mix(uint64_t h, uint64_t x) {
@@ -47,9 +48,9 @@ static centry *cache_slot(cache *c, uint64_t key) {
     centry *nt = calloc(nc, sizeof(centry));
     if (!nt) return NULL;
     for (size_t i = 0; i < c->cap; i++)
-      if (c->t[i].used) {
+      if (c->t[i].used == c->gen) {
         size_t h = (size_t)(c->t[i].key & (nc - 1));
-        while (nt[h].used) h = (h + 1) & (nc - 1);
+        while (nt[h].used == c->gen) h = (h + 1) & (nc - 1);
         nt[h] = c->t[i];
       }
     free(c->t);
@@ -57,9 +58,23 @@ static centry *cache_slot(cache *c, uint64_t key) {
     c->cap = nc;
   }
   size_t h = (size_t)(key & (c->cap - 1));
-  while (c->t[h].used && c->t[h].key != key) h = (h + 1) & (c->cap - 1);
+  while (c->t[h].used == c->gen && c->t[h].key != key) h = (h + 1) & (c->cap - 1);
   return &c->t[h];
 }
+
+struct gv_pipe_table {
+  cache ch;
+};
+gv_pipe_table *gv_pipe_table_new(void) { return calloc(1, sizeof(gv_pipe_table)); }
+void gv_pipe_table_free(gv_pipe_table *t) {
+  if (t) free(t->ch.t), free(t);
+}
+
+/* One way of a stage as the DP's inner loop weighs it: its ns, state (+ ZB-H1's copy), activations per microbatch
+ * in flight and choice key (key_ns, else ns). */
+typedef struct {
+  int64_t ns, need0, act, key;
+} dway;
 
 static double now(void) {
   struct timespec ts;
@@ -271,14 +286,28 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   int32_t *Fj = malloc(nF * sizeof(int32_t));
   int8_t *Fm = malloc(nF);
   const gv_stage_cost **C = calloc(nC, sizeof(gv_stage_cost *));
+  int64_t *wofs = malloc(nC * sizeof(int64_t)); /* per range and sub-mesh: its ways in dw, wn of them */
+  uint8_t *wn = calloc(nC, 1);
+  dway *dw = NULL;
+  size_t ndw = 0, capdw = 0;
+  int64_t *fast = malloc(nC * sizeof(int64_t)); /* per range and sub-mesh: its fastest way's ns (-1: infeasible), read
+                                                 * by the DP's inner loop without touching the cost itself */
   int64_t *cand = malloc(nC * GV_STAGE_MAX_VARS * sizeof(int64_t));
-  cache ch = {0};
+  cache own = {.gen = 1}, *chp = &own; /* the stage costs: this solve's own table, or the caller's emptied */
+  if (p->table) {
+    chp = &p->table->ch;
+    chp->n = 0;
+    if (++chp->gen == 0) { /* wrapped: every entry's mark cleared */
+      for (size_t i = 0; i < chp->cap; i++) chp->t[i].used = 0;
+      chp->gen = 1;
+    }
+  }
   int rc = -1;
   int64_t best = INT64_MAX, min_need = INT64_MAX;
   /* no partition fits: the partition whose largest stage needs the least (the binding figure), that stage */
   int64_t bind = INT64_MAX, bind_state = 0, bind_act = 0, bind_n = 0, bind_dev = 0;
   int bind_first = 0, bind_last = 0;
-  if (!F || !Fj || !Fm || !C || !cand) {
+  if (!F || !Fj || !Fm || !C || !cand || !fast || !wofs || !wn) {
     gv_error_plain("pipeline: out of memory (%d groups, %lld device units)", L, (long long)Du);
     goto done;
   }
@@ -312,23 +341,24 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         if (!usable(p->stages, L, k, j)) continue;
         for (int m = 0; m < nm; m++) {
           uint64_t key = mix(mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1);
-          centry *e = cache_slot(&ch, key);
+          centry *e = cache_slot(chp, key);
           if (!e) {
             gv_error_plain("pipeline: out of memory");
             goto done;
           }
           out->lookups++;
-          if (!e->used) {
+          if (e->used != chp->gen) {
             if (p->cost(p->ctx, k, j, mn[m], mk[m], B, &e->c)) goto done;
-            e->used = 1;
+            e->used = chp->gen;
             e->key = key;
-            ch.n++;
+            chp->n++;
             out->solves++;
           }
           C[CX(k, j, m)] = NULL;
         }
       }
     }
+    ndw = 0;
     /* second sweep: pointers (the table may have moved while growing) */
     for (int k = 0; k < L; k++) {
       uint64_t h = 0x12345;
@@ -338,12 +368,37 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         for (int m = 0; m < nm; m++) {
           if (!usable(p->stages, L, k, j)) {
             C[CX(k, j, m)] = &unusable;
+            fast[CX(k, j, m)] = -1;
             continue;
           }
           uint64_t key = mix(mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1);
-          centry *e = cache_slot(&ch, key);
+          centry *e = cache_slot(chp, key);
           C[CX(k, j, m)] = &e->c;
+          fast[CX(k, j, m)] = -1;
           if (e->c.feasible) {
+            int64_t fastest = e->c.ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
+            for (int w = 1; w < e->c.nvar; w++)
+              if ((arc || !recomputing(&e->c.var[w])) && e->c.var[w].ns < fastest) fastest = e->c.var[w].ns;
+            fast[CX(k, j, m)] = fastest;
+            /* the ways the DP's pick weighs, dense (recomputing ones only where the schedule runs them) */
+            const int64_t zbw = p->schedule == GV_SCHED_ZBH1 ? e->c.zb_bytes : 0;
+            if (ndw + (size_t)GV_STAGE_MAX_VARS + 1 > capdw) {
+              size_t nc2 = capdw ? 2 * capdw : 4096;
+              dway *n2 = realloc(dw, nc2 * sizeof *dw);
+              if (!n2) {
+                gv_error_plain("pipeline: out of memory");
+                goto done;
+              }
+              dw = n2, capdw = nc2;
+            }
+            wofs[CX(k, j, m)] = (int64_t)ndw;
+            if (e->c.nvar < 2) dw[ndw++] = (dway){e->c.ns, e->c.state_bytes + zbw, e->c.act_bytes, 0};
+            for (int w = 0; e->c.nvar >= 2 && w < e->c.nvar; w++) {
+              const gv_stage_var *v = &e->c.var[w];
+              if (recomputing(v) && !arc) continue;
+              dw[ndw++] = (dway){v->ns, v->state_bytes + zbw, v->act_bytes, v->key_ns ? v->key_ns : v->ns};
+            }
+            wn[CX(k, j, m)] = (uint8_t)(ndw - (size_t)wofs[CX(k, j, m)]);
             int vv;
             int64_t need = gv_stage_cost_min_need(&e->c, 1, p->schedule, &vv);
             if (need < min_need)
@@ -378,15 +433,18 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             for (int m = 0; m < nm; m++)
               for (int j = k + 1; j <= L - (s - 1); j++) {
                 if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break; /* position S - s from the start */
-                const gv_stage_cost *sc = C[CX(k, j, m)];
-                if (!sc->feasible) continue;
-                int64_t fastest = sc->ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
-                for (int w = 1; w < sc->nvar; w++)
-                  if ((arc || !recomputing(&sc->var[w])) && sc->var[w].ns < fastest) fastest = sc->var[w].ns;
+                const int64_t fastest = fast[CX(k, j, m)];
+                if (fastest < 0) continue; /* infeasible */
                 if (fastest > tmax) break; /* a longer range is no faster */
-                int w = gv_stage_cost_pick(sc, inflight, limit, tmax, p->schedule, -1, -1, -1);
-                if (w < 0) continue;
-                int64_t ns = sc->nvar < 2 ? sc->ns : sc->var[w].ns;
+                /* gv_stage_cost_pick's way (the fastest by key within tmax that fits, the earlier on a tie) over the
+                 * dense copy of the range's ways */
+                const dway *wv = dw + wofs[CX(k, j, m)];
+                int64_t ns = -1, bk = 0;
+                for (int i = 0, nw = wn[CX(k, j, m)]; i < nw; i++) {
+                  if (wv[i].ns > tmax || wv[i].need0 + inflight * wv[i].act > limit) continue;
+                  if (ns < 0 || wv[i].key < bk) ns = wv[i].ns, bk = wv[i].key;
+                }
+                if (ns < 0) continue;
                 for (int64_t d = mu[m]; d <= Du; d++) {
                   int64_t prev = F[IX(s - 1, j, d - mu[m])];
                   if (prev >= INF) continue;
@@ -540,8 +598,10 @@ done:
   free(Fj);
   free(Fm);
   free((void *)C);
+  free(fast);
+  free(wofs), free(wn), free(dw);
   free(cand);
-  free(ch.t);
+  free(own.t);
   return rc;
 #undef IX
 #undef CX

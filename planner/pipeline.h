@@ -127,6 +127,12 @@ bool gv_schedule_recomputes(gv_schedule sched);
 typedef int (*gv_stage_cost_fn)(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B,
                                 gv_stage_cost *out);
 
+/* A solve's table of stage costs, kept allocated for the next solve (gv_pipe_problem.table): each solve starts it
+ * empty as its own would be, without allocating (and faulting in) a table of its size again. */
+typedef struct gv_pipe_table gv_pipe_table;
+gv_pipe_table *gv_pipe_table_new(void);
+void gv_pipe_table_free(gv_pipe_table *t);
+
 typedef struct {
   int ngroups;
   const uint64_t *sig;   /* per group block signature (cache key); NULL: every group distinct */
@@ -143,6 +149,7 @@ typedef struct {
   gv_stage_cost_fn cost;
   void *ctx;
   bool probe;            /* no partition fits: return 1 without the error line (galvc's default search) */
+  gv_pipe_table *table;  /* NULL: the solve allocates its table of stage costs; else it reuses this one (emptied) */
 } gv_pipe_problem;
 
 typedef struct {

@@ -549,6 +549,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     free(need), free(f), free(g2);
     if (rc == -1 && (!need || !f || !g2)) gv_error_plain("out of memory");
   }
+  gv_pipe_table *ptable = nruns > 1 ? gv_pipe_table_new() : NULL; /* one table of stage costs for the runs' solves */
   for (int ri = 0; ri < nruns && rc >= 0; ri++) {
     dp_run *R = &runs[ri];
     if (pa->joint && R->S == 1) continue; /* one stage is the single program's (the default search plans it) */
@@ -570,7 +571,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = R->D * V, .mesh_devices = R->per,
                             .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = sch[si], .vstages = V,
                             .mem_limit = gv_plan_opts.memory_limit, .stages = R->S * V, .cost = fn, .ctx = fctx,
-                            .probe = pa->joint};
+                            .probe = pa->joint, .table = ptable};
       if (pa->joint && pa->analytic && joint_nmbc) pp.mb_choices = joint_mbc, pp.nmb = joint_nmbc;
       int r = gv_pipe_solve(&pp, tmp);
       if (r == 1 && pa->joint && tmp->min_need >= 0 && (jmin_need < 0 || tmp->min_need < jmin_need))
@@ -587,6 +588,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       else if (r == 0 && (rc == 1 || tmp->tl_ns < pl->tl_ns)) *pl = *tmp, rc = 0, cs_best = cs;
     }
   }
+  gv_pipe_table_free(ptable);
   actx.cluster = ictx.cluster = &cs_best;
   if (rc == 0 && pa->cuts == 2) { /* --stage-cuts equal: the DP's sub-meshes, groups cut at i k / S, costed alike */
     int64_t sum = 0, mx = 0;
@@ -1029,6 +1031,9 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
                     "(%d layers, %d layer groups): %d candidate%s fit (%.2f s)\n", nb, nb == 1 ? "" : "s", joint_layers, K, nscreen,
             nscreen == 1 ? "" : "s", now() - t0);
   int64_t best = -1;
+  /* the candidates planned: their screen index, outcome and key (a later candidate with the same stage devices, cuts
+   * and microbatches plans the same stage programs: its outcome is read, not planned again) */
+  int pl_i[3 * JOINT_TOP], pl_r[3 * JOINT_TOP], pl_n[3 * JOINT_TOP], npl = 0;
   for (int i = 0, done = 0, fit = 0; !rc && i < nscreen && fit < JOINT_TOP && done < 3 * JOINT_TOP; i++) {
     screen_cand *c = &screen[i];
     bool dup = false; /* the same stages and microbatches screened by another run */
@@ -1037,6 +1042,25 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
             (c->per || !memcmp(screen[j].sdev, c->sdev, sizeof(int) * (size_t)c->S));
     if (dup) continue;
     done++;
+    int same = -1; /* an earlier candidate whose stage programs these are (another run's stages of the same devices) */
+    for (int j = 0; j < npl && same < 0; j++) {
+      const screen_cand *d = &screen[pl_i[j]];
+      if (d->S == c->S && d->B == c->B && !memcmp(d->sdev, c->sdev, sizeof(int) * (size_t)c->S) &&
+          !memcmp(d->first, c->first, sizeof(int) * (size_t)(c->S + 1)))
+        same = j;
+    }
+    if (same >= 0) { /* its outcome: never faster than the one it repeats (best is at most that key) */
+      if (!quiet) {
+        fprintf(stderr, "galvc: pipeline candidate %d: %d stages of ", done, c->S);
+        if (c->per) fprintf(stderr, "%lld device%s", (long long)c->per, c->per == 1 ? "" : "s");
+        else
+          for (int s = 0; s < c->S; s++) fprintf(stderr, "%s%d", s ? "," : "", c->sdev[s]);
+        fprintf(stderr, ", %d microbatch%s: analytic %.3f ms, the stage programs of candidate %d (the same devices, cuts and "
+                        "microbatches: not planned again)\n", c->B, c->B == 1 ? "" : "es", (double)c->key / 1e6, pl_n[same]);
+      }
+      fit += pl_r[same] == 0;
+      continue;
+    }
     pipe_args Q = P; /* the screen's stages and cuts, each stage program planned (no DP over the cuts again) */
     Q.analytic = false, Q.stages = c->S, Q.cuts_given = true, Q.nsdev = c->S, Q.B = c->B;
     int64_t g = 0;
@@ -1048,6 +1072,7 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
     if (r < 0) { rc = -1; break; }
     out->planned++;
     int64_t key = r == 0 ? cand->tl_ns + max_once(cand) : -1;
+    pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
     if (!quiet) {
       fprintf(stderr, "galvc: pipeline candidate %d: %d stages of ", done, c->S);
       if (c->per) fprintf(stderr, "%lld device%s", (long long)c->per, c->per == 1 ? "" : "s");

@@ -161,8 +161,20 @@ int main(void) {
     int64_t lim = t % 4 == 3 ? 9000 : 0;
     gv_pipe_problem p = {.ngroups = L, .sig = NULL, .cluster = &c, .devices = D, .mb_choices = mbs, .nmb = 4,
                          .schedule = sch, .mem_limit = lim, .stages = 0, .cost = cost, .ctx = &s};
-    static gv_pipe_plan pl;
+    static gv_pipe_plan pl, pt;
     int rc = gv_pipe_solve(&p, &pl);
+    /* the same solve on a table kept across all the cases (gv_pipe_table: emptied per solve, sized by the largest
+     * case so far): the same answer from as many cost calls */
+    static gv_pipe_table *tab;
+    if (!tab) tab = gv_pipe_table_new();
+    p.table = tab;
+    int rt = gv_pipe_solve(&p, &pt);
+    p.table = NULL;
+    CHECK(rt == rc && pt.step_ns == pl.step_ns && pt.nstages == pl.nstages && pt.B == pl.B && pt.solves == pl.solves &&
+              !memcmp(pt.first, pl.first, sizeof pl.first),
+          "case %d: on a kept table rc %d step %lld (%lld solves), on its own rc %d step %lld (%lld solves)", t, rt,
+          (long long)pt.step_ns, (long long)pt.solves, rc, (long long)pl.step_ns, (long long)pl.solves);
+    if (t == 89) gv_pipe_table_free(tab), tab = NULL;
     /* brute force */
     L_ = L, D_ = D, S_ = &s, sch_ = sch, lim_ = lim ? lim : c.memory_bytes;
     nsz_ = 0;

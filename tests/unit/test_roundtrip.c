@@ -7,7 +7,9 @@
  * crashing or reading past the given length. gv_module_clone gives the
  * module the text would (printed the same, same constants, no weights, no
  * result names) and shares nothing with the original (printed again after
- * the original is freed), meshes and shardings included. */
+ * the original is freed), meshes and shardings included;
+ * gv_module_clone_shared the same module with its constants' data the
+ * original's (bool constants copied). */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -462,6 +464,23 @@ static int test_clone(void) {
   CHECK(c->main->param_data[0] == NULL && c->main->arg_sharding[0]->mesh == c->meshes[0]);
   for (gv_op *op = c->main->body->first; op; op = op->next)
     for (int i = 0; i < op->nres; i++) CHECK(op->res[i]->name == NULL && op->res[i]->def == op);
+  /* gv_module_clone_shared: the same module, its non-bool constants' data m's own (not copied), bool ones copied */
+  gv_module *cs = gv_module_clone_shared(m);
+  CHECK(cs != NULL && gv_verify(cs) == 0);
+  size_t ns;
+  char *ts = print_str(cs, &ns);
+  CHECK(ns == n1 && memcmp(t1, ts, n1) == 0);
+  CHECK(same_constants(m->main->body, cs->main->body) == 0);
+  int nshared = 0;
+  for (const gv_op *x = m->main->body->first, *y = cs->main->body->first; x && y; x = x->next, y = y->next)
+    if (x->code == GV_OP_CONSTANT) {
+      const gv_tensor *a = gv_get_attr(x, "value")->u.t, *b = gv_get_attr(y, "value")->u.t;
+      CHECK(b != a && (a->type.dtype == GV_DT_BOOL ? b->data != a->data || !a->data : b->data == a->data));
+      nshared += a->type.dtype != GV_DT_BOOL && a->data != NULL;
+    }
+  CHECK(nshared > 0);
+  gv_module_free(cs);
+  free(ts);
   gv_module_free(m);
   char *t3 = print_str(c, &n3);
   CHECK(n1 == n3 && memcmp(t1, t3, n1) == 0);
