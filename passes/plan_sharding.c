@@ -1880,6 +1880,13 @@ static int red_uniform(ctx *C, red_combo *e, const gv_plan *p, int stage) {
   e->uni[stage] = q ? -1 : u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
   e->uni_mem[stage] = q ? -1 : u3.mem_total + (int64_t)(L - 3) * (u3.mem_total > u2.mem_total ? u3.mem_total - u2.mem_total : 0);
   e->uni_done[stage] = true;
+  if (getenv("GALV_PLAN_DEBUG")) {
+    char u0[64];
+    gv_plan_unit_str(p, p->nunits > 1 ? 1 : 0, u0, sizeof u0);
+    fprintf(stderr, "plan-debug: uniform stage %d (%s, %lld devices): r3 %lld r2 %lld bytes -> %lld, step %lld\n", stage, u0,
+            (long long)dprod(p), q ? -1LL : (long long)u3.mem_total, q ? -1LL : (long long)u2.mem_total, (long long)e->uni_mem[stage],
+            (long long)e->uni[stage]);
+  }
   return 0;
 }
 
