@@ -280,6 +280,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       const char *const *keep_whole = gv_pipe_opts.zero2_whole;
       int keep_nwhole = gv_pipe_opts.nzero2_whole;
       gv_pipe_opts.zero2 = k == 1;
+      gv_pipe_opts.zero2_shared = k == 1 && once_none; /* as galvc compiles the stage without ZeRO (runtime/pipe.c) */
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
       gv_plan_opts.intra_roles = (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
       gv_plan_opts.intra_batch = gv_stage_microbatch(x->base); /* a stage input it does not divide stays whole */
@@ -292,7 +293,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       }
       gv_plan_opts.intra_batch = 0;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
-      gv_pipe_opts.zero2 = false;
+      gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_shared = false;
       x->plans++;
     }
     gv_train_opts.recompute = keep;
