@@ -456,9 +456,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     snprintf(out->desc, sizeof out->desc, "no plan fits");
   } else memset(out, 0, sizeof *out);
   if (getenv("GALV_PLAN_DEBUG")) /* each range's outcome: why the stage DP finds no partition */
-    fprintf(stderr, "plan-debug: stage groups %d-%d on %lld x %lld: %s, %d way%s, state %lld act %lld ns %lld (%s)\n", first, last - 1,
+    fprintf(stderr, "plan-debug: stage groups %d-%d on %lld x %lld: %s, %d way%s, state %lld act %lld ns %lld (transfers %lld, once per step %lld) (%s)\n", first, last - 1,
             (long long)nodes, (long long)per_node, !out->feasible ? "no plan" : nfit ? "planned" : "no plan fits", nways,
-            nways == 1 ? "" : "s", (long long)out->state_bytes, (long long)out->act_bytes, (long long)out->ns, out->desc);
+            nways == 1 ? "" : "s", (long long)out->state_bytes, (long long)out->act_bytes, (long long)out->ns, (long long)out->xfer_ns,
+            (long long)out->once_ns, out->desc);
   if (x->ncache == x->capcache) {
     int cap = x->capcache ? 2 * x->capcache : 256;
     struct gv_stage_cache *nc = realloc(x->cache, (size_t)cap * sizeof *nc);
