@@ -441,38 +441,6 @@ int gv_shard_gather(const gv_op *op, gv_shard_rule *r) {
   return 0;
 }
 
-/* gather_grad(dy, indices) {axis, dim}: the data gradient of gather. dy's dims before the axis and after the index dims
- * pass to the result's; the index dims (dy's and the indices') are REDUCE factors: each rank scatter-adds the rows
- * it holds into the whole result, a partial sum over their axes (a batch-split embedding gradient needs no gather of
- * dy); the result's axis dim (dim) stays whole. */
-int gv_shard_gather_grad(const gv_op *op, gv_shard_rule *r) {
-  if (!stat_ok(op) || op->nopnds != 2 || op->nres != 1) return 1;
-  init(op, r);
-  const gv_type *dy = &op->opnds[0]->type, *idx = &op->opnds[1]->type;
-  int64_t a = gv_get_int(op, "axis", 0);
-  int ax = (int)a;
-  if (ax < 0 || ax + idx->rank > dy->rank) return 1;
-  for (int d = 0; d < ax; d++) {
-    if (dy->dims[d] == 1) continue;
-    int f = factor(r, dy->dims[d], GV_FACTOR_PASS);
-    map(r, 0, 0, d, f);
-    map(r, 1, 0, d, f);
-  }
-  for (int d = 0; d < idx->rank; d++) {
-    if (idx->dims[d] == 1) continue;
-    int f = factor(r, idx->dims[d], GV_FACTOR_REDUCE);
-    map(r, 0, 0, ax + d, f);
-    map(r, 0, 1, d, f);
-  }
-  for (int d = ax + idx->rank; d < dy->rank; d++) {
-    if (dy->dims[d] == 1) continue;
-    int f = factor(r, dy->dims[d], GV_FACTOR_PASS);
-    map(r, 0, 0, d, f);
-    map(r, 1, 0, d - idx->rank + 1, f);
-  }
-  return 0;
-}
-
 /* conv: the batch dim passes; channels and space stay unsharded. */
 bool gv_conv_channel_split(const gv_op *op) {
   if (op->code != GV_OP_CONV || op->nopnds < 2 || op->opnds[1]->type.rank < 3 || op->opnds[0]->type.rank < 3) return false;
