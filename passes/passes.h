@@ -114,6 +114,10 @@ typedef struct {
   bool grad_once;
   const char *const *zero2_whole;
   int nzero2_whole;
+  /* with zero2 and no ZeRO (grad_once): the gradients of the parameters in zero2_whole are left pending over the same
+   * ranks too, whole in their dims; runtime/pipe.c all-reduces their step sums over the ranks once, then sums them
+   * across the stages (galv_pipe_zero 4). false: the program reduces them every microbatch */
+  bool zero2_shared;
 } gv_pipe_options;
 extern gv_pipe_options gv_pipe_opts;
 /* The layer groups cluster-layers found (arrays in the module arena). */

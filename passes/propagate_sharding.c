@@ -431,11 +431,14 @@ static unsigned zero2_axes(const prop *P) {
   return all & ~used;
 }
 
-/* result i is the gradient of a parameter of f ("grad:P") not named in gv_pipe_opts.zero2_whole */
+/* result i is the gradient of a parameter of f ("grad:P") not named in gv_pipe_opts.zero2_whole; with
+ * gv_pipe_opts.zero2_shared one named there (other stages hold it too) as well, left pending whole in its dims:
+ * runtime/pipe.c all-reduces its step sum over the ranks first, then sums it across the stages (no per-microbatch
+ * reduction, e.g. a tied embedding's input gradient all-gathered over dp) */
 static bool zero2_grad(const gv_func *f, int i) {
   const char *n = i < f->nres_names && f->res_names ? f->res_names[i] : NULL;
   if (!n || strncmp(n, "grad:", 5)) return false;
-  for (int k = 0; k < gv_pipe_opts.nzero2_whole; k++)
+  for (int k = 0; !gv_pipe_opts.zero2_shared && k < gv_pipe_opts.nzero2_whole; k++)
     if (!strcmp(gv_pipe_opts.zero2_whole[k], n + 5)) return false;
   for (int a = 0; a < f->body->nargs; a++)
     if (f->arg_is_param[a] && f->arg_names && f->arg_names[a] && !strcmp(f->arg_names[a], n + 5)) return true;

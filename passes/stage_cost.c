@@ -280,6 +280,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       const char *const *keep_whole = gv_pipe_opts.zero2_whole;
       int keep_nwhole = gv_pipe_opts.nzero2_whole;
       gv_pipe_opts.zero2 = k == 1;
+      gv_pipe_opts.zero2_shared = k == 1 && once_none; /* as galvc compiles the stage without ZeRO (runtime/pipe.c) */
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
       gv_plan_opts.intra_roles = (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
       gv_plan_opts.intra_batch = gv_stage_microbatch(x->base); /* a stage input it does not divide stays whole */
@@ -292,7 +293,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       }
       gv_plan_opts.intra_batch = 0;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
-      gv_pipe_opts.zero2 = false;
+      gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_shared = false;
       x->plans++;
     }
     gv_train_opts.recompute = keep;
@@ -455,9 +456,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     snprintf(out->desc, sizeof out->desc, "no plan fits");
   } else memset(out, 0, sizeof *out);
   if (getenv("GALV_PLAN_DEBUG")) /* each range's outcome: why the stage DP finds no partition */
-    fprintf(stderr, "plan-debug: stage groups %d-%d on %lld x %lld: %s, %d way%s, state %lld act %lld ns %lld (%s)\n", first, last - 1,
+    fprintf(stderr, "plan-debug: stage groups %d-%d on %lld x %lld: %s, %d way%s, state %lld act %lld ns %lld (transfers %lld, once per step %lld) (%s)\n", first, last - 1,
             (long long)nodes, (long long)per_node, !out->feasible ? "no plan" : nfit ? "planned" : "no plan fits", nways,
-            nways == 1 ? "" : "s", (long long)out->state_bytes, (long long)out->act_bytes, (long long)out->ns, out->desc);
+            nways == 1 ? "" : "s", (long long)out->state_bytes, (long long)out->act_bytes, (long long)out->ns, (long long)out->xfer_ns,
+            (long long)out->once_ns, out->desc);
   if (x->ncache == x->capcache) {
     int cap = x->capcache ? 2 * x->capcache : 256;
     struct gv_stage_cache *nc = realloc(x->cache, (size_t)cap * sizeof *nc);

@@ -1441,7 +1441,18 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       }
     }
     if (IL) il_step_end(&il); /* every send of the step has completed */
-    /* shared parameters: the gradient summed across the holding stages, then this rank's block of it */
+    /* shared parameters: the gradient summed across the holding stages, then this rank's block of it; one the program
+     * left unreduced over the ranks holding equal parameters (no ZeRO: galv_pipe_zero 4) all-reduced over them first,
+     * in place, so every rank's sum is the group's (then whole on every rank: left out of the all-reduce below) */
+    for (int p = 0; gc && p < galv_pipe_nparams; p++) {
+      if (!accw[p] || !galv_pipe_zero_partial[p]) continue;
+      size_t wb = (size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes;
+      galv_queue_sync(q);
+      uint64_t before = galv_comm_counters().all_reduce;
+      galv_all_reduce(gc, accw[p], accw[p], wb / 4, g16 ? g16 : GALV_F32, GALV_RED_SUM, q);
+      galv_queue_sync(q);
+      gar += galv_comm_counters().all_reduce - before;
+    }
     for (int p = 0; p < galv_pipe_nparams; p++) {
       if (!accw[p]) continue;
       size_t wb = (size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes;
@@ -1472,12 +1483,12 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       galv_queue_sync(q);
       uint64_t before = galv_comm_counters().all_reduce;
       for (int p = 0; p < galv_pipe_nparams;) {
-        if (!trains[p] || !galv_pipe_zero_partial[p]) {
+        if (!trains[p] || !galv_pipe_zero_partial[p] || accw[p]) {
           p++;
           continue;
         }
         int e = p;
-        while (e + 1 < galv_pipe_nparams && trains[e + 1] && galv_pipe_zero_partial[e + 1]) e++;
+        while (e + 1 < galv_pipe_nparams && trains[e + 1] && galv_pipe_zero_partial[e + 1] && !accw[e + 1]) e++;
         size_t lo = (size_t)galv_pipe_params[p].offset, hi = (size_t)(galv_pipe_params[e].offset + galv_pipe_params[e].nbytes);
         galv_all_reduce(gc, gacc + GSB(lo), gacc + GSB(lo), (hi - lo) / 4, g16 ? g16 : GALV_F32, GALV_RED_SUM, q);
         p = e + 1;

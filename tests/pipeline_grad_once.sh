@@ -24,6 +24,15 @@ bad() { echo "FAIL $*"; fail=1; }
 m="$T/gpt2t.onnx"
 lm_model "$m" 32
 lm_batches "$T/b" 8 8
+# the tied-embedding model of the "tie" cases (its embedding held by both stages; the gradient the stage programs
+# leave unreduced too, all-reduced once per step before the sum across the stages), on the single device
+mt="$T/tie.onnx"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$mt" --layers 2 --hidden 32 --heads 4 --vocab 64 --tie-embeddings \
+  --no-verify >/dev/null || { echo "FAIL make_model tie"; exit 1; }
+timeout 300 "$BUILD/galvc" "$mt" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/onet/" 2>"$T/err" ||
+  { echo "FAIL single tied: $(cat "$T/err")"; exit 1; }
+timeout 120 "$T/onet/program" --batches "$T/b" --steps 2 -o "$T/onet.w" >"$T/onet.log" 2>"$T/err" ||
+  { echo "FAIL single tied run: $(cat "$T/err")"; exit 1; }
 CLIP=0.05
 for v in one onec; do
   extra=()
@@ -35,7 +44,7 @@ for v in one onec; do
 done
 
 # CASE = name:gpus:zero:strategy[:mesh]; zero 1: the reference (each microbatch's gradients all-reduced in the program)
-for c in ${GALV_GRAD_ONCE_CASES:-dpz1:4:1:dp dp:4:0:dp dptpz1:8:1:dp,tp:dp=2,tp=2 dptp:8:0:dp,tp:dp=2,tp=2 dpclip:4:0:dp}; do
+for c in ${GALV_GRAD_ONCE_CASES:-dpz1:4:1:dp dp:4:0:dp dptpz1:8:1:dp,tp:dp=2,tp=2 dptp:8:0:dp,tp:dp=2,tp=2 dpclip:4:0:dp tiez1:4:1:dp tie:4:0:dp}; do
   IFS=: read -r name gpus zero st mesh <<<"$c"
   d="$T/tr-$name"
   opts=(--gpus "$gpus" --strategy "$st")
@@ -43,7 +52,9 @@ for c in ${GALV_GRAD_ONCE_CASES:-dpz1:4:1:dp dp:4:0:dp dptpz1:8:1:dp,tp:dp=2,tp=
   [ "$zero" = 1 ] && opts+=(--pipeline-zero 1)
   ra="$T/one.log" rw="$T/one.w"
   [[ $name == *clip ]] && opts+=(--clip-grad-norm $CLIP) ra="$T/onec.log" rw="$T/onec.w"
-  if ! timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 4 --schedule 1f1b \
+  mm=$m
+  [[ $name == tie* ]] && mm=$mt ra="$T/onet.log" rw="$T/onet.w"
+  if ! timeout 600 "$BUILD/galvc" "$mm" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 4 --schedule 1f1b \
       "${opts[@]}" --target cpu -o "$d/" </dev/null >"$d.galvc" 2>&1; then
     bad "$name: galvc: $(grep -m3 error "$d.galvc")"
     continue

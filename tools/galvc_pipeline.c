@@ -1321,6 +1321,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     /* no ZeRO: the data-parallel gradients reduced once per step by the runtime, the program leaves them unreduced */
     const bool once = train && zlev == GV_ZERO_NONE && gv_pipe_opts.grad_once && per > 1;
     gv_pipe_opts.zero2 = (zlev >= GV_ZERO_2 || once) && per > 1, gv_pipe_opts.zero2_whole = z2whole, gv_pipe_opts.nzero2_whole = nz2whole;
+    gv_pipe_opts.zero2_shared = once && per > 1; /* no ZeRO: shared parameters' gradients reduced once per step too */
     rc = rc || !io || !(ms = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io));
     if (!rc && stash && !gv_stage_has_grads(ms)) stash = false; /* forward only: nothing trains in it */
     if (!rc && stash) { /* the same stage module again (deterministic), split into the two entries */
@@ -1352,7 +1353,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       gv_pipe_opts.stash = NULL;
       if (!rc) rc = same_params(ms, mw);
     }
-    gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_whole = NULL, gv_pipe_opts.nzero2_whole = 0;
+    gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_whole = NULL, gv_pipe_opts.nzero2_whole = 0, gv_pipe_opts.zero2_shared = false;
     free(z2whole);
     /* ZeRO-2: per parameter (ms's order) the mesh axes its gradient results leave pending, from every entry */
     int z2err = 0;
@@ -1381,9 +1382,17 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     gv_precision_opts.stage_wide = wide, gv_precision_opts.nstage_wide = 0;
     if (!rc) rc = gv_verify(ms) || run_named(ms, back, 3, 1, verify_each) || gv_verify(ms);
     if (!rc) nwide = stash_wide(ms, wide, nwide, (int)(sizeof wide / sizeof *wide));
+    if (!rc && getenv("GALV_STAGE_REPORT") && cluster) { /* each stage program's cost table (--report-cost's), a diagnostic */
+      fprintf(stderr, "galvc: stage %d program (%d devices):\n", s, per);
+      gv_cost_report(cluster, ms, stderr);
+    }
     gv_precision_opts.nstage_wide = nwide;
     if (!rc && mb) rc = run_named(mb, back, 3, 1, verify_each) || gv_verify(mb);
     if (!rc && mb) nwide = stash_wide(mb, wide, nwide, (int)(sizeof wide / sizeof *wide));
+    if (!rc && mb && getenv("GALV_STAGE_REPORT") && cluster) {
+      fprintf(stderr, "galvc: stage %d backward entry (%d devices):\n", s, per);
+      gv_cost_report(cluster, mb, stderr);
+    }
     gv_precision_opts.nstage_wide = nwide;
     if (!rc && mw) rc = run_named(mw, back, 3, 1, verify_each) || gv_verify(mw);
     gv_precision_opts.stage_wide = NULL, gv_precision_opts.nstage_wide = 0;
@@ -1556,7 +1565,12 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
             int64_t sent = 0, w = 0, lo = -1, hi = 0;
             for (int a = 0, np = 0; a <= ms->main->body->nargs; a++) {
               if (a < ms->main->body->nargs && !ms->main->arg_is_param[a]) continue;
-              const bool up = a < ms->main->body->nargs && (gpart[np] & zaxes) != 0;
+              bool up = a < ms->main->body->nargs && (gpart[np] & zaxes) != 0;
+              for (int b = 0; up && b < mp->main->body->nargs; b++) /* a shared parameter's: its whole sum, apart */
+                if (mp->main->arg_is_param[b] && __builtin_popcountll(pmask[b]) > 1 && !strcmp(mp->main->arg_names[b], ms->main->arg_names[a])) {
+                  sent += 2 * (g - 1) * (gv_type_numel(&mp->main->body->args[b]->type) * eb) / g, up = false, npart++;
+                  break;
+                }
               if (!up && lo >= 0) sent += 2 * (g - 1) * ((hi - lo) / 4 * eb) / g, lo = -1;
               if (a == ms->main->body->nargs) break;
               const gv_type *t = &ms->main->body->args[a]->type;
