@@ -8,7 +8,7 @@
 # layers, hidden 32, 4 heads, vocab 64; Llama with 4 key/value heads), batch
 # 8 x seq 8, AdamW (eps 1e-6), under memory limits where no uniform choice is
 # both fastest and small enough:
-#   - Llama at 400000 bytes: one layer dp x tp (degree 2) and the other dp
+#   - Llama at 420000 bytes: one layer dp x tp (degree 2) and the other dp
 #     alone (degree 1, its weights whole): plan.json's units[].tp_axis "tp" /
 #     null (either layer: the mirrored plans have the same step);
 #   - GPT-2 at 460000 bytes: one layer degree 1, the other degree 2;
@@ -179,7 +179,7 @@ PY
   else bad "$n: collectives over $ax '$units' (want layer$tl, and outer only when it is vocab-parallel over $ax (it is over $vax); ${cl%% *} in the program)"; fi
 }
 
-check_case llama-deg llama 400000 tp None
+check_case llama-deg llama 420000 tp None
 check_case gpt2-deg gpt2 460000 None tp
 # a 3-axis mesh on 8 ranks, no limit: Llama's layer 0 tp over a, layer 1 none (the outer unit vocab-parallel over b)
 SEARCH=(--gpus 8 --mesh dp=2,a=2,b=2 --cluster h100-sxm --recompute=none --microbatches 1)
