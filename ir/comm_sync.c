@@ -102,6 +102,7 @@ void gv_comm_sync_post(gv_comm_sync *s, const gv_op *op) {
   }
   if (gv_get_int(op, "wait_posted", 0)) s->mark = s->n;
   gv_inflight *p = &s->p[s->n++];
+  p->end = 0;
   p->res = root_of(op->res[0]);
   arena_of(s, op->res[0], &p->roff, &p->rn);
   arena_of(s, op->opnds[0], &p->soff, &p->sn);

@@ -33,6 +33,7 @@ typedef struct {
   const gv_value *res;     /* the result in flight (its root through views) */
   int64_t roff, rn;        /* its arena bytes (roff -1: none) */
   int64_t soff, sn;        /* the operand's arena bytes */
+  int64_t end;             /* the caller's: when the call ends (the cost model's timeline) */
 } gv_inflight;
 
 typedef struct {

@@ -75,6 +75,14 @@ static void use(ctx *c, const gv_value *u, int point) {
   if (point > r->end) r->end = point;
 }
 
+/* In-flight call k is done at point p: its operand lives to p; it leaves the list (the last takes its place). */
+static void fl_done(ctx *c, int k, int p) {
+  vinfo *o = &c->v[c->fl[k][1]];
+  if (p > o->end) o->end = p;
+  c->nfl--;
+  for (int j = 0; j < 3; j++) c->fl[k][j] = c->fl[c->nfl][j];
+}
+
 /* A collective left in flight (ir/comm_sync.h) reads its operand until the
  * sync point before the first read of its result: the operand stays live
  * until that read, so that no op writes over it while the call runs (the
@@ -83,13 +91,7 @@ static void in_flight_reads(ctx *c, const gv_op *op, int p) {
   for (int i = 0; i < op->nopnds && c->nfl; i++) {
     int r = c->v[op->opnds[i]->id].root;
     for (int k = 0; k < c->nfl; k++)
-      if (c->fl[k][0] == r) {
-        vinfo *o = &c->v[c->fl[k][1]];
-        if (p > o->end) o->end = p;
-        c->nfl--;
-        c->fl[k][0] = c->fl[c->nfl][0], c->fl[k][1] = c->fl[c->nfl][1], c->fl[k][2] = c->fl[c->nfl][2];
-        k--;
-      }
+      if (c->fl[k][0] == r) fl_done(c, k--, p);
   }
   for (int r = 0; r < op->nregions && c->nfl; r++)
     for (const gv_op *b = op->regions[r]->first; b && c->nfl; b = b->next) in_flight_reads(c, b, p);
@@ -106,13 +108,7 @@ static int walk(ctx *c, gv_block *b) {
     if (c->nfl && !b->parent && gv_comm_is_collective(op) && gv_get_int(op, "wait_posted", 0) && c->mark >= 0) {
       /* the overlap window (comm_sync.h): the calls posted before the previous marked one are waited for here */
       for (int k = 0; k < c->nfl; k++)
-        if (c->fl[k][2] < c->mark) {
-          vinfo *o = &c->v[c->fl[k][1]];
-          if (p > o->end) o->end = p;
-          c->nfl--;
-          for (int j = 0; j < 3; j++) c->fl[k][j] = c->fl[c->nfl][j];
-          k--;
-        }
+        if (c->fl[k][2] < c->mark) fl_done(c, k--, p);
     }
     for (int i = 0; i < op->nopnds; i++) {
       if (!c->v[op->opnds[i]->id].planned)

@@ -10,10 +10,10 @@
  * sync rule (ir/comm_sync.h) waits for it there. Reductions synced at once
  * (packed through scratch: comm_sync.h) and those of accumulated gradients
  * (an argument, or the accumulate pass's "accumulate/..." ops) stay. The
- * memory plan keeps the gradient live until the update (memory_plan.c), so
- * this trades bytes (a reduced copy beside each gradient reduced early) for
- * time, which the cost model's timeline prices (cost.h gv_cost_timeline).
- * One layer's gradient reductions in flight at a time: of the reductions
+ * memory plan keeps the gradient live until the program waits for its
+ * reduction (memory_plan.c), which the window below bounds; the cost
+ * model's timeline prices the order (cost.h gv_cost_timeline).
+ * At most two layers' gradient reductions in flight: of the reductions
  * of backward results (those moved here, ZeRO-2's reduce-scatters where
  * the gradient is made) the first of each layer after the first (the
  * planner's units) is marked `wait_posted`: before posting it the
@@ -133,22 +133,25 @@ static void prefetch_gathers(gv_module *m, gv_block *b) {
     free(g), free(grp);
 }
 
-/* The layer (units' key) of the op that produces reduction op's gradient,
- * through the views between them. */
-static int grad_layer(const gv_layer_units *lu, const gv_op *op) {
+/* The op that makes reduction op's operand, through the views between them (NULL: an argument). */
+static const gv_op *grad_producer(const gv_op *op) {
   const gv_op *d = op->opnds[0]->def;
   while (d && is_view(d) && d->nopnds >= 1 && d->opnds[0]->def) d = d->opnds[0]->def;
+  return d;
+}
+
+/* The layer (units' key) of the op that produces reduction op's gradient. */
+static int grad_layer(const gv_layer_units *lu, const gv_op *op) {
+  const gv_op *d = grad_producer(op);
   return d && d->loc ? gv_layer_units_loc(lu, d->loc) : -1;
 }
 
-/* A reduction of a backward op's result: its operand made (through views)
- * by an op located ".../grad" (ZeRO-2's reduce-scatter where the gradient
- * is made, a reduction this pass moved there). */
+/* A reduction of a backward op's result: its operand made by an op located
+ * ".../grad" (ZeRO-2's reduce-scatter where the gradient is made, a
+ * reduction this pass moved there). */
 static bool grad_reduction(const gv_op *op) {
-  const gv_op *d = op->opnds[0]->def;
-  while (d && is_view(d) && d->nopnds >= 1 && d->opnds[0]->def) d = d->opnds[0]->def;
-  if (!d || !d->loc) return false;
-  size_t n = strlen(d->loc);
+  const gv_op *d = grad_producer(op);
+  size_t n = d && d->loc ? strlen(d->loc) : 0;
   return n >= 5 && !strcmp(d->loc + n - 5, "/grad");
 }
 

@@ -75,9 +75,7 @@ int gv_pass_regather(gv_module *m) {
   int n = 0;
   for (int i = 0; i < b->nargs; i++) b->args[i]->id = i;
   for (gv_op *op = b->first; op; op = op->next) op->id = n++;
-  if (!n) {
-    return 0;
-  }
+  if (!n) return 0;
   /* run[k]: the first position of the run of ops of op k's layer that ends
    * at k (constants belong to every run); last[k] / cur[k] for a gather at
    * position k: the position of its latest use, the value that use read */

@@ -414,8 +414,6 @@ int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, 
   int64_t t = 0, free_at = 0; /* the compute stream's time; when the communication stream is free */
   coll_run *run = NULL;       /* the collectives posted, in order (adv only) */
   int nrun = 0, caprun = 0, idx = 0;
-  int64_t *fl_end = NULL;     /* when each call in flight (sync's list, in order) ends */
-  int nfl = 0, capfl = 0;
   for (const gv_op *op = m->main->body->first; op; op = op->next, idx++) {
     if (adv) adv[idx] = 0;
     if (gv_comm_sync_before(&sync, op)) {
@@ -425,19 +423,16 @@ int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, 
         t = free_at;
       }
       gv_comm_sync_clear(&sync);
-      nfl = 0;
     } else {
       int k = gv_comm_sync_prefix(&sync, op); /* the overlap window: the oldest calls in flight, to the k-th's end */
-      if (k > 0 && k <= nfl) {
-        int64_t until = fl_end[k - 1];
+      if (k > 0 && k <= sync.n) {
+        int64_t until = sync.p[k - 1].end;
         if (until > t) {
           out->nwait++;
           if (adv) charge_wait(adv, run, nrun, t, until);
           t = until;
         }
         gv_comm_sync_drop(&sync, k);
-        memmove(fl_end, fl_end + k, sizeof *fl_end * (size_t)(nfl - k));
-        nfl -= k;
       }
     }
     if (gv_comm_is_collective(op)) {
@@ -461,16 +456,9 @@ int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, 
           t = free_at;
         }
         gv_comm_sync_clear(&sync);
-        nfl = 0;
       } else {
         gv_comm_sync_post(&sync, op);
-        if (nfl == capfl) {
-          capfl = capfl ? 2 * capfl : 64;
-          int64_t *n = realloc(fl_end, sizeof *n * (size_t)capfl);
-          if (!n) abort();
-          fl_end = n;
-        }
-        fl_end[nfl++] = free_at;
+        sync.p[sync.n - 1].end = free_at;
       }
       continue;
     }
@@ -489,7 +477,6 @@ int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, 
     t = free_at;
   }
   free(run);
-  free(fl_end);
   gv_comm_sync_free(&sync);
   out->step_ns = t;
   out->exposed_ns = t - out->compute_ns - out->slowdown_ns;

@@ -80,6 +80,26 @@ for c in ${GALV_DELAY_CASES:-gpt2:2:dp gpt2:2:tp gpt2:4:dp,tp gpt2:2:zero3 llama
   else bad "$d: GALV_COMM_DELAY_US=$DELAY vs no delay: $r"; fi
 done
 
+# broken NAME WHAT: the dp program edited in $T/NAME (a wait removed) rebuilt and run with the delay must stop, or
+# compute other numbers than the plain dp run; WHAT names the edit in the lines printed
+broken() {
+  local n=$1 what=$2 r
+  if ! make -s -C "$T/$n" >"$T/$n.make" 2>&1; then bad "$n: rebuild failed: $(head -3 "$T/$n.make")"; return; fi
+  if ! run "$n" delay "$DELAY"; then
+    ok "$n: $what: the run stops under GALV_COMM_DELAY_US=$DELAY: $(grep -m1 -i 'overwritten\|error\|nan' "$T/$n.delay.err" "$T/$n.delay.log" | head -1)"
+    return
+  fi
+  if r=$(python3 - "$T" "$SRC/tests/lib" "$n" <<'PY' 2>&1
+import sys
+sys.path.insert(0, sys.argv[2])
+from same_training import check
+t, n = sys.argv[1], sys.argv[3]
+print(check(f"{t}/gpt2-2-dp.plain.log", f"{t}/{n}.delay.log", f"{t}/gpt2-2-dp.plain.w", f"{t}/{n}.delay.w", loss_rtol=0, exact=True))
+PY
+  ); then bad "$n: $what: the program computes the same numbers under GALV_COMM_DELAY_US: $r"
+  else ok "$n: $what: the numbers differ under GALV_COMM_DELAY_US=$DELAY: $r"; fi
+}
+
 # teeth: the dp program without the sync point after its first gradient reduction
 d=gpt2-2-dp
 if [ -f "$T/$d/program.c" ]; then
@@ -101,20 +121,7 @@ for i, l in enumerate(lines):  # the first gradient all_reduce of the backward o
                 sys.exit(0)
 sys.exit(1)
 PY
-  if make -s -C "$T/nosync" >"$T/nosync.make" 2>&1; then
-    if run nosync delay "$DELAY"; then
-      if r=$(python3 - "$T" "$SRC/tests/lib" <<'PY' 2>&1
-import sys
-sys.path.insert(0, sys.argv[2])
-from same_training import check
-t = sys.argv[1]
-print(check(f"{t}/gpt2-2-dp.plain.log", f"{t}/nosync.delay.log", f"{t}/gpt2-2-dp.plain.w", f"{t}/nosync.delay.w", loss_rtol=0, exact=True))
-PY
-      ); then bad "nosync: a program reading a reduction before its sync computes the same numbers under GALV_COMM_DELAY_US: $r"
-      else ok "nosync: a read before the sync shows under GALV_COMM_DELAY_US=$DELAY: $r"; fi
-    else ok "nosync: a read before the sync stops the run under GALV_COMM_DELAY_US=$DELAY: $(grep -m1 -i 'error\|nan' "$T/nosync.delay.err" "$T/nosync.delay.log" | head -1)"
-    fi
-  else bad "nosync: rebuild failed: $(head -3 "$T/nosync.make")"; fi
+  broken nosync "a read before the sync"
 fi
 
 # teeth for the overlap window (ir/comm_sync.h): the dp program waits for the layer before the previous one's gradient
@@ -126,20 +133,8 @@ if [ -f "$T/$d/program.c" ]; then
   nk=$(grep -c '^  galv_queue_sync_keep(galv_q, [0-9]*);' "$T/nokeep/program.c")
   sed -i 's|^  galv_queue_sync_keep(galv_q, [0-9]*);|  /* window wait removed by tests/comm_delay.sh */|' "$T/nokeep/program.c"
   if [ "$nk" = 0 ]; then bad "nokeep: the dp program has no galv_queue_sync_keep (the overlap window's wait)"
-  elif make -s -C "$T/nokeep" >"$T/nokeep.make" 2>&1; then
-    if run nokeep delay "$DELAY"; then
-      if r=$(python3 - "$T" "$SRC/tests/lib" <<'PY' 2>&1
-import sys
-sys.path.insert(0, sys.argv[2])
-from same_training import check
-t = sys.argv[1]
-print(check(f"{t}/gpt2-2-dp.plain.log", f"{t}/nokeep.delay.log", f"{t}/gpt2-2-dp.plain.w", f"{t}/nokeep.delay.w", loss_rtol=0, exact=True))
-PY
-      ); then bad "nokeep: without its $nk window waits the program computes the same numbers under GALV_COMM_DELAY_US: $r"
-      else ok "nokeep: without its $nk window waits the numbers differ under GALV_COMM_DELAY_US=$DELAY: $r"; fi
-    else ok "nokeep: without its $nk window waits the run stops under GALV_COMM_DELAY_US=$DELAY: $(grep -m1 -i 'overwritten\|error\|nan' "$T/nokeep.delay.err" "$T/nokeep.delay.log" | head -1)"
-    fi
-  else bad "nokeep: rebuild failed: $(head -3 "$T/nokeep.make")"; fi
+  else broken nokeep "without its $nk window waits"
+  fi
 fi
 
 # the trace: both streams, a gradient reduction posted while the backward computes (dp, zero3; 2 ranks)

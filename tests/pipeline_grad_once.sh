@@ -27,12 +27,8 @@ lm_batches "$T/b" 8 8
 # the tied-embedding model of the "tie" cases (its embedding held by both stages; the gradient the stage programs
 # leave unreduced too, all-reduced once per step before the sum across the stages), on the single device
 mt="$T/tie.onnx"
-python3 "$SRC/examples/make_model.py" gpt2 -o "$mt" --layers 2 --hidden 32 --heads 4 --vocab 64 --tie-embeddings \
-  --no-verify >/dev/null || { echo "FAIL make_model tie"; exit 1; }
-timeout 300 "$BUILD/galvc" "$mt" --input-shape input_ids=8x8 --train --target cpu -q -o "$T/onet/" 2>"$T/err" ||
-  { echo "FAIL single tied: $(cat "$T/err")"; exit 1; }
-timeout 120 "$T/onet/program" --batches "$T/b" --steps 2 -o "$T/onet.w" >"$T/onet.log" 2>"$T/err" ||
-  { echo "FAIL single tied run: $(cat "$T/err")"; exit 1; }
+lm_model "$mt" 32 --tie-embeddings
+single_program "$T/onet" "$mt" "--batches $T/b --steps 2" --input-shape input_ids=8x8 --train
 CLIP=0.05
 for v in one onec; do
   extra=()

@@ -21,9 +21,9 @@
 #   lm_batches DIR B S [SEED]: DIR/input_ids.npy and DIR/labels.npy, 2 steps of
 #       B x S tokens of the tiny LMs' vocabulary 64 (numpy RandomState(SEED),
 #       default 0: the ids drawn first); a failure ends the script.
-#   lm_model FILE HIDDEN: a GPT-2 of 2 layers, HIDDEN wide, 4 heads, vocabulary
-#       64 (examples/make_model.py; tests/lib/tiny_lms.sh: HIDDEN 32); a failure
-#       ends the script.
+#   lm_model FILE HIDDEN [MAKE-MODEL-ARGS..]: a GPT-2 of 2 layers, HIDDEN wide,
+#       4 heads, vocabulary 64 (examples/make_model.py, e.g. --tie-embeddings;
+#       tests/lib/tiny_lms.sh: HIDDEN 32); a failure ends the script.
 
 single_program() {
   local d=$1 model=$2 run=$3
@@ -84,6 +84,8 @@ PY
 }
 
 lm_model() {
-  python3 "$SRC/examples/make_model.py" gpt2 -o "$1" --layers 2 --hidden "$2" --heads 4 --vocab 64 --no-verify >/dev/null ||
+  local f=$1 h=$2
+  shift 2
+  python3 "$SRC/examples/make_model.py" gpt2 -o "$f" --layers 2 --hidden "$h" --heads 4 --vocab 64 "$@" --no-verify >/dev/null ||
     { echo "FAIL make_model"; exit 1; }
 }
