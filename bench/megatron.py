@@ -125,7 +125,9 @@ def megatron_config(args, row, path):
         cmd += ["--pipeline-stages", str(pp), "--strategy", "dp,tp", "--mesh", "dp=%d,tp=%d" % (dp, tp),
                 "--recompute=all", "--schedule", "1f1b", "--plan-only"]
     else:
-        cmd += ["--recompute=all", "--report-cost", "-o", os.path.join(args.work, "cfg.mlir")]
+        # --overlap off: Megatron v2's default data parallelism (--DDP-impl local) all-reduces the gradients after
+        # the whole backward (train_step: forward_backward_func, then allreduce_gradients), not under it
+        cmd += ["--recompute=all", "--overlap", "off", "--report-cost", "-o", os.path.join(args.work, "cfg.mlir")]
         cmd += ["--strategy", "dp,tp", "--mesh", "dp=%d,tp=%d" % (dp, tp)] if tp > 1 else ["--strategy", "dp", "--mesh", "dp=%d" % dp]
     rc, out, err, cpu = run(cmd, args.timeout)
     desc = "tp%d pp%d dp%d mbs%d x%d%s, full recompute" % (tp, pp, dp, mbs, nmb, " 1F1B (not v%d)" % v if v > 1 else "")
