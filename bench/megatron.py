@@ -11,7 +11,8 @@ Megatron's GPU count and global batch, and
   (i)  Megatron's own configuration (tp, pp, microbatch size, full
        recomputation) expressed in galvc and priced by galvc's cost model
        (--strategy dp,tp --mesh dp=D,tp=T --recompute=all --microbatches
-       B/(D*mbs) --report-cost); beside it the paper's measured hardware
+       B/(D*mbs) --overlap off --report-cost: Megatron v2 all-reduced the
+       gradients after the backward); beside it the paper's measured hardware
        TFLOP/s per GPU (counting recomputation) and the ratio;
   (ii) a stronger Megatron baseline: Megatron's tp and pp with sequence
        parallelism, selective recomputation, the distributed optimizer
