@@ -61,6 +61,7 @@ enum { GV_PLAN_FILE_MAX = 16 << 20, GV_PLAN_AXIS_MAX = 1 << 20 };
 #include "../planner/cost.h"
 #include "../planner/json.h"
 #include "../planner/profile.h"
+#include "../ir/comm_sync.h"
 #include "../ir/storage.h"
 #include "layer_units.h"
 #include "passes.h"
@@ -664,6 +665,8 @@ static int64_t microbatch_copies(const gv_module *m) {
   return 1;
 }
 
+static int64_t *prof_dmem_units; /* when set: profile_apply's memory correction per unit */
+
 /* --profile (planner/profile.h): for each unit the profile has a kind for
  * (the layers; unit 0, the outer part), its forward, backward and (full
  * recomputation) recomputed ops' analytic compute time is replaced by the
@@ -735,6 +738,7 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
           fprintf(stderr, "plan-debug: profile: unit %d keeps %lld bytes for backward, the profile %lld (b %lld, tp %lld)\n", u,
                   (long long)aa, (long long)pa, (long long)b, (long long)tp);
         dmem += pa - aa;
+        if (prof_dmem_units) prof_dmem_units[u] += pa - aa;
         out->prof_mem_units++;
         out->prof_act += pa;
         out->prof_analytic_act += aa;
@@ -754,6 +758,246 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
  * state) attributed to each unit. Returns 0, 1 when the plan does not
  * realise (it is then no candidate), -1 on an internal error. */
 static int64_t *realise_kept; /* when set: each unit's activations kept for backward (kept_bytes), filled by realise */
+
+/* ---------------------------------------------------------------- the full program's memory from a reduced one
+ *
+ * A reduced program (outer + layers 0, 1 and L-1; see "reduced modules"
+ * below) stands for the full one with its middle layer (unit 2) repeated
+ * L - 2 times. Its memory plan (the observer, passes.h) gives the op at
+ * every point and every arena value's bytes and live range; the full
+ * program's most bytes live at once are then found on the schedule with the
+ * middle layer's stretches repeated: each point belongs to the unit of the
+ * last computing op at or before it (a collective moved by the overlap pass
+ * belongs where it runs, not to the unit it serves; a constant, outside the
+ * arena, to none; the optimizer's update, its ops fused across parameters,
+ * to the outer part), and the points of the
+ * middle unit form runs, each run repeated once per middle layer (forward
+ * and optimizer runs in layer order, backward and recomputing runs in
+ * reverse). A value's copies follow where it starts and ends:
+ *   - starts and ends in middle runs: one copy per middle layer, each from
+ *     its layer's copy of the start to its layer's copy of the end (a
+ *     checkpoint from the forward to the backward, a gradient shard from the
+ *     backward to the update, a temporary within one run);
+ *   - starts in a middle run, ends outside: one copy per middle layer; when
+ *     the end is in the run right after, or is an in-flight call's
+ *     completion (the overlap window), the copy ends in the next layer's
+ *     copy of the run (the last one where the value ended: the residual
+ *     stream and the gradient entering the next layer, the gradients in
+ *     flight for about two layers), else where the value ended (a gradient
+ *     held whole to the update);
+ *   - starts outside, ends in a middle run: one value; it ends in the first
+ *     copy executed when it starts in the run right before or ends as an
+ *     in-flight call (a prefetched gather, the head's gradient in flight),
+ *     else in the last copy (the first layer's checkpoint, read by layer 1's
+ *     recomputation);
+ *   - else: one value, its range stretched over the repeated runs between.
+ * The full program's memory is the reduced one's plus the difference of the
+ * two busiest points, plus L - 3 times the middle layer's parameters and
+ * optimizer state (outside the arena) and its --profile correction. The
+ * difference of two reduced programs' peaks is no layer's memory: their
+ * busiest points are not the full program's (Llama2-7B, dp=8, ZeRO-3, full
+ * recomputation: r3 and r2 differ by 1.03 GB, the full program grows
+ * 0.63 GB per layer; docs/planner.md, "Llama2-7B with Galvatron's profile"). */
+typedef struct {
+  int start, end;
+  int64_t bytes;
+  bool fl;
+} red_root;
+typedef struct {
+  const gv_func *f;
+  const gv_op **at;
+  bool *anchor;  /* per point: a computing op (see above) */
+  int npoints, cap;
+  bool *staged;  /* per value id (the memory plan's numbering): computed from parameters and state alone */
+  int capv;
+  red_root *roots;
+  int nroots, caproots;
+  bool oom;
+} red_obs;
+
+/* A point's op anchors its unit's run unless it is a collective, a constant, or prepares parameters or state
+ * alone (ZeRO-3's casts of the master weights before their gathers, moved ahead by the overlap pass with them). */
+static void red_obs_point(void *ud, int p, const gv_op *op) {
+  red_obs *o = ud;
+  if (o->oom) return;
+  if (p >= o->cap) {
+    int cap = o->cap ? 2 * o->cap : 1024;
+    while (cap <= p) cap *= 2;
+    const gv_op **n = realloc(o->at, (size_t)cap * sizeof *n);
+    bool *a = n ? realloc(o->anchor, (size_t)cap * sizeof *a) : NULL;
+    if (n) o->at = n;
+    if (!n || !a) {
+      o->oom = true;
+      return;
+    }
+    for (int i = o->cap; i < cap; i++) n[i] = NULL, a[i] = false;
+    o->anchor = a, o->cap = cap;
+  }
+  bool staged = true;
+  for (int i = 0; i < op->nopnds && staged; i++) {
+    const gv_value *v = op->opnds[i];
+    if (!v->def) {
+      const gv_func *f = o->f;
+      staged = v->block == f->body && ((f->arg_is_param && f->arg_is_param[v->index]) || (f->arg_is_state && f->arg_is_state[v->index]));
+    } else
+      staged = v->id >= 0 && v->id < o->capv && o->staged[v->id];
+  }
+  for (int i = 0; i < op->nres; i++) {
+    int id = op->res[i]->id;
+    if (id < 0) continue;
+    if (id >= o->capv) {
+      int cap = o->capv ? 2 * o->capv : 4096;
+      while (cap <= id) cap *= 2;
+      bool *n = realloc(o->staged, (size_t)cap * sizeof *n);
+      if (!n) {
+        o->oom = true;
+        return;
+      }
+      for (int k = o->capv; k < cap; k++) n[k] = false;
+      o->staged = n, o->capv = cap;
+    }
+    o->staged[id] = staged;
+  }
+  o->at[p] = op;
+  o->anchor[p] = op->code != GV_OP_CONSTANT && !gv_comm_is_collective(op) && !staged;
+  if (p + 1 > o->npoints) o->npoints = p + 1;
+}
+
+static void red_obs_root(void *ud, int start, int end, int64_t bytes, bool fl) {
+  red_obs *o = ud;
+  if (o->nroots == o->caproots) {
+    int cap = o->caproots ? 2 * o->caproots : 1024;
+    red_root *n = realloc(o->roots, (size_t)cap * sizeof *n);
+    if (!n) {
+      o->oom = true;
+      return;
+    }
+    o->roots = n, o->caproots = cap;
+  }
+  o->roots[o->nroots++] = (red_root){start, end, bytes, fl};
+}
+
+/* The schedule of a reduced program with its middle runs repeated (see above). */
+typedef struct {
+  int n;                         /* middle layers: copies of a middle run */
+  int *run, *rs, *rlen, *rbwd, *reg; /* per point its run; per run its first point, length, direction (> 0: backward), unit */
+  int *near;                     /* per run the nearest middle run (-1: none) */
+  int64_t *base;                 /* per run its first position in the full schedule */
+} red_sched;
+
+/* Adds v's copies (their live ranges in the full schedule) to diff (when given); returns how many cover position probe. */
+static int red_map(const red_sched *S, const red_root *v, int64_t *diff, int64_t probe) {
+  int n = S->n, A = S->run[v->start], B = S->run[v->end], so = v->start - S->rs[A], eo = v->end - S->rs[B], hits = 0;
+  int ua = S->reg[S->rs[A]], ub = S->reg[S->rs[B]];
+#define POS(r, c, off) (S->base[r] + (int64_t)(c) * S->rlen[r] + ((off) < 0 ? 0 : (off) >= S->rlen[r] ? S->rlen[r] - 1 : (off)))
+#define EXEC(r, j) (S->rbwd[r] > 0 ? n - (j) : (j) - 1) /* middle layer j's (1 .. n) copy of run r, in execution order */
+#define ADD(a, b)                                                                                                      \
+  do {                                                                                                                 \
+    int64_t a_ = (a), b_ = (b) < a_ ? a_ : (b);                                                                        \
+    if (diff) diff[a_] += v->bytes, diff[b_ + 1] -= v->bytes;                                                          \
+    hits += probe >= a_ && probe <= b_;                                                                                \
+  } while (0)
+  if (ua && ub && (ua == 2 || ub == 2 || ua != ub)) {
+    /* between layers: layer 0, the middle layers 1 .. n, layer n + 1; the end as many layers from the start as in
+     * the reduced program, in the middle run nearest the end's run where it falls on a middle layer */
+    int lo = ua == 2 ? 1 : ua == 1 ? 0 : n + 1, hi = ua == 2 ? n : lo, d = ub - ua;
+    for (int j = lo; j <= hi; j++) {
+      int64_t s0 = ua == 2 ? POS(A, EXEC(A, j), so) : POS(A, 0, so);
+      int k = j + d, mb = S->near[B];
+      ADD(s0, k >= 1 && k <= n && mb >= 0 ? POS(mb, EXEC(mb, k), eo) : POS(B, 0, eo));
+    }
+  } else if (ua == 2) { /* to the outer part: an in-flight call ends with the next layer's, else where it ended */
+    for (int c = 0; c < n; c++) ADD(POS(A, c, so), v->fl && c < n - 1 ? POS(A, c + 1, S->rlen[A] - 1) : POS(B, 0, eo));
+  } else if (ub == 2) /* from the outer part: an in-flight call ends in the first layer run, else in the last */
+    ADD(POS(A, 0, so), POS(B, v->fl ? 0 : n - 1, eo));
+  else
+    ADD(POS(A, 0, so), POS(B, 0, eo));
+#undef POS
+#undef EXEC
+#undef ADD
+  return hits;
+}
+
+/* The most bytes live at once in the full program of L layers that the reduced program C (3 layers) observed in o
+ * stands for (see above); *lower: the reduced program's own. -1 when out of memory. */
+static int64_t red_full_lower(const ctx *C, const red_obs *o, int L, int64_t *lower) {
+  int np = o->npoints;
+  red_sched S = {.n = L - 2};
+  S.run = malloc((size_t)(np + 1) * sizeof *S.run), S.reg = malloc((size_t)(np + 1) * sizeof *S.reg);
+  S.rs = malloc((size_t)(np + 1) * sizeof *S.rs), S.rlen = calloc((size_t)np + 1, sizeof *S.rlen);
+  S.rbwd = calloc((size_t)np + 1, sizeof *S.rbwd), S.base = malloc((size_t)(np + 2) * sizeof *S.base);
+  S.near = malloc((size_t)(np + 1) * sizeof *S.near);
+  int64_t *diff = NULL, *d3 = calloc((size_t)np + 2, sizeof *d3), best = -1;
+  if (!S.run || !S.reg || !S.rs || !S.rlen || !S.rbwd || !S.base || !S.near || !d3 || S.n < 1) goto done;
+  /* each point's unit: the last computing op's at or before it (the first's before it) */
+  int cur = 0, nr = 0;
+  for (int p = 1; p < np; p++)
+    if (o->at[p] && o->anchor[p]) {
+      cur = unit_of(C, o->at[p]->loc);
+      break;
+    }
+  for (int p = 0; p < np; p++) {
+    const gv_op *op = p ? o->at[p] : NULL;
+    bool anchor = op && o->anchor[p];
+    if (anchor) cur = op->loc && !strncmp(op->loc, "optimizer/", 10) ? 0 : unit_of(C, op->loc);
+    if (!p || cur != S.reg[S.rs[nr - 1]]) S.rs[nr] = p, S.reg[p] = cur, nr++;
+    S.reg[p] = cur;
+    S.run[p] = nr - 1;
+    S.rlen[nr - 1]++;
+    if (anchor) { /* the run's direction: backward and recomputing ops against forward and optimizer ones */
+      int ph = phase_of(op->loc);
+      S.rbwd[nr - 1] += ph == PH_BWD || ph == PH_REC ? 1 : -1;
+    }
+  }
+  for (int r = 0; r < nr; r++) {
+    S.near[r] = -1;
+    for (int k = 0; k < nr && S.near[r] < 0; k++)
+      S.near[r] = r - k >= 0 && S.reg[S.rs[r - k]] == 2 ? r - k : r + k < nr && S.reg[S.rs[r + k]] == 2 ? r + k : -1;
+  }
+  S.base[0] = 0;
+  for (int r = 0; r < nr; r++) S.base[r + 1] = S.base[r] + (int64_t)S.rlen[r] * (S.reg[S.rs[r]] == 2 ? S.n : 1);
+  int64_t total = S.base[nr], live = 0, at = 0;
+  if (!(diff = calloc((size_t)total + 2, sizeof *diff))) goto done;
+  for (int i = 0; i < o->nroots; i++) {
+    const red_root *v = &o->roots[i];
+    if (v->start < 0 || v->end >= np || v->end < v->start) continue;
+    d3[v->start] += v->bytes, d3[v->end + 1] -= v->bytes;
+    red_map(&S, v, diff, -1);
+  }
+  best = 0;
+  for (int64_t p = 0; p <= total; p++) {
+    live += diff[p];
+    if (live > best) best = live, at = p;
+  }
+  live = 0, *lower = 0;
+  for (int p = 0; p < np; p++) {
+    live += d3[p];
+    if (live > *lower) *lower = live;
+  }
+  if (getenv("GALV_RED_DEBUG")) { /* the runs, and the largest values at the full schedule's busiest position */
+    for (int r = 0; r < nr; r++)
+      fprintf(stderr, "red-run %d: unit %d points %d-%d dir %d base %lld\n", r, S.reg[S.rs[r]], S.rs[r], S.rs[r] + S.rlen[r] - 1, S.rbwd[r],
+              (long long)S.base[r]);
+    fprintf(stderr, "red-busiest %lld of %lld: %lld\n", (long long)at, (long long)total, (long long)best);
+    for (int p = 1; getenv("GALV_RED_DEBUG")[0] == '2' && p < np; p++)
+      fprintf(stderr, "red-op %d: %s %d %s %s\n", p, o->at[p] ? gv_ops[o->at[p]->code].name : "-", o->anchor[p], S.reg[p] == 2 ? "M" : "", o->at[p] && o->at[p]->loc ? o->at[p]->loc : "");
+    for (int i = 0; i < o->nroots; i++) {
+      const red_root *v = &o->roots[i];
+      if (v->start < 0 || v->end >= np || v->end < v->start) continue;
+      int h = red_map(&S, v, NULL, at);
+      if (h && v->bytes * h >= 20000000)
+        fprintf(stderr, "red-live %d x %lld: r3 %d-%d fl %d %s %s\n", h, (long long)v->bytes, v->start, v->end, v->fl,
+                o->at[v->start] ? gv_ops[o->at[v->start]->code].name : "input", o->at[v->start] && o->at[v->start]->loc ? o->at[v->start]->loc : "");
+    }
+  }
+done:
+  free(S.run), free(S.reg), free(S.rs), free(S.rlen), free(S.rbwd), free(S.base), free(S.near), free(diff), free(d3);
+  return best;
+}
+
+/* When set (a realisation of a reduced program of 3 layers): the layers of the full program it stands for;
+ * realise_do then fills out->mem_full (red_full_lower). */
+static int red_full_nl;
 
 static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
   memset(out, 0, sizeof *out);
@@ -778,12 +1022,18 @@ static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit
   if (!rc) rc = gv_pass_overlap(m) ? 1 : 0;
   if (!rc) rc = gv_pass_bucket(m) ? 1 : 0;
   if (!rc) rc = gv_pass_storage(m) ? 1 : 0; /* the memory plan and the cost read the storage precision */
+  red_obs obs = {.f = m->main};
+  gv_mem_observer ob = {red_obs_point, red_obs_root, &obs};
+  bool want_full = red_full_nl > 3 && C->nl == 3 && p->nunits == 4;
+  if (want_full) gv_memory_plan_observer = &ob;
   if (!rc) rc = gv_pass_memory_plan(m) ? 1 : 0;
+  gv_memory_plan_observer = NULL;
   quiet_end(fd);
   gv_layer_units_hint(NULL, NULL);
   int64_t bucket = gv_shard_opts.bucket_chosen; /* --bucket-mb auto: this plan's cap, the fastest priced */
   gv_shard_opts = saved;
   if (rc) {
+    free(obs.at), free(obs.anchor), free(obs.staged), free(obs.roots);
     gv_module_free(m);
     return rc < 0 ? -1 : 1;
   }
@@ -828,17 +1078,39 @@ static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit
   out->mem_activations = mem.total - out->mem_params - mem.optimizer - mem.grads - mem.constants - mem.comm;
   out->mem_total = mem.total;
   count_memory(m, out);
+  int64_t dmem_u[4] = {0};
   if (ph) { /* --profile: measured figures replace the analytic ones of the profiled units */
     int64_t tl = p->t_layer >= 0 ? p->size[p->t_layer] : 1;
     int64_t *utp = malloc((size_t)p->nunits * sizeof *utp);
     for (int u = 0; utp && u < p->nunits; u++) utp[u] = unit_tp(p, u) >= 0 ? p->size[unit_tp(p, u)] : 1;
+    prof_dmem_units = want_full ? dmem_u : NULL;
     int q = utp ? profile_apply(C, m, p->nunits, dprod(p), utp, tl, out, unit_ns, ph, cnt, NULL) : gv_error_plain("planner: out of memory");
+    prof_dmem_units = NULL;
     free(ph), free(cnt), free(utp);
     if (q) {
+      free(obs.at), free(obs.anchor), free(obs.staged), free(obs.roots);
       gv_module_free(m);
       return q < 0 ? -1 : 1;
     }
   }
+  if (want_full && !obs.oom) {
+    /* the full program's memory (red_full_lower): the middle layer's states outside the arena and its profile
+     * correction L - 3 more times */
+    int64_t lower3 = 0, lowerL = red_full_lower(C, &obs, red_full_nl, &lower3), ext = 0;
+    for (int i = 0; i < f->body->nargs; i++)
+      if (C->unit[i] == 2 && ((f->arg_is_param && f->arg_is_param[i]) || (f->arg_is_state && f->arg_is_state[i]))) {
+        const gv_type *t = &f->body->args[i]->type; /* as the memory plan's param_bytes and gv_cost_memory count them */
+        int64_t b = (int64_t)gv_dtype_size(t->dtype);
+        for (int k = 0; k < t->rank; k++) b *= t->dims[k] > 0 ? t->dims[k] : 0;
+        ext += b;
+      }
+    if (lowerL >= 0) out->mem_full = out->mem_total + (lowerL - lower3) + (int64_t)(red_full_nl - 3) * (ext + dmem_u[2]);
+    if (getenv("GALV_PLAN_DEBUG"))
+      fprintf(stderr, "plan-debug: reduced memory: r3 %lld (busiest %lld) -> %d layers: busiest %lld, per middle layer states %lld, profile %lld: %lld\n",
+              (long long)out->mem_total, (long long)lower3, red_full_nl, (long long)lowerL, (long long)ext, (long long)dmem_u[2],
+              (long long)out->mem_full);
+  }
+  free(obs.at), free(obs.anchor), free(obs.staged), free(obs.roots);
   plan_step(out);
   for (int i = 0; unit_state && i < f->body->nargs; i++) {
     const gv_type *t = &f->body->args[i]->type;
@@ -911,6 +1183,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   for (int i = memo_n - 1; i >= 0; i--) {
     memo_entry *e = &memo_tab[i];
     if (e->memo != C->memo || e->h != h || e->nunits != nu || (realise_kept && !e->has_kept)) continue;
+    if (!e->rc && red_full_nl > 3 && C->nl == 3 && nu == 4 && !e->out.mem_full) continue; /* kept without the estimate */
     memo_hits++;
     *out = e->out;
     if (e->rc) return e->rc;
@@ -1813,7 +2086,10 @@ static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, int stag
   q.nunits = nu;
   for (int u = 0; u < nu; u++) q.zero[u] = u % 2 == r % 2 ? (uint8_t)stage : 0;
   C->realised++;
-  return realise(R, &q, pc, uns, ust);
+  red_full_nl = C->nl;
+  int rc = realise(R, &q, pc, uns, ust);
+  red_full_nl = 0;
+  return rc;
 }
 
 /* The same with every unit at `stage`. */
@@ -1822,7 +2098,10 @@ static int realise_uniform(ctx *C, ctx *R, const gv_plan *p, int nu, int stage, 
   q.nunits = nu;
   for (int u = 0; u < nu; u++) q.zero[u] = (uint8_t)stage;
   C->realised++;
-  return realise(R, &q, pc, NULL, NULL);
+  red_full_nl = C->nl;
+  int rc = realise(R, &q, pc, NULL, NULL);
+  red_full_nl = 0;
+  return rc;
 }
 
 /* One combination on the reduced modules (see reduced): the unit table of
@@ -1878,14 +2157,17 @@ static int red_uniform(ctx *C, red_combo *e, const gv_plan *p, int stage) {
   if (!q) q = realise_uniform(C, &R->c2, p, 3, stage, &u2);
   if (q < 0) return -1;
   e->uni[stage] = q ? -1 : u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
-  e->uni_mem[stage] = q ? -1 : u3.mem_total + (int64_t)(L - 3) * (u3.mem_total > u2.mem_total ? u3.mem_total - u2.mem_total : 0);
+  /* its memory: the full program's from r3's memory plan (red_full_lower); the peaks' linear extrapolation only
+   * where that is missing, and printed beside it */
+  int64_t lin = q ? -1 : u3.mem_total + (int64_t)(L - 3) * (u3.mem_total > u2.mem_total ? u3.mem_total - u2.mem_total : 0);
+  e->uni_mem[stage] = q ? -1 : u3.mem_full > 0 ? u3.mem_full : lin;
   e->uni_done[stage] = true;
   if (getenv("GALV_PLAN_DEBUG")) {
     char u0[64];
     gv_plan_unit_str(p, p->nunits > 1 ? 1 : 0, u0, sizeof u0);
-    fprintf(stderr, "plan-debug: uniform stage %d (%s, %lld devices): r3 %lld r2 %lld bytes -> %lld, step %lld\n", stage, u0,
-            (long long)dprod(p), q ? -1LL : (long long)u3.mem_total, q ? -1LL : (long long)u2.mem_total, (long long)e->uni_mem[stage],
-            (long long)e->uni[stage]);
+    fprintf(stderr, "plan-debug: uniform stage %d (%s, %lld devices): r3 %lld r2 %lld bytes (linear %lld) -> %lld, step %lld\n", stage,
+            u0, (long long)dprod(p), q ? -1LL : (long long)u3.mem_total, q ? -1LL : (long long)u2.mem_total, (long long)lin,
+            (long long)e->uni_mem[stage], (long long)e->uni[stage]);
   }
   return 0;
 }
