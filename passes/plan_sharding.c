@@ -906,8 +906,15 @@ static int red_map(const red_sched *S, const red_root *v, int64_t *diff, int64_t
       int k = j + d, mb = S->near[B];
       ADD(s0, k >= 1 && k <= n && mb >= 0 ? POS(mb, EXEC(mb, k), eo) : POS(B, 0, eo));
     }
-  } else if (ua == 2) { /* to the outer part: an in-flight call ends with the next layer's, else where it ended */
-    for (int c = 0; c < n; c++) ADD(POS(A, c, so), v->fl && c < n - 1 ? POS(A, c + 1, S->rlen[A] - 1) : POS(B, 0, eo));
+  } else if (ua == 2) {
+    /* to the outer part: where it ended, or, an in-flight call, as many layers on as in the reduced program (the
+     * layer runs between, and one more) */
+    int k = 1;
+    for (int r = A + 1; r < B; r++) k += S->reg[S->rs[r]] && S->reg[S->rs[r]] != S->reg[S->rs[r - 1]];
+    for (int c = 0; c < n; c++) {
+      int t = c + k;
+      ADD(POS(A, c, so), !v->fl || c == n - 1 ? POS(B, 0, eo) : t <= n - 1 ? POS(A, t, eo) : A + t - (n - 1) < B ? POS(A + t - (n - 1), 0, 0) : POS(B, 0, eo));
+    }
   } else if (ub == 2) /* from the outer part: an in-flight call ends in the first layer run, else in the last */
     ADD(POS(A, 0, so), POS(B, v->fl ? 0 : n - 1, eo));
   else
