@@ -1255,6 +1255,7 @@ typedef struct {
   gv_plan key;
   int status; /* 0: the table below; 1: the combination does not realise */
   int64_t n3[4][NZ], s3[4][NZ], rest3, rest2;
+  int64_t restL; /* the rest of the full program from r3's memory plans (red_full_lower; INT64_MIN: none) */
   int64_t limit; /* the budget the knapsack fills (the memory limit until a full realisation corrects it) */
   /* per stage s, every unit at s: its step and memory extrapolated from r3 and r2 at s (uni_done[s]: known; uni[s] < 0:
    * does not realise), and its memory's error once realised in full (plan_search; 0 before) */
@@ -2191,7 +2192,8 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   if (e->status == 2 && !C->no_prune) return 0;
   if (e->status == 2) red_unprune(e);
   if (e->status < 0) { /* the combination's first search: its reduced realisations */
-    int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN;
+    int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN, restL = INT64_MIN;
+    bool full_known = true;
     gv_plan_cost pc;
     int st = 0;
     bool first = true;
@@ -2221,6 +2223,10 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
           sum += ust[u];
         }
         if (pc.mem_total - sum > rest3) rest3 = pc.mem_total - sum;
+        /* the full program's rest: its memory less its units' states, the middle layers' those of r3's middle one */
+        int64_t restf = pc.mem_full - sum - (int64_t)(L - 3) * ust[2];
+        if (!pc.mem_full) full_known = false;
+        else if (restf > restL) restL = restf;
         q = realise_red(C, &R->c2, p, 3, r, zs[k], &pc, uns, ust);
         if (q) { st = q; break; }
         sum = 0;
@@ -2248,7 +2254,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         first = false;
       }
     if (st < 0) return -1;
-    e->status = st, e->rest3 = rest3, e->rest2 = rest2;
+    e->status = st, e->rest3 = rest3, e->rest2 = rest2, e->restL = full_known ? restL : INT64_MIN;
     if (isnew) R->ncombos++;
   }
   if (e->status) return 0;
@@ -2264,6 +2270,10 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     for (int z = 0; z < nz; z++) ns[u][z] = n3[ru][z], st[u][z] = s3[ru][z];
   }
   int64_t rest = rest3 + (int64_t)(L - 3) * (rest3 > rest2 ? rest3 - rest2 : 0);
+  if (getenv("GALV_PLAN_DEBUG"))
+    fprintf(stderr, "plan-debug: reduced rest: r3 %lld r2 %lld (linear %lld) -> %lld\n", (long long)rest3, (long long)rest2, (long long)rest,
+            (long long)(e->restL != INT64_MIN ? e->restL : rest));
+  if (e->restL != INT64_MIN) rest = e->restL;
   if (getenv("GALV_PLAN_DEBUG") && !C->mem_only)
     for (int u = 0; u < 4; u++) {
       fprintf(stderr, "plan-debug: reduced unit %d:", u);
