@@ -1103,7 +1103,7 @@ static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit
   if (want_full && !obs.oom) {
     /* the full program's memory (red_full_lower): the middle layer's states outside the arena and its profile
      * correction L - 3 more times */
-    int64_t lower3 = 0, lowerL = red_full_lower(C, &obs, red_full_nl, &lower3), ext = 0;
+    int64_t lower3 = 0, lowerL = red_full_lower(C, &obs, red_full_nl, &lower3), lowerP = red_full_lower(C, &obs, red_full_nl - 1, &lower3), ext = 0;
     for (int i = 0; i < f->body->nargs; i++)
       if (C->unit[i] == 2 && ((f->arg_is_param && f->arg_is_param[i]) || (f->arg_is_state && f->arg_is_state[i]))) {
         const gv_type *t = &f->body->args[i]->type; /* as the memory plan's param_bytes and gv_cost_memory count them */
@@ -1111,11 +1111,14 @@ static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit
         for (int k = 0; k < t->rank; k++) b *= t->dims[k] > 0 ? t->dims[k] : 0;
         ext += b;
       }
-    if (lowerL >= 0) out->mem_full = out->mem_total + (lowerL - lower3) + (int64_t)(red_full_nl - 3) * (ext + dmem_u[2]);
+    if (lowerL >= 0 && lowerP >= 0) {
+      out->mem_full = out->mem_total + (lowerL - lower3) + (int64_t)(red_full_nl - 3) * (ext + dmem_u[2]);
+      out->mem_full_layer = lowerL - lowerP + ext + dmem_u[2];
+    }
     if (getenv("GALV_PLAN_DEBUG"))
-      fprintf(stderr, "plan-debug: reduced memory: r3 %lld (busiest %lld) -> %d layers: busiest %lld, per middle layer states %lld, profile %lld: %lld\n",
-              (long long)out->mem_total, (long long)lower3, red_full_nl, (long long)lowerL, (long long)ext, (long long)dmem_u[2],
-              (long long)out->mem_full);
+      fprintf(stderr, "plan-debug: reduced memory (ZeRO %d %d %d %d): r3 %lld (busiest %lld) -> %d layers: busiest %lld (%d layers: %lld), per middle layer states %lld, profile %lld: %lld, a middle layer %lld\n",
+              p->zero[0], p->zero[1], p->zero[2], p->zero[3], (long long)out->mem_total, (long long)lower3, red_full_nl, (long long)lowerL,
+              red_full_nl - 1, (long long)lowerP, (long long)ext, (long long)dmem_u[2], (long long)out->mem_full, (long long)out->mem_full_layer);
   }
   free(obs.at), free(obs.anchor), free(obs.staged), free(obs.roots);
   plan_step(out);
@@ -1256,6 +1259,12 @@ typedef struct {
   int status; /* 0: the table below; 1: the combination does not realise */
   int64_t n3[4][NZ], s3[4][NZ], rest3, rest2;
   int64_t restL; /* the rest of the full program from r3's memory plans (red_full_lower; INT64_MIN: none) */
+  int64_t midL[NZ]; /* per choice: what a middle layer at that choice adds to the full program (mem_full_layer; 0: unknown) */
+  /* per stage: every unit at it on r3 (solve_reduced's table): realised (u3_done), its rc, step, memory and the full
+   * program's estimate */
+  bool u3_done[4];
+  int u3_rc[4];
+  int64_t u3_step[4], u3_mem[4], u3_full[4];
   int64_t limit; /* the budget the knapsack fills (the memory limit until a full realisation corrects it) */
   /* per stage s, every unit at s: its step and memory extrapolated from r3 and r2 at s (uni_done[s]: known; uni[s] < 0:
    * does not realise), and its memory's error once realised in full (plan_search; 0 before) */
@@ -2101,13 +2110,14 @@ static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, int stag
 }
 
 /* The same with every unit at `stage`. */
-static int realise_uniform(ctx *C, ctx *R, const gv_plan *p, int nu, int stage, gv_plan_cost *pc) {
+static int realise_uniform(ctx *C, ctx *R, const gv_plan *p, int nu, int stage, gv_plan_cost *pc, int64_t *ust) {
   gv_plan q = *p;
   q.nunits = nu;
   for (int u = 0; u < nu; u++) q.zero[u] = (uint8_t)stage;
   C->realised++;
   red_full_nl = C->nl;
-  int rc = realise(R, &q, pc, NULL, NULL);
+  int64_t uns[4];
+  int rc = realise(R, &q, pc, ust ? uns : NULL, ust);
   red_full_nl = 0;
   return rc;
 }
@@ -2161,8 +2171,12 @@ static int red_uniform(ctx *C, red_combo *e, const gv_plan *p, int stage) {
   reduced *R = C->red;
   int L = C->nl;
   gv_plan_cost u3, u2;
-  int q = realise_uniform(C, &R->c3, p, 4, stage, &u3);
-  if (!q) q = realise_uniform(C, &R->c2, p, 3, stage, &u2);
+  int q;
+  if (e->u3_done[stage]) /* realised with the table */
+    q = e->u3_rc[stage], u3.step_ns = e->u3_step[stage], u3.mem_total = e->u3_mem[stage], u3.mem_full = e->u3_full[stage];
+  else
+    q = realise_uniform(C, &R->c3, p, 4, stage, &u3, NULL);
+  if (!q) q = realise_uniform(C, &R->c2, p, 3, stage, &u2, NULL);
   if (q < 0) return -1;
   e->uni[stage] = q ? -1 : u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
   /* its memory: the full program's from r3's memory plan (red_full_lower); the peaks' linear extrapolation only
@@ -2223,10 +2237,6 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
           sum += ust[u];
         }
         if (pc.mem_total - sum > rest3) rest3 = pc.mem_total - sum;
-        /* the full program's rest: its memory less its units' states, the middle layers' those of r3's middle one */
-        int64_t restf = pc.mem_full - sum - (int64_t)(L - 3) * ust[2];
-        if (!pc.mem_full) full_known = false;
-        else if (restf > restL) restL = restf;
         q = realise_red(C, &R->c2, p, 3, r, zs[k], &pc, uns, ust);
         if (q) { st = q; break; }
         sum = 0;
@@ -2253,6 +2263,27 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         }
         first = false;
       }
+    /* Every unit at each stage on r3: the full program's memory from its memory plan (red_full_lower), what a
+     * middle layer at that stage adds to it (the table's column for the middle layers) and the rest (the full
+     * program's memory less the outer part's and the first and last layers' states and the middle layers'
+     * additions; the largest over the stages). The alternating patterns' do not serve: a layer's stage changes
+     * what its neighbours hold (ZeRO-2 next to stage-0 layers kept no more than ZeRO-3 there, Llama2-7B dp=8),
+     * and the uniform patterns are the ones the search compares. red_uniform reads them for the uniform
+     * patterns' memory. */
+    for (int k = 0; !st && k < nz; k++) {
+      int z = zs[k];
+      if (z > 3 || e->u3_done[z]) continue;
+      int q = realise_uniform(C, &R->c3, p, 4, z, &pc, ust);
+      if (q < 0) return -1;
+      e->u3_done[z] = true, e->u3_rc[z] = q, e->u3_step[z] = pc.step_ns, e->u3_mem[z] = pc.mem_total, e->u3_full[z] = pc.mem_full;
+      if (q || !pc.mem_full || pc.mem_full_layer <= 0) {
+        full_known = false;
+        continue;
+      }
+      e->midL[k] = pc.mem_full_layer;
+      int64_t restf = pc.mem_full - (ust[0] + ust[1] + ust[3]) - (int64_t)(L - 2) * pc.mem_full_layer;
+      if (restf > restL) restL = restf;
+    }
     if (st < 0) return -1;
     e->status = st, e->rest3 = rest3, e->rest2 = rest2, e->restL = full_known ? restL : INT64_MIN;
     if (isnew) R->ncombos++;
@@ -2265,15 +2296,17 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     free(ns), free(st);
     return gv_error(C->m, "out of memory");
   }
+  bool mid_known = e->restL != INT64_MIN;
+  for (int z = 0; z < nz; z++) mid_known &= e->midL[z] > 0;
   for (int u = 0; u < nu; u++) {
     int ru = u == 0 ? 0 : u == 1 ? 1 : u == L ? 3 : 2;
-    for (int z = 0; z < nz; z++) ns[u][z] = n3[ru][z], st[u][z] = s3[ru][z];
+    for (int z = 0; z < nz; z++) ns[u][z] = n3[ru][z], st[u][z] = ru == 2 && mid_known ? e->midL[z] : s3[ru][z];
   }
   int64_t rest = rest3 + (int64_t)(L - 3) * (rest3 > rest2 ? rest3 - rest2 : 0);
   if (getenv("GALV_PLAN_DEBUG"))
-    fprintf(stderr, "plan-debug: reduced rest: r3 %lld r2 %lld (linear %lld) -> %lld\n", (long long)rest3, (long long)rest2, (long long)rest,
-            (long long)(e->restL != INT64_MIN ? e->restL : rest));
-  if (e->restL != INT64_MIN) rest = e->restL;
+    fprintf(stderr, "plan-debug: reduced rest: r3 %lld r2 %lld (linear %lld) -> %lld; a middle layer: %lld %lld %lld %lld\n", (long long)rest3, (long long)rest2, (long long)rest,
+            (long long)(e->restL != INT64_MIN ? e->restL : rest), (long long)e->midL[0], (long long)e->midL[1 % NZ], (long long)e->midL[2 % NZ], (long long)e->midL[3 % NZ]);
+  if (mid_known) rest = e->restL;
   if (getenv("GALV_PLAN_DEBUG") && !C->mem_only)
     for (int u = 0; u < 4; u++) {
       fprintf(stderr, "plan-debug: reduced unit %d:", u);

@@ -64,6 +64,7 @@ typedef struct {
   int64_t mem_full;                     /* a reduced program's (plan_sharding.c, "reduced modules"): the memory per
                                          * device of the full program it stands for, estimated from its memory
                                          * plan; 0: none */
+  int64_t mem_full_layer;               /* the same: what one more middle layer adds to it */
 } gv_plan_cost;
 
 typedef struct {
