@@ -2281,7 +2281,10 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         continue;
       }
       e->midL[k] = pc.mem_full_layer;
-      int64_t restf = pc.mem_full - (ust[0] + ust[1] + ust[3]) - (int64_t)(L - 2) * pc.mem_full_layer;
+      int64_t restf = pc.mem_full - ust[0] - (int64_t)L * pc.mem_full_layer;
+      if (getenv("GALV_PLAN_DEBUG"))
+        fprintf(stderr, "plan-debug: reduced rest at stage %d: %lld (estimate %lld, a layer %lld)\n", z, (long long)restf, (long long)pc.mem_full,
+                (long long)pc.mem_full_layer);
       if (restf > restL) restL = restf;
     }
     if (st < 0) return -1;
@@ -2300,7 +2303,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   for (int z = 0; z < nz; z++) mid_known &= e->midL[z] > 0;
   for (int u = 0; u < nu; u++) {
     int ru = u == 0 ? 0 : u == 1 ? 1 : u == L ? 3 : 2;
-    for (int z = 0; z < nz; z++) ns[u][z] = n3[ru][z], st[u][z] = ru == 2 && mid_known ? e->midL[z] : s3[ru][z];
+    for (int z = 0; z < nz; z++) ns[u][z] = n3[ru][z], st[u][z] = ru && mid_known ? e->midL[z] : s3[ru][z];
   }
   int64_t rest = rest3 + (int64_t)(L - 3) * (rest3 > rest2 ? rest3 - rest2 : 0);
   if (getenv("GALV_PLAN_DEBUG"))
