@@ -882,6 +882,7 @@ typedef struct {
   int n;                         /* middle layers: copies of a middle run */
   int *run, *rs, *rlen, *rbwd, *reg; /* per point its run; per run its first point, length, direction (> 0: backward), unit */
   int *near;                     /* per run the nearest middle run (-1: none) */
+  int *wait;                     /* per run: the latest point in it (from its start) where an in-flight call from another layer's run ends */
   int64_t *base;                 /* per run its first position in the full schedule */
 } red_sched;
 
@@ -911,9 +912,10 @@ static int red_map(const red_sched *S, const red_root *v, int64_t *diff, int64_t
      * layer runs between, and one more) */
     int k = 1;
     for (int r = A + 1; r < B; r++) k += S->reg[S->rs[r]] && S->reg[S->rs[r]] != S->reg[S->rs[r - 1]];
+    int w = A + 1 < B ? S->wait[A + 1] : 0; /* where in a layer's run the calls of two layers back end */
     for (int c = 0; c < n; c++) {
       int t = c + k;
-      ADD(POS(A, c, so), !v->fl || c == n - 1 ? POS(B, 0, eo) : t <= n - 1 ? POS(A, t, eo) : A + t - (n - 1) < B ? POS(A + t - (n - 1), 0, 0) : POS(B, 0, eo));
+      ADD(POS(A, c, so), !v->fl || c == n - 1 ? POS(B, 0, eo) : t <= n - 1 ? POS(A, t, w) : A + t - (n - 1) < B ? POS(A + t - (n - 1), 0, w) : POS(B, 0, eo));
     }
   } else if (ub == 2) /* from the outer part: an in-flight call ends in the first layer run, else in the last */
     ADD(POS(A, 0, so), POS(B, v->fl ? 0 : n - 1, eo));
@@ -933,9 +935,9 @@ static int64_t red_full_lower(const ctx *C, const red_obs *o, int L, int64_t *lo
   S.run = malloc((size_t)(np + 1) * sizeof *S.run), S.reg = malloc((size_t)(np + 1) * sizeof *S.reg);
   S.rs = malloc((size_t)(np + 1) * sizeof *S.rs), S.rlen = calloc((size_t)np + 1, sizeof *S.rlen);
   S.rbwd = calloc((size_t)np + 1, sizeof *S.rbwd), S.base = malloc((size_t)(np + 2) * sizeof *S.base);
-  S.near = malloc((size_t)(np + 1) * sizeof *S.near);
+  S.near = malloc((size_t)(np + 1) * sizeof *S.near), S.wait = calloc((size_t)np + 1, sizeof *S.wait);
   int64_t *diff = NULL, *d3 = calloc((size_t)np + 2, sizeof *d3), best = -1;
-  if (!S.run || !S.reg || !S.rs || !S.rlen || !S.rbwd || !S.base || !S.near || !d3 || S.n < 1) goto done;
+  if (!S.run || !S.reg || !S.rs || !S.rlen || !S.rbwd || !S.base || !S.near || !S.wait || !d3 || S.n < 1) goto done;
   /* each point's unit: the last computing op's at or before it (the first's before it) */
   int cur = 0, nr = 0;
   for (int p = 1; p < np; p++)
@@ -960,6 +962,12 @@ static int64_t red_full_lower(const ctx *C, const red_obs *o, int L, int64_t *lo
     S.near[r] = -1;
     for (int k = 0; k < nr && S.near[r] < 0; k++)
       S.near[r] = r - k >= 0 && S.reg[S.rs[r - k]] == 2 ? r - k : r + k < nr && S.reg[S.rs[r + k]] == 2 ? r + k : -1;
+  }
+  for (int i = 0; i < o->nroots; i++) {
+    const red_root *v = &o->roots[i];
+    if (v->start < 0 || v->end >= np || v->end < v->start || !v->fl) continue;
+    int A = S.run[v->start], B = S.run[v->end];
+    if (A != B && S.reg[S.rs[A]] && S.reg[S.rs[B]] && v->end - S.rs[B] > S.wait[B]) S.wait[B] = v->end - S.rs[B];
   }
   S.base[0] = 0;
   for (int r = 0; r < nr; r++) S.base[r + 1] = S.base[r] + (int64_t)S.rlen[r] * (S.reg[S.rs[r]] == 2 ? S.n : 1);
@@ -992,13 +1000,13 @@ static int64_t red_full_lower(const ctx *C, const red_obs *o, int L, int64_t *lo
       const red_root *v = &o->roots[i];
       if (v->start < 0 || v->end >= np || v->end < v->start) continue;
       int h = red_map(&S, v, NULL, at);
-      if (h && v->bytes * h >= 20000000)
+      if (h && v->bytes * h >= best / 100)
         fprintf(stderr, "red-live %d x %lld: r3 %d-%d fl %d %s %s\n", h, (long long)v->bytes, v->start, v->end, v->fl,
                 o->at[v->start] ? gv_ops[o->at[v->start]->code].name : "input", o->at[v->start] && o->at[v->start]->loc ? o->at[v->start]->loc : "");
     }
   }
 done:
-  free(S.run), free(S.reg), free(S.rs), free(S.rlen), free(S.rbwd), free(S.base), free(S.near), free(diff), free(d3);
+  free(S.run), free(S.reg), free(S.rs), free(S.rlen), free(S.rbwd), free(S.base), free(S.near), free(S.wait), free(diff), free(d3);
   return best;
 }
 
