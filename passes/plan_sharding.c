@@ -892,6 +892,7 @@ static int red_map(const red_sched *S, const red_root *v, int64_t *diff, int64_t
   int ua = S->reg[S->rs[A]], ub = S->reg[S->rs[B]];
 #define POS(r, c, off) (S->base[r] + (int64_t)(c) * S->rlen[r] + ((off) < 0 ? 0 : (off) >= S->rlen[r] ? S->rlen[r] - 1 : (off)))
 #define EXEC(r, j) (S->rbwd[r] > 0 ? n - (j) : (j) - 1) /* middle layer j's (1 .. n) copy of run r, in execution order */
+#define ALIGN(off, r, m) ((off) + S->rlen[m] - S->rlen[r]) /* offset off of run r in middle run m: the runs aligned at their ends */
 #define ADD(a, b)                                                                                                      \
   do {                                                                                                                 \
     int64_t a_ = (a), b_ = (b) < a_ ? a_ : (b);                                                                        \
@@ -905,17 +906,17 @@ static int red_map(const red_sched *S, const red_root *v, int64_t *diff, int64_t
     for (int j = lo; j <= hi; j++) {
       int64_t s0 = ua == 2 ? POS(A, EXEC(A, j), so) : POS(A, 0, so);
       int k = j + d, mb = S->near[B];
-      ADD(s0, k >= 1 && k <= n && mb >= 0 ? POS(mb, EXEC(mb, k), eo) : POS(B, 0, eo));
+      ADD(s0, k >= 1 && k <= n && mb >= 0 ? POS(mb, EXEC(mb, k), ALIGN(eo, B, mb)) : POS(B, 0, eo));
     }
   } else if (ua == 2) {
     /* to the outer part: where it ended, or, an in-flight call, as many layers on as in the reduced program (the
      * layer runs between, and one more) */
     int k = 1;
     for (int r = A + 1; r < B; r++) k += S->reg[S->rs[r]] && S->reg[S->rs[r]] != S->reg[S->rs[r - 1]];
-    int w = A + 1 < B ? S->wait[A + 1] : 0; /* where in a layer's run the calls of two layers back end */
+    int w = A + 1 < B ? ALIGN(S->wait[A + 1], A + 1, A) : 0; /* where in a layer's run the calls of two layers back end */
     for (int c = 0; c < n; c++) {
       int t = c + k;
-      ADD(POS(A, c, so), !v->fl || c == n - 1 ? POS(B, 0, eo) : t <= n - 1 ? POS(A, t, w) : A + t - (n - 1) < B ? POS(A + t - (n - 1), 0, w) : POS(B, 0, eo));
+      ADD(POS(A, c, so), !v->fl || c == n - 1 ? POS(B, 0, eo) : t <= n - 1 ? POS(A, t, w) : A + t - (n - 1) < B ? POS(A + t - (n - 1), 0, S->wait[A + t - (n - 1)]) : POS(B, 0, eo));
     }
   } else if (ub == 2) /* from the outer part: an in-flight call ends in the first layer run, else in the last */
     ADD(POS(A, 0, so), POS(B, v->fl ? 0 : n - 1, eo));
@@ -923,6 +924,7 @@ static int red_map(const red_sched *S, const red_root *v, int64_t *diff, int64_t
     ADD(POS(A, 0, so), POS(B, 0, eo));
 #undef POS
 #undef EXEC
+#undef ALIGN
 #undef ADD
   return hits;
 }
@@ -996,14 +998,21 @@ static int64_t red_full_lower(const ctx *C, const red_obs *o, int L, int64_t *lo
     fprintf(stderr, "red-busiest %lld of %lld: %lld\n", (long long)at, (long long)total, (long long)best);
     for (int p = 1; getenv("GALV_RED_DEBUG")[0] == '2' && p < np; p++)
       fprintf(stderr, "red-op %d: %s %d %s %s\n", p, o->at[p] ? gv_ops[o->at[p]->code].name : "-", o->anchor[p], S.reg[p] == 2 ? "M" : "", o->at[p] && o->at[p]->loc ? o->at[p]->loc : "");
+    int64_t probe_sum = 0;
     for (int i = 0; i < o->nroots; i++) {
       const red_root *v = &o->roots[i];
       if (v->start < 0 || v->end >= np || v->end < v->start) continue;
-      int h = red_map(&S, v, NULL, at);
+      int64_t probe = at;
+      const char *pe = getenv("GALV_RED_PROBE"); /* run:copy:offset */
+      int pr, pc, po;
+      if (pe && sscanf(pe, "%d:%d:%d", &pr, &pc, &po) == 3 && pr < nr) probe = S.base[pr] + (int64_t)pc * S.rlen[pr] + po;
+      int h = red_map(&S, v, NULL, probe);
+      probe_sum += h * v->bytes;
       if (h && v->bytes * h >= best / 100)
         fprintf(stderr, "red-live %d x %lld: r3 %d-%d fl %d %s %s\n", h, (long long)v->bytes, v->start, v->end, v->fl,
                 o->at[v->start] ? gv_ops[o->at[v->start]->code].name : "input", o->at[v->start] && o->at[v->start]->loc ? o->at[v->start]->loc : "");
     }
+    fprintf(stderr, "red-probe-sum %lld\n", (long long)probe_sum);
   }
 done:
   free(S.run), free(S.reg), free(S.rs), free(S.rlen), free(S.rbwd), free(S.base), free(S.near), free(S.wait), free(diff), free(d3);
