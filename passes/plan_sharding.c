@@ -991,28 +991,22 @@ static int64_t red_full_lower(const ctx *C, const red_obs *o, int L, int64_t *lo
     live += d3[p];
     if (live > *lower) *lower = live;
   }
-  if (getenv("GALV_RED_DEBUG")) { /* the runs, and the largest values at the full schedule's busiest position */
+  const char *dbg = getenv("GALV_PLAN_DEBUG");
+  if (dbg && atoi(dbg) >= 2) { /* the runs, and the largest values at the full schedule's busiest position */
     for (int r = 0; r < nr; r++)
-      fprintf(stderr, "red-run %d: unit %d points %d-%d dir %d base %lld\n", r, S.reg[S.rs[r]], S.rs[r], S.rs[r] + S.rlen[r] - 1, S.rbwd[r],
-              (long long)S.base[r]);
-    fprintf(stderr, "red-busiest %lld of %lld: %lld\n", (long long)at, (long long)total, (long long)best);
-    for (int p = 1; getenv("GALV_RED_DEBUG")[0] == '2' && p < np; p++)
-      fprintf(stderr, "red-op %d: %s %d %s %s\n", p, o->at[p] ? gv_ops[o->at[p]->code].name : "-", o->anchor[p], S.reg[p] == 2 ? "M" : "", o->at[p] && o->at[p]->loc ? o->at[p]->loc : "");
-    int64_t probe_sum = 0;
+      fprintf(stderr, "plan-debug: reduced run %d: unit %d, points %d-%d (%s), x %d\n", r, S.reg[S.rs[r]], S.rs[r], S.rs[r] + S.rlen[r] - 1,
+              S.rbwd[r] > 0 ? "backward" : "forward", S.reg[S.rs[r]] == 2 ? S.n : 1);
+    fprintf(stderr, "plan-debug: %d layers: busiest position %lld of %lld, %lld bytes; the largest values there:\n", L, (long long)at,
+            (long long)total, (long long)best);
     for (int i = 0; i < o->nroots; i++) {
       const red_root *v = &o->roots[i];
       if (v->start < 0 || v->end >= np || v->end < v->start) continue;
-      int64_t probe = at;
-      const char *pe = getenv("GALV_RED_PROBE"); /* run:copy:offset */
-      int pr, pc, po;
-      if (pe && sscanf(pe, "%d:%d:%d", &pr, &pc, &po) == 3 && pr < nr) probe = S.base[pr] + (int64_t)pc * S.rlen[pr] + po;
-      int h = red_map(&S, v, NULL, probe);
-      probe_sum += h * v->bytes;
-      if (h && v->bytes * h >= best / 100)
-        fprintf(stderr, "red-live %d x %lld: r3 %d-%d fl %d %s %s\n", h, (long long)v->bytes, v->start, v->end, v->fl,
-                o->at[v->start] ? gv_ops[o->at[v->start]->code].name : "input", o->at[v->start] && o->at[v->start]->loc ? o->at[v->start]->loc : "");
+      int h = red_map(&S, v, NULL, at);
+      if (h && v->bytes * h >= best / 50)
+        fprintf(stderr, "plan-debug:   %d x %lld bytes, r3 points %d-%d%s: %s %s\n", h, (long long)v->bytes, v->start, v->end,
+                v->fl ? " (in flight)" : "", o->at[v->start] ? gv_ops[o->at[v->start]->code].name : "input",
+                o->at[v->start] && o->at[v->start]->loc ? o->at[v->start]->loc : "");
     }
-    fprintf(stderr, "red-probe-sum %lld\n", (long long)probe_sum);
   }
 done:
   free(S.run), free(S.reg), free(S.rs), free(S.rlen), free(S.rbwd), free(S.base), free(S.near), free(S.wait), free(diff), free(d3);
