@@ -768,28 +768,28 @@ static int64_t *realise_kept; /* when set: each unit's activations kept for back
  * program's most bytes live at once are then found on the schedule with the
  * middle layer's stretches repeated: each point belongs to the unit of the
  * last computing op at or before it (a collective moved by the overlap pass
- * belongs where it runs, not to the unit it serves; a constant, outside the
- * arena, to none; the optimizer's update, its ops fused across parameters,
- * to the outer part), and the points of the
- * middle unit form runs, each run repeated once per middle layer (forward
- * and optimizer runs in layer order, backward and recomputing runs in
- * reverse). A value's copies follow where it starts and ends:
- *   - starts and ends in middle runs: one copy per middle layer, each from
- *     its layer's copy of the start to its layer's copy of the end (a
- *     checkpoint from the forward to the backward, a gradient shard from the
- *     backward to the update, a temporary within one run);
- *   - starts in a middle run, ends outside: one copy per middle layer; when
- *     the end is in the run right after, or is an in-flight call's
- *     completion (the overlap window), the copy ends in the next layer's
- *     copy of the run (the last one where the value ended: the residual
- *     stream and the gradient entering the next layer, the gradients in
- *     flight for about two layers), else where the value ended (a gradient
- *     held whole to the update);
- *   - starts outside, ends in a middle run: one value; it ends in the first
- *     copy executed when it starts in the run right before or ends as an
- *     in-flight call (a prefetched gather, the head's gradient in flight),
- *     else in the last copy (the first layer's checkpoint, read by layer 1's
- *     recomputation);
+ * belongs where it runs, not to the unit it serves; so does an op preparing
+ * parameters or state alone, such as ZeRO-3's casts moved with their
+ * gathers; a constant, outside the arena, to none; the optimizer's update,
+ * its ops fused across parameters, to the outer part), and the points of
+ * the middle unit form runs, each run repeated once per middle layer
+ * (forward runs in layer order, backward and recomputing runs in reverse).
+ * A value's copies follow where it starts and ends (red_map):
+ *   - between layer runs (layer 0, the middle layers, the last layer), one
+ *     copy per middle layer when it starts in a middle run: it ends as many
+ *     layers from its start as in the reduced program (a checkpoint or the
+ *     residual stream read by the next layer, the gradient into the
+ *     previous one, a gather prefetched for the next, gradients in flight
+ *     two layers on), in the middle run nearest the end's run when that
+ *     layer is a middle one, its offset there taken with the runs aligned
+ *     at their ends (a middle run opens with the next layer's prefetches);
+ *   - from a middle run to the outer part: one copy per middle layer,
+ *     ending where the value ended (a gradient held to the update), or, an
+ *     in-flight call, as many layers on as in the reduced program, at the
+ *     point of that layer's run where calls from other layers end;
+ *   - from the outer part into a middle run: one value, ending in the first
+ *     copy executed when it is an in-flight call (the head's gradient), else
+ *     in the last (a value every layer reads);
  *   - else: one value, its range stretched over the repeated runs between.
  * The full program's memory is the reduced one's plus the difference of the
  * two busiest points, plus L - 3 times the middle layer's parameters and
@@ -2117,10 +2117,7 @@ static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, int stag
   q.nunits = nu;
   for (int u = 0; u < nu; u++) q.zero[u] = u % 2 == r % 2 ? (uint8_t)stage : 0;
   C->realised++;
-  red_full_nl = C->nl;
-  int rc = realise(R, &q, pc, uns, ust);
-  red_full_nl = 0;
-  return rc;
+  return realise(R, &q, pc, uns, ust);
 }
 
 /* The same with every unit at `stage`. */
