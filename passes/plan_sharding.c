@@ -1482,6 +1482,9 @@ typedef struct {
   bool has_uni;     /* reduced: the fastest uniform pattern (every unit at one stage) predicted within the limit */
   gv_plan uni;
   int64_t uni_ns, uni_mem;
+  bool has_alt;     /* reduced: the fastest knapsack mix over the ZeRO stages alone predicted within the budget */
+  gv_plan alt;
+  int64_t alt_ns, alt_mem;
 } search;
 
 /* The stages the search chooses from for p's units: zs[0] = 0 (no ZeRO),
@@ -2383,6 +2386,26 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     consider_pred(S, p, pred, mem, limit);
   }
   memset(p->sp, 0, (size_t)nu);
+  if (!rc && !C->mem_only && nz > 2 && nc == nz && !zs[0]) {
+    /* the knapsack over the ZeRO stages alone (every unit split): a second mix, realised in full beside the
+     * choice as the fastest uniform pattern is (plan_search); the table's time prices units without ZeRO
+     * between ZeRO ones a few ms too cheaply (Llama2-7B, 16 GPUs / 36 GiB) */
+    int64_t(*ns2)[NZ] = calloc((size_t)nu, sizeof *ns2), (*st2)[NZ] = calloc((size_t)nu, sizeof *st2);
+    if (!ns2 || !st2) rc = gv_error(C->m, "out of memory");
+    for (int u = 0; !rc && u < nu; u++)
+      for (int z = 1; z < nz; z++) ns2[u][z - 1] = ns[u][z], st2[u][z - 1] = st[u][z];
+    int64_t pr = rc ? -1 : knapsack(nu, ns2, st2, nz - 1, limit - rest, zs + 1, p->zero);
+    if (pr == -2) rc = gv_error(C->m, "out of memory");
+    else if (pr >= 0) {
+      int64_t pred = 0, mem = rest;
+      for (int u = 0; u < nu; u++) {
+        int z = plan_choice(zs, nc, p, u);
+        pred += ns[u][z], mem += st[u][z];
+      }
+      if (mem <= limit && (!S->has_alt || pred < S->alt_ns)) S->has_alt = true, S->alt = *p, S->alt_ns = pred, S->alt_mem = mem;
+    }
+    free(ns2), free(st2);
+  }
   if (!rc && !C->mem_only && zero1_uniform(C, p)) {
     /* ZeRO-1 on every unit: its step and memory from r3 and r2 at stage 1, extrapolated over the layers as the
      * uniform patterns' steps and the rest are (its memory is never below stage 2's: the probes need it not) */
@@ -2803,21 +2826,26 @@ again_unpruned:
       e->limit = (e->limit < S->best_pred_mem ? e->limit : S->best_pred_mem) - (pc.mem_total - limit);
     }
   }
-  if (!rc && have && S->has_uni && !plan_eq(&S->uni, &keep->best)) {
+  for (int x = 0; x < 2; x++) {
+    /* from the search whose choice was kept (its combinations' budgets) */
+    bool has = x ? keep->has_alt : keep->has_uni;
+    gv_plan up = x ? keep->alt : keep->uni;
+    int64_t ums = x ? keep->alt_mem : keep->uni_mem, uns = x ? keep->alt_ns : keep->uni_ns;
+    if (rc || !have || !has || plan_eq(&up, &keep->best)) continue;
     /* The fastest uniform pattern predicted to fit, realised in full too: the knapsack's mixed patterns are
      * priced by the unit table's sum and a uniform one by its own realisations, two predictions whose errors
      * (a few ms on Llama2-7B's 4.2 s steps) exceed their differences; the faster realised wins (Galvatron's
      * rows at 32 and 64 GPUs / 36 GiB: a ZeRO-3 / ZeRO-2 / none mix predicted faster than uniform ZeRO-2,
      * realised 0.2 % slower, once the memory estimate let the mix fit) */
     gv_plan_cost pc;
-    gv_plan up = S->uni;
     int q = realise(C, &up, &pc, NULL, NULL);
     if (q < 0) rc = -1;
     else if (!q && pc.mem_total <= limit && pc.step_ns < keep->best_cost.step_ns)
-      keep->best = up, keep->best_cost = pc, keep->best_pred = pc.step_ns, keep->best_pred_mem = S->uni_mem;
+      keep->best = up, keep->best_cost = pc, keep->best_pred = pc.step_ns, keep->best_pred_mem = ums;
     if (getenv("GALV_PLAN_DEBUG"))
-      fprintf(stderr, "plan-debug: the fastest uniform pattern: pred mem %lld ns %lld; realised %s mem %lld ns %lld\n", (long long)S->uni_mem,
-              (long long)S->uni_ns, q ? "(none)" : "", (long long)pc.mem_total, (long long)pc.step_ns);
+      fprintf(stderr, "plan-debug: the fastest %s: pred mem %lld ns %lld; realised %s mem %lld ns %lld\n",
+              x ? "mix over the ZeRO stages" : "uniform pattern", (long long)ums, (long long)uns, q ? "(none)" : "", (long long)pc.mem_total,
+              (long long)pc.step_ns);
   }
   if (!rc && !have && C->pruned && !C->no_prune) {
     /* no choice fitted in full: the search again from the start with every table made, as it ran before
