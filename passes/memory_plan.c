@@ -44,6 +44,7 @@ typedef struct {
   bool planned;  /* a value of the schedule (not inside a fused body) */
   int64_t bytes; /* root only */
   int start, end;
+  bool fl_end;   /* root: its end is an in-flight call's completion (fl_done), not a read */
   int64_t off;
   const gv_value *val; /* for GALV_MEM_PEAK's listing */
 } vinfo;
@@ -72,13 +73,15 @@ static int64_t align_up(int64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
 
 static void use(ctx *c, const gv_value *u, int point) {
   vinfo *r = &c->v[c->v[u->id].root];
-  if (point > r->end) r->end = point;
+  if (point > r->end) r->end = point, r->fl_end = false;
 }
+
+const gv_mem_observer *gv_memory_plan_observer;
 
 /* In-flight call k is done at point p: its operand lives to p; it leaves the list (the last takes its place). */
 static void fl_done(ctx *c, int k, int p) {
   vinfo *o = &c->v[c->fl[k][1]];
-  if (p > o->end) o->end = p;
+  if (p > o->end) o->end = p, o->fl_end = true;
   c->nfl--;
   for (int j = 0; j < 3; j++) c->fl[k][j] = c->fl[c->nfl][j];
 }
@@ -104,6 +107,7 @@ static int walk(ctx *c, gv_block *b) {
   for (gv_op *op = b->first; op; op = op->next) {
     if (op->code == GV_OP_ARENA) continue;
     int p = ++c->point;
+    if (gv_memory_plan_observer) gv_memory_plan_observer->point(gv_memory_plan_observer->ud, p, op);
     if (c->nfl && !b->parent) in_flight_reads(c, op, p);
     if (c->nfl && !b->parent && gv_comm_is_collective(op) && gv_get_int(op, "wait_posted", 0) && c->mark >= 0) {
       /* the overlap window (comm_sync.h): the calls posted before the previous marked one are waited for here */
@@ -415,7 +419,7 @@ int gv_pass_memory_plan(gv_module *m) {
   }
   if (walk(&c, body)) goto done;
   for (int k = 0; k < c.nfl; k++) /* results nobody reads: in flight until the end of the run */
-    if (c.v[c.fl[k][1]].end < c.point) c.v[c.fl[k][1]].end = c.point;
+    if (c.v[c.fl[k][1]].end < c.point) c.v[c.fl[k][1]].end = c.point, c.v[c.fl[k][1]].fl_end = false;
   int64_t *in_place = f->res_updates ? update_in_place(&c, f) : NULL;
 
   int nroots = 0;
@@ -481,6 +485,10 @@ int gv_pass_memory_plan(gv_module *m) {
   for (int p = 0; p <= c.point; p++) {
     live += diff[p];
     if (live > lower) lower = live, busiest = p;
+  }
+  for (int i = 0; gv_memory_plan_observer && i < nroots; i++) {
+    const vinfo *r = &c.v[roots[i]];
+    gv_memory_plan_observer->root(gv_memory_plan_observer->ud, r->start, r->end, r->bytes, r->fl_end);
   }
   if (getenv("GALV_MEM_PEAK")) peak_dump(&c, roots, nroots, busiest, lower, getenv("GALV_MEM_PEAK"));
 

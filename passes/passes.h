@@ -78,6 +78,17 @@ int gv_pass_fuse(gv_module *m);           /* passes/fuse.c */
 int gv_pass_overlap(gv_module *m);        /* passes/overlap.c */
 int gv_pass_bucket(gv_module *m);         /* passes/bucket.c */
 int gv_pass_memory_plan(gv_module *m);    /* passes/memory_plan.c */
+/* An observer of the memory plan (the planner's reduced-program memory
+ * estimate, plan_sharding.c): the op at each point of the schedule, and per
+ * arena value (a root, not a view or an external) its bytes, its live range
+ * and whether its end is an in-flight call's completion (the overlap
+ * window's wait, or the first read of the call's result). NULL: none. */
+typedef struct gv_mem_observer {
+  void (*point)(void *ud, int point, const gv_op *op);
+  void (*root)(void *ud, int start, int end, int64_t bytes, bool in_flight_end);
+  void *ud;
+} gv_mem_observer;
+extern const gv_mem_observer *gv_memory_plan_observer;
 
 /* Storage precision (docs/cuda-target.md, "Storage precision"): set by the
  * drivers (galvc --precision, --grad-dtype; galv-opt --precision=) before

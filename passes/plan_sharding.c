@@ -61,6 +61,7 @@ enum { GV_PLAN_FILE_MAX = 16 << 20, GV_PLAN_AXIS_MAX = 1 << 20 };
 #include "../planner/cost.h"
 #include "../planner/json.h"
 #include "../planner/profile.h"
+#include "../ir/comm_sync.h"
 #include "../ir/storage.h"
 #include "layer_units.h"
 #include "passes.h"
@@ -664,6 +665,8 @@ static int64_t microbatch_copies(const gv_module *m) {
   return 1;
 }
 
+static int64_t *prof_dmem_units; /* when set: profile_apply's memory correction per unit */
+
 /* --profile (planner/profile.h): for each unit the profile has a kind for
  * (the layers; unit 0, the outer part), its forward, backward and (full
  * recomputation) recomputed ops' analytic compute time is replaced by the
@@ -735,6 +738,7 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
           fprintf(stderr, "plan-debug: profile: unit %d keeps %lld bytes for backward, the profile %lld (b %lld, tp %lld)\n", u,
                   (long long)aa, (long long)pa, (long long)b, (long long)tp);
         dmem += pa - aa;
+        if (prof_dmem_units) prof_dmem_units[u] += pa - aa;
         out->prof_mem_units++;
         out->prof_act += pa;
         out->prof_analytic_act += aa;
@@ -754,6 +758,264 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
  * state) attributed to each unit. Returns 0, 1 when the plan does not
  * realise (it is then no candidate), -1 on an internal error. */
 static int64_t *realise_kept; /* when set: each unit's activations kept for backward (kept_bytes), filled by realise */
+
+/* ---------------------------------------------------------------- the full program's memory from a reduced one
+ *
+ * A reduced program (outer + layers 0, 1 and L-1; see "reduced modules"
+ * below) stands for the full one with its middle layer (unit 2) repeated
+ * L - 2 times. Its memory plan (the observer, passes.h) gives the op at
+ * every point and every arena value's bytes and live range; the full
+ * program's most bytes live at once are then found on the schedule with the
+ * middle layer's stretches repeated: each point belongs to the unit of the
+ * last computing op at or before it (a collective moved by the overlap pass
+ * belongs where it runs, not to the unit it serves; so does an op preparing
+ * parameters or state alone, such as ZeRO-3's casts moved with their
+ * gathers; a constant, outside the arena, to none; the optimizer's update,
+ * its ops fused across parameters, to the outer part), and the points of
+ * the middle unit form runs, each run repeated once per middle layer
+ * (forward runs in layer order, backward and recomputing runs in reverse).
+ * A value's copies follow where it starts and ends (red_map):
+ *   - between layer runs (layer 0, the middle layers, the last layer), one
+ *     copy per middle layer when it starts in a middle run: it ends as many
+ *     layers from its start as in the reduced program (a checkpoint or the
+ *     residual stream read by the next layer, the gradient into the
+ *     previous one, a gather prefetched for the next, gradients in flight
+ *     two layers on), in the middle run nearest the end's run when that
+ *     layer is a middle one, its offset there taken with the runs aligned
+ *     at their ends (a middle run opens with the next layer's prefetches);
+ *   - from a middle run to the outer part: one copy per middle layer,
+ *     ending where the value ended (a gradient held to the update), or, an
+ *     in-flight call, as many layers on as in the reduced program, at the
+ *     point of that layer's run where calls from other layers end;
+ *   - from the outer part into a middle run: one value, ending in the first
+ *     copy executed when it is an in-flight call (the head's gradient), else
+ *     in the last (a value every layer reads);
+ *   - else: one value, its range stretched over the repeated runs between.
+ * The full program's memory is the reduced one's plus the difference of the
+ * two busiest points, plus L - 3 times the middle layer's parameters and
+ * optimizer state (outside the arena) and its --profile correction. The
+ * difference of two reduced programs' peaks is no layer's memory: their
+ * busiest points are not the full program's (Llama2-7B, dp=8, ZeRO-3, full
+ * recomputation: r3 and r2 differ by 1.03 GB, the full program grows
+ * 0.63 GB per layer; docs/planner.md, "Llama2-7B with Galvatron's profile"). */
+typedef struct {
+  int start, end;
+  int64_t bytes;
+  bool fl;
+} red_root;
+typedef struct {
+  const gv_func *f;
+  const gv_op **at;
+  bool *anchor;  /* per point: a computing op (see above) */
+  int npoints, cap;
+  bool *staged;  /* per value id (the memory plan's numbering): computed from parameters and state alone */
+  int capv;
+  red_root *roots;
+  int nroots, caproots;
+  bool oom;
+} red_obs;
+
+/* A point's op anchors its unit's run unless it is a collective, a constant, or prepares parameters or state
+ * alone (ZeRO-3's casts of the master weights before their gathers, moved ahead by the overlap pass with them). */
+static void red_obs_point(void *ud, int p, const gv_op *op) {
+  red_obs *o = ud;
+  if (o->oom) return;
+  if (p >= o->cap) {
+    int cap = o->cap ? 2 * o->cap : 1024;
+    while (cap <= p) cap *= 2;
+    const gv_op **n = realloc(o->at, (size_t)cap * sizeof *n);
+    bool *a = n ? realloc(o->anchor, (size_t)cap * sizeof *a) : NULL;
+    if (n) o->at = n;
+    if (!n || !a) {
+      o->oom = true;
+      return;
+    }
+    for (int i = o->cap; i < cap; i++) n[i] = NULL, a[i] = false;
+    o->anchor = a, o->cap = cap;
+  }
+  bool staged = true;
+  for (int i = 0; i < op->nopnds && staged; i++) {
+    const gv_value *v = op->opnds[i];
+    if (!v->def) {
+      const gv_func *f = o->f;
+      staged = v->block == f->body && ((f->arg_is_param && f->arg_is_param[v->index]) || (f->arg_is_state && f->arg_is_state[v->index]));
+    } else
+      staged = v->id >= 0 && v->id < o->capv && o->staged[v->id];
+  }
+  for (int i = 0; i < op->nres; i++) {
+    int id = op->res[i]->id;
+    if (id < 0) continue;
+    if (id >= o->capv) {
+      int cap = o->capv ? 2 * o->capv : 4096;
+      while (cap <= id) cap *= 2;
+      bool *n = realloc(o->staged, (size_t)cap * sizeof *n);
+      if (!n) {
+        o->oom = true;
+        return;
+      }
+      for (int k = o->capv; k < cap; k++) n[k] = false;
+      o->staged = n, o->capv = cap;
+    }
+    o->staged[id] = staged;
+  }
+  o->at[p] = op;
+  o->anchor[p] = op->code != GV_OP_CONSTANT && !gv_comm_is_collective(op) && !staged;
+  if (p + 1 > o->npoints) o->npoints = p + 1;
+}
+
+static void red_obs_root(void *ud, int start, int end, int64_t bytes, bool fl) {
+  red_obs *o = ud;
+  if (o->nroots == o->caproots) {
+    int cap = o->caproots ? 2 * o->caproots : 1024;
+    red_root *n = realloc(o->roots, (size_t)cap * sizeof *n);
+    if (!n) {
+      o->oom = true;
+      return;
+    }
+    o->roots = n, o->caproots = cap;
+  }
+  o->roots[o->nroots++] = (red_root){start, end, bytes, fl};
+}
+
+/* The schedule of a reduced program with its middle runs repeated (see above). */
+typedef struct {
+  int n;                         /* middle layers: copies of a middle run */
+  int *run, *rs, *rlen, *rbwd, *reg; /* per point its run; per run its first point, length, direction (> 0: backward), unit */
+  int *near;                     /* per run the nearest middle run (-1: none) */
+  int *wait;                     /* per run: the latest point in it (from its start) where an in-flight call from another layer's run ends */
+  int64_t *base;                 /* per run its first position in the full schedule */
+} red_sched;
+
+/* Adds v's copies (their live ranges in the full schedule) to diff (when given); returns how many cover position probe. */
+static int red_map(const red_sched *S, const red_root *v, int64_t *diff, int64_t probe) {
+  int n = S->n, A = S->run[v->start], B = S->run[v->end], so = v->start - S->rs[A], eo = v->end - S->rs[B], hits = 0;
+  int ua = S->reg[S->rs[A]], ub = S->reg[S->rs[B]];
+#define POS(r, c, off) (S->base[r] + (int64_t)(c) * S->rlen[r] + ((off) < 0 ? 0 : (off) >= S->rlen[r] ? S->rlen[r] - 1 : (off)))
+#define EXEC(r, j) (S->rbwd[r] > 0 ? n - (j) : (j) - 1) /* middle layer j's (1 .. n) copy of run r, in execution order */
+#define ALIGN(off, r, m) ((off) + S->rlen[m] - S->rlen[r]) /* offset off of run r in middle run m: the runs aligned at their ends */
+#define ADD(a, b)                                                                                                      \
+  do {                                                                                                                 \
+    int64_t a_ = (a), b_ = (b) < a_ ? a_ : (b);                                                                        \
+    if (diff) diff[a_] += v->bytes, diff[b_ + 1] -= v->bytes;                                                          \
+    hits += probe >= a_ && probe <= b_;                                                                                \
+  } while (0)
+  if (ua && ub && (ua == 2 || ub == 2 || ua != ub)) {
+    /* between layers: layer 0, the middle layers 1 .. n, layer n + 1; the end as many layers from the start as in
+     * the reduced program, in the middle run nearest the end's run where it falls on a middle layer */
+    int lo = ua == 2 ? 1 : ua == 1 ? 0 : n + 1, hi = ua == 2 ? n : lo, d = ub - ua;
+    for (int j = lo; j <= hi; j++) {
+      int64_t s0 = ua == 2 ? POS(A, EXEC(A, j), so) : POS(A, 0, so);
+      int k = j + d, mb = S->near[B];
+      ADD(s0, k >= 1 && k <= n && mb >= 0 ? POS(mb, EXEC(mb, k), ALIGN(eo, B, mb)) : POS(B, 0, eo));
+    }
+  } else if (ua == 2) {
+    /* to the outer part: where it ended, or, an in-flight call, as many layers on as in the reduced program (the
+     * layer runs between, and one more) */
+    int k = 1;
+    for (int r = A + 1; r < B; r++) k += S->reg[S->rs[r]] && S->reg[S->rs[r]] != S->reg[S->rs[r - 1]];
+    int w = A + 1 < B ? ALIGN(S->wait[A + 1], A + 1, A) : 0; /* where in a layer's run the calls of two layers back end */
+    for (int c = 0; c < n; c++) {
+      int t = c + k;
+      ADD(POS(A, c, so), !v->fl || c == n - 1 ? POS(B, 0, eo) : t <= n - 1 ? POS(A, t, w) : A + t - (n - 1) < B ? POS(A + t - (n - 1), 0, S->wait[A + t - (n - 1)]) : POS(B, 0, eo));
+    }
+  } else if (ub == 2) /* from the outer part: an in-flight call ends in the first layer run, else in the last */
+    ADD(POS(A, 0, so), POS(B, v->fl ? 0 : n - 1, eo));
+  else
+    ADD(POS(A, 0, so), POS(B, 0, eo));
+#undef POS
+#undef EXEC
+#undef ALIGN
+#undef ADD
+  return hits;
+}
+
+/* The most bytes live at once in the full program of L layers that the reduced program C (3 layers) observed in o
+ * stands for (see above); *lower: the reduced program's own. -1 when out of memory. */
+static int64_t red_full_lower(const ctx *C, const red_obs *o, int L, int64_t *lower) {
+  int np = o->npoints;
+  red_sched S = {.n = L - 2};
+  S.run = malloc((size_t)(np + 1) * sizeof *S.run), S.reg = malloc((size_t)(np + 1) * sizeof *S.reg);
+  S.rs = malloc((size_t)(np + 1) * sizeof *S.rs), S.rlen = calloc((size_t)np + 1, sizeof *S.rlen);
+  S.rbwd = calloc((size_t)np + 1, sizeof *S.rbwd), S.base = malloc((size_t)(np + 2) * sizeof *S.base);
+  S.near = malloc((size_t)(np + 1) * sizeof *S.near), S.wait = calloc((size_t)np + 1, sizeof *S.wait);
+  int64_t *diff = NULL, *d3 = calloc((size_t)np + 2, sizeof *d3), best = -1;
+  if (!S.run || !S.reg || !S.rs || !S.rlen || !S.rbwd || !S.base || !S.near || !S.wait || !d3 || S.n < 1) goto done;
+  /* each point's unit: the last computing op's at or before it (the first's before it) */
+  int cur = 0, nr = 0;
+  for (int p = 1; p < np; p++)
+    if (o->at[p] && o->anchor[p]) {
+      cur = unit_of(C, o->at[p]->loc);
+      break;
+    }
+  for (int p = 0; p < np; p++) {
+    const gv_op *op = p ? o->at[p] : NULL;
+    bool anchor = op && o->anchor[p];
+    if (anchor) cur = op->loc && !strncmp(op->loc, "optimizer/", 10) ? 0 : unit_of(C, op->loc);
+    if (!p || cur != S.reg[S.rs[nr - 1]]) S.rs[nr] = p, S.reg[p] = cur, nr++;
+    S.reg[p] = cur;
+    S.run[p] = nr - 1;
+    S.rlen[nr - 1]++;
+    if (anchor) { /* the run's direction: backward and recomputing ops against forward and optimizer ones */
+      int ph = phase_of(op->loc);
+      S.rbwd[nr - 1] += ph == PH_BWD || ph == PH_REC ? 1 : -1;
+    }
+  }
+  for (int r = 0; r < nr; r++) {
+    S.near[r] = -1;
+    for (int k = 0; k < nr && S.near[r] < 0; k++)
+      S.near[r] = r - k >= 0 && S.reg[S.rs[r - k]] == 2 ? r - k : r + k < nr && S.reg[S.rs[r + k]] == 2 ? r + k : -1;
+  }
+  for (int i = 0; i < o->nroots; i++) {
+    const red_root *v = &o->roots[i];
+    if (v->start < 0 || v->end >= np || v->end < v->start || !v->fl) continue;
+    int A = S.run[v->start], B = S.run[v->end];
+    if (A != B && S.reg[S.rs[A]] && S.reg[S.rs[B]] && v->end - S.rs[B] > S.wait[B]) S.wait[B] = v->end - S.rs[B];
+  }
+  S.base[0] = 0;
+  for (int r = 0; r < nr; r++) S.base[r + 1] = S.base[r] + (int64_t)S.rlen[r] * (S.reg[S.rs[r]] == 2 ? S.n : 1);
+  int64_t total = S.base[nr], live = 0, at = 0;
+  if (!(diff = calloc((size_t)total + 2, sizeof *diff))) goto done;
+  for (int i = 0; i < o->nroots; i++) {
+    const red_root *v = &o->roots[i];
+    if (v->start < 0 || v->end >= np || v->end < v->start) continue;
+    d3[v->start] += v->bytes, d3[v->end + 1] -= v->bytes;
+    red_map(&S, v, diff, -1);
+  }
+  best = 0;
+  for (int64_t p = 0; p <= total; p++) {
+    live += diff[p];
+    if (live > best) best = live, at = p;
+  }
+  live = 0, *lower = 0;
+  for (int p = 0; p < np; p++) {
+    live += d3[p];
+    if (live > *lower) *lower = live;
+  }
+  const char *dbg = getenv("GALV_PLAN_DEBUG");
+  if (dbg && atoi(dbg) >= 2) { /* the runs, and the largest values at the full schedule's busiest position */
+    for (int r = 0; r < nr; r++)
+      fprintf(stderr, "plan-debug: reduced run %d: unit %d, points %d-%d (%s), x %d\n", r, S.reg[S.rs[r]], S.rs[r], S.rs[r] + S.rlen[r] - 1,
+              S.rbwd[r] > 0 ? "backward" : "forward", S.reg[S.rs[r]] == 2 ? S.n : 1);
+    fprintf(stderr, "plan-debug: %d layers: busiest position %lld of %lld, %lld bytes; the largest values there:\n", L, (long long)at,
+            (long long)total, (long long)best);
+    for (int i = 0; i < o->nroots; i++) {
+      const red_root *v = &o->roots[i];
+      if (v->start < 0 || v->end >= np || v->end < v->start) continue;
+      int h = red_map(&S, v, NULL, at);
+      if (h && v->bytes * h >= best / 50)
+        fprintf(stderr, "plan-debug:   %d x %lld bytes, r3 points %d-%d%s: %s %s\n", h, (long long)v->bytes, v->start, v->end,
+                v->fl ? " (in flight)" : "", o->at[v->start] ? gv_ops[o->at[v->start]->code].name : "input",
+                o->at[v->start] && o->at[v->start]->loc ? o->at[v->start]->loc : "");
+    }
+  }
+done:
+  free(S.run), free(S.reg), free(S.rs), free(S.rlen), free(S.rbwd), free(S.base), free(S.near), free(S.wait), free(diff), free(d3);
+  return best;
+}
+
+/* When set (a realisation of a reduced program of 3 layers): the layers of the full program it stands for;
+ * realise_do then fills out->mem_full (red_full_lower). */
+static int red_full_nl;
 
 static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
   memset(out, 0, sizeof *out);
@@ -778,12 +1040,18 @@ static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit
   if (!rc) rc = gv_pass_overlap(m) ? 1 : 0;
   if (!rc) rc = gv_pass_bucket(m) ? 1 : 0;
   if (!rc) rc = gv_pass_storage(m) ? 1 : 0; /* the memory plan and the cost read the storage precision */
+  red_obs obs = {.f = m->main};
+  gv_mem_observer ob = {red_obs_point, red_obs_root, &obs};
+  bool want_full = red_full_nl > 3 && C->nl == 3 && p->nunits == 4;
+  if (want_full) gv_memory_plan_observer = &ob;
   if (!rc) rc = gv_pass_memory_plan(m) ? 1 : 0;
+  gv_memory_plan_observer = NULL;
   quiet_end(fd);
   gv_layer_units_hint(NULL, NULL);
   int64_t bucket = gv_shard_opts.bucket_chosen; /* --bucket-mb auto: this plan's cap, the fastest priced */
   gv_shard_opts = saved;
   if (rc) {
+    free(obs.at), free(obs.anchor), free(obs.staged), free(obs.roots);
     gv_module_free(m);
     return rc < 0 ? -1 : 1;
   }
@@ -828,17 +1096,42 @@ static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit
   out->mem_activations = mem.total - out->mem_params - mem.optimizer - mem.grads - mem.constants - mem.comm;
   out->mem_total = mem.total;
   count_memory(m, out);
+  int64_t dmem_u[4] = {0};
   if (ph) { /* --profile: measured figures replace the analytic ones of the profiled units */
     int64_t tl = p->t_layer >= 0 ? p->size[p->t_layer] : 1;
     int64_t *utp = malloc((size_t)p->nunits * sizeof *utp);
     for (int u = 0; utp && u < p->nunits; u++) utp[u] = unit_tp(p, u) >= 0 ? p->size[unit_tp(p, u)] : 1;
+    prof_dmem_units = want_full ? dmem_u : NULL;
     int q = utp ? profile_apply(C, m, p->nunits, dprod(p), utp, tl, out, unit_ns, ph, cnt, NULL) : gv_error_plain("planner: out of memory");
+    prof_dmem_units = NULL;
     free(ph), free(cnt), free(utp);
     if (q) {
+      free(obs.at), free(obs.anchor), free(obs.staged), free(obs.roots);
       gv_module_free(m);
       return q < 0 ? -1 : 1;
     }
   }
+  if (want_full && !obs.oom) {
+    /* the full program's memory (red_full_lower): the middle layer's states outside the arena and its profile
+     * correction L - 3 more times */
+    int64_t lower3 = 0, lowerL = red_full_lower(C, &obs, red_full_nl, &lower3), lowerP = red_full_lower(C, &obs, red_full_nl - 1, &lower3), ext = 0;
+    for (int i = 0; i < f->body->nargs; i++)
+      if (C->unit[i] == 2 && ((f->arg_is_param && f->arg_is_param[i]) || (f->arg_is_state && f->arg_is_state[i]))) {
+        const gv_type *t = &f->body->args[i]->type; /* as the memory plan's param_bytes and gv_cost_memory count them */
+        int64_t b = (int64_t)gv_dtype_size(t->dtype);
+        for (int k = 0; k < t->rank; k++) b *= t->dims[k] > 0 ? t->dims[k] : 0;
+        ext += b;
+      }
+    if (lowerL >= 0 && lowerP >= 0) {
+      out->mem_full = out->mem_total + (lowerL - lower3) + (int64_t)(red_full_nl - 3) * (ext + dmem_u[2]);
+      out->mem_full_layer = lowerL - lowerP + ext + dmem_u[2];
+    }
+    if (getenv("GALV_PLAN_DEBUG"))
+      fprintf(stderr, "plan-debug: reduced memory (ZeRO %d %d %d %d): r3 %lld (busiest %lld) -> %d layers: busiest %lld (%d layers: %lld), per middle layer states %lld, profile %lld: %lld, a middle layer %lld\n",
+              p->zero[0], p->zero[1], p->zero[2], p->zero[3], (long long)out->mem_total, (long long)lower3, red_full_nl, (long long)lowerL,
+              red_full_nl - 1, (long long)lowerP, (long long)ext, (long long)dmem_u[2], (long long)out->mem_full, (long long)out->mem_full_layer);
+  }
+  free(obs.at), free(obs.anchor), free(obs.staged), free(obs.roots);
   plan_step(out);
   for (int i = 0; unit_state && i < f->body->nargs; i++) {
     const gv_type *t = &f->body->args[i]->type;
@@ -911,6 +1204,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   for (int i = memo_n - 1; i >= 0; i--) {
     memo_entry *e = &memo_tab[i];
     if (e->memo != C->memo || e->h != h || e->nunits != nu || (realise_kept && !e->has_kept)) continue;
+    if (!e->rc && red_full_nl > 3 && C->nl == 3 && nu == 4 && !e->out.mem_full) continue; /* kept without the estimate */
     memo_hits++;
     *out = e->out;
     if (e->rc) return e->rc;
@@ -975,6 +1269,13 @@ typedef struct {
   gv_plan key;
   int status; /* 0: the table below; 1: the combination does not realise */
   int64_t n3[4][NZ], s3[4][NZ], rest3, rest2;
+  int64_t restL; /* the rest of the full program from r3's memory plans (red_full_lower; INT64_MIN: none) */
+  int64_t midL[NZ]; /* per choice: what a middle layer at that choice adds to the full program (mem_full_layer; 0: unknown) */
+  /* per stage: every unit at it on r3 (solve_reduced's table): realised (u3_done), its rc, step, memory and the full
+   * program's estimate */
+  bool u3_done[4];
+  int u3_rc[4];
+  int64_t u3_step[4], u3_mem[4], u3_full[4];
   int64_t limit; /* the budget the knapsack fills (the memory limit until a full realisation corrects it) */
   /* per stage s, every unit at s: its step and memory extrapolated from r3 and r2 at s (uni_done[s]: known; uni[s] < 0:
    * does not realise), and its memory's error once realised in full (plan_search; 0 before) */
@@ -1178,6 +1479,12 @@ typedef struct {
   int64_t nosp_ns;
   bool reduced;     /* costed on the reduced programs (plan_search) */
   int retries;      /* reduced: searches again because the choice did not fit in full */
+  bool has_uni;     /* reduced: the fastest uniform pattern (every unit at one stage) predicted within the limit */
+  gv_plan uni;
+  int64_t uni_ns, uni_mem;
+  bool has_alt;     /* reduced: the fastest knapsack mix over the ZeRO stages alone predicted within the budget */
+  gv_plan alt;
+  int64_t alt_ns, alt_mem;
 } search;
 
 /* The stages the search chooses from for p's units: zs[0] = 0 (no ZeRO),
@@ -1817,12 +2124,16 @@ static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, int stag
 }
 
 /* The same with every unit at `stage`. */
-static int realise_uniform(ctx *C, ctx *R, const gv_plan *p, int nu, int stage, gv_plan_cost *pc) {
+static int realise_uniform(ctx *C, ctx *R, const gv_plan *p, int nu, int stage, gv_plan_cost *pc, int64_t *ust) {
   gv_plan q = *p;
   q.nunits = nu;
   for (int u = 0; u < nu; u++) q.zero[u] = (uint8_t)stage;
   C->realised++;
-  return realise(R, &q, pc, NULL, NULL);
+  red_full_nl = C->nl;
+  int64_t uns[4];
+  int rc = realise(R, &q, pc, ust ? uns : NULL, ust);
+  red_full_nl = 0;
+  return rc;
 }
 
 /* One combination on the reduced modules (see reduced): the unit table of
@@ -1874,18 +2185,25 @@ static int red_uniform(ctx *C, red_combo *e, const gv_plan *p, int stage) {
   reduced *R = C->red;
   int L = C->nl;
   gv_plan_cost u3, u2;
-  int q = realise_uniform(C, &R->c3, p, 4, stage, &u3);
-  if (!q) q = realise_uniform(C, &R->c2, p, 3, stage, &u2);
+  int q;
+  if (e->u3_done[stage]) /* realised with the table */
+    q = e->u3_rc[stage], u3.step_ns = e->u3_step[stage], u3.mem_total = e->u3_mem[stage], u3.mem_full = e->u3_full[stage];
+  else
+    q = realise_uniform(C, &R->c3, p, 4, stage, &u3, NULL);
+  if (!q) q = realise_uniform(C, &R->c2, p, 3, stage, &u2, NULL);
   if (q < 0) return -1;
   e->uni[stage] = q ? -1 : u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
-  e->uni_mem[stage] = q ? -1 : u3.mem_total + (int64_t)(L - 3) * (u3.mem_total > u2.mem_total ? u3.mem_total - u2.mem_total : 0);
+  /* its memory: the full program's from r3's memory plan (red_full_lower); the peaks' linear extrapolation only
+   * where that is missing, and printed beside it */
+  int64_t lin = q ? -1 : u3.mem_total + (int64_t)(L - 3) * (u3.mem_total > u2.mem_total ? u3.mem_total - u2.mem_total : 0);
+  e->uni_mem[stage] = q ? -1 : u3.mem_full > 0 ? u3.mem_full : lin;
   e->uni_done[stage] = true;
   if (getenv("GALV_PLAN_DEBUG")) {
     char u0[64];
     gv_plan_unit_str(p, p->nunits > 1 ? 1 : 0, u0, sizeof u0);
-    fprintf(stderr, "plan-debug: uniform stage %d (%s, %lld devices): r3 %lld r2 %lld bytes -> %lld, step %lld\n", stage, u0,
-            (long long)dprod(p), q ? -1LL : (long long)u3.mem_total, q ? -1LL : (long long)u2.mem_total, (long long)e->uni_mem[stage],
-            (long long)e->uni[stage]);
+    fprintf(stderr, "plan-debug: uniform stage %d (%s, %lld devices): r3 %lld r2 %lld bytes (linear %lld) -> %lld, step %lld\n", stage,
+            u0, (long long)dprod(p), q ? -1LL : (long long)u3.mem_total, q ? -1LL : (long long)u2.mem_total, (long long)lin,
+            (long long)e->uni_mem[stage], (long long)e->uni[stage]);
   }
   return 0;
 }
@@ -1902,7 +2220,8 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   if (e->status == 2 && !C->no_prune) return 0;
   if (e->status == 2) red_unprune(e);
   if (e->status < 0) { /* the combination's first search: its reduced realisations */
-    int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN;
+    int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN, restL = INT64_MIN;
+    bool full_known = true;
     gv_plan_cost pc;
     int st = 0;
     bool first = true;
@@ -1958,8 +2277,32 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         }
         first = false;
       }
+    /* Every unit at each stage on r3: the full program's memory from its memory plan (red_full_lower), what a
+     * middle layer at that stage adds to it (the table's column for the middle layers) and the rest (the full
+     * program's memory less the outer part's and the first and last layers' states and the middle layers'
+     * additions; the largest over the stages). The alternating patterns' do not serve: a layer's stage changes
+     * what its neighbours hold (ZeRO-2 next to stage-0 layers kept no more than ZeRO-3 there, Llama2-7B dp=8),
+     * and the uniform patterns are the ones the search compares. red_uniform reads them for the uniform
+     * patterns' memory. */
+    for (int k = 0; !st && k < nz; k++) {
+      int z = zs[k];
+      if (z > 3 || e->u3_done[z]) continue;
+      int q = realise_uniform(C, &R->c3, p, 4, z, &pc, ust);
+      if (q < 0) return -1;
+      e->u3_done[z] = true, e->u3_rc[z] = q, e->u3_step[z] = pc.step_ns, e->u3_mem[z] = pc.mem_total, e->u3_full[z] = pc.mem_full;
+      if (q || !pc.mem_full || pc.mem_full_layer <= 0) {
+        full_known = false;
+        continue;
+      }
+      e->midL[k] = pc.mem_full_layer;
+      int64_t restf = pc.mem_full - ust[0] - (int64_t)L * pc.mem_full_layer;
+      if (getenv("GALV_PLAN_DEBUG"))
+        fprintf(stderr, "plan-debug: reduced rest at stage %d: %lld (estimate %lld, a layer %lld)\n", z, (long long)restf, (long long)pc.mem_full,
+                (long long)pc.mem_full_layer);
+      if (restf > restL) restL = restf;
+    }
     if (st < 0) return -1;
-    e->status = st, e->rest3 = rest3, e->rest2 = rest2;
+    e->status = st, e->rest3 = rest3, e->rest2 = rest2, e->restL = full_known ? restL : INT64_MIN;
     if (isnew) R->ncombos++;
   }
   if (e->status) return 0;
@@ -1970,11 +2313,17 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     free(ns), free(st);
     return gv_error(C->m, "out of memory");
   }
+  bool mid_known = e->restL != INT64_MIN;
+  for (int z = 0; z < nz; z++) mid_known &= e->midL[z] > 0;
   for (int u = 0; u < nu; u++) {
     int ru = u == 0 ? 0 : u == 1 ? 1 : u == L ? 3 : 2;
-    for (int z = 0; z < nz; z++) ns[u][z] = n3[ru][z], st[u][z] = s3[ru][z];
+    for (int z = 0; z < nz; z++) ns[u][z] = n3[ru][z], st[u][z] = ru && mid_known ? e->midL[z] : s3[ru][z];
   }
   int64_t rest = rest3 + (int64_t)(L - 3) * (rest3 > rest2 ? rest3 - rest2 : 0);
+  if (getenv("GALV_PLAN_DEBUG"))
+    fprintf(stderr, "plan-debug: reduced rest: r3 %lld r2 %lld (linear %lld) -> %lld; a middle layer: %lld %lld %lld %lld\n", (long long)rest3, (long long)rest2, (long long)rest,
+            (long long)(e->restL != INT64_MIN ? e->restL : rest), (long long)e->midL[0], (long long)e->midL[1 % NZ], (long long)e->midL[2 % NZ], (long long)e->midL[3 % NZ]);
+  if (mid_known) rest = e->restL;
   if (getenv("GALV_PLAN_DEBUG") && !C->mem_only)
     for (int u = 0; u < 4; u++) {
       fprintf(stderr, "plan-debug: reduced unit %d:", u);
@@ -2027,13 +2376,36 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
          * 2: the whole 16-bit working copies; 3: the gathered parameters), so a uniform ZeRO-3 was priced with
          * ZeRO-2's working copies (Megatron Table 1 row 3, dp=128, selective: 75.1 GB like ZeRO-2, realised 79.0;
          * ZeRO-2 realised 92.2, whose correction then left ZeRO-3 out) */
-        consider_pred(S, p, e->uni[zs[k]], e->uni_mem[zs[k]] + e->uni_err[zs[k]], C->limit);
+        int64_t um = e->uni_mem[zs[k]] + e->uni_err[zs[k]];
+        consider_pred(S, p, e->uni[zs[k]], um, C->limit);
+        if (um <= C->limit && (!S->has_uni || e->uni[zs[k]] < S->uni_ns))
+          S->has_uni = true, S->uni = *p, S->uni_ns = e->uni[zs[k]], S->uni_mem = um;
         continue;
       }
     }
     consider_pred(S, p, pred, mem, limit);
   }
   memset(p->sp, 0, (size_t)nu);
+  if (!rc && !C->mem_only && nz > 2 && nc == nz && !zs[0]) {
+    /* the knapsack over the ZeRO stages alone (every unit split): a second mix, realised in full beside the
+     * choice as the fastest uniform pattern is (plan_search); the table's time prices units without ZeRO
+     * between ZeRO ones a few ms too cheaply (Llama2-7B, 16 GPUs / 36 GiB) */
+    int64_t(*ns2)[NZ] = calloc((size_t)nu, sizeof *ns2), (*st2)[NZ] = calloc((size_t)nu, sizeof *st2);
+    if (!ns2 || !st2) rc = gv_error(C->m, "out of memory");
+    for (int u = 0; !rc && u < nu; u++)
+      for (int z = 1; z < nz; z++) ns2[u][z - 1] = ns[u][z], st2[u][z - 1] = st[u][z];
+    int64_t pr = rc ? -1 : knapsack(nu, ns2, st2, nz - 1, limit - rest, zs + 1, p->zero);
+    if (pr == -2) rc = gv_error(C->m, "out of memory");
+    else if (pr >= 0) {
+      int64_t pred = 0, mem = rest;
+      for (int u = 0; u < nu; u++) {
+        int z = plan_choice(zs, nc, p, u);
+        pred += ns[u][z], mem += st[u][z];
+      }
+      if (mem <= limit && (!S->has_alt || pred < S->alt_ns)) S->has_alt = true, S->alt = *p, S->alt_ns = pred, S->alt_mem = mem;
+    }
+    free(ns2), free(st2);
+  }
   if (!rc && !C->mem_only && zero1_uniform(C, p)) {
     /* ZeRO-1 on every unit: its step and memory from r3 and r2 at stage 1, extrapolated over the layers as the
      * uniform patterns' steps and the rest are (its memory is never below stage 2's: the probes need it not) */
@@ -2453,6 +2825,27 @@ again_unpruned:
       retries++;
       e->limit = (e->limit < S->best_pred_mem ? e->limit : S->best_pred_mem) - (pc.mem_total - limit);
     }
+  }
+  for (int x = 0; x < 2; x++) {
+    /* from the search whose choice was kept (its combinations' budgets) */
+    bool has = x ? keep->has_alt : keep->has_uni;
+    gv_plan up = x ? keep->alt : keep->uni;
+    int64_t ums = x ? keep->alt_mem : keep->uni_mem, uns = x ? keep->alt_ns : keep->uni_ns;
+    if (rc || !have || !has || plan_eq(&up, &keep->best)) continue;
+    /* The fastest uniform pattern predicted to fit, realised in full too: the knapsack's mixed patterns are
+     * priced by the unit table's sum and a uniform one by its own realisations, two predictions whose errors
+     * (a few ms on Llama2-7B's 4.2 s steps) exceed their differences; the faster realised wins (Galvatron's
+     * rows at 32 and 64 GPUs / 36 GiB: a ZeRO-3 / ZeRO-2 / none mix predicted faster than uniform ZeRO-2,
+     * realised 0.2 % slower, once the memory estimate let the mix fit) */
+    gv_plan_cost pc;
+    int q = realise(C, &up, &pc, NULL, NULL);
+    if (q < 0) rc = -1;
+    else if (!q && pc.mem_total <= limit && pc.step_ns < keep->best_cost.step_ns)
+      keep->best = up, keep->best_cost = pc, keep->best_pred = pc.step_ns, keep->best_pred_mem = ums;
+    if (getenv("GALV_PLAN_DEBUG"))
+      fprintf(stderr, "plan-debug: the fastest %s: pred mem %lld ns %lld; realised %s mem %lld ns %lld\n",
+              x ? "mix over the ZeRO stages" : "uniform pattern", (long long)ums, (long long)uns, q ? "(none)" : "", (long long)pc.mem_total,
+              (long long)pc.step_ns);
   }
   if (!rc && !have && C->pruned && !C->no_prune) {
     /* no choice fitted in full: the search again from the start with every table made, as it ran before

@@ -61,6 +61,10 @@ typedef struct {
   int64_t mem_data;                     /* the data inputs' bytes within mem_activations (the whole batch: a stand-in's
                                          * count_as / 2 times its own); galvc scales the rest of the activations with
                                          * the microbatch size (docs/planner.md, "One planner run per recomputation") */
+  int64_t mem_full;                     /* a reduced program's (plan_sharding.c, "reduced modules"): the memory per
+                                         * device of the full program it stands for, estimated from its memory
+                                         * plan; 0: none */
+  int64_t mem_full_layer;               /* the same: what one more middle layer adds to it */
 } gv_plan_cost;
 
 typedef struct {

@@ -22,9 +22,12 @@
 # seconds), 128 x a100-80g, batch 512, dp=128, selective recomputation, one
 # microbatch, a memory limit between the two's realised memory: ZeRO-2 is
 # faster but over it, ZeRO-3 fits; the search
-# chooses ZeRO-3 on every unit, the fixed `--strategy zero3` command's step
-# (it said "no plan fits": the table priced ZeRO-3 with ZeRO-2's 16-bit
-# working copies, and ZeRO-2's correction then left it out).
+# returns a plan within the limit with ZeRO-3 units, at most the fixed
+# `--strategy zero3` command's step (it said "no plan fits": the table
+# priced ZeRO-3 with ZeRO-2's 16-bit working copies, and ZeRO-2's
+# correction then left it out; then it chose ZeRO-3 on every unit; since
+# the reduced programs' memory is estimated from r3's memory plan, a
+# ZeRO-3 / ZeRO-2 mix that fits and is faster: 2050.9 vs 2093.1 ms).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -127,8 +130,8 @@ timeout 300 "$BUILD/galvc" "${R3[@]}" --memory-limit "$LIM" --plan-only --plan-o
 r=$(field "$T/r3.json" "p['predicted']['step_ns'], ''.join(sorted(set(str(u['zero']) for u in p['units']))), p['memory_per_device']['total']" 2>/dev/null)
 read -r ss sz sm <<<"$r"
 if [ -n "${s2:-}" ] && [ -n "${m3:-}" ] && [ "$s2" -lt "$s3" ] && [ "$m2" -gt "$m3" ] && [ "$m2" -le 80000000000 ] &&
-   [ "${sz:-}" = 3 ] && [ "$ss" = "$s3" ] && [ "$sm" -le "$LIM" ]; then
-  ok "7.5B, dp=128, selective, 1 microbatch, limit $LIM: ZeRO-2 $s2 ns in $m2 bytes (over), ZeRO-3 $s3 ns in $m3 bytes; the search: ZeRO-3 on every unit, $ss ns, $sm bytes"
+   [[ "${sz:-}" == *3* ]] && [ "$ss" -le "$s3" ] && [ "$sm" -le "$LIM" ]; then
+  ok "7.5B, dp=128, selective, 1 microbatch, limit $LIM: ZeRO-2 $s2 ns in $m2 bytes (over), ZeRO-3 $s3 ns in $m3 bytes; the search: ZeRO stages $sz, $ss ns, $sm bytes"
 else
   bad "7.5B, dp=128, selective, limit $LIM: fixed ZeRO-2 '${s2:-} ${m2:-}', ZeRO-3 '${s3:-} ${m3:-}'; the search '$r' $(grep -m1 error "$T/r3.err")"
 fi
