@@ -19,7 +19,7 @@ python3 "$SRC/examples/make_model.py" llama --layers 32 --hidden 4096 --heads 32
 N=8 P=6738415620
 echo "| precision | gradients | ZeRO | galvc bytes / parameter | analytic | step (ms) | activations peak (bytes) | memory per device (bytes) |"
 echo "|---|---|---|---|---|---|---|---|"
-for pg in fp32:fp32 bf16:fp32 bf16:bf16; do
+for pg in fp32:fp32 bf16:fp32 bf16:bf16 fp16:fp32; do
   p=${pg%:*} g=${pg#*:}
   for st in dp zero1 zero2 zero3; do
     "$BUILD/galvc" "$T/l7b.onnx" --batch 8 --seq 2048 --train --precision "$p" --grad-dtype "$g" --gpus $N --strategy $st \
