@@ -28,9 +28,10 @@
  * overlap pass the reductions sit at their updates: a bucket then holds the
  * gradients reduced before the first of those updates). ZeRO-2's
  * reduce-scatters, which spmd-partition already places in the backward,
- * are bucketed the same way. Any other reduction whose result is read
- * before the next one of its kind is produced (the loss's, tp's activation
- * gradients) is a bucket of one and stays as it is; so do reductions synced
+ * are bucketed the same way. Only gradient reductions join (grad_reader:
+ * the update or the microbatch sums read them first); any other reduction
+ * (the loss's, tp's activation gradients, even when read late) is a
+ * bucket of one and stays as it is; so do reductions synced
  * at once (packed through scratch, ir/comm_sync.h: a scatter dim with a
  * non-unit extent before it). Only the order and grouping of the calls changes: every element
  * is reduced over the same ranks in the same dtype, so results are those of
