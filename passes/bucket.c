@@ -28,9 +28,10 @@
  * overlap pass the reductions sit at their updates: a bucket then holds the
  * gradients reduced before the first of those updates). ZeRO-2's
  * reduce-scatters, which spmd-partition already places in the backward,
- * are bucketed the same way. Any other reduction whose result is read
- * before the next one of its kind is produced (the loss's, tp's activation
- * gradients) is a bucket of one and stays as it is; so do reductions synced
+ * are bucketed the same way. Only gradient reductions join (grad_reader:
+ * the update or the microbatch sums read them first); any other reduction
+ * (the loss's, tp's activation gradients, even when read late) is a
+ * bucket of one and stays as it is; so do reductions synced
  * at once (packed through scratch, ir/comm_sync.h: a scatter dim with a
  * non-unit extent before it). Only the order and grouping of the calls changes: every element
  * is reduced over the same ranks in the same dtype, so results are those of
@@ -197,6 +198,16 @@ static int emit_bucket(gv_module *m, cand *c, const int *mem, int k, gv_subst *s
 
 /* Buckets of at most cap bytes. dry: nothing changes; *sig gets a hash of
  * the grouping (equal for caps that group alike). */
+/* A gradient's reduction is first read by the update (passes/optimizer.c: loss unscaling, clipping, the
+ * optimizer, all at "optimizer/...") or by the microbatch sums (passes/accumulate.c, "accumulate/..."). Any
+ * other reduction (a vocab-parallel cross-entropy's row statistics, an activation's or its gradient's partial
+ * sum) stays alone even when its reader comes late, as the loss's may under gradient accumulation: the storage
+ * plan may store it otherwise than the gradients (fp32 row statistics beside 16-bit gradients), and one bucket
+ * is one dtype. */
+static bool grad_reader(const gv_op *op) {
+  return op->loc && (!strncmp(op->loc, "optimizer/", 10) || !strncmp(op->loc, "accumulate/", 11));
+}
+
 static int bucket_with(gv_module *m, int64_t cap, bool dry, uint64_t *sig) {
   if (sig) *sig = 0;
   if (!m->main || !m->main->body || cap <= 0) return 0;
@@ -250,7 +261,7 @@ static int bucket_with(gv_module *m, int64_t cap, bool dry, uint64_t *sig) {
     if (r->def && r->def->id < 0) c[i].first_read = -2, c[-r->def->id - 1].first_read = -2;
   }
   for (int i = 0; i < nc; i++)
-    if (c[i].first_read >= 0 && (c[i].first_read < pos[i] || !c[i].reader)) c[i].first_read = -2;
+    if (c[i].first_read >= 0 && (c[i].first_read < pos[i] || !c[i].reader || !grad_reader(c[i].reader))) c[i].first_read = -2;
   /* greedy, in program order: each key's open bucket takes the next reduction while it fits */
   int nb = 0;
   int *open = malloc(sizeof *open * (size_t)nc); /* per open bucket: a member (its key), bytes, earliest read */

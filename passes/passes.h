@@ -20,6 +20,7 @@ int gv_pass_shape_infer(gv_module *m);    /* passes/shape_infer.c */
 int gv_pass_fold_constants(gv_module *m); /* passes/fold_constants.c */
 int gv_pass_canonicalize(gv_module *m);   /* passes/canonicalize.c */
 int gv_pass_dce(gv_module *m);            /* passes/dce.c */
+int gv_pass_master_weights(gv_module *m); /* passes/master_weights.c */
 int gv_pass_loss(gv_module *m);           /* passes/loss.c */
 int gv_pass_fuse_attention(gv_module *m); /* passes/fuse_attention.c */
 int gv_pass_autodiff(gv_module *m);       /* passes/autodiff.c */

@@ -575,8 +575,19 @@ static void pin(prop *P, gv_value *v, const gv_sharding *s) {
   P->sh[v->id] = c;
 }
 
+/* v, or the value v casts between float types (a chain of them): a parameter read through casts (a model
+ * stored in 16 bits: its fp32 master cast to the stored type and the model's own cast back,
+ * passes/master_weights.c) plays the parameter's role, and its pins go on the parameter itself */
+static gv_value *cast_root(const gv_value *v) {
+  while (v && v->def && v->def->code == GV_OP_CAST && v->def->nopnds == 1 && gv_dtype_is_float(v->type.dtype) &&
+         gv_dtype_is_float(v->def->opnds[0]->type.dtype))
+    v = v->def->opnds[0];
+  return (gv_value *)v;
+}
+
 static bool is_param(const gv_module *m, const gv_value *v) {
   const gv_func *f = m->main;
+  v = cast_root(v);
   return v && !v->def && v->block == f->body && f->arg_is_param && f->arg_is_param[v->index];
 }
 
@@ -1049,7 +1060,7 @@ static int preset_pins(prop *P, const char *strategy) {
         s = split_dim(P, w = op->opnds[1], gv_dot_rhs_dim(op, false), "tp");
       else if (op->code == GV_OP_DOT && is_param(P->m, op->opnds[1]) && gv_megatron_from_column(P->m, U, op->opnds[0], 0, ntp))
         s = split_dim(P, w = op->opnds[1], gv_dot_rhs_dim(op, true), "tp");
-      if (s) pin(P, w, s), npins++;
+      if (s) pin(P, cast_root(w), s), npins++;
     }
     gv_users_free(U);
     /* a preset that shards nothing would silently replicate the whole model on every rank */

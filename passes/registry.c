@@ -8,6 +8,7 @@ const gv_pass gv_pass_table[] = {
     {"fold-constants", gv_pass_fold_constants, "evaluate ops whose inputs are constants; resolve shape chains and constant If"},
     {"canonicalize", gv_pass_canonicalize, "recognise decomposed LayerNorm, RMSNorm and GELU as single ops"},
     {"dce", gv_pass_dce, "remove ops whose results are unused"},
+    {"master-weights", gv_pass_master_weights, "training: a 16-bit (bf16 / fp16) trained parameter becomes an fp32 master, cast to its stored type where it is read"},
     {"loss", gv_pass_loss, "training: append the loss (--loss, --labels) and return it"},
     {"fuse-attention", gv_pass_fuse_attention, "training: attention chains -> galv.attention (no S x S values; docs/fused-attention.md)"},
     {"autodiff", gv_pass_autodiff, "training: reverse-mode gradients of the loss for every parameter"},

@@ -154,8 +154,14 @@ int gv_pass_storage(gv_module *m) {
       half[c->res[0]->id] = half[x->id];
       changed = true;
     }
-    for (gv_op *op = body->first; op && changed; op = op->next) /* views follow their root */
-      if ((gv_ops[op->code].flags & GV_VIEW) && op->nopnds && op->nres) half[op->res[0]->id] = half[op->opnds[0]->id];
+    /* views follow their root, and a shard_slice or slice (they move their operand's elements as they are, stored
+     * like it: ir/storage.c) their operand: a collective kept fp32 above is read as fp32 — ZeRO-1's all-reduce of
+     * a --grad-dtype bf16 gradient's fp32 microbatch sum sliced for the update, a gradient bucket's all-reduce
+     * unpacked by slices */
+    for (gv_op *op = body->first; op && changed; op = op->next)
+      if (((gv_ops[op->code].flags & GV_VIEW) || op->code == GV_OP_SHARD_SLICE || op->code == GV_OP_SLICE) && op->nopnds &&
+          op->nres && op->res[0]->type.dtype == op->opnds[0]->type.dtype)
+        half[op->res[0]->id] = half[op->opnds[0]->id];
     gv_op *rt = gv_block_terminator(body);
     if (!rc && stage == 2 && rt) { /* a stage's crossing inputs arrive 16-bit; its parameters and data stay as they are */
       const char **s = gv_alloc(m->arena, (size_t)(body->nargs ? body->nargs : 1) * sizeof *s);

@@ -18,7 +18,7 @@
 #include "../passes/passes.h"
 #include "../runtime/npy.h"
 
-static const char *const train_passes[] = {"loss", "fuse-attention", "autodiff", "recompute", "accumulate", "optimizer", NULL};
+static const char *const train_passes[] = {"master-weights", "loss", "fuse-attention", "autodiff", "recompute", "accumulate", "optimizer", NULL};
 
 static void usage(FILE *f) {
   fprintf(f, "usage: galv-eval MODEL.onnx [options]\n"

@@ -53,6 +53,7 @@ enum { NPIPELINE = sizeof pipeline / sizeof pipeline[0] };
 
 /* With --train, inserted right after dce: the training step. */
 const char *const train_pipeline[NTRAIN] = {
+    "master-weights", /* 16-bit trained parameters: fp32 masters (a model stored in bf16 / fp16) */
     "loss",      /* --loss over the first output; new input --labels */
     "fuse-attention", /* attention chains -> galv.attention, no S x S values (docs/fused-attention.md) */
     "autodiff",  /* gradients of the loss for every parameter */

@@ -15,7 +15,7 @@
 #include "../runtime/galv_file.h"
 
 /* With --train, inserted right after dce: the training step (galvc.c). */
-enum { NTRAIN = 6 };
+enum { NTRAIN = 7 };
 extern const char *const train_pipeline[NTRAIN];
 
 int count_ops(const gv_block *b);

@@ -350,7 +350,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   if (train && pa->analytic) { /* the analytic cost's memory per microbatch in flight: an earlier stage's stash, from
                                  * the whole model's loss, fused attention (as the stages will run it) and autodiff
                                  * on a copy (m stays the stage costs' base) */
-    static const char *const la[] = {"loss", "fuse-attention", "autodiff"};
+    static const char *const la[] = {"master-weights", "loss", "fuse-attention", "autodiff"};
     int64_t *st = calloc((size_t)k, sizeof *st), *cr = calloc((size_t)k, sizeof *cr);
     bool oom = false;
     gv_module *mt = gv_module_clone(m); /* in memory; through the text only when that cannot copy it */
@@ -363,7 +363,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       oom = !mf;
       free(buf);
     }
-    int bad = !st || !cr || !mt || run_named(mt, la, 3, 1, verify_each) || gv_pipe_group_stash(mt, k, st, cr);
+    int bad = !st || !cr || !mt || run_named(mt, la, 4, 1, verify_each) || gv_pipe_group_stash(mt, k, st, cr);
     if (mt) gv_module_free(mt);
     if (bad) {
       free(st), free(cr), free(gs), free(tmp), gv_module_free(m);

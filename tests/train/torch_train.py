@@ -23,7 +23,8 @@ import torch
 
 torch.set_default_dtype(torch.float32)
 DT = {"float32": torch.float32, "int64": torch.int64, "bool": torch.bool, "int32": torch.int32}
-ONNX_DT = {1: torch.float32, 7: torch.int64, 9: torch.bool, 6: torch.int32, 11: torch.float64, 10: torch.float16}
+ONNX_DT = {1: torch.float32, 7: torch.int64, 9: torch.bool, 6: torch.int32, 11: torch.float64, 10: torch.float16,
+           16: torch.bfloat16}
 
 
 def ints(t):

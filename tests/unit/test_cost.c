@@ -4,7 +4,9 @@
  * shapes), ZeRO model-state accounting, and FLOP counting on the GPT-2
  * example against the analytic 2 * params * tokens + attention term
  * (dot FLOPs exact; all FLOPs within 10%: the rest is norms, softmax,
- * GELU and residual adds), forward and training step. */
+ * GELU and residual adds), forward and training step; the two-stream step
+ * (gv_cost_timeline) on a hand-made program: the critical path, the
+ * overlap slowdown, a call with nothing under it exposed, shares adding up. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,6 +418,95 @@ static void test_gpt2_bf16(void) {
   gv_module_free(b);
 }
 
+/* The two-stream step (gv_cost_timeline, docs/planner.md "Step time: two
+ * streams") on a hand-made local program: a dot makes a gradient, its
+ * all_reduce is posted on the communication stream, an independent exp
+ * computes under it, a mul reads the reduced value (a sync point). Without
+ * a slowdown the step is the critical path t_dot + max(t_exp, t_comm) +
+ * t_mul; with a100-80g's 1.1256 the overlapped compute is slowed; with the
+ * reader first (nothing under the call) the whole call is exposed; the ops'
+ * shares add up to the step. */
+static gv_module *timeline_prog(bool reader_first) {
+  char buf[4096];
+  const char *mul = "  %3 = \"galv.mul\"(%1, %1) : (tensor<64x1024xf32>, tensor<64x1024xf32>) -> tensor<64x1024xf32> loc(\"optimizer/adamw/w\")\n";
+  const char *ex = "  %2 = \"galv.exp\"(%a) : (tensor<2048x2048xf32>) -> tensor<2048x2048xf32> loc(\"/other\")\n";
+  snprintf(buf, sizeof buf,
+           "\"galv.mesh\"() {axes = #galv.axes<[\"dp\"=2]>, sym_name = \"m\"} : () -> ()\n"
+           "\"galv.func\"() ({\n"
+           "^bb0(%%x: tensor<64x1024xf32>, %%w: tensor<1024x1024xf32>, %%a: tensor<2048x2048xf32>):\n"
+           "  %%0 = \"galv.dot\"(%%x, %%w) {lhs_batch = array<i64>, lhs_contract = array<i64: 1>, rhs_batch = array<i64>, "
+           "rhs_contract = array<i64: 0>} : (tensor<64x1024xf32>, tensor<1024x1024xf32>) -> tensor<64x1024xf32> loc(\"/fc/grad\")\n"
+           "  %%1 = \"galv.all_reduce\"(%%0) {axes = [\"dp\"], bytes = 262144 : i64, mesh = \"m\", reduce = \"sum\"} : "
+           "(tensor<64x1024xf32>) -> tensor<64x1024xf32> loc(\"/fc/grad\")\n"
+           "%s%s"
+           "  \"galv.return\"(%%3, %%2) : (tensor<64x1024xf32>, tensor<2048x2048xf32>) -> () loc(\"return\")\n"
+           "}) {arg_attrs = [{galv.name = \"x\"}, {galv.name = \"w\"}, {galv.name = \"a\"}], res_attrs = [{galv.name = \"y\"}, "
+           "{galv.name = \"z\"}], sym_name = \"main\"} : () -> ()\n",
+           reader_first ? mul : ex, reader_first ? ex : mul);
+  gv_module *m = gv_parse_module(buf, strlen(buf), "timeline");
+  if (m && gv_pass_memory_plan(m)) { /* arena offsets: the sync rule reads which bytes each op writes */
+    gv_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+static void test_timeline(void) {
+  gv_cluster c;
+  if (gv_cluster_load("a100-80g", &c)) { failures++; return; }
+  CHECK(c.overlap_slowdown > 1.12 && c.overlap_slowdown < 1.13);
+  gv_module *m = timeline_prog(false);
+  CHECK(m != NULL);
+  if (!m) return;
+  int64_t t[4] = {0}; /* dot, all_reduce, exp, mul */
+  int nops = 0;
+  for (gv_op *op = m->main->body->first; op; op = op->next, nops++) {
+    gv_op_cost oc;
+    int k = op->code == GV_OP_DOT ? 0 : op->code == GV_OP_ALL_REDUCE ? 1 : op->code == GV_OP_EXP ? 2 : op->code == GV_OP_MUL ? 3 : -1;
+    if (k == 1) t[k] = gv_cost_collective_op(&c, m, op);
+    else if (k >= 0 && !gv_cost_op(&c, op, NULL, NULL, &oc)) t[k] = oc.ns;
+  }
+  const int64_t tdot = t[0], tcomm = t[1], texp = t[2], tmul = t[3];
+  CHECK(nops <= 8);
+  CHECK(tdot > 0 && tcomm > 0 && texp > 0 && tmul > 0);
+  CHECK(texp > tcomm / 4); /* enough compute under the call to matter */
+  fprintf(stderr, "timeline: dot %lld, all_reduce %lld, exp %lld, mul %lld ns\n", (long long)tdot, (long long)tcomm,
+          (long long)texp, (long long)tmul);
+  gv_timeline tl;
+  int64_t adv[8] = {0};
+  /* no slowdown: the critical path */
+  c.overlap_slowdown = 1.0;
+  CHECK(gv_cost_timeline(&c, m, &tl, adv) == nops);
+  CHECK_EQ(tl.ncomm, 1);
+  CHECK_EQ(tl.compute_ns, tdot + texp + tmul);
+  CHECK_EQ(tl.comm_ns, tcomm);
+  CHECK_EQ(tl.slowdown_ns, 0);
+  fprintf(stderr, "timeline: step %lld (compute %lld slowdown %lld exposed %lld overlapped %lld waits %d)\n", (long long)tl.step_ns,
+          (long long)tl.compute_ns, (long long)tl.slowdown_ns, (long long)tl.exposed_ns, (long long)tl.overlapped_ns, tl.nwait);
+  CHECK(llabs(tl.step_ns - (tdot + (texp > tcomm ? texp : tcomm) + tmul)) <= 1);
+  CHECK_EQ(tl.step_ns, tl.compute_ns + tl.slowdown_ns + tl.exposed_ns);
+  int64_t sum = 0;
+  for (int k = 0; k < nops; k++) sum += adv[k];
+  CHECK_EQ(sum, tl.step_ns);
+  /* a100's slowdown: the compute under the call takes longer, the step is still below the serial sum */
+  c.overlap_slowdown = 1.1256;
+  gv_timeline ts;
+  CHECK(gv_cost_timeline(&c, m, &ts, NULL) == nops);
+  CHECK(ts.slowdown_ns > 0 && ts.slowdown_ns <= (int64_t)(0.1256 * (double)texp) + 1);
+  CHECK(ts.step_ns >= tl.step_ns && ts.step_ns < tdot + tcomm + texp + tmul);
+  CHECK_EQ(ts.step_ns, ts.compute_ns + ts.slowdown_ns + ts.exposed_ns);
+  gv_module_free(m);
+  /* the reader right after the call: nothing computes under it, the whole call is exposed */
+  m = timeline_prog(true);
+  CHECK(m != NULL);
+  if (!m) return;
+  CHECK(gv_cost_timeline(&c, m, &ts, NULL) == nops);
+  CHECK_EQ(ts.slowdown_ns, 0);
+  CHECK_EQ(ts.exposed_ns, tcomm);
+  CHECK_EQ(ts.step_ns, tdot + tcomm + tmul + texp);
+  gv_module_free(m);
+}
+
 int main(void) {
   test_collectives();
   test_mesh_axes();
@@ -425,6 +516,7 @@ int main(void) {
   test_gpt2_flops();
   test_gpt2_bf16();
   test_attention();
+  test_timeline();
   if (failures) {
     fprintf(stderr, "test_cost: %d failures\n", failures);
     return 1;
