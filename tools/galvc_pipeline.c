@@ -50,6 +50,20 @@ static gv_mesh stage_mesh(const pipe_args *pa, int k) {
  * its input ("pp.X", "gin:pp.X"), and the transfer moves them rank to rank (write_xfers), no gather on either side. */
 static int64_t xs_D = 1, xs_mb;
 
+/* The presets whose stages keep the crossing values split (the stage cost prices them so, gv_intra_stage_ctx.xsplit):
+ * --strategy dp (one axis named dp) or --strategy dp,tp with --mesh naming dp and tp, every stage of one device count
+ * (no uneven --stage-devices). */
+static bool xs_roles(const pipe_args *pa) {
+  const char *st = gv_shard_opts.strategy;
+  if (!pa->naxes || !st) return false;
+  for (int i = 1; i < pa->nsdev; i++)
+    if (pa->sdev[i] != pa->sdev[0]) return false;
+  if (!pa->mesh_given) return !strcmp(st, "dp");
+  bool dp = false, tp = false;
+  for (int a = 0; a < pa->naxes; a++) dp |= !strcmp(pa->axn[a], "dp"), tp |= !strcmp(pa->axn[a], "tp");
+  return !strcmp(st, "dp,tp") && dp && tp;
+}
+
 static bool xs_split(const gv_type *t) {
   return xs_D > 1 && t && t->rank >= 1 && t->dims[0] == xs_mb && t->dims[0] % xs_D == 0;
 }
@@ -446,6 +460,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     ictx.one_axis = ictx.mesh_roles = true;
     ictx.mesh_dp = strcmp(gv_shard_opts.strategy, "dp") ? -1 : 0, ictx.mesh_tp = strcmp(gv_shard_opts.strategy, "tp") ? -1 : 0;
   }
+  ictx.xsplit = xs_roles(pa) && !getenv("GALV_PIPE_XSPLIT_OFF"); /* crossing values kept split over dp, as compiled */
   /* recomputation and ZeRO per stage: chosen (the ways offered to the DP) with the stages chosen (auto, the default
    * search, its chosen plan's stages) or fixed under --memory-limit (--pipeline-stages S, the planner's plan per stage:
    * the DP with the stage count fixed; without a limit, or with a preset the cost does not price, the flags' choice);
@@ -1332,7 +1347,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
   }
   /* crossing values kept split over dp: every stage from --strategy / --mesh (not the planner's plan) with a dp axis
    * of one size (xs_split) */
-  xs_D = 0, xs_mb = opt.batch;
+  xs_D = xs_roles(pa) ? 0 : 1, xs_mb = opt.batch;
   for (int i = 0; i < S && xs_D != 1; i++) {
     gv_mesh sm = stage_mesh(pa, dev[i]);
     int a = dev[i] > 1 && pa->naxes && !pl->cost[i].planner_plan ? gv_mesh_axis(&sm, "dp", 2) : -1;
