@@ -863,7 +863,9 @@ static int run_back(gv_module *m, const char *const *back, int verify_each) {
     if (!sh[i] || !d || gv_value_sharding(m, ret->opnds[i])) continue;
     const gv_sharding **ds = calloc((size_t)d->nres + 1, sizeof *ds);
     if (!ds) { rc = gv_error_plain("out of memory"); break; }
-    for (int r = 0; r < d->nres; r++) ds[r] = gv_op_sharding(d, r);
+    for (int r = 0; r < d->nres; r++) /* the producer's other results: their shardings, else replicated (the verifier
+                                         * wants one per result) */
+      if (!(ds[r] = gv_op_sharding(d, r))) ds[r] = gv_sharding_new(m, sh[i]->mesh, d->res[r]->type.rank);
     ds[ret->opnds[i]->index] = sh[i];
     gv_set_shardings(m, d, ds);
     free(ds);
