@@ -1357,6 +1357,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     xs_D = !xs_D || xs_D == d ? d : 1;
   }
   if (xs_D < 1 || V > 1 || getenv("GALV_PIPE_XSPLIT_OFF")) xs_D = 1;
+  if (xs_D > 1 && !quiet && !P.plan_only)
+    fprintf(stderr, "galvc: pipeline: crossing values whose dim 0 is the microbatch (%lld) stay split over dp = %lld: each rank "
+                    "sends and receives its rows, no gather\n", (long long)xs_mb, (long long)xs_D);
   /* fixed stages whose ways the stage DP chose (under --memory-limit): reported as chosen stages are */
   const bool ways = train && !autoS && gv_plan_opts.memory_limit > 0 && !P.naxes;
   if ((autoS || autoB || P.cuts || P.cuts_given || ways) && !(P.joint && quiet)) {
