@@ -463,6 +463,37 @@ static const gv_sharding *stage_grad_sharding(const prop *P, const gv_func *f, i
   return NULL;
 }
 
+/* A pipeline stage's crossing result kept split over the batch (docs/pipeline.md, "Cross-mesh transfers"): result i
+ * named in the return's `batch_split` (strs: "pp.X" sent to a later stage, "grad:pp.X" sent back) is returned with
+ * dim 0 split over the return's `batch_axes` (mesh axis names), or, without `batch_axes`, in its own sharding when
+ * that splits dim 0 only (no other dim, no pending sum): the sender keeps its rows and the cross-stage transfer
+ * moves them rank to rank, no gather. NULL: not such a result, or its sharding is not a batch split (replicated). */
+static const gv_sharding *batch_split_sharding(prop *P, const gv_op *ret, const gv_func *f, int i, const gv_value *v) {
+  const gv_attr *names = gv_get_attr(ret, "batch_split");
+  const char *n = i < f->nres_names && f->res_names ? f->res_names[i] : NULL;
+  if (!names || names->kind != GV_ATTR_STRS || !n || v->type.rank < 1) return NULL;
+  bool listed = false;
+  for (int k = 0; k < names->u.strs.n && !listed; k++) listed = !strcmp(names->u.strs.v[k], n);
+  if (!listed) return NULL;
+  const gv_attr *axes = gv_get_attr(ret, "batch_axes");
+  if (axes && axes->kind == GV_ATTR_STRS) {
+    gv_sharding *w = gv_sharding_new(P->m, P->mesh, v->type.rank);
+    int64_t p = 1;
+    for (int k = 0; k < axes->u.strs.n; k++) {
+      int a = gv_mesh_axis(P->mesh, axes->u.strs.v[k], strlen(axes->u.strs.v[k]));
+      if (a < 0 || w->naxes[0] >= GV_MAX_MESH_AXES) return NULL;
+      w->axes[0][w->naxes[0]++] = (uint8_t)a;
+      p *= P->mesh->size[a];
+    }
+    return w->naxes[0] && v->type.dims[0] > 0 && v->type.dims[0] % p == 0 ? w : NULL;
+  }
+  const gv_sharding *have = gv_value_sharding(P->m, v);
+  if (!have || have->partial || have->rank != v->type.rank || !have->naxes[0]) return NULL;
+  for (int d = 1; d < have->rank; d++)
+    if (have->naxes[d]) return NULL;
+  return have;
+}
+
 static int materialise(prop *P, gv_op *op) {
   const gv_func *f = P->m->main;
   if (op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) return materialise_ce(P, op);
@@ -476,6 +507,7 @@ static int materialise(prop *P, gv_op *op) {
       gv_value *v = op->opnds[i];
       int upd = f->res_updates && i < f->nres_names ? f->res_updates[i] : -1;
       const gv_sharding *gs = upd < 0 ? stage_grad_sharding(P, f, i, kind) : NULL;
+      if (!gs && upd < 0) gs = batch_split_sharding(P, op, f, i, v);
       const gv_sharding *want = upd >= 0 && f->arg_sharding && f->arg_sharding[upd] ? f->arg_sharding[upd] : gs ? gs : replicated(P, v);
       const gv_sharding *have = gv_value_sharding(P->m, v);
       if (z2 && have && (have->partial & z2) && zero2_grad(f, i)) { /* ZeRO-2: the sum over z2 left pending */

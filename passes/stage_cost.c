@@ -142,17 +142,21 @@ gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngrou
   if (!rc && bytes) {
     memset(bytes, 0, sizeof *bytes);
     const gv_func *fn = m->main;
+    const int64_t mb = gv_stage_microbatch(base);
     for (int a = 0; a < fn->body->nargs; a++) {
       const char *n = fn->arg_names ? fn->arg_names[a] : NULL;
       if (fn->arg_is_param[a]) continue;
-      int64_t b = type_bytes(&fn->body->args[a]->type);
+      const gv_type *t = &fn->body->args[a]->type;
+      int64_t b = type_bytes(t);
       bytes->saved += b;
-      if (n && !strncmp(n, "pp.", 3)) bytes->in += b;
+      if (n && !strncmp(n, "pp.", 3)) bytes->in += b, bytes->in_rows += mb > 0 && t->rank >= 1 && t->dims[0] == mb ? b : 0;
     }
     const gv_op *ret = gv_block_terminator(fn->body);
     for (int i = 0; ret && i < ret->nopnds; i++) {
       const char *n = fn->res_names && i < fn->nres_names ? fn->res_names[i] : NULL;
-      if (n && !strncmp(n, "pp.", 3)) bytes->out += type_bytes(&ret->opnds[i]->type);
+      const gv_type *t = &ret->opnds[i]->type;
+      if (n && !strncmp(n, "pp.", 3) && strcmp(n, "pp.seed"))
+        bytes->out += type_bytes(t), bytes->out_rows += mb > 0 && t->rank >= 1 && t->dims[0] == mb ? type_bytes(t) : 0;
     }
   }
   if (!rc && training) rc = gv_stage_train(m, 1, last == ngroups ? 2 : 3);
@@ -265,6 +269,22 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     bool one = x->one_axis && devices > 1 && !on_mesh;   /* --strategy dp / tp: one axis of the stage's devices */
     const int64_t *shape = on_mesh ? x->mesh_shape : one ? &devices : NULL;
     bool earlier = x->training && last < x->ngroups;
+    /* crossing values kept split over dp (x->xsplit: as galvc compiles the stage from the preset): the program returns
+     * its rows of the values whose dim 0 is the batch (the return's batch_split; propagate-sharding keeps such a
+     * result in its own sharding when that splits dim 0 only), so the realised plan has no gather of them */
+    const bool xs = x->xsplit && (on_mesh || one) && x->mesh_roles && x->mesh_dp >= 0 && devices > 1;
+    gv_op *xret = xs ? gv_block_terminator(m->main->body) : NULL;
+    if (xret) {
+      const gv_func *fn = m->main;
+      const char **names = calloc((size_t)fn->nres_names + 1, sizeof *names);
+      int nn = 0;
+      for (int i = 0; names && i < fn->nres_names && i < xret->nopnds; i++) {
+        const char *n = fn->res_names[i];
+        if (n && (!strncmp(n, "pp.", 3) || !strncmp(n, "grad:pp.", 8)) && strcmp(n, "pp.seed")) names[nn++] = n;
+      }
+      if (nn) gv_set_strs(m, xret, "batch_split", nn, names);
+      free(names);
+    }
     bool grads = !x->training || gv_stage_has_grads(m); /* false: a forward-only stage (nothing trains in it) */
     /* the programs planned: as compiled without ZeRO-2 (unless --pipeline-zero 2 is given) and, where ZeRO-2 is given
      * or offered, with its parameter gradients left unreduced over the ranks holding equal parameters (no all-reduce
@@ -287,7 +307,9 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       rc = prc[k] = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
       gv_plan_opts.intra_roles = false;
       if (rc != 0 && one) { /* the one-axis role has no plan on this stage (a microbatch dp cannot split): priced by
-                             * the planner's own plan, and the way says so: galvc compiles that plan for the stage */
+                             * the planner's own plan, and the way says so: galvc compiles that plan for the stage
+                             * (and its crossing values replicated) */
+        if (xret) gv_set_strs(m, xret, "batch_split", 0, NULL);
         rc = prc[k] = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
         fallback[k] = true;
       }
@@ -344,7 +366,13 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           int runs = recompute ? 2 : 1; /* recompute: the combined program in both entries */
           out->recompute = recompute;
           out->layer_rc = lcodes[lm];
-          out->xfer_ns = gv_pipe_transfer_ns(x->cluster, nodes, per_node, sb.in, sb.out, runs * pc.kernels, x->training);
+          /* kept split (xs, the preset's plan): each rank sends and receives its rows of the batch-carrying values,
+           * bytes / D (D: the plan's dp ranks), none all-gathered */
+          int64_t D = 1;
+          for (int a = 0; xs && !fallback[k] && a < plan.naxes; a++)
+            if (plan.dmask & (1u << a)) D *= plan.size[a];
+          out->xfer_ns = gv_pipe_transfer_split_ns(x->cluster, nodes, per_node, sb.in, sb.out, sb.in_rows, sb.out_rows, D,
+                                                   runs * pc.kernels, x->training);
           out->ns = runs * pc.step_ns + out->xfer_ns;
           /* memory per device as runtime/pipe.c allocates it: the plan's total (the weights buffer: parameters and
            * constants; the arena, which holds the parameter gradients the program outputs); in training beside them
@@ -405,7 +433,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
               out->opt_ns = (int64_t)(upd / bw);
             }
           }
-          out->act_bytes = !x->training ? sb.in + sb.out : !grads ? 0 : can_rc && !recompute ? (stash + devices - 1) / devices : sb.saved;
+          /* the values in transit / saved inputs per device: the rows kept split are a rank's share */
+          const int64_t in_dev = sb.in - sb.in_rows + (sb.in_rows + D - 1) / D, out_dev = sb.out - sb.out_rows + (sb.out_rows + D - 1) / D;
+          out->act_bytes = !x->training ? in_dev + out_dev : !grads ? 0 : can_rc && !recompute ? (stash + devices - 1) / devices
+                                                                                                 : sb.saved - sb.in + in_dev;
           out->feasible = true;
           /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
            * holding stages runs once per step */

@@ -14,6 +14,7 @@
  * runtime keeps per microbatch in flight). */
 typedef struct {
   int64_t in, out, saved;
+  int64_t in_rows, out_rows; /* of in / out: the values whose dim 0 is the microbatch (kept split over dp, xsplit) */
 } gv_stage_bytes;
 
 /* The stage program of layer groups [first, last) of base (imported at the
@@ -57,6 +58,10 @@ typedef struct {
   bool mesh_roles;            /* with mesh_naxes: the roles fixed too (--strategy dp,tp: the batch over mesh_dp, the
                                * layers' tp over mesh_tp, -1: none; gv_plan_opts.intra_roles) */
   int mesh_dp, mesh_tp;
+  bool xsplit;                /* the crossing values whose dim 0 is the microbatch are kept split over the dp axis
+                               * (mesh_roles with mesh_dp; galvc compiles them so when every stage has a dp axis of one
+                               * size): the stage program returns its rows ("pp.X", "grad:pp.X": the return's
+                               * batch_split), and the transfers move bytes / D per rank, no all-gather */
   int64_t plans;              /* gv_plan_intra calls */
   double seconds;             /* spent in them (extraction included) */
   struct gv_stage_cache *cache;

@@ -607,6 +607,22 @@ done:
 #undef CX
 }
 
+int64_t gv_pipe_transfer_split_ns(const gv_cluster *c, int64_t nodes, int64_t per_node, int64_t in_bytes, int64_t out_bytes,
+                                  int64_t in_rows, int64_t out_rows, int64_t D, int64_t kernels, bool training) {
+  if (D <= 1 || (in_rows <= 0 && out_rows <= 0)) return gv_pipe_transfer_ns(c, nodes, per_node, in_bytes, out_bytes, kernels, training);
+  int64_t k = nodes * per_node;
+  bool across = gv_cluster_devices(c) > c->devices_per_node && k >= c->devices_per_node;
+  int64_t t = 0;
+  for (int dir = 0; dir < (training ? 2 : 1); dir++) { /* training: the gradients travel back the same way */
+    int64_t recv = dir ? out_bytes : in_bytes, send = dir ? in_bytes : out_bytes;
+    int64_t rrows = dir ? out_rows : in_rows, srows = dir ? in_rows : out_rows;
+    t += gv_cost_collective(c, GV_COLL_P2P, (recv - rrows + k - 1) / k + (rrows + D - 1) / D, 2, across);
+    if (k > 1 && recv > rrows) t += gv_cost_collective_levels(c, GV_COLL_ALL_GATHER, recv - rrows, per_node, nodes);
+    t += gv_cost_collective(c, GV_COLL_P2P, (send - srows + k - 1) / k + (srows + D - 1) / D, 2, across);
+  }
+  return t + (int64_t)((double)kernels * c->launch_overhead_us * 1e3 + 0.5);
+}
+
 int64_t gv_pipe_transfer_ns(const gv_cluster *c, int64_t nodes, int64_t per_node, int64_t in_bytes, int64_t out_bytes,
                             int64_t kernels, bool training) {
   int64_t k = nodes * per_node;

@@ -273,6 +273,12 @@ typedef struct {
  * launches of the cluster's launch_overhead_us. Integer ns. */
 int64_t gv_pipe_transfer_ns(const gv_cluster *c, int64_t nodes, int64_t per_node, int64_t in_bytes, int64_t out_bytes,
                             int64_t kernels, bool training);
+/* The same with in_rows / out_rows of those bytes kept split over the batch (docs/pipeline.md, "Cross-mesh
+ * transfers": both stages hold dim 0 over dp ranks of one size D > 1): each rank sends / receives only its rows,
+ * bytes / D in one message with its share of the rest, and only the rest is all-gathered after receiving.
+ * D <= 1 (or no rows): gv_pipe_transfer_ns. */
+int64_t gv_pipe_transfer_split_ns(const gv_cluster *c, int64_t nodes, int64_t per_node, int64_t in_bytes, int64_t out_bytes,
+                                  int64_t in_rows, int64_t out_rows, int64_t D, int64_t kernels, bool training);
 /* A gv_stage_cost_fn: the best of the intra-op presets on the sub-mesh
  * (tp over 1, 2, 4 ... devices inside a node, dp over the rest; the
  * microbatch must split over dp): compute on the roofline peak, Megatron's

@@ -180,9 +180,17 @@ static void io_h2d(const galv_io *d, char *dst, const char *host, char *scratch)
 static int lrank, nlocal = 1;
 
 /* cross-stage values are whole on every rank of a stage (galvc pins them
- * replicated); a split one would be a compiler bug */
+ * replicated) or kept split over the batch (dim 0 only: each rank its rows,
+ * which runtime/pipe_xfer.c's tiles move; galvc's xs_split); another split
+ * would be a compiler bug */
 static void check_whole(const galv_io_split *s, const char *name) {
-  if (galv_nranks > 1 && s->starts) galv_fatal("pipeline value '%s' is split across the stage's ranks (expected replicated)", name);
+  if (galv_nranks <= 1 || !s->starts) return;
+  int r = 0;
+  while (r < GALV_RT_MAX_RANK && s->gdims[r]) r++; /* the rank: the dims given (a crossing value has no 0 dim) */
+  for (int k = 0; k < galv_nranks; k++)
+    for (int d = 1; d < r; d++)
+      if (s->starts[(size_t)k * (size_t)r + (size_t)d])
+        galv_fatal("pipeline value '%s' is split across the stage's ranks other than over its batch (dim 0)", name);
 }
 
 static double now_us(void) {

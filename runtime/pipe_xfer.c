@@ -30,12 +30,23 @@ static galv_comm *world;
 static int me, lr, nl = 1;
 static uint64_t measured[2];                         /* send bytes counted by the communicator: forward, gradients */
 static uint64_t plan_run[2], out_run[2], naive_run[2]; /* per microbatch: this rank's plan, the stage's plan and naive bytes */
+static int split_run[2], whole_run[2]; /* the transfers this rank sends: kept split (its rows), whole */
+
+/* Per transfer, this rank's view of the value: the box it holds (its block when the program's input / output is
+ * split, galv_spmd.h's split tables: a crossing value kept split over the batch; else the whole value). The tiles'
+ * offsets are global; a tile is placed at its offset less the block's start, in a buffer of the block's dims. */
+typedef struct {
+  int64_t start[GALV_RT_MAX_RANK], dims[GALV_RT_MAX_RANK];
+  int split;
+} view;
+static view *views; /* per galv_pipe_xfers entry */
 
 typedef struct {
   char *stage;      /* staging buffer (the stage's alloc hook), NULL: in place */
   char *whole;      /* receives: where the tile goes */
   const galv_pipe_xfer *x;
   const galv_pipe_tile *t;
+  int64_t off[GALV_RT_MAX_RANK]; /* receives: the tile's offset in this rank's box */
 } pending;
 static pending *pend;
 static int npend, cappend;
@@ -53,17 +64,23 @@ static int64_t box_bytes(const galv_pipe_xfer *x, const int64_t *len) {
   return n;
 }
 
-static int64_t whole_bytes(const galv_pipe_xfer *x) { return box_bytes(x, x->dims); }
-
-/* The box's first element (elements) when it is one contiguous run of the value, else -1. */
-static int64_t box_flat(const galv_pipe_xfer *x, const int64_t *off, const int64_t *len) {
+/* The box's first element (elements) when it is one contiguous run of a buffer of dims, else -1. */
+static int64_t box_flat_in(const galv_pipe_xfer *x, const int64_t *dims, const int64_t *off, const int64_t *len) {
   int q = x->rank - 1;
-  while (q >= 0 && len[q] == x->dims[q]) q--;
+  while (q >= 0 && len[q] == dims[q]) q--;
   for (int d = 0; d < q; d++)
     if (len[d] != 1) return -1;
   int64_t flat = 0, st = 1;
-  for (int d = x->rank - 1; d >= 0; d--) flat += off[d] * st, st *= x->dims[d];
+  for (int d = x->rank - 1; d >= 0; d--) flat += off[d] * st, st *= dims[d];
   return flat;
+}
+
+static int64_t box_flat(const galv_pipe_xfer *x, const int64_t *off, const int64_t *len) { return box_flat_in(x, x->dims, off, len); }
+
+/* The tile's offset in this rank's box of transfer x (its view), into loff. */
+static void local_off(const galv_pipe_xfer *x, const galv_pipe_tile *t, int64_t *loff) {
+  const view *v = &views[x - galv_pipe_xfers];
+  for (int d = 0; d < x->rank; d++) loff[d] = t->off[d] - v->start[d];
 }
 
 /* The host hooks' box copy: the box len at off of a value (dims) to (pack) or
@@ -101,6 +118,11 @@ static void box_copy(const galv_pipe_xfer *x, const char *src, char *dst, const 
   galv_pipe_dev->box(galv_dtype_size(x->dtype), x->rank, x->dims, src, dst, off, len, pack);
 }
 
+/* The same in this rank's box of x (off: local to it). */
+static void box_copy_local(const galv_pipe_xfer *x, const char *src, char *dst, const int64_t *off, const int64_t *len, int pack) {
+  galv_pipe_dev->box(galv_dtype_size(x->dtype), x->rank, views[x - galv_pipe_xfers].dims, src, dst, off, len, pack);
+}
+
 /* The box receiving rank r gets from the sending stage: the bounding box of its tiles. */
 static int64_t recv_box(const galv_pipe_xfer *x, int r, int64_t *off, int64_t *len) {
   int any = 0;
@@ -122,6 +144,9 @@ static int64_t recv_box(const galv_pipe_xfer *x, int r, int64_t *off, int64_t *l
 
 void galv_pipe_xfer_init(galv_comm *w, int stage, int lrank, int nlocal) {
   world = w, me = stage, lr = lrank, nl = nlocal;
+  free(views);
+  views = calloc((size_t)galv_pipe_nxfers + 1, sizeof *views);
+  if (!views) galv_fatal("out of memory");
   for (int i = 0; i < galv_pipe_nxfers; i++) {
     const galv_pipe_xfer *x = &galv_pipe_xfers[i];
     if (x->from < 0 || x->to < 0 || x->from >= galv_pipe_nstages || x->to >= galv_pipe_nstages || x->from == x->to ||
@@ -134,15 +159,30 @@ void galv_pipe_xfer_init(galv_comm *w, int stage, int lrank, int nlocal) {
     const galv_io *io = NULL;
     const galv_pipe_entry *bw = x->grad && galv_pipe_bwd.run ? &galv_pipe_bwd : NULL; /* gradients: the backward entry's */
     const galv_io *ins = bw ? bw->inputs : galv_inputs, *outs = bw ? bw->outputs : galv_outputs;
+    const galv_io_split *insp = bw ? bw->input_split : galv_input_split, *outsp = bw ? bw->output_split : galv_output_split;
+    const galv_io_split *sp = NULL;
     const int nins = bw ? *bw->ninputs : galv_ninputs, nouts = bw ? *bw->noutputs : galv_noutputs;
     for (int k = 0; x->to == me && k < nins; k++)
-      if (!strcmp(ins[k].name, nm)) io = &ins[k];
+      if (!strcmp(ins[k].name, nm)) io = &ins[k], sp = insp ? &insp[k] : NULL;
     for (int k = 0; x->from == me && k < nouts; k++)
-      if (!strcmp(outs[k].name, nm)) io = &outs[k];
+      if (!strcmp(outs[k].name, nm)) io = &outs[k], sp = outsp ? &outsp[k] : NULL;
+    /* this rank's box: its block when the program holds the value split (kept split over the batch), else whole */
+    view *v = &views[i];
+    for (int d = 0; d < x->rank; d++) v->start[d] = 0, v->dims[d] = x->dims[d];
+    if (io && sp && sp->starts && nl > 1) {
+      v->split = 1;
+      for (int d = 0; d < x->rank; d++) {
+        if (sp->gdims[d] != x->dims[d] || io->rank != x->rank)
+          galv_fatal("pipeline table: transfer '%s': the program's %s '%s' is not of the value's shape", x->name,
+                     x->to == me ? "input" : "output", nm);
+        v->start[d] = sp->starts[(size_t)lr * (size_t)x->rank + (size_t)d], v->dims[d] = io->dims[d];
+      }
+    }
     /* a value held 16-bit (--precision bf16 / fp16: io->storage) moves as its 16-bit elements */
-    if (!io || (io->storage ? io->storage : io->dtype) != x->dtype || (io->storage ? io->nbytes / 2 : io->nbytes) != whole_bytes(x))
+    if (!io || (io->storage ? io->storage : io->dtype) != x->dtype || (io->storage ? io->nbytes / 2 : io->nbytes) != box_bytes(x, v->dims))
       galv_fatal("pipeline table: transfer '%s' (stage %d to %d): the program has no %s '%s' of %lld bytes", x->name, x->from,
-                 x->to, x->to == me ? "input" : "output", nm, (long long)whole_bytes(x));
+                 x->to, x->to == me ? "input" : "output", nm, (long long)box_bytes(x, v->dims));
+    if (v->split && x->to == me && x->allgather) galv_fatal("pipeline table: transfer '%s' all-gathers into a split input", x->name);
     int64_t recv = 0, sent = 0;
     for (int k = 0; k < x->ntiles; k++) {
       const galv_pipe_tile *t = &x->tiles[k];
@@ -152,16 +192,21 @@ void galv_pipe_xfer_init(galv_comm *w, int stage, int lrank, int nlocal) {
       for (int d = 0; d < x->rank; d++)
         if (t->off[d] < 0 || t->len[d] < 1 || t->off[d] + t->len[d] > x->dims[d])
           galv_fatal("pipeline table: transfer '%s': a tile leaves the value in dim %d", x->name, d);
+      for (int d = 0; d < x->rank && ((t->src == lr && x->from == me) || (t->dst == lr && x->to == me)); d++)
+        if (t->off[d] < v->start[d] || t->off[d] + t->len[d] > v->start[d] + v->dims[d])
+          galv_fatal("pipeline table: transfer '%s': a tile of rank %d leaves its rows in dim %d", x->name, lr, d);
       if (t->dst == lr) recv += box_bytes(x, t->len);
       if (t->src == lr) sent += box_bytes(x, t->len);
     }
     if (x->to == me) { /* this rank ends up with the whole value */
       int64_t lo[GALV_RT_MAX_RANK], ln[GALV_RT_MAX_RANK];
-      if (recv * (x->allgather ? nl : 1) != whole_bytes(x) || (x->allgather && recv_box(x, lr, lo, ln) != recv))
-        galv_fatal("pipeline table: transfer '%s' gives stage %d rank %d %lld bytes%s, not the value's %lld", x->name, me, lr,
-                   (long long)recv, x->allgather ? " to all-gather" : "", (long long)whole_bytes(x));
+      if (recv * (x->allgather ? nl : 1) != box_bytes(x, v->dims) || (x->allgather && recv_box(x, lr, lo, ln) != recv))
+        galv_fatal("pipeline table: transfer '%s' gives stage %d rank %d %lld bytes%s, not the %s %lld", x->name, me, lr,
+                   (long long)recv, x->allgather ? " to all-gather" : "", v->split ? "rows it holds," : "value's",
+                   (long long)box_bytes(x, v->dims));
     } else {
       plan_run[x->grad] += (uint64_t)sent;
+      split_run[x->grad] += v->split, whole_run[x->grad] += !v->split;
       out_run[x->grad] += (uint64_t)x->bytes;
       naive_run[x->grad] += (uint64_t)x->naive;
     }
@@ -192,13 +237,15 @@ void galv_pipe_xfer_send(const galv_pipe_xfer *x, const void *whole, galv_queue 
   for (int i = 0; i < x->ntiles; i++) {
     const galv_pipe_tile *t = &x->tiles[i];
     if (t->src != lr) continue;
-    int64_t n = box_bytes(x, t->len), flat = box_flat(x, t->off, t->len);
+    int64_t loff[GALV_RT_MAX_RANK];
+    local_off(x, t, loff);
+    int64_t n = box_bytes(x, t->len), flat = box_flat_in(x, views[x - galv_pipe_xfers].dims, loff, t->len);
     const char *p;
     if (flat >= 0) p = (const char *)whole + flat * (int64_t)galv_dtype_size(x->dtype);
     else { /* packed into a staging buffer, freed once the group completes */
       pending *s = push_pending();
       s->stage = galv_pipe_dev->alloc((size_t)n);
-      box_copy(x, whole, s->stage, t->off, t->len, 1);
+      box_copy_local(x, whole, s->stage, loff, t->len, 1);
       p = s->stage;
     }
     uint64_t before = galv_comm_counters().send;
@@ -211,13 +258,16 @@ void galv_pipe_xfer_recv(const galv_pipe_xfer *x, void *whole, galv_queue *q) {
   for (int i = 0; i < x->ntiles; i++) {
     const galv_pipe_tile *t = &x->tiles[i];
     if (t->dst != lr) continue;
-    int64_t n = box_bytes(x, t->len), flat = box_flat(x, t->off, t->len);
+    int64_t loff[GALV_RT_MAX_RANK];
+    local_off(x, t, loff);
+    int64_t n = box_bytes(x, t->len), flat = box_flat_in(x, views[x - galv_pipe_xfers].dims, loff, t->len);
     char *p;
     if (flat >= 0) p = (char *)whole + flat * (int64_t)galv_dtype_size(x->dtype);
     else { /* staged, placed once the group completes */
       pending *s = push_pending();
       s->stage = galv_pipe_dev->alloc((size_t)n);
       s->whole = whole, s->x = x, s->t = t;
+      memcpy(s->off, loff, sizeof loff);
       p = s->stage;
     }
     galv_recv(world, galv_pipe_first_rank[x->from] + t->src, p, (size_t)n, GALV_U8, q);
@@ -236,7 +286,7 @@ void galv_pipe_xfer_recv(const galv_pipe_xfer *x, void *whole, galv_queue *q) {
 void galv_pipe_xfer_complete(galv_queue *q) {
   galv_queue_sync(q);
   for (int i = 0; i < npend; i++) {
-    if (pend[i].whole) box_copy(pend[i].x, pend[i].stage, pend[i].whole, pend[i].t->off, pend[i].t->len, 0);
+    if (pend[i].whole) box_copy_local(pend[i].x, pend[i].stage, pend[i].whole, pend[i].off, pend[i].t->len, 0);
     galv_pipe_dev->release(pend[i].stage);
   }
   npend = 0;
@@ -293,12 +343,12 @@ void galv_pipe_xfer_report(long runs, uint64_t other) {
   for (int g = 0; g < 2; g++)
     if (out_run[g])
       printf("%s: cross-stage %s bytes sent by this rank: %llu measured, %llu planned; by the stage: %llu planned, %llu naive "
-             "(%ld microbatches)\n", galv_progname, dir[g], (unsigned long long)measured[g],
+             "(%ld microbatches); values kept split over the batch %d, whole %d\n", galv_progname, dir[g], (unsigned long long)measured[g],
              (unsigned long long)(plan_run[g] * (uint64_t)runs), (unsigned long long)(out_run[g] * (uint64_t)runs),
-             (unsigned long long)(naive_run[g] * (uint64_t)runs), runs);
+             (unsigned long long)(naive_run[g] * (uint64_t)runs), runs, split_run[g], whole_run[g]);
   fflush(stdout);
-  free(pend), free(gath);
-  pend = NULL, gath = NULL;
+  free(pend), free(gath), free(views);
+  pend = NULL, gath = NULL, views = NULL;
   cappend = capgath = 0;
 }
 #else

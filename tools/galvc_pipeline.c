@@ -43,8 +43,41 @@ static gv_mesh stage_mesh(const pipe_args *pa, int k) {
   return m;
 }
 
+/* Crossing values kept split over the batch (docs/pipeline.md, "Cross-mesh transfers"): when every stage is
+ * compiled from --strategy / --mesh with an axis named "dp" of one size D > 1 (xs_D; 1: none, the replicated path),
+ * a crossing value whose dim 0 is the microbatch (xs_mb) and divides by D stays split over dp on both sides: the
+ * sending stage returns its rows ("pp.X"; its gradient "grad:pp.X" likewise), the receiving stage takes its rows as
+ * its input ("pp.X", "gin:pp.X"), and the transfer moves them rank to rank (write_xfers), no gather on either side. */
+static int64_t xs_D = 1, xs_mb;
+
+/* The presets whose stages keep the crossing values split (the stage cost prices them so, gv_intra_stage_ctx.xsplit):
+ * --strategy dp (one axis named dp) or --strategy dp,tp with --mesh naming dp and tp, every stage of one device count
+ * (no uneven --stage-devices). */
+static bool xs_roles(const pipe_args *pa) {
+  const char *st = gv_shard_opts.strategy;
+  if (!pa->naxes || !st) return false;
+  for (int i = 1; i < pa->nsdev; i++)
+    if (pa->sdev[i] != pa->sdev[0]) return false;
+  if (!pa->mesh_given) return !strcmp(st, "dp");
+  bool dp = false, tp = false;
+  for (int a = 0; a < pa->naxes; a++) dp |= !strcmp(pa->axn[a], "dp"), tp |= !strcmp(pa->axn[a], "tp");
+  return !strcmp(st, "dp,tp") && dp && tp;
+}
+
+static bool xs_split(const gv_type *t) {
+  return xs_D > 1 && t && t->rank >= 1 && t->dims[0] == xs_mb && t->dims[0] % xs_D == 0;
+}
+
+/* The sharding of a crossing value on mesh: dim 0 over the axis named dp when it is kept split, else replicated. */
+static gv_sharding xs_sharding(const gv_mesh *mesh, const gv_type *t) {
+  gv_sharding sh = {.mesh = mesh, .rank = t->rank};
+  int a = gv_mesh_axis(mesh, "dp", 2);
+  if (xs_split(t) && a >= 0 && mesh->size[a] == xs_D) sh.axes[0][sh.naxes[0]++] = (uint8_t)a;
+  return sh;
+}
+
 /* A stage of k > 1 devices: its mesh, the cross-stage values (pp.X,
- * gin:pp.X) pinned replicated, propagate-sharding (--strategy) and
+ * gin:pp.X) pinned replicated (dim 0 over dp when kept split: xs_split), propagate-sharding (--strategy) and
  * spmd-partition: an SPMD program over the stage's ranks. */
 static int partition_stage(gv_module *ms, const pipe_args *pa, int k, int quiet, int verify_each) {
   gv_mesh sm = stage_mesh(pa, k);
@@ -58,9 +91,30 @@ static int partition_stage(gv_module *ms, const pipe_args *pa, int k, int quiet,
   }
   for (int i = 0; i < f->body->nargs; i++) {
     const char *n = f->arg_names[i];
-    if (n && (!strncmp(n, "pp.", 3) || !strncmp(n, "gin:pp.", 7)))
-      f->arg_sharding[i] = gv_sharding_new(ms, mesh, f->body->args[i]->type.rank);
+    if (n && (!strncmp(n, "pp.", 3) || !strncmp(n, "gin:pp.", 7))) {
+      gv_sharding *sh = gv_sharding_new(ms, mesh, f->body->args[i]->type.rank);
+      *sh = xs_sharding(mesh, &f->body->args[i]->type);
+      f->arg_sharding[i] = sh;
+    }
   }
+  /* the crossing results kept split (sent "pp.X", the gradients "grad:pp.X" of received values): returned with dim 0
+   * over dp (propagate-sharding reads the return's batch_split / batch_axes) */
+  gv_op *ret = gv_block_terminator(f->body);
+  const char **names = calloc((size_t)f->nres_names + 1, sizeof *names);
+  int nn = 0;
+  if (!names) return gv_error_plain("out of memory");
+  for (int i = 0; ret && i < f->nres_names && i < ret->nopnds; i++) {
+    const char *n = f->res_names[i];
+    if (n && (!strncmp(n, "pp.", 3) || !strncmp(n, "grad:pp.", 8)) && strcmp(n, "pp.seed") &&
+        xs_sharding(mesh, &ret->opnds[i]->type).naxes[0])
+      names[nn++] = n;
+  }
+  if (nn) {
+    static const char *const dp[] = {"dp"};
+    gv_set_strs(ms, ret, "batch_split", nn, names);
+    gv_set_strs(ms, ret, "batch_axes", 1, dp);
+  }
+  free(names);
   static const char *const sp[] = {"propagate-sharding", "storage", "spmd-partition"}; /* collectives move values as stored */
   return run_named(ms, sp, 3, quiet, verify_each);
 }
@@ -406,6 +460,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     ictx.one_axis = ictx.mesh_roles = true;
     ictx.mesh_dp = strcmp(gv_shard_opts.strategy, "dp") ? -1 : 0, ictx.mesh_tp = strcmp(gv_shard_opts.strategy, "tp") ? -1 : 0;
   }
+  ictx.xsplit = xs_roles(pa) && !getenv("GALV_PIPE_XSPLIT_OFF"); /* crossing values kept split over dp, as compiled */
   /* recomputation and ZeRO per stage: chosen (the ways offered to the DP) with the stages chosen (auto, the default
    * search, its chosen plan's stages) or fixed under --memory-limit (--pipeline-stages S, the planner's plan per stage:
    * the DP with the stage count fixed; without a limit, or with a preset the cost does not price, the flags' choice);
@@ -612,15 +667,31 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   return rc;
 }
 
-/* The type of stage module m's input or output named name, NULL when none. */
-static const gv_type *stage_value_type(const gv_module *m, const char *name) {
+/* Stage module m's input or output named name, NULL when none. */
+static const gv_value *stage_value(const gv_module *m, const char *name) {
   const gv_func *f = m->main;
   for (int i = 0; i < f->body->nargs; i++)
-    if (f->arg_names[i] && !strcmp(f->arg_names[i], name)) return &f->body->args[i]->type;
+    if (f->arg_names[i] && !strcmp(f->arg_names[i], name)) return f->body->args[i];
   const gv_op *ret = f->body->last;
   for (int i = 0; ret && i < f->nres_names && i < ret->nopnds; i++)
-    if (f->res_names[i] && !strcmp(f->res_names[i], name)) return &ret->opnds[i]->type;
+    if (f->res_names[i] && !strcmp(f->res_names[i], name)) return ret->opnds[i];
   return NULL;
+}
+
+/* The type of stage module m's input or output named name, NULL when none. */
+static const gv_type *stage_value_type(const gv_module *m, const char *name) {
+  const gv_value *v = stage_value(m, name);
+  return v ? &v->type : NULL;
+}
+
+/* Its global type (a partitioned stage holds a crossing value kept split as its block: the dims times the split). */
+static bool stage_value_global(const gv_module *m, const char *name, gv_type *t) {
+  const gv_value *v = stage_value(m, name);
+  if (!v) return false;
+  *t = v->type;
+  const gv_sharding *sh = gv_value_sharding(m, v);
+  for (int d = 0; sh && d < t->rank && d < sh->rank; d++) t->dims[d] *= gv_sharding_dim_split(sh, d);
+  return true;
 }
 
 /* The dtype stage module m holds its input or output named name in (16-bit
@@ -690,9 +761,7 @@ static int write_xfers(FILE *f, const gv_module *m, const gv_module *mb, const g
   gv_type *tt = calloc((size_t)n + 1, sizeof *tt); /* per transfer: the value's type at the dtype it moves in (its storage) */
   if (!tt) rc = gv_error_plain("out of memory");
   for (int i = 0; i < n && !rc; i++) {
-    const gv_type *t0 = stage_value_type(m, list[i].name);
-    if (!t0) { rc = gv_error_plain("stage %d: no crossing value '%s'", s, list[i].name); break; }
-    tt[i] = *t0;
+    if (!stage_value_global(m, list[i].name, &tt[i])) { rc = gv_error_plain("stage %d: no crossing value '%s'", s, list[i].name); break; }
     const gv_module *g = mb ? mb : m;
     if (list[i].grad) snprintf(gname, sizeof gname, "%s:%s", list[i].from == s ? "grad" : "gin", list[i].name);
     gv_dtype dt = list[i].grad ? stage_value_storage(g, gname) : stage_value_storage(m, list[i].name);
@@ -702,9 +771,10 @@ static int write_xfers(FILE *f, const gv_module *m, const gv_module *mb, const g
   for (int i = 0; i < n && !rc; i++) { /* the tiles */
     const gv_type *t = &tt[i];
     gv_mesh ma = stage_mesh(pa, dev[list[i].from]), mb = stage_mesh(pa, dev[list[i].to]);
-    gv_sharding src = {.mesh = &ma, .rank = t->rank}, dst = {.mesh = &mb, .rank = t->rank};
+    /* kept split (xs_split): the sender's rows to the receiver holding the same rows, no local all-gather */
+    gv_sharding src = xs_sharding(&ma, t), dst = xs_sharding(&mb, t);
     gv_xmesh_plan pl;
-    if (gv_xmesh_plan_make(t, &src, &dst, true, &pl)) { rc = gv_error_plain("stage %d: value '%s': cannot plan the transfer", s, list[i].name); break; }
+    if (gv_xmesh_plan_make(t, &src, &dst, !dst.naxes[0], &pl)) { rc = gv_error_plain("stage %d: value '%s': cannot plan the transfer", s, list[i].name); break; }
     fprintf(f, "static const galv_pipe_tile xfer_tiles%d[] = {\n", i);
     for (int k = 0; k < pl.nx; k++) {
       fprintf(f, "    {%d, %d, {", pl.x[k].src, pl.x[k].dst);
@@ -769,6 +839,39 @@ static gv_module *stage_module(const char *model, const gv_import_options *opt, 
   }
   gv_train_opts.recompute = keep;
   return ms;
+}
+
+/* The back passes (fuse, storage, memory-plan) on a stage entry, its returned values' shardings kept: a crossing
+ * value kept split (xs_split) is returned as its block, and codegen's output table (galv_output_split, which the
+ * runtime's transfers read) takes the block from the returned value's sharding, which a fused producer (galv.fused)
+ * does not carry; set on the value that stands for it afterwards. */
+static int run_back(gv_module *m, const char *const *back, int verify_each) {
+  gv_op *ret = gv_block_terminator(m->main->body);
+  int n = ret ? ret->nopnds : 0;
+  const gv_sharding **sh = calloc((size_t)n + 1, sizeof *sh);
+  if (!sh) return gv_error_plain("out of memory");
+  const gv_func *f = m->main;
+  for (int i = 0; i < n; i++) {
+    const char *rn = i < f->nres_names && f->res_names ? f->res_names[i] : NULL;
+    const gv_sharding *h = rn && (!strncmp(rn, "pp.", 3) || !strncmp(rn, "grad:pp.", 8)) ? gv_value_sharding(m, ret->opnds[i]) : NULL;
+    sh[i] = h && !h->partial && cg_is_split(h) ? h : NULL;
+  }
+  int rc = run_named(m, back, 3, 1, verify_each);
+  ret = gv_block_terminator(m->main->body);
+  for (int i = 0; !rc && ret && i < n && i < ret->nopnds; i++) {
+    gv_op *d = ret->opnds[i]->def;
+    if (!sh[i] || !d || gv_value_sharding(m, ret->opnds[i])) continue;
+    const gv_sharding **ds = calloc((size_t)d->nres + 1, sizeof *ds);
+    if (!ds) { rc = gv_error_plain("out of memory"); break; }
+    for (int r = 0; r < d->nres; r++) /* the producer's other results: their shardings, else replicated (the verifier
+                                         * wants one per result) */
+      if (!(ds[r] = gv_op_sharding(d, r))) ds[r] = gv_sharding_new(m, sh[i]->mesh, d->res[r]->type.rank);
+    ds[ret->opnds[i]->index] = sh[i];
+    gv_set_shardings(m, d, ds);
+    free(ds);
+  }
+  free(sh);
+  return rc;
 }
 
 /* Appends to wide[] (n so far, at most cap) the names of m's stash results
@@ -1244,6 +1347,19 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
                             (long long)mprod, dev[i]);
     }
   }
+  /* crossing values kept split over dp: every stage from --strategy / --mesh (not the planner's plan) with a dp axis
+   * of one size (xs_split) */
+  xs_D = xs_roles(pa) ? 0 : 1, xs_mb = opt.batch;
+  for (int i = 0; i < S && xs_D != 1; i++) {
+    gv_mesh sm = stage_mesh(pa, dev[i]);
+    int a = dev[i] > 1 && pa->naxes && !pl->cost[i].planner_plan ? gv_mesh_axis(&sm, "dp", 2) : -1;
+    int64_t d = a >= 0 ? sm.size[a] : 1;
+    xs_D = !xs_D || xs_D == d ? d : 1;
+  }
+  if (xs_D < 1 || V > 1 || getenv("GALV_PIPE_XSPLIT_OFF")) xs_D = 1;
+  if (xs_D > 1 && !quiet && !P.plan_only)
+    fprintf(stderr, "galvc: pipeline: crossing values whose dim 0 is the microbatch (%lld) stay split over dp = %lld: each rank "
+                    "sends and receives its rows, no gather\n", (long long)xs_mb, (long long)xs_D);
   /* fixed stages whose ways the stage DP chose (under --memory-limit): reported as chosen stages are */
   const bool ways = train && !autoS && gv_plan_opts.memory_limit > 0 && !P.naxes;
   if ((autoS || autoB || P.cuts || P.cuts_given || ways) && !(P.joint && quiet)) {
@@ -1380,21 +1496,21 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     const char *wide[2 * GV_PIPE_MAX_STAGES * 64];
     int nwide = 0;
     gv_precision_opts.stage_wide = wide, gv_precision_opts.nstage_wide = 0;
-    if (!rc) rc = gv_verify(ms) || run_named(ms, back, 3, 1, verify_each) || gv_verify(ms);
+    if (!rc) rc = gv_verify(ms) || run_back(ms, back, verify_each) || gv_verify(ms);
     if (!rc) nwide = stash_wide(ms, wide, nwide, (int)(sizeof wide / sizeof *wide));
     if (!rc && getenv("GALV_STAGE_REPORT") && cluster) { /* each stage program's cost table (--report-cost's), a diagnostic */
       fprintf(stderr, "galvc: stage %d program (%d devices):\n", s, per);
       gv_cost_report(cluster, ms, stderr);
     }
     gv_precision_opts.nstage_wide = nwide;
-    if (!rc && mb) rc = run_named(mb, back, 3, 1, verify_each) || gv_verify(mb);
+    if (!rc && mb) rc = run_back(mb, back, verify_each) || gv_verify(mb);
     if (!rc && mb) nwide = stash_wide(mb, wide, nwide, (int)(sizeof wide / sizeof *wide));
     if (!rc && mb && getenv("GALV_STAGE_REPORT") && cluster) {
       fprintf(stderr, "galvc: stage %d backward entry (%d devices):\n", s, per);
       gv_cost_report(cluster, mb, stderr);
     }
     gv_precision_opts.nstage_wide = nwide;
-    if (!rc && mw) rc = run_named(mw, back, 3, 1, verify_each) || gv_verify(mw);
+    if (!rc && mw) rc = run_back(mw, back, verify_each) || gv_verify(mw);
     gv_precision_opts.stage_wide = NULL, gv_precision_opts.nstage_wide = 0;
     if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
     gv_cuda_options cs = {0};

@@ -297,6 +297,17 @@ int main(void) {
     CHECK(y == (2000 + 5000) + (2000 + 5000) + (2000 + 5000), "transfer training (no output: no message): %lld ns", (long long)y);
     int64_t z = gv_pipe_transfer_ns(&t, 1, 1, 1000000, 0, 0, false);
     CHECK(z == 2000 + 10000, "transfer on one device: %lld ns", (long long)z);
+    /* values kept split over dp = D (gv_pipe_transfer_split_ns): each rank its rows, bytes / D in the message, no
+     * all-gather of them; the rest as above; D = 1: the replicated figure */
+    int64_t s1 = gv_pipe_transfer_split_ns(&t, 1, 2, 1000000, 500000, 1000000, 500000, 2, 3, false);
+    CHECK(s1 == (2000 + 5000) + (2000 + 2500) + 3 * 5000, "split transfer, all rows: %lld ns", (long long)s1);
+    int64_t s2 = gv_pipe_transfer_split_ns(&t, 1, 2, 1000000, 500000, 600000, 500000, 2, 3, false);
+    CHECK(s2 == (2000 + 5000) + (2000 + 2000) + (2000 + 2500) + 3 * 5000, "split transfer, 400000 bytes whole: %lld ns",
+          (long long)s2);
+    int64_t s3 = gv_pipe_transfer_split_ns(&t, 1, 2, 1000000, 500000, 1000000, 500000, 1, 3, false);
+    CHECK(s3 == x, "split transfer with D = 1: %lld ns, replicated %lld", (long long)s3, (long long)x);
+    int64_t s4 = gv_pipe_transfer_split_ns(&t, 1, 2, 1000000, 0, 1000000, 0, 2, 0, true);
+    CHECK(s4 == 2 * (2000 + 5000) && s4 < y, "split transfer training: %lld ns (replicated %lld)", (long long)s4, (long long)y);
   }
   /* device counts fixed per stage (--stage-devices): the DP's cuts are the best over every cut with
    * those sub-meshes in that order; a count that is no sub-mesh or a wrong sum fails */
