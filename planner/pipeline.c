@@ -24,17 +24,32 @@
 
 #define MAX_MESHES 40
 
+/* The stage costs: an open-addressing table of keys naming entries of a pool of costs (a cost is some 3 KB, its
+ * key 16 bytes: growing the table moves keys only, and the pool holds as many costs as were computed). The key
+ * holds the microbatch count, so no cost is read across counts: the table is emptied per count, and the pool's
+ * entries are reused. */
 typedef struct {
   uint64_t key;
   unsigned used; /* the cache's gen: in use (another value: empty) */
-  gv_stage_cost c;
+  uint32_t idx;  /* its cost: pool[idx] */
 } centry;
 
 typedef struct {
   centry *t;
   size_t cap, n;
-  unsigned gen; /* >= 1; a reused table's next solve takes the next one (every entry empty again) */
+  unsigned gen; /* >= 1; a reused table's next solve (or count) takes the next one (every entry empty again) */
+  gv_stage_cost *pool;
+  size_t poolcap;
 } cache;
+
+/* Every entry empty (n = 0): the next generation. */
+static void cache_empty(cache *c) {
+  c->n = 0;
+  if (++c->gen == 0) { /* wrapped: every entry's mark cleared */
+    for (size_t i = 0; i < c->cap; i++) c->t[i].used = 0;
+    c->gen = 1;
+  }
+}
 
 static uint64_t mix(uint64_t h, uint64_t x) {
   h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -43,6 +58,12 @@ static uint64_t mix(uint64_t h, uint64_t x) {
 }
 
 static centry *cache_slot(cache *c, uint64_t key) {
+  if (c->n >= c->poolcap) {
+    size_t np = c->poolcap ? 2 * c->poolcap : 256;
+    gv_stage_cost *n = realloc(c->pool, np * sizeof *n);
+    if (!n) return NULL;
+    c->pool = n, c->poolcap = np;
+  }
   if (c->n * 2 >= c->cap) {
     size_t nc = c->cap ? c->cap * 2 : 1024;
     centry *nt = calloc(nc, sizeof(centry));
@@ -67,7 +88,7 @@ struct gv_pipe_table {
 };
 gv_pipe_table *gv_pipe_table_new(void) { return calloc(1, sizeof(gv_pipe_table)); }
 void gv_pipe_table_free(gv_pipe_table *t) {
-  if (t) free(t->ch.t), free(t);
+  if (t) free(t->ch.t), free(t->ch.pool), free(t);
 }
 
 /* One way of a stage as the DP's inner loop weighs it: its ns, state (+ ZB-H1's copy), activations per microbatch
@@ -296,11 +317,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   cache own = {.gen = 1}, *chp = &own; /* the stage costs: this solve's own table, or the caller's emptied */
   if (p->table) {
     chp = &p->table->ch;
-    chp->n = 0;
-    if (++chp->gen == 0) { /* wrapped: every entry's mark cleared */
-      for (size_t i = 0; i < chp->cap; i++) chp->t[i].used = 0;
-      chp->gen = 1;
-    }
+    cache_empty(chp);
   }
   int rc = -1;
   int64_t best = INT64_MAX, min_need = INT64_MAX;
@@ -331,7 +348,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       free(ga);
       il_inflight = (pmb + V - 1) / V;
     }
-    /* the stage cost table for this B (cached across B by key) */
+    /* the stage cost table for this B (its key holds B: none of another B's is read) */
+    if (bi) cache_empty(chp);
     int ncand = 0;
     for (int k = 0; k < L; k++) {
       uint64_t h = 0x12345;
@@ -348,10 +366,10 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           }
           out->lookups++;
           if (e->used != chp->gen) {
-            if (p->cost(p->ctx, k, j, mn[m], mk[m], B, &e->c)) goto done;
+            if (p->cost(p->ctx, k, j, mn[m], mk[m], B, &chp->pool[chp->n])) goto done;
             e->used = chp->gen;
             e->key = key;
-            chp->n++;
+            e->idx = (uint32_t)chp->n++;
             out->solves++;
           }
           C[CX(k, j, m)] = NULL;
@@ -373,15 +391,16 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           }
           uint64_t key = mix(mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1);
           centry *e = cache_slot(chp, key);
-          C[CX(k, j, m)] = &e->c;
+          gv_stage_cost *ec = &chp->pool[e->idx];
+          C[CX(k, j, m)] = ec;
           fast[CX(k, j, m)] = -1;
-          if (e->c.feasible) {
-            int64_t fastest = e->c.ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
-            for (int w = 1; w < e->c.nvar; w++)
-              if ((arc || !recomputing(&e->c.var[w])) && e->c.var[w].ns < fastest) fastest = e->c.var[w].ns;
+          if (ec->feasible) {
+            int64_t fastest = ec->ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
+            for (int w = 1; w < ec->nvar; w++)
+              if ((arc || !recomputing(&ec->var[w])) && ec->var[w].ns < fastest) fastest = ec->var[w].ns;
             fast[CX(k, j, m)] = fastest;
             /* the ways the DP's pick weighs, dense (recomputing ones only where the schedule runs them) */
-            const int64_t zbw = p->schedule == GV_SCHED_ZBH1 ? e->c.zb_bytes : 0;
+            const int64_t zbw = p->schedule == GV_SCHED_ZBH1 ? ec->zb_bytes : 0;
             if (ndw + (size_t)GV_STAGE_MAX_VARS + 1 > capdw) {
               size_t nc2 = capdw ? 2 * capdw : 4096;
               dway *n2 = realloc(dw, nc2 * sizeof *dw);
@@ -392,21 +411,21 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
               dw = n2, capdw = nc2;
             }
             wofs[CX(k, j, m)] = (int64_t)ndw;
-            if (e->c.nvar < 2) dw[ndw++] = (dway){e->c.ns, e->c.state_bytes + zbw, e->c.act_bytes, 0};
-            for (int w = 0; e->c.nvar >= 2 && w < e->c.nvar; w++) {
-              const gv_stage_var *v = &e->c.var[w];
+            if (ec->nvar < 2) dw[ndw++] = (dway){ec->ns, ec->state_bytes + zbw, ec->act_bytes, 0};
+            for (int w = 0; ec->nvar >= 2 && w < ec->nvar; w++) {
+              const gv_stage_var *v = &ec->var[w];
               if (recomputing(v) && !arc) continue;
               dw[ndw++] = (dway){v->ns, v->state_bytes + zbw, v->act_bytes, v->key_ns ? v->key_ns : v->ns};
             }
             wn[CX(k, j, m)] = (uint8_t)(ndw - (size_t)wofs[CX(k, j, m)]);
             int vv;
-            int64_t need = gv_stage_cost_min_need(&e->c, 1, p->schedule, &vv);
+            int64_t need = gv_stage_cost_min_need(ec, 1, p->schedule, &vv);
             if (need < min_need)
-              min_need = need, out->min_state = (e->c.nvar < 2 ? e->c.state_bytes : e->c.var[vv].state_bytes) + zbh * e->c.zb_bytes,
-              out->min_act = e->c.nvar < 2 ? e->c.act_bytes : e->c.var[vv].act_bytes;
-            cand[ncand++] = e->c.ns;
-            for (int w = 1; w < e->c.nvar && ncand < (int)nC * GV_STAGE_MAX_VARS; w++) /* the slower ways' times too */
-              if (arc || !recomputing(&e->c.var[w])) cand[ncand++] = e->c.var[w].ns;
+              min_need = need, out->min_state = (ec->nvar < 2 ? ec->state_bytes : ec->var[vv].state_bytes) + zbh * ec->zb_bytes,
+              out->min_act = ec->nvar < 2 ? ec->act_bytes : ec->var[vv].act_bytes;
+            cand[ncand++] = ec->ns;
+            for (int w = 1; w < ec->nvar && ncand < (int)nC * GV_STAGE_MAX_VARS; w++) /* the slower ways' times too */
+              if (arc || !recomputing(&ec->var[w])) cand[ncand++] = ec->var[w].ns;
           }
         }
       }
@@ -601,7 +620,7 @@ done:
   free(fast);
   free(wofs), free(wn), free(dw);
   free(cand);
-  free(own.t);
+  free(own.t), free(own.pool);
   return rc;
 #undef IX
 #undef CX
