@@ -960,16 +960,37 @@ static int cand_cmp(const void *a, const void *b) {
 
 /* The default search's pipeline side: the stage DP over every microbatch
  * count (divisors of the batch) with the analytic stage cost screens the
- * stage counts and devices per stage (S >= 2); the JOINT_TOP fastest
+ * stage counts and devices per stage (S >= 2; galvc_pipeline_search);
+ * after one program's search (galvc_pipeline_plan) the JOINT_TOP fastest
  * distinct candidates are planned again with stage costs from the
  * intra-operator planner (each stage program planned), and the fastest of
- * those is the answer. */
+ * those is the answer. A candidate whose analytic step is over JOINT_SKIP
+ * times one program's predicted step is not planned, nor any after it
+ * (the screen is sorted): the analytic stage cost leaves out what the
+ * stage programs' plans add (their collectives' exposure, the memory
+ * plan), so the planned step has been above the analytic one (Llama2-7B /
+ * 64: 3060.8 -> 4583.2 ms; the GPT-3 shape, 12 layers / 1024: 7280.8 ->
+ * 10446.5, 7971.2 -> 12227.7, 8201.1 -> 11976.9 ms). GALV_PIPE_SKIP=off
+ * plans them. */
 enum { JOINT_TOP = 3 };
+#define JOINT_SKIP 1.25
+static struct { /* the screen's state between galvc_pipeline_search and galvc_pipeline_plan */
+  bool on;
+  const char *model;
+  gv_import_options opt;
+  pipe_args P;
+  gv_cluster cl;
+  int64_t global, gpus;
+  int K, quiet, train;
+  double plan_s;
+} pend;
+
 int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, const gv_cluster *cluster0,
                           int quiet, int train, galvc_pipe_choice *out) {
   memset(out, 0, sizeof *out);
   out->min_need = -1;
   double t0 = now(), c0 = cpu_now();
+  pend.on = false;
   pipe_args P = *pa0;
   P.joint = true, P.stages = 0, P.B = 0, P.nsdev = 0, P.analytic = true, P.cuts = 0, P.cuts_given = false;
   gv_cluster cl = *cluster0;
@@ -1030,12 +1051,54 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
     fprintf(stderr, "galvc: pipelines: the stage DP with the analytic stage cost screened %d microbatch count%s x stage counts "
                     "(%d layers, %d layer groups): %d candidate%s fit (%.2f s)\n", nb, nb == 1 ? "" : "s", joint_layers, K, nscreen,
             nscreen == 1 ? "" : "s", now() - t0);
+  free(cand);
+  out->cpu_s = cpu_now() - c0, out->wall_s = now() - t0;
+  if (rc) {
+    free(screen), screen = NULL;
+    galvc_microbatch_done();
+    return rc;
+  }
+  pend = (typeof(pend)){.on = true, .model = model, .opt = opt, .P = P, .cl = cl, .global = global, .gpus = gpus, .K = K,
+                        .quiet = quiet, .train = train, .plan_s = plan_s};
+  galvc_microbatch_done();
+  return 0;
+}
+
+/* The screen's candidates planned (galvc_pipeline_search's), one: one program's predicted step (-1: no program fits;
+ * then, when no pipeline fits either, the smallest memory a pipeline needs). */
+int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
+  if (!pend.on) return 0;
+  pend.on = false;
+  double t0 = now(), c0 = cpu_now();
+  const char *model = pend.model;
+  gv_import_options opt = pend.opt;
+  pipe_args P = pend.P;
+  gv_cluster cl = pend.cl;
+  int64_t global = pend.global, gpus = pend.gpus;
+  int K = pend.K, quiet = pend.quiet, train = pend.train, rc = 0;
+  double plan_s = pend.plan_s;
+  gv_pipe_plan *cand = calloc(1, sizeof *cand);
+  if (!cand) rc = gv_error_plain("out of memory");
+  const bool had = pin.glob != NULL; /* one program's search still reads the inputs read (galvc_microbatch_shapes) */
+  if (!rc && !had) {
+    int64_t g2 = 0;
+    rc = pipe_inputs(model, opt, &P, &g2) ? -1 : 0;
+  }
+  const char *sk = getenv("GALV_PIPE_SKIP");
+  const bool skip = one > 0 && !(sk && !strcmp(sk, "off"));
   int64_t best = -1;
   /* the candidates planned: their screen index, outcome and key (a later candidate with the same stage devices, cuts
    * and microbatches plans the same stage programs: its outcome is read, not planned again) */
   int pl_i[3 * JOINT_TOP], pl_r[3 * JOINT_TOP], pl_n[3 * JOINT_TOP], npl = 0;
   for (int i = 0, done = 0, fit = 0; !rc && i < nscreen && fit < JOINT_TOP && done < 3 * JOINT_TOP; i++) {
     screen_cand *c = &screen[i];
+    if (skip && (double)c->key > JOINT_SKIP * (double)one) { /* this one and every later one (sorted): not planned */
+      out->skipped = nscreen - i, out->skip_key = c->key;
+      if (!quiet)
+        fprintf(stderr, "galvc: pipeline candidates from %d: analytic %.3f ms and slower, over %.2f x one program's predicted step "
+                        "(%.3f ms): not planned (%d)\n", done + 1, (double)c->key / 1e6, JOINT_SKIP, (double)one / 1e6, nscreen - i);
+      break;
+    }
     bool dup = false; /* the same stages and microbatches screened by another run */
     for (int j = 0; j < i && !dup; j++)
       dup = screen[j].S == c->S && screen[j].B == c->B && screen[j].per == c->per &&
@@ -1108,7 +1171,8 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
       if (n >= sizeof out->desc) n = sizeof out->desc - 1;
     }
   }
-  if (!rc && !out->found && joint_layers >= 2) { /* none fits: the smallest memory any pipeline needs, at the smallest microbatch */
+  if (!rc && !out->found && one < 0 && joint_layers >= 2) { /* none fits (nor one program): the smallest memory any pipeline
+                                                             * needs, at the smallest microbatch */
     jmin_need = -1, joint_minmem = true;
     pipe_args Q = P;
     Q.analytic = K > 16; /* the stage programs' planned memory (what a compiled stage needs); K^2 / 2 ranges: the
@@ -1120,8 +1184,8 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
   out->min_need = jmin_need, out->min_state = jmin_state, out->min_act = jmin_act;
   free(screen), screen = NULL;
   free(cand);
-  galvc_microbatch_done();
-  out->cpu_s = cpu_now() - c0, out->wall_s = now() - t0;
+  if (!had) galvc_microbatch_done();
+  out->cpu_s += cpu_now() - c0, out->wall_s += now() - t0;
   return rc;
 }
 
