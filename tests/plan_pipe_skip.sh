@@ -12,6 +12,12 @@
 #     planned pipeline is slower than one program (what the skip assumed);
 #   - both choose one program, and plan.json is the same (planning_seconds
 #     and candidates aside).
+# And the candidates planned stop once the stages planned bound the step
+# at the step to beat (one program's, or the best pipeline's so far): on a
+# 12-layer hidden-1024 GPT-2 on 32 a100-80g, batch 256, seq 256, some are
+# cut short by default, each such candidate planned in full under
+# GALV_PIPE_SKIP=off is at least the step its bound said it could not beat,
+# and plan.json is the same.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -54,5 +60,39 @@ if [ "$(desc "$T/on.json")" = "$(desc "$T/off.json")" ]; then
   echo "ok   the same plan.json with and without the skip"
 else
   echo "FAIL plan.json differs"; diff <(desc "$T/on.json" | tr ',' '\n') <(desc "$T/off.json" | tr ',' '\n') | head; fail=1
+fi
+
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/s.onnx" --layers 12 --hidden 1024 --heads 16 --vocab 1024 --max-pos 256 \
+  --no-weights --no-verify >/dev/null || { echo "FAIL making the small model"; exit 1; }
+for s in on off; do
+  GALV_PIPE_SKIP=$s timeout 300 "$BUILD/galvc" "$T/s.onnx" --train --plan-only --no-weights --precision bf16 --gpus 32 \
+    --gpus-per-node 8 --cluster a100-80g --batch 256 --seq 256 --plan-out "$T/s-$s.json" </dev/null >/dev/null 2>"$T/s-$s.err" ||
+    { echo "FAIL small model, GALV_PIPE_SKIP=$s: $(grep -m1 error "$T/s-$s.err")"; fail=1; }
+done
+if r=$(python3 - "$T/s-on.err" "$T/s-off.err" <<'PY'
+import re, sys
+on, off = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+cut = re.findall(r"^galvc: pipeline candidate (\d+): .*slower than the step to beat \(the \d+ stages? planned bound the step at ([0-9.]+) ms, "
+                 r"not under ([0-9.]+) ms", on, re.M)
+full = dict(re.findall(r"^galvc: pipeline candidate (\d+): .*stage programs planned ([0-9.]+) ms", off, re.M))
+bad = []
+if not cut: bad.append("no candidate cut short")
+if "some cut short" not in on: bad.append("the summary line does not say so")
+if re.search(r"slower than the step to beat", off): bad.append("GALV_PIPE_SKIP=off cut one short")
+for n, lb, beat in cut:
+    if n not in full: bad.append(f"candidate {n} not planned in full without the cut"); continue
+    if float(full[n]) < float(lb) or float(full[n]) < float(beat): bad.append(f"candidate {n}: planned {full[n]} ms, under its bound {lb} or {beat}")
+print("; ".join(bad) if bad else ", ".join(f"candidate {n}: bound {lb} ms >= {beat}, planned in full {full[n]} ms" for n, lb, beat in cut))
+sys.exit(1 if bad else 0)
+PY
+); then
+  echo "ok   cut short: $r"
+else
+  echo "FAIL the cut: $r"; fail=1
+fi
+if [ "$(desc "$T/s-on.json")" = "$(desc "$T/s-off.json")" ]; then
+  echo "ok   the small model: the same plan.json with and without the cut"
+else
+  echo "FAIL the small model: plan.json differs"; diff <(desc "$T/s-on.json" | tr ',' '\n') <(desc "$T/s-off.json" | tr ',' '\n') | head; fail=1
 fi
 exit $fail

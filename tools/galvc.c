@@ -546,8 +546,8 @@ static void joint_report(const galvc_pipe_choice *jc, int64_t one, int B, const 
   else fprintf(stderr, "galvc: default search: pipeline: no plan of 2 or more stages fits the memory\n");
   bool pipe = jc->found && (one < 0 || jc->step_ns < one);
   fprintf(stderr, "galvc: default search: chose %s; pipelines searched in %.2f s CPU (%d candidate%s screened with the analytic "
-                  "stage cost, %d planned)\n", pipe ? "the pipeline" : "one program", jc->cpu_s, jc->screened,
-          jc->screened == 1 ? "" : "s", jc->planned);
+                  "stage cost, %d planned%s)\n", pipe ? "the pipeline" : "one program", jc->cpu_s, jc->screened,
+          jc->screened == 1 ? "" : "s", jc->planned, jc->cut ? ", some cut short: slower than the step to beat" : "");
 }
 
 /* The default search chose the pipeline (one: one program's step, -1 when

@@ -73,6 +73,8 @@ typedef struct {
   int first[GV_PIPE_MAX_STAGES + 1];
   const char *plan_out;  /* plan.json to write for the pipeline (NULL: none) */
   const char *plan_note; /* with plan_out: the default search's comparison, a JSON object written as "joint" */
+  int64_t joint_cut;     /* the default search's candidate with cuts given: once one stage's B microbatches take this long
+                          * (a bound on the step), the rest is not planned (pipe_plan_b returns 2); 0: none */
 } pipe_args;
 
 /* The default search's pipeline side (galvc_pipeline_search): the best
@@ -90,6 +92,7 @@ typedef struct {
   int layers;               /* the planner's layers (units 1..L) of the model */
   int screened, planned;    /* candidates screened with the analytic cost, planned with the planner */
   int skipped;              /* candidates not planned: their analytic step over JOINT_SKIP x one program's */
+  int cut;                  /* of those planned: cut short (the stages planned bound the step above the step to beat) */
   int64_t skip_key;         /* the first of those's analytic step */
   double cpu_s, wall_s;
 } galvc_pipe_choice;

@@ -460,7 +460,11 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     pl->nstages = S, pl->B = B, pl->schedule = train ? pa->sched : GV_SCHED_1F1B, pl->vstages = 1;
     int64_t sum = 0, mx = 0;
     rc = 0;
-    for (int i = 0; i < S && !rc; i++) {
+    /* with a step to beat (the default search's joint_cut) the last stage is planned first (the head and the loss: mostly
+     * the slowest), then the others in order: the bound below is the strongest early */
+    bool cut = pa->joint && pa->joint_cut > 0 && S > 1, done_st[GV_PIPE_MAX_STAGES] = {false};
+    for (int oi = 0; oi < S && !rc; oi++) {
+      const int i = !cut ? oi : oi == 0 ? S - 1 : oi - 1;
       int64_t d = pa->sdev[i], pn = cs.devices_per_node > 0 ? cs.devices_per_node : d;
       pl->first[i] = pa->first[i], pl->first[i + 1] = pa->first[i + 1];
       pl->nodes[i] = d <= pn ? 1 : d / pn, pl->per_node[i] = d <= pn ? d : pn;
@@ -477,6 +481,26 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
           v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], INT64_MAX / 4, -1, GV_SCHED_1F1B, wr, -1, wl);
         gv_stage_cost_use(&pl->cost[i], v < 0 ? 0 : v, pl->schedule);
       } else if (pl->cost[i].feasible) gv_stage_cost_use(&pl->cost[i], -1, pl->schedule); /* one way: ZB-H1's copy */
+      /* A bound on the step from the stages planned so far: stage i runs its B microbatches one after another, after
+       * the first microbatch's forward through the stages before it and before the last one's backward through them,
+       * so the step is at least B x ns_i + the sum of ns_j over the stages j < i (ns less the transfers, which may
+       * overlap; a stage not planned yet counts 0), and the key compared adds the largest per-step sync of a stage
+       * (max_once). At the step to beat the candidate cannot be chosen: the rest of its stages are not planned (rc 2). */
+      done_st[i] = pl->cost[i].feasible;
+      int64_t lb = 0, pre = 0, once = 0;
+      for (int j = 0; cut && j < S; j++) {
+        if (!done_st[j]) continue;
+        int64_t nsj = pl->cost[j].ns - pl->cost[j].xfer_ns, v = pre + (int64_t)B * nsj;
+        if (v > lb) lb = v;
+        if (pl->cost[j].once_ns > once) once = pl->cost[j].once_ns;
+        pre += nsj;
+      }
+      lb += once;
+      if (!rc && cut && oi + 1 < S && lb >= pa->joint_cut) {
+        rc = 2;
+        snprintf(joint_why, sizeof joint_why, "the %d stage%s planned bound the step at %.3f ms, not under %.3f ms; %d not planned",
+                 oi + 1, oi ? "s" : "", (double)lb / 1e6, (double)pa->joint_cut / 1e6, S - oi - 1);
+      }
       if (rc) ;
       else if (!pl->cost[i].feasible && pa->joint) {
         rc = 1;
@@ -1121,7 +1145,7 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
         fprintf(stderr, ", %d microbatch%s: analytic %.3f ms, the stage programs of candidate %d (the same devices, cuts and "
                         "microbatches: not planned again)\n", c->B, c->B == 1 ? "" : "es", (double)c->key / 1e6, pl_n[same]);
       }
-      fit += pl_r[same] == 0;
+      fit += pl_r[same] == 0 || pl_r[same] == 2;
       continue;
     }
     pipe_args Q = P; /* the screen's stages and cuts, each stage program planned (no DP over the cuts again) */
@@ -1131,9 +1155,13 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
     for (int s = 0; s <= c->S; s++) Q.first[s] = c->first[s];
     double t1 = now();
     snprintf(joint_why, sizeof joint_why, "none planned");
+    /* the step a candidate must beat to be chosen: one program's and the best pipeline's so far (the stages planned
+     * stop once one stage alone reaches it; GALV_PIPE_SKIP=off: every stage planned) */
+    Q.joint_cut = !skip ? 0 : one > 0 && (best < 0 || one < best) ? one : best > 0 ? best : 0;
     int r = pipe_plan_b(model, opt, global, c->B, c->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
     if (r < 0) { rc = -1; break; }
     out->planned++;
+    out->cut += r == 2;
     int64_t key = r == 0 ? cand->tl_ns + max_once(cand) : -1;
     pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
     if (!quiet) {
@@ -1149,10 +1177,11 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
       }
       if (r == 0) fprintf(stderr, "stage programs planned %.3f ms (%d stage%s recomputing, %d with ZeRO-1, %d with ZeRO-2)",
                           (double)key / 1e6, nrc, nrc == 1 ? "" : "s", nz, nz2);
+      else if (r == 2) fprintf(stderr, "slower than the step to beat (%s)", joint_why);
       else fprintf(stderr, "the stage programs do not fit (%s)", joint_why);
       fprintf(stderr, " (%.2f s)\n", now() - t1);
     }
-    fit += r == 0;
+    fit += r == 0 || r == 2; /* a candidate cut short is one of the planned ones (it could not be chosen) */
     if (r != 0 || (best >= 0 && key >= best)) continue;
     best = key;
     out->found = true;
