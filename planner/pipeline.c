@@ -306,6 +306,11 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   int64_t *F = malloc(nF * sizeof(int64_t));
   int32_t *Fj = malloc(nF * sizeof(int32_t));
   int8_t *Fm = malloc(nF);
+  /* per row (s, k) of F in the DP over a t_max: whether it was written (then filled, else never read) and the
+   * least and most d of its finite entries: the DP reads only those, and fills a row when it first writes it */
+  const size_t nR = (size_t)(S + 1) * (size_t)(L + 1);
+  uint8_t *Rt = malloc(nR);
+  int32_t *Rlo = malloc(nR * sizeof(int32_t)), *Rhi = malloc(nR * sizeof(int32_t));
   const gv_stage_cost **C = calloc(nC, sizeof(gv_stage_cost *));
   int64_t *wofs = malloc(nC * sizeof(int64_t)); /* per range and sub-mesh: its ways in dw, wn of them */
   uint8_t *wn = calloc(nC, 1);
@@ -324,7 +329,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   /* no partition fits: the partition whose largest stage needs the least (the binding figure), that stage */
   int64_t bind = INT64_MAX, bind_state = 0, bind_act = 0, bind_n = 0, bind_dev = 0;
   int bind_first = 0, bind_last = 0;
-  if (!F || !Fj || !Fm || !C || !cand || !fast || !wofs || !wn) {
+  if (!F || !Fj || !Fm || !C || !cand || !fast || !wofs || !wn || !Rt || !Rlo || !Rhi) {
     gv_error_plain("pipeline: out of memory (%d groups, %lld device units)", L, (long long)Du);
     goto done;
   }
@@ -443,7 +448,10 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         int64_t tmax = cand[ci];
         if ((double)B * (double)base >= (double)best) break;
         out->tmax_tried++;
-        for (size_t i = 0; i < nF; i++) F[i] = INF;
+#define RX(s, k) ((size_t)(s) * (size_t)(L + 1) + (size_t)(k))
+        memset(Rt, 0, nR);
+        Rt[RX(0, L)] = 1, Rlo[RX(0, L)] = Rhi[RX(0, L)] = 0;
+        for (int64_t d = 0; d <= Du; d++) F[IX(0, L, d)] = INF;
         F[IX(0, L, 0)] = 0;
         int64_t bound = best == INT64_MAX ? INF : best - (int64_t)(B - 1) * tmax;
         for (int s = 1; s <= Sn; s++) {
@@ -455,6 +463,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                 const int64_t fastest = fast[CX(k, j, m)];
                 if (fastest < 0) continue; /* infeasible */
                 if (fastest > tmax) break; /* a longer range is no faster */
+                const size_t rp = RX(s - 1, j);
+                if (!Rt[rp] || Rlo[rp] > Rhi[rp]) continue; /* no way to cover [j, L) with s - 1 stages */
                 /* gv_stage_cost_pick's way (the fastest by key within tmax that fits, the earlier on a tie) over the
                  * dense copy of the range's ways */
                 const dway *wv = dw + wofs[CX(k, j, m)];
@@ -464,7 +474,13 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                   if (ns < 0 || wv[i].key < bk) ns = wv[i].ns, bk = wv[i].key;
                 }
                 if (ns < 0) continue;
-                for (int64_t d = mu[m]; d <= Du; d++) {
+                const size_t r = RX(s, k);
+                if (!Rt[r]) { /* its first write: the row filled */
+                  for (int64_t d = 0; d <= Du; d++) F[IX(s, k, d)] = INF;
+                  Rt[r] = 1, Rlo[r] = INT32_MAX, Rhi[r] = -1;
+                }
+                const int64_t dlo = Rlo[rp] + mu[m], dhi = Rhi[rp] + mu[m] < Du ? Rhi[rp] + mu[m] : Du;
+                for (int64_t d = dlo; d <= dhi; d++) {
                   int64_t prev = F[IX(s - 1, j, d - mu[m])];
                   if (prev >= INF) continue;
                   int64_t v = prev + ns;
@@ -472,10 +488,13 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                     F[IX(s, k, d)] = v;
                     Fj[IX(s, k, d)] = j;
                     Fm[IX(s, k, d)] = (int8_t)m;
+                    if (d < Rlo[r]) Rlo[r] = (int32_t)d;
+                    if (d > Rhi[r]) Rhi[r] = (int32_t)d;
                   }
                 }
               }
           if (!run_takes(p, n, B, s)) continue;
+          if (!Rt[RX(s, 0)] || Rhi[RX(s, 0)] < Du) continue; /* no plan of s stages on all the devices */
           int64_t v = F[IX(s, 0, Du)];
           if (v >= INF) continue;
           int64_t T = v + (int64_t)(B - 1) * tmax;
@@ -616,6 +635,7 @@ done:
   free(F);
   free(Fj);
   free(Fm);
+  free(Rt), free(Rlo), free(Rhi);
   free((void *)C);
   free(fast);
   free(wofs), free(wn), free(dw);
@@ -623,6 +643,7 @@ done:
   free(own.t), free(own.pool);
   return rc;
 #undef IX
+#undef RX
 #undef CX
 }
 
