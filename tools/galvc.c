@@ -539,7 +539,13 @@ static void joint_report(const galvc_pipe_choice *jc, int64_t one, int B, const 
                     "the stage DP's step over the stage programs' planned costs%s)\n", (double)jc->step_ns / 1e6, jc->S, jc->desc,
             jc->B, !train ? "inference" : jc->sched == GV_SCHED_GPIPE ? "gpipe" : jc->sched == GV_SCHED_ZBH1 ? "zb-h1" : "1f1b",
             jc->once_ns ? " + the shared parameters' sync" : "");
-  else if (jc->skipped)
+  else if (jc->cut) {
+    fprintf(stderr, "galvc: default search: pipeline: no candidate planned in full (%d cut short: the stages planned bound the step "
+                    "above one program's", jc->cut);
+    if (jc->skipped) fprintf(stderr, "; %d not planned: their analytic step %.3f ms and more, over 1.25 x one program's", jc->skipped,
+                             (double)jc->skip_key / 1e6);
+    fprintf(stderr, ")\n");
+  } else if (jc->skipped)
     fprintf(stderr, "galvc: default search: pipeline: %s%d candidate%s not planned (their analytic step %.3f ms and more, over "
                     "1.25 x one program's)\n", jc->planned ? "none planned fits the memory; " : "", jc->skipped,
             jc->skipped == 1 ? "" : "s", (double)jc->skip_key / 1e6);
