@@ -1007,6 +1007,12 @@ static struct { /* the screen's state between galvc_pipeline_search and galvc_pi
   int64_t global, gpus;
   int K, quiet, train;
   double plan_s;
+  /* the options as the screen ran: one program's search sets some (the recomputation mode tried last, the planner's
+   * probe and stand-in counts); the candidates are planned under the screen's, as when they were planned first */
+  gv_train_options train_opts;
+  gv_plan_options plan_opts;
+  gv_shard_options shard_opts;
+  gv_pipe_options pipe_opts;
 } pend;
 
 int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, const gv_cluster *cluster0,
@@ -1083,7 +1089,8 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
     return rc;
   }
   pend = (typeof(pend)){.on = true, .model = model, .opt = opt, .P = P, .cl = cl, .global = global, .gpus = gpus, .K = K,
-                        .quiet = quiet, .train = train, .plan_s = plan_s};
+                        .quiet = quiet, .train = train, .plan_s = plan_s, .train_opts = gv_train_opts, .plan_opts = gv_plan_opts,
+                        .shard_opts = gv_shard_opts, .pipe_opts = gv_pipe_opts};
   galvc_microbatch_done();
   return 0;
 }
@@ -1101,6 +1108,12 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
   int64_t global = pend.global, gpus = pend.gpus;
   int K = pend.K, quiet = pend.quiet, train = pend.train, rc = 0;
   double plan_s = pend.plan_s;
+  const gv_train_options train_now = gv_train_opts;
+  const gv_plan_options plan_now = gv_plan_opts;
+  const gv_shard_options shard_now = gv_shard_opts;
+  const gv_pipe_options pipe_now = gv_pipe_opts;
+  const gv_plan_outcome last_now = gv_plan_last; /* one program's outcome (joint_finish's error reads it): kept */
+  gv_train_opts = pend.train_opts, gv_plan_opts = pend.plan_opts, gv_shard_opts = pend.shard_opts, gv_pipe_opts = pend.pipe_opts;
   gv_pipe_plan *cand = calloc(1, sizeof *cand);
   if (!cand) rc = gv_error_plain("out of memory");
   const bool had = pin.glob != NULL; /* one program's search still reads the inputs read (galvc_microbatch_shapes) */
@@ -1214,6 +1227,8 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
   free(screen), screen = NULL;
   free(cand);
   if (!had) galvc_microbatch_done();
+  gv_train_opts = train_now, gv_plan_opts = plan_now, gv_shard_opts = shard_now, gv_pipe_opts = pipe_now;
+  gv_plan_last = last_now;
   out->cpu_s += cpu_now() - c0, out->wall_s += now() - t0;
   return rc;
 }
