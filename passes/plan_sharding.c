@@ -94,6 +94,8 @@ typedef struct {
   bool no_prune;       /* reduced search: every combination's table made (no bound prunes one) */
   bool pruned;         /* reduced search: a combination was pruned by its bound */
   int64_t fb_ns;       /* the last realisation's forward, backward and recomputation compute (cost_ops) */
+  int64_t tpc_ns;      /* ... and its collectives on no batch axis of the plan (tp, vocab; cost_ops): the ZeRO pattern
+                        * moves none of them (ZeRO acts on the batch axes) */
   uint64_t memo;       /* the program's key for the realisations kept (realise); 0: none kept */
 } ctx;
 
@@ -552,9 +554,20 @@ static bool bucket_split(const ctx *C, const gv_op *op, int64_t share, int64_t *
   return true;
 }
 
-static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *unit_ns, int64_t (*ph)[NPH], int (*cnt)[NPH]) {
+/* A collective of the plan p on none of its batch axes (dmask): a tp or vocab axis's. */
+static bool off_batch(const gv_plan *p, const gv_op *op) {
+  const gv_attr *ax = gv_get_attr(op, "axes");
+  if (!p || !ax || ax->kind != GV_ATTR_STRS) return false;
+  for (int i = 0; i < ax->u.strs.n; i++)
+    for (int a = 0; a < p->naxes; a++)
+      if ((p->dmask & (1u << a)) && !strcmp(ax->u.strs.v[i], p->axis[a])) return false;
+  return true;
+}
+
+static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *unit_ns, int64_t (*ph)[NPH], int (*cnt)[NPH],
+                     const gv_plan *p) {
   const gv_func *f = m->main;
-  int64_t fb = 0;
+  int64_t fb = 0, tpc = 0;
   int nops = 0;
   for (const gv_op *op = f->body->first; op; op = op->next) nops++;
   int64_t *adv = malloc(((size_t)nops + 1) * sizeof *adv);
@@ -572,6 +585,7 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
       ns = gv_cost_collective_op(C->c, m, op);
       if (ns < 0) ns = 0;
       out->comm_ns += w2 * ns / 2;
+      if (off_batch(p, op)) tpc += w2 * ns / 2;
       out->coll_count[ci] += w2 / 2; /* a microbatch's input collectives: both copies' (w2 odd) round down */
       out->coll_bytes[ci] += w2 * gv_get_int(op, "bytes", 0) / 2;
     } else {
@@ -600,7 +614,7 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
             (long long)count_as, nops, lo, hi, (long long)tl.step_ns, (long long)ra);
   }
   free(adv);
-  C->fb_ns = fb;
+  C->fb_ns = fb, C->tpc_ns = tpc;
   out->slowdown_ns = tl.slowdown_ns;
   out->exposed_ns = tl.exposed_ns + wait; /* a stand-in's repeated microbatches: their advance beyond their compute */
   plan_step(out);
@@ -1066,7 +1080,7 @@ static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit
     gv_module_free(m);
     return gv_error_plain("planner: out of memory");
   }
-  cost_ops(C, m, out, unit_ns, ph, cnt);
+  cost_ops(C, m, out, unit_ns, ph, cnt, p);
   plan_step(out);
   if (unit_ns && bucket && getenv("GALV_PLAN_DEBUG")) { /* the buckets' split (bucket_split): the unit shares still add up */
     int64_t sum = 0;
@@ -1165,7 +1179,7 @@ typedef struct {
   bool has_kept;
   int rc;
   gv_plan_cost out;
-  int64_t fb_ns;
+  int64_t fb_ns, tpc_ns;
   int64_t *v; /* unit_ns, unit_state, kept: nunits each */
 } memo_entry;
 enum { MEMO_MAX = 16384 };
@@ -1208,7 +1222,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
     memo_hits++;
     *out = e->out;
     if (e->rc) return e->rc;
-    C->fb_ns = e->fb_ns;
+    C->fb_ns = e->fb_ns, C->tpc_ns = e->tpc_ns;
     if (unit_ns) memcpy(unit_ns, e->v, (size_t)nu * sizeof *unit_ns);
     if (unit_state) memcpy(unit_state, e->v + nu, (size_t)nu * sizeof *unit_state);
     if (realise_kept) memcpy(realise_kept, e->v + 2 * nu, (size_t)nu * sizeof *realise_kept);
@@ -1228,7 +1242,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
       if (realise_kept) memcpy(v + 2 * nu, realise_kept, (size_t)nu * sizeof *v);
       else memset(v + 2 * nu, 0, (size_t)nu * sizeof *v);
       memo_tab[memo_n++] = (memo_entry){.memo = C->memo, .h = h, .nunits = nu, .has_kept = realise_kept != NULL, .rc = rc,
-                                        .out = *out, .fb_ns = C->fb_ns, .v = v};
+                                        .out = *out, .fb_ns = C->fb_ns, .tpc_ns = C->tpc_ns, .v = v};
     }
   }
   if (!unit_ns) free(uns);
@@ -2156,6 +2170,16 @@ static red_combo *red_combo_of(reduced *R, const gv_plan *p, int64_t limit) {
 }
 
 enum { PRUNE_FACTOR = 2 };
+/* The bound's terms (GALV_PLAN_BOUND): 0 off (every combination's table made), 1 compute alone, 2 (the default)
+ * compute and the communication on no batch axis. */
+static int bound_mode(void) {
+  static int mode = -1;
+  if (mode < 0) {
+    const char *b = getenv("GALV_PLAN_BOUND");
+    mode = b && !strcmp(b, "off") ? 0 : b && !strcmp(b, "compute") ? 1 : 2;
+  }
+  return mode;
+}
 static void red_unprune(red_combo *e) {
   int64_t lim = e->limit;
   gv_plan key = e->key;
@@ -2233,6 +2257,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         int q = realise_red(C, &R->c3, p, 4, r, zs[k], &pc, uns, ust);
         realise_kept = NULL;
         if (q) { st = q; break; }
+        int64_t f3 = R->c3.fb_ns, t3 = R->c3.tpc_ns; /* the bound's r3 figures (sp_realise below realises on c3 too) */
         if (sp_base) {
           memcpy(e->sp_ns[0], uns, sizeof uns);
           gv_plan qp = *p;
@@ -2256,18 +2281,24 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         sum = 0;
         for (int u = 0; u < 3; u++) sum += ust[u];
         if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
-        if (first && nz > 1 && !C->no_prune && !e->kept_in && S->has_ru && !gv_plan_opts.profile) {
+        if (first && nz > 1 && !C->no_prune && !e->kept_in && S->has_ru && !gv_plan_opts.profile && bound_mode()) {
           /* Compute alone bounds the step (step = compute + slowdown + exposed communication), and the
            * forward and backward compute is the same under every ZeRO pattern (ZeRO changes the
            * optimizer's and the collectives' share): from the first pair, extrapolated over the
            * layers, it bounds every plan of the combination. Far above the runner-up (PRUNE_FACTOR
            * times: replicated compute on idle axes, tp across nodes), the rest of its table is not
            * made: none of its plans could be chosen, nor be the runner-up. */
-          int64_t f3 = R->c3.fb_ns, f2 = R->c2.fb_ns;
+          int64_t f2 = R->c2.fb_ns, t2 = R->c2.tpc_ns;
           int64_t lb = f3 + (int64_t)(L - 3) * (f3 > f2 ? f3 - f2 : 0);
+          /* The communication stream too (gv_cost_timeline: one queue, the step ends after its last call): the
+           * collectives on no batch axis (tp, vocab; ZeRO moves only the batch axes' ones), extrapolated the same
+           * way, bound the step as well (GALV_PLAN_BOUND=compute: compute alone; off: no bound) */
+          int64_t lbc = t3 + (int64_t)(L - 3) * (t3 > t2 ? t3 - t2 : 0);
+          if (bound_mode() == 2 && lbc > lb) lb = lbc;
           if (getenv("GALV_PLAN_DEBUG"))
-            fprintf(stderr, "plan-debug: bound %lld (r3 %lld, r2 %lld) against the runner-up %lld\n", (long long)lb, (long long)f3,
-                    (long long)f2, (long long)S->ru_ns);
+            fprintf(stderr, "plan-debug: bound %lld (compute r3 %lld, r2 %lld; tp communication r3 %lld, r2 %lld) against the runner-up "
+                    "%lld%s\n", (long long)lb, (long long)f3, (long long)f2, (long long)t3, (long long)t2, (long long)S->ru_ns,
+                    lb >= PRUNE_FACTOR * S->ru_ns ? ": pruned" : "");
           if (lb >= PRUNE_FACTOR * S->ru_ns) {
             e->status = 2, e->lb = lb;
             C->pruned = true;
@@ -2649,8 +2680,25 @@ static double now_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* The combinations in the order solved: the batch split over the most devices first (the original order within a
+ * degree), on the reduced training search, where the bound compares each combination with the runner-up so far:
+ * the data-parallel plans, mostly the fastest, give it a runner-up early. */
+typedef struct {
+  gv_plan p;
+  int64_t dp;
+  int i;
+} combo_ord;
+static int combo_cmp(const void *a, const void *b) {
+  const combo_ord *x = a, *y = b;
+  if (x->dp != y->dp) return x->dp > y->dp ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
 static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaustive, search *S) {
   memset(S, 0, sizeof *S);
+  bool order = C->red && C->train && !exhaustive && bound_mode() && !getenv("GALV_PLAN_ORDER_OFF");
+  combo_ord *ord = NULL;
+  int nord = 0, capord = 0;
   S->min_mem = -1;
   bool idle_ok = C->batch % devices != 0;
   int64_t shapes[64][2];
@@ -2698,9 +2746,30 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
           p.t_layer = tl;
           p.t_outer = to;
           name_axes(&p, fixed);
+          if (order) {
+            if (nord == capord) {
+              int cap = capord ? 2 * capord : 64;
+              combo_ord *n = realloc(ord, (size_t)cap * sizeof *n);
+              if (!n) {
+                free(ord);
+                return gv_error(C->m, "out of memory");
+              }
+              ord = n, capord = cap;
+            }
+            ord[nord] = (combo_ord){p, dprod(&p), nord};
+            nord++;
+            continue;
+          }
           if (solve_combo(C, &p, S, exhaustive)) return -1;
         }
   }
+  if (order) qsort(ord, (size_t)nord, sizeof *ord, combo_cmp);
+  for (int i = 0; i < nord; i++)
+    if (solve_combo(C, &ord[i].p, S, exhaustive)) {
+      free(ord);
+      return -1;
+    }
+  free(ord);
   return 0;
 }
 
@@ -3428,7 +3497,7 @@ void gv_plan_profile_report(const gv_module *m, FILE *f) {
   int64_t *utp = calloc((size_t)nu, sizeof *utp);
   for (int u = 0; utp && u < nu; u++) utp[u] = last_plan_set && u < p->nunits && unit_tp(p, u) >= 0 ? p->size[unit_tp(p, u)] : 1;
   if (ph && cnt && utp) {
-    cost_ops(&C, m, &pc, NULL, ph, cnt);
+    cost_ops(&C, m, &pc, NULL, ph, cnt, NULL);
     gv_mem mem;
     gv_cost_memory(m, &mem);
     pc.mem_total = mem.total;

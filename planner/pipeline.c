@@ -24,17 +24,32 @@
 
 #define MAX_MESHES 40
 
+/* The stage costs: an open-addressing table of keys naming entries of a pool of costs (a cost is some 3 KB, its
+ * key 16 bytes: growing the table moves keys only, and the pool holds as many costs as were computed). The key
+ * holds the microbatch count, so no cost is read across counts: the table is emptied per count, and the pool's
+ * entries are reused. */
 typedef struct {
   uint64_t key;
   unsigned used; /* the cache's gen: in use (another value: empty) */
-  gv_stage_cost c;
+  uint32_t idx;  /* its cost: pool[idx] */
 } centry;
 
 typedef struct {
   centry *t;
   size_t cap, n;
-  unsigned gen; /* >= 1; a reused table's next solve takes the next one (every entry empty again) */
+  unsigned gen; /* >= 1; a reused table's next solve (or count) takes the next one (every entry empty again) */
+  gv_stage_cost *pool;
+  size_t poolcap;
 } cache;
+
+/* Every entry empty (n = 0): the next generation. */
+static void cache_empty(cache *c) {
+  c->n = 0;
+  if (++c->gen == 0) { /* wrapped: every entry's mark cleared */
+    for (size_t i = 0; i < c->cap; i++) c->t[i].used = 0;
+    c->gen = 1;
+  }
+}
 
 static uint64_t mix(uint64_t h, uint64_t x) {
   h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -43,6 +58,12 @@ static uint64_t mix(uint64_t h, uint64_t x) {
 }
 
 static centry *cache_slot(cache *c, uint64_t key) {
+  if (c->n >= c->poolcap) {
+    size_t np = c->poolcap ? 2 * c->poolcap : 256;
+    gv_stage_cost *n = realloc(c->pool, np * sizeof *n);
+    if (!n) return NULL;
+    c->pool = n, c->poolcap = np;
+  }
   if (c->n * 2 >= c->cap) {
     size_t nc = c->cap ? c->cap * 2 : 1024;
     centry *nt = calloc(nc, sizeof(centry));
@@ -67,7 +88,7 @@ struct gv_pipe_table {
 };
 gv_pipe_table *gv_pipe_table_new(void) { return calloc(1, sizeof(gv_pipe_table)); }
 void gv_pipe_table_free(gv_pipe_table *t) {
-  if (t) free(t->ch.t), free(t);
+  if (t) free(t->ch.t), free(t->ch.pool), free(t);
 }
 
 /* One way of a stage as the DP's inner loop weighs it: its ns, state (+ ZB-H1's copy), activations per microbatch
@@ -285,6 +306,11 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   int64_t *F = malloc(nF * sizeof(int64_t));
   int32_t *Fj = malloc(nF * sizeof(int32_t));
   int8_t *Fm = malloc(nF);
+  /* per row (s, k) of F in the DP over a t_max: whether it was written (then filled, else never read) and the
+   * least and most d of its finite entries: the DP reads only those, and fills a row when it first writes it */
+  const size_t nR = (size_t)(S + 1) * (size_t)(L + 1);
+  uint8_t *Rt = malloc(nR);
+  int32_t *Rlo = malloc(nR * sizeof(int32_t)), *Rhi = malloc(nR * sizeof(int32_t));
   const gv_stage_cost **C = calloc(nC, sizeof(gv_stage_cost *));
   int64_t *wofs = malloc(nC * sizeof(int64_t)); /* per range and sub-mesh: its ways in dw, wn of them */
   uint8_t *wn = calloc(nC, 1);
@@ -296,18 +322,14 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   cache own = {.gen = 1}, *chp = &own; /* the stage costs: this solve's own table, or the caller's emptied */
   if (p->table) {
     chp = &p->table->ch;
-    chp->n = 0;
-    if (++chp->gen == 0) { /* wrapped: every entry's mark cleared */
-      for (size_t i = 0; i < chp->cap; i++) chp->t[i].used = 0;
-      chp->gen = 1;
-    }
+    cache_empty(chp);
   }
   int rc = -1;
   int64_t best = INT64_MAX, min_need = INT64_MAX;
   /* no partition fits: the partition whose largest stage needs the least (the binding figure), that stage */
   int64_t bind = INT64_MAX, bind_state = 0, bind_act = 0, bind_n = 0, bind_dev = 0;
   int bind_first = 0, bind_last = 0;
-  if (!F || !Fj || !Fm || !C || !cand || !fast || !wofs || !wn) {
+  if (!F || !Fj || !Fm || !C || !cand || !fast || !wofs || !wn || !Rt || !Rlo || !Rhi) {
     gv_error_plain("pipeline: out of memory (%d groups, %lld device units)", L, (long long)Du);
     goto done;
   }
@@ -331,7 +353,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       free(ga);
       il_inflight = (pmb + V - 1) / V;
     }
-    /* the stage cost table for this B (cached across B by key) */
+    /* the stage cost table for this B (its key holds B: none of another B's is read) */
+    if (bi) cache_empty(chp);
     int ncand = 0;
     for (int k = 0; k < L; k++) {
       uint64_t h = 0x12345;
@@ -348,10 +371,10 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           }
           out->lookups++;
           if (e->used != chp->gen) {
-            if (p->cost(p->ctx, k, j, mn[m], mk[m], B, &e->c)) goto done;
+            if (p->cost(p->ctx, k, j, mn[m], mk[m], B, &chp->pool[chp->n])) goto done;
             e->used = chp->gen;
             e->key = key;
-            chp->n++;
+            e->idx = (uint32_t)chp->n++;
             out->solves++;
           }
           C[CX(k, j, m)] = NULL;
@@ -373,15 +396,16 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           }
           uint64_t key = mix(mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1);
           centry *e = cache_slot(chp, key);
-          C[CX(k, j, m)] = &e->c;
+          gv_stage_cost *ec = &chp->pool[e->idx];
+          C[CX(k, j, m)] = ec;
           fast[CX(k, j, m)] = -1;
-          if (e->c.feasible) {
-            int64_t fastest = e->c.ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
-            for (int w = 1; w < e->c.nvar; w++)
-              if ((arc || !recomputing(&e->c.var[w])) && e->c.var[w].ns < fastest) fastest = e->c.var[w].ns;
+          if (ec->feasible) {
+            int64_t fastest = ec->ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
+            for (int w = 1; w < ec->nvar; w++)
+              if ((arc || !recomputing(&ec->var[w])) && ec->var[w].ns < fastest) fastest = ec->var[w].ns;
             fast[CX(k, j, m)] = fastest;
             /* the ways the DP's pick weighs, dense (recomputing ones only where the schedule runs them) */
-            const int64_t zbw = p->schedule == GV_SCHED_ZBH1 ? e->c.zb_bytes : 0;
+            const int64_t zbw = p->schedule == GV_SCHED_ZBH1 ? ec->zb_bytes : 0;
             if (ndw + (size_t)GV_STAGE_MAX_VARS + 1 > capdw) {
               size_t nc2 = capdw ? 2 * capdw : 4096;
               dway *n2 = realloc(dw, nc2 * sizeof *dw);
@@ -392,21 +416,21 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
               dw = n2, capdw = nc2;
             }
             wofs[CX(k, j, m)] = (int64_t)ndw;
-            if (e->c.nvar < 2) dw[ndw++] = (dway){e->c.ns, e->c.state_bytes + zbw, e->c.act_bytes, 0};
-            for (int w = 0; e->c.nvar >= 2 && w < e->c.nvar; w++) {
-              const gv_stage_var *v = &e->c.var[w];
+            if (ec->nvar < 2) dw[ndw++] = (dway){ec->ns, ec->state_bytes + zbw, ec->act_bytes, 0};
+            for (int w = 0; ec->nvar >= 2 && w < ec->nvar; w++) {
+              const gv_stage_var *v = &ec->var[w];
               if (recomputing(v) && !arc) continue;
               dw[ndw++] = (dway){v->ns, v->state_bytes + zbw, v->act_bytes, v->key_ns ? v->key_ns : v->ns};
             }
             wn[CX(k, j, m)] = (uint8_t)(ndw - (size_t)wofs[CX(k, j, m)]);
             int vv;
-            int64_t need = gv_stage_cost_min_need(&e->c, 1, p->schedule, &vv);
+            int64_t need = gv_stage_cost_min_need(ec, 1, p->schedule, &vv);
             if (need < min_need)
-              min_need = need, out->min_state = (e->c.nvar < 2 ? e->c.state_bytes : e->c.var[vv].state_bytes) + zbh * e->c.zb_bytes,
-              out->min_act = e->c.nvar < 2 ? e->c.act_bytes : e->c.var[vv].act_bytes;
-            cand[ncand++] = e->c.ns;
-            for (int w = 1; w < e->c.nvar && ncand < (int)nC * GV_STAGE_MAX_VARS; w++) /* the slower ways' times too */
-              if (arc || !recomputing(&e->c.var[w])) cand[ncand++] = e->c.var[w].ns;
+              min_need = need, out->min_state = (ec->nvar < 2 ? ec->state_bytes : ec->var[vv].state_bytes) + zbh * ec->zb_bytes,
+              out->min_act = ec->nvar < 2 ? ec->act_bytes : ec->var[vv].act_bytes;
+            cand[ncand++] = ec->ns;
+            for (int w = 1; w < ec->nvar && ncand < (int)nC * GV_STAGE_MAX_VARS; w++) /* the slower ways' times too */
+              if (arc || !recomputing(&ec->var[w])) cand[ncand++] = ec->var[w].ns;
           }
         }
       }
@@ -424,7 +448,10 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         int64_t tmax = cand[ci];
         if ((double)B * (double)base >= (double)best) break;
         out->tmax_tried++;
-        for (size_t i = 0; i < nF; i++) F[i] = INF;
+#define RX(s, k) ((size_t)(s) * (size_t)(L + 1) + (size_t)(k))
+        memset(Rt, 0, nR);
+        Rt[RX(0, L)] = 1, Rlo[RX(0, L)] = Rhi[RX(0, L)] = 0;
+        for (int64_t d = 0; d <= Du; d++) F[IX(0, L, d)] = INF;
         F[IX(0, L, 0)] = 0;
         int64_t bound = best == INT64_MAX ? INF : best - (int64_t)(B - 1) * tmax;
         for (int s = 1; s <= Sn; s++) {
@@ -436,6 +463,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                 const int64_t fastest = fast[CX(k, j, m)];
                 if (fastest < 0) continue; /* infeasible */
                 if (fastest > tmax) break; /* a longer range is no faster */
+                const size_t rp = RX(s - 1, j);
+                if (!Rt[rp] || Rlo[rp] > Rhi[rp]) continue; /* no way to cover [j, L) with s - 1 stages */
                 /* gv_stage_cost_pick's way (the fastest by key within tmax that fits, the earlier on a tie) over the
                  * dense copy of the range's ways */
                 const dway *wv = dw + wofs[CX(k, j, m)];
@@ -445,7 +474,13 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                   if (ns < 0 || wv[i].key < bk) ns = wv[i].ns, bk = wv[i].key;
                 }
                 if (ns < 0) continue;
-                for (int64_t d = mu[m]; d <= Du; d++) {
+                const size_t r = RX(s, k);
+                if (!Rt[r]) { /* its first write: the row filled */
+                  for (int64_t d = 0; d <= Du; d++) F[IX(s, k, d)] = INF;
+                  Rt[r] = 1, Rlo[r] = INT32_MAX, Rhi[r] = -1;
+                }
+                const int64_t dlo = Rlo[rp] + mu[m], dhi = Rhi[rp] + mu[m] < Du ? Rhi[rp] + mu[m] : Du;
+                for (int64_t d = dlo; d <= dhi; d++) {
                   int64_t prev = F[IX(s - 1, j, d - mu[m])];
                   if (prev >= INF) continue;
                   int64_t v = prev + ns;
@@ -453,10 +488,13 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                     F[IX(s, k, d)] = v;
                     Fj[IX(s, k, d)] = j;
                     Fm[IX(s, k, d)] = (int8_t)m;
+                    if (d < Rlo[r]) Rlo[r] = (int32_t)d;
+                    if (d > Rhi[r]) Rhi[r] = (int32_t)d;
                   }
                 }
               }
           if (!run_takes(p, n, B, s)) continue;
+          if (!Rt[RX(s, 0)] || Rhi[RX(s, 0)] < Du) continue; /* no plan of s stages on all the devices */
           int64_t v = F[IX(s, 0, Du)];
           if (v >= INF) continue;
           int64_t T = v + (int64_t)(B - 1) * tmax;
@@ -597,13 +635,15 @@ done:
   free(F);
   free(Fj);
   free(Fm);
+  free(Rt), free(Rlo), free(Rhi);
   free((void *)C);
   free(fast);
   free(wofs), free(wn), free(dw);
   free(cand);
-  free(own.t);
+  free(own.t), free(own.pool);
   return rc;
 #undef IX
+#undef RX
 #undef CX
 }
 

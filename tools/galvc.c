@@ -540,11 +540,21 @@ static void joint_report(const galvc_pipe_choice *jc, int64_t one, int B, const 
                     "the stage DP's step over the stage programs' planned costs%s)\n", (double)jc->step_ns / 1e6, jc->S, jc->desc,
             jc->B, !train ? "inference" : jc->sched == GV_SCHED_GPIPE ? "gpipe" : jc->sched == GV_SCHED_ZBH1 ? "zb-h1" : "1f1b",
             jc->once_ns ? " + the shared parameters' sync" : "");
+  else if (jc->cut) {
+    fprintf(stderr, "galvc: default search: pipeline: no candidate planned in full (%d cut short: the stages planned bound the step "
+                    "above one program's", jc->cut);
+    if (jc->skipped) fprintf(stderr, "; %d not planned: their analytic step %.3f ms and more, over 1.25 x one program's", jc->skipped,
+                             (double)jc->skip_key / 1e6);
+    fprintf(stderr, ")\n");
+  } else if (jc->skipped)
+    fprintf(stderr, "galvc: default search: pipeline: %s%d candidate%s not planned (their analytic step %.3f ms and more, over "
+                    "1.25 x one program's)\n", jc->planned ? "none planned fits the memory; " : "", jc->skipped,
+            jc->skipped == 1 ? "" : "s", (double)jc->skip_key / 1e6);
   else fprintf(stderr, "galvc: default search: pipeline: no plan of 2 or more stages fits the memory\n");
   bool pipe = jc->found && (one < 0 || jc->step_ns < one);
   fprintf(stderr, "galvc: default search: chose %s; pipelines searched in %.2f s CPU (%d candidate%s screened with the analytic "
-                  "stage cost, %d planned)\n", pipe ? "the pipeline" : "one program", jc->cpu_s, jc->screened,
-          jc->screened == 1 ? "" : "s", jc->planned);
+                  "stage cost, %d planned%s)\n", pipe ? "the pipeline" : "one program", jc->cpu_s, jc->screened,
+          jc->screened == 1 ? "" : "s", jc->planned, jc->cut ? ", some cut short: slower than the step to beat" : "");
 }
 
 /* The default search chose the pipeline (one: one program's step, -1 when
@@ -1579,6 +1589,7 @@ retry:
           }
           if (joint) { /* no program fits: the pipeline, or one error line with the smaller minimum */
             gv_module_free(m);
+            if (galvc_pipeline_plan(&jc, -1) < 0) return 1;
             if (lm_mem >= 0) gv_plan_last = lm_out; /* one program's least need over the points tried */
             galvc_microbatch_done();
             return joint_finish(model, opt0, &pa, &jc, -1, 0, NULL, &cluster, out, quiet, build, verify_each, train, plan_only,
@@ -1751,6 +1762,10 @@ retry:
       if (joint) { /* one program fits: the faster of it and the pipeline */
         joint = false;
         int64_t one = gv_plan_last.cost.step_ns;
+        if (galvc_pipeline_plan(&jc, one) < 0) {
+          gv_module_free(m);
+          return 1;
+        }
         if (jc.found && jc.step_ns < one) {
           gv_module_free(m);
           galvc_microbatch_done();

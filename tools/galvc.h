@@ -73,6 +73,8 @@ typedef struct {
   int first[GV_PIPE_MAX_STAGES + 1];
   const char *plan_out;  /* plan.json to write for the pipeline (NULL: none) */
   const char *plan_note; /* with plan_out: the default search's comparison, a JSON object written as "joint" */
+  int64_t joint_cut;     /* the default search's candidate with cuts given: once one stage's B microbatches take this long
+                          * (a bound on the step), the rest is not planned (pipe_plan_b returns 2); 0: none */
 } pipe_args;
 
 /* The default search's pipeline side (galvc_pipeline_search): the best
@@ -89,10 +91,17 @@ typedef struct {
   int64_t min_need, min_state, min_act; /* none found: the smallest stage (analytic screen), -1: no stage runs */
   int layers;               /* the planner's layers (units 1..L) of the model */
   int screened, planned;    /* candidates screened with the analytic cost, planned with the planner */
+  int skipped;              /* candidates not planned: their analytic step over JOINT_SKIP x one program's */
+  int cut;                  /* of those planned: cut short (the stages planned bound the step above the step to beat) */
+  int64_t skip_key;         /* the first of those's analytic step */
   double cpu_s, wall_s;
 } galvc_pipe_choice;
+/* The default search's pipeline side in two steps: the screen (the stage DP with the analytic stage cost; out->layers,
+ * screened), then, once one program's step is known (one; -1: none fits), the screen's fastest candidates planned
+ * with their stage programs (out->found and the rest). Each returns 0, or -1 after an error line. */
 int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_args *pa, int64_t gpus, const gv_cluster *cluster,
                           int quiet, int train, galvc_pipe_choice *out);
+int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one);
 /* A plan.json with a "pipeline" object: *found, and pa set from it (stages, microbatches, schedule, layer groups,
  * cuts, devices per stage; pa->on). Returns 0, or -1 after one error line naming the file. */
 int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found);

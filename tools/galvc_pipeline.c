@@ -515,7 +515,11 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     pl->nstages = S, pl->B = B, pl->schedule = train ? pa->sched : GV_SCHED_1F1B, pl->vstages = 1;
     int64_t sum = 0, mx = 0;
     rc = 0;
-    for (int i = 0; i < S && !rc; i++) {
+    /* with a step to beat (the default search's joint_cut) the last stage is planned first (the head and the loss: mostly
+     * the slowest), then the others in order: the bound below is the strongest early */
+    bool cut = pa->joint && pa->joint_cut > 0 && S > 1, done_st[GV_PIPE_MAX_STAGES] = {false};
+    for (int oi = 0; oi < S && !rc; oi++) {
+      const int i = !cut ? oi : oi == 0 ? S - 1 : oi - 1;
       int64_t d = pa->sdev[i], pn = cs.devices_per_node > 0 ? cs.devices_per_node : d;
       pl->first[i] = pa->first[i], pl->first[i + 1] = pa->first[i + 1];
       pl->nodes[i] = d <= pn ? 1 : d / pn, pl->per_node[i] = d <= pn ? d : pn;
@@ -532,6 +536,26 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
           v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], INT64_MAX / 4, -1, GV_SCHED_1F1B, wr, -1, wl);
         gv_stage_cost_use(&pl->cost[i], v < 0 ? 0 : v, pl->schedule);
       } else if (pl->cost[i].feasible) gv_stage_cost_use(&pl->cost[i], -1, pl->schedule); /* one way: ZB-H1's copy */
+      /* A bound on the step from the stages planned so far: stage i runs its B microbatches one after another, after
+       * the first microbatch's forward through the stages before it and before the last one's backward through them,
+       * so the step is at least B x ns_i + the sum of ns_j over the stages j < i (ns less the transfers, which may
+       * overlap; a stage not planned yet counts 0), and the key compared adds the largest per-step sync of a stage
+       * (max_once). At the step to beat the candidate cannot be chosen: the rest of its stages are not planned (rc 2). */
+      done_st[i] = pl->cost[i].feasible;
+      int64_t lb = 0, pre = 0, once = 0;
+      for (int j = 0; cut && j < S; j++) {
+        if (!done_st[j]) continue;
+        int64_t nsj = pl->cost[j].ns - pl->cost[j].xfer_ns, v = pre + (int64_t)B * nsj;
+        if (v > lb) lb = v;
+        if (pl->cost[j].once_ns > once) once = pl->cost[j].once_ns;
+        pre += nsj;
+      }
+      lb += once;
+      if (!rc && cut && oi + 1 < S && lb >= pa->joint_cut) {
+        rc = 2;
+        snprintf(joint_why, sizeof joint_why, "the %d stage%s planned bound the step at %.3f ms, not under %.3f ms; %d not planned",
+                 oi + 1, oi ? "s" : "", (double)lb / 1e6, (double)pa->joint_cut / 1e6, S - oi - 1);
+      }
       if (rc) ;
       else if (!pl->cost[i].feasible && pa->joint) {
         rc = 1;
@@ -1063,16 +1087,43 @@ static int cand_cmp(const void *a, const void *b) {
 
 /* The default search's pipeline side: the stage DP over every microbatch
  * count (divisors of the batch) with the analytic stage cost screens the
- * stage counts and devices per stage (S >= 2); the JOINT_TOP fastest
+ * stage counts and devices per stage (S >= 2; galvc_pipeline_search);
+ * after one program's search (galvc_pipeline_plan) the JOINT_TOP fastest
  * distinct candidates are planned again with stage costs from the
  * intra-operator planner (each stage program planned), and the fastest of
- * those is the answer. */
+ * those is the answer. A candidate whose analytic step is over JOINT_SKIP
+ * times one program's predicted step is not planned, nor any after it
+ * (the screen is sorted): the analytic stage cost leaves out what the
+ * stage programs' plans add (their collectives' exposure, the memory
+ * plan), so the planned step has been above the analytic one (Llama2-7B /
+ * 64: 3060.8 -> 4583.2 ms; the GPT-3 shape, 12 layers / 1024: 7280.8 ->
+ * 10446.5, 7971.2 -> 12227.7, 8201.1 -> 11976.9 ms). GALV_PIPE_SKIP=off
+ * plans them. */
 enum { JOINT_TOP = 3 };
+#define JOINT_SKIP 1.25
+static struct { /* the screen's state between galvc_pipeline_search and galvc_pipeline_plan */
+  bool on;
+  const char *model;
+  gv_import_options opt;
+  pipe_args P;
+  gv_cluster cl;
+  int64_t global, gpus;
+  int K, quiet, train;
+  double plan_s;
+  /* the options as the screen ran: one program's search sets some (the recomputation mode tried last, the planner's
+   * probe and stand-in counts); the candidates are planned under the screen's, as when they were planned first */
+  gv_train_options train_opts;
+  gv_plan_options plan_opts;
+  gv_shard_options shard_opts;
+  gv_pipe_options pipe_opts;
+} pend;
+
 int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_args *pa0, int64_t gpus, const gv_cluster *cluster0,
                           int quiet, int train, galvc_pipe_choice *out) {
   memset(out, 0, sizeof *out);
   out->min_need = -1;
   double t0 = now(), c0 = cpu_now();
+  pend.on = false;
   pipe_args P = *pa0;
   P.joint = true, P.stages = 0, P.B = 0, P.nsdev = 0, P.analytic = true, P.cuts = 0, P.cuts_given = false;
   gv_cluster cl = *cluster0;
@@ -1133,12 +1184,61 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
     fprintf(stderr, "galvc: pipelines: the stage DP with the analytic stage cost screened %d microbatch count%s x stage counts "
                     "(%d layers, %d layer groups): %d candidate%s fit (%.2f s)\n", nb, nb == 1 ? "" : "s", joint_layers, K, nscreen,
             nscreen == 1 ? "" : "s", now() - t0);
+  free(cand);
+  out->cpu_s = cpu_now() - c0, out->wall_s = now() - t0;
+  if (rc) {
+    free(screen), screen = NULL;
+    galvc_microbatch_done();
+    return rc;
+  }
+  pend = (typeof(pend)){.on = true, .model = model, .opt = opt, .P = P, .cl = cl, .global = global, .gpus = gpus, .K = K,
+                        .quiet = quiet, .train = train, .plan_s = plan_s, .train_opts = gv_train_opts, .plan_opts = gv_plan_opts,
+                        .shard_opts = gv_shard_opts, .pipe_opts = gv_pipe_opts};
+  galvc_microbatch_done();
+  return 0;
+}
+
+/* The screen's candidates planned (galvc_pipeline_search's), one: one program's predicted step (-1: no program fits;
+ * then, when no pipeline fits either, the smallest memory a pipeline needs). */
+int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
+  if (!pend.on) return 0;
+  pend.on = false;
+  double t0 = now(), c0 = cpu_now();
+  const char *model = pend.model;
+  gv_import_options opt = pend.opt;
+  pipe_args P = pend.P;
+  gv_cluster cl = pend.cl;
+  int64_t global = pend.global, gpus = pend.gpus;
+  int K = pend.K, quiet = pend.quiet, train = pend.train, rc = 0;
+  double plan_s = pend.plan_s;
+  const gv_train_options train_now = gv_train_opts;
+  const gv_plan_options plan_now = gv_plan_opts;
+  const gv_shard_options shard_now = gv_shard_opts;
+  const gv_pipe_options pipe_now = gv_pipe_opts;
+  const gv_plan_outcome last_now = gv_plan_last; /* one program's outcome (joint_finish's error reads it): kept */
+  gv_train_opts = pend.train_opts, gv_plan_opts = pend.plan_opts, gv_shard_opts = pend.shard_opts, gv_pipe_opts = pend.pipe_opts;
+  gv_pipe_plan *cand = calloc(1, sizeof *cand);
+  if (!cand) rc = gv_error_plain("out of memory");
+  const bool had = pin.glob != NULL; /* one program's search still reads the inputs read (galvc_microbatch_shapes) */
+  if (!rc && !had) {
+    int64_t g2 = 0;
+    rc = pipe_inputs(model, opt, &P, &g2) ? -1 : 0;
+  }
+  const char *sk = getenv("GALV_PIPE_SKIP");
+  const bool skip = one > 0 && !(sk && !strcmp(sk, "off"));
   int64_t best = -1;
   /* the candidates planned: their screen index, outcome and key (a later candidate with the same stage devices, cuts
    * and microbatches plans the same stage programs: its outcome is read, not planned again) */
   int pl_i[3 * JOINT_TOP], pl_r[3 * JOINT_TOP], pl_n[3 * JOINT_TOP], npl = 0;
   for (int i = 0, done = 0, fit = 0; !rc && i < nscreen && fit < JOINT_TOP && done < 3 * JOINT_TOP; i++) {
     screen_cand *c = &screen[i];
+    if (skip && (double)c->key > JOINT_SKIP * (double)one) { /* this one and every later one (sorted): not planned */
+      out->skipped = nscreen - i, out->skip_key = c->key;
+      if (!quiet)
+        fprintf(stderr, "galvc: pipeline candidates from %d: analytic %.3f ms and slower, over %.2f x one program's predicted step "
+                        "(%.3f ms): not planned (%d)\n", done + 1, (double)c->key / 1e6, JOINT_SKIP, (double)one / 1e6, nscreen - i);
+      break;
+    }
     bool dup = false; /* the same stages and microbatches screened by another run */
     for (int j = 0; j < i && !dup; j++)
       dup = screen[j].S == c->S && screen[j].B == c->B && screen[j].per == c->per &&
@@ -1161,7 +1261,7 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
         fprintf(stderr, ", %d microbatch%s: analytic %.3f ms, the stage programs of candidate %d (the same devices, cuts and "
                         "microbatches: not planned again)\n", c->B, c->B == 1 ? "" : "es", (double)c->key / 1e6, pl_n[same]);
       }
-      fit += pl_r[same] == 0;
+      fit += pl_r[same] == 0 || pl_r[same] == 2;
       continue;
     }
     pipe_args Q = P; /* the screen's stages and cuts, each stage program planned (no DP over the cuts again) */
@@ -1171,9 +1271,13 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
     for (int s = 0; s <= c->S; s++) Q.first[s] = c->first[s];
     double t1 = now();
     snprintf(joint_why, sizeof joint_why, "none planned");
+    /* the step a candidate must beat to be chosen: one program's and the best pipeline's so far (the stages planned
+     * stop once one stage alone reaches it; GALV_PIPE_SKIP=off: every stage planned) */
+    Q.joint_cut = !skip ? 0 : one > 0 && (best < 0 || one < best) ? one : best > 0 ? best : 0;
     int r = pipe_plan_b(model, opt, global, c->B, c->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
     if (r < 0) { rc = -1; break; }
     out->planned++;
+    out->cut += r == 2;
     int64_t key = r == 0 ? cand->tl_ns + max_once(cand) : -1;
     pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
     if (!quiet) {
@@ -1189,10 +1293,11 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
       }
       if (r == 0) fprintf(stderr, "stage programs planned %.3f ms (%d stage%s recomputing, %d with ZeRO-1, %d with ZeRO-2)",
                           (double)key / 1e6, nrc, nrc == 1 ? "" : "s", nz, nz2);
+      else if (r == 2) fprintf(stderr, "slower than the step to beat (%s)", joint_why);
       else fprintf(stderr, "the stage programs do not fit (%s)", joint_why);
       fprintf(stderr, " (%.2f s)\n", now() - t1);
     }
-    fit += r == 0;
+    fit += r == 0 || r == 2; /* a candidate cut short is one of the planned ones (it could not be chosen) */
     if (r != 0 || (best >= 0 && key >= best)) continue;
     best = key;
     out->found = true;
@@ -1211,7 +1316,8 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
       if (n >= sizeof out->desc) n = sizeof out->desc - 1;
     }
   }
-  if (!rc && !out->found && joint_layers >= 2) { /* none fits: the smallest memory any pipeline needs, at the smallest microbatch */
+  if (!rc && !out->found && one < 0 && joint_layers >= 2) { /* none fits (nor one program): the smallest memory any pipeline
+                                                             * needs, at the smallest microbatch */
     jmin_need = -1, joint_minmem = true;
     pipe_args Q = P;
     Q.analytic = K > 16; /* the stage programs' planned memory (what a compiled stage needs); K^2 / 2 ranges: the
@@ -1223,8 +1329,10 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
   out->min_need = jmin_need, out->min_state = jmin_state, out->min_act = jmin_act;
   free(screen), screen = NULL;
   free(cand);
-  galvc_microbatch_done();
-  out->cpu_s = cpu_now() - c0, out->wall_s = now() - t0;
+  if (!had) galvc_microbatch_done();
+  gv_train_opts = train_now, gv_plan_opts = plan_now, gv_shard_opts = shard_now, gv_pipe_opts = pipe_now;
+  gv_plan_last = last_now;
+  out->cpu_s += cpu_now() - c0, out->wall_s += now() - t0;
   return rc;
 }
 
