@@ -139,8 +139,10 @@ def megatron_config(args, row, path):
         cpu += cpu2
     if rc:
         return {"desc": desc, "error": first_error(err), "cpu_s": cpu}
-    if pp > 1:  # the pipeline's plan: "pipeline: S stages, B microbatches, step T ms", per stage "(N bytes per device)"
-        m = re.search(r"^pipeline: \d+ stages, \d+ microbatches, step ([0-9.]+) ms", out + err, re.M)
+    if pp > 1:  # the pipeline's plan: "pipeline: predicted step T ms (...)", per stage "(N bytes per device)"
+        # the whole step: the schedule's and the once-per-step gradient all-reduce / update (Megatron's too)
+        m = re.search(r"^pipeline: predicted step ([0-9.]+) ms", out + err, re.M) or \
+            re.search(r"^pipeline: \d+ stages, \d+ microbatches, step ([0-9.]+) ms", out + err, re.M)
         mems = [int(x) for x in re.findall(r"^  stage \d+: .*\((\d+) bytes per device\)", out + err, re.M)]
         if not m or not mems:
             return {"desc": desc, "error": "no pipeline plan in galvc's output", "cpu_s": cpu}
@@ -166,7 +168,7 @@ def megatron_config(args, row, path):
 #           (--plan-only is refused with --strategy: "--plan-only needs the planner"; the IR is written);
 #   pp > 1: --pipeline-stages P --schedule 1f1b --recompute=MODE --pipeline-recompute=off
 #           --pipeline-zero Z --microbatches N: the stage DP's step over the stage programs the
-#           intra-operator planner planned ("pipeline: P stages, N microbatches, step X ms") and the
+#           intra-operator planner planned ("pipeline: predicted step X ms", once-per-step part included) and the
 #           largest stage's bytes per device. The pipeline path prices each stage with the planner's
 #           own plan on the stage's G/P devices (--strategy / --mesh set only the compiled preset,
 #           docs/pipeline.md), so a pipeline point fixes P, N, the ZeRO stage and recomputation,
@@ -261,7 +263,8 @@ def price_point(args, path, q):
     r = dict(q, desc=point_desc(q), cmd=" ".join(os.path.basename(c) if c in (args.galvc, path) else c for c in cmd),
              cpu_s=cpu)
     if q["pp"] > 1:
-        m = re.search(r"pipeline: \d+ stages, \d+ microbatches, step ([0-9.]+) ms", err + out)
+        m = re.search(r"pipeline: predicted step ([0-9.]+) ms", err + out) or \
+            re.search(r"pipeline: \d+ stages, \d+ microbatches, step ([0-9.]+) ms", err + out)
         mems = [int(x) for x in re.findall(r"\((\d+) bytes per device\)", err + out)]
         need = re.search(r"no partition fits .* still needs [0-9.]+ GiB \((\d+) bytes\)", err)
         if rc_ and need:    # the stage DP's answer that the point does not fit: its least need, not a failure
