@@ -263,7 +263,7 @@ def price_point(args, path, q):
     r = dict(q, desc=point_desc(q), cmd=" ".join(os.path.basename(c) if c in (args.galvc, path) else c for c in cmd),
              cpu_s=cpu)
     if q["pp"] > 1:
-        m = re.search(r"pipeline: predicted step ([0-9.]+) ms", err + out) or \
+        m = re.search(r"^pipeline: predicted step ([0-9.]+) ms", err + out, re.M) or \
             re.search(r"pipeline: \d+ stages, \d+ microbatches, step ([0-9.]+) ms", err + out)
         mems = [int(x) for x in re.findall(r"\((\d+) bytes per device\)", err + out)]
         need = re.search(r"no partition fits .* still needs [0-9.]+ GiB \((\d+) bytes\)", err)
