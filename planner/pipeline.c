@@ -820,11 +820,12 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
   FILE *f = file;
   fprintf(f, "pipeline: %d stages, %d microbatches, step %.3f ms (sum %.3f ms + (B-1) x max %.3f ms)\n", pl->nstages,
           pl->B, (double)pl->step_ns / 1e6, (double)pl->sum_ns / 1e6, (double)pl->max_ns / 1e6);
-  if (pl->tl_ns > 0) { /* the whole step: the schedule's (the key, plan.json predicted_step_ns) and the once-per-step part */
+  if (pl->tl_ns > 0) { /* the whole step: the schedule's (the key, plan.json predicted_step_ns) and the once-per-step part
+                        * (plan.json sync_ns: the slowest stage's gradient reduction after the last microbatch, its
+                        * sharded-state collectives and update) */
     int64_t once = 0;
     for (int i = 0; i < pl->nstages; i++) once = pl->cost[i].once_ns > once ? pl->cost[i].once_ns : once;
-    fprintf(f, "pipeline: predicted step %.3f ms (the schedule %.3f ms + once per step %.3f ms: the slowest stage's gradient "
-               "reduction, ZeRO collectives and update)\n", (double)(pl->tl_ns + once) / 1e6, (double)pl->tl_ns / 1e6, (double)once / 1e6);
+    fprintf(f, "pipeline: predicted step %.3f ms (the schedule %.3f ms + once per step %.3f ms)\n", (double)(pl->tl_ns + once) / 1e6, (double)pl->tl_ns / 1e6, (double)once / 1e6);
   }
   for (int i = 0; i < pl->nstages; i++)
     fprintf(f, "  stage %d: groups %d-%d on %lldx%lld (%s%s%s%s): %.3f ms/microbatch, %.2f GiB states + %lld x %.2f GiB activations (%lld bytes per device)\n",
