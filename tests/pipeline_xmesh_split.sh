@@ -27,19 +27,7 @@ trap 'rm -rf "$T"' EXIT
 . "$SRC/tests/lib/mpi_env.sh"
 . "$SRC/tests/lib/rank_compare.sh"
 
-m="$T/gpt2.onnx"
-python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
-  { echo "FAIL make_model"; exit 1; }
-python3 -c "
-import numpy as np, os
-r = np.random.RandomState(0)
-os.makedirs('$T/b')
-np.save('$T/ids.npy', r.randint(0, 64, (8, 8)).astype(np.int64))
-np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
-np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL inputs"; exit 1; }
-single_program "$T/one" "$m" "--input input_ids=$T/ids.npy" --batch 8 --seq 8
-OPT=(--optimizer sgd --lr 0.1 --momentum 0.9)
-single_program "$T/tone" "$m" "--batches $T/b --steps 2" --input-shape input_ids=8x8 --train "${OPT[@]}"
+xmesh_fixture
 
 BATCH=8 SEQ=8 HIDDEN=32 B=2
 # rows: LOG DIRS (forward / forward,gradients) RUNS (microbatches x steps) DP SPLIT (1: kept split, 0: whole)

@@ -89,3 +89,21 @@ lm_model() {
   python3 "$SRC/examples/make_model.py" gpt2 -o "$f" --layers 2 --hidden "$h" --heads 4 --vocab 64 "$@" --no-verify >/dev/null ||
     { echo "FAIL make_model"; exit 1; }
 }
+
+# The cross-mesh tests' fixture (pipeline_xmesh.sh, pipeline_xmesh_split.sh): GPT-2 tiny (2 layers, hidden 32,
+# vocab 64) at $T/gpt2.onnx, inputs $T/ids.npy (8 x 8) and two batches in $T/b, and the single device's inference
+# ($T/one) and 2 SGD training steps ($T/tone) to compare with; OPT holds the optimizer flags.
+xmesh_fixture() {
+  m="$T/gpt2.onnx"
+  lm_model "$m" 32
+  python3 -c "
+import numpy as np, os
+r = np.random.RandomState(0)
+os.makedirs('$T/b')
+np.save('$T/ids.npy', r.randint(0, 64, (8, 8)).astype(np.int64))
+np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
+np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL inputs"; exit 1; }
+  single_program "$T/one" "$m" "--input input_ids=$T/ids.npy" --batch 8 --seq 8
+  OPT=(--optimizer sgd --lr 0.1 --momentum 0.9)
+  single_program "$T/tone" "$m" "--batches $T/b --steps 2" --input-shape input_ids=8x8 --train "${OPT[@]}"
+}
