@@ -816,6 +816,12 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
   return 0;
 }
 
+int64_t gv_pipe_plan_once_ns(const gv_pipe_plan *pl) {
+  int64_t mx = 0;
+  for (int i = 0; i < pl->nstages; i++) mx = pl->cost[i].once_ns > mx ? pl->cost[i].once_ns : mx;
+  return mx;
+}
+
 void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
   FILE *f = file;
   fprintf(f, "pipeline: %d stages, %d microbatches, step %.3f ms (sum %.3f ms + (B-1) x max %.3f ms)\n", pl->nstages,
@@ -823,8 +829,7 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
   if (pl->tl_ns > 0) { /* the whole step: the schedule's (the key, plan.json predicted_step_ns) and the once-per-step part
                         * (plan.json sync_ns: the slowest stage's gradient reduction after the last microbatch, its
                         * sharded-state collectives and update) */
-    int64_t once = 0;
-    for (int i = 0; i < pl->nstages; i++) once = pl->cost[i].once_ns > once ? pl->cost[i].once_ns : once;
+    int64_t once = gv_pipe_plan_once_ns(pl);
     fprintf(f, "pipeline: predicted step %.3f ms (the schedule %.3f ms + once per step %.3f ms)\n", (double)(pl->tl_ns + once) / 1e6, (double)pl->tl_ns / 1e6, (double)once / 1e6);
   }
   for (int i = 0; i < pl->nstages; i++)

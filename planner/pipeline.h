@@ -291,5 +291,7 @@ int gv_stage_cost_analytic(void *ctx, int first, int last, int64_t nodes, int64_
 
 /* Writes the plan as text ("stage 0: groups 0-11 on 2x8 (dp=2,tp=8): ...") */
 void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file);
+/* The plan's once-per-step part: the slowest stage's once_ns (plan.json sync_ns; the step is tl_ns + this). */
+int64_t gv_pipe_plan_once_ns(const gv_pipe_plan *pl);
 
 #endif

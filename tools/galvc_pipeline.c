@@ -362,12 +362,6 @@ static char joint_why[256]; /* the default search: why a candidate's planned sta
 static bool joint_minmem; /* the default search found no pipeline: pipe_plan_b finds the smallest need (jmin_need) */
 static int joint_layers; /* the planner's layers of the model (the default search's K = 2 L, at least 8) */
 
-static int64_t max_once(const gv_pipe_plan *pl) {
-  int64_t mx = 0;
-  for (int i = 0; i < pl->nstages; i++) mx = pl->cost[i].once_ns > mx ? pl->cost[i].once_ns : mx;
-  return mx;
-}
-
 static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global, int B, int S, int64_t gpus, const pipe_args *pa,
                        gv_cluster *cluster, int train, int quiet, int verify_each, int *K, gv_pipe_plan *pl, double *plan_s) {
   double t0 = now();
@@ -540,7 +534,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
        * the first microbatch's forward through the stages before it and before the last one's backward through them,
        * so the step is at least B x ns_i + the sum of ns_j over the stages j < i (ns less the transfers, which may
        * overlap; a stage not planned yet counts 0), and the key compared adds the largest per-step sync of a stage
-       * (max_once). At the step to beat the candidate cannot be chosen: the rest of its stages are not planned (rc 2). */
+       * (gv_pipe_plan_once_ns). At the step to beat the candidate cannot be chosen: the rest of its stages are not planned (rc 2). */
       done_st[i] = pl->cost[i].feasible;
       int64_t lb = 0, pre = 0, once = 0;
       for (int j = 0; cut && j < S; j++) {
@@ -659,7 +653,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       if (r == 0 && plan_key(tmp, train, pa->sched)) r = -1;
       if (r == 0 && pa->joint && screen && nscreen < SCREEN_MAX) { /* the screen's candidate: this run's plan */
         screen_cand *c = &screen[nscreen++];
-        c->S = tmp->nstages, c->B = tmp->B, c->per = R->per, c->key = tmp->tl_ns + max_once(tmp);
+        c->S = tmp->nstages, c->B = tmp->B, c->per = R->per, c->key = tmp->tl_ns + gv_pipe_plan_once_ns(tmp);
         for (int i = 0; i < tmp->nstages; i++) c->sdev[i] = (int)(tmp->nodes[i] * tmp->per_node[i]);
         for (int i = 0; i <= tmp->nstages; i++) c->first[i] = tmp->first[i];
       }
@@ -982,7 +976,7 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
   }
   fprintf(f, "], \"stage_ns_per_microbatch\": [");
   for (int i = 0; i < S; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)pl->cost[i].ns);
-  fprintf(f, "],\n    \"predicted_step_ns\": %lld, \"sync_ns\": %lld},\n", (long long)pl->tl_ns, (long long)max_once(pl));
+  fprintf(f, "],\n    \"predicted_step_ns\": %lld, \"sync_ns\": %lld},\n", (long long)pl->tl_ns, (long long)gv_pipe_plan_once_ns(pl));
   if (P->plan_note) fprintf(f, "  \"joint\": %s,\n", P->plan_note);
   bool anyrc = false;
   for (int i = 0; i < S; i++) anyrc |= pl->cost[i].recompute;
@@ -1278,7 +1272,7 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
     if (r < 0) { rc = -1; break; }
     out->planned++;
     out->cut += r == 2;
-    int64_t key = r == 0 ? cand->tl_ns + max_once(cand) : -1;
+    int64_t key = r == 0 ? cand->tl_ns + gv_pipe_plan_once_ns(cand) : -1;
     pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
     if (!quiet) {
       fprintf(stderr, "galvc: pipeline candidate %d: %d stages of ", done, c->S);
@@ -1302,7 +1296,7 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
     best = key;
     out->found = true;
     out->S = cand->nstages, out->B = c->B, out->K = K, out->sched = train ? cand->schedule : GV_SCHED_1F1B;
-    out->step_ns = key, out->once_ns = max_once(cand);
+    out->step_ns = key, out->once_ns = gv_pipe_plan_once_ns(cand);
     for (int s = 0; s <= cand->nstages; s++) out->first[s] = cand->first[s];
     size_t n = 0;
     for (int s = 0; s < cand->nstages; s++) {
