@@ -3253,6 +3253,7 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
       else if ((unsigned char)*q >= 0x20) fputc(*q, f);
     fprintf(f, "\",\n");
   }
+  gv_plan_write_numerics(f, train);
   if (gv_train_opts.microbatches > 1) /* gradient accumulation (passes/accumulate.c): --plan compiles as many */
     fprintf(f, "  \"microbatches\": %lld,\n  \"zero_reduce\": \"%s\",\n", (long long)gv_train_opts.microbatches,
             gv_train_opts.zero_reduce_each ? "per-microbatch" : "once");
@@ -3319,6 +3320,38 @@ static int plan_read_bucket(const char *path, int64_t *bytes) {
   if (v && (v->kind != GV_JSON_NUMBER || !(v->num >= 0) || v->num > 1e6))
     rc = gv_error_plain("%s: line %d: field 'bucket_mb': expected a number of MiB from 0 to 1000000", path, v->line);
   else if (v) *bytes = (int64_t)(v->num * 1048576.0 + 0.5);
+  gv_json_free(root);
+  return rc;
+}
+
+/* the precision names of plan.json's numerics (galvc's flag values) */
+static const char *num_name(gv_dtype t) { return t == GV_DT_BF16 ? "bf16" : t == GV_DT_F16 ? "fp16" : "fp32"; }
+void gv_plan_write_numerics(FILE *f, bool train) {
+  fprintf(f, "  \"precision\": \"%s\",\n", num_name(gv_precision_opts.storage));
+  if (train)
+    fprintf(f, "  \"grad_dtype\": \"%s\",\n  \"clip_grad_norm\": %.17g,\n",
+            num_name(gv_precision_opts.storage == GV_DT_F32 ? GV_DT_F32 : gv_precision_opts.grad), gv_train_opts.clip_grad_norm);
+}
+
+int gv_plan_read_numerics(const char *path, gv_plan_numerics *n) {
+  memset(n, 0, sizeof *n);
+  n->clip = -1;
+  gv_json *root = plan_json(path);
+  if (!root) return -1;
+  int rc = 0;
+  static const char *const keys[2] = {"precision", "grad_dtype"};
+  const char **out[2] = {&n->precision, &n->grad_dtype};
+  for (int k = 0; k < 2 && !rc; k++) {
+    const gv_json *v = gv_json_get(root, keys[k]);
+    if (!v) continue;
+    if (v->kind != GV_JSON_STRING || (strcmp(v->str, "fp32") && strcmp(v->str, "bf16") && strcmp(v->str, "fp16")))
+      rc = gv_error_plain("%s: line %d: field '%s': expected \"fp32\", \"bf16\" or \"fp16\"", path, v->line, keys[k]);
+    else *out[k] = !strcmp(v->str, "fp32") ? "fp32" : !strcmp(v->str, "bf16") ? "bf16" : "fp16"; /* outlive the parse */
+  }
+  const gv_json *c = gv_json_get(root, "clip_grad_norm");
+  if (!rc && c && (c->kind != GV_JSON_NUMBER || !(c->num >= 0) || c->num > 1e30))
+    rc = gv_error_plain("%s: line %d: field 'clip_grad_norm': expected 0 (off) or a positive number", path, c->line);
+  else if (!rc && c) n->clip = c->num;
   gv_json_free(root);
   return rc;
 }

@@ -138,6 +138,16 @@ int gv_plan_read_microbatches(const char *path, int64_t *B, bool *each);
  * "selective" or "all"; written for training plans). *mode = NULL when the
  * field is absent. Returns 0, or -1 after one error line naming the file. */
 int gv_plan_read_recompute(const char *path, const char **mode);
+/* The numerics a plan.json records (both writers: the planner's and the
+ * pipeline's): "precision" (fp32 | bf16 | fp16: --precision), for training
+ * "grad_dtype" (--grad-dtype) and "clip_grad_norm" (0: off). --plan compiles
+ * the same: a field absent from the file reads as NULL / -1 (no constraint). */
+typedef struct {
+  const char *precision, *grad_dtype; /* "fp32" | "bf16" | "fp16", or NULL */
+  double clip;                        /* >= 0, or -1 when absent */
+} gv_plan_numerics;
+void gv_plan_write_numerics(FILE *f, bool train); /* the fields, each line ending ",\n" (from gv_precision_opts, gv_train_opts) */
+int gv_plan_read_numerics(const char *path, gv_plan_numerics *n); /* 0, or -1 after one error line naming the file */
 /* Pins plan's shardings onto m (its mesh becomes the plan's mesh). */
 int gv_plan_apply(gv_module *m, const gv_plan *plan);
 /* --profile: checks gv_plan_opts.profile against m (a whole model: its

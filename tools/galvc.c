@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "../codegen/codegen.h"
@@ -604,6 +605,7 @@ int main(int argc, char **argv) {
   int scale_opt = 0; /* --loss-scale-init / -growth / -backoff / -interval given */
   double scale_init = 0; /* --loss-scale-init */
   bool fp16 = false; /* --precision fp16: f16 storage (both targets; the storage pass's dtype) */
+  const char *prec_given = NULL, *grad_given = NULL; /* --precision / --grad-dtype as given (--plan checks them) */
   int64_t gpus = 1, gpus_per_node = 0;
   int gpus_given = 0; /* --gpus asks for GPUs: the cuda target unless --target says otherwise */
   gv_cuda_options cuda = {.arch = "sm_90"};
@@ -854,12 +856,14 @@ int main(int argc, char **argv) {
       }
       cuda.bf16 = strcmp(val, "bf16") == 0;
       fp16 = strcmp(val, "fp16") == 0;
+      prec_given = val;
     } else if (TAKES("--grad-dtype")) {
       if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0) {
         gv_error_plain("--grad-dtype %s: expected fp32 or bf16", val);
         return 2;
       }
       gv_precision_opts.grad = strcmp(val, "bf16") == 0 ? GV_DT_BF16 : GV_DT_F32;
+      grad_given = val;
     } else if (TAKES("--reduce-dtype")) {
       if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0 && strcmp(val, "fp16") != 0) {
         gv_error_plain("--reduce-dtype %s: expected fp32, bf16 or fp16", val);
@@ -1006,6 +1010,35 @@ int main(int argc, char **argv) {
   if (program && (!out || !is_dir_arg(out))) {
     gv_error_plain("--emit=program writes a directory: give -o DIR/");
     return 2;
+  }
+  /* the plan's numerics (precision, gradient dtype, clipping): taken, or the same as given; read before the checks
+   * that depend on them (a missing file is reported where the plan itself is read, after the option checks) */
+  if (gv_plan_opts.plan_in && access(gv_plan_opts.plan_in, F_OK) == 0) {
+    gv_plan_numerics pn;
+    if (gv_plan_read_numerics(gv_plan_opts.plan_in, &pn)) return 1;
+    const char *clip_s = NULL;
+    char cbuf[2][40];
+    if (pn.clip >= 0 && gv_train_opts.clip_grad_norm > 0 && pn.clip != gv_train_opts.clip_grad_norm)
+      clip_s = "--clip-grad-norm";
+    snprintf(cbuf[0], sizeof cbuf[0], "%g", pn.clip), snprintf(cbuf[1], sizeof cbuf[1], "%g", gv_train_opts.clip_grad_norm);
+    const char *what = pn.precision && prec_given && strcmp(pn.precision, prec_given) ? "--precision"
+                       : pn.grad_dtype && grad_given && strcmp(pn.grad_dtype, grad_given) ? "--grad-dtype"
+                       : pn.clip == 0 && gv_train_opts.clip_grad_norm > 0 ? "--clip-grad-norm" : clip_s;
+    if (what) {
+      const int p = !strcmp(what, "--precision"), g = !strcmp(what, "--grad-dtype");
+      if (pn.clip == 0 && !p && !g)
+        gv_error_plain("%s: the plan was made without --clip-grad-norm, but --clip-grad-norm %s is given (give the plan "
+                       "alone, or the same)", gv_plan_opts.plan_in, cbuf[1]);
+      else
+        gv_error_plain("%s: the plan was made with %s %s, but %s %s is given (give the plan alone, or the same)",
+                       gv_plan_opts.plan_in, what, p ? pn.precision : g ? pn.grad_dtype : cbuf[0], what,
+                       p ? prec_given : g ? grad_given : cbuf[1]);
+      return 2;
+    }
+    if (pn.precision && !prec_given) cuda.bf16 = !strcmp(pn.precision, "bf16"), fp16 = !strcmp(pn.precision, "fp16");
+    if (pn.grad_dtype && !grad_given && train)
+      gv_precision_opts.grad = !strcmp(pn.grad_dtype, "bf16") ? GV_DT_BF16 : !strcmp(pn.grad_dtype, "fp16") ? GV_DT_F16 : GV_DT_F32;
+    if (pn.clip > 0 && train) gv_train_opts.clip_grad_norm = pn.clip;
   }
   /* the storage pass stores values 16-bit as the cuda target runs them: the memory plan, --report-cost and the
    * planner price that storage (docs/cuda-target.md, "Storage precision") */
