@@ -138,6 +138,9 @@ int gv_plan_read_microbatches(const char *path, int64_t *B, bool *each);
  * "selective" or "all"; written for training plans). *mode = NULL when the
  * field is absent. Returns 0, or -1 after one error line naming the file. */
 int gv_plan_read_recompute(const char *path, const char **mode);
+/* The dropout seed a training plan.json records ("seed", galvc --seed);
+ * *found = false when absent. Returns 0, or -1 after one error line. */
+int gv_plan_read_seed(const char *path, uint64_t *seed, bool *found);
 /* Pins plan's shardings onto m (its mesh becomes the plan's mesh). */
 int gv_plan_apply(gv_module *m, const gv_plan *plan);
 /* --profile: checks gv_plan_opts.profile against m (a whole model: its
