@@ -227,6 +227,18 @@ static int fill_softmax(const fill_ctx *c, cg_kcall *k) {
   return 0;
 }
 
+/* dropout (runtime/galv_rng.h): y = x's kept elements x scale over the local
+ * dims; aux[0]: the i64 [rank] shard offsets (spmd-partition), or -1 */
+static int fill_dropout(const fill_ctx *c, cg_kcall *k) {
+  if (need_f32_but(c, 1)) return -1;
+  if (c->x->rank > GV_MAX_RANK || c->x->rank > 8) return gv_error_op(c->m, c->op, "%s: dropout of rank above 8", c->who);
+  if (gv_dropout_params(c->m, c->op, &k->dro)) return -1;
+  k->rank = c->x->rank;
+  copy_dims(k->dims, c->x->dims, c->x->rank);
+  k->aux[0] = c->op->nopnds > 1 ? 1 : -1;
+  return 0;
+}
+
 /* layer_norm / rms_norm (kind) over rows of len; scale aux[0] (count elements), bias aux[1] (count2) */
 static int fill_norm(const fill_ctx *c, cg_kcall *k) {
   const gv_op *op = c->op;
@@ -531,6 +543,7 @@ static const struct {
     {GV_OP_POOL, CG_K_POOL, fill_pool},
     {GV_OP_POOL_GRAD, CG_K_POOL_GRAD, fill_pool},
     {GV_OP_TOPK, CG_K_TOPK, fill_topk},
+    {GV_OP_DROPOUT, CG_K_DROPOUT, fill_dropout},
 };
 
 static int row_of(gv_opcode c) {
@@ -585,6 +598,15 @@ void cg_conv_lit(FILE *f, const cg_conv *c) {
   cg_dims_lit(f, c->S, c->out), fputs(", ", f), cg_dims_lit(f, c->S, c->stride), fputs(", ", f);
   cg_dims_lit(f, c->S, c->pad), fputs(", ", f), cg_dims_lit(f, c->S, c->dil);
   fputs("};\n", f);
+}
+
+void cg_dropout_lit(FILE *f, const cg_kcall *k) {
+  const gv_dropout *d = &k->dro;
+  fprintf(f, "  { static const galv_dropout_desc d = {%d, ", k->rank);
+  cg_dims_lit(f, k->rank, k->dims);
+  fprintf(f, ", %lluull, %lluull, %lluu, %af, {%lld, %lld, %lld}, %lld};\n", (unsigned long long)d->seed,
+          (unsigned long long)d->id, (unsigned long long)d->thr, d->scale, (long long)d->acc[0], (long long)d->acc[1],
+          (long long)d->acc[2], (long long)d->rows);
 }
 
 /* slot s's pointer: p[s], or the target's expression (a slot past p; an offset) */

@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "../ir/attention.h"
+#include "../ir/dropout.h"
 #include "../ir/ir.h"
 
 /* The runtime kernels, by their target-independent name (the CPU's
@@ -53,7 +54,8 @@
   X(SCATTER_ELEMENTS, "scatter_elements")                                                                     \
   X(POOL, "pool")                                                                                             \
   X(POOL_GRAD, "pool_grad")                                                                                   \
-  X(TOPK, "topk")
+  X(TOPK, "topk")                                                                                             \
+  X(DROPOUT, "dropout")
 
 typedef enum {
 #define CG_K_ENUM(E, N) CG_K_##E,
@@ -104,6 +106,7 @@ typedef struct {
   int axis;           /* concat / split */
   cg_dim_group bg, mg, kg, ng; /* dot: batch, lhs free, contracting, rhs free */
   cg_conv conv;       /* conv and its gradients; pool (M = G = C, dims: the end pads) */
+  gv_dropout dro;     /* dropout: the mask's parameters (rank / dims: the local type; aux[0]: the offsets, or -1) */
 } cg_kcall;
 
 /* The kernel of op code c, CG_K_NONE when no kernel call runs it (an
@@ -146,6 +149,9 @@ void cg_strides_of(const gv_type *t, int64_t *s);
 int64_t cg_prod(const int64_t *d, int lo, int hi);
 /* `  { static const galv_conv_desc d = {...};\n` (the caller closes the block) */
 void cg_conv_lit(FILE *f, const cg_conv *c);
+/* `  { static const galv_dropout_desc d = {...};\n` (runtime/galv_rng.h; the
+ * caller closes the block) */
+void cg_dropout_lit(FILE *f, const cg_kcall *k);
 /* The data movement kernels (copy_strided, tile, concat, split), whose calls
  * are the same on both targets but for the prefix: p[i] is slot i's pointer
  * expression for i < np (after a target's storage conversions). Returns 0

@@ -41,6 +41,9 @@ typedef struct {
   /* Ops that unrolled Loops may emit in all (0: 1 << 22, some 4M; past it one
    * error line). The fuzz target sets less, so no input runs past its timeout. */
   int64_t max_unrolled_ops;
+  /* galvc --seed: the seed of every training-mode Dropout's mask (galv.dropout's
+   * attribute seed; docs/training.md "Dropout"); 0 by default */
+  uint64_t seed;
 } gv_import_options;
 
 /* The default rule: whether a float initializer named name trains when no

@@ -58,6 +58,7 @@ typedef struct {
   const void **memo_v;
   size_t memo_cap, memo_n;
   int64_t unrolled;     /* body nodes imported by unrolled Loops so far (capped) */
+  int64_t ndropout;     /* training-mode Dropout nodes so far: the next one's galv.dropout id */
 } gv_ictx;
 
 /* ---- onnx_read.c */

@@ -169,13 +169,62 @@ static int h_alias(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
   return out(c, n, 0, in[0]);
 }
 
+/* Dropout: training_mode (opset 12+, input 2) true with a ratio (input 1,
+ * default 0.5) above 0 is galv.dropout (docs/training.md "Dropout"): torch
+ * exports nn.Dropout in train mode so, both as constants. Otherwise (and
+ * before opset 12, whose Dropout has no training mode) the identity, with an
+ * all-true mask. */
 static int h_dropout(gv_ictx *c, node_t *n, gv_value **in, int nin, int code) {
-  if (nin > 2 && in[2]) {
+  bool training = false;
+  double ratio = 0.5;
+  if (c->opset >= 12 && nin > 2 && in[2]) {
     const gv_tensor *t = cval(in[2]);
-    if (!t || gv_tensor_numel(t) != 1 || gv_tensor_get_i(t, 0) != 0)
-      return gv_node_error(c, "unsupported: Dropout in training mode");
+    if (!t || gv_tensor_numel(t) != 1)
+      return gv_node_error(c, "unsupported: Dropout training_mode must be a constant scalar");
+    training = gv_tensor_get_i(t, 0) != 0;
+  }
+  if (c->opset >= 12 && nin > 1 && in[1]) {
+    const gv_tensor *t = cval(in[1]);
+    if (training && (!t || gv_tensor_numel(t) != 1))
+      return gv_node_error(c, "unsupported: Dropout ratio must be a constant scalar in training mode");
+    if (t && gv_tensor_numel(t) == 1) ratio = gv_tensor_get_f(t, 0);
   }
   if (outs_at_most(c, n, 2)) return -1;
+  if (training && ratio != 0) {
+    if (!(ratio > 0 && ratio < 1)) return gv_node_error(c, "Dropout ratio %g is outside [0, 1)", ratio);
+    int64_t id = c->ndropout++;
+    gv_value *one = NULL;
+    bool mask = n->n_output > 1 && n->output[1] && *n->output[1];
+    if (mask) { /* the mask: the same dropout of ones, non-zero */
+      gv_op *sh = emit(c, GV_OP_SHAPE, 1, in, 1);
+      int64_t r = rank_of(in[0]);
+      settype(sh->res[0], GV_DT_I64, 1, &r);
+      gv_tensor *t1 = gv_tensor_new(c->m->arena, gv_type_make(GV_DT_F32, 1, (int64_t[]){1}));
+      gv_tensor_set_f(t1, 0, 1.0);
+      gv_op *ones = emit(c, GV_OP_CONSTANT_OF_SHAPE, 1, sh->res, 1);
+      gv_set_tensor(c->m, ones, "value", t1);
+      ones->res[0]->type = in[0]->type;
+      ones->res[0]->type.dtype = GV_DT_F32;
+      one = ones->res[0];
+    }
+    for (int k = 0; k < (mask ? 2 : 1); k++) {
+      gv_op *d = emit(c, GV_OP_DROPOUT, 1, k ? &one : in, 1);
+      gv_set_float(c->m, d, "ratio", (float)ratio);
+      gv_set_int(c->m, d, "seed", (int64_t)c->opt->seed);
+      gv_set_int(c->m, d, "id", id);
+      d->res[0]->type = k ? one->type : in[0]->type;
+      gv_value *y = d->res[0];
+      if (k) {
+        gv_value *cmp[2] = {y, const_scalar(c, GV_DT_F32, 0.0)};
+        gv_op *g = emit(c, GV_OP_GREATER, 2, cmp, 1);
+        g->res[0]->type = one->type;
+        g->res[0]->type.dtype = GV_DT_BOOL;
+        y = g->res[0];
+      }
+      if (out(c, n, k, y)) return -1;
+    }
+    return 0;
+  }
   if (n->n_output > 1 && n->output[1] && *n->output[1]) {
     /* inference: the mask is all true, shaped like the input */
     gv_op *sh = emit(c, GV_OP_SHAPE, 1, in, 1);

@@ -164,6 +164,20 @@ int gv_grad_cast(gv_module *m, gv_op *op, gv_value *const *dres, const bool *nee
   return finish(&c);
 }
 
+/* dropout: dy through the same mask and scale. The gradient is a galv.dropout
+ * of dy with the forward's attributes (and offsets): it regenerates the mask
+ * from the global coordinates (runtime/galv_rng.h), nothing is stored. */
+int gv_grad_dropout(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before) {
+  if (!need[0] || !dres[0]) return 0;
+  gctx c = begin(m, op, before);
+  gv_value *in[2] = {dres[0], op->nopnds > 1 ? op->opnds[1] : NULL};
+  gv_op *o = newop(&c, GV_OP_DROPOUT, op->nopnds, in);
+  for (int i = 0; o && i < op->nattrs; i++)
+    if (strcmp(op->attrs[i].name, "sharding")) gv_set_attr(m, o, &op->attrs[i]);
+  dopnds[0] = fin(&c, o);
+  return finish(&c);
+}
+
 int gv_grad_unary(gv_module *m, gv_op *op, gv_value *const *dres, const bool *need, gv_value **dopnds, gv_op *before) {
   if (!need[0] || !dres[0]) return 0;
   gctx c = begin(m, op, before);

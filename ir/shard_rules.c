@@ -67,6 +67,21 @@ int gv_shard_elementwise(const gv_op *op, gv_shard_rule *r) {
   return 0;
 }
 
+/* dropout: x's dims pass through to the result (any sharding of x, the
+ * mask follows the global coordinates); the offsets operand replicated. */
+int gv_shard_dropout(const gv_op *op, gv_shard_rule *r) {
+  if (!stat_ok(op) || op->nres != 1) return 1;
+  init(op, r);
+  const gv_type *t = &op->res[0]->type;
+  for (int d = 0; d < t->rank; d++) {
+    if (t->dims[d] == 1) continue;
+    int f = factor(r, t->dims[d], GV_FACTOR_PASS);
+    map(r, 1, 0, d, f);
+    map(r, 0, 0, d, f);
+  }
+  return 0;
+}
+
 /* Reshape and the other views: dims grouped by equal running products; in a
  * group where one side is a single dim, that dim is made of the other
  * side's dims as factors (major first); groups with several dims on both

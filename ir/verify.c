@@ -117,6 +117,21 @@ static int check_attr_ranges(const verifier *v, const gv_op *op) {
     }
     break;
   }
+  case GV_OP_DROPOUT: { /* the mask's parameters (runtime/galv_rng.h) */
+    const gv_attr *ra = gv_get_attr(op, "ratio"), *id = gv_get_attr(op, "id");
+    if (!ra || ra->kind != GV_ATTR_FLOAT || !(ra->u.f >= 0 && ra->u.f < 1))
+      return gv_error_op(v->m, op, "galv.dropout: attribute 'ratio' must be a float in [0, 1)");
+    if (!id || id->kind != GV_ATTR_INT || id->u.i < 0)
+      return gv_error_op(v->m, op, "galv.dropout: attribute 'id' must be a non-negative integer");
+    const int64_t *acc;
+    int na = gv_get_ints(op, "acc", &acc);
+    if (na >= 0 && (na != 3 || acc[0] < 1 || acc[1] < 0 || acc[1] >= acc[0] || acc[2] < 1))
+      return gv_error_op(v->m, op, "galv.dropout: attribute 'acc' must be [M, k, q] with 0 <= k < M and q >= 1");
+    if (op->nopnds == 2 && op->opnds[1] &&
+        (op->opnds[1]->type.dtype != GV_DT_I64 || op->opnds[1]->type.rank != 1 || op->opnds[1]->type.dims[0] != r))
+      return gv_error_op(v->m, op, "galv.dropout: the offsets operand must be tensor<%dxi64>", r);
+    break;
+  }
   default: break;
   }
   return 0;

@@ -129,8 +129,12 @@ int gv_pass_accumulate(gv_module *m) {
   int nops = 0;
   for (gv_op *op = body->first; op != ret; op = op->next) ops[nops++] = op;
   /* the data inputs at the global batch */
+  int64_t mbrows = 0; /* a microbatch's rows (samples) */
   for (int i = 0; i < body->nargs; i++)
-    if (DATA(i)) body->args[i]->type.dims[0] *= B;
+    if (DATA(i)) {
+      if (!mbrows) mbrows = body->args[i]->type.dims[0];
+      body->args[i]->type.dims[0] *= B;
+    }
 
   int rc = -1;
   gvb b = {m, body->first ? body->first : ret, "accumulate"};
@@ -164,8 +168,17 @@ int gv_pass_accumulate(gv_module *m) {
     gv_value *wk = w ? reshape(&b, slice1(&b, w, 0, k), 0, NULL) : gvb_cst(&b, seed->res[0]->type.dtype, 1.0 / (double)B);
     if (!wk) goto done;
     map[seed->res[0]->id] = wk;
-    for (int j = 0; j < nops; j++)
-      if (ops[j] != seed) gv_insert_before(ret, clone_op(m, ops[j], map));
+    for (int j = 0; j < nops; j++) {
+      if (ops[j] == seed) continue;
+      gv_op *c = clone_op(m, ops[j], map);
+      if (c->code == GV_OP_DROPOUT && c->res[0]->type.rank > 0) {
+        /* its mask: the rows of the batch this microbatch reads (j B + k), q rows per sample when dim 0 is the
+         * samples' rows (docs/training.md "Dropout"); another dim 0 still gets a mask of its own per microbatch */
+        int64_t d0 = c->res[0]->type.dims[0], q = mbrows > 0 && d0 % mbrows == 0 ? d0 / mbrows : d0 > 0 ? d0 : 1;
+        gv_set_ints(m, c, "acc", 3, (int64_t[]){B, k, q});
+      }
+      gv_insert_before(ret, c);
+    }
     /* the sums: the loss weighted, the gradients already scaled by the seed;
      * each added right where its microbatch value is computed, so that value
      * dies at once (and, reduce-scattered first, leaves only its shard) */

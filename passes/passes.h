@@ -41,6 +41,7 @@ typedef struct {
   double clip_grad_norm;  /* > 0: gradients scaled to this global 2-norm at most (torch's clip_grad_norm_); 0: off */
   const char *recompute;  /* recomputed in backward: "none" | "all" | LIST (layers) | "selective" | "selective:LIST" (attention cores; recompute.c) */
   bool unfused_attention; /* --fused-attention off: fuse-attention leaves the chains (docs/fused-attention.md) */
+  uint64_t seed;          /* galvc --seed: the dropout masks' seed (recorded in plan.json; docs/training.md "Dropout") */
   int64_t microbatches;   /* > 1: gradients accumulated over this many microbatches in one program (accumulate.c) */
   bool zero_reduce_each;  /* ZeRO with microbatches: reduce-scatter every microbatch's gradient (propagate-sharding) */
   /* loss scaling (16-bit training; autodiff scales the seed, the optimizer unscales, checks and skips):

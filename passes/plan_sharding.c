@@ -3254,6 +3254,8 @@ static int write_plan(const char *path, const gv_plan *p, const gv_plan_cost *pc
     fprintf(f, "\",\n");
   }
   gv_plan_write_numerics(f, train);
+  if (train) /* the dropout masks' seed (docs/training.md "Dropout"): --plan compiles the same masks */
+    fprintf(f, "  \"seed\": %llu,\n", (unsigned long long)gv_train_opts.seed);
   if (gv_train_opts.microbatches > 1) /* gradient accumulation (passes/accumulate.c): --plan compiles as many */
     fprintf(f, "  \"microbatches\": %lld,\n  \"zero_reduce\": \"%s\",\n", (long long)gv_train_opts.microbatches,
             gv_train_opts.zero_reduce_each ? "per-microbatch" : "once");
@@ -3387,6 +3389,19 @@ int gv_plan_read_recompute(const char *path, const char **mode) {
     snprintf(keep, sizeof keep, "%s", v->str);
     *mode = keep;
   }
+  gv_json_free(root);
+  return rc;
+}
+
+int gv_plan_read_seed(const char *path, uint64_t *seed, bool *found) {
+  *found = false;
+  gv_json *root = plan_json(path);
+  if (!root) return -1;
+  const gv_json *v = gv_json_get(root, "seed");
+  int rc = 0;
+  if (v && (v->kind != GV_JSON_NUMBER || v->num < 0 || v->num > 9007199254740992.0 || v->num != (double)(int64_t)v->num))
+    rc = gv_error_plain("%s: line %d: field 'seed': expected an integer from 0 to 2^53", path, v->line);
+  else if (v) *seed = (uint64_t)v->num, *found = true;
   gv_json_free(root);
   return rc;
 }

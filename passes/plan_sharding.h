@@ -148,6 +148,9 @@ typedef struct {
 } gv_plan_numerics;
 void gv_plan_write_numerics(FILE *f, bool train); /* the fields, each line ending ",\n" (from gv_precision_opts, gv_train_opts) */
 int gv_plan_read_numerics(const char *path, gv_plan_numerics *n); /* 0, or -1 after one error line naming the file */
+/* The dropout seed a training plan.json records ("seed", galvc --seed);
+ * *found = false when absent. Returns 0, or -1 after one error line. */
+int gv_plan_read_seed(const char *path, uint64_t *seed, bool *found);
 /* Pins plan's shardings onto m (its mesh becomes the plan's mesh). */
 int gv_plan_apply(gv_module *m, const gv_plan *plan);
 /* --profile: checks gv_plan_opts.profile against m (a whole model: its

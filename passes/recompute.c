@@ -207,9 +207,10 @@ static bool same_dims(const gv_type *a, const gv_type *b) {
   return true;
 }
 
-/* A forward elementwise op of one result shaped like the scores s. */
+/* A forward elementwise op of one result shaped like the scores s (galv.dropout
+ * too: its clone draws the same mask, runtime/galv_rng.h). */
 static bool score_ew(const gv_op *op, const gv_type *s) {
-  return op && op->id == 1 && (gv_ops[op->code].flags & GV_ELEMENTWISE) && !op->nregions && op->nres == 1 &&
+  return op && op->id == 1 && ((gv_ops[op->code].flags & GV_ELEMENTWISE) || op->code == GV_OP_DROPOUT) && !op->nregions && op->nres == 1 &&
          same_dims(&op->res[0]->type, s);
 }
 

@@ -347,6 +347,35 @@ static gv_value *axis_index(spmd *S, gvb *b, unsigned axes, gv_dtype it) {
   return coord;
 }
 
+/* dropout (docs/training.md "Dropout"): the mask is a function of the
+ * global coordinates, so the local op gets this rank's shard offsets as an
+ * operand, off = sum over the split dims d of e_d * local_d * axis_index(d's
+ * axes) (i64 [rank]), and `rows`, the global dim 0 (a pipeline
+ * microbatch's rows). A dropout already partitioned (two operands) stays. */
+static int lower_dropout(spmd *S, gv_op *op) {
+  const gv_sharding *sh = gv_op_sharding(op, 0);
+  const gv_type *t = &op->res[0]->type;
+  if (op->nopnds != 1 || t->rank < 1) return 0;
+  gv_set_int(S->m, op, "rows", t->dims[0] * (sh ? gv_sharding_dim_split(sh, 0) : 1));
+  gvb b = {S->m, op, op->loc};
+  gv_value *off = NULL;
+  for (int d = 0; sh && d < t->rank && d < sh->rank; d++) {
+    if (!sh->naxes[d]) continue;
+    unsigned axes = 0;
+    for (int k = 0; k < sh->naxes[d]; k++) axes |= 1u << sh->axes[d][k];
+    int64_t r = t->rank;
+    gv_tensor *e = gv_tensor_new(S->m->arena, gv_type_make(GV_DT_I64, 1, &r));
+    ((int64_t *)e->data)[d] = t->dims[d];
+    gv_op *c = gv_constant_new(S->m, e);
+    gv_op_set_loc(S->m, c, op->loc, NULL);
+    gv_value *term = gvb_bin(&b, GV_OP_MUL, gvb_fin(&b, c), axis_index(S, &b, axes, GV_DT_I64));
+    off = off ? gvb_bin(&b, GV_OP_ADD, off, term) : term;
+    if (!off) return -1;
+  }
+  if (off) gv_op_set_operands(S->m, op, 2, (gv_value *[]){op->opnds[0], off});
+  return 0;
+}
+
 /* reduce_sum / reduce_max over the last dim (kept) or, last < 0, over all
  * dims (a scalar). */
 static gv_value *reduce(gvb *b, gv_opcode code, gv_value *x, int last) {
@@ -468,6 +497,7 @@ static int partition(spmd *S, gv_func *f) {
       gv_set_ints(S->m, op, "shape", op->res[0]->type.rank, op->res[0]->type.dims);
     if (op->code == GV_OP_REDUCE_MEAN && fix_mean(S, op, x0)) return -1;
     if (op->code == GV_OP_GATHER && lower_gather(S, op, x0)) return -1;
+    if (op->code == GV_OP_DROPOUT && lower_dropout(S, op)) return -1;
     if ((op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) && lower_cross_entropy(S, op)) return -1;
     op = next;
   }

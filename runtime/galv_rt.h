@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "galv_file.h" /* galv_crc32, atomic writes, bounded reads */
+#include "galv_rng.h"  /* the dropout mask */
 
 #define GALV_RT_MAX_RANK 8
 
@@ -324,6 +325,15 @@ void galv_scatter_nd(void *dst, const void *data, int64_t nbytes, const void *id
  * values and their i64 indices [outer, k, inner]. */
 void galv_topk_f32(float *vals, int64_t *idx, const float *x, int64_t outer, int64_t len, int64_t inner, int64_t k,
                    int largest);
+/* galv.dropout (runtime/galv_rng.h): y = x's kept elements x d->scale, the
+ * mask drawn for the global coordinates of each local element: off (i64
+ * [rank], may be NULL) this rank's shard offsets, galv_rt_step the step and
+ * galv_rt_mb the pipeline microbatch. */
+void galv_dropout_f32(float *y, const float *x, const galv_dropout_desc *d, const int64_t *off);
+/* The optimizer step (runtime/train.c, runtime/pipe.c: the step count,
+ * checkpoints included) and the pipeline microbatch (runtime/pipe.c) that
+ * galv.dropout's masks are drawn for; 0 in inference programs. */
+extern int64_t galv_rt_step, galv_rt_mb;
 /* Trilu on [batch, R, C] elements of es bytes. */
 void galv_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t R, int64_t C, int64_t k, int upper);
 /* Cumsum along an axis of [outer, L, inner]; dtype GALV_F32 or an integer. */

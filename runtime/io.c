@@ -21,6 +21,7 @@
 #include "npy.h"
 
 const char *galv_progname = "program";
+int64_t galv_rt_step, galv_rt_mb; /* galv.dropout's step and pipeline microbatch (galv_rt.h) */
 
 int galv_fatal_rank;
 const char *galv_fatal_name;

@@ -645,3 +645,39 @@ void galv_round16(int dt, float *dst, const float *src, int64_t n) {
   else
     for (int64_t i = 0; i < n; i++) dst[i] = galv_rnd_f16(src[i]);
 }
+
+/* ---------------------------------------------------------------- dropout */
+
+/* Each row of the last dim: the polynomial over the row's global
+ * coordinates once, then one step and the finaliser per element (the same
+ * value as galv_rng_keep over all coordinates). */
+void galv_dropout_f32(float *y, const float *x, const galv_dropout_desc *d, const int64_t *off) {
+  const int r = d->rank;
+  const uint64_t key = galv_rng_key(d->seed, d->id, (uint64_t)galv_rt_step);
+  if (r == 0) {
+    y[0] = galv_rng_keep(key, NULL, 0, d->thr) ? x[0] * d->scale : 0.0f;
+    return;
+  }
+  int64_t inner = d->dims[r - 1], rows = 1, idx[GALV_RNG_MAX_RANK] = {0};
+  for (int k = 0; k < r - 1; k++) rows *= d->dims[k];
+  for (int64_t row = 0; row < rows; row++) {
+    uint64_t h = key;
+    for (int k = 0; k < r - 1; k++) {
+      int64_t g = idx[k] + (off ? off[k] : 0);
+      if (k == 0) g = galv_rng_row(g, d->acc[0], d->acc[1], d->acc[2], galv_rt_mb, d->rows);
+      h = (h + (uint64_t)g) * GALV_RNG_MUL;
+    }
+    const float *xr = x + row * inner;
+    float *yr = y + row * inner;
+    int64_t o = off ? off[r - 1] : 0;
+    for (int64_t j = 0; j < inner; j++) {
+      int64_t g = j + o;
+      if (r == 1) g = galv_rng_row(g, d->acc[0], d->acc[1], d->acc[2], galv_rt_mb, d->rows);
+      yr[j] = (uint32_t)(galv_rng_mix((h + (uint64_t)g) * GALV_RNG_MUL) >> 40) >= d->thr ? xr[j] * d->scale : 0.0f;
+    }
+    for (int k = r - 2; k >= 0; k--) {
+      if (++idx[k] < d->dims[k]) break;
+      idx[k] = 0;
+    }
+  }
+}

@@ -1243,6 +1243,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   if (load && bw) D->copy(Wb, W, (size_t)pspan);
   if (load && wg) D->copy(Ww, W, (size_t)pspan);
   for (long step = 0; step < steps; step++) {
+    galv_rt_step = done + step; /* galv.dropout's masks: the step count (checkpoints included) */
     for (int p = 0; p < galv_pipe_nparams; p++) {
       if (trains[p] && acc[p]) D->fill(acc[p], 0, GSB((size_t)galv_pipe_params[p].nbytes));
       if (accw[p]) D->fill(accw[p], 0, GSB((size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes));
@@ -1345,6 +1346,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       if (!a) break;
       /* compute */
       double t1 = now_us();
+      galv_rt_mb = a->mb; /* galv.dropout's masks: this microbatch's rows of the step's batch */
       if (a->w) { /* ZB-H1: the weight-gradient entry on what B(j) (last stage: F(j)) kept for it */
         if (wg) {
           coll_begin();
@@ -1886,6 +1888,7 @@ int galv_pipe_main(int argc, char **argv) {
         io_h2d(&galv_inputs[i], arena + galv_inputs[i].offset, hin, hin + (dmax + 63) / 64 * 64);
       }
     double t1 = now_us();
+    galv_rt_mb = mb;
     D->run(arena, weights);
     double t2 = now_us();
     tcomp += t2 - t1;

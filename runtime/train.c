@@ -300,6 +300,7 @@ int galv_train_main(int argc, char **argv) {
   }
   float ls_skipped = ls_skip >= 0 ? *(const float *)(state + galv_state[ls_skip].offset) : 0;
   for (long s = 0; s < steps; s++, done++) {
+    galv_rt_step = done; /* galv.dropout's masks: the step count (checkpoints included) */
     for (int i = 0; i < galv_ninputs; i++) {
       const galv_io *d = &galv_inputs[i];
       GALV_UNPOISON(arena + d->offset, d->nbytes);

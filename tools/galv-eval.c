@@ -12,6 +12,7 @@
 #include "../codegen/codegen.h"
 #include "../frontend/onnx_import.h"
 #include "../ir/attention.h"
+#include "../ir/dropout.h"
 #include "../ir/interp.h"
 #include "../ir/storage.h"
 #include "../passes/build.h"
@@ -30,7 +31,7 @@ static void usage(FILE *f) {
              "  --passes=a,b             passes before evaluating (default: shape-infer,fold-constants,\n"
              "                           canonicalize,dce,fuse,memory-plan; 'shape-infer' alone evaluates\n"
              "                           the graph as imported)\n"
-             "  --batch N, --seq N, --input-shape NAME=DxD   as for galvc\n"
+             "  --batch N, --seq N, --input-shape NAME=DxD, --seed N   as for galvc\n"
              "  --list-ops               print the supported ONNX op types (default domain), one a line\n"
              "  --train                  add the training step after dce (loss, autodiff, optimizer);\n"
              "                           --loss, --labels, --optimizer, --lr, --weight-decay, --beta1, --beta2,\n"
@@ -218,6 +219,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "-o") && i + 1 < argc) outdir = argv[++i];
     else if (!strcmp(a, "--batch") && i + 1 < argc) opt.batch = atoll(argv[++i]);
     else if (!strcmp(a, "--seq") && i + 1 < argc) opt.seq = atoll(argv[++i]);
+    else if (!strcmp(a, "--seed") && i + 1 < argc) opt.seed = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(a, "--train")) train = 1;
     else if (!strcmp(a, "--grad-dtype") && i + 1 < argc) {
       const char *v = argv[++i];
@@ -274,7 +276,7 @@ int main(int argc, char **argv) {
         nshapes++;
       }
     } else if (a[0] == '-') {
-      static const char *const valued[] = {"-o", "--passes", "--batch", "--seq", "--precision", "--grad-dtype", "--steps", "--loss",
+      static const char *const valued[] = {"-o", "--passes", "--batch", "--seq", "--seed", "--precision", "--grad-dtype", "--steps", "--loss",
                                            "--labels", "--recompute", "--fused-attention", "--optimizer", "--ignore-index", "--lr",
                                            "--weight-decay", "--beta1", "--beta2", "--eps", "--momentum", "--input",
                                            "--input-shape", "--freeze", "--trainable", NULL};
@@ -372,6 +374,7 @@ int main(int argc, char **argv) {
   gv_tensor **outs = NULL;
   int nouts = 0;
   for (long s = 0; s < steps; s++) {
+    gv_eval_step = s; /* galv.dropout's mask of step s (as the programs' runtime/train.c counts) */
     if (gv_interpret(m, inputs, k, &outs, &nouts)) goto out;
     if (train && nouts > 0) printf("step %ld loss %.9g\n", s, gv_tensor_get_f(outs[0], 0));
     for (int i = 0; i < nouts && f->res_updates; i++) {

@@ -151,6 +151,7 @@ static void usage(FILE *f) {
           "  --input-shape NAME=DxD.. bind a graph input's shape, e.g. input_ids=8x128 (repeatable)\n"
           "  --batch N                bind symbolic batch dims (batch, batch_size, N, B...) (default 1)\n"
           "  --seq N                  bind symbolic sequence dims (seq, sequence, seq_len, T...) (default 128)\n"
+          "  --seed N                 seed of the training-mode Dropout masks (default 0; recorded in plan.json)\n"
           "  -o PATH                  a directory (ends in '/' or exists): write the program there\n"
           "                           (program.c, weights.bin, Makefile, runtime/, README) and build it with\n"
           "                           make; a file (or none: stdout): write the IR after the pipeline\n"
@@ -622,6 +623,7 @@ int main(int argc, char **argv) {
   /* options that only apply with another, remembered to name them in a conflict */
   const char *train_opt = NULL, *adam_opt = NULL, *pipe_opt = NULL;
   int mb_given = 0, zero_reduce_given = 0, recompute_given = 0;
+  bool seed_given = false;
   int fused_attn = -1; /* --fused-attention: 1 on, 0 off, -1 auto (default: where gv_attn_train_kernel says a kernel runs it) */
   static char train_opt_buf[32];
   int momentum_given = 0, ignore_given = 0, arch_given = 0, search_given = 0, memlim_given = 0, dump_dir_given = 0;
@@ -816,6 +818,15 @@ int main(int argc, char **argv) {
       pa.batch_given = true;
     } else if (TAKES("--seq")) {
       if (parse_pos_int("--seq", val, &opt.seq)) return 2;
+    } else if (TAKES("--seed")) {
+      char *end;
+      errno = 0;
+      unsigned long long v = strtoull(val, &end, 10);
+      if (errno || *end || !*val || *val == '-' || v > (1ull << 53)) {
+        gv_error_plain("--seed expects an integer from 0 to 2^53, got '%s'", val);
+        return 2;
+      }
+      opt.seed = gv_train_opts.seed = v, seed_given = true;
     } else if (TAKES("--input-shape")) {
       const char *eq = strrchr(val, '=');
       if (!eq || eq == val) {
@@ -1426,6 +1437,17 @@ int main(int argc, char **argv) {
    * the smallest divisor of the batch whose program fits (--microbatches
    * auto; and training plans of the planner when the whole batch fits no
    * plan): a B that does not fit is dropped and the next one compiled. */
+  if (train && gv_plan_opts.plan_in) { /* the plan's dropout seed: taken, or the same as --seed */
+    uint64_t ps;
+    bool found;
+    if (gv_plan_read_seed(gv_plan_opts.plan_in, &ps, &found)) return 1;
+    if (found && seed_given && ps != opt.seed) {
+      gv_error_plain("%s: the plan was compiled with --seed %llu: it conflicts with --seed %llu (give the plan alone, or the same)",
+                     gv_plan_opts.plan_in, (unsigned long long)ps, (unsigned long long)opt.seed);
+      return 2;
+    }
+    if (found) opt.seed = gv_train_opts.seed = ps;
+  }
   const gv_import_options opt0 = opt;
   int64_t global_batch = 0;
   /* The default search (docs/planner.md, "Pipelines in the default search"): with the planner on more than one

@@ -981,6 +981,7 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
   bool anyrc = false;
   for (int i = 0; i < S; i++) anyrc |= pl->cost[i].recompute;
   gv_plan_write_numerics(f, train);
+  if (train) fprintf(f, "  \"seed\": %llu,\n", (unsigned long long)gv_train_opts.seed); /* the dropout masks' seed */
   fprintf(f, "  \"recompute\": \"%s\"\n}\n", train && (P->recompute || anyrc) ? "pipeline" : "none");
   int rc = galvc_close_out(&w, 0);
   if (!rc && !quiet) fprintf(stderr, "plan: wrote %s\n", path);

@@ -161,6 +161,11 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *k, char p[][
     fprintf(f, ";\n    galv_reduce_f32((float *)%s, (const float *)%s, %d, d, s, %lld, %d); }\n", dst, p[k->src], k->rank,
             (long long)k->count, k->kind);
     return 0;
+  case CG_K_DROPOUT:
+    cg_dropout_lit(f, k);
+    fprintf(f, "    galv_dropout_f32((float *)%s, (const float *)%s, &d, %s%s); }\n", dst, p[k->src],
+            k->aux[0] >= 0 ? "(const int64_t *)" : "", k->aux[0] >= 0 ? p[k->aux[0]] : "NULL");
+    return 0;
   case CG_K_SOFTMAX:
     fprintf(f, "  galv_softmax_f32((float *)%s, (const float *)%s, %lld, %lld, %lld, %d);\n", dst, p[k->src],
             (long long)k->outer, (long long)k->len, (long long)k->inner, k->kind);
