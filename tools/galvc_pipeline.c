@@ -1658,6 +1658,8 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
         for (int i = 0; i < S; i++) fprintf(f, "%s%lldLL", i ? ", " : "", (long long)pl->cost[i].state_bytes);
         fprintf(f, "};\nconst int64_t galv_pipe_predicted_act[] = {");
         for (int i = 0; i < S; i++) fprintf(f, "%s%lldLL", i ? ", " : "", (long long)pl->cost[i].act_bytes);
+        fprintf(f, "};\nconst int galv_pipe_predicted_inflight[] = {");
+        for (int i = 0; i < S; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)pl->inflight[i]);
         fprintf(f, "};\nconst galv_pipe_value galv_pipe_in[] = {\n");
         for (int i = 0; i < io->nin; i++) fprintf(f, "    {\"%s\", %d, 0},\n", io->in[i].name, io->in[i].peer);
         fprintf(f, "    {0, 0, 0}};\nconst int galv_pipe_nin = %d;\nconst galv_pipe_value galv_pipe_out[] = {\n", io->nin);
