@@ -1336,8 +1336,8 @@ static int64_t state_bytes(const gv_module *m, int *n) {
   *n = 0;
   for (int a = 0; a < m->main->body->nargs; a++)
     if (m->main->arg_is_state && m->main->arg_is_state[a]) {
-      const gv_type *t = &m->main->body->args[a]->type;
-      (*n)++, bytes += (gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype) + 63) / 64 * 64;
+      int64_t b = gv_value_storage_bytes(m->main->body->args[a]); /* in its storage dtype, as the stash holds it */
+      (*n)++, bytes += ((b > 0 ? b : 0) + 63) / 64 * 64;
     }
   return bytes;
 }
