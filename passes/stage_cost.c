@@ -51,6 +51,7 @@
 #include "passes.h"
 #include "plan_sharding.h"
 #include "stage_extract.h"
+#include "../ir/storage.h"
 #include "../planner/cost.h"
 
 static double now_s(void) {
@@ -81,13 +82,16 @@ static int64_t stash_bytes(gv_module *m) {
   gv_pipe_opts.stash = "backward";
   int rc = gv_pass_stage_stash(m);
   gv_pipe_opts.stash = part;
+  /* 16-bit storage: the stash is held as the backward entry stores its inputs, decided as galvc decides it for
+   * the entry (fuse, then storage: tools/galvc_pipeline.c's back passes) */
+  if (!rc && gv_precision_opts.storage != GV_DT_F32) rc = gv_pass_fuse(m) || gv_pass_storage(m);
   if (rc) return -1;
   int64_t n = 0;
   const gv_func *f = m->main;
   for (int a = 0; a < f->body->nargs; a++)
-    if (f->arg_is_state && f->arg_is_state[a]) {
-      const gv_type *t = &f->body->args[a]->type;
-      n += (gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype) + 63) / 64 * 64;
+    if (f->arg_is_state && f->arg_is_state[a]) { /* in its storage dtype (16-bit under --precision), as the stash holds it */
+      int64_t b = gv_value_storage_bytes(f->body->args[a]);
+      n += ((b > 0 ? b : 0) + 63) / 64 * 64;
     }
   return n;
 }

@@ -686,6 +686,9 @@ static int64_t cvt_bytes;
 
 char *galv_cvt_scratch(int64_t bytes) {
   if (bytes > cvt_bytes) {
+    /* not noted by the allocation tracker: the CPU kernels compute in fp32, so this holds fp32 copies of their
+     * 16-bit operands, which a device's 16-bit kernels read directly (kernel scratch, as a GEMM's packing);
+     * galv_mem_report prints its size beside the tracked bytes */
     free(cvt_buf);
     cvt_buf = aligned_alloc(64, (size_t)((bytes + 63) / 64 * 64));
     if (!cvt_buf) galv_fatal("out of memory (%lld bytes of 16-bit conversion scratch)", (long long)bytes);
@@ -708,9 +711,8 @@ const char *galv_narrow_weights(const char *w, int64_t bytes, const int64_t *tab
   static char *copy;
   if (src == w && copy) return copy;
   narrow_w_bytes = bytes;
-  free(copy);
-  copy = aligned_alloc(64, (size_t)((bytes + 63) / 64 * 64 + 64));
-  if (!copy) galv_fatal("out of memory (%lld bytes of 16-bit weights)", (long long)bytes);
+  galv_mem_free(copy);
+  copy = galv_mem_alloc(bytes + 64, GALV_MEM_WEIGHTS);
   memcpy(copy, w, (size_t)bytes);
   for (int i = 0; i < n; i++) {
     const float *f = (const float *)(w + tab[2 * i]);
@@ -719,4 +721,108 @@ const char *galv_narrow_weights(const char *w, int64_t bytes, const int64_t *tab
   }
   src = w;
   return copy;
+}
+
+/* ---------------------------------------------------------------- the allocation tracker */
+
+/* Every buffer of device-resident data is noted here with its bytes and kind
+ * (galv_rt.h) and forgotten when released: an open-addressing table keyed by
+ * the pointer. live[] is what is held now per kind; at each new peak of the
+ * total the per-kind bytes are kept, so that the exit line says what the peak
+ * was made of. The arena is noted but not counted in live: its bytes count as
+ * the high-water mark the program measured (galv_mem_arena_high). */
+static const char *const mem_kind_names[GALV_MEM_NKINDS] = {
+    "arena", "weights", "state", "entry copies", "gradient sums", "optimizer state", "saved activations",
+    "communication buffers", "buffers"};
+typedef struct {
+  const void *p;
+  int64_t bytes;
+  int kind;
+} mem_slot;
+static mem_slot *mem_tab;
+static size_t mem_cap, mem_used; /* mem_used: slots holding a pointer or a tombstone (p == &mem_tab) */
+static int64_t mem_live[GALV_MEM_NKINDS], mem_at_peak[GALV_MEM_NKINDS], mem_total, mem_peak, mem_arena_alloc, mem_arena_hw;
+
+static size_t mem_hash(const void *p, size_t cap) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33, x *= 0xff51afd7ed558ccdULL, x ^= x >> 33;
+  return (size_t)x & (cap - 1);
+}
+static void mem_grow(void) {
+  size_t ncap = mem_cap ? 2 * mem_cap : 256;
+  mem_slot *n = calloc(ncap, sizeof *n), *old = mem_tab;
+  if (!n) galv_fatal("out of memory");
+  size_t ocap = mem_cap;
+  mem_tab = n, mem_cap = ncap, mem_used = 0;
+  for (size_t i = 0; i < ocap; i++)
+    if (old[i].p && old[i].p != (const void *)&mem_tab) {
+      size_t h = mem_hash(old[i].p, ncap);
+      while (n[h].p) h = (h + 1) & (ncap - 1);
+      n[h] = old[i], mem_used++;
+    }
+  free(old);
+}
+
+void galv_mem_note(const void *p, int64_t bytes, int kind) {
+  if (!p) return;
+  if (kind < 0 || kind >= GALV_MEM_NKINDS) kind = GALV_MEM_BUFFERS;
+  if (2 * (mem_used + 1) > mem_cap) mem_grow();
+  size_t h = mem_hash(p, mem_cap);
+  while (mem_tab[h].p && mem_tab[h].p != (const void *)&mem_tab) {
+    if (mem_tab[h].p == p) galv_fatal("memory tracker: a buffer noted twice");
+    h = (h + 1) & (mem_cap - 1);
+  }
+  if (!mem_tab[h].p) mem_used++;
+  mem_tab[h] = (mem_slot){p, bytes, kind};
+  if (kind == GALV_MEM_ARENA) {
+    mem_arena_alloc += bytes;
+    return;
+  }
+  mem_live[kind] += bytes, mem_total += bytes;
+  if (mem_total > mem_peak) mem_peak = mem_total, memcpy(mem_at_peak, mem_live, sizeof mem_live);
+}
+
+void galv_mem_forget(const void *p) {
+  if (!p || !mem_cap) return;
+  size_t h = mem_hash(p, mem_cap);
+  for (; mem_tab[h].p; h = (h + 1) & (mem_cap - 1))
+    if (mem_tab[h].p == p) {
+      if (mem_tab[h].kind == GALV_MEM_ARENA) mem_arena_alloc -= mem_tab[h].bytes;
+      else mem_live[mem_tab[h].kind] -= mem_tab[h].bytes, mem_total -= mem_tab[h].bytes;
+      mem_tab[h].p = (const void *)&mem_tab; /* a tombstone: the probe chains through it */
+      return;
+    }
+}
+
+void *galv_mem_alloc(int64_t bytes, int kind) {
+  size_t n = (size_t)(bytes > 0 ? (bytes + 63) / 64 * 64 : 64);
+  void *p = aligned_alloc(64, n);
+  if (!p) galv_fatal("out of memory (%lld bytes of %s)", (long long)bytes, mem_kind_names[kind]);
+  galv_mem_note(p, bytes, kind);
+  return p;
+}
+
+void galv_mem_free(void *p) {
+  galv_mem_forget(p);
+  free(p);
+}
+
+void galv_mem_arena_high(int64_t high) {
+  if (high > mem_arena_hw) mem_arena_hw = high;
+}
+
+int64_t galv_mem_high_water(void) { return mem_peak + mem_arena_hw; }
+
+void galv_mem_report(const char *who) {
+  char line[1536];
+  int k = snprintf(line, sizeof line, "%s: %s%smemory tracker: peak %lld bytes (live buffers' peak %lld + arena written "
+                   "%lld of %lld; at the peak:", galv_progname, who ? who : "", who ? ": " : "", (long long)galv_mem_high_water(),
+                   (long long)mem_peak, (long long)mem_arena_hw, (long long)mem_arena_alloc);
+  int any = 0;
+  for (int i = 1; i < GALV_MEM_NKINDS && k > 0 && k < (int)sizeof line; i++)
+    if (mem_at_peak[i]) k += snprintf(line + k, sizeof line - (size_t)k, "%s %s %lld", any++ ? "," : "", mem_kind_names[i],
+                                      (long long)mem_at_peak[i]);
+  if (cvt_bytes && k > 0 && k < (int)sizeof line)
+    snprintf(line + k, sizeof line - (size_t)k, "; not counted: the CPU kernels' 16-bit conversion scratch %lld", (long long)cvt_bytes);
+  printf("%s%s)\n", line, any || cvt_bytes ? "" : " nothing");
 }

@@ -129,6 +129,7 @@ int main(int argc, char **argv) {
   wpath = galv_weights_path(wpath, wbuf, sizeof wbuf); /* --weights, else next to the executable */
   size_t wlen = 0;
   const char *weights = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
+  galv_mem_note(weights, galv_weights_bytes, GALV_MEM_WEIGHTS); /* what the runs read: device data on a device target */
 
   /* inputs: every --input names a graph input; every graph input is given */
   galv_tensor *in = calloc((size_t)galv_ninputs + 1, sizeof *in);
@@ -165,8 +166,7 @@ int main(int argc, char **argv) {
 
   /* arena: 64-byte aligned, filled for the high-water measurement */
   size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
-  char *arena = aligned_alloc(64, (abytes + 63) / 64 * 64);
-  if (!arena) galv_fatal("cannot allocate the %lld-byte arena", (long long)galv_arena_bytes);
+  char *arena = galv_mem_alloc((int64_t)abytes, GALV_MEM_ARENA);
   memset(arena, FILL, abytes);
   GALV_POISON(arena, abytes);
 
@@ -229,6 +229,7 @@ int main(int argc, char **argv) {
   }
   printf("%s: arena %lld bytes, high-water %lld bytes (measured: highest byte written in the first run; plan: %lld)\n",
          galv_progname, (long long)galv_arena_bytes, (long long)high, (long long)galv_plan_high_water);
+  galv_mem_arena_high(high);
   if (galv_cvt_scratch_bytes() || galv_narrow_weights_bytes())
     printf("%s: 16-bit storage: conversion scratch %lld bytes, 16-bit weights copy %lld bytes (outside the arena)\n",
            galv_progname, (long long)galv_cvt_scratch_bytes(), (long long)galv_narrow_weights_bytes());
@@ -255,12 +256,17 @@ int main(int argc, char **argv) {
       galv_fatal("%s: cannot create the output directory: %s", outdir, strerror(errno));
     if (galv_write_npy(path, d, p, err, sizeof err)) galv_fatal("%s: %s", path, err);
   }
+  {
+    char who[32];
+    snprintf(who, sizeof who, "rank %d", galv_spmd_rank());
+    galv_mem_report(who);
+  }
   for (int i = 0; i < galv_ninputs; i++) free(in[i].data);
   free(wide);
   for (int j = 0; j < nin; j++) free((char *)names[j]);
   free(in);
   GALV_UNPOISON(arena, abytes);
-  free(arena);
+  galv_mem_free(arena);
   galv_spmd_finalize();
   return 0;
 }

@@ -74,9 +74,22 @@ static const galv_pipe_device cpu_dev = {h_none, h_alloc, h_release, h_copy, h_c
 const galv_pipe_device *galv_pipe_dev;
 static const galv_pipe_device *D = &cpu_dev;
 
+/* Buffers the steps use go through dalloc / drelease: noted by the allocation tracker (runtime/io.c) with their
+ * kind, on either target (a device target's allocations alike). Not noted: host staging for files and checks
+ * (checkpoint span buffers, the shared copies' comparison after the steps, the trace's messages' sizes aside). */
+static void *dalloc(size_t n, int kind) {
+  void *p = D->alloc(n);
+  galv_mem_note(p, (int64_t)n, kind);
+  return p;
+}
+static void drelease(void *p) {
+  galv_mem_forget(p);
+  D->release(p);
+}
+
 /* a buffer holding a copy of n host bytes */
-static void *upload(const void *host, size_t n) {
-  void *b = D->alloc(n);
+static void *upload(const void *host, size_t n, int kind) {
+  void *b = dalloc(n, kind);
   D->h2d(b, host, n);
   return b;
 }
@@ -224,17 +237,17 @@ static int find(const galv_io *t, int n, const char *name) {
 
 /* host bytes to / from a peer through a buffer (a device buffer where the comm backend wants one) */
 static void xsend(galv_comm *world, int peer, const void *host, size_t count, int dtype, galv_queue *q) {
-  void *b = upload(host, count * galv_dtype_size(dtype));
+  void *b = upload(host, count * galv_dtype_size(dtype), GALV_MEM_COMM);
   galv_send(world, peer, b, count, dtype, q);
   galv_queue_sync(q);
-  D->release(b);
+  drelease(b);
 }
 static void xrecv(galv_comm *world, int peer, void *host, size_t count, int dtype, galv_queue *q) {
-  void *b = D->alloc(count * galv_dtype_size(dtype));
+  void *b = dalloc(count * galv_dtype_size(dtype), GALV_MEM_COMM);
   galv_recv(world, peer, b, count, dtype, q);
   galv_queue_sync(q);
   D->d2h(host, b, count * galv_dtype_size(dtype));
-  D->release(b);
+  drelease(b);
 }
 
 static void write_trace(const char *path, galv_comm *world, galv_queue *q, int rank, int size) {
@@ -484,12 +497,12 @@ static double chunk_sq(const void *chunk, size_t n, size_t lo, const char *train
 /* one scalar (dtype f32 or f64) reduced over every rank of every stage, in place */
 static void world_scalar(galv_comm *world, galv_queue *q, void *x, int dtype, galv_redop op) {
   size_t es = dtype == GALV_F64 ? 8 : 4;
-  char *buf = D->alloc(2 * es);
+  char *buf = dalloc(2 * es, GALV_MEM_COMM);
   D->h2d(buf, x, es);
   galv_all_reduce(world, buf, buf + es, 1, dtype, op, q);
   galv_queue_sync(q);
   D->d2h(x, buf + es, es);
-  D->release(buf);
+  drelease(buf);
 }
 
 static void shared_grad_sum(galv_comm *world, galv_queue *q, int p, void *whole, void *tmp, size_t n) {
@@ -556,7 +569,7 @@ static int shared_check(galv_comm *world, galv_queue *q, const char *W) {
       galv_send(world, galv_pipe_first_rank[rs], dev, nb / 4, GALV_F32, q);
       galv_queue_sync(q);
     }
-    D->release(dev);
+    drelease(dev);
     free(mine), free(other), free(h);
   }
   return compared;
@@ -711,7 +724,7 @@ static void pipe_save_checkpoint(const char *path, galv_comm *world, galv_queue 
       printf("%s: wrote checkpoint %s (%lld steps done)\n", galv_progname, path, (long long)done);
     }
   }
-  D->release(dtok);
+  drelease(dtok);
 }
 
 /* ZeRO-2 per microbatch (galv_pipe_zero 3): the parameters' span cut as ZeRO-1 cuts it (g chunks of zn floats);
@@ -837,7 +850,7 @@ static void *il_keep(il_state *il, size_t n) {
     if (!b) galv_fatal("out of memory");
     il->bufs = b;
   }
-  return il->bufs[il->nbufs++] = D->alloc(n ? n : 64);
+  return il->bufs[il->nbufs++] = dalloc(n ? n : 64, GALV_MEM_COMM);
 }
 
 /* sends value src (n bytes) as transfer x from a copy */
@@ -864,7 +877,7 @@ static void il_baton_recv(il_state *il, galv_queue *q, int stage) {
 
 static void il_step_end(il_state *il) {
   galv_queue_sync(il->sq);
-  for (int i = 0; i < il->nbufs; i++) D->release(il->bufs[i]);
+  for (int i = 0; i < il->nbufs; i++) drelease(il->bufs[i]);
   il->nbufs = 0;
 }
 
@@ -894,7 +907,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   wpath = galv_weights_path(wpath, wbuf, sizeof wbuf); /* --weights, else next to the executable */
   size_t wlen = 0;
   const char *mapped = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
-  char *W = upload(mapped, (size_t)galv_weights_bytes);   /* writable: the parameters are updated */
+  char *W = upload(mapped, (size_t)galv_weights_bytes, GALV_MEM_WEIGHTS);   /* writable: the parameters are updated */
   /* an earlier stage with a stash: its backward entry (program_bwd.c, weights_bwd.bin next to weights.bin);
    * both weights blocks start with the same parameters, copied over after each update */
   const galv_pipe_entry *bw = !last && galv_pipe_bwd.run ? &galv_pipe_bwd : NULL;
@@ -912,7 +925,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     const char *mbw = galv_spmd_map_weights_of(bpath, *bw->weights_bytes, &blen);
     if (*bw->weights_bytes < pspan || galv_weights_bytes < pspan || memcmp(mbw, mapped, (size_t)pspan))
       galv_fatal("%s: the backward entry's parameters differ from %s's (rebuild with galvc)", bpath, wpath);
-    Wb = upload(mbw, (size_t)*bw->weights_bytes);
+    Wb = upload(mbw, (size_t)*bw->weights_bytes, GALV_MEM_COPIES);
   }
   /* ZeRO-1 (galvc --pipeline-zero 1): the ranks holding the same parameters (zc, zg ranks) each keep the optimizer
    * state of one chunk of zn floats of the parameters' span [0, pspan) of weights.bin, update that chunk from the
@@ -944,10 +957,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     size_t nf = ((size_t)pspan + 3) / 4;
     zn = (nf + (size_t)zg - 1) / (size_t)zg;
     if ((size_t)zg * zn * 4 > wbytes_all) {
-      char *W2 = D->alloc((size_t)zg * zn * 4);
+      char *W2 = dalloc((size_t)zg * zn * 4, GALV_MEM_WEIGHTS);
       D->copy(W2, W, wbytes_all);
       D->fill(W2 + wbytes_all, 0, (size_t)zg * zn * 4 - wbytes_all);
-      D->release(W);
+      drelease(W);
       W = W2;
       wbytes_all = (size_t)zg * zn * 4;
     }
@@ -965,7 +978,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     const char *mw = galv_spmd_map_weights_of(wpath2, *wg->weights_bytes, &wl);
     if (*wg->weights_bytes < pspan || memcmp(mw, mapped, (size_t)pspan))
       galv_fatal("%s: the weight-gradient entry's parameters differ from %s's (rebuild with galvc)", wpath2, wpath);
-    Ww = upload(mw, (size_t)*wg->weights_bytes);
+    Ww = upload(mw, (size_t)*wg->weights_bytes, GALV_MEM_COPIES);
   }
   /* the backward entry's tables (the combined program's without a stash) */
   const galv_io *bin = bw ? bw->inputs : galv_inputs, *bout = bw ? bw->outputs : galv_outputs;
@@ -996,7 +1009,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     ng[i] = gin_receivers(d->name + 4); /* the stages that received the value: one gradient each */
     check_whole(&bins[i], d->name);
     if (d->dtype != GALV_F32) galv_fatal("gradient input '%s' is not f32", d->name);
-    gbuf[i] = D->alloc(AB(d) * (size_t)(ng[i] ? ng[i] : 1));
+    gbuf[i] = dalloc(AB(d) * (size_t)(ng[i] ? ng[i] : 1), GALV_MEM_COMM);
   }
   int64_t in_bytes = 0, g_bytes = 0, dmax = 0;
   for (int i = 0; i < ni; i++) {
@@ -1091,7 +1104,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   const double lr = galv_pipe_hparams[0], wd = galv_pipe_hparams[1], b1 = galv_pipe_hparams[2], b2 = galv_pipe_hparams[3],
                eps = galv_pipe_hparams[4], mom = galv_pipe_hparams[5];
   /* a parameter trains when an entry outputs its gradient; a frozen one (galv.frozen) has none: no sums, no
-   * optimizer state, no update (D->release(NULL) is a no-op) */
+   * optimizer state, no update (drelease(NULL) is a no-op) */
   char *trains = calloc((size_t)galv_pipe_nparams + 1, 1);
   if (!trains) galv_fatal("out of memory");
   for (int o = 0; o < nbo; o++)
@@ -1115,18 +1128,19 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   /* ZeRO-2 (galv_pipe_zero 2): the step's sums laid out as the parameters' span (zg chunks of zn elements, in the
    * sums' dtype; acc[p] views into it), reduce-scattered once per step into this rank's chunk zsum */
   const int z2 = zc && galv_pipe_zero >= 2, z2e = zc && galv_pipe_zero == 3; /* z2e: per microbatch (ze above) */
-  char *zacc = z2 && !z2e ? D->alloc(GSB((size_t)zg * zn * 4)) : NULL;
-  float *zsum = z2 && !z2e ? D->alloc(GSB(zn * 4)) : NULL;
+  char *zacc = z2 && !z2e ? dalloc(GSB((size_t)zg * zn * 4), GALV_MEM_SUMS) : NULL;
+  float *zsum = z2 && !z2e ? dalloc(GSB(zn * 4), GALV_MEM_SUMS) : NULL;
   if (z2 && !z2e) {
     D->fill(zacc, 0, GSB((size_t)zg * zn * 4));
     m_sums = (int64_t)GSB((size_t)zg * zn * 4) + (int64_t)GSB(zn * 4);
   }
-  char *gacc = gc ? D->alloc(GSB((size_t)ogg * ogn * 4)) : NULL; /* galv_pipe_zero 4: the step's sums, all-reduced once */
+  char *gacc = gc ? dalloc(GSB((size_t)ogg * ogn * 4), GALV_MEM_SUMS) : NULL; /* galv_pipe_zero 4: the step's sums, all-reduced once */
   if (gc) D->fill(gacc, 0, GSB((size_t)ogg * ogn * 4)), m_sums = (int64_t)GSB((size_t)ogg * ogn * 4);
   if (z2e) { /* the chunk's sums, one bucket per rank staged, the reduce-scatter's result */
     ze.c = zc, ze.q = q, ze.g = zg, ze.r = zr, ze.zn = zn, ze.nbk = (size_t)ZE_BUCKETS * (size_t)zg;
     ze.bs = (zn + ze.nbk - 1) / ze.nbk;
-    ze.sum = D->alloc(GSB(ze.nbk * ze.bs * 4)), ze.st = D->alloc(GSB((size_t)zg * ze.bs * 4)), ze.rb = D->alloc(GSB(ze.bs * 4));
+    ze.sum = dalloc(GSB(ze.nbk * ze.bs * 4), GALV_MEM_SUMS), ze.st = dalloc(GSB((size_t)zg * ze.bs * 4), GALV_MEM_COMM),
+    ze.rb = dalloc(GSB(ze.bs * 4), GALV_MEM_COMM);
     ze.gp = calloc((size_t)galv_pipe_nparams + 1, sizeof *ze.gp);
     ze.gw = calloc((size_t)galv_pipe_nparams + 1, 1);
     if (!ze.gp || !ze.gw) galv_fatal("out of memory");
@@ -1138,12 +1152,12 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   float *zcnt = z2 && galv_pipe_clip > 0 ? calloc((size_t)galv_pipe_nparams + 1, sizeof *zcnt) : NULL;
   if (zcnt) {
     for (int p = 0; p < galv_pipe_nparams; p++) zcnt[p] = trains[p] && clip_counts(p) ? 1.0f : 0.0f;
-    char *buf = D->alloc(2 * (size_t)galv_pipe_nparams * 4 + 64);
+    char *buf = dalloc(2 * (size_t)galv_pipe_nparams * 4 + 64, GALV_MEM_COMM);
     D->h2d(buf, zcnt, (size_t)galv_pipe_nparams * 4);
     galv_all_reduce(zc, buf, buf + (size_t)galv_pipe_nparams * 4, (size_t)galv_pipe_nparams, GALV_F32, GALV_RED_MAX, q);
     galv_queue_sync(q);
     D->d2h(zcnt, buf + (size_t)galv_pipe_nparams * 4, (size_t)galv_pipe_nparams * 4);
-    D->release(buf);
+    drelease(buf);
   }
   for (int p = 0; p < galv_pipe_nparams; p++) { /* the gradient sums and the optimizer state, zero */
     if (!trains[p]) continue;
@@ -1151,17 +1165,17 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (z2e && !shared_param(p)) acc[p] = NULL; /* reduce-scattered per microbatch; a shared one: its sum (below) */
     else if (z2 && !z2e) acc[p] = (float *)(void *)(zacc + GSB((size_t)galv_pipe_params[p].offset));
     else if (gc) acc[p] = (float *)(void *)(gacc + GSB((size_t)galv_pipe_params[p].offset));
-    else acc[p] = D->alloc(GSB(n)), m_sums += (int64_t)GSB(n);
+    else acc[p] = dalloc(GSB(n), GALV_MEM_SUMS), m_sums += (int64_t)GSB(n);
     if (zc) continue;
-    st1[p] = adamw || mom != 0 ? D->alloc(n) : NULL;
-    st2[p] = adamw ? D->alloc(n) : NULL;
+    st1[p] = adamw || mom != 0 ? dalloc(n, GALV_MEM_OPT) : NULL;
+    st2[p] = adamw ? dalloc(n, GALV_MEM_OPT) : NULL;
     if (st1[p]) D->fill(st1[p], 0, n);
     if (st2[p]) D->fill(st2[p], 0, n);
     m_opt += (int64_t)n * ((st1[p] != NULL) + (st2[p] != NULL));
   }
   if (zc) {
-    zs1 = adamw || mom != 0 ? D->alloc(zn * 4) : NULL;
-    zs2 = adamw ? D->alloc(zn * 4) : NULL;
+    zs1 = adamw || mom != 0 ? dalloc(zn * 4, GALV_MEM_OPT) : NULL;
+    zs2 = adamw ? dalloc(zn * 4, GALV_MEM_OPT) : NULL;
     if (zs1) D->fill(zs1, 0, zn * 4);
     if (zs2) D->fill(zs2, 0, zn * 4);
     m_opt = (int64_t)zn * 4 * ((zs1 != NULL) + (zs2 != NULL));
@@ -1173,7 +1187,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int p = 0; p < galv_pipe_nparams; p++)
     if (shared_param(p) && trains[p]) { /* frozen everywhere it is held: nothing to sum */
       int64_t wb = (int64_t)GSB((size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes);
-      accw[p] = D->alloc((size_t)wb);
+      accw[p] = dalloc((size_t)wb, GALV_MEM_SUMS);
       if (wb > wmax) wmax = wb;
     }
   for (int p = 0; p < galv_pipe_nparams; p++)
@@ -1185,17 +1199,17 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   m_buf += wmax + gmax + pmax + (last || bw ? in_bytes : 0);
   for (int i = 0; i < nbi; i++)
     if (gbuf[i]) m_buf += (int64_t)AB(&bin[i]) * (ng[i] ? ng[i] : 1);
-  float *wtmp = wmax ? D->alloc((size_t)wmax) : NULL; /* a shared gradient received from another stage */
-  float *gblk = D->alloc((size_t)gmax); /* a split parameter's block of its (whole) gradient */
-  float *g32 = pmax ? D->alloc((size_t)pmax) : NULL; /* bf16 sums: one widened for the optimizer */
-  char *inbuf = last || bw ? D->alloc((size_t)in_bytes) : NULL; /* a forward's inputs (received, data slices) */
+  float *wtmp = wmax ? dalloc((size_t)wmax, GALV_MEM_COMM) : NULL; /* a shared gradient received from another stage */
+  float *gblk = dalloc((size_t)gmax, GALV_MEM_BUFFERS); /* a split parameter's block of its (whole) gradient */
+  float *g32 = pmax ? dalloc((size_t)pmax, GALV_MEM_BUFFERS) : NULL; /* bf16 sums: one widened for the optimizer */
+  char *inbuf = last || bw ? dalloc((size_t)in_bytes, GALV_MEM_BUFFERS) : NULL; /* a forward's inputs (received, data slices) */
   char *hin = malloc((size_t)dmax + (size_t)dmax / 2 + 128); /* a data slice on the host, before its copy (16-bit: then narrowed) */
   if (!hin) galv_fatal("out of memory");
   /* one arena for both entries (each planned on its own; they never run at once) */
   int64_t amax = bw && *bw->arena_bytes > galv_arena_bytes ? *bw->arena_bytes : galv_arena_bytes;
   if (wg && *wg->arena_bytes > amax) amax = *wg->arena_bytes;
   size_t abytes = (size_t)(amax ? amax : 64);
-  char *arena = D->alloc(abytes);
+  char *arena = dalloc(abytes, GALV_MEM_ARENA);
   D->fill(arena, FILL, abytes);
 
   /* the schedule */
@@ -1237,7 +1251,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (zs1) D->copy(zs1, f1 + (size_t)zr * zn, zn * 4);
     if (zs2) D->copy(zs2, f2 + (size_t)zr * zn, zn * 4);
     zero_span_views(st1, NULL, 0, 0, trains), zero_span_views(st2, NULL, 0, 0, trains);
-    D->release(f1), D->release(f2);
+    drelease(f1), drelease(f2);
   } else if (load) done = pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t, &ls);
   float ls_scale = ls.scale, ls_tracker = ls.tracker, ls_skipped = ls.skipped;
   if (load && bw) D->copy(Wb, W, (size_t)pspan);
@@ -1282,7 +1296,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
               il_send(&il, galv_pipe_xfer_find(v->name, 1, me, v->peer), last ? stash[pa->mb] + goff[o] : outp_of(bout, o, arena, Wb),
                       AB(&bout[o]));
             }
-        if (pa && !pa->fwd && last) D->release(stash[pa->mb]), stash[pa->mb] = NULL;
+        if (pa && !pa->fwd && last) drelease(stash[pa->mb]), stash[pa->mb] = NULL;
         if (pa && gidx[k - 1] + 1 < gn && IL_OWNER(gidx[k - 1] + 1) != me) il_baton_send(&il, IL_OWNER(gidx[k - 1] + 1));
         if (!a) break;
         const int gi = gidx[k], prev = gi ? gi - 1 : gn - 1;
@@ -1315,7 +1329,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       if (a && a->fwd) {
         char *dst = inbuf;
         if (!last && !bw) { /* recomputation: the inputs are what is saved */
-          dst = stash[a->mb] = D->alloc((size_t)in_bytes);
+          dst = stash[a->mb] = dalloc((size_t)in_bytes, GALV_MEM_SAVED);
           live += sbytes, inflight++;
           if (live > peak) peak = live;
           if (inflight > peak_mb) peak_mb = inflight;
@@ -1341,7 +1355,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       galv_group_end();
       galv_pipe_xfer_complete(q);
       if (nops) ev_add(EV_RECV, a ? a->mb : pa->mb, t0, now_us());
-      if (to_free) D->release(to_free);
+      if (to_free) drelease(to_free);
       to_free = NULL;
       if (!a) break;
       /* compute */
@@ -1358,7 +1372,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
               io_scale(&wg->outputs[o], arena + wg->outputs[o].offset, (float)mbw[a->mb]);
           }
           accumulate(wg->outputs, okw, nwo, arena, Ww, acc, accw, gblk);
-          D->release(wst[a->mb]);
+          drelease(wst[a->mb]);
           wst[a->mb] = NULL;
           live -= wbytes, inflight--;
         }
@@ -1396,7 +1410,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           if (!outs[o].in_weights) GALV_UNPOISON(arena + outs[o].offset, AB(&outs[o]));
         if (wg && (last ? a->fwd : !a->fwd)) { /* ZB-H1: what W(j) reads, kept until it runs */
           const int *okp = last ? ok : okb;
-          char *wb = wst[a->mb] = D->alloc((size_t)(wbytes ? wbytes : 64));
+          char *wb = wst[a->mb] = dalloc((size_t)(wbytes ? wbytes : 64), GALV_MEM_SAVED);
           live += wbytes;
           if (live > peak) peak = live;
           for (int o = 0, n = last ? no : nbo; o < n; o++)
@@ -1411,7 +1425,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
             if (ok[o] < 0 || (ok[o] >= 1000000 && ok[o] < 2000000))
               io_scale(&galv_outputs[o], arena + galv_outputs[o].offset, (float)mbw[a->mb]);
         if (bw && a->fwd) { /* the microbatch's stash: the forward values the backward entry reads */
-          stash[a->mb] = D->alloc((size_t)sbytes);
+          stash[a->mb] = dalloc((size_t)sbytes, GALV_MEM_SAVED);
           live += sbytes, inflight++;
           if (live > peak) peak = live;
           if (inflight > peak_mb) peak_mb = inflight;
@@ -1424,14 +1438,14 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           float l;
           D->d2h(&l, outp(iloss, arena, W), 4);
           loss += mbw ? l * mbw[a->mb] : l;
-          stash[a->mb] = D->alloc((size_t)g_bytes);
+          stash[a->mb] = dalloc((size_t)g_bytes, GALV_MEM_SAVED);
           live += sbytes, inflight++;
           if (live > peak) peak = live;
           if (inflight > peak_mb) peak_mb = inflight;
           for (int o = 0; o < no; o++)
             if (ok[o] >= 1000000 && ok[o] < 2000000) D->copy(stash[a->mb] + goff[o], outp(o, arena, W), AB(&galv_outputs[o]));
         } else if (!a->fwd) {
-          D->release(stash[a->mb]);
+          drelease(stash[a->mb]);
           stash[a->mb] = NULL;
           live -= sbytes;
           if (!wg) inflight--; /* with W: the microbatch holds what W reads until W(j) */
@@ -1601,6 +1615,13 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
            galv_progname, (long long)states, (long long)wbytes_all, (long long)copies, (long long)m_sums, (long long)m_opt,
            z2 ? " (ZeRO-2)" : zc ? " (ZeRO-1)" : "", (long long)m_buf, (long long)abytes, (long long)high, (long long)peak,
            (long long)galv_pipe_predicted_state[me], peak_mb, (long long)galv_pipe_predicted_act[me]);
+    galv_mem_arena_high(high);
+    galv_mem_report(NULL); /* galv_progname names the stage and rank */
+    const int64_t pred = galv_pipe_predicted_state[me] + (int64_t)galv_pipe_predicted_inflight[me] * galv_pipe_predicted_act[me];
+    printf("%s: memory peak %lld bytes (tracker), the stage plan's peak %lld (%lld + %d microbatches x %lld): %+.2f%%\n",
+           galv_progname, (long long)galv_mem_high_water(), (long long)pred,
+           (long long)galv_pipe_predicted_state[me], galv_pipe_predicted_inflight[me], (long long)galv_pipe_predicted_act[me],
+           pred ? 100.0 * (double)(galv_mem_high_water() - pred) / (double)pred : 0.0);
     if (zc)
       printf("%s: ZeRO-%d over %d ranks: optimizer state %lld of %lld floats per rank; all-gather %llu bytes sent in %ld steps\n",
              galv_progname, z2 ? 2 : 1, zg, (long long)zn * ((zs1 != NULL) + (zs2 != NULL)),
@@ -1682,7 +1703,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       galv_queue_sync(q);
     }
     pipe_save_checkpoint(save, world, q, W, st1, st2, trains, adamw, step_t, &ls_now, done + steps);
-    if (zc) zero_span_views(st1, NULL, 0, 0, trains), zero_span_views(st2, NULL, 0, 0, trains), D->release(f1), D->release(f2);
+    if (zc) zero_span_views(st1, NULL, 0, 0, trains), zero_span_views(st2, NULL, 0, 0, trains), drelease(f1), drelease(f2);
   }
   if (nshared && lrank == 0)
     printf("%s: shared parameters: %d held with later stages, %d copies compared: bit-identical; gradient sums sent by "
@@ -1693,18 +1714,18 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   if (trace) write_trace(trace, world, q, rank, size);
   for (int i = 0; i < ni; i++) free(bat[i].data);
   for (int i = 0; i < nbi; i++)
-    if (gbuf[i]) D->release(gbuf[i]);
-  if (bw) free(okb), D->release(Wb), bw->comm_free();
-  if (wg) D->release(Ww), wg->comm_free();
-  for (int j = 0; j < B; j++) D->release(wst[j]);
+    if (gbuf[i]) drelease(gbuf[i]);
+  if (bw) free(okb), drelease(Wb), bw->comm_free();
+  if (wg) drelease(Ww), wg->comm_free();
+  for (int j = 0; j < B; j++) drelease(wst[j]);
   free(wst), free(okw), free(wsrc);
-  for (int p = 0; p < galv_pipe_nparams; p++) D->release((z2 && !z2e) || gc ? NULL : acc[p]), D->release(accw[p]), D->release(st1[p]), D->release(st2[p]);
-  D->release(zs1), D->release(zs2), D->release(zacc), D->release(zsum), D->release(gacc);
-  if (z2e) D->release(ze.st), D->release(ze.rb), free(ze.gp), free(ze.gw), memset(&ze, 0, sizeof ze);
+  for (int p = 0; p < galv_pipe_nparams; p++) drelease((z2 && !z2e) || gc ? NULL : acc[p]), drelease(accw[p]), drelease(st1[p]), drelease(st2[p]);
+  drelease(zs1), drelease(zs2), drelease(zacc), drelease(zsum), drelease(gacc);
+  if (z2e) drelease(ze.st), drelease(ze.rb), free(ze.gp), free(ze.gw), memset(&ze, 0, sizeof ze);
   free(zcnt);
-  D->release(wtmp), free(accw);
-  for (int j = 0; j < B; j++) D->release(stash[j]);
-  D->release(g32), D->release(gblk), D->release(inbuf), D->release(arena), D->release(W);
+  drelease(wtmp), free(accw);
+  for (int j = 0; j < B; j++) drelease(stash[j]);
+  drelease(g32), drelease(gblk), drelease(inbuf), drelease(arena), drelease(W);
   free(ik), free(ok), free(ng), free(ioff), free(goff), free(bat), free(nbat), free(gnb), free(gbuf), free(acc), free(st1), free(st2), free(stash), free(trains);
   free(hin), free(acts), free(evs), free(mbw), free(gacts), free(gidx), free(il.bufs);
   if (il.sq) galv_queue_free(il.sq);
@@ -1861,9 +1882,10 @@ int galv_pipe_main(int argc, char **argv) {
   if (!hin || !hout) galv_fatal("out of memory");
 
   /* the weights (the mapped file itself on the host), the arena */
-  const char *weights = D != &cpu_dev ? upload(mapped, (size_t)galv_weights_bytes) : mapped;
+  const char *weights = D != &cpu_dev ? upload(mapped, (size_t)galv_weights_bytes, GALV_MEM_WEIGHTS) : mapped;
+  if (weights == mapped) galv_mem_note(mapped, galv_weights_bytes, GALV_MEM_WEIGHTS);
   size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
-  char *arena = D->alloc(abytes);
+  char *arena = dalloc(abytes, GALV_MEM_ARENA);
   D->fill(arena, FILL, abytes);
 
   double tstart = now_us(), tcomp = 0;
@@ -1938,6 +1960,8 @@ int galv_pipe_main(int argc, char **argv) {
          total / 1e3, tcomp / 1e3, galv_pipe_predicted_ms[me]);
   printf("%s: arena %lld bytes, high-water %lld bytes (measured)\n", galv_progname, (long long)galv_arena_bytes,
          (long long)high);
+  galv_mem_arena_high(high);
+  galv_mem_report(NULL);
   for (int o = 0; o < galv_noutputs; o++) {
     if (send_of[o]) continue;
     galv_io g = galv_spmd_global_io(&galv_outputs[o], &galv_output_split[o]);
@@ -1960,8 +1984,9 @@ int galv_pipe_main(int argc, char **argv) {
   for (int i = 0; i < galv_ninputs; i++) free(in[i].data);
   for (int o = 0; o < galv_noutputs; o++) free(gout[o]);
   for (int j = 0; j < nin; j++) free((char *)names[j]);
-  if (D != &cpu_dev) D->release((char *)weights);
-  D->release(arena);
+  if (D != &cpu_dev) drelease((char *)weights);
+  else galv_mem_forget(weights);
+  drelease(arena);
   free(in), free(recv_of), free(send_of), free(gout), free(hin), free(hout), free(evs);
   galv_queue_free(q);
   galv_spmd_finalize();

@@ -256,8 +256,9 @@ int galv_train_main(int argc, char **argv) {
 
   /* state: parameters from weights.bin (same offsets), optimizer state zeros */
   size_t sbytes = (size_t)(galv_state_bytes + 63) / 64 * 64;
-  char *state = aligned_alloc(64, sbytes ? sbytes : 64);
-  if (!state) galv_fatal("cannot allocate the %lld-byte state buffer", (long long)galv_state_bytes);
+  char *state = galv_mem_alloc(galv_state_bytes, GALV_MEM_STATE);
+  /* the constants the step reads from the mapped weights (after the parameters, which it reads from the state) */
+  if (galv_weights_bytes > galv_param_bytes) galv_mem_note(weights + galv_param_bytes, galv_weights_bytes - galv_param_bytes, GALV_MEM_WEIGHTS);
   memset(state, 0, sbytes);
   memcpy(state, weights, (size_t)galv_param_bytes);
   int64_t done = load ? load_checkpoint(load, state) : 0;
@@ -283,8 +284,7 @@ int galv_train_main(int argc, char **argv) {
   }
 
   size_t abytes = (size_t)(galv_arena_bytes ? galv_arena_bytes : 64);
-  char *arena = aligned_alloc(64, (abytes + 63) / 64 * 64);
-  if (!arena) galv_fatal("cannot allocate the %lld-byte arena", (long long)galv_arena_bytes);
+  char *arena = galv_mem_alloc((int64_t)abytes, GALV_MEM_ARENA);
   /* filled for the high-water measurement (main.c's): the highest byte
    * the first step wrote, printed after it by every rank */
   memset(arena, 0xA5, abytes);
@@ -347,6 +347,7 @@ int galv_train_main(int argc, char **argv) {
       printf("%s: rank %d: memory: state %lld bytes + arena high-water %lld bytes (measured: highest byte the first step "
              "wrote; plan: %lld) = %lld bytes\n", galv_progname, galv_spmd_rank(), (long long)galv_state_bytes, (long long)high,
              (long long)galv_plan_high_water, (long long)(galv_state_bytes + high));
+      galv_mem_arena_high(high);
       if (galv_cvt_scratch_bytes())
         printf("%s: rank %d: 16-bit storage: conversion scratch %lld bytes (outside the arena)\n", galv_progname,
                galv_spmd_rank(), (long long)galv_cvt_scratch_bytes());
@@ -369,6 +370,11 @@ int galv_train_main(int argc, char **argv) {
            steps > 2 ? "s" : "");
   }
   galv_spmd_check_bytes(comm_stats, steps); /* before gathering (which communicates) */
+  if (!galv_train_dev && steps > 0) { /* the device target counts its own allocations (cudaMalloc) */
+    char who[32];
+    snprintf(who, sizeof who, "rank %d", galv_spmd_rank());
+    galv_mem_report(who);
+  }
   if (galv_train_dev && (save || outdir)) galv_train_dev->fetch(state);
   fflush(stdout);
   if (save) save_checkpoint(save, state, done);
@@ -398,8 +404,8 @@ int galv_train_main(int argc, char **argv) {
   for (int j = 0; j < nin; j++) free((char *)names[j]);
   free(in);
   GALV_UNPOISON(arena, abytes);
-  free(arena);
-  free(state);
+  galv_mem_free(arena);
+  galv_mem_free(state);
   galv_spmd_finalize();
   return 0;
 }

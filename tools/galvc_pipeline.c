@@ -1338,8 +1338,8 @@ static int64_t state_bytes(const gv_module *m, int *n) {
   *n = 0;
   for (int a = 0; a < m->main->body->nargs; a++)
     if (m->main->arg_is_state && m->main->arg_is_state[a]) {
-      const gv_type *t = &m->main->body->args[a]->type;
-      (*n)++, bytes += (gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype) + 63) / 64 * 64;
+      int64_t b = gv_value_storage_bytes(m->main->body->args[a]); /* in its storage dtype, as the stash holds it */
+      (*n)++, bytes += ((b > 0 ? b : 0) + 63) / 64 * 64;
     }
   return bytes;
 }
@@ -1660,6 +1660,8 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
         for (int i = 0; i < S; i++) fprintf(f, "%s%lldLL", i ? ", " : "", (long long)pl->cost[i].state_bytes);
         fprintf(f, "};\nconst int64_t galv_pipe_predicted_act[] = {");
         for (int i = 0; i < S; i++) fprintf(f, "%s%lldLL", i ? ", " : "", (long long)pl->cost[i].act_bytes);
+        fprintf(f, "};\nconst int galv_pipe_predicted_inflight[] = {");
+        for (int i = 0; i < S; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)pl->inflight[i]);
         fprintf(f, "};\nconst galv_pipe_value galv_pipe_in[] = {\n");
         for (int i = 0; i < io->nin; i++) fprintf(f, "    {\"%s\", %d, 0},\n", io->in[i].name, io->in[i].peer);
         fprintf(f, "    {0, 0, 0}};\nconst int galv_pipe_nin = %d;\nconst galv_pipe_value galv_pipe_out[] = {\n", io->nin);
