@@ -237,6 +237,131 @@ int64_t gv_stage_cost_min_need(const gv_stage_cost *c, int64_t inflight, gv_sche
   return best;
 }
 
+/* The DP's tables and the ranges' figures for one solve and B (gv_pipe_solve's), read by dp_pass. */
+typedef struct {
+  const gv_pipe_problem *p;
+  int L, nm, S, V, il_inflight, B, n, Sn; /* n: the ZB-H1 charge run (zb_runs), Sn: its most stages */
+  int64_t Du, limit;
+  const int64_t *mn, *mk, *mu;
+  int64_t *F;
+  int32_t *Fj;
+  int8_t *Fm;
+  uint8_t *Rt;
+  int32_t *Rlo, *Rhi;
+  size_t nR;
+  const int64_t *fast, *wofs;
+  const uint8_t *wn;
+  const dway *dw;
+} dp_ctx;
+
+#define DP_INF (INT64_MAX / 4)
+/* One pass of the DP over a t_max: F[s][k][d] for s = 1 .. Sn stages from the end, entries under bound only.
+ * With best (a plan pass): a plan of s stages on all the devices whose step is under *best becomes *best and out
+ * (the bound then tightened). Without (a probe): only whether some plan exists; the first found ends the pass.
+ * Returns whether a plan was found. */
+static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best, gv_pipe_plan *out, const gv_stage_cost *const *C) {
+  const gv_pipe_problem *p = x->p;
+  const int L = x->L, nm = x->nm, S = x->S, V = x->V, B = x->B, n = x->n;
+  const int64_t Du = x->Du, limit = x->limit, INF = DP_INF;
+  const int64_t *mn = x->mn, *mk = x->mk, *mu = x->mu, *fast = x->fast, *wofs = x->wofs;
+  int64_t *F = x->F;
+  int32_t *Fj = x->Fj, *Rlo = x->Rlo, *Rhi = x->Rhi;
+  int8_t *Fm = x->Fm;
+  uint8_t *Rt = x->Rt;
+  const uint8_t *wn = x->wn;
+  const dway *dw = x->dw;
+  bool found = false;
+#define IX(s, k, d) (((size_t)(s) * (size_t)(L + 1) + (size_t)(k)) * (size_t)(Du + 1) + (size_t)(d))
+#define CX(k, j, m) (((size_t)(k) * (size_t)(L + 1) + (size_t)(j)) * (size_t)nm + (size_t)(m))
+#define RX(s, k) ((size_t)(s) * (size_t)(L + 1) + (size_t)(k))
+  memset(Rt, 0, x->nR);
+  Rt[RX(0, L)] = 1, Rlo[RX(0, L)] = Rhi[RX(0, L)] = 0;
+  for (int64_t d = 0; d <= Du; d++) F[IX(0, L, d)] = INF;
+  F[IX(0, L, 0)] = 0;
+  for (int s = 1; s <= x->Sn; s++) {
+    int64_t inflight = dp_inflight(p, V, x->il_inflight, s, run_total(p, n, B), B);
+    for (int k = L - s; k >= 0; k--)
+      for (int m = 0; m < nm; m++)
+        for (int j = k + 1; j <= L - (s - 1); j++) {
+          if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break; /* position S - s from the start */
+          const int64_t fastest = fast[CX(k, j, m)];
+          if (fastest < 0) continue; /* infeasible */
+          if (fastest > tmax) break; /* a longer range is no faster */
+          const size_t rp = RX(s - 1, j);
+          if (!Rt[rp] || Rlo[rp] > Rhi[rp]) continue; /* no way to cover [j, L) with s - 1 stages */
+          /* gv_stage_cost_pick's way (the fastest by key within tmax that fits, the earlier on a tie) over the
+           * dense copy of the range's ways */
+          const dway *wv = dw + wofs[CX(k, j, m)];
+          int64_t ns = -1, bk = 0;
+          for (int i = 0, nw = wn[CX(k, j, m)]; i < nw; i++) {
+            if (wv[i].ns > tmax || wv[i].need0 + inflight * wv[i].act > limit) continue;
+            if (ns < 0 || wv[i].key < bk) ns = wv[i].ns, bk = wv[i].key;
+          }
+          if (ns < 0) continue;
+          const size_t r = RX(s, k);
+          if (!Rt[r]) { /* its first write: the row filled */
+            for (int64_t d = 0; d <= Du; d++) F[IX(s, k, d)] = INF;
+            Rt[r] = 1, Rlo[r] = INT32_MAX, Rhi[r] = -1;
+          }
+          const int64_t dlo = Rlo[rp] + mu[m], dhi = Rhi[rp] + mu[m] < Du ? Rhi[rp] + mu[m] : Du;
+          for (int64_t d = dlo; d <= dhi; d++) {
+            int64_t prev = F[IX(s - 1, j, d - mu[m])];
+            if (prev >= INF) continue;
+            int64_t v = prev + ns;
+            if (v < F[IX(s, k, d)] && v < bound) {
+              F[IX(s, k, d)] = v;
+              Fj[IX(s, k, d)] = j;
+              Fm[IX(s, k, d)] = (int8_t)m;
+              if (d < Rlo[r]) Rlo[r] = (int32_t)d;
+              if (d > Rhi[r]) Rhi[r] = (int32_t)d;
+            }
+          }
+        }
+    if (!run_takes(p, n, B, s)) continue;
+    if (!Rt[RX(s, 0)] || Rhi[RX(s, 0)] < Du) continue; /* no plan of s stages on all the devices */
+    int64_t v = F[IX(s, 0, Du)];
+    if (v >= INF) continue;
+    found = true;
+    if (!best) return true; /* a probe */
+    int64_t T = v + (int64_t)(B - 1) * tmax;
+    if (T < *best) {
+      *best = T;
+      /* reconstruct */
+      out->nstages = s;
+      out->B = B;
+      out->schedule = p->schedule;
+      out->vstages = V;
+      int k = 0;
+      int64_t d = Du, mx = 0, sum = 0;
+      for (int st = 0, ss = s; ss >= 1; ss--, st++) {
+        int j = Fj[IX(ss, k, d)], m = Fm[IX(ss, k, d)];
+        out->first[st] = k;
+        out->nodes[st] = mn[m];
+        out->per_node[st] = mk[m];
+        out->cost[st] = *C[CX(k, j, m)];
+        /* what the DP charged the stage: the plan's s stages are the run's charge (run_takes) */
+        out->inflight[st] = dp_inflight(p, V, x->il_inflight, ss, s, B);
+        /* the stage's way as the DP took it (the same pick) */
+        gv_stage_cost_use(&out->cost[st], gv_stage_cost_pick(&out->cost[st], out->inflight[st], limit, tmax, p->schedule, -1, -1, -1),
+                          p->schedule);
+        if (out->cost[st].ns > mx) mx = out->cost[st].ns;
+        sum += out->cost[st].ns;
+        d -= mu[m];
+        k = j;
+      }
+      out->first[s] = L;
+      out->max_ns = mx;
+      out->sum_ns = sum;
+      out->step_ns = sum + (int64_t)(B - 1) * mx;
+      bound = *best - (int64_t)(B - 1) * tmax;
+    }
+  }
+  return found;
+#undef IX
+#undef CX
+#undef RX
+}
+
 int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   static const gv_stage_cost unusable = {.feasible = false};
   memset(out, 0, sizeof *out);
@@ -319,6 +444,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   int64_t *fast = malloc(nC * sizeof(int64_t)); /* per range and sub-mesh: its fastest way's ns (-1: infeasible), read
                                                  * by the DP's inner loop without touching the cost itself */
   int64_t *cand = malloc(nC * GV_STAGE_MAX_VARS * sizeof(int64_t));
+  int64_t *gbase = malloc(nC * GV_STAGE_MAX_VARS * sizeof(int64_t)); /* the t_max groups' smallest candidate */
+  const char *pe = getenv("GALV_PIPE_PRUNE");
+  const bool prune = !(pe && !strcmp(pe, "off"));
   cache own = {.gen = 1}, *chp = &own; /* the stage costs: this solve's own table, or the caller's emptied */
   if (p->table) {
     chp = &p->table->ch;
@@ -329,13 +457,13 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   /* no partition fits: the partition whose largest stage needs the least (the binding figure), that stage */
   int64_t bind = INT64_MAX, bind_state = 0, bind_act = 0, bind_n = 0, bind_dev = 0;
   int bind_first = 0, bind_last = 0;
-  if (!F || !Fj || !Fm || !C || !cand || !fast || !wofs || !wn || !Rt || !Rlo || !Rhi) {
+  if (!F || !Fj || !Fm || !C || !cand || !gbase || !fast || !wofs || !wn || !Rt || !Rlo || !Rhi) {
     gv_error_plain("pipeline: out of memory (%d groups, %lld device units)", L, (long long)Du);
     goto done;
   }
 #define IX(s, k, d) (((size_t)(s) * (size_t)(L + 1) + (size_t)(k)) * (size_t)(Du + 1) + (size_t)(d))
 #define CX(k, j, m) (((size_t)(k) * (size_t)(L + 1) + (size_t)(j)) * (size_t)nm + (size_t)(m))
-  const int64_t INF = INT64_MAX / 4;
+  const int64_t INF = DP_INF;
   for (int bi = 0; bi < p->nmb; bi++) {
     int B = p->mb_choices[bi];
     if (B < 1) continue;
@@ -437,99 +565,45 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     }
     qsort(cand, (size_t)ncand, sizeof(int64_t), cmp_i64);
     const int nruns = binds(C, nC, B, limit) ? zb_runs(p, S, B) : 0;
+    dp_ctx dpx = {.p = p, .L = L, .nm = nm, .S = S, .V = V, .il_inflight = il_inflight, .Du = Du, .limit = limit, .mn = mn,
+                  .mk = mk, .mu = mu, .F = F, .Fj = Fj, .Fm = Fm, .Rt = Rt, .Rlo = Rlo, .Rhi = Rhi, .nR = nR, .fast = fast,
+                  .wofs = wofs, .wn = wn, .dw = dw};
+    /* the t_max tried: candidates within 1% of each other are tried once, at the largest of the run (the smallest
+     * would rule out stages 1% slower than it: one stage over many groups could then find no plan at all); cand[g]
+     * becomes group g's t_max, gbase[g] its smallest */
+    int ng = 0;
+    for (int ci = 0; ci < ncand; ci++) {
+      int64_t base = cand[ci];
+      while (ci + 1 < ncand && cand[ci + 1] < base + base / 100 + 1) ci++;
+      gbase[ng] = base, cand[ng++] = cand[ci];
+    }
+    dpx.B = B;
     for (int n = nruns ? 1 : 0; n <= nruns; n++) {
-      const int Sn = n && n < B ? n : S; /* the most stages of this run's plans */
-      for (int ci = 0; ci < ncand; ci++) {
-        /* candidates within 1% of each other are tried once, at the largest
-         * of the run (the smallest would rule out stages 1% slower than it:
-         * one stage over many groups could then find no plan at all) */
-        int64_t base = cand[ci];
-        while (ci + 1 < ncand && cand[ci + 1] < base + base / 100 + 1) ci++;
-        int64_t tmax = cand[ci];
+      dpx.n = n, dpx.Sn = n && n < B ? n : S; /* the most stages of this run's plans */
+      /* The first t_max with a plan (GALV_PIPE_PRUNE=off: from the first): whether some partition fits at t_max
+       * grows with t_max (each range offers the ways of ns <= t_max, the memory does not depend on it), so the
+       * t_max before the first that has one find nothing and change nothing; one pass over every range at the
+       * largest t_max, then a doubling and a bisection find it (a probe pass: no bound, no plan taken). */
+      int g0 = 0;
+      if (prune && ng > 0) {
+        if (!dp_pass(&dpx, cand[ng - 1], INF, NULL, NULL, NULL)) g0 = ng; /* no t_max has a plan */
+        else {
+          int lo = 0, hi = ng - 1, step = 1; /* the first with a plan is in (lo - 1, hi]: hi has one */
+          while (lo + step - 1 < hi && !dp_pass(&dpx, cand[lo + step - 1], INF, NULL, NULL, NULL)) lo += step, step *= 2;
+          if (lo + step - 1 < hi) hi = lo + step - 1;
+          while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (dp_pass(&dpx, cand[mid], INF, NULL, NULL, NULL)) hi = mid;
+            else lo = mid + 1;
+          }
+          g0 = lo;
+        }
+      }
+      for (int gi = g0; gi < ng; gi++) {
+        int64_t base = gbase[gi], tmax = cand[gi];
         if ((double)B * (double)base >= (double)best) break;
         out->tmax_tried++;
-#define RX(s, k) ((size_t)(s) * (size_t)(L + 1) + (size_t)(k))
-        memset(Rt, 0, nR);
-        Rt[RX(0, L)] = 1, Rlo[RX(0, L)] = Rhi[RX(0, L)] = 0;
-        for (int64_t d = 0; d <= Du; d++) F[IX(0, L, d)] = INF;
-        F[IX(0, L, 0)] = 0;
-        int64_t bound = best == INT64_MAX ? INF : best - (int64_t)(B - 1) * tmax;
-        for (int s = 1; s <= Sn; s++) {
-          int64_t inflight = dp_inflight(p, V, il_inflight, s, run_total(p, n, B), B);
-          for (int k = L - s; k >= 0; k--)
-            for (int m = 0; m < nm; m++)
-              for (int j = k + 1; j <= L - (s - 1); j++) {
-                if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break; /* position S - s from the start */
-                const int64_t fastest = fast[CX(k, j, m)];
-                if (fastest < 0) continue; /* infeasible */
-                if (fastest > tmax) break; /* a longer range is no faster */
-                const size_t rp = RX(s - 1, j);
-                if (!Rt[rp] || Rlo[rp] > Rhi[rp]) continue; /* no way to cover [j, L) with s - 1 stages */
-                /* gv_stage_cost_pick's way (the fastest by key within tmax that fits, the earlier on a tie) over the
-                 * dense copy of the range's ways */
-                const dway *wv = dw + wofs[CX(k, j, m)];
-                int64_t ns = -1, bk = 0;
-                for (int i = 0, nw = wn[CX(k, j, m)]; i < nw; i++) {
-                  if (wv[i].ns > tmax || wv[i].need0 + inflight * wv[i].act > limit) continue;
-                  if (ns < 0 || wv[i].key < bk) ns = wv[i].ns, bk = wv[i].key;
-                }
-                if (ns < 0) continue;
-                const size_t r = RX(s, k);
-                if (!Rt[r]) { /* its first write: the row filled */
-                  for (int64_t d = 0; d <= Du; d++) F[IX(s, k, d)] = INF;
-                  Rt[r] = 1, Rlo[r] = INT32_MAX, Rhi[r] = -1;
-                }
-                const int64_t dlo = Rlo[rp] + mu[m], dhi = Rhi[rp] + mu[m] < Du ? Rhi[rp] + mu[m] : Du;
-                for (int64_t d = dlo; d <= dhi; d++) {
-                  int64_t prev = F[IX(s - 1, j, d - mu[m])];
-                  if (prev >= INF) continue;
-                  int64_t v = prev + ns;
-                  if (v < F[IX(s, k, d)] && v < bound) {
-                    F[IX(s, k, d)] = v;
-                    Fj[IX(s, k, d)] = j;
-                    Fm[IX(s, k, d)] = (int8_t)m;
-                    if (d < Rlo[r]) Rlo[r] = (int32_t)d;
-                    if (d > Rhi[r]) Rhi[r] = (int32_t)d;
-                  }
-                }
-              }
-          if (!run_takes(p, n, B, s)) continue;
-          if (!Rt[RX(s, 0)] || Rhi[RX(s, 0)] < Du) continue; /* no plan of s stages on all the devices */
-          int64_t v = F[IX(s, 0, Du)];
-          if (v >= INF) continue;
-          int64_t T = v + (int64_t)(B - 1) * tmax;
-          if (T < best) {
-            best = T;
-            /* reconstruct */
-            out->nstages = s;
-            out->B = B;
-            out->schedule = p->schedule;
-            out->vstages = V;
-            int k = 0;
-            int64_t d = Du, mx = 0, sum = 0;
-            for (int st = 0, ss = s; ss >= 1; ss--, st++) {
-              int j = Fj[IX(ss, k, d)], m = Fm[IX(ss, k, d)];
-              out->first[st] = k;
-              out->nodes[st] = mn[m];
-              out->per_node[st] = mk[m];
-              out->cost[st] = *C[CX(k, j, m)];
-              /* what the DP charged the stage: the plan's s stages are the run's charge (run_takes) */
-              out->inflight[st] = dp_inflight(p, V, il_inflight, ss, s, B);
-              /* the stage's way as the DP took it (the same pick) */
-              gv_stage_cost_use(&out->cost[st], gv_stage_cost_pick(&out->cost[st], out->inflight[st], limit, tmax, p->schedule, -1, -1, -1),
-                                p->schedule);
-              if (out->cost[st].ns > mx) mx = out->cost[st].ns;
-              sum += out->cost[st].ns;
-              d -= mu[m];
-              k = j;
-            }
-            out->first[s] = L;
-            out->max_ns = mx;
-            out->sum_ns = sum;
-            out->step_ns = sum + (int64_t)(B - 1) * mx;
-            bound = best - (int64_t)(B - 1) * tmax;
-          }
-        }
+        dp_pass(&dpx, tmax, best == INT64_MAX ? INF : best - (int64_t)(B - 1) * tmax, &best, out, C);
       }
     }
     if (best == INT64_MAX && ncand) { /* nothing fits at this B: the partition with the smallest largest need */
@@ -639,11 +713,10 @@ done:
   free((void *)C);
   free(fast);
   free(wofs), free(wn), free(dw);
-  free(cand);
+  free(cand), free(gbase);
   free(own.t), free(own.pool);
   return rc;
 #undef IX
-#undef RX
 #undef CX
 }
 

@@ -105,6 +105,28 @@ static int cost_layer_ways(void *ctx, int first, int last, int64_t nodes, int64_
   return 0;
 }
 
+/* The same answer (rc, plan, or the binding figure when none fits): the DP with its pruning and without
+ * (GALV_PIPE_PRUNE=off) must agree to the last field the plan holds. */
+static bool same_plan(int ra, const gv_pipe_plan *a, int rb, const gv_pipe_plan *b) {
+  if (ra != rb) return false;
+  if (ra) return a->min_need == b->min_need;
+  if (a->step_ns != b->step_ns || a->nstages != b->nstages || a->B != b->B || a->max_ns != b->max_ns || a->sum_ns != b->sum_ns ||
+      a->schedule != b->schedule || a->first[a->nstages] != b->first[b->nstages])
+    return false;
+  for (int i = 0; i < a->nstages; i++)
+    if (a->first[i] != b->first[i] || a->nodes[i] != b->nodes[i] || a->per_node[i] != b->per_node[i] ||
+        a->inflight[i] != b->inflight[i] || a->cost[i].ns != b->cost[i].ns || a->cost[i].state_bytes != b->cost[i].state_bytes ||
+        a->cost[i].act_bytes != b->cost[i].act_bytes || a->cost[i].recompute != b->cost[i].recompute)
+      return false;
+  return true;
+}
+static int solve_unpruned(const gv_pipe_problem *p, gv_pipe_plan *pl) {
+  setenv("GALV_PIPE_PRUNE", "off", 1);
+  int rc = gv_pipe_solve(p, pl);
+  unsetenv("GALV_PIPE_PRUNE");
+  return rc;
+}
+
 /* brute force: stages from the start; sizes from the list; all devices used */
 static int L_, nsz_;
 static int64_t sz_[8], D_, lim_;
@@ -175,6 +197,10 @@ int main(void) {
           "case %d: on a kept table rc %d step %lld (%lld solves), on its own rc %d step %lld (%lld solves)", t, rt,
           (long long)pt.step_ns, (long long)pt.solves, rc, (long long)pl.step_ns, (long long)pl.solves);
     if (t == 89) gv_pipe_table_free(tab), tab = NULL;
+    static gv_pipe_plan pu;
+    int ru = solve_unpruned(&p, &pu);
+    CHECK(same_plan(rc, &pl, ru, &pu), "case %d: pruned rc %d step %lld, unpruned rc %d step %lld", t, rc, (long long)pl.step_ns,
+          ru, (long long)pu.step_ns);
     /* brute force */
     L_ = L, D_ = D, S_ = &s, sch_ = sch, lim_ = lim ? lim : c.memory_bytes;
     nsz_ = 0;
@@ -209,6 +235,33 @@ int main(void) {
       CHECK(pl.first[i] < pl.first[i + 1], "case %d: empty stage", t);
     }
     CHECK(used == D && pl.first[0] == 0 && pl.first[pl.nstages] == L, "case %d: plan does not cover", t);
+  }
+  /* larger problems, no brute force: the pruned DP (the first t_max with a plan found by probes) against the
+   * unpruned one on 16 groups over 1-4 nodes of 8, each schedule, free and fixed stage counts, equal sub-meshes,
+   * stages with several ways, memory limits from none to none fitting */
+  {
+    int agree = 0, none = 0;
+    for (int t = 0; t < 120; t++) {
+      synth s;
+      int L = 4 + t % 13;
+      for (int g = 0; g < L; g++) s.w[g] = 100 + rand() % 4000, s.pw[g] = 1000 + rand() % 9000, s.aw[g] = 1000 + rand() % 20000;
+      gv_cluster cn = c;
+      cn.nodes = 1 + t % 4;
+      int mbs[] = {1, 2, 3, 4, 8, 16};
+      static const gv_schedule sc[] = {GV_SCHED_1F1B, GV_SCHED_GPIPE, GV_SCHED_ZBH1};
+      static const int64_t lims[] = {0, 40000, 12000, 6000, 3000, 500};
+      int64_t D = cn.nodes * cn.devices_per_node;
+      gv_pipe_problem p = {.ngroups = L, .cluster = &cn, .devices = D, .mb_choices = mbs, .nmb = 6, .schedule = sc[t % 3],
+                           .mem_limit = lims[(t / 3) % 6], .stages = t % 5 == 4 && L >= 4 ? 4 : 0,
+                           .mesh_devices = t % 7 == 6 ? D / 4 : 0, .cost = t % 11 == 10 ? cost_ways : cost, .ctx = &s};
+      static gv_pipe_plan a, b;
+      int ra = gv_pipe_solve(&p, &a), rb = solve_unpruned(&p, &b);
+      CHECK(same_plan(ra, &a, rb, &b), "large case %d (L=%d D=%lld %s limit %lld): pruned rc %d step %lld (%d stages), "
+            "unpruned rc %d step %lld (%d stages)", t, L, (long long)D, gv_schedule_name(p.schedule), (long long)p.mem_limit,
+            ra, (long long)a.step_ns, a.nstages, rb, (long long)b.step_ns, b.nstages);
+      agree++, none += ra != 0;
+    }
+    printf("pruned and unpruned stage DP: %d cases the same (%d with no plan)\n", agree, none);
   }
   /* block signatures: same answer, fewer solves */
   {
