@@ -382,6 +382,11 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
       fprintf(f, ";\n    galv_cu_reduce_to(%s, %s, %s, %s, %d, d, s, %lld, %d); }\n", vdt(e, x), vdt(e, y), dst, src,
               kc->rank, (long long)kc->count, kc->kind);
     return 0;
+  case CG_K_DROPOUT:
+    cg_dropout_lit(f, kc);
+    fprintf(f, "    galv_cu_dropout(%s, %s, %s, &d, %s%s, galv_rt_step, galv_rt_mb); }\n", vdt(e, y), dst, src,
+            kc->aux[0] >= 0 ? "(const int64_t *)" : "", kc->aux[0] >= 0 ? p[kc->aux[0]] : "NULL");
+    return 0;
   case CG_K_SOFTMAX:
     fprintf(f, "  galv_cu_softmax(%s, %s, %s, %lld, %lld, %lld, %d);\n", vdt(e, y), dst, src, (long long)kc->outer,
             (long long)kc->len, (long long)kc->inner, kc->kind);

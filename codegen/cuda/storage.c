@@ -20,6 +20,7 @@ int cu_kernel_storage(const gv_op *op, int i, const unsigned char *half) {
   switch (op->code) {
   case GV_OP_DOT: return res ? -1 : 1;
   case GV_OP_CONV: case GV_OP_CONCAT: case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX: case GV_OP_LAYER_NORM: case GV_OP_RMS_NORM:
+  case GV_OP_DROPOUT:
     return res ? -1 : half[op->res[0]->id];
   case GV_OP_GATHER_GRAD: case GV_OP_CROSS_ENTROPY: return res ? 0 : -1;
   case GV_OP_CROSS_ENTROPY_GRAD: return res ? half[op->opnds[1]->id] : i == 0 ? 0 : -1;

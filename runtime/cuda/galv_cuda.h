@@ -206,6 +206,10 @@ void galv_cu_reduce(int dt, void *y, const void *x, int rank, const int64_t *dim
  * parameter gradient) */
 void galv_cu_reduce_to(int xdt, int ydt, void *y, const void *x, int rank, const int64_t *dims, const int64_t *ostr,
                        int64_t no, int kind);
+/* galv.dropout (runtime/galv_rng.h): y = x's kept elements x d->scale in storage dt; off (device, i64 [rank],
+ * may be NULL) this rank's shard offsets, step and mb (galv_rt_step, galv_rt_mb) the step and pipeline microbatch */
+void galv_cu_dropout(int dt, void *y, const void *x, const galv_dropout_desc *d, const int64_t *off, int64_t step,
+                     int64_t mb);
 /* softmax / log-softmax over L elements of stride inner, for outer*inner rows */
 void galv_cu_softmax(int dt, void *y, const void *x, int64_t outer, int64_t L, int64_t inner, int log_softmax);
 /* LayerNorm (rms 0) / RMSNorm (rms 1) over rows of N; scale/bias have sn/bn elements (N or 1); bias may be NULL */

@@ -505,6 +505,36 @@ void galv_cu_softmax(int dt, void *y, const void *x, int64_t outer, int64_t L, i
   GALV_CU_LAUNCHED();
 }
 
+/* ---------------------------------------------------------------- dropout */
+
+/* One thread per element: its global coordinates (local index, shard
+ * offset, the accumulated microbatch's and the pipeline microbatch's rows),
+ * the mask of runtime/galv_rng.h, the scale in fp32 as the CPU kernel. */
+template <typename T>
+__global__ void dropout_k(T *y, const T *x, galv_dropout_desc d, const int64_t *off, int64_t n, uint64_t key, int64_t mb) {
+  GRID_STRIDE(e, n) {
+    int64_t g[GALV_RNG_MAX_RANK], rem = e;
+    for (int k = d.rank - 1; k >= 0; k--) {
+      g[k] = rem % d.dims[k] + (off ? off[k] : 0);
+      rem /= d.dims[k];
+    }
+    if (d.rank) g[0] = galv_rng_row(g[0], d.acc[0], d.acc[1], d.acc[2], mb, d.rows);
+    stf(y, e, galv_rng_keep(key, g, d.rank, d.thr) ? ldf(x, e) * d.scale : 0.0f);
+  }
+}
+
+void galv_cu_dropout(int dt, void *y, const void *x, const galv_dropout_desc *d, const int64_t *off, int64_t step,
+                     int64_t mb) {
+  int64_t n = 1;
+  for (int k = 0; k < d->rank; k++) n *= d->dims[k];
+  if (n == 0) return;
+  cudaStream_t st = galv_cu.stream;
+  uint64_t key = galv_rng_key(d->seed, d->id, (uint64_t)step);
+  unsigned g = galv_cu_blocks(n);
+  GALV_CU_DISPATCH(dt, T, GALV_LAUNCH(dropout_k, g, 256, 0, st, (T *)y, (const T *)x, *d, off, n, key, mb));
+  GALV_CU_LAUNCHED();
+}
+
 /* ---------------------------------------------------------------- layer / rms norm */
 
 /* One warp per row: one pass computing mean and variance (Welford per lane,
