@@ -1299,6 +1299,9 @@ typedef struct {
   bool kept_in; /* unpruned once: not pruned again in this search */
   bool sp;                                  /* sequence parallelism searched: r3's baseline and sp realisations (sp_extend) */
   int64_t sp_ns[2][4], sp_kept[2][4];       /* [0] the baseline, [1] with sp on every unit: per r3 unit */
+  /* per choice: what a middle layer with sp adds to the full program, and the rest with sp on every layer (both from
+   * r3's memory plan with sp on every layer at each stage, as midL and restL; restS INT64_MIN: unknown) */
+  int64_t midS[NZ], restS;
 } red_combo;
 
 typedef struct reduced {
@@ -2137,11 +2140,11 @@ static int realise_red(ctx *C, ctx *R, const gv_plan *p, int nu, int r, int stag
   return realise(R, &q, pc, uns, ust);
 }
 
-/* The same with every unit at `stage`. */
-static int realise_uniform(ctx *C, ctx *R, const gv_plan *p, int nu, int stage, gv_plan_cost *pc, int64_t *ust) {
+/* The same with every unit at `stage`; sp: with sequence parallelism on every layer (the outer unit without). */
+static int realise_uniform(ctx *C, ctx *R, const gv_plan *p, int nu, int stage, bool sp, gv_plan_cost *pc, int64_t *ust) {
   gv_plan q = *p;
   q.nunits = nu;
-  for (int u = 0; u < nu; u++) q.zero[u] = (uint8_t)stage;
+  for (int u = 0; u < nu; u++) q.zero[u] = (uint8_t)stage, q.sp[u] = sp && u > 0;
   C->realised++;
   red_full_nl = C->nl;
   int64_t uns[4];
@@ -2213,8 +2216,8 @@ static int red_uniform(ctx *C, red_combo *e, const gv_plan *p, int stage) {
   if (e->u3_done[stage]) /* realised with the table */
     q = e->u3_rc[stage], u3.step_ns = e->u3_step[stage], u3.mem_total = e->u3_mem[stage], u3.mem_full = e->u3_full[stage];
   else
-    q = realise_uniform(C, &R->c3, p, 4, stage, &u3, NULL);
-  if (!q) q = realise_uniform(C, &R->c2, p, 3, stage, &u2, NULL);
+    q = realise_uniform(C, &R->c3, p, 4, stage, false, &u3, NULL);
+  if (!q) q = realise_uniform(C, &R->c2, p, 3, stage, false, &u2, NULL);
   if (q < 0) return -1;
   e->uni[stage] = q ? -1 : u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
   /* its memory: the full program's from r3's memory plan (red_full_lower); the peaks' linear extrapolation only
@@ -2318,7 +2321,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     for (int k = 0; !st && k < nz; k++) {
       int z = zs[k];
       if (z > 3 || e->u3_done[z]) continue;
-      int q = realise_uniform(C, &R->c3, p, 4, z, &pc, ust);
+      int q = realise_uniform(C, &R->c3, p, 4, z, false, &pc, ust);
       if (q < 0) return -1;
       e->u3_done[z] = true, e->u3_rc[z] = q, e->u3_step[z] = pc.step_ns, e->u3_mem[z] = pc.mem_total, e->u3_full[z] = pc.mem_full;
       if (q || !pc.mem_full || pc.mem_full_layer <= 0) {
@@ -2332,8 +2335,31 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
                 (long long)pc.mem_full_layer);
       if (restf > restL) restL = restf;
     }
+    /* The same with sp on every layer (the sp columns' memory and their rest): sp changes more than the
+     * activations a layer keeps for backward (sp_extend's kept bytes): the values a layer holds at the busiest
+     * point, and the communication buffers (2 x the largest collective operand; under sp the embedding
+     * table's gradient is a partial sum over the sequence split, all-reduced whole). The kept bytes alone
+     * priced GPT-3's shape (12 layers, hidden 12288) at dp=64 x tp=16 with sp at 30.08 GB, realised 38.91. */
+    int64_t restS = INT64_MIN;
+    bool sp_full = !st && e->sp && full_known;
+    for (int k = 0; sp_full && k < nz; k++) {
+      int z = zs[k];
+      int q = z > 3 ? 1 : realise_uniform(C, &R->c3, p, 4, z, true, &pc, ust);
+      if (q < 0) return -1;
+      if (q || !pc.mem_full || pc.mem_full_layer <= 0) {
+        sp_full = false;
+        break;
+      }
+      e->midS[k] = pc.mem_full_layer;
+      int64_t restf = pc.mem_full - ust[0] - (int64_t)L * pc.mem_full_layer;
+      if (getenv("GALV_PLAN_DEBUG"))
+        fprintf(stderr, "plan-debug: reduced rest at stage %d with sp: %lld (estimate %lld, a layer %lld)\n", z, (long long)restf,
+                (long long)pc.mem_full, (long long)pc.mem_full_layer);
+      if (restf > restS) restS = restf;
+    }
     if (st < 0) return -1;
     e->status = st, e->rest3 = rest3, e->rest2 = rest2, e->restL = full_known ? restL : INT64_MIN;
+    e->restS = sp_full ? restS : INT64_MIN;
     if (isnew) R->ncombos++;
   }
   if (e->status) return 0;
@@ -2362,6 +2388,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
       fputc('\n', stderr);
     }
   int nc = nz; /* choices per unit: with sp, r3's per-unit differences mapped onto the full units as the table is */
+  int64_t rest_sp = rest; /* the rest with sp on every layer (restS; else the table's rest serves both) */
   if (e->sp) {
     sp_units sb, so;
     if (sp_units_alloc(&sb, nu) || sp_units_alloc(&so, nu)) {
@@ -2373,22 +2400,57 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
       sb.ns[u] = e->sp_ns[0][ru], sb.kept[u] = e->sp_kept[0][ru], so.ns[u] = e->sp_ns[1][ru], so.kept[u] = e->sp_kept[1][ru];
     }
     nc = sp_extend(nu, ns, st, zs, nz, &sb, &so, &rest);
+    rest_sp = rest;
+    if (mid_known && e->restS != INT64_MIN) {
+      /* the layers' columns from the uniform realisations (what a middle layer adds, without and with sp), each
+       * set against its own rest; the outer unit keeps sp_extend's kept bytes (its own activations left the
+       * rests: its column holds them) */
+      for (int u = 1; u < nu; u++)
+        for (int z = 0; z < nz; z++) st[u][z] = e->midL[z], st[u][nz + z] = e->midS[z];
+      rest = e->restL - sb.kept[0], rest_sp = e->restS - sb.kept[0];
+    }
     sp_units_free(&sb), sp_units_free(&so);
   }
+  int64_t rest_mix = rest > rest_sp ? rest : rest_sp; /* a pattern with and without sp on its layers: the larger */
   int rc = 0;
   /* k < nz: every unit at stage zs[k] (0: no ZeRO; inference: the plan), k = nz: the knapsack's pattern; with sp,
-   * k = nz + 1: the knapsack's pattern without sp (sp_final's candidate without sp: a prediction, no realisation) */
-  for (int k = 0; k < nz + (nc > 1) + (nc > nz && nz > 1); k++) {
-    int64_t pred = 0, mem = rest;
+   * then the knapsack's pattern without sp (sp_final's candidate without sp: a prediction, no realisation), and,
+   * where sp on every layer leaves less than the rest without, the knapsack's pattern with sp on every layer
+   * against that rest (the pattern over every choice is packed against the larger rest) */
+  int kall = nc > 1 ? nz : -1, knosp = nc > nz && nz > 1 ? nz + 1 : -1;
+  int ksp = nc > nz && rest_sp < rest ? nz + 1 + (knosp >= 0) : -1;
+  for (int k = 0; k < nz + (kall >= 0) + (knosp >= 0) + (ksp >= 0); k++) {
+    int64_t pred = 0, mem;
     memset(p->sp, 0, (size_t)nu);
     if (k < nz) {
       for (int u = 0; u < nu; u++) p->zero[u] = zs[k];
+    } else if (k == ksp) {
+      int64_t(*ns2)[NZ] = calloc((size_t)nu, sizeof *ns2), (*st2)[NZ] = calloc((size_t)nu, sizeof *st2);
+      uint8_t zs2[NZ];
+      if (!ns2 || !st2) {
+        free(ns2), free(st2);
+        rc = gv_error(C->m, "out of memory");
+        break;
+      }
+      for (int z = 0; z < nz; z++) {
+        zs2[z] = (uint8_t)(zs[z] | SP_CHOICE);
+        for (int u = 0; u < nu; u++) ns2[u][z] = ns[u][u ? nz + z : z], st2[u][z] = st[u][u ? nz + z : z];
+      }
+      pred = knapsack(nu, ns2, st2, nz, limit - rest_sp, zs2, p->zero);
+      free(ns2), free(st2);
+      if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
+      if (pred < 0) continue;
+      sp_decode(p);
+      p->sp[0] = 0; /* the outer unit's column was its plain one */
     } else {
-      pred = knapsack(nu, ns, st, k == nz ? nc : nz, limit - rest, zs, p->zero);
+      pred = knapsack(nu, ns, st, k == kall ? nc : nz, limit - (k == kall ? rest_mix : rest), zs, p->zero);
       if (pred == -2) { rc = gv_error(C->m, "out of memory"); break; }
       if (pred < 0) continue;
       sp_decode(p);
     }
+    int nsp = 0;
+    for (int u = 1; u < nu; u++) nsp += p->sp[u] != 0;
+    mem = !nsp ? rest : nsp == nu - 1 ? rest_sp : rest_mix;
     pred = 0;
     for (int u = 0; u < nu; u++) {
       int z = plan_choice(zs, nc, p, u);
