@@ -610,7 +610,15 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       const int nruns = binds(C, nC, B, limit) ? zb_runs(p, S, B) : 0;
       for (int n = nruns ? 1 : 0; n <= nruns; n++) {
         const int Sn = n && n < B ? n : S;
-        for (size_t i = 0; i < nF; i++) F[i] = INF;
+#define RX(s, k) ((size_t)(s) * (size_t)(L + 1) + (size_t)(k))
+        /* rows as in dp_pass (pruned): filled when first written, read between their least and most finite d
+         * (the entries outside are infinite: the same minima); unpruned, all of F filled and every d read */
+        if (prune) {
+          memset(Rt, 0, nR);
+          Rt[RX(0, L)] = 1, Rlo[RX(0, L)] = Rhi[RX(0, L)] = 0;
+          for (int64_t d = 0; d <= Du; d++) F[IX(0, L, d)] = INF;
+        } else
+          for (size_t i = 0; i < nF; i++) F[i] = INF;
         F[IX(0, L, 0)] = 0;
         for (int s = 1; s <= Sn; s++) {
           int64_t inflight = dp_inflight(p, V, il_inflight, s, run_total(p, n, B), B);
@@ -618,18 +626,37 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             for (int m = 0; m < nm; m++)
               for (int j = k + 1; j <= L - (s - 1); j++) {
                 if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break;
+                int64_t dlo = mu[m], dhi = Du;
+                const size_t rp = RX(s - 1, j), r = RX(s, k);
+                /* pruned: the row read and the range's fastest way (-1: no way) before the cost itself */
+                if (prune && (!Rt[rp] || Rlo[rp] > Rhi[rp] || fast[CX(k, j, m)] < 0)) continue;
                 const gv_stage_cost *sc = C[CX(k, j, m)];
                 if (!sc->feasible) continue;
+                if (prune) {
+                  dlo = Rlo[rp] + mu[m], dhi = Rhi[rp] + mu[m] < Du ? Rhi[rp] + mu[m] : Du;
+                  if (!Rt[r]) {
+                    for (int64_t d = 0; d <= Du; d++) F[IX(s, k, d)] = INF;
+                    Rt[r] = 1, Rlo[r] = INT32_MAX, Rhi[r] = -1;
+                  }
+                }
                 int vv;
                 int64_t need = gv_stage_cost_min_need(sc, inflight, p->schedule, &vv);
-                for (int64_t d = mu[m]; d <= Du; d++) {
+                for (int64_t d = dlo; d <= dhi; d++) {
                   int64_t prev = F[IX(s - 1, j, d - mu[m])];
                   if (prev >= INF) continue;
                   int64_t v = prev > need ? prev : need;
-                  if (v < F[IX(s, k, d)]) F[IX(s, k, d)] = v, Fj[IX(s, k, d)] = j, Fm[IX(s, k, d)] = (int8_t)m;
+                  /* pruned: an entry at the least need found so far or more cannot lower it (a partition's need
+                   * is at least each of its entries'); the entries under it are the same as unpruned */
+                  if (v < F[IX(s, k, d)] && (!prune || v < bind)) {
+                    F[IX(s, k, d)] = v, Fj[IX(s, k, d)] = j, Fm[IX(s, k, d)] = (int8_t)m;
+                    if (prune && d < Rlo[r]) Rlo[r] = (int32_t)d;
+                    if (prune && d > Rhi[r]) Rhi[r] = (int32_t)d;
+                  }
                 }
               }
           if (!run_takes(p, n, B, s)) continue;
+          if (prune && (!Rt[RX(s, 0)] || Rhi[RX(s, 0)] < Du)) continue; /* no partition of s stages on all the devices */
+#undef RX
           int64_t v = F[IX(s, 0, Du)];
           if (v >= INF || v >= bind) continue;
           bind = v;
