@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""megatron.py [--build DIR] [--rows 1,2,3,4|all] [--columns i,ii,iii,s] [-j N] [--work DIR] [--timeout S]
+"""megatron.py [--build DIR] [--rows 1,2,3,4|all] [--columns i,ii,iii,s] [-j N] [--work DIR] [--timeout S] [--dropout P]
 
 Megatron-LM SC'21 Table 1 beside galvc, in one run (docs/planner.md,
 "Megatron Table 1"). Per row: a weight-free GPT of the table's shape
 (examples/make_model.py gpt2 --no-weights --tie-embeddings --qkv-layout
 megatron: Megatron's fused QKV columns, per head [q k v], so tp splits
-heads; vocab 51200, seq 2048), bf16 training on the a100-80g preset with 8 GPUs per node at
+heads; vocab 51200, seq 2048; --dropout P: Megatron's attention and hidden
+dropout, training-mode Dropout of ratio P, priced as galv.dropout), bf16 training on the a100-80g preset with 8 GPUs per node at
 Megatron's GPU count and global batch, and
 
   (i)  Megatron's own configuration (tp, pp, microbatch size, full
@@ -106,11 +107,13 @@ def first_error(err):
 
 
 def model_path(args, name, L, h, a):
-    path = os.path.join(args.work, "gpt%s-megatron.onnx" % name.replace(".", "p"))
+    drop = "-drop%g" % args.dropout if args.dropout else ""
+    path = os.path.join(args.work, "gpt%s-megatron%s.onnx" % (name.replace(".", "p"), drop))
     if not os.path.exists(path):
         subprocess.run([sys.executable, os.path.join(args.src, "examples", "make_model.py"), "gpt2", "--layers", str(L),
                         "--hidden", str(h), "--heads", str(a), "--vocab", str(VOCAB), "--max-pos", str(SEQ),
-                        "--no-weights", "--tie-embeddings", "--qkv-layout", "megatron", "-o", path], check=True, stdout=subprocess.DEVNULL)
+                        "--no-weights", "--tie-embeddings", "--qkv-layout", "megatron", "--dropout", str(args.dropout),
+                        "-o", path], check=True, stdout=subprocess.DEVNULL)
     return path
 
 
@@ -460,6 +463,8 @@ def main():
     ap.add_argument("--json", help="write every priced point here")
     ap.add_argument("-v", "--verbose", action="store_true", help="each grid point on stderr as it is priced")
     ap.add_argument("--no-grid", action="store_true", help="skip (ii) and (iii) (= --columns without them)")
+    ap.add_argument("--dropout", type=float, default=0.0, help="Megatron's attention and hidden dropout of this ratio in "
+                    "the GPTs (make_model.py --dropout; Megatron trained with 0.1; default none)")
     ap.add_argument("--no-search", action="store_true", help="skip (s), galvc's own search (tens of minutes on rows 5-8)")
     args = ap.parse_args()
     cols = set(args.columns.split(","))

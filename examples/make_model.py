@@ -262,6 +262,15 @@ def norm_name(a, name):
     return "shared_norm" if getattr(a, "share_norms", False) else name
 
 
+def dropout(b, a, x):
+    """gpt2 --dropout P: training-mode Dropout (ratio P, training_mode true), as
+    torch exports nn.Dropout in train mode; x itself without it."""
+    if not a.dropout:
+        return x
+    tm = b.op("Constant", [], value=numpy_helper.from_array(np.array(True)))
+    return b.op("Dropout", [x, b.fconst(a.dropout), tm])
+
+
 def build_gpt2(b, a):
     D_, H, V, F, L = a.hidden, a.heads, a.vocab, a.ffn, a.layers
     hd = D_ // H
@@ -309,18 +318,19 @@ def build_gpt2(b, a):
                     s = b.op("Div", [s, b.fconst(math.sqrt(hd))])
                     s = b.op("Where", [masked, b.fconst(F32_MIN), s])
                     pr = b.op("Softmax", [s], axis=-1)
+                    pr = dropout(b, a, pr)
                     o = b.op("MatMul", [pr, v])
                     # merge like HF: Shape -> Slice(:-2) -> Concat(H*D)
                     o = b.op("Transpose", [o], perm=[0, 2, 1, 3])
                     shp = b.slice(b.op("Shape", [o]), [0], [-2], [0])
                     o = b.op("Reshape", [o, b.op("Concat", [shp, b.const([D_])], axis=0)])
-                    o = b.linear(o, D_, D_, p + ".attn.c_proj")
+                    o = dropout(b, a, b.linear(o, D_, D_, p + ".attn.c_proj"))
                 h = b.op("Add", [o, h])
                 x = b.layernorm_decomposed(h, D_, p + ".ln_2")
                 with b.at("mlp"):
                     f = b.linear(x, D_, F, p + ".mlp.c_fc")
                     f = b.gelu_tanh(f)
-                    f = b.linear(f, F, D_, p + ".mlp.c_proj")
+                    f = dropout(b, a, b.linear(f, F, D_, p + ".mlp.c_proj"))
                 h = b.op("Add", [h, f])
         h = b.layernorm_decomposed(h, D_, "transformer.ln_f")
     with b.at("lm_head"):
@@ -698,6 +708,9 @@ def main(argv=None):
     ap.add_argument("--classes", type=int, default=10, help="vit classes")
     ap.add_argument("--opset", type=int, default=17)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dropout", type=float, default=0.0,
+                    help="gpt2: training-mode Dropout of this ratio on the attention probabilities and both residual "
+                         "branches (Megatron's attention and hidden dropout; default none)")
     ap.add_argument("--external-data", action="store_true",
                     help="store weights in OUTPUT.data next to the model (relative location)")
     ap.add_argument("--weights-mb", type=float, default=None,

@@ -172,8 +172,10 @@ int gv_grad_dropout(gv_module *m, gv_op *op, gv_value *const *dres, const bool *
   gctx c = begin(m, op, before);
   gv_value *in[2] = {dres[0], op->nopnds > 1 ? op->opnds[1] : NULL};
   gv_op *o = newop(&c, GV_OP_DROPOUT, op->nopnds, in);
+  static const char *const mask_attrs[] = {"acc", "id", "ratio", "rows", "seed"}; /* the mask's, not the op's placement */
   for (int i = 0; o && i < op->nattrs; i++)
-    if (strcmp(op->attrs[i].name, "sharding")) gv_set_attr(m, o, &op->attrs[i]);
+    for (int k = 0; k < 5; k++)
+      if (!strcmp(op->attrs[i].name, mask_attrs[k])) gv_set_attr(m, o, &op->attrs[i]);
   dopnds[0] = fin(&c, o);
   return finish(&c);
 }

@@ -48,6 +48,14 @@ static int64_t per_element(gv_opcode c) {
  * square, sum, rsqrt-scale, scale, shift and a spare; RMS norm square, sum,
  * rsqrt-scale, scale and a spare. */
 enum { SOFTMAX_FLOPS = 5, LAYER_NORM_FLOPS = 8, RMS_NORM_FLOPS = 5, CROSS_ENTROPY_FLOPS = 5 };
+/* galv.dropout (and its gradient, the same op on dy) per element: the
+ * mask's hash (runtime/galv_rng.h: one 64-bit multiply-add per coordinate
+ * and the splitmix64 finaliser's two multiplies, three shifts and xors,
+ * counted as ~14 operations for a rank-4 tensor), the compare, the scale
+ * and the select. A memory-bound pass on every target: it reads x (in its
+ * storage, 16-bit under --precision bf16) and writes y; no mask is stored
+ * or read (bytes_of's default). */
+enum { DROPOUT_FLOPS = 16 };
 
 static int64_t block_flops(const gv_block *b);
 
@@ -97,6 +105,7 @@ static int64_t flops_of(const gv_op *op, const gv_type *const *in, const gv_type
     return 2 * ss * D * 3 + 2 * ss * Dv * 2 + SOFTMAX_FLOPS * ss + 4 * ss;
   }
   case GV_OP_SOFTMAX: case GV_OP_LOG_SOFTMAX: return SOFTMAX_FLOPS * x0;
+  case GV_OP_DROPOUT: return DROPOUT_FLOPS * r0;
   case GV_OP_LAYER_NORM: return LAYER_NORM_FLOPS * x0;
   case GV_OP_RMS_NORM: return RMS_NORM_FLOPS * x0;
   case GV_OP_CROSS_ENTROPY: return CROSS_ENTROPY_FLOPS * x0;

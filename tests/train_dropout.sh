@@ -20,7 +20,9 @@
 #       pipeline of 2 microbatches), 2 accumulated microbatches,
 #       --recompute=all and selective (the dropout recomputed with the
 #       attention core: "recomputation: 8 forward ops") equal the one-device
-#       run (tests/lib/same_training.py: losses and weights rtol 1e-4).
+#       run (tests/lib/same_training.py: losses and weights rtol 1e-4);
+#   (e) --report-cost prices the 6 dropouts and 6 gradients at 16 operations
+#       and 8 bytes (fp32) / 4 bytes (bf16) per element.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -187,5 +189,15 @@ done
 "$BUILD/galvc" "$T/gpt.onnx" "${G[@]}" --recompute=selective --report-cost --emit=ir -o /dev/null 2>&1 |
   grep -q "recomputation: 8 forward ops again" && ok "(d) selective recomputation: 8 ops again (QK^T, scale + mask, softmax, dropout per layer)" ||
   bad "(d) selective: $("$BUILD/galvc" "$T/gpt.onnx" "${G[@]}" --recompute=selective --report-cost --emit=ir -o /dev/null 2>&1 | grep -m1 recomputation)"
+# (e) priced (planner/cost.c): each dropout and its gradient 16 operations per element, x read and y written at
+# their storage (8 bytes per element in fp32, 4 in bf16), no mask
+for p in fp32:8 bf16:4; do
+  "$BUILD/galvc" "$T/gpt.onnx" "${G[@]}" --precision "${p%:*}" --report-cost --emit=ir -o /dev/null >"$T/cost.txt" 2>&1 </dev/null
+  r=$(awk -v per="${p#*:}" '$2 == "dropout" { n++; split($4, t, /[<>x]/); e = 1; for (i = 2; t[i] ~ /^[0-9]+$/; i++) e *= t[i];
+      if ($5 != 16 * e || $6 != per * e) { bad = bad " " $3 " " $5 " " $6 } }
+      END { if (n != 12 || bad != "") print "FAIL " n bad; else print "ok " n }' "$T/cost.txt")
+  [ "${r%% *}" = ok ] && ok "(e) ${p%:*}: 12 dropouts priced at 16 operations and ${p#*:} bytes per element" ||
+    bad "(e) ${p%:*}: $r"
+done
 echo "train_dropout: $pass passed, $fail failed"
 galv_exit "$fail"

@@ -24,8 +24,8 @@
 #   - the activation arena (printed by the program) is smaller than tp's;
 #   - bad input: sp without tp, a sequence the tp degree does not divide,
 #     a plan.json unit with "sp": true but no tp_axis: one error line each.
-# Training-mode Dropout does not import (galvc trains without dropout), so
-# there is no dropout mask to split; inference Dropout is the identity.
+# Training-mode Dropout under tp,sp (a mask per sequence shard equal to the
+# one device's): tests/train_dropout.sh.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
