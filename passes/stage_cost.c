@@ -96,6 +96,58 @@ static int64_t stash_bytes(gv_module *m) {
   return n;
 }
 
+/* runs the named passes on m in order; nonzero on the first failure */
+static int run_passes(gv_module *m, const char *const *names, int n) {
+  for (int i = 0; i < n; i++) {
+    const gv_pass *p = gv_pass_lookup(names[i]);
+    if (!p || p->run(m)) return 1;
+  }
+  return 0;
+}
+
+/* A stashing stage's entries as galvc compiles them (tools/galvc_pipeline.c): the plan applied and partitioned, the
+ * program split by stage-stash into its forward and backward entries, each through fuse, storage and memory-plan.
+ * runtime/pipe.c holds one arena for both, the larger of theirs, where the plan's cost prices the combined program's
+ * (forward and backward planned as one, the stash live across it); each entry keeps its own constants and collective
+ * scratch; and the stash it keeps per microbatch is the backward entry's state inputs as stored on a device (a value
+ * the plan leaves whole is whole on every device). *held: those bytes of the two entries (constants, collective
+ * scratch, conversion scratch: the larger entry's, the larger arena), *stash: the stash per device. Returns 0, or
+ * nonzero when a pass refused (the caller keeps the combined program's figures). */
+static int stash_entries(const gv_module *m, const gv_plan *plan, int64_t *held, int64_t *stash) {
+  static const char *const sp[] = {"propagate-sharding", "storage", "spmd-partition"};
+  static const char *const back[] = {"fuse", "storage", "memory-plan"};
+  gv_module *c = gv_module_clone(m), *e[2] = {NULL, NULL};
+  const char *strategy = gv_shard_opts.strategy, *part = gv_pipe_opts.stash;
+  gv_shard_opts.strategy = NULL;
+  int rc = !c || gv_plan_apply(c, plan) || run_passes(c, sp, 3);
+  for (int k = 0; k < 2 && !rc; k++) {
+    rc = !(e[k] = gv_module_clone(c));
+    gv_pipe_opts.stash = k == 0 ? "forward" : "backward";
+    if (!rc) rc = gv_pass_stage_stash(e[k]);
+    gv_pipe_opts.stash = part;
+    if (!rc) rc = run_passes(e[k], back, 3);
+  }
+  gv_shard_opts.strategy = strategy;
+  if (!rc) {
+    gv_mem f, b;
+    gv_cost_memory(e[0], &f);
+    gv_cost_memory(e[1], &b);
+    *held = f.constants + b.constants + f.comm + b.comm + (f.arena > b.arena ? f.arena : b.arena) +
+            (f.convert > b.convert ? f.convert : b.convert);
+    int64_t n = 0;
+    const gv_func *fn = e[1]->main;
+    for (int a = 0; a < fn->body->nargs; a++)
+      if (fn->arg_is_state && fn->arg_is_state[a]) {
+        int64_t bytes = gv_value_storage_bytes(fn->body->args[a]);
+        n += ((bytes > 0 ? bytes : 0) + 63) / 64 * 64;
+      }
+    *stash = n;
+  }
+  for (int k = 0; k < 2; k++) gv_module_free(e[k]);
+  gv_module_free(c);
+  return rc;
+}
+
 static int64_t type_bytes(const gv_type *t) {
   int64_t n = gv_type_numel(t);
   return n > 0 ? n * (int64_t)gv_dtype_size(t->dtype) : 0;
@@ -332,6 +384,19 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     int64_t pmax = g16 ? grad_max_f32(m) : 0; /* bf16 sums: the optimizer's widening buffer */
     /* a plan (fitting or the smallest that does not): its ways' stash */
     bool some = (want[0] && (!prc[0] || pcs[0].mem_total > 0)) || (want[1] && (!prc[1] || pcs[1].mem_total > 0));
+    /* the stashing way of each plan: its entries as compiled (the arena the runtime holds, the stash per device) */
+    bool ent_ok[2] = {false, false};
+    int64_t ent_held[2] = {0, 0}, ent_stash[2] = {0, 0};
+    for (int k = 0; k < 2 && rc >= 0 && can_rc && !rc_ways[0]; k++) {
+      if (!want[k] || (prc[k] && pcs[k].mem_total <= 0)) continue;
+      const char *const *keep_whole = gv_pipe_opts.zero2_whole;
+      int keep_nwhole = gv_pipe_opts.nzero2_whole;
+      gv_pipe_opts.zero2 = k == 1, gv_pipe_opts.zero2_shared = k == 1 && once_none; /* as planned above */
+      gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
+      ent_ok[k] = !stash_entries(m, &plans[k], &ent_held[k], &ent_stash[k]);
+      gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_shared = false;
+      gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
+    }
     int64_t stash = rc >= 0 && some && can_rc && !rc_ways[0] ? stash_bytes(m) : 0;
     gv_module_free(m);
     if (stash < 0 || rc < 0) return -1;
@@ -383,7 +448,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
            * the gradient sums (the parameters' bytes), the optimizer state (opt_states x the parameters' bytes;
            * ZeRO: divided by the ranks holding equal parameters, the plan's dp ranks when it splits no parameter
            * over them) and, in an earlier stage with a stash, the backward entry's copy of the weights */
-          out->state_bytes = pc.mem_total;
+          /* stashing: the two entries' constants, collective scratch and (one, the larger) arena instead of the
+           * combined program's */
+          const bool ent = x->training && can_rc && !recompute && ent_ok[k];
+          out->state_bytes = ent ? pc.mem_params + pc.mem_optimizer + ent_held[k] : pc.mem_total;
           if (x->training) {
             int64_t g = 1;
             bool zsplit = false;
@@ -439,8 +507,9 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           }
           /* the values in transit / saved inputs per device: the rows kept split are a rank's share */
           const int64_t in_dev = sb.in - sb.in_rows + (sb.in_rows + D - 1) / D, out_dev = sb.out - sb.out_rows + (sb.out_rows + D - 1) / D;
-          out->act_bytes = !x->training ? in_dev + out_dev : !grads ? 0 : can_rc && !recompute ? (stash + devices - 1) / devices
-                                                                                                 : sb.saved - sb.in + in_dev;
+          out->act_bytes = !x->training ? in_dev + out_dev : !grads ? 0 : ent ? ent_stash[k]
+                                                                   : can_rc && !recompute ? (stash + devices - 1) / devices
+                                                                                          : sb.saved - sb.in + in_dev;
           out->feasible = true;
           /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
            * holding stages runs once per step */

@@ -15,8 +15,9 @@
 #    per stage;
 #  - each stage's compiled programs run collectives exactly when its
 #    printed plan splits something (rep=2: none);
-#  - every rank allocates no more states than the stage cost predicted
-#    (the replicated program took 4,347,648 bytes on a stage-1 rank where
+#  - every rank's allocation tracker peak (runtime/io.c) within 5 % either
+#    way of the stage plan's peak (a replicated program that the plan did
+#    not price took 4,347,648 bytes of states on a stage-1 rank where
 #    2,652,736 were predicted);
 #  - losses and weights = the single device (losses rtol 1e-4; weights rtol
 #    1e-4, atol 5e-5 as tests/pipeline_grad_split.sh at this hidden size:
@@ -63,15 +64,16 @@ done
 if ! timeout 180 "$d/launch" --batches "$T/b" --steps 2 -o "$d.w" </dev/null >"$d.log" 2>"$T/err"; then
   bad "run: $(grep -m3 -i error "$T/err" "$d.log")"
 else
-  if msg=$(python3 - "$d.log" <<'PY'
+  if msg=$(python3 - "$d.log" 2>&1 <<'PY'
 import sys, re
-rows = re.findall(r"memory per rank: (\d+) bytes .*?; predicted (\d+) \+", open(sys.argv[1]).read())
+rows = re.findall(r"memory peak (\d+) bytes \(tracker\), the stage plan's peak (\d+) ", open(sys.argv[1]).read())
 if len(rows) != 4: sys.exit(f"{len(rows)} memory lines, expected 4")
 for a, p in rows:
-    if int(a) > int(p): sys.exit(f"a rank allocated {a} bytes of states, predicted {p}")
-print("states allocated <= predicted on every rank: " + ", ".join(f"{a} <= {p}" for a, p in rows))
+    if abs(int(a) - int(p)) > 0.05 * int(p): sys.exit(f"a rank's tracked memory peak is {a} bytes, the stage plan's {p} (bound 5 %)")
+print("tracked memory peak within 5 % of the stage plan's on every rank: " +
+      ", ".join(f"{a} vs {p} ({100 * (int(a) - int(p)) / int(p):+.2f} %)" for a, p in rows))
 PY
-  2>&1); then ok "$msg"; else bad "$msg"; fi
+  ); then ok "$msg"; else bad "$msg"; fi
   if msg=$(same_training "$T/one.log" "$d.log" "$T/one.w" "$d.w" 5e-5); then ok "pp=2 x 2 devices: $msg"; else bad "pp=2 x 2 devices: $msg"; fi
 fi
 echo "pipeline_dp_one_sample: $pass passed, $fail failed"
