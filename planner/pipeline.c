@@ -806,13 +806,15 @@ int64_t gv_pipe_shared_ns(const gv_cluster *c, const gv_shared_param *sp, int n,
 }
 
 /* the analytic cost of one way of the stage: recompute (an earlier training stage), zero (ZeRO-1 over dp) */
-static int analytic_way(const gv_analytic_ctx *x, bool recompute, int zero, int first, int last, int64_t nodes, int64_t per_node,
-                        int B, gv_stage_cost *out) {
+/* The range's figures every way of it reads (analytic_way): its groups' sums, the shared parameters' copies and
+ * sync, the transfers in and out. */
+typedef struct {
+  gv_group_stats s;
+  int64_t boundaries, shared_ns, in_b, xfer;
+} analytic_range;
+static void analytic_range_of(const gv_analytic_ctx *x, int first, int last, int64_t nodes, int64_t per_node, int B,
+                              analytic_range *r) {
   const gv_cluster *c = x->cluster;
-  memset(out, 0, sizeof *out);
-  int64_t p = nodes * per_node;
-  if (B < 1 || x->batch % B) return 0; /* infeasible: the microbatch must divide the batch */
-  int64_t mb = x->batch / B;
   gv_group_stats s = {0};
   int64_t boundaries = 0;
   for (int g = first; g < last; g++) {
@@ -822,9 +824,23 @@ static int analytic_way(const gv_analytic_ctx *x, bool recompute, int zero, int 
     boundaries += x->g[g].out_bytes;
   }
   s.param_bytes += gv_pipe_shared_extra_bytes(x->shared, x->nshared, first, last); /* copies of shared parameters */
-  int64_t shared_ns = gv_pipe_shared_ns(c, x->shared, x->nshared, first, last, nodes, per_node, x->training);
+  r->s = s, r->boundaries = boundaries;
+  r->shared_ns = gv_pipe_shared_ns(c, x->shared, x->nshared, first, last, nodes, per_node, x->training);
   int64_t in_b = first > 0 ? x->g[first - 1].out_bytes / B : 0, out_b = last < x->ngroups ? x->g[last - 1].out_bytes / B : 0;
-  int64_t xfer = gv_pipe_transfer_ns(c, nodes, per_node, in_b, out_b, 0, x->training);
+  r->in_b = in_b;
+  r->xfer = gv_pipe_transfer_ns(c, nodes, per_node, in_b, out_b, 0, x->training);
+}
+
+static int analytic_way(const gv_analytic_ctx *x, const analytic_range *rg, bool recompute, int zero, int last, int64_t nodes,
+                        int64_t per_node, int B, gv_stage_cost *out) {
+  const gv_cluster *c = x->cluster;
+  memset(out, 0, sizeof *out);
+  int64_t p = nodes * per_node;
+  if (B < 1 || x->batch % B) return 0; /* infeasible: the microbatch must divide the batch */
+  int64_t mb = x->batch / B;
+  const gv_group_stats s = rg->s;
+  const int64_t boundaries = rg->boundaries, shared_ns = rg->shared_ns, in_b = rg->in_b, xfer = rg->xfer;
+  int64_t best_dp = 0, best_tp = 0;
   double peak = gv_cluster_flops(c, x->dtype_bytes == 2 ? GV_DT_BF16 : GV_DT_F32);
   int64_t best = -1, best_need = -1;
   const int64_t limit = x->mem_limit > 0 ? x->mem_limit : c->memory_bytes;
@@ -883,9 +899,10 @@ static int analytic_way(const gv_analytic_ctx *x, bool recompute, int zero, int 
       out->feasible = true;
       out->recompute = x->training && recompute && last < x->ngroups;
       out->zb_bytes = x->training ? 4 * words / tp : 0; /* ZB-H1's weight-gradient entry's copy of the weights */
-      snprintf(out->desc, sizeof out->desc, "dp=%lld,tp=%lld", (long long)dp, (long long)tp);
+      best_dp = dp, best_tp = tp;
     }
   }
+  if (best >= 0) snprintf(out->desc, sizeof out->desc, "dp=%lld,tp=%lld", (long long)best_dp, (long long)best_tp);
   return 0;
 }
 
@@ -901,10 +918,12 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
   if (!x->training || x->zero || !x->choose_zero) zs[nz++] = x->training ? x->zero : 0;
   else zs[nz++] = 0, zs[nz++] = 1, zs[nz++] = 2; /* ZeRO-2 reduced once per step (the per-microbatch form: not priced here) */
   gv_stage_cost w, first_way = {0};
+  analytic_range rg = {0};
+  if (B >= 1 && x->batch % B == 0) analytic_range_of(x, first, last, nodes, per_node, B, &rg);
   int n = 0;
   for (int r = 0; r < nr; r++)
     for (int z = 0; z < nz; z++) {
-      if (analytic_way(x, rcs[r], zs[z], first, last, nodes, per_node, B, &w)) return -1;
+      if (analytic_way(x, &rg, rcs[r], zs[z], last, nodes, per_node, B, &w)) return -1;
       if (!w.feasible) continue;
       if (z && w.zero_ranks < 2) continue; /* offered ZeRO without dp ranks to split over: the same as without */
       if (!n) first_way = w;
