@@ -13,13 +13,16 @@
 #       the GPU does; docs/cpu-target.md "16-bit storage");
 #   (3) 2 ranks, tp + sp (each rank's shard offsets read on the device) and
 #       a 2-stage pipeline of 2 microbatches (the microbatch's rows): the
-#       program-emu ranks = the one-device CPU program.
+#       program-emu ranks = the one-device CPU program;
+#   with nvcc on PATH (make emu links ptxas's counts) every launch of (2)
+#   finds its registers per thread (tests/lib/emu_regs.sh).
 # Usage: cuda_emu_dropout.sh BUILD_DIR
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 TORCH_PY=/usr/bin/python3
 . "$SRC/tests/lib/mpi_env.sh"
+. "$SRC/tests/lib/emu_regs.sh"
 require_cmd "g++ (build-essential)" g++
 require_torch "$TORCH_PY"
 T=$(mktemp -d)
@@ -50,6 +53,7 @@ gen() {
   done
 }
 TR=(--batch 4 --seq 8 --train --eps 1e-6 --fused-attention off)
+emu_regs_on
 
 # (1) the mask, bit for bit
 if gen drop "$T/drop.onnx" && "$T/drop/program-emu" --input x="$T/ones.npy" -o "$T/drop.o" >/dev/null 2>"$T/err" &&
@@ -69,7 +73,8 @@ single_program "$T/one" "$T/gpt.onnx" "--batches $T/b --steps 2" "${TR[@]}"
 single_program "$T/one16" "$T/gpt.onnx" "--batches $T/b --steps 2" "${TR[@]}" --precision bf16
 for p in fp32 bf16; do
   if gen cu_$p "$T/gpt.onnx" "${TR[@]}" --precision $p &&
-    "$T/cu_$p/program-emu" --batches "$T/b" --steps 2 -o "$T/cu_$p.w" >"$T/cu_$p.log" 2>&1; then
+    GALV_EMU_REGS=1 "$T/cu_$p/program-emu" --batches "$T/b" --steps 2 -o "$T/cu_$p.w" >"$T/cu_$p.log" 2>&1; then
+    emu_regs_all "(2) $p training, registers per launch (dropout_k's included)" "$T/cu_$p.log"
     if [ $p = fp32 ]; then
       if r=$(same_training "$T/one.log" "$T/cu_$p.log" "$T/one.w" "$T/cu_$p.w" 1e-5 1e-4 1e-4); then ok "(2) fp32: program-emu = CPU: $r"
       else bad "(2) fp32: $r"; fi

@@ -6,8 +6,10 @@
 #       probabilities and both residual branches, in train mode
 #       (tests/train/dropout_model.py), 3 AdamW steps on one device: two runs
 #       are identical to the byte (losses, weights), --seed 5 changes the
-#       losses, the ratio-0 export trains otherwise; plan.json records the
-#       seed and --plan compiles the same program;
+#       losses, the ratio-0 export trains otherwise; 2 steps, a checkpoint
+#       and 1 more step = 3 steps (the step count, which the masks draw on,
+#       resumes); plan.json records the seed and --plan compiles the same
+#       program;
 #   (b) ONNX Dropout(0.1, training_mode = true) of ones [256, 512] through
 #       galv-eval and the CPU program: the fraction of zeros within 0.005 of
 #       0.1, kept elements 1 / 0.9, and the mask equal element for element
@@ -57,6 +59,12 @@ same_bytes() { # A B: the step lines and every weight, byte for byte
 STEPS=3 run one && STEPS=3 run seed5 --seed 5 && STEPS=3 MODEL="$T/gpt0.onnx" run zero
 "$T/one/program" --batches "$T/b" --steps 3 -o "$T/again.w" >"$T/again.log" 2>&1 </dev/null || bad "(a) second run"
 if same_bytes one again; then ok "(a) two runs of the same program: losses and weights identical"; else bad "(a) two runs differ"; fi
+# the step count from a checkpoint: 2 steps, saved, 1 more = 3 steps straight (step 2's masks, not step 0's)
+"$T/one/program" --batches "$T/b" --steps 2 --save-checkpoint "$T/ck" >/dev/null 2>&1 </dev/null &&
+  "$T/one/program" --batches "$T/b" --steps 1 --load-checkpoint "$T/ck" -o "$T/ck.w" >"$T/ck.log" 2>&1 </dev/null || bad "(a) checkpoint runs"
+if [ "$(grep '^step 2' "$T/ck.log")" = "$(grep '^step 2' "$T/one.log")" ] && (for f in "$T/one.w"/*.npy; do cmp -s "$f" "$T/ck.w/${f##*/}" || exit 1; done); then
+  ok "(a) 2 steps, a checkpoint, 1 more = 3 steps: $(grep '^step 2' "$T/ck.log")"
+else bad "(a) resumed from a checkpoint: $(grep '^step' "$T/ck.log") against $(grep '^step 2' "$T/one.log")"; fi
 if [ "$(grep '^step 0' "$T/one.log")" != "$(grep '^step 0' "$T/seed5.log")" ] &&
   [ "$(grep '^step 0' "$T/one.log")" != "$(grep '^step 0' "$T/zero.log")" ]; then
   ok "(a) --seed 5 and ratio 0 change the losses: $(grep '^step 0' "$T/one.log" | cut -d' ' -f4) / $(grep '^step 0' "$T/seed5.log" | cut -d' ' -f4) / $(grep '^step 0' "$T/zero.log" | cut -d' ' -f4)"
