@@ -380,7 +380,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     int nrc = 0;
     if (!can_rc || x->recompute || !x->choose_recompute) rc_ways[nrc++] = can_rc && x->recompute;
     else rc_ways[nrc++] = false, rc_ways[nrc++] = true;
-    bool g16 = x->training && gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32;
+    bool g16 = x->training && gv_precision_opts.grad != GV_DT_F32 && gv_precision_opts.storage != GV_DT_F32;
     int64_t pmax = g16 ? grad_max_f32(m) : 0; /* bf16 sums: the optimizer's widening buffer */
     /* a plan (fitting or the smallest that does not): its ways' stash */
     bool some = (want[0] && (!prc[0] || pcs[0].mem_total > 0)) || (want[1] && (!prc[1] || pcs[1].mem_total > 0));
@@ -503,6 +503,12 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
               double upd = ((double)pc.mem_params * (2 + 2 * x->opt_states) + (double)sums) / (double)g +
                            (can_rc && !recompute ? 2.0 * (double)pc.mem_params : 0);
               out->opt_ns = (int64_t)(upd / bw);
+              /* per microbatch, the runtime adds the entries' parameter gradients into the sums (runtime/pipe.c
+               * accumulate; 16-bit sums on the device too, the op16 hook): it reads the sum and the gradient and
+               * writes the sum, 3 x the sums' bytes (ZeRO-2 per microbatch: the rank's chunk of them) */
+              const int64_t gsum = zero == GV_ZERO_2_EACH ? (sums + g - 1) / g : sums;
+              out->grad_ns = (int64_t)(3.0 * (double)gsum / bw);
+              out->ns += out->grad_ns;
             }
           }
           /* the values in transit / saved inputs per device: the rows kept split are a rank's share */
@@ -560,10 +566,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     snprintf(out->desc, sizeof out->desc, "no plan fits");
   } else memset(out, 0, sizeof *out);
   if (getenv("GALV_PLAN_DEBUG")) /* each range's outcome: why the stage DP finds no partition */
-    fprintf(stderr, "plan-debug: stage groups %d-%d on %lld x %lld: %s, %d way%s, state %lld act %lld ns %lld (transfers %lld, once per step %lld) (%s)\n", first, last - 1,
+    fprintf(stderr, "plan-debug: stage groups %d-%d on %lld x %lld: %s, %d way%s, state %lld act %lld ns %lld (transfers %lld, gradient sum %lld, once per step %lld) (%s)\n", first, last - 1,
             (long long)nodes, (long long)per_node, !out->feasible ? "no plan" : nfit ? "planned" : "no plan fits", nways,
             nways == 1 ? "" : "s", (long long)out->state_bytes, (long long)out->act_bytes, (long long)out->ns, (long long)out->xfer_ns,
-            (long long)out->once_ns, out->desc);
+            (long long)out->grad_ns, (long long)out->once_ns, out->desc);
   if (x->ncache == x->capcache) {
     int cap = x->capcache ? 2 * x->capcache : 256;
     struct gv_stage_cache *nc = realloc(x->cache, (size_t)cap * sizeof *nc);

@@ -157,7 +157,7 @@ void gv_stage_cost_add_way(gv_stage_cost *c, const gv_stage_cost *w) {
   if (c->nvar >= GV_STAGE_MAX_VARS) return;
   gv_stage_var *v = &c->var[c->nvar++];
   *v = (gv_stage_var){w->ns, w->state_bytes, w->act_bytes, w->once_ns, w->zero_ns, w->opt_ns, w->zero_ranks, w->xfer_ns,
-                      w->key_ns, w->recompute, w->zero, w->layer_rc, w->planner_plan, ""};
+                      w->grad_ns, w->key_ns, w->recompute, w->zero, w->layer_rc, w->planner_plan, ""};
   memcpy(v->desc, w->desc, sizeof v->desc);
 }
 
@@ -192,6 +192,7 @@ void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched) {
     const gv_stage_var *w = &c->var[v];
     c->ns = w->ns, c->state_bytes = w->state_bytes, c->act_bytes = w->act_bytes, c->once_ns = w->once_ns;
     c->zero_ns = w->zero_ns, c->opt_ns = w->opt_ns, c->zero_ranks = w->zero_ranks, c->xfer_ns = w->xfer_ns;
+    c->grad_ns = w->grad_ns;
     c->recompute = w->recompute, c->layer_rc = w->layer_rc, c->zero = w->zero, c->key_ns = w->key_ns;
     c->planner_plan = w->planner_plan;
     memcpy(c->desc, w->desc, sizeof c->desc);

@@ -47,7 +47,7 @@ int gv_layer_rc_code(const char *spec);
  * without ZeRO-1 (the optimizer state split over the stage's dp ranks, the
  * parameters all-gathered after the update). */
 typedef struct {
-  int64_t ns, state_bytes, act_bytes, once_ns, zero_ns, opt_ns, zero_ranks, xfer_ns;
+  int64_t ns, state_bytes, act_bytes, once_ns, zero_ns, opt_ns, zero_ranks, xfer_ns, grad_ns;
   int64_t key_ns;       /* the DP's choice among the ways (0: ns): ns + the ZeRO collectives per step / B */
   bool recompute;       /* an earlier stage recomputes (no stash) */
   signed char zero;     /* GV_ZERO_*: none, ZeRO-1, ZeRO-2 reduced once per step, ZeRO-2 reduced per microbatch */
@@ -83,6 +83,8 @@ typedef struct {
   int64_t key_ns;       /* the DP's choice key among the ways (0: ns): ns + zero_ns / B (ZeRO's per-step
                          * collectives spread over the step's microbatches) */
   int64_t xfer_ns;      /* of ns: the stage's point-to-point transfers and fixed overhead per microbatch */
+  int64_t grad_ns;      /* of ns: the runtime's gradient sum of one microbatch (sums += gradients, memory-bound; 0: not
+                         * priced) */
   bool feasible;        /* the range can run on this sub-mesh at all */
   char desc[48];        /* intra-op choice, e.g. "dp=2,tp=4" */
   bool recompute;       /* training, an earlier stage: it recomputes (the combined program; no stash) */

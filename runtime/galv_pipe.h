@@ -161,6 +161,15 @@ typedef struct {
               int pack);
   void (*end)(void);
   void (*scale_f32)(float *x, float a, size_t n); /* x *= a (a buffer) */
+  /* 16-bit values (dt GALV_BF16 / GALV_F16) on buffers, each element widened, computed in fp32 and rounded back
+   * (round-to-nearest-even, f16 overflowing to inf), as the programs' elementwise ops round: the runtime's 16-bit
+   * gradient sums (--grad-dtype bf16 / fp16) and 16-bit crossing values' sums and scalings. dst += src (src), or
+   * dst *= a (src NULL) */
+  void (*op16)(int dt, void *dst, const void *src, float a, size_t n);
+  void (*to_f32)(int dt, float *dst, const void *src, size_t n); /* widened (exact); the optimizer's sum */
+  /* the overflow check and the clipping norm of n elements of x (dt GALV_F32 or 16-bit): *bad = 1 when one is inf
+   * or NaN (else unchanged); when sq, the sum of their squares (in double) added to *sq. Complete on return. */
+  void (*scan)(int dt, const void *x, size_t n, float *bad, double *sq);
 } galv_pipe_device;
 extern const galv_pipe_device *galv_pipe_dev; /* set by a device target's main, else the host hooks */
 /* runtime/pipe_xfer.c: the host hooks' box copy (memcpy per contiguous run) */

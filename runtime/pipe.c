@@ -69,8 +69,31 @@ static void h_none(void) {}
 static void h_scale(float *x, float a, size_t n) {
   for (size_t e = 0; e < n; e++) x[e] *= a;
 }
+static float h_ld16(int dt, uint16_t h) { return dt == GALV_BF16 ? galv_bf16_to_f32(h) : galv_f16_to_f32(h); }
+static uint16_t h_st16(int dt, float f) { return dt == GALV_BF16 ? galv_f32_to_bf16(f) : galv_f32_to_f16(f); }
+static void h_op16(int dt, void *dst, const void *src, float a, size_t n) {
+  uint16_t *x = dst;
+  const uint16_t *y = src;
+  for (size_t e = 0; e < n; e++) x[e] = h_st16(dt, y ? h_ld16(dt, x[e]) + h_ld16(dt, y[e]) : h_ld16(dt, x[e]) * a);
+}
+static void h_to_f32(int dt, float *dst, const void *src, size_t n) {
+  const uint16_t *h = src;
+  for (size_t e = 0; e < n; e++) dst[e] = h_ld16(dt, h[e]);
+}
+static void h_scan(int dt, const void *x, size_t n, float *bad, double *sq) {
+  const float *f = x;
+  const uint16_t *h = x;
+  int b = 0;
+  for (size_t e = 0; e < n; e++) {
+    float v = dt == GALV_F32 ? f[e] : h_ld16(dt, h[e]);
+    b |= v * 0.0f != 0.0f; /* inf x 0 and NaN x 0 are NaN */
+    if (sq) *sq += (double)v * (double)v;
+  }
+  if (b) *bad = 1;
+}
 static const galv_pipe_device cpu_dev = {h_none, h_alloc, h_release, h_copy, h_copy, h_copy, h_fill, h_run, h_run_entry, h_add,
-                                         galv_spmd_block, galv_spmd_gather, h_opt, galv_pipe_box_host, h_none, h_scale};
+                                         galv_spmd_block, galv_spmd_gather, h_opt, galv_pipe_box_host, h_none, h_scale,
+                                         h_op16, h_to_f32, h_scan};
 const galv_pipe_device *galv_pipe_dev;
 static const galv_pipe_device *D = &cpu_dev;
 
@@ -99,42 +122,23 @@ static void *upload(const void *host, size_t n, int kind) {
  * nbytes / 2 in the arena, and so in every buffer that holds a copy of it
  * (received values, gradients to send back, stashes): AB(d) is its bytes
  * there. Sums and scalings of such values (rare: a value received by
- * several stages, cross entropy's microbatch weights) run on the host:
- * widened, computed in fp32, rounded back (round-to-nearest-even), as the
- * programs' own elementwise ops do. */
+ * several stages, cross entropy's microbatch weights) run where the buffers
+ * are (the op16 hook): widened, computed in fp32, rounded back
+ * (round-to-nearest-even), as the programs' own elementwise ops do. */
 static size_t AB(const galv_io *d) { return (size_t)(d->storage ? d->nbytes / 2 : d->nbytes); }
 /* the inline conversions of galv_rt.h (pipe.c links without kernels.c on the CUDA target) */
-static void widen16(int dt, float *dst, const void *src, int64_t n) {
-  const uint16_t *h = (const uint16_t *)src;
-  for (int64_t e = 0; e < n; e++) dst[e] = dt == GALV_BF16 ? galv_bf16_to_f32(h[e]) : galv_f16_to_f32(h[e]);
-}
+static void widen16(int dt, float *dst, const void *src, int64_t n) { h_to_f32(dt, dst, src, (size_t)n); }
 static void narrow16(int dt, void *dst, const float *src, int64_t n) {
   uint16_t *h = (uint16_t *)dst;
-  for (int64_t e = 0; e < n; e++) h[e] = dt == GALV_BF16 ? galv_f32_to_bf16(src[e]) : galv_f32_to_f16(src[e]);
-}
-static void h16_op(int dt, char *dst, const char *src, float a, size_t n) { /* dst += src (src) or dst *= a (!src) */
-  char *h = malloc(n * 2 + 64);
-  float *x = malloc(n * 4 + 64), *y = src ? malloc(n * 4 + 64) : NULL;
-  if (!h || !x || (src && !y)) galv_fatal("out of memory");
-  D->d2h(h, dst, n * 2);
-  widen16(dt, x, h, (int64_t)n);
-  if (src) {
-    D->d2h(h, src, n * 2);
-    widen16(dt, y, h, (int64_t)n);
-    for (size_t e = 0; e < n; e++) x[e] += y[e];
-  } else
-    for (size_t e = 0; e < n; e++) x[e] *= a;
-  narrow16(dt, h, x, (int64_t)n);
-  D->h2d(dst, h, n * 2);
-  free(h), free(x), free(y);
+  for (int64_t e = 0; e < n; e++) h[e] = h_st16(dt, src[e]);
 }
 /* dst += src / x *= a for an input or output d of the program, in its storage */
 static void io_add(const galv_io *d, char *dst, const char *src) {
-  if (d->storage) h16_op(d->storage, dst, src, 0, (size_t)d->nbytes / 4);
+  if (d->storage) D->op16(d->storage, dst, src, 0, (size_t)d->nbytes / 4);
   else D->add_f32((float *)(void *)dst, (const float *)(const void *)src, (size_t)d->nbytes / 4);
 }
 static void io_scale(const galv_io *d, char *x, float a) {
-  if (d->storage && a != 1.0f) h16_op(d->storage, x, NULL, a, (size_t)d->nbytes / 4);
+  if (d->storage && a != 1.0f) D->op16(d->storage, x, NULL, a, (size_t)d->nbytes / 4);
   else if (!d->storage) D->scale_f32((float *)(void *)x, a, (size_t)d->nbytes / 4);
 }
 /* ---- the stage programs' own collectives (a stage of k devices: tp's activation all-reduces, dp's gradient
@@ -156,29 +160,24 @@ static void coll_end(const int64_t *pred) {
   }
 }
 
-/* --grad-dtype bf16 (GALV_BF16; else 0): the entries' parameter gradients are stored bf16 (their outputs'
- * storage, checked when the tables are read) and so are the runtime's sums of them over the microbatches (and
- * a shared parameter's sum across its stages): 2 bytes per element, each term widened, added in fp32 and rounded
- * back (h16_op, as the programs' elementwise adds round). The overflow check, the clipping norm and the optimizer
- * read a sum widened, one parameter at a time (grad_f32). */
+/* --grad-dtype bf16 / fp16 (GALV_BF16 / GALV_F16; else 0): the entries' parameter gradients are stored 16-bit
+ * (their outputs' storage, checked when the tables are read) and so are the runtime's sums of them over the
+ * microbatches (and a shared parameter's sum across its stages): 2 bytes per element, each term widened, added in
+ * fp32 and rounded back (the op16 hook, on the device where the sums are, as the programs' elementwise adds round).
+ * The overflow check and the clipping norm scan the sums where they are (the scan hook); the optimizer reads a sum
+ * widened, one parameter at a time (grad_f32, the to_f32 hook). */
 static int g16;
 static size_t GSB(size_t nf32) { return g16 ? nf32 / 2 : nf32; } /* a sum's bytes for nf32 bytes of f32 */
 /* sum += g (n elements, in the sums' dtype) */
 static void grad_add(void *sum, const void *g, size_t n) {
-  if (g16) h16_op(g16, sum, g, 0, n);
+  if (g16) D->op16(g16, sum, g, 0, n);
   else D->add_f32((float *)sum, (const float *)g, n);
 }
 /* parameter p's sum as f32 (n elements): the buffer itself, or (bf16 sums) widened into tmp (a buffer of the
  * largest parameter's f32 bytes) */
 static const float *grad_f32(const void *sum, float *tmp, size_t n) {
   if (!g16) return (const float *)sum;
-  char *h = malloc(n * 2 + 64);
-  float *x = malloc(n * 4 + 64);
-  if (!h || !x) galv_fatal("out of memory");
-  D->d2h(h, sum, n * 2);
-  widen16(g16, x, h, (int64_t)n);
-  D->h2d(tmp, x, n * 4);
-  free(h), free(x);
+  D->to_f32(g16, tmp, sum, n);
   return tmp;
 }
 /* host f32 data (nbytes) into an input's slot in its storage; scratch: nbytes / 2 host bytes */
@@ -369,9 +368,9 @@ static int classify_outputs(const galv_io *outs, const galv_io_split *sp, int n,
       int p = find(galv_pipe_params, galv_pipe_nparams, nm + 5);
       if (p < 0) galv_fatal("pipeline table: no parameter '%s'", nm + 5);
       if (outs[o].dtype != GALV_F32 || galv_pipe_params[p].dtype != GALV_F32) galv_fatal("parameter '%s' is not f32", nm + 5);
-      if (outs[o].storage && outs[o].storage != GALV_BF16)
-        galv_fatal("pipeline table: the gradient '%s' is stored 16-bit but not bf16 (expected fp32 or, with --grad-dtype "
-                   "bf16, bf16)", nm);
+      if (outs[o].storage && outs[o].storage != GALV_BF16 && outs[o].storage != GALV_F16)
+        galv_fatal("pipeline table: the gradient '%s' is stored %s (expected fp32 or, with --grad-dtype bf16 / fp16, that "
+                   "16-bit dtype)", nm, galv_dtype_name(outs[o].storage));
       if (galv_nranks > 1 && sp[o].starts) { /* split as its parameter: this rank's block of the gradient */
         const galv_io_split *ps = &galv_pipe_param_split[p];
         const int rk = galv_pipe_params[p].rank;
@@ -436,62 +435,34 @@ static int clip_counts(int p) {
   }
   return 1;
 }
-/* The step's gradient sums read once on the host: bad = any inf / NaN (every trained parameter; inf x 0 and NaN
- * x 0 are NaN), sq = the sum of squares of those this rank counts for the clipping norm (when want_sq). */
+/* The step's gradient sums scanned once where they are (the scan hook): bad = any inf / NaN (every trained
+ * parameter; inf x 0 and NaN x 0 are NaN), sq = the sum of squares of those this rank counts for the clipping norm
+ * (when want_sq). */
 static void grad_scan(const char *trains, float *const *acc, int want_sq, float *bad, double *sq) {
   *bad = 0, *sq = 0;
   for (int p = 0; p < galv_pipe_nparams; p++) {
     if (!trains[p]) continue;
     const int count = want_sq && clip_counts(p);
-    size_t n = (size_t)galv_pipe_params[p].nbytes / 4;
-    float *h = malloc(n * 4 + 64);
-    if (!h) galv_fatal("out of memory");
-    if (g16) { /* bf16 sums: widened (exact) */
-      uint16_t *hh = malloc(n * 2 + 64);
-      if (!hh) galv_fatal("out of memory");
-      D->d2h(hh, acc[p], n * 2);
-      widen16(g16, h, hh, (int64_t)n);
-      free(hh);
-    } else
-      D->d2h(h, acc[p], n * 4);
-    for (size_t e = 0; e < n; e++) {
-      *bad = *bad || h[e] * 0.0f != 0.0f;
-      if (count) *sq += (double)h[e] * (double)h[e];
-    }
-    free(h);
+    D->scan(g16 ? g16 : GALV_F32, acc[p], (size_t)galv_pipe_params[p].nbytes / 4, bad, count ? sq : NULL);
   }
 }
-/* this rank's chunk of the reduced sums (n elements, the sums' dtype) on the host in fp32 (the caller frees it) */
-static float *chunk_host(const void *chunk, size_t n) {
-  float *h = malloc(n * 4 + 64);
-  char *hh = malloc(n * 4 + 64);
-  if (!h || !hh) galv_fatal("out of memory");
-  D->d2h(hh, chunk, GSB(n * 4));
-  if (g16) widen16(g16, h, hh, (int64_t)n);
-  else memcpy(h, hh, n * 4);
-  free(hh);
-  return h;
-}
-/* ZeRO-2 loss scaling: an inf / NaN in this rank's chunk of the reduced sums */
+/* ZeRO-2 loss scaling: an inf / NaN in this rank's chunk of the reduced sums (n elements, the sums' dtype) */
 static float chunk_bad(const void *chunk, size_t n) {
-  float *h = chunk_host(chunk, n);
   float bad = 0;
-  for (size_t e = 0; e < n; e++) bad = bad || h[e] * 0.0f != 0.0f;
-  free(h);
+  D->scan(g16 ? g16 : GALV_F32, chunk, n, &bad, NULL);
   return bad;
 }
 /* ZeRO-2 clipping: the sum of squares of this rank's chunk (n elements from float lo of the span, the sums' dtype)
  * over the parameters its group counts (cnt[p]) */
 static double chunk_sq(const void *chunk, size_t n, size_t lo, const char *trains, const float *cnt) {
-  float *h = chunk_host(chunk, n);
   double sq = 0;
+  float bad = 0;
   for (int p = 0; p < galv_pipe_nparams; p++) {
     if (!trains[p] || cnt[p] == 0) continue;
     size_t o = (size_t)galv_pipe_params[p].offset / 4, e = o + (size_t)galv_pipe_params[p].nbytes / 4;
     size_t a = o > lo ? o : lo, b = e < lo + n ? e : lo + n;
-    for (size_t k = a; k < b; k++) sq += (double)h[k - lo] * (double)h[k - lo];
+    if (a < b) D->scan(g16 ? g16 : GALV_F32, (const char *)chunk + GSB((a - lo) * 4), b - a, &bad, &sq);
   }
-  free(h);
   return sq;
 }
 /* one scalar (dtype f32 or f64) reduced over every rank of every stage, in place */
@@ -1110,17 +1081,17 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int o = 0; o < nbo; o++)
     if (okb[o] < 0) trains[-okb[o] - 1] = 1;
   for (int o = 0; o < nwo; o++) trains[-okw[o] - 1] = 1;
-  { /* the parameter gradients' storage (every entry's alike) is the sums' dtype (--grad-dtype bf16: bf16) */
+  { /* the parameter gradients' storage (every entry's alike) is the sums' dtype (--grad-dtype bf16 / fp16) */
     const galv_io *os[3] = {galv_outputs, bout, wg ? wg->outputs : NULL};
     const int *oks[3] = {ok, okb, okw}, nos[3] = {no, nbo, nwo};
-    int n16 = 0, n32 = 0;
+    int n16 = 0, n32 = 0, two = 0; /* two: both 16-bit dtypes */
     for (int e = 0; e < 3; e++)
       for (int o = 0; o < nos[e]; o++)
         if (oks[e][o] < 0) {
-          if (os[e][o].storage) n16++, g16 = os[e][o].storage;
+          if (os[e][o].storage) n16++, two |= g16 && os[e][o].storage != g16, g16 = os[e][o].storage;
           else n32++;
         }
-    if (n16 && (n32 || g16 != GALV_BF16))
+    if (n16 && (n32 || two))
       galv_fatal("pipeline table: the parameter gradients are stored in more than one dtype (%d 16-bit, %d fp32; rebuild with galvc)", n16, n32);
   }
   int64_t m_sums = 0, m_opt = 0, m_buf = 0; /* the bytes allocated per rank (printed after the steps) */

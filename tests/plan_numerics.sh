@@ -50,7 +50,7 @@ json.dump(p, open(sys.argv[2], 'w'), indent=2)" "$1" "$2"
 }
 
 # ---- (1) the planner's plan; (3) fp16
-for c in bf16; do
+for c in bf16 fp16; do
   a=(--gpus 2 --precision "$c" --grad-dtype "$c" --clip-grad-norm 1)
   if ! "${G[@]}" "${a[@]}" -o "$T/p_$c/" >"$T/p_$c.log" 2>&1; then bad "planner $c: $(grep -m1 error "$T/p_$c.log")"; continue; fi
   got="$(field "$T/p_$c/plan.json" precision) $(field "$T/p_$c/plan.json" grad_dtype) $(field "$T/p_$c/plan.json" clip_grad_norm)"

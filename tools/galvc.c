@@ -163,9 +163,10 @@ static void usage(FILE *f) {
           "                           and accumulation; fp16 training with --loss-scale; with --train mixed\n"
           "                           precision: fp32 parameters, optimizer state and parameter gradients,\n"
           "                           16-bit activations and GEMM inputs)\n"
-          "  --grad-dtype fp32|bf16   --train --precision bf16: the parameter gradients' storage (and so their\n"
-          "                           dp / ZeRO reduction's dtype unless --reduce-dtype; with --pipeline-stages also\n"
-          "                           the runtime's sums over the microbatches); default fp32\n"
+          "  --grad-dtype fp32|bf16|fp16  --train --precision bf16 / fp16 (the same dtype): the parameter gradients'\n"
+          "                           storage (and so their dp / ZeRO reduction's dtype unless --reduce-dtype; with\n"
+          "                           --pipeline-stages also the runtime's sums over the microbatches; fp16: the\n"
+          "                           loss scale's overflow check reads the 16-bit sums); default fp32\n"
           "  --reduce-dtype fp32|bf16|fp16  --train with 16-bit --precision: the dtype in which the gradient\n"
           "                           reductions (dp all-reduce, ZeRO reduce-scatter) move the gradients' partial\n"
           "                           sums (default: the gradient's, --grad-dtype); 16-bit: the --precision dtype\n"
@@ -869,11 +870,11 @@ int main(int argc, char **argv) {
       fp16 = strcmp(val, "fp16") == 0;
       prec_given = val;
     } else if (TAKES("--grad-dtype")) {
-      if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0) {
-        gv_error_plain("--grad-dtype %s: expected fp32 or bf16", val);
+      if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0 && strcmp(val, "fp16") != 0) {
+        gv_error_plain("--grad-dtype %s: expected fp32, bf16 or fp16", val);
         return 2;
       }
-      gv_precision_opts.grad = strcmp(val, "bf16") == 0 ? GV_DT_BF16 : GV_DT_F32;
+      gv_precision_opts.grad = !strcmp(val, "bf16") ? GV_DT_BF16 : !strcmp(val, "fp16") ? GV_DT_F16 : GV_DT_F32;
       grad_given = val;
     } else if (TAKES("--reduce-dtype")) {
       if (strcmp(val, "fp32") != 0 && strcmp(val, "bf16") != 0 && strcmp(val, "fp16") != 0) {
@@ -1071,9 +1072,10 @@ int main(int argc, char **argv) {
   if (fp16 && train && !gv_train_opts.loss_scale_mode) gv_train_opts.loss_scale_mode = 2; /* torch's GradScaler */
   if (scale_opt && !gv_train_opts.loss_scale_mode) gv_train_opts.loss_scale_mode = 2;
   if (scale_init > 0) gv_train_opts.loss_scale = scale_init;
-  if (gv_precision_opts.grad != GV_DT_F32 && (!cuda.bf16 || !train)) {
-    gv_error_plain("--grad-dtype bf16: 16-bit parameter gradients are part of mixed-precision training (give --train "
-                   "--precision bf16)");
+  if (gv_precision_opts.grad != GV_DT_F32 && (gv_precision_opts.grad != gv_precision_opts.storage || !train)) {
+    const char *g = gv_precision_opts.grad == GV_DT_BF16 ? "bf16" : "fp16";
+    gv_error_plain("--grad-dtype %s: 16-bit parameter gradients are part of mixed-precision training in that dtype (give "
+                   "--train --precision %s)", g, g);
     return 2;
   }
   if (gv_precision_opts.reduce != GV_DT_UNKNOWN && (!train || gv_precision_opts.storage == GV_DT_F32)) {
@@ -1394,7 +1396,7 @@ int main(int argc, char **argv) {
   { /* training stages over more than one rank reduce their data-parallel gradients once per step (runtime/pipe.c,
      * galv_pipe_zero 4, on either target: the CUDA stages run the same schedule on device buffers), the reduction in
      * the sums' dtype (--reduce-dtype another: per microbatch) */
-    const gv_dtype sums = gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32 ? GV_DT_BF16 : GV_DT_F32;
+    const gv_dtype sums = gv_precision_opts.grad != GV_DT_F32 && gv_precision_opts.storage != GV_DT_F32 ? gv_precision_opts.grad : GV_DT_F32;
     gv_pipe_opts.grad_once = gv_precision_opts.reduce == GV_DT_UNKNOWN || gv_precision_opts.reduce == sums;
   }
   if (pa.sched == GV_SCHED_ZBH1 && pa.recompute) {

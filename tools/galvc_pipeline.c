@@ -976,6 +976,10 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
   }
   fprintf(f, "], \"stage_ns_per_microbatch\": [");
   for (int i = 0; i < S; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)pl->cost[i].ns);
+  if (train) { /* of it: the runtime's gradient sum per microbatch */
+    fprintf(f, "], \"stage_grad_add_ns\": [");
+    for (int i = 0; i < S; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)pl->cost[i].grad_ns);
+  }
   fprintf(f, "],\n    \"predicted_step_ns\": %lld, \"sync_ns\": %lld},\n", (long long)pl->tl_ns, (long long)gv_pipe_plan_once_ns(pl));
   if (P->plan_note) fprintf(f, "  \"joint\": %s,\n", P->plan_note);
   bool anyrc = false;
@@ -1782,7 +1786,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
               if (zaxes >> x & 1) g *= zm->size[x];
             /* one all-reduce per run of consecutive unreduced parameters (runtime/pipe.c), their slots' padding between
              * them included; a ring all-reduce sends 2 (g - 1) / g of its bytes (galv_comm_counters) */
-            const int eb = gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32 ? 2 : 4;
+            const int eb = gv_precision_opts.grad != GV_DT_F32 && gv_precision_opts.storage != GV_DT_F32 ? 2 : 4;
             int npart = 0, nparam = 0;
             int64_t sent = 0, w = 0, lo = -1, hi = 0;
             for (int a = 0, np = 0; a <= ms->main->body->nargs; a++) {
@@ -1817,7 +1821,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
             else fprintf(stderr, "galvc: stage %d: ZeRO-1 off (no mesh axis of more than one rank holds equal parameters)\n", s);
             if (g > 1 && zst >= GV_ZERO_2) { /* the step's sums reduce-scattered once: (g - 1) chunks of zn elements sent;
                                                * per microbatch: GV_ZERO_EACH_BUCKETS x g buckets of bs elements each */
-              const int eb = gv_precision_opts.grad == GV_DT_BF16 && gv_precision_opts.storage != GV_DT_F32 ? 2 : 4;
+              const int eb = gv_precision_opts.grad != GV_DT_F32 && gv_precision_opts.storage != GV_DT_F32 ? 2 : 4;
               int npart = 0, nparam = 0;
               for (int a = 0, np = 0; a < ms->main->body->nargs; a++)
                 if (ms->main->arg_is_param[a]) npart += (gpart[np++] & zaxes) != 0, nparam++;

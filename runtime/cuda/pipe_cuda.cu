@@ -14,6 +14,12 @@
  *              galv_bwd_program_run, the stash as its device state buffer)
  *   add, opt   kernels: gradient sums, the optimizer update
  *              (galv_pipe_opt_elem: the host loop's formula)
+ *   op16       16-bit sums and scalings (--grad-dtype bf16 / fp16 sums,
+ *              16-bit crossing values): widened, fp32, rounded back as
+ *              the host's narrowing rounds (nearest even)
+ *   to_f32     a 16-bit sum widened for the optimizer
+ *   scan       the overflow check / clipping norm: a reduction kernel,
+ *              one partial per block added on the host in block order
  *   block      a split parameter's block of its whole gradient (strided copy)
  *   gather     a split tensor's global form: all_gather on the device over
  *              the stage's ranks, placed on the host (galv_cu_gather_host)
@@ -104,6 +110,71 @@ static void d_opt(const galv_pipe_opt *o, float *x, float *m, float *v, const fl
   GALV_CU_LAUNCHED();
 }
 
+/* ---- 16-bit values on the device (galv_pipe.h op16 / to_f32 / scan): widened, computed in fp32, rounded back
+ * by __float2bfloat16 / __float2half (round-to-nearest-even, as runtime/galv_rt.h's narrowing on the host) */
+__device__ static inline float ld16(const galv_bf16 *p, size_t i) { return __bfloat162float(p[i]); }
+__device__ static inline float ld16(const galv_f16 *p, size_t i) { return __half2float(p[i]); }
+__device__ static inline float ld16(const float *p, size_t i) { return p[i]; }
+__device__ static inline void st16(galv_bf16 *p, size_t i, float v) { p[i] = __float2bfloat16(v); }
+__device__ static inline void st16(galv_f16 *p, size_t i, float v) { p[i] = __float2half(v); }
+__device__ static inline void st16(float *p, size_t i, float v) { p[i] = v; }
+template <typename T>
+__global__ void op16_kernel(T *x, const T *y, float a, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    st16(x, i, y ? ld16(x, i) + ld16(y, i) : ld16(x, i) * a);
+}
+static void d_op16(int dt, void *dst, const void *src, float a, size_t n) {
+  if (!n) return;
+  if (dt != GALV_BF16 && dt != GALV_F16) galv_fatal("16-bit sum of a value stored %s", galv_dtype_name(dt));
+  GALV_CU_DISPATCH(dt, T, GALV_LAUNCH(op16_kernel<T>, galv_cu_blocks((int64_t)n), 256, 0, galv_cu.stream, (T *)dst, (const T *)src, a, n));
+  GALV_CU_LAUNCHED();
+}
+static void d_to_f32(int dt, float *dst, const void *src, size_t n) { galv_cu_to_f32(dt, dst, src, (int64_t)n); }
+
+/* the scan: SCAN_BLOCKS blocks of 256 threads, each thread's squares summed in double over its grid stride, the
+ * block's in shared memory (a tree), one partial per block; the host adds the partials in block order (the same
+ * order every run) */
+enum { SCAN_BLOCKS = 64, SCAN_THREADS = 256 };
+template <typename T>
+__global__ void scan_kernel(const T *x, size_t n, int want_sq, double *part, int *bad) {
+  __shared__ double s[SCAN_THREADS];
+  __shared__ int b[SCAN_THREADS];
+  double acc = 0;
+  int nb = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    float v = ld16(x, i);
+    nb |= v * 0.0f != 0.0f; /* inf x 0 and NaN x 0 are NaN */
+    if (want_sq) acc += (double)v * (double)v;
+  }
+  s[threadIdx.x] = acc, b[threadIdx.x] = nb;
+  __syncthreads();
+  for (unsigned h = SCAN_THREADS / 2; h > 0; h >>= 1) {
+    if (threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h], b[threadIdx.x] |= b[threadIdx.x + h];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) part[blockIdx.x] = s[0], bad[blockIdx.x] = b[0];
+}
+static char *scan_buf; /* SCAN_BLOCKS doubles, then SCAN_BLOCKS ints */
+static void d_scan(int dt, const void *x, size_t n, float *bad, double *sq) {
+  if (!n) return;
+  if (!scan_buf) scan_buf = (char *)d_alloc(SCAN_BLOCKS * (sizeof(double) + sizeof(int)));
+  double *part = (double *)(void *)scan_buf;
+  int *pb = (int *)(void *)(scan_buf + SCAN_BLOCKS * sizeof(double));
+  unsigned g = galv_cu_blocks((int64_t)n);
+  if (g > SCAN_BLOCKS) g = SCAN_BLOCKS;
+  GALV_CU_DISPATCH(dt, T, GALV_LAUNCH(scan_kernel<T>, g, SCAN_THREADS, 0, galv_cu.stream, (const T *)x, n, sq != NULL, part, pb));
+  GALV_CU_LAUNCHED();
+  double hp[SCAN_BLOCKS];
+  int hb[SCAN_BLOCKS];
+  cudaCheck(cudaMemcpyAsync(hp, part, g * sizeof(double), cudaMemcpyDeviceToHost, galv_cu.stream));
+  cudaCheck(cudaMemcpyAsync(hb, pb, g * sizeof(int), cudaMemcpyDeviceToHost, galv_cu.stream));
+  cudaCheck(cudaStreamSynchronize(galv_cu.stream));
+  for (unsigned k = 0; k < g; k++) {
+    if (hb[k]) *bad = 1;
+    if (sq) *sq += hp[k];
+  }
+}
+
 /* runtime/spmd.c's galv_spmd_block on device buffers */
 static void d_block(const galv_io *l, const galv_io_split *s, void *dst, const void *whole) {
   if (galv_nranks <= 1 || !s->starts) {
@@ -157,11 +228,13 @@ static void d_begin(void) { galv_cu_init((size_t)galv_cu_scratch_bytes); }
 static void d_end(void) {
   free(global_host);
   global_host = NULL;
+  if (scan_buf) cudaCheck(cudaFree(scan_buf));
+  scan_buf = NULL;
   galv_cu_finish();
 }
 
 static const galv_pipe_device cuda_pipe = {d_begin, d_alloc, d_release, d_h2d, d_d2h, d_copy, d_fill, d_run, d_run_entry,
-                                           d_add, d_block, d_gather, d_opt, d_box, d_end, d_scale};
+                                           d_add, d_block, d_gather, d_opt, d_box, d_end, d_scale, d_op16, d_to_f32, d_scan};
 
 int main(int argc, char **argv) {
   const char *slash = strrchr(argv[0], '/');

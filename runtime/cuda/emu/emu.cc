@@ -164,9 +164,17 @@ void galv_emu_check_host(const void *p, size_t n, const char *what) {
 }
 
 /* GALV_EMU_MEM=1: at exit, the device-memory high-water mark (bytes requested by cudaMalloc, live at
- * once), the figure a GPU's allocator would have to hold (tests compare it with the planner's) */
+ * once), the figure a GPU's allocator would have to hold (tests compare it with the planner's), and the bytes
+ * copied between host and device each way (cudaMemcpy, cudaMemcpyAsync, cudaMemcpy2DAsync: what crosses PCIe) */
+static size_t h2d_bytes, d2h_bytes, h2d_calls, d2h_calls;
 static void mem_report(void) {
   fprintf(stderr, "emulation: device memory high-water %zu bytes (%zu allocations)\n", dev_high, allocs.size());
+  fprintf(stderr, "emulation: host-device copies: h2d %zu bytes in %zu calls, d2h %zu bytes in %zu calls\n", h2d_bytes,
+          h2d_calls, d2h_bytes, d2h_calls);
+}
+static void count_copy(size_t n, cudaMemcpyKind k) {
+  if (k == cudaMemcpyHostToDevice) h2d_bytes += n, h2d_calls++;
+  else if (k == cudaMemcpyDeviceToHost) d2h_bytes += n, d2h_calls++;
 }
 
 cudaError_t cudaMalloc(void **p, size_t n) {
@@ -649,6 +657,7 @@ static void check_kind(const void *dst, const void *src, size_t n, cudaMemcpyKin
 
 static void copy_op(void *dst, const void *src, size_t n, cudaMemcpyKind k, cudaStream_t s, const char *what) {
   check_kind(dst, src, n, k, what);
+  count_copy(n, k);
   galv_emu_range r[2] = {{dst, n, true}, {src, n, false}};
   galv_emu_open o;
   galv_emu_stream_op(s, k == cudaMemcpyDeviceToDevice ? r : k == cudaMemcpyHostToDevice ? r : r + 1,
@@ -670,6 +679,7 @@ cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t 
   if (h == 0 || w == 0) return cudaSuccess;
   size_t dn = dpitch * (h - 1) + w, sn = spitch * (h - 1) + w;
   check_kind(dst, src, 0, k, "cudaMemcpy2DAsync");
+  count_copy(w * h, k);
   if (k == cudaMemcpyDeviceToDevice || k == cudaMemcpyHostToDevice) galv_emu_check_device(dst, dn, "cudaMemcpy2DAsync");
   if (k == cudaMemcpyDeviceToDevice || k == cudaMemcpyDeviceToHost) galv_emu_check_device(src, sn, "cudaMemcpy2DAsync");
   galv_emu_open o;
