@@ -910,7 +910,10 @@ void gv_write_escaped(void *file, const char *s) {
   }
 }
 
+int gv_error_quiet;
+
 int gv_error_op(const gv_module *m, const gv_op *op, const char *fmt, ...) {
+  if (gv_error_quiet > 0) return -1;
   fprintf(stderr, "%s: error: %s: node '", gv_progname, m && m->source ? m->source : "<input>");
   gv_write_escaped(stderr, op && op->loc ? op->loc : "");
   fprintf(stderr, "' (%s): ", op ? (op->onnx_op ? op->onnx_op : gv_ops[op->code].name) : "?");
@@ -923,6 +926,7 @@ int gv_error_op(const gv_module *m, const gv_op *op, const char *fmt, ...) {
 }
 
 int gv_error(const gv_module *m, const char *fmt, ...) {
+  if (gv_error_quiet > 0) return -1;
   fprintf(stderr, "%s: error: %s: ", gv_progname, m && m->source ? m->source : "<input>");
   va_list ap;
   va_start(ap, fmt);
@@ -933,6 +937,7 @@ int gv_error(const gv_module *m, const char *fmt, ...) {
 }
 
 int gv_error_plain(const char *fmt, ...) {
+  if (gv_error_quiet > 0) return -1;
   fprintf(stderr, "%s: error: ", gv_progname);
   va_list ap;
   va_start(ap, fmt);

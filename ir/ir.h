@@ -423,6 +423,10 @@ int gv_get_ints(const gv_op *op, const char *name, const int64_t **v);
 
 /* Program name used in messages ("galvc", "galv-opt"). */
 extern const char *gv_progname;
+/* While gv_error_quiet > 0 the three below print nothing (and still return
+ * -1): a caller that runs passes only to price their result and keeps an
+ * estimate when they refuse (passes/stage_cost.c stash_entries). */
+extern int gv_error_quiet;
 /* "galvc: error: SOURCE: node 'NAME' (OpType): message" on one line (the
  * node name escaped so it cannot break the line). Returns -1. */
 int gv_error_op(const gv_module *m, const gv_op *op, const char *fmt, ...)

@@ -119,6 +119,7 @@ static int stash_entries(const gv_module *m, const gv_plan *plan, int64_t *held,
   gv_module *c = gv_module_clone(m), *e[2] = {NULL, NULL};
   const char *strategy = gv_shard_opts.strategy, *part = gv_pipe_opts.stash;
   gv_shard_opts.strategy = NULL;
+  gv_error_quiet++; /* a refusal here is no error of the compile: the estimate stays the combined program's */
   int rc = !c || gv_plan_apply(c, plan) || run_passes(c, sp, 3);
   for (int k = 0; k < 2 && !rc; k++) {
     rc = !(e[k] = gv_module_clone(c));
@@ -128,6 +129,7 @@ static int stash_entries(const gv_module *m, const gv_plan *plan, int64_t *held,
     if (!rc) rc = run_passes(e[k], back, 3);
   }
   gv_shard_opts.strategy = strategy;
+  gv_error_quiet--;
   if (!rc) {
     gv_mem f, b;
     gv_cost_memory(e[0], &f);
@@ -393,7 +395,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       int keep_nwhole = gv_pipe_opts.nzero2_whole;
       gv_pipe_opts.zero2 = k == 1, gv_pipe_opts.zero2_shared = k == 1 && once_none; /* as planned above */
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
+      gv_plan_opts.intra_roles = !fallback[k] && (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp,
+      gv_plan_opts.intra_tp = x->mesh_tp, gv_plan_opts.intra_batch = gv_stage_microbatch(x->base);
       ent_ok[k] = !stash_entries(m, &plans[k], &ent_held[k], &ent_stash[k]);
+      gv_plan_opts.intra_roles = false, gv_plan_opts.intra_batch = 0;
       gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_shared = false;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
     }
