@@ -10,6 +10,7 @@
  * and literals; never changes the IR. */
 #include "kcall.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "../ir/shape_rules.h"
@@ -662,8 +663,13 @@ void cg_fattn_call(FILE *f, const gv_op *op, const gv_attn_geo *gp, const char *
           g.kt, g.vt, g.nst, nfn);
   for (int t = 0; t < g.nst; t++) {
     const gv_attn_step *x = &g.st[t];
-    fprintf(f, "%s{%d, %d, {%d, %d, %d}, {%.9g, %.9g, %.9g}}", t ? ", " : "", x->kind, x->nargs, x->arg[0], x->arg[1], x->arg[2],
-            x->lit[0], x->lit[1], x->lit[2]);
+    char lit[3][32]; /* a literal as C: an infinite one (a -inf mask constant) as INFINITY, NaN as NAN (math.h) */
+    for (int k = 0; k < 3; k++)
+      if (isnan(x->lit[k])) snprintf(lit[k], sizeof lit[k], "NAN");
+      else if (isinf(x->lit[k])) snprintf(lit[k], sizeof lit[k], "%sINFINITY", x->lit[k] < 0 ? "-" : "");
+      else snprintf(lit[k], sizeof lit[k], "%.9g", (double)x->lit[k]);
+    fprintf(f, "%s{%d, %d, {%d, %d, %d}, {%s, %s, %s}}", t ? ", " : "", x->kind, x->nargs, x->arg[0], x->arg[1], x->arg[2],
+            lit[0], lit[1], lit[2]);
   }
   if (!g.nst) fprintf(f, "{0}");
   fprintf(f, "}, {");

@@ -17,6 +17,7 @@ extern const int gv_pass_count;
 const gv_pass *gv_pass_lookup(const char *name);
 
 int gv_pass_shape_infer(gv_module *m);    /* passes/shape_infer.c */
+int gv_pass_compute_f32(gv_module *m);    /* passes/compute_f32.c */
 int gv_pass_fold_constants(gv_module *m); /* passes/fold_constants.c */
 int gv_pass_canonicalize(gv_module *m);   /* passes/canonicalize.c */
 int gv_pass_dce(gv_module *m);            /* passes/dce.c */

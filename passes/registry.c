@@ -5,6 +5,7 @@
 
 const gv_pass gv_pass_table[] = {
     {"shape-infer", gv_pass_shape_infer, "infer every value's type; shapes become static once dims are bound"},
+    {"compute-f32", gv_pass_compute_f32, "--precision bf16|fp16: a model computed in that 16-bit dtype (a .half() export) computes in fp32, its values stored 16-bit"},
     {"fold-constants", gv_pass_fold_constants, "evaluate ops whose inputs are constants; resolve shape chains and constant If"},
     {"canonicalize", gv_pass_canonicalize, "recognise decomposed LayerNorm, RMSNorm and GELU as single ops"},
     {"dce", gv_pass_dce, "remove ops whose results are unused"},

@@ -36,6 +36,7 @@
 /* The pipeline, in order. */
 static const char *const pipeline[] = {
     "shape-infer",    /* every value gets a type; shapes static once dims are bound */
+    "compute-f32",    /* with --precision bf16|fp16: a model computed in that dtype (.half()) computes in fp32 */
     "fold-constants", /* shape chains, masks, constant If -> constants */
     "canonicalize",   /* decomposed LayerNorm / RMSNorm / GELU -> single ops */
     "dce",            /* drop what nothing uses */

@@ -176,8 +176,8 @@ static int run_named(gv_module *m, const char *const *names, int n, int quiet, i
 static gv_module *pipe_front(const char *model, const gv_import_options *opt, int train, int quiet, int verify_each) {
   gv_module *m = gv_import_onnx(model, opt);
   if (!m) return NULL;
-  static const char *const front[] = {"shape-infer", "fold-constants", "canonicalize", "dce"};
-  if (gv_verify(m) || run_named(m, front, 4, quiet, verify_each) || (train && run_named(m, train_pipeline, NTRAIN, quiet, verify_each))) {
+  static const char *const front[] = {"shape-infer", "compute-f32", "fold-constants", "canonicalize", "dce"};
+  if (gv_verify(m) || run_named(m, front, 5, quiet, verify_each) || (train && run_named(m, train_pipeline, NTRAIN, quiet, verify_each))) {
     gv_module_free(m);
     return NULL;
   }
