@@ -32,6 +32,8 @@ typedef struct {
   uint64_t key;
   unsigned used; /* the cache's gen: in use (another value: empty) */
   uint32_t idx;  /* its cost: pool[idx] */
+  int32_t k, j;  /* the range that computed it */
+  unsigned seen; /* the last solve that looked it up (cache.solve) */
 } centry;
 
 typedef struct {
@@ -40,6 +42,7 @@ typedef struct {
   unsigned gen; /* >= 1; a reused table's next solve (or count) takes the next one (every entry empty again) */
   gv_stage_cost *pool;
   size_t poolcap;
+  unsigned solve; /* the solve on the table now (a kept table: tells a cost's first look-up in it) */
 } cache;
 
 /* Every entry empty (n = 0): the next generation. */
@@ -87,6 +90,9 @@ struct gv_pipe_table {
   cache ch;
 };
 gv_pipe_table *gv_pipe_table_new(void) { return calloc(1, sizeof(gv_pipe_table)); }
+void gv_pipe_table_empty(gv_pipe_table *t) {
+  if (t) cache_empty(&t->ch);
+}
 void gv_pipe_table_free(gv_pipe_table *t) {
   if (t) free(t->ch.t), free(t->ch.pool), free(t);
 }
@@ -415,6 +421,10 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     }
     if (sum != D) return gv_error_plain("pipeline: the stages' devices add up to %lld, not %lld", (long long)sum, (long long)D);
   }
+  /* the cost keys' sub-mesh (its shape, not its index: a kept table holds other solves' costs) and cluster view */
+  uint64_t mshape[MAX_MESHES];
+  for (int m = 0; m < nm; m++) mshape[m] = (uint64_t)mn[m] << 32 | (uint64_t)mk[m];
+  const uint64_t view = (uint64_t)c->nodes << 32 | (uint64_t)c->devices_per_node;
   const int V = p->schedule == GV_SCHED_INTERLEAVED ? p->vstages : 1;
   /* recomputing stages: not under ZB-H1 (its W entry reads the stash) nor the interleaved schedule (stashing chunks) */
   const bool arc = gv_schedule_recomputes(p->schedule);
@@ -449,10 +459,12 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   const char *pe = getenv("GALV_PIPE_PRUNE");
   const bool prune = !(pe && !strcmp(pe, "off"));
   cache own = {.gen = 1}, *chp = &own; /* the stage costs: this solve's own table, or the caller's emptied */
+  const bool keep = p->table && p->keep_costs && prune;
   if (p->table) {
     chp = &p->table->ch;
-    cache_empty(chp);
+    if (!keep) cache_empty(chp);
   }
+  chp->solve++;
   int rc = -1;
   int64_t best = INT64_MAX, min_need = INT64_MAX;
   /* no partition fits: the partition whose largest stage needs the least (the binding figure), that stage */
@@ -483,7 +495,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       il_inflight = (pmb + V - 1) / V;
     }
     /* the stage cost table for this B (its key holds B: none of another B's is read) */
-    if (bi) cache_empty(chp);
+    if (bi && !keep) cache_empty(chp);
     int ncand = 0;
     for (int k = 0; k < L; k++) {
       uint64_t h = 0x12345;
@@ -492,7 +504,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         if (!p->sig) h = mix(h, (uint64_t)k);
         if (!usable(p->stages, L, k, j)) continue;
         for (int m = 0; m < nm; m++) {
-          uint64_t key = mix(mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1);
+          uint64_t key = mix(mix(mix(mix(mix(h, (uint64_t)(j - k)), mshape[m]), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1), view);
           centry *e = cache_slot(chp, key);
           if (!e) {
             gv_error_plain("pipeline: out of memory");
@@ -504,7 +516,15 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             e->used = chp->gen;
             e->key = key;
             e->idx = (uint32_t)chp->n++;
+            e->k = k, e->j = j, e->seen = chp->solve;
             out->solves++;
+          } else if (e->seen != chp->solve) { /* an earlier solve's (a kept table): taken if this range computed it */
+            if (e->k != k || e->j != j) {
+              if (p->cost(p->ctx, k, j, mn[m], mk[m], B, &chp->pool[e->idx])) goto done;
+              e->k = k, e->j = j;
+              out->solves++;
+            }
+            e->seen = chp->solve;
           }
           C[CX(k, j, m)] = NULL;
         }
@@ -523,7 +543,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             fast[CX(k, j, m)] = -1;
             continue;
           }
-          uint64_t key = mix(mix(mix(mix(h, (uint64_t)(j - k)), (uint64_t)m), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1);
+          uint64_t key = mix(mix(mix(mix(mix(h, (uint64_t)(j - k)), mshape[m]), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1), view);
           centry *e = cache_slot(chp, key);
           gv_stage_cost *ec = &chp->pool[e->idx];
           C[CX(k, j, m)] = ec;

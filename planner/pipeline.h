@@ -134,6 +134,7 @@ typedef int (*gv_stage_cost_fn)(void *ctx, int first, int last, int64_t nodes, i
 typedef struct gv_pipe_table gv_pipe_table;
 gv_pipe_table *gv_pipe_table_new(void);
 void gv_pipe_table_free(gv_pipe_table *t);
+void gv_pipe_table_empty(gv_pipe_table *t);
 
 typedef struct {
   int ngroups;
@@ -152,6 +153,12 @@ typedef struct {
   void *ctx;
   bool probe;            /* no partition fits: return 1 without the error line (galvc's default search) */
   gv_pipe_table *table;  /* NULL: the solve allocates its table of stage costs; else it reuses this one (emptied) */
+  /* with table: the costs earlier solves left in it are read, not emptied (GALV_PIPE_PRUNE=off: emptied). A cost's
+   * key holds its range's signatures, the sub-mesh's shape, the cluster's node shape and B, and a cost is taken
+   * only for the range that computed it: the first range of a key a solve meets is priced as on its own table,
+   * so the costs read are the same. The caller empties the table (gv_pipe_table_empty) when the cost's context
+   * changes otherwise. */
+  bool keep_costs;
 } gv_pipe_problem;
 
 typedef struct {

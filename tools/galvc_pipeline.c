@@ -623,6 +623,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     if (rc == -1 && (!need || !f || !g2)) gv_error_plain("out of memory");
   }
   gv_pipe_table *ptable = nruns > 1 ? gv_pipe_table_new() : NULL; /* one table of stage costs for the runs' solves */
+  /* the screen's equal-stage runs of the same devices per stage and cluster view read each other's analytic costs
+   * (gv_pipe_problem.keep_costs; the table emptied when those change: a free run's costs over every sub-mesh are
+   * not kept) */
+  int64_t kept_per = -1, kept_dpn = -1, kept_nodes = -1;
   for (int ri = 0; ri < nruns && rc >= 0; ri++) {
     dp_run *R = &runs[ri];
     if (pa->joint && R->S == 1) continue; /* one stage is the single program's (the default search plans it) */
@@ -637,6 +641,9 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     if (R->per && (cs.devices_per_node >= R->D ? (R->per & (R->per - 1)) && R->per != R->D : R->per % kn)) continue; /* no sub-mesh */
     actx.cluster = &cs;
     ictx.cluster = &cs;
+    const bool keep = pa->joint && pa->analytic && R->per > 0 && ptable;
+    if (keep && (R->per != kept_per || cs.devices_per_node != kept_dpn || cs.nodes != kept_nodes)) gv_pipe_table_empty(ptable);
+    kept_per = keep ? R->per : -1, kept_dpn = cs.devices_per_node, kept_nodes = cs.nodes;
     for (int si = 0; si < nsch && rc >= 0; si++) {
       /* interleaved: the P groups' P x V stages, a device each in the DP's view (the timeline puts V on a group) */
       const int il = sch[si] == GV_SCHED_INTERLEAVED, V = il ? pa->vstages : 1;
@@ -644,7 +651,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = R->D * V, .mesh_devices = R->per,
                             .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = sch[si], .vstages = V,
                             .mem_limit = gv_plan_opts.memory_limit, .stages = R->S * V, .cost = fn, .ctx = fctx,
-                            .probe = pa->joint, .table = ptable};
+                            .probe = pa->joint, .table = ptable, .keep_costs = keep};
       if (pa->joint && pa->analytic && joint_nmbc) pp.mb_choices = joint_mbc, pp.nmb = joint_nmbc;
       int r = gv_pipe_solve(&pp, tmp);
       if (r == 1 && pa->joint && tmp->min_need >= 0 && (jmin_need < 0 || tmp->min_need < jmin_need))
