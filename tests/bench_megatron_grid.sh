@@ -34,7 +34,7 @@ def check(cond, what):
         fails.append(what)
 
 args = types.SimpleNamespace(galvc=os.path.join(build, "galvc"), work=work, timeout=300, grid_pp_max=8,
-                             no_prune=False, check_precheck=False, verbose=False, src=src)
+                             no_prune=False, check_precheck=False, verbose=False, src=src, dropout=0.0)
 row1, row2 = M.ROWS[0], M.ROWS[1]
 g1 = M.grid_groups(row1, args)
 check([(p, t, s) for p, t, s, z in g1] == [(1, 1, False), (1, 2, False), (1, 2, True), (1, 4, False), (1, 4, True),
