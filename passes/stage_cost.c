@@ -510,9 +510,12 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
               out->opt_ns = (int64_t)(upd / bw);
               /* per microbatch, the runtime adds the entries' parameter gradients into the sums (runtime/pipe.c
                * accumulate; 16-bit sums on the device too, the op16 hook): it reads the sum and the gradient and
-               * writes the sum, 3 x the sums' bytes (ZeRO-2 per microbatch: the rank's chunk of them) */
-              const int64_t gsum = zero == GV_ZERO_2_EACH ? (sums + g - 1) / g : sums;
-              out->grad_ns = (int64_t)(3.0 * (double)gsum / bw);
+               * writes the sum, 3 x the sums' bytes; ZeRO-2 per microbatch (ze_pass) copies the gradients into its
+               * staging buckets (2 x the sums' bytes) and adds the reduce-scattered bucket into the rank's chunk
+               * (3 x the chunk's) */
+              const double gbytes = zero == GV_ZERO_2_EACH ? 2.0 * (double)sums + 3.0 * (double)((sums + g - 1) / g)
+                                                           : 3.0 * (double)sums;
+              out->grad_ns = (int64_t)(gbytes / bw);
               out->ns += out->grad_ns;
             }
           }
