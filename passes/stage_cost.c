@@ -30,7 +30,11 @@
  * microbatch in flight: an earlier training stage's stash (stage-stash's
  * backward entry's galv.state inputs, 64-byte aligned, over the stage's
  * devices) or, recomputing, the inputs the runtime saves; the last stage's
- * inputs; inference: the values in transit.
+ * inputs; inference: the values in transit. Under ZB-H1 (ctx->zb) the
+ * stage's entries are compiled with the W split (zb_entries): whether it
+ * has a weight-gradient entry (its copy of the weights, zb_bytes, with what
+ * the split changes in the entries' arena), what W reads per microbatch
+ * (zb_act_bytes) and the stash on a device.
  * With ctx->choose_recompute / choose_zero the cost offers the range's ways
  * (gv_stage_cost.var: stash or recompute, without or with ZeRO-1), each
  * priced as above from the one plan; with ctx->choose_layer_rc those of
@@ -51,6 +55,7 @@
 #include "passes.h"
 #include "plan_sharding.h"
 #include "stage_extract.h"
+#include "../ir/storage.h"
 #include "../planner/cost.h"
 
 static double now_s(void) {
@@ -90,6 +95,96 @@ static int64_t stash_bytes(gv_module *m) {
       n += (gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype) + 63) / 64 * 64;
     }
   return n;
+}
+
+/* runs the named passes on m in order; nonzero on the first failure */
+static int zb_passes(gv_module *m, const char *const *names, int n) {
+  for (int i = 0; i < n; i++) {
+    const gv_pass *p = gv_pass_lookup(names[i]);
+    if (!p || p->run(m)) return 1;
+  }
+  return 0;
+}
+
+/* An entry split out of p by stage-stash's part (NULL: p itself, whole), through fuse, storage and memory-plan; its
+ * arena, constants and scratch in *mem, and (st) its galv.state inputs as stored, 64-byte aligned each. NULL when a
+ * pass refused. */
+static gv_module *zb_entry(const gv_module *p, const char *part, gv_mem *mem, int64_t *st) {
+  static const char *const back[] = {"fuse", "storage", "memory-plan"};
+  gv_module *e = gv_module_clone(p);
+  const char *keep = gv_pipe_opts.stash;
+  gv_pipe_opts.stash = part;
+  int rc = !e || (part && gv_pass_stage_stash(e)) || zb_passes(e, back, 3);
+  gv_pipe_opts.stash = keep;
+  if (rc) {
+    gv_module_free(e);
+    return NULL;
+  }
+  gv_cost_memory(e, mem);
+  if (st) {
+    *st = 0;
+    const gv_func *f = e->main;
+    for (int a = 0; a < f->body->nargs; a++)
+      if (f->arg_is_state && f->arg_is_state[a]) {
+        int64_t b = gv_value_storage_bytes(f->body->args[a]);
+        *st += ((b > 0 ? b : 0) + 63) / 64 * 64;
+      }
+  }
+  return e;
+}
+
+/* ZB-H1's entries as galvc compiles them (tools/galvc_pipeline.c): the plan applied and partitioned, an earlier
+ * stage's training program split by stage-stash into its forward and backward entries, and the backward (the last
+ * stage: its combined program) split once more into its input-gradient entry B and its weight-gradient entry W,
+ * when it has parameter gradients and other results; each entry through fuse, storage and memory-plan.
+ * runtime/pipe.c holds one arena for a stage's entries, the largest of theirs, beside each entry's constants and
+ * its collective and conversion scratch (the larger). *delta: those bytes with the W split less the same without it
+ * (the forward and backward entries; the last stage's combined program): W's working set leaves B's, the arena
+ * shrinks. *wact: what W reads per microbatch on a device, held from B until W (its galv.state inputs as stored);
+ * *bact: an earlier stage's stash on a device (the backward entry's galv.state inputs as stored; a value the plan
+ * leaves whole is whole on every device; 0 for the last stage). Returns 0; 1 when the backward does not split (the
+ * first stage sends no gradient back: no W entry; *bact still set); 2 when a pass refused (the caller keeps its
+ * estimates). */
+static int zb_entries(const gv_module *m, const gv_plan *plan, bool earlier, int64_t *delta, int64_t *wact, int64_t *bact) {
+  static const char *const sp[] = {"propagate-sharding", "storage", "spmd-partition"};
+  gv_module *c = gv_module_clone(m), *bw = NULL, *e[4] = {NULL, NULL, NULL, NULL};
+  const char *strategy = gv_shard_opts.strategy, *keep = gv_pipe_opts.stash;
+  gv_shard_opts.strategy = NULL;
+  int rc = !c || gv_plan_apply(c, plan) || zb_passes(c, sp, 3);
+  gv_shard_opts.strategy = strategy;
+  /* the backward to split: an earlier stage's backward entry, the last stage's combined program */
+  if (!rc && earlier) {
+    rc = !(bw = gv_module_clone(c));
+    gv_pipe_opts.stash = "backward";
+    if (!rc) rc = gv_pass_stage_stash(bw);
+    gv_pipe_opts.stash = keep;
+  }
+  const gv_module *src = earlier ? bw : c;
+  bool w = false, b = false;
+  for (int i = 0; !rc && i < src->main->nres_names; i++) {
+    const char *n = src->main->res_names[i];
+    bool g = n && !strncmp(n, "grad:", 5) && strncmp(n, "grad:pp.", 8);
+    w |= g, b |= !g;
+  }
+  gv_mem mf = {0}, mb = {0}, mi = {0}, mw = {0};
+  int64_t sb = 0, sw = 0;
+  /* without the split: the forward entry and the backward (earlier: its stash), the combined program (last) */
+  if (!rc) rc = (earlier && !(e[0] = zb_entry(c, "forward", &mf, NULL))) || !(e[1] = zb_entry(src, NULL, &mb, &sb));
+  if (!rc) *bact = earlier ? sb : 0;
+  /* with it: B and W */
+  if (!rc && w && b) rc = !(e[2] = zb_entry(src, "input-grad", &mi, NULL)) || !(e[3] = zb_entry(src, "weight-grad", &mw, &sw));
+  if (!rc && w && b) {
+#define MX(x, y) ((x) > (y) ? (x) : (y))
+    int64_t one = mf.constants + mb.constants + mf.comm + mb.comm + MX(mf.arena, mb.arena) + MX(mf.convert, mb.convert);
+    int64_t two = mf.constants + mi.constants + mw.constants + mf.comm + mi.comm + mw.comm + MX(mf.arena, MX(mi.arena, mw.arena)) +
+                  MX(mf.convert, MX(mi.convert, mw.convert));
+#undef MX
+    *delta = two - one, *wact = sw;
+  }
+  for (int k = 0; k < 4; k++) gv_module_free(e[k]);
+  gv_module_free(bw);
+  gv_module_free(c);
+  return rc ? 2 : !w || !b;
 }
 
 static int64_t type_bytes(const gv_type *t) {
@@ -239,6 +334,8 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   gv_stage_cost first_way = {0}, least_way = {0};
   int nways = 0, nfit = 0, nleast = 0;
   int64_t zb_bytes = 0, least_zb = 0, least_mem = 0; /* least_mem: the smallest plan memory when no mode's plan fits */
+  int64_t zb_act = 0, zb_delta = 0; /* ZB-H1 (zb_entries): what W reads per microbatch on a device (0: no W entry) and
+                                      * what the W split changes in the entries' arena and scratch */
   for (int lm = 0; lm < nmodes; lm++) {
     gv_train_opts.recompute = modes[lm];
     gv_stage_bytes sb;
@@ -328,6 +425,25 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     int64_t pmax = g16 ? grad_max_f32(m) : 0; /* bf16 sums: the optimizer's widening buffer */
     /* a plan (fitting or the smallest that does not): its ways' stash */
     bool some = (want[0] && (!prc[0] || pcs[0].mem_total > 0)) || (want[1] && (!prc[1] || pcs[1].mem_total > 0));
+    /* ZB-H1 (x->zb) runs the stashing ways of the program without per-layer recomputation: per plan its entries
+     * with the W split (zb_entries), else the stage has no W entry */
+    int64_t zd[2] = {0, 0}, zw[2] = {0, 0}, zs[2] = {0, 0};
+    bool zok[2] = {false, false}, zst[2] = {false, false}; /* the W split priced; the stash on a device known */
+    for (int k = 0; k < 2 && rc >= 0 && x->zb && x->training && grads && (can_rc || last == x->ngroups) && lcodes[lm] == GV_LAYER_RC_NONE; k++) {
+      if (!want[k] || (prc[k] && pcs[k].mem_total <= 0)) continue;
+      const char *const *keep_whole = gv_pipe_opts.zero2_whole;
+      int keep_nwhole = gv_pipe_opts.nzero2_whole;
+      gv_pipe_opts.zero2 = k == 1, gv_pipe_opts.zero2_shared = k == 1 && once_none; /* as planned above */
+      gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
+      int zr = zb_entries(m, &plans[k], can_rc, &zd[k], &zw[k], &zs[k]);
+      zok[k] = zr == 0, zst[k] = zr <= 1 && can_rc;
+      gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_shared = false;
+      gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
+      if (zok[k]) { /* the stage's figures: the least the split saves over its plans, the most W reads */
+        if (zb_act <= 0 || zd[k] > zb_delta) zb_delta = zd[k];
+        if (zw[k] > zb_act) zb_act = zw[k];
+      }
+    }
     int64_t stash = rc >= 0 && some && can_rc && !rc_ways[0] ? stash_bytes(m) : 0;
     gv_module_free(m);
     if (stash < 0 || rc < 0) return -1;
@@ -437,6 +553,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           const int64_t in_dev = sb.in - sb.in_rows + (sb.in_rows + D - 1) / D, out_dev = sb.out - sb.out_rows + (sb.out_rows + D - 1) / D;
           out->act_bytes = !x->training ? in_dev + out_dev : !grads ? 0 : can_rc && !recompute ? (stash + devices - 1) / devices
                                                                                                  : sb.saved - sb.in + in_dev;
+          if (can_rc && !recompute && zst[k]) out->act_bytes = zs[k]; /* the stash on a device, as zb_entries compiled it */
           out->feasible = true;
           /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
            * holding stages runs once per step */
@@ -470,13 +587,16 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   if (nfit) {
     if (nways < 2) first_way.nvar = 0;
     *out = first_way;
-    /* ZB-H1's weight-gradient entry holds its own copy of the weights (runtime/pipe.c Ww): the schedule adds it */
-    out->zb_bytes = zb_bytes;
+    /* ZB-H1's weight-gradient entry holds its own copy of the weights (runtime/pipe.c Ww) and what B saves for it per
+     * microbatch: the schedule adds them (none where the backward does not split) */
+    out->zb_bytes = zb_act > 0 ? zb_bytes + zb_delta : 0;
+    out->zb_act_bytes = zb_act > 0 ? zb_act : 0;
   } else if (nleast) { /* no plan fits: its ways as priced, which the DP's memory check refuses (each needs more than the
                         * planner's limit, which is the DP's), and the partition's need its error reports */
     if (nleast < 2) least_way.nvar = 0;
     *out = least_way;
-    out->zb_bytes = least_zb;
+    out->zb_bytes = zb_act > 0 ? least_zb + zb_delta : 0;
+    out->zb_act_bytes = zb_act > 0 ? zb_act : 0;
     out->feasible = true;
     snprintf(out->desc, sizeof out->desc, "no plan fits");
   } else if (least_mem > 0) { /* no plan fits and none priced: the smallest plan memory */

@@ -1599,6 +1599,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
            galv_progname, (long long)states, (long long)wbytes_all, (long long)copies, (long long)m_sums, (long long)m_opt,
            z2 ? " (ZeRO-2)" : zc ? " (ZeRO-1)" : "", (long long)m_buf, (long long)abytes, (long long)high, (long long)peak,
            (long long)galv_pipe_predicted_state[me], peak_mb, (long long)galv_pipe_predicted_act[me]);
+    if (galv_pipe_schedule == 2) /* ZB-H1: the saved bytes have two sizes (until B, until W): the plan's peak of them */
+      printf("%s: zb-h1: the stage plan's memory per rank %lld bytes (states %lld + saved activations peak %lld)\n", galv_progname,
+             (long long)(galv_pipe_predicted_state[me] + galv_pipe_predicted_saved[me]), (long long)galv_pipe_predicted_state[me],
+             (long long)galv_pipe_predicted_saved[me]);
     if (zc)
       printf("%s: ZeRO-%d over %d ranks: optimizer state %lld of %lld floats per rank; all-gather %llu bytes sent in %ld steps\n",
              galv_progname, z2 ? 2 : 1, zg, (long long)zn * ((zs1 != NULL) + (zs2 != NULL)),
