@@ -19,7 +19,9 @@
 # (what runtime/pipe.c allocated + its saved bytes' peak) within 5 % of the
 # stage plan's (the stage cost's states, the W entry's weight copy and the
 # entries' arena with the W split, + the saved bytes' peak with what W
-# reads from B until W: "zb-h1: the stage plan's memory per rank"). Without --schedule galvc
+# reads from B until W: "zb-h1: the stage plan's memory per rank"), and the
+# allocation tracker's peak per rank (runtime/io.c galv_mem_*: every buffer
+# the rank holds) within 5 % of the same figure. Without --schedule galvc
 # chooses the schedule with the shortest predicted step (its line names
 # each schedule's prediction). Bad input: an unknown schedule, zb-h1 with
 # --pipeline-recompute: one error line each.
@@ -122,6 +124,16 @@ if sc == "zb-h1":
         sys.exit(f"stage {w[0]} rank {w[1]}: memory {got[w]} bytes, the stage plan's {plan[w]}: {dev[w]:+.2f}% (bound 5%)")
     mem = "; memory per stage rank within 5 % of the stage plan: " + " ".join(
         f"s{k[0]}r{k[1]} {got[k]} / {plan[k]} ({dev[k]:+.1f}%)" for k in sorted(got))
+    # the allocation tracker's peak (every buffer the rank holds) against the same stage plan
+    trk = {(int(s), int(r)): (int(a), int(p)) for s, r, a, p in re.findall(
+        r"\[stage (\d+), rank (\d+)[^\]]*\]: memory peak (\d+) bytes \(tracker\), the stage plan's peak (\d+) ", log)}
+    if sorted(trk) != sorted(plan) or any(trk[k][1] != plan[k] for k in trk):
+        sys.exit(f"tracker lines: {trk}, the stage plan's {plan}")
+    tdev = {k: 100 * (trk[k][0] - trk[k][1]) / trk[k][1] for k in trk}
+    w = max(tdev, key=lambda k: abs(tdev[k]))
+    if abs(tdev[w]) > 5:
+        sys.exit(f"stage {w[0]} rank {w[1]}: tracked memory peak {trk[w][0]} bytes, the stage plan's {trk[w][1]}: {tdev[w]:+.2f}% (bound 5%)")
+    mem += f"; tracked peak {min(tdev.values()):+.1f} .. {max(tdev.values()):+.1f} %"
 else:
     mem = ""
 print(f"{same}; peak saved bytes measured = predicted: " + " ".join(f"{meas[s][0]} ({meas[s][1]} mb)" for s in range(S)) + mem)
