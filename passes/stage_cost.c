@@ -30,7 +30,11 @@
  * microbatch in flight: an earlier training stage's stash (stage-stash's
  * backward entry's galv.state inputs, 64-byte aligned, over the stage's
  * devices) or, recomputing, the inputs the runtime saves; the last stage's
- * inputs; inference: the values in transit.
+ * inputs; inference: the values in transit. Under ZB-H1 (ctx->zb) the
+ * stage's entries are compiled with the W split (stash_entries): whether it
+ * has a weight-gradient entry (its copy of the weights, zb_bytes, with what
+ * the split changes in the entries' arena), what W reads per microbatch
+ * (zb_act_bytes) and the stash on a device.
  * With ctx->choose_recompute / choose_zero the cost offers the range's ways
  * (gv_stage_cost.var: stash or recompute, without or with ZeRO-1), each
  * priced as above from the one plan; with ctx->choose_layer_rc those of
@@ -105,47 +109,94 @@ static int run_passes(gv_module *m, const char *const *names, int n) {
   return 0;
 }
 
-/* A stashing stage's entries as galvc compiles them (tools/galvc_pipeline.c): the plan applied and partitioned, the
- * program split by stage-stash into its forward and backward entries, each through fuse, storage and memory-plan.
- * runtime/pipe.c holds one arena for both, the larger of theirs, where the plan's cost prices the combined program's
- * (forward and backward planned as one, the stash live across it); each entry keeps its own constants and collective
- * scratch; and the stash it keeps per microbatch is the backward entry's state inputs as stored on a device (a value
- * the plan leaves whole is whole on every device). *held: those bytes of the two entries (constants, collective
- * scratch, conversion scratch: the larger entry's, the larger arena), *stash: the stash per device. Returns 0, or
- * nonzero when a pass refused (the caller keeps the combined program's figures). */
-static int stash_entries(const gv_module *m, const gv_plan *plan, int64_t *held, int64_t *stash) {
-  static const char *const sp[] = {"propagate-sharding", "storage", "spmd-partition"};
+/* An entry split out of p by stage-stash's part (NULL: p itself, whole), through fuse, storage and memory-plan; its
+ * arena, constants and scratch in *mem, and (st) its galv.state inputs as stored on a device, 64-byte aligned each (a
+ * value the plan leaves whole is whole on every device). NULL when a pass refused. */
+static gv_module *stash_entry(const gv_module *p, const char *part, gv_mem *mem, int64_t *st) {
   static const char *const back[] = {"fuse", "storage", "memory-plan"};
-  gv_module *c = gv_module_clone(m), *e[2] = {NULL, NULL};
+  gv_module *e = gv_module_clone(p);
+  const char *keep = gv_pipe_opts.stash;
+  gv_pipe_opts.stash = part;
+  int rc = !e || (part && gv_pass_stage_stash(e)) || run_passes(e, back, 3);
+  gv_pipe_opts.stash = keep;
+  if (rc) {
+    gv_module_free(e);
+    return NULL;
+  }
+  gv_cost_memory(e, mem);
+  if (st) {
+    *st = 0;
+    const gv_func *f = e->main;
+    for (int a = 0; a < f->body->nargs; a++)
+      if (f->arg_is_state && f->arg_is_state[a]) {
+        int64_t b = gv_value_storage_bytes(f->body->args[a]);
+        *st += ((b > 0 ? b : 0) + 63) / 64 * 64;
+      }
+  }
+  return e;
+}
+
+/* A stage's entries as galvc compiles them (tools/galvc_pipeline.c), what stash_entries finds */
+typedef struct {
+  int64_t held;  /* an earlier stage's forward and backward entries: their constants, collective scratch, the larger
+                  * arena and the larger conversion scratch (runtime/pipe.c holds one arena for a stage's entries,
+                  * the largest of theirs, beside each entry's constants and scratch) */
+  int64_t stash; /* an earlier stage's stash per microbatch on a device: the backward entry's galv.state inputs */
+  bool wsplit;   /* zb: the backward splits into B and W (it has parameter gradients and other results) */
+  int64_t delta; /* wsplit: the entries' held bytes with the W split less without it (W's working set leaves B's) */
+  int64_t wact;  /* wsplit: what W reads per microbatch on a device, held from B until W (W's galv.state inputs) */
+} stage_entries;
+
+/* The stage's entries as galvc compiles them: the plan applied and partitioned; an earlier stage's training program
+ * split by stage-stash into its forward and backward entries (earlier), each through fuse, storage and memory-plan:
+ * the arena the runtime holds, where the plan's cost prices the combined program's (forward and backward planned as
+ * one, the stash live across it), and the stash as the backward entry stores it. With zb (ZB-H1) the backward (the
+ * last stage: its combined program) split once more into its input-gradient entry B and weight-gradient entry W, when
+ * it has parameter gradients and other results (the first stage sends no gradient back: no W entry). Returns 0, or
+ * nonzero when a pass refused (the caller keeps the combined program's figures). */
+static int stash_entries(const gv_module *m, const gv_plan *plan, bool earlier, bool zb, stage_entries *o) {
+  static const char *const sp[] = {"propagate-sharding", "storage", "spmd-partition"};
+  gv_module *c = gv_module_clone(m), *bw = NULL, *e[4] = {NULL, NULL, NULL, NULL};
   const char *strategy = gv_shard_opts.strategy, *part = gv_pipe_opts.stash;
+  memset(o, 0, sizeof *o);
   gv_shard_opts.strategy = NULL;
   gv_error_quiet++; /* a refusal here is no error of the compile: the estimate stays the combined program's */
   int rc = !c || gv_plan_apply(c, plan) || run_passes(c, sp, 3);
-  for (int k = 0; k < 2 && !rc; k++) {
-    rc = !(e[k] = gv_module_clone(c));
-    gv_pipe_opts.stash = k == 0 ? "forward" : "backward";
-    if (!rc) rc = gv_pass_stage_stash(e[k]);
-    gv_pipe_opts.stash = part;
-    if (!rc) rc = run_passes(e[k], back, 3);
-  }
   gv_shard_opts.strategy = strategy;
-  gv_error_quiet--;
-  if (!rc) {
-    gv_mem f, b;
-    gv_cost_memory(e[0], &f);
-    gv_cost_memory(e[1], &b);
-    *held = f.constants + b.constants + f.comm + b.comm + (f.arena > b.arena ? f.arena : b.arena) +
-            (f.convert > b.convert ? f.convert : b.convert);
-    int64_t n = 0;
-    const gv_func *fn = e[1]->main;
-    for (int a = 0; a < fn->body->nargs; a++)
-      if (fn->arg_is_state && fn->arg_is_state[a]) {
-        int64_t bytes = gv_value_storage_bytes(fn->body->args[a]);
-        n += ((bytes > 0 ? bytes : 0) + 63) / 64 * 64;
-      }
-    *stash = n;
+  /* the backward: an earlier stage's backward entry, the last stage's combined program */
+  if (!rc && earlier) {
+    rc = !(bw = gv_module_clone(c));
+    gv_pipe_opts.stash = "backward";
+    if (!rc) rc = gv_pass_stage_stash(bw);
+    gv_pipe_opts.stash = part;
   }
-  for (int k = 0; k < 2; k++) gv_module_free(e[k]);
+  const gv_module *src = earlier ? bw : c;
+  gv_mem mf = {0}, mb = {0}, mi = {0}, mw = {0};
+  int64_t sb = 0;
+  /* the forward entry and the backward (earlier: its stash); the combined program (last) */
+  if (!rc) rc = (earlier && !(e[0] = stash_entry(c, "forward", &mf, NULL))) || !(e[1] = stash_entry(src, NULL, &mb, &sb));
+#define MX(x, y) ((x) > (y) ? (x) : (y))
+  if (!rc) {
+    o->held = mf.constants + mb.constants + mf.comm + mb.comm + MX(mf.arena, mb.arena) + MX(mf.convert, mb.convert);
+    o->stash = earlier ? sb : 0;
+  }
+  bool w = false, b = false;
+  for (int i = 0; !rc && zb && i < src->main->nres_names; i++) {
+    const char *n = src->main->res_names[i];
+    bool g = n && !strncmp(n, "grad:", 5) && strncmp(n, "grad:pp.", 8);
+    w |= g, b |= !g;
+  }
+  /* with the W split: the forward entry, B and W */
+  if (!rc && w && b) rc = !(e[2] = stash_entry(src, "input-grad", &mi, NULL)) || !(e[3] = stash_entry(src, "weight-grad", &mw, &o->wact));
+  if (!rc && w && b) {
+    int64_t two = mf.constants + mi.constants + mw.constants + mf.comm + mi.comm + mw.comm + MX(mf.arena, MX(mi.arena, mw.arena)) +
+                  MX(mf.convert, MX(mi.convert, mw.convert));
+    o->wsplit = true, o->delta = two - o->held;
+  }
+#undef MX
+  gv_error_quiet--;
+  for (int k = 0; k < 4; k++) gv_module_free(e[k]);
+  gv_module_free(bw);
   gv_module_free(c);
   return rc;
 }
@@ -297,6 +348,8 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   gv_stage_cost first_way = {0}, least_way = {0};
   int nways = 0, nfit = 0, nleast = 0;
   int64_t zb_bytes = 0, least_zb = 0, least_mem = 0; /* least_mem: the smallest plan memory when no mode's plan fits */
+  int64_t zb_act = 0, zb_delta = 0; /* ZB-H1 (stash_entries): what W reads per microbatch on a device (0: no W entry) and
+                                      * what the W split changes in the entries' arena and scratch */
   for (int lm = 0; lm < nmodes; lm++) {
     gv_train_opts.recompute = modes[lm];
     gv_stage_bytes sb;
@@ -386,10 +439,15 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     int64_t pmax = g16 ? grad_max_f32(m) : 0; /* bf16 sums: the optimizer's widening buffer */
     /* a plan (fitting or the smallest that does not): its ways' stash */
     bool some = (want[0] && (!prc[0] || pcs[0].mem_total > 0)) || (want[1] && (!prc[1] || pcs[1].mem_total > 0));
-    /* the stashing way of each plan: its entries as compiled (the arena the runtime holds, the stash per device) */
+    /* each plan's entries as compiled: an earlier stage's stashing way (the arena the runtime holds, the stash per
+     * device) and, under ZB-H1 (x->zb: it runs the stashing ways without per-layer recomputation), the backward (the
+     * last stage's: its combined program) split into B and W, else the stage has no W entry */
+    const bool ent_do = can_rc && !rc_ways[0];
+    const bool zb_do = x->zb && x->training && grads && (can_rc || last == x->ngroups) && lcodes[lm] == GV_LAYER_RC_NONE;
     bool ent_ok[2] = {false, false};
-    int64_t ent_held[2] = {0, 0}, ent_stash[2] = {0, 0};
-    for (int k = 0; k < 2 && rc >= 0 && can_rc && !rc_ways[0]; k++) {
+    stage_entries ents[2];
+    memset(ents, 0, sizeof ents);
+    for (int k = 0; k < 2 && rc >= 0 && (ent_do || zb_do); k++) {
       if (!want[k] || (prc[k] && pcs[k].mem_total <= 0)) continue;
       const char *const *keep_whole = gv_pipe_opts.zero2_whole;
       int keep_nwhole = gv_pipe_opts.nzero2_whole;
@@ -397,10 +455,14 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
       gv_plan_opts.intra_roles = !fallback[k] && (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp,
       gv_plan_opts.intra_tp = x->mesh_tp, gv_plan_opts.intra_batch = gv_stage_microbatch(x->base);
-      ent_ok[k] = !stash_entries(m, &plans[k], &ent_held[k], &ent_stash[k]);
+      ent_ok[k] = !stash_entries(m, &plans[k], can_rc, zb_do, &ents[k]);
       gv_plan_opts.intra_roles = false, gv_plan_opts.intra_batch = 0;
       gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_shared = false;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
+      if (ent_ok[k] && ents[k].wsplit) { /* the stage's figures: the least the split saves over its plans, the most W reads */
+        if (zb_act <= 0 || ents[k].delta > zb_delta) zb_delta = ents[k].delta;
+        if (ents[k].wact > zb_act) zb_act = ents[k].wact;
+      }
     }
     int64_t stash = rc >= 0 && some && can_rc && !rc_ways[0] ? stash_bytes(m) : 0;
     gv_module_free(m);
@@ -456,7 +518,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           /* stashing: the two entries' constants, collective scratch and (one, the larger) arena instead of the
            * combined program's */
           const bool ent = x->training && can_rc && !recompute && ent_ok[k];
-          out->state_bytes = ent ? pc.mem_params + pc.mem_optimizer + ent_held[k] : pc.mem_total;
+          out->state_bytes = ent ? pc.mem_params + pc.mem_optimizer + ents[k].held : pc.mem_total;
           if (x->training) {
             int64_t g = 1;
             bool zsplit = false;
@@ -521,7 +583,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           }
           /* the values in transit / saved inputs per device: the rows kept split are a rank's share */
           const int64_t in_dev = sb.in - sb.in_rows + (sb.in_rows + D - 1) / D, out_dev = sb.out - sb.out_rows + (sb.out_rows + D - 1) / D;
-          out->act_bytes = !x->training ? in_dev + out_dev : !grads ? 0 : ent ? ent_stash[k]
+          out->act_bytes = !x->training ? in_dev + out_dev : !grads ? 0 : ent ? ents[k].stash
                                                                    : can_rc && !recompute ? (stash + devices - 1) / devices
                                                                                           : sb.saved - sb.in + in_dev;
           out->feasible = true;
@@ -557,13 +619,16 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   if (nfit) {
     if (nways < 2) first_way.nvar = 0;
     *out = first_way;
-    /* ZB-H1's weight-gradient entry holds its own copy of the weights (runtime/pipe.c Ww): the schedule adds it */
-    out->zb_bytes = zb_bytes;
+    /* ZB-H1's weight-gradient entry holds its own copy of the weights (runtime/pipe.c Ww) and what B saves for it per
+     * microbatch: the schedule adds them (none where the backward does not split) */
+    out->zb_bytes = zb_act > 0 ? zb_bytes + zb_delta : 0;
+    out->zb_act_bytes = zb_act > 0 ? zb_act : 0;
   } else if (nleast) { /* no plan fits: its ways as priced, which the DP's memory check refuses (each needs more than the
                         * planner's limit, which is the DP's), and the partition's need its error reports */
     if (nleast < 2) least_way.nvar = 0;
     *out = least_way;
-    out->zb_bytes = least_zb;
+    out->zb_bytes = zb_act > 0 ? least_zb + zb_delta : 0;
+    out->zb_act_bytes = zb_act > 0 ? zb_act : 0;
     out->feasible = true;
     snprintf(out->desc, sizeof out->desc, "no plan fits");
   } else if (least_mem > 0) { /* no plan fits and none priced: the smallest plan memory */

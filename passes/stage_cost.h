@@ -48,6 +48,9 @@ typedef struct {
                                * (GV_ZERO_2), 1 each microbatch's (GV_ZERO_2_EACH) */
   bool choose_zero;           /* training: no ZeRO, ZeRO-1 and ZeRO-2 offered as ways (a plan with dp ranks and no ZeRO
                                * unit; ZeRO-2 its program planned again with the gradients unreduced) */
+  bool zb;                    /* training under ZB-H1 (given, or compared by --schedule auto): price its
+                               * weight-gradient entry (gv_stage_cost.zb_bytes, zb_act_bytes) from the stage's
+                               * entries compiled with the W split, and the stash on a device from them */
   bool choose_layer_rc;       /* training: per-layer recomputation inside the stage program offered as ways: none,
                                * selective, all (each its own realised and planned program); else gv_train_opts.recompute */
   int mesh_naxes;             /* --mesh: a stage of mesh_shape's product of devices is planned on that shape (the

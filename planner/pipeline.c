@@ -100,7 +100,7 @@ void gv_pipe_table_free(gv_pipe_table *t) {
 /* One way of a stage as the DP's inner loop weighs it: its ns, state (+ ZB-H1's copy), activations per microbatch
  * in flight and choice key (key_ns, else ns). */
 typedef struct {
-  int64_t ns, need0, act, key;
+  int64_t ns, need0, act, wact, key;
 } dway;
 
 static double now(void) {
@@ -131,6 +131,62 @@ static int64_t dp_inflight(const gv_pipe_problem *p, int V, int il_inflight, int
   return V > 1 ? il_inflight : gv_pipe_inflight(p->schedule, S, s, B);
 }
 
+/* adds the point (a, b) to ch unless a point holds at least as much of both; drops the points it holds as much as */
+static void charge_point(gv_pipe_charge *ch, int64_t a, int64_t b) {
+  for (int q = 0; q < ch->n; q++)
+    if (ch->a[q] >= a && ch->b[q] >= b) return;
+  int m = 0;
+  for (int q = 0; q < ch->n; q++)
+    if (!(a >= ch->a[q] && b >= ch->b[q])) ch->a[m] = ch->a[q], ch->b[m] = ch->b[q], m++;
+  ch->n = m;
+  if (m < 4) ch->a[m] = a, ch->b[m] = b, ch->n++;
+  else { /* a fifth (none seen: two at most on S <= 12, B <= 20): the last widened to hold it, an upper bound */
+    if (a > ch->a[3]) ch->a[3] = a;
+    if (b > ch->b[3]) ch->b[3] = b;
+  }
+}
+
+/* The DP's charge for the stage s positions from the end of a plan of S stages (dp_inflight's; under ZB-H1 the peak
+ * of its order: position S - s from the start, the first when S < s, S free beyond the run's count) */
+static void dp_charge(const gv_pipe_problem *p, int V, int il_inflight, int s, int S, int B, gv_pipe_charge *ch);
+
+void gv_pipe_charge_make(gv_schedule sched, int S, int i, int B, int64_t inflight, gv_pipe_charge *ch) {
+  ch->n = 1, ch->a[0] = inflight, ch->b[0] = 0;
+  if (sched != GV_SCHED_ZBH1 || B < 1 || S < 1 || i < 0 || i >= S) return;
+  galv_pipe_act *o = malloc(sizeof *o * (size_t)(3 * B));
+  if (!o) { /* out of memory: every microbatch in flight holding both */
+    ch->a[0] = ch->b[0] = inflight;
+    return;
+  }
+  /* galv_pipe_peak over the order, counting the microbatches whose stash (a) and whose W bytes (b) are live */
+  const int last = i == S - 1, na = galv_pipe_order(S, i, B, GALV_SCHED_ZBH1, o);
+  int64_t a = 0, b = 0;
+  ch->n = 0;
+  for (int k = 0; k < na; k++) {
+    if (o[k].fwd) a++, b += last;
+    else if (!o[k].w) {
+      if (!last) b++, charge_point(ch, a, b); /* W's bytes copied out of the stash before it goes: both live */
+      a--;
+    } else b--;
+    charge_point(ch, a, b);
+  }
+  if (!ch->n) ch->n = 1, ch->a[0] = ch->b[0] = 0;
+  free(o);
+}
+
+static void dp_charge(const gv_pipe_problem *p, int V, int il_inflight, int s, int S, int B, gv_pipe_charge *ch) {
+  const int i = S > s ? S - s : 0;
+  gv_pipe_charge_make(V > 1 ? GV_SCHED_INTERLEAVED : p->schedule, i + s, i, B, dp_inflight(p, V, il_inflight, s, S, B), ch);
+}
+
+int64_t gv_pipe_plan_saved(const gv_pipe_plan *pl, int i) {
+  const gv_stage_cost *c = &pl->cost[i];
+  if (pl->schedule != GV_SCHED_ZBH1) return pl->inflight[i] * c->act_bytes;
+  gv_pipe_charge ch;
+  gv_pipe_charge_make(pl->schedule, pl->nstages, i, pl->B, pl->inflight[i], &ch);
+  return gv_pipe_charge_bytes(&ch, c->act_bytes, c->zb_act_bytes);
+}
+
 /* ZB-H1 with the stage count free charges each stage min(B, S), S the plan's stage count, which the DP (run from
  * the last stage) does not know: one DP run per charge n = 1 .. min(B, smax), run n < B taking the plans of
  * exactly n stages, run B those of B stages or more. Other schedules, S fixed, or no stage's way bound by the
@@ -147,9 +203,9 @@ static bool binds(const gv_stage_cost *const *C, size_t nC, int64_t B, int64_t l
   for (size_t i = 0; i < nC; i++) {
     const gv_stage_cost *c = C[i];
     if (!c || !c->feasible) continue;
-    if (c->state_bytes + c->zb_bytes + B * c->act_bytes > limit) return true;
+    if (c->state_bytes + c->zb_bytes + B * (c->act_bytes + c->zb_act_bytes) > limit) return true;
     for (int w = 0; w < c->nvar; w++)
-      if (c->var[w].state_bytes + c->zb_bytes + B * c->var[w].act_bytes > limit) return true;
+      if (c->var[w].state_bytes + c->zb_bytes + B * (c->var[w].act_bytes + c->zb_act_bytes) > limit) return true;
   }
   return false;
 }
@@ -206,12 +262,12 @@ void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched) {
   if (sched == GV_SCHED_ZBH1) c->state_bytes += c->zb_bytes, c->zb_bytes = 0;
 }
 
-int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, int64_t tmax, gv_schedule sched,
+int gv_stage_cost_pick(const gv_stage_cost *c, const gv_pipe_charge *ch, int64_t limit, int64_t tmax, gv_schedule sched,
                        int want_recompute, int want_zero, int want_layer) {
   const bool allow_recompute = gv_schedule_recomputes(sched);
   const int64_t zb = sched == GV_SCHED_ZBH1 ? c->zb_bytes : 0;
   if (c->nvar < 2) { /* one way: the main fields */
-    bool ok = (tmax < 0 || c->ns <= tmax) && c->state_bytes + zb + inflight * c->act_bytes <= limit &&
+    bool ok = (tmax < 0 || c->ns <= tmax) && c->state_bytes + zb + gv_pipe_charge_bytes(ch, c->act_bytes, c->zb_act_bytes) <= limit &&
               (want_recompute < 0 || want_recompute == (int)c->recompute) &&
               (want_zero < 0 || want_zero == way_zero(c->zero_ranks, c->zero)) &&
               (want_layer < 0 || want_layer == c->layer_rc);
@@ -223,22 +279,22 @@ int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, 
     if ((recomputing(w) && !allow_recompute) || (want_recompute >= 0 && want_recompute != (int)w->recompute) ||
         (want_zero >= 0 && want_zero != way_zero(w->zero_ranks, w->zero)) || (want_layer >= 0 && want_layer != w->layer_rc))
       continue;
-    if ((tmax >= 0 && w->ns > tmax) || w->state_bytes + zb + inflight * w->act_bytes > limit) continue;
+    if ((tmax >= 0 && w->ns > tmax) || w->state_bytes + zb + gv_pipe_charge_bytes(ch, w->act_bytes, c->zb_act_bytes) > limit) continue;
     if (best < 0 || (w->key_ns ? w->key_ns : w->ns) < (c->var[best].key_ns ? c->var[best].key_ns : c->var[best].ns)) best = i;
   }
   return best;
 }
 
-int64_t gv_stage_cost_min_need(const gv_stage_cost *c, int64_t inflight, gv_schedule sched, int *v) {
+int64_t gv_stage_cost_min_need(const gv_stage_cost *c, const gv_pipe_charge *ch, gv_schedule sched, int *v) {
   const bool allow_recompute = gv_schedule_recomputes(sched);
   const int64_t zb = sched == GV_SCHED_ZBH1 ? c->zb_bytes : 0;
   *v = 0;
-  if (c->nvar < 2) return c->state_bytes + zb + inflight * c->act_bytes;
+  if (c->nvar < 2) return c->state_bytes + zb + gv_pipe_charge_bytes(ch, c->act_bytes, c->zb_act_bytes);
   int64_t best = INT64_MAX;
   for (int i = 0; i < c->nvar; i++) {
     const gv_stage_var *w = &c->var[i];
     if (recomputing(w) && !allow_recompute) continue;
-    int64_t need = w->state_bytes + zb + inflight * w->act_bytes;
+    int64_t need = w->state_bytes + zb + gv_pipe_charge_bytes(ch, w->act_bytes, c->zb_act_bytes);
     if (need < best) best = need, *v = i;
   }
   return best;
@@ -286,7 +342,8 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
   for (int64_t d = 0; d <= Du; d++) F[IX(0, L, d)] = INF;
   F[IX(0, L, 0)] = 0;
   for (int s = 1; s <= x->Sn; s++) {
-    int64_t inflight = dp_inflight(p, V, x->il_inflight, s, run_total(p, n, B), B);
+    gv_pipe_charge ch; /* the saved bytes the stage s positions from the end holds at its peak */
+    dp_charge(p, V, x->il_inflight, s, run_total(p, n, B), B, &ch);
     for (int k = L - s; k >= 0; k--)
       for (int m = 0; m < nm; m++)
         for (int j = k + 1; j <= L - (s - 1); j++) {
@@ -301,7 +358,7 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
           const dway *wv = dw + wofs[CX(k, j, m)];
           int64_t ns = -1, bk = 0;
           for (int i = 0, nw = wn[CX(k, j, m)]; i < nw; i++) {
-            if (wv[i].ns > tmax || wv[i].need0 + inflight * wv[i].act > limit) continue;
+            if (wv[i].ns > tmax || wv[i].need0 + gv_pipe_charge_bytes(&ch, wv[i].act, wv[i].wact) > limit) continue;
             if (ns < 0 || wv[i].key < bk) ns = wv[i].ns, bk = wv[i].key;
           }
           if (ns < 0) continue;
@@ -348,9 +405,10 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
         out->cost[st] = *C[CX(k, j, m)];
         /* what the DP charged the stage: the plan's s stages are the run's charge (run_takes) */
         out->inflight[st] = dp_inflight(p, V, x->il_inflight, ss, s, B);
+        gv_pipe_charge cs;
+        dp_charge(p, V, x->il_inflight, ss, s, B, &cs);
         /* the stage's way as the DP took it (the same pick) */
-        gv_stage_cost_use(&out->cost[st], gv_stage_cost_pick(&out->cost[st], out->inflight[st], limit, tmax, p->schedule, -1, -1, -1),
-                          p->schedule);
+        gv_stage_cost_use(&out->cost[st], gv_stage_cost_pick(&out->cost[st], &cs, limit, tmax, p->schedule, -1, -1, -1), p->schedule);
         if (out->cost[st].ns > mx) mx = out->cost[st].ns;
         sum += out->cost[st].ns;
         d -= mu[m];
@@ -565,15 +623,16 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
               dw = n2, capdw = nc2;
             }
             wofs[CX(k, j, m)] = (int64_t)ndw;
-            if (ec->nvar < 2) dw[ndw++] = (dway){ec->ns, ec->state_bytes + zbw, ec->act_bytes, 0};
+            if (ec->nvar < 2) dw[ndw++] = (dway){ec->ns, ec->state_bytes + zbw, ec->act_bytes, ec->zb_act_bytes, 0};
             for (int w = 0; ec->nvar >= 2 && w < ec->nvar; w++) {
               const gv_stage_var *v = &ec->var[w];
               if (recomputing(v) && !arc) continue;
-              dw[ndw++] = (dway){v->ns, v->state_bytes + zbw, v->act_bytes, v->key_ns ? v->key_ns : v->ns};
+              dw[ndw++] = (dway){v->ns, v->state_bytes + zbw, v->act_bytes, ec->zb_act_bytes, v->key_ns ? v->key_ns : v->ns};
             }
             wn[CX(k, j, m)] = (uint8_t)(ndw - (size_t)wofs[CX(k, j, m)]);
             int vv;
-            int64_t need = gv_stage_cost_min_need(ec, 1, p->schedule, &vv);
+            gv_pipe_charge one = {1, {1}, {0}};
+            int64_t need = gv_stage_cost_min_need(ec, &one, p->schedule, &vv);
             if (need < min_need)
               min_need = need, out->min_state = (ec->nvar < 2 ? ec->state_bytes : ec->var[vv].state_bytes) + zbh * ec->zb_bytes,
               out->min_act = ec->nvar < 2 ? ec->act_bytes : ec->var[vv].act_bytes;
@@ -642,7 +701,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           for (size_t i = 0; i < nF; i++) F[i] = INF;
         F[IX(0, L, 0)] = 0;
         for (int s = 1; s <= Sn; s++) {
-          int64_t inflight = dp_inflight(p, V, il_inflight, s, run_total(p, n, B), B);
+          gv_pipe_charge ch;
+          dp_charge(p, V, il_inflight, s, run_total(p, n, B), B, &ch);
           for (int k = L - s; k >= 0; k--)
             for (int m = 0; m < nm; m++)
               for (int j = k + 1; j <= L - (s - 1); j++) {
@@ -661,7 +721,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                   }
                 }
                 int vv;
-                int64_t need = gv_stage_cost_min_need(sc, inflight, p->schedule, &vv);
+                int64_t need = gv_stage_cost_min_need(sc, &ch, p->schedule, &vv);
                 for (int64_t d = dlo; d <= dhi; d++) {
                   int64_t prev = F[IX(s - 1, j, d - mu[m])];
                   if (prev >= INF) continue;
@@ -687,8 +747,10 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             int j = Fj[IX(ss, k, d)], m = Fm[IX(ss, k, d)];
             const gv_stage_cost *sc = C[CX(k, j, m)];
             int64_t inflight = dp_inflight(p, V, il_inflight, ss, s, B);
+            gv_pipe_charge ch;
+            dp_charge(p, V, il_inflight, ss, s, B, &ch);
             int vv;
-            if (gv_stage_cost_min_need(sc, inflight, p->schedule, &vv) == v) {
+            if (gv_stage_cost_min_need(sc, &ch, p->schedule, &vv) == v) {
               bind_first = k, bind_last = j, bind_n = inflight;
               bind_state = (sc->nvar < 2 ? sc->state_bytes : sc->var[vv].state_bytes) + zbh * sc->zb_bytes;
               bind_act = sc->nvar < 2 ? sc->act_bytes : sc->var[vv].act_bytes;
@@ -832,6 +894,7 @@ int64_t gv_pipe_shared_ns(const gv_cluster *c, const gv_shared_param *sp, int n,
 typedef struct {
   gv_group_stats s;
   int64_t boundaries, shared_ns, in_b, xfer;
+  int first; /* the range's first group (0: the first stage, which sends no gradient back) */
 } analytic_range;
 static void analytic_range_of(const gv_analytic_ctx *x, int first, int last, int64_t nodes, int64_t per_node, int B,
                               analytic_range *r) {
@@ -845,7 +908,7 @@ static void analytic_range_of(const gv_analytic_ctx *x, int first, int last, int
     boundaries += x->g[g].out_bytes;
   }
   s.param_bytes += gv_pipe_shared_extra_bytes(x->shared, x->nshared, first, last); /* copies of shared parameters */
-  r->s = s, r->boundaries = boundaries;
+  r->s = s, r->boundaries = boundaries, r->first = first;
   r->shared_ns = gv_pipe_shared_ns(c, x->shared, x->nshared, first, last, nodes, per_node, x->training);
   int64_t in_b = first > 0 ? x->g[first - 1].out_bytes / B : 0, out_b = last < x->ngroups ? x->g[last - 1].out_bytes / B : 0;
   r->in_b = in_b;
@@ -919,7 +982,10 @@ static int analytic_way(const gv_analytic_ctx *x, const analytic_range *rg, bool
       out->xfer_ns = xfer;
       out->feasible = true;
       out->recompute = x->training && recompute && last < x->ngroups;
-      out->zb_bytes = x->training ? 4 * words / tp : 0; /* ZB-H1's weight-gradient entry's copy of the weights */
+      /* ZB-H1's weight-gradient entry (a stage that sends a gradient back): its copy of the weights, and about one
+       * microbatch's activations read from B until W */
+      out->zb_bytes = x->training && rg->first > 0 ? 4 * words / tp : 0;
+      out->zb_act_bytes = x->training && rg->first > 0 ? one : 0;
       best_dp = dp, best_tp = tp;
     }
   }
@@ -978,7 +1044,7 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
             pl->cost[i].recompute ? ", recompute" : "", pl->cost[i].layer_rc ? ", recompute=" : "",
             pl->cost[i].layer_rc ? gv_layer_rc_name(pl->cost[i].layer_rc) : "", (double)pl->cost[i].ns / 1e6, (double)pl->cost[i].state_bytes / (1 << 30),
             (long long)pl->inflight[i], (double)pl->cost[i].act_bytes / (1 << 30),
-            (long long)(pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes));
+            (long long)(pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i)));
   for (int i = 0; i < pl->nstages; i++)
     if (pl->cost[i].zero_ranks > 1 && way_zero(pl->cost[i].zero_ranks, pl->cost[i].zero) == GV_ZERO_1)
       fprintf(f, "  stage %d: ZeRO-1: optimizer state over %lld ranks, parameters all-gathered after the update: %.3f ms per step\n", i,
@@ -1072,7 +1138,7 @@ int gv_pipe_timeline_make(const gv_pipe_plan *pl, bool train, gv_schedule sched,
     t->bubble_ns[i] = t->makespan_ns - t->busy_ns[i];
     int64_t ab = pl->cost[i].act_bytes;
     int na = train ? galv_pipe_order_v(S, V, i, B, sched, sacts) : 0;
-    t->peak_bytes[i] = train ? galv_pipe_peak(sacts, na, ab, sched == GV_SCHED_ZBH1 ? ab : 0, i == S - 1, &t->peak_mb[i]) : 0;
+    t->peak_bytes[i] = train ? galv_pipe_peak(sacts, na, ab, sched == GV_SCHED_ZBH1 ? pl->cost[i].zb_act_bytes : 0, i == S - 1, &t->peak_mb[i]) : 0;
   }
   for (int gi = 0; !rc && gi < G; gi++) {
     t->group_bubble_ns[gi] = t->makespan_ns - t->group_busy_ns[gi];

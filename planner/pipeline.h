@@ -93,7 +93,10 @@ typedef struct {
                          * microbatch dp cannot split): priced by the intra-operator planner's plan, which galvc then
                          * compiles for the stage (tools/galvc_pipeline.c stage_module) */
   int64_t zb_bytes;     /* training: ZB-H1's weight-gradient entry's copy of the weights (runtime/pipe.c Ww), per
-                         * device, in no way's state_bytes: the schedule adds it (gv_stage_cost_pick / _use) */
+                         * device, in no way's state_bytes: the schedule adds it (gv_stage_cost_pick / _use); 0 where
+                         * the stage has no such entry (its backward sends no gradient back: the first stage) */
+  int64_t zb_act_bytes; /* training: under ZB-H1, what the weight-gradient entry reads per microbatch, saved by B and
+                         * held until W (the runtime's "until W" bytes; 0: no such entry) */
   /* the ways the stage can run when the cost function offers a choice (nvar >= 2; the fields above are var[0],
    * the fastest per microbatch); the DP takes per stage the fastest that fits its memory with its microbatches in
    * flight (gv_stage_cost_pick), on a tie the earlier: var[] ordered no per-layer recomputation before selective
@@ -107,16 +110,32 @@ typedef struct {
 void gv_stage_cost_add_way(gv_stage_cost *c, const gv_stage_cost *w);
 /* gv_stage_cost_add_way(c, c): c's own main fields. */
 void gv_stage_cost_add_var(gv_stage_cost *c);
+/* The saved bytes a stage holds at its peak, as a function of its bytes per microbatch: at most max over k of a[k]
+ * x act_bytes + b[k] x zb_act_bytes (gv_pipe_charge_make). Outside ZB-H1 one point (inflight, 0); under ZB-H1 the
+ * points of galv_pipe_peak over the stage's order where no other holds more of both (B saves what W reads before
+ * releasing the stash; the last stage saves it in F). */
+typedef struct {
+  int n;
+  int64_t a[4], b[4];
+} gv_pipe_charge;
+/* Stage i (from 0) of S, B microbatches, sched; inflight: gv_pipe_inflight's (or the interleaved group's) figure. */
+void gv_pipe_charge_make(gv_schedule sched, int S, int i, int B, int64_t inflight, gv_pipe_charge *ch);
+static inline int64_t gv_pipe_charge_bytes(const gv_pipe_charge *ch, int64_t act, int64_t wact) {
+  int64_t m = 0;
+  for (int k = 0; k < ch->n; k++)
+    if (ch->a[k] * act + ch->b[k] * wact > m) m = ch->a[k] * act + ch->b[k] * wact;
+  return m;
+}
 /* The way of c (an index of var[]; 0 when nvar < 2) that runs fastest (key_ns, else ns) within ns <= tmax (tmax <
- * 0: any) and fits state_bytes (+ zb_bytes under ZB-H1) + inflight x act_bytes <= limit, on a tie the earlier;
+ * 0: any) and fits state_bytes (+ zb_bytes under ZB-H1) + its saved bytes under ch <= limit, on a tie the earlier;
  * recomputing ways (whole-stage or per layer) only under schedules that run them (not ZB-H1 nor interleaved:
  * their stages stash all); want_recompute / want_zero (GV_ZERO_*) / want_layer >= 0: only the way with that choice (a
  * plan.json's). -1 when none fits. */
-int gv_stage_cost_pick(const gv_stage_cost *c, int64_t inflight, int64_t limit, int64_t tmax, gv_schedule sched,
+int gv_stage_cost_pick(const gv_stage_cost *c, const gv_pipe_charge *ch, int64_t limit, int64_t tmax, gv_schedule sched,
                        int want_recompute, int want_zero, int want_layer);
-/* The smallest state_bytes (+ zb_bytes under ZB-H1) + inflight x act_bytes over c's ways (recomputing ones where
+/* The smallest state_bytes (+ zb_bytes under ZB-H1) + saved bytes under ch over c's ways (recomputing ones where
  * sched runs them); *v its way. */
-int64_t gv_stage_cost_min_need(const gv_stage_cost *c, int64_t inflight, gv_schedule sched, int *v);
+int64_t gv_stage_cost_min_need(const gv_stage_cost *c, const gv_pipe_charge *ch, gv_schedule sched, int *v);
 /* Makes way v of c its main fields (c->var[] kept; v < 0: the main fields as they are) and, under ZB-H1, adds the
  * weight-gradient entry's copy to its state_bytes (then zb_bytes 0): the stage of a plan, as the runtime holds it. */
 void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched);
@@ -194,7 +213,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out);
  * weight-gradient halves, as the zero-bubble paper assumes); inference: F =
  * ns. Per stage: busy time, bubble = makespan - busy, and the peak of
  * microbatches holding saved values (galv_pipe_peak) and of bytes with
- * cost.act_bytes per microbatch (ZB-H1: the same bound for what W reads).
+ * cost.act_bytes per microbatch (ZB-H1: cost.zb_act_bytes for what W reads).
  * Interleaved (pl->vstages = V, P = S / V groups): each device group runs
  * its order (galv_pipe_order_group) one entry at a time over its V stages;
  * per group its busy time, bubble and peak (galv_pipe_peak_group). Other
@@ -222,6 +241,9 @@ const char *gv_schedule_name(gv_schedule s);
  * stage DP's memory charge, the plan's inflight figures and a replayed plan's. (Interleaved: the stage DP's
  * group peak.) */
 int64_t gv_pipe_inflight(gv_schedule sched, int S, int s, int B);
+/* Stage i's saved bytes at its peak in plan pl (its way in cost[i]): inflight[i] x act_bytes, under ZB-H1
+ * galv_pipe_peak over its order with act_bytes until B and zb_act_bytes until W (the runtime's measure). */
+int64_t gv_pipe_plan_saved(const gv_pipe_plan *pl, int i);
 
 /* Per-group figures for the analytic stage cost below (from the IR: FLOPs
  * of the group's forward ops, parameter bytes, activation bytes kept for

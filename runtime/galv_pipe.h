@@ -36,6 +36,9 @@ extern const double galv_pipe_predicted_ms[]; /* per stage: the cost model's tim
  * gradient sums, the optimizer state, the arena; the bytes saved per microbatch in flight) */
 extern const int64_t galv_pipe_predicted_state[], galv_pipe_predicted_act[];
 extern const int galv_pipe_predicted_inflight[]; /* per stage: the microbatches in flight the plan charges act for */
+/* per stage: the stage plan's saved bytes at their peak (planner gv_pipe_plan_saved: under ZB-H1 with what the
+ * weight-gradient entry reads from B until W) */
+extern const int64_t galv_pipe_predicted_saved[];
 /* ZeRO-1 inside the stage (galvc --pipeline-zero 1): the optimizer state split over the ranks that hold the same
  * parameters (the stage mesh's axes in galv_pipe_zero_axes: those no parameter is split over); 0: not split */
 extern const int galv_pipe_zero, galv_pipe_zero_nmesh;

@@ -1588,11 +1588,18 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
            (long long)galv_pipe_predicted_state[me], peak_mb, (long long)galv_pipe_predicted_act[me]);
     galv_mem_arena_high(high);
     galv_mem_report(NULL); /* galv_progname names the stage and rank */
-    const int64_t pred = galv_pipe_predicted_state[me] + (int64_t)galv_pipe_predicted_inflight[me] * galv_pipe_predicted_act[me];
-    printf("%s: memory peak %lld bytes (tracker), the stage plan's peak %lld (%lld + %d microbatches x %lld): %+.2f%%\n",
-           galv_progname, (long long)galv_mem_high_water(), (long long)pred,
-           (long long)galv_pipe_predicted_state[me], galv_pipe_predicted_inflight[me], (long long)galv_pipe_predicted_act[me],
+    /* the stage plan's peak: its states + its saved bytes at their peak (the microbatches it charges x the bytes per
+     * microbatch; under ZB-H1 with what the weight-gradient entry reads from B until W: galv_pipe_predicted_saved) */
+    const int64_t pred = galv_pipe_predicted_state[me] + galv_pipe_predicted_saved[me];
+    printf("%s: memory peak %lld bytes (tracker), the stage plan's peak %lld (%lld + %lld saved: %d microbatches x %lld%s): %+.2f%%\n",
+           galv_progname, (long long)galv_mem_high_water(), (long long)pred, (long long)galv_pipe_predicted_state[me],
+           (long long)galv_pipe_predicted_saved[me], galv_pipe_predicted_inflight[me], (long long)galv_pipe_predicted_act[me],
+           galv_pipe_schedule == 2 ? " until B, with W's bytes until W" : "",
            pred ? 100.0 * (double)(galv_mem_high_water() - pred) / (double)pred : 0.0);
+    if (galv_pipe_schedule == 2) /* ZB-H1: the saved bytes have two sizes (until B, until W): the plan's peak of them */
+      printf("%s: zb-h1: the stage plan's memory per rank %lld bytes (states %lld + saved activations peak %lld)\n", galv_progname,
+             (long long)(galv_pipe_predicted_state[me] + galv_pipe_predicted_saved[me]), (long long)galv_pipe_predicted_state[me],
+             (long long)galv_pipe_predicted_saved[me]);
     if (zc)
       printf("%s: ZeRO-%d over %d ranks: optimizer state %lld of %lld floats per rank; all-gather %llu bytes sent in %ld steps\n",
              galv_progname, z2 ? 2 : 1, zg, (long long)zn * ((zs1 != NULL) + (zs2 != NULL)),

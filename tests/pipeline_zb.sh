@@ -15,7 +15,13 @@
 # ZB-H1 order per stage, the bubbles) and that the run kept that order;
 # per stage the runtime's measured peak of saved bytes equals galvc's
 # prediction (galv_pipe_peak over the order with the entries' stash sizes)
-# and its microbatches in flight are min(B, S). Without --schedule galvc
+# and its microbatches in flight are min(B, S); every stage rank's memory
+# (what runtime/pipe.c allocated + its saved bytes' peak) within 5 % of the
+# stage plan's (the stage cost's states, the W entry's weight copy and the
+# entries' arena with the W split, + the saved bytes' peak with what W
+# reads from B until W: "zb-h1: the stage plan's memory per rank"), and the
+# allocation tracker's peak per rank (runtime/io.c galv_mem_*: every buffer
+# the rank holds) within 5 % of the same figure. Without --schedule galvc
 # chooses the schedule with the shortest predicted step (its line names
 # each schedule's prediction). Bad input: an unknown schedule, zb-h1 with
 # --pipeline-recompute: one error line each.
@@ -104,7 +110,33 @@ for s in range(S):
     meas[s] = pred[s]
     want = min(B, S) if sc == "zb-h1" else B if sc == "gpipe" else min(B, S - s)
     if meas[s][1] != want: sys.exit(f"stage {s}: {meas[s][1]} microbatches in flight, the {sc} order holds {want}")
-print(f"{same}; peak saved bytes measured = predicted: " + " ".join(f"{meas[s][0]} ({meas[s][1]} mb)" for s in range(S)))
+log = open(lb).read()
+got = {(int(s), int(r)): int(a) + int(p) for s, r, a, p in re.findall(
+    r"\[stage (\d+), rank (\d+)[^\]]*\]: memory per rank: (\d+) bytes .* saved activations peak (\d+);", log)}
+plan = {(int(s), int(r)): int(m) for s, r, m in re.findall(
+    r"\[stage (\d+), rank (\d+)[^\]]*\]: zb-h1: the stage plan's memory per rank (\d+) bytes", log)}
+if sc == "zb-h1":
+    if not got or sorted(got) != sorted(plan) or sorted({k[0] for k in got}) != list(range(S)):
+        sys.exit(f"memory lines: measured {sorted(got)}, the stage plan's {sorted(plan)}")
+    dev = {k: 100 * (plan[k] - got[k]) / got[k] for k in got}
+    w = max(dev, key=lambda k: abs(dev[k]))
+    if abs(dev[w]) > 5:
+        sys.exit(f"stage {w[0]} rank {w[1]}: memory {got[w]} bytes, the stage plan's {plan[w]}: {dev[w]:+.2f}% (bound 5%)")
+    mem = "; memory per stage rank within 5 % of the stage plan: " + " ".join(
+        f"s{k[0]}r{k[1]} {got[k]} / {plan[k]} ({dev[k]:+.1f}%)" for k in sorted(got))
+    # the allocation tracker's peak (every buffer the rank holds) against the same stage plan
+    trk = {(int(s), int(r)): (int(a), int(p)) for s, r, a, p in re.findall(
+        r"\[stage (\d+), rank (\d+)[^\]]*\]: memory peak (\d+) bytes \(tracker\), the stage plan's peak (\d+) ", log)}
+    if sorted(trk) != sorted(plan) or any(trk[k][1] != plan[k] for k in trk):
+        sys.exit(f"tracker lines: {trk}, the stage plan's {plan}")
+    tdev = {k: 100 * (trk[k][0] - trk[k][1]) / trk[k][1] for k in trk}
+    w = max(tdev, key=lambda k: abs(tdev[k]))
+    if abs(tdev[w]) > 5:
+        sys.exit(f"stage {w[0]} rank {w[1]}: tracked memory peak {trk[w][0]} bytes, the stage plan's {trk[w][1]}: {tdev[w]:+.2f}% (bound 5%)")
+    mem += f"; tracked peak {min(tdev.values()):+.1f} .. {max(tdev.values()):+.1f} %"
+else:
+    mem = ""
+print(f"{same}; peak saved bytes measured = predicted: " + " ".join(f"{meas[s][0]} ({meas[s][1]} mb)" for s in range(S)) + mem)
 PY
 ); then
     ok "$name: $msg"

@@ -1373,10 +1373,10 @@ int main(int argc, char **argv) {
   opt.select = select;
   opt.nselect = nselect;
 
-  /* Training pipelines run 1F1B unless told: the stage DP prices ZB-H1's
-   * weight-gradient stash as the forward stash, which it can exceed many
-   * times (docs/pipeline.md, "Schedules"), so choosing it by default could
-   * pick a plan over the memory limit; --schedule auto chooses by timeline. */
+  /* Training pipelines run 1F1B unless told; --schedule auto chooses by
+   * timeline, running the stage DP per schedule (ZB-H1's weight-gradient
+   * entries priced from each stage's entries compiled with the W split:
+   * more planning time; docs/pipeline.md, "Schedules"). */
   if (train && pa.sched == GV_SCHED_AUTO && !sched_auto) pa.sched = GV_SCHED_1F1B;
   if (gv_train_opts.clip_grad_norm > 0 && !train) {
     gv_error_plain("--clip-grad-norm applies to training: it needs --train");

@@ -463,6 +463,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   actx.choose_recompute = ictx.choose_recompute = choose && !pa->recompute && !pa->recompute_off;
   actx.choose_zero = ictx.choose_zero = choose && !pa->zero && !pa->zero_off;
   ictx.choose_layer_rc = choose && !pa->layer_rc_given; /* per-layer recomputation: chosen with the stages unless given */
+  ictx.zb = train && (pa->sched == GV_SCHED_ZBH1 || pa->sched == GV_SCHED_AUTO); /* ZB-H1's W entry priced */
   gv_stage_cost_fn fn = pa->analytic ? gv_stage_cost_analytic : gv_stage_cost_intra;
   void *fctx = pa->analytic ? (void *)&actx : (void *)&ictx;
   int mbc[1] = {B};
@@ -518,16 +519,18 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       pl->first[i] = pa->first[i], pl->first[i + 1] = pa->first[i + 1];
       pl->nodes[i] = d <= pn ? 1 : d / pn, pl->per_node[i] = d <= pn ? d : pn;
       pl->inflight[i] = gv_pipe_inflight(pl->schedule, S, S - i, B);
+      gv_pipe_charge ch;
+      gv_pipe_charge_make(pl->schedule, S, i, B, pl->inflight[i], &ch);
       int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
       if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
       else if (pl->cost[i].feasible && pl->cost[i].nvar > 1) { /* the stage's way: the plan's, else the fastest that fits */
         int wr = pa->choice_given ? pa->srec[i] : -1, wz = pa->choice_given ? pa->szero[i] : -1;
         int wl = pa->choice_given ? pa->slrc[i] : -1;
-        int v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], lim, -1, pl->schedule, wr, wz, wl);
-        if (v < 0 && wr < 0 && wz < 0 && wl < 0) gv_stage_cost_min_need(&pl->cost[i], pl->inflight[i], pl->schedule, &v); /* none fits: the smallest */
+        int v = gv_stage_cost_pick(&pl->cost[i], &ch, lim, -1, pl->schedule, wr, wz, wl);
+        if (v < 0 && wr < 0 && wz < 0 && wl < 0) gv_stage_cost_min_need(&pl->cost[i], &ch, pl->schedule, &v); /* none fits: the smallest */
         if (v < 0) /* a plan.json's way that this stage does not offer: the nearest (the recomputation as given; 1F1B's
                     * rule lets every way through) */
-          v = gv_stage_cost_pick(&pl->cost[i], pl->inflight[i], INT64_MAX / 4, -1, GV_SCHED_1F1B, wr, -1, wl);
+          v = gv_stage_cost_pick(&pl->cost[i], &ch, INT64_MAX / 4, -1, GV_SCHED_1F1B, wr, -1, wl);
         gv_stage_cost_use(&pl->cost[i], v < 0 ? 0 : v, pl->schedule);
       } else if (pl->cost[i].feasible) gv_stage_cost_use(&pl->cost[i], -1, pl->schedule); /* one way: ZB-H1's copy */
       /* A bound on the step from the stages planned so far: stage i runs its B microbatches one after another, after
@@ -558,10 +561,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       } else if (!pl->cost[i].feasible) rc = gv_error_plain("pipeline: stage %d (groups %d-%d) cannot run on %lld devices", i,
                                                           pl->first[i], pl->first[i + 1] - 1, (long long)d);
       else sum += pl->cost[i].ns, mx = pl->cost[i].ns > mx ? pl->cost[i].ns : mx;
-      if (!rc && pa->joint && pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes > lim) { /* over the limit */
+      if (!rc && pa->joint && pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i) > lim) { /* over the limit */
         rc = 1;
         snprintf(joint_why, sizeof joint_why, "stage %d needs %lld bytes: states %lld + %lld x %lld activations, over %lld", i,
-                 (long long)(pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes), (long long)pl->cost[i].state_bytes,
+                 (long long)(pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i)), (long long)pl->cost[i].state_bytes,
                  (long long)pl->inflight[i], (long long)pl->cost[i].act_bytes, (long long)lim);
       }
     }
@@ -979,7 +982,7 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
       fprintf(f, "%s\"%s\"", i ? ", " : "", gv_layer_rc_name(P->layer_rc_given ? given : pl->cost[i].layer_rc));
     fprintf(f, "], \"stage_bytes\": [");
     for (int i = 0; i < S; i++)
-      fprintf(f, "%s%lld", i ? ", " : "", (long long)(pl->cost[i].state_bytes + pl->inflight[i] * pl->cost[i].act_bytes));
+      fprintf(f, "%s%lld", i ? ", " : "", (long long)(pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i)));
   }
   fprintf(f, "], \"stage_ns_per_microbatch\": [");
   for (int i = 0; i < S; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)pl->cost[i].ns);
@@ -1673,6 +1676,8 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
         for (int i = 0; i < S; i++) fprintf(f, "%s%lldLL", i ? ", " : "", (long long)pl->cost[i].act_bytes);
         fprintf(f, "};\nconst int galv_pipe_predicted_inflight[] = {");
         for (int i = 0; i < S; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)pl->inflight[i]);
+        fprintf(f, "};\nconst int64_t galv_pipe_predicted_saved[] = {");
+        for (int i = 0; i < S; i++) fprintf(f, "%s%lldLL", i ? ", " : "", (long long)(train ? gv_pipe_plan_saved(pl, i) : 0));
         fprintf(f, "};\nconst galv_pipe_value galv_pipe_in[] = {\n");
         for (int i = 0; i < io->nin; i++) fprintf(f, "    {\"%s\", %d, 0},\n", io->in[i].name, io->in[i].peer);
         fprintf(f, "    {0, 0, 0}};\nconst int galv_pipe_nin = %d;\nconst galv_pipe_value galv_pipe_out[] = {\n", io->nin);

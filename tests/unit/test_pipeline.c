@@ -57,6 +57,8 @@ static int cost(void *ctx, int first, int last, int64_t nodes, int64_t per_node,
   o->ns = w * 1000 / (B * p) + 30 * p + 7;
   o->state_bytes = pw / p;
   o->act_bytes = aw / (B * p);
+  o->zb_act_bytes = first > 0 ? o->act_bytes : 0; /* ZB-H1: a stage that sends a gradient back has a W entry reading as
+                                                   * much from B until W */
   o->feasible = true;
   return 0;
 }
@@ -142,8 +144,12 @@ static void rec(int k, int st, int64_t used) {
     for (int i = 0; i < st; i++) {
       gv_stage_cost c;
       cost(S_, cut_[i], cut_[i + 1], 1, sz_[msz_[i]], B_, &c);
-      int64_t inflight = sch_ == GV_SCHED_GPIPE ? B_ : sch_ == GV_SCHED_ZBH1 ? (st < B_ ? st : B_) : (st - i < B_ ? st - i : B_);
-      if (c.state_bytes + inflight * c.act_bytes > lim_) return;
+      int64_t inflight = sch_ == GV_SCHED_GPIPE ? B_ : (st - i < B_ ? st - i : B_), saved = inflight * c.act_bytes;
+      if (sch_ == GV_SCHED_ZBH1) { /* the runtime's peak over the stage's order: the stash until B, W's bytes until W */
+        galv_pipe_act a[3 * 8];
+        saved = galv_pipe_peak(a, galv_pipe_order(st, i, B_, GALV_SCHED_ZBH1, a), c.act_bytes, c.zb_act_bytes, i == st - 1, NULL);
+      }
+      if (c.state_bytes + saved > lim_) return;
       sum += c.ns;
       if (c.ns > mx) mx = c.ns;
     }
@@ -228,10 +234,14 @@ int main(void) {
       galv_pipe_act a[3 * 8];
       int held = 0;
       galv_pipe_peak(a, galv_pipe_order(pl.nstages, i, pl.B, sch, a), 1, sch == GV_SCHED_ZBH1, i == pl.nstages - 1, &held);
-      CHECK(pl.inflight[i] == held && pl.cost[i].state_bytes + pl.inflight[i] * pl.cost[i].act_bytes <= lim_,
-            "case %d (%s, %d stages, B %d): stage %d in flight %lld, the order holds %d; needs %lld of %lld", t,
-            gv_schedule_name(sch), pl.nstages, pl.B, i, (long long)pl.inflight[i], held,
-            (long long)(pl.cost[i].state_bytes + pl.inflight[i] * pl.cost[i].act_bytes), (long long)lim_);
+      /* and its saved bytes the runtime's peak (under ZB-H1 with W's bytes until W), within the limit */
+      int64_t pk = galv_pipe_peak(a, galv_pipe_order(pl.nstages, i, pl.B, sch, a), pl.cost[i].act_bytes,
+                                  sch == GV_SCHED_ZBH1 ? pl.cost[i].zb_act_bytes : 0, i == pl.nstages - 1, NULL);
+      if (sch != GV_SCHED_ZBH1) pk = pl.inflight[i] * pl.cost[i].act_bytes;
+      CHECK(pl.inflight[i] == held && gv_pipe_plan_saved(&pl, i) == pk && pl.cost[i].state_bytes + pk <= lim_,
+            "case %d (%s, %d stages, B %d): stage %d in flight %lld, the order holds %d; saved %lld, the order's peak %lld; "
+            "needs %lld of %lld", t, gv_schedule_name(sch), pl.nstages, pl.B, i, (long long)pl.inflight[i], held,
+            (long long)gv_pipe_plan_saved(&pl, i), (long long)pk, (long long)(pl.cost[i].state_bytes + pk), (long long)lim_);
       CHECK(pl.first[i] < pl.first[i + 1], "case %d: empty stage", t);
     }
     CHECK(used == D && pl.first[0] == 0 && pl.first[pl.nstages] == L, "case %d: plan does not cover", t);
@@ -500,7 +510,7 @@ int main(void) {
    * paper's H1 bubble (a third of 1F1B's here); each stage busy B t; held microbatches B, S - s, min(B, S) */
   {
     static gv_pipe_plan pl = {.nstages = 4, .B = 8};
-    for (int i = 0; i < 4; i++) pl.cost[i].ns = 3000, pl.cost[i].act_bytes = 100;
+    for (int i = 0; i < 4; i++) pl.cost[i].ns = 3000, pl.cost[i].act_bytes = 100, pl.cost[i].zb_act_bytes = 100;
     int64_t want[3] = {11 * 3000, 11 * 3000, 8 * 3000 + 3 * 1000};
     for (int sc = 0; sc < 3; sc++) {
       static gv_pipe_timeline tl;
@@ -623,7 +633,8 @@ int main(void) {
     int rc = gv_pipe_solve(&p, &z);
     CHECK(rc == 0 && z.schedule == GV_SCHED_ZBH1 && z.inflight[0] == 4 && z.inflight[3] == 4, "zb-h1 DP: rc %d, in flight %lld / %lld", rc,
           (long long)z.inflight[0], (long long)z.inflight[3]);
-    /* a limit 1F1B meets and ZB-H1 does not: the last stage holds 1 microbatch under 1F1B, min(B, S) = 2 under ZB-H1 */
+    /* a limit 1F1B meets and ZB-H1 does not: the last stage holds 1 microbatch under 1F1B; under ZB-H1 its input
+     * gradients and what W reads of 2 (F(1) while W(0) is deferred): 10000 + 2 x 10000 */
     synth t2 = {{500, 500}, {100, 100}, {4000, 40000}};
     int mb4[] = {4};
     gv_pipe_problem q = {.ngroups = 2, .cluster = &c, .devices = 2, .mb_choices = mb4, .nmb = 1, .stages = 2,
@@ -668,11 +679,12 @@ int main(void) {
       if (!c0.nvar) c0 = w;
       gv_stage_cost_add_way(&c0, &w);
     }
-    int a = gv_stage_cost_pick(&c0, 2, 100000, -1, GV_SCHED_1F1B, -1, -1, -1);
-    int b = gv_stage_cost_pick(&c0, 2, 3300, -1, GV_SCHED_1F1B, -1, -1, -1);
-    int d = gv_stage_cost_pick(&c0, 2, 3000, -1, GV_SCHED_1F1B, -1, -1, -1);
-    int e = gv_stage_cost_pick(&c0, 2, 100000, -1, GV_SCHED_1F1B, -1, GV_ZERO_2_EACH, -1);
-    int f = gv_stage_cost_pick(&c0, 2, 100000, 900, GV_SCHED_1F1B, -1, -1, -1);
+    const gv_pipe_charge two = {1, {2}, {0}}; /* 2 microbatches in flight */
+    int a = gv_stage_cost_pick(&c0, &two, 100000, -1, GV_SCHED_1F1B, -1, -1, -1);
+    int b = gv_stage_cost_pick(&c0, &two, 3300, -1, GV_SCHED_1F1B, -1, -1, -1);
+    int d = gv_stage_cost_pick(&c0, &two, 3000, -1, GV_SCHED_1F1B, -1, -1, -1);
+    int e = gv_stage_cost_pick(&c0, &two, 100000, -1, GV_SCHED_1F1B, -1, GV_ZERO_2_EACH, -1);
+    int f = gv_stage_cost_pick(&c0, &two, 100000, 900, GV_SCHED_1F1B, -1, -1, -1);
     CHECK(a == 2 && b == 1 && d == 3 && e == 3 && f == 2 && !strcmp(gv_zero_name(c0.var[3].zero), "zero-2/mb"),
           "ZeRO ways: no limit %d (ZeRO-2), 3300 %d (ZeRO-1), 3000 %d (ZeRO-2 per microbatch), wanted %d, tmax 900 %d", a, b, d, e, f);
   }
@@ -700,7 +712,8 @@ int main(void) {
     /* a plan.json's way replayed: only the way with that per-layer choice */
     gv_stage_cost sc;
     cost_layer_ways(NULL, 0, 1, 1, 1, 4, &sc);
-    int v = gv_stage_cost_pick(&sc, 2, INT64_MAX / 4, -1, GV_SCHED_1F1B, -1, -1, GV_LAYER_RC_ALL);
+    const gv_pipe_charge two = {1, {2}, {0}};
+    int v = gv_stage_cost_pick(&sc, &two, INT64_MAX / 4, -1, GV_SCHED_1F1B, -1, -1, GV_LAYER_RC_ALL);
     CHECK(v == 1 && !strcmp(gv_layer_rc_name(sc.var[v].layer_rc), "all"), "replay of layer_rc all: way %d", v);
     printf("per-layer recomputation chosen at limit 7500, the whole stage at 6300, none under ZB-H1\n");
   }
