@@ -56,10 +56,11 @@ export OPENBLAS_NUM_THREADS=1
 export MPIRUN=${MPIRUN:-mpirun $([ "$(id -u)" = 0 ] && echo --allow-run-as-root) -x OPENBLAS_NUM_THREADS}
 
 pack_mpi() {
-  # a GPU machine may have no MPI (its image: CUDA, no packages, no network): this machine's Open MPI runtime
-  # (mpirun, mpicc, the component plugins and the libraries they load, Debian's layout) -> DIR/mpi.tgz, which
-  # `run` unpacks only where mpirun is missing (into the same paths, the libraries into /opt/galv-mpi/lib).
-  if [ "${GPU_CHECK_MPI_BUNDLE:-1}" = 1 ] && command -v mpirun >/dev/null && [ -d /usr/lib/x86_64-linux-gnu/openmpi ]; then
+  # GPU_CHECK_MPI_BUNDLE=1 (pack-mpi: always), for a GPU machine with no MPI (no packages, no network there; the
+  # H200 machines seen so far have Open MPI): this machine's Open MPI runtime (mpirun, mpicc, the component plugins and
+  # the libraries they load, Debian's layout) -> DIR/mpi.tgz (~7 MB), which `run` unpacks only where mpirun is
+  # missing (into the same paths, the libraries into /opt/galv-mpi/lib).
+  if [ "${GPU_CHECK_MPI_BUNDLE:-0}" = 1 ] && command -v mpirun >/dev/null && [ -d /usr/lib/x86_64-linux-gnu/openmpi ]; then
     L=/usr/lib/x86_64-linux-gnu; T=$(mktemp -d)
     mkdir -p "$T/opt/galv-mpi/lib" "$T/opt/galv-mpi/bin" "$T$L" "$T/usr/share" "$T/etc"
     cp -a $L/openmpi "$T$L/"; cp -a /usr/share/openmpi "$T/usr/share/"; cp -a /etc/openmpi "$T/etc/"
@@ -75,7 +76,7 @@ pack_mpi() {
     echo "Open MPI runtime for a GPU machine without one: $DIR/mpi.tgz ($(du -h "$DIR/mpi.tgz" | cut -f1))"
   fi
 }
-if [ "$mode" = pack-mpi ]; then pack_mpi; exit 0; fi
+if [ "$mode" = pack-mpi ]; then GPU_CHECK_MPI_BUNDLE=1 pack_mpi; exit 0; fi
 if [ "$mode" = prepare ]; then
   BUILD=${BUILD:-$SRC/build-cuda}
   python3 "$SRC/examples/make_model.py" gpt2 --layers 12 --hidden 768 --heads 12 --vocab 50257 --ffn 3072 \
@@ -145,7 +146,25 @@ np.save('$DIR/ppb/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))"
   "$BUILD/galvc" "$DIR/gpt2pp.onnx" "${PP[@]}" --target cpu -q -o "$DIR/cpu_pp2/"
   MPIRUN="$MPIRUN" "$DIR/cpu_pp2/launch" --batches "$DIR/ppb" --steps 2 -o "$DIR/ref/pp2_w" | grep '^step' | tee "$DIR/ref/pp2_loss.txt"
   rm -rf "$DIR/cpu_pp2" "$DIR/gpt2pp.onnx"
-  for p in fp32 bf16 train train_bf16 train_fa train_fa_bf16; do (cd "$DIR/gpt2s_$p" && rm -f weights.bin program program-cpu *.o); done
+  # GPT-2 small training where the GPU is busy (batch 8 x seq 1024, 8192 tokens a step): the measured step beside
+  # galvc's prediction for the h200 preset (--report-cost: step time and memory per device), fp32 / bf16, fused
+  # attention off / on. Timing only: the batch-4 x seq-64 runs above are the correctness checks.
+  python3 "$SRC/examples/make_model.py" gpt2 --layers 12 --hidden 768 --heads 12 --vocab 50257 --ffn 3072 --max-pos 1024 \
+    --no-verify -o "$DIR/gpt2m.onnx" >/dev/null
+  for v in fp32 bf16 fa_fp32 fa_bf16; do
+    p=${v#fa_}; fa=off; [ $v != $p ] && fa=on
+    mkdir -p "$DIR/big_$v"
+    "$BUILD/galvc" "$DIR/gpt2m.onnx" --batch 8 --seq 1024 --train --precision $p --fused-attention $fa --target cuda \
+      --cluster h200 --no-build -q --report-cost -o "$DIR/big_$v/" | grep -E '^(predicted step|memory per device):' \
+      >"$DIR/big_$v/predicted.txt"
+    (cd "$DIR/big_$v" && rm -f weights.bin)
+  done
+  mkdir -p "$DIR/batches_big"
+  python3 -c "import numpy as np; r=np.random.RandomState(0); x=r.randint(0, 50257, (8, 1024)).astype(np.int64); np.save('$DIR/batches_big/input_ids.npy', x); np.save('$DIR/batches_big/labels.npy', np.roll(x, -1, 1))"
+  rm -f "$DIR/gpt2m.onnx"
+  # (program.c, the CPU target's source, is not needed there)
+  for p in fp32 bf16 train train_bf16 train_fa train_fa_bf16; do (cd "$DIR/gpt2s_$p" && rm -f weights.bin program program-cpu *.o program.c); done
+  rm -f "$DIR"/big_*/program.c
   rm -f "$DIR/gpt2s.onnx"
   pack_mpi
   du -sh "$DIR"
@@ -187,6 +206,7 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   for s in 0 1; do make -s -C "$DIR/pp2/stage$s" COMM=staged COMM_LIBS= program & done
 fi
 make -s -C "$DIR/gpt2k_bf16" -j4 program &
+for v in fp32 bf16 fa_fp32 fa_bf16; do [ -d "$DIR/big_$v" ] && make -s -C "$DIR/big_$v" -j4 program & done
 wait
 echo "== built in $(($(date +%s) - t0)) s"
 fail=0
@@ -376,5 +396,36 @@ PY
 else
   echo "   SKIP: mpicc/mpirun not found on this machine"
 fi
+# GPT-2 small training at batch 8 x seq 1024: measured vs predicted (h200 preset), timing only
+for v in fp32 bf16 fa_fp32 fa_bf16; do
+  d=$DIR/big_$v
+  [ -x "$d/program" ] || continue
+  echo "== GPT-2 small training step, batch 8 x seq 1024 ($v): measured vs galvc's prediction (--cluster h200)"
+  "$d/program" --gen-weights 1 >/dev/null
+  if "$d/program" --batches "$DIR/batches_big" --steps 5 >"$d/run.txt" 2>&1; then
+    grep -E '^step|training step' "$d/run.txt"
+    python3 - "$d/run.txt" "$d/predicted.txt" "${v#fa_}" <<'PY' || true
+import re, sys
+run, pred, prec = open(sys.argv[1]).read(), open(sys.argv[2]).read(), sys.argv[3]
+m = re.search(r"mean ([\d.]+) ms, min ([\d.]+) ms.* (\d+) parameters", run)
+p = re.search(r"predicted step: (\d+) ns", pred)
+mem = re.search(r"total (\d+) of", pred)
+arena = re.search(r"arena (\d+) bytes, state (\d+) bytes", run)
+P, T, L, S, H = int(m.group(3)), 8 * 1024, 12, 1024, 768
+flops = 6 * P * T + 12 * L * S * H * T
+t = float(m.group(1))
+peak = 67e12 if prec == "fp32" else 989e12
+print(f"   measured {t:.2f} ms (min {float(m.group(2)):.2f}), predicted {int(p.group(1)) / 1e6:.2f} ms: "
+      f"predicted / measured {int(p.group(1)) / 1e6 / t:.3f}; {flops / t / 1e9:.1f} model TFLOP/s, MFU "
+      f"{100 * flops / (t * 1e-3) / peak:.1f}% of {prec} {peak / 1e12:.0f} TF")
+if arena and mem:
+    print(f"   device buffers (arena + state) {int(arena.group(1)) + int(arena.group(2))} bytes; predicted memory per device "
+          f"{mem.group(1)} bytes")
+PY
+  else
+    tail -3 "$d/run.txt"; echo "   FAILED"; fail=1
+  fi
+  rm -f "$d/weights.bin"
+done
 echo "== gpu_check: $(($(date +%s) - t0)) s, $([ $fail = 0 ] && echo PASS || echo FAIL)"
 exit $fail

@@ -322,7 +322,9 @@ int main(int argc, char **argv) {
   char *dw = NULL, *arena = NULL;
   cudaCheck(cudaMalloc((void **)&dw, (size_t)(galv_weights_bytes ? galv_weights_bytes : 64)));
   cudaCheck(cudaMalloc((void **)&arena, (size_t)(galv_arena_bytes ? galv_arena_bytes : 64)));
-  cudaCheck(cudaMemcpy(dw, weights, (size_t)galv_weights_bytes, cudaMemcpyHostToDevice));
+  /* on galv_cu.stream: a legacy-stream cudaMemcpy from pageable memory may return before the copy lands, and the
+   * non-blocking stream the kernels run on does not wait for it */
+  cudaCheck(cudaMemcpyAsync(dw, weights, (size_t)galv_weights_bytes, cudaMemcpyHostToDevice, galv_cu.stream));
   if (galv_cu_precision != GALV_F32)
     for (int p = 0; p < galv_cu_nparams + galv_cu_nf32_consts; p++) {
       const galv_cu_param *q = &galv_cu_params[p];

@@ -33,8 +33,12 @@ static void dev_begin(const char *weights, const char *state) {
   cudaCheck(cudaMalloc((void **)&d_wbase, (size_t)(cb > 0 ? cb : 64)));
   d_weights = d_wbase - galv_cu_param_bytes;
   cudaCheck(cudaMalloc((void **)&d_state, (size_t)(galv_state_bytes ? galv_state_bytes : 64)));
-  if (cb > 0) cudaCheck(cudaMemcpy(d_wbase, weights + galv_cu_param_bytes, (size_t)cb, cudaMemcpyHostToDevice));
-  cudaCheck(cudaMemcpy(d_state, state, (size_t)galv_state_bytes, cudaMemcpyHostToDevice));
+  /* on galv_cu.stream (the kernels' non-blocking stream): a legacy-stream cudaMemcpy from pageable memory may
+   * return before the copy lands, and that stream does not wait for it */
+  if (cb > 0)
+    cudaCheck(cudaMemcpyAsync(d_wbase, weights + galv_cu_param_bytes, (size_t)cb, cudaMemcpyHostToDevice, galv_cu.stream));
+  cudaCheck(cudaMemcpyAsync(d_state, state, (size_t)galv_state_bytes, cudaMemcpyHostToDevice, galv_cu.stream));
+  cudaCheck(cudaStreamSynchronize(galv_cu.stream));
   cudaCheck(cudaEventCreate(&ev0));
   cudaCheck(cudaEventCreate(&ev1));
 }

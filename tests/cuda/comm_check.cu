@@ -25,7 +25,10 @@ int main(int argc, char **argv) {
   cudaCheck(cudaMalloc((void **)&from, n * 4));
   float *h = (float *)malloc(n * 4 * size);
   for (size_t i = 0; i < n; i++) h[i] = (float)rank;
-  cudaCheck(cudaMemcpy(buf, h, n * 4, cudaMemcpyHostToDevice));
+  /* on galv_cu.stream, complete before the collectives' queue reads buf (a legacy-stream cudaMemcpy from pageable
+   * memory may return before the copy lands) */
+  cudaCheck(cudaMemcpyAsync(buf, h, n * 4, cudaMemcpyHostToDevice, galv_cu.stream));
+  cudaCheck(cudaStreamSynchronize(galv_cu.stream));
   galv_all_reduce(c, buf, sum, n, GALV_F32, GALV_RED_SUM, q);
   galv_all_gather(c, buf, all, n, GALV_F32, q);
   galv_group_start();

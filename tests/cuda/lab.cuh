@@ -36,6 +36,14 @@ static float lab_round_bf16(float f) { /* what bf16 storage keeps */
   return f;
 }
 
+/* host -> device bytes, complete on return: on galv_cu.stream, as the kernels (a legacy-stream cudaMemcpy from
+ * pageable memory may return before the copy lands, and galv_cu.stream, non-blocking, does not wait for it) */
+static void lab_h2d(void *d, const void *h, size_t bytes) {
+  if (!bytes) return;
+  cudaCheck(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, galv_cu.stream));
+  cudaCheck(cudaStreamSynchronize(galv_cu.stream));
+}
+
 /* device copy of host floats in storage dt (GALV_F32 or GALV_BF16) */
 static void *lab_upload(const std::vector<float> &h, int dt) {
   float *tmp;
@@ -43,7 +51,9 @@ static void *lab_upload(const std::vector<float> &h, int dt) {
   size_t n = h.size() ? h.size() : 1;
   cudaCheck(cudaMalloc((void **)&tmp, n * 4));
   cudaCheck(cudaMalloc(&d, n * 4));
-  cudaCheck(cudaMemcpy(tmp, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+  /* on galv_cu.stream: a legacy-stream cudaMemcpy from pageable memory may return before the copy lands, and the
+   * non-blocking stream does not wait for it (the GPU read half-copied inputs before this was so) */
+  cudaCheck(cudaMemcpyAsync(tmp, h.data(), h.size() * 4, cudaMemcpyHostToDevice, galv_cu.stream));
   galv_cu_from_f32(dt, d, tmp, (int64_t)h.size());
   cudaCheck(cudaStreamSynchronize(galv_cu.stream));
   cudaCheck(cudaFree(tmp));

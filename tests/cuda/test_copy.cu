@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
       for (int64_t d = 0; d < D; d++) gw[i * D + d] = table[((idx[i] + V) % V) * D + d];
     void *dt_ = lab_upload(table, dt), *dg = lab_upload(gw, dt), *di;
     cudaCheck(cudaMalloc(&di, n * 8));
-    cudaCheck(cudaMemcpy(di, idx.data(), n * 8, cudaMemcpyHostToDevice));
+    lab_h2d(di, idx.data(), n * 8);
     galv_cu_gather(dg, dt_, di, 8, n, 1, V, D * (int64_t)es, 0);
     lab_check(dt == GALV_BF16 ? "bf16 gather" : "fp32 gather", lab_download(dg, gw.size(), dt), gw, 0, 0);
     /* split the transposed tensor in 3 along the last axis and concat it back */

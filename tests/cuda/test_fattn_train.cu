@@ -121,9 +121,9 @@ static void run(int dt, const fcase &c, bool timing) {
   void *dout_o, *gq, *gk, *gv;
   char *scratch = NULL;
   cudaCheck(cudaMalloc((void **)&dmask, mask.size() ? mask.size() : 1));
-  cudaCheck(cudaMemcpy(dmask, mask.data(), mask.size(), cudaMemcpyHostToDevice));
+  lab_h2d(dmask, mask.data(), mask.size());
   cudaCheck(cudaMalloc((void **)&dbias, (bias.size() ? bias.size() : 1) * 4));
-  cudaCheck(cudaMemcpy(dbias, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice));
+  lab_h2d(dbias, bias.data(), bias.size() * 4);
   cudaCheck(cudaMalloc((void **)&dlse, (size_t)(BH * c.Sq + 1) * 4));
   size_t es = dt == GALV_F32 ? 4 : 2;
   cudaCheck(cudaMalloc(&dout_o, no * es + 4));

@@ -20,7 +20,7 @@
 static void *dev(const void *h, size_t bytes) {
   void *d;
   cudaCheck(cudaMalloc(&d, bytes ? bytes : 1));
-  if (bytes && h) cudaCheck(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice)); /* h NULL: left for the kernel to fill */
+  if (h) lab_h2d(d, h, bytes); /* h NULL: left for the kernel to fill */
   return d;
 }
 static std::vector<float> back(const void *d, size_t n) {
@@ -238,7 +238,7 @@ int main(int argc, char **argv) {
       ms = lab_time_ms([&] { galv_cu_cross_entropy(dt, one, lg, (const int64_t *)ids, R, V, -100, scr, 0); }, 5);
       snprintf(what, sizeof what, "cross_entropy %s 8192 x 50257", lab_dt(dt));
       lab_report_bw(what, ms, (double)es * R * V);
-      cudaCheck(cudaMemcpy(one, &h1, 4, cudaMemcpyHostToDevice));
+      lab_h2d(one, &h1, 4);
       ms = lab_time_ms([&] { galv_cu_cross_entropy_grad(dt, g, one, lg, (const int64_t *)ids, R, V, -100, scr, 0); }, 5);
       snprintf(what, sizeof what, "cross_entropy_grad %s 8192 x 50257", lab_dt(dt));
       lab_report_bw(what, ms, (double)es * 3 * R * V);

@@ -664,9 +664,17 @@ static void copy_op(void *dst, const void *src, size_t n, cudaMemcpyKind k, cuda
                      k == cudaMemcpyDeviceToDevice ? 2 : 1, what);
   if (n) memmove(dst, src, n);
 }
+/* cudaMemcpy runs on the legacy default stream, which does not synchronise with
+ * the non-blocking streams the programs use. Its host-side behaviour is CUDA's
+ * ("API synchronization behavior"): host -> device from pageable memory returns
+ * once the source is staged, before the copy lands (the host has not seen it
+ * complete: a kernel on another stream reading the destination races with it
+ * unless ordered by a synchronisation); device -> host returns when the copy is
+ * done; device -> device does not wait. */
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind k) {
+  if (k == cudaMemcpyHostToDevice) host_waits(&legacy); /* "a stream sync is performed before the copy is initiated" */
   copy_op(dst, src, n, k, 0, "cudaMemcpy");
-  host_waits(&legacy);
+  if (k == cudaMemcpyDeviceToHost) host_waits(&legacy);
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind k, cudaStream_t s) {
