@@ -111,6 +111,7 @@ expect_ok "1024-thread block" "$T/bugs" block1024
 expect_bug "grid y 65536" "grid dims 1x65536x1" "$T/bugs" grid
 expect_bug "shared array over 48 KiB" "kernel big_k(float\*) declares 65536 bytes of static __shared__ memory; the limit is 49152" "$T/big_shared"
 expect_ok "32 KiB shared array" "$T/small_shared"
+expect_bug "a legacy-stream cudaMemcpy to the device, then a kernel on a non-blocking stream reading it (race check)" "stream race: kernel reverse_k on stream 1 reads bytes \[0, 4096) of a device allocation that cudaMemcpy on stream 0 writes" "$T/bugs_race" h2d-race
 expect_bug "missing event between streams" "stream race: cudaMemcpyAsync on stream 2 reads bytes \[0, 4096) of a device allocation that cudaMemsetAsync on stream 1 writes" "$T/bugs" stream-race
 expect_ok "event between streams" "$T/bugs" stream-ok
 expect_bug "kernel then copy on another stream, no event (race-check build: the kernel's bytes)" "stream race: cudaMemcpyAsync on stream 2 reads bytes \[1024, 2048) of a device allocation that kernel fill_k on stream 1 writes" "$T/bugs_race" kernel-race
