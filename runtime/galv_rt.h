@@ -510,6 +510,9 @@ void *galv_mem_alloc(int64_t bytes, int kind);              /* host memory, 64-b
 void galv_mem_free(void *p);                                /* forgets and frees; NULL: nothing */
 void galv_mem_arena_high(int64_t high);                     /* the arena's measured high-water (the largest kept) */
 int64_t galv_mem_high_water(void);
+int64_t galv_mem_live(void);   /* the live buffers' bytes now (the arena not among them) */
+int64_t galv_mem_window(void); /* their peak since the previous call (or the start); a new window opens at the bytes now
+                                * (interleaved 1F1B: a device group's ranks sum theirs per entry, runtime/pipe.c) */
 void galv_mem_report(const char *who); /* who: "rank R", or NULL where galv_progname names the rank */
 
 /* ---- I/O (runtime/io.c) */

@@ -741,6 +741,7 @@ typedef struct {
 static mem_slot *mem_tab;
 static size_t mem_cap, mem_used; /* mem_used: slots holding a pointer or a tombstone (p == &mem_tab) */
 static int64_t mem_live[GALV_MEM_NKINDS], mem_at_peak[GALV_MEM_NKINDS], mem_total, mem_peak, mem_arena_alloc, mem_arena_hw;
+static int64_t mem_win; /* the live bytes' peak since galv_mem_window */
 
 static size_t mem_hash(const void *p, size_t cap) {
   uint64_t x = (uint64_t)(uintptr_t)p;
@@ -779,6 +780,7 @@ void galv_mem_note(const void *p, int64_t bytes, int kind) {
   }
   mem_live[kind] += bytes, mem_total += bytes;
   if (mem_total > mem_peak) mem_peak = mem_total, memcpy(mem_at_peak, mem_live, sizeof mem_live);
+  if (mem_total > mem_win) mem_win = mem_total;
 }
 
 void galv_mem_forget(const void *p) {
@@ -811,6 +813,14 @@ void galv_mem_arena_high(int64_t high) {
 }
 
 int64_t galv_mem_high_water(void) { return mem_peak + mem_arena_hw; }
+
+int64_t galv_mem_live(void) { return mem_total; }
+
+int64_t galv_mem_window(void) {
+  int64_t w = mem_win;
+  mem_win = mem_total;
+  return w;
+}
 
 void galv_mem_report(const char *who) {
   char line[1536];
