@@ -1366,16 +1366,17 @@ static int64_t state_bytes(const gv_module *m, int *n) {
   return bytes;
 }
 
-/* The bytes of the results whose names start with prefix (64-byte aligned each: the last stage keeps its
- * "grad:pp." results per microbatch in flight, runtime/pipe.c). */
+/* The bytes of the results whose names start with prefix, as stored (16-bit storage: a crossing value's gradient
+ * 16-bit), 64-byte aligned each: the last stage keeps its "grad:pp." results per microbatch in flight,
+ * runtime/pipe.c. */
 static int64_t result_bytes(const gv_module *m, const char *prefix) {
   const gv_func *f = m->main;
   const gv_op *ret = f->body->last;
   int64_t bytes = 0;
   for (int i = 0; ret && i < f->nres_names && i < ret->nopnds; i++)
     if (f->res_names[i] && !strncmp(f->res_names[i], prefix, strlen(prefix))) {
-      const gv_type *t = &ret->opnds[i]->type;
-      bytes += (gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype) + 63) / 64 * 64;
+      int64_t b = gv_value_storage_bytes(ret->opnds[i]);
+      bytes += ((b > 0 ? b : 0) + 63) / 64 * 64;
     }
   return bytes;
 }
