@@ -155,11 +155,11 @@ worst_mem = 0.0
 # instead (docs/pipeline.md, "Stages of more than one device"), so its prediction is of another program
 # (ZeRO-2 under a preset: the planner's plan leaves unreduced what the preset's may compute whole, from gathered
 # values: stage 1 of --strategy dp; so only the planner's plan is compared there)
-# (tied embeddings: the stage cost does not count the runtime's whole-gradient buffers of a parameter several stages
-# hold, accw and wtmp in runtime/pipe.c, in any form: not compared)
+# (tied embeddings: the stage cost counts the runtime's whole-gradient buffers of a parameter several stages hold,
+# accw and wtmp in runtime/pipe.c: compared too)
 # (no ZeRO: the stage cost prices the program with its gradients unreduced, as ZeRO-2's, since the runtime reduces them
 # once per step: docs/pipeline.md, "Gradients reduced once per step"; under the preset likewise only ZeRO-1 compared)
-memcheck = gpus == 4 and (zero == 1 or st == "plan") and "tie" not in name
+memcheck = gpus == 4 and (zero == 1 or st == "plan")
 peaks = re.findall(r"\[stage (\d), rank (\d+), stage rank \d+\]: memory peak (\d+) bytes \(tracker\), the stage plan's peak (\d+) ", log)
 if len(peaks) != gpus: sys.exit(f"{len(peaks)} of {gpus} ranks report their tracked memory peak")
 for st, rank, meas, pred in peaks:
@@ -235,9 +235,8 @@ if zero == 2:  # per stage, its form: the step's sums reduce-scattered once (byt
         r00 = rs[(0, 0)][2]
         extra += f"; stage 0 rank 0 all-reduce {c2[k]} + reduce-scatter {r00} bytes vs ZeRO-1's all-reduce {c1[k]}"
 memtxt = (f"tracked memory peak within {100 * worst_mem:+.1f} % of the stage plan's" if memcheck else
-          f"tracked memory peak {max(int(x[2]) for x in peaks)} bytes per rank at most (the prediction, " +
-          ("without the shared parameter's whole-gradient buffers" if "tie" in name else
-           "of the planner's plan rather than the preset's") + ", is not compared)")
+          f"tracked memory peak {max(int(x[2]) for x in peaks)} bytes per rank at most (the prediction, "
+          "of the planner's plan rather than the preset's, is not compared)")
 print(f"losses {b[0]:.8f} {b[1]:.8f} == single device, {n} weights max abs diff {worst:.2g}; {memtxt}{extra}")
 PY
 ); then
