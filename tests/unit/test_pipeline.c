@@ -607,6 +607,21 @@ int main(void) {
         CHECK(!strcmp(got, want[d]), "interleaved P=2 V=2 B=4 group %d: %s, expected %s", d, got, want[d]);
       }
     }
+    /* a group's memory over its order (galv_pipe_peak_group_mem), worked by hand: P = 2, V = 2, B = 2, group 1 (chunk 1
+     * the last stage): F00 F01 F10 F11 B10 B11 B00 B01; stashes 10 / 100, forward sends 1 / 0, backward sends 2 / 20,
+     * batons 1000. After F01: 22 + a baton = 1022; F11: 1222; B10 sends 20 before its 100 go: 1242; B11: 1162 - 100 + a
+     * baton = 2062, the peak; B00, B01: -8 each. Without batons 242 (after B10's sends); chunk 1 not the last stage (its
+     * sends after its stash went) and no batons: 222 (after F11). */
+    {
+      galv_pipe_act a[8];
+      int n = galv_pipe_order_group(2, 2, 1, 2, a);
+      const int64_t fb[2] = {10, 100}, fs[2] = {1, 0}, bs[2] = {2, 20};
+      int64_t pk = galv_pipe_peak_group_mem(a, n, fb, fs, bs, 1, 1000), pk0 = galv_pipe_peak_group_mem(a, n, fb, fs, bs, 1, 0),
+              pkn = galv_pipe_peak_group_mem(a, n, fb, fs, bs, -1, 0);
+      CHECK(n == 8 && pk == 2062 && pk0 == 242 && pkn == 222,
+            "interleaved group memory: %d entries, peak %lld (expected 2062), without batons %lld (242), no last stage %lld (222)",
+            n, (long long)pk, (long long)pk0, (long long)pkn);
+    }
     /* the interleaved timeline of 4 stages on 2 groups: one entry per group at a time, no deadlock */
     {
       static gv_pipe_plan ip = {.nstages = 4, .B = 4, .vstages = 2};
