@@ -541,9 +541,9 @@ static void joint_report(const galvc_pipe_choice *jc, int64_t one, int B, const 
   else fprintf(stderr, "galvc: default search: one program: no plan fits the memory\n");
   if (jc->found)
     fprintf(stderr, "galvc: default search: pipeline: predicted step %.3f ms (%d stages, devices:strategy %s; %d microbatches, %s; "
-                    "the stage DP's step over the stage programs' planned costs%s)\n", (double)jc->step_ns / 1e6, jc->S, jc->desc,
-            jc->B, !train ? "inference" : jc->sched == GV_SCHED_GPIPE ? "gpipe" : jc->sched == GV_SCHED_ZBH1 ? "zb-h1" : "1f1b",
-            jc->once_ns ? " + the shared parameters' sync" : "");
+                    "the schedule %.3f ms over the stage programs' planned costs + once per step %.3f ms)\n", (double)jc->step_ns / 1e6,
+            jc->S, jc->desc, jc->B, !train ? "inference" : jc->sched == GV_SCHED_GPIPE ? "gpipe" : jc->sched == GV_SCHED_ZBH1 ? "zb-h1" : "1f1b",
+            (double)(jc->step_ns - jc->once_ns) / 1e6, (double)jc->once_ns / 1e6);
   else if (jc->cut) {
     fprintf(stderr, "galvc: default search: pipeline: no candidate planned in full (%d cut short: the stages planned bound the step "
                     "above one program's", jc->cut);
