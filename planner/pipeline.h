@@ -331,5 +331,13 @@ int64_t gv_pipe_plan_once_ns(const gv_pipe_plan *pl);
 /* The whole predicted step: the schedule's part (sched_ns, else the stage DP's step_ns) + gv_pipe_plan_once_ns
  * (galvc's tl_ns, plan.json predicted_step_ns). */
 int64_t gv_pipe_plan_full_ns(const gv_pipe_plan *pl);
+/* The whole step's parts: the schedule's (sched), and of the once-per-step part the slowest stage's (*k) gradient
+ * reduction with the shared parameters' sum (sync), ZeRO's collectives (zero) and the optimizer update (upd);
+ * sched + sync + zero + upd = gv_pipe_plan_full_ns. */
+typedef struct {
+  int64_t sched, sync, zero, upd;
+  int k;
+} gv_pipe_step_parts;
+gv_pipe_step_parts gv_pipe_plan_parts(const gv_pipe_plan *pl);
 
 #endif

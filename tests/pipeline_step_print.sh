@@ -22,8 +22,10 @@
 #     the key and the once-per-step part);
 #   - "pipeline auto: ..., predicted step X ms (schedule Y ms + once per step
 #     Z ms; ...)" is the same X.
-# And the one program (--pipeline-stages 1): "plan: predicted step X ms" is
-# plan.json's predicted.step_ns.
+# --report-cost with the stages compiled (-q): "predicted step: N ns" is
+# predicted_step_ns and "memory per device: the largest stage's ... total N"
+# the largest stage_bytes. And the one program (--pipeline-stages 1): "plan:
+# predicted step X ms" is plan.json's predicted.step_ns.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -92,6 +94,33 @@ check zero2 zero 1 --microbatches 4 --schedule 1f1b --pipeline-zero 2
 check sched-auto dp 0 --microbatches 4 --schedule auto
 check zero2-sched-auto zero 0 --microbatches 4 --schedule auto --pipeline-zero 2
 check mb-auto auto 1 --microbatches auto --schedule 1f1b
+
+# --report-cost with a pipeline (a program written: the model with weights, -q): the whole step and the largest
+# stage's memory on stdout in the one program's form, plan.json's predicted_step_ns and largest stage_bytes
+mw="$T/gpt2w.onnx"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$mw" --no-verify >/dev/null || { echo "FAIL make_model"; exit 1; }
+for z in 0 1; do
+  if timeout 300 "$BUILD/galvc" "$mw" --train --batch 8 --seq 16 --pipeline-stages 2 --gpus 4 --strategy dp --microbatches 4 \
+    --schedule 1f1b --pipeline-zero $z --target cpu --no-build -o "$T/rc$z/" --plan-out "$T/rc$z.json" --report-cost -q \
+    >"$T/rc$z.out" 2>"$T/rc$z.err"; then
+    if msg=$(python3 - "$T/rc$z.out" "$T/rc$z.json" 2>&1 <<'PY'
+import json, re, sys
+out = open(sys.argv[1]).read()
+p = json.load(open(sys.argv[2]))["pipeline"]
+s = re.search(r"^predicted step: (\d+) ns = [0-9.]+ ms \(pipeline of 2 stages, 4 microbatches, 1f1b: schedule ([0-9.]+) ms \+ "
+              r"once-per-step sync ([0-9.]+) ms \+ ZeRO ([0-9.]+) ms \+ update ([0-9.]+) ms", out, re.M)
+m = re.search(r"^memory per device: the largest stage's \(stage \d+, 2 devices\) total (\d+) of (\d+) bytes$", out, re.M)
+if not s or not m: sys.exit("no --report-cost lines: " + out[:300])
+if int(s.group(1)) != p["predicted_step_ns"] or abs(float(s.group(2)) - p["schedule_ns"] / 1e6) > 0.0005:
+    sys.exit(f"--report-cost step {s.group(1)} ns, schedule {s.group(2)} ms; plan.json {p['predicted_step_ns']}, {p['schedule_ns']}")
+if int(m.group(1)) != max(p["stage_bytes"]): sys.exit(f"--report-cost memory {m.group(1)}, plan.json stage_bytes {p['stage_bytes']}")
+print(f"predicted step: {s.group(1)} ns, memory {m.group(1)} bytes (plan.json's)")
+PY
+    ); then ok "--report-cost, --pipeline-zero $z: $msg"; else bad "--report-cost, --pipeline-zero $z: $msg"; fi
+  else
+    bad "--report-cost, --pipeline-zero $z: galvc failed: $(grep -m2 error "$T/rc$z.err")"
+  fi
+done
 
 # one program: the report's step is plan.json's
 if timeout 300 "$BUILD/galvc" "$m" --no-weights --train --batch 8 --seq 16 --gpus 4 --pipeline-stages 1 --plan-only \

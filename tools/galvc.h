@@ -66,6 +66,8 @@ typedef struct {
   int nsdev;             /* --stage-devices: devices per stage (0: --gpus / S each) */
   int sdev[GV_PIPE_MAX_STAGES];
   bool plan_only;        /* --plan-only: stop after the stage plan (prints it; works with --no-weights) */
+  bool report_cost;      /* --report-cost: the plan's whole step and largest stage memory on stdout, as one program's
+                          * "predicted step: N ns" / "memory per device: ... total N of L bytes" */
   bool batch_given;      /* --batch given: every data input's dim 0 must be it */
   bool joint;            /* the default search's pipeline side: S >= 2 only, no error line when nothing fits */
   bool cuts_given;       /* a pipeline plan.json (--plan, or the default search's choice): stages cut at first[] of

@@ -1510,6 +1510,22 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     fflush(stdout);
   }
   if (!rc && !quiet) gv_pipe_plan_print(pl, stderr);
+  if (!rc && pa->report_cost) { /* --report-cost (-q too): the whole step and the largest stage's memory, in the one
+                                 * program's form (each stage program's own table: GALV_STAGE_REPORT=1) */
+    const gv_pipe_step_parts p = gv_pipe_plan_parts(pl);
+    const int64_t full = gv_pipe_plan_full_ns(pl);
+    int big = 0;
+    for (int i = 1; i < S; i++)
+      big = pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i) > pl->cost[big].state_bytes + gv_pipe_plan_saved(pl, big) ? i : big;
+    printf("predicted step: %lld ns = %.3f ms (pipeline of %d stages, %d microbatches, %s: schedule %.3f ms + once-per-step sync "
+           "%.3f ms + ZeRO %.3f ms + update %.3f ms, the once-per-step part stage %d's)\n", (long long)full, (double)full / 1e6, S,
+           pl->B, train ? gv_schedule_name(P.sched) : "inference", (double)p.sched / 1e6, (double)p.sync / 1e6, (double)p.zero / 1e6,
+           (double)p.upd / 1e6, p.k);
+    printf("memory per device: the largest stage's (stage %d, %d device%s) total %lld of %lld bytes\n", big, dev[big],
+           dev[big] == 1 ? "" : "s", (long long)(pl->cost[big].state_bytes + gv_pipe_plan_saved(pl, big)),
+           (long long)(gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cluster->memory_bytes));
+    fflush(stdout);
+  }
   if (!rc && pa->plan_out) rc = write_pipe_plan(pa->plan_out, &P, pl, K, dev, cluster, train, quiet);
   if (!rc && pa->trace_plan) rc = write_plan_trace(pa->trace_plan, pl, train, pa->sched);
   /* the stages that read each parameter: a parameter read by several stages is held by each, its gradient summed
