@@ -209,9 +209,11 @@ static int write_plan_trace(const char *path, const gv_pipe_plan *pl, int train,
             e->stage % tl.ngroups);
   }
   fprintf(f, "\n], \"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"cost model\", \"training\": %s, "
-             "\"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"step_us\": %.3f, \"dp_step_us\": %.3f, \"bubble_us\": [",
+             "\"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"step_us\": %.3f, \"dp_step_us\": %.3f, "
+             "\"sync_us\": %.3f, \"predicted_step_us\": %.3f, \"bubble_us\": [",
           train ? "true" : "false", train ? gv_schedule_name(sched) : "inference", pl->nstages, pl->B,
-          (double)tl.makespan_ns / 1e3, (double)pl->step_ns / 1e3);
+          (double)tl.makespan_ns / 1e3, (double)pl->step_ns / 1e3, (double)gv_pipe_plan_once_ns(pl) / 1e3,
+          (double)gv_pipe_plan_full_ns(pl) / 1e3);
   for (int i = 0; i < pl->nstages; i++) fprintf(f, "%s%.3f", i ? ", " : "", (double)tl.bubble_ns[i] / 1e3);
   fprintf(f, "], \"peak_microbatches\": [");
   for (int i = 0; i < pl->nstages; i++) fprintf(f, "%s%d", i ? ", " : "", train ? tl.peak_mb[i] : 0);
