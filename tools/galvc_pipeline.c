@@ -322,11 +322,11 @@ void galvc_microbatch_done(void) {
 }
 
 /* The key plans are compared by (pl->tl_ns), the whole predicted step
- * (gv_pipe_plan_full_ns): the schedule's part (pl->sched_ns: with the
- * schedule chosen, training without --schedule, the timeline's makespan
- * under the plan's schedule, else the DP's step formula) + the slowest
- * stage's once-per-step part (its gradient reduction, ZeRO's collectives,
- * the update). -1 after an error. */
+ * (gv_pipe_plan_full_ns): the schedule's part (pl->sched_ns: training, the
+ * timeline's makespan under the plan's schedule, whether --schedule gave it,
+ * the default 1F1B or --schedule auto chose it; inference, the DP's step
+ * formula) + the slowest stage's once-per-step part (its gradient reduction,
+ * ZeRO's collectives, the update). -1 after an error. */
 /* Per schedule, the best plan's key and group 0's bubble for one B (pipe_plan_b; printed with the choice). */
 typedef struct {
   int ok;
@@ -337,13 +337,13 @@ static sched_rec rec_b[4], rec_best[4];
 static int plan_key(gv_pipe_plan *pl, int train, gv_schedule given) {
   pl->sched_ns = pl->step_ns;
   pl->tl_ns = gv_pipe_plan_full_ns(pl);
-  if (!train || given != GV_SCHED_AUTO) return 0;
+  if (!train) return 0;
   gv_pipe_timeline tl;
   if (gv_pipe_timeline_make(pl, true, pl->schedule, &tl)) return -1;
   pl->sched_ns = tl.makespan_ns;
   pl->tl_ns = gv_pipe_plan_full_ns(pl);
   sched_rec *r = &rec_b[pl->schedule];
-  if (!r->ok || pl->tl_ns < r->tl_ns) *r = (sched_rec){1, pl->tl_ns, tl.group_bubble_ns[0]}; /* the whole step */
+  if (given == GV_SCHED_AUTO && (!r->ok || pl->tl_ns < r->tl_ns)) *r = (sched_rec){1, pl->tl_ns, tl.group_bubble_ns[0]}; /* the whole step */
   gv_pipe_timeline_free(&tl);
   return 0;
 }
@@ -542,7 +542,9 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
        * the first microbatch's forward through the stages before it and before the last one's backward through them,
        * so the step is at least B x ns_i + the sum of ns_j over the stages j < i (ns less the transfers, which may
        * overlap; a stage not planned yet counts 0), and the key compared adds the largest per-step sync of a stage
-       * (gv_pipe_plan_once_ns). At the step to beat the candidate cannot be chosen: the rest of its stages are not planned (rc 2). */
+       * (gv_pipe_plan_once_ns). At the step to beat the candidate cannot be chosen: the rest of its stages are not planned (rc 2).
+       * Under ZB-H1 the stages before i add only their forwards (the timeline's ns / 3): their last entries, the weight
+       * gradients, need not follow stage i's last one. */
       done_st[i] = pl->cost[i].feasible;
       int64_t lb = 0, pre = 0, once = 0;
       for (int j = 0; cut && j < S; j++) {
@@ -550,7 +552,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
         int64_t nsj = pl->cost[j].ns - pl->cost[j].xfer_ns, v = pre + (int64_t)B * nsj;
         if (v > lb) lb = v;
         if (pl->cost[j].once_ns > once) once = pl->cost[j].once_ns;
-        pre += nsj;
+        pre += pl->schedule == GV_SCHED_ZBH1 ? nsj / 3 : nsj;
       }
       lb += once;
       if (!rc && cut && oi + 1 < S && lb >= pa->joint_cut) {
