@@ -22,6 +22,13 @@ typedef struct {
  * and runtime/ (the runtime sources embedded in galvc). Returns 0, or -1
  * after reporting one error line. */
 int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o);
+/* The CPU program's 16-bit conversion scratch (bytes): the fp32 copies its
+ * kernels read of 16-bit operands, and the 16-bit results they write to
+ * fp32 first, at the largest kernel call (program.c's galv_cvt_scratch, one
+ * buffer kept; cpu/emit.c convert_in). 0 without 16-bit storage; -1 when a
+ * kernel call cannot be filled. The cost model's conversion scratch under
+ * --target cpu (planner/cost.h gv_cost_convert_fn). */
+int64_t gv_cpu_convert_scratch(const gv_module *m);
 
 /* CUDA target (codegen/cuda/, docs/cuda-target.md): runs the CPU emitter
  * (plan check, weights.bin, program.c for `make cpu`) then writes

@@ -279,8 +279,9 @@ gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngrou
 
 /* The bytes of the parameters groups [first, last) hold together with groups outside it (summed across the stages
  * once per step: runtime/pipe.c keeps their step sums whole even under ZeRO-2 per microbatch) */
-static int64_t shared_held_bytes(const gv_shared_param *sp, int n, int first, int last) {
+static int64_t shared_held_bytes(const gv_shared_param *sp, int n, int first, int last, int64_t *most) {
   int64_t b = 0;
+  if (most) *most = 0;
   for (int i = 0; i < n; i++) {
     bool in = false, out = false;
     for (int j = 0; j < sp[i].ngroups; j++) {
@@ -288,6 +289,7 @@ static int64_t shared_held_bytes(const gv_shared_param *sp, int n, int first, in
       in |= k, out |= !k;
     }
     if (in && out) b += sp[i].bytes;
+    if (in && out && most && sp[i].bytes > *most) *most = sp[i].bytes;
   }
   return b;
 }
@@ -540,9 +542,14 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
              * elements, at least the chunk), one bucket per rank staged for each reduce-scatter, and its result */
             int64_t bs = (nf + GV_ZERO_EACH_BUCKETS * g - 1) / (GV_ZERO_EACH_BUCKETS * g);
             int64_t held = zero == GV_ZERO_2_EACH ? es * (GV_ZERO_EACH_BUCKETS * g * bs + g * bs + bs) +
-                                                        shared_held_bytes(x->shared, x->nshared, first, last) / (4 / es)
+                                                        shared_held_bytes(x->shared, x->nshared, first, last, NULL) / (4 / es)
                                                   : sums;
             out->state_bytes += held + pmax + (g > 1 ? (opt + g - 1) / g : opt) + (can_rc && !recompute ? pc.mem_params : 0);
+            /* parameters shared with stages outside (runtime/pipe.c accw, wtmp): the whole gradient of each summed
+             * across the holding stages once per step, and one received from another stage (the largest), in the
+             * sums' dtype */
+            int64_t shmax, sh = shared_held_bytes(x->shared, x->nshared, first, last, &shmax);
+            out->state_bytes += (sh + shmax) / (4 / (g16 ? 2 : 4));
             if (gd > 1) { /* none, the gradients reduced once (runtime/pipe.c, galv_pipe_zero 4): the step's sums all-reduced
                            * once over the ranks holding equal parameters (the program, planned so above, leaves them) */
               bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && gd > per_node;

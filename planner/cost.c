@@ -501,6 +501,8 @@ static int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
  * and writes a 16-bit-stored parameter gradient of an fp32 kernel
  * (gather_grad, conv_grad_weight) to fp32 scratch first. No persistent
  * 16-bit copy of the weights exists: the most bytes of one call count. */
+int64_t (*gv_cost_convert_fn)(const gv_module *m);
+
 static int64_t convert_scratch(const gv_block *b) {
   int64_t most = 0;
   for (const gv_op *op = b->first; op; op = op->next) {
@@ -557,7 +559,8 @@ void gv_cost_memory(const gv_module *m, gv_mem *out) {
     }
   }
   out->comm = 2 * coll;
-  out->convert = convert_scratch(f->body);
+  out->convert = gv_cost_convert_fn ? gv_cost_convert_fn(m) : -1;
+  if (out->convert < 0) out->convert = convert_scratch(f->body);
   /* Gradients and activations live in the arena; parameters and optimizer
    * state in the weights / state buffer beside it. */
   out->total = out->params + out->optimizer + out->arena + out->constants + out->comm + out->convert;

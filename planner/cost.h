@@ -118,14 +118,22 @@ typedef struct {
   int64_t constants;    /* the program's constant tensors (weights.bin after the parameters; 64-byte aligned) */
   int64_t comm;         /* the collectives' pack / unpack buffers: two of the largest operand or result
                          * (codegen/comm.c allocates them so on both targets) */
-  int64_t convert;      /* 16-bit storage: the largest per-call conversion scratch (fp32 GEMM operands to bf16, ...;
-                         * cost.c convert_scratch); 0 in fp32 */
+  int64_t convert;      /* 16-bit storage: the largest per-call conversion scratch (the target's: fp32 GEMM operands
+                         * to bf16, ... on the GPU, cost.c convert_scratch; 16-bit operands widened to fp32 on the
+                         * CPU, gv_cost_convert_fn); 0 in fp32 */
   int64_t total;        /* params + optimizer + arena + constants + comm + convert (the arena holds gradients and
                          * activations) */
 } gv_mem;
 /* From the galv.arena op that memory-plan writes (param_bytes, ...; for
  * inference only bytes), or from the function's arguments when absent. */
 void gv_cost_memory(const gv_module *m, gv_mem *out);
+/* The conversion scratch gv_cost_memory prices: NULL (the default) the CUDA
+ * kernels' (cost.c convert_scratch: fp32 operands a kernel reads 16-bit);
+ * else this function's figure (galvc sets the CPU emitter's,
+ * codegen/codegen.h gv_cpu_convert_scratch, for --target cpu: its kernels
+ * compute in fp32 and widen 16-bit operands into scratch of their own;
+ * a negative figure falls back to the CUDA kernels'). */
+extern int64_t (*gv_cost_convert_fn)(const gv_module *m);
 /* Model states for `params` parameter bytes (fp32-sized: 4 per parameter)
  * under mixed-precision Adam as ZeRO counts them: 16 bytes per parameter,
  * optimizer states divided by dp for ZeRO stage >= 1, gradients for >= 2,

@@ -139,4 +139,34 @@ static inline int64_t galv_pipe_peak(const galv_pipe_act *acts, int na, int64_t 
   return peak;
 }
 
+/* Interleaved 1F1B: the peak over a group's order of what its ranks hold
+ * per entry besides their states: the saved bytes (fbytes[c], as
+ * galv_pipe_peak_group) and the copies runtime/pipe.c sends from and keeps
+ * until the step's end: after F(c, j) chunk c's forward sends (fsend[c]
+ * bytes per microbatch: each value once per receiving stage), after B(c,
+ * j) its gradients sent back (bsend[c]), and a baton (baton bytes) where
+ * the next entry's chunk differs (also the one into the next step, from
+ * the group's last entry to its first). Chunk lastc (the last stage; -1:
+ * none in this group) keeps its input gradients until its B(j) has sent
+ * them: its copies and its saved bytes live a moment together. The
+ * runtime's tracker sums the group's ranks' live bytes at each entry the
+ * same way (runtime/pipe.c, the baton). */
+enum { GALV_PIPE_BATON_BYTES = 64 }; /* runtime/pipe.c's baton: 8 int64 counters */
+static inline int64_t galv_pipe_peak_group_mem(const galv_pipe_act *acts, int na, const int64_t *fbytes, const int64_t *fsend,
+                                               const int64_t *bsend, int lastc, int64_t baton) {
+  int64_t live = na && acts[na - 1].chunk != acts[0].chunk ? baton : 0, peak = live;
+  for (int k = 0; k < na; k++) {
+    const int c = acts[k].chunk;
+    if (acts[k].fwd) live += fbytes[c] + fsend[c];
+    else if (c == lastc) {
+      live += bsend[c];
+      if (live > peak) peak = live;
+      live -= fbytes[c];
+    } else live += bsend[c] - fbytes[c];
+    if (k + 1 < na && acts[k + 1].chunk != c) live += baton;
+    if (live > peak) peak = live;
+  }
+  return peak;
+}
+
 #endif

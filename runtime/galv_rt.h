@@ -490,17 +490,19 @@ extern const galv_train_device *galv_train_dev;
  * data a program holds (the arena, the weights its steps read, the state
  * buffer, gradient sums, optimizer state, saved activations, communication
  * and receive buffers) is noted with its bytes and kind when allocated and
- * forgotten when released; host-side I/O (batch files read whole, checkpoint
- * and output gathers, the pack buffers of GALV_COMM_DELAY_US) and the CPU
- * kernels' own scratch (a GEMM's packing, im2col, the fp32 copies of 16-bit
- * operands: galv_cvt_scratch) are not device data and not noted. The high-water mark is the peak
+ * forgotten when released; the CPU kernels' 16-bit conversion scratch
+ * (galv_cvt_scratch: fp32 copies of 16-bit operands, kind
+ * GALV_MEM_CONVERT, which --report-cost prices for --target cpu) too;
+ * host-side I/O (batch files read whole, checkpoint and output gathers, the
+ * pack buffers of GALV_COMM_DELAY_US) and the kernels' internal scratch (a
+ * GEMM's packing, im2col) are not device data and not noted. The high-water mark is the peak
  * of the live bytes + the arena's measured high-water (the arena is noted as
  * allocated but counted by the highest byte the program wrote), printed by
  * each rank at exit (galv_mem_report):
  *   NAME: WHO: memory tracker: peak H bytes (live buffers' peak P + arena written A of N; at the peak: KIND BYTES, ...) */
 enum {
   GALV_MEM_ARENA, GALV_MEM_WEIGHTS, GALV_MEM_STATE, GALV_MEM_COPIES, GALV_MEM_SUMS, GALV_MEM_OPT, GALV_MEM_SAVED,
-  GALV_MEM_COMM, GALV_MEM_BUFFERS, GALV_MEM_NKINDS
+  GALV_MEM_COMM, GALV_MEM_BUFFERS, GALV_MEM_CONVERT, GALV_MEM_NKINDS
 };
 void galv_mem_note(const void *p, int64_t bytes, int kind); /* a buffer allocated elsewhere (a device's allocator) */
 void galv_mem_forget(const void *p);                        /* ... released; an unknown pointer: nothing */
@@ -508,6 +510,9 @@ void *galv_mem_alloc(int64_t bytes, int kind);              /* host memory, 64-b
 void galv_mem_free(void *p);                                /* forgets and frees; NULL: nothing */
 void galv_mem_arena_high(int64_t high);                     /* the arena's measured high-water (the largest kept) */
 int64_t galv_mem_high_water(void);
+int64_t galv_mem_live(void);   /* the live buffers' bytes now (the arena not among them) */
+int64_t galv_mem_window(void); /* their peak since the previous call (or the start); a new window opens at the bytes now
+                                * (interleaved 1F1B: a device group's ranks sum theirs per entry, runtime/pipe.c) */
 void galv_mem_report(const char *who); /* who: "rank R", or NULL where galv_progname names the rank */
 
 /* ---- I/O (runtime/io.c) */

@@ -686,12 +686,11 @@ static int64_t cvt_bytes;
 
 char *galv_cvt_scratch(int64_t bytes) {
   if (bytes > cvt_bytes) {
-    /* not noted by the allocation tracker: the CPU kernels compute in fp32, so this holds fp32 copies of their
-     * 16-bit operands, which a device's 16-bit kernels read directly (kernel scratch, as a GEMM's packing);
-     * galv_mem_report prints its size beside the tracked bytes */
-    free(cvt_buf);
-    cvt_buf = aligned_alloc(64, (size_t)((bytes + 63) / 64 * 64));
-    if (!cvt_buf) galv_fatal("out of memory (%lld bytes of 16-bit conversion scratch)", (long long)bytes);
+    /* noted by the allocation tracker (its own kind): the CPU kernels compute in fp32, so this holds fp32 copies
+     * of their 16-bit operands (a device's 16-bit kernels read them directly); --report-cost prices it for
+     * --target cpu (codegen/cpu/emit.c gv_cpu_convert_scratch) */
+    galv_mem_free(cvt_buf);
+    cvt_buf = galv_mem_alloc(bytes, GALV_MEM_CONVERT);
     cvt_bytes = bytes;
   }
   return cvt_buf;
@@ -733,7 +732,7 @@ const char *galv_narrow_weights(const char *w, int64_t bytes, const int64_t *tab
  * the high-water mark the program measured (galv_mem_arena_high). */
 static const char *const mem_kind_names[GALV_MEM_NKINDS] = {
     "arena", "weights", "state", "entry copies", "gradient sums", "optimizer state", "saved activations",
-    "communication buffers", "buffers"};
+    "communication buffers", "buffers", "16-bit conversion scratch"};
 typedef struct {
   const void *p;
   int64_t bytes;
@@ -742,6 +741,7 @@ typedef struct {
 static mem_slot *mem_tab;
 static size_t mem_cap, mem_used; /* mem_used: slots holding a pointer or a tombstone (p == &mem_tab) */
 static int64_t mem_live[GALV_MEM_NKINDS], mem_at_peak[GALV_MEM_NKINDS], mem_total, mem_peak, mem_arena_alloc, mem_arena_hw;
+static int64_t mem_win; /* the live bytes' peak since galv_mem_window */
 
 static size_t mem_hash(const void *p, size_t cap) {
   uint64_t x = (uint64_t)(uintptr_t)p;
@@ -780,6 +780,7 @@ void galv_mem_note(const void *p, int64_t bytes, int kind) {
   }
   mem_live[kind] += bytes, mem_total += bytes;
   if (mem_total > mem_peak) mem_peak = mem_total, memcpy(mem_at_peak, mem_live, sizeof mem_live);
+  if (mem_total > mem_win) mem_win = mem_total;
 }
 
 void galv_mem_forget(const void *p) {
@@ -813,6 +814,14 @@ void galv_mem_arena_high(int64_t high) {
 
 int64_t galv_mem_high_water(void) { return mem_peak + mem_arena_hw; }
 
+int64_t galv_mem_live(void) { return mem_total; }
+
+int64_t galv_mem_window(void) {
+  int64_t w = mem_win;
+  mem_win = mem_total;
+  return w;
+}
+
 void galv_mem_report(const char *who) {
   char line[1536];
   int k = snprintf(line, sizeof line, "%s: %s%smemory tracker: peak %lld bytes (live buffers' peak %lld + arena written "
@@ -822,7 +831,5 @@ void galv_mem_report(const char *who) {
   for (int i = 1; i < GALV_MEM_NKINDS && k > 0 && k < (int)sizeof line; i++)
     if (mem_at_peak[i]) k += snprintf(line + k, sizeof line - (size_t)k, "%s %s %lld", any++ ? "," : "", mem_kind_names[i],
                                       (long long)mem_at_peak[i]);
-  if (cvt_bytes && k > 0 && k < (int)sizeof line)
-    snprintf(line + k, sizeof line - (size_t)k, "; not counted: the CPU kernels' 16-bit conversion scratch %lld", (long long)cvt_bytes);
-  printf("%s%s)\n", line, any || cvt_bytes ? "" : " nothing");
+  printf("%s%s)\n", line, any ? "" : " nothing");
 }

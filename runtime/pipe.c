@@ -804,15 +804,42 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
  * run cannot deadlock where the timeline does not. The copies and the
  * baton messages are released once the step's sends complete (step end,
  * before the shared parameters' sums). The baton into a step's first entry
- * is sent at the start of the step, after the previous step's update. */
+ * is sent at the start of the step, after the previous step's update.
+ *
+ * The baton also carries the group's tracked bytes (runtime/io.c): the sum
+ * G of its ranks' live buffers, each as of the rank's last turn, and the
+ * peak of that sum. A rank's turn opens when the baton arrives
+ * (galv_mem_window) and closes when it passes the baton on: then the peak
+ * is at least (G less this rank's share) + this rank's live peak during
+ * the turn, and its share becomes its live bytes now. The send copies
+ * count until the step's end (C: the step's copies of every rank, taken
+ * off G there by the rank of the group's last entry, and off each rank's
+ * share by itself). Before the first step the ranks' live bytes are
+ * summed once (world_stage_sums); at the end the group's arenas' written
+ * bytes are added, as a rank's tracker counts its arena. The step's end
+ * (the shared parameters' sums, the update) is outside the turns. */
 typedef struct {
   galv_comm *bw;    /* the batons' world (galv_comm_world_dup): never matched with a stage's data messages */
   galv_queue *sq;   /* the posted sends */
   void **bufs;      /* their buffers, released at the step's end */
   int nbufs, capbufs;
-  int64_t dev[8];   /* the group's counters: live bytes, entries, peak bytes, peak entries */
+  int64_t dev[8];   /* the group's counters: live saved bytes, entries, their peak bytes, peak entries; the tracked bytes:
+                     * G, G's peak, the step's send copies C */
+  int64_t mine;     /* this rank's share of G */
+  int64_t held;     /* the bytes of bufs (this step's copies) */
+  int64_t counted;  /* of held: in mine and C (as of the last close) */
   uint64_t sent;    /* baton bytes sent (galv_pipe_xfer_report counts them apart) */
 } il_state;
+enum { IL_G = 4, IL_GPEAK = 5, IL_COPIES = 6 };
+_Static_assert(sizeof(((il_state *)0)->dev) == GALV_PIPE_BATON_BYTES, "the baton's bytes (galv_pipe_sched.h)");
+
+/* a turn closes: the group's tracked peak with this rank's turn, its share now */
+static void il_close(il_state *il) {
+  const int64_t others = il->dev[IL_G] - il->mine, live = galv_mem_live(), w = galv_mem_window();
+  if (others + w > il->dev[IL_GPEAK]) il->dev[IL_GPEAK] = others + w;
+  il->dev[IL_G] = others + live, il->mine = live;
+  il->dev[IL_COPIES] += il->held - il->counted, il->counted = il->held;
+}
 
 static void *il_keep(il_state *il, size_t n) {
   if (il->nbufs == il->capbufs) {
@@ -821,6 +848,7 @@ static void *il_keep(il_state *il, size_t n) {
     if (!b) galv_fatal("out of memory");
     il->bufs = b;
   }
+  il->held += (int64_t)(n ? n : 64);
   return il->bufs[il->nbufs++] = dalloc(n ? n : 64, GALV_MEM_COMM);
 }
 
@@ -835,6 +863,7 @@ static void il_send(il_state *il, const galv_pipe_xfer *x, const void *src, size
 
 static void il_baton_send(il_state *il, int stage) {
   void *b = il_keep(il, sizeof il->dev);
+  il_close(il);
   D->h2d(b, il->dev, sizeof il->dev);
   galv_group_start();
   galv_send(il->bw, galv_pipe_first_rank[stage], b, 8, GALV_I64, il->sq);
@@ -844,12 +873,32 @@ static void il_baton_send(il_state *il, int stage) {
 
 static void il_baton_recv(il_state *il, galv_queue *q, int stage) {
   xrecv(il->bw, galv_pipe_first_rank[stage], il->dev, 8, GALV_I64, q);
+  galv_mem_window(); /* the turn opens */
 }
 
-static void il_step_end(il_state *il) {
+/* the step's sends completed, their copies released; holder: the rank of the group's last entry (it holds the baton,
+ * its turn closed): the step's copies off G */
+static void il_step_end(il_state *il, int holder) {
   galv_queue_sync(il->sq);
   for (int i = 0; i < il->nbufs; i++) drelease(il->bufs[i]);
   il->nbufs = 0;
+  il->mine -= il->counted, il->held = il->counted = 0;
+  if (holder) il->dev[IL_G] -= il->dev[IL_COPIES], il->dev[IL_COPIES] = 0;
+}
+
+/* every rank's x summed over the world by stage (one rank per stage: out[s] = stage s's x) */
+static void world_stage_sums(galv_comm *world, galv_queue *q, const double *x, int n, double *out) {
+  const int S = galv_pipe_nstages;
+  double *h = calloc((size_t)(S * n), sizeof *h);
+  char *buf = dalloc(2 * (size_t)(S * n) * 8, GALV_MEM_COMM);
+  if (!h) galv_fatal("out of memory");
+  for (int k = 0; k < n; k++) h[galv_pipe_stage * n + k] = x[k];
+  D->h2d(buf, h, (size_t)(S * n) * 8);
+  galv_all_reduce(world, buf, buf + (size_t)(S * n) * 8, (size_t)(S * n), GALV_F64, GALV_RED_SUM, q);
+  galv_queue_sync(q);
+  D->d2h(out, buf + (size_t)(S * n) * 8, (size_t)(S * n) * 8);
+  drelease(buf);
+  free(h);
 }
 
 static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, int rank, int size) {
@@ -1196,6 +1245,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   galv_pipe_act *gacts = IL ? malloc(sizeof *gacts * (size_t)(2 * V * B)) : NULL;
   int *gidx = IL ? malloc(sizeof *gidx * (size_t)(na + 1)) : NULL, gn = 0;
   il_state il = {0};
+  double *il_sums = NULL; /* interleaved: per stage its arena written, saved bytes, forward and backward sends per microbatch */
   if (IL) {
     if (!gacts || !gidx) galv_fatal("out of memory");
     gn = galv_pipe_order_group(NG, V, grp, B, gacts);
@@ -1227,6 +1277,15 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   float ls_scale = ls.scale, ls_tracker = ls.tracker, ls_skipped = ls.skipped;
   if (load && bw) D->copy(Wb, W, (size_t)pspan);
   if (load && wg) D->copy(Ww, W, (size_t)pspan);
+  if (IL) { /* the group's tracked bytes before its first entry: its ranks' live buffers summed */
+    double x = (double)galv_mem_live(), *all = malloc(sizeof *all * (size_t)S);
+    if (!all) galv_fatal("out of memory");
+    world_stage_sums(world, q, &x, 1, all);
+    il.dev[IL_G] = 0, il.mine = (int64_t)x;
+    for (int c = 0; c < V; c++) il.dev[IL_G] += (int64_t)all[c * NG + grp];
+    free(all);
+    galv_mem_window(); /* the first entry's turn opens */
+  }
   for (long step = 0; step < steps; step++) {
     galv_rt_step = done + step; /* galv.dropout's masks: the step count (checkpoints included) */
     for (int p = 0; p < galv_pipe_nparams; p++) {
@@ -1248,7 +1307,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       for (int j = 0; j < B; j++) mbw[j] = tot ? mbw[j] * B / (double)tot : 1.0;
     }
     char *to_free = NULL;
-    if (IL && step > 0 && IL_OWNER(gn - 1) == me && IL_OWNER(0) != me) il_baton_send(&il, IL_OWNER(0)); /* into the step */
+    if (IL && step > 0 && IL_OWNER(gn - 1) == me) { /* this rank holds the baton: a turn opens */
+      galv_mem_window();
+      if (IL_OWNER(0) != me) il_baton_send(&il, IL_OWNER(0)); /* into the step */
+    }
     for (int k = 0; k <= na; k++) {
       const galv_pipe_act *pa = k ? &acts[k - 1] : NULL, *a = k < na ? &acts[k] : NULL;
       if (IL) { /* the previous entry's sends (from copies, not waited for), the baton on, the baton for this entry */
@@ -1435,7 +1497,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         if (il.dev[1] > il.dev[3]) il.dev[3] = il.dev[1];
       }
     }
-    if (IL) il_step_end(&il); /* every send of the step has completed */
+    if (IL) { /* the group's last entry's turn closes; every send of the step has completed */
+      if (IL_OWNER(gn - 1) == me) il_close(&il);
+      il_step_end(&il, IL_OWNER(gn - 1) == me);
+    }
     /* shared parameters: the gradient summed across the holding stages, then this rank's block of it; one the program
      * left unreduced over the ranks holding equal parameters (no ZeRO: galv_pipe_zero 4) all-reduced over them first,
      * in place, so every rank's sum is the group's (then whole on every rank: left out of the all-reduce below) */
@@ -1588,6 +1653,18 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
            (long long)galv_pipe_predicted_state[me], peak_mb, (long long)galv_pipe_predicted_act[me]);
     galv_mem_arena_high(high);
     galv_mem_report(NULL); /* galv_progname names the stage and rank */
+    if (IL) { /* every rank's arena written and what it saves and sends per microbatch, for its group's line below */
+      double x[4] = {(double)high, (double)sbytes, 0, 0};
+      for (int o = 0; o < no && !last; o++) /* the forward's sends: a copy per receiving stage (il_send) */
+        if (ok[o] > 0 && ok[o] < 1000000)
+          for (int st = 0; st < S; st++)
+            if (galv_pipe_out[ok[o] - 1].dst >> st & 1) x[2] += (double)(AB(&galv_outputs[o]) ? AB(&galv_outputs[o]) : 64);
+      for (int o = 0; o < nbo; o++) /* the backward's: the gradients of the received values */
+        if (okb[o] >= 1000000 && okb[o] < 2000000) x[3] += (double)(AB(&bout[o]) ? AB(&bout[o]) : 64);
+      il_sums = malloc(sizeof *il_sums * (size_t)(4 * S));
+      if (!il_sums) galv_fatal("out of memory");
+      world_stage_sums(world, q, x, 4, il_sums);
+    }
     /* the stage plan's peak: its states + its saved bytes at their peak (the microbatches it charges x the bytes per
      * microbatch; under ZB-H1 with what the weight-gradient entry reads from B until W: galv_pipe_predicted_saved) */
     const int64_t pred = galv_pipe_predicted_state[me] + galv_pipe_predicted_saved[me];
@@ -1630,7 +1707,25 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     printf("%s: device group %d (stages", galv_progname, grp);
     for (int c = 0; c < V; c++) printf("%s%d", c ? "," : " ", c * NG + grp);
     printf("): saved activations in flight: peak %lld bytes (%lld chunk microbatches)\n", (long long)il.dev[2], (long long)il.dev[3]);
+    /* the group's memory: the tracked peak of its ranks' live buffers summed at its entries + their arenas written,
+     * beside the plan's: its stages' states + the peak over the group's order of the saved bytes, the send copies
+     * and the batons (galv_pipe_peak_group_mem, on what the stages save and send per microbatch) */
+    int64_t fb[64], fs[64], bs[64], states = 0, arenas = 0;
+    for (int c = 0; c < V; c++) {
+      const int st = c * NG + grp;
+      states += galv_pipe_predicted_state[st], arenas += (int64_t)il_sums[4 * st];
+      fb[c] = (int64_t)il_sums[4 * st + 1], fs[c] = (int64_t)il_sums[4 * st + 2], bs[c] = (int64_t)il_sums[4 * st + 3];
+    }
+    const int64_t held = galv_pipe_peak_group_mem(gacts, gn, fb, fs, bs, grp == NG - 1 ? V - 1 : -1, GALV_PIPE_BATON_BYTES);
+    const int64_t got = il.dev[IL_GPEAK] + arenas, pred = states + held;
+    printf("%s: device group %d (stages", galv_progname, grp);
+    for (int c = 0; c < V; c++) printf("%s%d", c ? "," : " ", c * NG + grp);
+    printf("): memory peak %lld bytes (tracker: the ranks' live buffers summed at the group's entries, peak %lld, + their "
+           "arenas written %lld), the plan's peak %lld (states %lld + saved activations, send copies and batons at their "
+           "peak %lld): %+.2f%%\n", (long long)got, (long long)il.dev[IL_GPEAK], (long long)arenas, (long long)pred,
+           (long long)states, (long long)held, pred ? 100.0 * (double)(got - pred) / (double)pred : 0.0);
   }
+  free(il_sums);
 #undef IL_OWNER
   if (outdir) {
     if (lrank == 0 && galv_mkdirs(outdir) != 0)

@@ -1334,6 +1334,8 @@ int main(int argc, char **argv) {
   if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
   if (cluster.devices_per_node > 0 && gpus > cluster.devices_per_node * cluster.nodes) cluster.nodes = (gpus + cluster.devices_per_node - 1) / cluster.devices_per_node;
   cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && (cuda.bf16 || fp16)); /* as codegen/cuda fuses attention */
+  /* the 16-bit conversion scratch priced is the target's: the CPU kernels widen 16-bit operands to fp32 */
+  gv_cost_convert_fn = strcmp(target, "cpu") == 0 ? gv_cpu_convert_scratch : NULL;
   /* training's galv.attention (docs/fused-attention.md): auto fuses where gv_attn_train_kernel (ir/attention.c)
    * says a kernel runs it by default; on wherever a kernel runs it, elsewhere only priced under --plan-only */
   int fattn_kernel = gv_attn_train_kernel(target, cuda.bf16 ? GV_DT_BF16 : fp16 ? GV_DT_F16 : GV_DT_F32);

@@ -719,6 +719,14 @@ static const gv_type *stage_value_type(const gv_module *m, const char *name) {
   return v ? &v->type : NULL;
 }
 
+/* The bytes of value name as stage module m stores it (its storage: 16-bit for a crossing value under bf16 / fp16);
+ * 64 for an empty one, 0 when m has none (runtime/pipe.c il_keep: a send's copy). */
+static int64_t stage_value_copy_bytes(const gv_module *m, const char *name) {
+  const gv_value *v = stage_value(m, name);
+  int64_t b = v ? gv_value_storage_bytes(v) : 0;
+  return !v ? 0 : b > 0 ? b : 64;
+}
+
 /* Its global type (a partitioned stage holds a crossing value kept split as its block: the dims times the split). */
 static bool stage_value_global(const gv_module *m, const char *name, gv_type *t) {
   const gv_value *v = stage_value(m, name);
@@ -1367,16 +1375,17 @@ static int64_t state_bytes(const gv_module *m, int *n) {
   return bytes;
 }
 
-/* The bytes of the results whose names start with prefix (64-byte aligned each: the last stage keeps its
- * "grad:pp." results per microbatch in flight, runtime/pipe.c). */
+/* The bytes of the results whose names start with prefix, as stored (16-bit storage: a crossing value's gradient
+ * 16-bit), 64-byte aligned each: the last stage keeps its "grad:pp." results per microbatch in flight,
+ * runtime/pipe.c. */
 static int64_t result_bytes(const gv_module *m, const char *prefix) {
   const gv_func *f = m->main;
   const gv_op *ret = f->body->last;
   int64_t bytes = 0;
   for (int i = 0; ret && i < f->nres_names && i < ret->nopnds; i++)
     if (f->res_names[i] && !strncmp(f->res_names[i], prefix, strlen(prefix))) {
-      const gv_type *t = &ret->opnds[i]->type;
-      bytes += (gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype) + 63) / 64 * 64;
+      int64_t b = gv_value_storage_bytes(ret->opnds[i]);
+      bytes += ((b > 0 ? b : 0) + 63) / 64 * 64;
     }
   return bytes;
 }
@@ -1460,6 +1469,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
   /* interleaved: V chunks per device group, stage s on group s mod P (galv_pipe_sched.h); else V = 1 */
   const int V = train && P.sched == GV_SCHED_INTERLEAVED ? pl->vstages : 1, NG = S / V;
   int64_t il_fb[GV_PIPE_MAX_STAGES] = {0}; /* interleaved: each stage's saved bytes per microbatch */
+  int64_t il_fs[GV_PIPE_MAX_STAGES] = {0}, il_bs[GV_PIPE_MAX_STAGES] = {0}; /* ... its forward and backward sends' bytes */
   /* dev[s]: the devices of stage s (its sub-mesh, the DP's choice; the runtime's ranks first_rank[s] ..) */
   int dev[GV_PIPE_MAX_STAGES], first_rank[GV_PIPE_MAX_STAGES + 1] = {0};
   if (pipe_stage_devices(&P, pl, &gpus, dev)) { free(pl); return 1; }
@@ -1673,6 +1683,16 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       int64_t fb = mb ? state_bytes(mb, &n) : result_bytes(ms, "grad:pp."), wb = mw ? state_bytes(mw, &wn) : 0;
       galv_pipe_act *acts = malloc(sizeof *acts * (size_t)(3 * pa->B * V));
       il_fb[s] = fb;
+      /* interleaved: the copies pipe.c sends from per microbatch, kept until the step's end: the forward's values, one
+       * per receiving stage (none from the last stage), the backward's gradients of the received values */
+      il_fs[s] = il_bs[s] = 0;
+      for (int i = 0; i < io->nout && s < S - 1; i++)
+        il_fs[s] += stage_value_copy_bytes(ms, io->out[i].name) * __builtin_popcountll(io->out[i].dst_mask);
+      for (int i = 0; i < io->nin; i++) {
+        char gname[300];
+        snprintf(gname, sizeof gname, "grad:%s", io->in[i].name);
+        il_bs[s] += stage_value_copy_bytes(mb ? mb : ms, gname);
+      }
       if (!acts) rc = gv_error_plain("out of memory");
       else {
         int na = galv_pipe_order_v(S, V, s, pa->B, pa->sched, acts);
@@ -1939,6 +1959,16 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     fprintf(stderr, "galvc: device group %d (stages", d);
     for (int c = 0; c < V; c++) fprintf(stderr, "%s%d", c ? "," : " ", c * NG + d);
     fprintf(stderr, "): interleaved: predicted peak saved bytes %lld (%d chunk microbatches)\n", (long long)peak, pmb);
+    /* the group's memory: its stages' states (the plan's) + the peak over its order of the saved bytes, the send
+     * copies and the batons the runtime keeps until the step's end (runtime/pipe.c prints its tracker beside it) */
+    int64_t fs[GV_PIPE_MAX_STAGES], bs[GV_PIPE_MAX_STAGES], states = 0;
+    for (int c = 0; c < V; c++) fs[c] = il_fs[c * NG + d], bs[c] = il_bs[c * NG + d], states += pl->cost[c * NG + d].state_bytes;
+    int64_t held = galv_pipe_peak_group_mem(ga, galv_pipe_order_group(NG, V, d, pa->B, ga), fb, fs, bs, d == NG - 1 ? V - 1 : -1,
+                                            GALV_PIPE_BATON_BYTES);
+    fprintf(stderr, "galvc: device group %d (stages", d);
+    for (int c = 0; c < V; c++) fprintf(stderr, "%s%d", c ? "," : " ", c * NG + d);
+    fprintf(stderr, "): interleaved: predicted memory peak %lld bytes (states %lld + saved activations, send copies and "
+                    "batons at their peak %lld)\n", (long long)(states + held), (long long)states, (long long)held);
     free(ga);
   }
   if (!rc) { /* out/launch: mpirun MPMD, one program per stage */

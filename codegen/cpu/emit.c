@@ -331,8 +331,8 @@ static int convert_in(emitter *e, const gv_op *op, const cg_kcall *k, char p[][6
     if (cn >= sizeof cv) return gv_error_op(e->m, op, "cpu codegen: too many 16-bit conversions");
     snprintf(p[i], 64, "%s", c);
   }
-  if (e->cvt) fprintf(f, "  galv_cvt = galv_cvt_scratch(%lld);\n", (long long)e->cvt);
-  fputs(cv, f);
+  if (f && e->cvt) fprintf(f, "  galv_cvt = galv_cvt_scratch(%lld);\n", (long long)e->cvt);
+  if (f) fputs(cv, f);
   return 0;
 }
 
@@ -437,6 +437,60 @@ static void clear_ids(const gv_block *b) {
     for (int i = 0; i < op->nres; i++) op->res[i]->id = -1;
     for (int k = 0; k < op->nregions; k++) clear_ids(op->regions[k]);
   }
+}
+
+/* The conversion scratch program.c asks for (galv_cvt_scratch: one buffer,
+ * grown to the largest call's bytes and kept), for the cost model under
+ * --target cpu (planner/cost.h gv_cost_convert_fn): convert_in's sizes over
+ * the kernel calls, the values numbered as plan() numbers them and their
+ * storage set by storage_setup(), nothing printed; the values' ids are
+ * restored after. -1 when a kernel call cannot be filled (nothing is
+ * printed either). */
+static int ids_walk(const gv_block *b, int *ids, int n, bool restore) {
+  for (int i = 0; i < b->nargs; i++, n++)
+    if (ids) restore ? (void)(b->args[i]->id = ids[n]) : (void)(ids[n] = b->args[i]->id);
+  for (const gv_op *op = b->first; op; op = op->next) {
+    for (int i = 0; i < op->nres; i++, n++)
+      if (ids) restore ? (void)(op->res[i]->id = ids[n]) : (void)(ids[n] = op->res[i]->id);
+    for (int k = 0; k < op->nregions; k++) n = ids_walk(op->regions[k], ids, n, restore);
+  }
+  return n;
+}
+
+int64_t gv_cpu_convert_scratch(const gv_module *m) {
+  if (!m || !m->main) return 0;
+  gv_block *body = m->main->body;
+  int n = ids_walk(body, NULL, 0, false);
+  int *ids = malloc(sizeof *ids * ((size_t)n + 1));
+  emitter e = {.m = (gv_module *)m, .train = m->main->res_updates != NULL};
+  e.vi = calloc((size_t)n + 1, sizeof *e.vi);
+  if (!ids || !e.vi) abort();
+  ids_walk(body, ids, 0, false);
+  clear_ids(body);
+  for (int i = 0; i < body->nargs; i++, e.nv++) body->args[i]->id = e.nv, e.vi[e.nv].v = body->args[i];
+  for (const gv_op *op = body->first; op; op = op->next)
+    for (int i = 0; i < op->nres; i++, e.nv++) op->res[i]->id = e.nv, e.vi[e.nv].v = op->res[i];
+  int64_t most = 0;
+  gv_error_quiet++;
+  int rc = storage_setup(&e);
+  for (const gv_op *op = body->first; op && !rc && e.st; op = op->next) {
+    if (cg_comm_is_op(op) || cg_kcall_kernel(op->code) == CG_K_NONE || op->code == GV_OP_FUSED ||
+        (gv_ops[op->code].flags & (GV_ELEMENTWISE | GV_VIEW)))
+      continue;
+    char p[GV_MAX_RANK * 4 + 4][64];
+    int np = op->nopnds + op->nres, NP = (int)(sizeof p / sizeof p[0]), post[GV_MAX_RANK * 4 + 4], npost = 0;
+    for (int i = 0; i < NP; i++) snprintf(p[i], sizeof p[i], "p%d", i);
+    cg_kcall kc;
+    rc = cg_kcall_fill(e.m, op, "cpu codegen", &kc) || convert_in(&e, op, &kc, p, np < NP ? np : NP, post, &npost);
+    if (!rc && e.cvt > most) most = e.cvt;
+  }
+  gv_error_quiet--;
+  ids_walk(body, ids, 0, true);
+  free(ids);
+  free(e.vi);
+  free(e.st);
+  free(e.half);
+  return rc ? -1 : most;
 }
 
 /* The results that memory-plan writes over the argument they update
