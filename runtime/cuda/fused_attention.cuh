@@ -279,6 +279,58 @@ __device__ static inline bool fa_block_any(const float (*p)[4], int *flag) {
   return any;
 }
 
+/* the functor on a thread's 4 x 4 scores, a step at a time over all of them (the step table decoded once per step
+ * rather than per score, as fattn_functor does, and with the same arithmetic per score): s[a][c] is the score of
+ * query ib + a, key jb + c (TR: query ib + c, key jb + a); slopes into sl (SLOPE). Scores past Sq or Sk are left
+ * as they are (the caller masks them). */
+template <bool TR, bool SLOPE>
+__device__ static inline void fa_functor(const galv_fattn_desc &d, const galv_fattn_ptrs &fn, const int64_t *boff, int64_t ib, int64_t jb,
+                                         float (*s)[4], float (*sl)[4]) {
+  if (SLOPE)
+    FA_UNROLL
+    for (int a = 0; a < 4; a++)
+      FA_UNROLL
+      for (int c = 0; c < 4; c++) sl[a][c] = 1.0f;
+  for (int t = 0; t < d.nst; t++) {
+    const galv_fattn_step &x = d.st[t];
+    const int kind = x.kind;
+    int arg[3], dt[3] = {0, 0, 0};
+    float lit[3];
+    const void *p[3] = {nullptr, nullptr, nullptr};
+    int64_t off[3] = {0, 0, 0}, si[3] = {0, 0, 0}, sj[3] = {0, 0, 0};
+    FA_UNROLL
+    for (int u = 0; u < 3; u++) {
+      arg[u] = u < x.nargs ? x.arg[u] : -2, lit[u] = x.lit[u];
+      if (arg[u] >= 0) {
+        int f = arg[u];
+        p[u] = fn.p[f], dt[u] = d.fdt[f], si[u] = d.fst[f][d.nb], sj[u] = d.fst[f][d.nb + 1];
+        off[u] = boff[f] + ib * si[u] + jb * sj[u];
+      }
+    }
+    FA_UNROLL
+    for (int a = 0; a < 4; a++)
+      FA_UNROLL
+      for (int c = 0; c < 4; c++) {
+        const int qa = TR ? c : a, ka = TR ? a : c;
+        if (ib + qa >= d.Sq || jb + ka >= d.Sk) continue;
+        float v[3], y = s[a][c], g = 1.0f;
+        FA_UNROLL
+        for (int u = 0; u < 3; u++) v[u] = arg[u] == -1 ? y : arg[u] == -2 ? lit[u] : fattn_load(dt[u], p[u], off[u] + qa * si[u] + ka * sj[u]);
+        switch (kind) {
+        case 0: y = v[0] + v[1]; break;
+        case 1: y = v[0] - v[1], g = arg[0] == -1 ? 1.0f : -1.0f; break;
+        case 2: y = v[0] * v[1], g = arg[0] == -1 ? v[1] : v[0]; break;
+        case 3: y = v[0] / v[1], g = 1.0f / v[1]; break;
+        default:
+          y = v[0] != 0.0f ? v[1] : v[2];
+          g = (v[0] != 0.0f) == (arg[1] == -1) ? 1.0f : 0.0f;
+        }
+        s[a][c] = y;
+        if (SLOPE) sl[a][c] = kind == 3 ? sl[a][c] / v[1] : sl[a][c] * g;
+      }
+  }
+}
+
 /* forward: block = (batch slice, 64 queries); thread (tx, ty) scores queries ty * 4 + a against keys tx * 4 + c of
  * each key tile and owns o's columns h * 64 + tx * 4 + c of its four queries */
 template <int NH, typename T>
@@ -310,14 +362,14 @@ __global__ static void __launch_bounds__(FA_NT) galv_fattn_fwd_k(galv_fattn_desc
       __syncthreads();
       fa_tile_mma(s, buf, buf + FA_B * FA_RS, tx, ty);
     }
+    fa_functor<false, false>(d, fn, boff, i0 + ty * 4, j0 + tx * 4, s, nullptr);
     FA_UNROLL
-    for (int a = 0; a < 4; a++) { /* the functor, then the online softmax of the row */
+    for (int a = 0; a < 4; a++) { /* the online softmax of the row */
       int64_t i = i0 + ty * 4 + a;
       float mt = -INFINITY;
       FA_UNROLL
       for (int c = 0; c < 4; c++) {
-        int64_t j = j0 + tx * 4 + c;
-        s[a][c] = i < d.Sq && j < d.Sk ? fattn_functor(d, fn, boff, i, j, s[a][c], nullptr) : -INFINITY;
+        if (i >= d.Sq || j0 + tx * 4 + c >= d.Sk) s[a][c] = -INFINITY;
         mt = fmaxf(mt, s[a][c]);
       }
       float nm = fmaxf(m[a], fa_rowmax16(mt)), sc = 1.0f, rs = 0.0f;
@@ -400,14 +452,14 @@ __global__ static void __launch_bounds__(FA_NT)
       __syncthreads();
       fa_tile_mma(s, buf, buf + FA_B * FA_RS, tx, ty);
     }
+    float sl[4][4];
+    fa_functor<true, true>(d, fn, boff, i0 + tx * 4, j0 + ty * 4, s, sl);
     FA_UNROLL
-    for (int a = 0; a < 4; a++) /* p = exp(f(s) - lse), p^T into xs; s becomes f'(s) */
+    for (int a = 0; a < 4; a++) /* p = exp(f(s) - lse), p^T into xs */
       FA_UNROLL
       for (int c = 0; c < 4; c++) {
-        int64_t j = j0 + ty * 4 + a, i = i0 + tx * 4 + c;
-        float sl = 0.0f;
-        p[a][c] = i < d.Sq && j < d.Sk ? expf(fattn_functor(d, fn, boff, i, j, s[a][c], &sl) - lq[tx * 4 + c]) : 0.0f;
-        xs[(ty * 4 + a) * FA_PS + tx * 4 + c] = p[a][c], s[a][c] = sl;
+        p[a][c] = i0 + tx * 4 + c < d.Sq && j0 + ty * 4 + a < d.Sk ? expf(s[a][c] - lq[tx * 4 + c]) : 0.0f;
+        xs[(ty * 4 + a) * FA_PS + tx * 4 + c] = p[a][c];
       }
     if (!fa_block_any(p, live[i0 / FA_B % 2])) continue; /* p = 0 throughout (a masked tile): no gradient */
     for (int64_t x0 = 0; x0 < d.Dv; x0 += FA_C) { /* dp^T = v dO^T */
@@ -420,7 +472,7 @@ __global__ static void __launch_bounds__(FA_NT)
     FA_UNROLL
     for (int a = 0; a < 4; a++) /* ds = p (dp - Dr) f'(s) into dp; where p = 0 (masked) no gradient anywhere */
       FA_UNROLL
-      for (int c = 0; c < 4; c++) dp[a][c] = p[a][c] != 0.0f ? p[a][c] * (dp[a][c] - dr[tx * 4 + c]) * s[a][c] : 0.0f;
+      for (int c = 0; c < 4; c++) dp[a][c] = p[a][c] != 0.0f ? p[a][c] * (dp[a][c] - dr[tx * 4 + c]) * sl[a][c] : 0.0f;
     for (int y0 = 0; y0 < FA_B && i0 + y0 < d.Sq; y0 += FA_C) { /* dv += p^T dO */
       __syncthreads();
       fa_stage_wide<NH>(buf, gb, d.Dv, 1, i0 + y0, d.Sq, d.Dv, true);
