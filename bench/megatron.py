@@ -33,7 +33,9 @@ Megatron's GPU count and global batch, and
 Every point is priced with the same cost model and must fit the preset's
 80 GB as galvc prices it: without a pipeline --report-cost's predicted step
 (the realised program's critical path, as (s)'s plan replayed), with one
-the stage DP's step (each stage's program planned by the intra-operator
+the pipeline's whole predicted step, plan.json's predicted_step_ns (the
+schedule over the stage programs + the slowest stage's once-per-step
+gradient all-reduce, ZeRO collectives and update; each stage's program planned by the intra-operator
 planner: --strategy / --mesh are not honoured there, so a pipeline point
 fixes P, N, ZeRO and recomputation, and each stage's tp / sp is the
 planner's). Points that fail print galvc's error line and a command.
@@ -142,10 +144,10 @@ def megatron_config(args, row, path):
         cpu += cpu2
     if rc:
         return {"desc": desc, "error": first_error(err), "cpu_s": cpu}
-    if pp > 1:  # the pipeline's plan: "pipeline: predicted step T ms (...)", per stage "(N bytes per device)"
-        # the whole step: the schedule's and the once-per-step gradient all-reduce / update (Megatron's too)
-        m = re.search(r"^pipeline: predicted step ([0-9.]+) ms", out + err, re.M) or \
-            re.search(r"^pipeline: \d+ stages, \d+ microbatches, step ([0-9.]+) ms", out + err, re.M)
+    if pp > 1:  # the pipeline's plan: "pipeline: predicted step T ms = schedule X ms + once-per-step sync ...", per
+        # stage "(N bytes per device)": the whole step (plan.json predicted_step_ns), the schedule's and the once-per-step
+        # gradient all-reduce / ZeRO collectives / update of the slowest stage (Megatron's all-reduce after its flush too)
+        m = re.search(r"^pipeline: predicted step ([0-9.]+) ms", out + err, re.M)
         mems = [int(x) for x in re.findall(r"^  stage \d+: .*\((\d+) bytes per device\)", out + err, re.M)]
         if not m or not mems:
             return {"desc": desc, "error": "no pipeline plan in galvc's output", "cpu_s": cpu}
@@ -171,7 +173,8 @@ def megatron_config(args, row, path):
 #           (--plan-only is refused with --strategy: "--plan-only needs the planner"; the IR is written);
 #   pp > 1: --pipeline-stages P --schedule 1f1b --recompute=MODE --pipeline-recompute=off
 #           --pipeline-zero Z --microbatches N: the stage DP's step over the stage programs the
-#           intra-operator planner planned ("pipeline: predicted step X ms", once-per-step part included) and the
+#           intra-operator planner planned ("pipeline: predicted step X ms = schedule ... + once-per-step sync
+#           ... + ZeRO ... + update ...", plan.json's predicted_step_ns) and the
 #           largest stage's bytes per device. The pipeline path prices each stage with the planner's
 #           own plan on the stage's G/P devices (--strategy / --mesh set only the compiled preset,
 #           docs/pipeline.md), so a pipeline point fixes P, N, the ZeRO stage and recomputation,
@@ -266,8 +269,7 @@ def price_point(args, path, q):
     r = dict(q, desc=point_desc(q), cmd=" ".join(os.path.basename(c) if c in (args.galvc, path) else c for c in cmd),
              cpu_s=cpu)
     if q["pp"] > 1:
-        m = re.search(r"^pipeline: predicted step ([0-9.]+) ms", err + out, re.M) or \
-            re.search(r"pipeline: \d+ stages, \d+ microbatches, step ([0-9.]+) ms", err + out)
+        m = re.search(r"^pipeline: predicted step ([0-9.]+) ms", err + out, re.M)  # the whole step
         mems = [int(x) for x in re.findall(r"\((\d+) bytes per device\)", err + out)]
         need = re.search(r"no partition fits .* still needs [0-9.]+ GiB \((\d+) bytes\)", err)
         if rc_ and need:    # the stage DP's answer that the point does not fit: its least need, not a failure
@@ -411,23 +413,33 @@ def galvc_search(args, row, path):
     if rc or not os.path.exists(plan):
         return {"error": first_error(err), "cpu_s": cpu}
     p = json.load(open(plan))
-    step = p["predicted"]["step_ns"] * 1e-9
-    if "mesh" in p:
-        mesh = ",".join("%s=%d" % (n, s) for n, s in zip(p["mesh"]["axes"], p["mesh"]["shape"]))
+    pipe = p.get("pipeline")
+    if pipe:  # a pipelined plan.json: the whole step (schedule + once-per-step sync), its largest stage's memory
+        step = pipe["predicted_step_ns"] * 1e-9
+        desc = "pipeline %d stages mb%d %s zero%s" % (pipe["stages"], pipe["microbatches"], pipe.get("schedule", "?"),
+                                                     "/".join(str(z) for z in sorted(set(pipe.get("stage_zero", [0])))))
+        mem = max(pipe["stage_bytes"]) if pipe.get("stage_bytes") else None
     else:
-        mesh = "pipeline"
-    zs = sorted({u.get("zero", 0) for u in p.get("units", [])})
-    sp = " sp" if any(u.get("sp") for u in p.get("units", [])) else ""
-    desc = "%s mb%d%s zero%s rc:%s" % (mesh, p.get("microbatches", 1), sp, "/".join(str(z) for z in zs), p.get("recompute", "?"))
-    mem = p.get("memory_per_device", {}).get("total")
+        step = p["predicted"]["step_ns"] * 1e-9
+        mesh = ",".join("%s=%d" % (n, s) for n, s in zip(p["mesh"]["axes"], p["mesh"]["shape"]))
+        zs = sorted({u.get("zero", 0) for u in p.get("units", [])})
+        sp = " sp" if any(u.get("sp") for u in p.get("units", [])) else ""
+        desc = "%s mb%d%s zero%s rc:%s" % (mesh, p.get("microbatches", 1), sp, "/".join(str(z) for z in zs), p.get("recompute", "?"))
+        mem = p.get("memory_per_device", {}).get("total")
     res = {"desc": desc, "step_s": step, "mem": mem, "cpu_s": cpu}
-    rcmd = [args.galvc, path] + COMMON + ["--gpus", str(G), "--batch", str(B), "--plan", plan, "--report-cost", "-q",
-                                          "-o", os.path.join(args.work, "replay.mlir")]
-    rc, out, err, _ = run(rcmd, args.timeout)
-    m = re.search(r"predicted step: (\d+) ns", out)
-    res["replay_s"] = int(m.group(1)) * 1e-9 if not rc and m else None
+    if pipe:  # replayed plan-only (a weight-free model compiles no stage programs): the plan's printed whole step
+        rcmd = [args.galvc, path] + COMMON + ["--gpus", str(G), "--batch", str(B), "--plan", plan, "--plan-only"]
+        rc, out, err, _ = run(rcmd, args.timeout)
+        m = re.search(r"^pipeline: predicted step ([0-9.]+) ms", err + out, re.M)
+        res["replay_s"] = float(m.group(1)) * 1e-3 if not rc and m else None
+    else:
+        rcmd = [args.galvc, path] + COMMON + ["--gpus", str(G), "--batch", str(B), "--plan", plan, "--report-cost", "-q",
+                                              "-o", os.path.join(args.work, "replay.mlir")]
+        rc, out, err, _ = run(rcmd, args.timeout)
+        m = re.search(r"predicted step: (\d+) ns", out)
+        res["replay_s"] = int(m.group(1)) * 1e-9 if not rc and m else None
     if rc or not m:
-        res["replay_error"] = first_error(err) if rc else "no predicted step in --report-cost's output"
+        res["replay_error"] = first_error(err) if rc else "no predicted step in the replay's output"
     return res
 
 
@@ -524,7 +536,7 @@ def main():
             if "error" in s:
                 print("  %-5s no plan (%.1f cpu s): %s" % ("(s)", s["cpu_s"], s["error"]), flush=True)
             else:
-                rp = ("  replayed --report-cost %.3f s" % s["replay_s"] if s["replay_s"] is not None
+                rp = ("  replayed %.3f s" % s["replay_s"] if s["replay_s"] is not None
                       else "  replay: %s" % s.get("replay_error"))
                 print(fmt_col("(s)", s["desc"], s["step_s"], G, B, L, h, s["mem"], s["cpu_s"], rp), flush=True)
         base = [b for b in (sb, g) if b and "error" not in b]

@@ -73,7 +73,9 @@ def stage_events(ev, g):  # group g's events (its stages' first ranks), by start
         es = [e for e in es if e["tid"] == min(x["tid"] for x in es if x["pid"] == e["pid"])]
     return sorted(es, key=lambda e: e["ts"])
 bubbles = pd["otherData"]["group_bubble_us"]
-print(f"== {sc}: predicted step {pd['otherData']['step_us']:.1f} us (timeline; DP formula {pd['otherData']['dp_step_us']:.1f} us), "
+od = pd["otherData"]
+print(f"== {sc}: predicted step {od['predicted_step_us']:.1f} us (timeline {od['step_us']:.1f} + once per step {od['sync_us']:.1f} us; "
+      f"DP formula {od['dp_step_us']:.1f} us), "
       f"losses {' '.join(losses)}")
 per = len(stage_events(pd["traceEvents"], 0))
 spans = []  # the run's step spans: from the first event of a step to the last, over all stages

@@ -241,7 +241,7 @@ int gv_attn_train_kernel(const char *target, gv_dtype storage) {
   bool cpu = !strcmp(target, "cpu"), cuda = !strcmp(target, "cuda");
   bool known = storage == GV_DT_F32 || storage == GV_DT_BF16 || storage == GV_DT_F16;
   if (cpu && known) return GV_ATTN_KERNEL_AUTO;    /* runtime/attention.c: fp32, and 16-bit through fp32 slices */
-  if (cuda && known) return GV_ATTN_KERNEL_OPT_IN; /* runtime/cuda/fused_attention.cuh: plain kernels */
+  if (cuda && known) return GV_ATTN_KERNEL_OPT_IN; /* runtime/cuda/fused_attention.cuh: tiled, not yet timed in a step */
   return GV_ATTN_KERNEL_NONE;
 }
 

@@ -1028,16 +1028,33 @@ int64_t gv_pipe_plan_once_ns(const gv_pipe_plan *pl) {
   return mx;
 }
 
+int64_t gv_pipe_plan_full_ns(const gv_pipe_plan *pl) {
+  return (pl->sched_ns > 0 ? pl->sched_ns : pl->step_ns) + gv_pipe_plan_once_ns(pl);
+}
+
+gv_pipe_step_parts gv_pipe_plan_parts(const gv_pipe_plan *pl) {
+  gv_pipe_step_parts r = {.sched = pl->sched_ns > 0 ? pl->sched_ns : pl->step_ns};
+  for (int i = 1; i < pl->nstages; i++) r.k = pl->cost[i].once_ns > pl->cost[r.k].once_ns ? i : r.k;
+  const gv_stage_cost *c = &pl->cost[r.k];
+  r.zero = c->zero_ranks > 1 ? c->zero_ns : 0, r.upd = c->opt_ns, r.sync = c->once_ns - r.zero - r.upd;
+  return r;
+}
+
 void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
   FILE *f = file;
-  fprintf(f, "pipeline: %d stages, %d microbatches, step %.3f ms (sum %.3f ms + (B-1) x max %.3f ms)\n", pl->nstages,
-          pl->B, (double)pl->step_ns / 1e6, (double)pl->sum_ns / 1e6, (double)pl->max_ns / 1e6);
-  if (pl->tl_ns > 0) { /* the whole step: the schedule's (the key, plan.json predicted_step_ns) and the once-per-step part
-                        * (plan.json sync_ns: the slowest stage's gradient reduction after the last microbatch, its
-                        * sharded-state collectives and update) */
-    int64_t once = gv_pipe_plan_once_ns(pl);
-    fprintf(f, "pipeline: predicted step %.3f ms (the schedule %.3f ms + once per step %.3f ms)\n", (double)(pl->tl_ns + once) / 1e6, (double)pl->tl_ns / 1e6, (double)once / 1e6);
-  }
+  /* the whole step (galvc's key, plan.json predicted_step_ns): the schedule's part (the timeline's makespan, or the
+   * stage DP's formula) and the once-per-step part (plan.json sync_ns) of the slowest stage there: its gradient
+   * reduction after the last microbatch with the shared parameters' sum, ZeRO's collectives and the update */
+  const gv_pipe_step_parts p = gv_pipe_plan_parts(pl);
+  const int64_t once = gv_pipe_plan_once_ns(pl), full = p.sched + once;
+  fprintf(f, "pipeline: %d stages, %d microbatches, step %.3f ms (schedule %.3f ms + once per step %.3f ms; the stage DP's "
+             "formula: sum %.3f ms + (B-1) x max %.3f ms = %.3f ms)\n", pl->nstages, pl->B, (double)full / 1e6,
+          (double)p.sched / 1e6, (double)once / 1e6, (double)pl->sum_ns / 1e6, (double)pl->max_ns / 1e6, (double)pl->step_ns / 1e6);
+  if (once > 0)
+    fprintf(f, "pipeline: predicted step %.3f ms = schedule %.3f ms + once-per-step sync %.3f ms + ZeRO %.3f ms + update %.3f ms "
+               "(the once-per-step part: stage %d's)\n", (double)full / 1e6, (double)p.sched / 1e6, (double)p.sync / 1e6,
+            (double)p.zero / 1e6, (double)p.upd / 1e6, p.k);
+  else fprintf(f, "pipeline: predicted step %.3f ms = schedule %.3f ms (nothing once per step)\n", (double)full / 1e6, (double)p.sched / 1e6);
   for (int i = 0; i < pl->nstages; i++)
     fprintf(f, "  stage %d: groups %d-%d on %lldx%lld (%s%s%s%s): %.3f ms/microbatch, %.2f GiB states + %lld x %.2f GiB activations (%lld bytes per device)\n",
             i, pl->first[i], pl->first[i + 1] - 1, (long long)pl->nodes[i], (long long)pl->per_node[i], pl->cost[i].desc,

@@ -76,7 +76,8 @@ typedef struct {
   int64_t act_bytes;    /* per device: activations one in-flight microbatch keeps */
   int64_t once_ns;      /* per step, not per microbatch (gradient sync); reported, not in the DP */
   int64_t zero_ns;      /* of once_ns: ZeRO-1's all-gather of the parameters after the update, ZeRO-2's reduce-scatter
-                         * of the step's sums (once per step) with it (0: none) */
+                         * of the step's sums (once per step) with it (0: none); without ZeRO (zero_ranks < 2) the
+                         * intra stage cost's all-reduce of the step's sums over dp (the unreduced program's) */
   int64_t opt_ns;       /* of once_ns: the runtime's optimizer update (memory-bound; 0: not priced) */
   int64_t zero_ranks;   /* ZeRO-1 / 2: the ranks the optimizer state is split over (0 / 1: none) */
   signed char zero;     /* GV_ZERO_* (zero_ranks > 1), else GV_ZERO_NONE */
@@ -189,7 +190,9 @@ typedef struct {
   int64_t step_ns, max_ns, sum_ns;
   gv_schedule schedule; /* the problem's (galvc: the one chosen) */
   int vstages;          /* interleaved: chunks per device group (stage i on group i mod nstages / vstages); else 1 */
-  int64_t tl_ns;        /* galvc: the key it chose the plan by (the timeline's makespan, or step_ns) */
+  int64_t sched_ns;     /* galvc: the schedule's part of the step (the timeline's makespan, or step_ns; 0: step_ns) */
+  int64_t tl_ns;        /* galvc: the key it chose the plan by, the whole predicted step (gv_pipe_plan_full_ns:
+                           sched_ns + the once-per-step part; plan.json predicted_step_ns) */
   int64_t solves;       /* calls of the cost callback (cache misses) */
   int64_t lookups;      /* stage costs the DP asked for */
   int64_t tmax_tried;
@@ -322,7 +325,19 @@ int gv_stage_cost_analytic(void *ctx, int first, int last, int64_t nodes, int64_
 
 /* Writes the plan as text ("stage 0: groups 0-11 on 2x8 (dp=2,tp=8): ...") */
 void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file);
-/* The plan's once-per-step part: the slowest stage's once_ns (plan.json sync_ns; the step is tl_ns + this). */
+/* The plan's once-per-step part: the slowest stage's once_ns (plan.json sync_ns): its gradient reduction after the
+ * last microbatch, ZeRO's collectives (zero_ns), the optimizer update (opt_ns) and the shared parameters' sum. */
 int64_t gv_pipe_plan_once_ns(const gv_pipe_plan *pl);
+/* The whole predicted step: the schedule's part (sched_ns, else the stage DP's step_ns) + gv_pipe_plan_once_ns
+ * (galvc's tl_ns, plan.json predicted_step_ns). */
+int64_t gv_pipe_plan_full_ns(const gv_pipe_plan *pl);
+/* The whole step's parts: the schedule's (sched), and of the once-per-step part the slowest stage's (*k) gradient
+ * reduction with the shared parameters' sum (sync), ZeRO's collectives (zero) and the optimizer update (upd);
+ * sched + sync + zero + upd = gv_pipe_plan_full_ns. */
+typedef struct {
+  int64_t sched, sync, zero, upd;
+  int k;
+} gv_pipe_step_parts;
+gv_pipe_step_parts gv_pipe_plan_parts(const gv_pipe_plan *pl);
 
 #endif

@@ -14,8 +14,10 @@
 #     and prunes something; a landscape where ZeRO-1 is the fastest keeps it;
 #   - the memory pre-check shrinks with more recomputation and higher ZeRO;
 #   - one real point of row 1 each way (weight-free model): galvc's step and
-#     memory parsed, the pre-check below galvc's memory, and the pp = 1
-#     point's step = the "predicted step" of the same command run here.
+#     memory parsed, the pre-check below galvc's memory, the pp = 1
+#     point's step = the "predicted step" of the same command run here, and
+#     the pp = 2 point's step = plan.json's predicted_step_ns (the whole
+#     step: the schedule + the once-per-step sync, sync_ns > 0).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -96,6 +98,14 @@ for q in (M.point(row1, 1, 1, False, 8, 1, "selective"), M.point(row1, 2, 1, Fal
         m = re.search(r"predicted step: (\d+) ns", out)
         check(m is not None and abs(int(m.group(1)) * 1e-9 - r["step_s"]) < 1e-12,
               "the point's step = galvc's predicted step for the command")
+    if ok and q["pp"] > 1:  # the pipeline's whole step: plan.json's predicted_step_ns (schedule + once-per-step sync)
+        pj = os.path.join(work, "pp.json")
+        subprocess.run(M.point_cmd(args, path, q) + ["--plan-out", pj], capture_output=True, text=True)
+        import json
+        pp = json.load(open(pj))["pipeline"] if os.path.exists(pj) else {}
+        check(pp.get("sync_ns", 0) > 0 and abs(pp.get("predicted_step_ns", 0) * 1e-9 - r["step_s"]) <= 5e-7,
+              "the pipeline point's step %.6f s = plan.json's predicted_step_ns %s (sync_ns %s of it)" % (
+                  r["step_s"], pp.get("predicted_step_ns"), pp.get("sync_ns")))
 print("%d failure(s)" % len(fails))
 sys.exit(1 if fails else 0)
 EOF

@@ -148,7 +148,8 @@ static void usage(FILE *f) {
           "                           h100-sxm, h200, cpu-local (default: h100-sxm for --target cuda,\n"
           "                           cpu-local for --target cpu)\n"
           "  --report-cost            print the cost model's per-op table (FLOPs, bytes, time), totals and\n"
-          "                           memory per device for the compiled program (stdout; no IR there)\n"
+          "                           memory per device for the compiled program (stdout; no IR there); with\n"
+          "                           --pipeline-stages the pipeline's whole predicted step and its largest stage\n"
           "  --input-shape NAME=DxD.. bind a graph input's shape, e.g. input_ids=8x128 (repeatable)\n"
           "  --batch N                bind symbolic batch dims (batch, batch_size, N, B...) (default 1)\n"
           "  --seq N                  bind symbolic sequence dims (seq, sequence, seq_len, T...) (default 128)\n"
@@ -541,9 +542,9 @@ static void joint_report(const galvc_pipe_choice *jc, int64_t one, int B, const 
   else fprintf(stderr, "galvc: default search: one program: no plan fits the memory\n");
   if (jc->found)
     fprintf(stderr, "galvc: default search: pipeline: predicted step %.3f ms (%d stages, devices:strategy %s; %d microbatches, %s; "
-                    "the stage DP's step over the stage programs' planned costs%s)\n", (double)jc->step_ns / 1e6, jc->S, jc->desc,
-            jc->B, !train ? "inference" : jc->sched == GV_SCHED_GPIPE ? "gpipe" : jc->sched == GV_SCHED_ZBH1 ? "zb-h1" : "1f1b",
-            jc->once_ns ? " + the shared parameters' sync" : "");
+                    "the schedule %.3f ms over the stage programs' planned costs + once per step %.3f ms)\n", (double)jc->step_ns / 1e6,
+            jc->S, jc->desc, jc->B, !train ? "inference" : jc->sched == GV_SCHED_GPIPE ? "gpipe" : jc->sched == GV_SCHED_ZBH1 ? "zb-h1" : "1f1b",
+            (double)(jc->step_ns - jc->once_ns) / 1e6, (double)jc->once_ns / 1e6);
   else if (jc->cut) {
     fprintf(stderr, "galvc: default search: pipeline: no candidate planned in full (%d cut short: the stages planned bound the step "
                     "above one program's", jc->cut);
@@ -1434,6 +1435,7 @@ int main(int argc, char **argv) {
       cluster.nodes = (need + cluster.devices_per_node - 1) / cluster.devices_per_node;
     pa.layers = gv_pipe_opts.layers;
     pa.plan_only = plan_only;
+    pa.report_cost = report_cost;
     return compile_pipeline(model, opt, &pa, gpus, &cluster, out, quiet, build, verify_each, train,
                             strcmp(target, "cuda") == 0 ? &cuda : NULL) ? 1 : 0;
   }

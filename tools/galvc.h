@@ -66,6 +66,8 @@ typedef struct {
   int nsdev;             /* --stage-devices: devices per stage (0: --gpus / S each) */
   int sdev[GV_PIPE_MAX_STAGES];
   bool plan_only;        /* --plan-only: stop after the stage plan (prints it; works with --no-weights) */
+  bool report_cost;      /* --report-cost: the plan's whole step and largest stage memory on stdout, as one program's
+                          * "predicted step: N ns" / "memory per device: ... total N of L bytes" */
   bool batch_given;      /* --batch given: every data input's dim 0 must be it */
   bool joint;            /* the default search's pipeline side: S >= 2 only, no error line when nothing fits */
   bool cuts_given;       /* a pipeline plan.json (--plan, or the default search's choice): stages cut at first[] of
@@ -85,8 +87,9 @@ typedef struct {
   int S, B, K;
   gv_schedule sched;
   int first[GV_PIPE_MAX_STAGES + 1], dev[GV_PIPE_MAX_STAGES];
-  int64_t step_ns;          /* the key compared with one program's step: the stage DP's step + the per-step sync */
-  int64_t once_ns;          /* of step_ns: the largest stage's per-step gradient sync (shared parameters) */
+  int64_t step_ns;          /* the key compared with one program's step: the whole predicted step (gv_pipe_plan_full_ns) */
+  int64_t once_ns;          /* of step_ns: the once-per-step part (gv_pipe_plan_once_ns: the slowest stage's gradient
+                             * reduction, ZeRO's collectives, the update, the shared parameters' sum) */
   char desc[512];           /* the plan in words (stages, devices, strategies) */
   int64_t min_need, min_state, min_act; /* none found: the smallest stage (analytic screen), -1: no stage runs */
   int layers;               /* the planner's layers (units 1..L) of the model */

@@ -209,9 +209,11 @@ static int write_plan_trace(const char *path, const gv_pipe_plan *pl, int train,
             e->stage % tl.ngroups);
   }
   fprintf(f, "\n], \"displayTimeUnit\": \"ms\", \"otherData\": {\"source\": \"cost model\", \"training\": %s, "
-             "\"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"step_us\": %.3f, \"dp_step_us\": %.3f, \"bubble_us\": [",
+             "\"schedule\": \"%s\", \"stages\": %d, \"microbatches\": %d, \"step_us\": %.3f, \"dp_step_us\": %.3f, "
+             "\"sync_us\": %.3f, \"predicted_step_us\": %.3f, \"bubble_us\": [",
           train ? "true" : "false", train ? gv_schedule_name(sched) : "inference", pl->nstages, pl->B,
-          (double)tl.makespan_ns / 1e3, (double)pl->step_ns / 1e3);
+          (double)tl.makespan_ns / 1e3, (double)pl->step_ns / 1e3, (double)gv_pipe_plan_once_ns(pl) / 1e3,
+          (double)gv_pipe_plan_full_ns(pl) / 1e3);
   for (int i = 0; i < pl->nstages; i++) fprintf(f, "%s%.3f", i ? ", " : "", (double)tl.bubble_ns[i] / 1e3);
   fprintf(f, "], \"peak_microbatches\": [");
   for (int i = 0; i < pl->nstages; i++) fprintf(f, "%s%d", i ? ", " : "", train ? tl.peak_mb[i] : 0);
@@ -319,9 +321,12 @@ void galvc_microbatch_done(void) {
   pin.glob = pin.mb = NULL, pin.n = 0;
 }
 
-/* The key plans are compared by (pl->tl_ns): with the schedule chosen
- * (training without --schedule) the timeline's makespan under the plan's
- * schedule, else the DP's step formula as before. -1 after an error. */
+/* The key plans are compared by (pl->tl_ns), the whole predicted step
+ * (gv_pipe_plan_full_ns): the schedule's part (pl->sched_ns: training, the
+ * timeline's makespan under the plan's schedule, whether --schedule gave it,
+ * the default 1F1B or --schedule auto chose it; inference, the DP's step
+ * formula) + the slowest stage's once-per-step part (its gradient reduction,
+ * ZeRO's collectives, the update). -1 after an error. */
 /* Per schedule, the best plan's key and group 0's bubble for one B (pipe_plan_b; printed with the choice). */
 typedef struct {
   int ok;
@@ -330,15 +335,15 @@ typedef struct {
 static sched_rec rec_b[4], rec_best[4];
 
 static int plan_key(gv_pipe_plan *pl, int train, gv_schedule given) {
-  int64_t zero = 0; /* ZeRO-1's all-gathers after the update: the slowest stage's ends the step */
-  for (int i = 0; i < pl->nstages; i++) zero = pl->cost[i].zero_ns > zero ? pl->cost[i].zero_ns : zero;
-  pl->tl_ns = pl->step_ns + zero;
-  if (!train || given != GV_SCHED_AUTO) return 0;
+  pl->sched_ns = pl->step_ns;
+  pl->tl_ns = gv_pipe_plan_full_ns(pl);
+  if (!train) return 0;
   gv_pipe_timeline tl;
   if (gv_pipe_timeline_make(pl, true, pl->schedule, &tl)) return -1;
-  pl->tl_ns = tl.makespan_ns + zero;
+  pl->sched_ns = tl.makespan_ns;
+  pl->tl_ns = gv_pipe_plan_full_ns(pl);
   sched_rec *r = &rec_b[pl->schedule];
-  if (!r->ok || tl.makespan_ns < r->tl_ns) *r = (sched_rec){1, tl.makespan_ns, tl.group_bubble_ns[0]};
+  if (given == GV_SCHED_AUTO && (!r->ok || pl->tl_ns < r->tl_ns)) *r = (sched_rec){1, pl->tl_ns, tl.group_bubble_ns[0]}; /* the whole step */
   gv_pipe_timeline_free(&tl);
   return 0;
 }
@@ -537,7 +542,9 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
        * the first microbatch's forward through the stages before it and before the last one's backward through them,
        * so the step is at least B x ns_i + the sum of ns_j over the stages j < i (ns less the transfers, which may
        * overlap; a stage not planned yet counts 0), and the key compared adds the largest per-step sync of a stage
-       * (gv_pipe_plan_once_ns). At the step to beat the candidate cannot be chosen: the rest of its stages are not planned (rc 2). */
+       * (gv_pipe_plan_once_ns). At the step to beat the candidate cannot be chosen: the rest of its stages are not planned (rc 2).
+       * Under ZB-H1 the stages before i add only their forwards (the timeline's ns / 3): their last entries, the weight
+       * gradients, need not follow stage i's last one. */
       done_st[i] = pl->cost[i].feasible;
       int64_t lb = 0, pre = 0, once = 0;
       for (int j = 0; cut && j < S; j++) {
@@ -545,7 +552,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
         int64_t nsj = pl->cost[j].ns - pl->cost[j].xfer_ns, v = pre + (int64_t)B * nsj;
         if (v > lb) lb = v;
         if (pl->cost[j].once_ns > once) once = pl->cost[j].once_ns;
-        pre += nsj;
+        pre += pl->schedule == GV_SCHED_ZBH1 ? nsj / 3 : nsj;
       }
       lb += once;
       if (!rc && cut && oi + 1 < S && lb >= pa->joint_cut) {
@@ -663,7 +670,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       if (r == 0 && plan_key(tmp, train, pa->sched)) r = -1;
       if (r == 0 && pa->joint && screen && nscreen < SCREEN_MAX) { /* the screen's candidate: this run's plan */
         screen_cand *c = &screen[nscreen++];
-        c->S = tmp->nstages, c->B = tmp->B, c->per = R->per, c->key = tmp->tl_ns + gv_pipe_plan_once_ns(tmp);
+        c->S = tmp->nstages, c->B = tmp->B, c->per = R->per, c->key = tmp->tl_ns;
         for (int i = 0; i < tmp->nstages; i++) c->sdev[i] = (int)(tmp->nodes[i] * tmp->per_node[i]);
         for (int i = 0; i <= tmp->nstages; i++) c->first[i] = tmp->first[i];
       }
@@ -998,7 +1005,9 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
     fprintf(f, "], \"stage_grad_add_ns\": [");
     for (int i = 0; i < S; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)pl->cost[i].grad_ns);
   }
-  fprintf(f, "],\n    \"predicted_step_ns\": %lld, \"sync_ns\": %lld},\n", (long long)pl->tl_ns, (long long)gv_pipe_plan_once_ns(pl));
+  /* the whole step (the key the plan was chosen by) = the schedule's part + the once-per-step part (sync_ns) */
+  fprintf(f, "],\n    \"predicted_step_ns\": %lld, \"schedule_ns\": %lld, \"sync_ns\": %lld},\n", (long long)gv_pipe_plan_full_ns(pl),
+          (long long)(gv_pipe_plan_full_ns(pl) - gv_pipe_plan_once_ns(pl)), (long long)gv_pipe_plan_once_ns(pl));
   if (P->plan_note) fprintf(f, "  \"joint\": %s,\n", P->plan_note);
   bool anyrc = false;
   for (int i = 0; i < S; i++) anyrc |= pl->cost[i].recompute;
@@ -1296,7 +1305,7 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
     if (r < 0) { rc = -1; break; }
     out->planned++;
     out->cut += r == 2;
-    int64_t key = r == 0 ? cand->tl_ns + gv_pipe_plan_once_ns(cand) : -1;
+    int64_t key = r == 0 ? cand->tl_ns : -1;
     pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
     if (!quiet) {
       fprintf(stderr, "galvc: pipeline candidate %d: %d stages of ", done, c->S);
@@ -1495,8 +1504,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
            autoS || autoB ? "auto" : P.cuts_given ? (P.joint ? "chosen by the default search" : "plan") : P.cuts == 2 ? "equal cuts" : "dp cuts", S,
            autoS ? " (chosen)" : "");
     for (int i = 0; i <= S; i++) printf("%s%d", i ? "|" : " ", pl->first[i]);
-    printf(" of %d, %d microbatches%s, predicted step %.3f ms (stage ms/microbatch", K, P.B, autoB ? " (chosen)" : "",
-           (double)pl->step_ns / 1e6);
+    printf(" of %d, %d microbatches%s, predicted step %.3f ms (schedule %.3f ms + once per step %.3f ms; stage ms/microbatch", K,
+           P.B, autoB ? " (chosen)" : "", (double)gv_pipe_plan_full_ns(pl) / 1e6,
+           (double)(gv_pipe_plan_full_ns(pl) - gv_pipe_plan_once_ns(pl)) / 1e6, (double)gv_pipe_plan_once_ns(pl) / 1e6);
     for (int i = 0; i < S; i++) printf(" %.3f", (double)pl->cost[i].ns / 1e6);
     if (uneven) {
       printf("), devices per stage");
@@ -1514,6 +1524,22 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     fflush(stdout);
   }
   if (!rc && !quiet) gv_pipe_plan_print(pl, stderr);
+  if (!rc && pa->report_cost) { /* --report-cost (-q too): the whole step and the largest stage's memory, in the one
+                                 * program's form (each stage program's own table: GALV_STAGE_REPORT=1) */
+    const gv_pipe_step_parts p = gv_pipe_plan_parts(pl);
+    const int64_t full = gv_pipe_plan_full_ns(pl);
+    int big = 0;
+    for (int i = 1; i < S; i++)
+      big = pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i) > pl->cost[big].state_bytes + gv_pipe_plan_saved(pl, big) ? i : big;
+    printf("predicted step: %lld ns = %.3f ms (pipeline of %d stages, %d microbatches, %s: schedule %.3f ms + once-per-step sync "
+           "%.3f ms + ZeRO %.3f ms + update %.3f ms, the once-per-step part stage %d's)\n", (long long)full, (double)full / 1e6, S,
+           pl->B, train ? gv_schedule_name(P.sched) : "inference", (double)p.sched / 1e6, (double)p.sync / 1e6, (double)p.zero / 1e6,
+           (double)p.upd / 1e6, p.k);
+    printf("memory per device: the largest stage's (stage %d, %d device%s) total %lld of %lld bytes\n", big, dev[big],
+           dev[big] == 1 ? "" : "s", (long long)(pl->cost[big].state_bytes + gv_pipe_plan_saved(pl, big)),
+           (long long)(gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cluster->memory_bytes));
+    fflush(stdout);
+  }
   if (!rc && pa->plan_out) rc = write_pipe_plan(pa->plan_out, &P, pl, K, dev, cluster, train, quiet);
   if (!rc && pa->trace_plan) rc = write_plan_trace(pa->trace_plan, pl, train, pa->sched);
   /* the stages that read each parameter: a parameter read by several stages is held by each, its gradient summed

@@ -9,8 +9,10 @@
  * s, -inf) with a bool mask (another operand); the slope is checked through
  * dq / dk. Storage fp32, bf16 and fp16 (lse fp32; 16-bit results from fp32
  * accumulators in the caller's scratch); k and v stored transposed or not;
- * sequences across block edges (1, 31, 33, 100, 129), Sq != Sk, head dims 1,
- * 16, 64, 128, an empty batch. --time: forward and backward TFLOP/s at B=4,
+ * sequences across the kernels' 64-row tiles and 32-row chunks (1, 31, 33,
+ * 64, 70, 100, 129, 130), Sq != Sk, head dims 1, 16, 32, 48, 64, 80, 96, 128
+ * (the tiled kernels), 136 and 160 (the per-row kernels past 128), Dv != D
+ * both ways, an empty batch, no queries (dk, dv zero). --time: forward and backward TFLOP/s at B=4,
  * H=12, S=1024, D=64 (causal: half the scores count; the backward's five
  * products against the forward's two). */
 #include <string>
@@ -130,6 +132,8 @@ static void run(int dt, const fcase &c, bool timing) {
   cudaCheck(cudaMalloc(&gq, nq * es + 4));
   cudaCheck(cudaMalloc(&gk, nk * es + 4));
   cudaCheck(cudaMalloc(&gv, nv * es + 4));
+  for (auto [p, n] : {std::pair<void *, size_t>{dout_o, no}, {gq, nq}, {gk, nk}, {gv, nv}}) /* NaN where a kernel leaves one unwritten */
+    cudaCheck(cudaMemset(p, 0xff, n * es));
   if (dt != GALV_F32) { /* the emitter's reservation: o's accumulator, or dq, dk, dv's, each 64-byte aligned */
     size_t sb = (size_t)(galv_fattn_al((int64_t)nq * 4) + galv_fattn_al((int64_t)nk * 4) + galv_fattn_al((int64_t)nv * 4));
     size_t so = no * 4;
@@ -187,7 +191,10 @@ int main(int argc, char **argv) {
   const fcase cases[] = {
       {1, 1, 1, 1, 16, 16, 0, 0, 0},    {1, 2, 31, 31, 16, 16, 0, 0, 1},   {2, 3, 33, 33, 64, 64, 0, 0, 0},
       {1, 2, 100, 100, 128, 128, 1, 0, 1}, {1, 1, 129, 129, 64, 64, 0, 1, 0}, {2, 2, 40, 40, 1, 1, 0, 0, 1} /* head dim 1 */,
-      {1, 2, 17, 48, 32, 16, 1, 1, 1} /* Sq < Sk, Dv != D */, {0, 2, 16, 16, 64, 64, 0, 0, 0} /* empty */};
+      {1, 2, 17, 48, 32, 16, 1, 1, 1} /* Sq < Sk, Dv != D */, {0, 2, 16, 16, 64, 64, 0, 0, 0} /* empty */,
+      {1, 2, 64, 130, 80, 48, 0, 1, 1} /* a whole query tile, keys into a third tile, 64 < D <= 128, Dv <= 64 */,
+      {2, 1, 70, 70, 48, 96, 1, 0, 0} /* D <= 64 < Dv */, {1, 2, 0, 20, 16, 16, 0, 0, 1} /* no queries: dk, dv zero */,
+      {1, 1, 20, 37, 160, 136, 1, 0, 0} /* head dims over 128: the per-row kernels */};
   if (!timing)
     for (const fcase &c : cases) {
       run<float>(GALV_F32, c, false);
