@@ -104,10 +104,11 @@ void galv_prof_report(long runs);
  * "run" (what ran: "inference" | "training step"), "runs", "kernels": [{kind,
  * node, ms}]} in program order. Returns 0, or -1 with "PATH: reason" in err. */
 int galv_prof_write(const char *path, long runs, const char *what, char *err, size_t errlen);
-/* The training driver's view of that timer (runtime/train.c, --profile-out):
- * the CPU program's main.c fills it before galv_train_main; the CUDA
- * program links no prof.c and leaves it empty (its training step is not
- * timed per kernel). */
+/* The training driver's view of that timer (runtime/train.c, --profile-out,
+ * --trace): the CPU program's main.c fills it before galv_train_main; the
+ * CUDA program (runtime/cuda/train_cuda.cu) fills the trace's part only
+ * (its step is traced through CUDA events, not timed per kernel for
+ * --profile-out). */
 typedef struct {
   int *on;
   int (*write)(const char *path, long runs, const char *what, char *err, size_t errlen);
@@ -124,13 +125,16 @@ extern galv_train_profiler galv_train_prof;
  * waited for), and galv_trace_write writes them as a Chrome trace (pid =
  * rank, ts / dur in us, args: step, node, bytes). The communicator reports
  * through the hooks (comm_mpi.c declares them weak: a program without
- * prof.c links without them). */
+ * prof.c links without them). galv_trace_event records one event timed
+ * elsewhere (the CUDA training step's CUDA events; times in ms, one origin;
+ * k the kernel call site or -1, stream 0 / 1, name NULL for a kernel). */
 extern int galv_trace_on;
 void galv_trace_step(int step);
 int galv_trace_post(const char *what, long long bytes); /* an event id, -1: not tracing */
 double galv_trace_wait_begin(void);
 void galv_trace_wait_end(double t0);
 void galv_trace_done(int id);
+void galv_trace_event(int k, int stream, const char *name, long long bytes, double t0, double t1);
 int galv_trace_write(const char *path, int rank, char *err, size_t errlen);
 
 /* ---- GALV_SIMD(clauses) before a reduction loop lets it vectorise

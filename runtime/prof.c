@@ -111,7 +111,9 @@ int galv_prof_write(const char *path, long runs, const char *what, char *err, si
  * (the wait that returned it; MPI progresses a non-blocking call inside MPI
  * calls, so on the CPU target the transfer may happen inside that wait).
  * The communicator (comm_mpi.c) reports posts, waits and completions through
- * galv_trace_post / _wait_begin / _wait_end / _done. */
+ * galv_trace_post / _wait_begin / _wait_end / _done. The CUDA training step
+ * (runtime/cuda/train_cuda.cu) times its streams by CUDA events instead and
+ * hands each event over with galv_trace_event; galv_trace_write is the same. */
 int galv_trace_on;
 typedef struct {
   int k;            /* kernel call site (galv_kernels[]), -1: none */
@@ -172,6 +174,10 @@ double galv_trace_wait_begin(void) {
 
 void galv_trace_wait_end(double t0) {
   if (galv_trace_on) trace_push(-1, 0, "wait", 0, t0, now_ms());
+}
+
+void galv_trace_event(int k, int stream, const char *name, long long bytes, double t0, double t1) {
+  trace_push(k, stream, name, bytes, t0, t1);
 }
 
 void galv_trace_done(int id) {

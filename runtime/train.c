@@ -239,8 +239,7 @@ int galv_train_main(int argc, char **argv) {
   if (profile_out && (galv_train_dev || !galv_train_prof.write))
     galv_fatal_all("--profile-out: the CUDA training step does not time its kernels yet (CPU programs only)");
   if (profile_out && steps < 1) galv_fatal_all("--profile-out needs at least one step (--steps)");
-  if (trace && (galv_train_dev || !galv_train_prof.trace_write))
-    galv_fatal_all("--trace: the CUDA training step does not trace its streams yet (CPU programs only)");
+  if (trace && !galv_train_prof.trace_write) galv_fatal_all("--trace: this program was built without its trace");
   if (trace && profile_out) galv_fatal_all("--trace and --profile-out time the same marks: give one of them");
   if (threads > 0) openblas_set_num_threads((int)threads);
   for (int j = 0; j < nin; j++) {

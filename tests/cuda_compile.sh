@@ -65,11 +65,11 @@ nvcc "${NVF[@]}" -c -o "$T/lib/kernels_grad.o" "$RT/cuda/kernels_grad.cu" &
 nvcc "${NVF[@]}" -c -o "$T/lib/train_cuda.o" "$RT/cuda/train_cuda.cu" &
 wait
 nvcc "${NVF[@]}" -c -o "$T/lib/main_cuda.o" "$RT/cuda/main_cuda.cu" &
-( for c in io npy file train spmd comm_single; do cc -O2 -std=gnu11 -Wall -Wextra -Werror -c -o "$T/lib/$c.o" "$RT/$c.c" || exit 1; done ) &
+( for c in io npy file train spmd prof comm_single; do cc -O2 -std=gnu11 -Wall -Wextra -Werror -c -o "$T/lib/$c.o" "$RT/$c.c" || exit 1; done ) &
 wait
 KOBJ=("$T/lib/kernels.o" "$T/lib/kernels_grad.o" "$T/lib/context.o" "$T/lib/io.o" "$T/lib/npy.o" "$T/lib/file.o")
 ar rcs "$T/lib/libgalv_cuda_kernels.a" "${KOBJ[@]}"
-ar rcs "$T/lib/libgalv_cuda.a" "$T/lib/main_cuda.o" "$T/lib/train_cuda.o" "${KOBJ[@]}" "$T/lib/train.o" "$T/lib/spmd.o" "$T/lib/comm_single.o"
+ar rcs "$T/lib/libgalv_cuda.a" "$T/lib/main_cuda.o" "$T/lib/train_cuda.o" "${KOBJ[@]}" "$T/lib/train.o" "$T/lib/spmd.o" "$T/lib/prof.o" "$T/lib/comm_single.o"
 echo "✓ runtime library ($(($(date +%s) - t0)) s)"
 
 # ---- kernel lab

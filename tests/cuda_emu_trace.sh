@@ -12,8 +12,7 @@
 #   the trace's communication events ("recv mbJ": the group of the sends of the previous entry's results and the
 #   receives of the next entry's inputs): on both stages, each before the entry of its microbatch (or after the
 #   step's last entry, whose results it sends), no event of a stage overlapping another.
-# The one-program CUDA training step does not trace its streams (tests/comm_trace_check.py's compute and
-# communication streams are the CPU program's, tests/comm_delay.sh): --trace there is one error line, checked here.
+# The one-program CUDA training step's --trace (its compute and communication streams): tests/cuda_emu_step_trace.sh.
 # Usage: cuda_emu_trace.sh BUILD_DIR
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -87,15 +86,6 @@ PY
   echo "     $SC: $(($(date +%s) - t0)) s"
 done
 
-# the one-program CUDA training step: --trace refused in one line
-if timeout 300 nice "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --target cuda --no-build -q -o "$T/one/" </dev/null >"$T/one.gen" 2>&1 &&
-   timeout 600 nice make -s -C "$T/one" emu >"$T/one.make" 2>&1; then
-  timeout 120 "$T/one/program-emu" --batches "$T/b" --steps 1 --trace "$T/one.trace.json" </dev/null >"$T/one.log" 2>&1
-  rc=$?
-  if [ $rc != 0 ] && [ "$(grep -c . "$T/one.log")" = 1 ] && grep -q "error: --trace: the CUDA training step does not trace its streams" "$T/one.log" &&
-     [ ! -e "$T/one.trace.json" ]; then ok "one-program CUDA training step, --trace: $(cat "$T/one.log")"
-  else bad "one-program --trace: rc $rc: $(head -c 300 "$T/one.log")"; fi
-else bad "one program: $(cat "$T/one.gen" "$T/one.make" 2>/dev/null | grep -m2 -i error)"; fi
 echo "     total: $(($(date +%s) - t0)) s"
 [ $fail = 0 ] && echo "PASS cuda_emu_trace"
 exit $fail

@@ -956,6 +956,8 @@ static const char makefile[] =
     "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
     "spmd.o: runtime/spmd.c runtime/galv_rt.h runtime/galv_spmd.h\n"
     "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
+    "prof.o: runtime/prof.c runtime/galv_rt.h runtime/galv_file.h\n"
+    "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
     "comm_single.o: runtime/comm_single.c runtime/galv_comm.h\n"
     "\t$(CC) -O2 -std=gnu11 -c -o $@ $<\n"
     "cpu: program-cpu\n"
@@ -997,8 +999,8 @@ static const char makefile[] =
 
 /* one device */
 static const char make_single[] =
-    "# host side shared with the CPU target: tensor I/O, the training driver, one-rank SPMD tables\n"
-    "HOST_O = io.o npy.o file.o train.o spmd.o comm_single.o\n"
+    "# host side shared with the CPU target: tensor I/O, the training driver and its trace writer, one-rank SPMD tables\n"
+    "HOST_O = io.o npy.o file.o train.o spmd.o prof.o comm_single.o\n"
     "LIBS = -lcublas -lcublasLt\n"
     "EMU_LIBS = -lopenblas\n"
     "CPU_CC = $(CC)\n"
@@ -1042,7 +1044,7 @@ static const char make_ranks[] =
     "  -Dgalv_group_end=galv_mpi_group_end\n"
     "comm_mpi_staged.o: runtime/comm_mpi.c runtime/galv_comm.h runtime/galv_rt.h\n"
     "\t$(MPICC) -O2 -std=gnu11 $(STAGED_RENAME) -c -o $@ $<\n"
-    "HOST_O = io.o npy.o file.o train.o spmd.o $(COMM_O)\n"
+    "HOST_O = io.o npy.o file.o train.o spmd.o prof.o $(COMM_O)\n"
     "LIBS = $(COMM_LIBS) -lcublas -lcublasLt -Xlinker $(subst $(space),$(comma),$(strip $(MPI_LINK)))\n"
     "EMU_LIBS = -lopenblas $(MPI_LINK)\n"
     "CPU_CC = $(MPICC)\n"

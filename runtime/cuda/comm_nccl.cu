@@ -209,7 +209,9 @@ void galv_queue_sync(galv_queue *q) {
 /* the compute stream continues after everything queued on q so far */
 void galv_cu_queue_join(galv_queue *q) {
   cudaCheck(cudaEventRecord(q->done, q->s));
+  int tr = galv_cu_trace_span_begin(galv_cu.stream, 0, "wait", 0); /* --trace: the compute stream's wait */
   cudaCheck(cudaStreamWaitEvent(galv_cu.stream, q->done, 0));
+  galv_cu_trace_span_end(tr, galv_cu.stream);
 }
 
 /* a collective was queued on q: its end position, for galv_cu_queue_join_keep */
@@ -229,7 +231,9 @@ void galv_cu_queue_join_keep(galv_queue *q, int m) {
     return;
   }
   if (i < 0) return;
+  int tr = galv_cu_trace_span_begin(galv_cu.stream, 0, "wait", 0);
   cudaCheck(cudaStreamWaitEvent(galv_cu.stream, q->after[i % KEEP_RING], 0));
+  galv_cu_trace_span_end(tr, galv_cu.stream);
 }
 
 static ncclDataType_t nccl_type(int dt, const char *who) {
@@ -246,18 +250,22 @@ static ncclDataType_t nccl_type(int dt, const char *who) {
   }
 }
 
-/* the communication stream starts after everything enqueued on the compute stream so far */
-static void after_compute(galv_queue *q) {
+/* the communication stream starts after everything enqueued on the compute stream so far; --trace: the
+ * collective's span starts there (returned: its id, for traced()) */
+static int after_compute(galv_queue *q, const char *what, size_t bytes) {
   cudaCheck(cudaEventRecord(q->ready, galv_cu.stream));
   cudaCheck(cudaStreamWaitEvent(q->s, q->ready, 0));
+  return what ? galv_cu_trace_span_begin(q->s, 1, what, (long long)bytes) : -1; /* p2p (pipeline stages): untraced */
 }
+static void traced(galv_queue *q, int tr) { galv_cu_trace_span_end(tr, q->s); }
 
 static uint64_t ring(size_t n, int p, int twice) { return p > 1 ? (uint64_t)n * (uint64_t)(twice ? 2 : 1) * (uint64_t)(p - 1) / (uint64_t)p : 0; }
 
 void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_redop op, galv_queue *q) {
-  after_compute(q);
+  int tr = after_compute(q, "all_reduce", count * galv_dtype_size(dtype));
   ncclCheck(ncclAllReduce(send, recv, count, nccl_type(dtype, "all_reduce"), op == GALV_RED_MAX ? ncclMax : ncclSum,
                           c->nc, q->s));
+  traced(q, tr);
   counters.all_reduce += ring(count * galv_dtype_size(dtype), c->size, 1);
   counters.calls[0]++;
   posted(q);
@@ -265,8 +273,9 @@ void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, i
 }
 
 void galv_all_gather(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
-  after_compute(q);
+  int tr = after_compute(q, "all_gather", count * galv_dtype_size(dtype) * (size_t)c->size);
   ncclCheck(ncclAllGather(send, recv, count, nccl_type(dtype, "all_gather"), c->nc, q->s));
+  traced(q, tr);
   counters.all_gather += ring(count * galv_dtype_size(dtype) * (size_t)c->size, c->size, 0);
   counters.calls[1]++;
   posted(q);
@@ -274,17 +283,18 @@ void galv_all_gather(galv_comm *c, const void *send, void *recv, size_t count, i
 
 void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_redop op,
                          galv_queue *q) {
-  after_compute(q);
+  int tr = after_compute(q, "reduce_scatter", count * galv_dtype_size(dtype) * (size_t)c->size);
   ncclCheck(ncclReduceScatter(send, recv, count, nccl_type(dtype, "reduce_scatter"),
                               op == GALV_RED_MAX ? ncclMax : ncclSum, c->nc, q->s));
+  traced(q, tr);
   counters.reduce_scatter += ring(count * galv_dtype_size(dtype) * (size_t)c->size, c->size, 0);
   counters.calls[2]++;
   posted(q);
 }
 
 void galv_all_to_all(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
-  after_compute(q);
   size_t bytes = count * galv_dtype_size(dtype);
+  int tr = after_compute(q, "all_to_all", bytes * (size_t)c->size);
   ncclDataType_t t = nccl_type(dtype, "all_to_all");
   ncclCheck(ncclGroupStart());
   for (int j = 0; j < c->size; j++) {
@@ -292,6 +302,7 @@ void galv_all_to_all(galv_comm *c, const void *send, void *recv, size_t count, i
     ncclCheck(ncclRecv((char *)recv + j * bytes, count, t, j, c->nc, q->s));
   }
   ncclCheck(ncclGroupEnd());
+  traced(q, tr);
   counters.all_to_all += ring(bytes * (size_t)c->size, c->size, 0);
   counters.calls[3]++;
   posted(q);
@@ -301,14 +312,14 @@ void galv_group_start(void) { ncclCheck(ncclGroupStart()); }
 void galv_group_end(void) { ncclCheck(ncclGroupEnd()); }
 
 void galv_send(galv_comm *c, int peer, const void *buf, size_t count, int dtype, galv_queue *q) {
-  after_compute(q);
+  after_compute(q, NULL, 0);
   ncclCheck(ncclSend(buf, count, nccl_type(dtype, "send"), peer, c->nc, q->s));
   counters.send += count * galv_dtype_size(dtype);
   galv_test_point("send");
 }
 
 void galv_recv(galv_comm *c, int peer, void *buf, size_t count, int dtype, galv_queue *q) {
-  after_compute(q);
+  after_compute(q, NULL, 0);
   ncclCheck(ncclRecv(buf, count, nccl_type(dtype, "recv"), peer, c->nc, q->s));
 }
 

@@ -7,7 +7,10 @@
  * every call synchronises the compute stream. Counters and grouping are the
  * MPI backend's; a recv inside a group lands on the device at the next
  * galv_queue_sync (or galv_group_end). Reductions follow the MPI backend's
- * dtypes (no bf16 sums: use fp32 for multi-rank checks). */
+ * dtypes (no bf16 sums: use fp32 for multi-rank checks). --trace: a
+ * collective's span is two events on the compute stream around it (the
+ * compute stream's position before the staging copy, and after its results
+ * landed). */
 #include <string.h>
 
 #include "galv_cuda.h"
@@ -79,8 +82,12 @@ void galv_queue_sync(galv_queue *q) {
 }
 
 /* every call completed on the host already (or does now): its results are on the compute stream */
-void galv_cu_queue_join(galv_queue *q) { galv_queue_sync(q); }
-void galv_cu_queue_join_keep(galv_queue *q, int m) { (void)m, galv_queue_sync(q); }
+void galv_cu_queue_join(galv_queue *q) {
+  int tr = galv_cu_trace_span_begin(galv_cu.stream, 0, "wait", 0); /* --trace: the compute stream's wait */
+  galv_queue_sync(q);
+  galv_cu_trace_span_end(tr, galv_cu.stream);
+}
+void galv_cu_queue_join_keep(galv_queue *q, int m) { (void)m, galv_cu_queue_join(q); }
 
 void galv_group_start(void) {
   in_group = 1;
@@ -93,35 +100,43 @@ void galv_group_end(void) {
 
 void galv_all_reduce(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_redop op, galv_queue *q) {
   size_t n = count * galv_dtype_size(dtype);
+  int tr = galv_cu_trace_span_begin(galv_cu.stream, 1, "all_reduce", (long long)(n));
   void *h = host_copy(send, n);
   galv_mpi_all_reduce(c, h, land(recv, n), count, dtype, op, q);
   keep(NULL, h, 0);
   finish(q);
+  galv_cu_trace_span_end(tr, galv_cu.stream);
 }
 
 void galv_all_gather(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
   size_t n = count * galv_dtype_size(dtype);
+  int tr = galv_cu_trace_span_begin(galv_cu.stream, 1, "all_gather", (long long)(n * (size_t)galv_comm_size(c)));
   void *h = host_copy(send, n);
   galv_mpi_all_gather(c, h, land(recv, n * (size_t)galv_comm_size(c)), count, dtype, q);
   keep(NULL, h, 0);
   finish(q);
+  galv_cu_trace_span_end(tr, galv_cu.stream);
 }
 
 void galv_reduce_scatter(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_redop op,
                          galv_queue *q) {
   size_t n = count * galv_dtype_size(dtype);
+  int tr = galv_cu_trace_span_begin(galv_cu.stream, 1, "reduce_scatter", (long long)(n * (size_t)galv_comm_size(c)));
   void *h = host_copy(send, n * (size_t)galv_comm_size(c));
   galv_mpi_reduce_scatter(c, h, land(recv, n), count, dtype, op, q);
   keep(NULL, h, 0);
   finish(q);
+  galv_cu_trace_span_end(tr, galv_cu.stream);
 }
 
 void galv_all_to_all(galv_comm *c, const void *send, void *recv, size_t count, int dtype, galv_queue *q) {
   size_t n = count * galv_dtype_size(dtype) * (size_t)galv_comm_size(c);
+  int tr = galv_cu_trace_span_begin(galv_cu.stream, 1, "all_to_all", (long long)(n));
   void *h = host_copy(send, n);
   galv_mpi_all_to_all(c, h, land(recv, n), count, dtype, q);
   keep(NULL, h, 0);
   finish(q);
+  galv_cu_trace_span_end(tr, galv_cu.stream);
 }
 
 void galv_send(galv_comm *c, int peer, const void *buf, size_t count, int dtype, galv_queue *q) {

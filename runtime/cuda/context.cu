@@ -60,3 +60,93 @@ void galv_cu_finish(void) {
   cudaCheck(cudaStreamDestroy(galv_cu.stream));
 }
 
+
+/* ---------------------------------------------------------------- --trace (galv_cuda.h) */
+int galv_cu_trace_on;
+static int prof_cur = -1; /* the last kernel mark of the run */
+typedef struct {
+  int k, stream; /* the mark before it; 0: a wait of the compute stream, 1: a collective */
+  const char *what;
+  long long bytes;
+  cudaEvent_t e0, e1; /* created once, reused by later runs */
+} cu_span;
+static cu_span *spans;
+static int nspan, cspan, nspan_ev; /* spans of this run, allocated, with events created */
+static cudaEvent_t trace_base;     /* the first traced run's mark 0 */
+static int have_base;
+
+void galv_cu_prof_mark(int k) {
+  if (galv_cu_trace_on && k == 0 && !have_base) {
+    cudaCheck(cudaEventCreate(&trace_base));
+    cudaCheck(cudaEventRecord(trace_base, galv_cu.stream));
+    have_base = 1;
+  }
+  cudaCheck(cudaEventRecord(galv_cu_prof_ev[k], galv_cu.stream));
+  prof_cur = k;
+}
+
+int galv_cu_trace_span_begin(cudaStream_t s, int stream, const char *what, long long bytes) {
+  if (!galv_cu_trace_on || !galv_cu_prof_ev) return -1;
+  if (nspan == cspan) {
+    int c = cspan ? 2 * cspan : 256;
+    cu_span *n = (cu_span *)realloc(spans, sizeof *n * (size_t)c);
+    if (!n) galv_fatal("out of memory");
+    spans = n, cspan = c;
+  }
+  cu_span *p = &spans[nspan];
+  if (nspan == nspan_ev) {
+    cudaCheck(cudaEventCreate(&p->e0));
+    cudaCheck(cudaEventCreate(&p->e1));
+    nspan_ev++;
+  }
+  p->k = prof_cur, p->stream = stream, p->what = what, p->bytes = bytes;
+  cudaCheck(cudaEventRecord(p->e0, s));
+  return nspan++;
+}
+
+void galv_cu_trace_span_end(int id, cudaStream_t s) {
+  if (id >= 0 && id < nspan) cudaCheck(cudaEventRecord(spans[id].e1, s));
+}
+
+void galv_cu_trace_collect(int nk, galv_cu_trace_emit emit) {
+  if (!galv_cu_prof_ev || !have_base || prof_cur < 0) {
+    nspan = 0, prof_cur = -1;
+    return;
+  }
+  float o = 0;
+  cudaCheck(cudaEventElapsedTime(&o, trace_base, galv_cu_prof_ev[0]));
+  double off = o;
+  auto T = [off](cudaEvent_t e) {
+    float ms = 0;
+    cudaCheck(cudaEventElapsedTime(&ms, galv_cu_prof_ev[0], e));
+    return off + (double)ms;
+  };
+  int j = 0;
+  for (int k = -1; k < nk; k++) {
+    if (k >= 0) {
+      int coll = 0;
+      double t0 = T(galv_cu_prof_ev[k]), t1 = T(galv_cu_prof_ev[k + 1]);
+      for (int i = j; i < nspan && spans[i].k == k; i++) {
+        if (spans[i].stream) coll = 1;
+        else {
+          double w = T(spans[i].e0);
+          if (w < t1) t1 = w;
+        }
+      }
+      if (!coll) emit(k, 0, NULL, 0, t0, t1 > t0 ? t1 : t0); /* a collective's call site: its span below */
+    }
+    for (; j < nspan && spans[j].k == k; j++) emit(k, spans[j].stream, spans[j].what, spans[j].bytes, T(spans[j].e0), T(spans[j].e1));
+  }
+  nspan = 0, prof_cur = -1;
+}
+
+void galv_cu_trace_free(void) {
+  for (int i = 0; i < nspan_ev; i++) {
+    cudaCheck(cudaEventDestroy(spans[i].e0));
+    cudaCheck(cudaEventDestroy(spans[i].e1));
+  }
+  free(spans);
+  spans = NULL, nspan = cspan = nspan_ev = 0;
+  if (have_base) cudaCheck(cudaEventDestroy(trace_base));
+  have_base = 0;
+}

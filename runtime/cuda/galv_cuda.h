@@ -300,11 +300,34 @@ int galv_cu_train_main(int argc, char **argv);
  * optimizer state of training checkpoints and -o. */
 void *galv_cu_gather_host(const galv_io *l, const galv_io_split *s, const void *local, galv_io *g);
 
-/* ---- kernel timing (program --profile): GALV_CU_PROF(k) before kernel k */
+/* ---- kernel timing (program --profile, the training step's --trace):
+ * GALV_CU_PROF(k) before kernel k (and k = galv_nkernels at the end of the
+ * run) records galv_cu_prof_ev[k] on the compute stream; off (one branch)
+ * while galv_cu_prof_ev is NULL */
 extern cudaEvent_t *galv_cu_prof_ev;
-#define GALV_CU_PROF(k)                                                           \
-  do {                                                                            \
-    if (galv_cu_prof_ev) cudaCheck(cudaEventRecord(galv_cu_prof_ev[k], galv_cu.stream)); \
+void galv_cu_prof_mark(int k);
+#define GALV_CU_PROF(k)                        \
+  do {                                         \
+    if (galv_cu_prof_ev) galv_cu_prof_mark(k); \
   } while (0)
+/* --trace of the CUDA training step (runtime/cuda/context.cu; train_cuda.cu
+ * turns it on, docs/cuda-target.md "Traces"): with galv_cu_trace_on the
+ * communicator backends time each collective by two CUDA events on the
+ * stream it runs on (comm_nccl.cu: the communication stream, after its wait
+ * for the compute stream; comm_staged.cu: the compute stream around the
+ * host's MPI call) and each wait of the compute stream for communication
+ * (galv_cu_queue_join / _keep) by two events on the compute stream. Each
+ * span is tied to the kernel mark before it (the collective's own call site,
+ * or the kernel the wait cuts short). galv_cu_trace_collect, once both
+ * streams are synchronised, hands every kernel (mark k to mark k + 1, cut
+ * at a wait; not a collective's call site), wait and collective of the run
+ * to emit, in ms from the first traced run's start (cudaEventElapsedTime,
+ * within a run from its mark 0), and starts the next run's list. */
+extern int galv_cu_trace_on;
+int galv_cu_trace_span_begin(cudaStream_t s, int stream, const char *what, long long bytes); /* -1: not tracing */
+void galv_cu_trace_span_end(int id, cudaStream_t s);
+typedef void (*galv_cu_trace_emit)(int k, int stream, const char *name, long long bytes, double t0_ms, double t1_ms);
+void galv_cu_trace_collect(int nkernels, galv_cu_trace_emit emit);
+void galv_cu_trace_free(void);
 
 #endif

@@ -9,7 +9,10 @@
  * the device, and reads the loss back; the state comes back to the host
  * only for checkpoints and -o. The step time (CUDA events, from the second
  * step on when there are several) is printed at the end with the step's
- * GEMM + attention TFLOP/s. The state is fp32 under --precision bf16 too
+ * GEMM + attention TFLOP/s (measured with --trace too: its events add
+ * a little host work per kernel). --trace FILE: the step's compute and
+ * communication streams as CUDA events, written by runtime/prof.c (below).
+ * The state is fp32 under --precision bf16 too
  * (mixed precision: program.cu keeps activations in bf16 in the arena and
  * converts at its kernels; docs/cuda-target.md, "bf16 training"), so this
  * file, the checkpoints and -o are the same for both. On N ranks the
@@ -43,7 +46,33 @@ static void dev_begin(const char *weights, const char *state) {
   cudaCheck(cudaEventCreate(&ev1));
 }
 
+/* --trace (train.c sets galv_cu_trace_on around each step, galv_rt.h): one event per kernel call site and one
+ * more for the run's end on the compute stream (GALV_CU_PROF), the spans of the collectives and waits from the
+ * communicator (galv_cuda.h); after the step's streams are synchronised, each becomes one event of prof.c's
+ * trace, which writes the Chrome trace as on the CPU target */
+static int trace_unused_on; /* galv_train_prof.on: the per kernel timer (--profile-out) stays off here */
+
+static void trace_emit(int k, int stream, const char *name, long long bytes, double t0, double t1) {
+  galv_trace_event(k, stream, name, bytes, t0, t1);
+}
+
+static void trace_start(void) {
+  if (galv_cu_prof_ev) return;
+  galv_cu_prof_ev = (cudaEvent_t *)calloc((size_t)galv_nkernels + 1, sizeof(cudaEvent_t));
+  if (!galv_cu_prof_ev) galv_fatal("out of memory");
+  for (int k = 0; k <= galv_nkernels; k++) cudaCheck(cudaEventCreate(&galv_cu_prof_ev[k]));
+}
+
+static void trace_stop(void) {
+  if (!galv_cu_prof_ev) return;
+  for (int k = 0; k <= galv_nkernels; k++) cudaCheck(cudaEventDestroy(galv_cu_prof_ev[k]));
+  free(galv_cu_prof_ev);
+  galv_cu_prof_ev = NULL;
+  galv_cu_trace_free();
+}
+
 static double dev_step(const char *arena) {
+  if (galv_cu_trace_on) trace_start();
   for (int i = 0; i < galv_ninputs; i++)
     cudaCheck(cudaMemcpyAsync(d_arena + galv_inputs[i].offset, arena + galv_inputs[i].offset, (size_t)galv_inputs[i].nbytes,
                               cudaMemcpyHostToDevice, galv_cu.stream));
@@ -64,6 +93,7 @@ static double dev_step(const char *arena) {
   cudaCheck(cudaMemcpy(&err, galv_cu.err, sizeof err, cudaMemcpyDeviceToHost));
   if (err) galv_fatal("kernel %d (%s, node '%s'): index or label out of range, or integer division by zero", err - 1,
                       galv_kernels[err - 1].kind, galv_kernels[err - 1].node);
+  if (galv_cu_prof_ev) galv_cu_trace_collect(galv_nkernels, trace_emit); /* the run's communication completed in it */
   float ms = 0;
   cudaCheck(cudaEventElapsedTime(&ms, ev0, ev1));
   if (nsteps == 1) step_ms_sum = 0, step_ms_min = ms; /* the first step warms up cuBLAS: not counted when there are more */
@@ -133,7 +163,12 @@ static const galv_train_device cuda_dev = {dev_begin, dev_step, dev_fetch, dev_g
 
 int galv_cu_train_main(int argc, char **argv) {
   galv_train_dev = &cuda_dev;
+  galv_train_prof.on = &trace_unused_on;
+  galv_train_prof.trace_on = &galv_cu_trace_on;
+  galv_train_prof.trace_step = galv_trace_step;
+  galv_train_prof.trace_write = galv_trace_write;
   int rc = galv_train_main(argc, argv);
+  trace_stop();
   if (nsteps > 0) {
     long counted = nsteps > 1 ? nsteps - 1 : 1;
     double mean = step_ms_sum / (double)counted;
