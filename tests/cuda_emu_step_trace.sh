@@ -16,6 +16,7 @@
 #            (every result withheld until its wait, the delay slept there): the losses and weights are the untraced
 #            run's without the delay, bit for bit, the trace passes the same checker, and each collective's span
 #            holds the injected delay (it lasts at least DELAY us: a sleep's lower bound, not a timing judged).
+#   one device (no collectives): the compute stream only, every kernel call site in program order.
 # On 2 shared cores no time is judged otherwise; the measured step times are printed.
 # Usage: cuda_emu_step_trace.sh BUILD_DIR
 set -uo pipefail
@@ -47,10 +48,13 @@ if ! timeout 300 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --gpus 2 --strate
   echo "FAIL galvc: $(grep -m3 error "$T/gen.log")"; exit 1
 fi
 grep -q '^bucket: [0-9]* gradient reductions in [0-9]* buckets' "$T/gen.log" || { echo "FAIL no buckets: $(grep -m2 '^bucket' "$T/gen.log")"; exit 1; }
+timeout 300 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --target cuda --no-build -q -o "$T/one/" </dev/null >"$T/one.gen" 2>&1 ||
+  { echo "FAIL galvc (one device): $(grep -m3 error "$T/one.gen")"; exit 1; }
 cp -r "$d" "$T/st"
 nice make -s -C "$T/st" emu COMM=staged >"$T/st.make" 2>&1 &
 if ! nice make -s -C "$d" emu >"$T/dp.make" 2>&1; then wait; echo "FAIL make emu: $(tail -n 5 "$T/dp.make")"; exit 1; fi
 if ! wait $!; then echo "FAIL make emu COMM=staged: $(tail -n 5 "$T/st.make")"; exit 1; fi
+nice make -s -C "$T/one" emu >"$T/one.make" 2>&1 || { echo "FAIL make emu (one device): $(tail -n 5 "$T/one.make")"; exit 1; }
 echo "     built: $(($(date +%s) - t0)) s; $(grep -m1 '^bucket: [0-9]' "$T/gen.log")"
 
 run() { # DIR TAG DELAY_US [OPTIONS]: 2 steps -> $T/TAG.log, $T/TAG.w
@@ -123,6 +127,10 @@ print(f"{len(ev)} collectives, each at least {sys.argv[2]} us (shortest {min(e['
 PY
   ); then ok "staged: the delay inside each collective's span: $r"; else bad "staged: delay: $r"; fi
 fi
+# one device: the compute stream only, every kernel call site in program order
+if timeout 300 "$T/one/program-emu" --batches "$T/b" --steps 2 --trace "$T/one.trace.json" </dev/null >"$T/one.log" 2>&1; then
+  if r=$(python3 "$CHECK" "$T/one/program.cu" "$T/one.trace.json" 2 2>&1); then ok "one device: $r"; else bad "one device: $r"; fi
+else bad "one device: run: $(grep -m2 -i error "$T/one.log")"; fi
 echo "     total: $(($(date +%s) - t0)) s"
 echo "cuda_emu_step_trace: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -20,7 +20,9 @@ timed by CUDA events) must hold, per step:
     kernels that follow it, one of them a bucket's (a concat packing the
     gradients right before it): its call site comes before the step's last
     backward kernel (node ending /grad).
-Times are read for order only, never judged. Prints per step the counts."""
+A program without collectives (one device): the compute stream only, its
+kernels in order. Times are read for order only, never judged. Prints per
+step the counts."""
 import json
 import re
 import sys
@@ -43,12 +45,10 @@ def main():
     sites = table(prog)
     kern = [(i, k, n) for i, (k, n) in enumerate(sites) if k not in COLL]
     coll = [(i, k, n) for i, (k, n) in enumerate(sites) if k in COLL]
-    if not coll:
-        raise SystemExit(f"{prog}: no collective call site")
     ev = [e for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X"]
     tids = {e.get("tid") for e in ev}
-    if tids != {0, 1}:
-        raise SystemExit(f"streams {sorted(tids)}: want compute (0) and communication (1)")
+    if tids != ({0, 1} if coll else {0}):
+        raise SystemExit(f"streams {sorted(tids)}: want compute (0){' and communication (1)' if coll else ' only (no collective)'}")
     by_step = {}
     for e in ev:
         by_step.setdefault(e["args"]["step"], []).append(e)
@@ -97,6 +97,9 @@ def main():
             if e["ts"] < end_before[i] - EPS:
                 raise SystemExit(f"step {s}: {k} at {n} (call site {i}) starts at {e['ts']:.3f} us, before the kernels "
                                  f"before it end ({end_before[i]:.3f} us)")
+        if not coll:
+            out.append(f"step {s}: {len(ck)} kernels in program order, no collective")
+            continue
         # the schedule: a gradient reduction posted while backward kernels remain
         last_bwd = max((i for i, k, n in kern if n.endswith("/grad")), default=-1)
         if last_bwd < 0:
