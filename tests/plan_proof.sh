@@ -184,7 +184,7 @@ pprove() {
 import re, sys
 out, check = open(sys.argv[1]).read(), sys.argv[2]
 a = re.search(r"^pipeline auto: (\d+) stages \(chosen\), cuts at groups ([0-9|]+) of \d+, (\d+) microbatches \(chosen\), "
-              r"predicted step [0-9.]+ ms \(stage ms/microbatch [0-9. ]+\), (?:(\d+) devices? per stage|devices per stage "
+              r"predicted step [0-9.]+ ms \((?:schedule [0-9.]+ ms \+ once per step [0-9.]+ ms; )?stage ms/microbatch [0-9. ]+\), (?:(\d+) devices? per stage|devices per stage "
               r"([0-9,]+)) \(chosen\), strategies (.*), planned in", out, re.M)
 s = re.search(r"^galvc: pipeline schedule ([a-z0-9-]+) \(chosen", out, re.M)
 if not a or not s:
