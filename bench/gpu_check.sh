@@ -45,7 +45,7 @@
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-}; DIR=${2:-}
-[ -n "$mode" ] && [ -n "$DIR" ] || { echo "usage: $0 prepare|pack-mpi|run DIR"; exit 2; }
+[ -n "$mode" ] && [ -n "$DIR" ] || { echo "usage: $0 prepare|run DIR"; exit 2; }
 mkdir -p "$DIR"; DIR=$(cd "$DIR" && pwd)
 SEQ=64
 TB=4 # training batch
@@ -55,28 +55,6 @@ TB=4 # training batch
 export OPENBLAS_NUM_THREADS=1
 export MPIRUN=${MPIRUN:-mpirun $([ "$(id -u)" = 0 ] && echo --allow-run-as-root) -x OPENBLAS_NUM_THREADS}
 
-pack_mpi() {
-  # GPU_CHECK_MPI_BUNDLE=1 (pack-mpi: always), for a GPU machine with no MPI (no packages, no network there; the
-  # H200 machines seen so far have Open MPI): this machine's Open MPI runtime (mpirun, mpicc, the component plugins and
-  # the libraries they load, Debian's layout) -> DIR/mpi.tgz (~7 MB), which `run` unpacks only where mpirun is
-  # missing (into the same paths, the libraries into /opt/galv-mpi/lib).
-  if [ "${GPU_CHECK_MPI_BUNDLE:-0}" = 1 ] && command -v mpirun >/dev/null && [ -d /usr/lib/x86_64-linux-gnu/openmpi ]; then
-    L=/usr/lib/x86_64-linux-gnu; T=$(mktemp -d)
-    mkdir -p "$T/opt/galv-mpi/lib" "$T/opt/galv-mpi/bin" "$T$L" "$T/usr/share" "$T/etc"
-    cp -a $L/openmpi "$T$L/"; cp -a /usr/share/openmpi "$T/usr/share/"; cp -a /etc/openmpi "$T/etc/"
-    cp -a $L/libmpi.so $L/libmpi.so.40* $L/libopen-rte.so* $L/libopen-pal.so* $L/libmca_common_*.so* "$T$L/"
-    # what those load, but for the C / C++ runtime and zlib (the GPU machine has its own, newer)
-    for d in $( (ldd "$(readlink -f "$(command -v mpirun)")"; ldd $L/libmpi.so.40; for f in $L/openmpi/lib/openmpi3/*.so; do ldd "$f"; done) 2>/dev/null |
-               awk '/=>/ {print $3}' | sort -u | grep -v -E '/lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s|z)\.so|ld-linux|libmpi|libopen-|libmca_common|liboshmem'); do
-      cp -L "$d" "$T/opt/galv-mpi/lib/"
-    done
-    cp "$(readlink -f "$(command -v mpirun)")" "$T/opt/galv-mpi/bin/mpirun"; cp /usr/bin/orted /usr/bin/opal_wrapper "$T/opt/galv-mpi/bin/"
-    ln -s opal_wrapper "$T/opt/galv-mpi/bin/mpicc"
-    tar czf "$DIR/mpi.tgz" -C "$T" opt usr etc && rm -rf "$T"
-    echo "Open MPI runtime for a GPU machine without one: $DIR/mpi.tgz ($(du -h "$DIR/mpi.tgz" | cut -f1))"
-  fi
-}
-if [ "$mode" = pack-mpi ]; then GPU_CHECK_MPI_BUNDLE=1 pack_mpi; exit 0; fi
 if [ "$mode" = prepare ]; then
   BUILD=${BUILD:-$SRC/build-cuda}
   python3 "$SRC/examples/make_model.py" gpt2 --layers 12 --hidden 768 --heads 12 --vocab 50257 --ffn 3072 \
@@ -166,12 +144,11 @@ np.save('$DIR/ppb/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))"
   for p in fp32 bf16 train train_bf16 train_fa train_fa_bf16; do (cd "$DIR/gpt2s_$p" && rm -f weights.bin program program-cpu *.o program.c); done
   rm -f "$DIR"/big_*/program.c
   rm -f "$DIR/gpt2s.onnx"
-  pack_mpi
   du -sh "$DIR"
   exit 0
 fi
 
-[ "$mode" = run ] || { echo "usage: $0 prepare|pack-mpi|run DIR"; exit 2; }
+[ "$mode" = run ] || { echo "usage: $0 prepare|run DIR"; exit 2; }
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || echo "(nvidia-smi not available)"
 nvcc --version | tail -1; echo "host compiler: $(cc --version | head -1)"
@@ -179,13 +156,6 @@ nvcc --version | tail -1; echo "host compiler: $(cc --version | head -1)"
 for c in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib; do
   [ -e "$c/libcublas.so" ] && export LIBRARY_PATH=${LIBRARY_PATH:+$LIBRARY_PATH:}$c LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$c
 done
-# no MPI here: the Open MPI runtime that `prepare` packed (DIR/mpi.tgz), unpacked into its own paths (root only)
-if ! command -v mpirun >/dev/null && [ -f "$DIR/mpi.tgz" ] && [ "$(id -u)" = 0 ] && [ ! -e /usr/lib/x86_64-linux-gnu/openmpi ]; then
-  tar xzf "$DIR/mpi.tgz" -C / --no-same-owner --keep-directory-symlink
-  export PATH=/opt/galv-mpi/bin:$PATH LD_LIBRARY_PATH=/opt/galv-mpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export MPIRUN="mpirun --allow-run-as-root -x OPENBLAS_NUM_THREADS -x LD_LIBRARY_PATH" OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader
-  mpirun --allow-run-as-root -np 2 true && echo "Open MPI from DIR/mpi.tgz: mpirun -np 2 runs" || echo "Open MPI from DIR/mpi.tgz: mpirun fails"
-fi
 B=$DIR/build; mkdir -p "$B"
 NVF="-O3 -std=c++17 -gencode arch=compute_90,code=sm_90"
 RT=$SRC/runtime

@@ -1006,8 +1006,9 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
     for (int i = 0; i < S; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)pl->cost[i].grad_ns);
   }
   /* the whole step (the key the plan was chosen by) = the schedule's part + the once-per-step part (sync_ns) */
-  fprintf(f, "],\n    \"predicted_step_ns\": %lld, \"schedule_ns\": %lld, \"sync_ns\": %lld},\n", (long long)gv_pipe_plan_full_ns(pl),
-          (long long)(gv_pipe_plan_full_ns(pl) - gv_pipe_plan_once_ns(pl)), (long long)gv_pipe_plan_once_ns(pl));
+  const int64_t once = gv_pipe_plan_once_ns(pl), sched = gv_pipe_plan_parts(pl).sched;
+  fprintf(f, "],\n    \"predicted_step_ns\": %lld, \"schedule_ns\": %lld, \"sync_ns\": %lld},\n", (long long)(sched + once),
+          (long long)sched, (long long)once);
   if (P->plan_note) fprintf(f, "  \"joint\": %s,\n", P->plan_note);
   bool anyrc = false;
   for (int i = 0; i < S; i++) anyrc |= pl->cost[i].recompute;
