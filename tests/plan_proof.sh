@@ -13,7 +13,8 @@
 #     again under a limit 1 byte below the memory of the plan just chosen,
 #     until no plan fits: the search's own frontier of plans, fastest first.
 #     Each step's kind (parallelism dp / tp / dp x tp, the ZeRO stage per
-#     unit, recompute none / selective / all, the microbatch count) comes
+#     unit, recompute none / selective / all on every layer or on the first
+#     k layers, the microbatch count) comes
 #     from plan.json; a step is compiled and run when it brings a pair of
 #     (parallelism, ZeRO pattern, recomputation, microbatches > 1) not run
 #     yet (with --all: every distinct kind);
@@ -284,8 +285,11 @@ have = {
     "ZeRO-3": any("3" in x[1][4:] for x in k),
     "mixed ZeRO stages (two non-zero stages)": any(len(set(x[1][4:]) - {"0"}) > 1 for x in k),
     "mixed ZeRO / none": any("0" in x[1][4:] and set(x[1][4:]) != {"0"} for x in k),
-    "recompute selective": any(x[2] == "rc-selective" for x in k),
-    "recompute all": any(x[2] == "rc-all" for x in k),
+    # (the search compiles a recomputing mode on its first k layers when fewer than all of them fit: rc-0,..,k-1 /
+    # rc-selective:0,..,k-1; the last layer's recomputation saves nothing, so a plan recomputing every layer is rare)
+    "recompute selective": any(x[2].startswith("rc-selective") for x in k),
+    "recompute all": any(x[2] == "rc-all" or re.fullmatch(r"rc-[0-9,]+", x[2]) for x in k),
+    "recompute on some layers": any(re.fullmatch(r"rc-(selective:)?[0-9,]+", x[2]) for x in k),
     "microbatches > 1": any(x[3] != "mb1" for x in k),
     "pipeline, ZB-H1": any(" zb-h1 " in l for l in pp),
     "pipeline, uneven device counts": any(len(set(l.split(" devices ")[1].split()[0].split(","))) > 1 for l in pp),

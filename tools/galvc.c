@@ -252,6 +252,16 @@ static int rc_fastest(const int *B, const int64_t *step, int n) {
   return best;
 }
 
+/* --recompute's value for MODE (selective or all) on the first k layers: "none" for k = 0, "0,1,..,k-1" (all) or
+ * "selective:0,..,k-1" (docs/autodiff.md "Recomputation": a layer named by its index). */
+static const char *part_list_of(char *buf, size_t n, const char *mode, int k) {
+  size_t len = 0;
+  if (k <= 0) return snprintf(buf, n, "none"), buf;
+  if (!strcmp(mode, "selective")) len += (size_t)snprintf(buf, n, "selective:");
+  for (int i = 0; i < k && len < n; i++) len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? "," : "", i);
+  return buf;
+}
+
 /* The count search's stand-in count (docs/planner.md, "One planner run per recomputation"): the most
  * microbatches whose size (batch / count) still holds every data-parallel degree the devices can give the batch
  * (a multiple of gcd(batch, devices)): batch / gcd(batch, devices). */
@@ -1548,6 +1558,22 @@ int main(int argc, char **argv) {
   static gv_plan mb_best_plan, rc_plan[NRC];      /* the choices compiled at a picked count (compiled again as they are) */
   int mb_best_from = 0, rc_from[NRC] = {0};       /* ... the count they were priced at (0: planned again) */
   const int64_t mem_limit_user = gv_plan_opts.memory_limit;
+  /* Recomputation on some layers (docs/planner.md, "Recomputation on some layers"): after the recomputation search,
+   * each recomputing mode's plan (at its count) is realised in full with its first k layers recomputed and none on
+   * the rest (recompute=0,..,k-1 or selective:0,..,k-1): k = 0 first, then a bisection for the fewest k that fit
+   * (memory only grows as layers stop recomputing, the step only shrinks, so a k that does not fit with a step no
+   * faster than the best so far ends the mode: every k that fits is slower); the modes in order of their steps. The
+   * fastest of these and the uniform modes' is compiled (its plan.json records the list, as --recompute=LIST gives
+   * it). GALV_RECOMPUTE_PARTIAL=off: the uniform modes alone. */
+  static gv_plan part_plan, part_win_plan;
+  static char part_list[16384], part_win[16384];
+  int part_mode = -1, part_k = -1, part_lo = 0, part_hi = 0, part_L = 0, part_q[2] = {0}, part_nq = 0, part_qi = 0;
+  int part_win_mode = -1, part_win_k = 0, part_win_B = 0;
+  int64_t part_step = 0, part_mem = 0, part_best = 0, part_win_mem = 0;
+  bool part0_fits = false; /* the first mode's k = 0: whether it fit, its step */
+  int64_t part0_step = 0;
+  const char *part_env = getenv("GALV_RECOMPUTE_PARTIAL");
+  const bool part_search = !(part_env && !strcmp(part_env, "off"));
   const char *plan_out_user = gv_plan_opts.plan_out;
   if (rc_search) gv_train_opts.recompute = rc_modes[0];
   if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
@@ -1556,10 +1582,10 @@ int main(int argc, char **argv) {
 retry:
   rc = 0;
   gv_train_opts.microbatches = B;
-  gv_plan_opts.count_as = mb_stand && !count_real && !count_full && B > 2 ? B : 0;
+  gv_plan_opts.count_as = part_k < 0 && mb_stand && !count_real && !count_full && B > 2 ? B : 0;
   if (gv_plan_opts.count_as) gv_train_opts.microbatches = 2;
-  gv_plan_opts.plan_fixed = count_real ? &stand_plan : NULL;
-  gv_plan_opts.plan_out = gv_plan_opts.count_as ? NULL : plan_out_user; /* the count's own program writes the plan */
+  gv_plan_opts.plan_fixed = part_k >= 0 ? &part_plan : count_real ? &stand_plan : NULL;
+  gv_plan_opts.plan_out = gv_plan_opts.count_as || part_k >= 0 ? NULL : plan_out_user; /* the count's own program writes the plan */
   gv_plan_opts.memory_limit = gv_plan_opts.count_as && stand_cut ? stand_lim - stand_cut : mem_limit_user;
   if ((B > 1 || global_batch) && galvc_microbatch_shapes(model, &opt, &pa, B, &global_batch)) return galvc_microbatch_done(), 1;
   int next_B = 0; /* the next candidate when this B does not fit (found when needed) */
@@ -1590,6 +1616,68 @@ retry:
     double t = now(), tc = cpu_now();
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
       int pr = gv_pass_plan_sharding(m);
+      if (part_k >= 0) { /* a recomputing mode's plan with its first part_k layers recomputed, realised in full */
+        if (pr < 0) { rc = 1; break; }
+        bool fits = !pr && gv_plan_last.cost.mem_total <= gv_plan_last.limit;
+        int64_t step = gv_plan_last.cost.step_ns;
+        if (!quiet) {
+          if (pr)
+            fprintf(stderr, "galvc: recompute=%s on %d of %d layers: the plan does not realise\n", rc_modes[part_mode], part_k, part_L);
+          else
+            fprintf(stderr, "galvc: recompute=%s on %d of %d layers, %d microbatch%s: predicted step %.3f ms, %lld bytes per device%s\n",
+                    rc_modes[part_mode], part_k, part_L, B, B > 1 ? "es" : "", (double)step / 1e6,
+                    (long long)gv_plan_last.cost.mem_total, fits ? "" : " (over the limit)");
+        }
+        bool end = false;
+        if (part_k == 0 && part_qi == 0) part0_fits = fits, part0_step = pr ? INT64_MAX : step;
+        if (fits) part_hi = part_k, part_step = step, part_mem = gv_plan_last.cost.mem_total;
+        else part_lo = part_k, end = pr || step >= part_best; /* every k that fits is above part_k: no faster */
+        gv_module_free(m);
+        if (!end && part_hi - part_lo > 1) {
+          part_k = (part_lo + part_hi) / 2;
+          gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
+          goto retry;
+        }
+        if (part_hi < part_L && part_step < part_best) { /* fewer layers recomputed: the fastest so far */
+          part_best = part_step, part_win_mode = part_mode, part_win_k = part_hi, part_win_B = B, part_win_mem = part_mem;
+          part_win_plan = part_plan;
+          part_list_of(part_win, sizeof part_win, rc_modes[part_mode], part_hi);
+        }
+        while (++part_qi < part_nq) { /* the next recomputing mode: k = 0 first */
+          int q = part_q[part_qi];
+          part_mode = q, part_plan = rc_plan[q], part_lo = -1, part_hi = part_L, part_k = 0;
+          B = rc_B[part_mode];
+          /* its k = 0 realised already (the first mode's plan and count): not again */
+          if (rc_B[q] == rc_B[part_q[0]] && !memcmp(&rc_plan[q], &rc_plan[part_q[0]], sizeof rc_plan[q])) {
+            if (!quiet)
+              fprintf(stderr, "galvc: recompute=%s on 0 of %d layers: recompute=%s's plan and count, realised above\n", rc_modes[q],
+                      part_L, rc_modes[part_q[0]]);
+            if (part0_fits || part0_step >= part_best) continue; /* the same k = 0; or every k is slower */
+            part_lo = 0, part_k = part_L / 2;
+          }
+          gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
+          goto retry;
+        }
+        part_k = -1;
+        int best = rc_fastest(rc_B, rc_step, NRC);
+        if (part_win_mode >= 0) { /* compiled: the fastest with fewer layers recomputed */
+          if (!quiet)
+            fprintf(stderr, "galvc: recompute=%s on %d of %d layers (recompute=%s), %d microbatch%s: the fastest predicted step "
+                            "(%.3f ms, %lld bytes; on every layer %.3f ms)\n", rc_modes[part_win_mode], part_win_k, part_L,
+                    part_win, part_win_B, part_win_B > 1 ? "es" : "", (double)part_best / 1e6, (long long)part_win_mem,
+                    (double)rc_step[part_win_mode] / 1e6);
+          gv_train_opts.recompute = part_win;
+          B = part_win_B, mb_final = true;
+          stand_plan = part_win_plan, pick_from = B, count_real = real_stored = true;
+        } else { /* the uniform winner compiled again */
+          if (!quiet)
+            fprintf(stderr, "galvc: recomputation on fewer layers: none faster that fits: recompute=%s\n", rc_modes[best]);
+          gv_train_opts.recompute = rc_modes[best];
+          B = rc_B[best], mb_final = true;
+          if (rc_from[best]) stand_plan = rc_plan[best], pick_from = rc_from[best], count_real = real_stored = true;
+        }
+        goto retry;
+      }
       if (pr == 1 && count_real) { /* the stand-in's choice does not realise at its count: the count in full */
         if (!quiet) fprintf(stderr, "galvc: %d microbatches: the plan chosen from 2 does not realise at %d: planned in full\n", B, B);
         gv_module_free(m);
@@ -1813,6 +1901,22 @@ retry:
         if (rc_mode > 0 && !quiet)
           fprintf(stderr, "galvc: recompute=%s with %d microbatch%s: the fastest predicted step (%.3f ms)\n", rc_modes[best],
                   rc_B[best], rc_B[best] > 1 ? "es" : "", (double)rc_step[best] / 1e6);
+        part_L = gv_plan_last.plan.nunits - 1;
+        part_nq = 0;
+        for (int k = 1; part_search && part_L >= 2 && k < NRC; k++) /* the recomputing modes with a plan, fastest first */
+          if (rc_B[k]) {
+            int at = part_nq++;
+            while (at > 0 && rc_step[part_q[at - 1]] > rc_step[k]) part_q[at] = part_q[at - 1], at--;
+            part_q[at] = k;
+          }
+        if (part_nq) { /* fewer layers recomputed (part_list_of): k = 0, then a bisection over k */
+          gv_module_free(m);
+          part_qi = 0, part_best = rc_step[best], part_win_mode = -1;
+          part_mode = part_q[0], part_plan = rc_plan[part_mode], part_lo = -1, part_hi = part_L, part_k = 0;
+          B = rc_B[part_mode], mb_final = true;
+          gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], 0);
+          goto retry;
+        }
         if (best != rc_mode) { /* compiled again with the winner (its plan.json too) */
           gv_module_free(m);
           gv_train_opts.recompute = rc_modes[best];
