@@ -28,6 +28,10 @@
  * cloned (they are not in the arena); ops with regions are not cloned
  * (their results stay live).
  *
+ * "first:K" (and "selective:first:K") selects the first K layers found by
+ * structure, as "all" finds them (galvc's default search compiles a
+ * recomputing mode on its first K layers so; one program only).
+ *
  * Selective recomputation ("selective", or "selective:LIST" for the listed
  * layers; Korthikanti et al. 2022): only the attention cores are cloned,
  * so the S x S tensors (scores, masked scores, probabilities) die in the
@@ -297,17 +301,23 @@ static int recompute_core(gv_module *m, gv_op *fwd_end, const gv_op *const *core
   return 0;
 }
 
-/* --recompute=selective[:LIST]: every attention core of the selected layers. */
+/* --recompute=selective[:LIST]: every attention core of the selected layers (first: the first `first` layers found
+ * by structure, lu; else LIST by name). */
 static int recompute_selective(gv_module *m, gv_block *body, gv_op *fwd_end, const char *list, const char *spec, int nv,
-                               bool stage) {
+                               bool stage, const gv_layer_units *lu, int first) {
   int found = 0;
   for (gv_op *op = body->first; op != fwd_end->next; op = op->next) {
     const gv_op *core[MAX_CORE];
     int n = op->code == GV_OP_SOFTMAX ? attention_core(op, fwd_end, core) : 0;
     if (!n && op->code != GV_OP_ATTENTION) continue;
-    const char *seg;
-    size_t sl, ln = layer_of(op->loc, &seg, &sl);
-    if (list && (!ln || !selected(list, op->loc, ln, seg, sl))) continue;
+    if (lu) {
+      int u = gv_layer_units_loc(lu, op->loc);
+      if (u < 1 || u > first) continue;
+    } else {
+      const char *seg;
+      size_t sl, ln = layer_of(op->loc, &seg, &sl);
+      if (list && (!ln || !selected(list, op->loc, ln, seg, sl))) continue;
+    }
     found++;
     /* a fused core (galv.attention, docs/fused-attention.md) keeps no S x S value: nothing to recompute */
     if (n && recompute_core(m, fwd_end, core, n, nv)) return -1;
@@ -341,16 +351,50 @@ int gv_pass_recompute(gv_module *m) {
     return gv_error(m, "recompute: the function must return the loss first (run loss and autodiff first)");
   gv_block *body = f->body;
   gv_op *fwd_end = ret->opnds[0]->def;
+  /* first:K / selective:first:K: the first K layers found by structure (galvc's default search compiles these:
+   * docs/planner.md "Recomputation on some layers") */
+  const char *fs = sel ? (spec[9] == ':' ? spec + 10 : NULL) : spec;
+  int first = -1;
+  if (fs && !strncmp(fs, "first:", 6)) {
+    char *end;
+    long k = fs[6] >= '0' && fs[6] <= '9' ? strtol(fs + 6, &end, 10) : -1;
+    if (k < 0 || *end || k > 1000000)
+      return gv_error(m, "recompute: --recompute=%s: expected first:K (K a number of layers, e.g. first:4)", spec);
+    first = (int)k;
+  }
   /* --recompute=all: the layers found by structure (before the ids below: the finder numbers ops too) */
   gv_layer_units lu;
   bool all = !strcmp(spec, "all");
-  if (all && gv_layer_units_find(m, &lu)) return -1;
+  if ((all || first >= 0) && gv_layer_units_find(m, &lu)) return -1;
+  if (first >= 0) {
+    bool st = stage_function(f);
+    int nl = lu.nl;
+    if (st || nl < 1 || first > nl) gv_layer_units_free(&lu);
+    if (st)
+      return gv_error(m, "recompute: --recompute=%s applies to one program: inside pipeline stages name the layers "
+                         "(--recompute=LIST) or give all", spec);
+    if (nl < 1) return gv_error(m, "recompute: --recompute=%s selects no layer (the forward program has no repeated blocks)", spec);
+    if (first > nl) return gv_error(m, "recompute: --recompute=%s: the program has %d layers", spec, nl);
+  }
   /* op->id: 1 forward, 0 backward (original), 2 clone; value ids numbered once (clones: -1) */
   int nv = number(body);
   for (gv_op *op = body->first; op; op = op->next) op->id = 0;
   for (gv_op *op = body->first; op != fwd_end->next; op = op->next) op->id = 1;
   bool stage = stage_function(f);
-  if (sel) return recompute_selective(m, body, fwd_end, spec[9] ? spec + 10 : NULL, spec, nv, stage);
+  if (sel) {
+    int rc = recompute_selective(m, body, fwd_end, spec[9] ? spec + 10 : NULL, spec, nv, stage, first >= 0 ? &lu : NULL, first);
+    if (first >= 0) gv_layer_units_free(&lu);
+    return rc;
+  }
+  if (first >= 0) {
+    int rc = 0;
+    for (int u = 1; u <= first && !rc; u++) {
+      layer_id L = {.lu = &lu, .unit = u};
+      rc = recompute_layer(m, body, fwd_end, &L, nv);
+    }
+    gv_layer_units_free(&lu);
+    return rc;
+  }
   if (all) {
     int rc = 0;
     for (int u = 1; u <= lu.nl && !rc; u++) {

@@ -285,11 +285,11 @@ have = {
     "ZeRO-3": any("3" in x[1][4:] for x in k),
     "mixed ZeRO stages (two non-zero stages)": any(len(set(x[1][4:]) - {"0"}) > 1 for x in k),
     "mixed ZeRO / none": any("0" in x[1][4:] and set(x[1][4:]) != {"0"} for x in k),
-    # (the search compiles a recomputing mode on its first k layers when fewer than all of them fit: rc-0,..,k-1 /
-    # rc-selective:0,..,k-1; the last layer's recomputation saves nothing, so a plan recomputing every layer is rare)
+    # (the search compiles a recomputing mode on its first k layers when that fits and is faster: rc-first:k /
+    # rc-selective:first:k; the last layer's recomputation saves little, so a plan recomputing every layer is rare)
     "recompute selective": any(x[2].startswith("rc-selective") for x in k),
-    "recompute all": any(x[2] == "rc-all" or re.fullmatch(r"rc-[0-9,]+", x[2]) for x in k),
-    "recompute on some layers": any(re.fullmatch(r"rc-(selective:)?[0-9,]+", x[2]) for x in k),
+    "recompute all": any(x[2] == "rc-all" or x[2].startswith("rc-first:") for x in k),
+    "recompute on some layers": any(re.fullmatch(r"rc-(selective:)?first:\d+", x[2]) for x in k),
     "microbatches > 1": any(x[3] != "mb1" for x in k),
     "pipeline, ZB-H1": any(" zb-h1 " in l for l in pp),
     "pipeline, uneven device counts": any(len(set(l.split(" devices ")[1].split()[0].split(","))) > 1 for l in pp),

@@ -16,7 +16,7 @@
 #   - each recomputing mode's plan (at its count) with only its first k
 #     layers recomputed: k = 0, then a bisection for the fewest k that fit
 #     (the lines of the k tried); the fastest of these and the uniform
-#     winner is plan.json's (recompute=0,..,k-1 / selective:0,..,k-1), at
+#     winner is plan.json's (recompute=first:k / selective:first:k), at
 #     the limit above and 1 byte under the smallest plan without
 #     recomputation;
 #   - --plan reproduces the recomputation and microbatches (same step);
@@ -72,7 +72,7 @@ if sorted(tries) != sorted(rec) or any(0 not in tries[m] or tries[m][0][0] != mo
 if part:
     pm, k, L, lst, b, t = part.group(1), int(part.group(2)), int(part.group(3)), part.group(4), int(part.group(5)), float(part.group(6))
     tm = tries.get(pm, {})
-    want = "none" if k == 0 else ",".join(str(i) for i in range(k)) if pm == "all" else "selective:" + ",".join(str(i) for i in range(k))
+    want = "none" if k == 0 else f"first:{k}" if pm == "all" else f"selective:first:{k}"
     fewest = k in tm and not tm[k][3] and all(tm[j][3] for j in tm if j < k) and (k == 0 or (k - 1) in tm)
     faster = all(t <= tm2[j][1] + 0.0015 for tm2 in tries.values() for j in tm2 if not tm2[j][3])
     if lst != want or b != modes[pm][0] or not t < modes[best][1] or not fewest or not faster or \

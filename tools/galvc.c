@@ -252,13 +252,11 @@ static int rc_fastest(const int *B, const int64_t *step, int n) {
   return best;
 }
 
-/* --recompute's value for MODE (selective or all) on the first k layers: "none" for k = 0, "0,1,..,k-1" (all) or
- * "selective:0,..,k-1" (docs/autodiff.md "Recomputation": a layer named by its index). */
+/* --recompute's value for MODE (selective or all) on the first k layers found by structure: "none" for k = 0,
+ * "first:K" or "selective:first:K" (passes/recompute.c). */
 static const char *part_list_of(char *buf, size_t n, const char *mode, int k) {
-  size_t len = 0;
-  if (k <= 0) return snprintf(buf, n, "none"), buf;
-  if (!strcmp(mode, "selective")) len += (size_t)snprintf(buf, n, "selective:");
-  for (int i = 0; i < k && len < n; i++) len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? "," : "", i);
+  if (k <= 0) snprintf(buf, n, "none");
+  else snprintf(buf, n, "%sfirst:%d", strcmp(mode, "selective") ? "" : "selective:", k);
   return buf;
 }
 
@@ -1560,13 +1558,13 @@ int main(int argc, char **argv) {
   const int64_t mem_limit_user = gv_plan_opts.memory_limit;
   /* Recomputation on some layers (docs/planner.md, "Recomputation on some layers"): after the recomputation search,
    * each recomputing mode's plan (at its count) is realised in full with its first k layers recomputed and none on
-   * the rest (recompute=0,..,k-1 or selective:0,..,k-1): k = 0 first, then a bisection for the fewest k that fit
+   * the rest (recompute=first:k or selective:first:k, passes/recompute.c): k = 0 first, then a bisection for the fewest k that fit
    * (memory only grows as layers stop recomputing, the step only shrinks, so a k that does not fit with a step no
    * faster than the best so far ends the mode: every k that fits is slower); the modes in order of their steps. The
    * fastest of these and the uniform modes' is compiled (its plan.json records the list, as --recompute=LIST gives
    * it). GALV_RECOMPUTE_PARTIAL=off: the uniform modes alone. */
   static gv_plan part_plan, part_win_plan;
-  static char part_list[16384], part_win[16384];
+  static char part_list[64], part_win[64];
   int part_mode = -1, part_k = -1, part_lo = 0, part_hi = 0, part_L = 0, part_q[2] = {0}, part_nq = 0, part_qi = 0;
   int part_win_mode = -1, part_win_k = 0, part_win_B = 0;
   int64_t part_step = 0, part_mem = 0, part_best = 0, part_win_mem = 0;
