@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -260,6 +261,23 @@ static const char *part_list_of(char *buf, size_t n, const char *mode, int k) {
   if (k <= 0) snprintf(buf, n, "none");
   else snprintf(buf, n, "%sfirst:%d", strcmp(mode, "selective") ? "" : "selective:", k);
   return buf;
+}
+
+/* The next k to realise between lo (known not to fit: memory lo_mem, step lo_step) and hi (fits: hi_mem, hi_step),
+ * lo < k < hi: where the memory, taken as linear in k between the two, meets the limit, or, when that lies above it,
+ * the first k whose step, taken as linear the same way, is no faster than the best so far (a k that does not fit
+ * there ends the mode: every k that fits is above it). Any k in (lo, hi) keeps the search exact; these only make it
+ * short (memory and step grow about linearly as layers stop recomputing). */
+static int part_next(int lo, int64_t lo_mem, int64_t lo_step, int hi, int64_t hi_mem, int64_t hi_step, int64_t limit,
+                     int64_t best) {
+  double span = hi - lo;
+  int k = lo + (hi - lo) / 2;
+  if (lo_mem > hi_mem) k = lo + (int)ceil((double)(lo_mem - limit) * span / (double)(lo_mem - hi_mem));
+  if (hi_step > lo_step && best > lo_step) {
+    int kb = lo + (int)floor((double)(best - lo_step) * span / (double)(hi_step - lo_step)) + 1;
+    if (kb < k) k = kb;
+  }
+  return k <= lo ? lo + 1 : k >= hi ? hi - 1 : k;
 }
 
 /* The count search's stand-in count (docs/planner.md, "One planner run per recomputation"): the most
@@ -1570,8 +1588,8 @@ int main(int argc, char **argv) {
   int part_mode = -1, part_k = -1, part_lo = 0, part_hi = 0, part_L = 0, part_q[2] = {0}, part_nq = 0, part_qi = 0;
   int part_win_mode = -1, part_win_k = 0, part_win_B = 0;
   int64_t part_step = 0, part_mem = 0, part_best = 0, part_win_mem = 0;
-  bool part0_fits = false; /* the first mode's k = 0: whether it fit, its step */
-  int64_t part0_step = 0;
+  bool part0_fits = false; /* the first mode's k = 0: whether it fit, its step and memory */
+  int64_t part0_step = 0, part0_mem = 0, part_lo_step = 0, part_lo_mem = 0, part_limit = 0, rc_mem[NRC] = {0};
   const char *part_env = getenv("GALV_RECOMPUTE_PARTIAL");
   const bool part_search = !(part_env && !strcmp(part_env, "off"));
   const char *plan_out_user = gv_plan_opts.plan_out;
@@ -1629,12 +1647,14 @@ retry:
                     (long long)gv_plan_last.cost.mem_total, fits ? "" : " (over the limit)");
         }
         bool end = false;
-        if (part_k == 0 && part_qi == 0) part0_fits = fits, part0_step = pr ? INT64_MAX : step;
-        if (fits) part_hi = part_k, part_step = step, part_mem = gv_plan_last.cost.mem_total;
-        else part_lo = part_k, end = pr || step >= part_best; /* every k that fits is above part_k: no faster */
+        int64_t mem = gv_plan_last.cost.mem_total;
+        part_limit = gv_plan_last.limit;
+        if (part_k == 0 && part_qi == 0) part0_fits = fits, part0_step = pr ? INT64_MAX : step, part0_mem = mem;
+        if (fits) part_hi = part_k, part_step = step, part_mem = mem;
+        else part_lo = part_k, part_lo_step = step, part_lo_mem = mem, end = pr || step >= part_best; /* every k that fits is above: no faster */
         gv_module_free(m);
         if (!end && part_hi - part_lo > 1) {
-          part_k = (part_lo + part_hi) / 2;
+          part_k = part_next(part_lo, part_lo_mem, part_lo_step, part_hi, part_mem, part_step, part_limit, part_best);
           gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
           goto retry;
         }
@@ -1646,6 +1666,7 @@ retry:
         while (++part_qi < part_nq) { /* the next recomputing mode: k = 0 first */
           int q = part_q[part_qi];
           part_mode = q, part_plan = rc_plan[q], part_lo = -1, part_hi = part_L, part_k = 0;
+          part_step = rc_step[q], part_mem = rc_mem[q];
           B = rc_B[part_mode];
           /* its k = 0 realised already (the first mode's plan and count): not again */
           if (rc_B[q] == rc_B[part_q[0]] && !memcmp(&rc_plan[q], &rc_plan[part_q[0]], sizeof rc_plan[q])) {
@@ -1653,7 +1674,8 @@ retry:
               fprintf(stderr, "galvc: recompute=%s on 0 of %d layers: recompute=%s's plan and count, realised above\n", rc_modes[q],
                       part_L, rc_modes[part_q[0]]);
             if (part0_fits || part0_step >= part_best) continue; /* the same k = 0; or every k is slower */
-            part_lo = 0, part_k = part_L / 2;
+            part_lo = 0, part_lo_step = part0_step, part_lo_mem = part0_mem;
+            part_k = part_next(part_lo, part_lo_mem, part_lo_step, part_hi, part_mem, part_step, part_limit, part_best);
           }
           gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
           goto retry;
@@ -1885,6 +1907,7 @@ retry:
       mb_best_B = 0, mb_more = 0, mb_final = false; /* the next recomputation searches its counts anew */
       if (rc_search) {
         rc_B[rc_mode] = B, rc_step[rc_mode] = gv_plan_last.cost.step_ns, rc_from[rc_mode] = real_from, rc_plan[rc_mode] = gv_plan_last.plan;
+        rc_mem[rc_mode] = gv_plan_last.cost.mem_total;
         bool more = rc_mode + 1 < NRC && (rc_mode > 0 || B > 1 || real_from > 1 || gv_plan_last.memory_bound);
         if (!quiet && (more || rc_mode > 0)) /* the common case (not memory bound) prints nothing more */
           fprintf(stderr, "galvc: recompute=%s: %d microbatch%s, predicted step %.3f ms%s\n", rc_modes[rc_mode], B,
@@ -1913,6 +1936,7 @@ retry:
           gv_module_free(m);
           part_qi = 0, part_best = rc_step[best], part_win_mode = -1;
           part_mode = part_q[0], part_plan = rc_plan[part_mode], part_lo = -1, part_hi = part_L, part_k = 0;
+          part_step = rc_step[part_mode], part_mem = rc_mem[part_mode];
           B = rc_B[part_mode], mb_final = true;
           gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], 0);
           goto retry;
