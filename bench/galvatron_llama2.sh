@@ -15,7 +15,8 @@
 #              galvc with the same profile: dp over every device, its ZeRO-3 / ZeRO-2 split by layer, the embedding /
 #              head at its ZeRO stage (its Ulysses split is not expressible), its chunks as gradient-accumulation
 #              microbatches reduce-scattered per microbatch (ZeRO-2 under accumulation as Galvatron's), --recompute
-#              all at 36 GiB, none at 80 GiB (16 GPUs / 80 GiB: its layer-1 recomputation left out).
+#              per layer as its plan recomputes (all at 36 GiB, none at 80 GiB; 16 GPUs / 80 GiB its first
+#              layer only: --recompute=first:1).
 # Prints per row: galvc's plan, its step, memory per device against the usable memory, planning CPU seconds;
 # Galvatron's plan priced by galvc, its step, memory; the ratio (Galvatron's plan priced by galvc / galvc's plan:
 # >= 1.00 when galvc's search is at least as fast); Galvatron's own prediction. Then per row the terms: galvc's
@@ -58,15 +59,21 @@ one() {
 import json, sys
 inp, g, gib, out = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4]
 run = inp[f"runs_{gib}GB"][g]
-zero = []
+zero, ckpt = [], []
 for part in run["layers"].split(","):
     n, kind = part.strip().split(" ", 1)
-    if n.isdigit(): zero += [3 if "ZeRO-3" in kind else 2] * int(n)
+    if n.isdigit(): zero += [3 if "ZeRO-3" in kind else 2] * int(n); ckpt += ["+ckpt" in kind] * int(n)
+# its recomputation per layer (the groups in layer order): all, none, or its first K layers (--recompute=first:K);
+# else the layers by index
+k = sum(ckpt)
+rec = "all" if k == len(ckpt) else "none" if not k else f"first:{k}" if all(ckpt[:k]) else ",".join(str(i) for i, c in enumerate(ckpt) if c)
+open(out + ".rec", "w").write(rec)
 units = [{"unit": "outer0", "zero": 3 if "ZeRO-3" in run["emb"] else 2}] + [{"unit": f"layer {i}", "zero": z} for i, z in enumerate(zero)]
 p = {"mesh": {"axes": ["dp"], "shape": [run["dp"]]}, "batch_axes": ["dp"], "tp_axis": None, "vocab_axis": None, "units": units}
 if run["chunks"] > 1: p.update(microbatches=run["chunks"], zero_reduce="per-microbatch")
 json.dump(p, open(out, "w"))
 PY
+    rec=$(cat "$base.plan.json.rec")
     extra=(--recompute="$rec" --plan "$base.plan.json")
   else
     extra=(--zero-reduce "$ZERO_REDUCE")
