@@ -130,7 +130,7 @@ static void kernel_case16(gv_module *m, gv_op *a, gv_op *gop, const gv_tensor *c
   int64_t no = gv_tensor_numel(out[0]), nl = gv_tensor_numel(out[1]);
   uint16_t *o = malloc(sizeof *o * (size_t)no);
   float *lse = malloc(sizeof *lse * (size_t)nl);
-  (dt == GALV_BF16 ? galv_attention_bf16 : galv_attention_f16)(&d, q, k, v, fn, o, lse);
+  (dt == GALV_BF16 ? galv_attention_bf16 : galv_attention_f16)(&d, q, k, v, fn, NULL, 0, 0, o, lse);
   float *ow = widen(o, no, dt);
   char what[128];
   snprintf(what, sizeof what, "attention %s o (%s)", dn, tag), check_rel(what, ow, out[0], rel);
@@ -145,7 +145,7 @@ static void kernel_case16(gv_module *m, gv_op *a, gv_op *gop, const gv_tensor *c
     uint16_t *hb = hbuf(ro, dt), *db = hbuf(rdo, dt), *g[3];
     float *lb = fbuf(out[1]);
     for (int i = 0; i < 3; i++) g[i] = malloc(sizeof(uint16_t) * (size_t)gv_tensor_numel(in[i]));
-    (dt == GALV_BF16 ? galv_attention_grad_bf16 : galv_attention_grad_f16)(&d, q, k, v, hb, db, lb, fn, g[0], g[1], g[2]);
+    (dt == GALV_BF16 ? galv_attention_grad_bf16 : galv_attention_grad_f16)(&d, q, k, v, hb, db, lb, fn, NULL, 0, 0, g[0], g[1], g[2]);
     const char *nm[3] = {"dq", "dk", "dv"};
     for (int i = 0; i < 3; i++) {
       float *w = widen(g[i], gv_tensor_numel(in[i]), dt);
@@ -194,7 +194,7 @@ static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D,
   float *q = fbuf(in[0]), *k = fbuf(in[1]), *vv = fbuf(in[2]), *bias = fbuf(in[4]);
   const void *fn[2] = {in[3]->data, bias};
   float *o = malloc(sizeof(float) * (size_t)(B * H * Sq * Dv)), *lse = malloc(sizeof(float) * (size_t)(B * H * Sq));
-  galv_attention_f32(&d, q, k, vv, fn, o, lse);
+  galv_attention_f32(&d, q, k, vv, fn, NULL, 0, 0, o, lse);
   char what[96];
   snprintf(what, sizeof what, "attention o (Sk %lld, kt %d, vt %d)", (long long)Sk, kt, vt);
   check(what, o, out[0]);
@@ -213,7 +213,7 @@ static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D,
     float *ob = fbuf(out[0]), *lb = fbuf(out[1]), *db = fbuf(dout);
     float *dq = malloc(sizeof(float) * (size_t)gv_tensor_numel(in[0])), *dk = malloc(sizeof(float) * (size_t)gv_tensor_numel(in[1])),
           *dv = malloc(sizeof(float) * (size_t)gv_tensor_numel(in[2]));
-    galv_attention_grad_f32(&d, q, k, vv, ob, db, lb, fn, dq, dk, dv);
+    galv_attention_grad_f32(&d, q, k, vv, ob, db, lb, fn, NULL, 0, 0, dq, dk, dv);
     const char *nm[3] = {"dq", "dk", "dv"};
     float *got[3] = {dq, dk, dv};
     for (int r = 0; r < 3; r++) {
