@@ -249,6 +249,10 @@ int gv_attn_off(const gv_op *op) {
   return last >= f0 && op->opnds[last] && op->opnds[last]->type.dtype == GV_DT_I64 ? last : -1;
 }
 
+bool gv_attn_dropout(const gv_op *op) {
+  return (op->code == GV_OP_ATTENTION || op->code == GV_OP_ATTENTION_GRAD) && gv_get_attr(op, "ratio");
+}
+
 int gv_attn_train_kernel(const char *target, gv_dtype storage) {
   bool cpu = !strcmp(target, "cpu"), cuda = !strcmp(target, "cuda");
   bool known = storage == GV_DT_F32 || storage == GV_DT_BF16 || storage == GV_DT_F16;

@@ -70,6 +70,8 @@ int gv_attn_geometry(gv_module *m, const gv_op *op, gv_attn_geo *g);
  * operands (the same operand galv.dropout gets). The index of that
  * operand, or -1. */
 int gv_attn_off(const gv_op *op);
+/* Whether op is a galv.attention / attention_grad with dropout (its value then depends on the step: never folded). */
+bool gv_attn_dropout(const gv_op *op);
 
 /* A chain galv.attention replaces (passes/fuse_attention.c). */
 typedef struct {
