@@ -653,10 +653,12 @@ int cg_kcall_print_move(FILE *f, const gv_op *op, const cg_kcall *k, const cg_kc
 
 /* ---------------------------------------------------------------- fused attention (training) */
 
-void cg_fattn_call(FILE *f, const gv_op *op, const gv_attn_geo *gp, const char *fwd, const char *bwd, const char *ty,
-                   const char *const *fdt, const char *tail, char p[][64]) {
+int cg_fattn_call(FILE *f, gv_module *m, const gv_op *op, const gv_attn_geo *gp, const char *fwd, const char *bwd, const char *ty,
+                  const char *const *fdt, const char *tail, char p[][64]) {
   const gv_attn_geo g = *gp;
-  int f0 = op->code == GV_OP_ATTENTION ? 3 : 6, nfn = op->nopnds - f0;
+  int f0 = g.fn0, nfn = g.nfn;
+  gv_dropout dr = {0};
+  if (g.drop && gv_dropout_params(m, op, &dr)) return -1;
   fprintf(f, "  { static const galv_fattn_desc d = {%d, {", g.nb);
   for (int x = 0; x < 4; x++) fprintf(f, "%s%lld", x ? ", " : "", (long long)(x < g.nb ? g.bd[x] : 1));
   fprintf(f, "}, %lld, %lld, %lld, %lld, %d, %d, %d, %d, {", (long long)g.Sq, (long long)g.Sk, (long long)g.D, (long long)g.Dv,
@@ -687,17 +689,31 @@ void cg_fattn_call(FILE *f, const gv_op *op, const gv_attn_geo *gp, const char *
   fprintf(f, "}, {");
   for (int i = 0; i < nfn; i++) fprintf(f, "%s%s", i ? ", " : "", fdt[i]);
   if (!nfn) fprintf(f, "0");
-  fprintf(f, "}};\n    const void *const fn[] = {");
+  fprintf(f, "}");
+  if (g.drop) { /* the mask of galv.dropout over the local scores [batch..., Sq, Sk] (runtime/galv_rng.h) */
+    int64_t sd[6];
+    for (int x = 0; x < g.nb; x++) sd[x] = g.bd[x];
+    sd[g.nb] = g.Sq, sd[g.nb + 1] = g.Sk;
+    fprintf(f, ", 1, {%d, ", g.nb + 2);
+    cg_dims_lit(f, g.nb + 2, sd);
+    fprintf(f, ", %lluull, %lluull, %lluu, %af, {%lld, %lld, %lld}, %lld}", (unsigned long long)dr.seed, (unsigned long long)dr.id,
+            (unsigned long long)dr.thr, dr.scale, (long long)dr.acc[0], (long long)dr.acc[1], (long long)dr.acc[2], (long long)dr.rows);
+  } else
+    fprintf(f, ", 0, {0, {0}, 0ull, 0ull, 0u, 0.0f, {0, 0, 0}, 0}");
+  fprintf(f, "};\n    const void *const fn[] = {");
   for (int i = 0; i < nfn; i++) fprintf(f, "%s%s", i ? ", " : "", p[f0 + i]);
   if (!nfn) fprintf(f, "0");
   fprintf(f, "};\n");
+  char rng[96]; /* the dropout's run-time part: the offsets (or 0), the step, the pipeline microbatch */
+  snprintf(rng, sizeof rng, "(const int64_t *)%s, galv_rt_step, galv_rt_mb", g.off >= 0 ? p[g.off] : "0");
   if (op->code == GV_OP_ATTENTION)
-    fprintf(f, "    %s(&d, (const %s *)%s, (const %s *)%s, (const %s *)%s, fn, (%s *)%s, (float *)%s%s); }\n", fwd, ty, p[0], ty, p[1],
-            ty, p[2], ty, p[op->nopnds], p[op->nopnds + 1], tail);
+    fprintf(f, "    %s(&d, (const %s *)%s, (const %s *)%s, (const %s *)%s, fn, %s, (%s *)%s, (float *)%s%s); }\n", fwd, ty, p[0], ty,
+            p[1], ty, p[2], rng, ty, p[op->nopnds], p[op->nopnds + 1], tail);
   else
     fprintf(f,
             "    %s(&d, (const %s *)%s, (const %s *)%s, (const %s *)%s, (const %s *)%s, "
-            "(const %s *)%s, (const float *)%s, fn, (%s *)%s, (%s *)%s, (%s *)%s%s); }\n",
-            bwd, ty, p[0], ty, p[1], ty, p[2], ty, p[3], ty, p[4], p[5], ty, p[op->nopnds], ty, p[op->nopnds + 1], ty,
+            "(const %s *)%s, (const float *)%s, fn, %s, (%s *)%s, (%s *)%s, (%s *)%s%s); }\n",
+            bwd, ty, p[0], ty, p[1], ty, p[2], ty, p[3], ty, p[4], p[5], rng, ty, p[op->nopnds], ty, p[op->nopnds + 1], ty,
             p[op->nopnds + 2], tail);
+  return 0;
 }

@@ -165,8 +165,11 @@ int cg_kcall_print_move(FILE *f, const gv_op *op, const cg_kcall *k, const cg_kc
  * the element type of the q / k / v / o / do / dq / dk / dv pointers
  * (their storage: "float", or a 16-bit type); fdt[f]: functor operand f's
  * storage as the runtime's dtype name (GALV_F32, GALV_BOOL, GALV_BF16,
- * GALV_F16); tail: more arguments (", ..." or ""). lse is fp32. */
-void cg_fattn_call(FILE *f, const gv_op *op, const gv_attn_geo *g, const char *fwd, const char *bwd, const char *ty,
-                   const char *const *fdt, const char *tail, char p[][64]);
+ * GALV_F16); tail: more arguments (", ..." or ""). lse is fp32. With
+ * dropout (a `ratio` attribute) the descriptor carries galv.dropout's mask
+ * parameters over the local scores and the call passes the offsets operand
+ * (or 0), galv_rt_step and galv_rt_mb. -1 after an error line. */
+int cg_fattn_call(FILE *f, gv_module *m, const gv_op *op, const gv_attn_geo *g, const char *fwd, const char *bwd, const char *ty,
+                  const char *const *fdt, const char *tail, char p[][64]);
 
 #endif

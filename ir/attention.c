@@ -217,8 +217,15 @@ bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c) {
   }
   if (!u || gv_norm_axis(gv_get_int(u, "axis", -1), s->rank) != s->rank - 1) return false;
   c->sm = u;
-  const gv_op *d2 = sole_user(u->next, u->res[0]);
-  if (!d2 || d2->code != GV_OP_DOT || d2->opnds[0] != u->res[0] || d2->res[0]->type.dtype != GV_DT_F32) return false;
+  const gv_value *p = u->res[0];
+  const gv_op *d2 = sole_user(u->next, p);
+  if (d2 && d2->code == GV_OP_DROPOUT) { /* dropout on the probabilities: the fused op draws its mask (not yet partitioned) */
+    if (d2->nopnds != 1 || d2->nres != 1 || !gv_type_equal(&d2->res[0]->type, s)) return false;
+    c->drop = d2;
+    p = d2->res[0];
+    d2 = sole_user(d2->next, p);
+  }
+  if (!d2 || d2->code != GV_OP_DOT || d2->opnds[0] != p || d2->res[0]->type.dtype != GV_DT_F32) return false;
   const gv_type *v = &d2->opnds[1]->type;
   if (v->rank != nb + 2 || v->dtype != GV_DT_F32 || !gv_type_is_static(v) || !ints_are(d2, "lhs_batch", nb, 0) ||
       !ints_are(d2, "rhs_batch", nb, 0) || !ints_are(d2, "lhs_contract", 1, nb + 1))
@@ -235,6 +242,15 @@ bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c) {
   }
   c->d2 = d2;
   return true;
+}
+
+int gv_attn_off(const gv_op *op) {
+  int f0 = op->code == GV_OP_ATTENTION ? 3 : 6, last = op->nopnds - 1;
+  return last >= f0 && op->opnds[last] && op->opnds[last]->type.dtype == GV_DT_I64 ? last : -1;
+}
+
+bool gv_attn_dropout(const gv_op *op) {
+  return (op->code == GV_OP_ATTENTION || op->code == GV_OP_ATTENTION_GRAD) && gv_get_attr(op, "ratio");
 }
 
 int gv_attn_train_kernel(const char *target, gv_dtype storage) {

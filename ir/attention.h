@@ -56,12 +56,27 @@ typedef struct {
   int kt, vt;
   int nst;
   gv_attn_step st[GV_ATTN_MAX_STEPS];
+  int fn0, nfn; /* the functor operands: op->opnds[fn0 .. fn0 + nfn) */
+  int off;      /* the dropout's offsets operand (gv_attn_off), or -1 */
+  bool drop;    /* dropout on the probabilities (a `ratio` attribute) */
 } gv_attn_geo;
 int gv_attn_geometry(gv_module *m, const gv_op *op, gv_attn_geo *g);
+
+/* galv.attention / attention_grad with dropout (docs/fused-attention.md)
+ * carry galv.dropout's attributes (ratio, seed, id, acc, rows: ir/dropout.h
+ * gv_dropout_params reads them; rows defaults to q's dim 0, the scores'
+ * dim 0) and, once spmd-partition has split the batch, the scores' shard
+ * offsets as a last operand of type i64 [nb + 2] after the functor
+ * operands (the same operand galv.dropout gets). The index of that
+ * operand, or -1. */
+int gv_attn_off(const gv_op *op);
+/* Whether op is a galv.attention / attention_grad with dropout (its value then depends on the step: never folded). */
+bool gv_attn_dropout(const gv_op *op);
 
 /* A chain galv.attention replaces (passes/fuse_attention.c). */
 typedef struct {
   const gv_op *d1, *sm, *d2;
+  const gv_op *drop;                     /* galv.dropout between sm and d2, or NULL */
   const gv_op *steps[GV_ATTN_MAX_STEPS]; /* the elementwise ops between d1 and sm, in order */
   int nsteps;
   int nfn;                               /* functor operands */
@@ -71,7 +86,7 @@ typedef struct {
 } gv_attn_train_chain;
 
 /* Whether d1 heads dot(Q, K) -> [add | sub | mul | div | where]* ->
- * softmax(last axis) -> dot(P, V) with each link the sole use of the value
+ * softmax(last axis) -> [galv.dropout] -> dot(P, V) with each link the sole use of the value
  * before it, f32, nb leading batch dims, Q's contracting dim its last, the
  * score the dividend of a div and a branch of a where, the other operands
  * broadcastable to the score (rank-0 / one-element constants become

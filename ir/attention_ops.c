@@ -8,10 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/galv_rng.h"
 #include "attention.h"
+#include "dropout.h"
 #include "shape_rules.h"
 
-/* Operands: attention (q, k, v, fn...), attention_grad (q, k, v, o, do, lse, fn...). */
+/* Operands: attention (q, k, v, fn... [, off]), attention_grad (q, k, v, o, do, lse, fn... [, off]); off: the
+ * dropout's shard offsets (gv_attn_off). */
 static int fn0(const gv_op *op) { return op->code == GV_OP_ATTENTION ? 3 : 6; }
 
 typedef gv_attn_geo geo;
@@ -19,7 +22,8 @@ typedef gv_attn_geo geo;
 int gv_attn_geometry(gv_module *m, const gv_op *op, gv_attn_geo *g) {
   const gv_type *q = &op->opnds[0]->type, *k = &op->opnds[1]->type, *v = &op->opnds[2]->type;
   const char *why = NULL;
-  int nfn = op->nopnds - fn0(op);
+  g->fn0 = fn0(op), g->off = gv_attn_off(op), g->drop = gv_get_attr(op, "ratio") != NULL;
+  int nfn = g->nfn = op->nopnds - g->fn0 - (g->off >= 0);
   if (nfn < 0 || nfn > GV_ATTN_MAX_FN)
     return m ? gv_error_op(m, op, "%s: %d functor operands (at most %d)", gv_ops[op->code].name, nfn, GV_ATTN_MAX_FN) : -1;
   g->nst = gv_attn_score_parse(gv_get_str(op, "score", ""), nfn, g->st, &why);
@@ -103,6 +107,21 @@ static int64_t ko(const geo *g, int64_t b, int64_t j, int64_t d) { return g->kt 
 static int64_t vo(const geo *g, int64_t b, int64_t j, int64_t e) { return g->vt ? (b * g->Dv + e) * g->Sk + j : (b * g->Sk + j) * g->Dv + e; }
 
 /* the transformed score row i of batch b into row[], slopes into sl[] (may be NULL) */
+/* the dropout's factor of each score of row i of batch b into mk[] (scale or 0; 1 without dropout) */
+static void mask_row(const geo *g, const gv_dropout *dp, uint64_t key, const int64_t *off, int64_t b, int64_t i, double *mk) {
+  if (!g->drop) {
+    for (int64_t j = 0; j < g->Sk; j++) mk[j] = 1;
+    return;
+  }
+  int64_t c[GV_MAX_RANK];
+  for (int d = g->nb - 1; d >= 0; d--) c[d] = b % g->bd[d], b /= g->bd[d];
+  c[g->nb] = i;
+  galv_dropout_desc dd = {0};
+  dd.acc[0] = dp->acc[0], dd.acc[1] = dp->acc[1], dd.acc[2] = dp->acc[2], dd.rows = dp->rows;
+  uint64_t h = galv_rng_lead(key, &dd, c, g->nb + 1, off, 0);
+  for (int64_t j = 0; j < g->Sk; j++) mk[j] = galv_rng_last(h, j + off[g->nb + 1], dp->thr) ? (double)dp->scale : 0.0;
+}
+
 static void score_row(const geo *g, const gv_tensor *q, const gv_tensor *k, const fnv *fn, int nfn, int64_t b, int64_t i,
                       double *row, double *sl) {
   int64_t boff[GV_ATTN_MAX_FN] = {0}, rem = b;
@@ -123,7 +142,7 @@ static void score_row(const geo *g, const gv_tensor *q, const gv_tensor *k, cons
 int gv_eval_attention(gv_module *m, const gv_op *op, const gv_tensor *const *in, gv_tensor **out) {
   geo g;
   if (gv_attn_geometry(m, op, &g)) return gv_error_op(m, op, "cannot evaluate: types not static");
-  int nf = op->nopnds - fn0(op);
+  int nf = g.nfn;
   fnv fn[GV_ATTN_MAX_FN];
   for (int f = 0; f < nf; f++) fn_strides(&g, in[fn0(op) + f], &fn[f]);
   gv_tensor *res[3];
@@ -132,20 +151,27 @@ int gv_eval_attention(gv_module *m, const gv_op *op, const gv_tensor *const *in,
     if (!gv_type_is_static(t) || gv_type_numel(t) > ((int64_t)1 << 30)) return gv_error_op(m, op, "cannot evaluate: result too large");
     res[r] = gv_tensor_new(m->arena, *t);
   }
-  double *row = malloc(sizeof(double) * (size_t)(2 * g.Sk + g.Dv + 1));
+  /* dropout: the mask of galv.dropout over the scores [batch..., Sq, Sk] at each score's global coordinates */
+  gv_dropout dp = {0};
+  int64_t doff[GV_MAX_RANK] = {0};
+  if (g.drop && gv_dropout_params(m, op, &dp)) return -1;
+  for (int d = 0; g.off >= 0 && d < g.nb + 2; d++) doff[d] = gv_tensor_get_i(in[g.off], d);
+  uint64_t key = galv_rng_key(dp.seed, dp.id, (uint64_t)gv_eval_step);
+  double *row = malloc(sizeof(double) * (size_t)(3 * g.Sk + g.Dv + 1));
   if (!row) abort();
-  double *sl = row + g.Sk;
+  double *sl = row + g.Sk, *mk = sl + g.Sk;
   const gv_tensor *q = in[0], *k = in[1], *v = in[2];
   if (op->code == GV_OP_ATTENTION) {
     for (int64_t b = 0; b < g.B; b++)
       for (int64_t i = 0; i < g.Sq; i++) {
         score_row(&g, q, k, fn, nf, b, i, row, NULL);
+        mask_row(&g, &dp, key, doff, b, i, mk);
         double mx = -INFINITY, sum = 0;
         for (int64_t j = 0; j < g.Sk; j++) mx = row[j] > mx ? row[j] : mx;
         for (int64_t j = 0; j < g.Sk; j++) sum += row[j] = exp(row[j] - mx);
         for (int64_t e = 0; e < g.Dv; e++) {
           double a = 0;
-          for (int64_t j = 0; j < g.Sk; j++) a += row[j] * gv_tensor_get_f(v, vo(&g, b, j, e));
+          for (int64_t j = 0; j < g.Sk; j++) a += row[j] * mk[j] * gv_tensor_get_f(v, vo(&g, b, j, e));
           gv_tensor_set_f(res[0], (b * g.Sq + i) * g.Dv + e, a / sum);
         }
         gv_tensor_set_f(res[1], b * g.Sq + i, mx + log(sum));
@@ -157,17 +183,18 @@ int gv_eval_attention(gv_module *m, const gv_op *op, const gv_tensor *const *in,
     for (int64_t b = 0; b < g.B; b++)
       for (int64_t i = 0; i < g.Sq; i++) {
         score_row(&g, q, k, fn, nf, b, i, row, sl);
+        mask_row(&g, &dp, key, doff, b, i, mk);
         double Dr = 0, L = gv_tensor_get_f(lse, b * g.Sq + i);
         for (int64_t e = 0; e < g.Dv; e++) Dr += gv_tensor_get_f(dout, (b * g.Sq + i) * g.Dv + e) * gv_tensor_get_f(o, (b * g.Sq + i) * g.Dv + e);
         for (int64_t j = 0; j < g.Sk; j++) {
-          double p = exp(row[j] - L), dp = 0;
+          double p = exp(row[j] - L), dpd = 0; /* dpd: dP_drop = dO V^T */
           for (int64_t e = 0; e < g.Dv; e++) {
             double de = gv_tensor_get_f(dout, (b * g.Sq + i) * g.Dv + e);
-            dp += de * gv_tensor_get_f(v, vo(&g, b, j, e));
+            dpd += de * gv_tensor_get_f(v, vo(&g, b, j, e));
             int64_t x = vo(&g, b, j, e);
-            gv_tensor_set_f(res[2], x, gv_tensor_get_f(res[2], x) + p * de);
+            gv_tensor_set_f(res[2], x, gv_tensor_get_f(res[2], x) + p * mk[j] * de);
           }
-          double ds = p * (dp - Dr) * sl[j];
+          double ds = p * (dpd * mk[j] - Dr) * sl[j];
           for (int64_t d = 0; d < g.D; d++) {
             int64_t xq = qo(&g, b, i, d), xk = ko(&g, b, j, d);
             gv_tensor_set_f(res[0], xq, gv_tensor_get_f(res[0], xq) + ds * gv_tensor_get_f(k, xk));
@@ -236,6 +263,7 @@ int gv_shard_attention(const gv_op *op, gv_shard_rule *r) {
       for (int i = 0; i < n; i++) {
         const gv_type *t = side ? &op->res[i]->type : &op->opnds[i]->type;
         int dd = d;
+        if (!side && i == g.off) continue; /* the dropout's offsets: this rank's, not split */
         if (!side && i >= f0) { /* a functor operand, aligned with the score from the right */
           dd = d - (g.nb + 2 - t->rank);
           if (dd < 0 || t->dims[dd] == 1) continue;

@@ -13,6 +13,7 @@
  * Dominance uses value->id as scratch: 1 while a value is defined and in
  * scope, 0 otherwise.
  */
+#include "attention.h"
 #include "ir.h"
 
 #include <stdio.h>
@@ -117,19 +118,25 @@ static int check_attr_ranges(const verifier *v, const gv_op *op) {
     }
     break;
   }
-  case GV_OP_DROPOUT: { /* the mask's parameters (runtime/galv_rng.h) */
+  case GV_OP_DROPOUT: case GV_OP_ATTENTION: case GV_OP_ATTENTION_GRAD: { /* the mask's parameters (runtime/galv_rng.h) */
+    /* galv.attention's dropout (docs/fused-attention.md): the same attributes, the offsets its last operand */
+    int oi = op->code == GV_OP_DROPOUT ? (op->nopnds == 2 ? 1 : -1) : gv_attn_off(op);
     const gv_attr *ra = gv_get_attr(op, "ratio"), *id = gv_get_attr(op, "id");
+    if (op->code != GV_OP_DROPOUT && !ra) {
+      if (oi >= 0) return gv_error_op(v->m, op, "galv.%s: an offsets operand without dropout (attribute 'ratio')", name);
+      break;
+    }
     if (!ra || ra->kind != GV_ATTR_FLOAT || !(ra->u.f >= 0 && ra->u.f < 1))
-      return gv_error_op(v->m, op, "galv.dropout: attribute 'ratio' must be a float in [0, 1)");
+      return gv_error_op(v->m, op, "galv.%s: attribute 'ratio' must be a float in [0, 1)", name);
     if (!id || id->kind != GV_ATTR_INT || id->u.i < 0)
-      return gv_error_op(v->m, op, "galv.dropout: attribute 'id' must be a non-negative integer");
+      return gv_error_op(v->m, op, "galv.%s: attribute 'id' must be a non-negative integer", name);
     const int64_t *acc;
     int na = gv_get_ints(op, "acc", &acc);
     if (na >= 0 && (na != 3 || acc[0] < 1 || acc[1] < 0 || acc[1] >= acc[0] || acc[2] < 1))
-      return gv_error_op(v->m, op, "galv.dropout: attribute 'acc' must be [M, k, q] with 0 <= k < M and q >= 1");
-    if (op->nopnds == 2 && op->opnds[1] &&
-        (op->opnds[1]->type.dtype != GV_DT_I64 || op->opnds[1]->type.rank != 1 || op->opnds[1]->type.dims[0] != r))
-      return gv_error_op(v->m, op, "galv.dropout: the offsets operand must be tensor<%dxi64>", r);
+      return gv_error_op(v->m, op, "galv.%s: attribute 'acc' must be [M, k, q] with 0 <= k < M and q >= 1", name);
+    if (oi >= 0 && op->opnds[oi] &&
+        (op->opnds[oi]->type.dtype != GV_DT_I64 || op->opnds[oi]->type.rank != 1 || op->opnds[oi]->type.dims[0] != r))
+      return gv_error_op(v->m, op, "galv.%s: the offsets operand must be tensor<%dxi64>", name, r);
     break;
   }
   default: break;

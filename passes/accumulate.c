@@ -171,10 +171,12 @@ int gv_pass_accumulate(gv_module *m) {
     for (int j = 0; j < nops; j++) {
       if (ops[j] == seed) continue;
       gv_op *c = clone_op(m, ops[j], map);
-      if (c->code == GV_OP_DROPOUT && c->res[0]->type.rank > 0) {
+      bool attn = (c->code == GV_OP_ATTENTION || c->code == GV_OP_ATTENTION_GRAD) && gv_get_attr(c, "ratio");
+      if ((c->code == GV_OP_DROPOUT || attn) && c->res[0]->type.rank > 0) {
         /* its mask: the rows of the batch this microbatch reads (j B + k), q rows per sample when dim 0 is the
-         * samples' rows (docs/training.md "Dropout"); another dim 0 still gets a mask of its own per microbatch */
-        int64_t d0 = c->res[0]->type.dims[0], q = mbrows > 0 && d0 % mbrows == 0 ? d0 / mbrows : d0 > 0 ? d0 : 1;
+         * samples' rows (docs/training.md "Dropout"); another dim 0 still gets a mask of its own per microbatch.
+         * A fused attention's dropout (docs/fused-attention.md): its scores' dim 0, q's dim 0 */
+        int64_t d0 = attn ? c->opnds[0]->type.dims[0] : c->res[0]->type.dims[0], q = mbrows > 0 && d0 % mbrows == 0 ? d0 / mbrows : d0 > 0 ? d0 : 1;
         gv_set_ints(m, c, "acc", 3, (int64_t[]){B, k, q});
       }
       gv_insert_before(ret, c);

@@ -31,6 +31,7 @@
  * operands (bad slice/tile/trilu operands are one-line errors). Dead inputs of folded
  * ops are left for dce.
  */
+#include "../ir/attention.h"
 #include "passes.h"
 
 #include <stdio.h>
@@ -146,7 +147,7 @@ static int try_fold(fold_ctx *c, gv_op *op) {
   unsigned fl = gv_ops[op->code].flags;
   if (op->code == GV_OP_CONSTANT || !(fl & GV_PURE) || (fl & GV_TERMINATOR) || op->nregions || op->nres <= 0)
     return 0;
-  if (op->code == GV_OP_DROPOUT) return 0; /* its value depends on the step (runtime/galv_rng.h) */
+  if (op->code == GV_OP_DROPOUT || gv_attn_dropout(op)) return 0; /* its value depends on the step (runtime/galv_rng.h) */
   if (op->code == GV_OP_SHAPE && op->nopnds == 1 && !const_of(op->opnds[0])) {
     gv_tensor *t = fold_shape(m, op);
     if (!t) return 0;

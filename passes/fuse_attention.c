@@ -1,15 +1,18 @@
 /* fuse_attention.c — training: each attention chain dot(Q, K) -> [add | sub
- * | mul | div | where]* -> softmax(last axis) -> dot(P, V) that
+ * | mul | div | where]* -> softmax(last axis) -> [dropout] -> dot(P, V) that
  * gv_attn_match_train (ir/attention.c) finds becomes one galv.attention
  * (docs/fused-attention.md), before autodiff, so that neither the forward
  * nor the backward (galv.attention_grad) holds an S x S value. The
- * elementwise ops become the op's score functor. A chain whose functor
+ * elementwise ops become the op's score functor; a galv.dropout on the
+ * probabilities becomes the op's dropout (its mask attributes copied: the
+ * kernels draw the same mask per score). A chain whose functor
  * operand depends on a trained parameter stays (the functor operands get
  * no gradient). The op keeps the chain's layer group (attr `layer`, the
  * pipeline planner's stash count). Off with gv_train_opts.unfused_attention
  * (--fused-attention off). */
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../ir/attention.h"
 #include "passes.h"
@@ -47,6 +50,10 @@ int gv_pass_fuse_attention(gv_module *m) {
     gv_set_int(m, a, "k_contract", c.k_contract);
     gv_set_int(m, a, "v_contract", c.v_contract);
     gv_set_str(m, a, "score", c.score);
+    static const char *const mask_attrs[] = {"acc", "id", "ratio", "rows", "seed"}; /* galv.dropout's, ir/dropout.h */
+    for (int i = 0; c.drop && i < c.drop->nattrs; i++)
+      for (int k = 0; k < 5; k++)
+        if (!strcmp(c.drop->attrs[i].name, mask_attrs[k])) gv_set_attr(m, a, &c.drop->attrs[i]);
     int64_t layer = gv_get_int(c.sm, "layer", -1); /* a clustered module's layer group (cluster-layers) */
     if (layer >= 0) gv_set_int(m, a, "layer", layer);
     if (gv_infer_op(m, a, NULL)) return -1;
@@ -61,11 +68,12 @@ int gv_pass_fuse_attention(gv_module *m) {
      * after the op before d1 (another chain may start between the dots) */
     gv_op *next = d1->next;
     for (bool chain = true; chain && next;) {
-      chain = next == d2 || next == c.sm;
+      chain = next == d2 || next == c.sm || next == c.drop;
       for (int s = 0; s < c.nsteps; s++) chain |= next == c.steps[s];
       if (chain) next = next->next;
     }
     gv_op_unlink(d2);
+    if (c.drop) gv_op_unlink((gv_op *)c.drop);
     gv_op_unlink((gv_op *)c.sm);
     for (int s = 0; s < c.nsteps; s++) gv_op_unlink((gv_op *)c.steps[s]);
     gv_op_unlink(d1);

@@ -13,6 +13,7 @@
  * error here. */
 #include <stdlib.h>
 
+#include "../ir/attention.h"
 #include "passes.h"
 
 /* Results evaluated on the side: any small tensor, and larger integer/bool
@@ -85,7 +86,7 @@ static int infer_op(ctx *c, gv_op *op, bool propagate) {
       gv_tensor *out = NULL;
       if (shape_value_known(op) && (rc = gv_eval_op(c->m, op, vals, &out)) == 0) c->tab[op->res[0]->id] = out;
     } else if (all && (gv_ops[op->code].flags & GV_PURE) && op->nregions == 0 && op->nres > 0 &&
-               op->code != GV_OP_DROPOUT) { /* a dropout's value depends on the step */
+               op->code != GV_OP_DROPOUT && !gv_attn_dropout(op)) { /* a dropout's value depends on the step */
       bool small = true;
       for (int i = 0; i < op->nres; i++) small = small && small_result(&op->res[i]->type);
       gv_tensor *obuf[16], **outs = op->nres <= 16 ? obuf : malloc((size_t)op->nres * sizeof *outs);

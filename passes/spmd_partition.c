@@ -21,6 +21,7 @@
 #include "build.h"
 #include "passes.h"
 #include "../planner/cost.h"
+#include "../ir/attention.h"
 #include "../ir/storage.h"
 
 #include <stdio.h>
@@ -351,28 +352,56 @@ static gv_value *axis_index(spmd *S, gvb *b, unsigned axes, gv_dtype it) {
  * global coordinates, so the local op gets this rank's shard offsets as an
  * operand, off = sum over the split dims d of e_d * local_d * axis_index(d's
  * axes) (i64 [rank]), and `rows`, the global dim 0 (a pipeline
- * microbatch's rows). A dropout already partitioned (two operands) stays. */
-static int lower_dropout(spmd *S, gv_op *op) {
-  const gv_sharding *sh = gv_op_sharding(op, 0);
-  const gv_type *t = &op->res[0]->type;
-  if (op->nopnds != 1 || t->rank < 1) return 0;
-  gv_set_int(S->m, op, "rows", t->dims[0] * (sh ? gv_sharding_dim_split(sh, 0) : 1));
+ * microbatch's rows). A dropout already partitioned (two operands) stays.
+ * The mask of a tensor of rank r whose local dims are dims, split as sh
+ * says in its first nsplit dims: the offsets value (NULL when none is
+ * split) and `rows` set on op. */
+static int mask_offsets(spmd *S, gv_op *op, int r, const int64_t *dims, const gv_sharding *sh, int nsplit, gv_value **offp) {
+  gv_set_int(S->m, op, "rows", dims[0] * (sh && nsplit > 0 ? gv_sharding_dim_split(sh, 0) : 1));
   gvb b = {S->m, op, op->loc};
   gv_value *off = NULL;
-  for (int d = 0; sh && d < t->rank && d < sh->rank; d++) {
+  for (int d = 0; sh && d < nsplit && d < sh->rank; d++) {
     if (!sh->naxes[d]) continue;
     unsigned axes = 0;
     for (int k = 0; k < sh->naxes[d]; k++) axes |= 1u << sh->axes[d][k];
-    int64_t r = t->rank;
-    gv_tensor *e = gv_tensor_new(S->m->arena, gv_type_make(GV_DT_I64, 1, &r));
-    ((int64_t *)e->data)[d] = t->dims[d];
+    int64_t rr = r;
+    gv_tensor *e = gv_tensor_new(S->m->arena, gv_type_make(GV_DT_I64, 1, &rr));
+    ((int64_t *)e->data)[d] = dims[d];
     gv_op *c = gv_constant_new(S->m, e);
     gv_op_set_loc(S->m, c, op->loc, NULL);
     gv_value *term = gvb_bin(&b, GV_OP_MUL, gvb_fin(&b, c), axis_index(S, &b, axes, GV_DT_I64));
     off = off ? gvb_bin(&b, GV_OP_ADD, off, term) : term;
     if (!off) return -1;
   }
+  *offp = off;
+  return 0;
+}
+
+static int lower_dropout(spmd *S, gv_op *op) {
+  const gv_type *t = &op->res[0]->type;
+  if (op->nopnds != 1 || t->rank < 1) return 0;
+  gv_value *off;
+  if (mask_offsets(S, op, t->rank, t->dims, gv_op_sharding(op, 0), t->rank, &off)) return -1;
   if (off) gv_op_set_operands(S->m, op, 2, (gv_value *[]){op->opnds[0], off});
+  return 0;
+}
+
+/* galv.attention / attention_grad with dropout (docs/fused-attention.md): the
+ * same for its scores [batch..., Sq, Sk], whose batch dims are split as the
+ * results' (the sharding rule splits no other), the offsets appended as the
+ * last operand (gv_attn_off). */
+static int lower_attention_dropout(spmd *S, gv_op *op) {
+  gv_attn_geo g;
+  if (!gv_get_attr(op, "ratio") || gv_attn_off(op) >= 0 || gv_attn_geometry(S->m, op, &g)) return 0;
+  int64_t dims[6];
+  for (int d = 0; d < g.nb; d++) dims[d] = g.bd[d];
+  dims[g.nb] = g.Sq, dims[g.nb + 1] = g.Sk;
+  gv_value *off, *in[GV_ATTN_MAX_FN + 8];
+  if (mask_offsets(S, op, g.nb + 2, dims, gv_op_sharding(op, 0), g.nb, &off)) return -1;
+  if (!off || op->nopnds + 1 > (int)(sizeof in / sizeof in[0])) return 0;
+  for (int i = 0; i < op->nopnds; i++) in[i] = op->opnds[i];
+  in[op->nopnds] = off;
+  gv_op_set_operands(S->m, op, op->nopnds + 1, in);
   return 0;
 }
 
@@ -498,6 +527,7 @@ static int partition(spmd *S, gv_func *f) {
     if (op->code == GV_OP_REDUCE_MEAN && fix_mean(S, op, x0)) return -1;
     if (op->code == GV_OP_GATHER && lower_gather(S, op, x0)) return -1;
     if (op->code == GV_OP_DROPOUT && lower_dropout(S, op)) return -1;
+    if ((op->code == GV_OP_ATTENTION || op->code == GV_OP_ATTENTION_GRAD) && lower_attention_dropout(S, op)) return -1;
     if ((op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) && lower_cross_entropy(S, op)) return -1;
     op = next;
   }

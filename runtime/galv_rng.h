@@ -83,4 +83,24 @@ typedef struct {
   int64_t rows;   /* the global dim 0 of one pipeline microbatch */
 } galv_dropout_desc;
 
+/* The mask of one element of a tensor of rank n + 1 > 1 in two parts, for
+ * kernels that walk the last dim (the fused attention's scores, whose key
+ * index is the last dim): h = galv_rng_lead(key, d, c, n, off, mb) over the
+ * element's local leading coordinates c[0 .. n) (plus off[0 .. n), may be
+ * NULL; dim 0 through galv_rng_row), then galv_rng_last(h, g, thr) with g
+ * the last global coordinate. The same value as galv_rng_keep over all of
+ * them. */
+GALV_RNG_FN uint64_t galv_rng_lead(uint64_t key, const galv_dropout_desc *d, const int64_t *c, int n, const int64_t *off, int64_t mb) {
+  uint64_t h = key;
+  for (int k = 0; k < n; k++) {
+    int64_t g = c[k] + (off ? off[k] : 0);
+    if (k == 0) g = galv_rng_row(g, d->acc[0], d->acc[1], d->acc[2], mb, d->rows);
+    h = (h + (uint64_t)g) * GALV_RNG_MUL;
+  }
+  return h;
+}
+GALV_RNG_FN int galv_rng_last(uint64_t h, int64_t g, uint32_t thr) {
+  return (uint32_t)(galv_rng_mix((h + (uint64_t)g) * GALV_RNG_MUL) >> 40) >= thr;
+}
+
 #endif

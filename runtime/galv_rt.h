@@ -366,22 +366,33 @@ typedef struct {
   galv_fattn_step st[8];
   int64_t fst[8][6];
   int fdt[8];
+  int drop;              /* 1: dropout on the probabilities (galv.dropout's mask over the scores [batch..., Sq, Sk]) */
+  galv_dropout_desc dro; /* its parameters (runtime/galv_rng.h; rank nb + 2, dims the local score dims) */
 } galv_fattn_desc;
+/* Every entry takes, after fn, the dropout's run-time part (read only when
+ * d->drop): off, this rank's shard offsets of the scores (i64 [nb + 2], may
+ * be NULL), step and mb (galv_rt_step, galv_rt_mb). With dropout the
+ * forward's o is (P * mask / (1 - p)) v and lse that of the undropped P; the
+ * backward recomputes the mask per score: dV += P_drop^T dO, dP = (dO V^T) *
+ * mask / (1 - p), dS = P (dP - rowsum(dO * o)) f'. */
 /* o = softmax(f(q k^T)) v, lse its per-row logsumexp; online softmax over key tiles */
-void galv_attention_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const void *const *fn, float *o,
-                        float *lse);
+void galv_attention_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const void *const *fn,
+                        const int64_t *off, int64_t step, int64_t mb, float *o, float *lse);
 /* FlashAttention-2's backward: the scores recomputed per row from lse */
 void galv_attention_grad_f32(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const float *o,
-                             const float *dout, const float *lse, const void *const *fn, float *dq, float *dk, float *dv);
+                             const float *dout, const float *lse, const void *const *fn, const int64_t *off, int64_t step, int64_t mb,
+                             float *dq, float *dk, float *dv);
 /* the same with q, k, v, o, do, dq, dk, dv stored bf16 / f16 (lse fp32): computed in fp32, each result rounded once */
 void galv_attention_bf16(const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const void *const *fn,
-                         uint16_t *o, float *lse);
+                         const int64_t *off, int64_t step, int64_t mb, uint16_t *o, float *lse);
 void galv_attention_f16(const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const void *const *fn,
-                        uint16_t *o, float *lse);
+                        const int64_t *off, int64_t step, int64_t mb, uint16_t *o, float *lse);
 void galv_attention_grad_bf16(const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *o,
-                              const uint16_t *dout, const float *lse, const void *const *fn, uint16_t *dq, uint16_t *dk, uint16_t *dv);
+                              const uint16_t *dout, const float *lse, const void *const *fn, const int64_t *off, int64_t step,
+                              int64_t mb, uint16_t *dq, uint16_t *dk, uint16_t *dv);
 void galv_attention_grad_f16(const galv_fattn_desc *d, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *o,
-                             const uint16_t *dout, const float *lse, const void *const *fn, uint16_t *dq, uint16_t *dk, uint16_t *dv);
+                             const uint16_t *dout, const float *lse, const void *const *fn, const int64_t *off, int64_t step,
+                             int64_t mb, uint16_t *dq, uint16_t *dk, uint16_t *dv);
 /* Softmax / log-softmax over L elements of stride inner, for outer*inner rows. */
 void galv_softmax_f32(float *y, const float *x, int64_t outer, int64_t L, int64_t inner, int log_softmax);
 /* LayerNorm (rms = 0) or RMSNorm (rms = 1) over rows of N; scale and bias

@@ -11,7 +11,11 @@
 # accumulators in scratch): 2 steps equal the CPU target's bf16 program
 # with --fused-attention on (the same storage plan) within
 # docs/cpu-target.md's bound, losses 1e-3, every weight within 2 x lr x
-# steps (AdamW's +-lr on a gradient within rounding of zero). With nvcc on
+# steps (AdamW's +-lr on a gradient within rounding of zero). gpt2d: the
+# GPT-2 with --dropout 0.1 (make_model.py: on the attention probabilities,
+# taken into the fused kernels, and both residual branches), fp32, equal to
+# the unfused CPU program (the kernels draw galv.dropout's mask per score).
+# With nvcc on
 # PATH, program.cu also compiles warning-free (-Werror all-warnings).
 # Usage: cuda_emu_fattn.sh BUILD_DIR
 set -uo pipefail
@@ -30,8 +34,10 @@ G=$BUILD/galvc
 B=4 S=16 L=2
 . "$SRC/tests/lib/rank_compare.sh"
 tiny_lms "$T"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2d.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --dropout 0.1 --no-verify \
+  >/dev/null || bad "gpt2d: make_model --dropout 0.1"
 lm_batches "$T/b" $B $S 11
-for run in gpt2:fp32 llama:fp32 gpt2:bf16; do
+for run in gpt2:fp32 llama:fp32 gpt2:bf16 gpt2d:fp32; do
   fam=${run%:*} p=${run#*:} ref=off bound=()
   # bf16: the CPU program of the same plan (fused); losses within 1e-3 (of ~4.2: rtol 2.4e-4), weights 2 x lr x steps
   [ $p = bf16 ] && ref=on bound=(4e-3 0 2.4e-4) # same_training's ATOL RTOL LOSS_RTOL
@@ -45,6 +51,8 @@ for run in gpt2:fp32 llama:fp32 gpt2:bf16; do
   [ $p = bf16 ] && ty=__nv_bfloat16
   nf=$(grep -c "galv_cu_fattn(&d, (const $ty \*)" "$d/program.cu") ng=$(grep -c "galv_cu_fattn_grad(&d, (const $ty \*)" "$d/program.cu")
   ni=$(grep -c 'galv_attention<' "$d/program.cu")
+  nd=$(grep -c '{GALV_BOOL}, 1, {4, ' "$d/program.cu") # the fused calls with dropout in their descriptor
+  [ $fam = gpt2d ] && [ "$nd" != $((2 * L)) ] && bad "$fam: $nd fused calls with dropout (expected $((2 * L)))"
   if [ "$nf" = $L ] && [ "$ng" = $L ] && [ "$ni" = 0 ]; then
     ok "$fam $p: program.cu calls galv_cu_fattn / _grad on $ty $nf / $ng times, the inference kernel never"
   else

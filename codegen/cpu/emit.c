@@ -367,6 +367,7 @@ static int emit_attention(emitter *e, const gv_op *op, char p[][64]) {
   for (int i = 0; i < op->nopnds + op->nres; i++) {
     const gv_value *v = i < op->nopnds ? op->opnds[i] : op->res[i - op->nopnds];
     gv_dtype s = vst(e, v);
+    if (i == g.off) continue; /* the dropout's offsets (i64) */
     bool fn = i >= f0 && i < op->nopnds;
     if (fn && i - f0 < 8 && (v->type.dtype == GV_DT_BOOL || v->type.dtype == GV_DT_F32)) {
       fdt[i - f0] = s == GV_DT_BOOL ? "GALV_BOOL" : s == GV_DT_BF16 ? "GALV_BF16" : s == GV_DT_F16 ? "GALV_F16" : "GALV_F32";
@@ -379,10 +380,9 @@ static int emit_attention(emitter *e, const gv_op *op, char p[][64]) {
                                 "gradients in one storage (%s) and lse fp32",
                          gv_ops[op->code].name, i, gv_dtype_name(s), gv_dtype_name(st));
   }
-  if (st == GV_DT_F32) cg_fattn_call(f, op, &g, "galv_attention_f32", "galv_attention_grad_f32", "float", fdt, "", p);
-  else if (st == GV_DT_BF16) cg_fattn_call(f, op, &g, "galv_attention_bf16", "galv_attention_grad_bf16", "uint16_t", fdt, "", p);
-  else cg_fattn_call(f, op, &g, "galv_attention_f16", "galv_attention_grad_f16", "uint16_t", fdt, "", p);
-  return 0;
+  if (st == GV_DT_F32) return cg_fattn_call(f, m, op, &g, "galv_attention_f32", "galv_attention_grad_f32", "float", fdt, "", p);
+  if (st == GV_DT_BF16) return cg_fattn_call(f, m, op, &g, "galv_attention_bf16", "galv_attention_grad_bf16", "uint16_t", fdt, "", p);
+  return cg_fattn_call(f, m, op, &g, "galv_attention_f16", "galv_attention_grad_f16", "uint16_t", fdt, "", p);
 }
 
 static int emit_kernel(emitter *e, const gv_op *op) {

@@ -502,12 +502,9 @@ static int emit_call(emitter *e, const gv_op *op, int k, char p[][64]) {
     if (gv_attn_geometry(e->m, op, &g)) return gv_error_op(e->m, op, "cuda codegen: galv.%s needs static types", gv_ops[op->code].name);
     bool fwd = op->code == GV_OP_ATTENTION;
     const char *fdt[8];
-    for (int i = fwd ? 3 : 6, n = 0; i < op->nopnds && n < 8; i++, n++)
+    for (int i = g.fn0, n = 0; n < g.nfn && n < 8; i++, n++)
       fdt[n] = op->opnds[i]->type.dtype == GV_DT_BOOL ? "GALV_BOOL" : half_of(e, op->opnds[i]) ? e->hdt : "GALV_F32";
-    if (!e->mixed) {
-      cg_fattn_call(e->f, op, &g, "galv_cu_fattn", "galv_cu_fattn_grad", "float", fdt, "", p);
-      return 0;
-    }
+    if (!e->mixed) return cg_fattn_call(e->f, e->m, op, &g, "galv_cu_fattn", "galv_cu_fattn_grad", "float", fdt, "", p);
     /* 16-bit training (the operands converted to the kernel's storage by emit_kernel): the fp32 accumulators
      * of o (forward) or dq, dk, dv (backward) in scratch after the conversions */
     int64_t B = 1;
@@ -517,8 +514,7 @@ static int emit_call(emitter *e, const gv_op *op, int k, char p[][64]) {
     if (at + need > e->scratch) e->scratch = at + need;
     char tail[64];
     snprintf(tail, sizeof tail, ", galv_cu.scratch + %lld", (long long)at);
-    cg_fattn_call(e->f, op, &g, "galv_cu_fattn", "galv_cu_fattn_grad", e->f16 ? "__half" : "__nv_bfloat16", fdt, tail, p);
-    return 0;
+    return cg_fattn_call(e->f, e->m, op, &g, "galv_cu_fattn", "galv_cu_fattn_grad", e->f16 ? "__half" : "__nv_bfloat16", fdt, tail, p);
   }
   if (cu_has(cg_kcall_kernel(op->code))) { /* the shared kernel-call table (../kcall.c) */
     cg_kcall kc;

@@ -23,13 +23,43 @@
  * for the per-row kernel in place for float storage and in the caller's
  * scratch for 16-bit; dq, dk, dv in the results for float storage and in
  * the scratch for 16-bit) and a 16-bit result is rounded once
- * (round-to-nearest-even) when stored. */
+ * (round-to-nearest-even) when stored.
+ *
+ * Dropout (d->drop; docs/fused-attention.md): every kernel recomputes the
+ * mask of galv.dropout per score from its global coordinates
+ * (runtime/galv_rng.h: the hash of the batch coordinates and the query once
+ * per row, one step and the finaliser per key), so no mask is stored. The
+ * forward multiplies p by mask / (1 - ratio) before p v (l and lse stay
+ * undropped), the backward uses that p_drop for dv and multiplies dO v^T by
+ * the same factor before ds = p (dp - Dr) f'. */
 #ifndef GALV_FUSED_ATTENTION_CUH
 #define GALV_FUSED_ATTENTION_CUH
 
 struct galv_fattn_ptrs {
   const void *p[8];
 };
+
+/* the dropout's run-time part: the step's key (galv_rng_key), this rank's shard offsets of the scores (device, i64
+ * [nb + 2], may be NULL), the pipeline microbatch */
+struct galv_fattn_rng {
+  uint64_t key;
+  const int64_t *off;
+  int64_t mb;
+};
+
+/* the hash of score row (b, i)'s leading global coordinates (batch..., query) */
+__device__ static inline uint64_t fattn_row_hash(const galv_fattn_desc &d, const galv_fattn_rng &r, int64_t b, int64_t i) {
+  int64_t c[6];
+  for (int x = d.nb - 1; x >= 0; x--) c[x] = b % d.bd[x], b /= d.bd[x];
+  c[d.nb] = i;
+  return galv_rng_lead(r.key, &d.dro, c, d.nb + 1, r.off, r.mb);
+}
+/* the dropout's factor of key j in the row hashed to h: scale where galv.dropout keeps the score, 0 where it drops it
+ * (ko: the key dim's shard offset) */
+__device__ static inline float fattn_keep(const galv_fattn_desc &d, uint64_t h, int64_t j, int64_t ko) {
+  return galv_rng_last(h, j + ko, d.dro.thr) ? d.dro.scale : 0.0f;
+}
+__device__ static inline int64_t fattn_koff(const galv_fattn_desc &d, const galv_fattn_rng &r) { return r.off ? r.off[d.nb + 1] : 0; }
 
 __device__ static inline int64_t fattn_q(const galv_fattn_desc &d, int64_t b, int64_t i, int64_t x) { return (b * d.Sq + i) * d.D + x; }
 __device__ static inline int64_t fattn_k(const galv_fattn_desc &d, int64_t b, int64_t j, int64_t x) {
@@ -100,12 +130,14 @@ __device__ static inline float fattn_score(const galv_fattn_desc &d, const T *q,
 
 /* acc: the fp32 accumulator of o (o itself for float storage) */
 template <typename T>
-__global__ static void galv_fattn_fwd_row_k(galv_fattn_desc d, const T *q, const T *k, const T *v, galv_fattn_ptrs fn, T *o, float *accp,
-                                        float *lse, int64_t rows) {
+__global__ static void galv_fattn_fwd_row_k(galv_fattn_desc d, const T *q, const T *k, const T *v, galv_fattn_ptrs fn,
+                                            galv_fattn_rng rng, T *o, float *accp, float *lse, int64_t rows) {
   int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (r >= rows) return;
   int64_t b = r / d.Sq, i = r % d.Sq, boff[8];
   fattn_boff(d, b, boff);
+  const uint64_t h = d.drop ? fattn_row_hash(d, rng, b, i) : 0;
+  const int64_t ko = d.drop ? fattn_koff(d, rng) : 0;
   float *acc = accp + r * d.Dv, mx = -INFINITY, l = 0.0f;
   for (int64_t e = 0; e < d.Dv; e++) acc[e] = 0.0f;
   for (int64_t j = 0; j < d.Sk; j++) {
@@ -119,6 +151,7 @@ __global__ static void galv_fattn_fwd_row_k(galv_fattn_desc d, const T *q, const
     }
     float w = expf(s - mx);
     l += w;
+    if (d.drop) w *= fattn_keep(d, h, j, ko); /* p_drop v; l undropped */
     for (int64_t e = 0; e < d.Dv; e++) acc[e] += w * fattn_f(v[fattn_v(d, b, j, e)]);
   }
   for (int64_t e = 0; e < d.Dv; e++) fattn_put(o + r * d.Dv + e, acc[e] / l);
@@ -128,11 +161,14 @@ __global__ static void galv_fattn_fwd_row_k(galv_fattn_desc d, const T *q, const
 /* dq, dk, dv: fp32 (the results for float storage, scratch for 16-bit) */
 template <typename T>
 __global__ static void galv_fattn_bwd_row_k(galv_fattn_desc d, const T *q, const T *k, const T *v, const T *o, const T *dout,
-                                        const float *lse, galv_fattn_ptrs fn, float *dq, float *dk, float *dv, int64_t rows) {
+                                            const float *lse, galv_fattn_ptrs fn, galv_fattn_rng rng, float *dq, float *dk, float *dv,
+                                            int64_t rows) {
   int64_t r = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (r >= rows) return;
   int64_t b = r / d.Sq, i = r % d.Sq, boff[8];
   fattn_boff(d, b, boff);
+  const uint64_t h = d.drop ? fattn_row_hash(d, rng, b, i) : 0;
+  const int64_t ko = d.drop ? fattn_koff(d, rng) : 0;
   const T *go = dout + r * d.Dv, *oo = o + r * d.Dv;
   float Dr = 0.0f, L = lse[r];
   for (int64_t e = 0; e < d.Dv; e++) Dr += fattn_f(go[e]) * fattn_f(oo[e]);
@@ -141,12 +177,13 @@ __global__ static void galv_fattn_bwd_row_k(galv_fattn_desc d, const T *q, const
     float sl, s = fattn_functor(d, fn, boff, i, j, fattn_score(d, q, k, b, i, j), &sl);
     float p = expf(s - L), dp = 0.0f;
     if (p == 0.0f) continue; /* masked: no gradient anywhere */
+    const float m = d.drop ? fattn_keep(d, h, j, ko) : 1.0f; /* dropout: dv += p_drop dO, dp = (dO v) m */
     for (int64_t e = 0; e < d.Dv; e++) {
       float g = fattn_f(go[e]);
       dp += g * fattn_f(v[fattn_v(d, b, j, e)]);
-      atomicAdd(dv + fattn_v(d, b, j, e), p * g);
+      if (m != 0.0f) atomicAdd(dv + fattn_v(d, b, j, e), p * m * g);
     }
-    float ds = p * (dp - Dr) * sl;
+    float ds = p * (dp * m - Dr) * sl;
     for (int64_t x = 0; x < d.D; x++) {
       dq[fattn_q(d, b, i, x)] += ds * fattn_f(k[fattn_k(d, b, j, x)]);
       atomicAdd(dk + fattn_k(d, b, j, x), ds * fattn_f(q[fattn_q(d, b, i, x)]));
@@ -335,7 +372,8 @@ __device__ static inline void fa_functor(const galv_fattn_desc &d, const galv_fa
  * each key tile and owns o's columns h * 64 + tx * 4 + c of its four queries */
 template <int NH, typename T>
 __global__ static void __launch_bounds__(FA_NT) galv_fattn_fwd_k(galv_fattn_desc d, const T *q, const T *k, const T *v,
-                                                                 galv_fattn_ptrs fn, T *o, float *lse, int64_t qtiles) {
+                                                                 galv_fattn_ptrs fn, galv_fattn_rng rng, T *o, float *lse,
+                                                                 int64_t qtiles) {
   alignas(16) __shared__ float ps[FA_B * FA_PS];
   alignas(16) __shared__ float buf[FA_BUF];
   __shared__ int live[2][FA_NT / 32];
@@ -345,6 +383,11 @@ __global__ static void __launch_bounds__(FA_NT) galv_fattn_fwd_k(galv_fattn_desc
   fattn_boff(d, b, boff);
   const T *qb = q + b * d.Sq * d.D, *kb = k + b * d.Sk * d.D, *vb = v + b * d.Sk * d.Dv;
   const int64_t krs = d.kt ? 1 : d.D, kcs = d.kt ? d.Sk : 1, vrs = d.vt ? 1 : d.Dv, vcs = d.vt ? d.Sk : 1;
+  uint64_t hq[4] = {0, 0, 0, 0}; /* dropout: the hash of each of the thread's four queries */
+  const int64_t ko = d.drop ? fattn_koff(d, rng) : 0;
+  if (d.drop)
+    FA_UNROLL
+    for (int a = 0; a < 4; a++) hq[a] = fattn_row_hash(d, rng, b, i0 + ty * 4 + a);
   float m[4], l[4], acc[4][4 * NH];
   FA_UNROLL
   for (int a = 0; a < 4; a++) {
@@ -384,7 +427,8 @@ __global__ static void __launch_bounds__(FA_NT) galv_fattn_fwd_k(galv_fattn_desc
       FA_UNROLL
       for (int c = 0; c < 4 * NH; c++) acc[a][c] *= sc;
       FA_UNROLL
-      for (int c = 0; c < 4; c++) ps[(ty * 4 + a) * FA_PS + tx * 4 + c] = s[a][c];
+      for (int c = 0; c < 4; c++) /* p_drop = p * mask / (1 - ratio) for p v; l is the undropped sum */
+        ps[(ty * 4 + a) * FA_PS + tx * 4 + c] = d.drop ? s[a][c] * fattn_keep(d, hq[a], j0 + tx * 4 + c, ko) : s[a][c];
     }
     if (!fa_block_any(s, live[j0 / FA_B % 2])) continue; /* p = 0 throughout (a masked tile): o and l as they are */
     for (int y0 = 0; y0 < FA_B && j0 + y0 < d.Sk; y0 += FA_C) { /* o += p v over 32 keys at a time */
@@ -415,7 +459,7 @@ __global__ static void __launch_bounds__(FA_NT) galv_fattn_fwd_k(galv_fattn_desc
 template <int NH, typename T>
 __global__ static void __launch_bounds__(FA_NT)
     galv_fattn_bwd_k(galv_fattn_desc d, const T *q, const T *k, const T *v, const T *o, const T *dout, const float *lse,
-                     galv_fattn_ptrs fn, float *dq, float *dk, float *dv, int64_t ktiles) {
+                     galv_fattn_ptrs fn, galv_fattn_rng rng, float *dq, float *dk, float *dv, int64_t ktiles) {
   alignas(16) __shared__ float xs[FA_B * FA_PS];
   alignas(16) __shared__ float buf[FA_BUF];
   __shared__ float lq[FA_B], dr[FA_B];
@@ -454,12 +498,17 @@ __global__ static void __launch_bounds__(FA_NT)
     }
     float sl[4][4];
     fa_functor<true, true>(d, fn, boff, i0 + tx * 4, j0 + ty * 4, s, sl);
+    uint64_t hq[4] = {0, 0, 0, 0}; /* dropout: the hash of each of the thread's four queries */
+    const int64_t ko = d.drop ? fattn_koff(d, rng) : 0;
+    if (d.drop)
+      FA_UNROLL
+      for (int c = 0; c < 4; c++) hq[c] = fattn_row_hash(d, rng, b, i0 + tx * 4 + c);
     FA_UNROLL
-    for (int a = 0; a < 4; a++) /* p = exp(f(s) - lse), p^T into xs */
+    for (int a = 0; a < 4; a++) /* p = exp(f(s) - lse), p_drop^T into xs (p with no dropout) */
       FA_UNROLL
       for (int c = 0; c < 4; c++) {
         p[a][c] = i0 + tx * 4 + c < d.Sq && j0 + ty * 4 + a < d.Sk ? expf(s[a][c] - lq[tx * 4 + c]) : 0.0f;
-        xs[(ty * 4 + a) * FA_PS + tx * 4 + c] = p[a][c];
+        xs[(ty * 4 + a) * FA_PS + tx * 4 + c] = d.drop ? p[a][c] * fattn_keep(d, hq[c], j0 + ty * 4 + a, ko) : p[a][c];
       }
     if (!fa_block_any(p, live[i0 / FA_B % 2])) continue; /* p = 0 throughout (a masked tile): no gradient */
     for (int64_t x0 = 0; x0 < d.Dv; x0 += FA_C) { /* dp^T = v dO^T */
@@ -469,6 +518,11 @@ __global__ static void __launch_bounds__(FA_NT)
       __syncthreads();
       fa_tile_mma(dp, buf, buf + FA_B * FA_RS, tx, ty);
     }
+    if (d.drop) /* dp = (dO v^T) * mask / (1 - ratio), the mask recomputed (fewer registers than keeping it) */
+      FA_UNROLL
+      for (int a = 0; a < 4; a++)
+        FA_UNROLL
+        for (int c = 0; c < 4; c++) dp[a][c] *= fattn_keep(d, hq[c], j0 + ty * 4 + a, ko);
     FA_UNROLL
     for (int a = 0; a < 4; a++) /* ds = p (dp - Dr) f'(s) into dp; where p = 0 (masked) no gradient anywhere */
       FA_UNROLL
@@ -548,53 +602,64 @@ static inline int64_t galv_fattn_slices(const galv_fattn_desc *d) {
   return B;
 }
 
+static inline galv_fattn_rng galv_fattn_rng_of(const galv_fattn_desc *d, const int64_t *off, int64_t step, int64_t mb) {
+  galv_fattn_rng r;
+  r.key = d->drop ? galv_rng_key(d->dro.seed, d->dro.id, (uint64_t)step) : 0;
+  r.off = off, r.mb = mb;
+  return r;
+}
+
 /* acc: the per-row kernel's fp32 accumulator of o (o itself for float storage; the tiled kernel keeps it in registers) */
 template <typename T>
-static inline void galv_fattn_fwd(const galv_fattn_desc *d, const T *q, const T *k, const T *v, const void *const *fn, T *o, float *acc, float *lse) {
+static inline void galv_fattn_fwd(const galv_fattn_desc *d, const T *q, const T *k, const T *v, const void *const *fn, const int64_t *off,
+                                  int64_t step, int64_t mb, T *o, float *acc, float *lse) {
   int64_t B = galv_fattn_slices(d), rows = B * d->Sq, qt = (d->Sq + FA_B - 1) / FA_B;
+  const galv_fattn_rng rng = galv_fattn_rng_of(d, off, step, mb);
   if (rows == 0) return;
   if (d->D > FA_DMAX || d->Dv > FA_DMAX)
     GALV_LAUNCH(galv_fattn_fwd_row_k<T>, (unsigned)((rows + 127) / 128), 128, 0, galv_cu.stream, *d, q, k, v, galv_fattn_pack(fn, d->nfn),
-                o, acc, lse, rows);
+                rng, o, acc, lse, rows);
   else if (d->D > 64 || d->Dv > 64)
-    GALV_LAUNCH((galv_fattn_fwd_k<2, T>), (unsigned)(B * qt), FA_NT, 0, galv_cu.stream, *d, q, k, v, galv_fattn_pack(fn, d->nfn), o, lse, qt);
+    GALV_LAUNCH((galv_fattn_fwd_k<2, T>), (unsigned)(B * qt), FA_NT, 0, galv_cu.stream, *d, q, k, v, galv_fattn_pack(fn, d->nfn), rng, o, lse, qt);
   else
-    GALV_LAUNCH((galv_fattn_fwd_k<1, T>), (unsigned)(B * qt), FA_NT, 0, galv_cu.stream, *d, q, k, v, galv_fattn_pack(fn, d->nfn), o, lse, qt);
+    GALV_LAUNCH((galv_fattn_fwd_k<1, T>), (unsigned)(B * qt), FA_NT, 0, galv_cu.stream, *d, q, k, v, galv_fattn_pack(fn, d->nfn), rng, o, lse, qt);
   GALV_CU_LAUNCHED();
 }
 
 /* dq, dk, dv fp32 (the results for float storage, scratch for 16-bit); dq accumulates atomically (zeroed here) */
 template <typename T>
 static inline void galv_fattn_bwd(const galv_fattn_desc *d, const T *q, const T *k, const T *v, const T *o, const T *dout, const float *lse,
-                           const void *const *fn, float *dq, float *dk, float *dv) {
+                           const void *const *fn, const int64_t *off, int64_t step, int64_t mb, float *dq, float *dk, float *dv) {
   int64_t B = galv_fattn_slices(d), rows = B * d->Sq, kt = (d->Sk + FA_B - 1) / FA_B;
+  const galv_fattn_rng rng = galv_fattn_rng_of(d, off, step, mb);
   cudaCheck(cudaMemsetAsync(dq, 0, (size_t)(rows * d->D) * sizeof(float), galv_cu.stream));
   if (d->D > FA_DMAX || d->Dv > FA_DMAX) { /* the per-row kernel: dk, dv by atomics too */
     cudaCheck(cudaMemsetAsync(dk, 0, (size_t)(B * d->Sk * d->D) * sizeof(float), galv_cu.stream));
     cudaCheck(cudaMemsetAsync(dv, 0, (size_t)(B * d->Sk * d->Dv) * sizeof(float), galv_cu.stream));
     if (rows == 0) return;
     GALV_LAUNCH(galv_fattn_bwd_row_k<T>, (unsigned)((rows + 127) / 128), 128, 0, galv_cu.stream, *d, q, k, v, o, dout, lse,
-                galv_fattn_pack(fn, d->nfn), dq, dk, dv, rows);
+                galv_fattn_pack(fn, d->nfn), rng, dq, dk, dv, rows);
   } else if (B * kt == 0)
     return;
   else if (d->D > 64 || d->Dv > 64) /* every element of dk, dv written once (zero where Sq = 0) */
     GALV_LAUNCH((galv_fattn_bwd_k<2, T>), (unsigned)(B * kt), FA_NT, 0, galv_cu.stream, *d, q, k, v, o, dout, lse,
-                galv_fattn_pack(fn, d->nfn), dq, dk, dv, kt);
+                galv_fattn_pack(fn, d->nfn), rng, dq, dk, dv, kt);
   else
     GALV_LAUNCH((galv_fattn_bwd_k<1, T>), (unsigned)(B * kt), FA_NT, 0, galv_cu.stream, *d, q, k, v, o, dout, lse,
-                galv_fattn_pack(fn, d->nfn), dq, dk, dv, kt);
+                galv_fattn_pack(fn, d->nfn), rng, dq, dk, dv, kt);
   GALV_CU_LAUNCHED();
 }
 
 /* fp32 storage: o, dq, dk, dv accumulate in place */
-static inline void galv_cu_fattn(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const void *const *fn, float *o,
-                          float *lse) {
-  galv_fattn_fwd(d, q, k, v, fn, o, o, lse);
+static inline void galv_cu_fattn(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const void *const *fn,
+                                 const int64_t *off, int64_t step, int64_t mb, float *o, float *lse) {
+  galv_fattn_fwd(d, q, k, v, fn, off, step, mb, o, o, lse);
 }
 
 static inline void galv_cu_fattn_grad(const galv_fattn_desc *d, const float *q, const float *k, const float *v, const float *o,
-                               const float *dout, const float *lse, const void *const *fn, float *dq, float *dk, float *dv) {
-  galv_fattn_bwd(d, q, k, v, o, dout, lse, fn, dq, dk, dv);
+                                      const float *dout, const float *lse, const void *const *fn, const int64_t *off, int64_t step,
+                                      int64_t mb, float *dq, float *dk, float *dv) {
+  galv_fattn_bwd(d, q, k, v, o, dout, lse, fn, off, step, mb, dq, dk, dv);
 }
 
 /* 16-bit storage: the fp32 accumulators in scratch (the emitter reserves them: B Sq Dv floats for the forward's
@@ -602,32 +667,35 @@ static inline void galv_cu_fattn_grad(const galv_fattn_desc *d, const float *q, 
 static inline int64_t galv_fattn_al(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 template <typename T>
 static inline void galv_cu_fattn16_grad(int dt, const galv_fattn_desc *d, const T *q, const T *k, const T *v, const T *o, const T *dout,
-                                 const float *lse, const void *const *fn, T *dq, T *dk, T *dv, char *scratch) {
+                                 const float *lse, const void *const *fn, const int64_t *off, int64_t step, int64_t mb, T *dq, T *dk,
+                                 T *dv, char *scratch) {
   int64_t B = galv_fattn_slices(d), nq = B * d->Sq * d->D, nk = B * d->Sk * d->D, nv = B * d->Sk * d->Dv;
   float *dq32 = (float *)scratch, *dk32 = (float *)(scratch + galv_fattn_al(nq * 4)),
         *dv32 = (float *)(scratch + galv_fattn_al(nq * 4) + galv_fattn_al(nk * 4));
-  galv_fattn_bwd(d, q, k, v, o, dout, lse, fn, dq32, dk32, dv32);
+  galv_fattn_bwd(d, q, k, v, o, dout, lse, fn, off, step, mb, dq32, dk32, dv32);
   galv_cu_from_f32(dt, dq, dq32, nq);
   galv_cu_from_f32(dt, dk, dk32, nk);
   galv_cu_from_f32(dt, dv, dv32, nv);
 }
 static inline void galv_cu_fattn(const galv_fattn_desc *d, const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v,
-                          const void *const *fn, __nv_bfloat16 *o, float *lse, char *scratch) {
-  galv_fattn_fwd(d, q, k, v, fn, o, (float *)scratch, lse);
+                                 const void *const *fn, const int64_t *off, int64_t step, int64_t mb, __nv_bfloat16 *o, float *lse,
+                                 char *scratch) {
+  galv_fattn_fwd(d, q, k, v, fn, off, step, mb, o, (float *)scratch, lse);
 }
-static inline void galv_cu_fattn(const galv_fattn_desc *d, const __half *q, const __half *k, const __half *v, const void *const *fn, __half *o,
-                          float *lse, char *scratch) {
-  galv_fattn_fwd(d, q, k, v, fn, o, (float *)scratch, lse);
+static inline void galv_cu_fattn(const galv_fattn_desc *d, const __half *q, const __half *k, const __half *v, const void *const *fn,
+                                 const int64_t *off, int64_t step, int64_t mb, __half *o, float *lse, char *scratch) {
+  galv_fattn_fwd(d, q, k, v, fn, off, step, mb, o, (float *)scratch, lse);
 }
 static inline void galv_cu_fattn_grad(const galv_fattn_desc *d, const __nv_bfloat16 *q, const __nv_bfloat16 *k, const __nv_bfloat16 *v,
-                               const __nv_bfloat16 *o, const __nv_bfloat16 *dout, const float *lse, const void *const *fn,
-                               __nv_bfloat16 *dq, __nv_bfloat16 *dk, __nv_bfloat16 *dv, char *scratch) {
-  galv_cu_fattn16_grad(GALV_BF16, d, q, k, v, o, dout, lse, fn, dq, dk, dv, scratch);
+                                      const __nv_bfloat16 *o, const __nv_bfloat16 *dout, const float *lse, const void *const *fn,
+                                      const int64_t *off, int64_t step, int64_t mb, __nv_bfloat16 *dq, __nv_bfloat16 *dk,
+                                      __nv_bfloat16 *dv, char *scratch) {
+  galv_cu_fattn16_grad(GALV_BF16, d, q, k, v, o, dout, lse, fn, off, step, mb, dq, dk, dv, scratch);
 }
 static inline void galv_cu_fattn_grad(const galv_fattn_desc *d, const __half *q, const __half *k, const __half *v, const __half *o,
-                               const __half *dout, const float *lse, const void *const *fn, __half *dq, __half *dk, __half *dv,
-                               char *scratch) {
-  galv_cu_fattn16_grad(GALV_F16, d, q, k, v, o, dout, lse, fn, dq, dk, dv, scratch);
+                                      const __half *dout, const float *lse, const void *const *fn, const int64_t *off, int64_t step,
+                                      int64_t mb, __half *dq, __half *dk, __half *dv, char *scratch) {
+  galv_cu_fattn16_grad(GALV_F16, d, q, k, v, o, dout, lse, fn, off, step, mb, dq, dk, dv, scratch);
 }
 
 #endif

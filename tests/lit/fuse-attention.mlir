@@ -1,6 +1,7 @@
 // fuse-attention: h.0's bare chain and h.1's div -> where(mask) chain
 // become galv.attention (the scale a literal, the mask functor operand %0,
-// the score a where branch); h.2's (dropout after the softmax) and h.3's
+// the score a where branch); h.2's (a mul by a mask after the softmax: a
+// dropout written out, which only galv.dropout fuses) and h.3's
 // (a mask that depends on a parameter: it would need a gradient) stay
 // four ops. The fused op keeps the softmax's layer group (h.1's `layer`,
 // as cluster-layers sets it), its gradient does not (a backward op).

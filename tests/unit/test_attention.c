@@ -25,6 +25,7 @@
 
 #include "galv_rt.h"
 #include "ir/attention.h"
+#include "ir/dropout.h"
 #include "ir/ir.h"
 
 static int failures, compared;
@@ -130,7 +131,7 @@ static void kernel_case16(gv_module *m, gv_op *a, gv_op *gop, const gv_tensor *c
   int64_t no = gv_tensor_numel(out[0]), nl = gv_tensor_numel(out[1]);
   uint16_t *o = malloc(sizeof *o * (size_t)no);
   float *lse = malloc(sizeof *lse * (size_t)nl);
-  (dt == GALV_BF16 ? galv_attention_bf16 : galv_attention_f16)(&d, q, k, v, fn, o, lse);
+  (dt == GALV_BF16 ? galv_attention_bf16 : galv_attention_f16)(&d, q, k, v, fn, NULL, 0, 0, o, lse);
   float *ow = widen(o, no, dt);
   char what[128];
   snprintf(what, sizeof what, "attention %s o (%s)", dn, tag), check_rel(what, ow, out[0], rel);
@@ -145,7 +146,7 @@ static void kernel_case16(gv_module *m, gv_op *a, gv_op *gop, const gv_tensor *c
     uint16_t *hb = hbuf(ro, dt), *db = hbuf(rdo, dt), *g[3];
     float *lb = fbuf(out[1]);
     for (int i = 0; i < 3; i++) g[i] = malloc(sizeof(uint16_t) * (size_t)gv_tensor_numel(in[i]));
-    (dt == GALV_BF16 ? galv_attention_grad_bf16 : galv_attention_grad_f16)(&d, q, k, v, hb, db, lb, fn, g[0], g[1], g[2]);
+    (dt == GALV_BF16 ? galv_attention_grad_bf16 : galv_attention_grad_f16)(&d, q, k, v, hb, db, lb, fn, NULL, 0, 0, g[0], g[1], g[2]);
     const char *nm[3] = {"dq", "dk", "dv"};
     for (int i = 0; i < 3; i++) {
       float *w = widen(g[i], gv_tensor_numel(in[i]), dt);
@@ -157,24 +158,36 @@ static void kernel_case16(gv_module *m, gv_op *a, gv_op *gop, const gv_tensor *c
   free(q), free(k), free(v), free(bias), free(o), free(lse), free(ow);
 }
 
-/* B x H batch, Sq queries, Sk keys, head dims D / Dv; kt / vt the layouts */
-static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, int kt, int vt) {
+/* B x H batch, Sq queries, Sk keys, head dims D / Dv; kt / vt the layouts; drop: with dropout 0.25 on the
+ * probabilities (galv.dropout's attributes, an accumulated microbatch's rows, shard offsets as the last operand,
+ * step 5): the CPU kernels' mask = the reference evaluator's */
+static void kernel_case_d(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, int kt, int vt, int drop) {
   gv_module *m = gv_module_new("test");
   gv_func *f = gv_func_new(m, "main");
   int64_t qd[4] = {B, H, Sq, D}, kd[4] = {B, H, kt ? D : Sk, kt ? Sk : D}, vd[4] = {B, H, vt ? Dv : Sk, vt ? Sk : Dv};
   int64_t md[2] = {Sq, Sk}, bd[4] = {1, H, 1, Sk};
   gv_type ty[5] = {gv_type_make(GV_DT_F32, 4, qd), gv_type_make(GV_DT_F32, 4, kd), gv_type_make(GV_DT_F32, 4, vd),
                    gv_type_make(GV_DT_BOOL, 2, md), gv_type_make(GV_DT_F32, 4, bd)};
-  gv_value *v[5];
+  gv_value *v[6];
   const gv_tensor *in[9];
   for (int i = 0; i < 5; i++) {
     v[i] = gv_func_add_arg(m, f, "x", ty[i], false);
     in[i] = rnd_tensor(m, ty[i], i == 3);
   }
-  gv_op *a = gv_op_new(m, GV_OP_ATTENTION, 5, v, 2);
+  int64_t four = 4, offs[4] = {2 * B, H, 0, 0};
+  gv_tensor *ot = gv_tensor_new(m->arena, gv_type_make(GV_DT_I64, 1, &four));
+  memcpy(ot->data, offs, sizeof offs);
+  v[5] = gv_func_add_arg(m, f, "off", ot->type, false), in[5] = ot;
+  gv_op *a = gv_op_new(m, GV_OP_ATTENTION, drop ? 6 : 5, v, 2);
   gv_set_int(m, a, "k_contract", kt ? 2 : 3);
   gv_set_int(m, a, "v_contract", vt ? 3 : 2);
   gv_set_str(m, a, "score", "mul:s,0.35;where:%0,s,-3.40282347e+38;add:s,%1");
+  if (drop) {
+    gv_set_float(m, a, "ratio", 0.25);
+    gv_set_int(m, a, "seed", 9), gv_set_int(m, a, "id", 2), gv_set_int(m, a, "rows", 4 * B);
+    gv_set_ints(m, a, "acc", 3, (int64_t[]){2, 1, 1});
+  }
+  gv_eval_step = drop ? 5 : 0;
   gv_tensor *out[3] = {0};
   if (gv_infer_op(m, a, NULL) || gv_eval_op(m, a, in, out)) {
     fprintf(stderr, "attention evaluation failed\n"), failures++;
@@ -183,7 +196,16 @@ static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D,
   }
   gv_attn_geo g;
   CHECK(gv_attn_geometry(m, a, &g) == 0);
+  CHECK(g.nfn == 2 && g.off == (drop ? 5 : -1) && g.drop == (drop != 0));
   galv_fattn_desc d = {.nb = 2, .bd = {B, H, 1, 1}, .Sq = Sq, .Sk = Sk, .D = D, .Dv = Dv, .kt = kt, .vt = vt, .nst = g.nst, .nfn = 2};
+  const int64_t *off = drop ? offs : NULL;
+  if (drop) {
+    gv_dropout dp;
+    CHECK(gv_dropout_params(m, a, &dp) == 0);
+    d.drop = 1;
+    d.dro = (galv_dropout_desc){.rank = 4, .dims = {B, H, Sq, Sk}, .seed = dp.seed, .id = dp.id, .thr = dp.thr, .scale = dp.scale,
+                                .acc = {dp.acc[0], dp.acc[1], dp.acc[2]}, .rows = dp.rows};
+  }
   for (int t = 0; t < g.nst; t++) {
     d.st[t].kind = g.st[t].kind, d.st[t].nargs = g.st[t].nargs;
     for (int u = 0; u < 3; u++) d.st[t].arg[u] = g.st[t].arg[u], d.st[t].lit[u] = (float)g.st[t].lit[u];
@@ -194,18 +216,18 @@ static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D,
   float *q = fbuf(in[0]), *k = fbuf(in[1]), *vv = fbuf(in[2]), *bias = fbuf(in[4]);
   const void *fn[2] = {in[3]->data, bias};
   float *o = malloc(sizeof(float) * (size_t)(B * H * Sq * Dv)), *lse = malloc(sizeof(float) * (size_t)(B * H * Sq));
-  galv_attention_f32(&d, q, k, vv, fn, o, lse);
+  galv_attention_f32(&d, q, k, vv, fn, off, gv_eval_step, 0, o, lse);
   char what[96];
-  snprintf(what, sizeof what, "attention o (Sk %lld, kt %d, vt %d)", (long long)Sk, kt, vt);
+  snprintf(what, sizeof what, "attention o (Sk %lld, kt %d, vt %d%s)", (long long)Sk, kt, vt, drop ? ", dropout" : "");
   check(what, o, out[0]);
-  snprintf(what, sizeof what, "attention lse (Sk %lld, kt %d, vt %d)", (long long)Sk, kt, vt);
+  snprintf(what, sizeof what, "attention lse (Sk %lld, kt %d, vt %d%s)", (long long)Sk, kt, vt, drop ? ", dropout" : "");
   check(what, lse, out[1]);
   /* backward: dO random, the same o / lse to both */
-  gv_value *gi[9] = {v[0], v[1], v[2], a->res[0], a->res[0], a->res[1], v[3], v[4]};
-  gv_op *gop = gv_op_new(m, GV_OP_ATTENTION_GRAD, 8, gi, 3);
+  gv_value *gi[9] = {v[0], v[1], v[2], a->res[0], a->res[0], a->res[1], v[3], v[4], v[5]};
+  gv_op *gop = gv_op_new(m, GV_OP_ATTENTION_GRAD, drop ? 9 : 8, gi, 3);
   for (int i = 0; i < a->nattrs; i++) gv_set_attr(m, gop, &a->attrs[i]);
   gv_tensor *dout = rnd_tensor(m, out[0]->type, false);
-  const gv_tensor *gin[8] = {in[0], in[1], in[2], out[0], dout, out[1], in[3], in[4]};
+  const gv_tensor *gin[9] = {in[0], in[1], in[2], out[0], dout, out[1], in[3], in[4], in[5]};
   gv_tensor *gout[3] = {0};
   if (gv_infer_op(m, gop, NULL) || gv_eval_op(m, gop, gin, gout)) {
     fprintf(stderr, "attention_grad evaluation failed\n"), failures++;
@@ -213,20 +235,48 @@ static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D,
     float *ob = fbuf(out[0]), *lb = fbuf(out[1]), *db = fbuf(dout);
     float *dq = malloc(sizeof(float) * (size_t)gv_tensor_numel(in[0])), *dk = malloc(sizeof(float) * (size_t)gv_tensor_numel(in[1])),
           *dv = malloc(sizeof(float) * (size_t)gv_tensor_numel(in[2]));
-    galv_attention_grad_f32(&d, q, k, vv, ob, db, lb, fn, dq, dk, dv);
+    galv_attention_grad_f32(&d, q, k, vv, ob, db, lb, fn, off, gv_eval_step, 0, dq, dk, dv);
     const char *nm[3] = {"dq", "dk", "dv"};
     float *got[3] = {dq, dk, dv};
     for (int r = 0; r < 3; r++) {
-      snprintf(what, sizeof what, "attention_grad %s (Sk %lld, kt %d, vt %d)", nm[r], (long long)Sk, kt, vt);
+      snprintf(what, sizeof what, "attention_grad %s (Sk %lld, kt %d, vt %d%s)", nm[r], (long long)Sk, kt, vt, drop ? ", dropout" : "");
       check(what, got[r], gout[r]);
     }
     free(ob), free(lb), free(db), free(dq), free(dk), free(dv);
     snprintf(what, sizeof what, "Sk %lld, kt %d, vt %d", (long long)Sk, kt, vt);
-    kernel_case16(m, a, gop, in, d, GALV_BF16, what);
-    kernel_case16(m, a, gop, in, d, GALV_F16, what);
+    if (!drop) { /* the 16-bit entries share the fp32 blocks (and their dropout) */
+      kernel_case16(m, a, gop, in, d, GALV_BF16, what);
+      kernel_case16(m, a, gop, in, d, GALV_F16, what);
+    }
   }
+  gv_eval_step = 0;
   free(q), free(k), free(vv), free(bias), free(o), free(lse);
   gv_module_free(m);
+}
+static void kernel_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D, int64_t Dv, int kt, int vt) {
+  kernel_case_d(B, H, Sq, Sk, D, Dv, kt, vt, 0);
+  kernel_case_d(B, H, Sq, Sk, D, Dv, kt, vt, 1);
+}
+
+/* the two-part mask the fused kernels draw (galv_rng_lead, galv_rng_last) = galv_rng_keep over all coordinates,
+ * galv.dropout's, with offsets, an accumulated microbatch and a pipeline microbatch */
+static void rng_parts(void) {
+  galv_dropout_desc d = {.rank = 4, .seed = 3, .id = 1, .thr = galv_rng_threshold(0.3), .acc = {3, 2, 2}, .rows = 24};
+  int64_t off[4] = {6, 2, 0, 5}, c[3], g[4];
+  uint64_t key = galv_rng_key(3, 1, 7);
+  int diff = 0, kept = 0, n = 0;
+  for (c[0] = 0; c[0] < 4; c[0]++)
+    for (c[1] = 0; c[1] < 3; c[1]++)
+      for (c[2] = 0; c[2] < 5; c[2]++) {
+        uint64_t h = galv_rng_lead(key, &d, c, 3, off, 2);
+        for (int64_t j = 0; j < 40; j++, n++) {
+          g[0] = galv_rng_row(c[0] + off[0], 3, 2, 2, 2, 24), g[1] = c[1] + off[1], g[2] = c[2] + off[2], g[3] = j + off[3];
+          int a = galv_rng_last(h, j + off[3], d.thr), b = galv_rng_keep(key, g, 4, d.thr);
+          diff += a != b, kept += b;
+        }
+      }
+  compared++;
+  if (diff || kept == 0 || kept == n) fprintf(stderr, "galv_rng_lead / last vs galv_rng_keep: %d of %d differ (%d kept)\n", diff, n, kept), failures++;
 }
 
 static void kernel_table(void) {
@@ -263,6 +313,7 @@ static void kernel_table(void) {
 int main(void) {
   functor_cases();
   kernel_table();
+  rng_parts();
   kernel_case(2, 3, 5, 7, 4, 6, 0, 0);
   kernel_case(1, 2, 9, 130, 8, 5, 1, 1); /* three key blocks */
   kernel_case(2, 1, 4, 65, 3, 3, 1, 0);
