@@ -1964,8 +1964,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
      * copies and the batons the runtime keeps until the step's end (runtime/pipe.c prints its tracker beside it) */
     int64_t fs[GV_PIPE_MAX_STAGES], bs[GV_PIPE_MAX_STAGES], states = 0;
     for (int c = 0; c < V; c++) fs[c] = il_fs[c * NG + d], bs[c] = il_bs[c * NG + d], states += pl->cost[c * NG + d].state_bytes;
-    int64_t held = galv_pipe_peak_group_mem(ga, galv_pipe_order_group(NG, V, d, pa->B, ga), fb, fs, bs, d == NG - 1 ? V - 1 : -1,
-                                            GALV_PIPE_BATON_BYTES);
+    int64_t held = galv_pipe_group_held(NG, V, d, pa->B, fb, fs, bs, ga);
     fprintf(stderr, "galvc: device group %d (stages", d);
     for (int c = 0; c < V; c++) fprintf(stderr, "%s%d", c ? "," : " ", c * NG + d);
     fprintf(stderr, "): interleaved: predicted memory peak %lld bytes (states %lld + saved activations, send copies and "
