@@ -284,6 +284,7 @@ gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngrou
       bytes->recv += (b + 63) / 64 * 64;
       if (pp && rows) bytes->recv_rows += (b + 63) / 64 * 64;
       if (pp) bytes->gsend += b, bytes->gsend_rows += rows ? b : 0;
+      if (pp) bytes->gkeep += (b + 63) / 64 * 64, bytes->gkeep_rows += rows ? (b + 63) / 64 * 64 : 0;
     }
     /* the values sent on: runtime/pipe.c keeps a send copy and a gradient buffer per receiving stage, which the stages
      * after this one decide: each counted once (exact where one stage reads what this one sends, a chain of layers;
@@ -583,7 +584,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
              * inputs (a recomputing stage receives into its saved inputs), an earlier stage's gradients of the
              * values it sends, one per receiving stage; the rows kept split a rank's share */
             if (last == x->ngroups || (can_rc && !recompute))
-              out->state_bytes += sb.recv - sb.recv_rows + ((sb.recv_rows + D - 1) / D + 63) / 64 * 64;
+              out->state_bytes += sb.recv - sb.recv_rows + ((sb.recv_rows + D - 1) / D + 63) / 64 * 64; /* recv_dev */
             if (earlier) out->state_bytes += sb.send - sb.send_rows + (sb.send_rows + D - 1) / D;
             if (gd > 1) { /* none, the gradients reduced once (runtime/pipe.c, galv_pipe_zero 4): the step's sums all-reduced
                            * once over the ranks holding equal parameters (the program, planned so above, leaves them) */
@@ -625,9 +626,14 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           }
           /* the values in transit / saved inputs per device: the rows kept split are a rank's share */
           const int64_t in_dev = sb.in - sb.in_rows + (sb.in_rows + D - 1) / D, out_dev = sb.out - sb.out_rows + (sb.out_rows + D - 1) / D;
+          /* training, as runtime/pipe.c saves them: a recomputing stage its forward's inputs (the receive buffer's
+           * layout), the last stage the gradients of its received values (64-byte aligned, as stored) */
+          const int64_t recv_dev = sb.recv - sb.recv_rows + ((sb.recv_rows + D - 1) / D + 63) / 64 * 64,
+                        gkeep_dev = sb.gkeep - sb.gkeep_rows + ((sb.gkeep_rows + D - 1) / D + 63) / 64 * 64;
           out->act_bytes = !x->training ? in_dev + out_dev : !grads ? 0 : ent ? ents[k].stash
                                                                    : can_rc && !recompute ? (stash + devices - 1) / devices
-                                                                                          : sb.saved - sb.in + in_dev;
+                                                                   : last == x->ngroups   ? gkeep_dev
+                                                                                          : recv_dev;
           out->feasible = true;
           /* the copies sent per microbatch (interleaved: kept until the step's end): the values on, the gradients back */
           out->send_bytes = last < x->ngroups ? sb.send - sb.send_rows + (sb.send_rows + D - 1) / D : 0;

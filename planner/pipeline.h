@@ -10,9 +10,11 @@
  * inflight = B under GPipe, min(B, later stages + 1) under 1F1B, min(B, S)
  * under ZB-H1 (gv_pipe_inflight; with the stage count free one DP run per
  * min(B, S)); interleaved (V chunks per
- * device, S fixed, a multiple of V): each stage is checked against limit /
- * V with inflight = ceil(P) of the first group's peak (chunk, microbatch)
- * entries / V (galv_pipe_peak_group), the group holding V stages.
+ * device, S fixed, a multiple of V): a plan is taken when each device
+ * group's memory fits the limit (gv_pipe_group_mem: its V stages' states +
+ * the peak over the group's order of their saved bytes, send copies and
+ * batons), each stage charged its share of its group (gv_pipe_il_share)
+ * against the limit, and where a group did not fit, against limit / V.
  * Stage costs come from a callback (the intra-operator planner's solve for
  * that group range on that sub-mesh); they are cached by the block
  * signatures of the range, the sub-mesh and B, so repeated blocks are
