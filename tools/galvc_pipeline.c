@@ -1969,6 +1969,8 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     for (int c = 0; c < V; c++) fprintf(stderr, "%s%d", c ? "," : " ", c * NG + d);
     fprintf(stderr, "): interleaved: predicted memory peak %lld bytes (states %lld + saved activations, send copies and "
                     "batons at their peak %lld)\n", (long long)(states + held), (long long)states, (long long)held);
+    if (getenv("GALV_PLAN_DEBUG")) /* the stage DP's figure for the group: the same, on the stage costs' bytes */
+      fprintf(stderr, "plan-debug: device group %d: the stage DP's figure %lld bytes\n", d, (long long)gv_pipe_group_mem(pl, d, NULL));
     free(ga);
   }
   if (!rc) { /* out/launch: mpirun MPMD, one program per stage */
