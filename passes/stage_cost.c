@@ -25,12 +25,16 @@
  * in training, what runtime/pipe.c allocates beside it: the gradient sums
  * (the parameters' bytes; half with --grad-dtype bf16: bf16 sums), the
  * optimizer state (ctx->opt_states x them;
- * ZeRO-1: over the plan's dp ranks, whose all-gather per step is zero_ns)
- * and an earlier stashing stage's backward-entry copy of the weights; per
- * microbatch in flight: an earlier training stage's stash (stage-stash's
- * backward entry's galv.state inputs, 64-byte aligned, over the stage's
- * devices) or, recomputing, the inputs the runtime saves; the last stage's
- * inputs; inference: the values in transit. Under ZB-H1 (ctx->zb) the
+ * ZeRO-1: over the plan's dp ranks, whose all-gather per step is zero_ns),
+ * an earlier stashing stage's backward-entry copy of the weights and the
+ * receive buffers (the last and stashing stages' forward inputs, an
+ * earlier stage's gradients of the values it sends: gv_stage_bytes recv,
+ * send); per microbatch in flight: an earlier training stage's stash
+ * (stage-stash's backward entry's galv.state inputs, 64-byte aligned, over
+ * the stage's devices) or, recomputing, the inputs the runtime saves; the
+ * last stage's kept input gradients (as stored); inference: the values in
+ * transit. Each way carries the copies the runtime sends from per
+ * microbatch (send_bytes, gsend_bytes: interleaved 1F1B keeps them). Under ZB-H1 (ctx->zb) the
  * stage's entries are compiled with the W split (stash_entries): whether it
  * has a weight-gradient entry (its copy of the weights, zb_bytes, with what
  * the split changes in the entries' arena), what W reads per microbatch
