@@ -25,12 +25,16 @@
  * in training, what runtime/pipe.c allocates beside it: the gradient sums
  * (the parameters' bytes; half with --grad-dtype bf16: bf16 sums), the
  * optimizer state (ctx->opt_states x them;
- * ZeRO-1: over the plan's dp ranks, whose all-gather per step is zero_ns)
- * and an earlier stashing stage's backward-entry copy of the weights; per
- * microbatch in flight: an earlier training stage's stash (stage-stash's
- * backward entry's galv.state inputs, 64-byte aligned, over the stage's
- * devices) or, recomputing, the inputs the runtime saves; the last stage's
- * inputs; inference: the values in transit. Under ZB-H1 (ctx->zb) the
+ * ZeRO-1: over the plan's dp ranks, whose all-gather per step is zero_ns),
+ * an earlier stashing stage's backward-entry copy of the weights and the
+ * receive buffers (the last and stashing stages' forward inputs, an
+ * earlier stage's gradients of the values it sends: gv_stage_bytes recv,
+ * send); per microbatch in flight: an earlier training stage's stash
+ * (stage-stash's backward entry's galv.state inputs, 64-byte aligned, over
+ * the stage's devices) or, recomputing, the inputs the runtime saves; the
+ * last stage's kept input gradients (as stored); inference: the values in
+ * transit. Each way carries the copies the runtime sends from per
+ * microbatch (send_bytes, gsend_bytes: interleaved 1F1B keeps them). Under ZB-H1 (ctx->zb) the
  * stage's entries are compiled with the W split (stash_entries): whether it
  * has a weight-gradient entry (its copy of the weights, zb_bytes, with what
  * the split changes in the entries' arena), what W reads per microbatch
@@ -244,12 +248,12 @@ gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngrou
     free(buf);
   }
   if (!m) return NULL;
+  if (bytes) memset(bytes, 0, sizeof *bytes);
   int cuts[4] = {0, first, last, ngroups};
   gv_stage_io *io = calloc(1, sizeof *io);
   int rc = !io || gv_pipe_assign_stages(m, cuts, 3) || gv_stage_extract(m, 1, 3, io);
   free(io);
   if (!rc && bytes) {
-    memset(bytes, 0, sizeof *bytes);
     const gv_func *fn = m->main;
     const int64_t mb = gv_stage_microbatch(base);
     for (int a = 0; a < fn->body->nargs; a++) {
@@ -258,7 +262,8 @@ gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngrou
       const gv_type *t = &fn->body->args[a]->type;
       int64_t b = type_bytes(t);
       bytes->saved += b;
-      if (n && !strncmp(n, "pp.", 3)) bytes->in += b, bytes->in_rows += mb > 0 && t->rank >= 1 && t->dims[0] == mb ? b : 0;
+      const bool pp = n && !strncmp(n, "pp.", 3), rows = mb > 0 && t->rank >= 1 && t->dims[0] == mb;
+      if (pp) bytes->in += b, bytes->in_rows += rows ? b : 0;
     }
     const gv_op *ret = gv_block_terminator(fn->body);
     for (int i = 0; ret && i < ret->nopnds; i++) {
@@ -269,6 +274,35 @@ gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngrou
     }
   }
   if (!rc && training) rc = gv_stage_train(m, 1, last == ngroups ? 2 : 3);
+  if (!rc && training && bytes) { /* the training program's buffers as runtime/pipe.c holds them */
+    const gv_func *fn = m->main;
+    const int64_t mb = gv_stage_microbatch(base);
+    const bool s16 = gv_precision_opts.storage != GV_DT_F32;
+    for (int a = 0; a < fn->body->nargs; a++) { /* the forward's inputs (the labels with them), not the gradients */
+      const char *n = fn->arg_names ? fn->arg_names[a] : NULL;
+      if (fn->arg_is_param[a] || (n && !strncmp(n, "gin:", 4))) continue;
+      const gv_type *t = &fn->body->args[a]->type;
+      const bool pp = n && !strncmp(n, "pp.", 3), rows = mb > 0 && t->rank >= 1 && t->dims[0] == mb;
+      int64_t b = type_bytes(t);
+      if (pp && s16 && t->dtype == GV_DT_F32) b /= 2; /* stored 16-bit on both sides (ir/storage.h) */
+      bytes->recv += (b + 63) / 64 * 64;
+      if (pp && rows) bytes->recv_rows += (b + 63) / 64 * 64;
+      if (pp) bytes->gsend += b, bytes->gsend_rows += rows ? b : 0;
+      if (pp) bytes->gkeep += (b + 63) / 64 * 64, bytes->gkeep_rows += rows ? (b + 63) / 64 * 64 : 0;
+    }
+    /* the values sent on: runtime/pipe.c keeps a send copy and a gradient buffer per receiving stage, which the stages
+     * after this one decide: each counted once (exact where one stage reads what this one sends, a chain of layers;
+     * a value read by two later stages, a skip over a stage, is a copy short) */
+    const gv_op *ret = gv_block_terminator(fn->body);
+    for (int i = 0; ret && i < ret->nopnds; i++) {
+      const char *n = fn->res_names && i < fn->nres_names ? fn->res_names[i] : NULL;
+      const gv_type *t = &ret->opnds[i]->type;
+      if (!n || strncmp(n, "pp.", 3) || !strcmp(n, "pp.seed")) continue;
+      int64_t b = type_bytes(t);
+      if (s16 && t->dtype == GV_DT_F32) b /= 2;
+      bytes->send += b, bytes->send_rows += mb > 0 && t->rank >= 1 && t->dims[0] == mb ? b : 0;
+    }
+  }
   if (!rc) rc = gv_verify(m);
   if (rc) {
     gv_module_free(m);
@@ -550,6 +584,12 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
              * sums' dtype */
             int64_t shmax, sh = shared_held_bytes(x->shared, x->nshared, first, last, &shmax);
             out->state_bytes += (sh + shmax) / (4 / (g16 ? 2 : 4));
+            /* the receive buffers (runtime/pipe.c inbuf, gbuf): the last stage's and a stashing stage's forward
+             * inputs (a recomputing stage receives into its saved inputs), an earlier stage's gradients of the
+             * values it sends, one per receiving stage; the rows kept split a rank's share */
+            if (last == x->ngroups || (can_rc && !recompute))
+              out->state_bytes += sb.recv - sb.recv_rows + ((sb.recv_rows + D - 1) / D + 63) / 64 * 64; /* recv_dev */
+            if (earlier) out->state_bytes += sb.send - sb.send_rows + (sb.send_rows + D - 1) / D;
             if (gd > 1) { /* none, the gradients reduced once (runtime/pipe.c, galv_pipe_zero 4): the step's sums all-reduced
                            * once over the ranks holding equal parameters (the program, planned so above, leaves them) */
               bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && gd > per_node;
@@ -590,10 +630,18 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           }
           /* the values in transit / saved inputs per device: the rows kept split are a rank's share */
           const int64_t in_dev = sb.in - sb.in_rows + (sb.in_rows + D - 1) / D, out_dev = sb.out - sb.out_rows + (sb.out_rows + D - 1) / D;
+          /* training, as runtime/pipe.c saves them: a recomputing stage its forward's inputs (the receive buffer's
+           * layout), the last stage the gradients of its received values (64-byte aligned, as stored) */
+          const int64_t recv_dev = sb.recv - sb.recv_rows + ((sb.recv_rows + D - 1) / D + 63) / 64 * 64,
+                        gkeep_dev = sb.gkeep - sb.gkeep_rows + ((sb.gkeep_rows + D - 1) / D + 63) / 64 * 64;
           out->act_bytes = !x->training ? in_dev + out_dev : !grads ? 0 : ent ? ents[k].stash
                                                                    : can_rc && !recompute ? (stash + devices - 1) / devices
-                                                                                          : sb.saved - sb.in + in_dev;
+                                                                   : last == x->ngroups   ? gkeep_dev
+                                                                                          : recv_dev;
           out->feasible = true;
+          /* the copies sent per microbatch (interleaved: kept until the step's end): the values on, the gradients back */
+          out->send_bytes = last < x->ngroups ? sb.send - sb.send_rows + (sb.send_rows + D - 1) / D : 0;
+          out->gsend_bytes = x->training && grads ? sb.gsend - sb.gsend_rows + (sb.gsend_rows + D - 1) / D : 0;
           /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
            * holding stages runs once per step */
           out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training) +

@@ -15,6 +15,13 @@
 typedef struct {
   int64_t in, out, saved;
   int64_t in_rows, out_rows; /* of in / out: the values whose dim 0 is the microbatch (kept split over dp, xsplit) */
+  /* training, as runtime/pipe.c holds them (crossing values 16-bit under --precision, ir/storage.h): recv, the
+   * forward's inputs' buffer (every non-parameter input, 64-byte aligned each: the received "pp." values and the
+   * data slices; a recomputing stage's saved inputs per microbatch); send, the values sent per microbatch, each once per later layer group reading it (the runtime's
+   * receiving stages, at most: one send copy and one gradient buffer "gin:pp.X" each); gsend, the gradients of the
+   * received values sent back (in storage bytes); *_rows: of them, the values whose dim 0 is the microbatch */
+  int64_t recv, recv_rows, send, send_rows, gsend, gsend_rows;
+  int64_t gkeep, gkeep_rows; /* the last stage's input gradients kept per microbatch: gsend's values 64-byte aligned each */
 } gv_stage_bytes;
 
 /* The stage program of layer groups [first, last) of base (imported at the

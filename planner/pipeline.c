@@ -101,6 +101,7 @@ void gv_pipe_table_free(gv_pipe_table *t) {
  * in flight and choice key (key_ns, else ns). */
 typedef struct {
   int64_t ns, need0, act, wact, key;
+  int64_t fs, bs; /* interleaved: the stage's send copies per microbatch (gv_stage_cost send_bytes, gsend_bytes) */
 } dway;
 
 static double now(void) {
@@ -151,6 +152,7 @@ static void charge_point(gv_pipe_charge *ch, int64_t a, int64_t b) {
 static void dp_charge(const gv_pipe_problem *p, int V, int il_inflight, int s, int S, int B, gv_pipe_charge *ch);
 
 void gv_pipe_charge_make(gv_schedule sched, int S, int i, int B, int64_t inflight, gv_pipe_charge *ch) {
+  memset(ch, 0, sizeof *ch);
   ch->n = 1, ch->a[0] = inflight, ch->b[0] = 0;
   if (sched != GV_SCHED_ZBH1 || B < 1 || S < 1 || i < 0 || i >= S) return;
   galv_pipe_act *o = malloc(sizeof *o * (size_t)(3 * B));
@@ -177,6 +179,37 @@ void gv_pipe_charge_make(gv_schedule sched, int S, int i, int B, int64_t infligh
 static void dp_charge(const gv_pipe_problem *p, int V, int il_inflight, int s, int S, int B, gv_pipe_charge *ch) {
   const int i = S > s ? S - s : 0;
   gv_pipe_charge_make(V > 1 ? GV_SCHED_INTERLEAVED : p->schedule, i + s, i, B, dp_inflight(p, V, il_inflight, s, S, B), ch);
+  /* interleaved: the stage's share of its device group's figure (S fixed: stage i of S / V groups) */
+  if (V > 1) ch->il_P = S / V, ch->il_V = V, ch->il_i = i, ch->il_B = B;
+}
+
+int64_t gv_pipe_il_share(int P, int V, int i, int B, int64_t act, int64_t fs, int64_t bs) {
+  int64_t fb[GV_PIPE_MAX_STAGES] = {0}, f[GV_PIPE_MAX_STAGES] = {0}, b[GV_PIPE_MAX_STAGES] = {0};
+  galv_pipe_act one[64], *acts = 2 * V * B <= 64 ? one : malloc(sizeof *acts * (size_t)(2 * V * B));
+  if (P < 1 || V < 1 || V > GV_PIPE_MAX_STAGES || i < 0 || i >= P * V || !acts) { /* every microbatch of every chunk */
+    if (acts != one) free(acts);
+    return (int64_t)V * B * (act + fs + bs);
+  }
+  const int c = i / P;
+  fb[c] = act, f[c] = fs, b[c] = bs;
+  int64_t held = galv_pipe_group_held(P, V, i % P, B, fb, f, b, acts);
+  if (acts != one) free(acts);
+  return held;
+}
+
+int64_t gv_pipe_group_mem(const gv_pipe_plan *pl, int d, int64_t *states) {
+  const int V = pl->vstages > 1 ? pl->vstages : 1, P = pl->nstages / V, B = pl->B;
+  int64_t fb[GV_PIPE_MAX_STAGES] = {0}, fs[GV_PIPE_MAX_STAGES] = {0}, bs[GV_PIPE_MAX_STAGES] = {0}, st = 0;
+  for (int c = 0; c < V; c++) {
+    const gv_stage_cost *sc = &pl->cost[c * P + d];
+    st += sc->state_bytes, fb[c] = sc->act_bytes, fs[c] = sc->send_bytes, bs[c] = sc->gsend_bytes;
+  }
+  if (states) *states = st;
+  galv_pipe_act one[64], *acts = 2 * V * B <= 64 ? one : malloc(sizeof *acts * (size_t)(2 * V * B));
+  if (!acts) return INT64_MAX / 4;
+  int64_t held = galv_pipe_group_held(P, V, d, B, fb, fs, bs, acts);
+  if (acts != one) free(acts);
+  return st + held;
 }
 
 int64_t gv_pipe_plan_saved(const gv_pipe_plan *pl, int i) {
@@ -262,8 +295,10 @@ void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched) {
   if (sched == GV_SCHED_ZBH1) c->state_bytes += c->zb_bytes, c->zb_bytes = 0;
 }
 
-int gv_stage_cost_pick(const gv_stage_cost *c, const gv_pipe_charge *ch, int64_t limit, int64_t tmax, gv_schedule sched,
+int gv_stage_cost_pick(const gv_stage_cost *c, const gv_pipe_charge *ch0, int64_t limit, int64_t tmax, gv_schedule sched,
                        int want_recompute, int want_zero, int want_layer) {
+  gv_pipe_charge chc = *ch0, *ch = &chc; /* interleaved: the stage's own send copies */
+  chc.il_fs = c->send_bytes, chc.il_bs = c->gsend_bytes;
   const bool allow_recompute = gv_schedule_recomputes(sched);
   const int64_t zb = sched == GV_SCHED_ZBH1 ? c->zb_bytes : 0;
   if (c->nvar < 2) { /* one way: the main fields */
@@ -285,7 +320,9 @@ int gv_stage_cost_pick(const gv_stage_cost *c, const gv_pipe_charge *ch, int64_t
   return best;
 }
 
-int64_t gv_stage_cost_min_need(const gv_stage_cost *c, const gv_pipe_charge *ch, gv_schedule sched, int *v) {
+int64_t gv_stage_cost_min_need(const gv_stage_cost *c, const gv_pipe_charge *ch0, gv_schedule sched, int *v) {
+  gv_pipe_charge chc = *ch0, *ch = &chc; /* interleaved: the stage's own send copies */
+  chc.il_fs = c->send_bytes, chc.il_bs = c->gsend_bytes;
   const bool allow_recompute = gv_schedule_recomputes(sched);
   const int64_t zb = sched == GV_SCHED_ZBH1 ? c->zb_bytes : 0;
   *v = 0;
@@ -315,6 +352,11 @@ typedef struct {
   const int64_t *fast, *wofs;
   const uint8_t *wn;
   const dway *dw;
+  /* interleaved (V > 1): the limit per device group; the ways' shares of their groups per stage position (-1: not
+   * yet computed; ilm[w x S + i], w the way's index in dw, i the stage); the plan found, checked per group before it
+   * is taken; the plans refused so */
+  int64_t glimit, *ilm, *rejected;
+  gv_pipe_plan *tmp;
 } dp_ctx;
 
 #define DP_INF (INT64_MAX / 4)
@@ -358,7 +400,14 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
           const dway *wv = dw + wofs[CX(k, j, m)];
           int64_t ns = -1, bk = 0;
           for (int i = 0, nw = wn[CX(k, j, m)]; i < nw; i++) {
-            if (wv[i].ns > tmax || wv[i].need0 + gv_pipe_charge_bytes(&ch, wv[i].act, wv[i].wact) > limit) continue;
+            if (wv[i].ns > tmax) continue;
+            int64_t held;
+            if (V > 1) { /* the way's share of its device group (gv_pipe_il_share), once per way and stage */
+              int64_t *hm = &x->ilm[((size_t)wofs[CX(k, j, m)] + (size_t)i) * (size_t)S + (size_t)(S - s)];
+              if (*hm < 0) *hm = gv_pipe_il_share(S / V, V, S - s, B, wv[i].act, wv[i].fs, wv[i].bs);
+              held = *hm;
+            } else held = gv_pipe_charge_bytes(&ch, wv[i].act, wv[i].wact);
+            if (wv[i].need0 + held > limit) continue;
             if (ns < 0 || wv[i].key < bk) ns = wv[i].ns, bk = wv[i].key;
           }
           if (ns < 0) continue;
@@ -389,8 +438,9 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
     if (!best) return true; /* a probe */
     int64_t T = v + (int64_t)(B - 1) * tmax;
     if (T < *best) {
-      *best = T;
-      /* reconstruct */
+      /* reconstruct (interleaved: into x->tmp, taken when each device group's memory fits its limit) */
+      gv_pipe_plan *const keep = out;
+      if (V > 1) out = x->tmp;
       out->nstages = s;
       out->B = B;
       out->schedule = p->schedule;
@@ -418,6 +468,24 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
       out->max_ns = mx;
       out->sum_ns = sum;
       out->step_ns = sum + (int64_t)(B - 1) * mx;
+      bool fits = true;
+      for (int d = 0; V > 1 && d < s / V && fits; d++) fits = gv_pipe_group_mem(out, d, NULL) <= x->glimit;
+      if (V > 1 && fits) { /* taken: the plan's fields (out's counters kept) */
+        keep->nstages = s, keep->B = B, keep->schedule = out->schedule, keep->vstages = V;
+        memcpy(keep->first, out->first, sizeof out->first[0] * (size_t)(s + 1));
+        memcpy(keep->nodes, out->nodes, sizeof out->nodes[0] * (size_t)s);
+        memcpy(keep->per_node, out->per_node, sizeof out->per_node[0] * (size_t)s);
+        memcpy(keep->cost, out->cost, sizeof out->cost[0] * (size_t)s);
+        memcpy(keep->inflight, out->inflight, sizeof out->inflight[0] * (size_t)s);
+        keep->max_ns = mx, keep->sum_ns = sum, keep->step_ns = out->step_ns;
+      }
+      out = keep;
+      if (!fits) { /* a device group over its limit: refused (the caller's second pass charges each stage its share
+                    * against limit / V, whose plans fit) */
+        (*x->rejected)++;
+        continue;
+      }
+      *best = T;
       bound = *best - (int64_t)(B - 1) * tmax;
     }
   }
@@ -492,7 +560,15 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   int64_t Du = D / unit;
   int64_t limit = p->mem_limit > 0 ? p->mem_limit : c->memory_bytes;
   int il_inflight = 0; /* interleaved: (chunk, microbatch) entries the first group holds at its peak, per chunk (ceil) */
-  if (V > 1) limit /= V; /* each device group holds V stages */
+  /* interleaved: each device group holds V stages; a plan is taken when each group's memory (gv_pipe_group_mem) fits
+   * the limit. The DP charges each stage its share of its group (gv_pipe_il_share): a first pass against the whole
+   * limit (a group needs at least each of its stages' share), its plans checked per group; where it refused one, a
+   * second pass against limit / V (the shares add up to at least the group's figure: each of its plans fits) */
+  const int64_t glimit = limit;
+  int64_t il_rejected = 0, *ilm = NULL;
+  gv_pipe_plan *il_tmp = V > 1 ? malloc(sizeof *il_tmp) : NULL;
+  if (V > 1 && !il_tmp) return gv_error_plain("pipeline: out of memory");
+  if (V > 1) limit /= V;
   int S = p->stages ? p->stages : (int)(L < Du ? L : Du);
   if (S > GV_PIPE_MAX_STAGES) S = GV_PIPE_MAX_STAGES;
   size_t nF = (size_t)(S + 1) * (size_t)(L + 1) * (size_t)(Du + 1);
@@ -535,6 +611,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
 #define IX(s, k, d) (((size_t)(s) * (size_t)(L + 1) + (size_t)(k)) * (size_t)(Du + 1) + (size_t)(d))
 #define CX(k, j, m) (((size_t)(k) * (size_t)(L + 1) + (size_t)(j)) * (size_t)nm + (size_t)(m))
   const int64_t INF = DP_INF;
+  for (int tier = V > 1 ? 0 : 1; tier < 2; tier++) {
+  if (tier && V > 1 && !il_rejected) break; /* the first pass refused no plan: its plans are the DP's */
+  limit = tier ? glimit / V : glimit;
   for (int bi = 0; bi < p->nmb; bi++) {
     int B = p->mb_choices[bi];
     if (B < 1) continue;
@@ -623,15 +702,16 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
               dw = n2, capdw = nc2;
             }
             wofs[CX(k, j, m)] = (int64_t)ndw;
-            if (ec->nvar < 2) dw[ndw++] = (dway){ec->ns, ec->state_bytes + zbw, ec->act_bytes, ec->zb_act_bytes, 0};
+            if (ec->nvar < 2) dw[ndw++] = (dway){ec->ns, ec->state_bytes + zbw, ec->act_bytes, ec->zb_act_bytes, 0, ec->send_bytes, ec->gsend_bytes};
             for (int w = 0; ec->nvar >= 2 && w < ec->nvar; w++) {
               const gv_stage_var *v = &ec->var[w];
               if (recomputing(v) && !arc) continue;
-              dw[ndw++] = (dway){v->ns, v->state_bytes + zbw, v->act_bytes, ec->zb_act_bytes, v->key_ns ? v->key_ns : v->ns};
+              dw[ndw++] = (dway){v->ns, v->state_bytes + zbw, v->act_bytes, ec->zb_act_bytes, v->key_ns ? v->key_ns : v->ns,
+                                 ec->send_bytes, ec->gsend_bytes};
             }
             wn[CX(k, j, m)] = (uint8_t)(ndw - (size_t)wofs[CX(k, j, m)]);
             int vv;
-            gv_pipe_charge one = {1, {1}, {0}};
+            gv_pipe_charge one = {.n = 1, .a = {1}};
             int64_t need = gv_stage_cost_min_need(ec, &one, p->schedule, &vv);
             if (need < min_need)
               min_need = need, out->min_state = (ec->nvar < 2 ? ec->state_bytes : ec->var[vv].state_bytes) + zbh * ec->zb_bytes,
@@ -645,9 +725,18 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     }
     qsort(cand, (size_t)ncand, sizeof(int64_t), cmp_i64);
     const int nruns = binds(C, nC, B, limit) ? zb_runs(p, S, B) : 0;
+    if (V > 1) { /* the ways' shares of their groups, computed when first read */
+      free(ilm);
+      ilm = malloc(sizeof *ilm * (ndw ? ndw : 1) * (size_t)S);
+      if (!ilm) {
+        gv_error_plain("pipeline: out of memory");
+        goto done;
+      }
+      for (size_t i = 0; i < ndw * (size_t)S; i++) ilm[i] = -1;
+    }
     dp_ctx dpx = {.p = p, .L = L, .nm = nm, .S = S, .V = V, .il_inflight = il_inflight, .Du = Du, .limit = limit, .mn = mn,
                   .mk = mk, .mu = mu, .F = F, .Fj = Fj, .Fm = Fm, .Rt = Rt, .Rlo = Rlo, .Rhi = Rhi, .nR = nR, .fast = fast,
-                  .wofs = wofs, .wn = wn, .dw = dw};
+                  .wofs = wofs, .wn = wn, .dw = dw, .glimit = glimit, .ilm = ilm, .rejected = &il_rejected, .tmp = il_tmp};
     /* the t_max tried: candidates within 1% of each other are tried once, at the largest of the run (the smallest
      * would rule out stages 1% slower than it: one stage over many groups could then find no plan at all); cand[g]
      * becomes group g's t_max, gbase[g] its smallest */
@@ -763,6 +852,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       }
     }
   }
+  }
+  limit = V > 1 ? glimit / V : glimit;
   if (best == INT64_MAX && bind < INT64_MAX) {
     out->min_need = bind; /* the binding figure: no partition needs less */
     if (p->probe) { /* the caller reports (the default search: the smaller of its minima) */
@@ -825,6 +916,7 @@ done:
   free(wofs), free(wn), free(dw);
   free(cand), free(gbase);
   free(own.t), free(own.pool);
+  free(ilm), free(il_tmp);
   return rc;
 #undef IX
 #undef CX

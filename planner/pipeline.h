@@ -10,9 +10,11 @@
  * inflight = B under GPipe, min(B, later stages + 1) under 1F1B, min(B, S)
  * under ZB-H1 (gv_pipe_inflight; with the stage count free one DP run per
  * min(B, S)); interleaved (V chunks per
- * device, S fixed, a multiple of V): each stage is checked against limit /
- * V with inflight = ceil(P) of the first group's peak (chunk, microbatch)
- * entries / V (galv_pipe_peak_group), the group holding V stages.
+ * device, S fixed, a multiple of V): a plan is taken when each device
+ * group's memory fits the limit (gv_pipe_group_mem: its V stages' states +
+ * the peak over the group's order of their saved bytes, send copies and
+ * batons), each stage charged its share of its group (gv_pipe_il_share)
+ * against the limit, and where a group did not fit, against limit / V.
  * Stage costs come from a callback (the intra-operator planner's solve for
  * that group range on that sub-mesh); they are cached by the block
  * signatures of the range, the sub-mesh and B, so repeated blocks are
@@ -98,6 +100,10 @@ typedef struct {
                          * the stage has no such entry (its backward sends no gradient back: the first stage) */
   int64_t zb_act_bytes; /* training: under ZB-H1, what the weight-gradient entry reads per microbatch, saved by B and
                          * held until W (the runtime's "until W" bytes; 0: no such entry) */
+  int64_t send_bytes;   /* training, per device and microbatch: the copies runtime/pipe.c sends from, the values sent on
+                         * (once per receiving stage) and ... */
+  int64_t gsend_bytes;  /* ... the gradients of the received values sent back; interleaved 1F1B keeps them until the
+                         * step's end (galv_pipe_peak_group_mem), 0 where not priced (the analytic cost) */
   /* the ways the stage can run when the cost function offers a choice (nvar >= 2; the fields above are var[0],
    * the fastest per microbatch); the DP takes per stage the fastest that fits its memory with its microbatches in
    * flight (gv_stage_cost_pick), on a tie the earlier: var[] ordered no per-layer recomputation before selective
@@ -118,10 +124,21 @@ void gv_stage_cost_add_var(gv_stage_cost *c);
 typedef struct {
   int n;
   int64_t a[4], b[4];
+  /* interleaved 1F1B (il_V > 1): the stage's share of its device group's memory instead, stage il_i of il_P x il_V,
+   * il_B microbatches, with the stage's send copies il_fs / il_bs per microbatch (gv_pipe_il_share; the callers taking
+   * a stage's way set them from its cost: gv_stage_cost_pick, gv_stage_cost_min_need) */
+  int il_P, il_V, il_i, il_B;
+  int64_t il_fs, il_bs;
 } gv_pipe_charge;
 /* Stage i (from 0) of S, B microbatches, sched; inflight: gv_pipe_inflight's (or the interleaved group's) figure. */
 void gv_pipe_charge_make(gv_schedule sched, int S, int i, int B, int64_t inflight, gv_pipe_charge *ch);
+/* Interleaved 1F1B: stage i's share of its device group's memory besides its states (i of P x V stages, B
+ * microbatches; act its saved bytes, fs / bs its forward / backward send copies per microbatch): the group's figure
+ * (galv_pipe_group_held) with only this stage's bytes, the batons all counted. A group's figure is at most the sum of
+ * its stages' shares. */
+int64_t gv_pipe_il_share(int P, int V, int i, int B, int64_t act, int64_t fs, int64_t bs);
 static inline int64_t gv_pipe_charge_bytes(const gv_pipe_charge *ch, int64_t act, int64_t wact) {
+  if (ch->il_V > 1) return gv_pipe_il_share(ch->il_P, ch->il_V, ch->il_i, ch->il_B, act, ch->il_fs, ch->il_bs);
   int64_t m = 0;
   for (int k = 0; k < ch->n; k++)
     if (ch->a[k] * act + ch->b[k] * wact > m) m = ch->a[k] * act + ch->b[k] * wact;
@@ -247,6 +264,10 @@ int64_t gv_pipe_inflight(gv_schedule sched, int S, int s, int B);
 /* Stage i's saved bytes at its peak in plan pl (its way in cost[i]): inflight[i] x act_bytes, under ZB-H1
  * galv_pipe_peak over its order with act_bytes until B and zb_act_bytes until W (the runtime's measure). */
 int64_t gv_pipe_plan_saved(const gv_pipe_plan *pl, int i);
+/* Interleaved 1F1B (pl->vstages > 1): device group d's memory in plan pl, its stages' states (*states, when not NULL)
+ * + the peak over the group's order of their saved bytes, send copies and batons (galv_pipe_group_held on the stages'
+ * act_bytes, send_bytes, gsend_bytes): what the stage DP accepts a plan by (each group within the limit). */
+int64_t gv_pipe_group_mem(const gv_pipe_plan *pl, int d, int64_t *states);
 
 /* Per-group figures for the analytic stage cost below (from the IR: FLOPs
  * of the group's forward ops, parameter bytes, activation bytes kept for

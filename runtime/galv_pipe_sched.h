@@ -169,4 +169,14 @@ static inline int64_t galv_pipe_peak_group_mem(const galv_pipe_act *acts, int na
   return peak;
 }
 
+/* Interleaved 1F1B: device group d's memory besides its stages' states, the figure galvc prints, the runtime prints
+ * beside its tracker and the stage DP checks (planner/pipeline.c gv_pipe_group_mem): galv_pipe_peak_group_mem over
+ * the group's order (P groups, V chunks, B microbatches; group P - 1's chunk V - 1 is the last stage) with 64-byte
+ * batons. fbytes, fsend, bsend per chunk as there; acts: room for 2 V B entries. */
+static inline int64_t galv_pipe_group_held(int P, int V, int d, int B, const int64_t *fbytes, const int64_t *fsend,
+                                           const int64_t *bsend, galv_pipe_act *acts) {
+  const int na = galv_pipe_order_group(P, V, d, B, acts);
+  return galv_pipe_peak_group_mem(acts, na, fbytes, fsend, bsend, d == P - 1 ? V - 1 : -1, GALV_PIPE_BATON_BYTES);
+}
+
 #endif

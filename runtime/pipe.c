@@ -1716,7 +1716,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       states += galv_pipe_predicted_state[st], arenas += (int64_t)il_sums[4 * st];
       fb[c] = (int64_t)il_sums[4 * st + 1], fs[c] = (int64_t)il_sums[4 * st + 2], bs[c] = (int64_t)il_sums[4 * st + 3];
     }
-    const int64_t held = galv_pipe_peak_group_mem(gacts, gn, fb, fs, bs, grp == NG - 1 ? V - 1 : -1, GALV_PIPE_BATON_BYTES);
+    const int64_t held = galv_pipe_group_held(NG, V, grp, B, fb, fs, bs, gacts); /* gacts: the group's order again */
     const int64_t got = il.dev[IL_GPEAK] + arenas, pred = states + held;
     printf("%s: device group %d (stages", galv_progname, grp);
     for (int c = 0; c < V; c++) printf("%s%d", c ? "," : " ", c * NG + grp);

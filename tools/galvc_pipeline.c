@@ -1964,12 +1964,13 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
      * copies and the batons the runtime keeps until the step's end (runtime/pipe.c prints its tracker beside it) */
     int64_t fs[GV_PIPE_MAX_STAGES], bs[GV_PIPE_MAX_STAGES], states = 0;
     for (int c = 0; c < V; c++) fs[c] = il_fs[c * NG + d], bs[c] = il_bs[c * NG + d], states += pl->cost[c * NG + d].state_bytes;
-    int64_t held = galv_pipe_peak_group_mem(ga, galv_pipe_order_group(NG, V, d, pa->B, ga), fb, fs, bs, d == NG - 1 ? V - 1 : -1,
-                                            GALV_PIPE_BATON_BYTES);
+    int64_t held = galv_pipe_group_held(NG, V, d, pa->B, fb, fs, bs, ga);
     fprintf(stderr, "galvc: device group %d (stages", d);
     for (int c = 0; c < V; c++) fprintf(stderr, "%s%d", c ? "," : " ", c * NG + d);
     fprintf(stderr, "): interleaved: predicted memory peak %lld bytes (states %lld + saved activations, send copies and "
                     "batons at their peak %lld)\n", (long long)(states + held), (long long)states, (long long)held);
+    if (getenv("GALV_PLAN_DEBUG")) /* the stage DP's figure for the group: the same, on the stage costs' bytes */
+      fprintf(stderr, "plan-debug: device group %d: the stage DP's figure %lld bytes\n", d, (long long)gv_pipe_group_mem(pl, d, NULL));
     free(ga);
   }
   if (!rc) { /* out/launch: mpirun MPMD, one program per stage */

@@ -107,6 +107,27 @@ static int cost_layer_ways(void *ctx, int first, int last, int64_t nodes, int64_
   return 0;
 }
 
+/* interleaved 1F1B, P = 2 groups x V = 2 chunks, one layer group per stage: stage i a fast way (1000 ns, states
+ * st[0][i]) and, where st[1][i] > 0, a slower one (1500 ns, states st[1][i]); every stage saves 1000 bytes per
+ * microbatch and keeps 1000-byte send copies of the values on (not the last stage) and of the gradients back (not the
+ * first) */
+typedef struct {
+  int64_t st[2][4];
+} il_synth;
+static int cost_il(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *o) {
+  const il_synth *s = ctx;
+  (void)last, (void)nodes, (void)per_node, (void)B;
+  memset(o, 0, sizeof *o);
+  for (int k = 0; k < 2 && s->st[k][first] > 0; k++) {
+    gv_stage_cost w = {.ns = k ? 1500 : 1000, .state_bytes = s->st[k][first], .act_bytes = 1000, .feasible = true};
+    if (!o->nvar) *o = w;
+    gv_stage_cost_add_way(o, &w);
+  }
+  if (o->nvar < 2) o->nvar = 0;
+  o->send_bytes = first < 3 ? 1000 : 0, o->gsend_bytes = first > 0 ? 1000 : 0;
+  return 0;
+}
+
 /* The same answer (rc, plan, or the binding figure when none fits): the DP with its pruning and without
  * (GALV_PIPE_PRUNE=off) must agree to the last field the plan holds. */
 static bool same_plan(int ra, const gv_pipe_plan *a, int rb, const gv_pipe_plan *b) {
@@ -694,7 +715,7 @@ int main(void) {
       if (!c0.nvar) c0 = w;
       gv_stage_cost_add_way(&c0, &w);
     }
-    const gv_pipe_charge two = {1, {2}, {0}}; /* 2 microbatches in flight */
+    const gv_pipe_charge two = {.n = 1, .a = {2}}; /* 2 microbatches in flight */
     int a = gv_stage_cost_pick(&c0, &two, 100000, -1, GV_SCHED_1F1B, -1, -1, -1);
     int b = gv_stage_cost_pick(&c0, &two, 3300, -1, GV_SCHED_1F1B, -1, -1, -1);
     int d = gv_stage_cost_pick(&c0, &two, 3000, -1, GV_SCHED_1F1B, -1, -1, -1);
@@ -727,10 +748,54 @@ int main(void) {
     /* a plan.json's way replayed: only the way with that per-layer choice */
     gv_stage_cost sc;
     cost_layer_ways(NULL, 0, 1, 1, 1, 4, &sc);
-    const gv_pipe_charge two = {1, {2}, {0}};
+    const gv_pipe_charge two = {.n = 1, .a = {2}};
     int v = gv_stage_cost_pick(&sc, &two, INT64_MAX / 4, -1, GV_SCHED_1F1B, -1, -1, GV_LAYER_RC_ALL);
     CHECK(v == 1 && !strcmp(gv_layer_rc_name(sc.var[v].layer_rc), "all"), "replay of layer_rc all: way %d", v);
     printf("per-layer recomputation chosen at limit 7500, the whole stage at 6300, none under ZB-H1\n");
+  }
+  { /* interleaved 1F1B (P = 2, V = 2, B = 4): the DP takes a plan by each device group's memory (gv_pipe_group_mem:
+     * its stages' states + the peak over the group's order of their saved bytes, send copies and batons), which the
+     * plan and the runtime report. Here a group holds 15,512 (group 0) / 13,192 (group 1) bytes beside its states, where
+     * the former check charged each stage ceil(5 / 2) = 3 microbatches (3000 bytes) against the limit / 2 and no send
+     * copies. */
+    int mb4[] = {4};
+    static gv_pipe_plan w, fast;
+    il_synth a = {{{10000, 10000, 10000, 10000}, {6000, 6000, 6000, 6000}}};
+    gv_pipe_problem q = {.ngroups = 4, .cluster = &c, .devices = 4, .mb_choices = mb4, .nmb = 1, .stages = 4, .vstages = 2,
+                         .schedule = GV_SCHED_INTERLEAVED, .mem_limit = 1000000, .cost = cost_il, .ctx = &a};
+    int rc = gv_pipe_solve(&q, &fast); /* no limit: the fast ways */
+    int64_t g0 = rc ? 0 : gv_pipe_group_mem(&fast, 0, NULL), g1 = rc ? 0 : gv_pipe_group_mem(&fast, 1, NULL);
+    CHECK(rc == 0 && fast.vstages == 2 && fast.cost[0].state_bytes == 10000 && g0 == 20000 + 15512 && g1 == 20000 + 13192,
+          "interleaved, no limit: rc %d, stage 0 states %lld, groups %lld / %lld (expected 35512 / 33192)", rc,
+          (long long)fast.cost[0].state_bytes, (long long)g0, (long long)g1);
+    /* limit 30000: the former check passed the fast ways (10000 + 3 x 1000 <= 30000 / 2), whose group 0 needs 35512;
+     * now every stage takes the slower way (group 0: 12000 + 15512) */
+    q.mem_limit = 30000;
+    CHECK(10000 + fast.inflight[0] * 1000 <= q.mem_limit / 2 && fast.inflight[0] == 3, "the former charge: %lld in flight",
+          (long long)fast.inflight[0]);
+    rc = gv_pipe_solve(&q, &w);
+    g0 = rc ? 0 : gv_pipe_group_mem(&w, 0, NULL), g1 = rc ? 0 : gv_pipe_group_mem(&w, 1, NULL);
+    CHECK(rc == 0 && w.cost[0].state_bytes == 6000 && w.cost[1].state_bytes == 6000 && w.cost[2].state_bytes == 6000 &&
+              w.cost[3].state_bytes == 6000 && g0 == 27512 && g1 == 25192 && w.step_ns == 4 * 1500 + 3 * 1500,
+          "interleaved, limit 30000: rc %d, states %lld %lld %lld %lld, groups %lld / %lld (expected the slower ways: 27512 / "
+          "25192)", rc, (long long)w.cost[0].state_bytes, (long long)w.cost[1].state_bytes, (long long)w.cost[2].state_bytes,
+          (long long)w.cost[3].state_bytes, (long long)g0, (long long)g1);
+    /* limit 27000: no group fits even so (group 0 needs 27512 with the slower ways): no plan */
+    q.mem_limit = 27000;
+    rc = solve_captured(&q, &w);
+    CHECK(rc == 1 && strstr(errbuf, "no partition fits"), "interleaved, limit 27000: rc %d (%s)", rc, errbuf);
+    /* uneven states in a group: stage 0 fast with 20000 bytes or slow with 4000, the others 2000 (one way). Limit
+     * 40000: the former check refused stage 0's fast way (20000 + 3000 > 40000 / 2); its group needs 20000 + 2000 +
+     * 15512 = 37512, which fits: the fast way taken */
+    il_synth u = {{{20000, 2000, 2000, 2000}, {4000, 0, 0, 0}}};
+    q.ctx = &u, q.mem_limit = 40000;
+    rc = gv_pipe_solve(&q, &w);
+    g0 = rc ? 0 : gv_pipe_group_mem(&w, 0, NULL);
+    CHECK(rc == 0 && w.cost[0].state_bytes == 20000 && w.cost[0].ns == 1000 && g0 == 37512 && 20000 + 3 * 1000 > 40000 / 2,
+          "interleaved, uneven, limit 40000: rc %d, stage 0 states %lld ns %lld, group 0 %lld (expected the fast way: 37512)",
+          rc, (long long)w.cost[0].state_bytes, (long long)w.cost[0].ns, (long long)g0);
+    printf("interleaved: the DP takes plans by each device group's memory (limit 30000: the slower ways, group 0 27512; "
+           "limit 40000, uneven: stage 0's fast way, group 0 37512)\n");
   }
   printf("%d brute-force cases, %d failures\n", cases, fails);
   return fails ? 1 : 0;
