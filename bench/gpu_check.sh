@@ -19,7 +19,11 @@
 #       the first two losses vs the CPU target's (rtol 1e-3), step time and MFU
 #       (6 * params * tokens + attention FLOPs against 67 TFLOP/s fp32); the same in
 #       bf16 mixed precision (--precision bf16) vs the same fp32 CPU losses within
-#       |dloss| <= 2e-2, MFU against 989 TFLOP/s bf16; both again with --fused-attention on
+#       |dloss| <= 2e-2, MFU against 989 TFLOP/s bf16; fp32 and bf16 then run 3 more steps with
+#       --profile-out DIR/gpt2s_train[_bf16]/kernels.json (each call site's CUDA event interval on
+#       the compute stream, the mean of the last 2 steps), which bench/layer_profile.py turns into
+#       DIR/gpt2s_train_P_profile.json (forward and backward ms per layer and of the outer part at
+#       microbatch 4); both again with --fused-attention on
 #       (the training attention kernels, tests/cuda/test_fattn_train.cu; fused vs unfused
 #       step time side by side); and a 4-layer GPT-2's 3 bf16 steps
 #       vs the CPU emulation of the same storage plan (galv-eval --precision bf16) within 2e-3
@@ -237,6 +241,15 @@ sys.exit(0 if ok else 1)
 PY
 else
   fail=1
+fi
+if [ $c = $p ]; then # the step's kernel profile (3 steps: the mean of the last 2) as a galvc --profile file
+  if "$d/program" --batches "$DIR/batches" --steps 3 --profile-out "$d/kernels.json" >"$d/prof.txt" 2>&1; then
+    grep 'wrote the kernel profile' "$d/prof.txt" | sed 's/^/   /'
+    python3 "$SRC/bench/layer_profile.py" -o "$DIR/gpt2s_train_${p}_profile.json" --point "$d/kernels.json,$TB" --layers 12 \
+      --hidden 768 --seq $SEQ --vocab 50257 --source "bench/gpu_check.sh: GPT-2 small $p training step on $(hostname)" || fail=1
+  else
+    tail -3 "$d/prof.txt"; echo "   --profile-out FAILED"; fail=1
+  fi
 fi
 done
 # bf16 training against its definition: the 4-layer GPT-2's 3 bf16 steps vs the CPU emulation of the same storage

@@ -6,8 +6,11 @@
 
 KPROF.json is what a compiled program writes with --profile-out FILE (the
 CPU program, inference or a training step: runtime/prof.c
-galv_prof_write, "galvc-kernel-profile"): the mean time of every kernel call
-site and the node (ONNX node name, the op's location) it belongs to. Each
+galv_prof_write, "galvc-kernel-profile"; the CUDA program too: inference
+from its last run's CUDA events, the training step through galv_prof_write
+from each call site's CUDA event interval on the compute stream): the mean
+time of every kernel call site and the node (ONNX node name, the op's
+location) it belongs to. Each
 kernel is given to a layer by the first all-digit component of its node name
 split at '/', '.', ':' (as the planner groups units, passes/plan_sharding.c)
 and to a phase by its suffix: "/grad" backward, "/recompute" recomputation,

@@ -99,6 +99,9 @@ extern const galv_kernel_info galv_kernels[];
 extern int galv_prof_on;
 void galv_prof_tick(int k);
 void galv_prof_report(long runs);
+/* Adds ms to call site k's time, as a mark would (a kernel timed elsewhere:
+ * the CUDA training step's events, runtime/cuda/train_cuda.cu). */
+void galv_prof_charge(int k, double ms);
 /* The per call site times (ms per run, mean over runs) as JSON to path
  * (atomically): {"format": "galvc-kernel-profile", "version": 1, "program",
  * "run" (what ran: "inference" | "training step"), "runs", "kernels": [{kind,
@@ -106,9 +109,9 @@ void galv_prof_report(long runs);
 int galv_prof_write(const char *path, long runs, const char *what, char *err, size_t errlen);
 /* The training driver's view of that timer (runtime/train.c, --profile-out,
  * --trace): the CPU program's main.c fills it before galv_train_main; the
- * CUDA program (runtime/cuda/train_cuda.cu) fills the trace's part only
- * (its step is traced through CUDA events, not timed per kernel for
- * --profile-out). */
+ * CUDA program (runtime/cuda/train_cuda.cu) too: its step times each call
+ * site by CUDA events while *on (charged with galv_prof_charge) and traces
+ * through them, and writes both with prof.c's writers. */
 typedef struct {
   int *on;
   int (*write)(const char *path, long runs, const char *what, char *err, size_t errlen);

@@ -5,7 +5,10 @@
  * bench/layer_profile.py turns into a galvc --profile file). program.c marks each call with GALV_PROF(k)
  * (k = its index in galv_kernels[]) and the end of the run with
  * GALV_PROF(-1); a mark charges the time since the previous mark to the
- * previous kernel. Off (one predictable branch per call) unless --profile. */
+ * previous kernel. Off (one predictable branch per call) unless --profile.
+ * A call site timed elsewhere is charged with galv_prof_charge (the CUDA
+ * training step's --profile-out: its CUDA events, runtime/cuda/train_cuda.cu),
+ * and galv_prof_write writes it the same. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,11 @@ void galv_prof_tick(int k) {
   if (galv_trace_on) trace_tick(k, t);
   cur = k;
   last = k >= 0 ? now_ms() : t;
+}
+
+void galv_prof_charge(int k, double ms) {
+  if (!acc && !(acc = calloc((size_t)galv_nkernels + 1, sizeof *acc))) galv_fatal("out of memory");
+  if (k >= 0 && k < galv_nkernels) acc[k] += ms;
 }
 
 static int by_time_desc(const void *a, const void *b) {

@@ -91,7 +91,8 @@ static void train_usage(FILE *f) {
              "  --save-checkpoint F  write them to F after the last step\n"
              "  -o OUTDIR            write every parameter as OUTDIR/NAME.npy after the last step\n"
              "  --profile-out FILE   time every kernel call of the steps after the first (of the one step when --steps 1)\n"
-             "                       and write each call site's mean time as JSON to FILE (bench/layer_profile.py)\n"
+             "                       and write each call site's mean time as JSON to FILE (bench/layer_profile.py; CUDA:\n"
+             "                       its CUDA events' interval on the compute stream, cut where the stream waits)\n"
              "  --trace FILE         a Chrome trace of every step: the compute stream's kernel calls and waits, the\n"
              "                       communication stream's collectives from post to completion (rank 0: FILE, rank R:\n"
              "                       FILE.rankR); prints each step's measured time\n"
@@ -204,7 +205,7 @@ static void read_batch(batch *b, const galv_io *d, const char *path) {
 
 /* ---------------------------------------------------------------- main */
 
-galv_train_profiler galv_train_prof; /* main.c fills it on the CPU target */
+galv_train_profiler galv_train_prof; /* main.c fills it on the CPU target, runtime/cuda/train_cuda.cu on CUDA */
 
 int galv_train_main(int argc, char **argv) {
   const char *outdir = NULL, *wpath = NULL, *bdir = NULL, *load = NULL, *save = NULL, *profile_out = NULL, *trace = NULL;
@@ -236,8 +237,7 @@ int galv_train_main(int argc, char **argv) {
     else if (!strcmp(a, "--trace") && v) trace = v, i++;
     else galv_fatal_all("unknown or incomplete option '%s' (see --help)", a);
   }
-  if (profile_out && (galv_train_dev || !galv_train_prof.write))
-    galv_fatal_all("--profile-out: the CUDA training step does not time its kernels yet (CPU programs only)");
+  if (profile_out && !galv_train_prof.write) galv_fatal_all("--profile-out: this program was built without its kernel timer");
   if (profile_out && steps < 1) galv_fatal_all("--profile-out needs at least one step (--steps)");
   if (trace && !galv_train_prof.trace_write) galv_fatal_all("--trace: this program was built without its trace");
   if (trace && profile_out) galv_fatal_all("--trace and --profile-out time the same marks: give one of them");

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Checks a CUDA training program's --trace against its program.cu (tests/cuda_emu_step_trace.sh).
+"""Checks a CUDA program's --trace against its program.cu (tests/cuda_emu_step_trace.sh: training steps;
+tests/cuda_emu_infer_trace.sh: inference runs, --inference).
 
-    cuda_step_trace_check.py PROGRAM.cu TRACE.json STEPS
+    cuda_step_trace_check.py PROGRAM.cu TRACE.json STEPS [--inference]
 
 program.cu's galv_kernels[] table lists the step's call sites in schedule
 order (kind, node); its collectives (all_reduce, all_gather, reduce_scatter,
@@ -19,7 +20,8 @@ timed by CUDA events) must hold, per step:
   - at least one gradient reduction posted (by the schedule) before backward
     kernels that follow it, one of them a bucket's (a concat packing the
     gradients right before it): its call site comes before the step's last
-    backward kernel (node ending /grad).
+    backward kernel (node ending /grad); not for --inference (a run of an
+    inference program: no backward, its steps are the runs).
 A program without collectives (one device): the compute stream only, its
 kernels in order. Times are read for order only, never judged. Prints per
 step the counts."""
@@ -41,7 +43,9 @@ def table(path):
 
 
 def main():
-    prog, path, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    args = [a for a in sys.argv[1:] if a != "--inference"]
+    inference = len(args) < len(sys.argv) - 1
+    prog, path, steps = args[0], args[1], int(args[2])
     sites = table(prog)
     kern = [(i, k, n) for i, (k, n) in enumerate(sites) if k not in COLL]
     coll = [(i, k, n) for i, (k, n) in enumerate(sites) if k in COLL]
@@ -99,6 +103,10 @@ def main():
                                  f"before it end ({end_before[i]:.3f} us)")
         if not coll:
             out.append(f"step {s}: {len(ck)} kernels in program order, no collective")
+            continue
+        if inference:
+            out.append(f"run {s}: {len(ck)} kernels, {len(waits)} waits, {len(cm)} collectives in program order, "
+                       f"each after its producers")
             continue
         # the schedule: a gradient reduction posted while backward kernels remain
         last_bwd = max((i for i, k, n in kern if n.endswith("/grad")), default=-1)

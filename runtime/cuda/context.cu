@@ -140,6 +140,27 @@ void galv_cu_trace_collect(int nk, galv_cu_trace_emit emit) {
   nspan = 0, prof_cur = -1;
 }
 
+void galv_cu_prof_collect(int nk, void (*charge)(int k, double ms)) {
+  if (galv_cu_prof_ev && prof_cur == nk) { /* the run's end mark was recorded: every call site is timed */
+    int j = 0;
+    for (int k = 0; k < nk; k++) {
+      float a = 0, b = 0;
+      cudaCheck(cudaEventElapsedTime(&a, galv_cu_prof_ev[0], galv_cu_prof_ev[k]));
+      cudaCheck(cudaEventElapsedTime(&b, galv_cu_prof_ev[0], galv_cu_prof_ev[k + 1]));
+      double t0 = a, t1 = b;
+      for (; j < nspan && spans[j].k < k; j++) {}
+      for (; j < nspan && spans[j].k == k; j++)
+        if (!spans[j].stream) { /* a wait of the compute stream: the call site ends where it starts */
+          float w = 0;
+          cudaCheck(cudaEventElapsedTime(&w, galv_cu_prof_ev[0], spans[j].e0));
+          if (w < t1) t1 = w;
+        }
+      charge(k, t1 > t0 ? t1 - t0 : 0);
+    }
+  }
+  nspan = 0, prof_cur = -1;
+}
+
 void galv_cu_trace_free(void) {
   for (int i = 0; i < nspan_ev; i++) {
     cudaCheck(cudaEventDestroy(spans[i].e0));

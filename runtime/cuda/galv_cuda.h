@@ -300,7 +300,7 @@ int galv_cu_train_main(int argc, char **argv);
  * optimizer state of training checkpoints and -o. */
 void *galv_cu_gather_host(const galv_io *l, const galv_io_split *s, const void *local, galv_io *g);
 
-/* ---- kernel timing (program --profile, the training step's --trace):
+/* ---- kernel timing (program --profile and --trace, the training step's --trace and --profile-out):
  * GALV_CU_PROF(k) before kernel k (and k = galv_nkernels at the end of the
  * run) records galv_cu_prof_ev[k] on the compute stream; off (one branch)
  * while galv_cu_prof_ev is NULL */
@@ -310,8 +310,9 @@ void galv_cu_prof_mark(int k);
   do {                                         \
     if (galv_cu_prof_ev) galv_cu_prof_mark(k); \
   } while (0)
-/* --trace of the CUDA training step (runtime/cuda/context.cu; train_cuda.cu
- * turns it on, docs/cuda-target.md "Traces"): with galv_cu_trace_on the
+/* --trace of a CUDA program (runtime/cuda/context.cu; train_cuda.cu and
+ * main_cuda.cu turn it on, docs/cuda-target.md "Traces"; the training
+ * step's --profile-out too, for the waits): with galv_cu_trace_on the
  * communicator backends time each collective by two CUDA events on the
  * stream it runs on (comm_nccl.cu: the communication stream, after its wait
  * for the compute stream; comm_staged.cu: the compute stream around the
@@ -329,5 +330,12 @@ void galv_cu_trace_span_end(int id, cudaStream_t s);
 typedef void (*galv_cu_trace_emit)(int k, int stream, const char *name, long long bytes, double t0_ms, double t1_ms);
 void galv_cu_trace_collect(int nkernels, galv_cu_trace_emit emit);
 void galv_cu_trace_free(void);
+/* --profile-out of the training step: once the run's streams are
+ * synchronised, charges every call site k with its interval on the compute
+ * stream as the trace derives it (mark k to mark k + 1, cut where the stream
+ * then waits for communication; a collective's call site: the compute
+ * stream's share of it, ~0 under NCCL, where it runs on the communication
+ * stream), and starts the next run's list of spans. */
+void galv_cu_prof_collect(int nkernels, void (*charge)(int k, double ms));
 
 #endif

@@ -9,9 +9,11 @@
  * the device, and reads the loss back; the state comes back to the host
  * only for checkpoints and -o. The step time (CUDA events, from the second
  * step on when there are several) is printed at the end with the step's
- * GEMM + attention TFLOP/s (measured with --trace too: its events add
- * a little host work per kernel). --trace FILE: the step's compute and
- * communication streams as CUDA events, written by runtime/prof.c (below).
+ * GEMM + attention TFLOP/s (measured with --trace and --profile-out too:
+ * their events add a little host work per kernel). --trace FILE: the step's
+ * compute and communication streams as CUDA events, written by
+ * runtime/prof.c (below); --profile-out FILE: each call site's time from the
+ * same events, written by prof.c's galv_prof_write as on the CPU target.
  * The state is fp32 under --precision bf16 too
  * (mixed precision: program.cu keeps activations in bf16 in the arena and
  * converts at its kernels; docs/cuda-target.md, "bf16 training"), so this
@@ -49,8 +51,14 @@ static void dev_begin(const char *weights, const char *state) {
 /* --trace (train.c sets galv_cu_trace_on around each step, galv_rt.h): one event per kernel call site and one
  * more for the run's end on the compute stream (GALV_CU_PROF), the spans of the collectives and waits from the
  * communicator (galv_cuda.h); after the step's streams are synchronised, each becomes one event of prof.c's
- * trace, which writes the Chrome trace as on the CPU target */
-static int trace_unused_on; /* galv_train_prof.on: the per kernel timer (--profile-out) stays off here */
+ * trace, which writes the Chrome trace as on the CPU target.
+ * --profile-out (train.c sets prof_on for each step it times: those after the first): the same events and spans
+ * (galv_cu_trace_on for the step: the waits); after the step, each call site's interval on the compute stream
+ * (galv_cu_prof_collect: as the trace's kernels, cut at a wait) is added to prof.c's per call site time, which
+ * train.c writes with galv_prof_write (the mean over the timed steps) */
+static int prof_on;
+
+static void prof_charge(int k, double ms) { galv_prof_charge(k, ms); }
 
 static void trace_emit(int k, int stream, const char *name, long long bytes, double t0, double t1) {
   galv_trace_event(k, stream, name, bytes, t0, t1);
@@ -72,6 +80,8 @@ static void trace_stop(void) {
 }
 
 static double dev_step(const char *arena) {
+  int timed = prof_on && !galv_cu_trace_on; /* --profile-out (train.c refuses it with --trace) */
+  if (timed) galv_cu_trace_on = 1;          /* the waits' spans: a kernel ends where the stream waits */
   if (galv_cu_trace_on) trace_start();
   for (int i = 0; i < galv_ninputs; i++)
     cudaCheck(cudaMemcpyAsync(d_arena + galv_inputs[i].offset, arena + galv_inputs[i].offset, (size_t)galv_inputs[i].nbytes,
@@ -93,7 +103,12 @@ static double dev_step(const char *arena) {
   cudaCheck(cudaMemcpy(&err, galv_cu.err, sizeof err, cudaMemcpyDeviceToHost));
   if (err) galv_fatal("kernel %d (%s, node '%s'): index or label out of range, or integer division by zero", err - 1,
                       galv_kernels[err - 1].kind, galv_kernels[err - 1].node);
-  if (galv_cu_prof_ev) galv_cu_trace_collect(galv_nkernels, trace_emit); /* the run's communication completed in it */
+  if (timed) { /* the run's communication completed in it */
+    galv_cu_prof_collect(galv_nkernels, prof_charge);
+    galv_cu_trace_on = 0;
+  } else if (galv_cu_prof_ev) {
+    galv_cu_trace_collect(galv_nkernels, trace_emit);
+  }
   float ms = 0;
   cudaCheck(cudaEventElapsedTime(&ms, ev0, ev1));
   if (nsteps == 1) step_ms_sum = 0, step_ms_min = ms; /* the first step warms up cuBLAS: not counted when there are more */
@@ -163,7 +178,8 @@ static const galv_train_device cuda_dev = {dev_begin, dev_step, dev_fetch, dev_g
 
 int galv_cu_train_main(int argc, char **argv) {
   galv_train_dev = &cuda_dev;
-  galv_train_prof.on = &trace_unused_on;
+  galv_train_prof.on = &prof_on;
+  galv_train_prof.write = galv_prof_write;
   galv_train_prof.trace_on = &galv_cu_trace_on;
   galv_train_prof.trace_step = galv_trace_step;
   galv_train_prof.trace_write = galv_trace_write;
