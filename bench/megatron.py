@@ -128,8 +128,10 @@ def megatron_config(args, row, path):
         # full recomputation per layer inside the stage programs (docs/pipeline.md, "Recomputation per layer inside
         # stages"), 1F1B: the interleaved schedule refuses per-layer recomputation (its chunks read the full stash),
         # so rows 6-8 run 1F1B where Megatron interleaved v chunks
+        # Megatron's stages: L / pp layers each, the embedding with the first and the head with the last
+        # (--layers blocks: a layer group per block found by structure; --stage-cuts equal)
         cmd += ["--pipeline-stages", str(pp), "--strategy", "dp,tp", "--mesh", "dp=%d,tp=%d" % (dp, tp),
-                "--recompute=all", "--schedule", "1f1b", "--plan-only"]
+                "--recompute=all", "--schedule", "1f1b", "--plan-only", "--layers", "blocks", "--stage-cuts", "equal"]
     else:
         # --overlap off: Megatron v2's default data parallelism (--DDP-impl local) all-reduces the gradients after
         # the whole backward (train_step: forward_backward_func, then allreduce_gradients), not under it
