@@ -15,6 +15,10 @@ Megatron's GPU count and global batch, and
        B/(D*mbs) --overlap off --report-cost: Megatron v2 all-reduced the
        gradients after the backward); beside it the paper's measured hardware
        TFLOP/s per GPU (counting recomputation) and the ratio;
+       With pp > 1 the stage DP cuts the layer groups; the line (i=) beside
+       it prices Megatron's own cuts (L / pp layers per stage, the embedding
+       with the first and the head with the last: --layers blocks
+       --stage-cuts equal);
   (ii) a stronger Megatron baseline: Megatron's tp and pp with sequence
        parallelism, selective recomputation, the distributed optimizer
        (ZeRO-1) and the best microbatch size (and virtual-stage count,
@@ -119,7 +123,7 @@ def model_path(args, name, L, h, a):
     return path
 
 
-def megatron_config(args, row, path):
+def megatron_config(args, row, path, equal=False):
     name, L, h, a, G, B, tp, pp, mbs, v, paper = row
     dp = G // (tp * pp)
     nmb = B // (dp * mbs)
@@ -128,15 +132,20 @@ def megatron_config(args, row, path):
         # full recomputation per layer inside the stage programs (docs/pipeline.md, "Recomputation per layer inside
         # stages"), 1F1B: the interleaved schedule refuses per-layer recomputation (its chunks read the full stash),
         # so rows 6-8 run 1F1B where Megatron interleaved v chunks
+        # the stage DP's cuts; equal: Megatron's stages, L / pp layers each, the embedding with the first and the
+        # head with the last (--layers blocks: a layer group per block found by structure; --stage-cuts equal)
         cmd += ["--pipeline-stages", str(pp), "--strategy", "dp,tp", "--mesh", "dp=%d,tp=%d" % (dp, tp),
                 "--recompute=all", "--schedule", "1f1b", "--plan-only"]
+        if equal:
+            cmd += ["--layers", "blocks", "--stage-cuts", "equal"]
     else:
         # --overlap off: Megatron v2's default data parallelism (--DDP-impl local) all-reduces the gradients after
         # the whole backward (train_step: forward_backward_func, then allreduce_gradients), not under it
         cmd += ["--recompute=all", "--overlap", "off", "--report-cost", "-o", os.path.join(args.work, "cfg.mlir")]
         cmd += ["--strategy", "dp,tp", "--mesh", "dp=%d,tp=%d" % (dp, tp)] if tp > 1 else ["--strategy", "dp", "--mesh", "dp=%d" % dp]
     rc, out, err, cpu = run(cmd, args.timeout)
-    desc = "tp%d pp%d dp%d mbs%d x%d%s, full recompute" % (tp, pp, dp, mbs, nmb, " 1F1B (not v%d)" % v if v > 1 else "")
+    desc = "tp%d pp%d dp%d mbs%d x%d%s, full recompute%s" % (tp, pp, dp, mbs, nmb, " 1F1B (not v%d)" % v if v > 1 else "",
+                                                             ", equal cuts" if equal else "")
     over = None
     if rc and pp > 1 and "no partition fits" in err:  # priced anyway, the limit lifted: its step, and memory over 80 GB
         over = first_error(err)
@@ -147,7 +156,8 @@ def megatron_config(args, row, path):
     if pp > 1:  # the pipeline's plan: "pipeline: predicted step T ms = schedule X ms + once-per-step sync ...", per
         # stage "(N bytes per device)": the whole step (plan.json predicted_step_ns), the schedule's and the once-per-step
         # gradient all-reduce / ZeRO collectives / update of the slowest stage (Megatron's all-reduce after its flush too)
-        m = re.search(r"^pipeline: predicted step ([0-9.]+) ms", out + err, re.M)
+        m = re.search(r"^pipeline: predicted step ([0-9.]+) ms", out + err, re.M) if not equal else \
+            re.search(r"^pipeline equal cuts: .*?, predicted step ([0-9.]+) ms", out + err, re.M)
         mems = [int(x) for x in re.findall(r"^  stage \d+: .*\((\d+) bytes per device\)", out + err, re.M)]
         if not m or not mems:
             return {"desc": desc, "error": "no pipeline plan in galvc's output", "cpu_s": cpu}
@@ -508,6 +518,14 @@ def main():
                                                                    "" if c["fits"] else ", over 80 GB")), flush=True)
             if c.get("over"):
                 print("        (i) at 80 GB: %s" % c["over"], flush=True)
+            if row[7] > 1:  # pp > 1: Megatron's own cuts too (L / pp layers per stage)
+                c = megatron_config(args, row, path, equal=True)
+                if "error" in c:
+                    print("  %-5s %-46s galvc: %s" % ("(i=)", c["desc"], c["error"]), flush=True)
+                else:
+                    print(fmt_col("(i=)", c["desc"], c["step_s"], G, B, L, h, c["mem"], c["cpu_s"],
+                                  "  paper %d hwTF/s, ratio %.2f%s" % (c["paper"], c["hw_tflops"] / c["paper"],
+                                                                       "" if c["fits"] else ", over 80 GB")), flush=True)
         sb = g = s = None
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             if "ii" in cols:

@@ -31,6 +31,7 @@
  * Each top-level op gets the attribute `layer` (its group) and `layer_block`.
  */
 #include "passes.h"
+#include "layer_units.h"
 
 #include <metis.h>
 #include <stdio.h>
@@ -341,7 +342,29 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
   int *seq = gv_alloc(m->arena, sizeof(int) * (size_t)(n + 1));
   int moved = 0;
   bool recut_done = false;
-  if (k > 1) {
+  if (gv_pipe_opts.blocks) { /* --layers blocks: a group per block found by structure, no METIS, no balance */
+    gv_layer_units lu;
+    if (gv_layer_units_find(m, &lu)) return -1;
+    int L = lu.nl;
+    if (L < 1 || L != k) {
+      gv_layer_units_free(&lu);
+      return L < 1 ? gv_error(m, "cluster-layers: --layers blocks: the program has no repeated blocks (give --layers K)")
+                   : gv_error(m, "cluster-layers: --layers blocks: the program has %d blocks, %d groups asked for", L, k);
+    }
+    /* an op outside the blocks (embedding, final norm, head) takes the group of the last block before it (the
+     * first block's before any); then every op at least its operands' groups, so the order stays acyclic */
+    int cur = 0;
+    for (int i = 0; i < n; i++) {
+      int u = gv_layer_units_loc(&lu, g.ops[i]->loc);
+      if (u >= 1) cur = u - 1;
+      int gi = cur;
+      for (int d = 0; d < g.ndeps[i]; d++)
+        if (grp[g.deps[i][d]] > gi) gi = grp[g.deps[i][d]];
+      if (gi != cur) moved++;
+      grp[i] = gi;
+    }
+    gv_layer_units_free(&lu);
+  } else if (k > 1) {
     int *part = malloc(sizeof(int) * (size_t)n);
     rankent *re = malloc(sizeof(rankent) * (size_t)k);
     int *tmp = malloc(sizeof(int) * (size_t)n);
@@ -388,7 +411,12 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
   }
   for (int r = 0; r < k; r++)
     if (!gn[r] || gf[r] > bound) ok = false;
-  if (!ok) {
+  if (gv_pipe_opts.blocks) { /* the blocks as they are: the bound is the largest group's */
+    for (int r = 0; r < k; r++)
+      if (!gn[r]) return gv_error(m, "cluster-layers: --layers blocks: block %d holds no op of its own", r);
+    bound = 0;
+    for (int r = 0; r < k; r++) bound = gf[r] > bound ? gf[r] : bound;
+  } else if (!ok) {
     if (recut(&g, seq, k, bound, grp))
       return gv_error(m, "cluster-layers: no %d groups within the FLOPs bound %lld", k, (long long)bound);
     recut_done = true;
@@ -478,12 +506,19 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
   out->bound = bound;
   out->moved = moved;
   out->recut = recut_done;
-  out->metis = k > 1;
+  out->metis = k > 1 && !gv_pipe_opts.blocks;
+  out->blocks = gv_pipe_opts.blocks;
   return 0;
 }
 
 int gv_pass_cluster_layers(gv_module *m) {
   int k = gv_pipe_opts.layers;
+  if (gv_pipe_opts.blocks) { /* K = the blocks */
+    gv_layer_units lu;
+    if (gv_layer_units_find(m, &lu)) return -1;
+    k = lu.nl > 0 ? lu.nl : 1;
+    gv_layer_units_free(&lu);
+  }
   if (k <= 0) return 0; /* not asked for */
   gv_layer_groups lg;
   if (gv_cluster_layers(m, k, &lg)) return -1;
@@ -498,7 +533,8 @@ int gv_pass_cluster_layers(gv_module *m) {
     fprintf(stderr,
             "cluster-layers: %d groups of %d ops, FLOPs max/mean %.3f (bound %.3f), %d distinct blocks, %s, %d ops moved by the repair\n",
             k, lg.nops, mean > 0 ? (double)mx / mean : 1.0, mean > 0 ? (double)lg.bound / mean : 1.0, nb,
-            !lg.metis ? "one group (no METIS)" : lg.recut ? "METIS order re-cut" : "METIS parts kept", lg.moved);
+            lg.blocks ? "the blocks found by structure (no METIS)" : !lg.metis ? "one group (no METIS)"
+            : lg.recut ? "METIS order re-cut" : "METIS parts kept", lg.moved);
   }
   return 0;
 }

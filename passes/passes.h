@@ -113,6 +113,8 @@ int gv_pass_storage(gv_module *m);        /* passes/storage.c */
  * passes/cluster_layers.c. */
 typedef struct {
   int layers;           /* cluster-layers: number of layer groups K (0: pass is a no-op) */
+  bool blocks;          /* --layers blocks: a group per repeated block found by structure (layer_units.h), the
+                         * parts before the first and after the last in the first and last groups; K = the blocks */
   double delta;         /* FLOPs balance: each group <= max((1+delta)*total/K, total/K + largest op) */
   bool quiet;           /* no summary line on stderr */
   const char *stash;    /* stage-stash: the entry the module becomes, "forward" | "backward" */
@@ -145,6 +147,7 @@ typedef struct {
   int64_t total_flops, bound;
   int moved;            /* ops the acyclicity repair moved to a later group */
   bool metis, recut;    /* METIS ran; its repaired parts were re-cut to meet count / balance */
+  bool blocks;          /* the groups are the blocks found by structure (--layers blocks) */
 } gv_layer_groups;
 /* Clusters m's body into k groups (attrs layer, layer_block; body reordered
  * group by group). Returns 0, or -1 after one error line. */

@@ -3,8 +3,9 @@
 # group count K the pass meets K, stays within its FLOPs bound (the pass
 # checks both, and acyclicity, and fails otherwise), prints its summary, and
 # the program compiled from the reordered body gives the same outputs as
-# without --layers (bit-identical: only the op order changes). Bad input:
-# more groups than ops.
+# without --layers (bit-identical: only the op order changes). --layers
+# blocks: a group per block found by structure, every op of the model's
+# layer N in group N. Bad input: more groups than ops.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -31,14 +32,39 @@ print(" ".join(args))
 PY
   # shellcheck disable=SC2046
   timeout 120 "$T/$fam-0/program" $(cat "$T/$fam.args") -o "$T/$fam-0/res" >/dev/null 2>"$T/err" || { bad "$fam run: $(cat "$T/err")"; continue; }
-  for k in 1 2 3 4 6 8; do
+  for k in 1 2 3 4 6 8 blocks; do
     d="$T/$fam-$k"
     if ! timeout 120 "$BUILD/galvc" "$m" --batch 2 --seq 8 --layers $k --pipe-stats --target cpu -q -o "$d/" 2>"$T/err"; then
       bad "$fam --layers $k: $(cat "$T/err")"
       continue
     fi
     line=$(grep -m1 '^cluster-layers:' "$T/err")
-    grep -q "^cluster-layers: $k groups" <<<"$line" || { bad "$fam --layers $k: summary '$line'"; continue; }
+    if [ $k = blocks ]; then
+      # a group per block found by structure: every op of the model's layer N (a NAME.N or /N/ segment of its node
+      # name) in group N, the summary says so
+      grep -q "^cluster-layers: [0-9]* groups.*the blocks found by structure (no METIS)" <<<"$line" || { bad "$fam --layers blocks: summary '$line'"; continue; }
+      timeout 120 "$BUILD/galvc" "$m" --batch 2 --seq 8 --layers blocks --target cpu -q -o "$d.mlir" 2>"$T/err" || { bad "$fam --layers blocks IR: $(cat "$T/err")"; continue; }
+      r=$(python3 - "$d.mlir" <<'PY'
+import re, sys
+n = bad = 0
+groups = set()
+for l in open(sys.argv[1]):
+    g, loc = re.search(r"layer = (\d+) : i64", l), re.search(r'loc\("([^"]*)"', l)
+    if not g or not loc:
+        continue
+    groups.add(int(g.group(1)))
+    s = re.search(r"(?:\.|/)(\d+)(?:/|$)", loc.group(1))
+    if s:
+        n += 1
+        bad += int(s.group(1)) != int(g.group(1))
+print(f"{n} ops named in a layer, {bad} outside its group, {len(groups)} groups")
+sys.exit(1 if bad or not n else 0)
+PY
+      ) || { bad "$fam --layers blocks: $r"; continue; }
+      line="$line; $r"
+    else
+      grep -q "^cluster-layers: $k groups" <<<"$line" || { bad "$fam --layers $k: summary '$line'"; continue; }
+    fi
     # shellcheck disable=SC2046
     timeout 120 "$d/program" $(cat "$T/$fam.args") -o "$d/res" >/dev/null 2>"$T/err" || { bad "$fam --layers $k run: $(cat "$T/err")"; continue; }
     same=1
@@ -53,5 +79,26 @@ PY
     bad "$fam --layers 100000: $(cat "$T/err")"
   fi
 done
+# --layers blocks with --stage-cuts equal: Megatron-LM's stages (L / S blocks each, the embedding with the first,
+# the head with the last): a 4-layer GPT-2 in 2 stages is cut at groups 0|2|4
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/g4.onnx" --layers 4 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
+out=$(timeout 120 "$BUILD/galvc" "$T/g4.onnx" --batch 4 --seq 8 --train --gpus 2 --pipeline-stages 2 --layers blocks --stage-cuts equal \
+      --plan-only 2>&1)
+if grep -q "^pipeline equal cuts: 2 stages, cuts at groups 0|2|4 of 4," <<<"$out"; then ok "--layers blocks --stage-cuts equal: $(grep -m1 -o 'cuts at groups [0-9|]* of [0-9]*' <<<"$out")"
+else bad "--layers blocks --stage-cuts equal: $(grep -m2 'equal cuts\|error' <<<"$out")"; fi
+# bad input: no repeated blocks
+python3 - "$T/mm.onnx" <<'PY'
+import sys, onnx
+from onnx import helper, TensorProto
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+w = helper.make_tensor("w", TensorProto.FLOAT, [4, 4], [0.5] * 16)
+g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g", [x], [y], [w])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+e=$(timeout 60 "$BUILD/galvc" "$T/mm.onnx" --layers blocks -o "$T/mm.mlir" 2>&1 >/dev/null); erc=$?
+if [ $erc != 0 ] && [ "$(grep -c error <<<"$e")" = 1 ] && grep -q "mm.onnx: cluster-layers: --layers blocks: the program has no repeated blocks" <<<"$e"; then
+  ok "--layers blocks without repeated blocks: $(grep error <<<"$e")"
+else bad "--layers blocks without repeated blocks: exit $erc: $e"; fi
 echo "cluster_layers: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -88,11 +88,12 @@ int main(int argc, char **argv) {
     } else if (TAKES("--layers")) {
       char *end;
       long k = strtol(val, &end, 10);
-      if (*end || k < 1 || k > 1000000) {
-        gv_error_plain("--layers=%s: expected a positive integer", val);
+      if (!strcmp(val, "blocks")) {
+        gv_pipe_opts.blocks = true;
+      } else if (*end || k < 1 || k > 1000000) {
+        gv_error_plain("--layers=%s: expected a positive integer or blocks", val);
         return 2;
-      }
-      gv_pipe_opts.layers = (int)k;
+      } else gv_pipe_opts.layers = (int)k;
     } else if (TAKES("--recompute")) {
       gv_train_opts.recompute = val;
     } else if (TAKES("--fused-attention")) {

@@ -105,7 +105,9 @@ static void usage(FILE *f) {
           "                           (default 2,3 per layer, and with microbatches stage 1 on every layer; docs/planner.md)\n"
           "  --plan-search dp|exhaustive  dp (default): ZeRO pattern by knapsack DP; exhaustive: realise every\n"
           "                           plan of the space (the exact optimum, small models)\n"
-          "  --layers K               cluster-layers: K layer groups; --pipe-stats prints a summary (docs/pipeline.md)\n"
+          "  --layers K|blocks        cluster-layers: K layer groups (METIS), or one per repeated block found by\n"
+          "                           structure (cuts at the model's layer boundaries, as Megatron-LM's stages);\n"
+          "                           --pipe-stats prints a summary (docs/pipeline.md)\n"
           "  --pipeline-stages S (--pp S)  pipeline: S stages (cluster-layers + stage DP), one program per stage\n"
           "                           in DIR/stageI/, DIR/launch runs them (mpirun MPMD); --microbatches B (1),\n"
           "                           --schedule 1f1b|gpipe|zb-h1|interleaved|auto (training: 1f1b; auto: the one\n"
@@ -698,8 +700,9 @@ int main(int argc, char **argv) {
       mesh_spec = val;
     } else if (TAKES("--layers")) {
       int64_t k;
-      if (parse_pos_int("--layers", val, &k)) return 2;
-      gv_pipe_opts.layers = k > 1000000 ? 1000000 : (int)k;
+      if (!strcmp(val, "blocks")) gv_pipe_opts.blocks = true, gv_pipe_opts.layers = 0;
+      else if (parse_pos_int("--layers", val, &k)) return 2;
+      else gv_pipe_opts.layers = k > 1000000 ? 1000000 : (int)k, gv_pipe_opts.blocks = false;
     } else if (TAKES("--pipeline-stages") || TAKES("--pp")) {
       int64_t k = 0;
       if (strcmp(val, "auto") && strcmp(val, "0") && parse_pos_int("--pipeline-stages", val, &k)) return 2;

@@ -378,6 +378,17 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   for (gv_op *op = m->main->body->first; op; op = op->next) nops++;
   int want = S ? S * (pa->vstages ? pa->vstages : 1) : (int)gpus; /* interleaved: P x V stages */
   memset(rec_b, 0, sizeof rec_b);
+  if (!*K && gv_pipe_opts.blocks) { /* --layers blocks: a group per block */
+    gv_layer_units u;
+    if (gv_layer_units_find(m, &u)) { gv_module_free(m); return -1; }
+    *K = joint_layers = u.nl;
+    gv_layer_units_free(&u);
+    if (*K < 2) { /* no pipeline: fewer than two blocks to cut between */
+      gv_module_free(m);
+      return *K < 1 ? gv_error_plain("%s: --layers blocks: the model has no repeated blocks (give --layers K)", model), -1 : 1;
+    }
+    if (*K > GV_PIPE_MAX_STAGES) { gv_module_free(m); return gv_error_plain("%s: --layers blocks: %d blocks, at most %d groups", model, *K, GV_PIPE_MAX_STAGES), -1; }
+  }
   if (!*K && pa->joint && !pa->layers) { /* the default search: twice the planner's layers (at least 8) */
     gv_layer_units u;
     if (gv_layer_units_find(m, &u)) { gv_module_free(m); return -1; }
