@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything galvc needs on a fresh Debian machine: the Debian
 # packages (apt-get) and the pinned Python packages for the python3 on PATH.
+# ccache caches the test suite's builds of the programs galvc emits
+# (tests/CMakeLists.txt).
 # Fails loudly, naming the package, when something cannot be installed.
 set -euo pipefail
 
@@ -14,6 +16,7 @@ DEB_PACKAGES=(
   python3-torch python3-torchvision python3-venv
   clang libclang-rt-14-dev
   time bc
+  ccache
 )
 # Pinned for the python3 on PATH (pyenv). onnx 1.22 still ships the backend
 # node test data.

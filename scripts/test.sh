@@ -29,6 +29,10 @@ export GALV_REQUIRE_ALL=1
 
 echo "== ctest"
 (cd "$BUILD" && ctest --output-on-failure -j2)
+# the emitted programs' builds went through ccache (tests/CMakeLists.txt; cache in $BUILD/ccache)
+if command -v ccache >/dev/null && [ -d "$BUILD/ccache" ]; then
+  echo "== ccache ($BUILD/ccache): $(CCACHE_DIR=$BUILD/ccache ccache -s | grep -E '^ *(Hits|Misses):' | tr -s ' ' | paste -sd, -)"
+fi
 
 if [ -f tests/fuzz/run.sh ]; then
   echo "== fuzz every reader for ${GALV_FUZZ_SECONDS:-30} s each"

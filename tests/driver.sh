@@ -197,9 +197,11 @@ if have_cmd mpicc; then
   # launch runs $GALV_PROGRAM (a CUDA directory's program-cpu) and says when it is not built
   expect 1 "launch: error: $T/dp2/program-cpu not built (run make -C $T/dp2 program-cpu)" -- env GALV_PROGRAM=program-cpu "$T/dp2/launch"
 fi
-# The N-rank CUDA Makefile's default goal is the program (make -n: nothing is compiled here).
+# The N-rank CUDA Makefile's default goal is the program (make -n: nothing is compiled here):
+# program.cu compiled by nvcc to its object, linked into ./program.
 make -n -C "$T/gpudir" >"$T/make-n" 2>/dev/null
-if grep -q 'nvcc .* -o program program.cu' "$T/make-n"; then
+if grep -q 'nvcc .* -c -o nvcc.d/program.o program.cu' "$T/make-n" &&
+   grep -q 'nvcc .* -o program nvcc.d/program.o ' "$T/make-n"; then
   pass=$((pass + 1))
 else
   echo "FAIL: 'make' in a 2-rank CUDA program directory does not build ./program"; cat "$T/make-n"; fail=$((fail + 1))

@@ -492,6 +492,9 @@ static int write_readme(const char *out, int argc, char **argv, int train, bool 
           train ? "A training step" : "An inference", cuda ? "CUDA target: program.cu, and program.c for make cpu" : "CPU target: program.c",
           inputs);
   fprintf(f, "build:  make%s\n", cuda ? "        (make cpu: ./program-cpu, the same program on the CPU)" : "");
+  fprintf(f, "        one object per source (%s), then one link: make -jN compiles them side by side,\n"
+             "        a rebuild recompiles only what changed; make clean removes them\n",
+          cuda ? "nvcc.d/, cpu.d/, emu.d/, emu-race.d/ and the host runtime's *.o" : "obj/, obj-debug/ for make debug");
   run_line(line, sizeof line, out, true, train, args);
   fprintf(f, "run:    %s\n", line);
   if (cuda && strstr(line, "launch"))
