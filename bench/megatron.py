@@ -163,7 +163,8 @@ def megatron_config(args, row, path, equal=False):
             return {"desc": desc, "error": "no pipeline plan in galvc's output", "cpu_s": cpu}
         step = float(m.group(1)) * 1e-3
         return {"desc": desc, "step_s": step, "hw_tflops": hw_flops_recompute(B, L, h) / (step * G) / 1e12,
-                "model_tflops": model_flops(B, L, h) / (step * G) / 1e12, "mem": max(mems), "fits": over is None,
+                "model_tflops": model_flops(B, L, h) / (step * G) / 1e12, "mem": max(mems),
+                "fits": over is None and max(mems) <= 80e9,  # equal cuts are priced whatever their memory
                 "paper": paper, "cpu_s": cpu, "over": over}
     m = re.search(r"predicted step: (\d+) ns", out)
     mem = re.search(r"memory per device: .* total (\d+) of (\d+) bytes", out)

@@ -326,9 +326,13 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
   gv_block *body = m->main->body;
   for (gv_op *op = body->first; op; op = op->next)
     if (op->code == GV_OP_ARENA) return gv_error(m, "cluster-layers: run it before memory-plan");
+  /* --layers blocks: the blocks found first (the finder numbers the ops; build_graph's numbering must come after) */
+  gv_layer_units lu = {0};
+  if (gv_pipe_opts.blocks && gv_layer_units_find(m, &lu)) return -1;
   graph g = {0};
   build_graph(m, &g);
   int n = g.n;
+  if (k < 1 || k > n) gv_layer_units_free(&lu);
   if (k < 1) return gv_error(m, "cluster-layers: --layers %d: need at least 1 group", k);
   if (k > n) return gv_error(m, "cluster-layers: --layers %d: more groups than the %d ops of the program", k, n);
   int64_t total = 0, maxop = 0;
@@ -343,8 +347,6 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
   int moved = 0;
   bool recut_done = false;
   if (gv_pipe_opts.blocks) { /* --layers blocks: a group per block found by structure, no METIS, no balance */
-    gv_layer_units lu;
-    if (gv_layer_units_find(m, &lu)) return -1;
     int L = lu.nl;
     if (L < 1 || L != k) {
       gv_layer_units_free(&lu);
