@@ -509,24 +509,17 @@ def main():
         name, L, h, a, G, B = row[:6]
         path = model_path(args, name, L, h, a)
         print("%s: %d layers, hidden %d, %d heads, %d GPUs, batch %d" % (name, L, h, a, G, B), flush=True)
-        if "i" in cols:
-            c = megatron_config(args, row, path)
+        # (i); with pp > 1 also (i=), Megatron's own cuts (L / pp layers per stage)
+        for tag, equal in ((("(i)", False),) + ((("(i=)", True),) if row[7] > 1 else ())) if "i" in cols else ():
+            c = megatron_config(args, row, path, equal=equal)
             if "error" in c:
-                print("  %-5s %-46s galvc: %s" % ("(i)", c["desc"], c["error"]), flush=True)
+                print("  %-5s %-46s galvc: %s" % (tag, c["desc"], c["error"]), flush=True)
             else:
-                print(fmt_col("(i)", c["desc"], c["step_s"], G, B, L, h, c["mem"], c["cpu_s"],
+                print(fmt_col(tag, c["desc"], c["step_s"], G, B, L, h, c["mem"], c["cpu_s"],
                               "  paper %d hwTF/s, ratio %.2f%s" % (c["paper"], c["hw_tflops"] / c["paper"],
                                                                    "" if c["fits"] else ", over 80 GB")), flush=True)
             if c.get("over"):
-                print("        (i) at 80 GB: %s" % c["over"], flush=True)
-            if row[7] > 1:  # pp > 1: Megatron's own cuts too (L / pp layers per stage)
-                c = megatron_config(args, row, path, equal=True)
-                if "error" in c:
-                    print("  %-5s %-46s galvc: %s" % ("(i=)", c["desc"], c["error"]), flush=True)
-                else:
-                    print(fmt_col("(i=)", c["desc"], c["step_s"], G, B, L, h, c["mem"], c["cpu_s"],
-                                  "  paper %d hwTF/s, ratio %.2f%s" % (c["paper"], c["hw_tflops"] / c["paper"],
-                                                                       "" if c["fits"] else ", over 80 GB")), flush=True)
+                print("        %s at 80 GB: %s" % (tag, c["over"]), flush=True)
         sb = g = s = None
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             if "ii" in cols:

@@ -329,6 +329,13 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
   /* --layers blocks: the blocks found first (the finder numbers the ops; build_graph's numbering must come after) */
   gv_layer_units lu = {0};
   if (gv_pipe_opts.blocks && gv_layer_units_find(m, &lu)) return -1;
+  if (gv_pipe_opts.blocks) { /* K = the blocks (the k asked for is not read) */
+    k = lu.nl;
+    if (k < 1) {
+      gv_layer_units_free(&lu);
+      return gv_error(m, "cluster-layers: --layers blocks: the program has no repeated blocks (give --layers K)");
+    }
+  }
   graph g = {0};
   build_graph(m, &g);
   int n = g.n;
@@ -347,12 +354,6 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
   int moved = 0;
   bool recut_done = false;
   if (gv_pipe_opts.blocks) { /* --layers blocks: a group per block found by structure, no METIS, no balance */
-    int L = lu.nl;
-    if (L < 1 || L != k) {
-      gv_layer_units_free(&lu);
-      return L < 1 ? gv_error(m, "cluster-layers: --layers blocks: the program has no repeated blocks (give --layers K)")
-                   : gv_error(m, "cluster-layers: --layers blocks: the program has %d blocks, %d groups asked for", L, k);
-    }
     /* an op outside the blocks (embedding, final norm, head) takes the group of the last block before it (the
      * first block's before any); then every op at least its operands' groups, so the order stays acyclic */
     int cur = 0;
@@ -515,15 +516,10 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
 
 int gv_pass_cluster_layers(gv_module *m) {
   int k = gv_pipe_opts.layers;
-  if (gv_pipe_opts.blocks) { /* K = the blocks */
-    gv_layer_units lu;
-    if (gv_layer_units_find(m, &lu)) return -1;
-    k = lu.nl > 0 ? lu.nl : 1;
-    gv_layer_units_free(&lu);
-  }
-  if (k <= 0) return 0; /* not asked for */
+  if (k <= 0 && !gv_pipe_opts.blocks) return 0; /* not asked for */
   gv_layer_groups lg;
   if (gv_cluster_layers(m, k, &lg)) return -1;
+  k = lg.ngroups; /* --layers blocks: the blocks */
   if (!gv_pipe_opts.quiet) {
     int64_t mx = 0;
     int nb = 0;

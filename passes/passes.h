@@ -151,6 +151,7 @@ typedef struct {
 } gv_layer_groups;
 /* Clusters m's body into k groups (attrs layer, layer_block; body reordered
  * group by group). Returns 0, or -1 after one error line. */
+/* k groups; with gv_pipe_opts.blocks a group per block found by structure (out->ngroups; k is not read) */
 int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out);
 int gv_pass_cluster_layers(gv_module *m); /* passes/cluster_layers.c */
 int gv_pass_stage_split(gv_module *m);    /* passes/stage_split.c */

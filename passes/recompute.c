@@ -386,24 +386,14 @@ int gv_pass_recompute(gv_module *m) {
     if (first >= 0) gv_layer_units_free(&lu);
     return rc;
   }
-  if (first >= 0) {
-    int rc = 0;
-    for (int u = 1; u <= first && !rc; u++) {
+  if (all || first >= 0) { /* the layers found by structure: every one, or the first `first` */
+    int rc = 0, nl = lu.nl;
+    for (int u = 1; u <= (first >= 0 ? first : nl) && !rc; u++) {
       layer_id L = {.lu = &lu, .unit = u};
       rc = recompute_layer(m, body, fwd_end, &L, nv);
     }
     gv_layer_units_free(&lu);
-    return rc;
-  }
-  if (all) {
-    int rc = 0;
-    for (int u = 1; u <= lu.nl && !rc; u++) {
-      layer_id L = {.lu = &lu, .unit = u};
-      rc = recompute_layer(m, body, fwd_end, &L, nv);
-    }
-    int nl = lu.nl;
-    gv_layer_units_free(&lu);
-    if (rc || nl) return rc;
+    if (rc || nl || first >= 0) return rc;
     if (!stage) return gv_error(m, "recompute: --recompute=all selects no layer (the forward program has no repeated blocks)");
     /* a pipeline stage of one block has no repeat to find: its layers by name (below; "all" selects each) */
   }

@@ -14,7 +14,7 @@
 #     plan without recomputation (8 microbatches each): none cannot fit,
 #     the search says so and ends with a recomputing plan under the limit;
 #   - each recomputing mode's plan (at its count) with only its first k
-#     layers recomputed: k = 0, then a bisection for the fewest k that fit
+#     layers recomputed: k = 0, then a search for the fewest k that fit
 #     (the lines of the k tried); the fastest of these and the uniform
 #     winner is plan.json's (recompute=first:k / selective:first:k), at
 #     the limit above and 1 byte under the smallest plan without

@@ -1584,10 +1584,11 @@ int main(int argc, char **argv) {
   const int64_t mem_limit_user = gv_plan_opts.memory_limit;
   /* Recomputation on some layers (docs/planner.md, "Recomputation on some layers"): after the recomputation search,
    * each recomputing mode's plan (at its count) is realised in full with its first k layers recomputed and none on
-   * the rest (recompute=first:k or selective:first:k, passes/recompute.c): k = 0 first, then a bisection for the fewest k that fit
-   * (memory only grows as layers stop recomputing, the step only shrinks, so a k that does not fit with a step no
-   * faster than the best so far ends the mode: every k that fits is slower); the modes in order of their steps. The
-   * fastest of these and the uniform modes' is compiled (its plan.json records the list, as --recompute=LIST gives
+   * the rest (recompute=first:k or selective:first:k, passes/recompute.c): k = 0 first, then the fewest k that fit,
+   * searched between the bounds known (part_next; memory only grows as layers stop recomputing, the step only shrinks,
+   * so a k that does not fit with a step no faster than the best so far ends the mode: every k that fits is slower);
+   * the modes in order of their steps. The
+   * fastest of these and the uniform modes' is compiled (its plan.json records first:k, as --recompute=first:k gives
    * it). GALV_RECOMPUTE_PARTIAL=off: the uniform modes alone. */
   static gv_plan part_plan, part_win_plan;
   static char part_list[64], part_win[64];
@@ -1938,7 +1939,7 @@ retry:
             while (at > 0 && rc_step[part_q[at - 1]] > rc_step[k]) part_q[at] = part_q[at - 1], at--;
             part_q[at] = k;
           }
-        if (part_nq) { /* fewer layers recomputed (part_list_of): k = 0, then a bisection over k */
+        if (part_nq) { /* fewer layers recomputed (part_list_of): k = 0, then part_next */
           gv_module_free(m);
           part_qi = 0, part_best = rc_step[best], part_win_mode = -1;
           part_mode = part_q[0], part_plan = rc_plan[part_mode], part_lo = -1, part_hi = part_L, part_k = 0;
