@@ -520,8 +520,10 @@ extern const galv_train_device *galv_train_dev;
  *   NAME: WHO: memory tracker: peak H bytes (live buffers' peak P + arena written A of N; at the peak: KIND BYTES, ...) */
 enum {
   GALV_MEM_ARENA, GALV_MEM_WEIGHTS, GALV_MEM_STATE, GALV_MEM_COPIES, GALV_MEM_SUMS, GALV_MEM_OPT, GALV_MEM_SAVED,
-  GALV_MEM_COMM, GALV_MEM_BUFFERS, GALV_MEM_CONVERT, GALV_MEM_NKINDS
+  GALV_MEM_COMM, GALV_MEM_BUFFERS, GALV_MEM_CONVERT, GALV_MEM_SCRATCH, GALV_MEM_NKINDS
 };
+/* GALV_MEM_SCRATCH: a program's collective pack / unpack scratch (codegen's galv_scratch; the memory plan's
+ * "communication buffers"), apart from the runtimes' own communication buffers (GALV_MEM_COMM) */
 void galv_mem_note(const void *p, int64_t bytes, int kind); /* a buffer allocated elsewhere (a device's allocator) */
 void galv_mem_forget(const void *p);                        /* ... released; an unknown pointer: nothing */
 void *galv_mem_alloc(int64_t bytes, int kind);              /* host memory, 64-byte aligned, noted (fatal when out) */
@@ -529,6 +531,7 @@ void galv_mem_free(void *p);                                /* forgets and frees
 void galv_mem_arena_high(int64_t high);                     /* the arena's measured high-water (the largest kept) */
 int64_t galv_mem_high_water(void);
 int64_t galv_mem_live(void);   /* the live buffers' bytes now (the arena not among them) */
+int64_t galv_mem_kind_live(int kind); /* ... of one kind */
 int64_t galv_mem_window(void); /* their peak since the previous call (or the start); a new window opens at the bytes now
                                 * (interleaved 1F1B: a device group's ranks sum theirs per entry, runtime/pipe.c) */
 void galv_mem_report(const char *who); /* who: "rank R", or NULL where galv_progname names the rank */

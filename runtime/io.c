@@ -732,7 +732,7 @@ const char *galv_narrow_weights(const char *w, int64_t bytes, const int64_t *tab
  * the high-water mark the program measured (galv_mem_arena_high). */
 static const char *const mem_kind_names[GALV_MEM_NKINDS] = {
     "arena", "weights", "state", "entry copies", "gradient sums", "optimizer state", "saved activations",
-    "communication buffers", "buffers", "16-bit conversion scratch"};
+    "communication buffers", "buffers", "16-bit conversion scratch", "collective scratch"};
 typedef struct {
   const void *p;
   int64_t bytes;
@@ -815,6 +815,7 @@ void galv_mem_arena_high(int64_t high) {
 int64_t galv_mem_high_water(void) { return mem_peak + mem_arena_hw; }
 
 int64_t galv_mem_live(void) { return mem_total; }
+int64_t galv_mem_kind_live(int kind) { return kind >= 0 && kind < GALV_MEM_NKINDS && kind != GALV_MEM_ARENA ? mem_live[kind] : 0; }
 
 int64_t galv_mem_window(void) {
   int64_t w = mem_win;

@@ -754,6 +754,20 @@ static void ze_pass(int whole, float *gblk) {
  * to the sums: a shared parameter's whole gradient to accw[p] (summed across the stages after the
  * microbatches), else this rank's block to acc[p] (ZeRO-2 per microbatch: reduce-scattered into the chunk's sums,
  * a whole gradient counted by the group's first rank only) */
+/* The largest parameter (its bytes on this rank) that is split, held by this stage only, and whose gradient output
+ * o (ok[o] < 0) of an entry is whole: max with mx. */
+static int64_t whole_grad_max(const galv_io *outs, const int *ok, int n, int64_t mx) {
+  for (int o = 0; o < n; o++)
+    if (ok[o] < 0) {
+      const int p = -ok[o] - 1;
+      if (galv_pipe_param_split[p].starts && !shared_param(p) &&
+          (size_t)outs[o].nbytes / galv_dtype_size(outs[o].dtype) != (size_t)galv_pipe_params[p].nbytes / 4 &&
+          galv_pipe_params[p].nbytes > mx)
+        mx = galv_pipe_params[p].nbytes;
+    }
+  return mx;
+}
+
 static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, const char *w, float **acc, float **accw, float *gblk) {
   int any = 0;
   for (int o = 0; o < n; o++)
@@ -1201,9 +1215,11 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     m_opt = (int64_t)zn * 4 * ((zs1 != NULL) + (zs2 != NULL));
   }
   uint64_t zsent = 0, zrs = 0, gar = 0; /* gar: the once-per-step gradient all-reduces' bytes (galv_pipe_zero 4);  the ZeRO-1 all-gathers' bytes, ZeRO-2's reduce-scatters' (galv_comm_counters, around them) */
-  int64_t gmax = 0, wmax = 0;
-  for (int p = 0; p < galv_pipe_nparams; p++)
-    if (galv_pipe_param_split[p].starts && galv_pipe_params[p].nbytes > gmax) gmax = galv_pipe_params[p].nbytes;
+  /* gmax: the largest split parameter whose gradient an entry returns whole (accumulate / ze_pass take this rank's
+   * block of it into gblk); a gradient returned split as its parameter needs none */
+  int64_t gmax = whole_grad_max(galv_outputs, ok, no, 0), wmax = 0;
+  if (bw) gmax = whole_grad_max(bout, okb, nbo, gmax);
+  if (wg) gmax = whole_grad_max(wg->outputs, okw, nwo, gmax);
   for (int p = 0; p < galv_pipe_nparams; p++)
     if (shared_param(p) && trains[p]) { /* frozen everywhere it is held: nothing to sum */
       int64_t wb = (int64_t)GSB((size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes);
@@ -1220,7 +1236,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int i = 0; i < nbi; i++)
     if (gbuf[i]) m_buf += (int64_t)AB(&bin[i]) * (ng[i] ? ng[i] : 1);
   float *wtmp = wmax ? dalloc((size_t)wmax, GALV_MEM_COMM) : NULL; /* a shared gradient received from another stage */
-  float *gblk = dalloc((size_t)gmax, GALV_MEM_BUFFERS); /* a split parameter's block of its (whole) gradient */
+  float *gblk = gmax ? dalloc((size_t)gmax, GALV_MEM_BUFFERS) : NULL; /* a split parameter's block of its (whole) gradient */
   float *g32 = pmax ? dalloc((size_t)pmax, GALV_MEM_BUFFERS) : NULL; /* bf16 sums: one widened for the optimizer */
   char *inbuf = last || bw ? dalloc((size_t)in_bytes, GALV_MEM_BUFFERS) : NULL; /* a forward's inputs (received, data slices) */
   char *hin = malloc((size_t)dmax + (size_t)dmax / 2 + 128); /* a data slice on the host, before its copy (16-bit: then narrowed) */
@@ -1645,11 +1661,13 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         break;
       }
     free(ha);
-    int64_t states = (int64_t)wbytes_all + copies + m_sums + m_opt + m_buf + (int64_t)abytes;
+    /* the entries' collective scratch (allocated by each entry's first run, held to the end) */
+    const int64_t scratch = galv_mem_kind_live(GALV_MEM_SCRATCH);
+    int64_t states = (int64_t)wbytes_all + copies + m_sums + m_opt + m_buf + scratch + (int64_t)abytes;
     printf("%s: memory per rank: %lld bytes (weights %lld, entry copies %lld, gradient sums %lld, optimizer state %lld%s, "
-           "buffers %lld, arena %lld, high-water %lld) + saved activations peak %lld; predicted %lld + %d x %lld\n",
+           "buffers %lld, collective scratch %lld, arena %lld, high-water %lld) + saved activations peak %lld; predicted %lld + %d x %lld\n",
            galv_progname, (long long)states, (long long)wbytes_all, (long long)copies, (long long)m_sums, (long long)m_opt,
-           z2 ? " (ZeRO-2)" : zc ? " (ZeRO-1)" : "", (long long)m_buf, (long long)abytes, (long long)high, (long long)peak,
+           z2 ? " (ZeRO-2)" : zc ? " (ZeRO-1)" : "", (long long)m_buf, (long long)scratch, (long long)abytes, (long long)high, (long long)peak,
            (long long)galv_pipe_predicted_state[me], peak_mb, (long long)galv_pipe_predicted_act[me]);
     galv_mem_arena_high(high);
     galv_mem_report(NULL); /* galv_progname names the stage and rank */

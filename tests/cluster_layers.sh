@@ -86,6 +86,25 @@ out=$(timeout 120 "$BUILD/galvc" "$T/g4.onnx" --batch 4 --seq 8 --train --gpus 2
       --plan-only 2>&1)
 if grep -q "^pipeline equal cuts: 2 stages, cuts at groups 0|2|4 of 4," <<<"$out"; then ok "--layers blocks --stage-cuts equal: $(grep -m1 -o 'cuts at groups [0-9|]* of [0-9]*' <<<"$out")"
 else bad "--layers blocks --stage-cuts equal: $(grep -m2 'equal cuts\|error' <<<"$out")"; fi
+# a given stage count without --layers: a group per block when the model has 4 or more per stage (an 8-layer GPT-2
+# in 2 stages: 8 groups, plan.json's layer_blocks, --plan rebuilds the same groups); fewer: 4 METIS groups per stage
+# (the 4-layer GPT-2: 8 groups, no layer_blocks)
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/g8.onnx" --layers 8 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null
+for L in 8 4; do
+  mm="$T/g$L.onnx" pj="$T/pp$L.json"
+  out=$(timeout 120 "$BUILD/galvc" "$mm" --batch 4 --seq 8 --train --gpus 2 --pipeline-stages 2 --plan-only --plan-out "$pj" 2>&1)
+  lg=$(grep -o '"layer_groups": [0-9]*' "$pj" 2>/dev/null) lb=$(grep -c '"layer_blocks": true' "$pj" 2>/dev/null)
+  want_lb=0
+  [ $L = 8 ] && want_lb=1
+  if [ "$lg" != '"layer_groups": 8' ] || [ "$lb" != $want_lb ]; then
+    bad "$L-layer GPT-2, 2 stages: ${lg:-no plan.json} layer_blocks $lb (expected 8 groups, layer_blocks $want_lb): $(grep -m1 error <<<"$out")"
+    continue
+  fi
+  re=$(timeout 120 "$BUILD/galvc" --plan "$pj" "$mm" --batch 4 --seq 8 --train --gpus 2 --plan-only 2>&1)
+  s0=$(grep -m1 '^  stage 0: groups' <<<"$out" | cut -d: -f2-3) s1=$(grep -m1 '^  stage 0: groups' <<<"$re" | cut -d: -f2-3)
+  if [ -n "$s0" ] && [ "$s0" = "$s1" ]; then ok "$L-layer GPT-2, 2 stages: $lg, layer_blocks $lb; --plan replays stage 0:$s0"
+  else bad "$L-layer GPT-2, 2 stages: --plan gives '$s1', the search '$s0' ($(grep -m1 error <<<"$re"))"; fi
+done
 # bad input: no repeated blocks
 python3 - "$T/mm.onnx" <<'PY'
 import sys, onnx

@@ -4,7 +4,7 @@
 # storage"): the stage entries store each parameter gradient bf16, the
 # runtime sums them over the microbatches in bf16 (fp32 master weights and
 # optimizer state), a stage of k devices all-reduces them in bf16. Tiny
-# GPT-2 (2 layers, hidden 32, vocab 64), batch 8 x seq 8, 3 AdamW steps,
+# GPT-2 (2 layers, hidden 32, vocab 64), batch 8 x seq 8 (the pp=2 x dp=2 cases seq 32), 3 AdamW steps,
 # under GALV_COMM_SYNC=1.
 # (1) pp=2, one microbatch, --pipeline-recompute (no stash: the stages
 #     round as one program rounds but at the stage boundary, and one
@@ -63,12 +63,24 @@ os.makedirs('$T/b')
 np.save('$T/b/input_ids.npy', r.randint(0, 64, (3, 8, 8)).astype(np.int64))
 np.save('$T/b/labels.npy', r.randint(0, 64, (3, 8, 8)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
 G=("$BUILD/galvc" "$m" --batch 8 --seq 8 --target cpu -q --train)
+# the pp=2 x dp=2 cases ((3), (4), ZeRO-2) at seq 32 (batches b32, single-device references one32s / one16gs): at
+# seq 8 the planner's plan of a one-block stage with ZeRO-1 is tp over its 2 ranks (its tp all-reduces move fewer
+# bytes than dp's per-microbatch gradient all-reduce), which leaves ZeRO-1 no dp ranks to split over
+python3 -c "
+import numpy as np, os
+r = np.random.RandomState(0)
+os.makedirs('$T/b32')
+np.save('$T/b32/input_ids.npy', r.randint(0, 64, (3, 8, 32)).astype(np.int64))
+np.save('$T/b32/labels.npy', r.randint(0, 64, (3, 8, 32)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
+G32=("$BUILD/galvc" "$m" --batch 8 --seq 32 --target cpu -q --train)
 losses() { grep -o "^step [0-9]* loss [^ ]*" "$1" | awk '{print $4}' | tr '\n' ' '; }
 # build NAME ARGS...: compile (galvc as ${G[@]}) and run 3 steps on $T/${BATCHES:-b} (-o NAME.w), the log in NAME.log
 build() {
   local d=$1
   shift
-  if ! timeout 600 "${G[@]}" "$@" -o "$T/$d/" </dev/null >"$T/$d.glog" 2>&1; then
+  local g=("${G[@]}")
+  [ "${BATCHES:-b}" = b32 ] && g=("${G32[@]}")
+  if ! timeout 600 "${g[@]}" "$@" -o "$T/$d/" </dev/null >"$T/$d.glog" 2>&1; then
     bad "$d: galvc: $(grep -m1 error "$T/$d.glog")"
     return 1
   fi
@@ -117,6 +129,11 @@ PY
 build one32 --precision fp32
 build one16 --precision bf16
 build one16g --precision bf16 --grad-dtype bf16
+CASES=${GALV_PIPE_GRAD_CASES:-1f1b:4 zb-h1:4 dp:2}
+if [[ " $CASES " == *" dp:2 "* ]]; then
+  BATCHES=b32 build one32s --precision fp32
+  BATCHES=b32 build one16gs --precision bf16 --grad-dtype bf16
+fi
 
 # ---- (1) one microbatch, recomputing stages: the one program's roundings
 for g in f32 bf16; do
@@ -134,16 +151,16 @@ for g in f32 bf16; do
 done
 
 # ---- (2), (3) pp=2 B=4 1F1B / ZB-H1, pp=2 x dp=2 B=2; each against the same pipeline with fp32 gradients
-CASES=${GALV_PIPE_GRAD_CASES:-1f1b:4 zb-h1:4 dp:2}
 for c in $CASES; do
   IFS=: read -r SC B <<<"$c"
   a=(--precision bf16 --pipeline-stages 2 --microbatches "$B")
+  bt=b r32=one32 r16=one16g
   case $SC in
-    dp) a+=(--schedule 1f1b --gpus 4 --stage-devices 2,2) ;; # the planner's plan per stage (the stage cost prices it; under --strategy dp the preset compiles stage 1 with its gradients whole, priced unreduced: docs/pipeline.md)
+    dp) a+=(--schedule 1f1b --gpus 4 --stage-devices 2,2) bt=b32 r32=one32s r16=one16gs ;; # the planner's plan per stage (the stage cost prices it; under --strategy dp the preset compiles stage 1 with its gradients whole, priced unreduced: docs/pipeline.md)
     *) a+=(--schedule "$SC") ;;
   esac
-  build p_${SC}_f32 "${a[@]}" && build p_${SC}_bf16 "${a[@]}" --grad-dtype bf16 || continue
-  if msg=$(python3 - "$T/one32.log" "$T/one16g.log" "$T/p_${SC}_bf16.log" "$T/p_${SC}_f32.log" "$SC" <<'PY'
+  BATCHES=$bt build p_${SC}_f32 "${a[@]}" && BATCHES=$bt build p_${SC}_bf16 "${a[@]}" --grad-dtype bf16 || continue
+  if msg=$(python3 - "$T/$r32.log" "$T/$r16.log" "$T/p_${SC}_bf16.log" "$T/p_${SC}_f32.log" "$SC" <<'PY'
 import re, sys
 def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
 f, h, p = (losses(x) for x in sys.argv[1:4])
@@ -185,7 +202,7 @@ print(msg + ("; " + ", ".join(errs) if errs else ""))
 sys.exit(1 if errs else 0)
 PY
   ); then ok "pp=2 $SC B=$B, bf16 gradients: $msg"; else bad "pp=2 $SC B=$B, bf16 gradients: $msg"; fi
-  if msg=$(wcheck "$T/one32.w" "$T/one16g.w" "$T/p_${SC}_bf16.w"); then ok "pp=2 $SC B=$B, bf16 gradients, weights: $msg"
+  if msg=$(wcheck "$T/$r32.w" "$T/$r16.w" "$T/p_${SC}_bf16.w"); then ok "pp=2 $SC B=$B, bf16 gradients, weights: $msg"
   else bad "pp=2 $SC B=$B, bf16 gradients, weights: $msg"; fi
 done
 
@@ -193,7 +210,7 @@ done
 # widens them; the pipeline without it reduces its bf16 sums once per step where ZeRO-1's program all-reduces every
 # microbatch's, so the two agree within (2)'s bound, not bit for bit; the moments per rank half, the sums bf16 alike
 if [[ " $CASES " == *" dp:2 "* ]] && [ -e "$T/p_dp_bf16.log" ] &&
-  build pz_bf16 --precision bf16 --pipeline-stages 2 --microbatches 2 --schedule 1f1b --gpus 4 --stage-devices 2,2 \
+  BATCHES=b32 build pz_bf16 --precision bf16 --pipeline-stages 2 --microbatches 2 --schedule 1f1b --gpus 4 --stage-devices 2,2 \
     --grad-dtype bf16 --pipeline-zero 1; then
   if msg=$(python3 - "$T/p_dp_bf16.log" "$T/pz_bf16.log" "$T/p_dp_bf16.w" "$T/pz_bf16.w" <<'PY'
 import os, re, sys
@@ -220,15 +237,15 @@ print(f"losses {' '.join(b)}: within {dl:.2g} of the run without ZeRO-1 (bound 1
 sys.exit(1 if errs else 0)
 PY
   ); then ok "pp=2 x dp=2 --pipeline-zero 1, bf16 gradients: $msg"; else bad "pp=2 x dp=2 --pipeline-zero 1, bf16 gradients: $msg"; fi
-  if msg=$(wcheck "$T/one32.w" "$T/one16g.w" "$T/pz_bf16.w"); then ok "pp=2 x dp=2 --pipeline-zero 1, bf16 gradients, weights: $msg"
+  if msg=$(wcheck "$T/one32s.w" "$T/one16gs.w" "$T/pz_bf16.w"); then ok "pp=2 x dp=2 --pipeline-zero 1, bf16 gradients, weights: $msg"
   else bad "pp=2 x dp=2 --pipeline-zero 1, bf16 gradients, weights: $msg"; fi
 fi
 # ZeRO-2 (the shares summed locally in bf16, reduce-scattered once per step in bf16): the losses within the bounds of
 # (2) against the fp32 single device, the bf16 one program and the same pipeline without ZeRO; 2-byte elements moved
 if [[ " $CASES " == *" dp:2 "* ]] && [ -e "$T/p_dp_bf16.log" ] &&
-  build pz2_bf16 --precision bf16 --pipeline-stages 2 --microbatches 2 --schedule 1f1b --gpus 4 --stage-devices 2,2 \
+  BATCHES=b32 build pz2_bf16 --precision bf16 --pipeline-stages 2 --microbatches 2 --schedule 1f1b --gpus 4 --stage-devices 2,2 \
     --grad-dtype bf16 --pipeline-zero 2; then
-  if msg=$(python3 - "$T/one32.log" "$T/one16g.log" "$T/p_dp_bf16.log" "$T/pz2_bf16.log" <<'PY'
+  if msg=$(python3 - "$T/one32s.log" "$T/one16gs.log" "$T/p_dp_bf16.log" "$T/pz2_bf16.log" <<'PY'
 import re, sys
 def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
 f, h, d, z = (losses(x) for x in sys.argv[1:5])
@@ -253,7 +270,7 @@ print(f"losses {' '.join(f'{x:.7f}' for x in z)}: within {dev:.2g} of fp32, bf16
 sys.exit(1 if errs else 0)
 PY
   ); then ok "pp=2 x dp=2 --pipeline-zero 2, bf16 gradients: $msg"; else bad "pp=2 x dp=2 --pipeline-zero 2, bf16 gradients: $msg"; fi
-  if msg=$(wcheck "$T/one32.w" "$T/one16g.w" "$T/pz2_bf16.w"); then ok "pp=2 x dp=2 --pipeline-zero 2, bf16 gradients, weights: $msg"
+  if msg=$(wcheck "$T/one32s.w" "$T/one16gs.w" "$T/pz2_bf16.w"); then ok "pp=2 x dp=2 --pipeline-zero 2, bf16 gradients, weights: $msg"
   else bad "pp=2 x dp=2 --pipeline-zero 2, bf16 gradients, weights: $msg"; fi
 fi
 # ---- (5) tests/driver.sh's GPT-2 (hidden 64) at its default shapes (batch 1, seq 128): the stage DP puts the

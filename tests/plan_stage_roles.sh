@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# A pipeline stage of one block (docs/planner.md, "Roles in the outer unit"): the stage program finds no repeated
-# layers, so every parameter is in the planner's outer unit. Its tp roles still follow Megatron's split: the rows of
-# a dot fed by a column-split one (attn.c_proj, mlp.c_proj), and a tied head that reads the embedding through a
-# transpose (the last stage holds no gather of it) split over the vocabulary. Checked on a tied GPT-2 tiny cut into
-# 2 stages of one block each (--layers blocks --stage-cuts equal) on 2 x tp=2: every realised stage program
-# (GALV_PLAN_DEBUG=3's per-op tables) has no all_to_all (no weight resharded per use) and the head's dot computes
-# vocab / 2 columns per rank; the compiled pipeline trains 2 AdamW steps equal to one device (4 CPU ranks).
+# A tied head in a pipeline's last stage (docs/planner.md, "Search space": the outer unit's roles): the stage holds
+# no gather of the embedding, only the head's `x @ transpose(wte)`, and the planner's outer unit splits the
+# parameter's vocabulary dim there too (before, the head ran whole on every tp rank). Checked on a tied GPT-2 tiny
+# cut into 2 stages of one block each (--layers blocks --stage-cuts equal) on 2 x tp=2: the last stage's last
+# realised program (GALV_PLAN_DEBUG=3's per-op tables) computes vocab / 2 head columns per rank; the compiled
+# pipeline trains 2 AdamW steps equal to one device (4 CPU ranks).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -31,18 +30,15 @@ if ! GALV_PLAN_DEBUG=3 timeout 300 "$BUILD/galvc" "$m" "${opts[@]}" --plan-only 
   bad "plan: $(grep -m3 -i error "$T/plan")"
 else
   n=$(grep -c '^cost model' "$T/plan")
-  a2a=$(grep -c ' all_to_all ' "$T/plan")
   # the head's dot in the last stage's last realised program (the first is the replicated bound): [microbatch 4,
   # seq 8, vocab / tp = 32] per rank
   head=$(grep -E '^[0-9]+ +dot +/lm_head/MatMul ' "$T/plan" | tail -1)
   if [ "$n" -lt 2 ]; then
     bad "plan: $n realised programs printed (GALV_PLAN_DEBUG=3)"
-  elif [ "$a2a" != 0 ]; then
-    bad "plan: $a2a all_to_all in the realised stage programs: $(grep -m2 ' all_to_all ' "$T/plan")"
   elif ! grep -q 'tensor<4x8x32x' <<<"$head"; then
     bad "plan: the head's dot is not split over the vocabulary: ${head:-none}"
   else
-    ok "plan: $n realised stage programs, no all_to_all; the head's dot $(awk '{print $4}' <<<"$head") per rank"
+    ok "plan: $n realised stage programs; the last stage's head dot $(awk '{print $4}' <<<"$head") per rank"
   fi
 fi
 

@@ -403,6 +403,15 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       return 1;
     }
   }
+  if (!*K && !pa->layers && !pa->joint && S) { /* a given stage count: a group per block when the model has at least
+                                               * 4 blocks per stage (the cuts at its layer boundaries, Megatron's among
+                                               * them); fewer: 4 METIS groups per stage (finer than its blocks) */
+    gv_layer_units u;
+    if (gv_layer_units_find(m, &u)) { gv_module_free(m); return -1; }
+    int L = u.nl;
+    gv_layer_units_free(&u);
+    if (L >= 4 * want && L <= GV_PIPE_MAX_STAGES) *K = L, gv_pipe_opts.blocks = true;
+  }
   if (!*K) *K = pa->layers ? pa->layers : (4 * want < nops - 1 ? 4 * want : nops - 1);
   int k = *K;
   gv_layer_groups g;
@@ -986,8 +995,8 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
   int S = pl->nstages;
   fprintf(f, "{\n  \"cluster\": \"%s\",\n  \"devices_per_node\": %lld,\n  \"memory_limit\": %lld,\n", c->name,
           (long long)c->devices_per_node, (long long)(gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : c->memory_bytes));
-  fprintf(f, "  \"pipeline\": {\"stages\": %d, \"microbatches\": %d, \"schedule\": \"%s\", \"layer_groups\": %d, \"cuts\": [", S,
-          pl->B, train ? gv_schedule_name(P->sched) : "inference", K);
+  fprintf(f, "  \"pipeline\": {\"stages\": %d, \"microbatches\": %d, \"schedule\": \"%s\", \"layer_groups\": %d,%s \"cuts\": [", S,
+          pl->B, train ? gv_schedule_name(P->sched) : "inference", K, gv_pipe_opts.blocks ? " \"layer_blocks\": true," : "");
   for (int i = 0; i <= S; i++) fprintf(f, "%s%d", i ? ", " : "", pl->first[i]);
   fprintf(f, "], \"stage_devices\": [");
   for (int i = 0; i < S; i++) fprintf(f, "%s%d", i ? ", " : "", dev[i]);
@@ -1043,12 +1052,13 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
   int rc = 0;
   if (!p) { gv_json_free(root); return 0; }
   const gv_json *st = gv_json_get(p, "stages"), *mb = gv_json_get(p, "microbatches"), *sc = gv_json_get(p, "schedule"),
-                *lg = gv_json_get(p, "layer_groups"), *cu = gv_json_get(p, "cuts"), *sd = gv_json_get(p, "stage_devices");
+                *lg = gv_json_get(p, "layer_groups"), *lb = gv_json_get(p, "layer_blocks"), *cu = gv_json_get(p, "cuts"), *sd = gv_json_get(p, "stage_devices");
 #define INT_IN(v, lo, hi) ((v) && (v)->kind == GV_JSON_NUMBER && (v)->num >= (lo) && (v)->num <= (hi) && (v)->num == (double)(int64_t)(v)->num)
   int line = p->line;
   if (!INT_IN(st, 1, GV_PIPE_MAX_STAGES)) rc = gv_error_plain("%s: line %d: field 'pipeline.stages': expected an integer from 1 to %d", path, st ? st->line : line, GV_PIPE_MAX_STAGES);
   else if (!INT_IN(mb, 1, 1000000)) rc = gv_error_plain("%s: line %d: field 'pipeline.microbatches': expected an integer from 1 to 1000000", path, mb ? mb->line : line);
   else if (!INT_IN(lg, st->num, 1000000)) rc = gv_error_plain("%s: line %d: field 'pipeline.layer_groups': expected an integer of at least the stages", path, lg ? lg->line : line);
+  else if (lb && lb->kind != GV_JSON_BOOL) rc = gv_error_plain("%s: line %d: field 'pipeline.layer_blocks': expected true or false", path, lb->line);
   else if (!sc || sc->kind != GV_JSON_STRING || (strcmp(sc->str, "1f1b") && strcmp(sc->str, "gpipe") && strcmp(sc->str, "zb-h1") && strcmp(sc->str, "inference")))
     rc = gv_error_plain("%s: line %d: field 'pipeline.schedule': expected \"1f1b\", \"gpipe\", \"zb-h1\" or \"inference\"", path, sc ? sc->line : line);
   else if (!cu || cu->kind != GV_JSON_ARRAY || cu->n != (int)st->num + 1)
@@ -1113,6 +1123,7 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
     *found = true;
     pa->on = true, pa->cuts_given = true;
     pa->stages = S, pa->nsdev = S, pa->B = (int)mb->num, pa->layers = K;
+    if (lb && lb->kind == GV_JSON_BOOL && lb->b) gv_pipe_opts.blocks = true; /* the groups are the blocks (K of them) */
     pa->sched = !strcmp(sc->str, "gpipe") ? GV_SCHED_GPIPE : !strcmp(sc->str, "zb-h1") ? GV_SCHED_ZBH1 : GV_SCHED_1F1B;
   }
   gv_json_free(root);

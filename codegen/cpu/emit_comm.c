@@ -20,7 +20,7 @@ const cg_comm_target cg_cpu_comm = {
      * have read it by then (ASan intercepts the library's memcpy too) */
     .in_flight = "#ifdef GALV_DEBUG\n  galv_queue_sync(galv_q);\n#endif\n",
     /* the pack / unpack scratch: device data, noted by the allocation tracker (runtime/io.c) */
-    .scratch_alloc = "  galv_scratch[%1$d] = galv_mem_alloc(%2$lld, GALV_MEM_COMM);\n",
+    .scratch_alloc = "  galv_scratch[%1$d] = galv_mem_alloc(%2$lld, GALV_MEM_SCRATCH);\n",
     .scratch_free = "  galv_mem_free(galv_scratch[%d]);\n",
     .axis_index = "  *(int64_t *)%s = galv_comm_rank(galv_g[%d]);\n",
     .bf16 = 0,
