@@ -1413,10 +1413,11 @@ static gv_module *build_reduced(const ctx *C, int K) {
 #undef DROPPED
   free(list), free(uop), free(pos), free(cnt), free(start), free(nargs), free(newidx);
   if (ok) {
-    /* through the printer and back: a well-formed module, or none */
+    /* a fresh copy (the module the printer and parser would give: no unlinked ops, ids reset), checked: a
+     * well-formed module, or none */
     gv_module *c = NULL;
     int fd = quiet_begin();
-    if (!gv_verify(m)) c = clone_text(m);
+    if (!gv_verify(m)) c = clone_module(m);
     if (c && gv_verify(c)) gv_module_free(c), c = NULL;
     quiet_end(fd);
     gv_module_free(m);
