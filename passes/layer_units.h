@@ -43,6 +43,8 @@ typedef struct {
   /* location -> unit: open addressing, keys copied (the table outlives m) */
   char **key;
   int *val;
+  uint64_t *khash; /* per slot: its key's hash */
+  size_t *klen;    /* per slot: its key's length (less the namespace byte) */
   int cap, n;
 } gv_layer_units;
 
