@@ -24,7 +24,7 @@ typedef struct {
   gv_value **map; /* by original value id: its copy */
   int n;
   bool bad;
-  bool share; /* constants' data shared with m (gv_module_clone_shared), not copied */
+  bool share; /* constants' data and op locations shared with m (gv_module_clone_shared), not copied */
 } cloner;
 
 static int number(gv_block *b, int n) {
@@ -152,8 +152,8 @@ static void block(cloner *k, gv_block *d, const gv_block *b, bool body) {
       for (int i = 0; i < op->nattrs; i++) attr(k, &o->attrs[i], &op->attrs[i]);
       o->nattrs = op->nattrs;
     }
-    o->loc = op->loc ? dup(k, op->loc) : "";
-    o->onnx_op = dup(k, op->onnx_op);
+    o->loc = op->loc ? k->share ? op->loc : dup(k, op->loc) : ""; /* shared: m's strings (read only, m outlives the copy) */
+    o->onnx_op = k->share ? op->onnx_op : dup(k, op->onnx_op);
     o->nregions = op->nregions;
     o->regions = regions;
     for (int r = 0; r < op->nregions; r++) regions[r]->parent = o;

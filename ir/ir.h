@@ -449,9 +449,10 @@ void gv_print_module(const gv_module *m, void *file);
  * scratch. */
 gv_module *gv_module_clone(const gv_module *m);
 /* gv_module_clone, but the copy's constants (tensor attributes, bool ones
- * aside) point at m's data instead of copies of it: only for a copy that is
- * freed before m and never writes a constant's data (the planner's candidate
- * realisations). */
+ * aside) point at m's data instead of copies of it, and its ops' locations
+ * and ONNX op names at m's strings: only for a copy that is freed before m
+ * and never writes a constant's data or a location's bytes (the planner's
+ * candidate realisations). */
 gv_module *gv_module_clone_shared(const gv_module *m);
 /* Parses text printed by gv_print_module (ir/parse.c). source names the file
  * in errors. Returns NULL after reporting an error. */

@@ -47,8 +47,66 @@ static int get(const gv_layer_units *u, char ns, const char *s, size_t len, uint
   return u->key[i] ? u->val[i] : -1;
 }
 
+static size_t ptr_slot(const gv_layer_units *u, const char *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  size_t i = (size_t)x & (size_t)(u->pcap - 1);
+  while (u->pkey[i] && u->pkey[i] != p) i = (i + 1) & (size_t)(u->pcap - 1);
+  return i;
+}
+
+static int loc_by_name(const gv_layer_units *u, const char *loc);
+
 int gv_layer_units_loc(const gv_layer_units *u, const char *loc) {
   if (!u || !loc || !u->nl) return 0;
+  if (u->bound && u->pcap) {
+    size_t i = ptr_slot(u, loc);
+    if (u->pkey[i]) return u->pval[i];
+  }
+  return loc_by_name(u, loc);
+}
+
+static int bind_block(gv_layer_units *u, const gv_block *b, int *n) {
+  for (const gv_op *op = b->first; op; op = op->next) {
+    if (op->loc) {
+      size_t i = ptr_slot(u, op->loc);
+      if (!u->pkey[i]) u->pkey[i] = op->loc, u->pval[i] = loc_by_name(u, op->loc), ++*n;
+    }
+    for (int r = 0; r < op->nregions; r++) bind_block(u, op->regions[r], n);
+  }
+  return 0;
+}
+
+static int count_ops(const gv_block *b) {
+  int n = 0;
+  for (const gv_op *op = b->first; op; op = op->next) {
+    n++;
+    for (int r = 0; r < op->nregions; r++) n += count_ops(op->regions[r]);
+  }
+  return n;
+}
+
+int gv_layer_units_bind(gv_layer_units *u, const gv_module *m) {
+  free(u->pkey), free(u->pval);
+  u->pkey = NULL, u->pval = NULL, u->pcap = 0, u->bound = false;
+  if (!u->nl || !m || !m->main || !m->main->body) return 0;
+  int nops = count_ops(m->main->body), cap = 16, n = 0;
+  while (cap < 2 * (nops + 1)) cap *= 2;
+  u->pkey = calloc((size_t)cap, sizeof *u->pkey);
+  u->pval = calloc((size_t)cap, sizeof *u->pval);
+  if (!u->pkey || !u->pval) {
+    free(u->pkey), free(u->pval);
+    u->pkey = NULL, u->pval = NULL;
+    fprintf(stderr, "%s: error: out of memory\n", gv_progname);
+    return -1;
+  }
+  u->pcap = cap;
+  return bind_block(u, m->main->body, &n);
+}
+
+static int loc_by_name(const gv_layer_units *u, const char *loc) {
   char ns = 'n';
   const char *s = loc;
   if (!strncmp(loc, "optimizer/", 10)) { /* optimizer/OPT/PARAM */
@@ -103,7 +161,7 @@ const gv_layer_units *gv_layer_units_for(const gv_module *m) {
 
 void gv_layer_units_free(gv_layer_units *u) {
   for (int i = 0; i < u->cap; i++) free(u->key[i]);
-  free(u->key), free(u->val), free(u->khash), free(u->klen), free(u->arg_unit), free(u->kind), free(u->len);
+  free(u->key), free(u->val), free(u->khash), free(u->klen), free(u->pkey), free(u->pval), free(u->arg_unit), free(u->kind), free(u->len);
   memset(u, 0, sizeof *u);
 }
 

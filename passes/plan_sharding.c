@@ -180,7 +180,7 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
   }
   C->train = f->arg_is_state != NULL;
   for (int i = 0; i < n; i++) C->tpdim[i] = C->param_of[i] = -1;
-  if (gv_layer_units_find(m, &C->lu)) {
+  if (gv_layer_units_find(m, &C->lu) || gv_layer_units_bind(&C->lu, m)) { /* bound: m's locations by address (realise_do) */
     ctx_free(C);
     return -1;
   }
@@ -1031,11 +1031,12 @@ done:
  * realise_do then fills out->mem_full (red_full_lower). */
 static int red_full_nl;
 
-static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
+static int realise_copy(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
   memset(out, 0, sizeof *out);
   gv_module *m = clone_realise(C->m);
   if (!m) return -1;
   C->realised++;
+  C->lu.bound = true; /* the copy's locations are C->m's strings (clone_realise): looked up by address */
   int rc = pin_plan(m, C, p);
   gv_shard_options saved = gv_shard_opts;
   gv_shard_opts.strategy = NULL;
@@ -1159,6 +1160,12 @@ static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit
   if (realise_kept && kept_bytes(C, m, p->nunits, realise_kept)) memset(realise_kept, 0, (size_t)p->nunits * sizeof *realise_kept);
   gv_module_free(m);
   return 0;
+}
+
+static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
+  int rc = realise_copy(C, p, out, unit_ns, unit_state);
+  C->lu.bound = false;
+  return rc;
 }
 
 /* ---------------------------------------------------------------- realisations kept
