@@ -156,10 +156,8 @@ bool gv_type_is_static(const gv_type *t) {
 int64_t gv_type_numel(const gv_type *t) {
   if (!gv_type_is_static(t)) return -1;
   int64_t n = 1;
-  for (int i = 0; i < t->rank; i++) {
-    if (t->dims[i] != 0 && n > INT64_MAX / t->dims[i]) return -2;
-    n *= t->dims[i];
-  }
+  for (int i = 0; i < t->rank; i++) /* dims >= 0 here: overflow exactly when n > INT64_MAX / dims[i] */
+    if (__builtin_mul_overflow(n, t->dims[i], &n)) return -2;
   return n;
 }
 
