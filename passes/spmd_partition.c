@@ -93,10 +93,10 @@ static int local_type(spmd *S, const gv_op *op, const gv_value *v, const gv_shar
   for (int d = 0; d < s->rank && d < v->type.rank; d++) {
     int64_t p = gv_sharding_dim_split(s, d);
     if (p == 1) continue;
-    char ax[64] = "", nb[300];
-    for (int k = 0; k < s->naxes[d]; k++)
-      snprintf(ax + strlen(ax), sizeof ax - strlen(ax), "%s%s", k ? "x" : "", s->mesh->axis[s->axes[d][k]]);
     if (v->type.dims[d] < 0 || v->type.dims[d] % p) {
+      char ax[64] = "", nb[300]; /* the axes' names, for the error */
+      for (int k = 0; k < s->naxes[d]; k++)
+        snprintf(ax + strlen(ax), sizeof ax - strlen(ax), "%s%s", k ? "x" : "", s->mesh->axis[s->axes[d][k]]);
       if (op)
         return gv_error_op(S->m, op, "spmd: %s dim %d of size %lld does not divide into %lld shards (mesh axes %s)",
                            vname(v, nb, sizeof nb), d, (long long)v->type.dims[d], (long long)p, ax);
