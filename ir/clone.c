@@ -54,6 +54,19 @@ static const gv_sharding *sharding(cloner *k, const gv_sharding *s) {
   return t;
 }
 
+/* Every byte of d[0..n) is 0 or 1 (a bool constant as the text would give it back): eight at a time. */
+static bool bool_bytes(const unsigned char *d, size_t n) {
+  size_t i = 0;
+  uint64_t any = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, d + i, 8);
+    any |= w;
+  }
+  for (; i < n; i++) any |= d[i];
+  return !(any & ~0x0101010101010101ull);
+}
+
 static void attr(cloner *k, gv_attr *d, const gv_attr *a) {
   gv_arena *ar = k->c->arena;
   *d = *a;
@@ -87,7 +100,7 @@ static void attr(cloner *k, gv_attr *d, const gv_attr *a) {
         size_t bytes = (size_t)n * es;
         t->data = gv_alloc(ar, bytes ? bytes : 1);
         memcpy(t->data, a->u.t->data, bytes);
-        if (t->type.dtype == GV_DT_BOOL) /* the text keeps one bit per element */
+        if (t->type.dtype == GV_DT_BOOL && !bool_bytes(t->data, bytes)) /* the text keeps one bit per element */
           for (size_t i = 0; i < bytes; i++) ((unsigned char *)t->data)[i] = ((unsigned char *)t->data)[i] != 0;
       } else if (a->u.t->data || n != 0) {
         k->bad = true; /* not printable and parsable as it is: the caller goes through the text */
