@@ -62,7 +62,7 @@ void *gv_alloc(gv_arena *a, size_t n) {
   chunk *c = a->head;
   if (!c || c->size - c->used < n) {
     size_t sz = n > (1u << 16) ? n : (1u << 16);
-    c = malloc(sizeof(chunk) + sz);
+    c = calloc(1, sizeof(chunk) + sz); /* zeroed once, whole: every allocation from it starts zeroed */
     if (!c) {
       fprintf(stderr, "%s: error: out of memory (%zu bytes)\n", gv_progname, n);
       exit(1);
@@ -80,9 +80,8 @@ void *gv_alloc(gv_arena *a, size_t n) {
     }
     a->total += sz;
   }
-  void *p = c->data + c->used;
+  void *p = c->data + c->used; /* zero: chunks are handed out once, from calloc */
   c->used += n;
-  memset(p, 0, n);
   return p;
 }
 
