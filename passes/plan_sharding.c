@@ -570,19 +570,19 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
   int64_t fb = 0, tpc = 0;
   int nops = 0;
   for (const gv_op *op = f->body->first; op; op = op->next) nops++;
-  int64_t *adv = malloc(((size_t)nops + 1) * sizeof *adv);
+  int64_t *adv = malloc(((size_t)nops + 1) * sizeof *adv), *opns = malloc(((size_t)nops + 1) * sizeof *opns);
   gv_timeline tl;
-  gv_cost_timeline(C->c, m, &tl, adv);
+  gv_cost_timeline_ns(C->c, m, &tl, adv, opns); /* opns: each op's time as the timeline priced it (the same calls as below) */
   int lo = -1, hi = -1; /* a stand-in for count_as microbatches: its second microbatch's ops weigh count_as - 1 */
   int64_t extra = count_as > 2 && adv && microbatch_copies(m) == 2 && count_region(f, &lo, &hi) ? count_as - 2 : 0, wait = 0;
   gv_attn_chain att[GV_ATTN_MAX]; /* the target's fused attention (cost.h), priced as one kernel */
-  int natt = gv_cost_attention_chains(C->c, m, att);
+  int natt = opns ? 0 : gv_cost_attention_chains(C->c, m, att);
   int idx = 0;
   for (const gv_op *op = f->body->first; op; op = op->next, idx++) {
     int ci = coll_index(op->code);
     int64_t ns, w2 = extra ? count_weight2(op, idx, lo, hi, extra) : 2; /* the weight, in halves */
     if (ci >= 0) {
-      ns = gv_cost_collective_op(C->c, m, op);
+      ns = opns ? opns[idx] : gv_cost_collective_op(C->c, m, op);
       if (ns < 0) ns = 0;
       out->comm_ns += w2 * ns / 2;
       if (off_batch(p, op)) tpc += w2 * ns / 2;
@@ -590,7 +590,11 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
       out->coll_bytes[ci] += w2 * gv_get_int(op, "bytes", 0) / 2;
     } else {
       gv_op_cost oc;
-      if (!gv_cost_attention_op(C->c, att, natt, op, &oc) && gv_cost_op(C->c, op, NULL, NULL, &oc)) continue;
+      if (opns) {
+        if (opns[idx] < 0) continue; /* not priced */
+        oc.ns = opns[idx];
+      } else if (!gv_cost_attention_op(C->c, att, natt, op, &oc) && gv_cost_op(C->c, op, NULL, NULL, &oc))
+        continue;
       ns = oc.ns;
       out->compute_ns += w2 * ns / 2;
       if (phase_of(op->loc) != PH_OTHER) fb += w2 * ns / 2;
@@ -613,7 +617,7 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
     fprintf(stderr, "plan: count %lld from 2: ops %d, second microbatch [%d, %d], step %lld, its advance %lld\n",
             (long long)count_as, nops, lo, hi, (long long)tl.step_ns, (long long)ra);
   }
-  free(adv);
+  free(adv), free(opns);
   C->fb_ns = fb, C->tpc_ns = tpc;
   out->slowdown_ns = tl.slowdown_ns;
   out->exposed_ns = tl.exposed_ns + wait; /* a stand-in's repeated microbatches: their advance beyond their compute */
