@@ -458,7 +458,8 @@ static void plan_step(gv_plan_cost *pc) { pc->step_ns = pc->compute_ns + pc->slo
  * bookkeeping are none of the three. */
 enum { PH_FWD, PH_BWD, PH_REC, PH_OTHER, NPH };
 static int phase_of(const char *loc) {
-  if (!loc || !strncmp(loc, "optimizer/", 10) || !strncmp(loc, "accumulate/", 11) || !strncmp(loc, "autodiff/", 9)) return PH_OTHER;
+  if (!loc || (loc[0] == 'o' && !strncmp(loc, "optimizer/", 10)) || (loc[0] == 'a' && (!strncmp(loc, "accumulate/", 11) || !strncmp(loc, "autodiff/", 9))))
+    return PH_OTHER;
   size_t n = strlen(loc);
   if (n >= 5 && !strcmp(loc + n - 5, "/grad")) return PH_BWD;
   if (n >= 10 && !strcmp(loc + n - 10, "/recompute")) return PH_REC;
