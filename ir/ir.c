@@ -853,6 +853,15 @@ void gv_remove_attr(gv_op *op, const char *name) {
   }
 }
 
+void gv_remove_attr_key(gv_op *op, const char *key) {
+  for (int i = 0; i < op->nattrs; i++)
+    if (op->attrs[i].name == key) {
+      memmove(op->attrs + i, op->attrs + i + 1, (size_t)(op->nattrs - i - 1) * sizeof *op->attrs);
+      op->nattrs--;
+      return;
+    }
+}
+
 const gv_attr *gv_get_attr_key(const gv_op *op, const char *key) {
   for (int i = 0; i < op->nattrs; i++)
     if (op->attrs[i].name == key) return &op->attrs[i];

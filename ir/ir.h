@@ -413,6 +413,7 @@ const gv_attr *gv_get_attr(const gv_op *op, const char *name);
  * key (static const char *k; if (!k) k = gv_intern("storage");). */
 const char *gv_intern(const char *s);
 const gv_attr *gv_get_attr_key(const gv_op *op, const char *key);
+void gv_remove_attr_key(gv_op *op, const char *key); /* gv_remove_attr by a gv_intern key */
 int64_t gv_get_int(const gv_op *op, const char *name, int64_t dflt);
 float gv_get_float(const gv_op *op, const char *name, float dflt);
 const char *gv_get_str(const gv_op *op, const char *name, const char *dflt);
