@@ -534,6 +534,7 @@ typedef struct {
 struct gv_subst {
   size_t n, cap;
   subst_entry *e;
+  uint64_t version; /* entries recorded so far (gv_subst_version) */
 };
 
 static void *subst_calloc(size_t n, size_t size) {
@@ -594,7 +595,10 @@ void gv_subst_add(gv_subst *s, gv_value *from, gv_value *to, const gv_op *keep) 
   while (s->e[i].from && s->e[i].from != from) i = (i + 1) & (s->cap - 1);
   if (!s->e[i].from) s->n++;
   s->e[i] = (subst_entry){from, to, keep};
+  s->version++;
 }
+
+uint64_t gv_subst_version(const gv_subst *s) { return s->version; }
 
 gv_value *gv_subst_value(const gv_subst *s, gv_value *v, const gv_op *user) {
   for (size_t hops = 0; hops <= s->n; hops++) { /* a chain visits each entry at most once */

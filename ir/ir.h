@@ -368,6 +368,9 @@ gv_subst *gv_subst_new(void);
 void gv_subst_free(gv_subst *s);
 void gv_subst_add(gv_subst *s, gv_value *from, gv_value *to, const gv_op *keep);
 bool gv_subst_empty(const gv_subst *s);
+/* Grows with every gv_subst_add: resolving an op again resolves nothing new
+ * while it is unchanged. */
+uint64_t gv_subst_version(const gv_subst *s);
 gv_value *gv_subst_value(const gv_subst *s, gv_value *v, const gv_op *user);
 void gv_subst_op(const gv_subst *s, gv_op *op);
 void gv_subst_block(const gv_subst *s, gv_block *b);

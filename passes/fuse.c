@@ -228,8 +228,9 @@ static int fuse_block(ctx *c, gv_block *b) {
     if (can)
       for (int o = 0; o < nopen && target < 0; o++)
         if (same_shape(&c->groups[open[o]].shape, &op->res[0]->type)) target = open[o];
+    uint64_t ver = gv_subst_version(c->sub);
     if ((rc = close_used(c, b, op, open, &nopen, target))) break;
-    gv_subst_op(c->sub, op); /* the groups it closed are fused ops now */
+    if (gv_subst_version(c->sub) != ver) gv_subst_op(c->sub, op); /* the groups it closed are fused ops now */
     if (!can) continue;
     if (target < 0) {
       target = new_group(c, &op->res[0]->type);
