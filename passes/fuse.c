@@ -68,7 +68,7 @@ static bool fusible(const gv_op *op) {
   /* gradient sums over microbatches (passes/accumulate.c) stay lone adds: a
    * chain g0 + g1 + ... fused into one loop at its last member would keep
    * every microbatch's gradient live to the end of the step */
-  if (op->loc && !strncmp(op->loc, "accumulate/", 11)) return false;
+  if (op->loc && op->loc[0] == 'a' && !strncmp(op->loc, "accumulate/", 11)) return false;
   const gv_type *t = &op->res[0]->type;
   if (t->dtype == GV_DT_UNKNOWN || !gv_type_is_static(t)) return false;
   for (int i = 0; i < op->nopnds; i++) {
