@@ -49,6 +49,7 @@ typedef struct {
   } ce[8];
   int nce;
   gv_subst *sub; /* replaced values, resolved as the walk reaches each use */
+  bool stage2;   /* the function is a training pipeline stage's entry (gv_func_stage_kind 2; its names do not change here) */
 } spmd;
 
 static void count_layer(spmd *S, gv_opcode code, int64_t bytes, const char *loc) {
@@ -143,7 +144,7 @@ static gv_value *coll(spmd *S, gv_opcode code, gv_value *x, unsigned axes, int d
    * this pass makes itself too (a vocab-parallel embedding's masked lookup), which the storage pass annotates
    * only later, on the device program */
   if (st == GV_DT_F32 && x->type.dtype == GV_DT_F32 && gv_precision_opts.storage != GV_DT_F32 && S->m->main &&
-      !S->m->main->res_updates && gv_func_stage_kind(S->m->main) != 2) /* a training stage: per value, as a step */
+      !S->m->main->res_updates && !S->stage2) /* a training stage: per value, as a step */
     st = gv_precision_opts.storage;
   if (st != x->type.dtype) {
     const char *name = gv_dtype_name(st);
@@ -545,6 +546,7 @@ int gv_pass_spmd_partition(gv_module *m) {
   memset(&S, 0, sizeof S);
   S.m = m;
   S.mesh = m->meshes[0];
+  S.stage2 = gv_func_stage_kind(f) == 2;
   /* The planner's prediction from the global program, kept on the mesh for
    * the runtime's check against the bytes it hands to MPI: it must not be
    * derived from what this pass builds (planner/comm_predict.c). */
