@@ -21,19 +21,30 @@
 typedef struct {
   gv_module *c;
   const gv_module *m;
-  gv_value **map; /* by original value id: its copy */
-  int n;
+  gv_value **map;          /* by original value id (given as the walk defines it): its copy */
+  const gv_value **orig;   /* by id: the original (a stale id from before the walk is no definition) */
+  int n, cap;
   bool bad;
-  bool share; /* constants' data shared with m (gv_module_clone_shared), not copied */
+  bool share; /* constants' data and op locations shared with m (gv_module_clone_shared), not copied */
 } cloner;
 
-static int number(gv_block *b, int n) {
-  for (int i = 0; i < b->nargs; i++) b->args[i]->id = n++;
-  for (gv_op *op = b->first; op; op = op->next) {
-    for (int i = 0; i < op->nres; i++) op->res[i]->id = n++;
-    for (int r = 0; r < op->nregions; r++) n = number(op->regions[r], n);
+/* v (an original's definition) -> c: v's id is its index */
+static void define(cloner *k, gv_value *v, gv_value *c) {
+  if (k->n == k->cap) {
+    int cap = k->cap ? 2 * k->cap : 1024;
+    gv_value **map = realloc(k->map, (size_t)cap * sizeof *map);
+    if (map) k->map = map;
+    const gv_value **orig = map ? realloc(k->orig, (size_t)cap * sizeof *orig) : NULL;
+    if (orig) k->orig = orig;
+    if (!map || !orig) {
+      k->bad = true;
+      return;
+    }
+    k->cap = cap;
   }
-  return n;
+  v->id = k->n;
+  k->orig[k->n] = v;
+  k->map[k->n++] = c;
 }
 
 static const char *dup(cloner *k, const char *s) { return s ? gv_strdup(k->c->arena, s) : NULL; }
@@ -52,6 +63,19 @@ static const gv_sharding *sharding(cloner *k, const gv_sharding *s) {
   *t = *s;
   t->mesh = mesh;
   return t;
+}
+
+/* Every byte of d[0..n) is 0 or 1 (a bool constant as the text would give it back): eight at a time. */
+static bool bool_bytes(const unsigned char *d, size_t n) {
+  size_t i = 0;
+  uint64_t any = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, d + i, 8);
+    any |= w;
+  }
+  for (; i < n; i++) any |= d[i];
+  return !(any & ~0x0101010101010101ull);
 }
 
 static void attr(cloner *k, gv_attr *d, const gv_attr *a) {
@@ -87,7 +111,7 @@ static void attr(cloner *k, gv_attr *d, const gv_attr *a) {
         size_t bytes = (size_t)n * es;
         t->data = gv_alloc(ar, bytes ? bytes : 1);
         memcpy(t->data, a->u.t->data, bytes);
-        if (t->type.dtype == GV_DT_BOOL) /* the text keeps one bit per element */
+        if (t->type.dtype == GV_DT_BOOL && !bool_bytes(t->data, bytes)) /* the text keeps one bit per element */
           for (size_t i = 0; i < bytes; i++) ((unsigned char *)t->data)[i] = ((unsigned char *)t->data)[i] != 0;
       } else if (a->u.t->data || n != 0) {
         k->bad = true; /* not printable and parsable as it is: the caller goes through the text */
@@ -109,7 +133,7 @@ static void attr(cloner *k, gv_attr *d, const gv_attr *a) {
 }
 
 static gv_value *use(cloner *k, const gv_value *v) {
-  gv_value *c = v && v->id >= 0 && v->id < k->n ? k->map[v->id] : NULL;
+  gv_value *c = v && v->id >= 0 && v->id < k->n && k->orig[v->id] == v ? k->map[v->id] : NULL;
   if (!c) k->bad = true; /* a use before its definition: not SSA */
   return c;
 }
@@ -126,7 +150,7 @@ static void block(cloner *k, gv_block *d, const gv_block *b, bool body) {
     v->block = d;
     v->index = i;
     if (body) v->name = k->c->main->arg_names[i];
-    k->map[b->args[i]->id] = v;
+    define(k, b->args[i], v);
   }
   for (const gv_op *op = b->first; op && !k->bad; op = op->next) {
     gv_block **regions = NULL;
@@ -145,15 +169,15 @@ static void block(cloner *k, gv_block *d, const gv_block *b, bool body) {
     }
     for (int i = 0; i < op->nres; i++) {
       o->res[i]->type = op->res[i]->type;
-      k->map[op->res[i]->id] = o->res[i];
+      define(k, op->res[i], o->res[i]);
     }
     if (op->nattrs) {
       o->attrs = gv_alloc(ar, (size_t)op->nattrs * sizeof *o->attrs);
       for (int i = 0; i < op->nattrs; i++) attr(k, &o->attrs[i], &op->attrs[i]);
       o->nattrs = op->nattrs;
     }
-    o->loc = op->loc ? dup(k, op->loc) : "";
-    o->onnx_op = dup(k, op->onnx_op);
+    o->loc = op->loc ? k->share ? op->loc : dup(k, op->loc) : ""; /* shared: m's strings (read only, m outlives the copy) */
+    o->onnx_op = k->share ? op->onnx_op : dup(k, op->onnx_op);
     o->nregions = op->nregions;
     o->regions = regions;
     for (int r = 0; r < op->nregions; r++) regions[r]->parent = o;
@@ -216,14 +240,8 @@ static gv_module *clone(const gv_module *m, bool share) {
     }
   }
   g->nres_names = nr;
-  k.n = number(f->body, 0);
-  k.map = calloc((size_t)(k.n ? k.n : 1), sizeof *k.map);
-  if (!k.map) {
-    gv_module_free(c);
-    return NULL;
-  }
   block(&k, g->body, f->body, true);
-  free(k.map);
+  free(k.map), free(k.orig);
   if (k.bad) {
     gv_module_free(c);
     return NULL;

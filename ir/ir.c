@@ -62,7 +62,7 @@ void *gv_alloc(gv_arena *a, size_t n) {
   chunk *c = a->head;
   if (!c || c->size - c->used < n) {
     size_t sz = n > (1u << 16) ? n : (1u << 16);
-    c = malloc(sizeof(chunk) + sz);
+    c = calloc(1, sizeof(chunk) + sz); /* zeroed once, whole: every allocation from it starts zeroed */
     if (!c) {
       fprintf(stderr, "%s: error: out of memory (%zu bytes)\n", gv_progname, n);
       exit(1);
@@ -80,9 +80,8 @@ void *gv_alloc(gv_arena *a, size_t n) {
     }
     a->total += sz;
   }
-  void *p = c->data + c->used;
+  void *p = c->data + c->used; /* zero: chunks are handed out once, from calloc */
   c->used += n;
-  memset(p, 0, n);
   return p;
 }
 
@@ -156,10 +155,8 @@ bool gv_type_is_static(const gv_type *t) {
 int64_t gv_type_numel(const gv_type *t) {
   if (!gv_type_is_static(t)) return -1;
   int64_t n = 1;
-  for (int i = 0; i < t->rank; i++) {
-    if (t->dims[i] != 0 && n > INT64_MAX / t->dims[i]) return -2;
-    n *= t->dims[i];
-  }
+  for (int i = 0; i < t->rank; i++) /* dims >= 0 here: overflow exactly when n > INT64_MAX / dims[i] */
+    if (__builtin_mul_overflow(n, t->dims[i], &n)) return -2;
   return n;
 }
 
@@ -537,6 +534,7 @@ typedef struct {
 struct gv_subst {
   size_t n, cap;
   subst_entry *e;
+  uint64_t version; /* entries recorded so far (gv_subst_version) */
 };
 
 static void *subst_calloc(size_t n, size_t size) {
@@ -597,7 +595,10 @@ void gv_subst_add(gv_subst *s, gv_value *from, gv_value *to, const gv_op *keep) 
   while (s->e[i].from && s->e[i].from != from) i = (i + 1) & (s->cap - 1);
   if (!s->e[i].from) s->n++;
   s->e[i] = (subst_entry){from, to, keep};
+  s->version++;
 }
+
+uint64_t gv_subst_version(const gv_subst *s) { return s->version; }
 
 gv_value *gv_subst_value(const gv_subst *s, gv_value *v, const gv_op *user) {
   for (size_t hops = 0; hops <= s->n; hops++) { /* a chain visits each entry at most once */
@@ -854,6 +855,15 @@ void gv_remove_attr(gv_op *op, const char *name) {
       return;
     }
   }
+}
+
+void gv_remove_attr_key(gv_op *op, const char *key) {
+  for (int i = 0; i < op->nattrs; i++)
+    if (op->attrs[i].name == key) {
+      memmove(op->attrs + i, op->attrs + i + 1, (size_t)(op->nattrs - i - 1) * sizeof *op->attrs);
+      op->nattrs--;
+      return;
+    }
 }
 
 const gv_attr *gv_get_attr_key(const gv_op *op, const char *key) {

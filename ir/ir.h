@@ -368,6 +368,9 @@ gv_subst *gv_subst_new(void);
 void gv_subst_free(gv_subst *s);
 void gv_subst_add(gv_subst *s, gv_value *from, gv_value *to, const gv_op *keep);
 bool gv_subst_empty(const gv_subst *s);
+/* Grows with every gv_subst_add: resolving an op again resolves nothing new
+ * while it is unchanged. */
+uint64_t gv_subst_version(const gv_subst *s);
 gv_value *gv_subst_value(const gv_subst *s, gv_value *v, const gv_op *user);
 void gv_subst_op(const gv_subst *s, gv_op *op);
 void gv_subst_block(const gv_subst *s, gv_block *b);
@@ -413,6 +416,7 @@ const gv_attr *gv_get_attr(const gv_op *op, const char *name);
  * key (static const char *k; if (!k) k = gv_intern("storage");). */
 const char *gv_intern(const char *s);
 const gv_attr *gv_get_attr_key(const gv_op *op, const char *key);
+void gv_remove_attr_key(gv_op *op, const char *key); /* gv_remove_attr by a gv_intern key */
 int64_t gv_get_int(const gv_op *op, const char *name, int64_t dflt);
 float gv_get_float(const gv_op *op, const char *name, float dflt);
 const char *gv_get_str(const gv_op *op, const char *name, const char *dflt);
@@ -449,9 +453,10 @@ void gv_print_module(const gv_module *m, void *file);
  * scratch. */
 gv_module *gv_module_clone(const gv_module *m);
 /* gv_module_clone, but the copy's constants (tensor attributes, bool ones
- * aside) point at m's data instead of copies of it: only for a copy that is
- * freed before m and never writes a constant's data (the planner's candidate
- * realisations). */
+ * aside) point at m's data instead of copies of it, and its ops' locations
+ * and ONNX op names at m's strings: only for a copy that is freed before m
+ * and never writes a constant's data or a location's bytes (the planner's
+ * candidate realisations). */
 gv_module *gv_module_clone_shared(const gv_module *m);
 /* Parses text printed by gv_print_module (ir/parse.c). source names the file
  * in errors. Returns NULL after reporting an error. */

@@ -132,7 +132,7 @@ static bool reduction(const gv_op *op) {
  * clipping norm, does not make a gradient 16-bit). A collective spmd-
  * partition placed before one (it takes its consumer's loc) is not one. */
 static bool update_op(const gv_op *op) {
-  return op->loc && !strncmp(op->loc, "optimizer/", 10) && !is_collective(op); /* a collective spmd-partition placed there moves the gradient */
+  return op->loc && op->loc[0] == 'o' && !strncmp(op->loc, "optimizer/", 10) && !is_collective(op); /* a collective spmd-partition placed there moves the gradient */
 }
 
 static bool skip(const gv_op *op) {

@@ -205,7 +205,7 @@ static int emit_bucket(gv_module *m, cand *c, const int *mem, int k, gv_subst *s
  * plan may store it otherwise than the gradients (fp32 row statistics beside 16-bit gradients), and one bucket
  * is one dtype. */
 static bool grad_reader(const gv_op *op) {
-  return op->loc && (!strncmp(op->loc, "optimizer/", 10) || !strncmp(op->loc, "accumulate/", 11));
+  return op->loc && ((op->loc[0] == 'o' && !strncmp(op->loc, "optimizer/", 10)) || (op->loc[0] == 'a' && !strncmp(op->loc, "accumulate/", 11)));
 }
 
 static int bucket_with(gv_module *m, int64_t cap, bool dry, uint64_t *sig) {

@@ -68,7 +68,7 @@ static bool fusible(const gv_op *op) {
   /* gradient sums over microbatches (passes/accumulate.c) stay lone adds: a
    * chain g0 + g1 + ... fused into one loop at its last member would keep
    * every microbatch's gradient live to the end of the step */
-  if (op->loc && !strncmp(op->loc, "accumulate/", 11)) return false;
+  if (op->loc && op->loc[0] == 'a' && !strncmp(op->loc, "accumulate/", 11)) return false;
   const gv_type *t = &op->res[0]->type;
   if (t->dtype == GV_DT_UNKNOWN || !gv_type_is_static(t)) return false;
   for (int i = 0; i < op->nopnds; i++) {
@@ -228,8 +228,9 @@ static int fuse_block(ctx *c, gv_block *b) {
     if (can)
       for (int o = 0; o < nopen && target < 0; o++)
         if (same_shape(&c->groups[open[o]].shape, &op->res[0]->type)) target = open[o];
+    uint64_t ver = gv_subst_version(c->sub);
     if ((rc = close_used(c, b, op, open, &nopen, target))) break;
-    gv_subst_op(c->sub, op); /* the groups it closed are fused ops now */
+    if (gv_subst_version(c->sub) != ver) gv_subst_op(c->sub, op); /* the groups it closed are fused ops now */
     if (!can) continue;
     if (target < 0) {
       target = new_group(c, &op->res[0]->type);

@@ -10,17 +10,17 @@
 
 /* ---------------------------------------------------------------- location table */
 
-static uint64_t str_hash(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull;
+static const uint64_t HASH0 = 1469598103934665603ull;
+static uint64_t hash_more(uint64_t h, const char *s, size_t n) { /* FNV-1a: a prefix's hash continues to the whole */
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
   return h;
 }
+static uint64_t key_hash(uint64_t h, char ns) { return h * 31 + (unsigned char)ns; }
 
-/* The slot of key (ns: 'n' node location, 'p' parameter name; s[0..len)). */
-static int slot(const gv_layer_units *u, char ns, const char *s, size_t len) {
-  uint64_t h = str_hash(s, len) * 31 + (unsigned char)ns;
+/* The slot of key (ns: 'n' node location, 'p' parameter name; s[0..len), its key_hash h). */
+static int slot(const gv_layer_units *u, char ns, const char *s, size_t len, uint64_t h) {
   int i = (int)(h & (uint64_t)(u->cap - 1));
-  while (u->key[i] && !(u->key[i][0] == ns && strlen(u->key[i] + 1) == len && !memcmp(u->key[i] + 1, s, len)))
+  while (u->key[i] && !(u->khash[i] == h && u->key[i][0] == ns && u->klen[i] == len && !memcmp(u->key[i] + 1, s, len)))
     i = (i + 1) & (u->cap - 1);
   return i;
 }
@@ -29,24 +29,84 @@ static int slot(const gv_layer_units *u, char ns, const char *s, size_t len) {
 static int put(gv_layer_units *u, char ns, const char *s, int unit) {
   if (!s) return 0;
   size_t len = strlen(s);
-  int i = slot(u, ns, s, len);
+  uint64_t h = key_hash(hash_more(HASH0, s, len), ns);
+  int i = slot(u, ns, s, len, h);
   if (u->key[i]) return 0;
   if (!(u->key[i] = malloc(len + 2))) return -1;
   u->key[i][0] = ns;
   memcpy(u->key[i] + 1, s, len + 1);
   u->val[i] = unit;
+  u->khash[i] = h, u->klen[i] = len;
   u->n++;
   return 0;
 }
 
-static int get(const gv_layer_units *u, char ns, const char *s, size_t len) {
+static int get(const gv_layer_units *u, char ns, const char *s, size_t len, uint64_t h) {
   if (!u->cap) return -1;
-  int i = slot(u, ns, s, len);
+  int i = slot(u, ns, s, len, key_hash(h, ns));
   return u->key[i] ? u->val[i] : -1;
 }
 
+static size_t ptr_slot(const gv_layer_units *u, const char *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  size_t i = (size_t)x & (size_t)(u->pcap - 1);
+  while (u->pkey[i] && u->pkey[i] != p) i = (i + 1) & (size_t)(u->pcap - 1);
+  return i;
+}
+
+static int loc_by_name(const gv_layer_units *u, const char *loc);
+
 int gv_layer_units_loc(const gv_layer_units *u, const char *loc) {
   if (!u || !loc || !u->nl) return 0;
+  if (u->bound && u->pcap) {
+    size_t i = ptr_slot(u, loc);
+    if (u->pkey[i]) return u->pval[i];
+  }
+  return loc_by_name(u, loc);
+}
+
+static int bind_block(gv_layer_units *u, const gv_block *b, int *n) {
+  for (const gv_op *op = b->first; op; op = op->next) {
+    if (op->loc) {
+      size_t i = ptr_slot(u, op->loc);
+      if (!u->pkey[i]) u->pkey[i] = op->loc, u->pval[i] = loc_by_name(u, op->loc), ++*n;
+    }
+    for (int r = 0; r < op->nregions; r++) bind_block(u, op->regions[r], n);
+  }
+  return 0;
+}
+
+static int count_ops(const gv_block *b) {
+  int n = 0;
+  for (const gv_op *op = b->first; op; op = op->next) {
+    n++;
+    for (int r = 0; r < op->nregions; r++) n += count_ops(op->regions[r]);
+  }
+  return n;
+}
+
+int gv_layer_units_bind(gv_layer_units *u, const gv_module *m) {
+  free(u->pkey), free(u->pval);
+  u->pkey = NULL, u->pval = NULL, u->pcap = 0, u->bound = false;
+  if (!u->nl || !m || !m->main || !m->main->body) return 0;
+  int nops = count_ops(m->main->body), cap = 16, n = 0;
+  while (cap < 2 * (nops + 1)) cap *= 2;
+  u->pkey = calloc((size_t)cap, sizeof *u->pkey);
+  u->pval = calloc((size_t)cap, sizeof *u->pval);
+  if (!u->pkey || !u->pval) {
+    free(u->pkey), free(u->pval);
+    u->pkey = NULL, u->pval = NULL;
+    fprintf(stderr, "%s: error: out of memory\n", gv_progname);
+    return -1;
+  }
+  u->pcap = cap;
+  return bind_block(u, m->main->body, &n);
+}
+
+static int loc_by_name(const gv_layer_units *u, const char *loc) {
   char ns = 'n';
   const char *s = loc;
   if (!strncmp(loc, "optimizer/", 10)) { /* optimizer/OPT/PARAM */
@@ -55,14 +115,36 @@ int gv_layer_units_loc(const gv_layer_units *u, const char *loc) {
     s = q + 1, ns = 'p';
   } else if (!strncmp(loc, "accumulate/", 11)) /* accumulate/PARAM: its gradient's sum over the microbatches */
     s = loc + 11, ns = 'p';
-  size_t len = strlen(s);
-  for (;;) { /* the location, then without its last /component, ... */
-    int r = get(u, ns, s, len);
-    if (r >= 0) return r;
+  /* the location, then without its last /component, ...: the prefixes ending before each '/', longest first,
+   * their hashes from one pass */
+  enum { NCUT = 32 };
+  size_t cut[NCUT];
+  uint64_t ch[NCUT];
+  int nc = 0;
+  uint64_t h = HASH0;
+  size_t len = 0;
+  for (;; len++) {
+    unsigned char c = (unsigned char)s[len];
+    if (!c) break;
+    if (c == '/') {
+      if (nc == NCUT) memmove(cut, cut + 1, (NCUT - 1) * sizeof *cut), memmove(ch, ch + 1, (NCUT - 1) * sizeof *ch), nc--;
+      cut[nc] = len, ch[nc++] = h;
+    }
+    h = (h ^ c) * 1099511628211ull;
+  }
+  int r = get(u, ns, s, len, h);
+  if (r >= 0) return r;
+  for (int k = nc - 1; k >= 0; k--)
+    if ((r = get(u, ns, s, cut[k], ch[k])) >= 0) return r;
+  if (nc < NCUT || !cut[0]) return 0;
+  /* more cuts than kept: the shorter prefixes hashed each on its own */
+  for (len = cut[0]; len;) {
     while (len && s[len - 1] != '/') len--;
     if (!len) return 0;
     len--;
+    if ((r = get(u, ns, s, len, hash_more(HASH0, s, len))) >= 0) return r;
   }
+  return 0;
 }
 
 /* the hint's module by its serial (a freed module's function pointer may be a later module's: galvc's
@@ -79,7 +161,7 @@ const gv_layer_units *gv_layer_units_for(const gv_module *m) {
 
 void gv_layer_units_free(gv_layer_units *u) {
   for (int i = 0; i < u->cap; i++) free(u->key[i]);
-  free(u->key), free(u->val), free(u->arg_unit), free(u->kind), free(u->len);
+  free(u->key), free(u->val), free(u->khash), free(u->klen), free(u->pkey), free(u->pval), free(u->arg_unit), free(u->kind), free(u->len);
   memset(u, 0, sizeof *u);
 }
 
@@ -330,7 +412,9 @@ int gv_layer_units_find(const gv_module *m, gv_layer_units *u) {
   while (u->cap < 2 * (F.n + nargs + 1)) u->cap *= 2;
   u->key = calloc((size_t)u->cap, sizeof *u->key);
   u->val = calloc((size_t)u->cap, sizeof *u->val);
-  if (!u->key || !u->val) goto out;
+  u->khash = calloc((size_t)u->cap, sizeof *u->khash);
+  u->klen = calloc((size_t)u->cap, sizeof *u->klen);
+  if (!u->key || !u->val || !u->khash || !u->klen) goto out;
   for (int i = 0; i < F.n; i++)
     if (F.op[i]->loc && F.op[i]->loc[0] && put(u, 'n', F.op[i]->loc, F.unit[i])) goto out;
   for (int i = 0; i < nargs && f->arg_names; i++)

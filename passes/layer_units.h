@@ -43,6 +43,13 @@ typedef struct {
   /* location -> unit: open addressing, keys copied (the table outlives m) */
   char **key;
   int *val;
+  uint64_t *khash; /* per slot: its key's hash */
+  size_t *klen;    /* per slot: its key's length (less the namespace byte) */
+  /* one module's op locations by address (gv_layer_units_bind): read while `bound` */
+  const char **pkey;
+  int *pval;
+  int pcap;
+  bool bound;
   int cap, n;
 } gv_layer_units;
 
@@ -50,6 +57,14 @@ typedef struct {
 int gv_layer_units_find(const gv_module *m, gv_layer_units *u);
 int gv_layer_units_loc(const gv_layer_units *u, const char *loc);
 void gv_layer_units_free(gv_layer_units *u);
+
+/* gv_layer_units_bind(u, m): the unit of every op location of m (its main
+ * function, regions included) kept by the string's address, so that a copy
+ * sharing m's location strings (gv_module_clone_shared) is looked up
+ * without hashing its names; read only while u->bound is set, which the
+ * caller sets while m is alive (the same units as by name). Returns 0, or
+ * -1 out of memory (reported). */
+int gv_layer_units_bind(gv_layer_units *u, const gv_module *m);
 
 /* The units the planner found, for the passes that group ops by layer
  * (regather, overlap's prefetch) on module m: plan-sharding sets them for

@@ -180,7 +180,7 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
   }
   C->train = f->arg_is_state != NULL;
   for (int i = 0; i < n; i++) C->tpdim[i] = C->param_of[i] = -1;
-  if (gv_layer_units_find(m, &C->lu)) {
+  if (gv_layer_units_find(m, &C->lu) || gv_layer_units_bind(&C->lu, m)) { /* bound: m's locations by address (realise_do) */
     ctx_free(C);
     return -1;
   }
@@ -475,7 +475,8 @@ static void plan_step(gv_plan_cost *pc) { pc->step_ns = pc->compute_ns + pc->slo
  * bookkeeping are none of the three. */
 enum { PH_FWD, PH_BWD, PH_REC, PH_OTHER, NPH };
 static int phase_of(const char *loc) {
-  if (!loc || !strncmp(loc, "optimizer/", 10) || !strncmp(loc, "accumulate/", 11) || !strncmp(loc, "autodiff/", 9)) return PH_OTHER;
+  if (!loc || (loc[0] == 'o' && !strncmp(loc, "optimizer/", 10)) || (loc[0] == 'a' && (!strncmp(loc, "accumulate/", 11) || !strncmp(loc, "autodiff/", 9))))
+    return PH_OTHER;
   size_t n = strlen(loc);
   if (n >= 5 && !strcmp(loc + n - 5, "/grad")) return PH_BWD;
   if (n >= 10 && !strcmp(loc + n - 10, "/recompute")) return PH_REC;
@@ -587,19 +588,19 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
   int64_t fb = 0, tpc = 0;
   int nops = 0;
   for (const gv_op *op = f->body->first; op; op = op->next) nops++;
-  int64_t *adv = malloc(((size_t)nops + 1) * sizeof *adv);
+  int64_t *adv = malloc(((size_t)nops + 1) * sizeof *adv), *opns = malloc(((size_t)nops + 1) * sizeof *opns);
   gv_timeline tl;
-  gv_cost_timeline(C->c, m, &tl, adv);
+  gv_cost_timeline_ns(C->c, m, &tl, adv, opns); /* opns: each op's time as the timeline priced it (the same calls as below) */
   int lo = -1, hi = -1; /* a stand-in for count_as microbatches: its second microbatch's ops weigh count_as - 1 */
   int64_t extra = count_as > 2 && adv && microbatch_copies(m) == 2 && count_region(f, &lo, &hi) ? count_as - 2 : 0, wait = 0;
   gv_attn_chain att[GV_ATTN_MAX]; /* the target's fused attention (cost.h), priced as one kernel */
-  int natt = gv_cost_attention_chains(C->c, m, att);
+  int natt = opns ? 0 : gv_cost_attention_chains(C->c, m, att);
   int idx = 0;
   for (const gv_op *op = f->body->first; op; op = op->next, idx++) {
     int ci = coll_index(op->code);
     int64_t ns, w2 = extra ? count_weight2(op, idx, lo, hi, extra) : 2; /* the weight, in halves */
     if (ci >= 0) {
-      ns = gv_cost_collective_op(C->c, m, op);
+      ns = opns ? opns[idx] : gv_cost_collective_op(C->c, m, op);
       if (ns < 0) ns = 0;
       out->comm_ns += w2 * ns / 2;
       if (off_batch(p, op)) tpc += w2 * ns / 2;
@@ -607,7 +608,11 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
       out->coll_bytes[ci] += w2 * gv_get_int(op, "bytes", 0) / 2;
     } else {
       gv_op_cost oc;
-      if (!gv_cost_attention_op(C->c, att, natt, op, &oc) && gv_cost_op(C->c, op, NULL, NULL, &oc)) continue;
+      if (opns) {
+        if (opns[idx] < 0) continue; /* not priced */
+        oc.ns = opns[idx];
+      } else if (!gv_cost_attention_op(C->c, att, natt, op, &oc) && gv_cost_op(C->c, op, NULL, NULL, &oc))
+        continue;
       ns = oc.ns;
       out->compute_ns += w2 * ns / 2;
       if (phase_of(op->loc) != PH_OTHER) fb += w2 * ns / 2;
@@ -630,7 +635,7 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
     fprintf(stderr, "plan: count %lld from 2: ops %d, second microbatch [%d, %d], step %lld, its advance %lld\n",
             (long long)count_as, nops, lo, hi, (long long)tl.step_ns, (long long)ra);
   }
-  free(adv);
+  free(adv), free(opns);
   C->fb_ns = fb, C->tpc_ns = tpc;
   out->slowdown_ns = tl.slowdown_ns;
   out->exposed_ns = tl.exposed_ns + wait; /* a stand-in's repeated microbatches: their advance beyond their compute */
@@ -1048,11 +1053,12 @@ done:
  * realise_do then fills out->mem_full (red_full_lower). */
 static int red_full_nl;
 
-static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
+static int realise_copy(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
   memset(out, 0, sizeof *out);
   gv_module *m = clone_realise(C->m);
   if (!m) return -1;
   C->realised++;
+  C->lu.bound = true; /* the copy's locations are C->m's strings (clone_realise): looked up by address */
   int rc = pin_plan(m, C, p);
   gv_shard_options saved = gv_shard_opts;
   gv_shard_opts.strategy = NULL;
@@ -1178,6 +1184,12 @@ static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit
   if (realise_kept && kept_bytes(C, m, p->nunits, realise_kept)) memset(realise_kept, 0, (size_t)p->nunits * sizeof *realise_kept);
   gv_module_free(m);
   return 0;
+}
+
+static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns, int64_t *unit_state) {
+  int rc = realise_copy(C, p, out, unit_ns, unit_state);
+  C->lu.bound = false;
+  return rc;
 }
 
 /* ---------------------------------------------------------------- realisations kept
@@ -1432,10 +1444,11 @@ static gv_module *build_reduced(const ctx *C, int K) {
 #undef DROPPED
   free(list), free(uop), free(pos), free(cnt), free(start), free(nargs), free(newidx);
   if (ok) {
-    /* through the printer and back: a well-formed module, or none */
+    /* a fresh copy (the module the printer and parser would give: no unlinked ops, ids reset), checked: a
+     * well-formed module, or none */
     gv_module *c = NULL;
     int fd = quiet_begin();
-    if (!gv_verify(m)) c = clone_text(m);
+    if (!gv_verify(m)) c = clone_module(m);
     if (c && gv_verify(c)) gv_module_free(c), c = NULL;
     quiet_end(fd);
     gv_module_free(m);

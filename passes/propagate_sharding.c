@@ -858,7 +858,9 @@ int gv_dot_rhs_dim(const gv_op *op, bool contracting) {
 
 /* ---------------------------------------------------------------- ZeRO stages */
 
-static bool loc_is(const gv_op *op, const char *prefix) { return op && op->loc && !strncmp(op->loc, prefix, strlen(prefix)); }
+static bool loc_is(const gv_op *op, const char *prefix) {
+  return op && op->loc && (!prefix[0] || op->loc[0] == prefix[0]) && !strncmp(op->loc, prefix, strlen(prefix));
+}
 
 /* The parameter a ZeRO op belongs to: "optimizer/OPT/P" or "accumulate/P". */
 static int zero_param_of(const gv_func *f, const gv_arg_index *names, const gv_op *op, bool *update) {

@@ -49,6 +49,7 @@ typedef struct {
   } ce[8];
   int nce;
   gv_subst *sub; /* replaced values, resolved as the walk reaches each use */
+  bool stage2;   /* the function is a training pipeline stage's entry (gv_func_stage_kind 2; its names do not change here) */
 } spmd;
 
 static void count_layer(spmd *S, gv_opcode code, int64_t bytes, const char *loc) {
@@ -93,10 +94,10 @@ static int local_type(spmd *S, const gv_op *op, const gv_value *v, const gv_shar
   for (int d = 0; d < s->rank && d < v->type.rank; d++) {
     int64_t p = gv_sharding_dim_split(s, d);
     if (p == 1) continue;
-    char ax[64] = "", nb[300];
-    for (int k = 0; k < s->naxes[d]; k++)
-      snprintf(ax + strlen(ax), sizeof ax - strlen(ax), "%s%s", k ? "x" : "", s->mesh->axis[s->axes[d][k]]);
     if (v->type.dims[d] < 0 || v->type.dims[d] % p) {
+      char ax[64] = "", nb[300]; /* the axes' names, for the error */
+      for (int k = 0; k < s->naxes[d]; k++)
+        snprintf(ax + strlen(ax), sizeof ax - strlen(ax), "%s%s", k ? "x" : "", s->mesh->axis[s->axes[d][k]]);
       if (op)
         return gv_error_op(S->m, op, "spmd: %s dim %d of size %lld does not divide into %lld shards (mesh axes %s)",
                            vname(v, nb, sizeof nb), d, (long long)v->type.dims[d], (long long)p, ax);
@@ -143,7 +144,7 @@ static gv_value *coll(spmd *S, gv_opcode code, gv_value *x, unsigned axes, int d
    * this pass makes itself too (a vocab-parallel embedding's masked lookup), which the storage pass annotates
    * only later, on the device program */
   if (st == GV_DT_F32 && x->type.dtype == GV_DT_F32 && gv_precision_opts.storage != GV_DT_F32 && S->m->main &&
-      !S->m->main->res_updates && gv_func_stage_kind(S->m->main) != 2) /* a training stage: per value, as a step */
+      !S->m->main->res_updates && !S->stage2) /* a training stage: per value, as a step */
     st = gv_precision_opts.storage;
   if (st != x->type.dtype) {
     const char *name = gv_dtype_name(st);
@@ -458,7 +459,10 @@ static int lower_cross_entropy(spmd *S, gv_op *op) {
     gv_value *lab1 = gvb_fin(&b, rs), *ll = lab1;
     if (vax) ll = gvb_bin(&b, GV_OP_SUB, lab1, gvb_bin(&b, GV_OP_MUL, axis_index(S, &b, vax, it), gvb_cst(&b, it, (double)vloc)));
     gv_tensor *io = gv_tensor_new(S->m->arena, gv_type_make(it, 1, (int64_t[]){vloc}));
-    for (int64_t c = 0; c < vloc; c++) gv_tensor_set_i(io, c, c);
+    if (it == GV_DT_I64) /* the same values as gv_tensor_set_i's, without a call per element */
+      for (int64_t c = 0; c < vloc; c++) ((int64_t *)io->data)[c] = c;
+    else
+      for (int64_t c = 0; c < vloc; c++) gv_tensor_set_i(io, c, c);
     gv_op *ci = gv_constant_new(S->m, io);
     gv_op_set_loc(S->m, ci, op->loc, NULL);
     gv_value *iota = gvb_fin(&b, ci);
@@ -542,6 +546,7 @@ int gv_pass_spmd_partition(gv_module *m) {
   memset(&S, 0, sizeof S);
   S.m = m;
   S.mesh = m->meshes[0];
+  S.stage2 = gv_func_stage_kind(f) == 2;
   /* The planner's prediction from the global program, kept on the mesh for
    * the runtime's check against the bytes it hands to MPI: it must not be
    * derived from what this pass builds (planner/comm_predict.c). */

@@ -107,8 +107,10 @@ int gv_pass_storage(gv_module *m) {
     if (moved(op))
       coll[ncoll] = op, coll16[ncoll++] = gv_value_storage(op->res[0]) != op->res[0]->type.dtype;
   int n = 0;
+  static const char *k_st, *k_in, *k_arg; /* interned: compared by address */
+  if (!k_st) k_st = gv_intern("storage"), k_in = gv_intern("input_storage"), k_arg = gv_intern("arg_storage");
   for (gv_op *op = body->first; op; op = op->next)
-    gv_remove_attr(op, "storage"), gv_remove_attr(op, "input_storage"), gv_remove_attr(op, "arg_storage");
+    if (op->nattrs) gv_remove_attr_key(op, k_st), gv_remove_attr_key(op, k_in), gv_remove_attr_key(op, k_arg);
   if (h == GV_DT_F32) {
     free(coll), free(coll16);
     return 0;

@@ -412,6 +412,10 @@ static void charge_wait(int64_t *adv, const coll_run *run, int nrun, int64_t t, 
 }
 
 int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, int64_t *adv) {
+  return gv_cost_timeline_ns(c, m, out, adv, NULL);
+}
+
+int gv_cost_timeline_ns(const gv_cluster *c, const gv_module *m, gv_timeline *out, int64_t *adv, int64_t *op_ns) {
   memset(out, 0, sizeof *out);
   if (!m->main) return 0;
   double s = c->overlap_slowdown >= 1 ? c->overlap_slowdown : 1;
@@ -425,6 +429,7 @@ int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, 
   int nrun = 0, caprun = 0, idx = 0;
   for (const gv_op *op = m->main->body->first; op; op = op->next, idx++) {
     if (adv) adv[idx] = 0;
+    if (op_ns) op_ns[idx] = -1;
     if (gv_comm_sync_before(&sync, op)) {
       if (free_at > t) {
         out->nwait++;
@@ -448,6 +453,7 @@ int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, 
       int64_t ns = gv_cost_collective_op(c, m, op);
       out->ncomm++;
       if (ns < 0) out->comm_unknown++, ns = 0;
+      if (op_ns) op_ns[idx] = ns;
       out->comm_ns += ns;
       int64_t start = free_at > t ? free_at : t;
       free_at = start + ns;
@@ -473,6 +479,7 @@ int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, 
     }
     gv_op_cost oc;
     if (!gv_cost_attention_op(c, att, natt, op, &oc) && gv_cost_op(c, op, NULL, NULL, &oc)) continue;
+    if (op_ns) op_ns[idx] = oc.ns;
     int64_t d = slowed(oc.ns, free_at - t, s);
     out->compute_ns += oc.ns;
     out->slowdown_ns += d - oc.ns;

@@ -100,6 +100,11 @@ typedef struct {
  * stream is busy through a wait), so the shares sum to step_ns. Returns the
  * number of top-level ops. */
 int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, int64_t *adv);
+/* gv_cost_timeline, and op_ns (NULL, or one per top-level op) gets each op's
+ * own time as priced there: a collective's gv_cost_collective_op (0 when
+ * unknown), a compute op's fused-attention or gv_cost_op ns, -1 for an op
+ * the cost model cannot price (skipped). */
+int gv_cost_timeline_ns(const gv_cluster *c, const gv_module *m, gv_timeline *out, int64_t *adv, int64_t *op_ns);
 
 /* Bytes each rank sends per run of the program, per collective kind
  * (all_reduce, all_gather, reduce_scatter, all_to_all), predicted from the
