@@ -222,11 +222,28 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
         C->role[a] = ROLE_VOCAB, C->tpdim[a] = 0;
       else if (!C->role[a]) C->role[a] = -1;
     }
-    if (op->code != GV_OP_DOT || !is_param(m, op->opnds[1])) continue;
+    if (op->code != GV_OP_DOT) continue;
+    /* a head reading its weight through a transpose (a tied embedding's [V, H] as [H, V], the pipeline's last stage
+     * without the embedding's gather): the role of the parameter, its dim the transpose's perm maps the output's to */
+    const gv_op *tr = op->opnds[1]->def;
+    if (tr && tr->code == GV_OP_TRANSPOSE && is_param(m, tr->opnds[0]) && C->unit[tr->opnds[0]->index] == 0 &&
+        !C->role[tr->opnds[0]->index]) {
+      const int64_t *perm = NULL;
+      int np = gv_get_ints(tr, "perm", &perm), d = gv_dot_rhs_dim(op, false);
+      int a = tr->opnds[0]->index;
+      C->role[a] = -1;
+      if (np == tr->opnds[0]->type.rank && d >= 0 && d < np && perm[d] >= 0 && perm[d] < np)
+        C->role[a] = ROLE_HEAD, C->tpdim[a] = (int)perm[d];
+      continue;
+    }
+    if (!is_param(m, op->opnds[1])) continue;
     int a = op->opnds[1]->index;
     if (C->role[a]) continue;
     C->role[a] = -1;
-    if (C->unit[a] == 0) C->role[a] = ROLE_HEAD, C->tpdim[a] = gv_dot_rhs_dim(op, false);
+    /* the outer unit: a head's columns, or the rows of a dot fed by a column-split one (a pipeline stage whose one
+     * block is no repeated layer: its MLP and attention projections as Megatron splits them, no reshard between) */
+    if (C->unit[a] == 0 && gv_megatron_from_column(m, U, op->opnds[0], 0, 1)) C->role[a] = ROLE_ROW, C->tpdim[a] = gv_dot_rhs_dim(op, true);
+    else if (C->unit[a] == 0) C->role[a] = ROLE_HEAD, C->tpdim[a] = gv_dot_rhs_dim(op, false);
     /* tp 1: the roles themselves, before any degree is chosen */
     else if (gv_megatron_is_column(m, U, op, 1)) C->role[a] = ROLE_COL, C->tpdim[a] = gv_dot_rhs_dim(op, false);
     else if (gv_megatron_from_column(m, U, op->opnds[0], 0, 1)) C->role[a] = ROLE_ROW, C->tpdim[a] = gv_dot_rhs_dim(op, true);
@@ -1104,6 +1121,8 @@ static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit
   }
   cost_ops(C, m, out, unit_ns, ph, cnt, p);
   plan_step(out);
+  const char *dbg3 = getenv("GALV_PLAN_DEBUG"); /* 3: each realisation's per-op table */
+  if (dbg3 && atoi(dbg3) >= 3) gv_cost_report(C->c, m, stderr);
   if (unit_ns && bucket && getenv("GALV_PLAN_DEBUG")) { /* the buckets' split (bucket_split): the unit shares still add up */
     int64_t sum = 0;
     int nb = 0, spread = 0;
