@@ -397,6 +397,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       if (in && out && n) wsh[nwhole] = i, whole[nwhole++] = n;
     }
     int64_t sblk[2][64];
+    const bool shared_whole = getenv("GALV_PIPE_SHARED_WHOLE") != NULL; /* galvc's diagnostic: every shared one whole */
     int64_t mprod = x->mesh_naxes ? 1 : 0;
     for (int a = 0; a < x->mesh_naxes; a++) mprod *= x->mesh_shape[a];
     bool on_mesh = mprod == devices && x->mesh_naxes > 1; /* --mesh: the stage's plans on its shape */
@@ -436,7 +437,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_pipe_opts.zero2 = k == 1;
       gv_pipe_opts.zero2_shared = k == 1 && once_none; /* as galvc compiles the stage without ZeRO (runtime/pipe.c) */
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
-      gv_pipe_opts.shared_split = whole, gv_pipe_opts.nshared_split = nwhole;
+      gv_pipe_opts.shared_split = whole, gv_pipe_opts.nshared_split = shared_whole ? 0 : nwhole;
       gv_plan_opts.intra_roles = (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
       gv_plan_opts.intra_batch = gv_stage_microbatch(x->base); /* a stage input it does not divide stays whole */
       rc = prc[k] = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
@@ -454,7 +455,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_shared = false;
       x->plans++;
       for (int i = 0; i < nwhole; i++) sblk[k][i] = 1;
-      if (rc >= 0 && nwhole && devices > 1 && (rc == 0 || pcs[k].mem_total > 0) &&
+      if (rc >= 0 && nwhole && devices > 1 && !shared_whole && (rc == 0 || pcs[k].mem_total > 0) &&
           gv_plan_arg_blocks(m, &plans[k], x->cluster, whole, nwhole, sblk[k]))
         rc = -1;
     }
@@ -482,7 +483,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       int keep_nwhole = gv_pipe_opts.nzero2_whole;
       gv_pipe_opts.zero2 = k == 1, gv_pipe_opts.zero2_shared = k == 1 && once_none; /* as planned above */
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
-      gv_pipe_opts.shared_split = whole, gv_pipe_opts.nshared_split = nwhole;
+      gv_pipe_opts.shared_split = whole, gv_pipe_opts.nshared_split = shared_whole ? 0 : nwhole;
       gv_plan_opts.intra_roles = !fallback[k] && (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp,
       gv_plan_opts.intra_tp = x->mesh_tp, gv_plan_opts.intra_batch = gv_stage_microbatch(x->base);
       ent_ok[k] = !stash_entries(m, &plans[k], can_rc, zb_do, &ents[k]);

@@ -1594,7 +1594,8 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
   signed char *ssplit = calloc((size_t)nargs + 1, 1);
   char **ssig = calloc((size_t)S * (size_t)(nargs + 1), sizeof *ssig);
   if (!rc && (!ssplit || !ssig)) rc = gv_error_plain("out of memory");
-  for (int a = 0; !rc && train && a < nargs; a++) {
+  const bool shared_whole = getenv("GALV_PIPE_SHARED_WHOLE") != NULL; /* a diagnostic: every shared gradient whole */
+  for (int a = 0; !rc && train && !shared_whole && a < nargs; a++) {
     if (!mp->main->arg_is_param[a] || __builtin_popcountll(pmask[a]) < 2) continue;
     int k = -1;
     ssplit[a] = 1;
