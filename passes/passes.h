@@ -134,6 +134,11 @@ typedef struct {
    * ranks too, whole in their dims; runtime/pipe.c all-reduces their step sums over the ranks once, then sums them
    * across the stages (galv_pipe_zero 4). false: the program reduces them every microbatch */
   bool zero2_shared;
+  /* of the parameters in zero2_whole, those whose gradient is returned split as the parameter nevertheless (every
+   * stage holding it splits it alike: runtime/pipe.c sums it across the stages block by block, galvc's
+   * galv_pipe_shared_split); left pending or reduced as zero2_whole says (docs/pipeline.md, "Shared parameters") */
+  const char *const *shared_split;
+  int nshared_split;
 } gv_pipe_options;
 extern gv_pipe_options gv_pipe_opts;
 /* The layer groups cluster-layers found (arrays in the module arena). */

@@ -408,6 +408,28 @@ int gv_plan_apply(gv_module *m, const gv_plan *plan) {
   return rc == 1 ? 1 : rc ? -1 : 0;
 }
 
+int gv_plan_arg_blocks(const gv_module *m, const gv_plan *plan, const gv_cluster *c, const char *const *names, int n,
+                       int64_t *blocks) {
+  for (int k = 0; k < n; k++) blocks[k] = 1;
+  ctx C;
+  if (ctx_init(&C, m, c, 0)) return -1;
+  const gv_func *f = m->main;
+  const int64_t dp = dprod(plan);
+  for (int k = 0; k < n; k++)
+    for (int i = 0; i < f->body->nargs; i++) {
+      if (!f->arg_is_param || !f->arg_is_param[i] || !f->arg_names[i] || strcmp(f->arg_names[i], names[k])) continue;
+      const gv_value *v = f->body->args[i];
+      const int u = C.unit[i], t = u < plan->nunits ? unit_tp(plan, u) : -1, d = C.tpdim[i]; /* as pin_plan pins it */
+      const bool tp = t >= 0 && C.role[i] && d >= 0 && v->type.dims[d] % plan->size[t] == 0;
+      bool zd = false;
+      for (int e = 0; plan->zero[u] >= 3 && plan->dmask && C.train && e < v->type.rank && !zd; e++)
+        zd = !(tp && e == d) && v->type.dims[e] > 0 && v->type.dims[e] % dp == 0;
+      blocks[k] = (tp ? plan->size[t] : 1) * (zd ? dp : 1);
+    }
+  ctx_free(&C);
+  return 0;
+}
+
 /* ---------------------------------------------------------------- realisation */
 
 static int quiet_begin(void) {

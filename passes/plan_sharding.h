@@ -151,6 +151,10 @@ int gv_plan_read_numerics(const char *path, gv_plan_numerics *n); /* 0, or -1 af
 /* The dropout seed a training plan.json records ("seed", galvc --seed);
  * *found = false when absent. Returns 0, or -1 after one error line. */
 int gv_plan_read_seed(const char *path, uint64_t *seed, bool *found);
+/* The blocks plan splits each named parameter of m into (its tp split and ZeRO-3's, as gv_plan_apply pins them;
+ * 1: whole; a name m lacks: 1). Returns 0, or -1 after an error line. */
+int gv_plan_arg_blocks(const gv_module *m, const gv_plan *plan, const gv_cluster *c, const char *const *names, int n,
+                       int64_t *blocks);
 /* Pins plan's shardings onto m (its mesh becomes the plan's mesh). */
 int gv_plan_apply(gv_module *m, const gv_plan *plan);
 /* --profile: checks gv_plan_opts.profile against m (a whole model: its

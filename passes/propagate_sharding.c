@@ -446,14 +446,17 @@ static bool zero2_grad(const gv_func *f, int i) {
 }
 
 /* A training stage's parameter gradient (result i "grad:P", P a parameter argument of f not named in
- * gv_pipe_opts.zero2_whole: a parameter other stages hold too, whose gradient the runtime sums whole across them):
+ * gv_pipe_opts.zero2_whole: a parameter other stages hold too, whose gradient the runtime sums whole across them,
+ * unless gv_pipe_opts.shared_split names it too: every holding stage splits it alike, summed block by block):
  * the sharding it is returned in, P's own. runtime/pipe.c adds it to this rank's block of the sums as it is, so no
  * rank holds, nor gathers, the whole gradient of a split parameter (docs/pipeline.md, "Stages of more than one
  * device"). NULL: not such a result (returned replicated). */
 static const gv_sharding *stage_grad_sharding(const prop *P, const gv_func *f, int i, int kind) {
   const char *n = i < f->nres_names && f->res_names ? f->res_names[i] : NULL;
   if (kind != 2 || !n || strncmp(n, "grad:", 5) || !strncmp(n, "grad:pp.", 8)) return NULL;
-  for (int k = 0; k < gv_pipe_opts.nzero2_whole; k++)
+  bool split = false;
+  for (int k = 0; k < gv_pipe_opts.nshared_split && !split; k++) split = !strcmp(gv_pipe_opts.shared_split[k], n + 5);
+  for (int k = 0; k < gv_pipe_opts.nzero2_whole && !split; k++)
     if (!strcmp(gv_pipe_opts.zero2_whole[k], n + 5)) return NULL;
   for (int a = 0; a < f->body->nargs; a++)
     if (f->arg_is_param[a] && f->arg_names && f->arg_names[a] && !strcmp(f->arg_names[a], n + 5)) {
@@ -761,8 +764,12 @@ static int head_use(const gv_module *m, const gv_op *u, int i, const gv_value *v
 
 /* A dot with a parameter rhs whose result (after an optional bias add or
  * reshape) is the logits of galv.cross_entropy: the vocab-parallel head. */
+static bool head_logits(const gv_module *m, const gv_users *U, const gv_op *op);
 static bool is_vocab_head(const gv_module *m, const gv_users *U, const gv_op *op) {
-  if (op->code != GV_OP_DOT || !is_param(m, op->opnds[1])) return false;
+  return op->code == GV_OP_DOT && is_param(m, op->opnds[1]) && head_logits(m, U, op);
+}
+/* ... whatever its rhs: the dot's result is the logits */
+static bool head_logits(const gv_module *m, const gv_users *U, const gv_op *op) {
   const gv_value *v = op->res[0];
   for (int depth = 0; depth < 3; depth++) {
     const gv_value *next = NULL;
@@ -1094,6 +1101,16 @@ static int preset_pins(prop *P, const char *strategy) {
         s = split_dim(P, w = op->opnds[1], gv_dot_rhs_dim(op, false), "tp");
       else if (op->code == GV_OP_DOT && is_param(P->m, op->opnds[1]) && gv_megatron_from_column(P->m, U, op->opnds[0], 0, ntp))
         s = split_dim(P, w = op->opnds[1], gv_dot_rhs_dim(op, true), "tp");
+      else if (op->code == GV_OP_DOT && op->opnds[1]->def && op->opnds[1]->def->code == GV_OP_TRANSPOSE &&
+               is_param(P->m, op->opnds[1]->def->opnds[0]) && head_logits(P->m, U, op)) {
+        /* a tied head reading the embedding through a transpose (a pipeline's last stage, without the embedding's
+         * gather): the parameter's dim the transpose maps the head's columns from, as the planner's role */
+        const gv_op *tr = op->opnds[1]->def;
+        const int64_t *perm = NULL;
+        int np = gv_get_ints(tr, "perm", &perm), d = gv_dot_rhs_dim(op, false);
+        if (np == tr->opnds[0]->type.rank && d >= 0 && d < np && perm[d] >= 0 && perm[d] < np)
+          s = split_dim(P, w = tr->opnds[0], (int)perm[d], "tp");
+      }
       if (s) pin(P, cast_root(w), s), npins++;
     }
     gv_users_free(U);

@@ -311,23 +311,6 @@ gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngrou
   return m;
 }
 
-/* The bytes of the parameters groups [first, last) hold together with groups outside it (summed across the stages
- * once per step: runtime/pipe.c keeps their step sums whole even under ZeRO-2 per microbatch) */
-static int64_t shared_held_bytes(const gv_shared_param *sp, int n, int first, int last, int64_t *most) {
-  int64_t b = 0;
-  if (most) *most = 0;
-  for (int i = 0; i < n; i++) {
-    bool in = false, out = false;
-    for (int j = 0; j < sp[i].ngroups; j++) {
-      bool k = sp[i].groups[j] >= first && sp[i].groups[j] < last;
-      in |= k, out |= !k;
-    }
-    if (in && out) b += sp[i].bytes;
-    if (in && out && most && sp[i].bytes > *most) *most = sp[i].bytes;
-  }
-  return b;
-}
-
 struct gv_stage_cache {
   int first, last;
   int64_t nodes, per_node;
@@ -401,15 +384,20 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     int64_t devices = nodes * per_node;
     /* the parameters other stages hold too: their gradients stay whole in the program (the runtime sums them across
      * the stages), as galvc compiles the stage; the others' are returned split as their parameters */
+    /* A split one is priced as split alike by every holding stage (runtime/pipe.c sums it block by block; galvc
+     * compiles it so where the holders' splits agree, which a range alone cannot see): its gradient returned split
+     * (gv_pipe_opts.shared_split), the sum's messages its block (sblk: the blocks each plan splits it into) */
     const char *whole[64];
-    int nwhole = 0;
+    int nwhole = 0, wsh[64];
     for (int i = 0; i < x->nshared && nwhole < 64; i++) {
       const gv_shared_param *sp = &x->shared[i];
       bool in = false, out = false;
       for (int g = 0; g < sp->ngroups; g++) in |= sp->groups[g] >= first && sp->groups[g] < last, out |= sp->groups[g] < first || sp->groups[g] >= last;
       const char *n = sp->arg >= 0 && sp->arg < x->base->main->body->nargs ? x->base->main->arg_names[sp->arg] : NULL;
-      if (in && out && n) whole[nwhole++] = n;
+      if (in && out && n) wsh[nwhole] = i, whole[nwhole++] = n;
     }
+    int64_t sblk[2][64];
+    const bool shared_whole = getenv("GALV_PIPE_SHARED_WHOLE") != NULL; /* galvc's diagnostic: every shared one whole */
     int64_t mprod = x->mesh_naxes ? 1 : 0;
     for (int a = 0; a < x->mesh_naxes; a++) mprod *= x->mesh_shape[a];
     bool on_mesh = mprod == devices && x->mesh_naxes > 1; /* --mesh: the stage's plans on its shape */
@@ -449,6 +437,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_pipe_opts.zero2 = k == 1;
       gv_pipe_opts.zero2_shared = k == 1 && once_none; /* as galvc compiles the stage without ZeRO (runtime/pipe.c) */
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
+      gv_pipe_opts.shared_split = whole, gv_pipe_opts.nshared_split = shared_whole ? 0 : nwhole;
       gv_plan_opts.intra_roles = (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
       gv_plan_opts.intra_batch = gv_stage_microbatch(x->base); /* a stage input it does not divide stays whole */
       rc = prc[k] = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
@@ -462,8 +451,13 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       }
       gv_plan_opts.intra_batch = 0;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
+      gv_pipe_opts.shared_split = NULL, gv_pipe_opts.nshared_split = 0;
       gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_shared = false;
       x->plans++;
+      for (int i = 0; i < nwhole; i++) sblk[k][i] = 1;
+      if (rc >= 0 && nwhole && devices > 1 && !shared_whole && (rc == 0 || pcs[k].mem_total > 0) &&
+          gv_plan_arg_blocks(m, &plans[k], x->cluster, whole, nwhole, sblk[k]))
+        rc = -1;
     }
     gv_train_opts.recompute = keep;
     /* the ways: an earlier training stage stashes or recomputes (forced, or both offered), with or without ZeRO */
@@ -489,12 +483,14 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       int keep_nwhole = gv_pipe_opts.nzero2_whole;
       gv_pipe_opts.zero2 = k == 1, gv_pipe_opts.zero2_shared = k == 1 && once_none; /* as planned above */
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
+      gv_pipe_opts.shared_split = whole, gv_pipe_opts.nshared_split = shared_whole ? 0 : nwhole;
       gv_plan_opts.intra_roles = !fallback[k] && (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp,
       gv_plan_opts.intra_tp = x->mesh_tp, gv_plan_opts.intra_batch = gv_stage_microbatch(x->base);
       ent_ok[k] = !stash_entries(m, &plans[k], can_rc, zb_do, &ents[k]);
       gv_plan_opts.intra_roles = false, gv_plan_opts.intra_batch = 0;
       gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_shared = false;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
+      gv_pipe_opts.shared_split = NULL, gv_pipe_opts.nshared_split = 0;
       if (ent_ok[k] && ents[k].wsplit) { /* the stage's figures: the least the split saves over its plans, the most W reads */
         if (zb_act <= 0 || ents[k].delta > zb_delta) zb_delta = ents[k].delta;
         if (ents[k].wact > zb_act) zb_act = ents[k].wact;
@@ -575,15 +571,19 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
             /* ZeRO-2 per microbatch (runtime/pipe.c): no local sums; the chunk's sums (ZE_BUCKETS x g buckets of bs
              * elements, at least the chunk), one bucket per rank staged for each reduce-scatter, and its result */
             int64_t bs = (nf + GV_ZERO_EACH_BUCKETS * g - 1) / (GV_ZERO_EACH_BUCKETS * g);
-            int64_t held = zero == GV_ZERO_2_EACH ? es * (GV_ZERO_EACH_BUCKETS * g * bs + g * bs + bs) +
-                                                        shared_held_bytes(x->shared, x->nshared, first, last, NULL) / (4 / es)
-                                                  : sums;
+            /* the parameters shared with stages outside (runtime/pipe.c): per microbatch under ZeRO-2 their own
+             * sums (acc: this rank's block); a whole one's whole step sum (accw) and one received from another
+             * stage (wtmp, the largest: a split one's block), in the sums' dtype */
+            int64_t shloc = 0, shacc = 0, shtmp = 0;
+            for (int i = 0; i < nwhole; i++) {
+              const int64_t b = x->shared[wsh[i]].bytes, loc = (b + sblk[k][i] - 1) / sblk[k][i];
+              shloc += loc;
+              if (sblk[k][i] > 1) shtmp = loc > shtmp ? loc : shtmp;
+              else shacc += b, shtmp = b > shtmp ? b : shtmp;
+            }
+            int64_t held = zero == GV_ZERO_2_EACH ? es * (GV_ZERO_EACH_BUCKETS * g * bs + g * bs + bs) + shloc / (4 / es) : sums;
             out->state_bytes += held + pmax + (g > 1 ? (opt + g - 1) / g : opt) + (can_rc && !recompute ? pc.mem_params : 0);
-            /* parameters shared with stages outside (runtime/pipe.c accw, wtmp): the whole gradient of each summed
-             * across the holding stages once per step, and one received from another stage (the largest), in the
-             * sums' dtype */
-            int64_t shmax, sh = shared_held_bytes(x->shared, x->nshared, first, last, &shmax);
-            out->state_bytes += (sh + shmax) / (4 / (g16 ? 2 : 4));
+            out->state_bytes += (shacc + shtmp) / (4 / es);
             /* the receive buffers (runtime/pipe.c inbuf, gbuf): the last stage's and a stashing stage's forward
              * inputs (a recomputing stage receives into its saved inputs), an earlier stage's gradients of the
              * values it sends, one per receiving stage; the rows kept split a rank's share */
@@ -644,8 +644,14 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           out->gsend_bytes = x->training && grads ? sb.gsend - sb.gsend_rows + (sb.gsend_rows + D - 1) / D : 0;
           /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
            * holding stages runs once per step */
-          out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training) +
+          /* (each message: the whole gradient, or a split one's block; in the sums' dtype) */
+          int64_t *shb = malloc(sizeof *shb * (size_t)(x->nshared + 1));
+          for (int i = 0; shb && i < x->nshared; i++) shb[i] = x->shared[i].bytes / (g16 ? 2 : 1);
+          for (int i = 0; shb && i < nwhole; i++)
+            if (sblk[k][i] > 1) shb[wsh[i]] = (x->shared[wsh[i]].bytes + sblk[k][i] - 1) / sblk[k][i] / (g16 ? 2 : 1);
+          out->once_ns = gv_pipe_shared_ns(x->cluster, x->shared, x->nshared, first, last, nodes, per_node, x->training, shb) +
                          out->zero_ns + out->opt_ns;
+          free(shb);
           /* the DP's key among the ways: ZeRO's per-step collectives spread over the step's microbatches */
           out->key_ns = out->ns + out->zero_ns / (x->B > 0 ? x->B : 1);
           plan_desc(&plan, out->desc, sizeof out->desc);

@@ -971,12 +971,14 @@ int64_t gv_pipe_shared_extra_bytes(const gv_shared_param *sp, int n, int first, 
 }
 
 int64_t gv_pipe_shared_ns(const gv_cluster *c, const gv_shared_param *sp, int n, int first, int last, int64_t nodes,
-                          int64_t per_node, bool training) {
+                          int64_t per_node, bool training, const int64_t *bytes) {
   if (!training) return 0;
   int64_t k = nodes * per_node, t = 0;
   bool across = gv_cluster_devices(c) > c->devices_per_node && k >= c->devices_per_node, out;
-  for (int i = 0; i < n; i++)
-    if (shared_reads(&sp[i], first, last, &out) && out) t += 2 * gv_cost_collective(c, GV_COLL_P2P, sp[i].bytes, 2, across);
+  for (int i = 0; i < n; i++) {
+    const int64_t b = bytes ? bytes[i] : sp[i].bytes;
+    if (shared_reads(&sp[i], first, last, &out) && out) t += 2 * gv_cost_collective(c, GV_COLL_P2P, b, 2, across);
+  }
   return t;
 }
 
@@ -1001,7 +1003,7 @@ static void analytic_range_of(const gv_analytic_ctx *x, int first, int last, int
   }
   s.param_bytes += gv_pipe_shared_extra_bytes(x->shared, x->nshared, first, last); /* copies of shared parameters */
   r->s = s, r->boundaries = boundaries, r->first = first;
-  r->shared_ns = gv_pipe_shared_ns(c, x->shared, x->nshared, first, last, nodes, per_node, x->training);
+  r->shared_ns = gv_pipe_shared_ns(c, x->shared, x->nshared, first, last, nodes, per_node, x->training, NULL);
   int64_t in_b = first > 0 ? x->g[first - 1].out_bytes / B : 0, out_b = last < x->ngroups ? x->g[last - 1].out_bytes / B : 0;
   r->in_b = in_b;
   r->xfer = gv_pipe_transfer_ns(c, nodes, per_node, in_b, out_b, 0, x->training);

@@ -293,10 +293,14 @@ typedef struct {
  * reader's group), and the per-step time of summing the gradients of those
  * that groups outside the range read too: a point-to-point message of the
  * whole gradient to the lowest holding stage and the sum back
- * (2 x GV_COLL_P2P; across nodes as gv_pipe_transfer_ns decides). */
+ * (2 x GV_COLL_P2P; across nodes as gv_pipe_transfer_ns decides). bytes
+ * (NULL: each parameter's bytes) gives per shared parameter the bytes of
+ * one message: its block where the holding stages sum it block by block
+ * (runtime/pipe.c shared_block_sum: each rank its block, in parallel), half
+ * with 16-bit gradient sums. */
 int64_t gv_pipe_shared_extra_bytes(const gv_shared_param *sp, int n, int first, int last);
 int64_t gv_pipe_shared_ns(const gv_cluster *c, const gv_shared_param *sp, int n, int first, int last, int64_t nodes,
-                          int64_t per_node, bool training);
+                          int64_t per_node, bool training, const int64_t *bytes);
 
 typedef struct {
   const gv_group_stats *g;

@@ -77,6 +77,11 @@ extern const int galv_pipe_nparams;
 /* per parameter: bit i set when stage i holds a copy (this stage's bit always; more than one bit: a
  * shared parameter, whose gradient pipe.c sums across those stages before the update) */
 extern const uint64_t galv_pipe_param_stages[];
+/* per parameter: 1 when it is shared and every holding stage splits it alike (the same ranks, the same block per
+ * rank; galvc compares the stages' splits): its gradient is returned as this rank's block and pipe.c sums it across
+ * the stages block by block (rank r of the lowest holding stage with rank r of the others); 0: a shared parameter's
+ * gradient is returned whole and summed whole (docs/pipeline.md, "Shared parameters") */
+extern const unsigned char galv_pipe_shared_split[];
 
 /* Cross-stage transfers (docs/pipeline.md, "Cross-mesh transfers"): per
  * crossing value and pair of stages, the tiles of the cross-mesh resharding

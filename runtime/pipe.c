@@ -378,8 +378,12 @@ static int classify_outputs(const galv_io *outs, const galv_io_split *sp, int n,
             memcmp(sp[o].starts, ps->starts, (size_t)galv_nranks * (size_t)rk * sizeof *ps->starts) ||
             outs[o].nbytes != galv_pipe_params[p].nbytes)
           galv_fatal("pipeline table: the gradient '%s' is split unlike its parameter", nm);
-        if (shared_param(p)) galv_fatal("pipeline table: the gradient '%s' of a parameter other stages hold is split (expected whole)", nm);
-      } else if (outs[o].nbytes != galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes)
+        if (shared_param(p) && !galv_pipe_shared_split[p])
+          galv_fatal("pipeline table: the gradient '%s' of a parameter other stages hold is split (expected whole)", nm);
+      } else if (shared_param(p) && galv_pipe_shared_split[p])
+        galv_fatal("pipeline table: the gradient '%s' of a parameter the holding stages split alike is whole (expected this "
+                   "rank's block)", nm);
+      else if (outs[o].nbytes != galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes)
         galv_fatal("pipeline table: the gradient '%s' and its parameter differ in size", nm);
       ok[o] = -(p + 1);
     } else if (!strncmp(nm, "wstash.", 7)) {
@@ -417,7 +421,10 @@ static const char *outp_of(const galv_io *outs, int o, char *arena, const char *
  * Messages per step: (m - 1) to the root, then one per other holding rank. */
 static int shared_param(int p) { return (galv_pipe_param_stages[p] & ~(1ull << galv_pipe_stage)) != 0; }
 static int shared_root_stage(int p) { return __builtin_ctzll(galv_pipe_param_stages[p]); }
+/* one split alike by every holding stage (galv_pipe_shared_split): summed block by block (shared_block_sum) */
+static int shared_split(int p) { return shared_param(p) && galv_pipe_shared_split[p]; }
 static uint64_t shared_sent; /* bytes this rank sent for shared parameters (galv_pipe_xfer_report counts them apart) */
+static uint64_t shared_check_sent; /* ... and for the layout check before the steps (shared_layout_check) */
 
 /* --clip-grad-norm: whether this rank counts parameter p in the global norm, so that every trained parameter of
  * every stage is counted once: a parameter whole in its stage by the stage's rank 0, a split one by the lowest
@@ -502,6 +509,81 @@ static void shared_grad_sum(galv_comm *world, galv_queue *q, int p, void *whole,
     }
     galv_recv(world, root, whole, n, dt, q);
     galv_queue_sync(q);
+  }
+}
+
+/* A shared parameter the holding stages split alike (shared_split): rank r of the root stage receives rank r's
+ * block of the other holding stages' sums (their rank r), adds them in stage order and sends the total back, so every
+ * copy of the block takes the same update. Messages per step and block: (m - 1) to the root rank, (m - 1) back. */
+static void shared_block_sum(galv_comm *world, galv_queue *q, int p, void *blk, void *tmp, size_t n) {
+  const uint64_t mask = galv_pipe_param_stages[p];
+  const int dt = g16 ? g16 : GALV_F32;
+  const size_t es = g16 ? 2 : 4;
+  const int rs = shared_root_stage(p);
+  if (galv_pipe_stage == rs) {
+    for (int st = rs + 1; st < galv_pipe_nstages; st++)
+      if (mask >> st & 1) {
+        galv_recv(world, galv_pipe_first_rank[st] + lrank, tmp, n, dt, q);
+        galv_queue_sync(q);
+        grad_add(blk, tmp, n);
+      }
+    galv_group_start();
+    for (int st = rs + 1; st < galv_pipe_nstages; st++)
+      if (mask >> st & 1) galv_send(world, galv_pipe_first_rank[st] + lrank, blk, n, dt, q), shared_sent += n * es;
+    galv_group_end();
+    galv_queue_sync(q);
+  } else {
+    galv_send(world, galv_pipe_first_rank[rs] + lrank, blk, n, dt, q), shared_sent += n * es;
+    galv_queue_sync(q);
+    galv_recv(world, galv_pipe_first_rank[rs] + lrank, blk, n, dt, q);
+    galv_queue_sync(q);
+  }
+}
+
+/* Before the steps: every rank of a later holding stage sends rank r of the root stage (r its own stage rank) its
+ * record of each shared parameter: the table's choice (galv_pipe_shared_split), and for a split one its stage's
+ * ranks, the parameter's dims and its own block's starts; the root stage's rank r compares them with its own. A
+ * difference (stages built apart, a table edited) is one error line. */
+static void shared_layout_check(galv_comm *world, galv_queue *q) {
+  enum { NR = 2 + 2 * GALV_RT_MAX_RANK };
+  for (int p = 0; p < galv_pipe_nparams; p++) {
+    if (!shared_param(p)) continue;
+    const uint64_t mask = galv_pipe_param_stages[p];
+    const int rs = shared_root_stage(p), rk = galv_pipe_params[p].rank;
+    const galv_io_split *sp = &galv_pipe_param_split[p];
+    int64_t mine[NR] = {galv_pipe_shared_split[p], 0};
+    if (galv_pipe_shared_split[p]) {
+      if (!sp->starts) galv_fatal("pipeline table: parameter '%s' is marked split alike across its stages but is whole here",
+                                  galv_pipe_params[p].name);
+      mine[1] = nlocal;
+      for (int d = 0; d < rk; d++) mine[2 + d] = sp->gdims[d], mine[2 + GALV_RT_MAX_RANK + d] = sp->starts[(size_t)lrank * (size_t)rk + (size_t)d];
+    }
+    const int nroot = galv_pipe_first_rank[rs + 1] - galv_pipe_first_rank[rs];
+    if (galv_pipe_stage != rs) {
+      if (lrank >= nroot) {
+        if (galv_pipe_shared_split[p])
+          galv_fatal("shared parameter '%s': stage %d has %d ranks, stage %d %d: the block-by-block gradient sum needs the "
+                     "same split in every holding stage (rebuild with galvc)", galv_pipe_params[p].name, galv_pipe_stage,
+                     nlocal, rs, nroot);
+        continue;
+      }
+      uint64_t before = galv_comm_counters().send;
+      xsend(world, galv_pipe_first_rank[rs] + lrank, mine, NR, GALV_I64, q);
+      shared_check_sent += galv_comm_counters().send - before;
+      continue;
+    }
+    for (int st = rs + 1; st < galv_pipe_nstages; st++) {
+      if (!(mask >> st & 1) || lrank >= galv_pipe_first_rank[st + 1] - galv_pipe_first_rank[st]) continue;
+      int64_t other[NR];
+      xrecv(world, galv_pipe_first_rank[st] + lrank, other, NR, GALV_I64, q);
+      if (other[0] != mine[0])
+        galv_fatal("shared parameter '%s': stage %d's table sums its gradient %s, stage %d's %s (rebuild with galvc)",
+                   galv_pipe_params[p].name, rs, mine[0] ? "block by block" : "whole", st, other[0] ? "block by block" : "whole");
+      if (mine[0] && memcmp(mine, other, sizeof mine))
+        galv_fatal("shared parameter '%s': stage %d rank %d holds another block of it than stage %d rank %d (%d and %lld "
+                   "ranks): the block-by-block gradient sum needs the same split in every holding stage (rebuild with galvc)",
+                   galv_pipe_params[p].name, st, lrank, rs, lrank, nlocal, (long long)other[1]);
+    }
   }
 }
 
@@ -776,6 +858,10 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
       const void *g = outp_of(outs, o, arena, w);
       if (accw[p]) {
         grad_add(accw[p], g, (size_t)outs[o].nbytes / 4);
+        continue;
+      }
+      if (ze.c && shared_split(p)) { /* its block's step sum, summed across the stages before ZeRO-2's pass */
+        grad_add(acc[p], g, (size_t)galv_pipe_params[p].nbytes / 4);
         continue;
       }
       /* a gradient returned split as its parameter (propagate-sharding) is this rank's block already; the whole
@@ -1221,7 +1307,10 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   if (bw) gmax = whole_grad_max(bout, okb, nbo, gmax);
   if (wg) gmax = whole_grad_max(wg->outputs, okw, nwo, gmax);
   for (int p = 0; p < galv_pipe_nparams; p++)
-    if (shared_param(p) && trains[p]) { /* frozen everywhere it is held: nothing to sum */
+    if (shared_split(p) && trains[p]) { /* its block's sum is acc[p]; one received from another stage: wtmp */
+      int64_t bb = (int64_t)GSB((size_t)galv_pipe_params[p].nbytes);
+      if (bb > wmax) wmax = bb;
+    } else if (shared_param(p) && trains[p]) { /* frozen everywhere it is held: nothing to sum */
       int64_t wb = (int64_t)GSB((size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes);
       accw[p] = dalloc((size_t)wb, GALV_MEM_SUMS);
       if (wb > wmax) wmax = wb;
@@ -1236,6 +1325,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int i = 0; i < nbi; i++)
     if (gbuf[i]) m_buf += (int64_t)AB(&bin[i]) * (ng[i] ? ng[i] : 1);
   float *wtmp = wmax ? dalloc((size_t)wmax, GALV_MEM_COMM) : NULL; /* a shared gradient received from another stage */
+  shared_layout_check(world, q);
   float *gblk = gmax ? dalloc((size_t)gmax, GALV_MEM_BUFFERS) : NULL; /* a split parameter's block of its (whole) gradient */
   float *g32 = pmax ? dalloc((size_t)pmax, GALV_MEM_BUFFERS) : NULL; /* bf16 sums: one widened for the optimizer */
   char *inbuf = last || bw ? dalloc((size_t)in_bytes, GALV_MEM_BUFFERS) : NULL; /* a forward's inputs (received, data slices) */
@@ -1520,16 +1610,22 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     /* shared parameters: the gradient summed across the holding stages, then this rank's block of it; one the program
      * left unreduced over the ranks holding equal parameters (no ZeRO: galv_pipe_zero 4) all-reduced over them first,
      * in place, so every rank's sum is the group's (then whole on every rank: left out of the all-reduce below) */
-    for (int p = 0; gc && p < galv_pipe_nparams; p++) {
-      if (!accw[p] || !galv_pipe_zero_partial[p]) continue;
-      size_t wb = (size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes;
+    for (int p = 0; gc && p < galv_pipe_nparams; p++) { /* (a block summed across the stages alike: its block) */
+      if (!(accw[p] || (shared_split(p) && trains[p])) || !galv_pipe_zero_partial[p]) continue;
+      size_t wb = accw[p] ? (size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes
+                          : (size_t)galv_pipe_params[p].nbytes;
+      void *x = accw[p] ? (void *)accw[p] : (void *)acc[p];
       galv_queue_sync(q);
       uint64_t before = galv_comm_counters().all_reduce;
-      galv_all_reduce(gc, accw[p], accw[p], wb / 4, g16 ? g16 : GALV_F32, GALV_RED_SUM, q);
+      galv_all_reduce(gc, x, x, wb / 4, g16 ? g16 : GALV_F32, GALV_RED_SUM, q);
       galv_queue_sync(q);
       gar += galv_comm_counters().all_reduce - before;
     }
-    for (int p = 0; p < galv_pipe_nparams; p++) {
+    for (int p = 0; p < galv_pipe_nparams; p++) { /* in parameter order: the same order in every holding stage */
+      if (shared_split(p) && trains[p]) {
+        shared_block_sum(world, q, p, acc[p], wtmp, (size_t)galv_pipe_params[p].nbytes / 4);
+        continue;
+      }
       if (!accw[p]) continue;
       size_t wb = (size_t)galv_spmd_global_io(&galv_pipe_params[p], &galv_pipe_param_split[p]).nbytes;
       shared_grad_sum(world, q, p, accw[p], wtmp, wb / 4);
@@ -1541,7 +1637,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (z2e) { /* ZeRO-2 per microbatch: the shared parameters' step sums (whole: the group's first rank) into the chunk */
       int any = 0;
       for (int p = 0; p < galv_pipe_nparams; p++)
-        if (accw[p]) ze.gp[p] = zr == 0 ? acc[p] : NULL, any = 1;
+        if (accw[p] || (shared_split(p) && trains[p])) ze.gp[p] = zr == 0 ? acc[p] : NULL, any = 1;
       if (any) ze_pass(0, gblk);
       memset(ze.gp, 0, sizeof *ze.gp * (size_t)galv_pipe_nparams);
       zrs = ze.sent;
@@ -1559,12 +1655,12 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       galv_queue_sync(q);
       uint64_t before = galv_comm_counters().all_reduce;
       for (int p = 0; p < galv_pipe_nparams;) {
-        if (!trains[p] || !galv_pipe_zero_partial[p] || accw[p]) {
+        if (!trains[p] || !galv_pipe_zero_partial[p] || accw[p] || shared_split(p)) {
           p++;
           continue;
         }
         int e = p;
-        while (e + 1 < galv_pipe_nparams && trains[e + 1] && galv_pipe_zero_partial[e + 1] && !accw[e + 1]) e++;
+        while (e + 1 < galv_pipe_nparams && trains[e + 1] && galv_pipe_zero_partial[e + 1] && !accw[e + 1] && !shared_split(e + 1)) e++;
         size_t lo = (size_t)galv_pipe_params[p].offset, hi = (size_t)(galv_pipe_params[e].offset + galv_pipe_params[e].nbytes);
         galv_all_reduce(gc, gacc + GSB(lo), gacc + GSB(lo), (hi - lo) / 4, g16 ? g16 : GALV_F32, GALV_RED_SUM, q);
         p = e + 1;
@@ -1780,7 +1876,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         galv_fatal("stage %d rank %d: the stage programs' %s moved %llu bytes, their entries predict %llu", me, lrank, kind[k],
                    (unsigned long long)coll_got[k], (unsigned long long)coll_pred[k]);
   }
-  galv_pipe_xfer_report((long)B * steps, shared_sent + il.sent);
+  galv_pipe_xfer_report((long)B * steps, shared_sent + shared_check_sent + il.sent);
   int nshared = 0;
   for (int p = 0; p < galv_pipe_nparams; p++) nshared += shared_param(p) && shared_root_stage(p) == me;
   int ncopies = shared_check(world, q, W); /* after the report: these sends are not the steps' */

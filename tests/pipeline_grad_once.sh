@@ -10,7 +10,8 @@
 # microbatch's gradients) the stage programs' all-reduce bytes drop by B x the runtime's per-step all-reduce (within
 # 10 %: the runtime's buffer is the parameters' span, 64-byte slots, padded to the ranks), i.e. the gradient
 # reduction moves B times fewer bytes per step. Also --clip-grad-norm (the norm of the reduced sums) = the single
-# device clipped.
+# device clipped. The tied model on pp=2 x dp=2 x tp=2 (its embedding split alike by both stages: its block left
+# unreduced over dp, all-reduced once per step, then summed across the stages block by block) as the others.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -40,7 +41,7 @@ for v in one onec; do
 done
 
 # CASE = name:gpus:zero:strategy[:mesh]; zero 1: the reference (each microbatch's gradients all-reduced in the program)
-for c in ${GALV_GRAD_ONCE_CASES:-dpz1:4:1:dp dp:4:0:dp dptpz1:8:1:dp,tp:dp=2,tp=2 dptp:8:0:dp,tp:dp=2,tp=2 dpclip:4:0:dp tiez1:4:1:dp tie:4:0:dp}; do
+for c in ${GALV_GRAD_ONCE_CASES:-dpz1:4:1:dp dp:4:0:dp dptpz1:8:1:dp,tp:dp=2,tp=2 dptp:8:0:dp,tp:dp=2,tp=2 dpclip:4:0:dp tiez1:4:1:dp tie:4:0:dp tietpz1:8:1:dp,tp:dp=2,tp=2 tietp:8:0:dp,tp:dp=2,tp=2}; do
   IFS=: read -r name gpus zero st mesh <<<"$c"
   d="$T/tr-$name"
   opts=(--gpus "$gpus" --strategy "$st")

@@ -37,8 +37,11 @@
 # microbatch), stage 1 none (its gradients reduced once per step, which fits
 # since its program leaves them unreduced), in plan.json (--plan-out: stage_zero [2, 0],
 # stage_zero_reduce), --plan replays it, without the limit no ZeRO (the
-# flags' choice); the run = the single device. Bad input (--pipeline-zero without stages,
-# 3, --zero-reduce with --pipeline-zero 1): one error line.
+# flags' choice); the run = the single device. The tied embedding on pp=2 x dp=2 x tp=2 (both stages split it
+# over tp alike: summed across the stages block by block) without ZeRO (its block all-reduced once per step over
+# dp, then summed across the stages) and with ZeRO-2 once per step and per microbatch (its block's step sum into
+# the reduce-scatter after the sum across the stages): the single device, the ZeRO bytes = galvc's prediction.
+# Bad input (--pipeline-zero without stages, 3, --zero-reduce with --pipeline-zero 1): one error line.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -78,7 +81,7 @@ timeout 120 "$T/onet/program" --batches "$T/b" --steps 2 -o "$T/onet.w" >"$T/one
 # containing "mb": --zero-reduce per-microbatch; containing "clip": --clip-grad-norm (the clipped single device the
 # reference); containing "tie": the tied-embedding model (the embedding's gradient summed across the stages, then
 # reduce-scattered: per microbatch one pass more per step); zero "lim": no --pipeline-zero, --memory-limit 750000 (the stage DP chooses ZeRO-2 for the fixed stages)
-for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2 z2plan:2:plan z2:2:dp z2tp:2:dp,tp:dp=2,tp=2 z2mb:2:plan z2clip:2:plan z2mbclip:2:plan z1clip:1:plan z2mbtie:2:plan z2lim:lim:plan}; do
+for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2 z2plan:2:plan z2:2:dp z2tp:2:dp,tp:dp=2,tp=2 z2mb:2:plan z2clip:2:plan z2mbclip:2:plan z1clip:1:plan z2mbtie:2:plan z2lim:lim:plan dp0tptie:0:dp,tp:dp=2,tp=2 z2tptie:2:dp,tp:dp=2,tp=2 z2mbtptie:2:dp,tp:dp=2,tp=2}; do
   IFS=: read -r name zero st mesh <<<"$c"
   d="$T/tr-$name"
   gpus=4 meshopt=() strat=(--strategy "$st") label="pp=2 x dp=2 (--strategy dp)" rcopt=() zopt=(--pipeline-zero "$zero") form=once

@@ -14,8 +14,9 @@
 #     prediction from the global program);
 #   pipelines (the stages' runtime optimizer: one global norm over every
 #     stage, each parameter counted once): pp=2, pp=2 x tp=2, pp=2 x dp=2
-#     (1F1B, 2 microbatches), and pp=2 with tied embeddings (wte held by
-#     both stages) = the single-device clipped run of the same model; an
+#     (1F1B, 2 microbatches), and pp=2 and pp=2 x tp=2 with tied embeddings
+#     (wte held by both stages; under tp split alike, its gradient summed
+#     block by block) = the single-device clipped run of the same model; an
 #     unclipped pp=2 run differs;
 #   bad input: --clip-grad-norm 0 / -1 / x, without --train: one error
 #     line each.
@@ -112,6 +113,13 @@ if m=$mt build tied --clip-grad-norm 0.5 && run tied && m=$mt build tied-pp2 --c
   if grep -q 'shared parameters: 1 held' "$T/tied-pp2.log" && r=$(same tied tied-pp2 2>&1); then
     ok "tied embeddings, pp=2 = single device: $r"
   else bad "tied embeddings, pp=2 vs single device: $(same tied tied-pp2 2>&1); $(grep -m1 'shared parameters' "$T/tied-pp2.log")"; fi
+  # pp=2 x tp=2: the embedding split alike by both stages, its gradient summed block by block, each block counted once
+  if m=$mt build tied-pp2-tp --clip-grad-norm 0.5 "${PP[@]}" --gpus 4 --strategy tp && run tied-pp2-tp; then
+    if grep -q 'shared parameters: 1 held' "$T/tied-pp2-tp.log" && grep -q 'gradient sums sent by this rank: 12288 bytes' "$T/tied-pp2-tp.log" &&
+      r=$(same tied tied-pp2-tp 2>&1); then
+      ok "tied embeddings, pp=2 x tp=2 (summed block by block) = single device: $r"
+    else bad "tied embeddings, pp=2 x tp=2 vs single device: $(same tied tied-pp2-tp 2>&1); $(grep -m1 'shared parameters' "$T/tied-pp2-tp.log")"; fi
+  fi
 fi
 
 # bad input

@@ -1595,7 +1595,28 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     free(pl);
     return 0;
   }
+  /* shared parameters split alike by every holding stage (docs/pipeline.md, "Shared parameters"): their gradients
+   * returned split as the parameter (gv_pipe_opts.shared_split) and summed across the stages block by block
+   * (runtime/pipe.c, galv_pipe_shared_split). Tried wherever the holding stages have the same number of ranks (more
+   * than one); the stages are compiled, each holder's split of the parameter compared (ssig: its dims and every
+   * rank's block starts, "-" unsplit), and where they differ the holders that split it are compiled again with its
+   * gradient whole (pass 1). */
+  const int nargs = mp ? mp->main->body->nargs : 0;
+  signed char *ssplit = calloc((size_t)nargs + 1, 1);
+  char **ssig = calloc((size_t)S * (size_t)(nargs + 1), sizeof *ssig);
+  if (!rc && (!ssplit || !ssig)) rc = gv_error_plain("out of memory");
+  const bool shared_whole = getenv("GALV_PIPE_SHARED_WHOLE") != NULL; /* a diagnostic: every shared gradient whole */
+  for (int a = 0; !rc && train && !shared_whole && a < nargs; a++) {
+    if (!mp->main->arg_is_param[a] || __builtin_popcountll(pmask[a]) < 2) continue;
+    int k = -1;
+    ssplit[a] = 1;
+    for (int s = 0; s < S; s++)
+      if (pmask[a] >> s & 1) ssplit[a] &= dev[s] > 1 && (k < 0 || dev[s] == k), k = dev[s];
+  }
+  uint64_t redo = 0;
+  for (int pass = 0; pass < 2 && !rc; pass++) {
   for (int s = 0; !rc && s < S; s++) {
+    if (pass && !(redo >> s & 1)) continue;
     const int per = dev[s]; /* this stage's devices */
     char dir[4096];
     snprintf(dir, sizeof dir, "%s%sstage%d/", out, out[strlen(out) - 1] == '/' ? "" : "/", s);
@@ -1607,9 +1628,14 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
      * parameters, except those of parameters other stages hold too (their sum across the stages is whole) */
     const char **z2whole = calloc((size_t)mp->main->body->nargs + 1, sizeof *z2whole);
     int nz2whole = 0;
+    const char **ssnames = calloc((size_t)mp->main->body->nargs + 1, sizeof *ssnames); /* of them: returned split */
+    int nsplit = 0;
     for (int a = 0; z2whole && a < mp->main->body->nargs; a++)
       if (mp->main->arg_is_param[a] && __builtin_popcountll(pmask[a]) > 1) z2whole[nz2whole++] = mp->main->arg_names[a];
-    if (!z2whole) rc = gv_error_plain("out of memory");
+    for (int a = 0; ssnames && a < mp->main->body->nargs; a++)
+      if (ssplit[a] > 0 && (pmask[a] >> s & 1)) ssnames[nsplit++] = mp->main->arg_names[a];
+    if (!z2whole || !ssnames) rc = gv_error_plain("out of memory");
+    gv_pipe_opts.shared_split = ssnames, gv_pipe_opts.nshared_split = nsplit;
     const int zlev = train ? stage_zero(pa, &pl->cost[s]) : GV_ZERO_NONE; /* given, or the stage DP's way */
     /* no ZeRO: the data-parallel gradients reduced once per step by the runtime, the program leaves them unreduced */
     const bool once = train && zlev == GV_ZERO_NONE && gv_pipe_opts.grad_once && per > 1;
@@ -1647,7 +1673,32 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       if (!rc) rc = same_params(ms, mw);
     }
     gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_whole = NULL, gv_pipe_opts.nzero2_whole = 0, gv_pipe_opts.zero2_shared = false;
+    gv_pipe_opts.shared_split = NULL, gv_pipe_opts.nshared_split = 0;
     free(z2whole);
+    free(ssnames);
+    /* each shared parameter's split in this stage (ssig): compared across the holders after the first pass */
+    for (int a = 0; !rc && a < ms->main->body->nargs; a++) {
+      if (!ms->main->arg_is_param[a]) continue;
+      int b = 0;
+      while (b < nargs && !(mp->main->arg_is_param[b] && !strcmp(mp->main->arg_names[b], ms->main->arg_names[a]))) b++;
+      if (b == nargs || ssplit[b] <= 0) continue;
+      const gv_value *v = ms->main->body->args[a];
+      const gv_sharding *sh = gv_value_sharding(ms, v);
+      char *sig = malloc((size_t)per * (size_t)(v->type.rank + 1) * 24 + 64), *e = sig;
+      if (!sig) { rc = gv_error_plain("out of memory"); break; }
+      if (per > 1 && cg_is_split(sh)) {
+        for (int d = 0; d < v->type.rank; d++)
+          e += sprintf(e, "%lld,", (long long)(v->type.dims[d] * (d < sh->rank ? gv_sharding_dim_split(sh, d) : 1)));
+        for (int r = 0; r < per; r++) {
+          int64_t st[GV_MAX_RANK];
+          cg_block_start(sh, v->type.rank, v->type.dims, r, st);
+          e += sprintf(e, ";");
+          for (int d = 0; d < v->type.rank; d++) e += sprintf(e, "%lld,", (long long)st[d]);
+        }
+      } else sprintf(e, "-");
+      free(ssig[(size_t)s * (size_t)nargs + (size_t)b]);
+      ssig[(size_t)s * (size_t)nargs + (size_t)b] = sig;
+    }
     /* ZeRO-2: per parameter (ms's order) the mesh axes its gradient results leave pending, from every entry */
     int z2err = 0;
     unsigned *gpart = calloc((size_t)(ms ? ms->main->body->nargs : 0) + 1, sizeof *gpart);
@@ -1792,6 +1843,17 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
           fprintf(f, "0x%llxull, ", (unsigned long long)mk);
         }
         fprintf(f, "0};\n");
+        /* per parameter: 1 when it is shared and every holding stage splits it alike (its gradient returned as this
+         * rank's block, summed across the stages block by block); 0: a shared one's gradient whole */
+        fprintf(f, "const unsigned char galv_pipe_shared_split[] = {");
+        for (int a = 0; a < ms->main->body->nargs; a++) {
+          if (!ms->main->arg_is_param[a]) continue;
+          int b = 0;
+          while (b < nargs && !(mp->main->arg_is_param[b] && !strcmp(mp->main->arg_names[b], ms->main->arg_names[a]))) b++;
+          const char *sig = b < nargs && ssplit[b] > 0 ? ssig[(size_t)s * (size_t)nargs + (size_t)b] : NULL;
+          fprintf(f, "%d, ", sig && strcmp(sig, "-") ? 1 : 0);
+        }
+        fprintf(f, "0};\n");
         /* the parameters' splits over the stage's ranks (runtime/galv_spmd.h galv_io_split) */
         np = 0;
         for (int a = 0; a < ms->main->body->nargs; a++) {
@@ -1875,7 +1937,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
               bool up = a < ms->main->body->nargs && (gpart[np] & zaxes) != 0;
               for (int b = 0; up && b < mp->main->body->nargs; b++) /* a shared parameter's: its whole sum, apart */
                 if (mp->main->arg_is_param[b] && __builtin_popcountll(pmask[b]) > 1 && !strcmp(mp->main->arg_names[b], ms->main->arg_names[a])) {
-                  sent += 2 * (g - 1) * (gv_type_numel(&mp->main->body->args[b]->type) * eb) / g, up = false, npart++;
+                  /* (split alike across the stages: its block) */
+                  const gv_type *tb = ssplit[b] > 0 ? &ms->main->body->args[a]->type : &mp->main->body->args[b]->type;
+                  sent += 2 * (g - 1) * (gv_type_numel(tb) * eb) / g, up = false, npart++;
                   break;
                 }
               if (!up && lo >= 0) sent += 2 * (g - 1) * ((hi - lo) / 4 * eb) / g, lo = -1;
@@ -1963,13 +2027,49 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       }
       free(mk);
     }
-    if (!rc && build) rc = build_program(dir, quiet);
     free(io);
     free(gpart);
     if (ms) gv_module_free(ms);
     if (mb) gv_module_free(mb);
     if (mw) gv_module_free(mw);
   }
+  /* after the first pass: a shared parameter tried split stays so where every holder splits it alike; else whole,
+   * and the holders that split it are compiled again (their table's galv_pipe_shared_split 0) */
+  for (int a = 0; !rc && pass == 0 && a < nargs; a++) {
+    if (ssplit[a] <= 0) continue;
+    const char *first = NULL;
+    bool same = true, any = false;
+    for (int t = 0; t < S; t++) {
+      const char *g = pmask[a] >> t & 1 ? ssig[(size_t)t * (size_t)nargs + (size_t)a] : NULL;
+      if (!g) continue;
+      if (!first) first = g;
+      same &= !strcmp(g, first) && strcmp(g, "-");
+      any |= strcmp(g, "-") != 0;
+    }
+    if (same && first) {
+      if (!quiet)
+        fprintf(stderr, "galvc: pipeline: parameter '%s': every holding stage splits it alike: its gradient stays split, "
+                        "summed across the stages block by block\n", mp->main->arg_names[a]);
+      continue;
+    }
+    ssplit[a] = 0;
+    for (int t = 0; t < S && any; t++) {
+      const char *g = pmask[a] >> t & 1 ? ssig[(size_t)t * (size_t)nargs + (size_t)a] : NULL;
+      if (g && strcmp(g, "-")) redo |= 1ull << t;
+    }
+    if (any && !quiet)
+      fprintf(stderr, "galvc: pipeline: parameter '%s': the holding stages split it differently: its gradient summed "
+                      "whole (the stages that split it compiled again)\n", mp->main->arg_names[a]);
+  }
+  }
+  for (int s = 0; !rc && build && s < S; s++) { /* each stage's program, once its table is final */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s%sstage%d/", out, out[strlen(out) - 1] == '/' ? "" : "/", s);
+    rc = build_program(dir, quiet);
+  }
+  for (size_t i = 0; ssig && i < (size_t)S * (size_t)nargs; i++) free(ssig[i]);
+  free(ssig);
+  free(ssplit);
   if (mp) gv_module_free(mp);
   free(pmask);
   for (int d = 0; !rc && !quiet && V > 1 && d < NG; d++) { /* interleaved: each group's peak over its order and chunks */
