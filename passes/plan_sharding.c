@@ -2846,7 +2846,7 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
           if (tl >= 0 && !C->layer_roles) continue;
           if (fixed && gv_plan_opts.intra_roles && /* the preset's roles only (no layers' tp where no layers are found) */
               (dm != (gv_plan_opts.intra_dp >= 0 ? 1u << gv_plan_opts.intra_dp : 0u) ||
-               tl != (C->layer_roles ? gv_plan_opts.intra_tp : -1) || (to >= 0 && to != gv_plan_opts.intra_tp)))
+               tl != (C->layer_roles ? gv_plan_opts.intra_tp : -1) || to != (C->outer_roles ? gv_plan_opts.intra_tp : -1)))
             continue;
           if (to >= 0 && !C->outer_roles) continue;
           unsigned used = dm | (tl >= 0 ? 1u << tl : 0) | (to >= 0 ? 1u << to : 0);

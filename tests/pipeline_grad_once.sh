@@ -44,7 +44,9 @@ done
 for c in ${GALV_GRAD_ONCE_CASES:-dpz1:4:1:dp dp:4:0:dp dptpz1:8:1:dp,tp:dp=2,tp=2 dptp:8:0:dp,tp:dp=2,tp=2 dpclip:4:0:dp tiez1:4:1:dp tie:4:0:dp tietpz1:8:1:dp,tp:dp=2,tp=2 tietp:8:0:dp,tp:dp=2,tp=2}; do
   IFS=: read -r name gpus zero st mesh <<<"$c"
   d="$T/tr-$name"
-  opts=(--gpus "$gpus" --strategy "$st")
+  # equal cuts: the run and its ZeRO-1 reference hold the same stages (the stage DP's cuts follow the prices, which
+  # differ between them on this tiny model), so their programs' collectives compare
+  opts=(--gpus "$gpus" --strategy "$st" --stage-cuts equal)
   [ -n "$mesh" ] && opts+=(--mesh "$mesh")
   [ "$zero" = 1 ] && opts+=(--pipeline-zero 1)
   ra="$T/one.log" rw="$T/one.w"
