@@ -520,7 +520,7 @@ extern const galv_train_device *galv_train_dev;
  *   NAME: WHO: memory tracker: peak H bytes (live buffers' peak P + arena written A of N; at the peak: KIND BYTES, ...) */
 enum {
   GALV_MEM_ARENA, GALV_MEM_WEIGHTS, GALV_MEM_STATE, GALV_MEM_COPIES, GALV_MEM_SUMS, GALV_MEM_OPT, GALV_MEM_SAVED,
-  GALV_MEM_COMM, GALV_MEM_BUFFERS, GALV_MEM_CONVERT, GALV_MEM_SCRATCH, GALV_MEM_NKINDS
+  GALV_MEM_COMM, GALV_MEM_BUFFERS, GALV_MEM_SCRATCH, GALV_MEM_CONVERT, GALV_MEM_NKINDS
 };
 /* GALV_MEM_SCRATCH: a program's collective pack / unpack scratch (codegen's galv_scratch; the memory plan's
  * "communication buffers"), apart from the runtimes' own communication buffers (GALV_MEM_COMM) */

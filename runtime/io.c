@@ -732,7 +732,7 @@ const char *galv_narrow_weights(const char *w, int64_t bytes, const int64_t *tab
  * the high-water mark the program measured (galv_mem_arena_high). */
 static const char *const mem_kind_names[GALV_MEM_NKINDS] = {
     "arena", "weights", "state", "entry copies", "gradient sums", "optimizer state", "saved activations",
-    "communication buffers", "buffers", "16-bit conversion scratch", "collective scratch"};
+    "communication buffers", "buffers", "collective scratch", "16-bit conversion scratch"};
 typedef struct {
   const void *p;
   int64_t bytes;
