@@ -16,12 +16,7 @@ trap 'rm -rf "$T"' EXIT
 m="$T/gpt2t.onnx"
 python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --layers 2 --hidden 32 --heads 4 --vocab 64 --tie-embeddings \
   --qkv-layout megatron --no-verify >/dev/null || { echo "FAIL make_model"; exit 1; }
-python3 -c "
-import numpy as np, os
-r = np.random.RandomState(0)
-os.makedirs('$T/b')
-np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
-np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
+lm_batches "$T/b" 8 8
 opts=(--batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 --gpus 4 --strategy dp,tp --mesh dp=1,tp=2
   --layers blocks --stage-cuts equal)
 
