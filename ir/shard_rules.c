@@ -461,7 +461,11 @@ int gv_shard_gather(const gv_op *op, gv_shard_rule *r) {
  * (a rank scatter-adding its own indices' rows of dy holds a partial sum of
  * the whole table's gradient: the embedding gradient under dp needs no
  * gathered dy, its partial sum is reduced like any weight gradient). The
- * table dim (axis) stays whole. */
+ * table dim (axis) is a PASS factor of the result alone: split, each rank
+ * scatter-adds only the ids in its rows (Megatron's vocab-parallel
+ * embedding backward; spmd-partition masks dy and shifts the ids). Nothing
+ * on the operands asks for it: propagate-sharding splits it only where
+ * every use of the result takes its rows (gather_grad_rows). */
 int gv_shard_gather_grad(const gv_op *op, gv_shard_rule *r) {
   if (!stat_ok(op) || op->nopnds != 2 || op->nres != 1) return 1;
   init(op, r);
@@ -484,6 +488,7 @@ int gv_shard_gather_grad(const gv_op *op, gv_shard_rule *r) {
     map(r, 0, 0, ax + k, f);
     map(r, 0, 1, k, f);
   }
+  if (o->dims[ax] > 1) map(r, 1, 0, ax, factor(r, o->dims[ax], GV_FACTOR_PASS));
   return 0;
 }
 

@@ -578,6 +578,56 @@ static int materialise(prop *P, gv_op *op) {
   return 0;
 }
 
+/* An embedding gradient (gather_grad) materialised whole whose every use is
+ * a reshard splitting its table dim (axis) the same way — a tp-split
+ * table's gradient sliced to the rank's rows for its optimizer, for a
+ * pipeline stage's return or for the sum with a tied head's vocab-parallel
+ * gradient — is computed split instead (the rule's result-only factor):
+ * each rank scatter-adds only the ids in its rows (spmd-partition masks dy
+ * and shifts the ids), no whole table and no slice of it, as Megatron's
+ * vocab-parallel embedding. Its other dims and pending sums stay; a
+ * reshard that does more than the slice (completing a sum) stays, from
+ * the rows. Uses that want it whole (a gradient returned whole) keep it. */
+static void gather_grad_rows(prop *P, gv_func *f) {
+  for (gv_op *g = f->body->first; g; g = g->next) {
+    if (g->code != GV_OP_GATHER_GRAD || g->nres != 1) continue;
+    gv_value *v = g->res[0];
+    const gv_sharding *a = gv_op_sharding(g, 0);
+    int ax = (int)gv_get_int(g, "axis", 0);
+    if (!a || ax < 0 || ax >= a->rank || a->naxes[ax] || v->type.dims[ax] <= 1) continue;
+    const gv_sharding *t0 = NULL;
+    bool ok = true;
+    for (gv_op *u = g->next; u && ok; u = u->next)
+      for (int i = 0; i < u->nopnds && ok; i++) {
+        if (u->opnds[i] != v) continue;
+        const gv_sharding *t = u->code == GV_OP_RESHARD ? gv_op_sharding(u, 0) : NULL;
+        ok = t && t->rank == a->rank && t->naxes[ax] &&
+             (!t0 || (t0->naxes[ax] == t->naxes[ax] && !memcmp(t0->axes[ax], t->axes[ax], t->naxes[ax])));
+        if (ok) t0 = t;
+      }
+    if (!ok || !t0) continue;
+    unsigned am = 0, used = a->partial;
+    for (int k = 0; k < t0->naxes[ax]; k++) am |= 1u << t0->axes[ax][k];
+    for (int d = 0; d < a->rank; d++)
+      for (int k = 0; k < a->naxes[d]; k++) used |= 1u << a->axes[d][k];
+    if (used & am) continue;
+    gv_sharding *s = gv_sharding_new(P->m, P->mesh, a->rank);
+    *s = *a;
+    s->naxes[ax] = t0->naxes[ax];
+    memcpy(s->axes[ax], t0->axes[ax], sizeof s->axes[ax]);
+    const gv_sharding **sh = gv_alloc(P->m->arena, sizeof *sh);
+    sh[0] = s;
+    gv_set_shardings(P->m, g, sh);
+    for (gv_op *u = g->next, *nx; u; u = nx) {
+      nx = u->next;
+      if (u->code == GV_OP_RESHARD && u->opnds[0] == v && gv_sharding_equal(gv_op_sharding(u, 0), s)) {
+        gv_replace_uses(f->body, u->res[0], v);
+        gv_op_unlink(u);
+      }
+    }
+  }
+}
+
 /* ---------------------------------------------------------------- pins */
 
 static gv_sharding *split_dim(prop *P, const gv_value *v, int d, const char *axis) {
@@ -1567,6 +1617,7 @@ int gv_pass_propagate_sharding(gv_module *m) {
     }
     gv_subst_block(P.sub, f->body);
     gv_subst_free(P.sub);
+    if (!rc) gather_grad_rows(&P, f);
   }
   free(P.vals);
   free(P.sh);

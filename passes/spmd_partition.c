@@ -329,6 +329,48 @@ static int lower_gather(spmd *S, gv_op *op, const gv_sharding *ts) {
   return 0;
 }
 
+static gv_value *axis_index(spmd *S, gvb *b, unsigned axes, gv_dtype it);
+
+/* gather_grad whose table dim (axis) is split (propagate-sharding's
+ * gather_grad_rows): this rank's rows only, as Megatron's vocab-parallel
+ * embedding backward: ids shifted by the rank's first row, those outside
+ * its rows sent to row 0 with their dy rows zeroed (dy and the ids stay
+ * whole over the table's axes). */
+static int lower_gather_grad(spmd *S, gv_op *op) {
+  const gv_sharding *rs = gv_op_sharding(op, 0);
+  int ax = (int)gv_get_int(op, "axis", 0);
+  if (!rs || ax < 0 || ax >= rs->rank || !rs->naxes[ax]) return 0;
+  unsigned axes = 0;
+  for (int k = 0; k < rs->naxes[ax]; k++) axes |= 1u << rs->axes[ax][k];
+  gv_value *dy = op->opnds[0], *idx = op->opnds[1];
+  int64_t vloc = op->res[0]->type.dims[ax];
+  gv_dtype it = idx->type.dtype;
+  gvb b = {S->m, op, op->loc};
+  gv_value *off = gvb_bin(&b, GV_OP_MUL, axis_index(S, &b, axes, it), gvb_cst(&b, it, (double)vloc));
+  gv_value *zero = gvb_cst(&b, it, 0.0);
+  gv_value *li = gvb_bin(&b, GV_OP_SUB, idx, off);
+  gv_value *in = gvb_bin(&b, GV_OP_AND, gvb_bin(&b, GV_OP_GREATER_EQUAL, li, zero),
+                         gvb_bin(&b, GV_OP_LESS, li, gvb_cst(&b, it, (double)vloc)));
+  gv_value *lic = gvb_op(&b, GV_OP_WHERE, 3, (gv_value *[]){in, li, zero});
+  if (!lic) return -1;
+  /* the mask broadcast to dy: [1]*ax + the ids' dims + [1]*(dy's rank - ax - the ids' rank) */
+  gv_op *r = gvb_new(&b, GV_OP_RESHAPE, 1, &in);
+  if (!r) return -1;
+  gv_type mt = gv_type_make(GV_DT_BOOL, 0, NULL);
+  for (int d = 0; d < ax; d++) mt.dims[mt.rank++] = 1;
+  for (int d = 0; d < in->type.rank; d++) mt.dims[mt.rank++] = in->type.dims[d];
+  while (mt.rank < dy->type.rank) mt.dims[mt.rank++] = 1;
+  r->res[0]->type = mt;
+  gv_value *mask = gvb_fin(&b, r);
+  gv_value *dym = gvb_op(&b, GV_OP_WHERE, 3, (gv_value *[]){mask, dy, gvb_cst(&b, dy->type.dtype, 0.0)});
+  if (!dym) return -1;
+  store_like(S, dym->def, dy);
+  op->opnds[0] = dym;
+  op->opnds[1] = lic;
+  gv_set_int(S->m, op, "dim", vloc);
+  return 0;
+}
+
 /* galv.axis_index over the axes mask, as a value of dtype it. */
 static gv_value *axis_index(spmd *S, gvb *b, unsigned axes, gv_dtype it) {
   gv_op *ai = gv_op_new(S->m, GV_OP_AXIS_INDEX, 0, NULL, 1);
@@ -530,6 +572,7 @@ static int partition(spmd *S, gv_func *f) {
       gv_set_ints(S->m, op, "shape", op->res[0]->type.rank, op->res[0]->type.dims);
     if (op->code == GV_OP_REDUCE_MEAN && fix_mean(S, op, x0)) return -1;
     if (op->code == GV_OP_GATHER && lower_gather(S, op, x0)) return -1;
+    if (op->code == GV_OP_GATHER_GRAD && lower_gather_grad(S, op)) return -1;
     if (op->code == GV_OP_DROPOUT && lower_dropout(S, op)) return -1;
     if ((op->code == GV_OP_ATTENTION || op->code == GV_OP_ATTENTION_GRAD) && lower_attention_dropout(S, op)) return -1;
     if ((op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) && lower_cross_entropy(S, op)) return -1;

@@ -22,7 +22,11 @@
 # (tests/cpu_bf16.sh's bound), its weights to 1e-2. Stages that split it
 # differently (vocab 1024 under --memory-limit 2000000: stage 0 dp=2, stage
 # 1 vocab=2) take the whole path (galvc says so; the root sends the whole
-# gradient to 3 ranks). Stage programs of the two paths launched together
+# gradient to 3 ranks). On the split cases stage 0's compiled program
+# scatter-adds the embedding gradient into its 32 x 32 rows alone (the rank's
+# vocab block: no 64 x 32 table, no shard_slice of a gather_grad's result,
+# the position embedding's included). Stage programs of
+# the two paths launched together
 # fail before the steps with one line naming the parameter.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
@@ -64,11 +68,35 @@ gpt2v:2:2:1f1b:1:--gpus+4+--memory-limit+2000000:1179648:393216:whole
 llama:2:2:gpipe:2:--gpus+4+--strategy+dp:::
 gpt2:2:2:1f1b:1:--gpus+3+--stage-devices+2,1+--strategy+tp:::
 gpt2:2:1:gpipe:1:--stage-cost+analytic:::"}
+# stage 0's embedding gradient: its 32 x 32 rows alone, no shard_slice of a gather_grad's result (the blocks of its
+# compiled programs: a slice reading the arena buffer a gather_grad wrote, before the buffer is reused)
+cat >"$T/rows.py" <<'PY'
+import sys, re, glob
+bad, rows = [], None
+for f in sorted(glob.glob(sys.argv[1] + "/program*.c")):
+    live = {}  # arena pointer -> the gather_grad whose result it holds
+    for blk in re.split(r"\n  /\* ", open(f).read()):
+        m = re.match(r"(\w+): node '([^']*)'", blk)
+        if not m: continue
+        kind, node = m.groups()
+        if kind == "shard_slice":
+            src = re.search(r"\(const char \*\)(\w+\(\d+\)) \+", blk)
+            if src and src.group(1) in live: bad.append(f"a shard_slice of {live[src.group(1)]}'s result")
+        res = re.findall(r"GALV_UNPOISON\((\w+\(\d+\)),", blk)  # the buffers the op's results take, first
+        for p in res: live.pop(p, None)
+        g = re.search(r"galv_gather_grad_f32\([^;]*?, (\d+), (\d+), \"node", blk)
+        if kind == "gather_grad" and g and res:
+            live[res[0]] = node
+            if node == "/transformer/wte/Gather/grad": rows = (int(g.group(1)), int(g.group(2)))
+if rows != (32, 32): bad.append(f"the wte gradient is {rows}, not its 32 x 32 rows")
+if bad: sys.exit("; ".join(bad))
+print("32 x 32 rows")
+PY
 MIX=
 while IFS=: read -r fam S B SC NCOPY EXTRA RBYTES OBYTES PATHW; do
   [ -n "$fam" ] || continue
   name="$fam pp=$S B=$B $SC${EXTRA:+ ${EXTRA//+/ }}"
-  d="$T/$fam-$S-$B-$SC-${#EXTRA}"
+  d="$T/$fam-$S-$B-$SC-${#EXTRA}" rows=
   # shellcheck disable=SC2086
   if ! timeout 600 "$BUILD/galvc" "$T/$fam.onnx" --batch 8 --seq 8 --train --pipeline-stages "$S" --microbatches "$B" \
       --schedule "$SC" --target cpu ${EXTRA//+/ } -o "$d/" >"$d.galvc" 2>&1 </dev/null; then
@@ -78,6 +106,10 @@ while IFS=: read -r fam S B SC NCOPY EXTRA RBYTES OBYTES PATHW; do
   grep -q "parameter '.*' is read by stages .*: each holds a copy" "$d.galvc" || { bad "$name: galvc names no shared parameter"; continue; }
   if [ "$PATHW" = split ] && ! grep -q "every holding stage splits it alike: its gradient stays split" "$d.galvc"; then
     bad "$name: galvc does not sum it block by block: $(grep -m1 "holding stages" "$d.galvc")"
+    continue
+  fi
+  if [ "$PATHW" = split ] && ! rows=$(python3 "$T/rows.py" "$d/stage0" 2>&1); then
+    bad "$name: stage 0's embedding gradient is not computed on its rows: $rows"
     continue
   fi
   if [ "$PATHW" = whole ] && ! grep -q "the holding stages split it differently: its gradient summed whole" "$d.galvc"; then
@@ -121,7 +153,7 @@ if obytes and (not others or any(o != int(obytes) for o in others)): sys.exit(f"
 print(f"{same}, {m[0][1]} copies bit-identical, root sent {m[0][2]} bytes")
 PY
 ); then
-    ok "$name: $msg"
+    ok "$name: $msg${rows:+; the embedding gradient of stage 0: $rows}"
   else
     bad "$name: $msg"
   fi
