@@ -89,8 +89,8 @@ for c in ${GALV_PIPE_TP_CASES:-tp:gpipe tp:1f1b dp:1f1b plan:1f1b dp,tp:1f1b:dp=
   # the stage's entries together (program.c, and program_bwd.c with a stash): the forward entry's one collective over
   # dp was the all-gather of the value it sends, which is kept split over dp now (docs/pipeline.md, "Cross-mesh
   # transfers"); its backward entry communicates over dp
-  if [ -n "$mesh" ] && ! { cat "$d"/stage0/program*.c | grep -q 'galv_comm_group([a-z]*, 2, 0x1u)' &&
-      cat "$d"/stage0/program*.c | grep -q 'galv_comm_group([a-z]*, 2, 0x2u)' && grep -q param_starts "$d/stage0/pipe_stage.c"; }; then
+  if [ -n "$mesh" ] && ! { grep -q 'galv_comm_group([a-z]*, 2, 0x1u)' "$d"/stage0/program*.c &&
+      grep -q 'galv_comm_group([a-z]*, 2, 0x2u)' "$d"/stage0/program*.c && grep -q param_starts "$d/stage0/pipe_stage.c"; }; then
     bad "$name $SC training: stage 0 does not communicate over both mesh axes with split parameters"
     continue
   fi

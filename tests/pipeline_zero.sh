@@ -129,7 +129,7 @@ for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:d
       bad "$label: --plan replays $(grep -m1 -o 'strategies.*' "$d.re") $(grep -m1 error "$d.re")"
       continue
     # (the step line names its ZeRO part, 0 ms without ZeRO: every other mention of ZeRO is a choice of it)
-    elif grep -v -E 'predicted step .* \+ ZeRO 0\.000 ms' "$d.nolim" | grep -q -E "ZeRO|zero-" ||
+    elif grep -v -E 'predicted step .* \+ ZeRO 0\.000 ms' "$d.nolim" | grep -E "ZeRO|zero-" >/dev/null ||
          ! grep -q "stage 1: groups" "$d.nolim"; then
       bad "$label: without the limit ZeRO is chosen too (the flags' choice expected): $(grep -m1 -E 'ZeRO|error' "$d.nolim")"
       continue
