@@ -6,7 +6,7 @@ Megatron-LM SC'21 Table 1 beside galvc, in one run (docs/planner.md,
 (examples/make_model.py gpt2 --no-weights --tie-embeddings --qkv-layout
 megatron: Megatron's fused QKV columns, per head [q k v], so tp splits
 heads; vocab 51200, seq 2048; --dropout P: Megatron's attention and hidden
-dropout, training-mode Dropout of ratio P, priced as galv.dropout), bf16 training on the a100-80g preset with 8 GPUs per node at
+dropout, training-mode Dropout of ratio P, priced as galv.dropout; default 0.1, as Megatron trained), bf16 training on the a100-80g preset with 8 GPUs per node at
 Megatron's GPU count and global batch, and
 
   (i)  Megatron's own configuration (tp, pp, microbatch size, full
@@ -213,8 +213,8 @@ def state_bytes(n, dp, zero):
 def layer_act_bytes(b, h, a, t, sp, rc):
     """One layer's activations kept for backward for b sequences per tp group (Korthikanti et al. 2022,
     16-bit): sbh(10 + 24/t + 5as/(ht)), with sp sbh/t (34 + 5as/h), where 5as/h counts the softmax
-    output (2 bytes), the attention dropout's mask (1) and output (2): galvc's GPTs have no dropout, so
-    2as/h here; selective drops that term (the attention core); all keeps the layer's input."""
+    output (2 bytes), the attention dropout's mask (1) and output (2): galvc keeps no dropout mask (it is
+    recomputed from its seed) and the GPTs may have no dropout, so 2as/h here (a lower bound either way); selective drops that term (the attention core); all keeps the layer's input."""
     sbh = SEQ * b * h
     if rc == "all":
         return 2.0 * sbh / (t if sp else 1)
@@ -486,8 +486,9 @@ def main():
     ap.add_argument("--json", help="write every priced point here")
     ap.add_argument("-v", "--verbose", action="store_true", help="each grid point on stderr as it is priced")
     ap.add_argument("--no-grid", action="store_true", help="skip (ii) and (iii) (= --columns without them)")
-    ap.add_argument("--dropout", type=float, default=0.0, help="Megatron's attention and hidden dropout of this ratio in "
-                    "the GPTs (make_model.py --dropout; Megatron trained with 0.1; default none)")
+    ap.add_argument("--dropout", type=float, default=0.1, help="Megatron's attention and hidden dropout of this ratio in "
+                    "the GPTs (make_model.py --dropout; default 0.1, Megatron's defaults --attention-dropout and "
+                    "--hidden-dropout, which the SC'21 scripts keep; 0: none)")
     ap.add_argument("--no-search", action="store_true", help="skip (s), galvc's own search (tens of minutes on rows 5-8)")
     args = ap.parse_args()
     cols = set(args.columns.split(","))
