@@ -1332,6 +1332,15 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
 /* A choice byte: the stage (bits 0-3), SP_CHOICE, and (tp_extend) the layer's tp choice in bits 5-6 (0: the
  * combination's t_layer). NZ: the most choices per unit (4 stages x (plain, sp, up to 3 other tp choices)). */
 enum { NZ = 24, SP_CHOICE = 0x10, TP_SHIFT = 5, TP_BITS = 0x60, NTP = 4 };
+/* The layers' tp choices of a combination ("the layers' tp choice per unit" below). */
+typedef struct {
+  int n;                      /* choices: [0] the combination's t_layer, then the others */
+  int8_t val[NTP];            /* per choice: its gv_plan.tp_unit value (0: t_layer, -1 none, a + 1: axis a) */
+  int64_t trans[NTP][NTP];    /* ns per boundary between consecutive layers of choices i and j (realised) */
+  int64_t trans_bytes[NTP][NTP]; /* collective bytes per boundary (realised; for the report) */
+  bool trans_known[NTP][NTP];
+  bool need0; /* some layer must keep choice 0: else t_layer's axis would be idle, a plan search_all leaves out */
+} tp_choices;
 typedef struct {
   gv_plan key;
   int status; /* 0: the table below; 1: the combination does not realise */
@@ -1355,6 +1364,12 @@ typedef struct {
   /* per choice: what a middle layer with sp adds to the full program, and the rest with sp on every layer (both from
    * r3's memory plan with sp on every layer at each stage, as midL and restL; restS INT64_MIN: unknown) */
   int64_t midS[NZ], restS;
+  /* the layers' other tp choices (tp_alternatives) on r3: P0 (the first table realisation, every layer at t_layer)
+   * and U_j (every layer at choice j) per r3 unit, and the transitions (tp_tables); tp_n < 2: none searched */
+  int tp_n;
+  tp_choices tc;
+  int64_t tp_ns[NTP][4], tp_state[NTP][4], tp_kept[NTP][4], tp_bytes[NTP];
+  bool tp_ok[NTP];
 } red_combo;
 
 typedef struct reduced {
@@ -1556,6 +1571,9 @@ typedef struct {
   bool has_alt;     /* reduced: the fastest knapsack mix over the ZeRO stages alone predicted within the budget */
   gv_plan alt;
   int64_t alt_ns, alt_mem;
+  bool has_notp;    /* reduced: the fastest candidate predicted within the budget with every layer at t_layer */
+  gv_plan notp;
+  int64_t notp_ns, notp_mem;
 } search;
 
 /* The stages the search chooses from for p's units: zs[0] = 0 (no ZeRO),
@@ -1859,6 +1877,10 @@ static void consider(search *S, const gv_plan *p, const gv_plan_cost *pc, int64_
   bool sp = false;
   for (int u = 0; u < p->nunits && !sp; u++) sp = p->sp[u] != 0;
   if (!sp && (!S->has_nosp || pc->step_ns < S->nosp_ns)) S->has_nosp = true, S->nosp = *p, S->nosp_ns = pc->step_ns;
+  bool tpu = false;
+  for (int u = 0; u < p->nunits && !tpu; u++) tpu = p->tp_unit[u] != 0;
+  if (!tpu && (!S->has_notp || pc->step_ns < S->notp_ns))
+    S->has_notp = true, S->notp = *p, S->notp_ns = pc->step_ns, S->notp_mem = pc->mem_total;
   /* the runner-up (report): best's old combination when another wins, or a slower other combination */
   if (S->found && !same_combo(p, &S->best)) {
     if (pc->step_ns < S->best_cost.step_ns) S->has_ru = true, S->ru = S->best, S->ru_ns = S->best_cost.step_ns, S->ru_mem = S->best_pred_mem;
@@ -1911,14 +1933,6 @@ static void consider_pred(search *S, const gv_plan *p, int64_t pred, int64_t mem
 
 static bool tp_excluded; /* gv_plan_intra: the stage plans keep one tp axis */
 
-typedef struct {
-  int n;                      /* choices: [0] the combination's t_layer, then the others */
-  int8_t val[NTP];            /* per choice: its gv_plan.tp_unit value (0: t_layer, -1 none, a + 1: axis a) */
-  int64_t trans[NTP][NTP];    /* ns per boundary between consecutive layers of choices i and j (realised) */
-  int64_t trans_bytes[NTP][NTP]; /* collective bytes per boundary (realised; for the report) */
-  bool trans_known[NTP][NTP];
-  bool need0; /* some layer must keep choice 0: else t_layer's axis would be idle, a plan search_all leaves out */
-} tp_choices;
 
 /* The layers' tp choices of p's combination: none when disabled, without a
  * tp axis for the layers, or with a layer of its own axis already (--plan). */
@@ -1987,7 +2001,7 @@ static int tp_realise(ctx *C, const gv_plan *q, tp_units *a, search *S, bool can
   if (r) return r;
   a->coll_bytes = 0;
   for (int i = 0; i < 4; i++) a->coll_bytes += pc.coll_bytes[i];
-  if (candidate) consider(S, q, &pc, pc.step_ns, C->limit);
+  if (candidate && S) consider(S, q, &pc, pc.step_ns, C->limit);
   return 0;
 }
 
@@ -2008,7 +2022,7 @@ static int tp_tables(ctx *C, const gv_plan *p, search *S, tp_choices *tc, const 
   for (int j = 1; j < tc->n; j++) {
     gv_plan q = *p;
     for (int u = 1; u < nu; u++) q.tp_unit[u] = tc->val[j];
-    if (tp_units_alloc(&uj[j], nu)) return gv_error(C->m, "out of memory");
+    if (!uj[j].ns && tp_units_alloc(&uj[j], nu)) return gv_error(C->m, "out of memory");
     if (tp_realise(C, &q, &uj[j], S, !tc->need0) < 0) return -1;
     /* a choice no faster and no smaller than t_layer on every layer adds nothing: no transitions, no columns */
     bool dominated = uj[j].ok;
@@ -2289,6 +2303,77 @@ static int red_uniform(ctx *C, red_combo *e, const gv_plan *p, int stage) {
   return 0;
 }
 
+/* The layers' other tp choices on r3 (tp_tables on the reduced module of 3 layers): U_j and the transitions per
+ * boundary, from P0 (e->tp_*[0], its ZeRO pattern p0_zero); a choice that does not realise or is dominated drops
+ * out (e->tp_ok[j]), and with none left the combination has no other choice (e->tp_n = 1). Returns 0, or -1. */
+static int red_tp_tables(ctx *C, red_combo *e, const gv_plan *p, const uint8_t *p0_zero) {
+  reduced *R = C->red;
+  gv_plan q = *p;
+  q.nunits = 4;
+  memcpy(q.zero, p0_zero, 4);
+  memset(q.sp, 0, 4), memset(q.tp_unit, 0, 4);
+  tp_units base = {e->tp_ns[0], e->tp_state[0], e->tp_kept[0], e->tp_bytes[0], true}, uj[NTP];
+  memset(uj, 0, sizeof uj);
+  for (int j = 1; j < e->tp_n; j++) uj[j] = (tp_units){e->tp_ns[j], e->tp_state[j], e->tp_kept[j], 0, false};
+  if (tp_tables(&R->c3, &q, NULL, &e->tc, &base, uj) < 0) return -1;
+  C->realised += (e->tp_n - 1) * (e->tp_n + 2) / 2; /* U_j and A_ij */
+  bool any = false;
+  for (int j = 1; j < e->tp_n; j++) e->tp_ok[j] = uj[j].ok, e->tp_bytes[j] = uj[j].coll_bytes, any |= uj[j].ok;
+  if (getenv("GALV_PLAN_DEBUG"))
+    for (int j = 1; j < e->tp_n; j++)
+      fprintf(stderr, "plan-debug: reduced tp choice %d: %s; r3 units ns %lld %lld %lld %lld (t_layer %lld %lld %lld %lld)\n", e->tc.val[j],
+              uj[j].ok ? "kept" : "does not realise or is dominated", (long long)uj[j].ns[0], (long long)uj[j].ns[1],
+              (long long)uj[j].ns[2], (long long)uj[j].ns[3], (long long)base.ns[0], (long long)base.ns[1], (long long)base.ns[2],
+              (long long)base.ns[3]);
+  if (!any) e->tp_n = 1;
+  return 0;
+}
+
+/* The knapsack over the layers' tp choices too (tp_extend, tp_knapsack) on the combination's table (ns, st: nc
+ * choices per unit, the rest `rest`; with_kept: the columns hold the activations kept for backward already), r3's
+ * per-unit figures mapped onto the full units as the table is: a pattern with some layer at another choice is a
+ * candidate (consider_pred; plan_search realises it in full, and the fastest candidate without such a layer beside
+ * it). Changes ns, st and zs. Returns 0, or -1 after an error line. */
+static int red_tp_choice(ctx *C, red_combo *e, gv_plan *p, search *S, int64_t (*ns)[NZ], int64_t (*st)[NZ], uint8_t *zs, int nz,
+                         int nc, bool with_kept, int64_t rest, int64_t limit) {
+  int nu = p->nunits, L = C->nl, rc = 0;
+  tp_units base = {0}, uj[NTP];
+  memset(uj, 0, sizeof uj);
+  if (tp_units_alloc(&base, nu)) rc = -1;
+  for (int j = 1; !rc && j < e->tp_n; j++)
+    if (tp_units_alloc(&uj[j], nu)) rc = -1;
+  if (!rc) {
+    for (int u = 0; u < nu; u++) {
+      int ru = u == 0 ? 0 : u == 1 ? 1 : u == L ? 3 : 2;
+      base.ns[u] = e->tp_ns[0][ru], base.state[u] = e->tp_state[0][ru], base.kept[u] = e->tp_kept[0][ru];
+      for (int j = 1; j < e->tp_n; j++)
+        uj[j].ns[u] = e->tp_ns[j][ru], uj[j].state[u] = e->tp_state[j][ru], uj[j].kept[u] = e->tp_kept[j][ru];
+    }
+    base.ok = true, base.coll_bytes = e->tp_bytes[0];
+    for (int j = 1; j < e->tp_n; j++) uj[j].ok = e->tp_ok[j], uj[j].coll_bytes = e->tp_bytes[j];
+    int nc2 = tp_extend(nu, ns, st, zs, nz, nc, with_kept, &e->tc, &base, uj, &rest);
+    int64_t pred = nc2 > nc ? tp_knapsack(nu, ns, st, nc2, limit - rest, zs, &e->tc, p->zero) : -1;
+    if (pred == -2) rc = -1;
+    else if (pred >= 0) {
+      sp_decode(p);
+      tp_decode(p, &e->tc);
+      bool mixed = false;
+      int64_t mem = rest;
+      for (int u = 0; u < nu; u++) mixed |= p->tp_unit[u] != 0, mem += st[u][tp_plan_choice(zs, nc2, p, u, &e->tc)];
+      if (getenv("GALV_PLAN_DEBUG")) {
+        fprintf(stderr, "plan-debug: reduced tp knapsack: pred %lld mem %lld; layers", (long long)pred, (long long)mem);
+        for (int u = 1; u < nu; u++) fprintf(stderr, " %d", p->tp_unit[u]);
+        fputc('\n', stderr);
+      }
+      if (mixed) consider_pred(S, p, pred, mem, limit);
+    }
+  }
+  memset(p->sp, 0, (size_t)nu), memset(p->tp_unit, 0, (size_t)nu);
+  tp_units_free(&base);
+  for (int j = 1; j < NTP; j++) tp_units_free(&uj[j]);
+  return rc < 0 ? gv_error(C->m, "out of memory") : 0;
+}
+
 static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   reduced *R = C->red;
   int L = C->nl, nu = p->nunits;
@@ -2307,13 +2392,25 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     int st = 0;
     bool first = true;
     e->sp = sp_searchable(C, p);
+    tp_alternatives(C, p, &e->tc); /* the layers' other tp choices: the first realisation below is their P0 */
+    e->tp_n = e->tc.n;
+    uint8_t p0_zero[4] = {0};
+    int64_t p0_f = 0, p0_c = 0;
     for (int k = nz > 1 ? 1 : 0; !st && k < nz; k++) /* each stage on even and odd units (no training: one realisation) */
       for (int r = 0; !st && r < (nz > 1 ? 2 : 1); r++) {
         bool sp_base = e->sp && k == (nz > 1) && !r; /* sequence parallelism's baseline, then the same with sp */
-        realise_kept = sp_base ? e->sp_kept[0] : NULL;
+        bool p0 = k == (nz > 1) && !r && e->tp_n > 1;
+        realise_kept = sp_base ? e->sp_kept[0] : p0 ? e->tp_kept[0] : NULL;
         int q = realise_red(C, &R->c3, p, 4, r, zs[k], &pc, uns, ust);
         realise_kept = NULL;
         if (q) { st = q; break; }
+        if (p0) {
+          memcpy(e->tp_ns[0], uns, sizeof uns), memcpy(e->tp_state[0], ust, sizeof ust);
+          if (sp_base) memcpy(e->tp_kept[0], e->sp_kept[0], sizeof e->tp_kept[0]);
+          e->tp_bytes[0] = 0;
+          for (int i = 0; i < 4; i++) e->tp_bytes[0] += pc.coll_bytes[i], p0_zero[i] = i % 2 == r % 2 ? zs[k] : 0;
+          e->tp_ok[0] = true;
+        }
         int64_t f3 = R->c3.fb_ns, t3 = R->c3.tpc_ns; /* the bound's r3 figures (sp_realise below realises on c3 too) */
         if (sp_base) {
           memcpy(e->sp_ns[0], uns, sizeof uns);
@@ -2335,6 +2432,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         if (pc.mem_total - sum > rest3) rest3 = pc.mem_total - sum;
         q = realise_red(C, &R->c2, p, 3, r, zs[k], &pc, uns, ust);
         if (q) { st = q; break; }
+        if (p0) p0_f = f3 - R->c2.fb_ns, p0_c = t3 - R->c2.tpc_ns; /* a layer's compute and tp communication at P0 */
         sum = 0;
         for (int u = 0; u < 3; u++) sum += ust[u];
         if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
@@ -2412,6 +2510,19 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
       if (restf > restS) restS = restf;
     }
     if (st < 0) return -1;
+    if (!st && e->tp_n > 1 && e->tp_ok[0]) {
+      /* none (the layer's compute repeated over the t ranks of its tp axis) is faster only where a layer's tp
+       * collectives take longer than the (t - 1) x its compute it adds: with them under half that, it is left out
+       * unrealised (more memory and, by this margin, more time on every layer) */
+      int64_t t = p->t_layer >= 0 ? p->size[p->t_layer] : 1;
+      if (2 * p0_c <= (t - 1) * p0_f) {
+        int n = 0;
+        for (int j = 0; j < e->tc.n; j++)
+          if (e->tc.val[j] != -1) e->tc.val[n++] = e->tc.val[j];
+        e->tc.n = e->tp_n = n;
+      }
+      if (e->tp_n > 1 && red_tp_tables(C, e, p, p0_zero) < 0) return -1;
+    }
     e->status = st, e->rest3 = rest3, e->rest2 = rest2, e->restL = full_known ? restL : INT64_MIN;
     e->restS = sp_full ? restS : INT64_MIN;
     if (isnew) R->ncombos++;
@@ -2562,6 +2673,8 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
       consider_pred(S, p, e->uni[1], e->uni_mem[1] + e->uni_err[1], C->limit);
     }
   }
+  if (!rc && !C->mem_only && e->tp_n > 1) /* last: it changes the table */
+    rc = red_tp_choice(C, e, p, S, ns, st, zs, nz, nc, e->sp || mid_known, rest_mix, limit);
   free(ns), free(st);
   return rc;
 }
@@ -3011,11 +3124,14 @@ again_unpruned:
       e->limit = (e->limit < S->best_pred_mem ? e->limit : S->best_pred_mem) - (pc.mem_total - limit);
     }
   }
-  for (int x = 0; x < 2; x++) {
+  bool best_tp = false; /* the choice has a layer at another tp choice: the fastest candidate without, realised too */
+  for (int u = 0; have && u < keep->best.nunits; u++) best_tp |= keep->best.tp_unit[u] != 0;
+  for (int x = 0; x < 3; x++) {
     /* from the search whose choice was kept (its combinations' budgets) */
-    bool has = x ? keep->has_alt : keep->has_uni;
-    gv_plan up = x ? keep->alt : keep->uni;
-    int64_t ums = x ? keep->alt_mem : keep->uni_mem, uns = x ? keep->alt_ns : keep->uni_ns;
+    bool has = x == 2 ? keep->has_notp && best_tp : x ? keep->has_alt : keep->has_uni;
+    gv_plan up = x == 2 ? keep->notp : x ? keep->alt : keep->uni;
+    int64_t ums = x == 2 ? keep->notp_mem : x ? keep->alt_mem : keep->uni_mem;
+    int64_t uns = x == 2 ? keep->notp_ns : x ? keep->alt_ns : keep->uni_ns;
     if (rc || !have || !has || plan_eq(&up, &keep->best)) continue;
     /* The fastest uniform pattern predicted to fit, realised in full too: the knapsack's mixed patterns are
      * priced by the unit table's sum and a uniform one by its own realisations, two predictions whose errors
@@ -3029,7 +3145,7 @@ again_unpruned:
       keep->best = up, keep->best_cost = pc, keep->best_pred = pc.step_ns, keep->best_pred_mem = ums;
     if (getenv("GALV_PLAN_DEBUG"))
       fprintf(stderr, "plan-debug: the fastest %s: pred mem %lld ns %lld; realised %s mem %lld ns %lld\n",
-              x ? "mix over the ZeRO stages" : "uniform pattern", (long long)ums, (long long)uns, q ? "(none)" : "", (long long)pc.mem_total,
+              x == 2 ? "candidate with every layer at t_layer" : x ? "mix over the ZeRO stages" : "uniform pattern", (long long)ums, (long long)uns, q ? "(none)" : "", (long long)pc.mem_total,
               (long long)pc.step_ns);
   }
   if (!rc && !have && C->pruned && !C->no_prune) {
