@@ -1925,8 +1925,11 @@ static void consider_pred(search *S, const gv_plan *p, int64_t pred, int64_t mem
  * budget (a DP over memory and the previous layer's tp choice). Every
  * pattern it picks is realised and compared at its realised cost, as the
  * ZeRO patterns are; U_j and A_ij are candidates themselves.
- * GALV_PLAN_LAYER_TP=off leaves the choice out. Not searched on the
- * reduced programs (repeated identical layers, 12 or more), under
+ * GALV_PLAN_LAYER_TP=off leaves the choice out. On the reduced programs
+ * (repeated identical layers, 12 or more) U_j and A_ij are realised on r3
+ * and mapped onto the full units as its table is (red_tp_tables,
+ * red_tp_choice); the candidate is realised in full by plan_search, beside
+ * the fastest candidate with every layer at t_layer. Not searched under
  * --plan-search exhaustive, in a pipeline stage's plan (gv_plan_intra), or
  * with sp on a layer of another tp choice (the two sets of columns stay
  * apart: a unit with sp keeps t_layer). */
