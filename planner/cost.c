@@ -416,6 +416,11 @@ int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, 
 }
 
 int gv_cost_timeline_ns(const gv_cluster *c, const gv_module *m, gv_timeline *out, int64_t *adv, int64_t *op_ns) {
+  return gv_cost_timeline_free(c, m, out, adv, op_ns, NULL);
+}
+
+int gv_cost_timeline_free(const gv_cluster *c, const gv_module *m, gv_timeline *out, int64_t *adv, int64_t *op_ns,
+                          const bool *free_coll) {
   memset(out, 0, sizeof *out);
   if (!m->main) return 0;
   double s = c->overlap_slowdown >= 1 ? c->overlap_slowdown : 1;
@@ -450,7 +455,7 @@ int gv_cost_timeline_ns(const gv_cluster *c, const gv_module *m, gv_timeline *ou
       }
     }
     if (gv_comm_is_collective(op)) {
-      int64_t ns = gv_cost_collective_op(c, m, op);
+      int64_t ns = free_coll && free_coll[idx] ? 0 : gv_cost_collective_op(c, m, op);
       out->ncomm++;
       if (ns < 0) out->comm_unknown++, ns = 0;
       if (op_ns) op_ns[idx] = ns;

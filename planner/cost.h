@@ -105,6 +105,13 @@ int gv_cost_timeline(const gv_cluster *c, const gv_module *m, gv_timeline *out, 
  * unknown), a compute op's fused-attention or gv_cost_op ns, -1 for an op
  * the cost model cannot price (skipped). */
 int gv_cost_timeline_ns(const gv_cluster *c, const gv_module *m, gv_timeline *out, int64_t *adv, int64_t *op_ns);
+/* gv_cost_timeline_ns with the collectives flagged in `free_coll` (NULL, or
+ * one per top-level op) taking no time on the communication stream: the
+ * timeline of the program as if they were not there (the planner's
+ * microbatch stand-ins: the middle microbatches have no once-per-step
+ * reduction beside them). */
+int gv_cost_timeline_free(const gv_cluster *c, const gv_module *m, gv_timeline *out, int64_t *adv, int64_t *op_ns,
+                          const bool *free_coll);
 
 /* Bytes each rank sends per run of the program, per collective kind
  * (all_reduce, all_gather, reduce_scatter, all_to_all), predicted from the
