@@ -2132,6 +2132,11 @@ static int tp_of(uint8_t z) { return (z & TP_BITS) >> TP_SHIFT; }
  * (required with tc->need0). Its granule is knapsack's times the states
  * (cap / (100000 / states): the same work per unit as knapsack's). Returns
  * the table's time, -1 when nothing fits, -2 out of memory. */
+/* A column's weight in tp_knapsack's granules: W (cannot fit) for the impossible columns, 0 for a state the
+ * table's corrections left at or below 0 (the reduced programs' columns: what a layer adds less its kept
+ * activations, scaled, can come out negative) */
+static int64_t tp_weight(int64_t st, int64_t g, int64_t W) { return st >= INT64_MAX / 8 ? W : st <= 0 ? 0 : (st + g - 1) / g; }
+
 static int64_t tp_knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nc, int64_t cap, const uint8_t *zs, const tp_choices *tc,
                            uint8_t *zero) {
   if (cap < 0) return -1;
@@ -2153,7 +2158,7 @@ static int64_t tp_knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nc,
     int64_t w[NZ];
     int zl[NTP][NZ], nzl[NTP] = {0}; /* the unit's choices per tp choice (those that can fit) */
     for (int z = 0; z < nc; z++) {
-      w[z] = st[u][z] >= INT64_MAX / 8 ? W : (st[u][z] + g - 1) / g;
+      w[z] = tp_weight(st[u][z], g, W);
       if (w[z] < W) zl[tp_of(zs[z])][nzl[tp_of(zs[z])]++] = z;
     }
     for (int64_t i = 0; i < ns2 * W; i++) h[i] = INF;
@@ -2199,7 +2204,7 @@ static int64_t tp_knapsack(int nu, int64_t (*ns)[NZ], int64_t (*st)[NZ], int nc,
       uint8_t z = ch[i];
       zero[u] = zs[z];
       bs = ps[i];
-      c -= (st[u][z] + g - 1) / g;
+      c -= tp_weight(st[u][z], g, W);
     }
   } else best = -1;
   free(f), free(h), free(m), free(ms), free(ch), free(ps);
