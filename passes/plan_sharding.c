@@ -2544,12 +2544,16 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
        * collectives take longer than the (t - 1) x its compute it adds: with them under half that, it is left out
        * unrealised (more memory and, by this margin, more time on every layer) */
       int64_t t = p->t_layer >= 0 ? p->size[p->t_layer] : 1;
-      if (2 * p0_c <= (t - 1) * p0_f) {
-        int n = 0;
-        for (int j = 0; j < e->tc.n; j++)
-          if (e->tc.val[j] != -1) e->tc.val[n++] = e->tc.val[j];
-        e->tc.n = e->tp_n = n;
+      bool no_none = 2 * p0_c <= (t - 1) * p0_f;
+      /* another axis of t_layer's size outside it (an earlier mesh axis: its ranks further apart) splits the layers
+       * the same way with collectives no cheaper: no faster and no smaller, as U_j would show; left out unrealised */
+      int n = 0;
+      for (int j = 0; j < e->tc.n; j++) {
+        int a = e->tc.val[j] - 1;
+        bool outer_twin = a >= 0 && p->t_layer >= 0 && a < p->t_layer && p->size[a] == t;
+        if (!(e->tc.val[j] == -1 && no_none) && !outer_twin) e->tc.val[n++] = e->tc.val[j];
       }
+      e->tc.n = e->tp_n = n;
       if (e->tp_n > 1 && red_tp_tables(C, e, p, p0_zero) < 0) return -1;
     }
     e->status = st, e->rest3 = rest3, e->rest2 = rest2, e->restL = full_known ? restL : INT64_MIN;
