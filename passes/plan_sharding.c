@@ -89,6 +89,7 @@ typedef struct {
   int64_t limit;
   int64_t realised;
   int64_t batch;  /* gcd of the data inputs' dim 0 (those not of size 1); 1 when none splits */
+  int64_t mb_batch; /* ... one microbatch's share of it (batch / the microbatch copies; batch without them) */
   struct reduced *red; /* repeated layers costed once (plan_search), NULL: every candidate realised in full */
   bool mem_only;       /* reduced search: the unit tables alone, the uniform patterns' steps not realised (plan_search) */
   bool no_prune;       /* reduced search: every combination's table made (no bound prunes one) */
@@ -161,6 +162,8 @@ static bool no_batch(const gv_value *v) {
   int64_t b = gv_plan_opts.intra_batch;
   return b > 0 && v->type.rank >= 1 && v->type.dims[0] > 0 && v->type.dims[0] % b != 0;
 }
+
+static int64_t microbatch_copies(const gv_module *m);
 
 static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t limit) {
   memset(C, 0, sizeof *C);
@@ -260,6 +263,10 @@ static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t lim
     C->batch = a;
   }
   if (!C->batch) C->batch = 1;
+  {
+    int64_t mc = microbatch_copies(m);
+    C->mb_batch = mc > 1 && C->batch % mc == 0 ? C->batch / mc : C->batch;
+  }
   for (int i = 0; i < n; i++) {
     if (C->role[i] < 0) C->role[i] = ROLE_NONE;
     if (C->role[i] && C->tpdim[i] >= 0) {
@@ -1972,7 +1979,7 @@ static void tp_alternatives(const ctx *C, const gv_plan *p, tp_choices *tc) {
   int64_t devices = 1;
   bool size1 = false;
   for (int a = 0; a < p->naxes; a++) devices *= p->size[a], size1 |= p->size[a] == 1;
-  tc->need0 = p->t_layer != p->t_outer && !size1 && C->batch % devices == 0;
+  tc->need0 = p->t_layer != p->t_outer && !size1 && C->mb_batch % devices == 0;
   tc->val[tc->n++] = -1;
   for (int a = 0; a < p->naxes && tc->n < NTP; a++)
     if (a != p->t_layer && !(p->dmask & (1u << a)) && p->size[a] > 1) tc->val[tc->n++] = (int8_t)(a + 1);
@@ -2962,7 +2969,7 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
   combo_ord *ord = NULL;
   int nord = 0, capord = 0;
   S->min_mem = -1;
-  bool idle_ok = C->batch % devices != 0;
+  bool idle_ok = C->mb_batch % devices != 0; /* a microbatch that does not split over every device */
   int64_t shapes[64][2];
   int nsh = 0;
   if (fixed) {

@@ -19,6 +19,10 @@
 #     step of the plan realised at 16 (within 10 %; each count searched is
 #     realised so, the chosen one's line is checked), plan.json records the
 #     count and that step within the limit, and --plan reproduces it;
+#   - that count given (--microbatches 16): its own search is at least as
+#     fast as the stand-in's choice realised there (a replicated axis is in
+#     the space when one microbatch's batch does not split over every
+#     device);
 #   - no plan: the tiny GPT-2 of tests/lib/tiny_lms.sh on 2 cpu-local
 #     devices (recomputation and microbatches searched) under a limit
 #     nothing fits: the error's smallest need is the least over every point
@@ -102,6 +106,17 @@ read -r sb ss _ <<<"$(field "$T/st.json" 2>/dev/null)"
 read -r rb rs _ <<<"$(field "$T/st2.json" 2>/dev/null)"
 if [ -n "${rs:-}" ] && [ "$rb" = "${sb:-}" ] && [ "$rs" = "${ss:-}" ]; then ok "stand-in --plan: $rb microbatches, $rs ns"
 else bad "stand-in --plan: '${rb:-}' microbatches '${rs:-}' ns vs '${sb:-}' '${ss:-}'"; fi
+
+# the count given (--microbatches N, the stand-in's count): its own search finds a plan at least as fast as the
+# stand-in's choice realised at N; the split test is one microbatch's batch (16 of 1 sample on 4 devices: a
+# replicated axis is in the space, dp=2 x rep=2, 0.365 ms), not the whole batch (which split over 4 and left it
+# out: dp=4, 0.854 ms, before 2026-12-05)
+read -r sb ss _ <<<"$(field "$T/st.json" 2>/dev/null)"
+if [ -n "${sb:-}" ] && "$G" "${A[@]}" -q --memory-limit $L2 --microbatches "$sb" --plan-out "$T/given.json" </dev/null 2>"$T/given.err"; then
+  read -r gb gs _ <<<"$(field "$T/given.json" 2>/dev/null)"
+  if [ "$gb" = "$sb" ] && [ "$gs" -le $((ss + 500)) ]; then ok "--microbatches $sb given: $gs ns (the stand-in's choice realised: $ss ns)"
+  else bad "--microbatches $sb given: $gb microbatches, $gs ns; the stand-in's choice realised at $sb: $ss ns"; fi
+else bad "--microbatches ${sb:-?} given: $(grep -m1 error "$T/given.err" 2>/dev/null)"; fi
 
 # no plan: the error cites the least need over the points tried, and that need fits
 . "$SRC/tests/lib/tiny_lms.sh"
