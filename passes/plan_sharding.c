@@ -2339,6 +2339,10 @@ static int red_uniform(ctx *C, red_combo *e, const gv_plan *p, int stage) {
   return 0;
 }
 
+/* The unit of r3 that full unit u (of L layers) maps onto: the outer unit, the first layer, the last, or r3's
+ * middle layer for every layer between. */
+static int red_unit(int u, int L) { return u == 0 ? 0 : u == 1 ? 1 : u == L ? 3 : 2; }
+
 /* The layers' other tp choices on r3 (tp_tables on the reduced module of 3 layers): U_j and the transitions per
  * boundary, from P0 (e->tp_*[0], its ZeRO pattern p0_zero); a choice that does not realise or is dominated drops
  * out (e->tp_ok[j]), and with none left the combination has no other choice (e->tp_n = 1). Returns 0, or -1. */
@@ -2351,8 +2355,9 @@ static int red_tp_tables(ctx *C, red_combo *e, const gv_plan *p, const uint8_t *
   tp_units base = {e->tp_ns[0], e->tp_state[0], e->tp_kept[0], e->tp_bytes[0], true}, uj[NTP];
   memset(uj, 0, sizeof uj);
   for (int j = 1; j < e->tp_n; j++) uj[j] = (tp_units){e->tp_ns[j], e->tp_state[j], e->tp_kept[j], 0, false};
+  int64_t before = R->c3.realised;
   if (tp_tables(&R->c3, &q, NULL, &e->tc, &base, uj) < 0) return -1;
-  C->realised += (e->tp_n - 1) * (e->tp_n + 2) / 2; /* U_j and A_ij */
+  C->realised += R->c3.realised - before; /* U_j and A_ij */
   bool any = false;
   for (int j = 1; j < e->tp_n; j++) e->tp_ok[j] = uj[j].ok, e->tp_bytes[j] = uj[j].coll_bytes, any |= uj[j].ok;
   if (getenv("GALV_PLAN_DEBUG"))
@@ -2380,7 +2385,7 @@ static int red_tp_choice(ctx *C, red_combo *e, gv_plan *p, search *S, int64_t (*
     if (tp_units_alloc(&uj[j], nu)) rc = -1;
   if (!rc) {
     for (int u = 0; u < nu; u++) {
-      int ru = u == 0 ? 0 : u == 1 ? 1 : u == L ? 3 : 2;
+      int ru = red_unit(u, L);
       base.ns[u] = e->tp_ns[0][ru], base.state[u] = e->tp_state[0][ru], base.kept[u] = e->tp_kept[0][ru];
       for (int j = 1; j < e->tp_n; j++)
         uj[j].ns[u] = e->tp_ns[j][ru], uj[j].state[u] = e->tp_state[j][ru], uj[j].kept[u] = e->tp_kept[j][ru];
@@ -2578,7 +2583,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   bool mid_known = e->restL != INT64_MIN;
   for (int z = 0; z < nz; z++) mid_known &= e->midL[z] > 0;
   for (int u = 0; u < nu; u++) {
-    int ru = u == 0 ? 0 : u == 1 ? 1 : u == L ? 3 : 2;
+    int ru = red_unit(u, L);
     for (int z = 0; z < nz; z++) ns[u][z] = n3[ru][z], st[u][z] = ru && mid_known ? e->midL[z] : s3[ru][z];
   }
   int64_t rest = rest3 + (int64_t)(L - 3) * (rest3 > rest2 ? rest3 - rest2 : 0);
@@ -2601,7 +2606,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
       return gv_error(C->m, "out of memory");
     }
     for (int u = 0; u < nu; u++) {
-      int ru = u == 0 ? 0 : u == 1 ? 1 : u == L ? 3 : 2;
+      int ru = red_unit(u, L);
       sb.ns[u] = e->sp_ns[0][ru], sb.kept[u] = e->sp_kept[0][ru], so.ns[u] = e->sp_ns[1][ru], so.kept[u] = e->sp_kept[1][ru];
     }
     nc = sp_extend(nu, ns, st, zs, nz, &sb, &so, &rest);

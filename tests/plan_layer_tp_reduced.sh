@@ -25,6 +25,8 @@ SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$SRC/tests/lib/mpi_env.sh"
+. "$SRC/tests/lib/rank_compare.sh"
+. "$SRC/tests/lib/tiny_lms.sh"
 export CFLAGS=-O0 # tiny programs
 AD=(--eps 1e-6)
 B=8 S=8
@@ -35,34 +37,11 @@ planned() { # NAME MODEL OPTIONS...: --plan-only, plan.json in NAME.json, the re
   timeout 300 "$BUILD/galvc" "$T/$m.onnx" --batch $B --seq $S --train "${AD[@]}" "$@" --target cpu --plan-only \
     --plan-out "$T/$n.json" 2>"$T/$n.err" </dev/null
 }
-build() { # NAME MODEL OPTIONS...
-  local n=$1 m=$2; shift 2
-  timeout 300 "$BUILD/galvc" "$T/$m.onnx" --batch $B --seq $S --train "${AD[@]}" "$@" --target cpu -q -o "$T/$n/" 2>"$T/$n.err" </dev/null ||
-    { bad "$n: galvc $*: $(grep -m3 error "$T/$n.err")"; return 1; }
-}
-run() { # NAME: 2 training steps -> NAME.log, NAME.w
-  local n=$1 exe=program
-  [ -x "$T/$n/launch" ] && exe=launch
-  timeout 300 "$T/$n/$exe" --batches "$T/b" --steps 2 -o "$T/$n.w" --comm-stats </dev/null >"$T/$n.log" 2>&1 ||
-    { bad "$n: run: $(grep -m3 error "$T/$n.log")"; return 1; }
-}
 # the plan's layers, mesh and step, for comparing two searches
 desc() { field "$1" "(p['mesh'], p.get('tp_axis'), p.get('vocab_axis'), [(u.get('tp_axis', p.get('tp_axis')), u.get('zero'), u.get('sp')) for u in p['units']], p['predicted']['step_ns'])"; }
 
-for fam in gpt2 llama; do
-  extra=()
-  [ $fam = llama ] && extra=(--kv-heads 4)
-  python3 "$SRC/examples/make_model.py" $fam -o "$T/$fam.onnx" --layers 12 --hidden 32 --heads 4 --vocab 64 "${extra[@]}" \
-    --no-verify >/dev/null || { echo "FAIL $fam: make_model"; exit 1; }
-done
-python3 - "$T" <<'PY'
-import numpy as np, os, sys
-t = sys.argv[1]
-r = np.random.RandomState(11)
-os.makedirs(f"{t}/b")
-np.save(f"{t}/b/input_ids.npy", r.randint(0, 64, (2, 8, 8)).astype(np.int64))
-np.save(f"{t}/b/labels.npy", r.randint(0, 64, (2, 8, 8)).astype(np.int64))
-PY
+tiny_lms "$T" 4 12
+lm_batches "$T/b" $B $S 11
 
 for m in gpt2 llama; do
   if ! planned "$m" "$m" "${SEARCH[@]}"; then bad "$m: galvc: $(grep -m2 error "$T/$m.err")"; continue; fi
@@ -84,19 +63,18 @@ for m in gpt2 llama; do
     off=$(field "$T/$m-off.json" "p['predicted']['step_ns']")
     [ "$off" -gt "$step" ] && ok "$m: without the choice $off ns (slower)" || bad "$m: without the choice $off ns, not slower than $step"
   else bad "$m off: galvc: $(grep -m2 error "$T/$m-off.err")"; fi
-  build "$m-1" "$m" || continue
-  run "$m-1" || continue
-  build "$m-run" "$m" "${SEARCH[@]}" --plan "$T/$m.json" && run "$m-run" || continue
-  if ! by=$(python3 "$SRC/tests/lib/comm_counted.py" "$T/$m-run.log" 2 2>&1); then bad "$m: bytes: $by"; continue; fi
+  single_program "$T/$m-1" "$T/$m.onnx" "--batches $T/b --steps 2" --batch $B --seq $S --train "${AD[@]}"
+  d="$T/$m-run"
+  if ! timeout 300 "$BUILD/galvc" "$T/$m.onnx" --batch $B --seq $S --train "${AD[@]}" "${SEARCH[@]}" --plan "$T/$m.json" \
+      --target cpu -q -o "$d/" 2>"$T/err" </dev/null; then bad "$m: galvc --plan: $(grep -m3 error "$T/err")"; continue; fi
+  exe=$d/program
+  [ -x "$d/launch" ] && exe=$d/launch
+  if ! timeout 300 "$exe" --batches "$T/b" --steps 2 -o "$d.w" --comm-stats </dev/null >"$d.log" 2>&1; then
+    bad "$m: run: $(grep -m3 error "$d.log")"; continue
+  fi
+  if ! by=$(python3 "$SRC/tests/lib/comm_counted.py" "$d.log" 2 2>&1); then bad "$m: bytes: $by"; continue; fi
   want=$(field "$T/$m.json" "', '.join(f'{k} {2 * p[\"collectives\"][k][\"bytes\"] if k in p[\"collectives\"] else 0}' for k in ('all_reduce', 'all_gather', 'reduce_scatter', 'all_to_all'))")
-  r=$(python3 - "$T" "$m" "$SRC/tests/lib" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[3])
-from same_training import check
-t, m = sys.argv[1:3]
-print(check(f"{t}/{m}-1.log", f"{t}/{m}-run.log", f"{t}/{m}-1.w", f"{t}/{m}-run.w"))
-PY
-  )
+  r=$(same_training "$T/$m-1.log" "$d.log" "$T/$m-1.w" "$d.w")
   rc=$?
   if [ "$rc" = 0 ] && [ "$by" = "$want" ]; then ok "$m: 4 ranks, 2 steps = one device: $r; bytes counted = plan.json x 2: $by"
   else bad "$m: $r; bytes counted $by, plan.json x 2 $want"; fi
