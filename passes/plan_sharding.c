@@ -1393,8 +1393,7 @@ typedef struct {
    * r3's memory plan with sp on every layer at each stage, as midL and restL; restS INT64_MIN: unknown) */
   int64_t midS[NZ], restS;
   /* the layers' other tp choices (tp_alternatives) on r3: P0 (the first table realisation, every layer at t_layer)
-   * and U_j (every layer at choice j) per r3 unit, and the transitions (tp_tables); tp_n < 2: none searched */
-  int tp_n;
+   * and U_j (every layer at choice j) per r3 unit, and the transitions (tp_tables); tc.n < 2: none searched */
   tp_choices tc;
   int64_t tp_ns[NTP][4], tp_state[NTP][4], tp_kept[NTP][4], tp_bytes[NTP];
   bool tp_ok[NTP];
@@ -2345,7 +2344,7 @@ static int red_unit(int u, int L) { return u == 0 ? 0 : u == 1 ? 1 : u == L ? 3 
 
 /* The layers' other tp choices on r3 (tp_tables on the reduced module of 3 layers): U_j and the transitions per
  * boundary, from P0 (e->tp_*[0], its ZeRO pattern p0_zero); a choice that does not realise or is dominated drops
- * out (e->tp_ok[j]), and with none left the combination has no other choice (e->tp_n = 1). Returns 0, or -1. */
+ * out (e->tp_ok[j]), and with none left the combination has no other choice (e->tc.n = 1). Returns 0, or -1. */
 static int red_tp_tables(ctx *C, red_combo *e, const gv_plan *p, const uint8_t *p0_zero) {
   reduced *R = C->red;
   gv_plan q = *p;
@@ -2354,19 +2353,19 @@ static int red_tp_tables(ctx *C, red_combo *e, const gv_plan *p, const uint8_t *
   memset(q.sp, 0, 4), memset(q.tp_unit, 0, 4);
   tp_units base = {e->tp_ns[0], e->tp_state[0], e->tp_kept[0], e->tp_bytes[0], true}, uj[NTP];
   memset(uj, 0, sizeof uj);
-  for (int j = 1; j < e->tp_n; j++) uj[j] = (tp_units){e->tp_ns[j], e->tp_state[j], e->tp_kept[j], 0, false};
+  for (int j = 1; j < e->tc.n; j++) uj[j] = (tp_units){e->tp_ns[j], e->tp_state[j], e->tp_kept[j], 0, false};
   int64_t before = R->c3.realised;
   if (tp_tables(&R->c3, &q, NULL, &e->tc, &base, uj) < 0) return -1;
   C->realised += R->c3.realised - before; /* U_j and A_ij */
   bool any = false;
-  for (int j = 1; j < e->tp_n; j++) e->tp_ok[j] = uj[j].ok, e->tp_bytes[j] = uj[j].coll_bytes, any |= uj[j].ok;
+  for (int j = 1; j < e->tc.n; j++) e->tp_ok[j] = uj[j].ok, e->tp_bytes[j] = uj[j].coll_bytes, any |= uj[j].ok;
   if (getenv("GALV_PLAN_DEBUG"))
-    for (int j = 1; j < e->tp_n; j++)
+    for (int j = 1; j < e->tc.n; j++)
       fprintf(stderr, "plan-debug: reduced tp choice %d: %s; r3 units ns %lld %lld %lld %lld (t_layer %lld %lld %lld %lld)\n", e->tc.val[j],
               uj[j].ok ? "kept" : "does not realise or is dominated", (long long)uj[j].ns[0], (long long)uj[j].ns[1],
               (long long)uj[j].ns[2], (long long)uj[j].ns[3], (long long)base.ns[0], (long long)base.ns[1], (long long)base.ns[2],
               (long long)base.ns[3]);
-  if (!any) e->tp_n = 1;
+  if (!any) e->tc.n = 1;
   return 0;
 }
 
@@ -2381,17 +2380,17 @@ static int red_tp_choice(ctx *C, red_combo *e, gv_plan *p, search *S, int64_t (*
   tp_units base = {0}, uj[NTP];
   memset(uj, 0, sizeof uj);
   if (tp_units_alloc(&base, nu)) rc = -1;
-  for (int j = 1; !rc && j < e->tp_n; j++)
+  for (int j = 1; !rc && j < e->tc.n; j++)
     if (tp_units_alloc(&uj[j], nu)) rc = -1;
   if (!rc) {
     for (int u = 0; u < nu; u++) {
       int ru = red_unit(u, L);
       base.ns[u] = e->tp_ns[0][ru], base.state[u] = e->tp_state[0][ru], base.kept[u] = e->tp_kept[0][ru];
-      for (int j = 1; j < e->tp_n; j++)
+      for (int j = 1; j < e->tc.n; j++)
         uj[j].ns[u] = e->tp_ns[j][ru], uj[j].state[u] = e->tp_state[j][ru], uj[j].kept[u] = e->tp_kept[j][ru];
     }
     base.ok = true, base.coll_bytes = e->tp_bytes[0];
-    for (int j = 1; j < e->tp_n; j++) uj[j].ok = e->tp_ok[j], uj[j].coll_bytes = e->tp_bytes[j];
+    for (int j = 1; j < e->tc.n; j++) uj[j].ok = e->tp_ok[j], uj[j].coll_bytes = e->tp_bytes[j];
     int nc2 = tp_extend(nu, ns, st, zs, nz, nc, with_kept, &e->tc, &base, uj, &rest);
     int64_t pred = nc2 > nc ? tp_knapsack(nu, ns, st, nc2, limit - rest, zs, &e->tc, p->zero) : -1;
     if (pred == -2) rc = -1;
@@ -2434,13 +2433,12 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     bool first = true;
     e->sp = sp_searchable(C, p);
     tp_alternatives(C, p, &e->tc); /* the layers' other tp choices: the first realisation below is their P0 */
-    e->tp_n = e->tc.n;
     uint8_t p0_zero[4] = {0};
     int64_t p0_f = 0, p0_c = 0;
     for (int k = nz > 1 ? 1 : 0; !st && k < nz; k++) /* each stage on even and odd units (no training: one realisation) */
       for (int r = 0; !st && r < (nz > 1 ? 2 : 1); r++) {
         bool sp_base = e->sp && k == (nz > 1) && !r; /* sequence parallelism's baseline, then the same with sp */
-        bool p0 = k == (nz > 1) && !r && e->tp_n > 1;
+        bool p0 = k == (nz > 1) && !r && e->tc.n > 1;
         realise_kept = sp_base ? e->sp_kept[0] : p0 ? e->tp_kept[0] : NULL;
         int q = realise_red(C, &R->c3, p, 4, r, zs[k], &pc, uns, ust);
         realise_kept = NULL;
@@ -2551,7 +2549,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
       if (restf > restS) restS = restf;
     }
     if (st < 0) return -1;
-    if (!st && e->tp_n > 1 && e->tp_ok[0]) {
+    if (!st && e->tc.n > 1 && e->tp_ok[0]) {
       /* none (the layer's compute repeated over the t ranks of its tp axis) is faster only where a layer's tp
        * collectives take longer than the (t - 1) x its compute it adds: with them under half that, it is left out
        * unrealised (more memory and, by this margin, more time on every layer) */
@@ -2565,8 +2563,8 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         bool outer_twin = a >= 0 && p->t_layer >= 0 && a < p->t_layer && p->size[a] == t;
         if (!(e->tc.val[j] == -1 && no_none) && !outer_twin) e->tc.val[n++] = e->tc.val[j];
       }
-      e->tc.n = e->tp_n = n;
-      if (e->tp_n > 1 && red_tp_tables(C, e, p, p0_zero) < 0) return -1;
+      e->tc.n = n;
+      if (e->tc.n > 1 && red_tp_tables(C, e, p, p0_zero) < 0) return -1;
     }
     e->status = st, e->rest3 = rest3, e->rest2 = rest2, e->restL = full_known ? restL : INT64_MIN;
     e->restS = sp_full ? restS : INT64_MIN;
@@ -2718,7 +2716,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
       consider_pred(S, p, e->uni[1], e->uni_mem[1] + e->uni_err[1], C->limit);
     }
   }
-  if (!rc && !C->mem_only && e->tp_n > 1) /* last: it changes the table */
+  if (!rc && !C->mem_only && e->tc.n > 1) /* last: it changes the table */
     rc = red_tp_choice(C, e, p, S, ns, st, zs, nz, nc, e->sp || mid_known, rest_mix, limit);
   free(ns), free(st);
   return rc;
