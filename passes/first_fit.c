@@ -370,8 +370,14 @@ int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints,
       total = -1;
       goto done;
     }
-    int c = 0; /* the chunk to insert into: the first whose last offset is >= x (else the last) */
-    while (c < nc - 1 && (!ch[c]->n || ch[c]->off[ch[c]->n - 1] < x)) c++;
+    /* the chunk to insert into: the first whose last offset is >= x (else the last); the chunks are in offset order
+     * (only a lone first chunk is empty), so a binary search (a scan from the first was quadratic in long programs) */
+    int c = 0, chi = nc - 1;
+    while (c < chi) {
+      int mid = (c + chi) / 2;
+      if (ch[mid]->n && ch[mid]->off[ch[mid]->n - 1] >= x) chi = mid;
+      else c = mid + 1;
+    }
     if (ch[c]->n == CHUNK) { /* split it */
       chunk *h2 = nc < cap ? malloc(sizeof *h2) : NULL;
       if (!h2) {
