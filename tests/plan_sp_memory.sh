@@ -89,7 +89,9 @@ for c in "gpt2 2 5000000" "llama 2 5000000" "gpt2 4 4000000" "llama 4 4000000"; 
   read -r fam n lim <<<"$c"
   name="$fam tp=$n limit $lim"
   d="$T/$fam-$n"
-  if ! GALV_PLAN_LAYERS=reduced timeout 300 "$BUILD/galvc" "$T/$fam.onnx" --batch 4 --seq 64 --train --eps 1e-6 --gpus "$n" \
+  # the search on the program of 4 microbatches itself (GALV_COUNT_FULL: not on its stand-in of 2, whose memory
+  # estimate for 4 has its own error, corrected by the realisation at 4): the sp estimate is what is checked
+  if ! GALV_PLAN_LAYERS=reduced GALV_COUNT_FULL=1 timeout 300 "$BUILD/galvc" "$T/$fam.onnx" --batch 4 --seq 64 --train --eps 1e-6 --gpus "$n" \
       --mesh "tp=$n" --memory-limit "$lim" --microbatches 4 --recompute=none --report-cost --target cpu -o "$d/" \
       >"$d.cost" 2>"$d.err" </dev/null; then
     bad "$name: galvc: $(grep -m3 error "$d.err")"

@@ -1565,7 +1565,7 @@ int main(int argc, char **argv) {
    * full (the estimate and the realised step printed). When the realised program does not fit, B is planned in
    * full as before. */
   bool mb_stand = train && !pa.on && gv_plan_opts.active && !gv_plan_opts.plan_in && !profile_path && !mb_auto &&
-                  (mb_search || rc_search) && !getenv("GALV_COUNT_FULL");
+                  (mb_search || rc_search || (mb_given && B > 2)) && !getenv("GALV_COUNT_FULL");
   bool count_real = false, count_full = false, rc_search0 = rc_search;
   static gv_plan stand_plan; /* the stand-in's choice, compiled at its count */
   enum { STAND_TRIES = 2 };   /* budget corrections before a count is planned in full */
@@ -1615,7 +1615,8 @@ retry:
   gv_plan_opts.memory_limit = gv_plan_opts.count_as && stand_cut ? stand_lim - stand_cut : mem_limit_user;
   if ((B > 1 || global_batch) && galvc_microbatch_shapes(model, &opt, &pa, B, &global_batch)) return galvc_microbatch_done(), 1;
   int next_B = 0; /* the next candidate when this B does not fit (found when needed) */
-  gv_plan_opts.probe = !err_final && (mb_search || rc_search || joint); /* the planner: no plan fits is 1, not an error line */
+  /* the planner: no plan fits is 1, not an error line (a given count's stand-in too: then planned in full for its own line) */
+  gv_plan_opts.probe = !err_final && (mb_search || rc_search || joint || gv_plan_opts.count_as || count_real);
   double t0 = now();
   m = gv_import_onnx(model, &opt);
   if (!m) return galvc_microbatch_done(), 1;
@@ -1738,6 +1739,10 @@ retry:
         if (B > rc_fail[rc_mode]) rc_fail[rc_mode] = B;
         if (mb_stand && !count_top) count_top = count_top_of(global_batch, gpus);
         if (mb_search && mb_stand && count_top > B) next_B = count_top; /* the stand-in of the counts up to count_top */
+        /* past count_top: the stand-in at the largest multiple of B dividing the batch within 8 B (count_pick then
+         * takes the fewest of its divisors above B that its choice's scaled memory fits), not each divisor in turn */
+        for (int64_t d = 8 * (int64_t)B; mb_search && mb_stand && count_top && B >= count_top && !next_B && d >= 2 * (int64_t)B; d -= B)
+          if (d <= global_batch && global_batch % d == 0) next_B = (int)d;
         for (int64_t c = B + 1; mb_search && c <= global_batch && !next_B; c++)
           if (global_batch % c == 0) next_B = (int)c;
         if (!next_B && rc_search && rc_mode + 1 < NRC) { /* none fits with this recomputation: the next one */
@@ -1844,7 +1849,7 @@ retry:
         int pick = B;
         if (mb_search && global_batch && !count_top) count_top = count_top_of(global_batch, gpus);
         pick_cost = gv_plan_last.cost;
-        if (mb_search && count_top % B == 0) {
+        if (mb_search && (count_top % B == 0 || B > count_top)) {
           int fl = rc_fail[rc_mode] > pick_over ? rc_fail[rc_mode] : pick_over; /* above the counts known or searched */
           if (rc_fit[rc_mode] > fl && rc_fit[rc_mode] < B) fl = rc_fit[rc_mode];
           pick = count_pick(&pick_cost, B, fl, gv_plan_last.limit, &pick_mem);
@@ -1852,6 +1857,21 @@ retry:
             fprintf(stderr, "galvc: %d microbatches: the plan priced at %d fits %d microbatch%s of %lld (memory scaled with the "
                             "microbatch: %lld bytes per device, limit %lld): planned at %d\n", B, B, pick, pick > 1 ? "es" : "",
                     (long long)(global_batch / pick), (long long)pick_mem, (long long)gv_plan_last.limit, pick);
+        }
+        if (gv_plan_opts.count_as && mb_search && !mb_final && mb_best_B && B > mb_best_B &&
+            (pick == mb_best_B || gv_plan_last.cost.step_ns >= mb_best_step)) {
+          /* more microbatches while memory bound: a stand-in priced no faster than the fastest count so far, or whose
+           * fewest count is that one, is not compiled at its count (a full realisation of B copies); the fastest
+           * compiled again, as when a larger count realised was not faster */
+          if (!quiet)
+            fprintf(stderr, "galvc: %d microbatches: predicted step %.3f ms (priced from 2)%s: %d microbatch%s, the fastest predicted "
+                            "step (%.3f ms)\n", B, (double)gv_plan_last.cost.step_ns / 1e6,
+                    pick == mb_best_B && gv_plan_last.cost.step_ns < mb_best_step ? ", its fewest count searched already" : "",
+                    mb_best_B, mb_best_B > 1 ? "es" : "", (double)mb_best_step / 1e6);
+          gv_module_free(m);
+          B = mb_best_B, mb_final = true;
+          if (mb_best_from) stand_plan = mb_best_plan, pick_from = mb_best_from, count_real = real_stored = true;
+          goto retry;
         }
         if (pick != B) { /* fewer microbatches fit: that count searched (its own plan, not this one at a smaller size) */
           gv_module_free(m);
