@@ -2427,6 +2427,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   if (e->status == 2) red_unprune(e);
   if (e->status < 0) { /* the combination's first search: its reduced realisations */
     int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN, restL = INT64_MIN;
+    int deferred[2 * NZ][2], ndef = 0; /* the pairs whose r2 realisation waits until it is needed */
     bool full_known = true;
     gv_plan_cost pc;
     int st = 0;
@@ -2469,6 +2470,10 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
           sum += ust[u];
         }
         if (pc.mem_total - sum > rest3) rest3 = pc.mem_total - sum;
+        if (!first) { /* r2 serves the rest's linear extrapolation only, which the uniform realisations below replace */
+          deferred[ndef][0] = k, deferred[ndef++][1] = r;
+          continue;
+        }
         q = realise_red(C, &R->c2, p, 3, r, zs[k], &pc, uns, ust);
         if (q) { st = q; break; }
         if (p0) p0_f = f3 - R->c2.fb_ns, p0_c = t3 - R->c2.tpc_ns; /* a layer's compute and tp communication at P0 */
@@ -2525,6 +2530,17 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         fprintf(stderr, "plan-debug: reduced rest at stage %d: %lld (estimate %lld, a layer %lld)\n", z, (long long)restf, (long long)pc.mem_full,
                 (long long)pc.mem_full_layer);
       if (restf > restL) restL = restf;
+    }
+    /* r2 at the other pairs: only when a middle layer's memory is not known from the uniform realisations (their
+     * rest replaces the pairs' extrapolated one) */
+    bool mids = full_known;
+    for (int k = 0; k < nz; k++) mids &= e->midL[k] > 0;
+    for (int i = 0; !st && !mids && i < ndef; i++) {
+      int q = realise_red(C, &R->c2, p, 3, deferred[i][1], zs[deferred[i][0]], &pc, uns, ust);
+      if (q) { st = q; break; }
+      int64_t sum = 0;
+      for (int u = 0; u < 3; u++) sum += ust[u];
+      if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
     }
     /* The same with sp on every layer (the sp columns' memory and their rest): sp changes more than the
      * activations a layer keeps for backward (sp_extend's kept bytes): the values a layer holds at the busiest
