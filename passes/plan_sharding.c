@@ -3326,6 +3326,16 @@ static void kept_add(const plan_key *k, const search *S, int64_t realised) {
   kept[nkept++] = e;
 }
 
+/* the fixed plans realised (gv_plan_opts.plan_fixed): keyed as a search is, with the plan and the limit */
+typedef struct {
+  plan_key key;
+  gv_plan plan;
+  gv_plan_cost pc;
+  int q;
+} kept_fixed;
+static kept_fixed kept_fixed_at[KEPT_MAX];
+static int nkept_fixed, next_fixed;
+
 int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape, int naxes, const gv_cluster *c,
                   int64_t memory_limit, gv_plan *plan, gv_plan_cost *cost) {
   double t0 = now_s();
@@ -3883,7 +3893,30 @@ int gv_pass_plan_sharding(gv_module *m) {
   memset(&alt, 0, sizeof alt);
   if (o->plan_fixed) { /* galvc's stand-in choice at its count: realised in full */
     plan = *o->plan_fixed;
-    int q = realise(&C, &plan, &pc, NULL, NULL);
+    /* galvc compiles a count's choice again as stored (the fastest count, the fastest recomputation): the same
+     * program and plan realised earlier in this process is not realised again (a count of many microbatches is a
+     * program of as many copies) */
+    plan_key key;
+    bool keyed = plan_key_of(m, o, &key);
+    if (keyed) {
+      plan_key_limit(&key, (int64_t)plan_hash(&plan));
+      plan_key_limit(&key, o->memory_limit);
+    }
+    const kept_fixed *hit = NULL;
+    for (int i = 0; keyed && i < nkept_fixed && !hit; i++)
+      if (kept_fixed_at[i].key.h == key.h && kept_fixed_at[i].key.n == key.n && plan_eq(&kept_fixed_at[i].plan, &plan))
+        hit = &kept_fixed_at[i];
+    int q;
+    if (hit) {
+      q = hit->q, pc = hit->pc;
+      if (!o->quiet) fprintf(stderr, "plan: the same program and plan as an earlier run: its realised cost\n");
+    } else {
+      q = realise(&C, &plan, &pc, NULL, NULL);
+      if (keyed && q >= 0) {
+        kept_fixed *e = &kept_fixed_at[nkept_fixed < KEPT_MAX ? nkept_fixed++ : (next_fixed++ % KEPT_MAX)];
+        e->key = key, e->plan = plan, e->pc = pc, e->q = q;
+      }
+    }
     if (q) rc = q < 0 ? -1 : 1, gv_plan_last.min_mem = -1; /* does not realise: 1, no error line (galvc plans the count in full) */
     pred = pc.step_ns, pred_mem = pc.mem_total;
   } else if (o->plan_in) {

@@ -1853,7 +1853,8 @@ retry:
           int fl = rc_fail[rc_mode] > pick_over ? rc_fail[rc_mode] : pick_over; /* above the counts known or searched */
           if (rc_fit[rc_mode] > fl && rc_fit[rc_mode] < B) fl = rc_fit[rc_mode];
           pick = count_pick(&pick_cost, B, fl, gv_plan_last.limit, &pick_mem);
-          if (pick != B && !quiet)
+          if (pick != B && !quiet && !(gv_plan_opts.count_as && mb_search && !mb_final && mb_best_B && B > mb_best_B &&
+                                       (pick == mb_best_B || gv_plan_last.cost.step_ns >= mb_best_step))) /* not compiled (below) */
             fprintf(stderr, "galvc: %d microbatches: the plan priced at %d fits %d microbatch%s of %lld (memory scaled with the "
                             "microbatch: %lld bytes per device, limit %lld): planned at %d\n", B, B, pick, pick > 1 ? "es" : "",
                     (long long)(global_batch / pick), (long long)pick_mem, (long long)gv_plan_last.limit, pick);
