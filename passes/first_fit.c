@@ -134,6 +134,62 @@ static int index_add(tindex *T, const gv_ff_block *b, int id) {
   return 0;
 }
 
+/* Windows of 2^WIN_SHIFT points: each lists the placed blocks live at some point of it, in offset order (a block
+ * in every window it spans). A block whose lifetime lies inside one window is placed by the walk over that window's
+ * list alone: every placed block live with it is there, and the list holds only blocks live near its time (a long
+ * program's offsets are shared by blocks of every other time, which the global walk passes over: quadratic in the
+ * program's length, 36 s of memory-plan at 500k blocks). */
+enum { WIN_SHIFT = 10 };
+typedef struct {
+  int n, cap;
+  int *start, *end;
+  int64_t *off, *top;
+} wlist;
+
+static int wl_insert(wlist *w, int start, int end, int64_t off, int64_t top) {
+  if (w->n == w->cap) {
+    int cap = w->cap ? 2 * w->cap : 64;
+    int *s2 = realloc(w->start, (size_t)cap * sizeof *s2);
+    if (s2) w->start = s2;
+    int *e2 = realloc(w->end, (size_t)cap * sizeof *e2);
+    if (e2) w->end = e2;
+    int64_t *o2 = realloc(w->off, (size_t)cap * sizeof *o2);
+    if (o2) w->off = o2;
+    int64_t *t2 = realloc(w->top, (size_t)cap * sizeof *t2);
+    if (t2) w->top = t2;
+    if (!s2 || !e2 || !o2 || !t2) return -1;
+    w->cap = cap;
+  }
+  int lo = 0, hi = w->n; /* after the entries at offsets <= off (ties in any order give the same walk) */
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (w->off[mid] <= off) lo = mid + 1;
+    else hi = mid;
+  }
+  int m = w->n - lo;
+  memmove(w->start + lo + 1, w->start + lo, sizeof(int) * (size_t)m);
+  memmove(w->end + lo + 1, w->end + lo, sizeof(int) * (size_t)m);
+  memmove(w->off + lo + 1, w->off + lo, sizeof(int64_t) * (size_t)m);
+  memmove(w->top + lo + 1, w->top + lo, sizeof(int64_t) * (size_t)m);
+  w->start[lo] = start, w->end[lo] = end, w->off[lo] = off, w->top[lo] = top;
+  w->n++;
+  return 0;
+}
+
+/* The lowest offset for size bytes clear of the blocks of w live at some point of [s, e]. */
+static int64_t wl_walk(const wlist *w, int64_t size, int s, int e) {
+  int64_t x = 0;
+  for (int base = 0; base < w->n; base += 64) {
+    int lim = w->n - base < 64 ? w->n - base : 64;
+    for (uint64_t live = live_mask(w->start + base, w->end + base, lim, s, e); live; live &= live - 1) {
+      int k = base + __builtin_ctzll(live);
+      if (w->off[k] >= x + size) return x;
+      if (w->top[k] > x) x = w->top[k];
+    }
+  }
+  return x;
+}
+
 static int by_off(const void *x, const void *y) {
   const span *a = x, *b = y;
   return (a->off > b->off) - (a->off < b->off);
@@ -320,9 +376,11 @@ int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints,
   T.fw_start = calloc((size_t)T.P + 1, sizeof *T.fw_start);
   T.fw_end = calloc((size_t)T.P + 1, sizeof *T.fw_end);
   chunk **ch = calloc((size_t)cap, sizeof *ch);
+  int nwin = ((T.P - 1) >> WIN_SHIFT) + 1; /* one window: the walk and the gather below as they are */
+  wlist *W = nwin > 1 ? calloc((size_t)nwin, sizeof *W) : NULL;
   int64_t total = -1;
   if (!T.cover || !T.first_at || !T.next_at || !T.bits || !T.bits2 || !T.fw_start || !T.fw_end || !ch ||
-      !(ch[0] = malloc(sizeof **ch)))
+      !(ch[0] = malloc(sizeof **ch)) || (nwin > 1 && !W))
     goto done;
   memset(T.first_at, -1, (size_t)T.P * sizeof *T.first_at);
   ch[0]->n = 0;
@@ -330,7 +388,9 @@ int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints,
   for (int i = 0; i < n; i++) {
     gv_ff_block *a = &b[order[i]];
     int64_t size = a->size, x = 0;
-    if (size > 0) {
+    if (size > 0 && W && a->start >> WIN_SHIFT == a->end >> WIN_SHIFT) {
+      x = wl_walk(&W[a->start >> WIN_SHIFT], size, a->start, a->end);
+    } else if (size > 0) {
       /* placed blocks live at some point of [start, end] */
       int live = fw_count(T.fw_start, a->end) - (a->start > 0 ? fw_count(T.fw_end, a->start - 1) : 0);
       long lg = 1;
@@ -370,6 +430,11 @@ int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints,
       total = -1;
       goto done;
     }
+    for (int w = a->start >> WIN_SHIFT; W && w <= a->end >> WIN_SHIFT; w++)
+      if (wl_insert(&W[w], a->start, a->end, x, x + size)) {
+        total = -1;
+        goto done;
+      }
     /* the chunk to insert into: the first whose last offset is >= x (else the last); the chunks are in offset order
      * (only a lone first chunk is empty), so a binary search (a scan from the first was quadratic in long programs) */
     int c = 0, chi = nc - 1;
@@ -419,5 +484,7 @@ done:
   free(T.g);
   for (int c = 0; ch && c < nc; c++) free(ch[c]);
   free(ch);
+  for (int w = 0; W && w < nwin; w++) free(W[w].start), free(W[w].end), free(W[w].off), free(W[w].top);
+  free(W);
   return total;
 }

@@ -137,6 +137,9 @@ int main(void) {
     }
   rc |= one(6000, 8, 0, 1, "long program, by size (chunks split)"), cases++;
   rc |= one(6000, 30, 50, 2, "long program, by start, long-lived"), cases++;
+  /* many windows of points (first_fit.c's per-window walk): blocks inside one, across a boundary, and long-lived */
+  rc |= one(12000, 300, 100, 1, "many windows, by size"), cases++;
+  rc |= one(12000, 40, 0, 0, "many windows, program order"), cases++;
   /* an empty program and a single block */
   CHECK(gv_first_fit(NULL, NULL, 0, 1) == 0);
   gv_ff_block one_b = {.start = 0, .end = 0, .size = 128};
