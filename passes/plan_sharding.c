@@ -94,6 +94,7 @@ typedef struct {
   bool mem_only;       /* reduced search: the unit tables alone, the uniform patterns' steps not realised (plan_search) */
   bool no_prune;       /* reduced search: every combination's table made (no bound prunes one) */
   bool pruned;         /* reduced search: a combination was pruned by its bound */
+  int64_t inc_pruned;  /* combinations left out by gv_plan_opts.incumbent_ns's bound (solve_reduced) */
   int64_t fb_ns;       /* the last realisation's forward, backward and recomputation compute (cost_ops) */
   int64_t tpc_ns;      /* ... and its collectives on no batch axis of the plan (tp, vocab; cost_ops): the ZeRO pattern
                         * moves none of them (ZeRO acts on the batch axes) */
@@ -1268,6 +1269,7 @@ static memo_entry *memo_tab;
 static int memo_n;
 static int64_t memo_hits;
 static int64_t report_kept; /* the pass's search: the candidate realisations read from earlier ones (the report says so) */
+static int64_t report_inc_out, report_inc_ns; /* ... the combinations left out by gv_plan_opts.incumbent_ns's bound */
 
 static uint64_t plan_hash(const gv_plan *p) {
   uint64_t h = 14695981039346656037ull;
@@ -1387,6 +1389,7 @@ typedef struct {
   bool uni_done[4];
   int64_t lb; /* status 2 (pruned): the bound on any of its plans' steps (solve_reduced) */
   bool kept_in; /* unpruned once: not pruned again in this search */
+  bool inc_out; /* status 2 by gv_plan_opts.incumbent_ns's bound: never unpruned */
   bool sp;                                  /* sequence parallelism searched: r3's baseline and sp realisations (sp_extend) */
   int64_t sp_ns[2][4], sp_kept[2][4];       /* [0] the baseline, [1] with sp on every unit: per r3 unit */
   /* per choice: what a middle layer with sp adds to the full program, and the rest with sp on every layer (both from
@@ -1584,6 +1587,8 @@ typedef struct {
   int64_t over_ns, over_mem; /* the fastest such (predicted) and the smallest */
   gv_plan over_plan; /* the fastest such */
   int64_t over_plan_mem;
+  bool bounded;     /* nothing found: every combination left out by gv_plan_opts.incumbent_ns's bound */
+  int64_t inc_out, inc_ns; /* the combinations that bound left out, and the step it was */
   bool has_ru;      /* the runner-up: the fastest fitting candidate of another mesh / strategy than best's */
   gv_plan ru;
   int64_t ru_ns, ru_mem;
@@ -2302,7 +2307,7 @@ static bool red_unprune_stale(reduced *R, const search *S) {
   bool any = false;
   for (int i = 0; i < R->ncombos; i++) {
     red_combo *e = &R->combos[i];
-    if (e->status == 2 && (!S->has_ru || e->lb < PRUNE_FACTOR * S->ru_ns)) red_unprune(e), any = true;
+    if (e->status == 2 && !e->inc_out && (!S->has_ru || e->lb < PRUNE_FACTOR * S->ru_ns)) red_unprune(e), any = true;
   }
   return any;
 }
@@ -2423,11 +2428,12 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   if (!e) return gv_error(C->m, "out of memory");
   /* a combination pruned by its bound stays out (plan_search checks the bound against each search's runner-up) */
   bool isnew = e == &R->combos[R->ncombos];
-  if (e->status == 2 && !C->no_prune) return 0;
+  if (e->status == 2 && (!C->no_prune || e->inc_out)) return 0;
   if (e->status == 2) red_unprune(e);
   if (e->status < 0) { /* the combination's first search: its reduced realisations */
     int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN, restL = INT64_MIN;
     int deferred[2 * NZ][2], ndef = 0; /* the pairs whose r2 realisation waits until it is needed */
+    int64_t f3sp = -1, t3sp = -1;      /* r3 with sp on every layer (the first pair's sp realisation) */
     bool full_known = true;
     gv_plan_cost pc;
     int st = 0;
@@ -2462,6 +2468,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
           int qs = sp_realise(&R->c3, &qp, 4, &spc, &on);
           if (qs < 0) return -1;
           if (qs) e->sp = false; /* sp does not realise here (a sequence the tp degree does not divide) */
+          else f3sp = R->c3.fb_ns, t3sp = R->c3.tpc_ns; /* the incumbent's bound: sp's compute and tp communication */
         }
         int64_t sum = 0;
         for (int u = 0; u < 4; u++) {
@@ -2480,6 +2487,51 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         sum = 0;
         for (int u = 0; u < 3; u++) sum += ust[u];
         if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
+        int64_t inc = gv_plan_opts.incumbent_ns;
+        if (first && nz > 1 && inc > 0 && !gv_plan_opts.profile && bound_mode()) {
+          /* The fastest step realised so far (galvc's earlier searches) bounds this one: a combination whose every
+           * plan has a step above it cannot be chosen over it. The bound below, taken with and without sp on the
+           * layers (sp splits the norms and residual adds: less compute, the same tp bytes in other collectives),
+           * the smaller of the two; sp's per-layer compute is taken against r2 without sp, which only lowers it
+           * (r2 with sp computes less). 1 % above it, for the extrapolation's error (the reduced programs' steps
+           * err by less than that) */
+          int64_t f2 = R->c2.fb_ns, t2 = R->c2.tpc_ns;
+          int64_t lb = f3 + (int64_t)(L - 3) * (f3 > f2 ? f3 - f2 : 0), lbc = t3 + (int64_t)(L - 3) * (t3 > t2 ? t3 - t2 : 0);
+          if (bound_mode() == 2 && lbc > lb) lb = lbc;
+          int64_t thr = inc + inc / 100;
+          if (f3sp >= 0) {
+            int64_t ls = f3sp + (int64_t)(L - 3) * (f3sp > f2 ? f3sp - f2 : 0);
+            int64_t lsc = t3sp + (int64_t)(L - 3) * (t3sp > t2 ? t3sp - t2 : 0);
+            if (bound_mode() == 2 && lsc > ls) ls = lsc;
+            if (lb >= thr && ls < thr) { /* r2 with sp too (its per-layer compute exactly) where that decides */
+              gv_plan qp = *p;
+              for (int u = 0; u < 3; u++) qp.zero[u] = u % 2 == r % 2 ? zs[k] : 0;
+              int64_t ns2[4], kept2[4];
+              sp_units on2 = {ns2, kept2, NULL, {0}, false};
+              gv_plan_cost c2c;
+              C->realised++;
+              int qs = sp_realise(&R->c2, &qp, 3, &c2c, &on2);
+              if (qs < 0) return -1;
+              if (!qs) {
+                int64_t f2s = R->c2.fb_ns, t2s = R->c2.tpc_ns;
+                ls = f3sp + (int64_t)(L - 3) * (f3sp > f2s ? f3sp - f2s : 0);
+                lsc = t3sp + (int64_t)(L - 3) * (t3sp > t2s ? t3sp - t2s : 0);
+                if (bound_mode() == 2 && lsc > ls) ls = lsc;
+              }
+            }
+            if (ls < lb) lb = ls;
+          }
+          bool out = lb >= thr;
+          if (getenv("GALV_PLAN_DEBUG"))
+            fprintf(stderr, "plan-debug: bound %lld (sp %s) against the fastest step realised so far %lld%s\n", (long long)lb,
+                    f3sp >= 0 ? "counted" : "none", (long long)inc, out ? ": left out" : "");
+          if (out) {
+            e->status = 2, e->lb = lb, e->inc_out = true;
+            C->inc_pruned++;
+            if (isnew) R->ncombos++;
+            return 0;
+          }
+        }
         if (first && nz > 1 && !C->no_prune && !e->kept_in && S->has_ru && !gv_plan_opts.profile && bound_mode()) {
           /* Compute alone bounds the step (step = compute + slowdown + exposed communication), and the
            * forward and backward compute is the same under every ZeRO pattern (ZeRO changes the
@@ -3352,7 +3404,10 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
   unsigned saved = gv_plan_opts.zero_stages;
   gv_plan_opts.zero_stages = gv_plan_opts.intra_roles && mesh_shape && naxes ? 1u : 1u << 3; /* 1: none but stage 0 */
   sp_excluded = tp_excluded = true;
+  int64_t inc = gv_plan_opts.incumbent_ns; /* a whole program's step: no bound on a stage's */
+  gv_plan_opts.incumbent_ns = 0;
   int rc = plan_search(&C, devices, mesh_shape && naxes ? &fixed : NULL, false, &S);
+  gv_plan_opts.incumbent_ns = inc;
   sp_excluded = tp_excluded = false;
   gv_plan_opts.zero_stages = saved;
   if (!rc) {
@@ -3435,6 +3490,9 @@ static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c
   fprintf(f, "plan: mesh %s on %s (%lld per node); %lld candidate programs realised in %.3f s", b, c->name,
           (long long)c->devices_per_node, (long long)pc->candidates, pc->plan_seconds);
   if (report_kept) fprintf(f, "; %lld realisations read from earlier ones of the same program", (long long)report_kept);
+  if (report_inc_out)
+    fprintf(f, "; %lld mesh / strategy combinations left out, bounded above the fastest step realised so far (%.3f ms)",
+            (long long)report_inc_out, report_inc_ns / 1e6);
   fputc('\n', f);
   for (int u = 0; u < p->nunits;) {
     int v = u + 1;
@@ -3872,7 +3930,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   const gv_plan_options *o = &gv_plan_opts;
   if (!o->active || !m->main) return 0;
   if (!o->cluster) return gv_error(m, "planner: no cluster model");
-  report_kept = 0;
+  report_kept = 0, report_inc_out = 0;
   for (gv_op *op = m->main->body->first; op; op = op->next)
     if (op->nregions) return gv_error_op(m, op, "planner: ops with regions (galv.%s) are not supported", gv_ops[op->code].name);
   double t0 = now_s();
@@ -3961,10 +4019,16 @@ int gv_pass_plan_sharding(gv_module *m) {
     } else {
       int64_t hits0 = memo_hits;
       rc = plan_search(&C, devices, fixed, o->exhaustive, &S);
+      S.bounded = !rc && !S.found && S.min_mem < 0 && C.inc_pruned > 0;
+      S.inc_out = C.inc_pruned, S.inc_ns = o->incumbent_ns;
       report_kept = memo_hits - hits0;
       if (!rc && keyed) kept_add(&key, &S, C.realised);
     }
-    if (!rc && !S.found && S.min_mem >= 0 && o->probe) { /* no error line: the driver tries a smaller microbatch */
+    report_inc_out = S.inc_out, report_inc_ns = S.inc_ns;
+    if (!rc && S.bounded && o->probe) { /* every combination bounded above the incumbent */
+      rc = 1;
+      gv_plan_last.min_mem = -1, gv_plan_last.bounded = true;
+    } else if (!rc && !S.found && S.min_mem >= 0 && o->probe) { /* no error line: the driver tries a smaller microbatch */
       rc = 1;
       gv_plan_last.min_mem = S.min_mem, gv_plan_last.min_cost = S.min_mem_cost, gv_plan_last.min_terms = S.min_realised || S.min_terms;
     }

@@ -84,6 +84,11 @@ typedef struct {
    * the program accumulates 2 microbatches of batch / count_as samples, and every candidate is priced for count_as
    * of them (its second microbatch's ops repeated, the data inputs at the whole batch); 0: as the program is. */
   int64_t count_as;
+  /* galvc's default search: the fastest step realised so far of a plan that fits (0: none). A combination of the
+   * reduced search whose compute (or tp communication) bound, with and without sp, is at or above it by 1 % is
+   * left out unrealised: none of its plans could be chosen over that one (docs/planner.md, "The fastest step so
+   * far bounds the later searches") */
+  int64_t incumbent_ns;
   const gv_plan *plan_fixed; /* a plan applied as given (like plan_in; galvc compiles the stand-in's choice at its count) */
   /* gv_plan_intra on a fixed mesh shape with the roles fixed (a pipeline stage compiled with --mesh and --strategy
    * dp,tp: the preset): the batch split over axis intra_dp only (-1: none), the layers' tp over intra_tp only (-1:
@@ -111,6 +116,7 @@ typedef struct {
   int64_t min_mem;
   gv_plan_cost min_cost;
   bool min_terms;
+  bool bounded; /* a probe that found no plan because every combination was bounded above incumbent_ns (returned 1) */
   gv_plan plan;  /* the plan chosen (returned 0) */
   int64_t limit; /* the memory limit the search held it to (bytes per device) */
 } gv_plan_outcome;

@@ -1552,6 +1552,12 @@ int main(int argc, char **argv) {
   enum { MB_MORE = 3 };
   int mb_best_B = 0, mb_more = 0;
   int64_t mb_best_step = 0;
+  /* The fastest step realised so far of a plan that fits (a search's choice realised in full, or a stand-in's choice
+   * compiled at its count): the later searches of the default search leave out the combinations whose bound is above
+   * it (gv_plan_opts.incumbent_ns; GALV_PLAN_INCUMBENT=off: none) */
+  int64_t incumbent = 0;
+  const char *inc_env = getenv("GALV_PLAN_INCUMBENT");
+  const bool inc_on = !(inc_env && !strcmp(inc_env, "off"));
   bool mb_final = false;
   /* the point of the search (recomputation, microbatches) whose smallest candidate needs the least memory: when
    * nothing fits anywhere, the planner's error line is that point's (the true minimum over the points tried) */
@@ -1609,6 +1615,7 @@ retry:
   rc = 0;
   gv_train_opts.microbatches = B;
   gv_plan_opts.count_as = part_k < 0 && mb_stand && !count_real && !count_full && B > 2 ? B : 0;
+  gv_plan_opts.incumbent_ns = inc_on && part_k < 0 && !mb_final && (rc_search || mb_search) ? incumbent : 0;
   if (gv_plan_opts.count_as) gv_train_opts.microbatches = 2;
   gv_plan_opts.plan_fixed = part_k >= 0 ? &part_plan : count_real ? &stand_plan : NULL;
   gv_plan_opts.plan_out = gv_plan_opts.count_as || part_k >= 0 ? NULL : plan_out_user; /* the count's own program writes the plan */
@@ -1722,6 +1729,29 @@ retry:
         goto retry;
       }
       if (err_final && pr) { rc = 1; break; } /* the least point's own error line */
+      if (pr == 1 && gv_plan_last.bounded) { /* no candidate here can be faster than a plan realised already */
+        if (!quiet)
+          fprintf(stderr, "galvc: recompute=%s, %d microbatch%s: every candidate's bound is above the fastest step so far (%.3f ms): "
+                          "none is faster\n", gv_train_opts.recompute ? gv_train_opts.recompute : "none", B, B > 1 ? "es" : "",
+                  (double)incumbent / 1e6);
+        if (mb_best_B && !mb_final) { /* more microbatches of this recomputation: the fastest count so far */
+          gv_module_free(m);
+          B = mb_best_B, mb_final = true;
+          if (mb_best_from) stand_plan = mb_best_plan, pick_from = mb_best_from, count_real = real_stored = true;
+          goto retry;
+        }
+        if (rc_search && rc_mode + 1 < NRC) { /* this recomputation at no count: the next one */
+          gv_module_free(m);
+          mb_best_B = 0, mb_more = 0, mb_final = false;
+          gv_train_opts.recompute = rc_modes[++rc_mode];
+          B = B0;
+          goto retry;
+        }
+        if (rc_search && rc_fastest(rc_B, rc_step, NRC) >= 0) { /* the last recomputation: the search ends as after a plan */
+          mb_best_B = 0, mb_more = 0, mb_final = false;
+          goto rc_end;
+        }
+      }
       if (pr == 1 && gv_plan_last.min_mem >= 0 && (lm_mem < 0 || gv_plan_last.min_mem < lm_mem))
         lm_mem = gv_plan_last.min_mem, lm_mode = rc_mode, lm_B = B, lm_out = gv_plan_last;
       if (pr == 1 && mb_best_B && !mb_final) { /* more microbatches fit no plan: the fastest count so far */
@@ -1798,6 +1828,9 @@ retry:
         goto retry;
       }
       if (pr) { rc = 1; break; }
+      if (!gv_plan_opts.count_as && gv_plan_last.cost.mem_total <= gv_plan_last.limit &&
+          (!incumbent || gv_plan_last.cost.step_ns < incumbent))
+        incumbent = gv_plan_last.cost.step_ns; /* realised and fits: the bound of the later searches */
       const int real_from = count_real ? pick_from : 0; /* this pass compiled a priced plan at B: the count it was priced at */
       const bool stored = count_real && real_stored;        /* ... a choice compiled again (its figures known) */
       if (count_real) { /* the priced choice realised at its count */
@@ -1948,12 +1981,13 @@ retry:
           B = B0;
           goto retry;
         }
+      rc_end:;
         int best = rc_fastest(rc_B, rc_step, NRC);
         rc_search = false;
         if (rc_mode > 0 && !quiet)
           fprintf(stderr, "galvc: recompute=%s with %d microbatch%s: the fastest predicted step (%.3f ms)\n", rc_modes[best],
                   rc_B[best], rc_B[best] > 1 ? "es" : "", (double)rc_step[best] / 1e6);
-        part_L = gv_plan_last.plan.nunits - 1;
+        part_L = rc_plan[best].nunits - 1; /* the model's layers (every mode's plan has them) */
         part_nq = 0;
         for (int k = 1; part_search && part_L >= 2 && k < NRC; k++) /* the recomputing modes with a plan, fastest first */
           if (rc_B[k]) {
