@@ -140,6 +140,8 @@ int main(void) {
   /* many windows of points (first_fit.c's per-window walk): blocks inside one, across a boundary, and long-lived */
   rc |= one(12000, 300, 100, 1, "many windows, by size"), cases++;
   rc |= one(12000, 40, 0, 0, "many windows, program order"), cases++;
+  rc |= one(4000, 2000, 0, 1, "blocks over several windows, by size"), cases++; /* the global walk and gather */
+  rc |= one(4000, 1200, 7, 1, "blocks over several windows and long-lived, by size"), cases++;
   /* an empty program and a single block */
   CHECK(gv_first_fit(NULL, NULL, 0, 1) == 0);
   gv_ff_block one_b = {.start = 0, .end = 0, .size = 128};
