@@ -3955,7 +3955,9 @@ int gv_pass_plan_sharding(gv_module *m) {
      * program and plan realised earlier in this process is not realised again (a count of many microbatches is a
      * program of as many copies) */
     plan_key key;
-    bool keyed = plan_key_of(m, o, &key);
+    int64_t nops = 0;
+    for (const gv_op *op = m->main->body->first; op; op = op->next) nops++;
+    bool keyed = nops >= 100000 && plan_key_of(m, o, &key); /* a smaller program realises in less than it prints */
     if (keyed) {
       plan_key_limit(&key, (int64_t)plan_hash(&plan));
       plan_key_limit(&key, o->memory_limit);
