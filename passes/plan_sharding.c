@@ -3237,7 +3237,7 @@ again_unpruned:
   }
   bool best_tp = false; /* the choice has a layer at another tp choice: the fastest candidate without, realised too */
   for (int u = 0; have && u < keep->best.nunits; u++) best_tp |= keep->best.tp_unit[u] != 0;
-  for (int x = 0; x < 3; x++) {
+  for (int x = 0; x < 3 && !rc && have; x++) { /* (keep is set only with have) */
     /* from the search whose choice was kept (its combinations' budgets) */
     bool has = x == 2 ? keep->has_notp && best_tp : x ? keep->has_alt : keep->has_uni;
     gv_plan up = x == 2 ? keep->notp : x ? keep->alt : keep->uni;
