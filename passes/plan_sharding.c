@@ -1587,8 +1587,7 @@ typedef struct {
   int64_t over_ns, over_mem; /* the fastest such (predicted) and the smallest */
   gv_plan over_plan; /* the fastest such */
   int64_t over_plan_mem;
-  bool bounded;     /* nothing found: every combination left out by gv_plan_opts.incumbent_ns's bound */
-  int64_t inc_out, inc_ns; /* the combinations that bound left out, and the step it was */
+  int64_t inc_out, inc_ns; /* the combinations gv_plan_opts.incumbent_ns's bound left out, and the step it was */
   bool has_ru;      /* the runner-up: the fastest fitting candidate of another mesh / strategy than best's */
   gv_plan ru;
   int64_t ru_ns, ru_mem;
@@ -2291,6 +2290,15 @@ static int bound_mode(void) {
   }
   return mode;
 }
+/* r3's figure x3 extrapolated over L layers by r2's x2: x3 + (L - 3) x the per-layer difference (none below 0) */
+static int64_t red_lin(int64_t x3, int64_t x2, int L) { return x3 + (int64_t)(L - 3) * (x3 > x2 ? x3 - x2 : 0); }
+/* A combination's bound on every plan's step (solve_reduced): its compute extrapolated from r3 (f3) and r2 (f2) and,
+ * with the default GALV_PLAN_BOUND, its collectives on no batch axis (t3, t2) too: the larger */
+static int64_t red_bound(int64_t f3, int64_t f2, int64_t t3, int64_t t2, int L) {
+  int64_t lb = red_lin(f3, f2, L), lbc = red_lin(t3, t2, L);
+  return bound_mode() == 2 && lbc > lb ? lbc : lb;
+}
+
 static void red_unprune(red_combo *e) {
   int64_t lim = e->limit;
   gv_plan key = e->key;
@@ -2327,10 +2335,10 @@ static int red_uniform(ctx *C, red_combo *e, const gv_plan *p, int stage) {
     q = realise_uniform(C, &R->c3, p, 4, stage, false, &u3, NULL);
   if (!q) q = realise_uniform(C, &R->c2, p, 3, stage, false, &u2, NULL);
   if (q < 0) return -1;
-  e->uni[stage] = q ? -1 : u3.step_ns + (int64_t)(L - 3) * (u3.step_ns > u2.step_ns ? u3.step_ns - u2.step_ns : 0);
+  e->uni[stage] = q ? -1 : red_lin(u3.step_ns, u2.step_ns, L);
   /* its memory: the full program's from r3's memory plan (red_full_lower); the peaks' linear extrapolation only
    * where that is missing, and printed beside it */
-  int64_t lin = q ? -1 : u3.mem_total + (int64_t)(L - 3) * (u3.mem_total > u2.mem_total ? u3.mem_total - u2.mem_total : 0);
+  int64_t lin = q ? -1 : red_lin(u3.mem_total, u2.mem_total, L);
   e->uni_mem[stage] = q ? -1 : u3.mem_full > 0 ? u3.mem_full : lin;
   e->uni_done[stage] = true;
   if (getenv("GALV_PLAN_DEBUG")) {
@@ -2495,14 +2503,9 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
            * the smaller of the two; sp's per-layer compute is taken against r2 without sp, which only lowers it
            * (r2 with sp computes less). 1 % above it, for the extrapolation's error (the reduced programs' steps
            * err by less than that) */
-          int64_t f2 = R->c2.fb_ns, t2 = R->c2.tpc_ns;
-          int64_t lb = f3 + (int64_t)(L - 3) * (f3 > f2 ? f3 - f2 : 0), lbc = t3 + (int64_t)(L - 3) * (t3 > t2 ? t3 - t2 : 0);
-          if (bound_mode() == 2 && lbc > lb) lb = lbc;
-          int64_t thr = inc + inc / 100;
+          int64_t f2 = R->c2.fb_ns, t2 = R->c2.tpc_ns, lb = red_bound(f3, f2, t3, t2, L), thr = inc + inc / 100;
           if (f3sp >= 0) {
-            int64_t ls = f3sp + (int64_t)(L - 3) * (f3sp > f2 ? f3sp - f2 : 0);
-            int64_t lsc = t3sp + (int64_t)(L - 3) * (t3sp > t2 ? t3sp - t2 : 0);
-            if (bound_mode() == 2 && lsc > ls) ls = lsc;
+            int64_t ls = red_bound(f3sp, f2, t3sp, t2, L);
             if (lb >= thr && ls < thr) { /* r2 with sp too (its per-layer compute exactly) where that decides */
               gv_plan qp = *p;
               for (int u = 0; u < 3; u++) qp.zero[u] = u % 2 == r % 2 ? zs[k] : 0;
@@ -2512,12 +2515,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
               C->realised++;
               int qs = sp_realise(&R->c2, &qp, 3, &c2c, &on2);
               if (qs < 0) return -1;
-              if (!qs) {
-                int64_t f2s = R->c2.fb_ns, t2s = R->c2.tpc_ns;
-                ls = f3sp + (int64_t)(L - 3) * (f3sp > f2s ? f3sp - f2s : 0);
-                lsc = t3sp + (int64_t)(L - 3) * (t3sp > t2s ? t3sp - t2s : 0);
-                if (bound_mode() == 2 && lsc > ls) ls = lsc;
-              }
+              if (!qs) ls = red_bound(f3sp, R->c2.fb_ns, t3sp, R->c2.tpc_ns, L);
             }
             if (ls < lb) lb = ls;
           }
@@ -2539,13 +2537,10 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
            * layers, it bounds every plan of the combination. Far above the runner-up (PRUNE_FACTOR
            * times: replicated compute on idle axes, tp across nodes), the rest of its table is not
            * made: none of its plans could be chosen, nor be the runner-up. */
-          int64_t f2 = R->c2.fb_ns, t2 = R->c2.tpc_ns;
-          int64_t lb = f3 + (int64_t)(L - 3) * (f3 > f2 ? f3 - f2 : 0);
           /* The communication stream too (gv_cost_timeline: one queue, the step ends after its last call): the
            * collectives on no batch axis (tp, vocab; ZeRO moves only the batch axes' ones), extrapolated the same
            * way, bound the step as well (GALV_PLAN_BOUND=compute: compute alone; off: no bound) */
-          int64_t lbc = t3 + (int64_t)(L - 3) * (t3 > t2 ? t3 - t2 : 0);
-          if (bound_mode() == 2 && lbc > lb) lb = lbc;
+          int64_t f2 = R->c2.fb_ns, t2 = R->c2.tpc_ns, lb = red_bound(f3, f2, t3, t2, L);
           if (getenv("GALV_PLAN_DEBUG"))
             fprintf(stderr, "plan-debug: bound %lld (compute r3 %lld, r2 %lld; tp communication r3 %lld, r2 %lld) against the runner-up "
                     "%lld%s\n", (long long)lb, (long long)f3, (long long)f2, (long long)t3, (long long)t2, (long long)S->ru_ns,
@@ -2652,7 +2647,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     int ru = red_unit(u, L);
     for (int z = 0; z < nz; z++) ns[u][z] = n3[ru][z], st[u][z] = ru && mid_known ? e->midL[z] : s3[ru][z];
   }
-  int64_t rest = rest3 + (int64_t)(L - 3) * (rest3 > rest2 ? rest3 - rest2 : 0);
+  int64_t rest = red_lin(rest3, rest2, L);
   if (getenv("GALV_PLAN_DEBUG"))
     fprintf(stderr, "plan-debug: reduced rest: r3 %lld r2 %lld (linear %lld) -> %lld; a middle layer: %lld %lld %lld %lld\n", (long long)rest3, (long long)rest2, (long long)rest,
             (long long)(e->restL != INT64_MIN ? e->restL : rest), (long long)e->midL[0], (long long)e->midL[1 % NZ], (long long)e->midL[2 % NZ], (long long)e->midL[3 % NZ]);
@@ -4021,13 +4016,12 @@ int gv_pass_plan_sharding(gv_module *m) {
     } else {
       int64_t hits0 = memo_hits;
       rc = plan_search(&C, devices, fixed, o->exhaustive, &S);
-      S.bounded = !rc && !S.found && S.min_mem < 0 && C.inc_pruned > 0;
       S.inc_out = C.inc_pruned, S.inc_ns = o->incumbent_ns;
       report_kept = memo_hits - hits0;
       if (!rc && keyed) kept_add(&key, &S, C.realised);
     }
     report_inc_out = S.inc_out, report_inc_ns = S.inc_ns;
-    if (!rc && S.bounded && o->probe) { /* every combination bounded above the incumbent */
+    if (!rc && !S.found && S.min_mem < 0 && S.inc_out > 0 && o->probe) { /* every combination bounded above the incumbent */
       rc = 1;
       gv_plan_last.min_mem = -1, gv_plan_last.bounded = true;
     } else if (!rc && !S.found && S.min_mem >= 0 && o->probe) { /* no error line: the driver tries a smaller microbatch */

@@ -86,8 +86,8 @@ typedef struct {
   int64_t count_as;
   /* galvc's default search: the fastest step realised so far of a plan that fits (0: none). A combination of the
    * reduced search whose compute (or tp communication) bound, with and without sp, is at or above it by 1 % is
-   * left out unrealised: none of its plans could be chosen over that one (docs/planner.md, "The fastest step so
-   * far bounds the later searches") */
+   * left out unrealised: none of its plans could be chosen over that one (docs/planner.md, "Planning time: counts, long
+   * programs and the fastest step so far") */
   int64_t incumbent_ns;
   const gv_plan *plan_fixed; /* a plan applied as given (like plan_in; galvc compiles the stand-in's choice at its count) */
   /* gv_plan_intra on a fixed mesh shape with the roles fixed (a pipeline stage compiled with --mesh and --strategy

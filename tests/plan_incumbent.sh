@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The fastest step realised so far bounds the default search's later
-# searches (docs/planner.md, "The fastest step so far bounds the later
-# searches"): galvc passes the fastest realised step of a plan that fits
-# (gv_plan_opts.incumbent_ns) to each later search (more microbatches, the
-# other recomputation modes), and the reduced search leaves out the mesh /
+# searches (docs/planner.md, "Planning time: counts, long programs and the
+# fastest step so far"): galvc passes the fastest realised step of a plan that fits
+# (gv_plan_opts.incumbent_ns) to each later search at a count other than
+# its recomputation mode's first (more microbatches, the other modes past
+# their first count), and the reduced search leaves out the mesh /
 # strategy combinations whose compute or tp-communication bound, with and
 # without sp, is 1 % or more above it. On a 12-layer GPT-2 (hidden 64, 4
 # heads, vocab 64; batch 16 x seq 32) on 4 a100-80g devices, one program

@@ -1736,12 +1736,7 @@ retry:
           fprintf(stderr, "galvc: recompute=%s, %d microbatch%s: every candidate's bound is above the fastest step so far (%.3f ms): "
                           "none is faster\n", gv_train_opts.recompute ? gv_train_opts.recompute : "none", B, B > 1 ? "es" : "",
                   (double)incumbent / 1e6);
-        if (mb_best_B && !mb_final) { /* more microbatches of this recomputation: the fastest count so far */
-          gv_module_free(m);
-          B = mb_best_B, mb_final = true;
-          if (mb_best_from) stand_plan = mb_best_plan, pick_from = mb_best_from, count_real = real_stored = true;
-          goto retry;
-        }
+        if (mb_best_B && !mb_final) goto best_count; /* more microbatches of this recomputation: the fastest so far */
         if (rc_search && rc_mode + 1 < NRC) { /* this recomputation at no count: the next one */
           gv_module_free(m);
           mb_best_B = 0, mb_more = 0, mb_final = false;
@@ -1888,27 +1883,24 @@ retry:
           int fl = rc_fail[rc_mode] > pick_over ? rc_fail[rc_mode] : pick_over; /* above the counts known or searched */
           if (rc_fit[rc_mode] > fl && rc_fit[rc_mode] < B) fl = rc_fit[rc_mode];
           pick = count_pick(&pick_cost, B, fl, gv_plan_last.limit, &pick_mem);
-          if (pick != B && !quiet && !(gv_plan_opts.count_as && mb_search && !mb_final && mb_best_B && B > mb_best_B &&
-                                       (pick == mb_best_B || gv_plan_last.cost.step_ns >= mb_best_step))) /* not compiled (below) */
-            fprintf(stderr, "galvc: %d microbatches: the plan priced at %d fits %d microbatch%s of %lld (memory scaled with the "
-                            "microbatch: %lld bytes per device, limit %lld): planned at %d\n", B, B, pick, pick > 1 ? "es" : "",
-                    (long long)(global_batch / pick), (long long)pick_mem, (long long)gv_plan_last.limit, pick);
         }
-        if (gv_plan_opts.count_as && mb_search && !mb_final && mb_best_B && B > mb_best_B &&
-            (pick == mb_best_B || gv_plan_last.cost.step_ns >= mb_best_step)) {
-          /* more microbatches while memory bound: a stand-in priced no faster than the fastest count so far, or whose
-           * fewest count is that one, is not compiled at its count (a full realisation of B copies); the fastest
-           * compiled again, as when a larger count realised was not faster */
+        /* more microbatches while memory bound: a stand-in priced no faster than the fastest count so far, or whose
+         * fewest count is that one, is not compiled at its count (a full realisation of B copies); the fastest
+         * compiled again, as when a larger count realised was not faster */
+        const bool no_faster = gv_plan_opts.count_as && mb_search && !mb_final && mb_best_B && B > mb_best_B &&
+                               (pick == mb_best_B || gv_plan_last.cost.step_ns >= mb_best_step);
+        if (no_faster) {
           if (!quiet)
             fprintf(stderr, "galvc: %d microbatches: predicted step %.3f ms (priced from 2)%s: %d microbatch%s, the fastest predicted "
                             "step (%.3f ms)\n", B, (double)gv_plan_last.cost.step_ns / 1e6,
                     pick == mb_best_B && gv_plan_last.cost.step_ns < mb_best_step ? ", its fewest count searched already" : "",
                     mb_best_B, mb_best_B > 1 ? "es" : "", (double)mb_best_step / 1e6);
-          gv_module_free(m);
-          B = mb_best_B, mb_final = true;
-          if (mb_best_from) stand_plan = mb_best_plan, pick_from = mb_best_from, count_real = real_stored = true;
-          goto retry;
+          goto best_count;
         }
+        if (pick != B && !quiet)
+          fprintf(stderr, "galvc: %d microbatches: the plan priced at %d fits %d microbatch%s of %lld (memory scaled with the "
+                          "microbatch: %lld bytes per device, limit %lld): planned at %d\n", B, B, pick, pick > 1 ? "es" : "",
+                  (long long)(global_batch / pick), (long long)pick_mem, (long long)gv_plan_last.limit, pick);
         if (pick != B) { /* fewer microbatches fit: that count searched (its own plan, not this one at a smaller size) */
           gv_module_free(m);
           B = pick;
@@ -1959,6 +1951,7 @@ retry:
           if (!quiet)
             fprintf(stderr, "galvc: %d microbatches: predicted step %.3f ms: %d microbatch%s, the fastest predicted step (%.3f ms)\n", B,
                     (double)step / 1e6, mb_best_B, mb_best_B > 1 ? "es" : "", (double)mb_best_step / 1e6);
+        best_count: /* the fastest count of this recomputation compiled again (as stored when it was priced from 2) */
           gv_module_free(m);
           B = mb_best_B, mb_final = true;
           if (mb_best_from) stand_plan = mb_best_plan, pick_from = mb_best_from, count_real = real_stored = true;
