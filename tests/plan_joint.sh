@@ -13,7 +13,8 @@
 #      by itself; -o DIR/ gets the stage programs, plan.json records the
 #      pipeline, the stages run 2 AdamW steps on 2 MPI ranks with the
 #      single-device program's losses (rtol 1e-4), and --plan plan.json
-#      compiles the same stages; plan.json records each stage's way
+#      compiles the same stages (its plan.json the search's: each stage's way,
+#      bytes and step; an edited plan's own layer groups kept); plan.json records each stage's way
 #      (stage_recompute, stage_zero) and --plan replays an edited one (stage 0
 #      recomputing: no backward entry);
 #  (c) --pipeline-stages 1: one program, no pipeline searched;
@@ -98,6 +99,28 @@ PY
     a=$(grep -o '[0-9]* stages, cuts at.*strategies[^,]*' "$T/pb.out") b=$(grep -o '[0-9]* stages, cuts at.*strategies[^,]*' "$T/pc.out")
     if [ -n "$a" ] && [ "$a" = "$b" ] && [ -x "$T/pc/launch" ]; then ok "(b) --plan plan.json compiles the same stages: $b"
     else bad "(b) --plan: '$b' != '$a'"; fi
+    # the replay's plan.json: each stage's way and memory as the search chose and priced them
+    if msg=$(python3 - "$T/pb/plan.json" "$T/pc/plan.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f))["pipeline"] for f in sys.argv[1:3])
+keys = ["layer_groups", "cuts", "stage_devices", "stage_strategies", "stage_recompute", "stage_zero", "stage_zero_reduce",
+        "stage_layer_recompute", "stage_bytes", "stage_ns_per_microbatch", "predicted_step_ns"]
+diff = [k for k in keys if a.get(k) != b.get(k)]
+if diff: sys.exit("differs in " + ", ".join(f"{k}: {a.get(k)} vs {b.get(k)}" for k in diff))
+print(f"stage bytes {b['stage_bytes']}, step {b['predicted_step_ns']} ns")
+PY
+    ); then ok "(b) --plan replays the search's ways and figures: $msg"; else bad "(b) --plan replay: $msg"; fi
+    # the plan's own layer groups (not the count a given stage count implies): an edited plan.json of 6 groups cut at 3
+    python3 -c "
+import json
+p = json.load(open('$T/pb/plan.json')); q = p['pipeline']
+q['layer_groups'] = 6; q['cuts'] = [0, 3, 6]
+for k in ('stage_recompute', 'stage_zero', 'stage_zero_reduce', 'stage_layer_recompute'): q.pop(k, None)
+json.dump(p, open('$T/pk.json', 'w'))"
+    if timeout 600 "$G" "$m" "${COMMON[@]}" --cluster "$T/slow.json" --gpus-per-node 1 --plan "$T/pk.json" --plan-only \
+        </dev/null >"$T/pk.out" 2>"$T/pk.err" && grep -q 'cuts at groups 0|3|6 of 6,' "$T/pk.out"; then
+      ok "(b) --plan with layer_groups 6: $(grep -o 'cuts at groups [^,]*' "$T/pk.out")"
+    else bad "(b) --plan with layer_groups 6: $(grep -o 'cuts at groups [^,]*' "$T/pk.out") $(grep -m2 error "$T/pk.err")"; fi
   else
     bad "(b) --plan: $(tail -n 2 "$T/pc.err")"
   fi

@@ -624,6 +624,7 @@ static int joint_finish(const char *model, gv_import_options opt, const pipe_arg
   char note[256];
   snprintf(note, sizeof note, "{\"chosen\": \"pipeline\", \"pipeline_step_ns\": %lld, \"one_program_step_ns\": %lld}",
            (long long)jc->step_ns, (long long)one);
+  galvc_pipeline_options(); /* the options its candidates were planned under (one program's search changed them) */
   pipe_args pc = *pa;
   pc.on = true, pc.joint = true, pc.cuts_given = true, pc.analytic = false, pc.cuts = 0;
   pc.stages = jc->S, pc.B = jc->B, pc.layers = jc->K, pc.nsdev = jc->S, pc.sched = jc->sched, pc.vstages = 0;
@@ -1246,6 +1247,7 @@ int main(int argc, char **argv) {
   }
   /* --plan FILE holding a pipelined plan (the default search's choice): the same stages, compiled as
    * --pipeline-stages compiles them (docs/planner.md, "Pipelines in the default search") */
+  const char *pipe_plan_path = NULL; /* a pipelined plan's file (its stages read into pa) */
   if (gv_plan_opts.plan_in && !pa.on) {
     bool found = false;
     if (galvc_plan_read_pipeline(gv_plan_opts.plan_in, &pa, &found)) return 1;
@@ -1263,6 +1265,7 @@ int main(int argc, char **argv) {
         return 2;
       }
       if (!train && pa.sched != GV_SCHED_1F1B) pa.sched = GV_SCHED_1F1B;
+      pipe_plan_path = gv_plan_opts.plan_in;
       gv_plan_opts.plan_in = NULL, gv_plan_opts.plan_out = NULL;
     }
   }
@@ -1468,7 +1471,12 @@ int main(int argc, char **argv) {
     if (!gpus_per_node && need > cluster.devices_per_node * cluster.nodes) cluster.devices_per_node = need, cluster.nodes = 1;
     else if (cluster.devices_per_node > 0 && need > cluster.devices_per_node * cluster.nodes)
       cluster.nodes = (need + cluster.devices_per_node - 1) / cluster.devices_per_node;
-    pa.layers = gv_pipe_opts.layers;
+    if (pa.cuts_given && gv_pipe_opts.layers && gv_pipe_opts.layers != pa.layers) {
+      gv_error_plain("%s: the plan's stages cut %d layer groups: it does not combine with --layers %d", pipe_plan_path,
+                     pa.layers, gv_pipe_opts.layers);
+      return 2;
+    }
+    if (!pa.cuts_given) pa.layers = gv_pipe_opts.layers; /* a plan.json's groups are its own (layer_groups) */
     pa.plan_only = plan_only;
     pa.report_cost = report_cost;
     return compile_pipeline(model, opt, &pa, gpus, &cluster, out, quiet, build, verify_each, train,

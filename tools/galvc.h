@@ -105,6 +105,9 @@ typedef struct {
 int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_args *pa, int64_t gpus, const gv_cluster *cluster,
                           int quiet, int train, galvc_pipe_choice *out);
 int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one);
+/* The option globals (train, plan, shard, pipe) as galvc_pipeline_search saw them, which its candidates were planned
+ * under: restored before the chosen pipeline is compiled (one program's search changes them as it goes). */
+void galvc_pipeline_options(void);
 /* A plan.json with a "pipeline" object: *found, and pa set from it (stages, microbatches, schedule, layer groups,
  * cuts, devices per stage; pa->on). Returns 0, or -1 after one error line naming the file. */
 int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found);

@@ -1248,6 +1248,10 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
   return 0;
 }
 
+void galvc_pipeline_options(void) {
+  gv_train_opts = pend.train_opts, gv_plan_opts = pend.plan_opts, gv_shard_opts = pend.shard_opts, gv_pipe_opts = pend.pipe_opts;
+}
+
 /* The screen's candidates planned (galvc_pipeline_search's), one: one program's predicted step (-1: no program fits;
  * then, when no pipeline fits either, the smallest memory a pipeline needs). */
 int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
