@@ -509,6 +509,12 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     for (int64_t per = 1; per <= gpus / 2; per *= 2)
       for (int s = 2; s <= gpus / per && s <= k && s <= JOINT_MAX_S && nruns < 500; s = (s & (s - 1)) ? s / 3 * 4 : s / 2 * 3)
         runs[nruns++] = (dp_run){s * per, s, per, NULL};
+    /* equal stages of whole nodes on every device (Megatron's pp x (tp x dp) at its GPU counts: 16 stages of 120 on
+     * 1920, 8 of 192 on 1536): S dividing the devices, gpus / S a multiple of the node and not a power of 2 (above) */
+    for (int s = 2; kn > 0 && gpus > kn && s <= k && s <= JOINT_MAX_S && nruns < 500; s++) {
+      const int64_t per = gpus % s ? 0 : gpus / s;
+      if (per && per % kn == 0 && (per & (per - 1))) runs[nruns++] = (dp_run){gpus, s, per, NULL};
+    }
     if (gpus <= kn ? gpus >= 3 : gpus % kn == 0 && gpus / kn >= 3) runs[nruns++] = (dp_run){gpus, 0, 0, NULL};
   } else { /* equal stages of k = 1, 2, 4 .. devices (S k <= gpus), then the DP's free choice over all gpus */
     for (int64_t per = 1; per <= gpus && nruns < 40; per = per * 2 > gpus && per < gpus ? gpus : per * 2)
@@ -682,7 +688,20 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
                             .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = sch[si], .vstages = V,
                             .mem_limit = gv_plan_opts.memory_limit, .stages = R->S * V, .cost = fn, .ctx = fctx,
                             .probe = pa->joint, .table = ptable, .keep_costs = keep};
-      if (pa->joint && pa->analytic && joint_nmbc) pp.mb_choices = joint_mbc, pp.nmb = joint_nmbc;
+      int rmbc[64], nr = 0;
+      if (pa->joint && pa->analytic && joint_nmbc) { /* the screen's counts, and those of one sample or a few per data-parallel
+                                                       * rank of a stage of R->per devices: global / (per / t x m), t a power
+                                                       * of 2 up to a node dividing per (its tensor-parallel part), m = 1, 2, 4 */
+        for (int i = 0; i < joint_nmbc; i++) rmbc[nr++] = joint_mbc[i];
+        for (int64_t t = 1; R->per > 1 && t <= R->per && t <= (kn > 0 ? kn : 1); t *= 2)
+          for (int64_t mm = 1; R->per % t == 0 && mm <= 4 && nr < 64; mm *= 2) {
+            const int64_t d = R->per / t * mm, c = global % d ? 0 : global / d;
+            bool have = c < 2 || c > INT32_MAX;
+            for (int i = 0; i < nr && !have; i++) have = rmbc[i] == c;
+            if (!have) rmbc[nr++] = (int)c;
+          }
+        pp.mb_choices = rmbc, pp.nmb = nr;
+      }
       int r = gv_pipe_solve(&pp, tmp);
       if (r == 1 && pa->joint && tmp->min_need >= 0 && (jmin_need < 0 || tmp->min_need < jmin_need))
         jmin_need = tmp->min_need, jmin_state = tmp->min_state, jmin_act = tmp->min_act;
