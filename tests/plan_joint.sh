@@ -18,6 +18,8 @@
 #      (stage_recompute, stage_zero) and --plan replays an edited one (stage 0
 #      recomputing: no backward entry);
 #  (c) --pipeline-stages 1: one program, no pipeline searched;
+#  (e) equal stages of 2 devices planned as the preset dp too, chosen, run
+#      on 4 ranks = single device, replayed by --plan;
 #  (d) --memory-limit 100000 (nothing fits): one error line whose smallest
 #      need is the smaller of one program's and a pipeline stage's, above
 #      the limit.
@@ -148,6 +150,59 @@ PY
   fi
 else
   bad "(b) galvc: $(tail -n 3 "$T/pb.err")"
+fi
+
+# (e) equal stages of more than one device are also planned as the preset dp / dp,tp (their crossing values split over
+# dp, no gather of them per microbatch): on 2 nodes of 2 devices with a 0.2 Gb/s link between them, GPT-2 of hidden 128
+# cut into 2 layer groups (--layers 2), the default search chooses 2 stages of 2 devices as the preset dp; plan.json
+# records it (stage_preset), the stages run 2 AdamW steps on 4 MPI ranks with the single-device losses, and --plan
+# replays the same plan.json
+m4="$T/gpt2h.onnx"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$m4" --layers 2 --hidden 128 --heads 4 --vocab 64 --no-verify >/dev/null ||
+  { echo "FAIL make_model"; exit 1; }
+python3 -c "
+import json, numpy as np, os
+c = json.load(open('$SRC/data/clusters/cpu-local.json'))
+c['name'] = 'cpu-2x2'; c['devices_per_node'] = 2; c['nodes'] = 2; c['inter_node']['bandwidth_gbps'] = 0.2
+json.dump(c, open('$T/c22.json', 'w'), indent=1)
+r = np.random.RandomState(1)
+os.makedirs('$T/e')
+np.save('$T/e/input_ids.npy', r.randint(0, 64, (2, 16, 8)).astype(np.int64))
+np.save('$T/e/labels.npy', r.randint(0, 64, (2, 16, 8)).astype(np.int64))" || { echo "FAIL cluster / batches"; exit 1; }
+E=(--batch 16 --seq 8 --train --target cpu --gpus-per-node 2 --cluster "$T/c22.json")
+if timeout 300 "$G" "$m4" --input-shape input_ids=16x8 --train --target cpu -q -o "$T/eone/" </dev/null 2>"$T/err" &&
+   timeout 120 "$T/eone/program" --batches "$T/e" --steps 2 -o "$T/eone.w" </dev/null >"$T/eone.log" 2>"$T/err" &&
+   timeout 600 "$G" "$m4" "${E[@]}" --gpus 4 --layers 2 -o "$T/pe/" </dev/null >"$T/pe.out" 2>"$T/pe.err"; then
+  if grep -q "pipeline candidate [0-9]* as dp: 2 stages of 2 devices" "$T/pe.err" && grep -q '"stage_preset": "dp"' "$T/pe/plan.json" &&
+     grep -q "2 devices per stage, strategies dp | dp" "$T/pe.out"; then
+    ok "(e) $(grep -o 'pipeline candidate [0-9]* as dp: [^(]*' "$T/pe.err"): chosen, plan.json records stage_preset dp"
+  else bad "(e) the preset variant not chosen: $(grep 'pipeline candidate\|default search: chose' "$T/pe.err")"; fi
+  if timeout 120 "$T/pe/launch" --batches "$T/e" --steps 2 -o "$T/pe.w" </dev/null >"$T/pe.log" 2>"$T/err" &&
+     msg=$(python3 - "$T/eone.log" "$T/pe.log" <<'PY'
+import sys, re, numpy as np
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
+print(f"losses {b[0]:.8f} {b[1]:.8f} == single device")
+PY
+     ); then ok "(e) the stages run on 4 ranks: $msg"; else bad "(e) run: ${msg:-$(grep -m3 -i error "$T/err" "$T/pe.log")}"; fi
+  if timeout 600 "$G" "$m4" "${E[@]}" --plan "$T/pe/plan.json" --no-build -o "$T/pf/" </dev/null >"$T/pf.out" 2>"$T/pf.err" &&
+     python3 -c "import json,sys; a,b=(json.load(open(f))['pipeline'] for f in sys.argv[1:]); sys.exit(a!=b)" "$T/pe/plan.json" "$T/pf/plan.json"; then
+    ok "(e) --plan replays it: the same pipeline in plan.json (preset, stages, ways, bytes, step)"
+  else bad "(e) --plan: $(grep -m2 error "$T/pf.err") $(diff "$T/pe/plan.json" "$T/pf/plan.json" | head -4)"; fi
+  # bad input: a stage_preset galvc does not compile, and a --strategy other than the plan's: one error line each
+  python3 -c "
+import json; p = json.load(open('$T/pe/plan.json')); p['pipeline']['stage_preset'] = 'zz'; json.dump(p, open('$T/pz.json', 'w'))"
+  for case in "pz.json|" "pe/plan.json|--strategy tp"; do
+    f=${case%%|*} extra=${case#*|}
+    timeout 300 "$G" "$m4" "${E[@]}" --plan "$T/$f" $extra --plan-only </dev/null >/dev/null 2>"$T/bad.err"
+    rc=$? n=$(wc -l <"$T/bad.err")
+    if [ "$rc" != 0 ] && [ "$n" = 1 ] && grep -q "$T/$f: .*stage_preset\|--plan .*do not combine with --strategy" "$T/bad.err"; then
+      ok "(e) bad input ($f $extra): $(cut -c1-160 "$T/bad.err" | sed "s|$T/||")"
+    else bad "(e) bad input ($f $extra): rc $rc, $n lines: $(head -3 "$T/bad.err")"; fi
+  done
+else
+  bad "(e) galvc: $(tail -n 3 "$T/err" "$T/pe.err")"
 fi
 
 # (d) nothing fits: one error line, the smaller of the two minima, above the limit

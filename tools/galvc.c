@@ -629,6 +629,11 @@ static int joint_finish(const char *model, gv_import_options opt, const pipe_arg
   pc.on = true, pc.joint = true, pc.cuts_given = true, pc.analytic = false, pc.cuts = 0;
   pc.stages = jc->S, pc.B = jc->B, pc.layers = jc->K, pc.nsdev = jc->S, pc.sched = jc->sched, pc.vstages = 0;
   pc.naxes = 0, pc.mesh_given = false, pc.plan_only = plan_only;
+  if (jc->mesh_dp && jc->mesh_tp > 1) { /* the stages as the preset dp,tp compiles them (their crossing values split over dp) */
+    pc.naxes = 2, pc.mesh_given = true, pc.axn[0] = "dp", pc.axn[1] = "tp", pc.axs[0] = jc->mesh_dp, pc.axs[1] = jc->mesh_tp;
+    gv_shard_opts.strategy = "dp,tp";
+  } else if (jc->mesh_dp) /* the preset dp: one axis of each stage's devices */
+    pc.naxes = 1, pc.mesh_given = false, pc.axn[0] = "dp", pc.axs[0] = jc->mesh_dp, gv_shard_opts.strategy = "dp";
   pc.plan_out = gv_plan_opts.plan_out, pc.plan_note = note;
   int64_t g = 0;
   for (int i = 0; i < jc->S; i++) pc.sdev[i] = jc->dev[i], g += jc->dev[i];
@@ -1265,6 +1270,10 @@ int main(int argc, char **argv) {
         return 2;
       }
       if (!train && pa.sched != GV_SCHED_1F1B) pa.sched = GV_SCHED_1F1B;
+      if (pa.preset) { /* the stages' preset, as if given (--plan refuses --strategy and --mesh beside it, above) */
+        gv_shard_opts.strategy = pa.preset;
+        if (pa.preset_mesh) mesh_spec = pa.preset_mesh;
+      }
       pipe_plan_path = gv_plan_opts.plan_in;
       gv_plan_opts.plan_in = NULL, gv_plan_opts.plan_out = NULL;
     }

@@ -73,6 +73,7 @@ typedef struct {
   bool cuts_given;       /* a pipeline plan.json (--plan, or the default search's choice): stages cut at first[] of
                           * `layers` groups on sdev[] devices, B, sched: no stage DP, the stages' costs from the planner */
   int first[GV_PIPE_MAX_STAGES + 1];
+  const char *preset, *preset_mesh; /* a plan.json's stage_preset / stage_mesh (the stages' --strategy / --mesh; NULL: none) */
   const char *plan_out;  /* plan.json to write for the pipeline (NULL: none) */
   const char *plan_note; /* with plan_out: the default search's comparison, a JSON object written as "joint" */
   int64_t joint_cut;     /* the default search's candidate with cuts given: once one stage's B microbatches take this long
@@ -91,6 +92,8 @@ typedef struct {
   int64_t once_ns;          /* of step_ns: the once-per-step part (gv_pipe_plan_once_ns: the slowest stage's gradient
                              * reduction, ZeRO's collectives, the update, the shared parameters' sum) */
   char desc[512];           /* the plan in words (stages, devices, strategies) */
+  int64_t mesh_dp, mesh_tp; /* the stages compiled as --strategy dp,tp --mesh dp=mesh_dp,tp=mesh_tp (0: the planner's plan
+                             * per stage) */
   int64_t min_need, min_state, min_act; /* none found: the smallest stage (analytic screen), -1: no stage runs */
   int layers;               /* the planner's layers (units 1..L) of the model */
   int screened, planned;    /* candidates screened with the analytic cost, planned with the planner */

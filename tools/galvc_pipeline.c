@@ -412,6 +412,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     gv_layer_units_free(&u);
     if (L >= 4 * want && L <= GV_PIPE_MAX_STAGES) *K = L, gv_pipe_opts.blocks = true;
   }
+  if (!*K && pa->joint && pa->layers) joint_layers = pa->layers; /* the default search with --layers K: K groups to cut between */
   if (!*K) *K = pa->layers ? pa->layers : (4 * want < nops - 1 ? 4 * want : nops - 1);
   int k = *K;
   gv_layer_groups g;
@@ -1017,7 +1018,16 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
   fprintf(f, "  \"pipeline\": {\"stages\": %d, \"microbatches\": %d, \"schedule\": \"%s\", \"layer_groups\": %d,%s \"cuts\": [", S,
           pl->B, train ? gv_schedule_name(P->sched) : "inference", K, gv_pipe_opts.blocks ? " \"layer_blocks\": true," : "");
   for (int i = 0; i <= S; i++) fprintf(f, "%s%d", i ? ", " : "", pl->first[i]);
-  fprintf(f, "], \"stage_devices\": [");
+  fprintf(f, "],");
+  if (P->naxes && gv_shard_opts.strategy) { /* the stages compiled from a preset (--strategy, --mesh): --plan compiles them so */
+    fprintf(f, " \"stage_preset\": \"%s\",", gv_shard_opts.strategy);
+    if (P->mesh_given) {
+      fprintf(f, " \"stage_mesh\": \"");
+      for (int a = 0; a < P->naxes; a++) fprintf(f, "%s%s=%lld", a ? "," : "", P->axn[a], (long long)P->axs[a]);
+      fprintf(f, "\",");
+    }
+  }
+  fprintf(f, " \"stage_devices\": [");
   for (int i = 0; i < S; i++) fprintf(f, "%s%d", i ? ", " : "", dev[i]);
   fprintf(f, "],\n    \"stage_strategies\": [");
   for (int i = 0; i < S; i++) fprintf(f, "%s\"%s\"", i ? ", " : "", pl->cost[i].desc);
@@ -1137,6 +1147,19 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
     }
   }
   if (!rc) pa->choice_given = sr || sz || sl;
+  /* the stages' preset (the stage programs compiled from --strategy / --mesh, their crossing values split over dp) */
+  const gv_json *spr = rc ? NULL : gv_json_get(p, "stage_preset"), *smh = rc ? NULL : gv_json_get(p, "stage_mesh");
+  static char preset[64], pmesh[256];
+  pa->preset = pa->preset_mesh = NULL;
+  if (spr && (spr->kind != GV_JSON_STRING || (strcmp(spr->str, "dp") && strcmp(spr->str, "tp") && strcmp(spr->str, "dp,tp"))))
+    rc = gv_error_plain("%s: line %d: field 'pipeline.stage_preset': expected \"dp\", \"tp\" or \"dp,tp\"", path, spr->line);
+  else if (smh && (smh->kind != GV_JSON_STRING || !spr || strlen(smh->str) >= sizeof pmesh))
+    rc = gv_error_plain("%s: line %d: field 'pipeline.stage_mesh': expected a mesh such as \"dp=2,tp=4\" beside stage_preset", path,
+                        smh->line);
+  else if (spr) {
+    snprintf(preset, sizeof preset, "%s", spr->str), pa->preset = preset;
+    if (smh) snprintf(pmesh, sizeof pmesh, "%s", smh->str), pa->preset_mesh = pmesh;
+  }
 #undef INT_IN
   if (!rc) {
     *found = true;
@@ -1337,57 +1360,76 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
       fit += pl_r[same] == 0 || pl_r[same] == 2;
       continue;
     }
-    pipe_args Q = P; /* the screen's stages and cuts, each stage program planned (no DP over the cuts again) */
-    Q.analytic = false, Q.stages = c->S, Q.cuts_given = true, Q.nsdev = c->S, Q.B = c->B;
-    int64_t g = 0;
-    for (int s = 0; s < c->S; s++) Q.sdev[s] = c->sdev[s], g += c->sdev[s];
-    for (int s = 0; s <= c->S; s++) Q.first[s] = c->first[s];
-    double t1 = now();
-    snprintf(joint_why, sizeof joint_why, "none planned");
-    /* the step a candidate must beat to be chosen: one program's and the best pipeline's so far (the stages planned
-     * stop once one stage alone reaches it; GALV_PIPE_SKIP=off: every stage planned) */
-    Q.joint_cut = !skip ? 0 : one > 0 && (best < 0 || one < best) ? one : best > 0 ? best : 0;
-    int r = pipe_plan_b(model, opt, global, c->B, c->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
-    if (r < 0) { rc = -1; break; }
-    out->planned++;
-    out->cut += r == 2;
-    int64_t key = r == 0 ? cand->tl_ns : -1;
-    pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
-    if (!quiet) {
-      fprintf(stderr, "galvc: pipeline candidate %d: %d stages of ", done, c->S);
-      if (c->per) fprintf(stderr, "%lld device%s", (long long)c->per, c->per == 1 ? "" : "s");
-      else
-        for (int s = 0; s < c->S; s++) fprintf(stderr, "%s%d", s ? "," : "", c->sdev[s]);
-      fprintf(stderr, ", %d microbatch%s: analytic %.3f ms, ", c->B, c->B == 1 ? "" : "es", (double)c->key / 1e6);
-      int nrc = 0, nz = 0, nz2 = 0; /* the stages' ways the stage costs chose (recomputation, ZeRO-1, ZeRO-2) */
-      for (int s = 0; r == 0 && train && s < cand->nstages; s++) {
-        int z = stage_zero(&P, &cand->cost[s]);
-        nrc += cand->cost[s].recompute, nz += z == GV_ZERO_1, nz2 += z >= GV_ZERO_2;
+    /* each candidate planned twice where its stages are equal and of more than one device: the planner's plan per
+     * stage, then the preset dp,tp each stage compiled on a mesh of dp = P / t x tp = t (t the largest power of 2 up to
+     * a node dividing P whose dp divides the microbatch), as --strategy dp,tp --mesh gives it: its crossing values
+     * stay split over dp (no gather of them per microbatch), as Megatron's stages exchange them */
+    int64_t vt = 0, kn = cl.devices_per_node > 0 ? cl.devices_per_node : 1;
+    for (int64_t t = kn < c->per ? kn : c->per; c->per > 1 && t >= 1 && !vt; t /= 2)
+      if (c->per % t == 0 && c->per / t > 1 && (global / c->B) % (c->per / t) == 0) vt = t;
+    for (int var = 0; var < (vt ? 2 : 1) && !rc; var++) {
+      pipe_args Q = P; /* the screen's stages and cuts, each stage program planned (no DP over the cuts again) */
+      Q.analytic = false, Q.stages = c->S, Q.cuts_given = true, Q.nsdev = c->S, Q.B = c->B;
+      int64_t g = 0;
+      for (int s = 0; s < c->S; s++) Q.sdev[s] = c->sdev[s], g += c->sdev[s];
+      for (int s = 0; s <= c->S; s++) Q.first[s] = c->first[s];
+      double t1 = now();
+      snprintf(joint_why, sizeof joint_why, "none planned");
+      /* the step a candidate must beat to be chosen: one program's and the best pipeline's so far (the stages planned
+       * stop once one stage alone reaches it; GALV_PIPE_SKIP=off: every stage planned) */
+      Q.joint_cut = !skip ? 0 : one > 0 && (best < 0 || one < best) ? one : best > 0 ? best : 0;
+      const char *st_keep = gv_shard_opts.strategy;
+      if (var && vt > 1) { /* the preset's mesh on every stage (partition_stage compiles it so; the stage cost prices it so) */
+        Q.naxes = 2, Q.mesh_given = true, Q.axn[0] = "dp", Q.axn[1] = "tp", Q.axs[0] = c->per / vt, Q.axs[1] = vt;
+        gv_shard_opts.strategy = "dp,tp";
+      } else if (var) /* t = 1: the preset dp, one axis of the stage's devices */
+        Q.naxes = 1, Q.mesh_given = false, Q.axn[0] = "dp", Q.axs[0] = c->per, gv_shard_opts.strategy = "dp";
+      int r = pipe_plan_b(model, opt, global, c->B, c->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
+      gv_shard_opts.strategy = st_keep;
+      if (r < 0) { rc = -1; break; }
+      out->planned++;
+      out->cut += r == 2;
+      int64_t key = r == 0 ? cand->tl_ns : -1;
+      if (!var) pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
+      else if (r == 0 || pl_r[npl - 1] == 1) pl_r[npl - 1] = r; /* the candidate's outcome: the better of its two */
+      if (!quiet) {
+        fprintf(stderr, "galvc: pipeline candidate %d%s: %d stages of ", done, !var ? "" : vt > 1 ? " as dp,tp" : " as dp", c->S);
+        if (c->per) fprintf(stderr, "%lld device%s", (long long)c->per, c->per == 1 ? "" : "s");
+        else
+          for (int s = 0; s < c->S; s++) fprintf(stderr, "%s%d", s ? "," : "", c->sdev[s]);
+        if (var) fprintf(stderr, " (each dp=%lld,tp=%lld, the crossing values split over dp)", (long long)(c->per / vt), (long long)vt);
+        fprintf(stderr, ", %d microbatch%s: analytic %.3f ms, ", c->B, c->B == 1 ? "" : "es", (double)c->key / 1e6);
+        int nrc = 0, nz = 0, nz2 = 0; /* the stages' ways the stage costs chose (recomputation, ZeRO-1, ZeRO-2) */
+        for (int s = 0; r == 0 && train && s < cand->nstages; s++) {
+          int z = stage_zero(&P, &cand->cost[s]);
+          nrc += cand->cost[s].recompute, nz += z == GV_ZERO_1, nz2 += z >= GV_ZERO_2;
+        }
+        if (r == 0) fprintf(stderr, "stage programs planned %.3f ms (%d stage%s recomputing, %d with ZeRO-1, %d with ZeRO-2)",
+                            (double)key / 1e6, nrc, nrc == 1 ? "" : "s", nz, nz2);
+        else if (r == 2) fprintf(stderr, "slower than the step to beat (%s)", joint_why);
+        else fprintf(stderr, "the stage programs do not fit (%s)", joint_why);
+        fprintf(stderr, " (%.2f s)\n", now() - t1);
       }
-      if (r == 0) fprintf(stderr, "stage programs planned %.3f ms (%d stage%s recomputing, %d with ZeRO-1, %d with ZeRO-2)",
-                          (double)key / 1e6, nrc, nrc == 1 ? "" : "s", nz, nz2);
-      else if (r == 2) fprintf(stderr, "slower than the step to beat (%s)", joint_why);
-      else fprintf(stderr, "the stage programs do not fit (%s)", joint_why);
-      fprintf(stderr, " (%.2f s)\n", now() - t1);
+      if (r != 0 || (best >= 0 && key >= best)) continue;
+      best = key;
+      out->found = true;
+      out->mesh_dp = var ? c->per / vt : 0, out->mesh_tp = var ? vt : 0;
+      out->S = cand->nstages, out->B = c->B, out->K = K, out->sched = train ? cand->schedule : GV_SCHED_1F1B;
+      out->step_ns = key, out->once_ns = gv_pipe_plan_once_ns(cand);
+      for (int s = 0; s <= cand->nstages; s++) out->first[s] = cand->first[s];
+      size_t n = 0;
+      for (int s = 0; s < cand->nstages; s++) {
+        out->dev[s] = (int)(cand->nodes[s] * cand->per_node[s]);
+        const char *zn = train ? gv_zero_name(stage_zero(&P, &cand->cost[s])) : NULL;
+        n += (size_t)snprintf(out->desc + n, n < sizeof out->desc ? sizeof out->desc - n : 0, "%s%d:%s%s%s%s%s", s ? " | " : "", out->dev[s],
+                              cand->cost[s].desc, train && cand->cost[s].recompute ? ",recompute" : "", zn ? "," : "", zn ? zn : "",
+                              train && cand->cost[s].layer_rc == GV_LAYER_RC_ALL         ? ",recompute=all"
+                              : train && cand->cost[s].layer_rc == GV_LAYER_RC_SELECTIVE ? ",recompute=selective"
+                                                                                         : "");
+        if (n >= sizeof out->desc) n = sizeof out->desc - 1;
+      }
     }
-    fit += r == 0 || r == 2; /* a candidate cut short is one of the planned ones (it could not be chosen) */
-    if (r != 0 || (best >= 0 && key >= best)) continue;
-    best = key;
-    out->found = true;
-    out->S = cand->nstages, out->B = c->B, out->K = K, out->sched = train ? cand->schedule : GV_SCHED_1F1B;
-    out->step_ns = key, out->once_ns = gv_pipe_plan_once_ns(cand);
-    for (int s = 0; s <= cand->nstages; s++) out->first[s] = cand->first[s];
-    size_t n = 0;
-    for (int s = 0; s < cand->nstages; s++) {
-      out->dev[s] = (int)(cand->nodes[s] * cand->per_node[s]);
-      const char *zn = train ? gv_zero_name(stage_zero(&P, &cand->cost[s])) : NULL;
-      n += (size_t)snprintf(out->desc + n, n < sizeof out->desc ? sizeof out->desc - n : 0, "%s%d:%s%s%s%s%s", s ? " | " : "", out->dev[s],
-                            cand->cost[s].desc, train && cand->cost[s].recompute ? ",recompute" : "", zn ? "," : "", zn ? zn : "",
-                            train && cand->cost[s].layer_rc == GV_LAYER_RC_ALL         ? ",recompute=all"
-                            : train && cand->cost[s].layer_rc == GV_LAYER_RC_SELECTIVE ? ",recompute=selective"
-                                                                                       : "");
-      if (n >= sizeof out->desc) n = sizeof out->desc - 1;
-    }
+    fit += !rc && (pl_r[npl - 1] == 0 || pl_r[npl - 1] == 2); /* a candidate cut short is one of the planned ones (it could not be chosen) */
   }
   if (!rc && !out->found && one < 0 && joint_layers >= 2) { /* none fits (nor one program): the smallest memory any pipeline
                                                              * needs, at the smallest microbatch */
