@@ -568,9 +568,14 @@ static int apply_reserve(const gv_cluster *c, double frac, int64_t bytes, int qu
  * predicted step (the realised program's critical path, plan-sharding) and
  * the pipeline's (the stage DP's step over the stage programs' planned
  * costs), then the choice. one < 0: no program fits. */
+#define JOINT_ONE_OVER 1.25 /* one program's stand-in over this x the pipeline's realised step: not realised */
+static int64_t joint_one_bounded; /* one program's searches ended with every candidate bounded above this pipeline step */
 static void joint_report(const galvc_pipe_choice *jc, int64_t one, int B, const char *rc, int train, int quiet) {
   if (quiet) return;
-  if (one >= 0)
+  if (one < 0 && joint_one_bounded)
+    fprintf(stderr, "galvc: default search: one program: none realised (every recomputation's candidates bounded above, or "
+                    "priced over %.2f x, the pipeline's step %.3f ms)\n", JOINT_ONE_OVER, (double)joint_one_bounded / 1e6);
+  else if (one >= 0)
     fprintf(stderr, "galvc: default search: one program: predicted step %.3f ms (%d microbatch%s%s%s; the realised program's "
                     "critical path)\n", (double)one / 1e6, B, B == 1 ? "" : "es", rc ? ", recompute=" : "", rc ? rc : "");
   else fprintf(stderr, "galvc: default search: one program: no plan fits the memory\n");
@@ -1575,6 +1580,16 @@ int main(int argc, char **argv) {
   int64_t incumbent = 0;
   const char *inc_env = getenv("GALV_PLAN_INCUMBENT");
   const bool inc_on = !(inc_env && !strcmp(inc_env, "off"));
+  /* the default search's pipelines of equal stages planned as the preset first (cheap: no search per stage): a realised
+   * step one program's searches are bounded by like their own (docs/planner.md, "The fastest step so far") */
+  if (joint && train && inc_on) {
+    if (galvc_pipeline_early(&jc) < 0) return 1;
+    if (jc.found) incumbent = jc.step_ns;
+    if (jc.found && !quiet)
+      fprintf(stderr, "galvc: default search: the pipeline's step %.3f ms (its preset stages, realised) bounds one program's "
+                      "searches\n", (double)jc.step_ns / 1e6);
+  }
+  bool any_bounded = false; /* a recomputation ended with every candidate bounded above the fastest step so far */
   bool mb_final = false;
   /* the point of the search (recomputation, microbatches) whose smallest candidate needs the least memory: when
    * nothing fits anywhere, the planner's error line is that point's (the true minimum over the points tried) */
@@ -1749,10 +1764,12 @@ retry:
       }
       if (err_final && pr) { rc = 1; break; } /* the least point's own error line */
       if (pr == 1 && gv_plan_last.bounded) { /* no candidate here can be faster than a plan realised already */
+        any_bounded = true;
         if (!quiet)
           fprintf(stderr, "galvc: recompute=%s, %d microbatch%s: every candidate's bound is above the fastest step so far (%.3f ms): "
                           "none is faster\n", gv_train_opts.recompute ? gv_train_opts.recompute : "none", B, B > 1 ? "es" : "",
                   (double)incumbent / 1e6);
+      mode_bounded:
         if (mb_best_B && !mb_final) goto best_count; /* more microbatches of this recomputation: the fastest so far */
         if (rc_search && rc_mode + 1 < NRC) { /* this recomputation at no count: the next one */
           gv_module_free(m);
@@ -1765,6 +1782,7 @@ retry:
           mb_best_B = 0, mb_more = 0, mb_final = false;
           goto rc_end;
         }
+        if (joint && jc.found && incumbent == jc.step_ns) goto pipe_bounded; /* no one program beats the pipeline's step */
       }
       if (pr == 1 && gv_plan_last.min_mem >= 0 && (lm_mem < 0 || gv_plan_last.min_mem < lm_mem))
         lm_mem = gv_plan_last.min_mem, lm_mode = rc_mode, lm_B = B, lm_out = gv_plan_last;
@@ -1806,6 +1824,16 @@ retry:
             if (!quiet) fprintf(stderr, "galvc: recompute=%s with %d microbatch%s: the fastest predicted step (%.3f ms)\n",
                                 rc_modes[best], B, B > 1 ? "es" : "", (double)rc_step[best] / 1e6);
             goto retry;
+          }
+          if (joint && jc.found && any_bounded && incumbent == jc.step_ns) { /* the other recomputations bounded above the
+                                                                             * pipeline's step, this one fits nowhere */
+          pipe_bounded:
+            gv_module_free(m);
+            joint_one_bounded = jc.step_ns;
+            if (galvc_pipeline_plan(&jc, -1) < 0) return 1;
+            galvc_microbatch_done();
+            return joint_finish(model, opt0, &pa, &jc, -1, 0, NULL, &cluster, out, quiet, build, verify_each, train, plan_only,
+                                strcmp(target, "cuda") == 0 ? &cuda : NULL, gpus);
           }
           if (mb_stand) { /* nothing fits as priced from two microbatches: the counts searched on their own programs */
             gv_module_free(m);
@@ -1890,6 +1918,18 @@ retry:
         gv_plan_last.memory_bound = stand_mbound; /* the search's answer, not the realisation's */
       } else if (count_full) {
         count_full = false; /* planned in full at this count: the next counts from stand-ins again */
+      } else if (gv_plan_opts.count_as && joint && jc.found && incumbent == jc.step_ns &&
+                 (double)gv_plan_last.cost.step_ns > JOINT_ONE_OVER * (double)incumbent) {
+        /* the pipeline's step bounds the count: a stand-in priced over 1.25 x it (its fewer microbatches and the
+         * realisation change the step by a few per cent) is not compiled at its count, and the recomputation ends as
+         * when every candidate is bounded (its bound is compute and tp communication only: a choice may fit only at
+         * many microbatches, its data-parallel traffic a multiple of the pipeline's step) */
+        any_bounded = true;
+        if (!quiet)
+          fprintf(stderr, "galvc: recompute=%s, %d microbatches: predicted step %.3f ms (priced from 2), over %.2f x the pipeline's "
+                          "step (%.3f ms): not realised\n", gv_train_opts.recompute ? gv_train_opts.recompute : "none", B,
+                  (double)gv_plan_last.cost.step_ns / 1e6, JOINT_ONE_OVER, (double)incumbent / 1e6);
+        goto mode_bounded;
       } else if (mb_stand && !mb_auto && (gv_plan_opts.count_as || (mb_search && B > 1 && global_batch))) {
         /* a priced choice: compiled at the fewest of B's divisors its scaled memory fits (B when it holds no fewer
          * whole-batch divisions, or the count is given), realised there; the search goes on with those figures */

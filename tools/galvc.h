@@ -108,6 +108,10 @@ typedef struct {
 int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_args *pa, int64_t gpus, const gv_cluster *cluster,
                           int quiet, int train, galvc_pipe_choice *out);
 int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one);
+/* Before one program's search: the screen's equal-stage candidates planned as the preset dp,tp (dp) only (cheap: no
+ * search per stage), the best of them in out (out->found): its step bounds one program's searches (the fastest step
+ * realised so far); galvc_pipeline_plan then plans the rest and reads these outcomes. Returns 0, or -1 after an error. */
+int galvc_pipeline_early(galvc_pipe_choice *out);
 /* The option globals (train, plan, shard, pipe) as galvc_pipeline_search saw them, which its candidates were planned
  * under: restored before the chosen pipeline is compiled (one program's search changes them as it goes). */
 void galvc_pipeline_options(void);

@@ -1294,11 +1294,16 @@ void galvc_pipeline_options(void) {
   gv_train_opts = pend.train_opts, gv_plan_opts = pend.plan_opts, gv_shard_opts = pend.shard_opts, gv_pipe_opts = pend.pipe_opts;
 }
 
+/* The screen's candidates planned as the preset before one program's search (galvc_pipeline_early): per screen index,
+ * planned so (its outcome, as pipe_plan_b returned it, and key) */
+static signed char early_r[SCREEN_MAX];
+static int64_t early_key[SCREEN_MAX];
+static bool early_done[SCREEN_MAX];
+
 /* The screen's candidates planned (galvc_pipeline_search's), one: one program's predicted step (-1: no program fits;
- * then, when no pipeline fits either, the smallest memory a pipeline needs). */
-int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
-  if (!pend.on) return 0;
-  pend.on = false;
+ * then, when no pipeline fits either, the smallest memory a pipeline needs). early: only the preset variants, one
+ * program's step not known (galvc_pipeline_early). */
+static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
   double t0 = now(), c0 = cpu_now();
   const char *model = pend.model;
   gv_import_options opt = pend.opt;
@@ -1321,18 +1326,22 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
     rc = pipe_inputs(model, opt, &P, &g2) ? -1 : 0;
   }
   const char *sk = getenv("GALV_PIPE_SKIP");
-  const bool skip = one > 0 && !(sk && !strcmp(sk, "off"));
-  int64_t best = -1;
+  const bool cut_on = !(sk && !strcmp(sk, "off")); /* the cuts against the step to beat (GALV_PIPE_SKIP=off: none) */
+  int64_t best = out->found ? out->step_ns : -1; /* the preset variants planned early: the best of them */
   /* the candidates planned: their screen index, outcome and key (a later candidate with the same stage devices, cuts
    * and microbatches plans the same stage programs: its outcome is read, not planned again) */
   int pl_i[3 * JOINT_TOP], pl_r[3 * JOINT_TOP], pl_n[3 * JOINT_TOP], npl = 0;
   for (int i = 0, done = 0, fit = 0; !rc && i < nscreen && fit < JOINT_TOP && done < 3 * JOINT_TOP; i++) {
     screen_cand *c = &screen[i];
-    if (skip && (double)c->key > JOINT_SKIP * (double)one) { /* this one and every later one (sorted): not planned */
-      out->skipped = nscreen - i, out->skip_key = c->key;
+    /* the step to beat: one program's, and the best pipeline's planned so far (the preset ones planned early among them) */
+    const int64_t beat = one > 0 && (best < 0 || one < best) ? one : best > 0 ? best : 0;
+    const bool skip = cut_on && beat > 0;
+    if (skip && (double)c->key > JOINT_SKIP * (double)beat) { /* this one and every later one (sorted): not planned */
+      if (!early) out->skipped = nscreen - i, out->skip_key = c->key;
       if (!quiet)
-        fprintf(stderr, "galvc: pipeline candidates from %d: analytic %.3f ms and slower, over %.2f x one program's predicted step "
-                        "(%.3f ms): not planned (%d)\n", done + 1, (double)c->key / 1e6, JOINT_SKIP, (double)one / 1e6, nscreen - i);
+        fprintf(stderr, "galvc: pipeline candidates from %d%s: analytic %.3f ms and slower, over %.2f x %s (%.3f ms): not planned (%d)\n",
+                done + 1, early ? " (as the preset)" : "", (double)c->key / 1e6, JOINT_SKIP,
+                beat == one ? "one program's predicted step" : "the best pipeline's planned step", (double)beat / 1e6, nscreen - i);
       break;
     }
     bool dup = false; /* the same stages and microbatches screened by another run */
@@ -1367,7 +1376,12 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
     int64_t vt = 0, kn = cl.devices_per_node > 0 ? cl.devices_per_node : 1;
     for (int64_t t = kn < c->per ? kn : c->per; c->per > 1 && t >= 1 && !vt; t /= 2)
       if (c->per % t == 0 && c->per / t > 1 && (global / c->B) % (c->per / t) == 0) vt = t;
-    for (int var = 0; var < (vt ? 2 : 1) && !rc; var++) {
+    if (early && !vt) continue; /* no preset variant: planned after one program's search */
+    for (int var = early ? 1 : 0; var < (vt ? 2 : 1) && !rc; var++) {
+      if (var && !early && early_done[i]) { /* planned before one program's search: its outcome */
+        if (early_r[i] == 0 || pl_r[npl - 1] == 1) pl_r[npl - 1] = early_r[i];
+        continue;
+      }
       pipe_args Q = P; /* the screen's stages and cuts, each stage program planned (no DP over the cuts again) */
       Q.analytic = false, Q.stages = c->S, Q.cuts_given = true, Q.nsdev = c->S, Q.B = c->B;
       int64_t g = 0;
@@ -1377,7 +1391,7 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
       snprintf(joint_why, sizeof joint_why, "none planned");
       /* the step a candidate must beat to be chosen: one program's and the best pipeline's so far (the stages planned
        * stop once one stage alone reaches it; GALV_PIPE_SKIP=off: every stage planned) */
-      Q.joint_cut = !skip ? 0 : one > 0 && (best < 0 || one < best) ? one : best > 0 ? best : 0;
+      Q.joint_cut = !cut_on ? 0 : one > 0 && (best < 0 || one < best) ? one : best > 0 ? best : 0;
       const char *st_keep = gv_shard_opts.strategy;
       if (var && vt > 1) { /* the preset's mesh on every stage (partition_stage compiles it so; the stage cost prices it so) */
         Q.naxes = 2, Q.mesh_given = true, Q.axn[0] = "dp", Q.axn[1] = "tp", Q.axs[0] = c->per / vt, Q.axs[1] = vt;
@@ -1390,8 +1404,9 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
       out->planned++;
       out->cut += r == 2;
       int64_t key = r == 0 ? cand->tl_ns : -1;
-      if (!var) pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
+      if (!var || early) pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
       else if (r == 0 || pl_r[npl - 1] == 1) pl_r[npl - 1] = r; /* the candidate's outcome: the better of its two */
+      if (early) early_done[i] = true, early_r[i] = (signed char)r, early_key[i] = key;
       if (!quiet) {
         fprintf(stderr, "galvc: pipeline candidate %d%s: %d stages of ", done, !var ? "" : vt > 1 ? " as dp,tp" : " as dp", c->S);
         if (c->per) fprintf(stderr, "%lld device%s", (long long)c->per, c->per == 1 ? "" : "s");
@@ -1431,7 +1446,7 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
     }
     fit += !rc && (pl_r[npl - 1] == 0 || pl_r[npl - 1] == 2); /* a candidate cut short is one of the planned ones (it could not be chosen) */
   }
-  if (!rc && !out->found && one < 0 && joint_layers >= 2) { /* none fits (nor one program): the smallest memory any pipeline
+  if (!rc && !early && !out->found && one < 0 && joint_layers >= 2) { /* none fits (nor one program): the smallest memory any pipeline
                                                              * needs, at the smallest microbatch */
     jmin_need = -1, joint_minmem = true;
     pipe_args Q = P;
@@ -1442,13 +1457,24 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
     if (r < 0) rc = -1;
   }
   out->min_need = jmin_need, out->min_state = jmin_state, out->min_act = jmin_act;
-  free(screen), screen = NULL;
+  if (!early) free(screen), screen = NULL, memset(early_done, 0, sizeof early_done);
   free(cand);
   if (!had) galvc_microbatch_done();
   gv_train_opts = train_now, gv_plan_opts = plan_now, gv_shard_opts = shard_now, gv_pipe_opts = pipe_now;
   gv_plan_last = last_now;
   out->cpu_s += cpu_now() - c0, out->wall_s += now() - t0;
   return rc;
+}
+
+int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
+  if (!pend.on) return 0;
+  pend.on = false;
+  return plan_candidates(out, one, false);
+}
+
+int galvc_pipeline_early(galvc_pipe_choice *out) {
+  if (!pend.on) return 0;
+  return plan_candidates(out, -1, true);
 }
 
 /* The bytes of a module's galv.state inputs (the emitter's layout: 64-byte aligned, in argument order), *n their count. */
