@@ -190,6 +190,10 @@ PY
      python3 -c "import json,sys; a,b=(json.load(open(f))['pipeline'] for f in sys.argv[1:]); sys.exit(a!=b)" "$T/pe/plan.json" "$T/pf/plan.json"; then
     ok "(e) --plan replays it: the same pipeline in plan.json (preset, stages, ways, bytes, step)"
   else bad "(e) --plan: $(grep -m2 error "$T/pf.err") $(diff "$T/pe/plan.json" "$T/pf/plan.json" | head -4)"; fi
+  if timeout 600 "$G" "$m4" "${E[@]}" --plan "$T/pe/plan.json" --plan-only --plan-out "$T/pg.json" </dev/null >/dev/null 2>"$T/pg.err" &&
+     python3 -c "import json,sys; a,b=(json.load(open(f))['pipeline'] for f in sys.argv[1:]); sys.exit(a!=b)" "$T/pe/plan.json" "$T/pg.json"; then
+    ok "(e) --plan with --plan-only --plan-out writes the replayed plan"
+  else bad "(e) --plan --plan-out: $(grep -m2 error "$T/pg.err") $(ls "$T/pg.json" 2>&1)"; fi
   # bad input: a stage_preset galvc does not compile, and a --strategy other than the plan's: one error line each
   python3 -c "
 import json; p = json.load(open('$T/pe/plan.json')); p['pipeline']['stage_preset'] = 'zz'; json.dump(p, open('$T/pz.json', 'w'))"

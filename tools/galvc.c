@@ -1280,7 +1280,7 @@ int main(int argc, char **argv) {
         if (pa.preset_mesh) mesh_spec = pa.preset_mesh;
       }
       pipe_plan_path = gv_plan_opts.plan_in;
-      gv_plan_opts.plan_in = NULL, gv_plan_opts.plan_out = NULL;
+      gv_plan_opts.plan_in = NULL; /* --plan-out (or -o DIR/'s plan.json) records the replayed stages */
     }
   }
   /* --stage-devices: one count per stage, summing to --gpus (or giving it) */
