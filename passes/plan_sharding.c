@@ -2496,7 +2496,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         for (int u = 0; u < 3; u++) sum += ust[u];
         if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
         int64_t inc = gv_plan_opts.incumbent_ns;
-        if (first && nz > 1 && inc > 0 && !gv_plan_opts.profile && bound_mode()) {
+        if (first && inc > 0 && !gv_plan_opts.profile && bound_mode()) { /* (one ZeRO choice too: such a combination may be the one chosen) */
           /* The fastest step realised so far (galvc's earlier searches) bounds this one: a combination whose every
            * plan has a step above it cannot be chosen over it. The bound below, taken with and without sp on the
            * layers (sp splits the norms and residual adds: less compute, the same tp bytes in other collectives),

@@ -1648,8 +1648,11 @@ retry:
   gv_train_opts.microbatches = B;
   gv_plan_opts.count_as = part_k < 0 && mb_stand && !count_real && !count_full && B > 2 ? B : 0;
   /* not at a mode's first count: there the search also answers whether anything fits at all, and a bound that left
-   * out the combinations that fit would send the mode to more microbatches for plans no faster (the rest) */
-  gv_plan_opts.incumbent_ns = inc_on && part_k < 0 && !mb_final && (rc_search || mb_search) && B != B0 ? incumbent : 0;
+   * out the combinations that fit would send the mode to more microbatches for plans no faster (the rest); but the
+   * pipeline's step (galvc_pipeline_early) bounds the first counts too: what it leaves out cannot beat the pipeline,
+   * which the default search compiles then */
+  const bool inc_pipe = joint && jc.found && incumbent == jc.step_ns;
+  gv_plan_opts.incumbent_ns = inc_on && part_k < 0 && !mb_final && (rc_search || mb_search) && (B != B0 || inc_pipe) ? incumbent : 0;
   if (gv_plan_opts.count_as) gv_train_opts.microbatches = 2;
   gv_plan_opts.plan_fixed = part_k >= 0 ? &part_plan : count_real ? &stand_plan : NULL;
   gv_plan_opts.plan_out = gv_plan_opts.count_as || part_k >= 0 ? NULL : plan_out_user; /* the count's own program writes the plan */
