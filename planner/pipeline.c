@@ -775,7 +775,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
         dp_pass(&dpx, tmax, best == INT64_MAX ? INF : best - (int64_t)(B - 1) * tmax, &best, out, C);
       }
     }
-    if (best == INT64_MAX && ncand) { /* nothing fits at this B: the partition with the smallest largest need */
+    if (best == INT64_MAX && ncand && !(p->probe && p->no_min_need)) { /* nothing fits at this B: the partition with the
+                                                                       * smallest largest need */
       const int nruns = binds(C, nC, B, limit) ? zb_runs(p, S, B) : 0;
       for (int n = nruns ? 1 : 0; n <= nruns; n++) {
         const int Sn = n && n < B ? n : S;

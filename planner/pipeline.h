@@ -189,6 +189,9 @@ typedef struct {
   gv_stage_cost_fn cost;
   void *ctx;
   bool probe;            /* no partition fits: return 1 without the error line (galvc's default search) */
+  bool no_min_need;      /* with probe: no partition fits at a count: no search for the partition that needs the least
+                          * (out->min_need then the least stage's need; the default search's screen, which never
+                          * reports it) */
   gv_pipe_table *table;  /* NULL: the solve allocates its table of stage costs; else it reuses this one (emptied) */
   /* with table: the costs earlier solves left in it are read, not emptied (GALV_PIPE_PRUNE=off: emptied). A cost's
    * key holds its range's signatures, the sub-mesh's shape, the cluster's node shape and B, and a cost is taken

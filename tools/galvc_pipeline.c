@@ -688,7 +688,9 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       gv_pipe_problem pp = {.ngroups = k, .sig = g.sig, .cluster = &cs, .devices = R->D * V, .mesh_devices = R->per,
                             .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = sch[si], .vstages = V,
                             .mem_limit = gv_plan_opts.memory_limit, .stages = R->S * V, .cost = fn, .ctx = fctx,
-                            .probe = pa->joint, .table = ptable, .keep_costs = keep};
+                            .probe = pa->joint, .table = ptable, .keep_costs = keep,
+                            .no_min_need = pa->joint && pa->analytic}; /* the screen: its least need is never reported
+                                                                        * (galvc_pipeline_plan seeks it when nothing fits) */
       int rmbc[64], nr = 0;
       if (pa->joint && pa->analytic && joint_nmbc) { /* the screen's counts, and those of one sample or a few per data-parallel
                                                        * rank of a stage of R->per devices: global / (per / t x m), t a power
