@@ -634,11 +634,8 @@ static int joint_finish(const char *model, gv_import_options opt, const pipe_arg
   pc.on = true, pc.joint = true, pc.cuts_given = true, pc.analytic = false, pc.cuts = 0;
   pc.stages = jc->S, pc.B = jc->B, pc.layers = jc->K, pc.nsdev = jc->S, pc.sched = jc->sched, pc.vstages = 0;
   pc.naxes = 0, pc.mesh_given = false, pc.plan_only = plan_only;
-  if (jc->mesh_dp && jc->mesh_tp > 1) { /* the stages as the preset dp,tp compiles them (their crossing values split over dp) */
-    pc.naxes = 2, pc.mesh_given = true, pc.axn[0] = "dp", pc.axn[1] = "tp", pc.axs[0] = jc->mesh_dp, pc.axs[1] = jc->mesh_tp;
-    gv_shard_opts.strategy = "dp,tp";
-  } else if (jc->mesh_dp) /* the preset dp: one axis of each stage's devices */
-    pc.naxes = 1, pc.mesh_given = false, pc.axn[0] = "dp", pc.axs[0] = jc->mesh_dp, gv_shard_opts.strategy = "dp";
+  if (jc->mesh_dp) galvc_pipe_preset(&pc, jc->mesh_dp, jc->mesh_tp); /* the stages as the preset compiles them (their
+                                                                        * crossing values split over dp) */
   pc.plan_out = gv_plan_opts.plan_out, pc.plan_note = note;
   int64_t g = 0;
   for (int i = 0; i < jc->S; i++) pc.sdev[i] = jc->dev[i], g += jc->dev[i];

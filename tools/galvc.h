@@ -115,6 +115,9 @@ int galvc_pipeline_early(galvc_pipe_choice *out);
 /* The option globals (train, plan, shard, pipe) as galvc_pipeline_search saw them, which its candidates were planned
  * under: restored before the chosen pipeline is compiled (one program's search changes them as it goes). */
 void galvc_pipeline_options(void);
+/* pa's stages compiled from the preset dp,tp on a mesh dp x tp (tp > 1), else dp on one axis of each stage's devices
+ * (pa's mesh fields and gv_shard_opts.strategy set) */
+void galvc_pipe_preset(pipe_args *pa, int64_t dp, int64_t tp);
 /* A plan.json with a "pipeline" object: *found, and pa set from it (stages, microbatches, schedule, layer groups,
  * cuts, devices per stage; pa->on). Returns 0, or -1 after one error line naming the file. */
 int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found);

@@ -1297,10 +1297,20 @@ void galvc_pipeline_options(void) {
 }
 
 /* The screen's candidates planned as the preset before one program's search (galvc_pipeline_early): per screen index,
- * planned so (its outcome, as pipe_plan_b returned it, and key) */
+ * planned so (its outcome, as pipe_plan_b returned it) */
 static signed char early_r[SCREEN_MAX];
-static int64_t early_key[SCREEN_MAX];
 static bool early_done[SCREEN_MAX];
+
+void galvc_pipe_preset(pipe_args *pa, int64_t dp, int64_t tp) {
+  if (tp > 1) /* dp,tp on the stage mesh dp x tp */
+    pa->naxes = 2, pa->mesh_given = true, pa->axn[0] = "dp", pa->axn[1] = "tp", pa->axs[0] = dp, pa->axs[1] = tp;
+  else /* dp: one axis of the stage's devices */
+    pa->naxes = 1, pa->mesh_given = false, pa->axn[0] = "dp", pa->axs[0] = dp;
+  gv_shard_opts.strategy = tp > 1 ? "dp,tp" : "dp";
+}
+
+/* the step a candidate must beat: one program's (one > 0) or the best pipeline's so far, the smaller; 0: none */
+static int64_t step_to_beat(int64_t one, int64_t best) { return one > 0 && (best < 0 || one < best) ? one : best > 0 ? best : 0; }
 
 /* The screen's candidates planned (galvc_pipeline_search's), one: one program's predicted step (-1: no program fits;
  * then, when no pipeline fits either, the smallest memory a pipeline needs). early: only the preset variants, one
@@ -1336,7 +1346,7 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
   for (int i = 0, done = 0, fit = 0; !rc && i < nscreen && fit < JOINT_TOP && done < 3 * JOINT_TOP; i++) {
     screen_cand *c = &screen[i];
     /* the step to beat: one program's, and the best pipeline's planned so far (the preset ones planned early among them) */
-    const int64_t beat = one > 0 && (best < 0 || one < best) ? one : best > 0 ? best : 0;
+    const int64_t beat = step_to_beat(one, best);
     const bool skip = cut_on && beat > 0;
     if (skip && (double)c->key > JOINT_SKIP * (double)beat) { /* this one and every later one (sorted): not planned */
       if (!early) out->skipped = nscreen - i, out->skip_key = c->key;
@@ -1393,13 +1403,10 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       snprintf(joint_why, sizeof joint_why, "none planned");
       /* the step a candidate must beat to be chosen: one program's and the best pipeline's so far (the stages planned
        * stop once one stage alone reaches it; GALV_PIPE_SKIP=off: every stage planned) */
-      Q.joint_cut = !cut_on ? 0 : one > 0 && (best < 0 || one < best) ? one : best > 0 ? best : 0;
+      Q.joint_cut = cut_on ? step_to_beat(one, best) : 0;
       const char *st_keep = gv_shard_opts.strategy;
-      if (var && vt > 1) { /* the preset's mesh on every stage (partition_stage compiles it so; the stage cost prices it so) */
-        Q.naxes = 2, Q.mesh_given = true, Q.axn[0] = "dp", Q.axn[1] = "tp", Q.axs[0] = c->per / vt, Q.axs[1] = vt;
-        gv_shard_opts.strategy = "dp,tp";
-      } else if (var) /* t = 1: the preset dp, one axis of the stage's devices */
-        Q.naxes = 1, Q.mesh_given = false, Q.axn[0] = "dp", Q.axs[0] = c->per, gv_shard_opts.strategy = "dp";
+      if (var) galvc_pipe_preset(&Q, c->per / vt, vt); /* the preset on every stage (partition_stage compiles it so; the
+                                                         * stage cost prices it so) */
       int r = pipe_plan_b(model, opt, global, c->B, c->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
       gv_shard_opts.strategy = st_keep;
       if (r < 0) { rc = -1; break; }
@@ -1408,7 +1415,7 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       int64_t key = r == 0 ? cand->tl_ns : -1;
       if (!var || early) pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
       else if (r == 0 || pl_r[npl - 1] == 1) pl_r[npl - 1] = r; /* the candidate's outcome: the better of its two */
-      if (early) early_done[i] = true, early_r[i] = (signed char)r, early_key[i] = key;
+      if (early) early_done[i] = true, early_r[i] = (signed char)r;
       if (!quiet) {
         fprintf(stderr, "galvc: pipeline candidate %d%s: %d stages of ", done, !var ? "" : vt > 1 ? " as dp,tp" : " as dp", c->S);
         if (c->per) fprintf(stderr, "%lld device%s", (long long)c->per, c->per == 1 ? "" : "s");
