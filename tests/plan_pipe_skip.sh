@@ -44,9 +44,9 @@ print(json.dumps(p, sort_keys=True))" "$1"
 }
 one=$(sed -n 's/^galvc: default search: one program: predicted step \([0-9.]*\) ms.*/\1/p' "$T/on.err")
 # (the equal-stage candidates' preset variants are planned before one program's search, its step not known yet:
-# galvc_pipeline_early; after it, none)
+# galvc_pipeline_early; after it, none); the candidates' stage programs print no spmd table (--plan-only: no line)
 if grep -q '^galvc: pipeline candidates from 1: analytic [0-9.]* ms and slower, over 1.25 x one program.s predicted step .*: not planned' "$T/on.err" &&
-   ! grep -q '^galvc: pipeline candidate [0-9]*: ' "$T/on.err" &&
+   ! grep -q '^galvc: pipeline candidate [0-9]*: ' "$T/on.err" && ! grep -q '^galvc: spmd:' "$T/on.err" &&
    grep -q '^galvc: default search: chose one program; ' "$T/on.err"; then
   echo "ok   no candidate planned after one program's search ($(grep -c '^galvc: pipeline candidate [0-9]* as dp' "$T/on.err") preset variants before it): $(grep '^galvc: default search: chose' "$T/on.err" | cut -c24-)"
 else

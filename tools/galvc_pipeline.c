@@ -1405,10 +1405,12 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
        * stop once one stage alone reaches it; GALV_PIPE_SKIP=off: every stage planned) */
       Q.joint_cut = cut_on ? step_to_beat(one, best) : 0;
       const char *st_keep = gv_shard_opts.strategy;
+      const bool sq_keep = gv_shard_opts.quiet;
+      gv_shard_opts.quiet = true; /* a candidate's stage programs print no spmd table (the chosen pipeline's compile does) */
       if (var) galvc_pipe_preset(&Q, c->per / vt, vt); /* the preset on every stage (partition_stage compiles it so; the
                                                          * stage cost prices it so) */
       int r = pipe_plan_b(model, opt, global, c->B, c->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
-      gv_shard_opts.strategy = st_keep;
+      gv_shard_opts.strategy = st_keep, gv_shard_opts.quiet = sq_keep;
       if (r < 0) { rc = -1; break; }
       out->planned++;
       out->cut += r == 2;
