@@ -130,6 +130,13 @@ static bool plan_sp_op(const gv_op *op, void *arg) {
 
 /* Points gv_shard_opts at s filled from p (nothing when p has no sp unit). */
 static void plan_sp_set(plan_sp *s, const ctx *C, const gv_plan *p) {
+  if (gv_plan_opts.intra_sp && p->t_layer >= 0) { /* a stage compiled from --strategy dp,tp,sp: sp on every op, as the
+                                                  * preset's propagate-sharding applies it */
+    snprintf(s->axis, sizeof s->axis, "%s", p->axis[p->t_layer]);
+    gv_shard_opts.sp_axis = s->axis;
+    gv_shard_opts.sp_op = NULL;
+    return;
+  }
   bool any = false;
   for (int u = 0; u < p->nunits; u++) any |= p->sp[u] != 0;
   if (!any || p->t_layer < 0 || C->nl >= GV_PLAN_MAX_UNITS) return;

@@ -95,6 +95,9 @@ typedef struct {
    * none), the outer unit over intra_tp or none, no ZeRO */
   bool intra_roles;
   int intra_dp, intra_tp;
+  /* with intra_roles: sequence parallelism over the layers' tp axis on every op of each realisation (the stage preset
+   * dp,tp,sp, as propagate-sharding compiles it), not searched per unit */
+  bool intra_sp;
   /* gv_plan_intra on a pipeline stage: the samples per microbatch (every data input's dim 0 in the whole model; 0:
    * unknown). A stage input whose dim 0 it does not divide carries no batch (a value the earlier stage made from
    * constants alone, e.g. GPT's causal mask of seq x seq): no batch axis splits it, it stays whole */

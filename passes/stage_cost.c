@@ -163,10 +163,13 @@ static int stash_entries(const gv_module *m, const gv_plan *plan, bool earlier, 
   gv_module *c = gv_module_clone(m), *bw = NULL, *e[4] = {NULL, NULL, NULL, NULL};
   const char *strategy = gv_shard_opts.strategy, *part = gv_pipe_opts.stash;
   memset(o, 0, sizeof *o);
+  const gv_shard_options keep = gv_shard_opts;
   gv_shard_opts.strategy = NULL;
+  if (gv_plan_opts.intra_sp && plan->t_layer >= 0) /* the preset dp,tp,sp: sp on every op, as the realisations have it */
+    gv_shard_opts.sp_axis = plan->axis[plan->t_layer], gv_shard_opts.sp_op = NULL;
   gv_error_quiet++; /* a refusal here is no error of the compile: the estimate stays the combined program's */
   int rc = !c || gv_plan_apply(c, plan) || run_passes(c, sp, 3);
-  gv_shard_opts.strategy = strategy;
+  gv_shard_opts.strategy = strategy, gv_shard_opts.sp_axis = keep.sp_axis, gv_shard_opts.sp_op = keep.sp_op;
   /* the backward: an earlier stage's backward entry, the last stage's combined program */
   if (!rc && earlier) {
     rc = !(bw = gv_module_clone(c));
@@ -439,9 +442,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
       gv_pipe_opts.shared_split = whole, gv_pipe_opts.nshared_split = shared_whole ? 0 : nwhole;
       gv_plan_opts.intra_roles = (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
+      gv_plan_opts.intra_sp = gv_plan_opts.intra_roles && x->sp;
       gv_plan_opts.intra_batch = gv_stage_microbatch(x->base); /* a stage input it does not divide stays whole */
       rc = prc[k] = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
-      gv_plan_opts.intra_roles = false;
+      gv_plan_opts.intra_roles = gv_plan_opts.intra_sp = false;
       if (rc != 0 && one) { /* the one-axis role has no plan on this stage (a microbatch dp cannot split): priced by
                              * the planner's own plan, and the way says so: galvc compiles that plan for the stage
                              * (and its crossing values replicated) */
@@ -486,8 +490,9 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_pipe_opts.shared_split = whole, gv_pipe_opts.nshared_split = shared_whole ? 0 : nwhole;
       gv_plan_opts.intra_roles = !fallback[k] && (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp,
       gv_plan_opts.intra_tp = x->mesh_tp, gv_plan_opts.intra_batch = gv_stage_microbatch(x->base);
+      gv_plan_opts.intra_sp = gv_plan_opts.intra_roles && x->sp;
       ent_ok[k] = !stash_entries(m, &plans[k], can_rc, zb_do, &ents[k]);
-      gv_plan_opts.intra_roles = false, gv_plan_opts.intra_batch = 0;
+      gv_plan_opts.intra_roles = gv_plan_opts.intra_sp = false, gv_plan_opts.intra_batch = 0;
       gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_shared = false;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
       gv_pipe_opts.shared_split = NULL, gv_pipe_opts.nshared_split = 0;

@@ -68,6 +68,8 @@ typedef struct {
   bool mesh_roles;            /* with mesh_naxes: the roles fixed too (--strategy dp,tp: the batch over mesh_dp, the
                                * layers' tp over mesh_tp, -1: none; gv_plan_opts.intra_roles) */
   int mesh_dp, mesh_tp;
+  bool sp;                    /* with mesh_roles: --strategy dp,tp,sp, sequence parallelism over mesh_tp on every op
+                               * (gv_plan_opts.intra_sp) */
   bool xsplit;                /* the crossing values whose dim 0 is the microbatch are kept split over the dp axis
                                * (mesh_roles with mesh_dp; galvc compiles them so when every stage has a dp axis of one
                                * size): the stage program returns its rows ("pp.X", "grad:pp.X": the return's

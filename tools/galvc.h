@@ -94,6 +94,7 @@ typedef struct {
   char desc[512];           /* the plan in words (stages, devices, strategies) */
   int64_t mesh_dp, mesh_tp; /* the stages compiled as --strategy dp,tp --mesh dp=mesh_dp,tp=mesh_tp (0: the planner's plan
                              * per stage) */
+  bool mesh_sp;             /* and with sp: --strategy dp,tp,sp */
   int64_t min_need, min_state, min_act; /* none found: the smallest stage (analytic screen), -1: no stage runs */
   int layers;               /* the planner's layers (units 1..L) of the model */
   int screened, planned;    /* candidates screened with the analytic cost, planned with the planner */
@@ -117,7 +118,7 @@ int galvc_pipeline_early(galvc_pipe_choice *out);
 void galvc_pipeline_options(void);
 /* pa's stages compiled from the preset dp,tp on a mesh dp x tp (tp > 1), else dp on one axis of each stage's devices
  * (pa's mesh fields and gv_shard_opts.strategy set) */
-void galvc_pipe_preset(pipe_args *pa, int64_t dp, int64_t tp);
+void galvc_pipe_preset(pipe_args *pa, int64_t dp, int64_t tp, bool sp);
 /* A plan.json with a "pipeline" object: *found, and pa set from it (stages, microbatches, schedule, layer groups,
  * cuts, devices per stage; pa->on). Returns 0, or -1 after one error line naming the file. */
 int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found);

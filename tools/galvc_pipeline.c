@@ -61,7 +61,7 @@ static bool xs_roles(const pipe_args *pa) {
   if (!pa->mesh_given) return !strcmp(st, "dp");
   bool dp = false, tp = false;
   for (int a = 0; a < pa->naxes; a++) dp |= !strcmp(pa->axn[a], "dp"), tp |= !strcmp(pa->axn[a], "tp");
-  return !strcmp(st, "dp,tp") && dp && tp;
+  return (!strcmp(st, "dp,tp") || !strcmp(st, "dp,tp,sp")) && dp && tp;
 }
 
 static bool xs_split(const gv_type *t) {
@@ -467,7 +467,8 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     for (int a = 0; a < pa->naxes; a++) ictx.mesh_shape[a] = pa->axs[a];
     /* --strategy dp,tp (the preset each stage is compiled with): its roles, dp over the axis named dp, tp over tp */
     const char *st = gv_shard_opts.strategy;
-    if (st && !strcmp(st, "dp,tp")) {
+    if (st && (!strcmp(st, "dp,tp") || !strcmp(st, "dp,tp,sp"))) { /* dp,tp,sp: sp on every op (ictx.sp) */
+      ictx.sp = !strcmp(st, "dp,tp,sp");
       ictx.mesh_dp = ictx.mesh_tp = -1;
       for (int a = 0; a < pa->naxes; a++) {
         if (!strcmp(pa->axn[a], "dp")) ictx.mesh_dp = a;
@@ -1153,8 +1154,8 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
   const gv_json *spr = rc ? NULL : gv_json_get(p, "stage_preset"), *smh = rc ? NULL : gv_json_get(p, "stage_mesh");
   static char preset[64], pmesh[256];
   pa->preset = pa->preset_mesh = NULL;
-  if (spr && (spr->kind != GV_JSON_STRING || (strcmp(spr->str, "dp") && strcmp(spr->str, "tp") && strcmp(spr->str, "dp,tp"))))
-    rc = gv_error_plain("%s: line %d: field 'pipeline.stage_preset': expected \"dp\", \"tp\" or \"dp,tp\"", path, spr->line);
+  if (spr && (spr->kind != GV_JSON_STRING || (strcmp(spr->str, "dp") && strcmp(spr->str, "tp") && strcmp(spr->str, "dp,tp") && strcmp(spr->str, "dp,tp,sp"))))
+    rc = gv_error_plain("%s: line %d: field 'pipeline.stage_preset': expected \"dp\", \"tp\", \"dp,tp\" or \"dp,tp,sp\"", path, spr->line);
   else if (smh && (smh->kind != GV_JSON_STRING || !spr || strlen(smh->str) >= sizeof pmesh))
     rc = gv_error_plain("%s: line %d: field 'pipeline.stage_mesh': expected a mesh such as \"dp=2,tp=4\" beside stage_preset", path,
                         smh->line);
@@ -1301,12 +1302,12 @@ void galvc_pipeline_options(void) {
 static signed char early_r[SCREEN_MAX];
 static bool early_done[SCREEN_MAX];
 
-void galvc_pipe_preset(pipe_args *pa, int64_t dp, int64_t tp) {
+void galvc_pipe_preset(pipe_args *pa, int64_t dp, int64_t tp, bool sp) {
   if (tp > 1) /* dp,tp on the stage mesh dp x tp */
     pa->naxes = 2, pa->mesh_given = true, pa->axn[0] = "dp", pa->axn[1] = "tp", pa->axs[0] = dp, pa->axs[1] = tp;
   else /* dp: one axis of the stage's devices */
     pa->naxes = 1, pa->mesh_given = false, pa->axn[0] = "dp", pa->axs[0] = dp;
-  gv_shard_opts.strategy = tp > 1 ? "dp,tp" : "dp";
+  gv_shard_opts.strategy = tp > 1 && sp ? "dp,tp,sp" : tp > 1 ? "dp,tp" : "dp";
 }
 
 /* the step a candidate must beat: one program's (one > 0) or the best pipeline's so far, the smaller; 0: none */
@@ -1389,7 +1390,9 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
     for (int64_t t = kn < c->per ? kn : c->per; c->per > 1 && t >= 1 && !vt; t /= 2)
       if (c->per % t == 0 && c->per / t > 1 && (global / c->B) % (c->per / t) == 0) vt = t;
     if (early && !vt) continue; /* no preset variant: planned after one program's search */
-    for (int var = early ? 1 : 0; var < (vt ? 2 : 1) && !rc; var++) {
+    /* and with tp (t > 1), a third time as dp,tp,sp: Megatron's sequence parallelism on every op of the stages (the
+     * norms, dropout and residual adds split over the sequence, each tp all-reduce a reduce-scatter + all-gather) */
+    for (int var = early ? 1 : 0; var < (vt > 1 ? 3 : vt ? 2 : 1) && !rc; var++) {
       if (var && !early && early_done[i]) { /* planned before one program's search: its outcome */
         if (early_r[i] == 0 || pl_r[npl - 1] == 1) pl_r[npl - 1] = early_r[i];
         continue;
@@ -1407,7 +1410,7 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       const char *st_keep = gv_shard_opts.strategy;
       const bool sq_keep = gv_shard_opts.quiet;
       gv_shard_opts.quiet = true; /* a candidate's stage programs print no spmd table (the chosen pipeline's compile does) */
-      if (var) galvc_pipe_preset(&Q, c->per / vt, vt); /* the preset on every stage (partition_stage compiles it so; the
+      if (var) galvc_pipe_preset(&Q, c->per / vt, vt, var == 2); /* the preset on every stage (partition_stage compiles it so; the
                                                          * stage cost prices it so) */
       int r = pipe_plan_b(model, opt, global, c->B, c->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
       gv_shard_opts.strategy = st_keep, gv_shard_opts.quiet = sq_keep;
@@ -1415,11 +1418,12 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       out->planned++;
       out->cut += r == 2;
       int64_t key = r == 0 ? cand->tl_ns : -1;
-      if (!var || early) pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
-      else if (r == 0 || pl_r[npl - 1] == 1) pl_r[npl - 1] = r; /* the candidate's outcome: the better of its two */
-      if (early) early_done[i] = true, early_r[i] = (signed char)r;
+      if (!var || (early && var == 1)) pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
+      else if (r == 0 || pl_r[npl - 1] == 1) pl_r[npl - 1] = r; /* the candidate's outcome: the better of its ways */
+      if (early) early_done[i] = true, early_r[i] = (signed char)pl_r[npl - 1];
       if (!quiet) {
-        fprintf(stderr, "galvc: pipeline candidate %d%s: %d stages of ", done, !var ? "" : vt > 1 ? " as dp,tp" : " as dp", c->S);
+        fprintf(stderr, "galvc: pipeline candidate %d%s: %d stages of ", done,
+                !var ? "" : var == 2 ? " as dp,tp,sp" : vt > 1 ? " as dp,tp" : " as dp", c->S);
         if (c->per) fprintf(stderr, "%lld device%s", (long long)c->per, c->per == 1 ? "" : "s");
         else
           for (int s = 0; s < c->S; s++) fprintf(stderr, "%s%d", s ? "," : "", c->sdev[s]);
@@ -1439,7 +1443,7 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       if (r != 0 || (best >= 0 && key >= best)) continue;
       best = key;
       out->found = true;
-      out->mesh_dp = var ? c->per / vt : 0, out->mesh_tp = var ? vt : 0;
+      out->mesh_dp = var ? c->per / vt : 0, out->mesh_tp = var ? vt : 0, out->mesh_sp = var == 2;
       out->S = cand->nstages, out->B = c->B, out->K = K, out->sched = train ? cand->schedule : GV_SCHED_1F1B;
       out->step_ns = key, out->once_ns = gv_pipe_plan_once_ns(cand);
       for (int s = 0; s <= cand->nstages; s++) out->first[s] = cand->first[s];
