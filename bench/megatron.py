@@ -39,10 +39,12 @@ Every point is priced with the same cost model and must fit the preset's
 (the realised program's critical path, as (s)'s plan replayed), with one
 the pipeline's whole predicted step, plan.json's predicted_step_ns (the
 schedule over the stage programs + the slowest stage's once-per-step
-gradient all-reduce, ZeRO collectives and update; each stage's program planned by the intra-operator
-planner: --strategy / --mesh are not honoured there, so a pipeline point
-fixes P, N, ZeRO and recomputation, and each stage's tp / sp is the
-planner's). Points that fail print galvc's error line and a command.
+gradient all-reduce, ZeRO collectives and update). A pipeline point of
+(ii) compiles and prices every stage from --strategy dp,tp,sp --mesh
+dp=D,tp=T (Megatron's tp with sequence parallelism, the crossing values
+split over dp); a grid point of (iii) with pp > 1 leaves each stage's
+tp / sp to the intra-operator planner. Points that fail print galvc's
+error line and a command.
 
 Model FLOPs per step 72*B*s*L*h^2*(1 + s/(6h) + V/(12*L*h)); hardware FLOPs
 with full recomputation 96*B*s*L*h^2*(1 + s/(6h) + V/(16*L*h))
@@ -186,10 +188,9 @@ def megatron_config(args, row, path, equal=False):
 #           --pipeline-zero Z --microbatches N: the stage DP's step over the stage programs the
 #           intra-operator planner planned ("pipeline: predicted step X ms = schedule ... + once-per-step sync
 #           ... + ZeRO ... + update ...", plan.json's predicted_step_ns) and the
-#           largest stage's bytes per device. The pipeline path prices each stage with the planner's
-#           own plan on the stage's G/P devices (--strategy / --mesh set only the compiled preset,
-#           docs/pipeline.md), so a pipeline point fixes P, N, the ZeRO stage and recomputation,
-#           not tp or sp: those are the planner's per stage.
+#           largest stage's bytes per device. With tp > 1 (column (ii)) every stage is compiled and
+#           priced from --strategy dp,tp[,sp] --mesh dp=D,tp=T (the preset's roles, sp on every op);
+#           with tp = 1 (the grid's pipeline groups) each stage's tp / sp is the planner's.
 GRID_TP = (1, 2, 4, 8)
 GRID_MBS = (1, 2, 4, 8, 16)
 RC_ORDER = ("none", "selective", "all")
@@ -245,6 +246,9 @@ def mem_lower_bound(row, q):
 
 
 def point_desc(q):
+    if q["pp"] > 1 and q["tp"] > 1:
+        return "pp%d tp%d dp%d mbs%d x%d%s zero%d rc:%s" % (q["pp"], q["tp"], q["G"] // (q["pp"] * q["tp"]), q["mbs"], q["nmb"],
+                                                           " sp" if q["sp"] else "", q["zero"], q["rc"])
     if q["pp"] > 1:
         return "pp%d dp*tp=%d mbs%d x%d zero%d rc:%s" % (q["pp"], q["G"] // q["pp"], q["mbs"], q["nmb"], q["zero"], q["rc"])
     return "tp%d dp%d mbs%d x%d%s zero%d rc:%s" % (q["tp"], q["G"] // q["tp"], q["mbs"], q["nmb"], " sp" if q["sp"] else "",
@@ -256,8 +260,11 @@ def point_cmd(args, path, q):
     cmd = [args.galvc, path] + COMMON + ["--gpus", str(G), "--batch", str(B), "--microbatches", str(q["nmb"]),
                                          "--recompute=%s" % q["rc"]]
     if pp > 1:
-        return cmd + ["--pipeline-stages", str(pp), "--schedule", "1f1b", "--pipeline-recompute=off",
-                      "--pipeline-zero", str(q["zero"]), "--plan-only"]
+        cmd += ["--pipeline-stages", str(pp), "--schedule", "1f1b", "--pipeline-recompute=off",
+                "--pipeline-zero", str(q["zero"]), "--plan-only"]
+        if tp > 1:  # every stage compiled from the preset on dp x tp, sp on every op with sp (docs/pipeline.md)
+            cmd += ["--strategy", "dp,tp,sp" if q["sp"] else "dp,tp", "--mesh", "dp=%d,tp=%d" % (G // (pp * tp), tp)]
+        return cmd
     dp = G // tp
     parts = ["dp" if q["zero"] == 0 else "zero%d" % q["zero"]] + (["tp"] if tp > 1 else []) + (["sp"] if q["sp"] else [])
     mesh = "dp=%d,tp=%d" % (dp, tp) if tp > 1 else "dp=%d" % dp
@@ -319,17 +326,18 @@ def best_of(points):
 
 def stronger_baseline(args, row, path, pool):
     """(ii): Megatron's tp and pp, sp (tp > 1), selective recomputation, the distributed optimizer
-    (ZeRO-1: --strategy zero1[,tp,sp]; pp > 1: --pipeline-zero 1) and the best microbatch size (every
-    mbs of GRID_MBS that divides). Virtual stages: interleaved 1F1B takes one device per device group
-    (docs/pipeline.md), so no Table 1 row with pp > 1 can express Megatron's virtual stages."""
+    (ZeRO-1: --strategy zero1[,tp,sp]; pp > 1: --pipeline-zero 1 with every stage compiled from --strategy
+    dp,tp,sp on dp x tp) and the best microbatch size (every mbs of GRID_MBS that divides). Virtual stages:
+    interleaved 1F1B takes one device per device group (docs/pipeline.md), so no Table 1 row with pp > 1
+    can express Megatron's virtual stages."""
     name, L, h, a, G, B, tp, pp, mbs, v, paper = row
-    pts = [q for q in (point(row, pp, tp if pp == 1 else 1, tp > 1 and pp == 1, m, 1, "selective") for m in GRID_MBS) if q]
+    pts = [q for q in (point(row, pp, tp, tp > 1, m, 1, "selective") for m in GRID_MBS) if q]
     res = list(pool.map(lambda q: price_point(args, path, q), pts))
     b = best_of(res)
     out = dict(b) if b else {"error": "no point fits (%d priced)" % len(res)}
     out.update(n=len(res), points=res, cpu_grid=sum(p["cpu_s"] for p in res))
-    if pp > 1:
-        out["note"] = "tp%d%s not expressible: each stage's tp/sp is the planner's; v%d not expressible" % (tp, "+sp", v)
+    if pp > 1 and v > 1:
+        out["note"] = "v%d not expressible (1F1B)" % v
     return out
 
 

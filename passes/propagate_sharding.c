@@ -545,9 +545,15 @@ static int materialise(prop *P, gv_op *op) {
     const gv_sharding *s = gv_value_sharding(P->m, op->opnds[i]);
     /* a dot reading a sequence-parallel value contracts it as tp did (whole:
      * the operand is all-gathered, one gather shared with the forward's), not
-     * over the sequence split (a pending sum of a weight gradient) */
+     * over the sequence split (a pending sum of a weight gradient); so does
+     * any other op whose result is more than half its operand (an embedding's
+     * gradient, gather_grad, scattering the tokens into the table: one
+     * all-gather of the tokens' gradient moves less than the all-reduce of the
+     * table's pending sum); a small result (a norm's weight gradient) is
+     * summed over the split */
     const gv_value *ov = op->opnds[i];
-    if (op->code == GV_OP_DOT && P->sp_base && ov->id >= 0 && ov->id < P->nvals && P->vals[ov->id] == ov && P->sp_base[ov->id])
+    if (P->sp_base && ov->id >= 0 && ov->id < P->nvals && P->vals[ov->id] == ov && P->sp_base[ov->id] &&
+        (op->code == GV_OP_DOT || (op->nres == 1 && 2 * gv_type_numel(&op->res[0]->type) > gv_type_numel(&ov->type))))
       s = P->sp_base[ov->id];
     for (int d = 0; s && d < s->rank && d < r.rank[0][i]; d++) {
       bool only_red = r.nf[0][i][d] > 0;

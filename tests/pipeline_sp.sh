@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Pipeline stages compiled from --strategy dp,tp,sp (docs/pipeline.md,
+# "Stage presets"): GPT-2 tiny (4 layers, hidden 64, heads 4, vocab 64, tied
+# embeddings; batch 8 x seq 16, 4 microbatches), 2 stages of dp=2 x tp=2 on 8
+# CPU ranks, Megatron's cuts (--layers blocks --stage-cuts equal), 1F1B.
+# Checked:
+#   - the stage programs run sequence parallelism: reduce-scatters over tp;
+#     the first stage's embedding gradient all-gathers the tokens' gradient
+#     over tp and all-reduces no table over tp (the table's pending sum a
+#     sequence split would make; passes/propagate_sharding.c);
+#   - the stage DP priced the stages as compiled: the first stage's stash per
+#     microbatch as compiled == the DP's estimate, smaller than dp,tp's (sp
+#     splits the norms' and residuals' activations over tp);
+#   - plan.json records stage_preset dp,tp,sp; --plan replays the pipeline;
+#   - 2 AdamW steps on 8 ranks == the single device (rtol 1e-4), each rank's
+#     tracked memory peak within 5 % of its stage plan's.
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+. "$SRC/tests/lib/mpi_env.sh"
+G="$BUILD/galvc"
+m="$T/g.onnx"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$m" --layers 4 --hidden 64 --heads 4 --vocab 64 --no-verify >/dev/null ||
+  { echo "FAIL make_model"; exit 1; }
+python3 -c "
+import numpy as np, os
+r = np.random.RandomState(1); os.makedirs('$T/b')
+np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 16)).astype(np.int64))
+np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 16)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
+P=(--train --batch 8 --seq 16 --pipeline-stages 2 --gpus 8 --mesh dp=2,tp=2 --microbatches 4 --layers blocks --stage-cuts equal
+   --target cpu)
+if ! timeout 300 "$G" "$m" --input-shape input_ids=8x16 --train --target cpu -q -o "$T/one/" </dev/null 2>"$T/err" ||
+   ! timeout 120 "$T/one/program" --batches "$T/b" --steps 2 -o "$T/one.w" </dev/null >"$T/one.log" 2>"$T/err"; then
+  echo "FAIL single device: $(head -3 "$T/err")"; exit 1
+fi
+for st in dp,tp dp,tp,sp; do
+  timeout 600 "$G" "$m" "${P[@]}" --strategy "$st" -o "$T/$st/" --plan-out "$T/$st.json" </dev/null >"$T/$st.out" 2>"$T/$st.err" ||
+    { bad "galvc --strategy $st: $(grep -m2 -i error "$T/$st.err")"; }
+done
+E="$T/dp,tp,sp.err"
+# the final compile's tables: the last two (stage 0's, then stage 1's)
+tabs=$(grep -n 'spmd: collective  ' "$E" | tail -2 | head -1 | cut -d: -f1)
+if [ -n "$tabs" ] && tail -n +"$tabs" "$E" | grep -q '^galvc: spmd: reduce_scatter  tp ' &&
+   tail -n +"$tabs" "$E" | grep -q '^galvc: spmd: all_gather  *tp .*wte/Gather/grad$' &&
+   ! tail -n +"$tabs" "$E" | grep -q '^galvc: spmd: all_reduce  *tp  *tensor<64x64xf32>.*wte/Gather/grad$'; then
+  ok "the stages run sp: $(tail -n +"$tabs" "$E" | grep -c '^galvc: spmd: reduce_scatter  tp ') reduce-scatters over tp; the embedding gradient all-gathers the tokens' gradient, no table all-reduced"
+else bad "sp in the stage programs: $(tail -n +"${tabs:-1}" "$E" | grep 'wte\|reduce_scatter' | head -4)"; fi
+stash() { sed -n 's/^galvc: stage 0: forward and backward entries, stash [0-9]* values, \([0-9]*\) bytes per microbatch (the stage DP.s estimate \([0-9]*\)).*/\1 \2/p' "$1"; }
+read -r c e <<<"$(stash "$E")"
+read -r c0 _ <<<"$(stash "$T/dp,tp.err")"
+if [ -n "${c:-}" ] && [ "$c" = "$e" ] && [ -n "${c0:-}" ] && [ "$c" -lt "$c0" ]; then
+  ok "stage 0's stash per microbatch $c bytes as compiled == the stage DP's estimate (dp,tp: $c0)"
+else bad "stash: compiled ${c:-?}, estimated ${e:-?}, dp,tp ${c0:-?}"; fi
+if grep -q '"stage_preset": "dp,tp,sp"' "$T/dp,tp,sp.json" &&
+   timeout 600 "$G" "$m" --train --batch 8 --seq 16 --gpus 8 --target cpu --plan "$T/dp,tp,sp.json" --plan-only \
+     --plan-out "$T/replay.json" </dev/null >/dev/null 2>"$T/err" &&
+   python3 -c "import json,sys; a,b=(json.load(open(f))['pipeline'] for f in sys.argv[1:]); sys.exit(a!=b)" "$T/dp,tp,sp.json" "$T/replay.json"; then
+  ok "plan.json records stage_preset dp,tp,sp; --plan replays the same pipeline"
+else bad "plan.json / --plan: $(grep -m2 -i error "$T/err") $(grep -o '"stage_preset": "[^"]*"' "$T/dp,tp,sp.json")"; fi
+if timeout 300 "$T/dp,tp,sp/launch" --batches "$T/b" --steps 2 -o "$T/sp.w" </dev/null >"$T/sp.log" 2>&1 &&
+   msg=$(python3 - "$T/one.log" "$T/sp.log" <<'PY'
+import sys, re, numpy as np
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
+pc = [float(x) for x in re.findall(r"memory peak \d+ bytes \(tracker\), the stage plan's peak .*: ([-+0-9.]+)%", open(sys.argv[2]).read())]
+if len(pc) != 8 or max(abs(x) for x in pc) > 5: sys.exit(f"tracked memory against the stage plans: {pc} % (8 ranks, within 5 %)")
+print(f"losses {b[0]:.8f} {b[1]:.8f} == single device; memory {min(pc):+.2f} .. {max(pc):+.2f} % of the stage plans")
+PY
+   ); then ok "8 ranks: $msg"; else bad "run: ${msg:-$(grep -m3 -i error "$T/sp.log")}"; fi
+echo "pipeline_sp: $pass passed, $fail failed"
+[ "$fail" = 0 ]
