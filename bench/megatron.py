@@ -326,12 +326,15 @@ def best_of(points):
 
 def stronger_baseline(args, row, path, pool):
     """(ii): Megatron's tp and pp, sp (tp > 1), selective recomputation, the distributed optimizer
-    (ZeRO-1: --strategy zero1[,tp,sp]; pp > 1: --pipeline-zero 1 with every stage compiled from --strategy
-    dp,tp,sp on dp x tp) and the best microbatch size (every mbs of GRID_MBS that divides). Virtual stages:
+    (ZeRO-1: --strategy zero1[,tp,sp]; pp > 1: --pipeline-zero 2, the sums reduce-scattered once per step as
+    Megatron's distributed optimizer does, with every stage compiled from --strategy dp,tp,sp on dp x tp) and the best microbatch size (every mbs of GRID_MBS that divides). Virtual stages:
     interleaved 1F1B takes one device per device group (docs/pipeline.md), so no Table 1 row with pp > 1
     can express Megatron's virtual stages."""
     name, L, h, a, G, B, tp, pp, mbs, v, paper = row
-    pts = [q for q in (point(row, pp, tp, tp > 1, m, 1, "selective") for m in GRID_MBS) if q]
+    # the distributed optimizer in a pipeline: --pipeline-zero 2, whose gradient sums are reduce-scattered once per
+    # step (Megatron's: accumulated, then reduce-scattered once); galvc's --pipeline-zero 1 all-reduces every
+    # microbatch's gradients inside the stage program (twice Megatron's step on row 5)
+    pts = [q for q in (point(row, pp, tp, tp > 1, m, 1 if pp == 1 else 2, "selective") for m in GRID_MBS) if q]
     res = list(pool.map(lambda q: price_point(args, path, q), pts))
     b = best_of(res)
     out = dict(b) if b else {"error": "no point fits (%d priced)" % len(res)}

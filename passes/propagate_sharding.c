@@ -497,6 +497,13 @@ static const gv_sharding *batch_split_sharding(prop *P, const gv_op *ret, const 
   return have;
 }
 
+/* v's elements on a device under s (its dims divided by their splits; pending sums count whole) */
+static int64_t local_numel(const gv_value *v, const gv_sharding *s) {
+  int64_t n = gv_type_numel(&v->type);
+  for (int d = 0; s && n > 0 && d < s->rank && d < v->type.rank; d++) n /= gv_sharding_dim_split(s, d);
+  return n;
+}
+
 static int materialise(prop *P, gv_op *op) {
   const gv_func *f = P->m->main;
   if (op->code == GV_OP_CROSS_ENTROPY || op->code == GV_OP_CROSS_ENTROPY_GRAD) return materialise_ce(P, op);
@@ -546,14 +553,15 @@ static int materialise(prop *P, gv_op *op) {
     /* a dot reading a sequence-parallel value contracts it as tp did (whole:
      * the operand is all-gathered, one gather shared with the forward's), not
      * over the sequence split (a pending sum of a weight gradient); so does
-     * any other op whose result is more than half its operand (an embedding's
+     * any other op whose result is more than half its operand on a device (an embedding's
      * gradient, gather_grad, scattering the tokens into the table: one
      * all-gather of the tokens' gradient moves less than the all-reduce of the
      * table's pending sum); a small result (a norm's weight gradient) is
      * summed over the split */
     const gv_value *ov = op->opnds[i];
     if (P->sp_base && ov->id >= 0 && ov->id < P->nvals && P->vals[ov->id] == ov && P->sp_base[ov->id] &&
-        (op->code == GV_OP_DOT || (op->nres == 1 && 2 * gv_type_numel(&op->res[0]->type) > gv_type_numel(&ov->type))))
+        (op->code == GV_OP_DOT ||
+         (op->nres == 1 && 2 * local_numel(op->res[0], P->sh[op->res[0]->id]) > local_numel(ov, P->sp_base[ov->id]))))
       s = P->sp_base[ov->id];
     for (int d = 0; s && d < s->rank && d < r.rank[0][i]; d++) {
       bool only_red = r.nf[0][i][d] > 0;
