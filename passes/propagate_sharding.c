@@ -469,8 +469,8 @@ static const gv_sharding *stage_grad_sharding(const prop *P, const gv_func *f, i
 /* A pipeline stage's crossing result kept split over the batch (docs/pipeline.md, "Cross-mesh transfers"): result i
  * named in the return's `batch_split` (strs: "pp.X" sent to a later stage, "grad:pp.X" sent back) is returned with
  * dim 0 split over the return's `batch_axes` (mesh axis names), or, without `batch_axes`, in its own sharding when
- * that splits dim 0 only (no other dim, no pending sum): the sender keeps its rows and the cross-stage transfer
- * moves them rank to rank, no gather. NULL: not such a result, or its sharding is not a batch split (replicated). */
+ * that splits dim 0 (no pending sum; another dim's split, as sequence parallelism splits the tokens, gathered): the
+ * sender keeps its rows and the cross-stage transfer moves them rank to rank, no gather over dim 0's axes. NULL: not such a result, or its sharding is not a batch split (replicated). */
 static const gv_sharding *batch_split_sharding(prop *P, const gv_op *ret, const gv_func *f, int i, const gv_value *v) {
   const gv_attr *names = gv_get_attr(ret, "batch_split");
   const char *n = i < f->nres_names && f->res_names ? f->res_names[i] : NULL;
@@ -492,9 +492,14 @@ static const gv_sharding *batch_split_sharding(prop *P, const gv_op *ret, const 
   }
   const gv_sharding *have = gv_value_sharding(P->m, v);
   if (!have || have->partial || have->rank != v->type.rank || !have->naxes[0]) return NULL;
-  for (int d = 1; d < have->rank; d++)
-    if (have->naxes[d]) return NULL;
-  return have;
+  bool other = false;
+  for (int d = 1; d < have->rank; d++) other |= have->naxes[d] != 0;
+  if (!other) return have;
+  /* split on other dims too (sequence parallelism's split of the tokens over tp): those gathered, dim 0's kept */
+  gv_sharding *w = gv_sharding_new(P->m, P->mesh, v->type.rank);
+  w->naxes[0] = have->naxes[0];
+  memcpy(w->axes[0], have->axes[0], sizeof w->axes[0]);
+  return w;
 }
 
 /* v's elements on a device under s (its dims divided by their splits; pending sums count whole) */

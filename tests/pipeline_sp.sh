@@ -11,6 +11,10 @@
 #   - the stage DP priced the stages as compiled: the first stage's stash per
 #     microbatch as compiled == the DP's estimate, smaller than dp,tp's (sp
 #     splits the norms' and residuals' activations over tp);
+#   - the crossing values stay split over dp (sp's split of the tokens over
+#     tp gathered at the return, dim 0's kept): no all-gather over dp at a
+#     stage's return, and every rank reports its values kept split, the
+#     bytes measured == planned;
 #   - plan.json records stage_preset dp,tp,sp; --plan replays the pipeline;
 #   - 2 AdamW steps on 8 ranks == the single device (rtol 1e-4), each rank's
 #     tracked memory peak within 5 % of its stage plan's.
@@ -47,6 +51,10 @@ if [ -n "$tabs" ] && tail -n +"$tabs" "$E" | grep -q '^galvc: spmd: reduce_scatt
    ! tail -n +"$tabs" "$E" | grep -q '^galvc: spmd: all_reduce  *tp  *tensor<64x64xf32>.*wte/Gather/grad$'; then
   ok "the stages run sp: $(tail -n +"$tabs" "$E" | grep -c '^galvc: spmd: reduce_scatter  tp ') reduce-scatters over tp; the embedding gradient all-gathers the tokens' gradient, no table all-reduced"
 else bad "sp in the stage programs: $(tail -n +"${tabs:-1}" "$E" | grep 'wte\|reduce_scatter' | head -4)"; fi
+if [ -n "$tabs" ] && ! tail -n +"$tabs" "$E" | grep -q '^galvc: spmd: all_gather  *dp .* return$' &&
+   tail -n +"$tabs" "$E" | grep -q '^galvc: spmd: all_gather  *tp .* return$'; then
+  ok "the stages' crossing values: gathered over tp at the return, kept split over dp"
+else bad "a crossing value gathered over dp: $(tail -n +"${tabs:-1}" "$E" | grep 'all_gather.* return$' | head -3)"; fi
 stash() { sed -n 's/^galvc: stage 0: forward and backward entries, stash [0-9]* values, \([0-9]*\) bytes per microbatch (the stage DP.s estimate \([0-9]*\)).*/\1 \2/p' "$1"; }
 read -r c e <<<"$(stash "$E")"
 read -r c0 _ <<<"$(stash "$T/dp,tp.err")"
@@ -65,9 +73,12 @@ import sys, re, numpy as np
 def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
 a, b = losses(sys.argv[1]), losses(sys.argv[2])
 if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
+xs = re.findall(r"cross-stage (\w+) bytes sent by this rank: (\d+) measured, (\d+) planned; .*values kept split over the batch (\d+), whole (\d+)", open(sys.argv[2]).read())
+if len(xs) != 8 or any(m != p or (k, w) != ("1", "0") for _, m, p, k, w in xs):
+    sys.exit(f"crossing values: {xs} (want 8 reports, measured == planned, 1 kept split, 0 whole)")
 pc = [float(x) for x in re.findall(r"memory peak \d+ bytes \(tracker\), the stage plan's peak .*: ([-+0-9.]+)%", open(sys.argv[2]).read())]
 if len(pc) != 8 or max(abs(x) for x in pc) > 5: sys.exit(f"tracked memory against the stage plans: {pc} % (8 ranks, within 5 %)")
-print(f"losses {b[0]:.8f} {b[1]:.8f} == single device; memory {min(pc):+.2f} .. {max(pc):+.2f} % of the stage plans")
+print(f"losses {b[0]:.8f} {b[1]:.8f} == single device; crossing values kept split, {xs[0][1]} bytes per sender == planned; memory {min(pc):+.2f} .. {max(pc):+.2f} % of the stage plans")
 PY
    ); then ok "8 ranks: $msg"; else bad "run: ${msg:-$(grep -m3 -i error "$T/sp.log")}"; fi
 echo "pipeline_sp: $pass passed, $fail failed"
