@@ -16,6 +16,9 @@
 #     stage's return, and every rank reports its values kept split, the
 #     bytes measured == planned;
 #   - plan.json records stage_preset dp,tp,sp; --plan replays the pipeline;
+#   - the default search (2 nodes x 4 devices, 0.2 Gb/s between them) plans
+#     its candidate of 2 stages of 4 devices as dp,tp and again as dp,tp,sp,
+#     each priced from its stage programs;
 #   - 2 AdamW steps on 8 ranks == the single device (rtol 1e-4), each rank's
 #     tracked memory peak within 5 % of its stage plan's.
 set -uo pipefail
@@ -81,5 +84,17 @@ if len(pc) != 8 or max(abs(x) for x in pc) > 5: sys.exit(f"tracked memory agains
 print(f"losses {b[0]:.8f} {b[1]:.8f} == single device; crossing values kept split, {xs[0][1]} bytes per sender == planned; memory {min(pc):+.2f} .. {max(pc):+.2f} % of the stage plans")
 PY
    ); then ok "8 ranks: $msg"; else bad "run: ${msg:-$(grep -m3 -i error "$T/sp.log")}"; fi
+python3 -c "
+import json
+c = json.load(open('$SRC/data/clusters/cpu-local.json'))
+c['name'] = 'cpu-2x4'; c['devices_per_node'] = 4; c['nodes'] = 2; c['inter_node']['bandwidth_gbps'] = 0.2
+json.dump(c, open('$T/c24.json', 'w'), indent=1)" || { echo "FAIL cluster"; exit 1; }
+if timeout 600 "$G" "$m" --train --batch 16 --seq 8 --target cpu --gpus 8 --gpus-per-node 4 --cluster "$T/c24.json" --layers 4 \
+     --plan-only --plan-out "$T/ds.json" </dev/null >/dev/null 2>"$T/ds.err" &&
+   a=$(sed -n 's/^galvc: pipeline candidate [0-9]* as dp,tp: 2 stages of 4 devices .*stage programs planned \([0-9.]*\) ms.*/\1/p' "$T/ds.err") &&
+   b=$(sed -n 's/^galvc: pipeline candidate [0-9]* as dp,tp,sp: 2 stages of 4 devices .*stage programs planned \([0-9.]*\) ms.*/\1/p' "$T/ds.err") &&
+   [ -n "$a" ] && [ -n "$b" ]; then
+  ok "the default search plans 2 stages of dp=2 x tp=2 as dp,tp ($a ms) and as dp,tp,sp ($b ms); it chose: $(grep '^galvc: default search: chose' "$T/ds.err" | cut -c24-60)"
+else bad "the default search's dp,tp,sp variant: $(grep -m3 'as dp,tp\|error' "$T/ds.err")"; fi
 echo "pipeline_sp: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -1412,7 +1412,10 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       gv_shard_opts.quiet = true; /* a candidate's stage programs print no spmd table (the chosen pipeline's compile does) */
       if (var) galvc_pipe_preset(&Q, c->per / vt, vt, var == 2); /* the preset on every stage (partition_stage compiles it so; the
                                                          * stage cost prices it so) */
+      if (var == 2) gv_error_quiet++; /* sp may not apply (a sequence tp does not divide): that variant is no plan */
       int r = pipe_plan_b(model, opt, global, c->B, c->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
+      if (var == 2 && (gv_error_quiet--, r < 0))
+        r = 1, snprintf(joint_why, sizeof joint_why, "sequence parallelism does not apply to the stage programs");
       gv_shard_opts.strategy = st_keep, gv_shard_opts.quiet = sq_keep;
       if (r < 0) { rc = -1; break; }
       out->planned++;
