@@ -1313,6 +1313,28 @@ void galvc_pipe_preset(pipe_args *pa, int64_t dp, int64_t tp, bool sp) {
 /* the step a candidate must beat: one program's (one > 0) or the best pipeline's so far, the smaller; 0: none */
 static int64_t step_to_beat(int64_t one, int64_t best) { return one > 0 && (best < 0 || one < best) ? one : best > 0 ? best : 0; }
 
+/* out <- the planned pipeline cand (its whole step key) as the search's choice so far: stages, cuts, devices, the stages'
+ * preset (dp x tp, sp; 0: the planner's plan per stage) and the plan in words */
+static void take_choice(galvc_pipe_choice *out, const gv_pipe_plan *cand, const pipe_args *P, int64_t key, int K, int B, int train,
+                        int64_t mdp, int64_t mtp, bool msp) {
+  out->found = true;
+  out->mesh_dp = mdp, out->mesh_tp = mtp, out->mesh_sp = msp;
+  out->S = cand->nstages, out->B = B, out->K = K, out->sched = train ? cand->schedule : GV_SCHED_1F1B;
+  out->step_ns = key, out->once_ns = gv_pipe_plan_once_ns(cand);
+  for (int s = 0; s <= cand->nstages; s++) out->first[s] = cand->first[s];
+  size_t n = 0;
+  for (int s = 0; s < cand->nstages; s++) {
+    out->dev[s] = (int)(cand->nodes[s] * cand->per_node[s]);
+    const char *zn = train ? gv_zero_name(stage_zero(P, &cand->cost[s])) : NULL;
+    n += (size_t)snprintf(out->desc + n, n < sizeof out->desc ? sizeof out->desc - n : 0, "%s%d:%s%s%s%s%s", s ? " | " : "", out->dev[s],
+                          cand->cost[s].desc, train && cand->cost[s].recompute ? ",recompute" : "", zn ? "," : "", zn ? zn : "",
+                          train && cand->cost[s].layer_rc == GV_LAYER_RC_ALL         ? ",recompute=all"
+                          : train && cand->cost[s].layer_rc == GV_LAYER_RC_SELECTIVE ? ",recompute=selective"
+                                                                                     : "");
+    if (n >= sizeof out->desc) n = sizeof out->desc - 1;
+  }
+}
+
 /* The screen's candidates planned (galvc_pipeline_search's), one: one program's predicted step (-1: no program fits;
  * then, when no pipeline fits either, the smallest memory a pipeline needs). early: only the preset variants, one
  * program's step not known (galvc_pipeline_early). */
@@ -1445,22 +1467,7 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       }
       if (r != 0 || (best >= 0 && key >= best)) continue;
       best = key;
-      out->found = true;
-      out->mesh_dp = var ? c->per / vt : 0, out->mesh_tp = var ? vt : 0, out->mesh_sp = var == 2;
-      out->S = cand->nstages, out->B = c->B, out->K = K, out->sched = train ? cand->schedule : GV_SCHED_1F1B;
-      out->step_ns = key, out->once_ns = gv_pipe_plan_once_ns(cand);
-      for (int s = 0; s <= cand->nstages; s++) out->first[s] = cand->first[s];
-      size_t n = 0;
-      for (int s = 0; s < cand->nstages; s++) {
-        out->dev[s] = (int)(cand->nodes[s] * cand->per_node[s]);
-        const char *zn = train ? gv_zero_name(stage_zero(&P, &cand->cost[s])) : NULL;
-        n += (size_t)snprintf(out->desc + n, n < sizeof out->desc ? sizeof out->desc - n : 0, "%s%d:%s%s%s%s%s", s ? " | " : "", out->dev[s],
-                              cand->cost[s].desc, train && cand->cost[s].recompute ? ",recompute" : "", zn ? "," : "", zn ? zn : "",
-                              train && cand->cost[s].layer_rc == GV_LAYER_RC_ALL         ? ",recompute=all"
-                              : train && cand->cost[s].layer_rc == GV_LAYER_RC_SELECTIVE ? ",recompute=selective"
-                                                                                         : "");
-        if (n >= sizeof out->desc) n = sizeof out->desc - 1;
-      }
+      take_choice(out, cand, &P, key, K, c->B, train, var ? c->per / vt : 0, var ? vt : 0, var == 2);
     }
     fit += !rc && (pl_r[npl - 1] == 0 || pl_r[npl - 1] == 2); /* a candidate cut short is one of the planned ones (it could not be chosen) */
   }
