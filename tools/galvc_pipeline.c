@@ -1299,6 +1299,7 @@ void galvc_pipeline_options(void) {
 
 /* The screen's candidates planned as the preset before one program's search (galvc_pipeline_early): per screen index,
  * planned so (its outcome, as pipe_plan_b returned it) */
+#define RECUT_MAX 16 /* the chosen pipeline's cut moves tried at most */
 static signed char early_r[SCREEN_MAX];
 static bool early_done[SCREEN_MAX];
 
@@ -1322,6 +1323,7 @@ static void take_choice(galvc_pipe_choice *out, const gv_pipe_plan *cand, const 
   out->S = cand->nstages, out->B = B, out->K = K, out->sched = train ? cand->schedule : GV_SCHED_1F1B;
   out->step_ns = key, out->once_ns = gv_pipe_plan_once_ns(cand);
   for (int s = 0; s <= cand->nstages; s++) out->first[s] = cand->first[s];
+  for (int s = 0; s < cand->nstages; s++) out->stage_ns[s] = cand->cost[s].ns;
   size_t n = 0;
   for (int s = 0; s < cand->nstages; s++) {
     out->dev[s] = (int)(cand->nodes[s] * cand->per_node[s]);
@@ -1470,6 +1472,56 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       take_choice(out, cand, &P, key, K, c->B, train, var ? c->per / vt : 0, var ? vt : 0, var == 2);
     }
     fit += !rc && (pl_r[npl - 1] == 0 || pl_r[npl - 1] == 2); /* a candidate cut short is one of the planned ones (it could not be chosen) */
+  }
+  /* The chosen candidate's cuts moved by a layer group at a time: the screen cut it by the analytic stage cost, its
+   * stage programs then planned on those cuts; the slowest planned stage gives its first group to the stage before it
+   * or its last to the stage after it (the faster of the two first), each move planned again and kept when the whole
+   * step is faster, until neither move is (at most RECUT_MAX). GALV_PIPE_RECUT=off: not moved. */
+  const char *rcv = getenv("GALV_PIPE_RECUT");
+  for (int it = 0, moved = 0; !rc && !early && out->found && out->S > 1 && it < RECUT_MAX && !(rcv && !strcmp(rcv, "off")); it++) {
+    double t1 = now();
+    int sl = 0;
+    for (int s = 1; s < out->S; s++)
+      if (out->stage_ns[s] > out->stage_ns[sl]) sl = s;
+    int order[2], no = 0; /* the neighbours to give to: the faster first */
+    const bool lo = sl > 0 && out->first[sl + 1] - out->first[sl] > 1, hi = sl < out->S - 1 && out->first[sl + 1] - out->first[sl] > 1;
+    if (lo && hi) order[no++] = out->stage_ns[sl - 1] <= out->stage_ns[sl + 1] ? -1 : 1, order[no++] = -order[0];
+    else if (lo) order[no++] = -1;
+    else if (hi) order[no++] = 1;
+    bool better = false;
+    for (int k = 0; k < no && !better && !rc; k++) {
+      pipe_args Q = P;
+      Q.analytic = false, Q.stages = out->S, Q.cuts_given = true, Q.nsdev = out->S, Q.B = out->B;
+      int64_t g = 0;
+      for (int s = 0; s < out->S; s++) Q.sdev[s] = out->dev[s], g += out->dev[s];
+      for (int s = 0; s <= out->S; s++) Q.first[s] = out->first[s];
+      if (order[k] < 0) Q.first[sl]++; /* its first group to the stage before */
+      else Q.first[sl + 1]--;          /* its last group to the stage after */
+      Q.joint_cut = cut_on ? step_to_beat(one, best) : 0;
+      const char *st_keep = gv_shard_opts.strategy;
+      const bool sq_keep = gv_shard_opts.quiet;
+      gv_shard_opts.quiet = true;
+      if (out->mesh_dp) galvc_pipe_preset(&Q, out->mesh_dp, out->mesh_tp, out->mesh_sp);
+      if (out->mesh_sp) gv_error_quiet++;
+      int r = pipe_plan_b(model, opt, global, out->B, out->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
+      if (out->mesh_sp) gv_error_quiet--, r = r < 0 ? 1 : r;
+      gv_shard_opts.strategy = st_keep, gv_shard_opts.quiet = sq_keep;
+      if (r < 0) { rc = -1; break; }
+      const int64_t key = r == 0 ? cand->tl_ns : -1;
+      if (r == 0 && key < best) {
+        if (!quiet)
+          fprintf(stderr, "galvc: pipeline chosen: stage %d's %s group to stage %d: %.3f -> %.3f ms (%.2f s)\n", sl,
+                  order[k] < 0 ? "first" : "last", sl + order[k], (double)best / 1e6, (double)key / 1e6, now() - t1);
+        best = key, better = true, moved++;
+        take_choice(out, cand, &P, key, K, out->B, train, out->mesh_dp, out->mesh_tp, out->mesh_sp);
+      }
+    }
+    if (!better) {
+      if (!quiet && moved)
+        fprintf(stderr, "galvc: pipeline chosen: %d group%s moved between stages; no further move is faster (%.2f s)\n", moved,
+                moved == 1 ? "" : "s", now() - t1);
+      break;
+    }
   }
   if (!rc && !early && !out->found && one < 0 && joint_layers >= 2) { /* none fits (nor one program): the smallest memory any pipeline
                                                              * needs, at the smallest microbatch */
