@@ -19,6 +19,11 @@
 #   - the default search (2 nodes x 4 devices, 0.2 Gb/s between them) plans
 #     its candidate of 2 stages of 4 devices as dp,tp and again as dp,tp,sp,
 #     each priced from its stage programs;
+#   - the default search itself chooses dp,tp,sp stages (GPT-2 of 8 layers,
+#     vocab 4096, 8 layer groups: 2 stages of dp=2 x tp=2) and moves its
+#     cuts off the screen's (the slowest stage gives groups to its
+#     neighbour while the step gets faster); compiled, the stages run 2
+#     AdamW steps on 8 ranks == the single device;
 #   - 2 AdamW steps on 8 ranks == the single device (rtol 1e-4), each rank's
 #     tracked memory peak within 5 % of its stage plan's.
 set -uo pipefail
@@ -96,5 +101,30 @@ if timeout 600 "$G" "$m" --train --batch 16 --seq 8 --target cpu --gpus 8 --gpus
    [ -n "$a" ] && [ -n "$b" ]; then
   ok "the default search plans 2 stages of dp=2 x tp=2 as dp,tp ($a ms) and as dp,tp,sp ($b ms); it chose: $(grep '^galvc: default search: chose' "$T/ds.err" | cut -c24-60)"
 else bad "the default search's dp,tp,sp variant: $(grep -m3 'as dp,tp\|error' "$T/ds.err")"; fi
+mv="$T/gv.onnx"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$mv" --layers 8 --hidden 64 --heads 4 --vocab 4096 --no-verify >/dev/null &&
+python3 -c "
+import numpy as np, os
+r = np.random.RandomState(2); os.makedirs('$T/bv')
+np.save('$T/bv/input_ids.npy', r.randint(0, 4096, (2, 16, 16)).astype(np.int64))
+np.save('$T/bv/labels.npy', r.randint(0, 4096, (2, 16, 16)).astype(np.int64))" || { echo "FAIL model / batches"; exit 1; }
+if timeout 300 "$G" "$mv" --input-shape input_ids=16x16 --train --target cpu -q -o "$T/vone/" </dev/null 2>"$T/err" &&
+   timeout 120 "$T/vone/program" --batches "$T/bv" --steps 2 -o "$T/vone.w" </dev/null >"$T/vone.log" 2>"$T/err" &&
+   timeout 600 "$G" "$mv" --train --batch 16 --seq 16 --target cpu --gpus 8 --gpus-per-node 4 --cluster "$T/c24.json" --layers 8 \
+     -o "$T/vs/" </dev/null >"$T/vs.out" 2>"$T/vs.err"; then
+  if grep -q '"stage_preset": "dp,tp,sp"' "$T/vs/plan.json" && grep -q '^galvc: default search: chose the pipeline' "$T/vs.err" &&
+     grep -q '^galvc: pipeline chosen: [0-9]* groups* moved between stages' "$T/vs.err"; then
+    ok "the default search chose dp,tp,sp stages and moved its cuts: $(grep '^galvc: pipeline chosen: [0-9]* group' "$T/vs.err" | cut -c24-48); $(grep -ho 'cuts at groups [0-9|]* of [0-9]*' "$T/vs.out" "$T/vs.err" | head -1)"
+  else bad "the default search's choice: $(grep 'default search: chose\|pipeline chosen' "$T/vs.err" | head -3) $(grep -o '"stage_preset": "[^"]*"' "$T/vs/plan.json")"; fi
+  if timeout 300 "$T/vs/launch" --batches "$T/bv" --steps 2 -o "$T/vs.w" </dev/null >"$T/vs.log" 2>&1 &&
+     msg=$(python3 - "$T/vone.log" "$T/vs.log" <<'PY'
+import sys, re, numpy as np
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
+print(f"losses {b[0]:.8f} {b[1]:.8f} == single device")
+PY
+     ); then ok "the search's dp,tp,sp pipeline on 8 ranks: $msg"; else bad "its run: ${msg:-$(grep -m3 -i error "$T/vs.log")}"; fi
+else bad "the default search on the 8-layer model: $(grep -m2 -i error "$T/vs.err" "$T/err")"; fi
 echo "pipeline_sp: $pass passed, $fail failed"
 [ "$fail" = 0 ]
