@@ -1481,8 +1481,14 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
   for (int it = 0, moved = 0; !rc && !early && out->found && out->S > 1 && it < RECUT_MAX && !(rcv && !strcmp(rcv, "off")); it++) {
     double t1 = now();
     int sl = 0;
-    for (int s = 1; s < out->S; s++)
+    int64_t sum = 0;
+    for (int s = 0; s < out->S; s++) {
+      sum += out->stage_ns[s];
       if (out->stage_ns[s] > out->stage_ns[sl]) sl = s;
+    }
+    /* no move can bring it under one program's step: even stages would save at most (slowest - mean) per schedule slot */
+    const int64_t save = (out->stage_ns[sl] - sum / out->S) * (int64_t)(out->B + out->S - 1);
+    if (one > 0 && best - save >= one) break;
     int order[2], no = 0; /* the neighbours to give to: the faster first */
     const bool lo = sl > 0 && out->first[sl + 1] - out->first[sl] > 1, hi = sl < out->S - 1 && out->first[sl + 1] - out->first[sl] > 1;
     if (lo && hi) order[no++] = out->stage_ns[sl - 1] <= out->stage_ns[sl + 1] ? -1 : 1, order[no++] = -order[0];
