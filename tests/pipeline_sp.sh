@@ -41,6 +41,26 @@ import numpy as np, os
 r = np.random.RandomState(1); os.makedirs('$T/b')
 np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 16)).astype(np.int64))
 np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 16)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
+# check_run ONE.log RUN.log [stages]: the run's 2 losses == the single device's (rtol 1e-4); with "stages" also every
+# rank's crossing values kept split (measured == planned) and tracked memory within 5 % of its stage plan (8 ranks)
+check_run() {
+  python3 - "$@" <<'PY'
+import sys, re, numpy as np
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
+msg = f"losses {b[0]:.8f} {b[1]:.8f} == single device"
+if len(sys.argv) > 3:
+    log = open(sys.argv[2]).read()
+    xs = re.findall(r"cross-stage (\w+) bytes sent by this rank: (\d+) measured, (\d+) planned; .*values kept split over the batch (\d+), whole (\d+)", log)
+    if len(xs) != 8 or any(m != p or (k, w) != ("1", "0") for _, m, p, k, w in xs):
+        sys.exit(f"crossing values: {xs} (want 8 reports, measured == planned, 1 kept split, 0 whole)")
+    pc = [float(x) for x in re.findall(r"memory peak \d+ bytes \(tracker\), the stage plan's peak .*: ([-+0-9.]+)%", log)]
+    if len(pc) != 8 or max(abs(x) for x in pc) > 5: sys.exit(f"tracked memory against the stage plans: {pc} % (8 ranks, within 5 %)")
+    msg += f"; crossing values kept split, {xs[0][1]} bytes per sender == planned; memory {min(pc):+.2f} .. {max(pc):+.2f} % of the stage plans"
+print(msg)
+PY
+}
 P=(--train --batch 8 --seq 16 --pipeline-stages 2 --gpus 8 --mesh dp=2,tp=2 --microbatches 4 --layers blocks --stage-cuts equal
    --target cpu)
 if ! timeout 300 "$G" "$m" --input-shape input_ids=8x16 --train --target cpu -q -o "$T/one/" </dev/null 2>"$T/err" ||
@@ -76,19 +96,7 @@ if grep -q '"stage_preset": "dp,tp,sp"' "$T/dp,tp,sp.json" &&
   ok "plan.json records stage_preset dp,tp,sp; --plan replays the same pipeline"
 else bad "plan.json / --plan: $(grep -m2 -i error "$T/err") $(grep -o '"stage_preset": "[^"]*"' "$T/dp,tp,sp.json")"; fi
 if timeout 300 "$T/dp,tp,sp/launch" --batches "$T/b" --steps 2 -o "$T/sp.w" </dev/null >"$T/sp.log" 2>&1 &&
-   msg=$(python3 - "$T/one.log" "$T/sp.log" <<'PY'
-import sys, re, numpy as np
-def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
-a, b = losses(sys.argv[1]), losses(sys.argv[2])
-if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
-xs = re.findall(r"cross-stage (\w+) bytes sent by this rank: (\d+) measured, (\d+) planned; .*values kept split over the batch (\d+), whole (\d+)", open(sys.argv[2]).read())
-if len(xs) != 8 or any(m != p or (k, w) != ("1", "0") for _, m, p, k, w in xs):
-    sys.exit(f"crossing values: {xs} (want 8 reports, measured == planned, 1 kept split, 0 whole)")
-pc = [float(x) for x in re.findall(r"memory peak \d+ bytes \(tracker\), the stage plan's peak .*: ([-+0-9.]+)%", open(sys.argv[2]).read())]
-if len(pc) != 8 or max(abs(x) for x in pc) > 5: sys.exit(f"tracked memory against the stage plans: {pc} % (8 ranks, within 5 %)")
-print(f"losses {b[0]:.8f} {b[1]:.8f} == single device; crossing values kept split, {xs[0][1]} bytes per sender == planned; memory {min(pc):+.2f} .. {max(pc):+.2f} % of the stage plans")
-PY
-   ); then ok "8 ranks: $msg"; else bad "run: ${msg:-$(grep -m3 -i error "$T/sp.log")}"; fi
+   msg=$(check_run "$T/one.log" "$T/sp.log" stages); then ok "8 ranks: $msg"; else bad "run: ${msg:-$(grep -m3 -i error "$T/sp.log")}"; fi
 python3 -c "
 import json
 c = json.load(open('$SRC/data/clusters/cpu-local.json'))
@@ -117,14 +125,7 @@ if timeout 300 "$G" "$mv" --input-shape input_ids=16x16 --train --target cpu -q 
     ok "the default search chose dp,tp,sp stages and moved its cuts: $(grep '^galvc: pipeline chosen: [0-9]* group' "$T/vs.err" | cut -c24-48); $(grep -ho 'cuts at groups [0-9|]* of [0-9]*' "$T/vs.out" "$T/vs.err" | head -1)"
   else bad "the default search's choice: $(grep 'default search: chose\|pipeline chosen' "$T/vs.err" | head -3) $(grep -o '"stage_preset": "[^"]*"' "$T/vs/plan.json")"; fi
   if timeout 300 "$T/vs/launch" --batches "$T/bv" --steps 2 -o "$T/vs.w" </dev/null >"$T/vs.log" 2>&1 &&
-     msg=$(python3 - "$T/vone.log" "$T/vs.log" <<'PY'
-import sys, re, numpy as np
-def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
-a, b = losses(sys.argv[1]), losses(sys.argv[2])
-if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
-print(f"losses {b[0]:.8f} {b[1]:.8f} == single device")
-PY
-     ); then ok "the search's dp,tp,sp pipeline on 8 ranks: $msg"; else bad "its run: ${msg:-$(grep -m3 -i error "$T/vs.log")}"; fi
+     msg=$(check_run "$T/vone.log" "$T/vs.log"); then ok "the search's dp,tp,sp pipeline on 8 ranks: $msg"; else bad "its run: ${msg:-$(grep -m3 -i error "$T/vs.log")}"; fi
 else bad "the default search on the 8-layer model: $(grep -m2 -i error "$T/vs.err" "$T/err")"; fi
 echo "pipeline_sp: $pass passed, $fail failed"
 [ "$fail" = 0 ]
