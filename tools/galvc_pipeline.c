@@ -1196,6 +1196,7 @@ static int cand_cmp(const void *a, const void *b) {
  * plans them. */
 enum { JOINT_TOP = 3 };
 #define JOINT_SKIP 1.25
+#define RECUT_MAX 16 /* the chosen pipeline's cut moves tried at most (plan_candidates) */
 static struct { /* the screen's state between galvc_pipeline_search and galvc_pipeline_plan */
   bool on;
   const char *model;
@@ -1299,7 +1300,6 @@ void galvc_pipeline_options(void) {
 
 /* The screen's candidates planned as the preset before one program's search (galvc_pipeline_early): per screen index,
  * planned so (its outcome, as pipe_plan_b returned it) */
-#define RECUT_MAX 16 /* the chosen pipeline's cut moves tried at most */
 static signed char early_r[SCREEN_MAX];
 static bool early_done[SCREEN_MAX];
 
@@ -1335,6 +1335,25 @@ static void take_choice(galvc_pipe_choice *out, const gv_pipe_plan *cand, const 
                                                                                      : "");
     if (n >= sizeof out->desc) n = sizeof out->desc - 1;
   }
+}
+
+/* Q's stage programs planned as a search's candidate (pipe_plan_b at B microbatches, S stages, g devices), quiet (no
+ * spmd table), each stage compiled from the preset dp x tp (sp: dp,tp,sp) when dp > 0; a dp,tp,sp variant sp cannot
+ * apply to (a sequence tp does not divide) is no plan (1), why in joint_why. Returns pipe_plan_b's outcome. */
+static int plan_variant(pipe_args *Q, int64_t dp, int64_t tp, bool sp, int B, int S, int64_t g, int *K, gv_pipe_plan *cand,
+                        double *plan_s) {
+  const char *st_keep = gv_shard_opts.strategy;
+  const bool sq_keep = gv_shard_opts.quiet;
+  gv_shard_opts.quiet = true;
+  if (dp) galvc_pipe_preset(Q, dp, tp, sp); /* the preset on every stage (partition_stage compiles it so; the stage cost
+                                             * prices it so) */
+  if (sp) gv_error_quiet++;
+  gv_cluster cl = pend.cl;
+  int r = pipe_plan_b(pend.model, pend.opt, pend.global, B, S, g, Q, &cl, pend.train, 1, 0, K, cand, plan_s);
+  if (sp && (gv_error_quiet--, r < 0))
+    r = 1, snprintf(joint_why, sizeof joint_why, "sequence parallelism does not apply to the stage programs");
+  gv_shard_opts.strategy = st_keep, gv_shard_opts.quiet = sq_keep;
+  return r;
 }
 
 /* The screen's candidates planned (galvc_pipeline_search's), one: one program's predicted step (-1: no program fits;
@@ -1431,16 +1450,7 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       /* the step a candidate must beat to be chosen: one program's and the best pipeline's so far (the stages planned
        * stop once one stage alone reaches it; GALV_PIPE_SKIP=off: every stage planned) */
       Q.joint_cut = cut_on ? step_to_beat(one, best) : 0;
-      const char *st_keep = gv_shard_opts.strategy;
-      const bool sq_keep = gv_shard_opts.quiet;
-      gv_shard_opts.quiet = true; /* a candidate's stage programs print no spmd table (the chosen pipeline's compile does) */
-      if (var) galvc_pipe_preset(&Q, c->per / vt, vt, var == 2); /* the preset on every stage (partition_stage compiles it so; the
-                                                         * stage cost prices it so) */
-      if (var == 2) gv_error_quiet++; /* sp may not apply (a sequence tp does not divide): that variant is no plan */
-      int r = pipe_plan_b(model, opt, global, c->B, c->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
-      if (var == 2 && (gv_error_quiet--, r < 0))
-        r = 1, snprintf(joint_why, sizeof joint_why, "sequence parallelism does not apply to the stage programs");
-      gv_shard_opts.strategy = st_keep, gv_shard_opts.quiet = sq_keep;
+      int r = plan_variant(&Q, var ? c->per / vt : 0, vt, var == 2, c->B, c->S, g, &K, cand, &plan_s);
       if (r < 0) { rc = -1; break; }
       out->planned++;
       out->cut += r == 2;
@@ -1504,14 +1514,7 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       if (order[k] < 0) Q.first[sl]++; /* its first group to the stage before */
       else Q.first[sl + 1]--;          /* its last group to the stage after */
       Q.joint_cut = cut_on ? step_to_beat(one, best) : 0;
-      const char *st_keep = gv_shard_opts.strategy;
-      const bool sq_keep = gv_shard_opts.quiet;
-      gv_shard_opts.quiet = true;
-      if (out->mesh_dp) galvc_pipe_preset(&Q, out->mesh_dp, out->mesh_tp, out->mesh_sp);
-      if (out->mesh_sp) gv_error_quiet++;
-      int r = pipe_plan_b(model, opt, global, out->B, out->S, g, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
-      if (out->mesh_sp) gv_error_quiet--, r = r < 0 ? 1 : r;
-      gv_shard_opts.strategy = st_keep, gv_shard_opts.quiet = sq_keep;
+      int r = plan_variant(&Q, out->mesh_dp, out->mesh_tp, out->mesh_sp, out->B, out->S, g, &K, cand, &plan_s);
       if (r < 0) { rc = -1; break; }
       const int64_t key = r == 0 ? cand->tl_ns : -1;
       if (r == 0 && key < best) {
