@@ -161,7 +161,7 @@ typedef struct {
 static int stash_entries(const gv_module *m, const gv_plan *plan, bool earlier, bool zb, stage_entries *o) {
   static const char *const sp[] = {"propagate-sharding", "storage", "spmd-partition"};
   gv_module *c = gv_module_clone(m), *bw = NULL, *e[4] = {NULL, NULL, NULL, NULL};
-  const char *strategy = gv_shard_opts.strategy, *part = gv_pipe_opts.stash;
+  const char *part = gv_pipe_opts.stash;
   memset(o, 0, sizeof *o);
   const gv_shard_options keep = gv_shard_opts;
   gv_shard_opts.strategy = NULL;
@@ -169,7 +169,7 @@ static int stash_entries(const gv_module *m, const gv_plan *plan, bool earlier, 
     gv_shard_opts.sp_axis = plan->axis[plan->t_layer], gv_shard_opts.sp_op = NULL;
   gv_error_quiet++; /* a refusal here is no error of the compile: the estimate stays the combined program's */
   int rc = !c || gv_plan_apply(c, plan) || run_passes(c, sp, 3);
-  gv_shard_opts.strategy = strategy, gv_shard_opts.sp_axis = keep.sp_axis, gv_shard_opts.sp_op = keep.sp_op;
+  gv_shard_opts.strategy = keep.strategy, gv_shard_opts.sp_axis = keep.sp_axis, gv_shard_opts.sp_op = keep.sp_op;
   /* the backward: an earlier stage's backward entry, the last stage's combined program */
   if (!rc && earlier) {
     rc = !(bw = gv_module_clone(c));
