@@ -423,6 +423,29 @@ int gv_plan_apply(gv_module *m, const gv_plan *plan) {
   return rc == 1 ? 1 : rc ? -1 : 0;
 }
 
+int gv_plan_sp_region(const gv_module *m, const gv_plan *plan) {
+  static plan_sp sps;          /* read by m's propagate-sharding, after this call */
+  static gv_layer_units sp_lu; /* its units: m's, kept until the next call */
+  bool any = false;
+  for (int u = 0; u < plan->nunits && u < GV_PLAN_MAX_UNITS; u++) any |= plan->sp[u] != 0;
+  if (!any || plan->t_layer < 0) return 0;
+  ctx C;
+  if (ctx_init(&C, m, gv_plan_opts.cluster, 0)) return -1;
+  int rc = 0;
+  if (plan->nunits != C.nl + 1) rc = gv_error(m, "plan: it has %d units, the model %d (outer + %d layers)", plan->nunits, C.nl + 1, C.nl);
+  else {
+    gv_layer_units_free(&sp_lu);
+    sp_lu = C.lu;
+    memset(&C.lu, 0, sizeof C.lu);
+    ctx keep = C;
+    keep.lu = sp_lu;
+    plan_sp_set(&sps, &keep, plan);
+    sps.lu = &sp_lu;
+  }
+  ctx_free(&C);
+  return rc ? -1 : 0;
+}
+
 int gv_plan_arg_blocks(const gv_module *m, const gv_plan *plan, const gv_cluster *c, const char *const *names, int n,
                        int64_t *blocks) {
   for (int k = 0; k < n; k++) blocks[k] = 1;
@@ -1806,10 +1829,12 @@ out:
  * knapsack picks is realised, and its realised cost is the one compared
  * (GALV_PLAN_SP=off leaves sp out of the search). */
 
-/* gv_plan_intra (the pipeline stages): the stage programs take their plan
- * through gv_plan_apply, which pins shardings and sets no sp region, so
- * their search leaves sp out (a plan priced with sp would not be the
- * program that runs). */
+/* gv_plan_intra (the pipeline stages) searches sp in the planner's own
+ * stage plans: a stage compiled from such a plan sets the plan's sp units
+ * as its region (gv_plan_sp_region) after gv_plan_apply, so the stage that
+ * runs is the one priced. A stage of a preset (gv_plan_opts.intra_roles)
+ * is compiled by propagate-sharding from --strategy: dp,tp,sp has sp on
+ * every op (intra_sp), the others none, so its search leaves sp out. */
 static bool sp_excluded;
 
 /* Whether p's combination searches sp: a tp axis for the layers, no
@@ -3405,12 +3430,38 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
    * the stages 1 and 2 (which reshard gradients inside the step) existed */
   unsigned saved = gv_plan_opts.zero_stages;
   gv_plan_opts.zero_stages = gv_plan_opts.intra_roles && mesh_shape && naxes ? 1u : 1u << 3; /* 1: none but stage 0 */
-  sp_excluded = tp_excluded = true;
+  tp_excluded = true;
+  const bool preset = gv_plan_opts.intra_roles && mesh_shape && naxes; /* a preset's stage: as --strategy compiles it */
+  const char *spe = getenv("GALV_PLAN_SP");
+  const bool sp_always = !preset && spe && !strcmp(spe, "always"); /* sp searched in every stage plan at once */
+  sp_excluded = !sp_always;
   int64_t inc = gv_plan_opts.incumbent_ns; /* a whole program's step: no bound on a stage's */
   gv_plan_opts.incumbent_ns = 0;
   int rc = plan_search(&C, devices, mesh_shape && naxes ? &fixed : NULL, false, &S);
+  /* sp in the planner's own stage plan: searched again, with sp per layer, where memory binds the stage (no plan
+   * fits, or a faster candidate was over the limit: sp splits the layers' activations over tp); the faster plan
+   * that fits (else the smaller need) is the stage's. Where memory does not bind, the search without sp stands:
+   * with sp a stage's search takes about twice as long (docs/planner.md, "Sequence parallelism in the stages");
+   * GALV_PLAN_SP=always searches it in every stage plan, =off in none */
+  if (!rc && !preset && !sp_always && !(spe && !strcmp(spe, "off")) && (!S.found || (S.over && S.over_ns < S.best_cost.step_ns))) {
+    ctx C2;
+    search *S2 = malloc(sizeof *S2);
+    if (!S2) rc = gv_error(m, "out of memory");
+    else if (ctx_init(&C2, m, c, memory_limit)) rc = -1;
+    else {
+      sp_excluded = false;
+      int r2 = plan_search(&C2, devices, mesh_shape && naxes ? &fixed : NULL, false, S2);
+      if (r2 < 0) rc = -1;
+      else if (!r2 && (S2->found ? !S.found || S2->best_cost.step_ns < S.best_cost.step_ns
+                                 : !S.found && S2->min_mem >= 0 && (S.min_mem < 0 || S2->min_mem < S.min_mem)))
+        S = *S2;
+      C.realised += C2.realised;
+      ctx_free(&C2);
+    }
+    free(S2);
+  }
   gv_plan_opts.incumbent_ns = inc;
-  sp_excluded = tp_excluded = false;
+  tp_excluded = sp_excluded = false;
   gv_plan_opts.zero_stages = saved;
   if (!rc) {
     if (S.found) *plan = S.best, *cost = S.best_cost;

@@ -166,6 +166,11 @@ int gv_plan_arg_blocks(const gv_module *m, const gv_plan *plan, const gv_cluster
                        int64_t *blocks);
 /* Pins plan's shardings onto m (its mesh becomes the plan's mesh). */
 int gv_plan_apply(gv_module *m, const gv_plan *plan);
+/* plan's sequence-parallel units (plan->sp) as propagate-sharding's region on m's units: sets gv_shard_opts.sp_axis,
+ * sp_op and sp_arg (their storage kept until the next call), as the search's realisations set them; nothing when the
+ * plan has no sp unit. A pipeline stage compiled from the planner's own plan (gv_plan_intra) calls it after
+ * gv_plan_apply and restores gv_shard_opts' three fields after propagate-sharding. Returns 0, or -1 after an error line. */
+int gv_plan_sp_region(const gv_module *m, const gv_plan *plan);
 /* --profile: checks gv_plan_opts.profile against m (a whole model: its
  * layer count, hidden size, sequence length, vocabulary). Returns 0 (also
  * without a profile), or -1 after one error line naming the file and field. */

@@ -168,7 +168,8 @@ static int stash_entries(const gv_module *m, const gv_plan *plan, bool earlier, 
   if (gv_plan_opts.intra_sp && plan->t_layer >= 0) /* the preset dp,tp,sp: sp on every op, as the realisations have it */
     gv_shard_opts.sp_axis = plan->axis[plan->t_layer], gv_shard_opts.sp_op = NULL;
   gv_error_quiet++; /* a refusal here is no error of the compile: the estimate stays the combined program's */
-  int rc = !c || gv_plan_apply(c, plan) || run_passes(c, sp, 3);
+  /* the planner's own plan: its sp units, as its realisations had them */
+  int rc = !c || gv_plan_apply(c, plan) || (!gv_plan_opts.intra_sp && gv_plan_sp_region(c, plan)) || run_passes(c, sp, 3);
   gv_shard_opts.strategy = keep.strategy, gv_shard_opts.sp_axis = keep.sp_axis, gv_shard_opts.sp_op = keep.sp_op;
   /* the backward: an earlier stage's backward entry, the last stage's combined program */
   if (!rc && earlier) {
@@ -320,16 +321,19 @@ struct gv_stage_cache {
   gv_stage_cost c;
 };
 
-static void plan_desc(const gv_plan *p, char *buf, size_t n) {
+static void plan_desc(const gv_plan *p, bool sp_all, char *buf, size_t n) {
   size_t k = 0;
   buf[0] = 0;
   bool zero = false;
-  for (int u = 0; u < p->nunits; u++) zero |= p->zero[u] != 0;
+  int sp = 0; /* the layers with sequence parallelism (the planner's per unit; the preset dp,tp,sp: every one) */
+  for (int u = 0; u < p->nunits; u++) zero |= p->zero[u] != 0, sp += u > 0 && p->sp[u] != 0;
   for (int a = 0; a < p->naxes && k < n; a++) {
     if (p->size[a] == 1) continue;
     const char *r = p->dmask & (1u << a) ? "dp" : a == p->t_layer ? "tp" : a == p->t_outer ? "vocab" : "rep";
     k += (size_t)snprintf(buf + k, n - k, "%s%s=%lld", k ? "," : "", r, (long long)p->size[a]);
   }
+  if (sp_all && p->t_layer >= 0 && k < n) k += (size_t)snprintf(buf + k, n - k, "+sp");
+  else if (sp && k < n) k += sp == p->nunits - 1 ? (size_t)snprintf(buf + k, n - k, "+sp") : (size_t)snprintf(buf + k, n - k, "+sp(%d)", sp);
   if (zero && k < n) k += (size_t)snprintf(buf + k, n - k, "+zero");
   if (!k) snprintf(buf, n, "1 device");
 }
@@ -659,7 +663,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           free(shb);
           /* the DP's key among the ways: ZeRO's per-step collectives spread over the step's microbatches */
           out->key_ns = out->ns + out->zero_ns / (x->B > 0 ? x->B : 1);
-          plan_desc(&plan, out->desc, sizeof out->desc);
+          plan_desc(&plan, !fallback[k] && (on_mesh || one) && x->mesh_roles && x->sp, out->desc, sizeof out->desc);
           out->planner_plan = fallback[k];
           /* a per-layer mode that changes nothing here (no attention core, no layer in the stage, or the whole stage
            * recomputed and its arena the same): the same way as an earlier one */

@@ -25,7 +25,11 @@
 #     neighbour while the step gets faster); compiled, the stages run 2
 #     AdamW steps on 8 ranks == the single device;
 #   - 2 AdamW steps on 8 ranks == the single device (rtol 1e-4), each rank's
-#     tracked memory peak within 5 % of its stage plan's.
+#     tracked memory peak within 5 % of its stage plan's;
+#   - the planner's own stage plans (no --strategy) with sp per layer
+#     (GALV_PLAN_SP=always: searched in every stage plan): stage 0 takes sp,
+#     faster than without; compiled with its sp units, replayed by --plan,
+#     2 steps on 8 ranks == the single device, memory within 5 %.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -41,8 +45,9 @@ import numpy as np, os
 r = np.random.RandomState(1); os.makedirs('$T/b')
 np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 16)).astype(np.int64))
 np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 16)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
-# check_run ONE.log RUN.log [stages]: the run's 2 losses == the single device's (rtol 1e-4); with "stages" also every
-# rank's crossing values kept split (measured == planned) and tracked memory within 5 % of its stage plan (8 ranks)
+# check_run ONE.log RUN.log [stages|memory]: the run's 2 losses == the single device's (rtol 1e-4); with "stages" also
+# every rank's crossing values kept split (measured == planned) and tracked memory within 5 % of its stage plan (8
+# ranks); with "memory" the tracked memory alone
 check_run() {
   python3 - "$@" <<'PY'
 import sys, re, numpy as np
@@ -50,7 +55,11 @@ def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", ope
 a, b = losses(sys.argv[1]), losses(sys.argv[2])
 if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0): sys.exit(f"losses {b} != single device {a}")
 msg = f"losses {b[0]:.8f} {b[1]:.8f} == single device"
-if len(sys.argv) > 3:
+if len(sys.argv) > 3 and sys.argv[3] == "memory":
+    pc = [float(x) for x in re.findall(r"memory peak \d+ bytes \(tracker\), the stage plan's peak .*: ([-+0-9.]+)%", open(sys.argv[2]).read())]
+    if len(pc) != 8 or max(abs(x) for x in pc) > 5: sys.exit(f"tracked memory against the stage plans: {pc} % (8 ranks, within 5 %)")
+    msg += f"; memory {min(pc):+.2f} .. {max(pc):+.2f} % of the stage plans"
+elif len(sys.argv) > 3:
     log = open(sys.argv[2]).read()
     xs = re.findall(r"cross-stage (\w+) bytes sent by this rank: (\d+) measured, (\d+) planned; .*values kept split over the batch (\d+), whole (\d+)", log)
     if len(xs) != 8 or any(m != p or (k, w) != ("1", "0") for _, m, p, k, w in xs):
@@ -127,5 +136,32 @@ if timeout 300 "$G" "$mv" --input-shape input_ids=16x16 --train --target cpu -q 
   if timeout 300 "$T/vs/launch" --batches "$T/bv" --steps 2 -o "$T/vs.w" </dev/null >"$T/vs.log" 2>&1 &&
      msg=$(check_run "$T/vone.log" "$T/vs.log"); then ok "the search's dp,tp,sp pipeline on 8 ranks: $msg"; else bad "its run: ${msg:-$(grep -m3 -i error "$T/vs.log")}"; fi
 else bad "the default search on the 8-layer model: $(grep -m2 -i error "$T/vs.err" "$T/err")"; fi
+# the planner's own stage plans (no --strategy: gv_plan_intra) with sp per layer (searched in every stage plan under
+# GALV_PLAN_SP=always; by default only where memory binds the stage's plan): stage 0 takes it on its layers (its
+# description "+sp"), priced faster than the search without sp (GALV_PLAN_SP=off); the stage compiled with the plan's
+# sp units (reduce-scatters over tp in the final stage programs); --plan replays it; 2 steps on 8 ranks == the single
+# device, each rank's tracked memory within 5 % of its stage plan's
+PP=(--train --batch 8 --seq 16 --pipeline-stages 2 --gpus 8 --microbatches 4 --target cpu)
+desc0() { grep -m1 '^  stage 0: groups' "$1" | sed 's/.* on [0-9x]* (\([^)]*\)).*/\1/'; }
+stepms() { sed -n 's/^pipeline: predicted step \([0-9.]*\) ms.*/\1/p' "$1" | head -1; }
+export GALV_PLAN_SP=always
+if timeout 600 "$G" "$m" "${PP[@]}" -o "$T/own/" </dev/null >"$T/own.out" 2>"$T/own.err" &&
+   GALV_PLAN_SP=off timeout 600 "$G" "$m" "${PP[@]}" --plan-only </dev/null >/dev/null 2>"$T/own0.err"; then
+  d=$(desc0 "$T/own.err") d0=$(desc0 "$T/own0.err") s=$(stepms "$T/own.err") s0=$(stepms "$T/own0.err")
+  nrs=$(sed -n '/^plan: wrote/,$p' "$T/own.err" | grep -c '^galvc: spmd: reduce_scatter  tp ')
+  if [[ "$d" == *+sp* ]] && [[ "$d0" != *+sp* ]] && python3 -c "import sys; sys.exit(not float('$s') < float('$s0'))" &&
+     [ "$nrs" -gt 0 ]; then
+    ok "the planner's stage plans: stage 0 '$d' ($s ms; without sp '$d0', $s0 ms), compiled with $nrs reduce-scatters over tp"
+  else bad "the planner's stage plans with sp: stage 0 '$d' $s ms, without sp '$d0' $s0 ms, $nrs reduce-scatters"; fi
+  if timeout 600 "$G" "$m" --train --batch 8 --seq 16 --gpus 8 --target cpu --plan "$T/own/plan.json" --plan-only \
+       --plan-out "$T/own_re.json" </dev/null >/dev/null 2>"$T/err" &&
+     python3 -c "import json,sys; a,b=(json.load(open(f))['pipeline'] for f in sys.argv[1:]); sys.exit(a!=b)" "$T/own/plan.json" "$T/own_re.json"
+  then ok "--plan replays the planner's sp stages: $(grep -o '"stage_strategies": [^]]*]' "$T/own_re.json")"
+  else bad "--plan with the planner's sp stages: $(grep -m2 -i error "$T/err")"; fi
+  if timeout 300 "$T/own/launch" --batches "$T/b" --steps 2 -o "$T/own.w" </dev/null >"$T/own.log" 2>&1 &&
+     msg=$(check_run "$T/one.log" "$T/own.log" memory); then ok "the planner's sp stages on 8 ranks: $msg"
+  else bad "their run: ${msg:-$(grep -m3 -i error "$T/own.log")}"; fi
+else bad "the planner's stage plans: $(grep -m2 -i error "$T/own.err" "$T/own0.err")"; fi
+unset GALV_PLAN_SP
 echo "pipeline_sp: $pass passed, $fail failed"
 [ "$fail" = 0 ]

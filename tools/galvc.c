@@ -1464,7 +1464,11 @@ int main(int argc, char **argv) {
   }
   if (pa.on) {
     if (gv_shard_opts.file || gv_plan_opts.plan_in || (mesh_spec && !gv_shard_opts.strategy)) {
-      gv_error_plain("--pipeline-stages combines with --strategy tp|dp|dp,tp (stages of more than one device; --mesh per stage), not with --sharding / --plan / --strategy auto yet");
+      gv_error_plain("--pipeline-stages: %s", gv_shard_opts.file || gv_plan_opts.plan_in
+                                                 ? "--sharding and --plan FILE do not combine with it (a pipeline's plan.json "
+                                                   "replays with --plan alone)"
+                                                 : "--mesh shapes the stages of a preset: give --strategy dp|tp|dp,tp|dp,tp,sp "
+                                                   "with it (without both, the planner chooses each stage's mesh)");
       return 2;
     }
     gv_plan_opts.active = false;

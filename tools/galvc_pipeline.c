@@ -155,10 +155,12 @@ static int plan_stage(gv_module *ms, int64_t k, int64_t microbatch, const gv_clu
     rs->opnds[0] = arg;
   }
   static const char *const sp[] = {"propagate-sharding", "storage", "spmd-partition"}; /* collectives move values as stored */
-  const char *strategy = gv_shard_opts.strategy;
+  const gv_shard_options keep = gv_shard_opts;
   gv_shard_opts.strategy = NULL;
-  int rc = run_named(ms, sp, 3, 1, verify_each);
-  gv_shard_opts.strategy = strategy;
+  /* the plan's sequence-parallel units, as the stage cost's realisations had them */
+  int rc = gv_plan_sp_region(ms, &plan) || run_named(ms, sp, 3, 1, verify_each);
+  gv_shard_opts.strategy = keep.strategy, gv_shard_opts.sp_axis = keep.sp_axis, gv_shard_opts.sp_op = keep.sp_op;
+  gv_shard_opts.sp_arg = keep.sp_arg;
   return rc;
 }
 
