@@ -21,7 +21,9 @@
  *    least total bytes crossing the cuts (a cut within the bound always
  *    exists once there are >= K ops: the greedy fill gives one).
  * 4. Signatures: each group hashes its ops (opcode, operand / result types,
- *    wiring inside the group); groups with equal signatures are the same
+ *    wiring inside the group) in a canonical order (depth in the group,
+ *    then each op's structural hash), not the program's; groups with equal
+ *    signatures are the same
  *    block (op attr layer_block = the first such group), so the planner costs
  *    each block once per sub-mesh.
  *
@@ -320,6 +322,21 @@ static uint64_t type_hash(uint64_t h, const gv_type *t) {
   return h;
 }
 
+/* An op in the signatures' canonical order: its group, its depth inside the group (1 + its deepest producer there),
+ * its structural hash (code, types, its producers' hashes inside the group), its program position. */
+typedef struct {
+  int grp, lvl, pos, i;
+  uint64_t oh;
+} canon_op;
+
+static int canon_cmp(const void *a, const void *b) {
+  const canon_op *x = a, *y = b;
+  if (x->grp != y->grp) return x->grp < y->grp ? -1 : 1;
+  if (x->lvl != y->lvl) return x->lvl < y->lvl ? -1 : 1;
+  if (x->oh != y->oh) return x->oh < y->oh ? -1 : 1;
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
 int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
   memset(out, 0, sizeof *out);
   if (!m || !m->main || !m->main->body) return gv_error_plain("cluster-layers: no function");
@@ -451,8 +468,40 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
     int *local = gv_alloc(m->arena, sizeof(int) * (size_t)(n + 1));
     int *cnt = gv_alloc(m->arena, sizeof(int) * (size_t)k);
     for (int r = 0; r < k; r++) sig[r] = 1469598103934665603ull;
+    /* the order the group's ops are hashed in: canonical, not the program's (two copies of a block whose
+     * independent ops the program orders differently hash alike: on a 96-layer GPT, layer 68's MLP had two of its
+     * ops the other way round, and every range of groups across it was costed apart): by depth in the group, then
+     * structural hash; the wiring below is by local index in that order */
+    canon_op *co = malloc(sizeof *co * (size_t)(n + 1));
+    if (!co) return gv_error(m, "cluster-layers: out of memory");
     for (int p = 0; p < n; p++) {
       int i = seq[p], r = grp[i];
+      gv_op *op = g.ops[i];
+      uint64_t h = fnv(1469598103934665603ull, (uint64_t)op->code);
+      int lv = 0;
+      for (int a = 0; a < op->nopnds; a++) {
+        gv_value *v = op->opnds[a];
+        h = type_hash(h, &v->type);
+        if (v->def && v->def->id >= 0 && v->def->parent == body && grp[v->def->id] == r) {
+          const canon_op *d = &co[v->def->id];
+          h = fnv(fnv(h, d->oh), (uint64_t)v->index);
+          if (d->lvl + 1 > lv) lv = d->lvl + 1;
+        } else
+          h = fnv(h, 0xffffffffull);
+      }
+      for (int a = 0; a < op->nres; a++) h = type_hash(h, &op->res[a]->type);
+      co[i] = (canon_op){.grp = r, .lvl = lv, .pos = p, .i = i, .oh = h};
+    }
+    canon_op *ord = malloc(sizeof *ord * (size_t)(n + 1));
+    if (!ord) {
+      free(co);
+      return gv_error(m, "cluster-layers: out of memory");
+    }
+    memcpy(ord, co, sizeof *ord * (size_t)n);
+    qsort(ord, (size_t)n, sizeof *ord, canon_cmp);
+    free(co);
+    for (int p = 0; p < n; p++) {
+      int i = ord[p].i, r = grp[i];
       gv_op *op = g.ops[i];
       local[i] = cnt[r]++;
       uint64_t h = fnv(sig[r], (uint64_t)op->code);
@@ -467,6 +516,7 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
       for (int a = 0; a < op->nres; a++) h = type_hash(h, &op->res[a]->type);
       sig[r] = h;
     }
+    free(ord);
     for (int i = 0; i < n; i++)
       for (int d = 0; d < g.ndeps[i]; d++)
         if (grp[g.deps[i][d]] != grp[i]) in_bytes[grp[i]] += g.dbytes[i][d];
