@@ -29,7 +29,10 @@
 #   - the planner's own stage plans (no --strategy) with sp per layer
 #     (GALV_PLAN_SP=always: searched in every stage plan): stage 0 takes sp,
 #     faster than without; compiled with its sp units, replayed by --plan,
-#     2 steps on 8 ranks == the single device, memory within 5 %.
+#     2 steps on 8 ranks == the single device, memory within 5 %;
+#   - by default sp where memory binds a stage's plan: inference stages at
+#     1,000,000 bytes per device take sp on stage 0 (faster than without),
+#     and give the single device's outputs on 8 ranks.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -163,5 +166,23 @@ if timeout 600 "$G" "$m" "${PP[@]}" -o "$T/own/" </dev/null >"$T/own.out" 2>"$T/
   else bad "their run: ${msg:-$(grep -m3 -i error "$T/own.log")}"; fi
 else bad "the planner's stage plans: $(grep -m2 -i error "$T/own.err" "$T/own0.err")"; fi
 unset GALV_PLAN_SP
+# by default a stage plan searches sp where memory binds it: inference, batch 4 x seq 128, 2 stages of 4 devices, 2
+# microbatches, 1,000,000 bytes per device (no stage plan of stage 0 fits without sp as fast): stage 0 takes sp (its
+# description "+sp"), GALV_PLAN_SP=off does not and predicts a slower step; the stages on 8 ranks give the single
+# device's outputs
+. "$SRC/tests/lib/rank_compare.sh"
+python3 -c "import numpy as np; np.save('$T/ids128.npy', np.random.RandomState(3).randint(0, 64, (4, 128)).astype(np.int64))"
+single_program "$T/ione" "$m" "--input input_ids=$T/ids128.npy" --input-shape input_ids=4x128
+PI=(--batch 4 --seq 128 --pipeline-stages 2 --gpus 8 --microbatches 2 --memory-limit 1000000 --target cpu)
+if timeout 600 "$G" "$m" "${PI[@]}" -o "$T/inf/" </dev/null >/dev/null 2>"$T/inf.err" &&
+   GALV_PLAN_SP=off timeout 600 "$G" "$m" "${PI[@]}" --plan-only </dev/null >/dev/null 2>"$T/inf0.err"; then
+  d=$(desc0 "$T/inf.err") d0=$(desc0 "$T/inf0.err") s=$(stepms "$T/inf.err") s0=$(stepms "$T/inf0.err")
+  if [[ "$d" == *+sp* ]] && [[ "$d0" != *+sp* ]] && python3 -c "import sys; sys.exit(not float('$s') < float('$s0'))"; then
+    ok "memory binds stage 0's plan (inference, 1,000,000 bytes): '$d' ($s ms; without sp '$d0', $s0 ms)"
+  else bad "sp where memory binds: stage 0 '$d' $s ms, without sp '$d0' $s0 ms"; fi
+  if timeout 120 "$T/inf/launch" --input "input_ids=$T/ids128.npy" -o "$T/inf/res" >"$T/inf.out" 2>&1 &&
+     msg=$(same_outputs "$T/ione/res" "$T/inf/res"); then ok "its stages on 8 ranks: $msg"
+  else bad "its run: ${msg:-$(grep -m3 -i error "$T/inf.out")}"; fi
+else bad "inference stages at 1,000,000 bytes: $(grep -m2 -i error "$T/inf.err" "$T/inf0.err")"; fi
 echo "pipeline_sp: $pass passed, $fail failed"
 [ "$fail" = 0 ]
