@@ -117,6 +117,7 @@ static void usage(FILE *f) {
           "                           --trace-plan FILE (the cost model's Chrome trace; with --train:\n"
           "                           forward, backward (and weight) per stage and microbatch, the runtime's order);\n"
           "                           --gpus N: N / S devices per stage, each stage's sharding from the planner\n"
+          "                           (sp on its layers where memory binds it: the stage line says +sp)\n"
           "                           (or --strategy tp|dp|dp,tp|dp,tp,sp [--mesh]); S = auto (0): the stage DP chooses\n"
           "                           the stages, each stage's devices (equal k = 1, 2, 4 .. with S k <= --gpus,\n"
           "                           or uneven over all --gpus) and each stage's plan; --microbatches auto: B\n"
