@@ -492,16 +492,9 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
       for (int a = 0; a < op->nres; a++) h = type_hash(h, &op->res[a]->type);
       co[i] = (canon_op){.grp = r, .lvl = lv, .pos = p, .i = i, .oh = h};
     }
-    canon_op *ord = malloc(sizeof *ord * (size_t)(n + 1));
-    if (!ord) {
-      free(co);
-      return gv_error(m, "cluster-layers: out of memory");
-    }
-    memcpy(ord, co, sizeof *ord * (size_t)n);
-    qsort(ord, (size_t)n, sizeof *ord, canon_cmp);
-    free(co);
+    qsort(co, (size_t)n, sizeof *co, canon_cmp); /* (co[] by op index no longer read) */
     for (int p = 0; p < n; p++) {
-      int i = ord[p].i, r = grp[i];
+      int i = co[p].i, r = grp[i];
       gv_op *op = g.ops[i];
       local[i] = cnt[r]++;
       uint64_t h = fnv(sig[r], (uint64_t)op->code);
@@ -516,7 +509,7 @@ int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out) {
       for (int a = 0; a < op->nres; a++) h = type_hash(h, &op->res[a]->type);
       sig[r] = h;
     }
-    free(ord);
+    free(co);
     for (int i = 0; i < n; i++)
       for (int d = 0; d < g.ndeps[i]; d++)
         if (grp[g.deps[i][d]] != grp[i]) in_bytes[grp[i]] += g.dbytes[i][d];

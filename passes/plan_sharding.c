@@ -423,6 +423,18 @@ int gv_plan_apply(gv_module *m, const gv_plan *plan) {
   return rc == 1 ? 1 : rc ? -1 : 0;
 }
 
+/* p's sp region (plan_sp_set) on C's units, both kept past C for a module's propagate-sharding after the caller:
+ * the units move from C into *lu (its earlier ones freed), s reads them there. */
+static void sp_region_keep(plan_sp *s, gv_layer_units *lu, ctx *C, const gv_plan *p) {
+  gv_layer_units_free(lu);
+  *lu = C->lu;
+  memset(&C->lu, 0, sizeof C->lu);
+  ctx keep = *C;
+  keep.lu = *lu;
+  plan_sp_set(s, &keep, p);
+  s->lu = lu;
+}
+
 int gv_plan_sp_region(const gv_module *m, const gv_plan *plan) {
   static plan_sp sps;          /* read by m's propagate-sharding, after this call */
   static gv_layer_units sp_lu; /* its units: m's, kept until the next call */
@@ -433,15 +445,7 @@ int gv_plan_sp_region(const gv_module *m, const gv_plan *plan) {
   if (ctx_init(&C, m, gv_plan_opts.cluster, 0)) return -1;
   int rc = 0;
   if (plan->nunits != C.nl + 1) rc = gv_error(m, "plan: it has %d units, the model %d (outer + %d layers)", plan->nunits, C.nl + 1, C.nl);
-  else {
-    gv_layer_units_free(&sp_lu);
-    sp_lu = C.lu;
-    memset(&C.lu, 0, sizeof C.lu);
-    ctx keep = C;
-    keep.lu = sp_lu;
-    plan_sp_set(&sps, &keep, plan);
-    sps.lu = &sp_lu;
-  }
+  else sp_region_keep(&sps, &sp_lu, &C, plan);
   ctx_free(&C);
   return rc ? -1 : 0;
 }
@@ -4145,13 +4149,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     static plan_sp main_sp; /* read by the main module's propagate-sharding, after this pass */
     static gv_layer_units main_lu; /* its units: the pass's, kept until the next run of the pass */
     if (!rc) {
-      gv_layer_units_free(&main_lu);
-      main_lu = C.lu;
-      memset(&C.lu, 0, sizeof C.lu);
-      ctx keep = C;
-      keep.lu = main_lu;
-      plan_sp_set(&main_sp, &keep, &plan);
-      main_sp.lu = &main_lu;
+      sp_region_keep(&main_sp, &main_lu, &C, &plan);
       gv_layer_units_hint(m, &main_lu); /* the main program's regather and overlap: the same units */
     }
   }

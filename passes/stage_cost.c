@@ -409,12 +409,13 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     for (int a = 0; a < x->mesh_naxes; a++) mprod *= x->mesh_shape[a];
     bool on_mesh = mprod == devices && x->mesh_naxes > 1; /* --mesh: the stage's plans on its shape */
     bool one = x->one_axis && devices > 1 && !on_mesh;   /* --strategy dp / tp: one axis of the stage's devices */
+    const bool roles = (on_mesh || one) && x->mesh_roles; /* the preset's roles (else the planner's own plan) */
     const int64_t *shape = on_mesh ? x->mesh_shape : one ? &devices : NULL;
     bool earlier = x->training && last < x->ngroups;
     /* crossing values kept split over dp (x->xsplit: as galvc compiles the stage from the preset): the program returns
      * its rows of the values whose dim 0 is the batch (the return's batch_split; propagate-sharding keeps such a
      * result in its own sharding when that splits dim 0 only), so the realised plan has no gather of them */
-    const bool xs = x->xsplit && (on_mesh || one) && x->mesh_roles && x->mesh_dp >= 0 && devices > 1;
+    const bool xs = x->xsplit && roles && x->mesh_dp >= 0 && devices > 1;
     gv_op *xret = xs ? gv_block_terminator(m->main->body) : NULL;
     if (xret) {
       const gv_func *fn = m->main;
@@ -445,7 +446,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_pipe_opts.zero2_shared = k == 1 && once_none; /* as galvc compiles the stage without ZeRO (runtime/pipe.c) */
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
       gv_pipe_opts.shared_split = whole, gv_pipe_opts.nshared_split = shared_whole ? 0 : nwhole;
-      gv_plan_opts.intra_roles = (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
+      gv_plan_opts.intra_roles = roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
       gv_plan_opts.intra_sp = gv_plan_opts.intra_roles && x->sp;
       gv_plan_opts.intra_batch = gv_stage_microbatch(x->base); /* a stage input it does not divide stays whole */
       rc = prc[k] = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
@@ -492,7 +493,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_pipe_opts.zero2 = k == 1, gv_pipe_opts.zero2_shared = k == 1 && once_none; /* as planned above */
       gv_pipe_opts.zero2_whole = whole, gv_pipe_opts.nzero2_whole = nwhole;
       gv_pipe_opts.shared_split = whole, gv_pipe_opts.nshared_split = shared_whole ? 0 : nwhole;
-      gv_plan_opts.intra_roles = !fallback[k] && (on_mesh || one) && x->mesh_roles, gv_plan_opts.intra_dp = x->mesh_dp,
+      gv_plan_opts.intra_roles = !fallback[k] && roles, gv_plan_opts.intra_dp = x->mesh_dp,
       gv_plan_opts.intra_tp = x->mesh_tp, gv_plan_opts.intra_batch = gv_stage_microbatch(x->base);
       gv_plan_opts.intra_sp = gv_plan_opts.intra_roles && x->sp;
       ent_ok[k] = !stash_entries(m, &plans[k], can_rc, zb_do, &ents[k]);
@@ -663,7 +664,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           free(shb);
           /* the DP's key among the ways: ZeRO's per-step collectives spread over the step's microbatches */
           out->key_ns = out->ns + out->zero_ns / (x->B > 0 ? x->B : 1);
-          plan_desc(&plan, !fallback[k] && (on_mesh || one) && x->mesh_roles && x->sp, out->desc, sizeof out->desc);
+          plan_desc(&plan, !fallback[k] && roles && x->sp, out->desc, sizeof out->desc);
           out->planner_plan = fallback[k];
           /* a per-layer mode that changes nothing here (no attention core, no layer in the stage, or the whole stage
            * recomputed and its arena the same): the same way as an earlier one */
