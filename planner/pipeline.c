@@ -115,6 +115,46 @@ static int cmp_i64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* a[0..n) ascending: the t_max candidates (a million stage times per solve on a 96-layer model, sorted once per
+ * microbatch count: qsort spent seconds of the screen there). An LSD radix sort over 16-bit digits, the digits above
+ * the largest value skipped, when every value is >= 0 and scratch is had; else qsort. The same order either way. */
+static void sort_i64(int64_t *a, size_t n) {
+  int64_t mx = 0;
+  bool neg = false;
+  for (size_t i = 0; i < n; i++) {
+    if (a[i] < 0) neg = true;
+    if (a[i] > mx) mx = a[i];
+  }
+  int64_t *t = n > 1024 && !neg ? malloc(n * sizeof *t) : NULL;
+  if (!t) {
+    qsort(a, n, sizeof *a, cmp_i64);
+    return;
+  }
+  enum { BITS = 16, NB = 1 << BITS };
+  size_t *cnt = malloc(NB * sizeof *cnt);
+  if (!cnt) {
+    free(t);
+    qsort(a, n, sizeof *a, cmp_i64);
+    return;
+  }
+  int64_t *src = a, *dst = t;
+  for (int shift = 0; shift < 64 && (mx >> shift) > 0; shift += BITS) {
+    memset(cnt, 0, NB * sizeof *cnt);
+    for (size_t i = 0; i < n; i++) cnt[((uint64_t)src[i] >> shift) & (NB - 1)]++;
+    size_t sum = 0;
+    for (size_t d = 0; d < NB; d++) {
+      size_t c = cnt[d];
+      cnt[d] = sum, sum += c;
+    }
+    for (size_t i = 0; i < n; i++) dst[cnt[((uint64_t)src[i] >> shift) & (NB - 1)]++] = src[i];
+    int64_t *x = src;
+    src = dst, dst = x;
+  }
+  if (src != a) memcpy(a, src, n * sizeof *a);
+  free(cnt);
+  free(t);
+}
+
 /* With exactly S stages, groups [k, j) can be a stage only when the groups
  * before and after it can hold the other S - 1 stages (one group each at
  * least); other ranges are not costed. */
@@ -350,6 +390,7 @@ typedef struct {
   int32_t *Rlo, *Rhi;
   size_t nR;
   const int64_t *fast, *wofs;
+  const int64_t *fmax; /* per range [k, j) and sub-mesh: the largest fast over [k, k + 1) .. [k, j) (-1: none feasible) */
   const uint8_t *wn;
   const dway *dw;
   /* interleaved (V > 1): the limit per device group; the ways' shares of their groups per stage position (-1: not
@@ -377,18 +418,31 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
   const dway *dw = x->dw;
   bool found = false;
 #define IX(s, k, d) (((size_t)(s) * (size_t)(L + 1) + (size_t)(k)) * (size_t)(Du + 1) + (size_t)(d))
-#define CX(k, j, m) (((size_t)(k) * (size_t)(L + 1) + (size_t)(j)) * (size_t)nm + (size_t)(m))
+/* per range [k, j) and sub-mesh m; j the fastest-varying (the DP's innermost loop walks j) */
+#define CX(k, j, m) (((size_t)(k) * (size_t)nm + (size_t)(m)) * (size_t)(L + 1) + (size_t)(j))
 #define RX(s, k) ((size_t)(s) * (size_t)(L + 1) + (size_t)(k))
   memset(Rt, 0, x->nR);
   Rt[RX(0, L)] = 1, Rlo[RX(0, L)] = Rhi[RX(0, L)] = 0;
   for (int64_t d = 0; d <= Du; d++) F[IX(0, L, d)] = INF;
   F[IX(0, L, 0)] = 0;
+  /* the rows of s - 1 stages written: [jlo, jhi] holds every k whose row has a finite entry (outside it no range
+   * [k, j) continues into a cover of [j, L), the j loop's iterations there do nothing) */
+  int jlo = L, jhi = L;
   for (int s = 1; s <= x->Sn; s++) {
     gv_pipe_charge ch; /* the saved bytes the stage s positions from the end holds at its peak */
     dp_charge(p, V, x->il_inflight, s, run_total(p, n, B), B, &ch);
+    int nlo = L + 1, nhi = -1; /* this row's, for s + 1 */
     for (int k = L - s; k >= 0; k--)
-      for (int m = 0; m < nm; m++)
-        for (int j = k + 1; j <= L - (s - 1); j++) {
+      for (int m = 0; m < nm; m++) {
+        /* the loop below walks j from k + 1 and stops at the first range slower than t_max: it starts at jlo
+         * instead where no range before it is (fmax), the iterations skipped being the ones that do nothing */
+        int j0 = k + 1;
+        if (jlo > j0) {
+          if (x->fmax[CX(k, jlo - 1, m)] > tmax) continue; /* it stopped before jlo */
+          j0 = jlo;
+        }
+        const int j1 = L - (s - 1) < jhi ? L - (s - 1) : jhi;
+        for (int j = j0; j <= j1; j++) {
           if (p->stage_devices && mn[m] * mk[m] != p->stage_devices[S - s]) break; /* position S - s from the start */
           const int64_t fastest = fast[CX(k, j, m)];
           if (fastest < 0) continue; /* infeasible */
@@ -430,6 +484,13 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
             }
           }
         }
+        const size_t rk = RX(s, k);
+        if (Rt[rk] && Rlo[rk] <= Rhi[rk]) {
+          if (k < nlo) nlo = k;
+          if (k > nhi) nhi = k;
+        }
+      }
+    jlo = nlo, jhi = nhi;
     if (!run_takes(p, n, B, s)) continue;
     if (!Rt[RX(s, 0)] || Rhi[RX(s, 0)] < Du) continue; /* no plan of s stages on all the devices */
     int64_t v = F[IX(s, 0, Du)];
@@ -586,6 +647,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   uint8_t *wn = calloc(nC, 1);
   dway *dw = NULL;
   size_t ndw = 0, capdw = 0;
+  int64_t *fmax = malloc(nC * sizeof(int64_t)); /* dp_ctx.fmax */
+  uint8_t *seen = NULL;                          /* per stage cost of the table: its ways among the t_max candidates */
   int64_t *fast = malloc(nC * sizeof(int64_t)); /* per range and sub-mesh: its fastest way's ns (-1: infeasible), read
                                                  * by the DP's inner loop without touching the cost itself */
   int64_t *cand = malloc(nC * GV_STAGE_MAX_VARS * sizeof(int64_t));
@@ -604,12 +667,13 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   /* no partition fits: the partition whose largest stage needs the least (the binding figure), that stage */
   int64_t bind = INT64_MAX, bind_state = 0, bind_act = 0, bind_n = 0, bind_dev = 0;
   int bind_first = 0, bind_last = 0;
-  if (!F || !Fj || !Fm || !C || !cand || !gbase || !fast || !wofs || !wn || !Rt || !Rlo || !Rhi) {
+  if (!F || !Fj || !Fm || !C || !cand || !gbase || !fast || !fmax || !wofs || !wn || !Rt || !Rlo || !Rhi) {
     gv_error_plain("pipeline: out of memory (%d groups, %lld device units)", L, (long long)Du);
     goto done;
   }
 #define IX(s, k, d) (((size_t)(s) * (size_t)(L + 1) + (size_t)(k)) * (size_t)(Du + 1) + (size_t)(d))
-#define CX(k, j, m) (((size_t)(k) * (size_t)(L + 1) + (size_t)(j)) * (size_t)nm + (size_t)(m))
+/* per range [k, j) and sub-mesh m; j the fastest-varying (the DP's innermost loop walks j) */
+#define CX(k, j, m) (((size_t)(k) * (size_t)nm + (size_t)(m)) * (size_t)(L + 1) + (size_t)(j))
   const int64_t INF = DP_INF;
   for (int tier = V > 1 ? 0 : 1; tier < 2; tier++) {
   if (tier && V > 1 && !il_rejected) break; /* the first pass refused no plan: its plans are the DP's */
@@ -668,6 +732,14 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       }
     }
     ndw = 0;
+    /* the t_max candidates: each stage cost's ways once (many ranges share one cost: the same layers on the same
+     * sub-mesh), marked by its index in the table */
+    free(seen);
+    seen = calloc(chp->n ? chp->n : 1, 1);
+    if (!seen) {
+      gv_error_plain("pipeline: out of memory");
+      goto done;
+    }
     /* second sweep: pointers (the table may have moved while growing) */
     for (int k = 0; k < L; k++) {
       uint64_t h = 0x12345;
@@ -716,14 +788,25 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             if (need < min_need)
               min_need = need, out->min_state = (ec->nvar < 2 ? ec->state_bytes : ec->var[vv].state_bytes) + zbh * ec->zb_bytes,
               out->min_act = ec->nvar < 2 ? ec->act_bytes : ec->var[vv].act_bytes;
-            cand[ncand++] = ec->ns;
-            for (int w = 1; w < ec->nvar && ncand < (int)nC * GV_STAGE_MAX_VARS; w++) /* the slower ways' times too */
-              if (arc || !recomputing(&ec->var[w])) cand[ncand++] = ec->var[w].ns;
+            if (!seen[e->idx]) {
+              seen[e->idx] = 1;
+              cand[ncand++] = ec->ns;
+              for (int w = 1; w < ec->nvar && ncand < (int)nC * GV_STAGE_MAX_VARS; w++) /* the slower ways' times too */
+                if (arc || !recomputing(&ec->var[w])) cand[ncand++] = ec->var[w].ns;
+            }
           }
         }
       }
     }
-    qsort(cand, (size_t)ncand, sizeof(int64_t), cmp_i64);
+    for (int k = 0; k < L; k++)
+      for (int m = 0; m < nm; m++) {
+        int64_t mx = -1;
+        for (int j = k + 1; j <= L; j++) {
+          if (fast[CX(k, j, m)] > mx) mx = fast[CX(k, j, m)];
+          fmax[CX(k, j, m)] = mx;
+        }
+      }
+    sort_i64(cand, (size_t)ncand);
     const int nruns = binds(C, nC, B, limit) ? zb_runs(p, S, B) : 0;
     if (V > 1) { /* the ways' shares of their groups, computed when first read */
       free(ilm);
@@ -735,7 +818,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       for (size_t i = 0; i < ndw * (size_t)S; i++) ilm[i] = -1;
     }
     dp_ctx dpx = {.p = p, .L = L, .nm = nm, .S = S, .V = V, .il_inflight = il_inflight, .Du = Du, .limit = limit, .mn = mn,
-                  .mk = mk, .mu = mu, .F = F, .Fj = Fj, .Fm = Fm, .Rt = Rt, .Rlo = Rlo, .Rhi = Rhi, .nR = nR, .fast = fast,
+                  .mk = mk, .mu = mu, .F = F, .Fj = Fj, .Fm = Fm, .Rt = Rt, .Rlo = Rlo, .Rhi = Rhi, .nR = nR, .fast = fast, .fmax = fmax,
                   .wofs = wofs, .wn = wn, .dw = dw, .glimit = glimit, .ilm = ilm, .rejected = &il_rejected, .tmp = il_tmp};
     /* the t_max tried: candidates within 1% of each other are tried once, at the largest of the run (the smallest
      * would rule out stages 1% slower than it: one stage over many groups could then find no plan at all); cand[g]
@@ -913,7 +996,7 @@ done:
   free(Fm);
   free(Rt), free(Rlo), free(Rhi);
   free((void *)C);
-  free(fast);
+  free(fast), free(fmax), free(seen);
   free(wofs), free(wn), free(dw);
   free(cand), free(gbase);
   free(own.t), free(own.pool);
