@@ -1407,7 +1407,10 @@ typedef struct {
 } tp_choices;
 typedef struct {
   gv_plan key;
-  int status; /* 0: the table below; 1: the combination does not realise */
+  int status; /* 0: the table below; 1: the combination does not realise; 2: pruned by a bound; 3: none of its plans
+              * fits (solve_reduced: its smallest pattern over the limit), no table: nofit_* stand for it */
+  gv_plan nofit_plan; /* status 3: the smallest pattern, its memory (the full program's estimate from r3) and a step */
+  int64_t nofit_mem, nofit_ns;
   int64_t n3[4][NZ], s3[4][NZ], rest3, rest2;
   int64_t restL; /* the rest of the full program from r3's memory plans (red_full_lower; INT64_MIN: none) */
   int64_t midL[NZ]; /* per choice: what a middle layer at that choice adds to the full program (mem_full_layer; 0: unknown) */
@@ -1613,6 +1616,7 @@ typedef struct {
   int64_t best_pred, best_pred_mem; /* the search's prediction of the best plan (reduced: scaled) */
   bool found;
   int64_t min_mem;  /* the smallest memory any candidate needs (predicted on the reduced programs) */
+  int64_t min_pred; /* the same as predicted, kept when min_mem becomes the full realisation's (-1: none) */
   gv_plan min_mem_plan;
   bool min_realised; /* min_mem / min_mem_cost: the full realisation of the smallest (reduced search, no fit) */
   bool min_terms;    /* min_mem_cost holds the smallest candidate's realised terms (every candidate realised in full) */
@@ -2326,6 +2330,15 @@ static int bound_mode(void) {
   }
   return mode;
 }
+/* GALV_PLAN_NOFIT=off: a combination's table is made even where its smallest pattern is over the limit */
+static bool nofit_on(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("GALV_PLAN_NOFIT");
+    on = !(e && !strcmp(e, "off"));
+  }
+  return on;
+}
 /* r3's figure x3 extrapolated over L layers by r2's x2: x3 + (L - 3) x the per-layer difference (none below 0) */
 static int64_t red_lin(int64_t x3, int64_t x2, int L) { return x3 + (int64_t)(L - 3) * (x3 > x2 ? x3 - x2 : 0); }
 /* A combination's bound on every plan's step (solve_reduced): its compute extrapolated from r3 (f3) and r2 (f2) and,
@@ -2473,6 +2486,10 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
   /* a combination pruned by its bound stays out (plan_search checks the bound against each search's runner-up) */
   bool isnew = e == &R->combos[R->ncombos];
   if (e->status == 2 && (!C->no_prune || e->inc_out)) return 0;
+  if (e->status == 3) { /* no plan of it fits: its smallest pattern stands for it (the smallest need, a faster one over) */
+    consider_pred(S, &e->nofit_plan, e->nofit_ns, e->nofit_mem, C->limit);
+    return 0;
+  }
   if (e->status == 2) red_unprune(e);
   if (e->status < 0) { /* the combination's first search: its reduced realisations */
     int64_t(*n3)[NZ] = e->n3, (*s3)[NZ] = e->s3, uns[4], ust[4], rest3 = INT64_MIN, rest2 = INT64_MIN, restL = INT64_MIN;
@@ -2485,7 +2502,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     e->sp = sp_searchable(C, p);
     tp_alternatives(C, p, &e->tc); /* the layers' other tp choices: the first realisation below is their P0 */
     uint8_t p0_zero[4] = {0};
-    int64_t p0_f = 0, p0_c = 0;
+    int64_t p0_f = 0, p0_c = 0, fp3 = -1, fp2 = -1; /* fp: the first pair's steps on r3 and r2 */
     for (int k = nz > 1 ? 1 : 0; !st && k < nz; k++) /* each stage on even and odd units (no training: one realisation) */
       for (int r = 0; !st && r < (nz > 1 ? 2 : 1); r++) {
         bool sp_base = e->sp && k == (nz > 1) && !r; /* sequence parallelism's baseline, then the same with sp */
@@ -2502,6 +2519,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
           e->tp_ok[0] = true;
         }
         int64_t f3 = R->c3.fb_ns, t3 = R->c3.tpc_ns; /* the bound's r3 figures (sp_realise below realises on c3 too) */
+        if (first) fp3 = pc.step_ns;
         if (sp_base) {
           memcpy(e->sp_ns[0], uns, sizeof uns);
           gv_plan qp = *p;
@@ -2528,6 +2546,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         q = realise_red(C, &R->c2, p, 3, r, zs[k], &pc, uns, ust);
         if (q) { st = q; break; }
         if (p0) p0_f = f3 - R->c2.fb_ns, p0_c = t3 - R->c2.tpc_ns; /* a layer's compute and tp communication at P0 */
+        fp2 = pc.step_ns;
         sum = 0;
         for (int u = 0; u < 3; u++) sum += ust[u];
         if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
@@ -2590,6 +2609,44 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         }
         first = false;
       }
+    /* The combination's smallest pattern first: every unit at the highest ZeRO stage searched, without and with sp
+     * on every layer (where sp is searched), every layer at t_layer (a layer's other tp choices are of no larger degree, else this is
+     * not done). Where the full program's memory estimated from its r3 realisation (red_full_lower, the estimate the
+     * tables use) is over the limit by MEM_SKIP (2 %), none of the combination's plans fits and its table is not made
+     * (the uniform realisations at every stage, with and without sp, and the tp tables): galvc's probes of too few
+     * microbatches realised them all to find nothing fitting. It stands for the combination in each search as the
+     * smallest need, a candidate over the limit whose step is the first pair's extrapolated over the layers. Only
+     * where realisations are kept (ctx.memo): where it fits, the table's own realisation of it is read, not made
+     * again. GALV_PLAN_NOFIT=off: every table made. */
+    if (!st && C->memo && nofit_on() && fp3 >= 0 && fp2 >= 0 && zs[nz - 1] <= 3) {
+      bool larger = false; /* another tp choice of a larger degree: less memory, possibly */
+      int64_t t = p->t_layer >= 0 ? p->size[p->t_layer] : 1;
+      for (int j = 0; j < e->tc.n; j++) larger |= e->tc.val[j] > 0 && p->size[e->tc.val[j] - 1] > t;
+      if (!larger) {
+        /* without sp, and with it where searched (sp moves the activations onto the sequence split but adds its
+         * communication buffers: either may be the smaller) */
+        gv_plan_cost mc;
+        int64_t need = INT64_MAX;
+        bool need_sp = false;
+        for (int w = 0; w < 1 + e->sp; w++) {
+          int q = realise_uniform(C, &R->c3, p, 4, zs[nz - 1], w == 1, &mc, NULL);
+          if (q < 0) return -1;
+          if (q || mc.mem_full <= 0) need = -1;
+          if (need >= 0 && mc.mem_full < need) need = mc.mem_full, need_sp = w == 1;
+        }
+        if (need > 0 && need < INT64_MAX && need > C->limit + C->limit / 50) {
+          gv_plan np = *p;
+          for (int u = 0; u < nu; u++) np.zero[u] = zs[nz - 1], np.sp[u] = need_sp && u > 0;
+          e->status = 3, e->nofit_plan = np, e->nofit_mem = need, e->nofit_ns = red_lin(fp3, fp2, L);
+          if (getenv("GALV_PLAN_DEBUG"))
+            fprintf(stderr, "plan-debug: smallest pattern (stage %d%s) needs %lld bytes, over %lld: no table\n", zs[nz - 1],
+                    need_sp ? ", sp" : "", (long long)need, (long long)C->limit);
+          if (isnew) R->ncombos++;
+          consider_pred(S, &e->nofit_plan, e->nofit_ns, e->nofit_mem, C->limit);
+          return 0;
+        }
+      }
+    }
     /* Every unit at each stage on r3: the full program's memory from its memory plan (red_full_lower), what a
      * middle layer at that stage adds to it (the table's column for the middle layers) and the rest (the full
      * program's memory less the outer part's and the first and last layers' states and the middle layers'
@@ -3045,11 +3102,6 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
   return rc < 0 ? -1 : 0;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* The combinations in the order solved: the batch split over the most devices first (the original order within a
  * degree), on the reduced training search, where the bound compares each combination with the runner-up so far:
@@ -3059,6 +3111,12 @@ typedef struct {
   int64_t dp;
   int i;
 } combo_ord;
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static int combo_cmp(const void *a, const void *b) {
   const combo_ord *x = a, *y = b;
   if (x->dp != y->dp) return x->dp > y->dp ? -1 : 1;
@@ -3070,7 +3128,7 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
   bool order = C->red && C->train && !exhaustive && bound_mode() && !getenv("GALV_PLAN_ORDER_OFF");
   combo_ord *ord = NULL;
   int nord = 0, capord = 0;
-  S->min_mem = -1;
+  S->min_mem = S->min_pred = -1;
   bool idle_ok = C->mb_batch % devices != 0; /* a microbatch that does not split over every device */
   int64_t shapes[64][2];
   int nsh = 0;
@@ -3320,7 +3378,7 @@ again_unpruned:
       }
       S->found = true, S->best = mp, S->best_cost = pc, S->best_pred = pc.step_ns, S->best_pred_mem = pc.mem_total;
     } else if (q == 0) {
-      S->min_realised = true, S->min_mem = pc.mem_total, S->min_mem_cost = pc;
+      S->min_realised = true, S->min_pred = S->min_mem, S->min_mem = pc.mem_total, S->min_mem_cost = pc;
     }
   }
 out:
@@ -3439,9 +3497,13 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
   const char *spe = getenv("GALV_PLAN_SP");
   const bool sp_always = !preset && spe && !strcmp(spe, "always"); /* sp searched in every stage plan at once */
   sp_excluded = !sp_always;
-  int64_t inc = gv_plan_opts.incumbent_ns; /* a whole program's step: no bound on a stage's */
-  gv_plan_opts.incumbent_ns = 0;
+  /* a whole program's step bounds no stage's; a pipeline candidate's step to beat, per microbatch, does
+   * (stage_incumbent_ns): the combinations whose bound is above it are left out as one program's searches leave them */
+  int64_t inc = gv_plan_opts.incumbent_ns;
+  gv_plan_opts.incumbent_ns = gv_plan_opts.stage_incumbent_ns;
+  int64_t inc_left = 0; /* the combinations that bound left out, both searches */
   int rc = plan_search(&C, devices, mesh_shape && naxes ? &fixed : NULL, false, &S);
+  inc_left += C.inc_pruned;
   /* sp in the planner's own stage plan: searched again, with sp per layer, where memory binds the stage (no plan
    * fits, or a faster candidate was over the limit: sp splits the layers' activations over tp); the faster plan
    * that fits (else the smaller need) is the stage's. Where memory does not bind, the search without sp stands:
@@ -3459,7 +3521,7 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
       else if (!r2 && (S2->found ? !S.found || S2->best_cost.step_ns < S.best_cost.step_ns
                                  : !S.found && S2->min_mem >= 0 && (S.min_mem < 0 || S2->min_mem < S.min_mem)))
         S = *S2;
-      C.realised += C2.realised;
+      C.realised += C2.realised, inc_left += C2.inc_pruned;
       ctx_free(&C2);
     }
     free(S2);
@@ -3475,6 +3537,7 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
       else memset(cost, 0, sizeof *cost);
       cost->mem_total = S.min_mem;
       if (S.min_mem >= 0) *plan = S.min_mem_plan;
+      cost->bounded = inc_left > 0;
       rc = 1;
     }
     cost->plan_seconds = now_s() - t0;
@@ -4089,6 +4152,8 @@ int gv_pass_plan_sharding(gv_module *m) {
     } else if (!rc && !S.found && S.min_mem >= 0 && o->probe) { /* no error line: the driver tries a smaller microbatch */
       rc = 1;
       gv_plan_last.min_mem = S.min_mem, gv_plan_last.min_cost = S.min_mem_cost, gv_plan_last.min_terms = S.min_realised || S.min_terms;
+      gv_plan_last.min_need = S.min_realised && S.min_pred >= 0 && S.min_pred < S.min_mem ? S.min_pred : S.min_mem;
+      gv_plan_last.limit = C.limit;
     }
     else if (!rc && !S.found) {
       char s[128] = "";

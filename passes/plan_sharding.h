@@ -65,6 +65,8 @@ typedef struct {
                                          * device of the full program it stands for, estimated from its memory
                                          * plan; 0: none */
   int64_t mem_full_layer;               /* the same: what one more middle layer adds to it */
+  bool bounded;                         /* gv_plan_intra returned 1 having left combinations out by
+                                         * gv_plan_opts.stage_incumbent_ns: no plan both fits and runs under it */
 } gv_plan_cost;
 
 typedef struct {
@@ -89,6 +91,10 @@ typedef struct {
    * left out unrealised: none of its plans could be chosen over that one (docs/planner.md, "Planning time: counts, long
    * programs and the fastest step so far") */
   int64_t incumbent_ns;
+  /* gv_plan_intra (a pipeline stage's program): the same bound on the stage program's step, from the pipeline
+   * candidate's step to beat (galvc_pipeline.c: a stage's B microbatches run one after another, so a stage slower
+   * than (step to beat - the stages before it) / B cannot be in a faster pipeline); 0: none */
+  int64_t stage_incumbent_ns;
   const gv_plan *plan_fixed; /* a plan applied as given (like plan_in; galvc compiles the stand-in's choice at its count) */
   /* gv_plan_intra on a fixed mesh shape with the roles fixed (a pipeline stage compiled with --mesh and --strategy
    * dp,tp: the preset): the batch split over axis intra_dp only (-1: none), the layers' tp over intra_tp only (-1:
@@ -120,6 +126,9 @@ typedef struct {
   gv_plan_cost min_cost;
   bool min_terms;
   bool bounded; /* a probe that found no plan because every combination was bounded above incumbent_ns (returned 1) */
+  /* a probe that found no plan: the least need of any candidate it weighed, predicted or realised (min_mem's
+   * prediction where its full realisation needed more); galvc skips the counts it shows cannot fit */
+  int64_t min_need;
   gv_plan plan;  /* the plan chosen (returned 0) */
   int64_t limit; /* the memory limit the search held it to (bytes per device) */
 } gv_plan_outcome;

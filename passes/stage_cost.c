@@ -319,6 +319,7 @@ struct gv_stage_cache {
   int first, last;
   int64_t nodes, per_node;
   gv_stage_cost c;
+  int64_t inc; /* the bound its searches had (gv_plan_opts.stage_incumbent_ns; 0: none): read again under one as tight */
 };
 
 static void plan_desc(const gv_plan *p, bool sp_all, char *buf, size_t n) {
@@ -355,7 +356,9 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   if (!gv_stage_range_sends(x->base, first, last)) return 0; /* nothing later uses it: no stage on its own */
   for (int i = 0; i < x->ncache; i++) {
     const struct gv_stage_cache *e = &x->cache[i];
-    if (e->first == first && e->last == last && e->nodes == nodes && e->per_node == per_node) {
+    const int64_t inc = gv_plan_opts.stage_incumbent_ns;
+    if (e->first == first && e->last == last && e->nodes == nodes && e->per_node == per_node &&
+        (!e->inc || (inc > 0 && inc <= e->inc))) {
       *out = e->c;
       return 0;
     }
@@ -372,7 +375,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     lcodes[0] = GV_LAYER_RC_NONE, lcodes[1] = GV_LAYER_RC_SELECTIVE, lcodes[2] = GV_LAYER_RC_ALL;
   }
   gv_stage_cost first_way = {0}, least_way = {0};
-  int nways = 0, nfit = 0, nleast = 0;
+  int nways = 0, nfit = 0, nleast = 0, nbounded = 0; /* nbounded: plans none of which fit and run under the bound */
   int64_t zb_bytes = 0, least_zb = 0, least_mem = 0; /* least_mem: the smallest plan memory when no mode's plan fits */
   int64_t zb_act = 0, zb_delta = 0; /* ZB-H1 (stash_entries): what W reads per microbatch on a device (0: no W entry) and
                                       * what the W split changes in the entries' arena and scratch */
@@ -457,6 +460,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
         if (xret) gv_set_strs(m, xret, "batch_split", 0, NULL);
         rc = prc[k] = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
         fallback[k] = true;
+      }
+      if (rc == 1 && pcs[k].bounded) { /* nothing it could be faster than the bound with: no way of it */
+        nbounded++;
+        memset(&pcs[k], 0, sizeof pcs[k]);
       }
       gv_plan_opts.intra_batch = 0;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
@@ -709,6 +716,11 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     out->feasible = true;
     snprintf(out->desc, sizeof out->desc, "no plan fits");
   } else memset(out, 0, sizeof *out);
+  if (!nfit && nbounded) { /* cut short by the bound, not by memory: no way of it could be in a faster pipeline */
+    memset(out, 0, sizeof *out);
+    out->bounded = true;
+    snprintf(out->desc, sizeof out->desc, "bounded");
+  }
   if (getenv("GALV_PLAN_DEBUG")) /* each range's outcome: why the stage DP finds no partition */
     fprintf(stderr, "plan-debug: stage groups %d-%d on %lld x %lld: %s, %d way%s, state %lld act %lld ns %lld (transfers %lld, gradient sum %lld, once per step %lld) (%s)\n", first, last - 1,
             (long long)nodes, (long long)per_node, !out->feasible ? "no plan" : nfit ? "planned" : "no plan fits", nways,
@@ -721,7 +733,13 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     x->cache = nc;
     x->capcache = cap;
   }
-  x->cache[x->ncache++] = (struct gv_stage_cache){first, last, nodes, per_node, *out};
+  struct gv_stage_cache ce = {first, last, nodes, per_node, *out, gv_plan_opts.stage_incumbent_ns};
+  int ci = 0; /* an entry of the same range under a looser bound: replaced */
+  while (ci < x->ncache && !(x->cache[ci].first == first && x->cache[ci].last == last && x->cache[ci].nodes == nodes &&
+                             x->cache[ci].per_node == per_node))
+    ci++;
+  x->cache[ci] = ce;
+  if (ci == x->ncache) x->ncache++;
   x->seconds += now_s() - t0;
   return 0;
 }

@@ -111,6 +111,8 @@ typedef struct {
    * recomputation */
   int nvar;
   gv_stage_var var[GV_STAGE_MAX_VARS];
+  bool bounded; /* no way fits and the stage's search left plans out by its bound (gv_plan_opts.stage_incumbent_ns):
+                 * no plan of the stage both fits and runs under it (galvc's pipeline candidate is cut short) */
 } gv_stage_cost;
 
 /* Adds the way the main fields of w describe to c->var[] (the first call: var[0]). */

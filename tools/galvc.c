@@ -1805,12 +1805,27 @@ retry:
         }
         if (B > rc_fail[rc_mode]) rc_fail[rc_mode] = B;
         if (mb_stand && !count_top) count_top = count_top_of(global_batch, gpus);
+        int Bf = B; /* the most microbatches known to fit no plan */
         if (mb_search && mb_stand && count_top > B) next_B = count_top; /* the stand-in of the counts up to count_top */
+        /* count_top not probed where this probe shows it cannot fit: every candidate needs at least the least need
+         * weighed here (less 3 % for the estimate's error), and at c microbatches a candidate's activations are at
+         * least B / c of its activations here (a microbatch of fewer samples holds no more than its share of them),
+         * its state unchanged, so its need at c is at least need x B / c; at or above the limit count_top is taken
+         * as probed and failed (the rule below goes on from it, as it would have) */
+        const int64_t lneed = gv_plan_last.min_need - gv_plan_last.min_need / 33, llim = gv_plan_last.limit;
+        if (next_B == count_top && count_top > B && lneed > 0 && llim > 0 && !getenv("GALV_COUNT_SKIP_OFF") &&
+            (double)lneed * (double)B / (double)count_top > (double)llim) {
+          if (!quiet)
+            fprintf(stderr, "galvc: %d microbatches cannot fit either (the least need here, %lld bytes, x %d / %d is over the "
+                            "limit %lld): not probed\n", count_top, (long long)gv_plan_last.min_need, B, count_top, (long long)llim);
+          Bf = count_top, next_B = 0;
+          if (Bf > rc_fail[rc_mode]) rc_fail[rc_mode] = Bf;
+        }
         /* past count_top: the stand-in at the largest multiple of B dividing the batch within 8 B (count_pick then
          * takes the fewest of its divisors above B that its choice's scaled memory fits), not each divisor in turn */
-        for (int64_t d = 8 * (int64_t)B; mb_search && mb_stand && count_top && B >= count_top && !next_B && d >= 2 * (int64_t)B; d -= B)
+        for (int64_t d = 8 * (int64_t)Bf; mb_search && mb_stand && count_top && Bf >= count_top && !next_B && d >= 2 * (int64_t)Bf; d -= Bf)
           if (d <= global_batch && global_batch % d == 0) next_B = (int)d;
-        for (int64_t c = B + 1; mb_search && c <= global_batch && !next_B; c++)
+        for (int64_t c = Bf + 1; mb_search && c <= global_batch && !next_B; c++)
           if (global_batch % c == 0) next_B = (int)c;
         if (!next_B && rc_search && rc_mode + 1 < NRC) { /* none fits with this recomputation: the next one */
           if (!quiet) fprintf(stderr, "galvc: recompute=%s: no plan fits: trying recompute=%s\n", rc_modes[rc_mode], rc_modes[rc_mode + 1]);

@@ -366,6 +366,12 @@ static int nscreen;
 static int64_t jmin_need = -1, jmin_state, jmin_act;
 static int joint_mbc[64], joint_nmbc; /* the screen: every microbatch count in one stage DP (the analytic cost scales) */
 static char joint_why[256]; /* the default search: why a candidate's planned stages do not fit */
+/* the stage searches bounded by the candidate's step to beat (GALV_PLAN_INCUMBENT=off: not) */
+static bool stage_bound_on(void) {
+  const char *e = getenv("GALV_PLAN_INCUMBENT");
+  return !(e && !strcmp(e, "off"));
+}
+
 static bool joint_minmem; /* the default search found no pipeline: pipe_plan_b finds the smallest need (jmin_need) */
 static int joint_layers; /* the planner's layers of the model (the default search's K = 2 L, at least 8) */
 
@@ -548,8 +554,26 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     /* with a step to beat (the default search's joint_cut) the last stage is planned first (the head and the loss: mostly
      * the slowest), then the others in order: the bound below is the strongest early */
     bool cut = pa->joint && pa->joint_cut > 0 && S > 1, done_st[GV_PIPE_MAX_STAGES] = {false};
+    /* with a step to beat, the stages in the order of their analytic cost per microbatch, the slowest first (on a tie
+     * the later first: the head and the loss): the stage most likely to reach the bound alone is planned first */
+    int sord[GV_PIPE_MAX_STAGES];
+    int64_t san[GV_PIPE_MAX_STAGES];
+    for (int oi = 0; oi < S; oi++) sord[oi] = !cut ? oi : oi == 0 ? S - 1 : oi - 1;
+    for (int i = 0; cut && i < S; i++) {
+      int64_t d = pa->sdev[i], pn = cs.devices_per_node > 0 ? cs.devices_per_node : d;
+      gv_stage_cost ac;
+      san[i] = 0;
+      if (!gv_stage_cost_analytic(&actx, pa->first[i], pa->first[i + 1], d <= pn ? 1 : d / pn, d <= pn ? d : pn, B, &ac) &&
+          ac.feasible)
+        san[i] = ac.ns;
+    }
+    for (int a = 1; cut && a < S; a++) /* insertion: by analytic ns, descending; the index, descending, on a tie */
+      for (int b = a; b > 0 && (san[sord[b]] > san[sord[b - 1]] || (san[sord[b]] == san[sord[b - 1]] && sord[b] > sord[b - 1])); b--) {
+        int t = sord[b];
+        sord[b] = sord[b - 1], sord[b - 1] = t;
+      }
     for (int oi = 0; oi < S && !rc; oi++) {
-      const int i = !cut ? oi : oi == 0 ? S - 1 : oi - 1;
+      const int i = sord[oi];
       int64_t d = pa->sdev[i], pn = cs.devices_per_node > 0 ? cs.devices_per_node : d;
       pl->first[i] = pa->first[i], pl->first[i + 1] = pa->first[i + 1];
       pl->nodes[i] = d <= pn ? 1 : d / pn, pl->per_node[i] = d <= pn ? d : pn;
@@ -557,6 +581,16 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       gv_pipe_charge ch;
       gv_pipe_charge_make(pl->schedule, S, i, B, pl->inflight[i], &ch);
       int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
+      /* the step bound below, turned into one on this stage's program before it is planned: its search leaves out
+       * the plans slower than (step to beat - the stages before it planned so far) / B (GALV_PLAN_INCUMBENT=off:
+       * none) */
+      int64_t pre_i = 0;
+      for (int j = 0; cut && j < i; j++)
+        if (done_st[j]) {
+          int64_t nsj = pl->cost[j].ns - pl->cost[j].xfer_ns;
+          pre_i += pl->schedule == GV_SCHED_ZBH1 ? nsj / 3 : nsj;
+        }
+      gv_plan_opts.stage_incumbent_ns = cut && stage_bound_on() && pa->joint_cut > pre_i ? (pa->joint_cut - pre_i) / B : 0;
       if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
       else if (pl->cost[i].feasible && pl->cost[i].nvar > 1) { /* the stage's way: the plan's, else the fastest that fits */
         int wr = pa->choice_given ? pa->srec[i] : -1, wz = pa->choice_given ? pa->szero[i] : -1;
@@ -590,8 +624,14 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
         snprintf(joint_why, sizeof joint_why, "the %d stage%s planned bound the step at %.3f ms, not under %.3f ms; %d not planned",
                  oi + 1, oi ? "s" : "", (double)lb / 1e6, (double)pa->joint_cut / 1e6, S - oi - 1);
       }
+      gv_plan_opts.stage_incumbent_ns = 0;
       if (rc) ;
-      else if (!pl->cost[i].feasible && pa->joint) {
+      else if (pl->cost[i].bounded) { /* no plan of the stage fits and runs under the bound: as the step bound cuts */
+        rc = 2;
+        snprintf(joint_why, sizeof joint_why, "stage %d (groups %d-%d): no plan of its program fits and runs under %.3f ms "
+                 "per microbatch (its compute and tp communication bound); %d not planned", i, pl->first[i],
+                 pl->first[i + 1] - 1, (double)(pa->joint_cut - pre_i) / B / 1e6, S - oi - 1);
+      } else if (!pl->cost[i].feasible && pa->joint) {
         rc = 1;
         snprintf(joint_why, sizeof joint_why, "stage %d (groups %d-%d) cannot run on %lld devices", i, pl->first[i],
                  pl->first[i + 1] - 1, (long long)d);
