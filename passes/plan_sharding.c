@@ -3477,6 +3477,8 @@ typedef struct {
 static kept_fixed kept_fixed_at[KEPT_MAX];
 static int nkept_fixed, next_fixed;
 
+int64_t gv_plan_intra_left_out;
+
 int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape, int naxes, const gv_cluster *c,
                   int64_t memory_limit, gv_plan *plan, gv_plan_cost *cost) {
   double t0 = now_s();
@@ -3509,7 +3511,9 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
    * that fits (else the smaller need) is the stage's. Where memory does not bind, the search without sp stands:
    * with sp a stage's search takes about twice as long (docs/planner.md, "Sequence parallelism in the stages");
    * GALV_PLAN_SP=always searches it in every stage plan, =off in none */
-  if (!rc && !preset && !sp_always && !(spe && !strcmp(spe, "off")) && (!S.found || (S.over && S.over_ns < S.best_cost.step_ns))) {
+  /* (not where nothing was weighed but what the stage bound left out: then memory did not bind it) */
+  if (!rc && !preset && !sp_always && !(spe && !strcmp(spe, "off")) && !(!S.found && S.min_mem < 0 && inc_left > 0) &&
+      (!S.found || (S.over && S.over_ns < S.best_cost.step_ns))) {
     ctx C2;
     search *S2 = malloc(sizeof *S2);
     if (!S2) rc = gv_error(m, "out of memory");
@@ -3526,6 +3530,7 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
     }
     free(S2);
   }
+  gv_plan_intra_left_out += inc_left;
   gv_plan_opts.incumbent_ns = inc;
   tp_excluded = sp_excluded = false;
   gv_plan_opts.zero_stages = saved;

@@ -144,6 +144,9 @@ extern gv_plan_outcome gv_plan_last;
  * -1 after an error line. */
 int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape, int naxes, const gv_cluster *c,
                   int64_t memory_limit, gv_plan *plan, gv_plan_cost *cost);
+/* The mesh / strategy combinations gv_plan_intra's searches left out by gv_plan_opts.stage_incumbent_ns, in all
+ * (galvc's pipeline candidates report theirs) */
+extern int64_t gv_plan_intra_left_out;
 /* Reads a plan.json (written by the pass) for a model of nunits planning
  * units (the outer unit + the layers): every field strict and in range.
  * Returns 0, or -1 after one error line naming the file (and line). */

@@ -1825,8 +1825,23 @@ retry:
          * takes the fewest of its divisors above B that its choice's scaled memory fits), not each divisor in turn */
         for (int64_t d = 8 * (int64_t)Bf; mb_search && mb_stand && count_top && Bf >= count_top && !next_B && d >= 2 * (int64_t)Bf; d -= Bf)
           if (d <= global_batch && global_batch % d == 0) next_B = (int)d;
-        for (int64_t c = Bf + 1; mb_search && c <= global_batch && !next_B; c++)
-          if (global_batch % c == 0) next_B = (int)c;
+        /* each count in turn (the counts on their own programs): those the probe shows cannot fit (as above) and
+         * cannot need less than the least need seen (lm_mem: the error line's, when none fits) are skipped */
+        int64_t skip_lo = 0, skip_hi = 0;
+        for (int64_t c = Bf + 1; mb_search && c <= global_batch && !next_B; c++) {
+          if (global_batch % c) continue;
+          const double lc = (double)lneed * (double)B / (double)c; /* the least need at c */
+          if (lneed > 0 && llim > 0 && !getenv("GALV_COUNT_SKIP_OFF") && lc > (double)llim && lm_mem >= 0 && lc > (double)lm_mem) {
+            if (!skip_lo) skip_lo = c;
+            skip_hi = c;
+            continue;
+          }
+          next_B = (int)c;
+        }
+        if (skip_lo && !quiet)
+          fprintf(stderr, "galvc: %lld to %lld microbatches cannot fit either (the least need here, %lld bytes, x %d / the count is "
+                          "over the limit %lld): not probed\n", (long long)skip_lo, (long long)skip_hi,
+                  (long long)gv_plan_last.min_need, B, (long long)llim);
         if (!next_B && rc_search && rc_mode + 1 < NRC) { /* none fits with this recomputation: the next one */
           if (!quiet) fprintf(stderr, "galvc: recompute=%s: no plan fits: trying recompute=%s\n", rc_modes[rc_mode], rc_modes[rc_mode + 1]);
           gv_module_free(m);

@@ -1488,6 +1488,7 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       for (int s = 0; s < c->S; s++) Q.sdev[s] = c->sdev[s], g += c->sdev[s];
       for (int s = 0; s <= c->S; s++) Q.first[s] = c->first[s];
       double t1 = now();
+      const int64_t left0 = gv_plan_intra_left_out;
       snprintf(joint_why, sizeof joint_why, "none planned");
       /* the step a candidate must beat to be chosen: one program's and the best pipeline's so far (the stages planned
        * stop once one stage alone reaches it; GALV_PIPE_SKIP=off: every stage planned) */
@@ -1517,6 +1518,9 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
                             (double)key / 1e6, nrc, nrc == 1 ? "" : "s", nz, nz2);
         else if (r == 2) fprintf(stderr, "slower than the step to beat (%s)", joint_why);
         else fprintf(stderr, "the stage programs do not fit (%s)", joint_why);
+        if (gv_plan_intra_left_out > left0) /* the stage searches' bound (gv_plan_opts.stage_incumbent_ns) */
+          fprintf(stderr, "; its stage searches left %lld mesh / strategy combinations out, slower per microbatch than "
+                          "the step to beat allows", (long long)(gv_plan_intra_left_out - left0));
         fprintf(stderr, " (%.2f s)\n", now() - t1);
       }
       if (r != 0 || (best >= 0 && key >= best)) continue;
