@@ -1650,10 +1650,12 @@ retry:
   gv_train_opts.microbatches = B;
   gv_plan_opts.count_as = part_k < 0 && mb_stand && !count_real && !count_full && B > 2 ? B : 0;
   /* not at a mode's first count: there the search also answers whether anything fits at all, and a bound that left
-   * out the combinations that fit would send the mode to more microbatches for plans no faster (the rest); but the
-   * pipeline's step (galvc_pipeline_early) bounds the first counts too: what it leaves out cannot beat the pipeline,
-   * which the default search compiles then */
-  const bool inc_pipe = joint && jc.found && incumbent == jc.step_ns;
+   * out the combinations that fit would send the mode to more microbatches for plans no faster (the rest); but where
+   * the default search has a pipeline (galvc_pipeline_early: compiled when no one program beats it) the first counts
+   * are bounded too: what the bound leaves out cannot beat the fastest step realised so far, the pipeline's or a
+   * faster one program's (a mode whose every combination is bounded at its first count ends there: on Llama2-7B,
+   * recompute=all) */
+  const bool inc_pipe = joint && jc.found;
   gv_plan_opts.incumbent_ns = inc_on && part_k < 0 && !mb_final && (rc_search || mb_search) && (B != B0 || inc_pipe) ? incumbent : 0;
   if (gv_plan_opts.count_as) gv_train_opts.microbatches = 2;
   gv_plan_opts.plan_fixed = part_k >= 0 ? &part_plan : count_real ? &stand_plan : NULL;
