@@ -2612,7 +2612,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
     /* The combination's smallest pattern first: every unit at the highest ZeRO stage searched, without and with sp
      * on every layer (where sp is searched), every layer at t_layer (a layer's other tp choices are of no larger degree, else this is
      * not done). Where the full program's memory estimated from its r3 realisation (red_full_lower, the estimate the
-     * tables use) is over the limit by MEM_SKIP (2 %), none of the combination's plans fits and its table is not made
+     * tables use) is over the limit by 2 %, none of the combination's plans fits and its table is not made
      * (the uniform realisations at every stage, with and without sp, and the tp tables): galvc's probes of too few
      * microbatches realised them all to find nothing fitting. It stands for the combination in each search as the
      * smallest need, a candidate over the limit whose step is the first pair's extrapolated over the layers. Only
@@ -2626,15 +2626,15 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         /* without sp, and with it where searched (sp moves the activations onto the sequence split but adds its
          * communication buffers: either may be the smaller) */
         gv_plan_cost mc;
-        int64_t need = INT64_MAX;
+        int64_t need = INT64_MAX; /* -1: a realisation gave no estimate (the table is made) */
         bool need_sp = false;
-        for (int w = 0; w < 1 + e->sp; w++) {
+        for (int w = 0; w < 1 + e->sp && need > 0; w++) {
           int q = realise_uniform(C, &R->c3, p, 4, zs[nz - 1], w == 1, &mc, NULL);
           if (q < 0) return -1;
           if (q || mc.mem_full <= 0) need = -1;
-          if (need >= 0 && mc.mem_full < need) need = mc.mem_full, need_sp = w == 1;
+          else if (mc.mem_full < need) need = mc.mem_full, need_sp = w == 1;
         }
-        if (need > 0 && need < INT64_MAX && need > C->limit + C->limit / 50) {
+        if (need > C->limit + C->limit / 50) {
           gv_plan np = *p;
           for (int u = 0; u < nu; u++) np.zero[u] = zs[nz - 1], np.sp[u] = need_sp && u > 0;
           e->status = 3, e->nofit_plan = np, e->nofit_mem = need, e->nofit_ns = red_lin(fp3, fp2, L);
@@ -3102,6 +3102,11 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
   return rc < 0 ? -1 : 0;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* The combinations in the order solved: the batch split over the most devices first (the original order within a
  * degree), on the reduced training search, where the bound compares each combination with the runner-up so far:
@@ -3111,12 +3116,6 @@ typedef struct {
   int64_t dp;
   int i;
 } combo_ord;
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int combo_cmp(const void *a, const void *b) {
   const combo_ord *x = a, *y = b;
   if (x->dp != y->dp) return x->dp > y->dp ? -1 : 1;
@@ -4157,7 +4156,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     } else if (!rc && !S.found && S.min_mem >= 0 && o->probe) { /* no error line: the driver tries a smaller microbatch */
       rc = 1;
       gv_plan_last.min_mem = S.min_mem, gv_plan_last.min_cost = S.min_mem_cost, gv_plan_last.min_terms = S.min_realised || S.min_terms;
-      gv_plan_last.min_need = S.min_realised && S.min_pred >= 0 && S.min_pred < S.min_mem ? S.min_pred : S.min_mem;
+      gv_plan_last.min_need = S.min_realised && S.min_pred < S.min_mem ? S.min_pred : S.min_mem;
       gv_plan_last.limit = C.limit;
     }
     else if (!rc && !S.found) {

@@ -322,6 +322,15 @@ struct gv_stage_cache {
   int64_t inc; /* the bound its searches had (gv_plan_opts.stage_incumbent_ns; 0: none): read again under one as tight */
 };
 
+/* x's entry for the range on nodes x per_node, or x->ncache */
+static int cache_find(const gv_intra_stage_ctx *x, int first, int last, int64_t nodes, int64_t per_node) {
+  int i = 0;
+  while (i < x->ncache && !(x->cache[i].first == first && x->cache[i].last == last && x->cache[i].nodes == nodes &&
+                            x->cache[i].per_node == per_node))
+    i++;
+  return i;
+}
+
 static void plan_desc(const gv_plan *p, bool sp_all, char *buf, size_t n) {
   size_t k = 0;
   buf[0] = 0;
@@ -354,11 +363,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   memset(out, 0, sizeof *out);
   if (B != x->B) return 0; /* the module is at the microbatch size of x->B only */
   if (!gv_stage_range_sends(x->base, first, last)) return 0; /* nothing later uses it: no stage on its own */
-  for (int i = 0; i < x->ncache; i++) {
-    const struct gv_stage_cache *e = &x->cache[i];
-    const int64_t inc = gv_plan_opts.stage_incumbent_ns;
-    if (e->first == first && e->last == last && e->nodes == nodes && e->per_node == per_node &&
-        (!e->inc || (inc > 0 && inc <= e->inc))) {
+  const int ci = cache_find(x, first, last, nodes, per_node);
+  if (ci < x->ncache) { /* made under no bound, or one as loose as this one: read */
+    const struct gv_stage_cache *e = &x->cache[ci];
+    if (!e->inc || (gv_plan_opts.stage_incumbent_ns > 0 && gv_plan_opts.stage_incumbent_ns <= e->inc)) {
       *out = e->c;
       return 0;
     }
@@ -733,12 +741,8 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     x->cache = nc;
     x->capcache = cap;
   }
-  struct gv_stage_cache ce = {first, last, nodes, per_node, *out, gv_plan_opts.stage_incumbent_ns};
-  int ci = 0; /* an entry of the same range under a looser bound: replaced */
-  while (ci < x->ncache && !(x->cache[ci].first == first && x->cache[ci].last == last && x->cache[ci].nodes == nodes &&
-                             x->cache[ci].per_node == per_node))
-    ci++;
-  x->cache[ci] = ce;
+  /* (an entry of the same range made under a tighter bound is replaced) */
+  x->cache[ci] = (struct gv_stage_cache){first, last, nodes, per_node, *out, gv_plan_opts.stage_incumbent_ns};
   if (ci == x->ncache) x->ncache++;
   x->seconds += now_s() - t0;
   return 0;

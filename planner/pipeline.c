@@ -125,13 +125,9 @@ static void sort_i64(int64_t *a, size_t n) {
     if (a[i] < 0) neg = true;
     if (a[i] > mx) mx = a[i];
   }
-  int64_t *t = n > 1024 && !neg ? malloc(n * sizeof *t) : NULL;
-  if (!t) {
-    qsort(a, n, sizeof *a, cmp_i64);
-    return;
-  }
   enum { BITS = 16, NB = 1 << BITS };
-  size_t *cnt = malloc(NB * sizeof *cnt);
+  int64_t *t = n > 1024 && !neg ? malloc(n * sizeof *t) : NULL;
+  size_t *cnt = t ? malloc(NB * sizeof *cnt) : NULL;
   if (!cnt) {
     free(t);
     qsort(a, n, sizeof *a, cmp_i64);

@@ -1580,8 +1580,7 @@ int main(int argc, char **argv) {
    * compiled at its count): the later searches of the default search leave out the combinations whose bound is above
    * it (gv_plan_opts.incumbent_ns; GALV_PLAN_INCUMBENT=off: none) */
   int64_t incumbent = 0;
-  const char *inc_env = getenv("GALV_PLAN_INCUMBENT");
-  const bool inc_on = !(inc_env && !strcmp(inc_env, "off"));
+  const bool inc_on = galvc_incumbent_on();
   /* the default search's pipelines of equal stages planned as the preset first (cheap: no search per stage): a realised
    * step one program's searches are bounded by like their own (docs/planner.md, "The fastest step so far") */
   if (joint && train && inc_on) {

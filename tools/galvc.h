@@ -114,6 +114,9 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one);
  * search per stage), the best of them in out (out->found): its step bounds one program's searches (the fastest step
  * realised so far); galvc_pipeline_plan then plans the rest and reads these outcomes. Returns 0, or -1 after an error. */
 int galvc_pipeline_early(galvc_pipe_choice *out);
+/* The default search's bounds by the fastest step realised so far (one program's searches, the pipeline candidates'
+ * stage searches): on unless GALV_PLAN_INCUMBENT=off */
+bool galvc_incumbent_on(void);
 /* The option globals (train, plan, shard, pipe) as galvc_pipeline_search saw them, which its candidates were planned
  * under: restored before the chosen pipeline is compiled (one program's search changes them as it goes). */
 void galvc_pipeline_options(void);

@@ -366,10 +366,21 @@ static int nscreen;
 static int64_t jmin_need = -1, jmin_state, jmin_act;
 static int joint_mbc[64], joint_nmbc; /* the screen: every microbatch count in one stage DP (the analytic cost scales) */
 static char joint_why[256]; /* the default search: why a candidate's planned stages do not fit */
-/* the stage searches bounded by the candidate's step to beat (GALV_PLAN_INCUMBENT=off: not) */
-static bool stage_bound_on(void) {
+bool galvc_incumbent_on(void) {
   const char *e = getenv("GALV_PLAN_INCUMBENT");
   return !(e && !strcmp(e, "off"));
+}
+
+/* a planned stage's time per microbatch as the step bound counts it (its transfers may overlap) */
+static int64_t stage_mb_ns(const gv_pipe_plan *pl, int j) { return pl->cost[j].ns - pl->cost[j].xfer_ns; }
+
+/* what the planned stages before i add ahead of stage i's B microbatches (a stage not planned yet: 0; under ZB-H1
+ * their forwards only, ns / 3) */
+static int64_t stages_before_ns(const gv_pipe_plan *pl, const bool *done, int i) {
+  int64_t pre = 0;
+  for (int j = 0; j < i; j++)
+    if (done[j]) pre += pl->schedule == GV_SCHED_ZBH1 ? stage_mb_ns(pl, j) / 3 : stage_mb_ns(pl, j);
+  return pre;
 }
 
 static bool joint_minmem; /* the default search found no pipeline: pipe_plan_b finds the smallest need (jmin_need) */
@@ -551,11 +562,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     pl->nstages = S, pl->B = B, pl->schedule = train ? pa->sched : GV_SCHED_1F1B, pl->vstages = 1;
     int64_t sum = 0, mx = 0;
     rc = 0;
-    /* with a step to beat (the default search's joint_cut) the last stage is planned first (the head and the loss: mostly
-     * the slowest), then the others in order: the bound below is the strongest early */
+    /* with a step to beat (the default search's joint_cut), the stages in the order of their analytic cost per
+     * microbatch, the slowest first (on a tie the later first: the head and the loss): the bound below is the strongest
+     * early, the stage most likely to reach it alone planned first */
     bool cut = pa->joint && pa->joint_cut > 0 && S > 1, done_st[GV_PIPE_MAX_STAGES] = {false};
-    /* with a step to beat, the stages in the order of their analytic cost per microbatch, the slowest first (on a tie
-     * the later first: the head and the loss): the stage most likely to reach the bound alone is planned first */
     int sord[GV_PIPE_MAX_STAGES];
     int64_t san[GV_PIPE_MAX_STAGES];
     for (int oi = 0; oi < S; oi++) sord[oi] = !cut ? oi : oi == 0 ? S - 1 : oi - 1;
@@ -584,13 +594,8 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       /* the step bound below, turned into one on this stage's program before it is planned: its search leaves out
        * the plans slower than (step to beat - the stages before it planned so far) / B (GALV_PLAN_INCUMBENT=off:
        * none) */
-      int64_t pre_i = 0;
-      for (int j = 0; cut && j < i; j++)
-        if (done_st[j]) {
-          int64_t nsj = pl->cost[j].ns - pl->cost[j].xfer_ns;
-          pre_i += pl->schedule == GV_SCHED_ZBH1 ? nsj / 3 : nsj;
-        }
-      gv_plan_opts.stage_incumbent_ns = cut && stage_bound_on() && pa->joint_cut > pre_i ? (pa->joint_cut - pre_i) / B : 0;
+      const int64_t pre_i = cut ? stages_before_ns(pl, done_st, i) : 0;
+      gv_plan_opts.stage_incumbent_ns = cut && galvc_incumbent_on() && pa->joint_cut > pre_i ? (pa->joint_cut - pre_i) / B : 0;
       if (fn(fctx, pl->first[i], pl->first[i + 1], pl->nodes[i], pl->per_node[i], B, &pl->cost[i])) rc = -1;
       else if (pl->cost[i].feasible && pl->cost[i].nvar > 1) { /* the stage's way: the plan's, else the fastest that fits */
         int wr = pa->choice_given ? pa->srec[i] : -1, wz = pa->choice_given ? pa->szero[i] : -1;
@@ -610,13 +615,12 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
        * Under ZB-H1 the stages before i add only their forwards (the timeline's ns / 3): their last entries, the weight
        * gradients, need not follow stage i's last one. */
       done_st[i] = pl->cost[i].feasible;
-      int64_t lb = 0, pre = 0, once = 0;
+      int64_t lb = 0, once = 0;
       for (int j = 0; cut && j < S; j++) {
         if (!done_st[j]) continue;
-        int64_t nsj = pl->cost[j].ns - pl->cost[j].xfer_ns, v = pre + (int64_t)B * nsj;
+        int64_t v = stages_before_ns(pl, done_st, j) + (int64_t)B * stage_mb_ns(pl, j);
         if (v > lb) lb = v;
         if (pl->cost[j].once_ns > once) once = pl->cost[j].once_ns;
-        pre += pl->schedule == GV_SCHED_ZBH1 ? nsj / 3 : nsj;
       }
       lb += once;
       if (!rc && cut && oi + 1 < S && lb >= pa->joint_cut) {
