@@ -170,6 +170,9 @@ int gv_pass_accumulate(gv_module *m) {
     map[seed->res[0]->id] = wk;
     for (int j = 0; j < nops; j++) {
       if (ops[j] == seed) continue;
+      if (ops[j]->code == GV_OP_CONSTANT && !ops[j]->nopnds) continue; /* one constant for every microbatch: read, never
+                                                                       * written (a copy per microbatch would hold B
+                                                                       * copies of a causal mask in the weights) */
       gv_op *c = clone_op(m, ops[j], map);
       bool attn = (c->code == GV_OP_ATTENTION || c->code == GV_OP_ATTENTION_GRAD) && gv_get_attr(c, "ratio");
       if ((c->code == GV_OP_DROPOUT || attn) && c->res[0]->type.rank > 0) {
@@ -199,7 +202,8 @@ int gv_pass_accumulate(gv_module *m) {
       if (!acc[r]) goto done;
     }
   }
-  for (int j = 0; j < nops; j++) gv_op_unlink(ops[j]);
+  for (int j = 0; j < nops; j++)
+    if (ops[j] == seed || ops[j]->code != GV_OP_CONSTANT || ops[j]->nopnds) gv_op_unlink(ops[j]);
   gv_op_set_operands(m, ret, ret->nopnds, acc);
   rc = 0;
 done:

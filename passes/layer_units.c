@@ -347,7 +347,9 @@ int gv_layer_units_find(const gv_module *m, gv_layer_units *u) {
     op->id = -1;
     for (int r = 0; r < op->nres; r++) op->res[r]->id = -1;
     size_t ll = op->loc ? strlen(op->loc) : 0;
-    bwd |= ll >= 5 && !strcmp(op->loc + ll - 5, "/grad");
+    bwd |= op->code != GV_OP_CONSTANT && ll >= 5 && !strcmp(op->loc + ll - 5, "/grad"); /* a constant marks nothing: the
+                                                                                       * accumulate pass keeps the body's
+                                                                                       * ahead of every microbatch */
     if (bwd || op->code == GV_OP_CONSTANT || !forward_loc(op->loc)) continue;
     op->id = F.n;
     for (int r = 0; r < op->nres; r++) op->res[r]->id = F.n;

@@ -314,6 +314,67 @@ static int count_pick(const gv_plan_cost *pc, int top, int floor, int64_t lim, i
   return top;
 }
 
+/* The least needs the count search's failed probes found, per recomputation mode (docs/planner.md, "Counts the
+ * probes bound"): each probe that found no plan at c0 microbatches records the least need it weighed; at c >= c0 a
+ * candidate needs at least need x c0 / c (its activations scale with the microbatch, its states do not shrink),
+ * less 3 % for the estimate's error. A count probed on its own program (own: counts 1 and 2, or any count once the
+ * stand-ins are off) fits no plan; a stand-in's record is the count's need as priced from two microbatches. */
+enum { NEED_RECS = 64 };
+typedef struct {
+  int n;
+  struct {
+    int c;
+    bool own;
+    int64_t need;
+  } r[NEED_RECS];
+} need_recs;
+
+static void need_add(need_recs *nr, int c, bool own, int64_t need) {
+  if (need <= 0) return;
+  for (int i = 0; i < nr->n; i++)
+    if (nr->r[i].c == c) {
+      nr->r[i].own |= own;
+      if (need > nr->r[i].need) nr->r[i].need = need;
+      return;
+    }
+  if (nr->n < NEED_RECS) nr->r[nr->n].c = c, nr->r[nr->n].own = own, nr->r[nr->n].need = need, nr->n++;
+}
+
+/* the least need at c the records show (0: none bounds it); *own_at: c was probed on its own program */
+static double need_bound(const need_recs *nr, int c, int *own_at) {
+  double lb = 0;
+  *own_at = 0;
+  for (int i = 0; i < nr->n; i++) {
+    if (nr->r[i].c > c) continue;
+    const double v = (double)(nr->r[i].need - nr->r[i].need / 33) * (double)nr->r[i].c / (double)c;
+    if (v > lb) lb = v;
+    if (nr->r[i].c == c) *own_at |= nr->r[i].own;
+  }
+  return lb;
+}
+
+/* The next count above `from` (a divisor of batch) the search must probe on its own program: not one probed there
+ * already (it fits no plan), and not one whose bound is over lim and above the least need seen on the counts' own
+ * programs (lm, -1: none), so the error line's least need stays the least over the counts, a real program's (a
+ * stand-in's record only bounds: its arena of two microbatches fragments less than the count's, its estimate low
+ * by up to 8 % on small models). 0: none; *lo / *hi get the first and last counts skipped. */
+static int next_own_count(const need_recs *nr, int from, int64_t batch, int64_t lim, int64_t lm, int *lo, int *hi) {
+  *lo = *hi = 0;
+  for (int64_t c = from + 1; c <= batch; c++) {
+    if (batch % c) continue;
+    int own_at;
+    const double lb = need_bound(nr, (int)c, &own_at);
+    if (own_at) continue;
+    if (lim > 0 && lb > (double)lim && lm >= 0 && lb > (double)lm) {
+      if (!*lo) *lo = (int)c;
+      *hi = (int)c;
+      continue;
+    }
+    return (int)c;
+  }
+  return 0;
+}
+
 static void histogram(const gv_block *b, int *h) {
   for (const gv_op *op = b->first; op; op = op->next) {
     h[op->code]++;
@@ -1597,6 +1658,11 @@ int main(int argc, char **argv) {
   int64_t lm_mem = -1;
   int lm_mode = 0, lm_B = 0;
   bool err_final = false;
+  int64_t lmo_mem = -1; /* ... of the points probed on their own programs (the counts' own programs start from it) */
+  int lmo_mode = 0, lmo_B = 0;
+  gv_plan_outcome lmo_out = {0};
+  static need_recs nrec[NRC]; /* the failed probes' least needs per mode (next_own_count) */
+  memset(nrec, 0, sizeof nrec);
   gv_plan_outcome lm_out = {0}; /* that point's outcome (the default search's joint error reads it) */
   /* Counts priced from two microbatches (docs/planner.md, "Microbatch counts priced"): while the driver searches
    * counts, a count B > 2 is planned on the program of 2 microbatches of batch / B samples, priced for B (the
@@ -1792,6 +1858,15 @@ retry:
       }
       if (pr == 1 && gv_plan_last.min_mem >= 0 && (lm_mem < 0 || gv_plan_last.min_mem < lm_mem))
         lm_mem = gv_plan_last.min_mem, lm_mode = rc_mode, lm_B = B, lm_out = gv_plan_last;
+      if (pr == 1 && !gv_plan_opts.count_as && gv_plan_last.min_mem >= 0 && (lmo_mem < 0 || gv_plan_last.min_mem < lmo_mem))
+        lmo_mem = gv_plan_last.min_mem, lmo_mode = rc_mode, lmo_B = B, lmo_out = gv_plan_last;
+      if (pr == 1 && !gv_plan_last.bounded) {
+        need_add(&nrec[rc_mode], B, !gv_plan_opts.count_as, gv_plan_last.min_need);
+        if (getenv("GALV_PLAN_DEBUG"))
+          fprintf(stderr, "galvc: count search: recompute=%s, %d microbatches%s: no plan; the least need %lld, the least memory %lld\n",
+                  rc_modes[rc_mode], B, gv_plan_opts.count_as ? " (priced from 2)" : "", (long long)gv_plan_last.min_need,
+                  (long long)gv_plan_last.min_mem);
+      }
       if (pr == 1 && mb_best_B && !mb_final) { /* more microbatches fit no plan: the fastest count so far */
         if (!quiet) fprintf(stderr, "galvc: no plan fits with %d microbatches: %d microbatch%s, the fastest predicted step (%.3f ms)\n",
                             B, mb_best_B, mb_best_B > 1 ? "es" : "", (double)mb_best_step / 1e6);
@@ -1826,29 +1901,32 @@ retry:
          * takes the fewest of its divisors above B that its choice's scaled memory fits), not each divisor in turn */
         for (int64_t d = 8 * (int64_t)Bf; mb_search && mb_stand && count_top && Bf >= count_top && !next_B && d >= 2 * (int64_t)Bf; d -= Bf)
           if (d <= global_batch && global_batch % d == 0) next_B = (int)d;
-        /* each count in turn (the counts on their own programs): those the probe shows cannot fit (as above) and
-         * cannot need less than the least need seen (lm_mem: the error line's, when none fits) are skipped */
-        int64_t skip_lo = 0, skip_hi = 0;
-        for (int64_t c = Bf + 1; mb_search && c <= global_batch && !next_B; c++) {
-          if (global_batch % c) continue;
-          const double lc = (double)lneed * (double)B / (double)c; /* the least need at c */
-          if (lneed > 0 && llim > 0 && !getenv("GALV_COUNT_SKIP_OFF") && lc > (double)llim && lm_mem >= 0 && lc > (double)lm_mem) {
-            if (!skip_lo) skip_lo = c;
-            skip_hi = c;
-            continue;
-          }
-          next_B = (int)c;
-        }
+        /* each count in turn (the counts on their own programs): those the probes show cannot fit (the least needs
+         * recorded, as above: next_own_count) and cannot need less than the least need seen (lm_mem: the error line's,
+         * when none fits), those probed on their own programs already, and those whose stand-in needs over the limit
+         * are skipped */
+        const int64_t own_lim = getenv("GALV_COUNT_SKIP_OFF") ? 0 : llim;
+        int skip_lo = 0, skip_hi = 0;
+        if (mb_search && !next_B) next_B = next_own_count(&nrec[rc_mode], Bf, global_batch, own_lim, lm_mem, &skip_lo, &skip_hi);
         if (skip_lo && !quiet)
-          fprintf(stderr, "galvc: %lld to %lld microbatches cannot fit either (the least need here, %lld bytes, x %d / the count is "
-                          "over the limit %lld): not probed\n", (long long)skip_lo, (long long)skip_hi,
-                  (long long)gv_plan_last.min_need, B, (long long)llim);
+          fprintf(stderr, "galvc: %d to %d microbatches cannot fit either (the least needs probed, x their counts / the count, are "
+                          "over the limit %lld and the least need seen): not probed\n", skip_lo, skip_hi, (long long)llim);
         if (!next_B && rc_search && rc_mode + 1 < NRC) { /* none fits with this recomputation: the next one */
-          if (!quiet) fprintf(stderr, "galvc: recompute=%s: no plan fits: trying recompute=%s\n", rc_modes[rc_mode], rc_modes[rc_mode + 1]);
-          gv_module_free(m);
-          gv_train_opts.recompute = rc_modes[++rc_mode];
-          B = B0;
-          goto retry;
+          int nm = rc_mode + 1, nb = B0, lo, hi;
+          while (!mb_stand && nm < NRC && /* on the counts' own programs: the next mode with a count left to probe */
+                 !(nb = next_own_count(&nrec[nm], B0 - 1, mb_search ? global_batch : B0, own_lim, lm_mem, &lo, &hi))) {
+            if (!quiet)
+              fprintf(stderr, "galvc: recompute=%s on the counts' own programs: every count probed already, or its least need "
+                              "over the limit: not probed\n", rc_modes[nm]);
+            nm++;
+          }
+          if (nm < NRC) {
+            if (!quiet) fprintf(stderr, "galvc: recompute=%s: no plan fits: trying recompute=%s\n", rc_modes[rc_mode], rc_modes[nm]);
+            gv_module_free(m);
+            gv_train_opts.recompute = rc_modes[rc_mode = nm];
+            B = nb;
+            goto retry;
+          }
         }
         if (!next_B) { /* no candidate left: the planner's own error line */
           int best = rc_search ? rc_fastest(rc_B, rc_step, NRC) : -1;
@@ -1871,13 +1949,28 @@ retry:
             return joint_finish(model, opt0, &pa, &jc, -1, 0, NULL, &cluster, out, quiet, build, verify_each, train, plan_only,
                                 strcmp(target, "cuda") == 0 ? &cuda : NULL, gpus);
           }
-          if (mb_stand) { /* nothing fits as priced from two microbatches: the counts searched on their own programs */
+          /* nothing fits as priced from two microbatches: the counts searched on their own programs, from the first
+           * mode and count the probes do not show cannot fit (next_own_count), the least need seen that of the
+           * points probed on their own programs (counts 1 and 2) */
+          int fm = rc_search0 ? 0 : rc_mode, fb = 0, lo, hi;
+          if (mb_stand) lm_mem = lmo_mem, lm_mode = lmo_mode, lm_B = lmo_B, lm_out = lmo_out;
+          const int64_t own_lim0 = getenv("GALV_COUNT_SKIP_OFF") ? 0 : gv_plan_last.limit;
+          for (; mb_stand && fm < (rc_search0 ? NRC : rc_mode + 1); fm++)
+            if ((fb = next_own_count(&nrec[fm], B0 - 1, mb_search ? global_batch : B0, own_lim0, lm_mem, &lo, &hi))) break;
+          if (mb_stand && !fb && !quiet)
+            fprintf(stderr, "galvc: nothing fits as priced from two microbatches, and the counts' own programs cannot fit either "
+                            "(each probed already, or its least need over the limit and the least need seen): not probed\n");
+          if (mb_stand && fb) {
             gv_module_free(m);
+            if (!quiet)
+              fprintf(stderr, "galvc: nothing fits as priced from two microbatches: the counts on their own programs, from "
+                              "recompute=%s with %d microbatch%s\n", rc_search0 ? rc_modes[fm] : gv_train_opts.recompute ?
+                              gv_train_opts.recompute : "none", fb, fb > 1 ? "es" : "");
             mb_stand = count_full = false, mb_final = false, pick_over = 0, mb_best_from = 0;
             memset(rc_fail, 0, sizeof rc_fail), memset(rc_from, 0, sizeof rc_from), memset(rc_fit, 0, sizeof rc_fit);
-            rc_search = rc_search0, rc_mode = 0, B = B0, mb_best_B = 0, mb_more = 0, lm_mem = -1;
+            rc_search = rc_search0, rc_mode = fm, B = fb, mb_best_B = 0, mb_more = 0;
             memset(rc_B, 0, sizeof rc_B), memset(rc_step, 0, sizeof rc_step);
-            if (rc_search) gv_train_opts.recompute = rc_modes[0];
+            if (rc_search) gv_train_opts.recompute = rc_modes[fm];
             goto retry;
           }
           if (joint) { /* no program fits: the pipeline, or one error line with the smaller minimum */

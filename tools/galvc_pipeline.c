@@ -364,6 +364,9 @@ enum { SCREEN_MAX = 512 };
 static screen_cand *screen;
 static int nscreen;
 static int64_t jmin_need = -1, jmin_state, jmin_act;
+/* the default search: the least need of a planned candidate's stage over the limit (its stage programs planned; -1:
+ * none), with its states and activations: every planned candidate needs at least its own such stage's */
+static int64_t jreal_need = -1, jreal_state, jreal_act;
 static int joint_mbc[64], joint_nmbc; /* the screen: every microbatch count in one stage DP (the analytic cost scales) */
 static char joint_why[256]; /* the default search: why a candidate's planned stages do not fit */
 bool galvc_incumbent_on(void) {
@@ -644,6 +647,9 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       else sum += pl->cost[i].ns, mx = pl->cost[i].ns > mx ? pl->cost[i].ns : mx;
       if (!rc && pa->joint && pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i) > lim) { /* over the limit */
         rc = 1;
+        const int64_t nd = pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i);
+        if (!pa->analytic && (jreal_need < 0 || nd < jreal_need))
+          jreal_need = nd, jreal_state = pl->cost[i].state_bytes, jreal_act = nd - pl->cost[i].state_bytes;
         snprintf(joint_why, sizeof joint_why, "stage %d needs %lld bytes: states %lld + %lld x %lld activations, over %lld", i,
                  (long long)(pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i)), (long long)pl->cost[i].state_bytes,
                  (long long)pl->inflight[i], (long long)pl->cost[i].act_bytes, (long long)lim);
@@ -1270,7 +1276,7 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
   P.joint = true, P.stages = 0, P.B = 0, P.nsdev = 0, P.analytic = true, P.cuts = 0, P.cuts_given = false;
   gv_cluster cl = *cluster0;
   int64_t global = 0;
-  jmin_need = -1, nscreen = 0, joint_layers = 0;
+  jmin_need = -1, jreal_need = -1, nscreen = 0, joint_layers = 0;
   { /* the pipeline splits dim 0 of every data input into microbatches: inputs that cannot be split plan one program
      * only (pipe_inputs would say why as an error) */
     gv_import_options o = opt;
@@ -1591,6 +1597,11 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
     int r = pipe_plan_b(model, opt, global, (int)global, 0, gpus, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
     joint_minmem = false;
     if (r < 0) rc = -1;
+    /* the analytic figure within the limit is one the planned stage programs contradict (their arenas and buffers
+     * need more than it counts): the least planned candidate's stage over the limit stands instead */
+    const int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cl.memory_bytes;
+    if (Q.analytic && jreal_need >= 0 && (jmin_need < 0 || jmin_need <= lim))
+      jmin_need = jreal_need, jmin_state = jreal_state, jmin_act = jreal_act;
   }
   out->min_need = jmin_need, out->min_state = jmin_state, out->min_act = jmin_act;
   if (!early) free(screen), screen = NULL, memset(early_done, 0, sizeof early_done);
