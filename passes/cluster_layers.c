@@ -35,9 +35,11 @@
 #include "passes.h"
 #include "layer_units.h"
 
+#include <fcntl.h>
 #include <metis.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "planner/cost.h"
@@ -202,7 +204,14 @@ static int run_metis(gv_module *m, const graph *g, int k, int *part) {
   METIS_SetDefaultOptions(opt);
   opt[METIS_OPTION_SEED] = 1;
   opt[METIS_OPTION_NUMBERING] = 0;
+  /* METIS 5.1 prints its own diagnostics on stdout ("***Cannot bisect a graph with 0 vertices!" when one op's weight
+   * outweighs a part's share, e.g. a large vocabulary's head): the partition it returns is repaired below all the
+   * same, and galvc's stdout is the user's (the plan, --emit), so they go nowhere */
+  fflush(stdout);
+  int saved = dup(STDOUT_FILENO), null = saved >= 0 ? open("/dev/null", O_WRONLY) : -1;
+  if (null >= 0) dup2(null, STDOUT_FILENO), close(null);
   int r = METIS_PartGraphKway(&nv, &ncon, xadj, adj, vw, NULL, adjw, &np, NULL, NULL, opt, &obj, pt);
+  if (saved >= 0) fflush(stdout), dup2(saved, STDOUT_FILENO), close(saved);
   if (r != METIS_OK) {
     gv_error(m, "cluster-layers: METIS failed (code %d) partitioning %d ops into %d groups", r, n, k);
     goto out;
