@@ -375,6 +375,23 @@ static int next_own_count(const need_recs *nr, int from, int64_t batch, int64_t 
   return 0;
 }
 
+/* The recomputation mode after r in the order ord[0..nrc) and its first count (*B): B0, or on the counts' own
+ * programs (own) the first count next_own_count leaves, a mode with none passed over (said so unless quiet). -1:
+ * none left. */
+static int next_mode(const int *ord, int nrc, int r, bool own, const need_recs *nr, const char *const *names, int B0,
+                     int64_t batch, bool mb_search, int64_t lim, int64_t lm, int quiet, int *B) {
+  int pos = 0, lo, hi;
+  while (pos < nrc && ord[pos] != r) pos++;
+  for (int q = pos + 1; q < nrc; q++) {
+    if (!own) return *B = B0, ord[q];
+    if ((*B = next_own_count(&nr[ord[q]], B0 - 1, mb_search ? batch : B0, lim, lm, &lo, &hi))) return ord[q];
+    if (!quiet)
+      fprintf(stderr, "galvc: recompute=%s on the counts' own programs: every count probed already, or its least need "
+                      "over the limit and the least need seen: not probed\n", names[ord[q]]);
+  }
+  return -1;
+}
+
 static void histogram(const gv_block *b, int *h) {
   for (const gv_op *op = b->first; op; op = op->next) {
     h[op->code]++;
@@ -1663,6 +1680,9 @@ int main(int argc, char **argv) {
   gv_plan_outcome lmo_out = {0};
   static need_recs nrec[NRC]; /* the failed probes' least needs per mode (next_own_count) */
   memset(nrec, 0, sizeof nrec);
+  /* the modes' order: none, selective, all; on the counts' own programs the least need recorded first (so the least
+   * need seen drops early and bounds more counts of the others) */
+  int rc_ord[NRC] = {0, 1, 2};
   gv_plan_outcome lm_out = {0}; /* that point's outcome (the default search's joint error reads it) */
   /* Counts priced from two microbatches (docs/planner.md, "Microbatch counts priced"): while the driver searches
    * counts, a count B > 2 is planned on the program of 2 microbatches of batch / B samples, priced for B (the
@@ -1843,11 +1863,14 @@ retry:
                   (double)incumbent / 1e6);
       mode_bounded:
         if (mb_best_B && !mb_final) goto best_count; /* more microbatches of this recomputation: the fastest so far */
-        if (rc_search && rc_mode + 1 < NRC) { /* this recomputation at no count: the next one */
+        int nb_bounded = 0, nm_bounded = rc_search ? next_mode(rc_ord, NRC, rc_mode, !mb_stand, nrec, rc_modes, B0, global_batch,
+                                                             mb_search, getenv("GALV_COUNT_SKIP_OFF") ? 0 : gv_plan_last.limit,
+                                                             lm_mem, quiet, &nb_bounded) : -1;
+        if (nm_bounded >= 0) { /* this recomputation at no count: the next one */
           gv_module_free(m);
           mb_best_B = 0, mb_more = 0, mb_final = false;
-          gv_train_opts.recompute = rc_modes[++rc_mode];
-          B = B0;
+          gv_train_opts.recompute = rc_modes[rc_mode = nm_bounded];
+          B = nb_bounded;
           goto retry;
         }
         if (rc_search && rc_fastest(rc_B, rc_step, NRC) >= 0) { /* the last recomputation: the search ends as after a plan */
@@ -1911,16 +1934,11 @@ retry:
         if (skip_lo && !quiet)
           fprintf(stderr, "galvc: %d to %d microbatches cannot fit either (the least needs probed, x their counts / the count, are "
                           "over the limit %lld and the least need seen): not probed\n", skip_lo, skip_hi, (long long)llim);
-        if (!next_B && rc_search && rc_mode + 1 < NRC) { /* none fits with this recomputation: the next one */
-          int nm = rc_mode + 1, nb = B0, lo, hi;
-          while (!mb_stand && nm < NRC && /* on the counts' own programs: the next mode with a count left to probe */
-                 !(nb = next_own_count(&nrec[nm], B0 - 1, mb_search ? global_batch : B0, own_lim, lm_mem, &lo, &hi))) {
-            if (!quiet)
-              fprintf(stderr, "galvc: recompute=%s on the counts' own programs: every count probed already, or its least need "
-                              "over the limit: not probed\n", rc_modes[nm]);
-            nm++;
-          }
-          if (nm < NRC) {
+        if (!next_B && rc_search) { /* none fits with this recomputation: the next one (on the counts' own programs: the
+                                     * next with a count left to probe) */
+          int nb = B0, nm = next_mode(rc_ord, NRC, rc_mode, !mb_stand, nrec, rc_modes, B0, global_batch, mb_search, own_lim, lm_mem,
+                                      quiet, &nb);
+          if (nm >= 0) {
             if (!quiet) fprintf(stderr, "galvc: recompute=%s: no plan fits: trying recompute=%s\n", rc_modes[rc_mode], rc_modes[nm]);
             gv_module_free(m);
             gv_train_opts.recompute = rc_modes[rc_mode = nm];
@@ -1952,11 +1970,26 @@ retry:
           /* nothing fits as priced from two microbatches: the counts searched on their own programs, from the first
            * mode and count the probes do not show cannot fit (next_own_count), the least need seen that of the
            * points probed on their own programs (counts 1 and 2) */
-          int fm = rc_search0 ? 0 : rc_mode, fb = 0, lo, hi;
+          int fm = -1, fb = 0, lo, hi;
           if (mb_stand) lm_mem = lmo_mem, lm_mode = lmo_mode, lm_B = lmo_B, lm_out = lmo_out;
           const int64_t own_lim0 = getenv("GALV_COUNT_SKIP_OFF") ? 0 : gv_plan_last.limit;
-          for (; mb_stand && fm < (rc_search0 ? NRC : rc_mode + 1); fm++)
+          if (mb_stand && rc_search0) { /* the modes by their least need recorded, ascending (none recorded: last) */
+            int64_t least[NRC];
+            for (int r = 0; r < NRC; r++) {
+              least[r] = INT64_MAX;
+              for (int i = 0; i < nrec[r].n; i++) least[r] = nrec[r].r[i].need < least[r] ? nrec[r].r[i].need : least[r];
+              rc_ord[r] = r;
+            }
+            for (int i = 1; i < NRC; i++)
+              for (int j = i; j > 0 && least[rc_ord[j]] < least[rc_ord[j - 1]]; j--) {
+                int t = rc_ord[j];
+                rc_ord[j] = rc_ord[j - 1], rc_ord[j - 1] = t;
+              }
+          }
+          for (int q = 0; mb_stand && q < (rc_search0 ? NRC : 1); q++) {
+            fm = rc_search0 ? rc_ord[q] : rc_mode;
             if ((fb = next_own_count(&nrec[fm], B0 - 1, mb_search ? global_batch : B0, own_lim0, lm_mem, &lo, &hi))) break;
+          }
           if (mb_stand && !fb && !quiet)
             fprintf(stderr, "galvc: nothing fits as priced from two microbatches, and the counts' own programs cannot fit either "
                             "(each probed already, or its least need over the limit and the least need seen): not probed\n");
@@ -2151,15 +2184,17 @@ retry:
       if (rc_search) {
         rc_B[rc_mode] = B, rc_step[rc_mode] = gv_plan_last.cost.step_ns, rc_from[rc_mode] = real_from, rc_plan[rc_mode] = gv_plan_last.plan;
         rc_mem[rc_mode] = gv_plan_last.cost.mem_total;
-        bool more = rc_mode + 1 < NRC && (rc_mode > 0 || B > 1 || real_from > 1 || gv_plan_last.memory_bound);
+        int nb_more = B0, nm_more = next_mode(rc_ord, NRC, rc_mode, !mb_stand, nrec, rc_modes, B0, global_batch, mb_search,
+                                              getenv("GALV_COUNT_SKIP_OFF") ? 0 : gv_plan_last.limit, lm_mem, 1, &nb_more);
+        bool more = nm_more >= 0 && (rc_mode > 0 || B > 1 || real_from > 1 || gv_plan_last.memory_bound);
         if (!quiet && (more || rc_mode > 0)) /* the common case (not memory bound) prints nothing more */
           fprintf(stderr, "galvc: recompute=%s: %d microbatch%s, predicted step %.3f ms%s\n", rc_modes[rc_mode], B,
                   B > 1 ? "es" : "", (double)rc_step[rc_mode] / 1e6,
-                  more && rc_mode == 0 ? " (memory bound: trying recompute=selective and all)" : "");
+                  more && rc_mode == 0 && nm_more == 1 ? " (memory bound: trying recompute=selective and all)" : "");
         if (more) {
           gv_module_free(m);
-          gv_train_opts.recompute = rc_modes[++rc_mode];
-          B = B0;
+          gv_train_opts.recompute = rc_modes[rc_mode = nm_more];
+          B = nb_more;
           goto retry;
         }
       rc_end:;
