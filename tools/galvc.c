@@ -314,11 +314,12 @@ static int count_pick(const gv_plan_cost *pc, int top, int floor, int64_t lim, i
   return top;
 }
 
-/* The least needs the count search's failed probes found, per recomputation mode (docs/planner.md, "Counts the
- * probes bound"): each probe that found no plan at c0 microbatches records the least need it weighed; at c >= c0 a
- * candidate needs at least need x c0 / c (its activations scale with the microbatch, its states do not shrink),
- * less 3 % for the estimate's error. A count probed on its own program (own: counts 1 and 2, or any count once the
- * stand-ins are off) fits no plan; a stand-in's record is the count's need as priced from two microbatches. */
+/* The least needs the count search's failed probes found, per recomputation mode (docs/planner.md, "The no-plan
+ * figure and the counts' own programs"): each probe that found no plan at c0 microbatches records the least need it
+ * weighed; at c >= c0 a candidate needs at least need x c0 / c (its activations scale with the microbatch, its
+ * states do not shrink), less 3 % for the estimate's error. A count probed on its own program (own: counts 1 and 2,
+ * or any count once the stand-ins are off) fits no plan; a stand-in's record (priced from two microbatches) only
+ * bounds. */
 enum { NEED_RECS = 64 };
 typedef struct {
   int n;
@@ -1926,8 +1927,7 @@ retry:
           if (d <= global_batch && global_batch % d == 0) next_B = (int)d;
         /* each count in turn (the counts on their own programs): those the probes show cannot fit (the least needs
          * recorded, as above: next_own_count) and cannot need less than the least need seen (lm_mem: the error line's,
-         * when none fits), those probed on their own programs already, and those whose stand-in needs over the limit
-         * are skipped */
+         * when none fits), and those probed on their own programs already, are skipped */
         const int64_t own_lim = getenv("GALV_COUNT_SKIP_OFF") ? 0 : llim;
         int skip_lo = 0, skip_hi = 0;
         if (mb_search && !next_B) next_B = next_own_count(&nrec[rc_mode], Bf, global_batch, own_lim, lm_mem, &skip_lo, &skip_hi);
