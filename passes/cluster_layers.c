@@ -39,8 +39,8 @@
 #include <metis.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "planner/cost.h"
 
