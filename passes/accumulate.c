@@ -45,6 +45,10 @@ static int number(gv_block *b) {
   return n;
 }
 
+/* One constant for every microbatch: read, never written, it stays where it is, ahead of the first microbatch (a
+ * copy per microbatch would hold B copies of a causal mask in the weights). Autodiff's seed is replaced instead. */
+static bool shared_constant(const gv_op *op) { return op->code == GV_OP_CONSTANT && !op->nopnds; }
+
 static gv_op *clone_op(gv_module *m, const gv_op *op, gv_value **map) {
   gv_value *buf[16], **in = op->nopnds <= 16 ? buf : gv_alloc(m->arena, (size_t)op->nopnds * sizeof *in);
   for (int i = 0; i < op->nopnds; i++) in[i] = map[op->opnds[i]->id] ? map[op->opnds[i]->id] : op->opnds[i];
@@ -170,9 +174,7 @@ int gv_pass_accumulate(gv_module *m) {
     map[seed->res[0]->id] = wk;
     for (int j = 0; j < nops; j++) {
       if (ops[j] == seed) continue;
-      if (ops[j]->code == GV_OP_CONSTANT && !ops[j]->nopnds) continue; /* one constant for every microbatch: read, never
-                                                                       * written (a copy per microbatch would hold B
-                                                                       * copies of a causal mask in the weights) */
+      if (shared_constant(ops[j])) continue;
       gv_op *c = clone_op(m, ops[j], map);
       bool attn = (c->code == GV_OP_ATTENTION || c->code == GV_OP_ATTENTION_GRAD) && gv_get_attr(c, "ratio");
       if ((c->code == GV_OP_DROPOUT || attn) && c->res[0]->type.rank > 0) {
@@ -203,7 +205,7 @@ int gv_pass_accumulate(gv_module *m) {
     }
   }
   for (int j = 0; j < nops; j++)
-    if (ops[j] == seed || ops[j]->code != GV_OP_CONSTANT || ops[j]->nopnds) gv_op_unlink(ops[j]);
+    if (ops[j] == seed || !shared_constant(ops[j])) gv_op_unlink(ops[j]);
   gv_op_set_operands(m, ret, ret->nopnds, acc);
   rc = 0;
 done:

@@ -1660,6 +1660,7 @@ int main(int argc, char **argv) {
    * it (gv_plan_opts.incumbent_ns; GALV_PLAN_INCUMBENT=off: none) */
   int64_t incumbent = 0;
   const bool inc_on = galvc_incumbent_on();
+  const bool count_skip = !getenv("GALV_COUNT_SKIP_OFF"); /* counts a probe shows cannot fit are not probed */
   /* the default search's pipelines of equal stages planned as the preset first (cheap: no search per stage): a realised
    * step one program's searches are bounded by like their own (docs/planner.md, "The fastest step so far") */
   if (joint && train && inc_on) {
@@ -1865,7 +1866,7 @@ retry:
       mode_bounded:
         if (mb_best_B && !mb_final) goto best_count; /* more microbatches of this recomputation: the fastest so far */
         int nb_bounded = 0, nm_bounded = rc_search ? next_mode(rc_ord, NRC, rc_mode, !mb_stand, nrec, rc_modes, B0, global_batch,
-                                                             mb_search, getenv("GALV_COUNT_SKIP_OFF") ? 0 : gv_plan_last.limit,
+                                                             mb_search, count_skip ? gv_plan_last.limit : 0,
                                                              lm_mem, quiet, &nb_bounded) : -1;
         if (nm_bounded >= 0) { /* this recomputation at no count: the next one */
           gv_module_free(m);
@@ -1913,7 +1914,7 @@ retry:
          * its state unchanged, so its need at c is at least need x B / c; at or above the limit count_top is taken
          * as probed and failed (the rule below goes on from it, as it would have) */
         const int64_t lneed = gv_plan_last.min_need - gv_plan_last.min_need / 33, llim = gv_plan_last.limit;
-        if (next_B == count_top && count_top > B && lneed > 0 && llim > 0 && !getenv("GALV_COUNT_SKIP_OFF") &&
+        if (next_B == count_top && count_top > B && lneed > 0 && llim > 0 && count_skip &&
             (double)lneed * (double)B / (double)count_top > (double)llim) {
           if (!quiet)
             fprintf(stderr, "galvc: %d microbatches cannot fit either (the least need here, %lld bytes, x %d / %d is over the "
@@ -1928,7 +1929,7 @@ retry:
         /* each count in turn (the counts on their own programs): those the probes show cannot fit (the least needs
          * recorded, as above: next_own_count) and cannot need less than the least need seen (lm_mem: the error line's,
          * when none fits), and those probed on their own programs already, are skipped */
-        const int64_t own_lim = getenv("GALV_COUNT_SKIP_OFF") ? 0 : llim;
+        const int64_t own_lim = count_skip ? llim : 0;
         int skip_lo = 0, skip_hi = 0;
         if (mb_search && !next_B) next_B = next_own_count(&nrec[rc_mode], Bf, global_batch, own_lim, lm_mem, &skip_lo, &skip_hi);
         if (skip_lo && !quiet)
@@ -1972,7 +1973,7 @@ retry:
            * points probed on their own programs (counts 1 and 2) */
           int fm = -1, fb = 0, lo, hi;
           if (mb_stand) lm_mem = lmo_mem, lm_mode = lmo_mode, lm_B = lmo_B, lm_out = lmo_out;
-          const int64_t own_lim0 = getenv("GALV_COUNT_SKIP_OFF") ? 0 : gv_plan_last.limit;
+          const int64_t own_lim0 = count_skip ? gv_plan_last.limit : 0;
           if (mb_stand && rc_search0) { /* the modes by their least need recorded, ascending (none recorded: last) */
             int64_t least[NRC];
             for (int r = 0; r < NRC; r++) {
@@ -2185,7 +2186,7 @@ retry:
         rc_B[rc_mode] = B, rc_step[rc_mode] = gv_plan_last.cost.step_ns, rc_from[rc_mode] = real_from, rc_plan[rc_mode] = gv_plan_last.plan;
         rc_mem[rc_mode] = gv_plan_last.cost.mem_total;
         int nb_more = B0, nm_more = next_mode(rc_ord, NRC, rc_mode, !mb_stand, nrec, rc_modes, B0, global_batch, mb_search,
-                                              getenv("GALV_COUNT_SKIP_OFF") ? 0 : gv_plan_last.limit, lm_mem, 1, &nb_more);
+                                              count_skip ? gv_plan_last.limit : 0, lm_mem, 1, &nb_more);
         bool more = nm_more >= 0 && (rc_mode > 0 || B > 1 || real_from > 1 || gv_plan_last.memory_bound);
         if (!quiet && (more || rc_mode > 0)) /* the common case (not memory bound) prints nothing more */
           fprintf(stderr, "galvc: recompute=%s: %d microbatch%s, predicted step %.3f ms%s\n", rc_modes[rc_mode], B,

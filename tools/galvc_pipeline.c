@@ -645,14 +645,14 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       } else if (!pl->cost[i].feasible) rc = gv_error_plain("pipeline: stage %d (groups %d-%d) cannot run on %lld devices", i,
                                                           pl->first[i], pl->first[i + 1] - 1, (long long)d);
       else sum += pl->cost[i].ns, mx = pl->cost[i].ns > mx ? pl->cost[i].ns : mx;
-      if (!rc && pa->joint && pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i) > lim) { /* over the limit */
+      const int64_t nd = rc || !pa->joint ? 0 : pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i); /* its need */
+      if (nd > lim) { /* over the limit */
         rc = 1;
-        const int64_t nd = pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i);
         if (!pa->analytic && (jreal_need < 0 || nd < jreal_need))
           jreal_need = nd, jreal_state = pl->cost[i].state_bytes, jreal_act = nd - pl->cost[i].state_bytes;
         snprintf(joint_why, sizeof joint_why, "stage %d needs %lld bytes: states %lld + %lld x %lld activations, over %lld", i,
-                 (long long)(pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i)), (long long)pl->cost[i].state_bytes,
-                 (long long)pl->inflight[i], (long long)pl->cost[i].act_bytes, (long long)lim);
+                 (long long)nd, (long long)pl->cost[i].state_bytes, (long long)pl->inflight[i], (long long)pl->cost[i].act_bytes,
+                 (long long)lim);
       }
     }
     pl->sum_ns = sum, pl->max_ns = mx, pl->step_ns = sum + (int64_t)(B - 1) * mx;
