@@ -316,7 +316,12 @@ int gv_layer_rc_code(const char *spec) {
 }
 
 /* A way that recomputes (the whole stage or per layer): only where the schedule runs such stages. */
-static bool recomputing(const gv_stage_var *w) { return w->recompute || w->layer_rc != GV_LAYER_RC_NONE; }
+/* whether sched runs way w: a recomputing stage (its backward entry recomputes its forward from the inputs) runs under
+ * GPipe and 1F1B only (gv_schedule_recomputes); per-layer recomputation inside the stage program (its entries stash the
+ * layers' inputs) under every schedule but ZB-H1, whose weight-gradient entry reads the stash */
+static bool runs_way(const gv_stage_var *w, gv_schedule sched) {
+  return (!w->recompute || gv_schedule_recomputes(sched)) && (w->layer_rc == GV_LAYER_RC_NONE || sched != GV_SCHED_ZBH1);
+}
 
 void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched) {
   if (v >= 0 && v < c->nvar) {
@@ -335,7 +340,6 @@ int gv_stage_cost_pick(const gv_stage_cost *c, const gv_pipe_charge *ch0, int64_
                        int want_recompute, int want_zero, int want_layer) {
   gv_pipe_charge chc = *ch0, *ch = &chc; /* interleaved: the stage's own send copies */
   chc.il_fs = c->send_bytes, chc.il_bs = c->gsend_bytes;
-  const bool allow_recompute = gv_schedule_recomputes(sched);
   const int64_t zb = sched == GV_SCHED_ZBH1 ? c->zb_bytes : 0;
   if (c->nvar < 2) { /* one way: the main fields */
     bool ok = (tmax < 0 || c->ns <= tmax) && c->state_bytes + zb + gv_pipe_charge_bytes(ch, c->act_bytes, c->zb_act_bytes) <= limit &&
@@ -347,7 +351,7 @@ int gv_stage_cost_pick(const gv_stage_cost *c, const gv_pipe_charge *ch0, int64_
   int best = -1;
   for (int i = 0; i < c->nvar; i++) {
     const gv_stage_var *w = &c->var[i];
-    if ((recomputing(w) && !allow_recompute) || (want_recompute >= 0 && want_recompute != (int)w->recompute) ||
+    if (!runs_way(w, sched) || (want_recompute >= 0 && want_recompute != (int)w->recompute) ||
         (want_zero >= 0 && want_zero != way_zero(w->zero_ranks, w->zero)) || (want_layer >= 0 && want_layer != w->layer_rc))
       continue;
     if ((tmax >= 0 && w->ns > tmax) || w->state_bytes + zb + gv_pipe_charge_bytes(ch, w->act_bytes, c->zb_act_bytes) > limit) continue;
@@ -359,14 +363,13 @@ int gv_stage_cost_pick(const gv_stage_cost *c, const gv_pipe_charge *ch0, int64_
 int64_t gv_stage_cost_min_need(const gv_stage_cost *c, const gv_pipe_charge *ch0, gv_schedule sched, int *v) {
   gv_pipe_charge chc = *ch0, *ch = &chc; /* interleaved: the stage's own send copies */
   chc.il_fs = c->send_bytes, chc.il_bs = c->gsend_bytes;
-  const bool allow_recompute = gv_schedule_recomputes(sched);
   const int64_t zb = sched == GV_SCHED_ZBH1 ? c->zb_bytes : 0;
   *v = 0;
   if (c->nvar < 2) return c->state_bytes + zb + gv_pipe_charge_bytes(ch, c->act_bytes, c->zb_act_bytes);
   int64_t best = INT64_MAX;
   for (int i = 0; i < c->nvar; i++) {
     const gv_stage_var *w = &c->var[i];
-    if (recomputing(w) && !allow_recompute) continue;
+    if (!runs_way(w, sched)) continue;
     int64_t need = w->state_bytes + zb + gv_pipe_charge_bytes(ch, w->act_bytes, c->zb_act_bytes);
     if (need < best) best = need, *v = i;
   }
@@ -609,8 +612,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   for (int m = 0; m < nm; m++) mshape[m] = (uint64_t)mn[m] << 32 | (uint64_t)mk[m];
   const uint64_t view = (uint64_t)c->nodes << 32 | (uint64_t)c->devices_per_node;
   const int V = p->schedule == GV_SCHED_INTERLEAVED ? p->vstages : 1;
-  /* recomputing stages: not under ZB-H1 (its W entry reads the stash) nor the interleaved schedule (stashing chunks) */
-  const bool arc = gv_schedule_recomputes(p->schedule);
+  /* the ways the schedule runs (runs_way): recomputing stages not under ZB-H1 (its W entry reads the stash) nor the
+   * interleaved schedule (stashing chunks), per-layer recomputation not under ZB-H1 */
+  const gv_schedule psch = p->schedule;
   const int64_t zbh = p->schedule == GV_SCHED_ZBH1; /* the W entry's weight copy counts (zb_bytes) */
   if (V > 1 && (!p->stages || p->stages % V))
     return gv_error_plain("pipeline: the interleaved schedule needs a fixed stage count, a multiple of %d chunks per device", V);
@@ -756,7 +760,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           if (ec->feasible) {
             int64_t fastest = ec->ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
             for (int w = 1; w < ec->nvar; w++)
-              if ((arc || !recomputing(&ec->var[w])) && ec->var[w].ns < fastest) fastest = ec->var[w].ns;
+              if (runs_way(&ec->var[w], psch) && ec->var[w].ns < fastest) fastest = ec->var[w].ns;
             fast[CX(k, j, m)] = fastest;
             /* the ways the DP's pick weighs, dense (recomputing ones only where the schedule runs them) */
             const int64_t zbw = p->schedule == GV_SCHED_ZBH1 ? ec->zb_bytes : 0;
@@ -773,7 +777,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             if (ec->nvar < 2) dw[ndw++] = (dway){ec->ns, ec->state_bytes + zbw, ec->act_bytes, ec->zb_act_bytes, 0, ec->send_bytes, ec->gsend_bytes};
             for (int w = 0; ec->nvar >= 2 && w < ec->nvar; w++) {
               const gv_stage_var *v = &ec->var[w];
-              if (recomputing(v) && !arc) continue;
+              if (!runs_way(v, psch)) continue;
               dw[ndw++] = (dway){v->ns, v->state_bytes + zbw, v->act_bytes, ec->zb_act_bytes, v->key_ns ? v->key_ns : v->ns,
                                  ec->send_bytes, ec->gsend_bytes};
             }
@@ -788,7 +792,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
               seen[e->idx] = 1;
               cand[ncand++] = ec->ns;
               for (int w = 1; w < ec->nvar && ncand < (int)nC * GV_STAGE_MAX_VARS; w++) /* the slower ways' times too */
-                if (arc || !recomputing(&ec->var[w])) cand[ncand++] = ec->var[w].ns;
+                if (runs_way(&ec->var[w], psch)) cand[ncand++] = ec->var[w].ns;
             }
           }
         }

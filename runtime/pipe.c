@@ -915,7 +915,7 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
  * count until the step's end (C: the step's copies of every rank, taken
  * off G there by the rank of the group's last entry, and off each rank's
  * share by itself). Before the first step the ranks' live bytes are
- * summed once (world_stage_sums); at the end the group's arenas' written
+ * summed once (world_rank_values); at the end the group's arenas' written
  * bytes are added, as a rank's tracker counts its arena. The step's end
  * (the shared parameters' sums, the update) is outside the turns. */
 typedef struct {
@@ -961,18 +961,21 @@ static void il_send(il_state *il, const galv_pipe_xfer *x, const void *src, size
   galv_group_end();
 }
 
+/* the baton goes to the rank of the same place (lrank) in the next entry's stage: with stages of k ranks a device group
+ * is k devices, and each walks the group's order with a baton of its own (the stages' collectives then meet: every
+ * rank of a stage reaches its entries in the same order) */
 static void il_baton_send(il_state *il, int stage) {
   void *b = il_keep(il, sizeof il->dev);
   il_close(il);
   D->h2d(b, il->dev, sizeof il->dev);
   galv_group_start();
-  galv_send(il->bw, galv_pipe_first_rank[stage], b, 8, GALV_I64, il->sq);
+  galv_send(il->bw, galv_pipe_first_rank[stage] + lrank, b, 8, GALV_I64, il->sq);
   galv_group_end();
   il->sent += sizeof il->dev;
 }
 
 static void il_baton_recv(il_state *il, galv_queue *q, int stage) {
-  xrecv(il->bw, galv_pipe_first_rank[stage], il->dev, 8, GALV_I64, q);
+  xrecv(il->bw, galv_pipe_first_rank[stage] + lrank, il->dev, 8, GALV_I64, q);
   galv_mem_window(); /* the turn opens */
 }
 
@@ -986,13 +989,14 @@ static void il_step_end(il_state *il, int holder) {
   if (holder) il->dev[IL_G] -= il->dev[IL_COPIES], il->dev[IL_COPIES] = 0;
 }
 
-/* every rank's x summed over the world by stage (one rank per stage: out[s] = stage s's x) */
-static void world_stage_sums(galv_comm *world, galv_queue *q, const double *x, int n, double *out) {
-  const int S = galv_pipe_nstages;
+/* every rank's x gathered over the world (a sum of one contribution each): out[r * n + k] = rank r's x[k]; rank r is
+ * place r - galv_pipe_first_rank[s] of its stage s */
+static void world_rank_values(galv_comm *world, galv_queue *q, const double *x, int n, double *out) {
+  const int S = galv_pipe_first_rank[galv_pipe_nstages]; /* the world's ranks */
   double *h = calloc((size_t)(S * n), sizeof *h);
   char *buf = dalloc(2 * (size_t)(S * n) * 8, GALV_MEM_COMM);
   if (!h) galv_fatal("out of memory");
-  for (int k = 0; k < n; k++) h[galv_pipe_stage * n + k] = x[k];
+  for (int k = 0; k < n; k++) h[(galv_pipe_first_rank[galv_pipe_stage] + lrank) * n + k] = x[k];
   D->h2d(buf, h, (size_t)(S * n) * 8);
   galv_all_reduce(world, buf, buf + (size_t)(S * n) * 8, (size_t)(S * n), GALV_F64, GALV_RED_SUM, q);
   galv_queue_sync(q);
@@ -1343,9 +1347,12 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   char **wst = calloc((size_t)B, sizeof *wst); /* ZB-H1: per microbatch what its W reads, from B(j) (last stage: F(j)) to W(j) */
   if (!acts || !wst) galv_fatal("out of memory");
   const int IL = galv_pipe_schedule == GALV_SCHED_INTERLEAVED, V = IL ? galv_pipe_vstages : 1, NG = S / V, grp = me % NG;
-  if (IL && (V < 2 || S % V || B % NG || nlocal > 1))
-    galv_fatal("pipeline table: interleaved over %d stages, %d chunks per group, %d microbatches, %d ranks per stage "
-               "(expected S = P V, B a multiple of P, one rank per stage)", S, V, B, nlocal);
+  int il_even = 1; /* interleaved: every stage on as many ranks (a device group: that many devices, each running
+                         * the group's V chunks' ranks of its place) */
+  for (int s = 0; IL && s < S; s++) il_even &= galv_pipe_first_rank[s + 1] - galv_pipe_first_rank[s] == nlocal;
+  if (IL && (V < 2 || S % V || B % NG || !il_even))
+    galv_fatal("pipeline table: interleaved over %d stages, %d chunks per group, %d microbatches, %d ranks on stage %d "
+               "(expected S = P V, B a multiple of P, as many ranks on every stage)", S, V, B, nlocal, me);
   const int na = galv_pipe_order_v(S, V, me, B, galv_pipe_schedule, acts); /* galv_pipe_sched.h: also galvc's --trace-plan */
   /* interleaved: the group's order; gidx[k]: this stage's entry k's place in it; owner(i): the stage of entry i */
   galv_pipe_act *gacts = IL ? malloc(sizeof *gacts * (size_t)(2 * V * B)) : NULL;
@@ -1384,11 +1391,11 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   if (load && bw) D->copy(Wb, W, (size_t)pspan);
   if (load && wg) D->copy(Ww, W, (size_t)pspan);
   if (IL) { /* the group's tracked bytes before its first entry: its ranks' live buffers summed */
-    double x = (double)galv_mem_live(), *all = malloc(sizeof *all * (size_t)S);
+    double x = (double)galv_mem_live(), *all = malloc(sizeof *all * (size_t)galv_pipe_first_rank[S]);
     if (!all) galv_fatal("out of memory");
-    world_stage_sums(world, q, &x, 1, all);
+    world_rank_values(world, q, &x, 1, all);
     il.dev[IL_G] = 0, il.mine = (int64_t)x;
-    for (int c = 0; c < V; c++) il.dev[IL_G] += (int64_t)all[c * NG + grp];
+    for (int c = 0; c < V; c++) il.dev[IL_G] += (int64_t)all[galv_pipe_first_rank[c * NG + grp] + lrank];
     free(all);
     galv_mem_window(); /* the first entry's turn opens */
   }
@@ -1775,9 +1782,9 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
             if (galv_pipe_out[ok[o] - 1].dst >> st & 1) x[2] += (double)(AB(&galv_outputs[o]) ? AB(&galv_outputs[o]) : 64);
       for (int o = 0; o < nbo; o++) /* the backward's: the gradients of the received values */
         if (okb[o] >= 1000000 && okb[o] < 2000000) x[3] += (double)(AB(&bout[o]) ? AB(&bout[o]) : 64);
-      il_sums = malloc(sizeof *il_sums * (size_t)(4 * S));
+      il_sums = malloc(sizeof *il_sums * (size_t)(4 * galv_pipe_first_rank[S]));
       if (!il_sums) galv_fatal("out of memory");
-      world_stage_sums(world, q, x, 4, il_sums);
+      world_rank_values(world, q, x, 4, il_sums);
     }
     /* the stage plan's peak: its states + its saved bytes at their peak (the microbatches it charges x the bytes per
      * microbatch; under ZB-H1 with what the weight-gradient entry reads from B until W: galv_pipe_predicted_saved) */
@@ -1817,26 +1824,28 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
              (long long)GSB((size_t)zg * zn * 4), npart, ntr, (long long)GSB(zn * 4), (unsigned long long)zrs, steps);
     }
   }
-  if (IL && IL_OWNER(gn - 1) == me) { /* the group's last entry: its counters are the group's */
+  if (IL && IL_OWNER(gn - 1) == me) { /* the group's last entry: its counters are the group's (its device lrank's) */
+    char dv[48] = "";
+    if (nlocal > 1) snprintf(dv, sizeof dv, "; device %d of %d", lrank, nlocal);
     printf("%s: device group %d (stages", galv_progname, grp);
     for (int c = 0; c < V; c++) printf("%s%d", c ? "," : " ", c * NG + grp);
-    printf("): saved activations in flight: peak %lld bytes (%lld chunk microbatches)\n", (long long)il.dev[2], (long long)il.dev[3]);
+    printf("%s): saved activations in flight: peak %lld bytes (%lld chunk microbatches)\n", dv, (long long)il.dev[2], (long long)il.dev[3]);
     /* the group's memory: the tracked peak of its ranks' live buffers summed at its entries + their arenas written,
      * beside the plan's: its stages' states + the peak over the group's order of the saved bytes, the send copies
      * and the batons (galv_pipe_peak_group_mem, on what the stages save and send per microbatch) */
     int64_t fb[64], fs[64], bs[64], states = 0, arenas = 0;
     for (int c = 0; c < V; c++) {
-      const int st = c * NG + grp;
-      states += galv_pipe_predicted_state[st], arenas += (int64_t)il_sums[4 * st];
-      fb[c] = (int64_t)il_sums[4 * st + 1], fs[c] = (int64_t)il_sums[4 * st + 2], bs[c] = (int64_t)il_sums[4 * st + 3];
+      const int st = c * NG + grp, r = galv_pipe_first_rank[st] + lrank; /* the chunk's rank on this device */
+      states += galv_pipe_predicted_state[st], arenas += (int64_t)il_sums[4 * r];
+      fb[c] = (int64_t)il_sums[4 * r + 1], fs[c] = (int64_t)il_sums[4 * r + 2], bs[c] = (int64_t)il_sums[4 * r + 3];
     }
     const int64_t held = galv_pipe_group_held(NG, V, grp, B, fb, fs, bs, gacts); /* gacts: the group's order again */
     const int64_t got = il.dev[IL_GPEAK] + arenas, pred = states + held;
     printf("%s: device group %d (stages", galv_progname, grp);
     for (int c = 0; c < V; c++) printf("%s%d", c ? "," : " ", c * NG + grp);
-    printf("): memory peak %lld bytes (tracker: the ranks' live buffers summed at the group's entries, peak %lld, + their "
+    printf("%s): memory peak %lld bytes (tracker: the ranks' live buffers summed at the group's entries, peak %lld, + their "
            "arenas written %lld), the plan's peak %lld (states %lld + saved activations, send copies and batons at their "
-           "peak %lld): %+.2f%%\n", (long long)got, (long long)il.dev[IL_GPEAK], (long long)arenas, (long long)pred,
+           "peak %lld): %+.2f%%\n", dv, (long long)got, (long long)il.dev[IL_GPEAK], (long long)arenas, (long long)pred,
            (long long)states, (long long)held, pred ? 100.0 * (double)(got - pred) / (double)pred : 0.0);
   }
   free(il_sums);

@@ -89,7 +89,7 @@ for o in "--schedule gpipe" "--stage-cost analytic" "--stage-cuts equal" "--trac
   # shellcheck disable=SC2086
   conflict "${o%% *} applies to pipelines: it needs --pipeline-stages" $o "${IR[@]}"
 done
-# interleaved 1F1B: --virtual-stages V with --schedule interleaved (or auto) in training, P groups of one device
+# interleaved 1F1B: --virtual-stages V with --schedule interleaved (or auto) in training, P groups of equal devices
 PP=(--pipeline-stages 2 --microbatches 2 --target cpu -o "$T/o/")
 conflict "--schedule interleaved needs --virtual-stages V" --train --schedule interleaved "${PP[@]}"
 conflict "--virtual-stages applies to --schedule interleaved (or auto" --train --schedule 1f1b --virtual-stages 2 "${PP[@]}"
@@ -100,7 +100,7 @@ conflict "--virtual-stages 1: expected 2 .. 64" --train --schedule interleaved -
 conflict "--microbatches 3 with --schedule interleaved over 2 device groups: the microbatches must be a multiple of 2" \
   --train --schedule interleaved --virtual-stages 2 --pipeline-stages 2 --microbatches 3 --target cpu -o "$T/o/"
 conflict "--virtual-stages 2: --pipeline-stages P counts the device groups" --train --schedule interleaved --virtual-stages 2 \
-  --pipeline-stages 2 --gpus 4 --microbatches 2 --target cpu -o "$T/o/"
+  --pipeline-stages 2 --gpus 3 --microbatches 2 --target cpu -o "$T/o/"
 conflict "--virtual-stages 2: --pipeline-stages P counts the device groups" --train --schedule interleaved --virtual-stages 2 \
   --pipeline-stages auto --target cpu -o "$T/o/"
 conflict "--virtual-stages 2 with --pipeline-stages 1: interleaving needs at least 2 device groups" --train --schedule interleaved \

@@ -12,7 +12,11 @@
 # single device) at P = 2, V = 2 and an MLP (6 linear
 # layers and a skip from layer 0 to layer 4, a value sent inside a device
 # group: one layer per stage, --layers 6 --stage-cuts equal; batch 8, MSE) at P = 2, V = 3 (V = 2 alike, not in the default
-# cases). Per stage and per
+# cases); and device groups of several devices (--gpus G = P x k: each stage a
+# program on k ranks, the ranks of one device taking turns with a baton of
+# their own): GPT-2 at k = 2 with the planner's plan per stage, Llama at k = 4
+# with --strategy dp,tp --mesh dp=2,tp=2 (16 ranks; the crossing values kept
+# split over dp), GPT-2 at k = 2 with --recompute=all inside the chunks. Per stage and per
 # device group the runtime's measured peak of saved bytes (and entries
 # holding them) equals galvc's prediction (galv_pipe_peak over the stage's
 # order, galv_pipe_peak_group over the group's); tests/pipe_trace_check.py
@@ -80,12 +84,17 @@ declare -A FLAGS=([gpt2]="--batch 8 --seq 8" [tied]="--batch 8 --seq 8" [llama]=
 # the mlp's stages cut one linear layer each (equal cuts over 6 groups), so layer 0's skip to layer 4 crosses inside
 # device group 0 whatever the stage DP's balance (its cuts follow the cost model's op times)
 declare -A PFLAGS=([gpt2]="" [tied]="" [llama]="" [mlp]="--layers 6 --stage-cuts equal")
-# model:P:V:B[:precision]
+# a case's devices per group (G = P x devices, every stage on that many ranks) and its flags (the field after G)
+declare -A XFLAGS=([dptp]="--strategy dp,tp --mesh dp=2,tp=2" [rc]="--recompute=all")
+# model:P:V:B[:precision[:G[:flags]]]
 # (tied: the embedding tied to the head, a parameter of stages 0 and 3, on groups 0 and 1)
 # (mlp:2:2:4 runs alike, left out for time: GALV_PIPE_IL_CASES="mlp:2:2:4")
-CASES=${GALV_PIPE_IL_CASES:-"gpt2:2:2:4 tied:2:2:4 llama:2:2:4 gpt2:2:2:4:bf16 mlp:2:3:4"}
+# G > P: device groups of G / P devices, each stage a program on that many ranks (a rank per device and chunk: the
+# ranks of a device take turns, one baton per device): the planner's plan per stage (dp=2), the preset dp x tp on 4
+# devices per group (16 ranks), full recomputation per layer inside the chunks
+CASES=${GALV_PIPE_IL_CASES:-"gpt2:2:2:4 tied:2:2:4 llama:2:2:4 gpt2:2:2:4:bf16 mlp:2:3:4 gpt2:2:2:4::4 llama:2:2:4::8:dptp gpt2:2:2:4::4:rc"}
 for c in $CASES; do # the single-device references: per model and precision
-  IFS=: read -r fam P V B PREC <<<"$c"
+  IFS=: read -r fam P V B PREC G X <<<"$c"
   ref="$T/one-$fam${PREC:+-$PREC}"
   [ -f "$ref.log" ] && continue
   # shellcheck disable=SC2086
@@ -96,10 +105,12 @@ for c in $CASES; do # the single-device references: per model and precision
 done
 
 for c in $CASES; do
-  IFS=: read -r fam P V B PREC <<<"$c"
-  S=$((P * V)) name="$fam P=$P V=$V B=$B${PREC:+ $PREC}" d="$T/$fam-$P-$V-$B${PREC:+-$PREC}" ref="$T/one-$fam${PREC:+-$PREC}"
+  IFS=: read -r fam P V B PREC G X <<<"$c"
+  S=$((P * V)) name="$fam P=$P V=$V B=$B${PREC:+ $PREC}${G:+ G=$G}${X:+ $X}" d="$T/$fam-$P-$V-$B${PREC:+-$PREC}${G:+-$G}${X:+-$X}"
+  ref="$T/one-$fam${PREC:+-$PREC}"
   # shellcheck disable=SC2086
   if ! timeout 600 "$BUILD/galvc" "$T/$fam.onnx" ${FLAGS[$fam]} ${PFLAGS[$fam]} ${PREC:+--precision $PREC} --train \
+      ${G:+--gpus $G} ${X:+${XFLAGS[$X]}} \
       --pipeline-stages "$P" --virtual-stages "$V" --schedule interleaved --microbatches "$B" --target cpu \
       --trace-plan "$d.plan.json" -o "$d/" >"$d.galvc" 2>&1 </dev/null; then
     bad "$name: galvc: $(grep -m3 error "$d.galvc")"
@@ -119,10 +130,10 @@ for c in $CASES; do
     bad "$name: run: $(grep -m3 -i error "$T/err" "$d.log")"
     continue
   fi
-  if msg=$(python3 - "$ref.log" "$d.log" "$ref.w" "$d.w" "$d.galvc" "$S" "$P" "$STEPS" "$SRC/tests/lib" "${PREC:-fp32}" 2>&1 <<'PY'
+  if msg=$(python3 - "$ref.log" "$d.log" "$ref.w" "$d.w" "$d.galvc" "$S" "$P" "$STEPS" "$SRC/tests/lib" "${PREC:-fp32}" "${G:-$P}" 2>&1 <<'PY'
 import sys, re
-la, lb, wa, wb, gl, S, P, steps, lib, prec = sys.argv[1:11]
-S, P, steps = int(S), int(P), int(steps)
+la, lb, wa, wb, gl, S, P, steps, lib, prec, G = sys.argv[1:12]
+S, P, steps, K = int(S), int(P), int(steps), int(G) // int(P)  # K devices per group
 sys.path.insert(0, lib)
 from same_training import check, losses
 if prec == "fp32":
@@ -138,42 +149,44 @@ else:  # 16-bit: the losses within 1e-3 of the single device's (the bound tests/
 g, r = open(gl).read(), open(lb).read()
 pred = {int(s): (int(b), int(n)) for s, b, n in re.findall(
     r"stage (\d+): interleaved: predicted peak saved bytes (\d+) \((\d+) microbatches", g)}
-meas = {int(s): (int(b), int(n)) for s, b, n in re.findall(
-    r"\[stage (\d+), rank \d+\]: saved activations in flight: peak (\d+) bytes \((\d+) microbatches", r)}
+# per stage rank; per device group and device ("; device k of K" with more than one device per group)
+meas = {(int(s), int(k or 0)): (int(b), int(n)) for s, k, b, n in re.findall(
+    r"\[stage (\d+), rank \d+(?:, stage rank (\d+))?\]: saved activations in flight: peak (\d+) bytes \((\d+) microbatches", r)}
+DEV = r"(?:; device (\d+) of \d+)?"
 gpred = {int(d): (int(b), int(n)) for d, b, n in re.findall(
     r"device group (\d+) \(stages [\d,]+\): interleaved: predicted peak saved bytes (\d+) \((\d+) chunk microbatches", g)}
-gmeas = {int(d): (int(b), int(n)) for d, b, n in re.findall(
-    r"device group (\d+) \(stages [\d,]+\): saved activations in flight: peak (\d+) bytes \((\d+) chunk microbatches", r)}
-if sorted(meas) != list(range(S)) or sorted(pred) != list(range(S)):
+gmeas = {(int(d), int(k or 0)): (int(b), int(n)) for d, k, b, n in re.findall(
+    r"device group (\d+) \(stages [\d,]+" + DEV + r"\): saved activations in flight: peak (\d+) bytes \((\d+) chunk microbatches", r)}
+if sorted(meas) != [(s, k) for s in range(S) for k in range(K)] or sorted(pred) != list(range(S)):
     sys.exit(f"stage lines: predicted {pred}, measured {meas}")
-if sorted(gmeas) != list(range(P)) or sorted(gpred) != list(range(P)):
+if sorted(gmeas) != [(d, k) for d in range(P) for k in range(K)] or sorted(gpred) != list(range(P)):
     sys.exit(f"group lines: predicted {gpred}, measured {gmeas}")
-for s in range(S):
-    if meas[s] != pred[s]: sys.exit(f"stage {s}: measured peak {meas[s]} != predicted {pred[s]} (bytes, microbatches)")
-for d in range(P):
-    if gmeas[d] != gpred[d]: sys.exit(f"group {d}: measured peak {gmeas[d]} != predicted {gpred[d]} (bytes, entries)")
+for (s, k), v in meas.items():
+    if v != pred[s]: sys.exit(f"stage {s} rank {k}: measured peak {v} != predicted {pred[s]} (bytes, microbatches)")
+for (d, k), v in gmeas.items():
+    if v != gpred[d]: sys.exit(f"group {d} device {k}: measured peak {v} != predicted {gpred[d]} (bytes, entries)")
 if "(interleaved)" not in r: sys.exit("the stages did not run the interleaved schedule")
 # each group's memory: the tracker's peak against the plan's (galvc's line = the runtime's figure), 5 % either way
 mpred = {int(d): (int(t), int(s), int(h)) for d, t, s, h in re.findall(
     r"device group (\d+) \(stages [\d,]+\): interleaved: predicted memory peak (\d+) bytes \(states (\d+) \+ saved "
     r"activations, send copies and batons at their peak (\d+)\)", g)}
-mmeas = {int(d): (int(m), int(l), int(a), int(t)) for d, m, l, a, t in re.findall(
-    r"device group (\d+) \(stages [\d,]+\): memory peak (\d+) bytes \(tracker: the ranks' live buffers summed at the "
+mmeas = {(int(d), int(k or 0)): (int(m), int(l), int(a), int(t)) for d, k, m, l, a, t in re.findall(
+    r"device group (\d+) \(stages [\d,]+" + DEV + r"\): memory peak (\d+) bytes \(tracker: the ranks' live buffers summed at the "
     r"group's entries, peak (\d+), \+ their arenas written (\d+)\), the plan's peak (\d+) ", r)}
-if sorted(mpred) != list(range(P)) or sorted(mmeas) != list(range(P)):
+if sorted(mpred) != list(range(P)) or sorted(mmeas) != [(d, k) for d in range(P) for k in range(K)]:
     sys.exit(f"group memory lines: galvc {mpred}, the run {mmeas}")
 mem = []
-for d in range(P):
-    m, l, a, t = mmeas[d]
+for (d, k) in sorted(mmeas):
+    m, l, a, t = mmeas[d, k]
     if t != mpred[d][0]: sys.exit(f"group {d}: the run's plan figure {t} != galvc's {mpred[d][0]}")
     if m != l + a or not a: sys.exit(f"group {d}: tracker peak {m} != live {l} + arenas {a}")
     dev = 100 * (m - t) / t
-    if abs(dev) > 5: sys.exit(f"group {d}: tracker peak {m} bytes vs the plan's {t} ({mpred[d][1]} states + {mpred[d][2]}): "
-                              f"{dev:+.2f}% (bound 5%)")
-    mem.append(f"group {d} {m} / {t} ({dev:+.2f}%)")
+    if abs(dev) > 5: sys.exit(f"group {d} device {k}: tracker peak {m} bytes vs the plan's {t} ({mpred[d][1]} states + "
+                              f"{mpred[d][2]}): {dev:+.2f}% (bound 5%)")
+    if k == 0: mem.append(f"group {d} {m} / {t} ({dev:+.2f}%)")
 print(f"{same}; peak saved bytes per group measured = predicted: "
-      + " ".join(f"{gmeas[d][0]} ({gmeas[d][1]} entries)" for d in range(P))
-      + "; memory tracked / planned: " + ", ".join(mem))
+      + " ".join(f"{gmeas[d, 0][0]} ({gmeas[d, 0][1]} entries)" for d in range(P))
+      + "; memory tracked / planned: " + ", ".join(mem) + (f" (each of {K} devices per group alike within 5 %)" if K > 1 else ""))
 PY
 ); then
     ok "$name: $msg; $mates value(s) sent inside a device group"
@@ -221,7 +234,7 @@ else
 fi
 
 # bad input: one error line, exit 2
-for args in "--microbatches 3" "--microbatches 2 --pipeline-recompute" "--microbatches 4 --gpus 4 --strategy dp"; do
+for args in "--microbatches 3" "--microbatches 2 --pipeline-recompute" "--microbatches 4 --gpus 3" "--microbatches 4 --gpus 4 --stage-devices 1,3"; do
   # shellcheck disable=SC2086
   timeout 60 "$BUILD/galvc" "$T/gpt2.onnx" --batch 12 --seq 8 --train --pipeline-stages 2 --virtual-stages 2 --schedule interleaved \
     $args --target cpu -o "$T/bad/" >"$T/out" 2>"$T/err"

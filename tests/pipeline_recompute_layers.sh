@@ -145,8 +145,9 @@ else
   bad "plan.json of the default search's pipeline: ${rec:-$(grep -m3 error "$T/pj.out")}"
 fi
 
-# bad input: one error line, non-zero exit
-for v in "--schedule zb-h1 --recompute=all" "--schedule interleaved --virtual-stages 2 --recompute=selective"; do
+# bad input: one error line, non-zero exit (per-layer recomputation under the interleaved schedule runs:
+# tests/pipeline_interleaved.sh)
+for v in "--schedule zb-h1 --recompute=all"; do
   if timeout 60 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 8 --train --target cpu --fused-attention off --pipeline-stages 2 --microbatches 2 $v --plan-only \
       >"$T/bad.out" 2>"$T/bad.err"; then
     bad "$v: accepted"

@@ -1300,10 +1300,10 @@ int main(int argc, char **argv) {
     gv_error_plain("--virtual-stages: the interleaved schedule orders training's forward and backward entries: it needs --train");
     return 2;
   }
-  if (pa.vstages && (!pa.stages || pa.nsdev || (gpus > 1 && gpus != pa.stages) || gv_shard_opts.strategy)) {
-    gv_error_plain("--virtual-stages %d: --pipeline-stages P counts the device groups (S = P x %d stages, one device each): "
-                   "it needs a fixed P, one device per group (--gpus P or none) and no --stage-devices / --strategy",
-                   pa.vstages, pa.vstages);
+  if (pa.vstages && (!pa.stages || pa.nsdev || (gpus > 1 && gpus % pa.stages))) {
+    gv_error_plain("--virtual-stages %d: --pipeline-stages P counts the device groups (S = P x %d stages, each on its group's "
+                   "devices): it needs a fixed P, groups of equal devices (--gpus a multiple of P, or none) and no "
+                   "--stage-devices", pa.vstages, pa.vstages);
     return 2;
   }
   if (pa.vstages && pa.stages < 2) {
@@ -1327,9 +1327,9 @@ int main(int argc, char **argv) {
    * given, else chosen per stage with the stages */
   pa.layer_rc_given = recompute_given;
   bool layer_rc_on = recompute_given && gv_train_opts.recompute && strcmp(gv_train_opts.recompute, "none");
-  if (pa.on && train && layer_rc_on && (pa.vstages || pa.sched == GV_SCHED_ZBH1)) {
-    gv_error_plain("--recompute=%s inside pipeline stages runs under --schedule 1f1b or gpipe (%s)", gv_train_opts.recompute,
-                   pa.vstages ? "the interleaved chunks run their stashing entries" : "ZB-H1's weight-gradient entry reads the stash");
+  if (pa.on && train && layer_rc_on && pa.sched == GV_SCHED_ZBH1) {
+    gv_error_plain("--recompute=%s inside pipeline stages runs under --schedule 1f1b, gpipe or interleaved (ZB-H1's "
+                   "weight-gradient entry reads the stash)", gv_train_opts.recompute);
     return 2;
   }
   /* --plan FILE holding a pipelined plan (the default search's choice): the same stages, compiled as
@@ -1562,7 +1562,7 @@ int main(int argc, char **argv) {
     cluster.fused_attention = strcmp(target, "cuda") == 0 && !(train && cuda.bf16); /* as codegen/cuda fuses attention */
     if (gpus_per_node) cluster.devices_per_node = gpus_per_node;
     int64_t need = gpus > pa.stages ? gpus : pa.stages;
-    if (pa.vstages && need < (int64_t)pa.stages * pa.vstages) need = (int64_t)pa.stages * pa.vstages; /* the DP's view: a device per stage */
+    if (pa.vstages && need < need * pa.vstages) need *= pa.vstages; /* the DP's view: each of the P V stages on its own devices */
     if (!gpus_per_node && need > cluster.devices_per_node * cluster.nodes) cluster.devices_per_node = need, cluster.nodes = 1;
     else if (cluster.devices_per_node > 0 && need > cluster.devices_per_node * cluster.nodes)
       cluster.nodes = (need + cluster.devices_per_node - 1) / cluster.devices_per_node;

@@ -1754,7 +1754,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     int64_t d = a >= 0 ? sm.size[a] : 1;
     xs_D = !xs_D || xs_D == d ? d : 1;
   }
-  if (xs_D < 1 || V > 1 || getenv("GALV_PIPE_XSPLIT_OFF")) xs_D = 1;
+  if (xs_D < 1 || getenv("GALV_PIPE_XSPLIT_OFF")) xs_D = 1;
   if (xs_D > 1 && !quiet && !P.plan_only)
     fprintf(stderr, "galvc: pipeline: crossing values whose dim 0 is the microbatch (%lld) stay split over dp = %lld: each rank "
                     "sends and receives its rows, no gather\n", (long long)xs_mb, (long long)xs_D);
