@@ -18,12 +18,15 @@ Megatron's GPU count and global batch, and
        With pp > 1 the stage DP cuts the layer groups; the line (i=) beside
        it prices Megatron's own cuts (L / pp layers per stage, the embedding
        with the first and the head with the last: --layers blocks
-       --stage-cuts equal);
+       --stage-cuts equal); rows Megatron interleaved (76.1B v3, 145.6B
+       and 310.1B v2) run --schedule interleaved --virtual-stages v on
+       device groups of dp x tp devices, and the line (i1) beside them the
+       same on 1F1B;
   (ii) a stronger Megatron baseline: Megatron's tp and pp with sequence
        parallelism, selective recomputation, the distributed optimizer
-       (ZeRO-1) and the best microbatch size (and virtual-stage count,
-       where galvc's interleaved schedule can express one: it cannot on
-       these rows), one fixed galvc command per microbatch size;
+       (ZeRO-1) and the best microbatch size and, with a pipeline, the
+       best virtual-stage count (1 to VMAX chunks per device group), one
+       fixed galvc command per pair;
   (iii) the best point of a grid over tp (1, 2, 4, 8 dividing the heads),
        pp (divisors of the layers and GPUs up to --grid-pp-max), microbatch
        size (1-16), sequence parallelism, ZeRO stage (0-3; 0-2 in a
@@ -53,8 +56,8 @@ GPUs). Prints figures only: it never passes or fails on them. A
 configuration galvc cannot express or plan prints galvc's one-line reason.
 Pipeline rows (pp > 1) run galvc's pipeline path, whose stage programs are
 priced in bf16 (docs/pipeline.md, "16-bit storage"), with --recompute=all
-inside the stage programs and 1F1B (the interleaved schedule refuses
-per-layer recomputation); where no partition fits the 80 GB, the
+inside the stage programs and 1F1B or interleaved 1F1B (a device's
+memory: its group's V stages); where no partition fits the 80 GB, the
 configuration is priced again with the limit lifted (its step and memory,
 marked '!') and the error printed below it (docs/planner.md, "Megatron
 Table 1").
@@ -125,19 +128,28 @@ def model_path(args, name, L, h, a):
     return path
 
 
-def megatron_config(args, row, path, equal=False):
+def pipe_mems(text):
+    """A pipeline plan's bytes per device: under the interleaved schedule each device group's (its V stages' states
+    and what the group holds at its peak: the figure the stage DP checks), else each stage's."""
+    g = [int(x) for x in re.findall(r"^  device group \d+ \(stages [\d,]+\): .*\((\d+) bytes per device\)", text, re.M)]
+    return g or [int(x) for x in re.findall(r"^  stage \d+: .*\((\d+) bytes per device\)", text, re.M)]
+
+
+def megatron_config(args, row, path, equal=False, v1=False):
     name, L, h, a, G, B, tp, pp, mbs, v, paper = row
     dp = G // (tp * pp)
     nmb = B // (dp * mbs)
     cmd = [args.galvc, path] + COMMON + ["--gpus", str(G), "--batch", str(B), "--microbatches", str(nmb)]
+    il = pp > 1 and v > 1 and not v1
     if pp > 1:
         # full recomputation per layer inside the stage programs (docs/pipeline.md, "Recomputation per layer inside
-        # stages"), 1F1B: the interleaved schedule refuses per-layer recomputation (its chunks read the full stash),
-        # so rows 6-8 run 1F1B where Megatron interleaved v chunks
-        # the stage DP's cuts; equal: Megatron's stages, L / pp layers each, the embedding with the first and the
+        # stages"); rows 6-8 interleaved as Megatron ran them: v chunks per device group of dp x tp devices
+        # (docs/pipeline.md, "Device groups of several devices"); v1: the same on 1F1B (the line before 2026-12-06)
+        # the stage DP's cuts; equal: Megatron's stages, L / (pp v) layers each, the embedding with the first and the
         # head with the last (--layers blocks: a layer group per block found by structure; --stage-cuts equal)
         cmd += ["--pipeline-stages", str(pp), "--strategy", "dp,tp", "--mesh", "dp=%d,tp=%d" % (dp, tp),
-                "--recompute=all", "--schedule", "1f1b", "--plan-only"]
+                "--recompute=all", "--plan-only"]
+        cmd += ["--schedule", "interleaved", "--virtual-stages", str(v)] if il else ["--schedule", "1f1b"]
         if equal:
             cmd += ["--layers", "blocks", "--stage-cuts", "equal"]
     else:
@@ -146,7 +158,7 @@ def megatron_config(args, row, path, equal=False):
         cmd += ["--recompute=all", "--overlap", "off", "--report-cost", "-o", os.path.join(args.work, "cfg.mlir")]
         cmd += ["--strategy", "dp,tp", "--mesh", "dp=%d,tp=%d" % (dp, tp)] if tp > 1 else ["--strategy", "dp", "--mesh", "dp=%d" % dp]
     rc, out, err, cpu = run(cmd, args.timeout)
-    desc = "tp%d pp%d dp%d mbs%d x%d%s, full recompute%s" % (tp, pp, dp, mbs, nmb, " 1F1B (not v%d)" % v if v > 1 else "",
+    desc = "tp%d pp%d dp%d mbs%d x%d%s, full recompute%s" % (tp, pp, dp, mbs, nmb, " v%d" % v if il else " 1F1B" if v > 1 else "",
                                                              ", equal cuts" if equal else "")
     over = None
     if rc and pp > 1 and "no partition fits" in err:  # priced anyway, the limit lifted: its step, and memory over 80 GB
@@ -160,7 +172,7 @@ def megatron_config(args, row, path, equal=False):
         # gradient all-reduce / ZeRO collectives / update of the slowest stage (Megatron's all-reduce after its flush too)
         m = re.search(r"^pipeline: predicted step ([0-9.]+) ms", out + err, re.M) if not equal else \
             re.search(r"^pipeline equal cuts: .*?, predicted step ([0-9.]+) ms", out + err, re.M)
-        mems = [int(x) for x in re.findall(r"^  stage \d+: .*\((\d+) bytes per device\)", out + err, re.M)]
+        mems = pipe_mems(out + err)
         if not m or not mems:
             return {"desc": desc, "error": "no pipeline plan in galvc's output", "cpu_s": cpu}
         step = float(m.group(1)) * 1e-3
@@ -192,6 +204,7 @@ def megatron_config(args, row, path, equal=False):
 #           priced from --strategy dp,tp[,sp] --mesh dp=D,tp=T (the preset's roles, sp on every op);
 #           with tp = 1 (the grid's pipeline groups) each stage's tp / sp is the planner's.
 GRID_TP = (1, 2, 4, 8)
+VMAX = 4                # (ii): virtual stages per device group tried, 1 .. VMAX
 GRID_MBS = (1, 2, 4, 8, 16)
 RC_ORDER = ("none", "selective", "all")
 ACT_FRACTION = 0.5      # the pre-check counts half the textbook activations: it prunes only sure misses
@@ -247,8 +260,9 @@ def mem_lower_bound(row, q):
 
 def point_desc(q):
     if q["pp"] > 1 and q["tp"] > 1:
-        return "pp%d tp%d dp%d mbs%d x%d%s zero%d rc:%s" % (q["pp"], q["tp"], q["G"] // (q["pp"] * q["tp"]), q["mbs"], q["nmb"],
-                                                           " sp" if q["sp"] else "", q["zero"], q["rc"])
+        return "pp%d%s tp%d dp%d mbs%d x%d%s zero%d rc:%s" % (q["pp"], " v%d" % q["v"] if q.get("v", 1) > 1 else "", q["tp"],
+                                                             q["G"] // (q["pp"] * q["tp"]), q["mbs"], q["nmb"],
+                                                             " sp" if q["sp"] else "", q["zero"], q["rc"])
     if q["pp"] > 1:
         return "pp%d dp*tp=%d mbs%d x%d zero%d rc:%s" % (q["pp"], q["G"] // q["pp"], q["mbs"], q["nmb"], q["zero"], q["rc"])
     return "tp%d dp%d mbs%d x%d%s zero%d rc:%s" % (q["tp"], q["G"] // q["tp"], q["mbs"], q["nmb"], " sp" if q["sp"] else "",
@@ -260,8 +274,9 @@ def point_cmd(args, path, q):
     cmd = [args.galvc, path] + COMMON + ["--gpus", str(G), "--batch", str(B), "--microbatches", str(q["nmb"]),
                                          "--recompute=%s" % q["rc"]]
     if pp > 1:
-        cmd += ["--pipeline-stages", str(pp), "--schedule", "1f1b", "--pipeline-recompute=off",
-                "--pipeline-zero", str(q["zero"]), "--plan-only"]
+        v = q.get("v", 1)
+        cmd += ["--pipeline-stages", str(pp), "--pipeline-recompute=off", "--pipeline-zero", str(q["zero"]), "--plan-only"]
+        cmd += ["--schedule", "interleaved", "--virtual-stages", str(v)] if v > 1 else ["--schedule", "1f1b"]
         if tp > 1:  # every stage compiled from the preset on dp x tp, sp on every op with sp (docs/pipeline.md)
             cmd += ["--strategy", "dp,tp,sp" if q["sp"] else "dp,tp", "--mesh", "dp=%d,tp=%d" % (G // (pp * tp), tp)]
         return cmd
@@ -288,7 +303,7 @@ def price_point(args, path, q):
              cpu_s=cpu)
     if q["pp"] > 1:
         m = re.search(r"^pipeline: predicted step ([0-9.]+) ms", err + out, re.M)  # the whole step
-        mems = [int(x) for x in re.findall(r"\((\d+) bytes per device\)", err + out)]
+        mems = pipe_mems(err + out)
         need = re.search(r"no partition fits .* still needs [0-9.]+ GiB \((\d+) bytes\)", err)
         if rc_ and need:    # the stage DP's answer that the point does not fit: its least need, not a failure
             r.update(step_s=None, mem=int(need.group(1)), fits=False)
@@ -309,14 +324,18 @@ def price_point(args, path, q):
     return r
 
 
-def point(row, pp, tp, sp, mbs, zero, rc):
+def point(row, pp, tp, sp, mbs, zero, rc, v=1):
     """The point's parameters, or None when the shape does not divide (Megatron's microbatch size mbs
-    is sequences per data-parallel rank: N = B / (dp mbs) microbatches; pp > 1: dp counted as G/P)."""
+    is sequences per data-parallel rank: N = B / (dp mbs) microbatches; pp > 1: dp counted as G/P; v > 1
+    virtual stages: the layers a multiple of pp v, the microbatches of pp, as Megatron requires)."""
     name, L, h, a, G, B = row[:6]
     dp = G // (tp * pp)
     if G % (tp * pp) or B % (dp * mbs):
         return None
-    return {"G": G, "B": B, "pp": pp, "tp": tp, "sp": sp, "mbs": mbs, "nmb": B // (dp * mbs), "zero": zero, "rc": rc}
+    nmb = B // (dp * mbs)
+    if v > 1 and (pp < 2 or L % (pp * v) or nmb % pp):
+        return None
+    return {"G": G, "B": B, "pp": pp, "tp": tp, "sp": sp, "mbs": mbs, "nmb": nmb, "zero": zero, "rc": rc, "v": v}
 
 
 def best_of(points):
@@ -327,20 +346,23 @@ def best_of(points):
 def stronger_baseline(args, row, path, pool):
     """(ii): Megatron's tp and pp, sp (tp > 1), selective recomputation, the distributed optimizer
     (ZeRO-1: --strategy zero1[,tp,sp]; pp > 1: --pipeline-zero 2, the sums reduce-scattered once per step as
-    Megatron's distributed optimizer does, with every stage compiled from --strategy dp,tp,sp on dp x tp) and the best microbatch size (every mbs of GRID_MBS that divides). Virtual stages:
-    interleaved 1F1B takes one device per device group (docs/pipeline.md), so no Table 1 row with pp > 1
-    can express Megatron's virtual stages."""
+    Megatron's distributed optimizer does, with every stage compiled from --strategy dp,tp,sp on dp x tp) and the best microbatch size (every mbs of GRID_MBS that divides) and, with pp > 1, the best virtual-stage
+    count (1F1B, and interleaved 1F1B with v = 2 .. VMAX chunks per device group of dp x tp devices where
+    the layers divide into pp v chunks and the microbatches into pp)."""
     name, L, h, a, G, B, tp, pp, mbs, v, paper = row
     # the distributed optimizer in a pipeline: --pipeline-zero 2, whose gradient sums are reduce-scattered once per
     # step (Megatron's: accumulated, then reduce-scattered once); galvc's --pipeline-zero 1 all-reduces every
     # microbatch's gradients inside the stage program (twice Megatron's step on row 5)
-    pts = [q for q in (point(row, pp, tp, tp > 1, m, 1 if pp == 1 else 2, "selective") for m in GRID_MBS) if q]
+    # the virtual-stage counts: 1 and every v up to VMAX whose chunks divide the layers (Megatron's condition)
+    pts = [q for q in (point(row, pp, tp, tp > 1, m, 1 if pp == 1 else 2, "selective", vv) for m in GRID_MBS
+                       for vv in range(1, VMAX + 1)) if q]
     res = list(pool.map(lambda q: price_point(args, path, q), pts))
     b = best_of(res)
     out = dict(b) if b else {"error": "no point fits (%d priced)" % len(res)}
     out.update(n=len(res), points=res, cpu_grid=sum(p["cpu_s"] for p in res))
-    if pp > 1 and v > 1:
-        out["note"] = "v%d not expressible (1F1B)" % v
+    if b and pp > 1:
+        out["note"] = "virtual stages priced: %s; the best v%d" % (
+            ", ".join(sorted({"v%d" % p.get("v", 1) for p in res})), b.get("v", 1))
     return out
 
 
@@ -522,8 +544,10 @@ def main():
         path = model_path(args, name, L, h, a)
         print("%s: %d layers, hidden %d, %d heads, %d GPUs, batch %d" % (name, L, h, a, G, B), flush=True)
         # (i); with pp > 1 also (i=), Megatron's own cuts (L / pp layers per stage)
-        for tag, equal in ((("(i)", False),) + ((("(i=)", True),) if row[7] > 1 else ())) if "i" in cols else ():
-            c = megatron_config(args, row, path, equal=equal)
+        # rows Megatron interleaved (v > 1): also (i1), the same on 1F1B
+        for tag, equal, v1 in ((("(i)", False, False),) + ((("(i=)", True, False),) if row[7] > 1 else ()) +
+                               ((("(i1)", False, True),) if row[9] > 1 else ())) if "i" in cols else ():
+            c = megatron_config(args, row, path, equal=equal, v1=v1)
             if "error" in c:
                 print("  %-5s %-46s galvc: %s" % (tag, c["desc"], c["error"]), flush=True)
             else:

@@ -1240,6 +1240,14 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
             pl->cost[i].layer_rc ? gv_layer_rc_name(pl->cost[i].layer_rc) : "", (double)pl->cost[i].ns / 1e6, (double)pl->cost[i].state_bytes / (1 << 30),
             (long long)pl->inflight[i], (double)pl->cost[i].act_bytes / (1 << 30),
             (long long)(pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i)));
+  if (pl->schedule == GV_SCHED_INTERLEAVED && pl->vstages > 1) /* a device's memory: its group's V stages (what the DP checked) */
+    for (int d = 0, P = pl->nstages / pl->vstages; d < P; d++) {
+      int64_t st = 0, mem = gv_pipe_group_mem(pl, d, &st);
+      fprintf(f, "  device group %d (stages", d);
+      for (int c = 0; c < pl->vstages; c++) fprintf(f, "%s%d", c ? "," : " ", c * P + d);
+      fprintf(f, "): %.2f GiB states + %.2f GiB saved activations, send copies and batons at their peak (%lld bytes per device)\n",
+              (double)st / (1 << 30), (double)(mem - st) / (1 << 30), (long long)mem);
+    }
   for (int i = 0; i < pl->nstages; i++)
     if (pl->cost[i].zero_ranks > 1 && way_zero(pl->cost[i].zero_ranks, pl->cost[i].zero) == GV_ZERO_1)
       fprintf(f, "  stage %d: ZeRO-1: optimizer state over %lld ranks, parameters all-gathered after the update: %.3f ms per step\n", i,
