@@ -462,7 +462,9 @@ def galvc_search(args, row, path):
         step = pipe["predicted_step_ns"] * 1e-9
         desc = "pipeline %d stages mb%d %s zero%s" % (pipe["stages"], pipe["microbatches"], pipe.get("schedule", "?"),
                                                      "/".join(str(z) for z in sorted(set(pipe.get("stage_zero", [0])))))
-        mem = max(pipe["stage_bytes"]) if pipe.get("stage_bytes") else None
+        mem = max(pipe.get("group_bytes") or pipe.get("stage_bytes") or [None])  # interleaved: a device group's
+        if pipe.get("virtual_stages", 1) > 1:
+            desc = desc.replace(" stages", " stages (v%d)" % pipe["virtual_stages"], 1)
     else:
         step = p["predicted"]["step_ns"] * 1e-9
         mesh = ",".join("%s=%d" % (n, s) for n, s in zip(p["mesh"]["axes"], p["mesh"]["shape"]))

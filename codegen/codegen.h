@@ -16,7 +16,15 @@ typedef struct {
    * Makefile, runtime/ or launch) whose symbols are galv_NAME_* in place of
    * galv_* (galv_NAME_program_run, galv_NAME_inputs, ...); NULL: the program */
   const char *entry;
+  /* the weights buffer's constants from this offset on (0: right after the parameters): a pipeline stage's
+   * backward entry places its constants after the forward entry's weights (gv_emit_weights_bytes), so that one
+   * buffer holds the parameters once and both entries' constants (runtime/pipe.c, galv_pipe_bwd_base) */
+  int64_t const_base;
 } gv_emit_options;
+
+/* The weights buffer (weights.bin) bytes of m as both emitters lay it out: each parameter argument in order, then
+ * each top-level constant, every one 64-byte aligned (codegen/cpu/emit.c plan, codegen/cuda/emit.c). */
+int64_t gv_emit_weights_bytes(const gv_module *m);
 
 /* CPU target (codegen/cpu/): writes OUTDIR/program.c, weights.bin, Makefile
  * and runtime/ (the runtime sources embedded in galvc). Returns 0, or -1

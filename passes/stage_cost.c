@@ -26,7 +26,7 @@
  * (the parameters' bytes; half with --grad-dtype bf16: bf16 sums), the
  * optimizer state (ctx->opt_states x them;
  * ZeRO-1: over the plan's dp ranks, whose all-gather per step is zero_ns),
- * an earlier stashing stage's backward-entry copy of the weights and the
+ * (the backward entry's constants beside the forward entry's in one weights buffer) and the
  * receive buffers (the last and stashing stages' forward inputs, an
  * earlier stage's gradients of the values it sends: gv_stage_bytes recv,
  * send); per microbatch in flight: an earlier training stage's stash
@@ -571,7 +571,8 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
            * constants; the arena, which holds the parameter gradients the program outputs); in training beside them
            * the gradient sums (the parameters' bytes), the optimizer state (opt_states x the parameters' bytes;
            * ZeRO: divided by the ranks holding equal parameters, the plan's dp ranks when it splits no parameter
-           * over them) and, in an earlier stage with a stash, the backward entry's copy of the weights */
+           * over them); an earlier stage's backward entry reads the same weights buffer (its constants after the
+           * forward entry's: runtime/pipe.c galv_pipe_bwd_base), so no copy of the parameters */
           /* stashing: the two entries' constants, collective scratch and (one, the larger) arena instead of the
            * combined program's */
           const bool ent = x->training && can_rc && !recompute && ent_ok[k];
@@ -607,7 +608,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
               else shacc += b, shtmp = b > shtmp ? b : shtmp;
             }
             int64_t held = zero == GV_ZERO_2_EACH ? es * (GV_ZERO_EACH_BUCKETS * g * bs + g * bs + bs) + shloc / (4 / es) : sums;
-            out->state_bytes += held + pmax + (g > 1 ? (opt + g - 1) / g : opt) + (can_rc && !recompute ? pc.mem_params : 0);
+            out->state_bytes += held + pmax + (g > 1 ? (opt + g - 1) / g : opt);
             out->state_bytes += (shacc + shtmp) / (4 / es);
             /* the receive buffers (runtime/pipe.c inbuf, gbuf): the last stage's and a stashing stage's forward
              * inputs (a recomputing stage receives into its saved inputs), an earlier stage's gradients of the

@@ -1124,11 +1124,10 @@ static int analytic_way(const gv_analytic_ctx *x, const analytic_range *rg, bool
                                        nodes > 1 ? per_node / tp : dp, nodes > 1 ? nodes : 1);
     int64_t t = compute + comm + xfer;
     int64_t words = s.param_bytes / 4; /* parameters (counted in f32 words) */
-    /* training, per parameter as runtime/pipe.c keeps it: the fp32 weight, its gradient sum, the optimizer state
-     * (ZeRO-1: over dp) and, in an earlier stage with a stash, the backward entry's copy of the weight */
+    /* training, per parameter as runtime/pipe.c keeps it: the fp32 weight (one buffer for a stage's forward and
+     * backward entries), its gradient sum and the optimizer state (ZeRO-1: over dp) */
     int64_t opt = (int64_t)x->opt_states * 4 * words, zopt = zero && dp > 1 ? (opt + dp - 1) / dp : opt;
-    int64_t copy = !recompute && last < x->ngroups ? 4 * words : 0;
-    int64_t states = x->training ? (8 * words + zopt + copy) / tp : words * x->dtype_bytes / tp;
+    int64_t states = x->training ? (8 * words + zopt) / tp : words * x->dtype_bytes / tp;
     if (x->training && zero == 2 && dp > 1) { /* ZeRO-2: this rank's chunk of the sums beside them; the step's gradient
                                                 * all-reduce becomes a reduce-scatter (and the all-gather below) */
       states += (4 * words / tp + dp - 1) / dp;

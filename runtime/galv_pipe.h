@@ -56,6 +56,10 @@ extern const int galv_pipe_training, galv_pipe_schedule; /* schedule: 0 gpipe, 1
 /* interleaved 1F1B: the model chunks per device group (V; P = nstages / V groups, stage s on group s mod P,
  * its V stages' ranks taking turns in the group's order, runtime/pipe.c); else 1 */
 extern const int galv_pipe_vstages;
+/* the backward entry's constants start at this offset of its weights block, past the forward entry's weights
+ * (galvc gv_emit_options.const_base): one buffer holds the parameters once and both entries' constants; 0: the
+ * backward entry holds a copy of the parameters of its own */
+extern const int64_t galv_pipe_bwd_base;
 extern const char galv_pipe_optimizer[];                 /* "adamw" | "sgd" */
 extern const double galv_pipe_hparams[6];                /* lr, weight decay, beta1, beta2, eps, momentum */
 /* --clip-grad-norm X (else 0): before the update the step's gradients are scaled by min(X / (n + 1e-6), 1), n the

@@ -1031,10 +1031,22 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   wpath = galv_weights_path(wpath, wbuf, sizeof wbuf); /* --weights, else next to the executable */
   size_t wlen = 0;
   const char *mapped = galv_spmd_map_weights(wpath, &wlen); /* this rank's block */
-  char *W = upload(mapped, (size_t)galv_weights_bytes, GALV_MEM_WEIGHTS);   /* writable: the parameters are updated */
-  /* an earlier stage with a stash: its backward entry (program_bwd.c, weights_bwd.bin next to weights.bin);
-   * both weights blocks start with the same parameters, copied over after each update */
+  /* an earlier stage with a stash: its backward entry (program_bwd.c, weights_bwd.bin next to weights.bin); both
+   * weights blocks start with the same parameters. With galv_pipe_bwd_base its constants follow the forward entry's
+   * weights: one buffer [parameters, the forward entry's constants, the backward entry's] serves both entries (the
+   * parameters held once); else the backward entry's block is a copy, its parameters copied over after each update */
   const galv_pipe_entry *bw = !last && galv_pipe_bwd.run ? &galv_pipe_bwd : NULL;
+  const int wshare = bw && galv_pipe_bwd_base > 0;
+  if (wshare && (galv_pipe_bwd_base < galv_weights_bytes || *bw->weights_bytes < galv_pipe_bwd_base))
+    galv_fatal("pipeline table: the backward entry's constants start at byte %lld, inside the forward entry's %lld bytes of "
+               "weights or past its own %lld (rebuild with galvc)", (long long)galv_pipe_bwd_base, (long long)galv_weights_bytes,
+               (long long)*bw->weights_bytes);
+  char *W = wshare ? dalloc((size_t)*bw->weights_bytes, GALV_MEM_WEIGHTS) /* writable: the parameters are updated */
+                   : upload(mapped, (size_t)galv_weights_bytes, GALV_MEM_WEIGHTS);
+  if (wshare) {
+    D->h2d(W, mapped, (size_t)galv_weights_bytes);
+    if (galv_pipe_bwd_base > galv_weights_bytes) D->fill(W + galv_weights_bytes, 0, (size_t)(galv_pipe_bwd_base - galv_weights_bytes));
+  }
   char *Wb = W;
   int64_t pspan = 0;
   for (int p = 0; p < galv_pipe_nparams; p++)
@@ -1049,7 +1061,9 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     const char *mbw = galv_spmd_map_weights_of(bpath, *bw->weights_bytes, &blen);
     if (*bw->weights_bytes < pspan || galv_weights_bytes < pspan || memcmp(mbw, mapped, (size_t)pspan))
       galv_fatal("%s: the backward entry's parameters differ from %s's (rebuild with galvc)", bpath, wpath);
-    Wb = upload(mbw, (size_t)*bw->weights_bytes, GALV_MEM_COPIES);
+    if (wshare) /* its constants into the shared buffer, past the forward entry's weights */
+      D->h2d(W + galv_pipe_bwd_base, mbw + galv_pipe_bwd_base, (size_t)(*bw->weights_bytes - galv_pipe_bwd_base));
+    else Wb = upload(mbw, (size_t)*bw->weights_bytes, GALV_MEM_COPIES);
   }
   /* ZeRO-1 (galvc --pipeline-zero 1): the ranks holding the same parameters (zc, zg ranks) each keep the optimizer
    * state of one chunk of zn floats of the parameters' span [0, pspan) of weights.bin, update that chunk from the
@@ -1057,7 +1071,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
    * to zg chunks (the last chunk's bytes past pspan: the constants after the parameters, equal on every rank). */
   galv_comm *zc = NULL;
   int zg = 1, zr = 0;
-  size_t zn = 0, wbytes_all = (size_t)galv_weights_bytes;
+  size_t zn = 0, wbytes_all = (size_t)(wshare ? *bw->weights_bytes : galv_weights_bytes);
   /* no ZeRO, the data-parallel gradients reduced once per step (galv_pipe_zero 4, galvc's default for a training
    * stage over more than one rank): the stage program leaves each parameter gradient unreduced over the ranks holding
    * equal parameters (as ZeRO-2's); the runtime sums the microbatches' shares locally into one buffer laid out as the
@@ -1085,6 +1099,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       D->copy(W2, W, wbytes_all);
       D->fill(W2 + wbytes_all, 0, (size_t)zg * zn * 4 - wbytes_all);
       drelease(W);
+      if (Wb == W) Wb = W2; /* the shared buffer */
       W = W2;
       wbytes_all = (size_t)zg * zn * 4;
     }
@@ -1388,7 +1403,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     drelease(f1), drelease(f2);
   } else if (load) done = pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t, &ls);
   float ls_scale = ls.scale, ls_tracker = ls.tracker, ls_skipped = ls.skipped;
-  if (load && bw) D->copy(Wb, W, (size_t)pspan);
+  if (load && bw && Wb != W) D->copy(Wb, W, (size_t)pspan);
   if (load && wg) D->copy(Ww, W, (size_t)pspan);
   if (IL) { /* the group's tracked bytes before its first entry: its ranks' live buffers summed */
     double x = (double)galv_mem_live(), *all = malloc(sizeof *all * (size_t)galv_pipe_first_rank[S]);
@@ -1722,7 +1737,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         galv_queue_sync(q);
         zsent += galv_comm_counters().all_gather - before;
       }
-      if (bw) D->copy(Wb, W, (size_t)pspan); /* the backward entry's copy of the parameters */
+      if (bw && Wb != W) D->copy(Wb, W, (size_t)pspan); /* the backward entry's copy of the parameters */
       if (wg) D->copy(Ww, W, (size_t)pspan); /* the weight-gradient entry's */
     }
     if (lsm && skip) { /* torch's GradScaler.update: x backoff and the good-step count 0 on overflow */
@@ -1753,7 +1768,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     printf("%s: saved activations in flight: peak %lld bytes (%d microbatches x %lld bytes)\n", galv_progname, (long long)peak,
            peak_mb, (long long)sbytes);
   { /* memory per rank: what the runtime allocated, beside the stage cost's prediction */
-    int64_t high = 0, copies = (bw ? (int64_t)*bw->weights_bytes : 0) + (wg ? (int64_t)*wg->weights_bytes : 0);
+    int64_t high = 0, copies = (bw && Wb != W ? (int64_t)*bw->weights_bytes : 0) + (wg ? (int64_t)*wg->weights_bytes : 0);
     char *ha = malloc(abytes);
     if (!ha) galv_fatal("out of memory");
     GALV_UNPOISON(arena, abytes);
@@ -1911,7 +1926,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int i = 0; i < ni; i++) free(bat[i].data);
   for (int i = 0; i < nbi; i++)
     if (gbuf[i]) drelease(gbuf[i]);
-  if (bw) free(okb), drelease(Wb), bw->comm_free();
+  if (bw) free(okb), bw->comm_free();
+  if (bw && Wb != W) drelease(Wb);
   if (wg) drelease(Ww), wg->comm_free();
   for (int j = 0; j < B; j++) drelease(wst[j]);
   free(wst), free(okw), free(wsrc);

@@ -32,8 +32,10 @@
 # with ZeRO-2 (both forms: the global norm over the chunks, each parameter
 # counted once) = the single device's clipped run, which differs from the
 # unclipped one. The stage DP with a fixed --pipeline-stages 2 and
-# --memory-limit 750000 (no --pipeline-zero: chosen; neither no ZeRO,
-# ZeRO-1 nor ZeRO-2 once per step fits stage 0): stage 0 +zero-2/mb (per
+# --memory-limit 680000 (no --pipeline-zero: chosen; neither no ZeRO,
+# ZeRO-1 nor ZeRO-2 once per step fits stage 0; 750000 until the stage's
+# entries shared one weights buffer, 2026-12-06: ZeRO-2 once per step fits
+# that since): stage 0 +zero-2/mb (per
 # microbatch), stage 1 none (its gradients reduced once per step, which fits
 # since its program leaves them unreduced), in plan.json (--plan-out: stage_zero [2, 0],
 # stage_zero_reduce), --plan replays it, without the limit no ZeRO (the
@@ -80,7 +82,7 @@ timeout 120 "$T/onet/program" --batches "$T/b" --steps 2 -o "$T/onet.w" >"$T/one
 # ending in "rc": with --pipeline-recompute (the earlier stage recomputes: ZeRO-1 and recomputation together);
 # containing "mb": --zero-reduce per-microbatch; containing "clip": --clip-grad-norm (the clipped single device the
 # reference); containing "tie": the tied-embedding model (the embedding's gradient summed across the stages, then
-# reduce-scattered: per microbatch one pass more per step); zero "lim": no --pipeline-zero, --memory-limit 750000 (the stage DP chooses ZeRO-2 for the fixed stages)
+# reduce-scattered: per microbatch one pass more per step); zero "lim": no --pipeline-zero, --memory-limit 680000 (the stage DP chooses ZeRO-2 for the fixed stages)
 for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:dp,tp:dp=2,tp=2 z2plan:2:plan z2:2:dp z2tp:2:dp,tp:dp=2,tp=2 z2mb:2:plan z2clip:2:plan z2mbclip:2:plan z1clip:1:plan z2mbtie:2:plan z2lim:lim:plan dp0tptie:0:dp,tp:dp=2,tp=2 z2tptie:2:dp,tp:dp=2,tp=2 z2mbtptie:2:dp,tp:dp=2,tp=2}; do
   IFS=: read -r name zero st mesh <<<"$c"
   d="$T/tr-$name"
@@ -89,8 +91,8 @@ for c in ${GALV_PIPE_ZERO_CASES:-dp0:0:dp dp:1:dp dprc:1:dp plan:1:plan dptp:1:d
   [ -n "$mesh" ] && gpus=8 meshopt=(--mesh "$mesh") label="pp=2 x dp=2 x tp=2"
   label="$label, --pipeline-zero $zero"
   if [ "$zero" = lim ]; then
-    zopt=(--memory-limit 750000 --recompute none --pipeline-recompute=off --plan-out "$d.json") zero=2 form=any
-    label="pp=2 x the planner's plan, --memory-limit 750000 (ZeRO chosen by the stage DP)"
+    zopt=(--memory-limit 680000 --recompute none --pipeline-recompute=off --plan-out "$d.json") zero=2 form=any
+    label="pp=2 x the planner's plan, --memory-limit 680000 (ZeRO chosen by the stage DP)"
   fi
   [[ $name == *rc ]] && rcopt=(--pipeline-recompute) label="$label --pipeline-recompute"
   [[ $name == *mb* ]] && zopt+=(--zero-reduce per-microbatch) form=mb label="$label --zero-reduce per-microbatch"

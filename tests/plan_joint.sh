@@ -22,7 +22,14 @@
 #      on 4 ranks = single device, replayed by --plan;
 #  (d) --memory-limit 100000 (nothing fits): one error line whose smallest
 #      need is the smaller of one program's and a pipeline stage's, above
-#      the limit.
+#      the limit;
+#  (f) interleaved 1F1B chosen by the search: an 8-layer GPT-2 (hidden 64,
+#      batch 4 x seq 16) on 4 devices of a copy of cpu-local with 2 GB/s
+#      links: 4 device groups of 2 chunks beat 1F1B's stages and one
+#      program; compiled, run on 8 ranks = single device (losses rtol 1e-4),
+#      plan.json records schedule "interleaved" and virtual_stages, --plan
+#      replays its predicted step; with GALV_PIPE_INTERLEAVED=off the search
+#      chooses a slower step.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -223,6 +230,59 @@ if n != min(a, b) or n <= 100000: sys.exit(f"smallest {n} of {a}, {b} (limit 100
 print(f"one error line: smallest {n} = min(one program {a}, pipeline stage {b})")
 PY
 ); then ok "(d) $msg"; else bad "(d) $msg"; fi
+
+# (f) the search chooses interleaved 1F1B: compiled, run, replayed
+m8="$T/gpt2-8.onnx"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$m8" --layers 8 --hidden 64 --heads 4 --vocab 64 --no-verify >/dev/null &&
+  python3 -c "
+import json, numpy as np, os
+c = json.load(open('$SRC/data/clusters/cpu-local.json'))
+c['name'] = 'cpu-2g'; c['intra_node']['bus_bandwidth_gbps'] = 2.0; c['inter_node']['bandwidth_gbps'] = 2.0
+json.dump(c, open('$T/c2.json', 'w'), indent=1)
+r = np.random.RandomState(1)
+os.makedirs('$T/b4')
+np.save('$T/b4/input_ids.npy', r.randint(0, 64, (2, 4, 16)).astype(np.int64))
+np.save('$T/b4/labels.npy', r.randint(0, 64, (2, 4, 16)).astype(np.int64))" || { echo "FAIL (f) model"; exit 1; }
+F=(--batch 4 --seq 16 --train --target cpu --gpus 4 --cluster "$T/c2.json")
+if CFLAGS=-O0 timeout 600 "$G" "$m8" "${F[@]}" -o "$T/pf/" </dev/null >"$T/pf.out" 2>"$T/pf.err" &&
+   CFLAGS=-O0 timeout 300 "$G" "$m8" --batch 4 --seq 16 --train --target cpu -q -o "$T/one8/" </dev/null 2>"$T/err" &&
+   timeout 120 "$T/one8/program" --batches "$T/b4" --steps 2 -o "$T/one8.w" </dev/null >"$T/one8.log" 2>"$T/err"; then
+  if msg=$(python3 - "$T/pf/plan.json" "$T/pf.err" <<'PY'
+import json, re, sys
+p = json.load(open(sys.argv[1])).get("pipeline") or sys.exit("plan.json has no pipeline")
+e = open(sys.argv[2]).read()
+if "default search: chose the pipeline" not in e: sys.exit("the pipeline was not chosen: " + " | ".join(re.findall(r"default search: .*", e)))
+if p["schedule"] != "interleaved" or p.get("virtual_stages", 0) < 2 or p["stages"] % p["virtual_stages"]:
+    sys.exit(f"schedule {p['schedule']}, virtual_stages {p.get('virtual_stages')}, {p['stages']} stages")
+print(f"{p['stages'] // p['virtual_stages']} device groups of {p['virtual_stages']} chunks chosen, predicted step "
+      f"{p['predicted_step_ns'] / 1e6:.3f} ms ({re.search(r'one program: predicted step [0-9.]* ms', e).group(0)})")
+PY
+  ); then ok "(f) $msg"; else bad "(f) $msg"; fi
+  if timeout 120 "$T/pf/launch" --batches "$T/b4" --steps 2 -o "$T/pf.w" </dev/null >"$T/pf.log" 2>"$T/err" &&
+     msg=$(python3 -c "
+import sys; sys.path.insert(0, '$SRC/tests/lib')
+from same_training import check
+print(check('$T/one8.log', '$T/pf.log', '$T/one8.w', '$T/pf.w', steps=[0, 1]))" 2>&1); then
+    ok "(f) the interleaved stages run: $msg"
+  else bad "(f) run: ${msg:-$(grep -m3 -i error "$T/err" "$T/pf.log")}"; fi
+  a=$(grep -o '"predicted_step_ns": [0-9]*' "$T/pf/plan.json")
+  timeout 300 "$G" "$m8" "${F[@]}" --plan "$T/pf/plan.json" --plan-only --plan-out "$T/pr.json" </dev/null >/dev/null 2>&1
+  b=$(grep -o '"predicted_step_ns": [0-9]*' "$T/pr.json" 2>/dev/null)
+  if [ -n "$a" ] && [ "$b" = "$a" ] && grep -q '"virtual_stages": 2' "$T/pr.json"; then ok "(f) --plan replays it: $a"
+  else bad "(f) --plan: '$b' vs '$a'"; fi
+  off=$(GALV_PIPE_INTERLEAVED=off timeout 300 "$G" "$m8" "${F[@]}" --plan-only --plan-out "$T/poff.json" </dev/null 2>&1 |
+        grep -o "default search: chose [a-z ]*")
+  if python3 -c "
+import json, sys
+a = json.load(open('$T/pf/plan.json'))['pipeline']['predicted_step_ns']
+o = json.load(open('$T/poff.json'))
+b = o['pipeline']['predicted_step_ns'] if 'pipeline' in o else o['predicted']['step_ns']
+sys.exit(0 if a < b and o.get('pipeline', {}).get('schedule') != 'interleaved' else 1)"; then
+    ok "(f) GALV_PIPE_INTERLEAVED=off: $off, a slower step"
+  else bad "(f) GALV_PIPE_INTERLEAVED=off: $off"; fi
+else
+  bad "(f) galvc: $(grep -m3 error "$T/pf.err" "$T/err")"
+fi
 
 echo "plan_joint: $pass passed, $fail failed"
 [ "$fail" = 0 ]

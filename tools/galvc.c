@@ -491,8 +491,10 @@ bool is_dir_arg(const char *out) {
 }
 
 /* Emit: the target's program (CPU: program.c; CUDA: program.cu), weights.bin, Makefile, runtime/. */
+int64_t galvc_emit_const_base; /* gv_emit_options.const_base of the next emit_program (a stage's backward entry) */
+
 int emit_program(gv_module *m, const char *dir, int quiet, const gv_cuda_options *cuda, const char *entry) {
-  gv_emit_options eo = {.quiet = quiet, .entry = entry};
+  gv_emit_options eo = {.quiet = quiet, .entry = entry, .const_base = galvc_emit_const_base};
   double t = now();
   if (cuda ? gv_emit_cuda(m, dir, &eo, cuda) : gv_emit_cpu(m, dir, &eo)) return 1;
   if (!quiet) fprintf(stderr, "galvc: wrote %s%sprogram%s%s.%s (%d kernels, %.3f s)\n", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
@@ -662,7 +664,7 @@ static void joint_report(const galvc_pipe_choice *jc, int64_t one, int B, const 
   if (jc->found)
     fprintf(stderr, "galvc: default search: pipeline: predicted step %.3f ms (%d stages, devices:strategy %s; %d microbatches, %s; "
                     "the schedule %.3f ms over the stage programs' planned costs + once per step %.3f ms)\n", (double)jc->step_ns / 1e6,
-            jc->S, jc->desc, jc->B, !train ? "inference" : jc->sched == GV_SCHED_GPIPE ? "gpipe" : jc->sched == GV_SCHED_ZBH1 ? "zb-h1" : "1f1b",
+            jc->S, jc->desc, jc->B, !train ? "inference" : gv_schedule_name(jc->sched),
             (double)(jc->step_ns - jc->once_ns) / 1e6, (double)jc->once_ns / 1e6);
   else if (jc->cut) {
     fprintf(stderr, "galvc: default search: pipeline: no candidate planned in full (%d cut short: the stages planned bound the step "
@@ -712,7 +714,8 @@ static int joint_finish(const char *model, gv_import_options opt, const pipe_arg
   galvc_pipeline_options(); /* the options its candidates were planned under (one program's search changed them) */
   pipe_args pc = *pa;
   pc.on = true, pc.joint = true, pc.cuts_given = true, pc.analytic = false, pc.cuts = 0;
-  pc.stages = jc->S, pc.B = jc->B, pc.layers = jc->K, pc.nsdev = jc->S, pc.sched = jc->sched, pc.vstages = 0;
+  pc.stages = jc->S, pc.B = jc->B, pc.layers = jc->K, pc.nsdev = jc->S, pc.sched = jc->sched;
+  pc.vstages = jc->sched == GV_SCHED_INTERLEAVED && jc->V > 1 ? jc->V : 0; /* the S stages: P groups x V chunks */
   pc.naxes = 0, pc.mesh_given = false, pc.plan_only = plan_only;
   if (jc->mesh_dp) galvc_pipe_preset(&pc, jc->mesh_dp, jc->mesh_tp, jc->mesh_sp); /* the stages as the preset compiles them (their
                                                                         * crossing values split over dp) */
@@ -1341,6 +1344,7 @@ int main(int argc, char **argv) {
     if (found) {
       int64_t sum = 0;
       for (int i = 0; i < pa.nsdev; i++) sum += pa.sdev[i];
+      if (pa.vstages > 1) sum /= pa.vstages; /* interleaved: a device group's V stages share its devices */
       if (gpus_given && sum != gpus) {
         gv_error_plain("%s: the plan's %d pipeline stages have %lld devices in all, but --gpus is %lld", gv_plan_opts.plan_in,
                        pa.stages, (long long)sum, (long long)gpus);
@@ -1368,6 +1372,7 @@ int main(int argc, char **argv) {
       gv_error_plain("--stage-devices has %d entries: it needs a fixed --pipeline-stages with as many stages", pa.nsdev);
       return 2;
     }
+    if (pa.vstages > 1 && pipe_plan_path) sum /= pa.vstages; /* a plan's interleaved stages: V on each device group */
     if (gpus_given && sum != gpus) {
       gv_error_plain("--stage-devices %d stages: %lld devices in all, but --gpus is %lld", pa.nsdev, (long long)sum, (long long)gpus);
       return 2;

@@ -25,6 +25,7 @@ int ensure_dir(const char *dir);
 bool is_dir_arg(const char *out);
 /* The target's program (CPU: program.c; CUDA: program.cu), weights.bin, Makefile, runtime/. */
 int emit_program(gv_module *m, const char *dir, int quiet, const gv_cuda_options *cuda, const char *entry);
+extern int64_t galvc_emit_const_base; /* emit_program's gv_emit_options.const_base (0: none) */
 /* `make -C DIR` (its output on stderr). */
 int build_program(const char *dir, int quiet);
 /* Output files are replaced atomically (runtime/galv_file.h): open returns
@@ -87,6 +88,7 @@ typedef struct {
   bool found;
   int S, B, K;
   gv_schedule sched;
+  int V;                    /* interleaved: the chunks per device group (S = P V stages, stage s on group s mod P); else 1 */
   int first[GV_PIPE_MAX_STAGES + 1], dev[GV_PIPE_MAX_STAGES];
   int64_t step_ns;          /* the key compared with one program's step: the whole predicted step (gv_pipe_plan_full_ns) */
   int64_t once_ns;          /* of step_ns: the once-per-step part (gv_pipe_plan_once_ns: the slowest stage's gradient

@@ -563,8 +563,28 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     actx.cluster = ictx.cluster = &cs;
     memset(pl, 0, sizeof *pl);
     pl->nstages = S, pl->B = B, pl->schedule = train ? pa->sched : GV_SCHED_1F1B, pl->vstages = 1;
+    /* interleaved (a plan.json's, or the default search's candidate): the S cuts are P x V chunks, stage s on device
+     * group s mod P; each stage charged its share of its group's memory (gv_pipe_il_share, as the stage DP charges
+     * it), the groups' memory checked once every stage is planned */
+    const int V = train && pa->sched == GV_SCHED_INTERLEAVED && pa->vstages > 1 ? pa->vstages : 1;
+    int il_inflight = 0;
     int64_t sum = 0, mx = 0;
     rc = 0;
+    if (V > 1 && (S % V || S / V < 2 || B % (S / V)))
+      rc = gv_error_plain("pipeline: %d stages interleaved with %d chunks per device group over %d microbatches: the "
+                          "stages must be P x %d for P >= 2 groups, the microbatches a multiple of P", S, V, B, V);
+    else if (V > 1) {
+      galv_pipe_act *ga = malloc(sizeof *ga * (size_t)(2 * V * B));
+      int64_t one[GV_PIPE_MAX_STAGES];
+      int pmb = 0;
+      if (!ga) rc = gv_error_plain("out of memory");
+      else {
+        for (int c = 0; c < V; c++) one[c] = 1;
+        galv_pipe_peak_group(ga, galv_pipe_order_group(S / V, V, 0, B, ga), one, &pmb);
+        free(ga);
+        il_inflight = (pmb + V - 1) / V, pl->vstages = V;
+      }
+    }
     /* with a step to beat (the default search's joint_cut), the stages in the order of their analytic cost per
      * microbatch, the slowest first (on a tie the later first: the head and the loss): the bound below is the strongest
      * early, the stage most likely to reach it alone planned first */
@@ -590,9 +610,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       int64_t d = pa->sdev[i], pn = cs.devices_per_node > 0 ? cs.devices_per_node : d;
       pl->first[i] = pa->first[i], pl->first[i + 1] = pa->first[i + 1];
       pl->nodes[i] = d <= pn ? 1 : d / pn, pl->per_node[i] = d <= pn ? d : pn;
-      pl->inflight[i] = gv_pipe_inflight(pl->schedule, S, S - i, B);
+      pl->inflight[i] = V > 1 ? il_inflight : gv_pipe_inflight(pl->schedule, S, S - i, B);
       gv_pipe_charge ch;
       gv_pipe_charge_make(pl->schedule, S, i, B, pl->inflight[i], &ch);
+      if (V > 1) ch.il_P = S / V, ch.il_V = V, ch.il_i = i, ch.il_B = B;
       int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
       /* the step bound below, turned into one on this stage's program before it is planned: its search leaves out
        * the plans slower than (step to beat - the stages before it planned so far) / B (GALV_PLAN_INCUMBENT=off:
@@ -645,7 +666,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       } else if (!pl->cost[i].feasible) rc = gv_error_plain("pipeline: stage %d (groups %d-%d) cannot run on %lld devices", i,
                                                           pl->first[i], pl->first[i + 1] - 1, (long long)d);
       else sum += pl->cost[i].ns, mx = pl->cost[i].ns > mx ? pl->cost[i].ns : mx;
-      const int64_t nd = rc || !pa->joint ? 0 : pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i); /* its need */
+      const int64_t nd = rc || !pa->joint || V > 1 ? 0 : pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i); /* its need */
       if (nd > lim) { /* over the limit */
         rc = 1;
         if (!pa->analytic && (jreal_need < 0 || nd < jreal_need))
@@ -654,6 +675,32 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
                  (long long)nd, (long long)pl->cost[i].state_bytes, (long long)pl->inflight[i], (long long)pl->cost[i].act_bytes,
                  (long long)lim);
       }
+    }
+    /* interleaved: each device group's memory (its V stages' states, the saved bytes, send copies and batons at the
+     * group's peak: gv_pipe_group_mem); a group over the limit: each of its stages' ways picked again against an
+     * equal share of it (limit / V; the shares add up to at least the group's figure) */
+    const int64_t glim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
+    for (int d = 0; !rc && V > 1 && d < S / V; d++) {
+      if (gv_pipe_group_mem(pl, d, NULL) <= glim) continue;
+      for (int c = 0; c < V; c++) {
+        const int i = c * (S / V) + d;
+        if (pl->cost[i].nvar < 2) continue;
+        gv_pipe_charge ch;
+        gv_pipe_charge_make(pl->schedule, S, i, B, pl->inflight[i], &ch);
+        ch.il_P = S / V, ch.il_V = V, ch.il_i = i, ch.il_B = B;
+        int wr = pa->choice_given ? pa->srec[i] : -1, wz = pa->choice_given ? pa->szero[i] : -1, wl = pa->choice_given ? pa->slrc[i] : -1;
+        int v = gv_stage_cost_pick(&pl->cost[i], &ch, glim / V, -1, pl->schedule, wr, wz, wl);
+        if (v >= 0) gv_stage_cost_use(&pl->cost[i], v, pl->schedule);
+      }
+      const int64_t gm = gv_pipe_group_mem(pl, d, NULL);
+      if (gm > glim && pa->joint) {
+        rc = 1;
+        if (!pa->analytic && (jreal_need < 0 || gm < jreal_need)) jreal_need = gm, jreal_state = 0, jreal_act = gm;
+        snprintf(joint_why, sizeof joint_why, "device group %d (its %d stages) needs %lld bytes, over %lld", d, V,
+                 (long long)gm, (long long)glim);
+      } else if (gm > glim)
+        rc = gv_error_plain("pipeline: device group %d (stages %d, .. every %d-th) needs %lld bytes per device, over the "
+                            "memory limit of %lld", d, d, S / V, (long long)gm, (long long)glim);
     }
     pl->sum_ns = sum, pl->max_ns = mx, pl->step_ns = sum + (int64_t)(B - 1) * mx;
     if (!rc && plan_key(pl, train, pa->sched)) rc = -1;
@@ -1070,8 +1117,11 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
   int S = pl->nstages;
   fprintf(f, "{\n  \"cluster\": \"%s\",\n  \"devices_per_node\": %lld,\n  \"memory_limit\": %lld,\n", c->name,
           (long long)c->devices_per_node, (long long)(gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : c->memory_bytes));
-  fprintf(f, "  \"pipeline\": {\"stages\": %d, \"microbatches\": %d, \"schedule\": \"%s\", \"layer_groups\": %d,%s \"cuts\": [", S,
-          pl->B, train ? gv_schedule_name(P->sched) : "inference", K, gv_pipe_opts.blocks ? " \"layer_blocks\": true," : "");
+  const int V = train && P->sched == GV_SCHED_INTERLEAVED && pl->vstages > 1 ? pl->vstages : 1;
+  fprintf(f, "  \"pipeline\": {\"stages\": %d, \"microbatches\": %d, \"schedule\": \"%s\", ", S, pl->B,
+          train ? gv_schedule_name(P->sched) : "inference");
+  if (V > 1) fprintf(f, "\"virtual_stages\": %d, ", V); /* stage s on device group s mod S / V */
+  fprintf(f, "\"layer_groups\": %d,%s \"cuts\": [", K, gv_pipe_opts.blocks ? " \"layer_blocks\": true," : "");
   for (int i = 0; i <= S; i++) fprintf(f, "%s%d", i ? ", " : "", pl->first[i]);
   fprintf(f, "],");
   if (P->naxes && gv_shard_opts.strategy) { /* the stages compiled from a preset (--strategy, --mesh): --plan compiles them so */
@@ -1102,6 +1152,10 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
     fprintf(f, "], \"stage_bytes\": [");
     for (int i = 0; i < S; i++)
       fprintf(f, "%s%lld", i ? ", " : "", (long long)(pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i)));
+    if (V > 1) { /* a device's memory: its group's V stages and what the group holds at its peak (gv_pipe_group_mem) */
+      fprintf(f, "], \"group_bytes\": [");
+      for (int d = 0; d < S / V; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)gv_pipe_group_mem(pl, d, NULL));
+    }
   }
   fprintf(f, "], \"stage_ns_per_microbatch\": [");
   for (int i = 0; i < S; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)pl->cost[i].ns);
@@ -1143,8 +1197,17 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
   else if (!INT_IN(mb, 1, 1000000)) rc = gv_error_plain("%s: line %d: field 'pipeline.microbatches': expected an integer from 1 to 1000000", path, mb ? mb->line : line);
   else if (!INT_IN(lg, st->num, 1000000)) rc = gv_error_plain("%s: line %d: field 'pipeline.layer_groups': expected an integer of at least the stages", path, lg ? lg->line : line);
   else if (lb && lb->kind != GV_JSON_BOOL) rc = gv_error_plain("%s: line %d: field 'pipeline.layer_blocks': expected true or false", path, lb->line);
-  else if (!sc || sc->kind != GV_JSON_STRING || (strcmp(sc->str, "1f1b") && strcmp(sc->str, "gpipe") && strcmp(sc->str, "zb-h1") && strcmp(sc->str, "inference")))
-    rc = gv_error_plain("%s: line %d: field 'pipeline.schedule': expected \"1f1b\", \"gpipe\", \"zb-h1\" or \"inference\"", path, sc ? sc->line : line);
+  else if (!sc || sc->kind != GV_JSON_STRING || (strcmp(sc->str, "1f1b") && strcmp(sc->str, "gpipe") && strcmp(sc->str, "zb-h1") &&
+                                                 strcmp(sc->str, "interleaved") && strcmp(sc->str, "inference")))
+    rc = gv_error_plain("%s: line %d: field 'pipeline.schedule': expected \"1f1b\", \"gpipe\", \"zb-h1\", \"interleaved\" or "
+                        "\"inference\"", path, sc ? sc->line : line);
+  const gv_json *vs = rc ? NULL : gv_json_get(p, "virtual_stages"); /* interleaved: the chunks per device group */
+  const bool il = !rc && !strcmp(sc->str, "interleaved");
+  if (!rc && il && (!INT_IN(vs, 2, 64) || (int)st->num % (int)vs->num || (int)st->num / (int)vs->num < 2))
+    rc = gv_error_plain("%s: line %d: field 'pipeline.virtual_stages': expected the chunks per device group of the interleaved "
+                        "schedule, an integer from 2 dividing the stages into 2 groups or more", path, vs ? vs->line : line);
+  else if (!rc && !il && vs)
+    rc = gv_error_plain("%s: line %d: field 'pipeline.virtual_stages': only with the schedule \"interleaved\"", path, vs->line);
   else if (!cu || cu->kind != GV_JSON_ARRAY || cu->n != (int)st->num + 1)
     rc = gv_error_plain("%s: line %d: field 'pipeline.cuts': expected an array of stages + 1 group indices", path, cu ? cu->line : line);
   else if (!sd || sd->kind != GV_JSON_ARRAY || sd->n != (int)st->num)
@@ -1221,7 +1284,9 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
     pa->on = true, pa->cuts_given = true;
     pa->stages = S, pa->nsdev = S, pa->B = (int)mb->num, pa->layers = K;
     if (lb && lb->kind == GV_JSON_BOOL && lb->b) gv_pipe_opts.blocks = true; /* the groups are the blocks (K of them) */
-    pa->sched = !strcmp(sc->str, "gpipe") ? GV_SCHED_GPIPE : !strcmp(sc->str, "zb-h1") ? GV_SCHED_ZBH1 : GV_SCHED_1F1B;
+    pa->sched = !strcmp(sc->str, "gpipe") ? GV_SCHED_GPIPE : !strcmp(sc->str, "zb-h1") ? GV_SCHED_ZBH1
+                : !strcmp(sc->str, "interleaved") ? GV_SCHED_INTERLEAVED : GV_SCHED_1F1B;
+    pa->vstages = pa->sched == GV_SCHED_INTERLEAVED ? (int)vs->num : 0; /* the S stages are P x V chunks */
   }
   gv_json_free(root);
   return rc ? -1 : 0;
@@ -1249,6 +1314,7 @@ static int cand_cmp(const void *a, const void *b) {
 enum { JOINT_TOP = 3 };
 #define JOINT_SKIP 1.25
 #define RECUT_MAX 16 /* the chosen pipeline's cut moves tried at most (plan_candidates) */
+enum { IL_VMAX = 4 };  /* the default search's interleaved forms of a candidate: 2 .. IL_VMAX chunks per device group */
 static struct { /* the screen's state between galvc_pipeline_search and galvc_pipeline_plan */
   bool on;
   const char *model;
@@ -1373,6 +1439,7 @@ static void take_choice(galvc_pipe_choice *out, const gv_pipe_plan *cand, const 
   out->found = true;
   out->mesh_dp = mdp, out->mesh_tp = mtp, out->mesh_sp = msp;
   out->S = cand->nstages, out->B = B, out->K = K, out->sched = train ? cand->schedule : GV_SCHED_1F1B;
+  out->V = out->sched == GV_SCHED_INTERLEAVED && cand->vstages > 1 ? cand->vstages : 1;
   out->step_ns = key, out->once_ns = gv_pipe_plan_once_ns(cand);
   for (int s = 0; s <= cand->nstages; s++) out->first[s] = cand->first[s];
   for (int s = 0; s < cand->nstages; s++) out->stage_ns[s] = cand->cost[s].ns;
@@ -1539,6 +1606,48 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
     }
     fit += !rc && (pl_r[npl - 1] == 0 || pl_r[npl - 1] == 2); /* a candidate cut short is one of the planned ones (it could not be chosen) */
   }
+  /* Interleaved 1F1B (training): the fastest pipeline so far, when its S stages are equal (c devices each) and its B
+   * microbatches a multiple of S, planned again with V = 2 .. IL_VMAX chunks per device group in the same way (its
+   * preset or the planner's plan per stage): the K groups cut equally into S V chunks (Megatron's virtual stages:
+   * chunk j on group j mod S) while each chunk holds a group or more, each V planned as the candidates are (cut short
+   * against the step to beat); the fastest is kept. The other candidates' interleaved forms are not planned (their
+   * 1F1B steps are slower; the chunks add transfers as they cut the bubble). GALV_PIPE_INTERLEAVED=off: none. */
+  const char *ile = getenv("GALV_PIPE_INTERLEAVED");
+  bool even = out->found && out->S >= 2 && out->sched != GV_SCHED_INTERLEAVED;
+  for (int s = 1; even && s < out->S; s++) even = out->dev[s] == out->dev[0];
+  const int il_S = out->S, il_B = out->B, il_per = even ? out->dev[0] : 0;
+  const int64_t il_dp = out->mesh_dp, il_tp = out->mesh_tp;
+  const bool il_sp = out->mesh_sp;
+  for (int V = 2; !rc && !early && train && even && il_B % il_S == 0 && !(ile && !strcmp(ile, "off")) && V <= IL_VMAX &&
+                  il_S * V <= GV_PIPE_MAX_STAGES && K / (il_S * V) >= 1;
+       V++) {
+    const int SV = il_S * V;
+    pipe_args Q = P;
+    Q.analytic = false, Q.stages = SV, Q.cuts_given = true, Q.nsdev = SV, Q.B = il_B;
+    Q.sched = GV_SCHED_INTERLEAVED, Q.vstages = V;
+    for (int s = 0; s < SV; s++) Q.sdev[s] = il_per;
+    for (int s = 0; s <= SV; s++) Q.first[s] = (int)((int64_t)s * K / SV);
+    double t1 = now();
+    snprintf(joint_why, sizeof joint_why, "none planned");
+    Q.joint_cut = cut_on ? step_to_beat(one, best) : 0;
+    int r = plan_variant(&Q, il_dp, il_tp, il_sp, il_B, SV, (int64_t)SV * il_per, &K, cand, &plan_s);
+    if (r < 0) { rc = -1; break; }
+    out->planned++;
+    out->cut += r == 2;
+    const int64_t key = r == 0 ? cand->tl_ns : -1;
+    if (!quiet) {
+      fprintf(stderr, "galvc: pipeline interleaved, %d chunks per device group: %d stages of %d device%s%s, %d microbatches: ", V, SV,
+              il_per, il_per == 1 ? "" : "s", il_sp ? " (dp,tp,sp)" : il_tp > 1 ? " (dp,tp)" : il_dp ? " (dp)" : "", il_B);
+      if (r == 0) fprintf(stderr, "stage programs planned %.3f ms", (double)key / 1e6);
+      else if (r == 2) fprintf(stderr, "slower than the step to beat (%s)", joint_why);
+      else fprintf(stderr, "the stage programs do not fit (%s)", joint_why);
+      fprintf(stderr, " (%.2f s)\n", now() - t1);
+    }
+    if (r == 0 && (best < 0 || key < best)) {
+      best = key;
+      take_choice(out, cand, &P, key, K, il_B, train, il_dp, il_tp, il_sp);
+    }
+  }
   /* The chosen candidate's cuts moved by a layer group at a time: the screen cut it by the analytic stage cost, its
    * stage programs then planned on those cuts; the slowest planned stage gives its first group to the stage before it
    * or its last to the stage after it (the faster of the two first), each move planned again and kept when the whole
@@ -1564,6 +1673,7 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
     for (int k = 0; k < no && !better && !rc; k++) {
       pipe_args Q = P;
       Q.analytic = false, Q.stages = out->S, Q.cuts_given = true, Q.nsdev = out->S, Q.B = out->B;
+      if (out->V > 1) Q.sched = GV_SCHED_INTERLEAVED, Q.vstages = out->V; /* the chosen interleaved chunks' cuts moved */
       int64_t g = 0;
       for (int s = 0; s < out->S; s++) Q.sdev[s] = out->dev[s], g += out->dev[s];
       for (int s = 0; s <= out->S; s++) Q.first[s] = out->first[s];
@@ -1761,9 +1871,11 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
   /* fixed stages whose ways the stage DP chose (under --memory-limit): reported as chosen stages are */
   const bool ways = train && !autoS && gv_plan_opts.memory_limit > 0 && !P.naxes;
   if ((autoS || autoB || P.cuts || P.cuts_given || ways) && !(P.joint && quiet)) {
-    printf("pipeline %s: %d stages%s, cuts at groups",
+    printf("pipeline %s: %d stages%s",
            autoS || autoB ? "auto" : P.cuts_given ? (P.joint ? "chosen by the default search" : "plan") : P.cuts == 2 ? "equal cuts" : "dp cuts", S,
            autoS ? " (chosen)" : "");
+    if (V > 1) printf(" (interleaved: %d device groups of %d chunks, stage s on group s mod %d)", NG, V, NG);
+    printf(", cuts at groups");
     for (int i = 0; i <= S; i++) printf("%s%d", i ? "|" : " ", pl->first[i]);
     printf(" of %d, %d microbatches%s, predicted step %.3f ms (schedule %.3f ms + once per step %.3f ms; stage ms/microbatch", K,
            P.B, autoB ? " (chosen)" : "", (double)gv_pipe_plan_full_ns(pl) / 1e6,
@@ -1796,9 +1908,20 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
            "%.3f ms + ZeRO %.3f ms + update %.3f ms, the once-per-step part stage %d's)\n", (long long)full, (double)full / 1e6, S,
            pl->B, train ? gv_schedule_name(P.sched) : "inference", (double)p.sched / 1e6, (double)p.sync / 1e6, (double)p.zero / 1e6,
            (double)p.upd / 1e6, p.k);
-    printf("memory per device: the largest stage's (stage %d, %d device%s) total %lld of %lld bytes\n", big, dev[big],
-           dev[big] == 1 ? "" : "s", (long long)(pl->cost[big].state_bytes + gv_pipe_plan_saved(pl, big)),
-           (long long)(gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cluster->memory_bytes));
+    int64_t gbig = -1; /* interleaved: a device holds its group's V stages */
+    int gb = 0;
+    for (int d = 0; V > 1 && d < NG; d++) {
+      const int64_t gm = gv_pipe_group_mem(pl, d, NULL);
+      if (gm > gbig) gbig = gm, gb = d;
+    }
+    if (V > 1)
+      printf("memory per device: the largest device group's (group %d, its %d stages, %d device%s) total %lld of %lld bytes\n", gb,
+             V, dev[gb], dev[gb] == 1 ? "" : "s", (long long)gbig,
+             (long long)(gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cluster->memory_bytes));
+    else
+      printf("memory per device: the largest stage's (stage %d, %d device%s) total %lld of %lld bytes\n", big, dev[big],
+             dev[big] == 1 ? "" : "s", (long long)(pl->cost[big].state_bytes + gv_pipe_plan_saved(pl, big)),
+             (long long)(gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cluster->memory_bytes));
     fflush(stdout);
   }
   if (!rc && pa->plan_out) rc = write_pipe_plan(pa->plan_out, &P, pl, K, dev, cluster, train, quiet);
@@ -1981,7 +2104,12 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
     gv_cuda_options cs = {0};
     if (cuda) cs = *cuda, cs.pipe_stage = true; /* the CUDA emitter writes the stage's Makefile (main = pipe_cuda.cu) */
+    /* the backward entry's constants after the forward entry's weights: one buffer holds the parameters once for both
+     * entries (runtime/pipe.c, galv_pipe_bwd_base) */
+    const int64_t bwd_base = mb ? gv_emit_weights_bytes(ms) : 0;
+    galvc_emit_const_base = bwd_base;
     if (!rc && mb) rc = emit_program(mb, dir, quiet, cuda ? &cs : NULL, "bwd"); /* program_bwd.c (.cu), weights_bwd.bin */
+    galvc_emit_const_base = 0;
     if (!rc && mw) rc = emit_program(mw, dir, quiet, cuda ? &cs : NULL, "wgt"); /* program_wgt.c (.cu), weights_wgt.bin */
     if (!rc) rc = emit_program(ms, dir, quiet, cuda ? &cs : NULL, NULL);
     if (!rc && mb && !quiet) { /* the stash per microbatch: the backward entry's galv.state inputs */
@@ -2046,6 +2174,8 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
         fprintf(f, "const int galv_pipe_training = %d, galv_pipe_schedule = %d; /* 0 gpipe, 1 1f1b, 2 zb-h1, 3 interleaved */\n",
                 train ? 1 : 0, train ? (int)pa->sched : GV_SCHED_1F1B);
         fprintf(f, "const int galv_pipe_vstages = %d; /* interleaved: chunks per device group (stage s on group s %% %d) */\n", V, NG);
+        fprintf(f, "const int64_t galv_pipe_bwd_base = %lldLL; /* the backward entry's constants from here: one weights buffer "
+                   "for both entries (0: none) */\n", (long long)bwd_base);
         fprintf(f, "const char galv_pipe_optimizer[] = \"%s\";\n", train ? to->optimizer : "");
         /* cross entropy: the microbatches weighted by their counted labels (runtime/pipe.c) */
         fprintf(f, "const int galv_pipe_ce = %d;\nconst char galv_pipe_labels[] = \"%s\";\nconst int64_t galv_pipe_ignore_index = %lldLL;\n",

@@ -52,6 +52,7 @@ typedef struct {
   unsigned char *half; /* per value id: an f32 value stored 16-bit (cu_kernel_storage's argument) */
   int64_t cvt;         /* conversion scratch bytes of the current op */
   const char *entry;   /* gv_emit_options.entry: a second entry's name, else NULL */
+  int64_t const_base;  /* gv_emit_options.const_base: the constants' first offset at least */
   char pname[64], wname[64]; /* program.c / weights.bin, or program_ENTRY.c / weights_ENTRY.bin */
 } emitter;
 
@@ -676,6 +677,7 @@ static int plan(emitter *e, int64_t *wbytes, const gv_op **arena_op) {
       e->vi[i].off = e->sbytes;
       e->sbytes = align64(e->sbytes + e->vi[i].nbytes);
     }
+  if (e->const_base > w) w = e->const_base; /* a backward entry's constants after the forward entry's weights */
   int t = 0;
   for (const gv_op *op = body->first; op; op = op->next, t++) {
     if (op->code == GV_OP_CONSTANT) {
@@ -812,6 +814,16 @@ static int write_weights(emitter *e, const char *dir, int64_t total) {
   }
   if (werr && !rc) rc = gv_error_plain("%s: write failed: %s", path, strerror(errno));
   return cg_close_weights(&w, rc, total, 1);
+}
+
+int64_t gv_emit_weights_bytes(const gv_module *m) {
+  const gv_block *body = m->main->body;
+  int64_t w = 0;
+  for (int i = 0; i < body->nargs; i++)
+    if (m->main->arg_is_param[i]) w = align64(w + nbytes_of(&body->args[i]->type));
+  for (const gv_op *op = body->first; op; op = op->next)
+    if (op->code == GV_OP_CONSTANT) w = align64(w + nbytes_of(&op->res[0]->type));
+  return w;
 }
 
 /* ---------------------------------------------------------------- program.c */
@@ -1039,7 +1051,8 @@ static int write_program(emitter *e, const char *dir, int64_t wbytes, const gv_o
 }
 
 int gv_emit_cpu(gv_module *m, const char *outdir, gv_emit_options *o) {
-  emitter e = {.m = m, .train = m->main && m->main->res_updates != NULL, .entry = o ? o->entry : NULL};
+  emitter e = {.m = m, .train = m->main && m->main->res_updates != NULL, .entry = o ? o->entry : NULL,
+               .const_base = o ? o->const_base : 0};
   if (e.entry) {
     for (const char *c = e.entry; *c; c++)
       if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_') || strlen(e.entry) > 32)

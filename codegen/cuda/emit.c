@@ -56,6 +56,7 @@ typedef struct {
   int natt;
   cg_comm *comm;       /* collectives and ranks (../comm.c) */
   const char *entry;   /* gv_emit_options.entry: a second entry's name, else NULL */
+  int64_t const_base;  /* gv_emit_options.const_base: the constants' first offset at least (the CPU emitter's layout) */
 } emitter;
 
 /* The symbols program.cu defines besides the CPU program's (codegen/cpu/emit.c
@@ -211,6 +212,7 @@ static int locate(emitter *e) {
   e->pbytes = w, e->sbytes = e->train ? w : 0;
   for (int i = 0; i < body->nargs; i++)
     if (e->L[i].in_weights == 2 && !fn->arg_is_param[i]) e->L[i].off = e->sbytes, e->sbytes = align64(e->sbytes + e->L[i].nbytes);
+  if (e->const_base > w) w = e->const_base; /* a backward entry's constants after the forward entry's weights */
   for (const gv_op *op = body->first; op; op = op->next) {
     if (op->code == GV_OP_CONSTANT) {
       gv_value *v = op->res[0];
@@ -1144,7 +1146,7 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
   if (!valid_arch(arch)) return gv_error_plain("--cuda-arch %s: expected a list like sm_90,sm_80", arch);
   bool train = m->main && m->main->res_updates;
   const char *entry = o ? o->entry : NULL;
-  gv_emit_options cpu = {.quiet = true, .entry = entry};
+  gv_emit_options cpu = {.quiet = true, .entry = entry, .const_base = o ? o->const_base : 0};
   /* plan check, weights.bin, program.c, runtime/ (an entry: program_ENTRY.c, weights_ENTRY.bin) */
   if (gv_emit_cpu(m, outdir, &cpu)) return -1;
   /* 16-bit training is mixed precision: fp32 state, 16-bit activations (the storage pass) */
@@ -1155,7 +1157,7 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
   gv_dtype nd = narrow_dtype(m);
   bool narrow = (co && co->bf16) || nd == GV_DT_F16;
   emitter e = {.m = m, .narrow = narrow, .f16 = nd == GV_DT_F16, .hdt = nd == GV_DT_F16 ? "GALV_F16" : "GALV_BF16", .train = train,
-               .mixed = (train || stage_train) && narrow, .entry = entry};
+               .mixed = (train || stage_train) && narrow, .entry = entry, .const_base = o ? o->const_base : 0};
   int rc = -1, nk = 0;
   if (locate(&e)) goto out;
   gv_count_uses(m->main->body);
