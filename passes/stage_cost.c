@@ -181,8 +181,26 @@ static int stash_entries(const gv_module *m, const gv_plan *plan, bool earlier, 
   const gv_module *src = earlier ? bw : c;
   gv_mem mf = {0}, mb = {0}, mi = {0}, mw = {0};
   int64_t sb = 0;
-  /* the forward entry and the backward (earlier: its stash); the combined program (last) */
-  if (!rc) rc = (earlier && !(e[0] = stash_entry(c, "forward", &mf, NULL))) || !(e[1] = stash_entry(src, NULL, &mb, &sb));
+  /* the forward entry and the backward (earlier: its stash); the combined program (last). The stash values the
+   * forward entry stores fp32 are read fp32 by the backward (galvc's stage_wide, tools/galvc_pipeline.c stash_wide):
+   * the backward's storage takes the same list, so its stash is sized as compiled */
+  enum { WIDE_MAX = 1024 };
+  const char *wide[WIDE_MAX];
+  int nwide = 0;
+  if (!rc) rc = earlier && !(e[0] = stash_entry(c, "forward", &mf, NULL));
+  for (int i = 0; !rc && e[0] && i < e[0]->main->nres_names && nwide < WIDE_MAX; i++) {
+    const gv_func *ff = e[0]->main;
+    const gv_op *ret = gv_block_terminator(ff->body);
+    const char *r = ff->res_names[i];
+    if (ret && i < ret->nopnds && r && !strncmp(r, "stash.", 6) && ret->opnds[i]->type.dtype == GV_DT_F32 &&
+        gv_value_storage(ret->opnds[i]) == GV_DT_F32)
+      wide[nwide++] = r;
+  }
+  const char *const *wkeep = gv_precision_opts.stage_wide;
+  const int nwkeep = gv_precision_opts.nstage_wide;
+  if (nwide) gv_precision_opts.stage_wide = wide, gv_precision_opts.nstage_wide = nwide;
+  if (!rc) rc = !(e[1] = stash_entry(src, NULL, &mb, &sb));
+  gv_precision_opts.stage_wide = wkeep, gv_precision_opts.nstage_wide = nwkeep;
 #define MX(x, y) ((x) > (y) ? (x) : (y))
   if (!rc) {
     o->held = mf.constants + mb.constants + mf.comm + mb.comm + MX(mf.arena, mb.arena) + MX(mf.convert, mb.convert);

@@ -17,7 +17,10 @@
 #     here for 2 stages, 1F1B, B = 4 against the fp32 pipeline: the p2p bytes
 #     are half (forward and gradients) and the stash per microbatch at most
 #     60 % (activations 16-bit, a norm's row statistics fp32 as in the
-#     single-device step).
+#     single-device step). The stash per microbatch of every earlier stage
+#     = the stage DP's estimate (2 stages; 3 with --recompute=all: the
+#     values the forward entry stores fp32 priced fp32, as the backward
+#     reads them) = the runtime's.
 # (2) Inference, bf16 (2 and 3 stages, a tp stage of 2 ranks) and fp16
 #     (2 stages): the logits against onnxruntime's within 2^-6 x max|logit|
 #     (bf16) / 2^-9 (fp16), the bounds tests/cpu_bf16.sh sets against fp32,
@@ -111,6 +114,33 @@ PY
 else
   bad "fp32 pipeline: $(grep -m1 -i error "$T/err")"
 fi
+
+# the stash per microbatch of stage 0 under bf16: galvc's count of the backward entry's state = the stage DP's estimate
+# (the values the forward entry stores fp32, such as the embedding's sum, read fp32 by the backward: priced so), and
+# = the runtime's (the 1F1B B = 4 run above); with --recompute=all inside the stages (3 stages) alike for stages 0, 1
+for v in "1f1b:none:2" "1f1b:all:3"; do
+  IFS=: read -r SC RC S <<<"$v"
+  if timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --target cpu --train --precision bf16 --pipeline-stages "$S" --microbatches 4 \
+      --schedule "$SC" --recompute="$RC" --no-build -o "$T/st-$RC/" </dev/null 2>"$T/st-$RC.err"; then
+    if msg=$(python3 - "$T/st-$RC.err" "$T/t-2-4-1f1b-.log" "$RC" "$S" 2>&1 <<'PY'
+import sys, re
+t = open(sys.argv[1]).read()
+got = [(int(s), int(b), int(e)) for s, b, e in re.findall(
+    r"stage (\d+): forward and backward entries, stash \d+ values, (\d+) bytes per microbatch \(the stage DP's estimate (\d+)\)", t)]
+if len(got) != int(sys.argv[4]) - 1: sys.exit(f"stash lines: {got}")
+bad = [g for g in got if g[1] != g[2]]
+if bad: sys.exit(f"stash per microbatch != the stage DP's estimate: {bad}")
+if sys.argv[3] == "none":
+    r = int(re.search(r"stage 0, rank 0\]: saved activations in flight: peak \d+ bytes \(\d+ microbatches x (\d+) bytes",
+                      open(sys.argv[2]).read()).group(1))
+    if r != got[0][1]: sys.exit(f"the runtime's stash {r} != galvc's {got[0][1]}")
+print(", ".join(f"stage {s} {b} bytes = estimate" for s, b, _ in got))
+PY
+    ); then ok "bf16 stash, --recompute=$RC: $msg"; else bad "bf16 stash, --recompute=$RC: $msg"; fi
+  else
+    bad "bf16 stash, --recompute=$RC: galvc: $(grep -m1 error "$T/st-$RC.err")"
+  fi
+done
 
 # ---- (2) inference: PRECISION:S:B[:tp:devices]
 python3 - "$m" "$T/ids.npy" "$T/ort.npy" <<'PY' || bad "onnxruntime"
