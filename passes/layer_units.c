@@ -365,8 +365,10 @@ int gv_layer_units_find(const gv_module *m, gv_layer_units *u) {
     F.last[i] = -1;
     for (int k = 0; k < op->nopnds; k++) {
       const gv_value *v = op->opnds[k];
+      /* a parameter by its type; any other value alike, computed or an input argument: a pipeline stage's first
+       * layer reads its input ("pp.X", an argument) where the next layers read the value the layer before computed,
+       * and is the same block */
       if (arg_param(f, v)) h = type_hash(mix(h, 1), &v->type), par = true;
-      else if (!v->def) h = mix(h, 2);
       else h = mix(h, 3);
       if (v->def && v->id >= 0 && v->id < i) F.last[v->id] = i;
     }

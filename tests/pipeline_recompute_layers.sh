@@ -16,7 +16,8 @@
 # meets, the stage DP picks per-layer recomputation for it (the choice line
 # and the plan print) and the run equals the single device. plan.json (the
 # default search's pipeline) records stage_layer_recompute and --plan replays
-# an edited one. Bad input: one error line. The attention cores stay four-op
+# an edited one. A middle stage of three layers (9-layer GPT-2, 3 stages)
+# recomputes all three: its stash is their inputs only. Bad input: one error line. The attention cores stay four-op
 # chains (--fused-attention off): fused, a core keeps no S x S value, so
 # selective recomputation has nothing to drop (its stash equals the stash
 # without recomputation; fused stages: tests/fused_attention.sh).
@@ -85,6 +86,22 @@ for c in ${GALV_PIPE_RC_CASES:-gpt2:1f1b:all:1 gpt2:gpipe:selective:1 gpt2:gpipe
     bad "$label: stage 0 stash: runtime $r, galvc $b, estimate $e, without recomputation $n"
   fi
 done
+
+# a middle stage of three layers recomputes all three: its first layer reads the stage's input (an argument, where
+# the next layers read the layer before) and is found as the same block, so the stash holds the three layers' inputs
+# only (9-layer GPT-2, 3 stages of 3 blocks; the build before took the first layer for no layer and stashed its
+# activations: 13 values, 61952 bytes)
+m9="$T/gpt2-9.onnx"
+if python3 "$SRC/examples/make_model.py" gpt2 -o "$m9" --layers 9 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null &&
+   timeout 300 "$BUILD/galvc" "$m9" --batch 8 --seq 8 --train --target cpu --pipeline-stages 3 --layers blocks --stage-cuts equal \
+     --microbatches 2 --schedule 1f1b --recompute=all --no-build -o "$T/s9/" </dev/null 2>"$T/s9.err"; then
+  l=$(sed -n 's/.*stage 1: forward and backward entries, stash \([0-9]*\) values, \([0-9]*\) bytes per microbatch.*/\1 \2/p' "$T/s9.err")
+  # three values of [4, 8, 32] f32 (a microbatch of 4 sequences of 8 tokens, hidden 32)
+  if [ "$l" = "3 12288" ]; then ok "9 layers, 3 stages, --recompute=all: stage 1 stashes its 3 layers' inputs ($l bytes)"
+  else bad "9 layers, 3 stages, --recompute=all: stage 1's stash '$l' (values, bytes), expected '3 12288'"; fi
+else
+  bad "9 layers, 3 stages: galvc: $(grep -m2 error "$T/s9.err")"
+fi
 
 # the stage DP's choice: under a limit no stashing stage 0 meets, per-layer recomputation (GPT-2, 2 devices)
 d="$T/auto"
