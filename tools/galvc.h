@@ -95,6 +95,7 @@ typedef struct {
                              * reduction, ZeRO's collectives, the update, the shared parameters' sum) */
   char desc[512];           /* the plan in words (stages, devices, strategies) */
   int64_t stage_ns[GV_PIPE_MAX_STAGES]; /* each stage's planned ns per microbatch */
+  int64_t stage_xfer_ns[GV_PIPE_MAX_STAGES]; /* of it: the stage's transfers (gv_stage_cost.xfer_ns) */
   int64_t mesh_dp, mesh_tp; /* the stages compiled as --strategy dp,tp --mesh dp=mesh_dp,tp=mesh_tp (0: the planner's plan
                              * per stage) */
   bool mesh_sp;             /* and with sp: --strategy dp,tp,sp */

@@ -1442,7 +1442,7 @@ static void take_choice(galvc_pipe_choice *out, const gv_pipe_plan *cand, const 
   out->V = out->sched == GV_SCHED_INTERLEAVED && cand->vstages > 1 ? cand->vstages : 1;
   out->step_ns = key, out->once_ns = gv_pipe_plan_once_ns(cand);
   for (int s = 0; s <= cand->nstages; s++) out->first[s] = cand->first[s];
-  for (int s = 0; s < cand->nstages; s++) out->stage_ns[s] = cand->cost[s].ns;
+  for (int s = 0; s < cand->nstages; s++) out->stage_ns[s] = cand->cost[s].ns, out->stage_xfer_ns[s] = cand->cost[s].xfer_ns;
   size_t n = 0;
   for (int s = 0; s < cand->nstages; s++) {
     out->dev[s] = (int)(cand->nodes[s] * cand->per_node[s]);
@@ -1618,6 +1618,19 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
   const int il_S = out->S, il_B = out->B, il_per = even ? out->dev[0] : 0;
   const int64_t il_dp = out->mesh_dp, il_tp = out->mesh_tp;
   const bool il_sp = out->mesh_sp;
+  /* a bound on any interleaved form's step: its S device groups share the stages' work, so the busiest runs at least
+   * B x (the stages' compute per microbatch, transfers left out) / S, and the once-per-step part of the slowest stage
+   * follows (its parameters, gradients and update move with its layers: counted 0 here); at or above the step to beat,
+   * no form is planned */
+  int64_t il_work = 0;
+  for (int s = 0; even && s < il_S; s++) il_work += out->stage_ns[s] - out->stage_xfer_ns[s];
+  const int64_t il_lb = even ? (int64_t)il_B * il_work / il_S : 0, il_beat = step_to_beat(one, best);
+  if (even && cut_on && il_beat > 0 && il_lb >= il_beat) {
+    if (!quiet)
+      fprintf(stderr, "galvc: pipeline interleaved: not planned (its device groups' work bounds the step at %.3f ms, not under "
+                      "%.3f ms)\n", (double)il_lb / 1e6, (double)il_beat / 1e6);
+    even = false;
+  }
   for (int V = 2; !rc && !early && train && even && il_B % il_S == 0 && !(ile && !strcmp(ile, "off")) && V <= IL_VMAX &&
                   il_S * V <= GV_PIPE_MAX_STAGES && K / (il_S * V) >= 1;
        V++) {
