@@ -3534,7 +3534,7 @@ int gv_plan_intra(const gv_module *m, int64_t devices, const int64_t *mesh_shape
   tp_excluded = sp_excluded = false;
   gv_plan_opts.zero_stages = saved;
   if (!rc) {
-    if (S.found) *plan = S.best, *cost = S.best_cost;
+    if (S.found) *plan = S.best, *cost = S.best_cost, cost->memory_bound = S.over && S.over_ns < S.best_cost.step_ns;
     else { /* the smallest candidate: its realised terms where the search has them (the stage cost's states beside
             * the program: gradient sums, optimizer state), else its memory alone */
       if (S.min_mem >= 0 && (S.min_realised || S.min_terms)) *cost = S.min_mem_cost;

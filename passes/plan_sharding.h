@@ -67,6 +67,8 @@ typedef struct {
   int64_t mem_full_layer;               /* the same: what one more middle layer adds to it */
   bool bounded;                         /* gv_plan_intra returned 1 having left combinations out by
                                          * gv_plan_opts.stage_incumbent_ns: no plan both fits and runs under it */
+  bool memory_bound;                    /* gv_plan_intra returned 0 and weighed a candidate predicted faster than its
+                                         * choice that was over the memory limit */
 } gv_plan_cost;
 
 typedef struct {

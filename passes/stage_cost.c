@@ -720,6 +720,24 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           nways++;
         }
     }
+    /* the other per-layer modes cannot beat the step bound when this mode (none, the first) cannot: each of its
+     * programs found its fastest plan (no faster candidate over the memory limit), and its fastest way runs at or
+     * above the bound per microbatch (gv_plan_opts.stage_incumbent_ns, against the way's ns less its transfers as
+     * the stage DP's step bound counts it; what the search's bound left out runs above it too); recomputing adds
+     * work to every plan of the same sharding, so selective and all are slower still: not planned */
+    bool rest_slower = lm == 0 && nmodes > 1 && gv_plan_opts.stage_incumbent_ns > 0 && nways > 0;
+    for (int k = 0; k < 2 && rest_slower; k++)
+      if (want[k]) rest_slower = prc[k] == 0 && !pcs[k].memory_bound;
+    int64_t fastest = INT64_MAX;
+    for (int v = 0; rest_slower && v < first_way.nvar; v++)
+      if (first_way.var[v].ns - first_way.var[v].xfer_ns < fastest) fastest = first_way.var[v].ns - first_way.var[v].xfer_ns;
+    if (rest_slower && first_way.nvar == 0) fastest = first_way.ns - first_way.xfer_ns;
+    rest_slower = rest_slower && fastest >= gv_plan_opts.stage_incumbent_ns;
+    if (lm == 0 && nmodes > 1 && gv_plan_opts.stage_incumbent_ns > 0 && nways > 0 && getenv("GALV_PLAN_DEBUG"))
+      fprintf(stderr, "plan-debug: stage groups %d-%d, no recomputation: fastest way %lld ns per microbatch against the bound "
+                      "%lld: selective and all %s\n", first, last - 1, (long long)(fastest == INT64_MAX ? -1 : fastest),
+              (long long)gv_plan_opts.stage_incumbent_ns, rest_slower ? "not planned (slower)" : "planned");
+    if (rest_slower) break; /* selective and all: slower than this mode, which the step bound already cuts */
   }
   if (nfit) {
     if (nways < 2) first_way.nvar = 0;
