@@ -1606,7 +1606,57 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
     }
     fit += !rc && (pl_r[npl - 1] == 0 || pl_r[npl - 1] == 2); /* a candidate cut short is one of the planned ones (it could not be chosen) */
   }
-  /* Interleaved 1F1B (training): the fastest pipeline so far, when its S stages are equal (c devices each) and its B
+  /* The chosen candidate's cuts moved by a layer group at a time: the screen cut it by the analytic stage cost, its
+   * stage programs then planned on those cuts; the slowest planned stage gives its first group to the stage before it
+   * or its last to the stage after it (the faster of the two first), each move planned again and kept when the whole
+   * step is faster, until neither move is (at most RECUT_MAX). GALV_PIPE_RECUT=off: not moved. */
+  const char *rcv = getenv("GALV_PIPE_RECUT");
+  for (int it = 0, moved = 0; !rc && !early && out->found && out->S > 1 && it < RECUT_MAX && !(rcv && !strcmp(rcv, "off")); it++) {
+    double t1 = now();
+    int sl = 0;
+    int64_t sum = 0;
+    for (int s = 0; s < out->S; s++) {
+      sum += out->stage_ns[s];
+      if (out->stage_ns[s] > out->stage_ns[sl]) sl = s;
+    }
+    /* no move can bring it under one program's step: even stages would save at most (slowest - mean) per schedule slot */
+    const int64_t save = (out->stage_ns[sl] - sum / out->S) * (int64_t)(out->B + out->S - 1);
+    if (one > 0 && best - save >= one) break;
+    int order[2], no = 0; /* the neighbours to give to: the faster first */
+    const bool lo = sl > 0 && out->first[sl + 1] - out->first[sl] > 1, hi = sl < out->S - 1 && out->first[sl + 1] - out->first[sl] > 1;
+    if (lo && hi) order[no++] = out->stage_ns[sl - 1] <= out->stage_ns[sl + 1] ? -1 : 1, order[no++] = -order[0];
+    else if (lo) order[no++] = -1;
+    else if (hi) order[no++] = 1;
+    bool better = false;
+    for (int k = 0; k < no && !better && !rc; k++) {
+      pipe_args Q = P;
+      Q.analytic = false, Q.stages = out->S, Q.cuts_given = true, Q.nsdev = out->S, Q.B = out->B;
+      if (out->V > 1) Q.sched = GV_SCHED_INTERLEAVED, Q.vstages = out->V; /* the chosen interleaved chunks' cuts moved */
+      int64_t g = 0;
+      for (int s = 0; s < out->S; s++) Q.sdev[s] = out->dev[s], g += out->dev[s];
+      for (int s = 0; s <= out->S; s++) Q.first[s] = out->first[s];
+      if (order[k] < 0) Q.first[sl]++; /* its first group to the stage before */
+      else Q.first[sl + 1]--;          /* its last group to the stage after */
+      Q.joint_cut = cut_on ? step_to_beat(one, best) : 0;
+      int r = plan_variant(&Q, out->mesh_dp, out->mesh_tp, out->mesh_sp, out->B, out->S, g, &K, cand, &plan_s);
+      if (r < 0) { rc = -1; break; }
+      const int64_t key = r == 0 ? cand->tl_ns : -1;
+      if (r == 0 && key < best) {
+        if (!quiet)
+          fprintf(stderr, "galvc: pipeline chosen: stage %d's %s group to stage %d: %.3f -> %.3f ms (%.2f s)\n", sl,
+                  order[k] < 0 ? "first" : "last", sl + order[k], (double)best / 1e6, (double)key / 1e6, now() - t1);
+        best = key, better = true, moved++;
+        take_choice(out, cand, &P, key, K, out->B, train, out->mesh_dp, out->mesh_tp, out->mesh_sp);
+      }
+    }
+    if (!better) {
+      if (!quiet && moved)
+        fprintf(stderr, "galvc: pipeline chosen: %d group%s moved between stages; no further move is faster (%.2f s)\n", moved,
+                moved == 1 ? "" : "s", now() - t1);
+      break;
+    }
+  }
+  /* Interleaved 1F1B (training): the fastest pipeline so far (its cuts moved as above), when its S stages are equal (c devices each) and its B
    * microbatches a multiple of S, planned again with V = 2 .. IL_VMAX chunks per device group in the same way (its
    * preset or the planner's plan per stage): the K groups cut equally into S V chunks (Megatron's virtual stages:
    * chunk j on group j mod S) while each chunk holds a group or more, each V planned as the candidates are (cut short
@@ -1659,56 +1709,6 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
     if (r == 0 && (best < 0 || key < best)) {
       best = key;
       take_choice(out, cand, &P, key, K, il_B, train, il_dp, il_tp, il_sp);
-    }
-  }
-  /* The chosen candidate's cuts moved by a layer group at a time: the screen cut it by the analytic stage cost, its
-   * stage programs then planned on those cuts; the slowest planned stage gives its first group to the stage before it
-   * or its last to the stage after it (the faster of the two first), each move planned again and kept when the whole
-   * step is faster, until neither move is (at most RECUT_MAX). GALV_PIPE_RECUT=off: not moved. */
-  const char *rcv = getenv("GALV_PIPE_RECUT");
-  for (int it = 0, moved = 0; !rc && !early && out->found && out->S > 1 && it < RECUT_MAX && !(rcv && !strcmp(rcv, "off")); it++) {
-    double t1 = now();
-    int sl = 0;
-    int64_t sum = 0;
-    for (int s = 0; s < out->S; s++) {
-      sum += out->stage_ns[s];
-      if (out->stage_ns[s] > out->stage_ns[sl]) sl = s;
-    }
-    /* no move can bring it under one program's step: even stages would save at most (slowest - mean) per schedule slot */
-    const int64_t save = (out->stage_ns[sl] - sum / out->S) * (int64_t)(out->B + out->S - 1);
-    if (one > 0 && best - save >= one) break;
-    int order[2], no = 0; /* the neighbours to give to: the faster first */
-    const bool lo = sl > 0 && out->first[sl + 1] - out->first[sl] > 1, hi = sl < out->S - 1 && out->first[sl + 1] - out->first[sl] > 1;
-    if (lo && hi) order[no++] = out->stage_ns[sl - 1] <= out->stage_ns[sl + 1] ? -1 : 1, order[no++] = -order[0];
-    else if (lo) order[no++] = -1;
-    else if (hi) order[no++] = 1;
-    bool better = false;
-    for (int k = 0; k < no && !better && !rc; k++) {
-      pipe_args Q = P;
-      Q.analytic = false, Q.stages = out->S, Q.cuts_given = true, Q.nsdev = out->S, Q.B = out->B;
-      if (out->V > 1) Q.sched = GV_SCHED_INTERLEAVED, Q.vstages = out->V; /* the chosen interleaved chunks' cuts moved */
-      int64_t g = 0;
-      for (int s = 0; s < out->S; s++) Q.sdev[s] = out->dev[s], g += out->dev[s];
-      for (int s = 0; s <= out->S; s++) Q.first[s] = out->first[s];
-      if (order[k] < 0) Q.first[sl]++; /* its first group to the stage before */
-      else Q.first[sl + 1]--;          /* its last group to the stage after */
-      Q.joint_cut = cut_on ? step_to_beat(one, best) : 0;
-      int r = plan_variant(&Q, out->mesh_dp, out->mesh_tp, out->mesh_sp, out->B, out->S, g, &K, cand, &plan_s);
-      if (r < 0) { rc = -1; break; }
-      const int64_t key = r == 0 ? cand->tl_ns : -1;
-      if (r == 0 && key < best) {
-        if (!quiet)
-          fprintf(stderr, "galvc: pipeline chosen: stage %d's %s group to stage %d: %.3f -> %.3f ms (%.2f s)\n", sl,
-                  order[k] < 0 ? "first" : "last", sl + order[k], (double)best / 1e6, (double)key / 1e6, now() - t1);
-        best = key, better = true, moved++;
-        take_choice(out, cand, &P, key, K, out->B, train, out->mesh_dp, out->mesh_tp, out->mesh_sp);
-      }
-    }
-    if (!better) {
-      if (!quiet && moved)
-        fprintf(stderr, "galvc: pipeline chosen: %d group%s moved between stages; no further move is faster (%.2f s)\n", moved,
-                moved == 1 ? "" : "s", now() - t1);
-      break;
     }
   }
   if (!rc && !early && !out->found && one < 0 && joint_layers >= 2) { /* none fits (nor one program): the smallest memory any pipeline
