@@ -107,6 +107,9 @@ typedef struct {
 } gv_precision_options;
 extern gv_precision_options gv_precision_opts;
 int gv_pass_storage(gv_module *m);        /* passes/storage.c */
+/* Appends to wide[] (n so far, at most cap) the names of m's stash results ("stash.N", "wstash.N") stored fp32
+ * after its storage pass: the entry that reads them takes them so (stage_wide). Returns the new count. */
+int gv_stash_wide(const gv_module *m, const char **wide, int n, int cap);
 
 /* Pipeline (inter-operator) parallelism, docs/pipeline.md: options set by the
  * drivers (galvc --layers, galv-opt --layers=K); defined in

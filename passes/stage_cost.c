@@ -188,14 +188,7 @@ static int stash_entries(const gv_module *m, const gv_plan *plan, bool earlier, 
   const char *wide[WIDE_MAX];
   int nwide = 0;
   if (!rc) rc = earlier && !(e[0] = stash_entry(c, "forward", &mf, NULL));
-  for (int i = 0; !rc && e[0] && i < e[0]->main->nres_names && nwide < WIDE_MAX; i++) {
-    const gv_func *ff = e[0]->main;
-    const gv_op *ret = gv_block_terminator(ff->body);
-    const char *r = ff->res_names[i];
-    if (ret && i < ret->nopnds && r && !strncmp(r, "stash.", 6) && ret->opnds[i]->type.dtype == GV_DT_F32 &&
-        gv_value_storage(ret->opnds[i]) == GV_DT_F32)
-      wide[nwide++] = r;
-  }
+  if (!rc && e[0]) nwide = gv_stash_wide(e[0], wide, 0, WIDE_MAX);
   const char *const *wkeep = gv_precision_opts.stage_wide;
   const int nwkeep = gv_precision_opts.nstage_wide;
   if (nwide) gv_precision_opts.stage_wide = wide, gv_precision_opts.nstage_wide = nwide;

@@ -24,6 +24,7 @@
  * Runs before memory-plan; never changes what the program computes in the
  * IR's types. value->id is scratch. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../ir/storage.h"
 #include "passes.h"
@@ -201,4 +202,16 @@ int gv_pass_storage(gv_module *m) {
   free(half);
   free(coll), free(coll16);
   return rc;
+}
+
+int gv_stash_wide(const gv_module *m, const char **wide, int n, int cap) {
+  const gv_func *f = m->main;
+  const gv_op *ret = gv_block_terminator(f->body);
+  for (int i = 0; ret && i < f->nres_names && i < ret->nopnds && n < cap; i++) {
+    const char *r = f->res_names[i];
+    if (r && (!strncmp(r, "stash.", 6) || !strncmp(r, "wstash.", 7)) && ret->opnds[i]->type.dtype == GV_DT_F32 &&
+        gv_value_storage(ret->opnds[i]) == GV_DT_F32)
+      wide[n++] = r;
+  }
+  return n;
 }

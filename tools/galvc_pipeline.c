@@ -386,6 +386,14 @@ static int64_t stages_before_ns(const gv_pipe_plan *pl, const bool *done, int i)
   return pre;
 }
 
+/* stage i's memory charge in pl (its microbatches in flight; interleaved: its share of its device group's figure, as
+ * the stage DP charges it) */
+static void stage_charge(const gv_pipe_plan *pl, int i, gv_pipe_charge *ch) {
+  const int S = pl->nstages, V = pl->vstages > 1 ? pl->vstages : 1;
+  gv_pipe_charge_make(pl->schedule, S, i, pl->B, pl->inflight[i], ch);
+  if (V > 1) ch->il_P = S / V, ch->il_V = V, ch->il_i = i, ch->il_B = pl->B;
+}
+
 static bool joint_minmem; /* the default search found no pipeline: pipe_plan_b finds the smallest need (jmin_need) */
 static int joint_layers; /* the planner's layers of the model (the default search's K = 2 L, at least 8) */
 
@@ -567,6 +575,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
      * group s mod P; each stage charged its share of its group's memory (gv_pipe_il_share, as the stage DP charges
      * it), the groups' memory checked once every stage is planned */
     const int V = train && pa->sched == GV_SCHED_INTERLEAVED && pa->vstages > 1 ? pa->vstages : 1;
+    const int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
     int il_inflight = 0;
     int64_t sum = 0, mx = 0;
     rc = 0;
@@ -612,9 +621,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       pl->nodes[i] = d <= pn ? 1 : d / pn, pl->per_node[i] = d <= pn ? d : pn;
       pl->inflight[i] = V > 1 ? il_inflight : gv_pipe_inflight(pl->schedule, S, S - i, B);
       gv_pipe_charge ch;
-      gv_pipe_charge_make(pl->schedule, S, i, B, pl->inflight[i], &ch);
-      if (V > 1) ch.il_P = S / V, ch.il_V = V, ch.il_i = i, ch.il_B = B;
-      int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
+      stage_charge(pl, i, &ch);
       /* the step bound below, turned into one on this stage's program before it is planned: its search leaves out
        * the plans slower than (step to beat - the stages before it planned so far) / B (GALV_PLAN_INCUMBENT=off:
        * none) */
@@ -679,28 +686,26 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     /* interleaved: each device group's memory (its V stages' states, the saved bytes, send copies and batons at the
      * group's peak: gv_pipe_group_mem); a group over the limit: each of its stages' ways picked again against an
      * equal share of it (limit / V; the shares add up to at least the group's figure) */
-    const int64_t glim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes;
     for (int d = 0; !rc && V > 1 && d < S / V; d++) {
-      if (gv_pipe_group_mem(pl, d, NULL) <= glim) continue;
+      if (gv_pipe_group_mem(pl, d, NULL) <= lim) continue;
       for (int c = 0; c < V; c++) {
         const int i = c * (S / V) + d;
         if (pl->cost[i].nvar < 2) continue;
         gv_pipe_charge ch;
-        gv_pipe_charge_make(pl->schedule, S, i, B, pl->inflight[i], &ch);
-        ch.il_P = S / V, ch.il_V = V, ch.il_i = i, ch.il_B = B;
+        stage_charge(pl, i, &ch);
         int wr = pa->choice_given ? pa->srec[i] : -1, wz = pa->choice_given ? pa->szero[i] : -1, wl = pa->choice_given ? pa->slrc[i] : -1;
-        int v = gv_stage_cost_pick(&pl->cost[i], &ch, glim / V, -1, pl->schedule, wr, wz, wl);
+        int v = gv_stage_cost_pick(&pl->cost[i], &ch, lim / V, -1, pl->schedule, wr, wz, wl);
         if (v >= 0) gv_stage_cost_use(&pl->cost[i], v, pl->schedule);
       }
       const int64_t gm = gv_pipe_group_mem(pl, d, NULL);
-      if (gm > glim && pa->joint) {
+      if (gm > lim && pa->joint) {
         rc = 1;
         if (!pa->analytic && (jreal_need < 0 || gm < jreal_need)) jreal_need = gm, jreal_state = 0, jreal_act = gm;
         snprintf(joint_why, sizeof joint_why, "device group %d (its %d stages) needs %lld bytes, over %lld", d, V,
-                 (long long)gm, (long long)glim);
-      } else if (gm > glim)
+                 (long long)gm, (long long)lim);
+      } else if (gm > lim)
         rc = gv_error_plain("pipeline: device group %d (stages %d, .. every %d-th) needs %lld bytes per device, over the "
-                            "memory limit of %lld", d, d, S / V, (long long)gm, (long long)glim);
+                            "memory limit of %lld", d, d, S / V, (long long)gm, (long long)lim);
     }
     pl->sum_ns = sum, pl->max_ns = mx, pl->step_ns = sum + (int64_t)(B - 1) * mx;
     if (!rc && plan_key(pl, train, pa->sched)) rc = -1;
@@ -1057,21 +1062,6 @@ static int run_back(gv_module *m, const char *const *back, int verify_each) {
   }
   free(sh);
   return rc;
-}
-
-/* Appends to wide[] (n so far, at most cap) the names of m's stash results
- * ("stash.N", "wstash.N") stored fp32: the entry that reads them takes them
- * so (ir/storage.h). Returns the new count. */
-static int stash_wide(const gv_module *m, const char **wide, int n, int cap) {
-  const gv_func *f = m->main;
-  const gv_op *ret = f->body->last;
-  for (int i = 0; ret && i < f->nres_names && i < ret->nopnds && n < cap; i++) {
-    const char *r = f->res_names[i];
-    if (r && (!strncmp(r, "stash.", 6) || !strncmp(r, "wstash.", 7)) && ret->opnds[i]->type.dtype == GV_DT_F32 &&
-        gv_value_storage(ret->opnds[i]) == GV_DT_F32)
-      wide[n++] = r;
-  }
-  return n;
 }
 
 /* The two entries of a stage read one parameter layout (weights.bin and
@@ -1631,7 +1621,6 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
     for (int k = 0; k < no && !better && !rc; k++) {
       pipe_args Q = P;
       Q.analytic = false, Q.stages = out->S, Q.cuts_given = true, Q.nsdev = out->S, Q.B = out->B;
-      if (out->V > 1) Q.sched = GV_SCHED_INTERLEAVED, Q.vstages = out->V; /* the chosen interleaved chunks' cuts moved */
       int64_t g = 0;
       for (int s = 0; s < out->S; s++) Q.sdev[s] = out->dev[s], g += out->dev[s];
       for (int s = 0; s <= out->S; s++) Q.first[s] = out->first[s];
@@ -2099,14 +2088,14 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     int nwide = 0;
     gv_precision_opts.stage_wide = wide, gv_precision_opts.nstage_wide = 0;
     if (!rc) rc = gv_verify(ms) || run_back(ms, back, verify_each) || gv_verify(ms);
-    if (!rc) nwide = stash_wide(ms, wide, nwide, (int)(sizeof wide / sizeof *wide));
+    if (!rc) nwide = gv_stash_wide(ms, wide, nwide, (int)(sizeof wide / sizeof *wide));
     if (!rc && getenv("GALV_STAGE_REPORT") && cluster) { /* each stage program's cost table (--report-cost's), a diagnostic */
       fprintf(stderr, "galvc: stage %d program (%d devices):\n", s, per);
       gv_cost_report(cluster, ms, stderr);
     }
     gv_precision_opts.nstage_wide = nwide;
     if (!rc && mb) rc = run_back(mb, back, verify_each) || gv_verify(mb);
-    if (!rc && mb) nwide = stash_wide(mb, wide, nwide, (int)(sizeof wide / sizeof *wide));
+    if (!rc && mb) nwide = gv_stash_wide(mb, wide, nwide, (int)(sizeof wide / sizeof *wide));
     if (!rc && mb && getenv("GALV_STAGE_REPORT") && cluster) {
       fprintf(stderr, "galvc: stage %d backward entry (%d devices):\n", s, per);
       gv_cost_report(cluster, mb, stderr);
