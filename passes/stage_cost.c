@@ -51,6 +51,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "stage_cost.h"
 
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,14 @@
 #include "stage_extract.h"
 #include "../ir/storage.h"
 #include "../planner/cost.h"
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b, b = t;
+  }
+  return a;
+}
 
 static double now_s(void) {
   struct timespec ts;
@@ -279,13 +288,17 @@ gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngrou
       bytes->saved += b;
       const bool pp = n && !strncmp(n, "pp.", 3), rows = mb > 0 && t->rank >= 1 && t->dims[0] == mb;
       if (pp) bytes->in += b, bytes->in_rows += rows ? b : 0;
+      if (pp && rows) bytes->rows_gcd = gcd64(bytes->rows_gcd, gv_type_numel(t));
     }
     const gv_op *ret = gv_block_terminator(fn->body);
     for (int i = 0; ret && i < ret->nopnds; i++) {
       const char *n = fn->res_names && i < fn->nres_names ? fn->res_names[i] : NULL;
       const gv_type *t = &ret->opnds[i]->type;
-      if (n && !strncmp(n, "pp.", 3) && strcmp(n, "pp.seed"))
-        bytes->out += type_bytes(t), bytes->out_rows += mb > 0 && t->rank >= 1 && t->dims[0] == mb ? type_bytes(t) : 0;
+      if (n && !strncmp(n, "pp.", 3) && strcmp(n, "pp.seed")) {
+        const bool rows = mb > 0 && t->rank >= 1 && t->dims[0] == mb;
+        bytes->out += type_bytes(t), bytes->out_rows += rows ? type_bytes(t) : 0;
+        if (rows) bytes->rows_gcd = gcd64(bytes->rows_gcd, gv_type_numel(t));
+      }
     }
   }
   if (!rc && training) rc = gv_stage_train(m, 1, last == ngroups ? 2 : 3);
@@ -575,7 +588,13 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           int64_t D = 1;
           for (int a = 0; xs && !fallback[k] && a < plan.naxes; a++)
             if (plan.dmask & (1u << a)) D *= plan.size[a];
-          out->xfer_ns = gv_pipe_transfer_split_ns(x->cluster, nodes, per_node, sb.in, sb.out, sb.in_rows, sb.out_rows, D,
+          /* ... scattered over the q = devices / D ranks holding each block and gathered among them, where dp is the
+           * mesh's first axis alone and every block divides q ways (tools/galvc_pipeline.c xs_scatter) */
+          const int64_t devs = nodes * per_node;
+          const char *sce = getenv("GALV_PIPE_SCATTER");
+          const int64_t q = !(sce && !strcmp(sce, "off")) && D > 1 && plan.dmask == 1u && devs % D == 0 && devs > D && sb.rows_gcd > 0 && sb.rows_gcd % devs == 0
+                                ? devs / D : 1;
+          out->xfer_ns = gv_pipe_transfer_split_ns(x->cluster, nodes, per_node, sb.in, sb.out, sb.in_rows, sb.out_rows, D, q,
                                                    runs * pc.kernels, x->training);
           out->ns = runs * pc.step_ns + out->xfer_ns;
           /* memory per device as runtime/pipe.c allocates it: the plan's total (the weights buffer: parameters and

@@ -22,6 +22,8 @@ typedef struct {
    * received values sent back (in storage bytes); *_rows: of them, the values whose dim 0 is the microbatch */
   int64_t recv, recv_rows, send, send_rows, gsend, gsend_rows;
   int64_t gkeep, gkeep_rows; /* the last stage's input gradients kept per microbatch: gsend's values 64-byte aligned each */
+  int64_t rows_gcd; /* the gcd of the element counts of in's and out's values whose dim 0 is the microbatch (0: none):
+                     * a block of each divides q ways over the ranks holding it when rows_gcd % (D q) == 0 */
 } gv_stage_bytes;
 
 /* The stage program of layer groups [first, last) of base (imported at the

@@ -1006,18 +1006,27 @@ done:
 #undef CX
 }
 
+bool gv_pipe_across(const gv_cluster *c, int64_t k) {
+  return gv_cluster_devices(c) > c->devices_per_node && k >= c->devices_per_node;
+}
+
 int64_t gv_pipe_transfer_split_ns(const gv_cluster *c, int64_t nodes, int64_t per_node, int64_t in_bytes, int64_t out_bytes,
-                                  int64_t in_rows, int64_t out_rows, int64_t D, int64_t kernels, bool training) {
+                                  int64_t in_rows, int64_t out_rows, int64_t D, int64_t q, int64_t kernels, bool training) {
   if (D <= 1 || (in_rows <= 0 && out_rows <= 0)) return gv_pipe_transfer_ns(c, nodes, per_node, in_bytes, out_bytes, kernels, training);
   int64_t k = nodes * per_node;
-  bool across = gv_cluster_devices(c) > c->devices_per_node && k >= c->devices_per_node;
+  bool across = gv_pipe_across(c, k);
+  if (q < 1 || !across) q = 1; /* inside a node the scatter's gather costs what it saves: not used (xs_scatter) */
+  /* the q ranks of a block: consecutive, inside a node while q fits one */
+  const int64_t q_per = q < per_node ? q : per_node, q_nodes = (q + q_per - 1) / q_per;
   int64_t t = 0;
   for (int dir = 0; dir < (training ? 2 : 1); dir++) { /* training: the gradients travel back the same way */
     int64_t recv = dir ? out_bytes : in_bytes, send = dir ? in_bytes : out_bytes;
     int64_t rrows = dir ? out_rows : in_rows, srows = dir ? in_rows : out_rows;
-    t += gv_cost_collective(c, GV_COLL_P2P, (recv - rrows + k - 1) / k + (rrows + D - 1) / D, 2, across);
+    const int64_t rblock = (rrows + D - 1) / D, sblock = (srows + D - 1) / D;
+    t += gv_cost_collective(c, GV_COLL_P2P, (recv - rrows + k - 1) / k + (rblock + q - 1) / q, 2, across);
     if (k > 1 && recv > rrows) t += gv_cost_collective_levels(c, GV_COLL_ALL_GATHER, recv - rrows, per_node, nodes);
-    t += gv_cost_collective(c, GV_COLL_P2P, (send - srows + k - 1) / k + (srows + D - 1) / D, 2, across);
+    if (q > 1 && rblock > 0) t += gv_cost_collective_levels(c, GV_COLL_ALL_GATHER, rblock, q_per, q_nodes);
+    t += gv_cost_collective(c, GV_COLL_P2P, (send - srows + k - 1) / k + (sblock + q - 1) / q, 2, across);
   }
   return t + (int64_t)((double)kernels * c->launch_overhead_us * 1e3 + 0.5);
 }

@@ -337,12 +337,18 @@ typedef struct {
  * launches of the cluster's launch_overhead_us. Integer ns. */
 int64_t gv_pipe_transfer_ns(const gv_cluster *c, int64_t nodes, int64_t per_node, int64_t in_bytes, int64_t out_bytes,
                             int64_t kernels, bool training);
+/* Whether a stage of k devices reaches its neighbours across nodes (whole nodes of a cluster of several): the
+ * transfers' point-to-point messages on the inter-node link. */
+bool gv_pipe_across(const gv_cluster *c, int64_t k);
 /* The same with in_rows / out_rows of those bytes kept split over the batch (docs/pipeline.md, "Cross-mesh
  * transfers": both stages hold dim 0 over dp ranks of one size D > 1): each rank sends / receives only its rows,
- * bytes / D in one message with its share of the rest, and only the rest is all-gathered after receiving.
+ * bytes / D in one message with its share of the rest, and only the rest is all-gathered after receiving. q > 1:
+ * the q ranks holding each block (tp) scatter it, each sending a q-th, and the receivers all-gather the block
+ * among their q (consecutive ranks: inside a node while q fits one; runtime/pipe_xfer.c, galv_pipe_xfer.scatter),
+ * where the stage's messages cross nodes (gv_pipe_across; inside a node the gather costs what the scatter saves).
  * D <= 1 (or no rows): gv_pipe_transfer_ns. */
 int64_t gv_pipe_transfer_split_ns(const gv_cluster *c, int64_t nodes, int64_t per_node, int64_t in_bytes, int64_t out_bytes,
-                                  int64_t in_rows, int64_t out_rows, int64_t D, int64_t kernels, bool training);
+                                  int64_t in_rows, int64_t out_rows, int64_t D, int64_t q, int64_t kernels, bool training);
 /* A gv_stage_cost_fn: the best of the intra-op presets on the sub-mesh
  * (tp over 1, 2, 4 ... devices inside a node, dp over the rest; the
  * microbatch must split over dp): compute on the roofline peak, Megatron's

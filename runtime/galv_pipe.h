@@ -96,7 +96,13 @@ extern const unsigned char galv_pipe_shared_split[];
  * rank src to receiving rank dst; with allgather the receivers then
  * all-gather their boxes inside their stage (the local all-gather: each byte
  * crosses between the stages once). grad: the value's gradient, going back
- * from the value's receiving stage (from) to its sender (to). */
+ * from the value's receiving stage (from) to its sender (to).
+ * scatter = q > 1 (no tiles): a value kept split over the batch on two stages
+ * of the same mesh whose dp axis is the outermost, each dp block held by q
+ * consecutive ranks (tp): rank r sends chunk r mod q of its block (its
+ * elements in q equal contiguous runs) to rank r of the other stage, which
+ * all-gathers the q chunks in place inside its q ranks (Megatron's
+ * scatter / gather: each byte of a block crosses once, not q times). */
 typedef struct {
   int src, dst; /* stage-local ranks: sender in stage `from`, receiver in stage `to` */
   int64_t off[GALV_RT_MAX_RANK], len[GALV_RT_MAX_RANK];
@@ -112,6 +118,7 @@ typedef struct {
   int allgather;
   int64_t bytes; /* per transfer: bytes crossing between the stages (the plan) */
   int64_t naive; /* the same if every receiving rank got the whole value from a sender */
+  int scatter;   /* > 1: the block scattered over that many consecutive ranks and gathered (above); tiles unused */
 } galv_pipe_xfer;
 
 /* ---- defined by pipe_stage.c: the transfers this stage sends or receives */

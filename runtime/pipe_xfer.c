@@ -30,7 +30,8 @@ static galv_comm *world;
 static int me, lr, nl = 1;
 static uint64_t measured[2];                         /* send bytes counted by the communicator: forward, gradients */
 static uint64_t plan_run[2], out_run[2], naive_run[2]; /* per microbatch: this rank's plan, the stage's plan and naive bytes */
-static int split_run[2], whole_run[2]; /* the transfers this rank sends: kept split (its rows), whole */
+static int split_run[2], whole_run[2], scat_run[2]; /* the transfers this rank sends: kept split (its rows), whole;
+                                                     * scattered over the ranks holding its block (galv_pipe_xfer) */
 
 /* Per transfer, this rank's view of the value: the box it holds (its block when the program's input / output is
  * split, galv_spmd.h's split tables: a crossing value kept split over the batch; else the whole value). The tiles'
@@ -54,6 +55,7 @@ static struct gather {
   const galv_pipe_xfer *x;
   char *whole, *mine, *all;
 } *gath;
+static int64_t (*scat_n)[2]; /* per transfer with scatter: its block's bytes and this rank's chunk index */
 static int ngath, capgath;
 
 static int nranks_of(int stage) { return galv_pipe_first_rank[stage + 1] - galv_pipe_first_rank[stage]; }
@@ -146,7 +148,9 @@ void galv_pipe_xfer_init(galv_comm *w, int stage, int lrank, int nlocal) {
   world = w, me = stage, lr = lrank, nl = nlocal;
   free(views);
   views = calloc((size_t)galv_pipe_nxfers + 1, sizeof *views);
-  if (!views) galv_fatal("out of memory");
+  free(scat_n);
+  scat_n = calloc((size_t)galv_pipe_nxfers + 1, sizeof *scat_n);
+  if (!views || !scat_n) galv_fatal("out of memory");
   for (int i = 0; i < galv_pipe_nxfers; i++) {
     const galv_pipe_xfer *x = &galv_pipe_xfers[i];
     if (x->from < 0 || x->to < 0 || x->from >= galv_pipe_nstages || x->to >= galv_pipe_nstages || x->from == x->to ||
@@ -183,6 +187,21 @@ void galv_pipe_xfer_init(galv_comm *w, int stage, int lrank, int nlocal) {
       galv_fatal("pipeline table: transfer '%s' (stage %d to %d): the program has no %s '%s' of %lld bytes", x->name, x->from,
                  x->to, x->to == me ? "input" : "output", nm, (long long)box_bytes(x, v->dims));
     if (v->split && x->to == me && x->allgather) galv_fatal("pipeline table: transfer '%s' all-gathers into a split input", x->name);
+    if (x->scatter > 1) { /* the block in q chunks: this rank's is its place among the q ranks holding the block */
+      const int64_t n = box_bytes(x, v->dims), es = (int64_t)galv_dtype_size(x->dtype);
+      if (!v->split || x->ntiles || nl % x->scatter || nranks_of(x->from) != nranks_of(x->to) || (n / es) % x->scatter)
+        galv_fatal("pipeline table: transfer '%s' (stage %d to %d) scatters %lld bytes over %d of %d ranks: not a split "
+                   "block that divides over them on two stages of the same ranks", x->name, x->from, x->to, (long long)n,
+                   x->scatter, nl);
+      scat_n[i][0] = n, scat_n[i][1] = lr % x->scatter;
+      if (x->from == me) {
+        plan_run[x->grad] += (uint64_t)(n / x->scatter);
+        scat_run[x->grad]++;
+        out_run[x->grad] += (uint64_t)x->bytes;
+        naive_run[x->grad] += (uint64_t)x->naive;
+      }
+      continue;
+    }
     int64_t recv = 0, sent = 0;
     for (int k = 0; k < x->ntiles; k++) {
       const galv_pipe_tile *t = &x->tiles[k];
@@ -233,7 +252,21 @@ static pending *push_pending(void) {
   return p;
 }
 
+/* scatter: this rank's chunk of the block (bytes), its offset in it */
+static int64_t scat_chunk(const galv_pipe_xfer *x, int64_t *off) {
+  const int64_t *sn = scat_n[x - galv_pipe_xfers], c = sn[0] / x->scatter;
+  *off = sn[1] * c;
+  return c;
+}
+
 void galv_pipe_xfer_send(const galv_pipe_xfer *x, const void *whole, galv_queue *q) {
+  if (x->scatter > 1) { /* chunk r mod q of the block to rank r of the other stage */
+    int64_t off, n = scat_chunk(x, &off);
+    uint64_t before = galv_comm_counters().send;
+    galv_send(world, galv_pipe_first_rank[x->to] + lr, (const char *)whole + off, (size_t)n, GALV_U8, q);
+    measured[x->grad] += galv_comm_counters().send - before;
+    return;
+  }
   for (int i = 0; i < x->ntiles; i++) {
     const galv_pipe_tile *t = &x->tiles[i];
     if (t->src != lr) continue;
@@ -254,7 +287,23 @@ void galv_pipe_xfer_send(const galv_pipe_xfer *x, const void *whole, galv_queue 
   }
 }
 
+static struct gather *push_gather(void) {
+  if (ngath == capgath) {
+    capgath = capgath ? 2 * capgath : 8;
+    struct gather *g = realloc(gath, sizeof *g * (size_t)capgath);
+    if (!g) galv_fatal("out of memory");
+    gath = g;
+  }
+  return &gath[ngath++];
+}
+
 void galv_pipe_xfer_recv(const galv_pipe_xfer *x, void *whole, galv_queue *q) {
+  if (x->scatter > 1) { /* this rank's chunk in place; the q ranks' chunks gathered once the group completes */
+    int64_t off, n = scat_chunk(x, &off);
+    galv_recv(world, galv_pipe_first_rank[x->from] + lr, (char *)whole + off, (size_t)n, GALV_U8, q);
+    *push_gather() = (struct gather){x, whole, NULL, NULL};
+    return;
+  }
   for (int i = 0; i < x->ntiles; i++) {
     const galv_pipe_tile *t = &x->tiles[i];
     if (t->dst != lr) continue;
@@ -272,15 +321,7 @@ void galv_pipe_xfer_recv(const galv_pipe_xfer *x, void *whole, galv_queue *q) {
     }
     galv_recv(world, galv_pipe_first_rank[x->from] + t->src, p, (size_t)n, GALV_U8, q);
   }
-  if (x->allgather && nl > 1) {
-    if (ngath == capgath) {
-      capgath = capgath ? 2 * capgath : 8;
-      struct gather *g = realloc(gath, sizeof *g * (size_t)capgath);
-      if (!g) galv_fatal("out of memory");
-      gath = g;
-    }
-    gath[ngath++] = (struct gather){x, whole, NULL, NULL};
-  }
+  if (x->allgather && nl > 1) *push_gather() = (struct gather){x, whole, NULL, NULL};
 }
 
 void galv_pipe_xfer_complete(galv_queue *q) {
@@ -297,6 +338,12 @@ void galv_pipe_xfer_complete(galv_queue *q) {
   for (int i = 0; i < ngath; i++) {
     struct gather *g = &gath[i];
     const galv_pipe_xfer *x = g->x;
+    if (x->scatter > 1) { /* in place inside the q consecutive ranks holding the block (mesh nl / q x q, inner axis) */
+      const int64_t sh[2] = {nl / x->scatter, x->scatter};
+      int64_t off, n = scat_chunk(x, &off);
+      galv_all_gather(galv_comm_group(sh, 2, 2u), g->whole + off, g->whole, (size_t)n, GALV_U8, q);
+      continue;
+    }
     size_t es = galv_dtype_size(x->dtype);
     int64_t off[GALV_RT_MAX_RANK], len[GALV_RT_MAX_RANK], n = recv_box(x, lr, off, len);
     int inplace = 1;
@@ -343,12 +390,13 @@ void galv_pipe_xfer_report(long runs, uint64_t other) {
   for (int g = 0; g < 2; g++)
     if (out_run[g])
       printf("%s: cross-stage %s bytes sent by this rank: %llu measured, %llu planned; by the stage: %llu planned, %llu naive "
-             "(%ld microbatches); values kept split over the batch %d, whole %d\n", galv_progname, dir[g], (unsigned long long)measured[g],
-             (unsigned long long)(plan_run[g] * (uint64_t)runs), (unsigned long long)(out_run[g] * (uint64_t)runs),
-             (unsigned long long)(naive_run[g] * (uint64_t)runs), runs, split_run[g], whole_run[g]);
+             "(%ld microbatches); values kept split over the batch %d, whole %d, scattered over the ranks of a block %d\n",
+             galv_progname, dir[g], (unsigned long long)measured[g], (unsigned long long)(plan_run[g] * (uint64_t)runs),
+             (unsigned long long)(out_run[g] * (uint64_t)runs), (unsigned long long)(naive_run[g] * (uint64_t)runs), runs,
+             split_run[g] + scat_run[g], whole_run[g], scat_run[g]);
   fflush(stdout);
-  free(pend), free(gath), free(views);
-  pend = NULL, gath = NULL, views = NULL;
+  free(pend), free(gath), free(views), free(scat_n);
+  pend = NULL, gath = NULL, views = NULL, scat_n = NULL;
   cappend = capgath = 0;
 }
 #else

@@ -8,7 +8,9 @@
 # tp=2 training (2 AdamW steps, GPipe and 1F1B), pp=2 x dp=2 (1F1B), pp=2 x
 # the intra-operator planner's plan per stage (no --strategy, 1F1B) and, on
 # 8 ranks, pp=2 x dp=2 x tp=2 (--mesh dp=2,tp=2 --strategy dp,tp, 1F1B) print
-# the single-device losses and leave its weights (rtol 1e-4, atol 1e-5).
+# the single-device losses and leave its weights (rtol 1e-4, atol 1e-5); the
+# same across nodes (4 per node) with the crossing blocks scattered over tp
+# and gathered, and with GALV_PIPE_SCATTER=off (twice the bytes per rank).
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -104,6 +106,37 @@ for c in ${GALV_PIPE_TP_CASES:-tp:gpipe tp:1f1b dp:1f1b plan:1f1b dp,tp:1f1b:dp=
     bad "$name $SC training: $msg"
   fi
 done
+# Megatron's scatter / gather (docs/pipeline.md, "Cross-mesh transfers"): the same pp=2 x dp=2 x tp=2 with 4 devices per
+# node, so each stage is a node and its messages cross nodes: the 2 tp ranks holding a dp block each send half of it
+# and the receivers gather it in place; the run equals the single device, each rank sends half the bytes it sends
+# with GALV_PIPE_SCATTER=off (its whole block), the communicator's count = the plan's (pipe_xfer.c checks it)
+for sc in on off; do
+  d="$T/sg-$sc"
+  if ! GALV_PIPE_SCATTER=$sc timeout 600 "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 2 \
+      --schedule 1f1b --gpus 8 --gpus-per-node 4 --mesh dp=2,tp=2 --strategy dp,tp --target cpu -q -o "$d/" 2>"$T/err"; then
+    bad "scatter $sc: galvc: $(head -3 "$T/err")"
+    continue
+  fi
+  if ! timeout 120 "$d/launch" --batches "$T/b" --steps 2 -o "$d.w" >"$d.log" 2>"$T/err"; then
+    bad "scatter $sc: run: $(grep -m3 -i error "$T/err" "$d.log")"
+    continue
+  fi
+  if msg=$(same_training "$T/tone.log" "$d.log" "$T/tone.w" "$d.w"); then
+    ok "pp=2 x dp=2 x tp=2 across nodes, scatter $sc (8 ranks): $msg"
+  else
+    bad "pp=2 x dp=2 x tp=2 across nodes, scatter $sc: $msg"
+  fi
+done
+# rank 0's forward bytes and its count of scattered values, on and off
+sent() { sed -n 's/.*stage 0, rank 0,.*cross-stage forward bytes sent by this rank: \([0-9]*\) measured, \([0-9]*\) planned.*scattered over the ranks of a block \([0-9]*\)$/\1 \2 \3/p' "$1"; }
+read -r m_on p_on n_on <<<"$(sent "$T/sg-on.log")"
+read -r m_off p_off n_off <<<"$(sent "$T/sg-off.log")"
+if [ -n "${m_on:-}" ] && [ -n "${m_off:-}" ] && [ "$n_on" -ge 1 ] && [ "$n_off" = 0 ] && [ "$m_on" = "$p_on" ] &&
+    [ $((2 * m_on)) = "$m_off" ]; then
+  ok "scatter: rank 0 sends $m_on forward bytes ($n_on value scattered) against $m_off with GALV_PIPE_SCATTER=off"
+else
+  bad "scatter: rank 0 forward bytes on '${m_on:-} ${p_on:-} ${n_on:-}', off '${m_off:-} ${p_off:-} ${n_off:-}'"
+fi
 # bad input: one error line
 if timeout 120 "$BUILD/galvc" "$T/gpt2.onnx" --batch 8 --seq 16 --pipeline-stages 2 --gpus 3 --strategy tp --target cpu -q \
     -o "$T/bad/" >/dev/null 2>"$T/err"; then

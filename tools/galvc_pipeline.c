@@ -76,6 +76,22 @@ static gv_sharding xs_sharding(const gv_mesh *mesh, const gv_type *t) {
   return sh;
 }
 
+/* A value kept split over dp between two stages of the same mesh whose dp axis is the outermost: the q = devices / dp
+ * ranks holding each block (its tp ranks) scatter it, each sending one q-th, and the receivers gather it in place
+ * (Megatron's scatter / gather; runtime/pipe_xfer.c, galv_pipe_xfer.scatter); 1 when the block's elements do not
+ * divide q ways, the meshes differ, dp is not the outermost axis (then each rank sends its whole block) or the
+ * stages' messages stay inside a node (gv_pipe_across: there the gather costs what the scatter saves).
+ * GALV_PIPE_SCATTER=off: never. */
+static int xs_scatter(const gv_mesh *ma, const gv_mesh *mb, const gv_type *t, const gv_cluster *cl) {
+  const char *e = getenv("GALV_PIPE_SCATTER");
+  if ((e && !strcmp(e, "off")) || !xs_split(t) || ma->naxes != mb->naxes || !gv_pipe_across(cl, gv_mesh_devices(ma))) return 1;
+  for (int a = 0; a < ma->naxes; a++)
+    if (ma->size[a] != mb->size[a]) return 1;
+  if (gv_mesh_axis(ma, "dp", 2) != 0 || gv_mesh_axis(mb, "dp", 2) != 0 || ma->size[0] != xs_D) return 1;
+  const int64_t k = gv_mesh_devices(ma), q = k / xs_D;
+  return q > 1 && gv_type_numel(t) % k == 0 ? (int)q : 1;
+}
+
 /* A stage of k > 1 devices: its mesh, the cross-stage values (pp.X,
  * gin:pp.X) pinned replicated (dim 0 over dp when kept split: xs_split), propagate-sharding (--strategy) and
  * spmd-partition: an SPMD program over the stage's ranks. */
@@ -929,7 +945,7 @@ static int xfer_dtype_check(int s, const char *name, int grad, gv_dtype dt) {
  * (the crossing values are replicated: global types); mb: its backward entry
  * (training with a stash: the gradients' inputs and outputs), else NULL. */
 static int write_xfers(FILE *f, const gv_module *m, const gv_module *mb, const gv_stage_io *io, int s, const int *dev,
-                       const pipe_args *pa, int train) {
+                       const pipe_args *pa, int train, const gv_cluster *cl) {
   typedef struct { const char *name; int grad, from, to; } xf;
   xf *list = malloc(sizeof *list * (size_t)(2 * (io->nin + io->nout * GV_PIPE_MAX_STAGES) + 1));
   if (!list) return gv_error_plain("out of memory");
@@ -965,8 +981,9 @@ static int write_xfers(FILE *f, const gv_module *m, const gv_module *mb, const g
     gv_sharding src = xs_sharding(&ma, t), dst = xs_sharding(&mb, t);
     gv_xmesh_plan pl;
     if (gv_xmesh_plan_make(t, &src, &dst, !dst.naxes[0], &pl)) { rc = gv_error_plain("stage %d: value '%s': cannot plan the transfer", s, list[i].name); break; }
+    const int q = xs_scatter(&ma, &mb, t, cl); /* > 1: each block scattered over its q ranks and gathered (no tiles) */
     fprintf(f, "static const galv_pipe_tile xfer_tiles%d[] = {\n", i);
-    for (int k = 0; k < pl.nx; k++) {
+    for (int k = 0; q < 2 && k < pl.nx; k++) {
       fprintf(f, "    {%d, %d, {", pl.x[k].src, pl.x[k].dst);
       for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)pl.x[k].off[d]);
       fprintf(f, "%s}, {", t->rank ? "" : "0");
@@ -974,8 +991,12 @@ static int write_xfers(FILE *f, const gv_module *m, const gv_module *mb, const g
       fprintf(f, "%s}},\n", t->rank ? "" : "0");
     }
     fprintf(f, "    {0, 0, {0}, {0}}};\n");
-    fprintf(f, "#define XFER%d %d, xfer_tiles%d, %d, %lldll, %lldll\n", i, pl.nx, i, pl.ag_dim >= 0, (long long)pl.bytes,
-            (long long)pl.naive_bytes);
+    if (q > 1) /* every byte of the value crosses once */
+      fprintf(f, "#define XFER%d 0, xfer_tiles%d, 0, %lldll, %lldll, %d\n", i, i, (long long)(gv_type_numel(t) * (int64_t)gv_dtype_size(t->dtype)),
+              (long long)pl.naive_bytes, q);
+    else
+      fprintf(f, "#define XFER%d %d, xfer_tiles%d, %d, %lldll, %lldll, 0\n", i, pl.nx, i, pl.ag_dim >= 0, (long long)pl.bytes,
+              (long long)pl.naive_bytes);
     gv_xmesh_free(&pl);
   }
   if (!rc) {
@@ -1869,7 +1890,8 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
   if (xs_D < 1 || getenv("GALV_PIPE_XSPLIT_OFF")) xs_D = 1;
   if (xs_D > 1 && !quiet && !P.plan_only)
     fprintf(stderr, "galvc: pipeline: crossing values whose dim 0 is the microbatch (%lld) stay split over dp = %lld: each rank "
-                    "sends and receives its rows, no gather\n", (long long)xs_mb, (long long)xs_D);
+                    "sends and receives its rows (a q-th of them where q ranks hold them, gathered in place among those)\n",
+            (long long)xs_mb, (long long)xs_D);
   /* fixed stages whose ways the stage DP chose (under --memory-limit): reported as chosen stages are */
   const bool ways = train && !autoS && gv_plan_opts.memory_limit > 0 && !P.naxes;
   if ((autoS || autoB || P.cuts || P.cuts_given || ways) && !(P.joint && quiet)) {
@@ -2364,7 +2386,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
         /* ZB-H1: the weight-gradient entry (program_wgt.c); else none */
         if (mw) fprintf(f, "GALV_PIPE_ENTRY_DECL(wgt);\nconst galv_pipe_entry galv_pipe_wgt = GALV_PIPE_ENTRY(wgt);\n");
         else fprintf(f, "const galv_pipe_entry galv_pipe_wgt = {0};\n");
-        rc = write_xfers(f, ms, mb, io, s, dev, pa, train);
+        rc = write_xfers(f, ms, mb, io, s, dev, pa, train, cluster);
         if (z2err) rc = z2err;
         rc = galvc_close_out(&wf, rc);
       }

@@ -383,15 +383,29 @@ int main(void) {
     CHECK(z == 2000 + 10000, "transfer on one device: %lld ns", (long long)z);
     /* values kept split over dp = D (gv_pipe_transfer_split_ns): each rank its rows, bytes / D in the message, no
      * all-gather of them; the rest as above; D = 1: the replicated figure */
-    int64_t s1 = gv_pipe_transfer_split_ns(&t, 1, 2, 1000000, 500000, 1000000, 500000, 2, 3, false);
+    int64_t s1 = gv_pipe_transfer_split_ns(&t, 1, 2, 1000000, 500000, 1000000, 500000, 2, 1, 3, false);
     CHECK(s1 == (2000 + 5000) + (2000 + 2500) + 3 * 5000, "split transfer, all rows: %lld ns", (long long)s1);
-    int64_t s2 = gv_pipe_transfer_split_ns(&t, 1, 2, 1000000, 500000, 600000, 500000, 2, 3, false);
+    int64_t s2 = gv_pipe_transfer_split_ns(&t, 1, 2, 1000000, 500000, 600000, 500000, 2, 1, 3, false);
     CHECK(s2 == (2000 + 5000) + (2000 + 2000) + (2000 + 2500) + 3 * 5000, "split transfer, 400000 bytes whole: %lld ns",
           (long long)s2);
-    int64_t s3 = gv_pipe_transfer_split_ns(&t, 1, 2, 1000000, 500000, 1000000, 500000, 1, 3, false);
+    int64_t s3 = gv_pipe_transfer_split_ns(&t, 1, 2, 1000000, 500000, 1000000, 500000, 1, 1, 3, false);
     CHECK(s3 == x, "split transfer with D = 1: %lld ns, replicated %lld", (long long)s3, (long long)x);
-    int64_t s4 = gv_pipe_transfer_split_ns(&t, 1, 2, 1000000, 0, 1000000, 0, 2, 0, true);
+    int64_t s4 = gv_pipe_transfer_split_ns(&t, 1, 2, 1000000, 0, 1000000, 0, 2, 1, 0, true);
     CHECK(s4 == 2 * (2000 + 5000) && s4 < y, "split transfer training: %lld ns (replicated %lld)", (long long)s4, (long long)y);
+    /* q = 2 ranks holding each block (tp) on a stage of 2 nodes x 2: each sends a half of its block across nodes
+     * (10 us + 250000 / 10 GB/s) and the receivers all-gather the block inside the node (2 us + 250000 / 100 GB/s),
+     * against the whole block across (10 us + 500000 / 10 GB/s); inside one node q is not used */
+    gv_cluster u = t;
+    u.nodes = 2, u.devices_per_node = 2, u.inter_latency_us = 10, u.inter_gbps = 10;
+    int64_t s5 = gv_pipe_transfer_split_ns(&u, 2, 2, 1000000, 0, 1000000, 0, 2, 2, 0, false);
+    int64_t s6 = gv_pipe_transfer_split_ns(&u, 2, 2, 1000000, 0, 1000000, 0, 2, 1, 0, false);
+    CHECK(s5 == (10000 + 25000) + (2000 + 2500) && s6 == 10000 + 50000, "split transfer scattered over 2: %lld ns, whole blocks %lld",
+          (long long)s5, (long long)s6);
+    gv_cluster w = u;
+    w.nodes = 1, w.devices_per_node = 4;
+    int64_t s7 = gv_pipe_transfer_split_ns(&w, 1, 4, 1000000, 0, 1000000, 0, 2, 2, 0, false);
+    CHECK(s7 == 2000 + 5000, "split transfer inside a node, q = 2 given: %lld ns (not scattered)", (long long)s7);
+    CHECK(gv_pipe_across(&u, 4) && gv_pipe_across(&u, 2) && !gv_pipe_across(&u, 1) && !gv_pipe_across(&w, 4), "gv_pipe_across");
   }
   /* device counts fixed per stage (--stage-devices): the DP's cuts are the best over every cut with
    * those sub-meshes in that order; a count that is no sub-mesh or a wrong sum fails */
