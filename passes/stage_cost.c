@@ -646,23 +646,26 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
             if (last == x->ngroups || (can_rc && !recompute))
               out->state_bytes += sb.recv - sb.recv_rows + ((sb.recv_rows + D - 1) / D + 63) / 64 * 64; /* recv_dev */
             if (earlier) out->state_bytes += sb.send - sb.send_rows + (sb.send_rows + D - 1) / D;
+            /* the dp ranks' collectives below as the stage's mesh lays them out (ranks row-major, nodes of
+             * devices_per_node consecutive ranks: a dp axis outside tp has one rank per node when tp fills it) */
+            gv_mesh pm = {.naxes = plan.naxes};
+            for (int a = 0; a < plan.naxes; a++) pm.size[a] = plan.size[a];
             if (gd > 1) { /* none, the gradients reduced once (runtime/pipe.c, galv_pipe_zero 4): the step's sums all-reduced
                            * once over the ranks holding equal parameters (the program, planned so above, leaves them) */
-              bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && gd > per_node;
-              out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_REDUCE, sums, gd, across);
+              out->zero_ns = gv_cost_mesh_group(x->cluster, &pm, plan.dmask, GV_COLL_ALL_REDUCE, sums);
             }
             if (g > 1) { /* ZeRO-1: the parameters all-gathered over the g ranks after each update */
-              bool across = gv_cluster_devices(x->cluster) > x->cluster->devices_per_node && g > per_node;
-              out->zero_ns = gv_cost_collective(x->cluster, GV_COLL_ALL_GATHER, pc.mem_params, g, across);
+              const gv_cluster *cl = x->cluster;
+              out->zero_ns = gv_cost_mesh_group(cl, &pm, plan.dmask, GV_COLL_ALL_GATHER, pc.mem_params);
               out->zero_ranks = g;
               out->zero = (signed char)zero;
               if (zero == GV_ZERO_2) { /* ZeRO-2 (runtime/pipe.c): the program (planned so above) leaves the gradients
                                         * unreduced; the runtime sums the microbatches locally and reduce-scatters the
                                         * step's sums once, into a chunk of sums / g */
-                out->zero_ns += gv_cost_collective(x->cluster, GV_COLL_REDUCE_SCATTER, sums, g, across);
+                out->zero_ns += gv_cost_mesh_group(cl, &pm, plan.dmask, GV_COLL_REDUCE_SCATTER, sums);
                 out->state_bytes += (sums + g - 1) / g;
               } else if (zero == GV_ZERO_2_EACH) /* each microbatch's gradients reduce-scattered, a bucket at a time */
-                out->ns += GV_ZERO_EACH_BUCKETS * g * gv_cost_collective(x->cluster, GV_COLL_REDUCE_SCATTER, es * g * bs, g, across);
+                out->ns += GV_ZERO_EACH_BUCKETS * g * gv_cost_mesh_group(cl, &pm, plan.dmask, GV_COLL_REDUCE_SCATTER, es * g * bs);
             }
             /* the runtime's optimizer update once per step, memory-bound: per element it reads the parameter, the
              * gradient sum and the optimizer state and writes the parameter and the state (on a ZeRO-1 rank its

@@ -342,12 +342,18 @@ static void group_layout(const gv_cluster *c, const gv_mesh *mesh, unsigned mask
   *nodes = (group + in_node - 1) / in_node;
 }
 
-int64_t gv_cost_mesh_axis(const gv_cluster *c, const gv_mesh *mesh, int axis, gv_coll_kind kind, int64_t bytes) {
-  if (axis < 0 || axis >= mesh->naxes) return 0;
+int64_t gv_cost_mesh_group(const gv_cluster *c, const gv_mesh *mesh, unsigned mask, gv_coll_kind kind, int64_t bytes) {
+  mask &= (1u << mesh->naxes) - 1;
+  if (!mask) return 0;
   int64_t per_node, nodes;
-  group_layout(c, mesh, 1u << axis, &per_node, &nodes);
+  group_layout(c, mesh, mask, &per_node, &nodes);
   if (kind == GV_COLL_P2P) return gv_cost_collective_levels(c, kind, bytes, 1, nodes > 1 ? 2 : 1);
   return gv_cost_collective_levels(c, kind, bytes, per_node, nodes);
+}
+
+int64_t gv_cost_mesh_axis(const gv_cluster *c, const gv_mesh *mesh, int axis, gv_coll_kind kind, int64_t bytes) {
+  if (axis < 0 || axis >= mesh->naxes) return 0;
+  return gv_cost_mesh_group(c, mesh, 1u << axis, kind, bytes);
 }
 
 int64_t gv_cost_collective_op(const gv_cluster *c, const gv_module *m, const gv_op *op) {

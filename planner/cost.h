@@ -69,6 +69,8 @@ int64_t gv_cost_collective_levels(const gv_cluster *c, gv_coll_kind kind, int64_
  * (the product of the later axes' sizes) and size n has min(n, max(1, k/s))
  * members per node. */
 int64_t gv_cost_mesh_axis(const gv_cluster *c, const gv_mesh *mesh, int axis, gv_coll_kind kind, int64_t bytes);
+/* The same over the axes in mask (a group of their product; p2p: across nodes when the group spans several). */
+int64_t gv_cost_mesh_group(const gv_cluster *c, const gv_mesh *mesh, unsigned mask, gv_coll_kind kind, int64_t bytes);
 
 /* A collective op of the partitioned program (galv.all_reduce, ...: attrs
  * mesh, axes; docs/sharding.md): its time on the cluster, the group laid

@@ -1208,9 +1208,20 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
   return 0;
 }
 
+/* Interleaved (vstages V > 1): a device group's once-per-step part is its V stages' together (their reductions share
+ * the device's links, their updates its memory), the stages g, g + P, ... of P = S / V groups; else a stage's own. */
+static int once_groups(const gv_pipe_plan *pl) {
+  return pl->vstages > 1 && pl->nstages % pl->vstages == 0 ? pl->nstages / pl->vstages : pl->nstages;
+}
+
 int64_t gv_pipe_plan_once_ns(const gv_pipe_plan *pl) {
   int64_t mx = 0;
-  for (int i = 0; i < pl->nstages; i++) mx = pl->cost[i].once_ns > mx ? pl->cost[i].once_ns : mx;
+  const int P = once_groups(pl);
+  for (int g = 0; g < P; g++) {
+    int64_t t = 0;
+    for (int i = g; i < pl->nstages; i += P) t += pl->cost[i].once_ns;
+    mx = t > mx ? t : mx;
+  }
   return mx;
 }
 
@@ -1220,9 +1231,18 @@ int64_t gv_pipe_plan_full_ns(const gv_pipe_plan *pl) {
 
 gv_pipe_step_parts gv_pipe_plan_parts(const gv_pipe_plan *pl) {
   gv_pipe_step_parts r = {.sched = pl->sched_ns > 0 ? pl->sched_ns : pl->step_ns};
-  for (int i = 1; i < pl->nstages; i++) r.k = pl->cost[i].once_ns > pl->cost[r.k].once_ns ? i : r.k;
-  const gv_stage_cost *c = &pl->cost[r.k];
-  r.zero = c->zero_ranks > 1 ? c->zero_ns : 0, r.upd = c->opt_ns, r.sync = c->once_ns - r.zero - r.upd;
+  const int P = once_groups(pl);
+  int64_t best = -1;
+  for (int g = 0; g < P; g++) { /* the slowest stage (interleaved: device group, k its first stage) */
+    int64_t t = 0;
+    for (int i = g; i < pl->nstages; i += P) t += pl->cost[i].once_ns;
+    if (t > best) best = t, r.k = g;
+  }
+  for (int i = r.k; i < pl->nstages; i += P) {
+    const gv_stage_cost *c = &pl->cost[i];
+    const int64_t z = c->zero_ranks > 1 ? c->zero_ns : 0;
+    r.zero += z, r.upd += c->opt_ns, r.sync += c->once_ns - z - c->opt_ns;
+  }
   return r;
 }
 
@@ -1238,8 +1258,8 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
           (double)p.sched / 1e6, (double)once / 1e6, (double)pl->sum_ns / 1e6, (double)pl->max_ns / 1e6, (double)pl->step_ns / 1e6);
   if (once > 0)
     fprintf(f, "pipeline: predicted step %.3f ms = schedule %.3f ms + once-per-step sync %.3f ms + ZeRO %.3f ms + update %.3f ms "
-               "(the once-per-step part: stage %d's)\n", (double)full / 1e6, (double)p.sched / 1e6, (double)p.sync / 1e6,
-            (double)p.zero / 1e6, (double)p.upd / 1e6, p.k);
+               "(the once-per-step part: %s %d's)\n", (double)full / 1e6, (double)p.sched / 1e6, (double)p.sync / 1e6,
+            (double)p.zero / 1e6, (double)p.upd / 1e6, once_groups(pl) < pl->nstages ? "device group" : "stage", p.k);
   else fprintf(f, "pipeline: predicted step %.3f ms = schedule %.3f ms (nothing once per step)\n", (double)full / 1e6, (double)p.sched / 1e6);
   for (int i = 0; i < pl->nstages; i++)
     fprintf(f, "  stage %d: groups %d-%d on %lldx%lld (%s%s%s%s): %.3f ms/microbatch, %.2f GiB states + %lld x %.2f GiB activations (%lld bytes per device)\n",

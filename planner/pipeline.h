@@ -369,6 +369,7 @@ int64_t gv_pipe_plan_once_ns(const gv_pipe_plan *pl);
 int64_t gv_pipe_plan_full_ns(const gv_pipe_plan *pl);
 /* The whole step's parts: the schedule's (sched), and of the once-per-step part the slowest stage's (*k) gradient
  * reduction with the shared parameters' sum (sync), ZeRO's collectives (zero) and the optimizer update (upd);
+ * interleaved: the slowest device group's (its V stages' summed; k its first stage);
  * sched + sync + zero + upd = gv_pipe_plan_full_ns. */
 typedef struct {
   int64_t sched, sync, zero, upd;

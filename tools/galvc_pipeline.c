@@ -1929,9 +1929,9 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     for (int i = 1; i < S; i++)
       big = pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i) > pl->cost[big].state_bytes + gv_pipe_plan_saved(pl, big) ? i : big;
     printf("predicted step: %lld ns = %.3f ms (pipeline of %d stages, %d microbatches, %s: schedule %.3f ms + once-per-step sync "
-           "%.3f ms + ZeRO %.3f ms + update %.3f ms, the once-per-step part stage %d's)\n", (long long)full, (double)full / 1e6, S,
+           "%.3f ms + ZeRO %.3f ms + update %.3f ms, the once-per-step part %s %d's)\n", (long long)full, (double)full / 1e6, S,
            pl->B, train ? gv_schedule_name(P.sched) : "inference", (double)p.sched / 1e6, (double)p.sync / 1e6, (double)p.zero / 1e6,
-           (double)p.upd / 1e6, p.k);
+           (double)p.upd / 1e6, pl->vstages > 1 ? "device group" : "stage", p.k);
     int64_t gbig = -1; /* interleaved: a device holds its group's V stages */
     int gb = 0;
     for (int d = 0; V > 1 && d < NG; d++) {

@@ -100,6 +100,22 @@ static void test_mesh_axes(void) {
   CHECK_EQ(gv_cost_mesh_axis(&c, tp_dp, 1, GV_COLL_ALL_REDUCE, n), gv_cost_collective_levels(&c, GV_COLL_ALL_REDUCE, n, 2, 1));
   /* one-level, by hand: 4 in a node, 64 MiB: 2*3*1000 + 2*3/4 * 2^26/100 = 6000 + 1006632.96 */
   CHECK_EQ(gv_cost_mesh_axis(&c, dp_tp, 1, GV_COLL_ALL_REDUCE, n), 1012633);
+  /* a group over a mask (gv_cost_mesh_group, the pipeline stages' dp collectives): one axis as gv_cost_mesh_axis; both
+   * axes: the whole mesh, 4 per node in 2 nodes; and a dp axis of 8 outside a tp of 4 on 8 nodes of 4: one member
+   * per node, a ring across the 8 (not packed 4 per node as a bare group of 8 would be) */
+  CHECK_EQ(gv_cost_mesh_group(&c, dp_tp, 1u, GV_COLL_ALL_REDUCE, n), gv_cost_mesh_axis(&c, dp_tp, 0, GV_COLL_ALL_REDUCE, n));
+  CHECK_EQ(gv_cost_mesh_group(&c, dp_tp, 3u, GV_COLL_ALL_REDUCE, n), gv_cost_collective_levels(&c, GV_COLL_ALL_REDUCE, n, 4, 2));
+  {
+    int64_t s8[] = {8, 4};
+    gv_mesh *big = gv_module_add_mesh(m, "c", 2, ax1, s8);
+    gv_cluster c8 = c;
+    c8.nodes = 8;
+    CHECK(big != NULL);
+    if (big) {
+      CHECK_EQ(gv_cost_mesh_group(&c8, big, 1u, GV_COLL_ALL_REDUCE, n), gv_cost_collective_levels(&c8, GV_COLL_ALL_REDUCE, n, 1, 8));
+      CHECK(gv_cost_mesh_group(&c8, big, 1u, GV_COLL_ALL_REDUCE, n) > gv_cost_collective(&c8, GV_COLL_ALL_REDUCE, n, 8, true));
+    }
+  }
   /* the tensor-parallel axis inside the node is cheaper than across: ATP's point */
   CHECK(gv_cost_mesh_axis(&c, dp_tp, 1, GV_COLL_ALL_REDUCE, n) < gv_cost_mesh_axis(&c, tp_dp, 0, GV_COLL_ALL_REDUCE, n));
   /* ... and swapping the two bandwidths flips it */

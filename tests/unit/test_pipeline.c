@@ -407,6 +407,26 @@ int main(void) {
     CHECK(s7 == 2000 + 5000, "split transfer inside a node, q = 2 given: %lld ns (not scattered)", (long long)s7);
     CHECK(gv_pipe_across(&u, 4) && gv_pipe_across(&u, 2) && !gv_pipe_across(&u, 1) && !gv_pipe_across(&w, 4), "gv_pipe_across");
   }
+  /* the once-per-step part: the slowest stage's; interleaved, the slowest device group's V stages together (stages
+   * g, g + P, ...: their reductions share the device) */
+  {
+    gv_pipe_plan *q = calloc(1, sizeof *q);
+    CHECK(q != NULL, "out of memory");
+    if (q) {
+      q->nstages = 4, q->vstages = 1, q->B = 4, q->step_ns = 1000;
+      const int64_t on[4] = {10, 20, 30, 40}, up[4] = {1, 2, 3, 4};
+      for (int i = 0; i < 4; i++) q->cost[i].once_ns = on[i], q->cost[i].opt_ns = up[i];
+      gv_pipe_step_parts a = gv_pipe_plan_parts(q);
+      CHECK(gv_pipe_plan_once_ns(q) == 40 && a.k == 3 && a.upd == 4 && a.sync == 36, "once per step, 1F1B: %lld (stage %d)",
+            (long long)gv_pipe_plan_once_ns(q), a.k);
+      q->vstages = 2;
+      a = gv_pipe_plan_parts(q);
+      CHECK(gv_pipe_plan_once_ns(q) == 60 && a.k == 1 && a.upd == 6 && a.sync == 54 && a.sched + a.sync + a.zero + a.upd ==
+                                                                                          gv_pipe_plan_full_ns(q),
+            "once per step, interleaved 2 x 2: %lld (group %d)", (long long)gv_pipe_plan_once_ns(q), a.k);
+      free(q);
+    }
+  }
   /* device counts fixed per stage (--stage-devices): the DP's cuts are the best over every cut with
    * those sub-meshes in that order; a count that is no sub-mesh or a wrong sum fails */
   {
