@@ -1155,7 +1155,8 @@ static int analytic_way(const gv_analytic_ctx *x, const analytic_range *rg, bool
     if (best < 0 || (fits && (!best_fits || t < best)) || (!fits && !best_fits && need < best_need)) {
       best = t;
       best_need = need;
-      out->zero_ns = x->training && zero && dp > 1 ? gv_cost_collective(c, GV_COLL_ALL_GATHER, 4 * words / tp, dp, nodes > 1) : 0;
+      out->zero_ns = x->training && zero && dp > 1 ? gv_cost_collective_levels(c, GV_COLL_ALL_GATHER, 4 * words / tp, nodes > 1 ? per_node / tp : dp,
+                                                                                       nodes > 1 ? nodes : 1) : 0;
       out->zero_ranks = x->training && zero && dp > 1 ? dp : 0;
       out->zero = (signed char)(out->zero_ranks ? zero : 0);
       if (out->zero_ranks && zero == 2) out->zero_ns += once, once = 0; /* ZeRO-2: the reduce-scatter is ZeRO's too */
