@@ -18,13 +18,16 @@ typedef struct {
   const char *entry;
   /* the weights buffer's constants from this offset on (0: right after the parameters): a pipeline stage's
    * backward entry places its constants after the forward entry's weights (gv_emit_weights_bytes), so that one
-   * buffer holds the parameters once and both entries' constants (runtime/pipe.c, galv_pipe_bwd_base) */
+   * buffer holds the parameters once and both entries' constants (runtime/pipe.c, galv_pipe_bwd_base); ZB-H1's
+   * weight-gradient entry its constants after those (galv_pipe_wgt_base) */
   int64_t const_base;
 } gv_emit_options;
 
 /* The weights buffer (weights.bin) bytes of m as both emitters lay it out: each parameter argument in order, then
  * each top-level constant, every one 64-byte aligned (codegen/cpu/emit.c plan, codegen/cuda/emit.c). */
 int64_t gv_emit_weights_bytes(const gv_module *m);
+/* The same with the constants from const_base on (gv_emit_options.const_base): where such an entry's buffer ends. */
+int64_t gv_emit_weights_bytes_at(const gv_module *m, int64_t const_base);
 
 /* CPU target (codegen/cpu/): writes OUTDIR/program.c, weights.bin, Makefile
  * and runtime/ (the runtime sources embedded in galvc). Returns 0, or -1

@@ -36,8 +36,9 @@
  * transit. Each way carries the copies the runtime sends from per
  * microbatch (send_bytes, gsend_bytes: interleaved 1F1B keeps them). Under ZB-H1 (ctx->zb) the
  * stage's entries are compiled with the W split (stash_entries): whether it
- * has a weight-gradient entry (its copy of the weights, zb_bytes, with what
- * the split changes in the entries' arena), what W reads per microbatch
+ * has a weight-gradient entry (what the split changes in the entries'
+ * constants and arena, zb_bytes: its parameters are the other entries',
+ * one weights buffer), what W reads per microbatch
  * (zb_act_bytes) and the stash on a device.
  * With ctx->choose_recompute / choose_zero the cost offers the range's ways
  * (gv_stage_cost.var: stash or recompute, without or with ZeRO-1), each
@@ -408,7 +409,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   }
   gv_stage_cost first_way = {0}, least_way = {0};
   int nways = 0, nfit = 0, nleast = 0, nbounded = 0; /* nbounded: plans none of which fit and run under the bound */
-  int64_t zb_bytes = 0, least_zb = 0, least_mem = 0; /* least_mem: the smallest plan memory when no mode's plan fits */
+  int64_t least_mem = 0; /* the smallest plan memory when no mode's plan fits */
   int64_t zb_act = 0, zb_delta = 0; /* ZB-H1 (stash_entries): what W reads per microbatch on a device (0: no W entry) and
                                       * what the W split changes in the entries' arena and scratch */
   for (int lm = 0; lm < nmodes; lm++) {
@@ -557,8 +558,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
         if (!least_mem || pc.mem_total < least_mem) least_mem = pc.mem_total;
       }
       const gv_plan plan = plans[k];
-      if (fits) nfit++, zb_bytes = x->training && grads ? pc.mem_params : 0;
-      else if (!nfit) least_zb = x->training && grads ? pc.mem_params : 0;
+      if (fits) nfit++;
       /* the ZeRO ways of this program: without ZeRO-2, none and / or ZeRO-1 (given, or both offered); with it,
        * the sums reduce-scattered once per step and / or per microbatch (--zero-reduce, else both offered) */
       int zl[3], nzl = 0;
@@ -757,15 +757,16 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   if (nfit) {
     if (nways < 2) first_way.nvar = 0;
     *out = first_way;
-    /* ZB-H1's weight-gradient entry holds its own copy of the weights (runtime/pipe.c Ww) and what B saves for it per
-     * microbatch: the schedule adds them (none where the backward does not split) */
-    out->zb_bytes = zb_act > 0 ? zb_bytes + zb_delta : 0;
+    /* ZB-H1's weight-gradient entry: its constants and working set (the split's delta; its parameters are the other
+     * entries', one weights buffer: runtime/pipe.c galv_pipe_wgt_base) and what B saves for it per microbatch: the
+     * schedule adds them (none where the backward does not split) */
+    out->zb_bytes = zb_act > 0 ? zb_delta : 0;
     out->zb_act_bytes = zb_act > 0 ? zb_act : 0;
   } else if (nleast) { /* no plan fits: its ways as priced, which the DP's memory check refuses (each needs more than the
                         * planner's limit, which is the DP's), and the partition's need its error reports */
     if (nleast < 2) least_way.nvar = 0;
     *out = least_way;
-    out->zb_bytes = zb_act > 0 ? least_zb + zb_delta : 0;
+    out->zb_bytes = zb_act > 0 ? zb_delta : 0;
     out->zb_act_bytes = zb_act > 0 ? zb_act : 0;
     out->feasible = true;
     snprintf(out->desc, sizeof out->desc, "no plan fits");

@@ -615,7 +615,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   /* the ways the schedule runs (runs_way): recomputing stages not under ZB-H1 (its W entry reads the stash) nor the
    * interleaved schedule (stashing chunks), per-layer recomputation not under ZB-H1 */
   const gv_schedule psch = p->schedule;
-  const int64_t zbh = p->schedule == GV_SCHED_ZBH1; /* the W entry's weight copy counts (zb_bytes) */
+  const int64_t zbh = p->schedule == GV_SCHED_ZBH1; /* the W entry's own bytes count (zb_bytes) */
   if (V > 1 && (!p->stages || p->stages % V))
     return gv_error_plain("pipeline: the interleaved schedule needs a fixed stage count, a multiple of %d chunks per device", V);
   int64_t Du = D / unit;
@@ -1169,9 +1169,9 @@ static int analytic_way(const gv_analytic_ctx *x, const analytic_range *rg, bool
       out->xfer_ns = xfer;
       out->feasible = true;
       out->recompute = x->training && recompute && last < x->ngroups;
-      /* ZB-H1's weight-gradient entry (a stage that sends a gradient back): its copy of the weights, and about one
-       * microbatch's activations read from B until W */
-      out->zb_bytes = x->training && rg->first > 0 ? 4 * words / tp : 0;
+      /* ZB-H1's weight-gradient entry (a stage that sends a gradient back): about one microbatch's activations read
+       * from B until W (its parameters are the stage's weights buffer's; no arena figure here) */
+      out->zb_bytes = 0;
       out->zb_act_bytes = x->training && rg->first > 0 ? one : 0;
       best_dp = dp, best_tp = tp;
     }

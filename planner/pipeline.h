@@ -95,8 +95,9 @@ typedef struct {
   bool planner_plan;    /* the one-axis preset (--strategy dp / tp without --mesh) has no plan on this sub-mesh (e.g. a
                          * microbatch dp cannot split): priced by the intra-operator planner's plan, which galvc then
                          * compiles for the stage (tools/galvc_pipeline.c stage_module) */
-  int64_t zb_bytes;     /* training: ZB-H1's weight-gradient entry's copy of the weights (runtime/pipe.c Ww), per
-                         * device, in no way's state_bytes: the schedule adds it (gv_stage_cost_pick / _use); 0 where
+  int64_t zb_bytes;     /* training: ZB-H1's weight-gradient entry's own bytes (its constants and what its split
+                         * changes in the entries' arena; its parameters share the stage's weights buffer,
+                         * runtime/pipe.c galv_pipe_wgt_base), per device, in no way's state_bytes: the schedule adds it (gv_stage_cost_pick / _use); 0 where
                          * the stage has no such entry (its backward sends no gradient back: the first stage) */
   int64_t zb_act_bytes; /* training: under ZB-H1, what the weight-gradient entry reads per microbatch, saved by B and
                          * held until W (the runtime's "until W" bytes; 0: no such entry) */
@@ -157,7 +158,7 @@ int gv_stage_cost_pick(const gv_stage_cost *c, const gv_pipe_charge *ch, int64_t
  * sched runs them); *v its way. */
 int64_t gv_stage_cost_min_need(const gv_stage_cost *c, const gv_pipe_charge *ch, gv_schedule sched, int *v);
 /* Makes way v of c its main fields (c->var[] kept; v < 0: the main fields as they are) and, under ZB-H1, adds the
- * weight-gradient entry's copy to its state_bytes (then zb_bytes 0): the stage of a plan, as the runtime holds it. */
+ * weight-gradient entry's bytes to its state_bytes (then zb_bytes 0): the stage of a plan, as the runtime holds it. */
 void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched);
 /* Whether stages recompute under sched (ZB-H1's W entry reads the stash; interleaved chunks stash). */
 bool gv_schedule_recomputes(gv_schedule sched);

@@ -60,6 +60,9 @@ extern const int galv_pipe_vstages;
  * (galvc gv_emit_options.const_base): one buffer holds the parameters once and both entries' constants; 0: the
  * backward entry holds a copy of the parameters of its own */
 extern const int64_t galv_pipe_bwd_base;
+/* ZB-H1: the weight-gradient entry's constants start here, past the backward entry's (or, without one, the forward
+ * entry's) weights: the same buffer serves it too; 0: it holds a copy of the parameters of its own */
+extern const int64_t galv_pipe_wgt_base;
 extern const char galv_pipe_optimizer[];                 /* "adamw" | "sgd" */
 extern const double galv_pipe_hparams[6];                /* lr, weight decay, beta1, beta2, eps, momentum */
 /* --clip-grad-norm X (else 0): before the update the step's gradients are scaled by min(X / (n + 1e-6), 1), n the

@@ -1041,11 +1041,23 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     galv_fatal("pipeline table: the backward entry's constants start at byte %lld, inside the forward entry's %lld bytes of "
                "weights or past its own %lld (rebuild with galvc)", (long long)galv_pipe_bwd_base, (long long)galv_weights_bytes,
                (long long)*bw->weights_bytes);
-  char *W = wshare ? dalloc((size_t)*bw->weights_bytes, GALV_MEM_WEIGHTS) /* writable: the parameters are updated */
-                   : upload(mapped, (size_t)galv_weights_bytes, GALV_MEM_WEIGHTS);
-  if (wshare) {
+  /* ZB-H1: the weight-gradient entry (program_wgt.c, weights_wgt.bin); with galv_pipe_wgt_base its constants follow
+   * the others' in the same buffer (the parameters held once for the three entries) */
+  const galv_pipe_entry *wg = galv_pipe_schedule == 2 && galv_pipe_wgt.run ? &galv_pipe_wgt : NULL;
+  const int wgshare = wg && galv_pipe_wgt_base > 0 && (!bw || wshare);
+  const int64_t wprev = wshare ? *bw->weights_bytes : galv_weights_bytes; /* the buffer's end before the W entry's constants */
+  if (wgshare && (galv_pipe_wgt_base < wprev || *wg->weights_bytes < galv_pipe_wgt_base))
+    galv_fatal("pipeline table: the weight-gradient entry's constants start at byte %lld, inside the other entries' %lld "
+               "bytes or past its own %lld (rebuild with galvc)", (long long)galv_pipe_wgt_base, (long long)wprev,
+               (long long)*wg->weights_bytes);
+  const int64_t wtotal = wgshare ? *wg->weights_bytes : wprev;
+  char *W = wshare || wgshare ? dalloc((size_t)wtotal, GALV_MEM_WEIGHTS) /* writable: the parameters are updated */
+                              : upload(mapped, (size_t)galv_weights_bytes, GALV_MEM_WEIGHTS);
+  if (wshare || wgshare) {
     D->h2d(W, mapped, (size_t)galv_weights_bytes);
-    if (galv_pipe_bwd_base > galv_weights_bytes) D->fill(W + galv_weights_bytes, 0, (size_t)(galv_pipe_bwd_base - galv_weights_bytes));
+    const int64_t next = wshare ? galv_pipe_bwd_base : galv_pipe_wgt_base;
+    if (next > galv_weights_bytes) D->fill(W + galv_weights_bytes, 0, (size_t)(next - galv_weights_bytes));
+    if (wgshare && galv_pipe_wgt_base > wprev) D->fill(W + wprev, 0, (size_t)(galv_pipe_wgt_base - wprev));
   }
   char *Wb = W;
   int64_t pspan = 0;
@@ -1071,7 +1083,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
    * to zg chunks (the last chunk's bytes past pspan: the constants after the parameters, equal on every rank). */
   galv_comm *zc = NULL;
   int zg = 1, zr = 0;
-  size_t zn = 0, wbytes_all = (size_t)(wshare ? *bw->weights_bytes : galv_weights_bytes);
+  size_t zn = 0, wbytes_all = (size_t)wtotal;
   /* no ZeRO, the data-parallel gradients reduced once per step (galv_pipe_zero 4, galvc's default for a training
    * stage over more than one rank): the stage program leaves each parameter gradient unreduced over the ranks holding
    * equal parameters (as ZeRO-2's); the runtime sums the microbatches' shares locally into one buffer laid out as the
@@ -1104,8 +1116,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       wbytes_all = (size_t)zg * zn * 4;
     }
   }
-  /* ZB-H1: the weight-gradient entry (program_wgt.c, weights_wgt.bin), its parameters alike */
-  const galv_pipe_entry *wg = galv_pipe_schedule == 2 && galv_pipe_wgt.run ? &galv_pipe_wgt : NULL;
+  /* ZB-H1: the weight-gradient entry's weights, its parameters alike (shared: its constants into W) */
   char *Ww = W;
   if (wg) {
     char wpath2[PATH_MAX + 64];
@@ -1117,7 +1128,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     const char *mw = galv_spmd_map_weights_of(wpath2, *wg->weights_bytes, &wl);
     if (*wg->weights_bytes < pspan || memcmp(mw, mapped, (size_t)pspan))
       galv_fatal("%s: the weight-gradient entry's parameters differ from %s's (rebuild with galvc)", wpath2, wpath);
-    Ww = upload(mw, (size_t)*wg->weights_bytes, GALV_MEM_COPIES);
+    if (wgshare) D->h2d(W + galv_pipe_wgt_base, mw + galv_pipe_wgt_base, (size_t)(*wg->weights_bytes - galv_pipe_wgt_base));
+    else Ww = upload(mw, (size_t)*wg->weights_bytes, GALV_MEM_COPIES);
   }
   /* the backward entry's tables (the combined program's without a stash) */
   const galv_io *bin = bw ? bw->inputs : galv_inputs, *bout = bw ? bw->outputs : galv_outputs;
@@ -1404,7 +1416,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   } else if (load) done = pipe_load_checkpoint(load, W, st1, st2, trains, adamw, &step_t, &ls);
   float ls_scale = ls.scale, ls_tracker = ls.tracker, ls_skipped = ls.skipped;
   if (load && bw && Wb != W) D->copy(Wb, W, (size_t)pspan);
-  if (load && wg) D->copy(Ww, W, (size_t)pspan);
+  if (load && wg && Ww != W) D->copy(Ww, W, (size_t)pspan);
   if (IL) { /* the group's tracked bytes before its first entry: its ranks' live buffers summed */
     double x = (double)galv_mem_live(), *all = malloc(sizeof *all * (size_t)galv_pipe_first_rank[S]);
     if (!all) galv_fatal("out of memory");
@@ -1738,7 +1750,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
         zsent += galv_comm_counters().all_gather - before;
       }
       if (bw && Wb != W) D->copy(Wb, W, (size_t)pspan); /* the backward entry's copy of the parameters */
-      if (wg) D->copy(Ww, W, (size_t)pspan); /* the weight-gradient entry's */
+      if (wg && Ww != W) D->copy(Ww, W, (size_t)pspan); /* the weight-gradient entry's */
     }
     if (lsm && skip) { /* torch's GradScaler.update: x backoff and the good-step count 0 on overflow */
       ls_skipped += 1;
@@ -1768,7 +1780,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     printf("%s: saved activations in flight: peak %lld bytes (%d microbatches x %lld bytes)\n", galv_progname, (long long)peak,
            peak_mb, (long long)sbytes);
   { /* memory per rank: what the runtime allocated, beside the stage cost's prediction */
-    int64_t high = 0, copies = (bw && Wb != W ? (int64_t)*bw->weights_bytes : 0) + (wg ? (int64_t)*wg->weights_bytes : 0);
+    int64_t high = 0, copies = (bw && Wb != W ? (int64_t)*bw->weights_bytes : 0) + (wg && Ww != W ? (int64_t)*wg->weights_bytes : 0);
     char *ha = malloc(abytes);
     if (!ha) galv_fatal("out of memory");
     GALV_UNPOISON(arena, abytes);
@@ -1928,7 +1940,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     if (gbuf[i]) drelease(gbuf[i]);
   if (bw) free(okb), bw->comm_free();
   if (bw && Wb != W) drelease(Wb);
-  if (wg) drelease(Ww), wg->comm_free();
+  if (wg && Ww != W) drelease(Ww);
+  if (wg) wg->comm_free();
   for (int j = 0; j < B; j++) drelease(wst[j]);
   free(wst), free(okw), free(wsrc);
   for (int p = 0; p < galv_pipe_nparams; p++) drelease((z2 && !z2e) || gc ? NULL : acc[p]), drelease(accw[p]), drelease(st1[p]), drelease(st2[p]);

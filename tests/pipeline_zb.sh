@@ -17,8 +17,10 @@
 # prediction (galv_pipe_peak over the order with the entries' stash sizes)
 # and its microbatches in flight are min(B, S); every stage rank's memory
 # (what runtime/pipe.c allocated + its saved bytes' peak) within 5 % of the
-# stage plan's (the stage cost's states, the W entry's weight copy and the
-# entries' arena with the W split, + the saved bytes' peak with what W
+# stage plan's (the stage cost's states, the W entry's constants and the
+# entries' arena with the W split (its parameters in the stage's one weights
+# buffer: galv_pipe_wgt_base > 0 in every W stage's table; with a copy of its
+# own, 2026-12-05, stage 1 of pp = 2 held 467712 bytes, now 408448), + the saved bytes' peak with what W
 # reads from B until W: "zb-h1: the stage plan's memory per rank"), and the
 # allocation tracker's peak per rank (runtime/io.c galv_mem_*: every buffer
 # the rank holds) within 5 % of the same figure. Without --schedule galvc
@@ -86,6 +88,9 @@ PY
     has=0
     [ -f "$d/stage$s/program_wgt.c" ] && has=1
     [ "$has" = "$want" ] || bad "$name: stage $s: program_wgt.c $([ "$want" = 1 ] && echo missing || echo unexpected)"
+    if [ "$want" = 1 ] && ! grep -Eq 'galv_pipe_wgt_base = [1-9][0-9]*LL' "$d/stage$s/pipe_stage.c"; then
+      bad "$name: stage $s: the weight-gradient entry does not share the weights buffer (galv_pipe_wgt_base)"
+    fi
   done
   if ! timeout 120 "$d/launch" --batches "$T/b" --steps $STEPS -o "$d.w" --trace "$d.trace.json" >"$d.log" 2>"$T/err" </dev/null; then
     bad "$name: run: $(grep -m3 -i error "$T/err" "$d.log")"

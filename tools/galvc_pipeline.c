@@ -2133,8 +2133,11 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     const int64_t bwd_base = mb ? gv_emit_weights_bytes(ms) : 0;
     galvc_emit_const_base = bwd_base;
     if (!rc && mb) rc = emit_program(mb, dir, quiet, cuda ? &cs : NULL, "bwd"); /* program_bwd.c (.cu), weights_bwd.bin */
-    galvc_emit_const_base = 0;
+    /* ZB-H1's weight-gradient entry: its constants after those (galv_pipe_wgt_base), the same buffer again */
+    const int64_t wgt_base = !mw ? 0 : mb ? gv_emit_weights_bytes_at(mb, bwd_base) : gv_emit_weights_bytes(ms);
+    galvc_emit_const_base = wgt_base;
     if (!rc && mw) rc = emit_program(mw, dir, quiet, cuda ? &cs : NULL, "wgt"); /* program_wgt.c (.cu), weights_wgt.bin */
+    galvc_emit_const_base = 0;
     if (!rc) rc = emit_program(ms, dir, quiet, cuda ? &cs : NULL, NULL);
     if (!rc && mb && !quiet) { /* the stash per microbatch: the backward entry's galv.state inputs */
       int n = 0;
@@ -2200,6 +2203,8 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
         fprintf(f, "const int galv_pipe_vstages = %d; /* interleaved: chunks per device group (stage s on group s %% %d) */\n", V, NG);
         fprintf(f, "const int64_t galv_pipe_bwd_base = %lldLL; /* the backward entry's constants from here: one weights buffer "
                    "for both entries (0: none) */\n", (long long)bwd_base);
+        fprintf(f, "const int64_t galv_pipe_wgt_base = %lldLL; /* ZB-H1: the weight-gradient entry's constants from here, the "
+                   "same buffer (0: none) */\n", (long long)wgt_base);
         fprintf(f, "const char galv_pipe_optimizer[] = \"%s\";\n", train ? to->optimizer : "");
         /* cross entropy: the microbatches weighted by their counted labels (runtime/pipe.c) */
         fprintf(f, "const int galv_pipe_ce = %d;\nconst char galv_pipe_labels[] = \"%s\";\nconst int64_t galv_pipe_ignore_index = %lldLL;\n",

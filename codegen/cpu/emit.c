@@ -816,15 +816,18 @@ static int write_weights(emitter *e, const char *dir, int64_t total) {
   return cg_close_weights(&w, rc, total, 1);
 }
 
-int64_t gv_emit_weights_bytes(const gv_module *m) {
+int64_t gv_emit_weights_bytes_at(const gv_module *m, int64_t const_base) {
   const gv_block *body = m->main->body;
   int64_t w = 0;
   for (int i = 0; i < body->nargs; i++)
     if (m->main->arg_is_param[i]) w = align64(w + nbytes_of(&body->args[i]->type));
+  if (const_base > w) w = const_base; /* as plan lays the constants out (e->const_base) */
   for (const gv_op *op = body->first; op; op = op->next)
     if (op->code == GV_OP_CONSTANT) w = align64(w + nbytes_of(&op->res[0]->type));
   return w;
 }
+
+int64_t gv_emit_weights_bytes(const gv_module *m) { return gv_emit_weights_bytes_at(m, 0); }
 
 /* ---------------------------------------------------------------- program.c */
 
