@@ -162,7 +162,7 @@ static int recompute_layer(gv_module *m, gv_block *body, gv_op *fwd_end, const l
   /* forward values of the layer that its backward ops use */
   gv_op *first_use = NULL;
   for (gv_op *op = fwd_end->next; op; op = op->next) {
-    if (!in_layer(L, op->loc)) continue;
+    if (op->id == 2 || !in_layer(L, op->loc)) continue; /* (a clone: another layer's recomputation) */
     for (int i = 0; i < op->nopnds; i++) {
       const gv_op *d = op->opnds[i]->def;
       if (!d || d->code == GV_OP_CONSTANT || d->nregions || d->id != 1 || !in_layer(L, d->loc)) continue;
@@ -366,6 +366,13 @@ int gv_pass_recompute(gv_module *m) {
   gv_layer_units lu;
   bool all = !strcmp(spec, "all");
   if ((all || first >= 0) && gv_layer_units_find(m, &lu)) return -1;
+  /* the ops' units looked up by their locations' addresses while this pass runs (the clones' new locations by name):
+   * recompute_layer asks for every op once per layer */
+  if ((all || first >= 0) && gv_layer_units_bind(&lu, m)) {
+    gv_layer_units_free(&lu);
+    return -1;
+  }
+  if (all || first >= 0) lu.bound = true;
   if (first >= 0) {
     bool st = stage_function(f);
     int nl = lu.nl;

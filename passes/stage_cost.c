@@ -235,25 +235,27 @@ static int64_t type_bytes(const gv_type *t) {
   return n > 0 ? n * (int64_t)gv_dtype_size(t->dtype) : 0;
 }
 
-static bool uses(const gv_op *op, const gv_value *v) {
-  for (int i = 0; i < op->nopnds; i++)
-    if (op->opnds[i] == v) return true;
+/* whether op (or an op of its regions) reads a value a top-level op of layers [first, last) of body computes (not a
+ * constant: constants are copied, never sent) */
+static bool reads_range(const gv_op *op, const gv_block *body, int first, int last) {
+  for (int i = 0; i < op->nopnds; i++) {
+    const gv_op *d = op->opnds[i]->def;
+    if (!d || d->parent != body || (!d->nopnds && !d->nregions)) continue;
+    const int64_t l = gv_get_int(d, "layer", -1);
+    if (l >= first && l < last) return true;
+  }
   for (int r = 0; r < op->nregions; r++)
     for (const gv_op *o = op->regions[r]->first; o; o = o->next)
-      if (uses(o, v)) return true;
+      if (reads_range(o, body, first, last)) return true;
   return false;
 }
 
 bool gv_stage_range_sends(const gv_module *base, int first, int last) {
-  for (const gv_op *op = base->main->body->first; op; op = op->next) {
-    int64_t l = gv_get_int(op, "layer", -1);
-    if (l < first || l >= last || (!op->nopnds && !op->nregions)) continue; /* constants are copied, never sent */
-    for (int r = 0; r < op->nres; r++)
-      for (const gv_op *u = op->next; u; u = u->next) {
-        int64_t lu = gv_get_int(u, "layer", -1);
-        if ((u->code == GV_OP_RETURN || lu >= last) && uses(u, op->res[r])) return true;
-      }
-  }
+  /* a later layer or the return reading the range's values: one pass over the readers (each operand's defining op),
+   * not one per value over every later op */
+  const gv_block *body = base->main->body;
+  for (const gv_op *u = body->first; u; u = u->next)
+    if ((u->code == GV_OP_RETURN || gv_get_int(u, "layer", -1) >= last) && reads_range(u, body, first, last)) return true;
   return false;
 }
 

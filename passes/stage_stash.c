@@ -76,19 +76,24 @@ static void each_use(const gv_op *op, void (*f)(void *, int), void *ctx) {
 
 static void mark(void *ctx, int id) { ((bool *)ctx)[id] = true; }
 
-static void replace_in(gv_op *op, gv_value *from, gv_value *to) {
-  for (int i = 0; i < op->nopnds; i++)
-    if (op->opnds[i] == from) op->opnds[i] = to;
-  for (int r = 0; r < op->nregions; r++) gv_replace_uses(op->regions[r], from, to);
+/* the operands of op (and of its regions' ops) that are values of ids [0, nv) with a substitute: replaced by it */
+static void replace_ids(gv_op *op, gv_value *const *sub, int nv) {
+  for (int i = 0; i < op->nopnds; i++) {
+    const int id = op->opnds[i]->id; /* top-level values only: clear_ids set the regions' own to -1 */
+    if (id >= 0 && id < nv && sub[id]) op->opnds[i] = sub[id];
+  }
+  for (int r = 0; r < op->nregions; r++)
+    for (gv_op *o = op->regions[r]->first; o; o = o->next) replace_ids(o, sub, nv);
 }
 
-static bool uses(const gv_op *op, const gv_value *v) {
-  for (int i = 0; i < op->nopnds; i++)
-    if (op->opnds[i] == v) return true;
+/* marks read[a] for each argument a of body (ids = argument indexes) that op or its regions' ops read */
+static void mark_args(const gv_op *op, const gv_block *body, bool *read) {
+  for (int i = 0; i < op->nopnds; i++) {
+    const gv_value *v = op->opnds[i];
+    if (!v->def && v->block == body && v->id >= 0 && v->id < body->nargs && body->args[v->id] == v) read[v->id] = true;
+  }
   for (int r = 0; r < op->nregions; r++)
-    for (const gv_op *o = op->regions[r]->first; o; o = o->next)
-      if (uses(o, v)) return true;
-  return false;
+    for (const gv_op *o = op->regions[r]->first; o; o = o->next) mark_args(o, body, read);
 }
 
 static bool name_is(const char *n, const char *prefix) { return n && !strncmp(n, prefix, strlen(prefix)); }
@@ -138,6 +143,7 @@ int gv_pass_stage_stash(gv_module *m) {
   bool *needf = calloc((size_t)nv + 1, 1), *needb = calloc((size_t)nv + 1, 1), *freev = calloc((size_t)nv + 1, 1),
        *gin = calloc((size_t)nv + 1, 1), *opf = calloc((size_t)nops + 1, 1), *opb = calloc((size_t)nops + 1, 1);
   int *stash = malloc(sizeof *stash * (size_t)(nv + 1));
+  gv_value **sub = NULL; /* the backward entry: per value id, its state input */
   int rc = 0, ns = 0;
   if (!ops || !val || !defk || !needf || !needb || !freev || !gin || !opf || !opb || !stash) {
     rc = gv_error(m, "stage-stash: out of memory");
@@ -253,6 +259,11 @@ int gv_pass_stage_stash(gv_module *m) {
     f->nres_names = n0;
   } else {
     /* backward entry: the stash becomes galv.state inputs; the backward ops; results = "grad:" values */
+    sub = calloc((size_t)nv + 1, sizeof *sub); /* per value id: its state input */
+    if (!sub) {
+      rc = gv_error(m, "stage-stash: out of memory");
+      goto done;
+    }
     if (!f->arg_is_state) {
       int cap = f->cap_args > body->nargs ? f->cap_args : body->nargs;
       f->arg_is_state = gv_alloc(m->arena, sizeof *f->arg_is_state * (size_t)(cap ? cap : 1));
@@ -266,11 +277,13 @@ int gv_pass_stage_stash(gv_module *m) {
       gv_value *arg = gv_func_add_arg(m, f, nm, v->type, false);
       f->arg_is_state[body->nargs - 1] = true;
       arg->id = -1;
-      for (k = 0; k < nops; k++)
-        if (opb[k]) replace_in(ops[k], v, arg);
-      for (int i = 0; i < ret->nopnds; i++)
-        if (ret->opnds[i] == v) ret->opnds[i] = arg;
+      sub[stash[s]] = arg;
     }
+    /* the backward ops (and the return) read the state inputs: one pass over them, not one per stash value */
+    for (k = 0; k < nops; k++)
+      if (opb[k]) replace_ids(ops[k], sub, nv);
+    for (int i = 0; i < ret->nopnds; i++)
+      if (ret->opnds[i]->id >= 0 && ret->opnds[i]->id < nv && sub[ret->opnds[i]->id]) ret->opnds[i] = sub[ret->opnds[i]->id];
     int n0 = 0;
     gv_value **res = gv_alloc(m->arena, sizeof *res * (size_t)(ret->nopnds + 1));
     const char **names = gv_alloc(m->arena, sizeof *names * (size_t)(ret->nopnds + 1));
@@ -288,13 +301,21 @@ int gv_pass_stage_stash(gv_module *m) {
   /* drop the inputs the entry does not read (parameters stay; the received "pp." inputs in the
    * forward entry and the "gin:" inputs in the backward entry stay: the messages arrive anyway) */
   {
+    /* the arguments the entry's ops read: one pass (ids 0 .. nargs - 1 marked) */
+    for (int a = 0; a < body->nargs; a++) body->args[a]->id = a;
+    bool *read = calloc((size_t)body->nargs + 1, 1);
+    if (!read) {
+      rc = gv_error(m, "stage-stash: out of memory");
+      goto done;
+    }
+    for (gv_op *u = body->first; u; u = u->next) mark_args(u, body, read);
     int kk = 0;
     for (int a = 0; a < body->nargs; a++) {
       gv_value *v = body->args[a];
       bool keep = f->arg_is_param[a] || (zb ? !bwd && (name_is(f->arg_names[a], "gin:") || name_is(f->arg_names[a], "pp.") ||
                                                       (f->arg_is_state && f->arg_is_state[a]))
                                             : bwd ? name_is(f->arg_names[a], "gin:") : name_is(f->arg_names[a], "pp."));
-      for (gv_op *u = body->first; u && !keep; u = u->next) keep = uses(u, v);
+      keep = keep || read[a];
       if (!keep) continue;
       body->args[kk] = v;
       v->index = kk;
@@ -307,8 +328,10 @@ int gv_pass_stage_stash(gv_module *m) {
       kk++;
     }
     body->nargs = kk;
+    free(read);
   }
 done:
+  free(sub);
   free(ops), free(val), free(defk), free(needf), free(needb), free(freev), free(gin), free(opf), free(opb), free(stash);
   return rc;
 }
