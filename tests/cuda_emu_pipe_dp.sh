@@ -8,11 +8,14 @@
 #         all-reduces the step's sums once (galv_pipe_zero 4);
 #   z2    --pipeline-zero 2 (the step's sums reduce-scattered once, the optimizer state split: ZeRO-1's update and
 #         all-gather);
-# and, named in GALV_CUDA_PIPE_DP_CASES (default "dp z2": each case is 4 builds, about 50 s on a loaded 2-core machine;
+# and, named in GALV_CUDA_PIPE_DP_CASES (default "dp z2 sg": each case is 4 builds, about 50 s on a loaded 2-core machine;
 # e.g. GALV_CUDA_PIPE_DP_CASES="dp bf z1 z2 z2e" runs them all):
 #   bf    dp with bf16 gradient sums (--precision bf16 --grad-dtype bf16): the once-per-step all-reduce in bf16;
 #   z1    --pipeline-zero 1 (the optimizer state split, the gradients all-reduced per microbatch in the program);
-#   z2e   --pipeline-zero 2 --zero-reduce per-microbatch (each microbatch's gradients reduce-scattered).
+#   z2e   --pipeline-zero 2 --zero-reduce per-microbatch (each microbatch's gradients reduce-scattered);
+#   sg    (run by default) pp=2 x dp=2 x tp=2 on 8 ranks, 4 devices per node (--mesh dp=2,tp=2 --strategy dp,tp): the
+#         crossing blocks scattered over the 2 tp ranks and gathered in place inside the receiving stage
+#         (docs/pipeline.md, "Scattered over tp, gathered in place"), through the CUDA hooks and the staged backend.
 # Checked per case: the CUDA program's losses and weights = the single-device CPU program's (fp32: losses rtol 1e-4,
 # weights rtol 1e-4 / atol 1e-5; bf: losses within 1e-3, tests/cpu_bf16.sh's bound) and = the CPU target's
 # pipeline's (fp32 as above; bf: losses within 1e-3); on every rank the bytes counted at the communicator equal the
@@ -47,8 +50,10 @@ single_program "$T/one" "$m" "--batches $T/b --steps 2" --input-shape input_ids=
 pipe() {
   local n=$1 tg=$2 d="$T/$1-$2" s
   shift 2
+  local mesh=(--gpus 4 --strategy dp) # sg: its own (the case's arguments)
+  [ "$n" = sg ] && mesh=()
   timeout 300 nice "$BUILD/galvc" "$m" --batch 8 --seq 8 --train --pipeline-stages 2 --microbatches 4 --schedule 1f1b \
-    --gpus 4 --strategy dp "$@" --target "$tg" --no-build -o "$d/" </dev/null >"$d.gen" 2>&1 || { echo "galvc: $(grep -m3 error "$d.gen")"; return 1; }
+    "${mesh[@]}" "$@" --target "$tg" --no-build -o "$d/" </dev/null >"$d.gen" 2>&1 || { echo "galvc: $(grep -m3 error "$d.gen")"; return 1; }
   local goal=all
   [ "$tg" = cuda ] && goal=emu
   nice make -s -C "$d/stage0" $goal >"$d.make0" 2>&1 & # the two stages built side by side
@@ -60,13 +65,14 @@ pipe() {
     { echo "run: $(grep -m3 -i error "$d.log")"; return 1; }
 }
 
-for c in ${GALV_CUDA_PIPE_DP_CASES:-dp z2}; do
+for c in ${GALV_CUDA_PIPE_DP_CASES:-dp z2 sg}; do
   case $c in
   dp) a=() ;;
   bf) a=(--precision bf16 --grad-dtype bf16) ;;
   z1) a=(--pipeline-zero 1) ;;
   z2) a=(--pipeline-zero 2 --zero-reduce once) ;;
   z2e) a=(--pipeline-zero 2 --zero-reduce per-microbatch) ;;
+  sg) a=(--gpus 8 --gpus-per-node 4 --mesh dp=2,tp=2 --strategy dp,tp) ;;
   *) bad "unknown case $c"; continue ;;
   esac
   if ! r=$(pipe "$c" cuda "${a[@]}") || ! r=$(pipe "$c" cpu "${a[@]}"); then
@@ -103,12 +109,14 @@ def lines(p):
         d.setdefault((int(s), int(r)), []).append(txt)
     return {k: sorted(v) for k, v in d.items()}
 cu, cpu = lines(f"{t}/{c}-cuda.log"), lines(f"{t}/{c}-cpu.log")
-if sorted(cu) != [(0, 0), (0, 1), (1, 2), (1, 3)] or sorted(cpu) != sorted(cu): sys.exit(f"ranks {sorted(cu)}, cpu {sorted(cpu)}")
+ranks = [(0, 0), (0, 1), (0, 2), (0, 3), (1, 4), (1, 5), (1, 6), (1, 7)] if c == "sg" else [(0, 0), (0, 1), (1, 2), (1, 3)]
+if sorted(cu) != ranks or sorted(cpu) != sorted(cu): sys.exit(f"ranks {sorted(cu)}, cpu {sorted(cpu)}")
 for k in cu:
     if cu[k] != cpu[k]: sys.exit(f"stage {k[0]} rank {k[1]}: cuda {cu[k]} != cpu {cpu[k]}")
 want = {"dp": "gradients reduced once per step over 2 ranks", "bf": "gradients reduced once per step over 2 ranks",
         "z1": "ZeRO-1 over 2 ranks", "z2": "ZeRO-2 over 2 ranks: gradient sums",
-        "z2e": "ZeRO-2 over 2 ranks: each microbatch's gradients reduce-scattered"}[c]
+        "z2e": "ZeRO-2 over 2 ranks: each microbatch's gradients reduce-scattered",
+        "sg": "scattered over the ranks of a block 1"}[c]
 for r in (0, 1):
     if not any(want in x for x in cu[(0, r)]): sys.exit(f"stage 0 rank {r}: no '{want}' line")
 def once(lg):
@@ -123,7 +131,7 @@ if c in ("dp", "bf"):
     if 0 not in pred or any(o.get((0, r)) != 2 * pred[0] for r in (0, 1)):
         sys.exit(f"once-per-step all-reduce {o}, galvc predicted {pred} per step")
     msg = f"; stage 0 all-reduce once per step {o[(0, 0)]} bytes in 2 steps = 2 x galvc's {pred[0]}"
-print(f"{sum(len(v) for v in cu.values())} byte counts over the 4 ranks = the cpu run's{msg}")
+print(f"{sum(len(v) for v in cu.values())} byte counts over the {len(cu)} ranks = the cpu run's{msg}")
 PY
   ); then ok "$c: bytes at the communicator: $r1"; else bad "$c: bytes: $r1"; fi
   echo "     $c: $(($(date +%s) - t0)) s"
