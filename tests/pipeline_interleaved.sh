@@ -85,14 +85,16 @@ declare -A FLAGS=([gpt2]="--batch 8 --seq 8" [tied]="--batch 8 --seq 8" [llama]=
 # device group 0 whatever the stage DP's balance (its cuts follow the cost model's op times)
 declare -A PFLAGS=([gpt2]="" [tied]="" [llama]="" [mlp]="--layers 6 --stage-cuts equal")
 # a case's devices per group (G = P x devices, every stage on that many ranks) and its flags (the field after G)
-declare -A XFLAGS=([dptp]="--strategy dp,tp --mesh dp=2,tp=2" [rc]="--recompute=all")
+declare -A XFLAGS=([dptp]="--strategy dp,tp --mesh dp=2,tp=2" [rc]="--recompute=all"
+  [dptpx]="--strategy dp,tp --mesh dp=2,tp=2 --gpus-per-node 4")
 # model:P:V:B[:precision[:G[:flags]]]
 # (tied: the embedding tied to the head, a parameter of stages 0 and 3, on groups 0 and 1)
 # (mlp:2:2:4 runs alike, left out for time: GALV_PIPE_IL_CASES="mlp:2:2:4")
 # G > P: device groups of G / P devices, each stage a program on that many ranks (a rank per device and chunk: the
 # ranks of a device take turns, one baton per device): the planner's plan per stage (dp=2), the preset dp x tp on 4
-# devices per group (16 ranks), full recomputation per layer inside the chunks
-CASES=${GALV_PIPE_IL_CASES:-"gpt2:2:2:4 tied:2:2:4 llama:2:2:4 gpt2:2:2:4:bf16 mlp:2:3:4 gpt2:2:2:4::4 llama:2:2:4::8:dptp gpt2:2:2:4::4:rc"}
+# devices per group (16 ranks), full recomputation per layer inside the chunks; the same dp x tp with 4 devices per node
+# (dptpx: every stage a node, the crossing blocks scattered over tp and gathered in place)
+CASES=${GALV_PIPE_IL_CASES:-"gpt2:2:2:4 tied:2:2:4 llama:2:2:4 gpt2:2:2:4:bf16 mlp:2:3:4 gpt2:2:2:4::4 llama:2:2:4::8:dptp gpt2:2:2:4::4:rc llama:2:2:4::8:dptpx"}
 for c in $CASES; do # the single-device references: per model and precision
   IFS=: read -r fam P V B PREC G X <<<"$c"
   ref="$T/one-$fam${PREC:+-$PREC}"
@@ -129,6 +131,12 @@ for c in $CASES; do
   if ! timeout 120 "$d/launch" --batches "$T/$fam-b" --steps $STEPS -o "$d.w" --trace "$d.trace.json" >"$d.log" 2>"$T/err" </dev/null; then
     bad "$name: run: $(grep -m3 -i error "$T/err" "$d.log")"
     continue
+  fi
+  # dptpx: each group's 4 devices a node of their own, so the crossing blocks are scattered over tp and gathered
+  # (docs/pipeline.md, "Scattered over tp, gathered in place"): every sending rank reports its scattered values
+  if [ "$X" = dptpx ]; then
+    nsc=$(grep -c 'cross-stage .*scattered over the ranks of a block [1-9]' "$d.log")
+    [ "$nsc" -ge 16 ] || bad "$name: $nsc cross-stage lines with scattered values, expected one per direction and sending rank"
   fi
   if msg=$(python3 - "$ref.log" "$d.log" "$ref.w" "$d.w" "$d.galvc" "$S" "$P" "$STEPS" "$SRC/tests/lib" "${PREC:-fp32}" "${G:-$P}" 2>&1 <<'PY'
 import sys, re
