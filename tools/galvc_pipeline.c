@@ -1429,8 +1429,8 @@ void galvc_pipeline_options(void) {
 
 /* The screen's candidates planned as the preset before one program's search (galvc_pipeline_early): per screen index,
  * planned so (its outcome, as pipe_plan_b returned it) */
-static signed char early_r[SCREEN_MAX][3]; /* per screen candidate and preset variant planned early: its outcome */
-static bool early_done[SCREEN_MAX][3];
+static signed char early_r[SCREEN_MAX];
+static bool early_done[SCREEN_MAX];
 
 void galvc_pipe_preset(pipe_args *pa, int64_t dp, int64_t tp, bool sp) {
   if (tp > 1) /* dp,tp on the stage mesh dp x tp */
@@ -1565,12 +1565,9 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
     if (early && !vt) continue; /* no preset variant: planned after one program's search */
     /* and with tp (t > 1), a third time as dp,tp,sp: Megatron's sequence parallelism on every op of the stages (the
      * norms, dropout and residual adds split over the sequence, each tp all-reduce a reduce-scatter + all-gather) */
-    /* before one program's search (early) only the last variant, dp,tp,sp where tp > 1 (Megatron's stages; the
-     * others after it, against one program's step) */
-    const int vend = vt > 1 ? 3 : vt ? 2 : 1, vstart = early ? vend - 1 : 0;
-    for (int var = vstart; var < vend && !rc; var++) {
-      if (var && !early && early_done[i][var]) { /* planned before one program's search: its outcome */
-        if (early_r[i][var] == 0 || pl_r[npl - 1] == 1) pl_r[npl - 1] = early_r[i][var];
+    for (int var = early ? 1 : 0; var < (vt > 1 ? 3 : vt ? 2 : 1) && !rc; var++) {
+      if (var && !early && early_done[i]) { /* planned before one program's search: its outcome */
+        if (early_r[i] == 0 || pl_r[npl - 1] == 1) pl_r[npl - 1] = early_r[i];
         continue;
       }
       pipe_args Q = P; /* the screen's stages and cuts, each stage program planned (no DP over the cuts again) */
@@ -1589,9 +1586,9 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       out->planned++;
       out->cut += r == 2;
       int64_t key = r == 0 ? cand->tl_ns : -1;
-      if (!var || (early && var == vstart)) pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
+      if (!var || (early && var == 1)) pl_i[npl] = i, pl_r[npl] = r, pl_n[npl++] = done;
       else if (r == 0 || pl_r[npl - 1] == 1) pl_r[npl - 1] = r; /* the candidate's outcome: the better of its ways */
-      if (early) early_done[i][var] = true, early_r[i][var] = (signed char)r;
+      if (early) early_done[i] = true, early_r[i] = (signed char)pl_r[npl - 1];
       if (!quiet) {
         fprintf(stderr, "galvc: pipeline candidate %d%s: %d stages of ", done,
                 !var ? "" : var == 2 ? " as dp,tp,sp" : vt > 1 ? " as dp,tp" : " as dp", c->S);
