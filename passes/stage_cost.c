@@ -52,7 +52,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "stage_cost.h"
 
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -592,10 +591,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
             if (plan.dmask & (1u << a)) D *= plan.size[a];
           /* ... scattered over the q = devices / D ranks holding each block and gathered among them, where dp is the
            * mesh's first axis alone and every block divides q ways (tools/galvc_pipeline.c xs_scatter) */
-          const int64_t devs = nodes * per_node;
-          const char *sce = getenv("GALV_PIPE_SCATTER");
-          const int64_t q = !(sce && !strcmp(sce, "off")) && D > 1 && plan.dmask == 1u && devs % D == 0 && devs > D && sb.rows_gcd > 0 && sb.rows_gcd % devs == 0
-                                ? devs / D : 1;
+          const int64_t q = gv_pipe_scatter_q(x->cluster, nodes * per_node, D, plan.dmask == 1u, sb.rows_gcd);
           out->xfer_ns = gv_pipe_transfer_split_ns(x->cluster, nodes, per_node, sb.in, sb.out, sb.in_rows, sb.out_rows, D, q,
                                                    runs * pc.kernels, x->training);
           out->ns = runs * pc.step_ns + out->xfer_ns;
@@ -657,17 +653,16 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
               out->zero_ns = gv_cost_mesh_group(x->cluster, &pm, plan.dmask, GV_COLL_ALL_REDUCE, sums);
             }
             if (g > 1) { /* ZeRO-1: the parameters all-gathered over the g ranks after each update */
-              const gv_cluster *cl = x->cluster;
-              out->zero_ns = gv_cost_mesh_group(cl, &pm, plan.dmask, GV_COLL_ALL_GATHER, pc.mem_params);
+              out->zero_ns = gv_cost_mesh_group(x->cluster, &pm, plan.dmask, GV_COLL_ALL_GATHER, pc.mem_params);
               out->zero_ranks = g;
               out->zero = (signed char)zero;
               if (zero == GV_ZERO_2) { /* ZeRO-2 (runtime/pipe.c): the program (planned so above) leaves the gradients
                                         * unreduced; the runtime sums the microbatches locally and reduce-scatters the
                                         * step's sums once, into a chunk of sums / g */
-                out->zero_ns += gv_cost_mesh_group(cl, &pm, plan.dmask, GV_COLL_REDUCE_SCATTER, sums);
+                out->zero_ns += gv_cost_mesh_group(x->cluster, &pm, plan.dmask, GV_COLL_REDUCE_SCATTER, sums);
                 out->state_bytes += (sums + g - 1) / g;
               } else if (zero == GV_ZERO_2_EACH) /* each microbatch's gradients reduce-scattered, a bucket at a time */
-                out->ns += GV_ZERO_EACH_BUCKETS * g * gv_cost_mesh_group(cl, &pm, plan.dmask, GV_COLL_REDUCE_SCATTER, es * g * bs);
+                out->ns += GV_ZERO_EACH_BUCKETS * g * gv_cost_mesh_group(x->cluster, &pm, plan.dmask, GV_COLL_REDUCE_SCATTER, es * g * bs);
             }
             /* the runtime's optimizer update once per step, memory-bound: per element it reads the parameter, the
              * gradient sum and the optimizer state and writes the parameter and the state (on a ZeRO-1 rank its

@@ -1010,6 +1010,13 @@ bool gv_pipe_across(const gv_cluster *c, int64_t k) {
   return gv_cluster_devices(c) > c->devices_per_node && k >= c->devices_per_node;
 }
 
+int64_t gv_pipe_scatter_q(const gv_cluster *c, int64_t k, int64_t D, bool dp_first, int64_t elems) {
+  const char *e = getenv("GALV_PIPE_SCATTER");
+  if ((e && !strcmp(e, "off")) || !dp_first || D < 2 || k <= D || k % D || elems <= 0 || elems % k || !gv_pipe_across(c, k))
+    return 1;
+  return k / D;
+}
+
 int64_t gv_pipe_transfer_split_ns(const gv_cluster *c, int64_t nodes, int64_t per_node, int64_t in_bytes, int64_t out_bytes,
                                   int64_t in_rows, int64_t out_rows, int64_t D, int64_t q, int64_t kernels, bool training) {
   if (D <= 1 || (in_rows <= 0 && out_rows <= 0)) return gv_pipe_transfer_ns(c, nodes, per_node, in_bytes, out_bytes, kernels, training);
@@ -1216,14 +1223,8 @@ static int once_groups(const gv_pipe_plan *pl) {
 }
 
 int64_t gv_pipe_plan_once_ns(const gv_pipe_plan *pl) {
-  int64_t mx = 0;
-  const int P = once_groups(pl);
-  for (int g = 0; g < P; g++) {
-    int64_t t = 0;
-    for (int i = g; i < pl->nstages; i += P) t += pl->cost[i].once_ns;
-    mx = t > mx ? t : mx;
-  }
-  return mx;
+  const gv_pipe_step_parts p = gv_pipe_plan_parts(pl);
+  return p.sync + p.zero + p.upd;
 }
 
 int64_t gv_pipe_plan_full_ns(const gv_pipe_plan *pl) {

@@ -341,6 +341,12 @@ int64_t gv_pipe_transfer_ns(const gv_cluster *c, int64_t nodes, int64_t per_node
 /* Whether a stage of k devices reaches its neighbours across nodes (whole nodes of a cluster of several): the
  * transfers' point-to-point messages on the inter-node link. */
 bool gv_pipe_across(const gv_cluster *c, int64_t k);
+/* The q = k / D ranks that scatter each dp block of a value kept split over dp between two stages of k devices and
+ * the same mesh (docs/pipeline.md, "Scattered over tp, gathered in place"): where dp is the mesh's first axis alone
+ * (dp_first), the value's elements (a gcd of several values' counts) divide over the k ranks and the stages' messages
+ * cross nodes; else 1 (each rank sends its block). GALV_PIPE_SCATTER=off: 1. The compile (tools/galvc_pipeline.c) and
+ * the stage cost decide it here. */
+int64_t gv_pipe_scatter_q(const gv_cluster *c, int64_t k, int64_t D, bool dp_first, int64_t elems);
 /* The same with in_rows / out_rows of those bytes kept split over the batch (docs/pipeline.md, "Cross-mesh
  * transfers": both stages hold dim 0 over dp ranks of one size D > 1): each rank sends / receives only its rows,
  * bytes / D in one message with its share of the rest, and only the rest is all-gathered after receiving. q > 1:

@@ -69,6 +69,16 @@ os.makedirs('$T/b')
 np.save('$T/b/input_ids.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))
 np.save('$T/b/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))" || { echo "FAIL batches"; exit 1; }
 single_program "$T/tone" "$m" "--batches $T/b --steps 2" --input-shape input_ids=8x8 --train
+# DIR NAME RANKS: DIR/launch runs 2 training steps (DIR.log, DIR.w), equal to the single device's
+run_train() {
+  if ! timeout 120 "$1/launch" --batches "$T/b" --steps 2 -o "$1.w" >"$1.log" 2>"$T/err"; then
+    bad "$2: run: $(grep -m3 -i error "$T/err" "$1.log")"
+  elif msg=$(same_training "$T/tone.log" "$1.log" "$T/tone.w" "$1.w"); then
+    ok "$2 ($3 ranks): $msg"
+  else
+    bad "$2: $msg"
+  fi
+}
 # CASE = strategy:schedule[:mesh]; with a mesh (dp=2,tp=2) each stage is an SPMD program over a 2-D mesh of 4 ranks;
 # strategy "plan": no --strategy, each stage's plan from the intra-operator planner
 for c in ${GALV_PIPE_TP_CASES:-tp:gpipe tp:1f1b dp:1f1b plan:1f1b dp,tp:1f1b:dp=2,tp=2}; do
@@ -96,15 +106,7 @@ for c in ${GALV_PIPE_TP_CASES:-tp:gpipe tp:1f1b dp:1f1b plan:1f1b dp,tp:1f1b:dp=
     bad "$name $SC training: stage 0 does not communicate over both mesh axes with split parameters"
     continue
   fi
-  if ! timeout 120 "$d/launch" --batches "$T/b" --steps 2 -o "$d.w" >"$d.log" 2>"$T/err"; then
-    bad "$name $SC training: run: $(grep -m3 -i error "$T/err" "$d.log")"
-    continue
-  fi
-  if msg=$(same_training "$T/tone.log" "$d.log" "$T/tone.w" "$d.w"); then
-    ok "$name $SC training ($gpus ranks): $msg"
-  else
-    bad "$name $SC training: $msg"
-  fi
+  run_train "$d" "$name $SC training" "$gpus"
 done
 # Megatron's scatter / gather (docs/pipeline.md, "Cross-mesh transfers"): the same pp=2 x dp=2 x tp=2 with 4 devices per
 # node, so each stage is a node and its messages cross nodes: the 2 tp ranks holding a dp block each send half of it
@@ -117,15 +119,7 @@ for sc in on off; do
     bad "scatter $sc: galvc: $(head -3 "$T/err")"
     continue
   fi
-  if ! timeout 120 "$d/launch" --batches "$T/b" --steps 2 -o "$d.w" >"$d.log" 2>"$T/err"; then
-    bad "scatter $sc: run: $(grep -m3 -i error "$T/err" "$d.log")"
-    continue
-  fi
-  if msg=$(same_training "$T/tone.log" "$d.log" "$T/tone.w" "$d.w"); then
-    ok "pp=2 x dp=2 x tp=2 across nodes, scatter $sc (8 ranks): $msg"
-  else
-    bad "pp=2 x dp=2 x tp=2 across nodes, scatter $sc: $msg"
-  fi
+  run_train "$d" "pp=2 x dp=2 x tp=2 across nodes, scatter $sc" 8
 done
 # rank 0's forward bytes and its count of scattered values, on and off
 sent() { sed -n 's/.*stage 0, rank 0,.*cross-stage forward bytes sent by this rank: \([0-9]*\) measured, \([0-9]*\) planned.*scattered over the ranks of a block \([0-9]*\)$/\1 \2 \3/p' "$1"; }

@@ -80,16 +80,13 @@ static gv_sharding xs_sharding(const gv_mesh *mesh, const gv_type *t) {
  * ranks holding each block (its tp ranks) scatter it, each sending one q-th, and the receivers gather it in place
  * (Megatron's scatter / gather; runtime/pipe_xfer.c, galv_pipe_xfer.scatter); 1 when the block's elements do not
  * divide q ways, the meshes differ, dp is not the outermost axis (then each rank sends its whole block) or the
- * stages' messages stay inside a node (gv_pipe_across: there the gather costs what the scatter saves).
- * GALV_PIPE_SCATTER=off: never. */
+ * stages' messages stay inside a node (gv_pipe_scatter_q, the stage cost's rule too). */
 static int xs_scatter(const gv_mesh *ma, const gv_mesh *mb, const gv_type *t, const gv_cluster *cl) {
-  const char *e = getenv("GALV_PIPE_SCATTER");
-  if ((e && !strcmp(e, "off")) || !xs_split(t) || ma->naxes != mb->naxes || !gv_pipe_across(cl, gv_mesh_devices(ma))) return 1;
+  if (!xs_split(t) || ma->naxes != mb->naxes) return 1;
   for (int a = 0; a < ma->naxes; a++)
     if (ma->size[a] != mb->size[a]) return 1;
-  if (gv_mesh_axis(ma, "dp", 2) != 0 || gv_mesh_axis(mb, "dp", 2) != 0 || ma->size[0] != xs_D) return 1;
-  const int64_t k = gv_mesh_devices(ma), q = k / xs_D;
-  return q > 1 && gv_type_numel(t) % k == 0 ? (int)q : 1;
+  const bool dp_first = gv_mesh_axis(ma, "dp", 2) == 0 && gv_mesh_axis(mb, "dp", 2) == 0 && ma->size[0] == xs_D;
+  return (int)gv_pipe_scatter_q(cl, gv_mesh_devices(ma), xs_D, dp_first, gv_type_numel(t));
 }
 
 /* A stage of k > 1 devices: its mesh, the cross-stage values (pp.X,
