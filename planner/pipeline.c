@@ -228,7 +228,7 @@ int64_t gv_pipe_il_share(int P, int V, int i, int B, int64_t act, int64_t fs, in
   }
   const int c = i / P;
   fb[c] = act, f[c] = fs, b[c] = bs;
-  int64_t held = galv_pipe_group_held(P, V, i % P, B, fb, f, b, acts);
+  int64_t held = galv_pipe_group_held(P, V, i % P, B, fb, f, b, NULL, NULL, acts);
   if (acts != one) free(acts);
   return held;
 }
@@ -243,7 +243,7 @@ int64_t gv_pipe_group_mem(const gv_pipe_plan *pl, int d, int64_t *states) {
   if (states) *states = st;
   galv_pipe_act one[64], *acts = 2 * V * B <= 64 ? one : malloc(sizeof *acts * (size_t)(2 * V * B));
   if (!acts) return INT64_MAX / 4;
-  int64_t held = galv_pipe_group_held(P, V, d, B, fb, fs, bs, acts);
+  int64_t held = galv_pipe_group_held(P, V, d, B, fb, fs, bs, NULL, NULL, acts);
   if (acts != one) free(acts);
   return st + held;
 }

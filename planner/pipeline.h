@@ -103,8 +103,8 @@ typedef struct {
                          * held until W (the runtime's "until W" bytes; 0: no such entry) */
   int64_t send_bytes;   /* training, per device and microbatch: the copies runtime/pipe.c sends from, the values sent on
                          * (once per receiving stage) and ... */
-  int64_t gsend_bytes;  /* ... the gradients of the received values sent back; interleaved 1F1B keeps them until the
-                         * step's end (galv_pipe_peak_group_mem), 0 where not priced (the analytic cost) */
+  int64_t gsend_bytes;  /* ... the gradients of the received values sent back; interleaved 1F1B holds each until the
+                         * receiver is known to have it (galv_pipe_peak_group_mem), 0 where not priced (the analytic cost) */
   /* the ways the stage can run when the cost function offers a choice (nvar >= 2; the fields above are var[0],
    * the fastest per microbatch); the DP takes per stage the fastest that fits its memory with its microbatches in
    * flight (gv_stage_cost_pick), on a tie the earlier: var[] ordered no per-layer recomputation before selective

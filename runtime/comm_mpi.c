@@ -344,6 +344,20 @@ static int overlap(const char *a, size_t an, const char *b, size_t bn) {
   return an && bn && a < b + bn && b < a + an;
 }
 
+void galv_queue_sync_buf(galv_queue *q, const void *buf, size_t n) {
+  /* those calls moved to the queue's front (the others keep their order), then waited for as a prefix */
+  int k = 0;
+  for (int i = 0; i < q->n; i++)
+    if (overlap(q->sp[i].s, q->sp[i].sn, buf, n) || overlap(q->sp[i].r, q->sp[i].rn, buf, n)) {
+      MPI_Request r = q->req[i];
+      span p = q->sp[i];
+      memmove(q->req + k + 1, q->req + k, sizeof *q->req * (size_t)(i - k));
+      memmove(q->sp + k + 1, q->sp + k, sizeof *q->sp * (size_t)(i - k));
+      q->req[k] = r, q->sp[k++] = p;
+    }
+  wait_prefix(q, k, "a send whose receiver has it");
+}
+
 /* Keeps queue order: waits for the queue when the new call's buffers overlap
  * those of a request in flight (read after write, write after read/write).
  * Inside a group only the requests from before the group are waited for

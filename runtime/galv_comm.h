@@ -6,7 +6,8 @@
  * (host pointers on the CPU target); send/recv can be grouped; one
  * sub-communicator per mesh-axis group. The MPI backend (runtime/comm_mpi.c)
  * implements it for the CPU target; the NCCL backend will implement the same
- * header. Nothing here blocks except galv_queue_sync and galv_queue_sync_keep.
+ * header. Nothing here blocks except galv_queue_sync, galv_queue_sync_keep and
+ * galv_queue_sync_buf.
  *
  * Every call counts the bytes it moves per rank (what one rank sends) so
  * that tests can compare the runtime's count with the planner's prediction.
@@ -50,6 +51,13 @@ void galv_queue_sync(galv_queue *q); /* waits for every call queued so far */
  * was queued after the oldest of them): the overlap window's wait
  * (ir/comm_sync.h); m 0: galv_queue_sync. */
 void galv_queue_sync_keep(galv_queue *q, int m);
+/* Completes the calls queued on q that read or write [buf, buf + n), once
+ * the caller knows their peers have them (a point-to-point send whose
+ * receiver has since answered): buf can then be freed. Only those calls are
+ * waited for (the MPI backend); a backend whose queue runs in order (a CUDA
+ * stream) is past them already, and the host-staged one copied buf at the
+ * call: there it returns at once. */
+void galv_queue_sync_buf(galv_queue *q, const void *buf, size_t n);
 void galv_queue_free(galv_queue *q);
 
 /* dtype: the runtime's GALV_F32... codes (galv_rt.h). count: elements. */

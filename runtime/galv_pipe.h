@@ -137,6 +137,10 @@ const galv_pipe_xfer *galv_pipe_xfer_find(const char *name, int grad, int from, 
 void galv_pipe_xfer_send(const galv_pipe_xfer *x, const void *whole, galv_queue *q);
 void galv_pipe_xfer_recv(const galv_pipe_xfer *x, void *whole, galv_queue *q);
 void galv_pipe_xfer_complete(galv_queue *q);
+/* The other stage's local ranks this rank sends x's bytes to (send = 1) or
+ * receives them from (send = 0), a bit each. A rank past 63: all bits when
+ * sending, left out when receiving (a proof built on them fails). */
+uint64_t galv_pipe_xfer_peers(const galv_pipe_xfer *x, int send);
 /* After `runs` microbatches (x steps): checks that the communicator's send
  * bytes equal the plan's plus `other` (bytes the caller sent itself: shared
  * parameters' gradients; one error line otherwise) and prints measured,

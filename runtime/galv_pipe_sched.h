@@ -32,6 +32,7 @@
 #define GALV_PIPE_SCHED_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 enum { GALV_SCHED_GPIPE = 0, GALV_SCHED_1F1B = 1, GALV_SCHED_ZBH1 = 2, GALV_SCHED_INTERLEAVED = 3 };
 
@@ -139,30 +140,56 @@ static inline int64_t galv_pipe_peak(const galv_pipe_act *acts, int na, int64_t 
   return peak;
 }
 
+/* Interleaved 1F1B: when stage st's gradient copies go (runtime/pipe.c). A
+ * gradient stage st sends back at B(j) reaches stage st - 1 at its B(j);
+ * the forward input st - 1 sends after that, for its next forward entry
+ * F(j'), arrives at st's F(j'), and proves the gradient received: the copy
+ * is released there. rel[j] = j' (-1: no forward after B(j) in stage
+ * st - 1's order; stage 0: all -1). S = P V stages; acts: room for 2 V B
+ * entries. */
+static inline void galv_pipe_il_grad_release(int P, int V, int st, int B, galv_pipe_act *acts, int *rel) {
+  for (int j = 0; j < B; j++) rel[j] = -1;
+  if (st <= 0 || st >= P * V) return;
+  int n = galv_pipe_order_v(P * V, V, st - 1, B, GALV_SCHED_INTERLEAVED, acts), next = -1;
+  for (int k = n - 1; k >= 0; k--) /* backwards: the next forward's microbatch */
+    if (acts[k].fwd) next = acts[k].mb;
+    else if (acts[k].mb >= 0 && acts[k].mb < B) rel[acts[k].mb] = next;
+}
+
 /* Interleaved 1F1B: the peak over a group's order of what its ranks hold
  * per entry besides their states: the saved bytes (fbytes[c], as
- * galv_pipe_peak_group) and the copies runtime/pipe.c sends from and keeps
- * until the step's end: after F(c, j) chunk c's forward sends (fsend[c]
- * bytes per microbatch: each value once per receiving stage), after B(c,
- * j) its gradients sent back (bsend[c]), and a baton (baton bytes) where
- * the next entry's chunk differs (also the one into the next step, from
- * the group's last entry to its first). Chunk lastc (the last stage; -1:
- * none in this group) keeps its input gradients until its B(j) has sent
- * them: its copies and its saved bytes live a moment together. The
- * runtime's tracker sums the group's ranks' live bytes at each entry the
- * same way (runtime/pipe.c, the baton). */
+ * galv_pipe_peak_group) and the copies runtime/pipe.c sends from, per
+ * chunk c and microbatch: after F(c, j) its forward sends, fsend[c] (each
+ * value once per receiving stage) released at B(c, j), where their
+ * gradients have come back, and fkeep[c], values no gradient comes back
+ * for, kept until the step's end; after B(c, j) its gradients sent back,
+ * bsend[c] to the previous stage, released at F(c, j') for each j with
+ * galv_pipe_il_grad_release's rel[j] = j' (relcnt[c B + j'] of them; NULL:
+ * none released), and bkeep[c] to other stages, kept until the step's end
+ * (fkeep, bkeep NULL: none); a baton (baton bytes) where the next entry's
+ * chunk differs (also the one into the next step, from the group's last
+ * entry to its first). Copies released at an entry go after its receives,
+ * before its compute. Chunk lastc (the last stage; -1: none in this group)
+ * keeps its input gradients until its B(j) has sent them: its copies and
+ * its saved bytes live a moment together. The runtime's tracker sums the
+ * group's ranks' live bytes at each entry the same way (runtime/pipe.c,
+ * the baton). */
 enum { GALV_PIPE_BATON_BYTES = 64 }; /* runtime/pipe.c's baton: 8 int64 counters */
-static inline int64_t galv_pipe_peak_group_mem(const galv_pipe_act *acts, int na, const int64_t *fbytes, const int64_t *fsend,
-                                               const int64_t *bsend, int lastc, int64_t baton) {
+static inline int64_t galv_pipe_peak_group_mem(const galv_pipe_act *acts, int na, int B, const int64_t *fbytes, const int64_t *fsend,
+                                               const int64_t *bsend, const int64_t *fkeep, const int64_t *bkeep,
+                                               const int *relcnt, int lastc, int64_t baton) {
   int64_t live = na && acts[na - 1].chunk != acts[0].chunk ? baton : 0, peak = live;
   for (int k = 0; k < na; k++) {
-    const int c = acts[k].chunk;
-    if (acts[k].fwd) live += fbytes[c] + fsend[c];
-    else if (c == lastc) {
-      live += bsend[c];
+    const int c = acts[k].chunk, j = acts[k].mb;
+    const int64_t fk = fkeep ? fkeep[c] : 0, bk = bkeep ? bkeep[c] : 0;
+    if (acts[k].fwd) {
+      if (relcnt && j >= 0 && j < B) live -= bsend[c] * relcnt[c * B + j];
+      live += fbytes[c] + fsend[c] + fk;
+    } else if (c == lastc) {
+      live += bsend[c] + bk - fsend[c];
       if (live > peak) peak = live;
       live -= fbytes[c];
-    } else live += bsend[c] - fbytes[c];
+    } else live += bsend[c] + bk - fsend[c] - fbytes[c];
     if (k + 1 < na && acts[k + 1].chunk != c) live += baton;
     if (live > peak) peak = live;
   }
@@ -172,11 +199,21 @@ static inline int64_t galv_pipe_peak_group_mem(const galv_pipe_act *acts, int na
 /* Interleaved 1F1B: device group d's memory besides its stages' states, the figure galvc prints, the runtime prints
  * beside its tracker and the stage DP checks (planner/pipeline.c gv_pipe_group_mem): galv_pipe_peak_group_mem over
  * the group's order (P groups, V chunks, B microbatches; group P - 1's chunk V - 1 is the last stage) with 64-byte
- * batons. fbytes, fsend, bsend per chunk as there; acts: room for 2 V B entries. */
+ * batons, the gradient copies' releases from galv_pipe_il_grad_release. fbytes, fsend, bsend, fkeep, bkeep per chunk
+ * as there; acts: room for 2 V B entries. Without memory for the releases' table: none released (an upper bound). */
 static inline int64_t galv_pipe_group_held(int P, int V, int d, int B, const int64_t *fbytes, const int64_t *fsend,
-                                           const int64_t *bsend, galv_pipe_act *acts) {
+                                           const int64_t *bsend, const int64_t *fkeep, const int64_t *bkeep, galv_pipe_act *acts) {
+  int *relcnt = (int *)calloc((size_t)V * (size_t)B * 2 + 1, sizeof *relcnt), *rel = relcnt ? relcnt + (size_t)V * B : NULL;
+  for (int c = 0; relcnt && c < V; c++) {
+    galv_pipe_il_grad_release(P, V, c * P + d, B, acts, rel);
+    for (int j = 0; j < B; j++)
+      if (rel[j] >= 0) relcnt[c * B + rel[j]]++;
+  }
   const int na = galv_pipe_order_group(P, V, d, B, acts);
-  return galv_pipe_peak_group_mem(acts, na, fbytes, fsend, bsend, d == P - 1 ? V - 1 : -1, GALV_PIPE_BATON_BYTES);
+  const int64_t held = galv_pipe_peak_group_mem(acts, na, B, fbytes, fsend, bsend, fkeep, bkeep, relcnt, d == P - 1 ? V - 1 : -1,
+                                                GALV_PIPE_BATON_BYTES);
+  free(relcnt);
+  return held;
 }
 
 #endif

@@ -901,36 +901,53 @@ static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, c
  * group's measured peak. An entry's sends go out right after its compute, from
  * copies (the arena is the next entry's), posted and not waited for: a rank
  * only ever waits for data an earlier entry sends or for the baton, so the
- * run cannot deadlock where the timeline does not. The copies and the
- * baton messages are released once the step's sends complete (step end,
- * before the shared parameters' sums). The baton into a step's first entry
- * is sent at the start of the step, after the previous step's update.
+ * run cannot deadlock where the timeline does not. A copy goes once a
+ * message received proves its receiver has it (il_rel_setup): a forward
+ * value's at B(j), when its gradient comes back from every rank it went to;
+ * a gradient's to the previous stage at F(j'), the first forward after
+ * B(j) in that stage's order (galv_pipe_il_grad_release), when the input
+ * comes from every rank the gradient went to; the send's own completion
+ * then waited for (galv_queue_sync_buf: at once). The others (no such
+ * message), and the baton messages, are released once the step's sends
+ * complete (step end, before the shared parameters' sums). The baton into
+ * a step's first entry is sent at the start of the step, after the
+ * previous step's update.
  *
  * The baton also carries the group's tracked bytes (runtime/io.c): the sum
  * G of its ranks' live buffers, each as of the rank's last turn, and the
  * peak of that sum. A rank's turn opens when the baton arrives
  * (galv_mem_window) and closes when it passes the baton on: then the peak
  * is at least (G less this rank's share) + this rank's live peak during
- * the turn, and its share becomes its live bytes now. The send copies
- * count until the step's end (C: the step's copies of every rank, taken
- * off G there by the rank of the group's last entry, and off each rank's
- * share by itself). Before the first step the ranks' live bytes are
+ * the turn, and its share becomes its live bytes now. A send copy counts
+ * until it is released: in a later turn of its rank, from its live bytes
+ * (and from C), or at the step's end (C: the step's copies of every rank
+ * still held as of their ranks' last turns, taken off G there by the rank
+ * of the group's last entry, and off each rank's share by itself). Before the first step the ranks' live bytes are
  * summed once (world_rank_values); at the end the group's arenas' written
  * bytes are added, as a rank's tracker counts its arena. The step's end
  * (the shared parameters' sums, the update) is outside the turns. */
 typedef struct {
+  void *p;
+  int64_t n;
+  int fwd, mb; /* released after the receives of entry F(mb) (fwd 1) or B(mb) (0); mb -1: at the step's end (fwd -1:
+                * a baton) */
+} il_buf;
+typedef struct {
   galv_comm *bw;    /* the batons' world (galv_comm_world_dup): never matched with a stage's data messages */
   galv_queue *sq;   /* the posted sends */
-  void **bufs;      /* their buffers, released at the step's end */
+  il_buf *bufs;     /* their buffers (copies, batons), in the order made */
   int nbufs, capbufs;
+  int ncounted;     /* bufs[0 .. ncounted): in mine and C (as of the last close) */
   int64_t dev[8];   /* the group's counters: live saved bytes, entries, their peak bytes, peak entries; the tracked bytes:
                      * G, G's peak, the step's send copies C */
   int64_t mine;     /* this rank's share of G */
   int64_t held;     /* the bytes of bufs (this step's copies) */
-  int64_t counted;  /* of held: in mine and C (as of the last close) */
+  int64_t counted;  /* of held: those of bufs[0 .. ncounted) */
   uint64_t sent;    /* baton bytes sent (galv_pipe_xfer_report counts them apart) */
+  long nrel, nend;  /* send copies released when proven received, at the step's end */
 } il_state;
 enum { IL_G = 4, IL_GPEAK = 5, IL_COPIES = 6 };
+enum { IL_NSUMS = 6 }; /* per rank, for its group's memory line: arena, saved, copies released / kept (fwd, bwd) */
 _Static_assert(sizeof(((il_state *)0)->dev) == GALV_PIPE_BATON_BYTES, "the baton's bytes (galv_pipe_sched.h)");
 
 /* a turn closes: the group's tracked peak with this rank's turn, its share now */
@@ -938,23 +955,47 @@ static void il_close(il_state *il) {
   const int64_t others = il->dev[IL_G] - il->mine, live = galv_mem_live(), w = galv_mem_window();
   if (others + w > il->dev[IL_GPEAK]) il->dev[IL_GPEAK] = others + w;
   il->dev[IL_G] = others + live, il->mine = live;
-  il->dev[IL_COPIES] += il->held - il->counted, il->counted = il->held;
+  il->dev[IL_COPIES] += il->held - il->counted, il->counted = il->held, il->ncounted = il->nbufs;
 }
 
-static void *il_keep(il_state *il, size_t n) {
+/* a buffer of n bytes held until the receives of entry (fwd, mb) (mb -1: the step's end) */
+static void *il_keep(il_state *il, size_t n, int fwd, int mb) {
   if (il->nbufs == il->capbufs) {
     il->capbufs = il->capbufs ? 2 * il->capbufs : 32;
-    void **b = realloc(il->bufs, sizeof *b * (size_t)il->capbufs);
+    il_buf *b = realloc(il->bufs, sizeof *b * (size_t)il->capbufs);
     if (!b) galv_fatal("out of memory");
     il->bufs = b;
   }
-  il->held += (int64_t)(n ? n : 64);
-  return il->bufs[il->nbufs++] = dalloc(n ? n : 64, GALV_MEM_COMM);
+  const int64_t m = (int64_t)(n ? n : 64);
+  il->held += m;
+  il_buf *b = &il->bufs[il->nbufs++];
+  *b = (il_buf){dalloc((size_t)m, GALV_MEM_COMM), m, fwd, mb};
+  return b->p;
 }
 
-/* sends value src (n bytes) as transfer x from a copy */
-static void il_send(il_state *il, const galv_pipe_xfer *x, const void *src, size_t n) {
-  void *c = il_keep(il, n);
+/* entry (fwd, mb)'s receives completed: the copies they prove received go (their sends completed; a copy counted
+ * already leaves C, this rank holding the baton) */
+static void il_release(il_state *il, int fwd, int mb) {
+  int k = 0, nc = 0; /* the buffers kept; of them, counted ones (the counted ones a prefix still) */
+  for (int i = 0; i < il->nbufs; i++) {
+    const il_buf b = il->bufs[i];
+    if (b.mb != mb || b.fwd != fwd) {
+      nc += i < il->ncounted;
+      il->bufs[k++] = b;
+      continue;
+    }
+    galv_queue_sync_buf(il->sq, b.p, (size_t)b.n);
+    drelease(b.p);
+    il->held -= b.n;
+    if (i < il->ncounted) il->counted -= b.n, il->dev[IL_COPIES] -= b.n;
+    il->nrel++;
+  }
+  il->nbufs = k, il->ncounted = nc;
+}
+
+/* sends value src (n bytes) as transfer x from a copy, released after the receives of entry (fwd, mb) */
+static void il_send(il_state *il, const galv_pipe_xfer *x, const void *src, size_t n, int fwd, int mb) {
+  void *c = il_keep(il, n, fwd, mb);
   D->copy(c, src, n);
   galv_group_start();
   galv_pipe_xfer_send(x, c, il->sq);
@@ -965,7 +1006,7 @@ static void il_send(il_state *il, const galv_pipe_xfer *x, const void *src, size
  * is k devices, and each walks the group's order with a baton of its own (the stages' collectives then meet: every
  * rank of a stage reaches its entries in the same order) */
 static void il_baton_send(il_state *il, int stage) {
-  void *b = il_keep(il, sizeof il->dev);
+  void *b = il_keep(il, sizeof il->dev, -1, -1);
   il_close(il);
   D->h2d(b, il->dev, sizeof il->dev);
   galv_group_start();
@@ -983,10 +1024,43 @@ static void il_baton_recv(il_state *il, galv_queue *q, int stage) {
  * its turn closed): the step's copies off G */
 static void il_step_end(il_state *il, int holder) {
   galv_queue_sync(il->sq);
-  for (int i = 0; i < il->nbufs; i++) drelease(il->bufs[i]);
-  il->nbufs = 0;
+  for (int i = 0; i < il->nbufs; i++) il->nend += il->bufs[i].fwd >= 0, drelease(il->bufs[i].p);
+  il->nbufs = il->ncounted = 0;
   il->mine -= il->counted, il->held = il->counted = 0;
   if (holder) il->dev[IL_G] -= il->dev[IL_COPIES], il->dev[IL_COPIES] = 0;
+}
+
+/* Which interleaved send copies a later message proves received (runtime/pipe.c, il_state). frel[o S + t]: output
+ * o's copy to stage t (ok[o] = k + 1, galv_pipe_out[k]) goes at B(j), where the value's gradient comes back
+ * (a gin input of the backward, gbuf) from every rank of t the copy went to. grel[o]: backward output o's copy, the
+ * gradient of galv_pipe_in[k] (okb[o] = 1000000 + k) back to stage me - 1, goes at that stage's next input, sent
+ * from every rank the gradient went to (ik: the forward's received inputs). A value with no gradient back, or a
+ * gradient to another stage: kept until the step's end. galvc's predicted memory follows the same rule by value
+ * (tools/galvc_pipeline.c il_fs / il_fk). */
+static void il_rel_setup(const int *ok, int no, const int *okb, int nbo, const galv_io *bin, char *const *gbuf, int nbi,
+                         const int *ik, int ni, int8_t *frel, int8_t *grel) {
+  const int S = galv_pipe_nstages, me = galv_pipe_stage;
+  for (int o = 0; o < no; o++) {
+    if (ok[o] <= 0 || ok[o] >= 1000000) continue;
+    const galv_pipe_value *v = &galv_pipe_out[ok[o] - 1];
+    int back = 0;
+    for (int i = 0; i < nbi && !back; i++) back = gbuf[i] && !strcmp(bin[i].name + 4, v->name);
+    for (int st = 0; back && st < S; st++)
+      if (v->dst >> st & 1) {
+        const uint64_t to = galv_pipe_xfer_peers(galv_pipe_xfer_find(v->name, 0, me, st), 1),
+                       from = galv_pipe_xfer_peers(galv_pipe_xfer_find(v->name, 1, st, me), 0);
+        frel[o * S + st] = !(to & ~from);
+      }
+  }
+  uint64_t in = 0; /* the ranks of stage me - 1 that send this rank forward inputs */
+  for (int i = 0; i < ni && me > 0; i++)
+    if (ik[i] > 0 && galv_pipe_in[ik[i] - 1].peer == me - 1)
+      in |= galv_pipe_xfer_peers(galv_pipe_xfer_find(galv_pipe_in[ik[i] - 1].name, 0, me - 1, me), 0);
+  for (int o = 0; o < nbo; o++) {
+    if (okb[o] < 1000000 || okb[o] >= 2000000) continue;
+    const galv_pipe_value *v = &galv_pipe_in[okb[o] - 1000000];
+    if (v->peer == me - 1) grel[o] = !(galv_pipe_xfer_peers(galv_pipe_xfer_find(v->name, 1, me, v->peer), 1) & ~in);
+  }
 }
 
 /* every rank's x gathered over the world (a sum of one contribution each): out[r * n + k] = rank r's x[k]; rank r is
@@ -1385,14 +1459,24 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   galv_pipe_act *gacts = IL ? malloc(sizeof *gacts * (size_t)(2 * V * B)) : NULL;
   int *gidx = IL ? malloc(sizeof *gidx * (size_t)(na + 1)) : NULL, gn = 0;
   il_state il = {0};
+  /* interleaved: which copies a later message proves received (il_rel_setup): per output o and receiving stage st
+   * il_frel[o S + st], per backward output il_grel[o]; il_relmb[j]: the forward entry releasing gradient copy j */
+  int8_t *il_frel = NULL, *il_grel = NULL;
+  int *il_relmb = NULL;
   double *il_sums = NULL; /* interleaved: per stage its arena written, saved bytes, forward and backward sends per microbatch */
   if (IL) {
     if (!gacts || !gidx) galv_fatal("out of memory");
+    il_relmb = malloc(sizeof *il_relmb * (size_t)B);
+    if (!il_relmb) galv_fatal("out of memory");
+    galv_pipe_il_grad_release(NG, V, me, B, gacts, il_relmb); /* gacts as scratch, before the group's order */
     gn = galv_pipe_order_group(NG, V, grp, B, gacts);
     for (int i = 0, k = 0; i < gn; i++)
       if (gacts[i].chunk * NG + grp == me) gidx[k++] = i;
     il.sq = galv_queue_new();
     il.bw = galv_comm_world_dup();
+    il_frel = calloc((size_t)(no * S) + 1, 1), il_grel = calloc((size_t)nbo + 1, 1);
+    if (!il_frel || !il_grel) galv_fatal("out of memory");
+    il_rel_setup(ok, no, okb, nbo, bin, gbuf, nbi, ik, ni, il_frel, il_grel);
   }
 #define IL_OWNER(i) (gacts[i].chunk * NG + grp)
   const int64_t wbytes = wg ? *wg->stash_bytes : 0;
@@ -1460,14 +1544,15 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
               const galv_pipe_value *v = &galv_pipe_out[ok[o] - 1];
               for (int st = 0; st < S; st++)
                 if (v->dst >> st & 1)
-                  il_send(&il, galv_pipe_xfer_find(v->name, 0, me, st), outp(o, arena, W), AB(&galv_outputs[o]));
+                  il_send(&il, galv_pipe_xfer_find(v->name, 0, me, st), outp(o, arena, W), AB(&galv_outputs[o]), 0,
+                          il_frel[o * S + st] ? pa->mb : -1);
             }
         if (pa && !pa->fwd)
           for (int o = 0; o < nbo; o++)
             if (okb[o] >= 1000000 && okb[o] < 2000000) {
               const galv_pipe_value *v = &galv_pipe_in[okb[o] - 1000000];
               il_send(&il, galv_pipe_xfer_find(v->name, 1, me, v->peer), last ? stash[pa->mb] + goff[o] : outp_of(bout, o, arena, Wb),
-                      AB(&bout[o]));
+                      AB(&bout[o]), 1, il_grel[o] ? il_relmb[pa->mb] : -1);
             }
         if (pa && !pa->fwd && last) drelease(stash[pa->mb]), stash[pa->mb] = NULL;
         if (pa && gidx[k - 1] + 1 < gn && IL_OWNER(gidx[k - 1] + 1) != me) il_baton_send(&il, IL_OWNER(gidx[k - 1] + 1));
@@ -1527,6 +1612,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           }
       galv_group_end();
       galv_pipe_xfer_complete(q);
+      if (IL && a) il_release(&il, a->fwd, a->mb); /* the copies this entry's receives prove received */
       if (nops) ev_add(EV_RECV, a ? a->mb : pa->mb, t0, now_us());
       if (to_free) drelease(to_free);
       to_free = NULL;
@@ -1779,6 +1865,9 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   else
     printf("%s: saved activations in flight: peak %lld bytes (%d microbatches x %lld bytes)\n", galv_progname, (long long)peak,
            peak_mb, (long long)sbytes);
+  if (IL)
+    printf("%s: interleaved: send copies released once their receivers had them %ld, at the step's end %ld (%ld steps)\n",
+           galv_progname, il.nrel, il.nend, steps);
   { /* memory per rank: what the runtime allocated, beside the stage cost's prediction */
     int64_t high = 0, copies = (bw && Wb != W ? (int64_t)*bw->weights_bytes : 0) + (wg && Ww != W ? (int64_t)*wg->weights_bytes : 0);
     char *ha = malloc(abytes);
@@ -1802,16 +1891,18 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     galv_mem_arena_high(high);
     galv_mem_report(NULL); /* galv_progname names the stage and rank */
     if (IL) { /* every rank's arena written and what it saves and sends per microbatch, for its group's line below */
-      double x[4] = {(double)high, (double)sbytes, 0, 0};
+      /* arena, saved, the forward's and the backward's copies released when proven received, those kept to the end */
+      double x[IL_NSUMS] = {(double)high, (double)sbytes, 0, 0, 0, 0};
       for (int o = 0; o < no && !last; o++) /* the forward's sends: a copy per receiving stage (il_send) */
         if (ok[o] > 0 && ok[o] < 1000000)
           for (int st = 0; st < S; st++)
-            if (galv_pipe_out[ok[o] - 1].dst >> st & 1) x[2] += (double)(AB(&galv_outputs[o]) ? AB(&galv_outputs[o]) : 64);
+            if (galv_pipe_out[ok[o] - 1].dst >> st & 1)
+              x[il_frel[o * S + st] ? 2 : 4] += (double)(AB(&galv_outputs[o]) ? AB(&galv_outputs[o]) : 64);
       for (int o = 0; o < nbo; o++) /* the backward's: the gradients of the received values */
-        if (okb[o] >= 1000000 && okb[o] < 2000000) x[3] += (double)(AB(&bout[o]) ? AB(&bout[o]) : 64);
-      il_sums = malloc(sizeof *il_sums * (size_t)(4 * galv_pipe_first_rank[S]));
+        if (okb[o] >= 1000000 && okb[o] < 2000000) x[il_grel[o] ? 3 : 5] += (double)(AB(&bout[o]) ? AB(&bout[o]) : 64);
+      il_sums = malloc(sizeof *il_sums * (size_t)(IL_NSUMS * galv_pipe_first_rank[S]));
       if (!il_sums) galv_fatal("out of memory");
-      world_rank_values(world, q, x, 4, il_sums);
+      world_rank_values(world, q, x, IL_NSUMS, il_sums);
     }
     /* the stage plan's peak: its states + its saved bytes at their peak (the microbatches it charges x the bytes per
      * microbatch; under ZB-H1 with what the weight-gradient entry reads from B until W: galv_pipe_predicted_saved) */
@@ -1860,13 +1951,14 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
     /* the group's memory: the tracked peak of its ranks' live buffers summed at its entries + their arenas written,
      * beside the plan's: its stages' states + the peak over the group's order of the saved bytes, the send copies
      * and the batons (galv_pipe_peak_group_mem, on what the stages save and send per microbatch) */
-    int64_t fb[64], fs[64], bs[64], states = 0, arenas = 0;
+    int64_t fb[64], fs[64], bs[64], fk[64], bk[64], states = 0, arenas = 0;
     for (int c = 0; c < V; c++) {
       const int st = c * NG + grp, r = galv_pipe_first_rank[st] + lrank; /* the chunk's rank on this device */
-      states += galv_pipe_predicted_state[st], arenas += (int64_t)il_sums[4 * r];
-      fb[c] = (int64_t)il_sums[4 * r + 1], fs[c] = (int64_t)il_sums[4 * r + 2], bs[c] = (int64_t)il_sums[4 * r + 3];
+      const double *x = il_sums + IL_NSUMS * r;
+      states += galv_pipe_predicted_state[st], arenas += (int64_t)x[0];
+      fb[c] = (int64_t)x[1], fs[c] = (int64_t)x[2], bs[c] = (int64_t)x[3], fk[c] = (int64_t)x[4], bk[c] = (int64_t)x[5];
     }
-    const int64_t held = galv_pipe_group_held(NG, V, grp, B, fb, fs, bs, gacts); /* gacts: the group's order again */
+    const int64_t held = galv_pipe_group_held(NG, V, grp, B, fb, fs, bs, fk, bk, gacts); /* gacts: the group's order again */
     const int64_t got = il.dev[IL_GPEAK] + arenas, pred = states + held;
     printf("%s: device group %d (stages", galv_progname, grp);
     for (int c = 0; c < V; c++) printf("%s%d", c ? "," : " ", c * NG + grp);
@@ -1952,7 +2044,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
   for (int j = 0; j < B; j++) drelease(stash[j]);
   drelease(g32), drelease(gblk), drelease(inbuf), drelease(arena), drelease(W);
   free(ik), free(ok), free(ng), free(ioff), free(goff), free(bat), free(nbat), free(gnb), free(gbuf), free(acc), free(st1), free(st2), free(stash), free(trains);
-  free(hin), free(acts), free(evs), free(mbw), free(gacts), free(gidx), free(il.bufs);
+  free(hin), free(acts), free(evs), free(mbw), free(gacts), free(gidx), free(il.bufs), free(il_frel), free(il_grel), free(il_relmb);
   if (il.sq) galv_queue_free(il.sq);
   galv_queue_free(q);
   galv_spmd_finalize();

@@ -287,6 +287,22 @@ void galv_pipe_xfer_send(const galv_pipe_xfer *x, const void *whole, galv_queue 
   }
 }
 
+uint64_t galv_pipe_xfer_peers(const galv_pipe_xfer *x, int send) {
+  if (x->scatter > 1) return lr < 64 ? 1ull << lr : send ? ~0ull : 0; /* rank r with rank r */
+  uint64_t m = 0;
+  for (int i = 0; i < x->ntiles; i++) {
+    const galv_pipe_tile *t = &x->tiles[i];
+    if ((send ? t->src : t->dst) != lr) continue;
+    const int o = send ? t->dst : t->src;
+    if (o >= 64) {
+      if (send) return ~0ull;
+      continue;
+    }
+    m |= 1ull << o;
+  }
+  return m;
+}
+
 static struct gather *push_gather(void) {
   if (ngath == capgath) {
     capgath = capgath ? 2 * capgath : 8;

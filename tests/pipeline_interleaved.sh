@@ -27,8 +27,10 @@
 # summed at each of its entries, passed along with the baton, + their
 # arenas written) within 5 % (either way) of the plan's peak for the group
 # (its stages' states + the peak over the group's order of the saved bytes,
-# the send copies and the batons kept until the step's end), which galvc
-# prints and the runtime prints again. --schedule auto --virtual-stages
+# the send copies, each held until a message proves its receiver has it, and
+# the batons), which galvc prints and the runtime prints again; every rank
+# of a stage before the last releases its forward copies as their gradients
+# come back. --schedule auto --virtual-stages
 # 2 (--plan-only) prices the four schedules and chooses the shortest
 # predicted step. Bad input: microbatches that are not a multiple of P and
 # the other wrong combinations are one error line each
@@ -86,15 +88,17 @@ declare -A FLAGS=([gpt2]="--batch 8 --seq 8" [tied]="--batch 8 --seq 8" [llama]=
 declare -A PFLAGS=([gpt2]="" [tied]="" [llama]="" [mlp]="--layers 6 --stage-cuts equal")
 # a case's devices per group (G = P x devices, every stage on that many ranks) and its flags (the field after G)
 declare -A XFLAGS=([dptp]="--strategy dp,tp --mesh dp=2,tp=2" [rc]="--recompute=all"
-  [dptpx]="--strategy dp,tp --mesh dp=2,tp=2 --gpus-per-node 4")
+  [dptpx]="--strategy dp,tp --mesh dp=2,tp=2 --gpus-per-node 4" [dl]="")
 # model:P:V:B[:precision[:G[:flags]]]
 # (tied: the embedding tied to the head, a parameter of stages 0 and 3, on groups 0 and 1)
 # (mlp:2:2:4 runs alike, left out for time: GALV_PIPE_IL_CASES="mlp:2:2:4")
 # G > P: device groups of G / P devices, each stage a program on that many ranks (a rank per device and chunk: the
 # ranks of a device take turns, one baton per device): the planner's plan per stage (dp=2), the preset dp x tp on 4
 # devices per group (16 ranks), full recomputation per layer inside the chunks; the same dp x tp with 4 devices per node
-# (dptpx: every stage a node, the crossing blocks scattered over tp and gathered in place)
-CASES=${GALV_PIPE_IL_CASES:-"gpt2:2:2:4 tied:2:2:4 llama:2:2:4 gpt2:2:2:4:bf16 mlp:2:3:4 gpt2:2:2:4::4 llama:2:2:4::8:dptp gpt2:2:2:4::4:rc llama:2:2:4::8:dptpx"}
+# (dptpx: every stage a node, the crossing blocks scattered over tp and gathered in place); 8 microbatches run with
+# every communication call's completion delayed (dl: GALV_COMM_DELAY_US, each send buffer checked unchanged until its
+# send completes: a copy released early would fail the run)
+CASES=${GALV_PIPE_IL_CASES:-"gpt2:2:2:4 tied:2:2:4 llama:2:2:4 gpt2:2:2:4:bf16 mlp:2:3:4 gpt2:2:2:4::4 llama:2:2:4::8:dptp gpt2:2:2:4::4:rc llama:2:2:4::8:dptpx gpt2:2:2:8:::dl"}
 for c in $CASES; do # the single-device references: per model and precision
   IFS=: read -r fam P V B PREC G X <<<"$c"
   ref="$T/one-$fam${PREC:+-$PREC}"
@@ -128,7 +132,8 @@ for c in $CASES; do
     done
   done
   if [ "$fam" = mlp ] && [ "$mates" = 0 ]; then bad "$name: no value crosses inside a device group (the skip was meant to)"; fi
-  if ! timeout 120 "$d/launch" --batches "$T/$fam-b" --steps $STEPS -o "$d.w" --trace "$d.trace.json" >"$d.log" 2>"$T/err" </dev/null; then
+  if [ "$X" = dl ]; then dl=(env GALV_COMM_DELAY_US=300 MPIRUN="$MPIRUN -x GALV_COMM_DELAY_US"); else dl=(); fi
+  if ! timeout 120 "${dl[@]}" "$d/launch" --batches "$T/$fam-b" --steps $STEPS -o "$d.w" --trace "$d.trace.json" >"$d.log" 2>"$T/err" </dev/null; then
     bad "$name: run: $(grep -m3 -i error "$T/err" "$d.log")"
     continue
   fi
@@ -138,9 +143,10 @@ for c in $CASES; do
     nsc=$(grep -c 'cross-stage .*scattered over the ranks of a block [1-9]' "$d.log")
     [ "$nsc" -ge 16 ] || bad "$name: $nsc cross-stage lines with scattered values, expected one per direction and sending rank"
   fi
-  if msg=$(python3 - "$ref.log" "$d.log" "$ref.w" "$d.w" "$d.galvc" "$S" "$P" "$STEPS" "$SRC/tests/lib" "${PREC:-fp32}" "${G:-$P}" 2>&1 <<'PY'
+  if msg=$(python3 - "$ref.log" "$d.log" "$ref.w" "$d.w" "$d.galvc" "$S" "$P" "$STEPS" "$SRC/tests/lib" "${PREC:-fp32}" "${G:-$P}" "$B" 2>&1 <<'PY'
 import sys, re
-la, lb, wa, wb, gl, S, P, steps, lib, prec, G = sys.argv[1:12]
+la, lb, wa, wb, gl, S, P, steps, lib, prec, G, B = sys.argv[1:13]
+B = int(B)
 S, P, steps, K = int(S), int(P), int(steps), int(G) // int(P)  # K devices per group
 sys.path.insert(0, lib)
 from same_training import check, losses
@@ -192,7 +198,17 @@ for (d, k) in sorted(mmeas):
     if abs(dev) > 5: sys.exit(f"group {d} device {k}: tracker peak {m} bytes vs the plan's {t} ({mpred[d][1]} states + "
                               f"{mpred[d][2]}): {dev:+.2f}% (bound 5%)")
     if k == 0: mem.append(f"group {d} {m} / {t} ({dev:+.2f}%)")
-print(f"{same}; peak saved bytes per group measured = predicted: "
+# the send copies: every forward value here gets its gradient back, so each rank of a stage before the last releases
+# at least one copy per microbatch as its receiver answers (runtime/pipe.c il_release), not at the step's end
+rel = {(int(s), int(k or 0)): (int(a), int(b)) for s, k, a, b in re.findall(
+    r"\[stage (\d+), rank \d+(?:, stage rank (\d+))?\]: interleaved: send copies released once their receivers had them "
+    r"(\d+), at the step's end (\d+)", r)}
+if sorted(rel) != sorted(meas): sys.exit(f"send copy lines for {sorted(rel)}, expected {sorted(meas)}")
+for (s, k), (a, b) in rel.items():
+    if s < S - 1 and a < B * steps: sys.exit(f"stage {s} rank {k}: {a} send copies released as received, expected at least "
+                                             f"{B * steps} (one per microbatch and step), {b} at the step's end")
+nrel, nend = sum(a for a, b in rel.values()), sum(b for a, b in rel.values())
+print(f"{same}; send copies released as received {nrel}, at the step's end {nend}; peak saved bytes per group measured = predicted: "
       + " ".join(f"{gmeas[d, 0][0]} ({gmeas[d, 0][1]} entries)" for d in range(P))
       + "; memory tracked / planned: " + ", ".join(mem) + (f" (each of {K} devices per group alike within 5 %)" if K > 1 else ""))
 PY

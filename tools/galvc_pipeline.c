@@ -1861,6 +1861,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
   const int V = train && P.sched == GV_SCHED_INTERLEAVED ? pl->vstages : 1, NG = S / V;
   int64_t il_fb[GV_PIPE_MAX_STAGES] = {0}; /* interleaved: each stage's saved bytes per microbatch */
   int64_t il_fs[GV_PIPE_MAX_STAGES] = {0}, il_bs[GV_PIPE_MAX_STAGES] = {0}; /* ... its forward and backward sends' bytes */
+  int64_t il_fk[GV_PIPE_MAX_STAGES] = {0}, il_bk[GV_PIPE_MAX_STAGES] = {0}; /* ... of them, those kept until the step's end */
   /* dev[s]: the devices of stage s (its sub-mesh, the DP's choice; the runtime's ranks first_rank[s] ..) */
   int dev[GV_PIPE_MAX_STAGES], first_rank[GV_PIPE_MAX_STAGES + 1] = {0};
   if (pipe_stage_devices(&P, pl, &gpus, dev)) { free(pl); return 1; }
@@ -2147,15 +2148,21 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
       int64_t fb = mb ? state_bytes(mb, &n) : result_bytes(ms, "grad:pp."), wb = mw ? state_bytes(mw, &wn) : 0;
       galv_pipe_act *acts = malloc(sizeof *acts * (size_t)(3 * pa->B * V));
       il_fb[s] = fb;
-      /* interleaved: the copies pipe.c sends from per microbatch, kept until the step's end: the forward's values, one
-       * per receiving stage (none from the last stage), the backward's gradients of the received values */
-      il_fs[s] = il_bs[s] = 0;
-      for (int i = 0; i < io->nout && s < S - 1; i++)
-        il_fs[s] += stage_value_copy_bytes(ms, io->out[i].name) * __builtin_popcountll(io->out[i].dst_mask);
+      /* interleaved: the copies pipe.c sends from per microbatch: the forward's values, one per receiving stage (none
+       * from the last stage), released at B where their gradients come back, else (il_fk) kept until the step's end;
+       * the backward's gradients of the received values, released once the previous stage's next input arrives, those
+       * to other stages (il_bk) kept until the step's end (galv_pipe_peak_group_mem) */
+      il_fs[s] = il_bs[s] = il_fk[s] = il_bk[s] = 0;
+      for (int i = 0; i < io->nout && s < S - 1; i++) {
+        char gname[300];
+        snprintf(gname, sizeof gname, "gin:%s", io->out[i].name);
+        const int64_t b = stage_value_copy_bytes(ms, io->out[i].name) * __builtin_popcountll(io->out[i].dst_mask);
+        *(stage_value_type(mb ? mb : ms, gname) ? &il_fs[s] : &il_fk[s]) += b;
+      }
       for (int i = 0; i < io->nin; i++) {
         char gname[300];
         snprintf(gname, sizeof gname, "grad:%s", io->in[i].name);
-        il_bs[s] += stage_value_copy_bytes(mb ? mb : ms, gname);
+        *(io->in[i].peer == s - 1 ? &il_bs[s] : &il_bk[s]) += stage_value_copy_bytes(mb ? mb : ms, gname);
       }
       if (!acts) rc = gv_error_plain("out of memory");
       else {
@@ -2477,10 +2484,14 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     for (int c = 0; c < V; c++) fprintf(stderr, "%s%d", c ? "," : " ", c * NG + d);
     fprintf(stderr, "): interleaved: predicted peak saved bytes %lld (%d chunk microbatches)\n", (long long)peak, pmb);
     /* the group's memory: its stages' states (the plan's) + the peak over its order of the saved bytes, the send
-     * copies and the batons the runtime keeps until the step's end (runtime/pipe.c prints its tracker beside it) */
-    int64_t fs[GV_PIPE_MAX_STAGES], bs[GV_PIPE_MAX_STAGES], states = 0;
-    for (int c = 0; c < V; c++) fs[c] = il_fs[c * NG + d], bs[c] = il_bs[c * NG + d], states += pl->cost[c * NG + d].state_bytes;
-    int64_t held = galv_pipe_group_held(NG, V, d, pa->B, fb, fs, bs, ga);
+     * copies the runtime holds until their receivers are known to have them, and the batons (runtime/pipe.c prints
+     * its tracker beside it) */
+    int64_t fs[GV_PIPE_MAX_STAGES], bs[GV_PIPE_MAX_STAGES], fk[GV_PIPE_MAX_STAGES], bk[GV_PIPE_MAX_STAGES], states = 0;
+    for (int c = 0; c < V; c++) {
+      const int st = c * NG + d;
+      fs[c] = il_fs[st], bs[c] = il_bs[st], fk[c] = il_fk[st], bk[c] = il_bk[st], states += pl->cost[st].state_bytes;
+    }
+    int64_t held = galv_pipe_group_held(NG, V, d, pa->B, fb, fs, bs, fk, bk, ga);
     fprintf(stderr, "galvc: device group %d (stages", d);
     for (int c = 0; c < V; c++) fprintf(stderr, "%s%d", c ? "," : " ", c * NG + d);
     fprintf(stderr, "): interleaved: predicted memory peak %lld bytes (states %lld + saved activations, send copies and "

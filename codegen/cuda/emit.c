@@ -1058,7 +1058,7 @@ static const char make_ranks[] =
     "# runtime/comm_mpi.c with its data calls renamed galv_mpi_* (comm_staged.cu wraps them)\n"
     "STAGED_RENAME = -Dgalv_all_reduce=galv_mpi_all_reduce -Dgalv_all_gather=galv_mpi_all_gather \\\n"
     "  -Dgalv_reduce_scatter=galv_mpi_reduce_scatter -Dgalv_all_to_all=galv_mpi_all_to_all -Dgalv_send=galv_mpi_send \\\n"
-    "  -Dgalv_recv=galv_mpi_recv -Dgalv_queue_sync=galv_mpi_queue_sync -Dgalv_queue_sync_keep=galv_mpi_queue_sync_keep -Dgalv_group_start=galv_mpi_group_start \\\n"
+    "  -Dgalv_recv=galv_mpi_recv -Dgalv_queue_sync=galv_mpi_queue_sync -Dgalv_queue_sync_keep=galv_mpi_queue_sync_keep -Dgalv_queue_sync_buf=galv_mpi_queue_sync_buf -Dgalv_group_start=galv_mpi_group_start \\\n"
     "  -Dgalv_group_end=galv_mpi_group_end\n"
     "comm_mpi_staged.o: runtime/comm_mpi.c runtime/galv_comm.h runtime/galv_rt.h\n"
     "\t$(MPICC) -O2 -std=gnu11 $(STAGED_RENAME) -c -o $@ $<\n"

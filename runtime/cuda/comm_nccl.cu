@@ -180,6 +180,9 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* The stream runs its calls in order and a send whose receiver has its bytes has run: nothing to wait for. */
+void galv_queue_sync_buf(galv_queue *q, const void *buf, size_t n) { (void)q, (void)buf, (void)n; }
+
 /* Waits for the queue while watching every communicator for asynchronous errors. */
 void galv_queue_sync(galv_queue *q) {
   const char *env = getenv("GALV_COMM_TIMEOUT");

@@ -672,12 +672,41 @@ int main(void) {
     {
       galv_pipe_act a[8];
       int n = galv_pipe_order_group(2, 2, 1, 2, a);
-      const int64_t fb[2] = {10, 100}, fs[2] = {1, 0}, bs[2] = {2, 20};
-      int64_t pk = galv_pipe_peak_group_mem(a, n, fb, fs, bs, 1, 1000), pk0 = galv_pipe_peak_group_mem(a, n, fb, fs, bs, 1, 0),
-              pkn = galv_pipe_peak_group_mem(a, n, fb, fs, bs, -1, 0);
+      const int64_t fb[2] = {10, 100}, fs[2] = {1, 0}, bs[2] = {2, 20}, z[2] = {0, 0}; /* every copy kept until the end */
+      int64_t pk = galv_pipe_peak_group_mem(a, n, 2, fb, z, z, fs, bs, NULL, 1, 1000),
+              pk0 = galv_pipe_peak_group_mem(a, n, 2, fb, z, z, fs, bs, NULL, 1, 0),
+              pkn = galv_pipe_peak_group_mem(a, n, 2, fb, z, z, fs, bs, NULL, -1, 0);
       CHECK(n == 8 && pk == 2062 && pk0 == 242 && pkn == 222,
             "interleaved group memory: %d entries, peak %lld (expected 2062), without batons %lld (242), no last stage %lld (222)",
             n, (long long)pk, (long long)pk0, (long long)pkn);
+    }
+    /* the copies' releases (galv_pipe_il_grad_release), P = 2, V = 2, B = 4 (the orders above): stage 3's gradient
+     * copies j go at its F(j') with j' the first forward after B(j) in stage 2's order F0 F1 B0 B1 F2 F3 B2 B3: 2, 2,
+     * none, none; stage 2's from stage 1's F0 F1 F2 B0 F3 B1 B2 B3: 3, none...; stage 1's from stage 0's F0..F3
+     * B0..B3: none; stage 0 sends none. Group 1's memory with them (stashes 10 / 100, forward sends 1 / 0 released
+     * at B, backward sends 2 / 20, no batons): F00 11, F01 22, F10 122, B10 142 then 42, F11 142, B11 162 then 62,
+     * F02 73, B00 64, F03 75, B01 66, F12 releases stage 3's two gradient copies 66 - 40 + 100 = 126, B12 146 then
+     * 46, F13 146, B13 166 (the peak) then 66, B02 57, B03 48. Kept until the end (as before): 208 (after B13). With
+     * 64-byte batons (galv_pipe_group_held), three changes of chunk before B13's peak: 358. */
+    {
+      galv_pipe_act a[16];
+      int rel[4][4], want[4][4] = {{-1, -1, -1, -1}, {-1, -1, -1, -1}, {3, -1, -1, -1}, {2, 2, -1, -1}}, same = 1;
+      for (int st = 0; st < 4; st++) {
+        galv_pipe_il_grad_release(2, 2, st, 4, a, rel[st]);
+        for (int j = 0; j < 4; j++) same &= rel[st][j] == want[st][j];
+      }
+      CHECK(same, "interleaved gradient copies' releases: stage 2 %d %d %d %d, stage 3 %d %d %d %d", rel[2][0], rel[2][1],
+            rel[2][2], rel[2][3], rel[3][0], rel[3][1], rel[3][2], rel[3][3]);
+      const int64_t fb[2] = {10, 100}, fs[2] = {1, 0}, bs[2] = {2, 20}, z[2] = {0, 0};
+      int relcnt[8] = {0, 0, 0, 0, 0, 0, 2, 0}; /* chunk 1 (stage 3): two at F(2) */
+      int n = galv_pipe_order_group(2, 2, 1, 4, a);
+      int64_t pr = galv_pipe_peak_group_mem(a, n, 4, fb, fs, bs, z, z, relcnt, 1, 0),
+              pk = galv_pipe_peak_group_mem(a, n, 4, fb, z, z, fs, bs, NULL, 1, 0);
+      galv_pipe_act g[16];
+      int64_t gh = galv_pipe_group_held(2, 2, 1, 4, fb, fs, bs, NULL, NULL, g);
+      CHECK(n == 16 && pr == 166 && pk == 208 && gh == 166 + 3 * GALV_PIPE_BATON_BYTES,
+            "interleaved group memory with the copies' releases: %lld (expected 166), kept %lld (208), group_held %lld (166 "
+            "+ 3 batons of 64 at the group's chunk changes before B13: 358)", (long long)pr, (long long)pk, (long long)gh);
     }
     /* the interleaved timeline of 4 stages on 2 groups: one entry per group at a time, no deadlock */
     {
@@ -791,9 +820,12 @@ int main(void) {
   }
   { /* interleaved 1F1B (P = 2, V = 2, B = 4): the DP takes a plan by each device group's memory (gv_pipe_group_mem:
      * its stages' states + the peak over the group's order of their saved bytes, send copies and batons), which the
-     * plan and the runtime report. Here a group holds 15,512 (group 0) / 13,192 (group 1) bytes beside its states, where
+     * plan and the runtime report. Here a group holds 12,384 (group 0) / 9,192 (group 1) bytes beside its states, where
      * the former check charged each stage ceil(5 / 2) = 3 microbatches (3000 bytes) against the limit / 2 and no send
-     * copies. */
+     * copies. Group 0 (F00 F01 F10 F11 F02 B10 F03 B11 F12 ..., 2000 per forward: stash + copy; B releases its stash
+     * and forward copy and stage 2 sends a 1000-byte gradient copy) peaks at F12: 12000 + 6 batons of 64; group 1 (the
+     * last stage's chunk, its two gradient copies released at F12) at B13: 9000 + 3 batons. Kept until the step's end
+     * (before the copies' releases) they were 15,512 / 13,192. */
     int mb4[] = {4};
     static gv_pipe_plan w, fast;
     il_synth a = {{{10000, 10000, 10000, 10000}, {6000, 6000, 6000, 6000}}};
@@ -801,37 +833,38 @@ int main(void) {
                          .schedule = GV_SCHED_INTERLEAVED, .mem_limit = 1000000, .cost = cost_il, .ctx = &a};
     int rc = gv_pipe_solve(&q, &fast); /* no limit: the fast ways */
     int64_t g0 = rc ? 0 : gv_pipe_group_mem(&fast, 0, NULL), g1 = rc ? 0 : gv_pipe_group_mem(&fast, 1, NULL);
-    CHECK(rc == 0 && fast.vstages == 2 && fast.cost[0].state_bytes == 10000 && g0 == 20000 + 15512 && g1 == 20000 + 13192,
-          "interleaved, no limit: rc %d, stage 0 states %lld, groups %lld / %lld (expected 35512 / 33192)", rc,
+    CHECK(rc == 0 && fast.vstages == 2 && fast.cost[0].state_bytes == 10000 && g0 == 20000 + 12384 && g1 == 20000 + 9192,
+          "interleaved, no limit: rc %d, stage 0 states %lld, groups %lld / %lld (expected 32384 / 29192)", rc,
           (long long)fast.cost[0].state_bytes, (long long)g0, (long long)g1);
-    /* limit 30000: the former check passed the fast ways (10000 + 3 x 1000 <= 30000 / 2), whose group 0 needs 35512;
-     * now every stage takes the slower way (group 0: 12000 + 15512) */
+    /* limit 30000: the former check passed the fast ways (10000 + 3 x 1000 <= 30000 / 2), whose group 0 needs 32384;
+     * now group 0's stages take the slower way (12000 + 12384); group 1 within the limit, free to keep a fast way
+     * (the step then no slower than the all-slow plan's 4 x 1500 + 3 x 1500) */
     q.mem_limit = 30000;
     CHECK(10000 + fast.inflight[0] * 1000 <= q.mem_limit / 2 && fast.inflight[0] == 3, "the former charge: %lld in flight",
           (long long)fast.inflight[0]);
     rc = gv_pipe_solve(&q, &w);
     g0 = rc ? 0 : gv_pipe_group_mem(&w, 0, NULL), g1 = rc ? 0 : gv_pipe_group_mem(&w, 1, NULL);
-    CHECK(rc == 0 && w.cost[0].state_bytes == 6000 && w.cost[1].state_bytes == 6000 && w.cost[2].state_bytes == 6000 &&
-              w.cost[3].state_bytes == 6000 && g0 == 27512 && g1 == 25192 && w.step_ns == 4 * 1500 + 3 * 1500,
-          "interleaved, limit 30000: rc %d, states %lld %lld %lld %lld, groups %lld / %lld (expected the slower ways: 27512 / "
-          "25192)", rc, (long long)w.cost[0].state_bytes, (long long)w.cost[1].state_bytes, (long long)w.cost[2].state_bytes,
-          (long long)w.cost[3].state_bytes, (long long)g0, (long long)g1);
-    /* limit 27000: no group fits even so (group 0 needs 27512 with the slower ways): no plan */
-    q.mem_limit = 27000;
+    CHECK(rc == 0 && w.cost[0].state_bytes == 6000 && w.cost[2].state_bytes == 6000 && g0 == 24384 && g1 <= 30000 &&
+              w.step_ns <= 4 * 1500 + 3 * 1500,
+          "interleaved, limit 30000: rc %d, states %lld %lld %lld %lld, groups %lld / %lld (expected group 0's slower ways: "
+          "24384 / at most 30000), step %lld", rc, (long long)w.cost[0].state_bytes, (long long)w.cost[1].state_bytes,
+          (long long)w.cost[2].state_bytes, (long long)w.cost[3].state_bytes, (long long)g0, (long long)g1, (long long)w.step_ns);
+    /* limit 24000: group 0 does not fit even so (it needs 24384 with the slower ways): no plan */
+    q.mem_limit = 24000;
     rc = solve_captured(&q, &w);
-    CHECK(rc == 1 && strstr(errbuf, "no partition fits"), "interleaved, limit 27000: rc %d (%s)", rc, errbuf);
+    CHECK(rc == 1 && strstr(errbuf, "no partition fits"), "interleaved, limit 24000: rc %d (%s)", rc, errbuf);
     /* uneven states in a group: stage 0 fast with 20000 bytes or slow with 4000, the others 2000 (one way). Limit
      * 40000: the former check refused stage 0's fast way (20000 + 3000 > 40000 / 2); its group needs 20000 + 2000 +
-     * 15512 = 37512, which fits: the fast way taken */
+     * 12384 = 34384, which fits: the fast way taken */
     il_synth u = {{{20000, 2000, 2000, 2000}, {4000, 0, 0, 0}}};
     q.ctx = &u, q.mem_limit = 40000;
     rc = gv_pipe_solve(&q, &w);
     g0 = rc ? 0 : gv_pipe_group_mem(&w, 0, NULL);
-    CHECK(rc == 0 && w.cost[0].state_bytes == 20000 && w.cost[0].ns == 1000 && g0 == 37512 && 20000 + 3 * 1000 > 40000 / 2,
-          "interleaved, uneven, limit 40000: rc %d, stage 0 states %lld ns %lld, group 0 %lld (expected the fast way: 37512)",
+    CHECK(rc == 0 && w.cost[0].state_bytes == 20000 && w.cost[0].ns == 1000 && g0 == 34384 && 20000 + 3 * 1000 > 40000 / 2,
+          "interleaved, uneven, limit 40000: rc %d, stage 0 states %lld ns %lld, group 0 %lld (expected the fast way: 34384)",
           rc, (long long)w.cost[0].state_bytes, (long long)w.cost[0].ns, (long long)g0);
-    printf("interleaved: the DP takes plans by each device group's memory (limit 30000: the slower ways, group 0 27512; "
-           "limit 40000, uneven: stage 0's fast way, group 0 37512)\n");
+    printf("interleaved: the DP takes plans by each device group's memory (limit 30000: group 0's slower ways, 24384; "
+           "limit 40000, uneven: stage 0's fast way, group 0 34384)\n");
   }
   printf("%d brute-force cases, %d failures\n", cases, fails);
   return fails ? 1 : 0;
