@@ -56,6 +56,11 @@ extern const int galv_pipe_training, galv_pipe_schedule; /* schedule: 0 gpipe, 1
 /* interleaved 1F1B: the model chunks per device group (V; P = nstages / V groups, stage s on group s mod P,
  * its V stages' ranks taking turns in the group's order, runtime/pipe.c); else 1 */
 extern const int galv_pipe_vstages;
+/* ---- runtime/pipe.c: this rank's device among the pipeline's, set before
+ * the device hooks' begin: interleaved 1F1B, its device group's place (rank
+ * r of stage g + c P: device g k + r, k ranks a stage, the group's V chunks
+ * on one device); else its world rank. */
+extern int galv_pipe_device_slot;
 /* the backward entry's constants start at this offset of its weights block, past the forward entry's weights
  * (galvc gv_emit_options.const_base): one buffer holds the parameters once and both entries' constants; 0: the
  * backward entry holds a copy of the parameters of its own */

@@ -95,6 +95,7 @@ static const galv_pipe_device cpu_dev = {h_none, h_alloc, h_release, h_copy, h_c
                                          galv_spmd_block, galv_spmd_gather, h_opt, galv_pipe_box_host, h_none, h_scale,
                                          h_op16, h_to_f32, h_scan};
 const galv_pipe_device *galv_pipe_dev;
+int galv_pipe_device_slot;
 static const galv_pipe_device *D = &cpu_dev;
 
 /* Buffers the steps use go through dalloc / drelease: noted by the allocation tracker (runtime/io.c) with their
@@ -2113,6 +2114,10 @@ int galv_pipe_main(int argc, char **argv) {
   if (rank < galv_pipe_first_rank[me] || rank >= galv_pipe_first_rank[me + 1])
     galv_fatal("world rank %d runs stage %d's program, but the pipeline places stage %d on ranks %d-%d (run it with %s)",
                rank, me, me, galv_pipe_first_rank[me], galv_pipe_first_rank[me + 1] - 1, galv_launch_hint());
+  galv_pipe_device_slot = rank;
+  if (galv_pipe_schedule == GALV_SCHED_INTERLEAVED && galv_pipe_vstages > 1) /* the device group's place */
+    galv_pipe_device_slot = (me % (S / galv_pipe_vstages)) * (galv_pipe_first_rank[me + 1] - galv_pipe_first_rank[me]) +
+                            (rank - galv_pipe_first_rank[me]);
   D->begin(); /* the device (before any communicator: NCCL binds each to the current device) */
   /* the stage's sub-world: its program's mesh (SPMD over the stage's ranks); stages may differ in size */
   galv_comm *world = galv_comm_world_split(me, &lrank, &nlocal);

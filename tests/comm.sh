@@ -4,7 +4,9 @@
 # (oversubscribed), every run under `timeout`: each collective on each axis
 # group of the meshes that fit (2, 2x2, 4, 2x2x2, 2x4, 4x2, 8) against a
 # locally computed expectation, byte counters against the header's formulas,
-# grouped ring exchanges, all with GALV_COMM_SYNC=1 (synchronous sends, so
+# grouped ring exchanges, galv_queue_sync_buf waiting for one buffer's send
+# alone (3 ranks or more: waiting for the other send in flight would
+# deadlock), all with GALV_COMM_SYNC=1 (synchronous sends, so
 # ordering bugs fail instead of passing by MPI's buffering). An ungrouped
 # ring under GALV_COMM_SYNC=1 must fail with one error line naming the
 # deadlock (never hang); a mesh that does not match the rank count is one

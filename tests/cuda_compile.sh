@@ -86,7 +86,7 @@ done
 if [ $MPI = 1 ]; then
   MPI_INC=$(mpicc --showme:incdirs | sed 's/^/-I/; s/ / -I/g')
   MPI_LIBS=$(mpicc --showme:link)
-  RENAME="-Dgalv_all_reduce=galv_mpi_all_reduce -Dgalv_all_gather=galv_mpi_all_gather -Dgalv_reduce_scatter=galv_mpi_reduce_scatter -Dgalv_all_to_all=galv_mpi_all_to_all -Dgalv_send=galv_mpi_send -Dgalv_recv=galv_mpi_recv -Dgalv_queue_sync=galv_mpi_queue_sync -Dgalv_group_start=galv_mpi_group_start -Dgalv_group_end=galv_mpi_group_end"
+  RENAME="-Dgalv_all_reduce=galv_mpi_all_reduce -Dgalv_all_gather=galv_mpi_all_gather -Dgalv_reduce_scatter=galv_mpi_reduce_scatter -Dgalv_all_to_all=galv_mpi_all_to_all -Dgalv_send=galv_mpi_send -Dgalv_recv=galv_mpi_recv -Dgalv_queue_sync=galv_mpi_queue_sync -Dgalv_queue_sync_keep=galv_mpi_queue_sync_keep -Dgalv_queue_sync_buf=galv_mpi_queue_sync_buf -Dgalv_group_start=galv_mpi_group_start -Dgalv_group_end=galv_mpi_group_end"
   if nvcc "${NVF[@]}" $MPI_INC -o "$T/comm_check_nccl" "$SRC/tests/cuda/comm_check.cu" "$RT/cuda/comm_nccl.cu" \
        "$T/lib/libgalv_cuda_kernels.a" -lnccl -lcublas -lcublasLt -Xlinker "$(echo $MPI_LIBS | sed 's/ /,/g')" 2>"$T/nccl.log"; then
     echo "✓ NCCL backend (comm_nccl.cu) links"

@@ -224,7 +224,21 @@ static void d_box(size_t es, int r, const int64_t *dims, const char *src, char *
   }
 }
 
-static void d_begin(void) { galv_cu_init((size_t)galv_cu_scratch_bytes); }
+/* The device: GALV_CUDA_DEVICE (the NCCL backend sets it per local rank when unset). Interleaved 1F1B, whose
+ * device group's V ranks share a GPU through the staged backend (which sets none): the group's GPU,
+ * galv_pipe_device_slot mod the GPUs seen, one node (across nodes out/launch does not place a group's ranks on one
+ * node). On a machine of several GPUs each rank says which it took. */
+static void d_begin(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0; /* none: galv_cu_init says so in one line */
+  if (n > 1 && galv_pipe_schedule == 3 /* interleaved */ && !getenv("GALV_CUDA_DEVICE")) {
+    char b[16];
+    snprintf(b, sizeof b, "%d", galv_pipe_device_slot % n);
+    setenv("GALV_CUDA_DEVICE", b, 1);
+  }
+  galv_cu_init((size_t)galv_cu_scratch_bytes);
+  if (n > 1) printf("%s: CUDA device %d of %d\n", galv_progname, galv_cu.device, n);
+}
 static void d_end(void) {
   free(global_host);
   global_host = NULL;

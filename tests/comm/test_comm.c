@@ -9,7 +9,10 @@
  *              flight on one queue, a call reading an earlier call's result
  *              (queue order), each result against a locally computed
  *              expectation; counters against the header's formulas; a grouped
- *              ring exchange (send right, recv left) in both directions
+ *              ring exchange (send right, recv left) in both directions; with
+ *              3 ranks or more, galv_queue_sync_buf waiting for its buffer's
+ *              send alone (another send in flight on the queue completes only
+ *              after it returns: waiting for both would deadlock)
  *     ring     an UNgrouped ring exchange, every rank sending first: with
  *              GALV_COMM_SYNC=1 it must fail with one error line (deadlock
  *              detected), never hang or pass
@@ -205,6 +208,49 @@ static void ring(const grp *g, galv_comm *c, galv_queue *q, size_t count, int gr
   free(s), free(r), free(s2), free(r2);
 }
 
+/* galv_queue_sync_buf completes the calls on one buffer only. World ranks 0-2 of group c (the world in order): rank 0
+ * posts A to rank 1 and B to rank 2 on one queue, then sync_buf(B), then sends "go" to rank 2; rank 2 receives B and
+ * go, then sends go2 to rank 1, which only then receives A. Under GALV_COMM_SYNC=1 (synchronous sends) A completes
+ * after go2, after go, after sync_buf(B) returned: a sync_buf that waited for A too would never return. */
+static void sync_buf_check(galv_comm *c, galv_queue *q) {
+  enum { N = 1 << 14 }; /* beyond any eager limit */
+  float *a = malloc(N * 4), *b = malloc(N * 4), go = 1, go2 = 2, got = 0;
+  int bad = 0;
+  for (size_t i = 0; i < N; i++) a[i] = (float)val(0, i, 50), b[i] = (float)val(0, i, 51);
+  if (rank_ == 0) {
+    galv_group_start(); /* each a group of its own, posted and left in flight (as runtime/pipe.c il_send) */
+    galv_send(c, 1, a, N, GALV_F32, q);
+    galv_group_end();
+    galv_group_start();
+    galv_send(c, 2, b, N, GALV_F32, q);
+    galv_group_end();
+    galv_queue_sync_buf(q, b, N * 4);
+    galv_send(c, 2, &go, 1, GALV_F32, q);
+    galv_queue_sync(q);
+    expect.send += (2 * N + 1) * 4;
+  } else if (rank_ == 1) {
+    galv_recv(c, 2, &got, 1, GALV_F32, q);
+    galv_queue_sync(q);
+    memset(a, 0, N * 4);
+    galv_recv(c, 0, a, N, GALV_F32, q);
+    galv_queue_sync(q);
+    for (size_t i = 0; i < N; i++) bad |= a[i] != (float)val(0, i, 50);
+    bad |= got != go2;
+  } else if (rank_ == 2) {
+    memset(b, 0, N * 4);
+    galv_recv(c, 0, b, N, GALV_F32, q);
+    galv_recv(c, 0, &got, 1, GALV_F32, q);
+    galv_queue_sync(q);
+    for (size_t i = 0; i < N; i++) bad |= b[i] != (float)val(0, i, 51);
+    bad |= got != go;
+    galv_send(c, 1, &go2, 1, GALV_F32, q);
+    galv_queue_sync(q);
+    expect.send += 4;
+  }
+  CHECK(!bad, "sync_buf: wrong data on rank %d", rank_);
+  free(a), free(b);
+}
+
 int main(int argc, char **argv) {
   galv_progname = "test_comm";
   galv_comm_world_init(&argc, &argv, &rank_, &size_);
@@ -252,6 +298,11 @@ int main(int argc, char **argv) {
       ring(&g, c, q, 1 << 15, 1, name); /* large: beyond any eager limit */
       check_counters(name);
     }
+  }
+  if (size_ >= 3) {
+    int64_t shape[1] = {size_};
+    sync_buf_check(galv_comm_group(shape, 1, 1), q);
+    check_counters("sync_buf");
   }
   galv_queue_free(q);
   galv_comm_world_finalize();

@@ -622,12 +622,19 @@ cudaError_t cudaGetLastError(void) {
   last_error = cudaSuccess;
   return e;
 }
+/* GALV_EMU_DEVICES=N (1 to 64, default 1): the process sees N devices, all one emulated memory (a machine of several
+ * GPUs for the device choice's checks: each rank on device 0 .. N - 1) */
+static int emu_devices(void) {
+  const char *e = getenv("GALV_EMU_DEVICES");
+  int n = e && *e ? atoi(e) : 1;
+  return n >= 1 && n <= 64 ? n : 1;
+}
 cudaError_t cudaGetDeviceCount(int *n) {
   emu_init();
-  *n = 1; /* one emulated device per process */
+  *n = emu_devices();
   return cudaSuccess;
 }
-cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+cudaError_t cudaSetDevice(int d) { return d >= 0 && d < emu_devices() ? cudaSuccess : cudaErrorInvalidDevice; }
 enum { EMU_SMS = 132 }; /* an H100 / H200: grid sizes as on the GPU */
 cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int) {
   if (a != cudaDevAttrMultiProcessorCount) return cudaErrorInvalidValue;
