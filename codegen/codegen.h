@@ -49,6 +49,8 @@ typedef struct {
   bool bf16;        /* --precision bf16: float tensors stored as bf16, fp32 accumulation (fp16: the emitter
                      * stores f16 where the storage pass stored f16; docs/cuda-target.md, "fp16") */
   bool pipe_stage;  /* a pipeline stage (galvc --pipeline-stages): main = runtime/cuda/pipe_cuda.cu, MPI + comm backend */
+  bool shared_gpu;  /* the stage's ranks share their GPUs with other stages' (interleaved 1F1B: a device group's V
+                     * chunks): the Makefile's COMM defaults to staged (NCCL refuses two ranks on one GPU) */
 } gv_cuda_options;
 int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_cuda_options *co);
 

@@ -31,9 +31,10 @@
 #     gradient entry split from the input-gradient one), 1F1B on uneven
 #     stage devices 1 and 2 (dp inside the second), 1F1B with
 #     recomputing stages (--pipeline-recompute) and interleaved 1F1B (2
-#     device groups x 2 chunks), each vs the single device; the interleaved
-#     stages again host-staged on 4 emulated GPUs (GALV_EMU_DEVICES=4):
-#     every rank on its device group's GPU, the NCCL run bit for bit; 1F1B on
+#     device groups x 2 chunks, its Makefiles defaulting to COMM=staged),
+#     each vs the single device; the interleaved stages on 4 emulated GPUs
+#     (GALV_EMU_DEVICES=4): every rank on its device group's GPU, the
+#     NCCL build's losses bit for bit; 1F1B on
 #     stage devices 1 and 2 with --clip-grad-norm (SGD) vs the clipped
 #     single-device CPU program (one norm over both stages, each
 #     parameter counted once);
@@ -228,24 +229,27 @@ train recomp "pipeline 1F1B with recomputing stages (--pipeline-recompute; 4 mic
   --pipeline-stages 2 --microbatches 4 --pipeline-recompute
 train il "pipeline interleaved 1F1B (2 device groups x 2 chunks = 4 stages, a group's ranks taking turns; 4 microbatches)" \
   --pipeline-stages 2 --virtual-stages 2 --schedule interleaved --microbatches 4
-# the same on a machine of 4 GPUs (GALV_EMU_DEVICES=4), host-staged (the backend that lets a group's ranks share a
-# GPU): each rank on its device group's GPU (runtime/cuda/pipe_cuda.cu d_begin: stage s on group s mod 2, GPUs 0 1 0
-# 1, where one GPU per local rank would be 0 1 2 3), the NCCL backend's losses and weights bit for bit
+# the same on a machine of 4 GPUs (GALV_EMU_DEVICES=4), host-staged (the stages' Makefiles default to COMM=staged
+# under interleaved 1F1B: a group's ranks share a GPU, which NCCL refuses): each rank on its device group's GPU
+# (runtime/cuda/pipe_cuda.cu d_begin: stage s on group s mod 2, GPUs 0 1 0 1, where one GPU per local rank would be
+# 0 1 2 3), and the same stages built with COMM=nccl (one emulated GPU) give the same losses and weights bit for bit
 staged_il() {
   local s
-  for s in 0 1 2 3; do make -s -C "$T/il/stage$s" emu COMM=staged >>"$T/ils.log" 2>&1 || return 1; done
-  GALV_EMU_DEVICES=4 launch il --batches "$T/b" --steps 3 -o "$T/ils.w" >"$T/ils.txt" 2>&1
+  grep -q '^COMM ?= staged$' "$T/il/stage0/Makefile" || { echo "the interleaved stage's Makefile: COMM does not default to staged"; return 1; }
+  GALV_EMU_DEVICES=4 launch il --batches "$T/b" --steps 3 -o "$T/ils.w" >"$T/ils.txt" 2>&1 || return 1
+  for s in 0 1 2 3; do make -s -C "$T/il/stage$s" emu COMM=nccl >>"$T/ils.log" 2>&1 || return 1; done
+  launch il --batches "$T/b" --steps 3 -o "$T/iln.w" >"$T/iln.txt" 2>&1
 }
 if [ -d "$T/il.w" ]; then
-  if staged_il && r=$(same "$T/ils.txt" "$T/ils.w" "$T/il.txt" "$T/il.w" exact 2>&1) &&
+  if r=$(staged_il 2>&1) && r=$(same "$T/ils.txt" "$T/ils.w" "$T/iln.txt" "$T/iln.w" exact 2>&1) &&
      d=$(python3 - "$T/ils.txt" <<'PY'
 import re, sys
 got = {int(s): int(d) for s, d in re.findall(r"\[stage (\d+), rank \d+\]: CUDA device (\d+) of 4", open(sys.argv[1]).read())}
 assert sorted(got) == [0, 1, 2, 3] and all(got[s] == s % 2 for s in got), f"stage -> device {got}, expected s mod 2"
 print(" ".join(f"stage {s} on GPU {got[s]}" for s in sorted(got)))
 PY
-     ); then ok "training pipeline interleaved, host-staged on 4 GPUs: $d (each device group's ranks on its GPU); the NCCL backend's losses and weights bit for bit"
-  else bad "training pipeline interleaved, host-staged on 4 GPUs:"; tail -n 20 "$T/ils.log" "$T/ils.txt" 2>/dev/null; echo "${r:-} ${d:-}"; fi
+     ); then ok "training pipeline interleaved, host-staged (the Makefile's default) on 4 GPUs: $d (each device group's ranks on its GPU); the NCCL build's losses and weights bit for bit"
+  else bad "training pipeline interleaved, host-staged on 4 GPUs:"; tail -n 20 "$T/ils.log" "$T/ils.txt" "$T/iln.txt" 2>/dev/null; echo "${r:-} ${d:-}"; fi
 fi
 # ---- a clipped pipeline (--clip-grad-norm: one norm over both stages and stage 1's dp ranks; SGD, so the
 # update is the clipped gradient itself) vs the clipped single-device CPU program

@@ -2126,6 +2126,7 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     if (!rc && ensure_dir(dir)) rc = gv_error_plain("%s: cannot create output directory", dir);
     gv_cuda_options cs = {0};
     if (cuda) cs = *cuda, cs.pipe_stage = true; /* the CUDA emitter writes the stage's Makefile (main = pipe_cuda.cu) */
+    cs.shared_gpu = V > 1; /* interleaved: a device group's chunks share its GPU (COMM defaults to staged) */
     /* the backward entry's constants after the forward entry's weights: one buffer holds the parameters once for both
      * entries (runtime/pipe.c, galv_pipe_bwd_base) */
     const int64_t bwd_base = mb ? gv_emit_weights_bytes(ms) : 0;

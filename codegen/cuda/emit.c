@@ -1090,7 +1090,7 @@ static const char make_stage[] =
     "# a pipeline stage of %d rank%s (every stage started by ../launch = mpirun MPMD): the communicator backend\n"
     "# (collectives inside the stage and p2p between the stages)\n";
 
-static int write_makefile(const char *dir, const char *arch, int nranks, bool stage) {
+static int write_makefile(const char *dir, const char *arch, int nranks, bool stage, bool shared_gpu) {
   char flags[1024] = "", list[512], regarchs[512] = "";
   snprintf(list, sizeof list, "%s", arch && *arch ? arch : "sm_90");
   size_t k = 0;
@@ -1101,11 +1101,19 @@ static int write_makefile(const char *dir, const char *arch, int nranks, bool st
     size_t r = strlen(regarchs);
     snprintf(regarchs + r, sizeof regarchs - r, "%ssm_%s", r ? " " : "", num);
   }
-  char comm[sizeof make_ranks + sizeof make_stage + 256];
+  char comm[sizeof make_ranks + sizeof make_stage + 512];
   int k0 = stage ? snprintf(comm, sizeof comm, make_stage, nranks, nranks > 1 ? "s" : "")
                  : snprintf(comm, sizeof comm, "MAIN_CU = runtime/cuda/main_cuda.cu\n");
   if (!stage && nranks > 1) k0 += snprintf(comm + k0, sizeof comm - (size_t)k0, make_ranks_head, nranks, nranks);
   snprintf(comm + k0, sizeof comm - (size_t)k0, "%s", nranks > 1 || stage ? make_ranks : make_single);
+  char *dflt = strstr(comm, "COMM ?= nccl\n");
+  if (shared_gpu && dflt) { /* the ranks share GPUs with other stages': host-staged by default */
+    static const char sh[] = "# (interleaved 1F1B: a device group's ranks share its GPU, so COMM defaults to staged)\nCOMM ?= staged\n";
+    const size_t tail = strlen(dflt + 13);
+    if ((size_t)(dflt - comm) + sizeof sh + tail > sizeof comm) return gv_error_plain("%s: Makefile too long", dir);
+    memmove(dflt + sizeof sh - 1, dflt + 13, tail + 1);
+    memcpy(dflt, sh, sizeof sh - 1);
+  }
   char buf[sizeof makefile + sizeof comm + 2048];
   int n = snprintf(buf, sizeof buf, makefile, arch && *arch ? arch : "sm_90", flags, regarchs, comm);
   return cg_write_file(dir, "Makefile", buf, (size_t)n);
@@ -1186,7 +1194,7 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
     if (op->code == GV_OP_DOT && e.natt < GV_ATTN_MAX && !e.mixed && gv_attn_match(op, &e.att[e.natt])) e.natt++;
   if (write_program(&e, outdir, &nk)) goto out;
   /* an entry is linked into the program's build: no constants.bin, Makefile or runtime of its own */
-  if (!entry && (write_constants(&e, outdir) || write_makefile(outdir, arch, cg_comm_nranks(e.comm), co && co->pipe_stage) ||
+  if (!entry && (write_constants(&e, outdir) || write_makefile(outdir, arch, cg_comm_nranks(e.comm), co && co->pipe_stage, co && co->shared_gpu) ||
                  write_cuda_runtime(outdir)))
     goto out;
   if (o) o->nkernels = nk;
