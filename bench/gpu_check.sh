@@ -44,7 +44,10 @@
 #       120); its losses against the CPU target's pipeline (prepared here:
 #       DIR/ref/pp2_loss.txt) within rtol 1e-3, the 29 trained weights within 2 lr steps
 #       (4e-3) with at most 0.1 % of the elements beyond 1e-5 (as the 2-rank check), and
-#       stage 0's stash line (saved activations in flight) printed.
+#       stage 0's stash line (saved activations in flight) printed. Then the same model
+#       under interleaved 1F1B (2 device groups x 2 chunks, 4 microbatches; the 4 stage
+#       ranks on the one GPU, host-staged): losses vs the CPU target's (DIR/ref/il_loss.txt)
+#       within rtol 1e-3, the send copies released as received.
 #   Finishes in well under 4 minutes on an H200 (compiles run 8 at a time).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -127,7 +130,13 @@ np.save('$DIR/ppb/labels.npy', r.randint(0, 64, (2, 8, 8)).astype(np.int64))"
   "$BUILD/galvc" "$DIR/gpt2pp.onnx" "${PP[@]}" --target cuda --no-build -q -o "$DIR/pp2/"
   "$BUILD/galvc" "$DIR/gpt2pp.onnx" "${PP[@]}" --target cpu -q -o "$DIR/cpu_pp2/"
   MPIRUN="$MPIRUN" "$DIR/cpu_pp2/launch" --batches "$DIR/ppb" --steps 2 -o "$DIR/ref/pp2_w" | grep '^step' | tee "$DIR/ref/pp2_loss.txt"
-  rm -rf "$DIR/cpu_pp2" "$DIR/gpt2pp.onnx"
+  # interleaved 1F1B on the same model: 2 device groups x 2 chunks, 4 microbatches (the CPU target's losses ->
+  # ref/il_loss.txt); on the GPU the 4 stage ranks share the one GPU through the host-staged backend
+  IL=(--batch 8 --seq 8 --train --pipeline-stages 2 --virtual-stages 2 --schedule interleaved --microbatches 4)
+  "$BUILD/galvc" "$DIR/gpt2pp.onnx" "${IL[@]}" --target cuda --no-build -q -o "$DIR/il4/"
+  "$BUILD/galvc" "$DIR/gpt2pp.onnx" "${IL[@]}" --target cpu -q -o "$DIR/cpu_il4/"
+  MPIRUN="$MPIRUN" "$DIR/cpu_il4/launch" --batches "$DIR/ppb" --steps 2 | grep '^step' | tee "$DIR/ref/il_loss.txt"
+  rm -rf "$DIR/cpu_pp2" "$DIR/cpu_il4" "$DIR/gpt2pp.onnx"
   # GPT-2 small training where the GPU is busy (batch 8 x seq 1024, 8192 tokens a step): the measured step beside
   # galvc's prediction for the h200 preset (--report-cost: step time and memory per device), fp32 / bf16, fused
   # attention off / on. Timing only: the batch-4 x seq-64 runs above are the correctness checks.
@@ -178,6 +187,7 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
   make -s -C "$DIR/gpt2t_2r" COMM=staged COMM_LIBS= program &
   make -s -C "$DIR/gpt2t_dp" COMM=staged COMM_LIBS= program &
   for s in 0 1; do make -s -C "$DIR/pp2/stage$s" COMM=staged COMM_LIBS= program & done
+  for s in 0 1 2 3; do [ -d "$DIR/il4/stage$s" ] && make -s -C "$DIR/il4/stage$s" COMM=staged COMM_LIBS= program & done
 fi
 make -s -C "$DIR/gpt2k_bf16" -j4 program &
 for v in fp32 bf16 fa_fp32 fa_bf16; do [ -d "$DIR/big_$v" ] && make -s -C "$DIR/big_$v" -j4 program & done
@@ -187,7 +197,7 @@ fail=0
 # a compile that failed leaves no executable: name it (its run below then fails or is skipped)
 for t in "$SRC"/tests/cuda/test_*.cu; do [ -x "$B/$(basename "$t" .cu)" ] || { echo "   BUILD FAILED: $t"; fail=1; }; done
 progs="gpt2s_fp32 gpt2s_bf16 gpt2s_train gpt2s_train_bf16 gpt2s_train_fa gpt2s_train_fa_bf16 gpt2k_bf16"
-[ $HAVE_MPI = 1 ] && progs="$progs gpt2t_2r gpt2t_dp pp2/stage0 pp2/stage1"
+[ $HAVE_MPI = 1 ] && progs="$progs gpt2t_2r gpt2t_dp pp2/stage0 pp2/stage1 il4/stage0 il4/stage1 il4/stage2 il4/stage3"
 for p in $progs; do [ -x "$DIR/$p/program" ] || { echo "   BUILD FAILED: $DIR/$p/program"; fail=1; }; done
 if [ "${GPU_CHECK_BUILD_ONLY:-0}" = 1 ]; then exit $fail; fi # (a compile check on a machine without a GPU)
 for t in "$B"/test_*; do
@@ -378,6 +388,30 @@ PY
   fi
 else
   echo "   SKIP: mpicc/mpirun not found on this machine"
+fi
+# interleaved 1F1B, 4 stage ranks on this one GPU (host-staged): losses vs the CPU target's within rtol 1e-3, and
+# the send copies released as their receivers answer (runtime/pipe.c il_release: cudaFree mid-step)
+d=$DIR/il4
+echo "== interleaved 1F1B, GPT-2 tiny training (2 device groups x 2 chunks, 4 microbatches, 2 AdamW steps; host-staged, one GPU)"
+if [ $HAVE_MPI = 1 ] && [ -x "$d/stage0/program" ]; then
+  if timeout 120 env OMPI_MCA_btl_vader_single_copy_mechanism=none GALV_COMM_TIMEOUT=60 MPIRUN="$MPIRUN" "$d/launch" \
+       --batches "$DIR/ppb" --steps 2 2>&1 | tee "$d/run.txt"; then
+    python3 - "$d/run.txt" "$DIR/ref/il_loss.txt" <<'PY' || fail=1
+import re, sys
+run = open(sys.argv[1]).read()
+got = [float(x) for x in re.findall(r"^step \d+ loss (\S+)", run, re.M)]
+want = [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(sys.argv[2]).read(), re.M)]
+rel = sum(int(a) for a in re.findall(r"send copies released once their receivers had them (\d+)", run))
+ok = len(want) == 2 and len(got) == 2 and all(abs(g - v) <= 1e-3 * abs(v) for g, v in zip(got, want)) and rel > 0
+print(f"   losses vs the CPU target's interleaved pipeline: {got} {want}; {rel} send copies released as received "
+      f"{'ok' if ok else 'MISMATCH'}")
+sys.exit(0 if ok else 1)
+PY
+  else
+    echo "   FAILED"; fail=1
+  fi
+else
+  echo "   SKIP: no mpicc/mpirun, or the stages did not build"
 fi
 # GPT-2 small training at batch 8 x seq 1024: measured vs predicted (h200 preset), timing only
 for v in fp32 bf16 fa_fp32 fa_bf16; do
