@@ -695,7 +695,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
                                                                    : last == x->ngroups   ? gkeep_dev
                                                                                           : recv_dev;
           out->feasible = true;
-          /* the copies sent per microbatch (interleaved: kept until the step's end): the values on, the gradients back */
+          /* the copies sent per microbatch (interleaved: held until proven received): the values on, the gradients back */
           out->send_bytes = last < x->ngroups ? sb.send - sb.send_rows + (sb.send_rows + D - 1) / D : 0;
           out->gsend_bytes = x->training && grads ? sb.gsend - sb.gsend_rows + (sb.gsend_rows + D - 1) / D : 0;
           /* the stage's copies of shared parameters are in its program (memory); their gradient sum with the other
