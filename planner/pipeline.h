@@ -272,7 +272,10 @@ int64_t gv_pipe_inflight(gv_schedule sched, int S, int s, int B);
 int64_t gv_pipe_plan_saved(const gv_pipe_plan *pl, int i);
 /* Interleaved 1F1B (pl->vstages > 1): device group d's memory in plan pl, its stages' states (*states, when not NULL)
  * + the peak over the group's order of their saved bytes, send copies and batons (galv_pipe_group_held on the stages'
- * act_bytes, send_bytes, gsend_bytes): what the stage DP accepts a plan by (each group within the limit). */
+ * act_bytes, send_bytes, gsend_bytes): what the stage DP accepts a plan by (each group within the limit). Every copy
+ * counts as released when proven received: the stage costs do not split their copies by receiver, so a value sent to
+ * a stage further on (a skip) or with no gradient back, which the runtime keeps until the step's end, is under-counted
+ * here; galvc's per-group figure at compile time and the runtime's split them (tools/galvc_pipeline.c il_fk, il_bk). */
 int64_t gv_pipe_group_mem(const gv_pipe_plan *pl, int d, int64_t *states);
 
 /* Per-group figures for the analytic stage cost below (from the IR: FLOPs

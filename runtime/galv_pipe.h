@@ -142,6 +142,11 @@ const galv_pipe_xfer *galv_pipe_xfer_find(const char *name, int grad, int from, 
 void galv_pipe_xfer_send(const galv_pipe_xfer *x, const void *whole, galv_queue *q);
 void galv_pipe_xfer_recv(const galv_pipe_xfer *x, void *whole, galv_queue *q);
 void galv_pipe_xfer_complete(galv_queue *q);
+/* galv_pipe_xfer_send whose packed tiles' staging buffers (the stage's alloc hook) go to own(ctx, buf, n) instead of
+ * being released at the next galv_pipe_xfer_complete: for sends on a queue that call does not wait for (runtime/pipe.c's
+ * interleaved copies), whose caller frees them once the send is known complete. */
+void galv_pipe_xfer_send_own(const galv_pipe_xfer *x, const void *whole, galv_queue *q, void (*own)(void *ctx, void *buf, size_t n),
+                             void *ctx);
 /* The other stage's local ranks this rank sends x's bytes to (send = 1) or
  * receives them from (send = 0), a bit each. A rank past 63: all bits when
  * sending, left out when receiving (a proof built on them fails). */

@@ -932,6 +932,7 @@ typedef struct {
   int64_t n;
   int fwd, mb; /* released after the receives of entry F(mb) (fwd 1) or B(mb) (0); mb -1: at the step's end (fwd -1:
                 * a baton) */
+  int staging; /* a packed tile's staging buffer of a copy's send (galv_pipe_xfer_send_own): not tracked, not in held */
 } il_buf;
 typedef struct {
   galv_comm *bw;    /* the batons' world (galv_comm_world_dup): never matched with a stage's data messages */
@@ -970,8 +971,25 @@ static void *il_keep(il_state *il, size_t n, int fwd, int mb) {
   const int64_t m = (int64_t)(n ? n : 64);
   il->held += m;
   il_buf *b = &il->bufs[il->nbufs++];
-  *b = (il_buf){dalloc((size_t)m, GALV_MEM_COMM), m, fwd, mb};
+  *b = (il_buf){dalloc((size_t)m, GALV_MEM_COMM), m, fwd, mb, 0};
   return b->p;
+}
+
+/* the staging buffer of a packed tile of the copy il_send is sending: released with the copy (il_release) */
+typedef struct {
+  il_state *il;
+  int fwd, mb;
+} il_own_ctx;
+static void il_own(void *ctx, void *buf, size_t n) {
+  il_own_ctx *c = ctx;
+  il_state *il = c->il;
+  if (il->nbufs == il->capbufs) {
+    il->capbufs = il->capbufs ? 2 * il->capbufs : 32;
+    il_buf *b = realloc(il->bufs, sizeof *b * (size_t)il->capbufs);
+    if (!b) galv_fatal("out of memory");
+    il->bufs = b;
+  }
+  il->bufs[il->nbufs++] = (il_buf){buf, (int64_t)n, c->fwd, c->mb, 1};
 }
 
 /* entry (fwd, mb)'s receives completed: the copies they prove received go (their sends completed; a copy counted
@@ -986,6 +1004,10 @@ static void il_release(il_state *il, int fwd, int mb) {
       continue;
     }
     galv_queue_sync_buf(il->sq, b.p, (size_t)b.n);
+    if (b.staging) {
+      D->release(b.p);
+      continue;
+    }
     drelease(b.p);
     il->held -= b.n;
     if (i < il->ncounted) il->counted -= b.n, il->dev[IL_COPIES] -= b.n;
@@ -998,8 +1020,9 @@ static void il_release(il_state *il, int fwd, int mb) {
 static void il_send(il_state *il, const galv_pipe_xfer *x, const void *src, size_t n, int fwd, int mb) {
   void *c = il_keep(il, n, fwd, mb);
   D->copy(c, src, n);
+  il_own_ctx own = {il, fwd, mb}; /* its packed tiles' staging goes with it (not at the next entry's complete) */
   galv_group_start();
-  galv_pipe_xfer_send(x, c, il->sq);
+  galv_pipe_xfer_send_own(x, c, il->sq, il_own, &own);
   galv_group_end();
 }
 
@@ -1025,7 +1048,9 @@ static void il_baton_recv(il_state *il, galv_queue *q, int stage) {
  * its turn closed): the step's copies off G */
 static void il_step_end(il_state *il, int holder) {
   galv_queue_sync(il->sq);
-  for (int i = 0; i < il->nbufs; i++) il->nend += il->bufs[i].fwd >= 0, drelease(il->bufs[i].p);
+  for (int i = 0; i < il->nbufs; i++)
+    if (il->bufs[i].staging) D->release(il->bufs[i].p);
+    else il->nend += il->bufs[i].fwd >= 0, drelease(il->bufs[i].p);
   il->nbufs = il->ncounted = 0;
   il->mine -= il->counted, il->held = il->counted = 0;
   if (holder) il->dev[IL_G] -= il->dev[IL_COPIES], il->dev[IL_COPIES] = 0;

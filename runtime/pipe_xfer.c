@@ -259,6 +259,17 @@ static int64_t scat_chunk(const galv_pipe_xfer *x, int64_t *off) {
   return c;
 }
 
+/* a send's staging buffer handed to the caller (galv_pipe_xfer_send_own) instead of released at the next complete */
+static void (*own_fn)(void *ctx, void *buf, size_t n);
+static void *own_ctx;
+
+void galv_pipe_xfer_send_own(const galv_pipe_xfer *x, const void *whole, galv_queue *q, void (*own)(void *ctx, void *buf, size_t n),
+                             void *ctx) {
+  own_fn = own, own_ctx = ctx;
+  galv_pipe_xfer_send(x, whole, q);
+  own_fn = NULL, own_ctx = NULL;
+}
+
 void galv_pipe_xfer_send(const galv_pipe_xfer *x, const void *whole, galv_queue *q) {
   if (x->scatter > 1) { /* chunk r mod q of the block to rank r of the other stage */
     int64_t off, n = scat_chunk(x, &off);
@@ -275,7 +286,12 @@ void galv_pipe_xfer_send(const galv_pipe_xfer *x, const void *whole, galv_queue 
     int64_t n = box_bytes(x, t->len), flat = box_flat_in(x, views[x - galv_pipe_xfers].dims, loff, t->len);
     const char *p;
     if (flat >= 0) p = (const char *)whole + flat * (int64_t)galv_dtype_size(x->dtype);
-    else { /* packed into a staging buffer, freed once the group completes */
+    else if (own_fn) { /* packed into a staging buffer the caller frees once the send is known complete */
+      char *b = galv_pipe_dev->alloc((size_t)n);
+      box_copy_local(x, whole, b, loff, t->len, 1);
+      own_fn(own_ctx, b, (size_t)n);
+      p = b;
+    } else { /* packed into a staging buffer, freed once the group completes */
       pending *s = push_pending();
       s->stage = galv_pipe_dev->alloc((size_t)n);
       box_copy_local(x, whole, s->stage, loff, t->len, 1);

@@ -88,7 +88,7 @@ declare -A FLAGS=([gpt2]="--batch 8 --seq 8" [tied]="--batch 8 --seq 8" [llama]=
 declare -A PFLAGS=([gpt2]="" [tied]="" [llama]="" [mlp]="--layers 6 --stage-cuts equal")
 # a case's devices per group (G = P x devices, every stage on that many ranks) and its flags (the field after G)
 declare -A XFLAGS=([dptp]="--strategy dp,tp --mesh dp=2,tp=2" [rc]="--recompute=all"
-  [dptpx]="--strategy dp,tp --mesh dp=2,tp=2 --gpus-per-node 4" [dl]="")
+  [dptpx]="--strategy dp,tp --mesh dp=2,tp=2 --gpus-per-node 4" [dl]="" [tp]="--strategy tp")
 # model:P:V:B[:precision[:G[:flags]]]
 # (tied: the embedding tied to the head, a parameter of stages 0 and 3, on groups 0 and 1)
 # (mlp:2:2:4 runs alike, left out for time: GALV_PIPE_IL_CASES="mlp:2:2:4")
@@ -96,9 +96,11 @@ declare -A XFLAGS=([dptp]="--strategy dp,tp --mesh dp=2,tp=2" [rc]="--recompute=
 # ranks of a device take turns, one baton per device): the planner's plan per stage (dp=2), the preset dp x tp on 4
 # devices per group (16 ranks), full recomputation per layer inside the chunks; the same dp x tp with 4 devices per node
 # (dptpx: every stage a node, the crossing blocks scattered over tp and gathered in place); 8 microbatches run with
-# every communication call's completion delayed (dl: GALV_COMM_DELAY_US, each send buffer checked unchanged until its
-# send completes: a copy released early would fail the run)
-CASES=${GALV_PIPE_IL_CASES:-"gpt2:2:2:4 tied:2:2:4 llama:2:2:4 gpt2:2:2:4:bf16 mlp:2:3:4 gpt2:2:2:4::4 llama:2:2:4::8:dptp gpt2:2:2:4::4:rc llama:2:2:4::8:dptpx gpt2:2:2:8:::dl"}
+# every communication call's completion delayed (dl: GALV_COMM_DELAY_US; each send buffer checked unchanged until its
+# send completes, a copy's receiver proof checked by the run not hanging under GALV_COMM_SYNC); tp over 4 devices per
+# group (tp: the crossing values' tiles split along the sequence, packed into staging buffers that go with their
+# copies, not at the next entry)
+CASES=${GALV_PIPE_IL_CASES:-"gpt2:2:2:4 tied:2:2:4 llama:2:2:4 gpt2:2:2:4:bf16 mlp:2:3:4 gpt2:2:2:4::4 llama:2:2:4::8:dptp gpt2:2:2:4::4:rc llama:2:2:4::8:dptpx gpt2:2:2:8:::dl gpt2:2:2:4::8:tp"}
 for c in $CASES; do # the single-device references: per model and precision
   IFS=: read -r fam P V B PREC G X <<<"$c"
   ref="$T/one-$fam${PREC:+-$PREC}"
