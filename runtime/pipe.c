@@ -961,18 +961,20 @@ static void il_close(il_state *il) {
 }
 
 /* a buffer of n bytes held until the receives of entry (fwd, mb) (mb -1: the step's end) */
-static void *il_keep(il_state *il, size_t n, int fwd, int mb) {
+static void il_push(il_state *il, il_buf b) {
   if (il->nbufs == il->capbufs) {
     il->capbufs = il->capbufs ? 2 * il->capbufs : 32;
-    il_buf *b = realloc(il->bufs, sizeof *b * (size_t)il->capbufs);
-    if (!b) galv_fatal("out of memory");
-    il->bufs = b;
+    il_buf *g = realloc(il->bufs, sizeof *g * (size_t)il->capbufs);
+    if (!g) galv_fatal("out of memory");
+    il->bufs = g;
   }
+  il->bufs[il->nbufs++] = b;
+}
+static void *il_keep(il_state *il, size_t n, int fwd, int mb) {
   const int64_t m = (int64_t)(n ? n : 64);
   il->held += m;
-  il_buf *b = &il->bufs[il->nbufs++];
-  *b = (il_buf){dalloc((size_t)m, GALV_MEM_COMM), m, fwd, mb, 0};
-  return b->p;
+  il_push(il, (il_buf){dalloc((size_t)m, GALV_MEM_COMM), m, fwd, mb, 0});
+  return il->bufs[il->nbufs - 1].p;
 }
 
 /* the staging buffer of a packed tile of the copy il_send is sending: released with the copy (il_release) */
@@ -981,15 +983,8 @@ typedef struct {
   int fwd, mb;
 } il_own_ctx;
 static void il_own(void *ctx, void *buf, size_t n) {
-  il_own_ctx *c = ctx;
-  il_state *il = c->il;
-  if (il->nbufs == il->capbufs) {
-    il->capbufs = il->capbufs ? 2 * il->capbufs : 32;
-    il_buf *b = realloc(il->bufs, sizeof *b * (size_t)il->capbufs);
-    if (!b) galv_fatal("out of memory");
-    il->bufs = b;
-  }
-  il->bufs[il->nbufs++] = (il_buf){buf, (int64_t)n, c->fwd, c->mb, 1};
+  const il_own_ctx *c = ctx;
+  il_push(c->il, (il_buf){buf, (int64_t)n, c->fwd, c->mb, 1});
 }
 
 /* entry (fwd, mb)'s receives completed: the copies they prove received go (their sends completed; a copy counted
