@@ -646,6 +646,9 @@ static bool off_batch(const gv_plan *p, const gv_op *op) {
   return true;
 }
 
+/* when set (with unit_ns): each unit's exposed communication within its share, the waits for its collectives */
+static int64_t *cost_unit_comm;
+
 static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *unit_ns, int64_t (*ph)[NPH], int (*cnt)[NPH],
                      const gv_plan *p) {
   const gv_func *f = m->main;
@@ -711,6 +714,7 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
     }
     int64_t share = adv ? w2 * adv[idx] / 2 : ns;
     if (unit_ns && !bucket_split(C, op, share, unit_ns)) unit_ns[unit_of(C, op->loc)] += share;
+    if (unit_ns && cost_unit_comm && ci >= 0 && !bucket_split(C, op, share, cost_unit_comm)) cost_unit_comm[unit_of(C, op->loc)] += share;
   }
   if (extra && getenv("GALV_PLAN_DEBUG")) { /* the stand-in's price: its second microbatch's ops and advance */
     int64_t ra = 0;
@@ -879,6 +883,7 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
  * state) attributed to each unit. Returns 0, 1 when the plan does not
  * realise (it is then no candidate), -1 on an internal error. */
 static int64_t *realise_kept; /* when set: each unit's activations kept for backward (kept_bytes), filled by realise */
+static int64_t *realise_comm; /* when set (with unit_ns): each unit's exposed communication (cost_unit_comm), filled by realise */
 
 /* ---------------------------------------------------------------- the full program's memory from a reduced one
  *
@@ -1180,6 +1185,7 @@ static int realise_copy(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *un
   out->bucket_bytes = bucket;
   if (unit_ns) memset(unit_ns, 0, (size_t)p->nunits * sizeof *unit_ns);
   if (unit_state) memset(unit_state, 0, (size_t)p->nunits * sizeof *unit_state);
+  if (realise_comm) memset(realise_comm, 0, (size_t)p->nunits * sizeof *realise_comm);
   const gv_func *f = m->main;
   int64_t(*ph)[NPH] = gv_plan_opts.profile ? calloc((size_t)p->nunits, sizeof *ph) : NULL;
   int(*cnt)[NPH] = ph ? calloc((size_t)p->nunits, sizeof *cnt) : NULL;
@@ -1188,7 +1194,9 @@ static int realise_copy(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *un
     gv_module_free(m);
     return gv_error_plain("planner: out of memory");
   }
+  cost_unit_comm = unit_ns ? realise_comm : NULL;
   cost_ops(C, m, out, unit_ns, ph, cnt, p);
+  cost_unit_comm = NULL;
   plan_step(out);
   const char *dbg3 = getenv("GALV_PLAN_DEBUG"); /* 3: each realisation's per-op table */
   if (dbg3 && atoi(dbg3) >= 3) gv_cost_report(C->c, m, stderr);
@@ -1281,8 +1289,8 @@ static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit
  *
  * A realisation is a function of the program, the plan and the options the
  * search reads, not of the memory limit: the process keeps each one's
- * figures (its cost, the unit shares and states, the kept activations when
- * asked for, the forward / backward compute) keyed by the program's key
+ * figures (its cost, the unit shares, states, kept activations and exposed
+ * communication, the forward / backward compute) keyed by the program's key
  * without the limit (ctx.memo: plan_key_of's, for the reduced programs
  * mixed with their kind) and the plan. A search of the same program under
  * another limit (galvc's budget correction after a realised program over
@@ -1292,11 +1300,10 @@ static int realise_do(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit
 typedef struct {
   uint64_t memo, h;
   int nunits;
-  bool has_kept;
   int rc;
   gv_plan_cost out;
   int64_t fb_ns, tpc_ns;
-  int64_t *v; /* unit_ns, unit_state, kept: nunits each */
+  int64_t *v; /* unit_ns, unit_state, kept, exposed communication: nunits each */
 } memo_entry;
 enum { MEMO_MAX = 16384 };
 static memo_entry *memo_tab;
@@ -1334,7 +1341,7 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
   int nu = p->nunits;
   for (int i = memo_n - 1; i >= 0; i--) {
     memo_entry *e = &memo_tab[i];
-    if (e->memo != C->memo || e->h != h || e->nunits != nu || (realise_kept && !e->has_kept)) continue;
+    if (e->memo != C->memo || e->h != h || e->nunits != nu) continue;
     if (!e->rc && red_full_nl > 3 && C->nl == 3 && nu == 4 && !e->out.mem_full) continue; /* kept without the estimate */
     memo_hits++;
     *out = e->out;
@@ -1343,27 +1350,33 @@ static int realise(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *unit_ns
     if (unit_ns) memcpy(unit_ns, e->v, (size_t)nu * sizeof *unit_ns);
     if (unit_state) memcpy(unit_state, e->v + nu, (size_t)nu * sizeof *unit_state);
     if (realise_kept) memcpy(realise_kept, e->v + 2 * nu, (size_t)nu * sizeof *realise_kept);
+    if (realise_comm) memcpy(realise_comm, e->v + 3 * nu, (size_t)nu * sizeof *realise_comm);
     return e->rc;
   }
-  int64_t *uns = unit_ns ? unit_ns : calloc((size_t)nu, sizeof *uns), *ust = unit_state ? unit_state : calloc((size_t)nu, sizeof *ust);
-  int rc = uns && ust ? realise_do(C, p, out, uns, ust) : realise_do(C, p, out, unit_ns, unit_state);
-  if (rc >= 0 && uns && ust) {
+  /* every unit figure of the realisation, kept with it (the report reads the chosen plan's from here) */
+  int64_t *v = malloc(4 * (size_t)nu * sizeof *v);
+  if (!v) return realise_do(C, p, out, unit_ns, unit_state);
+  int64_t *kept_user = realise_kept, *comm_user = realise_comm;
+  realise_kept = v + 2 * nu, realise_comm = v + 3 * nu;
+  int rc = realise_do(C, p, out, v, v + nu);
+  realise_kept = kept_user, realise_comm = comm_user;
+  if (rc >= 0) {
+    if (unit_ns) memcpy(unit_ns, v, (size_t)nu * sizeof *unit_ns);
+    if (unit_state) memcpy(unit_state, v + nu, (size_t)nu * sizeof *unit_state);
+    if (kept_user) memcpy(kept_user, v + 2 * nu, (size_t)nu * sizeof *kept_user);
+    if (comm_user) memcpy(comm_user, v + 3 * nu, (size_t)nu * sizeof *comm_user);
     if (!memo_tab) memo_tab = calloc(MEMO_MAX, sizeof *memo_tab);
     if (memo_tab && memo_n == MEMO_MAX) { /* full: start again */
       for (int i = 0; i < memo_n; i++) free(memo_tab[i].v);
       memo_n = 0;
     }
-    int64_t *v = memo_tab ? malloc(3 * (size_t)nu * sizeof *v) : NULL;
-    if (v) {
-      memcpy(v, uns, (size_t)nu * sizeof *v), memcpy(v + nu, ust, (size_t)nu * sizeof *v);
-      if (realise_kept) memcpy(v + 2 * nu, realise_kept, (size_t)nu * sizeof *v);
-      else memset(v + 2 * nu, 0, (size_t)nu * sizeof *v);
-      memo_tab[memo_n++] = (memo_entry){.memo = C->memo, .h = h, .nunits = nu, .has_kept = realise_kept != NULL, .rc = rc,
-                                        .out = *out, .fb_ns = C->fb_ns, .tpc_ns = C->tpc_ns, .v = v};
+    if (memo_tab) {
+      memo_tab[memo_n++] = (memo_entry){.memo = C->memo, .h = h, .nunits = nu, .rc = rc, .out = *out, .fb_ns = C->fb_ns,
+                                        .tpc_ns = C->tpc_ns, .v = v};
+      v = NULL;
     }
   }
-  if (!unit_ns) free(uns);
-  if (!unit_state) free(ust);
+  free(v);
   return rc;
 }
 
@@ -3607,8 +3620,188 @@ static void axes_desc(const gv_plan *p, const gv_cluster *c, char *buf, size_t n
   for (int a = 0; a < p->naxes && k < n; a++) k += (size_t)snprintf(buf + k, n - k, "%s%s", a ? " x " : "", parts[a]);
 }
 
-static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c, int64_t limit, int64_t pred, int64_t pred_mem,
-                   FILE *f) {
+/* ---------------------------------------------------------------- the report per layer group
+ *
+ * Each run of units the report prints on one line (the embedding / head, then
+ * the layers with the same choice) is explained from the chosen plan's own
+ * realisation: the units' share of the step (their ops' slowed compute and
+ * the waits for their collectives: the shares add up to the step), their
+ * state (parameters, gradients, optimizer state as the units' arguments hold
+ * them) and their activations kept for backward. Then the group's runner-up:
+ * the plan realised again with only that group's choice changed, one change
+ * at a time (another ZeRO stage; sequence parallelism on or off; the layers'
+ * tp axis or none), the fastest that fits, and why it lost (slower, by which
+ * term; or faster but over the memory limit). Realising the others costs a
+ * realisation each, so galvc asks for them on the run it compiles
+ * (gv_plan_opts.explain); the other runs print the group's figures alone. */
+enum { EXPLAIN_GROUPS = 8, EXPLAIN_ALTS = 8 };
+typedef struct {
+  int64_t *ns, *state, *kept, *comm; /* per unit, the chosen plan's realisation */
+  int64_t copies;                    /* the program's microbatches (each keeps its own activations, one after another) */
+  bool have;
+} unit_figs;
+
+static void unit_figs_free(unit_figs *u) {
+  free(u->ns), free(u->state), free(u->kept), free(u->comm);
+  memset(u, 0, sizeof *u);
+}
+
+/* p's realisation with its unit figures (the search's memo holds them: no new realisation where it has p) */
+static int unit_figs_get(ctx *C, const gv_plan *p, unit_figs *u, gv_plan_cost *pc) {
+  int nu = p->nunits;
+  u->ns = calloc((size_t)nu, sizeof *u->ns), u->state = calloc((size_t)nu, sizeof *u->state);
+  u->kept = calloc((size_t)nu, sizeof *u->kept), u->comm = calloc((size_t)nu, sizeof *u->comm);
+  if (!u->ns || !u->state || !u->kept || !u->comm) return -1;
+  realise_kept = u->kept, realise_comm = u->comm;
+  int q = realise(C, p, pc, u->ns, u->state);
+  realise_kept = realise_comm = NULL;
+  u->have = !q;
+  u->copies = microbatch_copies(C->m);
+  return q < 0 ? -1 : 0;
+}
+
+/* the units [a, b) of p at another choice: k-th alternative of the group (returns false past the last) */
+static bool group_alt(const ctx *C, const gv_plan *p, int a, int b, int k, gv_plan *q, char *what, size_t wn) {
+  int n = 0;
+  bool anytp = false, layer = a > 0;
+  for (int u = 0; u < p->nunits; u++) anytp |= p->tp_unit[u] != 0;
+  /* another ZeRO stage (over the batch axes, training) */
+  for (int st = 0; st <= 3; st++) {
+    if (st == p->zero[a] || (st && (!C->train || !p->dmask))) continue;
+    if (n++ == k) {
+      *q = *p;
+      for (int u = a; u < b; u++) q->zero[u] = (uint8_t)st;
+      snprintf(what, wn, "zero %d", st);
+      return true;
+    }
+  }
+  /* sequence parallelism on or off (the layers at the plan's tp axis, no layer at another) */
+  if (layer && p->t_layer >= 0 && !anytp && C->layer_roles && n++ == k) {
+    *q = *p;
+    for (int u = a; u < b; u++) q->sp[u] = !p->sp[a];
+    snprintf(what, wn, "sp %s", p->sp[a] ? "false" : "true");
+    return true;
+  }
+  /* the embedding / head: vocab-parallel over another axis off the batch, or not */
+  if (!layer && C->outer_roles)
+    for (int t = -1; t < p->naxes; t++) {
+      if (t == p->t_outer || (t >= 0 && ((p->dmask & (1u << t)) || p->size[t] < 2))) continue;
+      if (n++ == k) {
+        *q = *p;
+        q->t_outer = t;
+        snprintf(what, wn, "vocab_axis %s", t < 0 ? "null" : p->axis[t]);
+        return true;
+      }
+    }
+  /* the layers' tp: none, or another axis off the batch (without sp); with no tp axis for the layers, an idle axis */
+  if (layer && C->layer_roles)
+    for (int t = -1; t < p->naxes; t++) {
+      if ((t < 0 || t == p->t_layer) && p->t_layer < 0) continue; /* "none" is the plan's own choice */
+      int8_t v = t < 0 ? -1 : t == p->t_layer ? 0 : (int8_t)(t + 1);
+      if (v == p->tp_unit[a] || (t >= 0 && (p->dmask & (1u << t))) || (t >= 0 && t != p->t_layer && p->size[t] < 2)) continue;
+      if (n++ == k) {
+        *q = *p;
+        for (int u = a; u < b; u++) q->tp_unit[u] = v, q->sp[u] = 0;
+        snprintf(what, wn, "tp_axis %s%s", t < 0 ? "null" : p->axis[t], p->sp[a] ? ", sp false" : "");
+        return true;
+      }
+    }
+  return false;
+}
+
+static void group_figs(const unit_figs *uf, int a, int b, int64_t *ns, int64_t *comm, int64_t *state, int64_t *kept) {
+  *ns = *comm = *state = *kept = 0;
+  for (int u = a; u < b; u++) *ns += uf->ns[u], *comm += uf->comm[u], *state += uf->state[u], *kept += uf->kept[u];
+}
+
+static void report_group(const unit_figs *uf, int a, int b, FILE *f) {
+  int64_t ns, comm, state, kept;
+  group_figs(uf, a, b, &ns, &comm, &state, &kept);
+  fprintf(f, "plan:     %d unit%s: %.3f ms of the step (compute %.3f, exposed communication %.3f), per device: state %lld bytes "
+             "(parameters, gradients, optimizer), activations kept for backward %lld bytes%s\n",
+          b - a, b - a == 1 ? "" : "s", ns / 1e6, (ns - comm) / 1e6, comm / 1e6, (long long)state, (long long)(kept / uf->copies),
+          uf->copies > 1 ? " a microbatch" : "");
+}
+
+/* The group [a, b)'s runner-up (see above): its line */
+static int explain_group(ctx *C, const gv_plan *p, const gv_plan_cost *pc, int a, int b, FILE *f) {
+  gv_plan best, over;
+  gv_plan_cost bc, oc, qc;
+  bool has_best = false, has_over = false;
+  int tried = 0;
+  char what[64], bw[64] = "", ow[64] = "";
+  for (int k = 0; k < EXPLAIN_ALTS; k++) {
+    gv_plan q;
+    if (!group_alt(C, p, a, b, k, &q, what, sizeof what)) break;
+    int r = realise(C, &q, &qc, NULL, NULL);
+    if (r < 0) return -1;
+    if (r) continue;
+    tried++;
+    if (qc.mem_total <= C->limit) {
+      if (!has_best || qc.step_ns < bc.step_ns) best = q, bc = qc, has_best = true, snprintf(bw, sizeof bw, "%s", what);
+    } else if (!has_over || qc.step_ns < oc.step_ns) over = q, oc = qc, has_over = true, snprintf(ow, sizeof ow, "%s", what);
+  }
+  if (!tried) {
+    fprintf(f, "none (no other choice of this group realises on this mesh)\n");
+    return 0;
+  }
+  const gv_plan *r = has_best ? &best : &over;
+  const gv_plan_cost *rc = has_best ? &bc : &oc;
+  char s[128];
+  gv_plan_unit_str(r, a, s, sizeof s);
+  int64_t dt = rc->step_ns - pc->step_ns, dm = rc->mem_total - pc->mem_total;
+  fprintf(f, "%s [%s]: step %.3f ms (%+.4g ms: compute %+.4g, exposed communication %+.4g), %lld bytes per "
+             "device (%+lld): ",
+          s, has_best ? bw : ow, rc->step_ns / 1e6, dt / 1e6, (rc->compute_ns + rc->slowdown_ns - pc->compute_ns - pc->slowdown_ns) / 1e6,
+          (rc->exposed_ns - pc->exposed_ns) / 1e6, (long long)rc->mem_total, (long long)dm);
+  if (!has_best) fprintf(f, "over the memory limit of %lld bytes", (long long)C->limit);
+  else if (dt > 0) fprintf(f, "slower");
+  else if (dt == 0) fprintf(f, "as fast, %s", dm >= 0 ? "no smaller" : "smaller");
+  else fprintf(f, "faster and within the limit: a pattern the search did not reach (--plan with it compiles it)");
+  fprintf(f, " (%d other choice%s realised", tried, tried == 1 ? "" : "s");
+  if (has_best && has_over && oc.step_ns < bc.step_ns) {
+    char so[128];
+    gv_plan_unit_str(&over, a, so, sizeof so);
+    fprintf(f, "; %s [%s] faster, %.3f ms, but %lld bytes: over the limit", so, ow, oc.step_ns / 1e6, (long long)oc.mem_total);
+  }
+  fprintf(f, ")\n");
+  return 0;
+}
+
+/* The plan's groups of units (report()'s lines): calls fn per group with its line's text; returns the groups */
+static int plan_groups(const gv_plan *p, void (*fn)(void *, int, int, const char *), void *ud) {
+  int g = 0;
+  for (int u = 0; u < p->nunits; g++) {
+    int v = u + 1;
+    char s1[128], s2[128], line[200];
+    gv_plan_unit_str(p, u, s1, sizeof s1);
+    while (u && v < p->nunits) {
+      gv_plan_unit_str(p, v, s2, sizeof s2);
+      if (strcmp(s1, s2)) break;
+      v++;
+    }
+    if (!u) snprintf(line, sizeof line, "embedding/head: %s", s1);
+    else if (v - u == 1) snprintf(line, sizeof line, "layer %d: %s", u - 1, s1);
+    else snprintf(line, sizeof line, "layers %d-%d: %s", u - 1, v - 2, s1);
+    if (fn) fn(ud, u, v, line);
+    u = v;
+  }
+  return g;
+}
+
+typedef struct {
+  const unit_figs *uf;
+  FILE *f;
+} groups_ud;
+
+static void groups_line(void *ud, int a, int b, const char *line) {
+  groups_ud *g = ud;
+  fprintf(g->f, "plan:   %s\n", line);
+  if (g->uf && g->uf->have) report_group(g->uf, a, b, g->f);
+}
+
+static void report(const gv_plan *p, const gv_plan_cost *pc, const unit_figs *uf, const gv_cluster *c, int64_t limit, int64_t pred,
+                   int64_t pred_mem, FILE *f) {
   char b[256];
   axes_desc(p, c, b, sizeof b);
   fprintf(f, "plan: mesh %s on %s (%lld per node); %lld candidate programs realised in %.3f s", b, c->name,
@@ -3618,20 +3811,8 @@ static void report(const gv_plan *p, const gv_plan_cost *pc, const gv_cluster *c
     fprintf(f, "; %lld mesh / strategy combinations left out, bounded above the fastest step realised so far (%.3f ms)",
             (long long)report_inc_out, report_inc_ns / 1e6);
   fputc('\n', f);
-  for (int u = 0; u < p->nunits;) {
-    int v = u + 1;
-    char s1[128], s2[128];
-    gv_plan_unit_str(p, u, s1, sizeof s1);
-    while (u && v < p->nunits) {
-      gv_plan_unit_str(p, v, s2, sizeof s2);
-      if (strcmp(s1, s2)) break;
-      v++;
-    }
-    if (!u) fprintf(f, "plan:   embedding/head: %s\n", s1);
-    else if (v - u == 1) fprintf(f, "plan:   layer %d: %s\n", u - 1, s1);
-    else fprintf(f, "plan:   layers %d-%d: %s\n", u - 1, v - 2, s1);
-    u = v;
-  }
+  groups_ud gu = {uf, f};
+  plan_groups(p, groups_line, &gu);
   fprintf(f, "plan: predicted step %.3f ms = compute %.3f + overlap slowdown %.3f + exposed communication %.3f (communication %.3f; "
              "search's prediction %.3f ms, %lld bytes)\n",
           pc->step_ns / 1e6, pc->compute_ns / 1e6, pc->slowdown_ns / 1e6, pc->exposed_ns / 1e6, pc->comm_ns / 1e6, pred / 1e6,
@@ -4050,6 +4231,62 @@ void gv_plan_profile_report(const gv_module *m, FILE *f) {
 
 gv_plan_outcome gv_plan_last;
 
+/* The run's chosen plan kept for gv_plan_explain: its program before pin_plan, the plan, its cost, the limit */
+static struct {
+  gv_module *m;
+  gv_plan plan;
+  gv_plan_cost pc;
+  int64_t limit;
+} explained;
+
+static void explain_keep(const gv_module *m, const gv_plan *p, const gv_plan_cost *pc, int64_t limit) {
+  if (explained.m) gv_module_free(explained.m);
+  explained.m = clone_module(m);
+  explained.plan = *p, explained.pc = *pc, explained.limit = limit;
+}
+
+typedef struct {
+  ctx *C;
+  FILE *f;
+  int g, rc;
+} explain_ud;
+
+static void explain_line(void *ud, int a, int b, const char *line) {
+  explain_ud *e = ud;
+  if (e->rc || e->g++ >= EXPLAIN_GROUPS) return;
+  char g[200];
+  snprintf(g, sizeof g, "%s", line);
+  char *c = strstr(g, ": "); /* "layers 0-3: dp(dp)" -> "layers 0-3 (dp(dp))" */
+  if (c) *c = 0;
+  fprintf(e->f, "plan:   runner-up for %s (%s): ", g, c ? c + 2 : "");
+  e->rc = explain_group(e->C, &explained.plan, &explained.pc, a, b, e->f);
+}
+
+int gv_plan_explain(FILE *f) {
+  if (!explained.m) return 0;
+  const gv_plan_options *o = &gv_plan_opts;
+  ctx C;
+  int rc = ctx_init(&C, explained.m, o->cluster, explained.limit);
+  if (!rc) {
+    plan_key key;
+    if (plan_key_of(explained.m, o, &key)) C.memo = (key.h ^ key.n) | 1;
+    double t0 = now_s();
+    int64_t r0 = C.realised;
+    fprintf(f, "plan: each layer group against its other choices (the plan realised with that group's choice changed, one "
+               "change at a time; the fastest that fits):\n");
+    explain_ud e = {&C, f, 0, 0};
+    int g = plan_groups(&explained.plan, explain_line, &e);
+    rc = e.rc;
+    if (!rc && g > EXPLAIN_GROUPS) fprintf(f, "plan:   (runner-ups for the first %d groups of %d)\n", EXPLAIN_GROUPS, g);
+    if (!rc)
+      fprintf(f, "plan: runner-ups: %lld candidate programs realised in %.3f s\n", (long long)(C.realised - r0), now_s() - t0);
+    ctx_free(&C);
+  }
+  gv_module_free(explained.m);
+  explained.m = NULL;
+  return rc ? -1 : 0;
+}
+
 int gv_pass_plan_sharding(gv_module *m) {
   const gv_plan_options *o = &gv_plan_opts;
   if (!o->active || !m->main) return 0;
@@ -4073,6 +4310,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   static alternatives alt; /* large (three plans): not on the stack */
   bool alt_scaled = false;   /* the alternatives' figures are the reduced search's scaled predictions, not realised */
   memset(&alt, 0, sizeof alt);
+  const int64_t hits_fixed = memo_hits; /* a plan given (plan_fixed, plan_in): its realisation read from an earlier one */
   if (o->plan_fixed) { /* galvc's stand-in choice at its count: realised in full */
     plan = *o->plan_fixed;
     /* galvc compiles a count's choice again as stored (the fastest count, the fastest recomputation): the same
@@ -4081,7 +4319,9 @@ int gv_pass_plan_sharding(gv_module *m) {
     plan_key key;
     int64_t nops = 0;
     for (const gv_op *op = m->main->body->first; op; op = op->next) nops++;
-    bool keyed = nops >= 100000 && plan_key_of(m, o, &key); /* a smaller program realises in less than it prints */
+    bool keyed = plan_key_of(m, o, &key);
+    if (keyed) C.memo = (key.h ^ key.n) | 1; /* the report reads the realisation's unit figures back (unit_figs_get) */
+    keyed = keyed && nops >= 100000; /* a smaller program realises in less than it prints */
     if (keyed) {
       plan_key_limit(&key, (int64_t)plan_hash(&plan));
       plan_key_limit(&key, o->memory_limit);
@@ -4104,6 +4344,8 @@ int gv_pass_plan_sharding(gv_module *m) {
     if (q) rc = q < 0 ? -1 : 1, gv_plan_last.min_mem = -1; /* does not realise: 1, no error line (galvc plans the count in full) */
     pred = pc.step_ns, pred_mem = pc.mem_total;
   } else if (o->plan_in) {
+    plan_key key;
+    if (plan_key_of(m, o, &key)) C.memo = (key.h ^ key.n) | 1; /* as above */
     rc = gv_plan_read(o->plan_in, &plan, C.nl + 1);
     const gv_mesh *given = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL; /* --mesh: must be the plan's */
     bool same = given && given->naxes == plan.naxes;
@@ -4207,6 +4449,14 @@ int gv_pass_plan_sharding(gv_module *m) {
                     "\"Microbatch counts priced\")\n", (long long)count_as);
   if (!rc && !o->quiet) layers_report(&C.lu, stderr);
   if (!rc && gv_shard_opts.bucket_bytes == GV_BUCKET_AUTO) gv_shard_opts.bucket_planned = pc.bucket_bytes; /* the main program's */
+  if (o->plan_fixed || o->plan_in) report_kept = memo_hits - hits_fixed;
+  /* the chosen plan's unit figures for the report (before pin_plan changes m, which C->m is) */
+  unit_figs uf = {0};
+  if (!rc && !o->quiet) {
+    gv_plan_cost upc;
+    if (unit_figs_get(&C, &plan, &uf, &upc)) rc = gv_error_plain("planner: out of memory");
+  }
+  if (!rc && o->explain) explain_keep(m, &plan, &pc, C.limit); /* before pin_plan changes m */
   if (!rc) {
     pc.plan_seconds = now_s() - t0;
     pc.candidates = C.realised;
@@ -4222,7 +4472,8 @@ int gv_pass_plan_sharding(gv_module *m) {
       gv_layer_units_hint(m, &main_lu); /* the main program's regather and overlap: the same units */
     }
   }
-  if (!rc && !o->quiet) report(&plan, &pc, o->cluster, C.limit, pred, pred_mem, stderr);
+  if (!rc && !o->quiet) report(&plan, &pc, &uf, o->cluster, C.limit, pred, pred_mem, stderr);
+  unit_figs_free(&uf);
   /* the alternatives against the choice as the search measured them: realised steps on the full program
    * (the knapsack's table prediction is no sum under overlap), scaled predictions on reduced ones */
   if (!rc && !o->quiet) report_alternatives(&alt, o->cluster, C.limit, alt_scaled ? pred : pc.step_ns, stderr);

@@ -81,6 +81,7 @@ typedef struct {
   const char *plan_out;      /* plan.json path; NULL: not written */
   bool exhaustive;           /* realise every plan of the space (tests: the exact optimum) */
   bool quiet;                /* no report on stderr */
+  bool explain;              /* keep the chosen plan for gv_plan_explain (galvc, unless -q) */
   bool probe;                /* no plan fits the memory: return 1 without an error line (galvc tries more microbatches) */
   unsigned zero_stages;      /* bit s: the search may give a unit ZeRO stage s (1-3) besides none; 0: 2 and 3 */
   const struct gv_profile *profile; /* --profile: measured per-layer figures replace the analytic ones (planner/profile.h) */
@@ -114,6 +115,13 @@ typedef struct {
 extern gv_plan_options gv_plan_opts;
 
 int gv_pass_plan_sharding(gv_module *m);
+
+/* The report's runner-up per layer group (docs/planner.md, "Report and plan.json"): for the plan the last
+ * gv_pass_plan_sharding with gv_plan_opts.explain chose, each group of units the report prints on one line is
+ * realised again with that group's choice changed (another ZeRO stage, sequence parallelism on or off, the layers'
+ * tp axis or none: one change at a time); the fastest that fits is named with its step, memory and why it lost.
+ * galvc calls it once it compiles that plan. Prints to f; 0, or -1 on an internal error. */
+int gv_plan_explain(FILE *f);
 
 /* What the last gv_pass_plan_sharding that returned 0 chose: the chosen
  * plan's realised cost, and memory_bound: a candidate predicted faster than

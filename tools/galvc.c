@@ -1758,6 +1758,8 @@ retry:
   int next_B = 0; /* the next candidate when this B does not fit (found when needed) */
   /* the planner: no plan fits is 1, not an error line (a given count's stand-in too: then planned in full for its own line) */
   gv_plan_opts.probe = !err_final && (mb_search || rc_search || joint || gv_plan_opts.count_as || count_real);
+  /* a run galvc may compile keeps its plan for the report's runner-up per layer group (gv_plan_explain, once chosen) */
+  gv_plan_opts.explain = !quiet && !gv_plan_opts.count_as;
   double t0 = now();
   m = gv_import_onnx(model, &opt);
   if (!m) return galvc_microbatch_done(), 1;
@@ -2250,6 +2252,7 @@ retry:
         }
         joint_report(&jc, one, B, train ? gv_train_opts.recompute : NULL, train, quiet);
       }
+      if (!quiet && gv_plan_explain(stderr)) { rc = 1; break; } /* the compiled plan: each layer group's runner-up */
       if (!quiet)
         fprintf(stderr, "galvc: %-18s %6d ops (%.3f s, cpu %.3f s)\n", "plan-sharding", count_ops(m->main->body), now() - t,
                 cpu_now() - tc);

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The plan report explains itself per layer group (docs/planner.md, "Report
+# and plan.json"): the default search (`--train --gpus 4`) on the tiny GPT-2
+# and Llama of tests/lib/tiny_lms.sh (4 layers, hidden 32), --plan-only:
+#   - each group line of the report ("embedding/head", "layer N", "layers
+#     A-B") is followed by its share of the step (compute, exposed
+#     communication) and memory; the shares add up to the predicted step;
+#   - after the search, each group's runner-up: the plan with only that
+#     group's choice changed ([zero S], [sp true|false], [tp_axis AX|null]).
+#     Each named runner-up is applied to plan.json by hand (those units'
+#     fields changed) and compiled with --plan: the step and the bytes per
+#     device it predicts are the runner-up line's (bytes exactly);
+#   - "slower" names a step above the choice's within the limit; "over the
+#     memory limit" a plan above the limit;
+#   - -q prints none of it.
+# Cases: GPT-2 on dp x tp with a limit that makes the layers' groups differ
+# (ZeRO stages, recomputation on the first layers), Llama on dp=2 x tp=2 with
+# no limit (sp and the tp axis among the alternatives), GPT-2 with --mesh
+# dp=4 (ZeRO stages only).
+set -uo pipefail
+BUILD=$(cd "$1" && pwd)
+SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { echo "ok   $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL $*"; fail=$((fail + 1)); }
+. "$SRC/tests/lib/tiny_lms.sh"
+tiny_lms "$T" 4 4
+
+# check NAME MODEL B S OPTIONS...: plan, then every claim of the report checked
+check() {
+  local n=$1 m=$2 b=$3 s=$4; shift 4
+  if ! timeout 300 "$BUILD/galvc" "$T/$m.onnx" --batch "$b" --seq "$s" --train --gpus 4 "$@" --plan-only \
+       --plan-out "$T/$n.json" 2>"$T/$n.err" </dev/null; then
+    bad "$n: galvc: $(grep -m2 error "$T/$n.err")"; return
+  fi
+  if ! timeout 300 "$BUILD/galvc" "$T/$m.onnx" --batch "$b" --seq "$s" --train --gpus 4 "$@" --plan-only -q \
+       --plan-out "$T/$n-q.json" 2>"$T/$n-q.err" </dev/null; then
+    bad "$n -q: galvc: $(grep -m2 error "$T/$n-q.err")"; return
+  fi
+  local r
+  if r=$(python3 - "$T" "$n" "$BUILD/galvc" "$T/$m.onnx" "$b" "$s" <<'PY'
+import json, re, subprocess, sys
+t, n, galvc, model, b, s = sys.argv[1:7]
+err = open(f"{t}/{n}.err").read().splitlines()
+plan = json.load(open(f"{t}/{n}.json"))
+limit = plan["memory_limit"] if "memory_limit" in plan else None
+step = plan["predicted"]["step_ns"]
+mem = plan["memory_per_device"]["total"]
+def units(label):
+    if label.startswith("embedding/head"):
+        return [0]
+    a = re.match(r"layers? (\d+)(?:-(\d+))?", label)
+    lo = int(a.group(1)); hi = int(a.group(2) or lo)
+    return list(range(lo + 1, hi + 2))
+# the last report (the compiled run's): its group lines and their figures
+last = max(i for i, l in enumerate(err) if l.startswith("plan: mesh "))
+groups, shares = [], []
+i = last + 1
+while i < len(err) and err[i].startswith("plan:   "):
+    g = err[i][len("plan:   "):]
+    f = re.match(r"plan:     (\d+) units?: ([\d.]+) ms of the step \(compute ([\d.]+), exposed communication ([\d.]+)\), "
+                 r"per device: state (\d+) bytes .* activations kept for backward (\d+) bytes", err[i + 1] if i + 1 < len(err) else "")
+    if not f:
+        sys.exit(f"group '{g}' without its figures line: {err[i + 1] if i + 1 < len(err) else 'EOF'}")
+    if int(f.group(1)) != len(units(g)):
+        sys.exit(f"group '{g}': {f.group(1)} units, the label says {len(units(g))}")
+    if abs(float(f.group(2)) - float(f.group(3)) - float(f.group(4))) > 0.0021:
+        sys.exit(f"group '{g}': share {f.group(2)} != compute {f.group(3)} + exposed {f.group(4)}")
+    groups.append(g); shares.append(float(f.group(2)))
+    i += 2
+if not groups:
+    sys.exit("no group lines after the last 'plan: mesh'")
+if abs(sum(shares) - step / 1e6) > 0.001 * len(groups) + 1e-9:
+    sys.exit(f"group shares sum to {sum(shares):.3f} ms, the step is {step / 1e6:.3f} ms")
+# the explanation block
+try:
+    e0 = err.index(next(l for l in err if l.startswith("plan: each layer group against its other choices")))
+except StopIteration:
+    sys.exit("no runner-up block")
+checked, out = 0, []
+j = e0 + 1
+while j < len(err) and err[j].startswith("plan:   runner-up for "):
+    a = re.match(r"plan:   runner-up for (.+?) \((.*?)\): (.*)$", err[j])
+    j += 1
+    if not a:
+        sys.exit(f"runner-up line: {err[j - 1]}")
+    g = a.group(1) + ": " + a.group(2)
+    if g not in groups:
+        sys.exit(f"runner-up block names '{g}', not a group of the report {groups}")
+    ru = a.group(3)
+    if ru.startswith("none"):
+        out.append(f"{g}: none"); continue
+    a = re.match(r"(\S+) \[([^\]]+)\]: step ([\d.]+) ms .*?, (\d+) bytes per device \(([+-]\d+)\): (.*)$", ru)
+    if not a:
+        sys.exit(f"runner-up line: {ru}")
+    what, rstep, rmem, why = a.group(2), float(a.group(3)), int(a.group(4)), a.group(6)
+    if int(a.group(5)) != rmem - mem:
+        sys.exit(f"{g}: memory difference {a.group(5)}, {rmem} - {mem}")
+    lim = int(re.search(r"of (\d+) bytes", next(l for l in err if l.startswith("plan: memory per device"))).group(1))
+    if why.startswith("slower") and not (rstep >= round(step / 1e6, 3) and rmem <= lim):
+        sys.exit(f"{g}: 'slower' at {rstep} ms, {rmem} bytes (choice {step / 1e6:.3f} ms, limit {lim})")
+    if why.startswith("over the memory limit") and not rmem > lim:
+        sys.exit(f"{g}: 'over the memory limit' at {rmem} bytes, limit {lim}")
+    # the runner-up by hand: plan.json with those units changed, compiled with --plan
+    p = json.loads(json.dumps(plan))
+    for u in units(g):
+        for kv in what.split(", "):
+            k, v = kv.split(" ")
+            if k == "zero": p["units"][u]["zero"] = int(v)
+            elif k == "sp": p["units"][u]["sp"] = v == "true"
+            elif k == "vocab_axis": p["vocab_axis"] = None if v == "null" else v
+            elif k == "tp_axis":
+                p["units"][u]["tp_axis"] = None if v == "null" else v
+                if v == "null" or v != p.get("tp_axis"):
+                    for w in range(1, len(p["units"])):  # every layer's axis written once one has its own
+                        p["units"][w].setdefault("tp_axis", p.get("tp_axis"))
+            else: sys.exit(f"{g}: unknown change '{kv}'")
+    pf = f"{t}/{n}-ru{checked}.json"
+    json.dump(p, open(pf, "w"), indent=1)
+    r = subprocess.run([galvc, model, "--batch", b, "--seq", s, "--train", "--gpus", "4", "--plan", pf, "--plan-only", "-q",
+                        "--plan-out", pf + ".out"], capture_output=True, text=True, timeout=300)
+    if r.returncode:
+        sys.exit(f"{g}: --plan with [{what}]: {r.stderr.strip().splitlines()[-1:]}")
+    q = json.load(open(pf + ".out"))
+    qs, qm = q["predicted"]["step_ns"], q["memory_per_device"]["total"]
+    if qm != rmem or abs(qs / 1e6 - rstep) > 0.0006:
+        sys.exit(f"{g}: runner-up [{what}] says {rstep} ms, {rmem} bytes; --plan gives {qs / 1e6:.4f} ms, {qm} bytes")
+    checked += 1
+    out.append(f"{g}: [{what}] {rstep} ms {rmem} B ({why.split(' (')[0]})")
+if not checked:
+    sys.exit("no runner-up to check: " + "; ".join(out))
+print(f"{len(groups)} groups, shares sum to the step {step / 1e6:.3f} ms; runner-ups = --plan by hand: " + "; ".join(out))
+PY
+  ); then
+    ok "$n: $r"
+  else
+    bad "$n: $r"
+  fi
+  if grep -q "^plan:" "$T/$n-q.err"; then bad "$n: -q still prints: $(grep -m1 '^plan:' "$T/$n-q.err")"
+  elif cmp -s <(python3 -c "import json,sys; p=json.load(open(sys.argv[1])); print(p['units'], p['predicted'])" "$T/$n.json") \
+              <(python3 -c "import json,sys; p=json.load(open(sys.argv[1])); print(p['units'], p['predicted'])" "$T/$n-q.json"); then
+    ok "$n: -q prints no report and chooses the same plan"
+  else bad "$n: -q chose another plan"; fi
+}
+
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2s.onnx" --layers 4 --hidden 256 --heads 4 --vocab 1000 --max-pos 256 \
+  --no-weights --no-verify >/dev/null || bad "gpt2s: make_model"
+python3 "$SRC/examples/make_model.py" llama -o "$T/llamas.onnx" --layers 4 --hidden 256 --heads 4 --kv-heads 2 --vocab 1000 \
+  --no-weights --no-verify >/dev/null || bad "llamas: make_model"
+check gpt2s-lim gpt2s 8 128 --no-weights --microbatches 2 --mesh dp=2,tp=2 --memory-limit 60000000
+check llamas-tp llamas 8 128 --no-weights --mesh dp=2,tp=2 --recompute=none --microbatches 1
+check gpt2-tiny gpt2 16 32 --mesh dp=2,tp=2
+
+echo "plan_explain: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
