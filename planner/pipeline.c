@@ -505,6 +505,7 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
       out->B = B;
       out->schedule = p->schedule;
       out->vstages = V;
+      out->limit = x->glimit;
       int k = 0;
       int64_t d = Du, mx = 0, sum = 0;
       for (int st = 0, ss = s; ss >= 1; ss--, st++) {
@@ -531,7 +532,7 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
       bool fits = true;
       for (int d = 0; V > 1 && d < s / V && fits; d++) fits = gv_pipe_group_mem(out, d, NULL) <= x->glimit;
       if (V > 1 && fits) { /* taken: the plan's fields (out's counters kept) */
-        keep->nstages = s, keep->B = B, keep->schedule = out->schedule, keep->vstages = V;
+        keep->nstages = s, keep->B = B, keep->schedule = out->schedule, keep->vstages = V, keep->limit = x->glimit;
         memcpy(keep->first, out->first, sizeof out->first[0] * (size_t)(s + 1));
         memcpy(keep->nodes, out->nodes, sizeof out->nodes[0] * (size_t)s);
         memcpy(keep->per_node, out->per_node, sizeof out->per_node[0] * (size_t)s);
@@ -1248,6 +1249,66 @@ gv_pipe_step_parts gv_pipe_plan_parts(const gv_pipe_plan *pl) {
   return r;
 }
 
+/* A stage's way in words: "dp=4, recompute, zero-1, recompute=selective" */
+static void way_words(const gv_stage_var *w, char *buf, size_t n) {
+  const int z = way_zero(w->zero_ranks, w->zero);
+  snprintf(buf, n, "%s%s%s%s%s%s", w->desc[0] ? w->desc : "as planned", w->recompute ? ", recompute" : "", z ? ", " : "",
+           z ? gv_zero_name(z) : "", w->layer_rc ? ", recompute=" : "", w->layer_rc ? gv_layer_rc_name(w->layer_rc) : "");
+}
+
+/* Each stage's runner-up among its ways (the stage cost's var[]: recomputation, ZeRO, per-layer recomputation
+ * offered for the stage's range and sub-mesh): the fastest other way that fits the limit with the stage's microbatches
+ * in flight (else the fastest), and why the DP took the chosen one (docs/planner.md, "Each layer group explained") */
+static void stage_runner_up(const gv_pipe_plan *pl, int i, FILE *f) {
+  const gv_stage_cost *c = &pl->cost[i];
+  if (c->nvar < 2) return;
+  int chosen = -1;
+  for (int v = 0; v < c->nvar && chosen < 0; v++) {
+    const gv_stage_var *w = &c->var[v];
+    if (w->ns == c->ns && w->act_bytes == c->act_bytes && w->recompute == c->recompute && w->layer_rc == c->layer_rc &&
+        way_zero(w->zero_ranks, w->zero) == way_zero(c->zero_ranks, c->zero) && !strcmp(w->desc, c->desc))
+      chosen = v;
+  }
+  const bool il = pl->schedule == GV_SCHED_INTERLEAVED && pl->vstages > 1; /* memory per device group: not per way here */
+  gv_pipe_charge ch;
+  gv_pipe_charge_make(pl->schedule, pl->nstages, i, pl->B, pl->inflight[i], &ch);
+  /* ZB-H1: the chosen way's states hold the weight-gradient entry's bytes (gv_stage_cost_use), every way's would */
+  const int64_t zb = pl->schedule == GV_SCHED_ZBH1 && chosen >= 0 ? c->state_bytes - c->var[chosen].state_bytes : 0;
+  int best = -1, over = -1, n = 0;
+  int64_t need_b = 0, need_o = 0;
+  for (int v = 0; v < c->nvar; v++) {
+    const gv_stage_var *w = &c->var[v];
+    if (v == chosen || !runs_way(w, pl->schedule)) continue;
+    n++;
+    int64_t need = w->state_bytes + zb +
+                   (pl->schedule == GV_SCHED_ZBH1 ? gv_pipe_charge_bytes(&ch, w->act_bytes, c->zb_act_bytes) : pl->inflight[i] * w->act_bytes);
+    const int64_t key = w->key_ns ? w->key_ns : w->ns;
+    if (il || !pl->limit || need <= pl->limit) {
+      if (best < 0 || key < (c->var[best].key_ns ? c->var[best].key_ns : c->var[best].ns)) best = v, need_b = need;
+    } else if (over < 0 || key < (c->var[over].key_ns ? c->var[over].key_ns : c->var[over].ns)) over = v, need_o = need;
+  }
+  if (!n) return;
+  const int r = best >= 0 ? best : over;
+  const gv_stage_var *w = &c->var[r];
+  char wd[128];
+  way_words(w, wd, sizeof wd);
+  const int64_t ck = c->key_ns ? c->key_ns : c->ns, rk = w->key_ns ? w->key_ns : w->ns;
+  fprintf(f, "  stage %d runner-up (%s): %.3f ms/microbatch (%+.3f; with ZeRO's per-step collectives spread over the "
+             "microbatches %+.3f)", i, wd, (double)w->ns / 1e6, (double)(w->ns - c->ns) / 1e6, (double)(rk - ck) / 1e6);
+  if (!il) fprintf(f, ", %lld bytes per device", (long long)(best >= 0 ? need_b : need_o));
+  if (best < 0) fprintf(f, ": over the memory limit of %lld bytes", (long long)pl->limit);
+  else if (rk > ck) fprintf(f, ": slower");
+  else if (rk == ck && r > chosen) fprintf(f, ": as fast (on a tie the DP keeps the earlier way: no per-layer recomputation, "
+                                           "no ZeRO, stash first)");
+  else fprintf(f, ": as fast or faster by its key and within the limit here, not the stage DP's pick (the DP charged the stage otherwise)");
+  fprintf(f, " (%d other way%s", n, n == 1 ? "" : "s");
+  if (best >= 0 && over >= 0 && (c->var[over].key_ns ? c->var[over].key_ns : c->var[over].ns) < rk) {
+    way_words(&c->var[over], wd, sizeof wd);
+    fprintf(f, "; %s faster, %.3f ms/microbatch, but %lld bytes: over the limit", wd, (double)c->var[over].ns / 1e6, (long long)need_o);
+  }
+  fprintf(f, ")\n");
+}
+
 void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
   FILE *f = file;
   /* the whole step (galvc's key, plan.json predicted_step_ns): the schedule's part (the timeline's makespan, or the
@@ -1270,6 +1331,7 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
             pl->cost[i].layer_rc ? gv_layer_rc_name(pl->cost[i].layer_rc) : "", (double)pl->cost[i].ns / 1e6, (double)pl->cost[i].state_bytes / (1 << 30),
             (long long)pl->inflight[i], (double)pl->cost[i].act_bytes / (1 << 30),
             (long long)(pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i)));
+  for (int i = 0; i < pl->nstages; i++) stage_runner_up(pl, i, f);
   if (pl->schedule == GV_SCHED_INTERLEAVED && pl->vstages > 1) /* a device's memory: its group's V stages (what the DP checked) */
     for (int d = 0, P = pl->nstages / pl->vstages; d < P; d++) {
       int64_t st = 0, mem = gv_pipe_group_mem(pl, d, &st);

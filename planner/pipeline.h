@@ -220,6 +220,7 @@ typedef struct {
   int64_t lookups;      /* stage costs the DP asked for */
   int64_t tmax_tried;
   double seconds;
+  int64_t limit;        /* the memory limit per device the solve held each stage to (the report's runner-up ways) */
   int64_t min_need;     /* no partition fits: the smallest stage's memory with one microbatch in flight (-1: no stage
                            runs at all), its states and activations */
   int64_t min_state, min_act;

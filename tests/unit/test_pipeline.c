@@ -764,6 +764,20 @@ int main(void) {
     CHECK(rc == 0 && w.cost[0].recompute && w.cost[0].zero_ranks == 0 && w.cost[0].act_bytes == 100 && w.step_ns == 2000 + 1000 + 3 * 2000,
           "limit 6500: rc %d, stage 0 recompute %d zero %lld, step %lld", rc, w.cost[0].recompute, (long long)w.cost[0].zero_ranks,
           (long long)w.step_ns);
+    { /* the report's runner-up of stage 0 among its ways (planner/pipeline.c stage_runner_up): recomputing with
+       * ZeRO-1 fits (3000 + 2 x 100) and ties with the choice (2000 ns: the DP keeps the earlier way), stashing
+       * without ZeRO is faster (1000 ns) but needs 6000 + 2 x 4000 */
+      char *txt = NULL;
+      size_t len = 0;
+      FILE *mf = open_memstream(&txt, &len);
+      gv_pipe_plan_print(&w, mf);
+      fclose(mf);
+      const char *r0 = txt ? strstr(txt, "  stage 0 runner-up (") : NULL;
+      CHECK(r0 && !strncmp(r0, "  stage 0 runner-up (as planned, recompute, zero-1): 0.002 ms/microbatch (+0.000;", 80) &&
+                strstr(r0, "3200 bytes per device: as fast (on a tie") && strstr(r0, "(3 other ways; as planned faster, 0.001 ms/microbatch, but 14000 bytes: over the limit)"),
+            "limit 6500: stage 0's runner-up line: %s", r0 ? r0 : txt);
+      free(txt);
+    }
     q.schedule = GV_SCHED_ZBH1; /* ZB-H1 stages stash: nothing fits */
     rc = solve_captured(&q, &w);
     CHECK(rc == 1, "limit 6500 under ZB-H1: rc %d (recomputing stages are not offered)", rc);
