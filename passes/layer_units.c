@@ -155,6 +155,10 @@ static const gv_layer_units *hint_u;
 void gv_layer_units_hint(const gv_module *m, const gv_layer_units *u) {
   hint_serial = m && u ? m->serial : 0, hint_f = m && u ? m->main : NULL, hint_u = m ? u : NULL;
 }
+gv_layer_units_hint_state gv_layer_units_hint_get(void) { return (gv_layer_units_hint_state){hint_serial, hint_f, hint_u}; }
+void gv_layer_units_hint_put(gv_layer_units_hint_state s) {
+  hint_serial = s.serial, hint_f = s.f, hint_u = s.u;
+}
 const gv_layer_units *gv_layer_units_for(const gv_module *m) {
   return m && m->main && hint_serial && m->serial == hint_serial && m->main == hint_f ? hint_u : NULL;
 }

@@ -75,5 +75,13 @@ int gv_layer_units_bind(gv_layer_units *u, const gv_module *m);
  * gv_layer_units_find). */
 void gv_layer_units_hint(const gv_module *m, const gv_layer_units *u);
 const gv_layer_units *gv_layer_units_for(const gv_module *m);
+/* The hint as set, kept and put back around work that sets its own (plan-sharding's report realises candidates
+ * after the main program's hint is set: the main program's regather and overlap must still see theirs) */
+typedef struct {
+  uint64_t serial;
+  const void *f, *u;
+} gv_layer_units_hint_state;
+gv_layer_units_hint_state gv_layer_units_hint_get(void);
+void gv_layer_units_hint_put(gv_layer_units_hint_state s);
 
 #endif

@@ -2020,6 +2020,12 @@ static void consider_pred(search *S, const gv_plan *p, int64_t pred, int64_t mem
 
 static bool tp_excluded; /* gv_plan_intra: the stage plans keep one tp axis */
 
+/* GALV_PLAN_IDLE=on: plans with an idle (replicating) axis are searched where the batch splits over every device too */
+static bool idle_on(void) {
+  const char *e = getenv("GALV_PLAN_IDLE");
+  return e && !strcmp(e, "on");
+}
+
 
 /* The layers' tp choices of p's combination: none when disabled, without a
  * tp axis for the layers, or with a layer of its own axis already (--plan). */
@@ -2035,7 +2041,7 @@ static void tp_alternatives(const ctx *C, const gv_plan *p, tp_choices *tc) {
   int64_t devices = 1;
   bool size1 = false;
   for (int a = 0; a < p->naxes; a++) devices *= p->size[a], size1 |= p->size[a] == 1;
-  tc->need0 = p->t_layer != p->t_outer && !size1 && C->mb_batch % devices == 0;
+  tc->need0 = p->t_layer != p->t_outer && !size1 && C->mb_batch % devices == 0 && !idle_on();
   tc->val[tc->n++] = -1;
   for (int a = 0; a < p->naxes && tc->n < NTP; a++)
     if (a != p->t_layer && !(p->dmask & (1u << a)) && p->size[a] > 1) tc->val[tc->n++] = (int8_t)(a + 1);
@@ -3180,7 +3186,7 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
           /* an idle axis only replicates: searched only when the batch does
            * not split over all devices (then a smaller dp or tp with
            * replicated ranks may be the best there is) */
-          if (used != all && !size1 && !idle_ok) continue;
+          if (used != all && !size1 && !idle_ok && !idle_on()) continue;
           if (!used && p.naxes > 1 && !fixed) continue; /* = the 1-D replicated plan */
           if (p.naxes > 1 && dm == all && !fixed) continue; /* = the 1-D batch split over all devices */
           p.dmask = dm;
@@ -4265,6 +4271,11 @@ static void explain_line(void *ud, int a, int b, const char *line) {
 int gv_plan_explain(FILE *f) {
   if (!explained.m) return 0;
   const gv_plan_options *o = &gv_plan_opts;
+  /* the realisations below set the layer-units hint for each copy: the main program's (set by the pass after its
+   * choice, read by its regather and overlap after this call) is put back, so the program compiled is the one
+   * priced (tests/plan_explain.sh compares the IR with and without -q) */
+  const gv_layer_units_hint_state hint = gv_layer_units_hint_get();
+  const gv_shard_options shard = gv_shard_opts;
   ctx C;
   int rc = ctx_init(&C, explained.m, o->cluster, explained.limit);
   if (!rc) {
@@ -4284,6 +4295,8 @@ int gv_plan_explain(FILE *f) {
   }
   gv_module_free(explained.m);
   explained.m = NULL;
+  gv_layer_units_hint_put(hint);
+  gv_shard_opts = shard;
   return rc ? -1 : 0;
 }
 
