@@ -53,6 +53,7 @@ enum { GV_PLAN_FILE_MAX = 16 << 20, GV_PLAN_AXIS_MAX = 1 << 20 };
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -3437,6 +3438,8 @@ static bool plan_key_of(const gv_module *m, const gv_plan_options *o, plan_key *
   k->h = 14695981039346656037ull, k->n = 0;
   FILE *f = fopencookie(k, "w", (cookie_io_functions_t){.write = key_write});
   if (!f) return false;
+  __fsetlocking(f, FSETLOCKING_BYCALLER); /* one thread prints it: no lock per character */
+  setvbuf(f, NULL, _IOFBF, 1 << 16);
   gv_print_module(m, f);
   const gv_cluster *c = o->cluster;
   fprintf(f, "\n%s|%s|%lld|%lld|%.17g|%.17g|%.17g|%.17g|%lld|%.17g|%.17g|%.17g|%.17g|%.17g|%.17g|%.17g|%.17g|%d\n", c->name, c->origin,
@@ -4332,9 +4335,11 @@ int gv_pass_plan_sharding(gv_module *m) {
     plan_key key;
     int64_t nops = 0;
     for (const gv_op *op = m->main->body->first; op; op = op->next) nops++;
-    bool keyed = plan_key_of(m, o, &key);
-    if (keyed) C.memo = (key.h ^ key.n) | 1; /* the report reads the realisation's unit figures back (unit_figs_get) */
-    keyed = keyed && nops >= 100000; /* a smaller program realises in less than it prints */
+    /* the report reads the realisation's unit figures back (unit_figs_get): keyed for it; -q needs no key where
+     * a smaller program realises in less than it prints */
+    bool keyed = (!o->quiet || nops >= 100000) && plan_key_of(m, o, &key);
+    if (keyed) C.memo = (key.h ^ key.n) | 1;
+    keyed = keyed && nops >= 100000;
     if (keyed) {
       plan_key_limit(&key, (int64_t)plan_hash(&plan));
       plan_key_limit(&key, o->memory_limit);
@@ -4358,7 +4363,7 @@ int gv_pass_plan_sharding(gv_module *m) {
     pred = pc.step_ns, pred_mem = pc.mem_total;
   } else if (o->plan_in) {
     plan_key key;
-    if (plan_key_of(m, o, &key)) C.memo = (key.h ^ key.n) | 1; /* as above */
+    if (!o->quiet && plan_key_of(m, o, &key)) C.memo = (key.h ^ key.n) | 1; /* as above */
     rc = gv_plan_read(o->plan_in, &plan, C.nl + 1);
     const gv_mesh *given = o->mesh_fixed && m->nmeshes ? m->meshes[0] : NULL; /* --mesh: must be the plan's */
     bool same = given && given->naxes == plan.naxes;
