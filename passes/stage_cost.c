@@ -595,6 +595,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
           out->xfer_ns = gv_pipe_transfer_split_ns(x->cluster, nodes, per_node, sb.in, sb.out, sb.in_rows, sb.out_rows, D, q,
                                                    runs * pc.kernels, x->training);
           out->ns = runs * pc.step_ns + out->xfer_ns;
+          out->comm_ns = runs * pc.exposed_ns;
           /* memory per device as runtime/pipe.c allocates it: the plan's total (the weights buffer: parameters and
            * constants; the arena, which holds the parameter gradients the program outputs); in training beside them
            * the gradient sums (the parameters' bytes), the optimizer state (opt_states x the parameters' bytes;
@@ -661,8 +662,10 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
                                         * step's sums once, into a chunk of sums / g */
                 out->zero_ns += gv_cost_mesh_group(x->cluster, &pm, plan.dmask, GV_COLL_REDUCE_SCATTER, sums);
                 out->state_bytes += (sums + g - 1) / g;
-              } else if (zero == GV_ZERO_2_EACH) /* each microbatch's gradients reduce-scattered, a bucket at a time */
-                out->ns += GV_ZERO_EACH_BUCKETS * g * gv_cost_mesh_group(x->cluster, &pm, plan.dmask, GV_COLL_REDUCE_SCATTER, es * g * bs);
+              } else if (zero == GV_ZERO_2_EACH) { /* each microbatch's gradients reduce-scattered, a bucket at a time */
+                const int64_t rs = GV_ZERO_EACH_BUCKETS * g * gv_cost_mesh_group(x->cluster, &pm, plan.dmask, GV_COLL_REDUCE_SCATTER, es * g * bs);
+                out->ns += rs, out->comm_ns += rs;
+              }
             }
             /* the runtime's optimizer update once per step, memory-bound: per element it reads the parameter, the
              * gradient sum and the optimizer state and writes the parameter and the state (on a ZeRO-1 rank its

@@ -288,8 +288,9 @@ void gv_stage_cost_add_way(gv_stage_cost *c, const gv_stage_cost *w) {
   if (c->nvar >= GV_STAGE_MAX_VARS) return;
   gv_stage_var *v = &c->var[c->nvar++];
   *v = (gv_stage_var){w->ns, w->state_bytes, w->act_bytes, w->once_ns, w->zero_ns, w->opt_ns, w->zero_ranks, w->xfer_ns,
-                      w->grad_ns, w->key_ns, w->recompute, w->zero, w->layer_rc, w->planner_plan, ""};
+                      w->grad_ns, w->key_ns, w->recompute, w->zero, w->layer_rc, w->planner_plan, "", 0};
   memcpy(v->desc, w->desc, sizeof v->desc);
+  v->comm_ns = w->comm_ns;
 }
 
 void gv_stage_cost_add_var(gv_stage_cost *c) { gv_stage_cost_add_way(c, c); }
@@ -328,7 +329,7 @@ void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched) {
     const gv_stage_var *w = &c->var[v];
     c->ns = w->ns, c->state_bytes = w->state_bytes, c->act_bytes = w->act_bytes, c->once_ns = w->once_ns;
     c->zero_ns = w->zero_ns, c->opt_ns = w->opt_ns, c->zero_ranks = w->zero_ranks, c->xfer_ns = w->xfer_ns;
-    c->grad_ns = w->grad_ns;
+    c->grad_ns = w->grad_ns, c->comm_ns = w->comm_ns;
     c->recompute = w->recompute, c->layer_rc = w->layer_rc, c->zero = w->zero, c->key_ns = w->key_ns;
     c->planner_plan = w->planner_plan;
     memcpy(c->desc, w->desc, sizeof c->desc);
@@ -1331,6 +1332,13 @@ void gv_pipe_plan_print(const gv_pipe_plan *pl, void *file) {
             pl->cost[i].layer_rc ? gv_layer_rc_name(pl->cost[i].layer_rc) : "", (double)pl->cost[i].ns / 1e6, (double)pl->cost[i].state_bytes / (1 << 30),
             (long long)pl->inflight[i], (double)pl->cost[i].act_bytes / (1 << 30),
             (long long)(pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i)));
+  for (int i = 0; i < pl->nstages; i++) { /* the stage's time by term (the planned stage programs'; 0: not priced) */
+    const gv_stage_cost *c = &pl->cost[i];
+    if (c->comm_ns > 0 || c->grad_ns > 0 || c->xfer_ns > 0)
+      fprintf(f, "  stage %d time: %.3f ms/microbatch = compute %.3f + exposed communication %.3f + transfers and overhead %.3f + "
+                 "gradient sums %.3f\n", i, (double)c->ns / 1e6, (double)(c->ns - c->comm_ns - c->xfer_ns - c->grad_ns) / 1e6,
+              (double)c->comm_ns / 1e6, (double)c->xfer_ns / 1e6, (double)c->grad_ns / 1e6);
+  }
   for (int i = 0; i < pl->nstages; i++) stage_runner_up(pl, i, f);
   if (pl->schedule == GV_SCHED_INTERLEAVED && pl->vstages > 1) /* a device's memory: its group's V stages (what the DP checked) */
     for (int d = 0, P = pl->nstages / pl->vstages; d < P; d++) {

@@ -56,6 +56,7 @@ typedef struct {
   signed char layer_rc; /* GV_LAYER_RC_*: per-layer recomputation inside the stage program */
   bool planner_plan;    /* --strategy dp / tp has no plan on the stage: the intra-operator planner's plan, compiled so */
   char desc[48];
+  int64_t comm_ns;      /* of ns: the stage program's exposed communication (its collectives' waits) */
 } gv_stage_var;
 enum { GV_STAGE_MAX_VARS = 24 };
 /* A stage's ZeRO way (docs/pipeline.md "ZeRO-2 inside stages"): none; ZeRO-1 (the optimizer state split over the
@@ -110,6 +111,8 @@ typedef struct {
    * flight (gv_stage_cost_pick), on a tie the earlier: var[] ordered no per-layer recomputation before selective
    * before all, then no ZeRO before ZeRO-1, stash before
    * recomputation */
+  int64_t comm_ns;      /* of ns: the stage program's exposed communication (the waits for its collectives on the
+                         * timeline, and ZeRO-2's reduce-scatters per microbatch); 0 where not priced (the analytic cost) */
   int nvar;
   gv_stage_var var[GV_STAGE_MAX_VARS];
   bool bounded; /* no way fits and the stage's search left plans out by its bound (gv_plan_opts.stage_incumbent_ns):

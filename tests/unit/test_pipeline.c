@@ -777,6 +777,19 @@ int main(void) {
                 strstr(r0, "3200 bytes per device: as fast (on a tie") && strstr(r0, "(3 other ways; as planned faster, 0.001 ms/microbatch, but 14000 bytes: over the limit)"),
             "limit 6500: stage 0's runner-up line: %s", r0 ? r0 : txt);
       free(txt);
+      /* the stage's time by term: what is left of ns after the program's exposed communication, the transfers and
+       * the gradient sums is compute */
+      static gv_pipe_plan w2;
+      w2 = w;
+      w2.cost[0].ns = 2000000, w2.cost[0].comm_ns = 300000, w2.cost[0].xfer_ns = 200000, w2.cost[0].grad_ns = 100000;
+      txt = NULL, len = 0;
+      mf = open_memstream(&txt, &len);
+      gv_pipe_plan_print(&w2, mf);
+      fclose(mf);
+      CHECK(txt && strstr(txt, "  stage 0 time: 2.000 ms/microbatch = compute 1.400 + exposed communication 0.300 + transfers and "
+                               "overhead 0.200 + gradient sums 0.100\n") && !strstr(txt, "  stage 1 time:"),
+            "the stage's time line: %s", txt);
+      free(txt);
     }
     q.schedule = GV_SCHED_ZBH1; /* ZB-H1 stages stash: nothing fits */
     rc = solve_captured(&q, &w);
