@@ -3647,7 +3647,7 @@ enum { EXPLAIN_GROUPS = 8, EXPLAIN_ALTS = 8 };
 typedef struct {
   int64_t *ns, *state, *kept, *comm; /* per unit, the chosen plan's realisation */
   int64_t copies;                    /* the program's microbatches (each keeps its own activations, one after another) */
-  bool have;
+  bool have, train;
 } unit_figs;
 
 static void unit_figs_free(unit_figs *u) {
@@ -3666,6 +3666,7 @@ static int unit_figs_get(ctx *C, const gv_plan *p, unit_figs *u, gv_plan_cost *p
   realise_kept = realise_comm = NULL;
   u->have = !q;
   u->copies = microbatch_copies(C->m);
+  u->train = C->train;
   return q < 0 ? -1 : 0;
 }
 
@@ -3726,10 +3727,14 @@ static void group_figs(const unit_figs *uf, int a, int b, int64_t *ns, int64_t *
 static void report_group(const unit_figs *uf, int a, int b, FILE *f) {
   int64_t ns, comm, state, kept;
   group_figs(uf, a, b, &ns, &comm, &state, &kept);
-  fprintf(f, "plan:     %d unit%s: %.3f ms of the step (compute %.3f, exposed communication %.3f), per device: state %lld bytes "
-             "(parameters, gradients, optimizer), activations kept for backward %lld bytes%s\n",
-          b - a, b - a == 1 ? "" : "s", ns / 1e6, (ns - comm) / 1e6, comm / 1e6, (long long)state, (long long)(kept / uf->copies),
-          uf->copies > 1 ? " a microbatch" : "");
+  if (uf->train)
+    fprintf(f, "plan:     %d unit%s: %.3f ms of the step (compute %.3f, exposed communication %.3f), per device: state %lld bytes "
+               "(parameters, gradients, optimizer), activations kept for backward %lld bytes%s\n",
+            b - a, b - a == 1 ? "" : "s", ns / 1e6, (ns - comm) / 1e6, comm / 1e6, (long long)state, (long long)(kept / uf->copies),
+            uf->copies > 1 ? " a microbatch" : "");
+  else
+    fprintf(f, "plan:     %d unit%s: %.3f ms of the step (compute %.3f, exposed communication %.3f), per device: parameters %lld "
+               "bytes\n", b - a, b - a == 1 ? "" : "s", ns / 1e6, (ns - comm) / 1e6, comm / 1e6, (long long)state);
 }
 
 /* The group [a, b)'s runner-up (see above): its line */
@@ -3737,11 +3742,12 @@ static int explain_group(ctx *C, const gv_plan *p, const gv_plan_cost *pc, int a
   gv_plan best, over;
   gv_plan_cost bc, oc, qc;
   bool has_best = false, has_over = false;
-  int tried = 0;
+  int tried = 0, offered = 0;
   char what[64], bw[64] = "", ow[64] = "";
   for (int k = 0; k < EXPLAIN_ALTS; k++) {
     gv_plan q;
     if (!group_alt(C, p, a, b, k, &q, what, sizeof what)) break;
+    offered++;
     int r = realise(C, &q, &qc, NULL, NULL);
     if (r < 0) return -1;
     if (r) continue;
@@ -3751,7 +3757,8 @@ static int explain_group(ctx *C, const gv_plan *p, const gv_plan_cost *pc, int a
     } else if (!has_over || qc.step_ns < oc.step_ns) over = q, oc = qc, has_over = true, snprintf(ow, sizeof ow, "%s", what);
   }
   if (!tried) {
-    fprintf(f, "none (no other choice of this group realises on this mesh)\n");
+    fprintf(f, offered ? "none (no other choice of this group realises on this mesh)\n"
+                       : "none (no other choice for this group on this mesh: no ZeRO stage, sp or tp axis to change)\n");
     return 0;
   }
   const gv_plan *r = has_best ? &best : &over;

@@ -167,6 +167,22 @@ check gpt2s-lim gpt2s 8 128 --no-weights --microbatches 2 --mesh dp=2,tp=2 --mem
 check llamas-tp llamas 8 128 --no-weights --mesh dp=2,tp=2 --recompute=none --microbatches 1
 check gpt2-tiny gpt2 16 32 --mesh dp=2,tp=2
 
+# inference: the groups' parameters and shares (no gradients, optimizer state or activations kept for backward)
+if timeout 300 "$BUILD/galvc" "$T/gpt2s.onnx" --batch 8 --seq 128 --no-weights --gpus 4 --mesh dp=2,tp=2 --plan-only \
+     --plan-out "$T/inf.json" 2>"$T/inf.err" </dev/null; then
+  if r=$(python3 - "$T/inf.err" "$T/inf.json" <<'PY'
+import json, re, sys
+err, plan = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+sh = [float(x) for x in re.findall(r"^plan:     \d+ units?: ([\d.]+) ms of the step .* per device: parameters \d+ bytes$", err, re.M)]
+ru = re.findall(r"^plan:   runner-up for .*$", err, re.M)
+step = plan["predicted"]["step_ns"] / 1e6
+if not sh or abs(sum(sh) - step) > 0.001 * len(sh) or not ru or "kept for backward" in err:
+    sys.exit(f"shares {sh} against the step {step:.3f} ms; runner-ups {ru}")
+print(f"{len(sh)} groups' parameters and shares, summing to the step {step:.3f} ms; {len(ru)} runner-up lines")
+PY
+  ); then ok "inference: $r"; else bad "inference: $r"; fi
+else bad "inference: galvc: $(grep -m2 error "$T/inf.err")"; fi
+
 # ZeRO-3 on one layer, tp on the other (regather's gathers per layer read the layer units the pass hands on)
 python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2l2.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
   bad "gpt2l2: make_model"
