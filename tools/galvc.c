@@ -2253,10 +2253,11 @@ retry:
         }
         joint_report(&jc, one, B, train ? gv_train_opts.recompute : NULL, train, quiet);
       }
-      if (!quiet && gv_plan_explain(stderr)) { rc = 1; break; } /* the compiled plan: each layer group's runner-up */
       if (!quiet)
         fprintf(stderr, "galvc: %-18s %6d ops (%.3f s, cpu %.3f s)\n", "plan-sharding", count_ops(m->main->body), now() - t,
                 cpu_now() - tc);
+      /* the compiled plan: each layer group's runner-up (its realisations timed on their own line, not the pass's) */
+      if (!quiet && gv_plan_explain(stderr)) { rc = 1; break; }
       if (plan_only) break;
       t = now(), tc = cpu_now();
     }
