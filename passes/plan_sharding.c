@@ -3639,10 +3639,11 @@ static void axes_desc(const gv_plan *p, const gv_cluster *c, char *buf, size_t n
  * them) and their activations kept for backward. Then the group's runner-up:
  * the plan realised again with only that group's choice changed, one change
  * at a time (another ZeRO stage; sequence parallelism on or off; the layers'
- * tp axis or none), the fastest that fits, and why it lost (slower, by which
- * term; or faster but over the memory limit). Realising the others costs a
- * realisation each, so galvc asks for them on the run it compiles
- * (gv_plan_opts.explain); the other runs print the group's figures alone. */
+ * tp axis or none; the embedding / head's vocab axis), the fastest that fits,
+ * and why it lost (slower, by which term; or faster but over the memory
+ * limit). Each costs a realisation, so they are realised once galvc has
+ * chosen the program it compiles (gv_plan_explain, on the plan the last run
+ * with gv_plan_opts.explain kept); every run prints the groups' figures. */
 enum { EXPLAIN_GROUPS = 8, EXPLAIN_ALTS = 8 };
 typedef struct {
   int64_t *ns, *state, *kept, *comm; /* per unit, the chosen plan's realisation */
