@@ -3646,22 +3646,21 @@ static void axes_desc(const gv_plan *p, const gv_cluster *c, char *buf, size_t n
  * with gv_plan_opts.explain kept); every run prints the groups' figures. */
 enum { EXPLAIN_GROUPS = 8, EXPLAIN_ALTS = 8 };
 typedef struct {
-  int64_t *ns, *state, *kept, *comm; /* per unit, the chosen plan's realisation */
+  int64_t *ns, *state, *kept, *comm; /* per unit, the chosen plan's realisation (one block: ns owns it) */
   int64_t copies;                    /* the program's microbatches (each keeps its own activations, one after another) */
   bool have, train;
 } unit_figs;
 
 static void unit_figs_free(unit_figs *u) {
-  free(u->ns), free(u->state), free(u->kept), free(u->comm);
+  free(u->ns);
   memset(u, 0, sizeof *u);
 }
 
 /* p's realisation with its unit figures (the search's memo holds them: no new realisation where it has p) */
 static int unit_figs_get(ctx *C, const gv_plan *p, unit_figs *u, gv_plan_cost *pc) {
   int nu = p->nunits;
-  u->ns = calloc((size_t)nu, sizeof *u->ns), u->state = calloc((size_t)nu, sizeof *u->state);
-  u->kept = calloc((size_t)nu, sizeof *u->kept), u->comm = calloc((size_t)nu, sizeof *u->comm);
-  if (!u->ns || !u->state || !u->kept || !u->comm) return -1;
+  if (!(u->ns = calloc(4 * (size_t)nu, sizeof *u->ns))) return -1;
+  u->state = u->ns + nu, u->kept = u->ns + 2 * nu, u->comm = u->ns + 3 * nu;
   realise_kept = u->kept, realise_comm = u->comm;
   int q = realise(C, p, pc, u->ns, u->state);
   realise_kept = realise_comm = NULL;
@@ -3785,22 +3784,23 @@ static int explain_group(ctx *C, const gv_plan *p, const gv_plan_cost *pc, int a
   return 0;
 }
 
-/* The plan's groups of units (report()'s lines): calls fn per group with its line's text; returns the groups */
-static int plan_groups(const gv_plan *p, void (*fn)(void *, int, int, const char *), void *ud) {
+/* The plan's groups of units (report()'s lines): calls fn per group [u, v) with its label ("layers 0-3") and its
+ * strategy ("dp(dp)+zero2"); returns the groups */
+static int plan_groups(const gv_plan *p, void (*fn)(void *, int, int, const char *, const char *), void *ud) {
   int g = 0;
   for (int u = 0; u < p->nunits; g++) {
     int v = u + 1;
-    char s1[128], s2[128], line[200];
+    char s1[128], s2[128], label[32];
     gv_plan_unit_str(p, u, s1, sizeof s1);
     while (u && v < p->nunits) {
       gv_plan_unit_str(p, v, s2, sizeof s2);
       if (strcmp(s1, s2)) break;
       v++;
     }
-    if (!u) snprintf(line, sizeof line, "embedding/head: %s", s1);
-    else if (v - u == 1) snprintf(line, sizeof line, "layer %d: %s", u - 1, s1);
-    else snprintf(line, sizeof line, "layers %d-%d: %s", u - 1, v - 2, s1);
-    if (fn) fn(ud, u, v, line);
+    if (!u) snprintf(label, sizeof label, "embedding/head");
+    else if (v - u == 1) snprintf(label, sizeof label, "layer %d", u - 1);
+    else snprintf(label, sizeof label, "layers %d-%d", u - 1, v - 2);
+    fn(ud, u, v, label, s1);
     u = v;
   }
   return g;
@@ -3811,9 +3811,9 @@ typedef struct {
   FILE *f;
 } groups_ud;
 
-static void groups_line(void *ud, int a, int b, const char *line) {
+static void groups_line(void *ud, int a, int b, const char *label, const char *strategy) {
   groups_ud *g = ud;
-  fprintf(g->f, "plan:   %s\n", line);
+  fprintf(g->f, "plan:   %s: %s\n", label, strategy);
   if (g->uf && g->uf->have) report_group(g->uf, a, b, g->f);
 }
 
@@ -4268,14 +4268,10 @@ typedef struct {
   int g, rc;
 } explain_ud;
 
-static void explain_line(void *ud, int a, int b, const char *line) {
+static void explain_line(void *ud, int a, int b, const char *label, const char *strategy) {
   explain_ud *e = ud;
   if (e->rc || e->g++ >= EXPLAIN_GROUPS) return;
-  char g[200];
-  snprintf(g, sizeof g, "%s", line);
-  char *c = strstr(g, ": "); /* "layers 0-3: dp(dp)" -> "layers 0-3 (dp(dp))" */
-  if (c) *c = 0;
-  fprintf(e->f, "plan:   runner-up for %s (%s): ", g, c ? c + 2 : "");
+  fprintf(e->f, "plan:   runner-up for %s (%s): ", label, strategy);
   e->rc = explain_group(e->C, &explained.plan, &explained.pc, a, b, e->f);
 }
 

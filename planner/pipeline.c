@@ -302,6 +302,9 @@ const char *gv_zero_name(int zero) {
 /* the way's ZeRO (GV_ZERO_*): its level where it splits over ranks */
 static int way_zero(int64_t zero_ranks, int zero) { return zero_ranks > 1 ? (zero ? zero : GV_ZERO_1) : GV_ZERO_NONE; }
 
+/* the DP's key among a stage's ways (0: ns) */
+static int64_t way_key(const gv_stage_var *w) { return w->key_ns ? w->key_ns : w->ns; }
+
 bool gv_schedule_recomputes(gv_schedule sched) { return sched != GV_SCHED_ZBH1 && sched != GV_SCHED_INTERLEAVED; }
 
 const char *gv_layer_rc_name(int layer_rc) {
@@ -333,6 +336,7 @@ void gv_stage_cost_use(gv_stage_cost *c, int v, gv_schedule sched) {
     c->recompute = w->recompute, c->layer_rc = w->layer_rc, c->zero = w->zero, c->key_ns = w->key_ns;
     c->planner_plan = w->planner_plan;
     memcpy(c->desc, w->desc, sizeof c->desc);
+    c->way = v;
   }
   if (sched == GV_SCHED_ZBH1) c->state_bytes += c->zb_bytes, c->zb_bytes = 0;
 }
@@ -356,7 +360,7 @@ int gv_stage_cost_pick(const gv_stage_cost *c, const gv_pipe_charge *ch0, int64_
         (want_zero >= 0 && want_zero != way_zero(w->zero_ranks, w->zero)) || (want_layer >= 0 && want_layer != w->layer_rc))
       continue;
     if ((tmax >= 0 && w->ns > tmax) || w->state_bytes + zb + gv_pipe_charge_bytes(ch, w->act_bytes, c->zb_act_bytes) > limit) continue;
-    if (best < 0 || (w->key_ns ? w->key_ns : w->ns) < (c->var[best].key_ns ? c->var[best].key_ns : c->var[best].ns)) best = i;
+    if (best < 0 || way_key(w) < way_key(&c->var[best])) best = i;
   }
   return best;
 }
@@ -1263,18 +1267,12 @@ static void way_words(const gv_stage_var *w, char *buf, size_t n) {
 static void stage_runner_up(const gv_pipe_plan *pl, int i, FILE *f) {
   const gv_stage_cost *c = &pl->cost[i];
   if (c->nvar < 2) return;
-  int chosen = -1;
-  for (int v = 0; v < c->nvar && chosen < 0; v++) {
-    const gv_stage_var *w = &c->var[v];
-    if (w->ns == c->ns && w->act_bytes == c->act_bytes && w->recompute == c->recompute && w->layer_rc == c->layer_rc &&
-        way_zero(w->zero_ranks, w->zero) == way_zero(c->zero_ranks, c->zero) && !strcmp(w->desc, c->desc))
-      chosen = v;
-  }
+  const int chosen = c->way;
   const bool il = pl->schedule == GV_SCHED_INTERLEAVED && pl->vstages > 1; /* memory per device group: not per way here */
   gv_pipe_charge ch;
   gv_pipe_charge_make(pl->schedule, pl->nstages, i, pl->B, pl->inflight[i], &ch);
   /* ZB-H1: the chosen way's states hold the weight-gradient entry's bytes (gv_stage_cost_use), every way's would */
-  const int64_t zb = pl->schedule == GV_SCHED_ZBH1 && chosen >= 0 ? c->state_bytes - c->var[chosen].state_bytes : 0;
+  const int64_t zb = pl->schedule == GV_SCHED_ZBH1 ? c->state_bytes - c->var[chosen].state_bytes : 0;
   int best = -1, over = -1, n = 0;
   int64_t need_b = 0, need_o = 0;
   for (int v = 0; v < c->nvar; v++) {
@@ -1283,17 +1281,17 @@ static void stage_runner_up(const gv_pipe_plan *pl, int i, FILE *f) {
     n++;
     int64_t need = w->state_bytes + zb +
                    (pl->schedule == GV_SCHED_ZBH1 ? gv_pipe_charge_bytes(&ch, w->act_bytes, c->zb_act_bytes) : pl->inflight[i] * w->act_bytes);
-    const int64_t key = w->key_ns ? w->key_ns : w->ns;
+    const int64_t key = way_key(w);
     if (il || !pl->limit || need <= pl->limit) {
-      if (best < 0 || key < (c->var[best].key_ns ? c->var[best].key_ns : c->var[best].ns)) best = v, need_b = need;
-    } else if (over < 0 || key < (c->var[over].key_ns ? c->var[over].key_ns : c->var[over].ns)) over = v, need_o = need;
+      if (best < 0 || key < way_key(&c->var[best])) best = v, need_b = need;
+    } else if (over < 0 || key < way_key(&c->var[over])) over = v, need_o = need;
   }
   if (!n) return;
   const int r = best >= 0 ? best : over;
   const gv_stage_var *w = &c->var[r];
   char wd[128];
   way_words(w, wd, sizeof wd);
-  const int64_t ck = c->key_ns ? c->key_ns : c->ns, rk = w->key_ns ? w->key_ns : w->ns;
+  const int64_t ck = way_key(&c->var[chosen]), rk = way_key(w);
   fprintf(f, "  stage %d runner-up (%s): %.3f ms/microbatch (%+.3f; with ZeRO's per-step collectives spread over the "
              "microbatches %+.3f)", i, wd, (double)w->ns / 1e6, (double)(w->ns - c->ns) / 1e6, (double)(rk - ck) / 1e6);
   if (!il) fprintf(f, ", %lld bytes per device", (long long)(best >= 0 ? need_b : need_o));
@@ -1303,7 +1301,7 @@ static void stage_runner_up(const gv_pipe_plan *pl, int i, FILE *f) {
                                            "no ZeRO, stash first)");
   else fprintf(f, ": as fast or faster by its key and within the limit here, not the stage DP's pick (the DP charged the stage otherwise)");
   fprintf(f, " (%d other way%s", n, n == 1 ? "" : "s");
-  if (best >= 0 && over >= 0 && (c->var[over].key_ns ? c->var[over].key_ns : c->var[over].ns) < rk) {
+  if (best >= 0 && over >= 0 && way_key(&c->var[over]) < rk) {
     way_words(&c->var[over], wd, sizeof wd);
     fprintf(f, "; %s faster, %.3f ms/microbatch, but %lld bytes: over the limit", wd, (double)c->var[over].ns / 1e6, (long long)need_o);
   }

@@ -115,6 +115,7 @@ typedef struct {
                          * timeline, and ZeRO-2's reduce-scatters per microbatch); 0 where not priced (the analytic cost) */
   int nvar;
   gv_stage_var var[GV_STAGE_MAX_VARS];
+  int way;              /* the var[] the fields above are (gv_stage_cost_use; 0 until it takes another) */
   bool bounded; /* no way fits and the stage's search left plans out by its bound (gv_plan_opts.stage_incumbent_ns):
                  * no plan of the stage both fits and runs under it (galvc's pipeline candidate is cut short) */
 } gv_stage_cost;
