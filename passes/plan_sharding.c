@@ -100,6 +100,8 @@ typedef struct {
   int64_t tpc_ns;      /* ... and its collectives on no batch axis of the plan (tp, vocab; cost_ops): the ZeRO pattern
                         * moves none of them (ZeRO acts on the batch axes) */
   uint64_t memo;       /* the program's key for the realisations kept (realise); 0: none kept */
+  double work_ns;      /* the program's FLOPs at the cluster's highest peak, ns on one device (idle_bound); < 0: not yet */
+  int64_t idle_out;    /* combinations with an idle axis left out by idle_bound (search_all) */
 } ctx;
 
 /* ---------------------------------------------------------------- units */
@@ -176,6 +178,7 @@ static int64_t microbatch_copies(const gv_module *m);
 
 static int ctx_init(ctx *C, const gv_module *m, const gv_cluster *c, int64_t limit) {
   memset(C, 0, sizeof *C);
+  C->work_ns = -1;
   const gv_func *f = m->main;
   int n = f->body->nargs;
   C->m = m;
@@ -2021,10 +2024,11 @@ static void consider_pred(search *S, const gv_plan *p, int64_t pred, int64_t mem
 
 static bool tp_excluded; /* gv_plan_intra: the stage plans keep one tp axis */
 
-/* GALV_PLAN_IDLE=on: plans with an idle (replicating) axis are searched where the batch splits over every device too */
-static bool idle_on(void) {
+/* GALV_PLAN_IDLE=off: plans with an idle (replicating) axis are left out where the batch splits over every device
+ * (the search before they were searched there; search_all) */
+static bool idle_off(void) {
   const char *e = getenv("GALV_PLAN_IDLE");
-  return e && !strcmp(e, "on");
+  return e && !strcmp(e, "off");
 }
 
 
@@ -2042,7 +2046,9 @@ static void tp_alternatives(const ctx *C, const gv_plan *p, tp_choices *tc) {
   int64_t devices = 1;
   bool size1 = false;
   for (int a = 0; a < p->naxes; a++) devices *= p->size[a], size1 |= p->size[a] == 1;
-  tc->need0 = p->t_layer != p->t_outer && !size1 && C->mb_batch % devices == 0 && !idle_on();
+  /* (with every layer off t_layer the plan is that of the combination without t_layer, which search_all searches as one
+   * with an idle axis: the table would only find it again) */
+  tc->need0 = p->t_layer != p->t_outer && !size1 && C->mb_batch % devices == 0;
   tc->val[tc->n++] = -1;
   for (int a = 0; a < p->naxes && tc->n < NTP; a++)
     if (a != p->t_layer && !(p->dmask & (1u << a)) && p->size[a] > 1) tc->val[tc->n++] = (int8_t)(a + 1);
@@ -3142,8 +3148,57 @@ static int combo_cmp(const void *a, const void *b) {
   return (x->i > y->i) - (x->i < y->i);
 }
 
+/* A lower bound on the step of every plan whose used axes (a batch, tp or vocab role) span `used` devices: each op
+ * splits over at most those devices, so a device computes at least 1 / used of the global program's FLOPs, each at no
+ * more than the cluster's highest peak (cost.c: an op's time is at least its FLOPs over its dtype's peak); the step is
+ * at least that compute (step = compute + slowdown + exposed communication). A stand-in for count_as microbatches
+ * weighs its ops as its price does (count_weight2). 0 under --profile (measured times replace the peaks). */
+static double program_work_ns(ctx *C) {
+  if (C->work_ns >= 0) return C->work_ns;
+  C->work_ns = 0;
+  if (gv_plan_opts.profile) return 0;
+  double peak = 0;
+  const gv_dtype dts[] = {GV_DT_F32, GV_DT_BF16, GV_DT_F16};
+  for (int i = 0; i < 3; i++) {
+    double pk = gv_cluster_flops(C->c, dts[i]);
+    if (pk > peak) peak = pk;
+  }
+  if (!(peak > 0)) return 0;
+  const gv_func *f = C->m->main;
+  int lo = -1, hi = -1, idx = 0;
+  int64_t extra = count_as > 2 && microbatch_copies(C->m) == 2 && count_region(f, &lo, &hi) ? count_as - 2 : 0;
+  double flops = 0;
+  for (const gv_op *op = f->body->first; op; op = op->next, idx++) {
+    int64_t fl = gv_op_flops(op, NULL, NULL);
+    if (fl > 0) flops += (double)fl * (double)count_weight2(op, idx, lo, hi, extra) / 2.0;
+  }
+  return C->work_ns = flops / peak * 1e9;
+}
+
+/* A combination with an idle axis (its ranks compute the same values) left out, searched after the others
+ * (search_all): with no plan fitting so far (its memory is at least that of the combination using the idle axis for
+ * the batch too: the same state sharded over fewer ranks, more samples each), or with its step bounded by
+ * program_work_ns over its used devices above the runner-up so far (5 % for the reduced programs' extrapolation), or
+ * the best where there is none, or above the fastest step realised so far (1 %): it cannot be the choice or the
+ * runner-up. On the models where compute dominates no such combination is realised; where communication does (a
+ * small model on many devices) they are searched, and replicating may win. */
+static bool idle_bound(ctx *C, const gv_plan *p, const search *S) {
+  if (!S->found) return true;
+  double work = program_work_ns(C);
+  if (!(work > 0)) return false;
+  int64_t used = 1;
+  unsigned mask = p->dmask | (p->t_layer >= 0 ? 1u << p->t_layer : 0) | (p->t_outer >= 0 ? 1u << p->t_outer : 0);
+  for (int a = 0; a < p->naxes; a++)
+    if (mask & (1u << a)) used *= p->size[a];
+  double lb = work / (double)used;
+  int64_t thr = S->has_ru ? S->ru_ns : S->best_cost.step_ns, inc = gv_plan_opts.incumbent_ns;
+  return lb > (double)thr * 1.05 || (inc > 0 && lb >= (double)inc * 1.01);
+}
+
 static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaustive, search *S) {
   memset(S, 0, sizeof *S);
+  combo_ord *late = NULL; /* the combinations with an idle axis, searched last (idle_bound) */
+  int nlate = 0, caplate = 0;
   bool order = C->red && C->train && !exhaustive && bound_mode() && !getenv("GALV_PLAN_ORDER_OFF");
   combo_ord *ord = NULL;
   int nord = 0, capord = 0;
@@ -3184,16 +3239,33 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
           unsigned used = dm | (tl >= 0 ? 1u << tl : 0) | (to >= 0 ? 1u << to : 0);
           bool size1 = false;
           for (int a = 0; a < p.naxes; a++) size1 |= p.size[a] == 1;
-          /* an idle axis only replicates: searched only when the batch does
-           * not split over all devices (then a smaller dp or tp with
-           * replicated ranks may be the best there is) */
-          if (used != all && !size1 && !idle_ok && !idle_on()) continue;
+          /* an idle axis only replicates: where the batch splits over
+           * every device such a combination is searched after the others
+           * and only where its compute bound leaves it a chance (idle_bound);
+           * where it does not split, a smaller dp or tp with replicated
+           * ranks may be the best there is: searched in turn */
+          bool idle = used != all && !size1 && !idle_ok;
+          if (idle && idle_off()) continue;
           if (!used && p.naxes > 1 && !fixed) continue; /* = the 1-D replicated plan */
           if (p.naxes > 1 && dm == all && !fixed) continue; /* = the 1-D batch split over all devices */
           p.dmask = dm;
           p.t_layer = tl;
           p.t_outer = to;
           name_axes(&p, fixed);
+          if (idle && !exhaustive) {
+            if (nlate == caplate) {
+              int cap = caplate ? 2 * caplate : 16;
+              combo_ord *n = realloc(late, (size_t)cap * sizeof *n);
+              if (!n) {
+                free(late), free(ord);
+                return gv_error(C->m, "out of memory");
+              }
+              late = n, caplate = cap;
+            }
+            late[nlate] = (combo_ord){p, dprod(&p), nlate}; /* (dp: the used devices' order below) */
+            nlate++;
+            continue;
+          }
           if (order) {
             if (nord == capord) {
               int cap = capord ? 2 * capord : 64;
@@ -3214,10 +3286,22 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
   if (order) qsort(ord, (size_t)nord, sizeof *ord, combo_cmp);
   for (int i = 0; i < nord; i++)
     if (solve_combo(C, &ord[i].p, S, exhaustive)) {
-      free(ord);
+      free(ord), free(late);
       return -1;
     }
   free(ord);
+  qsort(late, (size_t)nlate, sizeof *late, combo_cmp);
+  for (int i = 0; i < nlate; i++) {
+    if (idle_bound(C, &late[i].p, S)) {
+      C->idle_out++;
+      continue;
+    }
+    if (solve_combo(C, &late[i].p, S, exhaustive)) {
+      free(late);
+      return -1;
+    }
+  }
+  free(late);
   return 0;
 }
 

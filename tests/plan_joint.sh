@@ -9,8 +9,10 @@
 #      its plan.json is the one
 #      --pipeline-stages 1 writes (no pipeline field);
 #  (b) a copy of cpu-local with one device per node and a 1 MB/s inter-node
-#      link: the gradient all-reduce across nodes is slow, the pipeline wins
-#      by itself; -o DIR/ gets the stage programs, plan.json records the
+#      link and a memory limit (520000 bytes) below the replicated plan's
+#      state: every one-program plan splits something across the slow link
+#      (the replicated plan, no communication at all, would win without the
+#      limit), the pipeline wins by itself; -o DIR/ gets the stage programs, plan.json records the
 #      pipeline, the stages run 2 AdamW steps on 2 MPI ranks with the
 #      single-device program's losses (rtol 1e-4), and --plan plan.json
 #      compiles the same stages (its plan.json the search's: each stage's way,
@@ -18,7 +20,8 @@
 #      (stage_recompute, stage_zero) and --plan replays an edited one (stage 0
 #      recomputing: no backward entry);
 #  (c) --pipeline-stages 1: one program, no pipeline searched;
-#  (e) equal stages of 2 devices planned as the preset dp too, chosen, run
+#  (e) equal stages of 2 devices planned as the preset dp too, chosen (under a
+#      memory limit that the plan replicating across the nodes exceeds), run
 #      on 4 ranks = single device, replayed by --plan;
 #  (d) --memory-limit 100000 (nothing fits): one error line whose smallest
 #      need is the smaller of one program's and a pipeline stage's, above
@@ -80,7 +83,7 @@ timeout 300 "$G" "$m" --input-shape input_ids=8x8 --train --target cpu -q -o "$T
   { echo "FAIL single: $(cat "$T/err")"; exit 1; }
 timeout 120 "$T/one/program" --batches "$T/b" --steps 2 -o "$T/one.w" </dev/null >"$T/one.log" 2>"$T/err" ||
   { echo "FAIL single run: $(cat "$T/err")"; exit 1; }
-if timeout 600 "$G" "$m" "${COMMON[@]}" --gpus 2 --gpus-per-node 1 --cluster "$T/slow.json" -o "$T/pb/" </dev/null \
+if timeout 600 "$G" "$m" "${COMMON[@]}" --gpus 2 --gpus-per-node 1 --cluster "$T/slow.json" --memory-limit 520000 -o "$T/pb/" </dev/null \
     >"$T/pb.out" 2>"$T/pb.err"; then
   if grep -q "default search: chose the pipeline" "$T/pb.err" && [ -x "$T/pb/launch" ] && [ -d "$T/pb/stage1" ] &&
      python3 -c "import json,sys; p=json.load(open('$T/pb/plan.json'))['pipeline']; sys.exit(0 if p['stages'] >= 2 else 1)"; then
@@ -100,10 +103,10 @@ PY
   else
     bad "(b) run: $(grep -m3 -i error "$T/err" "$T/pb.log")"
   fi
-  q=$(timeout 300 "$G" "$m" "${COMMON[@]}" --gpus 2 --gpus-per-node 1 --cluster "$T/slow.json" --plan-only -q </dev/null 2>&1)
+  q=$(timeout 300 "$G" "$m" "${COMMON[@]}" --gpus 2 --gpus-per-node 1 --cluster "$T/slow.json" --memory-limit 520000 --plan-only -q </dev/null 2>&1)
   [ -z "$q" ] && ok "(b) -q: no report" || bad "(b) -q printed: ${q:0:200}"
   # --plan plan.json: the same stages (cuts, devices, microbatches, predicted step)
-  if timeout 600 "$G" "$m" "${COMMON[@]}" --cluster "$T/slow.json" --gpus-per-node 1 --plan "$T/pb/plan.json" --no-build \
+  if timeout 600 "$G" "$m" "${COMMON[@]}" --cluster "$T/slow.json" --memory-limit 520000 --gpus-per-node 1 --plan "$T/pb/plan.json" --no-build \
       -o "$T/pc/" </dev/null >"$T/pc.out" 2>"$T/pc.err"; then
     a=$(grep -o '[0-9]* stages, cuts at.*strategies[^,]*' "$T/pb.out") b=$(grep -o '[0-9]* stages, cuts at.*strategies[^,]*' "$T/pc.out")
     if [ -n "$a" ] && [ "$a" = "$b" ] && [ -x "$T/pc/launch" ]; then ok "(b) --plan plan.json compiles the same stages: $b"
@@ -126,7 +129,7 @@ p = json.load(open('$T/pb/plan.json')); q = p['pipeline']
 q['layer_groups'] = 6; q['cuts'] = [0, 3, 6]
 for k in ('stage_recompute', 'stage_zero', 'stage_zero_reduce', 'stage_layer_recompute'): q.pop(k, None)
 json.dump(p, open('$T/pk.json', 'w'))"
-    if timeout 600 "$G" "$m" "${COMMON[@]}" --cluster "$T/slow.json" --gpus-per-node 1 --plan "$T/pk.json" --plan-only \
+    if timeout 600 "$G" "$m" "${COMMON[@]}" --cluster "$T/slow.json" --memory-limit 520000 --gpus-per-node 1 --plan "$T/pk.json" --plan-only \
         </dev/null >"$T/pk.out" 2>"$T/pk.err" && grep -q 'cuts at groups 0|3|6 of 6,' "$T/pk.out"; then
       ok "(b) --plan with layer_groups 6: $(grep -o 'cuts at groups [^,]*' "$T/pk.out")"
     else bad "(b) --plan with layer_groups 6: $(grep -o 'cuts at groups [^,]*' "$T/pk.out") $(grep -m2 error "$T/pk.err")"; fi
@@ -145,7 +148,7 @@ q["stage_recompute"][0] = True
 json.dump(p, open(sys.argv[2], "w"))
 PY
   then
-    if timeout 600 "$G" "$m" "${COMMON[@]}" --cluster "$T/slow.json" --gpus-per-node 1 --plan "$T/pr.json" --no-build \
+    if timeout 600 "$G" "$m" "${COMMON[@]}" --cluster "$T/slow.json" --memory-limit 520000 --gpus-per-node 1 --plan "$T/pr.json" --no-build \
         -o "$T/pr/" </dev/null >"$T/pr.out" 2>"$T/pr.err" && [ -e "$T/pc/stage0/program_bwd.c" ] &&
        [ ! -e "$T/pr/stage0/program_bwd.c" ] && grep -q 'strategies [^|]* +recompute |' "$T/pr.out"; then
       ok "(b) plan.json records each stage's way; --plan with stage 0 recomputing replays it: $(grep -o 'strategies.*' "$T/pr.out" | cut -d, -f1)"
@@ -160,7 +163,9 @@ else
 fi
 
 # (e) equal stages of more than one device are also planned as the preset dp / dp,tp (their crossing values split over
-# dp, no gather of them per microbatch): on 2 nodes of 2 devices with a 0.2 Gb/s link between them, GPT-2 of hidden 128
+# dp, no gather of them per microbatch): on 2 nodes of 2 devices with a 0.2 Gb/s link between them and a memory limit
+# (4700000 bytes) below the plan that replicates across the nodes and splits the batch inside each (9.1 MB; 1.906 ms,
+# faster than any pipeline without the limit) and above the stages' 4.59 MB, GPT-2 of hidden 128
 # cut into 2 layer groups (--layers 2), the default search chooses 2 stages of 2 devices as the preset dp; plan.json
 # records it (stage_preset), the stages run 2 AdamW steps on 4 MPI ranks with the single-device losses, and --plan
 # replays the same plan.json
@@ -176,7 +181,7 @@ r = np.random.RandomState(1)
 os.makedirs('$T/e')
 np.save('$T/e/input_ids.npy', r.randint(0, 64, (2, 16, 8)).astype(np.int64))
 np.save('$T/e/labels.npy', r.randint(0, 64, (2, 16, 8)).astype(np.int64))" || { echo "FAIL cluster / batches"; exit 1; }
-E=(--batch 16 --seq 8 --train --target cpu --gpus-per-node 2 --cluster "$T/c22.json")
+E=(--batch 16 --seq 8 --train --target cpu --gpus-per-node 2 --cluster "$T/c22.json" --memory-limit 4700000)
 if timeout 300 "$G" "$m4" --input-shape input_ids=16x8 --train --target cpu -q -o "$T/eone/" </dev/null 2>"$T/err" &&
    timeout 120 "$T/eone/program" --batches "$T/e" --steps 2 -o "$T/eone.w" </dev/null >"$T/eone.log" 2>"$T/err" &&
    timeout 600 "$G" "$m4" "${E[@]}" --gpus 4 --layers 2 -o "$T/pe/" </dev/null >"$T/pe.out" 2>"$T/pe.err"; then

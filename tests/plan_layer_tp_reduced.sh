@@ -9,7 +9,10 @@
 # 64), batch 8 x seq 8, AdamW (eps 1e-6), the default training search on a
 # fixed mesh (`--gpus 4 --mesh dp=2,tp=2 --cluster h100-sxm --recompute=none
 # --microbatches 1`: the tiny layers' tp collectives cost more than the
-# compute they split):
+# compute they split, so without a limit every unit replicated is fastest)
+# under a memory limit of 3400000 bytes (the replicated plan needs 3.76 MB
+# (GPT-2), 3.97 MB (Llama): some layers split their weights over an axis,
+# the rest keep them whole):
 #   - the report says the candidates were costed on reduced programs, and
 #     the layers' tp axes in plan.json differ (some layer none, some split);
 #   - plan.json's layers, mesh and predicted step equal those of the search
@@ -30,7 +33,7 @@ trap 'rm -rf "$T"' EXIT
 export CFLAGS=-O0 # tiny programs
 AD=(--eps 1e-6)
 B=8 S=8
-SEARCH=(--gpus 4 --mesh dp=2,tp=2 --cluster h100-sxm --recompute=none --microbatches 1)
+SEARCH=(--gpus 4 --mesh dp=2,tp=2 --cluster h100-sxm --recompute=none --microbatches 1 --memory-limit 3400000)
 field() { python3 -c "import json, sys; p = json.load(open(sys.argv[1])); print($2)" "$1"; }
 planned() { # NAME MODEL OPTIONS...: --plan-only, plan.json in NAME.json, the report in NAME.err
   local n=$1 m=$2; shift 2
