@@ -4359,6 +4359,93 @@ static void explain_line(void *ud, int a, int b, const char *label, const char *
   e->rc = explain_group(e->C, &explained.plan, &explained.pc, a, b, e->f);
 }
 
+/* gv_plan_polish's walk over one plan's groups: the fastest single change that fits and beats the plan */
+typedef struct {
+  ctx *C;
+  const gv_plan *p;
+  const gv_plan_cost *pc;
+  gv_plan best;
+  gv_plan_cost bc;
+  char what[64], label[32], from[128];
+  bool found;
+  int g, rc;
+} polish_ud;
+
+static void polish_group(void *ud, int a, int b, const char *label, const char *strategy) {
+  polish_ud *e = ud;
+  if (e->rc || e->g++ >= EXPLAIN_GROUPS) return;
+  char what[64];
+  for (int k = 0; k < EXPLAIN_ALTS; k++) {
+    gv_plan q;
+    gv_plan_cost qc;
+    if (!group_alt(e->C, e->p, a, b, k, &q, what, sizeof what)) break;
+    int r = realise(e->C, &q, &qc, NULL, NULL);
+    if (r < 0) {
+      e->rc = -1;
+      return;
+    }
+    if (r || qc.mem_total > e->C->limit || qc.step_ns >= e->pc->step_ns) continue;
+    if (!e->found || qc.step_ns < e->bc.step_ns) {
+      e->best = q, e->bc = qc, e->found = true;
+      snprintf(e->what, sizeof e->what, "%s", what);
+      snprintf(e->label, sizeof e->label, "%s", label);
+      snprintf(e->from, sizeof e->from, "%s", strategy);
+    }
+  }
+}
+
+enum { POLISH_ROUNDS = 3 };
+
+int gv_plan_polish(gv_plan *out, FILE *f) {
+  if (!explained.m) return 0;
+  const char *env = getenv("GALV_PLAN_POLISH");
+  if (env && !strcmp(env, "off")) return 0;
+  const gv_plan_options *o = &gv_plan_opts;
+  const gv_layer_units_hint_state hint = gv_layer_units_hint_get(); /* as gv_plan_explain: put back afterwards */
+  const gv_shard_options shard = gv_shard_opts;
+  ctx C;
+  int rc = ctx_init(&C, explained.m, o->cluster, explained.limit);
+  int taken = 0;
+  if (!rc) {
+    plan_key key;
+    if (plan_key_of(explained.m, o, &key)) C.memo = (key.h ^ key.n) | 1;
+    double t0 = now_s();
+    int64_t r0 = C.realised;
+    gv_plan p = explained.plan;
+    gv_plan_cost pc = explained.pc;
+    for (int round = 0; round < POLISH_ROUNDS && !rc; round++) {
+      polish_ud e;
+      memset(&e, 0, sizeof e);
+      e.C = &C, e.p = &p, e.pc = &pc;
+      plan_groups(&p, polish_group, &e);
+      rc = e.rc;
+      if (rc || !e.found) break;
+      if (f) {
+        char to[128];
+        int a = 0; /* the changed group's strategy now (its first unit) */
+        for (int u = 0; u < p.nunits && p.t_outer == e.best.t_outer; u++)
+          if (p.zero[u] != e.best.zero[u] || p.sp[u] != e.best.sp[u] || p.tp_unit[u] != e.best.tp_unit[u]) {
+            a = u;
+            break;
+          }
+        gv_plan_unit_str(&e.best, a, to, sizeof to);
+        fprintf(f, "plan: polished: %s (%s) -> %s [%s]: step %.3f -> %.3f ms, %lld bytes per device (the search's choice "
+                   "with one layer group changed, realised in full: faster and within the limit)\n",
+                e.label, e.from, to, e.what, pc.step_ns / 1e6, e.bc.step_ns / 1e6, (long long)e.bc.mem_total);
+      }
+      p = e.best, pc = e.bc, taken++;
+    }
+    if (!rc && taken) *out = p;
+    if (!rc && f && taken)
+      fprintf(f, "plan: polish: %d change%s taken, %lld candidate programs realised in %.3f s\n", taken, taken == 1 ? "" : "s",
+              (long long)(C.realised - r0), now_s() - t0);
+    ctx_free(&C);
+  }
+  gv_layer_units_hint_put(hint);
+  gv_shard_opts = shard;
+  return rc ? -1 : taken > 0;
+}
+
 int gv_plan_explain(FILE *f) {
   if (!explained.m) return 0;
   const gv_plan_options *o = &gv_plan_opts;

@@ -123,6 +123,14 @@ int gv_pass_plan_sharding(gv_module *m);
  * galvc calls it once it compiles that plan. Prints to f; 0, or -1 on an internal error. */
 int gv_plan_explain(FILE *f);
 
+/* The search's choice polished (docs/planner.md, "The choice polished"): the plan the last gv_pass_plan_sharding
+ * with gv_plan_opts.explain chose, realised again with one layer group's choice changed at a time (the changes
+ * gv_plan_explain weighs); where some change is faster and fits, the fastest such is taken and the groups are
+ * weighed again from it, POLISH_ROUNDS times at most. Returns 1 with *out the polished plan (f, when given, gets one
+ * line per change taken), 0 when no change is faster, -1 on an internal error. galvc compiles *out in place of the
+ * choice. The plan kept for gv_plan_explain is left as it was. */
+int gv_plan_polish(gv_plan *out, FILE *f);
+
 /* What the last gv_pass_plan_sharding that returned 0 chose: the chosen
  * plan's realised cost, and memory_bound: a candidate predicted faster than
  * it was over the memory limit (so recomputation or a different microbatch

@@ -123,14 +123,15 @@ else
   fi
 fi
 
-# plan.json (the default search's pipeline: one device per node, a 1 MB/s link between nodes, as tests/plan_joint.sh)
-# records each stage's per-layer recomputation; --plan replays an edited one (stage 0 at all), refuses a bad value
+# plan.json (the default search's pipeline: one device per node, a 1 MB/s link between nodes and a memory limit below
+# the replicated plan's state, as tests/plan_joint.sh) records each stage's per-layer recomputation; --plan replays an
+# edited one (stage 0 at all), refuses a bad value
 python3 -c "
 import json
 c = json.load(open('$SRC/data/clusters/cpu-local.json'))
 c['name'] = 'cpu-slow-net'; c['devices_per_node'] = 1; c['nodes'] = 4; c['inter_node']['bandwidth_gbps'] = 0.001
 json.dump(c, open('$T/slow.json', 'w'), indent=1)"
-J=(--batch 8 --seq 8 --train --target cpu --fused-attention off --gpus-per-node 1 --cluster "$T/slow.json")
+J=(--batch 8 --seq 8 --train --target cpu --fused-attention off --gpus-per-node 1 --cluster "$T/slow.json" --memory-limit 520000)
 if timeout 300 "$BUILD/galvc" "$T/gpt2.onnx" "${J[@]}" --gpus 2 --plan-only --plan-out "$T/pj.json" </dev/null >"$T/pj.out" 2>&1 &&
    rec=$(python3 - "$T/pj.json" "$T/pj2.json" "$T/pj3.json" <<'PY'
 import json, sys

@@ -17,10 +17,14 @@
 # Cases: GPT-2 on dp=2 x tp=2, 2 microbatches, 60 MB per device (the layers'
 # groups differ: ZeRO stages, recomputation on the first layers); Llama on
 # dp=2 x tp=2 with no limit (sp and the tp axis among the alternatives); the
-# tiny GPT-2 on dp=2 x tp=2 (a runner-up faster than the choice: a plan with
-# an idle axis the search leaves out); an inference plan (parameters alone);
-# and the IR compiled after the runner-ups = the IR compiled with -q (a
-# ZeRO-3 + tp case on a 2-layer tiny GPT-2, and the 2-microbatch case).
+# tiny GPT-2 on dp=2 x tp=2 (every unit replicated: the idle axes' plan);
+# an inference plan (parameters alone); the IR compiled after the
+# runner-ups = the IR compiled with -q (a ZeRO-3 + tp case on a 2-layer tiny
+# GPT-2, and the 2-microbatch case); and the choice polished (docs/planner.md
+# "The choice polished"): GPT-2 124M's shape (weight-free) on 8 H100, batch
+# 32 x seq 1024, bf16, where one layer's change realises faster in full: the
+# "polished" line's steps are the search's choice (GALV_PLAN_POLISH=off) and
+# plan.json's, no runner-up is left faster, -q and --plan give the same plan.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -192,6 +196,40 @@ python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gpt2l2.onnx" --layers 2 --hidd
   bad "gpt2l2: make_model"
 irsame gpt2-z3 gpt2l2 8 8 --mesh dp=2,tp=2 --cluster h100-sxm --recompute=none --microbatches 1 --memory-limit 460000 --target cpu
 irsame gpt2s-ir gpt2s 8 128 --microbatches 2 --mesh dp=2,tp=2 --memory-limit 60000000 --target cpu
+
+# the choice polished
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/g124.onnx" --layers 12 --hidden 768 --heads 12 --vocab 50257 --max-pos 1024 \
+  --no-weights --no-verify >/dev/null || bad "g124: make_model"
+PO=(--batch 32 --seq 1024 --train --gpus 8 --cluster h100-sxm --precision bf16 --no-weights --plan-only)
+if timeout 300 "$BUILD/galvc" "$T/g124.onnx" "${PO[@]}" --plan-out "$T/pol.json" 2>"$T/pol.err" </dev/null &&
+   timeout 300 "$BUILD/galvc" "$T/g124.onnx" "${PO[@]}" -q --plan-out "$T/polq.json" 2>/dev/null </dev/null &&
+   GALV_PLAN_POLISH=off timeout 300 "$BUILD/galvc" "$T/g124.onnx" "${PO[@]}" -q --plan-out "$T/poloff.json" 2>/dev/null </dev/null &&
+   timeout 300 "$BUILD/galvc" "$T/g124.onnx" "${PO[@]}" -q --plan "$T/pol.json" --plan-out "$T/polre.json" 2>/dev/null </dev/null; then
+  if r=$(python3 - "$T" 2>&1 <<'PY'
+import json, re, sys
+t = sys.argv[1]
+err = open(f"{t}/pol.err").read()
+p, q, off, re_ = (json.load(open(f"{t}/{n}.json")) for n in ("pol", "polq", "poloff", "polre"))
+ch = re.findall(r"^plan: polished: (.*?) \[(.*?)\]: step ([\d.]+) -> ([\d.]+) ms", err, re.M)
+if not ch:
+    sys.exit("no 'plan: polished' line")
+x, y = float(ch[0][2]), float(ch[-1][3])
+s, so = p["predicted"]["step_ns"] / 1e6, off["predicted"]["step_ns"] / 1e6
+if not (y < x and abs(y - s) < 0.0006 and abs(x - so) < 0.0006):
+    sys.exit(f"polished {x} -> {y} ms; plan.json {s:.4f}, the search's choice (GALV_PLAN_POLISH=off) {so:.4f}")
+fast = [l for l in err.splitlines() if l.startswith("plan:   runner-up for ") and "faster and within the limit" in l]
+if fast:
+    sys.exit("a runner-up is still faster: " + fast[0])
+if not re.search(r"^plan:   runner-up for ", err, re.M):
+    sys.exit("no runner-up lines")
+for n, o in (("-q", q), ("--plan", re_)):
+    if (o["units"], o["predicted"]["step_ns"]) != (p["units"], p["predicted"]["step_ns"]):
+        sys.exit(f"{n} gives {o['predicted']['step_ns']} ns, the polished plan {p['predicted']['step_ns']}")
+print(f"{len(ch)} change(s) ({'; '.join(c[0] + ' [' + c[1] + ']' for c in ch)}): {so:.3f} -> {s:.3f} ms; no runner-up faster; "
+      "-q and --plan give the same plan")
+PY
+  ); then ok "polish: $r"; else bad "polish: $r"; fi
+else bad "polish: galvc: $(grep -m2 error "$T/pol.err")"; fi
 
 echo "plan_explain: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

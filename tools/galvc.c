@@ -1735,6 +1735,9 @@ int main(int argc, char **argv) {
   const char *part_env = getenv("GALV_RECOMPUTE_PARTIAL");
   const bool part_search = !(part_env && !strcmp(part_env, "off"));
   const char *plan_out_user = gv_plan_opts.plan_out;
+  /* the polish (gv_plan_polish): where the planner chose the plan (not --plan, not --sharding) */
+  const bool polish = gv_plan_opts.active && !gv_plan_opts.plan_in && !gv_shard_opts.file;
+  bool polish_run = false, polished_once = false;
   if (rc_search) gv_train_opts.recompute = rc_modes[0];
   if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
   gv_module *m = NULL;
@@ -1760,7 +1763,7 @@ retry:
   /* the planner: no plan fits is 1, not an error line (a given count's stand-in too: then planned in full for its own line) */
   gv_plan_opts.probe = !err_final && (mb_search || rc_search || joint || gv_plan_opts.count_as || count_real);
   /* a run galvc may compile keeps its plan for the report's runner-up per layer group (gv_plan_explain, once chosen) */
-  gv_plan_opts.explain = !quiet && !gv_plan_opts.count_as;
+  gv_plan_opts.explain = (!quiet || polish) && !gv_plan_opts.count_as;
   double t0 = now();
   m = gv_import_onnx(model, &opt);
   if (!m) return galvc_microbatch_done(), 1;
@@ -1787,6 +1790,11 @@ retry:
     double t = now(), tc = cpu_now();
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
       int pr = gv_pass_plan_sharding(m);
+      if (polish_run) { /* the polished choice compiled (gv_plan_polish below): nothing more decided */
+        polish_run = false, count_real = real_stored = false;
+        if (pr) { rc = 1; break; }
+        goto polished;
+      }
       if (part_k >= 0) { /* a recomputing mode's plan with its first part_k layers recomputed, realised in full */
         if (pr < 0) { rc = 1; break; }
         bool fits = !pr && gv_plan_last.cost.mem_total <= gv_plan_last.limit;
@@ -2253,6 +2261,21 @@ retry:
         }
         joint_report(&jc, one, B, train ? gv_train_opts.recompute : NULL, train, quiet);
       }
+      /* the search's choice polished (docs/planner.md, "The choice polished"): one layer group's choice changed at a
+       * time, realised in full; a faster plan that fits is compiled in its place (once: the polish itself goes on
+       * from each change it takes) */
+      if (polish && !polished_once) {
+        static gv_plan pol;
+        int q = gv_plan_polish(&pol, quiet ? NULL : stderr);
+        if (q < 0) { rc = 1; break; }
+        polished_once = true;
+        if (q > 0) {
+          gv_module_free(m);
+          stand_plan = pol, pick_from = B, count_real = real_stored = true, polish_run = true;
+          goto retry;
+        }
+      }
+    polished:
       if (!quiet)
         fprintf(stderr, "galvc: %-18s %6d ops (%.3f s, cpu %.3f s)\n", "plan-sharding", count_ops(m->main->body), now() - t,
                 cpu_now() - tc);
