@@ -3290,7 +3290,7 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
       return -1;
     }
   free(ord);
-  qsort(late, (size_t)nlate, sizeof *late, combo_cmp);
+  if (nlate > 1) qsort(late, (size_t)nlate, sizeof *late, combo_cmp);
   for (int i = 0; i < nlate; i++) {
     if (idle_bound(C, &late[i].p, S)) {
       C->idle_out++;
