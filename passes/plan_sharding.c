@@ -4359,6 +4359,33 @@ static void explain_line(void *ud, int a, int b, const char *label, const char *
   e->rc = explain_group(e->C, &explained.plan, &explained.pc, a, b, e->f);
 }
 
+/* p leaves an axis of more than one device idle: no batch, no unit's tp or vocab split over it */
+static bool plan_idle(const gv_plan *p) {
+  unsigned used = p->dmask | (p->t_outer >= 0 ? 1u << p->t_outer : 0);
+  for (int u = 1; u < p->nunits; u++) {
+    int t = unit_tp(p, u);
+    if (t >= 0) used |= 1u << t;
+  }
+  for (int a = 0; a < p->naxes; a++)
+    if (p->size[a] > 1 && !(used & (1u << a))) return true;
+  return false;
+}
+
+/* q (p with group a's choice changed) is in the space the user left the search: the ZeRO stages --zero-stages names
+ * (the default space's omissions are the search's economies, not limits: ZeRO-1 on one group is taken), the layers'
+ * tp choice unless GALV_PLAN_LAYER_TP=off, sp unless GALV_PLAN_SP=off, no idle axis under GALV_PLAN_IDLE=off */
+static bool polish_in_space(const ctx *C, const gv_plan *p, const gv_plan *q, int a) {
+  (void)C;
+  if (idle_off() && plan_idle(q)) return false;
+  if (gv_plan_opts.zero_stages && q->zero[a] != p->zero[a] && q->zero[a] && !(gv_plan_opts.zero_stages & (1u << q->zero[a])))
+    return false;
+  const char *e = getenv("GALV_PLAN_LAYER_TP");
+  if (e && !strcmp(e, "off") && a > 0 && q->tp_unit[a] != p->tp_unit[a]) return false;
+  const char *s = getenv("GALV_PLAN_SP");
+  if (s && !strcmp(s, "off") && q->sp[a] && !p->sp[a]) return false;
+  return true;
+}
+
 /* gv_plan_polish's walk over one plan's groups: the fastest single change that fits and beats the plan */
 typedef struct {
   ctx *C;
@@ -4379,6 +4406,7 @@ static void polish_group(void *ud, int a, int b, const char *label, const char *
     gv_plan q;
     gv_plan_cost qc;
     if (!group_alt(e->C, e->p, a, b, k, &q, what, sizeof what)) break;
+    if (!polish_in_space(e->C, e->p, &q, a)) continue;
     int r = realise(e->C, &q, &qc, NULL, NULL);
     if (r < 0) {
       e->rc = -1;
@@ -4399,7 +4427,7 @@ enum { POLISH_ROUNDS = 3 };
 int gv_plan_polish(gv_plan *out, FILE *f) {
   if (!explained.m) return 0;
   const char *env = getenv("GALV_PLAN_POLISH");
-  if (env && !strcmp(env, "off")) return 0;
+  if ((env && !strcmp(env, "off")) || gv_plan_opts.exhaustive) return 0; /* (exhaustive: the space's optimum, the tests' oracle) */
   const gv_plan_options *o = &gv_plan_opts;
   const gv_layer_units_hint_state hint = gv_layer_units_hint_get(); /* as gv_plan_explain: put back afterwards */
   const gv_shard_options shard = gv_shard_opts;

@@ -24,7 +24,10 @@
 # "The choice polished"): GPT-2 124M's shape (weight-free) on 8 H100, batch
 # 32 x seq 1024, bf16, where one layer's change realises faster in full: the
 # "polished" line's steps are the search's choice (GALV_PLAN_POLISH=off) and
-# plan.json's, no runner-up is left faster, -q and --plan give the same plan.
+# plan.json's, no runner-up is left faster, -q and --plan give the same plan;
+# a polished plan compiled and run (GPT-2 of 12 layers, hidden 128, 4 CPU
+# ranks): 2 training steps = the single-device program, bytes counted =
+# plan.json's.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -230,6 +233,35 @@ print(f"{len(ch)} change(s) ({'; '.join(c[0] + ' [' + c[1] + ']' for c in ch)}):
 PY
   ); then ok "polish: $r"; else bad "polish: $r"; fi
 else bad "polish: galvc: $(grep -m2 error "$T/pol.err")"; fi
+
+# a polished plan compiled and run: GPT-2 of 12 layers, hidden 128, vocab 4096 (with weights), 4 CPU ranks, a100-40g,
+# batch 8 x seq 128, AdamW (eps 1e-6): the polish changes the embedding / head's ZeRO stage (the search's choice
+# recompiled with it); 2 steps = the single-device program, the bytes the communicator counted = plan.json's x 2
+. "$SRC/tests/lib/mpi_env.sh"
+. "$SRC/tests/lib/rank_compare.sh"
+python3 "$SRC/examples/make_model.py" gpt2 -o "$T/gh.onnx" --layers 12 --hidden 128 --heads 4 --vocab 4096 --max-pos 256 \
+  --no-verify >/dev/null || bad "gh: make_model"
+python3 - "$T/ghb" <<'PY'
+import numpy as np, os, sys
+os.makedirs(sys.argv[1])
+r = np.random.RandomState(3)
+for k in ("input_ids", "labels"):
+    np.save(f"{sys.argv[1]}/{k}.npy", r.randint(0, 4096, (2, 8, 128)).astype(np.int64))
+PY
+GH=(--batch 8 --seq 128 --train --eps 1e-6)
+export CFLAGS=-O0
+if timeout 300 "$BUILD/galvc" "$T/gh.onnx" "${GH[@]}" --gpus 4 --cluster a100-40g --target cpu -o "$T/ghp/" 2>"$T/ghp.err" </dev/null; then
+  if grep -q "^plan: polished: " "$T/ghp.err"; then
+    single_program "$T/gh1" "$T/gh.onnx" "--batches $T/ghb --steps 2" "${GH[@]}"
+    if timeout 300 "$T/ghp/launch" --batches "$T/ghb" --steps 2 -o "$T/ghp.w" --comm-stats </dev/null >"$T/ghp.log" 2>&1; then
+      by=$(python3 "$SRC/tests/lib/comm_counted.py" "$T/ghp.log" 2 2>&1)
+      want=$(python3 -c "import json, sys; p = json.load(open(sys.argv[1])); print(', '.join(f'{k} {2 * p[\"collectives\"][k][\"bytes\"] if k in p[\"collectives\"] else 0}' for k in ('all_reduce', 'all_gather', 'reduce_scatter', 'all_to_all')))" "$T/ghp/plan.json")
+      if r=$(same_training "$T/gh1.log" "$T/ghp.log" "$T/gh1.w" "$T/ghp.w") && [ "$by" = "$want" ]; then
+        ok "polished plan runs: $(grep -o '^plan: polished: [^:]*: step [0-9.]* -> [0-9.]* ms' "$T/ghp.err" | head -1); 4 ranks, 2 steps = one device: $r; bytes counted = plan.json x 2: $by"
+      else bad "polished plan run: $r; bytes counted $by, plan.json x 2 $want"; fi
+    else bad "polished plan run: $(grep -m3 -i error "$T/ghp.log")"; fi
+  else bad "gh: no polish ($(grep 'plan:   ' "$T/ghp.err" | tr '\n' ' '))"; fi
+else bad "gh: galvc: $(grep -m2 error "$T/ghp.err")"; fi
 
 echo "plan_explain: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
