@@ -1794,6 +1794,9 @@ retry:
       if (polish_run) { /* the polished choice compiled (gv_plan_polish below): nothing more decided */
         polish_run = false, count_real = real_stored = false;
         if (pr) { rc = 1; break; }
+        if (!quiet)
+          fprintf(stderr, "galvc: the polished plan compiled: predicted step %.3f ms, %lld bytes per device\n",
+                  (double)gv_plan_last.cost.step_ns / 1e6, (long long)gv_plan_last.cost.mem_total);
         goto polished;
       }
       if (part_k >= 0) { /* a recomputing mode's plan with its first part_k layers recomputed, realised in full */
