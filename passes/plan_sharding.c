@@ -101,7 +101,6 @@ typedef struct {
                         * moves none of them (ZeRO acts on the batch axes) */
   uint64_t memo;       /* the program's key for the realisations kept (realise); 0: none kept */
   double work_ns;      /* the program's FLOPs at the cluster's highest peak, ns on one device (idle_bound); < 0: not yet */
-  int64_t idle_out;    /* combinations with an idle axis left out by idle_bound (search_all) */
 } ctx;
 
 /* ---------------------------------------------------------------- units */
@@ -1864,9 +1863,13 @@ static bool sp_excluded;
 
 /* Whether p's combination searches sp: a tp axis for the layers, no
  * layer with its own axis (--plan only). */
+static bool env_off(const char *name) {
+  const char *e = getenv(name);
+  return e && !strcmp(e, "off");
+}
+
 static bool sp_searchable(const ctx *C, const gv_plan *p) {
-  const char *e = getenv("GALV_PLAN_SP");
-  if (sp_excluded || (e && !strcmp(e, "off")) || p->t_layer < 0 || !C->layer_roles || p->nunits > GV_PLAN_MAX_UNITS) return false;
+  if (sp_excluded || env_off("GALV_PLAN_SP") || p->t_layer < 0 || !C->layer_roles || p->nunits > GV_PLAN_MAX_UNITS) return false;
   for (int u = 0; u < p->nunits; u++)
     if (p->tp_unit[u]) return false;
   return true;
@@ -2026,10 +2029,7 @@ static bool tp_excluded; /* gv_plan_intra: the stage plans keep one tp axis */
 
 /* GALV_PLAN_IDLE=off: plans with an idle (replicating) axis are left out where the batch splits over every device
  * (the search before they were searched there; search_all) */
-static bool idle_off(void) {
-  const char *e = getenv("GALV_PLAN_IDLE");
-  return e && !strcmp(e, "off");
-}
+static bool idle_off(void) { return env_off("GALV_PLAN_IDLE"); }
 
 
 /* The layers' tp choices of p's combination: none when disabled, without a
@@ -2037,8 +2037,7 @@ static bool idle_off(void) {
 static void tp_alternatives(const ctx *C, const gv_plan *p, tp_choices *tc) {
   memset(tc, 0, sizeof *tc);
   tc->n = 1;
-  const char *e = getenv("GALV_PLAN_LAYER_TP");
-  if (tp_excluded || (e && !strcmp(e, "off")) || p->t_layer < 0 || !C->layer_roles || C->nl < 1 || p->nunits > GV_PLAN_MAX_UNITS)
+  if (tp_excluded || env_off("GALV_PLAN_LAYER_TP") || p->t_layer < 0 || !C->layer_roles || C->nl < 1 || p->nunits > GV_PLAN_MAX_UNITS)
     return;
   for (int u = 0; u < p->nunits; u++)
     if (p->tp_unit[u]) return;
@@ -3148,6 +3147,17 @@ static int combo_cmp(const void *a, const void *b) {
   return (x->i > y->i) - (x->i < y->i);
 }
 
+/* The axes p splits something over: its batch axes, the vocab axis, each layer's tp axis (a combination's layers are
+ * all at t_layer) */
+static unsigned plan_used_axes(const gv_plan *p) {
+  unsigned used = p->dmask | (p->t_outer >= 0 ? 1u << p->t_outer : 0);
+  for (int u = 1; u < p->nunits; u++) {
+    int t = unit_tp(p, u);
+    if (t >= 0) used |= 1u << t;
+  }
+  return used;
+}
+
 /* A lower bound on the step of every plan whose used axes (a batch, tp or vocab role) span `used` devices: each op
  * splits over at most those devices, so a device computes at least 1 / used of the global program's FLOPs, each at no
  * more than the cluster's highest peak (cost.c: an op's time is at least its FLOPs over its dtype's peak); the step is
@@ -3187,7 +3197,7 @@ static bool idle_bound(ctx *C, const gv_plan *p, const search *S) {
   double work = program_work_ns(C);
   if (!(work > 0)) return false;
   int64_t used = 1;
-  unsigned mask = p->dmask | (p->t_layer >= 0 ? 1u << p->t_layer : 0) | (p->t_outer >= 0 ? 1u << p->t_outer : 0);
+  unsigned mask = plan_used_axes(p);
   for (int a = 0; a < p->naxes; a++)
     if (mask & (1u << a)) used *= p->size[a];
   double lb = work / (double)used;
@@ -3292,10 +3302,7 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
   free(ord);
   if (nlate > 1) qsort(late, (size_t)nlate, sizeof *late, combo_cmp);
   for (int i = 0; i < nlate; i++) {
-    if (idle_bound(C, &late[i].p, S)) {
-      C->idle_out++;
-      continue;
-    }
+    if (idle_bound(C, &late[i].p, S)) continue;
     if (solve_combo(C, &late[i].p, S, exhaustive)) {
       free(late);
       return -1;
@@ -4361,11 +4368,7 @@ static void explain_line(void *ud, int a, int b, const char *label, const char *
 
 /* p leaves an axis of more than one device idle: no batch, no unit's tp or vocab split over it */
 static bool plan_idle(const gv_plan *p) {
-  unsigned used = p->dmask | (p->t_outer >= 0 ? 1u << p->t_outer : 0);
-  for (int u = 1; u < p->nunits; u++) {
-    int t = unit_tp(p, u);
-    if (t >= 0) used |= 1u << t;
-  }
+  unsigned used = plan_used_axes(p);
   for (int a = 0; a < p->naxes; a++)
     if (p->size[a] > 1 && !(used & (1u << a))) return true;
   return false;
@@ -4374,16 +4377,12 @@ static bool plan_idle(const gv_plan *p) {
 /* q (p with group a's choice changed) is in the space the user left the search: the ZeRO stages --zero-stages names
  * (the default space's omissions are the search's economies, not limits: ZeRO-1 on one group is taken), the layers'
  * tp choice unless GALV_PLAN_LAYER_TP=off, sp unless GALV_PLAN_SP=off, no idle axis under GALV_PLAN_IDLE=off */
-static bool polish_in_space(const ctx *C, const gv_plan *p, const gv_plan *q, int a) {
-  (void)C;
+static bool polish_in_space(const gv_plan *p, const gv_plan *q, int a) {
   if (idle_off() && plan_idle(q)) return false;
   if (gv_plan_opts.zero_stages && q->zero[a] != p->zero[a] && q->zero[a] && !(gv_plan_opts.zero_stages & (1u << q->zero[a])))
     return false;
-  const char *e = getenv("GALV_PLAN_LAYER_TP");
-  if (e && !strcmp(e, "off") && a > 0 && q->tp_unit[a] != p->tp_unit[a]) return false;
-  const char *s = getenv("GALV_PLAN_SP");
-  if (s && !strcmp(s, "off") && q->sp[a] && !p->sp[a]) return false;
-  return true;
+  if (env_off("GALV_PLAN_LAYER_TP") && a > 0 && q->tp_unit[a] != p->tp_unit[a]) return false;
+  return !(env_off("GALV_PLAN_SP") && q->sp[a] && !p->sp[a]);
 }
 
 /* gv_plan_polish's walk over one plan's groups: the fastest single change that fits and beats the plan */
@@ -4395,7 +4394,7 @@ typedef struct {
   gv_plan_cost bc;
   char what[64], label[32], from[128];
   bool found;
-  int g, rc;
+  int a, g, rc; /* a: the best change's group's first unit */
 } polish_ud;
 
 static void polish_group(void *ud, int a, int b, const char *label, const char *strategy) {
@@ -4406,7 +4405,7 @@ static void polish_group(void *ud, int a, int b, const char *label, const char *
     gv_plan q;
     gv_plan_cost qc;
     if (!group_alt(e->C, e->p, a, b, k, &q, what, sizeof what)) break;
-    if (!polish_in_space(e->C, e->p, &q, a)) continue;
+    if (!polish_in_space(e->p, &q, a)) continue;
     int r = realise(e->C, &q, &qc, NULL, NULL);
     if (r < 0) {
       e->rc = -1;
@@ -4414,7 +4413,7 @@ static void polish_group(void *ud, int a, int b, const char *label, const char *
     }
     if (r || qc.mem_total > e->C->limit || qc.step_ns >= e->pc->step_ns) continue;
     if (!e->found || qc.step_ns < e->bc.step_ns) {
-      e->best = q, e->bc = qc, e->found = true;
+      e->best = q, e->bc = qc, e->found = true, e->a = a;
       snprintf(e->what, sizeof e->what, "%s", what);
       snprintf(e->label, sizeof e->label, "%s", label);
       snprintf(e->from, sizeof e->from, "%s", strategy);
@@ -4449,14 +4448,8 @@ int gv_plan_polish(gv_plan *out, FILE *f) {
       rc = e.rc;
       if (rc || !e.found) break;
       if (f) {
-        char to[128];
-        int a = 0; /* the changed group's strategy now (its first unit) */
-        for (int u = 0; u < p.nunits && p.t_outer == e.best.t_outer; u++)
-          if (p.zero[u] != e.best.zero[u] || p.sp[u] != e.best.sp[u] || p.tp_unit[u] != e.best.tp_unit[u]) {
-            a = u;
-            break;
-          }
-        gv_plan_unit_str(&e.best, a, to, sizeof to);
+        char to[128]; /* the changed group's strategy now */
+        gv_plan_unit_str(&e.best, e.a, to, sizeof to);
         fprintf(f, "plan: polished: %s (%s) -> %s [%s]: step %.3f -> %.3f ms, %lld bytes per device (the search's choice "
                    "with one layer group changed, realised in full: faster and within the limit)\n",
                 e.label, e.from, to, e.what, pc.step_ns / 1e6, e.bc.step_ns / 1e6, (long long)e.bc.mem_total);
