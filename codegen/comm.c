@@ -508,3 +508,49 @@ const char cg_launch_mpirun_sh[] =
     "  rm -rf \"$t\"\n"
     "  return \"$rc\"\n"
     "}\n";
+
+/* The sh function galv_place of the pipeline's launch script: with
+ * GALV_HOSTS (host names, comma- or space-separated, one per node in the
+ * plan's node order) or GALV_HOSTFILE (a file whose lines' first words are
+ * those names; OpenMPI's hostfile format reads so), it writes an OpenMPI
+ * rankfile to $1 placing each rank on the node of its device: GALV_DEVS
+ * lists each rank's device in the plan (rank order), GALV_PER_NODE the
+ * plan's devices per node, so device D is on host D / GALV_PER_NODE and is
+ * that node's GPU D mod GALV_PER_NODE. Interleaved 1F1B's V ranks of a
+ * device group have the same devices (runtime/pipe.c galv_pipe_device_slot),
+ * so they share their node and GPU, where mpirun's own mapping fills nodes in
+ * rank order. Each rank is bound to its GPU's share of the node's cores
+ * (GALV_CORES_PER_NODE, else this machine's count: nodes alike). Returns 1
+ * with one line when the hosts are fewer than the plan's nodes; 0 without
+ * GALV_HOSTS / GALV_HOSTFILE (mpirun's own mapping, $1 not written). */
+const char cg_launch_place_sh[] =
+    "# galv_place FILE: GALV_HOSTS / GALV_HOSTFILE -> a rankfile placing each rank on its device's node\n"
+    "galv_place() {\n"
+    "  h=${GALV_HOSTS:-}\n"
+    "  if [ -z \"$h\" ] && [ -n \"${GALV_HOSTFILE:-}\" ]; then\n"
+    "    if [ ! -r \"$GALV_HOSTFILE\" ]; then echo \"launch: error: GALV_HOSTFILE $GALV_HOSTFILE: cannot read it\" >&2; return 1; fi\n"
+    "    h=$(awk '!/^[ \\t]*(#|$)/ { print $1 }' \"$GALV_HOSTFILE\")\n"
+    "    if [ -z \"$h\" ]; then echo \"launch: error: GALV_HOSTFILE $GALV_HOSTFILE names no host\" >&2; return 1; fi\n"
+    "  fi\n"
+    "  [ -z \"$h\" ] && return 0\n"
+    "  c=${GALV_CORES_PER_NODE:-$(nproc 2>/dev/null || echo 1)}\n"
+    "  printf '%s\\n' \"$h\" | tr ', ' '\\n\\n' | awk -v devs=\"$GALV_DEVS\" -v pn=\"$GALV_PER_NODE\" -v cores=\"$c\" -v out=\"$1\" '\n"
+    "    NF { host[n++] = $1 }\n"
+    "    END {\n"
+    "      k = split(devs, d, \" \"); need = 0\n"
+    "      for (i = 1; i <= k; i++) if (int(d[i] / pn) + 1 > need) need = int(d[i] / pn) + 1\n"
+    "      if (n < need) {\n"
+    "        m = sprintf(\"launch: error: the plan places its %d ranks on %d node%s of %d devices, but GALV_HOSTS / \", k, need,\n"
+    "                    need > 1 ? \"s\" : \"\", pn)\n"
+    "        m = m sprintf(\"GALV_HOSTFILE name%s %d host%s\", n == 1 ? \"s\" : \"\", n, n == 1 ? \"\" : \"s\")\n"
+    "        print m > \"/dev/stderr\"\n"
+    "        exit 1\n"
+    "      }\n"
+    "      cores += 0; if (cores < 1) cores = 1; per = int(cores / pn)\n"
+    "      for (i = 1; i <= k; i++) {\n"
+    "        g = d[i] % pn\n"
+    "        slot = per > 1 ? (g * per) \"-\" (g * per + per - 1) : per == 1 ? g : g % cores\n"
+    "        printf \"rank %d=%s slot=%s\\n\", i - 1, host[int(d[i] / pn)], slot > out\n"
+    "      }\n"
+    "    }'\n"
+    "}\n";

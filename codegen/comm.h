@@ -71,4 +71,9 @@ int cg_is_split(const gv_sharding *s);
  * naming the failing rank, its host and the cause (codegen/comm.c). */
 extern const char cg_launch_mpirun_sh[];
 
+/* The sh function galv_place of the pipeline's launch script: GALV_HOSTS /
+ * GALV_HOSTFILE -> an OpenMPI rankfile placing each rank on its device's node
+ * (codegen/comm.c). */
+extern const char cg_launch_place_sh[];
+
 #endif

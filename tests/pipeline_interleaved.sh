@@ -144,6 +144,45 @@ for c in $CASES; do
   if [ "$X" = dptpx ]; then
     nsc=$(grep -c 'cross-stage .*scattered over the ranks of a block [1-9]' "$d.log")
     [ "$nsc" -ge 16 ] || bad "$name: $nsc cross-stage lines with scattered values, expected one per direction and sending rank"
+    # placement across nodes (GALV_HOSTS: out/launch's rankfile): a device group's V stages on its node, each rank on its
+    # device's cores; mpirun replaced by true to read the rankfile alone (the host names need not exist)
+    if GALV_HOSTS=nodeA,nodeB GALV_CORES_PER_NODE=8 GALV_RANKFILE="$d.rf" MPIRUN=true "$d/launch" >/dev/null 2>"$T/err"; then
+      want=$(for s in 0 1 2 3; do for r in 0 1 2 3; do
+        echo "rank $((s * 4 + r))=node$([ $((s % 2)) = 0 ] && echo A || echo B) slot=$((2 * r))-$((2 * r + 1))"; done; done)
+      if [ "$(cat "$d.rf")" = "$want" ]; then
+        ok "$name: GALV_HOSTS=nodeA,nodeB: the rankfile places stages 0 and 2 (group 0) on nodeA, 1 and 3 on nodeB, rank r of each on cores 2r-2r+1"
+      else
+        bad "$name: GALV_HOSTS rankfile: $(tr '\n' ';' <"$d.rf"), expected $(echo "$want" | tr '\n' ';')"
+      fi
+    else
+      bad "$name: GALV_HOSTS=nodeA,nodeB: launch failed: $(cat "$T/err")"
+    fi
+    # too few hosts, an unreadable host file: one line each, non-zero, nothing run
+    GALV_HOSTS=nodeA MPIRUN=false "$d/launch" >/dev/null 2>"$T/err"
+    rc=$? e=$(cat "$T/err")
+    if [ $rc != 0 ] && [ "$(wc -l <"$T/err")" = 1 ] && [[ $e == *"launch: error: the plan places its 16 ranks on 2 nodes of 4 devices, but GALV_HOSTS / GALV_HOSTFILE names 1 host"* ]]; then
+      ok "$name: GALV_HOSTS with one host: $e"
+    else
+      bad "$name: GALV_HOSTS with one host: rc $rc, '$e'"
+    fi
+    GALV_HOSTFILE="$T/no-such-hostfile" MPIRUN=false "$d/launch" >/dev/null 2>"$T/err"
+    rc=$? e=$(cat "$T/err")
+    if [ $rc != 0 ] && [[ $e == "launch: error: GALV_HOSTFILE $T/no-such-hostfile: cannot read it" ]]; then
+      ok "$name: GALV_HOSTFILE missing: $e"
+    else
+      bad "$name: GALV_HOSTFILE missing: rc $rc, '$e'"
+    fi
+    # run under the rankfile (both nodes this machine, 2 cores: slots 0 1 0 1 ..): the same weights bit for bit
+    printf 'localhost slots=4\nlocalhost slots=4\n' >"$T/hosts"
+    if GALV_HOSTFILE="$T/hosts" timeout 120 "$d/launch" --batches "$T/$fam-b" --steps $STEPS -o "$d.wp" >"$d.logp" 2>"$T/err" </dev/null; then
+      nd=0
+      for w in "$d.w"/*.npy; do cmp -s "$w" "$d.wp/$(basename "$w")" || nd=$((nd + 1)); done
+      nw=$(ls "$d.w"/*.npy | wc -l)
+      if [ "$nd" = 0 ] && [ "$nw" -gt 0 ]; then ok "$name: run placed by GALV_HOSTFILE: $nw weights equal to the unplaced run's bit for bit"
+      else bad "$name: run placed by GALV_HOSTFILE: $nd of $nw weights differ from the unplaced run's"; fi
+    else
+      bad "$name: run placed by GALV_HOSTFILE: $(grep -m3 -i error "$T/err" "$d.logp")"
+    fi
   fi
   if msg=$(python3 - "$ref.log" "$d.log" "$ref.w" "$d.w" "$d.galvc" "$S" "$P" "$STEPS" "$SRC/tests/lib" "${PREC:-fp32}" "${G:-$P}" "$B" 2>&1 <<'PY'
 import sys, re

@@ -2520,11 +2520,25 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
               cg_launch_mpirun_sh);
       for (int s = 0, k = 0; s < S; s++) /* each rank's stage folder, in rank order: names a failing rank's program */
         for (int r = 0; r < dev[s]; r++) fprintf(f, "%sstage%d", k++ ? " " : "", s);
-      fprintf(f, "\"\ngalv_mpirun ${MPIRUN:-mpirun $ROOT --oversubscribe --bind-to none} ${MPIRUN_ARGS:-}");
+      /* each rank's device in the plan, in rank order (nodes of the cluster's devices per node): a stage's ranks
+       * follow the stages before it; under interleaved 1F1B the V stages of a device group have its devices
+       * (runtime/pipe.c galv_pipe_device_slot), so GALV_HOSTS places them on one node (galv_place) */
+      int64_t pn = cluster->devices_per_node > 0 ? cluster->devices_per_node : gpus > 0 ? gpus : 1;
+      fprintf(f, "\"\n%s# GALV_HOSTS=h0,h1,.. (or GALV_HOSTFILE=FILE): the nodes in the plan's order; each rank placed on its device's\n"
+                 "# node by a rankfile (GALV_RANKFILE=FILE keeps it), GALV_CORES_PER_NODE cores bound per node (default nproc)\n"
+                 "GALV_PER_NODE=%lld\nGALV_DEVS=\"", cg_launch_place_sh, (long long)pn);
+      for (int s = 0, k = 0, first = 0; s < S; first += dev[s], s++)
+        for (int r = 0; r < dev[s]; r++) fprintf(f, "%s%d", k++ ? " " : "", (V > 1 ? (s % NG) * dev[s] : first) + r);
+      fprintf(f, "\"\nRF=\n"
+                 "if [ -n \"${GALV_HOSTS:-}${GALV_HOSTFILE:-}\" ]; then\n"
+                 "  RF=${GALV_RANKFILE:-$(mktemp \"${TMPDIR:-/tmp}/galv-rankfile.XXXXXX\")} || exit 1\n"
+                 "  if ! galv_place \"$RF\"; then [ -z \"${GALV_RANKFILE:-}\" ] && rm -f \"$RF\"; exit 1; fi\n"
+                 "fi\n"
+                 "galv_mpirun ${MPIRUN:-mpirun $ROOT --oversubscribe --bind-to none} ${MPIRUN_ARGS:-} ${RF:+--rankfile \"$RF\"}");
       for (int s = 0; s < S; s++)
         fprintf(f, cuda ? "%s -np %d \"$d/stage%d/${GALV_STAGE_PROGRAM:-${GALV_PROGRAM:-program}}\" \"$@\"" : "%s -np %d \"$d/stage%d/program\" \"$@\"",
                 s ? " :" : "", dev[s], s);
-      fprintf(f, "\nexit $?\n");
+      fprintf(f, "\nrc=$?\n[ -n \"$RF\" ] && [ -z \"${GALV_RANKFILE:-}\" ] && rm -f \"$RF\"\nexit $rc\n");
       rc = galvc_close_out(&wf, 0);
       if (!rc && !quiet) {
         fprintf(stderr, "galvc: wrote %s (%d stages)\n", path, S);

@@ -226,8 +226,8 @@ static void d_box(size_t es, int r, const int64_t *dims, const char *src, char *
 
 /* The device: GALV_CUDA_DEVICE (the NCCL backend sets it per local rank when unset). Interleaved 1F1B, whose
  * device group's V ranks share a GPU through the staged backend (which sets none): the group's GPU,
- * galv_pipe_device_slot mod the GPUs seen, one node (across nodes out/launch does not place a group's ranks on one
- * node). On a machine of several GPUs each rank says which it took. */
+ * galv_pipe_device_slot mod the GPUs seen (across nodes out/launch's rankfile, from GALV_HOSTS, puts a group's
+ * ranks on the node of its devices: device D on host D / k, GPU D mod k). On a machine of several GPUs each rank says which it took. */
 static void d_begin(void) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0; /* none: galv_cu_init says so in one line */
