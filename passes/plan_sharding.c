@@ -4697,7 +4697,17 @@ int gv_pass_plan_sharding(gv_module *m) {
     int64_t idle = 1;
     for (int a = 0; a < plan.naxes; a++)
       if (!(used & (1u << a))) idle *= plan.size[a];
-    if (idle > 1)
+    if (idle > 1 && C.mb_batch > 0 && C.mb_batch % devices == 0) { /* chosen over splitting the batch: the search's
+                                                                       * plans with an idle axis ("Plans with an idle axis") */
+      char names[64] = "";
+      for (int a = 0, n = 0; a < plan.naxes; a++)
+        if (!(used & (1u << a)) && plan.size[a] > 1)
+          n += snprintf(names + n, n < (int)sizeof names ? sizeof names - (size_t)n : 0, "%s%s=%lld", n ? ", " : "", plan.axis[a],
+                        (long long)plan.size[a]);
+      fprintf(stderr, "plan: note: groups of %lld ranks compute the same values (idle: %s), predicted faster than splitting the "
+                      "batch of %lld over them (GALV_PLAN_IDLE=off leaves such plans out)\n",
+              (long long)idle, names, (long long)C.mb_batch);
+    } else if (idle > 1)
       fprintf(stderr, "plan: warning: the batch (%lld) does not split over the %lld devices: groups of %lld ranks compute the same values; "
                       "--batch %lld (or a multiple) lets data parallelism use every device\n",
               (long long)C.batch, (long long)devices, (long long)idle, (long long)(dprod(&plan) * idle));

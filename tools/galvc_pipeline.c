@@ -662,7 +662,14 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       int64_t lb = 0, once = 0;
       for (int j = 0; cut && j < S; j++) {
         if (!done_st[j]) continue;
-        int64_t v = stages_before_ns(pl, done_st, j) + (int64_t)B * stage_mb_ns(pl, j);
+        /* interleaved: chunk j's device group g runs the B microbatches of each of its chunks planned so far, one after
+         * another, after the first microbatch's forward through the chunks before its first (g) and before the last
+         * one's backward through them */
+        const int g = V > 1 ? j % (S / V) : j;
+        int64_t work = (int64_t)B * stage_mb_ns(pl, j);
+        for (int c = g; V > 1 && c < S; c += S / V)
+          if (c != j && done_st[c]) work += (int64_t)B * stage_mb_ns(pl, c);
+        int64_t v = stages_before_ns(pl, done_st, g) + work;
         if (v > lb) lb = v;
         if (pl->cost[j].once_ns > once) once = pl->cost[j].once_ns;
       }
