@@ -2956,6 +2956,8 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
         break;
       }
       if (p0 && tc.n > 1) tp_p0(&tp_base, nu, uns, ust, sp ? sp_base.kept : NULL, &pc, p->zero, p0_zero);
+      const int64_t f0 = C->fb_ns, t0 = C->tpc_ns; /* the bound's figures (sp_realise below realises again) */
+      int64_t fsp = -1, tsp = -1;
       if (sp && k == (nz > 1) && !r) {
         memcpy(sp_base.ns, uns, (size_t)nu * sizeof *uns);
         memcpy(sp_base.key, p->zero, (size_t)nu);
@@ -2969,6 +2971,38 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
           consider(S, &ps, &sp_on.pc, sp_on.pc.step_ns, C->limit);
           for (int u = 0; u < nu; u++) sp_on.key[u] = (uint8_t)(p->zero[u] | SP_CHOICE);
           sp_on.have = true;
+          fsp = C->fb_ns, tsp = C->tpc_ns;
+        }
+      }
+      /* The fastest step realised so far (galvc's earlier searches, gv_plan_opts.incumbent_ns) bounds this
+       * combination as it does on the reduced programs (solve_reduced): every ZeRO pattern computes the same forward
+       * and backward and moves the same tp / vocab collectives (ZeRO acts on the batch axes), and sp computes less, so
+       * the first realisation's compute (and its tp communication, GALV_PLAN_BOUND=compute: not) with and without sp,
+       * the smaller, bounds every plan of it; 1 % above the incumbent it is left out before its table. With the
+       * layers' other tp choices (none, or another axis) the tp communication is left out of the bound (a layer
+       * replicated moves none of it, and computes more), and a choice of a larger degree than the layers' (less
+       * compute) keeps the combination in. */
+      if (p0 && !rc && (gv_plan_opts.incumbent_ns > 0 || S->found) && !gv_plan_opts.profile && bound_mode()) {
+        /* (this search's own: above its runner-up so far by 5 %, or its best where it has none, as idle_bound) */
+        const int64_t inc = gv_plan_opts.incumbent_ns, thr = inc > 0 ? inc + inc / 100 : INT64_MAX;
+        const int64_t own = S->found ? (S->has_ru ? S->ru_ns : S->best_cost.step_ns) : 0, t = p->t_layer >= 0 ? p->size[p->t_layer] : 1;
+        bool larger = false;
+        for (int j = 0; j < tc.n; j++) larger |= tc.val[j] > 0 && p->size[tc.val[j] - 1] > t;
+        const bool comm = bound_mode() == 2 && tc.n <= 1;
+        int64_t lb = comm && t0 > f0 ? t0 : f0;
+        if (fsp >= 0) {
+          int64_t ls = comm && tsp > fsp ? tsp : fsp;
+          if (ls < lb) lb = ls;
+        }
+        const bool by_inc = lb >= thr, out = !larger && (by_inc || (own > 0 && (double)lb > (double)own * 1.05));
+        if (getenv("GALV_PLAN_DEBUG"))
+          fprintf(stderr, "plan-debug: bound %lld (full program, sp %s) against the fastest step realised so far %lld, this "
+                  "search's runner-up %lld%s\n", (long long)lb, fsp >= 0 ? "counted" : "none", (long long)inc, (long long)own,
+                  out ? ": left out" : "");
+        if (out) {
+          if (by_inc) C->inc_pruned++; /* (the report's count of them; this search's own are not counted) */
+          memset(p->sp, 0, (size_t)nu), memset(p->tp_unit, 0, (size_t)nu);
+          goto done;
         }
       }
       int64_t sum = 0;
@@ -3120,6 +3154,7 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
       else if (!q) consider(S, p, &pc, pc.step_ns, C->limit);
     }
   }
+done:
   free(ns), free(st), free(uns), free(ust);
   sp_units_free(&sp_base), sp_units_free(&sp_on);
   tp_units_free(&tp_base), free(p0_zero);
