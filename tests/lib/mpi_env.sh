@@ -10,6 +10,7 @@ export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mech
 RUNAS=()
 [ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
 export MPIRUN="mpirun ${RUNAS[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS"
-pass=0 fail=0
+# (a script that counted checks before sourcing this keeps its counts: a failure before it must still fail the script)
+pass=${pass:-0} fail=${fail:-0}
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
