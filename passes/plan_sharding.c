@@ -4656,22 +4656,24 @@ int gv_pass_plan_sharding(gv_module *m) {
       if (S.min_mem >= 0 && (S.min_realised || S.min_terms)) {
         /* the binding term: what alone leaves no room (or the largest) */
         const gv_plan_cost *k = &S.min_mem_cost;
-        const char *big = k->mem_activations >= k->mem_params && k->mem_activations >= k->mem_optimizer ? "activations"
-                          : k->mem_optimizer >= k->mem_params ? "optimizer state" : "parameters";
+        const bool acts = k->mem_activations >= k->mem_params && k->mem_activations >= k->mem_optimizer;
+        const bool opt = !acts && k->mem_optimizer >= k->mem_params; /* "optimizer state dominates" */
+        const char *big = acts ? "activations" : opt ? "optimizer state" : "parameters";
         const char *fix = C.train && !strcmp(big, "activations") && strcmp(gv_train_opts.recompute ? gv_train_opts.recompute : "none", "all")
                               ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
                               : "raise --memory-limit or add devices";
         if (S.min_realised)
           rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest candidate (%s) "
                            "needs %lld bytes realised (parameters %lld, gradients %lld, optimizer state %lld, activations %lld); "
-                           "%s dominate: %s", (long long)C.limit, (long long)devices, s, (long long)S.min_mem,
+                           "%s %s: %s", (long long)C.limit, (long long)devices, s, (long long)S.min_mem,
                         (long long)k->mem_params, (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations,
-                        big, fix);
+                        big, opt ? "dominates" : "dominate", fix);
         else
           rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s: "
-                           "parameters %lld, gradients %lld, optimizer state %lld, activations %lld); %s dominate: %s",
+                           "parameters %lld, gradients %lld, optimizer state %lld, activations %lld); %s %s: %s",
                         (long long)C.limit, (long long)devices, (long long)S.min_mem, s, (long long)k->mem_params,
-                        (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations, big, fix);
+                        (long long)k->mem_grads, (long long)k->mem_optimizer, (long long)k->mem_activations, big,
+                        opt ? "dominates" : "dominate", fix);
       } else if (S.min_mem >= 0)
         rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s); "
                          "raise --memory-limit or add devices", (long long)C.limit, (long long)devices, (long long)S.min_mem, s);

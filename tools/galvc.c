@@ -698,16 +698,19 @@ static int joint_finish(const char *model, gv_import_options opt, const pipe_arg
     int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cluster->memory_bytes;
     bool pipe_smaller = jc->min_need >= 0 && (o->min_mem <= 0 || jc->min_need < o->min_mem);
     const gv_plan_cost *k = &o->min_cost;
+    const bool acts = k->mem_activations >= k->mem_params && k->mem_activations >= k->mem_optimizer;
+    const bool one = !pipe_smaller && (!o->min_terms || (!acts && k->mem_optimizer >= k->mem_params)); /* a singular noun */
     const char *big = pipe_smaller ? (jc->min_act > jc->min_state ? "the activations of one microbatch" : "the model states")
                       : !o->min_terms ? "memory"
-                      : k->mem_activations >= k->mem_params && k->mem_activations >= k->mem_optimizer ? "activations"
+                      : acts ? "activations"
                       : k->mem_optimizer >= k->mem_params ? "optimizer state" : "parameters";
     char other[160] = "";
     if (jc->min_need >= 0 && o->min_mem > 0)
       snprintf(other, sizeof other, "; one program's smallest %lld, a pipeline stage's %lld", (long long)o->min_mem, (long long)jc->min_need);
     gv_error_plain("%s: no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s, "
-                   "%s dominate%s): raise --memory-limit or add devices", model, (long long)lim, (long long)gpus,
-                   (long long)(pipe_smaller ? jc->min_need : o->min_mem), pipe_smaller ? "a pipeline stage" : "one program", big, other);
+                   "%s %s%s): raise --memory-limit or add devices", model, (long long)lim, (long long)gpus,
+                   (long long)(pipe_smaller ? jc->min_need : o->min_mem), pipe_smaller ? "a pipeline stage" : "one program", big,
+                   one ? "dominates" : "dominate", other);
     return 1;
   }
   joint_report(jc, one, oneB, onerc, train, quiet);
