@@ -2982,10 +2982,11 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
        * layers' other tp choices (none, or another axis) the tp communication is left out of the bound (a layer
        * replicated moves none of it, and computes more), and a choice of a larger degree than the layers' (less
        * compute) keeps the combination in. */
-      if (p0 && !rc && (gv_plan_opts.incumbent_ns > 0 || S->found) && !gv_plan_opts.profile && bound_mode()) {
-        /* (this search's own: above its runner-up so far by 5 %, or its best where it has none, as idle_bound) */
+      if (p0 && !rc && (gv_plan_opts.incumbent_ns > 0 || S->has_ru) && !gv_plan_opts.profile && bound_mode()) {
+        /* (this search's own: above its runner-up so far by 5 %, which only falls as the search goes on, so neither
+         * the choice nor the runner-up the report names can be left out) */
         const int64_t inc = gv_plan_opts.incumbent_ns, thr = inc > 0 ? inc + inc / 100 : INT64_MAX;
-        const int64_t own = S->found ? (S->has_ru ? S->ru_ns : S->best_cost.step_ns) : 0, t = p->t_layer >= 0 ? p->size[p->t_layer] : 1;
+        const int64_t own = S->found && S->has_ru ? S->ru_ns : 0, t = p->t_layer >= 0 ? p->size[p->t_layer] : 1;
         bool larger = false;
         for (int j = 0; j < tc.n; j++) larger |= tc.val[j] > 0 && p->size[tc.val[j] - 1] > t;
         const bool comm = bound_mode() == 2 && tc.n <= 1;
