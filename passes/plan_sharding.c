@@ -4738,11 +4738,10 @@ int gv_pass_plan_sharding(gv_module *m) {
       if (!(used & (1u << a))) idle *= plan.size[a];
     if (idle > 1 && C.mb_batch > 0 && C.mb_batch % devices == 0) { /* chosen over splitting the batch: the search's
                                                                        * plans with an idle axis ("Plans with an idle axis") */
-      char names[64] = "";
-      for (int a = 0, n = 0; a < plan.naxes; a++)
+      char names[GV_MAX_MESH_AXES * 48] = ""; /* "name=size, ..." (a name of 15 characters at most) */
+      for (int a = 0, n = 0; a < plan.naxes && n < (int)sizeof names; a++)
         if (!(used & (1u << a)) && plan.size[a] > 1)
-          n += snprintf(names + n, n < (int)sizeof names ? sizeof names - (size_t)n : 0, "%s%s=%lld", n ? ", " : "", plan.axis[a],
-                        (long long)plan.size[a]);
+          n += snprintf(names + n, sizeof names - (size_t)n, "%s%s=%lld", n ? ", " : "", plan.axis[a], (long long)plan.size[a]);
       fprintf(stderr, "plan: note: groups of %lld ranks compute the same values (idle: %s), predicted faster than splitting the "
                       "batch of %lld over them (GALV_PLAN_IDLE=off leaves such plans out)\n",
               (long long)idle, names, (long long)C.mb_batch);
