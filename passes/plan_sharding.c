@@ -3245,8 +3245,8 @@ static int search_all(ctx *C, int64_t devices, const gv_mesh *fixed, bool exhaus
   memset(S, 0, sizeof *S);
   combo_ord *late = NULL; /* the combinations with an idle axis, searched last (idle_bound) */
   int nlate = 0, caplate = 0;
-  bool order = C->train && !exhaustive && bound_mode() && !getenv("GALV_PLAN_ORDER_OFF"); /* (the full path too: its
-                                                                                              * bound against the runner-up) */
+  /* (the full path too, where its bound against the runner-up applies: not under --profile) */
+  bool order = (C->red || !gv_plan_opts.profile) && C->train && !exhaustive && bound_mode() && !getenv("GALV_PLAN_ORDER_OFF");
   combo_ord *ord = NULL;
   int nord = 0, capord = 0;
   S->min_mem = S->min_pred = -1;
