@@ -2368,9 +2368,12 @@ static bool nofit_on(void) {
 static int64_t red_lin(int64_t x3, int64_t x2, int L) { return x3 + (int64_t)(L - 3) * (x3 > x2 ? x3 - x2 : 0); }
 /* A combination's bound on every plan's step (solve_reduced): its compute extrapolated from r3 (f3) and r2 (f2) and,
  * with the default GALV_PLAN_BOUND, its collectives on no batch axis (t3, t2) too: the larger */
+/* A combination's step bound from its compute f and its collectives on no batch axis t: the busier of the two
+ * streams where the communication counts (comm, GALV_PLAN_BOUND default), else the compute */
+static int64_t step_bound(int64_t f, int64_t t, bool comm) { return comm && bound_mode() == 2 && t > f ? t : f; }
+
 static int64_t red_bound(int64_t f3, int64_t f2, int64_t t3, int64_t t2, int L) {
-  int64_t lb = red_lin(f3, f2, L), lbc = red_lin(t3, t2, L);
-  return bound_mode() == 2 && lbc > lb ? lbc : lb;
+  return step_bound(red_lin(f3, f2, L), red_lin(t3, t2, L), true);
 }
 
 static void red_unprune(red_combo *e) {
@@ -2989,12 +2992,9 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
         const int64_t own = S->found && S->has_ru ? S->ru_ns : 0, t = p->t_layer >= 0 ? p->size[p->t_layer] : 1;
         bool larger = false;
         for (int j = 0; j < tc.n; j++) larger |= tc.val[j] > 0 && p->size[tc.val[j] - 1] > t;
-        const bool comm = bound_mode() == 2 && tc.n <= 1;
-        int64_t lb = comm && t0 > f0 ? t0 : f0;
-        if (fsp >= 0) {
-          int64_t ls = comm && tsp > fsp ? tsp : fsp;
-          if (ls < lb) lb = ls;
-        }
+        const bool comm = tc.n <= 1;
+        int64_t lb = step_bound(f0, t0, comm);
+        if (fsp >= 0 && step_bound(fsp, tsp, comm) < lb) lb = step_bound(fsp, tsp, comm);
         const bool by_inc = lb >= thr, out = !larger && (by_inc || (own > 0 && (double)lb > (double)own * 1.05));
         if (getenv("GALV_PLAN_DEBUG"))
           fprintf(stderr, "plan-debug: bound %lld (full program, sp %s) against the fastest step realised so far %lld, this "
@@ -4661,7 +4661,7 @@ int gv_pass_plan_sharding(gv_module *m) {
         const bool acts = k->mem_activations >= k->mem_params && k->mem_activations >= k->mem_optimizer;
         const bool opt = !acts && k->mem_optimizer >= k->mem_params; /* "optimizer state dominates" */
         const char *big = acts ? "activations" : opt ? "optimizer state" : "parameters";
-        const char *fix = C.train && !strcmp(big, "activations") && strcmp(gv_train_opts.recompute ? gv_train_opts.recompute : "none", "all")
+        const char *fix = C.train && acts && strcmp(gv_train_opts.recompute ? gv_train_opts.recompute : "none", "all")
                               ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
                               : "raise --memory-limit or add devices";
         if (S.min_realised)

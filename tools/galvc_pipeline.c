@@ -660,18 +660,19 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
        * gradients, need not follow stage i's last one. */
       done_st[i] = pl->cost[i].feasible;
       int64_t lb = 0, once = 0;
-      for (int j = 0; cut && j < S; j++) {
-        if (!done_st[j]) continue;
-        /* interleaved: chunk j's device group g runs the B microbatches of each of its chunks planned so far, one after
-         * another, after the first microbatch's forward through the chunks before its first (g) and before the last
-         * one's backward through them */
-        const int g = V > 1 ? j % (S / V) : j;
-        int64_t work = (int64_t)B * stage_mb_ns(pl, j);
-        for (int c = g; V > 1 && c < S; c += S / V)
-          if (c != j && done_st[c]) work += (int64_t)B * stage_mb_ns(pl, c);
-        int64_t v = stages_before_ns(pl, done_st, g) + work;
+      /* interleaved: a device group g runs the B microbatches of each of its chunks planned so far (g, g + P, ...), one
+       * after another, after the first microbatch's forward through the chunks before its first (g) and before the
+       * last one's backward through them (1F1B: each stage its own group) */
+      const int P = V > 1 ? S / V : S;
+      for (int g = 0; cut && g < P; g++) {
+        int64_t work = -1;
+        for (int j = g; j < S; j += P) {
+          if (!done_st[j]) continue;
+          work = (work < 0 ? 0 : work) + (int64_t)B * stage_mb_ns(pl, j);
+          if (pl->cost[j].once_ns > once) once = pl->cost[j].once_ns;
+        }
+        const int64_t v = work < 0 ? -1 : stages_before_ns(pl, done_st, g) + work;
         if (v > lb) lb = v;
-        if (pl->cost[j].once_ns > once) once = pl->cost[j].once_ns;
       }
       lb += once;
       if (!rc && cut && oi + 1 < S && lb >= pa->joint_cut) {
