@@ -236,16 +236,17 @@ static int64_t type_bytes(const gv_type *t) {
 
 /* whether op (or an op of its regions) reads a value a top-level op of layers [first, last) of body computes (not a
  * constant: constants are copied, never sent) */
-static bool reads_range(const gv_op *op, const gv_block *body, int first, int last) {
+static bool reads_range(const gv_op *op, const gv_block *body, int first, int last, bool fl) {
   for (int i = 0; i < op->nopnds; i++) {
     const gv_op *d = op->opnds[i]->def;
     if (!d || d->parent != body || (!d->nopnds && !d->nregions)) continue;
+    if (fl && !gv_dtype_is_float(op->opnds[i]->type.dtype)) continue;
     const int64_t l = gv_get_int(d, "layer", -1);
     if (l >= first && l < last) return true;
   }
   for (int r = 0; r < op->nregions; r++)
     for (const gv_op *o = op->regions[r]->first; o; o = o->next)
-      if (reads_range(o, body, first, last)) return true;
+      if (reads_range(o, body, first, last, fl)) return true;
   return false;
 }
 
@@ -254,7 +255,14 @@ bool gv_stage_range_sends(const gv_module *base, int first, int last) {
    * not one per value over every later op */
   const gv_block *body = base->main->body;
   for (const gv_op *u = body->first; u; u = u->next)
-    if ((u->code == GV_OP_RETURN || gv_get_int(u, "layer", -1) >= last) && reads_range(u, body, first, last)) return true;
+    if ((u->code == GV_OP_RETURN || gv_get_int(u, "layer", -1) >= last) && reads_range(u, body, first, last, false)) return true;
+  return false;
+}
+
+bool gv_stage_range_sends_float(const gv_module *base, int first, int last) {
+  const gv_block *body = base->main->body;
+  for (const gv_op *u = body->first; u; u = u->next)
+    if (u->code != GV_OP_RETURN && gv_get_int(u, "layer", -1) >= last && reads_range(u, body, first, last, true)) return true;
   return false;
 }
 
@@ -389,6 +397,12 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   memset(out, 0, sizeof *out);
   if (B != x->B) return 0; /* the module is at the microbatch size of x->B only */
   if (!gv_stage_range_sends(x->base, first, last)) return 0; /* nothing later uses it: no stage on its own */
+  /* a training stage before the last one is trained through the floating-point values it sends on (its seed: their
+   * gradients); a range sending integers only (a position ids' or a mask's computation on its own) is no stage */
+  if (x->training && last < x->ngroups && !gv_stage_range_sends_float(x->base, first, last)) {
+    out->int_only = true;
+    return 0;
+  }
   const int ci = cache_find(x, first, last, nodes, per_node);
   if (ci < x->ncache) { /* made under no bound, or one as loose as this one: read */
     const struct gv_stage_cache *e = &x->cache[ci];

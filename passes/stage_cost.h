@@ -36,6 +36,8 @@ gv_module *gv_stage_module(const gv_module *base, int first, int last, int ngrou
  * constant) that a later group or the function's result uses: a stage
  * needs one (gv_stage_extract refuses a stage without outputs). */
 bool gv_stage_range_sends(const gv_module *base, int first, int last);
+/* whether a later layer reads a floating-point value the range computes (a training stage's seed needs one) */
+bool gv_stage_range_sends_float(const gv_module *base, int first, int last);
 
 struct gv_stage_cache;
 typedef struct {

@@ -131,10 +131,27 @@ static int64_t type_bytes(const gv_type *t) {
   return n > 0 ? n * (int64_t)gv_dtype_size(t->dtype) : 0;
 }
 
+/* float_reach: group lu reads the floating-point values op (or an op of its regions) reads from top-level ops of
+ * body (constants aside: copied, never sent) */
+static void float_reach(const gv_op *op, const gv_block *body, int64_t lu, int ngroups, gv_group_stats *out) {
+  for (int i = 0; i < op->nopnds; i++) {
+    const gv_op *d = op->opnds[i]->def;
+    if (!d || d->parent != body || (!d->nopnds && !d->nregions) || !gv_dtype_is_float(op->opnds[i]->type.dtype)) continue;
+    const int64_t ld = gv_get_int(d, "layer", -1);
+    if (ld >= 0 && ld < ngroups && lu + 1 > out[ld].float_reach) out[ld].float_reach = (int)lu + 1;
+  }
+  for (int r = 0; r < op->nregions; r++)
+    for (const gv_op *o = op->regions[r]->first; o; o = o->next) float_reach(o, body, lu, ngroups, out);
+}
+
 int gv_pipe_group_stats(gv_module *m, int ngroups, const int64_t *flops, gv_group_stats *out) {
   gv_block *body = m->main->body;
   memset(out, 0, sizeof *out * (size_t)ngroups);
-  for (int g = 0; g < ngroups; g++) out[g].flops = flops[g];
+  for (int g = 0; g < ngroups; g++) out[g].flops = flops[g], out[g].float_reach = -1;
+  for (gv_op *op = body->first; op; op = op->next) {
+    const int64_t lu = gv_get_int(op, "layer", -1);
+    if (!is_term(op) && lu >= 0 && lu < ngroups) float_reach(op, body, lu, ngroups, out);
+  }
   for (gv_op *op = body->first; op; op = op->next) {
     if (is_term(op)) continue;
     int64_t l = gv_get_int(op, "layer", -1);

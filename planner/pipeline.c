@@ -1196,6 +1196,19 @@ static int analytic_way(const gv_analytic_ctx *x, const analytic_range *rg, bool
 int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out) {
   const gv_analytic_ctx *x = vctx;
   bool earlier = x->training && last < x->ngroups;
+  if (earlier) { /* a training stage before the last sends a floating-point value on (its seed), as gv_stage_cost_intra */
+    int reach = -1; /* the last group reached */
+    for (int g = first; g < last && reach < last; g++) {
+      const int r = x->g[g].float_reach;
+      if (!r) reach = last; /* not known */
+      else if (r - 1 > reach) reach = r - 1;
+    }
+    if (reach < last) {
+      memset(out, 0, sizeof *out);
+      out->int_only = true;
+      return 0;
+    }
+  }
   /* the ways offered: the forced or only choice, or both (choose_*) */
   int nr = 0, nz = 0;
   bool rcs[2];

@@ -90,6 +90,8 @@ typedef struct {
   int64_t grad_ns;      /* of ns: the runtime's gradient sum of one microbatch (sums += gradients, memory-bound; 0: not
                          * priced) */
   bool feasible;        /* the range can run on this sub-mesh at all */
+  bool int_only;        /* not feasible: training, the range sends later stages integers only (no value to train
+                         * through: a position ids' or a mask's computation on its own), on any sub-mesh */
   char desc[48];        /* intra-op choice, e.g. "dp=2,tp=4" */
   bool recompute;       /* training, an earlier stage: it recomputes (the combined program; no stash) */
   signed char layer_rc; /* training: per-layer recomputation inside the stage program (GV_LAYER_RC_*) */
@@ -290,6 +292,10 @@ typedef struct {
   int64_t flops, param_bytes, act_bytes, out_bytes;
   int64_t act_credit; /* training: bytes of act_bytes a stage does not keep when group g - 1 is in it too
                          (values g - 1's backward recomputes; passes/stage_extract.c gv_pipe_group_stash) */
+  int float_reach;      /* 1 + the last group that reads a floating-point value group g computes; -1: none reads one;
+                         * 0: not known (counted as read further on). In training a range [first, last) before the
+                         * last stage is a stage only when one of its groups reaches last or further (its seed: the
+                         * gradients of the floating-point values it sends on) */
 } gv_group_stats;
 /* A parameter read by more than one layer group (a tied embedding, a merged
  * initializer): the groups that read it, ascending. A stage holding any of

@@ -14,6 +14,10 @@
 #   train    causal LMs: 2 AdamW steps with galv-eval --train = the same graph
 #            trained by torch (tests/train/torch_train.py, galvc's trained set):
 #            losses within 1e-4 relative, weights within 1e-4
+#   plan     every model: the default training search (--train --gpus 4, no
+#            other choice given; its pipeline candidates included) ends in a
+#            plan.json (a position ids' computation cut off as a stage of
+#            its own, integers only sent on, once failed the search)
 # and prints the table. A model the frontend refuses today passes only with
 # its named one-line refusal (refused(): none today), and fails once it
 # imports (the list must shrink). GALV_HF_MODELS (comma list) and GALV_HF_OPSETS narrow
@@ -76,7 +80,7 @@ for j, n in enumerate(meta["outputs"]):
 print(f"{worst:.1e}")
 PY
 
-row() { printf '%-20s %-7s %-14s %-8s %-8s %-8s %-9s\n' "$@"; }
+row() { printf '%-20s %-7s %-14s %-8s %-8s %-8s %-9s %-5s\n' "$@"; }
 # Exports the frontend refuses today, each with the text its one error line must hold (and why);
 # none at present (GPT-J's repeat_interleave, exported as sequence ops and a Loop, imports unrolled).
 refused() { # TAG -> the expected error text, or nothing
@@ -84,14 +88,14 @@ refused() { # TAG -> the expected error text, or nothing
     *) ;;
   esac
 }
-row model import nodes cpu tp2 dp2 train >"$T/table"
+row model import nodes cpu tp2 dp2 train plan >"$T/table"
 for c in "${cases[@]}"; do
   IFS=: read -r m o strategies <<<"$c"
   tag="${m}_op$o"
   dir=$(awk -v t="$tag" '$1 == t { print $2 }' "$T/exports")
   if [ -z "$dir" ] || [ "$dir" = ERROR ]; then
     bad "$tag export: $(awk -v t="$tag" '$1 == t { $1 = ""; print }' "$T/exports")"
-    row "$tag" export - - - - - >>"$T/table"
+    row "$tag" export - - - - - - >>"$T/table"
     continue
   fi
   meta=$dir/meta.json
@@ -123,7 +127,7 @@ for c in "${cases[@]}"; do
     else
       bad "$tag import: $(grep -v 'stats after' "$T/err" | head -2)"
     fi
-    row "$tag" "$imp" - - - - - >>"$T/table"
+    row "$tag" "$imp" - - - - - - >>"$T/table"
     continue
   fi
   [ -n "$(refused "$tag")" ] && bad "$tag: imports now; take it off REFUSED in tests/hf_models.sh"
@@ -177,7 +181,16 @@ for c in "${cases[@]}"; do
       bad "$tag train: $(head -2 "$T/err") $(grep -v '^step' "$T/cmp" 2>/dev/null | head -2)"
     fi
   fi
-  row "$tag" "$imp" "$nodes" "$cpu" "$tp" "$dp" "$tr" >>"$T/table"
+  # the default training search: a plan, whatever the model's groups
+  if "$BUILD/galvc" "$dir/model.onnx" --batch 8 --seq 8 --train --gpus 4 --plan-only -q --plan-out "$T/$tag.plan.json" 2>"$T/err" &&
+    grep -q '"step_ns"' "$T/$tag.plan.json"; then
+    pl=ok
+    ok "$tag default training search on 4 GPUs: a plan"
+  else
+    pl=FAIL
+    bad "$tag default training search: $(grep -m2 -v '^$' "$T/err")"
+  fi
+  row "$tag" "$imp" "$nodes" "$cpu" "$tp" "$dp" "$tr" "$pl" >>"$T/table"
 done
 cat "$T/table"
 echo "hf_models: $pass passed, $fail failed"

@@ -687,7 +687,14 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
         snprintf(joint_why, sizeof joint_why, "stage %d (groups %d-%d): no plan of its program fits and runs under %.3f ms "
                  "per microbatch (its compute and tp communication bound); %d not planned", i, pl->first[i],
                  pl->first[i + 1] - 1, (double)(pa->joint_cut - pre_i) / B / 1e6, S - oi - 1);
-      } else if (!pl->cost[i].feasible && pa->joint) {
+      } else if (!pl->cost[i].feasible && pl->cost[i].int_only && pa->joint) {
+        rc = 1;
+        snprintf(joint_why, sizeof joint_why, "stage %d (groups %d-%d) sends later stages integers only (nothing to train "
+                 "through)", i, pl->first[i], pl->first[i + 1] - 1);
+      } else if (!pl->cost[i].feasible && pl->cost[i].int_only)
+        rc = gv_error_plain("pipeline: stage %d (groups %d-%d) sends later stages integers only: nothing to train through "
+                            "(cut elsewhere: its groups with the next stage's)", i, pl->first[i], pl->first[i + 1] - 1);
+      else if (!pl->cost[i].feasible && pa->joint) {
         rc = 1;
         snprintf(joint_why, sizeof joint_why, "stage %d (groups %d-%d) cannot run on %lld devices", i, pl->first[i],
                  pl->first[i + 1] - 1, (long long)d);

@@ -524,6 +524,27 @@ int main(void) {
           (long long)(s0.once_ns - a0.once_ns), (long long)(s1.once_ns - a1.once_ns), (long long)p2p);
     CHECK(sall.once_ns == 0 && smid.once_ns == 0, "one stage of all groups / none of the readers: once %lld / %lld ns",
           (long long)sall.once_ns, (long long)smid.once_ns);
+    /* a range sending later groups integers only (group 0: a position ids' computation, its floating-point values read
+     * by no later group) is no training stage before the last: infeasible, int_only; with group 1 it is one (group 1
+     * reaches group 7); the last stage needs nothing sent; float_reach 0 (not known) counts as sending */
+    {
+      gv_group_stats gi[8];
+      memcpy(gi, g, sizeof gi);
+      gi[0].float_reach = -1, gi[1].float_reach = 8;
+      gv_analytic_ctx ai = ax;
+      ai.g = gi;
+      gv_stage_cost i0, i01, ilast, iinf, inf0;
+      gv_stage_cost_analytic(&ai, 0, 1, 1, 1, 1, &i0);
+      gv_stage_cost_analytic(&ai, 0, 2, 1, 1, 1, &i01);
+      gv_stage_cost_analytic(&ai, 0, 8, 1, 1, 1, &ilast);
+      ai.training = false;
+      gv_stage_cost_analytic(&ai, 0, 1, 1, 1, 1, &iinf);
+      gv_stage_cost_analytic(&ax, 0, 1, 1, 1, 1, &inf0);
+      CHECK(!i0.feasible && i0.int_only, "a range sending integers only: infeasible (%d), int_only (%d)", i0.feasible, i0.int_only);
+      CHECK(i01.feasible && !i01.int_only && ilast.feasible && iinf.feasible && inf0.feasible,
+            "with a group reaching further / the last stage / inference / reach not known: feasible (%d %d %d %d)",
+            i01.feasible, ilast.feasible, iinf.feasible, inf0.feasible);
+    }
     CHECK(gv_pipe_shared_extra_bytes(&sp, 1, 4, 8) == 8 << 20 && gv_pipe_shared_extra_bytes(&sp, 1, 0, 8) == 0 &&
               gv_pipe_shared_extra_bytes(&sp, 1, 2, 6) == 0,
           "extra bytes of shared parameters per range");
