@@ -10,6 +10,19 @@
 #   - that figure as the limit gives a plan, and a byte less none;
 #   - the counts probed on their own programs once the stand-ins fit nothing
 #     start after those probed so already (count 1 is probed once per mode).
+# And inference of a 2-layer Llama (hidden 32) on 4 devices, batch 8: under a
+# 1-byte limit the error cites a pipeline stage's need; that need as the limit
+# plans (the least-memory pipeline, a sample per microbatch, cut by the stage
+# DP on the planned stage programs: the screen's candidates, cut and counted
+# for speed, all need more, and the search once ended in "no plan" citing a
+# need within the limit), each stage within it, and its programs on 4 ranks
+# equal the single device; a byte less plans nothing. The same model training
+# (--target cpu): the 1-byte limit's figure as the limit plans the
+# least-memory pipeline (its stage programs planned smaller than the limit,
+# the room left for the microbatches in flight), and its 2 training steps on
+# 4 ranks equal the single device's (losses, weights); a byte less plans
+# nothing. (The search once cited a figure that varied with the limit, and at
+# a limit under the first failed in the recomputation pass.)
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -44,5 +57,104 @@ else
   if [ -n "$own" ] && [ "$n1" -eq 3 ]; then ok "count 1 probed once per mode; then ${own#galvc: }"
   else bad "count 1 probed $n1 times (want 3: once per mode, not again on the counts' own programs); ${own:-no own-program search}"; fi
 fi
+
+. "$SRC/tests/lib/mpi_env.sh"
+python3 "$SRC/examples/make_model.py" llama -o "$T/l.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
+  bad "make_model llama"
+I=("$T/l.onnx" --batch 8 --seq 16 --gpus 4 --target cpu)
+timeout 300 "$BUILD/galvc" "${I[@]}" --plan-only --memory-limit 1 </dev/null >/dev/null 2>"$T/i.err"
+line=$(grep -m1 "error: .*no plan fits the memory limit" "$T/i.err")
+need=$(grep -o 'the smallest needs [0-9]* bytes' <<<"$line" | grep -o '[0-9]*')
+if [ -z "$need" ] || ! grep -q "a pipeline stage" <<<"$line"; then bad "inference, 1-byte limit: no pipeline stage's figure: ${line:-$(head -2 "$T/i.err")}"
+else
+  ok "inference, 1-byte limit: the smallest need cited, $need bytes, a pipeline stage's"
+  if timeout 300 "$BUILD/galvc" "${I[@]}" --memory-limit "$need" -o "$T/lp/" </dev/null >"$T/lp.out" 2>"$T/lp.err" &&
+    grep -q "galvc: pipeline of the least memory" "$T/lp.err" && grep -q "default search: chose the pipeline" "$T/lp.err"; then
+    over=$(grep -o '([0-9]* bytes per device)' "$T/lp.out" "$T/lp.err" | grep -o '[0-9]*' | awk -v l="$need" '$1 > l' | head -1)
+    if [ -z "$over" ]; then ok "the cited $need bytes as the limit: the least-memory pipeline, each stage within it"
+    else bad "a stage needs $over bytes, over the limit $need"; fi
+    python3 - "$SRC" "$T/l.onnx" "$T/li" >"$T/largs" 2>"$T/err" <<'PY' || bad "inputs: $(cat "$T/err")"
+import sys, onnx, numpy as np
+sys.path.insert(0, sys.argv[1] + "/tests")
+from model_inputs import make_inputs
+args = []
+for i, (name, a) in enumerate(make_inputs(onnx.load(sys.argv[2], load_external_data=False), 8, 16).items()):
+    fn = f"{sys.argv[3]}_{i}.npy"
+    np.save(fn, a)
+    args.append(f"--input {name}={fn}")
+print(" ".join(args))
+PY
+    # shellcheck disable=SC2046
+    if timeout 300 "$BUILD/galvc" "$T/l.onnx" --batch 8 --seq 16 --target cpu -q -o "$T/l1/" </dev/null 2>"$T/err" &&
+      timeout 60 "$T/l1/program" $(cat "$T/largs") -o "$T/l1/res" >/dev/null 2>"$T/err" &&
+      timeout 120 "$T/lp/launch" $(cat "$T/largs") -o "$T/lp/res" >/dev/null 2>"$T/err" &&
+      python3 - "$T/l1/res" "$T/lp/res" >"$T/cmp" 2>&1 <<'PY'; then
+import sys, os, numpy as np
+a, b = sys.argv[1], sys.argv[2]
+worst = 0.0
+for f in sorted(os.listdir(a)):
+    x, y = np.load(os.path.join(a, f)), np.load(os.path.join(b, f))
+    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
+        sys.exit(f"{f}: differs (shape {y.shape} vs {x.shape})")
+    worst = max(worst, float(np.abs(x.astype(np.float64) - y).max()))
+print(f"max abs diff {worst:.2g}")
+PY
+      ok "the least-memory pipeline on 4 ranks = the single device ($(tail -1 "$T/cmp"))"
+    else bad "the least-memory pipeline's run: $(head -3 "$T/err") $(tail -2 "$T/cmp" 2>/dev/null)"; fi
+  else bad "the cited $need bytes as the limit: no pipeline of the least memory planned: $(grep -m1 'error\|least memory' "$T/lp.err")"; fi
+  if timeout 300 "$BUILD/galvc" "${I[@]}" --plan-only --memory-limit $((need - 1)) </dev/null >/dev/null 2>&1; then bad "$((need - 1)) bytes also plan"
+  else ok "$((need - 1)) bytes plan nothing"; fi
+fi
+
+J=("$T/l.onnx" --batch 8 --seq 16 --gpus 4 --target cpu --train)
+timeout 300 "$BUILD/galvc" "${J[@]}" --plan-only --memory-limit 1 </dev/null >/dev/null 2>"$T/t.err"
+line=$(grep -m1 "error: .*no plan fits the memory limit" "$T/t.err")
+need=$(grep -o 'the smallest needs [0-9]* bytes' <<<"$line" | grep -o '[0-9]*')
+if [ -z "$need" ] || [ "$(grep -c 'error:' "$T/t.err")" != 1 ]; then bad "training, 1-byte limit: ${line:-$(grep -m2 error "$T/t.err")}"
+else
+  ok "training, 1-byte limit: one error line, the smallest need cited $need bytes"
+  python3 -c "
+import numpy as np, os
+r = np.random.RandomState(0)
+os.makedirs('$T/tb')
+np.save('$T/tb/input_ids.npy', r.randint(0, 64, (2, 8, 16)).astype(np.int64))
+np.save('$T/tb/labels.npy', r.randint(0, 64, (2, 8, 16)).astype(np.int64))" || bad "batches"
+  if timeout 300 "$BUILD/galvc" "${J[@]}" --memory-limit "$need" -o "$T/tp/" </dev/null >"$T/tp.out" 2>"$T/tp.err" &&
+    grep -q "default search: chose the pipeline" "$T/tp.err"; then
+    ok "the cited $need bytes as the limit: a pipeline ($(grep -m1 -o 'pipeline of the least memory[^:]*' "$T/tp.err" || echo 'a screened candidate'))"
+    if timeout 300 "$BUILD/galvc" "$T/l.onnx" --batch 8 --seq 16 --train --target cpu -q -o "$T/t1/" </dev/null 2>"$T/err" &&
+      timeout 120 "$T/t1/program" --batches "$T/tb" --steps 2 -o "$T/t1.w" >"$T/t1.log" 2>"$T/err" &&
+      timeout 120 "$T/tp/launch" --batches "$T/tb" --steps 2 -o "$T/tp.w" >"$T/tp.log" 2>"$T/err" &&
+      python3 - "$T/t1.log" "$T/tp.log" "$T/t1.w" "$T/tp.w" >"$T/cmp" 2>&1 <<'PY'; then
+import sys, os, re, numpy as np
+la, lb, wa, wb = sys.argv[1:5]
+def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
+a, b = losses(la), losses(lb)
+if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0):
+    sys.exit(f"losses {b} != single device {a}")
+worst, n = 0.0, 0
+for f in sorted(os.listdir(wa)):
+    if not os.path.exists(os.path.join(wb, f)): sys.exit(f"no final weight {f}")
+    x, y = np.load(os.path.join(wa, f)), np.load(os.path.join(wb, f))
+    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
+        sys.exit(f"{f}: max abs diff {np.abs(x - y).max() if x.shape == y.shape else y.shape}")
+    worst, n = max(worst, float(np.abs(x - y).max())), n + 1
+print(f"losses {b[0]:.6f} {b[1]:.6f} == single device, {n} weights max abs diff {worst:.2g}")
+PY
+      ok "its 2 training steps on 4 ranks = the single device ($(tail -1 "$T/cmp"))"
+    else bad "its training run: $(head -3 "$T/err") $(tail -2 "$T/cmp" 2>/dev/null)"; fi
+  else bad "the cited $need bytes as the limit: no pipeline: $(grep -m1 'error' "$T/tp.err")"; fi
+  if timeout 300 "$BUILD/galvc" "${J[@]}" --plan-only --memory-limit $((need - 1)) </dev/null >/dev/null 2>&1; then bad "$((need - 1)) bytes also plan"
+  else ok "$((need - 1)) bytes plan nothing"; fi
+fi
+# the default (CUDA) target's figures: the same, planned only
+K=("$T/l.onnx" --batch 8 --seq 16 --gpus 4 --train --plan-only)
+timeout 300 "$BUILD/galvc" "${K[@]}" --memory-limit 1 </dev/null >/dev/null 2>"$T/k.err"
+need=$(grep -m1 "error: .*no plan fits the memory limit" "$T/k.err" | grep -o 'the smallest needs [0-9]* bytes' | grep -o '[0-9]*')
+if [ -z "$need" ]; then bad "training (CUDA target), 1-byte limit: $(grep -m2 error "$T/k.err")"
+elif timeout 300 "$BUILD/galvc" "${K[@]}" --memory-limit "$need" </dev/null >/dev/null 2>"$T/k2.err" &&
+  ! timeout 300 "$BUILD/galvc" "${K[@]}" --memory-limit $((need - 1)) </dev/null >/dev/null 2>&1; then
+  ok "training (CUDA target): the cited $need bytes as the limit plan ($(grep -m1 -o 'pipeline of the least memory[^:]*' "$T/k2.err" || echo 'a screened candidate')), a byte less nothing"
+else bad "training (CUDA target): the cited $need bytes: $(grep -m1 error "$T/k2.err")"; fi
 echo "plan_nofit_figure: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -723,7 +723,7 @@ static int joint_finish(const char *model, gv_import_options opt, const pipe_arg
   pc.on = true, pc.joint = true, pc.cuts_given = true, pc.analytic = false, pc.cuts = 0;
   pc.stages = jc->S, pc.B = jc->B, pc.layers = jc->K, pc.nsdev = jc->S, pc.sched = jc->sched;
   pc.vstages = jc->sched == GV_SCHED_INTERLEAVED && jc->V > 1 ? jc->V : 0; /* the S stages: P groups x V chunks */
-  pc.naxes = 0, pc.mesh_given = false, pc.plan_only = plan_only;
+  pc.naxes = 0, pc.mesh_given = false, pc.plan_only = plan_only, pc.stage_limit = jc->stage_limit;
   if (jc->mesh_dp) galvc_pipe_preset(&pc, jc->mesh_dp, jc->mesh_tp, jc->mesh_sp); /* the stages as the preset compiles them (their
                                                                         * crossing values split over dp) */
   pc.plan_out = gv_plan_opts.plan_out, pc.plan_note = note;

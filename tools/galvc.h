@@ -77,6 +77,9 @@ typedef struct {
   const char *preset, *preset_mesh; /* a plan.json's stage_preset / stage_mesh (the stages' --strategy / --mesh; NULL: none) */
   const char *plan_out;  /* plan.json to write for the pipeline (NULL: none) */
   const char *plan_note; /* with plan_out: the default search's comparison, a JSON object written as "joint" */
+  int64_t stage_limit;   /* the stage programs' own memory limit in their searches (0: the memory limit): the
+                          * default search's least-memory pipeline plans smaller stage programs, the room left for
+                          * the microbatches in flight */
   int64_t joint_cut;     /* the default search's candidate with cuts given: once one stage's B microbatches take this long
                           * (a bound on the step), the rest is not planned (pipe_plan_b returns 2); 0: none */
 } pipe_args;
@@ -99,6 +102,7 @@ typedef struct {
   int64_t mesh_dp, mesh_tp; /* the stages compiled as --strategy dp,tp --mesh dp=mesh_dp,tp=mesh_tp (0: the planner's plan
                              * per stage) */
   bool mesh_sp;             /* and with sp: --strategy dp,tp,sp */
+  int64_t stage_limit;      /* the stage programs' own limit in their searches (pipe_args.stage_limit; 0: the limit) */
   int64_t min_need, min_state, min_act; /* none found: the smallest stage (analytic screen), -1: no stage runs */
   int layers;               /* the planner's layers (units 1..L) of the model */
   int screened, planned;    /* candidates screened with the analytic cost, planned with the planner */

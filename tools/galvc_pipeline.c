@@ -377,6 +377,8 @@ enum { SCREEN_MAX = 512 };
 static screen_cand *screen;
 static int nscreen;
 static int64_t jmin_need = -1, jmin_state, jmin_act;
+static int jmin_S;          /* ... of the bottleneck DP's pipelines (joint_minmem): its stages, */
+static int64_t jmin_per;    /* ... and devices per stage (0: jmin_need is not the bottleneck DP's) */
 /* the default search: the least need of a planned candidate's stage over the limit (its stage programs planned; -1:
  * none), with its states and activations: every planned candidate needs at least its own such stage's */
 static int64_t jreal_need = -1, jreal_state, jreal_act;
@@ -503,7 +505,8 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
                           .mem_limit = gv_plan_opts.memory_limit, .recompute = pa->recompute, .opt_states = nopt,
                           .zero = pa->zero, .zero_reduce = pa->zero_reduce - 1};
   gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .recompute = pa->recompute,
-                             .cluster = cluster, .mem_limit = gv_plan_opts.memory_limit, .shared = sh, .nshared = nsh,
+                             .cluster = cluster, .mem_limit = pa->stage_limit ? pa->stage_limit : gv_plan_opts.memory_limit,
+                             .shared = sh, .nshared = nsh,
                              .opt_states = nopt, .zero = pa->zero, .zero_reduce = pa->zero_reduce - 1};
   if (pa->mesh_given && pa->naxes <= 3) { /* --mesh: every stage of its devices is compiled on it, and priced so */
     ictx.mesh_naxes = pa->naxes;
@@ -584,6 +587,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     actx.cluster = ictx.cluster = &cs;
     memset(pl, 0, sizeof *pl);
     pl->nstages = S, pl->B = B, pl->schedule = train ? pa->sched : GV_SCHED_1F1B, pl->vstages = 1;
+    pl->limit = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cs.memory_bytes; /* the report's runner-ups */
     /* interleaved (a plan.json's, or the default search's candidate): the S cuts are P x V chunks, stage s on device
      * group s mod P; each stage charged its share of its group's memory (gv_pipe_il_share, as the stage DP charges
      * it), the groups' memory checked once every stage is planned */
@@ -758,8 +762,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       int64_t nodes = per <= cs.devices_per_node ? 1 : per / cs.devices_per_node, pn = per <= cs.devices_per_node ? per : cs.devices_per_node;
       for (int a = 0; a < k && rc == 1; a++) /* need[a][b]: state, act of groups [a, b) (-1: cannot run) */
         for (int b = a + 1; b <= k; b++) {
-          gv_stage_cost c;
-          if (fn(fctx, a, b, nodes, pn, B, &c)) { rc = -1; break; }
+          gv_stage_cost c = {.feasible = false};
+          /* every group is no stage of S2 >= 2 (one program's: not costed as a stage; its recomputation modes need
+           * the model's repeated blocks, which a stage names by its layers) */
+          if ((a || b < k) && fn(fctx, a, b, nodes, pn, B, &c)) { rc = -1; break; }
           int64_t *e = &need[((size_t)a * (size_t)(k + 1) + (size_t)b) * NE];
           e[0] = !c.feasible ? 0 : c.nvar < 2 ? 1 : c.nvar;
           for (int v = 0; v < e[0]; v++)
@@ -787,7 +793,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
         memcpy(f, g2, sizeof *f * (size_t)(k + 1) * 3);
       }
       if (f[3 * k] != INT64_MAX && (jmin_need < 0 || f[3 * k] < jmin_need))
-        jmin_need = f[3 * k], jmin_state = f[3 * k + 1], jmin_act = f[3 * k + 2];
+        jmin_need = f[3 * k], jmin_state = f[3 * k + 1], jmin_act = f[3 * k + 2], jmin_S = S2, jmin_per = per;
     }
     free(need), free(f), free(g2);
     if (rc == -1 && (!need || !f || !g2)) gv_error_plain("out of memory");
@@ -1155,6 +1161,7 @@ static int write_pipe_plan(const char *path, const pipe_args *P, const gv_pipe_p
       fprintf(f, "\",");
     }
   }
+  if (P->stage_limit > 0) fprintf(f, " \"stage_memory_limit\": %lld,", (long long)P->stage_limit);
   fprintf(f, " \"stage_devices\": [");
   for (int i = 0; i < S; i++) fprintf(f, "%s%d", i ? ", " : "", dev[i]);
   fprintf(f, "],\n    \"stage_strategies\": [");
@@ -1301,9 +1308,14 @@ int galvc_plan_read_pipeline(const char *path, pipe_args *pa, bool *found) {
     snprintf(preset, sizeof preset, "%s", spr->str), pa->preset = preset;
     if (smh) snprintf(pmesh, sizeof pmesh, "%s", smh->str), pa->preset_mesh = pmesh;
   }
+  /* the stage programs' own limit in their searches (the default search's least-memory pipeline) */
+  const gv_json *sml = rc ? NULL : gv_json_get(p, "stage_memory_limit");
+  if (sml && !INT_IN(sml, 1, 1e15))
+    rc = gv_error_plain("%s: line %d: field 'pipeline.stage_memory_limit': expected a byte count of at least 1", path, sml->line);
 #undef INT_IN
   if (!rc) {
     *found = true;
+    pa->stage_limit = sml ? (int64_t)sml->num : 0;
     pa->on = true, pa->cuts_given = true;
     pa->stages = S, pa->nsdev = S, pa->B = (int)mb->num, pa->layers = K;
     if (lb && lb->kind == GV_JSON_BOOL && lb->b) gv_pipe_opts.blocks = true; /* the groups are the blocks (K of them) */
@@ -1460,7 +1472,7 @@ static int64_t step_to_beat(int64_t one, int64_t best) { return one > 0 && (best
 static void take_choice(galvc_pipe_choice *out, const gv_pipe_plan *cand, const pipe_args *P, int64_t key, int K, int B, int train,
                         int64_t mdp, int64_t mtp, bool msp) {
   out->found = true;
-  out->mesh_dp = mdp, out->mesh_tp = mtp, out->mesh_sp = msp;
+  out->mesh_dp = mdp, out->mesh_tp = mtp, out->mesh_sp = msp, out->stage_limit = 0;
   out->S = cand->nstages, out->B = B, out->K = K, out->sched = train ? cand->schedule : GV_SCHED_1F1B;
   out->V = out->sched == GV_SCHED_INTERLEAVED && cand->vstages > 1 ? cand->vstages : 1;
   out->step_ns = key, out->once_ns = gv_pipe_plan_once_ns(cand);
@@ -1735,16 +1747,48 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
   }
   if (!rc && !early && !out->found && one < 0 && joint_layers >= 2) { /* none fits (nor one program): the smallest memory any pipeline
                                                              * needs, at the smallest microbatch */
-    jmin_need = -1, joint_minmem = true;
+    jmin_need = -1, jmin_S = 0, jmin_per = 0, joint_minmem = true;
     pipe_args Q = P;
     Q.analytic = K > 16; /* the stage programs' planned memory (what a compiled stage needs); K^2 / 2 ranges: the
                           * analytic figure past 16 groups */
+    Q.stage_limit = 1;   /* each stage program its smallest plan (a search under the limit takes the fastest that fits
+                          * its own memory, the microbatches in flight not counted: the least need would vary with the
+                          * limit) */
     int r = pipe_plan_b(model, opt, global, (int)global, 0, gpus, &Q, &cl, train, 1, 0, &K, cand, &plan_s);
     joint_minmem = false;
     if (r < 0) rc = -1;
     /* the analytic figure within the limit is one the planned stage programs contradict (their arenas and buffers
      * need more than it counts): the least planned candidate's stage over the limit stands instead */
     const int64_t lim = gv_plan_opts.memory_limit ? gv_plan_opts.memory_limit : cl.memory_bytes;
+    /* that smallest need within the limit (the stage programs planned, at a sample per microbatch): a pipeline fits
+     * that the screen's candidates missed (cut and counted by the analytic step, each the fastest of its stage
+     * count): the stage DP over those stages and devices at that count, on the planned stage programs, plans it */
+    if (!rc && r == 1 && !Q.analytic && jmin_need >= 0 && jmin_need <= lim && jmin_S >= 2 && jmin_per > 0 &&
+        global <= INT32_MAX) {
+      pipe_args Q2 = P;
+      Q2.analytic = false, Q2.stages = jmin_S, Q2.B = (int)global, Q2.joint_cut = 0;
+      double t1 = now();
+      snprintf(joint_why, sizeof joint_why, "none planned");
+      const int S2 = jmin_S;
+      const int64_t per2 = jmin_per, need2 = jmin_need;
+      /* the stage programs planned under the limit, half of it, then each its smallest plan (the least need's) */
+      int r2 = 1;
+      for (int t = 0; t < 3 && r2 == 1; t++) {
+        Q2.stage_limit = t == 0 ? 0 : t == 1 ? (lim / 2 > 0 ? lim / 2 : 1) : 1;
+        r2 = plan_variant(&Q2, 0, 0, false, (int)global, S2, (int64_t)S2 * per2, &K, cand, &plan_s);
+      }
+      if (r2 < 0) rc = -1;
+      else {
+        out->planned++;
+        if (r2 == 0) take_choice(out, cand, &P, cand->tl_ns, K, (int)global, train, 0, 0, false), out->stage_limit = Q2.stage_limit;
+        if (!quiet)
+          fprintf(stderr, "galvc: pipeline of the least memory (%lld bytes per device, within the limit): %d stages of %lld "
+                          "device%s, %lld microbatches, cut by the stage DP on the planned stage programs: %s", (long long)need2,
+                  S2, (long long)per2, per2 == 1 ? "" : "s", (long long)global, r2 == 0 ? "" : "the stage programs do not fit (");
+        if (!quiet && r2 == 0) fprintf(stderr, "planned %.3f ms (%.2f s)\n", (double)cand->tl_ns / 1e6, now() - t1);
+        else if (!quiet) fprintf(stderr, "%s) (%.2f s)\n", joint_why, now() - t1);
+      }
+    }
     if (Q.analytic && jreal_need >= 0 && (jmin_need < 0 || jmin_need <= lim))
       jmin_need = jreal_need, jmin_state = jreal_state, jmin_act = jreal_act;
   }
