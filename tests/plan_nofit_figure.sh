@@ -22,7 +22,11 @@
 # the room left for the microbatches in flight), and its 2 training steps on
 # 4 ranks equal the single device's (losses, weights); a byte less plans
 # nothing. (The search once cited a figure that varied with the limit, and at
-# a limit under the first failed in the recomputation pass.)
+# a limit under the first failed in the recomputation pass.) And a 2-layer
+# MLP training (no attention core, no repeated blocks: selective and full
+# recomputation do not apply, noted and not searched; the search once ended
+# in the recompute pass's error line): under a 1-byte limit the one no-plan
+# line, its figure as the limit a plan.
 set -uo pipefail
 BUILD=$(cd "$1" && pwd)
 SRC=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -147,6 +151,27 @@ PY
   if timeout 300 "$BUILD/galvc" "${J[@]}" --plan-only --memory-limit $((need - 1)) </dev/null >/dev/null 2>&1; then bad "$((need - 1)) bytes also plan"
   else ok "$((need - 1)) bytes plan nothing"; fi
 fi
+python3 - "$T/mlp.onnx" <<'PY' || bad "the MLP model"
+import sys, numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper
+r = np.random.RandomState(0)
+w = [numpy_helper.from_array(r.randn(16, 32).astype(np.float32) * 0.1, "w1"), numpy_helper.from_array(np.zeros(32, np.float32), "b1"),
+     numpy_helper.from_array(r.randn(32, 10).astype(np.float32) * 0.1, "w2")]
+nodes = [helper.make_node("MatMul", ["x", "w1"], ["h0"], name="fc1"), helper.make_node("Add", ["h0", "b1"], ["h1"], name="add1"),
+         helper.make_node("Relu", ["h1"], ["h2"], name="relu"), helper.make_node("MatMul", ["h2", "w2"], ["y"], name="fc2")]
+g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])], w)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+M=("$T/mlp.onnx" --batch 8 --gpus 4 --train --plan-only)
+timeout 300 "$BUILD/galvc" "${M[@]}" --memory-limit 1 </dev/null >/dev/null 2>"$T/m.err"
+need=$(grep -m1 "error: .*no plan fits the memory limit" "$T/m.err" | grep -o 'the smallest needs [0-9]* bytes' | grep -o '[0-9]*')
+if [ -n "$need" ] && [ "$(grep -c 'error:' "$T/m.err")" = 1 ] && grep -q "recompute=selective does not apply" "$T/m.err" &&
+  grep -q "recompute=all does not apply" "$T/m.err"; then
+  ok "MLP, 1-byte limit: selective and full recomputation noted as not applying, one no-plan line ($need bytes)"
+  if timeout 300 "$BUILD/galvc" "${M[@]}" --memory-limit "$need" </dev/null >/dev/null 2>&1; then ok "MLP: the cited $need bytes as the limit plan"
+  else bad "MLP: the cited $need bytes as the limit plan nothing"; fi
+else bad "MLP, 1-byte limit: $(grep -m2 'error\|does not apply' "$T/m.err")"; fi
 # the default (CUDA) target's figures: the same, planned only
 K=("$T/l.onnx" --batch 8 --seq 16 --gpus 4 --train --plan-only)
 timeout 300 "$BUILD/galvc" "${K[@]}" --memory-limit 1 </dev/null >/dev/null 2>"$T/k.err"

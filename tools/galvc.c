@@ -383,11 +383,34 @@ static int next_own_count(const need_recs *nr, int from, int64_t batch, int64_t 
 /* The recomputation mode after r in the order ord[0..nrc) and its first count (*B): B0, or on the counts' own
  * programs (own) the first count next_own_count leaves, a mode with none passed over (said so unless quiet). -1:
  * none left. */
+/* The recomputation modes the default search leaves out: those the model's forward program does not admit (selective:
+ * no attention core, dot -> [elementwise] -> softmax -> dot, as ALiBi attention's baddbmm; all: no repeated blocks),
+ * which the recompute pass refuses with an error line (rc_mode_applies) */
+static bool rc_na[3];
+
+static bool rc_mode_applies(const char *model, gv_import_options opt, const char *mode) {
+  static const char *const names[] = {"shape-infer", "compute-f32", "fold-constants", "canonicalize", "dce",
+                                      "master-weights", "loss", "fuse-attention", "autodiff", "recompute"};
+  const char *keep = gv_train_opts.recompute;
+  const int64_t kmb = gv_train_opts.microbatches;
+  opt.load_weights = false;
+  gv_error_quiet++;
+  gv_module *m = gv_import_onnx(model, &opt);
+  bool ok = m && !gv_verify(m);
+  gv_train_opts.recompute = mode, gv_train_opts.microbatches = 1;
+  for (size_t i = 0; ok && i < sizeof names / sizeof names[0]; i++) ok = !gv_pass_lookup(names[i])->run(m);
+  gv_train_opts.recompute = keep, gv_train_opts.microbatches = kmb;
+  gv_error_quiet--;
+  if (m) gv_module_free(m);
+  return ok;
+}
+
 static int next_mode(const int *ord, int nrc, int r, bool own, const need_recs *nr, const char *const *names, int B0,
                      int64_t batch, bool mb_search, int64_t lim, int64_t lm, int quiet, int *B) {
   int pos = 0, lo, hi;
   while (pos < nrc && ord[pos] != r) pos++;
   for (int q = pos + 1; q < nrc; q++) {
+    if (ord[q] < 3 && rc_na[ord[q]]) continue; /* the model does not admit it */
     if (!own) return *B = B0, ord[q];
     if ((*B = next_own_count(&nr[ord[q]], B0 - 1, mb_search ? batch : B0, lim, lm, &lo, &hi))) return ord[q];
     if (!quiet)
@@ -1657,6 +1680,13 @@ int main(int argc, char **argv) {
   const int B0 = mb_given && !mb_auto ? (pa.B ? pa.B : 1) : 1; /* each recomputation's first microbatch count */
   bool rc_search = train && !pa.on && !recompute_given && gv_plan_opts.active && !gv_plan_opts.plan_in &&
                    (mb_search || mb_given);
+  memset(rc_na, 0, sizeof rc_na);
+  for (int r = 1; rc_search && r < NRC; r++) { /* the modes the model admits (one import each; no weights read) */
+    rc_na[r] = !rc_mode_applies(model, opt, rc_modes[r]);
+    if (rc_na[r] && !quiet)
+      fprintf(stderr, "galvc: recompute=%s does not apply to this model (%s): not searched\n", rc_modes[r],
+              r == 1 ? "no attention core dot -> softmax -> dot in its forward" : "no repeated blocks");
+  }
   int rc_mode = 0, rc_B[NRC] = {0};
   int64_t rc_step[NRC] = {0};
   /* More microbatches than the fewest that fit: while the plan is memory
@@ -2014,6 +2044,7 @@ retry:
           }
           for (int q = 0; mb_stand && q < (rc_search0 ? NRC : 1); q++) {
             fm = rc_search0 ? rc_ord[q] : rc_mode;
+            if (rc_search0 && rc_na[fm]) continue; /* the model does not admit it */
             if ((fb = next_own_count(&nrec[fm], B0 - 1, mb_search ? global_batch : B0, own_lim0, lm_mem, &lo, &hi))) break;
           }
           if (mb_stand && !fb && !quiet)
