@@ -701,7 +701,7 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--kv-heads", type=int, default=None, help="llama only (default heads/2)")
+    ap.add_argument("--kv-heads", type=int, default=None, help="llama only (default: the largest divisor of --heads up to half of them)")
     ap.add_argument("--vocab", type=int, default=256)
     ap.add_argument("--ffn", type=int, default=None, help="default 4*hidden (llama: 8/3*hidden rounded)")
     ap.add_argument("--max-pos", type=int, default=128, help="gpt2/bert position table size")
@@ -732,9 +732,12 @@ def main(argv=None):
         ap.error("--opset must be in 13..21")
     if a.hidden % a.heads:
         ap.error("--hidden must be a multiple of --heads")
-    if a.kv_heads is None:
-        a.kv_heads = max(1, a.heads // 2)
-    if a.heads % a.kv_heads:
+    if a.kv_heads is not None and a.family != "llama":
+        ap.error("--kv-heads applies to llama only")
+    if a.kv_heads is None:  # llama: the largest divisor of the heads up to half of them (others: not used)
+        a.kv_heads = max(d for d in range(1, max(1, a.heads // 2) + 1) if a.heads % d == 0) if a.family == "llama" \
+            else max(1, a.heads // 2)
+    if a.family == "llama" and a.heads % a.kv_heads:
         ap.error("--heads must be a multiple of --kv-heads")
     if a.ffn is None:
         a.ffn = (int(8 * a.hidden / 3) + 7) // 8 * 8 if a.family == "llama" else 4 * a.hidden
