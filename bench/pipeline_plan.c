@@ -24,16 +24,16 @@ int main(int argc, char **argv) {
   const double h = 12288, s = 2048, a = 96, V = 51200, b = 1536;
   int G = L + 2;
   gv_group_stats *g = calloc((size_t)G, sizeof *g);
-  /* float_reach 0: not known (every range counts as sending a floating-point value on) */
+  /* reach, float_reach 0: not known (every range counts as sending a floating-point value on) */
   uint64_t *sig = calloc((size_t)G, sizeof *sig);
-  g[0] = (gv_group_stats){0, (int64_t)(V * h * 4), (int64_t)(b * s * h * 2), (int64_t)(b * s * h * 2), 0, 0};
+  g[0] = (gv_group_stats){0, (int64_t)(V * h * 4), (int64_t)(b * s * h * 2), (int64_t)(b * s * h * 2), 0, 0, 0};
   sig[0] = 1;
   for (int l = 1; l <= L; l++) {
     g[l] = (gv_group_stats){(int64_t)(24 * b * s * h * h + 4 * b * s * s * h), (int64_t)(12 * h * h * 4),
-                            (int64_t)(s * b * h * (34 + 5 * a * s / h)), (int64_t)(b * s * h * 2), 0, 0};
+                            (int64_t)(s * b * h * (34 + 5 * a * s / h)), (int64_t)(b * s * h * 2), 0, 0, 0};
     sig[l] = 2;
   }
-  g[L + 1] = (gv_group_stats){(int64_t)(2 * b * s * h * V), (int64_t)(V * h * 4), (int64_t)(b * s * V * 2), 0, 0, 0};
+  g[L + 1] = (gv_group_stats){(int64_t)(2 * b * s * h * V), (int64_t)(V * h * 4), (int64_t)(b * s * V * 2), 0, 0, 0, 0};
   sig[L + 1] = 3;
   gv_analytic_ctx ctx = {.g = g, .ngroups = G, .batch = (int64_t)b, .training = true, .dtype_bytes = 2, .cluster = &c,
                          .opt_states = 2}; /* AdamW */

@@ -430,7 +430,16 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   for (int lm = 0; lm < nmodes; lm++) {
     gv_train_opts.recompute = modes[lm];
     gv_stage_bytes sb;
+    /* a mode the search offers (not --recompute's) that the range does not admit (selective without an attention
+     * core, all without a layer: the recompute pass refuses the program) is no way of it, quietly */
+    const bool offered = lm > 0 && x->training && x->choose_layer_rc;
+    if (offered) gv_error_quiet++;
     gv_module *m = gv_stage_module(x->base, first, last, x->ngroups, x->training, &sb);
+    if (offered) gv_error_quiet--;
+    if (!m && offered) {
+      gv_train_opts.recompute = keep;
+      continue;
+    }
     if (!m) {
       gv_train_opts.recompute = keep;
       return -1;

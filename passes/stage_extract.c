@@ -136,9 +136,11 @@ static int64_t type_bytes(const gv_type *t) {
 static void float_reach(const gv_op *op, const gv_block *body, int64_t lu, int ngroups, gv_group_stats *out) {
   for (int i = 0; i < op->nopnds; i++) {
     const gv_op *d = op->opnds[i]->def;
-    if (!d || d->parent != body || (!d->nopnds && !d->nregions) || !gv_dtype_is_float(op->opnds[i]->type.dtype)) continue;
+    if (!d || d->parent != body || (!d->nopnds && !d->nregions)) continue;
     const int64_t ld = gv_get_int(d, "layer", -1);
-    if (ld >= 0 && ld < ngroups && lu + 1 > out[ld].float_reach) out[ld].float_reach = (int)lu + 1;
+    if (ld < 0 || ld >= ngroups) continue;
+    if (lu + 1 > out[ld].reach) out[ld].reach = (int)lu + 1;
+    if (gv_dtype_is_float(op->opnds[i]->type.dtype) && lu + 1 > out[ld].float_reach) out[ld].float_reach = (int)lu + 1;
   }
   for (int r = 0; r < op->nregions; r++)
     for (const gv_op *o = op->regions[r]->first; o; o = o->next) float_reach(o, body, lu, ngroups, out);
@@ -147,7 +149,7 @@ static void float_reach(const gv_op *op, const gv_block *body, int64_t lu, int n
 int gv_pipe_group_stats(gv_module *m, int ngroups, const int64_t *flops, gv_group_stats *out) {
   gv_block *body = m->main->body;
   memset(out, 0, sizeof *out * (size_t)ngroups);
-  for (int g = 0; g < ngroups; g++) out[g].flops = flops[g], out[g].float_reach = -1;
+  for (int g = 0; g < ngroups; g++) out[g].flops = flops[g], out[g].float_reach = out[g].reach = -1;
   for (gv_op *op = body->first; op; op = op->next) {
     const int64_t lu = gv_get_int(op, "layer", -1);
     if (!is_term(op) && lu >= 0 && lu < ngroups) float_reach(op, body, lu, ngroups, out);
@@ -557,6 +559,9 @@ int gv_stage_train(gv_module *m, int s, int nstages) {
   if (!ret || ret->code != GV_OP_RETURN) return gv_error(m, "pipeline: the function has no return");
   int nout = 0;
   gv_value **outs = NULL;
+  gv_op **oseed = NULL; /* per value sent: its seed term's galv.mul (NULL: an integer, no term), whose operand 0 is the
+                         * value after fuse-attention and autodiff (a pass replacing it, the attention chain's output
+                         * by galv.attention's, updates the operand, not outs[]) */
   const char **onames = NULL;
   if (s == nstages - 1) {
     if (gv_pass_loss(m)) return -1;
@@ -570,6 +575,7 @@ int gv_stage_train(gv_module *m, int s, int nstages) {
     }
   } else {
     outs = gv_alloc(m->arena, sizeof *outs * (size_t)(ret->nopnds + 1));
+    oseed = gv_alloc(m->arena, sizeof *oseed * (size_t)(ret->nopnds + 1));
     onames = gv_alloc(m->arena, sizeof *onames * (size_t)(ret->nopnds + 1));
     gvb b = {m, ret, "pipeline/seed"};
     gv_value *seed = NULL;
@@ -577,13 +583,15 @@ int gv_stage_train(gv_module *m, int s, int nstages) {
       const char *rn = f->res_names && i < f->nres_names ? f->res_names[i] : NULL;
       gv_value *v = ret->opnds[i];
       if (!rn || strncmp(rn, "pp.", 3)) continue; /* an original output of an earlier stage: not part of the loss */
-      outs[nout] = v;
+      outs[nout] = v, oseed[nout] = NULL;
       onames[nout++] = rn;
       if (!gv_dtype_is_float(v->type.dtype)) continue;
       char gname[80];
       snprintf(gname, sizeof gname, "gin:%s", rn);
       gv_value *gin = gv_func_add_arg(m, f, gv_strdup(m->arena, gname), v->type, false);
-      gv_op *op = gvb_new(&b, GV_OP_REDUCE_SUM, 1, (gv_value *[]){gvb_bin(&b, GV_OP_MUL, v, gin)});
+      gv_value *vg = gvb_bin(&b, GV_OP_MUL, v, gin);
+      if (vg && vg->def && vg->def->nopnds == 2 && vg->def->opnds[0] == v) oseed[nout - 1] = vg->def;
+      gv_op *op = vg ? gvb_new(&b, GV_OP_REDUCE_SUM, 1, (gv_value *[]){vg}) : NULL;
       if (!op) return -1;
       gv_set_int(m, op, "keepdims", 0);
       gv_value *r = gvb_fin(&b, op);
@@ -625,6 +633,8 @@ int gv_stage_train(gv_module *m, int s, int nstages) {
   if (!rc && (s == nstages - 1 || nwrt) && gv_train_opts.recompute && strcmp(gv_train_opts.recompute, "none"))
     rc = gv_pass_recompute(m);
   if (rc || !nout) return rc;
+  for (int i = 0; i < nout; i++)
+    if (oseed[i]) outs[i] = oseed[i]->opnds[0]; /* the value as the passes left it */
   int n0 = ret->nopnds;
   gv_value **all = gv_alloc(m->arena, sizeof *all * (size_t)(n0 + nout));
   const char **names = gv_alloc(m->arena, sizeof *names * (size_t)(n0 + nout));

@@ -6,7 +6,7 @@
 # need be; ok/bad count the checks into $pass / $fail.
 . "$(dirname "${BASH_SOURCE[0]}")/require.sh"
 require_cmd "Debian libopenmpi-dev, openmpi-bin" mpicc mpirun
-export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=30 OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
+export GALV_COMM_SYNC=1 GALV_COMM_TIMEOUT=${GALV_COMM_TIMEOUT:-30} OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
 RUNAS=()
 [ "$(id -u)" = 0 ] && RUNAS=(--allow-run-as-root)
 export MPIRUN="mpirun ${RUNAS[*]} --oversubscribe -x GALV_COMM_SYNC -x GALV_COMM_TIMEOUT -x OPENBLAS_NUM_THREADS"
