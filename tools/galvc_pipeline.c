@@ -468,7 +468,8 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_pipe_group_stats(m, k, g.flops, gs);
   /* training: per group i, 1 + the last group reading a value computed before group i (gv_pipe_problem.over_reach) */
   int *over = train ? calloc((size_t)k + 1, sizeof *over) : NULL;
-  for (int i = 1; over && i <= k; i++) over[i] = over[i - 1] > gs[i - 1].reach ? over[i - 1] : gs[i - 1].reach > 0 ? gs[i - 1].reach : 0;
+  for (int i = 1; over && i <= k; i++)
+    over[i] = over[i - 1] > gs[i - 1].float_reach ? over[i - 1] : gs[i - 1].float_reach > 0 ? gs[i - 1].float_reach : 0;
   if (train && pa->analytic) { /* the analytic cost's memory per microbatch in flight: an earlier stage's stash, from
                                  * the whole model's loss, fused attention (as the stages will run it) and autodiff
                                  * on a copy (m stays the stage costs' base) */
@@ -2118,13 +2119,15 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
      * sent past the next stage (a residual around a stage holding part of a block: stages finer than the blocks)
      * makes two stages' groups wait on each other under synchronous sends (NCCL's, MPI's Ssend): refused, as the
      * schedules that order it (GPipe; interleaved, whose sends are copies released as received) are not */
-    for (int i = 0; !rc && train && (pl->schedule == GV_SCHED_1F1B || pl->schedule == GV_SCHED_ZBH1) && i < io->nout; i++)
-      for (int st = s + 2; !rc && st < S && st < 64; st++)
+    for (int i = 0; !rc && train && (pl->schedule == GV_SCHED_1F1B || pl->schedule == GV_SCHED_ZBH1) && i < io->nout; i++) {
+      const gv_type *vt = stage_value_type(ms, io->out[i].name); /* a floating-point one: its gradient comes back past */
+      for (int st = s + 2; !rc && vt && gv_dtype_is_float(vt->dtype) && st < S && st < 64; st++)
         if (io->out[i].dst_mask >> st & 1)
           rc = gv_error_plain("%s: pipeline: stage %d sends %s to stage %d, past the next stage: the %s schedule groups each "
                               "action's sends with the next action's receives, which a value skipping a stage can deadlock; "
                               "give --schedule gpipe, or cut the stages at the blocks (fewer stages than layers)", model, s,
                               io->out[i].name, st, gv_schedule_name(pl->schedule));
+    }
     if (!rc && stash && !gv_stage_has_grads(ms)) stash = false; /* forward only: nothing trains in it */
     if (!rc && stash) { /* the same stage module again (deterministic), split into the two entries */
       gv_stage_io *io2 = calloc(1, sizeof *io2);
