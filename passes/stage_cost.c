@@ -397,12 +397,6 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
   memset(out, 0, sizeof *out);
   if (B != x->B) return 0; /* the module is at the microbatch size of x->B only */
   if (!gv_stage_range_sends(x->base, first, last)) return 0; /* nothing later uses it: no stage on its own */
-  /* a training stage before the last one is trained through the floating-point values it sends on (its seed: their
-   * gradients); a range sending integers only (a position ids' or a mask's computation on its own) is no stage */
-  if (x->training && last < x->ngroups && !gv_stage_range_sends_float(x->base, first, last)) {
-    out->int_only = true;
-    return 0;
-  }
   const int ci = cache_find(x, first, last, nodes, per_node);
   if (ci < x->ncache) { /* made under no bound, or one as loose as this one: read */
     const struct gv_stage_cache *e = &x->cache[ci];
@@ -410,6 +404,13 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       *out = e->c;
       return 0;
     }
+  }
+  /* a training stage before the last one is trained through the floating-point values it sends on (its seed: their
+   * gradients); a range sending integers only (a position ids' or a mask's computation on its own) is no stage (never
+   * cached: checked on a miss only) */
+  if (x->training && last < x->ngroups && !gv_stage_range_sends_float(x->base, first, last)) {
+    out->int_only = true;
+    return 0;
   }
   double t0 = now_s();
   /* the per-layer recomputation modes priced: none, selective, all (chosen), else --recompute's (the recompute pass

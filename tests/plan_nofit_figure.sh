@@ -63,94 +63,49 @@ else
 fi
 
 . "$SRC/tests/lib/mpi_env.sh"
-python3 "$SRC/examples/make_model.py" llama -o "$T/l.onnx" --layers 2 --hidden 32 --heads 4 --vocab 64 --no-verify >/dev/null ||
-  bad "make_model llama"
-I=("$T/l.onnx" --batch 8 --seq 16 --gpus 4 --target cpu)
-timeout 300 "$BUILD/galvc" "${I[@]}" --plan-only --memory-limit 1 </dev/null >/dev/null 2>"$T/i.err"
-line=$(grep -m1 "error: .*no plan fits the memory limit" "$T/i.err")
-need=$(grep -o 'the smallest needs [0-9]* bytes' <<<"$line" | grep -o '[0-9]*')
-if [ -z "$need" ] || ! grep -q "a pipeline stage" <<<"$line"; then bad "inference, 1-byte limit: no pipeline stage's figure: ${line:-$(head -2 "$T/i.err")}"
-else
-  ok "inference, 1-byte limit: the smallest need cited, $need bytes, a pipeline stage's"
-  if timeout 300 "$BUILD/galvc" "${I[@]}" --memory-limit "$need" -o "$T/lp/" </dev/null >"$T/lp.out" 2>"$T/lp.err" &&
-    grep -q "galvc: pipeline of the least memory" "$T/lp.err" && grep -q "default search: chose the pipeline" "$T/lp.err"; then
-    over=$(grep -o '([0-9]* bytes per device)' "$T/lp.out" "$T/lp.err" | grep -o '[0-9]*' | awk -v l="$need" '$1 > l' | head -1)
-    if [ -z "$over" ]; then ok "the cited $need bytes as the limit: the least-memory pipeline, each stage within it"
+. "$SRC/tests/lib/rank_compare.sh"
+. "$SRC/tests/lib/tiny_lms.sh"
+tiny_lms "$T" # $T/llama.onnx: 2 layers, hidden 32, 4 heads (2 key/value), vocabulary 64
+python3 -c "import numpy as np; np.save('$T/ids.npy', np.random.RandomState(0).randint(0, 64, (8, 16)).astype(np.int64))" ||
+  bad "inputs"
+lm_batches "$T/tb" 8 16
+# no plan under a 1-byte limit, its figure NEED (a pipeline stage's: STAGE=1), then that figure as the limit plans (the
+# least-memory pipeline when WANT says so; each stage within it), its run on 4 ranks equals the single device's, and
+# a byte less plans nothing. NAME, GALVC-ARGS..
+nofit_case() {
+  local name=$1 stage=$2 want=$3 d="$T/$4" run=$5 ref=$6
+  shift 6
+  timeout 300 "$BUILD/galvc" "$@" --plan-only --memory-limit 1 </dev/null >/dev/null 2>"$d.err1"
+  local line need
+  line=$(grep -m1 "error: .*no plan fits the memory limit" "$d.err1")
+  need=$(grep -o 'the smallest needs [0-9]* bytes' <<<"$line" | grep -o '[0-9]*')
+  if [ -z "$need" ] || [ "$(grep -c 'error:' "$d.err1")" != 1 ] || { [ "$stage" = 1 ] && ! grep -q "a pipeline stage" <<<"$line"; }; then
+    bad "$name, 1-byte limit: ${line:-$(grep -m2 error "$d.err1")}"; return
+  fi
+  ok "$name, 1-byte limit: one error line, the smallest need cited $need bytes"
+  if timeout 300 "$BUILD/galvc" "$@" --memory-limit "$need" -o "$d/" </dev/null >"$d.out" 2>"$d.err" &&
+    grep -q "default search: chose the pipeline" "$d.err" && { [ "$want" = any ] || grep -q "pipeline of the least memory" "$d.err"; }; then
+    local over
+    over=$(grep -o '([0-9]* bytes per device)' "$d.out" "$d.err" | grep -o '[0-9]*' | awk -v l="$need" '$1 > l' | head -1)
+    if [ -z "$over" ]; then ok "the cited $need bytes as the limit: $(grep -m1 -o 'pipeline of the least memory[^:]*' "$d.err" || echo 'a screened pipeline'), each stage within it"
     else bad "a stage needs $over bytes, over the limit $need"; fi
-    python3 - "$SRC" "$T/l.onnx" "$T/li" >"$T/largs" 2>"$T/err" <<'PY' || bad "inputs: $(cat "$T/err")"
-import sys, onnx, numpy as np
-sys.path.insert(0, sys.argv[1] + "/tests")
-from model_inputs import make_inputs
-args = []
-for i, (name, a) in enumerate(make_inputs(onnx.load(sys.argv[2], load_external_data=False), 8, 16).items()):
-    fn = f"{sys.argv[3]}_{i}.npy"
-    np.save(fn, a)
-    args.append(f"--input {name}={fn}")
-print(" ".join(args))
-PY
-    # shellcheck disable=SC2046
-    if timeout 300 "$BUILD/galvc" "$T/l.onnx" --batch 8 --seq 16 --target cpu -q -o "$T/l1/" </dev/null 2>"$T/err" &&
-      timeout 60 "$T/l1/program" $(cat "$T/largs") -o "$T/l1/res" >/dev/null 2>"$T/err" &&
-      timeout 120 "$T/lp/launch" $(cat "$T/largs") -o "$T/lp/res" >/dev/null 2>"$T/err" &&
-      python3 - "$T/l1/res" "$T/lp/res" >"$T/cmp" 2>&1 <<'PY'; then
-import sys, os, numpy as np
-a, b = sys.argv[1], sys.argv[2]
-worst = 0.0
-for f in sorted(os.listdir(a)):
-    x, y = np.load(os.path.join(a, f)), np.load(os.path.join(b, f))
-    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
-        sys.exit(f"{f}: differs (shape {y.shape} vs {x.shape})")
-    worst = max(worst, float(np.abs(x.astype(np.float64) - y).max()))
-print(f"max abs diff {worst:.2g}")
-PY
-      ok "the least-memory pipeline on 4 ranks = the single device ($(tail -1 "$T/cmp"))"
-    else bad "the least-memory pipeline's run: $(head -3 "$T/err") $(tail -2 "$T/cmp" 2>/dev/null)"; fi
-  else bad "the cited $need bytes as the limit: no pipeline of the least memory planned: $(grep -m1 'error\|least memory' "$T/lp.err")"; fi
-  if timeout 300 "$BUILD/galvc" "${I[@]}" --plan-only --memory-limit $((need - 1)) </dev/null >/dev/null 2>&1; then bad "$((need - 1)) bytes also plan"
+    local r
+    # shellcheck disable=SC2086
+    if [ "$ref" = "$T/t1" ]; then
+      if timeout 120 "$d/launch" $run -o "$d.w" >"$d.log" 2>"$T/err" && r=$(same_training "$ref.log" "$d.log" "$ref.w" "$d.w"); then
+        ok "its 2 training steps on 4 ranks = the single device ($r)"
+      else bad "its training run: $(head -3 "$T/err") ${r:-}"; fi
+    elif timeout 120 "$d/launch" $run -o "$d/res" >/dev/null 2>"$T/err" && r=$(same_outputs "$ref/res" "$d/res"); then
+      ok "its run on 4 ranks = the single device ($r)"
+    else bad "its run: $(head -3 "$T/err") ${r:-}"; fi
+  else bad "the cited $need bytes as the limit: no pipeline ($want): $(grep -m1 'error\|least memory' "$d.err")"; fi
+  if timeout 300 "$BUILD/galvc" "$@" --plan-only --memory-limit $((need - 1)) </dev/null >/dev/null 2>&1; then bad "$((need - 1)) bytes also plan"
   else ok "$((need - 1)) bytes plan nothing"; fi
-fi
-
-J=("$T/l.onnx" --batch 8 --seq 16 --gpus 4 --target cpu --train)
-timeout 300 "$BUILD/galvc" "${J[@]}" --plan-only --memory-limit 1 </dev/null >/dev/null 2>"$T/t.err"
-line=$(grep -m1 "error: .*no plan fits the memory limit" "$T/t.err")
-need=$(grep -o 'the smallest needs [0-9]* bytes' <<<"$line" | grep -o '[0-9]*')
-if [ -z "$need" ] || [ "$(grep -c 'error:' "$T/t.err")" != 1 ]; then bad "training, 1-byte limit: ${line:-$(grep -m2 error "$T/t.err")}"
-else
-  ok "training, 1-byte limit: one error line, the smallest need cited $need bytes"
-  python3 -c "
-import numpy as np, os
-r = np.random.RandomState(0)
-os.makedirs('$T/tb')
-np.save('$T/tb/input_ids.npy', r.randint(0, 64, (2, 8, 16)).astype(np.int64))
-np.save('$T/tb/labels.npy', r.randint(0, 64, (2, 8, 16)).astype(np.int64))" || bad "batches"
-  if timeout 300 "$BUILD/galvc" "${J[@]}" --memory-limit "$need" -o "$T/tp/" </dev/null >"$T/tp.out" 2>"$T/tp.err" &&
-    grep -q "default search: chose the pipeline" "$T/tp.err"; then
-    ok "the cited $need bytes as the limit: a pipeline ($(grep -m1 -o 'pipeline of the least memory[^:]*' "$T/tp.err" || echo 'a screened candidate'))"
-    if timeout 300 "$BUILD/galvc" "$T/l.onnx" --batch 8 --seq 16 --train --target cpu -q -o "$T/t1/" </dev/null 2>"$T/err" &&
-      timeout 120 "$T/t1/program" --batches "$T/tb" --steps 2 -o "$T/t1.w" >"$T/t1.log" 2>"$T/err" &&
-      timeout 120 "$T/tp/launch" --batches "$T/tb" --steps 2 -o "$T/tp.w" >"$T/tp.log" 2>"$T/err" &&
-      python3 - "$T/t1.log" "$T/tp.log" "$T/t1.w" "$T/tp.w" >"$T/cmp" 2>&1 <<'PY'; then
-import sys, os, re, numpy as np
-la, lb, wa, wb = sys.argv[1:5]
-def losses(p): return [float(x) for x in re.findall(r"^step \d+ loss (\S+)", open(p).read(), re.M)]
-a, b = losses(la), losses(lb)
-if len(a) != 2 or len(b) != 2 or not np.allclose(b, a, rtol=1e-4, atol=0):
-    sys.exit(f"losses {b} != single device {a}")
-worst, n = 0.0, 0
-for f in sorted(os.listdir(wa)):
-    if not os.path.exists(os.path.join(wb, f)): sys.exit(f"no final weight {f}")
-    x, y = np.load(os.path.join(wa, f)), np.load(os.path.join(wb, f))
-    if x.shape != y.shape or not np.allclose(y, x, rtol=1e-4, atol=1e-5):
-        sys.exit(f"{f}: max abs diff {np.abs(x - y).max() if x.shape == y.shape else y.shape}")
-    worst, n = max(worst, float(np.abs(x - y).max())), n + 1
-print(f"losses {b[0]:.6f} {b[1]:.6f} == single device, {n} weights max abs diff {worst:.2g}")
-PY
-      ok "its 2 training steps on 4 ranks = the single device ($(tail -1 "$T/cmp"))"
-    else bad "its training run: $(head -3 "$T/err") $(tail -2 "$T/cmp" 2>/dev/null)"; fi
-  else bad "the cited $need bytes as the limit: no pipeline: $(grep -m1 'error' "$T/tp.err")"; fi
-  if timeout 300 "$BUILD/galvc" "${J[@]}" --plan-only --memory-limit $((need - 1)) </dev/null >/dev/null 2>&1; then bad "$((need - 1)) bytes also plan"
-  else ok "$((need - 1)) bytes plan nothing"; fi
-fi
+}
+single_program "$T/l1" "$T/llama.onnx" "--input input_ids=$T/ids.npy" --batch 8 --seq 16
+single_program "$T/t1" "$T/llama.onnx" "--batches $T/tb --steps 2" --batch 8 --seq 16 --train
+nofit_case inference 1 least lp "--input input_ids=$T/ids.npy" "$T/l1" "$T/llama.onnx" --batch 8 --seq 16 --gpus 4 --target cpu
+nofit_case training 0 any tp "--batches $T/tb --steps 2" "$T/t1" "$T/llama.onnx" --batch 8 --seq 16 --gpus 4 --target cpu --train
 python3 - "$T/mlp.onnx" <<'PY' || bad "the MLP model"
 import sys, numpy as np, onnx
 from onnx import helper, TensorProto, numpy_helper
@@ -173,7 +128,7 @@ if [ -n "$need" ] && [ "$(grep -c 'error:' "$T/m.err")" = 1 ] && grep -q "recomp
   else bad "MLP: the cited $need bytes as the limit plan nothing"; fi
 else bad "MLP, 1-byte limit: $(grep -m2 'error\|does not apply' "$T/m.err")"; fi
 # the default (CUDA) target's figures: the same, planned only
-K=("$T/l.onnx" --batch 8 --seq 16 --gpus 4 --train --plan-only)
+K=("$T/llama.onnx" --batch 8 --seq 16 --gpus 4 --train --plan-only)
 timeout 300 "$BUILD/galvc" "${K[@]}" --memory-limit 1 </dev/null >/dev/null 2>"$T/k.err"
 need=$(grep -m1 "error: .*no plan fits the memory limit" "$T/k.err" | grep -o 'the smallest needs [0-9]* bytes' | grep -o '[0-9]*')
 if [ -z "$need" ]; then bad "training (CUDA target), 1-byte limit: $(grep -m2 error "$T/k.err")"
