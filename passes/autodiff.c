@@ -83,7 +83,10 @@ int gv_pass_autodiff(gv_module *m) {
     for (int r = 0; r < op->nregions && !any; r++) any = captures(op->regions[r], active);
     for (int i = 0; i < op->nres; i++) active[op->res[i]->id] = any && gv_dtype_is_float(op->res[i]->type.dtype);
   }
-  if (!active[loss->id]) {
+  /* a pipeline stage's seed (passes/stage_extract.c) may depend on its received values through comparisons only (a
+   * float attention mask made into a where's condition): no gradient reaches them, and each is zeros */
+  const bool stage_seed = f->nres_names > 0 && f->res_names && f->res_names[0] && !strcmp(f->res_names[0], "pp.seed");
+  if (!active[loss->id] && !stage_seed) {
     gv_error(m, "autodiff: the loss does not depend on any parameter that trains");
     goto done;
   }

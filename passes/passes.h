@@ -142,6 +142,9 @@ typedef struct {
    * galv_pipe_shared_split); left pending or reduced as zero2_whole says (docs/pipeline.md, "Shared parameters") */
   const char *const *shared_split;
   int nshared_split;
+  /* training pipelines (set by galvc): a floating-point value read past the next stage is relayed through the stages
+   * between (gv_stage_extract), so that every schedule's grouped transfers are between neighbours */
+  bool relay;
 } gv_pipe_options;
 extern gv_pipe_options gv_pipe_opts;
 /* The layer groups cluster-layers found (arrays in the module arena). */

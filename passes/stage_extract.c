@@ -24,6 +24,12 @@
  * both stages, since every stage module is compiled from the same import);
  * a value of s used in another stage becomes an extra output of the same
  * name. Constants another stage defines are kept in s (copied, not sent).
+ * With gv_pipe_opts.relay (training pipelines) a floating-point value read
+ * past the next stage is relayed: its definer sends it to the next stage
+ * only, each stage up to the last one reading it receives it from the stage
+ * before and returns it as is (the same name), so every transfer is between
+ * neighbours and its gradient comes back the same way (docs/pipeline.md,
+ * "Values read past the next stage: relayed").
  * The original outputs s defines stay outputs. Unused arguments (inputs and
  * parameters other stages use) are dropped. io lists the crossing values
  * with their peer stages, in name order, so that sender and receiver agree
@@ -454,11 +460,19 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
     for (int ri = 0; ri < op->nres && !rc; ri++) {
       gv_value *v = op->res[ri];
       snprintf(name, sizeof name, "pp.%d.%d", idx, ri);
+      /* relayed (gv_pipe_opts.relay): a floating-point value read past the next stage goes stage by stage to the
+       * last stage reading it (jmax), each stage between receiving it from the one before and returning it as is */
+      int64_t jmax = -1;
+      if (gv_pipe_opts.relay && gv_dtype_is_float(v->type.dtype) && (op->nopnds || op->nregions))
+        for (int e = U.first[v->id]; e >= 0; e = U.next[e])
+          if (!is_term(U.ops[U.user[e]]) && U.stage[U.user[e]] > jmax) jmax = U.stage[U.user[e]];
+      const bool relay = jmax > a + 1;
       if (a == s) {
         uint64_t mask = 0;
         if (!op->nopnds && !op->nregions) continue; /* a constant: every stage that uses it has its copy */
         for (int e = U.first[v->id]; e >= 0; e = U.next[e])
           if (!is_term(U.ops[U.user[e]]) && U.stage[U.user[e]] != s) mask |= 1ull << U.stage[U.user[e]];
+        if (relay) mask = (mask & ((2ull << s) - 1)) | 1ull << (s + 1); /* the next stage only (an earlier one: as before) */
         if (!mask) continue;
         if (!gv_type_is_static(&v->type)) { rc = gv_error_op(m, op, "pipeline: a value crossing stages has no static shape"); break; }
         if (nr == cap) {
@@ -476,14 +490,28 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
         bool used = false;
         for (int e = U.first[v->id]; e >= 0 && !used; e = U.next[e])
           used = !is_term(U.ops[U.user[e]]) && U.stage[U.user[e]] == s;
-        if (!used) continue;
+        const bool through = relay && a < s && s < jmax; /* s relays it on */
+        if (!used && !through) continue;
         if (a > s) { rc = gv_error_op(m, op, "pipeline: stage %d uses a value of the later stage %lld", s, (long long)a); break; }
         if (!gv_type_is_static(&v->type)) { rc = gv_error_op(m, op, "pipeline: a value crossing stages has no static shape"); break; }
         gv_value *arg = gv_func_add_arg(m, f, name, v->type, false);
         arg->id = -1; /* not a value of the index */
         for (int e = U.first[v->id]; e >= 0; e = U.next[e])
           if (!is_term(U.ops[U.user[e]]) && U.stage[U.user[e]] == s) replace_in(U.ops[U.user[e]], v, arg);
-        rc = add_io(m, io, true, name, (int)a, 0);
+        rc = add_io(m, io, true, name, relay ? s - 1 : (int)a, 0);
+        if (!rc && through) { /* returned as received, to the next stage (same name) */
+          if (nr == cap) {
+            cap *= 2;
+            gv_value **r2 = realloc(ro, sizeof *ro * (size_t)cap);
+            if (r2) ro = r2;
+            const char **n2 = realloc(rn, sizeof *rn * (size_t)cap);
+            if (n2) rn = n2;
+            if (!r2 || !n2) { rc = gv_error(m, "pipeline: out of memory"); break; }
+          }
+          ro[nr] = arg;
+          rn[nr++] = gv_strdup(m->arena, name);
+          rc = add_io(m, io, false, name, -1, 1ull << (s + 1));
+        }
       }
     }
   }

@@ -293,9 +293,6 @@ typedef struct {
   int64_t act_credit; /* training: bytes of act_bytes a stage does not keep when group g - 1 is in it too
                          (values g - 1's backward recomputes; passes/stage_extract.c gv_pipe_group_stash) */
   int reach;            /* 1 + the last group that reads a value group g computes (any dtype); -1: none; 0: not known */
-  /* float_reach: training under 1F1B / ZB-H1, a stage [first, last) that a floating-point value computed before it and
-   * read after it skips is refused too (tools/galvc_pipeline.c: each action's sends and the next one's receives are one
-   * group in runtime/pipe.c, which that value's send and its gradient's past the next stage can deadlock) */
   int float_reach;      /* 1 + the last group that reads a floating-point value group g computes; -1: none reads one;
                          * 0: not known (counted as read further on). In training a range [first, last) before the
                          * last stage is a stage only when one of its groups reaches last or further (its seed: the

@@ -1567,6 +1567,7 @@ int main(int argc, char **argv) {
     const gv_dtype sums = gv_precision_opts.grad != GV_DT_F32 && gv_precision_opts.storage != GV_DT_F32 ? gv_precision_opts.grad : GV_DT_F32;
     gv_pipe_opts.grad_once = gv_precision_opts.reduce == GV_DT_UNKNOWN || gv_precision_opts.reduce == sums;
   }
+  gv_pipe_opts.relay = train; /* training stages relay a floating-point value read past the next stage (stage_extract.c) */
   if (pa.sched == GV_SCHED_ZBH1 && pa.recompute) {
     gv_error_plain("--schedule zb-h1 splits each stage's stashed backward into its input- and weight-gradient entries: "
                    "it does not combine with --pipeline-recompute");

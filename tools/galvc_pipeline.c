@@ -466,10 +466,6 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_pipe_plan *tmp = calloc(1, sizeof *tmp);
   if (!gs || !tmp) { free(gs); free(tmp); gv_module_free(m); return gv_error_plain("out of memory"), -1; }
   gv_pipe_group_stats(m, k, g.flops, gs);
-  /* training: per group i, 1 + the last group reading a value computed before group i (gv_pipe_problem.over_reach) */
-  int *over = train ? calloc((size_t)k + 1, sizeof *over) : NULL;
-  for (int i = 1; over && i <= k; i++)
-    over[i] = over[i - 1] > gs[i - 1].float_reach ? over[i - 1] : gs[i - 1].float_reach > 0 ? gs[i - 1].float_reach : 0;
   if (train && pa->analytic) { /* the analytic cost's memory per microbatch in flight: an earlier stage's stash, from
                                  * the whole model's loss, fused attention (as the stages will run it) and autodiff
                                  * on a copy (m stays the stage costs' base) */
@@ -489,7 +485,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     int bad = !st || !cr || !mt || run_named(mt, la, 4, 1, verify_each) || gv_pipe_group_stash(mt, k, st, cr);
     if (mt) gv_module_free(mt);
     if (bad) {
-      free(st), free(cr), free(gs), free(over), free(tmp), gv_module_free(m);
+      free(st), free(cr), free(gs), free(tmp), gv_module_free(m);
       return oom ? gv_error_plain("out of memory"), -1 : -1;
     }
     for (int i = 0; i < k; i++) gs[i].act_bytes = st[i], gs[i].act_credit = cr[i] * B;
@@ -500,7 +496,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_shared_param *sh = NULL; /* parameters read by several groups: each stage reading one holds a copy */
   int nsh = 0;
   if (gv_pipe_shared_params(m, &sh, &nsh)) {
-    free(gs), free(over), free(tmp), gv_module_free(m);
+    free(gs), free(tmp), gv_module_free(m);
     return -1;
   }
   const int nopt = !train ? 0 : !strcmp(gv_train_opts.optimizer, "adamw") ? 2 : gv_train_opts.momentum != 0 ? 1 : 0;
@@ -615,20 +611,6 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
         il_inflight = (pmb + V - 1) / V, pl->vstages = V;
       }
     }
-    /* 1F1B / ZB-H1: no stage a value skips (gv_pipe_problem.over_reach; the stage DP's rule): the candidate does not
-     * fit the schedule (the default search's), or one error line */
-    for (int i = 1; !rc && over && (pl->schedule == GV_SCHED_1F1B || pl->schedule == GV_SCHED_ZBH1) && i < S - 1; i++)
-      if (pa->first[i] < k && over[pa->first[i]] > pa->first[i + 1]) { /* stage i is skipped */
-        if (pa->joint) {
-          rc = 1;
-          snprintf(joint_why, sizeof joint_why, "a value skips stage %d (groups %d-%d), which %s's grouped transfers do "
-                   "not take", i, pa->first[i], pa->first[i + 1] - 1, gv_schedule_name(pl->schedule));
-        } else
-          rc = gv_error_plain("pipeline: a value computed before stage %d (groups %d-%d) is read after it, skipping it: the "
-                              "%s schedule groups each action's sends with the next action's receives, which a value "
-                              "skipping a stage can deadlock; give --schedule gpipe, or cut the stages at the blocks", i,
-                              pa->first[i], pa->first[i + 1] - 1, gv_schedule_name(pl->schedule));
-      }
     /* with a step to beat (the default search's joint_cut), the stages in the order of their analytic cost per
      * microbatch, the slowest first (on a tie the later first: the head and the loss): the bound below is the strongest
      * early, the stage most likely to reach it alone planned first */
@@ -817,8 +799,6 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     if (rc == -1 && (!need || !f || !g2)) gv_error_plain("out of memory");
   }
   gv_pipe_table *ptable = nruns > 1 ? gv_pipe_table_new() : NULL; /* one table of stage costs for the runs' solves */
-  int skip_first = -1, skip_last = -1; /* a 1F1B / ZB-H1 plan refused: the stage a value skips (its groups) */
-  gv_schedule skip_sched = GV_SCHED_1F1B;
   /* the screen's equal-stage runs of the same devices per stage and cluster view read each other's analytic costs
    * (gv_pipe_problem.keep_costs; the table emptied when those change: a free run's costs over every sub-mesh are
    * not kept) */
@@ -865,13 +845,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
         pp.mb_choices = rmbc, pp.nmb = nr;
       }
       int r = gv_pipe_solve(&pp, tmp);
-      /* 1F1B / ZB-H1: a plan whose cuts let a value skip a stage is not this schedule's (its grouped transfers could
-       * deadlock on the skipping send; compile_stages refuses it): GPipe's and the interleaved schedule's stand */
-      bool skipped = false;
-      for (int i = 1; r == 0 && over && (sch[si] == GV_SCHED_1F1B || sch[si] == GV_SCHED_ZBH1) && i < tmp->nstages - 1; i++)
-        if (tmp->first[i] < k && over[tmp->first[i]] > tmp->first[i + 1])
-          r = 1, skipped = true, skip_sched = sch[si], skip_first = tmp->first[i], skip_last = tmp->first[i + 1] - 1;
-      if (r == 1 && !skipped && pa->joint && tmp->min_need >= 0 && (jmin_need < 0 || tmp->min_need < jmin_need))
+      if (r == 1 && pa->joint && tmp->min_need >= 0 && (jmin_need < 0 || tmp->min_need < jmin_need))
         jmin_need = tmp->min_need, jmin_state = tmp->min_state, jmin_act = tmp->min_act;
       if (r == 0 && pa->joint && tmp->nstages < 2) r = 1; /* the free run chose one stage */
       if (r == 0 && plan_key(tmp, train, pa->sched)) r = -1;
@@ -886,11 +860,6 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     }
   }
   gv_pipe_table_free(ptable);
-  if (rc == 1 && skip_first >= 0 && !pa->joint)
-    rc = gv_error_plain("pipeline: the %s schedule's best plan lets a value computed before the stage of groups %d-%d skip "
-                        "it to a later one: that schedule groups each action's sends with the next action's receives, which "
-                        "such a send can deadlock; give --schedule gpipe, or fewer stages (cut at the blocks)",
-                        gv_schedule_name(skip_sched), skip_first, skip_last);
   actx.cluster = ictx.cluster = &cs_best;
   if (rc == 0 && pa->cuts == 2) { /* --stage-cuts equal: the DP's sub-meshes, groups cut at i k / S, costed alike */
     int64_t sum = 0, mx = 0;
@@ -906,7 +875,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   if (!quiet && !pa->analytic && !pa->joint)
     fprintf(stderr, "galvc: stage costs for B = %d: %lld stage programs planned in %.3f s\n", B, (long long)ictx.plans, ictx.seconds);
   gv_intra_stage_ctx_free(&ictx);
-  free(gs), free(over);
+  free(gs);
   gv_pipe_shared_params_free(sh, nsh);
   free(tmp);
   gv_module_free(m);
@@ -2115,19 +2084,6 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
     gv_pipe_opts.zero2 = (zlev >= GV_ZERO_2 || once) && per > 1, gv_pipe_opts.zero2_whole = z2whole, gv_pipe_opts.nzero2_whole = nz2whole;
     gv_pipe_opts.zero2_shared = once && per > 1; /* no ZeRO: shared parameters' gradients reduced once per step too */
     rc = rc || !io || !(ms = stage_module(model, &opt, K, pl, s, S, train, per, pa, cluster, verify_each, io));
-    /* 1F1B and ZB-H1 put each action's sends and the next action's receives in one group (runtime/pipe.c): a value
-     * sent past the next stage (a residual around a stage holding part of a block: stages finer than the blocks)
-     * makes two stages' groups wait on each other under synchronous sends (NCCL's, MPI's Ssend): refused, as the
-     * schedules that order it (GPipe; interleaved, whose sends are copies released as received) are not */
-    for (int i = 0; !rc && train && (pl->schedule == GV_SCHED_1F1B || pl->schedule == GV_SCHED_ZBH1) && i < io->nout; i++) {
-      const gv_type *vt = stage_value_type(ms, io->out[i].name); /* a floating-point one: its gradient comes back past */
-      for (int st = s + 2; !rc && vt && gv_dtype_is_float(vt->dtype) && st < S && st < 64; st++)
-        if (io->out[i].dst_mask >> st & 1)
-          rc = gv_error_plain("%s: pipeline: stage %d sends %s to stage %d, past the next stage: the %s schedule groups each "
-                              "action's sends with the next action's receives, which a value skipping a stage can deadlock; "
-                              "give --schedule gpipe, or cut the stages at the blocks (fewer stages than layers)", model, s,
-                              io->out[i].name, st, gv_schedule_name(pl->schedule));
-    }
     if (!rc && stash && !gv_stage_has_grads(ms)) stash = false; /* forward only: nothing trains in it */
     if (!rc && stash) { /* the same stage module again (deterministic), split into the two entries */
       gv_stage_io *io2 = calloc(1, sizeof *io2);
