@@ -952,10 +952,12 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     }
     gv_error_plain("pipeline: no partition fits the memory limit of %.3f GiB (%lld bytes) per device: the partition whose "
                    "largest stage needs the least still needs %.3f GiB (%lld bytes) in groups %d-%d on %lld devices (%.3f GiB "
-                   "states + %lld x %.3f GiB saved per microbatch in flight)",
+                   "states + %lld x %.3f GiB saved per microbatch in flight)%s",
                    (double)limit / (1 << 30), (long long)limit, (double)bind / (1 << 30), (long long)bind, bind_first,
                    bind_last - 1, (long long)bind_dev, (double)bind_state / (1 << 30), (long long)bind_n,
-                   (double)bind_act / (1 << 30));
+                   (double)bind_act / (1 << 30),
+                   p->nmb == 1 && p->mb_choices[0] == 1 && bind_act > 0
+                       ? "; the whole batch is one microbatch: --microbatches N (or auto) splits it" : "");
     rc = 1;
     goto done;
   }

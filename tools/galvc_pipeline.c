@@ -1896,7 +1896,13 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
   double plan_s = 0;
   for (int i = 0; i < nb && rc >= 0; i++) {
     int k = 0; /* the group count: fixed by --layers, else by the stage count (the largest tried when chosen) */
+    /* --microbatches auto: one error line, the last count's (the most microbatches: the least held per microbatch);
+     * an earlier count's error other than no fit is solved again to print it */
+    const bool hush = i < nb - 1;
+    gv_error_quiet += hush;
     int r = pipe_plan_b(model, opt, global, Bs[i], P.stages, gpus, pa, cluster, train, quiet || i > 0, verify_each, &k, cand, &plan_s);
+    gv_error_quiet -= hush;
+    if (r < 0 && hush) r = pipe_plan_b(model, opt, global, Bs[i], P.stages, gpus, pa, cluster, train, true, verify_each, &k, cand, &plan_s);
     if (r < 0) rc = -1;
     else if (r == 0 && (rc == 1 || cand->tl_ns < pl->tl_ns)) *pl = *cand, K = k, rc = 0, memcpy(rec_best, rec_b, sizeof rec_b);
   }
