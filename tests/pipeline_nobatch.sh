@@ -16,7 +16,7 @@
 #     its saved bytes per microbatch in flight; 1 MiB under that figure
 #     fails too (a lower bound over the plans searched: at the figure
 #     itself a stage's planner may choose a faster plan that needs more,
-#     docs/pipeline.md).
+#     docs/pipeline.md); with --microbatches auto still one error line.
 # Planning only: the CPU and CUDA targets do not compile the unfolded mask
 # (galv.constant_of_shape), so seq > 1024 GPTs plan but do not build.
 set -uo pipefail
@@ -66,5 +66,13 @@ else
     bad "--memory-limit 60000000: rc $rc, $(wc -l <"$T/err") lines: $(head -3 "$T/err")"
   fi
 fi
+# --microbatches auto under a limit nothing fits: one error line (each count tried once printed its own), naming
+# the most microbatches' binding stage
+if timeout 120 "$BUILD/galvc" "$m" --batch 4 --seq 1025 --train --pipeline-stages 4 --layers 4 --microbatches auto \
+  --schedule 1f1b --gpus 16 --mesh dp=2,tp=2 --strategy dp,tp --plan-only -q --memory-limit 60000000 >"$T/out" 2>"$T/err"; then
+  bad "--microbatches auto --memory-limit 60000000: planned"
+elif [ "$(wc -l <"$T/err")" = 1 ] && grep -q 'no partition fits.* x [0-9.]* GiB saved per microbatch in flight)$' "$T/err"; then
+  ok "--microbatches auto --memory-limit 60000000: one error line"
+else bad "--microbatches auto --memory-limit 60000000: $(wc -l <"$T/err") lines: $(head -c 600 "$T/err")"; fi
 echo "pipeline_nobatch: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -847,6 +847,8 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
       int r = gv_pipe_solve(&pp, tmp);
       if (r == 1 && pa->joint && tmp->min_need >= 0 && (jmin_need < 0 || tmp->min_need < jmin_need))
         jmin_need = tmp->min_need, jmin_state = tmp->min_state, jmin_act = tmp->min_act;
+      if (r == 1 && rc == 1 && tmp->min_need >= 0 && (pl->min_need < 0 || tmp->min_need < pl->min_need))
+        pl->min_need = tmp->min_need; /* no plan yet: the least need so far (--microbatches auto's error line) */
       if (r == 0 && pa->joint && tmp->nstages < 2) r = 1; /* the free run chose one stage */
       if (r == 0 && plan_key(tmp, train, pa->sched)) r = -1;
       if (r == 0 && pa->joint && screen && nscreen < SCREEN_MAX) { /* the screen's candidate: this run's plan */
@@ -1892,19 +1894,26 @@ static int compile_stages(const char *model, gv_import_options opt, const pipe_a
   gv_pipe_opts.quiet = true;
   gv_pipe_plan *pl = calloc(1, sizeof *pl), *cand = calloc(1, sizeof *cand);
   if (!pl || !cand) { free(pl); free(cand); return gv_error_plain("out of memory"); }
-  int rc = 1, K = 0;
+  int rc = 1, K = 0, least_i = nb - 1;
+  int64_t least_need = -1;
   double plan_s = 0;
   for (int i = 0; i < nb && rc >= 0; i++) {
     int k = 0; /* the group count: fixed by --layers, else by the stage count (the largest tried when chosen) */
-    /* --microbatches auto: one error line, the last count's (the most microbatches: the least held per microbatch);
-     * an earlier count's error other than no fit is solved again to print it */
-    const bool hush = i < nb - 1;
+    /* --microbatches auto: the counts solved quietly; when none fits, the count whose binding stage needs the least
+     * (else the last) is solved again for its one error line; an error other than no fit, solved again to print it */
+    const bool hush = nb > 1;
     gv_error_quiet += hush;
+    cand->min_need = -1;
     int r = pipe_plan_b(model, opt, global, Bs[i], P.stages, gpus, pa, cluster, train, quiet || i > 0, verify_each, &k, cand, &plan_s);
     gv_error_quiet -= hush;
+    if (r == 1 && cand->min_need >= 0 && (least_need < 0 || cand->min_need < least_need)) least_need = cand->min_need, least_i = i;
     if (r < 0 && hush) r = pipe_plan_b(model, opt, global, Bs[i], P.stages, gpus, pa, cluster, train, true, verify_each, &k, cand, &plan_s);
     if (r < 0) rc = -1;
     else if (r == 0 && (rc == 1 || cand->tl_ns < pl->tl_ns)) *pl = *cand, K = k, rc = 0, memcpy(rec_best, rec_b, sizeof rec_b);
+  }
+  if (rc == 1 && nb > 1) { /* none fits: the least-need count's error line */
+    int k = 0;
+    if (pipe_plan_b(model, opt, global, Bs[least_i], P.stages, gpus, pa, cluster, train, true, verify_each, &k, cand, &plan_s) < 0) rc = -1;
   }
   free(cand);
   if (rc) { free(pl); return 1; }
