@@ -80,6 +80,9 @@ typedef struct {
   int64_t stage_limit;   /* the stage programs' own memory limit in their searches (0: the memory limit): the
                           * default search's least-memory pipeline plans smaller stage programs, the room left for
                           * the microbatches in flight */
+  bool need_all;         /* cuts given: every stage planned, a stage over the limit ending nothing; the largest need
+                          * over the stages (its way the smallest fitting, else its least) left in jall_need (the no-plan
+                          * figure of the bottleneck DP's cuts past 16 groups, tools/galvc_pipeline.c) */
   int64_t joint_cut;     /* the default search's candidate with cuts given: once one stage's B microbatches take this long
                           * (a bound on the step), the rest is not planned (pipe_plan_b returns 2); 0: none */
 } pipe_args;

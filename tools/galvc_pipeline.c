@@ -382,6 +382,13 @@ static int64_t jmin_per;    /* ... and devices per stage (0: jmin_need is not th
 /* the default search: the least need of a planned candidate's stage over the limit (its stage programs planned; -1:
  * none), with its states and activations: every planned candidate needs at least its own such stage's */
 static int64_t jreal_need = -1, jreal_state, jreal_act;
+static int64_t jall_need = -1, jall_state, jall_act; /* pipe_args.need_all: the largest stage need of the cuts given */
+enum { JMC_MAX = 24 };
+static struct {
+  int64_t need, per;
+  int S, first[GV_PIPE_MAX_STAGES + 1];
+} jmc[JMC_MAX];   /* the bottleneck DP's cuts per devices per stage, with their need */
+static int njmc;
 static int joint_mbc[64], joint_nmbc; /* the screen: every microbatch count in one stage DP (the analytic cost scales) */
 static char joint_why[256]; /* the default search: why a candidate's planned stages do not fit */
 bool galvc_incumbent_on(void) {
@@ -631,6 +638,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
         int t = sord[b];
         sord[b] = sord[b - 1], sord[b - 1] = t;
       }
+    bool over_all = false; /* need_all: a stage over the limit */
     for (int oi = 0; oi < S && !rc; oi++) {
       const int i = sord[oi];
       int64_t d = pa->sdev[i], pn = cs.devices_per_node > 0 ? cs.devices_per_node : d;
@@ -706,7 +714,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
                                                           pl->first[i], pl->first[i + 1] - 1, (long long)d);
       else sum += pl->cost[i].ns, mx = pl->cost[i].ns > mx ? pl->cost[i].ns : mx;
       const int64_t nd = rc || !pa->joint || V > 1 ? 0 : pl->cost[i].state_bytes + gv_pipe_plan_saved(pl, i); /* its need */
-      if (nd > lim) { /* over the limit */
+      if (nd > jall_need && pa->need_all)
+        jall_need = nd, jall_state = pl->cost[i].state_bytes, jall_act = nd - pl->cost[i].state_bytes;
+      if (nd > lim && pa->need_all) over_all = true; /* the rest planned too: the largest need */
+      else if (nd > lim) { /* over the limit */
         rc = 1;
         if (!pa->analytic && (jreal_need < 0 || nd < jreal_need))
           jreal_need = nd, jreal_state = pl->cost[i].state_bytes, jreal_act = nd - pl->cost[i].state_bytes;
@@ -739,6 +750,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
         rc = gv_error_plain("pipeline: device group %d (stages %d, .. every %d-th) needs %lld bytes per device, over the "
                             "memory limit of %lld", d, d, S / V, (long long)gm, (long long)lim);
     }
+    if (!rc && over_all) rc = 1;
     pl->sum_ns = sum, pl->max_ns = mx, pl->step_ns = sum + (int64_t)(B - 1) * mx;
     if (!rc && plan_key(pl, train, pa->sched)) rc = -1;
     nruns = 0;
@@ -751,7 +763,8 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     int64_t *need = malloc(sizeof *need * (size_t)(k + 1) * (size_t)(k + 1) * NE);
     int64_t *f = malloc(sizeof *f * (size_t)(k + 1) * 3);
     int64_t *g2 = malloc(sizeof *g2 * (size_t)(k + 1) * 3);
-    rc = !need || !f || !g2 ? -1 : 1;
+    int *bp = malloc(sizeof *bp * (size_t)(k + 1) * (size_t)(k + 1)); /* bp[st][b]: where the last of st + 1 stages ending at b starts */
+    rc = !need || !f || !g2 || !bp ? -1 : 1;
     for (int64_t per = 1; rc == 1 && per <= gpus; per *= 2) {
       int S2 = (int)(gpus / per < k ? gpus / per : k);
       if (S2 < 2) break;
@@ -787,16 +800,24 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
               if (e[1 + 2 * w] + infl * e[2 + 2 * w] < e[1 + 2 * bw] + infl * e[2 + 2 * bw]) bw = w;
             int64_t es = e[1 + 2 * bw], ea = e[2 + 2 * bw];
             int64_t nd = es + infl * ea, v = nd > f[3 * a] ? nd : f[3 * a];
-            if (v < g2[3 * b]) g2[3 * b] = v, g2[3 * b + 1] = nd > f[3 * a] ? es : f[3 * a + 1], g2[3 * b + 2] = nd > f[3 * a] ? infl * ea : f[3 * a + 2];
+            if (v < g2[3 * b])
+              g2[3 * b] = v, g2[3 * b + 1] = nd > f[3 * a] ? es : f[3 * a + 1], g2[3 * b + 2] = nd > f[3 * a] ? infl * ea : f[3 * a + 2],
+              bp[(size_t)st * (size_t)(k + 1) + (size_t)b] = a;
           }
         }
         memcpy(f, g2, sizeof *f * (size_t)(k + 1) * 3);
       }
       if (f[3 * k] != INT64_MAX && (jmin_need < 0 || f[3 * k] < jmin_need))
         jmin_need = f[3 * k], jmin_state = f[3 * k + 1], jmin_act = f[3 * k + 2], jmin_S = S2, jmin_per = per;
+      if (f[3 * k] != INT64_MAX && S2 <= GV_PIPE_MAX_STAGES && njmc < JMC_MAX) {
+        int *cf = jmc[njmc].first;
+        jmc[njmc].need = f[3 * k], jmc[njmc].per = per, jmc[njmc].S = S2, cf[S2] = k;
+        for (int st = S2 - 1; st >= 0; st--) cf[st] = bp[(size_t)st * (size_t)(k + 1) + (size_t)cf[st + 1]];
+        njmc += cf[0] == 0;
+      }
     }
-    free(need), free(f), free(g2);
-    if (rc == -1 && (!need || !f || !g2)) gv_error_plain("out of memory");
+    free(need), free(f), free(g2), free(bp);
+    if (rc == -1 && (!need || !f || !g2 || !bp)) gv_error_plain("out of memory");
   }
   gv_pipe_table *ptable = nruns > 1 ? gv_pipe_table_new() : NULL; /* one table of stage costs for the runs' solves */
   /* the screen's equal-stage runs of the same devices per stage and cluster view read each other's analytic costs
@@ -1749,7 +1770,7 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
   }
   if (!rc && !early && !out->found && one < 0 && joint_layers >= 2) { /* none fits (nor one program): the smallest memory any pipeline
                                                              * needs, at the smallest microbatch */
-    jmin_need = -1, jmin_S = 0, jmin_per = 0, joint_minmem = true;
+    jmin_need = -1, jmin_S = 0, jmin_per = 0, joint_minmem = true, njmc = 0;
     pipe_args Q = P;
     Q.analytic = K > 16; /* the stage programs' planned memory (what a compiled stage needs); K^2 / 2 ranges: the
                           * analytic figure past 16 groups */
@@ -1791,8 +1812,47 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
         else if (!quiet) fprintf(stderr, "%s) (%.2f s)\n", joint_why, now() - t1);
       }
     }
-    if (Q.analytic && jreal_need >= 0 && (jmin_need < 0 || jmin_need <= lim))
-      jmin_need = jreal_need, jmin_state = jreal_state, jmin_act = jreal_act;
+    /* past 16 groups the bottleneck DP's cuts come from the analytic figure, which the planned stage programs can
+     * exceed several times over (MobileNetV2: a microbatch of one sample that dp cannot split): each devices-per-stage's
+     * cuts, in the order of their analytic need, have their stage programs planned, each at its smallest fitting way
+     * (else its least), until one fits the limit (planned: the least-memory pipeline) or the analytic need reaches the
+     * least planned one; that least planned need is the figure (one these cuts meet: with it as the limit they plan) */
+    if (!rc && r == 1 && Q.analytic && global <= INT32_MAX) {
+      int64_t best_need = -1, bs = 0, ba = 0, bper = 0;
+      int bS = 0, tried = 0;
+      bool fit = false;
+      double t1 = now();
+      for (int n = 0; n < njmc && !fit && rc >= 0; n++) {
+        int j = n; /* the next in order of need */
+        for (int q = n + 1; q < njmc; q++) if (jmc[q].need < jmc[j].need) j = q;
+        if (j != n) { __typeof__(jmc[0]) t = jmc[n]; jmc[n] = jmc[j], jmc[j] = t; }
+        if (jmc[n].S < 2 || (best_need >= 0 && jmc[n].need >= best_need)) break;
+        pipe_args Q3 = P;
+        Q3.analytic = false, Q3.stages = jmc[n].S, Q3.B = (int)global, Q3.joint_cut = 0, Q3.cuts_given = true;
+        Q3.nsdev = jmc[n].S, Q3.need_all = true, Q3.stage_limit = 1;
+        for (int st = 0; st < jmc[n].S; st++) Q3.sdev[st] = (int)jmc[n].per;
+        for (int st = 0; st <= jmc[n].S; st++) Q3.first[st] = jmc[n].first[st];
+        jall_need = -1;
+        snprintf(joint_why, sizeof joint_why, "none planned");
+        int r3 = pipe_plan_b(model, opt, global, (int)global, jmc[n].S, (int64_t)jmc[n].S * jmc[n].per, &Q3, &cl, train, 1, 0, &K, cand, &plan_s);
+        tried++;
+        if (r3 < 0) rc = -1;
+        else if (r3 == 0) {
+          fit = true, out->planned++;
+          take_choice(out, cand, &P, cand->tl_ns, K, (int)global, train, 0, 0, false), out->stage_limit = Q3.stage_limit;
+        } else if (jall_need >= 0 && (best_need < 0 || jall_need < best_need))
+          best_need = jall_need, bs = jall_state, ba = jall_act, bS = jmc[n].S, bper = jmc[n].per;
+      }
+      if (!fit && best_need >= 0) jmin_need = best_need, jmin_state = bs, jmin_act = ba;
+      else if (!fit && jreal_need >= 0 && jmin_need <= lim) /* none planned through: the least planned stage over the limit */
+        jmin_need = jreal_need, jmin_state = jreal_state, jmin_act = jreal_act;
+      if (!quiet && tried)
+        fprintf(stderr, "galvc: pipelines of the least memory by the analytic stage cost (%d groups): %d cut%s planned (%.2f s): %s",
+                K, tried, tried == 1 ? "" : "s", now() - t1, fit ? "one fits the limit\n" : best_need < 0 ? "none through\n" : "");
+      if (!quiet && !fit && best_need >= 0)
+        fprintf(stderr, "the least needs %lld bytes per device (%d stages of %lld device%s)\n", (long long)best_need, bS,
+                (long long)bper, bper == 1 ? "" : "s");
+    }
   }
   out->min_need = jmin_need, out->min_state = jmin_state, out->min_act = jmin_act;
   if (!early) free(screen), screen = NULL, memset(early_done, 0, sizeof early_done);
