@@ -346,15 +346,37 @@ int gv_layer_units_find(const gv_module *m, gv_layer_units *u) {
   /* the forward ops of the first microbatch (the accumulate pass repeats the forward, its copies at the
    * same locations, each after the backward of the one before: the forward ops before the first backward
    * op); scratch ids: -1, the op index of each result */
+  /* Tried twice when the first finds no run: then without the ops computed from the data inputs and constants alone
+   * (no parameter, nothing a parameter reaches: a mask's comparison), which belong to no layer; a model whose first
+   * layer holds such an op the later ones share (DistilBERT's `mask == 0`, merged into its first use) has no two
+   * equal blocks otherwise. The first try keeps them, as every model with runs found has its blocks so. */
+  bool *inv = NULL;
+  for (int attempt = 0; attempt < 2; attempt++) {
+  if (attempt) {
+    if (F.nruns || !(inv = calloc((size_t)nops + 1, sizeof *inv))) break;
+    int k = 0;
+    for (gv_op *op = b->first; op; op = op->next) op->id = k++;
+    for (gv_op *op = b->first; op; op = op->next) {
+      bool v = op->code != GV_OP_CONSTANT && !op->nregions && op->nopnds > 0;
+      for (int o = 0; o < op->nopnds && v; o++) {
+        const gv_value *x = op->opnds[o];
+        if (x->def) v = x->def->parent == b && (x->def->code == GV_OP_CONSTANT || inv[x->def->id]);
+        else v = x->block == b && !arg_param(f, x);
+      }
+      inv[op->id] = v;
+    }
+    F.n = 0, F.min_len = 0, F.nruns = 0;
+  }
   bool bwd = false;
-  for (gv_op *op = b->first; op; op = op->next) {
+  int seq = 0;
+  for (gv_op *op = b->first; op; op = op->next, seq++) {
     op->id = -1;
     for (int r = 0; r < op->nres; r++) op->res[r]->id = -1;
     size_t ll = op->loc ? strlen(op->loc) : 0;
     bwd |= op->code != GV_OP_CONSTANT && ll >= 5 && !strcmp(op->loc + ll - 5, "/grad"); /* a constant marks nothing: the
                                                                                        * accumulate pass keeps the body's
                                                                                        * ahead of every microbatch */
-    if (bwd || op->code == GV_OP_CONSTANT || !forward_loc(op->loc)) continue;
+    if (bwd || op->code == GV_OP_CONSTANT || !forward_loc(op->loc) || (inv && inv[seq])) continue;
     op->id = F.n;
     for (int r = 0; r < op->nres; r++) op->res[r]->id = F.n;
     F.op[F.n++] = op;
@@ -380,6 +402,8 @@ int gv_layer_units_find(const gv_module *m, gv_layer_units *u) {
     F.npar[i + 1] = F.npar[i] + par;
   }
   find_runs(&F, 0, F.n);
+  }
+  free(inv);
   qsort(F.runs, (size_t)F.nruns, sizeof F.runs[0], cmp_run);
   for (int r = 0; r < F.nruns; r++) u->nl += F.runs[r].count + (F.runs[r].pre > 0) + (F.runs[r].post > 0);
   u->nkinds = F.nruns;

@@ -10,7 +10,10 @@
  *    parameter's unit;
  *  - one block only (no repetition): no layers, every unit 0;
  *  - parallel branches (three dots of one input, as q / k / v projections,
- *    then their sum): equal ops, but not chained: no layers. */
+ *    then their sum): equal ops, but not chained: no layers;
+ *  - two blocks (dot, where, dot, add) whose first also computes the mask
+ *    both read (an equal on a data input: DistilBERT's `mask == 0`, merged
+ *    into its first use): 2 layers, the mask's op in the outer unit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,8 +150,43 @@ static void parallel(void) {
   gv_module_free(m);
 }
 
+static void shared_mask(void) {
+  const char *text =
+      "\"galv.func\"() ({\n^bb0(%arg0: " T ", %arg1: " T ", %arg2: " W ", %arg3: " W ", %arg4: " W ", %arg5: " W "):\n"
+      "  %0 = \"galv.constant\"() {value = dense<0.000000e+00> : tensor<f32>} : () -> tensor<f32> loc(\"c0\")\n"
+      "  %1 = \"galv.dot\"(%arg0, %arg2) " DOT " : (" T ", " W ") -> " T " loc(\"a1\")\n"
+      "  %2 = \"galv.equal\"(%arg1, %0) : (" T ", tensor<f32>) -> tensor<8x16xi1> loc(\"m\")\n"
+      "  %3 = \"galv.where\"(%2, %0, %1) : (tensor<8x16xi1>, tensor<f32>, " T ") -> " T " loc(\"a2\")\n"
+      "  %4 = \"galv.dot\"(%3, %arg3) " DOT " : (" T ", " W ") -> " T " loc(\"a3\")\n"
+      "  %5 = \"galv.add\"(%4, %arg0) : (" T ", " T ") -> " T " loc(\"a4\")\n"
+      "  %6 = \"galv.dot\"(%5, %arg4) " DOT " : (" T ", " W ") -> " T " loc(\"b1\")\n"
+      "  %7 = \"galv.where\"(%2, %0, %6) : (tensor<8x16xi1>, tensor<f32>, " T ") -> " T " loc(\"b2\")\n"
+      "  %8 = \"galv.dot\"(%7, %arg5) " DOT " : (" T ", " W ") -> " T " loc(\"b3\")\n"
+      "  %9 = \"galv.add\"(%8, %5) : (" T ", " T ") -> " T " loc(\"b4\")\n"
+      "  \"galv.return\"(%9) : (" T ") -> () loc(\"return\")\n"
+      "}) {arg_attrs = [{galv.name = \"x\"}, {galv.name = \"mask\"}, {galv.name = \"p\", galv.param}, {galv.name = \"q\", "
+      "galv.param}, {galv.name = \"r\", galv.param}, {galv.name = \"s\", galv.param}], sym_name = \"main\"} : () -> ()\n";
+  gv_module *m = gv_parse_module(text, strlen(text), "shared_mask");
+  CHECK(m, "parse shared_mask");
+  if (!m) return;
+  gv_layer_units u;
+  CHECK(gv_layer_units_find(m, &u) == 0, "find");
+  CHECK(u.nl == 2, "shared mask: %d layers, want 2", u.nl);
+  if (u.nl == 2) {
+    CHECK(gv_layer_units_loc(&u, "a1") == 1 && gv_layer_units_loc(&u, "a4") == 1 && gv_layer_units_loc(&u, "b1") == 2 &&
+              gv_layer_units_loc(&u, "b4") == 2,
+          "shared mask: the blocks' ops in units %d %d %d %d", gv_layer_units_loc(&u, "a1"), gv_layer_units_loc(&u, "a4"),
+          gv_layer_units_loc(&u, "b1"), gv_layer_units_loc(&u, "b4"));
+    CHECK(gv_layer_units_loc(&u, "m") == 0, "shared mask: the mask's op in unit %d, want the outer 0", gv_layer_units_loc(&u, "m"));
+    CHECK(u.arg_unit[2] == 1 && u.arg_unit[4] == 2, "shared mask: parameters in units %d %d", u.arg_unit[2], u.arg_unit[4]);
+  }
+  gv_layer_units_free(&u);
+  gv_module_free(m);
+}
+
 int main(void) {
   parallel();
+  shared_mask();
   check(4, 3);
   check(12, 2);
   check(2, 6);
