@@ -116,6 +116,16 @@ static void const_users(const gv_op *op, int r, int *cg) {
     for (const gv_op *o = op->regions[i]->first; o; o = o->next) const_users(o, r, cg);
 }
 
+int gv_cluster_layers_vertices(gv_module *m) {
+  int n = 0, nc = 0;
+  gv_block *b = m->main->body;
+  for (gv_op *op = b->first; op; op = op->next) op->id = -1;
+  for (gv_op *op = b->first; op; op = op->next)
+    if (is_const(m->main, op)) op->id = -2 - nc++;
+    else if (!(gv_ops[op->code].flags & GV_TERMINATOR) && op->code != GV_OP_ARENA) op->id = n++;
+  return n;
+}
+
 static void build_graph(gv_module *m, graph *g) {
   gv_block *b = m->main->body;
   int n = 0;

@@ -164,6 +164,9 @@ typedef struct {
  * group by group). Returns 0, or -1 after one error line. */
 /* k groups; with gv_pipe_opts.blocks a group per block found by structure (out->ngroups; k is not read) */
 int gv_cluster_layers(gv_module *m, int k, gv_layer_groups *out);
+/* The ops cluster-layers groups (not the constants, nor what reads only constants and parameters): at most that
+ * many groups (uses the ops' id scratch). */
+int gv_cluster_layers_vertices(gv_module *m);
 int gv_pass_cluster_layers(gv_module *m); /* passes/cluster_layers.c */
 int gv_pass_stage_split(gv_module *m);    /* passes/stage_split.c */
 int gv_pass_stage_stash(gv_module *m);    /* passes/stage_stash.c: an earlier stage's forward / backward entry */

@@ -7,9 +7,13 @@
 # so each of them receives it from the stage before and sends it on as is
 # (the stage tables name it as an input from s - 1 and an output to s + 1,
 # and no transfer is between stages further apart), its gradient coming back
-# the same way. Then 2 training steps on the stages' ranks = the single
+# the same way (with no --layers too: the default group count, once one
+# more than the ops cluster-layers groups). Then 2 training steps on the stages' ranks = the single
 # device (tests/lib/same_training.py: losses rtol 1e-4, weights rtol 1e-4 /
-# atol 1e-5) under every schedule: 1F1B and ZB-H1 (whose grouped transfers
+# atol 1e-5) under every schedule (with two data-parallel ranks per stage
+# the last stage returns both gradients, of h0 and of the value before it,
+# from one fused chain, each its rows: the second once lost its split and
+# the runtime refused the transfer): 1F1B and ZB-H1 (whose grouped transfers
 # could deadlock on a send past the next stage, so such cuts were refused
 # before), GPipe, interleaved 1F1B (8 chunks on 4 device groups), 1F1B
 # with two data-parallel ranks per stage and with --pipeline-recompute;
@@ -36,7 +40,8 @@ prev = "h0"
 for i in (1, 2, 3):
     n += [h.make_node("MatMul", [prev, f"w{i}"], [f"a{i}"]), h.make_node("Tanh", [f"a{i}"], [f"h{i}"])]
     prev = f"h{i}"
-n += [h.make_node("Add", ["h3", "h0"], ["s"]), h.make_node("MatMul", ["s", "w4"], ["y"])]
+n += [h.make_node("Add", ["h3", "h0"], ["s0"]), h.make_node("Constant", [], ["c"], value=nh.from_array(np.float32(0.5))),
+      h.make_node("Mul", ["s0", "c"], ["s"]), h.make_node("MatMul", ["s", "w4"], ["y"])]
 g = h.make_graph(n, "skip", [h.make_tensor_value_info("x", T.FLOAT, ["batch", D])],
                  [h.make_tensor_value_info("y", T.FLOAT, ["batch", D])], W)
 onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), f"{t}/skip.onnx")
@@ -96,6 +101,9 @@ case_ gpipe 4 --layers 4 --pipeline-stages 4 --microbatches 4 --schedule gpipe
 case_ interleaved 8 --layers 8 --pipeline-stages 4 --virtual-stages 2 --microbatches 4 --schedule interleaved
 case_ 1f1b-dp2 4 --layers 4 --pipeline-stages 4 --microbatches 4 --schedule 1f1b --gpus 8 --strategy dp
 case_ 1f1b-recompute 4 --layers 4 --pipeline-stages 4 --microbatches 4 --schedule 1f1b --pipeline-recompute
+# no --layers: 4 S groups at most, and at most the ops cluster-layers groups (the constant is none: counted once, the
+# default asked for more groups than there are and failed "--layers 11: more groups than the 10 ops")
+case_ default-groups 4 --pipeline-stages 4 --microbatches 4 --schedule 1f1b
 
 # inference: the skipping value goes straight to the stage reading it
 d="$T/pinf"

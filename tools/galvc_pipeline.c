@@ -426,8 +426,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_module *m = pipe_front(model, &opt, 0, quiet, verify_each); /* training: per stage, after extraction */
   if (!m) return -1;
   if (train && !quiet) gv_print_trainable(m->main, "galvc", stderr);
-  int nops = 0;
-  for (gv_op *op = m->main->body->first; op; op = op->next) nops++;
+  const int nops = gv_cluster_layers_vertices(m) + 1; /* the default group counts stay under the ops METIS groups */
   int want = S ? S * (pa->vstages ? pa->vstages : 1) : (int)gpus; /* interleaved: P x V stages */
   memset(rec_b, 0, sizeof rec_b);
   if (!*K && gv_pipe_opts.blocks) { /* --layers blocks: a group per block */
@@ -1110,9 +1109,15 @@ static int run_back(gv_module *m, const char *const *back, int verify_each) {
   }
   int rc = run_named(m, back, 3, 1, verify_each);
   ret = gv_block_terminator(m->main->body);
+  /* which returned values lack a sharding, known before any is set: a producer returning two of them (a fused
+   * chain's two gradients) gets both (setting the first gives the other a replicated placeholder) */
+  bool *lack = calloc((size_t)n + 1, sizeof *lack);
+  if (!lack) rc = gv_error_plain("out of memory");
+  for (int i = 0; !rc && ret && i < n && i < ret->nopnds; i++)
+    lack[i] = sh[i] && ret->opnds[i]->def && !gv_value_sharding(m, ret->opnds[i]);
   for (int i = 0; !rc && ret && i < n && i < ret->nopnds; i++) {
     gv_op *d = ret->opnds[i]->def;
-    if (!sh[i] || !d || gv_value_sharding(m, ret->opnds[i])) continue;
+    if (!lack[i]) continue;
     const gv_sharding **ds = calloc((size_t)d->nres + 1, sizeof *ds);
     if (!ds) { rc = gv_error_plain("out of memory"); break; }
     for (int r = 0; r < d->nres; r++) /* the producer's other results: their shardings, else replicated (the verifier
@@ -1122,6 +1127,7 @@ static int run_back(gv_module *m, const char *const *back, int verify_each) {
     gv_set_shardings(m, d, ds);
     free(ds);
   }
+  free(lack);
   free(sh);
   return rc;
 }
