@@ -453,6 +453,35 @@ static int import_model(gv_ictx *c, const Onnx__ModelProto *mp) {
                       s->train ? "trainable" : "freeze", gv_esc(c, s->pattern));
     return gv_error(m, "--%s '%s': no initializer matches", s->train ? "trainable" : "freeze", gv_esc(c, s->pattern));
   }
+  /* an input's static dim 0 given another size (--input-shape, or galvc's microbatches): an output the model declares
+   * with that static size in dim 0 that keeps it (a batch built into the graph: a static export's Reshape or initial
+   * state) would hold rows for samples that are not there: refused rather than run */
+  for (size_t i = 0; i < g->n_input; i++) {
+    const Onnx__ValueInfoProto *vi = g->input[i];
+    const char *in = vi && vi->name ? vi->name : "";
+    if (!vi || is_initializer(g, in) || !vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+        !vi->type->tensor_type || !vi->type->tensor_type->shape || vi->type->tensor_type->shape->n_dim < 1)
+      continue;
+    const Onnx__TensorShapeProto__Dimension *d0 = vi->type->tensor_type->shape->dim[0];
+    if (!d0 || d0->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) continue;
+    const gv_value *a = NULL;
+    for (int k = 0; k < f->body->nargs && !a; k++)
+      if (f->arg_names[k] && !strcmp(f->arg_names[k], in)) a = f->body->args[k];
+    if (!a || a->type.rank < 1 || a->type.dims[0] == d0->dim_value) continue;
+    for (size_t o = 0; o < g->n_output; o++) {
+      const Onnx__ValueInfoProto *ov = g->output[o];
+      if (!ov || !outs[o] || !ov->type || ov->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !ov->type->tensor_type ||
+          !ov->type->tensor_type->shape || ov->type->tensor_type->shape->n_dim < 1 || outs[o]->type.rank < 1)
+        continue;
+      const Onnx__TensorShapeProto__Dimension *e0 = ov->type->tensor_type->shape->dim[0];
+      if (e0 && e0->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && e0->dim_value == d0->dim_value &&
+          outs[o]->type.dims[0] == d0->dim_value)
+        return gv_error(m, "input '%s': dim 0 is fixed at %lld in the model and given %lld, but output '%s' keeps %lld rows "
+                        "(the graph builds its batch in: a static export); keep the batch at %lld or export the model "
+                        "with a dynamic batch axis", gv_esc(c, in), (long long)d0->dim_value, (long long)a->type.dims[0],
+                        gv_esc(c, ov->name ? ov->name : ""), (long long)d0->dim_value, (long long)d0->dim_value);
+    }
+  }
   gv_op *ret = gv_op_new(m, GV_OP_RETURN, (int)g->n_output, outs, 0);
   gv_op_set_loc(m, ret, "return", NULL);
   gv_block_append(f->body, ret);
