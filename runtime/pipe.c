@@ -407,8 +407,14 @@ static int classify_outputs(const galv_io *outs, const galv_io_split *sp, int n,
   return iloss;
 }
 
-static const char *outp_of(const galv_io *outs, int o, char *arena, const char *w) {
-  return outs[o].in_weights ? w + outs[o].offset : arena + outs[o].offset;
+/* An entry's output: in the arena, the weights, or (in_weights 2: a view of a stashed input, as a ZB-H1 weight-gradient
+ * entry returns a bias's gradient, a reshape of the stashed dy) the entry's state buffer st */
+static char *outp_of(const galv_io *outs, int o, char *arena, const char *w, char *st) {
+  if (outs[o].in_weights == 2) {
+    if (!st) galv_fatal("pipeline: output '%s' lives in an entry's state buffer, which this call has not", outs[o].name);
+    return st + outs[o].offset;
+  }
+  return outs[o].in_weights ? (char *)w + outs[o].offset : arena + outs[o].offset;
 }
 
 /* ---- shared parameters (docs/pipeline.md, "Shared parameters"): a parameter
@@ -851,12 +857,13 @@ static int64_t whole_grad_max(const galv_io *outs, const int *ok, int n, int64_t
   return mx;
 }
 
-static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, const char *w, float **acc, float **accw, float *gblk) {
+static void accumulate(const galv_io *outs, const int *ok, int n, char *arena, const char *w, char *st, float **acc, float **accw,
+                       float *gblk) {
   int any = 0;
   for (int o = 0; o < n; o++)
     if (ok[o] < 0) {
       int p = -ok[o] - 1;
-      const void *g = outp_of(outs, o, arena, w);
+      const void *g = outp_of(outs, o, arena, w, st);
       if (accw[p]) {
         grad_add(accw[p], g, (size_t)outs[o].nbytes / 4);
         continue;
@@ -1572,7 +1579,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           for (int o = 0; o < nbo; o++)
             if (okb[o] >= 1000000 && okb[o] < 2000000) {
               const galv_pipe_value *v = &galv_pipe_in[okb[o] - 1000000];
-              il_send(&il, galv_pipe_xfer_find(v->name, 1, me, v->peer), last ? stash[pa->mb] + goff[o] : outp_of(bout, o, arena, Wb),
+              il_send(&il, galv_pipe_xfer_find(v->name, 1, me, v->peer), last ? stash[pa->mb] + goff[o] : outp_of(bout, o, arena, Wb, NULL),
                       AB(&bout[o]), 1, il_grel[o] ? il_relmb[pa->mb] : -1);
             }
         if (pa && !pa->fwd && last) drelease(stash[pa->mb]), stash[pa->mb] = NULL;
@@ -1600,7 +1607,7 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
       if (!IL && pa && !pa->fwd && !pa->w) /* the previous backward's gradients of the received values */
         for (int o = 0; o < nbo; o++)
           if (okb[o] >= 1000000 && okb[o] < 2000000) {
-            const char *src = last ? stash[pa->mb] + goff[o] : outp_of(bout, o, arena, Wb);
+            const char *src = last ? stash[pa->mb] + goff[o] : outp_of(bout, o, arena, Wb, NULL);
             const galv_pipe_value *v = &galv_pipe_in[okb[o] - 1000000];
             galv_pipe_xfer_send(galv_pipe_xfer_find(v->name, 1, me, v->peer), src, q), nops++;
           }
@@ -1649,9 +1656,9 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           for (int o = 0; o < nwo; o++) {
             if (!wg->outputs[o].in_weights) GALV_UNPOISON(arena + wg->outputs[o].offset, AB(&wg->outputs[o]));
             if (last && mbw && !lsm) /* cross entropy: weighted as the microbatch's other gradients (below) */
-              io_scale(&wg->outputs[o], arena + wg->outputs[o].offset, (float)mbw[a->mb]);
+              io_scale(&wg->outputs[o], outp_of(wg->outputs, o, arena, Ww, wst[a->mb]), (float)mbw[a->mb]);
           }
-          accumulate(wg->outputs, okw, nwo, arena, Ww, acc, accw, gblk);
+          accumulate(wg->outputs, okw, nwo, arena, Ww, wst[a->mb], acc, accw, gblk);
           drelease(wst[a->mb]);
           wst[a->mb] = NULL;
           live -= wbytes, inflight--;
@@ -1695,7 +1702,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
           if (live > peak) peak = live;
           for (int o = 0, n = last ? no : nbo; o < n; o++)
             if (okp[o] >= 3000000)
-              D->copy(wb + wg->stash[okp[o] - 3000000].offset, outp_of(outs, o, arena, last ? W : Wb), AB(&outs[o]));
+              D->copy(wb + wg->stash[okp[o] - 3000000].offset, outp_of(outs, o, arena, last ? W : Wb, last ? NULL : stash[a->mb]),
+                      AB(&outs[o]));
           for (int i = 0; i < *wg->nstash; i++)
             if (wsrc[i] >= 0) D->copy(wb + wg->stash[i].offset, stash[a->mb] + bw->stash[wsrc[i]].offset, (size_t)wg->stash[i].nbytes);
         }
@@ -1713,7 +1721,8 @@ static int pipe_train(int argc, char **argv, galv_comm *world, galv_queue *q, in
             if (ok[o] >= 2000000 && ok[o] < 3000000)
               D->copy(stash[a->mb] + bw->stash[ok[o] - 2000000].offset, outp(o, arena, W), AB(&galv_outputs[o]));
         }
-        if (!a->fwd || last) accumulate(bout, okb, nbo, arena, Wb, acc, accw, gblk); /* backward: the parameter gradients */
+        if (!a->fwd || last) /* backward: the parameter gradients */
+          accumulate(bout, okb, nbo, arena, Wb, bw && !a->fwd ? stash[a->mb] : NULL, acc, accw, gblk);
         if (last) {
           float l;
           D->d2h(&l, outp(iloss, arena, W), 4);
