@@ -16,7 +16,8 @@
 # the runtime refused the transfer): 1F1B and ZB-H1 (whose grouped transfers
 # could deadlock on a send past the next stage, so such cuts were refused
 # before), GPipe, interleaved 1F1B (8 chunks on 4 device groups), 1F1B
-# with two data-parallel ranks per stage and with --pipeline-recompute;
+# with two data-parallel ranks per stage and with --pipeline-recompute, and
+# 1F1B on the CUDA target (emulated: make emu);
 # under synchronous sends (tests/lib/mpi_env.sh), so an order that could
 # deadlock times out. Inference sends h0 directly to the stage reading it
 # (no gradient comes back): its tables say so and its outputs = one device.
@@ -104,6 +105,21 @@ case_ 1f1b-recompute 4 --layers 4 --pipeline-stages 4 --microbatches 4 --schedul
 # no --layers: 4 S groups at most, and at most the ops cluster-layers groups (the constant is none: counted once, the
 # default asked for more groups than there are and failed "--layers 11: more groups than the 10 ops")
 case_ default-groups 4 --pipeline-stages 4 --microbatches 4 --schedule 1f1b
+
+# the CUDA target (make emu: program.cu over the CPU execution of runtime/cuda, tests/cuda_emu_pipe_dp.sh's way): the
+# relays under 1F1B train = the single device too
+d="$T/cuda"
+if command -v g++ >/dev/null && timeout 300 "$BUILD/galvc" "$M" --batch 8 --train --stage-cuts equal --layers 4 --pipeline-stages 4 \
+  --microbatches 4 --schedule 1f1b --target cuda --no-build -q -o "$d/" </dev/null >/dev/null 2>"$T/err"; then
+  built=1
+  for s in 0 1 2 3; do nice make -s -C "$d/stage$s" emu >"$T/make$s" 2>&1 || { built=0; bad "cuda: make emu stage $s: $(tail -3 "$T/make$s")"; }; done
+  if [ $built = 1 ]; then
+    if ! GALV_PROGRAM=program-emu timeout 300 "$d/launch" --batches "$T/b" --steps 2 -o "$d.w" </dev/null >"$d.log" 2>"$T/err"; then
+      bad "cuda (emulated): run: $(grep -m2 -i error "$T/err" "$d.log")"
+    elif r=$(same_training "$T/one.log" "$d.log" "$T/one.w" "$d.w"); then ok "cuda target (emulated), 1f1b with relays: $r"
+    else bad "cuda (emulated) vs one device: $r"; fi
+  fi
+elif command -v g++ >/dev/null; then bad "cuda: galvc: $(head -2 "$T/err")"; fi
 
 # inference: the skipping value goes straight to the stage reading it
 d="$T/pinf"
