@@ -416,6 +416,21 @@ static void mark_arg_uses(const gv_op *op, const gv_block *body, bool *used) {
     for (const gv_op *o = op->regions[r]->first; o; o = o->next) mark_arg_uses(o, body, used);
 }
 
+/* Appends an output (v, a copy of name) to the growing ro / rn (nr of cap). */
+static int push_out(gv_module *m, gv_value ***ro, const char ***rn, int *nr, int *cap, gv_value *v, const char *name) {
+  if (*nr == *cap) {
+    *cap *= 2;
+    gv_value **r2 = realloc(*ro, sizeof **ro * (size_t)*cap);
+    if (r2) *ro = r2;
+    const char **n2 = realloc(*rn, sizeof **rn * (size_t)*cap);
+    if (n2) *rn = n2;
+    if (!r2 || !n2) return gv_error(m, "pipeline: out of memory");
+  }
+  (*ro)[*nr] = v;
+  (*rn)[(*nr)++] = gv_strdup(m->arena, name);
+  return 0;
+}
+
 int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
   gv_func *f = m->main;
   gv_block *body = f->body;
@@ -475,16 +490,7 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
         if (relay) mask = (mask & ((2ull << s) - 1)) | 1ull << (s + 1); /* the next stage only (an earlier one: as before) */
         if (!mask) continue;
         if (!gv_type_is_static(&v->type)) { rc = gv_error_op(m, op, "pipeline: a value crossing stages has no static shape"); break; }
-        if (nr == cap) {
-          cap *= 2;
-          gv_value **r2 = realloc(ro, sizeof *ro * (size_t)cap);
-          if (r2) ro = r2;
-          const char **n2 = realloc(rn, sizeof *rn * (size_t)cap);
-          if (n2) rn = n2;
-          if (!r2 || !n2) { rc = gv_error(m, "pipeline: out of memory"); break; }
-        }
-        ro[nr] = v;
-        rn[nr++] = gv_strdup(m->arena, name);
+        if (push_out(m, &ro, &rn, &nr, &cap, v, name)) { rc = -1; break; }
         rc = add_io(m, io, false, name, -1, mask);
       } else {
         bool used = false;
@@ -500,17 +506,7 @@ int gv_stage_extract(gv_module *m, int s, int nstages, gv_stage_io *io) {
           if (!is_term(U.ops[U.user[e]]) && U.stage[U.user[e]] == s) replace_in(U.ops[U.user[e]], v, arg);
         rc = add_io(m, io, true, name, relay ? s - 1 : (int)a, 0);
         if (!rc && through) { /* returned as received, to the next stage (same name) */
-          if (nr == cap) {
-            cap *= 2;
-            gv_value **r2 = realloc(ro, sizeof *ro * (size_t)cap);
-            if (r2) ro = r2;
-            const char **n2 = realloc(rn, sizeof *rn * (size_t)cap);
-            if (n2) rn = n2;
-            if (!r2 || !n2) { rc = gv_error(m, "pipeline: out of memory"); break; }
-          }
-          ro[nr] = arg;
-          rn[nr++] = gv_strdup(m->arena, name);
-          rc = add_io(m, io, false, name, -1, 1ull << (s + 1));
+          rc = push_out(m, &ro, &rn, &nr, &cap, arg, name) ? -1 : add_io(m, io, false, name, -1, 1ull << (s + 1));
         }
       }
     }
