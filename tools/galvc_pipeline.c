@@ -384,11 +384,16 @@ static int64_t jmin_per;    /* ... and devices per stage (0: jmin_need is not th
 static int64_t jreal_need = -1, jreal_state, jreal_act;
 static int64_t jall_need = -1, jall_state, jall_act; /* pipe_args.need_all: the largest stage need of the cuts given */
 enum { JMC_MAX = 24 };
-static struct {
+typedef struct {
   int64_t need, per;
   int S, first[GV_PIPE_MAX_STAGES + 1];
-} jmc[JMC_MAX];   /* the bottleneck DP's cuts per devices per stage, with their need */
+} jmc_cut;
+static jmc_cut jmc[JMC_MAX]; /* the bottleneck DP's cuts per devices per stage, with their need */
 static int njmc;
+static int jmc_cmp(const void *a, const void *b) {
+  const jmc_cut *x = a, *y = b;
+  return (x->need > y->need) - (x->need < y->need);
+}
 static int joint_mbc[64], joint_nmbc; /* the screen: every microbatch count in one stage DP (the analytic cost scales) */
 static char joint_why[256]; /* the default search: why a candidate's planned stages do not fit */
 bool galvc_incumbent_on(void) {
@@ -426,7 +431,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_module *m = pipe_front(model, &opt, 0, quiet, verify_each); /* training: per stage, after extraction */
   if (!m) return -1;
   if (train && !quiet) gv_print_trainable(m->main, "galvc", stderr);
-  const int nops = gv_cluster_layers_vertices(m) + 1; /* the default group counts stay under the ops METIS groups */
+  const int nvert = gv_cluster_layers_vertices(m); /* the default group counts stay under the ops METIS groups */
   int want = S ? S * (pa->vstages ? pa->vstages : 1) : (int)gpus; /* interleaved: P x V stages */
   memset(rec_b, 0, sizeof rec_b);
   if (!*K && gv_pipe_opts.blocks) { /* --layers blocks: a group per block */
@@ -448,7 +453,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     joint_layers = L;
     *K = 2 * L > 8 ? 2 * L : 8;
     if (*K > GV_PIPE_MAX_STAGES) *K = GV_PIPE_MAX_STAGES;
-    if (*K > nops - 1) *K = nops - 1;
+    if (*K > nvert) *K = nvert;
     if (L < 2) { /* no pipeline: fewer than two layers to cut between */
       gv_module_free(m);
       return 1;
@@ -464,7 +469,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     if (L >= 4 * want && L <= GV_PIPE_MAX_STAGES) *K = L, gv_pipe_opts.blocks = true;
   }
   if (!*K && pa->joint && pa->layers) joint_layers = pa->layers; /* the default search with --layers K: K groups to cut between */
-  if (!*K) *K = pa->layers ? pa->layers : (4 * want < nops - 1 ? 4 * want : nops - 1);
+  if (!*K) *K = pa->layers ? pa->layers : (4 * want < nvert ? 4 * want : nvert);
   int k = *K;
   gv_layer_groups g;
   if (gv_cluster_layers(m, k, &g)) { gv_module_free(m); return -1; }
@@ -1828,10 +1833,8 @@ static int plan_candidates(galvc_pipe_choice *out, int64_t one, bool early) {
       int bS = 0, tried = 0;
       bool fit = false;
       double t1 = now();
+      qsort(jmc, (size_t)njmc, sizeof *jmc, jmc_cmp); /* in order of analytic need */
       for (int n = 0; n < njmc && !fit && rc >= 0; n++) {
-        int j = n; /* the next in order of need */
-        for (int q = n + 1; q < njmc; q++) if (jmc[q].need < jmc[j].need) j = q;
-        if (j != n) { __typeof__(jmc[0]) t = jmc[n]; jmc[n] = jmc[j], jmc[j] = t; }
         if (jmc[n].S < 2 || (best_need >= 0 && jmc[n].need >= best_need)) break;
         pipe_args Q3 = P;
         Q3.analytic = false, Q3.stages = jmc[n].S, Q3.B = (int)global, Q3.joint_cut = 0, Q3.cuts_given = true;
