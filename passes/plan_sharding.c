@@ -1237,7 +1237,9 @@ static int realise_copy(ctx *C, const gv_plan *p, gv_plan_cost *out, int64_t *un
     int64_t *utp = malloc((size_t)p->nunits * sizeof *utp);
     for (int u = 0; utp && u < p->nunits; u++) utp[u] = unit_tp(p, u) >= 0 ? p->size[unit_tp(p, u)] : 1;
     prof_dmem_units = want_full ? dmem_u : NULL;
+    const int64_t c0 = out->compute_ns;
     int q = utp ? profile_apply(C, m, p->nunits, dprod(p), utp, tl, out, unit_ns, ph, cnt, NULL) : gv_error_plain("planner: out of memory");
+    C->fb_ns += out->compute_ns - c0; /* the bounds' compute: the measured figures where they replaced the analytic */
     prof_dmem_units = NULL;
     free(ph), free(cnt), free(utp);
     if (q) {
@@ -2370,7 +2372,11 @@ static int64_t red_lin(int64_t x3, int64_t x2, int L) { return x3 + (int64_t)(L 
  * with the default GALV_PLAN_BOUND, its collectives on no batch axis (t3, t2) too: the larger */
 /* A combination's step bound from its compute f and its collectives on no batch axis t: the busier of the two
  * streams where the communication counts (comm, GALV_PLAN_BOUND default), else the compute */
-static int64_t step_bound(int64_t f, int64_t t, bool comm) { return comm && bound_mode() == 2 && t > f ? t : f; }
+/* Under --profile the measured compute replaces the analytic one in the step (profile_apply) but not in the
+ * communication timeline, so the step need not reach the collectives' time: compute alone bounds it there. */
+static int64_t step_bound(int64_t f, int64_t t, bool comm) {
+  return comm && bound_mode() == 2 && !gv_plan_opts.profile && t > f ? t : f;
+}
 
 static int64_t red_bound(int64_t f3, int64_t f2, int64_t t3, int64_t t2, int L) {
   return step_bound(red_lin(f3, f2, L), red_lin(t3, t2, L), true);
@@ -2579,7 +2585,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
         for (int u = 0; u < 3; u++) sum += ust[u];
         if (pc.mem_total - sum > rest2) rest2 = pc.mem_total - sum;
         int64_t inc = gv_plan_opts.incumbent_ns;
-        if (first && inc > 0 && !gv_plan_opts.profile && bound_mode()) { /* (one ZeRO choice too: such a combination may be the one chosen) */
+        if (first && inc > 0 && bound_mode()) { /* (one ZeRO choice too: such a combination may be the one chosen) */
           /* The fastest step realised so far (galvc's earlier searches) bounds this one: a combination whose every
            * plan has a step above it cannot be chosen over it. The bound below, taken with and without sp on the
            * layers (sp splits the norms and residual adds: less compute, the same tp bytes in other collectives),
@@ -2613,7 +2619,7 @@ static int solve_reduced(ctx *C, gv_plan *p, search *S) {
             return 0;
           }
         }
-        if (first && nz > 1 && !C->no_prune && !e->kept_in && S->has_ru && !gv_plan_opts.profile && bound_mode()) {
+        if (first && nz > 1 && !C->no_prune && !e->kept_in && S->has_ru && bound_mode()) {
           /* Compute alone bounds the step (step = compute + slowdown + exposed communication), and the
            * forward and backward compute is the same under every ZeRO pattern (ZeRO changes the
            * optimizer's and the collectives' share): from the first pair, extrapolated over the
@@ -2985,7 +2991,7 @@ static int solve_combo(ctx *C, gv_plan *p, search *S, bool exhaustive) {
        * layers' other tp choices (none, or another axis) the tp communication is left out of the bound (a layer
        * replicated moves none of it, and computes more), and a choice of a larger degree than the layers' (less
        * compute) keeps the combination in. */
-      if (p0 && !rc && (gv_plan_opts.incumbent_ns > 0 || S->has_ru) && !gv_plan_opts.profile && bound_mode()) {
+      if (p0 && !rc && (gv_plan_opts.incumbent_ns > 0 || S->has_ru) && bound_mode()) {
         /* (this search's own: above its runner-up so far by 5 %, which only falls as the search goes on, so neither
          * the choice nor the runner-up the report names can be left out) */
         const int64_t inc = gv_plan_opts.incumbent_ns, thr = inc > 0 ? inc + inc / 100 : INT64_MAX;

@@ -186,6 +186,26 @@ else
   fail "compiling the CPU training program"
 fi
 
+# 5b: the default search under the profile, memory bound (the whole batch fits no plan): with the attention fused,
+# recompute=selective recomputes nothing (its program is none's) and is not searched; the later searches leave out the
+# combinations whose compute (the profile's) bounds them above the fastest step so far, and the plan is the one the
+# search without the bounds chooses
+S=("$tmp/l4.onnx" "${P[@]}" --profile "$tmp/gal.json" --fused-attention on --memory-limit 6000000)
+"$galvc" "${S[@]}" --plan-out "$tmp/sb.json" </dev/null 2>"$tmp/sb.err" || fail "search under the profile: $(tail -1 "$tmp/sb.err")"
+GALV_PLAN_BOUND=off "$galvc" "${S[@]}" --plan-out "$tmp/sn.json" -q </dev/null 2>"$tmp/sn.err" ||
+  fail "search under the profile, no bounds: $(tail -1 "$tmp/sn.err")"
+if ! grep -q "^galvc: recompute=selective does not apply to this model (it recomputes nothing here" "$tmp/sb.err"; then
+  fail "selective with the attention fused: $(grep -m2 'recompute=' "$tmp/sb.err")"
+elif grep -q "^galvc: recompute=selective[:,]" "$tmp/sb.err"; then
+  fail "selective searched: $(grep -m1 '^galvc: recompute=selective' "$tmp/sb.err")"
+elif ! grep -q "combinations left out, bounded above the fastest step realised so far" "$tmp/sb.err"; then
+  fail "no combination bounded under the profile: $(grep 'realised in' "$tmp/sb.err" | head -3)"
+elif ! diff <(grep -Ev "planning_seconds|\"candidates\"" "$tmp/sb.json") <(grep -Ev "planning_seconds|\"candidates\"" "$tmp/sn.json") >/dev/null; then
+  fail "the bounded search chose another plan: $(diff "$tmp/sb.json" "$tmp/sn.json" | head -4)"
+else
+  ok "search under the profile: selective not searched (attention fused), $(grep -o '[0-9]* mesh / strategy combinations left out' "$tmp/sb.err" | head -1), the unbounded search's plan"
+fi
+
 # 6: errors: one line naming the file and the field; option conflicts
 expect() { # NAME WANT galvc-args...
   local name=$1 want=$2

@@ -385,10 +385,13 @@ static int next_own_count(const need_recs *nr, int from, int64_t batch, int64_t 
  * none left. */
 /* The recomputation modes the default search leaves out: those the model's forward program does not admit (selective:
  * no attention core, dot -> [elementwise] -> softmax -> dot, as ALiBi attention's baddbmm; all: no repeated blocks),
- * which the recompute pass refuses with an error line (rc_mode_applies) */
+ * which the recompute pass refuses with an error line (rc_mode_ops) */
 static bool rc_na[3];
 
-static bool rc_mode_applies(const char *model, gv_import_options opt, const char *mode) {
+/* The op count of the training program after the recompute pass under mode (no weights read), -1 when the pass
+ * refuses the mode: a mode whose count equals none's recomputes nothing in this model (selective where the attention
+ * is fused: its scores are never kept) and searching it would repeat none's search. */
+static int rc_mode_ops(const char *model, gv_import_options opt, const char *mode) {
   static const char *const names[] = {"shape-infer", "compute-f32", "fold-constants", "canonicalize", "dce",
                                       "master-weights", "loss", "fuse-attention", "autodiff", "recompute"};
   const char *keep = gv_train_opts.recompute;
@@ -401,8 +404,9 @@ static bool rc_mode_applies(const char *model, gv_import_options opt, const char
   for (size_t i = 0; ok && i < sizeof names / sizeof names[0]; i++) ok = !gv_pass_lookup(names[i])->run(m);
   gv_train_opts.recompute = keep, gv_train_opts.microbatches = kmb;
   gv_error_quiet--;
+  int n = ok ? count_ops(m->main->body) : -1;
   if (m) gv_module_free(m);
-  return ok;
+  return n;
 }
 
 static int next_mode(const int *ord, int nrc, int r, bool own, const need_recs *nr, const char *const *names, int B0,
@@ -1682,11 +1686,15 @@ int main(int argc, char **argv) {
   bool rc_search = train && !pa.on && !recompute_given && gv_plan_opts.active && !gv_plan_opts.plan_in &&
                    (mb_search || mb_given);
   memset(rc_na, 0, sizeof rc_na);
+  const int rc_ops0 = rc_search ? rc_mode_ops(model, opt, rc_modes[0]) : -1;
   for (int r = 1; rc_search && r < NRC; r++) { /* the modes the model admits (one import each; no weights read) */
-    rc_na[r] = !rc_mode_applies(model, opt, rc_modes[r]);
+    const int n = rc_mode_ops(model, opt, rc_modes[r]);
+    rc_na[r] = n < 0 || n == rc_ops0;
     if (rc_na[r] && !quiet)
       fprintf(stderr, "galvc: recompute=%s does not apply to this model (%s): not searched\n", rc_modes[r],
-              r == 1 ? "no attention core dot -> softmax -> dot in its forward" : "no repeated blocks");
+              n >= 0 ? "it recomputes nothing here: no activation it would recompute is kept (attention fused: its scores are "
+                       "not kept), the program is recompute=none's"
+              : r == 1 ? "no attention core dot -> softmax -> dot in its forward" : "no repeated blocks");
   }
   int rc_mode = 0, rc_B[NRC] = {0};
   int64_t rc_step[NRC] = {0};
