@@ -566,6 +566,7 @@ static int phase_of(const char *loc) {
  * The chosen plan is then compiled at B and realised in full (galvc prints
  * the estimate beside the realised step). */
 static int64_t count_as; /* the count the program stands in for (gv_plan_opts.count_as, during the pass); 0: none */
+static int64_t cost_extra; /* the microbatches the last cost_ops priced beyond the program's own (a stand-in's count_as - 2) */
 static int64_t microbatch_copies(const gv_module *m);
 
 /* The second microbatch's ops [*lo, *hi] (op indices of f's body); false when the program has no second one. */
@@ -663,6 +664,7 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
   gv_cost_timeline_ns(C->c, m, &tl, adv, opns); /* opns: each op's time as the timeline priced it (the same calls as below) */
   int lo = -1, hi = -1; /* a stand-in for count_as microbatches: its second microbatch's ops weigh count_as - 1 */
   int64_t extra = count_as > 2 && adv && microbatch_copies(m) == 2 && count_region(f, &lo, &hi) ? count_as - 2 : 0, wait = 0;
+  cost_extra = extra;
   /* The repeats' waits and slowdown come from the second microbatch as it would run without the once-per-step
    * reductions beside its backward (the collectives weighted once inside its part): the middle microbatches have
    * none beside them, and their slowdown of the second's compute and their queue ahead of its own collectives,
@@ -706,7 +708,7 @@ static void cost_ops(ctx *C, const gv_module *m, gv_plan_cost *out, int64_t *uni
       if (phase_of(op->loc) != PH_OTHER) fb += w2 * ns / 2;
       if (ph) {
         int u = unit_of(C, op->loc), k = phase_of(op->loc);
-        ph[u][k] += ns;
+        ph[u][k] += w2 * ns / 2; /* a stand-in's: weighted as its price (count_weight2), for count_as microbatches */
         if (op->code != GV_OP_CONSTANT) cnt[u][k]++;
       }
     }
@@ -829,7 +831,8 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
     }
     bool train = cnt[u][PH_BWD] > 0, full = cnt[u][PH_REC] > 0 && !selective, pbwd = train && bwd >= 0;
     double ms = fwd + (pbwd ? bwd : 0) + (full ? rec : 0);
-    int64_t prof = (int64_t)(ms * 1e6 * (double)M + 0.5);
+    /* (a stand-in for count_as microbatches: its analytic figures weighted for count_as, so the measured ones too) */
+    int64_t prof = (int64_t)(ms * 1e6 * (double)(M + cost_extra) + 0.5);
     int64_t ana = ph[u][PH_FWD] + (pbwd ? ph[u][PH_BWD] : 0) + (full ? ph[u][PH_REC] : 0);
     if (detail)
       fprintf(detail, "profile: %s %d: forward %.3f ms (analytic %.3f), backward %.3f (%.3f)%s, recompute %.3f (%.3f)%s\n",
@@ -4561,7 +4564,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   int rc = 0;
   memset(&gv_plan_last, 0, sizeof gv_plan_last);
   gv_shard_opts.bucket_planned = -1; /* --bucket-mb auto: each candidate's realisation chooses */
-  count_as = o->count_as > 2 && !o->profile && !o->plan_in && !o->plan_fixed ? o->count_as : 0;
+  count_as = o->count_as > 2 && !o->plan_in && !o->plan_fixed ? o->count_as : 0;
   static alternatives alt; /* large (three plans): not on the stack */
   bool alt_scaled = false;   /* the alternatives' figures are the reduced search's scaled predictions, not realised */
   memset(&alt, 0, sizeof alt);

@@ -205,6 +205,19 @@ elif ! diff <(grep -Ev "planning_seconds|\"candidates\"" "$tmp/sb.json") <(grep 
 else
   ok "search under the profile: selective not searched (attention fused), $(grep -o '[0-9]* mesh / strategy combinations left out' "$tmp/sb.err" | head -1), the unbounded search's plan"
 fi
+# counts priced from the program of 2 under the profile (the measured figures weighted for the count as the analytic
+# ones): the estimate within 1 % of the count's realised program, and the plan the counts planned in full choose
+S=("$tmp/l4.onnx" "${P[@]}" --profile "$tmp/gal.json" --fused-attention on --memory-limit 4000000)
+"$galvc" "${S[@]}" --plan-out "$tmp/cs.json" </dev/null 2>"$tmp/cs.err" || fail "counts under the profile: $(tail -1 "$tmp/cs.err")"
+GALV_COUNT_FULL=1 "$galvc" "${S[@]}" --plan-out "$tmp/cf.json" -q </dev/null 2>"$tmp/cf.err" ||
+  fail "counts in full under the profile: $(tail -1 "$tmp/cf.err")"
+line=$(grep -m1 "^galvc: [0-9]* microbatches: predicted step .* (priced from 2), realised .* at [0-9]* (" "$tmp/cs.err")
+pct=$(sed -n 's/.*at [0-9]* (\([-+][0-9.]*\) %).*/\1/p' <<<"$line")
+if [ -z "$pct" ] || ! awk -v p="$pct" 'BEGIN { exit !(p <= 1 && p >= -1) }'; then
+  fail "a count priced from 2 under the profile, realised: ${line:-none}"
+elif ! diff <(grep -Ev "planning_seconds|\"candidates\"" "$tmp/cs.json") <(grep -Ev "planning_seconds|\"candidates\"" "$tmp/cf.json") >/dev/null; then
+  fail "priced from 2 under the profile: another plan than the counts in full: $(diff "$tmp/cs.json" "$tmp/cf.json" | head -4)"
+else ok "counts priced from 2 under the profile: ${line#galvc: }; the plan of the counts in full"; fi
 
 # 6: errors: one line naming the file and the field; option conflicts
 expect() { # NAME WANT galvc-args...

@@ -1742,7 +1742,7 @@ int main(int argc, char **argv) {
    * planner repeats the second microbatch); the count chosen is then compiled at B with that plan, realised in
    * full (the estimate and the realised step printed). When the realised program does not fit, B is planned in
    * full as before. */
-  bool mb_stand = train && !pa.on && gv_plan_opts.active && !gv_plan_opts.plan_in && !profile_path && !mb_auto &&
+  bool mb_stand = train && !pa.on && gv_plan_opts.active && !gv_plan_opts.plan_in && !mb_auto &&
                   (mb_search || rc_search || (mb_given && B > 2)) && !getenv("GALV_COUNT_FULL");
   bool count_real = false, count_full = false, rc_search0 = rc_search;
   static gv_plan stand_plan; /* the stand-in's choice, compiled at its count */
