@@ -1692,8 +1692,9 @@ int main(int argc, char **argv) {
     rc_na[r] = n < 0 || n == rc_ops0;
     if (rc_na[r] && !quiet)
       fprintf(stderr, "galvc: recompute=%s does not apply to this model (%s): not searched\n", rc_modes[r],
-              n >= 0 ? "it recomputes nothing here: no activation it would recompute is kept (attention fused: its scores are "
-                       "not kept), the program is recompute=none's"
+              n >= 0 && r == 1 ? "it recomputes nothing here: the attention is fused, its scores are not kept; the program is "
+                                 "recompute=none's"
+              : n >= 0 ? "it recomputes nothing here: the program is recompute=none's"
               : r == 1 ? "no attention core dot -> softmax -> dot in its forward" : "no repeated blocks");
   }
   int rc_mode = 0, rc_B[NRC] = {0};
