@@ -5,7 +5,8 @@
 #   - inference: one helper-built graph with every such op that has its own
 #     kernel (tests/ops/make_graphs.py emu_model: gather_nd, scatter_nd add,
 #     gather_elements, scatter_elements add, mod float and integer, max and
-#     average pool, topk values and indices with ties), program-emu's
+#     average pool, topk values and indices with ties, cumsum float and
+#     integer, exclusive and reversed), program-emu's
 #     outputs vs onnxruntime, rtol 1e-4 / atol 1e-5, integers exactly
 #     (tests/cuda_emu_compare.py); and topk with bf16 storage
 #     (--precision bf16, make_graphs.py's emu_topk: integer-valued rows,

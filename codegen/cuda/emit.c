@@ -350,8 +350,8 @@ enum { NP = GV_MAX_RANK * 4 + 4 }; /* pointer expressions of one op */
 static size_t kc_es(const void *ctx, const gv_value *v) { return vses((emitter *)ctx, v); }
 static void kc_ptr(const void *ctx, const gv_value *v, int64_t off, char *buf, size_t n) { ptr((emitter *)ctx, v, off, buf, n); }
 
-/* The kernels of the shared table that runtime/cuda/ has (cumsum: not yet). */
-static bool cu_has(cg_kernel k) { return k != CG_K_NONE && k != CG_K_CUMSUM; }
+/* The kernels of the shared table that runtime/cuda/ has (all of them). */
+static bool cu_has(cg_kernel k) { return k != CG_K_NONE; }
 
 /* A filled kernel call as a call into runtime/cuda/kernels*.cu: the storage
  * dtype first, the kernel number k last where the kernel flags errors;
@@ -388,6 +388,13 @@ static int print_kcall(emitter *e, const gv_op *op, const cg_kcall *kc, int k, c
     cg_dropout_lit(f, kc);
     fprintf(f, "    galv_cu_dropout(%s, %s, %s, &d, %s%s, galv_rt_step, galv_rt_mb); }\n", vdt(e, y), dst, src,
             kc->aux[0] >= 0 ? "(const int64_t *)" : "", kc->aux[0] >= 0 ? p[kc->aux[0]] : "NULL");
+    return 0;
+  case CG_K_CUMSUM: /* a float as stored (f32 or the program's 16-bit type), an integer as its own dtype */
+    if (y->type.dtype == GV_DT_F32 && half_of(e, x) != half_of(e, y))
+      return gv_error_op(e->m, op, "cuda codegen: cumsum with its input and result stored in different dtypes is not supported");
+    fprintf(f, "  galv_cu_cumsum(%s, %s, %s, %lld, %lld, %lld, %d, %d);\n",
+            y->type.dtype == GV_DT_F32 ? vdt(e, y) : cg_rt_dtype(y->type.dtype), dst, src, (long long)kc->outer,
+            (long long)kc->len, (long long)kc->inner, kc->kind, kc->kind2);
     return 0;
   case CG_K_SOFTMAX:
     fprintf(f, "  galv_cu_softmax(%s, %s, %s, %lld, %lld, %lld, %d);\n", vdt(e, y), dst, src, (long long)kc->outer,

@@ -212,6 +212,7 @@ void galv_cu_dropout(int dt, void *y, const void *x, const galv_dropout_desc *d,
                      int64_t mb);
 /* softmax / log-softmax over L elements of stride inner, for outer*inner rows */
 void galv_cu_softmax(int dt, void *y, const void *x, int64_t outer, int64_t L, int64_t inner, int log_softmax);
+void galv_cu_cumsum(int dt, void *dst, const void *src, int64_t outer, int64_t L, int64_t inner, int exclusive, int reverse);
 /* LayerNorm (rms 0) / RMSNorm (rms 1) over rows of N; scale/bias have sn/bn elements (N or 1); bias may be NULL */
 void galv_cu_norm(int dt, void *y, const void *x, const void *scale, int64_t sn, const void *bias, int64_t bn,
                   int64_t outer, int64_t N, float eps, int rms);

@@ -131,7 +131,8 @@ def emu_model():
     instead of one per op): GatherND, ScatterND (add, max, min, a repeated
     tuple), GatherElements, ScatterElements (add, mul, repeated targets), Mod (float fmod;
     integer, the divisor's sign), MaxPool (pads, stride), AveragePool
-    (ceil_mode, count_include_pad), TopK (values and indices, ties)."""
+    (ceil_mode, count_include_pad), TopK (values and indices, ties), CumSum
+    (exclusive, along the first axis, integers reversed)."""
     gi = np.array([[[0, 1], [2, 3]], [[1, -1], [0, 0]]], np.int64)
     dup = np.array([[1, 0], [1, 0], [2, 3]], np.int64)
     ge = np.array([[[0, 2, 1, -1]], [[1, 1, 0, 2]]], np.int64)
@@ -151,18 +152,23 @@ def emu_model():
                     ceil_mode=1, count_include_pad=1),
         h.make_node("Floor", ["t"], ["tf"]),
         h.make_node("TopK", ["tf", "k"], ["topk_values", "topk_indices"]),
+        h.make_node("CumSum", ["t", "ax1"], ["cumsum_excl"], exclusive=1),
+        h.make_node("CumSum", ["d", "ax0"], ["cumsum_axis0"]),
+        h.make_node("CumSum", ["mi", "ax1"], ["cumsum_int_rev"], reverse=1),
     ]
     f = TP.FLOAT
     ins = [("d", f, [3, 4, 5]), ("du", f, [3, 5]), ("e", f, [2, 3, 4]), ("s", f, [3, 3]), ("su", f, [2, 3]),
            ("m", f, [2, 4]), ("mi", TP.INT64, [2, 6]), ("x", f, [2, 3, 9, 9]), ("t", f, [3, 8])]
     outs = [("gathernd", f), ("scatternd_add", f), ("gatherelements", f), ("scatterelements_add", f),
             ("scatternd_max", f), ("scatternd_min", f), ("scatterelements_mul", f), ("mod_fmod", f),
-            ("mod_int", TP.INT64), ("maxpool", f), ("avgpool", f), ("topk_values", f), ("topk_indices", TP.INT64)]
+            ("mod_int", TP.INT64), ("maxpool", f), ("avgpool", f), ("topk_values", f), ("topk_indices", TP.INT64),
+            ("cumsum_excl", f), ("cumsum_axis0", f), ("cumsum_int_rev", TP.INT64)]
     g = h.make_graph(nodes, "emu_ops", [h.make_tensor_value_info(n, t, s) for n, t, s in ins],
                      [h.make_tensor_value_info(n, t, None) for n, t in outs],
                      [nh.from_array(gi, "gi"), nh.from_array(dup, "dup"), nh.from_array(ge, "ge"),
                       nh.from_array(sa, "sa"), nh.from_array(np.array([3.0, -2.5, 1.5, -4.0], np.float32), "div"),
-                      nh.from_array(np.array([[3], [-5]], np.int64), "idiv"), nh.from_array(np.array([5], np.int64), "k")])
+                      nh.from_array(np.array([[3], [-5]], np.int64), "idiv"), nh.from_array(np.array([5], np.int64), "k"),
+                      nh.from_array(np.array(1, np.int64), "ax1"), nh.from_array(np.array(0, np.int64), "ax0")])
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])  # ScatterND / ScatterElements max and min
     m.ir_version = 8
     onnx.shape_inference.infer_shapes(m, check_type=True, strict_mode=True)  # validates the graph
