@@ -54,6 +54,7 @@
  * block (no repeat to find by structure: "all" then takes its layers by
  * name) or no layer at all (an embedding or head stage): a stage where
  * nothing is selected is left as it is, no error. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -305,7 +306,7 @@ static int recompute_core(gv_module *m, gv_op *fwd_end, const gv_op *const *core
  * by structure, lu; else LIST by name). */
 static int recompute_selective(gv_module *m, gv_block *body, gv_op *fwd_end, const char *list, const char *spec, int nv,
                                bool stage, const gv_layer_units *lu, int first) {
-  int found = 0;
+  int found = 0, fused = 0;
   for (gv_op *op = body->first; op != fwd_end->next; op = op->next) {
     const gv_op *core[MAX_CORE];
     int n = op->code == GV_OP_SOFTMAX ? attention_core(op, fwd_end, core) : 0;
@@ -318,9 +319,15 @@ static int recompute_selective(gv_module *m, gv_block *body, gv_op *fwd_end, con
       size_t sl, ln = layer_of(op->loc, &seg, &sl);
       if (list && (!ln || !selected(list, op->loc, ln, seg, sl))) continue;
     }
-    found++;
+    found++, fused += !n;
     /* a fused core (galv.attention, docs/fused-attention.md) keeps no S x S value: nothing to recompute */
     if (n && recompute_core(m, fwd_end, core, n, nv)) return -1;
+  }
+  static bool noted; /* once a run: the driver's searches import the model again */
+  if (found && fused == found && !stage && !gv_error_quiet && !noted) {
+    noted = true;
+    fprintf(stderr, "galvc: note: --recompute=%s: every selected attention core is fused (galv.attention keeps no scores): "
+                    "nothing to recompute, the program is recompute=none's (--fused-attention off keeps the scores)\n", spec);
   }
   if (!found && !stage)
     return gv_error(m, "recompute: --recompute=%s finds no attention core (dot -> [elementwise] -> softmax -> dot) %s", spec,

@@ -151,5 +151,18 @@ for spec in selective:h.9 selective:; do
     bad "--recompute=$spec: exit $rc: $(cat "$T/e")"
   fi
 done
+# selective where every attention core is fused (the CPU target's default): one note that it recomputes nothing,
+# the program recompute=none's; with the scores kept (--fused-attention off) no note
+"$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --recompute=selective --target cpu --emit=ir -o "$T/sf.mlir" \
+  2>"$T/nf" || bad "selective, fused: $(cat "$T/nf")"
+"$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --recompute=none --target cpu --emit=ir -o "$T/nn.mlir" 2>/dev/null
+"$BUILD/galvc" "$T/gpt2.onnx" --batch $B --seq $S --train --recompute=selective --target cpu --fused-attention off --emit=ir \
+  -o /dev/null 2>"$T/nu"
+if [ "$(grep -c '^galvc: note: --recompute=selective: every selected attention core is fused' "$T/nf")" = 1 ] &&
+  ! grep -q "note:" "$T/nu" && cmp -s "$T/sf.mlir" "$T/nn.mlir"; then
+  ok "selective with the attention fused: one note, the program recompute=none's; none with the scores kept"
+else
+  bad "selective with the attention fused: notes '$(grep note "$T/nf")' / '$(grep note "$T/nu")'; same as none: $(cmp -s "$T/sf.mlir" "$T/nn.mlir" && echo yes || echo no)"
+fi
 echo "train_recompute: $pass passed, $fail failed"
 galv_exit "$fail"
