@@ -366,32 +366,19 @@ void galv_cu_trilu(void *dst, const void *src, size_t es, int64_t batch, int64_t
   GALV_CU_LAUNCHED();
 }
 
-/* cumsum over L of rows [outer, L, inner] (ONNX CumSum; the CPU target's galv_cumsum): one thread per row, the
- * floats summed in double and each prefix rounded to the storage type, the integers in 64 bits */
-template <typename E, typename A>
+/* cumsum over L of rows [outer, L, inner] (ONNX CumSum; the CPU target's galv_cumsum): one thread per row, each
+ * element read as V and summed in A (floats, 16-bit ones through float, in double; integers in 64 bits), each prefix
+ * stored back as E */
+template <typename E, typename V, typename A>
 __global__ void cumsum_k(E *dst, const E *src, int64_t rows, int64_t L, int64_t inner, int exclusive, int reverse) {
   GRID_STRIDE(r, rows) {
     int64_t a = r / inner, c = r % inner;
     A s = 0;
     for (int64_t t = 0; t < L; t++) {
       int64_t l = reverse ? L - 1 - t : t, i = (a * L + l) * inner + c;
-      if (exclusive) dst[i] = (E)s;
-      s += (A)src[i];
-      if (!exclusive) dst[i] = (E)s;
-    }
-  }
-}
-
-template <typename E>
-__global__ void cumsum_half_k(E *dst, const E *src, int64_t rows, int64_t L, int64_t inner, int exclusive, int reverse) {
-  GRID_STRIDE(r, rows) {
-    int64_t a = r / inner, c = r % inner;
-    double s = 0;
-    for (int64_t t = 0; t < L; t++) {
-      int64_t l = reverse ? L - 1 - t : t, i = (a * L + l) * inner + c;
-      if (exclusive) dst[i] = E((float)s);
-      s += (double)(float)src[i];
-      if (!exclusive) dst[i] = E((float)s);
+      if (exclusive) dst[i] = E((V)s);
+      s += (A)(V)src[i];
+      if (!exclusive) dst[i] = E((V)s);
     }
   }
 }
@@ -402,14 +389,14 @@ void galv_cu_cumsum(int dt, void *dst, const void *src, int64_t outer, int64_t L
   unsigned g = galv_cu_blocks(rows);
   cudaStream_t st = galv_cu.stream;
   switch (dt) {
-  case GALV_F32: GALV_LAUNCH((cumsum_k<float, double>), g, 256, 0, st, (float *)dst, (const float *)src, rows, L, inner, exclusive, reverse); break;
-  case GALV_BF16: GALV_LAUNCH(cumsum_half_k, g, 256, 0, st, (galv_bf16 *)dst, (const galv_bf16 *)src, rows, L, inner, exclusive, reverse); break;
-  case GALV_F16: GALV_LAUNCH(cumsum_half_k, g, 256, 0, st, (galv_f16 *)dst, (const galv_f16 *)src, rows, L, inner, exclusive, reverse); break;
-  case GALV_I64: GALV_LAUNCH((cumsum_k<int64_t, int64_t>), g, 256, 0, st, (int64_t *)dst, (const int64_t *)src, rows, L, inner, exclusive, reverse); break;
-  case GALV_I32: GALV_LAUNCH((cumsum_k<int32_t, int64_t>), g, 256, 0, st, (int32_t *)dst, (const int32_t *)src, rows, L, inner, exclusive, reverse); break;
-  case GALV_I16: GALV_LAUNCH((cumsum_k<int16_t, int64_t>), g, 256, 0, st, (int16_t *)dst, (const int16_t *)src, rows, L, inner, exclusive, reverse); break;
-  case GALV_I8: GALV_LAUNCH((cumsum_k<int8_t, int64_t>), g, 256, 0, st, (int8_t *)dst, (const int8_t *)src, rows, L, inner, exclusive, reverse); break;
-  case GALV_U8: GALV_LAUNCH((cumsum_k<uint8_t, int64_t>), g, 256, 0, st, (uint8_t *)dst, (const uint8_t *)src, rows, L, inner, exclusive, reverse); break;
+  case GALV_F32: GALV_LAUNCH((cumsum_k<float, float, double>), g, 256, 0, st, (float *)dst, (const float *)src, rows, L, inner, exclusive, reverse); break;
+  case GALV_BF16: GALV_LAUNCH((cumsum_k<galv_bf16, float, double>), g, 256, 0, st, (galv_bf16 *)dst, (const galv_bf16 *)src, rows, L, inner, exclusive, reverse); break;
+  case GALV_F16: GALV_LAUNCH((cumsum_k<galv_f16, float, double>), g, 256, 0, st, (galv_f16 *)dst, (const galv_f16 *)src, rows, L, inner, exclusive, reverse); break;
+  case GALV_I64: GALV_LAUNCH((cumsum_k<int64_t, int64_t, int64_t>), g, 256, 0, st, (int64_t *)dst, (const int64_t *)src, rows, L, inner, exclusive, reverse); break;
+  case GALV_I32: GALV_LAUNCH((cumsum_k<int32_t, int64_t, int64_t>), g, 256, 0, st, (int32_t *)dst, (const int32_t *)src, rows, L, inner, exclusive, reverse); break;
+  case GALV_I16: GALV_LAUNCH((cumsum_k<int16_t, int64_t, int64_t>), g, 256, 0, st, (int16_t *)dst, (const int16_t *)src, rows, L, inner, exclusive, reverse); break;
+  case GALV_I8: GALV_LAUNCH((cumsum_k<int8_t, int64_t, int64_t>), g, 256, 0, st, (int8_t *)dst, (const int8_t *)src, rows, L, inner, exclusive, reverse); break;
+  case GALV_U8: GALV_LAUNCH((cumsum_k<uint8_t, int64_t, int64_t>), g, 256, 0, st, (uint8_t *)dst, (const uint8_t *)src, rows, L, inner, exclusive, reverse); break;
   default: galv_fatal("cumsum: %s not supported", galv_dtype_name(dt));
   }
   GALV_CU_LAUNCHED();
