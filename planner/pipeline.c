@@ -16,6 +16,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -1090,6 +1091,20 @@ int64_t gv_pipe_shared_ns(const gv_cluster *c, const gv_shared_param *sp, int n,
   return t;
 }
 
+/* A stage cost emptied: its fields before var[] and after it (var[] itself is read only up to nvar, and the analytic
+ * cost below runs for every range of the screen: clearing and copying its 24 ways each time was most of its time) */
+static void cost_clear(gv_stage_cost *c) {
+  memset(c, 0, offsetof(gv_stage_cost, var));
+  c->way = 0, c->bounded = false;
+}
+
+/* *dst = *src, var[] up to src->nvar */
+static void cost_copy(gv_stage_cost *dst, const gv_stage_cost *src) {
+  memcpy(dst, src, offsetof(gv_stage_cost, var));
+  memcpy(dst->var, src->var, sizeof src->var[0] * (size_t)(src->nvar > 0 ? src->nvar : 0));
+  dst->way = src->way, dst->bounded = src->bounded;
+}
+
 /* the analytic cost of one way of the stage: recompute (an earlier training stage), zero (ZeRO-1 over dp) */
 /* The range's figures every way of it reads (analytic_way): its groups' sums, the shared parameters' copies and
  * sync, the transfers in and out. */
@@ -1120,7 +1135,7 @@ static void analytic_range_of(const gv_analytic_ctx *x, int first, int last, int
 static int analytic_way(const gv_analytic_ctx *x, const analytic_range *rg, bool recompute, int zero, int last, int64_t nodes,
                         int64_t per_node, int B, gv_stage_cost *out) {
   const gv_cluster *c = x->cluster;
-  memset(out, 0, sizeof *out);
+  cost_clear(out);
   int64_t p = nodes * per_node;
   if (B < 1 || x->batch % B) return 0; /* infeasible: the microbatch must divide the batch */
   int64_t mb = x->batch / B;
@@ -1206,7 +1221,7 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
       else if (r - 1 > reach) reach = r - 1;
     }
     if (reach < last) {
-      memset(out, 0, sizeof *out);
+      cost_clear(out);
       out->int_only = true;
       return 0;
     }
@@ -1219,7 +1234,8 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
   else rcs[nr++] = false, rcs[nr++] = true;
   if (!x->training || x->zero || !x->choose_zero) zs[nz++] = x->training ? x->zero : 0;
   else zs[nz++] = 0, zs[nz++] = 1, zs[nz++] = 2; /* ZeRO-2 reduced once per step (the per-microbatch form: not priced here) */
-  gv_stage_cost w, first_way = {0};
+  gv_stage_cost w, first_way;
+  cost_clear(&first_way);
   analytic_range rg = {0};
   if (B >= 1 && x->batch % B == 0) analytic_range_of(x, first, last, nodes, per_node, B, &rg);
   int n = 0;
@@ -1228,12 +1244,12 @@ int gv_stage_cost_analytic(void *vctx, int first, int last, int64_t nodes, int64
       if (analytic_way(x, &rg, rcs[r], zs[z], last, nodes, per_node, B, &w)) return -1;
       if (!w.feasible) continue;
       if (z && w.zero_ranks < 2) continue; /* offered ZeRO without dp ranks to split over: the same as without */
-      if (!n) first_way = w;
+      if (!n) cost_copy(&first_way, &w);
       gv_stage_cost_add_way(&first_way, &w);
       n++;
     }
   if (n < 2) first_way.nvar = 0;
-  *out = first_way;
+  cost_copy(out, &first_way);
   return 0;
 }
 
