@@ -3,6 +3,7 @@
  * decides storage and the cost model prices the chain from the result. */
 #include "attention.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +28,71 @@ static int uses_in(const gv_op *op, const gv_value *v) {
   return n;
 }
 
+/* The uses of a block's values (gv_attn_uses_new): per value its uses in the block, nested regions included, and
+ * the top-level op that reads it directly (the first such). An open-addressing table keyed by the value's address. */
+typedef struct {
+  const gv_value *v;
+  int n;
+  const gv_op *user;
+} use_entry;
+struct gv_attn_uses {
+  use_entry *t;
+  size_t mask;
+};
+
+static use_entry *use_slot(const gv_attn_uses *u, const gv_value *v) {
+  size_t h = ((uintptr_t)v >> 4) * 0x9e3779b97f4a7c15ull;
+  for (size_t i = h & u->mask;; i = (i + 1) & u->mask)
+    if (u->t[i].v == v || !u->t[i].v) return &u->t[i];
+}
+
+static size_t count_opnds(const gv_op *op) {
+  size_t n = 0;
+  for (; op; op = op->next) {
+    n += (size_t)op->nopnds;
+    for (int r = 0; r < op->nregions; r++) n += count_opnds(op->regions[r]->first);
+  }
+  return n;
+}
+
+static void add_uses(gv_attn_uses *u, const gv_op *op, bool top) {
+  for (; op; op = op->next) {
+    for (int i = 0; i < op->nopnds; i++) {
+      use_entry *e = use_slot(u, op->opnds[i]);
+      e->v = op->opnds[i];
+      e->n++;
+      if (top && !e->user) e->user = op;
+    }
+    for (int r = 0; r < op->nregions; r++) add_uses(u, op->regions[r]->first, false);
+  }
+}
+
+gv_attn_uses *gv_attn_uses_new(const gv_block *b) {
+  gv_attn_uses *u = calloc(1, sizeof *u);
+  size_t cap = 16, n = count_opnds(b->first);
+  while (cap < 2 * n + 16) cap *= 2;
+  if (!u || !(u->t = calloc(cap, sizeof *u->t))) {
+    free(u);
+    return NULL;
+  }
+  u->mask = cap - 1;
+  add_uses(u, b->first, true);
+  return u;
+}
+
+void gv_attn_uses_free(gv_attn_uses *u) {
+  if (u) free(u->t), free(u);
+}
+
 /* The only user of v among the top-level ops from `from` on, or NULL (used
- * more than once, or only inside a region). v is defined before `from`. */
-static const gv_op *sole_user(const gv_op *from, const gv_value *v) {
+ * more than once, or only inside a region). v is a result of the op before
+ * `from` (every use of it follows `from`: SSA), so with the block's uses
+ * (ix) it is v's one use's top-level reader; without, the ops are scanned. */
+static const gv_op *sole_user(const gv_op *from, const gv_value *v, const gv_attn_uses *ix) {
+  if (ix) {
+    const use_entry *e = use_slot(ix, v);
+    return e->v == v && e->n == 1 ? e->user : NULL;
+  }
   if (uses_in(from, v) != 1) return NULL;
   for (const gv_op *op = from; op; op = op->next)
     for (int i = 0; i < op->nopnds; i++)
@@ -37,7 +100,9 @@ static const gv_op *sole_user(const gv_op *from, const gv_value *v) {
   return NULL;
 }
 
-bool gv_attn_match(const gv_op *d1, gv_attn_chain *c) {
+bool gv_attn_match(const gv_op *d1, gv_attn_chain *c) { return gv_attn_match_in(d1, c, NULL); }
+
+bool gv_attn_match_in(const gv_op *d1, gv_attn_chain *c, const gv_attn_uses *ix) {
   if (d1->code != GV_OP_DOT || d1->nopnds != 2 || d1->nres != 1) return false;
   const gv_type *q = &d1->opnds[0]->type, *k = &d1->opnds[1]->type, *s = &d1->res[0]->type;
   int nb = q->rank - 2;
@@ -46,7 +111,7 @@ bool gv_attn_match(const gv_op *d1, gv_attn_chain *c) {
   if (!ints_are(d1, "lhs_batch", nb, 0) || !ints_are(d1, "rhs_batch", nb, 0)) return false;
   memset(c, 0, sizeof *c);
   c->d1 = d1;
-  const gv_op *u = sole_user(d1->next, d1->res[0]);
+  const gv_op *u = sole_user(d1->next, d1->res[0], ix);
   if (u && u->code != GV_OP_SOFTMAX) {
     bool ew = u->code == GV_OP_FUSED || (gv_ops[u->code].flags & GV_ELEMENTWISE);
     if (!ew || u->nres != 1 || !gv_type_equal(&u->res[0]->type, s)) return false;
@@ -55,11 +120,11 @@ bool gv_attn_match(const gv_op *d1, gv_attn_chain *c) {
       if (u->opnds[i] == d1->res[0]) uses++, c->score_opnd = i;
     if (uses != 1) return false;
     c->mid = u;
-    u = sole_user(u->next, u->res[0]);
+    u = sole_user(u->next, u->res[0], ix);
   }
   if (!u || u->code != GV_OP_SOFTMAX || gv_norm_axis(gv_get_int(u, "axis", -1), s->rank) != s->rank - 1) return false;
   c->sm = u;
-  const gv_op *d2 = sole_user(u->next, u->res[0]);
+  const gv_op *d2 = sole_user(u->next, u->res[0], ix);
   if (!d2 || d2->code != GV_OP_DOT || d2->opnds[0] != u->res[0]) return false;
   const gv_type *v = &d2->opnds[1]->type;
   if (v->rank != nb + 2 || v->dtype != GV_DT_F32 || !ints_are(d2, "lhs_batch", nb, 0) || !ints_are(d2, "rhs_batch", nb, 0) ||
@@ -178,7 +243,7 @@ bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c) {
   c->d1 = d1;
   c->k_contract = kc[0];
   const gv_value *cur = d1->res[0];
-  const gv_op *u = sole_user(d1->next, cur);
+  const gv_op *u = sole_user(d1->next, cur, NULL);
   size_t len = 0;
   while (u && u->code != GV_OP_SOFTMAX) {
     int kind = u->code == GV_OP_ADD ? GV_ATTN_ADD : u->code == GV_OP_SUB ? GV_ATTN_SUB : u->code == GV_OP_MUL ? GV_ATTN_MUL
@@ -213,17 +278,17 @@ bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c) {
     if (uses != 1 || (kind == GV_ATTN_DIV && u->opnds[0] != cur) || (kind == GV_ATTN_WHERE && u->opnds[0] == cur)) return false;
     c->steps[c->nsteps++] = u;
     cur = u->res[0];
-    u = sole_user(u->next, cur);
+    u = sole_user(u->next, cur, NULL);
   }
   if (!u || gv_norm_axis(gv_get_int(u, "axis", -1), s->rank) != s->rank - 1) return false;
   c->sm = u;
   const gv_value *p = u->res[0];
-  const gv_op *d2 = sole_user(u->next, p);
+  const gv_op *d2 = sole_user(u->next, p, NULL);
   if (d2 && d2->code == GV_OP_DROPOUT) { /* dropout on the probabilities: the fused op draws its mask (not yet partitioned) */
     if (d2->nopnds != 1 || d2->nres != 1 || !gv_type_equal(&d2->res[0]->type, s)) return false;
     c->drop = d2;
     p = d2->res[0];
-    d2 = sole_user(d2->next, p);
+    d2 = sole_user(d2->next, p, NULL);
   }
   if (!d2 || d2->code != GV_OP_DOT || d2->opnds[0] != p || d2->res[0]->type.dtype != GV_DT_F32) return false;
   const gv_type *v = &d2->opnds[1]->type;

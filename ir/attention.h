@@ -22,6 +22,14 @@ enum { GV_ATTN_MAX = 64 };
  * memory. Fills *c when it does. Uses are counted by scanning the ops after
  * d1 (nested regions included); value->nuses is not read. */
 bool gv_attn_match(const gv_op *d1, gv_attn_chain *c);
+/* The uses of the values of block b, counted once (nested regions included): gv_attn_match_in reads them instead of
+ * scanning the ops after d1 for each dot, which was quadratic in a long program (every dot of a training step's
+ * microbatches; ir/attention.c). The block must not change while they are read. NULL when out of memory. */
+typedef struct gv_attn_uses gv_attn_uses;
+gv_attn_uses *gv_attn_uses_new(const gv_block *b);
+void gv_attn_uses_free(gv_attn_uses *u);
+/* gv_attn_match with b's uses (d1 a top-level op of b); ix NULL: scanned, as gv_attn_match */
+bool gv_attn_match_in(const gv_op *d1, gv_attn_chain *c, const gv_attn_uses *ix);
 
 /* ---- training: galv.attention / galv.attention_grad (docs/fused-attention.md) */
 

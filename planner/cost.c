@@ -238,8 +238,10 @@ int gv_cost_op(const gv_cluster *c, const gv_op *op, const gv_type *opnd, const 
 int gv_cost_attention_chains(const gv_cluster *c, const gv_module *m, gv_attn_chain *out) {
   int n = 0;
   if (!c->fused_attention || !m->main) return 0;
+  gv_attn_uses *ix = gv_attn_uses_new(m->main->body); /* NULL (out of memory): each match scans */
   for (const gv_op *op = m->main->body->first; op && n < GV_ATTN_MAX; op = op->next)
-    if (op->code == GV_OP_DOT && gv_attn_match(op, &out[n])) n++;
+    if (op->code == GV_OP_DOT && gv_attn_match_in(op, &out[n], ix)) n++;
+  gv_attn_uses_free(ix);
   return n;
 }
 

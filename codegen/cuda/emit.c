@@ -1197,8 +1197,10 @@ int gv_emit_cuda(gv_module *m, const char *outdir, gv_emit_options *o, const gv_
   if (!(e.comm = cg_comm_new(m, &e.ct))) goto out;
   e.att = calloc(GV_ATTN_MAX, sizeof *e.att);
   if (!e.att) abort();
+  gv_attn_uses *ix = e.mixed ? NULL : gv_attn_uses_new(m->main->body); /* NULL: each match scans */
   for (const gv_op *op = m->main->body->first; op; op = op->next) /* not under mixed storage: one storage per chain */
-    if (op->code == GV_OP_DOT && e.natt < GV_ATTN_MAX && !e.mixed && gv_attn_match(op, &e.att[e.natt])) e.natt++;
+    if (op->code == GV_OP_DOT && e.natt < GV_ATTN_MAX && !e.mixed && gv_attn_match_in(op, &e.att[e.natt], ix)) e.natt++;
+  gv_attn_uses_free(ix);
   if (write_program(&e, outdir, &nk)) goto out;
   /* an entry is linked into the program's build: no constants.bin, Makefile or runtime of its own */
   if (!entry && (write_constants(&e, outdir) || write_makefile(outdir, arch, cg_comm_nranks(e.comm), co && co->pipe_stage, co && co->shared_gpu) ||

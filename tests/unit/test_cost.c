@@ -384,6 +384,24 @@ static void test_attention(void) {
   if (m && sel) {
     CHECK_EQ(gv_cost_attention_chains(&h, m, ch), 0); /* the backward reads P: not fused */
     CHECK_EQ(gv_cost_attention_chains(&h, sel, ch), L);
+    /* the block's uses counted once (gv_attn_match_in) match every dot as the scan after it does (gv_attn_match) */
+    for (int w = 0; w < 2; w++) {
+      const gv_module *mm = w ? sel : m;
+      gv_attn_uses *ix = gv_attn_uses_new(mm->main->body);
+      CHECK(ix != NULL);
+      int dots = 0, same = 0, hits = 0;
+      for (const gv_op *op = mm->main->body->first; op; op = op->next) {
+        if (op->code != GV_OP_DOT) continue;
+        gv_attn_chain a, b;
+        memset(&a, 0, sizeof a), memset(&b, 0, sizeof b);
+        bool x = gv_attn_match(op, &a), y = gv_attn_match_in(op, &b, ix);
+        dots++, hits += x;
+        same += x == y && (!x || (a.d1 == b.d1 && a.mid == b.mid && a.sm == b.sm && a.d2 == b.d2 && a.score_opnd == b.score_opnd));
+      }
+      CHECK_EQ(same, dots);
+      CHECK_EQ(hits, w ? L : 0);
+      gv_attn_uses_free(ix);
+    }
     int64_t d0, a0, d1, a1;
     sum_flops(m, &d0, &a0);
     sum_flops(sel, &d1, &a1);
