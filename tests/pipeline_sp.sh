@@ -90,7 +90,7 @@ if [ -n "$tabs" ] && tail -n +"$tabs" "$E" | grep -q '^galvc: spmd: reduce_scatt
    tail -n +"$tabs" "$E" | grep -q '^galvc: spmd: all_gather  *tp .*wte/Gather/grad$' &&
    ! tail -n +"$tabs" "$E" | grep -q '^galvc: spmd: all_reduce  *tp  *tensor<64x64xf32>.*wte/Gather/grad$'; then
   ok "the stages run sp: $(tail -n +"$tabs" "$E" | grep -c '^galvc: spmd: reduce_scatter  tp ') reduce-scatters over tp; the embedding gradient all-gathers the tokens' gradient, no table all-reduced"
-else bad "sp in the stage programs: $(tail -n +"${tabs:-1}" "$E" | grep 'wte\|reduce_scatter' | head -4)"; fi
+else bad "sp in the stage programs: $(tail -n +"${tabs:-1}" "$E" | grep 'wte\|reduce_scatter' | head -4) ($(grep -c 'spmd: collective  ' "$E") tables in galvc's log; its last lines: $(tail -3 "$E" | tr '\n' ' '))"; fi
 if [ -n "$tabs" ] && ! tail -n +"$tabs" "$E" | grep -q '^galvc: spmd: all_gather  *dp .* return$' &&
    tail -n +"$tabs" "$E" | grep -q '^galvc: spmd: all_gather  *tp .* return$'; then
   ok "the stages' crossing values: gathered over tp at the return, kept split over dp"
