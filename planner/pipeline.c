@@ -651,6 +651,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   int32_t *Rlo = malloc(nR * sizeof(int32_t)), *Rhi = malloc(nR * sizeof(int32_t));
   const gv_stage_cost **C = calloc(nC, sizeof(gv_stage_cost *));
   int64_t *wofs = malloc(nC * sizeof(int64_t)); /* per range and sub-mesh: its ways in dw, wn of them */
+  uint32_t *eix = malloc(nC * sizeof(uint32_t)); /* per usable range and sub-mesh: its cost's index in the table (the
+                                                  * first sweep's look-up, read by the second) */
   uint8_t *wn = calloc(nC, 1);
   dway *dw = NULL;
   size_t ndw = 0, capdw = 0;
@@ -674,7 +676,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   /* no partition fits: the partition whose largest stage needs the least (the binding figure), that stage */
   int64_t bind = INT64_MAX, bind_state = 0, bind_act = 0, bind_n = 0, bind_dev = 0;
   int bind_first = 0, bind_last = 0;
-  if (!F || !Fj || !Fm || !C || !cand || !gbase || !fast || !fmax || !wofs || !wn || !Rt || !Rlo || !Rhi) {
+  if (!F || !Fj || !Fm || !C || !cand || !gbase || !fast || !fmax || !wofs || !eix || !wn || !Rt || !Rlo || !Rhi) {
     gv_error_plain("pipeline: out of memory (%d groups, %lld device units)", L, (long long)Du);
     goto done;
   }
@@ -734,6 +736,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             }
             e->seen = chp->solve;
           }
+          eix[CX(k, j, m)] = e->idx;
           C[CX(k, j, m)] = NULL;
         }
       }
@@ -747,21 +750,17 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       gv_error_plain("pipeline: out of memory");
       goto done;
     }
-    /* second sweep: pointers (the table may have moved while growing) */
+    /* second sweep: pointers (the table may have moved while growing), from the first's indices */
     for (int k = 0; k < L; k++) {
-      uint64_t h = 0x12345;
       for (int j = k + 1; j <= L; j++) {
-        h = mix(h, p->sig ? p->sig[j - 1] : (uint64_t)(j - 1) * 0x100000001b3ull);
-        if (!p->sig) h = mix(h, (uint64_t)k);
         for (int m = 0; m < nm; m++) {
           if (!usable(p->stages, L, k, j)) {
             C[CX(k, j, m)] = &unusable;
             fast[CX(k, j, m)] = -1;
             continue;
           }
-          uint64_t key = mix(mix(mix(mix(mix(h, (uint64_t)(j - k)), mshape[m]), (uint64_t)B), (uint64_t)(k == 0) | (uint64_t)(j == L) << 1), view);
-          centry *e = cache_slot(chp, key);
-          gv_stage_cost *ec = &chp->pool[e->idx];
+          const uint32_t ei = eix[CX(k, j, m)];
+          gv_stage_cost *ec = &chp->pool[ei];
           C[CX(k, j, m)] = ec;
           fast[CX(k, j, m)] = -1;
           if (ec->feasible) {
@@ -795,8 +794,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
             if (need < min_need)
               min_need = need, out->min_state = (ec->nvar < 2 ? ec->state_bytes : ec->var[vv].state_bytes) + zbh * ec->zb_bytes,
               out->min_act = ec->nvar < 2 ? ec->act_bytes : ec->var[vv].act_bytes;
-            if (!seen[e->idx]) {
-              seen[e->idx] = 1;
+            if (!seen[ei]) {
+              seen[ei] = 1;
               cand[ncand++] = ec->ns;
               for (int w = 1; w < ec->nvar && ncand < (int)nC * GV_STAGE_MAX_VARS; w++) /* the slower ways' times too */
                 if (runs_way(&ec->var[w], psch)) cand[ncand++] = ec->var[w].ns;
@@ -1006,7 +1005,7 @@ done:
   free(Rt), free(Rlo), free(Rhi);
   free((void *)C);
   free(fast), free(fmax), free(seen);
-  free(wofs), free(wn), free(dw);
+  free(wofs), free(eix), free(wn), free(dw);
   free(cand), free(gbase);
   free(own.t), free(own.pool);
   free(ilm), free(il_tmp);
