@@ -34,11 +34,31 @@ typedef struct {
   const gv_value *v;
   int n;
   const gv_op *user;
+  bool dirty; /* its uses changed since they were counted (gv_attn_uses_dirty): scanned again when asked */
 } use_entry;
+typedef struct {
+  const gv_op *op;
+  long pos;
+} pos_entry;
 struct gv_attn_uses {
   use_entry *t;
-  size_t mask;
+  size_t mask, used;
+  bool stale; /* a value could not be marked (the table full): every query scans */
+  pos_entry *p; /* the block's top-level ops by their place in it (ops added later are not there) */
+  size_t pmask;
 };
+
+static pos_entry *pos_slot(const gv_attn_uses *u, const gv_op *op) {
+  size_t h = ((uintptr_t)op >> 4) * 0x9e3779b97f4a7c15ull;
+  for (size_t i = h & u->pmask;; i = (i + 1) & u->pmask)
+    if (u->p[i].op == op || !u->p[i].op) return &u->p[i];
+}
+
+/* op's place in the block when the uses were counted, -1 when not known */
+static long pos_of(const gv_attn_uses *u, const gv_op *op) {
+  const pos_entry *e = pos_slot(u, op);
+  return e->op == op ? e->pos : -1;
+}
 
 static use_entry *use_slot(const gv_attn_uses *u, const gv_value *v) {
   size_t h = ((uintptr_t)v >> 4) * 0x9e3779b97f4a7c15ull;
@@ -59,6 +79,7 @@ static void add_uses(gv_attn_uses *u, const gv_op *op, bool top) {
   for (; op; op = op->next) {
     for (int i = 0; i < op->nopnds; i++) {
       use_entry *e = use_slot(u, op->opnds[i]);
+      if (!e->v) u->used++;
       e->v = op->opnds[i];
       e->n++;
       if (top && !e->user) e->user = op;
@@ -77,11 +98,43 @@ gv_attn_uses *gv_attn_uses_new(const gv_block *b) {
   }
   u->mask = cap - 1;
   add_uses(u, b->first, true);
+  size_t nops = 0, pcap = 16;
+  for (const gv_op *op = b->first; op; op = op->next) nops++;
+  while (pcap < 2 * nops + 16) pcap *= 2;
+  if (!(u->p = calloc(pcap, sizeof *u->p))) {
+    free(u->t), free(u);
+    return NULL;
+  }
+  u->pmask = pcap - 1;
+  long at = 0;
+  for (const gv_op *op = b->first; op; op = op->next) {
+    pos_entry *e = pos_slot(u, op);
+    e->op = op, e->pos = at++;
+  }
   return u;
 }
 
 void gv_attn_uses_free(gv_attn_uses *u) {
-  if (u) free(u->t), free(u);
+  if (u) free(u->t), free(u->p), free(u);
+}
+
+void gv_attn_uses_dirty(gv_attn_uses *u, const gv_value *v) {
+  if (!u || !v) return;
+  use_entry *e = use_slot(u, v);
+  if (!e->v) {
+    if (2 * (u->used + 1) > u->mask + 1) { /* at most half full (use_slot's probe ends at an empty slot) */
+      u->stale = true;
+      return;
+    }
+    u->used++, e->v = v;
+  }
+  e->dirty = true;
+}
+
+int gv_attn_uses_count(const gv_attn_uses *u, const gv_value *v) {
+  if (!u || u->stale) return -1;
+  const use_entry *e = use_slot(u, v);
+  return e->v != v ? 0 : e->dirty ? -1 : e->n;
 }
 
 /* The only user of v among the top-level ops from `from` on, or NULL (used
@@ -89,9 +142,10 @@ void gv_attn_uses_free(gv_attn_uses *u) {
  * `from` (every use of it follows `from`: SSA), so with the block's uses
  * (ix) it is v's one use's top-level reader; without, the ops are scanned. */
 static const gv_op *sole_user(const gv_op *from, const gv_value *v, const gv_attn_uses *ix) {
-  if (ix) {
+  if (ix && !ix->stale) {
     const use_entry *e = use_slot(ix, v);
-    return e->v == v && e->n == 1 ? e->user : NULL;
+    if (e->v != v) return NULL; /* no use */
+    if (!e->dirty) return e->n == 1 ? e->user : NULL;
   }
   if (uses_in(from, v) != 1) return NULL;
   for (const gv_op *op = from; op; op = op->next)
@@ -228,7 +282,9 @@ static bool broadcasts_to(const gv_type *v, const gv_type *s) {
   return true;
 }
 
-bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c) {
+bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c) { return gv_attn_match_train_in(d1, c, NULL); }
+
+bool gv_attn_match_train_in(const gv_op *d1, gv_attn_train_chain *c, const gv_attn_uses *ix) {
   if (d1->code != GV_OP_DOT || d1->nopnds != 2 || d1->nres != 1) return false;
   const gv_type *q = &d1->opnds[0]->type, *k = &d1->opnds[1]->type, *s = &d1->res[0]->type;
   int nb = q->rank - 2;
@@ -243,7 +299,7 @@ bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c) {
   c->d1 = d1;
   c->k_contract = kc[0];
   const gv_value *cur = d1->res[0];
-  const gv_op *u = sole_user(d1->next, cur, NULL);
+  const gv_op *u = sole_user(d1->next, cur, ix);
   size_t len = 0;
   while (u && u->code != GV_OP_SOFTMAX) {
     int kind = u->code == GV_OP_ADD ? GV_ATTN_ADD : u->code == GV_OP_SUB ? GV_ATTN_SUB : u->code == GV_OP_MUL ? GV_ATTN_MUL
@@ -278,17 +334,17 @@ bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c) {
     if (uses != 1 || (kind == GV_ATTN_DIV && u->opnds[0] != cur) || (kind == GV_ATTN_WHERE && u->opnds[0] == cur)) return false;
     c->steps[c->nsteps++] = u;
     cur = u->res[0];
-    u = sole_user(u->next, cur, NULL);
+    u = sole_user(u->next, cur, ix);
   }
   if (!u || gv_norm_axis(gv_get_int(u, "axis", -1), s->rank) != s->rank - 1) return false;
   c->sm = u;
   const gv_value *p = u->res[0];
-  const gv_op *d2 = sole_user(u->next, p, NULL);
+  const gv_op *d2 = sole_user(u->next, p, ix);
   if (d2 && d2->code == GV_OP_DROPOUT) { /* dropout on the probabilities: the fused op draws its mask (not yet partitioned) */
     if (d2->nopnds != 1 || d2->nres != 1 || !gv_type_equal(&d2->res[0]->type, s)) return false;
     c->drop = d2;
     p = d2->res[0];
-    d2 = sole_user(d2->next, p, NULL);
+    d2 = sole_user(d2->next, p, ix);
   }
   if (!d2 || d2->code != GV_OP_DOT || d2->opnds[0] != p || d2->res[0]->type.dtype != GV_DT_F32) return false;
   const gv_type *v = &d2->opnds[1]->type;
@@ -301,6 +357,11 @@ bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c) {
   /* functor operands must be defined before d2, where galv.attention goes */
   for (int f = 0; f < c->nfn; f++) {
     if (!c->fn[f]->def) continue;
+    const long pd = ix ? pos_of(ix, c->fn[f]->def) : -1, p2 = ix ? pos_of(ix, d2) : -1;
+    if (pd >= 0 && p2 >= 0) { /* both placed when counted: their order (ops are added and removed, never moved) */
+      if (pd >= p2) return false;
+      continue;
+    }
     const gv_op *o = d2;
     while (o && o != c->fn[f]->def) o = o->next;
     if (o) return false;

@@ -100,6 +100,12 @@ typedef struct {
  * broadcastable to the score (rank-0 / one-element constants become
  * literals). Fills *c when it does. */
 bool gv_attn_match_train(const gv_op *d1, gv_attn_train_chain *c);
+/* ... with the block's uses counted once (gv_attn_uses_new; ix NULL: scanned). A pass that changes the block between
+ * matches marks each value whose uses it changed (gv_attn_uses_dirty): those are scanned again when a match asks.
+ * gv_attn_uses_count: a value's uses as counted, -1 when it is marked (or the table could not mark one). */
+bool gv_attn_match_train_in(const gv_op *d1, gv_attn_train_chain *c, const gv_attn_uses *ix);
+void gv_attn_uses_dirty(gv_attn_uses *u, const gv_value *v);
+int gv_attn_uses_count(const gv_attn_uses *u, const gv_value *v);
 
 /* Where training's galv.attention / attention_grad run as kernels, the one
  * place the drivers ask (galvc, galv-eval: --fused-attention auto, their

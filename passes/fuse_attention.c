@@ -29,10 +29,13 @@ int gv_pass_fuse_attention(gv_module *m) {
     for (int i = 0; i < op->nopnds; i++) dep |= op->opnds[i]->id == 1;
     for (int i = 0; i < op->nres; i++) op->res[i]->id = dep;
   }
+  /* the block's uses counted once (each match read the ops after its dot: quadratic in a long forward), the values
+   * whose uses a fusion changes marked as such (scanned again when asked) */
+  gv_attn_uses *ix = gv_attn_uses_new(b); /* NULL (out of memory): every match scans */
   gv_op *op = b->first;
   while (op) {
     gv_attn_train_chain c;
-    if (!gv_attn_match_train(op, &c)) {
+    if (!gv_attn_match_train_in(op, &c, ix)) {
       op = op->next;
       continue;
     }
@@ -56,14 +59,28 @@ int gv_pass_fuse_attention(gv_module *m) {
         if (!strcmp(c.drop->attrs[i].name, mask_attrs[k])) gv_set_attr(m, a, &c.drop->attrs[i]);
     int64_t layer = gv_get_int(c.sm, "layer", -1); /* a clustered module's layer group (cluster-layers) */
     if (layer >= 0) gv_set_int(m, a, "layer", layer);
-    if (gv_infer_op(m, a, NULL)) return -1;
-    if (!gv_type_equal(&a->res[0]->type, &c.d2->res[0]->type))
+    if (gv_infer_op(m, a, NULL)) {
+      gv_attn_uses_free(ix);
+      return -1;
+    }
+    if (!gv_type_equal(&a->res[0]->type, &c.d2->res[0]->type)) {
+      gv_attn_uses_free(ix);
       return gv_error_op(m, c.d2, "fuse-attention: the fused output type differs from the chain's");
+    }
     gv_op *d1 = (gv_op *)c.d1, *d2 = (gv_op *)c.d2;
     gv_insert_before(d2, a);
     a->res[0]->name = d2->res[0]->name;
     a->res[0]->id = a->res[1]->id = 0;
-    gv_replace_uses(b, d2->res[0], a->res[0]);
+    /* d2's result's uses: after d2, as counted (a count off, or none: every use, gv_replace_uses_after) */
+    gv_replace_uses_after(d2, d2->res[0], a->res[0], gv_attn_uses_count(ix, d2->res[0]));
+    /* what the removed chain read and the fused op reads: their uses changed */
+    const gv_op *gone[4 + GV_ATTN_MAX_STEPS] = {d1, d2, c.sm, c.drop};
+    for (int s = 0; s < c.nsteps; s++) gone[4 + s] = c.steps[s];
+    for (int g = 0; g < 4 + c.nsteps; g++)
+      for (int i = 0; gone[g] && i < gone[g]->nopnds; i++) gv_attn_uses_dirty(ix, gone[g]->opnds[i]);
+    for (int i = 0; i < a->nopnds; i++) gv_attn_uses_dirty(ix, a->opnds[i]);
+    gv_attn_uses_dirty(ix, d2->res[0]);
+    for (int r = 0; r < a->nres; r++) gv_attn_uses_dirty(ix, a->res[r]);
     /* the chain's values have no other use (the match): drop it and go on
      * after the op before d1 (another chain may start between the dots) */
     gv_op *next = d1->next;
@@ -79,6 +96,7 @@ int gv_pass_fuse_attention(gv_module *m) {
     gv_op_unlink(d1);
     op = next;
   }
+  gv_attn_uses_free(ix);
   gv_count_uses(b);
   return 0;
 }

@@ -354,6 +354,38 @@ static void test_attention(void) {
   gv_module *m = gpt2(false);
   CHECK(m != NULL);
   if (!m) return;
+  { /* the training match (passes/fuse_attention.c, on the forward before fuse) with the block's uses counted once = the
+     * scan after each dot, and with a value marked changed (scanned again) */
+    const char *src = getenv("GALV_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/examples/models/torch/gpt2_op17.onnx", src ? src : ".");
+    gv_import_options opt = {.batch = 2, .seq = 16, .load_weights = false};
+    gv_module *fm = gv_import_onnx(path, &opt);
+    static const char *const fwd[] = {"shape-infer", "fold-constants", "canonicalize", "dce"};
+    for (size_t i = 0; fm && i < 4; i++)
+      if (gv_pass_lookup(fwd[i])->run(fm)) gv_module_free(fm), fm = NULL;
+    CHECK(fm != NULL);
+    if (!fm) return;
+    gv_attn_uses *ix = gv_attn_uses_new(fm->main->body);
+    CHECK(ix != NULL);
+    int dots = 0, same = 0, hits = 0;
+    for (int pass = 0; pass < 2; pass++)
+      for (const gv_op *op = fm->main->body->first; op; op = op->next) {
+        if (op->code != GV_OP_DOT) continue;
+        gv_attn_train_chain a, b;
+        memset(&a, 0, sizeof a), memset(&b, 0, sizeof b);
+        bool x = gv_attn_match_train(op, &a), y = gv_attn_match_train_in(op, &b, ix);
+        dots++, hits += x;
+        same += x == y && (!x || (a.d1 == b.d1 && a.sm == b.sm && a.d2 == b.d2 && a.drop == b.drop && a.nsteps == b.nsteps &&
+                                  a.nfn == b.nfn && !memcmp(a.steps, b.steps, sizeof a.steps) && !memcmp(a.fn, b.fn, sizeof a.fn) &&
+                                  !strcmp(a.score, b.score)));
+        if (pass == 0 && x) gv_attn_uses_dirty(ix, op->res[0]); /* the second pass: the scores' uses scanned again */
+      }
+    CHECK_EQ(same, dots);
+    CHECK_EQ(hits, 2 * L);
+    gv_attn_uses_free(ix);
+    gv_module_free(fm);
+  }
   CHECK_EQ(gv_cost_attention_chains(&h, m, ch), 0); /* the flag is off: every op priced alone */
   h.fused_attention = true;
   int n = gv_cost_attention_chains(&h, m, ch);
