@@ -266,19 +266,25 @@ static void test_memory(void) {
 /* GPT-2 (examples/models/torch: d 32, 4 heads, 2 layers, vocab 128, untied lm_head) */
 static gv_module *gpt2_prec(bool train, gv_dtype prec);
 static gv_module *gpt2(bool train) { return gpt2_prec(train, GV_DT_F32); }
-static gv_module *gpt2_prec(bool train, gv_dtype prec) {
+/* GPT-2's forward after shape-infer, fold-constants, canonicalize and dce, the passes under 16-bit storage prec
+ * (gv_precision_opts.storage left so; NULL on failure) */
+static gv_module *gpt2_forward(gv_dtype prec) {
   const char *src = getenv("GALV_SOURCE_DIR");
   char path[4096];
   snprintf(path, sizeof path, "%s/examples/models/torch/gpt2_op17.onnx", src ? src : ".");
   gv_import_options opt = {.batch = 2, .seq = 16, .load_weights = false};
   gv_module *m = gv_import_onnx(path, &opt);
-  if (!m) return NULL;
+  gv_precision_opts.storage = prec;
   static const char *const fwd[] = {"shape-infer", "fold-constants", "canonicalize", "dce"};
+  for (size_t i = 0; m && i < 4; i++)
+    if (gv_pass_lookup(fwd[i])->run(m)) gv_module_free(m), m = NULL;
+  return m;
+}
+static gv_module *gpt2_prec(bool train, gv_dtype prec) {
   static const char *const tr[] = {"loss", "autodiff", "recompute", "optimizer"};
   static const char *const tail[] = {"fuse", "storage", "memory-plan"};
-  gv_precision_opts.storage = prec;
-  for (size_t i = 0; i < 4; i++)
-    if (gv_pass_lookup(fwd[i])->run(m)) goto bad;
+  gv_module *m = gpt2_forward(prec);
+  if (!m) goto bad;
   for (size_t i = 0; train && i < 4; i++)
     if (gv_pass_lookup(tr[i])->run(m)) goto bad;
   for (size_t i = 0; i < 3; i++)
@@ -356,14 +362,7 @@ static void test_attention(void) {
   if (!m) return;
   { /* the training match (passes/fuse_attention.c, on the forward before fuse) with the block's uses counted once = the
      * scan after each dot, and with a value marked changed (scanned again) */
-    const char *src = getenv("GALV_SOURCE_DIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/examples/models/torch/gpt2_op17.onnx", src ? src : ".");
-    gv_import_options opt = {.batch = 2, .seq = 16, .load_weights = false};
-    gv_module *fm = gv_import_onnx(path, &opt);
-    static const char *const fwd[] = {"shape-infer", "fold-constants", "canonicalize", "dce"};
-    for (size_t i = 0; fm && i < 4; i++)
-      if (gv_pass_lookup(fwd[i])->run(fm)) gv_module_free(fm), fm = NULL;
+    gv_module *fm = gpt2_forward(GV_DT_F32);
     CHECK(fm != NULL);
     if (!fm) return;
     gv_attn_uses *ix = gv_attn_uses_new(fm->main->body);
