@@ -4385,31 +4385,58 @@ void gv_plan_profile_report(const gv_module *m, FILE *f) {
 
 gv_plan_outcome gv_plan_last;
 
-/* The run's chosen plan kept for gv_plan_explain: its program before pin_plan, the plan, its cost, the limit */
-static struct {
+/* The run's chosen plan kept for gv_plan_explain: its program before pin_plan, the plan, its cost, the limit, the
+ * count the program stands in for (count_as; 0: the program's own) and the microbatches it holds
+ * (gv_train_opts.microbatches then: the passes its realisations run read it, and galvc may have compiled another
+ * count since). A stand-in's run (galvc's polish priced from 2 microbatches) is kept beside the last run of a
+ * program's own (stand_run): the polish prices on it and realises on that one. */
+typedef struct {
   gv_module *m;
   gv_plan plan;
   gv_plan_cost pc;
-  int64_t limit;
-} explained;
+  int64_t limit, count_as;
+  int microbatches;
+} kept_run;
+static kept_run explained, stand_run;
 
 static void explain_keep(const gv_module *m, const gv_plan *p, const gv_plan_cost *pc, int64_t limit) {
-  if (explained.m) gv_module_free(explained.m);
-  explained.m = clone_module(m);
-  explained.plan = *p, explained.pc = *pc, explained.limit = limit;
+  kept_run *k = count_as > 2 ? &stand_run : &explained;
+  if (k->m) gv_module_free(k->m);
+  k->m = clone_module(m);
+  k->plan = *p, k->pc = *pc, k->limit = limit, k->count_as = count_as;
+  k->microbatches = gv_train_opts.microbatches;
 }
+
+static void kept_drop(kept_run *k) {
+  if (k->m) gv_module_free(k->m);
+  k->m = NULL;
+}
+
+/* The globals a realisation of a kept run's program reads, set to that run's; globals_put puts them back */
+typedef struct {
+  int64_t count_as;
+  int microbatches;
+} run_globals;
+static run_globals globals_use(const kept_run *k) {
+  run_globals g = {count_as, gv_train_opts.microbatches};
+  count_as = k->count_as, gv_train_opts.microbatches = k->microbatches;
+  return g;
+}
+static void globals_put(run_globals g) { count_as = g.count_as, gv_train_opts.microbatches = g.microbatches; }
 
 typedef struct {
   ctx *C;
   FILE *f;
   int g, rc;
+  const gv_plan *p; /* the plan explained, its figures */
+  const gv_plan_cost *pc;
 } explain_ud;
 
 static void explain_line(void *ud, int a, int b, const char *label, const char *strategy) {
   explain_ud *e = ud;
   if (e->rc || e->g++ >= EXPLAIN_GROUPS) return;
   fprintf(e->f, "plan:   runner-up for %s (%s): ", label, strategy);
-  e->rc = explain_group(e->C, &explained.plan, &explained.pc, a, b, e->f);
+  e->rc = explain_group(e->C, e->p, e->pc, a, b, e->f);
 }
 
 /* p leaves an axis of more than one device idle: no batch, no unit's tp or vocab split over it */
@@ -4431,16 +4458,27 @@ static bool polish_in_space(const gv_plan *p, const gv_plan *q, int a) {
   return !(env_off("GALV_PLAN_SP") && q->sp[a] && !p->sp[a]);
 }
 
-/* gv_plan_polish's walk over one plan's groups: the fastest single change that fits and beats the plan */
+/* gv_plan_polish's walk over one plan's groups: the fastest single change that fits and beats the plan; with a
+ * stand-in (S), each change priced on it instead and those priced faster within the limit kept (cand) for the round
+ * to realise in full, fastest priced first */
+enum { POLISH_CANDS = 64, POLISH_VERIFY = 3 };
 typedef struct {
-  ctx *C;
+  gv_plan q;
+  gv_plan_cost qc;
+  char what[64], label[32], from[128];
+  int a;
+} polish_cand;
+typedef struct {
+  ctx *C, *S;
   const gv_plan *p;
-  const gv_plan_cost *pc;
+  const gv_plan_cost *pc, *ps; /* the plan's figures realised; priced on the stand-in (with S) */
   gv_plan best;
   gv_plan_cost bc;
   char what[64], label[32], from[128];
   bool found;
   int a, g, rc; /* a: the best change's group's first unit */
+  polish_cand *cand;
+  int ncand;
 } polish_ud;
 
 static void polish_group(void *ud, int a, int b, const char *label, const char *strategy) {
@@ -4452,6 +4490,22 @@ static void polish_group(void *ud, int a, int b, const char *label, const char *
     gv_plan_cost qc;
     if (!group_alt(e->C, e->p, a, b, k, &q, what, sizeof what)) break;
     if (!polish_in_space(e->p, &q, a)) continue;
+    if (e->S) { /* priced from 2 microbatches; over the limit as priced: over it realised (the copies never take less) */
+      run_globals g = globals_use(&stand_run);
+      int r = realise(e->S, &q, &qc, NULL, NULL);
+      globals_put(g);
+      if (r < 0) {
+        e->rc = -1;
+        return;
+      }
+      if (r || qc.mem_total > e->S->limit || qc.step_ns >= e->ps->step_ns || e->ncand == POLISH_CANDS) continue;
+      polish_cand *c = &e->cand[e->ncand++];
+      c->q = q, c->qc = qc, c->a = a;
+      snprintf(c->what, sizeof c->what, "%s", what);
+      snprintf(c->label, sizeof c->label, "%s", label);
+      snprintf(c->from, sizeof c->from, "%s", strategy);
+      continue;
+    }
     int r = realise(e->C, &q, &qc, NULL, NULL);
     if (r < 0) {
       e->rc = -1;
@@ -4467,6 +4521,11 @@ static void polish_group(void *ud, int a, int b, const char *label, const char *
   }
 }
 
+static int cand_cmp(const void *x, const void *y) {
+  const polish_cand *a = x, *b = y;
+  return a->qc.step_ns < b->qc.step_ns ? -1 : a->qc.step_ns > b->qc.step_ns;
+}
+
 enum { POLISH_ROUNDS = 3 };
 
 int gv_plan_polish(gv_plan *out, FILE *f) {
@@ -4476,45 +4535,88 @@ int gv_plan_polish(gv_plan *out, FILE *f) {
   const gv_plan_options *o = &gv_plan_opts;
   const gv_layer_units_hint_state hint = gv_layer_units_hint_get(); /* as gv_plan_explain: put back afterwards */
   const gv_shard_options shard = gv_shard_opts;
-  ctx C;
+  /* a stand-in of the same plan at the program's count (galvc's polish priced from 2 microbatches) */
+  const bool priced = stand_run.m && stand_run.count_as == explained.microbatches && plan_eq(&stand_run.plan, &explained.plan);
+  ctx C, S;
   int rc = ctx_init(&C, explained.m, o->cluster, explained.limit);
+  const bool c_on = !rc;
+  bool s_on = false;
+  if (!rc && priced) rc = ctx_init(&S, stand_run.m, o->cluster, stand_run.limit), s_on = !rc;
+  polish_cand *cand = priced ? malloc(POLISH_CANDS * sizeof *cand) : NULL;
+  if (priced && !cand) rc = gv_error_plain("planner: out of memory");
   int taken = 0;
+  run_globals g0 = globals_use(&explained);
   if (!rc) {
     plan_key key;
     if (plan_key_of(explained.m, o, &key)) C.memo = (key.h ^ key.n) | 1;
+    if (priced && plan_key_of(stand_run.m, o, &key)) S.memo = (key.h ^ key.n) | 1;
     double t0 = now_s();
-    int64_t r0 = C.realised;
+    int64_t r0 = C.realised, s0 = priced ? S.realised : 0;
     gv_plan p = explained.plan;
-    gv_plan_cost pc = explained.pc;
+    gv_plan_cost pc = explained.pc, ps = stand_run.pc;
     for (int round = 0; round < POLISH_ROUNDS && !rc; round++) {
       polish_ud e;
       memset(&e, 0, sizeof e);
-      e.C = &C, e.p = &p, e.pc = &pc;
+      e.C = &C, e.S = priced ? &S : NULL, e.p = &p, e.pc = &pc, e.ps = &ps, e.cand = cand;
       plan_groups(&p, polish_group, &e);
       rc = e.rc;
+      int tried = 0;
+      if (!rc && priced) { /* the changes priced faster within the limit, realised in full, fastest priced first */
+        qsort(cand, (size_t)e.ncand, sizeof *cand, cand_cmp);
+        for (int i = 0; i < e.ncand && tried < POLISH_VERIFY && !e.found; i++, tried++) {
+          gv_plan_cost qc;
+          int r = realise(&C, &cand[i].q, &qc, NULL, NULL);
+          if (r < 0) {
+            rc = -1;
+            break;
+          }
+          if (r || qc.mem_total > C.limit || qc.step_ns >= pc.step_ns) continue;
+          const polish_cand *c = &cand[i];
+          e.best = c->q, e.bc = qc, e.found = true, e.a = c->a, ps = c->qc;
+          snprintf(e.what, sizeof e.what, "%s", c->what);
+          snprintf(e.label, sizeof e.label, "%s", c->label);
+          snprintf(e.from, sizeof e.from, "%s", c->from);
+        }
+      }
       if (rc || !e.found) break;
       if (f) {
         char to[128]; /* the changed group's strategy now */
         gv_plan_unit_str(&e.best, e.a, to, sizeof to);
-        fprintf(f, "plan: polished: %s (%s) -> %s [%s]: step %.3f -> %.3f ms, %lld bytes per device (the search's choice "
-                   "with one layer group changed, realised in full: faster and within the limit)\n",
-                e.label, e.from, to, e.what, pc.step_ns / 1e6, e.bc.step_ns / 1e6, (long long)e.bc.mem_total);
+        if (priced)
+          fprintf(f, "plan: polished: %s (%s) -> %s [%s]: step %.3f -> %.3f ms, %lld bytes per device (the search's choice "
+                     "with one layer group changed, priced from 2 microbatches for %lld (%d faster within the limit so), then "
+                     "realised in full: faster and within the limit)\n", e.label, e.from, to, e.what, pc.step_ns / 1e6,
+                  e.bc.step_ns / 1e6, (long long)e.bc.mem_total, (long long)stand_run.count_as, e.ncand);
+        else
+          fprintf(f, "plan: polished: %s (%s) -> %s [%s]: step %.3f -> %.3f ms, %lld bytes per device (the search's choice "
+                     "with one layer group changed, realised in full: faster and within the limit)\n",
+                  e.label, e.from, to, e.what, pc.step_ns / 1e6, e.bc.step_ns / 1e6, (long long)e.bc.mem_total);
       }
       p = e.best, pc = e.bc, taken++;
     }
     if (!rc && taken) *out = p;
-    if (!rc && f && taken)
-      fprintf(f, "plan: polish: %d change%s taken, %lld candidate programs realised in %.3f s\n", taken, taken == 1 ? "" : "s",
-              (long long)(C.realised - r0), now_s() - t0);
-    ctx_free(&C);
+    if (!rc && priced) stand_run.plan = p, stand_run.pc = ps; /* the report explains the plan compiled, priced */
+    if (!rc && f && (taken || priced)) {
+      fprintf(f, "plan: polish: %d change%s taken, %lld candidate programs realised in full", taken, taken == 1 ? "" : "s",
+              (long long)(C.realised - r0));
+      if (priced) fprintf(f, " and %lld priced from 2 microbatches", (long long)(S.realised - s0));
+      fprintf(f, " in %.3f s\n", now_s() - t0);
+    }
   }
+  globals_put(g0);
+  if (s_on) ctx_free(&S);
+  if (c_on) ctx_free(&C);
+  free(cand);
   gv_layer_units_hint_put(hint);
   gv_shard_opts = shard;
   return rc ? -1 : taken > 0;
 }
 
 int gv_plan_explain(FILE *f) {
-  if (!explained.m) return 0;
+  /* the program the polish priced on when there is one (a stand-in of the count compiled: its changes priced as the
+   * polish priced them), else the run's own */
+  const kept_run *k = stand_run.m ? &stand_run : &explained;
+  if (!k->m) return 0;
   const gv_plan_options *o = &gv_plan_opts;
   /* the realisations below set the layer-units hint for each copy: the main program's (set by the pass after its
    * choice, read by its regather and overlap after this call) is put back, so the program compiled is the one
@@ -4522,24 +4624,32 @@ int gv_plan_explain(FILE *f) {
   const gv_layer_units_hint_state hint = gv_layer_units_hint_get();
   const gv_shard_options shard = gv_shard_opts;
   ctx C;
-  int rc = ctx_init(&C, explained.m, o->cluster, explained.limit);
+  int rc = ctx_init(&C, k->m, o->cluster, k->limit);
+  run_globals g0 = globals_use(k);
   if (!rc) {
     plan_key key;
-    if (plan_key_of(explained.m, o, &key)) C.memo = (key.h ^ key.n) | 1;
+    if (plan_key_of(k->m, o, &key)) C.memo = (key.h ^ key.n) | 1;
     double t0 = now_s();
     int64_t r0 = C.realised;
-    fprintf(f, "plan: each layer group against its other choices (the plan realised with that group's choice changed, one "
-               "change at a time; the fastest that fits):\n");
-    explain_ud e = {&C, f, 0, 0};
-    int g = plan_groups(&explained.plan, explain_line, &e);
+    if (k->count_as)
+      fprintf(f, "plan: each layer group against its other choices (the plan with that group's choice changed, one change at "
+                 "a time, priced from 2 microbatches for %lld as the polish priced them; the choice so priced: %.3f ms, %lld "
+                 "bytes per device; the fastest that fits):\n", (long long)k->count_as, k->pc.step_ns / 1e6,
+              (long long)k->pc.mem_total);
+    else
+      fprintf(f, "plan: each layer group against its other choices (the plan realised with that group's choice changed, one "
+                 "change at a time; the fastest that fits):\n");
+    explain_ud e = {&C, f, 0, 0, &k->plan, &k->pc};
+    int g = plan_groups(&k->plan, explain_line, &e);
     rc = e.rc;
     if (!rc && g > EXPLAIN_GROUPS) fprintf(f, "plan:   (runner-ups for the first %d groups of %d)\n", EXPLAIN_GROUPS, g);
     if (!rc)
-      fprintf(f, "plan: runner-ups: %lld candidate programs realised in %.3f s\n", (long long)(C.realised - r0), now_s() - t0);
+      fprintf(f, "plan: runner-ups: %lld candidate programs %s in %.3f s\n", (long long)(C.realised - r0),
+              k->count_as ? "priced" : "realised", now_s() - t0);
     ctx_free(&C);
   }
-  gv_module_free(explained.m);
-  explained.m = NULL;
+  globals_put(g0);
+  kept_drop(&explained), kept_drop(&stand_run);
   gv_layer_units_hint_put(hint);
   gv_shard_opts = shard;
   return rc ? -1 : 0;
@@ -4564,7 +4674,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   int rc = 0;
   memset(&gv_plan_last, 0, sizeof gv_plan_last);
   gv_shard_opts.bucket_planned = -1; /* --bucket-mb auto: each candidate's realisation chooses */
-  count_as = o->count_as > 2 && !o->plan_in && !o->plan_fixed ? o->count_as : 0;
+  count_as = o->count_as > 2 && !o->plan_in ? o->count_as : 0; /* with plan_fixed: galvc prices a fixed plan at a count */
   static alternatives alt; /* large (three plans): not on the stack */
   bool alt_scaled = false;   /* the alternatives' figures are the reduced search's scaled predictions, not realised */
   memset(&alt, 0, sizeof alt);

@@ -98,7 +98,8 @@ typedef struct {
    * candidate's step to beat (galvc_pipeline.c: a stage's B microbatches run one after another, so a stage slower
    * than (step to beat - the stages before it) / B cannot be in a faster pipeline); 0: none */
   int64_t stage_incumbent_ns;
-  const gv_plan *plan_fixed; /* a plan applied as given (like plan_in; galvc compiles the stand-in's choice at its count) */
+  const gv_plan *plan_fixed; /* a plan applied as given (like plan_in; galvc compiles the stand-in's choice at its count,
+                              * or prices it with count_as: recomputation on some layers searched on the stand-in) */
   /* gv_plan_intra on a fixed mesh shape with the roles fixed (a pipeline stage compiled with --mesh and --strategy
    * dp,tp: the preset): the batch split over axis intra_dp only (-1: none), the layers' tp over intra_tp only (-1:
    * none), the outer unit over intra_tp or none, no ZeRO */
@@ -126,9 +127,12 @@ int gv_plan_explain(FILE *f);
 /* The search's choice polished (docs/planner.md, "The choice polished"): the plan the last gv_pass_plan_sharding
  * with gv_plan_opts.explain chose, realised again with one layer group's choice changed at a time (the changes
  * gv_plan_explain weighs); where some change is faster and fits, the fastest such is taken and the groups are
- * weighed again from it, POLISH_ROUNDS times at most. Returns 1 with *out the polished plan (f, when given, gets one
- * line per change taken), 0 when no change is faster, -1 on an internal error. galvc compiles *out in place of the
- * choice. The plan kept for gv_plan_explain is left as it was. */
+ * weighed again from it, POLISH_ROUNDS times at most. When a later run with gv_plan_opts.explain and count_as priced
+ * the same plan on a stand-in of that program's count (galvc's polish priced from 2 microbatches, docs/planner.md
+ * "The polish priced from two microbatches"), each change is priced on the stand-in and only those priced faster
+ * within the limit are realised in full, fastest priced first (POLISH_VERIFY per round); gv_plan_explain then explains
+ * the plan compiled on the stand-in. Returns 1 with *out the polished plan (f, when given, gets one line per change
+ * taken), 0 when no change is faster, -1 on an internal error. galvc compiles *out in place of the choice. */
 int gv_plan_polish(gv_plan *out, FILE *f);
 
 /* What the last gv_pass_plan_sharding that returned 0 chose: the chosen

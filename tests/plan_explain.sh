@@ -25,6 +25,8 @@
 # 32 x seq 1024, bf16, where one layer's change realises faster in full: the
 # "polished" line's steps are the search's choice (GALV_PLAN_POLISH=off) and
 # plan.json's, no runner-up is left faster, -q and --plan give the same plan;
+# the polish priced from two microbatches (2 H100 under 6 GB, 4 microbatches):
+# the same plan as each change realised in full, fewer realised;
 # a polished plan compiled and run (GPT-2 of 12 layers, hidden 128, 4 CPU
 # ranks): 2 training steps = the single-device program, bytes counted =
 # plan.json's.
@@ -241,6 +243,38 @@ print(f"{len(ch)} change(s) ({'; '.join(c[0] + ' [' + c[1] + ']' for c in ch)}):
 PY
   ); then ok "polish: $r"; else bad "polish: $r"; fi
 else bad "polish: galvc: $(grep -m2 error "$T/pol.err")"; fi
+
+# the polish priced from two microbatches (docs/planner.md "The polish priced from two microbatches"): the same GPT-2
+# 124M on 2 H100 under 6 GB without recomputation, 4 microbatches of 8: each change priced on the stand-in of 2, those
+# priced faster within the limit realised in full; the same plan.json as each change realised in full
+# (GALV_PLAN_POLISH=full), with fewer realisations in full
+PP=(--batch 32 --seq 1024 --train --gpus 2 --cluster h100-sxm --precision bf16 --no-weights --plan-only --pp 1 --recompute=none
+  --memory-limit 6000000000)
+if timeout 300 "$BUILD/galvc" "$T/g124.onnx" "${PP[@]}" --plan-out "$T/pp.json" 2>"$T/pp.err" </dev/null &&
+   GALV_PLAN_POLISH=full timeout 300 "$BUILD/galvc" "$T/g124.onnx" "${PP[@]}" --plan-out "$T/ppf.json" 2>"$T/ppf.err" </dev/null; then
+  if r=$(python3 - "$T" 2>&1 <<'PY'
+import json, re, sys
+t = sys.argv[1]
+err, errf = open(f"{t}/pp.err").read(), open(f"{t}/ppf.err").read()
+p, pf = json.load(open(f"{t}/pp.json")), json.load(open(f"{t}/ppf.json"))
+ch = re.findall(r"^plan: polished: (.*?) \[(.*?)\]: step ([\d.]+) -> ([\d.]+) ms.*priced from 2 microbatches for (\d+) .*then realised in full", err, re.M)
+n = re.search(r"^plan: polish: (\d+) changes? taken, (\d+) candidate programs realised in full and (\d+) priced from 2", err, re.M)
+nf = re.search(r"^plan: polish: (\d+) changes? taken, (\d+) candidate programs realised in full in", errf, re.M)
+if not ch or not n or not nf:
+    sys.exit(f"no priced polish ({len(ch)} changes) or no count line: {n and n.group(0)} / {nf and nf.group(0)}")
+if p.get("microbatches") != int(ch[0][4]) or p.get("microbatches", 1) <= 2:
+    sys.exit(f"priced for {ch[0][4]}, plan.json {p.get('microbatches')} microbatches")
+key = lambda q: (q["units"], q.get("microbatches"), q["predicted"]["step_ns"], q["memory_per_device"]["total"])
+if key(p) != key(pf):
+    sys.exit(f"priced polish: {key(p)[1:]}; each change in full: {key(pf)[1:]}")
+if not int(n.group(2)) < int(nf.group(2)) or int(n.group(1)) != int(nf.group(1)):
+    sys.exit(f"realised in full: {n.group(0)} against {nf.group(0)}")
+print(f"{len(ch)} change(s) ({'; '.join(c[0] + ' [' + c[1] + ']' for c in ch)}): {ch[0][2]} -> {ch[-1][3]} ms at {p['microbatches']} "
+      f"microbatches, the same plan as each change realised in full; {n.group(2)} realised in full and {n.group(3)} priced, against "
+      f"{nf.group(2)} realised")
+PY
+  ); then ok "polish priced from 2: $r"; else bad "polish priced from 2: $r"; fi
+else bad "polish priced from 2: galvc: $(grep -m2 error "$T/pp.err" "$T/ppf.err")"; fi
 
 # a polished plan compiled and run: GPT-2 of 12 layers, hidden 128, vocab 4096 (with weights), 4 CPU ranks, a100-40g,
 # batch 8 x seq 128, AdamW (eps 1e-6): the polish changes the embedding / head's ZeRO stage (the search's choice

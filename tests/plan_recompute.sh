@@ -15,10 +15,12 @@
 #     the search says so and ends with a recomputing plan under the limit;
 #   - each recomputing mode's plan (at its count) with only its first k
 #     layers recomputed: k = 0, then a search for the fewest k that fit
-#     (the lines of the k tried); the fastest of these and the uniform
+#     (the lines of the k tried; at a count over 2 priced from 2 first,
+#     the k picked realised in full); the fastest of these and the uniform
 #     winner is plan.json's (recompute=first:k / selective:first:k), at
 #     the limit above and 1 byte under the smallest plan without
-#     recomputation;
+#     recomputation; there also the same plan as each k realised in full
+#     (GALV_RECOMPUTE_PARTIAL=full);
 #   - --plan reproduces the recomputation and microbatches (same step);
 #     --recompute=none beside it is a conflict; the compiled plan runs 2
 #     AdamW steps on 2 ranks = one device without recomputation;
@@ -40,10 +42,10 @@ smallest() { # RECOMPUTE: the smallest plan's bytes with 8 microbatches (the mos
     sed -n 's/.*no plan fits .* the smallest needs \([0-9]*\) bytes.*/\1/p'
 }
 # the winner line must be the minimum of the per-mode lines; plan.json the winner's
-winner_ok() { # OUT PLAN
-  python3 - "$1" "$2" <<'PY'
+winner_ok() { # OUT PLAN LIMIT
+  python3 - "$1" "$2" "$3" <<'PY'
 import json, re, sys
-out, plan = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+out, plan, limit = open(sys.argv[1]).read(), json.load(open(sys.argv[2])), int(sys.argv[3])
 modes = {m: (int(b), float(t)) for m, b, t in re.findall(r"^galvc: recompute=(\w+): (\d+) microbatch(?:es)?, predicted step ([0-9.]+) ms", out, re.M)}
 w = re.search(r"^galvc: recompute=(\w+) with (\d+) microbatch(?:es)?: the fastest predicted step \(([0-9.]+) ms\)$", out, re.M)
 if not w or not modes:
@@ -53,7 +55,13 @@ got = (plan.get("recompute"), plan.get("microbatches", 1), plan["predicted"]["st
 if w.group(1) != best:
     sys.exit(f"tried {modes}, winner line {w.groups()}")
 # the recomputing modes' plans with fewer layers recomputed (the first k): k = 0, then bisected to the fewest k that
-# fit; the fastest of those and the winner is plan.json's
+# fit; the fastest of those and the winner is plan.json's. A k is realised in full (tries), or at a count over 2
+# priced from 2 microbatches first (priced: its own bytes and those corrected by the last k realised); a k priced
+# alone over the limit does not fit (the count's copies never take less than two)
+priced = {}
+for m, k, L, b, t, y in re.findall(
+        r"^galvc: recompute=(\w+) on (\d+) of (\d+) layers, (\d+) microbatches: priced from 2 ([0-9.]+) ms, (\d+) bytes per device", out, re.M):
+    priced.setdefault(m, {})[int(k)] = (int(b), float(t), int(y))
 tries = {}
 for m, k, L, b, t, y, o in re.findall(
         r"^galvc: recompute=(\w+) on (\d+) of (\d+) layers, (\d+) microbatch(?:es)?: predicted step ([0-9.]+) ms, (\d+) bytes per device"
@@ -67,17 +75,22 @@ for m, f in same0.items():
     tries.setdefault(m, {})
     if 0 in tries.get(f, {}) and 0 not in tries[m]:
         tries[m][0] = tries[f][0]
-if sorted(tries) != sorted(rec) or any(0 not in tries[m] or tries[m][0][0] != modes[m][0] for m in tries):
-    sys.exit(f"recomputing modes {rec}: fewer layers tried {tries} (each from k = 0 at its count)")
+for m in priced:
+    tries.setdefault(m, {})
+def k0(m): # k = 0 at the mode's count: realised or priced
+    return (tries[m][0] if 0 in tries[m] else priced.get(m, {}).get(0, (None,)))[0] == modes[m][0]
+if sorted(tries) != sorted(rec) or not all(k0(m) for m in tries):
+    sys.exit(f"recomputing modes {rec}: fewer layers tried {tries}, priced {priced} (each from k = 0 at its count)")
 if part:
     pm, k, L, lst, b, t = part.group(1), int(part.group(2)), int(part.group(3)), part.group(4), int(part.group(5)), float(part.group(6))
     tm = tries.get(pm, {})
     want = "none" if k == 0 else f"first:{k}" if pm == "all" else f"selective:first:{k}"
-    fewest = k in tm and not tm[k][3] and all(tm[j][3] for j in tm if j < k) and (k == 0 or (k - 1) in tm)
+    below = k == 0 or ((k - 1) in tm and tm[k - 1][3]) or priced.get(pm, {}).get(k - 1, (0, 0, 0))[2] > limit
+    fewest = k in tm and not tm[k][3] and all(tm[j][3] for j in tm if j < k) and below
     faster = all(t <= tm2[j][1] + 0.0015 for tm2 in tries.values() for j in tm2 if not tm2[j][3])
     if lst != want or b != modes[pm][0] or not t < modes[best][1] or not fewest or not faster or \
             got[0] != lst or got[1] != b or abs(got[2] - t) > 0.0015:
-        sys.exit(f"tried {modes}, fewer layers {tries}, chosen line {part.groups()}, plan.json {got}")
+        sys.exit(f"tried {modes}, fewer layers {tries}, priced {priced}, chosen line {part.groups()}, plan.json {got}")
     print(f"tried {modes}; recompute={pm} on {k} of {L} layers (the fewest that fit; {k - 1} over the limit): {t:.3f} ms "
           f"against {modes[best][1]:.3f}; plan.json {got[0]}, {got[1]} microbatches, {got[2]:.3f} ms")
     sys.exit(0)
@@ -100,7 +113,7 @@ else bad "no limit: plan.json '$rc0 $b0', $(grep -m2 '^galvc: recompute' <<<"$ou
 if [ -n "${m0:-}" ]; then
   lim=$((m0 - 1))
   "$G" "${A[@]}" --plan-only --memory-limit $lim --plan-out "$T/mb.json" >"$T/mb.out" 2>&1 </dev/null
-  if grep -q "(memory bound: trying recompute=selective and all)$" "$T/mb.out" && r=$(winner_ok "$T/mb.out" "$T/mb.json" 2>&1) &&
+  if grep -q "(memory bound: trying recompute=selective and all)$" "$T/mb.out" && r=$(winner_ok "$T/mb.out" "$T/mb.json" $lim 2>&1) &&
      [ "$(field "$T/mb.json" | cut -d' ' -f4)" -le $lim ]; then
     ok "limit $lim (unconstrained - 1): $r"
   else bad "limit $lim: $(grep -m6 '^galvc: \(recompute\|no plan\|micro\)\|error' "$T/mb.out") ${r:-}"; fi
@@ -113,16 +126,25 @@ if [ -n "$yn" ] && [ -n "$ya" ] && [ "$ya" -lt "$yn" ]; then
   "$G" "${A[@]}" --plan-only --memory-limit $lim --plan-out "$T/rc.json" >"$T/rc.out" 2>&1 </dev/null
   read -r rc1 b1 s1 m1 <<<"$(field "$T/rc.json" 2>/dev/null)"
   if grep -q "^galvc: recompute=none: no plan fits: trying recompute=selective$" "$T/rc.out" && [ -n "${rc1:-}" ] &&
-     [ "$rc1" != none ] && [ "$m1" -le $lim ] && r=$(winner_ok "$T/rc.out" "$T/rc.json" 2>&1); then
+     [ "$rc1" != none ] && [ "$m1" -le $lim ] && r=$(winner_ok "$T/rc.out" "$T/rc.json" $lim 2>&1); then
     ok "limit $lim (smallest: none $yn, all $ya bytes): none does not fit; $r; $m1 bytes"
   else bad "limit $lim (none $yn, all $ya): plan.json '${rc1:-} ${b1:-} ${m1:-}': $(grep -m6 '^galvc: \(recompute\|no plan\)\|error' "$T/rc.out") ${r:-}"; fi
   # 1 byte under the smallest plan without recomputation: fewer layers recomputed by either mode, the fastest that fits
   lim2=$((yn - 1))
   "$G" "${A[@]}" --plan-only --memory-limit $lim2 --plan-out "$T/rc2.json" >"$T/rc2.out" 2>&1 </dev/null
   read -r rc3 b3 s3 m3 <<<"$(field "$T/rc2.json" 2>/dev/null)"
-  if [ -n "${m3:-}" ] && [ "$m3" -le $lim2 ] && r=$(winner_ok "$T/rc2.out" "$T/rc2.json" 2>&1); then
+  if [ -n "${m3:-}" ] && [ "$m3" -le $lim2 ] && r=$(winner_ok "$T/rc2.out" "$T/rc2.json" $lim2 2>&1); then
     ok "limit $lim2 (the smallest plan without recomputation - 1): $r; $m3 bytes"
   else bad "limit $lim2: plan.json '${rc3:-} ${b3:-} ${m3:-}': $(grep -m8 '^galvc: recompute[=:]\|error' "$T/rc2.out") ${r:-}"; fi
+  # the same plan with each k realised in full (no k priced from 2)
+  GALV_RECOMPUTE_PARTIAL=full "$G" "${A[@]}" --plan-only --memory-limit $lim2 --plan-out "$T/rc2f.json" >"$T/rc2f.out" 2>&1 </dev/null
+  read -r rc4 b4 s4 m4 <<<"$(field "$T/rc2f.json" 2>/dev/null)"
+  np=$(grep -c "priced from 2 .* ms, [0-9]* bytes per device (corrected" "$T/rc2.out")
+  nf=$(grep -c "^galvc: recompute=[a-z]* on [0-9]* of [0-9]* layers, [0-9]* microbatch.*: predicted step" "$T/rc2.out")
+  nff=$(grep -c "^galvc: recompute=[a-z]* on [0-9]* of [0-9]* layers, [0-9]* microbatch.*: predicted step" "$T/rc2f.out")
+  if [ -n "${rc4:-}" ] && [ "$rc4 $b4 $s4 $m4" = "${rc3:-} ${b3:-} ${s3:-} ${m3:-}" ] && [ "$np" -gt 0 ] && [ "$nf" -lt "$nff" ]; then
+    ok "limit $lim2: the same plan ($rc4, $b4 microbatches, $s4 ns, $m4 bytes) as with each k realised in full: $np priced from 2 and $nf realised, against $nff realised"
+  else bad "limit $lim2: priced from 2 '${rc3:-} ${b3:-} ${s3:-} ${m3:-}' ($np priced, $nf realised), each k in full '${rc4:-} ${b4:-} ${s4:-} ${m4:-}' ($nff realised)"; fi
   # --plan reproduces it; --recompute=none beside it conflicts
   "$G" "${A[@]}" --plan-only --plan "$T/rc.json" --plan-out "$T/re.json" >/dev/null 2>&1 </dev/null
   read -r rc2 b2 s2 m2 <<<"$(field "$T/re.json" 2>/dev/null)"

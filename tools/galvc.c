@@ -288,6 +288,74 @@ static int part_next(int lo, int64_t lo_mem, int64_t lo_step, int hi, int64_t hi
   return k <= lo ? lo + 1 : k >= hi ? hi - 1 : k;
 }
 
+/* Recomputation on some layers searched on the stand-in (docs/planner.md, "Recomputation on some layers priced from
+ * two microbatches"): at a count B > 2 each k is first priced on the program of 2 microbatches (its second repeated,
+ * as the count search prices counts), its figures corrected by the last k realised in full (realised less priced:
+ * first the mode's own plan on every layer, realised at its count); only the k that search picks is realised in full,
+ * then the correction taken there and the search run again between the bounds realised, until two neighbours are
+ * known in full (the fewest that fits and one that does not) or the step bounds the rest. */
+typedef struct {
+  int L;                   /* the layers */
+  int64_t *mem, *step;     /* the stand-in's priced figures per k (0..L), -1 not priced; PART_NONE: does not realise */
+  int flo, fh;             /* realised in full: the most k known not to fit (-1 none), the fewest known to fit (L) */
+  int64_t fh_step, fh_mem; /* fh's realised figures */
+  int64_t cmem, cstep;     /* the correction (realised less priced) at the last k realised in full */
+  int priced, full;        /* stand-ins priced and programs realised in full for this mode */
+} part_stand_st;
+#define PART_NONE (INT64_MAX / 4)
+#define PART_MARGIN 0.002 /* a k priced this much over the step to beat is left out (the corrected estimate's error) */
+enum { PS_PRICE, PS_FULL, PS_DONE };
+
+static bool part_stand_begin(part_stand_st *s, int L, int64_t step, int64_t mem) {
+  free(s->mem), free(s->step);
+  memset(s, 0, sizeof *s);
+  s->mem = malloc((size_t)(L + 1) * sizeof *s->mem), s->step = malloc((size_t)(L + 1) * sizeof *s->step);
+  if (!s->mem || !s->step) return free(s->mem), free(s->step), s->mem = s->step = NULL, false;
+  for (int k = 0; k <= L; k++) s->mem[k] = s->step[k] = -1;
+  s->L = L, s->flo = -1, s->fh = L, s->fh_step = step, s->fh_mem = mem;
+  return true;
+}
+
+static void part_stand_end(part_stand_st *s) {
+  free(s->mem), free(s->step);
+  s->mem = s->step = NULL;
+}
+
+/* The next k: priced on the stand-in (PS_PRICE), realised in full (PS_FULL); PS_DONE: the mode's search ends (fh is
+ * the fewest k known to fit). Between the bounds realised in full, the fewest k whose corrected price fits the limit,
+ * searched by part_next over the prices, is realised. The correction is exact only where it was taken (the B copies'
+ * first-fit arena fragments by another amount per k: 8-256 MB on a 3B Llama at 128 copies), so a k is known not to
+ * fit only from its price alone over the limit (the copies never take less than two): a k priced no faster than best
+ * that does not fit ends the search (every k that fits is slower), one whose price alone fits is realised first, as is
+ * the k below the fewest that fits when it is priced faster than best and its price alone fits. */
+static int part_stand_next(const part_stand_st *s, int64_t limit, int64_t best, int *k) {
+  int lo = s->flo, hi = s->fh;
+  if (s->mem[hi] < 0) return *k = hi, PS_PRICE; /* the bound's price: the correction there */
+#define PCM(j) (s->mem[j] >= PART_NONE ? PART_NONE : s->mem[j] + s->cmem)
+#define PCS(j) (s->step[j] >= PART_NONE ? PART_NONE : s->step[j] + s->cstep)
+#define OVER(j) (s->mem[j] > limit) /* over the limit as priced: over it realised */
+  const double bar = (double)best * (1.0 + PART_MARGIN);
+  if (lo < 0) {
+    if (s->mem[0] < 0) return *k = 0, PS_PRICE;
+    if (PCM(0) <= limit) hi = 0;
+    else if ((double)PCS(0) >= bar) return OVER(0) ? PS_DONE : (*k = 0, PS_FULL);
+    else lo = 0;
+  }
+  while (hi - lo > 1) {
+    int j = part_next(lo, PCM(lo), PCS(lo), hi, PCM(hi), PCS(hi), limit, best);
+    if (s->mem[j] < 0) return *k = j, PS_PRICE;
+    if (PCM(j) <= limit) hi = j;
+    else if ((double)PCS(j) >= bar) return OVER(j) ? PS_DONE : (*k = j, PS_FULL);
+    else lo = j;
+  }
+  if (hi != s->fh && (double)PCS(hi) < bar) return *k = hi, PS_FULL;
+  if (lo >= 0 && lo != s->flo && !OVER(lo) && (double)PCS(lo) < bar) return *k = lo, PS_FULL;
+#undef PCM
+#undef PCS
+#undef OVER
+  return PS_DONE;
+}
+
 /* The count search's stand-in count (docs/planner.md, "One planner run per recomputation"): the most
  * microbatches whose size (batch / count) still holds every data-parallel degree the devices can give the batch
  * (a multiple of gcd(batch, devices)): batch / gcd(batch, devices). */
@@ -1779,10 +1847,24 @@ int main(int argc, char **argv) {
   int64_t part0_step = 0, part0_mem = 0, part_lo_step = 0, part_lo_mem = 0, part_limit = 0, rc_mem[NRC] = {0};
   const char *part_env = getenv("GALV_RECOMPUTE_PARTIAL");
   const bool part_search = !(part_env && !strcmp(part_env, "off"));
+  /* ... at a count B > 2 searched on the stand-in first (part_stand_next; GALV_RECOMPUTE_PARTIAL=full: each k realised
+   * in full) */
+  const bool part_stand_on = mb_stand && !(part_env && !strcmp(part_env, "full"));
+  static part_stand_st ps;
+  bool part_ps = false, part_stand = false, part_inc = false; /* this mode on the stand-in; this k priced; part_best an incumbent's */
   const char *plan_out_user = gv_plan_opts.plan_out;
   /* the polish (gv_plan_polish): where the planner chose the plan (not --plan, not --sharding) */
   const bool polish = gv_plan_opts.active && !gv_plan_opts.plan_in && !gv_shard_opts.file;
-  bool polish_run = false, polished_once = false;
+  bool polished_once = false;
+  /* polish_run: the plan compiled after the polish: 1 the polished plan, 2 the choice again. At a count B > 2
+   * (stand-ins on) the choice is priced on the stand-in first (polish_priced) and the polish prices each change there,
+   * realising in full only those priced faster within the limit (docs/planner.md, "The polish priced from two
+   * microbatches"); GALV_PLAN_POLISH=full: each change realised in full as before */
+  int polish_run = 0;
+  bool polish_priced = false, polish_explained = false; /* the stand-in's run; the report explains its program */
+  static gv_plan polish_base;                           /* the choice */
+  const char *polish_env = getenv("GALV_PLAN_POLISH");
+  const bool polish_stand_on = mb_stand && !(polish_env && !strcmp(polish_env, "full"));
   if (rc_search) gv_train_opts.recompute = rc_modes[0];
   if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
   gv_module *m = NULL;
@@ -1790,7 +1872,7 @@ int main(int argc, char **argv) {
 retry:
   rc = 0;
   gv_train_opts.microbatches = B;
-  gv_plan_opts.count_as = part_k < 0 && mb_stand && !count_real && !count_full && B > 2 ? B : 0;
+  gv_plan_opts.count_as = (part_stand || polish_priced || (part_k < 0 && mb_stand && !count_real && !count_full)) && B > 2 ? B : 0;
   /* not at a mode's first count: there the search also answers whether anything fits at all, and a bound that left
    * out the combinations that fit would send the mode to more microbatches for plans no faster (the rest); but where
    * the default search has a pipeline (galvc_pipeline_early: compiled when no one program beats it) the first counts
@@ -1798,17 +1880,17 @@ retry:
    * faster one program's (a mode whose every combination is bounded at its first count ends there: on Llama2-7B,
    * recompute=all) */
   const bool inc_pipe = joint && jc.found;
-  gv_plan_opts.incumbent_ns = inc_on && part_k < 0 && !mb_final && (rc_search || mb_search) && (B != B0 || inc_pipe) ? incumbent : 0;
+  gv_plan_opts.incumbent_ns = inc_on && part_k < 0 && !mb_final && !polish_priced && (rc_search || mb_search) && (B != B0 || inc_pipe) ? incumbent : 0;
   if (gv_plan_opts.count_as) gv_train_opts.microbatches = 2;
-  gv_plan_opts.plan_fixed = part_k >= 0 ? &part_plan : count_real ? &stand_plan : NULL;
+  gv_plan_opts.plan_fixed = part_k >= 0 ? &part_plan : polish_priced ? &polish_base : count_real ? &stand_plan : NULL;
   gv_plan_opts.plan_out = gv_plan_opts.count_as || part_k >= 0 ? NULL : plan_out_user; /* the count's own program writes the plan */
-  gv_plan_opts.memory_limit = gv_plan_opts.count_as && stand_cut ? stand_lim - stand_cut : mem_limit_user;
+  gv_plan_opts.memory_limit = gv_plan_opts.count_as && stand_cut && !part_stand && !polish_priced ? stand_lim - stand_cut : mem_limit_user;
   if ((B > 1 || global_batch) && galvc_microbatch_shapes(model, &opt, &pa, B, &global_batch)) return galvc_microbatch_done(), 1;
   int next_B = 0; /* the next candidate when this B does not fit (found when needed) */
   /* the planner: no plan fits is 1, not an error line (a given count's stand-in too: then planned in full for its own line) */
   gv_plan_opts.probe = !err_final && (mb_search || rc_search || joint || gv_plan_opts.count_as || count_real);
   /* a run galvc may compile keeps its plan for the report's runner-up per layer group (gv_plan_explain, once chosen) */
-  gv_plan_opts.explain = (!quiet || polish) && !gv_plan_opts.count_as;
+  gv_plan_opts.explain = (!quiet || polish) && (!gv_plan_opts.count_as || polish_priced) && !polish_explained;
   double t0 = now();
   m = gv_import_onnx(model, &opt);
   if (!m) return galvc_microbatch_done(), 1;
@@ -1835,34 +1917,83 @@ retry:
     double t = now(), tc = cpu_now();
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
       int pr = gv_pass_plan_sharding(m);
-      if (polish_run) { /* the polished choice compiled (gv_plan_polish below): nothing more decided */
-        polish_run = false, count_real = real_stored = false;
+      if (polish_priced) { /* the choice priced on the stand-in: polished there, the polished plan realised next */
+        polish_priced = false;
+        if (pr < 0) { rc = 1; break; }
+        static gv_plan pol;
+        int q = 0;
+        if (!pr) {
+          polish_explained = true; /* the report explains on the stand-in kept (the count compiled next keeps none) */
+          q = gv_plan_polish(&pol, quiet ? NULL : stderr);
+          if (q < 0) { rc = 1; break; }
+        }
+        gv_module_free(m);
+        stand_plan = q > 0 ? pol : polish_base, pick_from = B, count_real = real_stored = true, polish_run = q > 0 ? 1 : 2;
+        goto retry;
+      }
+      if (polish_run) { /* the polished choice compiled (gv_plan_polish below), or the choice again: nothing more decided */
+        const int mode = polish_run;
+        polish_run = 0, count_real = real_stored = false;
         if (pr) { rc = 1; break; }
-        if (!quiet)
+        if (mode == 1 && !quiet)
           fprintf(stderr, "galvc: the polished plan compiled: predicted step %.3f ms, %lld bytes per device\n",
                   (double)gv_plan_last.cost.step_ns / 1e6, (long long)gv_plan_last.cost.mem_total);
         goto polished;
       }
-      if (part_k >= 0) { /* a recomputing mode's plan with its first part_k layers recomputed, realised in full */
+      if (part_k >= 0) { /* a recomputing mode's plan with its first part_k layers recomputed: realised in full, or priced */
         if (pr < 0) { rc = 1; break; }
         bool fits = !pr && gv_plan_last.cost.mem_total <= gv_plan_last.limit;
         int64_t step = gv_plan_last.cost.step_ns;
-        if (!quiet) {
-          if (pr)
-            fprintf(stderr, "galvc: recompute=%s on %d of %d layers: the plan does not realise\n", rc_modes[part_mode], part_k, part_L);
-          else
-            fprintf(stderr, "galvc: recompute=%s on %d of %d layers, %d microbatch%s: predicted step %.3f ms, %lld bytes per device%s\n",
-                    rc_modes[part_mode], part_k, part_L, B, B > 1 ? "es" : "", (double)step / 1e6,
-                    (long long)gv_plan_last.cost.mem_total, fits ? "" : " (over the limit)");
-        }
         bool end = false;
         int64_t mem = gv_plan_last.cost.mem_total;
         part_limit = gv_plan_last.limit;
-        if (part_k == 0 && part_qi == 0) part0_fits = fits, part0_step = pr ? INT64_MAX : step, part0_mem = mem;
-        if (fits) part_hi = part_k, part_step = step, part_mem = mem;
-        else part_lo = part_k, part_lo_step = step, part_lo_mem = mem, end = pr || step >= part_best; /* every k that fits is above: no faster */
+        if (part_stand) { /* priced on the stand-in: its figures kept; the correction's reference when k is a bound */
+          ps.mem[part_k] = pr ? PART_NONE : mem, ps.step[part_k] = pr ? PART_NONE : step, ps.priced++;
+          if (part_k == ps.fh && !pr) ps.cmem = ps.fh_mem - mem, ps.cstep = ps.fh_step - step;
+          if (!quiet) {
+            if (pr)
+              fprintf(stderr, "galvc: recompute=%s on %d of %d layers: the plan does not realise (priced from 2)\n", rc_modes[part_mode],
+                      part_k, part_L);
+            else
+              fprintf(stderr, "galvc: recompute=%s on %d of %d layers, %d microbatches: priced from 2 %.3f ms, %lld bytes per device "
+                              "(corrected %.3f ms, %lld bytes%s)\n", rc_modes[part_mode], part_k, part_L, B, (double)step / 1e6,
+                      (long long)mem, (double)(step + ps.cstep) / 1e6, (long long)(mem + ps.cmem),
+                      mem + ps.cmem <= part_limit ? "" : ", over the limit");
+          }
+        } else {
+          if (!quiet) {
+            if (pr)
+              fprintf(stderr, "galvc: recompute=%s on %d of %d layers: the plan does not realise\n", rc_modes[part_mode], part_k, part_L);
+            else
+              fprintf(stderr, "galvc: recompute=%s on %d of %d layers, %d microbatch%s: predicted step %.3f ms, %lld bytes per device%s\n",
+                      rc_modes[part_mode], part_k, part_L, B, B > 1 ? "es" : "", (double)step / 1e6,
+                      (long long)gv_plan_last.cost.mem_total, fits ? "" : " (over the limit)");
+          }
+          if (part_ps) { /* realised in full after the stand-in's search: a bound, and the correction from here */
+            ps.full++;
+            if (!pr && ps.mem[part_k] >= 0 && ps.mem[part_k] < PART_NONE)
+              ps.cmem = mem - ps.mem[part_k], ps.cstep = step - ps.step[part_k];
+            if (fits) ps.fh = part_k, ps.fh_step = step, ps.fh_mem = mem;
+            else ps.flo = part_k, end = pr || step >= part_best;
+          } else {
+            if (part_k == 0 && part_qi == 0) part0_fits = fits, part0_step = pr ? INT64_MAX : step, part0_mem = mem;
+            if (fits) part_hi = part_k, part_step = step, part_mem = mem;
+            else part_lo = part_k, part_lo_step = step, part_lo_mem = mem, end = pr || step >= part_best; /* every k that fits is above: no faster */
+          }
+        }
         gv_module_free(m);
-        if (!end && part_hi - part_lo > 1) {
+        if (part_ps) {
+          int k = 0, act = end ? PS_DONE : part_stand_next(&ps, part_limit, part_best, &k);
+          if (act != PS_DONE) {
+            part_k = k, part_stand = act == PS_PRICE;
+            gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
+            goto retry;
+          }
+          part_stand = false, part_hi = ps.fh, part_step = ps.fh_step, part_mem = ps.fh_mem;
+          if (!quiet)
+            fprintf(stderr, "galvc: recompute=%s on fewer layers: %d priced from 2, %d realised in full at %d microbatches\n",
+                    rc_modes[part_mode], ps.priced, ps.full, B);
+        } else if (!end && part_hi - part_lo > 1) {
           part_k = part_next(part_lo, part_lo_mem, part_lo_step, part_hi, part_mem, part_step, part_limit, part_best);
           gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
           goto retry;
@@ -1877,6 +2008,11 @@ retry:
           part_mode = q, part_plan = rc_plan[q], part_lo = -1, part_hi = part_L, part_k = 0;
           part_step = rc_step[q], part_mem = rc_mem[q];
           B = rc_B[part_mode];
+          if ((part_ps = part_stand_on && B > 2 && part_stand_begin(&ps, part_L, rc_step[q], rc_mem[q]))) { /* priced first */
+            part_stand = true, part_k = part_L;
+            gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
+            goto retry;
+          }
           /* its k = 0 realised already (the first mode's plan and count): not again */
           if (rc_B[q] == rc_B[part_q[0]] && !memcmp(&rc_plan[q], &rc_plan[part_q[0]], sizeof rc_plan[q])) {
             if (!quiet)
@@ -1889,7 +2025,8 @@ retry:
           gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
           goto retry;
         }
-        part_k = -1;
+        part_k = -1, part_ps = part_stand = false;
+        part_stand_end(&ps);
         int best = rc_fastest(rc_B, rc_step, NRC);
         if (part_win_mode >= 0) { /* compiled: the fastest with fewer layers recomputed */
           if (!quiet)
@@ -1902,7 +2039,8 @@ retry:
           stand_plan = part_win_plan, pick_from = B, count_real = real_stored = true;
         } else { /* the uniform winner compiled again */
           if (!quiet)
-            fprintf(stderr, "galvc: recomputation on fewer layers: none faster that fits: recompute=%s\n", rc_modes[best]);
+            fprintf(stderr, "galvc: recomputation on fewer layers: none faster that fits%s: recompute=%s\n",
+                    part_inc && part_best == incumbent ? " (nor faster than the fastest step realised so far)" : "", rc_modes[best]);
           gv_train_opts.recompute = rc_modes[best];
           B = rc_B[best], mb_final = true;
           if (rc_from[best]) stand_plan = rc_plan[best], pick_from = rc_from[best], count_real = real_stored = true;
@@ -2284,7 +2422,9 @@ retry:
           part_mode = part_q[0], part_plan = rc_plan[part_mode], part_lo = -1, part_hi = part_L, part_k = 0;
           part_step = rc_step[part_mode], part_mem = rc_mem[part_mode];
           B = rc_B[part_mode], mb_final = true;
-          gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], 0);
+          if (incumbent > 0 && incumbent < part_best) part_best = incumbent, part_inc = true; /* a faster pipeline realised */
+          if ((part_ps = part_stand_on && B > 2 && part_stand_begin(&ps, part_L, part_step, part_mem))) part_stand = true, part_k = part_L;
+          gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
           goto retry;
         }
         if (best != rc_mode) { /* compiled again with the winner (its plan.json too) */
@@ -2314,13 +2454,19 @@ retry:
        * time, realised in full; a faster plan that fits is compiled in its place (once: the polish itself goes on
        * from each change it takes) */
       if (polish && !polished_once) {
+        polished_once = true;
+        if (polish_stand_on && B > 2) { /* priced from 2 microbatches (polish_priced) */
+          polish_base = gv_plan_last.plan;
+          gv_module_free(m);
+          polish_priced = true, count_real = real_stored = false;
+          goto retry;
+        }
         static gv_plan pol;
         int q = gv_plan_polish(&pol, quiet ? NULL : stderr);
         if (q < 0) { rc = 1; break; }
-        polished_once = true;
         if (q > 0) {
           gv_module_free(m);
-          stand_plan = pol, pick_from = B, count_real = real_stored = true, polish_run = true;
+          stand_plan = pol, pick_from = B, count_real = real_stored = true, polish_run = 1;
           goto retry;
         }
       }
