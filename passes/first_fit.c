@@ -190,6 +190,26 @@ static int64_t wl_walk(const wlist *w, int64_t size, int s, int e) {
   return x;
 }
 
+/* The same over windows w[0..k) (k <= WIN_MULTI, a block's lifetime spanning them): their lists merged in offset
+ * order (a block in several of them seen once per list: the same bytes, no other gap). Every placed block live at some
+ * point of [s, e] is in the list of that point's window, and the lists hold only blocks live near that time, where the
+ * global walk passes every placed block below the gap (a long program's other microbatches at the same offsets). */
+enum { WIN_MULTI = 8 };
+static int64_t wl_walk_multi(const wlist *w, int k, int64_t size, int s, int e) {
+  int at[WIN_MULTI] = {0};
+  int64_t x = 0;
+  for (;;) {
+    int j = -1;
+    for (int i = 0; i < k; i++) /* the lowest offset among the lists' next entries */
+      if (at[i] < w[i].n && (j < 0 || w[i].off[at[i]] < w[j].off[at[j]])) j = i;
+    if (j < 0) return x;
+    const int t = at[j]++;
+    if (w[j].start[t] > e || w[j].end[t] < s) continue; /* live at other times */
+    if (w[j].off[t] >= x + size) return x;
+    if (w[j].top[t] > x) x = w[j].top[t];
+  }
+}
+
 static int by_off(const void *x, const void *y) {
   const span *a = x, *b = y;
   return (a->off > b->off) - (a->off < b->off);
@@ -390,6 +410,8 @@ int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints,
     int64_t size = a->size, x = 0;
     if (size > 0 && W && a->start >> WIN_SHIFT == a->end >> WIN_SHIFT) {
       x = wl_walk(&W[a->start >> WIN_SHIFT], size, a->start, a->end);
+    } else if (size > 0 && W && (a->end >> WIN_SHIFT) - (a->start >> WIN_SHIFT) < WIN_MULTI) {
+      x = wl_walk_multi(&W[a->start >> WIN_SHIFT], (a->end >> WIN_SHIFT) - (a->start >> WIN_SHIFT) + 1, size, a->start, a->end);
     } else if (size > 0) {
       /* placed blocks live at some point of [start, end] */
       int live = fw_count(T.fw_start, a->end) - (a->start > 0 ? fw_count(T.fw_end, a->start - 1) : 0);
