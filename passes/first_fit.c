@@ -18,6 +18,9 @@
  *    (per-point lists, a two-level bitmap of the points that have one),
  *    sorted by offset and swept the same way. Its cost is the number K of
  *    such blocks (counted beforehand with two Fenwick trees) times log K.
+ * A block whose lifetime lies inside one window of 1024 points walks that window's list of the placed blocks live
+ * in it, one over up to 8 windows those windows' lists merged in offset order (where they hold under a quarter of
+ * the blocks placed: a long program, whose other times' blocks the global walk would pass); the rest use these:
  * The walk runs with a budget of about what the gather's sort costs
  * (4 K log2 K + 64 steps) and the gather takes over when that runs out, so a
  * block costs about min(walk, K log K): the walk wins
@@ -208,6 +211,16 @@ static int64_t wl_walk_multi(const wlist *w, int k, int64_t size, int s, int e) 
     if (w[j].off[t] >= x + size) return x;
     if (w[j].top[t] > x) x = w[j].top[t];
   }
+}
+
+/* The merged walk visits the windows' entries one at a time and k-way; the global walk masks 64 at a time and gives up
+ * to the gather: the merge pays where the windows hold a small part (under a quarter) of the placed blocks (a long
+ * program), not in a short one, where they hold most of them (Llama2-7B's programs of 25k ops: 0.5 s more planning
+ * with the merge on every block it could take) */
+static bool multi_pays(const wlist *w, int k, int placed) {
+  long held = 0;
+  for (int i = 0; i < k; i++) held += w[i].n;
+  return 4 * held < (long)placed;
 }
 
 static int by_off(const void *x, const void *y) {
@@ -405,12 +418,14 @@ int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints,
   memset(T.first_at, -1, (size_t)T.P * sizeof *T.first_at);
   ch[0]->n = 0;
   total = 0;
+  int placed = 0; /* blocks of non-zero size placed so far */
   for (int i = 0; i < n; i++) {
     gv_ff_block *a = &b[order[i]];
     int64_t size = a->size, x = 0;
     if (size > 0 && W && a->start >> WIN_SHIFT == a->end >> WIN_SHIFT) {
       x = wl_walk(&W[a->start >> WIN_SHIFT], size, a->start, a->end);
-    } else if (size > 0 && W && (a->end >> WIN_SHIFT) - (a->start >> WIN_SHIFT) < WIN_MULTI) {
+    } else if (size > 0 && W && (a->end >> WIN_SHIFT) - (a->start >> WIN_SHIFT) < WIN_MULTI &&
+               multi_pays(W + (a->start >> WIN_SHIFT), (a->end >> WIN_SHIFT) - (a->start >> WIN_SHIFT) + 1, placed)) {
       x = wl_walk_multi(&W[a->start >> WIN_SHIFT], (a->end >> WIN_SHIFT) - (a->start >> WIN_SHIFT) + 1, size, a->start, a->end);
     } else if (size > 0) {
       /* placed blocks live at some point of [start, end] */
@@ -448,6 +463,7 @@ int64_t gv_first_fit_below(gv_ff_block *b, const int *order, int n, int npoints,
     if (x + size > total) total = x + size;
     if (total > limit) break;
     if (size <= 0) continue;
+    placed++;
     if (index_add(&T, b, order[i])) {
       total = -1;
       goto done;
