@@ -245,12 +245,12 @@ PY
 else bad "polish: galvc: $(grep -m2 error "$T/pol.err")"; fi
 
 # the polish priced from two microbatches (docs/planner.md "The polish priced from two microbatches"): the same GPT-2
-# 124M on 2 H100 under 6 GB without recomputation, 4 microbatches of 8: each change priced on the stand-in of 2, those
-# priced faster within the limit realised in full; the same plan.json as each change realised in full
-# (GALV_PLAN_POLISH=full), with fewer realisations in full
+# 124M on 2 H100 under 6 GB without recomputation, 4 microbatches of 8 (priced from 8 microbatches; here from 3,
+# GALV_STAND_MIN=3): each change priced on the stand-in of 2, those priced faster within the limit realised in full;
+# the same plan.json as each change realised in full (GALV_PLAN_POLISH=full), with fewer realisations in full
 PP=(--batch 32 --seq 1024 --train --gpus 2 --cluster h100-sxm --precision bf16 --no-weights --plan-only --pp 1 --recompute=none
   --memory-limit 6000000000)
-if timeout 300 "$BUILD/galvc" "$T/g124.onnx" "${PP[@]}" --plan-out "$T/pp.json" 2>"$T/pp.err" </dev/null &&
+if GALV_STAND_MIN=3 timeout 300 "$BUILD/galvc" "$T/g124.onnx" "${PP[@]}" --plan-out "$T/pp.json" 2>"$T/pp.err" </dev/null &&
    GALV_PLAN_POLISH=full timeout 300 "$BUILD/galvc" "$T/g124.onnx" "${PP[@]}" --plan-out "$T/ppf.json" 2>"$T/ppf.err" </dev/null; then
   if r=$(python3 - "$T" 2>&1 <<'PY'
 import json, re, sys

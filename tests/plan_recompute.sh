@@ -15,8 +15,9 @@
 #     the search says so and ends with a recomputing plan under the limit;
 #   - each recomputing mode's plan (at its count) with only its first k
 #     layers recomputed: k = 0, then a search for the fewest k that fit
-#     (the lines of the k tried; at a count over 2 priced from 2 first,
-#     the k picked realised in full); the fastest of these and the uniform
+#     (the lines of the k tried; from 8 microbatches, here from 3 with
+#     GALV_STAND_MIN=3, priced from 2 first and the k picked realised in
+#     full); the fastest of these and the uniform
 #     winner is plan.json's (recompute=first:k / selective:first:k), at
 #     the limit above and 1 byte under the smallest plan without
 #     recomputation; there also the same plan as each k realised in full
@@ -131,7 +132,7 @@ if [ -n "$yn" ] && [ -n "$ya" ] && [ "$ya" -lt "$yn" ]; then
   else bad "limit $lim (none $yn, all $ya): plan.json '${rc1:-} ${b1:-} ${m1:-}': $(grep -m6 '^galvc: \(recompute\|no plan\)\|error' "$T/rc.out") ${r:-}"; fi
   # 1 byte under the smallest plan without recomputation: fewer layers recomputed by either mode, the fastest that fits
   lim2=$((yn - 1))
-  "$G" "${A[@]}" --plan-only --memory-limit $lim2 --plan-out "$T/rc2.json" >"$T/rc2.out" 2>&1 </dev/null
+  GALV_STAND_MIN=3 "$G" "${A[@]}" --plan-only --memory-limit $lim2 --plan-out "$T/rc2.json" >"$T/rc2.out" 2>&1 </dev/null
   read -r rc3 b3 s3 m3 <<<"$(field "$T/rc2.json" 2>/dev/null)"
   if [ -n "${m3:-}" ] && [ "$m3" -le $lim2 ] && r=$(winner_ok "$T/rc2.out" "$T/rc2.json" $lim2 2>&1); then
     ok "limit $lim2 (the smallest plan without recomputation - 1): $r; $m3 bytes"

@@ -305,8 +305,12 @@ typedef struct {
 #define PART_NONE (INT64_MAX / 4)
 /* The fewest microbatches at which the k and the polish's changes are priced first: below it a program of B copies
  * realises in little more than the stand-in of 2 (Llama2-7B at 4: 0.13-0.18 s against 0.11 s), and the pricing's
- * own runs cost more than they save */
-enum { STAND_MIN = 8 };
+ * own runs cost more than they save. GALV_STAND_MIN=N (3 or more) sets it (the tests price tiny models' 4). */
+static int stand_min(void) {
+  const char *e = getenv("GALV_STAND_MIN");
+  int v = e ? atoi(e) : 0;
+  return v >= 3 ? v : 8;
+}
 #define PART_MARGIN 0.002 /* a k priced this much over the step to beat is left out (the corrected estimate's error) */
 enum { PS_PRICE, PS_FULL, PS_DONE };
 
@@ -1851,16 +1855,17 @@ int main(int argc, char **argv) {
   int64_t part0_step = 0, part0_mem = 0, part_lo_step = 0, part_lo_mem = 0, part_limit = 0, rc_mem[NRC] = {0};
   const char *part_env = getenv("GALV_RECOMPUTE_PARTIAL");
   const bool part_search = !(part_env && !strcmp(part_env, "off"));
-  /* ... at a count B >= STAND_MIN searched on the stand-in first (part_stand_next; GALV_RECOMPUTE_PARTIAL=full: each k
+  /* ... at a count B >= stand_min() searched on the stand-in first (part_stand_next; GALV_RECOMPUTE_PARTIAL=full: each k
    * realised in full) */
   const bool part_stand_on = mb_stand && !(part_env && !strcmp(part_env, "full"));
+  const int stand_lo = stand_min();
   static part_stand_st ps;
   bool part_ps = false, part_stand = false, part_inc = false; /* this mode on the stand-in; this k priced; part_best an incumbent's */
   const char *plan_out_user = gv_plan_opts.plan_out;
   /* the polish (gv_plan_polish): where the planner chose the plan (not --plan, not --sharding) */
   const bool polish = gv_plan_opts.active && !gv_plan_opts.plan_in && !gv_shard_opts.file;
   bool polished_once = false;
-  /* polish_run: the plan compiled after the polish: 1 the polished plan, 2 the choice again. At a count B >= STAND_MIN
+  /* polish_run: the plan compiled after the polish: 1 the polished plan, 2 the choice again. At a count B >= stand_min()
    * (stand-ins on) the choice is priced on the stand-in first (polish_priced) and the polish prices each change there,
    * realising in full only those priced faster within the limit (docs/planner.md, "The polish priced from two
    * microbatches"); GALV_PLAN_POLISH=full: each change realised in full as before */
@@ -2012,7 +2017,7 @@ retry:
           part_mode = q, part_plan = rc_plan[q], part_lo = -1, part_hi = part_L, part_k = 0;
           part_step = rc_step[q], part_mem = rc_mem[q];
           B = rc_B[part_mode];
-          if ((part_ps = part_stand_on && B >= STAND_MIN && part_stand_begin(&ps, part_L, rc_step[q], rc_mem[q]))) { /* priced first */
+          if ((part_ps = part_stand_on && B >= stand_lo && part_stand_begin(&ps, part_L, rc_step[q], rc_mem[q]))) { /* priced first */
             part_stand = true, part_k = part_L;
             gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
             goto retry;
@@ -2427,7 +2432,7 @@ retry:
           part_step = rc_step[part_mode], part_mem = rc_mem[part_mode];
           B = rc_B[part_mode], mb_final = true;
           if (incumbent > 0 && incumbent < part_best) part_best = incumbent, part_inc = true; /* a faster pipeline realised */
-          if ((part_ps = part_stand_on && B >= STAND_MIN && part_stand_begin(&ps, part_L, part_step, part_mem))) part_stand = true, part_k = part_L;
+          if ((part_ps = part_stand_on && B >= stand_lo && part_stand_begin(&ps, part_L, part_step, part_mem))) part_stand = true, part_k = part_L;
           gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
           goto retry;
         }
@@ -2459,7 +2464,7 @@ retry:
        * from each change it takes) */
       if (polish && !polished_once) {
         polished_once = true;
-        if (polish_stand_on && B >= STAND_MIN) { /* priced from 2 microbatches (polish_priced) */
+        if (polish_stand_on && B >= stand_lo) { /* priced from 2 microbatches (polish_priced) */
           polish_base = gv_plan_last.plan;
           gv_module_free(m);
           polish_priced = true, count_real = real_stored = false;
