@@ -4674,7 +4674,8 @@ int gv_pass_plan_sharding(gv_module *m) {
   int rc = 0;
   memset(&gv_plan_last, 0, sizeof gv_plan_last);
   gv_shard_opts.bucket_planned = -1; /* --bucket-mb auto: each candidate's realisation chooses */
-  count_as = o->count_as > 2 && !o->plan_in ? o->count_as : 0; /* with plan_fixed: galvc prices a fixed plan at a count */
+  /* with plan_fixed (also after --plan): galvc prices a fixed plan at a count */
+  count_as = o->count_as > 2 && (!o->plan_in || o->plan_fixed) ? o->count_as : 0;
   static alternatives alt; /* large (three plans): not on the stack */
   bool alt_scaled = false;   /* the alternatives' figures are the reduced search's scaled predictions, not realised */
   memset(&alt, 0, sizeof alt);

@@ -1871,6 +1871,7 @@ int main(int argc, char **argv) {
    * microbatches"); GALV_PLAN_POLISH=full: each change realised in full as before */
   int polish_run = 0;
   bool polish_priced = false, polish_explained = false; /* the stand-in's run; the report explains its program */
+  bool report_priced = false; /* that run for the report alone (--plan: no polish) */
   static gv_plan polish_base;                           /* the choice */
   const char *polish_env = getenv("GALV_PLAN_POLISH");
   const bool polish_stand_on = mb_stand && !(polish_env && !strcmp(polish_env, "full"));
@@ -1933,7 +1934,7 @@ retry:
         int q = 0;
         if (!pr) {
           polish_explained = true; /* the report explains on the stand-in kept (the count compiled next keeps none) */
-          q = gv_plan_polish(&pol, quiet ? NULL : stderr);
+          q = report_priced ? 0 : gv_plan_polish(&pol, quiet ? NULL : stderr);
           if (q < 0) { rc = 1; break; }
         }
         gv_module_free(m);
@@ -2478,6 +2479,15 @@ retry:
           stand_plan = pol, pick_from = B, count_real = real_stored = true, polish_run = 1;
           goto retry;
         }
+      }
+      /* --plan at B >= stand_min() (no polish): the report's runner-ups priced on a stand-in of the plan, as the polish's
+       * are, not each realised in full (a program of B copies each); the plan compiled again reads its realisation back */
+      if (!polish && !polished_once && !quiet && train && gv_plan_opts.plan_in && !pa.on && B >= stand_lo) {
+        polished_once = true;
+        polish_base = gv_plan_last.plan;
+        gv_module_free(m);
+        polish_priced = report_priced = true, count_real = real_stored = false;
+        goto retry;
       }
     polished:
       if (!quiet)
