@@ -3910,6 +3910,9 @@ static int explain_group(ctx *C, const gv_plan *p, const gv_plan_cost *pc, int a
   if (!has_best) fprintf(f, "over the memory limit of %lld bytes", (long long)C->limit);
   else if (dt > 0) fprintf(f, "slower");
   else if (dt == 0) fprintf(f, "as fast, %s", dm >= 0 ? "no smaller" : "smaller");
+  else if (count_as) /* priced on a stand-in (gv_plan_explain after the polish priced, or --plan): a price, not a plan realised */
+    fprintf(f, "priced faster and within the limit (a stand-in's price for %lld microbatches: realised, its memory can be over; "
+               "--plan with it realises it)", (long long)count_as);
   else fprintf(f, "faster and within the limit: a pattern the search did not reach (--plan with it compiles it)");
   fprintf(f, " (%d other choice%s realised", tried, tried == 1 ? "" : "s");
   if (has_best && has_over && oc.step_ns < bc.step_ns) {
