@@ -2481,8 +2481,10 @@ retry:
         }
       }
       /* --plan at B >= stand_min() (no polish): the report's runner-ups priced on a stand-in of the plan, as the polish's
-       * are, not each realised in full (a program of B copies each); the plan compiled again reads its realisation back */
-      if (!polish && !polished_once && !quiet && train && gv_plan_opts.plan_in && !pa.on && B >= stand_lo) {
+       * are, not each realised in full (a program of B copies each); the plan compiled again reads its realisation back
+       * (GALV_PLAN_POLISH=full or GALV_COUNT_FULL: realised in full as before) */
+      if (!polish && !polished_once && !quiet && train && gv_plan_opts.plan_in && !pa.on && B >= stand_lo && !getenv("GALV_COUNT_FULL") &&
+          !(polish_env && !strcmp(polish_env, "full"))) {
         polished_once = true;
         polish_base = gv_plan_last.plan;
         gv_module_free(m);
