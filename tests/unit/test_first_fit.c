@@ -144,7 +144,7 @@ int main(void) {
   rc |= one(4000, 1200, 7, 1, "blocks over several windows and long-lived, by size"), cases++;
   /* the windows' lists merged: blocks over a few windows in a program long enough that those windows hold a small
    * part of the blocks placed (first_fit.c multi_pays) */
-  rc |= one(20000, 1300, 0, 1, "blocks over up to 3 windows of a long program, by size (the windows' lists merged)"), cases++;
+  rc |= one(12000, 700, 0, 1, "blocks over up to 2 windows of a long program, by size (the windows' lists merged)"), cases++;
   /* an empty program and a single block */
   CHECK(gv_first_fit(NULL, NULL, 0, 1) == 0);
   gv_ff_block one_b = {.start = 0, .end = 0, .size = 128};
