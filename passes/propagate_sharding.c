@@ -597,109 +597,6 @@ static int materialise(prop *P, gv_op *op) {
   return 0;
 }
 
-/* An embedding gradient (gather_grad) materialised whole whose every use is
- * a reshard splitting its table dim (axis) the same way — a tp-split
- * table's gradient sliced to the rank's rows for its optimizer, for a
- * pipeline stage's return or for the sum with a tied head's vocab-parallel
- * gradient — is computed split instead (the rule's result-only factor):
- * each rank scatter-adds only the ids in its rows (spmd-partition masks dy
- * and shifts the ids), no whole table and no slice of it, as Megatron's
- * vocab-parallel embedding. Its other dims and pending sums stay; a
- * reshard that does more than the slice (completing a sum) stays, from
- * the rows. Uses that want it whole (a gradient returned whole) keep it. */
-static int gather_grad_rows(prop *P, gv_func *f) {
-  /* the candidates (one gather_grad per microbatch), their uses found in one walk of the block and the reshards
-   * dropped by one deferred replacement: a scan of the rest of the block per candidate and a replacement over the
-   * whole block per reshard were quadratic in the microbatches (a 3B Llama at 256: 47 % of a realisation) */
-  typedef struct {
-    gv_op *g;
-    gv_value *v;
-    int ax;
-    const gv_sharding *t0, *s; /* the uses' common split of the table dim; the gradient's sharding now (applied) */
-    bool ok;
-  } cand;
-  int n = 0, cap = 0;
-  cand *c = NULL;
-  for (gv_op *g = f->body->first; g; g = g->next) {
-    if (g->code != GV_OP_GATHER_GRAD || g->nres != 1) continue;
-    gv_value *v = g->res[0];
-    const gv_sharding *a = gv_op_sharding(g, 0);
-    int ax = (int)gv_get_int(g, "axis", 0);
-    if (!a || ax < 0 || ax >= a->rank || a->naxes[ax] || v->type.dims[ax] <= 1) continue;
-    if (n == cap) {
-      cap = cap ? 2 * cap : 16;
-      cand *c2 = realloc(c, (size_t)cap * sizeof *c2);
-      if (!c2) return free(c), gv_error(P->m, "propagate-sharding: out of memory");
-      c = c2;
-    }
-    c[n++] = (cand){g, v, ax, NULL, NULL, true};
-  }
-  if (!n) return 0;
-  size_t tn = 16;
-  while (tn < 2 * (size_t)n) tn *= 2;
-  gv_value **key = calloc(tn, sizeof *key);
-  int *at = malloc(tn * sizeof *at);
-  if (!key || !at) return free(key), free(at), free(c), gv_error(P->m, "propagate-sharding: out of memory");
-#define GG_SLOT(val) ((size_t)(((uintptr_t)(val) >> 4) * 0x9E3779B97F4A7C15ull) & (tn - 1))
-  for (int j = 0; j < n; j++) {
-    size_t h = GG_SLOT(c[j].v);
-    while (key[h]) h = (h + 1) & (tn - 1);
-    key[h] = c[j].v, at[h] = j;
-  }
-  /* every use of a candidate, in program order (SSA: after its gather_grad): each a reshard splitting the table dim
-   * as the first one does */
-  for (gv_op *u = f->body->first; u; u = u->next)
-    for (int i = 0; i < u->nopnds; i++) {
-      size_t h = GG_SLOT(u->opnds[i]);
-      while (key[h] && key[h] != u->opnds[i]) h = (h + 1) & (tn - 1);
-      if (!key[h]) continue;
-      cand *e = &c[at[h]];
-      if (!e->ok) continue;
-      const gv_sharding *a = gv_op_sharding(e->g, 0), *t = u->code == GV_OP_RESHARD ? gv_op_sharding(u, 0) : NULL;
-      const int ax = e->ax;
-      e->ok = t && t->rank == a->rank && t->naxes[ax] &&
-              (!e->t0 || (e->t0->naxes[ax] == t->naxes[ax] && !memcmp(e->t0->axes[ax], t->axes[ax], t->naxes[ax])));
-      if (e->ok) e->t0 = t;
-    }
-  bool any = false;
-  for (int j = 0; j < n; j++) {
-    cand *e = &c[j];
-    if (!e->ok || !e->t0) continue;
-    const gv_sharding *a = gv_op_sharding(e->g, 0), *t0 = e->t0;
-    const int ax = e->ax;
-    unsigned am = 0, used = a->partial;
-    for (int k = 0; k < t0->naxes[ax]; k++) am |= 1u << t0->axes[ax][k];
-    for (int d = 0; d < a->rank; d++)
-      for (int k = 0; k < a->naxes[d]; k++) used |= 1u << a->axes[d][k];
-    if (used & am) continue;
-    gv_sharding *s = gv_sharding_new(P->m, P->mesh, a->rank);
-    *s = *a;
-    s->naxes[ax] = t0->naxes[ax];
-    memcpy(s->axes[ax], t0->axes[ax], sizeof s->axes[ax]);
-    const gv_sharding **sh = gv_alloc(P->m->arena, sizeof *sh);
-    sh[0] = s;
-    gv_set_shardings(P->m, e->g, sh);
-    e->s = s, any = true;
-  }
-  if (any) { /* the reshards that now only slice to the rows it has: their uses read it */
-    gv_subst *sub = gv_subst_new();
-    for (gv_op *u = f->body->first, *nx; u; u = nx) {
-      nx = u->next;
-      if (u->code != GV_OP_RESHARD || u->nopnds < 1) continue;
-      size_t h = GG_SLOT(u->opnds[0]);
-      while (key[h] && key[h] != u->opnds[0]) h = (h + 1) & (tn - 1);
-      if (!key[h] || !c[at[h]].s || !gv_sharding_equal(gv_op_sharding(u, 0), c[at[h]].s)) continue;
-      gv_subst_add(sub, u->res[0], u->opnds[0], NULL);
-      gv_op_unlink(u);
-    }
-    gv_subst_block(sub, f->body);
-    gv_subst_free(sub);
-  }
-#undef GG_SLOT
-  free(key), free(at), free(c);
-  return 0;
-}
-
 /* ---------------------------------------------------------------- pins */
 
 static gv_sharding *split_dim(prop *P, const gv_value *v, int d, const char *axis) {
@@ -834,6 +731,78 @@ void gv_users_free(gv_users *U) {
 static int users_first(const gv_users *U, const gv_value *v) {
   size_t k = users_slot(U, v);
   return U->key[k] ? U->head[k] : -1;
+}
+
+/* An embedding gradient (gather_grad) materialised whole whose every use is
+ * a reshard splitting its table dim (axis) the same way — a tp-split
+ * table's gradient sliced to the rank's rows for its optimizer, for a
+ * pipeline stage's return or for the sum with a tied head's vocab-parallel
+ * gradient — is computed split instead (the rule's result-only factor):
+ * each rank scatter-adds only the ids in its rows (spmd-partition masks dy
+ * and shifts the ids), no whole table and no slice of it, as Megatron's
+ * vocab-parallel embedding. Its other dims and pending sums stay; a
+ * reshard that does more than the slice (completing a sum) stays, from
+ * the rows. Uses that want it whole (a gradient returned whole) keep it. */
+static int gather_grad_rows(prop *P, gv_func *f) {
+  /* the uses of every candidate (one gather_grad per microbatch) read from one users index and the reshards dropped
+   * by one deferred replacement: a scan of the rest of the block per candidate and a replacement over the whole
+   * block per reshard were quadratic in the microbatches (a 3B Llama at 256: 47 % of a realisation) */
+  gv_users *U = NULL;
+  gv_op **drop = NULL; /* the reshards that now only slice to the rows the gradient has */
+  int ndrop = 0, cdrop = 0;
+  for (gv_op *g = f->body->first; g; g = g->next) {
+    if (g->code != GV_OP_GATHER_GRAD || g->nres != 1) continue;
+    gv_value *v = g->res[0];
+    const gv_sharding *a = gv_op_sharding(g, 0);
+    int ax = (int)gv_get_int(g, "axis", 0);
+    if (!a || ax < 0 || ax >= a->rank || a->naxes[ax] || v->type.dims[ax] <= 1) continue;
+    if (!U && !(U = gv_users_new(f->body))) return free(drop), gv_error(P->m, "propagate-sharding: out of memory");
+    const gv_sharding *t0 = NULL;
+    bool ok = true;
+    for (int k = users_first(U, v); k >= 0 && ok; k = U->e[k].next) {
+      const gv_op *u = U->e[k].op;
+      const gv_sharding *t = u->code == GV_OP_RESHARD ? gv_op_sharding(u, 0) : NULL;
+      ok = t && t->rank == a->rank && t->naxes[ax] &&
+           (!t0 || (t0->naxes[ax] == t->naxes[ax] && !memcmp(t0->axes[ax], t->axes[ax], t->naxes[ax])));
+      if (ok) t0 = t;
+    }
+    if (!ok || !t0) continue;
+    unsigned am = 0, used = a->partial;
+    for (int k = 0; k < t0->naxes[ax]; k++) am |= 1u << t0->axes[ax][k];
+    for (int d = 0; d < a->rank; d++)
+      for (int k = 0; k < a->naxes[d]; k++) used |= 1u << a->axes[d][k];
+    if (used & am) continue;
+    gv_sharding *s = gv_sharding_new(P->m, P->mesh, a->rank);
+    *s = *a;
+    s->naxes[ax] = t0->naxes[ax];
+    memcpy(s->axes[ax], t0->axes[ax], sizeof s->axes[ax]);
+    const gv_sharding **sh = gv_alloc(P->m->arena, sizeof *sh);
+    sh[0] = s;
+    gv_set_shardings(P->m, g, sh);
+    for (int k = users_first(U, v); k >= 0; k = U->e[k].next) {
+      gv_op *u = (gv_op *)U->e[k].op;
+      if (u->code != GV_OP_RESHARD || U->e[k].opnd != 0 || !gv_sharding_equal(gv_op_sharding(u, 0), s)) continue;
+      if (ndrop == cdrop) {
+        cdrop = cdrop ? 2 * cdrop : 16;
+        gv_op **d2 = realloc(drop, (size_t)cdrop * sizeof *d2);
+        if (!d2) return free(drop), gv_users_free(U), gv_error(P->m, "propagate-sharding: out of memory");
+        drop = d2;
+      }
+      drop[ndrop++] = u;
+    }
+  }
+  gv_users_free(U); /* the block changes below */
+  if (ndrop) {
+    gv_subst *sub = gv_subst_new();
+    for (int i = 0; i < ndrop; i++) {
+      gv_subst_add(sub, drop[i]->res[0], drop[i]->opnds[0], NULL);
+      gv_op_unlink(drop[i]);
+    }
+    gv_subst_block(sub, f->body);
+    gv_subst_free(sub);
+  }
+  free(drop);
+  return 0;
 }
 
 /* gv_megatron_is_column's question about one use u (operand i) of v: 1
