@@ -22,7 +22,10 @@
 # the 310B shape (96 layers, hidden 16384) on 1920 GPUs (batch 2160): per
 # row the imported ops, galvc's CPU seconds, the planner's own line
 # ("N candidate programs realised") and peak RSS; PLAN_TIMEOUT (default
-# 1800) seconds of wall time per row at most.
+# 1800) seconds of wall time per row at most. Last, Llama 3B's shape on 16
+# h100-sxm under 8 GB (batch 256: 128-256 microbatches), the default search
+# and one program (--pp 1), each with the fewer-layers recomputation and
+# the polish priced on the stand-in first and with each realised in full.
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,10 +77,13 @@ for L in 185 555 1850; do
 done
 
 [ "${2:-}" = plan ] || exit 0
-plan_row() { # LABEL MODEL GPUS BATCH
-  local label=$1 m=$2
-  /usr/bin/time -f "%M %U %S" -o "$T/rss" timeout "${PLAN_TIMEOUT:-1800}" "$BUILD/galvc" "$m" --train --plan-only --no-weights \
-    --precision bf16 --gpus "$3" --gpus-per-node 8 --cluster a100-80g --batch "$4" --seq 2048 </dev/null >/dev/null 2>"$T/err"
+plan_row() { # LABEL MODEL GPUS BATCH [CLUSTER [GALVC-ARGS...]] (ROW_ENV: VAR=VALUE words set for this row alone)
+  local label=$1 m=$2 gpus=$3 batch=$4 cluster=${5:-a100-80g}
+  shift 4
+  [ $# -gt 0 ] && shift
+  /usr/bin/time -f "%M %U %S" -o "$T/rss" env ${ROW_ENV:-} timeout "${PLAN_TIMEOUT:-1800}" "$BUILD/galvc" "$m" --train --plan-only \
+    --no-weights --precision bf16 --gpus "$gpus" --gpus-per-node 8 --cluster "$cluster" --batch "$batch" --seq 2048 "$@" \
+    </dev/null >/dev/null 2>"$T/err"
   local rc=$?
   python3 - "$label" "$T/err" "$T/rss" "$rc" <<'PY'
 import sys, re
@@ -105,3 +111,16 @@ for L in 12 24 48 96; do
   plan_row "GPT-3 shape, $L layers, 1024 GPUs, batch 1536" "$(gpt3 $L 12288 96)" 1024 1536
 done
 plan_row "310B shape (96 x 16384), 1920 GPUs, batch 2160" "$(gpt3 96 16384 128)" 1920 2160
+# many microbatches under a tight limit (128-256 copies per program): recomputation on some layers and the polish
+# priced on the 2-microbatch stand-in first (the default), beside each k and each change realised in full
+# (docs/planner.md, "Planning time: recomputation on some layers and the polish priced from two microbatches")
+python3 "$SRC/examples/make_model.py" llama -o "$T/llama3b.onnx" --layers 26 --hidden 3200 --heads 32 --kv-heads 32 \
+  --vocab 32000 --no-weights --no-verify >/dev/null
+for pp in "" "--pp 1"; do
+  for mode in priced full; do
+    env_words=""
+    [ $mode = full ] && env_words="GALV_RECOMPUTE_PARTIAL=full GALV_PLAN_POLISH=full"
+    ROW_ENV=$env_words plan_row "Llama 3B shape, 16 h100-sxm, 8 GB, 256 ${pp:+($pp) }$mode" "$T/llama3b.onnx" 16 256 h100-sxm \
+      --memory-limit 8000000000 $pp -q
+  done
+done
