@@ -263,6 +263,9 @@ static int rc_fastest(const int *B, const int64_t *step, int n) {
   return best;
 }
 
+enum { VIRT_OFF_PCT = 1 };
+#define VIRT_OFF (1.0 + VIRT_OFF_PCT / 100.0) /* a deferred choice realised this much slower than priced: compared again */
+
 /* --recompute's value for MODE (selective or all) on the first k layers found by structure: "none" for k = 0,
  * "first:K" or "selective:first:K" (passes/recompute.c). */
 static const char *part_list_of(char *buf, size_t n, const char *mode, int k) {
@@ -1782,18 +1785,19 @@ int main(int argc, char **argv) {
    * most, and the fastest count is compiled. */
   enum { MB_MORE = 3 };
   int mb_best_B = 0, mb_more = 0;
-  int64_t mb_best_step = 0;
+  int64_t mb_best_step = 0, mb_best_mem = 0;
+  bool mb_best_mbound = false;
   /* The fastest step realised so far of a plan that fits (a search's choice realised in full, or a stand-in's choice
    * compiled at its count): the later searches of the default search leave out the combinations whose bound is above
    * it (gv_plan_opts.incumbent_ns; GALV_PLAN_INCUMBENT=off: none) */
-  int64_t incumbent = 0;
+  int64_t incumbent = 0, incumbent_real = 0; /* ... of the steps realised (incumbent: also the deferred choices' priced) */
   const bool inc_on = galvc_incumbent_on();
   const bool count_skip = !getenv("GALV_COUNT_SKIP_OFF"); /* counts a probe shows cannot fit are not probed */
   /* the default search's pipelines of equal stages planned as the preset first (cheap: no search per stage): a realised
    * step one program's searches are bounded by like their own (docs/planner.md, "The fastest step so far") */
   if (joint && train && inc_on) {
     if (galvc_pipeline_early(&jc) < 0) return 1;
-    if (jc.found) incumbent = jc.step_ns;
+    if (jc.found) incumbent = incumbent_real = jc.step_ns;
     if (jc.found && !quiet)
       fprintf(stderr, "galvc: default search: the pipeline's step %.3f ms (its preset stages, realised) bounds one program's "
                       "searches\n", (double)jc.step_ns / 1e6);
@@ -1875,12 +1879,24 @@ int main(int argc, char **argv) {
   static gv_plan polish_base;                           /* the choice */
   const char *polish_env = getenv("GALV_PLAN_POLISH");
   const bool polish_stand_on = mb_stand && !(polish_env && !strcmp(polish_env, "full"));
+  /* a recomputation mode's count choice not realised while the modes are searched (docs/planner.md, "A mode's count
+   * realised only when it wins"): its priced figures stand for it (the bound of the later searches, rc_step, the
+   * reference of its search on fewer layers, whose correction is then taken at the first k realised) and it is
+   * compiled at its count only if it wins; realised slower than priced by VIRT_OFF or than another mode, the modes
+   * are compared again with its figures realised. GALV_COUNT_DEFER=off: realised at once as before; =skew:P (tests): the priced step
+   * taken P % lower, as an estimate that far off would be */
+  const char *defer_env = getenv("GALV_COUNT_DEFER");
+  const bool defer_on = !(defer_env && !strcmp(defer_env, "off"));
+  const double defer_skew = defer_env && !strncmp(defer_env, "skew:", 5) ? atof(defer_env + 5) / 100.0 : 0.0;
+  bool count_virtual = false, mb_best_virtual = false, rc_virtual[NRC] = {0}; /* the figures priced, not realised */
+  int virt_final = -1; /* the mode whose priced choice is realised as the winner */
   if (rc_search) gv_train_opts.recompute = rc_modes[0];
   if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
   gv_module *m = NULL;
   int rc = 0;
 retry:
   rc = 0;
+  count_virtual = false;
   gv_train_opts.microbatches = B;
   gv_plan_opts.count_as = (part_stand || polish_priced || (part_k < 0 && mb_stand && !count_real && !count_full)) && B > 2 ? B : 0;
   /* not at a mode's first count: there the search also answers whether anything fits at all, and a bound that left
@@ -2053,13 +2069,27 @@ retry:
                     part_inc && part_best == incumbent ? " (nor faster than the fastest step realised so far)" : "", rc_modes[best]);
           gv_train_opts.recompute = rc_modes[best];
           B = rc_B[best], mb_final = true;
-          if (rc_from[best]) stand_plan = rc_plan[best], pick_from = rc_from[best], count_real = real_stored = true;
+          if (rc_from[best]) stand_plan = rc_plan[best], pick_from = rc_from[best], count_real = true, real_stored = !rc_virtual[best];
+          if (rc_virtual[best]) virt_final = best, stand_est = rc_step[best], stand_mem = rc_mem[best];
         }
         goto retry;
       }
       if (pr == 1 && count_real) { /* the stand-in's choice does not realise at its count: the count in full */
         if (!quiet) fprintf(stderr, "galvc: %d microbatches: the plan chosen from 2 does not realise at %d: planned in full\n", B, B);
         gv_module_free(m);
+        m = NULL;
+        if (virt_final >= 0) { /* a deferred winner: the modes compared again without it, where there are others */
+          const int vm = virt_final;
+          int others = 0;
+          for (int k = 0; k < NRC; k++) others += k != vm && rc_B[k];
+          virt_final = -1, rc_virtual[vm] = false;
+          if (others) {
+            rc_B[vm] = 0, count_real = real_stored = false, rc_mode = vm, incumbent = incumbent_real;
+            for (int k = 0; k < NRC; k++)
+              if (rc_B[k] && rc_virtual[k] && (!incumbent || rc_step[k] < incumbent)) incumbent = rc_step[k];
+            goto rc_end;
+          }
+        }
         count_real = real_stored = false, stand_cut = 0, count_full = true, mb_final = true, pick_from = 0;
         goto retry;
       }
@@ -2109,6 +2139,15 @@ retry:
         if (!quiet) fprintf(stderr, "galvc: no plan fits with %d microbatches: %d microbatch%s, the fastest predicted step (%.3f ms)\n",
                             B, mb_best_B, mb_best_B > 1 ? "es" : "", (double)mb_best_step / 1e6);
         gv_module_free(m);
+        m = NULL;
+        if (rc_search && mb_best_from) { /* its figures known (realised, or priced and deferred): recorded as they are, the
+                                          * next recomputation searched (the count compiled again only if it wins) */
+          B = mb_best_B, pick_from = mb_best_from, mb_final = true;
+          gv_plan_last.cost.step_ns = mb_best_step, gv_plan_last.cost.mem_total = mb_best_mem, gv_plan_last.plan = mb_best_plan;
+          stand_mbound = mb_best_mbound;
+          count_real = real_stored = true, count_virtual = mb_best_virtual;
+          goto realised;
+        }
         B = mb_best_B, mb_final = true;
         goto retry;
       }
@@ -2217,7 +2256,8 @@ retry:
             mb_stand = count_full = false, mb_final = false, pick_over = 0, mb_best_from = 0;
             memset(rc_fail, 0, sizeof rc_fail), memset(rc_from, 0, sizeof rc_from), memset(rc_fit, 0, sizeof rc_fit);
             rc_search = rc_search0, rc_mode = fm, B = fb, mb_best_B = 0, mb_more = 0;
-            memset(rc_B, 0, sizeof rc_B), memset(rc_step, 0, sizeof rc_step);
+            memset(rc_B, 0, sizeof rc_B), memset(rc_step, 0, sizeof rc_step), memset(rc_virtual, 0, sizeof rc_virtual);
+            virt_final = -1, incumbent = incumbent_real;
             if (rc_search) gv_train_opts.recompute = rc_modes[fm];
             goto retry;
           }
@@ -2247,14 +2287,50 @@ retry:
         goto retry;
       }
       if (pr) { rc = 1; break; }
-      if (!gv_plan_opts.count_as && gv_plan_last.cost.mem_total <= gv_plan_last.limit &&
-          (!incumbent || gv_plan_last.cost.step_ns < incumbent))
-        incumbent = gv_plan_last.cost.step_ns; /* realised and fits: the bound of the later searches */
+      if (!gv_plan_opts.count_as && gv_plan_last.cost.mem_total <= gv_plan_last.limit) { /* realised and fits: the bound of the later searches */
+        if (!incumbent || gv_plan_last.cost.step_ns < incumbent) incumbent = gv_plan_last.cost.step_ns;
+        if (!incumbent_real || gv_plan_last.cost.step_ns < incumbent_real) incumbent_real = gv_plan_last.cost.step_ns;
+      }
+    realised:;
       const int real_from = count_real ? pick_from : 0; /* this pass compiled a priced plan at B: the count it was priced at */
       const bool stored = count_real && real_stored;        /* ... a choice compiled again (its figures known) */
       if (count_real) { /* the priced choice realised at its count */
         int64_t real = gv_plan_last.cost.step_ns;
-        if (!quiet && !stored && pick_from == B)
+        if (virt_final >= 0) { /* a deferred winner realised: against its price and the other modes */
+          const int vm = virt_final;
+          const bool over = gv_plan_last.cost.mem_total > gv_plan_last.limit;
+          int alt = -1, others = 0;
+          for (int k = 0; k < NRC; k++)
+            if (k != vm && rc_B[k]) {
+              others++;
+              if (rc_mem[k] <= gv_plan_last.limit && (over || rc_step[k] < real) && (alt < 0 || rc_step[k] < rc_step[alt])) alt = k;
+            }
+          virt_final = -1, rc_virtual[vm] = false;
+          if ((over && others) || (!over && (alt >= 0 || (double)real > VIRT_OFF * (double)rc_step[vm]))) {
+            /* the modes compared again with its figures realised (over the limit: without it), the recomputation on
+             * fewer layers searched again against them */
+            if (!quiet)
+              fprintf(stderr, "galvc: recompute=%s, %d microbatches: realised %.3f ms, %lld bytes per device (priced %.3f ms)%s%s: the "
+                              "recomputation modes compared again%s\n", rc_modes[vm], B, (double)real / 1e6,
+                      (long long)gv_plan_last.cost.mem_total, (double)rc_step[vm] / 1e6, !over && alt >= 0 ? ", slower than recompute=" : "",
+                      !over && alt >= 0 ? rc_modes[alt] : "", over ? " without it (over the limit)" : "");
+            if (over) rc_B[vm] = 0;
+            else rc_step[vm] = real, rc_mem[vm] = gv_plan_last.cost.mem_total, rc_plan[vm] = gv_plan_last.plan, rc_B[vm] = B, rc_from[vm] = B;
+            incumbent = incumbent_real; /* the bound again: the steps realised and the deferred choices' still priced */
+            for (int k = 0; k < NRC; k++)
+              if (rc_B[k] && rc_virtual[k] && (!incumbent || rc_step[k] < incumbent)) incumbent = rc_step[k];
+            count_real = real_stored = false;
+            if (over) gv_module_free(m), m = NULL;
+            rc_mode = vm;
+            goto rc_end;
+          }
+        }
+        if (count_virtual) {
+          if (!quiet)
+            fprintf(stderr, "galvc: %d microbatches: predicted step %.3f ms (priced from 2), %lld bytes per device: realised only if "
+                            "recompute=%s stays the fastest\n", B, (double)real / 1e6, (long long)gv_plan_last.cost.mem_total,
+                    rc_modes[rc_mode]);
+        } else if (!quiet && !stored && pick_from == B)
           fprintf(stderr, "galvc: %d microbatches: predicted step %.3f ms (priced from 2), realised %.3f ms at %d (%+.2f %%), %lld bytes "
                           "per device\n", B, (double)stand_est / 1e6, (double)real / 1e6, B,
                   stand_est ? 100.0 * (double)(real - stand_est) / (double)stand_est : 0.0, (long long)gv_plan_last.cost.mem_total);
@@ -2346,6 +2422,13 @@ retry:
           gv_module_free(m);
           pick_from = B, B = pick;
           count_real = true;
+          /* while the recomputation modes are searched, the priced figures stand for the realisation (defer_on) */
+          if (defer_on && rc_search && !stand_cut && gv_plan_last.cost.mem_total <= gv_plan_last.limit) {
+            m = NULL, count_virtual = true;
+            if (!incumbent || stand_est < incumbent) incumbent = stand_est; /* the later searches' bound */
+            if (defer_skew > 0) stand_est = gv_plan_last.cost.step_ns = (int64_t)((double)stand_est * (1.0 - defer_skew));
+            goto realised;
+          }
           goto retry;
         }
       }
@@ -2356,7 +2439,9 @@ retry:
         int64_t step = gv_plan_last.cost.step_ns;
         const int base = real_from > B ? real_from : B; /* the counts up to the one priced are covered */
         bool better = !mb_best_B || step < mb_best_step;
-        if (better) mb_best_B = B, mb_best_step = step, mb_best_from = real_from, mb_best_plan = gv_plan_last.plan;
+        if (better)
+          mb_best_B = B, mb_best_step = step, mb_best_from = real_from, mb_best_plan = gv_plan_last.plan, mb_best_virtual = count_virtual,
+          mb_best_mem = gv_plan_last.cost.mem_total, mb_best_mbound = gv_plan_last.memory_bound;
         if (!real_from && B > rc_fit[rc_mode]) rc_fit[rc_mode] = B; /* searched on its own program (or a stand-in of it) */
         if (!global_batch && better && gv_plan_last.memory_bound) { /* the batch, read only now */
           gv_import_options o1 = opt0;
@@ -2388,7 +2473,8 @@ retry:
         best_count: /* the fastest count of this recomputation compiled again (as stored when it was priced from 2) */
           gv_module_free(m);
           B = mb_best_B, mb_final = true;
-          if (mb_best_from) stand_plan = mb_best_plan, pick_from = mb_best_from, count_real = real_stored = true;
+          if (mb_best_from) stand_plan = mb_best_plan, pick_from = mb_best_from, count_real = true, real_stored = !mb_best_virtual;
+          if (mb_best_virtual) stand_est = mb_best_step;
           goto retry;
         }
         if (mb_more && !quiet)
@@ -2398,7 +2484,7 @@ retry:
       mb_best_B = 0, mb_more = 0, mb_final = false; /* the next recomputation searches its counts anew */
       if (rc_search) {
         rc_B[rc_mode] = B, rc_step[rc_mode] = gv_plan_last.cost.step_ns, rc_from[rc_mode] = real_from, rc_plan[rc_mode] = gv_plan_last.plan;
-        rc_mem[rc_mode] = gv_plan_last.cost.mem_total;
+        rc_mem[rc_mode] = gv_plan_last.cost.mem_total, rc_virtual[rc_mode] = count_virtual;
         int nb_more = B0, nm_more = next_mode(rc_ord, NRC, rc_mode, !mb_stand, nrec, rc_modes, B0, global_batch, mb_search,
                                               count_skip ? gv_plan_last.limit : 0, lm_mem, 1, &nb_more);
         bool more = nm_more >= 0 && (rc_mode > 0 || B > 1 || real_from > 1 || gv_plan_last.memory_bound);
@@ -2437,11 +2523,12 @@ retry:
           gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
           goto retry;
         }
-        if (best != rc_mode) { /* compiled again with the winner (its plan.json too) */
+        if (best != rc_mode || rc_virtual[best] || !m) { /* compiled again with the winner (its plan.json too) */
           gv_module_free(m);
           gv_train_opts.recompute = rc_modes[best];
           B = rc_B[best], mb_final = true;
-          if (rc_from[best]) stand_plan = rc_plan[best], pick_from = rc_from[best], count_real = real_stored = true;
+          if (rc_from[best]) stand_plan = rc_plan[best], pick_from = rc_from[best], count_real = true, real_stored = !rc_virtual[best];
+          if (rc_virtual[best]) virt_final = best, stand_est = rc_step[best], stand_mem = rc_mem[best];
           goto retry;
         }
       }
