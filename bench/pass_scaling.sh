@@ -112,14 +112,15 @@ for L in 12 24 48 96; do
 done
 plan_row "310B shape (96 x 16384), 1920 GPUs, batch 2160" "$(gpt3 96 16384 128)" 1920 2160
 # many microbatches under a tight limit (128-256 copies per program): recomputation on some layers and the polish
-# priced on the 2-microbatch stand-in first (the default), beside each k and each change realised in full
-# (docs/planner.md, "Planning time: recomputation on some layers and the polish priced from two microbatches")
+# priced on the 2-microbatch stand-in first and each mode's count realised only when it wins (the default), beside
+# each k, each change and each count realised in full (docs/planner.md, "Planning time: recomputation on some layers
+# and the polish priced from two microbatches", "A mode's count realised only when it wins")
 python3 "$SRC/examples/make_model.py" llama -o "$T/llama3b.onnx" --layers 26 --hidden 3200 --heads 32 --kv-heads 32 \
   --vocab 32000 --no-weights --no-verify >/dev/null
 for pp in "" "--pp 1"; do
   for mode in priced full; do
     env_words=""
-    [ $mode = full ] && env_words="GALV_RECOMPUTE_PARTIAL=full GALV_PLAN_POLISH=full"
+    [ $mode = full ] && env_words="GALV_RECOMPUTE_PARTIAL=full GALV_PLAN_POLISH=full GALV_COUNT_DEFER=off"
     ROW_ENV=$env_words plan_row "Llama 3B shape, 16 h100-sxm, 8 GB, 256 ${pp:+($pp) }$mode" "$T/llama3b.onnx" 16 256 h100-sxm \
       --memory-limit 8000000000 $pp -q
   done

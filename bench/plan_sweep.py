@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""plan_sweep.py [--build DIR] [-n N] [--seed S] [--cpu-limit S] [--work DIR] [--json F]
+"""plan_sweep.py [--build DIR] [-n N] [--seed S] [--cpu-limit S] [--work DIR] [--json F] [--beside VAR=VALUE]
 
 The default search (`galvc M --plan-only --no-weights -q`) over a random sample of weight-free models (six families,
 GPT-2 124M to a 13B Llama shape), GPU presets, GPU counts, GPUs per node, precisions, training / inference and
@@ -7,6 +7,9 @@ batches, each run under a CPU-time limit. Prints one line per run (its outcome a
 plans, single error lines (each printed), runs over the limit, crashes, and the plans' CPU seconds (median, 90th
 percentile, max). Figures only: it never passes or fails on time; a crash or an error of more than one line is
 reported as such (docs/planner.md, "Planning time: the attention chains matched once, the screen's copies").
+--beside VAR=VALUE runs each point again with that environment variable set (a search option's old behaviour, e.g.
+GALV_COUNT_DEFER=off) and prints both CPU times and whether the two plan.json files are the same (planning_seconds
+aside), the two predicted steps where they differ.
 """
 import argparse, json, os, random, resource, subprocess, sys
 
@@ -35,6 +38,7 @@ def main():
     ap.add_argument("--cpu-limit", type=int, default=120, help="CPU seconds per run (default 120)")
     ap.add_argument("--work", default="/tmp/galvc-plan-sweep")
     ap.add_argument("--json", help="write every run's command, outcome and CPU seconds here")
+    ap.add_argument("--beside", help="VAR=VALUE: each point run again with it set, the plans compared")
     a = ap.parse_args()
     galvc = os.path.join(a.build, "galvc")
     os.makedirs(a.work, exist_ok=True)
@@ -56,21 +60,48 @@ def main():
             cmd.append("--train")
         if r.random() < 0.15:
             cmd += ["--memory-limit", str(r.choice([8, 16, 24, 40]) * 10**9)]
-        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         lim = a.cpu_limit
-        p = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CPU, (lim, lim + 5)))
-        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime
+
+        def run(c, env=None):
+            c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            p = subprocess.run(c, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env,
+                               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CPU, (lim, lim + 5)))
+            c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            return p, c1.ru_utime - c0.ru_utime + c1.ru_stime - c0.ru_stime
+
+        out = os.path.join(a.work, "out")
+        for f in ("plan.json",):
+            for d in (out, out + "-beside"):
+                if os.path.exists(os.path.join(d, f)):
+                    os.remove(os.path.join(d, f))
+        p, cpu = run(cmd)
+        beside = None
+        if a.beside:
+            var, _, val = a.beside.partition("=")
+            p2, cpu2 = run([out + "-beside/" if c == out + "/" else c for c in cmd], dict(os.environ, **{var: val}))
+            plans = []
+            for d in (out, out + "-beside"):
+                try:
+                    j = json.load(open(os.path.join(d, "plan.json")))
+                    j.pop("planning_seconds", None), j.pop("candidates", None)
+                    plans.append(j)
+                except (OSError, ValueError):
+                    plans.append(None)
+            step = lambda j: j and (j.get("predicted") or {}).get("step_ns") or (j.get("joint") or {}).get("step_ns") if j else None
+            same = plans[0] == plans[1] and p.returncode == p2.returncode
+            beside = dict(cpu_s=round(cpu2, 2), rc=p2.returncode, same=same, steps=[step(plans[0]), step(plans[1])])
         lines = [l for l in p.stderr.splitlines() if l.strip()]
         errs = [l for l in lines if "error" in l]
         kind = ("plan" if p.returncode == 0 else "over the CPU limit" if p.returncode in (-24, -9) and cpu >= lim - 1
                 else "crash" if p.returncode < 0 or p.returncode >= 128 else "error" if len(errs) == 1 else "error (not one line)")
         shown = " ".join(os.path.basename(c) if c in (galvc, path) else c for c in cmd[1:] if c != "-o" and not c.startswith(a.work))
         print("%3d %-20s %7.1f s  %s %s" % (i, kind, cpu, m, shown), flush=True)
+        if beside:
+            print("      beside (%s): %.1f s, %s" % (a.beside, beside["cpu_s"], "the same plan.json" if beside["same"] else
+                  "differs: rc %d / %d, steps %s / %s" % (p.returncode, beside["rc"], *beside["steps"])), flush=True)
         if kind != "plan":
             print("      " + " | ".join(lines[-2:])[:400], flush=True)
-        runs.append(dict(model=m, cmd=shown, kind=kind, rc=p.returncode, cpu_s=round(cpu, 2), err=lines[-2:]))
+        runs.append(dict(model=m, cmd=shown, kind=kind, rc=p.returncode, cpu_s=round(cpu, 2), err=lines[-2:], beside=beside))
     plans = sorted(x["cpu_s"] for x in runs if x["kind"] == "plan")
     kinds = {}
     for x in runs:
@@ -79,6 +110,10 @@ def main():
     if plans:
         print("plan_sweep: the plans' CPU s: median %.1f, 90th percentile %.1f, max %.1f" % (
             plans[len(plans) // 2], plans[min(len(plans) - 1, int(len(plans) * 0.9))], plans[-1]))
+    if a.beside:
+        b = [x["beside"] for x in runs]
+        print("plan_sweep: beside %s: %d of %d the same plan.json; CPU s %.1f against %.1f beside" % (
+            a.beside, sum(x["same"] for x in b), len(b), sum(x["cpu_s"] for x in runs), sum(x["cpu_s"] for x in b)))
     if a.json:
         json.dump(runs, open(a.json, "w"), indent=1)
 

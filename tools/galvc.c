@@ -263,6 +263,17 @@ static int rc_fastest(const int *B, const int64_t *step, int n) {
   return best;
 }
 
+/* The fastest step so far, the later searches' bound: of the steps realised (real) and the deferred count choices
+ * still priced only (each mode's, and the current mode's fastest count) */
+static int64_t inc_now(int64_t real, const int *B, const int64_t *step, const bool *virt, int n, int mb_B, int64_t mb_step,
+                       bool mb_virt) {
+  int64_t inc = real;
+  for (int k = 0; k < n; k++)
+    if (B[k] && virt[k] && (!inc || step[k] < inc)) inc = step[k];
+  if (mb_B && mb_virt && (!inc || mb_step < inc)) inc = mb_step;
+  return inc;
+}
+
 enum { VIRT_OFF_PCT = 1 };
 #define VIRT_OFF (1.0 + VIRT_OFF_PCT / 100.0) /* a deferred choice realised this much slower than priced: compared again */
 
@@ -1889,6 +1900,7 @@ int main(int argc, char **argv) {
   const bool defer_on = !(defer_env && !strcmp(defer_env, "off"));
   const double defer_skew = defer_env && !strncmp(defer_env, "skew:", 5) ? atof(defer_env + 5) / 100.0 : 0.0;
   bool count_virtual = false, mb_best_virtual = false, rc_virtual[NRC] = {0}; /* the figures priced, not realised */
+  int64_t virt_price = 0, mb_best_price = 0, rc_price[NRC] = {0}; /* ... their price (the step but under skew:P) */
   int virt_final = -1; /* the mode whose priced choice is realised as the winner */
   if (rc_search) gv_train_opts.recompute = rc_modes[0];
   if (train && !pa.on && mb_given && galvc_microbatch_shapes(model, &opt, &pa, mb_auto ? 0 : B, &global_batch)) return 1;
@@ -1897,6 +1909,7 @@ int main(int argc, char **argv) {
 retry:
   rc = 0;
   count_virtual = false;
+  incumbent = inc_now(incumbent_real, rc_B, rc_price, rc_virtual, NRC, mb_best_B, mb_best_price, mb_best_virtual);
   gv_train_opts.microbatches = B;
   gv_plan_opts.count_as = (part_stand || polish_priced || (part_k < 0 && mb_stand && !count_real && !count_full)) && B > 2 ? B : 0;
   /* not at a mode's first count: there the search also answers whether anything fits at all, and a bound that left
@@ -2084,9 +2097,7 @@ retry:
           for (int k = 0; k < NRC; k++) others += k != vm && rc_B[k];
           virt_final = -1, rc_virtual[vm] = false;
           if (others) {
-            rc_B[vm] = 0, count_real = real_stored = false, rc_mode = vm, incumbent = incumbent_real;
-            for (int k = 0; k < NRC; k++)
-              if (rc_B[k] && rc_virtual[k] && (!incumbent || rc_step[k] < incumbent)) incumbent = rc_step[k];
+            rc_B[vm] = 0, count_real = real_stored = false, rc_mode = vm;
             goto rc_end;
           }
         }
@@ -2145,7 +2156,7 @@ retry:
           B = mb_best_B, pick_from = mb_best_from, mb_final = true;
           gv_plan_last.cost.step_ns = mb_best_step, gv_plan_last.cost.mem_total = mb_best_mem, gv_plan_last.plan = mb_best_plan;
           stand_mbound = mb_best_mbound;
-          count_real = real_stored = true, count_virtual = mb_best_virtual;
+          count_real = real_stored = true, count_virtual = mb_best_virtual, virt_price = mb_best_price;
           goto realised;
         }
         B = mb_best_B, mb_final = true;
@@ -2257,7 +2268,7 @@ retry:
             memset(rc_fail, 0, sizeof rc_fail), memset(rc_from, 0, sizeof rc_from), memset(rc_fit, 0, sizeof rc_fit);
             rc_search = rc_search0, rc_mode = fm, B = fb, mb_best_B = 0, mb_more = 0;
             memset(rc_B, 0, sizeof rc_B), memset(rc_step, 0, sizeof rc_step), memset(rc_virtual, 0, sizeof rc_virtual);
-            virt_final = -1, incumbent = incumbent_real;
+            virt_final = -1;
             if (rc_search) gv_train_opts.recompute = rc_modes[fm];
             goto retry;
           }
@@ -2315,10 +2326,8 @@ retry:
                       (long long)gv_plan_last.cost.mem_total, (double)rc_step[vm] / 1e6, !over && alt >= 0 ? ", slower than recompute=" : "",
                       !over && alt >= 0 ? rc_modes[alt] : "", over ? " without it (over the limit)" : "");
             if (over) rc_B[vm] = 0;
-            else rc_step[vm] = real, rc_mem[vm] = gv_plan_last.cost.mem_total, rc_plan[vm] = gv_plan_last.plan, rc_B[vm] = B, rc_from[vm] = B;
-            incumbent = incumbent_real; /* the bound again: the steps realised and the deferred choices' still priced */
-            for (int k = 0; k < NRC; k++)
-              if (rc_B[k] && rc_virtual[k] && (!incumbent || rc_step[k] < incumbent)) incumbent = rc_step[k];
+            else rc_step[vm] = rc_price[vm] = real, rc_mem[vm] = gv_plan_last.cost.mem_total, rc_plan[vm] = gv_plan_last.plan, rc_B[vm] = B,
+                 rc_from[vm] = B;
             count_real = real_stored = false;
             if (over) gv_module_free(m), m = NULL;
             rc_mode = vm;
@@ -2425,7 +2434,7 @@ retry:
           /* while the recomputation modes are searched, the priced figures stand for the realisation (defer_on) */
           if (defer_on && rc_search && !stand_cut && gv_plan_last.cost.mem_total <= gv_plan_last.limit) {
             m = NULL, count_virtual = true;
-            if (!incumbent || stand_est < incumbent) incumbent = stand_est; /* the later searches' bound */
+            virt_price = stand_est;
             if (defer_skew > 0) stand_est = gv_plan_last.cost.step_ns = (int64_t)((double)stand_est * (1.0 - defer_skew));
             goto realised;
           }
@@ -2441,7 +2450,7 @@ retry:
         bool better = !mb_best_B || step < mb_best_step;
         if (better)
           mb_best_B = B, mb_best_step = step, mb_best_from = real_from, mb_best_plan = gv_plan_last.plan, mb_best_virtual = count_virtual,
-          mb_best_mem = gv_plan_last.cost.mem_total, mb_best_mbound = gv_plan_last.memory_bound;
+          mb_best_mem = gv_plan_last.cost.mem_total, mb_best_mbound = gv_plan_last.memory_bound, mb_best_price = count_virtual ? virt_price : step;
         if (!real_from && B > rc_fit[rc_mode]) rc_fit[rc_mode] = B; /* searched on its own program (or a stand-in of it) */
         if (!global_batch && better && gv_plan_last.memory_bound) { /* the batch, read only now */
           gv_import_options o1 = opt0;
@@ -2474,7 +2483,7 @@ retry:
           gv_module_free(m);
           B = mb_best_B, mb_final = true;
           if (mb_best_from) stand_plan = mb_best_plan, pick_from = mb_best_from, count_real = true, real_stored = !mb_best_virtual;
-          if (mb_best_virtual) stand_est = mb_best_step;
+          if (mb_best_virtual) stand_est = mb_best_step, mb_best_virtual = false; /* realised now: no longer a bound */
           goto retry;
         }
         if (mb_more && !quiet)
@@ -2485,6 +2494,7 @@ retry:
       if (rc_search) {
         rc_B[rc_mode] = B, rc_step[rc_mode] = gv_plan_last.cost.step_ns, rc_from[rc_mode] = real_from, rc_plan[rc_mode] = gv_plan_last.plan;
         rc_mem[rc_mode] = gv_plan_last.cost.mem_total, rc_virtual[rc_mode] = count_virtual;
+        rc_price[rc_mode] = count_virtual ? virt_price : rc_step[rc_mode];
         int nb_more = B0, nm_more = next_mode(rc_ord, NRC, rc_mode, !mb_stand, nrec, rc_modes, B0, global_batch, mb_search,
                                               count_skip ? gv_plan_last.limit : 0, lm_mem, 1, &nb_more);
         bool more = nm_more >= 0 && (rc_mode > 0 || B > 1 || real_from > 1 || gv_plan_last.memory_bound);
@@ -2518,6 +2528,7 @@ retry:
           part_mode = part_q[0], part_plan = rc_plan[part_mode], part_lo = -1, part_hi = part_L, part_k = 0;
           part_step = rc_step[part_mode], part_mem = rc_mem[part_mode];
           B = rc_B[part_mode], mb_final = true;
+          incumbent = inc_now(incumbent_real, rc_B, rc_price, rc_virtual, NRC, mb_best_B, mb_best_price, mb_best_virtual);
           if (incumbent > 0 && incumbent < part_best) part_best = incumbent, part_inc = true; /* a faster pipeline realised */
           if ((part_ps = part_stand_on && B >= stand_lo && part_stand_begin(&ps, part_L, part_step, part_mem))) part_stand = true, part_k = part_L;
           gv_train_opts.recompute = part_list_of(part_list, sizeof part_list, rc_modes[part_mode], part_k);
