@@ -403,6 +403,10 @@ typedef struct {
    * is taken; the plans refused so */
   int64_t glimit, *ilm, *rejected;
   gv_pipe_plan *tmp;
+  /* per cost's ways (by their offset in dw) over this pass's t_max: the first way of the least key within t_max,
+   * memory aside (-1: none; -2: not yet found); where it fits a stage it is the pick */
+  int32_t *pk;
+  uint32_t *pkg, *gen; /* pk[i] holds this pass's figure where pkg[i] == *gen (one more each pass) */
 } dp_ctx;
 
 #define DP_INF (INT64_MAX / 4)
@@ -422,6 +426,7 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
   const uint8_t *wn = x->wn;
   const dway *dw = x->dw;
   bool found = false;
+  const uint32_t gen = ++*x->gen;
 #define IX(s, k, d) (((size_t)(s) * (size_t)(L + 1) + (size_t)(k)) * (size_t)(Du + 1) + (size_t)(d))
 /* per range [k, j) and sub-mesh m; j the fastest-varying (the DP's innermost loop walks j) */
 #define CX(k, j, m) (((size_t)(k) * (size_t)nm + (size_t)(m)) * (size_t)(L + 1) + (size_t)(j))
@@ -458,7 +463,24 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
            * dense copy of the range's ways */
           const dway *wv = dw + wofs[CX(k, j, m)];
           int64_t ns = -1, bk = 0;
-          for (int i = 0, nw = wn[CX(k, j, m)]; i < nw; i++) {
+          int32_t *pkp = &x->pk[wofs[CX(k, j, m)]];
+          if (x->pkg[wofs[CX(k, j, m)]] != gen) { /* the least key within t_max, memory aside */
+            x->pkg[wofs[CX(k, j, m)]] = gen, *pkp = -1;
+            for (int i = 0, nw = wn[CX(k, j, m)]; i < nw; i++)
+              if (wv[i].ns <= tmax && (*pkp < 0 || wv[i].key < wv[*pkp].key)) *pkp = i;
+          }
+          if (*pkp < 0) continue; /* no way within t_max */
+          {
+            const int i = *pkp;
+            int64_t held;
+            if (V > 1) {
+              int64_t *hm = &x->ilm[((size_t)wofs[CX(k, j, m)] + (size_t)i) * (size_t)S + (size_t)(S - s)];
+              if (*hm < 0) *hm = gv_pipe_il_share(S / V, V, S - s, B, wv[i].act, wv[i].fs, wv[i].bs);
+              held = *hm;
+            } else held = gv_pipe_charge_bytes(&ch, wv[i].act, wv[i].wact);
+            if (wv[i].need0 + held <= limit) ns = wv[i].ns; /* the pick: the least key fits */
+          }
+          for (int i = 0, nw = ns < 0 ? wn[CX(k, j, m)] : 0; i < nw; i++) {
             if (wv[i].ns > tmax) continue;
             int64_t held;
             if (V > 1) { /* the way's share of its device group (gv_pipe_il_share), once per way and stage */
@@ -658,6 +680,10 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   size_t ndw = 0, capdw = 0;
   int64_t *fmax = malloc(nC * sizeof(int64_t)); /* dp_ctx.fmax */
   uint8_t *seen = NULL;                          /* per stage cost of the table: its ways among the t_max candidates */
+  int64_t *efast = NULL, *eofs = NULL;           /* ... its fastest way's ns and its ways' offset in dw */
+  size_t *ewn = NULL;                            /* ... the range whose wn holds its count of ways */
+  int32_t *pk = NULL;                            /* dp_ctx.pk */
+  uint32_t *pkg = NULL, pk_gen = 0;
   int64_t *fast = malloc(nC * sizeof(int64_t)); /* per range and sub-mesh: its fastest way's ns (-1: infeasible), read
                                                  * by the DP's inner loop without touching the cost itself */
   int64_t *cand = malloc(nC * GV_STAGE_MAX_VARS * sizeof(int64_t));
@@ -744,9 +770,11 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     ndw = 0;
     /* the t_max candidates: each stage cost's ways once (many ranges share one cost: the same layers on the same
      * sub-mesh), marked by its index in the table */
-    free(seen);
+    free(seen), free(efast), free(eofs), free(ewn);
     seen = calloc(chp->n ? chp->n : 1, 1);
-    if (!seen) {
+    efast = malloc((chp->n ? chp->n : 1) * sizeof *efast), eofs = malloc((chp->n ? chp->n : 1) * sizeof *eofs);
+    ewn = malloc((chp->n ? chp->n : 1) * sizeof *ewn);
+    if (!seen || !efast || !eofs || !ewn) {
       gv_error_plain("pipeline: out of memory");
       goto done;
     }
@@ -763,12 +791,18 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           gv_stage_cost *ec = &chp->pool[ei];
           C[CX(k, j, m)] = ec;
           fast[CX(k, j, m)] = -1;
-          if (ec->feasible) {
+          if (ec->feasible && seen[ei]) { /* a cost met already (the same layers on the same sub-mesh): its ways read */
+            fast[CX(k, j, m)] = efast[ei];
+            wofs[CX(k, j, m)] = eofs[ei];
+            wn[CX(k, j, m)] = wn[ewn[ei]];
+          } else if (ec->feasible) {
             int64_t fastest = ec->ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
             for (int w = 1; w < ec->nvar; w++)
               if (runs_way(&ec->var[w], psch) && ec->var[w].ns < fastest) fastest = ec->var[w].ns;
-            fast[CX(k, j, m)] = fastest;
-            /* the ways the DP's pick weighs, dense (recomputing ones only where the schedule runs them) */
+            fast[CX(k, j, m)] = efast[ei] = fastest;
+            /* the ways the DP's pick weighs, dense (recomputing ones only where the schedule runs them), once per
+             * cost: the ranges that share it read the same (a dense copy per range was most of the DP's cache
+             * misses on GPT-3's 192 groups) */
             const int64_t zbw = p->schedule == GV_SCHED_ZBH1 ? ec->zb_bytes : 0;
             if (ndw + (size_t)GV_STAGE_MAX_VARS + 1 > capdw) {
               size_t nc2 = capdw ? 2 * capdw : 4096;
@@ -788,6 +822,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                                  ec->send_bytes, ec->gsend_bytes};
             }
             wn[CX(k, j, m)] = (uint8_t)(ndw - (size_t)wofs[CX(k, j, m)]);
+            eofs[ei] = wofs[CX(k, j, m)], ewn[ei] = CX(k, j, m);
             int vv;
             gv_pipe_charge one = {.n = 1, .a = {1}};
             int64_t need = gv_stage_cost_min_need(ec, &one, p->schedule, &vv);
@@ -825,7 +860,16 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     }
     dp_ctx dpx = {.p = p, .L = L, .nm = nm, .S = S, .V = V, .il_inflight = il_inflight, .Du = Du, .limit = limit, .mn = mn,
                   .mk = mk, .mu = mu, .F = F, .Fj = Fj, .Fm = Fm, .Rt = Rt, .Rlo = Rlo, .Rhi = Rhi, .nR = nR, .fast = fast, .fmax = fmax,
-                  .wofs = wofs, .wn = wn, .dw = dw, .glimit = glimit, .ilm = ilm, .rejected = &il_rejected, .tmp = il_tmp};
+                  .wofs = wofs, .wn = wn, .dw = dw, .glimit = glimit, .ilm = ilm, .rejected = &il_rejected, .tmp = il_tmp,
+                  .gen = &pk_gen};
+    free(pk), free(pkg);
+    pk = malloc((ndw ? ndw : 1) * sizeof *pk), pkg = calloc(ndw ? ndw : 1, sizeof *pkg);
+    pk_gen = 0;
+    if (!pk || !pkg) {
+      gv_error_plain("pipeline: out of memory");
+      goto done;
+    }
+    dpx.pk = pk, dpx.pkg = pkg;
     /* the t_max tried: candidates within 1% of each other are tried once, at the largest of the run (the smallest
      * would rule out stages 1% slower than it: one stage over many groups could then find no plan at all); cand[g]
      * becomes group g's t_max, gbase[g] its smallest */
@@ -1004,7 +1048,7 @@ done:
   free(Fm);
   free(Rt), free(Rlo), free(Rhi);
   free((void *)C);
-  free(fast), free(fmax), free(seen);
+  free(fast), free(fmax), free(seen), free(efast), free(eofs), free(ewn), free(pk), free(pkg);
   free(wofs), free(eix), free(wn), free(dw);
   free(cand), free(gbase);
   free(own.t), free(own.pool);
