@@ -4784,9 +4784,11 @@ int gv_pass_plan_sharding(gv_module *m) {
         const bool acts = k->mem_activations >= k->mem_params && k->mem_activations >= k->mem_optimizer;
         const bool opt = !acts && k->mem_optimizer >= k->mem_params; /* "optimizer state dominates" */
         const char *big = acts ? "activations" : opt ? "optimizer state" : "parameters";
-        const char *fix = C.train && acts && strcmp(gv_train_opts.recompute ? gv_train_opts.recompute : "none", "all")
-                              ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
-                              : "raise --memory-limit or add devices";
+        char fix[320];
+        snprintf(fix, sizeof fix, "%s%s%s%s", C.train && acts && strcmp(gv_train_opts.recompute ? gv_train_opts.recompute : "none", "all")
+                 ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
+                 : "raise --memory-limit or add devices", o->no_pipe_why ? " (pipelines are not searched " : "",
+                 o->no_pipe_why ? o->no_pipe_why : "", o->no_pipe_why ? ": --pipeline-stages S plans S stages)" : "");
         if (S.min_realised)
           rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest candidate (%s) "
                            "needs %lld bytes realised (parameters %lld, gradients %lld, optimizer state %lld, activations %lld); "
@@ -4801,7 +4803,9 @@ int gv_pass_plan_sharding(gv_module *m) {
                         opt ? "dominates" : "dominate", fix);
       } else if (S.min_mem >= 0)
         rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s); "
-                         "raise --memory-limit or add devices", (long long)C.limit, (long long)devices, (long long)S.min_mem, s);
+                         "raise --memory-limit or add devices%s%s%s", (long long)C.limit, (long long)devices, (long long)S.min_mem, s,
+                      o->no_pipe_why ? " (pipelines are not searched " : "", o->no_pipe_why ? o->no_pipe_why : "",
+                      o->no_pipe_why ? ": --pipeline-stages S plans S stages)" : "");
       else if (o->profile && prof_lacking_tp)
         rc = gv_error(m, "no plan applies on %lld devices: the candidates that realise need figures the profile %s does not "
                          "have (tp %lld, among others; field '%s')", (long long)devices, o->profile->path,

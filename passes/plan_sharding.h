@@ -112,6 +112,9 @@ typedef struct {
    * unknown). A stage input whose dim 0 it does not divide carries no batch (a value the earlier stage made from
    * constants alone, e.g. GPT's causal mask of seq x seq): no batch axis splits it, it stays whole */
   int64_t intra_batch;
+  /* galvc: why its default search plans no pipelines here though it would otherwise (NULL: it does, or would not
+   * anyway); the no-plan error line then names --pipeline-stages */
+  const char *no_pipe_why;
 } gv_plan_options;
 extern gv_plan_options gv_plan_opts;
 

@@ -20,7 +20,9 @@
 #      bench/layer_profile.py, the planner reading it (galvc format: compute
 #      = the layers' measured forward + backward + recompute + the outer's);
 #   6. bad files and options through galvc: one error line naming the file
-#      and field (malformed, model mismatch), option conflicts.
+#      and field (malformed, model mismatch), option conflicts; a limit no
+#      plan fits: the line names --pipeline-stages (the default search plans
+#      no pipelines under --profile).
 set -u
 build=${1:?usage: plan_profile.sh BUILD_DIR}
 src=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -256,6 +258,8 @@ expect lacks-tp "no plan applies on 2 devices: the candidates that realise need 
 # (a profile at tp 3, which no plan on 4 devices has: layer 0's degree is the one it lacks first)
 expect plan-lacks-tp "$tmp/tp3.json: field 'layer.points': no figures at tp $ptp, the plan $tmp/prof.json's" \
   "$tmp/l4.onnx" "${P[@]}" -q --plan "$tmp/prof.json" --profile "$tmp/tp3.json"
+expect no-plan-pipelines "raise --memory-limit or add devices (pipelines are not searched with --profile: --pipeline-stages S plans S stages)" \
+  "$tmp/l4.onnx" "${P[@]}" -q --profile "$tmp/gal.json" --memory-limit 1000
 expect no-planner "--profile applies to the planner" "$tmp/l4.onnx" --batch 8 --seq 32 --target cpu --train --gpus 4 \
   --strategy dp --no-weights --emit=ir -o "$tmp/x.mlir" --profile "$tmp/gal.json"
 expect reserve-one "--memory-reserve 1: expected FRACTION[,BYTES]" "$tmp/l4.onnx" "${P[@]}" --memory-reserve 1

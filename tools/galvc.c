@@ -1733,6 +1733,9 @@ int main(int argc, char **argv) {
                gv_precision_opts.grad == GV_DT_F32 && (plan_only || program) && !report_cost && !dump_after &&
                !profile_path && !(cuda.bf16 && strcmp(target, "cuda") == 0 && !plan_only && !train);
   galvc_pipe_choice jc = {0};
+  /* the default search but for --profile: its no-plan line names --pipeline-stages (docs/planner.md, "Profiles") */
+  if (profile_path && !joint && gv_plan_opts.active && !gv_plan_opts.plan_in && !no_pipe && gpus > 1 && !mesh_spec && !pa.on)
+    gv_plan_opts.no_pipe_why = "with --profile";
   if (joint) {
     pipe_args pj = pa;
     pj.layers = gv_pipe_opts.layers, pj.plan_only = plan_only, pj.naxes = 0, pj.mesh_given = false;
