@@ -1654,6 +1654,7 @@ typedef struct {
   gv_plan nosp;
   int64_t nosp_ns;
   bool reduced;     /* costed on the reduced programs (plan_search) */
+  bool estimated;   /* reduced: the choice predicted over gv_plan_opts.over_ns, not realised in full (its prediction) */
   int retries;      /* reduced: searches again because the choice did not fit in full */
   bool has_uni;     /* reduced: the fastest uniform pattern (every unit at one stage) predicted within the limit */
   gv_plan uni;
@@ -3440,6 +3441,14 @@ again_unpruned:
     seen[nseen++] = S->best;
     red_combo *e = red_combo_of(C->red, &S->best, limit);
     if (!e) { rc = gv_error(C->m, "out of memory"); break; }
+    if (gv_plan_opts.over_ns > 0 && S->best_cost.step_ns > gv_plan_opts.over_ns) {
+      /* predicted over the step the caller cannot use (galvc: 1.25 x a faster pipeline's): not realised in full, the
+       * prediction returned (a plan fitting a tighter budget, were this one over it in full, is no faster) */
+      S->best_pred = S->best_cost.step_ns, S->estimated = true;
+      if (S->best_cost.mem_total <= 0) S->best_cost.mem_total = S->best_pred_mem;
+      *keep = *S, have = true;
+      break;
+    }
     gv_plan_cost pc;
     int q = realise(C, &S->best, &pc, NULL, NULL);
     if (q) {
@@ -3482,7 +3491,7 @@ again_unpruned:
   }
   bool best_tp = false; /* the choice has a layer at another tp choice: the fastest candidate without, realised too */
   for (int u = 0; have && u < keep->best.nunits; u++) best_tp |= keep->best.tp_unit[u] != 0;
-  for (int x = 0; x < 3 && !rc && have; x++) { /* (keep is set only with have) */
+  for (int x = 0; x < 3 && !rc && have && !keep->estimated; x++) { /* (keep is set only with have) */
     /* from the search whose choice was kept (its combinations' budgets) */
     bool has = x == 2 ? keep->has_notp && best_tp : x ? keep->has_alt : keep->has_uni;
     gv_plan up = x == 2 ? keep->notp : x ? keep->alt : keep->uni;
@@ -3515,7 +3524,7 @@ again_unpruned:
   C->no_prune = false;
   if (!rc && have) *S = *keep;
   else if (!rc) S->found = false;
-  if (!rc && have) rc = sp_final(C, S, limit);
+  if (!rc && have && !S->estimated) rc = sp_final(C, S, limit);
   /* Nothing fit in full. The smallest candidate's memory so far is a
    * prediction from the reduced programs; realised in full it may fit
    * (then it is the plan: never a "no plan" the full program refutes), or
@@ -4681,6 +4690,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   count_as = o->count_as > 2 && (!o->plan_in || o->plan_fixed) ? o->count_as : 0;
   static alternatives alt; /* large (three plans): not on the stack */
   bool alt_scaled = false;   /* the alternatives' figures are the reduced search's scaled predictions, not realised */
+  bool estimated = false;    /* the choice predicted over o->over_ns, not realised in full (plan_search) */
   memset(&alt, 0, sizeof alt);
   const int64_t hits_fixed = memo_hits; /* a plan given (plan_fixed, plan_in): its realisation read from an earlier one */
   if (o->plan_fixed) { /* galvc's stand-in choice at its count: realised in full */
@@ -4763,7 +4773,7 @@ int gv_pass_plan_sharding(gv_module *m) {
       rc = plan_search(&C, devices, fixed, o->exhaustive, &S);
       S.inc_out = C.inc_pruned, S.inc_ns = o->incumbent_ns;
       report_kept = memo_hits - hits0;
-      if (!rc && keyed) kept_add(&key, &S, C.realised);
+      if (!rc && keyed && !S.estimated) kept_add(&key, &S, C.realised); /* (a prediction alone is not kept) */
     }
     report_inc_out = S.inc_out, report_inc_ns = S.inc_ns;
     if (!rc && !S.found && S.min_mem < 0 && S.inc_out > 0 && o->probe) { /* every combination bounded above the incumbent */
@@ -4812,13 +4822,16 @@ int gv_pass_plan_sharding(gv_module *m) {
                       (long long)prof_lacking_tp, prof_lacking_field);
       else rc = gv_error(m, "no plan applies on %lld devices (the batch divides over no mesh axes)", (long long)devices);
     }
-    if (!rc) plan = S.best, pc = S.best_cost, pred = S.best_pred, pred_mem = S.best_pred_mem;
+    if (!rc) plan = S.best, pc = S.best_cost, pred = S.best_pred, pred_mem = S.best_pred_mem, estimated = S.estimated;
     if (!rc) gv_plan_last.memory_bound = S.over && S.over_ns < S.best_cost.step_ns;
     if (!rc)
       alt = (alternatives){.has_ru = S.has_ru, .has_over = S.over, .ru = S.ru, .over = S.over_plan, .ru_ns = S.ru_ns,
                            .ru_mem = S.ru_mem, .over_ns = S.over_ns, .over_mem = S.over_plan_mem};
     alt_scaled = S.reduced;
-    if (!rc && S.reduced && !o->quiet) { /* which path chose the plan (docs/planner.md, repeated layers) */
+    if (!rc && S.estimated && !o->quiet)
+      fprintf(stderr, "plan: %d repeated layers: candidates costed on reduced programs, the choice predicted %.3f ms, over %.3f ms: not "
+                      "realised in full\n", C.nl, (double)S.best_pred / 1e6, (double)o->over_ns / 1e6);
+    else if (!rc && S.reduced && !o->quiet) { /* which path chose the plan (docs/planner.md, repeated layers) */
       fprintf(stderr, "plan: %d repeated layers: candidates costed on reduced programs, the choice realised in full", C.nl);
       if (S.retries) fprintf(stderr, " after %d search(es) whose choice did not fit in full", S.retries);
       fputc('\n', stderr);
@@ -4832,11 +4845,11 @@ int gv_pass_plan_sharding(gv_module *m) {
   if (o->plan_fixed || o->plan_in) report_kept = memo_hits - hits_fixed;
   /* the chosen plan's unit figures for the report (before pin_plan changes m, which C->m is) */
   unit_figs uf = {0};
-  if (!rc && !o->quiet) {
+  if (!rc && !o->quiet && !estimated) {
     gv_plan_cost upc;
     if (unit_figs_get(&C, &plan, &uf, &upc)) rc = gv_error_plain("planner: out of memory");
   }
-  if (!rc && o->explain) explain_keep(m, &plan, &pc, C.limit); /* before pin_plan changes m */
+  if (!rc && o->explain && !estimated) explain_keep(m, &plan, &pc, C.limit); /* before pin_plan changes m */
   if (!rc) {
     pc.plan_seconds = now_s() - t0;
     pc.candidates = C.realised;
@@ -4852,11 +4865,11 @@ int gv_pass_plan_sharding(gv_module *m) {
       gv_layer_units_hint(m, &main_lu); /* the main program's regather and overlap: the same units */
     }
   }
-  if (!rc && !o->quiet) report(&plan, &pc, &uf, o->cluster, C.limit, pred, pred_mem, stderr);
+  if (!rc && !o->quiet && !estimated) report(&plan, &pc, &uf, o->cluster, C.limit, pred, pred_mem, stderr);
   unit_figs_free(&uf);
   /* the alternatives against the choice as the search measured them: realised steps on the full program
    * (the knapsack's table prediction is no sum under overlap), scaled predictions on reduced ones */
-  if (!rc && !o->quiet) report_alternatives(&alt, o->cluster, C.limit, alt_scaled ? pred : pc.step_ns, stderr);
+  if (!rc && !o->quiet && !estimated) report_alternatives(&alt, o->cluster, C.limit, alt_scaled ? pred : pc.step_ns, stderr);
   if (!rc && !o->quiet) { /* axes the plan leaves idle replicate the whole computation: one warning line */
     unsigned used = plan.dmask | (plan.t_layer >= 0 ? 1u << plan.t_layer : 0) | (plan.t_outer >= 0 ? 1u << plan.t_outer : 0);
     for (int u = 1; u < plan.nunits; u++) used |= unit_tp(&plan, u) >= 0 ? 1u << unit_tp(&plan, u) : 0;

@@ -115,6 +115,9 @@ typedef struct {
   /* galvc: why its default search plans no pipelines here though it would otherwise (NULL: it does, or would not
    * anyway); the no-plan error line then names --pipeline-stages */
   const char *no_pipe_why;
+  /* galvc (a stand-in priced while a pipeline's step bounds the count search): a search whose choice is predicted on
+   * the reduced programs above this step returns that prediction, not realised in full (0: every choice realised) */
+  int64_t over_ns;
 } gv_plan_options;
 extern gv_plan_options gv_plan_opts;
 

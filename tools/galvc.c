@@ -1923,6 +1923,12 @@ retry:
    * recompute=all) */
   const bool inc_pipe = joint && jc.found;
   gv_plan_opts.incumbent_ns = inc_on && part_k < 0 && !mb_final && !polish_priced && (rc_search || mb_search) && (B != B0 || inc_pipe) ? incumbent : 0;
+  /* a stand-in whose choice the pipeline's step rules out (JOINT_ONE_OVER below) is not realised in full: the reduced
+   * programs' prediction is enough to rule it out (GALV_JOINT_OVER_REALISE=1: realised as before) */
+  gv_plan_opts.over_ns = gv_plan_opts.count_as && joint && jc.found && incumbent == jc.step_ns && !part_stand && !polish_priced &&
+                                 !getenv("GALV_JOINT_OVER_REALISE")
+                             ? (int64_t)(JOINT_ONE_OVER * (double)incumbent)
+                             : 0;
   if (gv_plan_opts.count_as) gv_train_opts.microbatches = 2;
   gv_plan_opts.plan_fixed = part_k >= 0 ? &part_plan : polish_priced ? &polish_base : count_real ? &stand_plan : NULL;
   gv_plan_opts.plan_out = gv_plan_opts.count_as || part_k >= 0 ? NULL : plan_out_user; /* the count's own program writes the plan */
@@ -1959,6 +1965,7 @@ retry:
     double t = now(), tc = cpu_now();
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
       int pr = gv_pass_plan_sharding(m);
+      gv_plan_opts.over_ns = 0; /* this run's alone (not the pipelines' stage searches) */
       if (polish_priced) { /* the choice priced on the stand-in: polished there, the polished plan realised next */
         polish_priced = false;
         if (pr < 0) { rc = 1; break; }
