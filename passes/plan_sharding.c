@@ -4786,7 +4786,9 @@ int gv_pass_plan_sharding(gv_module *m) {
       gv_plan_last.limit = C.limit;
     }
     else if (!rc && !S.found) {
-      char s[128] = "";
+      char s[128] = "", pipe_hint[160] = ""; /* galvc's default search plans no pipelines here: the line names them */
+      if (o->no_pipe_why)
+        snprintf(pipe_hint, sizeof pipe_hint, " (pipelines are not searched %s: --pipeline-stages S plans S stages)", o->no_pipe_why);
       if (S.min_mem >= 0) gv_plan_unit_str(&S.min_mem_plan, S.min_mem_plan.nunits > 1 ? 1 : 0, s, sizeof s);
       if (S.min_mem >= 0 && (S.min_realised || S.min_terms)) {
         /* the binding term: what alone leaves no room (or the largest) */
@@ -4795,10 +4797,9 @@ int gv_pass_plan_sharding(gv_module *m) {
         const bool opt = !acts && k->mem_optimizer >= k->mem_params; /* "optimizer state dominates" */
         const char *big = acts ? "activations" : opt ? "optimizer state" : "parameters";
         char fix[320];
-        snprintf(fix, sizeof fix, "%s%s%s%s", C.train && acts && strcmp(gv_train_opts.recompute ? gv_train_opts.recompute : "none", "all")
+        snprintf(fix, sizeof fix, "%s%s", C.train && acts && strcmp(gv_train_opts.recompute ? gv_train_opts.recompute : "none", "all")
                  ? "recompute them (--recompute=selective: the attention scores; all: everything), raise --memory-limit or add devices"
-                 : "raise --memory-limit or add devices", o->no_pipe_why ? " (pipelines are not searched " : "",
-                 o->no_pipe_why ? o->no_pipe_why : "", o->no_pipe_why ? ": --pipeline-stages S plans S stages)" : "");
+                 : "raise --memory-limit or add devices", pipe_hint);
         if (S.min_realised)
           rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest candidate (%s) "
                            "needs %lld bytes realised (parameters %lld, gradients %lld, optimizer state %lld, activations %lld); "
@@ -4813,9 +4814,8 @@ int gv_pass_plan_sharding(gv_module *m) {
                         opt ? "dominates" : "dominate", fix);
       } else if (S.min_mem >= 0)
         rc = gv_error(m, "no plan fits the memory limit of %lld bytes per device on %lld devices: the smallest needs %lld bytes (%s); "
-                         "raise --memory-limit or add devices%s%s%s", (long long)C.limit, (long long)devices, (long long)S.min_mem, s,
-                      o->no_pipe_why ? " (pipelines are not searched " : "", o->no_pipe_why ? o->no_pipe_why : "",
-                      o->no_pipe_why ? ": --pipeline-stages S plans S stages)" : "");
+                         "raise --memory-limit or add devices%s", (long long)C.limit, (long long)devices, (long long)S.min_mem, s,
+                      pipe_hint);
       else if (o->profile && prof_lacking_tp)
         rc = gv_error(m, "no plan applies on %lld devices: the candidates that realise need figures the profile %s does not "
                          "have (tp %lld, among others; field '%s')", (long long)devices, o->profile->path,

@@ -404,10 +404,19 @@ typedef struct {
   int64_t glimit, *ilm, *rejected;
   gv_pipe_plan *tmp;
   /* per cost's ways (by their offset in dw) over this pass's t_max: the first way of the least key within t_max,
-   * memory aside (-1: none; -2: not yet found); where it fits a stage it is the pick */
+   * memory aside (-1: none); where it fits a stage it is the pick */
   int32_t *pk;
   uint32_t *pkg, *gen; /* pk[i] holds this pass's figure where pkg[i] == *gen (one more each pass) */
 } dp_ctx;
+
+/* What way o + i (its offset in dw) holds for the microbatches in flight at stage position s from the end: its share
+ * of its device group (interleaved, gv_pipe_il_share, once per way and stage), else the charge's bytes */
+static int64_t way_held(const dp_ctx *x, const dway *w, size_t o, int i, int s, const gv_pipe_charge *ch) {
+  if (x->V <= 1) return gv_pipe_charge_bytes(ch, w->act, w->wact);
+  int64_t *hm = &x->ilm[(o + (size_t)i) * (size_t)x->S + (size_t)(x->S - s)];
+  if (*hm < 0) *hm = gv_pipe_il_share(x->S / x->V, x->V, x->S - s, x->B, w->act, w->fs, w->bs);
+  return *hm;
+}
 
 #define DP_INF (INT64_MAX / 4)
 /* One pass of the DP over a t_max: F[s][k][d] for s = 1 .. Sn stages from the end, entries under bound only.
@@ -461,34 +470,19 @@ static bool dp_pass(const dp_ctx *x, int64_t tmax, int64_t bound, int64_t *best,
           if (!Rt[rp] || Rlo[rp] > Rhi[rp]) continue; /* no way to cover [j, L) with s - 1 stages */
           /* gv_stage_cost_pick's way (the fastest by key within tmax that fits, the earlier on a tie) over the
            * dense copy of the range's ways */
-          const dway *wv = dw + wofs[CX(k, j, m)];
+          const size_t o = (size_t)wofs[CX(k, j, m)];
+          const dway *wv = dw + o;
           int64_t ns = -1, bk = 0;
-          int32_t *pkp = &x->pk[wofs[CX(k, j, m)]];
-          if (x->pkg[wofs[CX(k, j, m)]] != gen) { /* the least key within t_max, memory aside */
-            x->pkg[wofs[CX(k, j, m)]] = gen, *pkp = -1;
+          int32_t *pkp = &x->pk[o];
+          if (x->pkg[o] != gen) { /* the least key within t_max, memory aside */
+            x->pkg[o] = gen, *pkp = -1;
             for (int i = 0, nw = wn[CX(k, j, m)]; i < nw; i++)
               if (wv[i].ns <= tmax && (*pkp < 0 || wv[i].key < wv[*pkp].key)) *pkp = i;
           }
           if (*pkp < 0) continue; /* no way within t_max */
-          {
-            const int i = *pkp;
-            int64_t held;
-            if (V > 1) {
-              int64_t *hm = &x->ilm[((size_t)wofs[CX(k, j, m)] + (size_t)i) * (size_t)S + (size_t)(S - s)];
-              if (*hm < 0) *hm = gv_pipe_il_share(S / V, V, S - s, B, wv[i].act, wv[i].fs, wv[i].bs);
-              held = *hm;
-            } else held = gv_pipe_charge_bytes(&ch, wv[i].act, wv[i].wact);
-            if (wv[i].need0 + held <= limit) ns = wv[i].ns; /* the pick: the least key fits */
-          }
-          for (int i = 0, nw = ns < 0 ? wn[CX(k, j, m)] : 0; i < nw; i++) {
-            if (wv[i].ns > tmax) continue;
-            int64_t held;
-            if (V > 1) { /* the way's share of its device group (gv_pipe_il_share), once per way and stage */
-              int64_t *hm = &x->ilm[((size_t)wofs[CX(k, j, m)] + (size_t)i) * (size_t)S + (size_t)(S - s)];
-              if (*hm < 0) *hm = gv_pipe_il_share(S / V, V, S - s, B, wv[i].act, wv[i].fs, wv[i].bs);
-              held = *hm;
-            } else held = gv_pipe_charge_bytes(&ch, wv[i].act, wv[i].wact);
-            if (wv[i].need0 + held > limit) continue;
+          if (wv[*pkp].need0 + way_held(x, &wv[*pkp], o, *pkp, s, &ch) <= limit) ns = wv[*pkp].ns; /* the pick: it fits */
+          for (int i = 0, nw = ns < 0 ? wn[CX(k, j, m)] : 0; i < nw; i++) { /* else the scan over the ways */
+            if (wv[i].ns > tmax || wv[i].need0 + way_held(x, &wv[i], o, i, s, &ch) > limit) continue;
             if (ns < 0 || wv[i].key < bk) ns = wv[i].ns, bk = wv[i].key;
           }
           if (ns < 0) continue;
@@ -681,7 +675,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
   int64_t *fmax = malloc(nC * sizeof(int64_t)); /* dp_ctx.fmax */
   uint8_t *seen = NULL;                          /* per stage cost of the table: its ways among the t_max candidates */
   int64_t *efast = NULL, *eofs = NULL;           /* ... its fastest way's ns and its ways' offset in dw */
-  size_t *ewn = NULL;                            /* ... the range whose wn holds its count of ways */
+  uint8_t *ewn = NULL;                           /* ... and its count of ways */
   int32_t *pk = NULL;                            /* dp_ctx.pk */
   uint32_t *pkg = NULL, pk_gen = 0;
   int64_t *fast = malloc(nC * sizeof(int64_t)); /* per range and sub-mesh: its fastest way's ns (-1: infeasible), read
@@ -773,7 +767,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
     free(seen), free(efast), free(eofs), free(ewn);
     seen = calloc(chp->n ? chp->n : 1, 1);
     efast = malloc((chp->n ? chp->n : 1) * sizeof *efast), eofs = malloc((chp->n ? chp->n : 1) * sizeof *eofs);
-    ewn = malloc((chp->n ? chp->n : 1) * sizeof *ewn);
+    ewn = malloc(chp->n ? chp->n : 1);
     if (!seen || !efast || !eofs || !ewn) {
       gv_error_plain("pipeline: out of memory");
       goto done;
@@ -794,7 +788,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
           if (ec->feasible && seen[ei]) { /* a cost met already (the same layers on the same sub-mesh): its ways read */
             fast[CX(k, j, m)] = efast[ei];
             wofs[CX(k, j, m)] = eofs[ei];
-            wn[CX(k, j, m)] = wn[ewn[ei]];
+            wn[CX(k, j, m)] = ewn[ei];
           } else if (ec->feasible) {
             int64_t fastest = ec->ns; /* of its ways (the analytic cost's may differ in (dp, tp)) */
             for (int w = 1; w < ec->nvar; w++)
@@ -822,7 +816,7 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
                                  ec->send_bytes, ec->gsend_bytes};
             }
             wn[CX(k, j, m)] = (uint8_t)(ndw - (size_t)wofs[CX(k, j, m)]);
-            eofs[ei] = wofs[CX(k, j, m)], ewn[ei] = CX(k, j, m);
+            eofs[ei] = wofs[CX(k, j, m)], ewn[ei] = wn[CX(k, j, m)];
             int vv;
             gv_pipe_charge one = {.n = 1, .a = {1}};
             int64_t need = gv_stage_cost_min_need(ec, &one, p->schedule, &vv);
