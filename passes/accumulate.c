@@ -24,9 +24,11 @@
  *     backward is already scaled and the gradients are summed with plain
  *     adds, which keep a pending data-parallel sum pending: the sums at
  *     "accumulate/P" are reduced once, where the optimizer reads them. With
- *     gv_train_opts.zero_reduce_each, propagate-sharding instead pins them
- *     to a ZeRO-split parameter's split, so every microbatch's gradient is
- *     reduce-scattered into the shard before it is added (docs/sharding.md).
+ *     gv_train_opts.zero_reduce_each (the default), propagate-sharding
+ *     instead pins them to a ZeRO-3 parameter's split and reads each
+ *     microbatch's gradient through a reshard to it right after its
+ *     producer, so every microbatch's gradient is reduce-scattered into the
+ *     shard as it is made (docs/sharding.md).
  *
  * The activations of one microbatch die before the next one starts, so the
  * memory plan holds one microbatch's activations plus the gradient sums.
@@ -196,10 +198,6 @@ int gv_pass_accumulate(gv_module *m) {
       strcat(loc, r ? f->res_names[r] + 5 : "loss"); /* "grad:P" -> "accumulate/P" */
       gvb a = {m, v->def && v->def->parent == body ? v->def->next : ret, loc};
       if (r == 0) v = gvb_bin(&a, GV_OP_MUL, v, wk);
-      else if (!k && gv_train_opts.zero_reduce_each && B > 1) /* the first microbatch's sum too: an op at "accumulate/P" */
-        v = gvb_bin(&a, GV_OP_MUL, v, gvb_cst(&a, v->type.dtype, 1.0)); /* that propagate-sharding pins to the shard, so
-                                                                          * it is reduce-scattered at once, not kept whole
-                                                                          * until the second microbatch's add */
       acc[r] = k ? gvb_bin(&a, GV_OP_ADD, acc[r], v) : v;
       if (!acc[r]) goto done;
     }

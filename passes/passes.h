@@ -44,7 +44,8 @@ typedef struct {
   bool unfused_attention; /* --fused-attention off: fuse-attention leaves the chains (docs/fused-attention.md) */
   uint64_t seed;          /* galvc --seed: the dropout masks' seed (recorded in plan.json; docs/training.md "Dropout") */
   int64_t microbatches;   /* > 1: gradients accumulated over this many microbatches in one program (accumulate.c) */
-  bool zero_reduce_each;  /* ZeRO with microbatches: reduce-scatter every microbatch's gradient (propagate-sharding) */
+  bool zero_reduce_each;  /* ZeRO-3 with microbatches: reduce-scatter every microbatch's gradient (propagate-sharding; the
+                           * default); false: --zero-reduce once */
   /* loss scaling (16-bit training; autodiff scales the seed, the optimizer unscales, checks and skips):
    * 0 off, 1 static (scale fixed), 2 dynamic (torch's GradScaler: state opt.loss_scale, opt.growth_tracker) */
   int loss_scale_mode;

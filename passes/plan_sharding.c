@@ -591,7 +591,9 @@ static bool count_region(const gv_func *f, int *lo, int *hi) {
 static int64_t count_weight2(const gv_op *op, int idx, int lo, int hi, int64_t extra) {
   if (op->loc && !strcmp(op->loc, "accumulate/microbatch")) return 2 + extra;
   if (idx < lo || idx > hi) return 2;
-  if (coll_index(op->code) >= 0 && !gv_train_opts.zero_reduce_each && op->loc && !strncmp(op->loc, "accumulate/", 11)) return 2;
+  /* a collective after a gradient sum (stage 1's all-reduce, stage 3's under --zero-reduce once: right after the last
+   * microbatch's add) runs once; a microbatch's own reduce-scatter takes its producer's location */
+  if (coll_index(op->code) >= 0 && op->loc && !strncmp(op->loc, "accumulate/", 11)) return 2;
   return 2 + 2 * extra;
 }
 

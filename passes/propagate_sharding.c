@@ -1294,33 +1294,56 @@ static int preset_pins(prop *P, const char *strategy) {
   return 0;
 }
 
-/* --zero-reduce per-microbatch (passes/accumulate.c): the gradient sums of
- * a split (ZeRO) parameter P, ops at "accumulate/P", are split like P, so
- * every microbatch's gradient, a pending dp sum, is reduce-scattered into
- * the shard before it is added. Without it the sums stay pending and are
- * reduced once, where the optimizer reads them. */
+/* --zero-reduce per-microbatch (the default; passes/accumulate.c): the
+ * gradient sums of a parameter P whose step reads it split (ZeRO-3: P
+ * split over an axis that splits the data inputs, and no whole working
+ * copy read in its place), ops at "accumulate/P", are split like P, and
+ * each microbatch's gradient they add, a pending dp sum, is read through a
+ * galv.reshard to P's split right after its producer: reduce-scattered
+ * into the shard as it is made, the first microbatch's too, so no whole
+ * gradient is held past its layer's backward. Stages 1 and 2 under 16-bit
+ * training split P too (the fp32 master) but read a whole working copy:
+ * left alone (stage 1 sums whole gradients and reduces once; stage 2's
+ * sums are pinned already, gv_zero_stage_pins). With --zero-reduce once
+ * the sums stay pending and are reduced once, where the optimizer reads
+ * them. */
 static void pin_accumulate(prop *P) {
   gv_func *f = P->m->main;
+  const int n = f->body->nargs;
   unsigned batch = 0; /* the axes splitting the data inputs' dim 0: ZeRO shards over them */
-  for (int j = 0; j < f->body->nargs; j++) {
+  for (int j = 0; j < n; j++) {
     const gv_sharding *s = P->sh[f->body->args[j]->id];
     if (f->arg_is_param[j] || (f->arg_is_state && f->arg_is_state[j]) || !s || s->rank < 1) continue;
     for (int a = 0; a < s->naxes[0]; a++) batch |= 1u << s->axes[0][a];
   }
+  bool *whole = calloc((size_t)n + 1, sizeof *whole); /* read through a whole working copy (stages 1 / 2, 16-bit) */
+  if (!whole) return;
+  for (const gv_op *op = f->body->first; op; op = op->next)
+    if (op->code == GV_OP_RESHARD && op->nopnds == 1 && !op->opnds[0]->def && op->opnds[0]->block == f->body &&
+        op->opnds[0]->index >= 0 && op->opnds[0]->index < n && gv_get_attr(op, "working_copy"))
+      whole[op->opnds[0]->index] = true;
   for (gv_op *op = f->body->first; op; op = op->next) {
     const char *nm = op->loc && !strncmp(op->loc, "accumulate/", 11) ? op->loc + 11 : NULL;
     if (!nm || op->nres != 1 || P->sh[op->res[0]->id]) continue;
-    for (int j = 0; j < f->body->nargs; j++) {
+    for (int j = 0; j < n; j++) {
       gv_value *p = f->body->args[j];
       const gv_sharding *ps = P->sh[p->id];
       if (!f->arg_is_param[j] || !ps || !f->arg_names[j] || strcmp(f->arg_names[j], nm)) continue;
       bool zero = false;
       for (int d = 0; d < ps->rank; d++)
         for (int a = 0; a < ps->naxes[d]; a++) zero |= (batch >> ps->axes[d][a]) & 1;
-      if (zero && !ps->partial && gv_type_equal(&op->res[0]->type, &p->type)) P->sh[op->res[0]->id] = ps;
+      if (zero && !whole[j] && !ps->partial && gv_type_equal(&op->res[0]->type, &p->type)) {
+        P->sh[op->res[0]->id] = ps;
+        for (int k = 0; k < op->nopnds; k++) { /* a microbatch's gradient: into the shard right after its producer */
+          gv_value *o = op->opnds[k];
+          if (o->def && !(o->def->loc && !strncmp(o->def->loc, "accumulate/", 11)) && gv_type_equal(&o->type, &p->type))
+            op->opnds[k] = prop_pin_use(P, o, ps);
+        }
+      }
       break;
     }
   }
+  free(whole);
 }
 
 /* Sharding file: one value a line, `NAME [{"dp"}, {}, {"tp"}]` (mesh: the

@@ -32,7 +32,7 @@ gv_train_options gv_train_opts = {
     .loss = "cross_entropy", .labels = "labels", .ignore_index = -100, .optimizer = "adamw",
     .lr = 1e-3, .weight_decay = 1e-2, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .momentum = 0.0, .recompute = "none",
     .microbatches = 1, .loss_scale_mode = 0, .loss_scale = 65536.0, .scale_growth = 2.0, .scale_backoff = 0.5,
-    .scale_interval = 2000,
+    .scale_interval = 2000, .zero_reduce_each = true,
 };
 
 gv_shard_options gv_shard_opts = {.strategy = NULL, .file = NULL, .quiet = true, .bucket_bytes = 0, .bucket_planned = -1};

@@ -57,7 +57,8 @@ typedef struct {
  * stage 2 pins it split (reduce_scatter right after the backward produces
  * it; with gradient accumulation every microbatch's gradient and the
  * sums, ops at "accumulate/P"); stage 3 leaves it to the update's first
- * read (as --strategy zero always did). Returns 0, -1 after an error. */
+ * read (as --strategy zero always did), and with gradient accumulation to
+ * propagate-sharding's pin_accumulate (--zero-reduce). Returns 0, -1 after an error. */
 int gv_zero_stage_pins(gv_module *m, const gv_mesh *mesh, const uint8_t *stage, unsigned dmask, const gv_pin_io *io);
 
 /* Where pin_use puts v's galv.reshard: before the op after v's producer, or

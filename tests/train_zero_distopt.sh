@@ -142,6 +142,43 @@ sys.exit(0 if len(a) == len(b) == 2 and max(abs(x - y) for x, y in zip(a, b)) <=
   else bad "zero2 bf16, 2 microbatches: losses '$b' vs '$a', all_gather '$g2' vs '$g1'"; fi
 fi
 
+# --microbatches 2 and --zero-reduce (GPT-2, 2 ranks, bf16): ZeRO-3 reduce-scatters each microbatch's gradient by
+# default (twice the reduce-scatter bytes of --zero-reduce once, which sums whole gradients and reduces once) and holds
+# only gradient shards; ZeRO-1, whose master is split too under 16-bit training, sums whole gradients and all-reduces
+# them once in either form (each layer's all-reduce bytes = one microbatch's run's); every form = one device
+arena() { sed -n 's/.*arena \([0-9]*\) (gradients.*/\1/p' "$1" | head -1; }
+if [ -f "$T/mb_one.log" ]; then
+  a=$(losses "$T/mb_one.log")
+  for f in z3:zero: z3o:zero:once z1:zero1: z1o:zero1:once; do
+    IFS=: read -r n s form <<<"$f"
+    compile mb_$n "$T/gpt2.onnx" --microbatches 2 --gpus 2 --strategy $s ${form:+--zero-reduce $form} && run mb_$n --steps 2 || continue
+    b=$(losses "$T/mb_$n.log")
+    if python3 -c "
+import sys
+a, b = [float(x) for x in '$a'.split()], [float(x) for x in '$b'.split()]
+sys.exit(0 if len(a) == len(b) == 2 and max(abs(x - y) for x, y in zip(a, b)) <= 1e-3 else 1)" &&
+      c=$(python3 "$SRC/tests/lib/comm_counted.py" "$T/mb_$n.log" 2); then
+      ok "$s bf16, 2 microbatches${form:+, --zero-reduce $form}: losses $b vs one device $a; bytes counted = predicted x 2 ($c)"
+    else bad "$s bf16, 2 microbatches${form:+, --zero-reduce $form}: losses '$b' vs one device '$a' ${c:-}"; fi
+  done
+  rs3=$(python3 "$SRC/tests/lib/comm_counted.py" "$T/mb_z3.log" 2 reduce_scatter 2>&1)
+  rs3o=$(python3 "$SRC/tests/lib/comm_counted.py" "$T/mb_z3o.log" 2 reduce_scatter 2>&1)
+  g3=$(arena "$T/mb_z3.cost") g3o=$(arena "$T/mb_z3o.cost")
+  if [ -n "$rs3" ] && [ -n "$rs3o" ] && [ "$rs3o" -gt 0 ] && [ "$rs3" = $((2 * rs3o)) ] && [ -n "$g3" ] && [ -n "$g3o" ] &&
+     [ "$g3" -lt "$g3o" ]; then
+    ok "zero3 bf16, 2 microbatches: reduce_scatter $rs3 bytes = 2 x once's $rs3o; arena $g3 bytes (gradient shards) below once's $g3o (whole sums)"
+  else bad "zero3 bf16, 2 microbatches: reduce_scatter '$rs3' (want 2 x once's '$rs3o'), arena '$g3' (want below once's '$g3o')"; fi
+  ar1=$(python3 "$SRC/tests/lib/comm_counted.py" "$T/mb_z1.log" 2 all_reduce 2>&1)
+  ar1o=$(python3 "$SRC/tests/lib/comm_counted.py" "$T/mb_z1o.log" 2 all_reduce 2>&1)
+  rs1=$(python3 "$SRC/tests/lib/comm_counted.py" "$T/mb_z1.log" 2 reduce_scatter 2>&1)
+  # each layer's backward all_reduce bytes, 2 microbatches against the 1-microbatch run's (zero1_gpt2_2)
+  lay_ar() { awk '$1 == "galvc:" && $2 == "spmd:" && $3 == "h.0" && NF == 10 { print $7; exit }' "$1"; }
+  l1=$(lay_ar "$T/zero1_gpt2_2.err") l2=$(lay_ar "$T/mb_z1.err")
+  if [ -n "$ar1" ] && [ "$ar1" -gt 0 ] && [ "$ar1" = "$ar1o" ] && [ "$rs1" = 0 ] && [ -n "$l1" ] && [ "$l1" = "$l2" ]; then
+    ok "zero1 bf16, 2 microbatches: all_reduce $ar1 bytes in both forms, no reduce_scatter; layer h.0's backward $l2 bytes = one microbatch's $l1"
+  else bad "zero1 bf16, 2 microbatches: all_reduce '$ar1' vs once's '$ar1o', reduce_scatter '$rs1' (want 0), layer h.0 backward '$l2' vs '$l1'"; fi
+fi
+
 # checkpoint: zero1 bf16, 2 ranks, step 1 saved, step 2 resumed = the uninterrupted run; the one-device program loads it
 if [ -x "$T/zero1_gpt2_2/launch" ]; then
   run zero1_gpt2_2 --steps 1 --save-checkpoint "$T/c1.ckpt" &&

@@ -1880,7 +1880,8 @@ int galvc_pipeline_plan(galvc_pipe_choice *out, int64_t one) {
 }
 
 int galvc_pipeline_early(galvc_pipe_choice *out) {
-  if (!pend.on) return 0;
+  const char *e = getenv("GALV_PIPE_EARLY");
+  if (!pend.on || (e && !strcmp(e, "off"))) return 0;
   return plan_candidates(out, -1, true);
 }
 
