@@ -4687,6 +4687,7 @@ int gv_pass_plan_sharding(gv_module *m) {
   int64_t pred = 0, pred_mem = 0;
   int rc = 0;
   memset(&gv_plan_last, 0, sizeof gv_plan_last);
+  gv_plan_last.layers = C.nl;
   gv_shard_opts.bucket_planned = -1; /* --bucket-mb auto: each candidate's realisation chooses */
   /* with plan_fixed (also after --plan): galvc prices a fixed plan at a count */
   count_as = o->count_as > 2 && (!o->plan_in || o->plan_fixed) ? o->count_as : 0;

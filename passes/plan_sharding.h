@@ -159,6 +159,7 @@ typedef struct {
   int64_t min_need;
   gv_plan plan;  /* the plan chosen (returned 0) */
   int64_t limit; /* the memory limit the search held it to (bytes per device) */
+  int layers;    /* the model's repeated layers (units but the outer one), found by structure */
 } gv_plan_outcome;
 extern gv_plan_outcome gv_plan_last;
 

@@ -1824,6 +1824,9 @@ int main(int argc, char **argv) {
   /* the point of the search (recomputation, microbatches) whose smallest candidate needs the least memory: when
    * nothing fits anywhere, the planner's error line is that point's (the true minimum over the points tried) */
   int64_t lm_mem = -1;
+  const char *lm_rc = NULL; /* ... when the last layer not recomputed needed less: its recompute list (nofit_list) */
+  static char nofit_list[64];
+  bool nofit_probed = false, nofit_probe = false;
   int lm_mode = 0, lm_B = 0;
   bool err_final = false;
   int64_t lmo_mem = -1; /* ... of the points probed on their own programs (the counts' own programs start from it) */
@@ -1969,6 +1972,23 @@ retry:
     if (strcmp(p->name, "propagate-sharding") == 0 && gv_plan_opts.active) {
       int pr = gv_pass_plan_sharding(m);
       gv_plan_opts.over_ns = 0; /* this run's alone (not the pipelines' stage searches) */
+      if (nofit_probe) { /* nothing fitting elsewhere: the least need's mode with the last layer not recomputed */
+        nofit_probe = false;
+        if (pr < 0) { rc = 1; break; }
+        if (pr || gv_plan_last.cost.mem_total > gv_plan_last.limit) { /* no plan here either: its need, where less */
+          const int64_t need = pr ? gv_plan_last.min_mem : gv_plan_last.cost.mem_total;
+          if (!quiet)
+            fprintf(stderr, "galvc: recompute=%s, %d microbatch%s: no plan fits either (the smallest needs %lld bytes)\n",
+                    gv_train_opts.recompute, B, B > 1 ? "es" : "", (long long)need);
+          if (need >= 0 && need < lm_mem) lm_mem = need, lm_out = gv_plan_last, lm_B = B, lm_rc = nofit_list;
+          gv_module_free(m);
+          m = NULL;
+          goto nofit_end;
+        }
+        if (!quiet)
+          fprintf(stderr, "galvc: recompute=%s, %d microbatch%s: fits (%lld bytes per device), where recomputing every layer "
+                          "does not\n", gv_train_opts.recompute, B, B > 1 ? "es" : "", (long long)gv_plan_last.cost.mem_total);
+      }
       if (polish_priced) { /* the choice priced on the stand-in: polished there, the polished plan realised next */
         polish_priced = false;
         if (pr < 0) { rc = 1; break; }
@@ -2285,6 +2305,24 @@ retry:
             if (rc_search) gv_train_opts.recompute = rc_modes[fm];
             goto retry;
           }
+          /* recomputation searched and nothing fits: the least need's recomputing mode once more with every layer
+           * but the last recomputed, at that count (docs/planner.md, "The no-plan figure"): the last layer's backward
+           * follows its forward at once, so recomputing it keeps no activation less, and its recomputation can add to
+           * the busiest point (a 9-layer GPT-2 on 4 devices, 4 microbatches: first:8 needs 2966276 bytes, all
+           * 2998020). A plan that fits is compiled; else its need stands for the mode where it is less. */
+          if (rc_search0 && part_search && !nofit_probed && lm_mem >= 0 && lm_mode > 0 && lm_out.layers >= 2) {
+            nofit_probed = true;
+            gv_module_free(m);
+            m = NULL;
+            nofit_probe = true;
+            gv_train_opts.recompute = part_list_of(nofit_list, sizeof nofit_list, rc_modes[lm_mode], lm_out.layers - 1);
+            if (!quiet)
+              fprintf(stderr, "galvc: nothing fits: recompute=%s with %d microbatch%s (recompute=%s on every layer but the last)\n",
+                      nofit_list, lm_B, lm_B > 1 ? "es" : "", rc_modes[lm_mode]);
+            B = lm_B, rc_mode = lm_mode, rc_search = false, mb_final = true, count_full = true, stand_cut = 0;
+            goto retry;
+          }
+        nofit_end:
           if (joint) { /* no program fits: the pipeline, or one error line with the smaller minimum */
             gv_module_free(m);
             if (galvc_pipeline_plan(&jc, -1) < 0) return 1;
@@ -2293,9 +2331,10 @@ retry:
             return joint_finish(model, opt0, &pa, &jc, -1, 0, NULL, &cluster, out, quiet, build, verify_each, train, plan_only,
                                 strcmp(target, "cuda") == 0 ? &cuda : NULL, gpus);
           }
-          if (lm_mem >= 0 && (lm_mode != rc_mode || lm_B != B)) { /* an earlier point needed less: its error */
+          if (lm_mem >= 0 && (lm_mode != rc_mode || lm_B != B || !m || lm_rc)) { /* an earlier point needed less: its error */
             gv_module_free(m);
-            if (rc_search) gv_train_opts.recompute = rc_modes[lm_mode];
+            if (lm_rc) gv_train_opts.recompute = lm_rc;
+            else if (rc_search || nofit_probed) gv_train_opts.recompute = rc_modes[lm_mode];
             rc_mode = lm_mode, B = lm_B, err_final = true;
             goto retry;
           }
