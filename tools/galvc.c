@@ -1978,7 +1978,7 @@ retry:
         if (pr || gv_plan_last.cost.mem_total > gv_plan_last.limit) { /* no plan here either: its need, where less */
           const int64_t need = pr ? gv_plan_last.min_mem : gv_plan_last.cost.mem_total;
           if (!quiet)
-            fprintf(stderr, "galvc: recompute=%s, %d microbatch%s: no plan fits either (the smallest needs %lld bytes)\n",
+            fprintf(stderr, "galvc: recompute=%s, %d microbatch%s: no plan fits either (its least need %lld bytes)\n",
                     gv_train_opts.recompute, B, B > 1 ? "es" : "", (long long)need);
           if (need >= 0 && need < lm_mem) lm_mem = need, lm_out = gv_plan_last, lm_B = B, lm_rc = nofit_list;
           gv_module_free(m);
@@ -2320,6 +2320,7 @@ retry:
               fprintf(stderr, "galvc: nothing fits: recompute=%s with %d microbatch%s (recompute=%s on every layer but the last)\n",
                       nofit_list, lm_B, lm_B > 1 ? "es" : "", rc_modes[lm_mode]);
             B = lm_B, rc_mode = lm_mode, rc_search = false, mb_final = true, count_full = true, stand_cut = 0;
+            count_real = real_stored = false, pick_from = 0, virt_final = -1; /* searched, not a choice compiled again */
             goto retry;
           }
         nofit_end:
