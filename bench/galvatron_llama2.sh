@@ -10,7 +10,7 @@
 #   galvc:     the search with the profile (the planner's default training search: recomputation and microbatch
 #              count searched; RECOMPUTE=galvatron fixes the recomputation to Galvatron's: all at 36 GiB, none at
 #              80 GiB), accumulated gradients reduce-scattered per microbatch as Galvatron's ZeRO-2 does
-#              (ZERO_REDUCE=once: galvc's default form, whole gradient sums reduced once);
+#              (galvc's default form since 2026-12-07; ZERO_REDUCE=once: ZeRO-3's whole gradient sums reduced once);
 #   galvatron: Galvatron's chosen plan (anchors README / planner_inputs.json runs_*GB) given with --plan and priced by
 #              galvc with the same profile: dp over every device, its ZeRO-3 / ZeRO-2 split by layer, the embedding /
 #              head at its ZeRO stage (its Ulysses split is not expressible), its chunks as gradient-accumulation
