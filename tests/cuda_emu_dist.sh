@@ -13,7 +13,8 @@
 #     1e-4, atol 1e-5): dp x tp on a 2x2 mesh (4 ranks), tp,sp on 2 ranks
 #     (sequence parallelism: collectives over a non-leading dim), ZeRO on 2 ranks
 #     (reduce-scattered gradients, sharded optimizer state, all-gathered
-#     parameters), and the same ZeRO plan with the host-staged backend
+#     parameters; also accumulating 2 microbatches, each one's gradients
+#     reduce-scattered as made), and the same ZeRO plan with the host-staged backend
 #     (COMM=staged) bit for bit equal to the NCCL backend's, and as the
 #     race-check build (make emu-race: every kernel's exact bytes checked
 #     against the collectives on the NCCL streams, no event missing; no
@@ -145,6 +146,9 @@ train() { # NAME WHAT ARGS...
 }
 train dptp "dp x tp (2x2 mesh, 4 ranks)" --gpus 4 --mesh dp=2,tp=2 --strategy dp,tp
 train zero "ZeRO (2 ranks)" --gpus 2 --strategy zero
+# ZeRO-3 accumulating 2 microbatches: each microbatch's gradient reduce-scattered into the shard right after its
+# producer (--zero-reduce per-microbatch, the default)
+train zero_mb "ZeRO (2 ranks), 2 microbatches, each one's gradients reduce-scattered" --gpus 2 --strategy zero --microbatches 2
 emu_regs_all "dp x tp training, registers per launch (every rank)" "$T/dptp.txt"
 emu_regs_all "ZeRO training, registers per launch (every rank)" "$T/zero.txt"
 train tpsp "tp,sp (2 ranks, sequence parallelism: reduce_scatter / all_gather over the sequence dim)" --gpus 2 --strategy tp,sp
