@@ -821,9 +821,11 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
   int64_t *kept = NULL;
   int64_t dmem = 0, dns = 0;
   out->prof_b = b, out->prof_tp = tp_layer;
+  const double osh = gv_plan_opts.profile_outer_share; /* a pipeline stage's share of the outer figure (0: all of it) */
   for (int u = 0; u < nunits; u++) {
     const gv_profile_kind *k = u ? &P->layer : &P->outer;
-    if (!k->present || !cnt[u][PH_FWD]) continue;
+    if (!k->present || !cnt[u][PH_FWD] || (!u && osh < 0)) continue;
+    const double share = !u && osh > 0 ? osh : 1.0;
     int64_t tp = utp[u];
     double fwd, bwd, rec;
     if (gv_profile_time(k, b, tp, &fwd, &bwd, &rec)) {
@@ -832,6 +834,7 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
       return 1;
     }
     bool train = cnt[u][PH_BWD] > 0, full = cnt[u][PH_REC] > 0 && !selective, pbwd = train && bwd >= 0;
+    fwd *= share, bwd *= share, rec *= share;
     double ms = fwd + (pbwd ? bwd : 0) + (full ? rec : 0);
     /* (a stand-in for count_as microbatches: its analytic figures weighted for count_as, so the measured ones too) */
     int64_t prof = (int64_t)(ms * 1e6 * (double)(M + cost_extra) + 0.5);
@@ -860,6 +863,7 @@ static int profile_apply(const ctx *C, const gv_module *m, int nunits, int64_t d
         return 1;
       }
       if (!r) {
+        act *= share;
         if (!kept) {
           if (!(kept = calloc((size_t)nunits, sizeof *kept)) || kept_bytes(C, m, nunits, kept)) {
             free(kept);

@@ -112,6 +112,11 @@ typedef struct {
    * unknown). A stage input whose dim 0 it does not divide carries no batch (a value the earlier stage made from
    * constants alone, e.g. GPT's causal mask of seq x seq): no batch axis splits it, it stays whole */
   int64_t intra_batch;
+  /* --profile on a pipeline stage (gv_stage_cost_intra): the share of the model's outer unit (embedding, head, loss)
+   * the stage holds, its ops' forward FLOPs over the whole outer unit's; the profile's outer figure (time and kept
+   * activations) is charged times it. 0: the module is the whole model (the whole figure); < 0: the stage's outer ops
+   * compute nothing the figure measured (the embedding's lookup alone): their analytic figures stand */
+  double profile_outer_share;
   /* galvc: why its default search plans no pipelines here though it would otherwise (NULL: it does, or would not
    * anyway); the no-plan error line then names --pipeline-stages */
   const char *no_pipe_why;

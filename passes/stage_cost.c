@@ -60,6 +60,7 @@
 #include "passes.h"
 #include "plan_sharding.h"
 #include "stage_extract.h"
+#include "layer_units.h"
 #include "../ir/storage.h"
 #include "../planner/cost.h"
 
@@ -392,6 +393,53 @@ int64_t gv_stage_microbatch(const gv_module *base) {
   return 0;
 }
 
+int gv_stage_units_set(gv_intra_stage_ctx *x, const gv_layer_units *lu) {
+  x->outer_fl = calloc((size_t)x->ngroups + 1, sizeof *x->outer_fl);
+  x->lay_lo = malloc(((size_t)lu->nl + 1) * sizeof *x->lay_lo), x->lay_hi = malloc(((size_t)lu->nl + 1) * sizeof *x->lay_hi);
+  x->outer_total = 0, x->units_ok = false, x->nl = lu->nl;
+  if (!x->outer_fl || !x->lay_lo || !x->lay_hi) return gv_error_plain("pipeline: out of memory");
+  for (int u = 0; u <= lu->nl; u++) x->lay_lo[u] = x->ngroups, x->lay_hi[u] = -1;
+  for (const gv_op *op = x->base->main->body->first; op; op = op->next) {
+    const int g = (int)gv_get_int(op, "layer", -1), u = gv_layer_units_loc(lu, op->loc);
+    if (g < 0 || g >= x->ngroups || u < 0 || u > lu->nl) continue;
+    if (u) {
+      if (g < x->lay_lo[u]) x->lay_lo[u] = g;
+      if (g > x->lay_hi[u]) x->lay_hi[u] = g;
+      continue;
+    }
+    const int64_t f = gv_op_flops(op, NULL, NULL);
+    if (f > 0) x->outer_fl[g] += (double)f, x->outer_total += (double)f;
+  }
+  x->units_ok = true;
+  return 0;
+}
+
+static int stage_units(const gv_intra_stage_ctx *x) { return x->units_ok ? 0 : -1; }
+
+/* The share of the model's outer unit that the stage of groups [first, last) holds (gv_plan_opts.profile_outer_share):
+ * its outer ops' forward FLOPs over all outer ops' (the head's dot is most of it, the embedding's lookup none); -1
+ * where the stage's outer ops have no FLOPs, 0 when unknown (the whole figure, as before) */
+static double stage_outer_share(const gv_intra_stage_ctx *x, int first, int last) {
+  if (stage_units(x) || x->outer_total <= 0) return 0;
+  double f = 0;
+  for (int g = first; g < last && g < x->ngroups; g++) f += x->outer_fl[g];
+  return f > 0 ? f / x->outer_total : -1;
+}
+
+/* The model's layers whole in groups [first, last); -1 when one lies partly in them (a cut inside a layer), -2 when the
+ * units are not found */
+static int stage_layers_whole(const gv_intra_stage_ctx *x, int first, int last) {
+  if (stage_units(x)) return -2;
+  int n = 0;
+  for (int u = 1; u <= x->nl; u++) {
+    if (x->lay_hi[u] < 0) continue;
+    const bool in_lo = x->lay_lo[u] >= first && x->lay_lo[u] < last, in_hi = x->lay_hi[u] >= first && x->lay_hi[u] < last;
+    if (in_lo != in_hi) return -1;
+    n += in_lo;
+  }
+  return n;
+}
+
 int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out) {
   gv_intra_stage_ctx *x = vctx;
   memset(out, 0, sizeof *out);
@@ -412,6 +460,17 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
     out->int_only = true;
     return 0;
   }
+  /* --profile: the profile's figures are per layer found by structure, so a stage is priced by them only where its
+   * program's layers are the model's layers it holds whole: a range cutting a layer, or one whose layers its own
+   * program does not find (a single layer: the planner finds layers by their repetition), is no stage (docs/planner.md,
+   * "Profiles") */
+  const int prof_layers = gv_plan_opts.profile ? stage_layers_whole(x, first, last) : -2;
+  if (getenv("GALV_PLAN_DEBUG") && gv_plan_opts.profile && x->units_ok) { /* the ranges and their shares */
+    fprintf(stderr, "plan-debug: profile stage groups %d-%d: %d layers whole; the layers' groups", first, last - 1, prof_layers);
+    for (int u = 1; u <= x->nl; u++) fprintf(stderr, " %d-%d", x->lay_lo[u], x->lay_hi[u]);
+    fprintf(stderr, "; outer share %.4f\n", stage_outer_share(x, first, last));
+  }
+  if (prof_layers == -1) return 0;
   double t0 = now_s();
   /* the per-layer recomputation modes priced: none, selective, all (chosen), else --recompute's (the recompute pass
    * in gv_stage_train; each mode its own stage program, planned on its own) */
@@ -510,6 +569,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_plan_opts.intra_roles = roles, gv_plan_opts.intra_dp = x->mesh_dp, gv_plan_opts.intra_tp = x->mesh_tp;
       gv_plan_opts.intra_sp = gv_plan_opts.intra_roles && x->sp;
       gv_plan_opts.intra_batch = gv_stage_microbatch(x->base); /* a stage input it does not divide stays whole */
+      gv_plan_opts.profile_outer_share = gv_plan_opts.profile ? stage_outer_share(x, first, last) : 0;
       rc = prc[k] = gv_plan_intra(m, devices, shape, on_mesh ? x->mesh_naxes : one ? 1 : 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
       gv_plan_opts.intra_roles = gv_plan_opts.intra_sp = false;
       if (rc != 0 && one) { /* the one-axis role has no plan on this stage (a microbatch dp cannot split): priced by
@@ -519,11 +579,16 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
         rc = prc[k] = gv_plan_intra(m, devices, NULL, 0, x->cluster, x->mem_limit, &plans[k], &pcs[k]);
         fallback[k] = true;
       }
+      if (rc == 0 && prof_layers >= 0 && plans[k].nunits - 1 != prof_layers) { /* its layers not found: not priced by the
+                                                                                  * profile, no way of it */
+        rc = prc[k] = 1;
+        memset(&pcs[k], 0, sizeof pcs[k]);
+      }
       if (rc == 1 && pcs[k].bounded) { /* nothing it could be faster than the bound with: no way of it */
         nbounded++;
         memset(&pcs[k], 0, sizeof pcs[k]);
       }
-      gv_plan_opts.intra_batch = 0;
+      gv_plan_opts.intra_batch = 0, gv_plan_opts.profile_outer_share = 0;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
       gv_pipe_opts.shared_split = NULL, gv_pipe_opts.nshared_split = 0;
       gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_shared = false;
@@ -561,8 +626,9 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
       gv_plan_opts.intra_roles = !fallback[k] && roles, gv_plan_opts.intra_dp = x->mesh_dp,
       gv_plan_opts.intra_tp = x->mesh_tp, gv_plan_opts.intra_batch = gv_stage_microbatch(x->base);
       gv_plan_opts.intra_sp = gv_plan_opts.intra_roles && x->sp;
+      gv_plan_opts.profile_outer_share = gv_plan_opts.profile ? stage_outer_share(x, first, last) : 0;
       ent_ok[k] = !stash_entries(m, &plans[k], can_rc, zb_do, &ents[k]);
-      gv_plan_opts.intra_roles = gv_plan_opts.intra_sp = false, gv_plan_opts.intra_batch = 0;
+      gv_plan_opts.intra_roles = gv_plan_opts.intra_sp = false, gv_plan_opts.intra_batch = 0, gv_plan_opts.profile_outer_share = 0;
       gv_pipe_opts.zero2 = false, gv_pipe_opts.zero2_shared = false;
       gv_pipe_opts.zero2_whole = keep_whole, gv_pipe_opts.nzero2_whole = keep_nwhole;
       gv_pipe_opts.shared_split = NULL, gv_pipe_opts.nshared_split = 0;
@@ -826,7 +892,7 @@ int gv_stage_cost_intra(void *vctx, int first, int last, int64_t nodes, int64_t 
 }
 
 void gv_intra_stage_ctx_free(gv_intra_stage_ctx *x) {
-  free(x->cache);
-  x->cache = NULL;
+  free(x->cache), free(x->outer_fl), free(x->lay_lo), free(x->lay_hi);
+  x->cache = NULL, x->outer_fl = NULL, x->lay_lo = x->lay_hi = NULL;
   x->ncache = x->capcache = 0;
 }

@@ -8,6 +8,7 @@
 
 #include "../ir/ir.h"
 #include "../planner/pipeline.h"
+#include "layer_units.h"
 
 /* Bytes per microbatch of a stage program: received "pp." values (in), sent
  * ones (out), and every non-parameter input (saved: what the training
@@ -82,6 +83,13 @@ typedef struct {
   double seconds;             /* spent in them (extraction included) */
   struct gv_stage_cache *cache;
   int ncache, capcache;
+  /* --profile (gv_stage_units_set): per group the forward FLOPs of its ops in no layer found by structure (the outer
+   * unit), and per layer its first and last group: a stage's share of the profile's outer figure
+   * (gv_plan_opts.profile_outer_share) and the ranges that hold their layers whole */
+  double *outer_fl;
+  double outer_total;
+  int nl, *lay_lo, *lay_hi;
+  bool units_ok;
 } gv_intra_stage_ctx;
 
 /* The samples per microbatch of a pipeline's stage programs: dim 0 of the first data input of the whole model
@@ -94,5 +102,9 @@ int64_t gv_stage_microbatch(const gv_module *base);
  * no plan fits or applies (or B is not ctx's). */
 int gv_stage_cost_intra(void *ctx, int first, int last, int64_t nodes, int64_t per_node, int B, gv_stage_cost *out);
 void gv_intra_stage_ctx_free(gv_intra_stage_ctx *x);
+/* --profile: x's maps of the outer unit's FLOPs per group and each layer's groups, from the units lu found on the
+ * model before its ops were grouped (lu's locations; the grouping reorders the ops, and the units found on the
+ * grouped program can differ). Returns 0, or -1 after an error line. */
+int gv_stage_units_set(gv_intra_stage_ctx *x, const gv_layer_units *lu);
 
 #endif

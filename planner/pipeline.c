@@ -1006,8 +1006,8 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       goto done;
     }
     if (min_need == INT64_MAX)
-      gv_error_plain("pipeline: no stage of the %d layer groups can run on any sub-mesh of %lld devices", L,
-                     (long long)D);
+      gv_error_plain("pipeline: no stage of the %d layer groups can run on any sub-mesh of %lld devices%s", L,
+                     (long long)D, p->why_none ? p->why_none : "");
     else { /* some stages fit, but no partition is made of stages that plan: name the ranges that do not */
       int nbad = 0, ncost = 0, bf = -1, bl = -1;
       int64_t bd = 0;
@@ -1027,9 +1027,9 @@ int gv_pipe_solve(const gv_pipe_problem *p, gv_pipe_plan *out) {
       gv_error_plain("pipeline: no partition of the %d layer groups into %s%d stages on %lld devices has a plan for every stage, "
                      "whatever the memory limit: %d of the %d stage programs costed have no plan on their sub-mesh (the "
                      "shortest: groups %d-%d on %lld device%s; GALV_PLAN_DEBUG=1 prints each), and the stages that plan need "
-                     "%.3f GiB at least with one microbatch in flight (the limit: %.3f GiB)",
+                     "%.3f GiB at least with one microbatch in flight (the limit: %.3f GiB)%s",
                      L, p->stages ? "" : "up to ", p->stages ? p->stages : S, (long long)D, nbad, ncost, bf, bl - 1, (long long)bd, bd == 1 ? "" : "s",
-                     (double)min_need / (1 << 30), (double)limit / (1 << 30));
+                     (double)min_need / (1 << 30), (double)limit / (1 << 30), p->why_none ? p->why_none : "");
     }
     rc = 1;
     goto done;

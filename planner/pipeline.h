@@ -198,6 +198,7 @@ typedef struct {
   gv_stage_cost_fn cost;
   void *ctx;
   bool probe;            /* no partition fits: return 1 without the error line (galvc's default search) */
+  const char *why_none;  /* appended to the line when no stage or partition has a plan (NULL: nothing) */
   bool no_min_need;      /* with probe: no partition fits at a count: no search for the partition that needs the least
                           * (out->min_need then the least stage's need; the default search's screen, which never
                           * reports it) */

@@ -21,8 +21,12 @@
 #      = the layers' measured forward + backward + recompute + the outer's);
 #   6. bad files and options through galvc: one error line naming the file
 #      and field (malformed, model mismatch), option conflicts; a limit no
-#      plan fits: the line names --pipeline-stages (the default search plans
-#      no pipelines under --profile).
+#      plan fits: the line names a pipeline stage's figure (the default
+#      search plans pipelines under --profile); stages of one layer each:
+#      the line says a stage priced by the profile holds whole layers;
+#   7. pipelines (--pipeline-stages 2, 2 microbatches): each stage's compute
+#      is its own layers' fit and the outer fit once, on the head's stage;
+#      the default search under --profile searches pipelines.
 set -u
 build=${1:?usage: plan_profile.sh BUILD_DIR}
 src=${GALV_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -258,8 +262,38 @@ expect lacks-tp "no plan applies on 2 devices: the candidates that realise need 
 # (a profile at tp 3, which no plan on 4 devices has: layer 0's degree is the one it lacks first)
 expect plan-lacks-tp "$tmp/tp3.json: field 'layer.points': no figures at tp $ptp, the plan $tmp/prof.json's" \
   "$tmp/l4.onnx" "${P[@]}" -q --plan "$tmp/prof.json" --profile "$tmp/tp3.json"
-expect no-plan-pipelines "raise --memory-limit or add devices (pipelines are not searched with --profile: --pipeline-stages S plans S stages)" \
-  "$tmp/l4.onnx" "${P[@]}" -q --profile "$tmp/gal.json" --memory-limit 1000
+expect no-plan-pipelines "a pipeline stage's" "$tmp/l4.onnx" "${P[@]}" -q --profile "$tmp/gal.json" --memory-limit 1000
+expect one-layer-stages "(under --profile a stage is priced by the profile's per-layer figures: it holds whole layers, two at least" \
+  "$tmp/l4.onnx" "${P[@]}" -q --profile "$tmp/gal.json" --pipeline-stages 4
+
+# 7. pipelines: each stage program charged its own layers' figures and the outer figure once, on the stage holding the
+# head (the embedding's lookup computes nothing the fit measured: its stage keeps its analytic figure); before, every
+# stage took the whole outer figure and, cut inside its layers, no layer's (1.350 ms on both stages here)
+"$galvc" "$tmp/l4.onnx" "${P[@]}" --profile "$tmp/gal.json" --pipeline-stages 2 --strategy dp --microbatches 2 </dev/null \
+  2>"$tmp/pp.err" >/dev/null || fail "pipeline under --profile: $(grep -m1 error "$tmp/pp.err")"
+python3 - "$tmp/pp.err" <<'PY' && ok "pipeline under --profile: $(grep -c 'stage [0-9] time' "$tmp/pp.err") stages, each its layers' figures, the outer once" || fail "pipeline stages under --profile (above)"
+import re, sys
+err = open(sys.argv[1]).read()
+st = re.findall(r"^  stage (\d+): groups (\d+)-(\d+) on \S+ \(([^)]*)\)", err, re.M)
+comp = {int(i): float(c) for i, c in re.findall(r"^  stage (\d+) time: [0-9.]+ ms/microbatch = compute ([0-9.]+)", err, re.M)}
+bad = []
+if len(st) != 2 or len(comp) != 2:
+    bad.append(f"stages {st}, compute {comp}")
+for i, a, b, desc in st:
+    i, layers = int(i), int(b) - int(a) + 1  # the groups are the blocks (--profile: --layers blocks)
+    dp = int(re.search(r"dp=(\d+)", desc).group(1)) if "dp=" in desc else 1
+    mb = 8 // 2 // dp
+    want = layers * 3 * (0.5 * mb + 0.1) + (3 * (0.2 * mb + 0.05) if i == len(st) - 1 else 0)
+    if abs(comp.get(i, -1) - want) > 0.0015:
+        bad.append(f"stage {i} ({layers} layers, {mb} samples per device): compute {comp.get(i)} ms, want {want:.3f}")
+if bad:
+    sys.exit("; ".join(bad))
+PY
+# the default search under --profile plans pipelines too (their groups the blocks)
+"$galvc" "$tmp/l4.onnx" "${P[@]}" --profile "$tmp/gal.json" </dev/null 2>"$tmp/ds.err" >/dev/null || fail "default search: $(grep -m1 error "$tmp/ds.err")"
+if grep -q "^galvc: default search: chose .*pipelines searched in" "$tmp/ds.err" && grep -q "^galvc: pipeline candidate 1" "$tmp/ds.err"; then
+  ok "the default search under --profile: $(grep -m1 '^galvc: default search: chose' "$tmp/ds.err")"
+else fail "the default search under --profile searched no pipelines: $(grep -m2 'default search' "$tmp/ds.err")"; fi
 expect no-planner "--profile applies to the planner" "$tmp/l4.onnx" --batch 8 --seq 32 --target cpu --train --gpus 4 \
   --strategy dp --no-weights --emit=ir -o "$tmp/x.mlir" --profile "$tmp/gal.json"
 expect reserve-one "--memory-reserve 1: expected FRACTION[,BYTES]" "$tmp/l4.onnx" "${P[@]}" --memory-reserve 1

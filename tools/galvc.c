@@ -1734,15 +1734,14 @@ int main(int argc, char **argv) {
   bool joint = gv_plan_opts.active && !gv_plan_opts.plan_in && !no_pipe && gpus > 1 && !mesh_spec && !mb_given &&
                !recompute_given && !(gv_train_opts.loss_scale_mode && strcmp(target, "cuda") == 0) &&
                gv_precision_opts.grad == GV_DT_F32 && (plan_only || program) && !report_cost && !dump_after &&
-               !profile_path && !(cuda.bf16 && strcmp(target, "cuda") == 0 && !plan_only && !train);
+               !(cuda.bf16 && strcmp(target, "cuda") == 0 && !plan_only && !train);
   galvc_pipe_choice jc = {0};
-  /* the default search but for --profile: its no-plan line names --pipeline-stages (docs/planner.md, "Profiles") */
-  if (profile_path && !joint && gv_plan_opts.active && !gv_plan_opts.plan_in && !no_pipe && gpus > 1 && !mesh_spec && !pa.on)
-    gv_plan_opts.no_pipe_why = "with --profile";
   if (joint) {
     pipe_args pj = pa;
     pj.layers = gv_pipe_opts.layers, pj.plan_only = plan_only, pj.naxes = 0, pj.mesh_given = false;
+    const bool blocks0 = gv_pipe_opts.blocks;
     if (galvc_pipeline_search(model, opt0, &pj, gpus, &cluster, quiet, train, &jc) < 0) return 1;
+    gv_pipe_opts.blocks = blocks0; /* the pipelines' groups (blocks under --profile) are theirs, kept for them alone */
     if (!quiet && jc.layers >= 0 && jc.layers < 2)
       fprintf(stderr, "galvc: default search: no pipelines (the model has %d layer%s found by structure; a pipeline cuts between "
                       "two or more)\n", jc.layers, jc.layers == 1 ? "" : "s");

@@ -434,6 +434,14 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   const int nvert = gv_cluster_layers_vertices(m); /* the default group counts stay under the ops METIS groups */
   int want = S ? S * (pa->vstages ? pa->vstages : 1) : (int)gpus; /* interleaved: P x V stages */
   memset(rec_b, 0, sizeof rec_b);
+  /* --profile without --layers: a group per block, the cuts at the layers' boundaries (a stage is priced by the
+   * profile's per-layer figures only where it holds its layers whole and its program finds them: gv_stage_cost_intra) */
+  if (!*K && gv_plan_opts.profile && !pa->layers && !gv_pipe_opts.blocks) {
+    gv_layer_units u;
+    if (gv_layer_units_find(m, &u)) { gv_module_free(m); return -1; }
+    if (u.nl >= 2 && u.nl <= GV_PIPE_MAX_STAGES) gv_pipe_opts.blocks = true;
+    gv_layer_units_free(&u);
+  }
   if (!*K && gv_pipe_opts.blocks) { /* --layers blocks: a group per block */
     gv_layer_units u;
     if (gv_layer_units_find(m, &u)) { gv_module_free(m); return -1; }
@@ -471,11 +479,23 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   if (!*K && pa->joint && pa->layers) joint_layers = pa->layers; /* the default search with --layers K: K groups to cut between */
   if (!*K) *K = pa->layers ? pa->layers : (4 * want < nvert ? 4 * want : nvert);
   int k = *K;
+  /* --profile: the units found before the grouping reorders the ops (the stages' share of the outer figure, the ranges
+   * holding their layers whole: gv_stage_units_set) */
+  gv_layer_units pre;
+  const bool pre_ok = gv_plan_opts.profile && gv_pipe_opts.blocks && !gv_layer_units_find(m, &pre);
   gv_layer_groups g;
-  if (gv_cluster_layers(m, k, &g)) { gv_module_free(m); return -1; }
+  if (gv_cluster_layers(m, k, &g)) {
+    if (pre_ok) gv_layer_units_free(&pre);
+    gv_module_free(m);
+    return -1;
+  }
+  gv_intra_stage_ctx ux = {.base = m, .ngroups = k}; /* the maps, moved into the stage costs' context below */
+  const int urc = pre_ok ? gv_stage_units_set(&ux, &pre) : 0;
+  if (pre_ok) gv_layer_units_free(&pre);
+  if (urc) { gv_intra_stage_ctx_free(&ux), gv_module_free(m); return -1; }
   gv_group_stats *gs = calloc((size_t)k, sizeof *gs);
   gv_pipe_plan *tmp = calloc(1, sizeof *tmp);
-  if (!gs || !tmp) { free(gs); free(tmp); gv_module_free(m); return gv_error_plain("out of memory"), -1; }
+  if (!gs || !tmp) { free(gs); free(tmp); gv_intra_stage_ctx_free(&ux), gv_module_free(m); return gv_error_plain("out of memory"), -1; }
   gv_pipe_group_stats(m, k, g.flops, gs);
   if (train && pa->analytic) { /* the analytic cost's memory per microbatch in flight: an earlier stage's stash, from
                                  * the whole model's loss, fused attention (as the stages will run it) and autodiff
@@ -496,7 +516,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
     int bad = !st || !cr || !mt || run_named(mt, la, 4, 1, verify_each) || gv_pipe_group_stash(mt, k, st, cr);
     if (mt) gv_module_free(mt);
     if (bad) {
-      free(st), free(cr), free(gs), free(tmp), gv_module_free(m);
+      free(st), free(cr), free(gs), free(tmp), gv_intra_stage_ctx_free(&ux), gv_module_free(m);
       return oom ? gv_error_plain("out of memory"), -1 : -1;
     }
     for (int i = 0; i < k; i++) gs[i].act_bytes = st[i], gs[i].act_credit = cr[i] * B;
@@ -507,7 +527,7 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_shared_param *sh = NULL; /* parameters read by several groups: each stage reading one holds a copy */
   int nsh = 0;
   if (gv_pipe_shared_params(m, &sh, &nsh)) {
-    free(gs), free(tmp), gv_module_free(m);
+    free(gs), free(tmp), gv_intra_stage_ctx_free(&ux), gv_module_free(m);
     return -1;
   }
   const int nopt = !train ? 0 : !strcmp(gv_train_opts.optimizer, "adamw") ? 2 : gv_train_opts.momentum != 0 ? 1 : 0;
@@ -518,7 +538,9 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
   gv_intra_stage_ctx ictx = {.base = m, .ngroups = k, .B = B, .training = train != 0, .recompute = pa->recompute,
                              .cluster = cluster, .mem_limit = pa->stage_limit ? pa->stage_limit : gv_plan_opts.memory_limit,
                              .shared = sh, .nshared = nsh,
-                             .opt_states = nopt, .zero = pa->zero, .zero_reduce = pa->zero_reduce - 1};
+                             .opt_states = nopt, .zero = pa->zero, .zero_reduce = pa->zero_reduce - 1,
+                             .outer_fl = ux.outer_fl, .outer_total = ux.outer_total, .nl = ux.nl, .lay_lo = ux.lay_lo,
+                             .lay_hi = ux.lay_hi, .units_ok = ux.units_ok};
   if (pa->mesh_given && pa->naxes <= 3) { /* --mesh: every stage of its devices is compiled on it, and priced so */
     ictx.mesh_naxes = pa->naxes;
     for (int a = 0; a < pa->naxes; a++) ictx.mesh_shape[a] = pa->axs[a];
@@ -853,6 +875,10 @@ static int pipe_plan_b(const char *model, gv_import_options opt, int64_t global,
                             .stage_devices = R->sdev, .mb_choices = mbc, .nmb = 1, .schedule = sch[si], .vstages = V,
                             .mem_limit = gv_plan_opts.memory_limit, .stages = R->S * V, .cost = fn, .ctx = fctx,
                             .probe = pa->joint, .table = ptable, .keep_costs = keep,
+                            .why_none = ictx.units_ok && fn == gv_stage_cost_intra
+                                            ? " (under --profile a stage is priced by the profile's per-layer figures: it holds "
+                                              "whole layers, two at least, its program finding them by their repetition)"
+                                            : NULL,
                             .no_min_need = pa->joint && pa->analytic}; /* the screen: its least need is never reported
                                                                         * (galvc_pipeline_plan seeks it when nothing fits) */
       int rmbc[64], nr = 0;
