@@ -1487,7 +1487,7 @@ int galvc_pipeline_search(const char *model, gv_import_options opt, const pipe_a
   }
   joint_nmbc = 0;
   out->layers = joint_layers;
-  qsort(screen, (size_t)(rc ? 0 : nscreen), sizeof *screen, cand_cmp);
+  if (screen && !rc) qsort(screen, (size_t)nscreen, sizeof *screen, cand_cmp);
   out->screened = rc ? 0 : nscreen;
   if (!rc && !quiet && joint_layers >= 2)
     fprintf(stderr, "galvc: pipelines: the stage DP with the analytic stage cost screened %d microbatch count%s x stage counts "
