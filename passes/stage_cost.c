@@ -414,13 +414,11 @@ int gv_stage_units_set(gv_intra_stage_ctx *x, const gv_layer_units *lu) {
   return 0;
 }
 
-static int stage_units(const gv_intra_stage_ctx *x) { return x->units_ok ? 0 : -1; }
-
 /* The share of the model's outer unit that the stage of groups [first, last) holds (gv_plan_opts.profile_outer_share):
  * its outer ops' forward FLOPs over all outer ops' (the head's dot is most of it, the embedding's lookup none); -1
  * where the stage's outer ops have no FLOPs, 0 when unknown (the whole figure, as before) */
 static double stage_outer_share(const gv_intra_stage_ctx *x, int first, int last) {
-  if (stage_units(x) || x->outer_total <= 0) return 0;
+  if (!x->units_ok || x->outer_total <= 0) return 0;
   double f = 0;
   for (int g = first; g < last && g < x->ngroups; g++) f += x->outer_fl[g];
   return f > 0 ? f / x->outer_total : -1;
@@ -429,7 +427,7 @@ static double stage_outer_share(const gv_intra_stage_ctx *x, int first, int last
 /* The model's layers whole in groups [first, last); -1 when one lies partly in them (a cut inside a layer), -2 when the
  * units are not found */
 static int stage_layers_whole(const gv_intra_stage_ctx *x, int first, int last) {
-  if (stage_units(x)) return -2;
+  if (!x->units_ok) return -2;
   int n = 0;
   for (int u = 1; u <= x->nl; u++) {
     if (x->lay_hi[u] < 0) continue;
